@@ -1,0 +1,233 @@
+"""The study app: `python app.py` serves it; subcommands import studies and manage participants."""
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+
+HELP_NO_LINK = ("### Welcome\nThis is a study platform. Participants: please open the personal link "
+                "you were given (it ends in `?t=...`). Study designers: use the Admin tab.")
+
+
+def build_app(settings, database):
+    import gradio as gr
+
+    from services import admin
+    from services.items import AccessError, get_view, tabs_for
+    from services.participants import ParticipantError, enrol
+    from storage import participants
+    from tabs import analysis as analysis_tab
+    from tabs import da, receiver, record, sd, survey, validator
+    from tabs import admin as admin_tab
+    from tabs.common import Ctx, view_dict
+
+    auth = admin.AdminAuth(settings.admin_password)
+    with gr.Blocks(title="Translation evaluation studies") as demo:
+        token = gr.Textbox(visible=False, elem_id="participant-token")
+        welcome = gr.Markdown()
+        ctx = Ctx(database, settings, token)
+        with gr.Tabs() as tabset:
+            uis = [record.build(ctx), receiver.build(ctx), validator.build(ctx), survey.build(ctx),
+                   da.build(ctx), sd.build(ctx)]
+            admin_tab_obj, session = admin_tab.build(ctx, auth)
+            analysis_obj = analysis_tab.build(ctx, auth, session)
+
+        def resolve(request: gr.Request) -> tuple[str, str]:
+            """Token from ?t=..., or a Prolific newcomer enrolled into an open slot."""
+            q = dict(request.query_params) if request else {}
+            if q.get("t"):
+                return q["t"], ""
+            if q.get("PROLIFIC_PID"):
+                try:
+                    p = enrol(database, q.get("study", ""), q.get("role", ""), q["PROLIFIC_PID"],
+                              q.get("STUDY_ID"), q.get("SESSION_ID"), q.get("group"), q.get("gender"))
+                    return p["token"], ""
+                except ParticipantError as e:
+                    return "", str(e)
+            return "", ""
+
+        def on_load(request: gr.Request):
+            tok, problem = resolve(request)
+            out = {token: tok}
+            host = request.client.host if request and request.client else None
+            participant = participants.by_token(database, tok) if tok else None
+            if tok and participant is None:
+                problem = "This link is not valid. Please use the personal link you were given."
+            if problem or participant is None:
+                out[welcome] = f"**{problem}**" if problem else HELP_NO_LINK
+                show_admin = not problem and auth.available(host)
+                out[admin_tab_obj] = gr.update(visible=show_admin)
+                out[analysis_obj] = gr.update(visible=show_admin)
+                out[tabset] = gr.update(selected="admin")
+                for ui in uis:
+                    out[ui.tab] = gr.update(visible=False)
+                return out
+            mine = tabs_for(participant)
+            out[welcome] = ""
+            out[tabset] = gr.update(selected=mine[0])
+            out[admin_tab_obj] = gr.update(visible=False)
+            out[analysis_obj] = gr.update(visible=False)
+            for ui in uis:
+                out[ui.tab] = gr.update(visible=ui.name in mine)
+                if ui.name in mine:
+                    out.update(ui.show(ctx, tok))
+            return out
+
+        load_outputs = [token, welcome, tabset, admin_tab_obj, analysis_obj] + [ui.tab for ui in uis]
+        for ui in uis:
+            load_outputs += ui.outputs
+        demo.load(on_load, None, load_outputs, api_visibility="private")
+
+        def view(participant_token: str, tab: str) -> dict:
+            """The participant's current item on a tab, as the page shows it (resume after reload)."""
+            try:
+                return view_dict(get_view(database, participant_token, tab))
+            except AccessError as e:
+                return view_dict(None, error=str(e))
+
+        gr.api(view, api_name="view", api_visibility="undocumented")
+    return demo
+
+
+def cmd_serve(args, settings):
+    from storage import open_database
+
+    database = open_database(settings.db_path, settings.journal_mode)
+    if args.demo:
+        ensure_demo(database, settings)
+    demo = build_app(settings, database)
+    demo.queue(default_concurrency_limit=16)
+    demo.launch(server_name=args.host or settings.host, server_port=args.port or settings.port,
+                css_paths=[ROOT / "assets" / "style.css"], allowed_paths=[str(settings.media_dir)],
+                ssl_certfile=args.ssl_certfile, ssl_keyfile=args.ssl_keyfile,
+                root_path=args.root_path, show_error=True)
+
+
+def ensure_demo(database, settings):
+    """Import the demo study and give it one participant per role (only the first time)."""
+    from services.participants import add_participants, links
+    from services.study_import import import_study
+    from storage import participants
+
+    res = import_study(database, settings.demo_study, actor="demo")
+    sid = res.study_id
+    if not participants.list_for_study(database, sid):
+        add_participants(database, sid, "sender", 1, "USW", "Woman", actor="demo")
+        for role in ("receiver", "validator", "rater", "da", "sd"):
+            add_participants(database, sid, role, 1, actor="demo")
+    print(f"Demo study '{sid}' ({res.status}). One link per role:")
+    seen = set()
+    for row in links(database, sid, settings.public_url):
+        if row["role"] not in seen:
+            seen.add(row["role"])
+            print(f"  {row['role']:<10} {row['url']}")
+    print(f"  admin      {settings.public_url}/  (Admin tab)")
+
+
+def cmd_import(args, settings):
+    from services.study_files import StudyValidationError
+    from services.study_import import import_study
+    from storage import open_database
+
+    database = open_database(settings.db_path, settings.journal_mode)
+    try:
+        res = import_study(database, args.folder)
+    except StudyValidationError as e:
+        print(f"Nothing was imported: {len(e.errors)} problem(s) in {args.folder}", file=sys.stderr)
+        for err in e.errors:
+            print(f"  {err}", file=sys.stderr)
+        return 2
+    print(f"study '{res.study_id}': {res.status} " + ", ".join(f"{k} {v}" for k, v in res.counts.items()))
+    return 0
+
+
+def cmd_participants_add(args, settings):
+    from services.participants import ParticipantError, add_from_csv, add_participants, link
+    from storage import open_database
+
+    database = open_database(settings.db_path, settings.journal_mode)
+    try:
+        if args.csv:
+            made = add_from_csv(database, args.study, args.csv)
+        else:
+            if not args.role:
+                print("--role is required (or --csv FILE)", file=sys.stderr)
+                return 2
+            made = add_participants(database, args.study, args.role, args.count, args.group, args.gender)
+    except (ParticipantError, OSError) as e:
+        print(f"Nothing was added: {e}", file=sys.stderr)
+        return 2
+    for p in made:
+        print(f"{p.id}\t{p.role}\t{p.group or ''}\t{p.gender or ''}\t{link(settings.public_url, p.token)}")
+    return 0
+
+
+def cmd_links(args, settings):
+    from services.participants import ParticipantError, links, prolific_link
+    from storage import open_database, studies
+
+    database = open_database(settings.db_path, settings.journal_mode)
+    try:
+        rows = links(database, args.study, settings.public_url)
+    except ParticipantError as e:
+        print(e, file=sys.stderr)
+        return 2
+    print("id\trole\tgroup\tgender\texternal_id\turl")
+    for r in rows:
+        print(f"{r['id']}\t{r['role']}\t{r['group'] or ''}\t{r['gender'] or ''}\t{r['external_id'] or ''}\t{r['url']}")
+    cfg = studies.get_study(database, args.study)["config"]["study"]
+    if cfg["self_enrol"]:
+        print("\n# Prolific study URLs (self-enrolment into open slots):")
+        for role in cfg["self_enrol"]:
+            if role == "sender" and cfg["groups"]:
+                for g in cfg["groups"]:
+                    for gen in cfg["genders"] or [None]:
+                        print(f"{role}\t{g}\t{gen or ''}\t{prolific_link(settings.public_url, args.study, role, g, gen)}")
+            else:
+                print(f"{role}\t\t\t{prolific_link(settings.public_url, args.study, role)}")
+    return 0
+
+
+def main(argv=None):
+    sys.path.insert(0, str(ROOT))
+    from services.settings import Settings
+
+    parser = argparse.ArgumentParser(prog="app.py", description=__doc__)
+    sub = parser.add_subparsers(dest="command")
+    serve = sub.add_parser("serve", help="start the web app (the default)")
+    for p in (parser, serve):
+        p.add_argument("--host")
+        p.add_argument("--port", type=int)
+        p.add_argument("--demo", action="store_true", help="import the demo study and print its links first")
+        p.add_argument("--ssl-certfile")
+        p.add_argument("--ssl-keyfile")
+        p.add_argument("--root-path", help="URL prefix when served behind a reverse proxy")
+    imp = sub.add_parser("import", help="validate and import a study folder")
+    imp.add_argument("folder")
+    part = sub.add_parser("participants", help="manage participants")
+    psub = part.add_subparsers(dest="action", required=True)
+    add = psub.add_parser("add", help="add participants (or slots for Prolific self-enrolment)")
+    add.add_argument("--study", required=True)
+    add.add_argument("--role")
+    add.add_argument("--group")
+    add.add_argument("--gender")
+    add.add_argument("--count", type=int, default=1)
+    add.add_argument("--csv", help="CSV with columns role, group, gender, external_id")
+    lk = sub.add_parser("links", help="print every participant's private link")
+    lk.add_argument("--study", required=True)
+    args = parser.parse_args(argv)
+    settings = Settings.from_env()
+    if args.command in (None, "serve"):
+        return cmd_serve(args, settings)
+    if args.command == "import":
+        return cmd_import(args, settings)
+    if args.command == "participants":
+        return cmd_participants_add(args, settings)
+    if args.command == "links":
+        return cmd_links(args, settings)
+    parser.error(f"unknown command {args.command}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Domain logic. Plain Python: no gradio import, testable without a server."""

@@ -1,0 +1,76 @@
+"""What the study designer sees: access control of the admin tab and the progress tables."""
+from __future__ import annotations
+
+import hmac
+import secrets
+import time
+
+import pandas as pd
+
+from services.participants import link
+from storage import jobs, participants, queue, results, studies
+
+LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+SESSION_SECONDS = 12 * 3600
+
+
+class AdminAuth:
+    """Admin sessions: a password from the settings; with none set, localhost only."""
+
+    def __init__(self, password: str):
+        self.password = password or ""
+        self._sessions: dict[str, float] = {}
+
+    def available(self, client_host: str | None) -> bool:
+        return bool(self.password) or (client_host or "") in LOOPBACK
+
+    def login(self, password: str, client_host: str | None) -> str:
+        if not self.available(client_host):
+            raise PermissionError("The admin tab is served only to localhost until TRADLAB_ADMIN_PASSWORD is set.")
+        if self.password and not hmac.compare_digest(self.password.encode(), (password or "").encode()):
+            raise PermissionError("Wrong password.")
+        session = secrets.token_urlsafe(24)
+        self._sessions[session] = time.time() + SESSION_SECONDS
+        return session
+
+    def check(self, session: str | None, client_host: str | None) -> None:
+        if not self.available(client_host):
+            raise PermissionError("The admin tab is served only to localhost until TRADLAB_ADMIN_PASSWORD is set.")
+        expiry = self._sessions.get(session or "")
+        if not expiry or expiry < time.time():
+            raise PermissionError("Please log in.")
+
+
+def study_choices(database) -> list[tuple[str, str]]:
+    return [(f"{s['name']} ({s['id']})", s["id"]) for s in studies.list_studies(database)]
+
+
+def progress_table(database, study_id: str) -> pd.DataFrame:
+    rows = queue.study_progress(database, study_id)
+    if not rows:
+        return pd.DataFrame(columns=["role", "phase", "open", "done"])
+    df = pd.DataFrame(rows).pivot_table(index=["role", "phase"], columns="status", values="n",
+                                        aggfunc="sum", fill_value=0).reset_index()
+    for col in ("open", "done"):
+        if col not in df:
+            df[col] = 0
+    return df[["role", "phase", "open", "done"]]
+
+
+def participants_table(database, study_id: str, public_url: str, page: int = 1, page_size: int = 50) -> pd.DataFrame:
+    rows = queue.participant_progress(database, study_id, page_size, (max(page, 1) - 1) * page_size)
+    tokens = {p["id"]: p["token"] for p in participants.list_for_study(database, study_id)}
+    df = pd.DataFrame(rows, columns=["id", "role", "grp", "gender", "external_id", "prolific_pid", "active",
+                                     "last_seen_at", "done", "open", "last_submitted"])
+    df["link"] = [link(public_url, tokens[i]) for i in df["id"]]
+    return df.fillna("")
+
+
+def collected_counts(database, study_id: str) -> pd.DataFrame:
+    c = results.table_counts(database, study_id)
+    return pd.DataFrame({"what": list(c), "rows": list(c.values())})
+
+
+def job_counts(database) -> pd.DataFrame:
+    c = jobs.status_counts(database)
+    return pd.DataFrame({"status": list(c), "jobs": list(c.values())})

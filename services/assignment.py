@@ -1,0 +1,133 @@
+"""Who gets which item: pure functions over plain data, reproducible from the study seed.
+
+- sender_design: a sender's starters, stratified over domain x source, with systems
+  balanced within the sender; design block i is the same in every group x gender cell, so
+  the stimuli are shared across groups (between-subjects on the cell, within on starters).
+- allocate: fills receiver / validator / rater queues as items become available: each
+  item to exactly `redundancy` people, at most `capacity` items per person, never to the
+  person who produced it, least-loaded first.
+- order_key: a per-participant random order of items.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Hashable, Iterable, Sequence
+
+
+def seeded_rng(*parts: Hashable) -> random.Random:
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def order_key(seed: int, participant_id: Hashable, item_id: Hashable) -> float:
+    """A stable pseudo-random position: sorting a participant's items by it shuffles them."""
+    return seeded_rng("order", seed, participant_id, item_id).random()
+
+
+def _strata(starters: Sequence[dict], seed: int) -> dict[tuple[str, str], list[str]]:
+    strata: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for s in sorted(starters, key=lambda s: s["id"]):
+        strata[(s["domain"], s["source"])].append(s["id"])
+    for key, ids in strata.items():
+        seeded_rng("strata", seed, *key).shuffle(ids)
+    return dict(sorted(strata.items()))
+
+
+def _quotas(cells: list[tuple[str, str]], n: int, index: int) -> dict[tuple[str, str], int]:
+    """Items per (domain, source) cell for design block `index`: n // C each, the remainder
+    placed so that domain and source marginals stay within one, rotating with index."""
+    base, extra = divmod(n, len(cells))
+    quota = {c: base for c in cells}
+    order = cells[index % len(cells):] + cells[: index % len(cells)]
+    for _ in range(extra):
+        def imbalance(c):
+            dom = sum(q for k, q in quota.items() if k[0] == c[0])
+            src = sum(q for k, q in quota.items() if k[1] == c[1])
+            return (quota[c], dom + src)
+        best = min((c for c in order), key=lambda c: (imbalance(c), order.index(c)))
+        quota[best] += 1
+    return quota
+
+
+def sender_design(starters: Sequence[dict], systems: Sequence[str], n: int, seed: int,
+                  index: int) -> list[tuple[str, str]]:
+    """(starter_id, system_id) pairs of design block `index` (the index-th sender of a cell).
+
+    Each stratum is a seeded shuffle of its starters consumed cyclically by successive
+    blocks, so starter use stays within one across senders; systems follow a cycle with a
+    per-block offset, so each sender sees every system n/S times (within one).
+    """
+    if not systems:
+        raise ValueError("no systems to assign")
+    if n > len(starters):
+        raise ValueError(f"{n} starters per sender but only {len(starters)} starters")
+    strata = _strata(starters, seed)
+    cells = list(strata)
+    used = {c: 0 for c in cells}  # how many items each stratum handed out before this block
+    for i in range(index):
+        q = _quotas(cells, n, i)
+        for c in cells:
+            used[c] += q[c]
+    quota = _quotas(cells, n, index)
+    # a stratum smaller than its quota lends the shortfall to the others
+    shortfall = 0
+    for c in cells:
+        if quota[c] > len(strata[c]):
+            shortfall += quota[c] - len(strata[c])
+            quota[c] = len(strata[c])
+    while shortfall:
+        for c in sorted(cells, key=lambda c: len(strata[c]) - quota[c], reverse=True):
+            if shortfall and quota[c] < len(strata[c]):
+                quota[c] += 1
+                shortfall -= 1
+    chosen: list[str] = []
+    for c in cells:
+        ids = strata[c]
+        chosen += [ids[(used[c] + k) % len(ids)] for k in range(quota[c])]
+    cycle = list(systems)
+    seeded_rng("systems", seed).shuffle(cycle)
+    # The offset advances once per full rotation of the quota pattern, so that over
+    # len(cells) x len(systems) blocks each stratum meets each system equally often.
+    offset = index // len(cells)
+    return [(sid, cycle[(offset + k) % len(cycle)]) for k, sid in enumerate(chosen)]
+
+
+@dataclass
+class Candidate:
+    """A person who can take items: id, the identities they must not judge, their load."""
+    id: int
+    load: int = 0
+    identities: frozenset = field(default_factory=frozenset)
+
+
+@dataclass
+class OpenItem:
+    """An item needing people: who has it already, and whose work it contains."""
+    id: str
+    assigned: set = field(default_factory=set)
+    produced_by: frozenset = field(default_factory=frozenset)
+
+
+def allocate(items: Iterable[OpenItem], people: Iterable[Candidate], redundancy: int,
+             capacity: int, seed: int) -> list[tuple[int, str]]:
+    """New (person_id, item_id) assignments: tops every item up to `redundancy` people
+    without exceeding anyone's `capacity`, skipping people whose identities intersect the
+    item's producers. Least-loaded first, ties broken by a seeded hash; an item that cannot
+    be filled now keeps its open slots for people who join later."""
+    people = {p.id: Candidate(p.id, p.load, p.identities) for p in people}
+    out: list[tuple[int, str]] = []
+    for item in sorted(items, key=lambda it: (len(it.assigned), str(it.id))):
+        need = redundancy - len(item.assigned)
+        if need <= 0:
+            continue
+        eligible = [p for p in people.values()
+                    if p.id not in item.assigned and p.load < capacity
+                    and not (p.identities & item.produced_by)]
+        eligible.sort(key=lambda p: (p.load, seeded_rng("alloc", seed, p.id, item.id).random()))
+        for p in eligible[:need]:
+            out.append((p.id, item.id))
+            p.load += 1
+    return out

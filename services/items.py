@@ -1,0 +1,187 @@
+"""What a participant sees: their tabs, their next open item and their progress.
+
+get_view() is what every tab calls on load and after each submit; it only ever builds
+the fields the participant's role may see (the receiver's view has no source text)."""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+from services import workflow
+from services.texts import sqm_label, texts
+from storage import participants, queue, results, studies
+
+TAB_PHASES = {
+    "record": ("record",),
+    "receiver": ("receive",),
+    "validator": ("validate",),
+    "survey": ("survey_baseline", "survey_informed"),
+    "da": ("da",),
+    "sd": ("sd",),
+}
+ROLE_TABS = {
+    "sender": ("record", "survey"),
+    "receiver": ("receiver",),
+    "validator": ("validator",),
+    "rater": ("survey",),
+    "da": ("da",),
+    "sd": ("sd",),
+}
+
+
+class AccessError(PermissionError):
+    """The caller may not see or answer this; the message says why, without leaking."""
+
+
+@dataclass
+class ItemView:
+    tab: str
+    status: str                      # "item" | "waiting" | "complete"
+    message: str = ""
+    done: int = 0
+    total: int = 0
+    phase: str | None = None
+    item_id: str | None = None
+    content: dict = field(default_factory=dict)
+    completion_code: str = ""
+    redirect_url: str = ""
+
+    @property
+    def progress(self) -> str:
+        return f"{self.done} / {self.total}"
+
+
+def participant_for_token(database, token: str | None) -> dict:
+    p = participants.by_token(database, token) if token else None
+    if not p:
+        raise AccessError("This link is not valid. Please use the personal link you were given.")
+    if not p["active"]:
+        raise AccessError("This link has been deactivated. Please contact the study team.")
+    return p
+
+
+def tabs_for(participant: dict) -> tuple[str, ...]:
+    return ROLE_TABS[participant["role"]]
+
+
+def bold_key_spans(text: str, spans: list[str]) -> str:
+    """HTML of the starter with its key information in bold (text escaped)."""
+    marks = [False] * len(text)
+    for s in spans:
+        start = text.find(s)
+        while start != -1:
+            for i in range(start, start + len(s)):
+                marks[i] = True
+            start = text.find(s, start + len(s))
+    out, i = [], 0
+    while i < len(text):
+        j = i
+        while j < len(text) and marks[j] == marks[i]:
+            j += 1
+        chunk = html.escape(text[i:j])
+        out.append(f"<strong>{chunk}</strong>" if marks[i] else chunk)
+        i = j
+    return "".join(out)
+
+
+def _total(database, p, study, tab, counts) -> int:
+    cfg = study["config"]
+    if tab == "receiver":
+        return max(cfg["usability"]["items_per_receiver"], counts["done"] + counts["open"])
+    if tab == "validator":
+        return max(cfg["usability"]["items_per_validator"], counts["done"] + counts["open"])
+    if tab == "survey" and p["role"] == "sender":
+        return 2 * cfg["usability"]["items_per_sender"]
+    if tab == "survey":
+        c = queue.counts(database, p["id"], ("survey_baseline",))
+        return 2 * (c["open"] + c["done"])
+    return counts["done"] + counts["open"]
+
+
+def _content(database, study, p, a) -> dict:
+    phase = a["phase"]
+    sid = study["id"]
+    if phase in ("da",):
+        seg = studies.da_segment(database, int(a["item_id"]))
+        return {"reference": seg["reference"], "output": seg["output"],
+                "instruction": texts()["da"]["instruction"]}
+    if phase == "sd":
+        sent = studies.sd_sentence(database, sid, a["item_id"])
+        pairs = {q["id"]: q for q in studies.sd_pairs(database, sid, study["config"]["sd"]["language"])}
+        shown = []
+        for entry in a["meta"]["pairs"]:
+            q = pairs[entry["pair_id"]]
+            left, right = (q["positive"], q["negative"]) if entry["positive_left"] else (q["negative"], q["positive"])
+            shown.append({"pair_id": q["id"], "left": left, "right": right})
+        return {"sentence": sent["text"], "pairs": shown, "instruction": texts()["sd"]["instruction"]}
+    ex = queue.exchange(database, a["exchange_id"])
+    qs = studies.questions(database, sid, ex["starter_id"])
+    if phase == "receive":
+        # Only the translation and the Portuguese questions: never source, audio or transcript.
+        tr = results.translation(database, ex["id"])
+        return {"translation": tr["text"], "questions": [{"idx": q["idx"], "pt": q["pt"]} for q in qs],
+                "instruction": texts()["receiver"]["instruction"],
+                "unanswerable_label": texts()["receiver"]["unanswerable"]}
+    st = studies.starter(database, sid, ex["starter_id"])
+    if phase == "record":
+        return {"starter_html": bold_key_spans(st["text"], st["key_spans"]),
+                "instruction": texts()["record"]["instruction"],
+                "max_seconds": study["config"]["usability"]["max_recording_seconds"]}
+    tr = results.translation(database, ex["id"])
+    if phase == "validate":
+        receive = queue.assignment(database, int(a["item_id"]))
+        return {"source": st["text"], "translation": tr["text"],
+                "questions": [{"idx": q["idx"], "en": q["en"], "pt": q["pt"]} for q in qs],
+                "answers": results.answers(database, receive["id"]),
+                "sqm": texts()["sqm"]}
+    # surveys
+    rec = results.recording_for_exchange(database, ex["id"])
+    content = {"stage": "baseline" if phase == "survey_baseline" else "informed",
+               "perspective": "first" if ex["sender_id"] == p["id"] else "third",
+               "source_html": bold_key_spans(st["text"], st["key_spans"]),
+               "translation": tr["text"],
+               "recording": rec["path_original"] if rec and ex["sender_id"] == p["id"] else None,
+               "statements": {k: texts()["survey"][k] for k in ("satisfaction", "trust", "reliance")},
+               "instruction": texts()["survey"]["instruction"],
+               "likert": texts()["survey"]["likert"]}
+    if phase == "survey_informed":
+        outcomes = []
+        for v in results.validations_for_exchange(database, ex["id"]):
+            ans = {x["idx"]: x for x in results.answers(database, v["receive_assignment_id"])}
+            outcomes.append({
+                "qa_score": v["qa_score"], "translation_score": v["translation_score"],
+                "label": sqm_label(v["translation_score"]),
+                "answers": [{"idx": q["idx"], "en": q["en"], "answer": ans.get(q["idx"], {}).get("text", ""),
+                             "unanswerable": bool(ans.get(q["idx"], {}).get("unanswerable")),
+                             "correct": v["marks"].get(q["idx"])} for q in qs]})
+        content["outcomes"] = outcomes
+    return content
+
+
+def get_view(database, token: str | None, tab: str, touch: bool = True) -> ItemView:
+    p = participant_for_token(database, token)
+    if tab not in tabs_for(p):
+        raise AccessError("This part of the study is not for your role.")
+    study = studies.get_study(database, p["study_id"])
+    cfg = study["config"]["study"]
+    if touch:
+        workflow.refresh(database, study["id"])
+        with database.write() as db:
+            participants.touch(db, p["id"])
+    phases = TAB_PHASES[tab]
+    counts = queue.counts(database, p["id"], phases)
+    total = _total(database, p, study, tab, counts)
+    a = queue.next_open(database, p["id"], phases)
+    if a is None:
+        if counts["done"] >= total:
+            return ItemView(tab, "complete", "Thank you, you have finished this part of the study.",
+                            counts["done"], total, completion_code=cfg["completion_code"],
+                            redirect_url=cfg["redirect_url"])
+        return ItemView(tab, "waiting", "Nothing is ready for you yet: items open as other participants "
+                        "finish their part. Please come back later with the same link.",
+                        counts["done"], total)
+    if touch:
+        with database.write() as db:
+            queue.mark_shown(db, a["id"])
+    return ItemView(tab, "item", "", counts["done"], total, a["phase"], a["item_id"],
+                    _content(database, study, p, a))

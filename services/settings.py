@@ -1,0 +1,57 @@
+"""One settings object, read from environment variables with laptop-friendly defaults.
+
+The README's settings table is generated from SETTINGS below, so the two never disagree.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+# name, default, meaning
+SETTINGS = [
+    ("TRADLAB_DB", "data/tradlab.db", "SQLite database file (created and migrated on start)"),
+    ("TRADLAB_MEDIA", "data/media", "folder for recordings and synthesised audio"),
+    ("TRADLAB_JOURNAL_MODE", "auto", "auto | wal | delete; auto picks the rollback journal on network mounts (a Space's /data)"),
+    ("TRADLAB_ADMIN_PASSWORD", "", "password of the admin and analysis tabs; empty serves them to localhost only"),
+    ("TRADLAB_PUBLIC_URL", "http://127.0.0.1:7860", "base URL printed in participant links"),
+    ("TRADLAB_HOST", "127.0.0.1", "address the server listens on"),
+    ("TRADLAB_PORT", "7860", "port the server listens on"),
+    ("TRADLAB_DEMO_STUDY", "assets/demo_study", "study folder `make run` imports"),
+]
+
+
+@dataclass(frozen=True)
+class Settings:
+    db_path: Path
+    media_dir: Path
+    journal_mode: str
+    admin_password: str
+    public_url: str
+    host: str
+    port: int
+    demo_study: Path
+
+    @classmethod
+    def from_env(cls, env: dict | None = None) -> "Settings":
+        env = os.environ if env is None else env
+        get = {name: env.get(name, default) for name, default, _ in SETTINGS}
+        return cls(
+            db_path=Path(get["TRADLAB_DB"]),
+            media_dir=Path(get["TRADLAB_MEDIA"]),
+            journal_mode=get["TRADLAB_JOURNAL_MODE"],
+            admin_password=get["TRADLAB_ADMIN_PASSWORD"],
+            public_url=get["TRADLAB_PUBLIC_URL"].rstrip("/"),
+            host=get["TRADLAB_HOST"],
+            port=int(get["TRADLAB_PORT"]),
+            demo_study=Path(get["TRADLAB_DEMO_STUDY"]),
+        )
+
+
+def settings_table_markdown() -> str:
+    rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
+    rows += [f"| `{n}` | `{d}` | {m} |" for n, d, m in SETTINGS]
+    return "\n".join(rows)
+
+
+assert len(SETTINGS) == len(fields(Settings))

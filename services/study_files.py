@@ -1,0 +1,524 @@
+"""Read and validate a study folder (study.toml + corpus files) without touching storage.
+
+Every problem is collected as a StudyError naming file, row and field, so a designer
+fixes a file in one pass; load_study raises them all at once and nothing is imported.
+Rows are numbered as a spreadsheet shows them (CSV header = row 1) and JSONL by line.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROTOCOLS = ("usability", "da", "sd")
+ROLES = ("sender", "receiver", "validator", "rater", "da", "sd")
+DOMAINS = ("health", "everyday")
+SOURCES = ("natural", "synthetic")
+SYSTEM_KINDS = ("cascade", "direct", "remote", "human")
+ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MAX_QUESTIONS = 10
+
+
+@dataclass(frozen=True)
+class StudyError:
+    file: str
+    row: int | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.row is not None:
+            where += f", row {self.row}"
+        if self.field:
+            where += f", field '{self.field}'"
+        return f"{where}: {self.message}"
+
+
+class StudyValidationError(Exception):
+    def __init__(self, errors: list[StudyError]):
+        self.errors = errors
+        super().__init__("\n".join(str(e) for e in errors))
+
+
+@dataclass
+class StudyBundle:
+    id: str
+    name: str
+    config: dict
+    content_hash: str
+    systems: list[dict] = field(default_factory=list)
+    starters: list[dict] = field(default_factory=list)
+    questions: list[dict] = field(default_factory=list)
+    exchanges: list[dict] = field(default_factory=list)
+    da_segments: list[dict] = field(default_factory=list)
+    sd_sentences: list[dict] = field(default_factory=list)
+    sd_pairs: list[dict] = field(default_factory=list)
+
+
+# Defaults for every optional key; a key not listed here is an error (catches typos).
+DEFAULTS = {
+    "study": {"id": None, "name": None, "protocols": None, "seed": 0, "completion_code": "",
+              "redirect_url": "", "groups": [], "genders": [], "self_enrol": [],
+              "description": ""},
+    "usability": {"starters": None, "questions": None, "exchanges": "", "items_per_sender": 10,
+                  "items_per_receiver": 30, "items_per_validator": 30, "redundancy": 1,
+                  "max_recording_seconds": 30, "starter_words": [40, 60]},
+    "da": {"segments": None, "items_per_participant": 100},
+    "sd": {"sentences": None, "pairs": None, "language": "en", "sentences_per_participant": 3,
+           "expected_seconds": 600},
+}
+SYSTEM_KEYS = {"id", "label", "kind", "assign", "params"}
+
+CSV_COLUMNS = {
+    "starters": (["id", "domain", "source", "corpus", "text", "key_spans"], []),
+    "questions": (["starter_id", "index", "en", "pt"], []),
+    "exchanges": (["starter_id", "system", "translation"], []),
+    "da_segments": (["segment_id", "doc_id", "position", "source", "reference", "system", "output"], []),
+    "sd_sentences": (["sentence_id", "text"], ["source"]),
+    "sd_pairs": (["pair_id", "language", "positive", "negative"], ["note"]),
+}
+
+
+class _Collector:
+    def __init__(self):
+        self.errors: list[StudyError] = []
+
+    def add(self, file, row, fld, message):
+        self.errors.append(StudyError(file, row, fld, message))
+
+
+def _read_rows(path: Path, kind: str, err: _Collector) -> list[tuple[int, dict]]:
+    """Rows of a CSV or JSONL corpus file as (row number, dict of stripped strings)."""
+    name = path.name
+    if not path.is_file():
+        err.add(name, None, None, "file not found")
+        return []
+    required, optional = CSV_COLUMNS[kind]
+    rows: list[tuple[int, dict]] = []
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        err.add(name, None, None, f"not UTF-8 text ({e.reason} at byte {e.start})")
+        return []
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                err.add(name, lineno, None, f"invalid JSON ({e.msg})")
+                continue
+            if not isinstance(obj, dict):
+                err.add(name, lineno, None, "each line must be a JSON object")
+                continue
+            missing = [c for c in required if c not in obj]
+            for c in missing:
+                err.add(name, lineno, c, "missing")
+            unknown = sorted(set(obj) - set(required) - set(optional))
+            for c in unknown:
+                err.add(name, lineno, c, f"unknown field (expected {', '.join(required + optional)})")
+            if missing or unknown:
+                continue
+            row = {}
+            for k, v in obj.items():
+                if k == "key_spans" and isinstance(v, list):
+                    row[k] = v
+                elif isinstance(v, (str, int, float)) and not isinstance(v, bool):
+                    row[k] = str(v).strip()
+                elif v is None:
+                    row[k] = ""
+                else:
+                    err.add(name, lineno, k, "must be a string or a number")
+            rows.append((lineno, row))
+        return rows
+    if path.suffix.lower() != ".csv":
+        err.add(name, None, None, "unsupported file type (use .csv or .jsonl)")
+        return []
+    reader = csv.reader(text.splitlines())
+    try:
+        header = [h.strip() for h in next(reader)]
+    except StopIteration:
+        err.add(name, None, None, "empty file (a header row is required)")
+        return []
+    missing = [c for c in required if c not in header]
+    unknown = [c for c in header if c not in required + optional]
+    for c in missing:
+        err.add(name, 1, c, "missing column")
+    for c in unknown:
+        err.add(name, 1, c, f"unknown column (expected {', '.join(required + optional)})")
+    if len(set(header)) != len(header):
+        err.add(name, 1, None, "duplicate column names")
+    if missing or unknown:
+        return []
+    for rowno, values in enumerate(reader, start=2):
+        if not any(v.strip() for v in values):
+            continue
+        if len(values) != len(header):
+            err.add(name, rowno, None, f"has {len(values)} cells, the header has {len(header)}")
+            continue
+        rows.append((rowno, {h: v.strip() for h, v in zip(header, values)}))
+    return rows
+
+
+def _require_text(err, name, rowno, row, *cols):
+    ok = True
+    for c in cols:
+        if not isinstance(row.get(c), str) or not row[c]:
+            err.add(name, rowno, c, "must not be empty")
+            ok = False
+    return ok
+
+
+def _int(err, name, rowno, fld, value, lo=None, hi=None):
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        err.add(name, rowno, fld, f"'{value}' is not a whole number")
+        return None
+    if (lo is not None and n < lo) or (hi is not None and n > hi):
+        rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+        err.add(name, rowno, fld, f"{n} is out of range ({rng})")
+        return None
+    return n
+
+
+def _check_config(raw: dict, err: _Collector) -> dict:
+    f = "study.toml"
+    cfg: dict = {}
+    for key in raw:
+        if key not in DEFAULTS and key != "systems":
+            err.add(f, None, key, f"unknown section (expected {', '.join(list(DEFAULTS) + ['systems'])})")
+    for section, defaults in DEFAULTS.items():
+        given = raw.get(section)
+        if given is None:
+            if section == "study":
+                err.add(f, None, "study", "missing section [study]")
+            continue
+        if not isinstance(given, dict):
+            err.add(f, None, section, "must be a table")
+            continue
+        for k in given:
+            if k not in defaults:
+                err.add(f, None, f"{section}.{k}", "unknown key")
+        merged = {}
+        for k, d in defaults.items():
+            if k in given:
+                merged[k] = given[k]
+            elif d is None:
+                err.add(f, None, f"{section}.{k}", "missing")
+            else:
+                merged[k] = d
+        cfg[section] = merged
+    st = cfg.get("study", {})
+    if "id" in st and (not isinstance(st["id"], str) or not ID_RE.match(st["id"])):
+        err.add(f, None, "study.id", "must be 1-64 letters, digits, '_', '-' or '.'")
+    if "name" in st and (not isinstance(st["name"], str) or not st["name"].strip()):
+        err.add(f, None, "study.name", "must be a non-empty string")
+    protocols = st.get("protocols")
+    if protocols is not None:
+        if (not isinstance(protocols, list) or not protocols
+                or any(p not in PROTOCOLS for p in protocols)):
+            err.add(f, None, "study.protocols", f"must be a non-empty list of {', '.join(PROTOCOLS)}")
+        else:
+            for p in protocols:
+                if p not in cfg:
+                    err.add(f, None, p, f"protocol '{p}' is listed but section [{p}] is missing")
+            for p in PROTOCOLS:
+                if p in cfg and p not in protocols:
+                    err.add(f, None, p, f"section [{p}] given but '{p}' is not in study.protocols")
+    if "seed" in st and (not isinstance(st["seed"], int) or isinstance(st["seed"], bool)):
+        err.add(f, None, "study.seed", "must be an integer")
+    for k in ("groups", "genders", "self_enrol"):
+        v = st.get(k, [])
+        if not isinstance(v, list) or any(not isinstance(x, str) or not x.strip() for x in v):
+            err.add(f, None, f"study.{k}", "must be a list of non-empty strings")
+        elif len(set(v)) != len(v):
+            err.add(f, None, f"study.{k}", "has duplicates")
+    if isinstance(st.get("self_enrol"), list):
+        for r in st["self_enrol"]:
+            if r not in ROLES:
+                err.add(f, None, "study.self_enrol", f"'{r}' is not a role ({', '.join(ROLES)})")
+    for k in ("completion_code", "redirect_url", "description"):
+        if k in st and not isinstance(st[k], str):
+            err.add(f, None, f"study.{k}", "must be a string")
+    url = st.get("redirect_url", "")
+    if isinstance(url, str) and url and not re.match(r"^https?://", url):
+        err.add(f, None, "study.redirect_url", "must start with http:// or https://")
+    us = cfg.get("usability")
+    if us:
+        for k, lo in (("items_per_sender", 1), ("items_per_receiver", 1),
+                      ("items_per_validator", 1), ("redundancy", 1), ("max_recording_seconds", 1)):
+            v = us.get(k)
+            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+                err.add(f, None, f"usability.{k}", f"must be an integer >= {lo}")
+        sw = us.get("starter_words")
+        if not (isinstance(sw, list) and len(sw) == 2 and all(isinstance(x, int) for x in sw)
+                and 0 < sw[0] <= sw[1]):
+            err.add(f, None, "usability.starter_words", "must be [min, max] word counts")
+    da = cfg.get("da")
+    if da:
+        v = da.get("items_per_participant")
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            err.add(f, None, "da.items_per_participant", "must be an integer >= 1")
+    sd = cfg.get("sd")
+    if sd:
+        for k in ("sentences_per_participant", "expected_seconds"):
+            v = sd.get(k)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                err.add(f, None, f"sd.{k}", "must be an integer >= 1")
+    return cfg
+
+
+def _check_systems(raw: dict, cfg: dict, err: _Collector) -> list[dict]:
+    f = "study.toml"
+    systems = raw.get("systems", [])
+    if not isinstance(systems, list):
+        err.add(f, None, "systems", "must be an array of tables ([[systems]])")
+        return []
+    out, seen = [], set()
+    for i, s in enumerate(systems, start=1):
+        where = f"systems[{i}]"
+        if not isinstance(s, dict):
+            err.add(f, None, where, "must be a table")
+            continue
+        for k in s:
+            if k not in SYSTEM_KEYS:
+                err.add(f, None, f"{where}.{k}", f"unknown key (expected {', '.join(sorted(SYSTEM_KEYS))})")
+        sid = s.get("id")
+        if not isinstance(sid, str) or not ID_RE.match(sid):
+            err.add(f, None, f"{where}.id", "must be 1-64 letters, digits, '_', '-' or '.'")
+            continue
+        if sid in seen:
+            err.add(f, None, f"{where}.id", f"duplicate system id '{sid}'")
+        seen.add(sid)
+        kind = s.get("kind")
+        if kind not in SYSTEM_KINDS:
+            err.add(f, None, f"{where}.kind", f"must be one of {', '.join(SYSTEM_KINDS)}")
+            continue
+        label = s.get("label", sid)
+        if not isinstance(label, str) or not label.strip():
+            err.add(f, None, f"{where}.label", "must be a non-empty string")
+        assign = s.get("assign", kind != "human")
+        if not isinstance(assign, bool):
+            err.add(f, None, f"{where}.assign", "must be true or false")
+        params = s.get("params", {})
+        if not isinstance(params, dict):
+            err.add(f, None, f"{where}.params", "must be a table")
+            params = {}
+        out.append({"id": sid, "label": str(label), "kind": kind, "assign": bool(assign),
+                    "params": params})
+    if "usability" in cfg and not any(s["assign"] for s in out):
+        err.add(f, None, "systems", "the usability protocol needs at least one [[systems]] entry that senders are assigned to")
+    return out
+
+
+def _hash_inputs(folder: Path, cfg: dict) -> str:
+    h = hashlib.sha256()
+    h.update((folder / "study.toml").read_bytes())
+    for section, keys in (("usability", ("starters", "questions", "exchanges")),
+                          ("da", ("segments",)), ("sd", ("sentences", "pairs"))):
+        for k in keys:
+            name = cfg.get(section, {}).get(k)
+            if name and (folder / name).is_file():
+                h.update(name.encode())
+                h.update((folder / name).read_bytes())
+    return h.hexdigest()
+
+
+def _safe_file(folder: Path, value, key: str, err: _Collector) -> Path | None:
+    if not isinstance(value, str) or not value:
+        err.add("study.toml", None, key, "must name a file in the study folder")
+        return None
+    p = (folder / value).resolve()
+    if folder.resolve() not in p.parents:
+        err.add("study.toml", None, key, f"'{value}' is outside the study folder")
+        return None
+    return p
+
+
+def _load_usability(folder, cfg, systems, bundle, err):
+    us = cfg["usability"]
+    spath = _safe_file(folder, us["starters"], "usability.starters", err)
+    qpath = _safe_file(folder, us["questions"], "usability.questions", err)
+    lo, hi = us["starter_words"] if isinstance(us.get("starter_words"), list) and len(us["starter_words"]) == 2 else (40, 60)
+    starters = {}
+    if spath:
+        name = spath.name
+        for rowno, row in _read_rows(spath, "starters", err):
+            if not _require_text(err, name, rowno, row, "id", "domain", "source", "corpus", "text"):
+                continue
+            sid = row["id"]
+            if not ID_RE.match(sid):
+                err.add(name, rowno, "id", f"'{sid}' must be letters, digits, '_', '-' or '.'")
+                continue
+            if sid in starters:
+                err.add(name, rowno, "id", f"duplicate starter id '{sid}'")
+                continue
+            ok = True
+            if row["domain"] not in DOMAINS:
+                err.add(name, rowno, "domain", f"'{row['domain']}' is not one of {', '.join(DOMAINS)}")
+                ok = False
+            if row["source"] not in SOURCES:
+                err.add(name, rowno, "source", f"'{row['source']}' is not one of {', '.join(SOURCES)}")
+                ok = False
+            words = len(row["text"].split())
+            if not lo <= words <= hi:
+                err.add(name, rowno, "text", f"has {words} words; starters must have {lo}-{hi} (usability.starter_words)")
+                ok = False
+            spans = row.get("key_spans", "")
+            spans = spans if isinstance(spans, list) else [s.strip() for s in spans.split("|") if s.strip()]
+            if not spans:
+                err.add(name, rowno, "key_spans", "must list at least one key span (separate spans with |)")
+                ok = False
+            for s in spans:
+                if not isinstance(s, str) or s not in row["text"]:
+                    err.add(name, rowno, "key_spans", f"span '{s}' does not occur in the text")
+                    ok = False
+            if ok:
+                starters[sid] = {"id": sid, "domain": row["domain"], "source": row["source"],
+                                 "corpus": row["corpus"], "text": row["text"], "key_spans": spans}
+        if not starters and not any(e.file == name for e in err.errors):
+            err.add(name, None, None, "has no starters")
+    if qpath:
+        name = qpath.name
+        seen = set()
+        for rowno, row in _read_rows(qpath, "questions", err):
+            if not _require_text(err, name, rowno, row, "starter_id", "index", "en", "pt"):
+                continue
+            if spath and row["starter_id"] not in starters:
+                err.add(name, rowno, "starter_id", f"unknown starter '{row['starter_id']}'")
+                continue
+            idx = _int(err, name, rowno, "index", row["index"], 1, MAX_QUESTIONS)
+            if idx is None:
+                continue
+            key = (row["starter_id"], idx)
+            if key in seen:
+                err.add(name, rowno, "index", f"duplicate question {idx} for starter '{row['starter_id']}'")
+                continue
+            seen.add(key)
+            bundle.questions.append({"starter_id": row["starter_id"], "idx": idx,
+                                     "en": row["en"], "pt": row["pt"]})
+        for sid in starters:
+            if not any(q["starter_id"] == sid for q in bundle.questions):
+                err.add(name, None, "starter_id", f"starter '{sid}' has no questions")
+    bundle.starters = list(starters.values())
+    if us.get("exchanges"):
+        epath = _safe_file(folder, us["exchanges"], "usability.exchanges", err)
+        if epath:
+            name = epath.name
+            system_ids = {s["id"] for s in systems}
+            seen = set()
+            for rowno, row in _read_rows(epath, "exchanges", err):
+                if not _require_text(err, name, rowno, row, "starter_id", "system", "translation"):
+                    continue
+                if row["starter_id"] not in starters:
+                    err.add(name, rowno, "starter_id", f"unknown starter '{row['starter_id']}'")
+                    continue
+                if row["system"] not in system_ids:
+                    err.add(name, rowno, "system", f"unknown system '{row['system']}' (declare it in [[systems]])")
+                    continue
+                key = (row["starter_id"], row["system"])
+                if key in seen:
+                    err.add(name, rowno, None, f"duplicate exchange for starter '{key[0]}' and system '{key[1]}'")
+                    continue
+                seen.add(key)
+                bundle.exchanges.append(dict(row))
+    n = us.get("items_per_sender")
+    if isinstance(n, int) and starters and n > len(starters):
+        err.add("study.toml", None, "usability.items_per_sender",
+                f"{n} starters per sender but the corpus has only {len(starters)}")
+
+
+def _load_da(folder, cfg, bundle, err):
+    path = _safe_file(folder, cfg["da"]["segments"], "da.segments", err)
+    if not path:
+        return
+    name = path.name
+    seen = set()
+    for rowno, row in _read_rows(path, "da_segments", err):
+        if not _require_text(err, name, rowno, row, *CSV_COLUMNS["da_segments"][0]):
+            continue
+        pos = _int(err, name, rowno, "position", row["position"], 0)
+        if pos is None:
+            continue
+        key = (row["segment_id"], row["system"])
+        if key in seen:
+            err.add(name, rowno, None, f"duplicate output of system '{key[1]}' for segment '{key[0]}'")
+            continue
+        seen.add(key)
+        bundle.da_segments.append({**row, "position": pos})
+    if not bundle.da_segments and not any(e.file == name for e in err.errors):
+        err.add(name, None, None, "has no segments")
+
+
+def _load_sd(folder, cfg, bundle, err):
+    sd = cfg["sd"]
+    spath = _safe_file(folder, sd["sentences"], "sd.sentences", err)
+    ppath = _safe_file(folder, sd["pairs"], "sd.pairs", err)
+    if spath:
+        name, seen = spath.name, set()
+        for rowno, row in _read_rows(spath, "sd_sentences", err):
+            if not _require_text(err, name, rowno, row, "sentence_id", "text"):
+                continue
+            if row["sentence_id"] in seen:
+                err.add(name, rowno, "sentence_id", f"duplicate sentence id '{row['sentence_id']}'")
+                continue
+            seen.add(row["sentence_id"])
+            bundle.sd_sentences.append({"id": row["sentence_id"], "text": row["text"],
+                                        "source": row.get("source") or None})
+        k = sd.get("sentences_per_participant")
+        if isinstance(k, int) and bundle.sd_sentences and k > len(bundle.sd_sentences):
+            err.add("study.toml", None, "sd.sentences_per_participant",
+                    f"{k} sentences per participant but only {len(bundle.sd_sentences)} sentences")
+    if ppath:
+        name, seen = ppath.name, set()
+        for rowno, row in _read_rows(ppath, "sd_pairs", err):
+            if not _require_text(err, name, rowno, row, "pair_id", "language", "positive", "negative"):
+                continue
+            key = (row["pair_id"], row["language"])
+            if key in seen:
+                err.add(name, rowno, "pair_id", f"duplicate pair '{key[0]}' for language '{key[1]}'")
+                continue
+            seen.add(key)
+            bundle.sd_pairs.append({"id": row["pair_id"], "language": row["language"],
+                                    "positive": row["positive"], "negative": row["negative"],
+                                    "note": row.get("note") or None})
+        if not any(p["language"] == sd.get("language") for p in bundle.sd_pairs):
+            err.add(name, None, "language", f"no adjective pairs in language '{sd.get('language')}' (sd.language)")
+
+
+def load_study(folder: str | Path) -> StudyBundle:
+    """Parse and validate a study folder; raises StudyValidationError listing every problem."""
+    folder = Path(folder)
+    err = _Collector()
+    toml_path = folder / "study.toml"
+    if not toml_path.is_file():
+        raise StudyValidationError([StudyError("study.toml", None, None, f"not found in {folder}")])
+    try:
+        raw = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise StudyValidationError([StudyError("study.toml", None, None, f"not valid TOML: {e}")])
+    cfg = _check_config(raw, err)
+    systems = _check_systems(raw, cfg, err)
+    st = cfg.get("study", {})
+    bundle = StudyBundle(id=str(st.get("id", "")), name=str(st.get("name", "")), config=cfg,
+                         content_hash="", systems=systems)
+    if err.errors:  # the corpus cannot be checked against a broken config
+        raise StudyValidationError(err.errors)
+    if "usability" in cfg:
+        _load_usability(folder, cfg, systems, bundle, err)
+    if "da" in cfg:
+        _load_da(folder, cfg, bundle, err)
+    if "sd" in cfg:
+        _load_sd(folder, cfg, bundle, err)
+    if err.errors:
+        raise StudyValidationError(err.errors)
+    cfg["systems"] = systems
+    bundle.content_hash = _hash_inputs(folder, cfg)
+    return bundle

@@ -1,0 +1,43 @@
+"""Import a study folder into storage in one transaction; re-importing the same files is a no-op."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from services import workflow
+from services.study_files import StudyError, StudyValidationError, load_study
+from storage import queue, results, studies
+
+
+@dataclass
+class ImportResult:
+    study_id: str
+    status: str          # "created" | "updated" | "unchanged"
+    counts: dict
+
+
+def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResult:
+    bundle = load_study(folder)
+    existing = studies.get_study(database, bundle.id)
+    counts = {"starters": len(bundle.starters), "questions": len(bundle.questions),
+              "systems": len(bundle.systems), "exchanges": len(bundle.exchanges),
+              "da_segments": len(bundle.da_segments), "sd_sentences": len(bundle.sd_sentences),
+              "sd_pairs": len(bundle.sd_pairs)}
+    if existing and existing["content_hash"] == bundle.content_hash:
+        return ImportResult(bundle.id, "unchanged", counts)
+    if existing and studies.has_participants(database, bundle.id):
+        raise StudyValidationError([StudyError(
+            "study.toml", None, "study.id",
+            f"study '{bundle.id}' already exists with different content and has participants; "
+            "give the changed study a new id (its collected data stays with the old one)")])
+    with database.write() as db:
+        studies.replace_study(db, bundle)
+        for ex in bundle.exchanges:
+            eid = queue.insert_exchange(db, bundle.id, ex["starter_id"], ex["system"], None,
+                                        import_key=f"{bundle.id}:{ex['starter_id']}:{ex['system']}")
+            results.insert_translation(db, eid, ex["system"], ex["translation"],
+                                       meta='{"origin": "imported"}')
+        database.log(actor, "import" if not existing else "reimport", "study", bundle.id,
+                     {"hash": bundle.content_hash, **counts})
+        workflow.refresh(database, bundle.id)
+    return ImportResult(bundle.id, "updated" if existing else "created", counts)

@@ -1,0 +1,144 @@
+"""Connections: one sqlite3 connection per thread, writes serialised.
+
+Gradio runs sync handlers in a threadpool and a sqlite3 connection is bound to the
+thread that made it, so each thread gets its own. Writes take a process-wide lock and
+BEGIN IMMEDIATE, so a read-then-write transaction never dies on a lock upgrade; other
+processes (the CLI while the app runs) wait on busy_timeout.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+import sqlite_utils
+
+# File systems on which WAL's shared-memory index is unsafe (WAL needs a local disk).
+NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "lustre",
+              "afs", "sshfs", "davfs", "virtiofs"}
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def filesystem_type(path: Path) -> str:
+    """The type of the mount holding path, from /proc/mounts ('' when unknown)."""
+    try:
+        mounts = Path("/proc/mounts").read_text().splitlines()
+    except OSError:
+        return ""
+    target = str(path.resolve())
+    best, best_type = "", ""
+    for line in mounts:
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        mnt, fstype = parts[1], parts[2]
+        if (target == mnt or target.startswith(mnt.rstrip("/") + "/")) and len(mnt) > len(best):
+            best, best_type = mnt, fstype
+    return best_type
+
+
+def choose_journal_mode(path: Path, setting: str = "auto") -> str:
+    """WAL on a local disk; the rollback journal on a network mount (a Space's /data)."""
+    setting = (setting or "auto").lower()
+    if setting in ("wal", "delete"):
+        return setting
+    fstype = filesystem_type(path.parent)
+    if fstype in NETWORK_FS or fstype.startswith("fuse"):
+        return "delete"
+    if os.environ.get("SPACE_ID") and str(path.resolve()).startswith("/data"):
+        return "delete"
+    return "wal"
+
+
+class Database:
+    """A SQLite file opened per thread through sqlite-utils."""
+
+    def __init__(self, path: str | Path, journal_mode: str = "auto"):
+        self.path = Path(path)
+        if str(self.path) != ":memory:":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.journal_mode = choose_journal_mode(self.path, journal_mode)
+        self._local = threading.local()
+        self._write_lock = threading.RLock()
+
+    # -- connections -------------------------------------------------------
+    def _connect(self) -> sqlite_utils.Database:
+        conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None,
+                               check_same_thread=True)
+        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA journal_mode = {self.journal_mode}")
+        conn.execute("PRAGMA synchronous = NORMAL" if self.journal_mode == "wal"
+                     else "PRAGMA synchronous = FULL")
+        return sqlite_utils.Database(conn)
+
+    @property
+    def db(self) -> sqlite_utils.Database:
+        d = getattr(self._local, "db", None)
+        if d is None:
+            d = self._connect()
+            self._local.db = d
+        return d
+
+    def close(self) -> None:
+        d = getattr(self._local, "db", None)
+        if d is not None:
+            d.close()
+            self._local.db = None
+
+    # -- transactions ------------------------------------------------------
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite_utils.Database]:
+        """One atomic write transaction (nested calls become savepoints)."""
+        d = self.db
+        if d.conn.in_transaction:
+            with d.atomic():
+                yield d
+            return
+        with self._write_lock:
+            d.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield d
+            except BaseException:
+                if d.conn.in_transaction:
+                    d.conn.execute("ROLLBACK")
+                raise
+            else:
+                d.conn.execute("COMMIT")
+
+    # -- helpers used by the storage modules --------------------------------
+    def query(self, sql: str, params: Any = ()) -> list[dict]:
+        return list(self.db.query(sql, params))
+
+    def one(self, sql: str, params: Any = ()) -> dict | None:
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: Any = ()):
+        row = self.db.execute(sql, params).fetchone()
+        return row[0] if row else None
+
+    def log(self, actor: str, action: str, entity: str, entity_id: Any, detail: Any = None) -> None:
+        """The audit log: every write records who did what to which row."""
+        self.db.execute(
+            "INSERT INTO events (ts, actor, action, entity, entity_id, detail) VALUES (?,?,?,?,?,?)",
+            (now(), actor, action, entity, None if entity_id is None else str(entity_id),
+             None if detail is None else json.dumps(detail, ensure_ascii=False, default=str)),
+        )
+
+
+def open_database(path: str | Path, journal_mode: str = "auto") -> Database:
+    """Open (creating if needed) and migrate the database."""
+    from storage.migrations import migrate
+
+    database = Database(path, journal_mode)
+    migrate(database)
+    return database

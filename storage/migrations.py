@@ -1,0 +1,239 @@
+"""Versioned schema migrations (sqlite-utils Migrations): append new functions, never edit
+an applied one."""
+from __future__ import annotations
+
+from sqlite_utils import Migrations
+
+migrations = Migrations("tradlab")
+
+
+@migrations()
+def m001_initial_schema(db) -> None:
+    _run_script(db, """
+        CREATE TABLE studies (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            config TEXT NOT NULL,             -- the validated study.toml as JSON
+            content_hash TEXT NOT NULL,       -- hash of study.toml + corpus files
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE systems (
+            study_id TEXT NOT NULL REFERENCES studies(id),
+            id TEXT NOT NULL,
+            label TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            config TEXT NOT NULL,
+            PRIMARY KEY (study_id, id)
+        );
+        CREATE TABLE starters (
+            study_id TEXT NOT NULL REFERENCES studies(id),
+            id TEXT NOT NULL,
+            domain TEXT NOT NULL CHECK (domain IN ('health', 'everyday')),
+            source TEXT NOT NULL CHECK (source IN ('natural', 'synthetic')),
+            corpus TEXT NOT NULL,
+            text TEXT NOT NULL,
+            key_spans TEXT NOT NULL,          -- JSON list of substrings of text
+            PRIMARY KEY (study_id, id)
+        );
+        CREATE TABLE questions (
+            study_id TEXT NOT NULL,
+            starter_id TEXT NOT NULL,
+            idx INTEGER NOT NULL CHECK (idx BETWEEN 1 AND 10),
+            en TEXT NOT NULL,
+            pt TEXT NOT NULL,
+            PRIMARY KEY (study_id, starter_id, idx),
+            FOREIGN KEY (study_id, starter_id) REFERENCES starters(study_id, id)
+        );
+        CREATE TABLE da_segments (
+            id INTEGER PRIMARY KEY,
+            study_id TEXT NOT NULL REFERENCES studies(id),
+            segment_id TEXT NOT NULL,
+            system TEXT NOT NULL,
+            doc_id TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            source TEXT NOT NULL,
+            reference TEXT NOT NULL,
+            output TEXT NOT NULL,
+            UNIQUE (study_id, segment_id, system)
+        );
+        CREATE TABLE sd_sentences (
+            study_id TEXT NOT NULL REFERENCES studies(id),
+            id TEXT NOT NULL,
+            text TEXT NOT NULL,
+            source TEXT,
+            PRIMARY KEY (study_id, id)
+        );
+        CREATE TABLE sd_pairs (
+            study_id TEXT NOT NULL REFERENCES studies(id),
+            id TEXT NOT NULL,
+            language TEXT NOT NULL,
+            positive TEXT NOT NULL,
+            negative TEXT NOT NULL,
+            note TEXT,
+            PRIMARY KEY (study_id, id, language)
+        );
+        CREATE TABLE participants (
+            id INTEGER PRIMARY KEY,
+            study_id TEXT NOT NULL REFERENCES studies(id),
+            role TEXT NOT NULL CHECK (role IN ('sender', 'receiver', 'validator', 'rater', 'da', 'sd')),
+            grp TEXT,
+            gender TEXT,
+            external_id TEXT,
+            token TEXT NOT NULL UNIQUE,
+            design_index INTEGER,             -- a sender's design block within its group x gender cell
+            prolific_pid TEXT,
+            prolific_study_id TEXT,
+            prolific_session_id TEXT,
+            claimed_at TEXT,                  -- when a self-enrolling newcomer took this slot
+            last_seen_at TEXT,
+            active INTEGER NOT NULL DEFAULT 1,
+            created_at TEXT NOT NULL,
+            UNIQUE (study_id, role, prolific_pid)
+        );
+        CREATE INDEX participants_study_role ON participants(study_id, role);
+        CREATE TABLE exchanges (
+            id INTEGER PRIMARY KEY,
+            study_id TEXT NOT NULL,
+            starter_id TEXT NOT NULL,
+            system_id TEXT NOT NULL,
+            sender_id INTEGER REFERENCES participants(id),   -- NULL: imported, no sender
+            import_key TEXT UNIQUE,
+            created_at TEXT NOT NULL,
+            UNIQUE (sender_id, starter_id),
+            FOREIGN KEY (study_id, starter_id) REFERENCES starters(study_id, id),
+            FOREIGN KEY (study_id, system_id) REFERENCES systems(study_id, id)
+        );
+        CREATE TABLE assignments (
+            id INTEGER PRIMARY KEY,
+            study_id TEXT NOT NULL REFERENCES studies(id),
+            participant_id INTEGER NOT NULL REFERENCES participants(id),
+            phase TEXT NOT NULL CHECK (phase IN ('record', 'receive', 'validate',
+                'survey_baseline', 'survey_informed', 'da', 'sd')),
+            item_id TEXT NOT NULL,            -- exchange id, receive assignment id, segment id ...
+            exchange_id INTEGER REFERENCES exchanges(id),
+            position REAL NOT NULL,           -- random order key per participant
+            status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'done', 'withdrawn')),
+            meta TEXT,                        -- JSON: e.g. pair order and polarity
+            created_at TEXT NOT NULL,
+            first_shown_at TEXT,
+            submitted_at TEXT,
+            active_seconds REAL,
+            UNIQUE (participant_id, phase, item_id)
+        );
+        CREATE INDEX assignments_queue ON assignments(participant_id, status, position);
+        CREATE INDEX assignments_item ON assignments(study_id, phase, item_id);
+        CREATE TABLE recordings (
+            id INTEGER PRIMARY KEY,
+            assignment_id INTEGER NOT NULL UNIQUE REFERENCES assignments(id),
+            exchange_id INTEGER NOT NULL REFERENCES exchanges(id),
+            sha256 TEXT NOT NULL,
+            path_original TEXT NOT NULL,
+            path_16k TEXT NOT NULL,
+            duration_s REAL NOT NULL,
+            qc_status TEXT NOT NULL DEFAULT 'pending'
+                CHECK (qc_status IN ('pending', 'passed', 'flagged', 'accepted', 'rejected')),
+            transcript TEXT,
+            wer REAL,
+            qc_flags TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE translations (
+            id INTEGER PRIMARY KEY,
+            exchange_id INTEGER NOT NULL UNIQUE REFERENCES exchanges(id),
+            system_id TEXT NOT NULL,
+            text TEXT NOT NULL,
+            transcript TEXT,
+            meta TEXT,
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE answers (
+            id INTEGER PRIMARY KEY,
+            assignment_id INTEGER NOT NULL REFERENCES assignments(id),
+            exchange_id INTEGER NOT NULL REFERENCES exchanges(id),
+            question_idx INTEGER NOT NULL,
+            text TEXT NOT NULL,
+            unanswerable INTEGER NOT NULL CHECK (unanswerable IN (0, 1)),
+            created_at TEXT NOT NULL,
+            UNIQUE (assignment_id, question_idx)
+        );
+        CREATE TABLE validations (
+            id INTEGER PRIMARY KEY,
+            assignment_id INTEGER NOT NULL UNIQUE REFERENCES assignments(id),
+            receive_assignment_id INTEGER NOT NULL REFERENCES assignments(id),
+            exchange_id INTEGER NOT NULL REFERENCES exchanges(id),
+            translation_score REAL NOT NULL CHECK (translation_score BETWEEN 0 AND 100),
+            qa_score REAL NOT NULL CHECK (qa_score BETWEEN 0 AND 1),
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE validation_marks (
+            validation_id INTEGER NOT NULL REFERENCES validations(id),
+            question_idx INTEGER NOT NULL,
+            correct INTEGER NOT NULL CHECK (correct IN (0, 1)),
+            PRIMARY KEY (validation_id, question_idx)
+        );
+        CREATE TABLE surveys (
+            id INTEGER PRIMARY KEY,
+            assignment_id INTEGER NOT NULL UNIQUE REFERENCES assignments(id),
+            exchange_id INTEGER NOT NULL REFERENCES exchanges(id),
+            stage TEXT NOT NULL CHECK (stage IN ('baseline', 'informed')),
+            perspective TEXT NOT NULL CHECK (perspective IN ('first', 'third')),
+            satisfaction INTEGER NOT NULL CHECK (satisfaction BETWEEN 1 AND 5),
+            trust INTEGER NOT NULL CHECK (trust BETWEEN 1 AND 5),
+            reliance INTEGER NOT NULL CHECK (reliance BETWEEN 1 AND 5),
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE da_judgments (
+            id INTEGER PRIMARY KEY,
+            assignment_id INTEGER NOT NULL UNIQUE REFERENCES assignments(id),
+            segment_row INTEGER NOT NULL REFERENCES da_segments(id),
+            score REAL NOT NULL CHECK (score BETWEEN 0 AND 100),
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE sd_ratings (
+            assignment_id INTEGER NOT NULL REFERENCES assignments(id),
+            pair_id TEXT NOT NULL,
+            is_repeat INTEGER NOT NULL DEFAULT 0 CHECK (is_repeat IN (0, 1)),
+            value INTEGER NOT NULL CHECK (value BETWEEN -3 AND 3),   -- canonical: +3 = positive
+            positive_left INTEGER NOT NULL CHECK (positive_left IN (0, 1)),
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (assignment_id, pair_id, is_repeat)
+        );
+        CREATE TABLE jobs (
+            id INTEGER PRIMARY KEY,
+            kind TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            dedupe_key TEXT UNIQUE,
+            status TEXT NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'running', 'done', 'failed')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            max_attempts INTEGER NOT NULL DEFAULT 3,
+            last_error TEXT,
+            run_after TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        );
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            ts TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            action TEXT NOT NULL,
+            entity TEXT NOT NULL,
+            entity_id TEXT,
+            detail TEXT
+        );
+        """)
+
+
+def _run_script(db, script: str) -> None:
+    # executescript() would COMMIT the migration's transaction first; run statement by statement.
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def migrate(database) -> list[str]:
+    """Apply pending migrations; returns the names applied."""
+    with database.write() as db:
+        pending = [m.name for m in migrations.pending(db)]
+        migrations.apply(db)
+    return pending

@@ -1,0 +1,148 @@
+"""Exchanges and assignments: who has which item in which phase, and its state."""
+from __future__ import annotations
+
+import json
+
+from storage.db import Database, now
+
+SURVEY_PHASES = ("survey_baseline", "survey_informed")
+
+
+def insert_exchange(db, study_id: str, starter_id: str, system_id: str, sender_id: int | None,
+                    import_key: str | None = None) -> int:
+    return db["exchanges"].insert({"study_id": study_id, "starter_id": starter_id,
+                                   "system_id": system_id, "sender_id": sender_id,
+                                   "import_key": import_key, "created_at": now()}).last_pk
+
+
+def exchange(database: Database, exchange_id: int) -> dict | None:
+    return database.one("SELECT * FROM exchanges WHERE id = ?", [exchange_id])
+
+
+def insert_assignment(db, study_id: str, participant_id: int, phase: str, item_id, position: float,
+                      exchange_id: int | None = None, meta: dict | None = None) -> int | None:
+    """Adds an assignment; None when the participant already has this item in this phase."""
+    cur = db.execute(
+        "INSERT OR IGNORE INTO assignments (study_id, participant_id, phase, item_id, exchange_id, "
+        "position, meta, created_at) VALUES (?,?,?,?,?,?,?,?)",
+        [study_id, participant_id, phase, str(item_id), exchange_id, position,
+         json.dumps(meta) if meta is not None else None, now()])
+    return cur.lastrowid if cur.rowcount else None
+
+
+def _decode(row: dict | None) -> dict | None:
+    if row and row.get("meta"):
+        row["meta"] = json.loads(row["meta"])
+    return row
+
+
+def assignment(database: Database, assignment_id: int) -> dict | None:
+    return _decode(database.one("SELECT * FROM assignments WHERE id = ?", [assignment_id]))
+
+
+def find_assignment(database: Database, participant_id: int, phase: str, item_id) -> dict | None:
+    return _decode(database.one(
+        "SELECT * FROM assignments WHERE participant_id = ? AND phase = ? AND item_id = ? "
+        "AND status != 'withdrawn'", [participant_id, phase, str(item_id)]))
+
+
+def next_open(database: Database, participant_id: int, phases: tuple[str, ...]) -> dict | None:
+    marks = ",".join("?" * len(phases))
+    # Baseline surveys come before informed ones; otherwise the random position decides.
+    return _decode(database.one(
+        f"SELECT * FROM assignments WHERE participant_id = ? AND status = 'open' AND phase IN ({marks}) "
+        "ORDER BY CASE phase WHEN 'survey_informed' THEN 1 ELSE 0 END, position, id LIMIT 1",
+        [participant_id, *phases]))
+
+
+def counts(database: Database, participant_id: int, phases: tuple[str, ...]) -> dict:
+    marks = ",".join("?" * len(phases))
+    rows = database.query(
+        f"SELECT status, COUNT(*) AS n FROM assignments WHERE participant_id = ? AND phase IN ({marks}) "
+        "GROUP BY status", [participant_id, *phases])
+    c = {r["status"]: r["n"] for r in rows}
+    return {"open": c.get("open", 0), "done": c.get("done", 0)}
+
+
+def mark_shown(db, assignment_id: int) -> None:
+    db.execute("UPDATE assignments SET first_shown_at = COALESCE(first_shown_at, ?) WHERE id = ?",
+               [now(), assignment_id])
+
+
+def mark_done(db, assignment_id: int, active_seconds: float | None) -> None:
+    db.execute("UPDATE assignments SET status = 'done', submitted_at = ?, active_seconds = ? "
+               "WHERE id = ? AND status = 'open'", [now(), active_seconds, assignment_id])
+
+
+def phase_loads(database: Database, study_id: str, phase: str) -> dict[int, int]:
+    """Items per participant in a phase (withdrawn ones do not count)."""
+    rows = database.query("SELECT participant_id, COUNT(*) AS n FROM assignments WHERE study_id = ? "
+                          "AND phase = ? AND status != 'withdrawn' GROUP BY participant_id",
+                          [study_id, phase])
+    return {r["participant_id"]: r["n"] for r in rows}
+
+
+def holders(database: Database, study_id: str, phase: str) -> dict[str, set[int]]:
+    rows = database.query("SELECT item_id, participant_id FROM assignments WHERE study_id = ? AND phase = ? "
+                          "AND status != 'withdrawn'", [study_id, phase])
+    out: dict[str, set[int]] = {}
+    for r in rows:
+        out.setdefault(r["item_id"], set()).add(r["participant_id"])
+    return out
+
+
+def translated_exchanges(database: Database, study_id: str) -> list[dict]:
+    return database.query(
+        "SELECT e.id, e.sender_id FROM exchanges e JOIN translations t ON t.exchange_id = e.id "
+        "WHERE e.study_id = ? ORDER BY e.id", [study_id])
+
+
+def done_receive_assignments(database: Database, study_id: str) -> list[dict]:
+    return database.query(
+        "SELECT a.id, a.participant_id AS receiver_id, a.exchange_id, e.sender_id FROM assignments a "
+        "JOIN exchanges e ON e.id = a.exchange_id WHERE a.study_id = ? AND a.phase = 'receive' "
+        "AND a.status = 'done' ORDER BY a.id", [study_id])
+
+
+def validated_exchanges(database: Database, study_id: str) -> list[dict]:
+    """Exchanges whose every finished answer set has a finished validation."""
+    return database.query(
+        """SELECT e.id, e.sender_id FROM exchanges e WHERE e.study_id = ?
+           AND EXISTS (SELECT 1 FROM validations v WHERE v.exchange_id = e.id)
+           AND NOT EXISTS (
+               SELECT 1 FROM assignments r WHERE r.exchange_id = e.id AND r.phase = 'receive'
+               AND r.status = 'done' AND NOT EXISTS (
+                   SELECT 1 FROM validations v2 WHERE v2.receive_assignment_id = r.id))
+           ORDER BY e.id""", [study_id])
+
+
+def done_survey_holders(database: Database, study_id: str, phase: str) -> dict[int, set[int]]:
+    rows = database.query("SELECT exchange_id, participant_id FROM assignments WHERE study_id = ? "
+                          "AND phase = ? AND status = 'done'", [study_id, phase])
+    out: dict[int, set[int]] = {}
+    for r in rows:
+        out.setdefault(r["exchange_id"], set()).add(r["participant_id"])
+    return out
+
+
+def segment_use(database: Database, study_id: str, phase: str) -> dict[str, int]:
+    rows = database.query("SELECT item_id, COUNT(*) AS n FROM assignments WHERE study_id = ? AND phase = ? "
+                          "AND status != 'withdrawn' GROUP BY item_id", [study_id, phase])
+    return {r["item_id"]: r["n"] for r in rows}
+
+
+def study_progress(database: Database, study_id: str) -> list[dict]:
+    return database.query(
+        "SELECT p.role, a.phase, a.status, COUNT(*) AS n FROM assignments a "
+        "JOIN participants p ON p.id = a.participant_id WHERE a.study_id = ? "
+        "GROUP BY p.role, a.phase, a.status ORDER BY p.role, a.phase, a.status", [study_id])
+
+
+def participant_progress(database: Database, study_id: str, limit: int = 200, offset: int = 0) -> list[dict]:
+    return database.query(
+        """SELECT p.id, p.role, p.grp, p.gender, p.external_id, p.prolific_pid, p.active, p.last_seen_at,
+                  SUM(a.status = 'done') AS done, SUM(a.status = 'open') AS open,
+                  MAX(a.submitted_at) AS last_submitted
+           FROM participants p LEFT JOIN assignments a ON a.participant_id = p.id
+           WHERE p.study_id = ? GROUP BY p.id ORDER BY p.role, p.id LIMIT ? OFFSET ?""",
+        [study_id, limit, offset])

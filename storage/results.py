@@ -1,0 +1,119 @@
+"""What participants submit: recordings, translations, answers, validations, surveys,
+DA judgments and SD ratings. One row set per assignment (UNIQUE keys make saves idempotent)."""
+from __future__ import annotations
+
+from storage.db import Database, now
+
+
+def insert_recording(db, assignment_id: int, exchange_id: int, sha256: str, path_original: str,
+                     path_16k: str, duration_s: float) -> int:
+    return db["recordings"].insert({
+        "assignment_id": assignment_id, "exchange_id": exchange_id, "sha256": sha256,
+        "path_original": path_original, "path_16k": path_16k, "duration_s": duration_s,
+        "created_at": now()}).last_pk
+
+
+def recording_for_assignment(database: Database, assignment_id: int) -> dict | None:
+    return database.one("SELECT * FROM recordings WHERE assignment_id = ?", [assignment_id])
+
+
+def recording_for_exchange(database: Database, exchange_id: int) -> dict | None:
+    return database.one("SELECT * FROM recordings WHERE exchange_id = ? ORDER BY id DESC LIMIT 1",
+                        [exchange_id])
+
+
+def insert_translation(db, exchange_id: int, system_id: str, text: str, transcript: str | None = None,
+                       meta: str | None = None) -> int | None:
+    cur = db.execute("INSERT OR IGNORE INTO translations (exchange_id, system_id, text, transcript, meta, "
+                     "created_at) VALUES (?,?,?,?,?,?)",
+                     [exchange_id, system_id, text, transcript, meta, now()])
+    return cur.lastrowid if cur.rowcount else None
+
+
+def translation(database: Database, exchange_id: int) -> dict | None:
+    return database.one("SELECT * FROM translations WHERE exchange_id = ?", [exchange_id])
+
+
+def insert_answers(db, assignment_id: int, exchange_id: int, answers: list[dict]) -> None:
+    db["answers"].insert_all({"assignment_id": assignment_id, "exchange_id": exchange_id,
+                              "question_idx": a["idx"], "text": a["text"],
+                              "unanswerable": int(a["unanswerable"]), "created_at": now()}
+                             for a in answers)
+
+
+def answers(database: Database, assignment_id: int) -> list[dict]:
+    return database.query("SELECT question_idx AS idx, text, unanswerable FROM answers "
+                          "WHERE assignment_id = ? ORDER BY question_idx", [assignment_id])
+
+
+def insert_validation(db, assignment_id: int, receive_assignment_id: int, exchange_id: int,
+                      translation_score: float, qa_score: float, marks: dict[int, bool]) -> int:
+    vid = db["validations"].insert({
+        "assignment_id": assignment_id, "receive_assignment_id": receive_assignment_id,
+        "exchange_id": exchange_id, "translation_score": translation_score, "qa_score": qa_score,
+        "created_at": now()}).last_pk
+    db["validation_marks"].insert_all({"validation_id": vid, "question_idx": i, "correct": int(c)}
+                                      for i, c in sorted(marks.items()))
+    return vid
+
+
+def validation(database: Database, assignment_id: int) -> dict | None:
+    v = database.one("SELECT * FROM validations WHERE assignment_id = ?", [assignment_id])
+    if v:
+        v["marks"] = {r["question_idx"]: bool(r["correct"]) for r in database.query(
+            "SELECT question_idx, correct FROM validation_marks WHERE validation_id = ?", [v["id"]])}
+    return v
+
+
+def validations_for_exchange(database: Database, exchange_id: int) -> list[dict]:
+    rows = database.query("SELECT * FROM validations WHERE exchange_id = ? ORDER BY id", [exchange_id])
+    for v in rows:
+        v["marks"] = {r["question_idx"]: bool(r["correct"]) for r in database.query(
+            "SELECT question_idx, correct FROM validation_marks WHERE validation_id = ?", [v["id"]])}
+    return rows
+
+
+def insert_survey(db, assignment_id: int, exchange_id: int, stage: str, perspective: str,
+                  satisfaction: int, trust: int, reliance: int) -> int:
+    return db["surveys"].insert({"assignment_id": assignment_id, "exchange_id": exchange_id,
+                                 "stage": stage, "perspective": perspective,
+                                 "satisfaction": satisfaction, "trust": trust, "reliance": reliance,
+                                 "created_at": now()}).last_pk
+
+
+def survey(database: Database, assignment_id: int) -> dict | None:
+    return database.one("SELECT * FROM surveys WHERE assignment_id = ?", [assignment_id])
+
+
+def insert_da_judgment(db, assignment_id: int, segment_row: int, score: float) -> int:
+    return db["da_judgments"].insert({"assignment_id": assignment_id, "segment_row": segment_row,
+                                      "score": score, "created_at": now()}).last_pk
+
+
+def da_judgment(database: Database, assignment_id: int) -> dict | None:
+    return database.one("SELECT * FROM da_judgments WHERE assignment_id = ?", [assignment_id])
+
+
+def insert_sd_ratings(db, assignment_id: int, ratings: list[dict]) -> None:
+    db["sd_ratings"].insert_all({"assignment_id": assignment_id, "pair_id": r["pair_id"],
+                                 "is_repeat": 0, "value": r["value"],
+                                 "positive_left": int(r["positive_left"]), "created_at": now()}
+                                for r in ratings)
+
+
+def sd_ratings(database: Database, assignment_id: int) -> list[dict]:
+    return database.query("SELECT pair_id, value, positive_left FROM sd_ratings WHERE assignment_id = ? "
+                          "ORDER BY pair_id", [assignment_id])
+
+
+def table_counts(database: Database, study_id: str) -> dict[str, int]:
+    q = {
+        "recordings": "SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id WHERE e.study_id = ?",
+        "translations": "SELECT COUNT(*) FROM translations t JOIN exchanges e ON e.id = t.exchange_id WHERE e.study_id = ?",
+        "answer sets": "SELECT COUNT(DISTINCT a.assignment_id) FROM answers a JOIN exchanges e ON e.id = a.exchange_id WHERE e.study_id = ?",
+        "validations": "SELECT COUNT(*) FROM validations v JOIN exchanges e ON e.id = v.exchange_id WHERE e.study_id = ?",
+        "surveys": "SELECT COUNT(*) FROM surveys s JOIN exchanges e ON e.id = s.exchange_id WHERE e.study_id = ?",
+        "DA judgments": "SELECT COUNT(*) FROM da_judgments j JOIN da_segments s ON s.id = j.segment_row WHERE s.study_id = ?",
+        "SD ratings": "SELECT COUNT(*) FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id WHERE a.study_id = ?",
+    }
+    return {k: database.scalar(sql, [study_id]) for k, sql in q.items()}

@@ -1,0 +1,100 @@
+"""Studies and their corpus: starters, questions, systems, DA segments, SD sentences/pairs."""
+from __future__ import annotations
+
+import json
+
+from storage.db import Database, now
+
+CONTENT_TABLES = ("questions", "starters", "systems", "da_segments", "sd_sentences", "sd_pairs")
+
+
+def get_study(database: Database, study_id: str) -> dict | None:
+    row = database.one("SELECT * FROM studies WHERE id = ?", [study_id])
+    if row:
+        row["config"] = json.loads(row["config"])
+    return row
+
+
+def list_studies(database: Database) -> list[dict]:
+    rows = database.query("SELECT * FROM studies ORDER BY created_at")
+    for r in rows:
+        r["config"] = json.loads(r["config"])
+    return rows
+
+
+def has_participants(database: Database, study_id: str) -> bool:
+    return bool(database.scalar("SELECT 1 FROM participants WHERE study_id = ? LIMIT 1", [study_id]))
+
+
+def replace_study(db, bundle) -> None:
+    """Write a validated StudyBundle, replacing earlier content of the same study.
+    Called inside a write transaction."""
+    sid = bundle.id
+    if db.execute("SELECT 1 FROM studies WHERE id = ?", [sid]).fetchone():
+        db.execute("DELETE FROM exchanges WHERE study_id = ? AND sender_id IS NULL", [sid])
+        for t in CONTENT_TABLES:
+            db.execute(f"DELETE FROM {t} WHERE study_id = ?", [sid])
+        db.execute("UPDATE studies SET name = ?, config = ?, content_hash = ? WHERE id = ?",
+                   [bundle.name, json.dumps(bundle.config), bundle.content_hash, sid])
+    else:
+        db["studies"].insert({"id": sid, "name": bundle.name, "config": json.dumps(bundle.config),
+                              "content_hash": bundle.content_hash, "created_at": now()})
+    db["systems"].insert_all(
+        {"study_id": sid, "id": s["id"], "label": s["label"], "kind": s["kind"],
+         "config": json.dumps(s)} for s in bundle.systems)
+    db["starters"].insert_all(
+        {"study_id": sid, **{k: s[k] for k in ("id", "domain", "source", "corpus", "text")},
+         "key_spans": json.dumps(s["key_spans"], ensure_ascii=False)} for s in bundle.starters)
+    db["questions"].insert_all({"study_id": sid, **q} for q in bundle.questions)
+    db["da_segments"].insert_all({"study_id": sid, **s} for s in bundle.da_segments)
+    db["sd_sentences"].insert_all({"study_id": sid, **s} for s in bundle.sd_sentences)
+    db["sd_pairs"].insert_all({"study_id": sid, **p} for p in bundle.sd_pairs)
+
+
+def starters(database: Database, study_id: str) -> list[dict]:
+    rows = database.query("SELECT * FROM starters WHERE study_id = ? ORDER BY id", [study_id])
+    for r in rows:
+        r["key_spans"] = json.loads(r["key_spans"])
+    return rows
+
+
+def starter(database: Database, study_id: str, starter_id: str) -> dict | None:
+    r = database.one("SELECT * FROM starters WHERE study_id = ? AND id = ?", [study_id, starter_id])
+    if r:
+        r["key_spans"] = json.loads(r["key_spans"])
+    return r
+
+
+def questions(database: Database, study_id: str, starter_id: str) -> list[dict]:
+    return database.query(
+        "SELECT idx, en, pt FROM questions WHERE study_id = ? AND starter_id = ? ORDER BY idx",
+        [study_id, starter_id])
+
+
+def systems(database: Database, study_id: str) -> list[dict]:
+    rows = database.query("SELECT * FROM systems WHERE study_id = ? ORDER BY id", [study_id])
+    for r in rows:
+        r["config"] = json.loads(r["config"])
+    return rows
+
+
+def da_segments(database: Database, study_id: str) -> list[dict]:
+    return database.query("SELECT * FROM da_segments WHERE study_id = ? ORDER BY doc_id, position, system",
+                          [study_id])
+
+
+def da_segment(database: Database, row_id: int) -> dict | None:
+    return database.one("SELECT * FROM da_segments WHERE id = ?", [row_id])
+
+
+def sd_sentences(database: Database, study_id: str) -> list[dict]:
+    return database.query("SELECT * FROM sd_sentences WHERE study_id = ? ORDER BY id", [study_id])
+
+
+def sd_sentence(database: Database, study_id: str, sentence_id: str) -> dict | None:
+    return database.one("SELECT * FROM sd_sentences WHERE study_id = ? AND id = ?", [study_id, sentence_id])
+
+
+def sd_pairs(database: Database, study_id: str, language: str) -> list[dict]:
+    return database.query("SELECT * FROM sd_pairs WHERE study_id = ? AND language = ? ORDER BY id",
+                          [study_id, language])

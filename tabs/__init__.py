@@ -1,0 +1,1 @@
+"""Gradio tabs: layout and event wiring only; all logic is in services/."""

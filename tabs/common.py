@@ -1,0 +1,82 @@
+"""Shared pieces of the participant tabs."""
+from __future__ import annotations
+
+import dataclasses
+import html
+from dataclasses import dataclass
+from typing import Callable
+
+import gradio as gr
+
+from services.items import AccessError, ItemView, get_view
+from services.submissions import SubmissionError, submit
+
+MAX_QUESTIONS = 10
+MAX_PAIRS = 24
+
+
+@dataclass
+class Ctx:
+    database: object
+    settings: object
+    token: gr.Textbox          # hidden; filled from the link on load
+
+
+def view_dict(view: ItemView | None, message: str = "", error: str = "") -> dict:
+    """The JSON state a tab carries: exactly what the page shows, nothing more."""
+    if view is None:
+        return {"status": "error", "message": error or message}
+    d = dataclasses.asdict(view)
+    d["progress"] = view.progress
+    if message:
+        d["notice"] = message
+    if error:
+        d["error"] = error
+    return d
+
+
+def header_html(view: ItemView | None, notice: str = "", error: str = "") -> str:
+    parts = []
+    if view is not None:
+        parts.append(f'<div class="progress" aria-live="polite">Progress: <b>{view.progress}</b></div>')
+    if error:
+        parts.append(f'<div class="msg error" role="alert">{html.escape(error)}</div>')
+    elif notice:
+        parts.append(f'<div class="msg ok">{html.escape(notice)}</div>')
+    if view is not None and view.status != "item":
+        parts.append(f'<div class="msg info">{html.escape(view.message)}</div>')
+        if view.status == "complete" and view.completion_code:
+            parts.append(f'<div class="completion">Your completion code: <code>{html.escape(view.completion_code)}</code></div>')
+        if view.status == "complete" and view.redirect_url:
+            url = html.escape(view.redirect_url, quote=True)
+            parts.append(f'<div class="completion"><a href="{url}" id="redirect-link">Return to Prolific to finish</a></div>')
+    return "\n".join(parts)
+
+
+def safe_view(ctx: Ctx, token: str, tab: str) -> tuple[ItemView | None, str]:
+    try:
+        return get_view(ctx.database, token, tab), ""
+    except AccessError as e:
+        return None, str(e)
+
+
+def safe_submit(ctx: Ctx, token: str, tab: str, item_id: str, payload: dict):
+    """(view, notice, error): a refused answer keeps the page as it was, with the reason."""
+    try:
+        res = submit(ctx.database, token, tab, item_id, payload, media_dir=ctx.settings.media_dir)
+        return res.next, res.message, ""
+    except (SubmissionError, AccessError) as e:
+        view, err = safe_view(ctx, token, tab)
+        return view, "", str(e) if not err else err
+
+
+@dataclass
+class TabUI:
+    name: str
+    tab: gr.Tab
+    outputs: list                       # components render() updates, state first
+    render: Callable[[ItemView | None, str, str], dict]
+
+    def show(self, ctx: Ctx, token: str) -> dict:
+        view, err = safe_view(ctx, token, self.name)
+        return self.render(view, "", err)

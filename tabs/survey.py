@@ -1,0 +1,73 @@
+"""Phase 4: satisfaction, trust and reliance, before (baseline) and after (informed) the outcomes."""
+from __future__ import annotations
+
+import html
+
+import gradio as gr
+
+from tabs.common import Ctx, TabUI, header_html, safe_submit, view_dict
+
+DIMENSIONS = ("satisfaction", "trust", "reliance")
+
+
+def _outcomes_html(outcomes) -> str:
+    parts = []
+    for o in outcomes:
+        rows = "".join(
+            f"<li>{html.escape(a['en'])}<br><i>Answer:</i> "
+            f"{'(could not be answered from the text)' if a['unanswerable'] else html.escape(a['answer'])} "
+            f"&mdash; <b>{'correct' if a['correct'] else 'incorrect'}</b></li>" for a in o["answers"])
+        parts.append(f"<p>The Portuguese speaker answered {sum(bool(a['correct']) for a in o['answers'])} of "
+                     f"{len(o['answers'])} questions correctly (QA score {o['qa_score']:.0%}).</p><ol>{rows}</ol>"
+                     f"<p>A bilingual validator scored the translation <b>{o['translation_score']:.0f} / 100</b>: "
+                     f"<i>{html.escape(o['label'])}</i>.</p>")
+    return "".join(parts)
+
+
+def build(ctx: Ctx) -> TabUI:
+    with gr.Tab("Survey", id="survey", visible=False) as tab:
+        state = gr.JSON(visible=False)
+        item = gr.Textbox(visible=False)
+        header = gr.HTML()
+        stage = gr.Markdown()
+        source = gr.HTML(elem_classes=["starter"])
+        recording = gr.Audio(label="Your recording", type="filepath", interactive=False, visible=False)
+        translation = gr.Markdown(elem_classes=["translation"])
+        outcomes = gr.HTML()
+        instruction = gr.Markdown()
+        radios = {d: gr.Radio(choices=[], label=d, value=None, visible=False) for d in DIMENSIONS}
+        send = gr.Button("Submit", variant="primary", visible=False)
+
+    def render(view, notice="", error=""):
+        has = view is not None and view.status == "item"
+        c = view.content if has else {}
+        keep = bool(error)
+        informed = c.get("stage") == "informed"
+        out = {state: view_dict(view, notice, error), header: header_html(view, notice, error),
+               item: view.item_id if has else "",
+               stage: ("**What happened next** (the same statements again, now that you know the outcome)"
+                       if informed else "**Your message and its translation**") if has else "",
+               source: c.get("source_html", ""),
+               recording: gr.update(value=c.get("recording"), visible=bool(c.get("recording"))),
+               translation: f"**Portuguese translation**\n\n{c['translation']}" if has else "",
+               outcomes: _outcomes_html(c.get("outcomes", [])) if informed else "",
+               instruction: c.get("instruction", ""), send: gr.update(visible=has)}
+        likert = c.get("likert", [])
+        for d, r in radios.items():
+            upd = dict(visible=has, label=c.get("statements", {}).get(d, d),
+                       choices=[(label, i + 1) for i, label in enumerate(likert)])
+            if not keep:
+                upd["value"] = None
+            out[r] = gr.update(**upd)
+        return out
+
+    def on_submit(token, item_id, s, t, r):
+        view, notice, error = safe_submit(ctx, token, "survey", item_id,
+                                          {"satisfaction": s, "trust": t, "reliance": r})
+        return render(view, notice, error)
+
+    outputs = [state, header, item, stage, source, recording, translation, outcomes, instruction, send,
+               *radios.values()]
+    send.click(on_submit, [ctx.token, item, *radios.values()], outputs, api_name="survey_submit",
+               api_visibility="undocumented")
+    return TabUI("survey", tab, outputs, render)

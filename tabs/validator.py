@@ -1,0 +1,77 @@
+"""Phase 3: the validator scores the translation (DA+SQM) and marks each answer."""
+from __future__ import annotations
+
+import html
+
+import gradio as gr
+
+from tabs.common import MAX_QUESTIONS, Ctx, TabUI, header_html, safe_submit, view_dict
+
+
+def _sqm_html(sqm) -> str:
+    rows = "".join(f"<li><b>{html.escape(s['label'])}</b> ({s['value']:g}): {html.escape(s['description'])}</li>"
+                   for s in sorted(sqm, key=lambda s: -s["value"]))
+    return f'<ul class="sqm-labels">{rows}</ul>'
+
+
+def build(ctx: Ctx) -> TabUI:
+    with gr.Tab("Validator", id="validator", visible=False) as tab:
+        state = gr.JSON(visible=False)
+        item = gr.Textbox(visible=False)
+        touched = gr.Checkbox(visible=False, value=False)
+        header = gr.HTML()
+        with gr.Row():
+            source = gr.Markdown(label="English source", elem_id="val-source")
+            translation = gr.Markdown(label="Portuguese translation", elem_id="val-translation")
+        scale = gr.HTML()
+        score = gr.Slider(0, 100, step=1, value=0, label="Translation quality (0-100): move the slider",
+                          elem_id="sqm-slider")
+        slots = []
+        for i in range(MAX_QUESTIONS):
+            with gr.Group(visible=False) as group:
+                qa = gr.Markdown()
+                mark = gr.Radio(["correct", "incorrect"], label="The answer is", value=None)
+            slots.append((group, qa, mark))
+        send = gr.Button("Submit validation", variant="primary", visible=False)
+
+    score.release(lambda: True, None, touched, api_visibility="private")
+
+    def render(view, notice="", error=""):
+        has = view is not None and view.status == "item"
+        c = view.content if has else {}
+        answers = {a["idx"]: a for a in c.get("answers", [])}
+        qs = c.get("questions", [])
+        keep = bool(error)
+        out = {state: view_dict(view, notice, error), header: header_html(view, notice, error),
+               item: view.item_id if has else "",
+               source: f"**English source**\n\n{c['source']}" if has else "",
+               translation: f"**Portuguese translation**\n\n{c['translation']}" if has else "",
+               scale: _sqm_html(c["sqm"]) if has else "",
+               send: gr.update(visible=has)}
+        if not keep:
+            out[score] = gr.update(value=0, visible=has)
+            out[touched] = False
+        for i, (group, qa, mark) in enumerate(slots):
+            q = qs[i] if i < len(qs) else None
+            out[group] = gr.update(visible=q is not None)
+            if q:
+                a = answers.get(q["idx"], {})
+                given = "*(flagged: cannot be answered from the text)*" if a.get("unanswerable") else html.escape(a.get("text", ""))
+                out[qa] = f"**{q['idx']}.** {html.escape(q['en'])}  \n*{html.escape(q['pt'])}*  \nAnswer: {given}"
+            else:
+                out[qa] = ""
+            if not keep:
+                out[mark] = gr.update(value=None)
+        return out
+
+    def on_submit(token, item_id, shown, moved, value, *marks):
+        qs = ((shown or {}).get("content") or {}).get("questions", [])
+        payload = {"score": value if moved else None,
+                   "marks": {q["idx"]: marks[i] for i, q in enumerate(qs[:MAX_QUESTIONS]) if marks[i]}}
+        view, notice, error = safe_submit(ctx, token, "validator", item_id, payload)
+        return render(view, notice, error)
+
+    inputs = [ctx.token, item, state, touched, score] + [m for _, _, m in slots]
+    outputs = [state, header, item, source, translation, scale, score, touched, send] + [x for s in slots for x in s]
+    send.click(on_submit, inputs, outputs, api_name="validator_submit", api_visibility="undocumented")
+    return TabUI("validator", tab, outputs, render)
