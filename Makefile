@@ -1,0 +1,34 @@
+# Two commands for a newcomer: `make run` (demo study) and `make test` (whole suite).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: run test setup setup-test system-deps clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+setup: $(BIN)/python
+	$(BIN)/pip install -q -r requirements.txt
+
+setup-test: $(BIN)/python
+	$(BIN)/pip install -q -r requirements-test.txt
+
+# Debian/Ubuntu packages the tests use (headless Chromium, espeak-ng); skipped where apt is absent.
+system-deps:
+	@if command -v apt-get >/dev/null 2>&1; then \
+	  if ! command -v chromium >/dev/null 2>&1 || ! command -v espeak-ng >/dev/null 2>&1; then \
+	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	    $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium espeak-ng sox >/dev/null; \
+	  fi; \
+	else echo "no apt-get: install Chromium and espeak-ng yourself (e.g. brew install --cask chromium; brew install espeak-ng)"; fi
+
+run: setup
+	$(BIN)/python app.py --demo
+
+test: system-deps setup-test
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) data .pytest_cache

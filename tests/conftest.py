@@ -1,0 +1,108 @@
+"""Shared fixtures: a migrated database with the demo study, and the app launched the way
+the README launches it (a subprocess on a free loopback port)."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+DEMO = ROOT / "assets" / "demo_study"
+
+
+@pytest.fixture
+def database(tmp_path):
+    from storage import open_database
+
+    return open_database(tmp_path / "test.db")
+
+
+@pytest.fixture
+def demo_db(database):
+    from services.study_import import import_study
+
+    import_study(database, DEMO)
+    return database
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RunningApp:
+    def __init__(self, tmp: Path, env_extra: dict | None = None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.tmp = tmp
+        self.env = {**os.environ, "TRADLAB_DB": str(tmp / "app.db"), "TRADLAB_MEDIA": str(tmp / "media"),
+                    "TRADLAB_PUBLIC_URL": self.url, "TRADLAB_PORT": str(self.port),
+                    "GRADIO_ANALYTICS_ENABLED": "False", **(env_extra or {})}
+        self.proc = None
+
+    def cli(self, *args) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "app.py", *args], cwd=ROOT, env=self.env,
+                              capture_output=True, text=True, timeout=120)
+
+    def start(self, *args):
+        self.log = open(self.tmp / "server.log", "w")
+        self.proc = subprocess.Popen([sys.executable, "app.py", *args], cwd=ROOT, env=self.env,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("app exited: " + (self.tmp / "server.log").read_text())
+            try:
+                urllib.request.urlopen(self.url, timeout=2)
+                return self
+            except OSError:
+                time.sleep(0.5)
+        raise RuntimeError("app did not start: " + (self.tmp / "server.log").read_text())
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        if self.proc:
+            self.log.close()
+
+    def links(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        res = self.cli("links", "--study", "demo")
+        assert res.returncode == 0, res.stderr
+        for line in res.stdout.splitlines()[1:]:
+            parts = line.split("\t")
+            if len(parts) == 6 and parts[5].startswith("http"):
+                out.setdefault(parts[1], []).append(parts[5])
+        return out
+
+
+@pytest.fixture(scope="module")
+def app_server(tmp_path_factory):
+    """The demo app, with two participants per role, launched like `make run` does."""
+    app = RunningApp(tmp_path_factory.mktemp("app"))
+    assert app.cli("import", str(DEMO)).returncode == 0
+    for role in ("receiver", "validator", "rater", "da", "sd"):
+        res = app.cli("participants", "add", "--study", "demo", "--role", role, "--count", "2")
+        assert res.returncode == 0, res.stderr
+    res = app.cli("participants", "add", "--study", "demo", "--role", "sender", "--group", "USW",
+                  "--gender", "Woman", "--count", "2")
+    assert res.returncode == 0, res.stderr
+    app.start()
+    yield app
+    app.stop()
+
+
+def token_of(url: str) -> str:
+    return url.split("?t=", 1)[1]

@@ -1,0 +1,80 @@
+"""A participant in headless Chromium: the link, answering, and resuming after a reload."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def page():
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is not installed: `make test` installs it (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        pg = browser.new_page(viewport={"width": 1200, "height": 1000})
+        yield pg
+        browser.close()
+
+
+def progress(page) -> str:
+    loc = page.locator(".progress:visible").first
+    loc.wait_for(timeout=15000)
+    return loc.inner_text()
+
+
+def test_receiver_answers_and_resumes_after_reload(app_server, page):
+    url = app_server.links()["receiver"][1]
+    page.goto(url)
+    assert "0 / 6" in progress(page)
+    # only the receiver's tab is there: no admin, no other role
+    assert page.get_by_role("tab", name="Admin").count() == 0
+    assert page.get_by_role("tab", name="Validator").count() == 0
+    first_text = page.locator("#translation").inner_text()
+    boxes = page.get_by_label("Resposta")
+    n = sum(1 for i in range(boxes.count()) if boxes.nth(i).is_visible())
+    assert n >= 6
+    page.screenshot(path=str(ARTIFACTS / "receiver-before.png"), full_page=True)
+    # submitting with one answer missing is refused with a message, and nothing is lost
+    for i in range(n - 1):
+        boxes.nth(i).fill(f"resposta {i + 1}")
+    page.get_by_role("button", name="Enviar respostas").click()
+    page.locator(".msg.error").wait_for(timeout=15000)
+    assert "answer every question" in page.locator(".msg.error").inner_text()
+    assert boxes.nth(0).input_value() == "resposta 1"
+    page.get_by_label("Não é possível responder a partir do texto").nth(n - 1).check()
+    page.get_by_role("button", name="Enviar respostas").click()
+    page.locator(".msg.ok").wait_for(timeout=15000)
+    assert "1 / 6" in progress(page)
+    second_text = page.locator("#translation").inner_text()
+    assert second_text != first_text
+    page.screenshot(path=str(ARTIFACTS / "receiver-after-submit.png"), full_page=True)
+    # reload: the same link resumes at the first unfinished item
+    page.reload()
+    assert "1 / 6" in progress(page)
+    assert page.locator("#translation").inner_text() == second_text
+    page.screenshot(path=str(ARTIFACTS / "receiver-after-reload.png"), full_page=True)
+
+
+def test_admin_tab_on_localhost_without_password(app_server, page):
+    page.goto(app_server.url)
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_text("Progress by role and phase").first.wait_for(timeout=15000)
+    page.screenshot(path=str(ARTIFACTS / "admin.png"), full_page=True)
+
+
+def test_forged_link_says_so(app_server, page):
+    page.goto(app_server.url + "/?t=forged-token")
+    page.get_by_text("This link is not valid").wait_for(timeout=15000)
+    assert page.get_by_role("tab", name="Admin").count() == 0
