@@ -183,5 +183,21 @@ def get_view(database, token: str | None, tab: str, touch: bool = True) -> ItemV
     if touch:
         with database.write() as db:
             queue.mark_shown(db, a["id"])
-    return ItemView(tab, "item", "", counts["done"], total, a["phase"], a["item_id"],
+    return ItemView(tab, "item", "", counts["done"], total, a["phase"], item_key(tab, a),
                     _content(database, study, p, a))
+
+
+def item_key(tab: str, a: dict) -> str:
+    """The id a tab submits: on a tab with several phases (the survey's baseline and
+    informed stages of one exchange) the phase is part of it."""
+    return a["item_id"] if len(TAB_PHASES[tab]) == 1 else f"{a['phase']}:{a['item_id']}"
+
+
+def parse_item_key(tab: str, key) -> list[tuple[str, str]]:
+    """(phase, item_id) candidates for a submitted key."""
+    key = str(key or "")
+    phases = TAB_PHASES[tab]
+    if len(phases) == 1:
+        return [(phases[0], key)]
+    phase, _, item = key.partition(":")
+    return [(phase, item)] if phase in phases else []

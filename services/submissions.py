@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from services import workflow
 from services.audio_intake import IntakeError, store_recording
-from services.items import TAB_PHASES, AccessError, ItemView, get_view, participant_for_token, tabs_for
+from services.items import (TAB_PHASES, AccessError, ItemView, get_view, parse_item_key,
+                            participant_for_token, tabs_for)
 from storage import jobs, queue, results, studies
 from storage.db import now
 
@@ -173,10 +174,8 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
     if tab not in tabs_for(p) or tab not in TAB_PHASES:
         raise AccessError("This part of the study is not for your role.")
     a = None
-    for phase in TAB_PHASES[tab]:
-        a = queue.find_assignment(database, p["id"], phase, item_id)
-        if a:
-            break
+    for phase, item in parse_item_key(tab, item_id):
+        a = queue.find_assignment(database, p["id"], phase, item)
     if a is None:
         raise AccessError("This item is not in your queue. Please reload your link to continue.")
     if a["status"] == "done":
