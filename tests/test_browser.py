@@ -78,3 +78,20 @@ def test_forged_link_says_so(app_server, page):
     page.goto(app_server.url + "/?t=forged-token")
     page.get_by_text("This link is not valid").wait_for(timeout=15000)
     assert page.get_by_role("tab", name="Admin").count() == 0
+
+
+def test_prolific_url_enrols_into_an_open_slot(app_server, page):
+    url = (app_server.url + "/?study=demo&role=da&PROLIFIC_PID=5f0c1a2b3c4d5e6f7a8b9c0d"
+           "&STUDY_ID=study42&SESSION_ID=sess1")
+    page.goto(url)
+    assert "0 / 12" in progress(page)
+    page.get_by_role("tab", name="Direct assessment").wait_for()
+    # the same Prolific participant coming back gets the same slot
+    page.goto(url.replace("sess1", "sess2"))
+    assert "0 / 12" in progress(page)
+    import sqlite3
+    con = sqlite3.connect(app_server.env["TRADLAB_DB"])
+    rows = con.execute("SELECT prolific_study_id, prolific_session_id FROM participants "
+                       "WHERE prolific_pid = '5f0c1a2b3c4d5e6f7a8b9c0d'").fetchall()
+    con.close()
+    assert rows == [("study42", "sess2")]

@@ -685,7 +685,7 @@ def test_unchanged_reimport_is_fine_with_participants(database, study):
     assert snapshot(database) == before
 
 
-@pytest.mark.xfail(reason="BUG: storages.studies.replace_study deletes the imported exchanges "
+@pytest.mark.xfail(reason="BUG: storage.studies.replace_study deletes the imported exchanges "
                           "(sender_id IS NULL) but not their translations rows, which reference "
                           "them, so any changed re-import of a study with an exchanges file "
                           "fails with sqlite3.IntegrityError: FOREIGN KEY constraint failed",
