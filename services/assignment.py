@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
+from itertools import combinations
 from dataclasses import dataclass, field
 from typing import Hashable, Iterable, Sequence
 
@@ -37,18 +38,23 @@ def _strata(starters: Sequence[dict], seed: int) -> dict[tuple[str, str], list[s
 
 
 def _quotas(cells: list[tuple[str, str]], n: int, index: int) -> dict[tuple[str, str], int]:
-    """Items per (domain, source) cell for design block `index`: n // C each, the remainder
-    placed so that domain and source marginals stay within one, rotating with index."""
+    """Items per (domain, source) cell for design block `index`: n // C each, and the
+    remainder on a set of cells that keeps the domain and source marginals as even as
+    possible; successive blocks rotate through all such sets, so over a cycle every cell
+    gets the same total."""
     base, extra = divmod(n, len(cells))
     quota = {c: base for c in cells}
-    order = cells[index % len(cells):] + cells[: index % len(cells)]
-    for _ in range(extra):
-        def imbalance(c):
-            dom = sum(q for k, q in quota.items() if k[0] == c[0])
-            src = sum(q for k, q in quota.items() if k[1] == c[1])
-            return (quota[c], dom + src)
-        best = min((c for c in order), key=lambda c: (imbalance(c), order.index(c)))
-        quota[best] += 1
+    if extra:
+        def spread(subset):
+            doms, srcs = Counter(c[0] for c in subset), Counter(c[1] for c in subset)
+            dom_vals = [doms.get(d, 0) for d in {c[0] for c in cells}]
+            src_vals = [srcs.get(s, 0) for s in {c[1] for c in cells}]
+            return (max(dom_vals) - min(dom_vals)) + (max(src_vals) - min(src_vals))
+        subsets = list(combinations(cells, extra))
+        best = min(map(spread, subsets))
+        chosen = [s for s in subsets if spread(s) == best]
+        for c in chosen[index % len(chosen)]:
+            quota[c] += 1
     return quota
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import re
 import tomllib
@@ -140,7 +141,8 @@ def _read_rows(path: Path, kind: str, err: _Collector) -> list[tuple[int, dict]]
     if path.suffix.lower() != ".csv":
         err.add(name, None, None, "unsupported file type (use .csv or .jsonl)")
         return []
-    reader = csv.reader(text.splitlines())
+    # StringIO keeps line breaks inside quoted cells (spreadsheets export them)
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:

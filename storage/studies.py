@@ -31,6 +31,8 @@ def replace_study(db, bundle) -> None:
     Called inside a write transaction."""
     sid = bundle.id
     if db.execute("SELECT 1 FROM studies WHERE id = ?", [sid]).fetchone():
+        db.execute("DELETE FROM translations WHERE exchange_id IN "
+                   "(SELECT id FROM exchanges WHERE study_id = ? AND sender_id IS NULL)", [sid])
         db.execute("DELETE FROM exchanges WHERE study_id = ? AND sender_id IS NULL", [sid])
         for t in CONTENT_TABLES:
             db.execute(f"DELETE FROM {t} WHERE study_id = ?", [sid])

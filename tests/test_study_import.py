@@ -245,10 +245,6 @@ def test_valid_jsonl_starters_import(database, study):
     assert text == objs[0]["text"]
 
 
-@pytest.mark.xfail(reason="BUG: study_files._read_rows feeds csv.reader with text.splitlines(), "
-                          "so a line break inside a quoted CSV cell is dropped and the words on "
-                          "either side are glued together ('morning.\\nI' -> 'morning.I')",
-                   strict=True)
 def test_line_break_inside_quoted_cell_keeps_words_apart(database, study):
     original = get_cell(study, "starters.csv", 2, "text")
     assert "morning. I need" in original
@@ -685,11 +681,6 @@ def test_unchanged_reimport_is_fine_with_participants(database, study):
     assert snapshot(database) == before
 
 
-@pytest.mark.xfail(reason="BUG: storage.studies.replace_study deletes the imported exchanges "
-                          "(sender_id IS NULL) but not their translations rows, which reference "
-                          "them, so any changed re-import of a study with an exchanges file "
-                          "fails with sqlite3.IntegrityError: FOREIGN KEY constraint failed",
-                   strict=True)
 def test_changed_reimport_without_participants_replaces_content(database, study):
     import_study(database, study)
     _change_content(study)
