@@ -8,7 +8,7 @@ import time
 import pandas as pd
 
 from services.participants import link
-from storage import jobs, participants, queue, results, studies
+from storage import jobs, queue, results, studies
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 SESSION_SECONDS = 12 * 3600
@@ -59,10 +59,10 @@ def progress_table(database, study_id: str) -> pd.DataFrame:
 
 def participants_table(database, study_id: str, public_url: str, page: int = 1, page_size: int = 50) -> pd.DataFrame:
     rows = queue.participant_progress(database, study_id, page_size, (max(page, 1) - 1) * page_size)
-    tokens = {p["id"]: p["token"] for p in participants.list_for_study(database, study_id)}
-    df = pd.DataFrame(rows, columns=["id", "role", "grp", "gender", "external_id", "prolific_pid", "active",
+    # only this page's rows: the token comes with them, never the whole participants table
+    df = pd.DataFrame(rows, columns=["id", "token", "role", "grp", "gender", "external_id", "prolific_pid", "active",
                                      "last_seen_at", "done", "open", "last_submitted"])
-    df["link"] = [link(public_url, tokens[i]) for i in df["id"]]
+    df["link"] = [link(public_url, t) for t in df.pop("token")]
     return df.fillna("")
 
 

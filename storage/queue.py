@@ -140,7 +140,7 @@ def study_progress(database: Database, study_id: str) -> list[dict]:
 
 def participant_progress(database: Database, study_id: str, limit: int = 200, offset: int = 0) -> list[dict]:
     return database.query(
-        """SELECT p.id, p.role, p.grp, p.gender, p.external_id, p.prolific_pid, p.active, p.last_seen_at,
+        """SELECT p.id, p.token, p.role, p.grp, p.gender, p.external_id, p.prolific_pid, p.active, p.last_seen_at,
                   SUM(a.status = 'done') AS done, SUM(a.status = 'open') AS open,
                   MAX(a.submitted_at) AS last_submitted
            FROM participants p LEFT JOIN assignments a ON a.participant_id = p.id
