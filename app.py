@@ -10,6 +10,10 @@ HELP_NO_LINK = ("### Welcome\nThis is a study platform. Participants: please ope
                 "you were given (it ends in `?t=...`). Study designers: use the Admin tab.")
 
 
+REDIRECT_JS = """(s) => { if (s && s.status === 'complete' && s.redirect_url) {
+  setTimeout(() => { window.location.href = s.redirect_url; }, 3000); } }"""
+
+
 def build_app(settings, database):
     import gradio as gr
 
@@ -78,6 +82,8 @@ def build_app(settings, database):
         for ui in uis:
             load_outputs += ui.outputs
         demo.load(on_load, None, load_outputs, api_visibility="private")
+        for ui in uis:   # a finished queue with a Prolific URL sends the participant back there
+            ui.outputs[0].change(None, ui.outputs[0], None, js=REDIRECT_JS)
 
         def view(participant_token: str, tab: str) -> dict:
             """The participant's current item on a tab, as the page shows it (resume after reload)."""

@@ -174,6 +174,9 @@ def get_view(database, token: str | None, tab: str, touch: bool = True) -> ItemV
     a = queue.next_open(database, p["id"], phases)
     if a is None:
         if counts["done"] >= total:
+            if not _finished_elsewhere(database, p, study, tab):
+                return ItemView(tab, "complete", "Thank you, you have finished this part. Please "
+                                "continue on your other tab.", counts["done"], total)
             return ItemView(tab, "complete", "Thank you, you have finished this part of the study.",
                             counts["done"], total, completion_code=cfg["completion_code"],
                             redirect_url=cfg["redirect_url"])
@@ -185,6 +188,19 @@ def get_view(database, token: str | None, tab: str, touch: bool = True) -> ItemV
             queue.mark_shown(db, a["id"])
     return ItemView(tab, "item", "", counts["done"], total, a["phase"], item_key(tab, a),
                     _content(database, study, p, a))
+
+
+def _finished_elsewhere(database, p, study, tab) -> bool:
+    """The completion code (and Prolific redirect) come only when every tab of the role is done."""
+    for other in tabs_for(p):
+        if other == tab:
+            continue
+        phases = TAB_PHASES[other]
+        counts = queue.counts(database, p["id"], phases)
+        if queue.next_open(database, p["id"], phases) is not None or \
+                counts["done"] < _total(database, p, study, other, counts):
+            return False
+    return True
 
 
 def item_key(tab: str, a: dict) -> str:

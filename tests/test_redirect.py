@@ -1,0 +1,55 @@
+"""Finishing every item sends a Prolific participant back to the completion URL."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import DEMO, RunningApp, token_of
+from test_browser import CHROMIUM, FLAGS
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def redirect_app(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("redirect")
+    study = tmp / "study"
+    shutil.copytree(DEMO, study)
+    app = RunningApp(tmp)
+    toml = (study / "study.toml").read_text()
+    toml = toml.replace('redirect_url = ""', f'redirect_url = "{app.url}/?finished=DEMO-2026"')
+    toml = toml.replace("items_per_participant = 12", "items_per_participant = 2", 1)
+    (study / "study.toml").write_text(toml)
+    res = app.cli("import", str(study))
+    assert res.returncode == 0, res.stderr
+    assert app.cli("participants", "add", "--study", "demo", "--role", "da", "--count", "1").returncode == 0
+    app.start()
+    yield app
+    app.stop()
+
+
+def test_finished_queue_redirects_to_the_completion_url(redirect_app):
+    from gradio_client import Client
+    from playwright.sync_api import sync_playwright
+
+    url = redirect_app.links()["da"][0]
+    tok = token_of(url)
+    client = Client(redirect_app.url, verbose=False)
+    view = client.predict(tok, "da", api_name="/view")
+    assert view["total"] == 2
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page()
+        page.goto(url)
+        page.locator(".progress:visible").first.wait_for(timeout=15000)
+        assert "0 / 2" in page.locator(".progress:visible").first.inner_text()
+        assert "finished=" not in page.url            # no redirect while items are open
+        for _ in range(2):
+            view = client.predict(tok, "da", api_name="/view")
+            client.predict(tok, view["item_id"], True, 70, api_name="/da_submit")
+        page.reload()
+        page.get_by_text("DEMO-2026").first.wait_for(timeout=15000)
+        page.wait_for_url("**/?finished=DEMO-2026", timeout=15000)
+        browser.close()
