@@ -277,6 +277,27 @@ def _check_config(raw: dict, err: _Collector) -> dict:
     return cfg
 
 
+def _check_system_params(f, where, kind, params, err) -> None:
+    """Model settings are checked at import, not when the first recording needs them."""
+    from services import systems as registry
+
+    if kind == "human":
+        return
+    params = dict(params)
+    preset = params.pop("preset", None)
+    if preset is not None:
+        if preset not in registry.presets():
+            err.add(f, None, f"{where}.params.preset",
+                    f"unknown preset '{preset}' (known: {', '.join(registry.presets())})")
+            return
+        if registry.presets()[preset]["kind"] != kind:
+            err.add(f, None, f"{where}.kind", f"preset '{preset}' is a {registry.presets()[preset]['kind']} "
+                    f"system, not {kind}")
+            return
+    for field_, message in registry.problems(registry.resolve(kind, params, preset)):
+        err.add(f, None, f"{where}.params.{field_}", message)
+
+
 def _check_systems(raw: dict, cfg: dict, err: _Collector) -> list[dict]:
     f = "study.toml"
     systems = raw.get("systems", [])
@@ -313,6 +334,7 @@ def _check_systems(raw: dict, cfg: dict, err: _Collector) -> list[dict]:
         if not isinstance(params, dict):
             err.add(f, None, f"{where}.params", "must be a table")
             params = {}
+        _check_system_params(f, where, kind, params, err)
         out.append({"id": sid, "label": str(label), "kind": kind, "assign": bool(assign),
                     "params": params})
     if "usability" in cfg and not any(s["assign"] for s in out):

@@ -1,6 +1,7 @@
-"""Persistent background jobs (the worker that runs them lives in services)."""
+"""Persistent background jobs: the rows the worker (services/jobs_worker.py) claims and runs."""
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 from storage.db import Database, now
@@ -13,7 +14,68 @@ def enqueue(db, kind: str, payload: dict, dedupe_key: str | None = None, max_att
     return cur.lastrowid if cur.rowcount else None
 
 
-def list_jobs(database: Database, limit: int = 100) -> list[dict]:
+def get(database: Database, job_id: int) -> dict | None:
+    row = database.one("SELECT * FROM jobs WHERE id = ?", [job_id])
+    if row:
+        row["payload"] = json.loads(row["payload"])
+    return row
+
+
+def claim_next(database: Database, kinds: list[str]) -> dict | None:
+    """Take the oldest runnable job (pending, its backoff over) and mark it running."""
+    marks = ",".join("?" * len(kinds))
+    with database.write() as db:
+        row = database.one(
+            f"SELECT id FROM jobs WHERE status = 'pending' AND kind IN ({marks}) "
+            "AND (run_after IS NULL OR run_after <= ?) ORDER BY id LIMIT 1", [*kinds, now()])
+        if row is None:
+            return None
+        db.execute("UPDATE jobs SET status = 'running', attempts = attempts + 1, started_at = ?, "
+                   "updated_at = ? WHERE id = ?", [now(), now(), row["id"]])
+    return get(database, row["id"])
+
+
+def finish(database: Database, job_id: int) -> None:
+    with database.write() as db:
+        db.execute("UPDATE jobs SET status = 'done', last_error = NULL, finished_at = ?, updated_at = ? "
+                   "WHERE id = ?", [now(), now(), job_id])
+        database.log("worker", "job_done", "jobs", job_id)
+
+
+def fail(database: Database, job_id: int, error: str, retry_in_s: float | None) -> str:
+    """Record the error; back to pending after retry_in_s, or failed for good when None."""
+    with database.write() as db:
+        database.log("worker", "job_error", "jobs", job_id, {"error": error[:500], "retry_in_s": retry_in_s})
+        if retry_in_s is None:
+            db.execute("UPDATE jobs SET status = 'failed', last_error = ?, finished_at = ?, updated_at = ? "
+                       "WHERE id = ?", [error, now(), now(), job_id])
+            return "failed"
+        after = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=retry_in_s)).isoformat(timespec="milliseconds")
+        db.execute("UPDATE jobs SET status = 'pending', last_error = ?, run_after = ?, updated_at = ? "
+                   "WHERE id = ?", [error, after, now(), job_id])
+        return "pending"
+
+
+def reset_interrupted(database: Database) -> int:
+    """Jobs left 'running' by a process that died go back to pending (their attempt counts)."""
+    with database.write() as db:
+        cur = db.execute("UPDATE jobs SET status = 'pending', run_after = NULL, updated_at = ?, "
+                         "last_error = COALESCE(last_error, 'interrupted by a restart') "
+                         "WHERE status = 'running'", [now()])
+        return cur.rowcount
+
+
+def retry(database: Database, job_id: int) -> bool:
+    """An admin's retry of a failed job: a fresh set of attempts."""
+    with database.write() as db:
+        cur = db.execute("UPDATE jobs SET status = 'pending', attempts = 0, run_after = NULL, updated_at = ? "
+                         "WHERE id = ? AND status = 'failed'", [now(), job_id])
+        return cur.rowcount == 1
+
+
+def list_jobs(database: Database, limit: int = 100, status: str | None = None) -> list[dict]:
+    if status:
+        return database.query("SELECT * FROM jobs WHERE status = ? ORDER BY id DESC LIMIT ?", [status, limit])
     return database.query("SELECT * FROM jobs ORDER BY id DESC LIMIT ?", [limit])
 
 

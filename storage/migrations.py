@@ -224,6 +224,20 @@ def m001_initial_schema(db) -> None:
         """)
 
 
+@migrations()
+def m002_recording_review_and_exclusion(db) -> None:
+    _run_script(db, """
+        ALTER TABLE participants ADD COLUMN excluded_at TEXT;
+        ALTER TABLE participants ADD COLUMN excluded_reason TEXT;
+        ALTER TABLE recordings ADD COLUMN reviewed_by TEXT;
+        ALTER TABLE recordings ADD COLUMN reviewed_at TEXT;
+        ALTER TABLE jobs ADD COLUMN started_at TEXT;
+        ALTER TABLE jobs ADD COLUMN finished_at TEXT;
+        CREATE INDEX jobs_runnable ON jobs (status, run_after);
+        CREATE INDEX recordings_qc ON recordings (qc_status)
+        """)
+
+
 def _run_script(db, script: str) -> None:
     # executescript() would COMMIT the migration's transaction first; run statement by statement.
     for statement in script.split(";"):

@@ -82,3 +82,8 @@ def identities(database: Database, participant_ids: list[int]) -> dict[int, froz
             keys.add(f"ext:{r['prolific_pid']}")
         out[r["id"]] = frozenset(keys)
     return out
+
+
+def exclude(db, participant_id: int, reason: str) -> None:
+    db.execute("UPDATE participants SET active = 0, excluded_at = ?, excluded_reason = ? WHERE id = ?",
+               [now(), reason, participant_id])

@@ -92,9 +92,14 @@ def holders(database: Database, study_id: str, phase: str) -> dict[str, set[int]
 
 
 def translated_exchanges(database: Database, study_id: str) -> list[dict]:
+    """Exchanges ready for receivers: translated, their recording past QC (passed, or accepted
+    by a reviewer), and their sender not excluded."""
     return database.query(
         "SELECT e.id, e.sender_id FROM exchanges e JOIN translations t ON t.exchange_id = e.id "
-        "WHERE e.study_id = ? ORDER BY e.id", [study_id])
+        "LEFT JOIN participants p ON p.id = e.sender_id "
+        "WHERE e.study_id = ? AND (p.id IS NULL OR p.excluded_at IS NULL) "
+        "AND NOT EXISTS (SELECT 1 FROM recordings r WHERE r.exchange_id = e.id "
+        "                AND r.qc_status NOT IN ('passed', 'accepted')) ORDER BY e.id", [study_id])
 
 
 def done_receive_assignments(database: Database, study_id: str) -> list[dict]:
@@ -146,3 +151,24 @@ def participant_progress(database: Database, study_id: str, limit: int = 200, of
            FROM participants p LEFT JOIN assignments a ON a.participant_id = p.id
            WHERE p.study_id = ? GROUP BY p.id ORDER BY p.role, p.id LIMIT ? OFFSET ?""",
         [study_id, limit, offset])
+
+
+def open_assignments(database: Database, participant_id: int) -> list[dict]:
+    return database.query("SELECT * FROM assignments WHERE participant_id = ? AND status = 'open' ORDER BY id",
+                          [participant_id])
+
+
+def withdraw(db, assignment_id: int) -> None:
+    db.execute("UPDATE assignments SET status = 'withdrawn' WHERE id = ? AND status = 'open'", [assignment_id])
+
+
+def sender_starters(database: Database, participant_id: int) -> set[str]:
+    rows = database.query("SELECT starter_id FROM exchanges WHERE sender_id = ?", [participant_id])
+    return {r["starter_id"] for r in rows}
+
+
+def record_loads(database: Database, study_id: str) -> dict[int, int]:
+    """Record items each sender holds (open or done)."""
+    rows = database.query("SELECT participant_id, COUNT(*) AS n FROM assignments WHERE study_id = ? "
+                          "AND phase = 'record' AND status != 'withdrawn' GROUP BY participant_id", [study_id])
+    return {r["participant_id"]: r["n"] for r in rows}

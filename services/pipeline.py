@@ -1,0 +1,56 @@
+"""What the worker does with a saved recording: QC, then translation, then open the next phase.
+
+Both steps are idempotent (a retried or resumed job skips what is stored), and no model
+runs in a request handler: submissions only enqueue this job.
+
+QC needs a transcript: a cascade's own ASR transcript is used; for direct systems the
+default offline ASR transcribes the recording for QC only.
+"""
+from __future__ import annotations
+
+import json
+
+from services import recording_qc, systems, workflow
+from services.model_cache import CACHE
+from storage import queue, results, studies
+
+_DEFAULT_QC_ASR = {"asr": "faster-whisper", "asr_beam_size": 5}
+
+
+def process_recording(database, recording_id: int, cache=CACHE) -> dict:
+    rec = results.recording(database, int(recording_id))
+    if rec is None:
+        raise ValueError(f"recording {recording_id} does not exist")
+    ex = queue.exchange(database, rec["exchange_id"])
+    study = studies.get_study(database, ex["study_id"])
+    system = next((s for s in study["config"]["systems"] if s["id"] == ex["system_id"]), None)
+    if system is None:
+        raise ValueError(f"system '{ex['system_id']}' is not in study '{ex['study_id']}'")
+    starter = studies.starter(database, ex["study_id"], ex["starter_id"])
+    done = {"qc": rec["transcript"] is not None, "translation": results.translation(database, ex["id"]) is not None}
+    if all(done.values()):
+        return {"skipped": True}
+    st = systems.from_study_system(system, cache)
+    result = None
+    if not done["translation"]:
+        result = st.translate_audio(rec["path_16k"])
+        with database.write() as db:
+            results.insert_translation(db, ex["id"], ex["system_id"], result.translation, result.transcript,
+                                       json.dumps({"models": result.models, "seconds": result.seconds,
+                                                   "audio_s": rec["duration_s"]}))
+            database.log("worker", "translate", "exchanges", ex["id"], {"system": ex["system_id"]})
+    if not done["qc"]:
+        transcript = result.transcript if result is not None else results.translation(database, ex["id"])["transcript"]
+        if transcript is None:
+            transcript = systems.build_asr(_DEFAULT_QC_ASR, cache).transcribe(rec["path_16k"])
+        qc = recording_qc.check(starter["text"], transcript)
+        with database.write() as db:
+            results.set_recording_qc(db, rec["id"], qc.status, transcript, qc.wer, qc.flags)
+            database.log("worker", "qc", "recordings", rec["id"], {"status": qc.status, "wer": qc.wer})
+    workflow.refresh(database, ex["study_id"])
+    return {"skipped": False}
+
+
+def handlers(database, cache=CACHE) -> dict:
+    """The job kinds the app's worker runs."""
+    return {"process_recording": lambda payload: process_recording(database, payload["recording_id"], cache)}
