@@ -103,6 +103,11 @@ def cmd_serve(args, settings):
     if args.demo:
         ensure_demo(database, settings)
     demo = build_app(settings, database)
+    if settings.worker:
+        from services import pipeline
+        from services.jobs_worker import Worker
+
+        Worker(database, pipeline.handlers(database)).start()
     demo.queue(default_concurrency_limit=16)
     demo.launch(server_name=args.host or settings.host, server_port=args.port or settings.port,
                 css_paths=[ROOT / "assets" / "style.css"], allowed_paths=[str(settings.media_dir)],

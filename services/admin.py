@@ -74,3 +74,52 @@ def collected_counts(database, study_id: str) -> pd.DataFrame:
 def job_counts(database) -> pd.DataFrame:
     c = jobs.status_counts(database)
     return pd.DataFrame({"status": list(c), "jobs": list(c.values())})
+
+
+def jobs_table(database, limit: int = 50) -> pd.DataFrame:
+    """Recent jobs, failures first, with their errors (a failed job can be retried)."""
+    rows = jobs.list_jobs(database, limit, "failed") + jobs.list_jobs(database, limit)
+    seen, out = set(), []
+    for r in rows:
+        if r["id"] not in seen:
+            seen.add(r["id"])
+            out.append({k: r[k] for k in ("id", "kind", "status", "attempts", "max_attempts", "last_error",
+                                          "updated_at")})
+    cols = ["id", "kind", "status", "attempts", "max_attempts", "last_error", "updated_at"]
+    return pd.DataFrame(out[:limit], columns=cols).fillna("")
+
+
+def retry_job(database, job_id) -> str:
+    try:
+        jid = int(job_id)
+    except (TypeError, ValueError):
+        return "Give the id of a failed job."
+    return f"Job {jid} will run again." if jobs.retry(database, jid) else f"Job {jid} is not a failed job."
+
+
+def models_table(cache) -> pd.DataFrame:
+    cols = ["model", "device", "size_mb", "load_s", "uses", "last_used"]
+    return pd.DataFrame(cache.report(), columns=cols)
+
+
+def review_table(database, study_id: str) -> pd.DataFrame:
+    from services.recording_review import queue_for_review
+
+    cols = ["id", "sender_id", "starter_id", "system_id", "duration_s", "wer", "flags", "prompt", "transcript"]
+    return pd.DataFrame(queue_for_review(database, study_id), columns=cols)
+
+
+def review_item(database, recording_id) -> dict | None:
+    """What the reviewer compares for one recording: audio, prompt and transcript."""
+    from storage import results as res
+
+    try:
+        rec = res.recording(database, int(recording_id))
+    except (TypeError, ValueError):
+        return None
+    if rec is None:
+        return None
+    ex = queue.exchange(database, rec["exchange_id"])
+    starter = studies.starter(database, ex["study_id"], ex["starter_id"])
+    return {"id": rec["id"], "audio": rec["path_original"], "prompt": starter["text"],
+            "transcript": rec["transcript"] or "", "wer": rec["wer"], "status": rec["qc_status"]}

@@ -4,7 +4,7 @@ A job is claimed (status running, attempts + 1), run by the handler for its kind
 marked done; an exception puts it back to pending after an exponential backoff until its
 attempts reach max_attempts, then it is failed with the error for the admin tab. A missing
 model or credential (BackendUnavailable) fails at once: retrying cannot fix it, and the
-admin retries after installing. On start, jobs left running by a dead process are resumed.
+admin retries after installing (an unreachable model server is retried: it may come back). On start, jobs left running by a dead process are resumed.
 """
 from __future__ import annotations
 
@@ -45,7 +45,8 @@ class Worker:
             self.handlers[job["kind"]](job["payload"])
         except Exception as e:       # a job's failure must never kill the worker
             message = f"{type(e).__name__}: {e}"
-            permanent = isinstance(e, BackendUnavailable) or job["attempts"] >= job["max_attempts"]
+            permanent = (isinstance(e, BackendUnavailable) and not getattr(e, "transient", False)) \
+                or job["attempts"] >= job["max_attempts"]
             job["status"] = jobs.fail(self.database, job["id"], message[:2000],
                                       None if permanent else self.retry_delay(job["attempts"]))
             job["error"] = message

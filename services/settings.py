@@ -18,6 +18,11 @@ SETTINGS = [
     ("TRADLAB_HOST", "127.0.0.1", "address the server listens on"),
     ("TRADLAB_PORT", "7860", "port the server listens on"),
     ("TRADLAB_DEMO_STUDY", "assets/demo_study", "study folder `make run` imports"),
+    ("TRADLAB_WORKER", "1", "1 runs the background job worker (QC, translation) in the app process; 0 leaves jobs queued"),
+    ("TRADLAB_DEVICE", "auto", "auto | cpu | cuda: where models run (auto: CUDA when torch sees a GPU)"),
+    ("TRADLAB_MODEL_MEMORY_MB", "", "memory budget of the model cache; empty: 90% of GPU memory on CUDA, half the RAM on CPU"),
+    ("TRADLAB_TTS_BACKEND", "auto", "auto | google | piper | espeak; auto: Google when credentials are set, else Piper (en) and espeak-ng"),
+    ("TRADLAB_GOOGLE_CREDENTIALS", "", "path of a Google Cloud service-account JSON for Text-to-Speech (or set GOOGLE_APPLICATION_CREDENTIALS)"),
 ]
 
 
@@ -31,6 +36,11 @@ class Settings:
     host: str
     port: int
     demo_study: Path
+    worker: bool
+    device: str
+    model_memory_mb: str
+    tts_backend: str
+    google_credentials: str
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> "Settings":
@@ -45,6 +55,11 @@ class Settings:
             host=get["TRADLAB_HOST"],
             port=int(get["TRADLAB_PORT"]),
             demo_study=Path(get["TRADLAB_DEMO_STUDY"]),
+            worker=get["TRADLAB_WORKER"].strip() not in ("0", "false", "no", ""),
+            device=get["TRADLAB_DEVICE"],
+            model_memory_mb=get["TRADLAB_MODEL_MEMORY_MB"],
+            tts_backend=get["TRADLAB_TTS_BACKEND"],
+            google_credentials=get["TRADLAB_GOOGLE_CREDENTIALS"],
         )
 
 

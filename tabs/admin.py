@@ -1,9 +1,12 @@
-"""The study designer's tab: login, progress, participants and their links, jobs."""
+"""The study designer's tab: login, progress, participants and their links, recording
+review, jobs and loaded models."""
 from __future__ import annotations
 
 import gradio as gr
 
 from services import admin
+from services.model_cache import CACHE
+from services.recording_review import ReviewError, decide
 from tabs.common import Ctx
 
 
@@ -23,7 +26,25 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             refresh = gr.Button("Refresh")
             progress = gr.Dataframe(label="Progress by role and phase", interactive=False)
             collected = gr.Dataframe(label="Data collected", interactive=False)
-            jobs = gr.Dataframe(label="Background jobs", interactive=False)
+            with gr.Accordion("Recordings to review (flagged by QC)", open=True):
+                review = gr.Dataframe(label="Flagged recordings", interactive=False, wrap=True)
+                with gr.Row():
+                    rec_id = gr.Number(label="Recording id", precision=0, minimum=1, scale=1)
+                    show_rec = gr.Button("Open", scale=1)
+                rec_audio = gr.Audio(label="Recording", type="filepath", interactive=False, elem_id="review-audio")
+                rec_text = gr.Markdown(elem_id="review-text")
+                with gr.Row():
+                    accept = gr.Button("Accept", variant="primary")
+                    reject = gr.Button("Reject", variant="stop")
+                review_msg = gr.Markdown()
+            with gr.Accordion("Background jobs", open=False):
+                jobs = gr.Dataframe(label="Jobs (failed first)", interactive=False, wrap=True)
+                with gr.Row():
+                    job_id = gr.Number(label="Job id", precision=0, minimum=1)
+                    retry = gr.Button("Retry failed job")
+                job_msg = gr.Markdown()
+            with gr.Accordion("Loaded models", open=False):
+                models = gr.Dataframe(label="Model cache", interactive=False)
             page = gr.Number(label="Participants page", value=1, precision=0, minimum=1)
             people = gr.Dataframe(label="Participants (private links)", interactive=False, wrap=True)
 
@@ -36,7 +57,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return {notice: "No study imported yet: run `python app.py import FOLDER`."}
         return {notice: "", progress: admin.progress_table(ctx.database, study_id),
                 collected: admin.collected_counts(ctx.database, study_id),
-                jobs: admin.job_counts(ctx.database),
+                review: admin.review_table(ctx.database, study_id),
+                jobs: admin.jobs_table(ctx.database), models: admin.models_table(CACHE),
                 people: admin.participants_table(ctx.database, study_id, ctx.settings.public_url,
                                                  int(page_no or 1))}
 
@@ -51,10 +73,53 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 panel: gr.update(visible=True), study: gr.update(choices=choices, value=first),
                 **tables(sess, first, 1, request)}
 
-    outs = [session, notice, login_row, panel, study, progress, collected, jobs, people]
+    def open_recording(sess, rid, request: gr.Request):
+        try:
+            auth.check(sess, _host(request))
+        except PermissionError as e:
+            return {review_msg: str(e)}
+        item = admin.review_item(ctx.database, rid)
+        if item is None:
+            return {review_msg: f"There is no recording {rid}.", rec_audio: None, rec_text: ""}
+        wer = "" if item["wer"] is None else f" · WER {item['wer']:.2f}"
+        return {review_msg: "", rec_audio: item["audio"],
+                rec_text: f"**Status:** {item['status']}{wer}\n\n**Prompt:** {item['prompt']}\n\n"
+                          f"**Transcript:** {item['transcript']}"}
+
+    def decide_on(decision):
+        def handler(sess, rid, study_id, request: gr.Request):
+            try:
+                auth.check(sess, _host(request))
+                out = decide(ctx.database, rid, decision, f"admin@{_host(request)}")
+            except (PermissionError, ReviewError, TypeError, ValueError) as e:
+                return {review_msg: str(e)}
+            msg = f"Recording {out.recording_id} {out.status}."
+            if out.sender_excluded:
+                msg += (f" Its sender has more than three rejected recordings and is excluded; "
+                        f"{len(out.reassigned)} open item(s) went to other senders")
+                msg += f", {len(out.unassigned)} found nobody." if out.unassigned else "."
+            return {review_msg: msg, review: admin.review_table(ctx.database, study_id)}
+        return handler
+
+    def do_retry(sess, jid, request: gr.Request):
+        try:
+            auth.check(sess, _host(request))
+        except PermissionError as e:
+            return {job_msg: str(e)}
+        return {job_msg: admin.retry_job(ctx.database, jid), jobs: admin.jobs_table(ctx.database)}
+
+    outs = [session, notice, login_row, panel, study, progress, collected, review, jobs, models, people]
     login.click(do_login, [password], outs, api_name="admin_login", api_visibility="undocumented")
     password.submit(do_login, [password], outs, api_visibility="private")
     for trigger in (refresh.click, study.change, page.submit):
-        trigger(tables, [session, study, page], [notice, progress, collected, jobs, people],
+        trigger(tables, [session, study, page], [notice, progress, collected, review, jobs, models, people],
                 api_visibility="private")
+    show_rec.click(open_recording, [session, rec_id], [review_msg, rec_audio, rec_text],
+                   api_name="admin_open_recording", api_visibility="undocumented")
+    accept.click(decide_on("accept"), [session, rec_id, study], [review_msg, review],
+                 api_name="admin_accept_recording", api_visibility="undocumented")
+    reject.click(decide_on("reject"), [session, rec_id, study], [review_msg, review],
+                 api_name="admin_reject_recording", api_visibility="undocumented")
+    retry.click(do_retry, [session, job_id], [job_msg, jobs], api_name="admin_retry_job",
+                api_visibility="undocumented")
     return tab, session

@@ -18,6 +18,11 @@ class BackendUnavailable(RuntimeError):
     """A model, package or credential is missing; the message says what to install or set."""
 
 
+class ServerUnreachable(BackendUnavailable):
+    """A remote model server did not answer the connection: it may come back, so jobs retry."""
+    transient = True
+
+
 @dataclass
 class STResult:
     translation: str

