@@ -200,6 +200,44 @@ def cmd_links(args, settings):
     return 0
 
 
+def cmd_translate(args, settings):
+    import json
+
+    from services.audio_intake import IntakeError
+    from services.backends import BackendUnavailable
+    from services.batch import translate_files
+
+    try:
+        rows = translate_files(args.audio, args.system)
+    except (IntakeError, BackendUnavailable, ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(rows if len(rows) > 1 else rows[0], ensure_ascii=False, indent=2))
+        return 0
+    for r in rows:
+        stages = ", ".join(f"{k} {v:.2f} s" for k, v in r["seconds"].items())
+        print(f"{r['file']} ({r['audio_s']:.1f} s of audio, system {r['system']})")
+        if r["transcript"] is not None:
+            print(f"  transcript:  {r['transcript']}")
+        print(f"  translation: {r['translation']}")
+        print(f"  time: {stages}; real-time factor {r['real_time_factor']}")
+    return 0
+
+
+def cmd_speak(args, settings):
+    from services.backends import BackendUnavailable
+    from services.batch import speak_to_file
+
+    try:
+        r = speak_to_file(args.text, args.lang, args.out, args.backend or settings.tts_backend, args.voice)
+    except (BackendUnavailable, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"{r['out']}: {r['bytes']} bytes from {r['backend']} ({r['voice']}) in {r['seconds']:.2f} s")
+    return 0
+
+
 def main(argv=None):
     sys.path.insert(0, str(ROOT))
     from services.settings import Settings
@@ -227,6 +265,17 @@ def main(argv=None):
     add.add_argument("--csv", help="CSV with columns role, group, gender, external_id")
     lk = sub.add_parser("links", help="print every participant's private link")
     lk.add_argument("--study", required=True)
+    tr = sub.add_parser("translate", help="translate audio files with a speech-translation system")
+    tr.add_argument("audio", nargs="+")
+    tr.add_argument("--system", default="offline-cascade",
+                    help="a preset from assets/systems.toml (default: offline-cascade)")
+    tr.add_argument("--json", action="store_true", help="print JSON (one object per file)")
+    sp = sub.add_parser("speak", help="synthesise a text to a WAV file")
+    sp.add_argument("text")
+    sp.add_argument("--lang", required=True, help="en | pt (or a language tag)")
+    sp.add_argument("--out", required=True)
+    sp.add_argument("--backend", help="auto | google | piper | espeak (default: TRADLAB_TTS_BACKEND)")
+    sp.add_argument("--voice")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
     if args.command in (None, "serve"):
@@ -237,6 +286,10 @@ def main(argv=None):
         return cmd_participants_add(args, settings)
     if args.command == "links":
         return cmd_links(args, settings)
+    if args.command == "translate":
+        return cmd_translate(args, settings)
+    if args.command == "speak":
+        return cmd_speak(args, settings)
     parser.error(f"unknown command {args.command}")
 
 

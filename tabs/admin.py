@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import gradio as gr
 
-from services import admin
-from services.model_cache import CACHE
+from services import admin, systems
+from services.batch import translate_files
+from services.model_cache import CACHE, MODEL_QUEUE
 from services.recording_review import ReviewError, decide
 from tabs.common import Ctx
 
@@ -45,6 +46,12 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 job_msg = gr.Markdown()
             with gr.Accordion("Loaded models", open=False):
                 models = gr.Dataframe(label="Model cache", interactive=False)
+            with gr.Accordion("Try a speech-translation system", open=False):
+                try_system = gr.Dropdown(label="System preset", choices=list(systems.presets()),
+                                         value=systems.DEFAULT_SYSTEM)
+                try_audio = gr.Audio(sources=["microphone", "upload"], type="filepath", label="English speech")
+                try_go = gr.Button("Translate")
+                try_out = gr.Markdown(elem_id="try-output")
             page = gr.Number(label="Participants page", value=1, precision=0, minimum=1)
             people = gr.Dataframe(label="Participants (private links)", interactive=False, wrap=True)
 
@@ -108,6 +115,21 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return {job_msg: str(e)}
         return {job_msg: admin.retry_job(ctx.database, jid), jobs: admin.jobs_table(ctx.database)}
 
+    def do_try(sess, preset, audio, request: gr.Request):
+        try:
+            auth.check(sess, _host(request))
+        except PermissionError as e:
+            return str(e)
+        if not audio:
+            return "Record or upload some English speech first."
+        try:
+            r = translate_files([audio], preset)[0]
+        except Exception as e:       # shown to the designer, who is testing a configuration
+            return f"**{type(e).__name__}:** {e}"
+        times = ", ".join(f"{k} {v:.2f} s" for k, v in r["seconds"].items())
+        transcript = f"**Transcript:** {r['transcript']}\n\n" if r["transcript"] is not None else ""
+        return f"{transcript}**Translation:** {r['translation']}\n\n{times} for {r['audio_s']:.1f} s of audio"
+
     outs = [session, notice, login_row, panel, study, progress, collected, review, jobs, models, people]
     login.click(do_login, [password], outs, api_name="admin_login", api_visibility="undocumented")
     password.submit(do_login, [password], outs, api_visibility="private")
@@ -120,6 +142,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                  api_name="admin_accept_recording", api_visibility="undocumented")
     reject.click(decide_on("reject"), [session, rec_id, study], [review_msg, review],
                  api_name="admin_reject_recording", api_visibility="undocumented")
+    # every event that runs a model shares one queue, so a small GPU is never oversubscribed
+    try_go.click(do_try, [session, try_system, try_audio], try_out, concurrency_id=MODEL_QUEUE,
+                 concurrency_limit=1, api_name="admin_try_system", api_visibility="undocumented")
     retry.click(do_retry, [session, job_id], [job_msg, jobs], api_name="admin_retry_job",
                 api_visibility="undocumented")
     return tab, session

@@ -123,3 +123,56 @@ def test_receiver_view_never_carries_source(client, links, app_server):
     source = ex[0][0]
     assert source not in str(v)
     assert "source" not in v["content"]
+
+
+def test_recording_runs_in_the_background_and_is_reviewed_in_the_admin_tab(client, links, app_server, tmp_path):
+    """The sender moves on at once; the app's worker transcribes and translates; a recording
+    that does not match its starter waits in the admin tab's review queue."""
+    import time
+
+    from gradio_client import handle_file
+
+    from tests.speech import spoken_wav
+
+    tok = token_of(links["sender"][0])
+    v = view(client, tok, "record")
+    wav = spoken_wav("Good evening. I would like to order two pizzas and a bottle of water, please.",
+                     tmp_path / "wrong.wav")
+    t0 = time.time()
+    out = client.predict(tok, v["item_id"], handle_file(str(wav)), api_name="/record_submit")
+    assert time.time() - t0 < 10                       # no model ran in the request
+    assert out[0]["progress"].startswith("1 /")
+    ex_id = int(v["item_id"])
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        rows = db_rows(app_server, "SELECT id, qc_status, transcript FROM recordings WHERE exchange_id = ?", (ex_id,))
+        if rows and rows[0][1] != "pending":
+            break
+        time.sleep(1)
+    rid, status, transcript = rows[0]
+    assert status == "flagged" and "water" in transcript.lower()
+    assert db_rows(app_server, "SELECT COUNT(*) FROM translations WHERE exchange_id = ?", (ex_id,))[0][0] == 1
+    session = client.predict("", api_name="/admin_login")[0]
+    opened = client.predict(session, rid, api_name="/admin_open_recording")
+    assert opened[0] == "" and opened[1] and "water" in opened[2].lower() and "**Prompt:**" in opened[2]
+    # a forged session cannot review
+    refused = client.predict("forged", rid, "demo", api_name="/admin_reject_recording")
+    assert "log in" in refused[0].lower()
+    done = client.predict(session, rid, "demo", api_name="/admin_reject_recording")
+    assert "rejected" in done[0]
+    assert db_rows(app_server, "SELECT qc_status, reviewed_by FROM recordings WHERE id = ?", (rid,))[0][0] == "rejected"
+    again = client.predict(session, 99999, "demo", api_name="/admin_reject_recording")
+    assert "no recording 99999" in again[0]
+
+
+def test_admin_tries_a_system_on_uploaded_speech(client, tmp_path):
+    from gradio_client import handle_file
+
+    from tests.speech import spoken_wav
+
+    session = client.predict("", api_name="/admin_login")[0]
+    wav = spoken_wav("I need a doctor tomorrow morning, please.", tmp_path / "try.wav")
+    out = client.predict(session, "offline-cascade-greedy", handle_file(str(wav)), api_name="/admin_try_system")
+    assert "doctor" in out.lower() and "médico" in out.lower() and "asr" in out
+    assert "log in" in client.predict("nope", "offline-cascade", handle_file(str(wav)),
+                                      api_name="/admin_try_system").lower()

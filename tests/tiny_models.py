@@ -165,7 +165,7 @@ def build_whisper(out: Path, clips: dict[str, Path], steps: int = 60) -> dict[st
     _train(model, [batch], steps=steps, lr=1e-2, loss_fn=loss_fn)
 
     gen = GenerationConfig(decoder_start_token_id=sot, eos_token_id=eot, pad_token_id=eot, bos_token_id=eot,
-                           max_length=64, no_timestamps_token_id=ids["<|notimestamps|>"],
+                           no_timestamps_token_id=ids["<|notimestamps|>"],
                            suppress_tokens=[], begin_suppress_tokens=[])
     paths = {}
     for variant in ("multilingual", "english_only"):
@@ -185,7 +185,7 @@ def build_whisper(out: Path, clips: dict[str, Path], steps: int = 60) -> dict[st
 
 
 # -- Marian ---------------------------------------------------------------------------------
-def build_marian(out: Path, steps: int = 120) -> Path:
+def build_marian(out: Path, steps: int = 300) -> Path:
     import sentencepiece as spm
     import torch
     from transformers import MarianConfig, MarianMTModel, MarianTokenizer
@@ -271,7 +271,7 @@ def build_causal_lm(out: Path, steps: int = 100) -> Path:
     att = (torch.arange(width)[None, :] >= torch.tensor([width - len(r) for r in rows])[:, None]).long()
     _train(model, [{"input_ids": ids, "attention_mask": att, "labels": lab}], steps=steps, lr=5e-3)
     model.generation_config = GenerationConfig(bos_token_id=tok.bos_token_id, pad_token_id=pad,
-                                               eos_token_id=[tok.eos_token_id, eot], max_length=128)
+                                               eos_token_id=[tok.eos_token_id, eot])
     model.save_pretrained(out)
     tok.save_pretrained(out)
     return out
@@ -319,7 +319,7 @@ def build_audio_llm(out: Path, clips: dict[str, Path], steps: int = 150) -> Path
                         "feature_attention_mask": enc["feature_attention_mask"],
                         "labels": torch.cat([torch.full((1, n), -100), ans], 1)})
     _train(model, batches, steps=steps, lr=5e-3)
-    model.generation_config = GenerationConfig(eos_token_id=im_end, pad_token_id=tok.pad_token_id, max_length=512)
+    model.generation_config = GenerationConfig(eos_token_id=im_end, pad_token_id=tok.pad_token_id)
     model.save_pretrained(out)
     proc.save_pretrained(out)
     return out

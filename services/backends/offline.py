@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -73,4 +74,15 @@ class BergamotMT:
 
     def translate(self, texts: list[str]) -> list[str]:
         tr = self.cache.get("mt/bergamot", self._load, device="cpu")
-        return self._run(lambda: [tr.translate(t, direction=self.direction) if t.strip() else "" for t in texts])
+
+        def one(text: str) -> str:
+            # a long multi-sentence input loses its last sentence: translate sentence by sentence
+            return " ".join(tr.translate(s, direction=self.direction) for s in split_sentences(text))
+        return self._run(lambda: [one(t) if t.strip() else "" for t in texts])
+
+
+_SENTENCE_END = re.compile(r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)(?<=[.!?])\s+(?=[\"'(\[]?[A-ZÀ-Ý0-9¿¡])")
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s for s in (p.strip() for p in _SENTENCE_END.split(text.strip())) if s]
