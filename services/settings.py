@@ -22,6 +22,7 @@ SETTINGS = [
     ("TRADLAB_DEVICE", "auto", "auto | cpu | cuda: where models run (auto: CUDA when torch sees a GPU)"),
     ("TRADLAB_MODEL_MEMORY_MB", "", "memory budget of the model cache; empty: 90% of GPU memory on CUDA, half the RAM on CPU"),
     ("TRADLAB_TTS_BACKEND", "auto", "auto | google | piper | espeak; auto: Google when credentials are set, else Piper (en) and espeak-ng"),
+    ("TRADLAB_ALLOW_DOWNLOADS", "0", "1 lets transformers backends fetch a missing model from the hub (a setup run on a GPU host); 0 uses only files on disk"),
     ("TRADLAB_GOOGLE_CREDENTIALS", "", "path of a Google Cloud service-account JSON for Text-to-Speech (or set GOOGLE_APPLICATION_CREDENTIALS)"),
 ]
 
@@ -40,6 +41,7 @@ class Settings:
     device: str
     model_memory_mb: str
     tts_backend: str
+    allow_downloads: bool
     google_credentials: str
 
     @classmethod
@@ -59,6 +61,7 @@ class Settings:
             device=get["TRADLAB_DEVICE"],
             model_memory_mb=get["TRADLAB_MODEL_MEMORY_MB"],
             tts_backend=get["TRADLAB_TTS_BACKEND"],
+            allow_downloads=get["TRADLAB_ALLOW_DOWNLOADS"].strip() == "1",
             google_credentials=get["TRADLAB_GOOGLE_CREDENTIALS"],
         )
 

@@ -9,12 +9,13 @@
 `model` is a hub id or a local folder. Every model is loaded through the model cache (once per
 process, on cache.device, in cache.dtype(dtype), eval mode) and runs under
 torch.inference_mode() and cache.exclusive(). Nothing is imported or downloaded at import
-time; a model that is not on disk (or in the hub cache with HF_HUB_OFFLINE=1) raises
+time; a model that is not on disk (a folder, or already in the hub cache) raises
 BackendUnavailable saying how to get it. The tests exercise every path on tiny models that
 they build themselves (tests/tiny_models.py).
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -52,7 +53,12 @@ def _check_path(model: str) -> None:
 
 
 def _pretrained(model: str, loader, **kwargs):
-    """loader(model, **kwargs), with a missing model or package turned into BackendUnavailable."""
+    """loader(model, **kwargs), with a missing model or package turned into BackendUnavailable.
+
+    Only files already on disk are used (a folder, or the hub cache): the app never downloads
+    a model while it serves a study; TRADLAB_ALLOW_DOWNLOADS=1 lifts that for a setup run."""
+    if os.environ.get("TRADLAB_ALLOW_DOWNLOADS", "") != "1":
+        kwargs.setdefault("local_files_only", True)
     try:
         return loader(model, **kwargs)
     except ImportError as e:
