@@ -55,8 +55,11 @@ def _base_lang(lang: str) -> str:
 
 # -- Piper ---------------------------------------------------------------------------------
 class PiperTTS:
-    def __init__(self, model_path: str = "", config_path: str = "", cache=CACHE):
+    def __init__(self, model_path: str = "", config_path: str = "", cache=CACHE, deterministic: bool = False):
         self.model_path = str(model_path or "")
+        # Piper samples prosody noise; deterministic=True turns it off (the same text gives the
+        # same audio: tests and benchmarks)
+        self.deterministic = deterministic
         self.config_path = str(config_path or "")
         self.cache = cache
         self.name = "piper"
@@ -95,7 +98,11 @@ class PiperTTS:
         pause = np.zeros(int(rate * SENTENCE_PAUSE_S), dtype=np.int16)
         parts: list[np.ndarray] = []
         # PiperVoice.synthesize yields one AudioChunk per sentence (float in [-1, 1], normalised).
-        for chunk in pv.synthesize(text):
+        cfg = None
+        if self.deterministic:
+            from piper import SynthesisConfig
+            cfg = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
+        for chunk in pv.synthesize(text, syn_config=cfg):
             if parts:
                 parts.append(pause)
             parts.append(chunk.audio_int16_array.reshape(-1))

@@ -11,7 +11,8 @@ import soundfile as sf
 def spoken_wav(text: str, path: Path, lead_s: float = 0.4, cache=None) -> Path:
     from services.tts import PiperTTS
 
-    tts = PiperTTS(cache=cache) if cache is not None else PiperTTS()
+    # deterministic: the same text gives the same audio, so ASR-based assertions are stable
+    tts = PiperTTS(cache=cache, deterministic=True) if cache is not None else PiperTTS(deterministic=True)
     x, rate = sf.read(io.BytesIO(tts.synthesize(text)), dtype="float32")
     sf.write(str(path), np.concatenate([np.zeros(int(lead_s * rate), np.float32), x]), rate, subtype="PCM_16")
     return path

@@ -275,3 +275,10 @@ def test_choose_rejects_unknown_names():
         tts.choose("en", "festival")
     with pytest.raises(ValueError, match="English"):
         tts.choose("pt", "piper")
+
+
+def test_piper_deterministic_mode_repeats_itself():
+    cache = ModelCache(device="cpu")
+    a = tts.PiperTTS(cache=cache, deterministic=True).synthesize("Two tickets to Lisbon, please.")
+    b = tts.PiperTTS(cache=cache, deterministic=True).synthesize("Two tickets to Lisbon, please.")
+    assert a == b and cache.loads == 1
