@@ -113,18 +113,14 @@ class ModelCache:
     def get(self, key: str, loader: Callable[[], Any], *, device: str | None = None,
             size_bytes: int | None = None) -> Any:
         with self._lock:
-            e = self._entries.get(key)
+            e = self._hit(key)
             if e is not None:
-                self._entries.move_to_end(key)
-                e.last_used, e.hits = time.time(), e.hits + 1
                 return e.value
             klock = self._key_locks.setdefault(key, threading.Lock())
         with klock:                                   # one load per key; others wait here
             with self._lock:
-                e = self._entries.get(key)
+                e = self._hit(key)
                 if e is not None:
-                    self._entries.move_to_end(key)
-                    e.last_used, e.hits = time.time(), e.hits + 1
                     return e.value
             dev = device or self.device
             value, size, secs = self._load(loader, dev, size_bytes)
@@ -134,6 +130,14 @@ class ModelCache:
                 self.loads += 1
                 self._evict_over_budget(keep=key)
             return value
+
+    def _hit(self, key: str) -> Entry | None:
+        """The entry, marked most recently used (call with self._lock held)."""
+        e = self._entries.get(key)
+        if e is not None:
+            self._entries.move_to_end(key)
+            e.last_used, e.hits = time.time(), e.hits + 1
+        return e
 
     def _load(self, loader, dev, size_bytes):
         torch = _torch()
