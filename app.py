@@ -10,6 +10,17 @@ HELP_NO_LINK = ("### Welcome\nThis is a study platform. Participants: please ope
                 "you were given (it ends in `?t=...`). Study designers: use the Admin tab.")
 
 
+# Enter submits the visible tab's form when focus is on a slider, a radio or the page itself,
+# never from a text box (an answer being typed is not lost to a stray Enter).
+KEYBOARD_JS = """() => { document.addEventListener('keydown', (e) => {
+  if (e.key !== 'Enter' || e.shiftKey || e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;
+  const t = e.target;
+  if (t && (t.tagName === 'TEXTAREA' || t.tagName === 'BUTTON' || t.tagName === 'SELECT' ||
+      (t.tagName === 'INPUT' && !['range', 'radio', 'checkbox'].includes(t.type)))) return;
+  const btn = [...document.querySelectorAll('.submit-btn button, button.submit-btn')].find(b => b.offsetParent !== null);
+  if (btn) { e.preventDefault(); btn.click(); }
+}); }"""
+
 REDIRECT_JS = """(s) => { if (s && s.status === 'complete' && s.redirect_url) {
   setTimeout(() => { window.location.href = s.redirect_url; }, 3000); } }"""
 
@@ -110,7 +121,7 @@ def cmd_serve(args, settings):
         Worker(database, pipeline.handlers(database)).start()
     demo.queue(default_concurrency_limit=16)
     demo.launch(server_name=args.host or settings.host, server_port=args.port or settings.port,
-                css_paths=[ROOT / "assets" / "style.css"], allowed_paths=[str(settings.media_dir)],
+                css_paths=[ROOT / "assets" / "style.css"], js=KEYBOARD_JS, allowed_paths=[str(settings.media_dir)],
                 ssl_certfile=args.ssl_certfile, ssl_keyfile=args.ssl_keyfile,
                 root_path=args.root_path, show_error=True)
 

@@ -172,3 +172,24 @@ def record_loads(database: Database, study_id: str) -> dict[int, int]:
     rows = database.query("SELECT participant_id, COUNT(*) AS n FROM assignments WHERE study_id = ? "
                           "AND phase = 'record' AND status != 'withdrawn' GROUP BY participant_id", [study_id])
     return {r["participant_id"]: r["n"] for r in rows}
+
+
+def exchange_phases(database: Database, study_id: str, limit: int = 200, offset: int = 0) -> list[dict]:
+    """Each exchange with what exists of every phase, for the admin tab."""
+    return database.query(
+        """SELECT e.id AS exchange, e.sender_id AS sender, e.starter_id AS starter, e.system_id AS system,
+                  r.qc_status AS recording, r.wer,
+                  (t.id IS NOT NULL) AS translated,
+                  (SELECT COUNT(*) FROM assignments a WHERE a.exchange_id = e.id AND a.phase = 'receive'
+                     AND a.status = 'done') AS answered,
+                  (SELECT COUNT(*) FROM validations v WHERE v.exchange_id = e.id) AS validated,
+                  (SELECT COUNT(*) FROM assignments a WHERE a.exchange_id = e.id AND a.phase = 'survey_baseline'
+                     AND a.status = 'done') AS baseline,
+                  (SELECT COUNT(*) FROM assignments a WHERE a.exchange_id = e.id AND a.phase = 'survey_informed'
+                     AND a.status = 'done') AS informed,
+                  (SELECT COUNT(*) FROM assignments a WHERE a.exchange_id = e.id AND a.phase = 'record'
+                     AND a.status = 'withdrawn') AS withdrawn
+           FROM exchanges e
+           LEFT JOIN recordings r ON r.id = (SELECT MAX(id) FROM recordings WHERE exchange_id = e.id)
+           LEFT JOIN translations t ON t.exchange_id = e.id
+           WHERE e.study_id = ? ORDER BY e.id LIMIT ? OFFSET ?""", [study_id, limit, offset])

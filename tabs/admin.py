@@ -27,6 +27,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             refresh = gr.Button("Refresh")
             progress = gr.Dataframe(label="Progress by role and phase", interactive=False)
             collected = gr.Dataframe(label="Data collected", interactive=False)
+            with gr.Accordion("Exchanges and their phase", open=False):
+                exchanges = gr.Dataframe(label="Exchanges (first 100)", interactive=False, elem_id="exchanges")
             with gr.Accordion("Recordings to review (flagged by QC)", open=True):
                 review = gr.Dataframe(label="Flagged recordings", interactive=False, wrap=True)
                 with gr.Row():
@@ -64,6 +66,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return {notice: "No study imported yet: run `python app.py import FOLDER`."}
         return {notice: "", progress: admin.progress_table(ctx.database, study_id),
                 collected: admin.collected_counts(ctx.database, study_id),
+                exchanges: admin.exchanges_table(ctx.database, study_id),
                 review: admin.review_table(ctx.database, study_id),
                 jobs: admin.jobs_table(ctx.database), models: admin.models_table(CACHE),
                 people: admin.participants_table(ctx.database, study_id, ctx.settings.public_url,
@@ -130,11 +133,11 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         transcript = f"**Transcript:** {r['transcript']}\n\n" if r["transcript"] is not None else ""
         return f"{transcript}**Translation:** {r['translation']}\n\n{times} for {r['audio_s']:.1f} s of audio"
 
-    outs = [session, notice, login_row, panel, study, progress, collected, review, jobs, models, people]
+    outs = [session, notice, login_row, panel, study, progress, collected, exchanges, review, jobs, models, people]
     login.click(do_login, [password], outs, api_name="admin_login", api_visibility="undocumented")
     password.submit(do_login, [password], outs, api_visibility="private")
     for trigger in (refresh.click, study.change, page.submit):
-        trigger(tables, [session, study, page], [notice, progress, collected, review, jobs, models, people],
+        trigger(tables, [session, study, page], [notice, progress, collected, exchanges, review, jobs, models, people],
                 api_visibility="private")
     show_rec.click(open_recording, [session, rec_id], [review_msg, rec_audio, rec_text],
                    api_name="admin_open_recording", api_visibility="undocumented")

@@ -17,9 +17,11 @@ def build(ctx: Ctx) -> TabUI:
         instruction = gr.Markdown()
         segment = gr.HTML(elem_id="da-segment")
         score = gr.Slider(0, 100, step=1, value=0, label="Score (0-100): move the slider", elem_id="da-slider")
-        send = gr.Button("Submit", variant="primary", visible=False)
+        send = gr.Button("Submit", variant="primary", visible=False, elem_classes=["submit-btn"])
 
-    score.release(lambda: True, None, touched, api_visibility="private")
+    # moved by mouse (release) or keyboard arrows (input): either counts as a rating
+    for moved in (score.release, score.input):
+        moved(lambda: True, None, touched, api_visibility="private")
 
     def render(view, notice="", error=""):
         has = view is not None and view.status == "item"

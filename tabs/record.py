@@ -23,7 +23,7 @@ def build(ctx: Ctx) -> TabUI:
         return {state: view_dict(view, notice, error), header: header_html(view, notice, error),
                 item: view.item_id if has else "",
                 instruction: (c.get("instruction", "") + f" (at most {c['max_seconds']} s)") if has else "",
-                starter: c.get("starter_html", ""),
+                starter: gr.update(value=c.get("starter_html", ""), visible=has),
                 audio: gr.update(value=None, visible=has), send: gr.update(visible=has)}
 
     def on_submit(token, item_id, audio_path):

@@ -21,7 +21,7 @@ def build(ctx: Ctx) -> TabUI:
                                  elem_classes=["sd-scale"], scale=3)
                 right = gr.Markdown(elem_classes=["sd-right"])
             rows.append((row, left, scale, right))
-        send = gr.Button("Next", variant="primary", visible=False)
+        send = gr.Button("Next", variant="primary", visible=False, elem_classes=["submit-btn"])
 
     def render(view, notice="", error=""):
         has = view is not None and view.status == "item"

@@ -35,8 +35,8 @@ def build(ctx: Ctx) -> TabUI:
         translation = gr.Markdown(elem_classes=["translation"])
         outcomes = gr.HTML()
         instruction = gr.Markdown()
-        radios = {d: gr.Radio(choices=[], label=d, value=None, visible=False) for d in DIMENSIONS}
-        send = gr.Button("Submit", variant="primary", visible=False)
+        radios = {d: gr.Radio(choices=[], label=d, value=None, visible=False, elem_classes=["likert"]) for d in DIMENSIONS}
+        send = gr.Button("Submit", variant="primary", visible=False, elem_classes=["submit-btn"])
 
     def render(view, notice="", error=""):
         has = view is not None and view.status == "item"
@@ -47,7 +47,7 @@ def build(ctx: Ctx) -> TabUI:
                item: view.item_id if has else "",
                stage: ("**What happened next** (the same statements again, now that you know the outcome)"
                        if informed else "**Your message and its translation**") if has else "",
-               source: c.get("source_html", ""),
+               source: gr.update(value=c.get("source_html", ""), visible=has),
                recording: gr.update(value=c.get("recording"), visible=bool(c.get("recording"))),
                translation: f"**Portuguese translation**\n\n{c['translation']}" if has else "",
                outcomes: _outcomes_html(c.get("outcomes", [])) if informed else "",

@@ -9,9 +9,20 @@ from tabs.common import MAX_QUESTIONS, Ctx, TabUI, header_html, safe_submit, vie
 
 
 def _sqm_html(sqm) -> str:
-    rows = "".join(f"<li><b>{html.escape(s['label'])}</b> ({s['value']:g}): {html.escape(s['description'])}</li>"
-                   for s in sorted(sqm, key=lambda s: -s["value"]))
-    return f'<ul class="sqm-labels">{rows}</ul>'
+    """Seven tick marks (SQM 0..6 at 0, 16.7, ..., 100) under the slider, labels at 0, 2, 4, 6."""
+    labels = {int(s["tick"]): s for s in sqm}
+    ticks = []
+    for t in range(7):
+        pos = t / 6 * 100
+        s = labels.get(t)
+        text = (f'<span class="sqm-label" title="{html.escape(s["description"], quote=True)}">'
+                f'{html.escape(s["label"])}</span>') if s else ""
+        ticks.append(f'<div class="sqm-tick{" labelled" if s else ""}" style="left:{pos:.2f}%">'
+                     f'<span class="sqm-mark"></span><span class="sqm-num">{t}</span>{text}</div>')
+    legend = "".join(f"<li><b>{html.escape(s['label'])}</b> ({int(s['tick'])}): {html.escape(s['description'])}</li>"
+                     for s in sorted(sqm, key=lambda s: -s["tick"]))
+    return (f'<div class="sqm-scale" aria-hidden="true">{"".join(ticks)}</div>'
+            f'<details class="sqm-legend"><summary>What the labels mean</summary><ul>{legend}</ul></details>')
 
 
 def build(ctx: Ctx) -> TabUI:
@@ -23,18 +34,20 @@ def build(ctx: Ctx) -> TabUI:
         with gr.Row():
             source = gr.Markdown(label="English source", elem_id="val-source")
             translation = gr.Markdown(label="Portuguese translation", elem_id="val-translation")
-        scale = gr.HTML()
         score = gr.Slider(0, 100, step=1, value=0, label="Translation quality (0-100): move the slider",
                           elem_id="sqm-slider")
+        scale = gr.HTML(elem_id="sqm-scale")
         slots = []
         for i in range(MAX_QUESTIONS):
             with gr.Group(visible=False) as group:
                 qa = gr.Markdown()
-                mark = gr.Radio(["correct", "incorrect"], label="The answer is", value=None)
+                mark = gr.Radio(["correct", "incorrect"], label="The answer is", value=None, elem_classes=["answer-mark"])
             slots.append((group, qa, mark))
-        send = gr.Button("Submit validation", variant="primary", visible=False)
+        send = gr.Button("Submit validation", variant="primary", visible=False, elem_classes=["submit-btn"])
 
-    score.release(lambda: True, None, touched, api_visibility="private")
+    # moved by mouse (release) or keyboard arrows (input): either counts as a rating
+    for moved in (score.release, score.input):
+        moved(lambda: True, None, touched, api_visibility="private")
 
     def render(view, notice="", error=""):
         has = view is not None and view.status == "item"

@@ -1,0 +1,204 @@
+"""The four-phase study end to end in headless Chromium (issue 4, point 8).
+
+A fresh app with a small study; the sender records their starter through Chromium's fake
+microphone fed with that starter spoken by Piper; the app's worker transcribes and
+translates it with the default offline system; a receiver answers, a validator scores and
+marks, the sender answers the baseline and informed surveys. Screenshots of every phase go
+to test-artifacts/e2e-*.png.
+"""
+from __future__ import annotations
+
+import html
+import re
+import shutil
+import sqlite3
+import statistics
+import time
+
+import pytest
+
+from conftest import DEMO, RunningApp, token_of
+from speech import spoken_wav
+from test_browser import ARTIFACTS, CHROMIUM, FLAGS
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def e2e(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("e2e")
+    study = tmp / "study"
+    shutil.copytree(DEMO, study)
+    toml = (study / "study.toml").read_text()
+    # one exchange flows through every phase: no imported exchanges, one item per person
+    toml = re.sub(r'^exchanges = .*$', "", toml, flags=re.M)
+    for key in ("items_per_sender", "items_per_receiver", "items_per_validator"):
+        toml = re.sub(rf"^{key} = \d+", f"{key} = 1", toml, flags=re.M)
+    (study / "study.toml").write_text(toml)
+    app = RunningApp(tmp)
+    assert app.cli("import", str(study)).returncode == 0
+    for args in (["--role", "sender", "--group", "USB", "--gender", "Man"], ["--role", "receiver"],
+                 ["--role", "validator"]):
+        assert app.cli("participants", "add", "--study", "demo", *args).returncode == 0
+    app.start()
+    yield app
+    app.stop()
+
+
+def rows(app, sql, params=()):
+    con = sqlite3.connect(app.env["TRADLAB_DB"])
+    con.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in con.execute(sql, params).fetchall()]
+    finally:
+        con.close()
+
+
+def shot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"e2e-{name}.png"), full_page=True)
+
+
+def wait_progress(page, text, timeout=20000):
+    page.locator(".progress:visible", has_text=text).first.wait_for(timeout=timeout)
+
+
+def test_four_phases_end_to_end(e2e):
+    from gradio_client import Client
+    from playwright.sync_api import sync_playwright
+
+    links = e2e.links()
+    sender_url, receiver_url, validator_url = links["sender"][0], links["receiver"][0], links["validator"][0]
+    client = Client(e2e.url, verbose=False)
+    rec_view = client.predict(token_of(sender_url), "record", api_name="/view")
+    starter_text = html.unescape(re.sub(r"<[^>]+>", "", rec_view["content"]["starter_html"]))
+    wav = spoken_wav(starter_text, e2e.tmp / "starter.wav", lead_s=0.6)
+    import soundfile as sf
+    speech_s = sf.info(str(wav)).duration
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS + [
+            "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+            f"--use-file-for-fake-audio-capture={wav}%noloop"])
+        ctx = browser.new_context(viewport={"width": 1200, "height": 1000})
+        ctx.grant_permissions(["microphone"], origin=e2e.url)
+        page = ctx.new_page()
+
+        # -- phase 1: the sender records the starter -------------------------------------
+        page.goto(sender_url)
+        wait_progress(page, "0 / 1")
+        assert page.locator("#starter strong").count() >= 3          # key information in bold
+        shot(page, "1-record")
+        recorder = page.locator("#recorder")
+        recorder.locator("button.record-button").click()
+        time.sleep(speech_s + 1.5)
+        recorder.locator("button.stop-button:not(.stop-button-paused)").first.click()
+        recorder.locator("a[data-testid=download-link][href*='/gradio_api/file=']").wait_for(timeout=30000)
+        shot(page, "1-recorded")
+        t_submit = time.time()
+        page.get_by_role("button", name="Submit recording").click()
+        wait_progress(page, "1 / 1")
+        assert page.locator(".msg.error").count() == 0
+        shot(page, "1-submitted")
+        [rec] = rows(e2e, "SELECT * FROM recordings")
+        assert abs(rec["duration_s"] - speech_s) < 4
+        # the worker transcribes and translates in the background
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            r = rows(e2e, "SELECT qc_status, transcript FROM recordings")[0]
+            if r["qc_status"] != "pending" and rows(e2e, "SELECT id FROM translations"):
+                break
+            time.sleep(0.5)
+        t_translated = time.time()
+        [tr] = rows(e2e, "SELECT * FROM translations")
+        r = rows(e2e, "SELECT qc_status, transcript, wer, qc_flags FROM recordings")[0]
+        assert r["transcript"] and r["wer"] is not None
+        if r["qc_status"] == "flagged":       # a tiny.en slip at the edges: the designer accepts it
+            session = client.predict("", api_name="/admin_login")[0]
+            client.predict(session, rec["id"], "demo", api_name="/admin_accept_recording")
+        assert len(tr["text"].split()) > 15 and tr["text"] != r["transcript"]
+
+        # -- phase 2: the receiver answers from the translation alone ----------------------
+        rpage = ctx.new_page()
+        rpage.goto(receiver_url)
+        wait_progress(rpage, "0 / 1", timeout=30000)
+        t_received = time.time()
+        assert rpage.locator("#translation").inner_text().strip()[:30] in tr["text"]
+        boxes = rpage.get_by_label("Resposta")
+        n = sum(1 for i in range(boxes.count()) if boxes.nth(i).is_visible())
+        assert n >= 5
+        for i in range(n - 1):
+            boxes.nth(i).fill(f"resposta {i + 1}")
+        rpage.get_by_label("Não é possível responder a partir do texto").nth(n - 1).check()
+        shot(rpage, "2-receiver")
+        # the receiver's page never carries the source text
+        page_html = rpage.content()
+        for fragment in re.findall(r"[A-Za-z][A-Za-z ,']{25,}", starter_text)[:5]:
+            assert fragment not in page_html
+        rpage.get_by_role("button", name="Enviar respostas").click()
+        wait_progress(rpage, "1 / 1")
+        shot(rpage, "2-receiver-done")
+
+        # -- phase 3: the validator scores (keyboard on the slider) and marks ----------------
+        vpage = ctx.new_page()
+        vpage.goto(validator_url)
+        wait_progress(vpage, "0 / 1", timeout=30000)
+        assert starter_text[:40] in vpage.locator("#val-source").inner_text()
+        assert vpage.locator(".sqm-tick").count() == 7 and vpage.locator(".sqm-label").count() == 4
+        # submitting before the slider moved is refused and keeps the page
+        vpage.get_by_role("button", name="Submit validation").click()
+        vpage.locator(".msg.error").wait_for(timeout=15000)
+        slider = vpage.locator("#sqm-slider input[type=range]")
+        slider.focus()
+        for _ in range(70):
+            vpage.keyboard.press("ArrowRight")
+        marks = vpage.locator(".answer-mark")
+        visible = [i for i in range(marks.count()) if marks.nth(i).is_visible()]
+        assert len(visible) == n
+        for k, i in enumerate(visible):
+            marks.nth(i).get_by_label("incorrect" if k == 0 else "correct", exact=True).check()
+        shot(vpage, "3-validator")
+        vpage.get_by_role("button", name="Submit validation").click()
+        wait_progress(vpage, "1 / 1")
+        [val] = rows(e2e, "SELECT * FROM validations")
+        assert val["translation_score"] == 70
+        assert val["qa_score"] == pytest.approx((n - 1) / n)
+
+        # -- phase 4: the sender's baseline and informed surveys -----------------------------
+        page.reload()
+        page.get_by_role("tab", name="Survey").click()
+        wait_progress(page, "0 / 2")
+        shot(page, "4-survey-baseline")
+        choices = {"baseline": (4, 5, 3), "informed": (2, 3, 2)}
+        for stage in ("baseline", "informed"):
+            groups = page.locator(".likert")
+            vis = [i for i in range(groups.count()) if groups.nth(i).is_visible()]
+            assert len(vis) == 3
+            for value, i in zip(choices[stage], vis):
+                groups.nth(i).locator("label", has_text=re.compile(rf"^\s*{value} ")).click()
+            if stage == "informed":
+                assert "correctly" in page.content() and "70 / 100" in page.content()
+                shot(page, "4-survey-informed")
+            page.keyboard.press("Enter") if stage == "informed" else \
+                page.get_by_role("button", name="Submit").click()
+            wait_progress(page, "1 / 2" if stage == "baseline" else "2 / 2")
+        page.get_by_text("completion code").first.wait_for(timeout=15000)
+        shot(page, "4-done")
+        browser.close()
+
+    # -- every phase in the database ------------------------------------------------------
+    surveys = {s["stage"]: s for s in rows(e2e, "SELECT * FROM surveys")}
+    assert set(surveys) == {"baseline", "informed"} and {s["perspective"] for s in surveys.values()} == {"first"}
+    u = statistics.mean([surveys["informed"][k] for k in ("satisfaction", "trust", "reliance")])
+    u_b = statistics.mean([surveys["baseline"][k] for k in ("satisfaction", "trust", "reliance")])
+    assert (u, u_b) == (pytest.approx(7 / 3), pytest.approx(4.0))
+    answers = rows(e2e, "SELECT * FROM answers ORDER BY question_idx")
+    assert len(answers) == n and answers[-1]["unanswerable"] == 1
+    timing = rows(e2e, "SELECT phase, first_shown_at, submitted_at, active_seconds FROM assignments "
+                       "WHERE status = 'done' ORDER BY id")
+    assert {t["phase"] for t in timing} == {"record", "receive", "validate", "survey_baseline", "survey_informed"}
+    assert all(t["first_shown_at"] and t["submitted_at"] and t["active_seconds"] is not None for t in timing)
+    # the receiver's API view never carried the source either
+    rv = client.predict(token_of(receiver_url), "receiver", api_name="/view")
+    assert starter_text[:40] not in str(rv)
+    print(f"\nrecording -> translated {t_translated - t_submit:.1f} s; -> receiver's page {t_received - t_submit:.1f} s")
