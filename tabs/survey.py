@@ -5,6 +5,7 @@ import html
 
 import gradio as gr
 
+from services.texts import texts
 from tabs.common import Ctx, TabUI, header_html, safe_submit, view_dict
 
 DIMENSIONS = ("satisfaction", "trust", "reliance")
@@ -35,7 +36,11 @@ def build(ctx: Ctx) -> TabUI:
         translation = gr.Markdown(elem_classes=["translation"])
         outcomes = gr.HTML()
         instruction = gr.Markdown()
-        radios = {d: gr.Radio(choices=[], label=d, value=None, visible=False, elem_classes=["likert"]) for d in DIMENSIONS}
+        # values 1..5 fixed at build time (Gradio checks submitted values against them); a study's
+        # wording replaces only the labels when an item is shown
+        scale = [(label, i + 1) for i, label in enumerate(texts()["survey"]["likert"])]
+        radios = {d: gr.Radio(choices=scale, label=d, value=None, visible=False, elem_classes=["likert"])
+                  for d in DIMENSIONS}
         send = gr.Button("Submit", variant="primary", visible=False, elem_classes=["submit-btn"])
 
     def render(view, notice="", error=""):

@@ -110,6 +110,11 @@ def test_validator_slider_untouched_is_refused(client, links):
     marks = ["correct"] * len(v["content"]["questions"]) + [None] * (10 - len(v["content"]["questions"]))
     out = client.predict(tok, v["item_id"], v, False, 0, *marks, api_name="/validator_submit")
     assert "move the slider" in out[0]["error"]
+    with pytest.raises(Exception, match="greater than maximum value 100"):   # the slider refuses it first
+        client.predict(tok, v["item_id"], v, True, 150, *marks, api_name="/validator_submit")
+    missing = ["correct"] + [None] * 9
+    out = client.predict(tok, v["item_id"], v, True, 73, *missing, api_name="/validator_submit")
+    assert "every answer" in out[0]["error"] or "mark" in out[0]["error"]
     out = client.predict(tok, v["item_id"], v, True, 73, *marks, api_name="/validator_submit")
     assert out[0]["notice"] == "Saved."
 
@@ -176,3 +181,40 @@ def test_admin_tries_a_system_on_uploaded_speech(client, tmp_path):
     assert "doctor" in out.lower() and "médico" in out.lower() and "asr" in out
     assert "log in" in client.predict("nope", "offline-cascade", handle_file(str(wav)),
                                       api_name="/admin_try_system").lower()
+
+
+def test_survey_refuses_missing_and_out_of_range_then_saves_once(client, links, app_server):
+    tok = token_of(links["rater"][0])          # third-person ratings of imported exchanges
+    v = view(client, tok, "survey")
+    assert v["status"] == "item" and v["content"]["stage"] == "baseline"
+    out = client.predict(tok, v["item_id"], None, 3, 3, api_name="/survey_submit")
+    assert "satisfaction" in out[0]["error"] and out[0]["item_id"] == v["item_id"]
+    with pytest.raises(Exception, match="not in the list of choices"):    # the radio refuses it first
+        client.predict(tok, v["item_id"], 6, 3, 3, api_name="/survey_submit")
+    out = client.predict(tok, v["item_id"], 4, 3, 5, api_name="/survey_submit")
+    assert out[0]["notice"] == "Saved."
+    again = client.predict(tok, v["item_id"], 1, 1, 1, api_name="/survey_submit")
+    assert again[0]["notice"] == "This answer was already saved."
+    rows = db_rows(app_server, "SELECT s.satisfaction, s.trust, s.reliance, s.perspective FROM surveys s "
+                               "JOIN assignments a ON a.id = s.assignment_id JOIN participants p ON p.id = a.participant_id "
+                               "WHERE p.token = ?", (tok,))
+    assert rows == [(4, 3, 5, "third")]
+
+
+def test_a_silent_recording_is_refused_with_the_reason(client, links, app_server, tmp_path):
+    import numpy as np
+    import soundfile as sf
+    from gradio_client import handle_file
+
+    tok = token_of(links["sender"][1])
+    v = view(client, tok, "record")
+    silent = tmp_path / "silent.wav"
+    sf.write(str(silent), np.zeros(48000 * 3, np.float32), 48000)
+    before = db_rows(app_server, "SELECT COUNT(*) FROM recordings")[0][0]
+    out = client.predict(tok, v["item_id"], handle_file(str(silent)), api_name="/record_submit")
+    assert "silent" in out[0]["error"] and out[0]["item_id"] == v["item_id"]
+    notes = tmp_path / "notes.wav"
+    notes.write_text("not audio")
+    out = client.predict(tok, v["item_id"], handle_file(str(notes)), api_name="/record_submit")
+    assert "not an audio recording" in out[0]["error"]
+    assert db_rows(app_server, "SELECT COUNT(*) FROM recordings")[0][0] == before
