@@ -104,7 +104,7 @@ def _content(database, study, p, a) -> dict:
     if phase in ("da",):
         seg = studies.da_segment(database, int(a["item_id"]))
         return {"reference": seg["reference"], "output": seg["output"],
-                "instruction": texts()["da"]["instruction"]}
+                "instruction": texts(study)["da"]["instruction"]}
     if phase == "sd":
         sent = studies.sd_sentence(database, sid, a["item_id"])
         pairs = {q["id"]: q for q in studies.sd_pairs(database, sid, study["config"]["sd"]["language"])}
@@ -113,19 +113,19 @@ def _content(database, study, p, a) -> dict:
             q = pairs[entry["pair_id"]]
             left, right = (q["positive"], q["negative"]) if entry["positive_left"] else (q["negative"], q["positive"])
             shown.append({"pair_id": q["id"], "left": left, "right": right})
-        return {"sentence": sent["text"], "pairs": shown, "instruction": texts()["sd"]["instruction"]}
+        return {"sentence": sent["text"], "pairs": shown, "instruction": texts(study)["sd"]["instruction"]}
     ex = queue.exchange(database, a["exchange_id"])
     qs = studies.questions(database, sid, ex["starter_id"])
     if phase == "receive":
         # Only the translation and the Portuguese questions: never source, audio or transcript.
         tr = results.translation(database, ex["id"])
         return {"translation": tr["text"], "questions": [{"idx": q["idx"], "pt": q["pt"]} for q in qs],
-                "instruction": texts()["receiver"]["instruction"],
-                "unanswerable_label": texts()["receiver"]["unanswerable"]}
+                "instruction": texts(study)["receiver"]["instruction"],
+                "unanswerable_label": texts(study)["receiver"]["unanswerable"]}
     st = studies.starter(database, sid, ex["starter_id"])
     if phase == "record":
         return {"starter_html": bold_key_spans(st["text"], st["key_spans"]),
-                "instruction": texts()["record"]["instruction"],
+                "instruction": texts(study)["record"]["instruction"],
                 "max_seconds": study["config"]["usability"]["max_recording_seconds"]}
     tr = results.translation(database, ex["id"])
     if phase == "validate":
@@ -133,7 +133,7 @@ def _content(database, study, p, a) -> dict:
         return {"source": st["text"], "translation": tr["text"],
                 "questions": [{"idx": q["idx"], "en": q["en"], "pt": q["pt"]} for q in qs],
                 "answers": results.answers(database, receive["id"]),
-                "sqm": texts()["sqm"]}
+                "sqm": texts(study)["sqm"]}
     # surveys
     rec = results.recording_for_exchange(database, ex["id"])
     content = {"stage": "baseline" if phase == "survey_baseline" else "informed",
@@ -141,16 +141,16 @@ def _content(database, study, p, a) -> dict:
                "source_html": bold_key_spans(st["text"], st["key_spans"]),
                "translation": tr["text"],
                "recording": rec["path_original"] if rec and ex["sender_id"] == p["id"] else None,
-               "statements": {k: texts()["survey"][k] for k in ("satisfaction", "trust", "reliance")},
-               "instruction": texts()["survey"]["instruction"],
-               "likert": texts()["survey"]["likert"]}
+               "statements": {k: texts(study)["survey"][k] for k in ("satisfaction", "trust", "reliance")},
+               "instruction": texts(study)["survey"]["instruction"],
+               "likert": texts(study)["survey"]["likert"]}
     if phase == "survey_informed":
         outcomes = []
         for v in results.validations_for_exchange(database, ex["id"]):
             ans = {x["idx"]: x for x in results.answers(database, v["receive_assignment_id"])}
             outcomes.append({
                 "qa_score": v["qa_score"], "translation_score": v["translation_score"],
-                "label": sqm_label(v["translation_score"]),
+                "label": sqm_label(v["translation_score"], study),
                 "answers": [{"idx": q["idx"], "en": q["en"], "answer": ans.get(q["idx"], {}).get("text", ""),
                              "unanswerable": bool(ans.get(q["idx"], {}).get("unanswerable")),
                              "correct": v["marks"].get(q["idx"])} for q in qs]})

@@ -352,6 +352,9 @@ def _hash_inputs(folder: Path, cfg: dict) -> str:
             if name and (folder / name).is_file():
                 h.update(name.encode())
                 h.update((folder / name).read_bytes())
+    if (folder / "scales.toml").is_file():
+        h.update(b"scales.toml")
+        h.update((folder / "scales.toml").read_bytes())
     return h.hexdigest()
 
 
@@ -517,6 +520,23 @@ def _load_sd(folder, cfg, bundle, err):
             err.add(name, None, "language", f"no adjective pairs in language '{sd.get('language')}' (sd.language)")
 
 
+def _load_texts(folder: Path, cfg: dict, err: _Collector) -> None:
+    """An optional scales.toml in the study folder replaces the default participant wording."""
+    from services import texts
+
+    path = folder / "scales.toml"
+    if not path.is_file():
+        return
+    try:
+        override = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        err.add("scales.toml", None, None, f"not valid TOML: {e}")
+        return
+    for key, message in texts.problems(override):
+        err.add("scales.toml", None, key, message)
+    cfg["texts"] = override
+
+
 def load_study(folder: str | Path) -> StudyBundle:
     """Parse and validate a study folder; raises StudyValidationError listing every problem."""
     folder = Path(folder)
@@ -541,6 +561,7 @@ def load_study(folder: str | Path) -> StudyBundle:
         _load_da(folder, cfg, bundle, err)
     if "sd" in cfg:
         _load_sd(folder, cfg, bundle, err)
+    _load_texts(folder, cfg, err)
     if err.errors:
         raise StudyValidationError(err.errors)
     cfg["systems"] = systems
