@@ -99,7 +99,7 @@ def build_app(settings, database):
         def view(participant_token: str, tab: str) -> dict:
             """The participant's current item on a tab, as the page shows it (resume after reload)."""
             try:
-                return view_dict(get_view(database, participant_token, tab))
+                return view_dict(get_view(database, participant_token, tab, media_dir=settings.media_dir))
             except AccessError as e:
                 return view_dict(None, error=str(e))
 
@@ -118,7 +118,7 @@ def cmd_serve(args, settings):
         from services import pipeline
         from services.jobs_worker import Worker
 
-        Worker(database, pipeline.handlers(database)).start()
+        Worker(database, pipeline.handlers(database, media_dir=settings.media_dir)).start()
     demo.queue(default_concurrency_limit=16)
     demo.launch(server_name=args.host or settings.host, server_port=args.port or settings.port,
                 css_paths=[ROOT / "assets" / "style.css"], js=KEYBOARD_JS, allowed_paths=[str(settings.media_dir)],

@@ -101,10 +101,6 @@ def _total(database, p, study, tab, counts) -> int:
 def _content(database, study, p, a) -> dict:
     phase = a["phase"]
     sid = study["id"]
-    if phase in ("da",):
-        seg = studies.da_segment(database, int(a["item_id"]))
-        return {"reference": seg["reference"], "output": seg["output"],
-                "instruction": texts(study)["da"]["instruction"]}
     if phase == "sd":
         sent = studies.sd_sentence(database, sid, a["item_id"])
         pairs = {q["id"]: q for q in studies.sd_pairs(database, sid, study["config"]["sd"]["language"])}
@@ -158,7 +154,7 @@ def _content(database, study, p, a) -> dict:
     return content
 
 
-def get_view(database, token: str | None, tab: str, touch: bool = True) -> ItemView:
+def get_view(database, token: str | None, tab: str, touch: bool = True, media_dir=None) -> ItemView:
     p = participant_for_token(database, token)
     if tab not in tabs_for(p):
         raise AccessError("This part of the study is not for your role.")
@@ -183,11 +179,21 @@ def get_view(database, token: str | None, tab: str, touch: bool = True) -> ItemV
         return ItemView(tab, "waiting", "Nothing is ready for you yet: items open as other participants "
                         "finish their part. Please come back later with the same link.",
                         counts["done"], total)
+    if a["phase"] == "da":
+        from services import da_campaign
+        from services.settings import Settings
+
+        content = da_campaign.item_content(database, study, a, media_dir or Settings.from_env().media_dir)
+        if content is None:
+            return ItemView(tab, "waiting", "Your items' audio is being prepared. This page checks again "
+                            "every few seconds.", counts["done"], total)
+        content["instruction"] = texts(study)["da"]["instruction"]
+    else:
+        content = _content(database, study, p, a)
     if touch:
         with database.write() as db:
             queue.mark_shown(db, a["id"])
-    return ItemView(tab, "item", "", counts["done"], total, a["phase"], item_key(tab, a),
-                    _content(database, study, p, a))
+    return ItemView(tab, "item", "", counts["done"], total, a["phase"], item_key(tab, a), content)
 
 
 def _finished_elsewhere(database, p, study, tab) -> bool:

@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from services import workflow
+from services import da_campaign
 from services.assignment import order_key, seeded_rng, sender_design
 from services.study_files import ROLES
 from storage import participants, queue, studies
@@ -62,13 +63,7 @@ def _setup_queue(db, database, study, pid: int, role: str, group, gender) -> Non
             eid = queue.insert_exchange(db, sid, starter_id, system_id, pid)
             queue.insert_assignment(db, sid, pid, "record", eid, order_key(seed, pid, eid), exchange_id=eid)
     elif role == "da":
-        k = cfg["da"]["items_per_participant"]
-        segs = studies.da_segments(database, sid)
-        use = queue.segment_use(database, sid, "da")
-        rng = seeded_rng("da", seed, pid)
-        segs.sort(key=lambda s: (use.get(str(s["id"]), 0), rng.random()))
-        for s in segs[:k]:
-            queue.insert_assignment(db, sid, pid, "da", s["id"], order_key(seed, pid, s["id"]))
+        da_campaign.assign_hit(db, database, study, pid)
     elif role == "sd":
         sd = cfg["sd"]
         sents = studies.sd_sentences(database, sid)

@@ -51,6 +51,10 @@ def process_recording(database, recording_id: int, cache=CACHE) -> dict:
     return {"skipped": False}
 
 
-def handlers(database, cache=CACHE) -> dict:
+def handlers(database, cache=CACHE, media_dir=None) -> dict:
     """The job kinds the app's worker runs."""
-    return {"process_recording": lambda payload: process_recording(database, payload["recording_id"], cache)}
+    from services import da_campaign
+
+    return {"process_recording": lambda payload: process_recording(database, payload["recording_id"], cache),
+            "render_da_audio": lambda payload: da_campaign.render_hit_audio(
+                database, payload["study_id"], payload["hit_id"], media_dir)}

@@ -57,6 +57,7 @@ class StudyBundle:
     questions: list[dict] = field(default_factory=list)
     exchanges: list[dict] = field(default_factory=list)
     da_segments: list[dict] = field(default_factory=list)
+    da_hits: list[list[dict]] = field(default_factory=list)     # built at import (services/da_hits.py)
     sd_sentences: list[dict] = field(default_factory=list)
     sd_pairs: list[dict] = field(default_factory=list)
 
@@ -69,7 +70,8 @@ DEFAULTS = {
     "usability": {"starters": None, "questions": None, "exchanges": "", "items_per_sender": 10,
                   "items_per_receiver": 30, "items_per_validator": 30, "redundancy": 1,
                   "max_recording_seconds": 30, "starter_words": [40, 60]},
-    "da": {"segments": None, "items_per_participant": 100},
+    "da": {"segments": None, "modality": "text", "hit_size": 100, "controls": 20, "min_gap": 30,
+           "reference_controls": 0, "language": "en", "tts_backend": "auto"},
     "sd": {"sentences": None, "pairs": None, "language": "en", "sentences_per_participant": 3,
            "expected_seconds": 600},
 }
@@ -265,9 +267,19 @@ def _check_config(raw: dict, err: _Collector) -> dict:
             err.add(f, None, "usability.starter_words", "must be [min, max] word counts")
     da = cfg.get("da")
     if da:
-        v = da.get("items_per_participant")
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            err.add(f, None, "da.items_per_participant", "must be an integer >= 1")
+        if da.get("modality") not in ("text", "audio", "both"):
+            err.add(f, None, "da.modality", "must be text, audio or both")
+        for k, lo in (("hit_size", 2), ("controls", 0), ("min_gap", 1), ("reference_controls", 0)):
+            v = da.get(k)
+            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+                err.add(f, None, f"da.{k}", f"must be an integer >= {lo}")
+        if all(isinstance(da.get(k), int) for k in ("hit_size", "controls", "reference_controls")):
+            if da["controls"] + da["reference_controls"] >= da["hit_size"]:
+                err.add(f, None, "da.controls", "controls and reference controls must leave room for system items")
+        if da.get("tts_backend") not in ("auto", "google", "piper", "espeak"):
+            err.add(f, None, "da.tts_backend", "must be auto, google, piper or espeak")
+        if not isinstance(da.get("language"), str) or not da["language"].strip():
+            err.add(f, None, "da.language", "must be the language of the MT outputs (e.g. en, pt)")
     sd = cfg.get("sd")
     if sd:
         for k in ("sentences_per_participant", "expected_seconds"):

@@ -16,12 +16,28 @@ class ImportResult:
     counts: dict
 
 
+def build_campaign(bundle) -> list[list[dict]]:
+    """The study's DA HITs, seeded by the study: rebuilt identically on every import."""
+    from services.da_hits import build_hits
+
+    da = bundle.config["da"]
+    items = [{"row": i, **s} for i, s in enumerate(bundle.da_segments)]
+    try:
+        return build_hits(items, seed=bundle.config["study"]["seed"], hit_size=da["hit_size"],
+                          n_controls=da["controls"], min_gap=da["min_gap"],
+                          reference_controls=da["reference_controls"])
+    except ValueError as e:
+        raise StudyValidationError([StudyError("study.toml", None, "da.hit_size", str(e))]) from e
+
+
 def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResult:
     bundle = load_study(folder)
+    if "da" in bundle.config:
+        bundle.da_hits = build_campaign(bundle)
     existing = studies.get_study(database, bundle.id)
     counts = {"starters": len(bundle.starters), "questions": len(bundle.questions),
               "systems": len(bundle.systems), "exchanges": len(bundle.exchanges),
-              "da_segments": len(bundle.da_segments), "sd_sentences": len(bundle.sd_sentences),
+              "da_segments": len(bundle.da_segments), "da_hits": len(bundle.da_hits), "sd_sentences": len(bundle.sd_sentences),
               "sd_pairs": len(bundle.sd_pairs)}
     if existing and existing["content_hash"] == bundle.content_hash:
         return ImportResult(bundle.id, "unchanged", counts)

@@ -10,7 +10,7 @@ import datetime as dt
 import math
 from dataclasses import dataclass, field
 
-from services import workflow
+from services import da_campaign, workflow
 from services.audio_intake import IntakeError, store_recording
 from services.items import (TAB_PHASES, AccessError, ItemView, get_view, parse_item_key,
                             participant_for_token, tabs_for)
@@ -180,7 +180,7 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
         raise AccessError("This item is not in your queue. Please reload your link to continue.")
     if a["status"] == "done":
         return SubmitResult(False, "This answer was already saved.", _stored(database, a),
-                            get_view(database, token, tab))
+                            get_view(database, token, tab, media_dir=media_dir))
     study = studies.get_study(database, p["study_id"])
     phase = a["phase"]
     payload = payload or {}
@@ -192,6 +192,14 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
             raise SubmissionError(str(e)) from e
         data = {"audio": audio}
     else:
+        if phase == "da":
+            nxt = queue.next_open(database, p["id"], ("da",))
+            if nxt is None or nxt["id"] != a["id"]:
+                raise SubmissionError("Items are rated in order, one at a time: please reload the page.")
+            try:
+                da_campaign.check_judgment(database, study, a, media_dir)
+            except da_campaign.DAError as e:
+                raise SubmissionError(str(e)) from e
         data = {"receive": _validate_receive, "validate": _validate_validate,
                 "survey_baseline": _validate_survey, "survey_informed": _validate_survey,
                 "da": _validate_da, "sd": _validate_sd}[phase](database, a, payload)
@@ -199,7 +207,7 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
         fresh = queue.assignment(database, a["id"])
         if fresh["status"] == "done":  # a concurrent double submit got here first
             return SubmitResult(False, "This answer was already saved.", _stored(database, a),
-                                get_view(database, token, tab))
+                                get_view(database, token, tab, media_dir=media_dir))
         if phase == "record":
             au = data["audio"]
             rid = results.insert_recording(db, a["id"], a["exchange_id"], au.sha256, au.path_original,
@@ -217,7 +225,9 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
             results.insert_survey(db, a["id"], a["exchange_id"], phase.split("_")[1], perspective,
                                   data["satisfaction"], data["trust"], data["reliance"])
         elif phase == "da":
-            results.insert_da_judgment(db, a["id"], int(a["item_id"]), data["score"])
+            it = studies.da_hit_item(database, int(a["item_id"]))
+            results.insert_da_judgment(db, a["id"], it["segment_row"], data["score"], it["id"],
+                                       a["meta"]["modality"])
         else:
             results.insert_sd_ratings(db, a["id"], data["ratings"])
         queue.mark_done(db, a["id"], _active_seconds(a))
@@ -225,4 +235,4 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
                      {"item": a["item_id"], "at": now()})
         workflow.refresh(database, study["id"])
     return SubmitResult(True, "Saved.", _stored(database, queue.assignment(database, a["id"])),
-                        get_view(database, token, tab))
+                        get_view(database, token, tab, media_dir=media_dir))

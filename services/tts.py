@@ -298,3 +298,9 @@ def speak(text: str, lang: str, media_dir: str | Path, backend=None, voice: str 
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def cached_path(text: str, lang: str, media_dir: str | Path, backend=None, voice: str | None = None) -> Path:
+    """Where speak() keeps (or will keep) this text's audio; nothing is synthesised."""
+    tts = backend if hasattr(backend, "synthesize") else choose(lang, backend, voice)
+    return Path(media_dir) / "tts" / f"{cache_key(tts, text)}.wav"

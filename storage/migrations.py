@@ -238,6 +238,36 @@ def m002_recording_review_and_exclusion(db) -> None:
         """)
 
 
+@migrations()
+def m003_da_campaigns(db) -> None:
+    _run_script(db, """
+        CREATE TABLE da_hits (
+            id INTEGER PRIMARY KEY,
+            study_id TEXT NOT NULL REFERENCES studies(id),
+            idx INTEGER NOT NULL,
+            UNIQUE (study_id, idx)
+        );
+        CREATE TABLE da_hit_items (
+            id INTEGER PRIMARY KEY,
+            hit_id INTEGER NOT NULL REFERENCES da_hits(id),
+            pos INTEGER NOT NULL,
+            type TEXT NOT NULL CHECK (type IN ('system', 'bad_reference', 'ask_again', 'reference')),
+            segment_row INTEGER NOT NULL REFERENCES da_segments(id),
+            of_pos INTEGER,
+            candidate TEXT NOT NULL,
+            UNIQUE (hit_id, pos)
+        );
+        ALTER TABLE da_judgments ADD COLUMN hit_item_id INTEGER REFERENCES da_hit_items(id);
+        ALTER TABLE da_judgments ADD COLUMN modality TEXT;
+        CREATE TABLE da_feedback (
+            id INTEGER PRIMARY KEY,
+            participant_id INTEGER NOT NULL UNIQUE REFERENCES participants(id),
+            text TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )
+        """)
+
+
 def _run_script(db, script: str) -> None:
     # executescript() would COMMIT the migration's transaction first; run statement by statement.
     for statement in script.split(";"):

@@ -193,3 +193,19 @@ def exchange_phases(database: Database, study_id: str, limit: int = 200, offset:
            LEFT JOIN recordings r ON r.id = (SELECT MAX(id) FROM recordings WHERE exchange_id = e.id)
            LEFT JOIN translations t ON t.exchange_id = e.id
            WHERE e.study_id = ? ORDER BY e.id LIMIT ? OFFSET ?""", [study_id, limit, offset])
+
+
+def da_hit_loads(database: Database, study_id: str) -> dict[tuple[int, str], int]:
+    """How many raters hold each (HIT, modality)."""
+    rows = database.query(
+        "SELECT json_extract(meta, '$.hit_id') AS hit, json_extract(meta, '$.modality') AS modality, "
+        "COUNT(DISTINCT participant_id) AS n FROM assignments WHERE study_id = ? AND phase = 'da' "
+        "AND status != 'withdrawn' GROUP BY hit, modality", [study_id])
+    return {(r["hit"], r["modality"]): r["n"] for r in rows}
+
+
+def da_modality_counts(database: Database, study_id: str) -> dict[str, int]:
+    rows = database.query(
+        "SELECT json_extract(meta, '$.modality') AS modality, COUNT(DISTINCT participant_id) AS n "
+        "FROM assignments WHERE study_id = ? AND phase = 'da' GROUP BY modality", [study_id])
+    return {r["modality"]: r["n"] for r in rows}

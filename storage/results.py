@@ -87,9 +87,11 @@ def survey(database: Database, assignment_id: int) -> dict | None:
     return database.one("SELECT * FROM surveys WHERE assignment_id = ?", [assignment_id])
 
 
-def insert_da_judgment(db, assignment_id: int, segment_row: int, score: float) -> int:
+def insert_da_judgment(db, assignment_id: int, segment_row: int, score: float, hit_item_id: int | None = None,
+                       modality: str | None = None) -> int:
     return db["da_judgments"].insert({"assignment_id": assignment_id, "segment_row": segment_row,
-                                      "score": score, "created_at": now()}).last_pk
+                                      "score": score, "hit_item_id": hit_item_id, "modality": modality,
+                                      "created_at": now()}).last_pk
 
 
 def da_judgment(database: Database, assignment_id: int) -> dict | None:
@@ -151,3 +153,16 @@ def rejected_count(database: Database, sender_id: int) -> int:
     return database.scalar(
         "SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
         "WHERE e.sender_id = ? AND r.qc_status = 'rejected'", [sender_id])
+
+
+def da_judgment_rows(database: Database, study_id: str) -> list[dict]:
+    return database.query(
+        "SELECT a.participant_id AS worker_id, h.idx AS hit_id, j.modality, s.system, s.segment_id, "
+        "i.type AS item_type, j.score, 1 AS run, a.active_seconds AS duration_s FROM da_judgments j "
+        "JOIN assignments a ON a.id = j.assignment_id JOIN da_hit_items i ON i.id = j.hit_item_id "
+        "JOIN da_hits h ON h.id = i.hit_id JOIN da_segments s ON s.id = i.segment_row "
+        "WHERE a.study_id = ? ORDER BY j.id", [study_id])
+
+
+def da_feedback(database: Database, participant_id: int) -> dict | None:
+    return database.one("SELECT * FROM da_feedback WHERE participant_id = ?", [participant_id])

@@ -34,6 +34,8 @@ def replace_study(db, bundle) -> None:
         db.execute("DELETE FROM translations WHERE exchange_id IN "
                    "(SELECT id FROM exchanges WHERE study_id = ? AND sender_id IS NULL)", [sid])
         db.execute("DELETE FROM exchanges WHERE study_id = ? AND sender_id IS NULL", [sid])
+        db.execute("DELETE FROM da_hit_items WHERE hit_id IN (SELECT id FROM da_hits WHERE study_id = ?)", [sid])
+        db.execute("DELETE FROM da_hits WHERE study_id = ?", [sid])
         for t in CONTENT_TABLES:
             db.execute(f"DELETE FROM {t} WHERE study_id = ?", [sid])
         db.execute("UPDATE studies SET name = ?, config = ?, content_hash = ? WHERE id = ?",
@@ -48,7 +50,12 @@ def replace_study(db, bundle) -> None:
         {"study_id": sid, **{k: s[k] for k in ("id", "domain", "source", "corpus", "text")},
          "key_spans": json.dumps(s["key_spans"], ensure_ascii=False)} for s in bundle.starters)
     db["questions"].insert_all({"study_id": sid, **q} for q in bundle.questions)
-    db["da_segments"].insert_all({"study_id": sid, **s} for s in bundle.da_segments)
+    rows = [db["da_segments"].insert({"study_id": sid, **s}).last_pk for s in bundle.da_segments]
+    for idx, hit in enumerate(bundle.da_hits, start=1):
+        hid = db["da_hits"].insert({"study_id": sid, "idx": idx}).last_pk
+        db["da_hit_items"].insert_all(
+            {"hit_id": hid, "pos": it["pos"], "type": it["type"], "segment_row": rows[it["row"]],
+             "of_pos": it["of_pos"], "candidate": it["candidate"]} for it in hit)
     db["sd_sentences"].insert_all({"study_id": sid, **s} for s in bundle.sd_sentences)
     db["sd_pairs"].insert_all({"study_id": sid, **p} for p in bundle.sd_pairs)
 
@@ -100,3 +107,26 @@ def sd_sentence(database: Database, study_id: str, sentence_id: str) -> dict | N
 def sd_pairs(database: Database, study_id: str, language: str) -> list[dict]:
     return database.query("SELECT * FROM sd_pairs WHERE study_id = ? AND language = ? ORDER BY id",
                           [study_id, language])
+
+
+def da_hits(database: Database, study_id: str) -> list[dict]:
+    return database.query("SELECT * FROM da_hits WHERE study_id = ? ORDER BY idx", [study_id])
+
+
+def da_hit_items(database: Database, hit_id: int) -> list[dict]:
+    return database.query(
+        "SELECT i.*, s.segment_id, s.system, s.doc_id, s.reference, s.source, s.output FROM da_hit_items i "
+        "JOIN da_segments s ON s.id = i.segment_row WHERE i.hit_id = ? ORDER BY i.pos", [hit_id])
+
+
+def da_hit_item(database: Database, item_id: int) -> dict | None:
+    return database.one(
+        "SELECT i.*, h.study_id, h.idx AS hit_idx, s.segment_id, s.system, s.doc_id, s.reference, s.output "
+        "FROM da_hit_items i JOIN da_hits h ON h.id = i.hit_id JOIN da_segments s ON s.id = i.segment_row "
+        "WHERE i.id = ?", [item_id])
+
+
+def da_campaign_items(database: Database, study_id: str) -> list[dict]:
+    return database.query(
+        "SELECT i.id, i.candidate, s.reference FROM da_hit_items i JOIN da_hits h ON h.id = i.hit_id "
+        "JOIN da_segments s ON s.id = i.segment_row WHERE h.study_id = ? ORDER BY h.idx, i.pos", [study_id])

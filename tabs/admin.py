@@ -48,6 +48,13 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 job_msg = gr.Markdown()
             with gr.Accordion("Loaded models", open=False):
                 models = gr.Dataframe(label="Model cache", interactive=False)
+            with gr.Accordion("Direct-assessment campaign", open=False):
+                gr.Markdown("HITs are built when the study is imported. Raters in audio mode wait until "
+                            "their HIT's audio exists (a background job renders it when the HIT is "
+                            "assigned); pre-rendering the whole campaign here avoids that wait. Each text "
+                            "is synthesised once.")
+                prerender = gr.Button("Pre-render the campaign (images and audio)")
+                prerender_msg = gr.Markdown()
             with gr.Accordion("Try a speech-translation system", open=False):
                 try_system = gr.Dropdown(label="System preset", choices=list(systems.presets()),
                                          value=systems.DEFAULT_SYSTEM)
@@ -145,6 +152,24 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                  api_name="admin_accept_recording", api_visibility="undocumented")
     reject.click(decide_on("reject"), [session, rec_id, study], [review_msg, review],
                  api_name="admin_reject_recording", api_visibility="undocumented")
+    def do_prerender(sess, study_id, request: gr.Request, progress=gr.Progress()):
+        try:
+            auth.check(sess, _host(request))
+        except PermissionError as e:
+            return str(e)
+        if not study_id:
+            return "Pick a study first."
+        from services import da_campaign
+
+        try:
+            out = da_campaign.prerender(ctx.database, study_id, ctx.settings.media_dir,
+                                        lambda done, total: progress((done, total), desc="Rendering"))
+        except Exception as e:       # e.g. no TTS voice for the language: the designer needs the reason
+            return f"**{type(e).__name__}:** {e}"
+        return f"Rendered {out['items']} item images and {out['audio_texts']} distinct audio texts (each once)."
+
+    prerender.click(do_prerender, [session, study], prerender_msg, concurrency_id=MODEL_QUEUE,
+                    concurrency_limit=1, api_name="admin_prerender_da", api_visibility="undocumented")
     # every event that runs a model shares one queue, so a small GPU is never oversubscribed
     try_go.click(do_try, [session, try_system, try_audio], try_out, concurrency_id=MODEL_QUEUE,
                  concurrency_limit=1, api_name="admin_try_system", api_visibility="undocumented")

@@ -16,6 +16,16 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         show = gr.Button("Show")
         figure = gr.Plot(label="Items done and open per phase")
         table = gr.Dataframe(interactive=False)
+        with gr.Accordion("Direct assessment (paper 001)", open=False):
+            da_alpha = gr.Number(label="Significance level (worker reliability, clusters)", value=0.05,
+                                 minimum=0.0001, maximum=0.5)
+            da_run = gr.Button("Analyse the campaign")
+            da_notice = gr.Markdown()
+            da_qc = gr.Dataframe(label="Quality control per modality", interactive=False)
+            da_systems = gr.Dataframe(label="Systems (ranked by z; clusters of significance)", interactive=False)
+            da_rank = gr.Plot(label="Ranking")
+            da_h2h = gr.Plot(label="Head to head")
+            da_workers = gr.Dataframe(label="Workers", interactive=False)
 
     def run(sess, study_id, request: gr.Request):
         try:
@@ -33,4 +43,23 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         return {notice: "", study: gr.update(choices=choices, value=study_id), figure: fig, table: df}
 
     show.click(run, [session, study], [notice, study, figure, table], api_visibility="private")
+
+    def run_da(sess, study_id, alpha, request: gr.Request):
+        try:
+            auth.check(sess, _host(request))
+        except PermissionError as e:
+            return {da_notice: str(e)}
+        from services import da_analysis, da_campaign
+
+        df = da_campaign.judgments_frame(ctx.database, study_id) if study_id else None
+        if df is None or df.empty:
+            return {da_notice: "No DA judgments yet (pick the study above and press Show first)."}
+        res = da_analysis.analyze(df, alpha=float(alpha or 0.05))
+        figs = da_analysis.figures(res)
+        return {da_notice: f"{len(df)} judgments by {df['worker_id'].nunique()} raters.",
+                da_qc: res.qc_summary, da_systems: res.systems, da_workers: res.workers,
+                da_rank: figs.get("ranking"), da_h2h: figs.get("head_to_head")}
+
+    da_run.click(run_da, [session, study, da_alpha], [da_notice, da_qc, da_systems, da_rank, da_h2h, da_workers],
+                 api_visibility="private")
     return tab

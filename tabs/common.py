@@ -55,7 +55,7 @@ def header_html(view: ItemView | None, notice: str = "", error: str = "") -> str
 
 def safe_view(ctx: Ctx, token: str, tab: str) -> tuple[ItemView | None, str]:
     try:
-        return get_view(ctx.database, token, tab), ""
+        return get_view(ctx.database, token, tab, media_dir=ctx.settings.media_dir), ""
     except AccessError as e:
         return None, str(e)
 

@@ -1,10 +1,16 @@
-"""Direct assessment: one segment at a time, a 0-100 slider that must be moved."""
+"""Direct assessment (paper 001): one HIT item at a time, a 0-100 slider that must be moved.
+
+Text mode shows reference and candidate as one image; audio mode plays the candidate and
+unlocks the slider when it has played to the end. No going back: only the next open item is
+ever shown. After the last item: an optional feedback box."""
 from __future__ import annotations
 
 import html
 
 import gradio as gr
 
+from services import da_campaign
+from services.items import participant_for_token
 from tabs.common import Ctx, TabUI, header_html, safe_submit, view_dict
 
 
@@ -15,24 +21,40 @@ def build(ctx: Ctx) -> TabUI:
         touched = gr.Checkbox(visible=False, value=False)
         header = gr.HTML()
         instruction = gr.Markdown()
-        segment = gr.HTML(elem_id="da-segment")
+        image = gr.Image(type="filepath", show_label=False, interactive=False, visible=False,
+                         elem_id="da-image", buttons=[])
+        reference = gr.HTML(elem_id="da-reference", visible=False)
+        audio = gr.Audio(type="filepath", label="Candidate translation (listen to the end)", interactive=False,
+                         visible=False, elem_id="da-audio", buttons=[])
         score = gr.Slider(0, 100, step=1, value=0, label="Score (0-100): move the slider", elem_id="da-slider")
         send = gr.Button("Submit", variant="primary", visible=False, elem_classes=["submit-btn"])
+        with gr.Group(visible=False) as feedback_box:
+            feedback = gr.Textbox(label="Any comments on this task? (optional)", lines=4, max_length=5000,
+                                  elem_id="da-feedback")
+            send_feedback = gr.Button("Send feedback")
+        feedback_msg = gr.Markdown()
+        timer = gr.Timer(4, active=False)
 
-    # moved by mouse (release) or keyboard arrows (input): either counts as a rating
-    for moved in (score.release, score.input):
+    for moved in (score.release, score.input):   # mouse or keyboard: either counts as rating
         moved(lambda: True, None, touched, api_visibility="private")
+    # audio mode: the slider unlocks once the candidate has played to the end
+    audio.stop(lambda: gr.update(interactive=True), None, score, api_visibility="private")
 
     def render(view, notice="", error=""):
         has = view is not None and view.status == "item"
         c = view.content if has else {}
+        is_audio = c.get("modality") == "audio"
         out = {state: view_dict(view, notice, error), header: header_html(view, notice, error),
                item: view.item_id if has else "", instruction: c.get("instruction", ""),
-               segment: (f'<p class="reference">{html.escape(c["reference"])}</p>'
-                         f'<p class="candidate">{html.escape(c["output"])}</p>') if has else "",
-               send: gr.update(visible=has)}
+               image: gr.update(value=c.get("image"), visible=has and not is_audio),
+               reference: gr.update(value=f'<p class="reference">{html.escape(c.get("reference", ""))}</p>',
+                                    visible=has and is_audio),
+               audio: gr.update(value=c.get("audio"), visible=has and is_audio),
+               send: gr.update(visible=has),
+               feedback_box: gr.update(visible=view is not None and view.status == "complete"),
+               timer: gr.Timer(active=view is not None and view.status == "waiting")}
         if not error:
-            out[score] = gr.update(value=0, visible=has)
+            out[score] = gr.update(value=0, visible=has, interactive=has and not is_audio)
             out[touched] = False
         return out
 
@@ -40,7 +62,22 @@ def build(ctx: Ctx) -> TabUI:
         view, notice, error = safe_submit(ctx, token, "da", item_id, {"score": value if moved else None})
         return render(view, notice, error)
 
-    outputs = [state, header, item, instruction, segment, score, touched, send]
+    def on_tick(token):
+        return ui.show(ctx, token)
+
+    def on_feedback(token, text):
+        try:
+            p = participant_for_token(ctx.database, token)
+            da_campaign.save_feedback(ctx.database, p["id"], text)
+        except (da_campaign.DAError, Exception) as e:    # AccessError too: a forged token
+            return str(e)
+        return "Thank you: your feedback is saved."
+
+    outputs = [state, header, item, instruction, image, reference, audio, score, touched, send, feedback_box, timer]
     send.click(on_submit, [ctx.token, item, touched, score], outputs, api_name="da_submit",
                api_visibility="undocumented")
-    return TabUI("da", tab, outputs, render)
+    send_feedback.click(on_feedback, [ctx.token, feedback], feedback_msg, api_name="da_feedback",
+                        api_visibility="undocumented")
+    ui = TabUI("da", tab, outputs, render)
+    timer.tick(on_tick, ctx.token, outputs, api_visibility="private")
+    return ui

@@ -20,7 +20,8 @@ def redirect_app(tmp_path_factory):
     app = RunningApp(tmp)
     toml = (study / "study.toml").read_text()
     toml = toml.replace('redirect_url = ""', f'redirect_url = "{app.url}/?finished=DEMO-2026"')
-    toml = toml.replace("items_per_participant = 12", "items_per_participant = 2", 1)
+    toml = toml.replace("hit_size = 24", "hit_size = 2").replace("controls = 4", "controls = 0")
+    toml = toml.replace('modality = "both"', 'modality = "text"')
     (study / "study.toml").write_text(toml)
     res = app.cli("import", str(study))
     assert res.returncode == 0, res.stderr

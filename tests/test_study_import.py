@@ -24,6 +24,7 @@ ALL_TABLES = (
     "studies", "systems", "starters", "questions", "participants", "exchanges", "assignments",
     "recordings", "translations", "answers", "validations", "validation_marks", "surveys",
     "da_segments", "da_judgments", "sd_sentences", "sd_pairs", "sd_ratings", "jobs", "events",
+    "da_hits", "da_hit_items", "da_feedback",
 )
 
 
@@ -154,7 +155,7 @@ def find_error(errors, file, row, field):
 # -- the valid demo ------------------------------------------------------------------------
 
 EXPECTED_COUNTS = {"starters": 12, "questions": 109, "systems": 3, "exchanges": 12,
-                   "da_segments": 36, "sd_sentences": 6, "sd_pairs": 40}
+                   "da_segments": 36, "da_hits": 2, "sd_sentences": 6, "sd_pairs": 40}
 
 
 def test_demo_study_loads():
@@ -461,8 +462,12 @@ CASES = [
                  "study.toml", None, "usability.starter_words", id="starter-words-reversed"),
     pytest.param(lambda d: edit_toml(d, "starter_words = [40, 60]", "starter_words = [40]"),
                  "study.toml", None, "usability.starter_words", id="starter-words-one"),
-    pytest.param(lambda d: edit_toml(d, "items_per_participant = 12", "items_per_participant = 0"),
-                 "study.toml", None, "da.items_per_participant", id="da-items-0"),
+    pytest.param(lambda d: edit_toml(d, "hit_size = 24", "hit_size = 0"),
+                 "study.toml", None, "da.hit_size", id="da-hit-size-0"),
+    pytest.param(lambda d: edit_toml(d, 'modality = "both"', 'modality = "video"'),
+                 "study.toml", None, "da.modality", id="da-modality"),
+    pytest.param(lambda d: edit_toml(d, "controls = 4", "controls = 30"),
+                 "study.toml", None, "da.controls", id="da-controls-fill-hit"),
     pytest.param(lambda d: edit_toml(d, "expected_seconds = 600", "expected_seconds = 0"),
                  "study.toml", None, "sd.expected_seconds", id="sd-expected-seconds-0"),
     pytest.param(lambda d: edit_toml(d, '"da", "sd"]\n', '"da", "sd", "boss"]\n'),

@@ -1,0 +1,548 @@
+"""Direct-assessment (DA) analysis for the text-vs-audio study (paper 001, PROTOCOLS.md section 2).
+
+Input: one row per judgment (see REQUIRED; optional ``run`` defaulting to 1 and
+``duration_s``, the seconds spent on that item). Output (:class:`DAResult`):
+
+* workers: per (modality, run, worker) the reliability test. A control item (bad_reference or
+  ask_again) pairs with the mean of the same worker's ``system`` scores on the same
+  (system, segment_id, modality, run); d_bad = original - bad_reference,
+  d_rep = original - ask_again; p = mannwhitneyu(d_rep, d_bad, alternative="less");
+  reliable when p < alpha. Informational flags: constant ratings (sd 0) and implausibly fast
+  HITs (median duration_s per item of a HIT below ``fast_item_s``).
+* z-scores: reliable workers only (wmt=True: every worker); per (worker, modality, run)
+  z = (x - mean) / sd over all that worker's judgments (every item type), sample sd; a worker
+  with a single judgment or sd 0 is dropped.
+* systems: mean over segments of the per-segment mean (raw and z), ``system`` items only
+  (wmt=True: ``system`` and ``ask_again``, WMT's published method). Ranked by z_mean; z_means
+  equal to two decimals are ordered by raw_mean (paper 001's rule; wmt=True ranks by z alone,
+  as WMT does).
+* head_to_head: every ordered pair, one-sided Mann-Whitney on the judgments' z; clusters with a
+  boundary after rank i when every system ranked <= i beats every system ranked > i (p < alpha).
+* replication: Pearson r of system (and segment) z between run 1 and run 2 per modality and
+  between text and audio per run.
+
+Pure functions; statistics come from scipy, tables from pandas; figures from plotly.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+REQUIRED = ["worker_id", "hit_id", "modality", "system", "segment_id", "item_type", "score"]
+OPTIONAL = ["run", "duration_s"]
+MODALITIES = ("text", "audio")
+ITEM_TYPES = ("system", "bad_reference", "ask_again", "reference")
+CONTROL_TYPES = ("bad_reference", "ask_again")
+FAST_ITEM_S = 2.0  # a HIT whose median seconds per item is below this is flagged as implausibly fast
+
+WORKER_COLUMNS = ["modality", "run", "worker_id", "n_judgments", "n_bad_pairs", "n_repeat_pairs",
+                  "p_value", "reliable", "mean", "sd", "kept", "constant", "n_hits", "n_fast_hits",
+                  "median_item_s", "fast"]
+SYSTEM_COLUMNS = ["modality", "run", "system", "n_judgments", "raw_mean", "z_mean", "rank", "cluster",
+                  "n_segments"]
+SEGMENT_COLUMNS = ["modality", "run", "system", "segment_id", "n_judgments", "raw", "z"]
+H2H_COLUMNS = ["modality", "run", "system_a", "system_b", "z_diff", "p_value", "n_a", "n_b"]
+REPLICATION_COLUMNS = ["comparison", "r", "n", "level", "p_value"]
+QC_COLUMNS = ["modality", "workers_total", "workers_reliable", "judgments_total", "judgments_kept",
+              "workers_kept", "judgments_scored", "workers_constant", "workers_fast"]
+OUTPUT_TABLES = ("workers", "systems", "head_to_head", "replication", "qc_summary", "segments")
+
+_KEY = ["modality", "run", "worker_id"]
+
+
+class DAInputError(ValueError):
+    """Bad judgments input; the message names the file, the row (CSV header = row 1) and the column."""
+
+    def __init__(self, path, row: int | None, column: str | None, problem: str):
+        self.path, self.row, self.column, self.problem = str(path), row, column, problem
+        where = [str(path)]
+        if row is not None:
+            where.append(f"row {row}")
+        if column is not None:
+            where.append(f"column '{column}'")
+        super().__init__(", ".join(where) + ": " + problem)
+
+
+@dataclass
+class DAResult:
+    workers: pd.DataFrame
+    systems: pd.DataFrame
+    head_to_head: pd.DataFrame
+    replication: pd.DataFrame
+    qc_summary: pd.DataFrame
+    segments: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SEGMENT_COLUMNS))
+    alpha: float = 0.05
+    wmt: bool = False
+
+
+# ---------------------------------------------------------------------------------------------
+# input
+
+def _cells(s: pd.Series) -> pd.Series:
+    """Column as stripped strings, missing values as '' (whole floats such as 12.0 as '12')."""
+    if pd.api.types.is_float_dtype(s):
+        s = s.map(lambda v: "" if pd.isna(v) else str(int(v)) if float(v).is_integer() else repr(float(v)))
+    return s.astype(object).where(s.notna(), "").astype(str).str.strip()
+
+
+def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
+    """Check a judgments table and return it typed: ids as str, score float, run int,
+    duration_s float (NaN when absent). Raises DAInputError naming source, row (the first data
+    row is row 2, as in a CSV with a header) and column."""
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise DAInputError(source, 1, missing[0],
+                           f"missing column (required: {', '.join(REQUIRED)}; missing: {', '.join(missing)})")
+    df = df.reset_index(drop=True)
+    out = pd.DataFrame(index=df.index)
+    problems: list[tuple[int, int, str, str]] = []  # (position, column order, column, problem)
+    order = {c: i for i, c in enumerate(df.columns)}
+
+    def flag(col: str, mask: pd.Series, describe) -> None:
+        if mask.any():
+            pos = int(np.flatnonzero(mask.to_numpy())[0])
+            problems.append((pos, order[col], col, describe(pos)))
+
+    for col in ("worker_id", "hit_id", "system", "segment_id"):
+        out[col] = _cells(df[col])
+        flag(col, out[col] == "", lambda pos: "empty value")
+    for col, allowed in (("modality", MODALITIES), ("item_type", ITEM_TYPES)):
+        raw = _cells(df[col])
+        out[col] = raw.str.lower()
+        flag(col, ~out[col].isin(allowed),
+             lambda pos, raw=raw, col=col, allowed=allowed:
+             f"unknown {col} {raw.iloc[pos]!r} (expected one of: {', '.join(allowed)})")
+    raw_score = df["score"]
+    score = pd.to_numeric(_cells(raw_score) if not pd.api.types.is_numeric_dtype(raw_score) else raw_score,
+                          errors="coerce").astype(float)
+    not_number = ~np.isfinite(score)
+    flag("score", not_number, lambda pos: f"score {str(raw_score.iloc[pos])!r} is not a number")
+    flag("score", ~not_number & ((score < 0) | (score > 100)),
+         lambda pos: f"score {score.iloc[pos]:g} is outside 0-100")
+    out["score"] = score
+    if "run" in df.columns:
+        cells = _cells(df["run"])
+        run = pd.to_numeric(cells.where(cells != "", "1"), errors="coerce")
+        bad = ~np.isfinite(run) | (run < 1) | (run != np.floor(run))
+        flag("run", bad, lambda pos: f"run {cells.iloc[pos]!r} is not a positive whole number")
+        out["run"] = run.where(~bad, 1).astype(int)
+    else:
+        out["run"] = 1
+    if "duration_s" in df.columns:
+        cells = _cells(df["duration_s"])
+        dur = pd.to_numeric(cells.where(cells != "", "nan"), errors="coerce").astype(float)
+        bad = (cells != "") & (~np.isfinite(dur) | (dur < 0))
+        flag("duration_s", bad, lambda pos: f"duration_s {cells.iloc[pos]!r} is not a number >= 0")
+        out["duration_s"] = dur
+    else:
+        out["duration_s"] = np.nan
+    if problems:
+        pos, _, col, problem = min(problems)
+        raise DAInputError(source, pos + 2, col, problem)
+    return out[REQUIRED + OPTIONAL]
+
+
+def read_judgments(path) -> pd.DataFrame:
+    """Read the project's judgments CSV (REQUIRED columns; optional run, duration_s)."""
+    path = Path(path)
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except FileNotFoundError:
+        raise DAInputError(path, None, None, "file not found") from None
+    except pd.errors.EmptyDataError:
+        raise DAInputError(path, 1, None, "empty file (expected a header row)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as e:
+        raise DAInputError(path, None, None, f"not a readable CSV ({e})") from None
+    df.columns = [str(c).strip() for c in df.columns]
+    return normalise(df, str(path))
+
+
+def detect_format(path) -> str:
+    """'csv' (this project's schema), 'wmt' (WMT DA TSV) or 'appraise' (Appraise CSV export)."""
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            first = f.readline().strip("\r\n\ufeff")
+    except FileNotFoundError:
+        raise DAInputError(path, None, None, "file not found") from None
+    if not first:
+        raise DAInputError(path, 1, None, "empty file")
+    if "\t" in first and {"HITId", "WorkerId", "sys_id", "type", "sid"} <= set(first.split("\t")):
+        return "wmt"
+    fields = [x.strip().strip('"') for x in first.split(",")]
+    if {"worker_id", "item_type", "score"} <= set(fields):
+        return "csv"
+    if (len(fields) >= 7 and fields[3].upper() in ("TGT", "BAD", "REF", "CHK")) or \
+            {"username", "itemType"} <= set(fields):
+        return "appraise"
+    raise DAInputError(path, 1, None, "unrecognised format: expected this project's judgments CSV "
+                       f"(columns {', '.join(REQUIRED)}), a WMT DA TSV or an Appraise CSV export")
+
+
+def load_judgments(path, fmt: str = "auto") -> pd.DataFrame:
+    """Read judgments in any supported format (fmt: auto, csv, wmt, appraise)."""
+    from services import da_import
+
+    fmt = detect_format(path) if fmt == "auto" else fmt
+    if fmt == "csv":
+        return read_judgments(path)
+    if fmt == "wmt":
+        return da_import.from_wmt_tsv(path)
+    if fmt == "appraise":
+        return da_import.from_appraise_csv(path)
+    raise ValueError(f"unknown format {fmt!r} (auto, csv, wmt, appraise)")
+
+
+# ---------------------------------------------------------------------------------------------
+# analysis
+
+def _mwu(x, y, alternative: str) -> float:
+    if len(x) == 0 or len(y) == 0:
+        return math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(stats.mannwhitneyu(x, y, alternative=alternative).pvalue)
+
+
+def _paired_t(x, y) -> float:
+    if len(x) < 2:
+        return math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(stats.ttest_rel(x, y, alternative="less").pvalue)
+
+
+def _pearson(x, y) -> tuple[float, float]:
+    if len(x) < 2:
+        return math.nan, math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = stats.pearsonr(x, y)
+    return float(res.statistic), float(res.pvalue)
+
+
+def _rounded(z: float, decimals: int) -> float:
+    """z as printed with `decimals` decimals (-0.00 is 0.00)."""
+    return float(f"{z:.{decimals}f}") + 0.0 if np.isfinite(z) else -math.inf
+
+
+def _modality_order(df: pd.DataFrame) -> pd.DataFrame:
+    df = df.copy()
+    df["_m"] = df["modality"].map({m: i for i, m in enumerate(MODALITIES)})
+    return df
+
+
+def _pairs(d: pd.DataFrame) -> pd.DataFrame:
+    """Control items joined with the mean of the same worker's system scores on their
+    (system, segment_id, modality, run); diff = original - control."""
+    keys = _KEY + ["system", "segment_id"]
+    orig = d[d["item_type"] == "system"].groupby(keys, sort=False)["score"].mean().rename("original")
+    ctrl = d[d["item_type"].isin(CONTROL_TYPES)].join(orig, on=keys, how="inner")
+    ctrl["diff"] = ctrl["original"] - ctrl["score"]
+    return ctrl
+
+
+def _workers(d: pd.DataFrame, alpha: float, fast_item_s: float, reliability: str) -> pd.DataFrame:
+    g = d.groupby(_KEY, sort=True)["score"]
+    w = pd.DataFrame({"n_judgments": g.size(), "mean": g.mean(), "sd": g.std(ddof=1)})
+    pairs = _pairs(d)
+    counts = pairs.groupby(_KEY + ["item_type"]).size().unstack("item_type")
+    for kind, col in (("bad_reference", "n_bad_pairs"), ("ask_again", "n_repeat_pairs")):
+        w[col] = counts[kind].reindex(w.index).fillna(0).astype(int) if kind in counts else 0
+    p_values = {}
+    for key, grp in pairs.groupby(_KEY, sort=False):
+        d_bad = grp.loc[grp["item_type"] == "bad_reference", "diff"].to_numpy()
+        d_rep = grp.loc[grp["item_type"] == "ask_again", "diff"].to_numpy()
+        if reliability == "rank_sum":
+            p_values[key] = _mwu(d_rep, d_bad, "less")
+        else:  # WMT's check: paired one-sided t-test, bad_reference scores below their originals
+            bad = grp[grp["item_type"] == "bad_reference"]
+            p_values[key] = _paired_t(bad["score"].to_numpy(), bad["original"].to_numpy())
+    w["p_value"] = pd.Series(p_values, dtype=float).reindex(w.index)
+    w["reliable"] = (w["p_value"] < alpha).fillna(False).astype(bool)
+    w["constant"] = (w["n_judgments"] >= 2) & (w["sd"] == 0)
+    timed = d[d["duration_s"].notna()]
+    hits = timed.groupby(_KEY + ["hit_id"])["duration_s"].median()
+    w["n_hits"] = d.groupby(_KEY)["hit_id"].nunique().reindex(w.index).astype(int)
+    w["n_fast_hits"] = (hits < fast_item_s).groupby(level=_KEY).sum().reindex(w.index).fillna(0).astype(int)
+    w["median_item_s"] = timed.groupby(_KEY)["duration_s"].median().reindex(w.index)
+    w["fast"] = w["n_fast_hits"] > 0
+    return w
+
+
+def analyze(df: pd.DataFrame, alpha: float = 0.05, wmt: bool = False, *,
+            fast_item_s: float = FAST_ITEM_S, reliability: str = "rank_sum", h2h_level: str = "judgment",
+            tie_decimals: int | None | str = "auto", source: str = "<DataFrame>") -> DAResult:
+    """Reliability, z-scores, system rankings, head-to-head tests, clusters and replication.
+
+    wmt=True reproduces WMT's published scores: every worker counts as reliable and segment
+    scores average ``system`` and ``ask_again`` judgments.
+    reliability: "rank_sum" (paper 001: mannwhitneyu(d_rep, d_bad, "less")) or "paired_t"
+      (WMT's published worker check: ttest_rel(bad_reference, original, "less")).
+    h2h_level: "judgment" (Mann-Whitney on the judgments' z) or "segment" (on segment mean z,
+      which is what WMT's published significance tests use; n_a/n_b then count segments).
+    tie_decimals: z_means equal to this many decimals are ordered by raw_mean; "auto" = 2
+      (paper 001), or None (z alone, WMT's ranking) when wmt=True."""
+    if reliability not in ("rank_sum", "paired_t"):
+        raise ValueError(f"reliability must be 'rank_sum' or 'paired_t', not {reliability!r}")
+    if h2h_level not in ("judgment", "segment"):
+        raise ValueError(f"h2h_level must be 'judgment' or 'segment', not {h2h_level!r}")
+    if tie_decimals == "auto":
+        tie_decimals = None if wmt else 2
+    d = normalise(df, source)
+    w = _workers(d, alpha, fast_item_s, reliability)
+    w["kept"] = (w["reliable"] | wmt) & (w["n_judgments"] >= 2) & (w["sd"] > 0)
+
+    stdz = w.loc[w["kept"], ["mean", "sd"]]
+    j = d.join(stdz, on=_KEY, how="inner")
+    j["z"] = (j["score"] - j["mean"]) / j["sd"]
+    scored_types = ("system", "ask_again") if wmt else ("system",)
+    scored = j[j["item_type"].isin(scored_types)]
+
+    seg_keys = ["modality", "run", "system", "segment_id"]
+    sg = scored.groupby(seg_keys, sort=True)
+    segments = pd.DataFrame({"n_judgments": sg.size(), "raw": sg["score"].mean(), "z": sg["z"].mean()}).reset_index()
+    sy = segments.groupby(["modality", "run", "system"], sort=True)
+    systems = pd.DataFrame({"n_judgments": sy["n_judgments"].sum(), "raw_mean": sy["raw"].mean(),
+                            "z_mean": sy["z"].mean(), "n_segments": sy.size()}).reset_index()
+
+    ranked, h2h_parts = [], []
+    unit = scored if h2h_level == "judgment" else segments
+    z_by_system = {k: v.to_numpy() for k, v in unit.groupby(["modality", "run", "system"])["z"]}
+    for (modality, run), grp in systems.groupby(["modality", "run"], sort=False):
+        grp = grp.assign(_z2=grp["z_mean"] if tie_decimals is None else
+                         grp["z_mean"].map(lambda z: _rounded(z, tie_decimals)))
+        grp = grp.sort_values(["_z2", "raw_mean", "z_mean", "system"], ascending=[False, False, False, True])
+        grp = grp.drop(columns="_z2")
+        grp["rank"] = np.arange(1, len(grp) + 1)
+        names = grp["system"].tolist()
+        zmean = dict(zip(grp["system"], grp["z_mean"]))
+        rows = []
+        for a in names:
+            for b in names:
+                if a == b:
+                    continue
+                za, zb = z_by_system[(modality, run, a)], z_by_system[(modality, run, b)]
+                rows.append((modality, run, a, b, zmean[a] - zmean[b], _mwu(za, zb, "greater"), len(za), len(zb)))
+        h2h = pd.DataFrame(rows, columns=H2H_COLUMNS)
+        grp["cluster"] = _clusters(names, h2h, alpha)
+        ranked.append(grp)
+        h2h_parts.append(h2h)
+    systems = pd.concat(ranked) if ranked else pd.DataFrame(columns=SYSTEM_COLUMNS)
+    systems = _sorted(systems, ["rank"])[SYSTEM_COLUMNS]
+    h2h = pd.concat(h2h_parts, ignore_index=True) if h2h_parts else pd.DataFrame(columns=H2H_COLUMNS)
+
+    workers = _sorted(w.reset_index(), ["worker_id"])[WORKER_COLUMNS]
+    replication = _replication(systems, segments)
+    qc = _qc_summary(d, workers, j, scored)
+    for t in (systems, workers):
+        t["run"] = t["run"].astype(int)
+    return DAResult(workers=workers, systems=systems, head_to_head=h2h, replication=replication,
+                    qc_summary=qc, segments=_sorted(segments, ["system", "segment_id"])[SEGMENT_COLUMNS],
+                    alpha=alpha, wmt=wmt)
+
+
+def _sorted(df: pd.DataFrame, then: list[str]) -> pd.DataFrame:
+    if df.empty:
+        return df.reset_index(drop=True)
+    df = _modality_order(df).sort_values(["_m", "run"] + then, kind="stable")
+    return df.drop(columns="_m").reset_index(drop=True)
+
+
+def _clusters(names: list[str], h2h: pd.DataFrame, alpha: float) -> list[int]:
+    """Cluster numbers in rank order: a boundary after rank i when every system ranked <= i
+    beats every system ranked > i with p < alpha."""
+    sig = {(a, b): p < alpha for a, b, p in zip(h2h["system_a"], h2h["system_b"], h2h["p_value"])}
+    clusters, current = [], 1
+    for i, name in enumerate(names):
+        clusters.append(current)
+        if i < len(names) - 1 and all(sig[(a, b)] for a in names[: i + 1] for b in names[i + 1:]):
+            current += 1
+    return clusters
+
+
+def _replication(systems: pd.DataFrame, segments: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    levels = (("system", systems, ["system"], "z_mean"), ("segment", segments, ["system", "segment_id"], "z"))
+    comparisons = []
+    for m in MODALITIES:
+        comparisons.append((f"{m}: run 1 vs run 2", dict(modality=m, run=1), dict(modality=m, run=2)))
+    runs = sorted(set(systems["run"])) if len(systems) else []
+    for r in runs:
+        comparisons.append((f"run {r}: text vs audio", dict(modality="text", run=r), dict(modality="audio", run=r)))
+    for label, left, right in comparisons:
+        for level, table, keys, col in levels:
+            a = table[(table["modality"] == left["modality"]) & (table["run"] == left["run"])]
+            b = table[(table["modality"] == right["modality"]) & (table["run"] == right["run"])]
+            if a.empty or b.empty:
+                continue
+            both = a[keys + [col]].merge(b[keys + [col]], on=keys, suffixes=("_x", "_y"))
+            r_, p_ = _pearson(both[f"{col}_x"].to_numpy(), both[f"{col}_y"].to_numpy())
+            rows.append((label, r_, len(both), level, p_))
+    return pd.DataFrame(rows, columns=REPLICATION_COLUMNS)
+
+
+def _qc_summary(d, workers, j, scored) -> pd.DataFrame:
+    rows = []
+    for m in MODALITIES:
+        dm = d[d["modality"] == m]
+        if dm.empty:
+            continue
+        wm = workers[workers["modality"] == m]
+        rows.append((m, dm["worker_id"].nunique(), wm.loc[wm["reliable"], "worker_id"].nunique(), len(dm),
+                     int((j["modality"] == m).sum()), wm.loc[wm["kept"], "worker_id"].nunique(),
+                     int((scored["modality"] == m).sum()), wm.loc[wm["constant"], "worker_id"].nunique(),
+                     wm.loc[wm["fast"], "worker_id"].nunique()))
+    return pd.DataFrame(rows, columns=QC_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------------
+# outputs
+
+def _stars(p: float) -> str:
+    if not np.isfinite(p):
+        return ""
+    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
+
+
+def _groups(systems: pd.DataFrame):
+    seen = []
+    for key in zip(systems["modality"], systems["run"]):
+        if key not in seen:
+            seen.append(key)
+    return seen
+
+
+def figures(result: DAResult) -> dict:
+    """Plotly figures: 'ranking' (z_mean bars coloured by cluster), 'head_to_head' (z_diff heat
+    map with *, **, *** for p < .05, .01, .001) and, when runs or modalities can be compared,
+    'replication' (system z scatter with Pearson r)."""
+    import plotly.graph_objects as go
+    from plotly.colors import qualitative
+    from plotly.subplots import make_subplots
+
+    out = {}
+    systems = result.systems
+    groups = _groups(systems)
+    if not groups:
+        return out
+    titles = [f"{m}, run {r}" for m, r in groups]
+    palette = qualitative.Plotly
+
+    fig = make_subplots(rows=len(groups), cols=1, subplot_titles=titles, vertical_spacing=min(0.1, 0.3 / len(groups)))
+    for i, (m, r) in enumerate(groups, start=1):
+        g = systems[(systems["modality"] == m) & (systems["run"] == r)].sort_values("rank")
+        fig.add_trace(go.Bar(
+            x=g["system"], y=g["z_mean"], text=[f"C{c}" for c in g["cluster"]], textposition="outside",
+            marker_color=[palette[(c - 1) % len(palette)] for c in g["cluster"]], showlegend=False,
+            customdata=np.stack([g["raw_mean"], g["rank"], g["cluster"], g["n_judgments"]], axis=1),
+            hovertemplate="%{x}<br>z %{y:.3f}<br>raw %{customdata[0]:.2f}<br>rank %{customdata[1]}, "
+                          "cluster %{customdata[2]}<br>%{customdata[3]} judgments<extra></extra>"), row=i, col=1)
+        fig.update_yaxes(title_text="mean z", row=i, col=1)
+    fig.update_layout(title="System ranking (bar colour and label = significance cluster)",
+                      height=max(380, 330 * len(groups)))
+    out["ranking"] = fig
+
+    h2h = result.head_to_head
+    fig = make_subplots(rows=len(groups), cols=1, subplot_titles=titles)
+    for i, (m, r) in enumerate(groups, start=1):
+        names = systems[(systems["modality"] == m) & (systems["run"] == r)].sort_values("rank")["system"].tolist()
+        h = h2h[(h2h["modality"] == m) & (h2h["run"] == r)].set_index(["system_a", "system_b"])
+        z = [[h.at[(a, b), "z_diff"] if a != b else None for b in names] for a in names]
+        text = [[f"{h.at[(a, b), 'z_diff']:.2f}{_stars(h.at[(a, b), 'p_value'])}" if a != b else "–" for b in names]
+                for a in names]
+        pv = [[h.at[(a, b), "p_value"] if a != b else None for b in names] for a in names]
+        fig.add_trace(go.Heatmap(z=z, x=names, y=names, text=text, texttemplate="%{text}", customdata=pv,
+                                 colorscale="RdBu", zmid=0, showscale=(i == 1),
+                                 hovertemplate="%{y} vs %{x}<br>z diff %{z:.3f}<br>p %{customdata:.3g}<extra></extra>"),
+                      row=i, col=1)
+        fig.update_yaxes(autorange="reversed", row=i, col=1)
+    fig.update_layout(title="Head to head: z(row) - z(column); * p<.05, ** p<.01, *** p<.001 (one-sided Mann-Whitney)",
+                      height=max(450, 480 * len(groups)))
+    out["head_to_head"] = fig
+
+    rep = result.replication
+    sys_rep = rep[rep["level"] == "system"] if len(rep) else rep
+    if len(sys_rep):
+        fig = make_subplots(rows=1, cols=len(sys_rep),
+                            subplot_titles=[f"{c} (r = {r_:.2f}, n = {n})" for c, r_, n in
+                                            zip(sys_rep["comparison"], sys_rep["r"], sys_rep["n"])])
+        for i, comp in enumerate(sys_rep["comparison"], start=1):
+            x, y, xl, yl = _replication_sides(systems, comp)
+            fig.add_trace(go.Scatter(x=x["z_mean"], y=y["z_mean"], mode="markers+text", text=x["system"],
+                                     textposition="top center", showlegend=False), row=1, col=i)
+            fig.update_xaxes(title_text=xl, row=1, col=i)
+            fig.update_yaxes(title_text=yl, row=1, col=i)
+        fig.update_layout(title="Replication: system mean z", height=450, width=max(500, 450 * len(sys_rep)))
+        out["replication"] = fig
+    return out
+
+
+def _replication_sides(systems: pd.DataFrame, comparison: str):
+    head, _, tail = comparison.partition(": ")
+    if head.startswith("run "):
+        run = int(head[4:])
+        sides = [("text", run), ("audio", run)]
+    else:
+        sides = [(head, 1), (head, 2)]
+    (m1, r1), (m2, r2) = sides
+    a = systems[(systems["modality"] == m1) & (systems["run"] == r1)]
+    b = systems[(systems["modality"] == m2) & (systems["run"] == r2)]
+    both = a[["system", "z_mean"]].merge(b[["system", "z_mean"]], on="system")
+    x = both[["system", "z_mean_x"]].rename(columns={"z_mean_x": "z_mean"})
+    y = both[["system", "z_mean_y"]].rename(columns={"z_mean_y": "z_mean"})
+    return x, y, f"{m1}, run {r1}", f"{m2}, run {r2}"
+
+
+def write_outputs(result: DAResult, out_dir, include_plotlyjs=True) -> list[Path]:
+    """Write workers, systems, head_to_head, replication, qc_summary and segments CSVs, and each
+    figure as a standalone HTML file (plotly.js inlined unless include_plotlyjs says otherwise)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in OUTPUT_TABLES:
+        p = out / f"{name}.csv"
+        getattr(result, name).to_csv(p, index=False)
+        paths.append(p)
+    for name, fig in figures(result).items():
+        p = out / f"{name}.html"
+        fig.write_html(str(p), include_plotlyjs=include_plotlyjs, full_html=True)
+        paths.append(p)
+    return paths
+
+
+def summary(result: DAResult) -> str:
+    lines = []
+    for row in result.qc_summary.itertuples():
+        lines.append(f"{row.modality}: {row.workers_total} workers, {row.workers_reliable} reliable "
+                     f"(p < {result.alpha:g}), {row.workers_kept} used; {row.judgments_total} judgments, "
+                     f"{row.judgments_scored} in system scores")
+    for m, r in _groups(result.systems):
+        g = result.systems[(result.systems["modality"] == m) & (result.systems["run"] == r)].sort_values("rank")
+        lines.append(f"{m}, run {r}:")
+        width = max(len(s) for s in g["system"])
+        for s in g.itertuples():
+            lines.append(f"  {s.rank:>2}. {s.system:<{width}}  z {s.z_mean:+.3f}  raw {s.raw_mean:6.2f}  "
+                         f"cluster {s.cluster}  ({s.n_judgments} judgments)")
+    for row in result.replication.itertuples():
+        lines.append(f"replication {row.comparison} ({row.level}s): r = {row.r:.3f}, n = {row.n}")
+    if result.systems.empty:
+        lines.append("no system scores: no worker passed quality control")
+    return "\n".join(lines)
+
+
+def run_cli(path, out_dir, alpha: float = 0.05, wmt: bool = False, fmt: str = "auto") -> str:
+    """Read judgments (fmt: auto, csv, wmt, appraise), analyse, write outputs to out_dir and
+    return a short human summary."""
+    df = load_judgments(path, fmt)
+    result = analyze(df, alpha=alpha, wmt=wmt, source=str(path))
+    files = write_outputs(result, out_dir)
+    mode = " (WMT method: all workers, system + ask_again items)" if wmt else ""
+    return (f"DA analysis of {path}{mode}\n" + summary(result) +
+            f"\n{len(files)} files written to {out_dir}")

@@ -1,0 +1,154 @@
+"""A direct-assessment campaign in the app (paper 001): HIT assignment, what an item shows,
+the rules of a judgment, feedback, and the judgments as the analysis reads them.
+
+- A rater gets one HIT in one modality (between-subjects): with `modality = "both"` the
+  modality with fewer raters so far, then the HIT fewest raters hold in it. Items keep the
+  HIT's order (no randomisation, no going back: the tab only ever shows the next open item).
+- Text mode shows reference (grey) and candidate (black) as one image; the view never carries
+  the candidate as text. Audio mode plays the candidate synthesised by the TTS service, with
+  the reference as text; an audio item is shown only once its audio exists (a background job
+  renders a HIT's audio when it is assigned, or the admin pre-renders the campaign).
+- An audio judgment is refused when it arrives before the audio could have been played to the
+  end since the item was shown.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import wave
+from pathlib import Path
+
+import pandas as pd
+
+from services import tts
+from services.da_render import render_text_item
+from storage import jobs, queue, results, studies
+from storage.db import now
+
+MAX_FEEDBACK = 5000
+LISTEN_TOLERANCE_S = 0.5
+
+
+class DAError(ValueError):
+    pass
+
+
+def choose_modality(database, study) -> str:
+    m = study["config"]["da"]["modality"]
+    if m != "both":
+        return m
+    counts = queue.da_modality_counts(database, study["id"])
+    return min(("text", "audio"), key=lambda x: counts.get(x, 0))
+
+
+def assign_hit(db, database, study, pid: int) -> None:
+    sid = study["id"]
+    hits = studies.da_hits(database, sid)
+    if not hits:
+        return
+    modality = choose_modality(database, study)
+    loads = queue.da_hit_loads(database, sid)
+    hit = min(hits, key=lambda h: (loads.get((h["id"], modality), 0), h["idx"]))
+    for it in studies.da_hit_items(database, hit["id"]):
+        queue.insert_assignment(db, sid, pid, "da", it["id"], it["pos"],
+                                meta={"hit_id": hit["id"], "hit_idx": hit["idx"], "pos": it["pos"],
+                                      "modality": modality})
+    if modality == "audio":
+        jobs.enqueue(db, "render_da_audio", {"study_id": sid, "hit_id": hit["id"]},
+                     dedupe_key=f"render_da_audio:{hit['id']}")
+
+
+def _audio_path(study, candidate: str, media_dir) -> Path:
+    da = study["config"]["da"]
+    return tts.cached_path(candidate, da["language"], media_dir, _backend(da))
+
+
+def _backend(da: dict):
+    return None if da.get("tts_backend", "auto") == "auto" else da["tts_backend"]
+
+
+def wav_seconds(path: Path) -> float:
+    with wave.open(str(path), "rb") as w:
+        return w.getnframes() / w.getframerate()
+
+
+def item_content(database, study, a, media_dir) -> dict | None:
+    """What the rating tab shows for an assignment; None while its audio is not rendered yet."""
+    it = studies.da_hit_item(database, int(a["item_id"]))
+    modality = a["meta"]["modality"]
+    base = {"modality": modality, "pos": it["pos"]}
+    if modality == "text":
+        image = render_text_item(it["reference"], it["candidate"], media_dir)
+        return {**base, "image": str(image)}
+    path = _audio_path(study, it["candidate"], media_dir)
+    if not path.is_file():
+        return None
+    return {**base, "audio": str(path), "audio_seconds": round(wav_seconds(path), 2),
+            "reference": it["reference"]}
+
+
+def check_judgment(database, study, a, media_dir) -> None:
+    """Audio mode: the whole audio must have had time to play since the item was shown."""
+    if a["meta"]["modality"] != "audio" or not a["first_shown_at"]:
+        return
+    it = studies.da_hit_item(database, int(a["item_id"]))
+    path = _audio_path(study, it["candidate"], media_dir)
+    if not path.is_file():
+        raise DAError("This item's audio is not ready yet. Please reload the page.")
+    shown = dt.datetime.fromisoformat(a["first_shown_at"])
+    elapsed = (dt.datetime.now(dt.timezone.utc) - shown).total_seconds()
+    if elapsed + LISTEN_TOLERANCE_S < wav_seconds(path):
+        raise DAError("Please listen to the whole recording before you score it.")
+
+
+def render_hit_audio(database, study_id: str, hit_id: int, media_dir, progress=None) -> int:
+    """Synthesise every candidate of a HIT (each text once: the TTS cache)."""
+    study = studies.get_study(database, study_id)
+    da = study["config"]["da"]
+    items = studies.da_hit_items(database, hit_id)
+    for i, it in enumerate(items, start=1):
+        tts.speak(it["candidate"], da["language"], media_dir, _backend(da))
+        if progress:
+            progress(i, len(items))
+    return len(items)
+
+
+def prerender(database, study_id: str, media_dir, progress=None) -> dict:
+    """Everything a campaign shows, rendered once: images always, audio unless text-only."""
+    study = studies.get_study(database, study_id)
+    da = study["config"]["da"]
+    items = studies.da_campaign_items(database, study_id)
+    texts = sorted({it["candidate"] for it in items})
+    total = len(items) + (len(texts) if da["modality"] != "text" else 0)
+    done = 0
+    for it in items:
+        render_text_item(it["reference"], it["candidate"], media_dir)
+        done += 1
+        if progress:
+            progress(done, total)
+    if da["modality"] != "text":
+        for text in texts:
+            tts.speak(text, da["language"], media_dir, _backend(da))
+            done += 1
+            if progress:
+                progress(done, total)
+    return {"items": len(items), "audio_texts": len(texts) if da["modality"] != "text" else 0}
+
+
+def save_feedback(database, participant_id: int, text: str) -> None:
+    text = (text or "").strip()
+    if len(text) > MAX_FEEDBACK:
+        raise DAError(f"Your feedback is too long (at most {MAX_FEEDBACK} characters).")
+    if not text:
+        raise DAError("Please write something before sending your feedback (or simply close the page).")
+    with database.write() as db:
+        db.execute("INSERT INTO da_feedback (participant_id, text, updated_at) VALUES (?,?,?) "
+                   "ON CONFLICT (participant_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
+                   [participant_id, text, now()])
+        database.log(f"participant:{participant_id}", "feedback", "da_feedback", participant_id)
+
+
+def judgments_frame(database, study_id: str) -> pd.DataFrame:
+    """The campaign's judgments in the analysis's input columns (services/da_analysis.py)."""
+    rows = results.da_judgment_rows(database, study_id)
+    return pd.DataFrame(rows, columns=["worker_id", "hit_id", "modality", "system", "segment_id", "item_type",
+                                       "score", "run", "duration_s"])

@@ -1,0 +1,130 @@
+"""A DA campaign in the app: HITs at import, one modality per rater, what items show,
+audio only after rendering, ordered rating, listening time, feedback, the analysis frame."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+
+import pytest
+
+from conftest import DEMO
+from services import da_campaign
+from services.items import get_view
+from services.jobs_worker import Worker
+from services import pipeline
+from services.participants import add_participants
+from services.study_import import import_study
+from services.submissions import SubmissionError, submit
+from storage import studies
+
+
+@pytest.fixture
+def campaign(database, tmp_path):
+    folder = tmp_path / "study"
+    shutil.copytree(DEMO, folder)
+    import_study(database, folder)
+    return database, tmp_path / "media"
+
+
+def test_hits_are_built_at_import_and_reproducible(campaign, tmp_path):
+    db, _ = campaign
+    hits = studies.da_hits(db, "demo")
+    assert hits
+    items = studies.da_hit_items(db, hits[0]["id"])
+    assert [it["pos"] for it in items] == list(range(1, len(items) + 1))
+    types = [it["type"] for it in items]
+    assert types.count("bad_reference") + types.count("ask_again") == 4 and len(items) == 24
+    # the same folder imported into another database gives the same HITs
+    from storage import open_database
+    other = open_database(tmp_path / "other.db")
+    import_study(other, tmp_path / "study")
+    again = studies.da_hit_items(other, studies.da_hits(other, "demo")[0]["id"])
+    assert [(i["type"], i["candidate"]) for i in again] == [(i["type"], i["candidate"]) for i in items]
+
+
+def test_modality_alternates_between_raters_and_hits_spread(campaign):
+    db, _ = campaign
+    raters = add_participants(db, "demo", "da", 4)
+    metas = []
+    for r in raters:
+        a = db.one("SELECT meta FROM assignments WHERE participant_id = ? AND phase = 'da' LIMIT 1", [r.id])
+        metas.append(json.loads(a["meta"]))
+    assert [m["modality"] for m in metas] == ["text", "audio", "text", "audio"]
+    n_hits = len(studies.da_hits(db, "demo"))
+    if n_hits > 1:
+        assert metas[0]["hit_id"] != metas[2]["hit_id"]      # the next text rater gets the other HIT
+    # every rater has the whole HIT, in its order
+    n = db.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ?", [raters[0].id])
+    assert n == len(studies.da_hit_items(db, metas[0]["hit_id"]))
+
+
+def test_text_items_show_an_image_and_never_the_candidate(campaign):
+    db, media = campaign
+    text_rater = add_participants(db, "demo", "da", 1)[0]
+    v = get_view(db, text_rater.token, "da", media_dir=media)
+    assert v.status == "item" and v.content["modality"] == "text" and v.content["image"].endswith(".png")
+    it = studies.da_hit_item(db, int(v.item_id))
+    assert it["candidate"] not in json.dumps(v.content, ensure_ascii=False)
+    assert v.progress == f"0 / {v.total}"
+
+
+def test_audio_items_wait_for_rendering_and_need_listening(campaign, monkeypatch):
+    db, media = campaign
+    add_participants(db, "demo", "da", 1)                     # text
+    audio_rater = add_participants(db, "demo", "da", 1)[0]    # audio
+    v = get_view(db, audio_rater.token, "da", media_dir=media)
+    assert v.status == "waiting" and "audio" in v.message
+    assert db.scalar("SELECT COUNT(*) FROM jobs WHERE kind = 'render_da_audio'") == 1
+    done = Worker(db, pipeline.handlers(db, media_dir=media)).run_until_idle()
+    assert [j["status"] for j in done] == ["done"]
+    v = get_view(db, audio_rater.token, "da", media_dir=media)
+    assert v.status == "item" and v.content["audio"].endswith(".wav") and v.content["audio_seconds"] > 1
+    assert v.content["reference"]
+    it = studies.da_hit_item(db, int(v.item_id))
+    assert it["candidate"] not in json.dumps(v.content, ensure_ascii=False)
+    # a score before the audio could have played to its end is refused
+    with pytest.raises(SubmissionError, match="listen to the whole recording"):
+        submit(db, audio_rater.token, "da", v.item_id, {"score": 50}, media_dir=media)
+    # ... and accepted once that time has passed since the item was shown
+    past = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=60)).isoformat()
+    with db.write() as w:
+        w.execute("UPDATE assignments SET first_shown_at = ? WHERE participant_id = ? AND item_id = ?",
+                  [past, audio_rater.id, v.item_id])
+    res = submit(db, audio_rater.token, "da", v.item_id, {"score": 50}, media_dir=media)
+    assert res.saved
+    j = db.one("SELECT * FROM da_judgments")
+    assert j["modality"] == "audio" and j["hit_item_id"] == int(v.item_id)
+
+
+def test_items_are_rated_in_order_without_going_back(campaign):
+    db, media = campaign
+    r = add_participants(db, "demo", "da", 1)[0]
+    first = get_view(db, r.token, "da", media_dir=media)
+    later = db.scalar("SELECT item_id FROM assignments WHERE participant_id = ? AND position = 3", [r.id])
+    with pytest.raises(SubmissionError, match="in order"):
+        submit(db, r.token, "da", later, {"score": 10}, media_dir=media)
+    with pytest.raises(SubmissionError, match="move the slider"):
+        submit(db, r.token, "da", first.item_id, {"score": None}, media_dir=media)
+    res = submit(db, r.token, "da", first.item_id, {"score": 80}, media_dir=media)
+    assert res.saved and res.next.progress.startswith("1 /")
+    again = submit(db, r.token, "da", first.item_id, {"score": 5}, media_dir=media)
+    assert not again.saved                                   # no going back: the first score stays
+    assert db.scalar("SELECT score FROM da_judgments") == 80
+
+
+def test_feedback_after_the_last_item_and_the_analysis_frame(campaign):
+    db, media = campaign
+    r = add_participants(db, "demo", "da", 1)[0]
+    while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
+        submit(db, r.token, "da", v.item_id, {"score": 70}, media_dir=media)
+    assert v.status == "complete" and v.completion_code
+    with pytest.raises(da_campaign.DAError, match="write something"):
+        da_campaign.save_feedback(db, r.id, "  ")
+    da_campaign.save_feedback(db, r.id, "The images were easy to read.")
+    da_campaign.save_feedback(db, r.id, "The images were easy to read. Thanks!")   # an edit, not a second row
+    assert db.scalar("SELECT COUNT(*) FROM da_feedback") == 1
+    df = da_campaign.judgments_frame(db, "demo")
+    assert len(df) == v.total and set(df["item_type"]) >= {"system", "bad_reference", "ask_again"}
+    assert list(df.columns) == ["worker_id", "hit_id", "modality", "system", "segment_id", "item_type", "score",
+                                "run", "duration_s"]
