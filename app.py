@@ -236,6 +236,17 @@ def cmd_translate(args, settings):
     return 0
 
 
+def cmd_analyze(args, settings):
+    from services import da_analysis
+
+    try:
+        print(da_analysis.run_cli(args.judgments, args.out, alpha=args.alpha, wmt=args.wmt, fmt=args.format))
+    except (ValueError, FileNotFoundError) as e:      # DAInputError names file, row and column
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def cmd_speak(args, settings):
     from services.backends import BackendUnavailable
     from services.batch import speak_to_file
@@ -287,6 +298,15 @@ def main(argv=None):
     sp.add_argument("--out", required=True)
     sp.add_argument("--backend", help="auto | google | piper | espeak (default: TRADLAB_TTS_BACKEND)")
     sp.add_argument("--voice")
+    an = sub.add_parser("analyze", help="run a protocol's analysis on a file of judgments")
+    asub = an.add_subparsers(dest="analysis", required=True)
+    da = asub.add_parser("da", help="direct assessment (paper 001): reliability, z-scores, rankings")
+    da.add_argument("judgments", help="CSV (worker_id, hit_id, modality, system, segment_id, item_type, score), "
+                                      "a WMT DA TSV or an Appraise CSV export")
+    da.add_argument("--out", required=True, help="folder for the CSV tables and HTML figures")
+    da.add_argument("--alpha", type=float, default=0.05)
+    da.add_argument("--wmt", action="store_true", help="score as WMT publishes: system + repeat items, every worker")
+    da.add_argument("--format", default="auto", choices=["auto", "csv", "wmt", "appraise"])
     args = parser.parse_args(argv)
     settings = Settings.from_env()
     if args.command in (None, "serve"):
@@ -297,6 +317,8 @@ def main(argv=None):
         return cmd_participants_add(args, settings)
     if args.command == "links":
         return cmd_links(args, settings)
+    if args.command == "analyze":
+        return cmd_analyze(args, settings)
     if args.command == "translate":
         return cmd_translate(args, settings)
     if args.command == "speak":

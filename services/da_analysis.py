@@ -16,10 +16,16 @@ Input: one row per judgment (see REQUIRED; optional ``run`` defaulting to 1 and
   (wmt=True: ``system`` and ``ask_again``, WMT's published method). Ranked by z_mean; z_means
   equal to two decimals are ordered by raw_mean (paper 001's rule; wmt=True ranks by z alone,
   as WMT does).
-* head_to_head: every ordered pair, one-sided Mann-Whitney on the judgments' z; clusters with a
-  boundary after rank i when every system ranked <= i beats every system ranked > i (p < alpha).
-* replication: Pearson r of system (and segment) z between run 1 and run 2 per modality and
-  between text and audio per run.
+* head_to_head: every ordered pair, one-sided Mann-Whitney on the judgments' z (h2h_level=
+  "segment": on segment mean z, WMT's unit); clusters with a boundary after rank i when every
+  system ranked <= i beats every system ranked > i (p < alpha).
+* replication: Pearson r of system (level "system") and segment (level "segment") z between
+  run 1 and run 2 per modality and between text and audio per run, where both sides exist.
+* qc_summary: per modality, workers total / reliable / kept, judgments total / kept (all
+  judgments of kept workers) / scored (those in system scores).
+
+Options beyond the paper: reliability="paired_t" is WMT's published worker check (checked
+against WMT22's ad-trk-stats.csv).
 
 Pure functions; statistics come from scipy, tables from pandas; figures from plotly.
 """
@@ -316,11 +322,7 @@ def analyze(df: pd.DataFrame, alpha: float = 0.05, wmt: bool = False, *,
     unit = scored if h2h_level == "judgment" else segments
     z_by_system = {k: v.to_numpy() for k, v in unit.groupby(["modality", "run", "system"])["z"]}
     for (modality, run), grp in systems.groupby(["modality", "run"], sort=False):
-        grp = grp.assign(_z2=grp["z_mean"] if tie_decimals is None else
-                         grp["z_mean"].map(lambda z: _rounded(z, tie_decimals)))
-        grp = grp.sort_values(["_z2", "raw_mean", "z_mean", "system"], ascending=[False, False, False, True])
-        grp = grp.drop(columns="_z2")
-        grp["rank"] = np.arange(1, len(grp) + 1)
+        grp = rank_systems(grp, tie_decimals)
         names = grp["system"].tolist()
         zmean = dict(zip(grp["system"], grp["z_mean"]))
         rows = []
@@ -346,6 +348,17 @@ def analyze(df: pd.DataFrame, alpha: float = 0.05, wmt: bool = False, *,
     return DAResult(workers=workers, systems=systems, head_to_head=h2h, replication=replication,
                     qc_summary=qc, segments=_sorted(segments, ["system", "segment_id"])[SEGMENT_COLUMNS],
                     alpha=alpha, wmt=wmt)
+
+
+def rank_systems(systems: pd.DataFrame, tie_decimals: int | None = 2) -> pd.DataFrame:
+    """One group's systems (columns system, z_mean, raw_mean) sorted best first with a 1-based
+    ``rank``: by z_mean, where z_means are equal to ``tie_decimals`` decimals (None: exactly) by
+    raw_mean, then by exact z_mean and name."""
+    key = systems["z_mean"] if tie_decimals is None else systems["z_mean"].map(lambda z: _rounded(z, tie_decimals))
+    out = systems.assign(_key=key).sort_values(["_key", "raw_mean", "z_mean", "system"],
+                                               ascending=[False, False, False, True]).drop(columns="_key")
+    out["rank"] = np.arange(1, len(out) + 1)
+    return out
 
 
 def _sorted(df: pd.DataFrame, then: list[str]) -> pd.DataFrame:

@@ -133,14 +133,14 @@ def from_appraise_csv(path, modality: str = "text", run: int = 1) -> pd.DataFram
                            ("item_type", "itemType"), ("score", "score")):
             if key not in col:
                 raise DAInputError(path, 1, label, "missing column")
+        labels = {k: numbered[0][1][i].strip() for k, i in col.items()}
         numbered = numbered[1:]
-        labels = {k: numbered and rows[0][i].strip() or k for k, i in col.items()} if numbered else {}
     else:
         col = {"worker_id": 0, "system": 1, "segment_id": 2, "item_type": 3, "score": 6}
         labels = {"worker_id": "username (column 1)", "system": "systemID (column 2)",
                   "segment_id": "itemID (column 3)", "item_type": "itemType (column 4)",
                   "score": "score (column 7)"}
-    records = []
+    records, lines = [], []
     for line, r in numbered:
         r = [c.strip() for c in r]
         if not named and len(r) < 7:
@@ -164,7 +164,7 @@ def from_appraise_csv(path, modality: str = "text", run: int = 1) -> pd.DataFram
                 continue
             if get("duration"):
                 duration = float(get("duration"))
-            elif _epoch(get("start")) and _epoch(get("end")):
+            elif _epoch(get("start")) and _epoch(get("end")) and _epoch(get("end")) >= _epoch(get("start")):
                 duration = _epoch(get("end")) - _epoch(get("start"))
             hit = get("hit")
         else:
@@ -176,14 +176,19 @@ def from_appraise_csv(path, modality: str = "text", run: int = 1) -> pd.DataFram
             for i in range(first, len(r) - 1):
                 start, end = _epoch(r[i]), _epoch(r[i + 1])
                 if start is not None and end is not None:
-                    duration = end - start
+                    duration = end - start if end >= start else np.nan
                     if i + 2 < len(r) and r[i + 2].isdigit():
                         hit = r[i + 2]  # --batch-info: batchNo
                     break
         records.append((get("worker_id"), hit or get("worker_id"), modality, get("system"),
                         get("segment_id"), APPRAISE_TYPES[kind], score, run, duration))
+        lines.append(line)
     out = pd.DataFrame(records, columns=["worker_id", "hit_id", "modality", "system", "segment_id",
                                          "item_type", "score", "run", "duration_s"])
     if out.empty:
         raise DAInputError(path, None, None, "no segment judgments found")
-    return normalise(out, str(path))
+    try:
+        return normalise(out, str(path))
+    except DAInputError as e:  # report the file's row and column, not the converted table's
+        row = lines[e.row - 2] if e.row and e.row >= 2 else e.row
+        raise DAInputError(path, row, labels.get(e.column, e.column), e.problem) from None

@@ -199,25 +199,33 @@ def _tokens(paragraph: str) -> list[tuple[str, bool]]:
 
 
 def wrap(text: str, chain: FontChain, max_width: float) -> list[str]:
+    """Greedy line breaking at spaces (and between CJK characters); a token wider than a line
+    is broken anywhere. Widths add up per token (kerning across a space is ignored; 1 px spare)."""
+    limit = max_width - 1
+    space_w = chain.width(" ")
     lines: list[str] = []
     for paragraph in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        line = ""
+        line, line_w = "", 0.0
         for tok, space in _tokens(paragraph):
-            trial = line + (" " if space and line else "") + tok
-            if chain.width(trial) <= max_width:
-                line = trial
+            tok_w = chain.width(tok)
+            gap = space_w if space and line else 0.0
+            if line_w + gap + tok_w <= limit:
+                line += (" " if gap else "") + tok
+                line_w += gap + tok_w
                 continue
             if line:
                 lines.append(line)
-            line = ""
-            if chain.width(tok) <= max_width:
-                line = tok
+            line, line_w = "", 0.0
+            if tok_w <= limit:
+                line, line_w = tok, tok_w
                 continue
             for ch in tok:                      # a word wider than the line: break it anywhere
-                if line and chain.width(line + ch) > max_width:
+                ch_w = chain.width(ch)
+                if line and line_w + ch_w > limit:
                     lines.append(line)
-                    line = ""
+                    line, line_w = "", 0.0
                 line += ch
+                line_w += ch_w
         lines.append(line)
     while len(lines) > 1 and not lines[-1]:
         lines.pop()

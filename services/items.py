@@ -187,7 +187,8 @@ def get_view(database, token: str | None, tab: str, touch: bool = True, media_di
         if content is None:
             return ItemView(tab, "waiting", "Your items' audio is being prepared. This page checks again "
                             "every few seconds.", counts["done"], total)
-        content["instruction"] = texts(study)["da"]["instruction"]
+        key = "instruction_audio" if content["modality"] == "audio" else "instruction"
+        content["instruction"] = texts(study)["da"][key]
     else:
         content = _content(database, study, p, a)
     if touch:

@@ -218,3 +218,43 @@ def test_a_silent_recording_is_refused_with_the_reason(client, links, app_server
     out = client.predict(tok, v["item_id"], handle_file(str(notes)), api_name="/record_submit")
     assert "not an audio recording" in out[0]["error"]
     assert db_rows(app_server, "SELECT COUNT(*) FROM recordings")[0][0] == before
+
+
+def test_da_rating_in_order_with_resume(client, links, app_server):
+    tok = token_of(links["da"][0])                  # the first rater does the text modality
+    v = view(client, tok, "da")
+    assert v["status"] == "item" and v["content"]["modality"] == "text" and v["content"]["image"].endswith(".png")
+    out = client.predict(tok, v["item_id"], False, 0, api_name="/da_submit")
+    assert "move the slider" in out[0]["error"]
+    later = db_rows(app_server, "SELECT a.item_id FROM assignments a JOIN participants p ON p.id = a.participant_id "
+                                "WHERE p.token = ? AND a.position = 5", (tok,))[0][0]
+    out = client.predict(tok, later, True, 40, api_name="/da_submit")
+    assert "in order" in out[0]["error"]
+    out = client.predict(tok, v["item_id"], True, 64, api_name="/da_submit")
+    assert out[0]["notice"] == "Saved." and out[0]["progress"].startswith("1 /")
+    # no going back: the same item again changes nothing
+    again = client.predict(tok, v["item_id"], True, 3, api_name="/da_submit")
+    assert again[0]["notice"] == "This answer was already saved."
+    assert db_rows(app_server, "SELECT score FROM da_judgments j JOIN assignments a ON a.id = j.assignment_id "
+                               "WHERE a.item_id = ?", (v["item_id"],)) == [(64.0,)]
+    # a reload resumes at the next unrated item
+    assert view(client, tok, "da")["item_id"] == out[0]["item_id"]
+
+
+def test_da_audio_items_come_after_rendering(client, links, app_server):
+    import time
+
+    tok = token_of(links["da"][1])                  # the second rater does the audio modality
+    deadline = time.time() + 120
+    v = view(client, tok, "da")
+    while v["status"] == "waiting" and time.time() < deadline:
+        assert "being prepared" in v["message"]
+        time.sleep(1)
+        v = view(client, tok, "da")
+    assert v["status"] == "item" and v["content"]["modality"] == "audio", v
+    assert v["content"]["audio"].endswith(".wav") and v["content"]["reference"]
+    out = client.predict(tok, v["item_id"], True, 50, api_name="/da_submit")
+    assert "listen to the whole recording" in out[0]["error"]
+    time.sleep(v["content"]["audio_seconds"])
+    out = client.predict(tok, v["item_id"], True, 50, api_name="/da_submit")
+    assert out[0]["notice"] == "Saved."
