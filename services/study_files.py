@@ -274,8 +274,10 @@ def _check_config(raw: dict, err: _Collector) -> dict:
             if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 err.add(f, None, f"da.{k}", f"must be an integer >= {lo}")
         if all(isinstance(da.get(k), int) for k in ("hit_size", "controls", "reference_controls")):
-            if da["controls"] + da["reference_controls"] >= da["hit_size"]:
-                err.add(f, None, "da.controls", "controls and reference controls must leave room for system items")
+            if da["controls"] >= da["hit_size"]:
+                err.add(f, None, "da.controls", "controls must leave room for system items in a HIT")
+            if da["reference_controls"] > da["controls"]:
+                err.add(f, None, "da.reference_controls", "is a share of the controls: at most `controls`")
         if da.get("tts_backend") not in ("auto", "google", "piper", "espeak"):
             err.add(f, None, "da.tts_backend", "must be auto, google, piper or espeak")
         if not isinstance(da.get("language"), str) or not da["language"].strip():

@@ -468,6 +468,8 @@ CASES = [
                  "study.toml", None, "da.modality", id="da-modality"),
     pytest.param(lambda d: edit_toml(d, "controls = 4", "controls = 30"),
                  "study.toml", None, "da.controls", id="da-controls-fill-hit"),
+    pytest.param(lambda d: edit_toml(d, "reference_controls = 0", "reference_controls = 5"),
+                 "study.toml", None, "da.reference_controls", id="da-reference-controls-over-controls"),
     pytest.param(lambda d: edit_toml(d, "expected_seconds = 600", "expected_seconds = 0"),
                  "study.toml", None, "sd.expected_seconds", id="sd-expected-seconds-0"),
     pytest.param(lambda d: edit_toml(d, '"da", "sd"]\n', '"da", "sd", "boss"]\n'),
