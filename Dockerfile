@@ -2,7 +2,7 @@
 # (Not built in CI here: these machines have no Docker engine.)
 FROM python:3.11-slim
 
-RUN apt-get update && apt-get install -y --no-install-recommends espeak-ng sox curl \
+RUN apt-get update && apt-get install -y --no-install-recommends espeak-ng sox curl fonts-dejavu-core \
     && rm -rf /var/lib/apt/lists/*
 
 RUN useradd --create-home --uid 1000 app

@@ -18,9 +18,10 @@ setup-test: $(BIN)/python
 # Debian/Ubuntu packages the tests use (headless Chromium, espeak-ng); skipped where apt is absent.
 system-deps:
 	@if command -v apt-get >/dev/null 2>&1; then \
-	  if ! command -v chromium >/dev/null 2>&1 || ! command -v espeak-ng >/dev/null 2>&1; then \
+	  if ! command -v chromium >/dev/null 2>&1 || ! command -v espeak-ng >/dev/null 2>&1 \
+	     || [ ! -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; then \
 	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	    $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium espeak-ng sox >/dev/null; \
+	    $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium espeak-ng sox fonts-dejavu-core >/dev/null; \
 	  fi; \
 	else echo "no apt-get: install Chromium and espeak-ng yourself (e.g. brew install --cask chromium; brew install espeak-ng)"; fi
 
