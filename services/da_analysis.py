@@ -248,8 +248,8 @@ def _pairs(d: pd.DataFrame) -> pd.DataFrame:
     """Control items joined with the mean of the same worker's system scores on their
     (system, segment_id, modality, run); diff = original - control."""
     keys = _KEY + ["system", "segment_id"]
-    orig = d[d["item_type"] == "system"].groupby(keys, sort=False)["score"].mean().rename("original")
-    ctrl = d[d["item_type"].isin(CONTROL_TYPES)].join(orig, on=keys, how="inner")
+    orig = d[d["item_type"] == "system"].groupby(keys, sort=False)["score"].mean().rename("original").reset_index()
+    ctrl = d[d["item_type"].isin(CONTROL_TYPES)].merge(orig, on=keys, how="inner")
     ctrl["diff"] = ctrl["original"] - ctrl["score"]
     return ctrl
 
@@ -258,9 +258,9 @@ def _workers(d: pd.DataFrame, alpha: float, fast_item_s: float, reliability: str
     g = d.groupby(_KEY, sort=True)["score"]
     w = pd.DataFrame({"n_judgments": g.size(), "mean": g.mean(), "sd": g.std(ddof=1)})
     pairs = _pairs(d)
-    counts = pairs.groupby(_KEY + ["item_type"]).size().unstack("item_type")
     for kind, col in (("bad_reference", "n_bad_pairs"), ("ask_again", "n_repeat_pairs")):
-        w[col] = counts[kind].reindex(w.index).fillna(0).astype(int) if kind in counts else 0
+        n = pairs[pairs["item_type"] == kind].groupby(_KEY).size()
+        w[col] = n.reindex(w.index).fillna(0).astype(int) if len(n) else 0
     p_values = {}
     for key, grp in pairs.groupby(_KEY, sort=False):
         d_bad = grp.loc[grp["item_type"] == "bad_reference", "diff"].to_numpy()
@@ -513,9 +513,9 @@ def _replication_sides(systems: pd.DataFrame, comparison: str):
     return x, y, f"{m1}, run {r1}", f"{m2}, run {r2}"
 
 
-def write_outputs(result: DAResult, out_dir, include_plotlyjs=True) -> list[Path]:
+def write_outputs(result: DAResult, out_dir, include_plotlyjs="directory") -> list[Path]:
     """Write workers, systems, head_to_head, replication, qc_summary and segments CSVs, and each
-    figure as a standalone HTML file (plotly.js inlined unless include_plotlyjs says otherwise)."""
+    figure as a standalone HTML file (plotly.min.js written once beside them: works offline, 4.8 MB once rather than per figure)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
