@@ -57,3 +57,26 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
                      {"hash": bundle.content_hash, **counts})
         workflow.refresh(database, bundle.id)
     return ImportResult(bundle.id, "updated" if existing else "created", counts)
+
+
+def import_zip(database, zip_path, actor: str = "admin") -> ImportResult:
+    """A study folder uploaded as a .zip (the admin tab): unpacked safely, then imported."""
+    import tempfile
+    import zipfile
+
+    try:
+        zf = zipfile.ZipFile(zip_path)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise StudyValidationError([StudyError(Path(str(zip_path)).name, None, None, f"not a zip file ({e})")])
+    with zf, tempfile.TemporaryDirectory(prefix="study-") as tmp:
+        names = [n for n in zf.namelist() if not n.endswith("/")]
+        if sum(zf.getinfo(n).file_size for n in names) > 200 * 2**20:
+            raise StudyValidationError([StudyError("zip", None, None, "unpacks to more than 200 MB")])
+        for n in names:
+            if n.startswith("/") or ".." in Path(n).parts:      # no writing outside the folder
+                raise StudyValidationError([StudyError("zip", None, None, f"unsafe path {n!r}")])
+        zf.extractall(tmp)
+        tomls = sorted(Path(tmp).rglob("study.toml"), key=lambda p: len(p.parts))
+        if not tomls:
+            raise StudyValidationError([StudyError("zip", None, None, "no study.toml inside")])
+        return import_study(database, tomls[0].parent, actor=actor)

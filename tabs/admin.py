@@ -8,6 +8,8 @@ from services import admin, systems
 from services.batch import translate_files
 from services.model_cache import CACHE, MODEL_QUEUE
 from services.recording_review import ReviewError, decide
+from services.study_files import StudyValidationError
+from services.study_import import import_zip
 from tabs.common import Ctx
 
 
@@ -48,6 +50,11 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 job_msg = gr.Markdown()
             with gr.Accordion("Loaded models", open=False):
                 models = gr.Dataframe(label="Model cache", interactive=False)
+            with gr.Accordion("Import a study", open=False):
+                study_zip = gr.File(label="Study folder as a .zip (study.toml and its corpus files)",
+                                    file_types=[".zip"], type="filepath")
+                do_import = gr.Button("Validate and import")
+                import_msg = gr.Markdown(elem_id="import-msg")
             with gr.Accordion("Direct-assessment campaign", open=False):
                 gr.Markdown("HITs are built when the study is imported. Raters in audio mode wait until "
                             "their HIT's audio exists (a background job renders it when the HIT is "
@@ -152,6 +159,25 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                  api_name="admin_accept_recording", api_visibility="undocumented")
     reject.click(decide_on("reject"), [session, rec_id, study], [review_msg, review],
                  api_name="admin_reject_recording", api_visibility="undocumented")
+    def on_import(sess, path, request: gr.Request):
+        try:
+            auth.check(sess, _host(request))
+        except PermissionError as e:
+            return {import_msg: str(e)}
+        if not path:
+            return {import_msg: "Choose a .zip first."}
+        try:
+            res = import_zip(ctx.database, path, actor=f"admin@{_host(request)}")
+        except StudyValidationError as e:
+            lines = "\n".join(f"- {err}" for err in e.errors[:50])
+            return {import_msg: f"**Nothing was imported.** Fix these and upload again:\n{lines}"}
+        counts = ", ".join(f"{k} {v}" for k, v in res.counts.items() if v)
+        return {import_msg: f"Study **{res.study_id}** {res.status} ({counts}).",
+                study: gr.update(choices=admin.study_choices(ctx.database), value=res.study_id)}
+
+    do_import.click(on_import, [session, study_zip], [import_msg, study], api_name="admin_import",
+                    api_visibility="undocumented")
+
     def do_prerender(sess, study_id, request: gr.Request, progress=gr.Progress()):
         try:
             auth.check(sess, _host(request))

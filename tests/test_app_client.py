@@ -258,3 +258,33 @@ def test_da_audio_items_come_after_rendering(client, links, app_server):
     time.sleep(v["content"]["audio_seconds"])
     out = client.predict(tok, v["item_id"], True, 50, api_name="/da_submit")
     assert out[0]["notice"] == "Saved."
+
+
+def test_admin_imports_a_study_zip_and_names_its_errors(client, tmp_path, app_server):
+    import shutil
+    import zipfile
+
+    from gradio_client import handle_file
+
+    from tests.conftest import DEMO
+
+    session = client.predict("", api_name="/admin_login")[0]
+    folder = tmp_path / "pilot"
+    shutil.copytree(DEMO, folder)
+    toml = (folder / "study.toml").read_text().replace('id = "demo"', 'id = "pilot"', 1)
+    (folder / "study.toml").write_text(toml.replace("hit_size = 24", "hit_size = 0"))
+    def pack(name):
+        z = tmp_path / name
+        with zipfile.ZipFile(z, "w") as zf:
+            for f in folder.iterdir():
+                zf.write(f, f"pilot/{f.name}")
+        return z
+    bad = client.predict(session, handle_file(str(pack("bad.zip"))), api_name="/admin_import")
+    assert "Nothing was imported" in bad[0] and "da.hit_size" in bad[0]
+    assert db_rows(app_server, "SELECT COUNT(*) FROM studies WHERE id = 'pilot'")[0][0] == 0
+    (folder / "study.toml").write_text(toml)
+    good = client.predict(session, handle_file(str(pack("good.zip"))), api_name="/admin_import")
+    assert "pilot" in good[0] and "created" in good[0]
+    assert db_rows(app_server, "SELECT COUNT(*) FROM da_hits WHERE study_id = 'pilot'")[0][0] == 2
+    refused = client.predict("forged", handle_file(str(pack("good.zip"))), api_name="/admin_import")
+    assert "log in" in refused[0].lower()

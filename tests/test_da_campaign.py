@@ -128,3 +128,22 @@ def test_feedback_after_the_last_item_and_the_analysis_frame(campaign):
     assert len(df) == v.total and set(df["item_type"]) >= {"system", "bad_reference", "ask_again"}
     assert list(df.columns) == ["worker_id", "hit_id", "modality", "system", "segment_id", "item_type", "score",
                                 "run", "duration_s"]
+
+
+def test_the_campaigns_judgments_go_through_the_analysis(campaign):
+    from services import da_analysis
+
+    db, media = campaign
+    raters = add_participants(db, "demo", "da", 2)         # one text, one audio rater
+    r = raters[0]
+    while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
+        it = studies.da_hit_item(db, int(v.item_id))
+        # a careful rater: bad references scored low, repeats like their originals
+        score = 20 if it["type"] == "bad_reference" else 60 + (hash(it["system"]) % 30)
+        submit(db, r.token, "da", v.item_id, {"score": score}, media_dir=media)
+    df = da_campaign.judgments_frame(db, "demo")
+    res = da_analysis.analyze(df, alpha=0.5)
+    assert set(res.systems["system"]) <= {"demo-good", "demo-fair", "demo-poor"}
+    assert len(res.workers) == 1 and res.qc_summary["judgments_total"].sum() == len(df)
+    figs = da_analysis.figures(res)
+    assert "ranking" in figs

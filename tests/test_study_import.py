@@ -735,3 +735,26 @@ def test_changed_reimport_with_participants_of_another_study_is_allowed(database
     import_study(database, study)
     _change_content(study)
     assert import_study(database, study).status == "updated"
+
+
+def test_zip_upload_refuses_unsafe_paths_and_non_zips(database, tmp_path):
+    import zipfile
+
+    from services.study_import import import_zip
+
+    evil = tmp_path / "evil.zip"
+    with zipfile.ZipFile(evil, "w") as zf:
+        zf.writestr("../outside.txt", "x")
+        zf.writestr("study/study.toml", "[study]\n")
+    with pytest.raises(StudyValidationError, match="unsafe path"):
+        import_zip(database, evil)
+    assert not (tmp_path.parent / "outside.txt").exists()
+    notzip = tmp_path / "study.zip"
+    notzip.write_text("hello")
+    with pytest.raises(StudyValidationError, match="not a zip file"):
+        import_zip(database, notzip)
+    empty = tmp_path / "empty.zip"
+    with zipfile.ZipFile(empty, "w") as zf:
+        zf.writestr("readme.txt", "x")
+    with pytest.raises(StudyValidationError, match="no study.toml"):
+        import_zip(database, empty)
