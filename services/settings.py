@@ -14,7 +14,7 @@ SETTINGS = [
     ("TRADLAB_MEDIA", "data/media", "folder for recordings and synthesised audio"),
     ("TRADLAB_JOURNAL_MODE", "auto", "auto | wal | delete; auto picks the rollback journal on network mounts (a Space's /data)"),
     ("TRADLAB_ADMIN_PASSWORD", "", "password of the admin and analysis tabs; empty serves them to localhost only"),
-    ("TRADLAB_PUBLIC_URL", "http://127.0.0.1:7860", "base URL printed in participant links"),
+    ("TRADLAB_PUBLIC_URL", "http://127.0.0.1:7860", "base URL printed in participant links (unset: http://TRADLAB_HOST:TRADLAB_PORT)"),
     ("TRADLAB_HOST", "127.0.0.1", "address the server listens on"),
     ("TRADLAB_PORT", "7860", "port the server listens on"),
     ("TRADLAB_DEMO_STUDY", "assets/demo_study", "study folder `make run` imports"),
@@ -53,7 +53,9 @@ class Settings:
             media_dir=Path(get["TRADLAB_MEDIA"]),
             journal_mode=get["TRADLAB_JOURNAL_MODE"],
             admin_password=get["TRADLAB_ADMIN_PASSWORD"],
-            public_url=get["TRADLAB_PUBLIC_URL"].rstrip("/"),
+            # unset: the address the server itself listens on
+            public_url=(env.get("TRADLAB_PUBLIC_URL") or
+                        f"http://{get['TRADLAB_HOST']}:{get['TRADLAB_PORT']}").rstrip("/"),
             host=get["TRADLAB_HOST"],
             port=int(get["TRADLAB_PORT"]),
             demo_study=Path(get["TRADLAB_DEMO_STUDY"]),
