@@ -102,14 +102,8 @@ def _content(database, study, p, a) -> dict:
     phase = a["phase"]
     sid = study["id"]
     if phase == "sd":
-        sent = studies.sd_sentence(database, sid, a["item_id"])
-        pairs = {q["id"]: q for q in studies.sd_pairs(database, sid, study["config"]["sd"]["language"])}
-        shown = []
-        for entry in a["meta"]["pairs"]:
-            q = pairs[entry["pair_id"]]
-            left, right = (q["positive"], q["negative"]) if entry["positive_left"] else (q["negative"], q["positive"])
-            shown.append({"pair_id": q["id"], "left": left, "right": right})
-        return {"sentence": sent["text"], "pairs": shown, "instruction": texts(study)["sd"]["instruction"]}
+        from services import sd_form
+        return sd_form.page_content(database, study, a, texts(study)["sd"])
     ex = queue.exchange(database, a["exchange_id"])
     qs = studies.questions(database, sid, ex["starter_id"])
     if phase == "receive":

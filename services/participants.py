@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from services import workflow
-from services import da_campaign
+from services import da_campaign, sd_form
 from services.assignment import order_key, seeded_rng, sender_design
 from services.study_files import ROLES
 from storage import participants, queue, studies
@@ -65,18 +65,7 @@ def _setup_queue(db, database, study, pid: int, role: str, group, gender) -> Non
     elif role == "da":
         da_campaign.assign_hit(db, database, study, pid)
     elif role == "sd":
-        sd = cfg["sd"]
-        sents = studies.sd_sentences(database, sid)
-        use = queue.segment_use(database, sid, "sd")
-        rng = seeded_rng("sd", seed, pid)
-        sents.sort(key=lambda s: (use.get(s["id"], 0), rng.random()))
-        pairs = [p["id"] for p in studies.sd_pairs(database, sid, sd["language"])]
-        # pair order and polarity are randomised once per participant and stored
-        rng.shuffle(pairs)
-        layout = [{"pair_id": p, "positive_left": rng.random() < 0.5} for p in pairs]
-        for s in sents[:sd["sentences_per_participant"]]:
-            queue.insert_assignment(db, sid, pid, "sd", s["id"], order_key(seed, pid, s["id"]),
-                                    meta={"pairs": layout})
+        sd_form.setup_queue(db, database, study, pid)
 
 
 @dataclass

@@ -73,6 +73,7 @@ DEFAULTS = {
     "da": {"segments": None, "modality": "text", "hit_size": 100, "controls": 20, "min_gap": 30,
            "reference_controls": 0, "language": "en", "tts_backend": "auto"},
     "sd": {"sentences": None, "pairs": None, "language": "en", "sentences_per_participant": 3,
+           "repeats_per_sentence": 0, "pairs_per_page": 0, "mode": "main",
            "expected_seconds": 600},
 }
 SYSTEM_KEYS = {"id", "label", "kind", "assign", "params"}
@@ -284,10 +285,13 @@ def _check_config(raw: dict, err: _Collector) -> dict:
             err.add(f, None, "da.language", "must be the language of the MT outputs (e.g. en, pt)")
     sd = cfg.get("sd")
     if sd:
-        for k in ("sentences_per_participant", "expected_seconds"):
+        for k, lo in (("sentences_per_participant", 1), ("expected_seconds", 1), ("repeats_per_sentence", 0),
+                      ("pairs_per_page", 0)):
             v = sd.get(k)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                err.add(f, None, f"sd.{k}", "must be an integer >= 1")
+            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+                err.add(f, None, f"sd.{k}", f"must be an integer >= {lo}")
+        if sd.get("mode") not in ("main", "preliminary"):
+            err.add(f, None, "sd.mode", "must be main or preliminary (suitability ratings of each pair at the end)")
     return cfg
 
 

@@ -122,27 +122,37 @@ def _validate_da(database, a, payload) -> dict:
 
 def _validate_sd(database, a, payload) -> dict:
     layout = a["meta"]["pairs"]
+    suitability = a["meta"].get("kind") == "suitability"
+    top = 5 if suitability else 7
     given = payload.get("values") or {}
     out, missing = [], []
     for n, entry in enumerate(layout, start=1):
-        v = given.get(entry["pair_id"])
+        slot = entry.get("slot", entry["pair_id"])
+        v = given.get(slot)
         if v is None or v == "":
             missing.append(n)
             continue
         try:
             pos = int(v)
         except (TypeError, ValueError):
-            raise SubmissionError(f"Scale {n} must be a point from 1 to 7.")
-        if not 1 <= pos <= 7 or str(v).strip() not in {str(pos)}:
-            raise SubmissionError(f"Scale {n} must be a point from 1 to 7.")
+            raise SubmissionError(f"Scale {n} must be a point from 1 to {top}.")
+        if not 1 <= pos <= top or str(v).strip() not in {str(pos)}:
+            raise SubmissionError(f"Scale {n} must be a point from 1 to {top}.")
+        if suitability:
+            out.append({"pair_id": entry["pair_id"], "suitability": pos})
+            continue
         # position 1 is nearest the left adjective; canonical +3 is the positive adjective
         value = (4 - pos) if entry["positive_left"] else (pos - 4)
-        out.append({"pair_id": entry["pair_id"], "value": value, "positive_left": entry["positive_left"]})
+        out.append({"pair_id": entry["pair_id"], "value": value, "positive_left": entry["positive_left"],
+                    "is_repeat": bool(entry.get("repeat"))})
     if missing:
         raise SubmissionError(f"Please answer every scale (missing: {', '.join(map(str, missing))}).")
-    if set(given) - {e["pair_id"] for e in layout}:
+    if set(given) - {e.get("slot", e["pair_id"]) for e in layout}:
         raise SubmissionError("Values were sent for adjective pairs that are not on this page.")
-    return {"ratings": out}
+    suggestion = str(payload.get("suggestion") or "").strip()
+    if len(suggestion) > MAX_TEXT:
+        raise SubmissionError(f"Your suggestions are too long (at most {MAX_TEXT} characters).")
+    return {"suitability": out, "suggestion": suggestion} if suitability else {"ratings": out}
 
 
 def _stored(database, a) -> dict:
@@ -228,6 +238,8 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
             it = studies.da_hit_item(database, int(a["item_id"]))
             results.insert_da_judgment(db, a["id"], it["segment_row"], data["score"], it["id"],
                                        a["meta"]["modality"])
+        elif "suitability" in data:
+            results.insert_sd_suitability(db, a["id"], data["suitability"], data["suggestion"])
         else:
             results.insert_sd_ratings(db, a["id"], data["ratings"])
         queue.mark_done(db, a["id"], _active_seconds(a))

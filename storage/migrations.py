@@ -268,6 +268,24 @@ def m003_da_campaigns(db) -> None:
         """)
 
 
+@migrations()
+def m004_sd_suitability(db) -> None:
+    _run_script(db, """
+        CREATE TABLE sd_suitability (
+            assignment_id INTEGER NOT NULL REFERENCES assignments(id),
+            pair_id TEXT NOT NULL,
+            suitability INTEGER NOT NULL CHECK (suitability BETWEEN 1 AND 5),
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (assignment_id, pair_id)
+        );
+        CREATE TABLE sd_suggestions (
+            assignment_id INTEGER NOT NULL PRIMARY KEY REFERENCES assignments(id),
+            text TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )
+        """)
+
+
 def _run_script(db, script: str) -> None:
     # executescript() would COMMIT the migration's transaction first; run statement by statement.
     for statement in script.split(";"):

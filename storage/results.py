@@ -100,7 +100,7 @@ def da_judgment(database: Database, assignment_id: int) -> dict | None:
 
 def insert_sd_ratings(db, assignment_id: int, ratings: list[dict]) -> None:
     db["sd_ratings"].insert_all({"assignment_id": assignment_id, "pair_id": r["pair_id"],
-                                 "is_repeat": 0, "value": r["value"],
+                                 "is_repeat": int(r.get("is_repeat", 0)), "value": r["value"],
                                  "positive_left": int(r["positive_left"]), "created_at": now()}
                                 for r in ratings)
 
@@ -166,3 +166,25 @@ def da_judgment_rows(database: Database, study_id: str) -> list[dict]:
 
 def da_feedback(database: Database, participant_id: int) -> dict | None:
     return database.one("SELECT * FROM da_feedback WHERE participant_id = ?", [participant_id])
+
+
+def insert_sd_suitability(db, assignment_id: int, ratings: list[dict], suggestion: str) -> None:
+    db["sd_suitability"].insert_all({"assignment_id": assignment_id, "pair_id": r["pair_id"],
+                                     "suitability": r["suitability"], "created_at": now()} for r in ratings)
+    if suggestion:
+        db["sd_suggestions"].insert({"assignment_id": assignment_id, "text": suggestion, "created_at": now()})
+
+
+def sd_rating_rows(database: Database, study_id: str) -> list[dict]:
+    """Ratings in the SD analysis's input columns; duration_s = the participant's total active time."""
+    return database.query(
+        "SELECT a.participant_id, json_extract(a.meta, '$.sentence_id') AS sentence_id, r.pair_id, r.value, "
+        "r.is_repeat, (SELECT SUM(active_seconds) FROM assignments b WHERE b.participant_id = a.participant_id "
+        "AND b.phase = 'sd') AS duration_s FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id "
+        "WHERE a.study_id = ? ORDER BY a.participant_id, a.position, r.rowid", [study_id])
+
+
+def sd_suitability_rows(database: Database, study_id: str) -> list[dict]:
+    return database.query(
+        "SELECT a.participant_id, s.pair_id, s.suitability FROM sd_suitability s "
+        "JOIN assignments a ON a.id = s.assignment_id WHERE a.study_id = ? ORDER BY a.participant_id", [study_id])

@@ -1,0 +1,118 @@
+"""The semantic-differential form: stored order and polarity, canonical values, repeats,
+pages, and the preliminary study's suitability page."""
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from conftest import DEMO
+from services.items import get_view
+from services.participants import add_participants
+from services.sd_form import REPEAT_SUFFIX
+from services.study_import import import_study
+from services.submissions import SubmissionError, submit
+from storage import results
+
+
+def sd_study(database, tmp_path, **settings):
+    folder = tmp_path / "study"
+    shutil.copytree(DEMO, folder)
+    toml = (folder / "study.toml").read_text()
+    for k, v in settings.items():
+        line = f'{k} = "{v}"' if isinstance(v, str) else f"{k} = {v}"
+        if re.search(rf"^{k} = .*$", toml, flags=re.M):
+            toml = re.sub(rf"^{k} = .*$", line, toml, flags=re.M)
+        else:
+            toml = toml.replace("[sd]\n", f"[sd]\n{line}\n")
+    (folder / "study.toml").write_text(toml)
+    import_study(database, folder)
+    return database
+
+
+def answer_page(db, tok, v, pick):
+    """pick(entry) -> the displayed point (1..7) for each scale of the page."""
+    values = {p["slot"]: pick(p) for p in v.content["pairs"]}
+    return submit(db, tok, "sd", v.item_id, {"values": values})
+
+
+def test_order_and_polarity_are_per_participant_and_values_canonical(database, tmp_path):
+    db = sd_study(database, tmp_path)
+    a, b = add_participants(db, "demo", "sd", 2)
+    va, vb = get_view(db, a.token, "sd"), get_view(db, b.token, "sd")
+    order_a = [p["pair_id"] for p in va.content["pairs"]]
+    assert order_a != [p["pair_id"] for p in vb.content["pairs"]]          # randomised per participant
+    metas = db.query("SELECT meta FROM assignments WHERE participant_id = ? AND phase = 'sd'", [a.id])
+    layouts = [[(e["pair_id"], e["positive_left"]) for e in __import__("json").loads(m["meta"])["pairs"]]
+               for m in metas]
+    assert all(l == layouts[0] for l in layouts)                           # stored once, same on every page
+    flips = {pid: left for pid, left in layouts[0]}
+    assert set(flips.values()) == {True, False}                           # both polarities occur
+    pairs = {r["id"]: r for r in db.query("SELECT * FROM sd_pairs WHERE language = 'en'")}
+    # the participant ticks the point next to the POSITIVE adjective on every scale
+    res = answer_page(db, a.token, va, lambda p: 1 if p["left"] == pairs[p["pair_id"]]["positive"] else 7)
+    assert res.saved
+    stored = db.query("SELECT pair_id, value, positive_left FROM sd_ratings")
+    assert {r["value"] for r in stored} == {3}                            # +3 = positive, whatever the display
+    assert {r["pair_id"]: bool(r["positive_left"]) for r in stored} == flips
+
+
+def test_repeats_get_their_own_scale_and_are_marked(database, tmp_path):
+    db = sd_study(database, tmp_path, repeats_per_sentence=2)
+    p = add_participants(db, "demo", "sd", 1)[0]
+    v = get_view(db, p.token, "sd")
+    slots = [x["slot"] for x in v.content["pairs"]]
+    repeats = [s for s in slots if s.endswith(REPEAT_SUFFIX)]
+    assert len(repeats) == 2 and len(slots) == 20 + 2
+    assert all(slots.index(r) > slots.index(r[:-len(REPEAT_SUFFIX)]) for r in repeats)    # after the first
+    # leaving a repeat unanswered is refused
+    with pytest.raises(SubmissionError, match="answer every scale"):
+        submit(db, p.token, "sd", v.item_id, {"values": {s: 4 for s in slots if s != repeats[0]}})
+    answer_page(db, p.token, v, lambda x: 2 if x["slot"].endswith(REPEAT_SUFFIX) else 4)
+    rows = db.query("SELECT pair_id, is_repeat, value FROM sd_ratings ORDER BY is_repeat")
+    assert sum(r["is_repeat"] for r in rows) == 2 and len(rows) == 22
+    assert {r["value"] for r in rows if not r["is_repeat"]} == {0}
+
+
+def test_a_sentence_can_span_pages(database, tmp_path):
+    db = sd_study(database, tmp_path, pairs_per_page=8)
+    p = add_participants(db, "demo", "sd", 1)[0]
+    seen = []
+    for _ in range(3):
+        v = get_view(db, p.token, "sd")
+        seen.append((v.content["sentence"], v.content["page"], v.content["pages"], len(v.content["pairs"])))
+        answer_page(db, p.token, v, lambda x: 4)
+    # the first sentence's three pages come one after another: 8 + 8 + 4 scales
+    assert [s[1:] for s in seen] == [(1, 3, 8), (2, 3, 8), (3, 3, 4)]
+    assert len({s[0] for s in seen}) == 1
+    total = get_view(db, p.token, "sd").total
+    assert total == 9                                                      # 3 sentences x 3 pages
+
+
+def test_preliminary_mode_asks_suitability_last(database, tmp_path):
+    db = sd_study(database, tmp_path, mode="preliminary", sentences_per_participant=1)
+    p = add_participants(db, "demo", "sd", 1)[0]
+    v = get_view(db, p.token, "sd")
+    assert v.content["kind"] == "ratings" and v.content["example"]          # the example on the first page
+    answer_page(db, p.token, v, lambda x: 3)
+    v = get_view(db, p.token, "sd")
+    assert v.content["kind"] == "suitability" and len(v.content["pairs"]) == 20
+    with pytest.raises(SubmissionError, match="from 1 to 5"):
+        submit(db, p.token, "sd", v.item_id, {"values": {x["slot"]: 6 for x in v.content["pairs"]}})
+    res = submit(db, p.token, "sd", v.item_id, {"values": {x["slot"]: 4 for x in v.content["pairs"]},
+                                                 "suggestion": "add 'natural - unnatural'"})
+    assert res.saved and res.next.status == "complete"
+    assert len(results.sd_suitability_rows(db, "demo")) == 20
+    assert db.scalar("SELECT text FROM sd_suggestions") == "add 'natural - unnatural'"
+
+
+def test_ratings_frame_for_the_analysis(database, tmp_path):
+    db = sd_study(database, tmp_path, repeats_per_sentence=1)
+    p = add_participants(db, "demo", "sd", 1)[0]
+    while (v := get_view(db, p.token, "sd")).status == "item":
+        answer_page(db, p.token, v, lambda x: 5)
+    rows = results.sd_rating_rows(db, "demo")
+    assert len(rows) == 3 * 21
+    assert set(rows[0]) == {"participant_id", "sentence_id", "pair_id", "value", "is_repeat", "duration_s"}
+    assert all(r["sentence_id"] for r in rows)
