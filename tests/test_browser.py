@@ -84,11 +84,11 @@ def test_prolific_url_enrols_into_an_open_slot(app_server, page):
     url = (app_server.url + "/?study=demo&role=da&PROLIFIC_PID=5f0c1a2b3c4d5e6f7a8b9c0d"
            "&STUDY_ID=study42&SESSION_ID=sess1")
     page.goto(url)
-    assert "0 / 12" in progress(page)
+    assert "0 / 24" in progress(page)         # one DA HIT of the demo campaign
     page.get_by_role("tab", name="Direct assessment").wait_for()
     # the same Prolific participant coming back gets the same slot
     page.goto(url.replace("sess1", "sess2"))
-    assert "0 / 12" in progress(page)
+    assert "0 / 24" in progress(page)         # one DA HIT of the demo campaign
     import sqlite3
     con = sqlite3.connect(app_server.env["TRADLAB_DB"])
     rows = con.execute("SELECT prolific_study_id, prolific_session_id FROM participants "
