@@ -23,6 +23,7 @@ SETTINGS = [
     ("TRADLAB_MODEL_MEMORY_MB", "", "memory budget of the model cache; empty: 90% of GPU memory on CUDA, half the RAM on CPU"),
     ("TRADLAB_TTS_BACKEND", "auto", "auto | google | piper | espeak; auto: Google when credentials are set, else Piper (en) and espeak-ng"),
     ("TRADLAB_ALLOW_DOWNLOADS", "0", "1 lets transformers backends fetch a missing model from the hub (a setup run on a GPU host); 0 uses only files on disk"),
+    ("TRADLAB_DA_FONTS", "", "extra font files for DA text images, separated by ':' (e.g. a CJK font: Debian's fonts-noto-cjk)"),
     ("TRADLAB_GOOGLE_CREDENTIALS", "", "path of a Google Cloud service-account JSON for Text-to-Speech (or set GOOGLE_APPLICATION_CREDENTIALS)"),
 ]
 
@@ -42,6 +43,7 @@ class Settings:
     model_memory_mb: str
     tts_backend: str
     allow_downloads: bool
+    da_fonts: str
     google_credentials: str
 
     @classmethod
@@ -64,6 +66,7 @@ class Settings:
             model_memory_mb=get["TRADLAB_MODEL_MEMORY_MB"],
             tts_backend=get["TRADLAB_TTS_BACKEND"],
             allow_downloads=get["TRADLAB_ALLOW_DOWNLOADS"].strip() == "1",
+            da_fonts=get["TRADLAB_DA_FONTS"],
             google_credentials=get["TRADLAB_GOOGLE_CREDENTIALS"],
         )
 
