@@ -237,10 +237,14 @@ def cmd_translate(args, settings):
 
 
 def cmd_analyze(args, settings):
-    from services import da_analysis
+    from services import da_analysis, sd_analysis
 
     try:
-        print(da_analysis.run_cli(args.judgments, args.out, alpha=args.alpha, wmt=args.wmt, fmt=args.format))
+        if args.analysis == "sd":
+            print(sd_analysis.run_cli(args.ratings, args.out, n_factors=args.factors,
+                                      expected_seconds=args.expected_seconds, prune=args.prune))
+        else:
+            print(da_analysis.run_cli(args.judgments, args.out, alpha=args.alpha, wmt=args.wmt, fmt=args.format))
     except (ValueError, FileNotFoundError) as e:      # DAInputError names file, row and column
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -307,6 +311,12 @@ def main(argv=None):
     da.add_argument("--alpha", type=float, default=0.05)
     da.add_argument("--wmt", action="store_true", help="score as WMT publishes: system + repeat items, every worker")
     da.add_argument("--format", default="auto", choices=["auto", "csv", "wmt", "appraise"])
+    sdp = asub.add_parser("sd", help="semantic differential (paper 002): cleansing and factor analysis")
+    sdp.add_argument("ratings", help="CSV: participant_id, sentence_id, pair_id, value (-3..3), is_repeat, duration_s")
+    sdp.add_argument("--out", required=True)
+    sdp.add_argument("--factors", type=int, help="number of factors (default: parallel analysis)")
+    sdp.add_argument("--expected-seconds", type=float, default=600)
+    sdp.add_argument("--prune", action="store_true", help="drop items with communality < 0.3 or cross-loadings within 0.2")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
     if args.command in (None, "serve"):

@@ -59,12 +59,14 @@ Preliminary study (:func:`suitability_filter`): a pair is kept when its mean sui
 sd > 1.2 (drop_if="both" reads the paper's sentence literally: dropped only when both hold).
 
 Pure functions; ML from statsmodels, rotation, KMO and Bartlett from factor_analyzer (imported
-on first use: it pulls in scikit-learn), tables from pandas, figures from plotly.
+on first use: it pulls in scikit-learn), BLAS thread limits from threadpoolctl, tables from
+pandas, figures from plotly.
 """
 from __future__ import annotations
 
 import json
 import math
+import numbers
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +91,8 @@ MIN_COMMUNALITY = 0.3        # pruning: communality below this
 MIN_LOADING_GAP = 0.2        # pruning: two largest |loadings| differing by less than this
 PROMAX_POWER = 4
 PA_ITERATIONS = 500
+ML_STARTS = 4                # ML fits from this many starting points; the best is kept
+_ML_OPTIONS = {"gtol": 1e-9, "ftol": 1e-15}
 SEED = 0
 SUITABILITY_MIN_MEAN = 3.2
 SUITABILITY_MAX_SD = 1.2
@@ -252,7 +256,7 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
                               f"participant's earlier rows (duration_s is the participant's total)")
     key = ["participant_id", "sentence_id", "pair_id"]
     firsts = ok & (out["is_repeat"] == 0)
-    dup = firsts & out[key].where(firsts).duplicated(keep="first") & firsts
+    dup = firsts & out[key].where(firsts).duplicated(keep="first")
     problems.flag("is_repeat", dup,
                   lambda pos: f"a second first rating (is_repeat 0) of sentence {out.at[pos, 'sentence_id']!r}, "
                               f"pair {out.at[pos, 'pair_id']!r} by participant {out.at[pos, 'participant_id']!r}; "
@@ -298,6 +302,12 @@ def inconsistency_fence(values) -> float:
     return float(q3 + FENCE_IQR * (q3 - q1))
 
 
+def _check_expected(expected_seconds) -> None:
+    if isinstance(expected_seconds, bool) or not isinstance(expected_seconds, numbers.Real) \
+            or not math.isfinite(expected_seconds) or expected_seconds <= 0:
+        raise ValueError(f"expected_seconds must be a number > 0, not {expected_seconds!r}")
+
+
 def _measure(inconsistency) -> tuple[str, Callable[[np.ndarray, np.ndarray], float]]:
     if callable(inconsistency):
         return getattr(inconsistency, "__name__", "custom"), inconsistency
@@ -313,10 +323,12 @@ def cleanse(df: pd.DataFrame, expected_seconds: float = EXPECTED_SECONDS, incons
     straight_liner and outlier flags, the inconsistency score and kept (none of the three).
     See the module docstring for the rules; ``inconsistency`` is a name from
     INCONSISTENCY_MEASURES or a function (first, repeat) -> float."""
-    if not (isinstance(expected_seconds, (int, float)) and math.isfinite(expected_seconds) and expected_seconds > 0):
-        raise ValueError(f"expected_seconds must be a number > 0, not {expected_seconds!r}")
+    _check_expected(expected_seconds)
     _, fn = _measure(inconsistency)
-    d = normalise(df, source)
+    return _cleanse(normalise(df, source), expected_seconds, fn)
+
+
+def _cleanse(d: pd.DataFrame, expected_seconds: float, fn) -> pd.DataFrame:
     key = ["participant_id", "sentence_id", "pair_id"]
     firsts = d[d["is_repeat"] == 0]
     g = firsts.groupby("participant_id", sort=True)["value"]
@@ -382,7 +394,8 @@ def parallel_analysis(x: np.ndarray, iterations: int = PA_ITERATIONS, seed: int 
     return observed, crit, k
 
 
-def ml_fit_statistics(corr: np.ndarray, loadings: np.ndarray, uniqueness: np.ndarray, n: int) -> tuple[float, int, float]:
+def ml_fit_statistics(corr: np.ndarray, loadings: np.ndarray, uniqueness: np.ndarray,
+                      n: int) -> tuple[float, int, float]:
     """(chi2, dof, p) of an ML factor solution (unrotated or rotated loadings: L L' is the same
     for orthogonal rotations; pass the unrotated ones): Bartlett-corrected
     chi2 = (n - 1 - (2p + 5)/6 - 2k/3) * (tr(S^-1 R) - ln det(S^-1 R) - p), S = L L' + diag(Psi)."""
@@ -403,22 +416,66 @@ def _factor_names(k: int) -> list[str]:
     return [f"factor_{i + 1}" for i in range(k)]
 
 
+def _discrepancy(r: np.ndarray, loadings: np.ndarray, uniqueness: np.ndarray) -> float:
+    """The ML discrepancy F = tr(S^-1 R) - ln det(S^-1 R) - p, S = L L' + diag(Psi)."""
+    m = np.linalg.solve(loadings @ loadings.T + np.diag(uniqueness), r)
+    return float(np.trace(m) - np.linalg.slogdet(m)[1] - len(r))
+
+
+def _principal_start(r: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Deterministic starting values (R factanal's): Psi = (1 - k/2p) / diag(R^-1), loadings
+    from the k largest eigenvalues of Psi^-1/2 R Psi^-1/2."""
+    p = len(r)
+    psi = np.clip((1 - 0.5 * k / p) / np.diag(np.linalg.inv(r)), 0.005, 1)
+    sc = 1 / np.sqrt(psi)
+    e, v = np.linalg.eigh(r * sc[:, None] * sc[None, :])
+    e, v = e[::-1][:k], v[:, ::-1][:, :k]
+    return np.sqrt(psi)[:, None] * v * np.sqrt(np.clip(e - 1, 1e-6, None)), psi
+
+
+def ml_extract(r: np.ndarray, k: int, n: int, seed: int = SEED, starts: int = ML_STARTS,
+               notes: list[str] | None = None):
+    """Maximum-likelihood extraction of k factors from the correlation matrix r (n rows) with
+    statsmodels' Factor(method="ml"), from ``starts`` starting points (factanal's deterministic
+    one, then statsmodels' seeded EM starts with seeds seed, seed + 1, ...): the solution with
+    the lowest discrepancy is kept, since misspecified models can have local optima.
+    Optimiser: L-BFGS-B (statsmodels' BFGS reaches the same optimum but its dense updates are
+    several times slower where BLAS runs multi-threaded on small matrices).
+    Returns (unrotated loadings p x k, uniquenesses, discrepancy)."""
+    from statsmodels.multivariate.factor import Factor
+
+    best, best_warnings, failures = None, [], []
+    for i in range(max(1, starts)):
+        start = _principal_start(r, k) if i == 0 else None  # then EM starts seeded seed, seed + 1, ...
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                res = Factor(corr=r, n_factor=k, method="ml", nobs=n).fit(
+                    start=start, rng=seed + max(i - 1, 0), opt_method="L-BFGS-B", opt=_ML_OPTIONS)
+            except (np.linalg.LinAlgError, ValueError) as e:
+                failures.append(f"start {i + 1}: {e}")
+                continue
+        load = np.asarray(res.loadings_no_rot, dtype=float).reshape(len(r), k)
+        uniq = np.asarray(res.uniqueness, dtype=float)
+        f = _discrepancy(r, load, uniq)
+        if np.isfinite(f) and (best is None or f < best[2] - 1e-10):
+            best, best_warnings = (load, uniq, f), [str(w.message) for w in caught]
+    if best is None:
+        raise EFAError(f"the {k}-factor ML fit failed from every starting point ({'; '.join(failures)})")
+    if notes is not None:
+        for w in best_warnings:
+            msg = f"{k}-factor ML fit of {len(r)} items: {w}"
+            if msg not in notes:
+                notes.append(msg)
+    return best
+
+
 def _fit(x: np.ndarray, k: int, seed: int, notes: list[str]) -> dict:
     """ML extraction and promax rotation of x's items: pattern, phi, communality, uniqueness,
     unrotated loadings, correlation matrix, variance explained; factors ordered and reflected."""
-    from statsmodels.multivariate.factor import Factor
-
     n, p = x.shape
     r = np.corrcoef(x, rowvar=False)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        res = Factor(corr=r, n_factor=k, method="ml", nobs=n).fit(rng=seed)
-    for w in caught:
-        msg = f"{k}-factor ML fit of {p} items: {w.message}"
-        if msg not in notes:
-            notes.append(msg)
-    unrot = np.asarray(res.loadings_no_rot, dtype=float).reshape(p, k)
-    uniq = np.asarray(res.uniqueness, dtype=float)
+    unrot, uniq, _ = ml_extract(r, k, n, seed, notes=notes)
     if k >= 2:
         from factor_analyzer import Rotator
 
@@ -468,7 +525,17 @@ def efa(matrix, n_factors: int | None = None, prune: bool = False, seed: int = S
     DataFrame, or an array whose items are named item_1..): ML extraction, promax rotation,
     K by parallel analysis unless ``n_factors``; optional iterative pruning. Rows with a missing
     value are left out; items without variance are removed first (reported as pruned, reason
-    zero_variance). Raises EFAError when the data cannot support the analysis."""
+    zero_variance). Raises EFAError when the data cannot support the analysis.
+
+    BLAS runs single-threaded meanwhile (threadpoolctl; process-wide while it runs): on these
+    small matrices thread hand-offs cost far more than they save (about 10x on 2 busy cores)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _efa(matrix, n_factors, prune, seed, pa_iterations, pa_percentile, min_communality, min_gap)
+
+
+def _efa(matrix, n_factors, prune, seed, pa_iterations, pa_percentile, min_communality, min_gap) -> EFAResult:
     from factor_analyzer import calculate_bartlett_sphericity, calculate_kmo
 
     if isinstance(matrix, pd.DataFrame):
@@ -479,6 +546,8 @@ def efa(matrix, n_factors: int | None = None, prune: bool = False, seed: int = S
         if arr.ndim != 2:
             raise EFAError("the matrix must be 2-dimensional (rows = observations, columns = items)")
         frame = pd.DataFrame(arr, columns=[f"item_{j + 1}" for j in range(arr.shape[1])])
+    if not isinstance(pa_iterations, (int, np.integer)) or pa_iterations < 1:
+        raise EFAError(f"pa_iterations must be a whole number >= 1, not {pa_iterations!r}")
     all_items = list(frame.columns)
     if len(set(all_items)) != len(all_items):
         raise EFAError("item names must be unique")
@@ -508,7 +577,7 @@ def efa(matrix, n_factors: int | None = None, prune: bool = False, seed: int = S
         k = max(1, k_pa)
         source = "parallel analysis"
         if k > k_max:
-            source += f", capped from {k} to {k_max} (the most {p} items identify)"
+            source += f", capped from {k} to {k_max} (the most that {p} items identify)"
             k = k_max
         elif k_pa == 0:
             source += " (no eigenvalue above the random criterion: 1 factor)"
@@ -539,6 +608,9 @@ def efa(matrix, n_factors: int | None = None, prune: bool = False, seed: int = S
         x = np.delete(x, j, axis=1)
         p -= 1
 
+    heywood = [f"{item} ({u:.4f})" for item, u in zip(items, fit["uniqueness"]) if u < 0.005]
+    if heywood:
+        notes.append("Heywood case: uniqueness near 0 (communality near 1) for " + ", ".join(heywood))
     names = _factor_names(k)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -569,9 +641,10 @@ def analyze(df: pd.DataFrame, expected_seconds: float = EXPECTED_SECONDS, n_fact
             **efa_options) -> SDResult:
     """Cleansing, then the EFA of the kept participants' first ratings. When the EFA cannot run
     (e.g. every participant dropped) the result has efa None and efa_error saying why."""
-    name, _ = _measure(inconsistency)
+    name, fn = _measure(inconsistency)
+    _check_expected(expected_seconds)
     d = normalise(df, source)
-    cl = cleanse(d, expected_seconds, inconsistency, source=source)
+    cl = _cleanse(d, expected_seconds, fn)
     kept = cl.loc[cl["kept"], "participant_id"]
     result = SDResult(cleansing=cl, efa=None, n_participants=len(cl), n_kept=int(cl["kept"].sum()),
                       n_ratings=len(d), n_ratings_kept=int(d["participant_id"].isin(set(kept)).sum()),

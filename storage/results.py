@@ -179,7 +179,7 @@ def sd_rating_rows(database: Database, study_id: str) -> list[dict]:
     """Ratings in the SD analysis's input columns; duration_s = the participant's total active time."""
     return database.query(
         "SELECT a.participant_id, json_extract(a.meta, '$.sentence_id') AS sentence_id, r.pair_id, r.value, "
-        "r.is_repeat, (SELECT SUM(active_seconds) FROM assignments b WHERE b.participant_id = a.participant_id "
+        "r.is_repeat, (SELECT COALESCE(SUM(active_seconds), 0) FROM assignments b WHERE b.participant_id = a.participant_id "
         "AND b.phase = 'sd') AS duration_s FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id "
         "WHERE a.study_id = ? ORDER BY a.participant_id, a.position, r.rowid", [study_id])
 

@@ -26,6 +26,18 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             da_rank = gr.Plot(label="Ranking")
             da_h2h = gr.Plot(label="Head to head")
             da_workers = gr.Dataframe(label="Workers", interactive=False)
+        with gr.Accordion("Semantic differential (paper 002)", open=False):
+            with gr.Row():
+                sd_factors = gr.Number(label="Factors (empty: parallel analysis)", value=None, precision=0,
+                                       minimum=1)
+                sd_prune = gr.Checkbox(label="Prune weak and cross-loading pairs", value=False)
+            sd_run = gr.Button("Analyse the ratings")
+            sd_notice = gr.Markdown()
+            sd_cleansing = gr.Dataframe(label="Data cleansing per participant", interactive=False)
+            sd_loadings = gr.Dataframe(label="Loadings (promax) and communalities", interactive=False)
+            sd_heat = gr.Plot(label="Loadings")
+            sd_scree = gr.Plot(label="Scree plot with parallel analysis")
+            sd_suit = gr.Dataframe(label="Suitability of each pair (preliminary study)", interactive=False)
 
     def run(sess, study_id, request: gr.Request):
         try:
@@ -59,6 +71,32 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         return {da_notice: f"{len(df)} judgments by {df['worker_id'].nunique()} raters.",
                 da_qc: res.qc_summary, da_systems: res.systems, da_workers: res.workers,
                 da_rank: figs.get("ranking"), da_h2h: figs.get("head_to_head")}
+
+    def run_sd(sess, study_id, k, prune, request: gr.Request):
+        try:
+            auth.check(sess, _host(request))
+        except PermissionError as e:
+            return {sd_notice: str(e)}
+        import pandas as pd
+
+        from services import sd_analysis
+        from storage import results, studies
+
+        rows = results.sd_rating_rows(ctx.database, study_id) if study_id else []
+        if not rows:
+            return {sd_notice: "No SD ratings yet (pick the study above and press Show first)."}
+        study = studies.get_study(ctx.database, study_id)
+        res = sd_analysis.analyze(pd.DataFrame(rows), expected_seconds=study["config"]["sd"]["expected_seconds"],
+                                  n_factors=int(k) if k else None, prune=bool(prune))
+        figs = sd_analysis.figures(res)
+        suit = results.sd_suitability_rows(ctx.database, study_id)
+        return {sd_notice: sd_analysis.summary(res), sd_cleansing: res.cleansing,
+                sd_loadings: sd_analysis.loadings_table(res) if res.efa is not None else None,
+                sd_heat: figs.get("loadings"), sd_scree: figs.get("scree"),
+                sd_suit: sd_analysis.suitability_filter(pd.DataFrame(suit)) if suit else None}
+
+    sd_run.click(run_sd, [session, study, sd_factors, sd_prune],
+                 [sd_notice, sd_cleansing, sd_loadings, sd_heat, sd_scree, sd_suit], api_visibility="private")
 
     da_run.click(run_da, [session, study, da_alpha], [da_notice, da_qc, da_systems, da_rank, da_h2h, da_workers],
                  api_visibility="private")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -18,8 +17,6 @@ import pytest
 from scipy import optimize, stats
 
 from services import sd_analysis as S
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # ---------------------------------------------------------------------------------------------
 # generated data
@@ -101,7 +98,8 @@ def study(seed: int = 0, participants: int = 120, sentences: int = 30, per_parti
                 if pid == "P_random":
                     reps[(f"s{s:02d}", names[j])] = float(np.clip(-3 * np.sign(v[j] or 1), -3, 3))
                 else:
-                    reps[(f"s{s:02d}", names[j])] = float(np.clip(v[j] + rng.integers(-1, 2) * (rng.random() < 0.3), -3, 3))
+                    noise = rng.integers(-1, 2) * (rng.random() < 0.3)
+                    reps[(f"s{s:02d}", names[j])] = float(np.clip(v[j] + noise, -3, 3))
             rows += rating_rows(pid, duration, firsts, reps)
     return pd.DataFrame(rows)
 
@@ -253,7 +251,8 @@ def test_efa_recovers_the_four_factor_structure(clean_efa):
     assert (np.abs(off - 0.3) < 0.12).all()  # the generating factor correlation, up to sign alignment
     # variance explained: diag(Phi L'L)/p sums to the mean communality, ordered decreasing
     lam = res.loadings.to_numpy()
-    assert sum(res.variance_explained) == pytest.approx(res.communality.mean(), abs=1e-5)  # to the optimiser's tolerance
+    # (to the optimiser's tolerance: communality is 1 - uniqueness)
+    assert sum(res.variance_explained) == pytest.approx(res.communality.mean(), abs=1e-5)
     assert res.variance_explained == sorted(res.variance_explained, reverse=True)
     assert np.diag(phi @ lam.T @ lam) / 16 == pytest.approx(res.variance_explained)
 
@@ -301,7 +300,8 @@ def test_ml_fit_statistics_formula():
     m = np.linalg.inv(sigma) @ r
     f = np.trace(m) - np.log(np.linalg.det(m)) - 6
     chi2, dof, p = S.ml_fit_statistics(r, lam, psi, 200)
-    assert dof == 9 and chi2 == pytest.approx((200 - 1 - 17 / 6 - 2 / 3) * f) and p == pytest.approx(stats.chi2.sf(chi2, 9))
+    assert dof == 9 and chi2 == pytest.approx((200 - 1 - 17 / 6 - 2 / 3) * f)
+    assert p == pytest.approx(stats.chi2.sf(chi2, 9))
 
 
 def test_pruning_removes_the_weak_and_the_cross_loading_item():
@@ -537,3 +537,18 @@ def test_no_participant_kept_gives_outputs_without_efa(tmp_path):
     s = json.loads((tmp_path / "summary.json").read_text())
     assert s["factors"] is None and s["n_kept"] == 0 and s["efa_error"]
     assert "EFA not run" in S.summary(res)
+
+
+def test_ml_fit_finds_the_best_of_local_optima():
+    """Misspecified models have local optima; the fit keeps the best of several starts and is at
+    least as good as the independent factanal-style optimisation."""
+    from threadpoolctl import threadpool_limits
+
+    data, _ = factor_data(n=900, seed=1, weak=True, cross=True)
+    r = np.corrcoef(data.to_numpy(), rowvar=False)
+    for k in (1, 2, 3, 4, 5):
+        with threadpool_limits(limits=1, user_api="blas"):  # as efa() runs it: much faster on small matrices
+            load, uniq, f = S.ml_extract(r, k, len(data))
+        m = np.linalg.solve(load @ load.T + np.diag(uniq), r)
+        assert f == pytest.approx(np.trace(m) - np.linalg.slogdet(m)[1] - len(r))
+        assert f <= factanal_min(r, k) + 1e-7

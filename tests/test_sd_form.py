@@ -116,3 +116,38 @@ def test_ratings_frame_for_the_analysis(database, tmp_path):
     assert len(rows) == 3 * 21
     assert set(rows[0]) == {"participant_id", "sentence_id", "pair_id", "value", "is_repeat", "duration_s"}
     assert all(r["sentence_id"] for r in rows)
+
+
+def test_app_ratings_go_through_the_analysis_and_the_command(database, tmp_path):
+    import subprocess
+    import sys
+
+    import numpy as np
+    import pandas as pd
+
+    from services import sd_analysis
+
+    db = sd_study(database, tmp_path, repeats_per_sentence=2)
+    rng = np.random.default_rng(3)
+    for p in add_participants(db, "demo", "sd", 4):
+        while (v := get_view(db, p.token, "sd")).status == "item":
+            answer_page(db, p.token, v, lambda x: int(rng.integers(1, 8)))
+    frame = pd.DataFrame(results.sd_rating_rows(db, "demo"))
+    res = sd_analysis.analyze(frame, expected_seconds=600)
+    assert res.n_participants == 4 and len(res.cleansing) == 4
+    assert set(res.cleansing.columns) >= {"participant_id", "too_fast", "straight_liner", "inconsistency",
+                                          "outlier", "kept"}
+    # the app's active time is a few milliseconds here: everyone is "too fast", as they should be
+    assert res.cleansing["too_fast"].all() and res.n_kept == 0
+    csv = tmp_path / "ratings.csv"
+    frame.to_csv(csv, index=False)
+    root = __import__("pathlib").Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "app.py", "analyze", "sd", str(csv), "--out", str(tmp_path / "out"),
+                          "--expected-seconds", "0.001"], cwd=root, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "out" / "cleansing.csv").exists() and (tmp_path / "out" / "summary.json").exists()
+    bad = tmp_path / "bad.csv"
+    frame.assign(value=9).to_csv(bad, index=False)
+    out = subprocess.run([sys.executable, "app.py", "analyze", "sd", str(bad), "--out", str(tmp_path / "o2")],
+                         cwd=root, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and "value" in out.stderr

@@ -128,7 +128,8 @@ def main() -> None:
     for k, v in result["analyze_median_s"].items():
         print(f"analyze({k}) on {len(df)} ratings of {result['participants']} participants: median {v:.3f} s "
               f"over {args.repeats} runs (target < {TARGET_S} s)")
-    print(f"read_ratings: {result['read_ratings_median_s']:.3f} s; write_outputs: {result['write_outputs_median_s']:.3f} s; "
+    print(f"read_ratings: {result['read_ratings_median_s']:.3f} s; "
+          f"write_outputs: {result['write_outputs_median_s']:.3f} s; "
           f"first call incl. imports: {first_call:.3f} s")
     print(f"kept {first.n_kept}, {first.efa.n_factors} factors ({first.efa.n_factors_source}); "
           f"pruned {result['result']['pruned']}")
