@@ -188,3 +188,28 @@ def sd_suitability_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT a.participant_id, s.pair_id, s.suitability FROM sd_suitability s "
         "JOIN assignments a ON a.id = s.assignment_id WHERE a.study_id = ? ORDER BY a.participant_id", [study_id])
+
+
+def usability_rows(database: Database, study_id: str) -> list[dict]:
+    """One row per validated answer set whose exchange has both surveys by the same person,
+    in the usability analysis's input columns. The respondent (the sender, or a third-person
+    rater) is `sender_id`; excluded respondents are left out."""
+    return database.query(
+        """SELECT e.id AS exchange_id, si_a.participant_id AS sender_id, r.participant_id AS receiver_id,
+                  va.participant_id AS validator_id, p.grp AS "group", p.gender, e.system_id AS system,
+                  st.domain AS topic, st.source AS source,
+                  si.satisfaction, si.trust, si.reliance,
+                  sb.satisfaction AS satisfaction_b, sb.trust AS trust_b, sb.reliance AS reliance_b,
+                  v.translation_score, v.qa_score, si.perspective
+           FROM validations v
+           JOIN assignments va ON va.id = v.assignment_id
+           JOIN assignments r ON r.id = v.receive_assignment_id
+           JOIN exchanges e ON e.id = v.exchange_id
+           JOIN starters st ON st.study_id = e.study_id AND st.id = e.starter_id
+           JOIN surveys si ON si.exchange_id = e.id AND si.stage = 'informed'
+           JOIN assignments si_a ON si_a.id = si.assignment_id
+           JOIN surveys sb ON sb.exchange_id = e.id AND sb.stage = 'baseline'
+           JOIN assignments sb_a ON sb_a.id = sb.assignment_id AND sb_a.participant_id = si_a.participant_id
+           JOIN participants p ON p.id = si_a.participant_id
+           WHERE e.study_id = ? AND p.excluded_at IS NULL
+           ORDER BY e.id, v.id""", [study_id])
