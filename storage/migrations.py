@@ -286,6 +286,22 @@ def m004_sd_suitability(db) -> None:
         """)
 
 
+@migrations()
+def m005_metric_cache(db) -> None:
+    # metric scores memoised by input hash (storage/metric_cache.py, services/metrics.py)
+    _run_script(db, """
+        CREATE TABLE metric_scores (
+            metric TEXT NOT NULL,
+            version TEXT NOT NULL,
+            model TEXT NOT NULL,
+            input_hash TEXT NOT NULL,         -- sha256 of the inputs the metric reads
+            score REAL,                       -- NULL: the metric cannot score this input
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (metric, version, model, input_hash)
+        )
+        """)
+
+
 def _run_script(db, script: str) -> None:
     # executescript() would COMMIT the migration's transaction first; run statement by statement.
     for statement in script.split(";"):

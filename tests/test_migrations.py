@@ -14,7 +14,7 @@ EXPECTED_TABLES = {
     "studies", "systems", "starters", "questions", "participants", "exchanges", "assignments",
     "recordings", "translations", "answers", "validations", "validation_marks", "surveys",
     "da_segments", "da_judgments", "sd_sentences", "sd_pairs", "sd_ratings", "jobs", "events",
-    "da_hits", "da_hit_items", "da_feedback",
+    "da_hits", "da_hit_items", "da_feedback", "sd_suitability", "sd_suggestions", "metric_scores",
 }
 
 

