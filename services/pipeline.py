@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from services import recording_qc, systems, workflow
+from services import exchange_metrics, recording_qc, systems, workflow
 from services.model_cache import CACHE
 from storage import queue, results, studies
 
@@ -39,6 +39,7 @@ def process_recording(database, recording_id: int, cache=CACHE) -> dict:
                                        json.dumps({"models": result.models, "seconds": result.seconds,
                                                    "audio_s": rec["duration_s"]}))
             database.log("worker", "translate", "exchanges", ex["id"], {"system": ex["system_id"]})
+            exchange_metrics.enqueue(db, ex["id"])
     if not done["qc"]:
         transcript = result.transcript if result is not None else results.translation(database, ex["id"])["transcript"]
         if transcript is None:
@@ -57,4 +58,5 @@ def handlers(database, cache=CACHE, media_dir=None) -> dict:
 
     return {"process_recording": lambda payload: process_recording(database, payload["recording_id"], cache),
             "render_da_audio": lambda payload: da_campaign.render_hit_audio(
-                database, payload["study_id"], payload["hit_id"], media_dir)}
+                database, payload["study_id"], payload["hit_id"], media_dir),
+            "score_exchange": lambda payload: exchange_metrics.score_exchange(database, payload["exchange_id"], cache)}

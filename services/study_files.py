@@ -67,7 +67,7 @@ DEFAULTS = {
     "study": {"id": None, "name": None, "protocols": None, "seed": 0, "completion_code": "",
               "redirect_url": "", "groups": [], "genders": [], "self_enrol": [],
               "description": ""},
-    "usability": {"starters": None, "questions": None, "exchanges": "", "items_per_sender": 10,
+    "usability": {"starters": None, "questions": None, "exchanges": "", "items_per_sender": 10, "metrics": [],
                   "items_per_receiver": 30, "items_per_validator": 30, "redundancy": 1,
                   "max_recording_seconds": 30, "starter_words": [40, 60]},
     "da": {"segments": None, "modality": "text", "hit_size": 100, "controls": 20, "min_gap": 30,
@@ -262,6 +262,14 @@ def _check_config(raw: dict, err: _Collector) -> dict:
             v = us.get(k)
             if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 err.add(f, None, f"usability.{k}", f"must be an integer >= {lo}")
+        ms = us.get("metrics")
+        if not isinstance(ms, list) or not all(isinstance(m, str) for m in ms):
+            err.add(f, None, "usability.metrics", "must be a list of metric names")
+        else:
+            from services import metrics as registry
+            for m in ms:
+                if m.strip().lower() not in registry.names():
+                    err.add(f, None, "usability.metrics", f"unknown metric '{m}' (known: {', '.join(registry.names())})")
         sw = us.get("starter_words")
         if not (isinstance(sw, list) and len(sw) == 2 and all(isinstance(x, int) for x in sw)
                 and 0 < sw[0] <= sw[1]):

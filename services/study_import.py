@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from services import workflow
+from services import exchange_metrics, workflow
 from services.study_files import StudyError, StudyValidationError, load_study
 from storage import queue, results, studies
 
@@ -53,6 +53,7 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
                                         import_key=f"{bundle.id}:{ex['starter_id']}:{ex['system']}")
             results.insert_translation(db, eid, ex["system"], ex["translation"],
                                        meta='{"origin": "imported"}')
+            exchange_metrics.enqueue(db, eid)
         database.log(actor, "import" if not existing else "reimport", "study", bundle.id,
                      {"hash": bundle.content_hash, **counts})
         workflow.refresh(database, bundle.id)

@@ -11,4 +11,12 @@ COLUMNS = ["exchange_id", "sender_id", "receiver_id", "validator_id", "group", "
 
 
 def exchanges_frame(database, study_id: str) -> pd.DataFrame:
-    return pd.DataFrame(results.usability_rows(database, study_id), columns=COLUMNS)
+    """One row per validated answer set, plus a metric_<name> column per automatic metric."""
+    df = pd.DataFrame(results.usability_rows(database, study_id), columns=COLUMNS)
+    m = pd.DataFrame(results.exchange_metric_rows(database, study_id),
+                     columns=["exchange_id", "metric", "version", "model", "score"])
+    if df.empty or m.empty:
+        return df
+    wide = m.pivot_table(index="exchange_id", columns="metric", values="score", aggfunc="first")
+    wide.columns = [f"metric_{c.replace('-', '_')}" for c in wide.columns]
+    return df.merge(wide.reset_index(), on="exchange_id", how="left")

@@ -302,6 +302,21 @@ def m005_metric_cache(db) -> None:
         """)
 
 
+@migrations()
+def m006_exchange_metrics(db) -> None:
+    _run_script(db, """
+        CREATE TABLE exchange_metrics (
+            exchange_id INTEGER NOT NULL REFERENCES exchanges(id),
+            metric TEXT NOT NULL,
+            version TEXT NOT NULL,
+            model TEXT NOT NULL,
+            score REAL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (exchange_id, metric)
+        )
+        """)
+
+
 def _run_script(db, script: str) -> None:
     # executescript() would COMMIT the migration's transaction first; run statement by statement.
     for statement in script.split(";"):

@@ -213,3 +213,23 @@ def usability_rows(database: Database, study_id: str) -> list[dict]:
            JOIN participants p ON p.id = si_a.participant_id
            WHERE e.study_id = ? AND p.excluded_at IS NULL
            ORDER BY e.id, v.id""", [study_id])
+
+
+def put_exchange_metric(db, exchange_id: int, metric: str, version: str, model: str, score) -> None:
+    db.execute("INSERT OR REPLACE INTO exchange_metrics (exchange_id, metric, version, model, score, created_at) "
+               "VALUES (?,?,?,?,?,?)", [exchange_id, metric, version, model, score, now()])
+
+
+def exchange_metric_rows(database: Database, study_id: str) -> list[dict]:
+    return database.query(
+        "SELECT m.exchange_id, m.metric, m.version, m.model, m.score FROM exchange_metrics m "
+        "JOIN exchanges e ON e.id = m.exchange_id WHERE e.study_id = ?", [study_id])
+
+
+def reference_translation(database: Database, study_id: str, starter_id: str, system_id: str) -> str | None:
+    """A human reference of the starter: the translation of an imported exchange of a `human` system."""
+    row = database.one(
+        "SELECT t.text FROM exchanges e JOIN translations t ON t.exchange_id = e.id JOIN systems s "
+        "ON s.study_id = e.study_id AND s.id = e.system_id WHERE e.study_id = ? AND e.starter_id = ? "
+        "AND s.kind = 'human' AND e.system_id != ? ORDER BY e.id LIMIT 1", [study_id, starter_id, system_id])
+    return row["text"] if row else None

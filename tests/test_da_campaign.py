@@ -76,7 +76,8 @@ def test_audio_items_wait_for_rendering_and_need_listening(campaign, monkeypatch
     v = get_view(db, audio_rater.token, "da", media_dir=media)
     assert v.status == "waiting" and "audio" in v.message
     assert db.scalar("SELECT COUNT(*) FROM jobs WHERE kind = 'render_da_audio'") == 1
-    done = Worker(db, pipeline.handlers(db, media_dir=media)).run_until_idle()
+    render = pipeline.handlers(db, media_dir=media)["render_da_audio"]
+    done = Worker(db, {"render_da_audio": render}).run_until_idle()
     assert [j["status"] for j in done] == ["done"]
     v = get_view(db, audio_rater.token, "da", media_dir=media)
     assert v.status == "item" and v.content["audio"].endswith(".wav") and v.content["audio_seconds"] > 1

@@ -15,6 +15,7 @@ EXPECTED_TABLES = {
     "recordings", "translations", "answers", "validations", "validation_marks", "surveys",
     "da_segments", "da_judgments", "sd_sentences", "sd_pairs", "sd_ratings", "jobs", "events",
     "da_hits", "da_hit_items", "da_feedback", "sd_suitability", "sd_suggestions", "metric_scores",
+    "exchange_metrics",
 }
 
 

@@ -1,0 +1,1009 @@
+"""Usability analysis of the situated speech-translation study (paper 000 sections 3-4 and
+appendix C, PROTOCOLS.md section 1 "Analysis").
+
+Input: one row per exchange (REQUIRED columns; optional ``perspective`` first|third and any
+``metric_<name>`` columns, empty cells allowed there). Satisfaction, trust and reliance are
+the informed survey's 5-point Likert answers (whole numbers 1..5), the ``_b`` columns the
+baseline survey's; translation_score is the validator's DA+SQM score (0-100), qa_score the
+share of correctly answered questions (0-1).
+
+Definitions (:func:`analyze`):
+
+* u = mean(satisfaction, trust, reliance); u_b the same of the baseline items.
+* groups: one row per level of ``all``, group, group x gender, gender, system, topic, source
+  (and perspective when given): n, mean S/T/R, mu_u, sigma_u (ddof 1), mu_ub, delta_u =
+  mu_u - mu_ub, usable_share = share of exchanges with u >= 4; then the baseline's S/T/R,
+  sigma_ub and usable share.
+* correlations: Spearman rho (scipy.stats.spearmanr) of u with translation_score, qa_score and
+  every metric (rows where the signal is present); the heat map shows the pairwise Spearman
+  matrix (pandas) of u, u_b and the signals.
+* LMM (statsmodels MixedLM, REML): u ~ system + topic + source + u_b + group * gender with
+  crossed random intercepts for sender, validator and receiver: one all-covering group and a
+  variance component per id (statsmodels' documented way to get crossed effects). Treatment
+  coding; reference levels are the paper's (Hindi, Man, DeSTA2, Everyday, BConTrasT; matched
+  case-insensitively) where present, otherwise the alphabetically first level (``reference=``
+  overrides). A factor with one level is left out; design columns that are empty or collinear
+  (e.g. a group x gender cell without senders) are dropped; both are reported. 95% Wald CIs.
+* marginal means of u per group x gender cell from the LMM: the fixed-effects prediction
+  averaged with equal weights over the levels of system, topic and source, at the mean u_b
+  (emmeans' default), with Wald SE and CI (MixedLMResults.t_test).
+* metric effects: for every signal x rescaled to [0,1] by its observed min and max (reversed
+  for lower-is-better metrics: names containing an entry of ``lower_is_better``, by default
+  "metricx", so 1 is always the best observed quality), effect_lmm = its coefficient when
+  added to the LMM (one fit per signal, on the rows where it is present, started from the
+  main fit's variance components); effect_low/mid/high = the slope of OLS u ~ x within the
+  translation-score tertiles (pandas qcut; rank-based when tied scores make the cut points
+  coincide).
+* thresholds: isotonic regression (scipy.optimize.isotonic_regression) of u on the raw
+  signal (increasing; decreasing for lower-is-better), weighted by the count of each distinct
+  value; the curve joins each block's weighted-mean signal value and fitted u; value_at_u4 is
+  where the curve first reaches u = 4 (linear interpolation between the two points around
+  it); empty when the curve never crosses 4 (or starts at or above it), with a note.
+* factor analysis of S/T/R (informed) within senders (sender-mean-centred) and between them
+  (sender means): Bartlett's sphericity and KMO (factor_analyzer), Horn's parallel analysis
+  (500 iterations, 95th percentile) and a one-factor ML solution (services.sd_analysis), whose
+  variance explained is the sum of squared loadings / 3 (also the first eigenvalue's share).
+
+Speed. statsmodels computes MixedLM's likelihood through a Woodbury solve that, for dense
+variance-component designs, multiplies the full n x q design at every step (about 4-15 s per
+fit at the paper's size on 2 cores); its sparse path solves column by column in Python (even
+slower). While this module fits, the two module-level kernels (_smw_solver, _smw_logdet) are
+swapped for versions that do the same algebra with the sparse design and a dense Cholesky
+factor of the q x q matrix; they defer to statsmodels' own for dense designs, and the tests
+check that the fit equals the unpatched one. BLAS runs single-threaded meanwhile.
+
+Pure functions; statistics from statsmodels, scipy, factor_analyzer and pandas; figures
+from plotly.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import math
+import re
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from services import sd_analysis as SD
+
+ID_COLUMNS = ["exchange_id", "sender_id", "receiver_id", "validator_id"]
+FACTOR_COLUMNS = ["group", "gender", "system", "topic", "source"]
+ITEMS = ["satisfaction", "trust", "reliance"]
+BASELINE_ITEMS = ["satisfaction_b", "trust_b", "reliance_b"]
+REQUIRED = ID_COLUMNS + FACTOR_COLUMNS + ITEMS + BASELINE_ITEMS + ["translation_score", "qa_score"]
+OPTIONAL = ["perspective"]
+METRIC_PREFIX = "metric_"
+PERSPECTIVES = ("first", "third")
+SENDER_ATTRIBUTES = ("group", "gender")      # fixed per sender (between-subjects cells)
+
+DEFAULT_REFERENCE = {"group": "Hindi", "gender": "Man", "system": "DeSTA2", "topic": "Everyday",
+                     "source": "BConTrasT"}
+LOWER_IS_BETTER = ("metricx",)
+USABLE = 4.0
+PA_ITERATIONS = 500
+PA_PERCENTILE = 95.0
+SEED = 0
+RANDOM_EFFECTS = (("sender", "sender_id"), ("validator", "validator_id"), ("receiver", "receiver_id"))
+FORMULA = "u ~ system + topic + source + u_b + group * gender"
+TERTILES = ("low", "mid", "high")
+
+GROUP_COLUMNS = ["by", "level", "n", "S", "T", "R", "mu_u", "sigma_u", "mu_ub", "delta_u", "usable_share",
+                 "S_b", "T_b", "R_b", "sigma_ub", "usable_share_b"]
+CORRELATION_COLUMNS = ["signal", "spearman_rho", "p_value", "n"]
+LMM_COLUMNS = ["term", "estimate", "std_error", "p_value", "ci_low", "ci_high"]
+EFFECT_COLUMNS = ["signal", "effect_lmm", "effect_low", "effect_mid", "effect_high", "p_lmm", "p_low", "p_mid",
+                  "p_high", "n_lmm", "n_low", "n_mid", "n_high", "orientation", "min", "max"]
+THRESHOLD_COLUMNS = ["signal", "value_at_u4", "orientation", "n", "note"]
+MARGINAL_COLUMNS = ["group", "gender", "mean", "std_error", "ci_low", "ci_high", "n"]
+_EPS = 1e-9
+
+
+class UsabilityInputError(ValueError):
+    """Bad exchanges input; the message names the file, the row (CSV header = row 1) and the column."""
+
+    def __init__(self, path, row: int | None, column: str | None, problem: str):
+        self.path, self.row, self.column, self.problem = str(path), row, column, problem
+        where = [str(path)]
+        if row is not None:
+            where.append(f"row {row}")
+        if column is not None:
+            where.append(f"column '{column}'")
+        super().__init__(", ".join(where) + ": " + problem)
+
+
+class UsabilityAnalysisError(ValueError):
+    """The data cannot support a model (e.g. too few rows for the LMM)."""
+
+
+@dataclass
+class LMMFit:
+    table: pd.DataFrame                 # LMM_COLUMNS, fixed effects
+    terms: list[str]                    # design columns (readable names), in order
+    formula: str
+    n: int
+    variance_components: dict           # name -> {"variance", "levels"}
+    residual_variance: float
+    converged: bool
+    llf: float
+    reference: dict
+    dropped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    factors: dict = field(default_factory=dict)   # factor -> levels (reference first) in the model
+    u_b_mean: float = math.nan
+    result: object = None                          # statsmodels MixedLMResults
+    seconds: float = 0.0
+
+
+@dataclass
+class UsabilityResult:
+    data: pd.DataFrame                  # normalised input with u and u_b
+    signals: list[str]
+    groups: pd.DataFrame
+    correlations: pd.DataFrame
+    correlation_matrix: pd.DataFrame
+    lmm: LMMFit | None
+    marginal_means: pd.DataFrame
+    metric_effects: pd.DataFrame
+    thresholds: pd.DataFrame
+    threshold_curves: dict              # signal -> DataFrame(x, u) of the monotone curve
+    factor: dict
+    notes: list[str] = field(default_factory=list)
+    lmm_error: str | None = None
+    timings: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------------
+# input
+
+class _Problems:
+    def __init__(self, columns):
+        self.order = {c: i for i, c in enumerate(columns)}
+        self.found: list[tuple[int, int, str, str]] = []
+
+    def flag(self, col, mask, describe) -> None:
+        mask = np.asarray(mask, dtype=bool)
+        if mask.any():
+            pos = int(np.flatnonzero(mask)[0])
+            self.found.append((pos, self.order.get(col, 999), col, describe(pos)))
+
+    def raise_first(self, source: str) -> None:
+        if self.found:
+            pos, _, col, problem = min(self.found)
+            raise UsabilityInputError(source, pos + 2, col, problem)
+
+
+def metric_columns(df: pd.DataFrame) -> list[str]:
+    return [c for c in df.columns if str(c).startswith(METRIC_PREFIX) and len(str(c)) > len(METRIC_PREFIX)]
+
+
+def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
+    """Check an exchanges table and return it typed (ids and factors as stripped str, items,
+    scores and metrics float, perspective lower-case or '') with u and u_b added. Raises
+    UsabilityInputError naming source, row (the first data row is row 2, as in a CSV with a
+    header) and column: a missing column, an empty id or factor, a repeated exchange_id, a
+    Likert answer that is not a whole number in 1..5, translation_score outside 0-100,
+    qa_score outside 0-1, a metric that is not a number, a perspective other than first/third,
+    or a sender whose group or gender differs between rows."""
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise UsabilityInputError(source, 1, missing[0],
+                                  f"missing column (required: {', '.join(REQUIRED)}; missing: {', '.join(missing)})")
+    df = df.reset_index(drop=True)
+    out = pd.DataFrame(index=df.index)
+    problems = _Problems(df.columns)
+    for col in ID_COLUMNS + FACTOR_COLUMNS:
+        out[col] = SD._cells(df[col])
+        problems.flag(col, out[col] == "", lambda pos: "empty value")
+    dup = (out["exchange_id"] != "") & out["exchange_id"].duplicated(keep="first")
+    problems.flag("exchange_id", dup, lambda pos: f"exchange_id {out.at[pos, 'exchange_id']!r} repeats an earlier row")
+
+    def number(col, lo, hi, whole=False, allow_empty=False):
+        raw = df[col]
+        cells = SD._cells(raw) if not pd.api.types.is_numeric_dtype(raw) else None
+        v = SD._numbers(raw)
+        empty = (cells == "") if cells is not None else raw.isna()
+        bad_num = ~np.isfinite(v) & ~(empty & allow_empty)
+        problems.flag(col, bad_num, lambda pos: (f"{col} is empty" if bool(np.asarray(empty)[pos])
+                                                 else f"{col} {str(raw.iloc[pos])!r} is not a number"))
+        if lo is not None:
+            fin = np.isfinite(v)
+            out_range = fin & ((v < lo) | (v > hi) | ((v != np.round(v)) if whole else False))
+            what = f"a whole number in {lo:g}..{hi:g}" if whole else f"in {lo:g}-{hi:g}"
+            problems.flag(col, out_range, lambda pos: f"{col} {v.iloc[pos]:g} is not {what}")
+        out[col] = v
+
+    for col in ITEMS + BASELINE_ITEMS:
+        number(col, 1, 5, whole=True)
+    number("translation_score", 0, 100)
+    number("qa_score", 0, 1)
+    metrics = metric_columns(df)
+    for col in metrics:
+        number(col, None, None, allow_empty=True)
+    if "perspective" in df.columns:
+        p = SD._cells(df["perspective"]).str.lower()
+        problems.flag("perspective", ~p.isin(PERSPECTIVES + ("",)),
+                      lambda pos: f"perspective {str(df['perspective'].iloc[pos])!r} is not first or third")
+        out["perspective"] = p
+    for col in SENDER_ATTRIBUTES:
+        ok = (out["sender_id"] != "") & (out[col] != "")
+        first = out[col].where(ok).groupby(out["sender_id"]).transform("first")
+        differs = ok & (out[col] != first)
+        problems.flag(col, differs, lambda pos, col=col: f"{col} {out.at[pos, col]!r} differs from "
+                                                         f"{first.iloc[pos]!r} on sender {out.at[pos, 'sender_id']!r}'s "
+                                                         f"earlier rows (a sender belongs to one {col})")
+    problems.raise_first(source)
+    out["u"] = out[ITEMS].mean(axis=1)
+    out["u_b"] = out[BASELINE_ITEMS].mean(axis=1)
+    return out
+
+
+def read_exchanges(path) -> pd.DataFrame:
+    """Read an exchanges CSV and normalise it (REQUIRED columns; unknown columns are ignored)."""
+    path = Path(path)
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except FileNotFoundError:
+        raise UsabilityInputError(path, None, None, "file not found") from None
+    except pd.errors.EmptyDataError:
+        raise UsabilityInputError(path, 1, None, "empty file (expected a header row)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as e:
+        raise UsabilityInputError(path, None, None, f"not a readable CSV ({e})") from None
+    df.columns = [str(c).strip().lstrip("\ufeff") for c in df.columns]
+    out = normalise(df, str(path))
+    if out.empty:
+        raise UsabilityInputError(path, 2, None, "no exchanges (only a header row)")
+    return out
+
+
+def _prepared(df: pd.DataFrame, source: str) -> pd.DataFrame:
+    if "u" in df.columns and "u_b" in df.columns and df.attrs.get("usability_normalised"):
+        return df
+    out = normalise(df, source)
+    out.attrs["usability_normalised"] = True
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# descriptive tables
+
+def group_table(d: pd.DataFrame) -> pd.DataFrame:
+    """groups.csv (GROUP_COLUMNS): 'all', then per group, group x gender, gender, system, topic,
+    source and perspective (when present); levels sorted; several keys joined with ' x '."""
+    dims = [("all", []), ("group", ["group"]), ("group x gender", ["group", "gender"]), ("gender", ["gender"]),
+            ("system", ["system"]), ("topic", ["topic"]), ("source", ["source"])]
+    if "perspective" in d.columns and (d["perspective"] != "").any():
+        dims.append(("perspective", ["perspective"]))
+    frames = []
+    x = d.assign(_usable=(d["u"] >= USABLE - _EPS).astype(float), _usable_b=(d["u_b"] >= USABLE - _EPS).astype(float),
+                 _all="all")
+    for by, keys in dims:
+        g = x.groupby(keys or ["_all"], sort=True)
+        t = pd.DataFrame({
+            "n": g.size(), "S": g["satisfaction"].mean(), "T": g["trust"].mean(), "R": g["reliance"].mean(),
+            "mu_u": g["u"].mean(), "sigma_u": g["u"].std(ddof=1), "mu_ub": g["u_b"].mean(),
+            "usable_share": g["_usable"].mean(), "S_b": g["satisfaction_b"].mean(), "T_b": g["trust_b"].mean(),
+            "R_b": g["reliance_b"].mean(), "sigma_ub": g["u_b"].std(ddof=1), "usable_share_b": g["_usable_b"].mean()})
+        t["delta_u"] = t["mu_u"] - t["mu_ub"]
+        idx = t.index
+        t["level"] = [" x ".join(map(str, k)) if isinstance(k, tuple) else str(k) for k in idx]
+        t["by"] = by
+        frames.append(t.reset_index(drop=True))
+    out = pd.concat(frames, ignore_index=True)[GROUP_COLUMNS]
+    out["n"] = out["n"].astype(int)
+    return out
+
+
+def signal_columns(d: pd.DataFrame) -> list[str]:
+    return ["translation_score", "qa_score"] + metric_columns(d)
+
+
+def correlations(d: pd.DataFrame, signals: list[str] | None = None) -> pd.DataFrame:
+    """correlations.csv: Spearman rho of u with each signal (scipy.stats.spearmanr on the rows
+    where the signal is present)."""
+    rows = []
+    for s in signals if signals is not None else signal_columns(d):
+        ok = d[s].notna()
+        n = int(ok.sum())
+        if n >= 3 and d.loc[ok, s].nunique() > 1 and d.loc[ok, "u"].nunique() > 1:
+            r = stats.spearmanr(d.loc[ok, "u"], d.loc[ok, s])
+            rows.append([s, float(r.statistic), float(r.pvalue), n])
+        else:
+            rows.append([s, math.nan, math.nan, n])
+    return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)
+
+
+def correlation_matrix(d: pd.DataFrame, signals: list[str] | None = None) -> pd.DataFrame:
+    cols = ["u", "u_b"] + (signals if signals is not None else signal_columns(d))
+    return d[cols].corr(method="spearman")
+
+
+# ---------------------------------------------------------------------------------------------
+# linear mixed model
+
+_PATCH_LOCK = threading.RLock()
+
+
+def _sparse_smw_solver(original):
+    from scipy import linalg, sparse
+
+    def solver_factory(s, A, AtA, Qi, di):
+        if not sparse.issparse(A):
+            return original(s, A, AtA, Qi, di)
+        q = AtA.toarray() if sparse.issparse(AtA) else np.array(AtA, dtype=float)
+        q = q / s
+        m = Qi.shape[0]
+        q[0:m, 0:m] += Qi
+        dim = q.shape[0]
+        q.flat[m * (dim + 1)::dim + 1] += di
+        chol = linalg.cho_factor(q, lower=True, check_finite=False)
+        at = A.T.tocsr()
+
+        def solver(rhs):
+            ql = at @ rhs
+            if sparse.issparse(ql):
+                ql = ql.toarray()
+            ql = A @ linalg.cho_solve(chol, ql, check_finite=False)
+            if sparse.issparse(rhs):
+                rhs = rhs.toarray()
+            return rhs / s - ql / s ** 2
+
+        return solver
+
+    return solver_factory
+
+
+def _sparse_smw_logdet(original):
+    from scipy import sparse
+
+    def logdet(s, A, AtA, Qi, di, B_logdet):
+        if not sparse.issparse(AtA):
+            return original(s, A, AtA, Qi, di, B_logdet)
+        # statsmodels' dense branch uses A only for its row count
+        return original(s, np.empty((A.shape[0], 0)), AtA.toarray(), Qi, di, B_logdet)
+
+    return logdet
+
+
+@contextlib.contextmanager
+def fast_mixedlm():
+    """While active, statsmodels' MixedLM Woodbury kernels work on sparse variance-component
+    designs with a dense Cholesky factor (same algebra; dense designs use statsmodels' own),
+    and BLAS runs single-threaded."""
+    import statsmodels.regression.mixed_linear_model as mlm
+    from threadpoolctl import threadpool_limits
+
+    with _PATCH_LOCK, threadpool_limits(limits=1, user_api="blas"):
+        solver, logdet = mlm._smw_solver, mlm._smw_logdet
+        mlm._smw_solver, mlm._smw_logdet = _sparse_smw_solver(solver), _sparse_smw_logdet(logdet)
+        try:
+            yield
+        finally:
+            mlm._smw_solver, mlm._smw_logdet = solver, logdet
+
+
+def _levels(d: pd.DataFrame, col: str, reference: dict) -> list[str]:
+    levels = sorted(d[col].unique().tolist())
+    want = reference.get(col)
+    ref = None
+    if want is not None:
+        for lv in levels:
+            if lv == want or lv.casefold() == str(want).casefold():
+                ref = lv
+                break
+    if ref is not None:
+        levels.remove(ref)
+        levels.insert(0, ref)
+    return levels
+
+
+def _design(rows: pd.DataFrame, factors: dict, u_b: bool = True) -> pd.DataFrame:
+    """Treatment-coded fixed-effects design: Intercept, system/topic/source dummies, u_b, group
+    and gender dummies, group x gender products. ``factors``: factor -> levels (reference first)."""
+    cols = {"Intercept": np.ones(len(rows))}
+    for f in ("system", "topic", "source"):
+        for lv in factors.get(f, [])[1:]:
+            cols[f"{f}: {lv}"] = (rows[f].to_numpy() == lv).astype(float)
+    if u_b:
+        cols["u_b"] = rows["u_b"].to_numpy(dtype=float)
+    for f in ("group", "gender"):
+        for lv in factors.get(f, [])[1:]:
+            cols[f"{f}: {lv}"] = (rows[f].to_numpy() == lv).astype(float)
+    for g in factors.get("group", [])[1:]:
+        for s in factors.get("gender", [])[1:]:
+            cols[f"group: {g} x gender: {s}"] = cols[f"group: {g}"] * cols[f"gender: {s}"]
+    return pd.DataFrame(cols, index=rows.index)
+
+
+def _full_rank_columns(x: np.ndarray, names: list[str]) -> tuple[list[int], list[str]]:
+    keep, dropped = [], []
+    for j, name in enumerate(names):
+        trial = keep + [j]
+        if np.linalg.matrix_rank(x[:, trial]) == len(trial):
+            keep.append(j)
+        else:
+            dropped.append(name)
+    return keep, dropped
+
+
+def _vc_spec(d: pd.DataFrame, notes: list[str] | None = None):
+    from scipy import sparse
+    from statsmodels.regression.mixed_linear_model import VCSpec
+
+    names, colnames, mats = [], [], []
+    for name, col in RANDOM_EFFECTS:
+        codes, uniques = pd.factorize(d[col], sort=True)
+        if len(uniques) < 2:
+            if notes is not None:
+                notes.append(f"random intercept for {name} left out: a single {col}")
+            continue
+        mat = sparse.csr_array((np.ones(len(d)), (np.arange(len(d)), codes)), shape=(len(d), len(uniques)))
+        names.append(name)
+        colnames.append([[f"{name}[{u}]" for u in uniques]])
+        mats.append([mat])
+    return VCSpec(names, colnames, mats), names
+
+
+def _fit_mixedlm(d: pd.DataFrame, exog: pd.DataFrame, start=None):
+    from statsmodels.regression.mixed_linear_model import MixedLM
+
+    vc, names = _vc_spec(d)
+    caught_notes: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = MixedLM(d["u"].to_numpy(dtype=float), exog, groups=np.zeros(len(d), dtype=int),
+                        exog_re=np.zeros((len(d), 0)), exog_vc=vc)
+        with fast_mixedlm():
+            res = model.fit(reml=True, start_params=start)
+    for w in caught:
+        msg = str(w.message)
+        if msg not in caught_notes:
+            caught_notes.append(msg)
+    return model, res, names, caught_notes
+
+
+def _start_params(base: LMMFit | None, k_fe: int):
+    if base is None or base.result is None:
+        return None
+    from statsmodels.regression.mixed_linear_model import MixedLMParams
+
+    po = base.result.params_object
+    fe = np.zeros(k_fe)
+    n = min(k_fe, len(po.fe_params))
+    fe[:n] = po.fe_params[:n]
+    return MixedLMParams.from_components(fe_params=fe, cov_re=np.zeros((0, 0)), vcomp=np.asarray(po.vcomp))
+
+
+def fit_lmm(d: pd.DataFrame, reference: dict | None = None, extra: pd.Series | None = None,
+            extra_name: str = "signal", start: LMMFit | None = None) -> LMMFit:
+    """REML fit of FORMULA (+ ``extra`` as a covariate, on the rows where it is present) with
+    crossed random intercepts for sender, validator and receiver (statsmodels MixedLM: one
+    all-covering group, one variance component per id). ``start``: a previous fit whose
+    variance components start the optimiser."""
+    t0 = time.perf_counter()
+    reference = dict(DEFAULT_REFERENCE if reference is None else reference)
+    rows = d if extra is None else d[extra.notna()]
+    dropped: list[str] = []
+    factors = {}
+    for f in FACTOR_COLUMNS:
+        lv = _levels(rows, f, reference)
+        if len(lv) < 2:
+            dropped.append(f"{f} (a single level: {lv[0] if lv else 'none'})")
+            factors[f] = lv
+        else:
+            factors[f] = lv
+    model_factors = {f: lv for f, lv in factors.items() if len(lv) >= 2}
+    exog = _design(rows, model_factors)
+    if extra is not None:
+        exog[extra_name] = extra[rows.index].to_numpy(dtype=float)
+    names = list(exog.columns)
+    keep, collinear = _full_rank_columns(exog.to_numpy(), names)
+    dropped += [f"{c} (empty or collinear design column)" for c in collinear]
+    exog = exog.iloc[:, keep]
+    if len(rows) <= exog.shape[1] + 3:
+        raise UsabilityAnalysisError(f"{len(rows)} rows for {exog.shape[1]} fixed effects: too few for the LMM")
+    model, res, vc_names, notes = _fit_mixedlm(rows, exog, _start_params(start, exog.shape[1]))
+    k = exog.shape[1]
+    ci = np.asarray(res.conf_int())[:k]
+    table = pd.DataFrame({"term": list(exog.columns), "estimate": np.asarray(res.fe_params, dtype=float),
+                          "std_error": np.asarray(res.bse_fe, dtype=float),
+                          "p_value": np.asarray(res.pvalues, dtype=float)[:k],
+                          "ci_low": ci[:, 0], "ci_high": ci[:, 1]})
+    vcomp = np.asarray(res.vcomp, dtype=float)
+    comps = {}
+    for name, v in zip(vc_names, vcomp):
+        col = dict(RANDOM_EFFECTS)[name]
+        comps[name] = {"variance": float(v), "levels": int(rows[col].nunique())}
+    formula = FORMULA + (f" + {extra_name}" if extra is not None else "")
+    return LMMFit(table=table, terms=list(exog.columns), formula=formula, n=len(rows), variance_components=comps,
+                  residual_variance=float(res.scale), converged=bool(res.converged), llf=float(res.llf),
+                  reference={f: lv[0] for f, lv in factors.items() if lv}, dropped=dropped, warnings=notes,
+                  factors=model_factors, u_b_mean=float(rows["u_b"].mean()), result=res,
+                  seconds=time.perf_counter() - t0)
+
+
+def marginal_means(fit: LMMFit, d: pd.DataFrame) -> pd.DataFrame:
+    """Per group x gender cell: the LMM's fixed-effects prediction averaged with equal weights
+    over the levels of system, topic and source, u_b at its mean; Wald SE and 95% CI from
+    MixedLMResults.t_test. n = the cell's exchanges."""
+    groups = sorted(d["group"].unique())
+    genders = sorted(d["gender"].unique())
+    others = [f for f in ("system", "topic", "source") if f in fit.factors]
+    combos = list(itertools.product(*[fit.factors[f] for f in others])) or [()]
+    rows, cells = [], []
+    for g, s in itertools.product(groups, genders):
+        grid = pd.DataFrame([dict(zip(others, c)) for c in combos] or [{}])
+        grid["group"], grid["gender"], grid["u_b"] = g, s, fit.u_b_mean
+        for f in others:
+            grid[f] = grid[f].astype(str)
+        x = _design(grid, fit.factors)
+        x = x.reindex(columns=fit.terms, fill_value=0.0)
+        rows.append(x.to_numpy().mean(axis=0))
+        cells.append((g, s))
+    tt = fit.result.t_test(np.vstack(rows))
+    est = np.atleast_1d(np.asarray(tt.effect, dtype=float))
+    se = np.atleast_1d(np.asarray(tt.sd, dtype=float)).ravel()
+    ci = np.asarray(tt.conf_int(alpha=0.05), dtype=float).reshape(-1, 2)
+    n = d.groupby(["group", "gender"]).size()
+    out = pd.DataFrame({"group": [c[0] for c in cells], "gender": [c[1] for c in cells], "mean": est,
+                        "std_error": se, "ci_low": ci[:, 0], "ci_high": ci[:, 1],
+                        "n": [int(n.get(c, 0)) for c in cells]})
+    return out[out["n"] > 0].reset_index(drop=True)[MARGINAL_COLUMNS]
+
+
+def lmm_text(fit: LMMFit) -> str:
+    lines = ["Linear mixed model (statsmodels MixedLM, REML)",
+             f"formula: {fit.formula}",
+             f"observations: {fit.n}",
+             "groups: one all-covering group (a constant); crossed random intercepts as variance components:"]
+    for name, vc in fit.variance_components.items():
+        lines.append(f"  {name}: {vc['levels']} levels, variance {vc['variance']:.4f} (sd {math.sqrt(max(vc['variance'], 0)):.4f})")
+    if not fit.variance_components:
+        lines.append("  (none)")
+    lines.append(f"residual variance: {fit.residual_variance:.4f}")
+    lines.append(f"REML log-likelihood: {fit.llf:.3f}")
+    lines.append(f"converged: {'yes' if fit.converged else 'NO'}")
+    lines.append("reference levels: " + ", ".join(f"{k} = {v}" for k, v in fit.reference.items()))
+    lines.append("coding: treatment (dummy) coding; 95% Wald confidence intervals (normal)")
+    for dr in fit.dropped:
+        lines.append(f"left out: {dr}")
+    for w in fit.warnings:
+        lines.append(f"warning: {w}")
+    lines.append("")
+    lines.append("fixed effects:")
+    width = max(len(t) for t in fit.table["term"])
+    for r in fit.table.itertuples():
+        lines.append(f"  {r.term:<{width}}  {r.estimate:+.3f}  SE {r.std_error:.3f}  p {r.p_value:.3g}  "
+                     f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}]")
+    if fit.result is not None:
+        lines += ["", "statsmodels summary:", fit.result.summary().as_text()]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# quality signals
+
+def _lower_is_better(signal: str, lower_is_better) -> bool:
+    name = signal.lower()
+    return any(str(k).lower() in name for k in lower_is_better)
+
+
+def rescale(x: pd.Series, lower_better: bool = False) -> pd.Series:
+    """Min-max rescale to [0, 1] by the observed values (1 - that for lower-is-better)."""
+    lo, hi = x.min(), x.max()
+    if not (hi > lo):
+        return pd.Series(np.nan, index=x.index)
+    r = (x - lo) / (hi - lo)
+    return 1 - r if lower_better else r
+
+
+def tertiles(d: pd.DataFrame) -> tuple[pd.Series, str]:
+    """Translation-score tertile (low/mid/high) of each row: pandas qcut on the scores; when tied
+    scores make cut points coincide, on their ranks (ties broken by row order)."""
+    try:
+        return pd.qcut(d["translation_score"], 3, labels=list(TERTILES)).astype(str), "qcut on translation_score"
+    except ValueError:
+        r = d["translation_score"].rank(method="first")
+        return (pd.qcut(r, 3, labels=list(TERTILES)).astype(str),
+                "qcut on the rank of translation_score (tied scores made cut points coincide)")
+
+
+def metric_effects(d: pd.DataFrame, base: LMMFit | None, signals: list[str], reference: dict | None = None,
+                   lower_is_better=LOWER_IS_BETTER, notes: list[str] | None = None) -> pd.DataFrame:
+    """metric_effects.csv: per signal effect_lmm (its coefficient, rescaled to [0,1], added to
+    the LMM) and effect_low/mid/high (OLS u ~ rescaled signal within translation-score
+    tertiles), with p-values and row counts."""
+    import statsmodels.api as sm
+
+    tert, how = tertiles(d)
+    if notes is not None:
+        notes.append(f"tertiles: {how}")
+    rows = []
+    for s in signals:
+        lower = _lower_is_better(s, lower_is_better)
+        x = rescale(d[s], lower)
+        row = {"signal": s, "orientation": "lower is better" if lower else "higher is better",
+               "min": float(d[s].min()), "max": float(d[s].max())}
+        if x.notna().sum() and base is not None:
+            try:
+                f = fit_lmm(d, reference, extra=x, extra_name=s, start=base)
+                t = f.table.set_index("term")
+                if s in t.index:
+                    row.update(effect_lmm=float(t.at[s, "estimate"]), p_lmm=float(t.at[s, "p_value"]))
+                if not f.converged and notes is not None:
+                    notes.append(f"LMM with {s} did not converge")
+                row["n_lmm"] = f.n
+            except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
+                if notes is not None:
+                    notes.append(f"LMM with {s} failed: {e}")
+        for t in TERTILES:
+            ok = (tert == t) & x.notna()
+            row[f"n_{t}"] = int(ok.sum())
+            if ok.sum() >= 3 and x[ok].nunique() > 1:
+                res = sm.OLS(d.loc[ok, "u"].to_numpy(float), sm.add_constant(x[ok].to_numpy(float))).fit()
+                row[f"effect_{t}"] = float(res.params[1])
+                row[f"p_{t}"] = float(res.pvalues[1])
+        rows.append(row)
+    out = pd.DataFrame(rows, columns=EFFECT_COLUMNS)
+    for c in ("n_lmm", "n_low", "n_mid", "n_high"):
+        out[c] = out[c].astype("Int64")
+    return out
+
+
+def monotone_curve(x, y, increasing: bool = True) -> pd.DataFrame:
+    """Isotonic regression (scipy) of y on x, weighted by the count of each distinct x: one
+    point per block, at the block's weighted-mean x and its fitted y."""
+    from scipy.optimize import isotonic_regression
+
+    frame = pd.DataFrame({"x": np.asarray(x, float), "y": np.asarray(y, float)}).dropna()
+    g = frame.groupby("x", sort=True)["y"].agg(["mean", "size"])
+    if g.empty:
+        return pd.DataFrame(columns=["x", "u", "weight"])
+    res = isotonic_regression(g["mean"].to_numpy(), weights=g["size"].to_numpy(float), increasing=increasing)
+    xs, w, fitted = g.index.to_numpy(float), g["size"].to_numpy(float), np.asarray(res.x)
+    pts = []
+    for a, b in zip(res.blocks[:-1], res.blocks[1:]):
+        pts.append((float(np.average(xs[a:b], weights=w[a:b])), float(fitted[a]), float(w[a:b].sum())))
+    return pd.DataFrame(pts, columns=["x", "u", "weight"])
+
+
+def crossing(curve: pd.DataFrame, level: float = USABLE, increasing: bool = True) -> tuple[float, str]:
+    """Where the curve (sorted by x) first reaches ``level``, by linear interpolation between
+    the points around it (from the high-x end for a decreasing curve)."""
+    c = curve.sort_values("x", ascending=increasing).reset_index(drop=True)
+    if c.empty:
+        return math.nan, "no data"
+    reach = np.flatnonzero(c["u"].to_numpy() >= level - _EPS)
+    if not len(reach):
+        return math.nan, f"the curve stays below u = {level:g} (max {c['u'].max():.2f})"
+    k = int(reach[0])
+    if k == 0:
+        side = "lowest" if increasing else "highest"
+        return math.nan, f"the curve is at or above u = {level:g} from the {side} observed value ({c.at[0, 'x']:g})"
+    x0, y0, x1, y1 = c.at[k - 1, "x"], c.at[k - 1, "u"], c.at[k, "x"], c.at[k, "u"]
+    return float(x0 + (level - y0) * (x1 - x0) / (y1 - y0)), ""
+
+
+def thresholds(d: pd.DataFrame, signals: list[str], lower_is_better=LOWER_IS_BETTER,
+               level: float = USABLE) -> tuple[pd.DataFrame, dict]:
+    """thresholds.csv and the curves: per signal the value where the monotone curve of u on the
+    signal reaches u = 4."""
+    rows, curves = [], {}
+    for s in signals:
+        lower = _lower_is_better(s, lower_is_better)
+        ok = d[s].notna()
+        curve = monotone_curve(d.loc[ok, s], d.loc[ok, "u"], increasing=not lower)
+        curves[s] = curve
+        value, note = crossing(curve, level, increasing=not lower)
+        rows.append([s, value, "lower is better" if lower else "higher is better", int(ok.sum()), note])
+    return pd.DataFrame(rows, columns=THRESHOLD_COLUMNS), curves
+
+
+# ---------------------------------------------------------------------------------------------
+# factor analysis
+
+def _factor_level(x: np.ndarray, seed: int, pa_iterations: int, pa_percentile: float) -> dict:
+    from factor_analyzer import calculate_bartlett_sphericity, calculate_kmo
+
+    n, p = x.shape
+    out: dict = {"n": int(n)}
+    if n <= p or np.any(np.std(x, axis=0) == 0):
+        out["error"] = "too few rows or an item without variance"
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frame = pd.DataFrame(x, columns=ITEMS)
+        chi2, pval = calculate_bartlett_sphericity(frame)
+        kmo_items, kmo = calculate_kmo(frame)
+    eig, crit, k = SD.parallel_analysis(x, pa_iterations, seed, pa_percentile)
+    r = np.corrcoef(x, rowvar=False)
+    notes: list[str] = []
+    try:
+        load, uniq, _ = SD.ml_extract(r, 1, n, seed, notes=notes)
+        load = load[:, 0] * (1 if load[:, 0].sum() >= 0 else -1)
+        ml = {"loadings": dict(zip(ITEMS, map(float, load))), "uniqueness": dict(zip(ITEMS, map(float, uniq))),
+              "variance_explained": float(np.sum(load ** 2) / p)}
+    except SD.EFAError as e:
+        ml = {"error": str(e)}
+    out.update({
+        "bartlett_chi2": float(chi2), "bartlett_dof": p * (p - 1) // 2, "bartlett_p": float(pval),
+        "kmo": float(kmo), "kmo_per_item": dict(zip(ITEMS, map(float, kmo_items))),
+        "parallel_analysis": {"iterations": pa_iterations, "percentile": pa_percentile, "seed": seed,
+                              "eigenvalues": [float(v) for v in eig], "criterion": [float(v) for v in crit],
+                              "factors_retained": int(k)},
+        "one_factor_ml": ml,
+        "variance_explained_one_factor": ml.get("variance_explained"),
+        "first_eigenvalue_share": float(eig[0] / p),
+        "correlations": [[float(v) for v in row] for row in r],
+    })
+    if notes:
+        out["notes"] = notes
+    return out
+
+
+def factor_analysis(d: pd.DataFrame, seed: int = SEED, pa_iterations: int = PA_ITERATIONS,
+                    pa_percentile: float = PA_PERCENTILE) -> dict:
+    """factor.json: S/T/R (informed) within senders (sender-mean-centred scores) and between
+    them (sender means)."""
+    x = d[ITEMS].astype(float)
+    means = x.groupby(d["sender_id"]).transform("mean")
+    within = (x - means).to_numpy()
+    between = x.groupby(d["sender_id"]).mean().to_numpy()
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return {"items": ITEMS, "person": "sender_id",
+                "within": _factor_level(within, seed, pa_iterations, pa_percentile),
+                "between": _factor_level(between, seed, pa_iterations, pa_percentile)}
+
+
+# ---------------------------------------------------------------------------------------------
+# the whole analysis
+
+def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | None = None,
+            lower_is_better=LOWER_IS_BETTER, seed: int = SEED, pa_iterations: int = PA_ITERATIONS,
+            metric_lmm: bool = True) -> UsabilityResult:
+    """The whole usability analysis of an exchanges table (see the module docstring). When the
+    LMM cannot be fitted the result has lmm None and lmm_error saying why (the rest still
+    runs). metric_lmm=False skips the per-signal LMMs (effect_lmm empty)."""
+    t_start = time.perf_counter()
+    d = _prepared(df, source)
+    notes: list[str] = []
+    signals = signal_columns(d)
+    timings = {}
+    t = time.perf_counter()
+    groups = group_table(d)
+    corr = correlations(d, signals)
+    cmat = correlation_matrix(d, signals)
+    timings["descriptive_s"] = time.perf_counter() - t
+    fit, lmm_error, mm = None, None, pd.DataFrame(columns=MARGINAL_COLUMNS)
+    t = time.perf_counter()
+    try:
+        fit = fit_lmm(d, reference)
+        mm = marginal_means(fit, d)
+        if not fit.converged:
+            notes.append("the LMM did not converge")
+    except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
+        lmm_error = str(e)
+        notes.append(f"LMM not fitted: {e}")
+    timings["lmm_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    effects = metric_effects(d, fit if metric_lmm else None, signals, reference, lower_is_better, notes)
+    timings["metric_effects_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    thr, curves = thresholds(d, signals, lower_is_better)
+    timings["thresholds_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    factor = factor_analysis(d, seed, pa_iterations)
+    timings["factor_s"] = time.perf_counter() - t
+    timings["total_s"] = time.perf_counter() - t_start
+    return UsabilityResult(data=d, signals=signals, groups=groups, correlations=corr, correlation_matrix=cmat,
+                           lmm=fit, marginal_means=mm, metric_effects=effects, thresholds=thr,
+                           threshold_curves=curves, factor=factor, notes=notes, lmm_error=lmm_error, timings=timings)
+
+
+# ---------------------------------------------------------------------------------------------
+# figures
+
+def figures(result: UsabilityResult) -> dict:
+    """Plotly figures for the dashboard: u_distribution, baseline_shift, usable_share, quality,
+    correlations, thresholds, marginal_means (the last only when the LMM was fitted)."""
+    import plotly.graph_objects as go
+    from plotly.colors import qualitative
+    from plotly.subplots import make_subplots
+
+    d, out = result.data, {}
+    palette = qualitative.Plotly
+    groups = sorted(d["group"].unique())
+    genders = sorted(d["gender"].unique())
+
+    fig = go.Figure()
+    for i, s in enumerate(genders):
+        x = d[d["gender"] == s]
+        fig.add_trace(go.Violin(x=x["group"], y=x["u"], name=s, box_visible=True, meanline_visible=True,
+                                points=False, line_color=palette[i % len(palette)]))
+    fig.add_hline(y=USABLE, line_dash="dot", line_color="grey", annotation_text="u = 4")
+    fig.update_layout(title="Usability u by language group and gender (informed survey)", violinmode="group",
+                      yaxis_title="u", xaxis_title="group", yaxis_range=[0.8, 5.2], height=480, width=850)
+    out["u_distribution"] = fig
+
+    g = result.groups[result.groups["by"] == "group"]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=g["level"], y=g["mu_ub"], name="baseline (u_b)",
+                         error_y=dict(type="data", array=g["sigma_ub"] / np.sqrt(g["n"]))))
+    fig.add_trace(go.Bar(x=g["level"], y=g["mu_u"], name="informed (u)", text=[f"Δ {v:+.2f}" for v in g["delta_u"]],
+                         textposition="outside", error_y=dict(type="data", array=g["sigma_u"] / np.sqrt(g["n"]))))
+    fig.update_layout(title="Baseline vs informed usability by group (mean ± SE; label: Δu)", barmode="group",
+                      yaxis_title="mean u", yaxis_range=[1, 5.3], height=450, width=750)
+    out["baseline_shift"] = fig
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["by group", "by system"])
+    for col, by in ((1, "group"), (2, "system")):
+        g = result.groups[result.groups["by"] == by]
+        fig.add_trace(go.Bar(x=g["level"], y=g["usable_share"], text=[f"{v:.0%}" for v in g["usable_share"]],
+                             textposition="outside", showlegend=False, marker_color=palette[col - 1],
+                             customdata=g["n"], hovertemplate="%{x}<br>%{y:.1%} of %{customdata}<extra></extra>"),
+                      row=1, col=col)
+    fig.update_yaxes(range=[0, 1.1], tickformat=".0%")
+    fig.update_layout(title="Share of exchanges rated usable (u ≥ 4)", height=450, width=950)
+    out["usable_share"] = fig
+
+    fig = make_subplots(rows=2, cols=1, subplot_titles=["translation score (validator, 0-100)", "QA score (0-1)"])
+    topics = sorted(d["topic"].unique())
+    for row, col in ((1, "translation_score"), (2, "qa_score")):
+        for i, tp in enumerate(topics):
+            x = d[d["topic"] == tp]
+            fig.add_trace(go.Box(x=x["system"], y=x[col], name=tp, legendgroup=tp, showlegend=(row == 1),
+                                 marker_color=palette[i % len(palette)], boxmean=True), row=row, col=1)
+    fig.update_layout(title="Translation quality by system and topic", boxmode="group", height=750, width=900)
+    out["quality"] = fig
+
+    m = result.correlation_matrix
+    fig = go.Figure(go.Heatmap(z=m.to_numpy(), x=list(m.columns), y=list(m.index), colorscale="RdBu", zmid=0,
+                               zmin=-1, zmax=1, text=np.vectorize(lambda v: f"{v:.2f}")(m.to_numpy()),
+                               texttemplate="%{text}", hovertemplate="%{y} vs %{x}<br>ρ %{z:.3f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_layout(title="Spearman correlation matrix", height=max(420, 60 * len(m) + 120),
+                      width=max(500, 70 * len(m) + 220))
+    out["correlations"] = fig
+
+    sig = result.signals
+    if sig:
+        ncols = min(3, len(sig))
+        nrows = math.ceil(len(sig) / ncols)
+        thr = result.thresholds.set_index("signal")
+        titles = [f"{s} (u=4 at {thr.at[s, 'value_at_u4']:.3g})" if pd.notna(thr.at[s, "value_at_u4"]) else s
+                  for s in sig]
+        fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=titles)
+        for i, s in enumerate(sig):
+            r, c = i // ncols + 1, i % ncols + 1
+            ok = d[s].notna()
+            fig.add_trace(go.Scattergl(x=d.loc[ok, s], y=d.loc[ok, "u"], mode="markers", showlegend=False,
+                                       marker=dict(size=4, opacity=0.25, color="grey"),
+                                       hovertemplate=f"{s} %{{x}}<br>u %{{y:.2f}}<extra></extra>"), row=r, col=c)
+            curve = result.threshold_curves.get(s)
+            if curve is not None and len(curve):
+                fig.add_trace(go.Scatter(x=curve["x"], y=curve["u"], mode="lines", showlegend=False,
+                                         line=dict(color=palette[0], width=3), name="isotonic"), row=r, col=c)
+            fig.add_hline(y=USABLE, line_dash="dash", line_color="red", row=r, col=c)
+            v = thr.at[s, "value_at_u4"]
+            if pd.notna(v):
+                fig.add_vline(x=v, line_dash="dot", line_color="red", row=r, col=c)
+        fig.update_layout(title="u against each quality signal: isotonic fit and the u = 4 line",
+                          height=330 * nrows, width=380 * ncols + 100)
+        out["thresholds"] = fig
+
+    mm = result.marginal_means
+    if len(mm):
+        fig = go.Figure()
+        for i, s in enumerate(genders):
+            x = mm[mm["gender"] == s]
+            fig.add_trace(go.Scatter(x=x["group"], y=x["mean"], mode="markers+lines", name=s,
+                                     marker=dict(size=10, color=palette[i % len(palette)]),
+                                     error_y=dict(type="data", symmetric=False, array=x["ci_high"] - x["mean"],
+                                                  arrayminus=x["mean"] - x["ci_low"])))
+        fig.update_layout(title="LMM marginal means of u by group and gender (95% CI)", xaxis_title="group",
+                          yaxis_title="u", height=450, width=700,
+                          xaxis=dict(categoryorder="array", categoryarray=groups))
+        out["marginal_means"] = fig
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# outputs
+
+def _num(v):
+    if v is None:
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, dict):
+        return {k: _num(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_num(x) for x in v]
+    if isinstance(v, str):
+        return v
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory") -> list[Path]:
+    """Write groups.csv, correlations.csv, lmm.csv, lmm.txt, marginal_means.csv,
+    metric_effects.csv, thresholds.csv, factor.json and each figure as a standalone HTML file
+    (plotly.min.js written once beside them)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+
+    def csv(name, frame):
+        p = out / name
+        frame.to_csv(p, index=False)
+        paths.append(p)
+
+    csv("groups.csv", result.groups)
+    csv("correlations.csv", result.correlations)
+    csv("lmm.csv", result.lmm.table if result.lmm is not None else pd.DataFrame(columns=LMM_COLUMNS))
+    p = out / "lmm.txt"
+    p.write_text(lmm_text(result.lmm) if result.lmm is not None else f"LMM not fitted: {result.lmm_error}\n",
+                 encoding="utf-8")
+    paths.append(p)
+    csv("marginal_means.csv", result.marginal_means)
+    csv("metric_effects.csv", result.metric_effects)
+    csv("thresholds.csv", result.thresholds)
+    p = out / "factor.json"
+    p.write_text(json.dumps(_num(result.factor), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    paths.append(p)
+    for name, fig in figures(result).items():
+        p = out / f"{name}.html"
+        fig.write_html(str(p), include_plotlyjs=include_plotlyjs, full_html=True)
+        paths.append(p)
+    return paths
+
+
+def summary(result: UsabilityResult) -> str:
+    d = result.data
+    lines = [f"{len(d)} exchanges, {d['sender_id'].nunique()} senders, {d['receiver_id'].nunique()} receivers, "
+             f"{d['validator_id'].nunique()} validators; signals: {', '.join(result.signals)}"]
+    for r in result.groups[result.groups["by"].isin(["all", "group"])].itertuples():
+        lines.append(f"  {r.level}: n {r.n}, mu(u) {r.mu_u:.2f}, sigma(u) {r.sigma_u:.2f}, Δu {r.delta_u:+.2f}, "
+                     f"usable {r.usable_share:.0%}")
+    if result.lmm is not None:
+        f = result.lmm
+        vc = ", ".join(f"{k} {v['variance']:.3f}" for k, v in f.variance_components.items())
+        lines.append(f"LMM (REML, n {f.n}, {'converged' if f.converged else 'NOT converged'}); variance components: "
+                     f"{vc}; residual {f.residual_variance:.3f}")
+    else:
+        lines.append(f"LMM not fitted: {result.lmm_error}")
+    for r in result.correlations.itertuples():
+        lines.append(f"  {r.signal}: Spearman rho {r.spearman_rho:.3f} (n {r.n})")
+    for r in result.thresholds.itertuples():
+        v = "n/a (" + r.note + ")" if pd.isna(r.value_at_u4) else f"{r.value_at_u4:.3g}"
+        lines.append(f"  {r.signal}: u = 4 at {v}")
+    for level in ("within", "between"):
+        f = result.factor.get(level, {})
+        if "error" in f:
+            lines.append(f"factor analysis ({level}): {f['error']}")
+        else:
+            ve = f.get("variance_explained_one_factor")
+            lines.append(f"factor analysis ({level}, n {f['n']}): KMO {f['kmo']:.3f}, Bartlett chi2 "
+                         f"{f['bartlett_chi2']:.1f}, {f['parallel_analysis']['factors_retained']} factor(s) retained, "
+                         f"one factor explains " + ("n/a" if ve is None else f"{ve:.1%}"))
+    lines.extend(f"note: {n}" for n in result.notes)
+    return "\n".join(lines)
+
+
+def run_cli(path, out_dir) -> str:
+    """Read exchanges, analyse, write outputs to out_dir and return a short human summary."""
+    df = read_exchanges(path)
+    result = analyze(df, source=str(path))
+    files = write_outputs(result, out_dir)
+    return f"Usability analysis of {path}\n" + summary(result) + f"\n{len(files)} files written to {out_dir}"

@@ -1,0 +1,356 @@
+"""services.usability_analysis against independent computations on seeded generated data:
+groups.csv against a pandas groupby, Spearman against scipy, the LMM against known
+coefficients (the scale of paper 000's Table 4) and against statsmodels' own (unpatched)
+solver, thresholds against a known linear relation, input errors naming file/row/column."""
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from services import usability_analysis as U
+
+SYSTEMS = {"DeSTA2": 0.0, "Phi 4": 0.069, "Tower+": 0.644, "Voxtral": 0.733}
+TOPICS = {"Everyday": 0.0, "Health": 0.332}
+SOURCES = {"BConTrasT": 0.0, "Gemini": -0.541, "MED-MT": -0.343, "Qwen 3": -0.452}
+GROUP_FX = {"Hindi": 0.0, "USB": 0.136, "USW": 0.131}
+WOMAN = -0.202
+INTERACTION = {"USB": 0.070, "USW": 0.363}
+U_B = 0.466
+INTERCEPT = 1.2
+TRUE = {"Intercept": INTERCEPT, "system: Phi 4": 0.069, "system: Tower+": 0.644, "system: Voxtral": 0.733,
+        "topic: Health": 0.332, "source: Gemini": -0.541, "source: MED-MT": -0.343, "source: Qwen 3": -0.452,
+        "u_b": U_B, "group: USB": 0.136, "group: USW": 0.131, "gender: Woman": WOMAN,
+        "group: USB x gender: Woman": 0.070, "group: USW x gender: Woman": 0.363}
+
+
+def items_for(rng, latent):
+    """Three Likert items whose mean is latent quantised to thirds, unbiased (dithered floor)."""
+    k = np.clip(np.floor(3 * np.asarray(latent) + rng.uniform(size=len(latent))), 3, 15).astype(int)
+    base = k // 3
+    rest = k - 3 * base
+    return np.stack([base + (rest > 0), base + (rest > 1), base], axis=1)
+
+
+def generate(seed=0, senders_per_cell=29, per_sender=10, receivers=60, validators=69, sd_sender=0.35,
+             sd_other=0.15, sd_resid=0.6):
+    rng = np.random.default_rng(seed)
+    rows, sfx = [], {}
+    combos = [(a, b, c) for a in SYSTEMS for b in TOPICS for c in SOURCES]
+    for g in GROUP_FX:
+        for s in ("Man", "Woman"):
+            for j in range(senders_per_cell):
+                sid = f"{g}-{s}-{j}"
+                sfx[sid] = rng.normal(0, sd_sender)
+                for k in rng.choice(len(combos), per_sender, replace=False):
+                    rows.append(dict(sender_id=sid, group=g, gender=s, system=combos[k][0], topic=combos[k][1],
+                                     source=combos[k][2]))
+    d = pd.DataFrame(rows)
+    n = len(d)
+    d.insert(0, "exchange_id", [f"E{i}" for i in range(n)])
+    d["receiver_id"] = [f"R{i}" for i in rng.integers(0, receivers, n)]
+    d["validator_id"] = [f"V{i}" for i in rng.integers(0, validators, n)]
+    rfx = rng.normal(0, sd_other, receivers)
+    vfx = rng.normal(0, sd_other, validators)
+    base = items_for(rng, np.clip(rng.normal(3.7, 0.75, n), 1, 5))
+    u_b = base.mean(axis=1)
+    fixed = (INTERCEPT + d["system"].map(SYSTEMS) + d["topic"].map(TOPICS) + d["source"].map(SOURCES)
+             + d["group"].map(GROUP_FX) + (d["gender"] == "Woman") * (WOMAN + d["group"].map(INTERACTION).fillna(0))
+             + U_B * u_b).to_numpy()
+    latent = (fixed + d["sender_id"].map(sfx).to_numpy() + rfx[d["receiver_id"].str[1:].astype(int)]
+              + vfx[d["validator_id"].str[1:].astype(int)] + rng.normal(0, sd_resid, n))
+    it = items_for(rng, np.clip(latent, 1, 5))
+    for j, c in enumerate(U.ITEMS):
+        d[c] = it[:, j]
+    for j, c in enumerate(U.BASELINE_ITEMS):
+        d[c] = base[:, j]
+    q = latent - fixed + rng.normal(0, 0.5, n)
+    q01 = (q - q.min()) / (q.max() - q.min())
+    d["translation_score"] = np.clip(100 * (0.2 + 0.8 * q01) + rng.normal(0, 8, n), 0, 100).round(1)
+    d["qa_score"] = np.clip(np.round((0.3 + 0.7 * q01 + rng.normal(0, 0.1, n)) * 10) / 10, 0, 1)
+    d["metric_comet"] = np.clip(0.5 + 0.45 * q01 + rng.normal(0, 0.08, n), 0, 1)
+    d["metric_metricx24"] = np.clip(25 * (0.6 - 0.5 * q01) + rng.normal(0, 1, n), 0, 25)
+    d.loc[3, "metric_comet"] = np.nan  # a missing metric value
+    return d
+
+
+@pytest.fixture(scope="module")
+def small():
+    return generate(seed=1, senders_per_cell=8, per_sender=10, receivers=20, validators=20)
+
+
+@pytest.fixture(scope="module")
+def small_result(small):
+    return U.analyze(small, pa_iterations=50)
+
+
+@pytest.fixture(scope="module")
+def paper_size():
+    return generate(seed=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# descriptive tables
+
+def test_groups_equal_pandas_groupby(small, small_result):
+    d = small.copy()
+    d["u"] = d[U.ITEMS].mean(axis=1)
+    d["u_b"] = d[U.BASELINE_ITEMS].mean(axis=1)
+    g = result_groups = small_result.groups
+    for by, keys in (("group", ["group"]), ("group x gender", ["group", "gender"]), ("system", ["system"]),
+                     ("topic", ["topic"])):
+        exp = d.groupby(keys).agg(n=("u", "size"), S=("satisfaction", "mean"), T=("trust", "mean"),
+                                  R=("reliance", "mean"), mu_u=("u", "mean"), sigma_u=("u", "std"),
+                                  mu_ub=("u_b", "mean"), usable_share=("u", lambda x: (x >= 4).mean()))
+        exp["delta_u"] = exp["mu_u"] - exp["mu_ub"]
+        exp.index = [" x ".join(k) if isinstance(k, tuple) else k for k in exp.index]
+        got = g[g["by"] == by].set_index("level")
+        assert list(got.index) == list(exp.index)
+        for c in exp.columns:
+            np.testing.assert_allclose(got[c].to_numpy(float), exp[c].to_numpy(float), rtol=1e-12, err_msg=c)
+    allrow = result_groups[result_groups["by"] == "all"].iloc[0]
+    assert allrow["n"] == len(d)
+    assert allrow["sigma_u"] == pytest.approx(np.std(d["u"], ddof=1))
+
+
+def test_spearman_equals_scipy(small, small_result):
+    c = small_result.correlations.set_index("signal")
+    assert list(c.index) == ["translation_score", "qa_score", "metric_comet", "metric_metricx24"]
+    u = small[U.ITEMS].mean(axis=1)
+    for s in c.index:
+        ok = small[s].notna()
+        r = stats.spearmanr(u[ok], small.loc[ok, s])
+        assert c.at[s, "spearman_rho"] == pytest.approx(r.statistic, abs=1e-12)
+        assert c.at[s, "p_value"] == pytest.approx(r.pvalue, rel=1e-9)
+        assert c.at[s, "n"] == ok.sum()
+    assert c.at["metric_comet", "n"] == len(small) - 1
+    m = small_result.correlation_matrix
+    assert m.at["u", "qa_score"] == pytest.approx(stats.spearmanr(u, small["qa_score"]).statistic)
+
+
+# ---------------------------------------------------------------------------------------------
+# LMM
+
+@pytest.fixture(scope="module")
+def paper_fit(paper_size):
+    d = U.normalise(paper_size)
+    return d, U.fit_lmm(d)
+
+
+def test_lmm_recovers_known_coefficients(paper_fit):
+    """Each true coefficient lies in its 95% Wald CI. One seed's 14 intervals all cover with
+    probability ~0.95^14 ~ 0.5 only, so this checks four seeds: every coefficient covered in
+    at least 3 of 4, and at least 85% of the 56 intervals (nominal 95%)."""
+    d, fit = paper_fit
+    assert fit.converged
+    assert fit.n == len(d) == 1740
+    t = fit.table.set_index("term")
+    assert set(t.index) == set(TRUE)
+    covered = {k: 0 for k in TRUE}
+    fits = [fit] + [U.fit_lmm(U.normalise(generate(seed=s))) for s in (1, 2, 3)]
+    for f in fits:
+        assert f.converged
+        t = f.table.set_index("term")
+        for k, v in TRUE.items():
+            covered[k] += bool(t.at[k, "ci_low"] <= v <= t.at[k, "ci_high"])
+    assert min(covered.values()) >= 3, covered
+    assert sum(covered.values()) >= 0.85 * 4 * len(TRUE), covered
+    assert set(fit.variance_components) == {"sender", "validator", "receiver"}
+    assert fit.variance_components["sender"]["levels"] == 174
+    # the generating variances: sender 0.35^2, validator and receiver 0.15^2; residual 0.6^2 + rounding
+    assert fit.variance_components["sender"]["variance"] == pytest.approx(0.35 ** 2, abs=0.05)
+    for name in ("validator", "receiver"):
+        assert fit.variance_components[name]["variance"] == pytest.approx(0.15 ** 2, abs=0.02)
+    assert fit.residual_variance == pytest.approx(0.36, abs=0.06)
+
+
+def test_lmm_equals_statsmodels_formula_fit(small):
+    """The patched solver and hand-built design give statsmodels' own formula fit (dense, unpatched)."""
+    import statsmodels.formula.api as smf
+
+    d = U.normalise(small)
+    fit = U.fit_lmm(d)
+    x = d.copy()
+    for f, lv in fit.factors.items():
+        x[f] = pd.Categorical(x[f], categories=lv)
+    x["one"] = 1
+    vc = {"sender": "0 + C(sender_id)", "validator": "0 + C(validator_id)", "receiver": "0 + C(receiver_id)"}
+    ref = smf.mixedlm("u ~ system + topic + source + u_b + group * gender", x, groups="one", vc_formula=vc,
+                      re_formula="0").fit(reml=True)
+    def readable(name):  # patsy's "group[T.USW]:gender[T.Woman]" -> "group: USW x gender: Woman"
+        return " x ".join(re.sub(r"^(\w+)\[T\.(.*)\]$", r"\1: \2", p) for p in name.split(":"))
+
+    est = ref.fe_params.rename(readable)
+    se = ref.bse_fe.rename(readable)
+    t = fit.table.set_index("term")
+    assert set(t.index) == set(est.index)
+    np.testing.assert_allclose(t["estimate"].to_numpy(), est[t.index].to_numpy(), atol=1e-5)
+    np.testing.assert_allclose(t["std_error"].to_numpy(), se[t.index].to_numpy(), atol=1e-5)
+    assert fit.llf == pytest.approx(ref.llf, abs=1e-6)
+    got = [fit.variance_components[k]["variance"] for k in ("receiver", "sender", "validator")]
+    np.testing.assert_allclose(got, ref.vcomp, atol=1e-5)  # statsmodels sorts the names
+
+
+def test_marginal_means_and_text(small_result):
+    mm = small_result.marginal_means
+    assert len(mm) == 6 and list(mm.columns) == U.MARGINAL_COLUMNS
+    assert (mm["ci_low"] < mm["mean"]).all() and (mm["mean"] < mm["ci_high"]).all()
+    # Hindi x Man (all references) with equal weights over the other factors, u_b at its mean
+    fit = small_result.lmm
+    b = fit.table.set_index("term")["estimate"]
+    sysm = np.mean([0] + [b[f"system: {s}"] for s in fit.factors["system"][1:]])
+    topm = np.mean([0] + [b[f"topic: {s}"] for s in fit.factors["topic"][1:]])
+    srcm = np.mean([0] + [b[f"source: {s}"] for s in fit.factors["source"][1:]])
+    exp = b["Intercept"] + sysm + topm + srcm + b["u_b"] * small_result.data["u_b"].mean()
+    row = mm[(mm["group"] == "Hindi") & (mm["gender"] == "Man")].iloc[0]
+    assert row["mean"] == pytest.approx(exp, abs=1e-9)
+    text = U.lmm_text(fit)
+    assert "one all-covering group" in text and "sender:" in text and "converged: yes" in text
+
+
+def test_metric_effects(small_result):
+    e = small_result.metric_effects.set_index("signal")
+    assert list(e.index) == small_result.signals
+    assert (e["effect_lmm"] > 0).all()          # oriented: 1 = best quality, metricx reversed
+    assert e.at["metric_metricx24", "orientation"] == "lower is better"
+    assert e[["effect_low", "effect_mid", "effect_high"]].notna().all().all()
+    assert e.at["metric_comet", "n_lmm"] == len(small_result.data) - 1
+
+
+def test_tertile_ols_equals_statsmodels(small_result):
+    import statsmodels.api as sm
+
+    d = small_result.data
+    tert = pd.qcut(d["translation_score"], 3, labels=["low", "mid", "high"])
+    x = (d["qa_score"] - d["qa_score"].min()) / (d["qa_score"].max() - d["qa_score"].min())
+    e = small_result.metric_effects.set_index("signal")
+    for t in ("low", "mid", "high"):
+        ok = tert == t
+        res = sm.OLS(d.loc[ok, "u"], sm.add_constant(x[ok])).fit()
+        assert e.at["qa_score", f"effect_{t}"] == pytest.approx(res.params.iloc[1], rel=1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# thresholds
+
+def test_threshold_recovers_known_crossing():
+    rng = np.random.default_rng(3)
+    n = 3000
+    x = rng.uniform(0, 1, n)
+    latent = 1.5 + 3.0 * x + rng.normal(0, 0.4, n)     # u = 4 at x = 5/6
+    it = items_for(rng, np.clip(latent, 1, 5))
+    curve = U.monotone_curve(x, it.mean(axis=1))
+    value, note = U.crossing(curve)
+    assert note == ""
+    assert value == pytest.approx(5 / 6, abs=0.03)
+    # decreasing (lower is better): the same relation mirrored
+    curve = U.monotone_curve(1 - x, it.mean(axis=1), increasing=False)
+    value, _ = U.crossing(curve, increasing=False)
+    assert value == pytest.approx(1 / 6, abs=0.03)
+
+
+def test_threshold_never_reached():
+    curve = U.monotone_curve([0, 1, 2, 3], [1, 2, 2.5, 3])
+    value, note = U.crossing(curve)
+    assert math.isnan(value) and "below" in note
+
+
+# ---------------------------------------------------------------------------------------------
+# factor analysis
+
+def test_factor_analysis(small_result):
+    f = small_result.factor
+    for level in ("within", "between"):
+        x = f[level]
+        assert 0 < x["kmo"] <= 1 and x["bartlett_p"] < 0.05
+        assert x["parallel_analysis"]["factors_retained"] >= 1
+        assert 0 < x["variance_explained_one_factor"] <= 1
+    assert f["between"]["n"] == small_result.data["sender_id"].nunique()
+    assert f["within"]["n"] == len(small_result.data)
+
+
+# ---------------------------------------------------------------------------------------------
+# input errors
+
+def _write(tmp_path, df):
+    p = tmp_path / "exchanges.csv"
+    df.to_csv(p, index=False)
+    return p
+
+
+def test_missing_column(tmp_path, small):
+    p = _write(tmp_path, small.drop(columns=["trust_b"]))
+    with pytest.raises(U.UsabilityInputError) as e:
+        U.read_exchanges(p)
+    assert str(p) in str(e.value) and "row 1" in str(e.value) and "column 'trust_b'" in str(e.value)
+
+
+@pytest.mark.parametrize("col,value,problem", [("trust", 6, "not a whole number in 1..5"),
+                                               ("reliance_b", 0, "not a whole number in 1..5"),
+                                               ("satisfaction", 3.5, "not a whole number in 1..5"),
+                                               ("translation_score", 101, "not in 0-100"),
+                                               ("translation_score", -1, "not in 0-100"),
+                                               ("qa_score", 1.2, "not in 0-1")])
+def test_out_of_range(tmp_path, small, col, value, problem):
+    d = small.copy()
+    d[col] = d[col].astype(float)
+    d.loc[4, col] = value
+    p = _write(tmp_path, d)
+    with pytest.raises(U.UsabilityInputError) as e:
+        U.read_exchanges(p)
+    msg = str(e.value)
+    assert str(p) in msg and "row 6" in msg and f"column '{col}'" in msg and problem in msg
+    assert e.value.row == 6 and e.value.column == col
+
+
+def test_other_input_errors(small):
+    d = small.copy()
+    d.loc[2, "gender"] = "Woman" if d.loc[2, "gender"] == "Man" else "Man"
+    with pytest.raises(U.UsabilityInputError, match="row 4, column 'gender'"):
+        U.normalise(d, "x.csv")
+    d = small.copy()
+    d["perspective"] = "first"
+    d.loc[0, "perspective"] = "second"
+    with pytest.raises(U.UsabilityInputError, match="row 2, column 'perspective'"):
+        U.normalise(d, "x.csv")
+    d = small.copy()
+    d.loc[7, "exchange_id"] = d.loc[1, "exchange_id"]
+    with pytest.raises(U.UsabilityInputError, match="row 9, column 'exchange_id'"):
+        U.normalise(d, "x.csv")
+
+
+# ---------------------------------------------------------------------------------------------
+# outputs
+
+def test_run_cli_writes_outputs(tmp_path, small):
+    d = small.copy()
+    d["perspective"] = np.where(np.arange(len(d)) % 5 == 0, "third", "first")
+    p = _write(tmp_path, d)
+    out = tmp_path / "out"
+    text = U.run_cli(p, out)
+    assert "Usability analysis" in text and "LMM" in text
+    for name in ("groups.csv", "correlations.csv", "lmm.csv", "lmm.txt", "metric_effects.csv", "thresholds.csv",
+                 "factor.json", "marginal_means.csv", "u_distribution.html", "baseline_shift.html",
+                 "usable_share.html", "quality.html", "correlations.html", "thresholds.html",
+                 "marginal_means.html", "plotly.min.js"):
+        assert (out / name).exists(), name
+    assert list(pd.read_csv(out / "lmm.csv").columns) == U.LMM_COLUMNS
+    assert list(pd.read_csv(out / "correlations.csv").columns) == U.CORRELATION_COLUMNS
+    assert list(pd.read_csv(out / "thresholds.csv").columns)[:2] == ["signal", "value_at_u4"]
+    assert list(pd.read_csv(out / "metric_effects.csv").columns)[:5] == ["signal", "effect_lmm", "effect_low",
+                                                                         "effect_mid", "effect_high"]
+    assert "perspective" in set(pd.read_csv(out / "groups.csv")["by"])
+    f = json.loads((out / "factor.json").read_text())
+    assert f["within"]["parallel_analysis"]["iterations"] == 500
+    assert f["within"]["parallel_analysis"]["percentile"] == 95
+
+
+def test_figures(small_result):
+    figs = U.figures(small_result)
+    assert set(figs) == {"u_distribution", "baseline_shift", "usable_share", "quality", "correlations", "thresholds",
+                         "marginal_means"}
