@@ -7,6 +7,11 @@ import json
 from storage.db import Database, now
 
 
+# Jobs nobody waits for (metrics for the analysis) run after those a participant's next step
+# depends on (a recording's QC and translation, a HIT's audio).
+BACKGROUND_KINDS = ("score_exchange",)
+
+
 def enqueue(db, kind: str, payload: dict, dedupe_key: str | None = None, max_attempts: int = 3) -> int | None:
     cur = db.execute("INSERT OR IGNORE INTO jobs (kind, payload, dedupe_key, max_attempts, created_at, "
                      "updated_at) VALUES (?,?,?,?,?,?)",
@@ -27,7 +32,9 @@ def claim_next(database: Database, kinds: list[str]) -> dict | None:
     with database.write() as db:
         row = database.one(
             f"SELECT id FROM jobs WHERE status = 'pending' AND kind IN ({marks}) "
-            "AND (run_after IS NULL OR run_after <= ?) ORDER BY id LIMIT 1", [*kinds, now()])
+            "AND (run_after IS NULL OR run_after <= ?) "
+            f"ORDER BY kind IN ({','.join('?' * len(BACKGROUND_KINDS))}), id LIMIT 1",
+            [*kinds, now(), *BACKGROUND_KINDS])
         if row is None:
             return None
         db.execute("UPDATE jobs SET status = 'running', attempts = attempts + 1, started_at = ?, "

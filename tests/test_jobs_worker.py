@@ -109,3 +109,14 @@ def test_unknown_kinds_are_left_alone(database):
     add(database, kind="other")
     assert Worker(database, {"work": lambda p: None}).run_once() is None
     assert jobs.status_counts(database) == {"pending": 1}
+
+
+def test_background_jobs_wait_for_participant_facing_ones(database):
+    ran = []
+    add(database, kind="score_exchange", payload={"n": 1})
+    add(database, kind="score_exchange", payload={"n": 2})
+    add(database, kind="process_recording", payload={"n": 3})
+    w = Worker(database, {"score_exchange": lambda p: ran.append(p["n"]),
+                          "process_recording": lambda p: ran.append(p["n"])})
+    w.run_until_idle()
+    assert ran == [3, 1, 2]
