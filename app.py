@@ -240,7 +240,10 @@ def cmd_analyze(args, settings):
     from services import da_analysis, sd_analysis
 
     try:
-        if args.analysis == "sd":
+        if args.analysis == "usability":
+            from services import usability_analysis
+            print(usability_analysis.run_cli(args.exchanges, args.out))
+        elif args.analysis == "sd":
             print(sd_analysis.run_cli(args.ratings, args.out, n_factors=args.factors,
                                       expected_seconds=args.expected_seconds, prune=args.prune))
         else:
@@ -317,6 +320,11 @@ def main(argv=None):
     sdp.add_argument("--factors", type=int, help="number of factors (default: parallel analysis)")
     sdp.add_argument("--expected-seconds", type=float, default=600)
     sdp.add_argument("--prune", action="store_true", help="drop items with communality < 0.3 or cross-loadings within 0.2")
+    us = asub.add_parser("usability", help="the four-phase study (paper 000): groups, correlations, LMM, thresholds")
+    us.add_argument("exchanges", help="CSV: exchange_id, sender_id, receiver_id, validator_id, group, gender, system, "
+                                      "topic, source, satisfaction, trust, reliance, *_b, translation_score, qa_score, "
+                                      "metric_* columns")
+    us.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     settings = Settings.from_env()
     if args.command in (None, "serve"):

@@ -16,6 +16,16 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         show = gr.Button("Show")
         figure = gr.Plot(label="Items done and open per phase")
         table = gr.Dataframe(interactive=False)
+        with gr.Accordion("Usability of the four-phase study (paper 000)", open=True):
+            us_run = gr.Button("Analyse the exchanges")
+            us_notice = gr.Markdown()
+            us_groups = gr.Dataframe(label="Groups: S, T, R, mean and sd of u, baseline, shift, usable share",
+                                     interactive=False)
+            us_corr = gr.Dataframe(label="Spearman correlations of u with each quality signal", interactive=False)
+            us_lmm = gr.Dataframe(label="Linear mixed model (REML)", interactive=False)
+            us_thresholds = gr.Dataframe(label="Signal value where u crosses 4", interactive=False)
+            us_plots = [gr.Plot(visible=False) for _ in range(10)]
+            us_files = gr.File(label="Tables (CSV) and figures (HTML)", file_count="multiple", interactive=False)
         with gr.Accordion("Direct assessment (paper 001)", open=False):
             da_alpha = gr.Number(label="Significance level (worker reliability, clusters)", value=0.05,
                                  minimum=0.0001, maximum=0.5)
@@ -71,6 +81,35 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         return {da_notice: f"{len(df)} judgments by {df['worker_id'].nunique()} raters.",
                 da_qc: res.qc_summary, da_systems: res.systems, da_workers: res.workers,
                 da_rank: figs.get("ranking"), da_h2h: figs.get("head_to_head")}
+
+    def run_usability(sess, study_id, request: gr.Request):
+        try:
+            auth.check(sess, _host(request))
+        except PermissionError as e:
+            return {us_notice: str(e)}
+        import tempfile
+
+        from services import usability_analysis, usability_export
+
+        df = usability_export.exchanges_frame(ctx.database, study_id) if study_id else None
+        if df is None or len(df) < 3:
+            return {us_notice: "Too few exchanges with both surveys and a validation yet "
+                               "(pick the study above and press Show first)."}
+        try:
+            res = usability_analysis.analyze(df, source=f"study {study_id}")
+        except ValueError as e:
+            return {us_notice: f"**The analysis could not run:** {e}"}
+        figs = list(usability_analysis.figures(res).items())
+        out_dir = tempfile.mkdtemp(prefix=f"usability-{study_id}-")
+        files = [str(p) for p in usability_analysis.write_outputs(res, out_dir)]
+        plots = {p: gr.update(visible=i < len(figs), value=figs[i][1] if i < len(figs) else None,
+                              label=figs[i][0] if i < len(figs) else None) for i, p in enumerate(us_plots)}
+        return {us_notice: usability_analysis.summary(res), us_groups: res.groups, us_corr: res.correlations,
+                us_lmm: res.lmm.table if res.lmm is not None else None, us_thresholds: res.thresholds,
+                us_files: files, **plots}
+
+    us_run.click(run_usability, [session, study],
+                 [us_notice, us_groups, us_corr, us_lmm, us_thresholds, us_files, *us_plots], api_visibility="private")
 
     def run_sd(sess, study_id, k, prune, request: gr.Request):
         try:
