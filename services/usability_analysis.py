@@ -962,11 +962,23 @@ def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory"
     p = out / "factor.json"
     p.write_text(json.dumps(_num(result.factor), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     paths.append(p)
+    png = _kaleido_available()
     for name, fig in figures(result).items():
         p = out / f"{name}.html"
         fig.write_html(str(p), include_plotlyjs=include_plotlyjs, full_html=True)
         paths.append(p)
+        if png:                       # a static copy for papers, when kaleido is installed
+            try:
+                fig.write_image(str(out / f"{name}.png"), scale=2)
+                paths.append(out / f"{name}.png")
+            except Exception:         # kaleido present but no browser for it: HTML only
+                png = False
     return paths
+
+
+def _kaleido_available() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("kaleido") is not None
 
 
 def summary(result: UsabilityResult) -> str:
