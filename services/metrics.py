@@ -302,8 +302,6 @@ PLANNED: dict[str, tuple[str, str]] = {
     "metricx": (REFERENCE, "install google-research/metricx (MetricX-24, from its GitHub repo) "
                 "with transformers, and the google/metricx-24-hybrid-large-v2p6 weights; the "
                 "hybrid model also scores without a reference"),
-    "gemba-da": (QE, "configure an LLM endpoint (an OpenAI-compatible server or API key) and "
-                 "implement the GEMBA-DA prompt (services.metrics.GEMBA_DA_PROMPT)"),
 }
 
 
@@ -395,6 +393,14 @@ def score_cached(database, metric: Metric | str, sources: Sequence[str], hypothe
                               [refs[i] for i in idx] if references is not None else None,
                               [ctxs[i] for i in idx] if contexts is not None else None)
         new = {keys[i]: s for i, s in zip(idx, scores)}
-        metric_cache.put_many(database, metric.name, metric.version, metric.model, new)
+        # a None is not stored: an LLM judge's unparsable answer is asked again next time
+        metric_cache.put_many(database, metric.name, metric.version, metric.model,
+                              {k: v for k, v in new.items() if v is not None})
         found.update(new)
     return [found[k] for k in keys]
+
+
+# GEMBA-DA lives in its own module (it imports this one): registered last
+from services import metrics_gemba  # noqa: E402
+
+register("gemba-da", metrics_gemba.factory)
