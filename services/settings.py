@@ -24,6 +24,9 @@ SETTINGS = [
     ("TRADLAB_TTS_BACKEND", "auto", "auto | google | piper | espeak; auto: Google when credentials are set, else Piper (en) and espeak-ng"),
     ("TRADLAB_ALLOW_DOWNLOADS", "0", "1 lets transformers backends fetch a missing model from the hub (a setup run on a GPU host); 0 uses only files on disk"),
     ("TRADLAB_DA_FONTS", "", "extra font files for DA text images, separated by ':' (e.g. a CJK font: Debian's fonts-noto-cjk)"),
+    ("TRADLAB_GEMBA_MODEL", "", "the LLM judge of the GEMBA-DA metric: a model folder or id (transformers) or a served model name (remote)"),
+    ("TRADLAB_GEMBA_BACKEND", "", "transformers | remote; empty: remote when TRADLAB_GEMBA_BASE_URL is set"),
+    ("TRADLAB_GEMBA_BASE_URL", "", "OpenAI-compatible /v1 URL of the GEMBA-DA judge"),
     ("TRADLAB_GOOGLE_CREDENTIALS", "", "path of a Google Cloud service-account JSON for Text-to-Speech (or set GOOGLE_APPLICATION_CREDENTIALS)"),
 ]
 
@@ -44,6 +47,9 @@ class Settings:
     tts_backend: str
     allow_downloads: bool
     da_fonts: str
+    gemba_model: str
+    gemba_backend: str
+    gemba_base_url: str
     google_credentials: str
 
     @classmethod
@@ -67,6 +73,9 @@ class Settings:
             tts_backend=get["TRADLAB_TTS_BACKEND"],
             allow_downloads=get["TRADLAB_ALLOW_DOWNLOADS"].strip() == "1",
             da_fonts=get["TRADLAB_DA_FONTS"],
+            gemba_model=get["TRADLAB_GEMBA_MODEL"],
+            gemba_backend=get["TRADLAB_GEMBA_BACKEND"],
+            gemba_base_url=get["TRADLAB_GEMBA_BASE_URL"],
             google_credentials=get["TRADLAB_GOOGLE_CREDENTIALS"],
         )
 
