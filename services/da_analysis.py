@@ -40,6 +40,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from services.analysis_input import InputError, Problems
+from services.analysis_input import cells as _cells
+
 REQUIRED = ["worker_id", "hit_id", "modality", "system", "segment_id", "item_type", "score"]
 OPTIONAL = ["run", "duration_s"]
 MODALITIES = ("text", "audio")
@@ -62,17 +65,8 @@ OUTPUT_TABLES = ("workers", "systems", "head_to_head", "replication", "qc_summar
 _KEY = ["modality", "run", "worker_id"]
 
 
-class DAInputError(ValueError):
-    """Bad judgments input; the message names the file, the row (CSV header = row 1) and the column."""
-
-    def __init__(self, path, row: int | None, column: str | None, problem: str):
-        self.path, self.row, self.column, self.problem = str(path), row, column, problem
-        where = [str(path)]
-        if row is not None:
-            where.append(f"row {row}")
-        if column is not None:
-            where.append(f"column '{column}'")
-        super().__init__(", ".join(where) + ": " + problem)
+class DAInputError(InputError):
+    """Bad judgments input (file, row, column named)."""
 
 
 @dataclass
@@ -90,11 +84,6 @@ class DAResult:
 # ---------------------------------------------------------------------------------------------
 # input
 
-def _cells(s: pd.Series) -> pd.Series:
-    """Column as stripped strings, missing values as '' (whole floats such as 12.0 as '12')."""
-    if pd.api.types.is_float_dtype(s):
-        s = s.map(lambda v: "" if pd.isna(v) else str(int(v)) if float(v).is_integer() else repr(float(v)))
-    return s.astype(object).where(s.notna(), "").astype(str).str.strip()
 
 
 def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
@@ -107,13 +96,8 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
                            f"missing column (required: {', '.join(REQUIRED)}; missing: {', '.join(missing)})")
     df = df.reset_index(drop=True)
     out = pd.DataFrame(index=df.index)
-    problems: list[tuple[int, int, str, str]] = []  # (position, column order, column, problem)
-    order = {c: i for i, c in enumerate(df.columns)}
-
-    def flag(col: str, mask: pd.Series, describe) -> None:
-        if mask.any():
-            pos = int(np.flatnonzero(mask.to_numpy())[0])
-            problems.append((pos, order[col], col, describe(pos)))
+    problems = Problems(df.columns, DAInputError)
+    flag = problems.flag
 
     for col in ("worker_id", "hit_id", "system", "segment_id"):
         out[col] = _cells(df[col])
@@ -148,9 +132,7 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
         out["duration_s"] = dur
     else:
         out["duration_s"] = np.nan
-    if problems:
-        pos, _, col, problem = min(problems)
-        raise DAInputError(source, pos + 2, col, problem)
+    problems.raise_first(source)
     return out[REQUIRED + OPTIONAL]
 
 

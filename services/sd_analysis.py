@@ -76,6 +76,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from services.analysis_input import InputError, Problems
+from services.analysis_input import cells as _cells
+
 REQUIRED = ["participant_id", "sentence_id", "pair_id", "value", "is_repeat", "duration_s"]
 SUITABILITY_REQUIRED = ["participant_id", "pair_id", "suitability"]
 CLEANSING_COLUMNS = ["participant_id", "duration_s", "too_fast", "straight_liner", "inconsistency", "outlier",
@@ -113,17 +116,8 @@ INCONSISTENCY_MEASURES: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
 }
 
 
-class SDInputError(ValueError):
-    """Bad ratings input; the message names the file, the row (CSV header = row 1) and the column."""
-
-    def __init__(self, path, row: int | None, column: str | None, problem: str):
-        self.path, self.row, self.column, self.problem = str(path), row, column, problem
-        where = [str(path)]
-        if row is not None:
-            where.append(f"row {row}")
-        if column is not None:
-            where.append(f"column '{column}'")
-        super().__init__(", ".join(where) + ": " + problem)
+class SDInputError(InputError):
+    """Bad ratings input (file, row, column named)."""
 
 
 class EFAError(ValueError):
@@ -176,11 +170,6 @@ class SDResult:
 # ---------------------------------------------------------------------------------------------
 # input
 
-def _cells(s: pd.Series) -> pd.Series:
-    """Column as stripped strings, missing values as '' (whole floats such as 12.0 as '12')."""
-    if pd.api.types.is_float_dtype(s):
-        s = s.map(lambda v: "" if pd.isna(v) else str(int(v)) if float(v).is_integer() else repr(float(v)))
-    return s.astype(object).where(s.notna(), "").astype(str).str.strip()
 
 
 def _numbers(s: pd.Series) -> pd.Series:
@@ -190,23 +179,8 @@ def _numbers(s: pd.Series) -> pd.Series:
     return pd.to_numeric(cells, errors="coerce").astype(float)
 
 
-class _Problems:
-    """Collects the first bad row of each check; the earliest (row, column order) is raised."""
-
-    def __init__(self, columns):
-        self.order = {c: i for i, c in enumerate(columns)}
-        self.found: list[tuple[int, int, str, str]] = []
-
-    def flag(self, col: str, mask, describe) -> None:
-        mask = np.asarray(mask, dtype=bool)
-        if mask.any():
-            pos = int(np.flatnonzero(mask)[0])
-            self.found.append((pos, self.order.get(col, 99), col, describe(pos)))
-
-    def raise_first(self, source: str) -> None:
-        if self.found:
-            pos, _, col, problem = min(self.found)
-            raise SDInputError(source, pos + 2, col, problem)
+def _Problems(columns) -> Problems:
+    return Problems(columns, SDInputError)
 
 
 def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:

@@ -72,6 +72,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from services.analysis_input import InputError, Problems
+from services.analysis_input import cells as _cells
+
 from services import sd_analysis as SD
 
 ID_COLUMNS = ["exchange_id", "sender_id", "receiver_id", "validator_id"]
@@ -106,17 +109,8 @@ MARGINAL_COLUMNS = ["group", "gender", "mean", "std_error", "ci_low", "ci_high",
 _EPS = 1e-9
 
 
-class UsabilityInputError(ValueError):
-    """Bad exchanges input; the message names the file, the row (CSV header = row 1) and the column."""
-
-    def __init__(self, path, row: int | None, column: str | None, problem: str):
-        self.path, self.row, self.column, self.problem = str(path), row, column, problem
-        where = [str(path)]
-        if row is not None:
-            where.append(f"row {row}")
-        if column is not None:
-            where.append(f"column '{column}'")
-        super().__init__(", ".join(where) + ": " + problem)
+class UsabilityInputError(InputError):
+    """Bad exchanges input (file, row, column named)."""
 
 
 class UsabilityAnalysisError(ValueError):
@@ -163,21 +157,8 @@ class UsabilityResult:
 # ---------------------------------------------------------------------------------------------
 # input
 
-class _Problems:
-    def __init__(self, columns):
-        self.order = {c: i for i, c in enumerate(columns)}
-        self.found: list[tuple[int, int, str, str]] = []
-
-    def flag(self, col, mask, describe) -> None:
-        mask = np.asarray(mask, dtype=bool)
-        if mask.any():
-            pos = int(np.flatnonzero(mask)[0])
-            self.found.append((pos, self.order.get(col, 999), col, describe(pos)))
-
-    def raise_first(self, source: str) -> None:
-        if self.found:
-            pos, _, col, problem = min(self.found)
-            raise UsabilityInputError(source, pos + 2, col, problem)
+def _Problems(columns) -> Problems:
+    return Problems(columns, UsabilityInputError)
 
 
 def metric_columns(df: pd.DataFrame) -> list[str]:
@@ -200,14 +181,14 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
     out = pd.DataFrame(index=df.index)
     problems = _Problems(df.columns)
     for col in ID_COLUMNS + FACTOR_COLUMNS:
-        out[col] = SD._cells(df[col])
+        out[col] = _cells(df[col])
         problems.flag(col, out[col] == "", lambda pos: "empty value")
     dup = (out["exchange_id"] != "") & out["exchange_id"].duplicated(keep="first")
     problems.flag("exchange_id", dup, lambda pos: f"exchange_id {out.at[pos, 'exchange_id']!r} repeats an earlier row")
 
     def number(col, lo, hi, whole=False, allow_empty=False):
         raw = df[col]
-        cells = SD._cells(raw) if not pd.api.types.is_numeric_dtype(raw) else None
+        cells = _cells(raw) if not pd.api.types.is_numeric_dtype(raw) else None
         v = SD._numbers(raw)
         empty = (cells == "") if cells is not None else raw.isna()
         bad_num = ~np.isfinite(v) & ~(empty & allow_empty)
@@ -228,7 +209,7 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
     for col in metrics:
         number(col, None, None, allow_empty=True)
     if "perspective" in df.columns:
-        p = SD._cells(df["perspective"]).str.lower()
+        p = _cells(df["perspective"]).str.lower()
         problems.flag("perspective", ~p.isin(PERSPECTIVES + ("",)),
                       lambda pos: f"perspective {str(df['perspective'].iloc[pos])!r} is not first or third")
         out["perspective"] = p

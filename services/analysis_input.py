@@ -1,0 +1,48 @@
+"""Input checking shared by the analyses (DA, SD, usability): one error type that names the
+file, the row (a CSV header is row 1) and the column, and a collector that reports the
+earliest bad cell."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+class InputError(ValueError):
+    """Bad analysis input; the message names the file, the row (CSV header = row 1) and the column."""
+
+    def __init__(self, path, row: int | None, column: str | None, problem: str):
+        self.path, self.row, self.column, self.problem = str(path), row, column, problem
+        where = [str(path)]
+        if row is not None:
+            where.append(f"row {row}")
+        if column is not None:
+            where.append(f"column '{column}'")
+        super().__init__(", ".join(where) + ": " + problem)
+
+
+def cells(s: pd.Series) -> pd.Series:
+    """Column as stripped strings, missing values as '' (whole floats such as 12.0 as '12')."""
+    if pd.api.types.is_float_dtype(s):
+        s = s.map(lambda v: "" if pd.isna(v) else str(int(v)) if float(v).is_integer() else repr(float(v)))
+    return s.astype(object).where(s.notna(), "").astype(str).str.strip()
+
+
+class Problems:
+    """Collects the first bad row of each check; the earliest (row, column order) is raised
+    as `error` (an InputError subclass)."""
+
+    def __init__(self, columns, error: type[InputError] = InputError):
+        self.order = {c: i for i, c in enumerate(columns)}
+        self.found: list[tuple[int, int, str, str]] = []
+        self.error = error
+
+    def flag(self, col: str, mask, describe) -> None:
+        mask = np.asarray(mask, dtype=bool)
+        if mask.any():
+            pos = int(np.flatnonzero(mask)[0])
+            self.found.append((pos, self.order.get(col, len(self.order)), col, describe(pos)))
+
+    def raise_first(self, source: str) -> None:
+        if self.found:
+            pos, _, col, problem = min(self.found)
+            raise self.error(source, pos + 2, col, problem)     # data row 0 is CSV row 2
