@@ -27,6 +27,14 @@ def cells(s: pd.Series) -> pd.Series:
     return s.astype(object).where(s.notna(), "").astype(str).str.strip()
 
 
+def numbers(s: pd.Series) -> pd.Series:
+    """Column as floats, NaN where a cell is not a number."""
+    if pd.api.types.is_bool_dtype(s):
+        s = s.astype(int)
+    c = s if pd.api.types.is_numeric_dtype(s) else cells(s)
+    return pd.to_numeric(c, errors="coerce").astype(float)
+
+
 class Problems:
     """Collects the first bad row of each check; the earliest (row, column order) is raised
     as `error` (an InputError subclass)."""

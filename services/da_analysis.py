@@ -84,8 +84,6 @@ class DAResult:
 # ---------------------------------------------------------------------------------------------
 # input
 
-
-
 def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
     """Check a judgments table and return it typed: ids as str, score float, run int,
     duration_s float (NaN when absent). Raises DAInputError naming source, row (the first data

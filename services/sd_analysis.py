@@ -78,6 +78,7 @@ from scipy import stats
 
 from services.analysis_input import InputError, Problems
 from services.analysis_input import cells as _cells
+from services.analysis_input import numbers as _numbers
 
 REQUIRED = ["participant_id", "sentence_id", "pair_id", "value", "is_repeat", "duration_s"]
 SUITABILITY_REQUIRED = ["participant_id", "pair_id", "suitability"]
@@ -169,15 +170,6 @@ class SDResult:
 
 # ---------------------------------------------------------------------------------------------
 # input
-
-
-
-def _numbers(s: pd.Series) -> pd.Series:
-    if pd.api.types.is_bool_dtype(s):
-        s = s.astype(int)
-    cells = s if pd.api.types.is_numeric_dtype(s) else _cells(s)
-    return pd.to_numeric(cells, errors="coerce").astype(float)
-
 
 def _Problems(columns) -> Problems:
     return Problems(columns, SDInputError)

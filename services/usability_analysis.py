@@ -74,6 +74,7 @@ from scipy import stats
 
 from services.analysis_input import InputError, Problems
 from services.analysis_input import cells as _cells
+from services.analysis_input import numbers as _numbers
 
 from services import sd_analysis as SD
 
@@ -189,7 +190,7 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
     def number(col, lo, hi, whole=False, allow_empty=False):
         raw = df[col]
         cells = _cells(raw) if not pd.api.types.is_numeric_dtype(raw) else None
-        v = SD._numbers(raw)
+        v = _numbers(raw)
         empty = (cells == "") if cells is not None else raw.isna()
         bad_num = ~np.isfinite(v) & ~(empty & allow_empty)
         problems.flag(col, bad_num, lambda pos: (f"{col} is empty" if bool(np.asarray(empty)[pos])
