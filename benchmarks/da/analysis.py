@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import machine, timed  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -50,15 +49,6 @@ def synthetic(n: int = 26154, seed: int = 0) -> pd.DataFrame:
     return df
 
 
-def timed(fn, repeats: int) -> list[float]:
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("folder", nargs="?", default=str(DEFAULT))
@@ -79,8 +69,7 @@ def main() -> None:
         "analyze_median_s": {k: round(statistics.median(v), 3) for k, v in runs.items()},
         "analyze_runs_s": {k: [round(x, 3) for x in v] for k, v in runs.items()},
         "convert_wmt_tsv_median_s": round(statistics.median(convert), 3) if convert else None,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                    "pandas": pd.__version__, "numpy": np.__version__},
+        "machine": machine(),
     }
     result["meets_target"] = all(v < TARGET_S for v in result["analyze_median_s"].values())
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -24,6 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import machine, timed  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -82,15 +82,6 @@ def synthetic(seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=S.REQUIRED)
 
 
-def timed(fn, repeats: int) -> list[float]:
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
@@ -119,8 +110,7 @@ def main() -> None:
         "result": {"kept": first.n_kept, "efa_rows": first.efa.n_rows, "factors": first.efa.n_factors,
                    "factors_source": first.efa.n_factors_source,
                    "pruned": [s["item"] for s in pruned.efa.pruned], "kept_after_pruning": pruned.efa.items},
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                    "pandas": pd.__version__, "numpy": np.__version__},
+        "machine": machine(),
     }
     result["meets_target"] = all(v < TARGET_S for v in result["analyze_median_s"].values())
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -25,6 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import machine, timed  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -104,15 +104,6 @@ def synthetic(seed: int = 0, senders_per_cell: int = 29, per_sender: int = 10, r
     return d
 
 
-def timed(fn, repeats: int) -> list[float]:
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
@@ -159,9 +150,7 @@ def main() -> None:
                    "thresholds": dict(zip(first.thresholds["signal"],
                                           [None if pd.isna(v) else round(float(v), 4)
                                            for v in first.thresholds["value_at_u4"]]))},
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-                    "pandas": pd.__version__, "numpy": np.__version__,
-                    "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
+        "machine": machine(),
     }
     result["meets_target"] = total < TARGET_S
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
