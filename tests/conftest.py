@@ -18,6 +18,22 @@ DEMO = ROOT / "assets" / "demo_study"
 
 
 @pytest.fixture
+def no_network(monkeypatch):
+    """The model hub off, and any connection to a non-loopback address fails the test."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    real_connect = socket.socket.connect
+
+    def guarded(self, address):
+        host = address[0] if isinstance(address, tuple) else address
+        if self.family == socket.AF_UNIX or host in ("127.0.0.1", "::1", "localhost"):
+            return real_connect(self, address)
+        raise AssertionError(f"a test tried the network: {address}")
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+@pytest.fixture
 def database(tmp_path):
     from storage import open_database
 

@@ -4,8 +4,6 @@ LM trained here to answer the GEMBA prompt with "90", "10" or a word."""
 from __future__ import annotations
 
 import json
-import os
-import socket
 import sys
 from pathlib import Path
 
@@ -193,49 +191,10 @@ ANSWERS = [(GOOD, "90"), (BAD, "10"), (ODD, "good")]
 
 
 def build_gemba_lm(out: Path, steps: int = 120) -> Path:
-    """tiny_models.build_causal_lm's Llama + Gemma-style chat template, trained instead to answer
-    three GEMBA prompts: the faithful pair -> "90", the unrelated one -> "10", a third -> "good"."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-    tm.seed_all(0)
+    """The tiny chat Llama of tiny_models, trained instead to answer three GEMBA prompts:
+    the faithful pair -> "90", the unrelated one -> "10", a third -> "good"."""
     judge = GembaDA("transformers", str(out))
-    prompts = [judge.prompt(s, h) for (s, h), _ in ANSWERS]
-    corpus = [p + a for p, (_, a) in zip(prompts, ANSWERS)] + ["user\nmodel\n"]
-    vocab, merges = tm._byte_bpe(corpus * 4, vocab_size=400)
-    specials = ["<bos>", "<eos>", "<pad>", "<start_of_turn>", "<end_of_turn>"]
-    for s in specials:
-        vocab[s] = len(vocab)
-    bpe = Tokenizer(models.BPE(vocab=vocab, merges=merges))
-    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = decoders.ByteLevel()
-    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
-                                  additional_special_tokens=specials[3:])
-    tok.chat_template = tm.CHAT_TEMPLATE
-    eot = tok.convert_tokens_to_ids("<end_of_turn>")
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
-                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
-                      tie_word_embeddings=True)
-    model = LlamaForCausalLM(cfg)
-    rows, labels = [], []
-    for p, (_, a) in zip(prompts, ANSWERS):
-        chat = tok.apply_chat_template([{"role": "user", "content": p}], tokenize=False, add_generation_prompt=True)
-        pi = tok(chat, add_special_tokens=False).input_ids
-        ai = tok(a, add_special_tokens=False).input_ids + [eot]
-        rows.append(pi + ai)
-        labels.append([-100] * len(pi) + ai)
-    width = max(map(len, rows))
-    pad = tok.pad_token_id
-    ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])          # left padding, as the metric batches
-    lab = torch.tensor([[-100] * (width - len(r)) + x for r, x in zip(rows, labels)])
-    att = (torch.arange(width)[None, :] >= torch.tensor([width - len(r) for r in rows])[:, None]).long()
-    tm._train(model, [{"input_ids": ids, "attention_mask": att, "labels": lab}], steps=steps, lr=5e-3)
-    model.generation_config = GenerationConfig(bos_token_id=tok.bos_token_id, pad_token_id=pad,
-                                               eos_token_id=[tok.eos_token_id, eot])
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    return out
+    return tm.build_chat_lm(out, [(judge.prompt(s, h), a) for (s, h), a in ANSWERS], steps, max_positions=512)
 
 
 @pytest.fixture(scope="module")
@@ -246,17 +205,8 @@ def gemba_lm(tmp_path_factory):
 
 
 @pytest.fixture
-def offline(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-    real_connect = socket.socket.connect
-
-    def guarded(self, address):
-        host = address[0] if isinstance(address, tuple) else address
-        if self.family == socket.AF_UNIX or host in ("127.0.0.1", "::1", "localhost"):
-            return real_connect(self, address)
-        raise AssertionError(f"a test tried the network: {address}")
-    monkeypatch.setattr(socket.socket, "connect", guarded)
+def offline(no_network):
+    """The hub off and any socket to a non-loopback address a failure (conftest's no_network)."""
 
 
 def test_transformers_backend_scores_with_the_trained_judge(gemba_lm, offline, monkeypatch):

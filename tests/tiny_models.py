@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -187,7 +186,6 @@ def build_whisper(out: Path, clips: dict[str, Path], steps: int = 60) -> dict[st
 # -- Marian ---------------------------------------------------------------------------------
 def build_marian(out: Path, steps: int = 300) -> Path:
     import sentencepiece as spm
-    import torch
     from transformers import MarianConfig, MarianMTModel, MarianTokenizer
     seed_all(0)
     out.mkdir(parents=True, exist_ok=True)
@@ -232,12 +230,14 @@ CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<start_of_turn>"
                  "{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
 
 
-def build_causal_lm(out: Path, steps: int = 100) -> Path:
+def build_chat_lm(out: Path, pairs: list[tuple[str, str]], steps: int, max_positions: int = 128) -> Path:
+    """A tiny Llama with a Gemma-style chat template, trained to answer each user message of
+    `pairs` with its answer (left-padded batches, as the backends generate)."""
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     seed_all(0)
-    corpus = [TOWER_PROMPT.replace("{text}", s) + t for s, t in PAIRS] + ["user\nmodel\n"]
+    corpus = [m + a for m, a in pairs] + ["user\nmodel\n"]
     vocab, merges = _byte_bpe(corpus * 4, vocab_size=400)
     specials = ["<bos>", "<eos>", "<pad>", "<start_of_turn>", "<end_of_turn>"]
     for s in specials:
@@ -251,16 +251,16 @@ def build_causal_lm(out: Path, steps: int = 100) -> Path:
     eot = tok.convert_tokens_to_ids("<end_of_turn>")
 
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=128,
+                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=max_positions,
                       bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id,
                       tie_word_embeddings=True)
     model = LlamaForCausalLM(cfg)
     rows, labels = [], []
-    for s, t in PAIRS:
-        prompt = tok.apply_chat_template([{"role": "user", "content": TOWER_PROMPT.replace("{text}", s)}],
-                                         tokenize=False, add_generation_prompt=True)
+    for message, answer in pairs:
+        prompt = tok.apply_chat_template([{"role": "user", "content": message}], tokenize=False,
+                                         add_generation_prompt=True)
         p = tok(prompt, add_special_tokens=False).input_ids
-        a = tok(t, add_special_tokens=False).input_ids + [eot]
+        a = tok(answer, add_special_tokens=False).input_ids + [eot]
         rows.append(p + a)
         labels.append([-100] * len(p) + a)          # learn the answer only
     width = max(map(len, rows))
@@ -275,6 +275,11 @@ def build_causal_lm(out: Path, steps: int = 100) -> Path:
     model.save_pretrained(out)
     tok.save_pretrained(out)
     return out
+
+
+def build_causal_lm(out: Path, steps: int = 100) -> Path:
+    """The Tower+ stand-in: the paper's MT prompt of each pair -> its Portuguese."""
+    return build_chat_lm(out, [(TOWER_PROMPT.replace("{text}", s), t) for s, t in PAIRS], steps)
 
 
 # -- audio LLM (Qwen2-Audio architecture; stands in for Voxtral / Phi-4-multimodal) -----------
