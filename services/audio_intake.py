@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 from scipy.signal import resample_poly
 
+from services.media_files import atomic_write
+
 SILENCE_DBFS = -45.0      # a recording whose loudest 50 ms window is quieter is silent
 MIN_SECONDS = 1.0
 LEAD_S = 0.1              # the first 100 ms must not already be speech
@@ -197,9 +199,7 @@ def store_recording(src: str | Path, media_dir: str | Path, max_seconds: float) 
     folder.mkdir(parents=True, exist_ok=True)
     original = folder / f"{digest}.{fmt}"
     if not original.exists():
-        tmp = original.with_suffix(".part")
-        tmp.write_bytes(data)
-        tmp.replace(original)
+        atomic_write(original, data)
     mono16 = folder / f"{digest}.16k.wav"
     if not mono16.exists():
         to_16k_wav(samples, rate, mono16)

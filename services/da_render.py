@@ -26,7 +26,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
 import unicodedata
 from pathlib import Path
@@ -34,6 +33,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw, ImageFont
 
 from services import tts
+from services.media_files import atomic_write
 
 RENDER_VERSION = 1
 DEFAULT_WIDTH = 900
@@ -275,17 +275,7 @@ def text_image(reference: str, candidate: str, width: int = DEFAULT_WIDTH) -> by
 
 
 # -- cached items --------------------------------------------------------------------------
-def _atomic_write(target: Path, data: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=target.suffix)
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+_atomic_write = atomic_write
 
 
 def image_key(reference: str, candidate: str, width: int = DEFAULT_WIDTH) -> str:

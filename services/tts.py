@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from services.backends import BackendUnavailable, require
+from services.media_files import atomic_write
 from services.model_cache import CACHE
 
 CREDENTIAL_ENV_VARS = ("GOOGLE_APPLICATION_CREDENTIALS", "TRADLAB_GOOGLE_CREDENTIALS")
@@ -280,23 +281,10 @@ def speak(text: str, lang: str, media_dir: str | Path, backend=None, voice: str 
     if not text or not text.strip():
         raise ValueError("nothing to speak: the text is empty")
     tts = backend if hasattr(backend, "synthesize") else choose(lang, backend, voice)
-    folder = Path(media_dir) / "tts"
-    target = folder / f"{cache_key(tts, text)}.wav"
+    target = Path(media_dir) / "tts" / f"{cache_key(tts, text)}.wav"
     if target.is_file():
         return target
-    audio = tts.synthesize(text)
-    folder.mkdir(parents=True, exist_ok=True)
-    # A unique temp file in the same folder, then an atomic replace: concurrent callers for the
-    # same text never see a half-written WAV, and the last writer wins with identical content.
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".wav")
-    try:
-        os.fchmod(fd, 0o644)                   # mkstemp makes 0600; media files are shared
-        with os.fdopen(fd, "wb") as f:
-            f.write(audio)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(target, tts.synthesize(text))
     return target
 
 

@@ -61,7 +61,6 @@ import contextlib
 import itertools
 import json
 import math
-import re
 import threading
 import time
 import warnings
