@@ -34,7 +34,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             with gr.Accordion("Recordings to review (flagged by QC)", open=True):
                 review = gr.Dataframe(label="Flagged recordings", interactive=False, wrap=True)
                 with gr.Row():
-                    rec_id = gr.Number(label="Recording id", value=None, precision=0, minimum=1, scale=1)
+                    rec_id = gr.Number(label="Recording id (from the table above)", value=None, precision=0, scale=1)
                     show_rec = gr.Button("Open", scale=1)
                 rec_audio = gr.Audio(label="Recording", type="filepath", interactive=False, elem_id="review-audio")
                 rec_text = gr.Markdown(elem_id="review-text")
@@ -45,7 +45,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             with gr.Accordion("Background jobs", open=False):
                 jobs = gr.Dataframe(label="Jobs (failed first)", interactive=False, wrap=True)
                 with gr.Row():
-                    job_id = gr.Number(label="Job id", value=None, precision=0, minimum=1)
+                    job_id = gr.Number(label="Job id (from the table above)", value=None, precision=0)
                     retry = gr.Button("Retry failed job")
                 job_msg = gr.Markdown()
             with gr.Accordion("Loaded models", open=False):
