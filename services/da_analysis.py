@@ -42,6 +42,7 @@ from scipy import stats
 
 from services.analysis_input import InputError, Problems
 from services.analysis_input import cells as _cells
+from services.figure_files import write_figures
 
 REQUIRED = ["worker_id", "hit_id", "modality", "system", "segment_id", "item_type", "score"]
 OPTIONAL = ["run", "duration_s"]
@@ -493,7 +494,7 @@ def _replication_sides(systems: pd.DataFrame, comparison: str):
     return x, y, f"{m1}, run {r1}", f"{m2}, run {r2}"
 
 
-def write_outputs(result: DAResult, out_dir, include_plotlyjs="directory") -> list[Path]:
+def write_outputs(result: DAResult, out_dir, include_plotlyjs="directory", png: bool | None = None) -> list[Path]:
     """Write workers, systems, head_to_head, replication, qc_summary and segments CSVs, and each
     figure as a standalone HTML file (plotly.min.js written once beside them: works offline, 4.8 MB once rather than per figure)."""
     out = Path(out_dir)
@@ -503,10 +504,7 @@ def write_outputs(result: DAResult, out_dir, include_plotlyjs="directory") -> li
         p = out / f"{name}.csv"
         getattr(result, name).to_csv(p, index=False)
         paths.append(p)
-    for name, fig in figures(result).items():
-        p = out / f"{name}.html"
-        fig.write_html(str(p), include_plotlyjs=include_plotlyjs, full_html=True)
-        paths.append(p)
+    paths += write_figures(figures(result), out, include_plotlyjs, png)
     return paths
 
 

@@ -79,6 +79,7 @@ from scipy import stats
 from services.analysis_input import InputError, Problems
 from services.analysis_input import cells as _cells
 from services.analysis_input import numbers as _numbers
+from services.figure_files import write_figures
 
 REQUIRED = ["participant_id", "sentence_id", "pair_id", "value", "is_repeat", "duration_s"]
 SUITABILITY_REQUIRED = ["participant_id", "pair_id", "suitability"]
@@ -777,7 +778,7 @@ def figures(result: SDResult) -> dict:
     return out
 
 
-def write_outputs(result: SDResult, out_dir, include_plotlyjs="directory") -> list[Path]:
+def write_outputs(result: SDResult, out_dir, include_plotlyjs="directory", png: bool | None = None) -> list[Path]:
     """Write cleansing.csv, loadings.csv, summary.json and each figure as a standalone HTML file
     (plotly.min.js written once beside them)."""
     out = Path(out_dir)
@@ -792,10 +793,7 @@ def write_outputs(result: SDResult, out_dir, include_plotlyjs="directory") -> li
     p = out / "summary.json"
     p.write_text(json.dumps(summary_dict(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     paths.append(p)
-    for name, fig in figures(result).items():
-        p = out / f"{name}.html"
-        fig.write_html(str(p), include_plotlyjs=include_plotlyjs, full_html=True)
-        paths.append(p)
+    paths += write_figures(figures(result), out, include_plotlyjs, png)
     return paths
 
 

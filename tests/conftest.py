@@ -15,6 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 DEMO = ROOT / "assets" / "demo_study"
+# PNG copies of figures start a browser (seconds): only tests/test_figure_files.py asks for them
+os.environ.setdefault("TRADLAB_FIGURE_PNG", "0")
 
 
 @pytest.fixture
