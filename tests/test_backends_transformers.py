@@ -138,6 +138,33 @@ def test_seq2seq_translates_a_batch(tiny, cache):
     assert entry.value.model.dtype == torch.float32        # bf16 only on CUDA
 
 
+def test_seq2seq_samples_n_candidates_per_source_with_epsilon(tiny, cache, monkeypatch):
+    from transformers import MarianMTModel
+    calls = spy_generate(monkeypatch, MarianMTModel)
+    mt = hf.TransformersSeq2SeqMT(str(tiny["marian"]), cache=cache)
+    src = ["Hello world.", "", "Thank you very much."]
+    a = mt.sample(src, n=6, epsilon=0.02, seed=3)
+    assert [len(h) for h in a] == [6, 0, 6]
+    assert all(isinstance(t, str) and t for t in a[0] + a[2])
+    assert mt.sample(src, n=6, epsilon=0.02, seed=3) == a          # seeded: repeatable
+    sent = calls[-1]
+    assert sent["do_sample"] is True and sent["epsilon_cutoff"] == 0.02 and sent["num_return_sequences"] == 6
+    assert sent["top_k"] == 0 and sent["top_p"] == 1.0             # pure epsilon sampling
+    assert mt.translate(["Hello world."]) == ["Olá mundo."]          # greedy still greedy
+    with pytest.raises(ValueError, match="epsilon"):
+        mt.sample(src, n=2, epsilon=0)
+    with pytest.raises(ValueError, match="n must"):
+        mt.sample(src, n=0)
+
+
+def test_causal_mt_samples_new_tokens_only(tiny, cache):
+    mt = hf.TransformersCausalMT(str(tiny["llm"]), tm.TOWER_PROMPT, max_new_tokens=12, cache=cache)
+    out = mt.sample(["Hello world.", "Good morning everyone."], n=4, seed=0)
+    assert [len(h) for h in out] == [4, 4]
+    assert all("Translate the following" not in t for h in out for t in h)
+    assert mt.sample(["Hello world.", "Good morning everyone."], n=4, seed=0) == out
+
+
 def test_seq2seq_unknown_target_language_is_explained(tiny, cache):
     mt = hf.TransformersSeq2SeqMT(str(tiny["marian"]), tgt_lang="por_Latn", cache=cache)
     with pytest.raises(BackendUnavailable, match="por_Latn"):

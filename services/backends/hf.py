@@ -218,25 +218,53 @@ class TransformersSeq2SeqMT:
                                  f"(tried {marian} and {self.tgt_lang}): check tgt_lang for this model")
 
     def translate(self, texts: list[str]) -> list[str]:
+        gen = {"num_beams": self.num_beams, "do_sample": False}
+        return [h[0] if h else "" for h in self._generate(texts, gen, 1)]
+
+    def sample(self, texts: list[str], n: int, epsilon: float = 0.02, seed: int = 0) -> list[list[str]]:
+        """n sampled translations per text (epsilon sampling: tokens below probability epsilon
+        are cut, no top-k/top-p), as quality-aware decoding draws its candidates (paper 003
+        section 5: 50 samples, epsilon 0.02). Seeded, so a run can be repeated."""
+        return self._generate(texts, _sampling(n, epsilon, seed), n)
+
+    def _generate(self, texts: list[str], gen: dict, n: int) -> list[list[str]]:
         import torch
         b = self.cache.get(_key("mt/transformers", self.model, self.dtype), self._load)
         model, tok = b.model, b.tokenizer
         prefix, forced_bos = self._target(tok)
-        out = [""] * len(texts)
+        out: list[list[str]] = [[] for _ in texts]
         todo = [(i, t.strip()) for i, t in enumerate(texts) if t and t.strip()]
-        gen = {"max_new_tokens": self.max_new_tokens, "num_beams": self.num_beams, "do_sample": False}
+        gen = {"max_new_tokens": self.max_new_tokens, **gen}
         if forced_bos is not None:
             gen["forced_bos_token_id"] = forced_bos
-        for chunk in _chunks(todo, TEXT_BATCH):
+        for chunk in _chunks(todo, max(1, TEXT_BATCH // n)):
             if self.src_lang and hasattr(tok, "src_lang"):
                 tok.src_lang = self.src_lang       # NLLB/M2M/mBART prefix the source code
             enc = tok([prefix + t for _, t in chunk], return_tensors="pt", padding=True,
                       truncation=True).to(model.device)
             with self.cache.exclusive(), torch.inference_mode():
-                ids = model.generate(**enc, **gen)
-            for (i, _), s in zip(chunk, tok.batch_decode(ids, skip_special_tokens=True)):
-                out[i] = s.strip()
+                _seed(gen)
+                ids = model.generate(**enc, **{k: v for k, v in gen.items() if k != "seed"})
+            decoded = [s.strip() for s in tok.batch_decode(ids, skip_special_tokens=True)]
+            for k, (i, _) in enumerate(chunk):
+                out[i] = decoded[k * n:(k + 1) * n]
         return out
+
+
+def _sampling(n: int, epsilon: float, seed: int) -> dict:
+    if int(n) < 1:
+        raise ValueError(f"n must be at least 1, not {n}")
+    if not 0 < float(epsilon) < 1:
+        raise ValueError(f"epsilon must lie strictly between 0 and 1, not {epsilon}")
+    # top_k=0 and top_p=1 switch off the defaults a generation config may carry
+    return {"do_sample": True, "epsilon_cutoff": float(epsilon), "top_k": 0, "top_p": 1.0, "temperature": 1.0,
+            "num_beams": 1, "num_return_sequences": int(n), "seed": int(seed)}
+
+
+def _seed(gen: dict) -> None:
+    if "seed" in gen:
+        import transformers
+        transformers.set_seed(gen["seed"])
 
 
 def _first_paragraph(output: str, source: str) -> str:
@@ -289,22 +317,31 @@ class TransformersCausalMT:
         return user
 
     def translate(self, texts: list[str]) -> list[str]:
+        return [h[0] if h else "" for h in self._generate(texts, {"do_sample": False}, 1)]
+
+    def sample(self, texts: list[str], n: int, epsilon: float = 0.02, seed: int = 0) -> list[list[str]]:
+        """n epsilon-sampled translations per text (see TransformersSeq2SeqMT.sample)."""
+        return self._generate(texts, _sampling(n, epsilon, seed), n)
+
+    def _generate(self, texts: list[str], gen: dict, n: int) -> list[list[str]]:
         import torch
         b = self.cache.get(_key("mt/transformers-causal", self.model, self.dtype), self._load)
         model, tok = b.model, b.tokenizer
-        out = [""] * len(texts)
+        out: list[list[str]] = [[] for _ in texts]
         todo = [(i, t.strip()) for i, t in enumerate(texts) if t and t.strip()]
-        for chunk in _chunks(todo, TEXT_BATCH):
+        for chunk in _chunks(todo, max(1, TEXT_BATCH // n)):
             prompts = [self.render(tok, t) for _, t in chunk]
             # A rendered chat template already starts with BOS; a plain prompt gets the tokenizer's.
             enc = tok(prompts, return_tensors="pt", padding=True,
                       add_special_tokens=not self._chat(tok)).to(model.device)
             with self.cache.exclusive(), torch.inference_mode():
-                ids = model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False,
-                                     pad_token_id=tok.pad_token_id)
+                _seed(gen)
+                ids = model.generate(**enc, max_new_tokens=self.max_new_tokens, pad_token_id=tok.pad_token_id,
+                                     **{k: v for k, v in gen.items() if k != "seed"})
             new = ids[:, enc["input_ids"].shape[1]:]
-            for (i, src), s in zip(chunk, tok.batch_decode(new, skip_special_tokens=True)):
-                out[i] = _first_paragraph(s, src)
+            decoded = tok.batch_decode(new, skip_special_tokens=True)
+            for k, (i, src) in enumerate(chunk):
+                out[i] = [_first_paragraph(s, src) for s in decoded[k * n:(k + 1) * n]]
         return out
 
 
