@@ -61,6 +61,7 @@ import contextlib
 import itertools
 import json
 import math
+import os
 import threading
 import time
 import warnings
@@ -76,6 +77,7 @@ from services.analysis_input import cells as _cells
 from services.analysis_input import numbers as _numbers
 
 from services import sd_analysis as SD
+from services.figure_files import write_figures
 
 ID_COLUMNS = ["exchange_id", "sender_id", "receiver_id", "validator_id"]
 FACTOR_COLUMNS = ["group", "gender", "system", "topic", "source"]
@@ -312,6 +314,16 @@ def correlation_matrix(d: pd.DataFrame, signals: list[str] | None = None) -> pd.
 _PATCH_LOCK = threading.RLock()
 
 
+def _new_patch_lock() -> None:
+    # A worker forked while another thread held the lock would otherwise wait for it forever.
+    global _PATCH_LOCK
+    _PATCH_LOCK = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_patch_lock)
+
+
 def _sparse_smw_solver(original):
     from scipy import linalg, sparse
 
@@ -450,24 +462,32 @@ def _fit_mixedlm(d: pd.DataFrame, exog: pd.DataFrame, start=None):
     return model, res, names, caught_notes
 
 
-def _start_params(base: LMMFit | None, k_fe: int):
+def _start_values(base: LMMFit | None) -> tuple | None:
+    """(fixed effects, variance components) of a fit, to start another fit from; picklable."""
     if base is None or base.result is None:
+        return None
+    po = base.result.params_object
+    return np.asarray(po.fe_params, dtype=float), np.asarray(po.vcomp, dtype=float)
+
+
+def _start_params(start: tuple | None, k_fe: int):
+    if start is None:
         return None
     from statsmodels.regression.mixed_linear_model import MixedLMParams
 
-    po = base.result.params_object
+    fe_start, vcomp = start
     fe = np.zeros(k_fe)
-    n = min(k_fe, len(po.fe_params))
-    fe[:n] = po.fe_params[:n]
-    return MixedLMParams.from_components(fe_params=fe, cov_re=np.zeros((0, 0)), vcomp=np.asarray(po.vcomp))
+    n = min(k_fe, len(fe_start))
+    fe[:n] = fe_start[:n]
+    return MixedLMParams.from_components(fe_params=fe, cov_re=np.zeros((0, 0)), vcomp=np.asarray(vcomp))
 
 
 def fit_lmm(d: pd.DataFrame, reference: dict | None = None, extra: pd.Series | None = None,
-            extra_name: str = "signal", start: LMMFit | None = None) -> LMMFit:
+            extra_name: str = "signal", start: LMMFit | tuple | None = None) -> LMMFit:
     """REML fit of FORMULA (+ ``extra`` as a covariate, on the rows where it is present) with
     crossed random intercepts for sender, validator and receiver (statsmodels MixedLM: one
-    all-covering group, one variance component per id). ``start``: a previous fit whose
-    variance components start the optimiser."""
+    all-covering group, one variance component per id). ``start``: a previous fit (or its
+    _start_values) whose estimates start the optimiser."""
     t0 = time.perf_counter()
     reference = dict(DEFAULT_REFERENCE if reference is None else reference)
     rows = d if extra is None else d[extra.notna()]
@@ -490,7 +510,8 @@ def fit_lmm(d: pd.DataFrame, reference: dict | None = None, extra: pd.Series | N
     exog = exog.iloc[:, keep]
     if len(rows) <= exog.shape[1] + 3:
         raise UsabilityAnalysisError(f"{len(rows)} rows for {exog.shape[1]} fixed effects: too few for the LMM")
-    model, res, vc_names, notes = _fit_mixedlm(rows, exog, _start_params(start, exog.shape[1]))
+    model, res, vc_names, notes = _fit_mixedlm(
+        rows, exog, _start_params(_start_values(start) if isinstance(start, LMMFit) else start, exog.shape[1]))
     k = exog.shape[1]
     ci = np.asarray(res.conf_int())[:k]
     table = pd.DataFrame({"term": list(exog.columns), "estimate": np.asarray(res.fe_params, dtype=float),
@@ -596,34 +617,83 @@ def tertiles(d: pd.DataFrame) -> tuple[pd.Series, str]:
                 "qcut on the rank of translation_score (tied scores made cut points coincide)")
 
 
+def _signal_lmm(d: pd.DataFrame, reference: dict | None, x: pd.Series, signal: str, start: tuple | None) -> dict:
+    """The LMM with one rescaled signal added: its coefficient and p-value (run in a worker)."""
+    try:
+        f = fit_lmm(d, reference, extra=x, extra_name=signal, start=start)
+    except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
+        return {"error": f"LMM with {signal} failed: {e}"}
+    t = f.table.set_index("term")
+    out = {"n_lmm": f.n, "converged": f.converged}
+    if signal in t.index:
+        out.update(effect_lmm=float(t.at[signal, "estimate"]), p_lmm=float(t.at[signal, "p_value"]))
+    return out
+
+
+def analysis_workers() -> int:
+    """Processes for the per-signal LMMs: TRADLAB_ANALYSIS_WORKERS, else the CPU count (at most
+    4); 1 fits them one after another in this process."""
+    env = os.environ.get("TRADLAB_ANALYSIS_WORKERS", "").strip()
+    if env:
+        return max(1, int(env))
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+@contextlib.contextmanager
+def _pool(tasks: int):
+    """A process pool for independent model fits, or None to run them here. The fits are pure
+    numpy/statsmodels work that holds the GIL, so threads do not help; forked workers start
+    without re-importing anything. Where fork is unavailable (Windows, macOS default) or only
+    one worker is allowed, None."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = min(analysis_workers(), tasks)
+    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        yield None
+        return
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as ex:
+        yield ex
+
+
 def metric_effects(d: pd.DataFrame, base: LMMFit | None, signals: list[str], reference: dict | None = None,
-                   lower_is_better=LOWER_IS_BETTER, notes: list[str] | None = None) -> pd.DataFrame:
+                   lower_is_better=LOWER_IS_BETTER, notes: list[str] | None = None,
+                   executor=None) -> pd.DataFrame:
     """metric_effects.csv: per signal effect_lmm (its coefficient, rescaled to [0,1], added to
     the LMM) and effect_low/mid/high (OLS u ~ rescaled signal within translation-score
-    tertiles), with p-values and row counts."""
+    tertiles), with p-values and row counts. The per-signal LMMs start from ``base`` and run in
+    parallel processes when the machine has several cores (analysis_workers()), or in
+    ``executor`` when given."""
     import statsmodels.api as sm
 
     tert, how = tertiles(d)
     if notes is not None:
         notes.append(f"tertiles: {how}")
+    scaled = {s: rescale(d[s], _lower_is_better(s, lower_is_better)) for s in signals}
+    lmm_signals = [s for s in signals if base is not None and scaled[s].notna().sum()]
+    start = _start_values(base)
+    lmm: dict[str, dict] = {}
+    with (contextlib.nullcontext(executor) if executor is not None else _pool(len(lmm_signals))) as ex:
+        if ex is None:
+            for s in lmm_signals:
+                lmm[s] = _signal_lmm(d, reference, scaled[s], s, start)
+        else:
+            futures = {s: ex.submit(_signal_lmm, d, reference, scaled[s], s, start) for s in lmm_signals}
+            lmm = {s: f.result() for s, f in futures.items()}
     rows = []
     for s in signals:
         lower = _lower_is_better(s, lower_is_better)
-        x = rescale(d[s], lower)
+        x = scaled[s]
         row = {"signal": s, "orientation": "lower is better" if lower else "higher is better",
                "min": float(d[s].min()), "max": float(d[s].max())}
-        if x.notna().sum() and base is not None:
-            try:
-                f = fit_lmm(d, reference, extra=x, extra_name=s, start=base)
-                t = f.table.set_index("term")
-                if s in t.index:
-                    row.update(effect_lmm=float(t.at[s, "estimate"]), p_lmm=float(t.at[s, "p_value"]))
-                if not f.converged and notes is not None:
-                    notes.append(f"LMM with {s} did not converge")
-                row["n_lmm"] = f.n
-            except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
-                if notes is not None:
-                    notes.append(f"LMM with {s} failed: {e}")
+        fitted = lmm.get(s, {})
+        if "error" in fitted:
+            if notes is not None:
+                notes.append(fitted["error"])
+        elif fitted:
+            row.update({k: fitted[k] for k in ("effect_lmm", "p_lmm", "n_lmm") if k in fitted})
+            if not fitted["converged"] and notes is not None:
+                notes.append(f"LMM with {s} did not converge")
         for t in TERTILES:
             ok = (tert == t) & x.notna()
             row[f"n_{t}"] = int(ok.sum())
@@ -748,6 +818,12 @@ def factor_analysis(d: pd.DataFrame, seed: int = SEED, pa_iterations: int = PA_I
 # ---------------------------------------------------------------------------------------------
 # the whole analysis
 
+def _timed(fn, *args):
+    t = time.perf_counter()
+    out = fn(*args)
+    return out, time.perf_counter() - t
+
+
 def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | None = None,
             lower_is_better=LOWER_IS_BETTER, seed: int = SEED, pa_iterations: int = PA_ITERATIONS,
             metric_lmm: bool = True) -> UsabilityResult:
@@ -765,25 +841,34 @@ def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | 
     cmat = correlation_matrix(d, signals)
     timings["descriptive_s"] = time.perf_counter() - t
     fit, lmm_error, mm = None, None, pd.DataFrame(columns=MARGINAL_COLUMNS)
-    t = time.perf_counter()
-    try:
-        fit = fit_lmm(d, reference)
-        mm = marginal_means(fit, d)
-        if not fit.converged:
-            notes.append("the LMM did not converge")
-    except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
-        lmm_error = str(e)
-        notes.append(f"LMM not fitted: {e}")
-    timings["lmm_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    effects = metric_effects(d, fit if metric_lmm else None, signals, reference, lower_is_better, notes)
-    timings["metric_effects_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    thr, curves = thresholds(d, signals, lower_is_better)
-    timings["thresholds_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    factor = factor_analysis(d, seed, pa_iterations)
-    timings["factor_s"] = time.perf_counter() - t
+    # Independent parts run in worker processes while this one fits the main LMM: the factor
+    # analysis and the threshold curves at once, the per-signal LMMs once the main fit (their
+    # starting point) is there.
+    with _pool(1 + len(signals)) as ex:
+        later = {}
+        if ex is not None:
+            later["factor"] = ex.submit(_timed, factor_analysis, d, seed, pa_iterations)
+            later["thresholds"] = ex.submit(_timed, thresholds, d, signals, lower_is_better)
+        t = time.perf_counter()
+        try:
+            fit = fit_lmm(d, reference)
+            mm = marginal_means(fit, d)
+            if not fit.converged:
+                notes.append("the LMM did not converge")
+        except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
+            lmm_error = str(e)
+            notes.append(f"LMM not fitted: {e}")
+        timings["lmm_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        effects = metric_effects(d, fit if metric_lmm else None, signals, reference, lower_is_better, notes,
+                                 executor=ex)
+        timings["metric_effects_s"] = time.perf_counter() - t
+        if ex is not None:
+            (thr, curves), timings["thresholds_s"] = later["thresholds"].result()
+            factor, timings["factor_s"] = later["factor"].result()
+        else:
+            (thr, curves), timings["thresholds_s"] = _timed(thresholds, d, signals, lower_is_better)
+            factor, timings["factor_s"] = _timed(factor_analysis, d, seed, pa_iterations)
     timings["total_s"] = time.perf_counter() - t_start
     return UsabilityResult(data=d, signals=signals, groups=groups, correlations=corr, correlation_matrix=cmat,
                            lmm=fit, marginal_means=mm, metric_effects=effects, thresholds=thr,
@@ -917,7 +1002,7 @@ def _num(v):
     return v if math.isfinite(v) else None
 
 
-def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory") -> list[Path]:
+def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory", png: bool | None = None) -> list[Path]:
     """Write groups.csv, correlations.csv, lmm.csv, lmm.txt, marginal_means.csv,
     metric_effects.csv, thresholds.csv, factor.json and each figure as a standalone HTML file
     (plotly.min.js written once beside them)."""
@@ -943,23 +1028,8 @@ def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory"
     p = out / "factor.json"
     p.write_text(json.dumps(_num(result.factor), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     paths.append(p)
-    png = _kaleido_available()
-    for name, fig in figures(result).items():
-        p = out / f"{name}.html"
-        fig.write_html(str(p), include_plotlyjs=include_plotlyjs, full_html=True)
-        paths.append(p)
-        if png:                       # a static copy for papers, when kaleido is installed
-            try:
-                fig.write_image(str(out / f"{name}.png"), scale=2)
-                paths.append(out / f"{name}.png")
-            except Exception:         # kaleido present but no browser for it: HTML only
-                png = False
+    paths += write_figures(figures(result), out, include_plotlyjs, png, notes=result.notes)
     return paths
-
-
-def _kaleido_available() -> bool:
-    import importlib.util
-    return importlib.util.find_spec("kaleido") is not None
 
 
 def summary(result: UsabilityResult) -> str:
