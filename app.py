@@ -267,6 +267,18 @@ def cmd_speak(args, settings):
     return 0
 
 
+def cmd_backup(args, settings):
+    from storage import backup
+
+    try:
+        info = backup.backup(settings.db_path, args.out)
+    except (FileNotFoundError, ValueError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"{info['path']}: {info['bytes']} bytes, {info['tables']} tables (a consistent copy of {settings.db_path})")
+    return 0
+
+
 def main(argv=None):
     sys.path.insert(0, str(ROOT))
     from services.settings import Settings
@@ -325,6 +337,8 @@ def main(argv=None):
                                       "topic, source, satisfaction, trust, reliance, *_b, translation_score, qa_score, "
                                       "metric_* columns")
     us.add_argument("--out", required=True)
+    bk = sub.add_parser("backup", help="copy the live database (SQLite online backup), safe while the app runs")
+    bk.add_argument("out", help="the copy's file path, or a folder for tradlab-backup.db")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
     if args.command in (None, "serve"):
@@ -341,6 +355,8 @@ def main(argv=None):
         return cmd_translate(args, settings)
     if args.command == "speak":
         return cmd_speak(args, settings)
+    if args.command == "backup":
+        return cmd_backup(args, settings)
     parser.error(f"unknown command {args.command}")
 
 
