@@ -1,0 +1,775 @@
+"""Gender audit of a quality-estimation (QE) metric (paper 003, PROTOCOLS.md section 4).
+
+Input, PAIRS.csv (:func:`read_pairs`): one row per instance, a source and its two contrastive
+translations that differ only in gender:
+
+* required: ``instance_id`` (unique within a ``lang``), ``lang``, ``source`` and either
+  ``hyp_f`` and ``hyp_m`` (feminine / masculine, contrast "F/M") or ``hyp_n`` and ``hyp_g``
+  (gender-neutral / gendered, contrast "N/G"), never both;
+* optional ``gold`` F|M: the gender the source (with its context) calls for, the unambiguous
+  setting; blank on every row (or no column) is the ambiguous setting. With N/G it only splits
+  the ratios by source gender (there is no "wrong" form, so no error rates);
+* optional ``context``: the preceding source-language context, used by the mon/bil variants;
+* optional precomputed ``score_f`` and ``score_m`` (``score_n``/``score_g``): then no metric
+  runs and these numbers are used exactly. A blank cell is a segment the metric could not
+  score (NaN); text that is not a number is an input error.
+
+Scoring (:func:`score_pairs`): QE(source, hypothesis) for each form, one batched metric call
+per hypothesis column (through ``metrics.score_cached`` when a database is given). Context
+variants (services.metrics_context): none = QE(s, h); mon = QE(c|s, c|h);
+bil = QE(c|s, MT(c)|h), "|" being concatenation with one space; MT runs once per distinct
+context.
+
+Statistics (scores must be higher-is-better, as in the paper, which rescales MetricX to
+1 - o/25):
+
+* ratios (:func:`ratios`, ambiguous audit): ratio = score_f / score_m per instance
+  (score_n / score_g); per language and pooled ("all"), also per source gender when gold is
+  given: n, mean ratio, 95 % t-interval (scipy ``ttest_1samp(...).confidence_interval``) and
+  the one-sided one-sample t-test against 1 (alternative "less": the first form scores
+  lower). A ratio is only meaningful on a positive scale: rows whose denominator score is
+  <= 0 or whose numerator is < 0 (metrics whose scale includes 0 or negatives, e.g. cosine)
+  are left out and counted in ``n_dropped``, with a warning; rows with a missing (NaN) score
+  are left out and counted in ``n_missing``. Fewer than 2 ratios: CI and p are NaN; constant
+  ratios: whatever scipy returns (t = +-inf, p 0 or 1; NaN when they all equal 1).
+* errors (:func:`errors`, unambiguous audit, F/M with gold): an error is the wrong form
+  scoring >= the right one (ties are errors, as in the paper); ER = share of errors, er_f and
+  er_m over sources whose gold is F / M, phi = er_f / er_m. phi is +inf when er_m = 0 < er_f,
+  NaN when both are 0 (0/0) or a group is empty. 95 % CI of phi: scipy.stats.bootstrap with
+  the two error-indicator samples (feminine, masculine), which resamples each sample
+  independently (i.e. within each gender group, group sizes fixed), statistic
+  mean(f) / mean(m), method "percentile", 1,000 resamples, numpy Generator seeded with
+  ``seed`` (every language row starts from the same seed). When some resamples have no
+  masculine error (phi = inf, or undefined 0/0) scipy's interpolated quantiles turn into NaN;
+  then the 0/0 resamples are left out and the bounds are the order statistics of the rest
+  (numpy nanpercentile, method "inverted_cdf"), so an unbounded upper limit reads inf; the
+  row's ``phi_ci_note`` says how many resamples were affected. Needs >= 2 instances per group.
+* retention (:func:`retention`): for each form, the share of instances whose score is >= x
+  (the complementary CDF, paper figure 3), at each threshold (gap = share_m - share_f,
+  share_g - share_n) and as curves over the observed scores.
+
+"all" rows pool the instances of every language (the paper reports means over languages).
+
+Pure functions; statistics from scipy/numpy/pandas, figures from plotly.
+"""
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, NamedTuple, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from services import metrics_context
+from services.analysis_input import InputError, Problems
+from services.analysis_input import cells as _cells
+from services.analysis_input import numbers as _numbers
+from services.figure_files import write_figures
+
+BASE = ["instance_id", "lang", "source"]
+CONTRASTS = {"F/M": ("f", "m"), "N/G": ("n", "g")}
+GOLD = ("F", "M")
+CONFIDENCE = 0.95
+N_RESAMPLES = 1000
+SEED = 0
+DEFAULT_UNIT_THRESHOLD = 0.8     # the paper's CometKiwi filtering threshold (figure 3)
+ALL = "all"
+
+RATIO_COLUMNS_TEMPLATE = ["lang", "contrast", "source_gender", "n", "n_missing", "n_dropped", "mean_{a}", "mean_{b}",
+                          "mean_ratio", "sd_ratio", "ci_low", "ci_high", "t", "p_value"]
+ERROR_COLUMNS = ["lang", "n", "n_f", "n_m", "n_missing", "errors_f", "errors_m", "er", "er_f", "er_m", "phi",
+                 "phi_ci_low", "phi_ci_high", "phi_ci_note", "ties", "tie_rate"]
+
+
+class QEInputError(InputError):
+    """Bad PAIRS input (file, row, column named)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# input
+
+def contrast_of(frame: pd.DataFrame) -> str:
+    """'F/M' or 'N/G' from a frame's hypothesis columns."""
+    for name, (a, b) in CONTRASTS.items():
+        if f"hyp_{a}" in frame.columns and f"hyp_{b}" in frame.columns:
+            return name
+    raise ValueError("the frame has neither hyp_f/hyp_m nor hyp_n/hyp_g")
+
+
+def _forms(frame: pd.DataFrame) -> tuple[str, str]:
+    return CONTRASTS[contrast_of(frame)]
+
+
+def has_gold(frame: pd.DataFrame) -> bool:
+    return "gold" in frame.columns and bool((frame["gold"] != "").any())
+
+
+def has_scores(frame: pd.DataFrame) -> bool:
+    a, b = _forms(frame)
+    return f"score_{a}" in frame.columns and f"score_{b}" in frame.columns
+
+
+def _normalise(df: pd.DataFrame, source: str) -> pd.DataFrame:
+    cols = list(df.columns)
+    missing = [c for c in BASE if c not in cols]
+    if missing:
+        raise QEInputError(source, 1, missing[0], f"missing column (required: {', '.join(BASE)}, and hyp_f + hyp_m "
+                                                  f"or hyp_n + hyp_g; missing: {', '.join(missing)})")
+    present = {name: [f"hyp_{x}" for x in forms if f"hyp_{x}" in cols] for name, forms in CONTRASTS.items()}
+    if present["F/M"] and present["N/G"]:
+        raise QEInputError(source, 1, present["N/G"][0],
+                           "both contrasts mixed: a PAIRS file holds either hyp_f + hyp_m (feminine/masculine) or "
+                           "hyp_n + hyp_g (neutral/gendered), not both")
+    if not present["F/M"] and not present["N/G"]:
+        raise QEInputError(source, 1, "hyp_f", "missing column (the hypotheses: hyp_f + hyp_m, or hyp_n + hyp_g)")
+    contrast = "F/M" if present["F/M"] else "N/G"
+    a, b = CONTRASTS[contrast]
+    for x in (a, b):
+        if f"hyp_{x}" not in cols:
+            raise QEInputError(source, 1, f"hyp_{x}", f"missing column (contrast {contrast} needs hyp_{a} and hyp_{b})")
+    other = [x for x in CONTRASTS["N/G" if contrast == "F/M" else "F/M"]]
+    wrong_scores = [f"score_{x}" for x in other if f"score_{x}" in cols]
+    if wrong_scores:
+        raise QEInputError(source, 1, wrong_scores[0],
+                           f"both contrasts mixed: {wrong_scores[0]} with hyp_{a}/hyp_{b} (scores of contrast "
+                           f"{contrast} are score_{a} and score_{b})")
+    score_cols = [f"score_{x}" for x in (a, b)]
+    given = [c for c in score_cols if c in cols]
+    if len(given) == 1:
+        lacking = [c for c in score_cols if c not in given][0]
+        raise QEInputError(source, 1, lacking, f"missing column: precomputed scores need both {score_cols[0]} and "
+                                               f"{score_cols[1]} (or neither, to run a metric)")
+
+    df = df.reset_index(drop=True)
+    out = pd.DataFrame(index=df.index)
+    problems = Problems(cols, QEInputError)
+    for col in BASE:
+        out[col] = _cells(df[col])
+        problems.flag(col, out[col] == "", lambda pos: "empty value")
+    for x in (a, b):
+        col = f"hyp_{x}"
+        out[col] = _cells(df[col])
+        problems.flag(col, out[col] == "", lambda pos: "blank hypothesis")
+
+    if "gold" in cols:
+        gold = _cells(df["gold"]).str.upper()
+        if (gold != "").any():
+            problems.flag("gold", (gold != "") & ~gold.isin(GOLD),
+                          lambda pos: f"gold {str(df['gold'].iloc[pos]).strip()!r} is not F or M")
+            problems.flag("gold", gold == "",
+                          lambda pos: "blank gold while other rows give one (gold must be F or M on every row, or "
+                                      "blank on every row for the ambiguous setting)")
+            out["gold"] = gold
+    if "context" in cols:
+        out["context"] = _cells(df["context"])
+
+    for col in given:
+        raw = df[col]
+        text = _cells(raw)
+        value = _numbers(raw)
+        problems.flag(col, (text != "") & value.isna(), lambda pos, raw=raw: f"score {str(raw.iloc[pos]).strip()!r} "
+                                                                             "is not a number")
+        problems.flag(col, np.isinf(value), lambda pos, raw=raw: f"score {str(raw.iloc[pos]).strip()!r} is not a "
+                                                                 "finite number")
+        out[col] = value.where(np.isfinite(value))
+
+    key = out[["lang", "instance_id"]]
+    dup = key.duplicated(keep="first") & (out["instance_id"] != "")
+    if dup.any():
+        first_row = {}
+        for i, k in enumerate(map(tuple, key.to_numpy())):
+            first_row.setdefault(k, i)
+        problems.flag("instance_id", dup,
+                      lambda pos: f"duplicate instance_id {out.at[pos, 'instance_id']!r} in lang "
+                                  f"{out.at[pos, 'lang']!r} (first at row "
+                                  f"{first_row[(out.at[pos, 'lang'], out.at[pos, 'instance_id'])] + 2})")
+    problems.raise_first(source)
+    order = BASE + [f"hyp_{a}", f"hyp_{b}"] + [c for c in ("gold", "context") if c in out.columns] + given
+    return out[order]
+
+
+def read_pairs(data, source: str | None = None) -> pd.DataFrame:
+    """Read and check PAIRS (a CSV path or a DataFrame); returns the typed frame (texts
+    stripped, gold upper-case, scores float with NaN for blank cells; other columns dropped).
+    Raises QEInputError naming the file, the row (header = row 1) and the column."""
+    if isinstance(data, pd.DataFrame):
+        df = data.copy()
+        df.columns = [str(c).strip() for c in df.columns]
+        return _normalise(df, source or "<DataFrame>")
+    path = Path(data)
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except FileNotFoundError:
+        raise QEInputError(path, None, None, "file not found") from None
+    except pd.errors.EmptyDataError:
+        raise QEInputError(path, 1, None, "empty file (expected a header row)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as e:
+        raise QEInputError(path, None, None, f"not a readable CSV ({e})") from None
+    df.columns = [str(c).strip().lstrip("\ufeff") for c in df.columns]
+    out = _normalise(df, source or str(path))
+    if out.empty:
+        raise QEInputError(source or path, 2, None, "no instances (only a header row)")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# scoring
+
+def _metric_info(metric) -> dict:
+    if hasattr(metric, "info"):
+        try:
+            return dict(metric.info())
+        except Exception:
+            pass
+    return {"name": getattr(metric, "name", type(metric).__name__)}
+
+
+def score_pairs(frame: pd.DataFrame, metric=None, context: str = "none", translate: Callable | None = None,
+                database=None, progress: Callable[[float, str], Any] | None = None) -> pd.DataFrame:
+    """The PAIRS frame with score columns filled.
+
+    Precomputed score columns (both present) are used exactly and the metric is never called.
+    Otherwise ``metric`` (a services.metrics Metric or its registry name) scores source vs each
+    hypothesis column, one batched call per column (``metrics.score_cached(database, ...)``
+    when a database is given); None scores become NaN. ``context``: "none", "mon" or "bil"
+    (see services.metrics_context; mon/bil need a context column, bil a ``translate`` callable,
+    called once on the distinct contexts). ``progress(fraction, description)`` is optional.
+    The result's ``attrs["qe_scoring"]`` records the metric and the context mode."""
+    d = read_pairs(frame)
+    a, b = _forms(d)
+    if context not in metrics_context.MODES:
+        raise ValueError(f"unknown context mode {context!r} (one of: {', '.join(metrics_context.MODES)})")
+    notes: list[str] = []
+    if has_scores(d):
+        if metric is not None:
+            notes.append(f"precomputed score_{a}/score_{b} used; metric "
+                         f"{getattr(metric, 'name', metric)!r} was not run")
+        d.attrs["qe_scoring"] = {"metric": {"name": "precomputed"}, "context": context, "precomputed": True,
+                                 "higher_is_better": True, "notes": notes}
+        if progress:
+            progress(1.0, "precomputed scores")
+        return d
+    if metric is None:
+        raise ValueError(f"no score_{a}/score_{b} columns and no metric to compute them")
+    from services import metrics as metric_registry
+
+    if isinstance(metric, str):
+        metric = metric_registry.get(metric)
+    if context != "none" and "context" not in d.columns:
+        raise ValueError(f"context mode {context!r} needs a context column in PAIRS")
+    contexts = list(d["context"]) if "context" in d.columns else None
+    n = len(d)
+    sources = list(d["source"])
+    if progress and context == "bil":
+        progress(0.0, "translating contexts")
+    # one contextualise call over both columns: bil translates each distinct context once
+    srcs, hyps = metrics_context.contextualise(sources * 2, list(d[f"hyp_{a}"]) + list(d[f"hyp_{b}"]),
+                                               contexts * 2 if contexts is not None else None, context, translate)
+    for k, x in enumerate((a, b)):
+        if progress:
+            progress(k / 2, f"scoring hyp_{x} with {getattr(metric, 'name', 'metric')}")
+        s, h = srcs[k * n:(k + 1) * n], hyps[k * n:(k + 1) * n]
+        scores = (metric_registry.score_cached(database, metric, s, h) if database is not None
+                  else metric.score(s, h))
+        scores = list(scores)
+        if len(scores) != n:
+            raise ValueError(f"the metric returned {len(scores)} scores for {n} segments")
+        d[f"score_{x}"] = pd.Series([math.nan if v is None else float(v) for v in scores], index=d.index, dtype=float)
+    if progress:
+        progress(1.0, "scored")
+    if d[[f"score_{a}", f"score_{b}"]].isna().all().all():
+        raise ValueError(f"the metric {getattr(metric, 'name', metric)!r} returned no score at all (a reference-based "
+                         "metric needs references; this audit is reference-free)")
+    d.attrs["qe_scoring"] = {"metric": _metric_info(metric), "context": context, "precomputed": False,
+                             "higher_is_better": bool(getattr(metric, "higher_is_better", True)),
+                             "context_separator": metrics_context.SEPARATOR, "notes": notes}
+    return d
+
+
+def _scored(frame: pd.DataFrame) -> pd.DataFrame:
+    d = read_pairs(frame)
+    if not has_scores(d):
+        a, b = _forms(d)
+        raise ValueError(f"no scores: the frame needs score_{a} and score_{b} (run score_pairs first)")
+    return d
+
+
+def _by_lang(d: pd.DataFrame):
+    for lang in sorted(d["lang"].unique()):
+        yield lang, d[d["lang"] == lang]
+    yield ALL, d
+
+
+# ---------------------------------------------------------------------------------------------
+# ratios
+
+def ratio_columns(contrast: str) -> list[str]:
+    a, b = CONTRASTS[contrast]
+    return [c.format(a=a, b=b) for c in RATIO_COLUMNS_TEMPLATE]
+
+
+def instance_ratios(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per instance: ratio = score_a / score_b and why it is not used (status 'ok', 'missing'
+    for a NaN score, 'nonpositive' for a denominator <= 0 or a numerator < 0)."""
+    d = _scored(frame)
+    a, b = _forms(d)
+    sa, sb = d[f"score_{a}"], d[f"score_{b}"]
+    missing = sa.isna() | sb.isna()
+    nonpos = ~missing & ((sb <= 0) | (sa < 0))
+    status = np.where(missing, "missing", np.where(nonpos, "nonpositive", "ok"))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = (sa / sb).where(status == "ok")
+    return pd.DataFrame({"ratio": ratio, "ratio_status": status}, index=d.index)
+
+
+def _t_stats(r: np.ndarray) -> tuple[float, float, float, float]:
+    """(ci_low, ci_high, t, one-sided p) of the ratios against 1; NaN for fewer than 2."""
+    if len(r) < 2:
+        return math.nan, math.nan, math.nan, math.nan
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        two = stats.ttest_1samp(r, 1.0)
+        ci = two.confidence_interval(CONFIDENCE)
+        less = stats.ttest_1samp(r, 1.0, alternative="less")
+    return float(ci.low), float(ci.high), float(less.statistic), float(less.pvalue)
+
+
+def ratios(frame: pd.DataFrame) -> pd.DataFrame:
+    """ratios.csv: per language (and 'all'), source_gender 'any' (and F / M when gold is given):
+    n used, n_missing, n_dropped, mean scores of the two forms over the used rows, mean ratio,
+    its sd (ddof 1), the 95 % t-interval and the one-sided t-test p (H1: mean ratio < 1)."""
+    d = _scored(frame)
+    contrast = contrast_of(d)
+    a, b = CONTRASTS[contrast]
+    r = instance_ratios(d)
+    d = d.assign(ratio=r["ratio"], ratio_status=r["ratio_status"])
+    groups = [("any", None)] + ([("F", "F"), ("M", "M")] if has_gold(d) else [])
+    rows = []
+    for lang, g in _by_lang(d):
+        for label, gold in groups:
+            gg = g if gold is None else g[g["gold"] == gold]
+            ok = gg[gg["ratio_status"] == "ok"]
+            x = ok["ratio"].to_numpy(dtype=float)
+            lo, hi, t, p = _t_stats(x)
+            rows.append({"lang": lang, "contrast": contrast, "source_gender": label, "n": len(x),
+                         "n_missing": int((gg["ratio_status"] == "missing").sum()),
+                         "n_dropped": int((gg["ratio_status"] == "nonpositive").sum()),
+                         f"mean_{a}": float(ok[f"score_{a}"].mean()) if len(x) else math.nan,
+                         f"mean_{b}": float(ok[f"score_{b}"].mean()) if len(x) else math.nan,
+                         "mean_ratio": float(np.mean(x)) if len(x) else math.nan,
+                         "sd_ratio": float(np.std(x, ddof=1)) if len(x) > 1 else math.nan,
+                         "ci_low": lo, "ci_high": hi, "t": t, "p_value": p})
+    return pd.DataFrame(rows, columns=ratio_columns(contrast))
+
+
+# ---------------------------------------------------------------------------------------------
+# errors (unambiguous setting)
+
+def _phi_stat(f, m, axis=-1):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.mean(f, axis=axis) / np.mean(m, axis=axis)
+
+
+def phi(er_f: float, er_m: float) -> float:
+    """er_f / er_m; +inf when er_m = 0 < er_f; NaN when both are 0 or either is NaN."""
+    if not (math.isfinite(er_f) and math.isfinite(er_m)):
+        return math.nan
+    if er_m == 0:
+        return math.inf if er_f > 0 else math.nan
+    return er_f / er_m
+
+
+def phi_interval(err_f, err_m, n_resamples: int = N_RESAMPLES, seed: int = SEED,
+                 confidence: float = CONFIDENCE) -> tuple[float, float, str]:
+    """Percentile bootstrap CI of phi = mean(err_f) / mean(err_m) (error indicators 0/1):
+    scipy.stats.bootstrap resampling each group independently (see the module docstring);
+    (low, high, note). NaN with a note when a group has fewer than 2 instances."""
+    f = np.asarray(err_f, dtype=float)
+    m = np.asarray(err_m, dtype=float)
+    if len(f) < 2 or len(m) < 2:
+        return math.nan, math.nan, "fewer than 2 instances in a gender group: no bootstrap"
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        res = stats.bootstrap((f, m), _phi_stat, n_resamples=n_resamples, method="percentile", vectorized=True,
+                              paired=False, confidence_level=confidence, rng=np.random.default_rng(seed))
+    dist = np.asarray(res.bootstrap_distribution, dtype=float)
+    if np.isfinite(dist).all():
+        return float(res.confidence_interval.low), float(res.confidence_interval.high), ""
+    undefined = int(np.isnan(dist).sum())
+    infinite = int(np.isinf(dist).sum())
+    note = (f"{infinite + undefined} of {len(dist)} resamples had no masculine error "
+            f"({infinite} phi = inf, {undefined} 0/0 left out); bounds are order statistics")
+    if undefined == len(dist):
+        return math.nan, math.nan, note
+    alpha = (1 - confidence) / 2
+    lo, hi = np.nanpercentile(dist, [100 * alpha, 100 * (1 - alpha)], method="inverted_cdf")
+    return float(lo), float(hi), note
+
+
+def instance_errors(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per instance (F/M with gold): right / wrong form score, error (wrong >= right; ties are
+    errors) and tie; error and tie are NA where a score is missing."""
+    d = _scored(frame)
+    if contrast_of(d) != "F/M" or not has_gold(d):
+        raise ValueError("error rates need the F/M contrast and a gold column (F|M)")
+    fem = d["gold"] == "F"
+    right = d["score_f"].where(fem, d["score_m"])
+    wrong = d["score_m"].where(fem, d["score_f"])
+    ok = right.notna() & wrong.notna()
+    error = (wrong >= right).astype("boolean").where(ok, pd.NA)
+    tie = (wrong == right).astype("boolean").where(ok, pd.NA)
+    return pd.DataFrame({"score_right": right, "score_wrong": wrong, "error": error, "tie": tie}, index=d.index)
+
+
+def errors(frame: pd.DataFrame, n_resamples: int = N_RESAMPLES, seed: int = SEED,
+           confidence: float = CONFIDENCE) -> pd.DataFrame:
+    """errors.csv (F/M with gold): per language and 'all': n, n_f, n_m (sources whose gold is
+    F / M, with both scores), n_missing, error counts, er, er_f, er_m, phi = er_f / er_m with
+    its bootstrap CI (and phi_ci_note), ties and tie_rate."""
+    d = _scored(frame)
+    e = instance_errors(d)
+    d = d.assign(error=e["error"], tie=e["tie"])
+    rows = []
+    for lang, g in _by_lang(d):
+        used = g[g["error"].notna()]
+        ef = used.loc[used["gold"] == "F", "error"].astype(float).to_numpy()
+        em = used.loc[used["gold"] == "M", "error"].astype(float).to_numpy()
+        er_f = float(ef.mean()) if len(ef) else math.nan
+        er_m = float(em.mean()) if len(em) else math.nan
+        lo, hi, note = phi_interval(ef, em, n_resamples, seed, confidence)
+        n = len(used)
+        ties = int(used["tie"].astype(bool).sum())
+        rows.append({"lang": lang, "n": n, "n_f": len(ef), "n_m": len(em), "n_missing": int(len(g) - n),
+                     "errors_f": int(ef.sum()), "errors_m": int(em.sum()),
+                     "er": float(used["error"].astype(float).mean()) if n else math.nan,
+                     "er_f": er_f, "er_m": er_m, "phi": phi(er_f, er_m), "phi_ci_low": lo, "phi_ci_high": hi,
+                     "phi_ci_note": note, "ties": ties, "tie_rate": ties / n if n else math.nan})
+    return pd.DataFrame(rows, columns=ERROR_COLUMNS)
+
+
+# ---------------------------------------------------------------------------------------------
+# retention
+
+class Retention(NamedTuple):
+    table: pd.DataFrame     # retention.csv
+    curves: pd.DataFrame    # lang, form, score, share (CCDF points)
+
+
+def _check_thresholds(thresholds) -> list[float]:
+    out = []
+    for t in thresholds:
+        if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) or not math.isfinite(t):
+            raise ValueError(f"a threshold must be a finite number, not {t!r}")
+        out.append(float(t))
+    return out
+
+
+def share_at_least(values, x) -> np.ndarray:
+    """Share of the finite values >= each x (the CCDF P(X >= x)); NaN when there are none."""
+    v = np.sort(np.asarray(values, dtype=float))
+    v = v[np.isfinite(v)]
+    x = np.atleast_1d(np.asarray(x, dtype=float))
+    if len(v) == 0:
+        return np.full(len(x), math.nan)
+    return (len(v) - np.searchsorted(v, x, side="left")) / len(v)
+
+
+def retention(frame: pd.DataFrame, thresholds: Sequence[float]) -> Retention:
+    """retention.csv: per language (and 'all') and threshold: n and share of instances whose
+    score of each form is >= the threshold (share_f, share_m; share_n, share_g), gap = second
+    - first (share_m - share_f). Curves: for each language and form, the share >= x at every
+    distinct observed score x of that form."""
+    d = _scored(frame)
+    a, b = _forms(d)
+    ts = _check_thresholds(thresholds)
+    rows, curves = [], []
+    for lang, g in _by_lang(d):
+        va = g[f"score_{a}"].dropna().to_numpy(dtype=float)
+        vb = g[f"score_{b}"].dropna().to_numpy(dtype=float)
+        if ts:
+            sa, sb = share_at_least(va, ts), share_at_least(vb, ts)
+            for t, x, y in zip(ts, sa, sb):
+                rows.append({"lang": lang, "threshold": t, f"n_{a}": len(va), f"n_{b}": len(vb),
+                             f"share_{a}": float(x), f"share_{b}": float(y), "gap": float(y - x)})
+        for form, v in ((a, va), (b, vb)):
+            xs = np.unique(v)
+            for x, s in zip(xs, share_at_least(v, xs)):
+                curves.append({"lang": lang, "form": form.upper(), "score": float(x), "share": float(s)})
+    table = pd.DataFrame(rows, columns=["lang", "threshold", f"n_{a}", f"n_{b}", f"share_{a}", f"share_{b}", "gap"])
+    return Retention(table, pd.DataFrame(curves, columns=["lang", "form", "score", "share"]))
+
+
+def default_thresholds(frame: pd.DataFrame) -> tuple[list[float], str]:
+    """0.8 (the paper's filtering threshold on a 0-1 metric) when every score lies in [0, 1];
+    otherwise the pooled median score of both forms."""
+    d = _scored(frame)
+    a, b = _forms(d)
+    v = pd.concat([d[f"score_{a}"], d[f"score_{b}"]]).dropna().to_numpy(dtype=float)
+    if len(v) == 0:
+        return [], "no scores"
+    if v.min() >= 0 and v.max() <= 1:
+        return [DEFAULT_UNIT_THRESHOLD], "0.8, the paper's filtering threshold (scores lie in 0-1)"
+    return [float(np.median(v))], "the pooled median score (scores are not on a 0-1 scale)"
+
+
+# ---------------------------------------------------------------------------------------------
+# the whole audit
+
+@dataclass
+class AuditResult:
+    contrast: str
+    scores: pd.DataFrame                 # per instance: scores, ratio (+ error, tie with gold)
+    ratios: pd.DataFrame
+    errors: pd.DataFrame | None          # F/M with gold only
+    retention: pd.DataFrame
+    curves: pd.DataFrame                 # CCDF points
+    thresholds: list[float]
+    metric: dict = field(default_factory=dict)
+    context: str = "none"
+    n_instances: int = 0
+    languages: list[str] = field(default_factory=list)
+    has_gold: bool = False
+    n_resamples: int = N_RESAMPLES
+    seed: int = SEED
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def audit(frame: pd.DataFrame, thresholds: Sequence[float] | None = None, *, n_resamples: int = N_RESAMPLES,
+          seed: int = SEED, metric: dict | str | None = None, context: str | None = None) -> AuditResult:
+    """Ratios, error rates (F/M with gold) and retention of a scored PAIRS frame. ``metric`` and
+    ``context`` label the result; by default they come from score_pairs' attrs['qe_scoring']
+    ('precomputed' when absent). thresholds None: see default_thresholds."""
+    scoring = dict(frame.attrs.get("qe_scoring") or {})
+    d = _scored(frame)
+    contrast = contrast_of(d)
+    a, b = CONTRASTS[contrast]
+    gold = has_gold(d)
+    warns: list[str] = list(scoring.get("notes") or [])
+    notes: list[str] = []
+    if metric is None:
+        metric_info = dict(scoring.get("metric") or {"name": "precomputed"})
+    else:
+        metric_info = {"name": metric} if isinstance(metric, str) else dict(metric)
+    ctx = context if context is not None else scoring.get("context", "none")
+    if scoring.get("higher_is_better") is False:
+        warns.append(f"metric {metric_info.get('name')!r} is lower-is-better: ratios, error rates and retention "
+                     "assume higher is better; rescale first (the paper uses 1 - MetricX/25)")
+
+    r = instance_ratios(d)
+    table = d.assign(ratio=r["ratio"], ratio_status=r["ratio_status"])
+    rat = ratios(d)
+    all_row = rat[(rat["lang"] == ALL) & (rat["source_gender"] == "any")].iloc[0]
+    if all_row["n_missing"]:
+        warns.append(f"{int(all_row['n_missing'])} instance(s) without both scores left out of every statistic")
+    if all_row["n_dropped"]:
+        warns.append(f"{int(all_row['n_dropped'])} instance(s) left out of the ratios: score_{b} <= 0 or score_{a} < 0 "
+                     "(a ratio needs scores on a positive scale; rescale a metric whose scale includes 0 or "
+                     "negative values)")
+
+    err = None
+    if gold and contrast == "F/M":
+        e = instance_errors(d)
+        table = table.assign(error=e["error"], tie=e["tie"])
+        err = errors(d, n_resamples=n_resamples, seed=seed)
+        for row in err.itertuples():
+            if math.isinf(row.phi):
+                warns.append(f"{row.lang}: no error on masculine sources (er_m = 0): phi = inf")
+            elif math.isnan(row.phi) and row.n_f and row.n_m:
+                warns.append(f"{row.lang}: no error in either group: phi = 0/0 (NaN)")
+            if row.phi_ci_note:
+                warns.append(f"{row.lang}: phi CI: {row.phi_ci_note}")
+    elif gold:
+        notes.append("gold with the N/G contrast splits the ratios by source gender; there are no error rates")
+
+    if thresholds is None:
+        ts, why = default_thresholds(d)
+        notes.append(f"threshold: {why}")
+    else:
+        ts = _check_thresholds(thresholds)
+    ret = retention(d, ts)
+    return AuditResult(contrast=contrast, scores=table, ratios=rat, errors=err, retention=ret.table,
+                       curves=ret.curves, thresholds=ts, metric=metric_info, context=ctx, n_instances=len(d),
+                       languages=sorted(d["lang"].unique()), has_gold=gold, n_resamples=n_resamples, seed=seed,
+                       warnings=warns, notes=notes)
+
+
+# ---------------------------------------------------------------------------------------------
+# outputs
+
+def _num(v):
+    if v is None:
+        return None
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, str):
+        return v
+    if isinstance(v, dict):
+        return {k: _num(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_num(x) for x in v]
+    try:
+        if pd.isna(v):
+            return None
+    except (TypeError, ValueError):
+        pass
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def _records(frame: pd.DataFrame | None) -> list[dict]:
+    if frame is None:
+        return []
+    return [{k: _num(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
+def summary_dict(result: AuditResult) -> dict:
+    """summary.json: what was audited and how, the pooled ('all') rows, warnings. JSON has no
+    infinity: an infinite phi is null there (and 'inf' in errors.csv), with a warning."""
+    a, b = CONTRASTS[result.contrast]
+    rat = result.ratios
+    return {
+        "contrast": result.contrast,
+        "n_instances": result.n_instances,
+        "languages": result.languages,
+        "setting": "unambiguous (gold given)" if result.has_gold else "ambiguous (no gold)",
+        "metric": _num(result.metric),
+        "context": result.context,
+        "thresholds": result.thresholds,
+        "ratio": _records(rat[rat["lang"] == ALL]),
+        "errors": _records(None if result.errors is None else result.errors[result.errors["lang"] == ALL]),
+        "retention": _records(result.retention[result.retention["lang"] == ALL]),
+        "method": {
+            "ratio": f"score_{a} / score_{b} per instance; rows with score_{b} <= 0 or score_{a} < 0 dropped "
+                     "(n_dropped), rows with a missing score left out (n_missing)",
+            "ratio_ci": f"{CONFIDENCE:.0%} t-interval (scipy.stats.ttest_1samp confidence_interval)",
+            "ratio_test": "one-sample t-test against 1, alternative 'less' (scipy.stats.ttest_1samp)",
+            "error": "wrong form scores >= right form (ties are errors)",
+            "phi": "er_f / er_m; inf when er_m = 0 < er_f; NaN when 0/0",
+            "phi_ci": f"scipy.stats.bootstrap over the two gender groups (resampled independently), percentile, "
+                      f"{result.n_resamples} resamples, seed {result.seed}",
+            "retention": "share of instances whose score of a form is >= the threshold (CCDF)",
+            "pooling": "'all' rows pool the instances of every language",
+        },
+        "warnings": result.warnings,
+        "notes": result.notes,
+    }
+
+
+def figures(result: AuditResult) -> dict:
+    """Plotly figures: 'ratios' (mean ratio per language with its 95 % CI and the parity line
+    at 1), 'ccdf' (share retained vs score per form, pooled; per-language curves hidden in the
+    legend; dotted lines at the thresholds) and, with gold, 'errors' (er_f and er_m per
+    language, phi in the hover)."""
+    import plotly.graph_objects as go
+
+    a, b = CONTRASTS[result.contrast]
+    out = {}
+    rat = result.ratios
+    fig = go.Figure()
+    order = [lang for lang in result.languages] + [ALL]
+    for label, sub in rat.groupby("source_gender", sort=False):
+        sub = sub.set_index("lang").reindex(order)
+        name = "all sources" if label == "any" else f"sources with gold {label}"
+        fig.add_trace(go.Scatter(
+            x=order, y=sub["mean_ratio"], mode="markers", name=name,
+            error_y=dict(type="data", symmetric=False, array=(sub["ci_high"] - sub["mean_ratio"]).tolist(),
+                         arrayminus=(sub["mean_ratio"] - sub["ci_low"]).tolist()),
+            customdata=np.stack([sub["n"], sub["p_value"]], axis=-1),
+            hovertemplate="%{x}: mean ratio %{y:.4f}<br>n %{customdata[0]}, one-sided p %{customdata[1]:.3g}"
+                          "<extra></extra>"))
+    fig.add_hline(y=1, line_dash="dash", line_color="grey", annotation_text="parity")
+    fig.update_layout(title=f"QE(s, h_{a.upper()}) / QE(s, h_{b.upper()}): mean and {CONFIDENCE:.0%} CI "
+                            f"({result.metric.get('name', '')}, context {result.context})",
+                      xaxis_title="language", yaxis_title="ratio", height=450, width=max(500, 120 + 90 * len(order)))
+    out["ratios"] = fig
+
+    fig = go.Figure()
+    colors = {a.upper(): "#d62728", b.upper(): "#1f77b4"}
+    for (lang, form), sub in result.curves.groupby(["lang", "form"], sort=False):
+        pooled = lang == ALL
+        fig.add_trace(go.Scatter(x=sub["score"], y=sub["share"], mode="lines", line_shape="vh",
+                                 name=f"{form} ({lang})", visible=True if pooled else "legendonly",
+                                 line=dict(color=colors.get(form), dash="solid" if pooled else "dot"),
+                                 hovertemplate=f"{form} {lang}: " + "share %{y:.1%} scored >= %{x:.4g}<extra></extra>"))
+    for t in result.thresholds:
+        fig.add_vline(x=t, line_dash="dot", line_color="grey", annotation_text=f"{t:g}")
+    fig.update_layout(title="Share of instances scored at least x, by form", xaxis_title="score",
+                      yaxis_title="share retained", yaxis_tickformat=".0%", height=450, width=750)
+    out["ccdf"] = fig
+
+    if result.errors is not None:
+        e = result.errors
+        fig = go.Figure()
+        for col, name in (("er_f", "ER, feminine sources"), ("er_m", "ER, masculine sources")):
+            fig.add_trace(go.Bar(x=e["lang"], y=e[col], name=name,
+                                 customdata=np.stack([e["phi"], e["phi_ci_low"], e["phi_ci_high"]], axis=-1),
+                                 hovertemplate="%{x}: %{y:.1%}<br>phi %{customdata[0]:.3g} "
+                                               "[%{customdata[1]:.3g}, %{customdata[2]:.3g}]<extra></extra>"))
+        fig.update_layout(barmode="group", title="Error rate (wrong form scored >= right form) by source gender",
+                          yaxis_tickformat=".0%", xaxis_title="language", height=450,
+                          width=max(500, 120 + 90 * len(e)))
+        out["errors"] = fig
+    return out
+
+
+def write_outputs(result: AuditResult, out_dir, include_plotlyjs="directory", png: bool | None = None) -> list[Path]:
+    """Write ratios.csv, errors.csv (with gold, F/M), retention.csv, ccdf.csv, scores.csv,
+    summary.json and each figure as a standalone HTML file (plotly.min.js written once beside
+    them, as the other analyses do)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+
+    def csv(name, frame):
+        p = out / name
+        frame.to_csv(p, index=False)
+        paths.append(p)
+
+    csv("ratios.csv", result.ratios)
+    if result.errors is not None:
+        csv("errors.csv", result.errors)
+    csv("retention.csv", result.retention)
+    csv("ccdf.csv", result.curves)
+    csv("scores.csv", result.scores)
+    p = out / "summary.json"
+    p.write_text(json.dumps(summary_dict(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    paths.append(p)
+    paths += write_figures(figures(result), out, include_plotlyjs, png, notes=result.notes)
+    return paths
+
+
+def summary(result: AuditResult) -> str:
+    a, b = CONTRASTS[result.contrast]
+    lines = [f"QE gender audit: {result.n_instances} instances, {', '.join(result.languages)}; metric "
+             f"{result.metric.get('name')}, context {result.context}, contrast {result.contrast}"]
+    for row in result.ratios[result.ratios["source_gender"] == "any"].itertuples():
+        lines.append(f"  {row.lang}: ratio {row.mean_ratio:.4f} [{row.ci_low:.4f}, {row.ci_high:.4f}], n {row.n}, "
+                     f"one-sided p {row.p_value:.3g}")
+    if result.errors is not None:
+        for row in result.errors.itertuples():
+            lines.append(f"  {row.lang}: ER {row.er:.3f} (F {row.er_f:.3f}, M {row.er_m:.3f}), phi {row.phi:.3g} "
+                         f"[{row.phi_ci_low:.3g}, {row.phi_ci_high:.3g}], ties {row.tie_rate:.1%}")
+    for row in result.retention[result.retention["lang"] == ALL].itertuples():
+        lines.append(f"  retained at >= {row.threshold:g}: {a.upper()} {getattr(row, f'share_{a}'):.1%}, "
+                     f"{b.upper()} {getattr(row, f'share_{b}'):.1%} (gap {row.gap:+.1%})")
+    lines.extend(f"warning: {w}" for w in result.warnings)
+    lines.extend(f"note: {n}" for n in result.notes)
+    return "\n".join(lines)
+
+
+def run_cli(path, out_dir, metric=None, context: str = "none", thresholds: Sequence[float] | None = None,
+            translate=None, database=None) -> str:
+    """Read PAIRS, score (unless precomputed), audit, write outputs; a short human summary."""
+    d = read_pairs(path)
+    scored = score_pairs(d, metric=metric, context=context, translate=translate, database=database)
+    result = audit(scored, thresholds=thresholds)
+    files = write_outputs(result, out_dir)
+    return f"QE audit of {path}\n" + summary(result) + f"\n{len(files)} files written to {out_dir}"
