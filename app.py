@@ -240,6 +240,10 @@ def cmd_analyze(args, settings):
     from services import da_analysis, sd_analysis
 
     try:
+        if args.analysis == "qe-audit":
+            return cmd_qe_audit(args, settings)
+        if args.analysis == "qe-rerank":
+            return cmd_qe_rerank(args, settings)
         if args.analysis == "usability":
             from services import usability_analysis
             print(usability_analysis.run_cli(args.exchanges, args.out))
@@ -251,6 +255,87 @@ def cmd_analyze(args, settings):
     except (ValueError, FileNotFoundError) as e:      # DAInputError names file, row and column
         print(f"error: {e}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _thresholds(text):
+    if not text:
+        return None
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"--thresholds takes numbers separated by commas, not {text!r}") from None
+
+
+def _progress_printer():
+    last = {"desc": None}
+
+    def progress(fraction, desc):
+        if desc != last["desc"]:
+            print(f"  [{100 * fraction:3.0f}%] {desc}", file=sys.stderr, flush=True)
+            last["desc"] = desc
+    return progress
+
+
+def cmd_qe_audit(args, settings):
+    from services import qe_audit, qe_service
+    from services.backends import BackendUnavailable
+    from storage import open_database
+
+    try:
+        database = None if args.no_cache else open_database(settings.db_path)
+        result, files = qe_service.run_audit(args.pairs, args.out, metric=args.metric, context=args.context,
+                                             thresholds=_thresholds(args.thresholds), database=database,
+                                             progress=_progress_printer(), n_resamples=args.resamples,
+                                             seed=args.seed)
+    except (BackendUnavailable, KeyError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"QE audit of {args.pairs}\n{qe_audit.summary(result)}\n{len(files)} files written to {args.out}")
+    return 0
+
+
+def cmd_qe_rerank(args, settings):
+    import pandas as pd
+
+    from services import qe_audit, qe_service
+    from services.backends import BackendUnavailable
+    from storage import open_database
+
+    try:
+        pairs = qe_audit.read_pairs(args.pairs) if args.pairs else None
+        candidates = pd.read_csv(args.candidates, dtype=str, keep_default_na=False) if args.candidates else None
+        sampler = None
+        if args.mt_model:
+            sampler = qe_service.mt_sampler(args.mt_model, args.mt_kind, args.mt_prompt, args.epsilon, args.seed,
+                                            args.mt_lang)
+        database = None if args.no_cache else open_database(settings.db_path)
+        res = qe_service.run_rerank(candidates, args.metric, pairs=pairs, out_dir=args.out, context=args.context,
+                                    sampler=sampler, n=args.n, database=database,
+                                    include_greedy=args.include_greedy)
+    except (BackendUnavailable, KeyError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(res.table.to_string(index=False))
+    for note in res.notes:
+        print(f"note: {note}")
+    print(f"selected.csv and accuracy.csv written to {args.out}")
+    return 0
+
+
+def cmd_data(args, settings):
+    from services import mtgeneval
+
+    try:
+        frame = mtgeneval.convert(args.root, args.lang, subset=args.subset, split=args.split, setting=args.setting)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(args.out, index=False)
+    gold = frame["gold"].value_counts().to_dict() if "gold" in frame.columns else {}
+    print(f"{args.out}: {len(frame)} instances (MT-GenEval {args.subset}, {args.setting}, en-{args.lang}, "
+          f"{args.split}){'; gold ' + str(gold) if gold else ''}")
     return 0
 
 
@@ -337,6 +422,43 @@ def main(argv=None):
                                       "topic, source, satisfaction, trust, reliance, *_b, translation_score, qa_score, "
                                       "metric_* columns")
     us.add_argument("--out", required=True)
+    qa = asub.add_parser("qe-audit", help="gender audit of a QE metric (paper 003): ratios, error rates, retention")
+    qa.add_argument("pairs", help="CSV: instance_id, lang, source, hyp_f + hyp_m (or hyp_n + hyp_g); optional gold "
+                                  "(F|M), context, precomputed score_f + score_m")
+    qa.add_argument("--out", required=True)
+    qa.add_argument("--metric", default="e5-cosine", help="a metric name (default e5-cosine); ignored when the "
+                                                          "file has scores")
+    qa.add_argument("--context", default="none", choices=["none", "mon", "bil"])
+    qa.add_argument("--thresholds", help="retention thresholds, e.g. 0.5,0.8 (default: 0.8 on a 0-1 scale)")
+    qa.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the Phi interval")
+    qa.add_argument("--seed", type=int, default=0)
+    qa.add_argument("--no-cache", action="store_true", help="do not keep scores in the app database")
+    qr = asub.add_parser("qe-rerank", help="quality-aware reranking and gender accuracy vs greedy (paper 003 s. 5)")
+    qr.add_argument("candidates", nargs="?", help="CSV: instance_id, lang, source, gold, hypothesis, [is_greedy], "
+                                                  "[ref_f, ref_m], [context]")
+    qr.add_argument("--pairs", help="PAIRS CSV with gold: the references (hyp_f/hyp_m), or the sources to sample for")
+    qr.add_argument("--out", required=True)
+    qr.add_argument("--metric", default="e5-cosine")
+    qr.add_argument("--context", default="none", choices=["none", "mon", "bil"])
+    qr.add_argument("--mt-model", help="a local transformers MT model to sample candidates from (with --pairs)")
+    qr.add_argument("--mt-kind", default="seq2seq", choices=["seq2seq", "causal"])
+    qr.add_argument("--mt-prompt", help="prompt with {text}, for a causal MT model")
+    qr.add_argument("--mt-lang", help="target-language code of a multilingual seq2seq model")
+    qr.add_argument("--n", type=int, default=50, help="samples per source (default 50, as the paper)")
+    qr.add_argument("--epsilon", type=float, default=0.02)
+    qr.add_argument("--seed", type=int, default=0)
+    qr.add_argument("--include-greedy", action="store_true", help="let the greedy output compete in the reranking")
+    qr.add_argument("--no-cache", action="store_true")
+    dt = sub.add_parser("data", help="convert public data sets to the analyses' input files")
+    dsub = dt.add_subparsers(dest="dataset", required=True)
+    mg = dsub.add_parser("mt-geneval", help="MT-GenEval -> PAIRS.csv for the QE audit")
+    mg.add_argument("--root", default=str(ROOT.parent / "shared" / "data" / "mt-geneval"),
+                    help="the MT-GenEval checkout (its data/ folder inside)")
+    mg.add_argument("--lang", required=True, help="pt, es, it, ...")
+    mg.add_argument("--subset", default="contextual", choices=["contextual", "counterfactual"])
+    mg.add_argument("--setting", default="ambiguous", choices=["ambiguous", "unambiguous"])
+    mg.add_argument("--split", default="test", choices=["test", "dev"])
+    mg.add_argument("--out", required=True)
     bk = sub.add_parser("backup", help="copy the live database (SQLite online backup), safe while the app runs")
     bk.add_argument("out", help="the copy's file path, or a folder for tradlab-backup.db")
     args = parser.parse_args(argv)
@@ -355,6 +477,8 @@ def main(argv=None):
         return cmd_translate(args, settings)
     if args.command == "speak":
         return cmd_speak(args, settings)
+    if args.command == "data":
+        return cmd_data(args, settings)
     if args.command == "backup":
         return cmd_backup(args, settings)
     parser.error(f"unknown command {args.command}")

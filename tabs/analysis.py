@@ -6,6 +6,7 @@ import plotly.express as px
 
 from services import admin
 from tabs.admin import _host
+from tabs import qe_audit as qe_audit_tab
 from tabs.common import Ctx
 
 
@@ -48,6 +49,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             sd_heat = gr.Plot(label="Loadings")
             sd_scree = gr.Plot(label="Scree plot with parallel analysis")
             sd_suit = gr.Dataframe(label="Suitability of each pair (preliminary study)", interactive=False)
+        qe_audit_tab.build(ctx, auth, session)
 
     def run(sess, study_id, request: gr.Request):
         try:

@@ -288,3 +288,31 @@ def test_admin_imports_a_study_zip_and_names_its_errors(client, tmp_path, app_se
     assert db_rows(app_server, "SELECT COUNT(*) FROM da_hits WHERE study_id = 'pilot'")[0][0] == 2
     refused = client.predict("forged", handle_file(str(pack("good.zip"))), api_name="/admin_import")
     assert "log in" in refused[0].lower()
+
+
+def test_admin_runs_the_qe_audit_on_uploaded_pairs(client, tmp_path):
+    from gradio_client import handle_file
+
+    session = client.predict("", api_name="/admin_login")[0]
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("instance_id,lang,source,hyp_f,hyp_m,gold\n"
+                     "1,pt,The teacher arrived.,A professora chegou.,O professor chegou.,F\n"
+                     "2,pt,The nurse left early.,A enfermeira saiu cedo.,O enfermeiro saiu cedo.,M\n"
+                     "3,pt,My neighbour is a doctor.,A minha vizinha é médica.,O meu vizinho é médico.,F\n"
+                     "4,pt,The lawyer called.,A advogada ligou.,O advogado ligou.,M\n", encoding="utf-8")
+    out = client.predict(session, handle_file(str(pairs)), "e5-cosine", "none", "0.8,0.9",
+                         api_name="/analysis_qe_audit")
+    notice, ratios, errors, retention, files = out[:5]
+    assert "e5-cosine" in notice and "4 instances" in notice
+    rows = {r[0]: r for r in ratios["data"]}
+    assert set(rows) >= {"pt", "all"}
+    assert [r[1] for r in retention["data"]][:2] == [0.8, 0.9]
+    assert {"ratios.csv", "errors.csv", "retention.csv", "scores.csv"} <= {f.rsplit("/", 1)[-1] for f in
+                                                                            [x if isinstance(x, str) else x["path"]
+                                                                             for x in files]}
+    bad = tmp_path / "bad.csv"
+    bad.write_text("instance_id,lang,source,hyp_f\n1,pt,x,y\n", encoding="utf-8")
+    msg = client.predict(session, handle_file(str(bad)), "e5-cosine", "none", "", api_name="/analysis_qe_audit")[0]
+    assert "could not run" in msg and "hyp_m" in msg
+    assert "log in" in client.predict("nope", handle_file(str(pairs)), "e5-cosine", "none", "",
+                                      api_name="/analysis_qe_audit")[0].lower()

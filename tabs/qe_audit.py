@@ -1,0 +1,73 @@
+"""The QE gender audit (paper 003) in the analysis tab: upload PAIRS.csv, pick a metric and a
+context variant, run with a progress bar, read the tables and figures, download the files."""
+from __future__ import annotations
+
+import tempfile
+
+import gradio as gr
+
+from services import admin
+from services.model_cache import MODEL_QUEUE
+from tabs.admin import _host
+from tabs.common import Ctx
+
+
+def _metric_choices() -> list[str]:
+    from services import metrics
+    return [m["name"] for m in metrics.available()] or ["e5-cosine"]
+
+
+def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
+    with gr.Accordion("Gender audit of a QE metric (paper 003)", open=False):
+        gr.Markdown("A PAIRS CSV: `instance_id, lang, source, hyp_f, hyp_m` (or `hyp_n, hyp_g`), optional "
+                    "`gold` (F|M), `context`, and precomputed `score_f, score_m` (then no metric runs). "
+                    "`python app.py data mt-geneval --lang pt --out pairs.csv` makes one from MT-GenEval.")
+        with gr.Row():
+            pairs = gr.File(label="PAIRS.csv", file_types=[".csv"], type="filepath")
+            with gr.Column():
+                metric = gr.Dropdown(label="Metric", choices=_metric_choices(), value="e5-cosine")
+                context = gr.Radio(label="Context", choices=["none", "mon", "bil"], value="none",
+                                   info="mon: context + sentence on both sides; bil: the target side's context "
+                                        "machine-translated")
+                thresholds = gr.Textbox(label="Retention thresholds", placeholder="0.8 (comma-separated)")
+        run = gr.Button("Run the audit", elem_classes=["qe-audit-run"])
+        notice = gr.Markdown()
+        ratios = gr.Dataframe(label="Score ratio F/M (or N/G) per language: mean, 95% t-interval, one-sided p",
+                              interactive=False)
+        errors = gr.Dataframe(label="Error rates with gold: ER, ER(F), ER(M), Phi with bootstrap CI, ties",
+                              interactive=False)
+        retention = gr.Dataframe(label="Share retained at each threshold", interactive=False)
+        plots = [gr.Plot(visible=False) for _ in range(3)]
+        files = gr.File(label="Tables (CSV) and figures", file_count="multiple", interactive=False)
+
+    def do_audit(sess, path, metric_name, ctx_mode, thresholds_text, progress=gr.Progress(), request: gr.Request = None):
+        try:
+            auth.check(sess, _host(request))
+        except PermissionError as e:
+            return {notice: str(e)}
+        from services import qe_audit, qe_service
+        from services.backends import BackendUnavailable
+
+        if not path:
+            return {notice: "Upload a PAIRS.csv first."}
+        try:
+            ts = [float(x) for x in (thresholds_text or "").split(",") if x.strip()] or None
+        except ValueError:
+            return {notice: f"**Thresholds** must be numbers separated by commas, not `{thresholds_text}`."}
+        out_dir = tempfile.mkdtemp(prefix="qe-audit-")
+        try:
+            result, written = qe_service.run_audit(path, out_dir, metric=metric_name, context=ctx_mode,
+                                                   thresholds=ts, database=ctx.database,
+                                                   progress=lambda f, d: progress(f, desc=d))
+        except (ValueError, KeyError, BackendUnavailable) as e:
+            return {notice: f"**The audit could not run:** {e}"}
+        figs = list(qe_audit.figures(result).items())
+        shown = {p: gr.update(visible=i < len(figs), value=figs[i][1] if i < len(figs) else None,
+                              label=figs[i][0] if i < len(figs) else None) for i, p in enumerate(plots)}
+        text = qe_audit.summary(result).replace("\n", "  \n")
+        return {notice: text, ratios: result.ratios, errors: result.errors, retention: result.retention,
+                files: [str(p) for p in written], **shown}
+
+    run.click(do_audit, [session, pairs, metric, context, thresholds],
+              [notice, ratios, errors, retention, files, *plots], concurrency_id=MODEL_QUEUE, concurrency_limit=1,
+              api_name="analysis_qe_audit", api_visibility="undocumented")
