@@ -101,8 +101,10 @@ def score(frame: pd.DataFrame, metric=None, context: str = "none", database=None
             if progress:
                 progress((k + f) / len(langs), f"{lang}: {desc}")
 
-        parts.append(qe_audit.score_pairs(sub, metric=m, context="bil", translate=context_translator(lang),
-                                          database=database, progress=sub_progress))
+        part = qe_audit.score_pairs(sub, metric=m, context="bil", translate=context_translator(lang),
+                                    database=database, progress=sub_progress)
+        part.index = sub.index                     # score_pairs renumbers its rows
+        parts.append(part)
     out = pd.concat(parts).loc[d.index]
     out.attrs["qe_scoring"] = parts[0].attrs.get("qe_scoring", {})
     return out
