@@ -112,12 +112,13 @@ def score(frame: pd.DataFrame, metric=None, context: str = "none", database=None
 
 def run_audit(frame_or_path, out_dir=None, metric=None, context: str = "none", thresholds=None, database=None,
               progress: Callable | None = None, n_resamples: int = qe_audit.N_RESAMPLES,
-              seed: int = qe_audit.SEED) -> tuple[qe_audit.AuditResult, list[Path]]:
-    """Read PAIRS (a path or a frame), score unless precomputed, audit, write outputs."""
+              seed: int = qe_audit.SEED, png: bool | None = None) -> tuple[qe_audit.AuditResult, list[Path]]:
+    """Read PAIRS (a path or a frame), score unless precomputed, audit, write outputs (PNG
+    copies of the figures: see services.figure_files)."""
     d = qe_audit.read_pairs(frame_or_path)
     scored = score(d, metric, context, database, progress)
     result = qe_audit.audit(scored, thresholds=thresholds, n_resamples=n_resamples, seed=seed)
-    files = qe_audit.write_outputs(result, out_dir) if out_dir is not None else []
+    files = qe_audit.write_outputs(result, out_dir, png=png) if out_dir is not None else []
     return result, files
 
 

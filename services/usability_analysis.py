@@ -49,8 +49,12 @@ variance-component designs, multiplies the full n x q design at every step (abou
 fit at the paper's size on 2 cores); its sparse path solves column by column in Python (even
 slower). While this module fits, the two module-level kernels (_smw_solver, _smw_logdet) are
 swapped for versions that do the same algebra with the sparse design and a dense Cholesky
-factor of the q x q matrix; they defer to statsmodels' own for dense designs, and the tests
-check that the fit equals the unpatched one. BLAS runs single-threaded meanwhile.
+factor of the q x q matrix, and A' and A'M of the fixed design matrices computed once per fit
+rather than at every likelihood evaluation; they defer to statsmodels' own for dense designs,
+and the tests check that the fit equals the unpatched one. BLAS runs single-threaded
+meanwhile. Each per-signal LMM starts from the main fit's estimates. (Fitting the per-signal
+LMMs in parallel processes was tried and dropped: on the 2-core reference machine two
+concurrent fits each ran 1.5-1.8x slower, memory-bound, for no net gain.)
 
 Pure functions; statistics from statsmodels, scipy, factor_analyzer and pandas; figures
 from plotly.
@@ -61,8 +65,8 @@ import contextlib
 import itertools
 import json
 import math
-import os
 import threading
+import weakref
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -314,14 +318,42 @@ def correlation_matrix(d: pd.DataFrame, signals: list[str] | None = None) -> pd.
 _PATCH_LOCK = threading.RLock()
 
 
-def _new_patch_lock() -> None:
-    # A worker forked while another thread held the lock would otherwise wait for it forever.
-    global _PATCH_LOCK
-    _PATCH_LOCK = threading.RLock()
+
+# A' and A'M for the model's fixed sparse matrices (the random-effects design A, each variance
+# component's design M), computed once per fit instead of at every likelihood evaluation. Keyed
+# by id (sparse arrays are unhashable) with a weak reference that confirms the object and
+# drops the entry when it is freed.
+_PRODUCTS: dict[tuple, tuple] = {}
+_PRODUCTS_LOCK = threading.Lock()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_new_patch_lock)
+def _memo(key_objs: tuple, compute):
+    key = tuple(id(o) for o in key_objs)
+    with _PRODUCTS_LOCK:
+        hit = _PRODUCTS.get(key)
+    if hit is not None and all(r() is o for r, o in zip(hit[0], key_objs)):
+        return hit[1]
+    value = compute()
+    refs = tuple(weakref.ref(o) for o in key_objs)
+    with _PRODUCTS_LOCK:
+        _PRODUCTS[key] = (refs, value)
+    for o in key_objs:
+        weakref.finalize(o, _PRODUCTS.pop, key, None)
+    return value
+
+
+def _transpose(A):
+    return _memo((A,), lambda: A.T.tocsr())
+
+
+def _projected(at, rhs) -> np.ndarray:
+    """at @ rhs as a dense array; memoised for a sparse rhs (the design matrices, which do
+    not change during a fit)."""
+    from scipy import sparse
+
+    if not sparse.issparse(rhs):
+        return np.asarray(at @ rhs)
+    return _memo((at, rhs), lambda: (at @ rhs).toarray())
 
 
 def _sparse_smw_solver(original):
@@ -337,16 +369,18 @@ def _sparse_smw_solver(original):
         dim = q.shape[0]
         q.flat[m * (dim + 1)::dim + 1] += di
         chol = linalg.cho_factor(q, lower=True, check_finite=False)
-        at = A.T.tocsr()
+        at = _transpose(A)
 
         def solver(rhs):
-            ql = at @ rhs
-            if sparse.issparse(ql):
-                ql = ql.toarray()
-            ql = A @ linalg.cho_solve(chol, ql, check_finite=False)
-            if sparse.issparse(rhs):
-                rhs = rhs.toarray()
-            return rhs / s - ql / s ** 2
+            atr = _projected(at, rhs)
+            out = A @ linalg.cho_solve(chol, atr, check_finite=False)
+            out *= -1.0 / s ** 2
+            if sparse.issparse(rhs):           # add rhs / s in place: no dense copy of rhs
+                c = rhs.tocoo()
+                np.add.at(out, (c.row, c.col), c.data / s)
+            else:
+                out += rhs / s
+            return out
 
         return solver
 
@@ -416,6 +450,8 @@ def _design(rows: pd.DataFrame, factors: dict, u_b: bool = True) -> pd.DataFrame
 
 
 def _full_rank_columns(x: np.ndarray, names: list[str]) -> tuple[list[int], list[str]]:
+    if np.linalg.matrix_rank(x) == x.shape[1]:          # the usual case: one SVD, not one per column
+        return list(range(x.shape[1])), []
     keep, dropped = [], []
     for j, name in enumerate(names):
         trial = keep + [j]
@@ -462,6 +498,25 @@ def _fit_mixedlm(d: pd.DataFrame, exog: pd.DataFrame, start=None):
     return model, res, names, caught_notes
 
 
+def _moment_start(d: pd.DataFrame, exog: pd.DataFrame) -> tuple:
+    """A starting point for the REML optimiser from OLS residuals: each variance component's
+    share of the residual variance taken as the variance of its level means (clipped to
+    0.01-1). statsmodels starts every component at 1 (as large as the residual variance); this
+    start is nearer and halves the optimiser's steps at the paper's size. The optimum, not the
+    start, is what is reported (the tests check it against statsmodels' own start)."""
+    x = exog.to_numpy(dtype=float)
+    y = d["u"].to_numpy(dtype=float)
+    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    r = pd.Series(y - x @ beta, index=d.index)
+    total = float(r.var()) or 1.0
+    shares = []
+    for _, col in RANDOM_EFFECTS:
+        if d[col].nunique() < 2:
+            continue
+        shares.append(float(np.clip(r.groupby(d[col]).mean().var() / total, 0.01, 1.0)))
+    return beta, np.asarray(shares)
+
+
 def _start_values(base: LMMFit | None) -> tuple | None:
     """(fixed effects, variance components) of a fit, to start another fit from; picklable."""
     if base is None or base.result is None:
@@ -483,11 +538,12 @@ def _start_params(start: tuple | None, k_fe: int):
 
 
 def fit_lmm(d: pd.DataFrame, reference: dict | None = None, extra: pd.Series | None = None,
-            extra_name: str = "signal", start: LMMFit | tuple | None = None) -> LMMFit:
+            extra_name: str = "signal", start: LMMFit | tuple | None = None, llf: bool = True) -> LMMFit:
     """REML fit of FORMULA (+ ``extra`` as a covariate, on the rows where it is present) with
     crossed random intercepts for sender, validator and receiver (statsmodels MixedLM: one
     all-covering group, one variance component per id). ``start``: a previous fit (or its
-    _start_values) whose estimates start the optimiser."""
+    _start_values) whose estimates start the optimiser. llf=False skips the log-likelihood
+    (statsmodels evaluates it once more: 40 ms at the paper's size), NaN then."""
     t0 = time.perf_counter()
     reference = dict(DEFAULT_REFERENCE if reference is None else reference)
     rows = d if extra is None else d[extra.notna()]
@@ -510,8 +566,11 @@ def fit_lmm(d: pd.DataFrame, reference: dict | None = None, extra: pd.Series | N
     exog = exog.iloc[:, keep]
     if len(rows) <= exog.shape[1] + 3:
         raise UsabilityAnalysisError(f"{len(rows)} rows for {exog.shape[1]} fixed effects: too few for the LMM")
-    model, res, vc_names, notes = _fit_mixedlm(
-        rows, exog, _start_params(_start_values(start) if isinstance(start, LMMFit) else start, exog.shape[1]))
+    if isinstance(start, LMMFit):
+        start = _start_values(start)
+    if start is None:
+        start = _moment_start(rows, exog)
+    model, res, vc_names, notes = _fit_mixedlm(rows, exog, _start_params(start, exog.shape[1]))
     k = exog.shape[1]
     ci = np.asarray(res.conf_int())[:k]
     table = pd.DataFrame({"term": list(exog.columns), "estimate": np.asarray(res.fe_params, dtype=float),
@@ -525,7 +584,8 @@ def fit_lmm(d: pd.DataFrame, reference: dict | None = None, extra: pd.Series | N
         comps[name] = {"variance": float(v), "levels": int(rows[col].nunique())}
     formula = FORMULA + (f" + {extra_name}" if extra is not None else "")
     return LMMFit(table=table, terms=list(exog.columns), formula=formula, n=len(rows), variance_components=comps,
-                  residual_variance=float(res.scale), converged=bool(res.converged), llf=float(res.llf),
+                  residual_variance=float(res.scale), converged=bool(res.converged),
+                  llf=float(res.llf) if llf else math.nan,
                   reference={f: lv[0] for f, lv in factors.items() if lv}, dropped=dropped, warnings=notes,
                   factors=model_factors, u_b_mean=float(rows["u_b"].mean()), result=res,
                   seconds=time.perf_counter() - t0)
@@ -618,9 +678,9 @@ def tertiles(d: pd.DataFrame) -> tuple[pd.Series, str]:
 
 
 def _signal_lmm(d: pd.DataFrame, reference: dict | None, x: pd.Series, signal: str, start: tuple | None) -> dict:
-    """The LMM with one rescaled signal added: its coefficient and p-value (run in a worker)."""
+    """The LMM with one rescaled signal added: its coefficient and p-value."""
     try:
-        f = fit_lmm(d, reference, extra=x, extra_name=signal, start=start)
+        f = fit_lmm(d, reference, extra=x, extra_name=signal, start=start, llf=False)
     except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
         return {"error": f"LMM with {signal} failed: {e}"}
     t = f.table.set_index("term")
@@ -630,40 +690,12 @@ def _signal_lmm(d: pd.DataFrame, reference: dict | None, x: pd.Series, signal: s
     return out
 
 
-def analysis_workers() -> int:
-    """Processes for the per-signal LMMs: TRADLAB_ANALYSIS_WORKERS, else the CPU count (at most
-    4); 1 fits them one after another in this process."""
-    env = os.environ.get("TRADLAB_ANALYSIS_WORKERS", "").strip()
-    if env:
-        return max(1, int(env))
-    return max(1, min(4, os.cpu_count() or 1))
-
-
-@contextlib.contextmanager
-def _pool(tasks: int):
-    """A process pool for independent model fits, or None to run them here. The fits are pure
-    numpy/statsmodels work that holds the GIL, so threads do not help; forked workers start
-    without re-importing anything. Where fork is unavailable (Windows, macOS default) or only
-    one worker is allowed, None."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    workers = min(analysis_workers(), tasks)
-    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
-        yield None
-        return
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as ex:
-        yield ex
-
-
 def metric_effects(d: pd.DataFrame, base: LMMFit | None, signals: list[str], reference: dict | None = None,
-                   lower_is_better=LOWER_IS_BETTER, notes: list[str] | None = None,
-                   executor=None) -> pd.DataFrame:
+                   lower_is_better=LOWER_IS_BETTER, notes: list[str] | None = None) -> pd.DataFrame:
     """metric_effects.csv: per signal effect_lmm (its coefficient, rescaled to [0,1], added to
     the LMM) and effect_low/mid/high (OLS u ~ rescaled signal within translation-score
-    tertiles), with p-values and row counts. The per-signal LMMs start from ``base`` and run in
-    parallel processes when the machine has several cores (analysis_workers()), or in
-    ``executor`` when given."""
+    tertiles), with p-values and row counts. The per-signal LMMs start from ``base``'s
+    estimates."""
     import statsmodels.api as sm
 
     tert, how = tertiles(d)
@@ -672,14 +704,7 @@ def metric_effects(d: pd.DataFrame, base: LMMFit | None, signals: list[str], ref
     scaled = {s: rescale(d[s], _lower_is_better(s, lower_is_better)) for s in signals}
     lmm_signals = [s for s in signals if base is not None and scaled[s].notna().sum()]
     start = _start_values(base)
-    lmm: dict[str, dict] = {}
-    with (contextlib.nullcontext(executor) if executor is not None else _pool(len(lmm_signals))) as ex:
-        if ex is None:
-            for s in lmm_signals:
-                lmm[s] = _signal_lmm(d, reference, scaled[s], s, start)
-        else:
-            futures = {s: ex.submit(_signal_lmm, d, reference, scaled[s], s, start) for s in lmm_signals}
-            lmm = {s: f.result() for s, f in futures.items()}
+    lmm = {s: _signal_lmm(d, reference, scaled[s], s, start) for s in lmm_signals}
     rows = []
     for s in signals:
         lower = _lower_is_better(s, lower_is_better)
@@ -841,34 +866,21 @@ def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | 
     cmat = correlation_matrix(d, signals)
     timings["descriptive_s"] = time.perf_counter() - t
     fit, lmm_error, mm = None, None, pd.DataFrame(columns=MARGINAL_COLUMNS)
-    # Independent parts run in worker processes while this one fits the main LMM: the factor
-    # analysis and the threshold curves at once, the per-signal LMMs once the main fit (their
-    # starting point) is there.
-    with _pool(1 + len(signals)) as ex:
-        later = {}
-        if ex is not None:
-            later["factor"] = ex.submit(_timed, factor_analysis, d, seed, pa_iterations)
-            later["thresholds"] = ex.submit(_timed, thresholds, d, signals, lower_is_better)
-        t = time.perf_counter()
-        try:
-            fit = fit_lmm(d, reference)
-            mm = marginal_means(fit, d)
-            if not fit.converged:
-                notes.append("the LMM did not converge")
-        except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
-            lmm_error = str(e)
-            notes.append(f"LMM not fitted: {e}")
-        timings["lmm_s"] = time.perf_counter() - t
-        t = time.perf_counter()
-        effects = metric_effects(d, fit if metric_lmm else None, signals, reference, lower_is_better, notes,
-                                 executor=ex)
-        timings["metric_effects_s"] = time.perf_counter() - t
-        if ex is not None:
-            (thr, curves), timings["thresholds_s"] = later["thresholds"].result()
-            factor, timings["factor_s"] = later["factor"].result()
-        else:
-            (thr, curves), timings["thresholds_s"] = _timed(thresholds, d, signals, lower_is_better)
-            factor, timings["factor_s"] = _timed(factor_analysis, d, seed, pa_iterations)
+    t = time.perf_counter()
+    try:
+        fit = fit_lmm(d, reference)
+        mm = marginal_means(fit, d)
+        if not fit.converged:
+            notes.append("the LMM did not converge")
+    except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
+        lmm_error = str(e)
+        notes.append(f"LMM not fitted: {e}")
+    timings["lmm_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    effects = metric_effects(d, fit if metric_lmm else None, signals, reference, lower_is_better, notes)
+    timings["metric_effects_s"] = time.perf_counter() - t
+    (thr, curves), timings["thresholds_s"] = _timed(thresholds, d, signals, lower_is_better)
+    factor, timings["factor_s"] = _timed(factor_analysis, d, seed, pa_iterations)
     timings["total_s"] = time.perf_counter() - t_start
     return UsabilityResult(data=d, signals=signals, groups=groups, correlations=corr, correlation_matrix=cmat,
                            lmm=fit, marginal_means=mm, metric_effects=effects, thresholds=thr,

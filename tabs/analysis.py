@@ -103,7 +103,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             return {us_notice: f"**The analysis could not run:** {e}"}
         figs = list(usability_analysis.figures(res).items())
         out_dir = tempfile.mkdtemp(prefix=f"usability-{study_id}-")
-        files = [str(p) for p in usability_analysis.write_outputs(res, out_dir)]
+        # PNG copies take kaleido ~1 s a figure: the plots' own camera button saves a PNG instead
+        files = [str(p) for p in usability_analysis.write_outputs(res, out_dir, png=False)]
         plots = {p: gr.update(visible=i < len(figs), value=figs[i][1] if i < len(figs) else None,
                               label=figs[i][0] if i < len(figs) else None) for i, p in enumerate(us_plots)}
         return {us_notice: usability_analysis.summary(res), us_groups: res.groups, us_corr: res.correlations,

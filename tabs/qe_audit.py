@@ -57,7 +57,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         out_dir = tempfile.mkdtemp(prefix="qe-audit-")
         try:
             result, written = qe_service.run_audit(path, out_dir, metric=metric_name, context=ctx_mode,
-                                                   thresholds=ts, database=ctx.database,
+                                                   thresholds=ts, database=ctx.database, png=False,
                                                    progress=lambda f, d: progress(f, desc=d))
         except (ValueError, KeyError, BackendUnavailable) as e:
             return {notice: f"**The audit could not run:** {e}"}

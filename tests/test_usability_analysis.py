@@ -222,6 +222,29 @@ def test_metric_effects(small_result):
     assert e.at["metric_comet", "n_lmm"] == len(small_result.data) - 1
 
 
+def test_signal_lmm_equals_statsmodels_formula_fit(small_result):
+    """The per-signal LMM (warm-started from the main fit, patched solver) equals statsmodels'
+    stock formula fit with the rescaled signal added."""
+    import statsmodels.formula.api as smf
+
+    d = small_result.data
+    fit = small_result.lmm
+    signal = "metric_comet"
+    x = d.copy()
+    for f, lv in fit.factors.items():
+        x[f] = pd.Categorical(x[f], categories=lv)
+    x["one"] = 1
+    x["sig"] = (d[signal] - d[signal].min()) / (d[signal].max() - d[signal].min())
+    x = x[x["sig"].notna()]
+    vc = {"sender": "0 + C(sender_id)", "validator": "0 + C(validator_id)", "receiver": "0 + C(receiver_id)"}
+    ref = smf.mixedlm("u ~ system + topic + source + u_b + group * gender + sig", x, groups="one", vc_formula=vc,
+                      re_formula="0").fit(reml=True)
+    e = small_result.metric_effects.set_index("signal")
+    assert e.at[signal, "effect_lmm"] == pytest.approx(ref.fe_params["sig"], abs=1e-5)
+    assert e.at[signal, "p_lmm"] == pytest.approx(ref.pvalues["sig"], abs=1e-5)
+    assert e.at[signal, "n_lmm"] == len(x)
+
+
 def test_tertile_ols_equals_statsmodels(small_result):
     import statsmodels.api as sm
 

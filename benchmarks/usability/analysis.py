@@ -9,7 +9,8 @@ translation and QA scores (seven signals, so seven extra LMM fits). u follows th
 paper's Table 4 (Voxtral +0.73, Tower+ +0.64, Health +0.33, u_b 0.47, ...) with sender,
 validator and receiver random intercepts. Reports the median of the runs of analyze() (target:
 under 3 s), the LMM's share (main fit and the per-signal fits), read_exchanges() of the CSV
-and write_outputs(), and writes benchmarks/results/usability_analysis.json.
+and write_outputs() (CSV + HTML, and once with the PNG copies), and writes
+benchmarks/results/usability_analysis.json.
 """
 from __future__ import annotations
 
@@ -128,7 +129,10 @@ def main() -> None:
         csv = Path(tmp) / "exchanges.csv"
         raw.to_csv(csv, index=False)
         read = timed(lambda: U.read_exchanges(csv), args.repeats)
-        write = timed(lambda: U.write_outputs(first, Path(tmp) / "out"), args.repeats)
+        write = timed(lambda: U.write_outputs(first, Path(tmp) / "out", png=False), args.repeats)
+        from services.figure_files import png_wanted
+        png = (timed(lambda: U.write_outputs(first, Path(tmp) / "png", png=True), 1)[0]
+               if png_wanted(True) else None)
     lmm = first.lmm.table.set_index("term")
     result = {
         "data": "synthetic", "exchanges": len(d), "senders": int(d["sender_id"].nunique()),
@@ -141,6 +145,7 @@ def main() -> None:
         "first_call_with_imports_s": round(first_call, 3),
         "read_exchanges_median_s": round(statistics.median(read), 3),
         "write_outputs_median_s": round(statistics.median(write), 3),
+        "write_outputs_with_png_s": None if png is None else round(png, 3),
         "result": {"lmm_converged": first.lmm.converged,
                    "variance_components": first.lmm.variance_components,
                    "residual_variance": round(first.lmm.residual_variance, 4),
@@ -161,7 +166,8 @@ def main() -> None:
     print(f"parts (median s): {parts}; LMMs {result['lmm_share']:.0%} of the time "
           f"(main fit {result['main_lmm_share']:.0%})")
     print(f"read_exchanges: {result['read_exchanges_median_s']:.3f} s; write_outputs: "
-          f"{result['write_outputs_median_s']:.3f} s; first call incl. imports: {first_call:.3f} s")
+          f"{result['write_outputs_median_s']:.3f} s (with PNG copies through kaleido: "
+          f"{result['write_outputs_with_png_s']} s); first call incl. imports: {first_call:.3f} s")
     print(f"wrote {args.out}")
 
 
