@@ -18,7 +18,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         figure = gr.Plot(label="Items done and open per phase")
         table = gr.Dataframe(interactive=False)
         with gr.Accordion("Usability of the four-phase study (paper 000)", open=True):
-            us_run = gr.Button("Analyse the exchanges")
+            with gr.Row():
+                us_run = gr.Button("Analyse the exchanges")
+                us_png = gr.Checkbox(label="Also PNG copies of the figures (kaleido: about 1 s each)", value=False)
             us_notice = gr.Markdown()
             us_groups = gr.Dataframe(label="Groups: S, T, R, mean and sd of u, baseline, shift, usable share",
                                      interactive=False)
@@ -84,7 +86,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                 da_qc: res.qc_summary, da_systems: res.systems, da_workers: res.workers,
                 da_rank: figs.get("ranking"), da_h2h: figs.get("head_to_head")}
 
-    def run_usability(sess, study_id, request: gr.Request):
+    def run_usability(sess, study_id, png, request: gr.Request):
         try:
             auth.check(sess, _host(request))
         except PermissionError as e:
@@ -103,15 +105,15 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             return {us_notice: f"**The analysis could not run:** {e}"}
         figs = list(usability_analysis.figures(res).items())
         out_dir = tempfile.mkdtemp(prefix=f"usability-{study_id}-")
-        # PNG copies take kaleido ~1 s a figure: the plots' own camera button saves a PNG instead
-        files = [str(p) for p in usability_analysis.write_outputs(res, out_dir, png=False)]
+        # PNG copies take kaleido ~1 s a figure: on request only (each plot's camera button saves one too)
+        files = [str(p) for p in usability_analysis.write_outputs(res, out_dir, png=bool(png))]
         plots = {p: gr.update(visible=i < len(figs), value=figs[i][1] if i < len(figs) else None,
                               label=figs[i][0] if i < len(figs) else None) for i, p in enumerate(us_plots)}
         return {us_notice: usability_analysis.summary(res), us_groups: res.groups, us_corr: res.correlations,
                 us_lmm: res.lmm.table if res.lmm is not None else None, us_thresholds: res.thresholds,
                 us_files: files, **plots}
 
-    us_run.click(run_usability, [session, study],
+    us_run.click(run_usability, [session, study, us_png],
                  [us_notice, us_groups, us_corr, us_lmm, us_thresholds, us_files, *us_plots], api_visibility="private")
 
     def run_sd(sess, study_id, k, prune, request: gr.Request):

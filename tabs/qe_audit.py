@@ -30,7 +30,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                                    info="mon: context + sentence on both sides; bil: the target side's context "
                                         "machine-translated")
                 thresholds = gr.Textbox(label="Retention thresholds", placeholder="0.8 (comma-separated)")
-        run = gr.Button("Run the audit", elem_classes=["qe-audit-run"])
+        with gr.Row():
+            run = gr.Button("Run the audit", elem_classes=["qe-audit-run"])
+            png = gr.Checkbox(label="Also PNG copies of the figures (kaleido: about 1 s each)", value=False)
         notice = gr.Markdown()
         ratios = gr.Dataframe(label="Score ratio F/M (or N/G) per language: mean, 95% t-interval, one-sided p",
                               interactive=False)
@@ -40,7 +42,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         plots = [gr.Plot(visible=False) for _ in range(3)]
         files = gr.File(label="Tables (CSV) and figures", file_count="multiple", interactive=False)
 
-    def do_audit(sess, path, metric_name, ctx_mode, thresholds_text, progress=gr.Progress(), request: gr.Request = None):
+    def do_audit(sess, path, metric_name, ctx_mode, thresholds_text, want_png, progress=gr.Progress(),
+                 request: gr.Request = None):
         try:
             auth.check(sess, _host(request))
         except PermissionError as e:
@@ -57,7 +60,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         out_dir = tempfile.mkdtemp(prefix="qe-audit-")
         try:
             result, written = qe_service.run_audit(path, out_dir, metric=metric_name, context=ctx_mode,
-                                                   thresholds=ts, database=ctx.database, png=False,
+                                                   thresholds=ts, database=ctx.database, png=bool(want_png),
                                                    progress=lambda f, d: progress(f, desc=d))
         except (ValueError, KeyError, BackendUnavailable) as e:
             return {notice: f"**The audit could not run:** {e}"}
@@ -68,6 +71,6 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         return {notice: text, ratios: result.ratios, errors: result.errors, retention: result.retention,
                 files: [str(p) for p in written], **shown}
 
-    run.click(do_audit, [session, pairs, metric, context, thresholds],
+    run.click(do_audit, [session, pairs, metric, context, thresholds, png],
               [notice, ratios, errors, retention, files, *plots], concurrency_id=MODEL_QUEUE, concurrency_limit=1,
               api_name="analysis_qe_audit", api_visibility="undocumented")

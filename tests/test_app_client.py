@@ -300,7 +300,7 @@ def test_admin_runs_the_qe_audit_on_uploaded_pairs(client, tmp_path):
                      "2,pt,The nurse left early.,A enfermeira saiu cedo.,O enfermeiro saiu cedo.,M\n"
                      "3,pt,My neighbour is a doctor.,A minha vizinha é médica.,O meu vizinho é médico.,F\n"
                      "4,pt,The lawyer called.,A advogada ligou.,O advogado ligou.,M\n", encoding="utf-8")
-    out = client.predict(session, handle_file(str(pairs)), "e5-cosine", "none", "0.8,0.9",
+    out = client.predict(session, handle_file(str(pairs)), "e5-cosine", "none", "0.8,0.9", False,
                          api_name="/analysis_qe_audit")
     notice, ratios, errors, retention, files = out[:5]
     assert "e5-cosine" in notice and "4 instances" in notice
@@ -312,7 +312,8 @@ def test_admin_runs_the_qe_audit_on_uploaded_pairs(client, tmp_path):
                                                                              for x in files]}
     bad = tmp_path / "bad.csv"
     bad.write_text("instance_id,lang,source,hyp_f\n1,pt,x,y\n", encoding="utf-8")
-    msg = client.predict(session, handle_file(str(bad)), "e5-cosine", "none", "", api_name="/analysis_qe_audit")[0]
+    msg = client.predict(session, handle_file(str(bad)), "e5-cosine", "none", "", False,
+                         api_name="/analysis_qe_audit")[0]
     assert "could not run" in msg and "hyp_m" in msg
-    assert "log in" in client.predict("nope", handle_file(str(pairs)), "e5-cosine", "none", "",
+    assert "log in" in client.predict("nope", handle_file(str(pairs)), "e5-cosine", "none", "", False,
                                       api_name="/analysis_qe_audit")[0].lower()

@@ -156,3 +156,22 @@ def test_cli_audit_and_rerank(tmp_path):
 def test_cli_mt_geneval_needs_its_files(tmp_path):
     r = _cli("data", "mt-geneval", "--root", str(tmp_path), "--lang", "pt", "--out", str(tmp_path / "p.csv"))
     assert r.returncode == 2 and "geneval-context" in r.stderr
+
+
+def test_rerank_samples_from_a_local_transformers_model(tmp_path, no_network):
+    """The --mt-model path: greedy + n epsilon samples per source from a tiny Marian model the
+    test trains, reranked by a test metric; the greedy output is the trained translation."""
+    from tests import tiny_models as tm
+
+    model = tm.build_marian(tmp_path / "marian", steps=150)
+    (src, tgt), (src2, tgt2) = tm.PAIRS[0], tm.PAIRS[1]
+    pairs = pd.DataFrame({"instance_id": ["1", "2"], "lang": ["pt", "pt"], "source": [src, src2],
+                          "hyp_f": [tgt, tgt2], "hyp_m": [tgt + " x", tgt2 + " x"], "gold": ["F", "M"]})
+    sampler = qe_service.mt_sampler(str(model), epsilon=0.02, seed=1)
+    res = qe_service.run_rerank(None, Length(), pairs=pairs, sampler=sampler, n=5, out_dir=tmp_path / "out")
+    sel = res.selected
+    assert set(sel["method"]) == {"greedy", "reranked"} and len(sel) == 4
+    assert (sel[sel["method"] == "reranked"]["n_candidates"] == 5).all()
+    assert (tmp_path / "out" / "accuracy.csv").exists() and (tmp_path / "out" / "selected.csv").exists()
+    greedy = sel[sel["method"] == "greedy"].set_index("instance_id")["hypothesis"]
+    assert greedy["1"] == tgt                       # the tiny model learnt its pairs
