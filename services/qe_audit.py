@@ -505,16 +505,21 @@ def retention(frame: pd.DataFrame, thresholds: Sequence[float]) -> Retention:
 
 
 def default_thresholds(frame: pd.DataFrame) -> tuple[list[float], str]:
-    """0.8 (the paper's filtering threshold on a 0-1 metric) when every score lies in [0, 1];
-    otherwise the pooled median score of both forms."""
+    """0.8 (the paper's filtering threshold on a 0-1 metric) when every score lies in [0, 1] and
+    0.8 falls inside their range; otherwise the pooled median score of both forms (a threshold
+    outside the scores' range would show no gap at all)."""
     d = _scored(frame)
     a, b = _forms(d)
     v = pd.concat([d[f"score_{a}"], d[f"score_{b}"]]).dropna().to_numpy(dtype=float)
     if len(v) == 0:
         return [], "no scores"
-    if v.min() >= 0 and v.max() <= 1:
+    if v.min() >= 0 and v.max() <= 1 and v.min() < DEFAULT_UNIT_THRESHOLD < v.max():
         return [DEFAULT_UNIT_THRESHOLD], "0.8, the paper's filtering threshold (scores lie in 0-1)"
-    return [float(np.median(v))], "the pooled median score (scores are not on a 0-1 scale)"
+    median = float(np.median(v))
+    if v.min() >= 0 and v.max() <= 1:
+        return [median], (f"the pooled median score, {median:.4g}: every score lies on one side of the paper's 0.8, "
+                          "where nothing would be filtered (set --thresholds for others)")
+    return [median], "the pooled median score (scores are not on a 0-1 scale)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -686,15 +691,18 @@ def figures(result: AuditResult) -> dict:
             hovertemplate="%{x}: mean ratio %{y:.4f}<br>n %{customdata[0]}, one-sided p %{customdata[1]:.3g}"
                           "<extra></extra>"))
     fig.add_hline(y=1, line_dash="dash", line_color="grey", annotation_text="parity")
-    fig.update_layout(title=f"QE(s, h_{a.upper()}) / QE(s, h_{b.upper()}): mean and {CONFIDENCE:.0%} CI "
-                            f"({result.metric.get('name', '')}, context {result.context})",
-                      xaxis_title="language", yaxis_title="ratio", height=450, width=max(500, 120 + 90 * len(order)))
+    fig.update_layout(title=f"QE(s, h_{a.upper()}) / QE(s, h_{b.upper()}): mean and {CONFIDENCE:.0%} CI"
+                            f"<br><sup>{result.metric.get('name', '')}, context {result.context}</sup>",
+                      xaxis_title="language", yaxis_title="ratio", height=450, width=max(640, 300 + 90 * len(order)))
     out["ratios"] = fig
 
     fig = go.Figure()
     colors = {a.upper(): "#d62728", b.upper(): "#1f77b4"}
+    single = len(result.languages) == 1
     for (lang, form), sub in result.curves.groupby(["lang", "form"], sort=False):
         pooled = lang == ALL
+        if single and not pooled:
+            continue                     # one language: its curves are the pooled ones
         fig.add_trace(go.Scatter(x=sub["score"], y=sub["share"], mode="lines", line_shape="vh",
                                  name=f"{form} ({lang})", visible=True if pooled else "legendonly",
                                  line=dict(color=colors.get(form), dash="solid" if pooled else "dot"),
@@ -708,14 +716,16 @@ def figures(result: AuditResult) -> dict:
     if result.errors is not None:
         e = result.errors
         fig = go.Figure()
-        for col, name in (("er_f", "ER, feminine sources"), ("er_m", "ER, masculine sources")):
-            fig.add_trace(go.Bar(x=e["lang"], y=e[col], name=name,
+        for col, name, color in (("er_f", "ER, feminine sources", "#d62728"),
+                                 ("er_m", "ER, masculine sources", "#1f77b4")):
+            fig.add_trace(go.Bar(x=e["lang"], y=e[col], name=name, marker_color=color,
                                  customdata=np.stack([e["phi"], e["phi_ci_low"], e["phi_ci_high"]], axis=-1),
                                  hovertemplate="%{x}: %{y:.1%}<br>phi %{customdata[0]:.3g} "
                                                "[%{customdata[1]:.3g}, %{customdata[2]:.3g}]<extra></extra>"))
-        fig.update_layout(barmode="group", title="Error rate (wrong form scored >= right form) by source gender",
+        fig.update_layout(barmode="group", title="Error rate by source gender<br><sup>an error: the wrong form "
+                                                 "scored >= the right one (ties count)</sup>",
                           yaxis_tickformat=".0%", xaxis_title="language", height=450,
-                          width=max(500, 120 + 90 * len(e)))
+                          width=max(640, 300 + 90 * len(e)))
         out["errors"] = fig
     return out
 
