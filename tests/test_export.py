@@ -1,0 +1,430 @@
+"""python app.py export: tidy tables, data dictionary, pseudonyms, no tokens or external ids,
+the consent rule, CSV formula neutralising, format round trips, the hf-audio folder, the CLI."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from services import export as export_service
+from services import export_dictionary as dictionary
+from services.da_campaign import save_feedback
+from services.export import ExportError, export_study, export_zip, neutralise
+from services.items import get_view
+from services.participants import add_participants, enrol
+from services.recording_review import decide
+from services.submissions import submit
+from storage import participants as participant_store
+from storage import results
+
+from conftest import DEMO, ROOT
+from test_submissions import write_wav
+
+FORMULAS = ['=HYPERLINK("http://evil.example","x")', "+1+2", "-2+3", "@SUM(A1)"]   # answers are stripped
+EXCLUSION_REASON = "\t=test exclusion"
+S2_TRANSCRIPT = "zebra quokka transcript of the second sender"
+S2_TRANSLATION = "zebra quokka traducao do segundo remetente"
+REVIEWER = "admin@reviewer-host.example"
+
+EXPECTED = {
+    "participants": ["participant", "role", "group", "gender", "design_index", "status", "excluded_at",
+                     "excluded_reason", "self_enrolled", "created_at", "claimed_at", "last_seen_at"],
+    "assignments": ["assignment_id", "participant", "phase", "item_id", "exchange_id", "position", "status", "meta",
+                    "created_at", "first_shown_at", "submitted_at", "active_seconds"],
+    "exchanges": ["exchange_id", "starter_id", "system", "sender", "origin", "created_at", "translation",
+                  "translation_transcript", "translation_meta", "translated_at"],
+    "recordings": ["recording_id", "exchange_id", "sender", "file_name", "duration_s", "qc_result", "review_decision",
+                   "reviewed_at", "qc_transcript", "wer", "qc_flags", "created_at"],
+    "answers": ["answer_id", "answer_set", "exchange_id", "receiver", "question_idx", "text", "unanswerable",
+                "created_at"],
+    "validations": ["validation_id", "assignment_id", "exchange_id", "validator", "answer_set", "receiver",
+                    "translation_score", "qa_score", "created_at"],
+    "validation_marks": ["validation_id", "exchange_id", "question_idx", "correct"],
+    "surveys": ["survey_id", "assignment_id", "exchange_id", "respondent", "stage", "perspective", "satisfaction",
+                "trust", "reliance", "created_at"],
+    "exchange_metrics": ["exchange_id", "metric", "version", "model", "score", "created_at"],
+    "da_judgments": ["judgment_id", "assignment_id", "rater", "hit", "pos", "item_type", "of_pos", "modality",
+                     "segment_id", "system", "doc_id", "score", "first_shown_at", "submitted_at", "active_seconds",
+                     "created_at"],
+    "da_feedback": ["participant", "text", "updated_at"],
+    "sd_ratings": ["assignment_id", "participant", "sentence_id", "page", "pair_id", "is_repeat", "value",
+                   "positive_left", "created_at"],
+    "sd_suitability": ["assignment_id", "participant", "pair_id", "suitability", "created_at"],
+    "sd_suggestions": ["assignment_id", "participant", "text", "created_at"],
+    "systems": ["system", "label", "kind"],
+    "starters": ["starter_id", "domain", "source", "corpus", "text", "key_spans"],
+    "questions": ["starter_id", "question_idx", "en", "pt"],
+    "da_segments": ["segment_id", "system", "doc_id", "position", "source", "reference", "output"],
+    "da_hit_items": ["hit", "pos", "item_type", "of_pos", "segment_id", "system", "candidate"],
+    "sd_sentences": ["sentence_id", "text", "source"],
+    "sd_pairs": ["pair_id", "language", "positive", "negative", "note"],
+    "events": ["event_id", "ts", "actor_kind", "actor", "action", "entity", "entity_id", "detail"],
+}
+EXTERNAL = ["external_id", "prolific_pid", "prolific_study_id", "prolific_session_id"]
+METADATA = ["file_name", "recording_id", "exchange_id", "sender", "sender_group", "sender_gender", "starter_id",
+            "domain", "starter_source", "prompt", "duration_s", "qc_result", "review_decision", "qc_transcript", "wer",
+            "system", "translation", "translation_transcript"]
+
+
+def _record(db, person, wav, media, transcript, translation, qc_status, flags):
+    v = get_view(db, person.token, "record", media_dir=media)
+    res = submit(db, person.token, "record", v.item_id, {"audio": str(wav)}, media_dir=media)
+    rid, ex_id = res.stored["id"], int(v.item_id)
+    system = db.scalar("SELECT system_id FROM exchanges WHERE id = ?", [ex_id])
+    with db.write() as w:      # what the worker would store, without running the models
+        results.set_recording_qc(w, rid, qc_status, transcript, 0.4, flags)
+        results.insert_translation(w, ex_id, system, translation, transcript, json.dumps({"models": {"mt": "test"}}))
+        results.put_exchange_metric(w, ex_id, "chrf", "1", "sacrebleu", 42.5)
+    return rid, ex_id
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """The demo study with a little of everything: two recordings (one flagged and accepted by a
+    reviewer, one from a Prolific self-enrolment), answers with formula-like text, a validation,
+    third-person surveys, a DA judgment with feedback, SD ratings, metrics, an exclusion."""
+    from services import workflow
+    from services.study_import import import_study
+    from storage import open_database
+
+    tmp = tmp_path_factory.mktemp("export")
+    media = tmp / "media"
+    db = open_database(tmp / "study.db")
+    import_study(db, DEMO)
+    people = {r: add_participants(db, "demo", r, 1)[0] for r in ("receiver", "validator", "rater", "da", "sd")}
+    people["sender"] = add_participants(db, "demo", "sender", 1, "USB", "Man", external_ids=["EXT-SENDER-1"])[0]
+    slot = add_participants(db, "demo", "sender", 1, "USW", "Woman")[0]
+    enrol(db, "demo", "sender", "PROLIFICPID0123456789", "PSTUDY0123456789", "PSESSION0123456789", "USW", "Woman")
+    people["sender2"] = slot
+    excluded = add_participants(db, "demo", "receiver", 1, external_ids=["EXT-RECEIVER-2"])[0]
+    with db.write() as w:
+        participant_store.exclude(w, excluded.id, EXCLUSION_REASON)
+
+    rid1, ex1 = _record(db, people["sender"], write_wav(tmp / "a.wav", seconds=2.0), media,
+                        "first sender transcript", "primeira traducao", "flagged", ["high_wer"])
+    decide(db, rid1, "accept", REVIEWER)
+    rid2, ex2 = _record(db, slot, write_wav(tmp / "b.wav", seconds=2.5), media,
+                        S2_TRANSCRIPT, S2_TRANSLATION, "passed", [])
+    workflow.refresh(db, "demo")
+
+    rtok = people["receiver"].token
+    v = get_view(db, rtok, "receiver", media_dir=media)
+    answers = [{"idx": q["idx"], "text": FORMULAS[i % len(FORMULAS)], "unanswerable": False}
+               for i, q in enumerate(v.content["questions"])]
+    submit(db, rtok, "receiver", v.item_id, {"answers": answers}, media_dir=media)
+    val = get_view(db, people["validator"].token, "validator", media_dir=media)
+    marks = {a["idx"]: i % 2 == 0 for i, a in enumerate(val.content["answers"])}
+    submit(db, people["validator"].token, "validator", val.item_id, {"score": 73, "marks": marks}, media_dir=media)
+    sv = get_view(db, people["rater"].token, "survey", media_dir=media)
+    for _ in range(2):
+        if sv.status != "item":
+            break
+        sv = submit(db, people["rater"].token, "survey", sv.item_id,
+                    {"satisfaction": 4, "trust": 3, "reliance": 2}, media_dir=media).next
+    dv = get_view(db, people["da"].token, "da", media_dir=media)
+    submit(db, people["da"].token, "da", dv.item_id, {"score": 61}, media_dir=media)
+    save_feedback(db, people["da"].id, "=cmd|' /C calc'!A0 the slider was fine")
+    s = get_view(db, people["sd"].token, "sd", media_dir=media)
+    submit(db, people["sd"].token, "sd", s.item_id, {"values": {p["pair_id"]: 7 for p in s.content["pairs"]}},
+           media_dir=media)
+
+    tokens = [p["token"] for p in participant_store.list_for_study(db, "demo")]
+    externals = ["EXT-SENDER-1", "EXT-RECEIVER-2", "PROLIFICPID0123456789", "PSTUDY0123456789", "PSESSION0123456789"]
+    return {"db": db, "media": media, "tmp": tmp, "people": people, "tokens": tokens, "externals": externals,
+            "s2": {"id": slot.id, "exchange": ex2, "recording": rid2}, "s1": {"exchange": ex1, "recording": rid1},
+            "excluded": excluded.id}
+
+
+def export(study, fmt, name=None, **kw):
+    out = study["tmp"] / (name or f"out-{fmt}-{len(list(study['tmp'].iterdir()))}")
+    kw.setdefault("include_events", True)
+    return export_study(study["db"], "demo", out, fmt, media_dir=study["media"], **kw)
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def all_bytes(folder: Path) -> bytes:
+    return b"\n".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+
+
+# -- columns and the data dictionary -----------------------------------------------------------
+
+def test_every_table_has_its_expected_columns_all_documented(study):
+    res = export(study, "csv")
+    assert set(res.rows) == set(EXPECTED)
+    readme = (res.folder / "README.md").read_text()
+    for table, cols in EXPECTED.items():
+        with open(res.folder / f"{table}.csv", encoding="utf-8", newline="") as f:
+            assert next(csv.reader(f)) == cols, table
+        assert dictionary.columns(table) == cols
+        section = readme.split(f"### `{table}.csv`", 1)[1].split("### ", 1)[0]
+        for c in cols:
+            assert c in dictionary.TABLES[table][1]
+            assert f"| `{c}` | {dictionary.column_type(table, c)} |" in section, (table, c)
+    assert set(dictionary.TYPES) >= {t for _, cols in dictionary.TABLES.values() for t, _ in cols.values()}
+    # every usability / DA / SD table got rows from the fixture
+    for table in ("participants", "exchanges", "recordings", "answers", "validations", "validation_marks",
+                  "surveys", "exchange_metrics", "da_judgments", "da_feedback", "sd_ratings", "events"):
+        assert res.rows[table] > 0, table
+
+
+def test_external_ids_only_on_request_and_tokens_never(study):
+    plain = export(study, "jsonl")
+    head = read_jsonl(plain.folder / "participants.jsonl")[0]
+    assert list(head) == EXPECTED["participants"]
+    data = all_bytes(plain.folder)
+    for secret in study["tokens"] + study["externals"] + ["reviewer-host"]:
+        assert secret.encode() not in data, secret
+    with_ids = export(study, "csv", include_external_ids=True)
+    rows = read_csv(with_ids.folder / "participants.csv")
+    assert list(rows[0]) == EXPECTED["participants"] + EXTERNAL
+    assert {r["prolific_pid"] for r in rows} >= {"PROLIFICPID0123456789"}
+    assert {r["external_id"] for r in rows} >= {"EXT-SENDER-1"}
+    readme = (with_ids.folder / "README.md").read_text()
+    assert "external ids INCLUDED" in readme and "| `prolific_pid` | string |" in readme
+    data = all_bytes(with_ids.folder)
+    for token in study["tokens"]:
+        assert token.encode() not in data
+    # the external ids are in participants.csv only, never in the events
+    assert b"PSESSION0123456789" not in (with_ids.folder / "events.csv").read_bytes()
+
+
+def test_every_format_is_free_of_tokens_and_external_ids(study):
+    secrets = study["tokens"] + study["externals"] + ["reviewer-host"]
+    folders = {fmt: export(study, fmt).folder for fmt in ("csv", "parquet", "hf-audio")}
+    for fmt, folder in folders.items():
+        data = all_bytes(folder)
+        for secret in secrets:
+            assert secret.encode() not in data, (fmt, secret)
+    # parquet pages may be compressed: look at the decoded cells too
+    for path in folders["parquet"].glob("*.parquet"):
+        cells = " ".join(str(v) for v in pd.read_parquet(path).to_numpy().ravel())
+        assert not [s for s in secrets if s in cells], path
+
+
+# -- pseudonyms --------------------------------------------------------------------------------
+
+def test_pseudonyms_are_stable_across_exports(study):
+    first = read_csv(export(study, "csv").folder / "participants.csv")
+    add_participants(study["db"], "demo", "receiver", 1)       # a newcomer between two exports
+    second = read_csv(export(study, "csv").folder / "participants.csv")
+    before = {r["participant"]: r["role"] for r in first}
+    after = {r["participant"]: r["role"] for r in second}
+    assert before.items() <= after.items() and len(after) == len(before) + 1
+    assert sorted(before) == ["da-001", "rater-001", "receiver-001", "receiver-002", "sd-001", "sender-001",
+                              "sender-002", "validator-001"]
+    recs = {r["recording_id"]: r["sender"] for r in read_csv(export(study, "csv").folder / "recordings.csv")}
+    assert recs == {str(study["s1"]["recording"]): "sender-001", str(study["s2"]["recording"]): "sender-002"}
+    status = {r["participant"]: (r["status"], r["self_enrolled"]) for r in second}
+    assert status["receiver-002"] == ("excluded", "0") and status["sender-002"] == ("active", "1")
+
+
+def test_events_are_pseudonymised(study):
+    events = read_csv(export(study, "csv").folder / "events.csv")
+    enrol_ev = next(e for e in events if e["action"] == "enrol")
+    assert (enrol_ev["actor_kind"], enrol_ev["actor"], enrol_ev["entity_id"]) == ("participant", "sender-002",
+                                                                                  "sender-002")
+    assert enrol_ev["detail"] == ""            # Prolific study and session ids dropped
+    review = next(e for e in events if e["action"] == "review")
+    assert (review["actor_kind"], review["actor"], json.loads(review["detail"])) == ("admin", "", {"decision": "accepted"})
+    submits = [e for e in events if e["action"] == "submit"]
+    assert submits and all(e["actor_kind"] == "participant" and e["actor"] for e in submits)
+    assert not [e for e in events if e["entity"] == "jobs"]
+
+
+# -- consent: one function decides who is exported ---------------------------------------------
+
+def test_a_participant_left_out_is_gone_from_every_table_and_the_audio(study, monkeypatch):
+    full = export(study, "csv")
+    s2 = study["s2"]
+    assert S2_TRANSCRIPT.encode() in all_bytes(full.folder)
+    real = export_service.exportable_participants
+    monkeypatch.setattr(export_service, "exportable_participants",
+                        lambda database, sid: real(database, sid) - {s2["id"]})
+    for fmt in ("csv", "hf-audio"):
+        res = export(study, fmt)
+        data = all_bytes(res.folder)
+        assert b"sender-002" not in data and S2_TRANSCRIPT.encode() not in data and S2_TRANSLATION.encode() not in data
+        ext = "csv" if fmt == "csv" else "jsonl"
+        folder = res.folder if fmt == "csv" else res.folder / "tables"
+        load = read_csv if fmt == "csv" else read_jsonl
+        for table in EXPECTED:
+            for row in load(folder / f"{table}.{ext}"):
+                if "exchange_id" in row and row["exchange_id"] not in (None, ""):
+                    assert int(row["exchange_id"]) != s2["exchange"], table
+        audio = sorted(p.name for p in (res.folder / "audio").iterdir())
+        assert audio == [f"sender-001-ex{study['s1']['exchange']}-rec{study['s1']['recording']}.wav"]
+    # sender-001 keeps its label: the numbering counts everyone
+    assert "sender-001" in {r["participant"] for r in read_csv(export(study, "csv").folder / "participants.csv")}
+
+
+# -- CSV formula neutralising -----------------------------------------------------------------
+
+def test_neutralise():
+    assert [neutralise(x) for x in ["=1", "+1", "-1", "@a", "\tx", "\rx", "a=b", "", "'=x"]] == \
+        ["'=1", "'+1", "'-1", "'@a", "'\tx", "'\rx", "a=b", "", "'=x"]
+
+
+def test_formula_like_text_is_neutralised_in_csv_only(study):
+    csv_rows = read_csv(export(study, "csv").folder / "answers.csv")
+    json_rows = read_jsonl(export(study, "jsonl").folder / "answers.jsonl")
+    assert {r["text"] for r in csv_rows} == {"'" + f for f in FORMULAS}
+    assert {r["text"] for r in json_rows} == set(FORMULAS)
+    reasons = {r["excluded_reason"] for r in read_csv(export(study, "csv").folder / "participants.csv")}
+    assert reasons == {"", "'" + EXCLUSION_REASON}
+    fb = read_csv(export(study, "csv").folder / "da_feedback.csv")
+    assert fb[0]["text"].startswith("'=cmd")
+    # numbers are not text: a negative SD value stays a number
+    sd = read_csv(export(study, "csv").folder / "sd_ratings.csv")
+    assert sd and all(int(r["value"]) in (-3, 3) for r in sd)
+
+
+# -- formats ---------------------------------------------------------------------------------
+
+def unquote(cell: str) -> str:
+    """A neutralised CSV cell back to the text as typed."""
+    return cell[1:] if cell[:1] == "'" and cell[1:2] and cell[1] in "=+-@\t\r" else cell
+
+
+def _normal(value, kind):
+    """A cell as one comparable string, whatever the format stored it as."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ""
+    if kind == "number":
+        return repr(float(value))
+    if kind in ("integer", "boolean"):
+        return str(int(value))
+    return str(value)
+
+
+def test_jsonl_and_parquet_hold_what_csv_holds(study):
+    folders = {fmt: export(study, fmt).folder for fmt in ("csv", "jsonl", "parquet")}
+    for table, cols in EXPECTED.items():
+        kinds = [dictionary.column_type(table, c) for c in cols]
+        from_csv = [[unquote(r[c]) for c in cols] for r in read_csv(folders["csv"] / f"{table}.csv")]
+        from_jsonl = [[_normal(r[c], k) for c, k in zip(cols, kinds)] for r in read_jsonl(folders["jsonl"] / f"{table}.jsonl")]
+        frame = pd.read_parquet(folders["parquet"] / f"{table}.parquet")
+        assert list(frame.columns) == cols
+        from_parquet = [[_normal(v, k) for v, k in zip(row, kinds)] for row in frame.astype(object).itertuples(index=False)]
+        assert from_jsonl == from_csv, table
+        assert from_parquet == from_csv, table
+    # typed parquet columns, also for an empty table
+    suit = pd.read_parquet(folders["parquet"] / "sd_suitability.parquet")
+    assert len(suit) == 0 and str(suit["suitability"].dtype) == "Int64"
+    assert str(pd.read_parquet(folders["parquet"] / "validations.parquet")["translation_score"].dtype) == "Float64"
+
+
+def test_hf_audio_folder(study):
+    res = export(study, "hf-audio")
+    folder = res.folder
+    meta = read_jsonl(folder / "metadata.jsonl")
+    assert len(meta) == 2 and all(list(m) == METADATA for m in meta)
+    for m in meta:
+        assert m["file_name"].startswith("audio/") and (folder / m["file_name"]).is_file()
+        assert (folder / m["file_name"]).read_bytes()[:4] == b"RIFF"
+    assert {p.relative_to(folder).as_posix() for p in (folder / "audio").iterdir()} == {m["file_name"] for m in meta}
+    by_sender = {m["sender"]: m for m in meta}
+    assert by_sender["sender-001"]["review_decision"] == "accepted" and by_sender["sender-001"]["qc_result"] == "flagged"
+    assert by_sender["sender-002"]["qc_transcript"] == S2_TRANSCRIPT and by_sender["sender-001"]["sender_group"] == "USB"
+    readme = (folder / "README.md").read_text()
+    front = readme.split("---\n")[1]
+    assert front.count("config_name:") == 1 and "- config_name: default\n  drop_labels: true\n" in front
+    assert '  data_files:\n  - split: train\n    path:\n    - "metadata.jsonl"\n    - "audio/*.wav"' in front
+    assert (folder / "tables" / "answers.jsonl").is_file()
+    assert "### `metadata.jsonl`" in readme
+    for c in METADATA:
+        assert c in dictionary.TABLES["metadata"][1]
+    with pytest.raises(ExportError, match="without audio"):
+        export(study, "hf-audio", include_audio=False)
+
+
+def test_missing_audio_and_no_audio(study, tmp_path):
+    res = export_study(study["db"], "demo", tmp_path / "x", "csv", media_dir=tmp_path / "nowhere")
+    assert sorted(res.missing_audio) == sorted([study["s1"]["recording"], study["s2"]["recording"]])
+    assert all(r["file_name"] == "" for r in read_csv(res.folder / "recordings.csv"))
+    assert "audio was missing" in (res.folder / "README.md").read_text()
+    res = export(study, "jsonl", include_audio=False, include_events=False)
+    assert not (res.folder / "audio").exists() and "events" not in res.rows
+    assert all(r["file_name"] is None for r in read_jsonl(res.folder / "recordings.jsonl"))
+
+
+def test_refuses_a_non_empty_folder_and_unknown_things(study, tmp_path):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "old.csv").write_text("x")
+    with pytest.raises(ExportError, match="not empty"):
+        export_study(study["db"], "demo", tmp_path / "full", "csv", media_dir=study["media"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]      # no partial folder left behind
+    (tmp_path / "empty").mkdir()
+    export_study(study["db"], "demo", tmp_path / "empty", "csv", media_dir=study["media"])
+    assert (tmp_path / "empty" / "README.md").is_file()
+    with pytest.raises(ExportError, match="unknown study 'nope'.*demo"):
+        export_study(study["db"], "nope", tmp_path / "n", "csv")
+    with pytest.raises(ExportError, match="unknown format"):
+        export_study(study["db"], "demo", tmp_path / "n", "xlsx")
+
+
+def test_export_zip_for_the_admin_tab(study):
+    path = export_zip(study["db"], "demo", study["media"], "csv")
+    assert path.suffix == ".zip" and path.is_file()
+    with zipfile.ZipFile(path) as zf:
+        names = zf.namelist()
+        top = names[0].split("/")[0]
+        assert all(n.startswith(top + "/") for n in names)
+        assert {f"{top}/README.md", f"{top}/manifest.json", f"{top}/participants.csv"} <= set(names)
+        assert any(n.startswith(f"{top}/audio/") and n.endswith(".wav") for n in names)
+        for secret in study["tokens"]:
+            assert all(secret.encode() not in zf.read(n) for n in names)
+    assert [p.name for p in path.parent.iterdir()] == [path.name]      # only the zip is left
+
+
+# -- command line ----------------------------------------------------------------------------
+
+def _cli(study, *args):
+    env = {"PATH": "/usr/bin:/bin", "TRADLAB_DB": str(study["tmp"] / "study.db"),
+           "TRADLAB_MEDIA": str(study["media"]), "HOME": str(study["tmp"])}
+    return subprocess.run([sys.executable, "app.py", "export", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_cli_exit_codes_and_messages(study):
+    res = _cli(study, "--study", "nope", "--out", str(study["tmp"] / "cli-x"))
+    assert res.returncode == 2 and "unknown study 'nope'" in res.stderr and "demo" in res.stderr
+    assert not (study["tmp"] / "cli-x").exists()
+    out = study["tmp"] / "cli-ok"
+    res = _cli(study, "--study", "demo", "--out", str(out), "--format", "jsonl", "--include-events")
+    assert res.returncode == 0, res.stderr
+    people = study["db"].scalar("SELECT COUNT(*) FROM participants")
+    assert str(out) in res.stdout and f"participants {people}," in res.stdout and "2 audio files" in res.stdout
+    assert (out / "events.jsonl").is_file() and (out / "participants.jsonl").is_file()
+
+
+
+def test_cli_refusals_in_process(study, monkeypatch, capsys):
+    import app
+
+    monkeypatch.setenv("TRADLAB_DB", str(study["tmp"] / "study.db"))
+    monkeypatch.setenv("TRADLAB_MEDIA", str(study["media"]))
+    out = study["tmp"] / "cli-in"
+    assert app.main(["export", "--study", "demo", "--out", str(out), "--format", "parquet", "--no-audio",
+                     "--include-external-ids"]) == 0
+    captured = capsys.readouterr()
+    assert "0 audio files" in captured.out and "keep this export private" in captured.err
+    assert (out / "participants.parquet").is_file() and not (out / "audio").exists()
+    assert app.main(["export", "--study", "demo", "--out", str(out)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        app.main(["export", "--study", "demo", "--out", str(study["tmp"] / "cli-y"), "--format", "xlsx"])
+    assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err
