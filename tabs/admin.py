@@ -62,6 +62,18 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                             "is synthesised once.")
                 prerender = gr.Button("Pre-render the campaign (images and audio)")
                 prerender_msg = gr.Markdown()
+            with gr.Accordion("Export the study's data", open=False):
+                gr.Markdown("One table per entity with a data dictionary (README.md inside), participants "
+                            "under pseudonyms (sender-001, ...), no link tokens; hf-audio is a Hugging Face "
+                            "audio-folder dataset of the recordings. `python app.py export` does the same.")
+                with gr.Row():
+                    export_format = gr.Dropdown(label="Format", choices=["csv", "jsonl", "parquet", "hf-audio"],
+                                                value="csv")
+                    export_ids = gr.Checkbox(label="Include Prolific / external ids", value=False)
+                    export_events = gr.Checkbox(label="Include the audit log", value=False)
+                export_go = gr.Button("Export (zip)")
+                export_file = gr.File(label="Export", interactive=False)
+                export_msg = gr.Markdown()
             with gr.Accordion("Try a speech-translation system", open=False):
                 try_system = gr.Dropdown(label="System preset", choices=list(systems.presets()),
                                          value=systems.DEFAULT_SYSTEM)
@@ -193,6 +205,25 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         except Exception as e:       # e.g. no TTS voice for the language: the designer needs the reason
             return f"**{type(e).__name__}:** {e}"
         return f"Rendered {out['items']} item images and {out['audio_texts']} distinct audio texts (each once)."
+
+    def do_export(sess, study_id, fmt, ids, events, request: gr.Request):
+        try:
+            auth.check(sess, _host(request))
+        except PermissionError as e:
+            return None, str(e)
+        if not study_id:
+            return None, "Pick a study first."
+        from services import export
+
+        try:
+            path = export.export_zip(ctx.database, study_id, ctx.settings.media_dir, fmt or "csv",
+                                     include_external_ids=bool(ids), include_events=bool(events))
+        except (ValueError, KeyError) as e:
+            return None, f"**The export could not be made:** {e}"
+        return str(path), f"`{path.name}`: tables, README.md (data dictionary) and manifest.json."
+
+    export_go.click(do_export, [session, study, export_format, export_ids, export_events], [export_file, export_msg],
+                    api_name="admin_export", api_visibility="undocumented")
 
     prerender.click(do_prerender, [session, study], prerender_msg, concurrency_id=MODEL_QUEUE,
                     concurrency_limit=1, api_name="admin_prerender_da", api_visibility="undocumented")

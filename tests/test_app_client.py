@@ -317,3 +317,18 @@ def test_admin_runs_the_qe_audit_on_uploaded_pairs(client, tmp_path):
     assert "could not run" in msg and "hyp_m" in msg
     assert "log in" in client.predict("nope", handle_file(str(pairs)), "e5-cosine", "none", "", False,
                                       api_name="/analysis_qe_audit")[0].lower()
+
+
+def test_admin_exports_the_study_as_a_zip(client, links):
+    import zipfile
+
+    session = client.predict("", api_name="/admin_login")[0]
+    path, msg = client.predict(session, "demo", "csv", False, False, api_name="/admin_export")
+    path = path if isinstance(path, str) else path["path"]
+    assert "README.md" in msg
+    names = zipfile.ZipFile(path).namelist()
+    assert any(n.endswith("participants.csv") for n in names) and any(n.endswith("README.md") for n in names)
+    blob = b"".join(zipfile.ZipFile(path).read(n) for n in names)
+    for url in links["receiver"] + links["sender"]:
+        assert token_of(url).encode() not in blob           # link secrets never leave the app
+    assert "log in" in client.predict("nope", "demo", "csv", False, False, api_name="/admin_export")[1].lower()
