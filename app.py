@@ -107,9 +107,42 @@ def build_app(settings, database):
     return demo
 
 
+def serve_tls(args, settings) -> tuple[str | None, str | None]:
+    """(certfile, keyfile) for launch(): the given files, a self-signed pair, or (None, None)."""
+    if not args.self_signed:
+        if args.tls_hosts:
+            raise SystemExit("--tls-hosts goes with --self-signed")
+        return args.ssl_certfile, args.ssl_keyfile
+    if args.ssl_certfile or args.ssl_keyfile:
+        raise SystemExit("--self-signed makes its own certificate: leave out --ssl-certfile/--ssl-keyfile")
+    from services import tls
+
+    hosts = tls.parse_hosts(args.tls_hosts)
+    cert, key = tls.make_self_signed(Path(settings.db_path).parent / "tls", hosts)
+    print(f"HTTPS with a self-signed certificate for {', '.join(hosts)}: {cert}\n"
+          f"  SHA-256 {tls.fingerprint(cert)} (browsers warn once; compare this fingerprint)")
+    return str(cert), str(key)
+
+
 def cmd_serve(args, settings):
+    import dataclasses
+    import os
+
+    from services.settings import on_space, space_storage_warning
     from storage import open_database
 
+    certfile, keyfile = serve_tls(args, settings)
+    if certfile and not os.environ.get("TRADLAB_PUBLIC_URL") and settings.public_url.startswith("http://"):
+        settings = dataclasses.replace(settings, public_url="https://" + settings.public_url[len("http://"):])
+    warning = space_storage_warning()
+    if warning:
+        print(warning, file=sys.stderr)
+    host = args.host or settings.host
+    exposed = on_space() or args.root_path or host not in ("127.0.0.1", "localhost", "::1")
+    if exposed and not settings.admin_password:
+        print("Note: TRADLAB_ADMIN_PASSWORD is not set, so the Admin and Analysis tabs are served only to "
+              "requests from localhost (a reverse proxy on this machine must send X-Forwarded-For).",
+              file=sys.stderr)
     database = open_database(settings.db_path, settings.journal_mode)
     if args.demo:
         ensure_demo(database, settings)
@@ -120,9 +153,11 @@ def cmd_serve(args, settings):
 
         Worker(database, pipeline.handlers(database, media_dir=settings.media_dir)).start()
     demo.queue(default_concurrency_limit=16)
-    demo.launch(server_name=args.host or settings.host, server_port=args.port or settings.port,
+    demo.launch(server_name=host, server_port=args.port or settings.port,
                 css_paths=[ROOT / "assets" / "style.css"], js=KEYBOARD_JS, allowed_paths=[str(settings.media_dir)],
-                ssl_certfile=args.ssl_certfile, ssl_keyfile=args.ssl_keyfile,
+                # ssl_verify only concerns gradio's start-up probe of its own local URL
+                # (https://localhost:PORT), which a self-signed or a public-name certificate fails
+                ssl_certfile=certfile, ssl_keyfile=keyfile, ssl_verify=not certfile,
                 root_path=args.root_path, show_error=True)
 
 
@@ -364,6 +399,24 @@ def cmd_backup(args, settings):
     return 0
 
 
+def cmd_export(args, settings):
+    from services.export import ExportError, export_study
+    from storage import open_database
+
+    database = open_database(settings.db_path, settings.journal_mode)
+    try:
+        res = export_study(database, args.study, args.out, fmt=args.format, media_dir=settings.media_dir,
+                           include_external_ids=args.include_external_ids, include_events=args.include_events,
+                           include_audio=not args.no_audio)
+    except (ExportError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"study '{args.study}' exported to {res.summary()}")
+    if args.include_external_ids:
+        print("note: participants carry external and Prolific ids: keep this export private", file=sys.stderr)
+    return 0
+
+
 def main(argv=None):
     sys.path.insert(0, str(ROOT))
     from services.settings import Settings
@@ -378,6 +431,10 @@ def main(argv=None):
         p.add_argument("--ssl-certfile")
         p.add_argument("--ssl-keyfile")
         p.add_argument("--root-path", help="URL prefix when served behind a reverse proxy")
+        p.add_argument("--self-signed", action="store_true",
+                       help="serve HTTPS with a self-signed certificate made once in data/tls/ (beside the database)")
+        p.add_argument("--tls-hosts", help="host names and IPs the self-signed certificate covers, comma-separated "
+                                           "(default: this machine's host name, localhost, 127.0.0.1)")
     imp = sub.add_parser("import", help="validate and import a study folder")
     imp.add_argument("folder")
     part = sub.add_parser("participants", help="manage participants")
@@ -461,6 +518,16 @@ def main(argv=None):
     mg.add_argument("--out", required=True)
     bk = sub.add_parser("backup", help="copy the live database (SQLite online backup), safe while the app runs")
     bk.add_argument("out", help="the copy's file path, or a folder for tradlab-backup.db")
+    ex = sub.add_parser("export", help="export a study's data: one tidy table per entity, pseudonymous, with a "
+                                       "data dictionary (README.md)")
+    ex.add_argument("--study", required=True)
+    ex.add_argument("--out", required=True, help="a new (or empty) folder")
+    ex.add_argument("--format", default="csv", choices=["csv", "jsonl", "parquet", "hf-audio"],
+                    help="hf-audio: a Hugging Face audiofolder (audio/ + metadata.jsonl + dataset card)")
+    ex.add_argument("--include-external-ids", action="store_true",
+                    help="add external and Prolific ids to participants (tokens are never exported)")
+    ex.add_argument("--include-events", action="store_true", help="add the study's audit-log events")
+    ex.add_argument("--no-audio", action="store_true", help="leave the recordings' audio files out")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
     if args.command in (None, "serve"):
@@ -481,6 +548,8 @@ def main(argv=None):
         return cmd_data(args, settings)
     if args.command == "backup":
         return cmd_backup(args, settings)
+    if args.command == "export":
+        return cmd_export(args, settings)
     parser.error(f"unknown command {args.command}")
 
 

@@ -1,12 +1,20 @@
 """One settings object, read from environment variables with laptop-friendly defaults.
 
 The README's settings table is generated from SETTINGS below, so the two never disagree.
+
+On a Hugging Face Space (SPACE_ID is set) some defaults change, an explicit variable still
+winning: the server listens on 0.0.0.0, participant links use https://SPACE_HOST, and with
+persistent storage (SPACE_DATA_ROOT, /data, exists) the database and the media folder live
+there (/data/tradlab.db, /data/media) instead of the Space's ephemeral disk.
 """
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields
 from pathlib import Path
+
+# Where a Space mounts its persistent storage (a module constant so tests can point it elsewhere).
+SPACE_DATA_ROOT = Path("/data")
 
 # name, default, meaning
 SETTINGS = [
@@ -53,16 +61,17 @@ class Settings:
     google_credentials: str
 
     @classmethod
-    def from_env(cls, env: dict | None = None) -> "Settings":
+    def from_env(cls, env: dict | None = None, data_root: str | Path | None = None) -> "Settings":
         env = os.environ if env is None else env
-        get = {name: env.get(name, default) for name, default, _ in SETTINGS}
+        space = space_defaults(env, data_root)
+        get = {name: env.get(name, space.get(name, default)) for name, default, _ in SETTINGS}
         return cls(
             db_path=Path(get["TRADLAB_DB"]),
             media_dir=Path(get["TRADLAB_MEDIA"]),
             journal_mode=get["TRADLAB_JOURNAL_MODE"],
             admin_password=get["TRADLAB_ADMIN_PASSWORD"],
-            # unset: the address the server itself listens on
-            public_url=(env.get("TRADLAB_PUBLIC_URL") or
+            # unset: the Space's own https address, else the address the server itself listens on
+            public_url=(env.get("TRADLAB_PUBLIC_URL") or space.get("TRADLAB_PUBLIC_URL") or
                         f"http://{get['TRADLAB_HOST']}:{get['TRADLAB_PORT']}").rstrip("/"),
             host=get["TRADLAB_HOST"],
             port=int(get["TRADLAB_PORT"]),
@@ -78,6 +87,40 @@ class Settings:
             gemba_base_url=get["TRADLAB_GEMBA_BASE_URL"],
             google_credentials=get["TRADLAB_GOOGLE_CREDENTIALS"],
         )
+
+
+def on_space(env: dict | None = None) -> bool:
+    """Running on a Hugging Face Space (the platform sets SPACE_ID)."""
+    env = os.environ if env is None else env
+    return bool(env.get("SPACE_ID"))
+
+
+def space_defaults(env: dict | None = None, data_root: str | Path | None = None) -> dict[str, str]:
+    """The defaults a Space changes (empty off a Space); explicit variables override them.
+
+    data_root stands for the persistent-storage mount (default SPACE_DATA_ROOT, read at call time)."""
+    env = os.environ if env is None else env
+    if not on_space(env):
+        return {}
+    out = {"TRADLAB_HOST": "0.0.0.0"}          # the Space's proxy reaches the app from outside
+    if env.get("SPACE_HOST"):
+        out["TRADLAB_PUBLIC_URL"] = f"https://{env['SPACE_HOST']}"
+    root = Path(SPACE_DATA_ROOT if data_root is None else data_root)
+    if root.is_dir():
+        out["TRADLAB_DB"] = str(root / "tradlab.db")
+        out["TRADLAB_MEDIA"] = str(root / "media")
+    return out
+
+
+def space_storage_warning(env: dict | None = None, data_root: str | Path | None = None) -> str | None:
+    """A warning when a Space keeps the study data on its ephemeral disk (no persistent storage)."""
+    env = os.environ if env is None else env
+    if not on_space(env) or "TRADLAB_DB" in space_defaults(env, data_root) or env.get("TRADLAB_DB"):
+        return None
+    root = SPACE_DATA_ROOT if data_root is None else data_root
+    return (f"WARNING: this Space has no persistent storage ({root} does not exist): the database and "
+            f"recordings are on the Space's ephemeral disk and are lost when it restarts or is rebuilt. "
+            f"Enable persistent storage in the Space's settings before running a study.")
 
 
 def settings_table_markdown() -> str:
