@@ -14,6 +14,24 @@ LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 SESSION_SECONDS = 12 * 3600
 
 
+FORWARDING_HEADERS = ("x-forwarded-for", "forwarded", "x-real-ip", "x-forwarded-host")
+
+
+def client_address(host: str | None, headers=None) -> str | None:
+    """The caller's address as the admin rule sees it. A request that came through a reverse
+    proxy (it carries a forwarding header) is never local, whatever the socket's peer is: a
+    proxy on the same machine would otherwise make every visitor look like 127.0.0.1 and open
+    the passwordless admin tab to the world."""
+    if headers is not None:
+        try:
+            keys = {str(k).lower() for k in headers.keys()}
+        except AttributeError:
+            keys = set()
+        if keys & set(FORWARDING_HEADERS):
+            return "forwarded"
+    return host
+
+
 class AdminAuth:
     """Admin sessions: a password from the settings; with none set, localhost only."""
 

@@ -14,7 +14,9 @@ from tabs.common import Ctx
 
 
 def _host(request: gr.Request | None) -> str | None:
-    return request.client.host if request is not None and request.client else None
+    if request is None or not request.client:
+        return None
+    return admin.client_address(request.client.host, getattr(request, "headers", None))
 
 
 def build(ctx: Ctx, auth: admin.AdminAuth):

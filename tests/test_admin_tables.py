@@ -41,3 +41,13 @@ def test_exchange_phase_follows_the_workflow(demo_db, tmp_path):
     with db.write() as w:
         results.set_recording_qc(w, rid, "flagged", "hm", 1.0, ["high_wer"])
     assert phases(db)[int(rv.item_id)] == "recording flagged: review"
+
+
+def test_a_proxied_request_is_never_local():
+    from services.admin import AdminAuth, client_address
+
+    assert client_address("127.0.0.1", {"accept": "*/*"}) == "127.0.0.1"
+    assert client_address("127.0.0.1", {"X-Forwarded-For": "203.0.113.9"}) == "forwarded"
+    assert client_address("127.0.0.1", {"forwarded": "for=203.0.113.9"}) == "forwarded"
+    auth = AdminAuth("")
+    assert auth.available("127.0.0.1") and not auth.available(client_address("127.0.0.1", {"x-real-ip": "x"}))

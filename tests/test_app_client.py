@@ -332,3 +332,12 @@ def test_admin_exports_the_study_as_a_zip(client, links):
     for url in links["receiver"] + links["sender"]:
         assert token_of(url).encode() not in blob           # link secrets never leave the app
     assert "log in" in client.predict("nope", "demo", "csv", False, False, api_name="/admin_export")[1].lower()
+
+
+def test_passwordless_admin_refuses_a_request_through_a_proxy(app_server):
+    proxied = Client(app_server.url, verbose=False, headers={"X-Forwarded-For": "203.0.113.9"})
+    out = proxied.predict("", api_name="/admin_login")
+    assert not isinstance(out[0], str) or not out[0]        # no session handed out
+    assert "localhost" in str(out[1])
+    direct = Client(app_server.url, verbose=False).predict("", api_name="/admin_login")
+    assert direct[0]
