@@ -125,7 +125,8 @@ def _read_wav_stdlib(data: bytes) -> tuple[np.ndarray, int]:
             rate, width, channels = w.getframerate(), w.getsampwidth(), w.getnchannels()
             raw = w.readframes(w.getnframes())
     except (wave.Error, EOFError) as e:
-        raise IntakeError(f"This file is not a readable WAV recording ({e}). Please record again.") from e
+        detail = f" ({e})" if str(e) else ""     # a cut-off header raises EOFError without a message
+        raise IntakeError(f"This file is not a readable WAV recording{detail}. Please record again.") from e
     if width != 2:
         raise IntakeError(f"Unsupported WAV sample width ({width * 8} bit). Please record again.")
     x = np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0

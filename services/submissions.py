@@ -73,7 +73,10 @@ def _validate_receive(database, a, payload) -> dict:
     for q in qs:
         g = given.get(q["idx"], {})
         text = str(g.get("text") or "").strip()
-        flag = bool(g.get("unanswerable"))
+        flag = g.get("unanswerable")
+        if flag not in (None, False, True):     # a checkbox sends a boolean: "false" must not count as ticked
+            raise SubmissionError(f"The 'not answerable' mark of question {q['idx']} must be true or false.")
+        flag = bool(flag)
         if len(text) > MAX_TEXT:
             raise SubmissionError(f"The answer to question {q['idx']} is too long (at most {MAX_TEXT} characters).")
         if not text and not flag:
@@ -205,6 +208,9 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
         if phase == "da":
             nxt = queue.next_open(database, p["id"], ("da",))
             if nxt is None or nxt["id"] != a["id"]:
+                if queue.assignment(database, a["id"])["status"] == "done":  # a concurrent double submit saved it
+                    return SubmitResult(False, "This answer was already saved.", _stored(database, a),
+                                        get_view(database, token, tab, media_dir=media_dir))
                 raise SubmissionError("Items are rated in order, one at a time: please reload the page.")
             try:
                 da_campaign.check_judgment(database, study, a, media_dir)

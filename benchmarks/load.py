@@ -1,0 +1,195 @@
+"""Submit-to-next-item latency of /da_submit under concurrent raters, against a bare Gradio no-op.
+
+    .venv/bin/python benchmarks/load.py [--clients 1,10,50] [--out benchmarks/results/load.json]
+
+The app is launched the way `make run` launches it (`python app.py`, a subprocess on a free
+loopback port, its own database with the load tests' study and one DA rater per client); the
+no-op is a separate tiny gr.Blocks app with one event of the same inputs (token, item, moved,
+score) returning a dict, queued and launched the same way on another port (this script with
+--noop-server), so the product app carries no benchmark code. Each client is one browser
+session (tests/load/harness.py GradioHTTP: the page's session hash, POST /call then the SSE
+stream) that first opens its view, then submits its 20 items one after another; the latency
+is the time from sending /da_submit to holding the response, which carries the next item.
+At each concurrency the no-op runs first and /da_submit second, the same clients doing the
+same number of calls. The app runs with TRADLAB_WORKER=0, so the metric jobs the study import
+queues (model loading) do not compete with the requests being timed.
+
+Writes benchmarks/results/load.json: p50/p95 per concurrency and p95(da_submit)/p95(no-op)
+(target <= 1.5 at 50 clients).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import machine  # noqa: E402
+
+ITEMS = 20
+
+
+def noop_server(port: int) -> None:
+    """The bare Gradio app: one event, no state, the same inputs as /da_submit."""
+    import gradio as gr
+
+    with gr.Blocks() as demo:
+        token, item = gr.Textbox(visible=False), gr.Textbox(visible=False)
+        moved, score = gr.Checkbox(visible=False), gr.Slider(0, 100, step=1)
+        out = gr.JSON(visible=False)
+        go = gr.Button("Submit")
+        go.click(lambda t, i, m, s: {"status": "item", "item_id": i, "notice": "Saved."},
+                 [token, item, moved, score], out, api_name="noop")
+    demo.queue(default_concurrency_limit=16)
+    demo.launch(server_name="127.0.0.1", server_port=port)
+
+
+def start_noop(tmp: Path):
+    from tests.conftest import free_port
+    from tests.load.harness import wait_until_up
+
+    port = free_port()
+    log = open(tmp / "noop.log", "w")
+    proc = subprocess.Popen([sys.executable, __file__, "--noop-server", str(port)], cwd=ROOT,
+                            env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}, stdout=log,
+                            stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    if not wait_until_up(url, 90):
+        proc.kill()
+        raise RuntimeError("the no-op app did not start: " + (tmp / "noop.log").read_text()[-2000:])
+    return proc, log, url
+
+
+def run_level(url: str, tokens: list[str], api: str) -> tuple[list[float], float, list[str]]:
+    """Every client on its own thread: open the view (a session), then ITEMS submits in turn.
+    Returns (latencies, wall seconds, errors)."""
+    from tests.load.harness import GradioHTTP
+
+    lat: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    start = threading.Barrier(len(tokens))
+
+    def client(tok: str):
+        mine = []
+        with GradioHTTP(url, timeout=120) as c:
+            try:
+                if api == "da_submit":
+                    item = c.predict(tok, "da", api_name="/view")["item_id"]
+                else:
+                    c.predict(tok, "0", True, 1, api_name="/noop")    # the session exists, as for the app
+                    item = "1"
+                start.wait(60)
+                for k in range(ITEMS):
+                    t0 = time.perf_counter()
+                    out = c.predict(tok, item, True, 1 + k, api_name=f"/{api}")
+                    mine.append(time.perf_counter() - t0)
+                    state = out[0] if isinstance(out, list) else out
+                    if api == "da_submit" and state.get("notice") != "Saved.":
+                        raise RuntimeError(f"not saved: {str(state)[:200]}")
+                    item = state.get("item_id") if api == "da_submit" else str(k + 2)
+            except Exception as e:      # reported, never hidden
+                with lock:
+                    errors.append(f"{type(e).__name__}: {e}")
+        with lock:
+            lat.extend(mine)
+
+    threads = [threading.Thread(target=client, args=(t,), daemon=True) for t in tokens]
+    t0 = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(600)
+    return lat, time.perf_counter() - t0, errors
+
+
+def summary(lat: list[float], wall: float) -> dict:
+    from tests.load.harness import percentile
+
+    return {"n": len(lat), "p50_ms": round(1000 * percentile(lat, 50), 1), "p95_ms": round(1000 * percentile(lat, 95), 1),
+            "max_ms": round(1000 * max(lat), 1) if lat else None, "wall_s": round(wall, 2),
+            "calls_per_s": round(len(lat) / wall, 1) if wall else None}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--clients", default="1,10,50", help="concurrency levels, comma-separated")
+    ap.add_argument("--repeat-single", type=int, default=3, help="sequential raters at concurrency 1 (more samples)")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "load.json"))
+    ap.add_argument("--noop-server", type=int, metavar="PORT", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.noop_server:
+        noop_server(args.noop_server)
+        return 0
+
+    from tests.load.harness import prepared_app
+
+    levels = [int(x) for x in args.clients.split(",") if x.strip()]
+    need = sum(c * (args.repeat_single if c == 1 else 1) for c in levels)
+    tmp = Path(tempfile.mkdtemp(prefix="tradlab-load-"))
+    app = prepared_app(tmp, need, env_extra={"TRADLAB_WORKER": "0"})
+    noop = None
+    results = []
+    try:
+        t0 = time.time()
+        app.start()
+        app_start_s = time.time() - t0
+        noop, noop_log, noop_url = start_noop(tmp)
+        tokens = app.tokens("da")
+        for c in levels:
+            runs = args.repeat_single if c == 1 else 1
+            app_lat, app_wall, noop_lat, noop_wall, errors = [], 0.0, [], 0.0, []
+            for _ in range(runs):
+                group, tokens = tokens[:c], tokens[c:]
+                lat, wall, err = run_level(noop_url, group, "noop")
+                noop_lat += lat
+                noop_wall += wall
+                errors += err
+                lat, wall, err = run_level(app.url, group, "da_submit")
+                app_lat += lat
+                app_wall += wall
+                errors += err
+            row = {"clients": c, "da_submit": summary(app_lat, app_wall), "noop": summary(noop_lat, noop_wall),
+                   "errors": errors[:10], "load_average": [round(x, 2) for x in os.getloadavg()]}
+            row["ratio_p95"] = round(row["da_submit"]["p95_ms"] / row["noop"]["p95_ms"], 2)
+            row["ratio_p50"] = round(row["da_submit"]["p50_ms"] / row["noop"]["p50_ms"], 2)
+            results.append(row)
+            print(f"{c:3d} clients: da_submit p50 {row['da_submit']['p50_ms']:.0f} ms p95 {row['da_submit']['p95_ms']:.0f} ms"
+                  f" | no-op p50 {row['noop']['p50_ms']:.0f} ms p95 {row['noop']['p95_ms']:.0f} ms"
+                  f" | p95 ratio {row['ratio_p95']:.2f}" + (f" | {len(errors)} errors" if errors else ""), flush=True)
+    finally:
+        app.stop()
+        if noop is not None:
+            noop.terminate()
+            try:
+                noop.wait(10)
+            except subprocess.TimeoutExpired:
+                noop.kill()
+            noop_log.close()
+        if any(r["errors"] for r in results):
+            print(f"errors: the server logs are kept in {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    at50 = next((r for r in results if r["clients"] == 50), None)
+    out = {"benchmark": "load", "what": "submit-to-next-item latency of /da_submit vs a bare Gradio no-op event, "
+                                        "same clients and calls, one session per client",
+           "machine": machine(), "app_start_s": round(app_start_s, 1), "items_per_client": ITEMS,
+           "levels": results, "target": "p95(da_submit) / p95(no-op) <= 1.5 at 50 clients",
+           "target_met": None if at50 is None else at50["ratio_p95"] <= 1.5}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

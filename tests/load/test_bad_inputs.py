@@ -1,0 +1,351 @@
+"""A corpus of bad inputs sent to the launched app's real endpoints.
+
+Each case must be refused with a message that names the problem (the error in the page state
+the endpoint returns, the text a handler returns, or Gradio's error event when a component
+refuses the value first), and nothing may be stored: the rows of every answer table, the done
+assignments, the audit log's submit events, the jobs and the recording files are counted
+before and after each case. Free text that is stored (a receiver's answer with markup) is
+shown escaped on the pages that show it (the validator's item, the informed survey).
+"""
+from __future__ import annotations
+
+import html
+import io
+import math
+import os
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from tests.load.harness import SAVED, AppError, GradioHTTP, file_data, prepared_app
+
+TABLES = ("answers", "validations", "validation_marks", "surveys", "da_judgments", "da_feedback", "recordings",
+          "sd_ratings", "sd_suitability", "sd_suggestions", "translations", "jobs")
+MB = 1_000_000
+PAYLOAD = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    a = prepared_app(tmp_path_factory.mktemp("bad"), 4, extra_roles=True, env_extra={"TRADLAB_WORKER": "0"})
+    a.start()
+    yield a
+    a.stop()
+
+
+@pytest.fixture(scope="module")
+def client(app):
+    with GradioHTTP(app.url) as c:
+        yield c
+
+
+def snapshot(app) -> dict:
+    counts = {t: app.db(f"SELECT COUNT(*) FROM {t}")[0][0] for t in TABLES}
+    counts["done assignments"] = app.db("SELECT COUNT(*) FROM assignments WHERE status = 'done'")[0][0]
+    counts["audit events"] = app.db("SELECT COUNT(*) FROM events WHERE action IN ('submit', 'feedback')")[0][0]
+    counts["active participants"] = app.db("SELECT COUNT(*) FROM participants WHERE active = 1")[0][0]
+    rec = app.tmp / "media" / "recordings"
+    counts["recording files"] = len(list(rec.iterdir())) if rec.is_dir() else 0
+    return counts
+
+
+def message_of(client, api: str, data: list, label: str = "") -> str:
+    try:
+        out = client.predict(*data, api_name=api)
+    except AppError as e:                    # a component refused the value before the handler ran
+        return f"[gradio] {e}"
+    state = out[0] if isinstance(out, list) else out
+    if isinstance(state, dict):
+        assert state.get("notice") != SAVED, f"{label}: {api} saved it: {str(state)[:300]}"
+        return state.get("error") or state.get("message") or f"[no message] {str(state)[:300]}"
+    return str(state)
+
+
+def check(app, client, cases) -> None:
+    """cases: (label, api, inputs, fragments one of which the message must contain). Each case
+    comes from a fresh page (its own session): Gradio keeps each session's copy of the
+    components, and a refusal may change it (e.g. a forged token's page has no choices)."""
+    failures = []
+    for label, api, data, expect in cases:
+        before = snapshot(app)
+        with GradioHTTP(app.url) as page:
+            msg = message_of(page, api, data, label)
+        after = snapshot(app)
+        if not any(e.lower() in msg.lower() for e in expect):
+            failures.append(f"{label}: the message {msg[:300]!r} does not say {expect}")
+        changed = {k: (before[k], after[k]) for k in before if before[k] != after[k]}
+        if changed:
+            failures.append(f"{label}: stored something {changed}")
+    assert not failures, "\n".join(failures)
+
+
+def tokens(app, role) -> list[str]:
+    return app.tokens(role)
+
+
+def view(client, token, tab) -> dict:
+    return client.predict(token, tab, api_name="/view")
+
+
+def receiver_inputs(token, item, state, answers):
+    slots = []
+    for i in range(10):
+        slots += answers[i] if i < len(answers) else ("", False)
+    return [token, item, state, *slots]
+
+
+def answer_all(client, token, text=PAYLOAD, limit=12) -> int:
+    """A receiver answers every open item (the text of every answer given); returns how many."""
+    n = 0
+    for _ in range(limit):                    # bounded: a receiver holds at most 6 items
+        v = view(client, token, "receiver")
+        if v["status"] != "item":
+            break
+        k = len(v["content"]["questions"])
+        out = client.predict(*receiver_inputs(token, v["item_id"], v, [(text, False)] * k), api_name="/receiver_submit")
+        assert out[0].get("notice") == SAVED, out[0]
+        n += 1
+    return n
+
+
+# -- direct assessment -------------------------------------------------------------------------
+def test_da_submit_refuses_bad_values_foreign_items_and_bad_tokens(app, client):
+    t0, t1, _, t3 = tokens(app, "da")[:4]
+    item = view(client, t0, "da")["item_id"]
+    mine = {r[0] for r in app.db("SELECT a.item_id FROM assignments a JOIN participants p ON p.id = a.participant_id "
+                                 "WHERE p.token = ? AND a.phase = 'da'", (t0,))}
+    foreign = next(r[0] for r in app.db("SELECT a.item_id FROM assignments a JOIN participants p ON p.id = "
+                                        "a.participant_id WHERE p.token = ? AND a.phase = 'da' ORDER BY a.position",
+                                        (t1,)) if r[0] not in mine)
+    later = app.db("SELECT a.item_id FROM assignments a JOIN participants p ON p.id = a.participant_id "
+                   "WHERE p.token = ? AND a.phase = 'da' AND a.position = 5", (t0,))[0][0]
+    item3 = view(client, t3, "da")["item_id"]
+    app.db_write("UPDATE participants SET active = 0 WHERE token = ?", (t3,))     # the study team deactivates t3
+    slider = ["float", "slider"]
+    check(app, client, [
+        ("slider never moved", "/da_submit", [t0, item, False, 50], ["move the slider"]),
+        ("score missing", "/da_submit", [t0, item, True, None], slider),
+        ("score NaN", "/da_submit", [t0, item, True, math.nan], ["between 0 and 100"]),
+        ("score Infinity", "/da_submit", [t0, item, True, math.inf], ["greater than maximum"]),
+        ("score 150", "/da_submit", [t0, item, True, 150], ["greater than maximum value 100"]),
+        ("score -1", "/da_submit", [t0, item, True, -1], ["less than minimum value 0"]),
+        ("score as text", "/da_submit", [t0, item, True, "fifty"], slider),
+        ("score as a list", "/da_submit", [t0, item, True, [50]], slider),
+        ("inputs missing", "/da_submit", [t0, item], ["enough input values"]),
+        ("forged token", "/da_submit", ["forged-token", item, True, 50], ["link is not valid"]),
+        ("empty token", "/da_submit", ["", item, True, 50], ["link is not valid"]),
+        ("1 MB token", "/da_submit", ["x" * MB, item, True, 50], ["link is not valid"]),
+        ("deactivated participant", "/da_submit", [t3, item3, True, 50], ["deactivated"]),
+        ("another role's token", "/da_submit", [tokens(app, "receiver")[0], item, True, 50], ["not for your role"]),
+        ("another rater's item", "/da_submit", [t0, foreign, True, 50], ["not in your queue"]),
+        ("a later item of mine", "/da_submit", [t0, later, True, 50], ["rated in order"]),
+        ("unknown item", "/da_submit", [t0, "999999", True, 50], ["not in your queue"]),
+        ("SQL as item", "/da_submit", [t0, "1 OR 1=1; DROP TABLE da_judgments; --", True, 50], ["not in your queue"]),
+        ("1 MB item", "/da_submit", [t0, "9" * MB, True, 50], ["not in your queue"]),
+        ("view: forged token", "/view", ["forged-token", "da"], ["link is not valid"]),
+        ("view: deactivated", "/view", [t3, "da"], ["deactivated"]),
+        ("view: another role's tab", "/view", [t0, "validator"], ["not for your role"]),
+        ("view: unknown tab", "/view", [t0, "admin"], ["not for your role"]),
+        ("feedback: 1 MB", "/da_feedback", [t0, "x" * MB], ["too long"]),
+        ("feedback: empty", "/da_feedback", [t0, "   "], ["write something"]),
+        ("feedback: forged token", "/da_feedback", ["forged-token", "fine"], ["link is not valid"]),
+        ("feedback: deactivated", "/da_feedback", [t3, "fine"], ["deactivated"]),
+    ])
+    # the rater can still do the real thing
+    out = client.predict(t0, item, True, 61, api_name="/da_submit")[0]
+    assert out["notice"] == SAVED
+
+
+# -- surveys, validators, receivers, SD --------------------------------------------------------
+def test_survey_refuses_missing_and_out_of_range_values(app, client):
+    r0, r1 = tokens(app, "rater")[:2]
+    v0, v1 = view(client, r0, "survey"), view(client, r1, "survey")
+    assert v0["status"] == v1["status"] == "item" and v0["item_id"] != v1["item_id"]
+    item = v0["item_id"]
+    choices = ["not in the list of choices"]
+    check(app, client, [
+        ("satisfaction missing", "/survey_submit", [r0, item, None, 3, 3], ["satisfaction"]),
+        ("reliance missing", "/survey_submit", [r0, item, 3, 3, None], ["reliance"]),
+        ("6 of 5", "/survey_submit", [r0, item, 6, 3, 3], choices),
+        ("0", "/survey_submit", [r0, item, 3, 0, 3], choices),
+        ("2.5", "/survey_submit", [r0, item, 2.5, 3, 3], choices),
+        ("'3' as text", "/survey_submit", [r0, item, "3", 3, 3], choices),
+        ("NaN", "/survey_submit", [r0, item, math.nan, 3, 3], choices),
+        ("inputs missing", "/survey_submit", [r0, item], ["enough input values"]),
+        ("forged token", "/survey_submit", ["forged-token", item, 3, 3, 3], ["link is not valid"]),
+        ("another rater's item", "/survey_submit", [r0, v1["item_id"], 3, 3, 3], ["not in your queue"]),
+        ("the informed stage before its time", "/survey_submit", [r0, item.replace("baseline", "informed"), 3, 3, 3],
+         ["not in your queue"]),
+        ("a malformed item", "/survey_submit", [r0, "nonsense", 3, 3, 3], ["not in your queue"]),
+    ])
+
+
+def test_validator_refuses_unmoved_slider_missing_marks_and_forged_state(app, client):
+    # a receiver's answer set opens validator work (setup, before any count is taken)
+    rec = tokens(app, "receiver")[0]
+    v = view(client, rec, "receiver")
+    out = client.predict(*receiver_inputs(rec, v["item_id"], v, [(PAYLOAD, False)] * len(v["content"]["questions"])),
+                         api_name="/receiver_submit")
+    assert out[0]["notice"] == SAVED
+    vt, vv = next((t, w) for t in tokens(app, "validator") if (w := view(client, t, "validator"))["status"] == "item")
+    qs = vv["content"]["questions"]
+    marks = ["correct"] * len(qs) + [None] * (10 - len(qs))
+    item = vv["item_id"]
+    check(app, client, [
+        ("slider never moved", "/validator_submit", [vt, item, vv, False, 50, *marks], ["move the slider"]),
+        ("score 150", "/validator_submit", [vt, item, vv, True, 150, *marks], ["greater than maximum value 100"]),
+        ("score missing", "/validator_submit", [vt, item, vv, True, None, *marks], ["float", "slider"]),
+        ("score NaN", "/validator_submit", [vt, item, vv, True, math.nan, *marks], ["between 0 and 100"]),
+        ("a mark missing", "/validator_submit", [vt, item, vv, True, 50, "correct", *[None] * 9], ["mark every answer"]),
+        ("a mark neither correct nor incorrect", "/validator_submit", [vt, item, vv, True, 50, *(["maybe"] * 10)],
+         ["not in the list of choices"]),
+        ("forged question list", "/validator_submit",
+         [vt, item, {"content": {"questions": [{"idx": 99}] + qs}}, True, 50, *(["correct"] * 10)], ["do not exist"]),
+        ("no page state", "/validator_submit", [vt, item, None, True, 50, *marks], ["mark every answer"]),
+        ("forged token", "/validator_submit", ["forged-token", item, vv, True, 50, *marks], ["link is not valid"]),
+        ("a receiver's token", "/validator_submit", [rec, item, vv, True, 50, *marks], ["not for your role"]),
+        ("unknown item", "/validator_submit", [vt, "424242", vv, True, 50, *marks], ["not in your queue"]),
+    ])
+
+
+def test_receiver_refuses_huge_missing_and_malformed_answers(app, client):
+    r0, r1 = tokens(app, "receiver")[:2]
+    v = view(client, r1, "receiver")
+    other = view(client, r0, "receiver")["item_id"]
+    item, n = v["item_id"], len(v["content"]["questions"])
+    ok = [("uma resposta", False)] * n
+    check(app, client, [
+        ("1 MB answer", "/receiver_submit", receiver_inputs(r1, item, v, [("x" * MB, False)] + ok[1:]), ["too long"]),
+        ("2,001 characters", "/receiver_submit", receiver_inputs(r1, item, v, [("y" * 2001, False)] + ok[1:]),
+         ["at most 2000 characters"]),
+        ("an answer missing", "/receiver_submit", receiver_inputs(r1, item, v, ok[:-1]), ["answer every question"]),
+        ("only whitespace", "/receiver_submit", receiver_inputs(r1, item, v, [("   ", False)] + ok[1:]),
+         ["answer every question"]),
+        ("'not answerable' as the text 'false'", "/receiver_submit",
+         receiver_inputs(r1, item, v, [("", "false")] + ok[1:]), ["true or false"]),
+        ("a question that does not exist", "/receiver_submit",
+         receiver_inputs(r1, item, {"content": {"questions": [{"idx": 99}] + v["content"]["questions"]}}, ok + ok),
+         ["no question 99"]),
+        ("a question number that is not a number", "/receiver_submit",
+         receiver_inputs(r1, item, {"content": {"questions": [{"idx": "first"}]}}, ok), ["question number"]),
+        ("no page state", "/receiver_submit", receiver_inputs(r1, item, None, ok), ["answer every question"]),
+        ("another receiver's item", "/receiver_submit", receiver_inputs(r1, other, v, ok), ["not in your queue"]),
+        ("forged token", "/receiver_submit", receiver_inputs("forged-token", item, v, ok), ["link is not valid"]),
+    ])
+
+
+def test_sd_refuses_missing_values_points_off_the_scale_and_huge_suggestions(app, client):
+    t = tokens(app, "sd")[0]
+    v = view(client, t, "sd")
+    item, k = v["item_id"], len(v["content"]["pairs"])
+    rows = 28                                          # MAX_PAIRS + 4 scales on the page
+
+    def vals(xs):
+        return list(xs) + [None] * (rows - len(xs))
+    check(app, client, [
+        ("a scale missing", "/sd_submit", [t, item, v, "", *vals([4] * (k - 1))], ["every scale"]),
+        ("8 on a 7-point scale", "/sd_submit", [t, item, v, "", *vals([8] * k)], ["not in the list of choices"]),
+        ("a pair not on the page", "/sd_submit",
+         [t, item, {"content": {"pairs": [{"slot": "forged"}] + v["content"]["pairs"]}}, "", *vals([4] * (k + 1))],
+         ["not on this page"]),
+        ("1 MB suggestion", "/sd_submit", [t, item, v, "x" * MB, *vals([4] * k)], ["too long"]),
+        ("forged token", "/sd_submit", ["forged-token", item, v, "", *vals([4] * k)], ["link is not valid"]),
+    ])
+
+
+# -- recordings --------------------------------------------------------------------------------
+def _wav(x: np.ndarray, rate: int = 16000) -> bytes:
+    b = io.BytesIO()
+    sf.write(b, x.astype(np.float32), rate, format="WAV", subtype="PCM_16")
+    return b.getvalue()
+
+
+def _tone(seconds: float, lead: float = 0.5, rate: int = 16000) -> np.ndarray:
+    """A loud warbling tone (speech-like level) after `lead` seconds of near silence."""
+    t = np.arange(int(seconds * rate)) / rate
+    x = 0.3 * np.sin(2 * np.pi * 220 * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t))
+    n = int(lead * rate)
+    x[:n] = 0.001 * np.random.default_rng(0).standard_normal(n)
+    return x
+
+
+def test_recording_endpoint_refuses_bad_uploads(app, client):
+    s = tokens(app, "sender")[0]
+    item = view(client, s, "record")["item_id"]
+    uploads = [
+        ("silent", _wav(np.zeros(16000 * 3)), "silent.wav", "audio/wav", ["silent"]),
+        ("empty file", b"", "empty.wav", "audio/wav", ["empty"]),
+        ("a text file named .wav (audio/wav)", b"these are my notes, not a recording\n" * 20, "notes.wav", "audio/wav",
+         ["not an audio recording"]),
+        ("a WAV cut off in its header", _wav(_tone(3))[:30], "cut.wav", "audio/wav", ["not a readable WAV"]),
+        ("0.8 s", _wav(_tone(0.8, lead=0.2)), "short.wav", "audio/wav", ["too short"]),
+        ("45 s (limit 30)", _wav(_tone(45)), "long.wav", "audio/wav", ["too long"]),
+        ("speech from the first sample", _wav(_tone(3, lead=0.0)), "late.wav", "audio/wav", ["cut off"]),
+        ("40 MB of random bytes", os.urandom(40 * 1024 * 1024), "huge.wav", "audio/wav", ["not an audio recording"]),
+        ("20 minutes of audio (38 MB)", _wav(_tone(1200)), "hours.wav", "audio/wav", ["too long"]),
+        ("WebM magic, then garbage", b"\x1aE\xdf\xa3" + os.urandom(5000), "rec.webm", "audio/webm",
+         ["could not be decoded", "needs ffmpeg"]),
+    ]
+    cases = []
+    for label, data, name, mime, expect in uploads:
+        before = snapshot(app)
+        fd = client.upload(data, name, mime)
+        assert snapshot(app) == before                 # an upload alone stores nothing of ours
+        cases.append((label, "/record_submit", [s, item, fd], expect))
+    cases += [
+        ("no file", "/record_submit", [s, item, None], ["empty"]),
+        ("a server path never uploaded (the database)", "/record_submit", [s, item, file_data(app.env["TRADLAB_DB"])],
+         ["not uploaded by a user"]),
+        ("a server path never uploaded (/etc/passwd)", "/record_submit", [s, item, file_data("/etc/passwd")],
+         ["not uploaded by a user"]),
+        ("a bare path instead of a file", "/record_submit", [s, item, "/etc/passwd"], ["FileData", "meta"]),
+        ("forged token", "/record_submit", ["forged-token", item, None], ["link is not valid"]),
+    ]
+    check(app, client, cases)
+
+
+# -- stored free text is shown escaped ---------------------------------------------------------
+def test_markup_in_answers_is_shown_escaped(app):
+    """Receivers' answers are free text: stored as typed, shown as text (never as markup) on
+    the validator's page and in the informed survey's outcomes. Each participant has their own
+    page (session), as in a browser."""
+    escaped = html.escape(PAYLOAD)
+    for t in tokens(app, "receiver"):
+        with GradioHTTP(app.url) as client:
+            answer_all(client, t)
+    assert app.db("SELECT COUNT(*) FROM answers WHERE text = ?", (PAYLOAD,))[0][0] > 0
+    shown_validator = 0
+    for t in tokens(app, "validator"):
+        client = GradioHTTP(app.url)
+        for _ in range(12):
+            v = view(client, t, "validator")
+            if v["status"] != "item":
+                break
+            marks = ["incorrect"] * len(v["content"]["questions"]) + [None] * (10 - len(v["content"]["questions"]))
+            # a refused submit returns the page as it is shown
+            page = client.predict(t, v["item_id"], v, False, 0, *marks, api_name="/validator_submit")
+            answers = [x for x in page if isinstance(x, str) and "Answer:" in x]
+            assert answers and all("<script" not in x and "<img" not in x for x in answers), answers[:2]
+            shown_validator += sum(escaped in x for x in answers)
+            done = client.predict(t, v["item_id"], v, True, 55, *marks, api_name="/validator_submit")
+            assert done[0]["notice"] == SAVED
+        client.close()
+    assert shown_validator > 0
+    shown_survey = 0
+    for t in tokens(app, "rater"):
+        client = GradioHTTP(app.url)
+        for _ in range(20):
+            v = view(client, t, "survey")
+            if v["status"] != "item":
+                break
+            if v["content"]["stage"] == "informed":
+                page = client.predict(t, v["item_id"], None, None, None, api_name="/survey_submit")
+                assert "satisfaction" in page[0]["error"]
+                outcomes = page[7]
+                assert "<script" not in outcomes and "<img" not in outcomes, outcomes[:500]
+                shown_survey += escaped in outcomes
+            out = client.predict(t, v["item_id"], 4, 4, 4, api_name="/survey_submit")
+            assert out[0]["notice"] == SAVED
+        client.close()
+    assert shown_survey > 0
