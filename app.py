@@ -158,7 +158,9 @@ def cmd_serve(args, settings):
                 # ssl_verify only concerns gradio's start-up probe of its own local URL
                 # (https://localhost:PORT), which a self-signed or a public-name certificate fails
                 ssl_certfile=certfile, ssl_keyfile=keyfile, ssl_verify=not certfile,
-                root_path=args.root_path, show_error=True)
+                root_path=args.root_path, show_error=True,
+                # gradio refuses a larger upload before it is stored or decoded
+                max_file_size=int(settings.max_upload_mb * 1024 * 1024))
 
 
 def ensure_demo(database, settings):

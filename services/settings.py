@@ -35,6 +35,7 @@ SETTINGS = [
     ("TRADLAB_GEMBA_MODEL", "", "the LLM judge of the GEMBA-DA metric: a model folder or id (transformers) or a served model name (remote)"),
     ("TRADLAB_GEMBA_BACKEND", "", "transformers | remote; empty: remote when TRADLAB_GEMBA_BASE_URL is set"),
     ("TRADLAB_GEMBA_BASE_URL", "", "OpenAI-compatible /v1 URL of the GEMBA-DA judge"),
+    ("TRADLAB_MAX_UPLOAD_MB", "50", "largest file the server accepts (recordings, study zips, PAIRS files); larger ones are refused before they are read"),
     ("TRADLAB_GOOGLE_CREDENTIALS", "", "path of a Google Cloud service-account JSON for Text-to-Speech (or set GOOGLE_APPLICATION_CREDENTIALS)"),
 ]
 
@@ -59,6 +60,7 @@ class Settings:
     gemba_backend: str
     gemba_base_url: str
     google_credentials: str
+    max_upload_mb: float = 50.0
 
     @classmethod
     def from_env(cls, env: dict | None = None, data_root: str | Path | None = None) -> "Settings":
@@ -86,6 +88,7 @@ class Settings:
             gemba_backend=get["TRADLAB_GEMBA_BACKEND"],
             gemba_base_url=get["TRADLAB_GEMBA_BASE_URL"],
             google_credentials=get["TRADLAB_GOOGLE_CREDENTIALS"],
+            max_upload_mb=float(get["TRADLAB_MAX_UPLOAD_MB"] or 50),
         )
 
 
