@@ -20,6 +20,21 @@ class InputError(ValueError):
         super().__init__(", ".join(where) + ": " + problem)
 
 
+def read_csv_cells(path, error=InputError, skipinitialspace: bool = True) -> pd.DataFrame:
+    """A CSV as strings ('' for empty cells), header names stripped of spaces and a BOM; a
+    missing, empty or unreadable file raises `error` (an InputError subclass) saying which."""
+    try:
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=skipinitialspace)
+    except FileNotFoundError:
+        raise error(path, None, None, "file not found") from None
+    except pd.errors.EmptyDataError:
+        raise error(path, 1, None, "empty file (expected a header row)") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as e:
+        raise error(path, None, None, f"not a readable CSV ({e})") from None
+    df.columns = [str(c).strip().lstrip("\ufeff") for c in df.columns]
+    return df
+
+
 def cells(s: pd.Series) -> pd.Series:
     """Column as stripped strings, missing values as '' (whole floats such as 12.0 as '12')."""
     if pd.api.types.is_float_dtype(s):

@@ -42,6 +42,7 @@ from scipy import stats
 
 from services.analysis_input import InputError, Problems
 from services.analysis_input import cells as _cells
+from services.analysis_input import read_csv_cells
 from services.figure_files import write_figures
 
 REQUIRED = ["worker_id", "hit_id", "modality", "system", "segment_id", "item_type", "score"]
@@ -138,15 +139,7 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
 def read_judgments(path) -> pd.DataFrame:
     """Read the project's judgments CSV (REQUIRED columns; optional run, duration_s)."""
     path = Path(path)
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except FileNotFoundError:
-        raise DAInputError(path, None, None, "file not found") from None
-    except pd.errors.EmptyDataError:
-        raise DAInputError(path, 1, None, "empty file (expected a header row)") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise DAInputError(path, None, None, f"not a readable CSV ({e})") from None
-    df.columns = [str(c).strip() for c in df.columns]
+    df = read_csv_cells(path, DAInputError)
     return normalise(df, str(path))
 
 

@@ -54,7 +54,6 @@ Pure functions; statistics from scipy/numpy/pandas, figures from plotly.
 """
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -68,7 +67,9 @@ from scipy import stats
 from services import metrics_context
 from services.analysis_input import InputError, Problems
 from services.analysis_input import cells as _cells
+from services.analysis_input import read_csv_cells as _read_csv
 from services.analysis_input import numbers as _numbers
+from services.analysis_output import json_safe, write_json, write_tables
 from services.figure_files import write_figures
 
 BASE = ["instance_id", "lang", "source"]
@@ -202,15 +203,7 @@ def read_pairs(data, source: str | None = None) -> pd.DataFrame:
         df.columns = [str(c).strip() for c in df.columns]
         return _normalise(df, source or "<DataFrame>")
     path = Path(data)
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except FileNotFoundError:
-        raise QEInputError(path, None, None, "file not found") from None
-    except pd.errors.EmptyDataError:
-        raise QEInputError(path, 1, None, "empty file (expected a header row)") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise QEInputError(path, None, None, f"not a readable CSV ({e})") from None
-    df.columns = [str(c).strip().lstrip("\ufeff") for c in df.columns]
+    df = _read_csv(path, QEInputError, skipinitialspace=False)
     out = _normalise(df, source or str(path))
     if out.empty:
         raise QEInputError(source or path, 2, None, "no instances (only a header row)")
@@ -607,32 +600,10 @@ def audit(frame: pd.DataFrame, thresholds: Sequence[float] | None = None, *, n_r
 # ---------------------------------------------------------------------------------------------
 # outputs
 
-def _num(v):
-    if v is None:
-        return None
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, str):
-        return v
-    if isinstance(v, dict):
-        return {k: _num(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_num(x) for x in v]
-    try:
-        if pd.isna(v):
-            return None
-    except (TypeError, ValueError):
-        pass
-    v = float(v)
-    return v if math.isfinite(v) else None
-
-
 def _records(frame: pd.DataFrame | None) -> list[dict]:
     if frame is None:
         return []
-    return [{k: _num(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+    return [{k: json_safe(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
 def summary_dict(result: AuditResult) -> dict:
@@ -645,7 +616,7 @@ def summary_dict(result: AuditResult) -> dict:
         "n_instances": result.n_instances,
         "languages": result.languages,
         "setting": "unambiguous (gold given)" if result.has_gold else "ambiguous (no gold)",
-        "metric": _num(result.metric),
+        "metric": json_safe(result.metric),
         "context": result.context,
         "thresholds": result.thresholds,
         "ratio": _records(rat[rat["lang"] == ALL]),
@@ -738,20 +709,10 @@ def write_outputs(result: AuditResult, out_dir, include_plotlyjs="directory", pn
     out.mkdir(parents=True, exist_ok=True)
     paths = []
 
-    def csv(name, frame):
-        p = out / name
-        frame.to_csv(p, index=False)
-        paths.append(p)
-
-    csv("ratios.csv", result.ratios)
-    if result.errors is not None:
-        csv("errors.csv", result.errors)
-    csv("retention.csv", result.retention)
-    csv("ccdf.csv", result.curves)
-    csv("scores.csv", result.scores)
-    p = out / "summary.json"
-    p.write_text(json.dumps(summary_dict(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    paths.append(p)
+    paths += write_tables(out, {"ratios.csv": result.ratios, "errors.csv": result.errors,
+                                "retention.csv": result.retention, "ccdf.csv": result.curves,
+                                "scores.csv": result.scores})
+    paths.append(write_json(out / "summary.json", summary_dict(result)))
     paths += write_figures(figures(result), out, include_plotlyjs, png, notes=result.notes)
     return paths
 

@@ -44,6 +44,7 @@ import pandas as pd
 from services import metrics_context
 from services.analysis_input import InputError, Problems
 from services.analysis_input import cells as _cells
+from services.analysis_input import read_csv_cells
 from services.mtgeneval import gender_decision
 
 REQUIRED = ["instance_id", "lang", "source", "gold", "hypothesis"]
@@ -67,12 +68,7 @@ def read_candidates(data, source: str | None = None) -> pd.DataFrame:
     else:
         path = Path(data)
         src = source or str(path)
-        try:
-            df = pd.read_csv(path, dtype=str, keep_default_na=False)
-        except FileNotFoundError:
-            raise RerankInputError(path, None, None, "file not found") from None
-        except pd.errors.EmptyDataError:
-            raise RerankInputError(path, 1, None, "empty file (expected a header row)") from None
+        df = read_csv_cells(path, RerankInputError, skipinitialspace=False)
     df.columns = [str(c).strip().lstrip("\ufeff") for c in df.columns]
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:

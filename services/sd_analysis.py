@@ -78,6 +78,7 @@ from scipy import stats
 
 from services.analysis_input import InputError, Problems
 from services.analysis_input import cells as _cells
+from services.analysis_input import read_csv_cells as _read_csv
 from services.analysis_input import numbers as _numbers
 from services.figure_files import write_figures
 
@@ -242,15 +243,7 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
 def read_ratings(path) -> pd.DataFrame:
     """Read a semantic-differential ratings CSV (REQUIRED columns; others are ignored)."""
     path = Path(path)
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except FileNotFoundError:
-        raise SDInputError(path, None, None, "file not found") from None
-    except pd.errors.EmptyDataError:
-        raise SDInputError(path, 1, None, "empty file (expected a header row)") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise SDInputError(path, None, None, f"not a readable CSV ({e})") from None
-    df.columns = [str(c).strip().lstrip("\ufeff") for c in df.columns]
+    df = _read_csv(path, SDInputError)
     out = normalise(df, str(path))
     if out.empty:
         raise SDInputError(path, 2, None, "no ratings (only a header row)")

@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import math
 import threading
 import weakref
@@ -78,9 +77,11 @@ from scipy import stats
 
 from services.analysis_input import InputError, Problems
 from services.analysis_input import cells as _cells
+from services.analysis_input import read_csv_cells as _read_csv
 from services.analysis_input import numbers as _numbers
 
 from services import sd_analysis as SD
+from services.analysis_output import write_json, write_tables
 from services.figure_files import write_figures
 
 ID_COLUMNS = ["exchange_id", "sender_id", "receiver_id", "validator_id"]
@@ -235,15 +236,7 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
 def read_exchanges(path) -> pd.DataFrame:
     """Read an exchanges CSV and normalise it (REQUIRED columns; unknown columns are ignored)."""
     path = Path(path)
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
-    except FileNotFoundError:
-        raise UsabilityInputError(path, None, None, "file not found") from None
-    except pd.errors.EmptyDataError:
-        raise UsabilityInputError(path, 1, None, "empty file (expected a header row)") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise UsabilityInputError(path, None, None, f"not a readable CSV ({e})") from None
-    df.columns = [str(c).strip().lstrip("\ufeff") for c in df.columns]
+    df = _read_csv(path, UsabilityInputError)
     out = normalise(df, str(path))
     if out.empty:
         raise UsabilityInputError(path, 2, None, "no exchanges (only a header row)")
@@ -997,23 +990,6 @@ def figures(result: UsabilityResult) -> dict:
 # ---------------------------------------------------------------------------------------------
 # outputs
 
-def _num(v):
-    if v is None:
-        return None
-    if isinstance(v, (bool, np.bool_)):
-        return bool(v)
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, dict):
-        return {k: _num(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_num(x) for x in v]
-    if isinstance(v, str):
-        return v
-    v = float(v)
-    return v if math.isfinite(v) else None
-
-
 def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory", png: bool | None = None) -> list[Path]:
     """Write groups.csv, correlations.csv, lmm.csv, lmm.txt, marginal_means.csv,
     metric_effects.csv, thresholds.csv, factor.json and each figure as a standalone HTML file
@@ -1022,24 +998,16 @@ def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory"
     out.mkdir(parents=True, exist_ok=True)
     paths = []
 
-    def csv(name, frame):
-        p = out / name
-        frame.to_csv(p, index=False)
-        paths.append(p)
-
-    csv("groups.csv", result.groups)
-    csv("correlations.csv", result.correlations)
-    csv("lmm.csv", result.lmm.table if result.lmm is not None else pd.DataFrame(columns=LMM_COLUMNS))
+    paths += write_tables(out, {
+        "groups.csv": result.groups, "correlations.csv": result.correlations,
+        "lmm.csv": result.lmm.table if result.lmm is not None else pd.DataFrame(columns=LMM_COLUMNS)})
     p = out / "lmm.txt"
     p.write_text(lmm_text(result.lmm) if result.lmm is not None else f"LMM not fitted: {result.lmm_error}\n",
                  encoding="utf-8")
     paths.append(p)
-    csv("marginal_means.csv", result.marginal_means)
-    csv("metric_effects.csv", result.metric_effects)
-    csv("thresholds.csv", result.thresholds)
-    p = out / "factor.json"
-    p.write_text(json.dumps(_num(result.factor), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    paths.append(p)
+    paths += write_tables(out, {"marginal_means.csv": result.marginal_means,
+                                "metric_effects.csv": result.metric_effects, "thresholds.csv": result.thresholds})
+    paths.append(write_json(out / "factor.json", result.factor))
     paths += write_figures(figures(result), out, include_plotlyjs, png, notes=result.notes)
     return paths
 
