@@ -317,6 +317,28 @@ def m006_exchange_metrics(db) -> None:
         """)
 
 
+@migrations()
+def m007_consent_demographics_completion(db) -> None:
+    # consent and demographics come before a participant's first item (PROTOCOLS/issue 9);
+    # completed_at is set once, when a participant first reaches the end of their role
+    _run_script(db, """
+        CREATE TABLE consents (
+            participant_id INTEGER NOT NULL PRIMARY KEY REFERENCES participants(id),
+            study_id TEXT NOT NULL REFERENCES studies(id),
+            agreed INTEGER NOT NULL CHECK (agreed IN (0, 1)),
+            text_hash TEXT NOT NULL,          -- sha256 of the consent text the participant saw
+            created_at TEXT NOT NULL
+        );
+        CREATE TABLE demographics (
+            participant_id INTEGER NOT NULL PRIMARY KEY REFERENCES participants(id),
+            study_id TEXT NOT NULL REFERENCES studies(id),
+            answers TEXT NOT NULL,            -- JSON {field id: answer}
+            created_at TEXT NOT NULL
+        );
+        ALTER TABLE participants ADD COLUMN completed_at TEXT
+        """)
+
+
 def _run_script(db, script: str) -> None:
     # executescript() would COMMIT the migration's transaction first; run statement by statement.
     for statement in script.split(";"):
