@@ -29,12 +29,14 @@ def build_app(settings, database):
     import gradio as gr
 
     from services import admin
-    from services.items import AccessError, get_view, tabs_for
+    from services.consent import ConsentError, record_consent, submit_demographics
+    from services.items import AccessError, get_view, participant_for_token, tabs_for
     from services.participants import ParticipantError, enrol
     from storage import participants
     from tabs import analysis as analysis_tab
     from tabs import da, receiver, record, sd, survey, validator
     from tabs import admin as admin_tab
+    from tabs import consent as consent_tab
     from tabs.common import Ctx, view_dict
 
     auth = admin.AdminAuth(settings.admin_password)
@@ -42,6 +44,7 @@ def build_app(settings, database):
         token = gr.Textbox(visible=False, elem_id="participant-token")
         welcome = gr.Markdown()
         ctx = Ctx(database, settings, token)
+        consent_ui = consent_tab.build(ctx)
         with gr.Tabs() as tabset:
             uis = [record.build(ctx), receiver.build(ctx), validator.build(ctx), survey.build(ctx),
                    da.build(ctx), sd.build(ctx)]
@@ -78,20 +81,31 @@ def build_app(settings, database):
                 for ui in uis:
                     out[ui.tab] = gr.update(visible=False)
                 return out
-            mine = tabs_for(participant)
             out[welcome] = ""
-            out[tabset] = gr.update(selected=mine[0])
             out[admin_tab_obj] = gr.update(visible=False)
             out[analysis_obj] = gr.update(visible=False)
+            pending = consent_ui.show(participant) if participant["active"] else {}
+            if pending:   # consent and the demographics form come before any tab
+                out.update(pending)
+                for ui in uis:
+                    out[ui.tab] = gr.update(visible=False)
+                return out
+            return {**out, **consent_ui.hide(), **participant_tabs(tok, participant)}
+
+        def participant_tabs(tok: str, participant: dict) -> dict:
+            mine = tabs_for(participant)
+            out = {tabset: gr.update(selected=mine[0])}
             for ui in uis:
                 out[ui.tab] = gr.update(visible=ui.name in mine)
                 if ui.name in mine:
                     out.update(ui.show(ctx, tok))
             return out
 
-        load_outputs = [token, welcome, tabset, admin_tab_obj, analysis_obj] + [ui.tab for ui in uis]
+        tab_outputs = [tabset] + [ui.tab for ui in uis]
         for ui in uis:
-            load_outputs += ui.outputs
+            tab_outputs += ui.outputs
+        consent_ui.connect(tab_outputs, lambda tok: participant_tabs(tok, participants.by_token(database, tok)))
+        load_outputs = [token, welcome, admin_tab_obj, analysis_obj] + consent_ui.outputs
         demo.load(on_load, None, load_outputs, api_visibility="private")
         for ui in uis:   # a finished queue with a Prolific URL sends the participant back there
             ui.outputs[0].change(None, ui.outputs[0], None, js=REDIRECT_JS)
@@ -104,6 +118,25 @@ def build_app(settings, database):
                 return view_dict(None, error=str(e))
 
         gr.api(view, api_name="view", api_visibility="undocumented")
+
+        def consent(participant_token: str, agreed: bool) -> dict:
+            """Agree (true) or decline (false); returns the stage still pending (null: none)."""
+            try:
+                stage = record_consent(database, participant_for_token(database, participant_token), agreed)
+            except (AccessError, ConsentError) as e:
+                return {"error": str(e)}
+            return {"pending": stage}
+
+        def demographics(participant_token: str, answers: dict) -> dict:
+            """The demographics form as {field id: answer}; returns the stage still pending."""
+            try:
+                stage = submit_demographics(database, participant_for_token(database, participant_token), answers)
+            except (AccessError, ConsentError) as e:
+                return {"error": str(e)}
+            return {"pending": stage}
+
+        gr.api(consent, api_name="consent", api_visibility="undocumented")
+        gr.api(demographics, api_name="demographics", api_visibility="undocumented")
     return demo
 
 
@@ -419,6 +452,59 @@ def cmd_export(args, settings):
     return 0
 
 
+def _progress_bar(desc: str):
+    """A tqdm bar on stderr driven by progress(done, total[, label]) callbacks."""
+    from tqdm import tqdm
+
+    bar = None
+
+    def update(done, total, label=""):
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, desc=desc, unit="item", file=sys.stderr)
+        bar.n = done
+        bar.set_postfix_str(str(label or ""))
+        bar.refresh()
+        if done >= total:
+            bar.close()
+    return update
+
+
+def cmd_questions(args, settings):
+    from services.backends import BackendUnavailable
+    from services.question_gen import generate
+    from storage import open_database
+
+    database = open_database(settings.db_path, settings.journal_mode)
+    try:
+        report = generate(database, args.study, n=args.n, starter_id=args.starter,
+                          progress=_progress_bar("starters"))
+    except (BackendUnavailable, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for s in report.starters:
+        print(s.summary())
+    print(report.summary())
+    return 0
+
+
+def cmd_metrics(args, settings):
+    from services import auto_qa
+    from services.backends import BackendUnavailable
+    from storage import open_database
+
+    database = open_database(settings.db_path, settings.journal_mode)
+    try:
+        out = auto_qa.score_study(database, args.study, progress=_progress_bar("exchanges"))
+    except (BackendUnavailable, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    mean = "-" if out["mean"] is None else f"{out['mean']:.3f}"
+    print(f"auto-qa: {out['scored']} of {out['exchanges']} exchanges scored (mean {mean}); {out['none']} without "
+          "a score (no accepted questions, or none answerable from the starter)")
+    return 0
+
+
 def main(argv=None):
     sys.path.insert(0, str(ROOT))
     from services.settings import Settings
@@ -530,6 +616,16 @@ def main(argv=None):
                     help="add external and Prolific ids to participants (tokens are never exported)")
     ex.add_argument("--include-events", action="store_true", help="add the study's audit-log events")
     ex.add_argument("--no-audio", action="store_true", help="leave the recordings' audio files out")
+    qs = sub.add_parser("questions", help="comprehension questions written by an LLM, as drafts to review")
+    qsub = qs.add_subparsers(dest="action", required=True)
+    qg = qsub.add_parser("generate", help="drafts for starters without questions (review them in the Admin tab)")
+    qg.add_argument("--study", required=True)
+    qg.add_argument("--n", type=int, help="questions per starter, 1-10 (default: the study's [questions] n, 10)")
+    qg.add_argument("--starter", help="only this starter (new questions differ from its existing ones)")
+    mt = sub.add_parser("metrics", help="compute an exchange metric for a whole study")
+    msub = mt.add_subparsers(dest="metric", required=True)
+    maq = msub.add_parser("auto-qa", help="LLM question answering: source vs translation, per exchange")
+    maq.add_argument("--study", required=True)
     args = parser.parse_args(argv)
     settings = Settings.from_env()
     if args.command in (None, "serve"):
@@ -552,6 +648,10 @@ def main(argv=None):
         return cmd_backup(args, settings)
     if args.command == "export":
         return cmd_export(args, settings)
+    if args.command == "questions":
+        return cmd_questions(args, settings)
+    if args.command == "metrics":
+        return cmd_metrics(args, settings)
     parser.error(f"unknown command {args.command}")
 
 

@@ -50,7 +50,8 @@ SAFE_DETAIL_KEYS = {"role", "group", "gender", "item", "at", "decision", "status
 
 # table -> storage query; the order here is the order of the files in the README
 QUERIES = {
-    "participants": exports.participant_rows, "assignments": exports.assignment_rows,
+    "participants": exports.participant_rows, "consents": exports.consent_rows,
+    "demographics": exports.demographic_rows, "assignments": exports.assignment_rows,
     "exchanges": exports.exchange_rows, "recordings": exports.recording_rows, "answers": exports.answer_rows,
     "validations": exports.validation_rows, "validation_marks": exports.validation_mark_rows,
     "surveys": exports.survey_rows, "exchange_metrics": exports.exchange_metric_rows,
@@ -86,11 +87,16 @@ class ExportResult:
 def exportable_participants(database, study_id: str) -> set[int]:
     """The participants whose data may be exported: the one place that decides it.
 
-    The schema (m001-m006) has no consent field yet, so today every participant of the study is
-    exportable. Excluded participants are exported too, marked in participants.status: exclusion
-    is an analysis decision, not a withdrawal of consent. When a consent field is added, filter
-    here (e.g. consent given and not withdrawn): every table, the audio and the events follow."""
-    return {r["participant__pid"] for r in exports.participant_rows(database, study_id)}
+    Where the study asks a role for consent, only those who agreed (services/consent.py); every
+    table, the audio and the events follow. Excluded participants are exported too, marked in
+    participants.status: exclusion is an analysis decision, not a withdrawal of consent."""
+    from services import consent
+    from storage import studies
+
+    study = studies.get_study(database, study_id)
+    agreed = consent.consented_ids(database, study) or set()
+    return {r["participant__pid"] for r in exports.participant_rows(database, study_id)
+            if consent.consent_config(study, r["role"]) is None or r["participant__pid"] in agreed}
 
 
 def pseudonyms(participant_rows: list[dict]) -> dict[int, str]:

@@ -24,8 +24,8 @@ PARTICIPANT = "pseudonym of the participant (see 'Pseudonyms'); stable across ex
 # table -> (description, {column: (type, meaning)})
 TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
     "participants": (
-        "One row per participant slot of the study (every role). The schema has no consent field "
-        "yet: every participant is exported (see 'Who is exported').",
+        "One row per participant slot of the study (every role) whose data may be exported: where the study "
+        "asks a role for consent, only those who agreed (see 'Who is exported').",
         {
             "participant": ("string", PARTICIPANT),
             "role": ("string", "sender, receiver, validator, rater (third-person surveys), da or sd"),
@@ -41,11 +41,31 @@ TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
             "created_at": ("timestamp", "when the slot was created"),
             "claimed_at": ("timestamp", "when a self-enrolling participant took the slot"),
             "last_seen_at": ("timestamp", "when the participant last opened their link"),
+            "completed_at": ("timestamp", "when the participant first reached the end of their role (the completion "
+                                          "code was shown); empty when not yet"),
             "external_id": ("string", "ONLY WITH --include-external-ids: the lab's own id of the person, as given "
                                       "to `participants add --csv`"),
             "prolific_pid": ("string", "ONLY WITH --include-external-ids: the Prolific participant id"),
             "prolific_study_id": ("string", "ONLY WITH --include-external-ids: the Prolific study id"),
             "prolific_session_id": ("string", "ONLY WITH --include-external-ids: the last Prolific session id"),
+        }),
+    "consents": (
+        "One row per participant who answered the consent page (only those who agreed are exported).",
+        {
+            "participant": ("string", PARTICIPANT),
+            "agreed": ("boolean", "1: the participant agreed to take part"),
+            "text_hash": ("string", "SHA-256 of the consent text the participant was shown (a change of wording "
+                                    "shows as a different hash)"),
+            "created_at": ("timestamp", "when the decision was saved"),
+        }),
+    "demographics": (
+        "The demographics form, one row per participant and question (the questions are the study's "
+        "[[demographics.fields]]; a field left blank where it was optional has an empty value).",
+        {
+            "participant": ("string", PARTICIPANT),
+            "field": ("string", "the field's id in study.toml"),
+            "value": ("string", "the answer as given (a number field's value as text)"),
+            "created_at": ("timestamp", "when the form was submitted"),
         }),
     "assignments": (
         "One row per item in a participant's queue (what they were given, in which order, and their timing).",
@@ -385,9 +405,9 @@ def readme(study: dict, files: dict[str, str], counts: dict[str, int], options: 
         "One function (`services/export.py: exportable_participants`) decides whose data is exported; a row "
         "is written only when every participant it involves is exportable: its author, the receiver whose "
         "answers a validation marks, and the sender of the exchange it is about (a translation, its answers, "
-        "scores and surveys derive from the sender's recording). The audio follows the recordings table. The database has no consent field yet, so "
-        "every participant of the study is exported; excluded participants are included and marked in "
-        "participants.status.", ""]
+        "scores and surveys derive from the sender's recording). The audio follows the recordings table. Where the study asks a role for "
+        "consent, a participant of that role is exported only after agreeing (consents.csv holds the hash of "
+        "the text they agreed to); excluded participants are included and marked in participants.status.", ""]
     if fmt == "csv":
         out += ["## CSV", "",
                 "UTF-8, comma-separated, a header row, empty cell = missing. A text cell starting with `=`, `+`, "

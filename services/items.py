@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
-from services import workflow
+from services import consent, workflow
 from services.texts import sqm_label, texts
 from storage import participants, queue, results, studies
 
@@ -36,7 +36,7 @@ class AccessError(PermissionError):
 @dataclass
 class ItemView:
     tab: str
-    status: str                      # "item" | "waiting" | "complete"
+    status: str                      # "item" | "waiting" | "complete" | consent.pending_stage()
     message: str = ""
     done: int = 0
     total: int = 0
@@ -57,6 +57,16 @@ def participant_for_token(database, token: str | None) -> dict:
         raise AccessError("This link is not valid. Please use the personal link you were given.")
     if not p["active"]:
         raise AccessError("This link has been deactivated. Please contact the study team.")
+    return p
+
+
+def ready_participant(database, token: str | None) -> dict:
+    """The token's participant once consent and the demographics form are done (for side
+    endpoints such as DA feedback; get_view and submit check the same stage themselves)."""
+    p = participant_for_token(database, token)
+    stage = consent.pending_stage(database, p)
+    if stage:
+        raise AccessError(consent.MESSAGES[stage])
     return p
 
 
@@ -161,6 +171,10 @@ def get_view(database, token: str | None, tab: str, touch: bool = True, media_di
     phases = TAB_PHASES[tab]
     counts = queue.counts(database, p["id"], phases)
     total = _total(database, p, study, tab, counts)
+    stage = consent.pending_stage(database, p, study)
+    if stage:      # no item (nor anything of one) before consent and the demographics form
+        return ItemView(tab, stage, consent.MESSAGES[stage], counts["done"], total,
+                        content=consent.page(study, p["role"], stage))
     a = queue.next_open(database, p["id"], phases)
     if a is None:
         if counts["done"] >= total:

@@ -15,6 +15,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services import llm as llm_settings, question_settings
+
 PROTOCOLS = ("usability", "da", "sd")
 ROLES = ("sender", "receiver", "validator", "rater", "da", "sd")
 DOMAINS = ("health", "everyday")
@@ -75,6 +77,13 @@ DEFAULTS = {
     "sd": {"sentences": None, "pairs": None, "language": "en", "sentences_per_participant": 3,
            "repeats_per_sentence": 0, "pairs_per_page": 0, "mode": "main",
            "expected_seconds": 600},
+    # before a participant's first item (services/consent.py checks these sections)
+    "consent": {"text": "", "file": "", "agree": "I agree to take part in this study.",
+                "decline": "I do not agree.", "roles": []},
+    "demographics": {"fields": [], "submit": "Continue"},
+    # comprehension questions: the LLM and the question settings (services/llm.py, question_settings.py)
+    "llm": dict(llm_settings.DEFAULTS),
+    "questions": dict(question_settings.DEFAULTS),
 }
 SYSTEM_KEYS = {"id", "label", "kind", "assign", "params"}
 
@@ -378,6 +387,13 @@ def _hash_inputs(folder: Path, cfg: dict) -> str:
             if name and (folder / name).is_file():
                 h.update(name.encode())
                 h.update((folder / name).read_bytes())
+    consent_file = cfg.get("consent", {}).get("file")
+    if consent_file and (folder / consent_file).is_file():
+        h.update(consent_file.encode())
+        h.update((folder / consent_file).read_bytes())
+    prompts = cfg.get("questions", {}).get("prompts")
+    if prompts:
+        h.update(json.dumps(prompts, sort_keys=True).encode())
     if (folder / "scales.toml").is_file():
         h.update(b"scales.toml")
         h.update((folder / "scales.toml").read_bytes())
@@ -458,7 +474,8 @@ def _load_usability(folder, cfg, systems, bundle, err):
             bundle.questions.append({"starter_id": row["starter_id"], "idx": idx,
                                      "en": row["en"], "pt": row["pt"]})
         for sid in starters:
-            if not any(q["starter_id"] == sid for q in bundle.questions):
+            # with a [questions] section, missing questions are generated and reviewed in the app
+            if "questions" not in cfg and not any(q["starter_id"] == sid for q in bundle.questions):
                 err.add(name, None, "starter_id", f"starter '{sid}' has no questions")
     bundle.starters = list(starters.values())
     if us.get("exchanges"):
@@ -563,6 +580,35 @@ def _load_texts(folder: Path, cfg: dict, err: _Collector) -> None:
     cfg["texts"] = override
 
 
+def _load_consent(folder: Path, cfg: dict, err: _Collector) -> None:
+    """[consent] (its text inline or from a Markdown file, read in now so the stored config
+    holds the words participants see) and [demographics] fields."""
+    from services import consent
+
+    c = cfg.get("consent")
+    if c is not None and isinstance(c.get("file"), str) and c["file"]:
+        path = _safe_file(folder, c["file"], "consent.file", err)
+        if path is not None:
+            try:
+                c["text"] = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                err.add("study.toml", None, "consent.file", f"cannot read '{c['file']}' as UTF-8 text ({e})")
+    for key, message in consent.config_problems(cfg):
+        err.add("study.toml", None, key, message)
+
+
+def _load_questions(folder: Path, cfg: dict, err: _Collector) -> None:
+    """[llm] and [questions] checked; the prompt files [questions] names are read in now, so
+    the stored config holds the prompts used."""
+    for name, check in (("llm", llm_settings.problems), ("questions", question_settings.problems)):
+        for key, message in check(cfg[name]) if name in cfg else []:
+            err.add("study.toml", None, f"{name}.{key}", message)
+    if "questions" in cfg:
+        resolve = lambda file, key: _safe_file(folder, file, f"questions.{key}", err)  # noqa: E731
+        for key, message in question_settings.read_prompts(cfg["questions"], resolve):
+            err.add("study.toml", None, f"questions.{key}", message)
+
+
 def load_study(folder: str | Path) -> StudyBundle:
     """Parse and validate a study folder; raises StudyValidationError listing every problem."""
     folder = Path(folder)
@@ -588,6 +634,8 @@ def load_study(folder: str | Path) -> StudyBundle:
     if "sd" in cfg:
         _load_sd(folder, cfg, bundle, err)
     _load_texts(folder, cfg, err)
+    _load_consent(folder, cfg, err)
+    _load_questions(folder, cfg, err)
     if err.errors:
         raise StudyValidationError(err.errors)
     cfg["systems"] = systems

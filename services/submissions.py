@@ -10,7 +10,7 @@ import datetime as dt
 import math
 from dataclasses import dataclass, field
 
-from services import da_campaign, workflow
+from services import consent, da_campaign, workflow
 from services.audio_intake import IntakeError, store_recording
 from services.items import (TAB_PHASES, AccessError, ItemView, get_view, parse_item_key,
                             participant_for_token, tabs_for)
@@ -186,6 +186,9 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
     p = participant_for_token(database, token)
     if tab not in tabs_for(p) or tab not in TAB_PHASES:
         raise AccessError("This part of the study is not for your role.")
+    stage = consent.pending_stage(database, p)
+    if stage:
+        raise AccessError(consent.MESSAGES[stage])
     a = None
     for phase, item in parse_item_key(tab, item_id):
         a = queue.find_assignment(database, p["id"], phase, item)

@@ -28,7 +28,21 @@ def participant_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT id AS participant__pid, role, grp AS \"group\", gender, design_index, active, excluded_at, "
         "excluded_reason, claimed_at, last_seen_at, created_at, external_id, prolific_pid, prolific_study_id, "
-        "prolific_session_id FROM participants WHERE study_id = ? ORDER BY id", [study_id])
+        "prolific_session_id, completed_at FROM participants WHERE study_id = ? ORDER BY id", [study_id])
+
+
+def consent_rows(database: Database, study_id: str) -> list[dict]:
+    return database.query(
+        "SELECT participant_id AS participant__pid, agreed, text_hash, created_at FROM consents "
+        "WHERE study_id = ? ORDER BY participant_id", [study_id])
+
+
+def demographic_rows(database: Database, study_id: str) -> list[dict]:
+    """One row per participant and field (tidy), in the order the form asked them."""
+    return database.query(
+        "SELECT d.participant_id AS participant__pid, j.key AS field, CAST(j.value AS TEXT) AS value, "
+        "d.created_at FROM demographics d, json_each(d.answers) j WHERE d.study_id = ? "
+        "ORDER BY d.participant_id, j.id", [study_id])
 
 
 def assignment_rows(database: Database, study_id: str) -> list[dict]:

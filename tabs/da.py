@@ -10,7 +10,7 @@ import html
 import gradio as gr
 
 from services import da_campaign
-from services.items import participant_for_token
+from services.items import ready_participant
 from tabs.common import Ctx, TabUI, header_html, safe_submit, view_dict
 
 
@@ -82,7 +82,7 @@ def build(ctx: Ctx) -> TabUI:
 
     def on_feedback(token, text):
         try:
-            p = participant_for_token(ctx.database, token)
+            p = ready_participant(ctx.database, token)
             da_campaign.save_feedback(ctx.database, p["id"], text)
         except (da_campaign.DAError, Exception) as e:    # AccessError too: a forged token
             return str(e)

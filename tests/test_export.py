@@ -34,7 +34,9 @@ REVIEWER = "admin@reviewer-host.example"
 
 EXPECTED = {
     "participants": ["participant", "role", "group", "gender", "design_index", "status", "excluded_at",
-                     "excluded_reason", "self_enrolled", "created_at", "claimed_at", "last_seen_at"],
+                     "excluded_reason", "self_enrolled", "created_at", "claimed_at", "last_seen_at", "completed_at"],
+    "consents": ["participant", "agreed", "text_hash", "created_at"],
+    "demographics": ["participant", "field", "value", "created_at"],
     "assignments": ["assignment_id", "participant", "phase", "item_id", "exchange_id", "position", "status", "meta",
                     "created_at", "first_shown_at", "submitted_at", "active_seconds"],
     "exchanges": ["exchange_id", "starter_id", "system", "sender", "origin", "created_at", "translation",

@@ -1,0 +1,109 @@
+"""The consent page and the demographics form, shown above the (hidden) role tabs until both
+are done. The rules are in services/consent.py; the form's fields come from the study, so
+they are rendered per participant (gr.render)."""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Callable
+
+import gradio as gr
+
+from services.consent import MESSAGES, ConsentError, page, pending_stage, record_consent, submit_demographics
+from services.items import AccessError, participant_for_token
+from storage import studies
+from tabs.common import Ctx
+
+
+@dataclass
+class ConsentUI:
+    box: gr.Column
+    outputs: list
+    show: Callable[[dict], dict]                 # participant -> updates ({} when nothing is pending)
+    hide: Callable[[], dict]
+    connect: Callable[[list, Callable[[str], dict]], None]
+
+
+def build(ctx: Ctx) -> ConsentUI:
+    """The page sits above the tabs; connect(after_outputs, after) wires it once the tabs exist:
+    after(token) -> the updates that show the participant's tabs when nothing is pending."""
+    wiring: dict = {}
+    state = gr.State(None)
+    with gr.Column(visible=False, elem_id="consent-page") as box:
+        header = gr.HTML()
+        text = gr.Markdown(elem_id="consent-text")
+        with gr.Row(visible=False) as buttons:
+            agree = gr.Button("I agree", variant="primary", elem_id="consent-agree")
+            decline = gr.Button("I do not agree", elem_id="consent-decline")
+        msg = gr.HTML(elem_id="consent-msg")
+
+        @gr.render(inputs=state)
+        def form(pg):
+            if not pg or pg.get("stage") != "demographics":
+                return
+            comps = []
+            for f in pg["fields"]:
+                label = f["label"] if f["required"] else f"{f['label']} (optional)"
+                if f["kind"] == "choice":
+                    comps.append(gr.Radio(f["choices"], label=label, value=None, key=f"demo-{f['id']}"))
+                elif f["kind"] == "number":
+                    # the range is checked by the service (its message names the field); gr.Number's
+                    # own minimum would fail the whole event with a bare toast
+                    span = "" if f["min"] is None or f["max"] is None else f"{f['min']:g} to {f['max']:g}"
+                    comps.append(gr.Number(label=label, value=None, info=span or None, key=f"demo-{f['id']}"))
+                else:
+                    comps.append(gr.Textbox(label=label, max_length=f["max_chars"], key=f"demo-{f['id']}"))
+            go = gr.Button(pg.get("submit") or "Continue", variant="primary", elem_id="demographics-submit")
+
+            def send(token, *values):
+                answers = {f["id"]: v for f, v in zip(pg["fields"], values)}
+                try:
+                    p = participant_for_token(ctx.database, token)
+                    stage = submit_demographics(ctx.database, p, answers)
+                except (ConsentError, AccessError) as e:
+                    return {msg: _error(str(e))}
+                return _next(token, p, stage)
+
+            go.click(send, [ctx.token] + comps, ui.outputs, api_visibility="private")
+
+    def _error(text: str) -> str:
+        return f'<div class="msg error" role="alert">{html.escape(text)}</div>'
+
+    def show(p: dict) -> dict:
+        study = studies.get_study(ctx.database, p["study_id"])
+        stage = pending_stage(ctx.database, p, study)
+        if stage is None:
+            return {}
+        pg = page(study, p["role"], stage)
+        asks = stage in ("consent", "declined")
+        return {state: pg, box: gr.update(visible=True),
+                header: f'<div class="msg info">{html.escape(MESSAGES[stage])}</div>',
+                text: pg.get("text", ""), buttons: gr.update(visible=asks),
+                agree: gr.update(value=pg.get("agree") or "I agree"),
+                decline: gr.update(value=pg.get("decline") or "I do not agree", visible=stage == "consent"),
+                msg: ""}
+
+    def hide() -> dict:
+        return {state: None, box: gr.update(visible=False), msg: ""}
+
+    def _next(token: str, p: dict, stage: str | None) -> dict:
+        return show(p) if stage else {**hide(), **wiring["after"](token)}
+
+    def decide(agreed: bool):
+        def handler(token):
+            try:
+                p = participant_for_token(ctx.database, token)
+                stage = record_consent(ctx.database, p, agreed)
+            except (ConsentError, AccessError) as e:
+                return {msg: _error(str(e))}
+            return _next(token, p, stage)
+        return handler
+
+    def connect(after_outputs: list, after: Callable[[str], dict]) -> None:
+        wiring["after"] = after
+        ui.outputs = [state, box, header, text, buttons, agree, decline, msg] + after_outputs
+        agree.click(decide(True), ctx.token, ui.outputs, api_visibility="private")
+        decline.click(decide(False), ctx.token, ui.outputs, api_visibility="private")
+
+    ui = ConsentUI(box, [state, box, header, text, buttons, agree, decline, msg], show, hide, connect)
+    return ui

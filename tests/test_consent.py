@@ -1,0 +1,230 @@
+"""Consent page and demographics form: configuration, the gate before the first item, saving,
+and what the export keeps."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+
+import pytest
+
+from conftest import DEMO
+
+CONSENT_MD = "# Information\n\nYou will record short requests. Your voice is stored for research.\n"
+SECTIONS = '''
+[consent]
+file = "consent.md"
+agree = "Concordo / I agree"
+decline = "Não concordo / I do not agree"
+roles = ["sender", "receiver"]
+
+[demographics]
+submit = "Continuar"
+
+[[demographics.fields]]
+id = "age"
+label = "Age in years"
+kind = "number"
+min = 18
+max = 99
+
+[[demographics.fields]]
+id = "first_language"
+label = "First language"
+kind = "choice"
+choices = ["English", "Portuguese", "Other"]
+
+[[demographics.fields]]
+id = "comments"
+label = "Anything else?"
+kind = "text"
+required = false
+max_chars = 20
+roles = ["receiver"]
+'''
+
+
+def study_folder(tmp_path, extra=SECTIONS, consent_md=CONSENT_MD):
+    folder = tmp_path / "study"
+    shutil.copytree(DEMO, folder)
+    (folder / "study.toml").write_text((DEMO / "study.toml").read_text() + extra)
+    if consent_md is not None:
+        (folder / "consent.md").write_text(consent_md)
+    return folder
+
+
+@pytest.fixture
+def consent_db(database, tmp_path):
+    from services.participants import add_participants
+    from services.study_import import import_study
+
+    import_study(database, study_folder(tmp_path))
+    people = {"receiver": add_participants(database, "demo", "receiver", 2),
+              "sender": add_participants(database, "demo", "sender", 1, "USW", "Woman"),
+              "da": add_participants(database, "demo", "da", 1)}
+    return database, {k: [p.token for p in v] for k, v in people.items()}
+
+
+def participant(database, token):
+    from storage import participants
+
+    return participants.by_token(database, token)
+
+
+def counts(database):
+    return {t: database.one(f"SELECT COUNT(*) AS n FROM {t}")["n"]
+            for t in ("consents", "demographics", "answers", "assignments")}
+
+
+def test_config_problems_are_all_named_and_nothing_imported(database, tmp_path):
+    from services.study_files import StudyValidationError
+    from services.study_import import import_study
+
+    bad = '''
+[consent]
+roles = ["nobody"]
+
+[demographics]
+[[demographics.fields]]
+id = "age"
+label = ""
+kind = "slider"
+[[demographics.fields]]
+id = "age"
+label = "Language"
+kind = "choice"
+choices = ["only one"]
+colour = "red"
+'''
+    with pytest.raises(StudyValidationError) as e:
+        import_study(database, study_folder(tmp_path, bad, consent_md=None))
+    text = str(e.value)
+    for needle in ("consent.text", "consent.roles", "demographics.fields[1].label", "demographics.fields[1].kind",
+                   "demographics.fields[2].id", "'age' is used twice", "demographics.fields[2].choices",
+                   "demographics.fields[2].colour"):
+        assert needle in text, needle
+    assert database.query("SELECT * FROM studies") == []
+
+
+def test_consent_file_outside_the_folder_is_refused(database, tmp_path):
+    from services.study_files import StudyValidationError
+    from services.study_import import import_study
+
+    with pytest.raises(StudyValidationError, match="outside the study folder"):
+        import_study(database, study_folder(tmp_path, '\n[consent]\nfile = "../../etc/passwd"\n'))
+
+
+def test_no_item_and_no_answer_before_consent(consent_db):
+    from services.items import AccessError, get_view
+    from services.submissions import submit
+
+    database, tokens = consent_db
+    tok = tokens["receiver"][0]
+    view = get_view(database, tok, "receiver")
+    assert view.status == "consent" and view.item_id is None
+    assert view.content["text"] == CONSENT_MD and view.content["agree"] == "Concordo / I agree"
+    # nothing of any item: no translation, no questions
+    assert set(view.content) == {"stage", "text", "agree", "decline"}
+    # the item the participant would get is in the queue, but cannot be answered
+    a = database.one("SELECT item_id FROM assignments WHERE participant_id = ? AND status = 'open'",
+                     [participant(database, tok)["id"]])
+    before = counts(database)
+    with pytest.raises(AccessError, match="consent"):
+        submit(database, tok, "receiver", a["item_id"], {"answers": [{"idx": 1, "text": "x"}]})
+    assert counts(database) == before
+
+
+def test_decline_then_agree_and_agreement_is_final(consent_db):
+    from services.consent import ConsentError, pending_stage, record_consent, text_hash
+    from services.items import get_view
+
+    database, tokens = consent_db
+    p = participant(database, tokens["receiver"][0])
+    assert record_consent(database, p, False) == "declined"
+    assert get_view(database, p["token"], "receiver").status == "declined"
+    assert record_consent(database, p, True) == "demographics"
+    assert record_consent(database, p, True) == "demographics"          # a double click: nothing new
+    with pytest.raises(ConsentError, match="already agreed"):
+        record_consent(database, p, False)
+    with pytest.raises(ConsentError, match="true .agree. or false"):
+        record_consent(database, p, "yes")
+    row = database.one("SELECT * FROM consents WHERE participant_id = ?", [p["id"]])
+    assert row["agreed"] == 1 and row["text_hash"] == hashlib.sha256(CONSENT_MD.encode()).hexdigest()
+    assert row["text_hash"] == text_hash(CONSENT_MD)
+    actions = [e["action"] for e in database.query(
+        "SELECT action FROM events WHERE entity = 'consent' AND entity_id = ? ORDER BY id", [str(p["id"])])]
+    assert actions == ["decline", "agree"]
+    assert pending_stage(database, p) == "demographics"
+
+
+@pytest.mark.parametrize("answers, message", [
+    ({"first_language": "English"}, "Please answer “Age in years”"),
+    ({"age": 17, "first_language": "English"}, "between 18 and 99"),
+    ({"age": "NaN", "first_language": "English"}, "must be a number"),
+    ({"age": "forty", "first_language": "English"}, "must be a number"),
+    ({"age": 30, "first_language": "Klingon"}, "must be one of: English, Portuguese, Other"),
+    ({"age": 30, "first_language": "English", "comments": "x" * 21}, "too long"),
+    ({"age": 30, "first_language": "English", "shoe_size": 44}, "no question “shoe_size”"),
+    ("age=30", "form of field names"),
+])
+def test_bad_demographics_are_refused_and_nothing_stored(consent_db, answers, message):
+    from services.consent import ConsentError, record_consent, submit_demographics
+
+    database, tokens = consent_db
+    p = participant(database, tokens["receiver"][0])
+    record_consent(database, p, True)
+    before = counts(database)
+    with pytest.raises(ConsentError, match=message):
+        submit_demographics(database, p, answers)
+    assert counts(database) == before
+
+
+def test_demographics_per_role_then_items(consent_db):
+    from services.consent import ConsentError, page, pending_stage, record_consent, submit_demographics
+    from services.items import get_view
+    from storage import consent as store
+    from storage import studies
+
+    database, tokens = consent_db
+    study = studies.get_study(database, "demo")
+    assert [f["id"] for f in page(study, "receiver", "demographics")["fields"]] == ["age", "first_language",
+                                                                                   "comments"]
+    assert [f["id"] for f in page(study, "sender", "demographics")["fields"]] == ["age", "first_language"]
+    p = participant(database, tokens["receiver"][0])
+    with pytest.raises(ConsentError, match="consent"):       # the form comes after consent
+        submit_demographics(database, p, {"age": 30, "first_language": "English"})
+    record_consent(database, p, True)
+    assert submit_demographics(database, p, {"age": "30", "first_language": "English", "comments": " "}) is None
+    # a second submission keeps the first answers
+    submit_demographics(database, p, {"age": 55, "first_language": "Other"})
+    assert store.demographics(database, p["id"])["answers"] == {"age": 30, "first_language": "English",
+                                                                 "comments": None}
+    view = get_view(database, p["token"], "receiver")
+    assert view.status == "item" and view.content["translation"]
+    # consent is asked of senders and receivers only: a DA rater answers the (all-role) form only
+    rater = participant(database, tokens["da"][0])
+    assert pending_stage(database, rater) == "demographics"
+    with pytest.raises(ConsentError, match="no consent from your role"):
+        record_consent(database, rater, True)
+
+
+def test_export_keeps_only_participants_who_agreed(consent_db):
+    from services.consent import record_consent, submit_demographics
+    from services.export import build_tables, exportable_participants
+
+    database, tokens = consent_db
+    yes, no = (participant(database, t) for t in tokens["receiver"])
+    record_consent(database, yes, True)
+    submit_demographics(database, yes, {"age": 41, "first_language": "Portuguese"})
+    record_consent(database, no, False)
+    allowed = exportable_participants(database, "demo")
+    assert yes["id"] in allowed and no["id"] not in allowed
+    sender = participant(database, tokens["sender"][0])
+    assert sender["id"] not in allowed                    # asked, never answered
+    assert participant(database, tokens["da"][0])["id"] in allowed   # no consent asked of DA raters
+    tables, _, _ = build_tables(database, "demo")
+    roles = [r["participant"] for r in tables["participants"]]
+    assert "receiver-001" in roles and "receiver-002" not in roles and not any(r.startswith("sender") for r in roles)
+    assert [(r["participant"], r["agreed"]) for r in tables["consents"]] == [("receiver-001", 1)]
+    assert [(r["participant"], r["field"], r["value"]) for r in tables["demographics"]] == [
+        ("receiver-001", "age", "41"), ("receiver-001", "first_language", "Portuguese"),
+        ("receiver-001", "comments", None)]
