@@ -13,6 +13,7 @@ import json
 import os
 import sqlite3
 import threading
+import weakref
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -66,6 +67,14 @@ class Database:
         if str(self.path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self.journal_mode = choose_journal_mode(self.path, journal_mode)
+        self._local = threading.local()
+        self._write_lock = threading.RLock()
+        # a forked child (ZeroGPU runs each GPU call in one) must not reuse the parent's
+        # connections or inherit its lock held by a thread that does not exist there
+        ref = weakref.ref(self)          # the hook must not keep every Database alive
+        os.register_at_fork(after_in_child=lambda: ref() and ref()._after_fork())
+
+    def _after_fork(self) -> None:
         self._local = threading.local()
         self._write_lock = threading.RLock()
 

@@ -8,8 +8,17 @@ import gradio as gr
 
 from services import admin
 from services.model_cache import MODEL_QUEUE
+from services.zerogpu import gpu
 from tabs.admin import _host
 from tabs.common import Ctx
+
+
+@gpu(duration=600)
+def _audit_on_gpu(*args, **kwargs):
+    """qe_service.run_audit inside a ZeroGPU grant (the identity elsewhere: services/zerogpu.py)."""
+    from services import qe_service
+
+    return qe_service.run_audit(*args, **kwargs)
 
 
 def _metric_choices() -> list[str]:
@@ -48,7 +57,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             auth.check(sess, _host(request))
         except PermissionError as e:
             return {notice: str(e)}
-        from services import qe_audit, qe_service
+        from services import qe_audit
         from services.backends import BackendUnavailable
 
         if not path:
@@ -59,7 +68,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             return {notice: f"**Thresholds** must be numbers separated by commas, not `{thresholds_text}`."}
         out_dir = tempfile.mkdtemp(prefix="qe-audit-")
         try:
-            result, written = qe_service.run_audit(path, out_dir, metric=metric_name, context=ctx_mode,
+            result, written = _audit_on_gpu(path, out_dir, metric=metric_name, context=ctx_mode,
                                                    thresholds=ts, database=ctx.database, png=bool(want_png),
                                                    progress=lambda f, d: progress(f, desc=d))
         except (ValueError, KeyError, BackendUnavailable) as e:

@@ -235,3 +235,47 @@ def test_dockerfile_has_both_targets_and_installs_like_the_makefile():
     assert 'CMD ["python", "app.py", "--demo"]' in df
     ignore = (ROOT / ".dockerignore").read_text().split()
     assert {".venv", ".git", "data"} <= set(ignore)
+
+
+def test_model_running_handlers_are_wrapped_on_zerogpu(fake_spaces, monkeypatch):
+    import importlib
+
+    import tabs.admin
+    import tabs.qe_audit
+
+    monkeypatch.setenv("SPACES_ZERO_GPU", "true")
+    try:
+        importlib.reload(tabs.qe_audit)
+        importlib.reload(tabs.admin)
+        wrapped = {f.__name__: d for f, d in fake_spaces}
+        assert {"_audit_on_gpu": 600, "translate_files": None}.items() <= wrapped.items()
+        assert tabs.admin._translate_on_gpu.__name__ == "wrapped"
+    finally:
+        monkeypatch.delenv("SPACES_ZERO_GPU")
+        importlib.reload(tabs.qe_audit)
+        importlib.reload(tabs.admin)
+    assert tabs.admin._translate_on_gpu.__name__ == "translate_files"     # the identity again
+
+
+def test_a_forked_child_opens_its_own_connection(tmp_path):
+    """ZeroGPU runs each GPU call in a forked process: it must not write through the parent's
+    SQLite connection (or wait on a lock a parent thread held at the fork)."""
+    import os
+
+    from storage import open_database
+
+    database = open_database(tmp_path / "fork.db")
+    parent_conn = database.db.conn
+    with database.write() as db:
+        db.execute("CREATE TABLE t (pid INTEGER, same INTEGER)")
+    pid = os.fork()
+    if pid == 0:                       # the child: exit code tells the parent what happened
+        try:
+            with database.write() as db:
+                db.execute("INSERT INTO t VALUES (?, ?)", [os.getpid(), int(database.db.conn is parent_conn)])
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert database.query("SELECT pid, same FROM t") == [{"pid": pid, "same": 0}]
