@@ -10,7 +10,8 @@ score) returning a dict, queued and launched the same way on another port (this 
 session (tests/load/harness.py GradioHTTP: the page's session hash, POST /call then the SSE
 stream) that first opens its view, then submits its 20 items one after another; the latency
 is the time from sending /da_submit to holding the response, which carries the next item.
-At each concurrency the no-op runs first and /da_submit second, the same clients doing the
+The raters' HITs are drawn before the timing, as the app's worker draws them when raters are
+assigned (render_hits). At each concurrency the no-op runs first and /da_submit second, the same clients doing the
 same number of calls. The app runs with TRADLAB_WORKER=0, so the metric jobs the study import
 queues (model loading) do not compete with the requests being timed.
 
@@ -112,6 +113,22 @@ def run_level(url: str, tokens: list[str], api: str) -> tuple[list[float], float
     return lat, time.perf_counter() - t0, errors
 
 
+def render_hits(app) -> int:
+    """What the app's worker does once raters are assigned (services/da_campaign.assign_hit
+    queues it): draw each HIT's text images, so a submit does not draw the next one. Run here,
+    before the timing, because the app runs without its worker (see the module docstring)."""
+    from services import pipeline
+    from services.jobs_worker import Worker
+    from storage import open_database
+
+    database = open_database(app.env["TRADLAB_DB"])
+    media = Path(app.env["TRADLAB_MEDIA"])
+    handler = pipeline.handlers(database, media_dir=media)["render_da_images"]
+    done = Worker(database, {"render_da_images": handler}).run_until_idle()
+    assert all(j["status"] == "done" for j in done), done
+    return len(done)
+
+
 def summary(lat: list[float], wall: float) -> dict:
     from tests.load.harness import percentile
 
@@ -137,6 +154,7 @@ def main(argv=None) -> int:
     need = sum(c * (args.repeat_single if c == 1 else 1) for c in levels)
     tmp = Path(tempfile.mkdtemp(prefix="tradlab-load-"))
     app = prepared_app(tmp, need, env_extra={"TRADLAB_WORKER": "0"})
+    rendered = render_hits(app)
     noop = None
     results = []
     try:
@@ -183,6 +201,7 @@ def main(argv=None) -> int:
     out = {"benchmark": "load", "what": "submit-to-next-item latency of /da_submit vs a bare Gradio no-op event, "
                                         "same clients and calls, one session per client",
            "machine": machine(), "app_start_s": round(app_start_s, 1), "items_per_client": ITEMS,
+           "hits_rendered_before": rendered,
            "levels": results, "target": "p95(da_submit) / p95(no-op) <= 1.5 at 50 clients",
            "target_met": None if at50 is None else at50["ratio_p95"] <= 1.5}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

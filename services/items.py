@@ -19,6 +19,7 @@ TAB_PHASES = {
     "da": ("da",),
     "sd": ("sd",),
 }
+WORKFLOW_TABS = ("record", "receiver", "validator", "survey")
 ROLE_TABS = {
     "sender": ("record", "survey"),
     "receiver": ("receiver",),
@@ -165,7 +166,8 @@ def get_view(database, token: str | None, tab: str, touch: bool = True, media_di
     study = studies.get_study(database, p["study_id"])
     cfg = study["config"]["study"]
     if touch:
-        workflow.refresh(database, study["id"])
+        if tab in WORKFLOW_TABS:      # DA and SD queues never wait on the four-phase workflow
+            workflow.refresh(database, study["id"])
         with database.write() as db:
             participants.touch(db, p["id"])
     phases = TAB_PHASES[tab]

@@ -59,4 +59,6 @@ def handlers(database, cache=CACHE, media_dir=None) -> dict:
     return {"process_recording": lambda payload: process_recording(database, payload["recording_id"], cache),
             "render_da_audio": lambda payload: da_campaign.render_hit_audio(
                 database, payload["study_id"], payload["hit_id"], media_dir),
+            "render_da_images": lambda payload: da_campaign.render_hit_images(
+                database, payload["study_id"], payload["hit_id"], media_dir),
             "score_exchange": lambda payload: exchange_metrics.score_exchange(database, payload["exchange_id"], cache)}

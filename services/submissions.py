@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from services import consent, da_campaign, workflow
 from services.audio_intake import IntakeError, store_recording
-from services.items import (TAB_PHASES, AccessError, ItemView, get_view, parse_item_key,
+from services.items import (TAB_PHASES, WORKFLOW_TABS, AccessError, ItemView, get_view, parse_item_key,
                             participant_for_token, tabs_for)
 from storage import jobs, queue, results, studies
 from storage.db import now
@@ -254,6 +254,7 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
         queue.mark_done(db, a["id"], _active_seconds(a))
         database.log(actor or f"participant:{p['id']}", "submit", phase, a["id"],
                      {"item": a["item_id"], "at": now()})
-        workflow.refresh(database, study["id"])
+        if tab in WORKFLOW_TABS:     # a DA or SD answer opens no downstream work
+            workflow.refresh(database, study["id"])
     return SubmitResult(True, "Saved.", _stored(database, queue.assignment(database, a["id"])),
                         get_view(database, token, tab, media_dir=media_dir))

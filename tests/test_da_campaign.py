@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from conftest import DEMO
-from services import da_campaign
+from services import da_campaign, da_render
 from services.items import get_view
 from services.jobs_worker import Worker
 from services import pipeline
@@ -67,6 +67,21 @@ def test_text_items_show_an_image_and_never_the_candidate(campaign):
     it = studies.da_hit_item(db, int(v.item_id))
     assert it["candidate"] not in json.dumps(v.content, ensure_ascii=False)
     assert v.progress == f"0 / {v.total}"
+
+
+def test_a_text_hit_is_drawn_by_the_worker_ahead_of_the_rater(campaign):
+    db, media = campaign
+    rater = add_participants(db, "demo", "da", 1)[0]
+    job = db.one("SELECT * FROM jobs WHERE kind = 'render_da_images'")
+    hit_id = json.loads(job["payload"])["hit_id"]
+    items = studies.da_hit_items(db, hit_id)
+    assert not any(da_render.image_path(i["reference"], i["candidate"], media).exists() for i in items)
+    done = Worker(db, {"render_da_images": pipeline.handlers(db, media_dir=media)["render_da_images"]}).run_until_idle()
+    assert [j["status"] for j in done] == ["done"]
+    assert all(da_render.image_path(i["reference"], i["candidate"], media).is_file() for i in items)
+    v = get_view(db, rater.token, "da", media_dir=media)
+    it = studies.da_hit_item(db, int(v.item_id))
+    assert v.content["image"] == str(da_render.image_path(it["reference"], it["candidate"], media))
 
 
 def test_audio_items_wait_for_rendering_and_need_listening(campaign, monkeypatch):
