@@ -183,6 +183,9 @@ def get_view(database, token: str | None, tab: str, touch: bool = True, media_di
             if not _finished_elsewhere(database, p, study, tab):
                 return ItemView(tab, "complete", "Thank you, you have finished this part. Please "
                                 "continue on your other tab.", counts["done"], total)
+            if touch and not p["completed_at"]:      # the completion-code list's time (admin)
+                with database.write() as db:
+                    participants.mark_completed(db, p["id"])
             return ItemView(tab, "complete", "Thank you, you have finished this part of the study.",
                             counts["done"], total, completion_code=cfg["completion_code"],
                             redirect_url=cfg["redirect_url"])

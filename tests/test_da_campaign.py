@@ -133,8 +133,13 @@ def test_feedback_after_the_last_item_and_the_analysis_frame(campaign):
     db, media = campaign
     r = add_participants(db, "demo", "da", 1)[0]
     while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
+        assert db.scalar("SELECT completed_at FROM participants WHERE id = ?", [r.id]) is None
         submit(db, r.token, "da", v.item_id, {"score": 70}, media_dir=media)
     assert v.status == "complete" and v.completion_code
+    # the first view of the end stamps the completion time (the admin's completion-code list)
+    stamped = db.scalar("SELECT completed_at FROM participants WHERE id = ?", [r.id])
+    assert stamped and get_view(db, r.token, "da", media_dir=media).status == "complete"
+    assert db.scalar("SELECT completed_at FROM participants WHERE id = ?", [r.id]) == stamped
     with pytest.raises(da_campaign.DAError, match="write something"):
         da_campaign.save_feedback(db, r.id, "  ")
     da_campaign.save_feedback(db, r.id, "The images were easy to read.")
