@@ -157,9 +157,17 @@ def serve_tls(args, settings) -> tuple[str | None, str | None]:
     return str(cert), str(key)
 
 
+# After every event Gradio recomputes its monitoring summary with pandas over up to 10,000
+# recorded events (queueing.compute_analytics_summary): tens of ms per answer late in a study.
+# Every 500 events is fresh enough for the monitoring page, which the app does not enable.
+ANALYTICS_EVERY = "500"
+
+
 def cmd_serve(args, settings):
     import dataclasses
     import os
+
+    os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", ANALYTICS_EVERY)
 
     from services.settings import on_space, space_storage_warning
     from storage import open_database

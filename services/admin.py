@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import hmac
+import math
 import secrets
 import time
+from dataclasses import dataclass
 
 import pandas as pd
 
-from services.participants import link
 from storage import jobs, queue, results, studies
 
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
@@ -75,13 +76,29 @@ def progress_table(database, study_id: str) -> pd.DataFrame:
     return df[["role", "phase", "open", "done"]]
 
 
-def participants_table(database, study_id: str, public_url: str, page: int = 1, page_size: int = 50) -> pd.DataFrame:
-    rows = queue.participant_progress(database, study_id, page_size, (max(page, 1) - 1) * page_size)
-    # only this page's rows: the token comes with them, never the whole participants table
-    df = pd.DataFrame(rows, columns=["id", "token", "role", "grp", "gender", "external_id", "prolific_pid", "active",
-                                     "last_seen_at", "done", "open", "last_submitted"])
-    df["link"] = [link(public_url, t) for t in df.pop("token")]
-    return df.fillna("")
+@dataclass
+class Page:
+    """One page of an admin table: its rows and where it stands (every table is paged, so
+    no handler sends a whole table to the browser)."""
+    rows: pd.DataFrame
+    page: int
+    pages: int
+    total: int
+
+    @property
+    def label(self) -> str:
+        return f"Page {self.page} of {self.pages} · {self.total} row{'' if self.total == 1 else 's'}"
+
+
+def page_bounds(total: int, page, page_size: int) -> tuple[int, int, int]:
+    """(page, pages, offset) with the asked page clamped into 1..pages (empty: page 1 of 1)."""
+    pages = max(1, math.ceil(total / page_size))
+    try:
+        asked = int(page)
+    except (TypeError, ValueError, OverflowError):
+        asked = 1
+    page = min(max(asked, 1), pages)
+    return page, pages, (page - 1) * page_size
 
 
 def collected_counts(database, study_id: str) -> pd.DataFrame:
@@ -94,17 +111,13 @@ def job_counts(database) -> pd.DataFrame:
     return pd.DataFrame({"status": list(c), "jobs": list(c.values())})
 
 
-def jobs_table(database, limit: int = 50) -> pd.DataFrame:
-    """Recent jobs, failures first, with their errors (a failed job can be retried)."""
-    rows = jobs.list_jobs(database, limit, "failed") + jobs.list_jobs(database, limit)
-    seen, out = set(), []
-    for r in rows:
-        if r["id"] not in seen:
-            seen.add(r["id"])
-            out.append({k: r[k] for k in ("id", "kind", "status", "attempts", "max_attempts", "last_error",
-                                          "updated_at")})
+def jobs_page(database, page=1, page_size: int = 50) -> Page:
+    """Jobs, failures first, then the newest, with their errors (a failed job can be retried)."""
+    total = jobs.count(database)
+    page, pages, offset = page_bounds(total, page, page_size)
     cols = ["id", "kind", "status", "attempts", "max_attempts", "last_error", "updated_at"]
-    return pd.DataFrame(out[:limit], columns=cols).fillna("")
+    rows = pd.DataFrame(jobs.page(database, page_size, offset), columns=cols).fillna("")
+    return Page(rows, page, pages, total)
 
 
 def retry_job(database, job_id) -> str:
@@ -120,11 +133,14 @@ def models_table(cache) -> pd.DataFrame:
     return pd.DataFrame(cache.report(), columns=cols)
 
 
-def review_table(database, study_id: str) -> pd.DataFrame:
+def review_page(database, study_id: str, page=1, page_size: int = 20) -> Page:
     from services.recording_review import queue_for_review
 
+    total = results.review_count(database, study_id)
+    page, pages, offset = page_bounds(total, page, page_size)
     cols = ["id", "sender_id", "starter_id", "system_id", "duration_s", "wer", "flags", "prompt", "transcript"]
-    return pd.DataFrame(queue_for_review(database, study_id), columns=cols)
+    rows = pd.DataFrame(queue_for_review(database, study_id, limit=page_size, offset=offset), columns=cols)
+    return Page(rows, page, pages, total)
 
 
 def review_item(database, recording_id) -> dict | None:
@@ -176,3 +192,9 @@ def exchanges_table(database, study_id: str, page: int = 1, page_size: int = 100
     cols = ["exchange", "phase", "sender", "starter", "system", "recording", "wer", "answered", "validated",
             "baseline", "informed"]
     return pd.DataFrame(rows, columns=cols)
+
+
+def exchanges_page(database, study_id: str, page=1, page_size: int = 100) -> Page:
+    total = queue.exchange_count(database, study_id)
+    page, pages, _ = page_bounds(total, page, page_size)
+    return Page(exchanges_table(database, study_id, page, page_size), page, pages, total)

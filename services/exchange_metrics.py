@@ -7,7 +7,7 @@ metric, version and model, so numbers of different metrics are never mixed.
 """
 from __future__ import annotations
 
-from services import metrics
+from services import auto_qa, metrics
 from services.model_cache import CACHE
 from storage import jobs, queue, results, studies
 
@@ -22,7 +22,8 @@ def enqueue(db, exchange_id: int) -> None:
     jobs.enqueue(db, "score_exchange", {"exchange_id": exchange_id}, dedupe_key=f"score_exchange:{exchange_id}")
 
 
-def score_exchange(database, exchange_id: int, cache=CACHE) -> dict:
+def score_exchange(database, exchange_id: int, cache=CACHE, names: list[str] | None = None) -> dict:
+    """The study's metrics (or `names`) for one exchange, each stored as it comes."""
     ex = queue.exchange(database, int(exchange_id))
     tr = results.translation(database, ex["id"])
     if tr is None:
@@ -31,12 +32,18 @@ def score_exchange(database, exchange_id: int, cache=CACHE) -> dict:
     starter = studies.starter(database, ex["study_id"], ex["starter_id"])
     ref = results.reference_translation(database, ex["study_id"], ex["starter_id"], ex["system_id"])
     out = {}
-    for name in study_metrics(study):
-        m = metrics.get(name, cache=cache) if name in ("e5-cosine", "backtranslation-chrf") else metrics.get(name)
+    for name in names or study_metrics(study):
+        if name == "auto-qa":          # the LLM and its settings come from the study
+            m = metrics.get(name, cache=cache, study_config=study["config"])
+        else:
+            m = metrics.get(name, cache=cache) if name in ("e5-cosine", "backtranslation-chrf") else metrics.get(name)
         if m.kind == metrics.REFERENCE and ref is None:
             continue
+        # a metric that reads the exchange's questions (auto-qa) gets them as its context
+        ctx = ([auto_qa.questions_context(studies.questions(database, ex["study_id"], ex["starter_id"]))]
+               if getattr(m, "needs_questions", False) else None)
         [score] = metrics.score_cached(database, m, [starter["text"]], [tr["text"]],
-                                       [ref] if m.kind == metrics.REFERENCE else None)
+                                       [ref] if m.kind == metrics.REFERENCE else None, ctx)
         with database.write() as db:
             results.put_exchange_metric(db, ex["id"], m.name, m.version, m.model, score)
         out[m.name] = score

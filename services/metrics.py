@@ -427,6 +427,17 @@ for _name in ("comet", "cometkiwi", "xcomet"):
     register(_name, _comet_factory(_name))
 register("metricx", _metricx_factory)
 
+
+
+def _auto_qa_factory(**options) -> Metric:
+    from services import auto_qa
+    return auto_qa.factory(**options)
+
+
+# auto-qa (services/auto_qa.py): an LLM answers the exchange's questions from the source and
+# from the translation; the share answered alike. Needs TRADLAB_LLM_* or the study's [llm].
+register("auto-qa", _auto_qa_factory)
+
 # GEMBA-DA lives in its own module (it imports this one): registered last
 from services import metrics_gemba  # noqa: E402
 

@@ -154,23 +154,8 @@ class GembaDA(metrics.Metric):
                                     max_new_tokens=self.max_new_tokens, cache=self.cache)
 
     def _generate(self, prompts: list[str]) -> list[str]:
-        import torch
-        from services.backends import hf
-        causal = self._causal()
-        b = self.cache.get(hf._key("mt/transformers-causal", self.model_id, self.dtype), causal._load)
-        model, tok = b.model, b.tokenizer
-        chat = causal._chat(tok)
-        out: list[str] = []
-        for chunk in hf._chunks(prompts, hf.TEXT_BATCH):
-            texts = [causal.render(tok, p) for p in chunk]
-            # A rendered chat template already starts with BOS; a plain prompt gets the tokenizer's.
-            enc = tok(texts, return_tensors="pt", padding=True, add_special_tokens=not chat).to(model.device)
-            with self.cache.exclusive(), torch.inference_mode():
-                ids = model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False,
-                                     pad_token_id=tok.pad_token_id)
-            new = ids[:, enc["input_ids"].shape[1]:]
-            out.extend(s.strip() for s in tok.batch_decode(new, skip_special_tokens=True))
-        return out
+        # greedy, the whole answer (not the MT backend's first-paragraph cut)
+        return [h[0].strip() if h else "" for h in self._causal().raw_generate(prompts, {"do_sample": False})]
 
     def _score(self, sources, hypotheses, references, contexts):
         self.failures = []

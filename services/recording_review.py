@@ -4,7 +4,8 @@ A reviewer listens, reads the transcript against the starter, and accepts (the e
 goes on to the receivers) or rejects (it never does). A sender with more than three
 rejected recordings is excluded from analyses (participants.excluded_at) and their open
 items are withdrawn; each withdrawn recording item goes to another active sender, of the
-same group and gender where possible, who has not had that starter.
+same group and gender where possible, who has not had that starter
+(services/participant_admin.withdraw_and_reassign, which the admin's reassign also uses).
 """
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ import json
 from dataclasses import dataclass, field
 
 from services import workflow
-from services.assignment import order_key
+from services.participant_admin import withdraw_and_reassign
 from services.recording_qc import FLAG_TEXT, MAX_REJECTED
-from storage import participants, queue, results, studies
+from storage import participants, queue, results
 
 
 class ReviewError(ValueError):
@@ -30,8 +31,9 @@ class ReviewOutcome:
     unassigned: list[int] = field(default_factory=list)       # withdrawn items nobody could take
 
 
-def queue_for_review(database, study_id: str | None = None, status: str = "flagged") -> list[dict]:
-    rows = results.recordings_for_review(database, study_id, status)
+def queue_for_review(database, study_id: str | None = None, status: str = "flagged", limit: int = 100,
+                     offset: int = 0) -> list[dict]:
+    rows = results.recordings_for_review(database, study_id, status, limit, offset)
     for r in rows:
         flags = json.loads(r["qc_flags"] or "[]")
         r["flags"] = ", ".join(FLAG_TEXT.get(f, f) for f in flags)
@@ -61,32 +63,9 @@ def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewO
 
 
 def _exclude_and_reassign(db, database, sender, reviewer, out: ReviewOutcome) -> None:
-    sid = sender["study_id"]
-    seed = studies.get_study(database, sid)["config"]["study"]["seed"]
     participants.exclude(db, sender["id"], f"more than {MAX_REJECTED} rejected recordings")
     database.log(reviewer, "exclude", "participants", sender["id"], {"reason": "rejected recordings"})
     out.sender_excluded = True
-    for a in queue.open_assignments(database, sender["id"]):
-        queue.withdraw(db, a["id"])
-        if a["phase"] != "record":
-            continue      # the excluded sender's surveys have nobody else to answer them
-        ex = queue.exchange(database, a["exchange_id"])
-        taker = _replacement_sender(database, sid, sender, ex["starter_id"])
-        if taker is None:
-            out.unassigned.append(ex["id"])
-            continue
-        eid = queue.insert_exchange(db, sid, ex["starter_id"], ex["system_id"], taker)
-        queue.insert_assignment(db, sid, taker, "record", eid, order_key(seed, taker, eid), exchange_id=eid)
-        database.log(reviewer, "reassign", "exchanges", ex["id"], {"new_exchange": eid, "to": taker})
-        out.reassigned.append({"exchange": ex["id"], "new_exchange": eid, "to": taker})
-
-
-def _replacement_sender(database, study_id, excluded, starter_id) -> int | None:
-    loads = queue.record_loads(database, study_id)
-    pool = [p for p in participants.list_for_study(database, study_id, "sender")
-            if p["active"] and p["id"] != excluded["id"] and starter_id not in queue.sender_starters(database, p["id"])]
-    if not pool:
-        return None
-    same_cell = lambda p: (p["grp"], p["gender"]) == (excluded["grp"], excluded["gender"])
-    pool.sort(key=lambda p: (not same_cell(p), loads.get(p["id"], 0), p["id"]))
-    return pool[0]["id"]
+    moved = withdraw_and_reassign(db, database, participants.get(database, sender["id"]), reviewer)
+    out.reassigned = [m for m in moved.moved if m["phase"] == "record"]
+    out.unassigned = [d["exchange"] for d in moved.dropped if d["phase"] == "record"]

@@ -88,3 +88,13 @@ def list_jobs(database: Database, limit: int = 100, status: str | None = None) -
 
 def status_counts(database: Database) -> dict[str, int]:
     return {r["status"]: r["n"] for r in database.query("SELECT status, COUNT(*) AS n FROM jobs GROUP BY status")}
+
+
+def page(database: Database, limit: int, offset: int) -> list[dict]:
+    """One page of the admin's jobs table: failed jobs first, then the newest."""
+    return database.query("SELECT * FROM jobs ORDER BY status = 'failed' DESC, id DESC LIMIT ? OFFSET ?",
+                          [limit, offset])
+
+
+def count(database: Database) -> int:
+    return database.scalar("SELECT COUNT(*) FROM jobs")

@@ -352,3 +352,28 @@ def migrate(database) -> list[str]:
         pending = [m.name for m in migrations.pending(db)]
         migrations.apply(db)
     return pending
+
+
+@migrations()
+def m008_question_drafts(db) -> None:
+    # Comprehension questions written by an LLM (or imported) wait here for review; only
+    # accepted ones are copied into `questions`. No foreign key to starters: a re-import of an
+    # unchanged-id study replaces its starters, and drafts must not block that.
+    _run_script(db, """
+        CREATE TABLE question_drafts (
+            id INTEGER PRIMARY KEY,
+            study_id TEXT NOT NULL REFERENCES studies(id),
+            starter_id TEXT NOT NULL,
+            position INTEGER NOT NULL,        -- order within the starter: accepted ones are numbered by it
+            en TEXT NOT NULL CHECK (length(trim(en)) > 0),
+            pt TEXT NOT NULL DEFAULT '',
+            answer_en TEXT,                   -- reference answer, read from the starter
+            status TEXT NOT NULL DEFAULT 'draft' CHECK (status IN ('draft', 'accepted', 'rejected')),
+            origin TEXT NOT NULL CHECK (origin IN ('generated', 'imported', 'edited')),
+            model TEXT,                       -- the LLM (and MT) that wrote it
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            CHECK (status != 'accepted' OR length(trim(pt)) > 0)
+        );
+        CREATE INDEX question_drafts_starter ON question_drafts (study_id, starter_id, status)
+        """)

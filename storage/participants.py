@@ -87,3 +87,41 @@ def identities(database: Database, participant_ids: list[int]) -> dict[int, froz
 def exclude(db, participant_id: int, reason: str) -> None:
     db.execute("UPDATE participants SET active = 0, excluded_at = ?, excluded_reason = ? WHERE id = ?",
                [now(), reason, participant_id])
+
+
+def set_active(db, participant_id: int, active: bool) -> None:
+    db.execute("UPDATE participants SET active = ? WHERE id = ?", [1 if active else 0, participant_id])
+
+
+def set_token(db, participant_id: int, token: str) -> None:
+    """A new private link: the old token matches nobody from this commit on."""
+    db.execute("UPDATE participants SET token = ? WHERE id = ?", [token, participant_id])
+
+
+def mark_completed(db, participant_id: int) -> bool:
+    """Stamps the first time a participant finished their role; later calls change nothing."""
+    cur = db.execute("UPDATE participants SET completed_at = ? WHERE id = ? AND completed_at IS NULL",
+                     [now(), participant_id])
+    return cur.rowcount == 1
+
+
+def external_ids(database: Database, study_id: str, role: str) -> set[str]:
+    rows = database.query("SELECT external_id FROM participants WHERE study_id = ? AND role = ? "
+                          "AND external_id IS NOT NULL", [study_id, role])
+    return {r["external_id"] for r in rows}
+
+
+COMPLETED_COLUMNS = ("id, role, grp, gender, external_id, prolific_pid, prolific_study_id, prolific_session_id, "
+                     "completed_at, active, excluded_at")
+
+
+def completed(database: Database, study_id: str, limit: int | None = None, offset: int = 0) -> list[dict]:
+    """Participants who finished their role, first finishers first (limit None: all, for the CSV)."""
+    return database.query(
+        f"SELECT {COMPLETED_COLUMNS} FROM participants WHERE study_id = ? AND completed_at IS NOT NULL "
+        "ORDER BY completed_at, id LIMIT ? OFFSET ?", [study_id, -1 if limit is None else limit, offset])
+
+
+def completed_count(database: Database, study_id: str) -> int:
+    return database.scalar("SELECT COUNT(*) FROM participants WHERE study_id = ? AND completed_at IS NOT NULL",
+                           [study_id])

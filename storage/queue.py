@@ -143,14 +143,43 @@ def study_progress(database: Database, study_id: str) -> list[dict]:
         "GROUP BY p.role, a.phase, a.status ORDER BY p.role, a.phase, a.status", [study_id])
 
 
-def participant_progress(database: Database, study_id: str, limit: int = 200, offset: int = 0) -> list[dict]:
+# a participant's status in the admin tab: one of these, in this order of precedence
+PARTICIPANT_STATUS = {"deactivated": "p.active = 0",
+                      "completed": "p.active = 1 AND p.completed_at IS NOT NULL",
+                      "active": "p.active = 1 AND p.completed_at IS NULL"}
+
+
+def _participant_filter(study_id: str, role: str | None, status: str | None) -> tuple[str, list]:
+    sql, params = "p.study_id = ?", [study_id]
+    if role:
+        sql += " AND p.role = ?"
+        params.append(role)
+    if status:
+        sql += f" AND {PARTICIPANT_STATUS[status]}"    # KeyError on an unknown status: callers check
+    return sql, params
+
+
+def participant_progress(database: Database, study_id: str, limit: int = 200, offset: int = 0,
+                         role: str | None = None, status: str | None = None) -> list[dict]:
+    # the page of participants is chosen first; counts are per row (index on participant_id)
+    where, params = _participant_filter(study_id, role, status)
     return database.query(
-        """SELECT p.id, p.token, p.role, p.grp, p.gender, p.external_id, p.prolific_pid, p.active, p.last_seen_at,
-                  SUM(a.status = 'done') AS done, SUM(a.status = 'open') AS open,
-                  MAX(a.submitted_at) AS last_submitted
-           FROM participants p LEFT JOIN assignments a ON a.participant_id = p.id
-           WHERE p.study_id = ? GROUP BY p.id ORDER BY p.role, p.id LIMIT ? OFFSET ?""",
-        [study_id, limit, offset])
+        f"""SELECT p.id, p.token, p.role, p.grp, p.gender, p.external_id, p.prolific_pid, p.active, p.last_seen_at,
+                  p.completed_at, p.excluded_at,
+                  (SELECT COUNT(*) FROM assignments a WHERE a.participant_id = p.id AND a.status = 'done') AS done,
+                  (SELECT COUNT(*) FROM assignments a WHERE a.participant_id = p.id AND a.status = 'open') AS open,
+                  (SELECT MAX(a.submitted_at) FROM assignments a WHERE a.participant_id = p.id) AS last_submitted
+           FROM participants p WHERE {where} ORDER BY p.role, p.id LIMIT ? OFFSET ?""",
+        [*params, limit, offset])
+
+
+def participant_count(database: Database, study_id: str, role: str | None = None, status: str | None = None) -> int:
+    where, params = _participant_filter(study_id, role, status)
+    return database.scalar(f"SELECT COUNT(*) FROM participants p WHERE {where}", params)
+
+
+def exchange_count(database: Database, study_id: str) -> int:
+    return database.scalar("SELECT COUNT(*) FROM exchanges WHERE study_id = ?", [study_id])
 
 
 def open_assignments(database: Database, participant_id: int) -> list[dict]:
@@ -196,16 +225,22 @@ def exchange_phases(database: Database, study_id: str, limit: int = 200, offset:
 
 
 def da_hit_loads(database: Database, study_id: str) -> dict[tuple[int, str], int]:
-    """How many raters hold each (HIT, modality)."""
+    """How many raters hold each (HIT, modality). A rater whose HIT was withdrawn part-way
+    (services/participant_admin) no longer counts, so the HIT goes in full to a new rater."""
     rows = database.query(
         "SELECT json_extract(meta, '$.hit_id') AS hit, json_extract(meta, '$.modality') AS modality, "
         "COUNT(DISTINCT participant_id) AS n FROM assignments WHERE study_id = ? AND phase = 'da' "
-        "AND status != 'withdrawn' GROUP BY hit, modality", [study_id])
+        "AND status != 'withdrawn' AND participant_id NOT IN (SELECT participant_id FROM assignments "
+        "WHERE study_id = ? AND phase = 'da' AND status = 'withdrawn') GROUP BY hit, modality",
+        [study_id, study_id])
     return {(r["hit"], r["modality"]): r["n"] for r in rows}
 
 
 def da_modality_counts(database: Database, study_id: str) -> dict[str, int]:
+    """Raters per modality (one whose HIT was withdrawn part-way no longer counts)."""
     rows = database.query(
         "SELECT json_extract(meta, '$.modality') AS modality, COUNT(DISTINCT participant_id) AS n "
-        "FROM assignments WHERE study_id = ? AND phase = 'da' GROUP BY modality", [study_id])
+        "FROM assignments WHERE study_id = ? AND phase = 'da' AND participant_id NOT IN (SELECT participant_id "
+        "FROM assignments WHERE study_id = ? AND phase = 'da' AND status = 'withdrawn') GROUP BY modality",
+        [study_id, study_id])
     return {r["modality"]: r["n"] for r in rows}

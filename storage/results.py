@@ -138,15 +138,21 @@ def review_recording(db, recording_id: int, status: str, reviewer: str) -> None:
 
 
 def recordings_for_review(database: Database, study_id: str | None = None, status: str = "flagged",
-                          limit: int = 100) -> list[dict]:
+                          limit: int = 100, offset: int = 0) -> list[dict]:
     """Recordings waiting for (or given) a review, with what the reviewer compares."""
     return database.query(
         "SELECT r.id, r.exchange_id, r.path_original, r.path_16k, r.duration_s, r.transcript, r.wer, "
         "r.qc_flags, r.qc_status, r.reviewed_by, r.created_at, e.study_id, e.sender_id, e.starter_id, "
         "e.system_id, s.text AS prompt FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
         "JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
-        "WHERE r.qc_status = ? AND (? IS NULL OR e.study_id = ?) ORDER BY r.id LIMIT ?",
-        [status, study_id, study_id, limit])
+        "WHERE r.qc_status = ? AND (? IS NULL OR e.study_id = ?) ORDER BY r.id LIMIT ? OFFSET ?",
+        [status, study_id, study_id, limit, offset])
+
+
+def review_count(database: Database, study_id: str | None = None, status: str = "flagged") -> int:
+    return database.scalar(
+        "SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
+        "WHERE r.qc_status = ? AND (? IS NULL OR e.study_id = ?)", [status, study_id, study_id])
 
 
 def rejected_count(database: Database, sender_id: int) -> int:

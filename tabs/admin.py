@@ -10,13 +10,14 @@ from services.model_cache import CACHE, MODEL_QUEUE
 from services.recording_review import ReviewError, decide
 from services.study_files import StudyValidationError
 from services.study_import import import_zip
+from services.zerogpu import gpu
+from tabs import admin_participants, admin_questions
+from tabs.admin_common import host as _host
+from tabs.admin_common import pager
 from tabs.common import Ctx
 
-
-def _host(request: gr.Request | None) -> str | None:
-    if request is None or not request.client:
-        return None
-    return admin.client_address(request.client.host, getattr(request, "headers", None))
+# model calls a Gradio event makes get a GPU on ZeroGPU (the identity elsewhere: services/zerogpu.py)
+_translate_on_gpu = gpu(translate_files)
 
 
 def build(ctx: Ctx, auth: admin.AdminAuth):
@@ -32,9 +33,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             progress = gr.Dataframe(label="Progress by role and phase", interactive=False)
             collected = gr.Dataframe(label="Data collected", interactive=False)
             with gr.Accordion("Exchanges and their phase", open=False):
-                exchanges = gr.Dataframe(label="Exchanges (first 100)", interactive=False, elem_id="exchanges")
+                exchanges = pager("Exchanges", elem_id="exchanges")
             with gr.Accordion("Recordings to review (flagged by QC)", open=True):
-                review = gr.Dataframe(label="Flagged recordings", interactive=False, wrap=True)
+                review = pager("Flagged recordings", wrap=True)
                 with gr.Row():
                     rec_id = gr.Number(label="Recording id (from the table above)", value=None, precision=0, scale=1)
                     show_rec = gr.Button("Open", scale=1)
@@ -45,7 +46,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                     reject = gr.Button("Reject", variant="stop")
                 review_msg = gr.Markdown()
             with gr.Accordion("Background jobs", open=False):
-                jobs = gr.Dataframe(label="Jobs (failed first)", interactive=False, wrap=True)
+                jobs = pager("Jobs (failed first)", wrap=True)
                 with gr.Row():
                     job_id = gr.Number(label="Job id (from the table above)", value=None, precision=0)
                     retry = gr.Button("Retry failed job")
@@ -76,16 +77,16 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 export_go = gr.Button("Export (zip)")
                 export_file = gr.File(label="Export", interactive=False)
                 export_msg = gr.Markdown()
+            admin_questions.build(ctx, auth, session, study)
             with gr.Accordion("Try a speech-translation system", open=False):
                 try_system = gr.Dropdown(label="System preset", choices=list(systems.presets()),
                                          value=systems.DEFAULT_SYSTEM)
                 try_audio = gr.Audio(sources=["microphone", "upload"], type="filepath", label="English speech")
                 try_go = gr.Button("Translate")
                 try_out = gr.Markdown(elem_id="try-output")
-            page = gr.Number(label="Participants page", value=1, precision=0, minimum=1)
-            people = gr.Dataframe(label="Participants (private links)", interactive=False, wrap=True)
+            people = admin_participants.build(ctx, auth, session, study)
 
-    def tables(sess, study_id, page_no, request: gr.Request):
+    def tables(request: gr.Request, sess, study_id, ex_page, rev_page, job_page, *people_state):
         try:
             auth.check(sess, _host(request))
         except PermissionError as e:
@@ -94,11 +95,10 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return {notice: "No study imported yet: run `python app.py import FOLDER`."}
         return {notice: "", progress: admin.progress_table(ctx.database, study_id),
                 collected: admin.collected_counts(ctx.database, study_id),
-                exchanges: admin.exchanges_table(ctx.database, study_id),
-                review: admin.review_table(ctx.database, study_id),
-                jobs: admin.jobs_table(ctx.database), models: admin.models_table(CACHE),
-                people: admin.participants_table(ctx.database, study_id, ctx.settings.public_url,
-                                                 int(page_no or 1))}
+                **exchanges.show(admin.exchanges_page(ctx.database, study_id, ex_page)),
+                **review.show(admin.review_page(ctx.database, study_id, rev_page)),
+                **jobs.show(admin.jobs_page(ctx.database, job_page)), models: admin.models_table(CACHE),
+                **people.refresh(study_id, *people_state)}
 
     def do_login(pw, request: gr.Request):
         try:
@@ -109,7 +109,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         first = choices[0][1] if choices else None
         return {session: sess, notice: "", login_row: gr.update(visible=False),
                 panel: gr.update(visible=True), study: gr.update(choices=choices, value=first),
-                **tables(sess, first, 1, request)}
+                **tables(request, sess, first, 1, 1, 1, "all", "all", 1, 1)}
 
     def open_recording(sess, rid, request: gr.Request):
         try:
@@ -136,7 +136,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 msg += (f" Its sender has more than three rejected recordings and is excluded; "
                         f"{len(out.reassigned)} open item(s) went to other senders")
                 msg += f", {len(out.unassigned)} found nobody." if out.unassigned else "."
-            return {review_msg: msg, review: admin.review_table(ctx.database, study_id)}
+            return {review_msg: msg}       # the table reloads its page next (.then below)
         return handler
 
     def do_retry(sess, jid, request: gr.Request):
@@ -144,7 +144,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             auth.check(sess, _host(request))
         except PermissionError as e:
             return {job_msg: str(e)}
-        return {job_msg: admin.retry_job(ctx.database, jid), jobs: admin.jobs_table(ctx.database)}
+        return {job_msg: admin.retry_job(ctx.database, jid)}
 
     def do_try(sess, preset, audio, request: gr.Request):
         try:
@@ -154,25 +154,33 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         if not audio:
             return "Record or upload some English speech first."
         try:
-            r = translate_files([audio], preset)[0]
+            r = _translate_on_gpu([audio], preset)[0]
         except Exception as e:       # shown to the designer, who is testing a configuration
             return f"**{type(e).__name__}:** {e}"
         times = ", ".join(f"{k} {v:.2f} s" for k, v in r["seconds"].items())
         transcript = f"**Transcript:** {r['transcript']}\n\n" if r["transcript"] is not None else ""
         return f"{transcript}**Translation:** {r['translation']}\n\n{times} for {r['audio_s']:.1f} s of audio"
 
-    outs = [session, notice, login_row, panel, study, progress, collected, exchanges, review, jobs, models, people]
+    table_outs = [notice, progress, collected, *exchanges.outputs, *review.outputs, *jobs.outputs, models,
+                  *people.outputs]
+    outs = [session, notice, login_row, panel, study, *table_outs[1:]]
     login.click(do_login, [password], outs, api_name="admin_login", api_visibility="undocumented")
     password.submit(do_login, [password], outs, api_visibility="private")
-    for trigger in (refresh.click, study.change, page.submit):
-        trigger(tables, [session, study, page], [notice, progress, collected, exchanges, review, jobs, models, people],
+    for trigger in (refresh.click, study.change):
+        trigger(tables, [session, study, exchanges.page, review.page, jobs.page, *people.inputs], table_outs,
                 api_visibility="private")
+    reload_review = review.wire(auth, session, [study], lambda no, sid: admin.review_page(ctx.database, sid, no),
+                                review_msg, "admin_review_page")
+    exchanges.wire(auth, session, [study], lambda no, sid: admin.exchanges_page(ctx.database, sid, no), notice,
+                   "admin_exchanges_page")
+    reload_jobs = jobs.wire(auth, session, [], lambda no: admin.jobs_page(ctx.database, no), job_msg,
+                            "admin_jobs_page")
     show_rec.click(open_recording, [session, rec_id], [review_msg, rec_audio, rec_text],
                    api_name="admin_open_recording", api_visibility="undocumented")
-    accept.click(decide_on("accept"), [session, rec_id, study], [review_msg, review],
-                 api_name="admin_accept_recording", api_visibility="undocumented")
-    reject.click(decide_on("reject"), [session, rec_id, study], [review_msg, review],
-                 api_name="admin_reject_recording", api_visibility="undocumented")
+    for button, decision in ((accept, "accept"), (reject, "reject")):
+        button.click(decide_on(decision), [session, rec_id, study], [review_msg, review.table],
+                     api_name=f"admin_{decision}_recording", api_visibility="undocumented").then(
+            reload_review, [session, review.page, study], [review_msg, *review.outputs], api_visibility="private")
     def on_import(sess, path, request: gr.Request):
         try:
             auth.check(sess, _host(request))
@@ -232,6 +240,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
     # every event that runs a model shares one queue, so a small GPU is never oversubscribed
     try_go.click(do_try, [session, try_system, try_audio], try_out, concurrency_id=MODEL_QUEUE,
                  concurrency_limit=1, api_name="admin_try_system", api_visibility="undocumented")
-    retry.click(do_retry, [session, job_id], [job_msg, jobs], api_name="admin_retry_job",
-                api_visibility="undocumented")
+    retry.click(do_retry, [session, job_id], [job_msg, jobs.table], api_name="admin_retry_job",
+                api_visibility="undocumented").then(reload_jobs, [session, jobs.page], [job_msg, *jobs.outputs],
+                                                    api_visibility="private")
     return tab, session

@@ -5,6 +5,10 @@
   text only, translate what follows the prompt's last "English:" (or the whole user text).
 - GET  /v1/models: the served model names.
 
+A test that needs another text model (an LLM writing or answering comprehension questions)
+passes `responder`: a callable(user text, request body) -> the reply, or None for the default
+translation; it runs for text-only chats, deterministically, in place of the MT.
+
 It checks requests as a real server does (401 without the configured bearer key; 400 for a
 missing model, bad JSON, bad base64 or non-WAV audio; 404 for an unknown model, as vLLM and
 OpenAI do), answers errors as {"error": {"message", "type", "code"}}, and records every
@@ -77,8 +81,10 @@ def _parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, str], di
 
 
 class OpenAIServer:
-    def __init__(self, models=("voxtral", "whisper", "mt"), api_key: str = "", asr=None, mt=None):
+    def __init__(self, models=("voxtral", "whisper", "mt"), api_key: str = "", asr=None, mt=None,
+                 responder=None):
         self.models = set(models)
+        self.responder = responder    # text chats: callable(user text, body) -> reply | None
         self.api_key = api_key
         self.requests: list[Recorded] = []
         self.delay_s = 0.0            # tests of client timeouts set this
@@ -197,12 +203,16 @@ class OpenAIServer:
                 audios.append(raw)
             else:
                 raise ApiError(400, f"Unknown content part type {kind!r}")
+        answer = None
         if audios:
             source = " ".join(self._transcribe(a) for a in audios)
         else:
             text = "\n".join(texts)
             source = text.rsplit("English:", 1)[1] if "English:" in text else text
-        answer = self._translate(source.strip())
+            if self.responder is not None:
+                answer = self.responder(text, body)
+        if answer is None:
+            answer = self._translate(source.strip())
         return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion",
                 "created": int(time.time()), "model": model,
                 "choices": [{"index": 0, "finish_reason": "stop",

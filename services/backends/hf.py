@@ -324,11 +324,18 @@ class TransformersCausalMT:
         return self._generate(texts, _sampling(n, epsilon, seed), n)
 
     def _generate(self, texts: list[str], gen: dict, n: int) -> list[list[str]]:
+        texts = [t.strip() if t else "" for t in texts]
+        raw = self.raw_generate(texts, gen, n)
+        return [[_first_paragraph(s, src) for s in hs] for hs, src in zip(raw, texts)]
+
+    def raw_generate(self, texts: list[str], gen: dict, n: int = 1) -> list[list[str]]:
+        """n whole continuations per text (new tokens only, decoded, no first-paragraph cut),
+        [] for a blank text: what LLM callers (GEMBA-DA, services/llm.py) read."""
         import torch
         b = self.cache.get(_key("mt/transformers-causal", self.model, self.dtype), self._load)
         model, tok = b.model, b.tokenizer
         out: list[list[str]] = [[] for _ in texts]
-        todo = [(i, t.strip()) for i, t in enumerate(texts) if t and t.strip()]
+        todo = [(i, t) for i, t in enumerate(texts) if t and t.strip()]
         for chunk in _chunks(todo, max(1, TEXT_BATCH // n)):
             prompts = [self.render(tok, t) for _, t in chunk]
             # A rendered chat template already starts with BOS; a plain prompt gets the tokenizer's.
@@ -340,8 +347,8 @@ class TransformersCausalMT:
                                      **{k: v for k, v in gen.items() if k != "seed"})
             new = ids[:, enc["input_ids"].shape[1]:]
             decoded = tok.batch_decode(new, skip_special_tokens=True)
-            for k, (i, src) in enumerate(chunk):
-                out[i] = [_first_paragraph(s, src) for s in decoded[k * n:(k + 1) * n]]
+            for k, (i, _) in enumerate(chunk):
+                out[i] = decoded[k * n:(k + 1) * n]
         return out
 
 

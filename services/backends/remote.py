@@ -109,9 +109,10 @@ class _RemoteBase:
             raise RuntimeError(f"{url} answered with malformed JSON (not an object): {str(body)[:ERROR_CHARS]}")
         return body
 
-    def _chat(self, client: httpx.Client, content, max_tokens: int) -> str:
+    def _chat(self, client: httpx.Client, content, max_tokens: int, **sampling) -> str:
+        # sampling: e.g. temperature, seed (services/llm.py); greedy unless given
         payload = {"model": self.model, "messages": [{"role": "user", "content": content}],
-                   "temperature": 0, "max_tokens": int(max_tokens)}
+                   "temperature": 0, "max_tokens": int(max_tokens), **sampling}
         body = self._post(client, "/chat/completions", json=payload)
         try:
             text = body["choices"][0]["message"]["content"]

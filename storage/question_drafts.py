@@ -1,0 +1,77 @@
+"""Comprehension-question drafts (m008) and the accepted copies in `questions`."""
+from __future__ import annotations
+
+from storage.db import Database, now
+
+STATUSES = ("draft", "accepted", "rejected")
+ORIGINS = ("generated", "imported", "edited")
+
+
+def insert(db, study_id: str, starter_id: str, en: str, pt: str, answer_en: str | None,
+           origin: str, model: str | None = None, status: str = "draft") -> int:
+    """A new draft at the end of its starter's list; returns its id."""
+    pos = db.execute("SELECT COALESCE(MAX(position), 0) + 1 FROM question_drafts "
+                     "WHERE study_id = ? AND starter_id = ?", [study_id, starter_id]).fetchone()[0]
+    t = now()
+    return db["question_drafts"].insert(
+        {"study_id": study_id, "starter_id": starter_id, "position": pos, "en": en, "pt": pt,
+         "answer_en": answer_en, "status": status, "origin": origin, "model": model,
+         "created_at": t, "updated_at": t}).last_pk
+
+
+def update(db, draft_id: int, **fields) -> None:
+    allowed = {"en", "pt", "answer_en", "status", "origin", "model"}
+    bad = set(fields) - allowed
+    if bad:
+        raise ValueError(f"not draft fields: {', '.join(sorted(bad))}")
+    if not fields:
+        return
+    cols = ", ".join(f"{k} = ?" for k in fields)
+    db.execute(f"UPDATE question_drafts SET {cols}, updated_at = ? WHERE id = ?",
+               [*fields.values(), now(), draft_id])
+
+
+def get(database: Database, draft_id: int) -> dict | None:
+    return database.one("SELECT * FROM question_drafts WHERE id = ?", [draft_id])
+
+
+def for_starter(database: Database, study_id: str, starter_id: str) -> list[dict]:
+    return database.query("SELECT * FROM question_drafts WHERE study_id = ? AND starter_id = ? "
+                          "ORDER BY position, id", [study_id, starter_id])
+
+
+def for_study(database: Database, study_id: str) -> list[dict]:
+    return database.query("SELECT * FROM question_drafts WHERE study_id = ? ORDER BY starter_id, position, id",
+                          [study_id])
+
+
+def counts(database: Database, study_id: str) -> dict[str, dict[str, int]]:
+    """starter id -> {status: count of drafts}."""
+    out: dict[str, dict[str, int]] = {}
+    for r in database.query("SELECT starter_id, status, COUNT(*) AS n FROM question_drafts WHERE study_id = ? "
+                            "GROUP BY starter_id, status", [study_id]):
+        out.setdefault(r["starter_id"], {})[r["status"]] = r["n"]
+    return out
+
+
+def question_counts(database: Database, study_id: str) -> dict[str, int]:
+    """starter id -> number of questions in use (the `questions` table)."""
+    return {r["starter_id"]: r["n"] for r in database.query(
+        "SELECT starter_id, COUNT(*) AS n FROM questions WHERE study_id = ? GROUP BY starter_id", [study_id])}
+
+
+def replace_questions(db, study_id: str, starter_id: str, rows: list[dict]) -> None:
+    """The starter's questions become `rows` (dicts with en, pt), numbered 1..n in order."""
+    db.execute("DELETE FROM questions WHERE study_id = ? AND starter_id = ?", [study_id, starter_id])
+    db["questions"].insert_all({"study_id": study_id, "starter_id": starter_id, "idx": i, "en": r["en"],
+                                "pt": r["pt"]} for i, r in enumerate(rows, start=1))
+
+
+def starters_in_use(database: Database, study_id: str) -> set[str]:
+    """Starters whose questions a receiver has seen or answered: a receive item was shown, or
+    answers exist, for one of their exchanges. Their questions must not change any more."""
+    return {r["starter_id"] for r in database.query(
+        "SELECT DISTINCT e.starter_id FROM exchanges e WHERE e.study_id = ? AND ("
+        " EXISTS (SELECT 1 FROM answers a WHERE a.exchange_id = e.id) OR"
+        " EXISTS (SELECT 1 FROM assignments s WHERE s.exchange_id = e.id AND s.phase = 'receive'"
+        "         AND s.first_shown_at IS NOT NULL))", [study_id])}

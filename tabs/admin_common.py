@@ -1,0 +1,76 @@
+"""Pieces the admin tab's modules share: the caller's address and paged tables."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import gradio as gr
+
+from services import admin
+from services.admin import Page
+
+
+def host(request: gr.Request | None) -> str | None:
+    if request is None or not request.client:
+        return None
+    return admin.client_address(request.client.host, getattr(request, "headers", None))
+
+
+@dataclass
+class Pager:
+    """A table shown one page at a time: the rows, a page number, previous / next, and
+    'Page 2 of 5 · 230 rows'."""
+    table: gr.Dataframe
+    page: gr.Number
+    info: gr.Markdown
+    prev: gr.Button
+    next: gr.Button
+
+    @property
+    def outputs(self) -> list:
+        return [self.table, self.page, self.info]
+
+    def show(self, p: Page) -> dict:
+        return {self.table: p.rows, self.page: p.page, self.info: p.label}
+
+    def wire(self, auth: admin.AdminAuth, session, inputs: list, load: Callable[..., Page], message,
+             api_name: str) -> Callable:
+        """load(page_no, *values of inputs) -> Page. Typing a page and Enter is the API event
+        (admin_<name>_page: session, page, *inputs); previous / next are private. Returns a
+        handler that reloads the current page and leaves the message alone (to chain after an
+        action whose message must stay)."""
+        def turn(delta: int, clear: bool = True):
+            # the request comes first: gradio passes it only to parameters before *values
+            def handler(request: gr.Request, sess, page_no, *values):
+                try:
+                    auth.check(sess, host(request))
+                    shown = self.show(load(_page_no(page_no) + delta, *values))
+                except (PermissionError, ValueError) as e:
+                    return {message: str(e)}
+                return {message: "", **shown} if clear else shown
+            return handler
+
+        outs = [message, *self.outputs]
+        self.page.submit(turn(0), [session, self.page, *inputs], outs, api_name=api_name,
+                         api_visibility="undocumented")
+        self.prev.click(turn(-1), [session, self.page, *inputs], outs, api_visibility="private")
+        self.next.click(turn(+1), [session, self.page, *inputs], outs, api_visibility="private")
+        return turn(0, clear=False)
+
+
+def _page_no(value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return 1
+
+
+def pager(label: str, **table_kw) -> Pager:
+    table = gr.Dataframe(label=label, interactive=False, **table_kw)
+    with gr.Row(equal_height=True):
+        prev = gr.Button("◀ Previous", size="sm", scale=0, min_width=110)
+        page = gr.Number(value=1, precision=0, minimum=1, label="Page", show_label=False, container=False,
+                         scale=0, min_width=90)
+        nxt = gr.Button("Next ▶", size="sm", scale=0, min_width=110)
+        info = gr.Markdown()
+    return Pager(table, page, info, prev, nxt)

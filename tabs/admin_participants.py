@@ -1,0 +1,175 @@
+"""The admin tab's participants section: the paged, filtered participants table with short
+links, one participant's full link, deactivate / reactivate / reassign / new link, adding
+participants, the links CSV, and the completion-code list for approving Prolific submissions."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import gradio as gr
+
+from services import admin, participant_admin
+from services.participant_admin import STATUSES, whole_number
+from services.participants import link
+from services.study_files import ROLES
+from tabs.admin_common import host, pager
+from tabs.common import Ctx
+
+ALL = "all"
+ERRORS = (PermissionError, ValueError)       # ParticipantAdminError and ParticipantError are ValueErrors
+
+
+@dataclass
+class ParticipantsUI:
+    inputs: list                         # what refresh() reads, after the study: filters and pages
+    outputs: list                        # what refresh() updates
+    refresh: Callable[..., dict]         # refresh(study_id, *values of inputs), after auth.check
+
+
+def _opt(value):
+    return None if value in (None, "", ALL) else value
+
+
+def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
+    db = ctx.database
+    with gr.Accordion("Participants", open=True):
+        with gr.Row():
+            role_filter = gr.Dropdown(label="Role", choices=[ALL, *ROLES], value=ALL)
+            status_filter = gr.Dropdown(label="Status", choices=[ALL, *STATUSES], value=ALL)
+        people = pager("Participants (links shortened; show one in full below, or download them all)",
+                       wrap=True, elem_id="participants")
+        with gr.Row(equal_height=True):
+            pid = gr.Number(label="Participant id (from the table above)", value=None, precision=0, min_width=150)
+            show = gr.Button("Show link", size="md", min_width=100)
+            deactivate = gr.Button("Deactivate", variant="stop", size="md", min_width=100)
+            reactivate = gr.Button("Reactivate", size="md", min_width=100)
+            reassign = gr.Button("Reassign open items", size="md", min_width=100)
+            renew = gr.Button("New link", size="md", min_width=100)
+        gr.Markdown("Deactivating stops a link at once and keeps the queue; reassigning (of a deactivated "
+                    "participant) hands their open items to others: recordings to another sender, receiver and "
+                    "validator items and raters' surveys to the least-loaded eligible person; a DA rater's "
+                    "unfinished HIT goes whole to the next DA rater added. Done items stay. A new link replaces "
+                    "the old one, which stops working; progress is kept.")
+        full_link = gr.Textbox(label="Private link(s)", interactive=False, buttons=["copy"], max_lines=20,
+                               elem_id="participant-link")
+        msg = gr.Markdown(elem_id="participants-msg")
+        with gr.Row():
+            links_go = gr.Button("Download every link (CSV)")
+            links_file = gr.File(label="Links", interactive=False, height=90)
+        with gr.Accordion("Add participants", open=False):
+            with gr.Row():
+                role = gr.Dropdown(label="Role", choices=list(ROLES), value=None)
+                count = gr.Number(label="How many (ignored when external ids are given)", value=1, precision=0)
+                group = gr.Dropdown(label="Group", choices=[("(none)", "")], value="", allow_custom_value=True)
+                gender = gr.Dropdown(label="Gender", choices=[("(none)", "")], value="", allow_custom_value=True)
+            ext_ids = gr.Textbox(label="External / Prolific ids (optional: one participant per id, one per line)",
+                                 lines=3)
+            add_go = gr.Button("Add", variant="primary")
+    with gr.Accordion("Finished participants and the completion code", open=False):
+        gr.Markdown("Everyone who finished every part of their role, with the time they finished and their "
+                    "Prolific / external id; the CSV has them all, to approve the submissions on Prolific.")
+        done = pager("Finished participants", elem_id="completions")
+        with gr.Row():
+            done_go = gr.Button("Download the list (CSV)")
+            done_file = gr.File(label="Finished participants", interactive=False, height=90)
+
+    def people_page(page_no, study_id, role_f, status_f):
+        return participant_admin.participants_page(db, study_id, page_no, role=_opt(role_f), status=_opt(status_f))
+
+    def done_page(page_no, study_id):
+        return participant_admin.completion_page(db, study_id, page_no)
+
+    def refresh(study_id, role_f, status_f, people_no, done_no) -> dict:
+        opts = participant_admin.form_options(db, study_id)
+        out = {group: gr.update(choices=[("(none)", ""), *opts["groups"]]),
+               gender: gr.update(choices=[("(none)", ""), *opts["genders"]])}
+        if not study_id:
+            return out
+        return {**out, **people.show(people_page(people_no, study_id, role_f, status_f)),
+                **done.show(done_page(done_no, study_id))}
+
+    table_state = [role_filter, status_filter, people.page]
+    people.wire(auth, session, [study, role_filter, status_filter], people_page, msg, "admin_participants_page")
+    done.wire(auth, session, [study], done_page, msg, "admin_completions_page")
+
+    def on_filter(sess, study_id, role_f, status_f, request: gr.Request):
+        try:
+            auth.check(sess, host(request))
+            return {msg: "", **people.show(people_page(1, study_id, role_f, status_f))}
+        except ERRORS as e:
+            return {msg: str(e)}
+
+    for f in (role_filter, status_filter):
+        f.input(on_filter, [session, study, role_filter, status_filter], [msg, *people.outputs],
+                api_visibility="private")
+
+    def on_show(sess, study_id, participant_id, request: gr.Request):
+        try:
+            auth.check(sess, host(request))
+            return {msg: "", full_link: participant_admin.full_link(db, study_id, participant_id,
+                                                                   ctx.settings.public_url)}
+        except ERRORS as e:
+            return {msg: str(e), full_link: ""}
+
+    show.click(on_show, [session, study, pid], [msg, full_link], api_name="admin_participants_link",
+               api_visibility="undocumented")
+
+    def action(kind: str):
+        def handler(sess, study_id, participant_id, role_f, status_f, page_no, request: gr.Request):
+            url = ""
+            try:
+                auth.check(sess, host(request))
+                actor = f"admin@{host(request)}"
+                if kind == "deactivate":
+                    text = participant_admin.deactivate(db, study_id, participant_id, actor)
+                elif kind == "reactivate":
+                    text = participant_admin.reactivate(db, study_id, participant_id, actor)
+                elif kind == "reassign":
+                    text = participant_admin.reassign_open_items(db, study_id, participant_id, actor).summary()
+                else:
+                    token = participant_admin.regenerate_link(db, study_id, participant_id, actor)
+                    url = link(ctx.settings.public_url, token)
+                    text = f"Participant {whole_number(participant_id)} has a new link; the old one no longer works."
+            except ERRORS as e:
+                return {msg: str(e)}
+            return {msg: text, full_link: url, **people.show(people_page(page_no, study_id, role_f, status_f))}
+        return handler
+
+    outs = [msg, full_link, *people.outputs]
+    for button, kind in ((deactivate, "deactivate"), (reactivate, "reactivate"), (reassign, "reassign"),
+                         (renew, "new_link")):
+        button.click(action(kind), [session, study, pid, *table_state], outs,
+                     api_name=f"admin_participants_{kind}", api_visibility="undocumented")
+
+    def on_add(sess, study_id, role_v, n, group_v, gender_v, ids, role_f, status_f, page_no, request: gr.Request):
+        try:
+            auth.check(sess, host(request))
+            made = participant_admin.add(db, study_id, role_v, n, group_v, gender_v, ids, f"admin@{host(request)}")
+        except ERRORS as e:
+            return {msg: str(e)}
+        urls = "\n".join(link(ctx.settings.public_url, m.token) for m in made)
+        ids_text = ", ".join(str(m.id) for m in made[:20]) + (", …" if len(made) > 20 else "")
+        return {msg: f"Added {len(made)} {role_v} participant(s) (ids {ids_text}); their links are below.",
+                full_link: urls, ext_ids: "", **people.show(people_page(page_no, study_id, role_f, status_f))}
+
+    add_go.click(on_add, [session, study, role, count, group, gender, ext_ids, *table_state],
+                 [msg, full_link, ext_ids, *people.outputs], api_name="admin_participants_add",
+                 api_visibility="undocumented")
+
+    def download(make):
+        def handler(sess, study_id, request: gr.Request):
+            try:
+                auth.check(sess, host(request))
+                return {msg: "", **make(study_id)}
+            except ERRORS as e:
+                return {msg: str(e)}
+        return handler
+
+    links_go.click(download(lambda sid: {links_file: str(participant_admin.links_csv(db, sid, ctx.settings.public_url))}),
+                   [session, study], [msg, links_file], api_name="admin_participants_links_csv",
+                   api_visibility="undocumented")
+    done_go.click(download(lambda sid: {done_file: str(participant_admin.completion_csv(db, sid))}),
+                  [session, study], [msg, done_file], api_name="admin_completions_csv", api_visibility="undocumented")
+
+    return ParticipantsUI(inputs=[role_filter, status_filter, people.page, done.page],
+                          outputs=[group, gender, *people.outputs, *done.outputs], refresh=refresh)

@@ -1,0 +1,250 @@
+"""The designer's participant management (services/participant_admin.py) and the paged admin
+tables, on the demo study in a temporary database."""
+from __future__ import annotations
+
+import csv
+import time
+
+import pytest
+
+from services import admin, participant_admin as pa
+from services.items import AccessError, participant_for_token
+from services.participant_admin import ParticipantAdminError
+from services.participants import ParticipantError, add_participants
+from storage import jobs, queue, results
+from storage import participants as pstore
+
+ACTOR = "admin@test"
+
+
+def events(db, action):
+    return db.query("SELECT entity_id, detail FROM events WHERE action = ? ORDER BY id", [action])
+
+
+def open_count(db, pid):
+    return db.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND status = 'open'", [pid])
+
+
+def finish_one(db, pid) -> int:
+    """Marks the participant's first open item done (what a submission would do to the queue)."""
+    a = db.one("SELECT id FROM assignments WHERE participant_id = ? AND status = 'open' ORDER BY id", [pid])
+    with db.write() as w:
+        queue.mark_done(w, a["id"], 12.0)
+    return a["id"]
+
+
+def test_a_deactivated_link_is_refused_with_its_message_and_comes_back(demo_db):
+    db = demo_db
+    (r,) = add_participants(db, "demo", "receiver", 1)
+    msg = pa.deactivate(db, "demo", r.id, ACTOR)
+    assert "deactivated" in msg
+    with pytest.raises(AccessError, match="This link has been deactivated"):
+        participant_for_token(db, r.token)
+    with pytest.raises(ParticipantAdminError, match="already deactivated"):
+        pa.deactivate(db, "demo", r.id, ACTOR)
+    assert open_count(db, r.id) == 6                       # the queue is kept
+    pa.reactivate(db, "demo", str(r.id), ACTOR)             # a form field may send the id as text
+    assert participant_for_token(db, r.token)["id"] == r.id
+    with pytest.raises(ParticipantAdminError, match="already active"):
+        pa.reactivate(db, "demo", r.id, ACTOR)
+    assert [e["entity_id"] for e in events(db, "deactivate")] == [str(r.id)]
+    assert [e["entity_id"] for e in events(db, "reactivate")] == [str(r.id)]
+
+
+def test_an_exclusion_is_not_undone_by_reactivating(demo_db):
+    (r,) = add_participants(demo_db, "demo", "receiver", 1)
+    with demo_db.write() as w:
+        pstore.exclude(w, r.id, "more than 3 rejected recordings")
+    with pytest.raises(ParticipantAdminError, match="excluded .*not undone"):
+        pa.reactivate(demo_db, "demo", r.id, ACTOR)
+    assert pstore.get(demo_db, r.id)["active"] == 0
+
+
+@pytest.mark.parametrize("pid, study, message", [
+    (None, "demo", "whole number"), ("abc", "demo", "whole number"), (2.5, "demo", "whole number"),
+    (99999, "demo", "no participant 99999"), ("OWN", "other", "belongs to study 'demo', not 'other'"),
+])
+def test_a_bad_participant_id_is_named(demo_db, pid, study, message):
+    (r,) = add_participants(demo_db, "demo", "receiver", 1)
+    with pytest.raises(ParticipantAdminError, match=message):
+        pa.deactivate(demo_db, study, r.id if pid == "OWN" else pid, ACTOR)
+    assert pstore.get(demo_db, r.id)["active"] == 1
+
+
+def test_a_new_link_replaces_the_old_one_and_keeps_the_progress(demo_db):
+    db = demo_db
+    (r,) = add_participants(db, "demo", "receiver", 1)
+    finish_one(db, r.id)
+    before = queue.counts(db, r.id, ("receive",))
+    token = pa.regenerate_link(db, "demo", r.id, ACTOR)
+    assert token != r.token and len(token) >= 24
+    with pytest.raises(AccessError, match="not valid"):
+        participant_for_token(db, r.token)
+    assert participant_for_token(db, token)["id"] == r.id
+    assert queue.counts(db, r.id, ("receive",)) == before == {"open": 5, "done": 1}
+    assert pa.full_link(db, "demo", r.id, "https://x.org/") == f"https://x.org/?t={token}"
+    [e] = events(db, "new_link")
+    assert e["entity_id"] == str(r.id) and token not in (e["detail"] or "")   # the audit log is exported
+
+
+def test_reassigning_moves_open_receiver_items_and_keeps_done_ones(demo_db):
+    db = demo_db
+    a, b = add_participants(db, "demo", "receiver", 2)       # 12 imported exchanges: 6 each, both full
+    done_id = finish_one(db, a.id)
+    with pytest.raises(ParticipantAdminError, match="active: deactivate them first"):
+        pa.reassign_open_items(db, "demo", a.id, ACTOR)
+    pa.deactivate(db, "demo", a.id, ACTOR)
+    (c,) = add_participants(db, "demo", "receiver", 1)       # joins with room
+    a_items = {r["item_id"] for r in db.query("SELECT item_id FROM assignments WHERE participant_id = ? "
+                                              "AND status = 'open'", [a.id])}
+    out = pa.reassign_open_items(db, "demo", a.id, ACTOR)
+    assert {m["item"] for m in out.moved} == a_items and {m["to"] for m in out.moved} == {c.id}
+    assert not out.waiting and not out.dropped and "5 open item(s)" in out.summary()
+    assert open_count(db, a.id) == 0
+    assert db.one("SELECT status FROM assignments WHERE id = ?", [done_id])["status"] == "done"
+    assert queue.counts(db, a.id, ("receive",)) == {"open": 0, "done": 1}
+    assert queue.counts(db, b.id, ("receive",)) == {"open": 6, "done": 0}
+    assert queue.counts(db, c.id, ("receive",)) == {"open": 5, "done": 0}
+    assert len(events(db, "reassign")) == 5 and len(events(db, "reassign_open_items")) == 1
+
+
+def test_items_nobody_has_room_for_wait_in_the_pool_for_a_newcomer(demo_db):
+    db = demo_db
+    a, b = add_participants(db, "demo", "receiver", 2)
+    pa.deactivate(db, "demo", a.id, ACTOR)
+    out = pa.reassign_open_items(db, "demo", a.id, ACTOR)
+    assert not out.moved and len(out.waiting) == 6 and "wait in the pool" in out.summary()
+    (c,) = add_participants(db, "demo", "receiver", 1)
+    assert queue.counts(db, c.id, ("receive",))["open"] == 6
+
+
+def test_a_senders_recording_items_go_to_another_sender(demo_db):
+    db = demo_db
+    a, b = add_participants(db, "demo", "sender", 2, "USW", "Woman")
+    pa.deactivate(db, "demo", a.id, ACTOR)
+    out = pa.reassign_open_items(db, "demo", a.id, ACTOR)
+    assert len(out.moved) + len(out.dropped) == 4 and out.moved
+    for m in out.moved:
+        assert m["to"] == b.id
+        new = queue.exchange(db, m["new_exchange"])
+        old = queue.exchange(db, m["exchange"])
+        assert new["sender_id"] == b.id and (new["starter_id"], new["system_id"]) == (old["starter_id"], old["system_id"])
+    assert all(d["why"].startswith("no other active sender") for d in out.dropped)
+    assert open_count(db, a.id) == 0
+
+
+def test_a_da_raters_unfinished_hit_goes_whole_to_the_next_da_rater(demo_db):
+    db = demo_db
+    hit_of = lambda pid: db.one("SELECT json_extract(meta, '$.hit_id') AS h, json_extract(meta, '$.modality') AS m "
+                                "FROM assignments WHERE participant_id = ? AND phase = 'da' LIMIT 1", [pid])
+    first, audio, second = add_participants(db, "demo", "da", 3)   # text HIT 1, audio HIT 1, text HIT 2
+    assert hit_of(first.id)["m"] == hit_of(second.id)["m"] == "text" and hit_of(first.id)["h"] != hit_of(second.id)["h"]
+    assert hit_of(audio.id)["m"] == "audio"
+    finish_one(db, first.id)
+    pa.deactivate(db, "demo", first.id, ACTOR)
+    out = pa.reassign_open_items(db, "demo", first.id, ACTOR)
+    assert not out.moved and len(out.dropped) == 23 and "DA HIT" in out.summary()
+    (newcomer,) = add_participants(db, "demo", "da", 1)
+    assert hit_of(newcomer.id) == hit_of(first.id)                 # the same HIT, same modality, in full
+    assert queue.counts(db, newcomer.id, ("da",)) == {"open": 24, "done": 0}
+    assert queue.counts(db, first.id, ("da",)) == {"open": 0, "done": 1}
+
+
+def test_the_completion_list_has_only_finished_participants(demo_db, tmp_path):
+    db = demo_db
+    a, b = add_participants(db, "demo", "receiver", 2, external_ids=["PROLIFIC-A", "=HYPERLINK(1)"])
+    add_participants(db, "demo", "validator", 1)
+    assert pa.completion_page(db, "demo").total == 0
+    with db.write() as w:
+        assert pstore.mark_completed(w, b.id)
+    time.sleep(0.01)                                            # finish times a millisecond apart at least
+    with db.write() as w:
+        assert pstore.mark_completed(w, a.id)
+        first = pstore.get(db, b.id)["completed_at"]
+        assert not pstore.mark_completed(w, b.id)               # the first time stays
+    assert pstore.get(db, b.id)["completed_at"] == first
+    page = pa.completion_page(db, "demo")
+    assert page.total == 2 and list(page.rows["id"]) == [b.id, a.id]
+    assert set(page.rows["completion_code"]) == {"DEMO-2026"} and set(page.rows["status"]) == {"completed"}
+    with open(pa.completion_csv(db, "demo"), encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["external_id"] for r in rows] == ["'=HYPERLINK(1)", "PROLIFIC-A"]    # formulas made inert
+    assert all(r["completed_at"] and r["completion_code"] == "DEMO-2026" for r in rows)
+    assert pa.participants_page(db, "demo", status="completed").total == 2
+
+
+def test_pages_have_the_right_slices_and_totals(demo_db):
+    db = demo_db
+    rec = add_participants(db, "demo", "receiver", 7)
+    val = add_participants(db, "demo", "validator", 3)
+    pa.deactivate(db, "demo", rec[0].id, ACTOR)
+    p1 = pa.participants_page(db, "demo", 1, page_size=4)
+    p3 = pa.participants_page(db, "demo", 3, page_size=4)
+    assert (p1.total, p1.pages, len(p1.rows)) == (10, 3, 4) and (p3.page, len(p3.rows)) == (3, 2)
+    assert p1.label == "Page 1 of 3 · 10 rows"
+    assert pa.participants_page(db, "demo", 99, page_size=4).page == 3          # clamped
+    assert pa.participants_page(db, "demo", -2, page_size=4).page == 1
+    seen = [i for n in (1, 2, 3) for i in pa.participants_page(db, "demo", n, page_size=4).rows["id"]]
+    assert seen == [p.id for p in rec] + [p.id for p in val]                   # role, then id; no overlap
+    only = pa.participants_page(db, "demo", role="validator")
+    assert only.total == 3 and set(only.rows["role"]) == {"validator"}
+    off = pa.participants_page(db, "demo", status="deactivated")
+    assert list(off.rows["id"]) == [rec[0].id] and list(off.rows["status"]) == ["deactivated"]
+    assert pa.participants_page(db, "demo", status="active", role="receiver").total == 6
+    link = p1.rows["link"][0]
+    assert link == rec[0].token[:6] + "…" and "?t=" not in link                # never the whole token
+    with pytest.raises(ParticipantAdminError, match="Unknown status 'gone'"):
+        pa.participants_page(db, "demo", status="gone")
+    ex = admin.exchanges_page(db, "demo", 2, page_size=5)
+    every = [int(x) for n in (1, 2, 3) for x in admin.exchanges_page(db, "demo", n, page_size=5).rows["exchange"]]
+    assert (ex.total, ex.pages, ex.page) == (12, 3, 2) and every == sorted(set(every)) and len(every) == 12
+    assert [int(x) for x in ex.rows["exchange"]] == every[5:10]
+    assert admin.page_bounds(0, 5, 10) == (1, 1, 0)
+
+
+def test_review_and_jobs_pages(demo_db):
+    db = demo_db
+    (s,) = add_participants(db, "demo", "sender", 1, "USW", "Woman")
+    with db.write() as w:
+        for a in queue.open_assignments(db, s.id):
+            rid = results.insert_recording(w, a["id"], a["exchange_id"], f"sha{a['id']}", "x.wav", "x16.wav", 3.0)
+            results.set_recording_qc(w, rid, "flagged", "hm", 1.0, ["high_wer"])
+        ids = [jobs.enqueue(w, "noop", {"n": n}) for n in range(7)]
+        w.execute("UPDATE jobs SET status = 'failed' WHERE id IN (?, ?)", [ids[1], ids[4]])
+    rv = admin.review_page(db, "demo", 2, page_size=3)
+    assert (rv.total, rv.pages, len(rv.rows)) == (4, 2, 1)
+    total = jobs.count(db)
+    first = admin.jobs_page(db, 1, page_size=3)
+    assert first.total == total and list(first.rows["id"])[:2] == [ids[4], ids[1]]   # failed first
+    every = [i for n in range(1, first.pages + 1) for i in admin.jobs_page(db, n, page_size=3).rows["id"]]
+    assert sorted(every) == sorted(set(every)) and len(every) == total
+
+
+def test_adding_participants_checks_everything_before_storing(demo_db):
+    db = demo_db
+    count = lambda: db.scalar("SELECT COUNT(*) FROM participants")
+    before = count()
+    for args, message in [
+        (("", 1, None, None, ""), "Choose a role"),
+        (("receiver", 0, None, None, ""), "between 1 and 500"),
+        (("receiver", 2.5, None, None, ""), "whole number"),
+        (("receiver", 1, None, None, "ok-1\nbad id!"), "External id 'bad id!' is not valid"),
+        (("receiver", 1, None, None, "X1, X1"), "listed twice"),
+        (("sender", 1, "Martian", "Woman", ""), "unknown group 'Martian'"),
+    ]:
+        with pytest.raises((ParticipantAdminError, ParticipantError), match=message):
+            pa.add(db, "demo", *args, actor=ACTOR)
+    assert count() == before
+    made = pa.add(db, "demo", "receiver", 1, "", "", "P-1\nP-2,P-3", ACTOR)
+    assert [m.external_id for m in made] == ["P-1", "P-2", "P-3"] and count() == before + 3
+    with pytest.raises(ParticipantAdminError, match="'P-2' already has a receiver link"):
+        pa.add(db, "demo", "receiver", 1, "", "", "P-9\nP-2", ACTOR)
+    assert len(pa.add(db, "demo", "validator", "2", "", "", "", ACTOR)) == 2
+    assert count() == before + 5
+
+
+def test_the_links_csv_has_every_full_link(demo_db):
+    made = add_participants(demo_db, "demo", "receiver", 3)
+    with open(pa.links_csv(demo_db, "demo", "https://x.org"), encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["url"] for r in rows] == [f"https://x.org/?t={m.token}" for m in made]
