@@ -3,7 +3,8 @@
 refresh() is idempotent and cheap; it runs after every write that can open work (an import,
 a translation, a finished answer set, a validation, a new participant) and when a
 participant opens their link, so queues fill as soon as upstream work exists:
-- a translation opens receiver items and the sender's baseline survey
+- a translation opens receiver items (once its starter has accepted questions) and the
+  sender's baseline survey
   (exchanges without a sender, e.g. imported or of a dropped-out sender, go to raters:
   third-person perspective);
 - a finished answer set opens a validator item;
@@ -45,8 +46,9 @@ def refresh(database, study_id: str) -> None:
 
         # receivers: every translated exchange
         held = queue.holders(database, study_id, "receive")
+        # (a starter whose questions are still being reviewed waits: services/question_review.py)
         items = [OpenItem(str(e["id"]), held.get(str(e["id"]), set()),
-                          ident.get(e["sender_id"], frozenset())) for e in translated]
+                          ident.get(e["sender_id"], frozenset())) for e in translated if e["has_questions"]]
         pairs = allocate(items, _candidates(database, study_id, "receiver", "receive"),
                          us["redundancy"], us["items_per_receiver"], seed)
         _assign(db, study_id, seed, "receive", pairs, {str(e["id"]): e["id"] for e in translated})

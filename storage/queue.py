@@ -92,10 +92,12 @@ def holders(database: Database, study_id: str, phase: str) -> dict[str, set[int]
 
 
 def translated_exchanges(database: Database, study_id: str) -> list[dict]:
-    """Exchanges ready for receivers: translated, their recording past QC (passed, or accepted
-    by a reviewer), and their sender not excluded."""
+    """Translated exchanges whose recording is past QC (passed, or accepted by a reviewer) and
+    whose sender is not excluded; has_questions: their starter has accepted questions (only
+    then can receivers answer)."""
     return database.query(
-        "SELECT e.id, e.sender_id FROM exchanges e JOIN translations t ON t.exchange_id = e.id "
+        "SELECT e.id, e.sender_id, EXISTS (SELECT 1 FROM questions q WHERE q.study_id = e.study_id "
+        "AND q.starter_id = e.starter_id) AS has_questions FROM exchanges e JOIN translations t ON t.exchange_id = e.id "
         "LEFT JOIN participants p ON p.id = e.sender_id "
         "WHERE e.study_id = ? AND (p.id IS NULL OR p.excluded_at IS NULL) "
         "AND NOT EXISTS (SELECT 1 FROM recordings r WHERE r.exchange_id = e.id "

@@ -356,3 +356,25 @@ def test_cli_generates_with_a_progress_bar(gen_db, llm_env, tmp_path):
     res = subprocess.run([sys.executable, "app.py", "questions", "generate", "--study", STUDY], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and "TRADLAB_LLM_MODEL" in res.stderr
+
+
+def test_receivers_get_a_starter_only_once_it_has_accepted_questions(gen_db, llm_env):
+    from services import workflow
+
+    db = gen_db
+    add_participants(db, STUDY, "receiver", 2)
+    exchanges = {r["starter_id"]: r["id"] for r in db.query("SELECT id, starter_id FROM exchanges WHERE study_id = ?",
+                                                             [STUDY])}
+
+    def receive_items(starter):
+        return db.scalar("SELECT COUNT(*) FROM assignments WHERE phase = 'receive' AND exchange_id = ?",
+                         [exchanges[starter]])
+
+    assert receive_items("s01") == 0 and receive_items("s02") == 0     # no questions yet: nothing to answer
+    assert receive_items("s03") == 1                                   # a starter with questions is served
+    question_gen.generate(db, STUDY, n=2, starter_id="s01")
+    workflow.refresh(db, STUDY)
+    assert receive_items("s01") == 0                                   # drafts are not enough
+    question_review.accept(db, question_drafts.for_starter(db, STUDY, "s01")[0]["id"])
+    workflow.refresh(db, STUDY)
+    assert receive_items("s01") == 1
