@@ -58,7 +58,8 @@ QUERIES = {
     "da_judgments": exports.da_judgment_rows, "da_feedback": exports.da_feedback_rows,
     "sd_ratings": exports.sd_rating_rows, "sd_suitability": exports.sd_suitability_rows,
     "sd_suggestions": exports.sd_suggestion_rows, "systems": exports.system_rows,
-    "starters": exports.starter_rows, "questions": exports.question_rows, "da_segments": exports.da_segment_rows,
+    "starters": exports.starter_rows, "questions": exports.question_rows,
+    "question_drafts": exports.question_draft_rows, "da_segments": exports.da_segment_rows,
     "da_hit_items": exports.da_hit_item_rows, "sd_sentences": exports.sd_sentence_rows,
     "sd_pairs": exports.sd_pair_rows, "events": exports.event_rows,
 }

@@ -258,6 +258,22 @@ TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
             "en": ("string", "the question in English (validators)"),
             "pt": ("string", "the question in Portuguese (receivers)"),
         }),
+    "question_drafts": (
+        "Every comprehension question written by the LLM or imported for review (admin tab), with its review "
+        "status; the accepted ones are the questions table.",
+        {
+            "draft_id": ("integer", "the draft"),
+            "starter_id": ("string", "the starter"),
+            "position": ("integer", "order within the starter (accepted drafts are numbered in it)"),
+            "en": ("string", "the question in English"),
+            "pt": ("string", "the question in Portuguese"),
+            "answer_en": ("string", "the reference answer the LLM read from the starter"),
+            "status": ("string", "draft, accepted or rejected"),
+            "origin": ("string", "generated (by the LLM), imported (from the study folder or a CSV) or edited"),
+            "model": ("string", "the LLM (and MT system) that wrote it"),
+            "created_at": ("timestamp", "when the draft was made"),
+            "updated_at": ("timestamp", "its last change"),
+        }),
     "da_segments": (
         "The DA corpus: one row per segment and system.",
         {

@@ -163,6 +163,12 @@ def question_rows(database: Database, study_id: str) -> list[dict]:
                           "ORDER BY starter_id, idx", [study_id])
 
 
+def question_draft_rows(database: Database, study_id: str) -> list[dict]:
+    return database.query("SELECT id AS draft_id, starter_id, position, en, pt, answer_en, status, origin, model, "
+                          "created_at, updated_at FROM question_drafts WHERE study_id = ? "
+                          "ORDER BY starter_id, position, id", [study_id])
+
+
 def da_segment_rows(database: Database, study_id: str) -> list[dict]:
     return database.query("SELECT segment_id, system, doc_id, position, source, reference, output FROM da_segments "
                           "WHERE study_id = ? ORDER BY doc_id, position, system", [study_id])

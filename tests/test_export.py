@@ -62,6 +62,8 @@ EXPECTED = {
     "systems": ["system", "label", "kind"],
     "starters": ["starter_id", "domain", "source", "corpus", "text", "key_spans"],
     "questions": ["starter_id", "question_idx", "en", "pt"],
+    "question_drafts": ["draft_id", "starter_id", "position", "en", "pt", "answer_en", "status", "origin", "model",
+                        "created_at", "updated_at"],
     "da_segments": ["segment_id", "system", "doc_id", "position", "source", "reference", "output"],
     "da_hit_items": ["hit", "pos", "item_type", "of_pos", "segment_id", "system", "candidate"],
     "sd_sentences": ["sentence_id", "text", "source"],

@@ -152,6 +152,10 @@ def test_generation_writes_drafts_and_nothing_else(gen_db, llm_env):
     again = question_gen.generate(db, STUDY)
     assert [s.starter_id for s in again.starters] == ["s02"]
     assert len(question_drafts.for_starter(db, STUDY, "s01")) == 6
+    # the export carries the drafts with their review status (the data dictionary's columns)
+    from services.export import build_tables
+    drafts = build_tables(db, STUDY)[0]["question_drafts"]
+    assert [(d["starter_id"], d["en"], d["status"]) for d in drafts] == [("s01", q, "draft") for q in GENERATED]
 
 
 def test_n_caps_the_questions_and_is_checked(gen_db, llm_env):
