@@ -36,6 +36,17 @@ def no_network(monkeypatch):
 
 
 @pytest.fixture
+def llm_env(monkeypatch, qa_server):
+    """The LLM settings pointing at the module's `qa_server` (tests/openai_server.py with the
+    module's deterministic responder), under the model name "qa-llm"."""
+    for var in ("TRADLAB_LLM_BACKEND", "TRADLAB_LLM_API_KEY_ENV"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TRADLAB_LLM_MODEL", "qa-llm")
+    monkeypatch.setenv("TRADLAB_LLM_BASE_URL", qa_server.base_url)
+    return qa_server
+
+
+@pytest.fixture
 def database(tmp_path):
     from storage import open_database
 

@@ -51,15 +51,6 @@ def qa_server():
 
 
 @pytest.fixture
-def llm_env(monkeypatch, qa_server):
-    for var in ("TRADLAB_LLM_BACKEND", "TRADLAB_LLM_API_KEY_ENV"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("TRADLAB_LLM_MODEL", "qa-llm")
-    monkeypatch.setenv("TRADLAB_LLM_BASE_URL", qa_server.base_url)
-    return qa_server
-
-
-@pytest.fixture
 def qa_db(database, tmp_path):
     """s01 has the four QUESTIONS (accepted through a CSV) and three translations: good, partial, bad;
     the other starters have no questions."""

@@ -92,15 +92,6 @@ def qa_server():
         yield srv
 
 
-@pytest.fixture
-def llm_env(monkeypatch, qa_server):
-    for var in ("TRADLAB_LLM_BACKEND", "TRADLAB_LLM_API_KEY_ENV"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("TRADLAB_LLM_MODEL", "qa-llm")
-    monkeypatch.setenv("TRADLAB_LLM_BASE_URL", qa_server.base_url)
-    return qa_server
-
-
 def make_study(folder: Path, extra_toml: str = "[questions]\n", drop=NEW) -> Path:
     """The demo study as STUDY, with `drop` starters' questions left out for the LLM to write."""
     shutil.copytree(DEMO, folder)
