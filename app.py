@@ -471,7 +471,7 @@ def _progress_bar(desc: str):
         if bar is None:
             bar = tqdm(total=total, desc=desc, unit="item", file=sys.stderr)
         bar.n = done
-        bar.set_postfix_str(str(label or ""))
+        bar.set_postfix_str(str(label or ""), refresh=False)
         bar.refresh()
         if done >= total:
             bar.close()
