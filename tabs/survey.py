@@ -59,8 +59,10 @@ def build(ctx: Ctx) -> TabUI:
                instruction: c.get("instruction", ""), send: gr.update(visible=has)}
         likert = c.get("likert", [])
         for d, r in radios.items():
-            upd = dict(visible=has, label=c.get("statements", {}).get(d, d),
-                       choices=[(label, i + 1) for i, label in enumerate(likert)])
+            upd = dict(visible=has)
+            if has:      # a view without an item keeps the last scale (never an empty one)
+                upd.update(label=c.get("statements", {}).get(d, d),
+                           choices=[(label, i + 1) for i, label in enumerate(likert)])
             if not keep:
                 upd["value"] = None
             out[r] = gr.update(**upd)
