@@ -69,6 +69,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         return {notice: "", study: gr.update(choices=choices, value=study_id), figure: fig, table: df}
 
     show.click(run, [session, study], [notice, study, figure, table], api_visibility="private")
+    # logging in on the Admin tab fills this tab too (no stale "log in first")
+    session.change(run, [session, study], [notice, study, figure, table], api_visibility="private")
 
     def run_da(sess, study_id, alpha, request: gr.Request):
         try:
