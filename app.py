@@ -188,11 +188,6 @@ def cmd_serve(args, settings):
     if args.demo:
         ensure_demo(database, settings)
     demo = build_app(settings, database)
-    if settings.worker:
-        from services import pipeline
-        from services.jobs_worker import Worker
-
-        Worker(database, pipeline.handlers(database, media_dir=settings.media_dir)).start()
     demo.queue(default_concurrency_limit=16)
     demo.launch(server_name=host, server_port=args.port or settings.port,
                 css_paths=[ROOT / "assets" / "style.css"], js=KEYBOARD_JS, allowed_paths=[str(settings.media_dir)],
@@ -201,7 +196,17 @@ def cmd_serve(args, settings):
                 ssl_certfile=certfile, ssl_keyfile=keyfile, ssl_verify=not certfile,
                 root_path=args.root_path, show_error=True,
                 # gradio refuses a larger upload before it is stored or decoded
-                max_file_size=int(settings.max_upload_mb * 1024 * 1024))
+                max_file_size=int(settings.max_upload_mb * 1024 * 1024),
+                prevent_thread_lock=True)
+    # the worker starts once the server answers: jobs resumed at start (model loads, a HIT's
+    # images or audio) would otherwise slow gradio's own start-up probe of "/" past its 3 s
+    # timeout, and launch() gives up ("localhost is not accessible")
+    if settings.worker:
+        from services import pipeline
+        from services.jobs_worker import Worker
+
+        Worker(database, pipeline.handlers(database, media_dir=settings.media_dir)).start()
+    demo.block_thread()
 
 
 def ensure_demo(database, settings):
