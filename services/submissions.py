@@ -186,7 +186,8 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
     p = participant_for_token(database, token)
     if tab not in tabs_for(p) or tab not in TAB_PHASES:
         raise AccessError("This part of the study is not for your role.")
-    stage = consent.pending_stage(database, p)
+    study = studies.get_study(database, p["study_id"])
+    stage = consent.pending_stage(database, p, study)
     if stage:
         raise AccessError(consent.MESSAGES[stage])
     a = None
@@ -197,7 +198,6 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
     if a["status"] == "done":
         return SubmitResult(False, "This answer was already saved.", _stored(database, a),
                             get_view(database, token, tab, media_dir=media_dir))
-    study = studies.get_study(database, p["study_id"])
     phase = a["phase"]
     payload = payload or {}
     if phase == "record":

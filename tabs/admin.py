@@ -13,7 +13,7 @@ from services.study_import import import_zip
 from services.zerogpu import gpu
 from tabs import admin_participants, admin_questions
 from tabs.admin_common import host as _host
-from tabs.admin_common import pager
+from tabs.admin_common import download, pager
 from tabs.common import Ctx
 
 # model calls a Gradio event makes get a GPU on ZeroGPU (the identity elsewhere: services/zerogpu.py)
@@ -216,22 +216,15 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return f"**{type(e).__name__}:** {e}"
         return f"Rendered {out['items']} item images and {out['audio_texts']} distinct audio texts (each once)."
 
-    def do_export(sess, study_id, fmt, ids, events, request: gr.Request):
-        try:
-            auth.check(sess, _host(request))
-        except PermissionError as e:
-            return None, str(e)
-        if not study_id:
-            return None, "Pick a study first."
+    def make_export(study_id, fmt, ids, events):
         from services import export
 
-        try:
-            path = export.export_zip(ctx.database, study_id, ctx.settings.media_dir, fmt or "csv",
-                                     include_external_ids=bool(ids), include_events=bool(events))
-        except (ValueError, KeyError) as e:
-            return None, f"**The export could not be made:** {e}"
-        return str(path), f"`{path.name}`: tables, README.md (data dictionary) and manifest.json."
+        path = export.export_zip(ctx.database, study_id, ctx.settings.media_dir, fmt or "csv",
+                                 include_external_ids=bool(ids), include_events=bool(events))
+        return path, f"`{path.name}`: tables, README.md (data dictionary) and manifest.json."
 
+    do_export = download(auth, export_file, export_msg, make_export, (ValueError, KeyError),
+                         "**The export could not be made:** ")
     export_go.click(do_export, [session, study, export_format, export_ids, export_events], [export_file, export_msg],
                     api_name="admin_export", api_visibility="undocumented")
 

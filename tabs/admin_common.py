@@ -10,6 +10,26 @@ from services import admin
 from services.admin import Page
 
 
+def download(auth: admin.AdminAuth, file_out, message_out, make: Callable, errors=(ValueError,),
+             failed: str = "") -> Callable:
+    """The handler of a file the admin downloads: handler(request, session, study, *values) checks
+    the admin session and that a study is picked, then make(study, *values) -> (path, note).
+    A refusal or one of `errors` leaves no file and says why (after `failed`)."""
+    def handler(request: gr.Request, sess, study_id, *values):
+        try:
+            auth.check(sess, host(request))
+        except PermissionError as e:
+            return {file_out: None, message_out: str(e)}
+        if not study_id:
+            return {file_out: None, message_out: "Pick a study first."}
+        try:
+            path, note = make(study_id, *values)
+        except errors as e:
+            return {file_out: None, message_out: f"{failed}{e}"}
+        return {file_out: str(path), message_out: note}
+    return handler
+
+
 def host(request: gr.Request | None) -> str | None:
     if request is None or not request.client:
         return None

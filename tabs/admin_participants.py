@@ -12,7 +12,7 @@ from services import admin, participant_admin
 from services.participant_admin import STATUSES, whole_number
 from services.participants import link
 from services.study_files import ROLES
-from tabs.admin_common import host, pager
+from tabs.admin_common import download, host, pager
 from tabs.common import Ctx
 
 ALL = "all"
@@ -156,19 +156,11 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
                  [msg, full_link, ext_ids, *people.outputs], api_name="admin_participants_add",
                  api_visibility="undocumented")
 
-    def download(make):
-        def handler(sess, study_id, request: gr.Request):
-            try:
-                auth.check(sess, host(request))
-                return {msg: "", **make(study_id)}
-            except ERRORS as e:
-                return {msg: str(e)}
-        return handler
-
-    links_go.click(download(lambda sid: {links_file: str(participant_admin.links_csv(db, sid, ctx.settings.public_url))}),
+    links_go.click(download(auth, links_file, msg,
+                            lambda sid: (participant_admin.links_csv(db, sid, ctx.settings.public_url), "")),
                    [session, study], [msg, links_file], api_name="admin_participants_links_csv",
                    api_visibility="undocumented")
-    done_go.click(download(lambda sid: {done_file: str(participant_admin.completion_csv(db, sid))}),
+    done_go.click(download(auth, done_file, msg, lambda sid: (participant_admin.completion_csv(db, sid), "")),
                   [session, study], [msg, done_file], api_name="admin_completions_csv", api_visibility="undocumented")
 
     return ParticipantsUI(inputs=[role_filter, status_filter, people.page, done.page],

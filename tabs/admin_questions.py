@@ -10,6 +10,7 @@ from services.backends import BackendUnavailable
 from services.model_cache import MODEL_QUEUE
 from services.question_review import ReviewError
 from services.zerogpu import gpu
+from tabs.admin_common import download
 from tabs.admin_common import host as _host
 
 # LLM calls made from an event get a GPU on ZeroGPU (the identity elsewhere: services/zerogpu.py)
@@ -139,19 +140,11 @@ def build(ctx, auth, session, study):
     import_go.click(guarded(do_import), base + [import_file], outs, api_name="admin_questions_import",
                     api_visibility="undocumented")
 
-    def do_export(sess, study_id, request: gr.Request):
-        try:
-            auth.check(sess, _host(request))
-        except PermissionError as e:
-            return None, str(e)
-        if not study_id:
-            return None, "Pick a study first."
-        try:
-            path = question_review.export_csv(db, study_id)
-        except ReviewError as e:
-            return None, str(e)
-        return str(path), f"`{path.name}`: every draft of the study, accepted ones included."
+    def make_export(study_id):
+        path = question_review.export_csv(db, study_id)
+        return path, f"`{path.name}`: every draft of the study, accepted ones included."
 
+    do_export = download(auth, export_file, msg, make_export, (ReviewError,))
     export_go.click(do_export, [session, study], [export_file, msg], api_name="admin_questions_export",
                     api_visibility="undocumented")
 
