@@ -35,8 +35,10 @@ def build(ctx: Ctx) -> TabUI:
         feedback_msg = gr.Markdown()
         timer = gr.Timer(4, active=False)
 
-    for moved in (score.release, score.input):   # mouse or keyboard: either counts as rating
-        moved(lambda: True, None, touched, api_visibility="private")
+    # mouse or keyboard: either counts as rating. Set in the browser, not by a server round
+    # trip: a Submit clicked right after the move must already see it
+    for moved in (score.release, score.input):
+        moved(None, None, touched, js="() => true", api_visibility="private")
     # audio mode: the slider unlocks once the candidate has played to the end
     audio.stop(lambda: gr.update(interactive=True), None, score, api_visibility="private")
 

@@ -45,9 +45,10 @@ def build(ctx: Ctx) -> TabUI:
             slots.append((group, qa, mark))
         send = gr.Button("Submit validation", variant="primary", visible=False, elem_classes=["submit-btn"])
 
-    # moved by mouse (release) or keyboard arrows (input): either counts as a rating
+    # moved by mouse (release) or keyboard arrows (input): either counts as a rating; set in
+    # the browser so that a Submit right after the move sees it (no server round trip)
     for moved in (score.release, score.input):
-        moved(lambda: True, None, touched, api_visibility="private")
+        moved(None, None, touched, js="() => true", api_visibility="private")
 
     def render(view, notice="", error=""):
         has = view is not None and view.status == "item"

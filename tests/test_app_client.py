@@ -119,6 +119,19 @@ def test_validator_slider_untouched_is_refused(client, links):
     assert out[0]["notice"] == "Saved."
 
 
+@pytest.mark.parametrize("slider", ["da-slider", "sqm-slider"])
+def test_moving_a_slider_is_recorded_in_the_browser(client, slider):
+    """"Moved" is set by browser-only js, not a server round trip: a Submit clicked right after
+    the move was refused with "move the slider" when its event overtook the round trip."""
+    config = client.config
+    ids = {c["id"] for c in config["components"] if c.get("props", {}).get("elem_id") == slider}
+    assert ids, slider
+    moved = [d for d in config["dependencies"]
+             if any(t[0] in ids and t[1] in ("release", "input") for t in d["targets"])]
+    assert len(moved) == 2
+    assert all(d.get("js") and not d.get("backend_fn") for d in moved), moved
+
+
 def test_receiver_view_never_carries_source(client, links, app_server):
     tok = token_of(links["receiver"][1])
     v = view(client, tok, "receiver")
