@@ -87,26 +87,40 @@ def _text(value, what: str, required: bool = True) -> str:
 
 def adopt(database, study_id: str, starter_id: str | None = None) -> None:
     """Make the drafts agree with the questions in use before any review: a question in use
-    without an accepted draft (from the study folder, or put back by a re-import) becomes one, of
-    origin "imported"; an accepted draft that is no longer in use (a re-import replaced it)
-    goes back to draft."""
+    without an accepted draft (from the study folder, or put back by a re-import) becomes one (a
+    draft with the same text is accepted again, otherwise a new one of origin "imported"); an
+    accepted draft that is no longer in use (a re-import replaced it) goes back to draft. The
+    accepted drafts then take the order of the questions in use, so the next review action
+    does not renumber them."""
     targets = [starter_id] if starter_id else [s["id"] for s in studies.starters(database, study_id)]
-    add, demote = [], []
     for sid in targets:
         live = studies.questions(database, study_id, sid)
-        accepted = [d for d in question_drafts.for_starter(database, study_id, sid) if d["status"] == "accepted"]
-        live_keys = {(q["en"], q["pt"]) for q in live}
-        accepted_keys = {(d["en"], d["pt"]) for d in accepted}
-        demote += [d["id"] for d in accepted if (d["en"], d["pt"]) not in live_keys]
-        add += [(sid, q) for q in live if (q["en"], q["pt"]) not in accepted_keys]
-    if not add and not demote:
-        return
-    with database.write() as db:
-        for did in demote:
-            question_drafts.update(db, did, status="draft")
-        for sid, q in add:
-            question_drafts.insert(db, study_id, sid, q["en"], q["pt"], None, "imported", "study folder",
-                                   status="accepted")
+        drafts = question_drafts.for_starter(database, study_id, sid)
+        accepted = [d for d in drafts if d["status"] == "accepted"]
+        live_keys = [(q["en"], q["pt"]) for q in live]
+        if [(d["en"], d["pt"]) for d in accepted] == live_keys:
+            continue
+        # the draft that stands for each text: an accepted one first, then the earliest
+        by_key: dict[tuple, dict] = {}
+        for d in sorted(drafts, key=lambda d: (d["status"] != "accepted", d["position"], d["id"])):
+            by_key.setdefault((d["en"], d["pt"]), d)
+        with database.write() as db:
+            used: set[int] = set()
+            ids = []
+            for q, key in zip(live, live_keys):
+                d = by_key.get(key)
+                if d is None or d["id"] in used:
+                    ids.append(question_drafts.insert(db, study_id, sid, q["en"], q["pt"], None, "imported",
+                                                      "study folder", status="accepted"))
+                    continue
+                if d["status"] != "accepted":
+                    question_drafts.update(db, d["id"], status="accepted")
+                used.add(d["id"])
+                ids.append(d["id"])
+            for d in accepted:           # accepted but no longer in use: back to draft
+                if d["id"] not in used:
+                    question_drafts.update(db, d["id"], status="draft")
+            question_drafts.order_accepted(db, study_id, sid, ids)
 
 
 def _rebuild(db, database, study_id: str, starter_id: str) -> None:

@@ -31,6 +31,19 @@ def update(db, draft_id: int, **fields) -> None:
                [*fields.values(), now(), draft_id])
 
 
+def order_accepted(db, study_id: str, starter_id: str, ids: list[int]) -> None:
+    """The drafts `ids` (the accepted ones) take, in this order, the positions they hold between
+    them; the other drafts keep theirs."""
+    if not ids:
+        return
+    marks = ",".join("?" * len(ids))
+    slots = sorted(r[0] for r in db.execute(
+        f"SELECT position FROM question_drafts WHERE study_id = ? AND starter_id = ? AND id IN ({marks})",
+        [study_id, starter_id, *ids]).fetchall())
+    for draft_id, pos in zip(ids, slots):
+        db.execute("UPDATE question_drafts SET position = ? WHERE id = ?", [pos, draft_id])
+
+
 def get(database: Database, draft_id: int) -> dict | None:
     return database.one("SELECT * FROM question_drafts WHERE id = ?", [draft_id])
 

@@ -269,8 +269,20 @@ def test_a_reimport_that_changes_questions_is_followed(database, tmp_path):
     drafts = question_review.starter_view(database, STUDY, "s03")["drafts"]
     status = dict(zip(drafts["en"], drafts["status"]))
     assert status[first[1]] == "draft" and status["Who got stung by the wasp?"] == "accepted"
-    assert list(drafts[drafts["status"] == "accepted"]["en"]) == [q[1] for q in in_use(database, "s03")][1:] + [
-        "Who got stung by the wasp?"]
+    live = in_use(database, "s03")
+    assert live[0][1] == "Who got stung by the wasp?"
+    assert list(drafts[drafts["status"] == "accepted"]["en"]) == [q[1] for q in live]   # same order
+    question_review.accept(database, int(drafts[drafts["en"] == first[1]]["id"].iloc[0]))
+    # accepted again, it takes its place in the draft order: first, where it was
+    assert [q[1:] for q in in_use(database, "s03")] == [first[1:]] + [q[1:] for q in live]
+    question_review.unaccept(database, int(drafts[drafts["en"] == first[1]]["id"].iloc[0]))
+    # the folder's first question back: its old draft is accepted again, not copied
+    (folder / "questions.csv").write_text(text, encoding="utf-8")
+    assert import_study(database, folder).status == "updated"
+    drafts = question_review.starter_view(database, STUDY, "s03")["drafts"]
+    assert list(drafts["en"]).count(first[1]) == 1
+    assert list(drafts[drafts["status"] == "accepted"]["en"]) == [q[1] for q in in_use(database, "s03")]
+    assert in_use(database, "s03")[0] == first
 
 
 def test_questions_receivers_have_seen_cannot_change(gen_db, llm_env):
