@@ -163,6 +163,30 @@ def serve_tls(args, settings) -> tuple[str | None, str | None]:
 ANALYTICS_EVERY = "500"
 
 
+def patient_start_probe(seconds: float = 60.0) -> None:
+    """Gradio's launch() checks that it can reach its own "/" (a HEAD with a 3 s timeout) and
+    gives up on the first timeout with "localhost is not accessible". A restart while
+    participants' browsers reconnect all at once (a Space rebuild, a kill -9 mid-study) keeps
+    the server busy past that: probe again until `seconds` have passed instead."""
+    import time
+
+    from gradio import networking
+
+    once = networking.url_ok
+    if getattr(once, "patient", False):
+        return
+
+    def url_ok(url: str) -> bool:
+        deadline = time.monotonic() + seconds
+        while not once(url):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.5)
+        return True
+    url_ok.patient = True
+    networking.url_ok = url_ok
+
+
 def cmd_serve(args, settings):
     import dataclasses
     import os
@@ -189,6 +213,7 @@ def cmd_serve(args, settings):
         ensure_demo(database, settings)
     demo = build_app(settings, database)
     demo.queue(default_concurrency_limit=16)
+    patient_start_probe()
     demo.launch(server_name=host, server_port=args.port or settings.port,
                 css_paths=[ROOT / "assets" / "style.css"], js=KEYBOARD_JS, allowed_paths=[str(settings.media_dir)],
                 # ssl_verify only concerns gradio's start-up probe of its own local URL

@@ -279,3 +279,42 @@ def test_a_forked_child_opens_its_own_connection(tmp_path):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert database.query("SELECT pid, same FROM t") == [{"pid": pid, "same": 0}]
+
+
+# -- start-up under load ----------------------------------------------------------------------
+def test_start_probe_waits_out_a_busy_server(monkeypatch):
+    """Gradio's own probe gives up on the first 3 s timeout ("localhost is not accessible"),
+    which a restart while participants reconnect can cause; the app's probe asks again."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import app
+    from gradio import networking
+
+    calls = []
+
+    class Busy(BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            calls.append(1)
+            if len(calls) == 1:
+                threading.Event().wait(3.5)          # the first answer comes after gradio's timeout
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Busy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    try:
+        assert networking.url_ok(url) is False          # gradio's probe alone: refused
+        monkeypatch.setattr(networking, "url_ok", networking.url_ok)
+        calls.clear()
+        app.patient_start_probe(seconds=20)
+        assert networking.url_ok(url) is True
+        assert len(calls) >= 2
+        app.patient_start_probe(seconds=20)              # idempotent: not wrapped twice
+        assert networking.url_ok.patient
+    finally:
+        server.shutdown()
