@@ -13,7 +13,7 @@ from services.study_import import import_zip
 from services.zerogpu import gpu
 from tabs import admin_participants, admin_questions
 from tabs.admin_common import host as _host
-from tabs.admin_common import download, pager
+from tabs.admin_common import download, pager, pick_row
 from tabs.common import Ctx
 
 # model calls a Gradio event makes get a GPU on ZeroGPU (the identity elsewhere: services/zerogpu.py)
@@ -37,7 +37,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             with gr.Accordion("Recordings to review (flagged by QC)", open=True):
                 review = pager("Flagged recordings", wrap=True)
                 with gr.Row():
-                    rec_id = gr.Number(label="Recording id (from the table above)", value=None, precision=0, scale=1)
+                    rec_id = gr.Number(label="Recording id (click its row above)", value=None, precision=0, scale=1)
                     show_rec = gr.Button("Open", scale=1)
                 rec_audio = gr.Audio(label="Recording", type="filepath", interactive=False, elem_id="review-audio")
                 rec_text = gr.Markdown(elem_id="review-text")
@@ -48,7 +48,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             with gr.Accordion("Background jobs", open=False):
                 jobs = pager("Jobs (failed first)", wrap=True)
                 with gr.Row():
-                    job_id = gr.Number(label="Job id (from the table above)", value=None, precision=0)
+                    job_id = gr.Number(label="Job id (click its row above)", value=None, precision=0)
                     retry = gr.Button("Retry failed job")
                 job_msg = gr.Markdown()
             with gr.Accordion("Loaded models", open=False):
@@ -175,6 +175,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                    "admin_exchanges_page")
     reload_jobs = jobs.wire(auth, session, [], lambda no: admin.jobs_page(ctx.database, no), job_msg,
                             "admin_jobs_page")
+    pick_row(review.table, rec_id)
+    pick_row(jobs.table, job_id)
     show_rec.click(open_recording, [session, rec_id], [review_msg, rec_audio, rec_text],
                    api_name="admin_open_recording", api_visibility="undocumented")
     for button, decision in ((accept, "accept"), (reject, "reject")):

@@ -78,6 +78,16 @@ class Pager:
         return turn(0, clear=False)
 
 
+def pick_row(table: gr.Dataframe, field):
+    """Clicking a row of `table` puts its first column (the id) into `field`, so the admin picks
+    a participant, recording, job or draft by clicking rather than typing its number. Only
+    table values the admin already sees travel; the action buttons check the session."""
+    def picked(evt: gr.SelectData):
+        row = evt.row_value or []
+        return row[0] if row and row[0] not in ("", None) else gr.skip()
+    return table.select(picked, None, field, api_visibility="private")
+
+
 def _page_no(value) -> int:
     try:
         return int(value)

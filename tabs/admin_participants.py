@@ -12,7 +12,7 @@ from services import admin, participant_admin
 from services.participant_admin import STATUSES, whole_number
 from services.participants import link
 from services.study_files import ROLES
-from tabs.admin_common import download, host, pager
+from tabs.admin_common import download, host, pager, pick_row
 from tabs.common import Ctx
 
 ALL = "all"
@@ -39,7 +39,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
         people = pager("Participants (links shortened; show one in full below, or download them all)",
                        wrap=True, elem_id="participants")
         with gr.Row(equal_height=True):
-            pid = gr.Number(label="Participant id (from the table above)", value=None, precision=0, min_width=150)
+            pid = gr.Number(label="Participant id (click its row above)", value=None, precision=0, min_width=150)
             show = gr.Button("Show link", size="md", min_width=100)
             deactivate = gr.Button("Deactivate", variant="stop", size="md", min_width=100)
             reactivate = gr.Button("Reactivate", size="md", min_width=100)
@@ -111,6 +111,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
         except ERRORS as e:
             return {msg: str(e), full_link: ""}
 
+    pick_row(people.table, pid)
     show.click(on_show, [session, study, pid], [msg, full_link], api_name="admin_participants_link",
                api_visibility="undocumented")
 

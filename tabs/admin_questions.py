@@ -10,7 +10,7 @@ from services.backends import BackendUnavailable
 from services.model_cache import MODEL_QUEUE
 from services.question_review import ReviewError
 from services.zerogpu import gpu
-from tabs.admin_common import download
+from tabs.admin_common import download, pick_row
 from tabs.admin_common import host as _host
 
 # LLM calls made from an event get a GPU on ZeroGPU (the identity elsewhere: services/zerogpu.py)
@@ -37,7 +37,7 @@ def build(ctx, auth, session, study):
         drafts = gr.Dataframe(label="Questions of this starter (accepted, drafts, rejected)", interactive=False,
                               wrap=True)
         with gr.Row():
-            draft_id = gr.Number(label="Draft id (from the table)", value=None, precision=0, scale=1)
+            draft_id = gr.Number(label="Draft id (click its row)", value=None, precision=0, scale=1)
             en = gr.Textbox(label="English question", scale=3)
             pt = gr.Textbox(label="Portuguese question", scale=3)
             answer = gr.Textbox(label="Reference answer (from the starter)", scale=2)
@@ -159,4 +159,6 @@ def build(ctx, auth, session, study):
             return {en: gr.update(), pt: gr.update(), answer: gr.update()}
         return {en: d["en"], pt: d["pt"], answer: d["answer_en"] or ""}
 
+    pick_row(drafts, draft_id)          # the change below then fills the edit boxes
+    pick_row(summary, starter).then(guarded(refresh), base, outs, api_visibility="private")
     draft_id.change(fill_form, [session, study, draft_id], [en, pt, answer], api_visibility="private")

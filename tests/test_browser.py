@@ -72,6 +72,22 @@ def test_admin_tab_on_localhost_without_password(app_server, page):
     page.get_by_role("button", name="Log in").click()
     page.get_by_text("Progress by role and phase").first.wait_for(timeout=15000)
     page.screenshot(path=str(ARTIFACTS / "admin.png"), full_page=True)
+    # clicking a participant's row picks it for the actions below the table
+    first_cell = page.locator("#participants [data-testid='cell-1-0']")
+    first_cell.wait_for(timeout=15000)
+    pid = first_cell.inner_text().strip()
+    page.locator("#participants [data-testid='cell-1-1']").click()      # any cell of the row
+    field = page.get_by_label("Participant id (click its row above)")
+    page.wait_for_function("([el, v]) => el.value === v", arg=[field.element_handle(), pid], timeout=15000)
+    page.get_by_role("button", name="Show link").click()
+    link = page.locator("#participant-link textarea")
+    page.wait_for_function("el => el.value.includes('?t=')", arg=link.element_handle(), timeout=15000)
+    import sqlite3
+    con = sqlite3.connect(app_server.env["TRADLAB_DB"])
+    token = con.execute("SELECT token FROM participants WHERE id = ?", (int(pid),)).fetchone()[0]
+    con.close()
+    assert link.input_value().strip().endswith("?t=" + token)
+    page.screenshot(path=str(ARTIFACTS / "admin-participant-picked.png"), full_page=True)
 
 
 def test_forged_link_says_so(app_server, page):
