@@ -26,7 +26,7 @@ def build(ctx, auth, session, study):
                     "CSV columns: `draft_id, starter_id, status, origin, en, pt, answer_en` (import: an empty "
                     "draft_id adds a draft; status draft, accepted or rejected; the whole file is checked first).")
         status = gr.Markdown(elem_id="questions-status")
-        summary = gr.Dataframe(label="Starters", interactive=False)
+        summary = gr.Dataframe(label="Starters", interactive=False, elem_id="question-starters")
         with gr.Row():
             # custom values allowed: API callers name a starter before the list is filled (the
             # section checks it against the study anyway)
@@ -35,7 +35,9 @@ def build(ctx, auth, session, study):
             show = gr.Button("Show", scale=1)
         starter_text = gr.HTML()
         drafts = gr.Dataframe(label="Questions of this starter (accepted, drafts, rejected)", interactive=False,
-                              wrap=True)
+                              wrap=True, elem_id="question-drafts",
+                              # id, status, origin, en, pt, answer_en, model: the texts get the room
+                              column_widths=["6%", "10%", "10%", "26%", "26%", "12%", "10%"])
         with gr.Row():
             draft_id = gr.Number(label="Draft id (click its row)", value=None, precision=0, scale=1)
             en = gr.Textbox(label="English question", scale=3)

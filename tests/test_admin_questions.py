@@ -132,6 +132,43 @@ def test_generate_review_and_export_import(client, session, app, tmp_path):
     assert in_use(app) == [GENERATED[3], "Which antibiotic is she allergic to?"]
 
 
+@pytest.mark.browser
+def test_rows_are_picked_by_clicking_in_the_browser(client, session, app):
+    """A starter's row opens its drafts; a draft's row fills the id and the edit boxes."""
+    from pathlib import Path
+
+    from playwright.sync_api import sync_playwright
+
+    from tests.test_browser import ARTIFACTS, CHROMIUM, FLAGS
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is not installed: `make test` installs it (apt-get install chromium)")
+    call(client, "admin_questions_view", session, STUDY, "s03", 1)   # its folder questions become drafts
+    s03 = rows(app, "SELECT id, en FROM question_drafts WHERE study_id = ? AND starter_id = 's03' "
+                    "ORDER BY position, id", [STUDY])
+    assert s03
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1200, "height": 1000})
+        page.goto(app.url)
+        page.get_by_role("button", name="Log in").click()
+        page.get_by_text("Comprehension questions", exact=True).first.click()
+        starters = page.locator("#question-starters [role=gridcell]")
+        starters.first.wait_for(timeout=20000)
+        row = next(i for i in range(page.locator("#question-starters [role=row]").count() - 1)
+                   if page.locator(f"#question-starters [data-testid='cell-{i}-0']").inner_text().strip() == "s03")
+        page.locator(f"#question-starters [data-testid='cell-{row}-1']").click()
+        first = page.locator("#question-drafts [data-testid='cell-0-0']")
+        page.wait_for_function("el => el.innerText.trim() === String(%d)" % s03[0][0],
+                               arg=first.element_handle(timeout=20000), timeout=20000)
+        page.locator("#question-drafts [data-testid='cell-0-3']").click()
+        box = page.get_by_label("English question")
+        page.wait_for_function("([el, v]) => el.value === v", arg=[box.element_handle(), s03[0][1]], timeout=20000)
+        assert page.get_by_label("Draft id (click its row)").input_value() == str(s03[0][0])
+        page.screenshot(path=str(ARTIFACTS / "admin-questions-picked.png"), full_page=True)
+        browser.close()
+
+
 def test_every_questions_event_refuses_without_the_admin_session(client, app):
     for api in APIS:
         dep = next(d for d in client.config["dependencies"] if d.get("api_name") == api)
