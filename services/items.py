@@ -137,14 +137,17 @@ def _content(database, study, p, a) -> dict:
                 "sqm": texts(study)["sqm"]}
     # surveys
     rec = results.recording_for_exchange(database, ex["id"])
+    perspective = "first" if ex["sender_id"] == p["id"] else "third"
+    survey = texts(study)["survey"]
+    wording = (lambda k: survey[k]) if perspective == "first" else (lambda k: survey[f"{k}_third"])
     content = {"stage": "baseline" if phase == "survey_baseline" else "informed",
-               "perspective": "first" if ex["sender_id"] == p["id"] else "third",
+               "perspective": perspective,
                "source_html": bold_key_spans(st["text"], st["key_spans"]),
                "translation": tr["text"],
-               "recording": rec["path_original"] if rec and ex["sender_id"] == p["id"] else None,
-               "statements": {k: texts(study)["survey"][k] for k in ("satisfaction", "trust", "reliance")},
-               "instruction": texts(study)["survey"]["instruction"],
-               "likert": texts(study)["survey"]["likert"]}
+               "recording": rec["path_original"] if rec and perspective == "first" else None,
+               "statements": {k: wording(k) for k in ("satisfaction", "trust", "reliance")},
+               "heading": wording("heading"), "instruction": wording("instruction"),
+               "likert": survey["likert"]}
     if phase == "survey_informed":
         outcomes = []
         for v in results.validations_for_exchange(database, ex["id"]):

@@ -51,7 +51,7 @@ def build(ctx: Ctx) -> TabUI:
         out = {state: view_dict(view, notice, error), header: header_html(view, notice, error),
                item: view.item_id if has else "",
                stage: ("**What happened next** (the same statements again, now that you know the outcome)"
-                       if informed else "**Your message and its translation**") if has else "",
+                       if informed else f"**{c.get('heading', '')}**") if has else "",
                source: gr.update(value=c.get("source_html", ""), visible=has),
                recording: gr.update(value=c.get("recording"), visible=bool(c.get("recording"))),
                translation: f"**Portuguese translation**\n\n{c['translation']}" if has else "",

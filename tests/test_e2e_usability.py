@@ -176,6 +176,8 @@ def test_four_phases_end_to_end(e2e):
             assert len(vis) == 3
             for value, i in zip(choices[stage], vis):
                 groups.nth(i).locator("label", has_text=re.compile(rf"^\s*{value} ")).click()
+            if stage == "baseline":       # the sender's own message: first-person wording
+                assert "Your message and its translation" in page.content() and "what I said" in page.content()
             if stage == "informed":
                 assert "correctly" in page.content() and "70 / 100" in page.content()
                 shot(page, "4-survey-informed")

@@ -21,13 +21,18 @@ def study_with(tmp_path, scales: str):
 
 
 def test_a_study_rewords_the_survey(database, tmp_path):
-    folder = study_with(tmp_path, '[survey]\ntrust = "Confio que a tradução transmite o meu pedido."\n')
+    folder = study_with(tmp_path, '[survey]\ntrust = "Confio que a tradução transmite o meu pedido."\n'
+                                  'trust_third = "Confio que, se fosse meu, a tradução transmitiria o pedido."\n')
     import_study(database, folder)
     rater = add_participants(database, "demo", "rater", 1)[0]
     v = get_view(database, rater.token, "survey")
-    assert v.content["statements"]["trust"] == "Confio que a tradução transmite o meu pedido."
+    # a rater rates someone else's message: the third-person wording, which the study keeps
+    assert v.content["perspective"] == "third"
+    assert v.content["statements"]["trust"] == "Confio que, se fosse meu, a tradução transmitiria o pedido."
     # everything not overridden keeps the default wording
-    assert v.content["statements"]["satisfaction"] == defaults()["survey"]["satisfaction"]
+    assert v.content["statements"]["satisfaction"] == defaults()["survey"]["satisfaction_third"]
+    assert v.content["heading"] == defaults()["survey"]["heading_third"] == "The message and its translation"
+    assert v.content["instruction"] == defaults()["survey"]["instruction_third"]
     assert v.content["likert"] == defaults()["survey"]["likert"]
 
 
