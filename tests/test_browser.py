@@ -131,3 +131,35 @@ def test_semantic_differential_scale_stays_on_one_line_on_a_phone(app_server, pa
         phone.screenshot(path=str(ARTIFACTS / "sd-phone.png"), full_page=True)
     finally:
         phone.close()
+
+
+def test_validator_scale_labels_do_not_overlap_on_a_phone(app_server, page):
+    from gradio_client import Client
+
+    from tests.conftest import token_of
+    from tests.test_app_client import receiver_inputs
+
+    client = Client(app_server.url, verbose=False)
+    links = app_server.links()
+    validators = [token_of(u) for u in links["validator"]]
+    if all(client.predict(t, "validator", api_name="/view")["status"] != "item" for t in validators):
+        tok = token_of(links["receiver"][-1])             # one answer set opens a validator item
+        v = client.predict(tok, "receiver", api_name="/view")
+        answers = [("sim", False)] * len(v["content"]["questions"])
+        client.predict(*receiver_inputs(tok, v["item_id"], v, answers), api_name="/receiver_submit")
+    tok = next(t for t in validators if client.predict(t, "validator", api_name="/view")["status"] == "item")
+    phone = page.context.browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        phone.goto(f"{app_server.url}/?t={tok}")
+        phone.locator(".sqm-label").first.wait_for(timeout=20000)
+        boxes = [b.bounding_box() for b in phone.locator(".sqm-label").all()]
+        assert len(boxes) == 4
+
+        def overlap(a, b):
+            return not (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"] or
+                        a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
+        assert not any(overlap(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:]), boxes
+        assert all(0 <= b["x"] and b["x"] + b["width"] <= 390 for b in boxes), boxes
+        phone.screenshot(path=str(ARTIFACTS / "validator-phone.png"), full_page=True)
+    finally:
+        phone.close()
