@@ -354,3 +354,14 @@ def test_passwordless_admin_refuses_a_request_through_a_proxy(app_server):
     assert "localhost" in str(out[1])
     direct = Client(app_server.url, verbose=False).predict("", api_name="/admin_login")
     assert direct[0]
+
+
+def test_the_page_is_sent_compressed(app_server):
+    """Every page load carries the whole app's config (~460 KB); gzip shrinks it about tenfold."""
+    import httpx
+
+    r = httpx.get(app_server.url + "/", headers={"Accept-Encoding": "gzip"}, timeout=30)
+    assert r.status_code == 200 and r.headers["content-encoding"] == "gzip"
+    assert r.num_bytes_downloaded * 5 < len(r.content) and '"components"' in r.text
+    plain = httpx.get(app_server.url + "/", headers={"Accept-Encoding": "identity"}, timeout=30)
+    assert "content-encoding" not in plain.headers and abs(len(plain.content) - len(r.content)) < 1000
