@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -106,6 +107,15 @@ class RunningApp:
         if self.proc:
             self.log.close()
 
+    def rows(self, sql: str, params=()) -> list[tuple]:
+        """Query the app's database directly (the tests' view of what the server stored)."""
+        con = sqlite3.connect(self.env["TRADLAB_DB"], timeout=30)
+        try:
+            with con:
+                return con.execute(sql, params).fetchall()
+        finally:
+            con.close()
+
     def links(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
         res = self.cli("links", "--study", "demo")
@@ -131,6 +141,11 @@ def app_server(tmp_path_factory):
     app.start()
     yield app
     app.stop()
+
+
+def admin_session(client) -> str:
+    """An admin session from the password form (empty: the tests' local, passwordless admin)."""
+    return client.predict("", api_name="/admin_login")[0]
 
 
 def token_of(url: str) -> str:

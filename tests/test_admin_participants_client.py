@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
-import sqlite3
 
 import pytest
 from gradio_client import Client
 
-from tests.conftest import token_of
+from tests.conftest import admin_session, token_of
 
 # every new admin event with well-formed arguments after the session
 NEW_EVENTS = {
@@ -36,7 +35,7 @@ def client(app_server):
 
 @pytest.fixture(scope="module")
 def session(client):
-    return client.predict("", api_name="/admin_login")[0]
+    return admin_session(client)
 
 
 @pytest.fixture(scope="module")
@@ -44,17 +43,9 @@ def links(app_server):
     return app_server.links()
 
 
-def rows(app_server, sql, params=()):
-    con = sqlite3.connect(app_server.env["TRADLAB_DB"], timeout=30)
-    try:
-        with con:
-            return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
-
 
 def pid_of(app_server, url):
-    return rows(app_server, "SELECT id FROM participants WHERE token = ?", (token_of(url),))[0][0]
+    return app_server.rows("SELECT id FROM participants WHERE token = ?", (token_of(url),))[0][0]
 
 
 def view(client, token, tab):
@@ -68,11 +59,11 @@ def path_of(f):
 @pytest.mark.parametrize("api", sorted(NEW_EVENTS))
 def test_every_new_event_refuses_a_session_that_is_not_the_admins(client, session, links, app_server, api):
     # (the admin's login on this client fills the study dropdown's choices; the calls below forge the session)
-    before = rows(app_server, "SELECT COUNT(*), SUM(active), GROUP_CONCAT(token) FROM participants")
+    before = app_server.rows("SELECT COUNT(*), SUM(active), GROUP_CONCAT(token) FROM participants")
     for forged in ("forged", token_of(links["receiver"][0])):
         out = client.predict(forged, *NEW_EVENTS[api], api_name=f"/{api}")
         assert "log in" in json.dumps(out, default=str).lower(), (api, out)
-    assert rows(app_server, "SELECT COUNT(*), SUM(active), GROUP_CONCAT(token) FROM participants") == before
+    assert app_server.rows("SELECT COUNT(*), SUM(active), GROUP_CONCAT(token) FROM participants") == before
 
 
 def test_participants_table_is_paged_filtered_and_shows_short_links(client, session, links, app_server):
@@ -86,7 +77,7 @@ def test_participants_table_is_paged_filtered_and_shows_short_links(client, sess
     assert all(r["link"].endswith("…") and len(r["link"]) == 7 for r in got)
     assert not any(t in json.dumps(table) for t in tokens)        # never a whole token in the table
     exchanges = client.predict(session, 1, "demo", api_name="/admin_exchanges_page")
-    n = rows(app_server, "SELECT COUNT(*) FROM exchanges WHERE study_id = 'demo'")[0][0]
+    n = app_server.rows("SELECT COUNT(*) FROM exchanges WHERE study_id = 'demo'")[0][0]
     assert exchanges[0] == "" and exchanges[3] == f"Page 1 of 1 · {n} rows" and len(exchanges[1]["data"]) == n
     clamped = client.predict(session, 99, "demo", api_name="/admin_exchanges_page")
     assert clamped[2] == 1                                      # they fit on one page of 100
@@ -111,13 +102,13 @@ def test_full_link_deactivate_reactivate_and_a_new_link(client, session, links, 
     assert "new link" in out[0] and out[1] != url and out[1].startswith(app_server.url)
     assert "not valid" in view(client, token_of(url), "receiver")["message"]
     assert view(client, token_of(out[1]), "receiver")["progress"] == done_before
-    assert rows(app_server, "SELECT COUNT(*) FROM events WHERE action IN ('deactivate', 'reactivate', 'new_link') "
+    assert app_server.rows("SELECT COUNT(*) FROM events WHERE action IN ('deactivate', 'reactivate', 'new_link') "
                             "AND entity_id = ?", (str(pid),))[0][0] == 3
 
 
 def test_reassign_then_add_a_receiver_who_takes_the_waiting_items(client, session, links, app_server):
     pid = pid_of(app_server, links["receiver"][0])
-    opened = rows(app_server, "SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND status = 'open'", (pid,))
+    opened = app_server.rows("SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND status = 'open'", (pid,))
     out = client.predict(session, "demo", pid, "all", "all", 1, api_name="/admin_participants_reassign")
     assert "deactivate them first" in out[0]
     client.predict(session, "demo", pid, "all", "all", 1, api_name="/admin_participants_deactivate")
@@ -126,20 +117,20 @@ def test_reassign_then_add_a_receiver_who_takes_the_waiting_items(client, sessio
     bad = client.predict(session, "demo", "receiver", 1, "", "", "ok\nnot ok!", "all", "all", 1,
                          api_name="/admin_participants_add")
     assert "'not ok!' is not valid" in bad[0]
-    count = rows(app_server, "SELECT COUNT(*) FROM participants")[0][0]
+    count = app_server.rows("SELECT COUNT(*) FROM participants")[0][0]
     out = client.predict(session, "demo", "receiver", 1, "", "", "EXT-NEW-1", "receiver", "all", 1,
                          api_name="/admin_participants_add")
     assert "Added 1 receiver" in out[0] and out[1].startswith(app_server.url)
-    assert rows(app_server, "SELECT COUNT(*) FROM participants")[0][0] == count + 1
+    assert app_server.rows("SELECT COUNT(*) FROM participants")[0][0] == count + 1
     new = pid_of(app_server, out[1])
-    took = rows(app_server, "SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND status = 'open'", (new,))
+    took = app_server.rows("SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND status = 'open'", (new,))
     assert took[0][0] >= opened[0][0] > 0
 
 
 def test_the_completion_list_and_its_csv(client, session, links, app_server):
     pid = pid_of(app_server, links["validator"][0])
     # what services/items does when a participant first finishes their role
-    rows(app_server, "UPDATE participants SET completed_at = '2026-01-02T03:04:05.000+00:00', "
+    app_server.rows("UPDATE participants SET completed_at = '2026-01-02T03:04:05.000+00:00', "
                      "prolific_pid = 'PPID-7' WHERE id = ?", (pid,))
     msg, table, page, info = client.predict(session, 1, "demo", api_name="/admin_completions_page")
     got = [dict(zip(table["headers"], r)) for r in table["data"]]

@@ -5,12 +5,11 @@ checks the admin session, and nothing reaches the study's questions before accep
 from __future__ import annotations
 
 import csv
-import sqlite3
 
 import pytest
 from gradio_client import Client, handle_file
 
-from tests.conftest import RunningApp
+from tests.conftest import RunningApp, admin_session
 from tests.openai_server import OpenAIServer
 from tests.test_question_gen import GENERATED, STUDY, make_study, respond
 
@@ -45,19 +44,12 @@ def client(app):
 
 @pytest.fixture(scope="module")
 def session(client):
-    return client.predict("", api_name="/admin_login")[0]
+    return admin_session(client)
 
-
-def rows(app, sql, params=()):
-    con = sqlite3.connect(app.env["TRADLAB_DB"])
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
 
 
 def in_use(app, starter="s01"):
-    return [r[0] for r in rows(app, "SELECT en FROM questions WHERE study_id = ? AND starter_id = ? ORDER BY idx",
+    return [r[0] for r in app.rows("SELECT en FROM questions WHERE study_id = ? AND starter_id = ? ORDER BY idx",
                                [STUDY, starter])]
 
 
@@ -102,7 +94,7 @@ def test_generate_review_and_export_import(client, session, app, tmp_path):
 
     out = call(client, "admin_questions_regenerate", session, STUDY, "s01", 1, ids[1])
     assert "rewritten" in out[5]
-    assert rows(app, "SELECT en FROM question_drafts WHERE id = ?", [ids[1]])[0][0] == GENERATED[3]
+    assert app.rows("SELECT en FROM question_drafts WHERE id = ?", [ids[1]])[0][0] == GENERATED[3]
 
     # export, change, import; a bad file changes nothing
     path, msg = client.predict(session, STUDY, api_name="/admin_questions_export")
@@ -123,10 +115,10 @@ def test_generate_review_and_export_import(client, session, app, tmp_path):
         w.writerows(exported + [new])
     bad = tmp_path / "bad.csv"
     bad.write_text(good.read_text(encoding="utf-8") + ",s99,draft,,Who?,Quem?,\n", encoding="utf-8")
-    before = rows(app, "SELECT COUNT(*) FROM question_drafts")[0][0]
+    before = app.rows("SELECT COUNT(*) FROM question_drafts")[0][0]
     out = call(client, "admin_questions_import", session, STUDY, "s01", 1, handle_file(str(bad)))
     assert "Nothing was imported" in out[5] and "unknown starter 's99'" in out[5]
-    assert rows(app, "SELECT COUNT(*) FROM question_drafts")[0][0] == before and in_use(app) == []
+    assert app.rows("SELECT COUNT(*) FROM question_drafts")[0][0] == before and in_use(app) == []
     out = call(client, "admin_questions_import", session, STUDY, "s01", 1, handle_file(str(good)))
     assert "1 new draft(s), 1 updated" in out[5]
     assert in_use(app) == [GENERATED[3], "Which antibiotic is she allergic to?"]
@@ -144,7 +136,7 @@ def test_rows_are_picked_by_clicking_in_the_browser(client, session, app):
     if not Path(CHROMIUM).exists():
         pytest.fail("Chromium is not installed: `make test` installs it (apt-get install chromium)")
     call(client, "admin_questions_view", session, STUDY, "s03", 1)   # its folder questions become drafts
-    s03 = rows(app, "SELECT id, en FROM question_drafts WHERE study_id = ? AND starter_id = 's03' "
+    s03 = app.rows("SELECT id, en FROM question_drafts WHERE study_id = ? AND starter_id = 's03' "
                     "ORDER BY position, id", [STUDY])
     assert s03
     with sync_playwright() as p:
@@ -177,4 +169,4 @@ def test_every_questions_event_refuses_without_the_admin_session(client, app):
         out = client.predict(*args, api_name=f"/{api}")
         text = str(out).lower()
         assert "log in" in text, (api, text[:200])
-    assert rows(app, "SELECT COUNT(*) FROM events WHERE actor = 'forged'")[0][0] == 0
+    assert app.rows("SELECT COUNT(*) FROM events WHERE actor = 'forged'")[0][0] == 0

@@ -1,12 +1,11 @@
 """Links, resume and idempotency through gradio_client against the launched app."""
 from __future__ import annotations
 
-import sqlite3
 
 import pytest
 from gradio_client import Client
 
-from tests.conftest import token_of
+from tests.conftest import admin_session, token_of
 
 
 @pytest.fixture(scope="module")
@@ -30,13 +29,6 @@ def receiver_inputs(token, item_id, state, answers):
         slots += answers[i] if i < len(answers) else ("", False)
     return [token, item_id, state, *slots]
 
-
-def db_rows(app_server, sql, params=()):
-    con = sqlite3.connect(app_server.env["TRADLAB_DB"])
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
 
 
 def test_link_shows_next_item_and_progress(client, links):
@@ -70,7 +62,7 @@ def test_submit_is_idempotent_and_resumes(client, links, app_server):
     # the same submission again writes nothing and says so
     out2 = client.predict(*receiver_inputs(tok, item, first, answers), api_name="/receiver_submit")
     assert out2[0].get("notice") == "This answer was already saved."
-    rows = db_rows(app_server, "SELECT COUNT(*) FROM answers a JOIN assignments s ON s.id = a.assignment_id "
+    rows = app_server.rows("SELECT COUNT(*) FROM answers a JOIN assignments s ON s.id = a.assignment_id "
                                "WHERE s.item_id = ? AND s.phase = 'receive'", (item,))
     assert rows[0][0] == n
     # a reload (a fresh view) resumes at the first unfinished item
@@ -84,7 +76,7 @@ def test_missing_answers_are_refused_and_nothing_stored(client, links, app_serve
     out = client.predict(*receiver_inputs(tok, v["item_id"], v, [("só uma", False)]), api_name="/receiver_submit")
     assert "answer every question" in out[0]["error"]
     assert out[0]["item_id"] == v["item_id"]
-    rows = db_rows(app_server, "SELECT COUNT(*) FROM answers a JOIN assignments s ON s.id = a.assignment_id "
+    rows = app_server.rows("SELECT COUNT(*) FROM answers a JOIN assignments s ON s.id = a.assignment_id "
                                "JOIN participants p ON p.id = s.participant_id WHERE p.token = ?", (tok,))
     assert rows[0][0] == 0
 
@@ -135,7 +127,7 @@ def test_moving_a_slider_is_recorded_in_the_browser(client, slider):
 def test_receiver_view_never_carries_source(client, links, app_server):
     tok = token_of(links["receiver"][1])
     v = view(client, tok, "receiver")
-    ex = db_rows(app_server, "SELECT st.text FROM assignments a JOIN exchanges e ON e.id = a.exchange_id "
+    ex = app_server.rows("SELECT st.text FROM assignments a JOIN exchanges e ON e.id = a.exchange_id "
                              "JOIN starters st ON st.id = e.starter_id AND st.study_id = e.study_id "
                              "WHERE a.phase = 'receive' AND a.item_id = ?", (v["item_id"],))
     source = ex[0][0]
@@ -163,14 +155,14 @@ def test_recording_runs_in_the_background_and_is_reviewed_in_the_admin_tab(clien
     ex_id = int(v["item_id"])
     deadline = time.time() + 120
     while time.time() < deadline:
-        rows = db_rows(app_server, "SELECT id, qc_status, transcript FROM recordings WHERE exchange_id = ?", (ex_id,))
+        rows = app_server.rows("SELECT id, qc_status, transcript FROM recordings WHERE exchange_id = ?", (ex_id,))
         if rows and rows[0][1] != "pending":
             break
         time.sleep(1)
     rid, status, transcript = rows[0]
     assert status == "flagged" and "water" in transcript.lower()
-    assert db_rows(app_server, "SELECT COUNT(*) FROM translations WHERE exchange_id = ?", (ex_id,))[0][0] == 1
-    session = client.predict("", api_name="/admin_login")[0]
+    assert app_server.rows("SELECT COUNT(*) FROM translations WHERE exchange_id = ?", (ex_id,))[0][0] == 1
+    session = admin_session(client)
     opened = client.predict(session, rid, api_name="/admin_open_recording")
     assert opened[0] == "" and opened[1] and "water" in opened[2].lower() and "**Prompt:**" in opened[2]
     # a forged session cannot review
@@ -178,7 +170,7 @@ def test_recording_runs_in_the_background_and_is_reviewed_in_the_admin_tab(clien
     assert "log in" in refused[0].lower()
     done = client.predict(session, rid, "demo", api_name="/admin_reject_recording")
     assert "rejected" in done[0]
-    assert db_rows(app_server, "SELECT qc_status, reviewed_by FROM recordings WHERE id = ?", (rid,))[0][0] == "rejected"
+    assert app_server.rows("SELECT qc_status, reviewed_by FROM recordings WHERE id = ?", (rid,))[0][0] == "rejected"
     again = client.predict(session, 99999, "demo", api_name="/admin_reject_recording")
     assert "no recording 99999" in again[0]
 
@@ -188,7 +180,7 @@ def test_admin_tries_a_system_on_uploaded_speech(client, tmp_path):
 
     from tests.speech import spoken_wav
 
-    session = client.predict("", api_name="/admin_login")[0]
+    session = admin_session(client)
     wav = spoken_wav("I need a doctor tomorrow morning, please.", tmp_path / "try.wav")
     out = client.predict(session, "offline-cascade-greedy", handle_file(str(wav)), api_name="/admin_try_system")
     assert "doctor" in out.lower() and "médico" in out.lower() and "asr" in out
@@ -208,7 +200,7 @@ def test_survey_refuses_missing_and_out_of_range_then_saves_once(client, links, 
     assert out[0]["notice"] == "Saved."
     again = client.predict(tok, v["item_id"], 1, 1, 1, api_name="/survey_submit")
     assert again[0]["notice"] == "This answer was already saved."
-    rows = db_rows(app_server, "SELECT s.satisfaction, s.trust, s.reliance, s.perspective FROM surveys s "
+    rows = app_server.rows("SELECT s.satisfaction, s.trust, s.reliance, s.perspective FROM surveys s "
                                "JOIN assignments a ON a.id = s.assignment_id JOIN participants p ON p.id = a.participant_id "
                                "WHERE p.token = ?", (tok,))
     assert rows == [(4, 3, 5, "third")]
@@ -223,14 +215,14 @@ def test_a_silent_recording_is_refused_with_the_reason(client, links, app_server
     v = view(client, tok, "record")
     silent = tmp_path / "silent.wav"
     sf.write(str(silent), np.zeros(48000 * 3, np.float32), 48000)
-    before = db_rows(app_server, "SELECT COUNT(*) FROM recordings")[0][0]
+    before = app_server.rows("SELECT COUNT(*) FROM recordings")[0][0]
     out = client.predict(tok, v["item_id"], handle_file(str(silent)), api_name="/record_submit")
     assert "silent" in out[0]["error"] and out[0]["item_id"] == v["item_id"]
     notes = tmp_path / "notes.wav"
     notes.write_text("not audio")
     out = client.predict(tok, v["item_id"], handle_file(str(notes)), api_name="/record_submit")
     assert "not an audio recording" in out[0]["error"]
-    assert db_rows(app_server, "SELECT COUNT(*) FROM recordings")[0][0] == before
+    assert app_server.rows("SELECT COUNT(*) FROM recordings")[0][0] == before
 
 
 def test_da_rating_in_order_with_resume(client, links, app_server):
@@ -239,7 +231,7 @@ def test_da_rating_in_order_with_resume(client, links, app_server):
     assert v["status"] == "item" and v["content"]["modality"] == "text" and v["content"]["image"].endswith(".png")
     out = client.predict(tok, v["item_id"], False, 0, api_name="/da_submit")
     assert "move the slider" in out[0]["error"]
-    later = db_rows(app_server, "SELECT a.item_id FROM assignments a JOIN participants p ON p.id = a.participant_id "
+    later = app_server.rows("SELECT a.item_id FROM assignments a JOIN participants p ON p.id = a.participant_id "
                                 "WHERE p.token = ? AND a.position = 5", (tok,))[0][0]
     out = client.predict(tok, later, True, 40, api_name="/da_submit")
     assert "in order" in out[0]["error"]
@@ -248,7 +240,7 @@ def test_da_rating_in_order_with_resume(client, links, app_server):
     # no going back: the same item again changes nothing
     again = client.predict(tok, v["item_id"], True, 3, api_name="/da_submit")
     assert again[0]["notice"] == "This answer was already saved."
-    assert db_rows(app_server, "SELECT score FROM da_judgments j JOIN assignments a ON a.id = j.assignment_id "
+    assert app_server.rows("SELECT score FROM da_judgments j JOIN assignments a ON a.id = j.assignment_id "
                                "WHERE a.item_id = ?", (v["item_id"],)) == [(64.0,)]
     # a reload resumes at the next unrated item
     assert view(client, tok, "da")["item_id"] == out[0]["item_id"]
@@ -281,7 +273,7 @@ def test_admin_imports_a_study_zip_and_names_its_errors(client, tmp_path, app_se
 
     from tests.conftest import DEMO
 
-    session = client.predict("", api_name="/admin_login")[0]
+    session = admin_session(client)
     folder = tmp_path / "pilot"
     shutil.copytree(DEMO, folder)
     toml = (folder / "study.toml").read_text().replace('id = "demo"', 'id = "pilot"', 1)
@@ -294,11 +286,11 @@ def test_admin_imports_a_study_zip_and_names_its_errors(client, tmp_path, app_se
         return z
     bad = client.predict(session, handle_file(str(pack("bad.zip"))), api_name="/admin_import")
     assert "Nothing was imported" in bad[0] and "da.hit_size" in bad[0]
-    assert db_rows(app_server, "SELECT COUNT(*) FROM studies WHERE id = 'pilot'")[0][0] == 0
+    assert app_server.rows("SELECT COUNT(*) FROM studies WHERE id = 'pilot'")[0][0] == 0
     (folder / "study.toml").write_text(toml)
     good = client.predict(session, handle_file(str(pack("good.zip"))), api_name="/admin_import")
     assert "pilot" in good[0] and "created" in good[0]
-    assert db_rows(app_server, "SELECT COUNT(*) FROM da_hits WHERE study_id = 'pilot'")[0][0] == 2
+    assert app_server.rows("SELECT COUNT(*) FROM da_hits WHERE study_id = 'pilot'")[0][0] == 2
     refused = client.predict("forged", handle_file(str(pack("good.zip"))), api_name="/admin_import")
     assert "log in" in refused[0].lower()
 
@@ -306,7 +298,7 @@ def test_admin_imports_a_study_zip_and_names_its_errors(client, tmp_path, app_se
 def test_admin_runs_the_qe_audit_on_uploaded_pairs(client, tmp_path):
     from gradio_client import handle_file
 
-    session = client.predict("", api_name="/admin_login")[0]
+    session = admin_session(client)
     pairs = tmp_path / "pairs.csv"
     pairs.write_text("instance_id,lang,source,hyp_f,hyp_m,gold\n"
                      "1,pt,The teacher arrived.,A professora chegou.,O professor chegou.,F\n"
@@ -335,7 +327,7 @@ def test_admin_runs_the_qe_audit_on_uploaded_pairs(client, tmp_path):
 def test_admin_exports_the_study_as_a_zip(client, links):
     import zipfile
 
-    session = client.predict("", api_name="/admin_login")[0]
+    session = admin_session(client)
     path, msg = client.predict(session, "demo", "csv", False, False, api_name="/admin_export")
     path = path if isinstance(path, str) else path["path"]
     assert "README.md" in msg

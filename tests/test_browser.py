@@ -82,10 +82,7 @@ def test_admin_tab_on_localhost_without_password(app_server, page):
     page.get_by_role("button", name="Show link").click()
     link = page.locator("#participant-link textarea")
     page.wait_for_function("el => el.value.includes('?t=')", arg=link.element_handle(), timeout=15000)
-    import sqlite3
-    con = sqlite3.connect(app_server.env["TRADLAB_DB"])
-    token = con.execute("SELECT token FROM participants WHERE id = ?", (int(pid),)).fetchone()[0]
-    con.close()
+    [(token,)] = app_server.rows("SELECT token FROM participants WHERE id = ?", (int(pid),))
     assert link.input_value().strip().endswith("?t=" + token)
     page.screenshot(path=str(ARTIFACTS / "admin-participant-picked.png"), full_page=True)
 
@@ -105,11 +102,8 @@ def test_prolific_url_enrols_into_an_open_slot(app_server, page):
     # the same Prolific participant coming back gets the same slot
     page.goto(url.replace("sess1", "sess2"))
     assert "0 / 24" in progress(page)         # one DA HIT of the demo campaign
-    import sqlite3
-    con = sqlite3.connect(app_server.env["TRADLAB_DB"])
-    rows = con.execute("SELECT prolific_study_id, prolific_session_id FROM participants "
-                       "WHERE prolific_pid = '5f0c1a2b3c4d5e6f7a8b9c0d'").fetchall()
-    con.close()
+    rows = app_server.rows("SELECT prolific_study_id, prolific_session_id FROM participants "
+                           "WHERE prolific_pid = '5f0c1a2b3c4d5e6f7a8b9c0d'")
     assert rows == [("study42", "sess2")]
 
 

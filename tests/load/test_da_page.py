@@ -40,15 +40,8 @@ def page():
 
 
 def rater(app, modality: str) -> str:
-    import sqlite3
-
-    con = sqlite3.connect(app.env["TRADLAB_DB"])
-    try:
-        return con.execute("SELECT p.token FROM participants p JOIN assignments a ON a.participant_id = p.id "
-                           "WHERE a.phase = 'da' AND json_extract(a.meta, '$.modality') = ? LIMIT 1",
-                           (modality,)).fetchone()[0]
-    finally:
-        con.close()
+    return app.rows("SELECT p.token FROM participants p JOIN assignments a ON a.participant_id = p.id "
+                    "WHERE a.phase = 'da' AND json_extract(a.meta, '$.modality') = ? LIMIT 1", (modality,))[0][0]
 
 
 def progress(page) -> str:
