@@ -111,10 +111,12 @@ class Candidate:
 
 @dataclass
 class OpenItem:
-    """An item needing people: who has it already, and whose work it contains."""
+    """An item needing people: who has it already, whose work it contains, and who had it
+    withdrawn (reassigned away from them: they do not get it back, e.g. after a reactivation)."""
     id: str
     assigned: set = field(default_factory=set)
     produced_by: frozenset = field(default_factory=frozenset)
+    barred: frozenset = field(default_factory=frozenset)
 
 
 def allocate(items: Iterable[OpenItem], people: Iterable[Candidate], redundancy: int,
@@ -130,7 +132,7 @@ def allocate(items: Iterable[OpenItem], people: Iterable[Candidate], redundancy:
         if need <= 0:
             continue
         eligible = [p for p in people.values()
-                    if p.id not in item.assigned and p.load < capacity
+                    if p.id not in item.assigned and p.id not in item.barred and p.load < capacity
                     and not (p.identities & item.produced_by)]
         eligible.sort(key=lambda p: (p.load, seeded_rng("alloc", seed, p.id, item.id).random()))
         for p in eligible[:need]:

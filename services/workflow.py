@@ -45,18 +45,19 @@ def refresh(database, study_id: str) -> None:
         ident = participants.identities(database, sorted(producer_ids))
 
         # receivers: every translated exchange
-        held = queue.holders(database, study_id, "receive")
+        held, gone = queue.holders(database, study_id, "receive"), queue.holders(database, study_id, "receive", True)
         # (a starter whose questions are still being reviewed waits: services/question_review.py)
-        items = [OpenItem(str(e["id"]), held.get(str(e["id"]), set()),
-                          ident.get(e["sender_id"], frozenset())) for e in translated if e["has_questions"]]
+        items = [OpenItem(str(e["id"]), held.get(str(e["id"]), set()), ident.get(e["sender_id"], frozenset()),
+                          frozenset(gone.get(str(e["id"]), ()))) for e in translated if e["has_questions"]]
         pairs = allocate(items, _candidates(database, study_id, "receiver", "receive"),
                          us["redundancy"], us["items_per_receiver"], seed)
         _assign(db, study_id, seed, "receive", pairs, {str(e["id"]): e["id"] for e in translated})
 
         # validators: every finished answer set
-        held = queue.holders(database, study_id, "validate")
+        held, gone = queue.holders(database, study_id, "validate"), queue.holders(database, study_id, "validate", True)
         items = [OpenItem(str(r["id"]), held.get(str(r["id"]), set()),
-                          ident.get(r["sender_id"], frozenset()) | ident.get(r["receiver_id"], frozenset()))
+                          ident.get(r["sender_id"], frozenset()) | ident.get(r["receiver_id"], frozenset()),
+                          frozenset(gone.get(str(r["id"]), ())))
                  for r in receive_done]
         pairs = allocate(items, _candidates(database, study_id, "validator", "validate"),
                          us["redundancy"], us["items_per_validator"], seed)
@@ -68,7 +69,8 @@ def refresh(database, study_id: str) -> None:
                 queue.insert_assignment(db, study_id, e["sender_id"], "survey_baseline", e["id"],
                                         order_key(seed, e["sender_id"], e["id"]), exchange_id=e["id"])
         held = queue.holders(database, study_id, "survey_baseline")
-        items = [OpenItem(str(e["id"]), held.get(str(e["id"]), set()))
+        gone = queue.holders(database, study_id, "survey_baseline", True)
+        items = [OpenItem(str(e["id"]), held.get(str(e["id"]), set()), barred=frozenset(gone.get(str(e["id"]), ())))
                  for e in translated if not e["sender_id"]]
         pairs = allocate(items, _candidates(database, study_id, "rater", "survey_baseline"),
                          1, us["items_per_sender"], seed)

@@ -82,9 +82,10 @@ def phase_loads(database: Database, study_id: str, phase: str) -> dict[int, int]
     return {r["participant_id"]: r["n"] for r in rows}
 
 
-def holders(database: Database, study_id: str, phase: str) -> dict[str, set[int]]:
+def holders(database: Database, study_id: str, phase: str, withdrawn: bool = False) -> dict[str, set[int]]:
+    """item id -> the people holding it (withdrawn=True: the people it was withdrawn from)."""
     rows = database.query("SELECT item_id, participant_id FROM assignments WHERE study_id = ? AND phase = ? "
-                          "AND status != 'withdrawn'", [study_id, phase])
+                          f"AND status {'=' if withdrawn else '!='} 'withdrawn'", [study_id, phase])
     out: dict[str, set[int]] = {}
     for r in rows:
         out.setdefault(r["item_id"], set()).add(r["participant_id"])

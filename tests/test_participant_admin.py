@@ -108,6 +108,21 @@ def test_reassigning_moves_open_receiver_items_and_keeps_done_ones(demo_db):
     assert len(events(db, "reassign")) == 5 and len(events(db, "reassign_open_items")) == 1
 
 
+def test_a_reactivated_participant_does_not_get_back_what_was_withdrawn(demo_db):
+    """Withdrawn rows stay (the assignments' history); handing such an item back to the same
+    person would be a no-op insert counted as filled, and the item would never get a holder."""
+    db = demo_db
+    a, b = add_participants(db, "demo", "receiver", 2)
+    pa.deactivate(db, "demo", a.id, ACTOR)
+    withdrawn = {r["item_id"] for r in db.query("SELECT item_id FROM assignments WHERE participant_id = ?", [a.id])}
+    assert len(pa.reassign_open_items(db, "demo", a.id, ACTOR).waiting) == 6
+    pa.reactivate(db, "demo", a.id, ACTOR)
+    (c,) = add_participants(db, "demo", "receiver", 1)
+    assert {r["item_id"] for r in db.query("SELECT item_id FROM assignments WHERE participant_id = ? "
+                                           "AND status = 'open'", [c.id])} == withdrawn
+    assert open_count(db, a.id) == 0
+
+
 def test_items_nobody_has_room_for_wait_in_the_pool_for_a_newcomer(demo_db):
     db = demo_db
     a, b = add_participants(db, "demo", "receiver", 2)
