@@ -128,6 +128,9 @@ def _rebuild(db, database, study_id: str, starter_id: str) -> None:
     if len(accepted) > question_settings.MAX_QUESTIONS:
         raise ReviewError(f"Starter '{starter_id}' would have {len(accepted)} accepted questions; at most "
                           f"{question_settings.MAX_QUESTIONS}. Reject or un-accept some first.")
+    if not accepted and question_drafts.has_receive_items(database, study_id, starter_id):
+        raise ReviewError(f"Starter '{starter_id}' would have no questions, but receivers already have its "
+                          "translations in their queue: keep at least one accepted question.")
     question_drafts.replace_questions(db, study_id, starter_id, accepted)
 
 
@@ -140,9 +143,9 @@ def _change(database, draft_id, actor: str, action: str, **fields) -> dict:
     adopt(database, d["study_id"], d["starter_id"])
     d = question_drafts.get(database, d["id"])
     touches_questions = d["status"] == "accepted" or fields.get("status") == "accepted"
-    if touches_questions:
-        check_unlocked(database, d["study_id"], d["starter_id"])
     with database.write() as db:
+        if touches_questions:     # in the write: no receiver is shown the item in between
+            check_unlocked(database, d["study_id"], d["starter_id"])
         question_drafts.update(db, d["id"], **fields)
         if touches_questions:
             _rebuild(db, database, d["study_id"], d["starter_id"])

@@ -80,6 +80,14 @@ def replace_questions(db, study_id: str, starter_id: str, rows: list[dict]) -> N
                                 "pt": r["pt"]} for i, r in enumerate(rows, start=1))
 
 
+def has_receive_items(database: Database, study_id: str, starter_id: str) -> bool:
+    """Whether receivers hold (open or done) an item of one of the starter's exchanges."""
+    return database.one(
+        "SELECT EXISTS (SELECT 1 FROM assignments s JOIN exchanges e ON e.id = s.exchange_id WHERE "
+        "e.study_id = ? AND e.starter_id = ? AND s.phase = 'receive' AND s.status != 'withdrawn') AS x",
+        [study_id, starter_id])["x"] == 1
+
+
 def starters_in_use(database: Database, study_id: str) -> set[str]:
     """Starters whose questions a receiver has seen or answered: a receive item was shown, or
     answers exist, for one of their exchanges. Their questions must not change any more."""

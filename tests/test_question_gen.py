@@ -306,6 +306,22 @@ def test_questions_receivers_have_seen_cannot_change(gen_db, llm_env):
     assert question_review.starter_view(db, STUDY, "s01")["locked"]
 
 
+def test_a_starter_in_receivers_queues_keeps_at_least_one_question(gen_db, llm_env):
+    """Assigned but not yet shown, its questions may still change, but not to none: the receiver
+    would get a translation with nothing to answer."""
+    db = gen_db
+    question_gen.generate(db, STUDY, n=2, starter_id="s01")
+    ids = [d["id"] for d in question_drafts.for_starter(db, STUDY, "s01")]
+    question_review.accept(db, ids[0])
+    add_participants(db, STUDY, "receiver", 2)
+    question_review.accept(db, ids[1])                  # still free: nobody has seen them
+    question_review.reject(db, ids[0])
+    with pytest.raises(ReviewError, match="keep at least one accepted question"):
+        question_review.unaccept(db, ids[1])
+    assert [q[1] for q in in_use(db, "s01")] == [GENERATED[1]]
+    assert question_drafts.get(db, ids[1])["status"] == "accepted"      # nothing written
+
+
 def test_regenerate_replaces_one_question_with_a_new_one(gen_db, llm_env):
     db = gen_db
     question_gen.generate(db, STUDY, n=3, starter_id="s01")
