@@ -50,7 +50,8 @@ def build(ctx, auth, session, study):
             reject = gr.Button("Reject", variant="stop")
             regenerate = gr.Button("Regenerate this one")
         with gr.Row():
-            n = gr.Number(label="Questions per starter (1-10)", value=10, precision=0, minimum=1, maximum=10)
+            # empty: the study's [questions] n; the range is checked by the service (its message says so)
+            n = gr.Number(label="Questions per starter (1-10; empty: the study's n)", value=None, precision=0)
             gen_missing = gr.Button("Generate for starters without questions")
             gen_one = gr.Button("Generate more for this starter")
         with gr.Row():

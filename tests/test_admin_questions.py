@@ -161,6 +161,13 @@ def test_rows_are_picked_by_clicking_in_the_browser(client, session, app):
         browser.close()
 
 
+def test_questions_per_starter_defaults_to_the_study_and_is_range_checked(client, session, app):
+    out = call(client, "admin_questions_generate_starter", session, STUDY, "s02", 1, 11)
+    assert "Not done" in out[5] and "from 1 to 10" in out[5]
+    out = call(client, "admin_questions_generate_starter", session, STUDY, "s02", 1, None)
+    assert "Not done" not in out[5]          # empty: the study's n (s02's junk is reported, not refused)
+
+
 def test_every_questions_event_refuses_without_the_admin_session(client, app):
     for api in APIS:
         dep = next(d for d in client.config["dependencies"] if d.get("api_name") == api)
