@@ -238,9 +238,10 @@ def cmd_serve(args, settings):
     # images or audio) would otherwise slow gradio's own start-up probe of "/" past its 3 s
     # timeout, and launch() gives up ("localhost is not accessible")
     if settings.worker:
-        from services import pipeline
+        from services import maintenance, pipeline
         from services.jobs_worker import Worker
 
+        maintenance.schedule_all(database)      # drop-out detection and the workflow's repair, periodic
         Worker(database, pipeline.handlers(database, media_dir=settings.media_dir)).start()
     demo.block_thread()
 

@@ -4,6 +4,7 @@ get_view() is what every tab calls on load and after each submit; it only ever b
 the fields the participant's role may see (the receiver's view has no source text)."""
 from __future__ import annotations
 
+import datetime as dt
 import html
 from dataclasses import dataclass, field
 
@@ -168,19 +169,22 @@ def get_view(database, token: str | None, tab: str, touch: bool = True, media_di
         raise AccessError("This part of the study is not for your role.")
     study = studies.get_study(database, p["study_id"])
     cfg = study["config"]["study"]
-    if touch:
-        if tab in WORKFLOW_TABS:      # DA and SD queues never wait on the four-phase workflow
-            workflow.refresh(database, study["id"])
+    if touch and _stale(p["last_seen_at"]):
         with database.write() as db:
             participants.touch(db, p["id"])
     phases = TAB_PHASES[tab]
-    counts = queue.counts(database, p["id"], phases)
-    total = _total(database, p, study, tab, counts)
     stage = consent.pending_stage(database, p, study)
     if stage:      # no item (nor anything of one) before consent and the demographics form
-        return ItemView(tab, stage, consent.MESSAGES[stage], counts["done"], total,
-                        content=consent.page(study, p["role"], stage))
+        counts = queue.counts(database, p["id"], phases)
+        return ItemView(tab, stage, consent.MESSAGES[stage], counts["done"],
+                        _total(database, p, study, tab, counts), content=consent.page(study, p["role"], stage))
     a = queue.next_open(database, p["id"], phases)
+    if a is None and touch and workflow.takes_from_pool(p, tab):
+        # the only write a view makes besides the first-shown time: taking one item from the pool
+        with database.write() as db:
+            a = queue.next_open(database, p["id"], phases) or workflow.next_item(db, database, p, study)
+    counts = queue.counts(database, p["id"], phases)
+    total = _total(database, p, study, tab, counts)
     if a is None:
         if counts["done"] >= total:
             if not _finished_elsewhere(database, p, study, tab):
@@ -192,9 +196,7 @@ def get_view(database, token: str | None, tab: str, touch: bool = True, media_di
             return ItemView(tab, "complete", "Thank you, you have finished this part of the study.",
                             counts["done"], total, completion_code=cfg["completion_code"],
                             redirect_url=cfg["redirect_url"])
-        return ItemView(tab, "waiting", "Nothing is ready for you yet: items open as other participants "
-                        "finish their part. Please come back later with the same link.",
-                        counts["done"], total)
+        return ItemView(tab, "waiting", _waiting_message(database, p, tab), counts["done"], total)
     if a["phase"] == "da":
         from services import da_campaign
         from services.settings import Settings
@@ -207,10 +209,43 @@ def get_view(database, token: str | None, tab: str, touch: bool = True, media_di
         content["instruction"] = texts(study)["da"][key]
     else:
         content = _content(database, study, p, a)
-    if touch:
+    if touch and not a["first_shown_at"]:
         with database.write() as db:
             queue.mark_shown(db, a["id"])
     return ItemView(tab, "item", "", counts["done"], total, a["phase"], item_key(tab, a), content)
+
+
+TOUCH_EVERY_S = 60          # last_seen_at's resolution: a view within a minute of the last writes nothing
+
+
+def _stale(last_seen: str | None) -> bool:
+    if not last_seen:
+        return True
+    seen = dt.datetime.fromisoformat(last_seen)
+    return (dt.datetime.now(dt.timezone.utc) - seen).total_seconds() >= TOUCH_EVERY_S
+
+
+WAITING = "Nothing is ready for you yet: items open as other participants finish their part. " \
+          "This page checks again by itself; you can also come back later with the same link."
+
+
+def _waiting_message(database, p: dict, tab: str) -> str:
+    """Why a sender's survey is not ready yet, when the reason is theirs to know."""
+    if tab != "survey" or p["role"] != "sender":
+        return WAITING
+    state = queue.sender_recording_state(database, p["id"])
+    if state["unrecorded"]:
+        return (f"Your surveys open once your messages are recorded and translated: {state['unrecorded']} "
+                "still to record on the Record tab.")
+    if state["in_review"]:
+        return (f"{state['in_review']} of your recordings wait for a check by the study team; their surveys "
+                "open once it is done. This page checks again by itself.")
+    if state["processing"]:
+        return (f"{state['processing']} of your recordings are being checked and translated; their surveys "
+                "open in a moment. This page checks again by itself.")
+    return ("Your next survey opens once the other participants have answered questions about your "
+            "translations and a bilingual validator has checked them. This can take a while: "
+            "you can come back later with the same link.")
 
 
 def _finished_elsewhere(database, p, study, tab) -> bool:

@@ -3,14 +3,18 @@ hand a deactivated participant's open items to others, issue a new link, and the
 those who finished (to approve submissions on Prolific). Every change goes to the audit log.
 
 Where open items go when they are reassigned (reassign_open_items):
-- a sender's recording items: to another active sender who has not had that starter, of the
-  same group and gender first, least loaded (a new exchange; the old one stays withdrawn);
-- receiver and validator items, and a rater's baseline surveys of sender-less exchanges: back
-  to the pool, where workflow.refresh hands them at once to the least-loaded eligible active
-  person of the role (never the producer of the item); what finds nobody waits for newcomers;
-- not handed on (withdrawn only): surveys of the sender's own exchanges and informed surveys
-  (they follow the person's own baseline), a DA rater's open items (a HIT is rated whole by
-  one person; the partial HIT stops counting as held, so the next DA rater added gets it in
+- a sender's recording items: to another active sender of the same group and gender (the
+  design cell, so the stratified design stays exactly balanced) who has not had that starter,
+  least loaded (a new exchange; the old one stays withdrawn); when the cell has nobody, the
+  item waits for the next sender enrolled in that cell, who records it besides their own;
+- a sender's surveys: the sender has dropped out (services/dropouts.py): each exchange whose
+  informed survey they have not answered goes to the raters' pool, baseline and informed
+  together (third-person perspective, paper 000 appendix A.1);
+- receiver and validator items, and a rater's surveys: back to the pool, where the next
+  eligible person of the role with room takes them when their page asks for work (never the
+  producer of the item, never the person it was withdrawn from);
+- not handed on (withdrawn only): a DA rater's open items (a HIT is rated whole by one
+  person; the partial HIT stops counting as held, so the next DA rater added gets it in
   full), and an SD participant's pages (each one's layout is personal).
 Done items always stay with the participant.
 """
@@ -54,7 +58,8 @@ class Reassignment:
             return f"Participant {self.participant_id} had no open items."
         parts = [f"{len(self.moved)} open item(s) of participant {self.participant_id} went to other participants"]
         if self.waiting:
-            parts.append(f"{len(self.waiting)} wait in the pool for someone with room")
+            parts.append(f"{len(self.waiting)} went back to the pool: the next participant of the role with room "
+                         "takes them (recordings: the next sender of the same group and gender)")
         if self.dropped:
             whys = sorted({d["why"] for d in self.dropped})
             parts.append(f"{len(self.dropped)} were withdrawn without a successor ({'; '.join(whys)})")
@@ -172,7 +177,6 @@ def reactivate(database, study_id: str | None, participant_id, actor: str) -> st
     with database.write() as db:
         participants.set_active(db, p["id"], True)
         database.log(actor, "reactivate", "participants", p["id"], {"role": p["role"]})
-        workflow.refresh(database, p["study_id"])      # they may take waiting items again
     return f"Participant {p['id']} ({p['role']}) is active again: their link works."
 
 
@@ -210,47 +214,44 @@ def reassign_open_items(database, study_id: str | None, participant_id, actor: s
 def withdraw_and_reassign(db, database, p: dict, actor: str) -> Reassignment:
     """Withdraws every open item of an inactive participant and hands on what can be handed
     on (see the module's docstring). Runs inside the caller's write transaction; also used
-    when a sender is excluded after rejected recordings (services/recording_review)."""
-    sid = p["study_id"]
-    seed = studies.get_study(database, sid)["config"]["study"]["seed"]
+    when a sender is excluded after rejected recordings (services/recording_review) or drops
+    out (services/dropouts)."""
+    study = studies.get_study(database, p["study_id"])
     out = Reassignment(p["id"])
-    pooled: dict[str, list[dict]] = {}
     for a in queue.open_assignments(database, p["id"]):
         queue.withdraw(db, a["id"])
         phase, item = a["phase"], a["item_id"]
         if phase == "record":
-            _move_recording_item(db, database, sid, seed, p, a, actor, out)
+            _move_recording_item(db, database, study, p, a, actor, out)
         elif phase in POOLED or (phase == "survey_baseline" and p["role"] == "rater"):
-            pooled.setdefault(phase, []).append(a)
+            workflow.release(db, database, a)
+            out.waiting.append({"phase": phase, "item": item})
+            database.log(actor, "reassign", "assignments", a["id"], {"item": item, "to": "pool"})
+        elif p["role"] == "sender" and phase.startswith("survey"):
+            pass        # the exchange goes to the raters below, baseline and informed together
         else:
-            why = {"survey_baseline": "a sender's survey of their own recording",
-                   "survey_informed": "an informed survey follows the person's own baseline",
+            why = {"survey_informed": "an informed survey follows the person's own baseline",
                    "da": "a DA HIT is rated whole by one rater: the next DA rater added gets it",
                    "sd": "an SD participant's pages are their own"}.get(phase, phase)
             out.dropped.append({"phase": phase, "item": item, "why": why})
-    if pooled:
-        before = {ph: queue.holders(database, sid, ph) for ph in pooled}
-        workflow.refresh(database, sid)
-        for ph, withdrawn in pooled.items():
-            after = queue.holders(database, sid, ph)
-            for a in withdrawn:
-                item = a["item_id"]
-                new = sorted(after.get(item, set()) - before[ph].get(item, set()))
-                if new:
-                    out.moved.append({"phase": ph, "item": item, "to": new[0]})
-                    database.log(actor, "reassign", "assignments", a["id"], {"item": item, "to": new[0]})
-                else:
-                    out.waiting.append({"phase": ph, "item": item})
+    if p["role"] in ("sender", "rater") and "usability" in study["config"]:
+        # surveys nobody will finish: the exchange goes (back) to the raters' pool (third person)
+        for eid in workflow.hand_surveys_to_raters(db, database, study, p):
+            out.waiting.append({"phase": "survey_baseline", "item": str(eid), "third_person": True})
     return out
 
 
-def _move_recording_item(db, database, sid, seed, p, a, actor, out: Reassignment) -> None:
+def _move_recording_item(db, database, study, p, a, actor, out: Reassignment) -> None:
     ex = queue.exchange(database, a["exchange_id"])
-    taker = replacement_sender(database, sid, p, ex["starter_id"])
+    taker = replacement_sender(database, study["id"], p, ex["starter_id"])
     if taker is None:
-        out.dropped.append({"phase": "record", "item": a["item_id"], "exchange": ex["id"],
-                            "why": "no other active sender can record that starter"})
+        # the design stays balanced: the item waits for the next sender enrolled in the same cell
+        workflow.orphan_recording(db, database, study, p, ex)
+        out.waiting.append({"phase": "record", "item": a["item_id"], "exchange": ex["id"],
+                            "cell": workflow.cell(p["grp"], p["gender"])})
         return
+    seed = study["config"]["study"]["seed"]
+    sid = study["id"]
     eid = queue.insert_exchange(db, sid, ex["starter_id"], ex["system_id"], taker)
     queue.insert_assignment(db, sid, taker, "record", eid, order_key(seed, taker, eid), exchange_id=eid)
     database.log(actor, "reassign", "exchanges", ex["id"], {"new_exchange": eid, "to": taker})
@@ -259,16 +260,17 @@ def _move_recording_item(db, database, sid, seed, p, a, actor, out: Reassignment
 
 
 def replacement_sender(database, study_id: str, leaving: dict, starter_id: str) -> int | None:
-    """An active sender who has not had this starter: the same group and gender first, then
-    the least loaded."""
+    """An active sender of the same group and gender (the design cell: the stratified design
+    stays exactly balanced) who has not had this starter, the least loaded first; None when
+    the cell has nobody who can take it."""
     loads = queue.record_loads(database, study_id)
     pool = [s for s in participants.list_for_study(database, study_id, "sender")
             if s["active"] and s["id"] != leaving["id"]
+            and (s["grp"], s["gender"]) == (leaving["grp"], leaving["gender"])
             and starter_id not in queue.sender_starters(database, s["id"])]
     if not pool:
         return None
-    same_cell = lambda s: (s["grp"], s["gender"]) == (leaving["grp"], leaving["gender"])
-    pool.sort(key=lambda s: (not same_cell(s), loads.get(s["id"], 0), s["id"]))
+    pool.sort(key=lambda s: (loads.get(s["id"], 0), s["id"]))
     return pool[0]["id"]
 
 

@@ -62,6 +62,8 @@ def _setup_queue(db, database, study, pid: int, role: str, group, gender) -> Non
                                                    us["items_per_sender"], seed, index):
             eid = queue.insert_exchange(db, sid, starter_id, system_id, pid)
             queue.insert_assignment(db, sid, pid, "record", eid, order_key(seed, pid, eid), exchange_id=eid)
+        # recordings withdrawn from a sender of this cell that no sender of it could take
+        workflow.adopt_cell_orphans(db, database, study, pid, group, gender)
     elif role == "da":
         da_campaign.assign_hit(db, database, study, pid)
     elif role == "sd":
@@ -96,7 +98,6 @@ def add_participants(database, study_id: str, role: str, count: int = 1, group: 
             _setup_queue(db, database, study, pid, role, group, gender)
             database.log(actor, "add", "participant", pid, {"role": role, "group": group, "gender": gender})
             made.append(NewParticipant(pid, role, group, gender, ext, token))
-        workflow.refresh(database, study_id)
     return made
 
 

@@ -34,31 +34,58 @@ def process_recording(database, recording_id: int, cache=CACHE) -> dict:
     result = None
     if not done["translation"]:
         result = st.translate_audio(rec["path_16k"])
-        with database.write() as db:
-            results.insert_translation(db, ex["id"], ex["system_id"], result.translation, result.transcript,
-                                       json.dumps({"models": result.models, "seconds": result.seconds,
-                                                   "audio_s": rec["duration_s"]}))
-            database.log("worker", "translate", "exchanges", ex["id"], {"system": ex["system_id"]})
-            exchange_metrics.enqueue(db, ex["id"])
+        save_translation(database, rec, ex, result.translation, result.transcript,
+                         {"models": result.models, "seconds": result.seconds, "audio_s": rec["duration_s"]})
     if not done["qc"]:
         transcript = result.transcript if result is not None else results.translation(database, ex["id"])["transcript"]
         if transcript is None:
             transcript = systems.build_asr(_DEFAULT_QC_ASR, cache).transcribe(rec["path_16k"])
-        qc = recording_qc.check(starter["text"], transcript)
-        with database.write() as db:
-            results.set_recording_qc(db, rec["id"], qc.status, transcript, qc.wer, qc.flags)
-            database.log("worker", "qc", "recordings", rec["id"], {"status": qc.status, "wer": qc.wer})
-    workflow.refresh(database, ex["study_id"])
+        save_qc(database, rec, starter["text"], transcript)
+    workflow.exchange_ready(database, ex["id"])
     return {"skipped": False}
+
+
+def save_translation(database, rec: dict, ex: dict, text: str, transcript: str | None, meta: dict) -> None:
+    """Stores a system's output for the exchange and queues its automatic metrics."""
+    with database.write() as db:
+        results.insert_translation(db, ex["id"], ex["system_id"], text, transcript, json.dumps(meta))
+        database.log("worker", "translate", "exchanges", ex["id"], {"system": ex["system_id"]})
+        exchange_metrics.enqueue(db, ex["id"])
+
+
+def save_qc(database, rec: dict, starter_text: str, transcript: str) -> recording_qc.QCResult:
+    qc = recording_qc.check(starter_text, transcript)
+    with database.write() as db:
+        results.set_recording_qc(db, rec["id"], qc.status, transcript, qc.wer, qc.flags)
+        database.log("worker", "qc", "recordings", rec["id"], {"status": qc.status, "wer": qc.wer})
+    return qc
+
+
+def record_outcome(database, recording_id: int, translation: str, transcript: str, meta: dict | None = None) -> str:
+    """What the worker stores once a system has run on a recording (translation, QC from the
+    transcript) and the work it opens; for callers that already have the system's output
+    (the study simulation in benchmarks/, an import of outputs computed elsewhere). Returns the
+    QC status."""
+    rec = results.recording(database, int(recording_id))
+    ex = queue.exchange(database, rec["exchange_id"])
+    starter = studies.starter(database, ex["study_id"], ex["starter_id"])
+    if results.translation(database, ex["id"]) is None:
+        save_translation(database, rec, ex, translation, transcript, meta or {})
+    status = rec["qc_status"]
+    if rec["transcript"] is None:
+        status = save_qc(database, rec, starter["text"], transcript).status
+    workflow.exchange_ready(database, ex["id"])
+    return status
 
 
 def handlers(database, cache=CACHE, media_dir=None) -> dict:
     """The job kinds the app's worker runs."""
-    from services import da_campaign
+    from services import da_campaign, maintenance
 
     return {"process_recording": lambda payload: process_recording(database, payload["recording_id"], cache),
             "render_da_audio": lambda payload: da_campaign.render_hit_audio(
                 database, payload["study_id"], payload["hit_id"], media_dir),
             "render_da_images": lambda payload: da_campaign.render_hit_images(
                 database, payload["study_id"], payload["hit_id"], media_dir),
-            "score_exchange": lambda payload: exchange_metrics.score_exchange(database, payload["exchange_id"], cache)}
+            "score_exchange": lambda payload: exchange_metrics.score_exchange(database, payload["exchange_id"], cache),
+            maintenance.KIND: lambda payload: maintenance.run(database, payload["study_id"])}

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from services import question_settings
+from services import question_settings, workflow
 from services.items import bold_key_spans
 from storage import question_drafts, studies
 
@@ -132,6 +132,7 @@ def _rebuild(db, database, study_id: str, starter_id: str) -> None:
         raise ReviewError(f"Starter '{starter_id}' would have no questions, but receivers already have its "
                           "translations in their queue: keep at least one accepted question.")
     question_drafts.replace_questions(db, study_id, starter_id, accepted)
+    workflow.starter_changed(db, database, study_id, starter_id)     # its exchanges may go to receivers now
 
 
 def _change(database, draft_id, actor: str, action: str, **fields) -> dict:

@@ -58,7 +58,7 @@ def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewO
         if (status == "rejected" and sender and sender["excluded_at"] is None
                 and results.rejected_count(database, sender["id"]) > MAX_REJECTED):
             _exclude_and_reassign(db, database, sender, reviewer, out)
-        workflow.refresh(database, ex["study_id"])
+        workflow.exchange_ready(database, ex["id"])
     return out
 
 

@@ -3,7 +3,7 @@
 submit() refuses items outside the caller's queue, returns the saved state when the item
 was already submitted (a double click or a reconnect writes nothing twice), and otherwise
 validates the payload for the item's phase and stores it with the assignment's timing in
-one transaction, then lets the workflow open downstream work."""
+one transaction, with the downstream work it opens for that exchange (services/workflow.py)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -255,6 +255,6 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
         database.log(actor or f"participant:{p['id']}", "submit", phase, a["id"],
                      {"item": a["item_id"], "at": now()})
         if tab in WORKFLOW_TABS:     # a DA or SD answer opens no downstream work
-            workflow.refresh(database, study["id"])
+            workflow.after_submit(db, database, study, a)
     return SubmitResult(True, "Saved.", _stored(database, queue.assignment(database, a["id"])),
                         get_view(database, token, tab, media_dir=media_dir))

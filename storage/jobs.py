@@ -9,13 +9,14 @@ from storage.db import Database, now
 
 # Jobs nobody waits for (metrics for the analysis) run after those a participant's next step
 # depends on (a recording's QC and translation, a HIT's audio).
-BACKGROUND_KINDS = ("score_exchange",)
+BACKGROUND_KINDS = ("score_exchange", "study_maintenance")
 
 
-def enqueue(db, kind: str, payload: dict, dedupe_key: str | None = None, max_attempts: int = 3) -> int | None:
-    cur = db.execute("INSERT OR IGNORE INTO jobs (kind, payload, dedupe_key, max_attempts, created_at, "
-                     "updated_at) VALUES (?,?,?,?,?,?)",
-                     [kind, json.dumps(payload), dedupe_key, max_attempts, now(), now()])
+def enqueue(db, kind: str, payload: dict, dedupe_key: str | None = None, max_attempts: int = 3,
+            run_after: str | None = None) -> int | None:
+    cur = db.execute("INSERT OR IGNORE INTO jobs (kind, payload, dedupe_key, max_attempts, run_after, created_at, "
+                     "updated_at) VALUES (?,?,?,?,?,?,?)",
+                     [kind, json.dumps(payload), dedupe_key, max_attempts, run_after, now(), now()])
     return cur.lastrowid if cur.rowcount else None
 
 
@@ -98,3 +99,8 @@ def page(database: Database, limit: int, offset: int) -> list[dict]:
 
 def count(database: Database) -> int:
     return database.scalar("SELECT COUNT(*) FROM jobs")
+
+
+def pending_with_key_prefix(database: Database, prefix: str) -> int:
+    return database.scalar("SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running') AND dedupe_key LIKE ?",
+                           [prefix.replace("%", "") + "%"])

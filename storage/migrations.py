@@ -347,7 +347,10 @@ def _run_script(db, script: str) -> None:
 
 
 def migrate(database) -> list[str]:
-    """Apply pending migrations; returns the names applied."""
+    """Apply pending migrations; returns the names applied. Nothing pending (the usual case):
+    a read only, so a command-line call beside a busy app does not queue for the write lock."""
+    if not migrations.pending(database.db):
+        return []
     with database.write() as db:
         pending = [m.name for m in migrations.pending(db)]
         migrations.apply(db)
@@ -376,4 +379,57 @@ def m008_question_drafts(db) -> None:
             CHECK (status != 'accepted' OR length(trim(pt)) > 0)
         );
         CREATE INDEX question_drafts_starter ON question_drafts (study_id, starter_id, status)
+        """)
+
+
+@migrations()
+def m009_work_pool(db) -> None:
+    # Items waiting for people (receive, validate, third-person baseline surveys, a withdrawn
+    # recording waiting for a sender of its cell): a participant who needs work picks one here
+    # (services/workflow.next_item), so no request scans the study. need = people still to
+    # assign; stratum = what allocation balances over (the speaker's group and the system; for
+    # 'record', the sender cell group|gender); rkey = seeded random order. The other indexes
+    # serve the per-exchange checks that a submit runs (no SCAN of a study-sized table).
+    _run_script(db, """
+        CREATE TABLE work_pool (
+            study_id TEXT NOT NULL REFERENCES studies(id),
+            phase TEXT NOT NULL CHECK (phase IN ('record', 'receive', 'validate', 'survey_baseline')),
+            item_id TEXT NOT NULL,
+            exchange_id INTEGER NOT NULL REFERENCES exchanges(id),
+            stratum TEXT NOT NULL,
+            producers TEXT NOT NULL DEFAULT '[]',   -- JSON identity keys that may not take it
+            need INTEGER NOT NULL CHECK (need >= 0),
+            rkey REAL NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (study_id, phase, item_id)
+        );
+        CREATE INDEX work_pool_open ON work_pool (study_id, phase, stratum, need, rkey) WHERE need > 0;
+        CREATE INDEX work_pool_exchange ON work_pool (exchange_id);
+        CREATE INDEX assignments_exchange ON assignments (exchange_id, phase, status);
+        CREATE INDEX validations_exchange ON validations (exchange_id);
+        CREATE INDEX validations_receive ON validations (receive_assignment_id);
+        CREATE INDEX recordings_exchange ON recordings (exchange_id);
+        CREATE INDEX exchanges_starter ON exchanges (study_id, starter_id);
+        ALTER TABLE participants ADD COLUMN dropped_out_at TEXT;
+        ALTER TABLE participants ADD COLUMN dropped_out_reason TEXT
+        """)
+
+
+@migrations()
+def m010_reference_translations(db) -> None:
+    # Human reference translations of the starters (the study's references.csv): a corpus for
+    # reference-based metrics, apart from the participant flow (never an exchange, never a
+    # system). idx numbers a starter's references in file order; translator tells several apart
+    # ('' for one unnamed reference).
+    _run_script(db, """
+        CREATE TABLE reference_translations (
+            study_id TEXT NOT NULL,
+            starter_id TEXT NOT NULL,
+            idx INTEGER NOT NULL CHECK (idx >= 1),
+            translator TEXT NOT NULL DEFAULT '',
+            text TEXT NOT NULL CHECK (length(trim(text)) > 0),
+            PRIMARY KEY (study_id, starter_id, idx),
+            UNIQUE (study_id, starter_id, translator),
+            FOREIGN KEY (study_id, starter_id) REFERENCES starters(study_id, id)
+        )
         """)

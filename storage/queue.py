@@ -194,6 +194,20 @@ def withdraw(db, assignment_id: int) -> None:
     db.execute("UPDATE assignments SET status = 'withdrawn' WHERE id = ? AND status = 'open'", [assignment_id])
 
 
+def sender_recording_state(database: Database, participant_id: int) -> dict:
+    """A sender's recordings that hold up their surveys: not recorded yet, flagged for review,
+    still in QC or translation (one sender's ten or so rows)."""
+    return database.one(
+        """SELECT (SELECT COUNT(*) FROM assignments WHERE participant_id = :p AND phase = 'record'
+                   AND status = 'open') AS unrecorded,
+                  (SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id
+                   WHERE e.sender_id = :p AND r.qc_status = 'flagged') AS in_review,
+                  (SELECT COUNT(*) FROM assignments a WHERE a.participant_id = :p AND a.phase = 'record'
+                   AND a.status = 'done' AND (NOT EXISTS (SELECT 1 FROM translations t WHERE t.exchange_id = a.exchange_id)
+                       OR EXISTS (SELECT 1 FROM recordings r WHERE r.exchange_id = a.exchange_id
+                                  AND r.qc_status = 'pending'))) AS processing""", {"p": participant_id})
+
+
 def sender_starters(database: Database, participant_id: int) -> set[str]:
     rows = database.query("SELECT starter_id FROM exchanges WHERE sender_id = ?", [participant_id])
     return {r["starter_id"] for r in rows}

@@ -124,9 +124,10 @@ def test_no_item_and_no_answer_before_consent(consent_db):
     assert view.content["text"] == CONSENT_MD and view.content["agree"] == "Concordo / I agree"
     # nothing of any item: no translation, no questions
     assert set(view.content) == {"stage", "text", "agree", "decline"}
-    # the item the participant would get is in the queue, but cannot be answered
-    a = database.one("SELECT item_id FROM assignments WHERE participant_id = ? AND status = 'open'",
-                     [participant(database, tok)["id"]])
+    # no item is taken from the pool before consent, and a waiting item's id cannot be answered
+    assert database.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ?",
+                           [participant(database, tok)["id"]]) == 0
+    a = database.one("SELECT item_id FROM work_pool WHERE phase = 'receive' AND need > 0 LIMIT 1")
     before = counts(database)
     with pytest.raises(AccessError, match="consent"):
         submit(database, tok, "receiver", a["item_id"], {"answers": [{"idx": 1, "text": "x"}]})

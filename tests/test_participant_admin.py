@@ -8,10 +8,10 @@ import time
 import pytest
 
 from services import admin, participant_admin as pa
-from services.items import AccessError, participant_for_token
+from services.items import AccessError, get_view, participant_for_token
 from services.participant_admin import ParticipantAdminError
 from services.participants import ParticipantError, add_participants
-from storage import jobs, queue, results
+from storage import jobs, pool, queue, results
 from storage import participants as pstore
 
 ACTOR = "admin@test"
@@ -33,16 +33,31 @@ def finish_one(db, pid) -> int:
     return a["id"]
 
 
+def take(db, token, tab="receiver"):
+    """What a participant's page does: shows the next item, taking one from the pool."""
+    return get_view(db, token, tab)
+
+
+def work_through(db, p, tab="receiver") -> list[str]:
+    """A participant takes and finishes items until none is left for them; their item ids."""
+    seen = []
+    while (v := take(db, p.token, tab)).status == "item":
+        seen.append(v.item_id)
+        finish_one(db, p.id)
+    return seen
+
+
 def test_a_deactivated_link_is_refused_with_its_message_and_comes_back(demo_db):
     db = demo_db
     (r,) = add_participants(db, "demo", "receiver", 1)
+    assert take(db, r.token).status == "item"
     msg = pa.deactivate(db, "demo", r.id, ACTOR)
     assert "deactivated" in msg
     with pytest.raises(AccessError, match="This link has been deactivated"):
         participant_for_token(db, r.token)
     with pytest.raises(ParticipantAdminError, match="already deactivated"):
         pa.deactivate(db, "demo", r.id, ACTOR)
-    assert open_count(db, r.id) == 6                       # the queue is kept
+    assert open_count(db, r.id) == 1                       # the queue is kept
     pa.reactivate(db, "demo", str(r.id), ACTOR)             # a form field may send the id as text
     assert participant_for_token(db, r.token)["id"] == r.id
     with pytest.raises(ParticipantAdminError, match="already active"):
@@ -74,78 +89,96 @@ def test_a_bad_participant_id_is_named(demo_db, pid, study, message):
 def test_a_new_link_replaces_the_old_one_and_keeps_the_progress(demo_db):
     db = demo_db
     (r,) = add_participants(db, "demo", "receiver", 1)
+    take(db, r.token)
     finish_one(db, r.id)
+    take(db, r.token)
     before = queue.counts(db, r.id, ("receive",))
     token = pa.regenerate_link(db, "demo", r.id, ACTOR)
     assert token != r.token and len(token) >= 24
     with pytest.raises(AccessError, match="not valid"):
         participant_for_token(db, r.token)
     assert participant_for_token(db, token)["id"] == r.id
-    assert queue.counts(db, r.id, ("receive",)) == before == {"open": 5, "done": 1}
+    assert queue.counts(db, r.id, ("receive",)) == before == {"open": 1, "done": 1}
     assert pa.full_link(db, "demo", r.id, "https://x.org/") == f"https://x.org/?t={token}"
     [e] = events(db, "new_link")
     assert e["entity_id"] == str(r.id) and token not in (e["detail"] or "")   # the audit log is exported
 
 
-def test_reassigning_moves_open_receiver_items_and_keeps_done_ones(demo_db):
+def test_reassigning_returns_open_receiver_items_to_the_pool_and_keeps_done_ones(demo_db):
     db = demo_db
-    a, b = add_participants(db, "demo", "receiver", 2)       # 12 imported exchanges: 6 each, both full
+    a, b = add_participants(db, "demo", "receiver", 2)       # 12 imported exchanges, 6 places each
+    take(db, a.token)
     done_id = finish_one(db, a.id)
+    item = take(db, a.token).item_id
     with pytest.raises(ParticipantAdminError, match="active: deactivate them first"):
         pa.reassign_open_items(db, "demo", a.id, ACTOR)
     pa.deactivate(db, "demo", a.id, ACTOR)
-    (c,) = add_participants(db, "demo", "receiver", 1)       # joins with room
-    a_items = {r["item_id"] for r in db.query("SELECT item_id FROM assignments WHERE participant_id = ? "
-                                              "AND status = 'open'", [a.id])}
+    assert pool.entry(db, "demo", "receive", item)["need"] == 0
     out = pa.reassign_open_items(db, "demo", a.id, ACTOR)
-    assert {m["item"] for m in out.moved} == a_items and {m["to"] for m in out.moved} == {c.id}
-    assert not out.waiting and not out.dropped and "5 open item(s)" in out.summary()
+    assert out.waiting == [{"phase": "receive", "item": item}] and not out.moved and not out.dropped
+    assert "went back to the pool" in out.summary()
+    assert pool.entry(db, "demo", "receive", item)["need"] == 1
     assert open_count(db, a.id) == 0
     assert db.one("SELECT status FROM assignments WHERE id = ?", [done_id])["status"] == "done"
     assert queue.counts(db, a.id, ("receive",)) == {"open": 0, "done": 1}
-    assert queue.counts(db, b.id, ("receive",)) == {"open": 6, "done": 0}
-    assert queue.counts(db, c.id, ("receive",)) == {"open": 5, "done": 0}
-    assert len(events(db, "reassign")) == 5 and len(events(db, "reassign_open_items")) == 1
+    assert len(events(db, "reassign")) == 1 and len(events(db, "reassign_open_items")) == 1
+    # the other receivers take every place, the returned one included: b 6, a newcomer the last 5
+    (c,) = add_participants(db, "demo", "receiver", 1)
+    assert len(work_through(db, b)) == 6 and len(work_through(db, c)) == 5
+    assert db.scalar("SELECT SUM(need) FROM work_pool WHERE phase = 'receive'") == 0
+    assert db.scalar("SELECT COUNT(*) FROM assignments WHERE phase = 'receive' AND item_id = ? "
+                     "AND status = 'done'", [item]) == 1
 
 
 def test_a_reactivated_participant_does_not_get_back_what_was_withdrawn(demo_db):
     """Withdrawn rows stay (the assignments' history); handing such an item back to the same
     person would be a no-op insert counted as filled, and the item would never get a holder."""
     db = demo_db
-    a, b = add_participants(db, "demo", "receiver", 2)
+    (a,) = add_participants(db, "demo", "receiver", 1)
+    withdrawn = take(db, a.token).item_id
     pa.deactivate(db, "demo", a.id, ACTOR)
-    withdrawn = {r["item_id"] for r in db.query("SELECT item_id FROM assignments WHERE participant_id = ?", [a.id])}
-    assert len(pa.reassign_open_items(db, "demo", a.id, ACTOR).waiting) == 6
+    assert len(pa.reassign_open_items(db, "demo", a.id, ACTOR).waiting) == 1
     pa.reactivate(db, "demo", a.id, ACTOR)
+    mine = work_through(db, a)
+    assert len(mine) == 6 and withdrawn not in mine
     (c,) = add_participants(db, "demo", "receiver", 1)
-    assert {r["item_id"] for r in db.query("SELECT item_id FROM assignments WHERE participant_id = ? "
-                                           "AND status = 'open'", [c.id])} == withdrawn
-    assert open_count(db, a.id) == 0
+    assert withdrawn in work_through(db, c)                 # the 6 left, the withdrawn one among them
 
 
-def test_items_nobody_has_room_for_wait_in_the_pool_for_a_newcomer(demo_db):
-    db = demo_db
-    a, b = add_participants(db, "demo", "receiver", 2)
-    pa.deactivate(db, "demo", a.id, ACTOR)
-    out = pa.reassign_open_items(db, "demo", a.id, ACTOR)
-    assert not out.moved and len(out.waiting) == 6 and "wait in the pool" in out.summary()
-    (c,) = add_participants(db, "demo", "receiver", 1)
-    assert queue.counts(db, c.id, ("receive",))["open"] == 6
-
-
-def test_a_senders_recording_items_go_to_another_sender(demo_db):
+def test_a_senders_recording_items_go_to_a_sender_of_the_same_cell(demo_db):
     db = demo_db
     a, b = add_participants(db, "demo", "sender", 2, "USW", "Woman")
+    (other,) = add_participants(db, "demo", "sender", 1, "USB", "Man")
     pa.deactivate(db, "demo", a.id, ACTOR)
     out = pa.reassign_open_items(db, "demo", a.id, ACTOR)
-    assert len(out.moved) + len(out.dropped) == 4 and out.moved
+    assert len(out.moved) == 4 and not out.dropped and not out.waiting
     for m in out.moved:
         assert m["to"] == b.id
         new = queue.exchange(db, m["new_exchange"])
         old = queue.exchange(db, m["exchange"])
         assert new["sender_id"] == b.id and (new["starter_id"], new["system_id"]) == (old["starter_id"], old["system_id"])
-    assert all(d["why"].startswith("no other active sender") for d in out.dropped)
+    assert queue.counts(db, other.id, ("record",)) == {"open": 4, "done": 0}      # never another cell
     assert open_count(db, a.id) == 0
+
+
+def test_recordings_nobody_of_the_cell_can_take_wait_for_its_next_sender(demo_db):
+    db = demo_db
+    (a,) = add_participants(db, "demo", "sender", 1, "USW", "Woman")
+    (other,) = add_participants(db, "demo", "sender", 1, "USB", "Man")
+    pa.deactivate(db, "demo", a.id, ACTOR)
+    out = pa.reassign_open_items(db, "demo", a.id, ACTOR)
+    assert not out.moved and not out.dropped and [w["cell"] for w in out.waiting] == ["USW|Woman"] * 4
+    assert "next sender of the same group and gender" in out.summary()
+    assert queue.counts(db, other.id, ("record",)) == {"open": 4, "done": 0}
+    (late,) = add_participants(db, "demo", "sender", 1, "USB", "Man")                # another cell: its own 4
+    assert queue.counts(db, late.id, ("record",)) == {"open": 4, "done": 0}
+    (newcomer,) = add_participants(db, "demo", "sender", 1, "USW", "Woman")
+    pairs = lambda pid: {(e["starter_id"], e["system_id"]) for e in db.query(
+        "SELECT starter_id, system_id FROM exchanges WHERE sender_id = ?", [pid])}
+    # the newcomer's own design block plus a's four (none of whose starters is in that block)
+    assert pairs(a.id) <= pairs(newcomer.id) and len(pairs(newcomer.id)) == 8
+    assert queue.counts(db, newcomer.id, ("record",)) == {"open": 8, "done": 0}
+    assert db.scalar("SELECT SUM(need) FROM work_pool WHERE phase = 'record'") == 0
 
 
 def test_a_da_raters_unfinished_hit_goes_whole_to_the_next_da_rater(demo_db):

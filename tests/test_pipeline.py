@@ -14,7 +14,7 @@ from services.participants import add_participants
 from services.recording_review import decide, queue_for_review
 from services.submissions import submit
 from speech import spoken_wav
-from storage import jobs, queue, results
+from storage import pool, jobs, queue, results
 
 CACHE = ModelCache(device="cpu")
 
@@ -67,12 +67,12 @@ def test_a_clear_reading_is_translated_and_reaches_the_receiver(study, tmp_path)
             .strip("[]").replace('"', "").split(", ") if any(c.isdigit() for c in k) or k[:1].isupper()]
     found = [k for k in keys if k.split()[0].lower().strip(",.") in tr["text"].lower()]
     assert len(found) >= len(keys) / 2, (keys, tr["text"])
-    # ready for receivers; the first receiver with room gets it (the existing one is full)
+    # ready for receivers: its receive item waits in the pool for one receiver, and its sender's
+    # baseline survey is open
     assert ex_id in {e["id"] for e in queue.translated_exchanges(db, "demo")}
-    newcomer = add_participants(db, "demo", "receiver", 1)[0]
-    got = {e["id"] for e in db.query("SELECT exchange_id AS id FROM assignments WHERE participant_id = ? "
-                                     "AND phase = 'receive'", [newcomer.id])}
-    assert ex_id in got
+    assert pool.entry(db, "demo", "receive", ex_id)["need"] == 1
+    assert db.scalar("SELECT COUNT(*) FROM assignments WHERE phase = 'survey_baseline' AND status = 'open' "
+                     "AND exchange_id = ?", [ex_id]) == 1
     # a second run of the same job (e.g. resumed after a crash) writes nothing twice
     assert pipeline.process_recording(db, rec["id"], CACHE) == {"skipped": True}
     assert db.scalar("SELECT COUNT(*) FROM translations WHERE exchange_id = ?", [ex_id]) == 1

@@ -90,29 +90,35 @@ def test_full_workflow_opens_each_phase(demo_db, people):
     res = submit(db, people["validator"].token, "validator", val.item_id, {"score": 80, "marks": marks})
     assert res.stored["qa_score"] == pytest.approx((len(qs) - 1) / len(qs))
     assert res.stored["translation_score"] == 80
-    # the imported exchange has no sender: its surveys go to a third-person rater
-    # (4 surveys per rater, 12 imported exchanges: three raters cover them all, each once)
-    add_participants(db, "demo", "rater", 2)
+    # the imported exchanges have no sender: their surveys go to third-person raters, who take
+    # them from the pool (4 surveys per rater, 12 imported exchanges: three raters take them all,
+    # each exactly once), baselines first, then the informed survey of the validated exchange
+    raters = [people["rater"].token] + [r.token for r in add_participants(db, "demo", "rater", 2)]
     ex_id = int(db.scalar("SELECT exchange_id FROM validations"))
-    holders = db.query("SELECT p.token FROM assignments a JOIN participants p ON p.id = a.participant_id "
-                       "WHERE a.phase='survey_baseline' AND a.item_id=?", [str(ex_id)])
-    assert len(holders) == 1
-    assert db.scalar("SELECT COUNT(*) FROM assignments WHERE phase='survey_baseline'") == 12
-    rater = holders[0]["token"]
-    rv = get_view(db, rater, "survey")
-    # answer baselines until this exchange's informed survey appears
-    while rv.phase == "survey_baseline":
-        with pytest.raises(SubmissionError, match="trust"):
-            submit(db, rater, "survey", rv.item_id, {"satisfaction": 3, "trust": None, "reliance": 3})
-        with pytest.raises(SubmissionError, match="between 1 and 5"):
-            submit(db, rater, "survey", rv.item_id, {"satisfaction": 6, "trust": 3, "reliance": 3})
-        res = submit(db, rater, "survey", rv.item_id, {"satisfaction": 4, "trust": 4, "reliance": 4})
-        rv = res.next
+    informed = {}
+    for rater in raters:
+        rv = get_view(db, rater, "survey")
+        while rv.status == "item":
+            if rv.phase == "survey_informed":
+                informed[rater] = rv
+                break
+            with pytest.raises(SubmissionError, match="trust"):
+                submit(db, rater, "survey", rv.item_id, {"satisfaction": 3, "trust": None, "reliance": 3})
+            with pytest.raises(SubmissionError, match="between 1 and 5"):
+                submit(db, rater, "survey", rv.item_id, {"satisfaction": 6, "trust": 3, "reliance": 3})
+            rv = submit(db, rater, "survey", rv.item_id, {"satisfaction": 4, "trust": 4, "reliance": 4}).next
+    assert db.query("SELECT item_id, COUNT(*) AS n FROM assignments WHERE phase = 'survey_baseline' "
+                    "GROUP BY item_id HAVING n > 1") == []
+    [(rater, rv)] = informed.items()
     assert rv.phase == "survey_informed" and rv.item_id == f"survey_informed:{ex_id}"
     assert rv.content["perspective"] == "third"
     assert rv.content["outcomes"][0]["translation_score"] == 80
     res = submit(db, rater, "survey", rv.item_id, {"satisfaction": 2, "trust": 2, "reliance": 3})
     assert res.saved, res.message
+    rv = res.next                 # that rater goes on with their remaining baselines
+    while rv.status == "item" and rv.phase == "survey_baseline":
+        rv = submit(db, rater, "survey", rv.item_id, {"satisfaction": 4, "trust": 4, "reliance": 4}).next
+    assert db.scalar("SELECT COUNT(*) FROM assignments WHERE phase='survey_baseline' AND status = 'done'") == 12
     row = db.one("SELECT * FROM surveys WHERE stage = ?", ["informed"])
     assert (row["perspective"], row["satisfaction"], row["reliance"]) == ("third", 2, 3)
 

@@ -1,0 +1,206 @@
+"""The work pool: items waiting for people, and the per-exchange facts the workflow checks.
+
+Every query here is bounded by one exchange, one participant or one stratum's first rows
+(indexes of migration m009), so its cost does not grow with the study; the study-wide ones
+are marked and serve only the repair (services/workflow.refresh) and the worker.
+"""
+from __future__ import annotations
+
+import json
+
+from storage.db import Database, now
+
+POOL_PHASES = ("record", "receive", "validate", "survey_baseline")
+
+
+def offer(db, study_id: str, phase: str, item_id, exchange_id: int, stratum: str, producers,
+          need: int, rkey: float) -> bool:
+    """Puts an item in the pool (need = people still to assign); False when it was there."""
+    cur = db.execute(
+        "INSERT INTO work_pool (study_id, phase, item_id, exchange_id, stratum, producers, need, rkey, created_at) "
+        "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (study_id, phase, item_id) DO NOTHING",
+        [study_id, phase, str(item_id), exchange_id, stratum, json.dumps(sorted(producers)), max(0, need),
+         rkey, now()])
+    return cur.rowcount == 1
+
+
+def entry(database: Database, study_id: str, phase: str, item_id) -> dict | None:
+    return database.one("SELECT * FROM work_pool WHERE study_id = ? AND phase = ? AND item_id = ?",
+                        [study_id, phase, str(item_id)])
+
+
+def set_need(db, study_id: str, phase: str, item_id, need: int) -> None:
+    db.execute("UPDATE work_pool SET need = ? WHERE study_id = ? AND phase = ? AND item_id = ?",
+               [max(0, need), study_id, phase, str(item_id)])
+
+
+def take(db, study_id: str, phase: str, item_id) -> bool:
+    """One place of the item is taken; False when none was left (nothing changes)."""
+    cur = db.execute("UPDATE work_pool SET need = need - 1 WHERE study_id = ? AND phase = ? AND item_id = ? "
+                     "AND need > 0", [study_id, phase, str(item_id)])
+    return cur.rowcount == 1
+
+
+def give_back(db, study_id: str, phase: str, item_id) -> bool:
+    """A withdrawn holder's place goes back to the pool (only for items that are pooled)."""
+    cur = db.execute("UPDATE work_pool SET need = need + 1 WHERE study_id = ? AND phase = ? AND item_id = ?",
+                     [study_id, phase, str(item_id)])
+    return cur.rowcount == 1
+
+
+def candidates(database: Database, study_id: str, phase: str, stratum: str, limit: int) -> list[dict]:
+    """The first open items of one stratum: started items first (fewest places left), then the
+    seeded random order (index work_pool_open)."""
+    rows = database.query(
+        "SELECT item_id, exchange_id, stratum, producers, need FROM work_pool WHERE study_id = ? AND phase = ? "
+        "AND stratum = ? AND need > 0 ORDER BY need, rkey LIMIT ?", [study_id, phase, stratum, limit])
+    for r in rows:
+        r["producers"] = frozenset(json.loads(r["producers"]))
+    return rows
+
+
+def open_strata(database: Database, study_id: str, phase: str, strata: list[str]) -> list[str]:
+    """Which of these strata have an open item (one indexed probe each)."""
+    return [s for s in strata if database.scalar(
+        "SELECT 1 FROM work_pool WHERE study_id = ? AND phase = ? AND stratum = ? AND need > 0 LIMIT 1",
+        [study_id, phase, s])]
+
+
+def held_strata(database: Database, participant_id: int, phase: str) -> dict[str, int]:
+    """How many pooled items of each stratum a participant holds (open or done)."""
+    rows = database.query(
+        "SELECT w.stratum, COUNT(*) AS n FROM assignments a JOIN work_pool w ON w.study_id = a.study_id "
+        "AND w.phase = a.phase AND w.item_id = a.item_id WHERE a.participant_id = ? AND a.phase = ? "
+        "AND a.status != 'withdrawn' GROUP BY w.stratum", [participant_id, phase])
+    return {r["stratum"]: r["n"] for r in rows}
+
+
+def had_items(database: Database, participant_id: int, phase: str, item_ids: list[str]) -> set[str]:
+    """Which of these items the participant holds or had (withdrawn ones included: they do not
+    get an item back that was taken from them)."""
+    if not item_ids:
+        return set()
+    marks = ",".join("?" * len(item_ids))
+    rows = database.query(f"SELECT item_id FROM assignments WHERE participant_id = ? AND phase = ? "
+                          f"AND item_id IN ({marks})", [participant_id, phase, *item_ids])
+    return {r["item_id"] for r in rows}
+
+
+def holder_count(database: Database, study_id: str, phase: str, item_id) -> int:
+    return database.scalar("SELECT COUNT(*) FROM assignments WHERE study_id = ? AND phase = ? AND item_id = ? "
+                           "AND status != 'withdrawn'", [study_id, phase, str(item_id)])
+
+
+def phase_load(database: Database, participant_id: int, phase: str) -> int:
+    """Items a participant holds in a phase (open or done; withdrawn ones do not count)."""
+    return database.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND phase = ? "
+                           "AND status != 'withdrawn'", [participant_id, phase])
+
+
+# -- one exchange ------------------------------------------------------------------------------
+
+def exchange_state(database: Database, exchange_id: int) -> dict | None:
+    """An exchange with what decides whether it can go on: its translation, its recording's QC,
+    its starter's questions and its sender's standing."""
+    return database.one(
+        """SELECT e.id, e.study_id, e.starter_id, e.system_id, e.sender_id,
+                  p.grp, p.gender, p.active AS sender_active, p.excluded_at, p.external_id, p.prolific_pid,
+                  EXISTS (SELECT 1 FROM translations t WHERE t.exchange_id = e.id) AS translated,
+                  NOT EXISTS (SELECT 1 FROM recordings r WHERE r.exchange_id = e.id
+                              AND r.qc_status NOT IN ('passed', 'accepted')) AS qc_ok,
+                  EXISTS (SELECT 1 FROM questions q WHERE q.study_id = e.study_id
+                          AND q.starter_id = e.starter_id) AS has_questions
+           FROM exchanges e LEFT JOIN participants p ON p.id = e.sender_id WHERE e.id = ?""", [exchange_id])
+
+
+def exchange_validated(database: Database, exchange_id: int) -> bool:
+    """Every finished answer set of the exchange has a validation (and there is one)."""
+    return bool(database.scalar(
+        """SELECT EXISTS (SELECT 1 FROM validations v WHERE v.exchange_id = ?)
+           AND NOT EXISTS (SELECT 1 FROM assignments r WHERE r.exchange_id = ? AND r.phase = 'receive'
+                           AND r.status = 'done' AND NOT EXISTS (
+                               SELECT 1 FROM validations v2 WHERE v2.receive_assignment_id = r.id))""",
+        [exchange_id, exchange_id]))
+
+
+def survey_holders(database: Database, exchange_id: int, phase: str, status: str | None = None) -> list[dict]:
+    """Who holds the exchange's survey of this phase (withdrawn ones excluded)."""
+    sql = ("SELECT a.id, a.participant_id, a.status, p.active, p.role FROM assignments a "
+           "JOIN participants p ON p.id = a.participant_id WHERE a.exchange_id = ? AND a.phase = ? "
+           "AND a.status != 'withdrawn'")
+    params: list = [exchange_id, phase]
+    if status:
+        sql += " AND a.status = ?"
+        params.append(status)
+    return database.query(sql, params)
+
+
+def starter_exchanges(database: Database, study_id: str, starter_id: str) -> list[int]:
+    rows = database.query("SELECT id FROM exchanges WHERE study_id = ? AND starter_id = ?", [study_id, starter_id])
+    return [r["id"] for r in rows]
+
+
+def sender_exchanges(database: Database, participant_id: int) -> list[int]:
+    rows = database.query("SELECT id FROM exchanges WHERE sender_id = ? ORDER BY id", [participant_id])
+    return [r["id"] for r in rows]
+
+
+def survey_exchanges(database: Database, participant_id: int, phase: str, status: str) -> list[int]:
+    rows = database.query("SELECT exchange_id FROM assignments WHERE participant_id = ? AND phase = ? "
+                          "AND status = ? ORDER BY exchange_id", [participant_id, phase, status])
+    return [r["exchange_id"] for r in rows]
+
+
+def receive_assignment_state(database: Database, assignment_id: int) -> dict | None:
+    """A finished answer set with the people whose work it contains."""
+    return database.one(
+        "SELECT a.id, a.participant_id AS receiver_id, a.exchange_id, a.status, e.study_id, e.sender_id "
+        "FROM assignments a JOIN exchanges e ON e.id = a.exchange_id WHERE a.id = ?", [assignment_id])
+
+
+# -- the sender cells' waiting recordings ------------------------------------------------------
+
+def cell_orphans(database: Database, study_id: str, cell: str) -> list[dict]:
+    """Recording items withdrawn from a sender that no sender of their cell could take yet."""
+    return database.query(
+        "SELECT w.item_id, w.exchange_id, e.starter_id, e.system_id FROM work_pool w "
+        "JOIN exchanges e ON e.id = w.exchange_id WHERE w.study_id = ? AND w.phase = 'record' "
+        "AND w.stratum = ? AND w.need > 0 ORDER BY w.rkey", [study_id, cell])
+
+
+# -- study-wide: the repair only ---------------------------------------------------------------
+
+def study_exchange_ids(database: Database, study_id: str, after: int, limit: int) -> list[int]:
+    """A chunk of the study's exchange ids (the repair walks them in chunks)."""
+    rows = database.query("SELECT id FROM exchanges WHERE study_id = ? AND id > ? ORDER BY id LIMIT ?",
+                          [study_id, after, limit])
+    return [r["id"] for r in rows]
+
+
+def done_receive_ids(database: Database, exchange_id: int) -> list[int]:
+    rows = database.query("SELECT id FROM assignments WHERE exchange_id = ? AND phase = 'receive' "
+                          "AND status = 'done' ORDER BY id", [exchange_id])
+    return [r["id"] for r in rows]
+
+
+def pool_entries(database: Database, study_id: str, after: tuple[str, str], limit: int) -> list[dict]:
+    """A chunk of the pool in (phase, item_id) order."""
+    return database.query(
+        "SELECT w.phase, w.item_id, w.need, (SELECT COUNT(*) FROM assignments a WHERE a.study_id = w.study_id "
+        "AND a.phase = w.phase AND a.item_id = w.item_id AND a.status != 'withdrawn') AS holders "
+        "FROM work_pool w WHERE w.study_id = ? AND (w.phase, w.item_id) > (?, ?) "
+        "ORDER BY w.phase, w.item_id LIMIT ?", [study_id, after[0], after[1], limit])
+
+
+def inactive_senders(database: Database, study_id: str, before: str) -> list[dict]:
+    """Active senders not seen since `before` who have open surveys (worker, periodic)."""
+    return database.query(
+        "SELECT p.* FROM participants p WHERE p.study_id = ? AND p.role = 'sender' AND p.active = 1 "
+        "AND COALESCE(p.last_seen_at, p.created_at) < ? AND EXISTS (SELECT 1 FROM assignments a "
+        "WHERE a.participant_id = p.id AND a.status = 'open' AND a.phase IN ('survey_baseline', 'survey_informed'))",
+        [study_id, before])
+
+
+def mark_dropped_out(db, participant_id: int, reason: str) -> None:
+    db.execute("UPDATE participants SET active = 0, dropped_out_at = COALESCE(dropped_out_at, ?), "
+               "dropped_out_reason = COALESCE(dropped_out_reason, ?) WHERE id = ?", [now(), reason, participant_id])

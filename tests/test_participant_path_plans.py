@@ -1,0 +1,119 @@
+"""A participant's click costs the same whatever the study's size: every statement that a view
+or a submit of the four-phase workflow runs is checked with EXPLAIN QUERY PLAN, and none may
+SCAN a table that grows with the study (only SEARCH through an index)."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from services import dropouts, pipeline
+from services.items import get_view
+from services.participants import add_participants
+from services.submissions import submit
+from storage import results
+
+from test_submissions import write_wav
+
+# tables whose size grows with participants, exchanges or answers
+STUDY_SIZED = {"participants", "exchanges", "assignments", "recordings", "translations", "answers",
+               "validations", "validation_marks", "surveys", "work_pool", "events", "jobs", "consents",
+               "demographics", "exchange_metrics", "question_drafts"}
+
+
+class Trace:
+    def __init__(self, database):
+        self.database, self.sql = database, []
+
+    def __enter__(self):
+        self.database.db.conn.set_trace_callback(self.sql.append)
+        return self
+
+    def __exit__(self, *exc):
+        self.database.db.conn.set_trace_callback(None)
+
+
+KEYWORDS = {"WHERE", "ON", "JOIN", "LEFT", "INNER", "CROSS", "ORDER", "GROUP", "LIMIT", "USING", "SET", "AND"}
+
+
+def aliases(sql: str) -> dict[str, str]:
+    """alias -> table for `FROM t x`, `JOIN t AS x` (the plan names a table by its alias)."""
+    out = {}
+    for table, alias in re.findall(r"\b(?:FROM|JOIN|UPDATE|INTO)\s+(\w+)(?:\s+(?:AS\s+)?(\w+))?", sql, re.I):
+        out[table] = table
+        if alias and alias.upper() not in KEYWORDS:
+            out[alias] = table
+    return out
+
+
+def scans(database, statements) -> list[tuple[str, str]]:
+    bad = []
+    for sql in statements:
+        head = sql.lstrip().split(None, 1)[0].upper()
+        if head not in ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH"):
+            continue
+        names = aliases(sql)
+        for row in database.db.conn.execute("EXPLAIN QUERY PLAN " + sql).fetchall():
+            detail = row[-1]
+            m = re.match(r"SCAN (\w+)", detail)
+            if m and names.get(m.group(1), m.group(1)) in STUDY_SIZED:
+                bad.append((detail, sql[:300]))
+    return bad
+
+
+def act(database, token, tab, answer, media=None):
+    """One view and one submit, traced; returns the statements and the next view."""
+    with Trace(database) as t:
+        v = get_view(database, token, tab)
+        assert v.status == "item", (tab, v.status, v.message)
+        res = submit(database, token, tab, v.item_id, answer(v), media_dir=media)
+        assert res.saved
+        get_view(database, token, tab)       # the page's repeated view
+    return t.sql, res.next
+
+
+def test_no_participant_action_scans_a_study_sized_table(demo_db, tmp_path):
+    db = demo_db
+    media = tmp_path / "media"
+    senders = add_participants(db, "demo", "sender", 2, "USW", "Woman")
+    receiver, = add_participants(db, "demo", "receiver", 1)
+    validator, = add_participants(db, "demo", "validator", 1)
+    rater, = add_participants(db, "demo", "rater", 1)
+    wav = write_wav(tmp_path / "r.wav", seconds=2.5)
+    statements = []
+
+    # a sender records; the worker's outcome opens the receive item and the baseline survey
+    sql, _ = act(db, senders[0].token, "record", lambda v: {"audio": str(wav)}, media)
+    statements += sql
+    rec = db.one("SELECT id, exchange_id FROM recordings ORDER BY id DESC LIMIT 1")
+    starter = db.one("SELECT s.text FROM exchanges e JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
+                     "WHERE e.id = ?", [rec["exchange_id"]])["text"]
+    with Trace(db) as t:
+        pipeline.record_outcome(db, rec["id"], "Olá, preciso de ajuda.", starter)
+    statements += t.sql
+    answers = lambda v: {"answers": [{"idx": q["idx"], "text": "x", "unanswerable": False}
+                                     for q in v.content["questions"]]}
+    for _ in range(2):
+        sql, _ = act(db, receiver.token, "receiver", answers)
+        statements += sql
+    marks = lambda v: {"score": 70, "marks": {a["idx"]: True for a in v.content["answers"]}}
+    sql, _ = act(db, validator.token, "validator", marks)
+    statements += sql
+    likert = lambda v: {"satisfaction": 4, "trust": 3, "reliance": 4}
+    sql, _ = act(db, senders[0].token, "survey", likert)
+    statements += sql
+    sql, _ = act(db, rater.token, "survey", likert)
+    statements += sql
+    # a dropout is an admin/worker action, bounded by the sender's own exchanges
+    with Trace(db) as t:
+        dropouts.drop_out(db, senders[1].id, "test", "left")
+    statements += t.sql
+    assert len(statements) > 50
+    assert scans(db, statements) == []
+
+
+def test_the_check_itself_finds_a_scan(demo_db):
+    """The check can fail: a query on an unindexed column is reported."""
+    assert scans(demo_db, ["SELECT * FROM surveys WHERE satisfaction = 3"])
+    assert scans(demo_db, ["SELECT 1 FROM participants p JOIN assignments a ON a.participant_id = p.id "
+                           "WHERE a.active_seconds > 3"])
