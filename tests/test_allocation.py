@@ -1,0 +1,82 @@
+"""Receivers and validators take their items at random, balanced over the speakers' language
+groups and the systems (paper 000: receivers assigned at random), reproducibly from the seed."""
+from __future__ import annotations
+
+from collections import Counter
+
+from services.participants import add_participants
+from services.study_import import import_study
+from storage import open_database
+
+from usability_helpers import answer_receiver, record_all, study_folder, until_none, wav
+
+GROUPS = ("USW", "USB", "Hindi")
+
+
+def build(tmp_path, seed, name="s.db", senders_per_group=2, **usability):
+    db = open_database(tmp_path / name)
+    import_study(db, study_folder(tmp_path / name.replace(".", "-"), seed, **usability))
+    audio = wav(tmp_path)
+    made = []
+    for g in GROUPS:
+        for s in add_participants(db, "demo", "sender", senders_per_group, g, "Woman"):
+            made += record_all(db, s, tmp_path / "media", audio)
+    return db, made
+
+
+def strata_of(db, pid):
+    rows = db.query("SELECT p.grp, e.system_id FROM assignments a JOIN exchanges e ON e.id = a.exchange_id "
+                    "JOIN participants p ON p.id = e.sender_id WHERE a.participant_id = ? AND a.phase = 'receive'", [pid])
+    return Counter((r["grp"], r["system_id"]) for r in rows)
+
+
+def test_each_receiver_gets_a_balanced_mix_of_groups_and_systems(tmp_path):
+    db, exchanges = build(tmp_path, 11)
+    assert len(exchanges) == 24          # 6 senders x 4 items: 6 strata (3 groups x 2 systems) of 4
+    receivers = add_participants(db, "demo", "receiver", 4)
+    for r in receivers:
+        assert len(until_none(answer_receiver, db, r.token)) == 6       # items_per_receiver
+        # six items over six strata: one of each
+        assert sorted(strata_of(db, r.id).values()) == [1] * 6, strata_of(db, r.id)
+    # every exchange went to exactly one receiver (redundancy 1)
+    assert db.query("SELECT item_id, COUNT(*) n FROM assignments WHERE phase = 'receive' GROUP BY item_id "
+                    "HAVING n != 1") == []
+    assert db.scalar("SELECT COUNT(*) FROM assignments WHERE phase = 'receive'") == 24
+
+
+def allocation(db, receivers):
+    out = {}
+    for r in receivers:
+        until_none(answer_receiver, db, r.token)
+        out[r.id] = sorted(int(x["item_id"]) for x in db.query(
+            "SELECT item_id FROM assignments WHERE participant_id = ? AND phase = 'receive'", [r.id]))
+    return out
+
+
+def test_allocation_is_random_and_reproducible_from_the_seed(tmp_path):
+    runs = {}
+    for name, seed in (("a.db", 5), ("b.db", 5), ("c.db", 6)):
+        db, _ = build(tmp_path, seed, name, senders_per_group=1)
+        runs[name] = allocation(db, add_participants(db, "demo", "receiver", 2))
+    assert runs["a.db"] == runs["b.db"]                      # same seed, same events: same allocation
+    assert runs["a.db"] != runs["c.db"]                      # another seed: another draw
+    # not first come, first served: the first receiver does not simply get the first exchanges
+    first = next(iter(runs["c.db"].values()))
+    assert first != sorted(first)[:len(first)] or first != list(range(min(first), min(first) + len(first)))
+
+
+def test_nobody_judges_their_own_work(tmp_path):
+    db, _ = build(tmp_path, 3, senders_per_group=1)
+    # the same person (by external id) enrolled as a sender and as a receiver
+    (sender,) = add_participants(db, "demo", "sender", 1, "USW", "Man", external_ids=["P-1"])
+    record_all(db, sender, tmp_path / "media", wav(tmp_path))
+    (r,) = add_participants(db, "demo", "receiver", 1, external_ids=["P-1"])
+    until_none(answer_receiver, db, r.token)
+    got = {g["sender_id"] for g in db.query("SELECT e.sender_id FROM assignments a JOIN exchanges e "
+                                             "ON e.id = a.exchange_id WHERE a.participant_id = ?", [r.id])}
+    assert len(got) >= 3 and sender.id not in got
+    # the sender's exchanges went to nobody else either, yet: they wait for another receiver
+    (other,) = add_participants(db, "demo", "receiver", 1)
+    until_none(answer_receiver, db, other.token)
+    assert db.scalar("SELECT COUNT(*) FROM assignments a JOIN exchanges e ON e.id = a.exchange_id "
+                     "WHERE e.sender_id = ? AND a.phase = 'receive'", [sender.id]) >= 1

@@ -1,0 +1,82 @@
+"""Driving the four-phase workflow in tests: senders record, the worker's outcome is stored as
+the worker would store it (services/pipeline.record_outcome: no model runs), and receivers,
+validators and raters answer through the same calls the tabs make."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from services import pipeline
+from services.items import get_view
+from services.submissions import submit
+
+from test_submissions import write_wav
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "assets" / "demo_study"
+
+
+def study_folder(tmp_path: Path, seed: int | None = None, **usability) -> Path:
+    """The demo study copied, with another seed or [usability] settings."""
+    folder = tmp_path / f"study-{seed}-{len(usability)}"
+    shutil.copytree(DEMO, folder)
+    toml = (folder / "study.toml").read_text()
+    if seed is not None:
+        toml = "\n".join(f"seed = {seed}" if line.startswith("seed = ") else line for line in toml.splitlines())
+    for key, value in usability.items():
+        toml = toml.replace("[usability]\n", f"[usability]\n{key} = {value}\n", 1)
+    (folder / "study.toml").write_text(toml + "\n")
+    return folder
+
+
+def record_all(db, sender, media: Path, wav: Path) -> list[int]:
+    """The sender records every item; each recording passes QC and is translated. Returns the
+    exchanges."""
+    done = []
+    while (v := get_view(db, sender.token, "record")).status == "item":
+        res = submit(db, sender.token, "record", v.item_id, {"audio": str(wav)}, media_dir=media)
+        rec = res.stored
+        starter = db.one("SELECT s.text FROM exchanges e JOIN starters s ON s.study_id = e.study_id "
+                         "AND s.id = e.starter_id WHERE e.id = ?", [rec["exchange_id"]])["text"]
+        assert pipeline.record_outcome(db, rec["id"], "Tradução de teste.", starter) == "passed"
+        done.append(rec["exchange_id"])
+    return done
+
+
+def answer_receiver(db, token) -> dict | None:
+    v = get_view(db, token, "receiver")
+    if v.status != "item":
+        return None
+    submit(db, token, "receiver", v.item_id,
+           {"answers": [{"idx": q["idx"], "text": "resposta", "unanswerable": False} for q in v.content["questions"]]})
+    return {"item": v.item_id}
+
+
+def answer_validator(db, token, score=70) -> dict | None:
+    v = get_view(db, token, "validator")
+    if v.status != "item":
+        return None
+    submit(db, token, "validator", v.item_id, {"score": score, "marks": {a["idx"]: True for a in v.content["answers"]}})
+    return {"item": v.item_id}
+
+
+def answer_survey(db, token, value=4) -> dict | None:
+    v = get_view(db, token, "survey")
+    if v.status != "item":
+        return None
+    submit(db, token, "survey", v.item_id, {"satisfaction": value, "trust": value, "reliance": value})
+    return {"item": v.item_id, "phase": v.phase, "perspective": v.content["perspective"]}
+
+
+def until_none(fn, *args, limit=500, **kw) -> list:
+    out = []
+    for _ in range(limit):
+        r = fn(*args, **kw)
+        if r is None:
+            return out
+        out.append(r)
+    raise AssertionError("no end")
+
+
+def wav(tmp_path: Path) -> Path:
+    return write_wav(tmp_path / "reading.wav", seconds=2.5)
