@@ -2,8 +2,11 @@
 
 Reference-free metrics compare the Portuguese translation with the English starter;
 reference-based ones (chrF, BLEU) need a human reference translation of the starter, which a
-study provides as an imported exchange of a `human` system. Each stored score names its
-metric, version and model, so numbers of different metrics are never mixed.
+study provides in its references file (usability.references; several per starter are scored
+as a multi-reference cell); a study without one for a starter falls back to an imported
+exchange of a `human` system, when the designer lists human translation as a system. Each
+stored score names its metric, version and model, so numbers of different metrics are never
+mixed.
 """
 from __future__ import annotations
 

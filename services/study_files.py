@@ -58,6 +58,7 @@ class StudyBundle:
     starters: list[dict] = field(default_factory=list)
     questions: list[dict] = field(default_factory=list)
     exchanges: list[dict] = field(default_factory=list)
+    references: list[dict] = field(default_factory=list)        # human reference translations per starter
     da_segments: list[dict] = field(default_factory=list)
     da_hits: list[list[dict]] = field(default_factory=list)     # built at import (services/da_hits.py)
     sd_sentences: list[dict] = field(default_factory=list)
@@ -70,8 +71,12 @@ DEFAULTS = {
               "redirect_url": "", "groups": [], "genders": [], "self_enrol": [],
               "description": ""},
     "usability": {"starters": None, "questions": None, "exchanges": "", "items_per_sender": 10, "metrics": [],
+                  "references": "",
                   "items_per_receiver": 30, "items_per_validator": 30, "redundancy": 1,
-                  "max_recording_seconds": 30, "starter_words": [40, 60]},
+                  "max_recording_seconds": 30, "starter_words": [40, 60],
+                  # a sender not seen for this many days while surveys wait counts as dropped out
+                  # (services/dropouts.py); 0: only when the study team says so
+                  "dropout_after_days": 0},
     "da": {"segments": None, "modality": "text", "hit_size": 100, "controls": 20, "min_gap": 30,
            "reference_controls": 0, "language": "en", "tts_backend": "auto"},
     "sd": {"sentences": None, "pairs": None, "language": "en", "sentences_per_participant": 3,
@@ -91,6 +96,7 @@ CSV_COLUMNS = {
     "starters": (["id", "domain", "source", "corpus", "text", "key_spans"], []),
     "questions": (["starter_id", "index", "en", "pt"], []),
     "exchanges": (["starter_id", "system", "translation"], []),
+    "references": (["starter_id", "translation"], ["translator"]),
     "da_segments": (["segment_id", "doc_id", "position", "source", "reference", "system", "output"], []),
     "sd_sentences": (["sentence_id", "text"], ["source"]),
     "sd_pairs": (["pair_id", "language", "positive", "negative"], ["note"]),
@@ -267,7 +273,8 @@ def _check_config(raw: dict, err: _Collector) -> dict:
     us = cfg.get("usability")
     if us:
         for k, lo in (("items_per_sender", 1), ("items_per_receiver", 1),
-                      ("items_per_validator", 1), ("redundancy", 1), ("max_recording_seconds", 1)):
+                      ("items_per_validator", 1), ("redundancy", 1), ("max_recording_seconds", 1),
+                      ("dropout_after_days", 0)):
             v = us.get(k)
             if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 err.add(f, None, f"usability.{k}", f"must be an integer >= {lo}")
@@ -380,7 +387,7 @@ def _check_systems(raw: dict, cfg: dict, err: _Collector) -> list[dict]:
 def _hash_inputs(folder: Path, cfg: dict) -> str:
     h = hashlib.sha256()
     h.update((folder / "study.toml").read_bytes())
-    for section, keys in (("usability", ("starters", "questions", "exchanges")),
+    for section, keys in (("usability", ("starters", "questions", "exchanges", "references")),
                           ("da", ("segments",)), ("sd", ("sentences", "pairs"))):
         for k in keys:
             name = cfg.get(section, {}).get(k)
@@ -499,10 +506,40 @@ def _load_usability(folder, cfg, systems, bundle, err):
                     continue
                 seen.add(key)
                 bundle.exchanges.append(dict(row))
+    if us.get("references"):
+        _load_references(folder, us["references"], starters, bundle, err)
     n = us.get("items_per_sender")
     if isinstance(n, int) and starters and n > len(starters):
         err.add("study.toml", None, "usability.items_per_sender",
                 f"{n} starters per sender but the corpus has only {len(starters)}")
+
+
+def _load_references(folder, value, starters, bundle, err):
+    """Human reference translations of the starters: a corpus for reference-based metrics,
+    never shown to participants and never a system. Several per starter are allowed, told
+    apart by `translator` (empty for one unnamed reference)."""
+    path = _safe_file(folder, value, "usability.references", err)
+    if not path:
+        return
+    name = path.name
+    seen = set()
+    for rowno, row in _read_rows(path, "references", err):
+        if not _require_text(err, name, rowno, row, "starter_id", "translation"):
+            continue
+        sid = row["starter_id"]
+        if sid not in starters:
+            err.add(name, rowno, "starter_id", f"unknown starter '{sid}'")
+            continue
+        translator = row.get("translator") or ""
+        if (sid, translator) in seen:
+            err.add(name, rowno, "translator",
+                    f"duplicate reference for starter '{sid}' by translator '{translator}'" if translator else
+                    f"duplicate reference for starter '{sid}' (give each reference of a starter its own translator)")
+            continue
+        seen.add((sid, translator))
+        bundle.references.append({"starter_id": sid, "translator": translator, "translation": row["translation"]})
+    if not bundle.references and not any(e.file == name for e in err.errors):
+        err.add(name, None, None, "has no references (leave usability.references out for none)")
 
 
 def _load_da(folder, cfg, bundle, err):

@@ -158,6 +158,12 @@ def starter_rows(database: Database, study_id: str) -> list[dict]:
                           "WHERE study_id = ? ORDER BY id", [study_id])
 
 
+def reference_translation_rows(database: Database, study_id: str) -> list[dict]:
+    return database.query("SELECT starter_id, idx AS reference_idx, NULLIF(translator, '') AS translator, "
+                          "text AS translation FROM reference_translations WHERE study_id = ? "
+                          "ORDER BY starter_id, idx", [study_id])
+
+
 def question_rows(database: Database, study_id: str) -> list[dict]:
     return database.query("SELECT starter_id, idx AS question_idx, en, pt FROM questions WHERE study_id = ? "
                           "ORDER BY starter_id, idx", [study_id])

@@ -232,8 +232,17 @@ def exchange_metric_rows(database: Database, study_id: str) -> list[dict]:
         "JOIN exchanges e ON e.id = m.exchange_id WHERE e.study_id = ?", [study_id])
 
 
-def reference_translation(database: Database, study_id: str, starter_id: str, system_id: str) -> str | None:
-    """A human reference of the starter: the translation of an imported exchange of a `human` system."""
+def reference_translation(database: Database, study_id: str, starter_id: str,
+                          system_id: str) -> str | list[str] | None:
+    """The human reference of the starter, as a metric's reference cell: the study's reference
+    translations (references.csv; a list when there are several), else, for a study without
+    any for this starter, the translation of an imported exchange of a `human` system other
+    than system_id (a designer who lists human translation as a system); None when neither."""
+    refs = [r["text"] for r in database.query(
+        "SELECT text FROM reference_translations WHERE study_id = ? AND starter_id = ? ORDER BY idx",
+        [study_id, starter_id])]
+    if refs:
+        return refs[0] if len(refs) == 1 else refs
     row = database.one(
         "SELECT t.text FROM exchanges e JOIN translations t ON t.exchange_id = e.id JOIN systems s "
         "ON s.study_id = e.study_id AND s.id = e.system_id WHERE e.study_id = ? AND e.starter_id = ? "

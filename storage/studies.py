@@ -1,11 +1,14 @@
-"""Studies and their corpus: starters, questions, systems, DA segments, SD sentences/pairs."""
+"""Studies and their corpus: starters, questions, reference translations, systems, DA segments,
+SD sentences/pairs."""
 from __future__ import annotations
 
 import json
 
 from storage.db import Database, now
 
-CONTENT_TABLES = ("questions", "starters", "systems", "da_segments", "sd_sentences", "sd_pairs")
+# deleted in this order on re-import (the first two refer to starters)
+CONTENT_TABLES = ("reference_translations", "questions", "starters", "systems", "da_segments", "sd_sentences",
+                  "sd_pairs")
 
 
 def get_study(database: Database, study_id: str) -> dict | None:
@@ -31,8 +34,11 @@ def replace_study(db, bundle) -> None:
     Called inside a write transaction."""
     sid = bundle.id
     if db.execute("SELECT 1 FROM studies WHERE id = ?", [sid]).fetchone():
-        db.execute("DELETE FROM translations WHERE exchange_id IN "
-                   "(SELECT id FROM exchanges WHERE study_id = ? AND sender_id IS NULL)", [sid])
+        # the imported exchanges go, with what refers to them (a re-import has no participants:
+        # their pool items and scores are rebuilt by the import's workflow refresh and jobs)
+        for t in ("work_pool", "exchange_metrics", "translations"):
+            db.execute(f"DELETE FROM {t} WHERE exchange_id IN "
+                       "(SELECT id FROM exchanges WHERE study_id = ? AND sender_id IS NULL)", [sid])
         db.execute("DELETE FROM exchanges WHERE study_id = ? AND sender_id IS NULL", [sid])
         db.execute("DELETE FROM da_hit_items WHERE hit_id IN (SELECT id FROM da_hits WHERE study_id = ?)", [sid])
         db.execute("DELETE FROM da_hits WHERE study_id = ?", [sid])
@@ -50,6 +56,12 @@ def replace_study(db, bundle) -> None:
         {"study_id": sid, **{k: s[k] for k in ("id", "domain", "source", "corpus", "text")},
          "key_spans": json.dumps(s["key_spans"], ensure_ascii=False)} for s in bundle.starters)
     db["questions"].insert_all({"study_id": sid, **q} for q in bundle.questions)
+    numbered: dict[str, int] = {}
+    for r in bundle.references:          # idx: the starter's references in file order, from 1
+        numbered[r["starter_id"]] = numbered.get(r["starter_id"], 0) + 1
+        db["reference_translations"].insert({"study_id": sid, "starter_id": r["starter_id"],
+                                             "idx": numbered[r["starter_id"]], "translator": r["translator"],
+                                             "text": r["translation"]})
     rows = [db["da_segments"].insert({"study_id": sid, **s}).last_pk for s in bundle.da_segments]
     for idx, hit in enumerate(bundle.da_hits, start=1):
         hid = db["da_hits"].insert({"study_id": sid, "idx": idx}).last_pk
@@ -78,6 +90,12 @@ def questions(database: Database, study_id: str, starter_id: str) -> list[dict]:
     return database.query(
         "SELECT idx, en, pt FROM questions WHERE study_id = ? AND starter_id = ? ORDER BY idx",
         [study_id, starter_id])
+
+
+def reference_translations(database: Database, study_id: str) -> list[dict]:
+    """The study's human reference translations (references.csv), per starter in file order."""
+    return database.query("SELECT starter_id, idx, translator, text FROM reference_translations "
+                          "WHERE study_id = ? ORDER BY starter_id, idx", [study_id])
 
 
 def systems(database: Database, study_id: str) -> list[dict]:

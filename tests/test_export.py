@@ -23,7 +23,7 @@ from services.submissions import submit
 from storage import participants as participant_store
 from storage import results
 
-from conftest import DEMO, ROOT
+from conftest import DEMO_ASSETS, ROOT, demo_with_exchanges
 from test_submissions import write_wav
 
 FORMULAS = ['=HYPERLINK("http://evil.example","x")', "+1+2", "-2+3", "@SUM(A1)"]   # answers are stripped
@@ -61,6 +61,7 @@ EXPECTED = {
     "sd_suggestions": ["assignment_id", "participant", "text", "created_at"],
     "systems": ["system", "label", "kind"],
     "starters": ["starter_id", "domain", "source", "corpus", "text", "key_spans"],
+    "reference_translations": ["starter_id", "reference_idx", "translator", "translation"],
     "questions": ["starter_id", "question_idx", "en", "pt"],
     "question_drafts": ["draft_id", "starter_id", "position", "en", "pt", "answer_en", "status", "origin", "model",
                         "created_at", "updated_at"],
@@ -92,7 +93,8 @@ def _record(db, person, wav, media, transcript, translation, qc_status, flags):
 def study(tmp_path_factory):
     """The demo study with a little of everything: two recordings (one flagged and accepted by a
     reviewer, one from a Prolific self-enrolment), answers with formula-like text, a validation,
-    third-person surveys, a DA judgment with feedback, SD ratings, metrics, an exclusion."""
+    third-person surveys, a DA judgment with feedback, SD ratings, metrics, an exclusion; its
+    human translations are both references and exchanges of a listed human system."""
     from services import workflow
     from services.study_import import import_study
     from storage import open_database
@@ -100,7 +102,7 @@ def study(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("export")
     media = tmp / "media"
     db = open_database(tmp / "study.db")
-    import_study(db, DEMO)
+    import_study(db, demo_with_exchanges(tmp / "demo_study", keep_references=True))
     people = {r: add_participants(db, "demo", r, 1)[0] for r in ("receiver", "validator", "rater", "da", "sd")}
     people["sender"] = add_participants(db, "demo", "sender", 1, "USB", "Man", external_ids=["EXT-SENDER-1"])[0]
     slot = add_participants(db, "demo", "sender", 1, "USW", "Woman")[0]
@@ -181,8 +183,32 @@ def test_every_table_has_its_expected_columns_all_documented(study):
     assert set(dictionary.TYPES) >= {t for _, cols in dictionary.TABLES.values() for t, _ in cols.values()}
     # every usability / DA / SD table got rows from the fixture
     for table in ("participants", "exchanges", "recordings", "answers", "validations", "validation_marks",
-                  "surveys", "exchange_metrics", "da_judgments", "da_feedback", "sd_ratings", "events"):
+                  "surveys", "exchange_metrics", "da_judgments", "da_feedback", "sd_ratings", "events",
+                  "reference_translations"):
         assert res.rows[table] > 0, table
+
+
+def test_references_are_their_own_table_and_in_no_other(tmp_path):
+    """The bundled demo: its human translations are references, exported as reference_translations
+    and nowhere else (no exchange, no system, no item)."""
+    from services.study_import import import_study
+    from storage import open_database
+
+    db = open_database(tmp_path / "refs.db")
+    import_study(db, DEMO_ASSETS)
+    res = export_study(db, "demo", tmp_path / "out", "csv", media_dir=tmp_path / "media")
+    with open(DEMO_ASSETS / "references.csv", encoding="utf-8", newline="") as f:
+        given = list(csv.DictReader(f))
+    rows = read_csv(res.folder / "reference_translations.csv")
+    assert [(r["starter_id"], r["reference_idx"], r["translator"], r["translation"]) for r in rows] == [
+        (g["starter_id"], "1", "", g["translation"]) for g in given]
+    assert res.rows["exchanges"] == 0 and res.rows["assignments"] == 0
+    assert {r["kind"] for r in read_csv(res.folder / "systems.csv")} == {"cascade"}
+    others = b"\n".join(p.read_bytes() for p in sorted(res.folder.glob("*.csv"))
+                        if p.name != "reference_translations.csv")
+    for g in given:
+        assert g["translation"].encode() not in others, g["starter_id"]
+    assert "### `reference_translations.csv`" in (res.folder / "README.md").read_text()
 
 
 def test_external_ids_only_on_request_and_tokens_never(study):

@@ -1,6 +1,8 @@
 """Study folder validation (services.study_files) and import (services.study_import).
 
-Every test works on its own copy of assets/demo_study, a valid study, and mutates it.
+Every test works on its own copy of the demo study, a valid study, and mutates it: the copy
+(tests/conftest.py demo_with_exchanges) also lists a `human` system with imported exchanges,
+so the exchanges file is checked too. tests/test_references.py checks the references file.
 CSV rows are numbered as a spreadsheet shows them: the header is row 1, so the first data
 row is row 2; JSONL rows are line numbers.
 """
@@ -18,13 +20,13 @@ from services.study_files import StudyValidationError, load_study
 from services.study_import import import_study
 from storage.db import open_database
 
-DEMO = Path(__file__).resolve().parents[1] / "assets" / "demo_study"
+from conftest import DEMO_ASSETS as DEMO, demo_with_exchanges
 
 ALL_TABLES = (
     "studies", "systems", "starters", "questions", "participants", "exchanges", "assignments",
     "recordings", "translations", "answers", "validations", "validation_marks", "surveys",
     "da_segments", "da_judgments", "sd_sentences", "sd_pairs", "sd_ratings", "jobs", "events",
-    "da_hits", "da_hit_items", "da_feedback",
+    "da_hits", "da_hit_items", "da_feedback", "reference_translations",
 )
 
 
@@ -32,10 +34,8 @@ ALL_TABLES = (
 
 @pytest.fixture
 def study(tmp_path) -> Path:
-    """A private, mutable copy of the demo study."""
-    dest = tmp_path / "study"
-    shutil.copytree(DEMO, dest)
-    return dest
+    """A private, mutable copy of the demo study, with exchanges of a human system and references."""
+    return demo_with_exchanges(tmp_path / "study", keep_references=True)
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +154,7 @@ def find_error(errors, file, row, field):
 
 # -- the valid demo ------------------------------------------------------------------------
 
-EXPECTED_COUNTS = {"starters": 12, "questions": 109, "systems": 3, "exchanges": 12,
+EXPECTED_COUNTS = {"starters": 12, "questions": 109, "systems": 3, "exchanges": 12, "references": 12,
                    "da_segments": 36, "da_hits": 2, "sd_sentences": 6, "sd_pairs": 40}
 
 
@@ -162,8 +162,12 @@ def test_demo_study_loads():
     bundle = load_study(DEMO)
     assert bundle.id == "demo"
     assert len(bundle.starters) == 12
-    assert [s["id"] for s in bundle.systems] == ["cascade-beam", "cascade-greedy", "human-reference"]
-    assert [s["assign"] for s in bundle.systems] == [True, True, False]
+    # the human translations are references, not a system, and no exchange is imported
+    assert [s["id"] for s in bundle.systems] == ["cascade-beam", "cascade-greedy"]
+    assert [s["assign"] for s in bundle.systems] == [True, True]
+    assert bundle.exchanges == []
+    assert len(bundle.references) == 12 and {r["starter_id"] for r in bundle.references} == {
+        s["id"] for s in bundle.starters}
     assert bundle.content_hash and len(bundle.content_hash) == 64
     # defaults are filled in and the systems are part of the stored config
     assert bundle.config["study"]["seed"] == 20261130
@@ -188,6 +192,17 @@ def test_demo_imports(database, study):
     # key spans are stored as a JSON list
     spans = json.loads(database.scalar("SELECT key_spans FROM starters WHERE id = 's01'"))
     assert spans[0] == "Sofia" and "allergic to penicillin" in spans
+    assert counts["reference_translations"] == 12
+
+
+def test_bundled_demo_imports_references_and_no_exchanges(database, tmp_path):
+    folder = tmp_path / "demo"
+    shutil.copytree(DEMO, folder)
+    result = import_study(database, folder)
+    assert result.counts == {**EXPECTED_COUNTS, "systems": 2, "exchanges": 0}
+    counts = snapshot(database)
+    assert (counts["exchanges"], counts["translations"], counts["reference_translations"]) == (0, 0, 12)
+    assert database.scalar("SELECT COUNT(*) FROM systems WHERE kind = 'human'") == 0
 
 
 def test_reimport_of_same_folder_is_unchanged_and_writes_nothing(database, study):
@@ -698,6 +713,7 @@ def test_changed_reimport_without_participants_replaces_content(database, study)
         "SELECT pt FROM questions WHERE starter_id = 's01' AND idx = 1") == "Qual é o nome da filha?"
     assert database.scalar("SELECT COUNT(*) FROM exchanges") == 12
     assert database.scalar("SELECT COUNT(*) FROM translations") == 12
+    assert database.scalar("SELECT COUNT(*) FROM reference_translations") == 12
 
 
 def test_changed_reimport_without_exchanges_replaces_content(database, study):
