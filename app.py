@@ -252,13 +252,22 @@ def ensure_demo(database, settings):
     from services.study_import import import_study
     from storage import participants
 
-    res = import_study(database, settings.demo_study, actor="demo")
-    sid = res.study_id
+    from services.study_files import StudyValidationError
+
+    try:
+        res = import_study(database, settings.demo_study, actor="demo")
+        sid, status = res.study_id, res.status
+    except StudyValidationError:
+        # a database whose demo has participants and predates this version's demo files: it is
+        # kept as it is (its data stays); a new TRADLAB_DB gets the current demo
+        sid, status = "demo", "kept: this database's demo has participants and older content"
+        if not participants.list_for_study(database, sid):
+            raise
     if not participants.list_for_study(database, sid):
         add_participants(database, sid, "sender", 1, "USW", "Woman", actor="demo")
         for role in ("receiver", "validator", "rater", "da", "sd"):
             add_participants(database, sid, role, 1, actor="demo")
-    print(f"Demo study '{sid}' ({res.status}). One link per role:")
+    print(f"Demo study '{sid}' ({status}). One link per role:")
     seen = set()
     for row in links(database, sid, settings.public_url):
         if row["role"] not in seen:

@@ -179,7 +179,7 @@ def get_view(database, token: str | None, tab: str, touch: bool = True, media_di
         return ItemView(tab, stage, consent.MESSAGES[stage], counts["done"],
                         _total(database, p, study, tab, counts), content=consent.page(study, p["role"], stage))
     a = queue.next_open(database, p["id"], phases)
-    if a is None and touch and workflow.takes_from_pool(p, tab):
+    if a is None and touch and workflow.takes_from_pool(p, tab) and workflow.may_take(database, p, study):
         # the only write a view makes besides the first-shown time: taking one item from the pool
         with database.write() as db:
             a = queue.next_open(database, p["id"], phases) or workflow.next_item(db, database, p, study)

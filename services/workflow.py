@@ -120,9 +120,14 @@ def _open_exchange(db, database, study: dict, ex: dict) -> int:
     eid, where = ex["id"], stratum(ex["grp"], ex["system_id"])
     added = 0
     if ex["has_questions"]:
-        need = us["redundancy"] - pool.holder_count(database, sid, "receive", eid)
-        added += pool.offer(db, sid, "receive", eid, eid, where, _sender_identity(ex), need,
-                            order_key(seed, "receive", eid))
+        need = max(0, us["redundancy"] - pool.holder_count(database, sid, "receive", eid))
+        row = pool.entry(database, sid, "receive", eid)
+        if row is None:
+            added += pool.offer(db, sid, "receive", eid, eid, where, _sender_identity(ex), need,
+                                order_key(seed, "receive", eid))
+        elif row["need"] != need:        # e.g. its questions were withdrawn, then accepted again
+            pool.set_need(db, sid, "receive", eid, need)
+            added += 1
     if ex["sender_id"] and ex["sender_active"]:
         added += queue.insert_assignment(db, sid, ex["sender_id"], "survey_baseline", eid,
                                          order_key(seed, ex["sender_id"], eid), exchange_id=eid) is not None
@@ -208,6 +213,17 @@ def _strata(database, study: dict) -> list[str]:
 
 def takes_from_pool(p: dict, tab: str) -> bool:
     return TAB_OF_ROLE.get(p["role"]) == tab
+
+
+def may_take(database, p: dict, study: dict) -> bool:
+    """Whether taking an item is worth the write lock: the participant has room and something of
+    their phase waits (two indexed reads; a page polling while it waits writes nothing)."""
+    phase = POOL_OF_ROLE.get(p["role"])
+    if phase is None or "usability" not in study["config"]:
+        return False
+    if pool.phase_load(database, p["id"], phase) >= study["config"]["usability"][CAPACITY[phase]]:
+        return False
+    return pool.any_open(database, study["id"], phase)
 
 
 def next_item(db, database, p: dict, study: dict) -> dict | None:

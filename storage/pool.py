@@ -59,6 +59,11 @@ def candidates(database: Database, study_id: str, phase: str, stratum: str, limi
     return rows
 
 
+def any_open(database: Database, study_id: str, phase: str) -> bool:
+    return bool(database.scalar("SELECT 1 FROM work_pool WHERE study_id = ? AND phase = ? AND need > 0 LIMIT 1",
+                                [study_id, phase]))
+
+
 def open_strata(database: Database, study_id: str, phase: str, strata: list[str]) -> list[str]:
     """Which of these strata have an open item (one indexed probe each)."""
     return [s for s in strata if database.scalar(

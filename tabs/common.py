@@ -13,6 +13,7 @@ from services.submissions import SubmissionError, submit
 
 MAX_QUESTIONS = 10
 MAX_PAIRS = 24
+WAIT_POLL_S = 10          # a waiting page asks again this often (a view that writes nothing)
 
 
 @dataclass
@@ -68,6 +69,24 @@ def safe_submit(ctx: Ctx, token: str, tab: str, item_id: str, payload: dict):
     except (SubmissionError, AccessError) as e:
         view, err = safe_view(ctx, token, tab)
         return view, "", str(e) if not err else err
+
+
+def wait_timer() -> gr.Timer:
+    """The timer of a page that can wait for other participants' work: active only while it waits."""
+    return gr.Timer(WAIT_POLL_S, active=False)
+
+
+def timer_update(view: ItemView | None) -> gr.Timer:
+    return gr.Timer(active=view is not None and view.status == "waiting")
+
+
+def poll_while_waiting(ctx: Ctx, name: str, timer: gr.Timer, outputs: list, render) -> None:
+    """Each tick shows the tab afresh, so new work appears without a reload; the tick ends when
+    an item (or the end) is shown."""
+    def tick(token):
+        view, err = safe_view(ctx, token, name)
+        return render(view, "", err)
+    timer.tick(tick, ctx.token, outputs, api_visibility="private")
 
 
 @dataclass

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from tabs.common import MAX_QUESTIONS, Ctx, TabUI, header_html, safe_submit, view_dict
+from tabs.common import (MAX_QUESTIONS, Ctx, TabUI, header_html, poll_while_waiting, safe_submit, timer_update,
+                         view_dict, wait_timer)
 
 
 def build(ctx: Ctx) -> TabUI:
@@ -21,12 +22,14 @@ def build(ctx: Ctx) -> TabUI:
                 flag = gr.Checkbox(label="Não é possível responder a partir do texto")
             slots.append((group, question, answer, flag))
         send = gr.Button("Enviar respostas", variant="primary", visible=False)
+        timer = wait_timer()
 
     def render(view, notice="", error=""):
         has = view is not None and view.status == "item"
         c = view.content if has else {}
         qs = c.get("questions", [])
         out = {state: view_dict(view, notice, error), header: header_html(view, notice, error),
+               timer: timer_update(view),
                item: view.item_id if has else "", instruction: c.get("instruction", ""),
                translation: c.get("translation", ""), send: gr.update(visible=has)}
         keep = bool(error)  # a refused submit keeps what the receiver typed
@@ -49,5 +52,7 @@ def build(ctx: Ctx) -> TabUI:
 
     inputs = [ctx.token, item, state] + [x for _, _, a, f in slots for x in (a, f)]
     outputs = [state, header, item, instruction, translation, send] + [x for s in slots for x in s]
+    outputs.append(timer)      # last: the API's output positions stay as they were
     send.click(on_submit, inputs, outputs, api_name="receiver_submit", api_visibility="undocumented")
+    poll_while_waiting(ctx, "receiver", timer, outputs, render)
     return TabUI("receiver", tab, outputs, render)

@@ -6,7 +6,7 @@ import html
 import gradio as gr
 
 from services.texts import texts
-from tabs.common import Ctx, TabUI, header_html, safe_submit, view_dict
+from tabs.common import Ctx, TabUI, header_html, poll_while_waiting, safe_submit, timer_update, view_dict, wait_timer
 
 DIMENSIONS = ("satisfaction", "trust", "reliance")
 
@@ -42,6 +42,7 @@ def build(ctx: Ctx) -> TabUI:
         radios = {d: gr.Radio(choices=scale, label=d, value=None, visible=False, elem_classes=["likert"])
                   for d in DIMENSIONS}
         send = gr.Button("Submit", variant="primary", visible=False, elem_classes=["submit-btn"])
+        timer = wait_timer()
 
     def render(view, notice="", error=""):
         has = view is not None and view.status == "item"
@@ -49,6 +50,7 @@ def build(ctx: Ctx) -> TabUI:
         keep = bool(error)
         informed = c.get("stage") == "informed"
         out = {state: view_dict(view, notice, error), header: header_html(view, notice, error),
+               timer: timer_update(view),
                item: view.item_id if has else "",
                stage: ("**What happened next** (the same statements again, now that you know the outcome)"
                        if informed else f"**{c.get('heading', '')}**") if has else "",
@@ -75,6 +77,8 @@ def build(ctx: Ctx) -> TabUI:
 
     outputs = [state, header, item, stage, source, recording, translation, outcomes, instruction, send,
                *radios.values()]
+    outputs.append(timer)      # last: the API's output positions stay as they were
     send.click(on_submit, [ctx.token, item, *radios.values()], outputs, api_name="survey_submit",
                api_visibility="undocumented")
+    poll_while_waiting(ctx, "survey", timer, outputs, render)
     return TabUI("survey", tab, outputs, render)

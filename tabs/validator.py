@@ -5,7 +5,8 @@ import html
 
 import gradio as gr
 
-from tabs.common import MAX_QUESTIONS, Ctx, TabUI, header_html, safe_submit, view_dict
+from tabs.common import (MAX_QUESTIONS, Ctx, TabUI, header_html, poll_while_waiting, safe_submit, timer_update,
+                         view_dict, wait_timer)
 
 
 def _sqm_html(sqm) -> str:
@@ -44,6 +45,7 @@ def build(ctx: Ctx) -> TabUI:
                 mark = gr.Radio(["correct", "incorrect"], label="The answer is", value=None, elem_classes=["answer-mark"])
             slots.append((group, qa, mark))
         send = gr.Button("Submit validation", variant="primary", visible=False, elem_classes=["submit-btn"])
+        timer = wait_timer()
 
     # moved by mouse (release) or keyboard arrows (input): either counts as a rating; set in
     # the browser so that a Submit right after the move sees it (no server round trip)
@@ -57,6 +59,7 @@ def build(ctx: Ctx) -> TabUI:
         qs = c.get("questions", [])
         keep = bool(error)
         out = {state: view_dict(view, notice, error), header: header_html(view, notice, error),
+               timer: timer_update(view),
                item: view.item_id if has else "",
                source: f"**English source**\n\n{c['source']}" if has else "",
                translation: f"**Portuguese translation**\n\n{c['translation']}" if has else "",
@@ -87,5 +90,7 @@ def build(ctx: Ctx) -> TabUI:
 
     inputs = [ctx.token, item, state, touched, score] + [m for _, _, m in slots]
     outputs = [state, header, item, source, translation, scale, score, touched, send] + [x for s in slots for x in s]
+    outputs.append(timer)      # last: the API's output positions stay as they were
     send.click(on_submit, inputs, outputs, api_name="validator_submit", api_visibility="undocumented")
+    poll_while_waiting(ctx, "validator", timer, outputs, render)
     return TabUI("validator", tab, outputs, render)

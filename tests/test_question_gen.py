@@ -13,18 +13,20 @@ from pathlib import Path
 import pytest
 
 from services import llm, question_gen, question_review
+from services.items import get_view
 from services.participants import add_participants
 from services.question_parse import is_unanswerable
 from services.question_review import ReviewError
 from services.study_import import import_study
-from storage import question_drafts, queue, studies
+from storage import pool, question_drafts, queue, studies
 from tests.openai_server import OpenAIServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))      # tiny_models, whatever the import mode
 import tiny_models as tm  # noqa: E402
 
+from conftest import DEMO  # noqa: E402  (the demo with its translations as imported exchanges)
+
 ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "assets" / "demo_study"
 STUDY = "qgen"
 NEW = ("s01", "s02")                          # starters imported without questions
 
@@ -285,17 +287,29 @@ def test_a_reimport_that_changes_questions_is_followed(database, tmp_path):
     assert in_use(database, "s03")[0] == first
 
 
+def hold_exchange_of(db, starter) -> int:
+    """Receivers take items from the pool (each view takes one, marked shown) until one holds
+    the starter's exchange; returns that assignment."""
+    for r in add_participants(db, STUDY, "receiver", 2):
+        for _ in range(6):
+            v = get_view(db, r.token, "receiver")
+            if v.status != "item":
+                break
+            a = queue.find_assignment(db, r.id, "receive", v.item_id)
+            if queue.exchange(db, a["exchange_id"])["starter_id"] == starter:
+                return a["id"]
+            with db.write() as w:
+                queue.mark_done(w, a["id"], 1.0)
+    raise AssertionError(f"nobody got {starter}")
+
+
 def test_questions_receivers_have_seen_cannot_change(gen_db, llm_env):
     db = gen_db
     question_gen.generate(db, STUDY, n=3, starter_id="s01")
     ids = [d["id"] for d in question_drafts.for_starter(db, STUDY, "s01")]
     question_review.accept(db, ids[0])
-    add_participants(db, STUDY, "receiver", 2)          # every imported exchange gets a receiver
-    ex = db.scalar("SELECT id FROM exchanges WHERE study_id = ? AND starter_id = 's01'", [STUDY])
-    item = db.scalar("SELECT id FROM assignments WHERE phase = 'receive' AND exchange_id = ?", [ex])
-    question_review.accept(db, ids[1])                  # assigned but not yet shown: still free
-    with db.write() as w:
-        queue.mark_shown(w, item)
+    question_review.accept(db, ids[1])                  # waiting in the pool, nobody has it: still free
+    hold_exchange_of(db, "s01")                         # a receiver is shown it
     for action in (question_review.accept, question_review.reject, question_review.unaccept):
         with pytest.raises(ReviewError, match="in use"):
             action(db, ids[0] if action is not question_review.accept else ids[2])
@@ -306,20 +320,25 @@ def test_questions_receivers_have_seen_cannot_change(gen_db, llm_env):
     assert question_review.starter_view(db, STUDY, "s01")["locked"]
 
 
-def test_a_starter_in_receivers_queues_keeps_at_least_one_question(gen_db, llm_env):
-    """Assigned but not yet shown, its questions may still change, but not to none: the receiver
-    would get a translation with nothing to answer."""
+def test_a_starter_whose_questions_are_all_withdrawn_leaves_the_pool(gen_db, llm_env):
+    """Nobody has seen its questions yet, so they may still change, even to none: then its
+    translation waits out of the receivers' pool (they would have nothing to answer)."""
     db = gen_db
     question_gen.generate(db, STUDY, n=2, starter_id="s01")
     ids = [d["id"] for d in question_drafts.for_starter(db, STUDY, "s01")]
+    ex = db.scalar("SELECT id FROM exchanges WHERE study_id = ? AND starter_id = 's01'", [STUDY])
     question_review.accept(db, ids[0])
-    add_participants(db, STUDY, "receiver", 2)
-    question_review.accept(db, ids[1])                  # still free: nobody has seen them
-    question_review.reject(db, ids[0])
-    with pytest.raises(ReviewError, match="keep at least one accepted question"):
-        question_review.unaccept(db, ids[1])
-    assert [q[1] for q in in_use(db, "s01")] == [GENERATED[1]]
-    assert question_drafts.get(db, ids[1])["status"] == "accepted"      # nothing written
+    assert pool.entry(db, STUDY, "receive", ex)["need"] == 1
+    question_review.unaccept(db, ids[0])
+    assert in_use(db, "s01") == [] and pool.entry(db, STUDY, "receive", ex)["need"] == 0
+    (r,) = add_participants(db, STUDY, "receiver", 1)
+    for _ in range(6):
+        v = get_view(db, r.token, "receiver")
+        assert queue.exchange(db, int(v.item_id))["starter_id"] != "s01"
+        with db.write() as w:
+            queue.mark_done(w, queue.find_assignment(db, r.id, "receive", v.item_id)["id"], 1.0)
+    question_review.accept(db, ids[1])
+    assert pool.entry(db, STUDY, "receive", ex)["need"] == 1
 
 
 def test_regenerate_replaces_one_question_with_a_new_one(gen_db, llm_env):
@@ -382,22 +401,18 @@ def test_cli_generates_with_a_progress_bar(gen_db, llm_env, tmp_path):
 
 
 def test_receivers_get_a_starter_only_once_it_has_accepted_questions(gen_db, llm_env):
-    from services import workflow
-
     db = gen_db
-    add_participants(db, STUDY, "receiver", 2)
     exchanges = {r["starter_id"]: r["id"] for r in db.query("SELECT id, starter_id FROM exchanges WHERE study_id = ?",
                                                              [STUDY])}
 
     def receive_items(starter):
-        return db.scalar("SELECT COUNT(*) FROM assignments WHERE phase = 'receive' AND exchange_id = ?",
-                         [exchanges[starter]])
+        """Receivers wanted for the starter's exchange (its places in the pool)."""
+        entry = pool.entry(db, STUDY, "receive", exchanges[starter])
+        return entry["need"] if entry else 0
 
     assert receive_items("s01") == 0 and receive_items("s02") == 0     # no questions yet: nothing to answer
     assert receive_items("s03") == 1                                   # a starter with questions is served
     question_gen.generate(db, STUDY, n=2, starter_id="s01")
-    workflow.refresh(db, STUDY)
     assert receive_items("s01") == 0                                   # drafts are not enough
     question_review.accept(db, question_drafts.for_starter(db, STUDY, "s01")[0]["id"])
-    workflow.refresh(db, STUDY)
-    assert receive_items("s01") == 1
+    assert receive_items("s01") == 1                                   # accepting opens it, no repair needed
