@@ -250,6 +250,17 @@ TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
             "text": ("string", "the English text"),
             "key_spans": ("json", "list of the key information spans of the text"),
         }),
+    "reference_translations": (
+        "Human reference translations of the starters (the study's references file; study content, not "
+        "participant data), read by the reference-based metrics (chrF, BLEU) of exchange_metrics. They are "
+        "never shown to participants and are not a system: they appear in no other table.",
+        {
+            "starter_id": ("string", "the starter translated (see starters)"),
+            "reference_idx": ("integer", "the starter's reference, numbered from 1 in file order (a starter may "
+                                         "have several)"),
+            "translator": ("string", "who translated it, as given in the references file; empty when not given"),
+            "translation": ("string", "the Portuguese reference translation"),
+        }),
     "questions": (
         "Comprehension questions per starter, in English and Portuguese.",
         {
@@ -352,6 +363,44 @@ TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
         }),
 }
 
+# Tables the app builds for its analyses, documented like the exported ones but not written by
+# the export: their ids are the database's participant ids, not pseudonyms.
+ANALYSIS_TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
+    "usability": (
+        "services/usability_export.py: the input of `python app.py analyze usability` and of the analysis tab. "
+        "One row per exchange with a validation and both surveys by the same respondent (the first validation "
+        "when there are several). The exchange's speaker (sender_id, group, gender) and the survey's respondent "
+        "(respondent_*) are kept apart: the analysis's group x gender effects are the speaker's, also on "
+        "third-person rows.",
+        {
+            "exchange_id": ("integer", "the exchange"),
+            "sender_id": ("integer", "the speaker: the exchange's sender (participant id); empty for an exchange "
+                                     "without a sender (imported)"),
+            "receiver_id": ("integer", "the receiver whose answers were validated"),
+            "validator_id": ("integer", "the validator"),
+            "group": ("string", "the speaker's language group; empty when the exchange has no sender"),
+            "gender": ("string", "the speaker's gender; empty when the exchange has no sender or it was not asked"),
+            "system": ("string", "the speech-translation system"),
+            "topic": ("string", "the starter's domain (health or everyday)"),
+            "source": ("string", "the starter's source (natural or synthetic)"),
+            "satisfaction": ("integer", "informed survey, 1-5"),
+            "trust": ("integer", "informed survey, 1-5"),
+            "reliance": ("integer", "informed survey, 1-5"),
+            "satisfaction_b": ("integer", "baseline survey, 1-5"),
+            "trust_b": ("integer", "baseline survey, 1-5"),
+            "reliance_b": ("integer", "baseline survey, 1-5"),
+            "translation_score": ("number", "the validator's DA+SQM score, 0-100"),
+            "qa_score": ("number", "share of the receiver's answers marked correct, 0-1"),
+            "perspective": ("string", "first (the speaker answered the surveys) or third (a rater did)"),
+            "starter_id": ("string", "the starter read (see starters)"),
+            "respondent_id": ("integer", "who answered both surveys (participant id): the sender, or a rater"),
+            "respondent_role": ("string", "the respondent's role: sender or rater"),
+            "respondent_group": ("string", "the respondent's own language group; empty when none (e.g. a rater "
+                                           "enrolled without one)"),
+            "respondent_gender": ("string", "the respondent's own gender; empty when none"),
+        }),
+}
+
 # columns written only on request (--include-external-ids)
 EXTERNAL_COLUMNS = {"participants": ("external_id", "prolific_pid", "prolific_study_id", "prolific_session_id")}
 # tables written only on request, or only in one format
@@ -366,6 +415,11 @@ def columns(table: str, include_external_ids: bool = False) -> list[str]:
 
 def column_type(table: str, column: str) -> str:
     return TABLES[table][1][column][0]
+
+
+def analysis_columns(table: str) -> list[str]:
+    """The columns of an analysis table (ANALYSIS_TABLES), in order."""
+    return list(ANALYSIS_TABLES[table][1])
 
 
 # -- the README.md written into every export -------------------------------------------------

@@ -1,11 +1,17 @@
 """Usability analysis of the situated speech-translation study (paper 000 sections 3-4 and
 appendix C, PROTOCOLS.md section 1 "Analysis").
 
-Input: one row per exchange (REQUIRED columns; optional ``perspective`` first|third and any
-``metric_<name>`` columns, empty cells allowed there). Satisfaction, trust and reliance are
-the informed survey's 5-point Likert answers (whole numbers 1..5), the ``_b`` columns the
-baseline survey's; translation_score is the validator's DA+SQM score (0-100), qa_score the
-share of correctly answered questions (0-1).
+Input: one row per exchange (REQUIRED columns; the OPTIONAL ones and any ``metric_<name>``
+columns, empty cells allowed there). Satisfaction, trust and reliance are the informed
+survey's 5-point Likert answers (whole numbers 1..5), the ``_b`` columns the baseline
+survey's; translation_score is the validator's DA+SQM score (0-100), qa_score the share of
+correctly answered questions (0-1). sender_id, group and gender are the exchange's speaker
+(its sender), also on the rows a third-person rater answered; they are empty for an exchange
+without a sender (imported). The survey's respondent is respondent_id (without that column:
+sender_id, every survey first-person), with their own role, group and gender in
+respondent_role/_group/_gender (carried, not modelled); perspective is first|third;
+starter_id the starter read (services/export_dictionary.py, ANALYSIS_TABLES["usability"],
+documents the columns the app writes).
 
 Definitions (:func:`analyze`):
 
@@ -13,7 +19,12 @@ Definitions (:func:`analyze`):
 * groups: one row per level of ``all``, group, group x gender, gender, system, topic, source
   (and perspective when given): n, mean S/T/R, mu_u, sigma_u (ddof 1), mu_ub, delta_u =
   mu_u - mu_ub, usable_share = share of exchanges with u >= 4; then the baseline's S/T/R,
-  sigma_ub and usable share.
+  sigma_ub and usable share. An empty group, gender or perspective is the level "(none)".
+* rows a model can use: those with a sender, group and gender (the perspective model: also a
+  perspective and a starter_id); a column empty on every row is not asked for (its factor has
+  a single level and is left out). The rows left out are counted by reason in the notes and
+  the model's text file; the descriptive tables, correlations, thresholds and factor
+  analysis keep every row.
 * correlations: Spearman rho (scipy.stats.spearmanr) of u with translation_score, qa_score and
   every metric (rows where the signal is present); the heat map shows the pairwise Spearman
   matrix (pandas) of u, u_b and the signals.
@@ -23,7 +34,15 @@ Definitions (:func:`analyze`):
   coding; reference levels are the paper's (Hindi, Man, DeSTA2, Everyday, BConTrasT; matched
   case-insensitively) where present, otherwise the alphabetically first level (``reference=``
   overrides). A factor with one level is left out; design columns that are empty or collinear
-  (e.g. a group x gender cell without senders) are dropped; both are reported. 95% Wald CIs.
+  (e.g. a group x gender cell without senders) are dropped; both are reported. 95% Wald CIs;
+  p-values from Wald z tests (statsmodels MixedLMResults.pvalues, normal reference).
+* perspective (paper 000 appendix A.1, first- vs third-person surveys): MixedLM, REML, of the
+  informed survey's u ~ perspective + translation_score + qa_score + system + gender + group
+  (the speaker's group and gender; reference perspective first) with crossed random
+  intercepts for the respondent and the starter (the same all-covering group with variance
+  components). Reported: every fixed effect with Wald z, p and 95% CI, and the first/third
+  counts it used. Not fitted, with a note saying why, when there are no third-person (or no
+  first-person) surveys among the rows it can use.
 * marginal means of u per group x gender cell from the LMM: the fixed-effects prediction
   averaged with equal weights over the levels of system, topic and source, at the mean u_b
   (emmeans' default), with Wald SE and CI (MixedLMResults.t_test).
@@ -39,8 +58,8 @@ Definitions (:func:`analyze`):
   value; the curve joins each block's weighted-mean signal value and fitted u; value_at_u4 is
   where the curve first reaches u = 4 (linear interpolation between the two points around
   it); empty when the curve never crosses 4 (or starts at or above it), with a note.
-* factor analysis of S/T/R (informed) within senders (sender-mean-centred) and between them
-  (sender means): Bartlett's sphericity and KMO (factor_analyzer), Horn's parallel analysis
+* factor analysis of S/T/R (informed) within respondents (respondent-mean-centred) and between
+  them (respondent means): Bartlett's sphericity and KMO (factor_analyzer), Horn's parallel analysis
   (500 iterations, 95th percentile) and a one-factor ML solution (services.sd_analysis), whose
   variance explained is the sum of squared loadings / 3 (also the first eigenvalue's share).
 
@@ -89,10 +108,15 @@ FACTOR_COLUMNS = ["group", "gender", "system", "topic", "source"]
 ITEMS = ["satisfaction", "trust", "reliance"]
 BASELINE_ITEMS = ["satisfaction_b", "trust_b", "reliance_b"]
 REQUIRED = ID_COLUMNS + FACTOR_COLUMNS + ITEMS + BASELINE_ITEMS + ["translation_score", "qa_score"]
-OPTIONAL = ["perspective"]
+OPTIONAL = ["perspective", "starter_id", "respondent_id", "respondent_role", "respondent_group", "respondent_gender"]
 METRIC_PREFIX = "metric_"
 PERSPECTIVES = ("first", "third")
 SENDER_ATTRIBUTES = ("group", "gender")      # fixed per sender (between-subjects cells)
+SPEAKER_COLUMNS = ("sender_id",) + SENDER_ATTRIBUTES     # empty for an exchange without a sender
+NONE_LEVEL = "(none)"                        # an empty group, gender or perspective in the tables
+# what a model needs of a row, in the order the reasons are counted (column, reason when empty)
+MODEL_NEEDS = (("sender_id", "no sender"), ("group", "no group"), ("gender", "no gender"))
+PERSPECTIVE_NEEDS = (("perspective", "no perspective"),) + MODEL_NEEDS + (("starter_id", "no starter_id"),)
 
 DEFAULT_REFERENCE = {"group": "Hindi", "gender": "Man", "system": "DeSTA2", "topic": "Everyday",
                      "source": "BConTrasT"}
@@ -103,6 +127,8 @@ PA_PERCENTILE = 95.0
 SEED = 0
 RANDOM_EFFECTS = (("sender", "sender_id"), ("validator", "validator_id"), ("receiver", "receiver_id"))
 FORMULA = "u ~ system + topic + source + u_b + group * gender"
+PERSPECTIVE_EFFECTS = (("respondent", "respondent_id"), ("starter", "starter_id"))
+PERSPECTIVE_FORMULA = "u ~ perspective + translation_score + qa_score + system + gender + group"
 TERTILES = ("low", "mid", "high")
 
 GROUP_COLUMNS = ["by", "level", "n", "S", "T", "R", "mu_u", "sigma_u", "mu_ub", "delta_u", "usable_share",
@@ -113,6 +139,7 @@ EFFECT_COLUMNS = ["signal", "effect_lmm", "effect_low", "effect_mid", "effect_hi
                   "p_high", "n_lmm", "n_low", "n_mid", "n_high", "orientation", "min", "max"]
 THRESHOLD_COLUMNS = ["signal", "value_at_u4", "orientation", "n", "note"]
 MARGINAL_COLUMNS = ["group", "gender", "mean", "std_error", "ci_low", "ci_high", "n"]
+PERSPECTIVE_COLUMNS = ["term", "estimate", "std_error", "z", "p_value", "ci_low", "ci_high", "n_first", "n_third"]
 _EPS = 1e-9
 
 
@@ -141,6 +168,17 @@ class LMMFit:
     u_b_mean: float = math.nan
     result: object = None                          # statsmodels MixedLMResults
     seconds: float = 0.0
+    rows_left_out: dict = field(default_factory=dict)   # reason -> rows the model could not use
+    rows_total: int = 0                                 # rows before those were left out
+
+
+@dataclass
+class PerspectiveResult:
+    """Paper 000 appendix A.1: first- vs third-person surveys."""
+    table: pd.DataFrame                 # PERSPECTIVE_COLUMNS; empty when not fitted
+    fit: LMMFit | None
+    counts: dict                        # perspective -> surveys in the data
+    note: str = ""                      # why it was not fitted
 
 
 @dataclass
@@ -159,6 +197,7 @@ class UsabilityResult:
     notes: list[str] = field(default_factory=list)
     lmm_error: str | None = None
     timings: dict = field(default_factory=dict)
+    perspective: PerspectiveResult | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,12 +213,15 @@ def metric_columns(df: pd.DataFrame) -> list[str]:
 
 def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
     """Check an exchanges table and return it typed (ids and factors as stripped str, items,
-    scores and metrics float, perspective lower-case or '') with u and u_b added. Raises
-    UsabilityInputError naming source, row (the first data row is row 2, as in a CSV with a
-    header) and column: a missing column, an empty id or factor, a repeated exchange_id, a
-    Likert answer that is not a whole number in 1..5, translation_score outside 0-100,
-    qa_score outside 0-1, a metric that is not a number, a perspective other than first/third,
-    or a sender whose group or gender differs between rows."""
+    scores and metrics float, perspective lower-case or '') with u and u_b added, and
+    respondent_id, respondent_role/_group/_gender and starter_id ('' when not given;
+    respondent_id is sender_id when the column is missing). Raises UsabilityInputError naming
+    source, row (the first data row is row 2, as in a CSV with a header) and column: a missing
+    column, an empty id or factor (the speaker's sender_id, group and gender may be empty: an
+    exchange without a sender), an empty respondent, a repeated exchange_id, a Likert answer
+    that is not a whole number in 1..5, translation_score outside 0-100, qa_score outside 0-1,
+    a metric that is not a number, a perspective other than first/third, or a sender whose
+    group or gender differs between rows."""
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise UsabilityInputError(source, 1, missing[0],
@@ -189,7 +231,17 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
     problems = _Problems(df.columns)
     for col in ID_COLUMNS + FACTOR_COLUMNS:
         out[col] = _cells(df[col])
-        problems.flag(col, out[col] == "", lambda pos: "empty value")
+        if col not in SPEAKER_COLUMNS:
+            problems.flag(col, out[col] == "", lambda pos: "empty value")
+    for col in OPTIONAL[1:]:          # (perspective is checked below)
+        out[col] = _cells(df[col]) if col in df.columns else ""
+    if "respondent_id" in df.columns:
+        problems.flag("respondent_id", out["respondent_id"] == "",
+                      lambda pos: "empty value (who answered the surveys?)")
+    else:
+        out["respondent_id"] = out["sender_id"]
+        problems.flag("sender_id", out["sender_id"] == "",
+                      lambda pos: "empty value (without a respondent_id column the sender answered the surveys)")
     dup = (out["exchange_id"] != "") & out["exchange_id"].duplicated(keep="first")
     problems.flag("exchange_id", dup, lambda pos: f"exchange_id {out.at[pos, 'exchange_id']!r} repeats an earlier row")
 
@@ -254,9 +306,15 @@ def _prepared(df: pd.DataFrame, source: str) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # descriptive tables
 
+def labelled(s: pd.Series) -> pd.Series:
+    """A factor as the tables and figures show it: an empty value is NONE_LEVEL."""
+    return s.where(s != "", NONE_LEVEL)
+
+
 def group_table(d: pd.DataFrame) -> pd.DataFrame:
     """groups.csv (GROUP_COLUMNS): 'all', then per group, group x gender, gender, system, topic,
-    source and perspective (when present); levels sorted; several keys joined with ' x '."""
+    source and perspective (when present); levels sorted, an empty one as NONE_LEVEL; several
+    keys joined with ' x '."""
     dims = [("all", []), ("group", ["group"]), ("group x gender", ["group", "gender"]), ("gender", ["gender"]),
             ("system", ["system"]), ("topic", ["topic"]), ("source", ["source"])]
     if "perspective" in d.columns and (d["perspective"] != "").any():
@@ -264,6 +322,9 @@ def group_table(d: pd.DataFrame) -> pd.DataFrame:
     frames = []
     x = d.assign(_usable=(d["u"] >= USABLE - _EPS).astype(float), _usable_b=(d["u_b"] >= USABLE - _EPS).astype(float),
                  _all="all")
+    for k in ("group", "gender", "perspective"):
+        if k in x.columns:
+            x[k] = labelled(x[k])
     for by, keys in dims:
         g = x.groupby(keys or ["_all"], sort=True)
         t = pd.DataFrame({
@@ -409,6 +470,30 @@ def fast_mixedlm():
             mlm._smw_solver, mlm._smw_logdet = solver, logdet
 
 
+def model_rows(d: pd.DataFrame, needs=MODEL_NEEDS) -> tuple[pd.DataFrame, dict]:
+    """The rows a model can use: a value in every column of ``needs`` ((column, reason) pairs;
+    a column empty on every row, or missing, is not asked for). Returns them and the rows
+    left out per reason (each row counted once, under the first reason that applies)."""
+    keep = pd.Series(True, index=d.index)
+    left: dict[str, int] = {}
+    for col, reason in needs:
+        if col not in d.columns or not (d[col] != "").any():
+            continue
+        miss = keep & (d[col] == "")
+        if miss.any():
+            left[reason] = int(miss.sum())
+            keep &= ~miss
+    return d[keep], left
+
+
+def left_out_text(left: dict, total: int) -> str:
+    """'12 of 20 rows left out (no sender: 12)'; '' when none were."""
+    if not left:
+        return ""
+    reasons = ", ".join(f"{k}: {v}" for k, v in left.items())
+    return f"{sum(left.values())} of {total} rows left out ({reasons})"
+
+
 def _levels(d: pd.DataFrame, col: str, reference: dict) -> list[str]:
     levels = sorted(d[col].unique().tolist())
     want = reference.get(col)
@@ -455,12 +540,12 @@ def _full_rank_columns(x: np.ndarray, names: list[str]) -> tuple[list[int], list
     return keep, dropped
 
 
-def _vc_spec(d: pd.DataFrame, notes: list[str] | None = None):
+def _vc_spec(d: pd.DataFrame, notes: list[str] | None = None, effects=RANDOM_EFFECTS):
     from scipy import sparse
     from statsmodels.regression.mixed_linear_model import VCSpec
 
     names, colnames, mats = [], [], []
-    for name, col in RANDOM_EFFECTS:
+    for name, col in effects:
         codes, uniques = pd.factorize(d[col], sort=True)
         if len(uniques) < 2:
             if notes is not None:
@@ -473,11 +558,11 @@ def _vc_spec(d: pd.DataFrame, notes: list[str] | None = None):
     return VCSpec(names, colnames, mats), names
 
 
-def _fit_mixedlm(d: pd.DataFrame, exog: pd.DataFrame, start=None):
+def _fit_mixedlm(d: pd.DataFrame, exog: pd.DataFrame, start=None, effects=RANDOM_EFFECTS):
     from statsmodels.regression.mixed_linear_model import MixedLM
 
-    vc, names = _vc_spec(d)
     caught_notes: list[str] = []
+    vc, names = _vc_spec(d, caught_notes, effects)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         model = MixedLM(d["u"].to_numpy(dtype=float), exog, groups=np.zeros(len(d), dtype=int),
@@ -491,7 +576,7 @@ def _fit_mixedlm(d: pd.DataFrame, exog: pd.DataFrame, start=None):
     return model, res, names, caught_notes
 
 
-def _moment_start(d: pd.DataFrame, exog: pd.DataFrame) -> tuple:
+def _moment_start(d: pd.DataFrame, exog: pd.DataFrame, effects=RANDOM_EFFECTS) -> tuple:
     """A starting point for the REML optimiser from OLS residuals: each variance component's
     share of the residual variance taken as the variance of its level means (clipped to
     0.01-1). statsmodels starts every component at 1 (as large as the residual variance); this
@@ -503,7 +588,7 @@ def _moment_start(d: pd.DataFrame, exog: pd.DataFrame) -> tuple:
     r = pd.Series(y - x @ beta, index=d.index)
     total = float(r.var()) or 1.0
     shares = []
-    for _, col in RANDOM_EFFECTS:
+    for _, col in effects:
         if d[col].nunique() < 2:
             continue
         shares.append(float(np.clip(r.groupby(d[col]).mean().var() / total, 0.01, 1.0)))
@@ -530,40 +615,32 @@ def _start_params(start: tuple | None, k_fe: int):
     return MixedLMParams.from_components(fe_params=fe, cov_re=np.zeros((0, 0)), vcomp=np.asarray(vcomp))
 
 
-def fit_lmm(d: pd.DataFrame, reference: dict | None = None, extra: pd.Series | None = None,
-            extra_name: str = "signal", start: LMMFit | tuple | None = None, llf: bool = True) -> LMMFit:
-    """REML fit of FORMULA (+ ``extra`` as a covariate, on the rows where it is present) with
-    crossed random intercepts for sender, validator and receiver (statsmodels MixedLM: one
-    all-covering group, one variance component per id). ``start``: a previous fit (or its
-    _start_values) whose estimates start the optimiser. llf=False skips the log-likelihood
-    (statsmodels evaluates it once more: 40 ms at the paper's size), NaN then."""
-    t0 = time.perf_counter()
-    reference = dict(DEFAULT_REFERENCE if reference is None else reference)
-    rows = d if extra is None else d[extra.notna()]
-    dropped: list[str] = []
-    factors = {}
-    for f in FACTOR_COLUMNS:
+def _factor_levels(rows: pd.DataFrame, columns, reference: dict) -> tuple[dict, list[str]]:
+    """factor -> levels (reference first) and the factors left out for having a single level."""
+    factors, dropped = {}, []
+    for f in columns:
         lv = _levels(rows, f, reference)
         if len(lv) < 2:
-            dropped.append(f"{f} (a single level: {lv[0] if lv else 'none'})")
-            factors[f] = lv
-        else:
-            factors[f] = lv
-    model_factors = {f: lv for f, lv in factors.items() if len(lv) >= 2}
-    exog = _design(rows, model_factors)
-    if extra is not None:
-        exog[extra_name] = extra[rows.index].to_numpy(dtype=float)
+            dropped.append(f"{f} (a single level: {(lv[0] or NONE_LEVEL) if lv else 'none'})")
+        factors[f] = lv
+    return factors, dropped
+
+
+def _fit_design(rows: pd.DataFrame, exog: pd.DataFrame, dropped: list[str], effects, start, what: str):
+    """REML fit of u on the full-rank columns of exog (collinear ones appended to ``dropped``)
+    with a variance component per entry of ``effects``: (exog kept, MixedLMResults, fixed-effects
+    table (LMM_COLUMNS), variance components, warnings)."""
     names = list(exog.columns)
     keep, collinear = _full_rank_columns(exog.to_numpy(), names)
     dropped += [f"{c} (empty or collinear design column)" for c in collinear]
     exog = exog.iloc[:, keep]
     if len(rows) <= exog.shape[1] + 3:
-        raise UsabilityAnalysisError(f"{len(rows)} rows for {exog.shape[1]} fixed effects: too few for the LMM")
+        raise UsabilityAnalysisError(f"{len(rows)} rows for {exog.shape[1]} fixed effects: too few for {what}")
     if isinstance(start, LMMFit):
         start = _start_values(start)
     if start is None:
-        start = _moment_start(rows, exog)
-    model, res, vc_names, notes = _fit_mixedlm(rows, exog, _start_params(start, exog.shape[1]))
+        start = _moment_start(rows, exog, effects)
+    model, res, vc_names, notes = _fit_mixedlm(rows, exog, _start_params(start, exog.shape[1]), effects)
     k = exog.shape[1]
     ci = np.asarray(res.conf_int())[:k]
     table = pd.DataFrame({"term": list(exog.columns), "estimate": np.asarray(res.fe_params, dtype=float),
@@ -573,21 +650,44 @@ def fit_lmm(d: pd.DataFrame, reference: dict | None = None, extra: pd.Series | N
     vcomp = np.asarray(res.vcomp, dtype=float)
     comps = {}
     for name, v in zip(vc_names, vcomp):
-        col = dict(RANDOM_EFFECTS)[name]
+        col = dict(effects)[name]
         comps[name] = {"variance": float(v), "levels": int(rows[col].nunique())}
+    return exog, res, table, comps, notes
+
+
+def fit_lmm(d: pd.DataFrame, reference: dict | None = None, extra: pd.Series | None = None,
+            extra_name: str = "signal", start: LMMFit | tuple | None = None, llf: bool = True) -> LMMFit:
+    """REML fit of FORMULA (+ ``extra`` as a covariate, on the rows where it is present) with
+    crossed random intercepts for sender, validator and receiver (statsmodels MixedLM: one
+    all-covering group, one variance component per id), on the rows with the speaker's sender,
+    group and gender (model_rows). ``start``: a previous fit (or its _start_values) whose
+    estimates start the optimiser. llf=False skips the log-likelihood (statsmodels evaluates it
+    once more: 40 ms at the paper's size), NaN then."""
+    t0 = time.perf_counter()
+    reference = dict(DEFAULT_REFERENCE if reference is None else reference)
+    rows, left = model_rows(d)
+    if extra is not None:
+        rows = rows[extra[rows.index].notna()]
+    factors, dropped = _factor_levels(rows, FACTOR_COLUMNS, reference)
+    model_factors = {f: lv for f, lv in factors.items() if len(lv) >= 2}
+    exog = _design(rows, model_factors)
+    if extra is not None:
+        exog[extra_name] = extra[rows.index].to_numpy(dtype=float)
+    exog, res, table, comps, notes = _fit_design(rows, exog, dropped, RANDOM_EFFECTS, start, "the LMM")
     formula = FORMULA + (f" + {extra_name}" if extra is not None else "")
     return LMMFit(table=table, terms=list(exog.columns), formula=formula, n=len(rows), variance_components=comps,
                   residual_variance=float(res.scale), converged=bool(res.converged),
                   llf=float(res.llf) if llf else math.nan,
                   reference={f: lv[0] for f, lv in factors.items() if lv}, dropped=dropped, warnings=notes,
                   factors=model_factors, u_b_mean=float(rows["u_b"].mean()), result=res,
-                  seconds=time.perf_counter() - t0)
+                  seconds=time.perf_counter() - t0, rows_left_out=left, rows_total=len(d))
 
 
 def marginal_means(fit: LMMFit, d: pd.DataFrame) -> pd.DataFrame:
     """Per group x gender cell: the LMM's fixed-effects prediction averaged with equal weights
     over the levels of system, topic and source, u_b at its mean; Wald SE and 95% CI from
-    MixedLMResults.t_test. n = the cell's exchanges."""
+    MixedLMResults.t_test. n = the cell's exchanges (of the rows the model used)."""
+    d, _ = model_rows(d)
     groups = sorted(d["group"].unique())
     genders = sorted(d["gender"].unique())
     others = [f for f in ("system", "topic", "source") if f in fit.factors]
@@ -616,7 +716,8 @@ def marginal_means(fit: LMMFit, d: pd.DataFrame) -> pd.DataFrame:
 def lmm_text(fit: LMMFit) -> str:
     lines = ["Linear mixed model (statsmodels MixedLM, REML)",
              f"formula: {fit.formula}",
-             f"observations: {fit.n}",
+             f"observations: {fit.n}" + (f" ({left_out_text(fit.rows_left_out, fit.rows_total)})"
+                                         if fit.rows_left_out else ""),
              "groups: one all-covering group (a constant); crossed random intercepts as variance components:"]
     for name, vc in fit.variance_components.items():
         lines.append(f"  {name}: {vc['levels']} levels, variance {vc['variance']:.4f} (sd {math.sqrt(max(vc['variance'], 0)):.4f})")
@@ -626,7 +727,8 @@ def lmm_text(fit: LMMFit) -> str:
     lines.append(f"REML log-likelihood: {fit.llf:.3f}")
     lines.append(f"converged: {'yes' if fit.converged else 'NO'}")
     lines.append("reference levels: " + ", ".join(f"{k} = {v}" for k, v in fit.reference.items()))
-    lines.append("coding: treatment (dummy) coding; 95% Wald confidence intervals (normal)")
+    lines.append("coding: treatment (dummy) coding; p-values from Wald z tests and 95% Wald confidence intervals "
+                 "(normal reference, statsmodels MixedLMResults)")
     for dr in fit.dropped:
         lines.append(f"left out: {dr}")
     for w in fit.warnings:
@@ -639,6 +741,93 @@ def lmm_text(fit: LMMFit) -> str:
                      f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}]")
     if fit.result is not None:
         lines += ["", "statsmodels summary:", fit.result.summary().as_text()]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# first- vs third-person surveys (appendix A.1)
+
+PERSPECTIVE_DEPARTURES = (
+    "The paper names no software. Here: statsmodels MixedLM (REML; the crossed intercepts as variance "
+    "components of one all-covering group), p from a Wald z test. lme4 fits the same REML model; lmerTest "
+    "would test with t and Satterthwaite degrees of freedom (a slightly larger p in small samples, the same "
+    "at the paper's 1,738 surveys). translation_score enters per point (0-100) and qa_score per unit (0-1): "
+    "the paper does not give its scales, so only the perspective coefficient compares with its "
+    "beta = 0.009, p = .873.")
+
+
+def _perspective_design(rows: pd.DataFrame, factors: dict) -> pd.DataFrame:
+    """Treatment-coded design of PERSPECTIVE_FORMULA (factor -> levels, reference first)."""
+    cols = {"Intercept": np.ones(len(rows))}
+    for lv in factors.get("perspective", [])[1:]:
+        cols[f"perspective: {lv}"] = (rows["perspective"].to_numpy() == lv).astype(float)
+    for c in ("translation_score", "qa_score"):
+        cols[c] = rows[c].to_numpy(dtype=float)
+    for f in ("system", "gender", "group"):
+        for lv in factors.get(f, [])[1:]:
+            cols[f"{f}: {lv}"] = (rows[f].to_numpy() == lv).astype(float)
+    return pd.DataFrame(cols, index=rows.index)
+
+
+def fit_perspective(d: pd.DataFrame, reference: dict | None = None) -> PerspectiveResult:
+    """Paper 000 appendix A.1: REML fit of PERSPECTIVE_FORMULA (u of the informed survey; group
+    and gender the speaker's; reference perspective 'first') with crossed random intercepts
+    for the respondent and the starter, on the rows with a perspective, sender, group, gender
+    and starter_id (model_rows). Not fitted (fit None, note saying why) without third-person
+    or first-person surveys among those rows, or when the model cannot be fitted."""
+    t0 = time.perf_counter()
+    reference = {**(DEFAULT_REFERENCE if reference is None else reference), "perspective": PERSPECTIVES[0]}
+    p = d["perspective"] if "perspective" in d.columns else pd.Series("", index=d.index)
+    counts = {k: int((p == k).sum()) for k in PERSPECTIVES}
+    empty = pd.DataFrame(columns=PERSPECTIVE_COLUMNS)
+    if not counts["third"]:
+        return PerspectiveResult(empty, None, counts, "no third-person surveys")
+    rows, left = model_rows(d, PERSPECTIVE_NEEDS)
+    used = {k: int((rows["perspective"] == k).sum()) for k in PERSPECTIVES}
+    for k in ("third", "first"):
+        if not used[k]:
+            why = f" ({left_out_text(left, len(d))})" if left else ""
+            return PerspectiveResult(empty, None, counts,
+                                     f"no {k}-person surveys among the rows the model can use{why}")
+    factors, dropped = _factor_levels(rows, ("perspective", "system", "gender", "group"), reference)
+    model_factors = {f: lv for f, lv in factors.items() if len(lv) >= 2}
+    try:
+        exog, res, table, comps, notes = _fit_design(rows, _perspective_design(rows, model_factors), dropped,
+                                                     PERSPECTIVE_EFFECTS, None, "the perspective model")
+    except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
+        return PerspectiveResult(empty, None, counts, f"the model could not be fitted: {e}")
+    table.insert(3, "z", np.asarray(res.tvalues, dtype=float)[:len(table)])
+    table["n_first"], table["n_third"] = used["first"], used["third"]
+    fit = LMMFit(table=table[LMM_COLUMNS], terms=list(exog.columns), formula=PERSPECTIVE_FORMULA, n=len(rows),
+                 variance_components=comps, residual_variance=float(res.scale), converged=bool(res.converged),
+                 llf=float(res.llf), reference={f: lv[0] for f, lv in factors.items() if lv}, dropped=dropped,
+                 warnings=notes, factors=model_factors, result=res, seconds=time.perf_counter() - t0,
+                 rows_left_out=left, rows_total=len(d))
+    return PerspectiveResult(table[PERSPECTIVE_COLUMNS], fit, counts)
+
+
+def perspective_line(pr: PerspectiveResult) -> str:
+    """One line for the summary."""
+    if pr.fit is None:
+        return f"perspective (A.1): not fitted: {pr.note}"
+    r = pr.table.set_index("term").loc["perspective: third"]
+    return (f"perspective (A.1, informed u; Wald z): third vs first person {r['estimate']:+.3f} "
+            f"(SE {r['std_error']:.3f}, z {r['z']:.2f}, p {r['p_value']:.3g}; "
+            f"n first {int(r['n_first'])}, third {int(r['n_third'])})")
+
+
+def perspective_text(pr: PerspectiveResult) -> str:
+    """perspective.txt: what was fitted, on which surveys, the perspective coefficient, the
+    departures from the paper, then the model (lmm_text)."""
+    lines = ["First- vs third-person surveys (paper 000 appendix A.1)",
+             "outcome: u = mean(satisfaction, trust, reliance) of the informed survey",
+             "group and gender: the speaker's (the exchange's sender), on third-person rows too",
+             "random intercepts: the respondent (who answered the survey) and the starter, crossed",
+             "test: Wald z (statsmodels MixedLM, REML; normal reference); 95% Wald confidence intervals",
+             f"surveys in the data: {pr.counts['first']} first-person, {pr.counts['third']} third-person",
+             f"departures from the paper: {PERSPECTIVE_DEPARTURES}", "", perspective_line(pr)]
+    if pr.fit is not None:
+        lines += ["", lmm_text(pr.fit)]
     return "\n".join(lines) + "\n"
 
 
@@ -819,16 +1008,17 @@ def _factor_level(x: np.ndarray, seed: int, pa_iterations: int, pa_percentile: f
 
 def factor_analysis(d: pd.DataFrame, seed: int = SEED, pa_iterations: int = PA_ITERATIONS,
                     pa_percentile: float = PA_PERCENTILE) -> dict:
-    """factor.json: S/T/R (informed) within senders (sender-mean-centred scores) and between
-    them (sender means)."""
+    """factor.json: S/T/R (informed) within respondents (respondent-mean-centred scores) and
+    between them (respondent means); the respondent is the sender on first-person surveys."""
     x = d[ITEMS].astype(float)
-    means = x.groupby(d["sender_id"]).transform("mean")
+    person = d["respondent_id"] if "respondent_id" in d.columns else d["sender_id"]
+    means = x.groupby(person).transform("mean")
     within = (x - means).to_numpy()
-    between = x.groupby(d["sender_id"]).mean().to_numpy()
+    between = x.groupby(person).mean().to_numpy()
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
-        return {"items": ITEMS, "person": "sender_id",
+        return {"items": ITEMS, "person": person.name,
                 "within": _factor_level(within, seed, pa_iterations, pa_percentile),
                 "between": _factor_level(between, seed, pa_iterations, pa_percentile)}
 
@@ -847,7 +1037,8 @@ def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | 
             metric_lmm: bool = True) -> UsabilityResult:
     """The whole usability analysis of an exchanges table (see the module docstring). When the
     LMM cannot be fitted the result has lmm None and lmm_error saying why (the rest still
-    runs). metric_lmm=False skips the per-signal LMMs (effect_lmm empty)."""
+    runs); the perspective model says so in its note. metric_lmm=False skips the per-signal
+    LMMs (effect_lmm empty)."""
     t_start = time.perf_counter()
     d = _prepared(df, source)
     notes: list[str] = []
@@ -868,7 +1059,13 @@ def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | 
     except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
         lmm_error = str(e)
         notes.append(f"LMM not fitted: {e}")
+    _, left = model_rows(d)
+    if left:
+        notes.append(f"LMM: {left_out_text(left, len(d))}: it needs the speaker's sender, group and gender")
     timings["lmm_s"] = time.perf_counter() - t
+    persp, timings["perspective_s"] = _timed(fit_perspective, d, reference)
+    if persp.fit is not None and not persp.fit.converged:
+        notes.append("the perspective model did not converge")
     t = time.perf_counter()
     effects = metric_effects(d, fit if metric_lmm else None, signals, reference, lower_is_better, notes)
     timings["metric_effects_s"] = time.perf_counter() - t
@@ -877,7 +1074,8 @@ def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | 
     timings["total_s"] = time.perf_counter() - t_start
     return UsabilityResult(data=d, signals=signals, groups=groups, correlations=corr, correlation_matrix=cmat,
                            lmm=fit, marginal_means=mm, metric_effects=effects, thresholds=thr,
-                           threshold_curves=curves, factor=factor, notes=notes, lmm_error=lmm_error, timings=timings)
+                           threshold_curves=curves, factor=factor, notes=notes, lmm_error=lmm_error, timings=timings,
+                           perspective=persp)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -891,6 +1089,7 @@ def figures(result: UsabilityResult) -> dict:
     from plotly.subplots import make_subplots
 
     d, out = result.data, {}
+    d = d.assign(group=labelled(d["group"]), gender=labelled(d["gender"]))
     palette = qualitative.Plotly
     groups = sorted(d["group"].unique())
     genders = sorted(d["gender"].unique())
@@ -992,8 +1191,8 @@ def figures(result: UsabilityResult) -> dict:
 
 def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory", png: bool | None = None) -> list[Path]:
     """Write groups.csv, correlations.csv, lmm.csv, lmm.txt, marginal_means.csv,
-    metric_effects.csv, thresholds.csv, factor.json and each figure as a standalone HTML file
-    (plotly.min.js written once beside them)."""
+    metric_effects.csv, thresholds.csv, perspective.csv, perspective.txt, factor.json and each
+    figure as a standalone HTML file (plotly.min.js written once beside them)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -1007,6 +1206,11 @@ def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory"
     paths.append(p)
     paths += write_tables(out, {"marginal_means.csv": result.marginal_means,
                                 "metric_effects.csv": result.metric_effects, "thresholds.csv": result.thresholds})
+    if result.perspective is not None:
+        paths += write_tables(out, {"perspective.csv": result.perspective.table})
+        p = out / "perspective.txt"
+        p.write_text(perspective_text(result.perspective), encoding="utf-8")
+        paths.append(p)
     paths.append(write_json(out / "factor.json", result.factor))
     paths += write_figures(figures(result), out, include_plotlyjs, png, notes=result.notes)
     return paths
@@ -1014,8 +1218,10 @@ def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory"
 
 def summary(result: UsabilityResult) -> str:
     d = result.data
-    lines = [f"{len(d)} exchanges, {d['sender_id'].nunique()} senders, {d['receiver_id'].nunique()} receivers, "
-             f"{d['validator_id'].nunique()} validators; signals: {', '.join(result.signals)}"]
+    senders = d.loc[d["sender_id"] != "", "sender_id"].nunique()
+    lines = [f"{len(d)} exchanges, {senders} senders, {d['receiver_id'].nunique()} receivers, "
+             f"{d['validator_id'].nunique()} validators, {d['respondent_id'].nunique()} survey respondents; "
+             f"signals: {', '.join(result.signals)}"]
     for r in result.groups[result.groups["by"].isin(["all", "group"])].itertuples():
         lines.append(f"  {r.level}: n {r.n}, mu(u) {r.mu_u:.2f}, sigma(u) {r.sigma_u:.2f}, Δu {r.delta_u:+.2f}, "
                      f"usable {r.usable_share:.0%}")
@@ -1026,6 +1232,8 @@ def summary(result: UsabilityResult) -> str:
                      f"{vc}; residual {f.residual_variance:.3f}")
     else:
         lines.append(f"LMM not fitted: {result.lmm_error}")
+    if result.perspective is not None:
+        lines.append(perspective_line(result.perspective))
     for r in result.correlations.itertuples():
         lines.append(f"  {r.signal}: Spearman rho {r.spearman_rho:.3f} (n {r.n})")
     for r in result.thresholds.itertuples():

@@ -347,6 +347,41 @@ def test_other_input_errors(small):
         U.normalise(d, "x.csv")
 
 
+def test_speaker_may_be_empty_the_respondent_may_not(small):
+    """An exchange without a sender (imported) has no speaker group or gender: allowed. Every
+    survey has a respondent: respondent_id, or without that column the sender."""
+    d = small.copy()
+    d.loc[[3, 5], ["sender_id", "group", "gender"]] = ""
+    with pytest.raises(U.UsabilityInputError, match="row 5, column 'sender_id': empty value .without a respondent_id"):
+        U.normalise(d, "x.csv")
+    d["respondent_id"] = small["sender_id"]
+    d.loc[[3, 5], "respondent_id"] = ["rater-1", "rater-2"]
+    x = U.normalise(d, "x.csv")
+    assert x.loc[3, "group"] == "" and x.loc[3, "respondent_id"] == "rater-1"
+    assert (x["starter_id"] == "").all() and (x["respondent_role"] == "").all()
+    d.loc[7, "respondent_id"] = ""
+    with pytest.raises(U.UsabilityInputError, match="row 9, column 'respondent_id': empty value"):
+        U.normalise(d, "x.csv")
+    # without the column the sender is the respondent (first person, as before)
+    x = U.normalise(small)
+    assert (x["respondent_id"] == x["sender_id"]).all()
+
+
+def test_rows_without_a_speaker_in_tables_figures_and_the_lmm(small):
+    d = small.copy()
+    d["respondent_id"] = d["sender_id"]
+    d.loc[:9, ["sender_id", "group", "gender"]] = ""
+    res = U.analyze(d, pa_iterations=20, metric_lmm=False)
+    g = res.groups
+    assert g[(g["by"] == "group x gender") & (g["level"] == "(none) x (none)")]["n"].tolist() == [10]
+    assert res.lmm.n == len(d) - 10 and res.lmm.rows_left_out == {"no sender": 10}
+    assert f"10 of {len(d)} rows left out (no sender: 10)" in U.lmm_text(res.lmm)
+    assert any(n.startswith(f"LMM: 10 of {len(d)} rows left out (no sender: 10)") for n in res.notes)
+    assert "(none)" not in set(res.marginal_means["group"]) and res.marginal_means["n"].sum() == len(d) - 10
+    assert "(none)" in set(U.figures(res)["u_distribution"].data[0].x)
+    assert res.factor["person"] == "respondent_id" and res.factor["between"]["n"] == d["respondent_id"].nunique()
+
+
 # ---------------------------------------------------------------------------------------------
 # outputs
 
@@ -358,7 +393,8 @@ def test_run_cli_writes_outputs(tmp_path, small):
     text = U.run_cli(p, out)
     assert "Usability analysis" in text and "LMM" in text
     for name in ("groups.csv", "correlations.csv", "lmm.csv", "lmm.txt", "metric_effects.csv", "thresholds.csv",
-                 "factor.json", "marginal_means.csv", "u_distribution.html", "baseline_shift.html",
+                 "perspective.csv", "perspective.txt", "factor.json",
+                 "marginal_means.csv", "u_distribution.html", "baseline_shift.html",
                  "usable_share.html", "quality.html", "correlations.html", "thresholds.html",
                  "marginal_means.html", "plotly.min.js"):
         assert (out / name).exists(), name
