@@ -293,6 +293,14 @@ def cmd_import(args, settings):
     return 0
 
 
+def cmd_repair(args, settings):
+    from services import admin
+    from storage import open_database
+
+    print(admin.repair_workflow(open_database(settings.db_path, settings.journal_mode), args.study))
+    return 0
+
+
 def cmd_participants_add(args, settings):
     from services.participants import ParticipantError, add_from_csv, add_participants, link
     from storage import open_database
@@ -593,6 +601,9 @@ def main(argv=None):
     add.add_argument("--gender")
     add.add_argument("--count", type=int, default=1)
     add.add_argument("--csv", help="CSV with columns role, group, gender, external_id")
+    rp = sub.add_parser("repair", help="the four-phase workflow's repair and drop-out check, now (the worker "
+                                      "runs it every 10 minutes)")
+    rp.add_argument("--study", required=True)
     lk = sub.add_parser("links", help="print every participant's private link")
     lk.add_argument("--study", required=True)
     tr = sub.add_parser("translate", help="translate audio files with a speech-translation system")
@@ -695,6 +706,8 @@ def main(argv=None):
         return cmd_participants_add(args, settings)
     if args.command == "links":
         return cmd_links(args, settings)
+    if args.command == "repair":
+        return cmd_repair(args, settings)
     if args.command == "analyze":
         return cmd_analyze(args, settings)
     if args.command == "translate":

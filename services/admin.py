@@ -120,6 +120,21 @@ def jobs_page(database, page=1, page_size: int = 50) -> Page:
     return Page(rows, page, pages, total)
 
 
+def repair_workflow(database, study_id: str | None) -> str:
+    """The periodic upkeep, now: drop-out detection and the workflow's repair."""
+    from services import maintenance
+
+    study = studies.get_study(database, study_id) if study_id else None
+    if not study:
+        return "Pick a study first."
+    if "usability" not in study["config"]["study"]["protocols"]:
+        return f"Study '{study_id}' has no four-phase workflow to repair."
+    out = maintenance.run(database, study_id, every_s=0)
+    dropped = f"; {len(out['dropped_out'])} inactive sender(s) marked as dropped out" if out["dropped_out"] else ""
+    return (f"Repair done: {out['repaired']} missing item(s) or pool place(s) put right{dropped}."
+            if out["repaired"] or dropped else "Repair done: nothing was missing.")
+
+
 def retry_job(database, job_id) -> str:
     try:
         jid = int(job_id)

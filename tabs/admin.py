@@ -51,6 +51,11 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                     job_id = gr.Number(label="Job id (click its row above)", value=None, precision=0)
                     retry = gr.Button("Retry failed job")
                 job_msg = gr.Markdown()
+                gr.Markdown("Each answer opens the next phase of its exchange at once. The worker also runs "
+                            "a repair every 10 minutes (and marks senders inactive past the study's "
+                            "`dropout_after_days` as dropped out); run it now after an incident:")
+                repair = gr.Button("Repair the workflow now")
+                repair_msg = gr.Markdown()
             with gr.Accordion("Loaded models", open=False):
                 models = gr.Dataframe(label="Model cache", interactive=False)
             with gr.Accordion("Import a study", open=False):
@@ -145,6 +150,15 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         except PermissionError as e:
             return {job_msg: str(e)}
         return {job_msg: admin.retry_job(ctx.database, jid)}
+
+    def do_repair(sess, study_id, request: gr.Request):
+        try:
+            auth.check(sess, _host(request))
+        except PermissionError as e:
+            return str(e)
+        return admin.repair_workflow(ctx.database, study_id)
+
+    repair.click(do_repair, [session, study], repair_msg, api_name="admin_repair", api_visibility="undocumented")
 
     def do_try(sess, preset, audio, request: gr.Request):
         try:

@@ -240,3 +240,26 @@ def test_close_drops_only_this_threads_connection(database):
     second = database.db
     assert second is not first
     assert second.execute("SELECT 1").fetchone()[0] == 1
+
+
+def test_opening_a_migrated_database_does_not_wait_for_a_busy_writer(tmp_path):
+    """A command-line call beside a loaded app: with no migration pending, opening the database
+    only reads, so a transaction held by the app does not block it (it died with 'database is
+    locked' after 30 s when every open took the write lock)."""
+    import sqlite3
+    import time
+
+    from storage import open_database
+
+    path = tmp_path / "busy.db"
+    open_database(path)
+    app = sqlite3.connect(path, isolation_level=None)
+    app.execute("BEGIN IMMEDIATE")          # the app in the middle of a write
+    try:
+        t0 = time.monotonic()
+        database = open_database(path)
+        assert database.scalar("SELECT COUNT(*) FROM studies") == 0
+        assert time.monotonic() - t0 < 2
+    finally:
+        app.execute("ROLLBACK")
+        app.close()
