@@ -33,7 +33,7 @@ from services.admin import Page, page_bounds
 from services.assignment import order_key
 from services.participants import NewParticipant, add_participants, link, links, new_token
 from services.study_files import ROLES
-from storage import participants, queue, studies
+from storage import participants, pool, queue, studies
 
 STATUSES = tuple(queue.PARTICIPANT_STATUS)       # deactivated, completed, active
 MAX_ADD = 500                                    # one form submit; more is almost surely a typo
@@ -204,6 +204,8 @@ def reassign_open_items(database, study_id: str | None, participant_id, actor: s
         raise ParticipantAdminError(f"Participant {p['id']} is active: deactivate them first, then reassign "
                                     "their open items.")
     with database.write() as db:
+        if p["role"] == "sender" and not p["excluded_at"]:      # a sender whose items are handed on has dropped out
+            pool.mark_dropped_out(db, p["id"], "deactivated by the study team, items reassigned")
         out = withdraw_and_reassign(db, database, p, actor)
         database.log(actor, "reassign_open_items", "participants", p["id"],
                      {"role": p["role"], "status": f"{len(out.moved)} moved, {len(out.waiting)} waiting, "
@@ -264,14 +266,14 @@ def replacement_sender(database, study_id: str, leaving: dict, starter_id: str) 
     stays exactly balanced) who has not had this starter, the least loaded first; None when
     the cell has nobody who can take it."""
     loads = queue.record_loads(database, study_id)
-    pool = [s for s in participants.list_for_study(database, study_id, "sender")
+    takers = [s for s in participants.list_for_study(database, study_id, "sender")
             if s["active"] and s["id"] != leaving["id"]
             and (s["grp"], s["gender"]) == (leaving["grp"], leaving["gender"])
             and starter_id not in queue.sender_starters(database, s["id"])]
-    if not pool:
+    if not takers:
         return None
-    pool.sort(key=lambda s: (loads.get(s["id"], 0), s["id"]))
-    return pool[0]["id"]
+    takers.sort(key=lambda s: (loads.get(s["id"], 0), s["id"]))
+    return takers[0]["id"]
 
 
 # -- tables ------------------------------------------------------------------------------------

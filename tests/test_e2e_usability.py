@@ -1,23 +1,26 @@
-"""The four-phase study end to end in headless Chromium (issue 4, point 8).
+"""The four-phase study end to end in headless Chromium, as a newcomer meets it (issue 4,
+point 8; issue 16, point 6).
 
-A fresh app with a small study; the sender records their starter through Chromium's fake
-microphone fed with that starter spoken by Piper; the app's worker transcribes and
-translates it with the default offline system; a receiver answers, a validator scores and
-marks, the sender answers the baseline and informed surveys. Screenshots of every phase go
-to test-artifacts/e2e-*.png.
+The app is started the way `make run` starts it (`app.py --demo`, the bundled demo study, whose
+receivers only get real senders' recordings) and the links it prints are used in turn, one per
+role. The sender records their starter through Chromium's fake microphone fed with that starter
+spoken by Piper; the app's worker transcribes and translates it with the default offline
+system; the receiver's and the validator's pages, opened while they still wait, show the new
+work by themselves (no reload); the receiver answers, the validator scores and marks, the
+sender answers the baseline and informed surveys, and the Survey tab then says that recordings
+are still waiting on the Record tab. Screenshots of every phase go to test-artifacts/e2e-*.png.
 """
 from __future__ import annotations
 
 import html
 import re
-import shutil
 import sqlite3
 import statistics
 import time
 
 import pytest
 
-from conftest import DEMO, RunningApp, admin_session, token_of
+from conftest import DEMO_ASSETS, RunningApp, admin_session, token_of
 from speech import spoken_wav
 from test_browser import ARTIFACTS, CHROMIUM, FLAGS
 
@@ -27,22 +30,16 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def e2e(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
-    study = tmp / "study"
-    shutil.copytree(DEMO, study)
-    toml = (study / "study.toml").read_text()
-    # one exchange flows through every phase: no imported exchanges, one item per person
-    toml = re.sub(r'^exchanges = .*$', "", toml, flags=re.M)
-    for key in ("items_per_sender", "items_per_receiver", "items_per_validator"):
-        toml = re.sub(rf"^{key} = \d+", f"{key} = 1", toml, flags=re.M)
-    (study / "study.toml").write_text(toml)
-    app = RunningApp(tmp)
-    assert app.cli("import", str(study)).returncode == 0
-    for args in (["--role", "sender", "--group", "USB", "--gender", "Man"], ["--role", "receiver"],
-                 ["--role", "validator"]):
-        assert app.cli("participants", "add", "--study", "demo", *args).returncode == 0
-    app.start()
+    app = RunningApp(tmp, {"TRADLAB_DEMO_STUDY": str(DEMO_ASSETS)})
+    app.start("--demo")
     yield app
     app.stop()
+
+
+def printed_links(app) -> dict[str, str]:
+    """The one link per role that `make run` prints."""
+    text = (app.tmp / "server.log").read_text()
+    return dict(re.findall(r"^\s+(sender|receiver|validator|rater)\s+(http\S+)", text, flags=re.M))
 
 
 def rows(app, sql, params=()):
@@ -67,8 +64,8 @@ def test_four_phases_end_to_end(e2e):
     from gradio_client import Client
     from playwright.sync_api import sync_playwright
 
-    links = e2e.links()
-    sender_url, receiver_url, validator_url = links["sender"][0], links["receiver"][0], links["validator"][0]
+    links = printed_links(e2e)
+    sender_url, receiver_url, validator_url = links["sender"], links["receiver"], links["validator"]
     client = Client(e2e.url, verbose=False)
     rec_view = client.predict(token_of(sender_url), "record", api_name="/view")
     starter_text = html.unescape(re.sub(r"<[^>]+>", "", rec_view["content"]["starter_html"]))
@@ -86,7 +83,7 @@ def test_four_phases_end_to_end(e2e):
 
         # -- phase 1: the sender records the starter -------------------------------------
         page.goto(sender_url)
-        wait_progress(page, "0 / 1")
+        wait_progress(page, "0 / 4")
         assert page.locator("#starter strong").count() >= 3          # key information in bold
         shot(page, "1-record")
         recorder = page.locator("#recorder")
@@ -97,9 +94,14 @@ def test_four_phases_end_to_end(e2e):
         shot(page, "1-recorded")
         t_submit = time.time()
         page.get_by_role("button", name="Submit recording").click()
-        wait_progress(page, "1 / 1")
+        wait_progress(page, "1 / 4")
         assert page.locator(".msg.error").count() == 0
         shot(page, "1-submitted")
+        # the receiver opens their link now: nothing is there yet, and the page will update itself
+        rpage = ctx.new_page()
+        rpage.goto(receiver_url)
+        rpage.get_by_text("Nothing is ready for you yet").first.wait_for(timeout=30000)
+        shot(rpage, "2-receiver-waiting")
         [rec] = rows(e2e, "SELECT * FROM recordings")
         assert abs(rec["duration_s"] - speech_s) < 4
         # the worker transcribes and translates in the background
@@ -119,9 +121,9 @@ def test_four_phases_end_to_end(e2e):
         assert len(tr["text"].split()) > 15 and tr["text"] != r["transcript"]
 
         # -- phase 2: the receiver answers from the translation alone ----------------------
-        rpage = ctx.new_page()
-        rpage.goto(receiver_url)
-        wait_progress(rpage, "0 / 1", timeout=30000)
+        # (the page opened while waiting shows the item by itself: no reload)
+        wait_progress(rpage, "0 / 6", timeout=60000)
+        rpage.locator("#translation").wait_for(timeout=30000)
         t_received = time.time()
         assert rpage.locator("#translation").inner_text().strip()[:30] in tr["text"]
         boxes = rpage.get_by_label("Resposta")
@@ -135,14 +137,16 @@ def test_four_phases_end_to_end(e2e):
         page_html = rpage.content()
         for fragment in re.findall(r"[A-Za-z][A-Za-z ,']{25,}", starter_text)[:5]:
             assert fragment not in page_html
+        vpage = ctx.new_page()                # the validator's page, opened before the answers exist
+        vpage.goto(validator_url)
+        vpage.get_by_text("Nothing is ready for you yet").first.wait_for(timeout=30000)
         rpage.get_by_role("button", name="Enviar respostas").click()
-        wait_progress(rpage, "1 / 1")
+        wait_progress(rpage, "1 / 6")
         shot(rpage, "2-receiver-done")
 
         # -- phase 3: the validator scores (keyboard on the slider) and marks ----------------
-        vpage = ctx.new_page()
-        vpage.goto(validator_url)
-        wait_progress(vpage, "0 / 1", timeout=30000)
+        wait_progress(vpage, "0 / 6", timeout=60000)
+        vpage.locator("#val-source").wait_for(timeout=30000)
         assert starter_text[:40] in vpage.locator("#val-source").inner_text()
         assert vpage.locator(".sqm-tick").count() == 7 and vpage.locator(".sqm-label").count() == 4
         # submitting before the slider moved is refused and keeps the page
@@ -159,7 +163,7 @@ def test_four_phases_end_to_end(e2e):
             marks.nth(i).get_by_label("incorrect" if k == 0 else "correct", exact=True).check()
         shot(vpage, "3-validator")
         vpage.get_by_role("button", name="Submit validation").click()
-        wait_progress(vpage, "1 / 1")
+        wait_progress(vpage, "1 / 6")
         [val] = rows(e2e, "SELECT * FROM validations")
         assert val["translation_score"] == 70
         assert val["qa_score"] == pytest.approx((n - 1) / n)
@@ -167,7 +171,7 @@ def test_four_phases_end_to_end(e2e):
         # -- phase 4: the sender's baseline and informed surveys -----------------------------
         page.reload()
         page.get_by_role("tab", name="Survey").click()
-        wait_progress(page, "0 / 2")
+        wait_progress(page, "0 / 8")
         shot(page, "4-survey-baseline")
         choices = {"baseline": (4, 5, 3), "informed": (2, 3, 2)}
         for stage in ("baseline", "informed"):
@@ -183,8 +187,9 @@ def test_four_phases_end_to_end(e2e):
                 shot(page, "4-survey-informed")
             page.keyboard.press("Enter") if stage == "informed" else \
                 page.get_by_role("button", name="Submit").click()
-            wait_progress(page, "1 / 2" if stage == "baseline" else "2 / 2")
-        page.get_by_text("completion code").first.wait_for(timeout=15000)
+            wait_progress(page, "1 / 8" if stage == "baseline" else "2 / 8")
+        # the other three starters are still to record: the Survey tab says where they wait
+        page.get_by_text("3 still to record on the Record tab").first.wait_for(timeout=15000)
         shot(page, "4-done")
         browser.close()
 
