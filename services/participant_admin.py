@@ -267,9 +267,9 @@ def replacement_sender(database, study_id: str, leaving: dict, starter_id: str) 
     the cell has nobody who can take it."""
     loads = queue.record_loads(database, study_id)
     takers = [s for s in participants.list_for_study(database, study_id, "sender")
-            if s["active"] and s["id"] != leaving["id"]
-            and (s["grp"], s["gender"]) == (leaving["grp"], leaving["gender"])
-            and starter_id not in queue.sender_starters(database, s["id"])]
+              if s["active"] and s["id"] != leaving["id"]
+              and (s["grp"], s["gender"]) == (leaving["grp"], leaving["gender"])
+              and starter_id not in queue.sender_starters(database, s["id"])]
     if not takers:
         return None
     takers.sort(key=lambda s: (loads.get(s["id"], 0), s["id"]))
