@@ -149,7 +149,8 @@ def _finish(table: str, rows: list[dict], names: dict[int, str], allowed: set[in
 
 def _participant_extras(rows: list[dict]) -> None:
     for r in rows:
-        r["status"] = "excluded" if r["excluded_at"] else ("active" if r["active"] else "inactive")
+        r["status"] = ("excluded" if r["excluded_at"] else "dropped_out" if r.get("dropped_out_at")
+                       else "active" if r["active"] else "inactive")
         r["self_enrolled"] = int(r["claimed_at"] is not None)
 
 

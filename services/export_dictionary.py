@@ -33,8 +33,11 @@ TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
             "gender": ("string", "the gender the participant was enrolled under; empty when not asked"),
             "design_index": ("integer", "a sender's design block within its group x gender cell (the k-th sender "
                                         "of every cell gets the same starters)"),
-            "status": ("string", "active, excluded (left out of the analyses, e.g. too many rejected recordings) "
-                                 "or inactive"),
+            "status": ("string", "active, excluded (left out of the analyses, e.g. too many rejected recordings), "
+                                 "dropped_out (a sender whose surveys went to third-person raters) or inactive"),
+            "dropped_out_at": ("timestamp", "when a sender was counted as dropped out; empty when not"),
+            "dropped_out_reason": ("string", "why: deactivated by the study team, or not seen for the study's "
+                                             "dropout_after_days with surveys open"),
             "excluded_at": ("timestamp", "when the participant was excluded; empty when not"),
             "excluded_reason": ("string", "why the participant was excluded"),
             "self_enrolled": ("boolean", "1: the participant took this slot through a Prolific link"),

@@ -28,7 +28,8 @@ def participant_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT id AS participant__pid, role, grp AS \"group\", gender, design_index, active, excluded_at, "
         "excluded_reason, claimed_at, last_seen_at, created_at, external_id, prolific_pid, prolific_study_id, "
-        "prolific_session_id, completed_at FROM participants WHERE study_id = ? ORDER BY id", [study_id])
+        "prolific_session_id, completed_at, dropped_out_at, dropped_out_reason FROM participants WHERE study_id = ? "
+        "ORDER BY id", [study_id])
 
 
 def consent_rows(database: Database, study_id: str) -> list[dict]:

@@ -33,7 +33,7 @@ S2_TRANSLATION = "zebra quokka traducao do segundo remetente"
 REVIEWER = "admin@reviewer-host.example"
 
 EXPECTED = {
-    "participants": ["participant", "role", "group", "gender", "design_index", "status", "excluded_at",
+    "participants": ["participant", "role", "group", "gender", "design_index", "status", "dropped_out_at", "dropped_out_reason", "excluded_at",
                      "excluded_reason", "self_enrolled", "created_at", "claimed_at", "last_seen_at", "completed_at"],
     "consents": ["participant", "agreed", "text_hash", "created_at"],
     "demographics": ["participant", "field", "value", "created_at"],
