@@ -1,0 +1,259 @@
+"""The study simulation's sample over HTTP (benchmarks/usability/study_sim.py --http).
+
+Halfway through a simulated study the app is launched as `make run` launches it (`python
+app.py`, a subprocess on a free loopback port; tests/load/harness.py LoadApp) against the
+simulation's own database and media folder, with TRADLAB_WORKER=0 (the simulation plays the
+worker: after the sample it runs the model step of the recordings made over HTTP). A bare Gradio
+no-op app (benchmarks/load.py's, one event, no state) runs beside it. At each concurrency (16,
+then 50) that many participants of every role, who have work or may take some, each open a
+browser session (tests/load/harness.py GradioHTTP: the protocol gradio_client speaks, at a
+fraction of its client CPU; see that module) and call /view for their tab, then submit up to
+SUBMITS items in a row, then call /view again (a reload: the first /view also pays for setting up
+the session) through the endpoint their tab's button calls (/record_submit after an
+upload, /receiver_submit, /validator_submit, /survey_submit), each answer the one the in-process
+participants would give (study_sim.Answerer). First the same clients call the no-op as many
+times, all at once, then the app. Latency: from sending the call to holding its result (for a
+submit, the next item). Everything is bounded: participants per level, calls per participant,
+and DEADLINE_S per level; only 127.0.0.1 is contacted.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+LEVELS = (16, 50)
+SUBMITS = 4
+DEADLINE_S = 300
+ENDPOINT = {"record": "/record_submit", "receiver": "/receiver_submit", "validator": "/validator_submit",
+            "survey": "/survey_submit"}
+MAX_QUESTIONS = 10
+# the share of each level's clients per (role, tab), filled from whoever is available
+MIX = (("sender", "record", 0.3), ("sender", "survey", 0.2), ("receiver", "receiver", 0.2),
+       ("validator", "validator", 0.2), ("rater", "survey", 0.1))
+
+
+def _candidates(sim, used: set) -> dict:
+    """(role, tab) -> people who may act there now, in a seeded order."""
+    from storage import queue
+
+    out = {}
+    for role, tab, _ in MIX:
+        people = [p for p in sim.active() if p.role == role and p.tab == tab and p.pid not in used]
+        if tab in ("record", "survey") and role == "sender":
+            phases = ("record",) if tab == "record" else ("survey_baseline", "survey_informed")
+            people = [p for p in people if queue.next_open(sim.db, p.pid, phases) is not None]
+        sim.rng.shuffle(people)
+        out[(role, tab)] = people
+    return out
+
+
+def pick(sim, n: int, used: set) -> list:
+    cands = _candidates(sim, used)
+    picked = []
+    for role, tab, share in MIX:
+        take = cands[(role, tab)][:max(1, round(share * n))]
+        picked += take
+        cands[(role, tab)] = cands[(role, tab)][len(take):]
+    rest = [p for v in cands.values() for p in v]
+    picked = (picked + rest)[:n]
+    used.update(p.pid for p in picked)
+    return picked
+
+
+def _inputs(tab: str, token: str, view: dict, payload: dict, client, wav: bytes, lat: list) -> list:
+    item = view["item_id"]
+    if tab == "record":
+        t0 = time.perf_counter()
+        fd = client.upload(wav, "reading.wav", "audio/wav")
+        lat.append(("upload", time.perf_counter() - t0))
+        return [token, item, fd]
+    qs = view["content"].get("questions", [])[:MAX_QUESTIONS]
+    if tab == "receiver":
+        by = {a["idx"]: a for a in payload["answers"]}
+        slots = []
+        for i in range(MAX_QUESTIONS):
+            a = by.get(qs[i]["idx"]) if i < len(qs) else None
+            slots += [a["text"], a["unanswerable"]] if a else ["", False]
+        return [token, item, view, *slots]
+    if tab == "validator":
+        marks = [payload["marks"].get(q["idx"]) for q in qs] + [None] * (MAX_QUESTIONS - len(qs))
+        return [token, item, view, True, payload["score"], *marks]
+    return [token, item, payload["satisfaction"], payload["trust"], payload["reliance"]]
+
+
+def _drive(sim, url: str, person, wav: bytes, deadline: float, start: threading.Barrier, out: dict) -> None:
+    """One participant's session on the app: /view, then up to SUBMITS submits."""
+    from tests.load.harness import GradioHTTP
+
+    lat, errors, recorded = [], [], []
+    tab = person.tab
+    with GradioHTTP(url, timeout=120) as c:
+        try:
+            start.wait(120)
+            t0 = time.perf_counter()
+            view = c.predict(person.token, tab, api_name="/view")
+            lat.append(("view", time.perf_counter() - t0))
+            for _ in range(SUBMITS):
+                if view.get("status") != "item" or time.time() > deadline:
+                    break
+                payload = sim.answers.answer(person.pid, view["phase"], view["item_id"], view["content"])
+                args = _inputs(tab, person.token, view, payload, c, wav, lat)
+                t0 = time.perf_counter()
+                res = c.predict(*args, api_name=ENDPOINT[tab])
+                lat.append((ENDPOINT[tab].lstrip("/"), time.perf_counter() - t0))
+                state = res[0] if isinstance(res, list) else res
+                if state.get("notice") != "Saved.":
+                    errors.append(f"{person.role} {person.pid} {tab}: {state.get('error') or state.get('notice')}")
+                    break
+                if tab == "record":
+                    recorded.append(int(view["item_id"]))
+                view = state
+            # the view again, now that the session exists (a reload): the first one above also
+            # pays for setting up the session
+            t0 = time.perf_counter()
+            c.predict(person.token, tab, api_name="/view")
+            lat.append(("view_again", time.perf_counter() - t0))
+        except Exception as e:          # reported, never hidden
+            errors.append(f"{person.role} {person.pid} {tab}: {type(e).__name__}: {e}")
+    out[person.pid] = {"lat": lat, "errors": errors, "recorded": recorded, "calls": len(lat)}
+
+
+def _noop(url: str, person, calls: int, start: threading.Barrier, out: dict) -> None:
+    from tests.load.harness import GradioHTTP
+
+    lat, errors = [], []
+    with GradioHTTP(url, timeout=120) as c:
+        try:
+            start.wait(120)
+            for k in range(calls):
+                t0 = time.perf_counter()
+                c.predict(person.token, str(k), True, 1 + k, api_name="/noop")
+                # the first call of a session, all clients at once, is the /view's counterpart
+                lat.append(("noop_first" if k == 0 else "noop_next", time.perf_counter() - t0))
+        except Exception as e:
+            errors.append(f"noop: {type(e).__name__}: {e}")
+    out[person.pid] = {"lat": lat, "errors": errors}
+
+
+def _run(target, people) -> tuple[dict, float]:
+    """target(person, start barrier, out dict) on a thread per person, all started together."""
+    out: dict = {}
+    start = threading.Barrier(len(people))
+    threads = [threading.Thread(target=target, args=(p, start, out), daemon=True) for p in people]
+    t0 = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(DEADLINE_S + 60)
+    return out, time.perf_counter() - t0
+
+
+def percentile(xs, q):
+    from benchmarks.usability.study_sim import percentile as p
+    return p(xs, q)
+
+
+def _summary(xs: list[float], wall: float) -> dict:
+    from benchmarks.usability.study_sim import summarise
+    if not xs:
+        return {"n": 0}
+    return {**summarise(xs), "wall_s": round(wall, 2), "calls_per_s": round(len(xs) / wall, 1) if wall else None}
+
+
+def _vm_hwm_mb(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
+def http_sample(sim, levels=LEVELS) -> dict:
+    from benchmarks.load import start_noop
+    from tests.load.harness import LoadApp
+
+    tmp = Path(tempfile.mkdtemp(prefix="study-sim-http-"))
+    app = LoadApp(tmp, {"TRADLAB_DB": str(sim.db_path), "TRADLAB_MEDIA": str(sim.media), "TRADLAB_WORKER": "0",
+                        "TRADLAB_FIGURE_PNG": "0"})
+    wav = Path(sim.wav).read_bytes()
+    result = {"levels": [], "submits_per_client": SUBMITS, "client": "tests/load/harness.py GradioHTTP"}
+    noop = None
+    used: set = set()
+    try:
+        t0 = time.time()
+        app.start()
+        result["app_start_s"] = round(time.time() - t0, 1)
+        noop, noop_log, noop_url = start_noop(tmp)
+        for n in levels:
+            people = pick(sim, n, used)
+            if len(people) < 2:
+                result["levels"].append({"clients": n, "skipped": f"only {len(people)} participants have work"})
+                continue
+            roles = {}
+            for p in people:
+                roles[f"{p.role}/{p.tab}"] = roles.get(f"{p.role}/{p.tab}", 0) + 1
+            deadline = time.time() + DEADLINE_S
+            noop_out, noop_wall = _run(lambda p, start, out: _noop(noop_url, p, 2 + SUBMITS, start, out), people)
+            app_out, app_wall = _run(lambda p, start, out: _drive(sim, app.url, p, wav, deadline, start, out),
+                                     people)
+            # the worker's part, then the admin's review, for what was recorded over HTTP
+            recorded = [e for o in app_out.values() for e in o["recorded"]]
+            for eid in recorded:
+                sim.record_outcome(eid)
+            sim.review()
+            by: dict[str, list[float]] = {}
+            for o in app_out.values():
+                for k, x in o["lat"]:
+                    by.setdefault(k, []).append(x)
+            calls = [x for k, xs in by.items() if k != "upload" for x in xs]
+            noops = [x for o in noop_out.values() for _, x in o["lat"]]
+            noop_by: dict[str, list[float]] = {}
+            for o in noop_out.values():
+                for k, x in o["lat"]:
+                    noop_by.setdefault(k, []).append(x)
+            errors = [e for o in [*app_out.values(), *noop_out.values()] for e in o["errors"]]
+            row = {"clients": len(people), "roles": roles, "app": _summary(calls, app_wall),
+                   "noop": _summary(noops, noop_wall),
+                   "per_endpoint": {k: _summary(xs, app_wall) for k, xs in sorted(by.items())},
+                   "noop_per_call": {k: _summary(xs, noop_wall) for k, xs in sorted(noop_by.items())},
+                   "recorded_over_http": len(recorded), "errors": errors[:10], "n_errors": len(errors),
+                   "load_average": [round(x, 2) for x in os.getloadavg()]}
+            if calls and noops:
+                row["ratio_p50"] = round(row["app"]["p50_ms"] / row["noop"]["p50_ms"], 2)
+                row["ratio_p95"] = round(row["app"]["p95_ms"] / row["noop"]["p95_ms"], 2)
+                first, nxt = row["noop_per_call"].get("noop_first"), row["noop_per_call"].get("noop_next")
+                subs = [x for k, xs in by.items() if k not in ("view", "view_again", "upload") for x in xs]
+                if first and "view" in by:
+                    row["view_vs_first_noop_p95"] = round(row["per_endpoint"]["view"]["p95_ms"] / first["p95_ms"], 2)
+                if nxt and subs:
+                    row["submits_vs_later_noops_p95"] = round(1000 * percentile(subs, 95) / nxt["p95_ms"], 2)
+                if nxt and "view_again" in by:
+                    row["view_again_vs_later_noops_p95"] = round(row["per_endpoint"]["view_again"]["p95_ms"] / nxt["p95_ms"], 2)
+            result["levels"].append(row)
+            sim.log(f"  HTTP, {len(people)} clients {roles}: app p50 {row['app'].get('p50_ms')} ms "
+                    f"p95 {row['app'].get('p95_ms')} ms | no-op p50 {row['noop'].get('p50_ms')} ms "
+                    f"p95 {row['noop'].get('p95_ms')} ms | ratio p95 {row.get('ratio_p95')} (views vs first no-ops "
+                    f"{row.get('view_vs_first_noop_p95')}, submits vs later no-ops {row.get('submits_vs_later_noops_p95')})"
+                    + (f" | {len(errors)} errors: {errors[:2]}" if errors else ""))
+            sim.problems += [f"HTTP: {e}" for e in errors]
+        result["app_peak_rss_mb"] = _vm_hwm_mb(app.proc.pid) if app.proc else None
+    finally:
+        app.stop()
+        if noop is not None:
+            noop.terminate()
+            try:
+                noop.wait(10)
+            except Exception:
+                noop.kill()
+            noop_log.close()
+        if sim.problems and any(p.startswith("HTTP") for p in sim.problems):
+            result["server_logs"] = str(tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return result
