@@ -3,9 +3,7 @@
 - sender_design: a sender's starters, stratified over domain x source, with systems
   balanced within the sender; design block i is the same in every group x gender cell, so
   the stimuli are shared across groups (between-subjects on the cell, within on starters).
-- allocate: fills receiver / validator / rater queues as items become available: each
-  item to exactly `redundancy` people, at most `capacity` items per person, never to the
-  person who produced it, least-loaded first.
+- (receivers, validators and raters take items from the work pool: services/workflow.next_item)
 - order_key: a per-participant random order of items.
 """
 from __future__ import annotations
@@ -14,8 +12,7 @@ import hashlib
 import random
 from collections import Counter, defaultdict
 from itertools import combinations
-from dataclasses import dataclass, field
-from typing import Hashable, Iterable, Sequence
+from typing import Hashable, Sequence
 
 
 def seeded_rng(*parts: Hashable) -> random.Random:
@@ -99,43 +96,3 @@ def sender_design(starters: Sequence[dict], systems: Sequence[str], n: int, seed
     # len(cells) x len(systems) blocks each stratum meets each system equally often.
     offset = index // len(cells)
     return [(sid, cycle[(offset + k) % len(cycle)]) for k, sid in enumerate(chosen)]
-
-
-@dataclass
-class Candidate:
-    """A person who can take items: id, the identities they must not judge, their load."""
-    id: int
-    load: int = 0
-    identities: frozenset = field(default_factory=frozenset)
-
-
-@dataclass
-class OpenItem:
-    """An item needing people: who has it already, whose work it contains, and who had it
-    withdrawn (reassigned away from them: they do not get it back, e.g. after a reactivation)."""
-    id: str
-    assigned: set = field(default_factory=set)
-    produced_by: frozenset = field(default_factory=frozenset)
-    barred: frozenset = field(default_factory=frozenset)
-
-
-def allocate(items: Iterable[OpenItem], people: Iterable[Candidate], redundancy: int,
-             capacity: int, seed: int) -> list[tuple[int, str]]:
-    """New (person_id, item_id) assignments: tops every item up to `redundancy` people
-    without exceeding anyone's `capacity`, skipping people whose identities intersect the
-    item's producers. Least-loaded first, ties broken by a seeded hash; an item that cannot
-    be filled now keeps its open slots for people who join later."""
-    people = {p.id: Candidate(p.id, p.load, p.identities) for p in people}
-    out: list[tuple[int, str]] = []
-    for item in sorted(items, key=lambda it: (len(it.assigned), str(it.id))):
-        need = redundancy - len(item.assigned)
-        if need <= 0:
-            continue
-        eligible = [p for p in people.values()
-                    if p.id not in item.assigned and p.id not in item.barred and p.load < capacity
-                    and not (p.identities & item.produced_by)]
-        eligible.sort(key=lambda p: (p.load, seeded_rng("alloc", seed, p.id, item.id).random()))
-        for p in eligible[:need]:
-            out.append((p.id, item.id))
-            p.load += 1
-    return out

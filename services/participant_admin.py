@@ -39,7 +39,7 @@ STATUSES = tuple(queue.PARTICIPANT_STATUS)       # deactivated, completed, activ
 MAX_ADD = 500                                    # one form submit; more is almost surely a typo
 MAX_EXTERNAL_ID = 64
 EXTERNAL_ID_RE = re.compile(r"^[A-Za-z0-9_.:@-]+$")
-POOLED = {"receive", "validate"}                 # refresh() re-allocates these by itself
+POOLED = {"receive", "validate"}                 # their places go back to the work pool
 
 
 class ParticipantAdminError(ValueError):

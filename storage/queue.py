@@ -74,22 +74,6 @@ def mark_done(db, assignment_id: int, active_seconds: float | None) -> None:
                "WHERE id = ? AND status = 'open'", [now(), active_seconds, assignment_id])
 
 
-def phase_loads(database: Database, study_id: str, phase: str) -> dict[int, int]:
-    """Items per participant in a phase (withdrawn ones do not count)."""
-    rows = database.query("SELECT participant_id, COUNT(*) AS n FROM assignments WHERE study_id = ? "
-                          "AND phase = ? AND status != 'withdrawn' GROUP BY participant_id",
-                          [study_id, phase])
-    return {r["participant_id"]: r["n"] for r in rows}
-
-
-def holders(database: Database, study_id: str, phase: str, withdrawn: bool = False) -> dict[str, set[int]]:
-    """item id -> the people holding it (withdrawn=True: the people it was withdrawn from)."""
-    rows = database.query("SELECT item_id, participant_id FROM assignments WHERE study_id = ? AND phase = ? "
-                          f"AND status {'=' if withdrawn else '!='} 'withdrawn'", [study_id, phase])
-    out: dict[str, set[int]] = {}
-    for r in rows:
-        out.setdefault(r["item_id"], set()).add(r["participant_id"])
-    return out
 
 
 def translated_exchanges(database: Database, study_id: str) -> list[dict]:
@@ -105,32 +89,10 @@ def translated_exchanges(database: Database, study_id: str) -> list[dict]:
         "                AND r.qc_status NOT IN ('passed', 'accepted')) ORDER BY e.id", [study_id])
 
 
-def done_receive_assignments(database: Database, study_id: str) -> list[dict]:
-    return database.query(
-        "SELECT a.id, a.participant_id AS receiver_id, a.exchange_id, e.sender_id FROM assignments a "
-        "JOIN exchanges e ON e.id = a.exchange_id WHERE a.study_id = ? AND a.phase = 'receive' "
-        "AND a.status = 'done' ORDER BY a.id", [study_id])
 
 
-def validated_exchanges(database: Database, study_id: str) -> list[dict]:
-    """Exchanges whose every finished answer set has a finished validation."""
-    return database.query(
-        """SELECT e.id, e.sender_id FROM exchanges e WHERE e.study_id = ?
-           AND EXISTS (SELECT 1 FROM validations v WHERE v.exchange_id = e.id)
-           AND NOT EXISTS (
-               SELECT 1 FROM assignments r WHERE r.exchange_id = e.id AND r.phase = 'receive'
-               AND r.status = 'done' AND NOT EXISTS (
-                   SELECT 1 FROM validations v2 WHERE v2.receive_assignment_id = r.id))
-           ORDER BY e.id""", [study_id])
 
 
-def done_survey_holders(database: Database, study_id: str, phase: str) -> dict[int, set[int]]:
-    rows = database.query("SELECT exchange_id, participant_id FROM assignments WHERE study_id = ? "
-                          "AND phase = ? AND status = 'done'", [study_id, phase])
-    out: dict[int, set[int]] = {}
-    for r in rows:
-        out.setdefault(r["exchange_id"], set()).add(r["participant_id"])
-    return out
 
 
 def segment_use(database: Database, study_id: str, phase: str) -> dict[str, int]:

@@ -80,3 +80,18 @@ def test_nobody_judges_their_own_work(tmp_path):
     until_none(answer_receiver, db, other.token)
     assert db.scalar("SELECT COUNT(*) FROM assignments a JOIN exchanges e ON e.id = a.exchange_id "
                      "WHERE e.sender_id = ? AND a.phase = 'receive'", [sender.id]) >= 1
+
+
+def test_redundancy_and_capacity_hold_when_receivers_compete(tmp_path):
+    """Each exchange to exactly `redundancy` receivers, nobody past `items_per_receiver`, and
+    nobody twice on one exchange, however the receivers' views interleave."""
+    db, exchanges = build(tmp_path, 21, redundancy=2, items_per_receiver=5)
+    receivers = add_participants(db, "demo", "receiver", 12)
+    active = list(receivers)
+    while active:               # one answer each in turn, as concurrent receivers would
+        active = [r for r in active if answer_receiver(db, r.token) is not None]
+    per_item = db.query("SELECT item_id, COUNT(*) n, COUNT(DISTINCT participant_id) d FROM assignments "
+                        "WHERE phase = 'receive' GROUP BY item_id")
+    assert len(per_item) == len(exchanges) == 24 and {(r["n"], r["d"]) for r in per_item} == {(2, 2)}
+    loads = [db.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ?", [r.id]) for r in receivers]
+    assert max(loads) <= 5 and sum(loads) == 48

@@ -3,6 +3,7 @@ the worker would store it (services/pipeline.record_outcome: no model runs), and
 validators and raters answer through the same calls the tabs make."""
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -24,7 +25,10 @@ def study_folder(tmp_path: Path, seed: int | None = None, **usability) -> Path:
     if seed is not None:
         toml = "\n".join(f"seed = {seed}" if line.startswith("seed = ") else line for line in toml.splitlines())
     for key, value in usability.items():
-        toml = toml.replace("[usability]\n", f"[usability]\n{key} = {value}\n", 1)
+        if re.search(rf"^{key} = ", toml, flags=re.M):
+            toml = re.sub(rf"^{key} = .*$", f"{key} = {value}", toml, count=1, flags=re.M)
+        else:
+            toml = toml.replace("[usability]\n", f"[usability]\n{key} = {value}\n", 1)
     (folder / "study.toml").write_text(toml + "\n")
     return folder
 
