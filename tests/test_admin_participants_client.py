@@ -108,12 +108,15 @@ def test_full_link_deactivate_reactivate_and_a_new_link(client, session, links, 
 
 def test_reassign_then_add_a_receiver_who_takes_the_waiting_items(client, session, links, app_server):
     pid = pid_of(app_server, links["receiver"][0])
-    opened = app_server.rows("SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND status = 'open'", (pid,))
+    view = client.predict(token_of(links["receiver"][0]), "receiver", api_name="/view")   # takes one item
+    assert view["status"] == "item"
     out = client.predict(session, "demo", pid, "all", "all", 1, api_name="/admin_participants_reassign")
     assert "deactivate them first" in out[0]
     client.predict(session, "demo", pid, "all", "all", 1, api_name="/admin_participants_deactivate")
     out = client.predict(session, "demo", pid, "all", "all", 1, api_name="/admin_participants_reassign")
-    assert "wait in the pool" in out[0], out[0]                  # the other receiver is full
+    assert "went back to the pool" in out[0], out[0]
+    assert app_server.rows("SELECT need FROM work_pool WHERE phase = 'receive' AND item_id = ?",
+                           (view["item_id"],)) == [(1,)]
     bad = client.predict(session, "demo", "receiver", 1, "", "", "ok\nnot ok!", "all", "all", 1,
                          api_name="/admin_participants_add")
     assert "'not ok!' is not valid" in bad[0]
@@ -122,9 +125,7 @@ def test_reassign_then_add_a_receiver_who_takes_the_waiting_items(client, sessio
                          api_name="/admin_participants_add")
     assert "Added 1 receiver" in out[0] and out[1].startswith(app_server.url)
     assert app_server.rows("SELECT COUNT(*) FROM participants")[0][0] == count + 1
-    new = pid_of(app_server, out[1])
-    took = app_server.rows("SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND status = 'open'", (new,))
-    assert took[0][0] >= opened[0][0] > 0
+    assert client.predict(token_of(out[1]), "receiver", api_name="/view")["status"] == "item"     # work waits for them
 
 
 def test_the_completion_list_and_its_csv(client, session, links, app_server):
