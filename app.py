@@ -635,7 +635,9 @@ def main(argv=None):
     us = asub.add_parser("usability", help="the four-phase study (paper 000): groups, correlations, LMM, thresholds")
     us.add_argument("exchanges", help="CSV: exchange_id, sender_id, receiver_id, validator_id, group, gender, system, "
                                       "topic, source, satisfaction, trust, reliance, *_b, translation_score, qa_score, "
-                                      "metric_* columns")
+                                      "metric_* columns; optional starter_id, perspective and respondent_id, "
+                                      "respondent_role, respondent_group, respondent_gender (group and gender "
+                                      "are then the speaker's)")
     us.add_argument("--out", required=True)
     qa = asub.add_parser("qe-audit", help="gender audit of a QE metric (paper 003): ratios, error rates, retention")
     qa.add_argument("pairs", help="CSV: instance_id, lang, source, hyp_f + hyp_m (or hyp_n + hyp_g); optional gold "
