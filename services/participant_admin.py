@@ -130,14 +130,17 @@ def parse_external_ids(text: str | None) -> list[str]:
 
 
 def add(database, study_id: str | None, role: str | None, count, group: str | None, gender: str | None,
-        external_ids_text: str | None, actor: str) -> list[NewParticipant]:
+        external_ids_text: str | None, actor: str, self_enrol: bool = False) -> list[NewParticipant]:
     """New participants with their queues. With external ids: one participant per id (the
-    count is then ignored); without: `count` anonymous slots."""
+    count is then ignored); without: `count` anonymous slots. self_enrol: slots only the signed
+    Prolific URL fills (never handed out as private links to Prolific newcomers otherwise)."""
     if not study_id:
         raise ParticipantAdminError("Pick a study first.")
     if not role:
         raise ParticipantAdminError(f"Choose a role ({', '.join(ROLES)}).")
     ids = parse_external_ids(external_ids_text)
+    if ids and self_enrol:
+        raise ParticipantAdminError("Self-enrolment slots take no external ids: Prolific fills them in.")
     if ids:
         taken = sorted(set(ids) & participants.external_ids(database, study_id, role))
         if taken:
@@ -150,7 +153,8 @@ def add(database, study_id: str | None, role: str | None, count, group: str | No
         raise ParticipantAdminError("Count must be a whole number of participants.")
     if not 1 <= n <= MAX_ADD:
         raise ParticipantAdminError(f"Count must be between 1 and {MAX_ADD} (got {n}).")
-    return add_participants(database, study_id, role, n, group or None, gender or None, None, actor)
+    return add_participants(database, study_id, role, n, group or None, gender or None, None, actor,
+                            self_enrol=bool(self_enrol))
 
 
 # -- access ----------------------------------------------------------------------------------

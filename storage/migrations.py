@@ -433,3 +433,28 @@ def m010_reference_translations(db) -> None:
             FOREIGN KEY (study_id, starter_id) REFERENCES starters(study_id, id)
         )
         """)
+
+
+@migrations()
+def m011_link_secret_and_slots(db) -> None:
+    # Signed Prolific enrolment URLs (services/participants.py): the HMAC key, made once here
+    # (TRADLAB_LINK_SECRET, when set, is used instead). participants.self_enrol = 1 marks the
+    # slots made for Prolific self-enrolment; only these are ever claimed from a Prolific URL
+    # (private-link slots never are). Slots already claimed through Prolific count as such.
+    import secrets as _secrets
+    from datetime import datetime, timezone
+
+    _run_script(db, """
+        CREATE TABLE app_secrets (
+            name TEXT PRIMARY KEY,
+            value TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        );
+        ALTER TABLE participants ADD COLUMN self_enrol INTEGER NOT NULL DEFAULT 0;
+        UPDATE participants SET self_enrol = 1 WHERE prolific_pid IS NOT NULL;
+        CREATE INDEX participants_prolific ON participants (study_id, prolific_pid);
+        CREATE INDEX participants_claimed ON participants (study_id, claimed_at)
+        """)
+    db.execute("INSERT INTO app_secrets (name, value, created_at) VALUES (?, ?, ?)",
+               ["link_secret", _secrets.token_hex(32),
+                datetime.now(timezone.utc).isoformat(timespec="milliseconds")])

@@ -21,6 +21,45 @@ def by_prolific(database: Database, study_id: str, role: str, pid: str) -> dict 
                         [study_id, role, pid])
 
 
+def holders_of(db, study_id: str, pid: str) -> list[dict]:
+    """Every slot of the study this Prolific / external id already holds (any role)."""
+    return list(db.query("SELECT * FROM participants WHERE study_id = ? AND (prolific_pid = ? OR external_id = ?) "
+                         "ORDER BY id", [study_id, pid, pid]))
+
+
+def claims_since(db, study_id: str, since: str) -> int:
+    """Self-enrolments (slots claimed from a Prolific URL) in the study from `since` (ISO UTC) on."""
+    return db.execute("SELECT COUNT(*) FROM participants WHERE study_id = ? AND claimed_at >= ?",
+                      [study_id, since]).fetchone()[0]
+
+
+def get_secret(database: Database, name: str) -> str | None:
+    return database.scalar("SELECT value FROM app_secrets WHERE name = ?", [name])
+
+
+def ensure_secret(db, name: str) -> str:
+    """The named secret (migration m011 makes 'link_secret'); a random one made here if missing."""
+    import secrets
+    db.execute("INSERT OR IGNORE INTO app_secrets (name, value, created_at) VALUES (?, ?, ?)",
+               [name, secrets.token_hex(32), now()])
+    return db.execute("SELECT value FROM app_secrets WHERE name = ?", [name]).fetchone()[0]
+
+
+def open_self_enrol_count(database: Database, study_id: str, role: str, grp: str | None,
+                          gender: str | None) -> int:
+    """How many self-enrolment slots open_slot could still hand out for this role (and cell)."""
+    sql = ("SELECT COUNT(*) FROM participants WHERE study_id = ? AND role = ? AND active = 1 AND self_enrol = 1 "
+           "AND prolific_pid IS NULL AND external_id IS NULL AND claimed_at IS NULL AND last_seen_at IS NULL")
+    params: list = [study_id, role]
+    if grp:
+        sql += " AND grp = ?"
+        params.append(grp)
+    if gender:
+        sql += " AND gender = ?"
+        params.append(gender)
+    return database.scalar(sql, params)
+
+
 def list_for_study(database: Database, study_id: str, role: str | None = None) -> list[dict]:
     if role:
         return database.query("SELECT * FROM participants WHERE study_id = ? AND role = ? ORDER BY id",
@@ -37,8 +76,9 @@ def next_design_index(db, study_id: str, grp: str | None, gender: str | None) ->
 
 
 def open_slot(db, study_id: str, role: str, grp: str | None, gender: str | None) -> dict | None:
-    """The oldest slot nobody has used: unclaimed, no external id, never opened."""
-    sql = ("SELECT * FROM participants p WHERE study_id = ? AND role = ? AND active = 1 "
+    """The oldest self-enrolment slot nobody has used: unclaimed, no external id, never opened.
+    Slots made for private links (self_enrol = 0) are never returned."""
+    sql = ("SELECT * FROM participants p WHERE study_id = ? AND role = ? AND active = 1 AND self_enrol = 1 "
            "AND prolific_pid IS NULL AND external_id IS NULL AND claimed_at IS NULL "
            "AND last_seen_at IS NULL")
     params: list = [study_id, role]

@@ -64,7 +64,10 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
                 gender = gr.Dropdown(label="Gender", choices=[("(none)", "")], value="", allow_custom_value=True)
             ext_ids = gr.Textbox(label="External / Prolific ids (optional: one participant per id, one per line)",
                                  lines=3)
-            add_go = gr.Button("Add", variant="primary")
+            with gr.Row():
+                add_go = gr.Button("Add", variant="primary")
+                # slots only the signed Prolific URL fills; plain "Add" makes private-link slots
+                add_self_go = gr.Button("Add as Prolific self-enrolment slots (no external ids)")
     with gr.Accordion("Finished participants and the completion code", open=False):
         gr.Markdown("Everyone who finished every part of their role, with the time they finished and their "
                     "Prolific / external id; the CSV has them all, to approve the submissions on Prolific.")
@@ -142,20 +145,26 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
         button.click(action(kind), [session, study, pid, *table_state], outs,
                      api_name=f"admin_participants_{kind}", api_visibility="undocumented")
 
-    def on_add(sess, study_id, role_v, n, group_v, gender_v, ids, role_f, status_f, page_no, request: gr.Request):
-        try:
-            auth.check(sess, host(request))
-            made = participant_admin.add(db, study_id, role_v, n, group_v, gender_v, ids, f"admin@{host(request)}")
-        except ERRORS as e:
-            return {msg: str(e)}
-        urls = "\n".join(link(ctx.settings.public_url, m.token) for m in made)
-        ids_text = ", ".join(str(m.id) for m in made[:20]) + (", …" if len(made) > 20 else "")
-        return {msg: f"Added {len(made)} {role_v} participant(s) (ids {ids_text}); their links are below.",
-                full_link: urls, ext_ids: "", **people.show(people_page(page_no, study_id, role_f, status_f))}
+    def adder(self_enrol: bool):
+        def on_add(sess, study_id, role_v, n, group_v, gender_v, ids, role_f, status_f, page_no,
+                   request: gr.Request):
+            try:
+                auth.check(sess, host(request))
+                made = participant_admin.add(db, study_id, role_v, n, group_v, gender_v, ids,
+                                             f"admin@{host(request)}", self_enrol=self_enrol)
+            except ERRORS as e:
+                return {msg: str(e)}
+            urls = "\n".join(link(ctx.settings.public_url, m.token) for m in made)
+            ids_text = ", ".join(str(m.id) for m in made[:20]) + (", …" if len(made) > 20 else "")
+            kind = "self-enrolment slot(s) for the signed Prolific URL" if self_enrol else "participant(s)"
+            return {msg: f"Added {len(made)} {role_v} {kind} (ids {ids_text}); their links are below.",
+                    full_link: urls, ext_ids: "", **people.show(people_page(page_no, study_id, role_f, status_f))}
+        return on_add
 
-    add_go.click(on_add, [session, study, role, count, group, gender, ext_ids, *table_state],
-                 [msg, full_link, ext_ids, *people.outputs], api_name="admin_participants_add",
-                 api_visibility="undocumented")
+    for button, self_enrol, api in ((add_go, False, "admin_participants_add"),
+                                    (add_self_go, True, "admin_participants_add_self_enrol")):
+        button.click(adder(self_enrol), [session, study, role, count, group, gender, ext_ids, *table_state],
+                     [msg, full_link, ext_ids, *people.outputs], api_name=api, api_visibility="undocumented")
 
     links_go.click(download(auth, links_file, msg,
                             lambda sid: (participant_admin.links_csv(db, sid, ctx.settings.public_url), "")),

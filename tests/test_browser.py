@@ -94,8 +94,12 @@ def test_forged_link_says_so(app_server, page):
 
 
 def test_prolific_url_enrols_into_an_open_slot(app_server, page):
-    url = (app_server.url + "/?study=demo&role=da&PROLIFIC_PID=5f0c1a2b3c4d5e6f7a8b9c0d"
-           "&STUDY_ID=study42&SESSION_ID=sess1")
+    res = app_server.cli("participants", "add", "--study", "demo", "--role", "da", "--self-enrol")
+    assert res.returncode == 0, res.stderr
+    signed = next(line.split("\t")[3] for line in app_server.cli("links", "--study", "demo").stdout.splitlines()
+                  if line.startswith("da ("))
+    url = (signed.replace("{{%PROLIFIC_PID%}}", "5f0c1a2b3c4d5e6f7a8b9c0d")
+           .replace("{{%STUDY_ID%}}", "study42").replace("{{%SESSION_ID%}}", "sess1"))
     page.goto(url)
     assert "0 / 24" in progress(page)         # one DA HIT of the demo campaign
     page.get_by_role("tab", name="Direct assessment").wait_for()

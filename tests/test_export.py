@@ -105,7 +105,7 @@ def study(tmp_path_factory):
     import_study(db, demo_with_exchanges(tmp / "demo_study", keep_references=True))
     people = {r: add_participants(db, "demo", r, 1)[0] for r in ("receiver", "validator", "rater", "da", "sd")}
     people["sender"] = add_participants(db, "demo", "sender", 1, "USB", "Man", external_ids=["EXT-SENDER-1"])[0]
-    slot = add_participants(db, "demo", "sender", 1, "USW", "Woman")[0]
+    slot = add_participants(db, "demo", "sender", 1, "USW", "Woman", self_enrol=True)[0]
     enrol(db, "demo", "sender", "PROLIFICPID0123456789", "PSTUDY0123456789", "PSESSION0123456789", "USW", "Woman")
     people["sender2"] = slot
     excluded = add_participants(db, "demo", "receiver", 1, external_ids=["EXT-RECEIVER-2"])[0]

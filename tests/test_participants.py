@@ -72,7 +72,8 @@ def test_links_carry_the_token(demo_db):
 
 
 def test_prolific_enrolment_takes_an_open_slot_and_resumes(demo_db):
-    slots = add_participants(demo_db, "demo", "receiver", 2)
+    add_participants(demo_db, "demo", "receiver", 1)          # a private-link slot: never handed out
+    slots = add_participants(demo_db, "demo", "receiver", 2, self_enrol=True)
     p = enrol(demo_db, "demo", "receiver", "5f3a9c0e1b2d4a0012345678", "STUDY1", "SESS1")
     assert p["id"] == slots[0].id and p["prolific_pid"] == "5f3a9c0e1b2d4a0012345678"
     assert p["prolific_study_id"] == "STUDY1" and p["prolific_session_id"] == "SESS1"
@@ -85,14 +86,14 @@ def test_prolific_enrolment_takes_an_open_slot_and_resumes(demo_db):
 
 
 def test_prolific_enrolment_matches_group_and_gender(demo_db):
-    add_participants(demo_db, "demo", "sender", 1, "USW", "Man")
-    (w,) = add_participants(demo_db, "demo", "sender", 1, "USW", "Woman")
+    add_participants(demo_db, "demo", "sender", 1, "USW", "Man", self_enrol=True)
+    (w,) = add_participants(demo_db, "demo", "sender", 1, "USW", "Woman", self_enrol=True)
     p = enrol(demo_db, "demo", "sender", "pidwoman0001", "S", "X", group="USW", gender="Woman")
     assert p["id"] == w.id
 
 
 def test_opened_links_are_not_handed_to_newcomers(demo_db):
-    (p,) = add_participants(demo_db, "demo", "receiver", 1)
+    (p,) = add_participants(demo_db, "demo", "receiver", 1, self_enrol=True)
     with demo_db.write() as db:
         pstore.touch(db, p.id)
     with pytest.raises(ParticipantError, match="no open place"):
@@ -100,12 +101,12 @@ def test_opened_links_are_not_handed_to_newcomers(demo_db):
 
 
 def test_bad_prolific_pid_refused(demo_db):
-    add_participants(demo_db, "demo", "receiver", 1)
+    add_participants(demo_db, "demo", "receiver", 1, self_enrol=True)
     with pytest.raises(ParticipantError, match="not valid"):
         enrol(demo_db, "demo", "receiver", "<script>")
 
 
-def test_prolific_link_has_placeholders():
-    url = prolific_link("https://x.org", "demo", "sender", "USW", "Woman")
-    assert url.startswith("https://x.org/?study=demo&role=sender&group=USW&gender=Woman")
+def test_prolific_link_is_signed_and_has_placeholders(demo_db):
+    url = prolific_link(demo_db, "https://x.org", "demo", "sender", "USW", "Woman")
+    assert url.startswith("https://x.org/?study=demo&role=sender&group=USW&gender=Woman&sig=")
     assert "PROLIFIC_PID={{%PROLIFIC_PID%}}" in url and "SESSION_ID={{%SESSION_ID%}}" in url
