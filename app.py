@@ -31,16 +31,17 @@ def build_app(settings, database):
     from services import admin
     from services.consent import ConsentError, record_consent, submit_demographics
     from services.items import AccessError, get_view, participant_for_token, tabs_for
-    from services.participants import ParticipantError, enrol
+    from services.participants import ParticipantError, enrol_from_link
     from storage import participants
     from tabs import analysis as analysis_tab
     from tabs import da, receiver, record, sd, survey, validator
     from tabs import admin as admin_tab
     from tabs import consent as consent_tab
-    from tabs.common import Ctx, view_dict
+    from tabs.common import Ctx, plain_markdown, view_dict
 
-    auth = admin.AdminAuth(settings.admin_password)
-    with gr.Blocks(title="Translation evaluation studies") as demo:
+    auth = admin.AdminAuth(settings.admin_password, database)
+    refuse_remote_files()
+    with gr.Blocks(title="Translation evaluation studies", delete_cache=UPLOADS_EXPIRE) as demo:
         token = gr.Textbox(visible=False, elem_id="participant-token")
         welcome = gr.Markdown()
         ctx = Ctx(database, settings, token)
@@ -52,14 +53,14 @@ def build_app(settings, database):
             analysis_obj = analysis_tab.build(ctx, auth, session)
 
         def resolve(request: gr.Request) -> tuple[str, str]:
-            """Token from ?t=..., or a Prolific newcomer enrolled into an open slot."""
+            """Token from ?t=..., or a Prolific newcomer enrolled into an open self-enrolment slot
+            (the URL's signature over study, role, group and gender is checked first)."""
             q = dict(request.query_params) if request else {}
             if q.get("t"):
                 return q["t"], ""
             if q.get("PROLIFIC_PID"):
                 try:
-                    p = enrol(database, q.get("study", ""), q.get("role", ""), q["PROLIFIC_PID"],
-                              q.get("STUDY_ID"), q.get("SESSION_ID"), q.get("group"), q.get("gender"))
+                    p = enrol_from_link(database, q)
                     return p["token"], ""
                 except ParticipantError as e:
                     return "", str(e)
@@ -68,12 +69,14 @@ def build_app(settings, database):
         def on_load(request: gr.Request):
             tok, problem = resolve(request)
             out = {token: tok}
-            host = request.client.host if request and request.client else None
+            host = (admin.client_address(request.client.host, getattr(request, "headers", None))
+                    if request and request.client else None)
             participant = participants.by_token(database, tok) if tok else None
             if tok and participant is None:
                 problem = "This link is not valid. Please use the personal link you were given."
             if problem or participant is None:
-                out[welcome] = f"**{problem}**" if problem else HELP_NO_LINK
+                # the problem may echo URL parameters: shown as plain text, never as Markdown
+                out[welcome] = f"**{plain_markdown(problem)}**" if problem else HELP_NO_LINK
                 show_admin = not problem and auth.available(host)
                 out[admin_tab_obj] = gr.update(visible=show_admin)
                 out[analysis_obj] = gr.update(visible=show_admin)
@@ -137,6 +140,7 @@ def build_app(settings, database):
 
         gr.api(consent, api_name="consent", api_visibility="undocumented")
         gr.api(demographics, api_name="demographics", api_visibility="undocumented")
+    forget_strangers_uploads(demo, database, auth)
     return demo
 
 
@@ -174,6 +178,180 @@ def compression():
     return Middleware(GZipMiddleware, minimum_size=1024, compresslevel=3)
 
 
+class SecurityHeaders:
+    """Frame protection on every HTTP response (a plain ASGI middleware, added like compression()):
+    Content-Security-Policy: frame-ancestors from TRADLAB_FRAME_ANCESTORS ('self' by default; a
+    Space lets https://huggingface.co frame it) and, where that maps onto it, X-Frame-Options for
+    older browsers ('self' -> SAMEORIGIN, 'none' -> DENY; other origins: CSP only, since
+    X-Frame-Options cannot name them). No other page can show the app's pages in a frame and
+    trick the designer or a participant into clicks (clickjacking)."""
+
+    def __init__(self, app, frame_ancestors: str = "'self'"):
+        self.app = app
+        value = " ".join(frame_ancestors.replace(";", " ").replace(",", " ").split()) or "'self'"
+        self.headers = [(b"content-security-policy", f"frame-ancestors {value}".encode("latin-1"))]
+        xfo = {"'self'": b"SAMEORIGIN", "'none'": b"DENY"}.get(value)
+        if xfo:
+            self.headers.append((b"x-frame-options", xfo))
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                names = {k.lower() for k, _ in message.get("headers", [])}
+                message = {**message, "headers": list(message.get("headers", [])) +
+                           [(k, v) for k, v in self.headers if k not in names]}
+            await send(message)
+        return await self.app(scope, receive, send_with_headers)
+
+
+def security_headers(settings):
+    from starlette.middleware import Middleware
+
+    return Middleware(SecurityHeaders, frame_ancestors=getattr(settings, "frame_ancestors", "'self'"))
+
+
+# -- files: only uploads to this server, kept briefly (issue 17, points 3 and 7) ----------------
+# Gradio stores what an event's inputs point at while it preprocesses them, before any handler
+# sees a token: a FileData whose path is an http(s) URL is downloaded then
+# (processing_utils.async_move_files_to_cache -> Block.async_move_resource_to_block_cache ->
+# async_ssrf_protected_download, which refuses private addresses but lets any public host and
+# hf.co / huggingface.co through). No launch() or GRADIO_* setting turns that off (allowed_paths
+# and blocked_paths only concern local paths), so the check sits in front of that step.
+# delete_cache: every 10 minutes, what gradio stored more than an hour ago (uploads, and its copies
+# of served files and downloads) is deleted, and all of it when the server stops. A copy it serves
+# again is made again when missing.
+UPLOADS_EXPIRE = (600, 3600)
+REMOTE_FILE = "Only files uploaded to this server are accepted."
+
+
+def _remote(path) -> bool:
+    return isinstance(path, str) and ("://" in path[:16] or path.startswith("//"))
+
+
+def refuse_remote_files() -> None:
+    """Every event input that carries a file whose path is a URL (any scheme) is refused with
+    gr.Error before gradio fetches or copies anything; uploads (paths on this server) pass."""
+    from gradio import processing_utils
+    from gradio.exceptions import Error
+    from gradio_client import utils as client_utils
+
+    move = processing_utils.async_move_files_to_cache
+    if getattr(move, "refuses_remote", False):
+        return
+
+    def check(d: dict) -> dict:
+        if _remote(d.get("path")):
+            raise Error(REMOTE_FILE)
+        return d
+
+    async def guarded(data, block, postprocess=False, *args, **kwargs):
+        if not postprocess:     # inputs only: the app's own outputs are local files
+            plain = data.model_dump() if hasattr(data, "model_dump") else data
+            # what gradio would fetch (a FileData with its meta) in any input; in a file input,
+            # anything with a path (a JSON input's own {"path": ...} is left alone)
+            files = (client_utils.is_file_obj if type(block).__name__ in UPLOAD_KINDS
+                     else client_utils.is_file_obj_with_meta)
+            client_utils.traverse(plain, check, files)
+        return await move(data, block, postprocess, *args, **kwargs)
+
+    guarded.refuses_remote = True
+    processing_utils.async_move_files_to_cache = guarded
+
+
+class RefuseRemoteFiles:
+    """ASGI middleware: /gradio_api/file=<http(s) URL> makes gradio fetch that URL and stream it
+    back (a proxy for anyone), and /gradio_api/proxy= serves apps loaded with gr.load (this app
+    loads none). Gradio has no switch for either: both answer 403 here, before gradio sees them."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            path = scope.get("path", "")
+            at = path.find("/file=")
+            if "/proxy=" in path or (at >= 0 and _remote(path[at + 6:])):
+                from starlette.responses import PlainTextResponse
+
+                return await PlainTextResponse("Only this server's own files are served.", 403)(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+def refuse_remote_files_middleware():
+    from starlette.middleware import Middleware
+
+    return Middleware(RefuseRemoteFiles)
+
+
+UPLOAD_KINDS = ("Audio", "File", "UploadButton", "Image", "Video", "Gallery", "Model3D", "MultimodalTextbox")
+
+
+def forget_strangers_uploads(demo, database, auth) -> None:
+    """Anyone may POST a file to /gradio_api/upload. After an event with an upload input, the
+    uploads among its arguments are deleted at once unless one of its text arguments is a valid
+    participant token or admin session (a valid caller's upload expires with UPLOADS_EXPIRE;
+    what a handler keeps, it has copied under the media folder by then)."""
+    import contextvars
+    import functools
+    import inspect
+    import os
+
+    from storage import participants
+
+    def valid(value) -> bool:
+        if not isinstance(value, str) or not value or len(value) > 200 or "/" in value:
+            return False
+        participant = participants.by_token(database, value)
+        if participant is not None and participant.get("active", 1):
+            return True
+        try:   # the session alone (the handler checked the address), in a copy of the context:
+            # the handler's "admin checked" mark (services.admin.run_checked) is left as it was
+            contextvars.copy_context().run(auth.check, value, "127.0.0.1")
+            return True
+        except PermissionError:
+            return False
+
+    def forget(values) -> None:
+        if any(valid(v) for v in values):
+            return
+        for v in values:
+            for path in (v if isinstance(v, (list, tuple)) else [v]):
+                if isinstance(path, str) and path in demo.upload_file_set:
+                    try:
+                        os.remove(path)
+                    except OSError:
+                        pass
+                    demo.upload_file_set.discard(path)
+
+    def wrap(fn):
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def wrapped_async(*args, **kwargs):
+                try:
+                    return await fn(*args, **kwargs)
+                finally:
+                    forget([*args, *kwargs.values()])
+            return wrapped_async
+
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                forget([*args, *kwargs.values()])
+        return wrapped
+
+    for block_fn in demo.fns.values():
+        fn = block_fn.fn
+        if fn is None or inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            continue
+        if any(type(c).__name__ in UPLOAD_KINDS and c.interactive is not False for c in block_fn.inputs):
+            block_fn.fn = wrap(fn)
+
+
 def patient_start_probe(seconds: float = 60.0) -> None:
     """Gradio's launch() checks that it can reach its own "/" (a HEAD with a 3 s timeout) and
     gives up on the first timeout with "localhost is not accessible". A restart while
@@ -202,6 +380,10 @@ def cmd_serve(args, settings):
     import dataclasses
     import os
 
+    from services import rate_limit
+
+    rate_limit.configure(settings.rate_limit)      # per participant link, in the served app only
+
     os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", ANALYTICS_EVERY)
 
     from services.settings import on_space, space_storage_warning
@@ -214,11 +396,11 @@ def cmd_serve(args, settings):
     if warning:
         print(warning, file=sys.stderr)
     host = args.host or settings.host
-    exposed = on_space() or args.root_path or host not in ("127.0.0.1", "localhost", "::1")
-    if exposed and not settings.admin_password:
-        print("Note: TRADLAB_ADMIN_PASSWORD is not set, so the Admin and Analysis tabs are served only to "
-              "requests from localhost (a reverse proxy on this machine must send X-Forwarded-For).",
-              file=sys.stderr)
+    from services.admin import exposure_warning
+
+    exposed = exposure_warning(host, settings.admin_password, on_space(), args.root_path)
+    if exposed:
+        print(exposed, file=sys.stderr)
     database = open_database(settings.db_path, settings.journal_mode)
     if args.demo:
         ensure_demo(database, settings)
@@ -230,10 +412,13 @@ def cmd_serve(args, settings):
                 # ssl_verify only concerns gradio's start-up probe of its own local URL
                 # (https://localhost:PORT), which a self-signed or a public-name certificate fails
                 ssl_certfile=certfile, ssl_keyfile=keyfile, ssl_verify=not certfile,
-                root_path=args.root_path, show_error=True,
+                # an unexpected exception's text never reaches a participant (gradio shows a generic
+                # "Error"); gr.Error messages still show, and the admin tabs raise them with details
+                root_path=args.root_path, show_error=False,
                 # gradio refuses a larger upload before it is stored or decoded
                 max_file_size=int(settings.max_upload_mb * 1024 * 1024),
-                app_kwargs={"middleware": [compression()]}, prevent_thread_lock=True)
+                app_kwargs={"middleware": [refuse_remote_files_middleware(), compression(),
+                                            security_headers(settings)]}, prevent_thread_lock=True)
     # the worker starts once the server answers: jobs resumed at start (model loads, a HIT's
     # images or audio) would otherwise slow gradio's own start-up probe of "/" past its 3 s
     # timeout, and launch() gives up ("localhost is not accessible")
@@ -313,7 +498,8 @@ def cmd_participants_add(args, settings):
             if not args.role:
                 print("--role is required (or --csv FILE)", file=sys.stderr)
                 return 2
-            made = add_participants(database, args.study, args.role, args.count, args.group, args.gender)
+            made = add_participants(database, args.study, args.role, args.count, args.group, args.gender,
+                                    self_enrol=args.self_enrol)
     except (ParticipantError, OSError) as e:
         print(f"Nothing was added: {e}", file=sys.stderr)
         return 2
@@ -323,8 +509,8 @@ def cmd_participants_add(args, settings):
 
 
 def cmd_links(args, settings):
-    from services.participants import ParticipantError, links, prolific_link
-    from storage import open_database, studies
+    from services.participants import ParticipantError, links, prolific_links
+    from storage import open_database
 
     database = open_database(settings.db_path, settings.journal_mode)
     try:
@@ -335,16 +521,12 @@ def cmd_links(args, settings):
     print("id\trole\tgroup\tgender\texternal_id\turl")
     for r in rows:
         print(f"{r['id']}\t{r['role']}\t{r['group'] or ''}\t{r['gender'] or ''}\t{r['external_id'] or ''}\t{r['url']}")
-    cfg = studies.get_study(database, args.study)["config"]["study"]
-    if cfg["self_enrol"]:
-        print("\n# Prolific study URLs (self-enrolment into open slots):")
-        for role in cfg["self_enrol"]:
-            if role == "sender" and cfg["groups"]:
-                for g in cfg["groups"]:
-                    for gen in cfg["genders"] or [None]:
-                        print(f"{role}\t{g}\t{gen or ''}\t{prolific_link(settings.public_url, args.study, role, g, gen)}")
-            else:
-                print(f"{role}\t\t\t{prolific_link(settings.public_url, args.study, role)}")
+    signed = prolific_links(database, args.study, settings.public_url)
+    if signed:
+        print("\n# Prolific study URLs (signed; they fill only the open self-enrolment slots made with"
+              " `participants add --self-enrol`; the count after the role is how many are open):")
+        for r in signed:
+            print(f"{r['role']} ({r['open']} open)\t{r['group'] or ''}\t{r['gender'] or ''}\t{r['url']}")
     return 0
 
 
@@ -573,6 +755,9 @@ def cmd_metrics(args, settings):
 
 
 def main(argv=None):
+    import os
+
+    os.umask(0o077)     # the database, media, backups and exports: readable by this user only
     sys.path.insert(0, str(ROOT))
     from services.settings import Settings
 
@@ -601,6 +786,9 @@ def main(argv=None):
     add.add_argument("--gender")
     add.add_argument("--count", type=int, default=1)
     add.add_argument("--csv", help="CSV with columns role, group, gender, external_id")
+    add.add_argument("--self-enrol", action="store_true",
+                     help="slots for Prolific self-enrolment (taken only through the signed Prolific URL; "
+                          "other slots are for private links and are never handed to Prolific newcomers)")
     rp = sub.add_parser("repair", help="the four-phase workflow's repair and drop-out check, now (the worker "
                                       "runs it every 10 minutes)")
     rp.add_argument("--study", required=True)

@@ -144,6 +144,12 @@ def prerender(database, study_id: str, media_dir, progress=None) -> dict:
 
 
 def save_feedback(database, participant_id: int, text: str) -> None:
+    """A DA rater's comments on the task (the DA tab's last page); no other role gives DA feedback."""
+    from storage import participants
+
+    p = participants.get(database, participant_id)
+    if not p or p["role"] != "da" or not p["active"]:
+        raise DAError("Feedback on the rating task is only for its raters.")
     text = (text or "").strip()
     if len(text) > MAX_FEEDBACK:
         raise DAError(f"Your feedback is too long (at most {MAX_FEEDBACK} characters).")

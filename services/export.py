@@ -344,6 +344,13 @@ def _new_folder(out: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))   # 0700: personal data
 
 
+def _private(folder: Path) -> None:
+    """Folders 0700 and files 0600 under folder, whatever the umask: an export is personal data."""
+    for path in folder.rglob("*"):
+        os.chmod(path, 0o700 if path.is_dir() else 0o600)
+    os.chmod(folder, 0o700)
+
+
 def export_study(database, study_id: str, out_dir, fmt: str = "csv", media_dir=None,
                  include_external_ids: bool = False, include_events: bool = False,
                  include_audio: bool = True) -> ExportResult:
@@ -382,6 +389,7 @@ def export_study(database, study_id: str, out_dir, fmt: str = "csv", media_dir=N
                     "files": files, "rows": counts, "audio_files": len(audio), "missing_audio": missing}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                            encoding="utf-8")
+        _private(tmp)
         if out.exists():
             out.rmdir()                          # empty (checked): replaced by the finished folder
         os.replace(tmp, out)
@@ -406,6 +414,7 @@ def export_zip(database, study_id: str, media_dir=None, fmt: str = "csv", includ
         with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
             for path in sorted(p for p in res.folder.rglob("*") if p.is_file()):
                 zf.write(path, f"{name}/{path.relative_to(res.folder).as_posix()}")
+        os.chmod(target, 0o600)
         shutil.rmtree(res.folder)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)

@@ -8,7 +8,7 @@ import datetime as dt
 import html
 from dataclasses import dataclass, field
 
-from services import consent, workflow
+from services import consent, rate_limit, workflow
 from services.texts import sqm_label, texts
 from storage import participants, queue, results, studies
 
@@ -33,6 +33,16 @@ ROLE_TABS = {
 
 class AccessError(PermissionError):
     """The caller may not see or answer this; the message says why, without leaking."""
+
+
+class TooManyRequests(AccessError):
+    """More views and submits for one link than services/rate_limit.py allows."""
+
+
+def limit_requests(token: str | None) -> None:
+    """The per-token request limit of views and submits (services/rate_limit.py, in memory)."""
+    if not rate_limit.allow(token):
+        raise TooManyRequests(rate_limit.MESSAGE)
 
 
 @dataclass
@@ -163,7 +173,11 @@ def _content(database, study, p, a) -> dict:
     return content
 
 
-def get_view(database, token: str | None, tab: str, touch: bool = True, media_dir=None) -> ItemView:
+def get_view(database, token: str | None, tab: str, touch: bool = True, media_dir=None,
+             limited: bool = True) -> ItemView:
+    """limited=False: the view a submit returns (the submit was counted against the limit)."""
+    if limited:
+        limit_requests(token)
     p = participant_for_token(database, token)
     if tab not in tabs_for(p):
         raise AccessError("This part of the study is not for your role.")

@@ -89,6 +89,18 @@ def problems(section: dict) -> list[tuple[str, str]]:
     return out
 
 
+def study_problems(section: dict, environ=None) -> list[tuple[str, str]]:
+    """(key, message) for what a study file may not set in its [llm] section, checked at import:
+    a base_url whose host the server does not allow (loopback and TRADLAB_REMOTE_HOSTS are),
+    an api_key_env without the server's TRADLAB_KEY_PREFIX. Requests are checked again before
+    they are sent (services.backends.remote)."""
+    from services.backends.remote import endpoint_problems
+
+    url, key = section.get("base_url"), section.get("api_key_env")
+    return endpoint_problems({"base_url": url} if isinstance(url, str) else {},
+                             key if isinstance(key, str) else None, environ)
+
+
 def config(study_config: dict | None = None, environ=None, **overrides) -> LLMConfig:
     """The LLM settings: overrides, then the study's [llm] keys, then TRADLAB_LLM_* variables.
     Raises LLMNotConfigured without a model, BackendUnavailable for a bad setting."""

@@ -37,6 +37,11 @@ SETTINGS = [
     ("TRADLAB_GEMBA_BASE_URL", "", "OpenAI-compatible /v1 URL of the GEMBA-DA judge"),
     ("TRADLAB_MAX_UPLOAD_MB", "50", "largest file the server accepts (recordings, study zips, PAIRS files); larger ones are refused before they are read"),
     ("TRADLAB_GOOGLE_CREDENTIALS", "", "path of a Google Cloud service-account JSON for Text-to-Speech (or set GOOGLE_APPLICATION_CREDENTIALS)"),
+    ("TRADLAB_REMOTE_HOSTS", "", "hosts (name or name:port, separated by commas) an imported study may send model requests to besides loopback; the hosts of TRADLAB_LLM_BASE_URL and TRADLAB_GEMBA_BASE_URL are always allowed"),
+    ("TRADLAB_KEY_PREFIX", "TRADLAB_KEY_", "a study's api_key_env must name a variable starting with this (so a study cannot send, say, the admin password as an API key)"),
+    ("TRADLAB_ALLOW_REMOTE_CODE", "0", "1 lets a study file set trust_remote_code = true (runs Python shipped with a model); presets may set it regardless"),
+    ("TRADLAB_RATE_LIMIT", "20", "views and submits per second per participant link (burst: twice that; kept in memory); 0 turns the limit off"),
+    ("TRADLAB_FRAME_ANCESTORS", "'self'", "who may show the app in a frame (CSP frame-ancestors): 'self', 'none', or origins; on a Space the default is `'self' https://huggingface.co` (its page embeds the app)"),
 ]
 
 
@@ -61,6 +66,11 @@ class Settings:
     gemba_base_url: str
     google_credentials: str
     max_upload_mb: float = 50.0
+    remote_hosts: str = ""
+    key_prefix: str = "TRADLAB_KEY_"
+    allow_remote_code: bool = False
+    rate_limit: float = 20.0
+    frame_ancestors: str = "'self'"
 
     @classmethod
     def from_env(cls, env: dict | None = None, data_root: str | Path | None = None) -> "Settings":
@@ -89,7 +99,19 @@ class Settings:
             gemba_base_url=get["TRADLAB_GEMBA_BASE_URL"],
             google_credentials=get["TRADLAB_GOOGLE_CREDENTIALS"],
             max_upload_mb=float(get["TRADLAB_MAX_UPLOAD_MB"] or 50),
+            remote_hosts=get["TRADLAB_REMOTE_HOSTS"],
+            key_prefix=get["TRADLAB_KEY_PREFIX"].strip() or "TRADLAB_KEY_",
+            allow_remote_code=get["TRADLAB_ALLOW_REMOTE_CODE"].strip() == "1",
+            rate_limit=_float(get["TRADLAB_RATE_LIMIT"], 20.0),
+            frame_ancestors=" ".join(get["TRADLAB_FRAME_ANCESTORS"].split()) or "'self'",
         )
+
+
+def _float(raw: str, default: float) -> float:
+    try:
+        return max(float(raw), 0.0) if str(raw).strip() else default
+    except ValueError:
+        return default
 
 
 def on_space(env: dict | None = None) -> bool:
@@ -105,7 +127,9 @@ def space_defaults(env: dict | None = None, data_root: str | Path | None = None)
     env = os.environ if env is None else env
     if not on_space(env):
         return {}
-    out = {"TRADLAB_HOST": "0.0.0.0"}          # the Space's proxy reaches the app from outside
+    out = {"TRADLAB_HOST": "0.0.0.0",          # the Space's proxy reaches the app from outside
+           # the Space's page on huggingface.co shows the app in an iframe
+           "TRADLAB_FRAME_ANCESTORS": "'self' https://huggingface.co"}
     if env.get("SPACE_HOST"):
         out["TRADLAB_PUBLIC_URL"] = f"https://{env['SPACE_HOST']}"
     root = Path(SPACE_DATA_ROOT if data_root is None else data_root)

@@ -69,7 +69,12 @@ class StudyBundle:
 DEFAULTS = {
     "study": {"id": None, "name": None, "protocols": None, "seed": 0, "completion_code": "",
               "redirect_url": "", "groups": [], "genders": [], "self_enrol": [],
-              "description": ""},
+              "description": "",
+              # Prolific self-enrolment: role -> its Prolific STUDY_ID (or a list of them); a URL
+              # arriving with another STUDY_ID is refused. Roles not listed are not bound.
+              "prolific_study_ids": {},
+              # new self-enrolments taken per minute in this study, at most (0: no limit)
+              "enrol_per_minute": 60},
     "usability": {"starters": None, "questions": None, "exchanges": "", "items_per_sender": 10, "metrics": [],
                   "references": "",
                   "items_per_receiver": 30, "items_per_validator": 30, "redundancy": 1,
@@ -264,6 +269,19 @@ def _check_config(raw: dict, err: _Collector) -> dict:
         for r in st["self_enrol"]:
             if r not in ROLES:
                 err.add(f, None, "study.self_enrol", f"'{r}' is not a role ({', '.join(ROLES)})")
+    psi = st.get("prolific_study_ids", {})
+    if not isinstance(psi, dict):
+        err.add(f, None, "study.prolific_study_ids", 'must be a table: role = "STUDY_ID" (or a list of ids)')
+    else:
+        for r, v in psi.items():
+            ids = v if isinstance(v, list) else [v]
+            if r not in (st.get("self_enrol") or []):
+                err.add(f, None, "study.prolific_study_ids", f"'{r}' is not a role in study.self_enrol")
+            if not ids or any(not isinstance(x, str) or not x.strip() for x in ids):
+                err.add(f, None, f"study.prolific_study_ids.{r}", "must be a non-empty string or list of strings")
+    epm = st.get("enrol_per_minute", 0)
+    if not isinstance(epm, int) or isinstance(epm, bool) or epm < 0:
+        err.add(f, None, "study.enrol_per_minute", "must be an integer >= 0 (0: no limit)")
     for k in ("completion_code", "redirect_url", "description"):
         if k in st and not isinstance(st[k], str):
             err.add(f, None, f"study.{k}", "must be a string")
@@ -338,6 +356,25 @@ def _check_system_params(f, where, kind, params, err) -> None:
             return
     for field_, message in registry.problems(registry.resolve(kind, params, preset)):
         err.add(f, None, f"{where}.params.{field_}", message)
+    _check_system_trust(f, where, params, err)
+
+
+def _check_system_trust(f, where, params, err) -> None:
+    """What a study file itself sets (a preset's own values come from the server): remote URLs
+    only to allowed hosts, an API-key variable with the server's prefix, and no
+    trust_remote_code unless the server allows it (TRADLAB_ALLOW_REMOTE_CODE)."""
+    from services.backends.remote import endpoint_problems
+    from services.settings import Settings
+
+    urls = {k: params[k] for k in ("base_url", "asr_base_url", "mt_base_url") if isinstance(params.get(k), str)}
+    key = params.get("api_key_env")
+    for field_, message in endpoint_problems(urls, key if isinstance(key, str) else None):
+        err.add(f, None, f"{where}.params.{field_}", message)
+    if "api_key_env" in params and not isinstance(key, str):
+        err.add(f, None, f"{where}.params.api_key_env", "must be the name of an environment variable")
+    if params.get("trust_remote_code") not in (None, False) and not Settings.from_env().allow_remote_code:
+        err.add(f, None, f"{where}.params.trust_remote_code",
+                "a study file may not run a model's own code: the server must allow it (TRADLAB_ALLOW_REMOTE_CODE=1)")
 
 
 def _check_systems(raw: dict, cfg: dict, err: _Collector) -> list[dict]:
@@ -659,6 +696,9 @@ def load_study(folder: str | Path) -> StudyBundle:
         raise StudyValidationError([StudyError("study.toml", None, None, f"not valid TOML: {e}")])
     cfg = _check_config(raw, err)
     systems = _check_systems(raw, cfg, err)
+    if "llm" in cfg:      # where the study may send requests and which key (services/llm.py)
+        for key, message in llm_settings.study_problems(cfg["llm"]):
+            err.add("study.toml", None, f"llm.{key}", message)
     st = cfg.get("study", {})
     bundle = StudyBundle(id=str(st.get("id", "")), name=str(st.get("name", "")), config=cfg,
                          content_hash="", systems=systems)

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from services import consent, da_campaign, workflow
 from services.audio_intake import IntakeError, store_recording
-from services.items import (TAB_PHASES, WORKFLOW_TABS, AccessError, ItemView, get_view, parse_item_key,
-                            participant_for_token, tabs_for)
-from storage import jobs, queue, results, studies
+from services.items import (TAB_PHASES, WORKFLOW_TABS, AccessError, ItemView, get_view, limit_requests,
+                            parse_item_key, participant_for_token, tabs_for)
+from storage import jobs, participants, queue, results, studies
 from storage.db import now
 
 MAX_TEXT = 2000            # characters in one free-text answer
@@ -181,8 +181,28 @@ def _active_seconds(a) -> float | None:
     return round(min(max(elapsed, 0.0), IDLE_CLAMP_S), 3)
 
 
+OUT_OF_ORDER = "Items are answered in order, one at a time: please reload the page."
+OUT_OF_ORDER_DA = "Items are rated in order, one at a time: please reload the page."
+WITHDRAWN = "This item has been withdrawn and takes no answer. Please reload your link to continue."
+
+
+def _refuse_in_write(database, p: dict, a: dict, tab: str) -> None:
+    """Inside the write: the participant is still active, the item still open (not withdrawn
+    meanwhile) and the caller's next open item of the tab; else nothing is written."""
+    now_p = participants.get(database, p["id"])
+    if not now_p or not now_p["active"]:
+        raise AccessError("This link has been deactivated. Please contact the study team.")
+    fresh = queue.assignment(database, a["id"])
+    if fresh is None or fresh["status"] == "withdrawn":
+        raise SubmissionError(WITHDRAWN)
+    nxt = queue.next_open(database, p["id"], TAB_PHASES[tab])
+    if nxt is None or nxt["id"] != a["id"]:
+        raise SubmissionError(OUT_OF_ORDER_DA if tab == "da" else OUT_OF_ORDER)
+
+
 def submit(database, token: str | None, tab: str, item_id, payload: dict, media_dir=None,
            actor: str | None = None) -> SubmitResult:
+    limit_requests(token)
     p = participant_for_token(database, token)
     if tab not in tabs_for(p) or tab not in TAB_PHASES:
         raise AccessError("This part of the study is not for your role.")
@@ -197,9 +217,15 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
         raise AccessError("This item is not in your queue. Please reload your link to continue.")
     if a["status"] == "done":
         return SubmitResult(False, "This answer was already saved.", _stored(database, a),
-                            get_view(database, token, tab, media_dir=media_dir))
+                            get_view(database, token, tab, media_dir=media_dir, limited=False))
     phase = a["phase"]
     payload = payload or {}
+    nxt = queue.next_open(database, p["id"], TAB_PHASES[tab])
+    if nxt is None or nxt["id"] != a["id"]:       # checked again inside the write
+        if queue.assignment(database, a["id"])["status"] == "done":  # a concurrent double submit saved it
+            return SubmitResult(False, "This answer was already saved.", _stored(database, a),
+                                get_view(database, token, tab, media_dir=media_dir, limited=False))
+        raise SubmissionError(OUT_OF_ORDER_DA if tab == "da" else OUT_OF_ORDER)
     if phase == "record":
         try:
             audio = store_recording(payload.get("audio") or "", media_dir,
@@ -209,12 +235,6 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
         data = {"audio": audio}
     else:
         if phase == "da":
-            nxt = queue.next_open(database, p["id"], ("da",))
-            if nxt is None or nxt["id"] != a["id"]:
-                if queue.assignment(database, a["id"])["status"] == "done":  # a concurrent double submit saved it
-                    return SubmitResult(False, "This answer was already saved.", _stored(database, a),
-                                        get_view(database, token, tab, media_dir=media_dir))
-                raise SubmissionError("Items are rated in order, one at a time: please reload the page.")
             try:
                 da_campaign.check_judgment(database, study, a, media_dir)
             except da_campaign.DAError as e:
@@ -226,7 +246,8 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
         fresh = queue.assignment(database, a["id"])
         if fresh["status"] == "done":  # a concurrent double submit got here first
             return SubmitResult(False, "This answer was already saved.", _stored(database, a),
-                                get_view(database, token, tab, media_dir=media_dir))
+                                get_view(database, token, tab, media_dir=media_dir, limited=False))
+        _refuse_in_write(database, p, a, tab)
         if phase == "record":
             au = data["audio"]
             rid = results.insert_recording(db, a["id"], a["exchange_id"], au.sha256, au.path_original,
@@ -257,4 +278,4 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
         if tab in WORKFLOW_TABS:     # a DA or SD answer opens no downstream work
             workflow.after_submit(db, database, study, a)
     return SubmitResult(True, "Saved.", _stored(database, queue.assignment(database, a["id"])),
-                        get_view(database, token, tab, media_dir=media_dir))
+                        get_view(database, token, tab, media_dir=media_dir, limited=False))

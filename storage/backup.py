@@ -22,9 +22,12 @@ def backup(source: str | Path, target: str | Path, pages_per_step: int = 1024) -
         target = target / "tradlab-backup.db"
     if target.resolve() == source.resolve():
         raise ValueError("the backup target is the database itself: choose another path")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".partial")
     tmp.unlink(missing_ok=True)
+    # the copy holds everything the app keeps: readable by this user only, whatever the umask
+    # (sqlite keeps the mode of a file that exists)
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     src = sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30)
     dst = sqlite3.connect(str(tmp))
     try:
@@ -43,5 +46,6 @@ def backup(source: str | Path, target: str | Path, pages_per_step: int = 1024) -
     finally:
         src.close()
     dst.close()
+    os.chmod(tmp, 0o600)
     os.replace(tmp, target)
     return {"path": str(target), "bytes": target.stat().st_size, "pages": int(pages), "tables": int(tables)}

@@ -2,6 +2,8 @@
 review, jobs and loaded models."""
 from __future__ import annotations
 
+import functools
+
 import gradio as gr
 
 from services import admin, systems
@@ -20,6 +22,30 @@ from tabs.common import Ctx
 _translate_on_gpu = gpu(translate_files)
 
 
+def details_for_admin(fn):
+    """An event handler whose unexpected exception the admin sees in full (a gr.Error with its
+    type and text) once the handler's AdminAuth.check has passed; before that (a stranger, a
+    participant) it stays a plain exception, which gradio (show_error=False) shows only as
+    "Error"."""
+    @functools.wraps(fn)
+    def handler(*args, **kwargs):
+        try:
+            return admin.run_checked(fn, *args, **kwargs)
+        except gr.Error:
+            raise
+        except Exception as e:
+            if getattr(e, "admin_checked", False):
+                raise gr.Error(f"{type(e).__name__}: {e}", title="Admin: unexpected error") from e
+            raise
+    return handler
+
+
+def _client_key(request: gr.Request | None) -> str:
+    """Whose failed logins count together (services.admin.throttle_key)."""
+    peer = request.client.host if request is not None and request.client else None
+    return admin.throttle_key(peer, getattr(request, "headers", None))
+
+
 def build(ctx: Ctx, auth: admin.AdminAuth):
     with gr.Tab("Admin", id="admin", visible=False) as tab:
         session = gr.Textbox(visible=False)
@@ -29,7 +55,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         notice = gr.Markdown()
         with gr.Column(visible=False) as panel:
             study = gr.Dropdown(label="Study", choices=[])
-            refresh = gr.Button("Refresh")
+            with gr.Row():
+                refresh = gr.Button("Refresh", scale=3)
+                logout = gr.Button("Log out", scale=1, variant="secondary")
             progress = gr.Dataframe(label="Progress by role and phase", interactive=False)
             collected = gr.Dataframe(label="Data collected", interactive=False)
             with gr.Accordion("Exchanges and their phase", open=False):
@@ -91,6 +119,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 try_out = gr.Markdown(elem_id="try-output")
             people = admin_participants.build(ctx, auth, session, study)
 
+    @details_for_admin
     def tables(request: gr.Request, sess, study_id, ex_page, rev_page, job_page, *people_state):
         try:
             auth.check(sess, _host(request))
@@ -105,9 +134,10 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 **jobs.show(admin.jobs_page(ctx.database, job_page)), models: admin.models_table(CACHE),
                 **people.refresh(study_id, *people_state)}
 
+    @details_for_admin
     def do_login(pw, request: gr.Request):
         try:
-            sess = auth.login(pw, _host(request))
+            sess = auth.login(pw, _host(request), _client_key(request))
         except PermissionError as e:
             return {notice: str(e)}
         choices = admin.study_choices(ctx.database)
@@ -116,6 +146,13 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 panel: gr.update(visible=True), study: gr.update(choices=choices, value=first),
                 **tables(request, sess, first, 1, 1, 1, "all", "all", 1, 1)}
 
+    def do_logout(sess, request: gr.Request):
+        """Ends the session on the server (its id opens nothing any more) and shows the login form."""
+        auth.logout(sess, _host(request))
+        return {session: "", password: "", notice: "Logged out.", login_row: gr.update(visible=True),
+                panel: gr.update(visible=False)}
+
+    @details_for_admin
     def open_recording(sess, rid, request: gr.Request):
         try:
             auth.check(sess, _host(request))
@@ -130,6 +167,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                           f"**Transcript:** {item['transcript']}"}
 
     def decide_on(decision):
+        @details_for_admin
         def handler(sess, rid, study_id, request: gr.Request):
             try:
                 auth.check(sess, _host(request))
@@ -144,6 +182,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return {review_msg: msg}       # the table reloads its page next (.then below)
         return handler
 
+    @details_for_admin
     def do_retry(sess, jid, request: gr.Request):
         try:
             auth.check(sess, _host(request))
@@ -151,6 +190,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return {job_msg: str(e)}
         return {job_msg: admin.retry_job(ctx.database, jid)}
 
+    @details_for_admin
     def do_repair(sess, study_id, request: gr.Request):
         try:
             auth.check(sess, _host(request))
@@ -160,6 +200,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
 
     repair.click(do_repair, [session, study], repair_msg, api_name="admin_repair", api_visibility="undocumented")
 
+    @details_for_admin
     def do_try(sess, preset, audio, request: gr.Request):
         try:
             auth.check(sess, _host(request))
@@ -180,6 +221,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
     outs = [session, notice, login_row, panel, study, *table_outs[1:]]
     login.click(do_login, [password], outs, api_name="admin_login", api_visibility="undocumented")
     password.submit(do_login, [password], outs, api_visibility="private")
+    logout.click(do_logout, [session], [session, password, notice, login_row, panel], api_name="admin_logout",
+                 api_visibility="undocumented")
     for trigger in (refresh.click, study.change):
         trigger(tables, [session, study, exchanges.page, review.page, jobs.page, *people.inputs], table_outs,
                 api_visibility="private")
@@ -197,6 +240,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         button.click(decide_on(decision), [session, rec_id, study], [review_msg, review.table],
                      api_name=f"admin_{decision}_recording", api_visibility="undocumented").then(
             reload_review, [session, review.page, study], [review_msg, *review.outputs], api_visibility="private")
+    @details_for_admin
     def on_import(sess, path, request: gr.Request):
         try:
             auth.check(sess, _host(request))
@@ -216,6 +260,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
     do_import.click(on_import, [session, study_zip], [import_msg, study], api_name="admin_import",
                     api_visibility="undocumented")
 
+    @details_for_admin
     def do_prerender(sess, study_id, request: gr.Request, progress=gr.Progress()):
         try:
             auth.check(sess, _host(request))
@@ -239,8 +284,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                                  include_external_ids=bool(ids), include_events=bool(events))
         return path, f"`{path.name}`: tables, README.md (data dictionary) and manifest.json."
 
-    do_export = download(auth, export_file, export_msg, make_export, (ValueError, KeyError),
-                         "**The export could not be made:** ")
+    do_export = details_for_admin(download(auth, export_file, export_msg, make_export, (ValueError, KeyError),
+                                           "**The export could not be made:** "))
     export_go.click(do_export, [session, study, export_format, export_ids, export_events], [export_file, export_msg],
                     api_name="admin_export", api_visibility="undocumented")
 

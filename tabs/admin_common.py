@@ -26,8 +26,35 @@ def download(auth: admin.AdminAuth, file_out, message_out, make: Callable, error
             path, note = make(study_id, *values)
         except errors as e:
             return {file_out: None, message_out: f"{failed}{e}"}
-        return {file_out: str(path), message_out: note}
+        return {file_out: hand_over(path), message_out: note}
     return handler
+
+
+def hand_over(path) -> str:
+    """Moves a file made for download from its private temporary folder into gradio's cache (a
+    fresh 0700 folder there), and removes that temporary folder when nothing else is left in it.
+    Gradio serves the file from there without copying it and deletes it with the rest of its
+    cache (app.UPLOADS_EXPIRE: an hour after, and when the server stops), so no copy of links,
+    ids or an export stays behind in a temporary folder."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from gradio.utils import get_upload_folder
+
+    src = Path(path)
+    cache = Path(get_upload_folder())
+    cache.mkdir(parents=True, exist_ok=True)
+    target = Path(tempfile.mkdtemp(prefix="download-", dir=cache)) / src.name
+    shutil.move(str(src), target)
+    os.chmod(target, 0o600)
+    if src.parent.name.startswith(("tradlab-", "questions-")) and Path(tempfile.gettempdir()) in src.parent.parents:
+        try:
+            src.parent.rmdir()          # only an emptied folder of its own
+        except OSError:
+            pass
+    return str(target)
 
 
 def host(request: gr.Request | None) -> str | None:

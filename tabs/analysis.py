@@ -5,7 +5,7 @@ import gradio as gr
 import plotly.express as px
 
 from services import admin
-from tabs.admin import _host
+from tabs.admin import _host, details_for_admin
 from tabs import qe_audit as qe_audit_tab
 from tabs.common import Ctx
 
@@ -53,6 +53,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             sd_suit = gr.Dataframe(label="Suitability of each pair (preliminary study)", interactive=False)
         qe_audit_tab.build(ctx, auth, session)
 
+    @details_for_admin
     def run(sess, study_id, request: gr.Request):
         try:
             auth.check(sess, _host(request))
@@ -72,6 +73,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
     # logging in on the Admin tab fills this tab too (no stale "log in first")
     session.change(run, [session, study], [notice, study, figure, table], api_visibility="private")
 
+    @details_for_admin
     def run_da(sess, study_id, alpha, request: gr.Request):
         try:
             auth.check(sess, _host(request))
@@ -88,6 +90,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                 da_qc: res.qc_summary, da_systems: res.systems, da_workers: res.workers,
                 da_rank: figs.get("ranking"), da_h2h: figs.get("head_to_head")}
 
+    @details_for_admin
     def run_usability(sess, study_id, png, request: gr.Request):
         try:
             auth.check(sess, _host(request))
@@ -118,6 +121,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
     us_run.click(run_usability, [session, study, us_png],
                  [us_notice, us_groups, us_corr, us_lmm, us_thresholds, us_files, *us_plots], api_visibility="private")
 
+    @details_for_admin
     def run_sd(sess, study_id, k, prune, request: gr.Request):
         try:
             auth.check(sess, _host(request))

@@ -23,6 +23,26 @@ class Ctx:
     token: gr.Textbox          # hidden; filled from the link on load
 
 
+def plain_html(text) -> str:
+    """Participant-supplied (or participant-echoed) text as HTML that shows it as typed: no
+    markup, Markdown or link of it is interpreted (for gr.HTML components)."""
+    return html.escape(str(text or ""), quote=True).replace("\n", "<br>")
+
+
+# CommonMark's backslash escapes: every ASCII punctuation character may be escaped
+_MD_PUNCT = set("\\`*_{}[]()#+-.!|~:\"'$%,/=?@^")
+
+
+def plain_markdown(text) -> str:
+    """Text for a gr.Markdown component that renders as typed: HTML escaped, then every
+    Markdown punctuation escaped, so no image, link, autolink, emphasis or heading survives."""
+    escaped = html.escape(str(text or ""), quote=False)
+    out = []
+    for ch in escaped:
+        out.append("\\" + ch if ch in _MD_PUNCT else ch)
+    return "".join(out)
+
+
 def view_dict(view: ItemView | None, message: str = "", error: str = "") -> dict:
     """The JSON state a tab carries: exactly what the page shows, nothing more."""
     if view is None:
@@ -54,9 +74,9 @@ def header_html(view: ItemView | None, notice: str = "", error: str = "") -> str
     return "\n".join(parts)
 
 
-def safe_view(ctx: Ctx, token: str, tab: str) -> tuple[ItemView | None, str]:
+def safe_view(ctx: Ctx, token: str, tab: str, limited: bool = True) -> tuple[ItemView | None, str]:
     try:
-        return get_view(ctx.database, token, tab, media_dir=ctx.settings.media_dir), ""
+        return get_view(ctx.database, token, tab, media_dir=ctx.settings.media_dir, limited=limited), ""
     except AccessError as e:
         return None, str(e)
 
@@ -67,7 +87,7 @@ def safe_submit(ctx: Ctx, token: str, tab: str, item_id: str, payload: dict):
         res = submit(ctx.database, token, tab, item_id, payload, media_dir=ctx.settings.media_dir)
         return res.next, res.message, ""
     except (SubmissionError, AccessError) as e:
-        view, err = safe_view(ctx, token, tab)
+        view, err = safe_view(ctx, token, tab, limited=False)     # the submit counted against the limit
         return view, "", str(e) if not err else err
 
 

@@ -5,8 +5,8 @@ import html
 
 import gradio as gr
 
-from tabs.common import (MAX_QUESTIONS, Ctx, TabUI, header_html, poll_while_waiting, safe_submit, timer_update,
-                         view_dict, wait_timer)
+from tabs.common import (MAX_QUESTIONS, Ctx, TabUI, header_html, plain_html, poll_while_waiting, safe_submit,
+                         timer_update, view_dict, wait_timer)
 
 
 def _sqm_html(sqm) -> str:
@@ -33,15 +33,17 @@ def build(ctx: Ctx) -> TabUI:
         touched = gr.Checkbox(visible=False, value=False)
         header = gr.HTML()
         with gr.Row():
-            source = gr.Markdown(label="English source", elem_id="val-source")
-            translation = gr.Markdown(label="Portuguese translation", elem_id="val-translation")
+            # gr.HTML of escaped text: the translation and the receivers' answers come from
+            # participants and are shown as typed (no Markdown image, link or HTML of them works)
+            source = gr.HTML(elem_id="val-source")
+            translation = gr.HTML(elem_id="val-translation")
         score = gr.Slider(0, 100, step=1, value=0, label="Translation quality (0-100): move the slider",
                           elem_id="sqm-slider")
         scale = gr.HTML(elem_id="sqm-scale")
         slots = []
         for i in range(MAX_QUESTIONS):
             with gr.Group(visible=False) as group:
-                qa = gr.Markdown()
+                qa = gr.HTML()
                 mark = gr.Radio(["correct", "incorrect"], label="The answer is", value=None, elem_classes=["answer-mark"])
             slots.append((group, qa, mark))
         send = gr.Button("Submit validation", variant="primary", visible=False, elem_classes=["submit-btn"])
@@ -61,8 +63,11 @@ def build(ctx: Ctx) -> TabUI:
         out = {state: view_dict(view, notice, error), header: header_html(view, notice, error),
                timer: timer_update(view),
                item: view.item_id if has else "",
-               source: f"**English source**\n\n{c['source']}" if has else "",
-               translation: f"**Portuguese translation**\n\n{c['translation']}" if has else "",
+               # hidden without an item, as an empty Markdown was (a page waits for it to show)
+               source: gr.update(value=f"<p><b>English source</b></p><p>{plain_html(c['source'])}</p>" if has else "",
+                                 visible=has),
+               translation: gr.update(value=f"<p><b>Portuguese translation</b></p><p>{plain_html(c['translation'])}</p>"
+                                      if has else "", visible=has),
                scale: _sqm_html(c["sqm"]) if has else "",
                send: gr.update(visible=has)}
         if not keep:
@@ -73,8 +78,10 @@ def build(ctx: Ctx) -> TabUI:
             out[group] = gr.update(visible=q is not None)
             if q:
                 a = answers.get(q["idx"], {})
-                given = "*(flagged: cannot be answered from the text)*" if a.get("unanswerable") else html.escape(a.get("text", ""))
-                out[qa] = f"**{q['idx']}.** {html.escape(q['en'])}  \n*{html.escape(q['pt'])}*  \nAnswer: {given}"
+                given = ("<i>(flagged: cannot be answered from the text)</i>" if a.get("unanswerable")
+                         else plain_html(a.get("text", "")))
+                out[qa] = (f"<b>{int(q['idx'])}.</b> {plain_html(q['en'])}<br><i>{plain_html(q['pt'])}</i><br>"
+                           f"Answer: {given}")
             else:
                 out[qa] = ""
             if not keep:

@@ -35,6 +35,10 @@ QC_CLEAN = ("s08", "s09", "s11", "s05", "s03", "s02")   # starters Piper + tiny.
 
 
 def record(db, sender, text, tmp_path, name, exchange_id=None):
+    if exchange_id:     # a chosen exchange: made the sender's next item (a submit must be for that)
+        with db.write() as w:
+            w.execute("UPDATE assignments SET position = -1 WHERE participant_id = ? AND phase = 'record' "
+                      "AND item_id = ?", [sender.id, str(exchange_id)])
     item = str(exchange_id) if exchange_id else get_view(db, sender.token, "record").item_id
     wav = spoken_wav(text, tmp_path / f"{name}.wav", cache=CACHE)
     res = submit(db, sender.token, "record", item, {"audio": str(wav)}, media_dir=tmp_path / "media")

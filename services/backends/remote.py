@@ -7,6 +7,10 @@ base_url is the API root including the version, e.g. http://gpu-box:8000/v1.
 - RemoteASR:       audio -> transcript, via /audio/transcriptions (multipart upload).
 - RemoteMT:        text -> text, via /chat/completions, one request per text.
 
+Where requests may go: loopback, the hosts in TRADLAB_REMOTE_HOSTS and the hosts of the
+server's own TRADLAB_LLM_BASE_URL / TRADLAB_GEMBA_BASE_URL, checked before every request (and
+at study import, with the prefix a study's api_key_env must carry: endpoint_problems).
+
 Errors: an unreachable server or a missing key variable raises BackendUnavailable (something
 to start or configure); an HTTP error, a timeout or a malformed reply raises RuntimeError
 with the server's own words. There is no retry loop here: the job worker retries.
@@ -22,6 +26,99 @@ import httpx
 from services.backends import BackendUnavailable, ServerUnreachable
 
 ERROR_CHARS = 300        # how much of a server's error message an exception quotes
+
+
+# Variables that are never an API key: the app's own settings (the admin password among them)
+# and well-known credentials of other services. A key variable naming one is refused at
+# request time, whatever configured it.
+NEVER_KEYS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS", "AWS_SECRET_ACCESS_KEY")
+SERVER_URL_VARS = ("TRADLAB_LLM_BASE_URL", "TRADLAB_GEMBA_BASE_URL")   # set by the server's operator
+
+
+def _host_port(url: str) -> tuple[str, int | None]:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit((url or "").strip())
+        return (parts.hostname or "").lower().rstrip("."), parts.port
+    except ValueError:
+        return "", None
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def allowed_hosts(environ=None) -> set[str]:
+    """The hosts (name, or name:port) besides loopback that model requests may go to: the
+    TRADLAB_REMOTE_HOSTS allow-list and the hosts of the server's own model URLs."""
+    from services.settings import Settings
+
+    env = os.environ if environ is None else environ
+    out = {h.strip().lower().rstrip(".") for h in Settings.from_env(env).remote_hosts.replace(" ", ",").split(",")
+           if h.strip()}
+    for var in SERVER_URL_VARS:
+        host, port = _host_port(env.get(var, ""))
+        if host:
+            out.add(host if port is None else f"{host}:{port}")
+    return out
+
+
+def host_allowed(url: str, environ=None) -> bool:
+    """Loopback, or a host the server's settings allow (an entry without a port allows any port)."""
+    host, port = _host_port(url)
+    if not host:
+        return False
+    if _is_loopback(host):
+        return True
+    allowed = allowed_hosts(environ)
+    return host in allowed or (port is not None and f"{host}:{port}" in allowed)
+
+
+def host_refusal(url: str) -> str:
+    host, _ = _host_port(url)
+    return (f"the host '{host or url}' is not allowed: model requests go only to loopback or to hosts the "
+            f"server allows in TRADLAB_REMOTE_HOSTS")
+
+
+def key_env_problem(name: str, environ=None) -> str | None:
+    """Why a study may not name this variable as its API key (None when it may): the name must
+    start with the server's TRADLAB_KEY_PREFIX."""
+    from services.settings import Settings
+
+    if not name:
+        return None
+    prefix = Settings.from_env(os.environ if environ is None else environ).key_prefix
+    if not isinstance(name, str) or not name.startswith(prefix) or name == prefix:
+        return (f"'{name}' is not allowed: a study's API-key variable must start with {prefix} "
+                f"(the server's TRADLAB_KEY_PREFIX)")
+    return None
+
+
+def endpoint_problems(url_fields: dict, key_env: str | None = None, environ=None) -> list[tuple[str, str]]:
+    """(field, message) for a study's remote endpoint settings, checked at import: each URL's
+    host must be allowed, the key variable must carry the prefix."""
+    out = []
+    for key, url in url_fields.items():
+        if isinstance(url, str) and url.strip() and not host_allowed(url, environ):
+            out.append((key, host_refusal(url)))
+    msg = key_env_problem(key_env, environ) if key_env else None
+    if msg:
+        out.append(("api_key_env", msg))
+    return out
+
+
+def _never_key(name: str) -> bool:
+    from services.settings import SETTINGS
+
+    return name in NEVER_KEYS or name in {n for n, _, _ in SETTINGS}
 
 
 def _base(url: str) -> str:
@@ -67,6 +164,9 @@ class _RemoteBase:
     def _headers(self) -> dict[str, str]:
         if not self.api_key_env:
             return {}
+        if _never_key(self.api_key_env):
+            raise BackendUnavailable(f"Environment variable {self.api_key_env} is a server setting or "
+                                     f"another service's credential, never sent as an API key")
         # Read at call time so a key set after start-up (or rotated) is used.
         key = os.environ.get(self.api_key_env, "").strip()
         if not key:
@@ -81,6 +181,8 @@ class _RemoteBase:
 
     def _post(self, client: httpx.Client, path: str, **kwargs) -> dict:
         url = f"{self.base_url}{path}"
+        if not host_allowed(self.base_url):        # checked at import too; again before anything is sent
+            raise BackendUnavailable(f"Refused to send a request to {self.base_url}: {host_refusal(self.base_url)}")
         try:
             resp = client.post(url, headers=self._headers(), **kwargs)
         except httpx.ConnectTimeout as e:

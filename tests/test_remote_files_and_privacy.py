@@ -1,0 +1,263 @@
+"""Issue 17, points 3 and 7: no file reaches a handler except an upload to this server, and the
+app's data at rest is private to its user.
+
+The app runs with a local counting HTTP server as its HTTP(S) proxy (the loopback address
+direct): every request the app would make to the outside world (a download of a file URL, the
+DNS-over-HTTPS look-up that gradio's SSRF check makes for a private address) reaches that
+server and is counted; a URL pointing straight at it (http://127.0.0.1:PORT/...) is counted
+too. Nothing leaves the machine either way."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import DEMO, RunningApp, token_of
+
+# every component type whose value is a file (an upload when it is interactive)
+FILE_KINDS = {"audio", "file", "uploadbutton", "image", "video", "gallery", "model3d", "multimodaltextbox"}
+TEXT = {"textbox", "markdown", "html", "state"}
+
+
+class Counting(BaseHTTPRequestHandler):
+    hits: list = []
+
+    def _hit(self):
+        type(self).hits.append((self.command, self.path, self.headers.get("Host")))
+        body = b"RIFF\x24\x00\x00\x00WAVEfmt "    # something that looks like audio
+        self.send_response(200)
+        self.send_header("Content-Type", "audio/wav")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    do_GET = do_HEAD = do_POST = _hit
+
+    def do_CONNECT(self):                 # an https request through the proxy: refused after counting
+        type(self).hits.append((self.command, self.path, self.headers.get("Host")))
+        self.send_response(403)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def counter():
+    Counting.hits = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Counting)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server.url = f"http://127.0.0.1:{server.server_address[1]}"
+    yield server
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory, counter):
+    tmp = tmp_path_factory.mktemp("private")
+    (tmp / "tmp").mkdir()
+    proxy = counter.url
+    app = RunningApp(tmp, {"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy,
+                           "ALL_PROXY": "", "all_proxy": "", "NO_PROXY": "127.0.0.1,localhost",
+                           "no_proxy": "127.0.0.1,localhost", "TMPDIR": str(tmp / "tmp"),
+                           "GRADIO_TEMP_DIR": str(tmp / "gradio"), "HF_HUB_OFFLINE": "1"})
+    assert app.cli("import", str(DEMO)).returncode == 0
+    for role in ("receiver", "rater"):
+        assert app.cli("participants", "add", "--study", "demo", "--role", role, "--count", "1").returncode == 0
+    res = app.cli("participants", "add", "--study", "demo", "--role", "sender", "--group", "USW",
+                  "--gender", "Woman", "--count", "1")
+    assert res.returncode == 0, res.stderr
+    app.start()
+    yield app
+    app.stop()
+
+
+class Session:
+    """One browser session: events by fn_index through the queue (private ones included)."""
+
+    def __init__(self, url: str):
+        self.base = url + "/gradio_api"
+        self.hash = uuid.uuid4().hex[:11]
+        self.http = httpx.Client(timeout=60, trust_env=False)
+        self.config = self.http.get(url + "/config").json()
+
+    def call(self, fn_index: int, data: list) -> dict:
+        """The process_completed message: {"success": bool, "output": {...}}."""
+        dep = self.config["dependencies"][fn_index]
+        r = self.http.post(f"{self.base}/queue/join", json={
+            "data": data, "fn_index": fn_index, "session_hash": self.hash, "event_data": None,
+            "trigger_id": dep["targets"][0][0] if dep.get("targets") else None})
+        assert r.status_code == 200, r.text
+        with self.http.stream("GET", f"{self.base}/queue/data", params={"session_hash": self.hash}) as s:
+            for line in s.iter_lines():
+                if line.startswith("data:"):
+                    msg = json.loads(line[5:])
+                    if msg.get("msg") == "process_completed":
+                        return msg
+        raise AssertionError("no result")
+
+    def by_name(self, api_name: str) -> int:
+        return next(i for i, d in enumerate(self.config["dependencies"]) if d.get("api_name") == api_name)
+
+    def upload(self, data: bytes, name: str) -> dict:
+        r = self.http.post(f"{self.base}/upload", files=[("files", (name, data, "application/octet-stream"))])
+        assert r.status_code == 200, r.text
+        return {"path": r.json()[0], "orig_name": name, "meta": {"_type": "gradio.FileData"}}
+
+
+def file_events(config: dict) -> list[tuple[int, dict]]:
+    comps = {c["id"]: c for c in config["components"]}
+    out = []
+    for i, dep in enumerate(config["dependencies"]):
+        if dep.get("backend_fn", True) and any(comps[c]["type"] in FILE_KINDS for c in dep["inputs"]):
+            out.append((i, dep))
+    return out
+
+
+def args_for(config: dict, dep: dict, text: str, file_value) -> list:
+    comps = {c["id"]: c for c in config["components"]}
+    args = []
+    for cid in dep["inputs"]:
+        c = comps[cid]
+        if c["type"] in FILE_KINDS:
+            many = c.get("props", {}).get("file_count") in ("multiple", "directory")
+            args.append([file_value] if many else file_value)
+        elif c["type"] in TEXT:
+            args.append(text)
+        elif c["type"] in ("number", "slider"):
+            args.append(1)
+        else:
+            args.append(None)
+    return args
+
+
+def url_file(url: str) -> dict:
+    return {"path": url, "url": url, "orig_name": Path(url).name, "meta": {"_type": "gradio.FileData"}}
+
+
+def admin(session: Session) -> str:
+    msg = session.call(session.by_name("admin_login"), [""])
+    assert msg["success"], msg
+    return msg["output"]["data"][0]
+
+
+def test_no_file_event_fetches_a_url(app, counter):
+    s = Session(app.url)
+    events = file_events(s.config)
+    names = {d.get("api_name") for _, d in events}
+    # the app's upload inputs: a sender's recording, the study zip, a system try-out, a questions CSV
+    assert {"record_submit", "admin_import", "admin_try_system"} <= names, names
+    session = admin(s)
+    sender = token_of(app.links()["sender"][0])
+    Counting.hits.clear()
+    answers = []
+    for url in (f"{counter.url}/direct/a.wav", "http://huggingface.co/through-the-proxy/b.wav",
+                "https://example.org/c.wav"):
+        for i, dep in events:
+            for cred in (session, sender):
+                for meta in (True, False):          # with gradio's meta, and without
+                    one = f"{url}?n={len(answers)}"    # a new URL each time (gradio caches by URL)
+                    value = url_file(one) if meta else {"path": one}
+                    answers.append((dep.get("api_name") or i, s.call(i, args_for(s.config, dep, cred, value))))
+    print(f"outbound requests while {len(events)} file events got {len(answers)} URL files: {len(Counting.hits)}")
+    assert Counting.hits == [], Counting.hits
+    for name, msg in answers:      # refused before the handler, saying why
+        assert not msg["success"] and "uploaded to this server" in json.dumps(msg), (name, msg)
+
+
+def test_the_file_route_proxies_nothing(app, counter):
+    Counting.hits.clear()
+    codes = {}
+    with httpx.Client(timeout=30, trust_env=False) as http:
+        for url in (f"{counter.url}/direct/a.wav", "http://huggingface.co/x.wav", "https://example.org/c.wav"):
+            for path in (f"/gradio_api/file={url}", f"/gradio_api/file={url.replace('://', '%3A%2F%2F')}",
+                         f"/gradio_api/proxy={url}"):
+                codes[path] = http.get(app.url + path).status_code
+    print(f"outbound requests from /file=<url> and /proxy=<url>: {len(Counting.hits)}")
+    assert Counting.hits == [], Counting.hits
+    assert set(codes.values()) == {403}, codes
+
+
+def test_a_strangers_upload_is_not_kept(app):
+    s = Session(app.url)
+    stranger = s.upload(b"RIFF....WAVEfmt not really audio", "stranger.wav")
+    assert Path(stranger["path"]).exists()
+    msg = s.call(s.by_name("record_submit"), ["forged-token-0000000000", "1", stranger])
+    assert msg["success"], msg
+    assert not Path(stranger["path"]).exists(), "an upload with no valid token stayed on the server"
+    # an admin's upload stays until the cache expires (the handler may have refused it)
+    session = admin(s)
+    mine = s.upload(b"PK not a zip", "study.zip")
+    msg = s.call(s.by_name("admin_import"), [session, mine])
+    assert msg["success"], msg
+    assert Path(mine["path"]).exists()
+
+
+def _mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_data_at_rest_is_private(app):
+    db = Path(app.env["TRADLAB_DB"])
+    assert _mode(db) == 0o600, oct(_mode(db))
+    for side in (db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        if side.exists():
+            assert _mode(side) == 0o600, (side, oct(_mode(side)))
+    media = Path(app.env["TRADLAB_MEDIA"])
+    if media.exists():
+        assert _mode(media) == 0o700, oct(_mode(media))
+        for sub in (p for p in media.rglob("*") if p.is_dir()):
+            assert _mode(sub) == 0o700, (sub, oct(_mode(sub)))
+    res = app.cli("backup", str(app.tmp / "backups" / "copy.db"))
+    assert res.returncode == 0, res.stderr
+    assert _mode(app.tmp / "backups") == 0o700
+    assert _mode(app.tmp / "backups" / "copy.db") == 0o600
+    res = app.cli("export", "--study", "demo", "--out", str(app.tmp / "export"))
+    assert res.returncode == 0, res.stderr
+    assert _mode(app.tmp / "export") == 0o700
+    for p in (app.tmp / "export").rglob("*"):
+        assert _mode(p) == (0o700 if p.is_dir() else 0o600), (p, oct(_mode(p)))
+
+
+def test_downloads_leave_no_temporary_copy(app):
+    s = Session(app.url)
+    session = admin(s)
+    tmp = Path(app.env["TMPDIR"])
+    for name, extra in (("admin_export", ["csv", False, False]), ("admin_participants_links_csv", []),
+                        ("admin_completions_csv", [])):
+        msg = s.call(s.by_name(name), [session, "demo", *extra])
+        assert msg["success"], msg
+        files = [v for v in msg["output"]["data"] if isinstance(v, dict) and v.get("path")]
+        assert files, (name, msg)
+        served = Path(files[0]["path"])
+        assert _mode(served) == 0o600, (name, oct(_mode(served)))
+        assert Path(app.env["GRADIO_TEMP_DIR"]) in served.parents, served
+        left = [p.name for p in tmp.iterdir() if p.name.startswith(("tradlab-", "questions-"))]
+        assert not left, (name, left)
+
+
+def test_no_token_in_the_server_log(app):
+    links = app.links()
+    tokens = [token_of(u) for urls in links.values() for u in urls]
+    s = Session(app.url)
+    with httpx.Client(timeout=30, trust_env=False) as http:
+        for u in (u for urls in links.values() for u in urls):
+            assert http.get(u).status_code == 200
+            http.get(u.replace("/?", "/gradio_api/info?"))
+            http.get(u.replace("/?", "/no-such-page?"))
+    for role, tab in (("receiver", "receiver"), ("rater", "da"), ("sender", "record")):
+        tok = token_of(links[role][0])
+        s.call(s.by_name("view"), [tok, tab])
+        s.call(s.by_name("record_submit"), [tok, "no-such-item", None])
+    log = (app.tmp / "server.log").read_text(errors="replace")
+    assert not [t for t in tokens if t in log], log[-2000:]
+    audit = json.dumps(app.rows("SELECT * FROM events"), default=str)
+    assert not [t for t in tokens if t in audit]
