@@ -13,7 +13,7 @@ def atomic_write(target: Path, data: bytes) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=target.suffix)
     try:
-        os.fchmod(fd, 0o644)                   # mkstemp makes 0600; media files are shared
+        os.fchmod(fd, 0o600)                   # the app's user only: recordings are personal data
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, target)

@@ -214,8 +214,8 @@ def test_data_at_rest_is_private(app):
     media = Path(app.env["TRADLAB_MEDIA"])
     if media.exists():
         assert _mode(media) == 0o700, oct(_mode(media))
-        for sub in (p for p in media.rglob("*") if p.is_dir()):
-            assert _mode(sub) == 0o700, (sub, oct(_mode(sub)))
+        for sub in media.rglob("*"):
+            assert _mode(sub) == (0o700 if sub.is_dir() else 0o600), (sub, oct(_mode(sub)))
     res = app.cli("backup", str(app.tmp / "backups" / "copy.db"))
     assert res.returncode == 0, res.stderr
     assert _mode(app.tmp / "backups") == 0o700
@@ -261,3 +261,11 @@ def test_no_token_in_the_server_log(app):
     assert not [t for t in tokens if t in log], log[-2000:]
     audit = json.dumps(app.rows("SELECT * FROM events"), default=str)
     assert not [t for t in tokens if t in audit]
+
+
+def test_media_files_are_written_for_the_apps_user_only(tmp_path):
+    """Recordings, synthesised audio and rendered images (services/media_files.atomic_write)."""
+    from services.media_files import atomic_write
+
+    path = atomic_write(tmp_path / "media" / "recordings" / "x.wav", b"RIFF")
+    assert _mode(path) == 0o600, oct(_mode(path))
