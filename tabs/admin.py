@@ -16,7 +16,7 @@ from services.zerogpu import gpu
 from tabs import admin_participants, admin_questions
 from tabs.admin_common import host as _host
 from tabs.admin_common import download, pager, pick_row
-from tabs.common import Ctx
+from tabs.common import Ctx, plain_markdown
 
 # model calls a Gradio event makes get a GPU on ZeroGPU (the identity elsewhere: services/zerogpu.py)
 _translate_on_gpu = gpu(translate_files)
@@ -163,8 +163,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return {review_msg: f"There is no recording {rid}.", rec_audio: None, rec_text: ""}
         wer = "" if item["wer"] is None else f" · WER {item['wer']:.2f}"
         return {review_msg: "", rec_audio: item["audio"],
-                rec_text: f"**Status:** {item['status']}{wer}\n\n**Prompt:** {item['prompt']}\n\n"
-                          f"**Transcript:** {item['transcript']}"}
+                rec_text: f"**Status:** {item['status']}{wer}\n\n**Prompt:** {plain_markdown(item['prompt'])}\n\n"
+                          f"**Transcript:** {plain_markdown(item['transcript'])}"}
 
     def decide_on(decision):
         @details_for_admin

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from tabs.common import (MAX_QUESTIONS, Ctx, TabUI, header_html, poll_while_waiting, safe_submit, timer_update,
+from tabs.common import (MAX_QUESTIONS, Ctx, TabUI, header_html, plain_markdown, poll_while_waiting, safe_submit,
+                         timer_update,
                          view_dict, wait_timer)
 
 
@@ -31,7 +32,7 @@ def build(ctx: Ctx) -> TabUI:
         out = {state: view_dict(view, notice, error), header: header_html(view, notice, error),
                timer: timer_update(view),
                item: view.item_id if has else "", instruction: c.get("instruction", ""),
-               translation: c.get("translation", ""), send: gr.update(visible=has)}
+               translation: plain_markdown(c.get("translation", "")), send: gr.update(visible=has)}
         keep = bool(error)  # a refused submit keeps what the receiver typed
         for i, (group, question, answer, flag) in enumerate(slots):
             q = qs[i] if i < len(qs) else None

@@ -6,7 +6,8 @@ import html
 import gradio as gr
 
 from services.texts import texts
-from tabs.common import Ctx, TabUI, header_html, poll_while_waiting, safe_submit, timer_update, view_dict, wait_timer
+from tabs.common import (Ctx, TabUI, header_html, plain_markdown, poll_while_waiting, safe_submit, timer_update,
+                         view_dict, wait_timer)
 
 DIMENSIONS = ("satisfaction", "trust", "reliance")
 
@@ -56,7 +57,7 @@ def build(ctx: Ctx) -> TabUI:
                        if informed else f"**{c.get('heading', '')}**") if has else "",
                source: gr.update(value=c.get("source_html", ""), visible=has),
                recording: gr.update(value=c.get("recording"), visible=bool(c.get("recording"))),
-               translation: f"**Portuguese translation**\n\n{c['translation']}" if has else "",
+               translation: f"**Portuguese translation**\n\n{plain_markdown(c['translation'])}" if has else "",
                outcomes: _outcomes_html(c.get("outcomes", [])) if informed else "",
                instruction: c.get("instruction", ""), send: gr.update(visible=has)}
         likert = c.get("likert", [])

@@ -319,3 +319,22 @@ def test_the_bucket_refills_with_time():
     now[0] += 0.5                                                  # 10 more after half a second
     assert sum(b.allow("t") for _ in range(20)) == 10
     assert b.allow("other")
+
+
+def test_text_from_speech_and_studies_is_shown_as_typed_on_every_page():
+    """The receiver's and the survey's translation and the reviewer's transcript go through the
+    same escaping as the validator's answers: rendered as CommonMark (markdown-it, as a browser's
+    Markdown renderer would), markup in them is shown, not interpreted."""
+    from pathlib import Path
+
+    from markdown_it import MarkdownIt
+
+    from tabs.common import plain_markdown
+
+    hostile = "![x](http://127.0.0.1:9/pixel) <img src=x onerror=alert(1)> [a](javascript:alert(1)) **b**"
+    rendered = MarkdownIt("commonmark").render(plain_markdown(hostile))
+    assert "<img" not in rendered and "<a " not in rendered and "<strong>" not in rendered, rendered
+    assert MarkdownIt("commonmark").render(hostile).count("<img") == 2          # the check can fail
+    for name in ("receiver", "survey", "admin"):
+        src = (Path(__file__).resolve().parents[1] / "tabs" / f"{name}.py").read_text()
+        assert "plain_markdown(" in src, name
