@@ -2,7 +2,6 @@
 review, jobs and loaded models."""
 from __future__ import annotations
 
-import functools
 
 import gradio as gr
 
@@ -15,29 +14,11 @@ from services.study_import import import_zip
 from services.zerogpu import gpu
 from tabs import admin_participants, admin_questions
 from tabs.admin_common import host as _host
-from tabs.admin_common import download, pager, pick_row
+from tabs.admin_common import details_for_admin, download, pager, pick_row
 from tabs.common import Ctx, plain_markdown
 
 # model calls a Gradio event makes get a GPU on ZeroGPU (the identity elsewhere: services/zerogpu.py)
 _translate_on_gpu = gpu(translate_files)
-
-
-def details_for_admin(fn):
-    """An event handler whose unexpected exception the admin sees in full (a gr.Error with its
-    type and text) once the handler's AdminAuth.check has passed; before that (a stranger, a
-    participant) it stays a plain exception, which gradio (show_error=False) shows only as
-    "Error"."""
-    @functools.wraps(fn)
-    def handler(*args, **kwargs):
-        try:
-            return admin.run_checked(fn, *args, **kwargs)
-        except gr.Error:
-            raise
-        except Exception as e:
-            if getattr(e, "admin_checked", False):
-                raise gr.Error(f"{type(e).__name__}: {e}", title="Admin: unexpected error") from e
-            raise
-    return handler
 
 
 def _client_key(request: gr.Request | None) -> str:
@@ -190,6 +171,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return {job_msg: str(e)}
         return {job_msg: admin.retry_job(ctx.database, jid)}
 
+    @details_for_admin
     @details_for_admin
     def do_repair(sess, study_id, request: gr.Request):
         try:

@@ -1,6 +1,7 @@
 """Pieces the admin tab's modules share: the caller's address and paged tables."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable
 
@@ -8,6 +9,25 @@ import gradio as gr
 
 from services import admin
 from services.admin import Page
+
+
+def details_for_admin(fn):
+    """An event handler whose unexpected exception the admin sees in full (a gr.Error with its
+    type and text) once the handler's AdminAuth.check has passed; before that (a stranger, a
+    participant) it stays a plain exception, which gradio (show_error=False) shows only as
+    "Error"."""
+    @functools.wraps(fn)
+    def handler(*args, **kwargs):
+        try:
+            return admin.run_checked(fn, *args, **kwargs)
+        except gr.Error:
+            raise
+        except Exception as e:
+            if getattr(e, "admin_checked", False):
+                raise gr.Error(f"{type(e).__name__}: {e}", title="Admin: unexpected error") from e
+            raise
+    handler.shows_admin_details = True       # tests/test_admin_hardening.py checks every admin event has it
+    return handler
 
 
 def download(auth: admin.AdminAuth, file_out, message_out, make: Callable, errors=(ValueError,),
@@ -27,7 +47,7 @@ def download(auth: admin.AdminAuth, file_out, message_out, make: Callable, error
         except errors as e:
             return {file_out: None, message_out: f"{failed}{e}"}
         return {file_out: hand_over(path), message_out: note}
-    return handler
+    return details_for_admin(handler)
 
 
 def hand_over(path) -> str:
@@ -95,7 +115,7 @@ class Pager:
                 except (PermissionError, ValueError) as e:
                     return {message: str(e)}
                 return {message: "", **shown} if clear else shown
-            return handler
+            return details_for_admin(handler)
 
         outs = [message, *self.outputs]
         self.page.submit(turn(0), [session, self.page, *inputs], outs, api_name=api_name,

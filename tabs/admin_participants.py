@@ -12,7 +12,7 @@ from services import admin, participant_admin
 from services.participant_admin import STATUSES, whole_number
 from services.participants import link
 from services.study_files import ROLES
-from tabs.admin_common import download, host, pager, pick_row
+from tabs.admin_common import details_for_admin, download, host, pager, pick_row
 from tabs.common import Ctx
 
 ALL = "all"
@@ -115,7 +115,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
             return {msg: str(e), full_link: ""}
 
     pick_row(people.table, pid)
-    show.click(on_show, [session, study, pid], [msg, full_link], api_name="admin_participants_link",
+    show.click(details_for_admin(on_show), [session, study, pid], [msg, full_link], api_name="admin_participants_link",
                api_visibility="undocumented")
 
     def action(kind: str):
@@ -142,7 +142,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
     outs = [msg, full_link, *people.outputs]
     for button, kind in ((deactivate, "deactivate"), (reactivate, "reactivate"), (reassign, "reassign"),
                          (renew, "new_link")):
-        button.click(action(kind), [session, study, pid, *table_state], outs,
+        button.click(details_for_admin(action(kind)), [session, study, pid, *table_state], outs,
                      api_name=f"admin_participants_{kind}", api_visibility="undocumented")
 
     def adder(self_enrol: bool):
@@ -163,7 +163,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
 
     for button, self_enrol, api in ((add_go, False, "admin_participants_add"),
                                     (add_self_go, True, "admin_participants_add_self_enrol")):
-        button.click(adder(self_enrol), [session, study, role, count, group, gender, ext_ids, *table_state],
+        button.click(details_for_admin(adder(self_enrol)), [session, study, role, count, group, gender, ext_ids, *table_state],
                      [msg, full_link, ext_ids, *people.outputs], api_name=api, api_visibility="undocumented")
 
     links_go.click(download(auth, links_file, msg,

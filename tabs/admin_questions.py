@@ -10,7 +10,7 @@ from services.backends import BackendUnavailable
 from services.model_cache import MODEL_QUEUE
 from services.question_review import ReviewError
 from services.zerogpu import gpu
-from tabs.admin_common import download, pick_row
+from tabs.admin_common import details_for_admin, download, pick_row
 from tabs.admin_common import host as _host
 
 # LLM calls made from an event get a GPU on ZeroGPU (the identity elsewhere: services/zerogpu.py)
@@ -94,7 +94,7 @@ def build(ctx, auth, session, study):
             except RuntimeError as e:         # a model server's error, shown as it said it
                 return view(study_id, starter_id, page_no, f"**The LLM failed:** {e}")
             return view(study_id, starter_id, page_no, note)
-        return handler
+        return details_for_admin(handler)
 
     def refresh(study_id, starter_id, actor):
         return ""
@@ -148,7 +148,7 @@ def build(ctx, auth, session, study):
         return path, f"`{path.name}`: every draft of the study, accepted ones included."
 
     do_export = download(auth, export_file, msg, make_export, (ReviewError,))
-    export_go.click(do_export, [session, study], [export_file, msg], api_name="admin_questions_export",
+    export_go.click(details_for_admin(do_export), [session, study], [export_file, msg], api_name="admin_questions_export",
                     api_visibility="undocumented")
 
     def fill_form(sess, study_id, did, request: gr.Request):
@@ -164,4 +164,4 @@ def build(ctx, auth, session, study):
 
     pick_row(drafts, draft_id)          # the change below then fills the edit boxes
     pick_row(summary, starter).then(guarded(refresh), base, outs, api_visibility="private")
-    draft_id.change(fill_form, [session, study, draft_id], [en, pt, answer], api_visibility="private")
+    draft_id.change(details_for_admin(fill_form), [session, study, draft_id], [en, pt, answer], api_visibility="private")

@@ -10,6 +10,7 @@ from services import admin
 from services.model_cache import MODEL_QUEUE
 from services.zerogpu import gpu
 from tabs.admin import _host
+from tabs.admin_common import details_for_admin
 from tabs.common import Ctx
 
 
@@ -80,6 +81,6 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         return {notice: text, ratios: result.ratios, errors: result.errors, retention: result.retention,
                 files: [str(p) for p in written], **shown}
 
-    run.click(do_audit, [session, pairs, metric, context, thresholds, png],
+    run.click(details_for_admin(do_audit), [session, pairs, metric, context, thresholds, png],
               [notice, ratios, errors, retention, files, *plots], concurrency_id=MODEL_QUEUE, concurrency_limit=1,
               api_name="analysis_qe_audit", api_visibility="undocumented")

@@ -232,3 +232,18 @@ def test_an_old_failure_count_is_forgotten():
     assert throttle.wait_left("k") > 0
     clock.advance(3601)
     assert throttle.failed("k") == 0                       # a fresh count: within the free failures
+
+
+def test_every_admin_event_shows_the_admin_its_unexpected_errors(tmp_path):
+    """Each admin, analysis and QE-audit event goes through details_for_admin (login and logout
+    run before any session exists)."""
+    import app
+    from services.settings import Settings
+    from storage import open_database
+
+    demo = app.build_app(Settings.from_env(), open_database(tmp_path / "a.db"))
+    admin_events = [f for f in demo.fns.values() if f.fn is not None and f.api_name
+                    and f.api_name.startswith(("admin", "analysis", "qe")) and f.api_name not in ("admin_login", "admin_logout")]
+    assert len(admin_events) > 30
+    bare = [f.api_name for f in admin_events if not getattr(f.fn, "shows_admin_details", False)]
+    assert bare == []
