@@ -66,11 +66,12 @@ def _sender_identity(ex: dict) -> set[str]:
 
 
 def _needs_rater(database, ex: dict) -> bool:
-    """The exchange's surveys need a third person: no sender, or a sender who is gone
-    (deactivated or dropped out, not excluded) before answering its informed survey."""
+    """The exchange's surveys need a third person: no sender, or a sender who dropped out
+    (services/dropouts.py) before answering its informed survey. A sender who is only
+    deactivated (a pause: reactivation gives the queue back) keeps their surveys."""
     if not ex["sender_id"]:
         return True
-    if ex["sender_active"]:
+    if not ex["dropped_out_at"]:
         return False
     done = pool.survey_holders(database, ex["id"], "survey_informed", "done")
     return not any(h["participant_id"] == ex["sender_id"] for h in done)
@@ -128,7 +129,7 @@ def _open_exchange(db, database, study: dict, ex: dict) -> int:
         elif row["need"] != need:        # e.g. its questions were withdrawn, then accepted again
             pool.set_need(db, sid, "receive", eid, need)
             added += 1
-    if ex["sender_id"] and ex["sender_active"]:
+    if ex["sender_id"] and not ex["dropped_out_at"]:
         added += queue.insert_assignment(db, sid, ex["sender_id"], "survey_baseline", eid,
                                          order_key(seed, ex["sender_id"], eid), exchange_id=eid) is not None
     elif _needs_rater(database, ex):
@@ -196,7 +197,11 @@ def _open_informed(db, database, study: dict, exchange_id: int, only: int | None
         return 0
     added = 0
     for h in pool.survey_holders(database, exchange_id, "survey_baseline", "done"):
-        if (only is not None and h["participant_id"] != only) or not h["active"]:
+        if only is not None and h["participant_id"] != only:
+            continue
+        # gone: a sender who dropped out, a rater whose items were handed on (a paused sender
+        # keeps theirs, for when they are reactivated)
+        if h["dropped_out_at"] or (not h["active"] and h["role"] != "sender"):
             continue
         added += queue.insert_assignment(db, study["id"], h["participant_id"], "survey_informed", exchange_id,
                                          order_key(_seed(study), h["participant_id"], exchange_id),

@@ -109,7 +109,8 @@ def exchange_state(database: Database, exchange_id: int) -> dict | None:
     its starter's questions and its sender's standing."""
     return database.one(
         """SELECT e.id, e.study_id, e.starter_id, e.system_id, e.sender_id,
-                  p.grp, p.gender, p.active AS sender_active, p.excluded_at, p.external_id, p.prolific_pid,
+                  p.grp, p.gender, p.active AS sender_active, p.excluded_at, p.dropped_out_at, p.external_id,
+                  p.prolific_pid,
                   EXISTS (SELECT 1 FROM translations t WHERE t.exchange_id = e.id) AS translated,
                   NOT EXISTS (SELECT 1 FROM recordings r WHERE r.exchange_id = e.id
                               AND r.qc_status NOT IN ('passed', 'accepted')) AS qc_ok,
@@ -130,7 +131,7 @@ def exchange_validated(database: Database, exchange_id: int) -> bool:
 
 def survey_holders(database: Database, exchange_id: int, phase: str, status: str | None = None) -> list[dict]:
     """Who holds the exchange's survey of this phase (withdrawn ones excluded)."""
-    sql = ("SELECT a.id, a.participant_id, a.status, p.active, p.role FROM assignments a "
+    sql = ("SELECT a.id, a.participant_id, a.status, p.active, p.role, p.dropped_out_at FROM assignments a "
            "JOIN participants p ON p.id = a.participant_id WHERE a.exchange_id = ? AND a.phase = ? "
            "AND a.status != 'withdrawn'")
     params: list = [exchange_id, phase]

@@ -99,3 +99,18 @@ def test_only_senders_drop_out(study):
     (r,) = add_participants(db, "demo", "receiver", 1)
     with pytest.raises(dropouts.DropoutError, match="only senders"):
         dropouts.drop_out(db, r.id, "admin", "x")
+
+
+def test_a_deactivated_sender_is_paused_not_dropped_out(study):
+    """Deactivation alone is a pause: the sender's surveys wait for them (reactivation gives
+    them back); only reassigning their items (or drop_out) hands the surveys to raters."""
+    db, s1, s2, ex = study
+    pa.deactivate(db, "demo", s1.id, "admin")
+    assert workflow.refresh(db, "demo") == 0
+    assert all(pool.entry(db, "demo", "survey_baseline", e) is None for e in ex[s1.id])
+    pa.reactivate(db, "demo", s1.id, "admin")
+    assert len(until_none(answer_survey, db, s1.token)) == 4          # their four baselines, first person
+    pa.deactivate(db, "demo", s2.id, "admin")
+    out = pa.reassign_open_items(db, "demo", s2.id, "admin")
+    assert sorted(int(w["item"]) for w in out.waiting if w.get("third_person")) == sorted(ex[s2.id])
+    assert db.one("SELECT dropped_out_at FROM participants WHERE id = ?", [s2.id])["dropped_out_at"]
