@@ -145,7 +145,7 @@ def _content(database, study, p, a) -> dict:
         return {"source": st["text"], "translation": tr["text"],
                 "questions": [{"idx": q["idx"], "en": q["en"], "pt": q["pt"]} for q in qs],
                 "answers": results.answers(database, receive["id"]),
-                "sqm": texts(study)["sqm"]}
+                "sqm": texts(study)["sqm"], "flagged_help": texts(study)["validator"]["flagged"]}
     # surveys
     rec = results.recording_for_exchange(database, ex["id"])
     perspective = "first" if ex["sender_id"] == p["id"] else "third"
@@ -158,7 +158,8 @@ def _content(database, study, p, a) -> dict:
                "recording": rec["path_original"] if rec and perspective == "first" else None,
                "statements": {k: wording(k) for k in ("satisfaction", "trust", "reliance")},
                "heading": wording("heading"), "instruction": wording("instruction"),
-               "likert": survey["likert"]}
+               "likert": survey["likert"],
+               "flagged": {k: survey[k] for k in ("flagged", "flagged_accepted", "flagged_refused")}}
     if phase == "survey_informed":
         outcomes = []
         for v in results.validations_for_exchange(database, ex["id"]):

@@ -50,10 +50,7 @@ def texts(study: dict | None = None) -> dict:
 
 
 def sqm_label(score: float, study: dict | None = None) -> str:
-    """The DA+SQM label nearest below a 0-100 score (ticks 0, 2, 4, 6 carry labels)."""
+    """The DA+SQM label nearest to a 0-100 score (ticks 0, 2, 4, 6 carry labels; halfway
+    between two labels, the lower one)."""
     labels = sorted(texts(study)["sqm"], key=lambda s: s["value"])
-    chosen = labels[0]
-    for s in labels:
-        if score + 1e-9 >= s["value"]:
-            chosen = s
-    return chosen["label"]
+    return min(labels, key=lambda s: (abs(score - s["value"]), s["value"]))["label"]

@@ -12,13 +12,22 @@ from tabs.common import (Ctx, TabUI, header_html, plain_markdown, poll_while_wai
 DIMENSIONS = ("satisfaction", "trust", "reliance")
 
 
-def _outcomes_html(outcomes) -> str:
+def _answer_html(a: dict, flagged: dict) -> str:
+    """One disclosed answer: what the receiver wrote and the validator's mark; a question the
+    receiver flagged as not answerable reads as such, with whether the validator accepted it."""
+    if a["unanswerable"]:
+        verdict = flagged.get("flagged_accepted" if a["correct"] else "flagged_refused", "")
+        return (f"<li>{html.escape(a['en'])}<br><i>{html.escape(flagged.get('flagged', ''))}</i> "
+                f"&mdash; <b>{html.escape(verdict)}</b></li>")
+    return (f"<li>{html.escape(a['en'])}<br><i>Answer:</i> {html.escape(a['answer'])} "
+            f"&mdash; <b>{'correct' if a['correct'] else 'incorrect'}</b></li>")
+
+
+def _outcomes_html(outcomes, flagged: dict | None = None) -> str:
+    flagged = flagged or texts()["survey"]
     parts = []
     for o in outcomes:
-        rows = "".join(
-            f"<li>{html.escape(a['en'])}<br><i>Answer:</i> "
-            f"{'(could not be answered from the text)' if a['unanswerable'] else html.escape(a['answer'])} "
-            f"&mdash; <b>{'correct' if a['correct'] else 'incorrect'}</b></li>" for a in o["answers"])
+        rows = "".join(_answer_html(a, flagged) for a in o["answers"])
         parts.append(f"<p>The Portuguese speaker answered {sum(bool(a['correct']) for a in o['answers'])} of "
                      f"{len(o['answers'])} questions correctly (QA score {o['qa_score']:.0%}).</p><ol>{rows}</ol>"
                      f"<p>A bilingual validator scored the translation <b>{o['translation_score']:.0f} / 100</b>: "
@@ -58,7 +67,7 @@ def build(ctx: Ctx) -> TabUI:
                source: gr.update(value=c.get("source_html", ""), visible=has),
                recording: gr.update(value=c.get("recording"), visible=bool(c.get("recording"))),
                translation: f"**Portuguese translation**\n\n{plain_markdown(c['translation'])}" if has else "",
-               outcomes: _outcomes_html(c.get("outcomes", [])) if informed else "",
+               outcomes: _outcomes_html(c.get("outcomes", []), c.get("flagged")) if informed else "",
                instruction: c.get("instruction", ""), send: gr.update(visible=has)}
         likert = c.get("likert", [])
         for d, r in radios.items():

@@ -78,7 +78,8 @@ def build(ctx: Ctx) -> TabUI:
             out[group] = gr.update(visible=q is not None)
             if q:
                 a = answers.get(q["idx"], {})
-                given = ("<i>(flagged: cannot be answered from the text)</i>" if a.get("unanswerable")
+                given = (f"<i>(flagged: cannot be answered from the text)</i><br><small class=\"flag-help\">"
+                         f"{plain_html(c.get('flagged_help', ''))}</small>" if a.get("unanswerable")
                          else plain_html(a.get("text", "")))
                 out[qa] = (f"<b>{int(q['idx'])}.</b> {plain_html(q['en'])}<br><i>{plain_html(q['pt'])}</i><br>"
                            f"Answer: {given}")

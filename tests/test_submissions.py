@@ -77,6 +77,7 @@ def test_full_workflow_opens_each_phase(demo_db, people):
     assert res.saved and count(db, "answers") == len(v.content["questions"])
     val = get_view(db, people["validator"].token, "validator")
     assert val.status == "item" and val.content["source"]
+    assert "English source does not answer it" in val.content["flagged_help"]      # how to judge a flag
     qs = [a["idx"] for a in val.content["answers"]]
     marks = {i: i != qs[0] for i in qs}
     with pytest.raises(SubmissionError, match="move the slider"):

@@ -42,7 +42,7 @@ def test_sqm_labels_follow_the_study():
         {"tick": 4, "value": 66.7, "label": "Quase", "description": "d"},
         {"tick": 2, "value": 33.3, "label": "Algum", "description": "d"},
         {"tick": 0, "value": 0, "label": "Nada", "description": "d"}]}}}
-    assert sqm_label(70, study) == "Quase" and sqm_label(20, study) == "Nada"
+    assert sqm_label(70, study) == "Quase" and sqm_label(10, study) == "Nada"
     assert sqm_label(70) == "Most meaning preserved and few grammar mistakes"
     assert texts(study)["survey"] == defaults()["survey"]
 
@@ -60,3 +60,45 @@ def test_mistakes_in_scales_toml_are_named(tmp_path, scales, field):
         load_study(study_with(tmp_path, scales))
     [err] = e.value.errors
     assert err.file == "scales.toml" and err.field == field
+
+
+def test_the_disclosed_label_is_the_nearest_one():
+    """99 is 'Perfect', not the label below it; 32 is 'Some meaning', not 'Nonsense'; halfway
+    between two labels, the lower one."""
+    assert sqm_label(99) == "Perfect meaning and grammar"
+    assert sqm_label(32) == "Some meaning preserved"
+    assert sqm_label(20) == "Some meaning preserved" and sqm_label(16) == "Nonsense / no meaning preserved"
+    assert sqm_label(50) == "Some meaning preserved" and sqm_label(51) == "Most meaning preserved and few grammar mistakes"
+    assert sqm_label(0) == "Nonsense / no meaning preserved" and sqm_label(100) == "Perfect meaning and grammar"
+
+
+def test_the_sqm_descriptions_are_the_papers_word_for_word():
+    """Paper 000, appendix B.3."""
+    paper = {
+        6: "The meaning of the translation is completely consistent with the source and the surrounding context "
+           "(if applicable). The grammar is also correct.",
+        4: "The translation retains most of the meaning of the source. It may have some grammar mistakes or minor "
+           "contextual inconsistencies.",
+        2: "The translation preserves some of the meaning of the source but misses significant parts. The narrative "
+           "is hard to follow due to fundamental errors. Grammar may be poor.",
+        0: "Nearly all information is lost between the translation and source. Grammar is irrelevant.",
+    }
+    assert {s["tick"]: s["description"] for s in defaults()["sqm"]} == paper
+
+
+def test_a_flagged_answer_is_disclosed_as_flagged_not_as_correct():
+    from tabs.survey import _outcomes_html
+
+    outcome = {"qa_score": 0.5, "translation_score": 99, "label": sqm_label(99), "answers": [
+        {"en": "How old is Sofia?", "answer": "", "unanswerable": True, "correct": True},
+        {"en": "What is she allergic to?", "answer": "", "unanswerable": True, "correct": False},
+        {"en": "Since when?", "answer": "três dias", "unanswerable": False, "correct": True}]}
+    page = _outcomes_html([outcome])
+    assert page.count("marked as not answerable from the translation") == 2
+    assert "the validator accepted this as correct" in page and "the validator counted this as incorrect" in page
+    assert page.count("&mdash; <b>correct</b>") == 1          # only the answer that was written
+    assert "Perfect meaning and grammar" in page
+
+
+def test_the_validator_is_told_how_to_judge_a_flagged_answer():
+    assert "English source does not answer it" in defaults()["validator"]["flagged"]
