@@ -13,8 +13,8 @@
 #                    which packages Python 3.11)
 #   APT_EXTRA        more Debian packages, e.g. "chromium" for PNG copies of the analysis figures
 #                    (kaleido renders them with Chromium; without it the figures are HTML only)
-# The app needs espeak-ng (speech synthesis for Portuguese and the fallback voice), ffmpeg (WebM/Opus
-# recordings from browsers) and fonts-dejavu-core (DA text images).
+# The app needs espeak-ng (speech synthesis for Portuguese and the fallback voice), ffmpeg (the fallback
+# decoder of WebM/Opus recordings when PyAV is missing) and fonts-dejavu-core (DA text images).
 ARG CUDA_IMAGE=nvidia/cuda:13.0.0-runtime-ubuntu22.04
 
 # ---- cuda: an NVIDIA CUDA runtime image with Ubuntu's Python 3.11 in a virtual environment ----------

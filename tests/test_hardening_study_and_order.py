@@ -327,8 +327,6 @@ def test_text_from_speech_and_studies_is_shown_as_typed_on_every_page():
     Markdown renderer would), markup in them is shown, not interpreted."""
     from pathlib import Path
 
-    from markdown_it import MarkdownIt
-
     from tabs.common import plain_markdown
 
     hostile = "![x](http://127.0.0.1:9/pixel) <img src=x onerror=alert(1)> [a](javascript:alert(1)) **b**"
