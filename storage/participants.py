@@ -45,19 +45,24 @@ def ensure_secret(db, name: str) -> str:
     return db.execute("SELECT value FROM app_secrets WHERE name = ?", [name]).fetchone()[0]
 
 
+def _open_slots(study_id: str, role: str, grp: str | None, gender: str | None) -> tuple[str, list]:
+    """WHERE clause of the self-enrolment slots nobody has used: unclaimed, no external id,
+    never opened (slots made for private links, self_enrol = 0, are never among them)."""
+    sql = ("study_id = ? AND role = ? AND active = 1 AND self_enrol = 1 AND prolific_pid IS NULL "
+           "AND external_id IS NULL AND claimed_at IS NULL AND last_seen_at IS NULL")
+    params: list = [study_id, role]
+    for column, value in (("grp", grp), ("gender", gender)):
+        if value:
+            sql += f" AND {column} = ?"
+            params.append(value)
+    return sql, params
+
+
 def open_self_enrol_count(database: Database, study_id: str, role: str, grp: str | None,
                           gender: str | None) -> int:
     """How many self-enrolment slots open_slot could still hand out for this role (and cell)."""
-    sql = ("SELECT COUNT(*) FROM participants WHERE study_id = ? AND role = ? AND active = 1 AND self_enrol = 1 "
-           "AND prolific_pid IS NULL AND external_id IS NULL AND claimed_at IS NULL AND last_seen_at IS NULL")
-    params: list = [study_id, role]
-    if grp:
-        sql += " AND grp = ?"
-        params.append(grp)
-    if gender:
-        sql += " AND gender = ?"
-        params.append(gender)
-    return database.scalar(sql, params)
+    where, params = _open_slots(study_id, role, grp, gender)
+    return database.scalar(f"SELECT COUNT(*) FROM participants WHERE {where}", params)
 
 
 def list_for_study(database: Database, study_id: str, role: str | None = None) -> list[dict]:
@@ -76,19 +81,9 @@ def next_design_index(db, study_id: str, grp: str | None, gender: str | None) ->
 
 
 def open_slot(db, study_id: str, role: str, grp: str | None, gender: str | None) -> dict | None:
-    """The oldest self-enrolment slot nobody has used: unclaimed, no external id, never opened.
-    Slots made for private links (self_enrol = 0) are never returned."""
-    sql = ("SELECT * FROM participants p WHERE study_id = ? AND role = ? AND active = 1 AND self_enrol = 1 "
-           "AND prolific_pid IS NULL AND external_id IS NULL AND claimed_at IS NULL "
-           "AND last_seen_at IS NULL")
-    params: list = [study_id, role]
-    if grp:
-        sql += " AND grp = ?"
-        params.append(grp)
-    if gender:
-        sql += " AND gender = ?"
-        params.append(gender)
-    rows = list(db.query(sql + " ORDER BY id LIMIT 1", params))
+    """The oldest self-enrolment slot nobody has used (_open_slots)."""
+    where, params = _open_slots(study_id, role, grp, gender)
+    rows = list(db.query(f"SELECT * FROM participants WHERE {where} ORDER BY id LIMIT 1", params))
     return rows[0] if rows else None
 
 
