@@ -70,6 +70,15 @@ def start_noop(tmp: Path):
     return proc, log, url
 
 
+def stop_noop(proc, log) -> None:
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
 def run_level(url: str, tokens: list[str], api: str) -> tuple[list[float], float, list[str]]:
     """Every client on its own thread: open the view (a session), then ITEMS submits in turn.
     Returns (latencies, wall seconds, errors)."""
@@ -187,12 +196,7 @@ def main(argv=None) -> int:
     finally:
         app.stop()
         if noop is not None:
-            noop.terminate()
-            try:
-                noop.wait(10)
-            except subprocess.TimeoutExpired:
-                noop.kill()
-            noop_log.close()
+            stop_noop(noop, noop_log)
         if any(r["errors"] for r in results):
             print(f"errors: the server logs are kept in {tmp}")
         else:

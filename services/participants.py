@@ -18,15 +18,13 @@ import hashlib
 import hmac
 import json
 import os
-import random
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
-from services import workflow
-from services import da_campaign, sd_form
-from services.assignment import order_key, seeded_rng, sender_design
+from services import da_campaign, sd_form, workflow
+from services.assignment import order_key, sender_design
 from services.study_files import ROLES
 from storage import participants, queue, studies
 

@@ -152,11 +152,6 @@ def _run(target, people) -> tuple[dict, float]:
     return out, time.perf_counter() - t0
 
 
-def percentile(xs, q):
-    from benchmarks.usability.study_sim import percentile as p
-    return p(xs, q)
-
-
 def _summary(xs: list[float], wall: float) -> dict:
     from benchmarks.usability.study_sim import summarise
     if not xs:
@@ -164,19 +159,9 @@ def _summary(xs: list[float], wall: float) -> dict:
     return {**summarise(xs), "wall_s": round(wall, 2), "calls_per_s": round(len(xs) / wall, 1) if wall else None}
 
 
-def _vm_hwm_mb(pid: int) -> float | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except OSError:
-        return None
-    return None
-
-
 def http_sample(sim, levels=LEVELS) -> dict:
-    from benchmarks.load import start_noop
-    from tests.load.harness import LoadApp
+    from benchmarks.load import start_noop, stop_noop
+    from tests.load.harness import LoadApp, peak_rss_mb, percentile
 
     tmp = Path(tempfile.mkdtemp(prefix="study-sim-http-"))
     app = LoadApp(tmp, {"TRADLAB_DB": str(sim.db_path), "TRADLAB_MEDIA": str(sim.media), "TRADLAB_WORKER": "0",
@@ -242,16 +227,11 @@ def http_sample(sim, levels=LEVELS) -> dict:
                     f"{row.get('view_vs_first_noop_p95')}, submits vs later no-ops {row.get('submits_vs_later_noops_p95')})"
                     + (f" | {len(errors)} errors: {errors[:2]}" if errors else ""))
             sim.problems += [f"HTTP: {e}" for e in errors]
-        result["app_peak_rss_mb"] = _vm_hwm_mb(app.proc.pid) if app.proc else None
+        result["app_peak_rss_mb"] = peak_rss_mb(app.proc.pid) if app.proc else None
     finally:
         app.stop()
         if noop is not None:
-            noop.terminate()
-            try:
-                noop.wait(10)
-            except Exception:
-                noop.kill()
-            noop_log.close()
+            stop_noop(noop, noop_log)
         if sim.problems and any(p.startswith("HTTP") for p in sim.problems):
             result["server_logs"] = str(tmp)
         else:

@@ -81,6 +81,7 @@ if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 
 from benchmarks.usability import sim_corpus  # noqa: E402
+from tests.load.harness import percentile  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 STUDY_ID = "sim"
@@ -144,14 +145,6 @@ class Sizes:
 
 
 # -- timing ------------------------------------------------------------------------------------
-def percentile(xs, q: float) -> float:
-    """Nearest-rank percentile (q in 0..100)."""
-    if not xs:
-        return float("nan")
-    s = sorted(xs)
-    return s[max(0, min(len(s) - 1, math.ceil(q / 100 * len(s)) - 1))]
-
-
 def summarise(xs: list[float]) -> dict:
     return {"n": len(xs), "p50_ms": round(1000 * percentile(xs, 50), 2), "p95_ms": round(1000 * percentile(xs, 95), 2),
             "max_ms": round(1000 * max(xs), 2), "mean_ms": round(1000 * statistics.fmean(xs), 2),

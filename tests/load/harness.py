@@ -384,6 +384,17 @@ def check_consistency(app: LoadApp, logs: list[RaterLog]) -> list[str]:
     return problems
 
 
+def peak_rss_mb(pid: int) -> float | None:
+    """A process's peak resident memory so far (VmHWM), in MB; None when it cannot be read."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        return None
+    return None
+
+
 def percentile(xs: list[float], q: float) -> float:
     """Nearest-rank percentile (q in 0..100)."""
     if not xs:

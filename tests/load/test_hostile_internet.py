@@ -10,13 +10,13 @@ import http.server
 import io
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 import soundfile as sf
 
-from tests.load.harness import AppError, GradioHTTP, check_consistency, file_data, prepared_app, run_raters
+from tests.load.harness import (AppError, GradioHTTP, check_consistency, file_data, peak_rss_mb, prepared_app,
+                                run_raters)
 
 PASSWORD = "a long admin password"
 HONEST = 4
@@ -29,13 +29,6 @@ def app(tmp_path_factory):
     a.start()
     yield a
     a.stop()
-
-
-def peak_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def twelve_hours_of_flac() -> bytes:
@@ -81,7 +74,7 @@ def refused(fn) -> str:
 
 
 def test_hostile_traffic_stores_nothing_and_honest_raters_lose_nothing(app):
-    idle = peak_mb(app.proc.pid)
+    idle = peak_rss_mb(app.proc.pid)
     before = counts(app)
     honest = app.tokens("da")[:HONEST]
     logs: list = []
@@ -119,7 +112,7 @@ def test_hostile_traffic_stores_nothing_and_honest_raters_lose_nothing(app):
     server.shutdown()
     runner.join(180)
     after = counts(app)
-    peak = peak_mb(app.proc.pid)
+    peak = peak_rss_mb(app.proc.pid)
     print(f"\nhostile: idle peak {idle:.0f} MB, after {peak:.0f} MB; outbound {Counter.hits}; refusals {said}; "
           f"hammering refused {slow} of 80")
 
