@@ -93,6 +93,20 @@ def llm_env(monkeypatch, qa_server):
 
 
 @pytest.fixture
+def without_pyav(monkeypatch):
+    """`import av` fails, as on a machine without PyAV (the ffmpeg program is the fallback)."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_av(name, *a, **k):
+        if name == "av":
+            raise ImportError("No module named 'av'")
+        return real_import(name, *a, **k)
+    monkeypatch.setattr(builtins, "__import__", no_av)
+
+
+@pytest.fixture
 def database(tmp_path):
     from storage import open_database
 

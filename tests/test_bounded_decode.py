@@ -10,7 +10,6 @@ resident memory) after the refusal minus the resident memory just before it.
 """
 from __future__ import annotations
 
-import builtins
 import http.server
 import io
 import json
@@ -292,16 +291,9 @@ def test_ffmpeg_never_opens_a_playlist_an_sdp_session_or_a_url(tmp_path, av_call
         assert call["opened"] in (None, "mp3"), call
 
 
-def test_the_ffmpeg_program_is_given_the_format_the_whitelist_and_a_time_cap(tmp_path, monkeypatch):
+def test_the_ffmpeg_program_is_given_the_format_the_whitelist_and_a_time_cap(tmp_path, monkeypatch, without_pyav):
     """Without PyAV the ffmpeg program decodes, through a pipe, with -f, the protocol whitelist
     and -t just past the cap; what comes back past the cap is refused."""
-    real_import = builtins.__import__
-
-    def no_av(name, *a, **k):
-        if name == "av":
-            raise ImportError("No module named 'av'")
-        return real_import(name, *a, **k)
-    monkeypatch.setattr(builtins, "__import__", no_av)
     monkeypatch.setattr(audio_intake.shutil, "which", lambda name: "/usr/bin/ffmpeg")
     runs = []
 
