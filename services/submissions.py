@@ -186,13 +186,19 @@ OUT_OF_ORDER_DA = "Items are rated in order, one at a time: please reload the pa
 WITHDRAWN = "This item has been withdrawn and takes no answer. Please reload your link to continue."
 
 
-def _refuse_in_write(database, p: dict, a: dict, tab: str) -> None:
-    """Inside the write: the participant is still active, the item still open (not withdrawn
-    meanwhile) and the caller's next open item of the tab; else nothing is written."""
+def _already_saved(database, a: dict, token, tab: str, media_dir) -> SubmitResult:
+    """A double click or a reconnect: nothing is written, the saved state comes back."""
+    return SubmitResult(False, "This answer was already saved.", _stored(database, a),
+                        get_view(database, token, tab, media_dir=media_dir, limited=False))
+
+
+def _refuse_in_write(database, p: dict, a: dict, fresh: dict | None, tab: str) -> None:
+    """Inside the write: the participant is still active, the item (`fresh`, as read in the
+    write) still open, not withdrawn meanwhile, and the caller's next open item of the tab;
+    else nothing is written."""
     now_p = participants.get(database, p["id"])
     if not now_p or not now_p["active"]:
         raise AccessError("This link has been deactivated. Please contact the study team.")
-    fresh = queue.assignment(database, a["id"])
     if fresh is None or fresh["status"] == "withdrawn":
         raise SubmissionError(WITHDRAWN)
     nxt = queue.next_open(database, p["id"], TAB_PHASES[tab])
@@ -216,15 +222,13 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
     if a is None:
         raise AccessError("This item is not in your queue. Please reload your link to continue.")
     if a["status"] == "done":
-        return SubmitResult(False, "This answer was already saved.", _stored(database, a),
-                            get_view(database, token, tab, media_dir=media_dir, limited=False))
+        return _already_saved(database, a, token, tab, media_dir)
     phase = a["phase"]
     payload = payload or {}
     nxt = queue.next_open(database, p["id"], TAB_PHASES[tab])
     if nxt is None or nxt["id"] != a["id"]:       # checked again inside the write
         if queue.assignment(database, a["id"])["status"] == "done":  # a concurrent double submit saved it
-            return SubmitResult(False, "This answer was already saved.", _stored(database, a),
-                                get_view(database, token, tab, media_dir=media_dir, limited=False))
+            return _already_saved(database, a, token, tab, media_dir)
         raise SubmissionError(OUT_OF_ORDER_DA if tab == "da" else OUT_OF_ORDER)
     if phase == "record":
         try:
@@ -245,9 +249,8 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
     with database.write() as db:
         fresh = queue.assignment(database, a["id"])
         if fresh["status"] == "done":  # a concurrent double submit got here first
-            return SubmitResult(False, "This answer was already saved.", _stored(database, a),
-                                get_view(database, token, tab, media_dir=media_dir, limited=False))
-        _refuse_in_write(database, p, a, tab)
+            return _already_saved(database, a, token, tab, media_dir)
+        _refuse_in_write(database, p, a, fresh, tab)
         if phase == "record":
             au = data["audio"]
             rid = results.insert_recording(db, a["id"], a["exchange_id"], au.sha256, au.path_original,
