@@ -565,7 +565,7 @@ def cmd_analyze(args, settings):
             return cmd_qe_rerank(args, settings)
         if args.analysis == "usability":
             from services import usability_analysis
-            print(usability_analysis.run_cli(args.exchanges, args.out))
+            print(usability_analysis.run_cli(args.exchanges, args.out, corpus_reference=args.corpus_reference))
         elif args.analysis == "sd":
             print(sd_analysis.run_cli(args.ratings, args.out, n_factors=args.factors,
                                       expected_seconds=args.expected_seconds, prune=args.prune))
@@ -825,8 +825,11 @@ def main(argv=None):
                                       "topic, source, satisfaction, trust, reliance, *_b, translation_score, qa_score, "
                                       "metric_* columns; optional starter_id, perspective and respondent_id, "
                                       "respondent_role, respondent_group, respondent_gender (group and gender "
-                                      "are then the speaker's)")
+                                      "are then the speaker's), corpus (the models' Source factor, Table 4)")
     us.add_argument("--out", required=True)
+    us.add_argument("--corpus-reference", default="", help="reference level of the corpus factor (default: "
+                                                           "BConTrasT when present, else the first corpus in "
+                                                           "sorted order)")
     qa = asub.add_parser("qe-audit", help="gender audit of a QE metric (paper 003): ratios, error rates, retention")
     qa.add_argument("pairs", help="CSV: instance_id, lang, source, hyp_f + hyp_m (or hyp_n + hyp_g); optional gold "
                                   "(F|M), context, precomputed score_f + score_m")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextvars
 import hmac
+import json
 import math
 import secrets
 import threading
@@ -299,13 +300,16 @@ def review_page(database, study_id: str, page=1, page_size: int = 20) -> Page:
 
     total = results.review_count(database, study_id)
     page, pages, offset = page_bounds(total, page, page_size)
-    cols = ["id", "sender_id", "starter_id", "system_id", "duration_s", "wer", "flags", "prompt", "transcript"]
+    # alignment: the prompt and transcript word by word (recording_qc.align), which the tab draws
+    cols = ["id", "sender_id", "starter_id", "system_id", "duration_s", "wer", "flags", "alignment"]
     rows = pd.DataFrame(queue_for_review(database, study_id, limit=page_size, offset=offset), columns=cols)
     return Page(rows, page, pages, total)
 
 
 def review_item(database, recording_id) -> dict | None:
-    """What the reviewer compares for one recording: audio, prompt and transcript."""
+    """What the reviewer compares for one recording: audio, prompt and transcript, its flags in
+    words and the two aligned word by word (recording_qc.align)."""
+    from services.recording_qc import FLAG_TEXT, align
     from storage import results as res
 
     try:
@@ -316,8 +320,11 @@ def review_item(database, recording_id) -> dict | None:
         return None
     ex = queue.exchange(database, rec["exchange_id"])
     starter = studies.starter(database, ex["study_id"], ex["starter_id"])
+    flags = json.loads(rec["qc_flags"] or "[]")
     return {"id": rec["id"], "audio": rec["path_original"], "prompt": starter["text"],
-            "transcript": rec["transcript"] or "", "wer": rec["wer"], "status": rec["qc_status"]}
+            "transcript": rec["transcript"] or "", "wer": rec["wer"], "status": rec["qc_status"],
+            "flags": [FLAG_TEXT.get(f, f) for f in flags],
+            "alignment": align(starter["text"], rec["transcript"] or "")}
 
 
 def exchange_phase(row: dict) -> str:

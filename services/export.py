@@ -154,9 +154,30 @@ def _participant_extras(rows: list[dict]) -> None:
         r["self_enrolled"] = int(r["claimed_at"] is not None)
 
 
-def _exchange_extras(rows: list[dict]) -> None:
+def _exchange_extras(rows: list[dict], variants_by_system: dict[str, str]) -> None:
     for r in rows:
         r["origin"] = "recorded" if r["sender__pid"] is not None else "imported"
+        r["target_variant"] = variants_by_system.get(r["system"], "")
+
+
+def system_variants(database, study_id: str) -> dict[str, str]:
+    """system id -> the Portuguese variant it produced for this study (services/variants.py):
+    pt-PT, pt-BR, or "" where nothing named one (a prompt saying only "Portuguese", NLLB's
+    por_Latn, translations imported from elsewhere)."""
+    from services import systems as registry, variants
+    from storage import studies
+
+    study = studies.get_study(database, study_id)
+    target = variants.of_study(study["config"] if study else None)
+    out = {}
+    for row in studies.systems(database, study_id):
+        cfg = row["config"]
+        try:
+            out[row["id"]] = registry.produced_variant(registry.study_system_config(cfg),
+                                                       cfg.get("target_variant") or target)
+        except (KeyError, ValueError):        # a preset this version no longer has
+            out[row["id"]] = ""
+    return out
 
 
 def _event_extras(rows: list[dict], names: dict[int, str]) -> None:
@@ -236,6 +257,7 @@ def build_tables(database, study_id: str, media_dir=None, include_external_ids: 
     allowed = exportable_participants(database, study_id)
     names = pseudonyms(exports.participant_rows(database, study_id))
     copies, missing, tables = [], [], {}
+    variants_by_system = system_variants(database, study_id)
     for table, query in QUERIES.items():
         if table == "events" and not include_events:
             continue
@@ -243,7 +265,10 @@ def build_tables(database, study_id: str, media_dir=None, include_external_ids: 
         if table == "participants":
             _participant_extras(rows)
         elif table == "exchanges":
-            _exchange_extras(rows)
+            _exchange_extras(rows, variants_by_system)
+        elif table == "systems":
+            for r in rows:
+                r["target_variant"] = variants_by_system.get(r["system"], "")
         elif table == "recordings":
             _recording_extras(rows, names, media_dir, include_audio, copies, missing)
         elif table == "events":
@@ -351,6 +376,15 @@ def _private(folder: Path) -> None:
     os.chmod(folder, 0o700)
 
 
+def _study_variant(database, study_id: str) -> str:
+    """The Portuguese variant the study targets (its receivers read), for the README and manifest."""
+    from services import variants
+    from storage import studies
+
+    study = studies.get_study(database, study_id)
+    return variants.of_study(study["config"]) if study and "usability" in study["config"] else ""
+
+
 def export_study(database, study_id: str, out_dir, fmt: str = "csv", media_dir=None,
                  include_external_ids: bool = False, include_events: bool = False,
                  include_audio: bool = True) -> ExportResult:
@@ -379,13 +413,15 @@ def export_study(database, study_id: str, out_dir, fmt: str = "csv", media_dir=N
             meta = hf_metadata(tables)
             write_jsonl(tmp / "metadata.jsonl", meta)
             files["metadata"], counts["metadata"] = "metadata.jsonl", len(meta)
-        study = exports.study_row(database, study_id)
+        study = dict(exports.study_row(database, study_id))
+        study["target_variant"] = _study_variant(database, study_id)
         options = {"format": fmt, "include_external_ids": include_external_ids, "include_events": include_events,
                    "include_audio": include_audio}
         exported_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         (tmp / "README.md").write_text(dictionary.readme(study, files, counts, options, exported_at, len(audio),
                                                          missing), encoding="utf-8")
-        manifest = {"study": study_id, "name": study["name"], "exported_at": exported_at, **options,
+        manifest = {"study": study_id, "name": study["name"], "target_variant": study["target_variant"],
+                    "exported_at": exported_at, **options,
                     "files": files, "rows": counts, "audio_files": len(audio), "missing_audio": missing}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                            encoding="utf-8")

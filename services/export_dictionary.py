@@ -98,6 +98,8 @@ TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
             "origin": ("string", "recorded (a sender read it) or imported (a translation that already existed)"),
             "created_at": ("timestamp", "when the exchange was created"),
             "translation": ("string", "the Portuguese translation receivers read; empty until translated"),
+            "target_variant": ("string", "the Portuguese variant the exchange's system produces (see "
+                                         "systems.target_variant)"),
             "translation_transcript": ("string", "the system's own English transcript of the recording "
                                                  "(cascades); empty for direct systems and imported exchanges"),
             "translation_meta": ("json", "models used, seconds per stage and audio length (or the origin)"),
@@ -242,6 +244,13 @@ TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
             "system": ("string", "the system id"),
             "label": ("string", "its description"),
             "kind": ("string", "cascade, direct, remote or human"),
+            "target_variant": ("string", "the Portuguese variant the system produces: pt-PT (European) or pt-BR "
+                                         "(Brazilian), the study's target variant where the system's prompt asks "
+                                         "for it, the model's own where it has only one (Bergamot en-pt: "
+                                         "pt-BR); empty where nothing names one (a prompt saying only "
+                                         "\"Portuguese\", NLLB's por_Latn, human translations): the model "
+                                         "chose. The study's own target variant is in manifest.json and the "
+                                         "README's first lines"),
         }),
     "starters": (
         "The texts senders read (study content, not participant data).",
@@ -401,6 +410,8 @@ ANALYSIS_TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
             "respondent_group": ("string", "the respondent's own language group; empty when none (e.g. a rater "
                                            "enrolled without one)"),
             "respondent_gender": ("string", "the respondent's own gender; empty when none"),
+            "corpus": ("string", "the starter's corpus (e.g. BConTrasT, MED-MT, Gemini, Qwen 3): the models' "
+                                 "Source factor, as in paper 000's Table 4"),
         }),
 }
 
@@ -451,7 +462,13 @@ def readme(study: dict, files: dict[str, str], counts: dict[str, int], options: 
             f"{'INCLUDED' if external else 'not included'}; audit-log events "
             f"{'included' if options['include_events'] else 'not included'}; audio "
             f"{'included' if options['include_audio'] else 'not included'}). `manifest.json` repeats these "
-            "options with the row counts.", "",
+            "options with the row counts.", ""]
+    if study.get("target_variant"):
+        out += [f"The study targets `{study['target_variant']}` Portuguese (its `[usability] target_variant`: what "
+                "its receivers are meant to read, and what the LLM prompts and the systems that take a variant "
+                "were asked for); the variant each system produced is in `systems.target_variant` and "
+                "`exchanges.target_variant`.", ""]
+    out += [
             "## Files", "", "| file | rows | what |", "| --- | --- | --- |"]
     for table, rel in files.items():
         out.append(f"| `{rel}` | {counts[table]} | {_cell(TABLES[table][0])} |")

@@ -1,7 +1,9 @@
 """What a participant sees: their tabs, their next open item and their progress.
 
 get_view() is what every tab calls on load and after each submit; it only ever builds
-the fields the participant's role may see (the receiver's view has no source text)."""
+the fields the participant's role may see (the receiver's view has no source text). What it
+says (progress, waiting and finishing messages, refusals) is in the page's language
+(services/texts.py: the receiver's page is in European Portuguese)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -9,7 +11,7 @@ import html
 from dataclasses import dataclass, field
 
 from services import consent, rate_limit, workflow
-from services.texts import sqm_label, texts
+from services.texts import Voice, page_language, refusal, reword, sqm_label, texts
 from storage import participants, queue, results, studies
 
 TAB_PHASES = {
@@ -42,7 +44,7 @@ class TooManyRequests(AccessError):
 def limit_requests(token: str | None) -> None:
     """The per-token request limit of views and submits (services/rate_limit.py, in memory)."""
     if not rate_limit.allow(token):
-        raise TooManyRequests(rate_limit.MESSAGE)
+        raise refusal(TooManyRequests, "too_many_requests")
 
 
 @dataclass
@@ -57,6 +59,10 @@ class ItemView:
     content: dict = field(default_factory=dict)
     completion_code: str = ""
     redirect_url: str = ""
+    ready: int | None = None         # items ready for the participant now (the one shown included)
+    lang: str = "en"
+    # the page's words around the item, in its language: progress, ready, completion_code, redirect
+    labels: dict = field(default_factory=dict)
 
     @property
     def progress(self) -> str:
@@ -66,9 +72,9 @@ class ItemView:
 def participant_for_token(database, token: str | None) -> dict:
     p = participants.by_token(database, token) if token else None
     if not p:
-        raise AccessError("This link is not valid. Please use the personal link you were given.")
+        raise refusal(AccessError, "invalid_link")
     if not p["active"]:
-        raise AccessError("This link has been deactivated. Please contact the study team.")
+        raise refusal(AccessError, "deactivated")
     return p
 
 
@@ -131,9 +137,11 @@ def _content(database, study, p, a) -> dict:
     if phase == "receive":
         # Only the translation and the Portuguese questions: never source, audio or transcript.
         tr = results.translation(database, ex["id"])
+        words = texts(study)["receiver"]
         return {"translation": tr["text"], "questions": [{"idx": q["idx"], "pt": q["pt"]} for q in qs],
-                "instruction": texts(study)["receiver"]["instruction"],
-                "unanswerable_label": texts(study)["receiver"]["unanswerable"]}
+                "instruction": words["instruction"], "unanswerable_label": words["unanswerable"],
+                "translation_heading": words["translation_heading"], "answer_label": words["answer"],
+                "submit": words["submit"]}
     st = studies.starter(database, sid, ex["starter_id"])
     if phase == "record":
         return {"starter_html": bold_key_spans(st["text"], st["key_spans"]),
@@ -175,14 +183,32 @@ def _content(database, study, p, a) -> dict:
 
 
 def get_view(database, token: str | None, tab: str, touch: bool = True, media_dir=None,
-             limited: bool = True) -> ItemView:
-    """limited=False: the view a submit returns (the submit was counted against the limit)."""
+             limited: bool = True, lang: str | None = None) -> ItemView:
+    """limited=False: the view a submit returns (the submit was counted against the limit).
+    lang: the language of what it says (default: the tab's page language)."""
+    voice = Voice(lang or page_language(tab))
+    try:
+        return _view(database, token, tab, touch, media_dir, limited, voice)
+    except AccessError as e:
+        raise reword(e, voice)
+
+
+def _labels(voice: Voice, ready: int | None = None) -> dict:
+    out = {k: voice(k) for k in ("progress", "completion_code", "redirect")}
+    if ready is not None:
+        out["ready"] = voice.ready(ready)
+    return out
+
+
+def _view(database, token, tab, touch, media_dir, limited, voice: Voice) -> ItemView:
     if limited:
         limit_requests(token)
     p = participant_for_token(database, token)
     if tab not in tabs_for(p):
-        raise AccessError("This part of the study is not for your role.")
+        raise refusal(AccessError, "not_your_role")
     study = studies.get_study(database, p["study_id"])
+    voice.study = study
+    lang = voice.lang
     cfg = study["config"]["study"]
     if touch and _stale(p["last_seen_at"]):
         with database.write() as db:
@@ -191,8 +217,8 @@ def get_view(database, token: str | None, tab: str, touch: bool = True, media_di
     stage = consent.pending_stage(database, p, study)
     if stage:      # no item (nor anything of one) before consent and the demographics form
         counts = queue.counts(database, p["id"], phases)
-        return ItemView(tab, stage, consent.MESSAGES[stage], counts["done"],
-                        _total(database, p, study, tab, counts), content=consent.page(study, p["role"], stage))
+        return ItemView(tab, stage, voice(stage), counts["done"], _total(database, p, study, tab, counts),
+                        content=consent.page(study, p["role"], stage), lang=lang, labels=_labels(voice))
     a = queue.next_open(database, p["id"], phases)
     if a is None and touch and workflow.takes_from_pool(p, tab) and workflow.may_take(database, p, study):
         # the only write a view makes besides the first-shown time: taking one item from the pool
@@ -203,15 +229,16 @@ def get_view(database, token: str | None, tab: str, touch: bool = True, media_di
     if a is None:
         if counts["done"] >= total:
             if not _finished_elsewhere(database, p, study, tab):
-                return ItemView(tab, "complete", "Thank you, you have finished this part. Please "
-                                "continue on your other tab.", counts["done"], total)
+                return ItemView(tab, "complete", voice("finished_tab"), counts["done"], total, lang=lang,
+                                labels=_labels(voice))
             if touch and not p["completed_at"]:      # the completion-code list's time (admin)
                 with database.write() as db:
                     participants.mark_completed(db, p["id"])
-            return ItemView(tab, "complete", "Thank you, you have finished this part of the study.",
-                            counts["done"], total, completion_code=cfg["completion_code"],
-                            redirect_url=cfg["redirect_url"])
-        return ItemView(tab, "waiting", _waiting_message(database, p, tab), counts["done"], total)
+            return ItemView(tab, "complete", voice("finished"), counts["done"], total,
+                            completion_code=cfg["completion_code"], redirect_url=cfg["redirect_url"],
+                            lang=lang, labels=_labels(voice))
+        return ItemView(tab, "waiting", _waiting_message(database, p, tab, voice), counts["done"], total,
+                        lang=lang, labels=_labels(voice))
     if a["phase"] == "da":
         from services import da_campaign
         from services.settings import Settings
@@ -219,7 +246,7 @@ def get_view(database, token: str | None, tab: str, touch: bool = True, media_di
         content = da_campaign.item_content(database, study, a, media_dir or Settings.from_env().media_dir)
         if content is None:
             return ItemView(tab, "waiting", "Your items' audio is being prepared. This page checks again "
-                            "every few seconds.", counts["done"], total)
+                            "every few seconds.", counts["done"], total, lang=lang, labels=_labels(voice))
         key = "instruction_audio" if content["modality"] == "audio" else "instruction"
         content["instruction"] = texts(study)["da"][key]
     else:
@@ -227,7 +254,12 @@ def get_view(database, token: str | None, tab: str, touch: bool = True, media_di
     if touch and not a["first_shown_at"]:
         with database.write() as db:
             queue.mark_shown(db, a["id"])
-    return ItemView(tab, "item", "", counts["done"], total, a["phase"], item_key(tab, a), content)
+    ready = None
+    if workflow.takes_from_pool(p, tab):       # items come one at a time: say how many are ready now
+        more = workflow.ready_in_pool(database, p, study)
+        ready = None if more is None else counts["open"] + more
+    return ItemView(tab, "item", "", counts["done"], total, a["phase"], item_key(tab, a), content,
+                    ready=ready, lang=lang, labels=_labels(voice, ready))
 
 
 TOUCH_EVERY_S = 60          # last_seen_at's resolution: a view within a minute of the last writes nothing
@@ -240,14 +272,10 @@ def _stale(last_seen: str | None) -> bool:
     return (dt.datetime.now(dt.timezone.utc) - seen).total_seconds() >= TOUCH_EVERY_S
 
 
-WAITING = "Nothing is ready for you yet: items open as other participants finish their part. " \
-          "This page checks again by itself; you can also come back later with the same link."
-
-
-def _waiting_message(database, p: dict, tab: str) -> str:
+def _waiting_message(database, p: dict, tab: str, voice: Voice | None = None) -> str:
     """Why a sender's survey is not ready yet, when the reason is theirs to know."""
     if tab != "survey" or p["role"] != "sender":
-        return WAITING
+        return (voice or Voice())("waiting")
     state = queue.sender_recording_state(database, p["id"])
     if state["unrecorded"]:
         return (f"Your surveys open once your messages are recorded and translated: {state['unrecorded']} "

@@ -3,8 +3,10 @@
 Both steps are idempotent (a retried or resumed job skips what is stored), and no model
 runs in a request handler: submissions only enqueue this job.
 
-QC needs a transcript: a cascade's own ASR transcript is used; for direct systems the
-default offline ASR transcribes the recording for QC only.
+QC needs a transcript, and every recording of a study gets it from the same ASR (the study's
+[usability] qc_asr, services/recording_qc.py), so that the flag rate does not depend on the
+system: a cascade whose ASR is that config lends its own transcript; otherwise the QC ASR
+transcribes the recording for QC only.
 """
 from __future__ import annotations
 
@@ -13,8 +15,6 @@ import json
 from services import exchange_metrics, recording_qc, systems, workflow
 from services.model_cache import CACHE
 from storage import queue, results, studies
-
-_DEFAULT_QC_ASR = {"asr": "faster-whisper", "asr_beam_size": 5}
 
 
 def process_recording(database, recording_id: int, cache=CACHE) -> dict:
@@ -37,10 +37,16 @@ def process_recording(database, recording_id: int, cache=CACHE) -> dict:
         save_translation(database, rec, ex, result.translation, result.transcript,
                          {"models": result.models, "seconds": result.seconds, "audio_s": rec["duration_s"]})
     if not done["qc"]:
-        transcript = result.transcript if result is not None else results.translation(database, ex["id"])["transcript"]
+        qc_asr = recording_qc.qc_asr_config(study["config"].get("usability"))
+        transcript = None
+        params = dict(system.get("params") or {})
+        cfg = systems.resolve(system["kind"], params, params.pop("preset", None))
+        if cfg.get("kind") == "cascade" and recording_qc.same_asr(cfg, qc_asr):
+            transcript = (result.transcript if result is not None
+                          else results.translation(database, ex["id"])["transcript"])
         if transcript is None:
-            transcript = systems.build_asr(_DEFAULT_QC_ASR, cache).transcribe(rec["path_16k"])
-        save_qc(database, rec, starter["text"], transcript)
+            transcript = systems.build_asr(qc_asr, cache).transcribe(rec["path_16k"])
+        save_qc(database, rec, starter["text"], transcript, qc_asr)
     workflow.exchange_ready(database, ex["id"])
     return {"skipped": False}
 
@@ -53,11 +59,13 @@ def save_translation(database, rec: dict, ex: dict, text: str, transcript: str |
         exchange_metrics.enqueue(db, ex["id"])
 
 
-def save_qc(database, rec: dict, starter_text: str, transcript: str) -> recording_qc.QCResult:
+def save_qc(database, rec: dict, starter_text: str, transcript: str,
+            asr: dict | None = None) -> recording_qc.QCResult:
     qc = recording_qc.check(starter_text, transcript)
     with database.write() as db:
         results.set_recording_qc(db, rec["id"], qc.status, transcript, qc.wer, qc.flags)
-        database.log("worker", "qc", "recordings", rec["id"], {"status": qc.status, "wer": qc.wer})
+        # which ASR wrote the transcript QC read (None: a caller's own transcript)
+        database.log("worker", "qc", "recordings", rec["id"], {"status": qc.status, "wer": qc.wer, "asr": asr})
     return qc
 
 

@@ -5,9 +5,10 @@ key information (prompt "generate"); the answer is parsed (services/question_par
 near-duplicates of each other or of the starter's existing questions and drafts are dropped;
 each question is answered by the LLM from the starter alone (prompt "answer") and dropped when
 the answer is empty or "not stated" (the kept answer is stored as the reference answer); the
-rest are translated to Portuguese (Bergamot en->pt, or the LLM with [questions] translate =
-"llm") and stored as drafts. Nothing reaches the study's questions before a person accepts it
-(services/question_review.py).
+rest are translated to Portuguese (by the LLM into the study's target variant, or by Bergamot
+en->pt, which writes Brazilian Portuguese: [questions] translate, services/question_settings.py)
+and stored as drafts, their model naming the variant. Nothing reaches the study's questions
+before a person accepts it (services/question_review.py).
 
 A model that writes junk (no question parsed, nothing answerable) is reported per starter and
 stores nothing. An unreachable server or a missing model stops the run (every starter would
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from services import llm as llm_service
-from services import question_parse, question_review, question_settings
+from services import question_parse, question_review, question_settings, variants
 from services.backends import BackendUnavailable
 from services.model_cache import CACHE
 from storage import question_drafts, studies
@@ -76,12 +77,15 @@ class Generator:
         self.settings = question_settings.section(cfg)
         self.llm = llm if llm is not None else llm_service.get(cfg, cache=cache)
         self.prompts = {name: question_settings.prompt(cfg, name) for name in question_settings.PROMPTS}
-        if translator is None and self.settings["translate"] == "mt":
-            from services import systems
+        from services import systems
+        if translator is None and question_settings.translator(cfg) == "mt":
             translator = systems.build_mt({"mt": "bergamot"}, cache)
         self.translator = translator           # None: the LLM translates
         mt = getattr(translator, "name", "the LLM") if translator is not None else "the LLM"
-        self.model = f"{self.llm.name}; pt by {mt}"
+        # the Portuguese variant of the questions: the MT's own (Bergamot: pt-BR), or the one the
+        # LLM's prompt asks for
+        self.variant = variants.of_study(cfg) if translator is None else getattr(translator, "variant", "")
+        self.model = f"{self.llm.name}; pt by {mt}" + (f" ({self.variant})" if self.variant else "")
 
     # -- the steps ---------------------------------------------------------------------------
     def ask_questions(self, starter: dict, n: int, avoid: list[str]) -> tuple[list[str], str]:

@@ -7,8 +7,10 @@ must contain are checked at import.
 
 [questions] keys (defaults):
 - n (10): questions generated per starter, 1..10 (questions.idx is 1..10)
-- translate ("mt"): how the English questions become Portuguese: "mt" (Bergamot en->pt,
-  offline) or "llm" (the configured LLM with the prompt_translate prompt)
+- translate ("auto"): how the English questions become Portuguese: "mt" (Bergamot en->pt,
+  offline, Brazilian Portuguese), "llm" (the configured LLM with the prompt_translate prompt,
+  into the study's target variant) or "auto": Bergamot when the study's [usability]
+  target_variant is the one it produces (pt-BR), else the LLM (the generation needs it anyway)
 - prompt_generate, prompt_answer, prompt_answer_pt, prompt_translate (""): override files
 - auto_qa_mode ("pt"): "pt" answers from the Portuguese translation with the Portuguese prompt
   and question; "backtranslation" translates the translation back to English (Bergamot pt->en)
@@ -16,6 +18,10 @@ must contain are checked at import.
 - auto_qa_method ("chrf"): how two answers are compared: "exact" (equal after normalisation),
   "chrf" (sacrebleu chrF >= chrf_threshold) or "e5" (multilingual-e5 cosine >= e5_threshold)
 - chrf_threshold (50.0, 0..100), e5_threshold (0.9, -1..1)
+
+A prompt may also hold the study's Portuguese variant (services/variants.py): {target_language}
+("Portuguese (Portugal)" / "Portuguese (Brazil)"), {target_language_pt}, {target_variant};
+prompt() fills them from the study's [usability] target_variant.
 """
 from __future__ import annotations
 
@@ -23,13 +29,15 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from services import variants
+
 PROMPTS_DIR = Path(__file__).resolve().parent.parent / "assets" / "prompts"
 MAX_QUESTIONS = 10
 MODES = ("pt", "backtranslation")
 METHODS = ("exact", "chrf", "e5")
-TRANSLATORS = ("mt", "llm")
+TRANSLATORS = ("auto", "mt", "llm")
 
-DEFAULTS = {"n": MAX_QUESTIONS, "translate": "mt", "prompt_generate": "", "prompt_answer": "",
+DEFAULTS = {"n": MAX_QUESTIONS, "translate": "auto", "prompt_generate": "", "prompt_answer": "",
             "prompt_answer_pt": "", "prompt_translate": "", "auto_qa_mode": "pt", "auto_qa_method": "chrf",
             "chrf_threshold": 50.0, "e5_threshold": 0.9}
 
@@ -103,9 +111,20 @@ def read_prompts(q: dict, resolve: Callable[[str, str], Path | None]) -> list[tu
 
 
 def prompt(study_config: dict | None, name: str) -> str:
-    """The study's own prompt `name` when it has one, else the default in assets/prompts."""
+    """The study's own prompt `name` when it has one, else the default in assets/prompts, with
+    the study's target variant filled in ({target_language}, {target_language_pt}, {target_variant})."""
     own = section(study_config).get("prompts", {}).get(name)
-    return own if own else (PROMPTS_DIR / PROMPTS[name][0]).read_text(encoding="utf-8")
+    text = own if own else (PROMPTS_DIR / PROMPTS[name][0]).read_text(encoding="utf-8")
+    return variants.fill(text, variants.of_study(study_config))
+
+
+def translator(study_config: dict | None) -> str:
+    """"mt" or "llm": who translates generated questions ("auto" resolved for the study's variant)."""
+    how = section(study_config)["translate"]
+    if how != "auto":
+        return how
+    from services.systems import BERGAMOT_VARIANT
+    return "mt" if variants.of_study(study_config) == BERGAMOT_VARIANT else "llm"
 
 
 def fill(template: str, **values) -> str:

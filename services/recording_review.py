@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from services import workflow
 from services.participant_admin import withdraw_and_reassign
-from services.recording_qc import FLAG_TEXT, MAX_REJECTED
+from services.recording_qc import FLAG_TEXT, MAX_REJECTED, align
 from storage import participants, queue, results
 
 
@@ -33,10 +33,13 @@ class ReviewOutcome:
 
 def queue_for_review(database, study_id: str | None = None, status: str = "flagged", limit: int = 100,
                      offset: int = 0) -> list[dict]:
+    """The recordings to review, each with its flags in words and the normalised prompt and
+    transcript aligned word by word (recording_qc.align: what QC compared)."""
     rows = results.recordings_for_review(database, study_id, status, limit, offset)
     for r in rows:
         flags = json.loads(r["qc_flags"] or "[]")
         r["flags"] = ", ".join(FLAG_TEXT.get(f, f) for f in flags)
+        r["alignment"] = align(r["prompt"], r["transcript"] or "")
     return rows
 
 

@@ -15,7 +15,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services import llm as llm_settings, question_settings
+from services import llm as llm_settings, question_settings, variants
 
 PROTOCOLS = ("usability", "da", "sd")
 ROLES = ("sender", "receiver", "validator", "rater", "da", "sd")
@@ -79,9 +79,18 @@ DEFAULTS = {
                   "references": "",
                   "items_per_receiver": 30, "items_per_validator": 30, "redundancy": 1,
                   "max_recording_seconds": 30, "starter_words": [40, 60],
+                  # the Portuguese the receivers read: pt-PT (the paper's, in Portugal) or pt-BR
+                  # (services/variants.py: reaches the LLM prompts and the systems that take it)
+                  "target_variant": variants.DEFAULT,
                   # a sender not seen for this many days while surveys wait counts as dropped out
                   # (services/dropouts.py); 0: only when the study team says so
-                  "dropout_after_days": 0},
+                  "dropout_after_days": 0,
+                  # the reference level of the analysis's corpus factor (Table 4's "Source"); "":
+                  # the paper's BConTrasT when a starter has it, else the first corpus in sorted order
+                  "corpus_reference": "",
+                  # the one ASR whose transcript every recording's QC checks, whatever system
+                  # translates it (services/recording_qc.py); fields as a cascade's asr_* params
+                  "qc_asr": {}},
     "da": {"segments": None, "modality": "text", "hit_size": 100, "controls": 20, "min_gap": 30,
            "reference_controls": 0, "language": "en", "tts_backend": "auto"},
     "sd": {"sentences": None, "pairs": None, "language": "en", "sentences_per_participant": 3,
@@ -304,10 +313,17 @@ def _check_config(raw: dict, err: _Collector) -> dict:
             for m in ms:
                 if m.strip().lower() not in registry.names():
                     err.add(f, None, "usability.metrics", f"unknown metric '{m}' (known: {', '.join(registry.names())})")
+        from services.recording_qc import qc_asr_problems
+        for k, m in qc_asr_problems(us.get("qc_asr")):
+            err.add(f, None, f"usability.qc_asr{'.' + k if k else ''}", m)
         sw = us.get("starter_words")
         if not (isinstance(sw, list) and len(sw) == 2 and all(isinstance(x, int) for x in sw)
                 and 0 < sw[0] <= sw[1]):
             err.add(f, None, "usability.starter_words", "must be [min, max] word counts")
+        if not isinstance(us.get("corpus_reference"), str):
+            err.add(f, None, "usability.corpus_reference", "must be a string (a corpus of the starters)")
+        if variants.check(us.get("target_variant")):
+            err.add(f, None, "usability.target_variant", variants.check(us.get("target_variant")))
     da = cfg.get("da")
     if da:
         if da.get("modality") not in ("text", "audio", "both"):
@@ -545,6 +561,12 @@ def _load_usability(folder, cfg, systems, bundle, err):
                 bundle.exchanges.append(dict(row))
     if us.get("references"):
         _load_references(folder, us["references"], starters, bundle, err)
+    ref = us.get("corpus_reference")
+    corpora = sorted({s["corpus"] for s in starters.values()})
+    if isinstance(ref, str) and ref.strip() and starters and ref.strip().casefold() not in {
+            c.casefold() for c in corpora}:
+        err.add("study.toml", None, "usability.corpus_reference",
+                f"'{ref}' is not the corpus of any starter (corpora: {', '.join(corpora)})")
     n = us.get("items_per_sender")
     if isinstance(n, int) and starters and n > len(starters):
         err.add("study.toml", None, "usability.items_per_sender",
@@ -716,5 +738,7 @@ def load_study(folder: str | Path) -> StudyBundle:
     if err.errors:
         raise StudyValidationError(err.errors)
     cfg["systems"] = systems
+    for s in systems:                 # what the worker builds each system for (services/systems.py)
+        s["target_variant"] = variants.of_study(cfg)
     bundle.content_hash = _hash_inputs(folder, cfg)
     return bundle

@@ -3,7 +3,8 @@
 submit() refuses items outside the caller's queue, returns the saved state when the item
 was already submitted (a double click or a reconnect writes nothing twice), and otherwise
 validates the payload for the item's phase and stores it with the assignment's timing in
-one transaction, with the downstream work it opens for that exchange (services/workflow.py)."""
+one transaction, with the downstream work it opens for that exchange (services/workflow.py).
+What it says back (the notice, a refusal) is in the page's language (services/texts.py)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -14,6 +15,7 @@ from services import consent, da_campaign, workflow
 from services.audio_intake import IntakeError, store_recording
 from services.items import (TAB_PHASES, WORKFLOW_TABS, AccessError, ItemView, get_view, limit_requests,
                             parse_item_key, participant_for_token, tabs_for)
+from services.texts import Voice, page_language, refusal, reword
 from storage import jobs, participants, queue, results, studies
 from storage.db import now
 
@@ -35,7 +37,7 @@ class SubmitResult:
 
 def _number(value, name, lo, hi, untouched_msg):
     if value is None or (isinstance(value, str) and not value.strip()):
-        raise SubmissionError(untouched_msg)
+        raise untouched_msg if isinstance(untouched_msg, SubmissionError) else SubmissionError(untouched_msg)
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -58,7 +60,7 @@ def _idx_map(items, key="idx") -> dict:
         try:
             out[int(it[key])] = it
         except (KeyError, TypeError, ValueError):
-            raise SubmissionError("Each answer must name its question number.")
+            raise refusal(SubmissionError, "answer_without_number")
     return out
 
 
@@ -68,29 +70,28 @@ def _validate_receive(database, a, payload) -> dict:
     given = _idx_map(payload.get("answers"))
     unknown = set(given) - {q["idx"] for q in qs}
     if unknown:
-        raise SubmissionError(f"There is no question {min(unknown)} for this text.")
+        raise refusal(SubmissionError, "no_such_question", idx=min(unknown))
     clean, missing = [], []
     for q in qs:
         g = given.get(q["idx"], {})
         text = str(g.get("text") or "").strip()
         flag = g.get("unanswerable")
         if flag not in (None, False, True):     # a checkbox sends a boolean: "false" must not count as ticked
-            raise SubmissionError(f"The 'not answerable' mark of question {q['idx']} must be true or false.")
+            raise refusal(SubmissionError, "flag_not_boolean", idx=q["idx"])
         flag = bool(flag)
         if len(text) > MAX_TEXT:
-            raise SubmissionError(f"The answer to question {q['idx']} is too long (at most {MAX_TEXT} characters).")
+            raise refusal(SubmissionError, "answer_too_long", idx=q["idx"], limit=MAX_TEXT)
         if not text and not flag:
             missing.append(q["idx"])
         clean.append({"idx": q["idx"], "text": text, "unanswerable": flag})
     if missing:
-        raise SubmissionError("Please answer every question or mark it as not answerable from the text "
-                              f"(missing: {', '.join(map(str, missing))}).")
+        raise refusal(SubmissionError, "answers_missing", missing=", ".join(map(str, missing)))
     return {"answers": clean}
 
 
 def _validate_validate(database, a, payload) -> dict:
     score = _number(payload.get("score"), "The translation score", 0, 100,
-                    "Please move the slider to score the translation.")
+                    refusal(SubmissionError, "score_missing"))
     receive = queue.assignment(database, int(a["item_id"]))
     idxs = [x["idx"] for x in results.answers(database, receive["id"])]
     marks_in = payload.get("marks") or {}
@@ -119,8 +120,7 @@ def _validate_survey(database, a, payload) -> dict:
 
 
 def _validate_da(database, a, payload) -> dict:
-    return {"score": _number(payload.get("score"), "The score", 0, 100,
-                             "Please move the slider to score the translation.")}
+    return {"score": _number(payload.get("score"), "The score", 0, 100, refusal(SubmissionError, "score_missing"))}
 
 
 def _validate_sd(database, a, payload) -> dict:
@@ -181,15 +181,14 @@ def _active_seconds(a) -> float | None:
     return round(min(max(elapsed, 0.0), IDLE_CLAMP_S), 3)
 
 
-OUT_OF_ORDER = "Items are answered in order, one at a time: please reload the page."
-OUT_OF_ORDER_DA = "Items are rated in order, one at a time: please reload the page."
-WITHDRAWN = "This item has been withdrawn and takes no answer. Please reload your link to continue."
+def _out_of_order(tab: str) -> SubmissionError:
+    return refusal(SubmissionError, "out_of_order_da" if tab == "da" else "out_of_order")
 
 
-def _already_saved(database, a: dict, token, tab: str, media_dir) -> SubmitResult:
+def _already_saved(database, a: dict, token, tab: str, media_dir, voice: Voice) -> SubmitResult:
     """A double click or a reconnect: nothing is written, the saved state comes back."""
-    return SubmitResult(False, "This answer was already saved.", _stored(database, a),
-                        get_view(database, token, tab, media_dir=media_dir, limited=False))
+    return SubmitResult(False, voice("already_saved"), _stored(database, a),
+                        get_view(database, token, tab, media_dir=media_dir, limited=False, lang=voice.lang))
 
 
 def _refuse_in_write(database, p: dict, a: dict, fresh: dict | None, tab: str) -> None:
@@ -198,38 +197,48 @@ def _refuse_in_write(database, p: dict, a: dict, fresh: dict | None, tab: str) -
     else nothing is written."""
     now_p = participants.get(database, p["id"])
     if not now_p or not now_p["active"]:
-        raise AccessError("This link has been deactivated. Please contact the study team.")
+        raise refusal(AccessError, "deactivated")
     if fresh is None or fresh["status"] == "withdrawn":
-        raise SubmissionError(WITHDRAWN)
+        raise refusal(SubmissionError, "withdrawn")
     nxt = queue.next_open(database, p["id"], TAB_PHASES[tab])
     if nxt is None or nxt["id"] != a["id"]:
-        raise SubmissionError(OUT_OF_ORDER_DA if tab == "da" else OUT_OF_ORDER)
+        raise _out_of_order(tab)
 
 
 def submit(database, token: str | None, tab: str, item_id, payload: dict, media_dir=None,
-           actor: str | None = None) -> SubmitResult:
+           actor: str | None = None, lang: str | None = None) -> SubmitResult:
+    """lang: the language of the notice and of a refusal (default: the tab's page language)."""
+    voice = Voice(lang or page_language(tab))
+    try:
+        return _submit(database, token, tab, item_id, payload, media_dir, actor, voice)
+    except (AccessError, SubmissionError) as e:
+        raise reword(e, voice)
+
+
+def _submit(database, token, tab, item_id, payload, media_dir, actor, voice: Voice) -> SubmitResult:
     limit_requests(token)
     p = participant_for_token(database, token)
     if tab not in tabs_for(p) or tab not in TAB_PHASES:
-        raise AccessError("This part of the study is not for your role.")
+        raise refusal(AccessError, "not_your_role")
     study = studies.get_study(database, p["study_id"])
+    voice.study = study
     stage = consent.pending_stage(database, p, study)
     if stage:
-        raise AccessError(consent.MESSAGES[stage])
+        raise refusal(AccessError, stage)
     a = None
     for phase, item in parse_item_key(tab, item_id):
         a = queue.find_assignment(database, p["id"], phase, item)
     if a is None:
-        raise AccessError("This item is not in your queue. Please reload your link to continue.")
+        raise refusal(AccessError, "not_in_queue")
     if a["status"] == "done":
-        return _already_saved(database, a, token, tab, media_dir)
+        return _already_saved(database, a, token, tab, media_dir, voice)
     phase = a["phase"]
     payload = payload or {}
     nxt = queue.next_open(database, p["id"], TAB_PHASES[tab])
     if nxt is None or nxt["id"] != a["id"]:       # checked again inside the write
         if queue.assignment(database, a["id"])["status"] == "done":  # a concurrent double submit saved it
-            return _already_saved(database, a, token, tab, media_dir)
-        raise SubmissionError(OUT_OF_ORDER_DA if tab == "da" else OUT_OF_ORDER)
+            return _already_saved(database, a, token, tab, media_dir, voice)
+        raise _out_of_order(tab)
     if phase == "record":
         try:
             audio = store_recording(payload.get("audio") or "", media_dir,
@@ -249,7 +258,7 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
     with database.write() as db:
         fresh = queue.assignment(database, a["id"])
         if fresh["status"] == "done":  # a concurrent double submit got here first
-            return _already_saved(database, a, token, tab, media_dir)
+            return _already_saved(database, a, token, tab, media_dir, voice)
         _refuse_in_write(database, p, a, fresh, tab)
         if phase == "record":
             au = data["audio"]
@@ -280,5 +289,5 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
                      {"item": a["item_id"], "at": now()})
         if tab in WORKFLOW_TABS:     # a DA or SD answer opens no downstream work
             workflow.after_submit(db, database, study, a)
-    return SubmitResult(True, "Saved.", _stored(database, queue.assignment(database, a["id"])),
-                        get_view(database, token, tab, media_dir=media_dir, limited=False))
+    return SubmitResult(True, voice("saved"), _stored(database, queue.assignment(database, a["id"])),
+                        get_view(database, token, tab, media_dir=media_dir, limited=False, lang=voice.lang))

@@ -10,8 +10,8 @@ correctly answered questions (0-1). sender_id, group and gender are the exchange
 without a sender (imported). The survey's respondent is respondent_id (without that column:
 sender_id, every survey first-person), with their own role, group and gender in
 respondent_role/_group/_gender (carried, not modelled); perspective is first|third;
-starter_id the starter read (services/export_dictionary.py, ANALYSIS_TABLES["usability"],
-documents the columns the app writes).
+starter_id the starter read, corpus its corpus (services/export_dictionary.py,
+ANALYSIS_TABLES["usability"], documents the columns the app writes).
 
 Definitions (:func:`analyze`):
 
@@ -20,22 +20,32 @@ Definitions (:func:`analyze`):
   (and perspective when given): n, mean S/T/R, mu_u, sigma_u (ddof 1), mu_ub, delta_u =
   mu_u - mu_ub, usable_share = share of exchanges with u >= 4; then the baseline's S/T/R,
   sigma_ub and usable share. An empty group, gender or perspective is the level "(none)".
-* rows a model can use: those with a sender, group and gender (the perspective model: also a
-  perspective and a starter_id); a column empty on every row is not asked for (its factor has
-  a single level and is left out). The rows left out are counted by reason in the notes and
+* rows a model can use: those with a sender, group and gender, and a corpus when the data have
+  one (the perspective model: a perspective and a starter_id instead of the corpus); a column
+  empty on every row is not asked for (its factor has a single level and is left out). The rows left out are counted by reason in the notes and
   the model's text file; the descriptive tables, correlations, thresholds and factor
   analysis keep every row.
 * correlations: Spearman rho (scipy.stats.spearmanr) of u with translation_score, qa_score and
   every metric (rows where the signal is present); the heat map shows the pairwise Spearman
   matrix (pandas) of u, u_b and the signals.
-* LMM (statsmodels MixedLM, REML): u ~ system + topic + source + u_b + group * gender with
-  crossed random intercepts for sender, validator and receiver: one all-covering group and a
-  variance component per id (statsmodels' documented way to get crossed effects). Treatment
-  coding; reference levels are the paper's (Hindi, Man, DeSTA2, Everyday, BConTrasT; matched
-  case-insensitively) where present, otherwise the alphabetically first level (``reference=``
-  overrides). A factor with one level is left out; design columns that are empty or collinear
-  (e.g. a group x gender cell without senders) are dropped; both are reported. 95% Wald CIs;
-  p-values from Wald z tests (statsmodels MixedLMResults.pvalues, normal reference).
+* LMM (section 4.2, Table 4; statsmodels MixedLM, REML): u ~ system + topic + corpus + u_b +
+  group * gender with crossed random intercepts for sender, validator and receiver: one
+  all-covering group and a variance component per id (statsmodels' documented way to get
+  crossed effects). corpus is the starter's corpus, the factor Table 4 calls Source (BConTrasT,
+  MED-MT, Gemini, Qwen 3); without a corpus column the natural/synthetic source stands in, with
+  a note. Treatment coding; reference levels are the paper's (Hindi, Man, DeSTA2, Everyday,
+  BConTrasT; matched case-insensitively) where present, otherwise the alphabetically first level
+  (``reference=`` overrides per factor: the study's usability.corpus_reference sets the
+  corpus's; a level asked for but absent is noted). A factor with one level is left out; design
+  columns that are empty or collinear (e.g. a group x gender cell without senders) are dropped;
+  both are reported. 95% Wald CIs; p-values from Wald z tests (statsmodels
+  MixedLMResults.pvalues, normal reference), named in lmm.csv's test column. The paper fitted
+  lme4 through pymer4, whose p-values are Satterthwaite t tests; that approximation is not
+  re-implemented here.
+* score LMM (section 4.3, Figure 3a): the validator's translation_score ~ system + topic +
+  corpus + group * gender with crossed random intercepts for sender and validator (the
+  receiver never touches the translation scored; u_b, the sender's opinion, is no cause of it);
+  the same fitting, coding and tests.
 * perspective (paper 000 appendix A.1, first- vs third-person surveys): MixedLM, REML, of the
   informed survey's u ~ perspective + translation_score + qa_score + system + gender + group
   (the speaker's group and gender; reference perspective first) with crossed random
@@ -43,16 +53,21 @@ Definitions (:func:`analyze`):
   components). Reported: every fixed effect with Wald z, p and 95% CI, and the first/third
   counts it used. Not fitted, with a note saying why, when there are no third-person (or no
   first-person) surveys among the rows it can use.
-* marginal means of u per group x gender cell from the LMM: the fixed-effects prediction
-  averaged with equal weights over the levels of system, topic and source, at the mean u_b
-  (emmeans' default), with Wald SE and CI (MixedLMResults.t_test).
+* marginal means per group x gender cell from each LMM (Figures 2c and 3b): the fixed-effects
+  prediction averaged with equal weights over the levels of system, topic and corpus, u_b at
+  its mean (emmeans' default reference grid), with Wald SE and CI (MixedLMResults.t_test).
+* contrasts (section 4.2): every pair of those cells, a - b, with Wald z and p, and p_holm
+  adjusted by Holm over the model's family of pairs (statsmodels multipletests;
+  services/usability_contrasts.py).
 * metric effects: for every signal x rescaled to [0,1] by its observed min and max (reversed
   for lower-is-better metrics: names containing an entry of ``lower_is_better``, by default
   "metricx", so 1 is always the best observed quality), effect_lmm = its coefficient when
   added to the LMM (one fit per signal, on the rows where it is present, started from the
-  main fit's variance components); effect_low/mid/high = the slope of OLS u ~ x within the
-  translation-score tertiles (pandas qcut; rank-based when tied scores make the cut points
-  coincide).
+  main fit's variance components); effect_low/mid/high = the coefficient of x in OLS of u on x
+  and the LMM's fixed effects (system + topic + corpus + u_b + group * gender: Table 2's
+  "holding other covariates constant") within the translation-score tertiles (pandas qcut;
+  rank-based when tied scores make the cut points coincide), on the rows the LMM can use.
+  metric_effect_estimates.csv has each with SE, statistic, test, 95% CI, n and covariates.
 * thresholds: isotonic regression (scipy.optimize.isotonic_regression) of u on the raw
   signal (increasing; decreasing for lower-is-better), weighted by the count of each distinct
   value; the curve joins each block's weighted-mean signal value and fitted u; value_at_u4 is
@@ -100,6 +115,7 @@ from services.analysis_input import read_csv_cells as _read_csv
 from services.analysis_input import numbers as _numbers
 
 from services import sd_analysis as SD
+from services import usability_contrasts as C
 from services.analysis_output import write_json, write_tables
 from services.figure_files import write_figures
 
@@ -108,25 +124,36 @@ FACTOR_COLUMNS = ["group", "gender", "system", "topic", "source"]
 ITEMS = ["satisfaction", "trust", "reliance"]
 BASELINE_ITEMS = ["satisfaction_b", "trust_b", "reliance_b"]
 REQUIRED = ID_COLUMNS + FACTOR_COLUMNS + ITEMS + BASELINE_ITEMS + ["translation_score", "qa_score"]
-OPTIONAL = ["perspective", "starter_id", "respondent_id", "respondent_role", "respondent_group", "respondent_gender"]
+OPTIONAL = ["perspective", "starter_id", "respondent_id", "respondent_role", "respondent_group", "respondent_gender",
+            "corpus"]
 METRIC_PREFIX = "metric_"
 PERSPECTIVES = ("first", "third")
 SENDER_ATTRIBUTES = ("group", "gender")      # fixed per sender (between-subjects cells)
 SPEAKER_COLUMNS = ("sender_id",) + SENDER_ATTRIBUTES     # empty for an exchange without a sender
 NONE_LEVEL = "(none)"                        # an empty group, gender or perspective in the tables
 # what a model needs of a row, in the order the reasons are counted (column, reason when empty)
-MODEL_NEEDS = (("sender_id", "no sender"), ("group", "no group"), ("gender", "no gender"))
-PERSPECTIVE_NEEDS = (("perspective", "no perspective"),) + MODEL_NEEDS + (("starter_id", "no starter_id"),)
+SPEAKER_NEEDS = (("sender_id", "no sender"), ("group", "no group"), ("gender", "no gender"))
+MODEL_NEEDS = SPEAKER_NEEDS + (("corpus", "no corpus"),)
+PERSPECTIVE_NEEDS = (("perspective", "no perspective"),) + SPEAKER_NEEDS + (("starter_id", "no starter_id"),)
 
+# the paper's reference levels (Table 4); "source" only stands in when there is no corpus column
 DEFAULT_REFERENCE = {"group": "Hindi", "gender": "Man", "system": "DeSTA2", "topic": "Everyday",
-                     "source": "BConTrasT"}
+                     "corpus": "BConTrasT", "source": "natural"}
 LOWER_IS_BETTER = ("metricx",)
 USABLE = 4.0
 PA_ITERATIONS = 500
 PA_PERCENTILE = 95.0
 SEED = 0
 RANDOM_EFFECTS = (("sender", "sender_id"), ("validator", "validator_id"), ("receiver", "receiver_id"))
-FORMULA = "u ~ system + topic + source + u_b + group * gender"
+# the receiver never touches the translation the validator scores, so the score model leaves it out
+SCORE_EFFECTS = (("sender", "sender_id"), ("validator", "validator_id"))
+FORMULA = "u ~ system + topic + corpus + u_b + group * gender"
+SCORE_FORMULA = "translation_score ~ system + topic + corpus + group * gender"
+WALD_Z = "Wald z (statsmodels MixedLM, REML; normal reference)"
+OLS_T = "t (statsmodels OLS)"
+LME4_NOTE = ("The paper fitted lme4 through pymer4, whose p-values are Satterthwaite t tests (lmerTest); "
+             "statsmodels has no Satterthwaite approximation, so these are Wald z: the same estimates and "
+             "SEs (REML), a slightly smaller p in small samples.")
 PERSPECTIVE_EFFECTS = (("respondent", "respondent_id"), ("starter", "starter_id"))
 PERSPECTIVE_FORMULA = "u ~ perspective + translation_score + qa_score + system + gender + group"
 TERTILES = ("low", "mid", "high")
@@ -134,11 +161,13 @@ TERTILES = ("low", "mid", "high")
 GROUP_COLUMNS = ["by", "level", "n", "S", "T", "R", "mu_u", "sigma_u", "mu_ub", "delta_u", "usable_share",
                  "S_b", "T_b", "R_b", "sigma_ub", "usable_share_b"]
 CORRELATION_COLUMNS = ["signal", "spearman_rho", "p_value", "n"]
-LMM_COLUMNS = ["term", "estimate", "std_error", "p_value", "ci_low", "ci_high"]
+LMM_COLUMNS = ["term", "estimate", "std_error", "z", "p_value", "ci_low", "ci_high", "test"]
 EFFECT_COLUMNS = ["signal", "effect_lmm", "effect_low", "effect_mid", "effect_high", "p_lmm", "p_low", "p_mid",
                   "p_high", "n_lmm", "n_low", "n_mid", "n_high", "orientation", "min", "max"]
 THRESHOLD_COLUMNS = ["signal", "value_at_u4", "orientation", "n", "note"]
 MARGINAL_COLUMNS = ["group", "gender", "mean", "std_error", "ci_low", "ci_high", "n"]
+ESTIMATE_COLUMNS = ["signal", "fit", "estimate", "std_error", "statistic", "p_value", "ci_low", "ci_high", "n", "test",
+                    "covariates"]
 PERSPECTIVE_COLUMNS = ["term", "estimate", "std_error", "z", "p_value", "ci_low", "ci_high", "n_first", "n_third"]
 _EPS = 1e-9
 
@@ -170,6 +199,8 @@ class LMMFit:
     seconds: float = 0.0
     rows_left_out: dict = field(default_factory=dict)   # reason -> rows the model could not use
     rows_total: int = 0                                 # rows before those were left out
+    outcome: str = "u"
+    covariate_means: dict = field(default_factory=dict)  # numeric covariate -> its mean (marginal means' grid)
 
 
 @dataclass
@@ -198,6 +229,11 @@ class UsabilityResult:
     lmm_error: str | None = None
     timings: dict = field(default_factory=dict)
     perspective: PerspectiveResult | None = None
+    score_lmm: LMMFit | None = None             # section 4.3: the validator's score (DA+SQM)
+    score_lmm_error: str | None = None
+    score_marginal_means: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MARGINAL_COLUMNS))
+    contrasts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=C.CONTRAST_COLUMNS))
+    effect_estimates: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ESTIMATE_COLUMNS))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -509,16 +545,46 @@ def _levels(d: pd.DataFrame, col: str, reference: dict) -> list[str]:
     return levels
 
 
-def _design(rows: pd.DataFrame, factors: dict, u_b: bool = True) -> pd.DataFrame:
-    """Treatment-coded fixed-effects design: Intercept, system/topic/source dummies, u_b, group
-    and gender dummies, group x gender products. ``factors``: factor -> levels (reference first)."""
+def corpus_factor(rows: pd.DataFrame) -> str:
+    """The factor Table 4 calls "Source": the starter's corpus (BConTrasT, MED-MT, Gemini, Qwen 3
+    in the paper). The natural/synthetic ``source`` stands in only when there is no corpus (no
+    such column, or empty on every row)."""
+    return "corpus" if "corpus" in rows.columns and (rows["corpus"] != "").any() else "source"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One of the paper's LMMs: outcome ~ system + topic + corpus [+ covariates] + group * gender
+    with crossed random intercepts (``effects``: (name, id column) pairs)."""
+    outcome: str
+    covariates: tuple
+    effects: tuple
+    what: str
+
+    def context(self, rows: pd.DataFrame) -> tuple:
+        return ("system", "topic", corpus_factor(rows))
+
+    def formula(self, context) -> str:
+        return f"{self.outcome} ~ " + " + ".join([*context, *self.covariates, "group * gender"])
+
+
+USABILITY_MODEL = ModelSpec("u", ("u_b",), RANDOM_EFFECTS, "the LMM")                    # section 4.2, Table 4
+SCORE_MODEL = ModelSpec("translation_score", (), SCORE_EFFECTS, "the score LMM")        # section 4.3, Figure 3
+
+
+def _design(rows: pd.DataFrame, factors: dict, covariates=("u_b",)) -> pd.DataFrame:
+    """Treatment-coded fixed-effects design: Intercept, the context factors' dummies (system,
+    topic, corpus: every factor but group and gender, in ``factors``' order), the numeric
+    covariates, group and gender dummies, group x gender products. ``factors``: factor ->
+    levels (reference first)."""
     cols = {"Intercept": np.ones(len(rows))}
-    for f in ("system", "topic", "source"):
-        for lv in factors.get(f, [])[1:]:
-            cols[f"{f}: {lv}"] = (rows[f].to_numpy() == lv).astype(float)
-    if u_b:
-        cols["u_b"] = rows["u_b"].to_numpy(dtype=float)
-    for f in ("group", "gender"):
+    for f, levels in factors.items():
+        if f not in SENDER_ATTRIBUTES:
+            for lv in levels[1:]:
+                cols[f"{f}: {lv}"] = (rows[f].to_numpy() == lv).astype(float)
+    for c in covariates:
+        cols[c] = rows[c].to_numpy(dtype=float)
+    for f in SENDER_ATTRIBUTES:
         for lv in factors.get(f, [])[1:]:
             cols[f"{f}: {lv}"] = (rows[f].to_numpy() == lv).astype(float)
     for g in factors.get("group", [])[1:]:
@@ -558,14 +624,14 @@ def _vc_spec(d: pd.DataFrame, notes: list[str] | None = None, effects=RANDOM_EFF
     return VCSpec(names, colnames, mats), names
 
 
-def _fit_mixedlm(d: pd.DataFrame, exog: pd.DataFrame, start=None, effects=RANDOM_EFFECTS):
+def _fit_mixedlm(d: pd.DataFrame, exog: pd.DataFrame, start=None, effects=RANDOM_EFFECTS, outcome: str = "u"):
     from statsmodels.regression.mixed_linear_model import MixedLM
 
     caught_notes: list[str] = []
     vc, names = _vc_spec(d, caught_notes, effects)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = MixedLM(d["u"].to_numpy(dtype=float), exog, groups=np.zeros(len(d), dtype=int),
+        model = MixedLM(d[outcome].to_numpy(dtype=float), exog, groups=np.zeros(len(d), dtype=int),
                         exog_re=np.zeros((len(d), 0)), exog_vc=vc)
         with fast_mixedlm():
             res = model.fit(reml=True, start_params=start)
@@ -576,14 +642,14 @@ def _fit_mixedlm(d: pd.DataFrame, exog: pd.DataFrame, start=None, effects=RANDOM
     return model, res, names, caught_notes
 
 
-def _moment_start(d: pd.DataFrame, exog: pd.DataFrame, effects=RANDOM_EFFECTS) -> tuple:
+def _moment_start(d: pd.DataFrame, exog: pd.DataFrame, effects=RANDOM_EFFECTS, outcome: str = "u") -> tuple:
     """A starting point for the REML optimiser from OLS residuals: each variance component's
     share of the residual variance taken as the variance of its level means (clipped to
     0.01-1). statsmodels starts every component at 1 (as large as the residual variance); this
     start is nearer and halves the optimiser's steps at the paper's size. The optimum, not the
     start, is what is reported (the tests check it against statsmodels' own start)."""
     x = exog.to_numpy(dtype=float)
-    y = d["u"].to_numpy(dtype=float)
+    y = d[outcome].to_numpy(dtype=float)
     beta, *_ = np.linalg.lstsq(x, y, rcond=None)
     r = pd.Series(y - x @ beta, index=d.index)
     total = float(r.var()) or 1.0
@@ -626,8 +692,9 @@ def _factor_levels(rows: pd.DataFrame, columns, reference: dict) -> tuple[dict, 
     return factors, dropped
 
 
-def _fit_design(rows: pd.DataFrame, exog: pd.DataFrame, dropped: list[str], effects, start, what: str):
-    """REML fit of u on the full-rank columns of exog (collinear ones appended to ``dropped``)
+def _fit_design(rows: pd.DataFrame, exog: pd.DataFrame, dropped: list[str], effects, start, what: str,
+                outcome: str = "u"):
+    """REML fit of ``outcome`` on the full-rank columns of exog (collinear ones appended to ``dropped``)
     with a variance component per entry of ``effects``: (exog kept, MixedLMResults, fixed-effects
     table (LMM_COLUMNS), variance components, warnings)."""
     names = list(exog.columns)
@@ -639,14 +706,15 @@ def _fit_design(rows: pd.DataFrame, exog: pd.DataFrame, dropped: list[str], effe
     if isinstance(start, LMMFit):
         start = _start_values(start)
     if start is None:
-        start = _moment_start(rows, exog, effects)
-    model, res, vc_names, notes = _fit_mixedlm(rows, exog, _start_params(start, exog.shape[1]), effects)
+        start = _moment_start(rows, exog, effects, outcome)
+    model, res, vc_names, notes = _fit_mixedlm(rows, exog, _start_params(start, exog.shape[1]), effects, outcome)
     k = exog.shape[1]
     ci = np.asarray(res.conf_int())[:k]
     table = pd.DataFrame({"term": list(exog.columns), "estimate": np.asarray(res.fe_params, dtype=float),
                           "std_error": np.asarray(res.bse_fe, dtype=float),
+                          "z": np.asarray(res.tvalues, dtype=float)[:k],
                           "p_value": np.asarray(res.pvalues, dtype=float)[:k],
-                          "ci_low": ci[:, 0], "ci_high": ci[:, 1]})
+                          "ci_low": ci[:, 0], "ci_high": ci[:, 1], "test": WALD_Z})
     vcomp = np.asarray(res.vcomp, dtype=float)
     comps = {}
     for name, v in zip(vc_names, vcomp):
@@ -655,62 +723,110 @@ def _fit_design(rows: pd.DataFrame, exog: pd.DataFrame, dropped: list[str], effe
     return exog, res, table, comps, notes
 
 
-def fit_lmm(d: pd.DataFrame, reference: dict | None = None, extra: pd.Series | None = None,
-            extra_name: str = "signal", start: LMMFit | tuple | None = None, llf: bool = True) -> LMMFit:
-    """REML fit of FORMULA (+ ``extra`` as a covariate, on the rows where it is present) with
-    crossed random intercepts for sender, validator and receiver (statsmodels MixedLM: one
-    all-covering group, one variance component per id), on the rows with the speaker's sender,
-    group and gender (model_rows). ``start``: a previous fit (or its _start_values) whose
-    estimates start the optimiser. llf=False skips the log-likelihood (statsmodels evaluates it
-    once more: 40 ms at the paper's size), NaN then."""
+def _reference_notes(factors: dict, asked: dict) -> list[str]:
+    """A reference level the caller asked for (a study setting) but the data lack: say which
+    level stands in (the first in sorted order)."""
+    out = []
+    for f, want in asked.items():
+        lv = factors.get(f)
+        if lv and want not in (None, "") and lv[0].casefold() != str(want).casefold():
+            out.append(f"reference level {want!r} of {f} is not in the data: the first in sorted order, "
+                       f"{lv[0]!r}, is the reference")
+    return out
+
+
+def fit_model(d: pd.DataFrame, spec: ModelSpec, reference: dict | None = None, extra: pd.Series | None = None,
+              extra_name: str = "signal", start: LMMFit | tuple | None = None, llf: bool = True) -> LMMFit:
+    """REML fit of ``spec`` (+ ``extra`` as a covariate, on the rows where it is present) with
+    its crossed random intercepts (statsmodels MixedLM: one all-covering group, one variance
+    component per id), on the rows with the speaker's sender, group and gender and a corpus
+    (model_rows). ``reference``: factor -> level, over DEFAULT_REFERENCE (the paper's); a level
+    absent from the data falls back to the first in sorted order (noted when asked for).
+    ``start``: a previous fit (or its _start_values) whose estimates start the optimiser.
+    llf=False skips the log-likelihood (statsmodels evaluates it once more: 40 ms at the
+    paper's size), NaN then."""
     t0 = time.perf_counter()
-    reference = dict(DEFAULT_REFERENCE if reference is None else reference)
+    asked = dict(reference or {})
+    reference = {**DEFAULT_REFERENCE, **asked}
     rows, left = model_rows(d)
     if extra is not None:
         rows = rows[extra[rows.index].notna()]
-    factors, dropped = _factor_levels(rows, FACTOR_COLUMNS, reference)
+    context = spec.context(rows)
+    factors, dropped = _factor_levels(rows, SENDER_ATTRIBUTES + context, reference)
     model_factors = {f: lv for f, lv in factors.items() if len(lv) >= 2}
-    exog = _design(rows, model_factors)
+    exog = _design(rows, model_factors, spec.covariates)
     if extra is not None:
         exog[extra_name] = extra[rows.index].to_numpy(dtype=float)
-    exog, res, table, comps, notes = _fit_design(rows, exog, dropped, RANDOM_EFFECTS, start, "the LMM")
-    formula = FORMULA + (f" + {extra_name}" if extra is not None else "")
+    exog, res, table, comps, notes = _fit_design(rows, exog, dropped, spec.effects, start, spec.what, spec.outcome)
+    notes = _reference_notes(factors, asked) + notes
+    if context[-1] == "source":
+        notes.append("no corpus column: the starter's source (natural/synthetic) stands in for Table 4's "
+                     "Source, the corpus")
+    formula = spec.formula(context) + (f" + {extra_name}" if extra is not None else "")
     return LMMFit(table=table, terms=list(exog.columns), formula=formula, n=len(rows), variance_components=comps,
                   residual_variance=float(res.scale), converged=bool(res.converged),
                   llf=float(res.llf) if llf else math.nan,
                   reference={f: lv[0] for f, lv in factors.items() if lv}, dropped=dropped, warnings=notes,
                   factors=model_factors, u_b_mean=float(rows["u_b"].mean()), result=res,
-                  seconds=time.perf_counter() - t0, rows_left_out=left, rows_total=len(d))
+                  seconds=time.perf_counter() - t0, rows_left_out=left, rows_total=len(d), outcome=spec.outcome,
+                  covariate_means={c: float(rows[c].mean()) for c in spec.covariates})
 
 
-def marginal_means(fit: LMMFit, d: pd.DataFrame) -> pd.DataFrame:
-    """Per group x gender cell: the LMM's fixed-effects prediction averaged with equal weights
-    over the levels of system, topic and source, u_b at its mean; Wald SE and 95% CI from
-    MixedLMResults.t_test. n = the cell's exchanges (of the rows the model used)."""
+def fit_lmm(d: pd.DataFrame, reference: dict | None = None, extra: pd.Series | None = None,
+            extra_name: str = "signal", start: LMMFit | tuple | None = None, llf: bool = True) -> LMMFit:
+    """Section 4.2 / Table 4: FORMULA with crossed random intercepts for sender, validator and
+    receiver (fit_model with USABILITY_MODEL)."""
+    return fit_model(d, USABILITY_MODEL, reference, extra, extra_name, start, llf)
+
+
+def fit_score_lmm(d: pd.DataFrame, reference: dict | None = None) -> LMMFit:
+    """Section 4.3 / Figure 3a: the validator's DA+SQM score ~ system + topic + corpus +
+    group * gender with crossed random intercepts for sender and validator (SCORE_MODEL)."""
+    return fit_model(d, SCORE_MODEL, reference)
+
+
+def marginal_grid(fit: LMMFit, d: pd.DataFrame) -> tuple[list[tuple], np.ndarray, list[int]]:
+    """emmeans' reference grid of each group x gender cell with exchanges among the model's
+    rows: every combination of the other factors' levels with equal weight, the numeric
+    covariates at their means. Returns the cells, L (one row per cell over fit.terms: the mean
+    of the grid's design rows, so L @ beta is the marginal mean) and each cell's n."""
     d, _ = model_rows(d)
-    groups = sorted(d["group"].unique())
-    genders = sorted(d["gender"].unique())
-    others = [f for f in ("system", "topic", "source") if f in fit.factors]
+    n = d.groupby(["group", "gender"]).size()
+    others = [f for f in fit.factors if f not in SENDER_ATTRIBUTES]
     combos = list(itertools.product(*[fit.factors[f] for f in others])) or [()]
-    rows, cells = [], []
-    for g, s in itertools.product(groups, genders):
+    cells, rows = [], []
+    for g, s in itertools.product(sorted(d["group"].unique()), sorted(d["gender"].unique())):
+        if not n.get((g, s), 0):
+            continue               # not estimable: its interaction column was dropped
         grid = pd.DataFrame([dict(zip(others, c)) for c in combos] or [{}])
-        grid["group"], grid["gender"], grid["u_b"] = g, s, fit.u_b_mean
+        grid["group"], grid["gender"] = g, s
+        for c, m in fit.covariate_means.items():
+            grid[c] = m
         for f in others:
             grid[f] = grid[f].astype(str)
-        x = _design(grid, fit.factors)
-        x = x.reindex(columns=fit.terms, fill_value=0.0)
+        x = _design(grid, fit.factors, tuple(fit.covariate_means)).reindex(columns=fit.terms, fill_value=0.0)
         rows.append(x.to_numpy().mean(axis=0))
         cells.append((g, s))
-    tt = fit.result.t_test(np.vstack(rows))
-    est = np.atleast_1d(np.asarray(tt.effect, dtype=float))
-    se = np.atleast_1d(np.asarray(tt.sd, dtype=float)).ravel()
-    ci = np.asarray(tt.conf_int(alpha=0.05), dtype=float).reshape(-1, 2)
-    n = d.groupby(["group", "gender"]).size()
-    out = pd.DataFrame({"group": [c[0] for c in cells], "gender": [c[1] for c in cells], "mean": est,
-                        "std_error": se, "ci_low": ci[:, 0], "ci_high": ci[:, 1],
-                        "n": [int(n.get(c, 0)) for c in cells]})
-    return out[out["n"] > 0].reset_index(drop=True)[MARGINAL_COLUMNS]
+    return cells, np.vstack(rows), [int(n[c]) for c in cells]
+
+
+def marginal_means(fit: LMMFit, d: pd.DataFrame, grid: tuple | None = None) -> pd.DataFrame:
+    """Per group x gender cell (marginal_grid, or ``grid`` when already built): the
+    fixed-effects prediction averaged with equal weights over the other factors' levels,
+    covariates at their means; Wald SE and 95% CI (MixedLMResults.t_test). n = the cell's
+    exchanges (of the rows the model used)."""
+    cells, L, n = grid or marginal_grid(fit, d)
+    w = C.wald(fit.result, L)
+    out = pd.DataFrame({"group": [c[0] for c in cells], "gender": [c[1] for c in cells], "mean": w["estimate"],
+                        "std_error": w["std_error"], "ci_low": w["ci_low"], "ci_high": w["ci_high"], "n": n})
+    return out[MARGINAL_COLUMNS]
+
+
+def cell_contrasts(fit: LMMFit, d: pd.DataFrame, grid: tuple | None = None) -> pd.DataFrame:
+    """Section 4.2: every pairwise difference of the group x gender marginal means, Wald z,
+    Holm-adjusted over the model's family of pairs (usability_contrasts.pairwise)."""
+    cells, L, _ = grid or marginal_grid(fit, d)
+    return C.pairwise(fit.result, L, [f"{g} x {s}" for g, s in cells], fit.outcome)
 
 
 def lmm_text(fit: LMMFit) -> str:
@@ -726,9 +842,13 @@ def lmm_text(fit: LMMFit) -> str:
     lines.append(f"residual variance: {fit.residual_variance:.4f}")
     lines.append(f"REML log-likelihood: {fit.llf:.3f}")
     lines.append(f"converged: {'yes' if fit.converged else 'NO'}")
-    lines.append("reference levels: " + ", ".join(f"{k} = {v}" for k, v in fit.reference.items()))
-    lines.append("coding: treatment (dummy) coding; p-values from Wald z tests and 95% Wald confidence intervals "
-                 "(normal reference, statsmodels MixedLMResults)")
+    lines.append("reference levels: " + ", ".join(f"{k} = {v}" for k, v in fit.reference.items())
+                 + " (the paper's where present, else the first in sorted order; corpus: the study's "
+                   "usability.corpus_reference when set)")
+    if "corpus" in fit.reference:
+        lines.append("corpus: the starter's corpus, the factor the paper's Table 4 calls Source")
+    lines.append(f"coding: treatment (dummy) coding; test: {WALD_Z}, 95% Wald confidence intervals. "
+                 f"{LME4_NOTE}")
     for dr in fit.dropped:
         lines.append(f"left out: {dr}")
     for w in fit.warnings:
@@ -737,7 +857,7 @@ def lmm_text(fit: LMMFit) -> str:
     lines.append("fixed effects:")
     width = max(len(t) for t in fit.table["term"])
     for r in fit.table.itertuples():
-        lines.append(f"  {r.term:<{width}}  {r.estimate:+.3f}  SE {r.std_error:.3f}  p {r.p_value:.3g}  "
+        lines.append(f"  {r.term:<{width}}  {r.estimate:+.3f}  SE {r.std_error:.3f}  z {r.z:+.2f}  p {r.p_value:.3g}  "
                      f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}]")
     if fit.result is not None:
         lines += ["", "statsmodels summary:", fit.result.summary().as_text()]
@@ -776,7 +896,7 @@ def fit_perspective(d: pd.DataFrame, reference: dict | None = None) -> Perspecti
     and starter_id (model_rows). Not fitted (fit None, note saying why) without third-person
     or first-person surveys among those rows, or when the model cannot be fitted."""
     t0 = time.perf_counter()
-    reference = {**(DEFAULT_REFERENCE if reference is None else reference), "perspective": PERSPECTIVES[0]}
+    reference = {**DEFAULT_REFERENCE, **(reference or {}), "perspective": PERSPECTIVES[0]}
     p = d["perspective"] if "perspective" in d.columns else pd.Series("", index=d.index)
     counts = {k: int((p == k).sum()) for k in PERSPECTIVES}
     empty = pd.DataFrame(columns=PERSPECTIVE_COLUMNS)
@@ -796,7 +916,6 @@ def fit_perspective(d: pd.DataFrame, reference: dict | None = None) -> Perspecti
                                                      PERSPECTIVE_EFFECTS, None, "the perspective model")
     except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
         return PerspectiveResult(empty, None, counts, f"the model could not be fitted: {e}")
-    table.insert(3, "z", np.asarray(res.tvalues, dtype=float)[:len(table)])
     table["n_first"], table["n_third"] = used["first"], used["third"]
     fit = LMMFit(table=table[LMM_COLUMNS], terms=list(exog.columns), formula=PERSPECTIVE_FORMULA, n=len(rows),
                  variance_components=comps, residual_variance=float(res.scale), converged=bool(res.converged),
@@ -859,8 +978,14 @@ def tertiles(d: pd.DataFrame) -> tuple[pd.Series, str]:
                 "qcut on the rank of translation_score (tied scores made cut points coincide)")
 
 
+def _estimate_row(signal: str, fit: str, r, statistic: float, n: int, test: str, covariates: str) -> dict:
+    return {"signal": signal, "fit": fit, "estimate": float(r["estimate"]), "std_error": float(r["std_error"]),
+            "statistic": float(statistic), "p_value": float(r["p_value"]), "ci_low": float(r["ci_low"]),
+            "ci_high": float(r["ci_high"]), "n": int(n), "test": test, "covariates": covariates}
+
+
 def _signal_lmm(d: pd.DataFrame, reference: dict | None, x: pd.Series, signal: str, start: tuple | None) -> dict:
-    """The LMM with one rescaled signal added: its coefficient and p-value."""
+    """The LMM with one rescaled signal added: its coefficient, p-value and estimate row."""
     try:
         f = fit_lmm(d, reference, extra=x, extra_name=signal, start=start, llf=False)
     except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
@@ -868,18 +993,55 @@ def _signal_lmm(d: pd.DataFrame, reference: dict | None, x: pd.Series, signal: s
     t = f.table.set_index("term")
     out = {"n_lmm": f.n, "converged": f.converged}
     if signal in t.index:
-        out.update(effect_lmm=float(t.at[signal, "estimate"]), p_lmm=float(t.at[signal, "p_value"]))
+        r = t.loc[signal]
+        rhs = f.formula.split(" ~ ", 1)[1].rsplit(" + ", 1)[0]
+        random = ", ".join(f.variance_components)
+        out.update(effect_lmm=float(r["estimate"]), p_lmm=float(r["p_value"]),
+                   estimate=_estimate_row(signal, "lmm", r, r["z"], f.n, WALD_Z,
+                                          f"{rhs}; random intercepts: {random}"))
     return out
 
 
-def metric_effects(d: pd.DataFrame, base: LMMFit | None, signals: list[str], reference: dict | None = None,
-                   lower_is_better=LOWER_IS_BETTER, notes: list[str] | None = None) -> pd.DataFrame:
-    """metric_effects.csv: per signal effect_lmm (its coefficient, rescaled to [0,1], added to
-    the LMM) and effect_low/mid/high (OLS u ~ rescaled signal within translation-score
-    tertiles), with p-values and row counts. The per-signal LMMs start from ``base``'s
-    estimates."""
+def tertile_ols(d: pd.DataFrame, x: pd.Series, signal: str, rows: pd.Series, reference: dict | None = None):
+    """Table 2's e_low/e_med/e_high for one tertile: OLS (statsmodels) of u on the rescaled
+    signal and the LMM's fixed effects (system + topic + corpus + u_b + group * gender: the
+    caption's "holding other covariates constant") over ``rows`` (a boolean mask) among the rows
+    the LMM can use. Design columns that are empty or collinear within the tertile are left
+    out. Returns (estimate row or None, why not, rows used)."""
     import statsmodels.api as sm
 
+    use, _ = model_rows(d)
+    use = use[rows[use.index] & x[use.index].notna()]
+    if len(use) < 3 or x[use.index].nunique() < 2:
+        return None, f"{len(use)} rows with varying {signal}: too few", len(use)
+    reference = {**DEFAULT_REFERENCE, **(reference or {})}
+    context = USABILITY_MODEL.context(use)
+    factors, _ = _factor_levels(use, SENDER_ATTRIBUTES + context, reference)
+    design = _design(use, {f: lv for f, lv in factors.items() if len(lv) >= 2}, USABILITY_MODEL.covariates)
+    design.insert(1, signal, x[use.index].to_numpy(dtype=float))   # before the covariates: kept first
+    keep, collinear = _full_rank_columns(design.to_numpy(), list(design.columns))
+    design = design.iloc[:, keep]
+    if signal not in design.columns:
+        return None, f"{signal} is collinear with the covariates", len(use)
+    if len(use) <= design.shape[1] + 1:
+        return None, f"{len(use)} rows for {design.shape[1]} coefficients: too few", len(use)
+    res = sm.OLS(use["u"].to_numpy(dtype=float), design).fit()
+    ci = res.conf_int().loc[signal]
+    r = {"estimate": res.params[signal], "std_error": res.bse[signal], "p_value": res.pvalues[signal],
+         "ci_low": ci.iloc[0], "ci_high": ci.iloc[1]}
+    rhs = " + ".join([*context, *USABILITY_MODEL.covariates, "group * gender"])
+    left = f" (left out: {', '.join(collinear)})" if collinear else ""
+    return _estimate_row(signal, "", r, res.tvalues[signal], len(use), OLS_T, rhs + left), "", len(use)
+
+
+def metric_effect_tables(d: pd.DataFrame, base: LMMFit | None, signals: list[str], reference: dict | None = None,
+                         lower_is_better=LOWER_IS_BETTER,
+                         notes: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """metric_effects.csv (Table 2: per signal effect_lmm, its coefficient, rescaled to [0,1],
+    added to the LMM, and effect_low/mid/high, tertile_ols within the translation-score
+    tertiles, with p-values and row counts) and metric_effect_estimates.csv (ESTIMATE_COLUMNS:
+    the same estimates with SE, test statistic, 95% CI and covariates, one row per signal and
+    fit). The per-signal LMMs start from ``base``'s estimates."""
     tert, how = tertiles(d)
     if notes is not None:
         notes.append(f"tertiles: {how}")
@@ -887,7 +1049,7 @@ def metric_effects(d: pd.DataFrame, base: LMMFit | None, signals: list[str], ref
     lmm_signals = [s for s in signals if base is not None and scaled[s].notna().sum()]
     start = _start_values(base)
     lmm = {s: _signal_lmm(d, reference, scaled[s], s, start) for s in lmm_signals}
-    rows = []
+    rows, estimates = [], []
     for s in signals:
         lower = _lower_is_better(s, lower_is_better)
         x = scaled[s]
@@ -899,20 +1061,32 @@ def metric_effects(d: pd.DataFrame, base: LMMFit | None, signals: list[str], ref
                 notes.append(fitted["error"])
         elif fitted:
             row.update({k: fitted[k] for k in ("effect_lmm", "p_lmm", "n_lmm") if k in fitted})
+            if "estimate" in fitted:
+                estimates.append(fitted["estimate"])
             if not fitted["converged"] and notes is not None:
                 notes.append(f"LMM with {s} did not converge")
+        missing = []
         for t in TERTILES:
-            ok = (tert == t) & x.notna()
-            row[f"n_{t}"] = int(ok.sum())
-            if ok.sum() >= 3 and x[ok].nunique() > 1:
-                res = sm.OLS(d.loc[ok, "u"].to_numpy(float), sm.add_constant(x[ok].to_numpy(float))).fit()
-                row[f"effect_{t}"] = float(res.params[1])
-                row[f"p_{t}"] = float(res.pvalues[1])
+            est, why, row[f"n_{t}"] = tertile_ols(d, x, s, tert == t, reference)
+            if est is None:
+                missing.append(f"{t}: {why}")
+                continue
+            est["fit"] = t
+            estimates.append(est)
+            row.update({f"effect_{t}": est["estimate"], f"p_{t}": est["p_value"]})
+        if missing and notes is not None:
+            notes.append(f"tertile OLS of {s} not fitted in " + "; ".join(missing))
         rows.append(row)
     out = pd.DataFrame(rows, columns=EFFECT_COLUMNS)
     for c in ("n_lmm", "n_low", "n_mid", "n_high"):
         out[c] = out[c].astype("Int64")
-    return out
+    return out, pd.DataFrame(estimates, columns=ESTIMATE_COLUMNS)
+
+
+def metric_effects(d: pd.DataFrame, base: LMMFit | None, signals: list[str], reference: dict | None = None,
+                   lower_is_better=LOWER_IS_BETTER, notes: list[str] | None = None) -> pd.DataFrame:
+    """metric_effects.csv alone (metric_effect_tables)."""
+    return metric_effect_tables(d, base, signals, reference, lower_is_better, notes)[0]
 
 
 def monotone_curve(x, y, increasing: bool = True) -> pd.DataFrame:
@@ -1032,13 +1206,30 @@ def _timed(fn, *args):
     return out, time.perf_counter() - t
 
 
+def _model_with_means(d: pd.DataFrame, spec: ModelSpec, reference: dict | None, notes: list[str]):
+    """(fit, group x gender marginal means, their Holm contrasts, error) of one model; fit None
+    and the error noted when it cannot be fitted."""
+    try:
+        fit = fit_model(d, spec, reference)
+        grid = marginal_grid(fit, d)
+        mm, contrasts = marginal_means(fit, d, grid), cell_contrasts(fit, d, grid)
+    except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
+        notes.append(f"{spec.what} not fitted: {e}".replace("the LMM", "LMM", 1))
+        return None, pd.DataFrame(columns=MARGINAL_COLUMNS), pd.DataFrame(columns=C.CONTRAST_COLUMNS), str(e)
+    if not fit.converged:
+        notes.append(f"{spec.what} did not converge")
+    return fit, mm, contrasts, None
+
+
 def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | None = None,
             lower_is_better=LOWER_IS_BETTER, seed: int = SEED, pa_iterations: int = PA_ITERATIONS,
             metric_lmm: bool = True) -> UsabilityResult:
     """The whole usability analysis of an exchanges table (see the module docstring). When the
     LMM cannot be fitted the result has lmm None and lmm_error saying why (the rest still
-    runs); the perspective model says so in its note. metric_lmm=False skips the per-signal
-    LMMs (effect_lmm empty)."""
+    runs; the score LMM likewise, score_lmm_error); the perspective model says so in its note.
+    ``reference``: factor -> reference level, over the paper's (e.g. {"corpus": the study's
+    usability.corpus_reference}). metric_lmm=False skips the per-signal LMMs (effect_lmm
+    empty)."""
     t_start = time.perf_counter()
     d = _prepared(df, source)
     notes: list[str] = []
@@ -1049,25 +1240,25 @@ def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | 
     corr = correlations(d, signals)
     cmat = correlation_matrix(d, signals)
     timings["descriptive_s"] = time.perf_counter() - t
-    fit, lmm_error, mm = None, None, pd.DataFrame(columns=MARGINAL_COLUMNS)
     t = time.perf_counter()
-    try:
-        fit = fit_lmm(d, reference)
-        mm = marginal_means(fit, d)
-        if not fit.converged:
-            notes.append("the LMM did not converge")
-    except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
-        lmm_error = str(e)
-        notes.append(f"LMM not fitted: {e}")
+    fit, mm, contrasts, lmm_error = _model_with_means(d, USABILITY_MODEL, reference, notes)
     _, left = model_rows(d)
     if left:
-        notes.append(f"LMM: {left_out_text(left, len(d))}: it needs the speaker's sender, group and gender")
+        notes.append(f"LMM: {left_out_text(left, len(d))}: it needs the speaker's sender, group and gender "
+                     f"(and the starter's corpus when the data have one)")
+    if corpus_factor(model_rows(d)[0]) == "source":
+        notes.append("no corpus column: the starter's source (natural/synthetic) stands in for Table 4's Source "
+                     "(the corpus) in the models")
     timings["lmm_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    score, score_mm, score_contrasts, score_error = _model_with_means(d, SCORE_MODEL, reference, notes)
+    timings["score_lmm_s"] = time.perf_counter() - t
     persp, timings["perspective_s"] = _timed(fit_perspective, d, reference)
     if persp.fit is not None and not persp.fit.converged:
         notes.append("the perspective model did not converge")
     t = time.perf_counter()
-    effects = metric_effects(d, fit if metric_lmm else None, signals, reference, lower_is_better, notes)
+    effects, estimates = metric_effect_tables(d, fit if metric_lmm else None, signals, reference, lower_is_better,
+                                              notes)
     timings["metric_effects_s"] = time.perf_counter() - t
     (thr, curves), timings["thresholds_s"] = _timed(thresholds, d, signals, lower_is_better)
     factor, timings["factor_s"] = _timed(factor_analysis, d, seed, pa_iterations)
@@ -1075,7 +1266,11 @@ def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | 
     return UsabilityResult(data=d, signals=signals, groups=groups, correlations=corr, correlation_matrix=cmat,
                            lmm=fit, marginal_means=mm, metric_effects=effects, thresholds=thr,
                            threshold_curves=curves, factor=factor, notes=notes, lmm_error=lmm_error, timings=timings,
-                           perspective=persp)
+                           perspective=persp, score_lmm=score, score_lmm_error=score_error,
+                           score_marginal_means=score_mm,
+                           contrasts=pd.concat([c for c in (contrasts, score_contrasts) if len(c)]
+                                               or [pd.DataFrame(columns=C.CONTRAST_COLUMNS)], ignore_index=True),
+                           effect_estimates=estimates)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1083,7 +1278,8 @@ def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | 
 
 def figures(result: UsabilityResult) -> dict:
     """Plotly figures for the dashboard: u_distribution, baseline_shift, usable_share, quality,
-    correlations, thresholds, marginal_means (the last only when the LMM was fitted)."""
+    correlations, thresholds, marginal_means (when the LMM was fitted), score_lmm and
+    score_marginal_means (when the score LMM was), contrasts and metric_effects (error bars)."""
     import plotly.graph_objects as go
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
@@ -1170,20 +1366,99 @@ def figures(result: UsabilityResult) -> dict:
                           height=330 * nrows, width=380 * ncols + 100)
         out["thresholds"] = fig
 
-    mm = result.marginal_means
-    if len(mm):
-        fig = go.Figure()
-        for i, s in enumerate(genders):
-            x = mm[mm["gender"] == s]
-            fig.add_trace(go.Scatter(x=x["group"], y=x["mean"], mode="markers+lines", name=s,
-                                     marker=dict(size=10, color=palette[i % len(palette)]),
-                                     error_y=dict(type="data", symmetric=False, array=x["ci_high"] - x["mean"],
-                                                  arrayminus=x["mean"] - x["ci_low"])))
-        fig.update_layout(title="LMM marginal means of u by group and gender (95% CI)", xaxis_title="group",
-                          yaxis_title="u", height=450, width=700,
-                          xaxis=dict(categoryorder="array", categoryarray=groups))
-        out["marginal_means"] = fig
+    if len(result.marginal_means):
+        out["marginal_means"] = _means_figure(result.marginal_means, genders, groups, "u",
+                                              "LMM marginal means of u by group and gender (95% CI)")
+    if result.score_lmm is not None:
+        out["score_lmm"] = _coefficient_figure(result.score_lmm, "Validator's score (DA+SQM, 0-100): LMM fixed "
+                                                                 "effects with 95% Wald CI (section 4.3)")
+    if len(result.score_marginal_means):
+        out["score_marginal_means"] = _means_figure(result.score_marginal_means, genders, groups, "translation score",
+                                                    "LMM marginal means of the validator's score by group and "
+                                                    "gender (95% CI)")
+    if len(result.contrasts):
+        out["contrasts"] = _contrasts_figure(result.contrasts)
+    if len(result.effect_estimates):
+        out["metric_effects"] = _effects_figure(result.effect_estimates)
     return out
+
+
+def _ci_bars(frame: pd.DataFrame, col: str = "estimate") -> dict:
+    """Asymmetric error bars from ci_low/ci_high around ``col`` (for error_x or error_y)."""
+    return dict(type="data", symmetric=False, array=frame["ci_high"] - frame[col],
+                arrayminus=frame[col] - frame["ci_low"])
+
+
+def _means_figure(mm: pd.DataFrame, genders, groups, yaxis: str, title: str):
+    import plotly.graph_objects as go
+    from plotly.colors import qualitative
+
+    palette = qualitative.Plotly
+    fig = go.Figure()
+    for i, s in enumerate(genders):
+        x = mm[mm["gender"] == s]
+        fig.add_trace(go.Scatter(x=x["group"], y=x["mean"], mode="markers+lines", name=s,
+                                 marker=dict(size=10, color=palette[i % len(palette)]),
+                                 error_y=_ci_bars(x, "mean")))
+    fig.update_layout(title=title, xaxis_title="group", yaxis_title=yaxis, height=450, width=700,
+                      xaxis=dict(categoryorder="array", categoryarray=groups))
+    return fig
+
+
+def _coefficient_figure(fit: LMMFit, title: str):
+    """Figure 3a: each fixed effect but the intercept with its 95% Wald CI."""
+    import plotly.graph_objects as go
+
+    t = fit.table[fit.table["term"] != "Intercept"].iloc[::-1]
+    fig = go.Figure(go.Scatter(x=t["estimate"], y=t["term"], mode="markers", error_x=_ci_bars(t),
+                               customdata=t[["p_value"]],
+                               hovertemplate="%{y}: %{x:.2f} (p %{customdata[0]:.3g})<extra></extra>"))
+    fig.add_vline(x=0, line_dash="dot", line_color="grey")
+    fig.update_layout(title=title, xaxis_title="estimate (reference: " + ", ".join(fit.reference.values()) + ")",
+                      height=max(400, 28 * len(t) + 160), width=850)
+    return fig
+
+
+def _contrasts_figure(contrasts: pd.DataFrame):
+    """Pairwise differences of the group x gender marginal means, 95% CI, Holm p in the label."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    outcomes = list(dict.fromkeys(contrasts["outcome"]))
+    fig = make_subplots(rows=1, cols=len(outcomes), subplot_titles=outcomes, horizontal_spacing=0.25)
+    for i, o in enumerate(outcomes):
+        c = contrasts[contrasts["outcome"] == o].iloc[::-1]
+        label = c["a"] + " − " + c["b"]
+        fig.add_trace(go.Scatter(x=c["estimate"], y=label, mode="markers", error_x=_ci_bars(c), showlegend=False,
+                                 marker=dict(color=np.where(c["p_holm"] < 0.05, "crimson", "grey")),
+                                 customdata=c[["p_value", "p_holm"]],
+                                 hovertemplate="%{y}: %{x:.2f}<br>p %{customdata[0]:.3g}, Holm %{customdata[1]:.3g}"
+                                               "<extra></extra>"), row=1, col=i + 1)
+        fig.add_vline(x=0, line_dash="dot", line_color="grey", row=1, col=i + 1)
+    n = contrasts.groupby("outcome").size().max()
+    fig.update_layout(title="Pairwise differences of the marginal means (95% CI; red: Holm-adjusted p < 0.05)",
+                      height=max(420, 26 * n + 180), width=520 * len(outcomes) + 120)
+    return fig
+
+
+def _effects_figure(estimates: pd.DataFrame):
+    """Table 2 as error bars: each signal's effect (rescaled to [0,1]) from the LMM and the
+    three tertile OLS fits, with 95% CIs."""
+    import plotly.graph_objects as go
+    from plotly.colors import qualitative
+
+    fig = go.Figure()
+    for i, f in enumerate(("lmm",) + TERTILES):
+        e = estimates[estimates["fit"] == f]
+        if len(e):
+            fig.add_trace(go.Scatter(x=e["signal"], y=e["estimate"], mode="markers",
+                                     name="LMM" if f == "lmm" else f"OLS, {f} tertile",
+                                     marker=dict(size=9, color=qualitative.Plotly[i]), error_y=_ci_bars(e)))
+    fig.add_hline(y=0, line_dash="dot", line_color="grey")
+    fig.update_layout(title="Effect of each quality signal on u (worst to best observed; 95% CI), covariates held "
+                            "constant", scattermode="group", yaxis_title="effect on u (1-5 scale)",
+                      height=480, width=max(700, 140 * estimates["signal"].nunique() + 200))
+    return fig
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1191,8 +1466,10 @@ def figures(result: UsabilityResult) -> dict:
 
 def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory", png: bool | None = None) -> list[Path]:
     """Write groups.csv, correlations.csv, lmm.csv, lmm.txt, marginal_means.csv,
-    metric_effects.csv, thresholds.csv, perspective.csv, perspective.txt, factor.json and each
-    figure as a standalone HTML file (plotly.min.js written once beside them)."""
+    metric_effects.csv, thresholds.csv, metric_effect_estimates.csv, score_lmm.csv,
+    score_lmm.txt, score_marginal_means.csv, contrasts.csv, perspective.csv, perspective.txt,
+    factor.json and each figure as a standalone HTML file (plotly.min.js written once beside
+    them)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -1205,7 +1482,16 @@ def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory"
                  encoding="utf-8")
     paths.append(p)
     paths += write_tables(out, {"marginal_means.csv": result.marginal_means,
-                                "metric_effects.csv": result.metric_effects, "thresholds.csv": result.thresholds})
+                                "metric_effects.csv": result.metric_effects, "thresholds.csv": result.thresholds,
+                                "metric_effect_estimates.csv": result.effect_estimates,
+                                "score_lmm.csv": result.score_lmm.table if result.score_lmm is not None
+                                else pd.DataFrame(columns=LMM_COLUMNS),
+                                "score_marginal_means.csv": result.score_marginal_means,
+                                "contrasts.csv": result.contrasts})
+    p = out / "score_lmm.txt"
+    p.write_text(lmm_text(result.score_lmm) if result.score_lmm is not None
+                 else f"Score LMM not fitted: {result.score_lmm_error}\n", encoding="utf-8")
+    paths.append(p)
     if result.perspective is not None:
         paths += write_tables(out, {"perspective.csv": result.perspective.table})
         p = out / "perspective.txt"
@@ -1232,6 +1518,17 @@ def summary(result: UsabilityResult) -> str:
                      f"{vc}; residual {f.residual_variance:.3f}")
     else:
         lines.append(f"LMM not fitted: {result.lmm_error}")
+    if result.score_lmm is not None:
+        t = result.score_lmm.table
+        groups = t[t["term"].str.startswith("group: ") & ~t["term"].str.contains(" x gender: ", regex=False)]
+        lines.append(f"score LMM (validator's DA+SQM, n {result.score_lmm.n}; Wald z): " + (", ".join(
+            f"{r.term} {r.estimate:+.2f} (p {r.p_value:.3g})" for r in groups.itertuples()) or "no group effects"))
+    else:
+        lines.append(f"score LMM not fitted: {result.score_lmm_error}")
+    sig = result.contrasts[result.contrasts["p_holm"] < 0.05]
+    lines.append(f"pairwise contrasts of the group x gender marginal means: {len(sig)} of {len(result.contrasts)} "
+                 f"with Holm-adjusted p < 0.05" + "".join(f"\n  {r.outcome}: {r.a} − {r.b} {r.estimate:+.2f} "
+                                                           f"(Holm p {r.p_holm:.3g})" for r in sig.itertuples()))
     if result.perspective is not None:
         lines.append(perspective_line(result.perspective))
     for r in result.correlations.itertuples():
@@ -1252,9 +1549,11 @@ def summary(result: UsabilityResult) -> str:
     return "\n".join(lines)
 
 
-def run_cli(path, out_dir) -> str:
-    """Read exchanges, analyse, write outputs to out_dir and return a short human summary."""
+def run_cli(path, out_dir, corpus_reference: str = "") -> str:
+    """Read exchanges, analyse, write outputs to out_dir and return a short human summary.
+    corpus_reference: the corpus factor's reference level (empty: the paper's BConTrasT where
+    present, else the first corpus in sorted order)."""
     df = read_exchanges(path)
-    result = analyze(df, source=str(path))
+    result = analyze(df, source=str(path), reference={"corpus": corpus_reference} if corpus_reference else None)
     files = write_outputs(result, out_dir)
     return f"Usability analysis of {path}\n" + summary(result) + f"\n{len(files)} files written to {out_dir}"

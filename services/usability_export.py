@@ -14,7 +14,7 @@ COLUMNS = export_dictionary.analysis_columns("usability")
 # storage.results.usability_rows: its sender_id, group and gender are the respondent's
 _ROWS = ["exchange_id", "sender_id", "receiver_id", "validator_id", "group", "gender", "system", "topic",
          "source", "satisfaction", "trust", "reliance", "satisfaction_b", "trust_b", "reliance_b",
-         "translation_score", "qa_score", "perspective"]
+         "translation_score", "qa_score", "perspective", "corpus"]
 _IDS = ["exchange_id", "sender_id", "receiver_id", "validator_id", "respondent_id"]
 
 

@@ -231,6 +231,20 @@ def may_take(database, p: dict, study: dict) -> bool:
     return pool.any_open(database, study["id"], phase)
 
 
+def ready_in_pool(database, p: dict, study: dict) -> int | None:
+    """How many more items the participant could take from the pool now, at most their room left
+    (None: their role takes nothing from it). A few indexed reads, however large the study."""
+    phase = POOL_OF_ROLE.get(p["role"])
+    if phase is None or "usability" not in study["config"]:
+        return None
+    load = pool.phase_load(database, p["id"], phase)
+    room = study["config"]["usability"][CAPACITY[phase]] - load
+    if room <= 0:
+        return 0
+    mine = participants.identities(database, [p["id"]])[p["id"]]
+    return pool.takeable(database, study["id"], phase, p["id"], mine, room, scan=room + load + SCAN)
+
+
 def next_item(db, database, p: dict, study: dict) -> dict | None:
     """One pooled item for a participant who has nothing open in their phase (inside a write),
     or None: no room left, or nothing they may take is waiting."""

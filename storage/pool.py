@@ -64,6 +64,25 @@ def any_open(database: Database, study_id: str, phase: str) -> bool:
                                 [study_id, phase]))
 
 
+def takeable(database: Database, study_id: str, phase: str, participant_id: int, identities, limit: int,
+             scan: int) -> int:
+    """How many open items of a phase the participant could take (none they hold or had, none
+    that is their own work), counting at most `limit` among the first `scan` open rows (index
+    work_pool_open: the cost does not grow with the pool)."""
+    if limit <= 0:
+        return 0
+    ids = sorted(identities)
+    marks = ",".join("?" * len(ids)) or "NULL"
+    return database.scalar(
+        f"""SELECT COUNT(*) FROM (
+              SELECT 1 FROM (SELECT phase, item_id, producers FROM work_pool
+                             WHERE study_id = ? AND phase = ? AND need > 0 LIMIT ?) w
+              WHERE NOT EXISTS (SELECT 1 FROM assignments a WHERE a.participant_id = ? AND a.phase = w.phase
+                                AND a.item_id = w.item_id)
+                AND NOT EXISTS (SELECT 1 FROM json_each(w.producers) j WHERE j.value IN ({marks}))
+              LIMIT ?)""", [study_id, phase, scan, participant_id, *ids, limit])
+
+
 def open_strata(database: Database, study_id: str, phase: str, strata: list[str]) -> list[str]:
     """Which of these strata have an open item (one indexed probe each)."""
     return [s for s in strata if database.scalar(

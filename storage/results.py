@@ -203,7 +203,7 @@ def usability_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         """SELECT e.id AS exchange_id, si_a.participant_id AS sender_id, r.participant_id AS receiver_id,
                   va.participant_id AS validator_id, p.grp AS "group", p.gender, e.system_id AS system,
-                  st.domain AS topic, st.source AS source,
+                  st.domain AS topic, st.source AS source, st.corpus AS corpus,
                   si.satisfaction, si.trust, si.reliance,
                   sb.satisfaction AS satisfaction_b, sb.trust AS trust_b, sb.reliance AS reliance_b,
                   v.translation_score, v.qa_score, si.perspective

@@ -12,7 +12,7 @@ from services.recording_review import ReviewError, decide
 from services.study_files import StudyValidationError
 from services.study_import import import_zip
 from services.zerogpu import gpu
-from tabs import admin_participants, admin_questions
+from tabs import admin_participants, admin_questions, admin_review
 from tabs.admin_common import host as _host
 from tabs.admin_common import details_for_admin, download, pager, pick_row
 from tabs.common import Ctx, plain_markdown
@@ -44,12 +44,15 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             with gr.Accordion("Exchanges and their phase", open=False):
                 exchanges = pager("Exchanges", elem_id="exchanges")
             with gr.Accordion("Recordings to review (flagged by QC)", open=True):
-                review = pager("Flagged recordings", wrap=True)
+                review = pager("Flagged recordings", wrap=True, datatype=admin_review.DATATYPES,
+                               column_widths=admin_review.COLUMN_WIDTHS, elem_id="review-table")
+                gr.HTML(admin_review.LEGEND)
                 with gr.Row():
                     rec_id = gr.Number(label="Recording id (click its row above)", value=None, precision=0, scale=1)
                     show_rec = gr.Button("Open", scale=1)
                 rec_audio = gr.Audio(label="Recording", type="filepath", interactive=False, elem_id="review-audio")
                 rec_text = gr.Markdown(elem_id="review-text")
+                rec_align = gr.HTML(elem_id="review-align")
                 with gr.Row():
                     accept = gr.Button("Accept", variant="primary")
                     reject = gr.Button("Reject", variant="stop")
@@ -111,7 +114,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         return {notice: "", progress: admin.progress_table(ctx.database, study_id),
                 collected: admin.collected_counts(ctx.database, study_id),
                 **exchanges.show(admin.exchanges_page(ctx.database, study_id, ex_page)),
-                **review.show(admin.review_page(ctx.database, study_id, rev_page)),
+                **review.show(admin_review.review_table(admin.review_page(ctx.database, study_id, rev_page))),
                 **jobs.show(admin.jobs_page(ctx.database, job_page)), models: admin.models_table(CACHE),
                 **people.refresh(study_id, *people_state)}
 
@@ -141,11 +144,11 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return {review_msg: str(e)}
         item = admin.review_item(ctx.database, rid)
         if item is None:
-            return {review_msg: f"There is no recording {rid}.", rec_audio: None, rec_text: ""}
-        wer = "" if item["wer"] is None else f" · WER {item['wer']:.2f}"
+            return {review_msg: f"There is no recording {rid}.", rec_audio: None, rec_text: "", rec_align: ""}
         return {review_msg: "", rec_audio: item["audio"],
-                rec_text: f"**Status:** {item['status']}{wer}\n\n**Prompt:** {plain_markdown(item['prompt'])}\n\n"
-                          f"**Transcript:** {plain_markdown(item['transcript'])}"}
+                rec_text: f"**Prompt:** {plain_markdown(item['prompt'])}\n\n"
+                          f"**Transcript:** {plain_markdown(item['transcript'])}",
+                rec_align: admin_review.item_html(item)}
 
     def decide_on(decision):
         @details_for_admin
@@ -208,7 +211,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
     for trigger in (refresh.click, study.change):
         trigger(tables, [session, study, exchanges.page, review.page, jobs.page, *people.inputs], table_outs,
                 api_visibility="private")
-    reload_review = review.wire(auth, session, [study], lambda no, sid: admin.review_page(ctx.database, sid, no),
+    reload_review = review.wire(auth, session, [study],
+                                lambda no, sid: admin_review.review_table(admin.review_page(ctx.database, sid, no)),
                                 review_msg, "admin_review_page")
     exchanges.wire(auth, session, [study], lambda no, sid: admin.exchanges_page(ctx.database, sid, no), notice,
                    "admin_exchanges_page")
@@ -216,7 +220,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                             "admin_jobs_page")
     pick_row(review.table, rec_id)
     pick_row(jobs.table, job_id)
-    show_rec.click(open_recording, [session, rec_id], [review_msg, rec_audio, rec_text],
+    show_rec.click(open_recording, [session, rec_id], [review_msg, rec_audio, rec_text, rec_align],
                    api_name="admin_open_recording", api_visibility="undocumented")
     for button, decision in ((accept, "accept"), (reject, "reject")):
         button.click(decide_on(decision), [session, rec_id, study], [review_msg, review.table],

@@ -10,6 +10,40 @@ from tabs import qe_audit as qe_audit_tab
 from tabs.common import Ctx
 
 
+US_PLOTS = 14          # plot slots for the usability figures (services.usability_analysis.figures: 11 at most)
+
+
+def study_reference(database, study_id: str) -> dict | None:
+    """The usability models' reference levels a study sets: its usability.corpus_reference
+    (None when unset, or for a study imported before the setting: the analysis's default)."""
+    from storage import studies
+
+    study = studies.get_study(database, study_id) or {}
+    ref = study.get("config", {}).get("usability", {}).get("corpus_reference", "")
+    return {"corpus": ref} if ref else None
+
+
+def analyse_usability(database, study_id: str, png: bool = False):
+    """The tab's usability analysis of a study: (result, [(name, figure)], files written), or
+    the message to show instead."""
+    import tempfile
+
+    from services import usability_analysis, usability_export
+
+    df = usability_export.exchanges_frame(database, study_id) if study_id else None
+    if df is None or len(df) < 3:
+        return "Too few exchanges with both surveys and a validation yet (pick the study above and press Show first)."
+    try:
+        res = usability_analysis.analyze(df, source=f"study {study_id}", reference=study_reference(database, study_id))
+    except ValueError as e:
+        return f"**The analysis could not run:** {e}"
+    figs = list(usability_analysis.figures(res).items())
+    out_dir = tempfile.mkdtemp(prefix=f"usability-{study_id}-")
+    # PNG copies take kaleido ~1 s a figure: on request only (each plot's camera button saves one too)
+    files = [str(p) for p in usability_analysis.write_outputs(res, out_dir, png=bool(png))]
+    return res, figs, files
+
+
 def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
     with gr.Tab("Analysis", id="analysis", visible=False) as tab:
         notice = gr.Markdown("Log in on the Admin tab first.")
@@ -25,9 +59,16 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             us_groups = gr.Dataframe(label="Groups: S, T, R, mean and sd of u, baseline, shift, usable share",
                                      interactive=False)
             us_corr = gr.Dataframe(label="Spearman correlations of u with each quality signal", interactive=False)
-            us_lmm = gr.Dataframe(label="Linear mixed model (REML)", interactive=False)
+            us_lmm = gr.Dataframe(label="Linear mixed model of u (REML; Wald z tests, see the test column)",
+                                  interactive=False)
+            us_score = gr.Dataframe(label="Linear mixed model of the validator's score (DA+SQM; section 4.3)",
+                                    interactive=False)
+            us_contrasts = gr.Dataframe(label="Pairwise contrasts of the group x gender marginal means "
+                                              "(Holm-adjusted p)", interactive=False)
+            us_effects = gr.Dataframe(label="Quality-signal effects on u: LMM and tertile OLS, covariates held "
+                                            "constant (Table 2)", interactive=False)
             us_thresholds = gr.Dataframe(label="Signal value where u crosses 4", interactive=False)
-            us_plots = [gr.Plot(visible=False) for _ in range(10)]
+            us_plots = [gr.Plot(visible=False) for _ in range(US_PLOTS)]
             us_files = gr.File(label="Tables (CSV) and figures (HTML)", file_count="multiple", interactive=False)
         with gr.Accordion("Direct assessment (paper 001)", open=False):
             da_alpha = gr.Number(label="Significance level (worker reliability, clusters)", value=0.05,
@@ -96,30 +137,23 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             auth.check(sess, _host(request))
         except PermissionError as e:
             return {us_notice: str(e)}
-        import tempfile
+        from services import usability_analysis
 
-        from services import usability_analysis, usability_export
-
-        df = usability_export.exchanges_frame(ctx.database, study_id) if study_id else None
-        if df is None or len(df) < 3:
-            return {us_notice: "Too few exchanges with both surveys and a validation yet "
-                               "(pick the study above and press Show first)."}
-        try:
-            res = usability_analysis.analyze(df, source=f"study {study_id}")
-        except ValueError as e:
-            return {us_notice: f"**The analysis could not run:** {e}"}
-        figs = list(usability_analysis.figures(res).items())
-        out_dir = tempfile.mkdtemp(prefix=f"usability-{study_id}-")
-        # PNG copies take kaleido ~1 s a figure: on request only (each plot's camera button saves one too)
-        files = [str(p) for p in usability_analysis.write_outputs(res, out_dir, png=bool(png))]
+        done = analyse_usability(ctx.database, study_id, png)
+        if isinstance(done, str):
+            return {us_notice: done}
+        res, figs, files = done
         plots = {p: gr.update(visible=i < len(figs), value=figs[i][1] if i < len(figs) else None,
                               label=figs[i][0] if i < len(figs) else None) for i, p in enumerate(us_plots)}
         return {us_notice: usability_analysis.summary(res), us_groups: res.groups, us_corr: res.correlations,
-                us_lmm: res.lmm.table if res.lmm is not None else None, us_thresholds: res.thresholds,
+                us_lmm: res.lmm.table if res.lmm is not None else None,
+                us_score: res.score_lmm.table if res.score_lmm is not None else None,
+                us_contrasts: res.contrasts, us_effects: res.effect_estimates, us_thresholds: res.thresholds,
                 us_files: files, **plots}
 
     us_run.click(run_usability, [session, study, us_png],
-                 [us_notice, us_groups, us_corr, us_lmm, us_thresholds, us_files, *us_plots], api_visibility="private")
+                 [us_notice, us_groups, us_corr, us_lmm, us_score, us_contrasts, us_effects, us_thresholds, us_files,
+                  *us_plots], api_visibility="private")
 
     @details_for_admin
     def run_sd(sess, study_id, k, prune, request: gr.Request):

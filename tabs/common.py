@@ -56,29 +56,54 @@ def view_dict(view: ItemView | None, message: str = "", error: str = "") -> dict
     return d
 
 
+class Refusal(str):
+    """A refusal's message with its key (services/texts.py), so a page can react to which one it
+    is (the validator's "move the slider" goes once the slider moves)."""
+    key: str | None = None
+
+
+def refusal_text(e: Exception) -> Refusal:
+    r = Refusal(str(e))
+    r.key = getattr(e, "key", None)
+    return r
+
+
 def header_html(view: ItemView | None, notice: str = "", error: str = "") -> str:
+    """Progress (with how many items are ready, where they come one at a time), the notice or
+    error, and the waiting or finishing message, in the view's language."""
+    words = {"progress": "Progress", "completion_code": "Your completion code:",
+             "redirect": "Return to Prolific to finish", **(view.labels if view is not None else {})}
     parts = []
     if view is not None:
-        parts.append(f'<div class="progress" aria-live="polite">Progress: <b>{view.progress}</b></div>')
+        ready = (f' <span class="ready">({html.escape(words["ready"])})</span>'
+                 if view.status == "item" and words.get("ready") else "")
+        parts.append(f'<div class="progress" aria-live="polite">{html.escape(words["progress"])}: '
+                     f'<b>{view.progress}</b>{ready}</div>')
     if error:
-        parts.append(f'<div class="msg error" role="alert">{html.escape(error)}</div>')
+        key = getattr(error, "key", None)
+        data = f' data-key="{html.escape(key, quote=True)}"' if key else ""
+        parts.append(f'<div class="msg error" role="alert"{data}>{html.escape(error)}</div>')
     elif notice:
         parts.append(f'<div class="msg ok">{html.escape(notice)}</div>')
     if view is not None and view.status != "item":
         parts.append(f'<div class="msg info">{html.escape(view.message)}</div>')
         if view.status == "complete" and view.completion_code:
-            parts.append(f'<div class="completion">Your completion code: <code>{html.escape(view.completion_code)}</code></div>')
+            parts.append(f'<div class="completion">{html.escape(words["completion_code"])} '
+                         f'<code>{html.escape(view.completion_code)}</code></div>')
         if view.status == "complete" and view.redirect_url:
             url = html.escape(view.redirect_url, quote=True)
-            parts.append(f'<div class="completion"><a href="{url}" id="redirect-link">Return to Prolific to finish</a></div>')
-    return "\n".join(parts)
+            parts.append(f'<div class="completion"><a href="{url}" id="redirect-link">'
+                         f'{html.escape(words["redirect"])}</a></div>')
+    if view is None:
+        return "\n".join(parts)
+    return f'<div lang="{html.escape(view.lang, quote=True)}">' + "\n".join(parts) + "</div>"
 
 
 def safe_view(ctx: Ctx, token: str, tab: str, limited: bool = True) -> tuple[ItemView | None, str]:
     try:
         return get_view(ctx.database, token, tab, media_dir=ctx.settings.media_dir, limited=limited), ""
     except AccessError as e:
-        return None, str(e)
+        return None, refusal_text(e)
 
 
 def safe_submit(ctx: Ctx, token: str, tab: str, item_id: str, payload: dict):
@@ -88,7 +113,7 @@ def safe_submit(ctx: Ctx, token: str, tab: str, item_id: str, payload: dict):
         return res.next, res.message, ""
     except (SubmissionError, AccessError) as e:
         view, err = safe_view(ctx, token, tab, limited=False)     # the submit counted against the limit
-        return view, "", str(e) if not err else err
+        return view, "", refusal_text(e) if not err else err
 
 
 def wait_timer() -> gr.Timer:

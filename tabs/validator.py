@@ -9,8 +9,13 @@ from tabs.common import (MAX_QUESTIONS, Ctx, TabUI, header_html, plain_html, pol
                          timer_update, view_dict, wait_timer)
 
 
+def _score(value: float) -> str:
+    return f"{value:.0f}"
+
+
 def _sqm_html(sqm) -> str:
-    """Seven tick marks (SQM 0..6 at 0, 16.7, ..., 100) under the slider, labels at 0, 2, 4, 6."""
+    """Seven tick marks (SQM 0..6 at 0, 16.7, ..., 100) under the slider, each numbered with its
+    place on the 0-100 score, labels at 0, 2, 4, 6: the score is 0-100, not 0-6."""
     labels = {int(s["tick"]): s for s in sqm}
     ticks = []
     for t in range(7):
@@ -19,11 +24,22 @@ def _sqm_html(sqm) -> str:
         text = (f'<span class="sqm-label" title="{html.escape(s["description"], quote=True)}">'
                 f'{html.escape(s["label"])}</span>') if s else ""
         ticks.append(f'<div class="sqm-tick{" labelled" if s else ""}" style="left:{pos:.2f}%">'
-                     f'<span class="sqm-mark"></span><span class="sqm-num">{t}</span>{text}</div>')
-    legend = "".join(f"<li><b>{html.escape(s['label'])}</b> ({int(s['tick'])}): {html.escape(s['description'])}</li>"
+                     f'<span class="sqm-mark"></span><span class="sqm-num">{_score(pos)}</span>{text}</div>')
+    legend = "".join(f"<li><b>{html.escape(s['label'])}</b> (score {_score(s['value'])}): "
+                     f"{html.escape(s['description'])}</li>"
                      for s in sorted(sqm, key=lambda s: -s["tick"]))
     return (f'<div class="sqm-scale" aria-hidden="true">{"".join(ticks)}</div>'
+            f'<p class="sqm-caption">Score from 0 to 100: the numbers are places on the slider, the labels '
+            f'describe the score at their tick.</p>'
             f'<details class="sqm-legend"><summary>What the labels mean</summary><ul>{legend}</ul></details>')
+
+
+# moving the slider counts as a rating (set in the browser, so that a Submit right after the move
+# sees it, no server round trip) and takes away a "move the slider" error shown above
+MOVED_JS = """() => {
+  document.querySelectorAll('#validator-header .msg.error[data-key="score_missing"]').forEach((e) => e.remove());
+  return true;
+}"""
 
 
 def build(ctx: Ctx) -> TabUI:
@@ -31,7 +47,7 @@ def build(ctx: Ctx) -> TabUI:
         state = gr.JSON(visible=False)
         item = gr.Textbox(visible=False)
         touched = gr.Checkbox(visible=False, value=False)
-        header = gr.HTML()
+        header = gr.HTML(elem_id="validator-header")
         with gr.Row():
             # gr.HTML of escaped text: the translation and the receivers' answers come from
             # participants and are shown as typed (no Markdown image, link or HTML of them works)
@@ -49,10 +65,9 @@ def build(ctx: Ctx) -> TabUI:
         send = gr.Button("Submit validation", variant="primary", visible=False, elem_classes=["submit-btn"])
         timer = wait_timer()
 
-    # moved by mouse (release) or keyboard arrows (input): either counts as a rating; set in
-    # the browser so that a Submit right after the move sees it (no server round trip)
+    # moved by mouse (release) or keyboard arrows (input): either counts as a rating (MOVED_JS)
     for moved in (score.release, score.input):
-        moved(None, None, touched, js="() => true", api_visibility="private")
+        moved(None, None, touched, js=MOVED_JS, api_visibility="private")
 
     def render(view, notice="", error=""):
         has = view is not None and view.status == "item"

@@ -94,13 +94,13 @@ def test_full_link_deactivate_reactivate_and_a_new_link(client, session, links, 
     out = client.predict(session, "demo", pid, "all", "all", 1, api_name="/admin_participants_deactivate")
     assert "deactivated" in out[0]
     refused = view(client, token_of(url), "receiver")
-    assert refused["status"] == "error" and "deactivated" in refused["message"]
+    assert refused["status"] == "error" and "foi desativada" in refused["message"]      # the receiver's Portuguese
     out = client.predict(session, "demo", pid, "all", "all", 1, api_name="/admin_participants_reactivate")
     assert "active again" in out[0] and view(client, token_of(url), "receiver")["status"] == "item"
     done_before = view(client, token_of(url), "receiver")["progress"]
     out = client.predict(session, "demo", pid, "all", "all", 1, api_name="/admin_participants_new_link")
     assert "new link" in out[0] and out[1] != url and out[1].startswith(app_server.url)
-    assert "not valid" in view(client, token_of(url), "receiver")["message"]
+    assert "não é válida" in view(client, token_of(url), "receiver")["message"]
     assert view(client, token_of(out[1]), "receiver")["progress"] == done_before
     assert app_server.rows("SELECT COUNT(*) FROM events WHERE action IN ('deactivate', 'reactivate', 'new_link') "
                             "AND entity_id = ?", (str(pid),))[0][0] == 3

@@ -41,12 +41,13 @@ def test_link_shows_next_item_and_progress(client, links):
 def test_forged_token_is_refused(client):
     v = view(client, "not-a-real-token", "receiver")
     assert v["status"] == "error"
-    assert "not valid" in v["message"]
+    assert "não é válida" in v["message"]          # the receiver's page is in Portuguese
+    assert "not valid" in view(client, "not-a-real-token", "validator")["message"]
 
 
 def test_role_sees_only_its_tab(client, links):
     v = view(client, token_of(links["receiver"][0]), "validator")
-    assert v["status"] == "error" and "not for your role" in v["message"]
+    assert v["status"] == "error" and "not for your role" in v["message"]      # the validator's page: English
 
 
 def test_submit_is_idempotent_and_resumes(client, links, app_server):
@@ -57,11 +58,11 @@ def test_submit_is_idempotent_and_resumes(client, links, app_server):
     answers = [(f"resposta {i}", False) for i in range(n - 1)] + [("", True)]
     out = client.predict(*receiver_inputs(tok, item, first, answers), api_name="/receiver_submit")
     state = out[0]
-    assert state.get("notice") == "Saved." and state["progress"] == "1 / 6"
+    assert state.get("notice") == "Guardado." and state["progress"] == "1 / 6"
     assert state["item_id"] != item
     # the same submission again writes nothing and says so
     out2 = client.predict(*receiver_inputs(tok, item, first, answers), api_name="/receiver_submit")
-    assert out2[0].get("notice") == "This answer was already saved."
+    assert out2[0].get("notice") == "Esta resposta já tinha sido guardada."
     rows = app_server.rows("SELECT COUNT(*) FROM answers a JOIN assignments s ON s.id = a.assignment_id "
                                "WHERE s.item_id = ? AND s.phase = 'receive'", (item,))
     assert rows[0][0] == n
@@ -74,7 +75,7 @@ def test_missing_answers_are_refused_and_nothing_stored(client, links, app_serve
     tok = token_of(links["receiver"][1])
     v = view(client, tok, "receiver")
     out = client.predict(*receiver_inputs(tok, v["item_id"], v, [("só uma", False)]), api_name="/receiver_submit")
-    assert "answer every question" in out[0]["error"]
+    assert "Responda a todas as perguntas" in out[0]["error"]
     assert out[0]["item_id"] == v["item_id"]
     rows = app_server.rows("SELECT COUNT(*) FROM answers a JOIN assignments s ON s.id = a.assignment_id "
                                "JOIN participants p ON p.id = s.participant_id WHERE p.token = ?", (tok,))
@@ -90,7 +91,7 @@ def test_item_of_another_participant_is_refused(client, links):
     answers = [("x", False)] * 10
     out = client.predict(*receiver_inputs(a, item_b, {"content": {"questions": [{"idx": i} for i in range(1, 11)]}},
                                           answers), api_name="/receiver_submit")
-    assert "not in your queue" in out[0]["error"]
+    assert "não está na sua lista" in out[0]["error"]
 
 
 def test_validator_slider_untouched_is_refused(client, links):

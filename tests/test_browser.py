@@ -1,6 +1,7 @@
 """A participant in headless Chromium: the link, answering, and resuming after a reload."""
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -51,11 +52,12 @@ def test_receiver_answers_and_resumes_after_reload(app_server, page):
         boxes.nth(i).fill(f"resposta {i + 1}")
     page.get_by_role("button", name="Enviar respostas").click()
     page.locator(".msg.error").wait_for(timeout=15000)
-    assert "answer every question" in page.locator(".msg.error").inner_text()
+    assert "Responda a todas as perguntas" in page.locator(".msg.error").inner_text()     # in Portuguese
     assert boxes.nth(0).input_value() == "resposta 1"
     page.get_by_label("Não é possível responder a partir do texto").nth(n - 1).check()
     page.get_by_role("button", name="Enviar respostas").click()
     page.locator(".msg.ok").wait_for(timeout=15000)
+    assert page.locator(".msg.ok").inner_text() == "Guardado."
     assert "1 / 6" in progress(page)
     second_text = page.locator("#translation").inner_text()
     assert second_text != first_text
@@ -131,7 +133,8 @@ def test_semantic_differential_scale_stays_on_one_line_on_a_phone(app_server, pa
         phone.close()
 
 
-def test_validator_scale_labels_do_not_overlap_on_a_phone(app_server, page):
+def validator_with_an_item(app_server) -> str:
+    """A validator's token with an item to validate (one answer set opens one)."""
     from gradio_client import Client
 
     from tests.conftest import token_of
@@ -145,7 +148,84 @@ def test_validator_scale_labels_do_not_overlap_on_a_phone(app_server, page):
         v = client.predict(tok, "receiver", api_name="/view")
         answers = [("sim", False)] * len(v["content"]["questions"])
         client.predict(*receiver_inputs(tok, v["item_id"], v, answers), api_name="/receiver_submit")
-    tok = next(t for t in validators if client.predict(t, "validator", api_name="/view")["status"] == "item")
+    return next(t for t in validators if client.predict(t, "validator", api_name="/view")["status"] == "item")
+
+
+WIDTHS = {"desktop": {"viewport": {"width": 1280, "height": 900}},
+          "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}}
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_receivers_page_is_in_portuguese_with_the_translation_set_apart(app_server, page, width):
+    """Issue 18.5: everything around the item in European Portuguese (progress with how many are
+    ready, the refusal, the buttons), the translation in its own box, larger than the instructions."""
+    pg = page.context.browser.new_page(**WIDTHS[width])
+    try:
+        pg.goto(app_server.links()["receiver"][0])
+        text = progress(pg)
+        assert re.fullmatch(r"Progresso: \d+ / 6 \(\d+ prontos?\)", text.strip()), text
+        box = pg.locator("#translation .translation-box")
+        assert "Mensagem traduzida" in box.text_content()
+        size = "el => parseFloat(getComputedStyle(el).fontSize)"
+        words = pg.locator(".receiver-instruction p").first.evaluate(size)
+        assert pg.locator("#translation .translation-text").evaluate(size) >= 1.2 * words
+        assert box.evaluate("el => getComputedStyle(el).borderTopStyle") == "solid"
+        assert pg.evaluate("document.documentElement.scrollWidth") <= WIDTHS[width]["viewport"]["width"]
+        pg.screenshot(path=str(ARTIFACTS / f"receiver-{width}.png"), full_page=True)
+        pg.get_by_role("button", name="Enviar respostas").click()
+        error = pg.locator(".msg.error")
+        error.wait_for(timeout=15000)
+        assert error.inner_text().startswith("Responda a todas as perguntas")
+        assert "Progress:" not in pg.locator("#receiver-header").inner_text()
+        pg.screenshot(path=str(ARTIFACTS / f"receiver-refused-{width}.png"), full_page=True)
+    finally:
+        pg.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_validator_ticks_are_numbered_on_the_0_to_100_score(app_server, page, width):
+    """Issue 18.6: the seven SQM ticks read as places on the 0-100 score, not 0-6."""
+    tok = validator_with_an_item(app_server)
+    pg = page.context.browser.new_page(**WIDTHS[width])
+    try:
+        pg.goto(f"{app_server.url}/?t={tok}")
+        pg.locator(".sqm-num").first.wait_for(timeout=20000)
+        assert [n.inner_text() for n in pg.locator(".sqm-num").all()] == ["0", "17", "33", "50", "67", "83", "100"]
+        assert "Score from 0 to 100" in pg.locator("#sqm-scale").inner_text()
+        pg.screenshot(path=str(ARTIFACTS / f"validator-{width}.png"), full_page=True)
+    finally:
+        pg.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_validator_slider_error_goes_when_the_slider_moves(app_server, page, width):
+    """Issue 18.6: "move the slider" disappears once the slider has moved (keyboard here: the
+    slider's input event), and the move counts."""
+    tok = validator_with_an_item(app_server)
+    pg = page.context.browser.new_page(**WIDTHS[width])
+    try:
+        pg.goto(f"{app_server.url}/?t={tok}")
+        send = pg.get_by_role("button", name="Submit validation")
+        send.wait_for(timeout=20000)
+        send.click()
+        error = pg.locator(".msg.error:visible")
+        error.wait_for(timeout=15000)
+        assert "move the slider" in error.inner_text()
+        pg.screenshot(path=str(ARTIFACTS / f"validator-error-{width}.png"), full_page=True)
+        pg.locator("#sqm-slider input[type=range]").focus()
+        pg.keyboard.press("ArrowRight")
+        error.wait_for(state="detached", timeout=5000)
+        pg.screenshot(path=str(ARTIFACTS / f"validator-moved-{width}.png"), full_page=True)
+        # the move counted: Submit now asks for the marks, not the slider
+        send.click()
+        error.wait_for(timeout=15000)
+        assert "mark every answer" in error.inner_text()
+    finally:
+        pg.close()
+
+
+def test_validator_scale_labels_do_not_overlap_on_a_phone(app_server, page):
+    tok = validator_with_an_item(app_server)
     phone = page.context.browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     try:
         phone.goto(f"{app_server.url}/?t={tok}")

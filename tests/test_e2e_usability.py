@@ -100,7 +100,7 @@ def test_four_phases_end_to_end(e2e):
         # the receiver opens their link now: nothing is there yet, and the page will update itself
         rpage = ctx.new_page()
         rpage.goto(receiver_url)
-        rpage.get_by_text("Nothing is ready for you yet").first.wait_for(timeout=30000)
+        rpage.get_by_text("Ainda não há nada pronto para si").first.wait_for(timeout=30000)     # in Portuguese
         shot(rpage, "2-receiver-waiting")
         [rec] = rows(e2e, "SELECT * FROM recordings")
         assert abs(rec["duration_s"] - speech_s) < 4

@@ -40,7 +40,7 @@ EXPECTED = {
     "assignments": ["assignment_id", "participant", "phase", "item_id", "exchange_id", "position", "status", "meta",
                     "created_at", "first_shown_at", "submitted_at", "active_seconds"],
     "exchanges": ["exchange_id", "starter_id", "system", "sender", "origin", "created_at", "translation",
-                  "translation_transcript", "translation_meta", "translated_at"],
+                  "target_variant", "translation_transcript", "translation_meta", "translated_at"],
     "recordings": ["recording_id", "exchange_id", "sender", "file_name", "duration_s", "qc_result", "review_decision",
                    "reviewed_at", "qc_transcript", "wer", "qc_flags", "created_at"],
     "answers": ["answer_id", "answer_set", "exchange_id", "receiver", "question_idx", "text", "unanswerable",
@@ -59,7 +59,7 @@ EXPECTED = {
                    "positive_left", "created_at"],
     "sd_suitability": ["assignment_id", "participant", "pair_id", "suitability", "created_at"],
     "sd_suggestions": ["assignment_id", "participant", "text", "created_at"],
-    "systems": ["system", "label", "kind"],
+    "systems": ["system", "label", "kind", "target_variant"],
     "starters": ["starter_id", "domain", "source", "corpus", "text", "key_spans"],
     "reference_translations": ["starter_id", "reference_idx", "translator", "translation"],
     "questions": ["starter_id", "question_idx", "en", "pt"],
@@ -186,6 +186,12 @@ def test_every_table_has_its_expected_columns_all_documented(study):
                   "surveys", "exchange_metrics", "da_judgments", "da_feedback", "sd_ratings", "events",
                   "reference_translations"):
         assert res.rows[table] > 0, table
+    # the Portuguese variant: the senders' exchanges went through Bergamot (pt-BR); the imported
+    # human translations name none; the study targets the paper's pt-PT
+    variant = {int(r["exchange_id"]): r["target_variant"] for r in read_csv(res.folder / "exchanges.csv")}
+    assert variant[study["s1"]["exchange"]] == variant[study["s2"]["exchange"]] == "pt-BR"
+    assert set(variant.values()) == {"pt-BR", ""}
+    assert json.loads((res.folder / "manifest.json").read_text())["target_variant"] == "pt-PT"
 
 
 def test_references_are_their_own_table_and_in_no_other(tmp_path):

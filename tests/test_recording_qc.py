@@ -1,4 +1,5 @@
-"""The QC rule of paper 000: first/last three words and WER > 0.6, on normalised text."""
+"""The QC rule of paper 000: first/last three words and WER > 0.6, on text normalised by
+Whisper's English normaliser."""
 from __future__ import annotations
 
 import jiwer
@@ -10,7 +11,62 @@ PROMPT = "Hello, Doctor Silva! My daughter Ana is allergic to penicillin; she ne
 
 
 def test_normalisation_lowercases_and_strips_punctuation():
-    assert words("Hello, Doctor Silva!  Ana's dose: 250 mg.") == ["hello", "doctor", "silva", "anas", "dose", "250", "mg"]
+    # Whisper's normaliser also spells out titles and contractions
+    assert words("Hello, Dr. Silva!  Ana's dose: 250mg.") == ["hello", "doctor", "silva", "ana", "is", "dose", "250",
+                                                             "mg"]
+
+
+@pytest.mark.parametrize("said", [
+    "My name is Daniel Walsh and my number is 912-345-678",                       # the ASR's hyphens
+    "my name is Daniel Walsh and my number is nine one two three four five six seven eight",
+    "My name is Daniel Walsh and my number is 912,345,678.",
+])
+def test_a_phone_number_however_written_is_the_same_words(said):
+    prompt = "My name is Daniel Walsh and my number is 912 345 678."
+    assert words(said) == words(prompt)
+    r = check(prompt, said)
+    assert r.flags == [] and r.wer == 0.0
+
+
+def test_numbers_spellings_and_contractions_are_normalised_like_whisper_does():
+    prompt = "I have had a rash for ten days; the cream is 5 millilitres of colour gel. I've got two."
+    heard = "I have had a rash for 10 days. The cream is five milliliters of color gel. I have got 2"
+    assert words(prompt) == words(heard)
+    assert check(prompt, heard).flags == []
+
+
+def test_the_demo_s04_reading_as_the_asr_writes_it_passes():
+    """The demo's starter s04, read by Piper and transcribed by tiny.en, was always flagged
+    end_differs before: the transcript as the QC ASR wrote it."""
+    import csv
+
+    from conftest import DEMO_ASSETS
+
+    with open(DEMO_ASSETS / "starters.csv", newline="", encoding="utf-8") as f:
+        s04 = next(r for r in csv.DictReader(f) if r["id"] == "s04")["text"]
+    heard = ("I would like to book an appointment with a dermatologist on Tuesday, 9th April, preferably after 3pm. "
+             "I have had an itchy red rash on both arms for 10 days. I am currently using hydrocortisone cream 1% "
+             "twice a day. I am allergic to ibuprofen. My name is Daniel Walsh and my number is 912-345-678.")
+    assert check(s04, heard).flags == []
+
+
+def test_the_normaliser_is_built_once():
+    from services.recording_qc import normaliser
+
+    assert normaliser() is normaliser()
+
+
+def test_alignment_marks_what_differs():
+    from services.recording_qc import align
+
+    chunks = align("Hello, Doctor Silva! My daughter needs ten pills.",
+                   "hello doctor sylva my daughter needs 10 pills now")
+    assert chunks == [{"op": "equal", "prompt": "hello doctor", "transcript": "hello doctor"},
+                      {"op": "substitute", "prompt": "silva", "transcript": "sylva"},
+                      {"op": "equal", "prompt": "my daughter needs 10 pills",
+                       "transcript": "my daughter needs 10 pills"},
+                      {"op": "insert", "prompt": "", "transcript": "now"}]
+    assert align("Hello there", "") == [{"op": "delete", "prompt": "hello there", "transcript": ""}]
 
 
 def test_a_faithful_reading_passes_despite_case_and_punctuation():
@@ -40,9 +96,10 @@ def test_flags(hyp, flags):
 
 
 def test_wer_threshold_is_strictly_greater_than_06():
-    ref = "one two three four five six seven eight nine ten"
+    # words, not numbers: the normaliser would write "one two three" as digits and join them
+    ref = "alpha bravo charlie delta echo foxtrot golf hotel india juliet"
     # six substitutions in the middle of ten words: WER exactly 0.6, not flagged for WER
-    hyp = "one two three a b c d e f ten"
+    hyp = "alpha bravo charlie a b c d e f juliet"
     r = check(ref, hyp, edge=1)
     assert r.wer == pytest.approx(0.6) and "high_wer" not in r.flags
-    assert "high_wer" in check(ref, "one two a b c d e f g ten", edge=1).flags
+    assert "high_wer" in check(ref, "alpha bravo a b c d e f g juliet", edge=1).flags

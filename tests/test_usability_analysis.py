@@ -17,14 +17,16 @@ from services import usability_analysis as U
 
 SYSTEMS = {"DeSTA2": 0.0, "Phi 4": 0.069, "Tower+": 0.644, "Voxtral": 0.733}
 TOPICS = {"Everyday": 0.0, "Health": 0.332}
-SOURCES = {"BConTrasT": 0.0, "Gemini": -0.541, "MED-MT": -0.343, "Qwen 3": -0.452}
+# Table 4's "Source" is the starter's corpus; natural/synthetic is the coarser source column
+CORPORA = {"BConTrasT": 0.0, "Gemini": -0.541, "MED-MT": -0.343, "Qwen 3": -0.452}
+NATURAL = ("BConTrasT", "MED-MT")
 GROUP_FX = {"Hindi": 0.0, "USB": 0.136, "USW": 0.131}
 WOMAN = -0.202
 INTERACTION = {"USB": 0.070, "USW": 0.363}
 U_B = 0.466
 INTERCEPT = 1.2
 TRUE = {"Intercept": INTERCEPT, "system: Phi 4": 0.069, "system: Tower+": 0.644, "system: Voxtral": 0.733,
-        "topic: Health": 0.332, "source: Gemini": -0.541, "source: MED-MT": -0.343, "source: Qwen 3": -0.452,
+        "topic: Health": 0.332, "corpus: Gemini": -0.541, "corpus: MED-MT": -0.343, "corpus: Qwen 3": -0.452,
         "u_b": U_B, "group: USB": 0.136, "group: USW": 0.131, "gender: Woman": WOMAN,
         "group: USB x gender: Woman": 0.070, "group: USW x gender: Woman": 0.363}
 
@@ -41,7 +43,7 @@ def generate(seed=0, senders_per_cell=29, per_sender=10, receivers=60, validator
              sd_other=0.15, sd_resid=0.6):
     rng = np.random.default_rng(seed)
     rows, sfx = [], {}
-    combos = [(a, b, c) for a in SYSTEMS for b in TOPICS for c in SOURCES]
+    combos = [(a, b, c) for a in SYSTEMS for b in TOPICS for c in CORPORA]
     for g in GROUP_FX:
         for s in ("Man", "Woman"):
             for j in range(senders_per_cell):
@@ -49,7 +51,8 @@ def generate(seed=0, senders_per_cell=29, per_sender=10, receivers=60, validator
                 sfx[sid] = rng.normal(0, sd_sender)
                 for k in rng.choice(len(combos), per_sender, replace=False):
                     rows.append(dict(sender_id=sid, group=g, gender=s, system=combos[k][0], topic=combos[k][1],
-                                     source=combos[k][2]))
+                                     source="natural" if combos[k][2] in NATURAL else "synthetic",
+                                     corpus=combos[k][2]))
     d = pd.DataFrame(rows)
     n = len(d)
     d.insert(0, "exchange_id", [f"E{i}" for i in range(n)])
@@ -59,7 +62,7 @@ def generate(seed=0, senders_per_cell=29, per_sender=10, receivers=60, validator
     vfx = rng.normal(0, sd_other, validators)
     base = items_for(rng, np.clip(rng.normal(3.7, 0.75, n), 1, 5))
     u_b = base.mean(axis=1)
-    fixed = (INTERCEPT + d["system"].map(SYSTEMS) + d["topic"].map(TOPICS) + d["source"].map(SOURCES)
+    fixed = (INTERCEPT + d["system"].map(SYSTEMS) + d["topic"].map(TOPICS) + d["corpus"].map(CORPORA)
              + d["group"].map(GROUP_FX) + (d["gender"] == "Woman") * (WOMAN + d["group"].map(INTERACTION).fillna(0))
              + U_B * u_b).to_numpy()
     latent = (fixed + d["sender_id"].map(sfx).to_numpy() + rfx[d["receiver_id"].str[1:].astype(int)]
@@ -180,7 +183,7 @@ def test_lmm_equals_statsmodels_formula_fit(small):
         x[f] = pd.Categorical(x[f], categories=lv)
     x["one"] = 1
     vc = {"sender": "0 + C(sender_id)", "validator": "0 + C(validator_id)", "receiver": "0 + C(receiver_id)"}
-    ref = smf.mixedlm("u ~ system + topic + source + u_b + group * gender", x, groups="one", vc_formula=vc,
+    ref = smf.mixedlm("u ~ system + topic + corpus + u_b + group * gender", x, groups="one", vc_formula=vc,
                       re_formula="0").fit(reml=True)
     def readable(name):  # patsy's "group[T.USW]:gender[T.Woman]" -> "group: USW x gender: Woman"
         return " x ".join(re.sub(r"^(\w+)\[T\.(.*)\]$", r"\1: \2", p) for p in name.split(":"))
@@ -191,6 +194,9 @@ def test_lmm_equals_statsmodels_formula_fit(small):
     assert set(t.index) == set(est.index)
     np.testing.assert_allclose(t["estimate"].to_numpy(), est[t.index].to_numpy(), atol=1e-5)
     np.testing.assert_allclose(t["std_error"].to_numpy(), se[t.index].to_numpy(), atol=1e-5)
+    k = len(ref.fe_params)
+    np.testing.assert_allclose(t["z"].to_numpy(), ref.tvalues.iloc[:k].rename(readable)[t.index], rtol=1e-4)
+    np.testing.assert_allclose(t["p_value"].to_numpy(), ref.pvalues.iloc[:k].rename(readable)[t.index], atol=1e-5)
     assert fit.llf == pytest.approx(ref.llf, abs=1e-6)
     got = [fit.variance_components[k]["variance"] for k in ("receiver", "sender", "validator")]
     np.testing.assert_allclose(got, ref.vcomp, atol=1e-5)  # statsmodels sorts the names
@@ -205,7 +211,7 @@ def test_marginal_means_and_text(small_result):
     b = fit.table.set_index("term")["estimate"]
     sysm = np.mean([0] + [b[f"system: {s}"] for s in fit.factors["system"][1:]])
     topm = np.mean([0] + [b[f"topic: {s}"] for s in fit.factors["topic"][1:]])
-    srcm = np.mean([0] + [b[f"source: {s}"] for s in fit.factors["source"][1:]])
+    srcm = np.mean([0] + [b[f"corpus: {s}"] for s in fit.factors["corpus"][1:]])
     exp = b["Intercept"] + sysm + topm + srcm + b["u_b"] * small_result.data["u_b"].mean()
     row = mm[(mm["group"] == "Hindi") & (mm["gender"] == "Man")].iloc[0]
     assert row["mean"] == pytest.approx(exp, abs=1e-9)
@@ -237,7 +243,7 @@ def test_signal_lmm_equals_statsmodels_formula_fit(small_result):
     x["sig"] = (d[signal] - d[signal].min()) / (d[signal].max() - d[signal].min())
     x = x[x["sig"].notna()]
     vc = {"sender": "0 + C(sender_id)", "validator": "0 + C(validator_id)", "receiver": "0 + C(receiver_id)"}
-    ref = smf.mixedlm("u ~ system + topic + source + u_b + group * gender + sig", x, groups="one", vc_formula=vc,
+    ref = smf.mixedlm("u ~ system + topic + corpus + u_b + group * gender + sig", x, groups="one", vc_formula=vc,
                       re_formula="0").fit(reml=True)
     e = small_result.metric_effects.set_index("signal")
     assert e.at[signal, "effect_lmm"] == pytest.approx(ref.fe_params["sig"], abs=1e-5)
@@ -245,17 +251,40 @@ def test_signal_lmm_equals_statsmodels_formula_fit(small_result):
     assert e.at[signal, "n_lmm"] == len(x)
 
 
-def test_tertile_ols_equals_statsmodels(small_result):
+def test_tertile_ols_holds_the_covariates_constant(small_result):
+    """Table 2's caption: the tertile effects hold the other covariates constant. Each equals
+    statsmodels' formula OLS (patsy's own design) of u on the rescaled signal and the LMM's fixed
+    effects within the translation-score tertile, with its SE, t, p, CI and n; it is not the
+    simple slope of u on the signal."""
     import statsmodels.api as sm
+    import statsmodels.formula.api as smf
 
     d = small_result.data
     tert = pd.qcut(d["translation_score"], 3, labels=["low", "mid", "high"])
-    x = (d["qa_score"] - d["qa_score"].min()) / (d["qa_score"].max() - d["qa_score"].min())
     e = small_result.metric_effects.set_index("signal")
-    for t in ("low", "mid", "high"):
-        ok = tert == t
-        res = sm.OLS(d.loc[ok, "u"], sm.add_constant(x[ok])).fit()
-        assert e.at["qa_score", f"effect_{t}"] == pytest.approx(res.params.iloc[1], rel=1e-9)
+    est = small_result.effect_estimates.set_index(["signal", "fit"])
+    for signal, lower in (("qa_score", False), ("metric_metricx24", True)):
+        x = (d[signal] - d[signal].min()) / (d[signal].max() - d[signal].min())
+        x = 1 - x if lower else x
+        for t in ("low", "mid", "high"):
+            sub = d[(tert == t).to_numpy()].assign(sig=x)
+            ref = smf.ols("u ~ sig + system + topic + corpus + u_b + group * gender", sub).fit()
+            assert e.at[signal, f"effect_{t}"] == pytest.approx(ref.params["sig"], rel=1e-9)
+            assert e.at[signal, f"p_{t}"] == pytest.approx(ref.pvalues["sig"], rel=1e-7)
+            r = est.loc[(signal, t)]
+            assert r["std_error"] == pytest.approx(ref.bse["sig"], rel=1e-9)
+            assert r["statistic"] == pytest.approx(ref.tvalues["sig"], rel=1e-9)
+            assert (r["ci_low"], r["ci_high"]) == pytest.approx(tuple(ref.conf_int().loc["sig"]), rel=1e-9)
+            assert r["n"] == e.at[signal, f"n_{t}"] == len(sub)
+            assert r["test"] == U.OLS_T and "u_b + group * gender" in r["covariates"]
+            simple = sm.OLS(sub["u"], sm.add_constant(sub["sig"])).fit().params["sig"]
+            assert abs(simple - ref.params["sig"]) > 1e-3
+    # the LMM rows of the long table are metric_effects' effect_lmm, with the LMM's Wald z
+    lmm = est.xs("lmm", level="fit")
+    np.testing.assert_allclose(lmm["estimate"], e.loc[lmm.index, "effect_lmm"], rtol=1e-12)
+    assert (lmm["test"] == U.WALD_Z).all()
+    assert lmm.at["qa_score", "statistic"] == pytest.approx(lmm.at["qa_score", "estimate"]
+                                                            / lmm.at["qa_score", "std_error"], rel=1e-9)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,9 +425,22 @@ def test_run_cli_writes_outputs(tmp_path, small):
                  "perspective.csv", "perspective.txt", "factor.json",
                  "marginal_means.csv", "u_distribution.html", "baseline_shift.html",
                  "usable_share.html", "quality.html", "correlations.html", "thresholds.html",
-                 "marginal_means.html", "plotly.min.js"):
+                 "marginal_means.html", "plotly.min.js", "score_lmm.csv", "score_lmm.txt",
+                 "score_marginal_means.csv", "contrasts.csv", "metric_effect_estimates.csv", "score_lmm.html",
+                 "score_marginal_means.html", "contrasts.html", "metric_effects.html"):
         assert (out / name).exists(), name
-    assert list(pd.read_csv(out / "lmm.csv").columns) == U.LMM_COLUMNS
+    lmm = pd.read_csv(out / "lmm.csv")
+    assert list(lmm.columns) == U.LMM_COLUMNS
+    # which test the p-values come from, on every row (the paper's lme4 gave Satterthwaite t)
+    assert (lmm["test"] == "Wald z (statsmodels MixedLM, REML; normal reference)").all()
+    np.testing.assert_allclose(lmm["z"], lmm["estimate"] / lmm["std_error"], rtol=1e-9)
+    assert "Satterthwaite" in (out / "lmm.txt").read_text() and "pymer4" in (out / "lmm.txt").read_text()
+    assert list(pd.read_csv(out / "score_lmm.csv").columns) == U.LMM_COLUMNS
+    assert "translation_score ~ system + topic + corpus + group * gender" in (out / "score_lmm.txt").read_text()
+    assert list(pd.read_csv(out / "contrasts.csv").columns) == U.C.CONTRAST_COLUMNS
+    assert set(pd.read_csv(out / "contrasts.csv")["outcome"]) == {"u", "translation_score"}
+    assert list(pd.read_csv(out / "metric_effect_estimates.csv").columns) == U.ESTIMATE_COLUMNS
+    assert "score LMM (validator's DA+SQM" in text and "Holm-adjusted p < 0.05" in text
     assert list(pd.read_csv(out / "correlations.csv").columns) == U.CORRELATION_COLUMNS
     assert list(pd.read_csv(out / "thresholds.csv").columns)[:2] == ["signal", "value_at_u4"]
     assert list(pd.read_csv(out / "metric_effects.csv").columns)[:5] == ["signal", "effect_lmm", "effect_low",
@@ -412,4 +454,19 @@ def test_run_cli_writes_outputs(tmp_path, small):
 def test_figures(small_result):
     figs = U.figures(small_result)
     assert set(figs) == {"u_distribution", "baseline_shift", "usable_share", "quality", "correlations", "thresholds",
-                         "marginal_means"}
+                         "marginal_means", "score_lmm", "score_marginal_means", "contrasts", "metric_effects"}
+    # error bars: each point's 95% CI
+    c = small_result.contrasts
+    first = c[c["outcome"] == "u"].iloc[::-1]
+    bars = figs["contrasts"].data[0].error_x
+    np.testing.assert_allclose(bars.array, first["ci_high"] - first["estimate"])
+    np.testing.assert_allclose(bars.arrayminus, first["estimate"] - first["ci_low"])
+    t = small_result.score_lmm.table
+    t = t[t["term"] != "Intercept"].iloc[::-1]
+    assert list(figs["score_lmm"].data[0].y) == list(t["term"])
+    np.testing.assert_allclose(figs["score_lmm"].data[0].error_x.array, t["ci_high"] - t["estimate"])
+    mm = small_result.score_marginal_means
+    man = figs["score_marginal_means"].data[0]
+    np.testing.assert_allclose(man.y, mm[mm["gender"] == "Man"]["mean"])
+    assert [tr.name for tr in figs["metric_effects"].data] == ["LMM", "OLS, low tertile", "OLS, mid tertile",
+                                                               "OLS, high tertile"]

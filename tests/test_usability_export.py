@@ -2,6 +2,8 @@
 table through the command line's analysis (a third-person rater has no group or gender)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -48,6 +50,9 @@ def test_rated_exchanges_become_rows(demo_db):
     assert (row["satisfaction_b"], row["trust_b"], row["reliance_b"]) == (4, 4, 5)
     assert row["translation_score"] == 55 and 0 < row["qa_score"] < 1
     assert row["topic"] in ("health", "everyday") and row["system"] == "human-reference"
+    # the starter's corpus: the models' Source factor (paper 000 Table 4)
+    starters = pd.read_csv(Path(__file__).parents[1] / "assets" / "demo_study" / "starters.csv").set_index("id")
+    assert (df["corpus"] == df["starter_id"].map(starters["corpus"])).all()
 
 
 def test_every_column_is_in_the_data_dictionary():

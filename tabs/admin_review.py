@@ -1,0 +1,73 @@
+"""How the admin's review draws a flagged recording: the prompt and the transcript as QC
+compared them (normalised, aligned word by word: services/recording_qc.align), the words that
+differ highlighted. Transcripts come from participants' speech: every word is escaped."""
+from __future__ import annotations
+
+import html
+
+import pandas as pd
+
+from services.admin import Page
+
+# the review table: short columns first, the diff last and widest (read in one line per row)
+COLUMNS = ["id", "sender", "starter", "system", "seconds", "WER", "flags", "prompt vs transcript"]
+DATATYPES = ["number", "number", "str", "str", "number", "number", "str", "html"]
+# shares of the table's width (Gradio sizes an "auto" column to its header only)
+COLUMN_WIDTHS = ["4%", "6%", "7%", "11%", "7%", "5%", "12%", "48%"]
+LEGEND = ('<span class="qc-legend"><del class="qc-prompt">struck: in the prompt, not heard</del> '
+          '<ins class="qc-heard">underlined: heard, not in the prompt</ins></span>')
+
+
+def _esc(words: str) -> str:
+    return html.escape(words, quote=True)
+
+
+def inline_diff(chunks: list[dict]) -> str:
+    """One line of HTML: words both texts share as they are, a prompt word the recording lacks
+    struck through, a word heard instead (or in addition) underlined."""
+    out = []
+    for c in chunks:
+        if c["op"] == "equal":
+            out.append(_esc(c["prompt"]))
+            continue
+        if c["prompt"]:
+            out.append(f'<del class="qc-prompt">{_esc(c["prompt"])}</del>')
+        if c["transcript"]:
+            out.append(f'<ins class="qc-heard">{_esc(c["transcript"])}</ins>')
+    return f'<span class="qc-diff">{" ".join(out)}</span>'
+
+
+def aligned_table(chunks: list[dict]) -> str:
+    """The prompt and the transcript side by side, one row per stretch of the alignment; the
+    rows where they differ are marked (and say how)."""
+    what = {"substitute": "heard differently", "delete": "not heard", "insert": "heard, not in the prompt"}
+    rows = []
+    for c in chunks:
+        if c["op"] == "equal":
+            rows.append(f'<tr><td>{_esc(c["prompt"])}</td><td>{_esc(c["transcript"])}</td><td></td></tr>')
+        else:
+            ref = f'<del class="qc-prompt">{_esc(c["prompt"])}</del>' if c["prompt"] else ""
+            hyp = f'<ins class="qc-heard">{_esc(c["transcript"])}</ins>' if c["transcript"] else ""
+            rows.append(f'<tr class="qc-differs"><td>{ref}</td><td>{hyp}</td>'
+                        f'<td>{what.get(c["op"], c["op"])}</td></tr>')
+    return ('<table class="qc-align"><thead><tr><th>Prompt (normalised)</th><th>Transcript (normalised)</th>'
+            f'<th>Difference</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+
+
+def review_table(page: Page) -> Page:
+    """services.admin.review_page's rows as the review table shows them: the alignment as an
+    inline diff."""
+    df = page.rows
+    rows = pd.DataFrame({
+        "id": df["id"], "sender": df["sender_id"], "starter": df["starter_id"], "system": df["system_id"],
+        "seconds": df["duration_s"], "WER": df["wer"], "flags": df["flags"],
+        "prompt vs transcript": [inline_diff(a or []) for a in df["alignment"]]}, columns=COLUMNS)
+    return Page(rows, page.page, page.pages, page.total)
+
+
+def item_html(item: dict) -> str:
+    """The opened recording: status, WER and flags, then the aligned table."""
+    wer = "" if item["wer"] is None else f" · WER {item['wer']:.2f}"
+    flags = f" · {_esc('; '.join(item['flags']))}" if item.get("flags") else ""
+    return (f'<div class="qc-item"><p><b>Status:</b> {_esc(item["status"] or "")}{wer}{flags}</p>'
+            f'{aligned_table(item["alignment"])}<p>{LEGEND}</p></div>')

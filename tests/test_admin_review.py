@@ -1,0 +1,69 @@
+"""The admin's review of flagged recordings shows the prompt and the transcript aligned, the
+differing words highlighted, in a table of short columns and one diff column."""
+from __future__ import annotations
+
+from services import admin
+from services.participants import add_participants
+from services.recording_review import queue_for_review
+from storage import queue, results
+from tabs import admin_review
+
+
+def flagged(db, transcript: str) -> tuple[int, str]:
+    (s,) = add_participants(db, "demo", "sender", 1, "USW", "Woman")
+    a = queue.open_assignments(db, s.id)[0]
+    with db.write() as w:
+        rid = results.insert_recording(w, a["id"], a["exchange_id"], "sha", "x.wav", "x16.wav", 3.0)
+        results.set_recording_qc(w, rid, "flagged", transcript, 0.5, ["start_differs"])
+    prompt = db.scalar("SELECT s.text FROM exchanges e JOIN starters s ON s.study_id = e.study_id "
+                       "AND s.id = e.starter_id WHERE e.id = ?", [a["exchange_id"]])
+    return rid, prompt
+
+
+def test_the_review_queue_carries_the_alignment(demo_db):
+    rid, prompt = flagged(demo_db, "Uh, something else entirely.")
+    [row] = queue_for_review(demo_db, "demo")
+    assert row["id"] == rid and row["alignment"]
+    ops = {c["op"] for c in row["alignment"]}
+    assert ops & {"substitute", "delete", "insert"}
+    # what the alignment holds is the whole normalised prompt and transcript, in order
+    assert " ".join(c["prompt"] for c in row["alignment"] if c["prompt"]).split()[:2] == \
+        prompt.lower().replace(",", "").split()[:2]
+    assert " ".join(c["transcript"] for c in row["alignment"] if c["transcript"]) == "something else entirely"
+
+
+def test_the_review_table_has_short_columns_and_one_diff(demo_db):
+    flagged(demo_db, "")
+    page = admin_review.review_table(admin.review_page(demo_db, "demo", 1))
+    assert list(page.rows.columns) == admin_review.COLUMNS
+    assert len(admin_review.DATATYPES) == len(admin_review.COLUMNS) == len(admin_review.COLUMN_WIDTHS)
+    assert admin_review.DATATYPES[-1] == "html"
+    assert sum(float(w.rstrip("%")) for w in admin_review.COLUMN_WIDTHS) == 100
+    cell = page.rows.iloc[0]["prompt vs transcript"]
+    assert cell.startswith('<span class="qc-diff">') and '<del class="qc-prompt">' in cell   # nothing was heard
+
+
+def test_a_clipped_start_is_struck_and_the_rest_is_plain(demo_db):
+    rid, prompt = flagged(demo_db, "")
+    heard = " ".join(prompt.split()[3:])           # the first three words lost
+    with demo_db.write() as w:
+        results.set_recording_qc(w, rid, "flagged", heard, 0.1, ["start_differs"])
+    page = admin_review.review_table(admin.review_page(demo_db, "demo", 1))
+    cell = page.rows.iloc[0]["prompt vs transcript"]
+    first = " ".join(prompt.lower().replace(",", "").replace(".", "").split()[:3])
+    assert cell.startswith(f'<span class="qc-diff"><del class="qc-prompt">{first}</del> ')
+    assert "<ins" not in cell                      # everything else was heard as written
+    item = admin.review_item(demo_db, rid)
+    assert item["flags"] == ["the first three words differ"]
+    shown = admin_review.item_html(item)
+    assert '<tr class="qc-differs"><td><del class="qc-prompt">' + first in shown and "not heard" in shown
+    assert shown.count('<tr class="qc-differs">') == 1
+
+
+def test_participant_words_are_escaped():
+    chunks = [{"op": "equal", "prompt": "a <b>", "transcript": "a <b>"},
+              {"op": "substitute", "prompt": "x", "transcript": "<img src=x onerror=alert(1)>"},
+              {"op": "insert", "prompt": "", "transcript": '"quoted" & more'}]
+    for html in (admin_review.inline_diff(chunks), admin_review.aligned_table(chunks)):
+        assert "<img" not in html and "<b>" not in html
+        assert "&lt;img src=x onerror=alert(1)&gt;" in html and "&quot;quoted&quot; &amp; more" in html

@@ -1,0 +1,130 @@
+"""One QC ASR for every system of a study ([usability] qc_asr): validated at import, used by
+the worker whatever system translates the recording (real tiny.en; no model is faked)."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from conftest import DEMO
+from services import pipeline, recording_qc, systems
+from services.model_cache import ModelCache
+from services.participants import add_participants
+from services.study_files import StudyValidationError, load_study
+from services.study_import import import_study
+from speech import spoken_wav
+from storage import results
+
+CACHE = ModelCache(device="cpu")
+
+
+def demo_copy(tmp_path, usability_extra: str = ""):
+    folder = tmp_path / "study"
+    shutil.copytree(DEMO, folder)
+    if usability_extra:
+        toml = folder / "study.toml"
+        text = toml.read_text(encoding="utf-8")
+        assert "starter_words = [40, 60]" in text
+        toml.write_text(text.replace("starter_words = [40, 60]", f"starter_words = [40, 60]\n{usability_extra}", 1),
+                        encoding="utf-8")
+    return folder
+
+
+def test_the_default_qc_asr_is_the_offline_whisper():
+    bundle = load_study(DEMO)
+    cfg = recording_qc.qc_asr_config(bundle.config["usability"])
+    assert cfg == recording_qc.DEFAULT_QC_ASR
+    assert cfg["asr"] == "faster-whisper" and cfg["asr_beam_size"] == 5
+
+
+def test_a_study_names_its_qc_asr(tmp_path):
+    folder = demo_copy(tmp_path, 'qc_asr = {asr = "transformers-whisper", asr_model = "openai/whisper-large-v3", '
+                                 'asr_dtype = "bfloat16"}')
+    cfg = recording_qc.qc_asr_config(load_study(folder).config["usability"])
+    assert cfg["asr"] == "transformers-whisper" and cfg["asr_model"] == "openai/whisper-large-v3"
+
+
+@pytest.mark.parametrize("given,field", [
+    ('qc_asr = {asr = "whisperx"}', "usability.qc_asr.asr"),
+    ('qc_asr = {asr = "transformers-whisper"}', "usability.qc_asr.asr_model"),
+    ('qc_asr = {asr = "remote", asr_model = "whisper-1"}', "usability.qc_asr.asr_base_url"),
+    ('qc_asr = {asr_beam_size = 0}', "usability.qc_asr.asr_beam_size"),
+    ('qc_asr = {mt = "bergamot"}', "usability.qc_asr.mt"),
+    ('qc_asr = "faster-whisper"', "usability.qc_asr"),
+])
+def test_a_wrong_qc_asr_is_an_import_error_naming_the_field(tmp_path, given, field):
+    with pytest.raises(StudyValidationError) as e:
+        load_study(demo_copy(tmp_path, given))
+    assert any(err.field == field for err in e.value.errors), [str(x) for x in e.value.errors]
+
+
+def test_same_asr_reads_defaults_left_out():
+    assert recording_qc.same_asr({"kind": "cascade", "asr": "faster-whisper", "asr_beam_size": 5, "mt": "bergamot"},
+                                 recording_qc.DEFAULT_QC_ASR)
+    assert not recording_qc.same_asr({"asr": "faster-whisper", "asr_beam_size": 1}, recording_qc.DEFAULT_QC_ASR)
+    assert not recording_qc.same_asr({"asr": "faster-whisper", "asr_model": "/models/large-v3"},
+                                     recording_qc.DEFAULT_QC_ASR)
+
+
+@pytest.mark.parametrize("qc_beam,reused", [(5, {"cascade-beam"}), (2, set())])
+def test_every_system_gets_its_qc_transcript_from_the_qc_asr(database, tmp_path, monkeypatch, qc_beam, reused):
+    """The demo's two cascades (beam 5 and greedy) each translate one recording. QC always reads
+    the study's QC ASR's transcript: a cascade with that very ASR lends its own (no second
+    transcription); any other is transcribed again by the QC ASR."""
+    extra = "" if qc_beam == 5 else f'qc_asr = {{asr = "faster-whisper", asr_beam_size = {qc_beam}}}'
+    import_study(database, demo_copy(tmp_path, extra))
+    db = database
+    sender = add_participants(db, "demo", "sender", 1, "USW", "Woman")[0]
+    built = []
+    real_build = systems.build_asr
+
+    def spy(cfg, cache=CACHE):           # the real ASR, with a note of the config it was built for
+        built.append(dict(cfg))
+        return real_build(cfg, cache)
+
+    monkeypatch.setattr(systems, "build_asr", spy)
+    ex = db.query("SELECT e.id, s.text FROM exchanges e JOIN assignments a ON a.exchange_id = e.id "
+                  "JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
+                  "WHERE a.participant_id = ? AND a.phase = 'record' ORDER BY e.id LIMIT 2", [sender.id])
+    from services.audio_intake import store_recording
+
+    for e, system in zip(ex, ("cascade-beam", "cascade-greedy")):
+        built.clear()
+        with db.write() as w:       # this exchange goes to the system under test
+            w.execute("UPDATE exchanges SET system_id = ? WHERE id = ?", [system, e["id"]])
+            a = w.execute("SELECT id FROM assignments WHERE exchange_id = ? AND phase = 'record'",
+                          [e["id"]]).fetchone()[0]
+            st = store_recording(spoken_wav(e["text"], tmp_path / f"{system}.wav", cache=CACHE), tmp_path / "m", 60)
+            rid = results.insert_recording(w, a, e["id"], st.sha256, st.path_original, st.path_16k, st.duration_s)
+        pipeline.process_recording(db, rid, CACHE)
+        qc_builds = [c for c in built if c.get("kind") != "cascade"]
+        if system in reused:
+            assert qc_builds == [], built
+            assert results.recording(db, rid)["transcript"] == results.translation(db, e["id"])["transcript"]
+        else:
+            assert [c["asr_beam_size"] for c in qc_builds] == [qc_beam], built
+        rec = results.recording(db, rid)
+        assert rec["qc_status"] in ("passed", "flagged") and rec["transcript"]
+        logged = db.query("SELECT detail FROM events WHERE action = 'qc' AND entity_id = ?", [str(rid)])
+        assert logged and f'"asr_beam_size": {qc_beam}' in logged[-1]["detail"]
+
+
+def test_the_demo_s04_read_aloud_passes_and_its_cut_readings_are_flagged(tmp_path):
+    """The issue's case, end to end with the benchmark's own steps (benchmarks/usability/
+    qc_flags.py): s04, which ends with a phone number, read by Piper and transcribed by the
+    default QC ASR, passes; the same reading with its first or last 1.5 s of speech cut does not."""
+    import csv
+
+    from benchmarks.usability import qc_flags
+    from conftest import DEMO_ASSETS
+
+    with open(DEMO_ASSETS / "starters.csv", newline="", encoding="utf-8") as f:
+        s04 = next(r for r in csv.DictReader(f) if r["id"] == "s04")["text"]
+    asr = systems.build_asr(recording_qc.DEFAULT_QC_ASR, CACHE)
+    x, rate = qc_flags.speech(qc_flags.voice("joe"), s04)
+    n = int(1.5 * rate)
+    heard = {kind: qc_flags.transcribe(asr, part, rate, tmp_path, kind)[0]
+             for kind, part in (("whole", x), ("cut_start", x[n:]), ("cut_end", x[:-n]))}
+    assert recording_qc.check(s04, heard["whole"]).flags == [], heard["whole"]
+    assert "start_differs" in recording_qc.check(s04, heard["cut_start"]).flags, heard["cut_start"]
+    assert "end_differs" in recording_qc.check(s04, heard["cut_end"]).flags, heard["cut_end"]
