@@ -25,18 +25,22 @@ REDIRECT_JS = """(s) => { if (s && s.status === 'complete' && s.redirect_url) {
   setTimeout(() => { window.location.href = s.redirect_url; }, 3000); } }"""
 
 
+# One page per role (issue 21): a participant's page holds only its role's components, so the
+# browser looks up a few dozen components per event, not every role's plus the admin's. "/" is
+# the landing page and the study team's (Admin, Analysis); participant links that arrive there
+# are sent on to their role's page by RoleRedirect before any page loads.
+ROLE_PAGES = {"sender": "Sender", "receiver": "Receptor", "validator": "Validator", "rater": "Rater",
+              "da": "Direct assessment", "sd": "Ratings"}
+
+
 def build_app(settings, database):
     import gradio as gr
 
     from services import admin
     from services.consent import ConsentError, record_consent, submit_demographics
-    from services.items import AccessError, get_view, participant_for_token, tabs_for
-    from services.participants import ParticipantError, enrol_from_link
-    from storage import participants
+    from services.items import AccessError, get_view, participant_for_token
     from tabs import analysis as analysis_tab
-    from tabs import da, receiver, record, sd, survey, validator
     from tabs import admin as admin_tab
-    from tabs import consent as consent_tab
     from tabs.common import Ctx, plain_markdown, view_dict
 
     auth = admin.AdminAuth(settings.admin_password, database)
@@ -45,73 +49,26 @@ def build_app(settings, database):
         token = gr.Textbox(visible=False, elem_id="participant-token")
         welcome = gr.Markdown()
         ctx = Ctx(database, settings, token)
-        consent_ui = consent_tab.build(ctx)
         with gr.Tabs() as tabset:
-            uis = [record.build(ctx), receiver.build(ctx), validator.build(ctx), survey.build(ctx),
-                   da.build(ctx), sd.build(ctx)]
             admin_tab_obj, session = admin_tab.build(ctx, auth)
             analysis_obj = analysis_tab.build(ctx, auth, session)
 
-        def resolve(request: gr.Request) -> tuple[str, str]:
-            """Token from ?t=..., or a Prolific newcomer enrolled into an open self-enrolment slot
-            (the URL's signature over study, role, group and gender is checked first)."""
-            q = dict(request.query_params) if request else {}
-            if q.get("t"):
-                return q["t"], ""
-            if q.get("PROLIFIC_PID"):
-                try:
-                    p = enrol_from_link(database, q)
-                    return p["token"], ""
-                except ParticipantError as e:
-                    return "", str(e)
-            return "", ""
-
-        def on_load(request: gr.Request):
-            tok, problem = resolve(request)
-            out = {token: tok}
+        def on_root_load(request: gr.Request):
+            tok, problem, participant = resolve_link(database, request)
             host = (admin.client_address(request.client.host, getattr(request, "headers", None))
                     if request and request.client else None)
-            participant = participants.by_token(database, tok) if tok else None
-            if tok and participant is None:
-                problem = "This link is not valid. Please use the personal link you were given."
-            if problem or participant is None:
-                # the problem may echo URL parameters: shown as plain text, never as Markdown
-                out[welcome] = f"**{plain_markdown(problem)}**" if problem else HELP_NO_LINK
-                show_admin = not problem and auth.available(host)
-                out[admin_tab_obj] = gr.update(visible=show_admin)
-                out[analysis_obj] = gr.update(visible=show_admin)
-                out[tabset] = gr.update(selected="admin")
-                for ui in uis:
-                    out[ui.tab] = gr.update(visible=False)
-                return out
-            out[welcome] = ""
-            out[admin_tab_obj] = gr.update(visible=False)
-            out[analysis_obj] = gr.update(visible=False)
-            pending = consent_ui.show(participant) if participant["active"] else {}
-            if pending:   # consent and the demographics form come before any tab
-                out.update(pending)
-                for ui in uis:
-                    out[ui.tab] = gr.update(visible=False)
-                return out
-            return {**out, **consent_ui.hide(), **participant_tabs(tok, participant)}
+            if participant is not None:
+                # a link that reached "/" without the redirect (a proxy that drops it): a plain link on
+                problem = f"Your page: [continue here](./{participant['role']}?t={participant['token']})"
+                return {token: "", welcome: problem, admin_tab_obj: gr.update(visible=False),
+                        analysis_obj: gr.update(visible=False)}
+            show_admin = not problem and auth.available(host)
+            # the problem may echo URL parameters: shown as plain text, never as Markdown
+            return {token: "", welcome: f"**{plain_markdown(problem)}**" if problem else HELP_NO_LINK,
+                    admin_tab_obj: gr.update(visible=show_admin), analysis_obj: gr.update(visible=show_admin),
+                    tabset: gr.update(selected="admin")}
 
-        def participant_tabs(tok: str, participant: dict) -> dict:
-            mine = tabs_for(participant)
-            out = {tabset: gr.update(selected=mine[0])}
-            for ui in uis:
-                out[ui.tab] = gr.update(visible=ui.name in mine)
-                if ui.name in mine:
-                    out.update(ui.show(ctx, tok))
-            return out
-
-        tab_outputs = [tabset] + [ui.tab for ui in uis]
-        for ui in uis:
-            tab_outputs += ui.outputs
-        consent_ui.connect(tab_outputs, lambda tok: participant_tabs(tok, participants.by_token(database, tok)))
-        load_outputs = [token, welcome, admin_tab_obj, analysis_obj] + consent_ui.outputs
-        demo.load(on_load, None, load_outputs, api_visibility="private")
-        for ui in uis:   # a finished queue with a Prolific URL sends the participant back there
-            ui.outputs[0].change(None, ui.outputs[0], None, js=REDIRECT_JS)
+        demo.load(on_root_load, None, [token, welcome, admin_tab_obj, analysis_obj, tabset], api_visibility="private")
 
         def view(participant_token: str, tab: str) -> dict:
             """The participant's current item on a tab, as the page shows it (resume after reload)."""
@@ -140,8 +97,89 @@ def build_app(settings, database):
 
         gr.api(consent, api_name="consent", api_visibility="undocumented")
         gr.api(demographics, api_name="demographics", api_visibility="undocumented")
+    built: set[str] = set()
+    for role, label in ROLE_PAGES.items():
+        with demo.route(label, f"/{role}", show_in_navbar=False) as page:
+            role_page(page, database, settings, role, built)
     forget_strangers_uploads(demo, database, auth)
     return demo
+
+
+def resolve_link(database, request) -> tuple[str, str, dict | None]:
+    """(token, problem, participant) of a page's URL: a token from ?t=..., or a Prolific newcomer
+    enrolled into an open self-enrolment slot (the URL's signature over study, role, group and
+    gender is checked first)."""
+    from services.participants import ParticipantError, enrol_from_link
+    from storage import participants
+
+    q = dict(request.query_params) if request else {}
+    tok, problem = q.get("t") or "", ""
+    if not tok and q.get("PROLIFIC_PID"):
+        try:
+            tok = enrol_from_link(database, q)["token"]
+        except ParticipantError as e:
+            problem = str(e)
+    participant = participants.by_token(database, tok) if tok else None
+    if tok and participant is None:
+        problem = "This link is not valid. Please use the personal link you were given."
+    return tok, problem, participant
+
+
+def role_page(page, database, settings, role: str, built: set) -> None:
+    """The page of one role: the consent page, then that role's tabs (a sender's Record and
+    Survey; everyone else's one tab). A tab on two pages (the survey of senders and raters)
+    keeps its API name on the first."""
+    import gradio as gr
+
+    from services.items import ROLE_TABS
+    from tabs import consent as consent_tab
+    from tabs import da, receiver, record, sd, survey, validator
+    from tabs.common import Ctx, plain_markdown
+
+    builders = {"record": record.build, "receiver": receiver.build, "validator": validator.build,
+                "survey": survey.build, "da": da.build, "sd": sd.build}
+    token = gr.Textbox(visible=False, elem_id="participant-token")
+    welcome = gr.Markdown()
+    names = ROLE_TABS[role]
+    ctx = Ctx(database, settings, token, api=not built.intersection(names))
+    built.update(names)
+    consent_ui = consent_tab.build(ctx)
+    with gr.Tabs() as tabset:
+        uis = [builders[name](ctx) for name in names]
+
+    def on_load(request: gr.Request):
+        tok, problem, participant = resolve_link(database, request)
+        out = {token: tok, welcome: ""}
+        if participant is not None and participant["role"] != role:
+            problem = "This link belongs to another page. Please open the personal link you were given."
+        if problem or participant is None:
+            out[welcome] = (f"**{plain_markdown(problem)}**" if problem else
+                            "**Please open the personal link you were given (it ends in `?t=...`).**")
+            for ui in uis:
+                out[ui.tab] = gr.update(visible=False)
+            return out
+        pending = consent_ui.show(participant) if participant["active"] else {}
+        if pending:   # consent and the demographics form come before any tab
+            out.update(pending)
+            for ui in uis:
+                out[ui.tab] = gr.update(visible=False)
+            return out
+        return {**out, **consent_ui.hide(), **show_tabs(tok)}
+
+    def show_tabs(tok: str) -> dict:
+        out = {tabset: gr.update(selected=names[0])}
+        for ui in uis:
+            out[ui.tab] = gr.update(visible=True)
+            out.update(ui.show(ctx, tok))
+        return out
+
+    tab_outputs = [tabset] + [ui.tab for ui in uis]
+    for ui in uis:
+        tab_outputs += ui.outputs
+    consent_ui.connect(tab_outputs, show_tabs)
+    page.load(on_load, None, [token, welcome] + consent_ui.outputs, api_visibility="private")
+    for ui in uis:   # a finished queue with a Prolific URL sends the participant back there
+        ui.outputs[0].change(None, ui.outputs[0], None, js=REDIRECT_JS)
 
 
 def serve_tls(args, settings) -> tuple[str | None, str | None]:
@@ -205,6 +243,53 @@ class SecurityHeaders:
                            [(k, v) for k, v in self.headers if k not in names]}
             await send(message)
         return await self.app(scope, receive, send_with_headers)
+
+
+class RoleRedirect:
+    """A participant's link (/?t=TOKEN, or a signed Prolific URL naming its role) opens the page
+    of its role: GET "/" or another role's page with such a query answers 302 to the role's page
+    with the same query, before Gradio builds any page. The Location is relative ("receiver?t=..."),
+    so it holds behind a proxy's path prefix. One indexed lookup of the token; a token that names
+    no participant goes on to the page, which says the link is not valid."""
+
+    def __init__(self, app, database=None):
+        self.app = app
+        self.database = database
+
+    def target(self, path: str, query: str) -> str | None:
+        from urllib.parse import parse_qs
+
+        from storage import participants
+
+        here = path.rstrip("/").rsplit("/", 1)[-1]
+        if here and here not in ROLE_PAGES:
+            return None
+        q = parse_qs(query)
+        role = None
+        if q.get("t"):
+            p = participants.by_token(self.database, q["t"][0])
+            role = p["role"] if p else None
+        elif q.get("PROLIFIC_PID") and q.get("role"):
+            role = q["role"][0]
+        return role if role in ROLE_PAGES and role != here else None
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] == "GET" and scope.get("query_string"):
+            query = scope["query_string"].decode("latin-1")
+            role = self.target(scope["path"], query)
+            if role:
+                up = "../" if scope["path"].endswith("/") and scope["path"].strip("/") else ""
+                await send({"type": "http.response.start", "status": 302,
+                            "headers": [(b"location", f"{up}{role}?{query}".encode("latin-1")),
+                                        (b"content-length", b"0"), (b"cache-control", b"no-store")]})
+                return await send({"type": "http.response.body", "body": b""})
+        return await self.app(scope, receive, send)
+
+
+def role_redirect(database):
+    from starlette.middleware import Middleware
+
+    return Middleware(RoleRedirect, database=database)
 
 
 def security_headers(settings):
@@ -415,9 +500,11 @@ def cmd_serve(args, settings):
                 # an unexpected exception's text never reaches a participant (gradio shows a generic
                 # "Error"); gr.Error messages still show, and the admin tabs raise them with details
                 root_path=args.root_path, show_error=False,
+                # no "Use via API / Built with Gradio / Settings" footer under a participant's task
+                footer_links=[],
                 # gradio refuses a larger upload before it is stored or decoded
                 max_file_size=int(settings.max_upload_mb * 1024 * 1024),
-                app_kwargs={"middleware": [refuse_remote_files_middleware(), compression(),
+                app_kwargs={"middleware": [role_redirect(database), refuse_remote_files_middleware(), compression(),
                                             security_headers(settings)]}, prevent_thread_lock=True)
     # the worker starts once the server answers: jobs resumed at start (model loads, a HIT's
     # images or audio) would otherwise slow gradio's own start-up probe of "/" past its 3 s

@@ -4,7 +4,7 @@
 
 The app is launched the way `make run` launches it (`python app.py`, a subprocess on a free
 loopback port, TRADLAB_WORKER=0 so no model job competes with the page), with two studies:
-the demo (its DA campaign: one HIT of 24 items per rater) and a 30-item receiver study (the
+the demo (its DA campaign in text mode: one HIT of 24 items per rater) and a 30-item receiver study (the
 demo's 12 starters copied under three ids each, their human translations imported as
 exchanges, ten questions each). Beside it runs the floor: a bare Gradio page with one slider
 and one button whose click returns the next progress line (this script with --floor-server).
@@ -71,6 +71,8 @@ async ([button, sel, n, ready]) => {
   return await new Promise((resolve, reject) => {
     const obs = new MutationObserver(() => {
       if (isReady(sel, n)) { obs.disconnect(); resolve(performance.now() - t0); }
+      const err = [...document.querySelectorAll('.msg.error')].find(e => e.offsetParent);
+      if (err) { obs.disconnect(); reject(new Error('the page refused the answer: ' + err.innerText)); }
     });
     obs.observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true});
     setTimeout(() => { obs.disconnect(); reject(new Error('next item not shown within 20 s')); }, 20000);
@@ -154,8 +156,8 @@ def measure(browser, url: str, spec: Page, items: int) -> dict:
     }""")
     # the page's scripts may still be wiring events when its input first shows: let them settle
     # before the first answer (not part of the timed click)
-    page.wait_for_load_state("networkidle")
-    page.wait_for_timeout(500)
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(1000)
     button = _receiver_button(page) if isinstance(spec, ReceiverPage) else spec.button
     clicks = []
     for i in range(items):
@@ -230,11 +232,23 @@ def start_floor(tmp: Path):
     return proc, log, url
 
 
+def da_text_study(dest: Path) -> Path:
+    """The demo study with its DA campaign in text mode only (the demo's "both" gives every
+    second rater audio, whose slider waits for the candidate to play)."""
+    from tests.conftest import DEMO
+
+    shutil.copytree(DEMO, dest)
+    toml = (dest / "study.toml").read_text(encoding="utf-8")
+    assert 'modality = "both"' in toml, "the demo's DA modality changed: update da_text_study"
+    (dest / "study.toml").write_text(toml.replace('modality = "both"', 'modality = "text"'), encoding="utf-8")
+    return dest
+
+
 def start_app(tmp: Path, runs: int):
-    from tests.conftest import DEMO, RunningApp
+    from tests.conftest import RunningApp
 
     app = RunningApp(tmp, env_extra={"TRADLAB_WORKER": "0", "TRADLAB_RATE_LIMIT": "0"})
-    for folder in (DEMO, receiver_study(tmp / "recv30")):
+    for folder in (da_text_study(tmp / "demo"), receiver_study(tmp / "recv30")):
         res = app.cli("import", str(folder))
         assert res.returncode == 0, res.stderr
     for study, role in (("demo", "da"), ("recv30", "receiver")):

@@ -40,16 +40,16 @@ ITEMS = 20
 
 
 def noop_server(port: int) -> None:
-    """The bare Gradio app: one event, no state, the same inputs as /da_submit."""
+    """The bare Gradio app: one event, no state, the same inputs as /da_submit (the token and
+    the item form's JSON value)."""
     import gradio as gr
 
     with gr.Blocks() as demo:
-        token, item = gr.Textbox(visible=False), gr.Textbox(visible=False)
-        moved, score = gr.Checkbox(visible=False), gr.Slider(0, 100, step=1)
+        token, form = gr.Textbox(visible=False), gr.JSON(visible=False)
         out = gr.JSON(visible=False)
         go = gr.Button("Submit")
-        go.click(lambda t, i, m, s: {"status": "item", "item_id": i, "notice": "Saved."},
-                 [token, item, moved, score], out, api_name="noop")
+        go.click(lambda t, f: {"status": "item", "item_id": f.get("item_id"), "notice": "Saved."},
+                 [token, form], out, api_name="noop")
     demo.queue(default_concurrency_limit=16)
     demo.launch(server_name="127.0.0.1", server_port=port)
 
@@ -96,12 +96,12 @@ def run_level(url: str, tokens: list[str], api: str) -> tuple[list[float], float
                 if api == "da_submit":
                     item = c.predict(tok, "da", api_name="/view")["item_id"]
                 else:
-                    c.predict(tok, "0", True, 1, api_name="/noop")    # the session exists, as for the app
+                    c.predict(tok, {"item_id": "0", "answer": {"score": 1}}, api_name="/noop")  # the session exists
                     item = "1"
                 start.wait(60)
                 for k in range(ITEMS):
                     t0 = time.perf_counter()
-                    out = c.predict(tok, item, True, 1 + k, api_name=f"/{api}")
+                    out = c.predict(tok, {"item_id": item, "answer": {"score": 1 + k}}, api_name=f"/{api}")
                     mine.append(time.perf_counter() - t0)
                     state = out[0] if isinstance(out, list) else out
                     if api == "da_submit" and state.get("notice") != "Saved.":

@@ -38,6 +38,8 @@ class SubmitResult:
 def _number(value, name, lo, hi, untouched_msg):
     if value is None or (isinstance(value, str) and not value.strip()):
         raise untouched_msg if isinstance(untouched_msg, SubmissionError) else SubmissionError(untouched_msg)
+    if isinstance(value, bool):          # JSON true is not a score of 1
+        raise SubmissionError(f"{name} must be a number.")
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -74,7 +76,9 @@ def _validate_receive(database, a, payload) -> dict:
     clean, missing = [], []
     for q in qs:
         g = given.get(q["idx"], {})
-        text = str(g.get("text") or "").strip()
+        if not isinstance(g.get("text"), (str, type(None))):    # a form field is text: no list, no number
+            raise refusal(SubmissionError, "answer_not_text", idx=q["idx"])
+        text = (g.get("text") or "").strip()
         flag = g.get("unanswerable")
         if flag not in (None, False, True):     # a checkbox sends a boolean: "false" must not count as ticked
             raise refusal(SubmissionError, "flag_not_boolean", idx=q["idx"])
@@ -95,6 +99,8 @@ def _validate_validate(database, a, payload) -> dict:
     receive = queue.assignment(database, int(a["item_id"]))
     idxs = [x["idx"] for x in results.answers(database, receive["id"])]
     marks_in = payload.get("marks") or {}
+    if not isinstance(marks_in, dict):
+        raise SubmissionError("The marks must be given per answer number.")
     marks, missing = {}, []
     for i in idxs:
         m = marks_in.get(i, marks_in.get(str(i)))

@@ -21,6 +21,12 @@ class Ctx:
     database: object
     settings: object
     token: gr.Textbox          # hidden; filled from the link on load
+    # the page that holds a tab first names its API endpoint; a copy on another page (the
+    # survey on the sender's and the rater's pages) calls the same handler without a name
+    api: bool = True
+
+    def api_name(self, name: str) -> dict:
+        return {"api_name": name, "api_visibility": "undocumented"} if self.api else {"api_visibility": "private"}
 
 
 def plain_html(text) -> str:

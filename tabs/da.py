@@ -2,81 +2,68 @@
 
 Text mode shows reference and candidate as one image; audio mode plays the candidate and
 unlocks the slider when it has played to the end. No going back: only the next open item is
-ever shown. After the last item: an optional feedback box."""
+ever shown. After the last item: an optional feedback box.
+
+The item is one small form (tabs/item_form.py): a submit sends {"item_id", "answer": {"score":
+0-100, or null when the slider was not moved}} and gets the next item back in the same value."""
 from __future__ import annotations
 
 import html
+from urllib.parse import quote
 
 import gradio as gr
 
 from services import da_campaign
 from services.items import ready_participant
-from tabs.common import Ctx, TabUI, header_html, safe_submit, view_dict
+from tabs.common import Ctx, TabUI, plain_html, safe_submit
+from tabs.item_form import answer_of, form_value, item_form
+
+
+def file_url(path: str) -> str:
+    """A media file as the page fetches it (gradio serves the app's allowed media folder);
+    relative, so it holds behind a proxy's path prefix."""
+    return "gradio_api/file=" + quote(str(path))
+
+
+def body_html(c: dict) -> str:
+    """The item's form: the reference and candidate (an image, or the reference and the audio),
+    the slider (locked in audio mode until the candidate has played) and Submit."""
+    if c.get("modality") == "audio":
+        shown = (f'<div id="da-reference"><p class="reference">{plain_html(c.get("reference", ""))}</p></div>'
+                 f'<div id="da-audio"><p class="audio-label">Candidate translation (listen to the end)</p>'
+                 f'<audio controls preload="auto" src="{html.escape(file_url(c["audio"]), quote=True)}"></audio></div>')
+        lock = " disabled data-unlock-on-ended"
+    else:
+        shown = (f'<div id="da-image"><img src="{html.escape(file_url(c["image"]), quote=True)}" '
+                 f'alt="The reference (grey) above the candidate translation (black)"></div>')
+        lock = ""
+    return (f'<form class="da-item" autocomplete="off"><p class="instruction">{plain_html(c.get("instruction", ""))}</p>'
+            f'{shown}<div id="da-slider" class="form-slider"><label for="da-score">Score (0-100): move the slider'
+            f'<output for="da-score" aria-live="off">–</output></label>'
+            f'<input type="range" id="da-score" name="score" min="0" max="100" step="1" value="0"{lock}>'
+            f'<div class="form-slider-ends"><span>0</span><span>100</span></div></div>'
+            f'<button type="submit" class="submit-btn lg primary">Submit</button></form>')
 
 
 def build(ctx: Ctx) -> TabUI:
     with gr.Tab("Direct assessment", id="da", visible=False) as tab:
-        state = gr.JSON(visible=False)
-        item = gr.Textbox(visible=False)
-        touched = gr.Checkbox(visible=False, value=False)
-        header = gr.HTML()
-        instruction = gr.Markdown()
-        image = gr.Image(type="filepath", show_label=False, interactive=False, visible=False,
-                         elem_id="da-image", buttons=[])
-        reference = gr.HTML(elem_id="da-reference", visible=False)
-        audio = gr.Audio(type="filepath", label="Candidate translation (listen to the end)", interactive=False,
-                         visible=False, elem_id="da-audio", buttons=[])
-        score = gr.Slider(0, 100, step=1, value=0, label="Score (0-100): move the slider", elem_id="da-slider")
-        send = gr.Button("Submit", variant="primary", visible=False, elem_classes=["submit-btn"])
+        form = item_form("da-form")
         with gr.Group(visible=False) as feedback_box:
             feedback = gr.Textbox(label="Any comments on this task? (optional)", lines=4, max_length=5000,
                                   elem_id="da-feedback")
             send_feedback = gr.Button("Send feedback")
         feedback_msg = gr.Markdown()
-        timer = gr.Timer(4, active=False)
-
-    # mouse or keyboard: either counts as rating. Set in the browser, not by a server round
-    # trip: a Submit clicked right after the move must already see it
-    for moved in (score.release, score.input):
-        moved(None, None, touched, js="() => true", api_visibility="private")
-    # audio mode: the slider unlocks once the candidate has played to the end
-    audio.stop(lambda: gr.update(interactive=True), None, score, api_visibility="private")
+        timer = gr.Timer(4, active=False)       # while the worker renders the HIT's audio or images
 
     def render(view, notice="", error=""):
         has = view is not None and view.status == "item"
-        c = view.content if has else {}
-        is_audio = c.get("modality") == "audio"
-        out = {state: view_dict(view, notice, error), header: header_html(view, notice, error),
-               item: view.item_id if has else "", instruction: c.get("instruction", ""),
-               image: gr.update(value=c.get("image"), visible=has and not is_audio),
-               reference: gr.update(value=f'<p class="reference">{html.escape(c.get("reference", ""))}</p>',
-                                    visible=has and is_audio),
-               audio: gr.update(value=c.get("audio"), visible=has and is_audio),
-               send: gr.update(visible=has),
-               feedback_box: gr.update(visible=view is not None and view.status == "complete"),
-               timer: gr.Timer(active=view is not None and view.status == "waiting")}
-        if not error:
-            out[score] = gr.update(value=0, visible=has, interactive=has and not is_audio)
-            out[touched] = False
-        return out
+        return {form: form_value(view, notice, error, body_html(view.content) if has else ""),
+                feedback_box: gr.update(visible=view is not None and view.status == "complete"),
+                timer: gr.Timer(active=view is not None and view.status == "waiting")}
 
-    def next_item(view, notice):
-        """From one item to the next of the same rater (same modality): the layout stays, so
-        only values change. Plain values instead of gr.update: Gradio builds a component per
-        update on its event loop, which made a submit cost 2-3x a no-op event at 50 raters."""
-        c = view.content
-        is_audio = c.get("modality") == "audio"
-        return {state: view_dict(view, notice), header: header_html(view, notice), item: view.item_id,
-                instruction: c.get("instruction", ""), image: None if is_audio else c.get("image"),
-                reference: f'<p class="reference">{html.escape(c.get("reference", ""))}</p>',
-                audio: c.get("audio"), send: "Submit", feedback_box: gr.skip(), timer: timer.value,
-                # audio mode locks the slider again until the new candidate has played
-                score: gr.update(value=0, interactive=False) if is_audio else 0, touched: False}
-
-    def on_submit(token, item_id, moved, value):
-        view, notice, error = safe_submit(ctx, token, "da", item_id, {"score": value if moved else None})
-        if item_id and not error and view is not None and view.status == "item":
-            return next_item(view, notice)
+    def on_submit(token, value):
+        item_id, answer = answer_of(value)
+        view, notice, error = safe_submit(ctx, token, "da", item_id, {"score": answer.get("score")})
         return render(view, notice, error)
 
     def on_tick(token):
@@ -90,9 +77,8 @@ def build(ctx: Ctx) -> TabUI:
             return str(e)
         return "Thank you: your feedback is saved."
 
-    outputs = [state, header, item, instruction, image, reference, audio, score, touched, send, feedback_box, timer]
-    send.click(on_submit, [ctx.token, item, touched, score], outputs, api_name="da_submit",
-               api_visibility="undocumented")
+    outputs = [form, feedback_box, timer]
+    form.submit(on_submit, [ctx.token, form], outputs, api_name="da_submit", api_visibility="undocumented")
     send_feedback.click(on_feedback, [ctx.token, feedback], feedback_msg, api_name="da_feedback",
                         api_visibility="undocumented")
     ui = TabUI("da", tab, outputs, render)

@@ -1,15 +1,20 @@
 """Phase 2: the receiver answers questions from the Portuguese translation alone.
 
 The page is in European Portuguese: its task wording comes with the item ([receiver] of
-assets/scales.toml), what it says around the item from the services (assets/texts/pt-PT.toml);
-the labels below are what shows before the first item comes."""
+assets/scales.toml), what it says around the item from the services (assets/texts/pt-PT.toml).
+
+The item is one small form (tabs/item_form.py): the translation, then each question with its
+answer box and its "cannot be answered from the text" box. A submit sends {"item_id", "answer":
+{"answer-<idx>": text, "flag-<idx>": true/false}} and gets the next item back in the same value;
+a refused answer comes back with what the receiver typed written in."""
 from __future__ import annotations
+
+import html
 
 import gradio as gr
 
-from services.texts import defaults
-from tabs.common import (MAX_QUESTIONS, Ctx, TabUI, header_html, plain_html, plain_markdown, poll_while_waiting, safe_submit,
-                         timer_update, view_dict, wait_timer)
+from tabs.common import Ctx, TabUI, plain_html, poll_while_waiting, safe_submit, wait_timer
+from tabs.item_form import answer_of, form_value, item_form
 
 
 def translation_html(heading: str, text: str) -> str:
@@ -18,56 +23,55 @@ def translation_html(heading: str, text: str) -> str:
             f'<div class="translation-text">{plain_html(text)}</div></div>')
 
 
+def body_html(c: dict, typed: dict | None = None) -> str:
+    """The item's form; typed: the fields of a refused answer, written back in."""
+    typed = typed or {}
+    rows = []
+    for q in c.get("questions", []):
+        i = int(q["idx"])
+        text = typed.get(f"answer-{i}")
+        text = text if isinstance(text, str) else ""
+        checked = " checked" if typed.get(f"flag-{i}") is True else ""
+        rows.append(f'<li class="question"><label for="answer-{i}" class="question-text"><b>{i}.</b> '
+                    f'{plain_html(q["pt"])}</label>'
+                    f'<textarea id="answer-{i}" name="answer-{i}" rows="1" maxlength="2000" '
+                    f'aria-label="{html.escape(c.get("answer_label", ""), quote=True)} {i}">{html.escape(text)}</textarea>'
+                    f'<label class="flag"><input type="checkbox" name="flag-{i}"{checked}> '
+                    f'{plain_html(c.get("unanswerable_label", ""))}</label></li>')
+    return (f'<form class="receiver-item" autocomplete="off" lang="pt-PT">'
+            f'<p class="instruction receiver-instruction">{plain_html(c.get("instruction", ""))}</p>'
+            f'<div id="translation" class="translation">'
+            f'{translation_html(c.get("translation_heading", ""), c.get("translation", ""))}</div>'
+            f'<ol class="questions">{"".join(rows)}</ol>'
+            f'<button type="submit" class="submit-btn lg primary">{plain_html(c.get("submit", ""))}</button></form>')
+
+
+def payload_of(answer: dict) -> dict:
+    """The service's payload from the form's fields: one answer per question number the fields
+    name (the service checks that they are the item's questions, all of them, and each value's
+    type)."""
+    idxs = sorted({int(k.split("-", 1)[1]) for k in answer
+                   if k.startswith(("answer-", "flag-")) and k.split("-", 1)[1].isdigit() and len(k) < 12})
+    return {"answers": [{"idx": i, "text": answer.get(f"answer-{i}"), "unanswerable": answer.get(f"flag-{i}")}
+                        for i in idxs]}
+
+
 def build(ctx: Ctx) -> TabUI:
-    words = defaults()["receiver"]
     with gr.Tab("Receptor", id="receiver", visible=False) as tab:
-        state = gr.JSON(visible=False)
-        item = gr.Textbox(visible=False)
-        header = gr.HTML(elem_id="receiver-header")
-        instruction = gr.Markdown(elem_classes=["receiver-instruction"])
-        # gr.HTML of escaped text: the translation is a system's output, shown as it is
-        translation = gr.HTML(elem_id="translation", elem_classes=["translation"], visible=False)
-        slots = []
-        for i in range(MAX_QUESTIONS):
-            with gr.Group(visible=False) as group:
-                question = gr.Markdown()
-                answer = gr.Textbox(label=words["answer"], lines=1, max_length=2000)
-                flag = gr.Checkbox(label=words["unanswerable"])
-            slots.append((group, question, answer, flag))
-        send = gr.Button(words["submit"], variant="primary", visible=False)
+        form = item_form("receiver-form")
         timer = wait_timer()
 
-    def render(view, notice="", error=""):
+    def render(view, notice="", error="", typed=None):
         has = view is not None and view.status == "item"
-        c = view.content if has else {}
-        qs = c.get("questions", [])
-        out = {state: view_dict(view, notice, error), header: header_html(view, notice, error),
-               timer: timer_update(view),
-               item: view.item_id if has else "", instruction: c.get("instruction", ""),
-               translation: gr.update(value=translation_html(c.get("translation_heading", words["translation_heading"]),
-                                                             c["translation"]) if has else "", visible=has),
-               send: gr.update(visible=has, value=c.get("submit", words["submit"]))}
-        keep = bool(error)  # a refused submit keeps what the receiver typed
-        for i, (group, question, answer, flag) in enumerate(slots):
-            q = qs[i] if i < len(qs) else None
-            out[group] = gr.update(visible=q is not None)
-            out[question] = f"**{int(q['idx'])}.** {plain_markdown(q['pt'])}" if q else ""
-            if not keep:
-                out[answer] = gr.update(value="", label=c.get("answer_label", words["answer"]))
-                out[flag] = gr.update(value=False, label=c.get("unanswerable_label", words["unanswerable"]))
-        return out
+        return {form: form_value(view, notice, error, body_html(view.content, typed) if has else ""),
+                timer: gr.Timer(active=view is not None and view.status == "waiting")}
 
-    def on_submit(token, item_id, shown, *values):
-        # slot i holds the i-th question shown; the service checks the set is complete
-        qs = ((shown or {}).get("content") or {}).get("questions", [])
-        answers = [{"idx": q["idx"], "text": values[2 * i], "unanswerable": values[2 * i + 1]}
-                   for i, q in enumerate(qs[:MAX_QUESTIONS])]
-        view, notice, error = safe_submit(ctx, token, "receiver", item_id, {"answers": answers})
-        return render(view, notice, error)
+    def on_submit(token, value):
+        item_id, answer = answer_of(value)
+        view, notice, error = safe_submit(ctx, token, "receiver", item_id, payload_of(answer))
+        return render(view, notice, error, answer if error else None)
 
-    inputs = [ctx.token, item, state] + [x for _, _, a, f in slots for x in (a, f)]
-    outputs = [state, header, item, instruction, translation, send] + [x for s in slots for x in s]
-    outputs.append(timer)      # last: the API's output positions stay as they were
-    send.click(on_submit, inputs, outputs, api_name="receiver_submit", api_visibility="undocumented")
+    outputs = [form, timer]
+    form.submit(on_submit, [ctx.token, form], outputs, api_name="receiver_submit", api_visibility="undocumented")
     poll_while_waiting(ctx, "receiver", timer, outputs, render)
     return TabUI("receiver", tab, outputs, render)

@@ -88,7 +88,6 @@ def build(ctx: Ctx) -> TabUI:
     outputs = [state, header, item, stage, source, recording, translation, outcomes, instruction, send,
                *radios.values()]
     outputs.append(timer)      # last: the API's output positions stay as they were
-    send.click(on_submit, [ctx.token, item, *radios.values()], outputs, api_name="survey_submit",
-               api_visibility="undocumented")
+    send.click(on_submit, [ctx.token, item, *radios.values()], outputs, **ctx.api_name("survey_submit"))
     poll_while_waiting(ctx, "survey", timer, outputs, render)
     return TabUI("survey", tab, outputs, render)

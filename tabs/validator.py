@@ -1,12 +1,18 @@
-"""Phase 3: the validator scores the translation (DA+SQM) and marks each answer."""
+"""Phase 3: the validator scores the translation (DA+SQM) and marks each answer.
+
+The item is one small form (tabs/item_form.py): source and translation side by side, the 0-100
+slider with the SQM ticks under it, then each question with the receiver's answer and a
+correct / incorrect choice. A submit sends {"item_id", "answer": {"score": 0-100 or null when
+not moved, "mark-<idx>": "correct" | "incorrect" | null}} and gets the next item back; a refused
+answer comes back with the score and marks written in."""
 from __future__ import annotations
 
 import html
 
 import gradio as gr
 
-from tabs.common import (MAX_QUESTIONS, Ctx, TabUI, header_html, plain_html, poll_while_waiting, safe_submit,
-                         timer_update, view_dict, wait_timer)
+from tabs.common import Ctx, TabUI, plain_html, poll_while_waiting, safe_submit, wait_timer
+from tabs.item_form import answer_of, form_value, item_form
 
 
 def _score(value: float) -> str:
@@ -34,86 +40,69 @@ def _sqm_html(sqm) -> str:
             f'<details class="sqm-legend"><summary>What the labels mean</summary><ul>{legend}</ul></details>')
 
 
-# moving the slider counts as a rating (set in the browser, so that a Submit right after the move
-# sees it, no server round trip) and takes away a "move the slider" error shown above
-MOVED_JS = """() => {
-  document.querySelectorAll('#validator-header .msg.error[data-key="score_missing"]').forEach((e) => e.remove());
-  return true;
-}"""
+def _answer_html(q: dict, a: dict, help_text: str) -> str:
+    given = (f'<i>(flagged: cannot be answered from the text)</i><br><small class="flag-help">'
+             f'{plain_html(help_text)}</small>' if a.get("unanswerable") else plain_html(a.get("text", "")))
+    return (f'<b>{int(q["idx"])}.</b> {plain_html(q["en"])}<br><i>{plain_html(q["pt"])}</i><br>'
+            f'Answer: {given}')
+
+
+def _mark_html(i: int, typed) -> str:
+    choices = "".join(f'<label><input type="radio" name="mark-{i}" value="{v}"{" checked" if typed == v else ""}> {v}</label>'
+                      for v in ("correct", "incorrect"))
+    return f'<fieldset class="answer-mark"><legend>The answer is</legend>{choices}</fieldset>'
+
+
+def body_html(c: dict, typed: dict | None = None) -> str:
+    """The item's form; typed: the fields of a refused answer, written back in."""
+    typed = typed or {}
+    score = typed.get("score")
+    moved = isinstance(score, (int, float)) and not isinstance(score, bool) and 0 <= score <= 100
+    answers = {a["idx"]: a for a in c.get("answers", [])}
+    rows = []
+    for q in c.get("questions", []):
+        i = int(q["idx"])
+        rows.append(f'<li class="answer-row"><div class="qa">{_answer_html(q, answers.get(q["idx"], {}), c.get("flagged_help", ""))}'
+                    f'</div>{_mark_html(i, typed.get(f"mark-{i}"))}</li>')
+    rows = "".join(rows)
+    return (f'<form class="validator-item" autocomplete="off">'
+            f'<div class="val-texts"><div id="val-source"><p><b>English source</b></p><p>{plain_html(c.get("source", ""))}</p></div>'
+            f'<div id="val-translation"><p><b>Portuguese translation</b></p><p>{plain_html(c.get("translation", ""))}</p>'
+            f'</div></div>'
+            f'<div id="sqm-slider" class="form-slider"><label for="sqm-score">Translation quality (0-100): move the slider'
+            f'<output for="sqm-score" aria-live="off">–</output></label>'
+            f'<input type="range" id="sqm-score" name="score" min="0" max="100" step="1" '
+            f'value="{int(score) if moved else 0}"{" data-moved" if moved else ""}>'
+            f'<div id="sqm-scale">{_sqm_html(c.get("sqm", []))}</div></div>'
+            f'<ol class="answers">{rows}</ol>'
+            f'<button type="submit" class="submit-btn lg primary">Submit validation</button></form>')
+
+
+def payload_of(answer: dict) -> dict:
+    """The service's payload: the score (null when the slider was not moved) and a mark per
+    answer number the fields name (the service checks that they are the item's answers, all of
+    them, each correct or incorrect)."""
+    marks = {k.split("-", 1)[1]: v for k, v in answer.items()
+             if k.startswith("mark-") and k.split("-", 1)[1].isdigit() and len(k) < 12 and v is not None}
+    return {"score": answer.get("score"), "marks": marks}
 
 
 def build(ctx: Ctx) -> TabUI:
     with gr.Tab("Validator", id="validator", visible=False) as tab:
-        state = gr.JSON(visible=False)
-        item = gr.Textbox(visible=False)
-        touched = gr.Checkbox(visible=False, value=False)
-        header = gr.HTML(elem_id="validator-header")
-        with gr.Row():
-            # gr.HTML of escaped text: the translation and the receivers' answers come from
-            # participants and are shown as typed (no Markdown image, link or HTML of them works)
-            source = gr.HTML(elem_id="val-source")
-            translation = gr.HTML(elem_id="val-translation")
-        score = gr.Slider(0, 100, step=1, value=0, label="Translation quality (0-100): move the slider",
-                          elem_id="sqm-slider")
-        scale = gr.HTML(elem_id="sqm-scale")
-        slots = []
-        for i in range(MAX_QUESTIONS):
-            with gr.Group(visible=False) as group:
-                qa = gr.HTML()
-                mark = gr.Radio(["correct", "incorrect"], label="The answer is", value=None, elem_classes=["answer-mark"])
-            slots.append((group, qa, mark))
-        send = gr.Button("Submit validation", variant="primary", visible=False, elem_classes=["submit-btn"])
+        form = item_form("validator-form")
         timer = wait_timer()
 
-    # moved by mouse (release) or keyboard arrows (input): either counts as a rating (MOVED_JS)
-    for moved in (score.release, score.input):
-        moved(None, None, touched, js=MOVED_JS, api_visibility="private")
-
-    def render(view, notice="", error=""):
+    def render(view, notice="", error="", typed=None):
         has = view is not None and view.status == "item"
-        c = view.content if has else {}
-        answers = {a["idx"]: a for a in c.get("answers", [])}
-        qs = c.get("questions", [])
-        keep = bool(error)
-        out = {state: view_dict(view, notice, error), header: header_html(view, notice, error),
-               timer: timer_update(view),
-               item: view.item_id if has else "",
-               # hidden without an item, as an empty Markdown was (a page waits for it to show)
-               source: gr.update(value=f"<p><b>English source</b></p><p>{plain_html(c['source'])}</p>" if has else "",
-                                 visible=has),
-               translation: gr.update(value=f"<p><b>Portuguese translation</b></p><p>{plain_html(c['translation'])}</p>"
-                                      if has else "", visible=has),
-               scale: _sqm_html(c["sqm"]) if has else "",
-               send: gr.update(visible=has)}
-        if not keep:
-            out[score] = gr.update(value=0, visible=has)
-            out[touched] = False
-        for i, (group, qa, mark) in enumerate(slots):
-            q = qs[i] if i < len(qs) else None
-            out[group] = gr.update(visible=q is not None)
-            if q:
-                a = answers.get(q["idx"], {})
-                given = (f"<i>(flagged: cannot be answered from the text)</i><br><small class=\"flag-help\">"
-                         f"{plain_html(c.get('flagged_help', ''))}</small>" if a.get("unanswerable")
-                         else plain_html(a.get("text", "")))
-                out[qa] = (f"<b>{int(q['idx'])}.</b> {plain_html(q['en'])}<br><i>{plain_html(q['pt'])}</i><br>"
-                           f"Answer: {given}")
-            else:
-                out[qa] = ""
-            if not keep:
-                out[mark] = gr.update(value=None)
-        return out
+        return {form: form_value(view, notice, error, body_html(view.content, typed) if has else ""),
+                timer: gr.Timer(active=view is not None and view.status == "waiting")}
 
-    def on_submit(token, item_id, shown, moved, value, *marks):
-        qs = ((shown or {}).get("content") or {}).get("questions", [])
-        payload = {"score": value if moved else None,
-                   "marks": {q["idx"]: marks[i] for i, q in enumerate(qs[:MAX_QUESTIONS]) if marks[i]}}
-        view, notice, error = safe_submit(ctx, token, "validator", item_id, payload)
-        return render(view, notice, error)
+    def on_submit(token, value):
+        item_id, answer = answer_of(value)
+        view, notice, error = safe_submit(ctx, token, "validator", item_id, payload_of(answer))
+        return render(view, notice, error, answer if error else None)
 
-    inputs = [ctx.token, item, state, touched, score] + [m for _, _, m in slots]
-    outputs = [state, header, item, source, translation, scale, score, touched, send] + [x for s in slots for x in s]
-    outputs.append(timer)      # last: the API's output positions stay as they were
-    send.click(on_submit, inputs, outputs, api_name="validator_submit", api_visibility="undocumented")
+    outputs = [form, timer]
+    form.submit(on_submit, [ctx.token, form], outputs, api_name="validator_submit", api_visibility="undocumented")
     poll_while_waiting(ctx, "validator", timer, outputs, render)
     return TabUI("validator", tab, outputs, render)

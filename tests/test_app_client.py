@@ -22,12 +22,24 @@ def view(client, token, tab):
     return client.predict(token, tab, api_name="/view")
 
 
-def receiver_inputs(token, item_id, state, answers):
-    """Inputs of /receiver_submit: token, item, state, then (text, flag) for 10 slots."""
-    slots = []
-    for i in range(10):
-        slots += answers[i] if i < len(answers) else ("", False)
-    return [token, item_id, state, *slots]
+def validator_inputs(token, item, state, moved, score, *marks):
+    """Inputs of /validator_submit: the token and the form's value, the score (null when the
+    slider was not moved) and the mark of the i-th question shown (state's content) = marks[i]."""
+    qs = ((state or {}).get("content") or {}).get("questions", [])
+    fields = {"score": score if moved else None}
+    for q, m in zip(qs, marks):
+        fields[f"mark-{q['idx']}"] = m
+    return [token, {"item_id": item, "answer": fields}]
+
+
+def receiver_inputs(token, item, state, answers):
+    """Inputs of /receiver_submit: the token and the form's value, the page's fields for the
+    i-th question shown (state's content) holding answers[i] = (text, not answerable)."""
+    qs = ((state or {}).get("content") or {}).get("questions", [])
+    fields = {}
+    for q, (text, flag) in zip(qs, answers):
+        fields[f"answer-{q['idx']}"], fields[f"flag-{q['idx']}"] = text, flag
+    return [token, {"item_id": item, "answer": fields}]
 
 
 
@@ -101,28 +113,15 @@ def test_validator_slider_untouched_is_refused(client, links):
     assert tok is not None, v
     assert "source" in v["content"]
     marks = ["correct"] * len(v["content"]["questions"]) + [None] * (10 - len(v["content"]["questions"]))
-    out = client.predict(tok, v["item_id"], v, False, 0, *marks, api_name="/validator_submit")
+    out = client.predict(*validator_inputs(tok, v["item_id"], v, False, 0, *marks), api_name="/validator_submit")
     assert "move the slider" in out[0]["error"]
-    with pytest.raises(Exception, match="greater than maximum value 100"):   # the slider refuses it first
-        client.predict(tok, v["item_id"], v, True, 150, *marks, api_name="/validator_submit")
+    out = client.predict(*validator_inputs(tok, v["item_id"], v, True, 150, *marks), api_name="/validator_submit")
+    assert "between 0 and 100" in out[0]["error"]
     missing = ["correct"] + [None] * 9
-    out = client.predict(tok, v["item_id"], v, True, 73, *missing, api_name="/validator_submit")
+    out = client.predict(*validator_inputs(tok, v["item_id"], v, True, 73, *missing), api_name="/validator_submit")
     assert "every answer" in out[0]["error"] or "mark" in out[0]["error"]
-    out = client.predict(tok, v["item_id"], v, True, 73, *marks, api_name="/validator_submit")
+    out = client.predict(*validator_inputs(tok, v["item_id"], v, True, 73, *marks), api_name="/validator_submit")
     assert out[0]["notice"] == "Saved."
-
-
-@pytest.mark.parametrize("slider", ["da-slider", "sqm-slider"])
-def test_moving_a_slider_is_recorded_in_the_browser(client, slider):
-    """"Moved" is set by browser-only js, not a server round trip: a Submit clicked right after
-    the move was refused with "move the slider" when its event overtook the round trip."""
-    config = client.config
-    ids = {c["id"] for c in config["components"] if c.get("props", {}).get("elem_id") == slider}
-    assert ids, slider
-    moved = [d for d in config["dependencies"]
-             if any(t[0] in ids and t[1] in ("release", "input") for t in d["targets"])]
-    assert len(moved) == 2
-    assert all(d.get("js") and not d.get("backend_fn") for d in moved), moved
 
 
 def test_receiver_view_never_carries_source(client, links, app_server):
@@ -230,16 +229,16 @@ def test_da_rating_in_order_with_resume(client, links, app_server):
     tok = token_of(links["da"][0])                  # the first rater does the text modality
     v = view(client, tok, "da")
     assert v["status"] == "item" and v["content"]["modality"] == "text" and v["content"]["image"].endswith(".png")
-    out = client.predict(tok, v["item_id"], False, 0, api_name="/da_submit")
+    out = client.predict(tok, {"item_id": v["item_id"], "answer": {"score": None}}, api_name="/da_submit")
     assert "move the slider" in out[0]["error"]
     later = app_server.rows("SELECT a.item_id FROM assignments a JOIN participants p ON p.id = a.participant_id "
                                 "WHERE p.token = ? AND a.position = 5", (tok,))[0][0]
-    out = client.predict(tok, later, True, 40, api_name="/da_submit")
+    out = client.predict(tok, {"item_id": later, "answer": {"score": 40}}, api_name="/da_submit")
     assert "in order" in out[0]["error"]
-    out = client.predict(tok, v["item_id"], True, 64, api_name="/da_submit")
+    out = client.predict(tok, {"item_id": v["item_id"], "answer": {"score": 64}}, api_name="/da_submit")
     assert out[0]["notice"] == "Saved." and out[0]["progress"].startswith("1 /")
     # no going back: the same item again changes nothing
-    again = client.predict(tok, v["item_id"], True, 3, api_name="/da_submit")
+    again = client.predict(tok, {"item_id": v["item_id"], "answer": {"score": 3}}, api_name="/da_submit")
     assert again[0]["notice"] == "This answer was already saved."
     assert app_server.rows("SELECT score FROM da_judgments j JOIN assignments a ON a.id = j.assignment_id "
                                "WHERE a.item_id = ?", (v["item_id"],)) == [(64.0,)]
@@ -259,10 +258,10 @@ def test_da_audio_items_come_after_rendering(client, links, app_server):
         v = view(client, tok, "da")
     assert v["status"] == "item" and v["content"]["modality"] == "audio", v
     assert v["content"]["audio"].endswith(".wav") and v["content"]["reference"]
-    out = client.predict(tok, v["item_id"], True, 50, api_name="/da_submit")
+    out = client.predict(tok, {"item_id": v["item_id"], "answer": {"score": 50}}, api_name="/da_submit")
     assert "listen to the whole recording" in out[0]["error"]
     time.sleep(v["content"]["audio_seconds"])
-    out = client.predict(tok, v["item_id"], True, 50, api_name="/da_submit")
+    out = client.predict(tok, {"item_id": v["item_id"], "answer": {"score": 50}}, api_name="/da_submit")
     assert out[0]["notice"] == "Saved."
 
 

@@ -167,7 +167,7 @@ def test_the_receivers_page_is_in_portuguese_with_the_translation_set_apart(app_
         box = pg.locator("#translation .translation-box")
         assert "Mensagem traduzida" in box.text_content()
         size = "el => parseFloat(getComputedStyle(el).fontSize)"
-        words = pg.locator(".receiver-instruction p").first.evaluate(size)
+        words = pg.locator("p.receiver-instruction").first.evaluate(size)
         assert pg.locator("#translation .translation-text").evaluate(size) >= 1.2 * words
         assert box.evaluate("el => getComputedStyle(el).borderTopStyle") == "solid"
         assert pg.evaluate("document.documentElement.scrollWidth") <= WIDTHS[width]["viewport"]["width"]
@@ -176,7 +176,7 @@ def test_the_receivers_page_is_in_portuguese_with_the_translation_set_apart(app_
         error = pg.locator(".msg.error")
         error.wait_for(timeout=15000)
         assert error.inner_text().startswith("Responda a todas as perguntas")
-        assert "Progress:" not in pg.locator("#receiver-header").inner_text()
+        assert "Progress:" not in pg.locator("#receiver-form").inner_text()
         pg.screenshot(path=str(ARTIFACTS / f"receiver-refused-{width}.png"), full_page=True)
     finally:
         pg.close()

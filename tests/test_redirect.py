@@ -49,7 +49,7 @@ def test_finished_queue_redirects_to_the_completion_url(redirect_app):
         assert "finished=" not in page.url            # no redirect while items are open
         for _ in range(2):
             view = client.predict(tok, "da", api_name="/view")
-            client.predict(tok, view["item_id"], True, 70, api_name="/da_submit")
+            client.predict(tok, {"item_id": view["item_id"], "answer": {"score": 70}}, api_name="/da_submit")
         page.reload()
         page.get_by_text("DEMO-2026").first.wait_for(timeout=15000)
         page.wait_for_url("**/?finished=DEMO-2026", timeout=15000)

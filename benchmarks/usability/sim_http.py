@@ -132,7 +132,7 @@ def _noop(url: str, person, calls: int, start: threading.Barrier, out: dict) -> 
             start.wait(120)
             for k in range(calls):
                 t0 = time.perf_counter()
-                c.predict(person.token, str(k), True, 1 + k, api_name="/noop")
+                c.predict(person.token, {"item_id": str(k), "answer": {"score": 1 + k}}, api_name="/noop")
                 # the first call of a session, all clients at once, is the /view's counterpart
                 lat.append(("noop_first" if k == 0 else "noop_next", time.perf_counter() - t0))
         except Exception as e:

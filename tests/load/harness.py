@@ -226,7 +226,7 @@ class Rater:
     def _submit(self, client: GradioHTTP, item: str, score: int) -> dict | None:
         self.log.sent.setdefault(item, set()).add(float(score))
         try:
-            state = client.predict(self.token, item, True, score, api_name="/da_submit")[0]
+            state = client.predict(self.token, {"item_id": item, "answer": {"score": score}}, api_name="/da_submit")[0]
         except ServerGone:
             self.log.server_gone += 1
             self.log.unknown.append(item)

@@ -97,11 +97,29 @@ def view(client, token, tab) -> dict:
     return client.predict(token, tab, api_name="/view")
 
 
+def da(item, score) -> dict:
+    """The DA form's value as the page sends it (tabs/item_form.py): null when not moved."""
+    return {"item_id": item, "answer": {"score": score}}
+
+
+def validator_inputs(token, item, state, moved, score, *marks):
+    """Inputs of /validator_submit: the token and the form's value, the score (null when the
+    slider was not moved) and the mark of the i-th question shown (state's content) = marks[i]."""
+    qs = ((state or {}).get("content") or {}).get("questions", [])
+    fields = {"score": score if moved else None}
+    for q, m in zip(qs, marks):
+        fields[f"mark-{q['idx']}"] = m
+    return [token, {"item_id": item, "answer": fields}]
+
+
 def receiver_inputs(token, item, state, answers):
-    slots = []
-    for i in range(10):
-        slots += answers[i] if i < len(answers) else ("", False)
-    return [token, item, state, *slots]
+    """Inputs of /receiver_submit: the token and the form's value, the page's fields for the
+    i-th question shown (state's content) holding answers[i] = (text, not answerable)."""
+    qs = ((state or {}).get("content") or {}).get("questions", [])
+    fields = {}
+    for q, (text, flag) in zip(qs, answers):
+        fields[f"answer-{q['idx']}"], fields[f"flag-{q['idx']}"] = text, flag
+    return [token, {"item_id": item, "answer": fields}]
 
 
 def answer_all(client, token, text=PAYLOAD, limit=12) -> int:
@@ -131,27 +149,28 @@ def test_da_submit_refuses_bad_values_foreign_items_and_bad_tokens(app, client):
                    "WHERE p.token = ? AND a.phase = 'da' AND a.position = 5", (t0,))[0][0]
     item3 = view(client, t3, "da")["item_id"]
     app.db_write("UPDATE participants SET active = 0 WHERE token = ?", (t3,))     # the study team deactivates t3
-    slider = HIDDEN
     check(app, client, [
-        ("slider never moved", "/da_submit", [t0, item, False, 50], ["move the slider"]),
-        ("score missing", "/da_submit", [t0, item, True, None], slider),
-        ("score NaN", "/da_submit", [t0, item, True, math.nan], ["between 0 and 100"]),
-        ("score Infinity", "/da_submit", [t0, item, True, math.inf], ["greater than maximum"]),
-        ("score 150", "/da_submit", [t0, item, True, 150], ["greater than maximum value 100"]),
-        ("score -1", "/da_submit", [t0, item, True, -1], ["less than minimum value 0"]),
-        ("score as text", "/da_submit", [t0, item, True, "fifty"], slider),
-        ("score as a list", "/da_submit", [t0, item, True, [50]], slider),
-        ("inputs missing", "/da_submit", [t0, item], HIDDEN),
-        ("forged token", "/da_submit", ["forged-token", item, True, 50], ["link is not valid"]),
-        ("empty token", "/da_submit", ["", item, True, 50], ["link is not valid"]),
-        ("1 MB token", "/da_submit", ["x" * MB, item, True, 50], ["link is not valid"]),
-        ("deactivated participant", "/da_submit", [t3, item3, True, 50], ["deactivated"]),
-        ("another role's token", "/da_submit", [tokens(app, "receiver")[0], item, True, 50], ["not for your role"]),
-        ("another rater's item", "/da_submit", [t0, foreign, True, 50], ["not in your queue"]),
-        ("a later item of mine", "/da_submit", [t0, later, True, 50], ["rated in order"]),
-        ("unknown item", "/da_submit", [t0, "999999", True, 50], ["not in your queue"]),
-        ("SQL as item", "/da_submit", [t0, "1 OR 1=1; DROP TABLE da_judgments; --", True, 50], ["not in your queue"]),
-        ("1 MB item", "/da_submit", [t0, "9" * MB, True, 50], ["not in your queue"]),
+        ("slider never moved", "/da_submit", [t0, da(item, None)], ["move the slider"]),
+        ("no answer at all", "/da_submit", [t0, {"item_id": item}], ["move the slider"]),
+        ("score NaN", "/da_submit", [t0, da(item, math.nan)], ["between 0 and 100"]),
+        ("score 150", "/da_submit", [t0, da(item, 150)], ["between 0 and 100"]),
+        ("score -1", "/da_submit", [t0, da(item, -1)], ["between 0 and 100"]),
+        ("score as text", "/da_submit", [t0, da(item, "fifty")], ["must be a number"]),
+        ("score as a list", "/da_submit", [t0, da(item, [50])], ["must be a number"]),
+        ("score as true", "/da_submit", [t0, da(item, True)], ["must be a number"]),
+        ("answer not an object", "/da_submit", [t0, {"item_id": item, "answer": "50"}], ["move the slider"]),
+        ("form not an object", "/da_submit", [t0, "50"], ["not in your queue"]),
+        ("inputs missing", "/da_submit", [t0], HIDDEN),
+        ("forged token", "/da_submit", ["forged-token", da(item, 50)], ["link is not valid"]),
+        ("empty token", "/da_submit", ["", da(item, 50)], ["link is not valid"]),
+        ("1 MB token", "/da_submit", ["x" * MB, da(item, 50)], ["link is not valid"]),
+        ("deactivated participant", "/da_submit", [t3, da(item3, 50)], ["deactivated"]),
+        ("another role's token", "/da_submit", [tokens(app, "receiver")[0], da(item, 50)], ["not for your role"]),
+        ("another rater's item", "/da_submit", [t0, da(foreign, 50)], ["not in your queue"]),
+        ("a later item of mine", "/da_submit", [t0, da(later, 50)], ["rated in order"]),
+        ("unknown item", "/da_submit", [t0, da("999999", 50)], ["not in your queue"]),
+        ("SQL as item", "/da_submit", [t0, da("1 OR 1=1; DROP TABLE da_judgments; --", 50)], ["not in your queue"]),
+        ("1 MB item", "/da_submit", [t0, da("9" * MB, 50)], ["not in your queue"]),
         ("view: forged token", "/view", ["forged-token", "da"], ["link is not valid"]),
         ("view: deactivated", "/view", [t3, "da"], ["deactivated"]),
         ("view: another role's tab", "/view", [t0, "validator"], ["not for your role"]),
@@ -162,7 +181,7 @@ def test_da_submit_refuses_bad_values_foreign_items_and_bad_tokens(app, client):
         ("feedback: deactivated", "/da_feedback", [t3, "fine"], ["deactivated"]),
     ])
     # the rater can still do the real thing
-    out = client.predict(t0, item, True, 61, api_name="/da_submit")[0]
+    out = client.predict(t0, da(item, 61), api_name="/da_submit")[0]
     assert out["notice"] == SAVED
 
 
@@ -202,19 +221,24 @@ def test_validator_refuses_unmoved_slider_missing_marks_and_forged_state(app, cl
     marks = ["correct"] * len(qs) + [None] * (10 - len(qs))
     item = vv["item_id"]
     check(app, client, [
-        ("slider never moved", "/validator_submit", [vt, item, vv, False, 50, *marks], ["move the slider"]),
-        ("score 150", "/validator_submit", [vt, item, vv, True, 150, *marks], ["greater than maximum value 100"]),
-        ("score missing", "/validator_submit", [vt, item, vv, True, None, *marks], HIDDEN),
-        ("score NaN", "/validator_submit", [vt, item, vv, True, math.nan, *marks], ["between 0 and 100"]),
-        ("a mark missing", "/validator_submit", [vt, item, vv, True, 50, "correct", *[None] * 9], ["mark every answer"]),
-        ("a mark neither correct nor incorrect", "/validator_submit", [vt, item, vv, True, 50, *(["maybe"] * 10)],
-         ["not in the list of choices"]),
-        ("forged question list", "/validator_submit",
-         [vt, item, {"content": {"questions": [{"idx": 99}] + qs}}, True, 50, *(["correct"] * 10)], ["do not exist"]),
-        ("no page state", "/validator_submit", [vt, item, None, True, 50, *marks], ["mark every answer"]),
-        ("forged token", "/validator_submit", ["forged-token", item, vv, True, 50, *marks], ["link is not valid"]),
-        ("a receiver's token", "/validator_submit", [rec, item, vv, True, 50, *marks], ["not for your role"]),
-        ("unknown item", "/validator_submit", [vt, "424242", vv, True, 50, *marks], ["not in your queue"]),
+        ("slider never moved", "/validator_submit", validator_inputs(vt, item, vv, False, 50, *marks), ["move the slider"]),
+        ("score 150", "/validator_submit", validator_inputs(vt, item, vv, True, 150, *marks), ["between 0 and 100"]),
+        ("score as text", "/validator_submit", validator_inputs(vt, item, vv, True, "fifty", *marks), ["must be a number"]),
+        ("score NaN", "/validator_submit", validator_inputs(vt, item, vv, True, math.nan, *marks), ["between 0 and 100"]),
+        ("a mark missing", "/validator_submit", validator_inputs(vt, item, vv, True, 50, "correct", *[None] * 9),
+         ["mark every answer"]),
+        ("a mark neither correct nor incorrect", "/validator_submit",
+         validator_inputs(vt, item, vv, True, 50, *(["maybe"] * 10)), ["must be correct or incorrect"]),
+        ("a mark for an answer that does not exist", "/validator_submit",
+         validator_inputs(vt, item, {"content": {"questions": [{"idx": 99}] + qs}}, True, 50, *(["correct"] * 11)),
+         ["do not exist"]),
+        ("marks as a list", "/validator_submit", [vt, {"item_id": item, "answer": {"score": 50, "mark-1": ["correct"]}}],
+         ["must be correct or incorrect"]),
+        ("no marks at all", "/validator_submit", [vt, {"item_id": item, "answer": {"score": 50}}], ["mark every answer"]),
+        ("forged token", "/validator_submit", validator_inputs("forged-token", item, vv, True, 50, *marks),
+         ["link is not valid"]),
+        ("a receiver's token", "/validator_submit", validator_inputs(rec, item, vv, True, 50, *marks), ["not for your role"]),
+        ("unknown item", "/validator_submit", validator_inputs(vt, "424242", vv, True, 50, *marks), ["not in your queue"]),
     ])
 
 
@@ -240,7 +264,10 @@ def test_receiver_refuses_huge_missing_and_malformed_answers(app, client):
          receiver_inputs(r1, item, {"content": {"questions": [{"idx": 99}] + v["content"]["questions"]}}, ok + ok),
          ["Não existe a pergunta 99"]),
         ("a question number that is not a number", "/receiver_submit",
-         receiver_inputs(r1, item, {"content": {"questions": [{"idx": "first"}]}}, ok), ["número da sua pergunta"]),
+         [r1, {"item_id": item, "answer": {"answer-first": "x", "flag-first": False}}], ["Responda a todas as perguntas"]),
+        ("an answer that is not text", "/receiver_submit",
+         [r1, {"item_id": item, "answer": {f"answer-{q['idx']}": ["x"] for q in v["content"]["questions"]}}],
+         ["tem de ser texto"]),
         ("no page state", "/receiver_submit", receiver_inputs(r1, item, None, ok), ["Responda a todas as perguntas"]),
         ("another receiver's item", "/receiver_submit", receiver_inputs(r1, other, v, ok), ["não está na sua lista"]),
         ("forged token", "/receiver_submit", receiver_inputs("forged-token", item, v, ok), ["ligação não é válida"]),
@@ -336,11 +363,11 @@ def test_markup_in_answers_is_shown_escaped(app):
                 break
             marks = ["incorrect"] * len(v["content"]["questions"]) + [None] * (10 - len(v["content"]["questions"]))
             # a refused submit returns the page as it is shown
-            page = client.predict(t, v["item_id"], v, False, 0, *marks, api_name="/validator_submit")
-            answers = [x for x in page if isinstance(x, str) and "Answer:" in x]
-            assert answers and all("<script" not in x and "<img" not in x for x in answers), answers[:2]
-            shown_validator += sum(escaped in x for x in answers)
-            done = client.predict(t, v["item_id"], v, True, 55, *marks, api_name="/validator_submit")
+            page = client.predict(*validator_inputs(t, v["item_id"], v, False, 0, *marks), api_name="/validator_submit")
+            form = page[0]["html"]
+            assert "Answer:" in form and "<script" not in form and "<img" not in form, form[:300]
+            shown_validator += form.count(escaped)
+            done = client.predict(*validator_inputs(t, v["item_id"], v, True, 55, *marks), api_name="/validator_submit")
             assert done[0]["notice"] == SAVED
         client.close()
     assert shown_validator > 0

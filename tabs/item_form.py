@@ -1,0 +1,116 @@
+"""A participant's item as one small form (issue 21): one gr.HTML whose value is the item.
+
+Gradio's front end looks up every input and output of an event in the page's layout, so a
+submit that sent 23 inputs and updated 46 hidden slot components spent most of its time in the
+browser. Here the server renders the item's form as HTML (every participant- or study-supplied
+text escaped by the tab's render function), the page shows it, and a submit sends one JSON value
+back: {"item_id": ..., "answer": {field name: value}} read from the form's named fields. The
+answer comes back as the next item's form in the same value, so a submit is one input and one
+output whatever the item holds.
+
+In the browser (FORM_JS, the same for every tab):
+- a range input counts as moved once the participant moves it (mouse or keys), set in the page,
+  so a Submit right after sees it; an unmoved slider sends null ("not moved" is checked by the
+  service, as paper 001 requires a move); the error that asked for a move goes when it moves;
+- an audio element that plays to its end unlocks the inputs marked data-unlock-on-ended;
+- after each new item the page scrolls to the form's top and focuses its first input, so the
+  new text and "Saved." are in view and the keyboard flow starts on the item;
+- Enter submits from a slider, radio or checkbox, never from a text box (no answer is lost to a
+  stray Enter), as the page's global KEYBOARD_JS does for the older tabs.
+"""
+from __future__ import annotations
+
+import time
+
+import gradio as gr
+
+from tabs.common import header_html, view_dict
+
+FORM_JS = r"""
+const moved = new Set();
+function fieldsOf(form) {
+  const answer = {};
+  for (const el of form.elements) {
+    if (!el.name) continue;
+    if (el.type === 'checkbox') answer[el.name] = el.checked;
+    else if (el.type === 'radio') { if (el.checked) answer[el.name] = el.value; else if (!(el.name in answer)) answer[el.name] = null; }
+    else if (el.type === 'range') answer[el.name] = moved.has(el.name) ? Number(el.value) : null;
+    else answer[el.name] = el.value;
+  }
+  return answer;
+}
+function send(form) {
+  if (form.dataset.sending) return;
+  form.dataset.sending = '1';
+  const btn = form.querySelector('button[type=submit]');
+  if (btn) btn.disabled = true;
+  props.value = {...props.value, answer: fieldsOf(form)};
+  trigger('submit');
+}
+element.addEventListener('submit', (e) => { e.preventDefault(); send(e.target); });
+element.addEventListener('input', (e) => {
+  if (e.target.type !== 'range') return;
+  moved.add(e.target.name);
+  const out = element.querySelector('output[for="' + e.target.id + '"]');
+  if (out) out.textContent = e.target.value;
+  element.querySelectorAll('.msg.error[data-key="score_missing"]').forEach(x => x.remove());
+});
+element.addEventListener('keydown', (e) => {
+  if (e.key !== 'Enter' || e.shiftKey || e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;
+  const t = e.target;
+  if (!t.form || !['range', 'radio', 'checkbox'].includes(t.type)) return;
+  e.preventDefault();
+  send(t.form);
+});
+element.addEventListener('ended', (e) => {
+  element.querySelectorAll('[data-unlock-on-ended]').forEach(x => { x.disabled = false; });
+}, true);
+function shown() {
+  moved.clear();
+  const form = element.querySelector('form');
+  if (!form) return;
+  // the page patches the DOM in place: a kept input would keep the last item's value, so each
+  // item starts from the values the server wrote (a refused answer comes back written in)
+  form.reset();
+  delete form.dataset.sending;
+  const btn = form.querySelector('button[type=submit]');
+  if (btn) btn.disabled = false;
+  form.querySelectorAll('[data-unlock-on-ended]').forEach(x => { x.disabled = true; });
+  form.querySelectorAll('output').forEach(o => { o.textContent = o.dataset.empty || '–'; });
+  // a refused answer's score comes back written in and counts as moved
+  form.querySelectorAll('input[type=range][data-moved]').forEach(x => {
+    moved.add(x.name);
+    const o = form.querySelector('output[for="' + x.id + '"]');
+    if (o) o.textContent = x.value;
+  });
+  const top = element.getBoundingClientRect().top;
+  if (top < 0 || top > window.innerHeight * 0.5) element.scrollIntoView({block: 'start'});
+  const first = form.querySelector('input:not([type=hidden]):not(:disabled), textarea:not(:disabled), select:not(:disabled)');
+  if (first) first.focus({preventScroll: true});
+}
+watch('value', shown);
+shown();
+"""
+
+
+def form_value(view, notice: str = "", error: str = "", body: str = "") -> dict:
+    """The form component's value: what the page state held (view_dict: status, item, progress,
+    notice, error, redirect), the header (progress, notice or error, waiting or end message) and
+    the item's form HTML (empty when there is no item)."""
+    # "shown": each answer differs from the last, so the page re-renders (and re-enables its
+    # Submit) even when a refusal repeats the previous one word for word
+    return {**view_dict(view, notice, error), "header": header_html(view, notice, error), "html": body,
+            "shown": time.monotonic_ns()}
+
+
+def item_form(elem_id: str) -> gr.HTML:
+    return gr.HTML(value=None, html_template="{{#if value}}{{{value.header}}}{{{value.html}}}{{/if}}",
+                   js_on_load=FORM_JS, elem_id=elem_id, elem_classes=["item-form"], apply_default_css=False)
+
+
+def answer_of(value) -> tuple[str | None, dict]:
+    """(item id, the form's fields) of a submitted value; anything else reads as no answer."""
+    value = value if isinstance(value, dict) else {}
+    answer = value.get("answer")
+    item = value.get("item_id")
+    return (item if isinstance(item, str) else None), (answer if isinstance(answer, dict) else {})
