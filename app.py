@@ -132,6 +132,7 @@ def role_page(page, database, settings, role: str, built: set) -> None:
     import gradio as gr
 
     from services.items import ROLE_TABS
+    from services.texts import Voice, page_language
     from tabs import consent as consent_tab
     from tabs import da, receiver, record, sd, survey, validator
     from tabs.common import Ctx, plain_markdown
@@ -141,7 +142,8 @@ def role_page(page, database, settings, role: str, built: set) -> None:
     token = gr.Textbox(visible=False, elem_id="participant-token")
     welcome = gr.Markdown()
     names = ROLE_TABS[role]
-    ctx = Ctx(database, settings, token, api=not built.intersection(names))
+    lang = page_language(names[0])      # the receiver's page is in European Portuguese
+    ctx = Ctx(database, settings, token, api=not built.intersection(names), lang=lang)
     built.update(names)
     consent_ui = consent_tab.build(ctx)
     with gr.Tabs() as tabset:
@@ -151,10 +153,11 @@ def role_page(page, database, settings, role: str, built: set) -> None:
         tok, problem, participant = resolve_link(database, request)
         out = {token: tok, welcome: ""}
         if participant is not None and participant["role"] != role:
-            problem = "This link belongs to another page. Please open the personal link you were given."
+            problem = Voice(lang)("not_your_role")
+        elif tok and participant is None:
+            problem = Voice(lang)("invalid_link")
         if problem or participant is None:
-            out[welcome] = (f"**{plain_markdown(problem)}**" if problem else
-                            "**Please open the personal link you were given (it ends in `?t=...`).**")
+            out[welcome] = f"**{plain_markdown(problem or Voice(lang)('invalid_link'))}**"
             for ui in uis:
                 out[ui.tab] = gr.update(visible=False)
             return out

@@ -41,7 +41,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 RECEIVER_ITEMS = 30
-COPIES = ("a", "b", "c")
+COPIES = tuple("abcdefghijklmnopqrstuvwxyz")
 
 # Registered before the page's own scripts: long tasks of the first load.
 INIT_SCRIPT = """
@@ -97,7 +97,7 @@ class Page:
 class DAPage(Page):
     name = "da"
     first_input = "#da-slider input[type=range]"
-    button = ".submit-btn button, button.submit-btn"
+    button = "#da-form button.submit-btn"
 
     def fill(self, page, i: int) -> None:
         # keyboard moves count as a rating (the slider's input event), as a real rater's would
@@ -109,14 +109,13 @@ class DAPage(Page):
 
 class ReceiverPage(Page):
     name = "receiver"
-    first_input = "#translation ~ * textarea, .block textarea"
-    button = "button"
+    first_input = "#receiver-form textarea"
+    button = "#receiver-form button.submit-btn"
 
     def fill(self, page, i: int) -> None:
-        boxes = page.get_by_label("Resposta")
+        boxes = page.locator(self.first_input)
         for k in range(boxes.count()):
-            if boxes.nth(k).is_visible():
-                boxes.nth(k).fill(f"resposta {i}.{k}")
+            boxes.nth(k).fill(f"resposta {i}.{k}")
 
 
 class FloorPage(Page):
@@ -126,14 +125,6 @@ class FloorPage(Page):
 
     def fill(self, page, i: int) -> None:
         DAPage.fill(self, page, i)
-
-
-def _receiver_button(page) -> str:
-    # the receiver's Submit has no elem_id of its own in every version of the page: find it by text
-    return page.evaluate("""() => {
-      const b = [...document.querySelectorAll('button')].find(e => e.offsetParent && /Enviar/.test(e.innerText));
-      if (b) { b.id = b.id || 'bench-receiver-submit'; return '#' + b.id; }
-      return null; }""")
 
 
 def measure(browser, url: str, spec: Page, items: int) -> dict:
@@ -158,7 +149,7 @@ def measure(browser, url: str, spec: Page, items: int) -> dict:
     # before the first answer (not part of the timed click)
     page.wait_for_load_state("load")
     page.wait_for_timeout(1000)
-    button = _receiver_button(page) if isinstance(spec, ReceiverPage) else spec.button
+    button = spec.button
     clicks = []
     for i in range(items):
         spec.fill(page, i)
@@ -176,8 +167,9 @@ def _progress_count(page) -> int:
 
 # --- the studies and the servers --------------------------------------------------------------------
 
-def receiver_study(dest: Path) -> Path:
-    """The demo study with 36 imported exchanges (12 starters x 3 copies) and 30 items a receiver."""
+def receiver_study(dest: Path, receivers: int) -> Path:
+    """The demo study with its 12 starters copied under enough ids that every receiver has 30
+    items (12 x copies imported exchanges) and 30 items a receiver."""
     from tests.conftest import demo_with_exchanges
 
     folder = demo_with_exchanges(dest)
@@ -193,7 +185,7 @@ def receiver_study(dest: Path) -> Path:
         with open(path, "w", encoding="utf-8", newline="") as f:
             w = csv.DictWriter(f, fields, lineterminator="\n")
             w.writeheader()
-            for copy in COPIES:
+            for copy in COPIES[:max(3, -(-receivers * RECEIVER_ITEMS // 12) + 1)]:
                 for r in rows:
                     w.writerow({**r, key: r[key] + copy})
     return folder
@@ -248,7 +240,7 @@ def start_app(tmp: Path, runs: int):
     from tests.conftest import RunningApp
 
     app = RunningApp(tmp, env_extra={"TRADLAB_WORKER": "0", "TRADLAB_RATE_LIMIT": "0"})
-    for folder in (da_text_study(tmp / "demo"), receiver_study(tmp / "recv30")):
+    for folder in (da_text_study(tmp / "demo"), receiver_study(tmp / "recv30", runs)):
         res = app.cli("import", str(folder))
         assert res.returncode == 0, res.stderr
     for study, role in (("demo", "da"), ("recv30", "receiver")):

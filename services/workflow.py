@@ -263,7 +263,7 @@ def next_item(db, database, p: dict, study: dict) -> dict | None:
     other_group = (lambda s: s.split("|")[0] != p["grp"]) if p["role"] == "rater" and p["grp"] else (lambda s: False)
     mine = participants.identities(database, [pid])[pid]
     for s in sorted(available, key=lambda s: (other_group(s), held.get(s, 0), jitter[s])):
-        found = pool.candidates(database, sid, phase, s, SCAN)
+        found = pool.candidates(database, sid, phase, s, SCAN, pid)
         had = pool.had_items(database, pid, phase, [c["item_id"] for c in found])
         for c in found:
             if c["item_id"] in had or c["producers"] & mine:

@@ -48,12 +48,18 @@ def give_back(db, study_id: str, phase: str, item_id) -> bool:
     return cur.rowcount == 1
 
 
-def candidates(database: Database, study_id: str, phase: str, stratum: str, limit: int) -> list[dict]:
-    """The first open items of one stratum: started items first (fewest places left), then the
-    seeded random order (index work_pool_open)."""
+def candidates(database: Database, study_id: str, phase: str, stratum: str, limit: int,
+               participant_id: int | None = None) -> list[dict]:
+    """The first open items of one stratum that the participant never held: started items first
+    (fewest places left), then the seeded random order (index work_pool_open). Those they held are
+    skipped in the scan, not after the LIMIT: with redundancy > 1 the other places of the items a
+    receiver already answered stay open, and would fill the first rows; the scan passes at most
+    the participant's own items (their capacity), whatever the pool's size."""
     rows = database.query(
-        "SELECT item_id, exchange_id, stratum, producers, need FROM work_pool WHERE study_id = ? AND phase = ? "
-        "AND stratum = ? AND need > 0 ORDER BY need, rkey LIMIT ?", [study_id, phase, stratum, limit])
+        "SELECT item_id, exchange_id, stratum, producers, need FROM work_pool w WHERE study_id = ? AND phase = ? "
+        "AND stratum = ? AND need > 0 AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.participant_id = ? "
+        "AND a.phase = w.phase AND a.item_id = w.item_id) ORDER BY need, rkey LIMIT ?",
+        [study_id, phase, stratum, participant_id, limit])
     for r in rows:
         r["producers"] = frozenset(json.loads(r["producers"]))
     return rows

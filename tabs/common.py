@@ -24,6 +24,7 @@ class Ctx:
     # the page that holds a tab first names its API endpoint; a copy on another page (the
     # survey on the sender's and the rater's pages) calls the same handler without a name
     api: bool = True
+    lang: str = "en"           # the page's language (services/texts.py page_language)
 
     def api_name(self, name: str) -> dict:
         return {"api_name": name, "api_visibility": "undocumented"} if self.api else {"api_visibility": "private"}

@@ -9,8 +9,9 @@ from typing import Callable
 
 import gradio as gr
 
-from services.consent import MESSAGES, ConsentError, page, pending_stage, record_consent, submit_demographics
+from services.consent import ConsentError, page, pending_stage, record_consent, submit_demographics
 from services.items import AccessError, participant_for_token
+from services.texts import Voice
 from storage import studies
 from tabs.common import Ctx
 
@@ -77,7 +78,7 @@ def build(ctx: Ctx) -> ConsentUI:
         pg = page(study, p["role"], stage)
         asks = stage in ("consent", "declined")
         return {state: pg, box: gr.update(visible=True),
-                header: f'<div class="msg info">{html.escape(MESSAGES[stage])}</div>',
+                header: f'<div class="msg info">{html.escape(Voice(ctx.lang, study)(stage))}</div>',
                 text: pg.get("text", ""), buttons: gr.update(visible=asks),
                 agree: gr.update(value=pg.get("agree") or "I agree"),
                 decline: gr.update(value=pg.get("decline") or "I do not agree", visible=stage == "consent"),

@@ -95,3 +95,25 @@ def test_redundancy_and_capacity_hold_when_receivers_compete(tmp_path):
     assert len(per_item) == len(exchanges) == 24 and {(r["n"], r["d"]) for r in per_item} == {(2, 2)}
     loads = [db.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ?", [r.id]) for r in receivers]
     assert max(loads) <= 5 and sum(loads) == 48
+
+
+def test_a_receiver_is_not_starved_by_the_open_places_of_items_they_answered(tmp_path):
+    """With redundancy 2 an item a receiver answered keeps a place open for another receiver,
+    and started items come first in the pool's order: a scan that dropped a receiver's own items
+    only after its LIMIT of 16 left them waiting at 16 of 30 while 30 more items were open."""
+    import re
+
+    from benchmarks.browser import RECEIVER_ITEMS, receiver_study
+
+    folder = receiver_study(tmp_path / "study", 1)          # 48 exchanges of one stratum, 30 items a receiver
+    toml = (folder / "study.toml").read_text(encoding="utf-8")
+    (folder / "study.toml").write_text(re.sub(r"(?m)^redundancy = \d+$", "redundancy = 2", toml), encoding="utf-8")
+    db = open_database(tmp_path / "s.db")
+    import_study(db, folder)
+    [first, second] = add_participants(db, "recv30", "receiver", 2)
+    assert len(until_none(answer_receiver, db, first.token)) == RECEIVER_ITEMS
+    assert len(until_none(answer_receiver, db, second.token)) == RECEIVER_ITEMS
+    # no receiver has an item twice; no item has more than two receivers
+    assert db.query("SELECT participant_id, item_id FROM assignments WHERE phase = 'receive' "
+                    "GROUP BY participant_id, item_id HAVING COUNT(*) > 1") == []
+    assert db.query("SELECT item_id FROM assignments WHERE phase = 'receive' GROUP BY item_id HAVING COUNT(*) > 2") == []

@@ -74,7 +74,7 @@ def test_piper_speech_through_the_default_cascade(tmp_path):
 def test_system_configs_are_checked():
     assert problems(resolve(preset="paper-cascade")) == []
     assert problems(resolve(preset="paper-voxtral")) == []
-    assert ("asr", "must be one of faster-whisper, faster-whisper-base, transformers-whisper, remote") in \
+    assert ("asr", "must be one of faster-whisper, transformers-whisper, remote") in \
         problems(resolve("cascade", {"asr": "kaldi"}))
     assert ("mt_model", "is required when mt = 'transformers-causal'") in \
         problems(resolve("cascade", {"mt": "transformers-causal"}))

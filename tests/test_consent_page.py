@@ -57,7 +57,7 @@ def test_participant_consents_fills_the_form_and_reaches_the_first_item(consent_
         assert page.get_by_role("tab", name="Receptor").count() == 0      # no tab before consent
         page.screenshot(path=str(ARTIFACTS / "consent-page.png"), full_page=True)
         page.get_by_role("button", name="Não concordo / I do not agree").click()
-        page.get_by_text("You chose not to take part").wait_for(timeout=15000)
+        page.get_by_text("Optou por não participar").wait_for(timeout=15000)    # the receiver's page is in Portuguese
         page.get_by_role("button", name="Concordo / I agree").click()
         page.locator("#demographics-submit").wait_for(timeout=15000)
         page.get_by_label("Age in years").fill("12")

@@ -30,7 +30,6 @@ SUBMITS = 4
 DEADLINE_S = 300
 ENDPOINT = {"record": "/record_submit", "receiver": "/receiver_submit", "validator": "/validator_submit",
             "survey": "/survey_submit"}
-MAX_QUESTIONS = 10
 # the share of each level's clients per (role, tab), filled from whoever is available
 MIX = (("sender", "record", 0.3), ("sender", "survey", 0.2), ("receiver", "receiver", 0.2),
        ("validator", "validator", 0.2), ("rater", "survey", 0.1))
@@ -71,17 +70,15 @@ def _inputs(tab: str, token: str, view: dict, payload: dict, client, wav: bytes,
         fd = client.upload(wav, "reading.wav", "audio/wav")
         lat.append(("upload", time.perf_counter() - t0))
         return [token, item, fd]
-    qs = view["content"].get("questions", [])[:MAX_QUESTIONS]
+    # the receiver's and validator's pages send their item form's fields as one value (tabs/item_form.py)
     if tab == "receiver":
-        by = {a["idx"]: a for a in payload["answers"]}
-        slots = []
-        for i in range(MAX_QUESTIONS):
-            a = by.get(qs[i]["idx"]) if i < len(qs) else None
-            slots += [a["text"], a["unanswerable"]] if a else ["", False]
-        return [token, item, view, *slots]
+        fields = {}
+        for a in payload["answers"]:
+            fields[f"answer-{a['idx']}"], fields[f"flag-{a['idx']}"] = a["text"], a["unanswerable"]
+        return [token, {"item_id": item, "answer": fields}]
     if tab == "validator":
-        marks = [payload["marks"].get(q["idx"]) for q in qs] + [None] * (MAX_QUESTIONS - len(qs))
-        return [token, item, view, True, payload["score"], *marks]
+        fields = {"score": payload["score"], **{f"mark-{i}": m for i, m in payload["marks"].items()}}
+        return [token, {"item_id": item, "answer": fields}]
     return [token, item, payload["satisfaction"], payload["trust"], payload["reliance"]]
 
 

