@@ -23,19 +23,16 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import machine  # noqa: E402
+from benchmarks.common import machine, start_script_server  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -209,19 +206,7 @@ def floor_server(port: int) -> None:
 
 
 def start_floor(tmp: Path):
-    from tests.conftest import free_port
-    from tests.load.harness import wait_until_up
-
-    port = free_port()
-    log = open(tmp / "floor.log", "w")
-    proc = subprocess.Popen([sys.executable, __file__, "--floor-server", str(port)], cwd=ROOT,
-                            env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}, stdout=log,
-                            stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    if not wait_until_up(url, 90):
-        proc.kill()
-        raise RuntimeError("the floor app did not start: " + (tmp / "floor.log").read_text()[-2000:])
-    return proc, log, url
+    return start_script_server(__file__, "--floor-server", tmp, "floor")
 
 
 def da_text_study(dest: Path) -> Path:

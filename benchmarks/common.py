@@ -24,3 +24,26 @@ def machine(**extra) -> dict:
     return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
             "pandas": pd.__version__, "numpy": np.__version__,
             "load_average": [round(x, 2) for x in os.getloadavg()], **extra}
+
+
+def start_script_server(script: str, flag: str, tmp, name: str):
+    """A bare Gradio app that a benchmark script serves itself (`script flag PORT`), launched as
+    a subprocess on a free loopback port: (process, log file, url) once it answers."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tests.conftest import free_port
+    from tests.load.harness import wait_until_up
+
+    port = free_port()
+    log_path = Path(tmp) / f"{name}.log"
+    log = open(log_path, "w")
+    proc = subprocess.Popen([sys.executable, script, flag, str(port)], cwd=Path(script).resolve().parent.parent,
+                            env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}, stdout=log,
+                            stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    if not wait_until_up(url, 90):
+        proc.kill()
+        raise RuntimeError(f"the {name} app did not start: " + log_path.read_text()[-2000:])
+    return proc, log, url

@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import machine  # noqa: E402
+from benchmarks.common import machine, start_script_server  # noqa: E402
 
 ITEMS = 20
 
@@ -55,19 +55,7 @@ def noop_server(port: int) -> None:
 
 
 def start_noop(tmp: Path):
-    from tests.conftest import free_port
-    from tests.load.harness import wait_until_up
-
-    port = free_port()
-    log = open(tmp / "noop.log", "w")
-    proc = subprocess.Popen([sys.executable, __file__, "--noop-server", str(port)], cwd=ROOT,
-                            env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}, stdout=log,
-                            stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    if not wait_until_up(url, 90):
-        proc.kill()
-        raise RuntimeError("the no-op app did not start: " + (tmp / "noop.log").read_text()[-2000:])
-    return proc, log, url
+    return start_script_server(__file__, "--noop-server", tmp, "noop")
 
 
 def stop_noop(proc, log) -> None:

@@ -24,7 +24,7 @@ import time
 
 import gradio as gr
 
-from tabs.common import header_html, view_dict
+from tabs.common import Ctx, TabUI, header_html, poll_while_waiting, safe_submit, view_dict, wait_timer
 
 FORM_JS = r"""
 const moved = new Set();
@@ -114,3 +114,27 @@ def answer_of(value) -> tuple[str | None, dict]:
     answer = value.get("answer")
     item = value.get("item_id")
     return (item if isinstance(item, str) else None), (answer if isinstance(answer, dict) else {})
+
+
+def form_tab(ctx: Ctx, name: str, label: str, body_html, payload_of) -> TabUI:
+    """A tab that is one item form and a waiting timer (the receiver's and validator's):
+    body_html(content, typed) renders an item, payload_of(fields) makes the service's payload;
+    a refused answer is rendered again with the fields as typed. Its submit is /<name>_submit."""
+    with gr.Tab(label, id=name, visible=False) as tab:
+        form = item_form(f"{name}-form")
+        timer = wait_timer()
+
+    def render(view, notice="", error="", typed=None):
+        has = view is not None and view.status == "item"
+        return {form: form_value(view, notice, error, body_html(view.content, typed) if has else ""),
+                timer: gr.Timer(active=view is not None and view.status == "waiting")}
+
+    def on_submit(token, value):
+        item_id, answer = answer_of(value)
+        view, notice, error = safe_submit(ctx, token, name, item_id, payload_of(answer))
+        return render(view, notice, error, answer if error else None)
+
+    outputs = [form, timer]
+    form.submit(on_submit, [ctx.token, form], outputs, **ctx.api_name(f"{name}_submit"))
+    poll_while_waiting(ctx, name, timer, outputs, render)
+    return TabUI(name, tab, outputs, render)

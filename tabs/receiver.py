@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import html
 
-import gradio as gr
-
-from tabs.common import Ctx, TabUI, plain_html, poll_while_waiting, safe_submit, wait_timer
-from tabs.item_form import answer_of, form_value, item_form
+from tabs.common import Ctx, TabUI, plain_html
+from tabs.item_form import form_tab
 
 
 def translation_html(heading: str, text: str) -> str:
@@ -57,21 +55,4 @@ def payload_of(answer: dict) -> dict:
 
 
 def build(ctx: Ctx) -> TabUI:
-    with gr.Tab("Receptor", id="receiver", visible=False) as tab:
-        form = item_form("receiver-form")
-        timer = wait_timer()
-
-    def render(view, notice="", error="", typed=None):
-        has = view is not None and view.status == "item"
-        return {form: form_value(view, notice, error, body_html(view.content, typed) if has else ""),
-                timer: gr.Timer(active=view is not None and view.status == "waiting")}
-
-    def on_submit(token, value):
-        item_id, answer = answer_of(value)
-        view, notice, error = safe_submit(ctx, token, "receiver", item_id, payload_of(answer))
-        return render(view, notice, error, answer if error else None)
-
-    outputs = [form, timer]
-    form.submit(on_submit, [ctx.token, form], outputs, api_name="receiver_submit", api_visibility="undocumented")
-    poll_while_waiting(ctx, "receiver", timer, outputs, render)
-    return TabUI("receiver", tab, outputs, render)
+    return form_tab(ctx, "receiver", "Receptor", body_html, payload_of)

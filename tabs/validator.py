@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import html
 
-import gradio as gr
-
-from tabs.common import Ctx, TabUI, plain_html, poll_while_waiting, safe_submit, wait_timer
-from tabs.item_form import answer_of, form_value, item_form
+from tabs.common import Ctx, TabUI, plain_html
+from tabs.item_form import form_tab
 
 
 def _score(value: float) -> str:
@@ -88,21 +86,4 @@ def payload_of(answer: dict) -> dict:
 
 
 def build(ctx: Ctx) -> TabUI:
-    with gr.Tab("Validator", id="validator", visible=False) as tab:
-        form = item_form("validator-form")
-        timer = wait_timer()
-
-    def render(view, notice="", error="", typed=None):
-        has = view is not None and view.status == "item"
-        return {form: form_value(view, notice, error, body_html(view.content, typed) if has else ""),
-                timer: gr.Timer(active=view is not None and view.status == "waiting")}
-
-    def on_submit(token, value):
-        item_id, answer = answer_of(value)
-        view, notice, error = safe_submit(ctx, token, "validator", item_id, payload_of(answer))
-        return render(view, notice, error, answer if error else None)
-
-    outputs = [form, timer]
-    form.submit(on_submit, [ctx.token, form], outputs, api_name="validator_submit", api_visibility="undocumented")
-    poll_while_waiting(ctx, "validator", timer, outputs, render)
-    return TabUI("validator", tab, outputs, render)
+    return form_tab(ctx, "validator", "Validator", body_html, payload_of)

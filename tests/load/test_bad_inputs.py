@@ -20,6 +20,7 @@ import soundfile as sf
 
 from services.texts import Voice
 from tests.load.harness import SAVED, AppError, GradioHTTP, file_data, prepared_app
+from tests.test_app_client import receiver_inputs, validator_inputs
 
 SAVED_PT = Voice("pt-PT")("saved")         # the receiver's page is in Portuguese: "Guardado."
 
@@ -100,26 +101,6 @@ def view(client, token, tab) -> dict:
 def da(item, score) -> dict:
     """The DA form's value as the page sends it (tabs/item_form.py): null when not moved."""
     return {"item_id": item, "answer": {"score": score}}
-
-
-def validator_inputs(token, item, state, moved, score, *marks):
-    """Inputs of /validator_submit: the token and the form's value, the score (null when the
-    slider was not moved) and the mark of the i-th question shown (state's content) = marks[i]."""
-    qs = ((state or {}).get("content") or {}).get("questions", [])
-    fields = {"score": score if moved else None}
-    for q, m in zip(qs, marks):
-        fields[f"mark-{q['idx']}"] = m
-    return [token, {"item_id": item, "answer": fields}]
-
-
-def receiver_inputs(token, item, state, answers):
-    """Inputs of /receiver_submit: the token and the form's value, the page's fields for the
-    i-th question shown (state's content) holding answers[i] = (text, not answerable)."""
-    qs = ((state or {}).get("content") or {}).get("questions", [])
-    fields = {}
-    for q, (text, flag) in zip(qs, answers):
-        fields[f"answer-{q['idx']}"], fields[f"flag-{q['idx']}"] = text, flag
-    return [token, {"item_id": item, "answer": fields}]
 
 
 def answer_all(client, token, text=PAYLOAD, limit=12) -> int:
