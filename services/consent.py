@@ -26,6 +26,7 @@ import hashlib
 import math
 
 from services.study_files import ID_RE, ROLES
+from services.texts import Voice
 from storage import consent as store
 from storage import studies
 
@@ -33,14 +34,6 @@ KINDS = ("number", "choice", "text")
 FIELD_KEYS = {"id", "label", "kind", "choices", "min", "max", "required", "roles", "max_chars"}
 MAX_FIELDS = 20
 MAX_TEXT = 500
-
-MESSAGES = {
-    "consent": "Please read the information about this study and give your consent before the first item.",
-    "declined": "You chose not to take part, so there is nothing for you to do here; you may close this page "
-                "(on Prolific, please return the study). If that was a mistake, you can still agree below.",
-    "demographics": "Before the first item, please answer a few questions about yourself.",
-}
-
 
 class ConsentError(ValueError):
     """A consent decision or a demographics answer that cannot be saved; the message says why."""
@@ -216,7 +209,7 @@ def submit_demographics(database, participant: dict, answers: dict, actor: str |
     study = studies.get_study(database, participant["study_id"])
     stage = pending_stage(database, participant, study)
     if stage in ("consent", "declined"):
-        raise ConsentError(MESSAGES[stage])
+        raise ConsentError(Voice(study=study)(stage))     # the stage's words (assets/texts/en.toml)
     fields = form_fields(study, participant["role"])
     if not fields:
         raise ConsentError("This study has no questions about you for your role.")

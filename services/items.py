@@ -84,7 +84,7 @@ def ready_participant(database, token: str | None) -> dict:
     p = participant_for_token(database, token)
     stage = consent.pending_stage(database, p)
     if stage:
-        raise AccessError(consent.MESSAGES[stage])
+        raise refusal(AccessError, stage)
     return p
 
 

@@ -263,10 +263,8 @@ def next_item(db, database, p: dict, study: dict) -> dict | None:
     other_group = (lambda s: s.split("|")[0] != p["grp"]) if p["role"] == "rater" and p["grp"] else (lambda s: False)
     mine = participants.identities(database, [pid])[pid]
     for s in sorted(available, key=lambda s: (other_group(s), held.get(s, 0), jitter[s])):
-        found = pool.candidates(database, sid, phase, s, SCAN, pid)
-        had = pool.had_items(database, pid, phase, [c["item_id"] for c in found])
-        for c in found:
-            if c["item_id"] in had or c["producers"] & mine:
+        for c in pool.candidates(database, sid, phase, s, SCAN, pid):     # none they held or had
+            if c["producers"] & mine:
                 continue
             if pool.take(db, sid, phase, c["item_id"]):
                 aid = queue.insert_assignment(db, sid, pid, phase, c["item_id"],

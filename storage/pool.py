@@ -49,7 +49,7 @@ def give_back(db, study_id: str, phase: str, item_id) -> bool:
 
 
 def candidates(database: Database, study_id: str, phase: str, stratum: str, limit: int,
-               participant_id: int | None = None) -> list[dict]:
+               participant_id: int) -> list[dict]:
     """The first open items of one stratum that the participant never held: started items first
     (fewest places left), then the seeded random order (index work_pool_open). Those they held are
     skipped in the scan, not after the LIMIT: with redundancy > 1 the other places of the items a
@@ -103,17 +103,6 @@ def held_strata(database: Database, participant_id: int, phase: str) -> dict[str
         "AND w.phase = a.phase AND w.item_id = a.item_id WHERE a.participant_id = ? AND a.phase = ? "
         "AND a.status != 'withdrawn' GROUP BY w.stratum", [participant_id, phase])
     return {r["stratum"]: r["n"] for r in rows}
-
-
-def had_items(database: Database, participant_id: int, phase: str, item_ids: list[str]) -> set[str]:
-    """Which of these items the participant holds or had (withdrawn ones included: they do not
-    get an item back that was taken from them)."""
-    if not item_ids:
-        return set()
-    marks = ",".join("?" * len(item_ids))
-    rows = database.query(f"SELECT item_id FROM assignments WHERE participant_id = ? AND phase = ? "
-                          f"AND item_id IN ({marks})", [participant_id, phase, *item_ids])
-    return {r["item_id"] for r in rows}
 
 
 def holder_count(database: Database, study_id: str, phase: str, item_id) -> int:

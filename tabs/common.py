@@ -10,6 +10,7 @@ import gradio as gr
 
 from services.items import AccessError, ItemView, get_view
 from services.submissions import SubmissionError, submit
+from services.texts import Voice
 
 MAX_QUESTIONS = 10
 MAX_PAIRS = 24
@@ -78,8 +79,8 @@ def refusal_text(e: Exception) -> Refusal:
 def header_html(view: ItemView | None, notice: str = "", error: str = "") -> str:
     """Progress (with how many items are ready, where they come one at a time), the notice or
     error, and the waiting or finishing message, in the view's language."""
-    words = {"progress": "Progress", "completion_code": "Your completion code:",
-             "redirect": "Return to Prolific to finish", **(view.labels if view is not None else {})}
+    words = (view.labels if view is not None and view.labels else
+             {k: Voice()(k) for k in ("progress", "completion_code", "redirect")})
     parts = []
     if view is not None:
         ready = (f' <span class="ready">({html.escape(words["ready"])})</span>'

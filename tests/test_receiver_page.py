@@ -4,12 +4,11 @@ overridable per study; progress says how many items are ready when they come one
 from __future__ import annotations
 
 import re
-import shutil
 import tomllib
 
 import pytest
 
-from conftest import DEMO
+from test_texts import study_with
 from services.items import AccessError, get_view
 from services.participants import add_participants
 from services.study_files import StudyValidationError, load_study
@@ -95,13 +94,6 @@ def test_finished_receiver_gets_portuguese_completion(demo_db):
     assert done.status == "complete" and done.message.startswith("Obrigado")
     page = header_html(done)
     assert "O seu código de conclusão:" in page and "Progresso: <b>6 / 6</b>" in page and 'lang="pt-PT"' in page
-
-
-def study_with(tmp_path, scales: str):
-    folder = tmp_path / "study"
-    shutil.copytree(DEMO, folder)
-    (folder / "scales.toml").write_text(scales, encoding="utf-8")
-    return folder
 
 
 def test_a_study_rewords_the_receivers_page(database, tmp_path):
