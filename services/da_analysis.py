@@ -23,6 +23,11 @@ Input: one row per judgment (see REQUIRED; optional ``run`` defaulting to 1 and
   run 1 and run 2 per modality and between text and audio per run, where both sides exist.
 * qc_summary: per modality, workers total / reliable / kept, judgments total / kept (all
   judgments of kept workers) / scored (those in system scores).
+* score_distribution: paper 001's Figure 3 ("Score distributions of reliable workers across
+  different quality control segments: bad_reference, ask_again, and original system
+  outputs"): the raw scores of the kept workers' judgments per (modality, run, item_type), as
+  a table (n, mean, sd, quartiles: pandas) and the figure 'score_distribution' (box plots,
+  one panel per modality and run).
 
 Options beyond the paper: reliability="paired_t" is WMT's published worker check (checked
 against WMT22's ad-trk-stats.csv).
@@ -62,7 +67,9 @@ H2H_COLUMNS = ["modality", "run", "system_a", "system_b", "z_diff", "p_value", "
 REPLICATION_COLUMNS = ["comparison", "r", "n", "level", "p_value"]
 QC_COLUMNS = ["modality", "workers_total", "workers_reliable", "judgments_total", "judgments_kept",
               "workers_kept", "judgments_scored", "workers_constant", "workers_fast"]
-OUTPUT_TABLES = ("workers", "systems", "head_to_head", "replication", "qc_summary", "segments")
+DISTRIBUTION_COLUMNS = ["modality", "run", "item_type", "n", "mean", "sd", "median", "q1", "q3"]
+OUTPUT_TABLES = ("workers", "systems", "head_to_head", "replication", "qc_summary", "segments",
+                 "score_distribution")
 
 _KEY = ["modality", "run", "worker_id"]
 
@@ -81,6 +88,9 @@ class DAResult:
     segments: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=SEGMENT_COLUMNS))
     alpha: float = 0.05
     wmt: bool = False
+    score_distribution: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DISTRIBUTION_COLUMNS))
+    kept_scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["modality", "run", "worker_id", "item_type", "score"]))   # the figure's data
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,9 +329,26 @@ def analyze(df: pd.DataFrame, alpha: float = 0.05, wmt: bool = False, *,
     qc = _qc_summary(d, workers, j, scored)
     for t in (systems, workers):
         t["run"] = t["run"].astype(int)
+    kept_scores = _sorted(j[["modality", "run", "worker_id", "item_type", "score"]], ["item_type"])
     return DAResult(workers=workers, systems=systems, head_to_head=h2h, replication=replication,
                     qc_summary=qc, segments=_sorted(segments, ["system", "segment_id"])[SEGMENT_COLUMNS],
-                    alpha=alpha, wmt=wmt)
+                    alpha=alpha, wmt=wmt, score_distribution=score_distribution(kept_scores),
+                    kept_scores=kept_scores)
+
+
+def score_distribution(scores: pd.DataFrame) -> pd.DataFrame:
+    """Per (modality, run, item_type) of judgments (columns modality, run, item_type, score):
+    n, mean, sd (sample), median and quartiles (pandas' linear interpolation); item types in
+    ITEM_TYPES order."""
+    if scores.empty:
+        return pd.DataFrame(columns=DISTRIBUTION_COLUMNS)
+    g = scores.groupby(["modality", "run", "item_type"], sort=False)["score"]
+    out = pd.DataFrame({"n": g.size(), "mean": g.mean(), "sd": g.std(ddof=1), "median": g.median(),
+                        "q1": g.quantile(0.25), "q3": g.quantile(0.75)}).reset_index()
+    out["_t"] = out["item_type"].map({t: i for i, t in enumerate(ITEM_TYPES)})
+    out = _sorted(out, ["_t"]).drop(columns="_t")
+    out["run"] = out["run"].astype(int)
+    return out[DISTRIBUTION_COLUMNS]
 
 
 def rank_systems(systems: pd.DataFrame, tie_decimals: int | None = 2) -> pd.DataFrame:
@@ -407,14 +434,33 @@ def _groups(systems: pd.DataFrame):
 
 
 def figures(result: DAResult) -> dict:
-    """Plotly figures: 'ranking' (z_mean bars coloured by cluster), 'head_to_head' (z_diff heat
-    map with *, **, *** for p < .05, .01, .001) and, when runs or modalities can be compared,
-    'replication' (system z scatter with Pearson r)."""
+    """Plotly figures: 'score_distribution' (paper 001's Figure 3: box plots of the kept
+    workers' raw scores per item type, a panel per modality and run), 'ranking' (z_mean bars
+    coloured by cluster), 'head_to_head' (z_diff heat map with *, **, *** for p < .05, .01,
+    .001) and, when runs or modalities can be compared, 'replication' (system z scatter with
+    Pearson r)."""
     import plotly.graph_objects as go
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
 
     out = {}
+    scores = result.kept_scores
+    if len(scores):
+        panels = list(dict.fromkeys(zip(scores["modality"], scores["run"])))
+        fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True,
+                            subplot_titles=[f"{m}, run {r}" for m, r in panels])
+        colours = dict(zip(ITEM_TYPES, qualitative.Plotly))
+        for i, (m, r) in enumerate(panels, start=1):
+            s = scores[(scores["modality"] == m) & (scores["run"] == r)]
+            for t in ITEM_TYPES:
+                v = s.loc[s["item_type"] == t, "score"]
+                if len(v):
+                    fig.add_trace(go.Box(y=v, name=t, marker_color=colours[t], boxmean=True, showlegend=False,
+                                         boxpoints="outliers"), row=1, col=i)
+        fig.update_yaxes(title_text="raw score (0-100)", range=[-2, 102], row=1, col=1)
+        fig.update_layout(title="Score distributions of reliable workers per item type (system outputs and "
+                                "quality controls)", height=480, width=max(520, 420 * len(panels)))
+        out["score_distribution"] = fig
     systems = result.systems
     groups = _groups(systems)
     if not groups:

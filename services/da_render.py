@@ -4,7 +4,8 @@
   text (the paper turns translations into bit-mapped images to deter the browser's
   read-aloud). The PNG carries no text chunks: the strings are only in the pixels.
 - Audio mode: the MT output synthesised by services.tts (cached per backend, voice, language
-  and text); the reference stays text.
+  and text); the reference is an image too, alone in grey (paper 001, Figure 2: "the text in
+  presented in the image form").
 
 Fonts: a primary font for Latin, Greek and Cyrillic (DejaVu Sans, else Noto Sans, Liberation
 Sans, the first found) and, per character, the first fallback font that has a glyph for it:
@@ -313,11 +314,12 @@ def _flatten(items) -> list[dict]:
 
 def prerender(items: list[dict], lang: str, media_dir, modality: str, progress=None, backend=None,
               voice: str | None = None, width: int = DEFAULT_WIDTH) -> dict:
-    """Render what a campaign shows: images for "text", audio for "audio", both for "both".
+    """Render what a campaign shows: for "text" the reference + output images, for "audio" the
+    output's audio and the reference-only images, for "both" all three.
 
     items: HIT items ({"candidate", "reference"}, or dataset rows with "output"), or a list of
     HITs. Each distinct image / audio text is one job; progress(done, total) after each.
-    Returns {"rendered", "cached", "seconds", "total", "images", "audio"}.
+    Returns {"rendered", "cached", "seconds", "total", "images", "audio"} (images: both kinds).
     """
     if modality not in ("text", "audio", "both"):
         raise ValueError(f"modality must be text, audio or both, not {modality!r}")
@@ -325,6 +327,9 @@ def prerender(items: list[dict], lang: str, media_dir, modality: str, progress=N
     texts = [(r.get("reference") or "", r["candidate"] if "candidate" in r else r["output"]) for r in rows]
     images = list(dict.fromkeys(texts)) if modality in ("text", "both") else []
     audio = list(dict.fromkeys(c for _, c in texts)) if modality in ("audio", "both") else []
+    if audio:   # audio mode's reference, alone
+        seen = set(images)
+        images += [(r, "") for r in dict.fromkeys(r for r, _ in texts if r.strip()) if (r, "") not in seen]
     engine = None
     if audio:
         engine = backend if hasattr(backend, "synthesize") else tts.choose(lang, backend, voice)

@@ -77,13 +77,34 @@ class ExportResult:
     rows: dict[str, int]
     audio_files: int = 0
     missing_audio: list[int] = field(default_factory=list)   # recording ids whose file is gone
+    warnings: list[str] = field(default_factory=list)        # also in README.md and manifest.json
 
     def summary(self) -> str:
         counts = ", ".join(f"{t} {n}" for t, n in self.rows.items() if n)
         text = f"{self.folder} ({self.format}): {counts or 'no rows'}; {self.audio_files} audio files"
         if self.missing_audio:
             text += f"; {len(self.missing_audio)} recordings' audio missing from the media folder"
+        for w in self.warnings:
+            text += f"\nWARNING: {w}"
         return text
+
+
+def mixed_metric_models(rows) -> dict[str, list[str]]:
+    """{metric: its distinct "version | model"} for each metric whose exchange scores among rows
+    (dicts with metric, version, model) come from more than one model or version: a checkpoint
+    changed mid-study (services/exchange_metrics.py: mixed_models, rescore_stale)."""
+    seen: dict[str, set[str]] = {}
+    for r in rows:
+        seen.setdefault(str(r["metric"]), set()).add(f"{r['version']} | {r['model']}")
+    return {k: sorted(v) for k, v in sorted(seen.items()) if len(v) > 1}
+
+
+def metric_warnings(mixed: dict[str, list[str]]) -> list[str]:
+    """One warning per metric whose scores mix models (see mixed_metric_models)."""
+    return [f"metric {name!r} mixes scores of {len(models)} models (version | model: "
+            f"{'; '.join(models)}): compare its scores only within one model (the model of each score is "
+            "in its model column), or re-score the stale exchanges first (exchange_metrics.rescore_stale)"
+            for name, models in mixed.items()]
 
 
 def exportable_participants(database, study_id: str) -> set[int]:
@@ -152,6 +173,21 @@ def _participant_extras(rows: list[dict]) -> None:
         r["status"] = ("excluded" if r["excluded_at"] else "dropped_out" if r.get("dropped_out_at")
                        else "active" if r["active"] else "inactive")
         r["self_enrolled"] = int(r["claimed_at"] is not None)
+
+
+def _assignment_runs(rows: list[dict]) -> dict[int, int]:
+    """assignment id -> the DA run stored in its meta (services/da_campaign.py: assign_hit);
+    1 for an assignment from before runs existed (one run), as the DA analysis reads it."""
+    out = {}
+    for r in rows:
+        meta = r.get("meta")
+        try:
+            meta = json.loads(meta) if isinstance(meta, str) else (meta or {})
+        except ValueError:
+            meta = {}
+        run = meta.get("run") if isinstance(meta, dict) else None
+        out[r["assignment_id"]] = int(run) if run is not None else 1
+    return out
 
 
 def _exchange_extras(rows: list[dict], variants_by_system: dict[str, str]) -> None:
@@ -256,12 +292,14 @@ def build_tables(database, study_id: str, media_dir=None, include_external_ids: 
         raise ExportError(f"unknown study '{study_id}' (studies in this database: {known})")
     allowed = exportable_participants(database, study_id)
     names = pseudonyms(exports.participant_rows(database, study_id))
-    copies, missing, tables = [], [], {}
+    copies, missing, tables, runs = [], [], {}, {}
     variants_by_system = system_variants(database, study_id)
     for table, query in QUERIES.items():
         if table == "events" and not include_events:
             continue
         rows = query(database, study_id)
+        if table == "assignments":
+            runs = _assignment_runs(rows)
         if table == "participants":
             _participant_extras(rows)
         elif table == "exchanges":
@@ -269,6 +307,9 @@ def build_tables(database, study_id: str, media_dir=None, include_external_ids: 
         elif table == "systems":
             for r in rows:
                 r["target_variant"] = variants_by_system.get(r["system"], "")
+        elif table == "da_judgments":
+            for r in rows:
+                r["run"] = runs.get(r["assignment_id"], 1)
         elif table == "recordings":
             _recording_extras(rows, names, media_dir, include_audio, copies, missing)
         elif table == "events":
@@ -418,11 +459,13 @@ def export_study(database, study_id: str, out_dir, fmt: str = "csv", media_dir=N
         options = {"format": fmt, "include_external_ids": include_external_ids, "include_events": include_events,
                    "include_audio": include_audio}
         exported_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        warnings = metric_warnings(mixed_metric_models(tables["exchange_metrics"]))
         (tmp / "README.md").write_text(dictionary.readme(study, files, counts, options, exported_at, len(audio),
-                                                         missing), encoding="utf-8")
+                                                         missing, warnings), encoding="utf-8")
         manifest = {"study": study_id, "name": study["name"], "target_variant": study["target_variant"],
                     "exported_at": exported_at, **options,
-                    "files": files, "rows": counts, "audio_files": len(audio), "missing_audio": missing}
+                    "files": files, "rows": counts, "audio_files": len(audio), "missing_audio": missing,
+                    "warnings": warnings}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                            encoding="utf-8")
         _private(tmp)
@@ -432,7 +475,7 @@ def export_study(database, study_id: str, out_dir, fmt: str = "csv", media_dir=N
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return ExportResult(out, fmt, counts, len(audio), missing)
+    return ExportResult(out, fmt, counts, len(audio), missing, warnings)
 
 
 def export_zip(database, study_id: str, media_dir=None, fmt: str = "csv", include_external_ids: bool = False,

@@ -177,7 +177,10 @@ TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
             "exchange_id": ("integer", "the exchange"),
             "metric": ("string", "the metric (e.g. e5-cosine, bt-chrf, chrf, bleu)"),
             "version": ("string", "the metric implementation's version"),
-            "model": ("string", "the model behind the metric"),
+            "model": ("string", "the model behind the metric (a learned metric's checkpoint and a fingerprint of its "
+                                "weights): a metric whose rows name more than one model (or version) mixes two "
+                                "models' numbers, which the README's Warnings section then names; compare scores "
+                                "only within one model"),
             "score": ("number", "the score; empty when the metric cannot score this exchange"),
             "created_at": ("timestamp", "when the score was computed"),
         }),
@@ -188,6 +191,9 @@ TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
             "assignment_id": ("integer", "the rater's assignment"),
             "rater": ("string", "pseudonym of the DA rater"),
             "hit": ("integer", "the HIT (1-based index within the study)"),
+            "run": ("integer", "the run of the campaign the rater's HIT belongs to (1, 2, ...: the study's [da] runs; "
+                               "a rater of run 2 rates a HIT another rater rated in run 1, paper 001's "
+                               "self-replication); 1 for a study with one run"),
             "pos": ("integer", "position of the item within the HIT"),
             "item_type": ("string", "system, bad_reference, ask_again (repeat) or reference (quality controls)"),
             "of_pos": ("integer", "for a control item: the position of the item it controls"),
@@ -415,6 +421,21 @@ ANALYSIS_TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
         }),
 }
 
+# Columns of an analysis table named after something in the data, one per automatic metric the
+# study's exchanges were scored with (<name>: the metric's name with "-" as "_", e.g. cometkiwi_23_xl).
+ANALYSIS_PATTERN_COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
+    "usability": {
+        "metric_<name>": ("number", "the metric's score of the exchange's translation (exchange_metrics.score); "
+                                    "empty when it was not scored"),
+        "<name>_model": ("string", "the model that produced that score (exchange_metrics.model: a learned metric's "
+                                   "checkpoint and weight fingerprint). When a metric's scores come from more than "
+                                   "one model (a checkpoint changed mid-study), its metric_<name> column mixes "
+                                   "models: the frame's attrs['warnings'] names it, and its scores should be "
+                                   "compared only within one model or re-scored (exchange_metrics.rescore_stale). "
+                                   "Not a metric_ column, so the analysis does not read it as a signal"),
+    },
+}
+
 # columns written only on request (--include-external-ids)
 EXTERNAL_COLUMNS = {"participants": ("external_id", "prolific_pid", "prolific_study_id", "prolific_session_id")}
 # tables written only on request, or only in one format
@@ -452,7 +473,7 @@ def _front_matter(study: dict) -> str:
 
 
 def readme(study: dict, files: dict[str, str], counts: dict[str, int], options: dict, exported_at: str,
-           audio_files: int, missing_audio: list[int]) -> str:
+           audio_files: int, missing_audio: list[int], warnings: list[str] | None = None) -> str:
     """The export's README.md: what each file holds, each column's type and meaning, and the
     rules the export followed (pseudonyms, who is exported, CSV formula neutralising)."""
     fmt, external = options["format"], options["include_external_ids"]
@@ -468,6 +489,8 @@ def readme(study: dict, files: dict[str, str], counts: dict[str, int], options: 
                 "its receivers are meant to read, and what the LLM prompts and the systems that take a variant "
                 "were asked for); the variant each system produced is in `systems.target_variant` and "
                 "`exchanges.target_variant`.", ""]
+    if warnings:
+        out += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
     out += [
             "## Files", "", "| file | rows | what |", "| --- | --- | --- |"]
     for table, rel in files.items():

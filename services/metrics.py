@@ -29,10 +29,19 @@ they need weights that are downloaded once on a networked host and configured by
   wmt23-cometkiwi-da-xl), "xcomet" (reference-based, QE when references=None; XCOMET-XL):
   services/metrics_comet.py, unbabel-comet from a local checkpoint (checkpoint= or
   TRADLAB_COMET_CHECKPOINT / TRADLAB_COMETKIWI_CHECKPOINT / TRADLAB_XCOMET_CHECKPOINT).
-- "metricx" (MetricX-24 hybrid: reference-based, QE when references=None; LOWER IS BETTER,
-  0-25): services/metrics_metricx.py, transformers (model= / tokenizer= or
-  TRADLAB_METRICX_MODEL / TRADLAB_METRICX_TOKENIZER).
+- "metricx" (MetricX-24 hybrid: reference-based, QE when references=None; MetricX-23 QE or
+  reference-based, each with its own input, by the checkpoint's version or metricx_version= /
+  TRADLAB_METRICX_VERSION; LOWER IS BETTER, 0-25): services/metrics_metricx.py, transformers
+  (model= / tokenizer= or TRADLAB_METRICX_MODEL / TRADLAB_METRICX_TOKENIZER).
 - "gemba-da" (QE, an LLM judge): services/metrics_gemba.py (TRADLAB_GEMBA_*).
+Several checkpoints of one family side by side (paper 000 Table 2: COMET Kiwi Base and XL; paper
+003 section 3.1: Kiwi 22 / 23 XL / 23 XXL, xCOMET XL / XXL, MetricX 23 L / XL): CHECKPOINTS names
+each one ("cometkiwi-22", "cometkiwi-23-xl", "metricx-23-qe-l", ...), with its own variable
+(env_var(name, "CHECKPOINT"), or "MODEL" / "TOKENIZER" for MetricX: TRADLAB_COMETKIWI_23_XL_CHECKPOINT,
+TRADLAB_METRICX_23_QE_L_MODEL, ...) and the checkpoint the paper used; register_checkpoint() adds
+another. The family names above stay as back-compatible aliases with their old variables. Every
+learned metric's `model` ends with a fingerprint of its weights (checkpoint_fingerprint()), so a
+checkpoint replaced in place never reuses the old one's stored scores.
 A factory that is not configured (no checkpoint/model set, a path that does not exist) or whose
 package is missing raises BackendUnavailable naming what to set or install, so get() says what
 to do and available() leaves the metric out; available() loads no model.
@@ -52,6 +61,8 @@ import importlib.metadata
 import json
 import os
 import threading
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from services.backends import BackendUnavailable, require
@@ -408,9 +419,118 @@ def score_cached(database, metric: Metric | str, sources: Sequence[str], hypothe
     return [found[k] for k in keys]
 
 
-# The learned metrics live in their own modules, which import this one: their factories are
-# looked up when called, so those modules can be imported first. Unconfigured, they raise
-# BackendUnavailable (see the docstring).
+# -- which weights produced a score ----------------------------------------------------------
+
+_SAMPLE = 1 << 20                  # bytes read from each end of a weight file
+_FINGERPRINTS: dict[tuple, str] = {}
+
+
+def local_folder(model: str | os.PathLike) -> Path | None:
+    """The folder (or file) on disk behind a model path or hub id: the path itself, else the
+    hub cache's snapshot of that id (offline lookup only); None when it is not on disk."""
+    p = Path(str(model)).expanduser()
+    if p.exists():
+        return p
+    try:                               # "org/name" read from the Hugging Face cache
+        from huggingface_hub import snapshot_download
+        return Path(snapshot_download(str(model), local_files_only=True))
+    except Exception:
+        return None
+
+
+def _files(paths) -> list[Path]:
+    """The regular files at these paths: a file itself, a folder's top-level files (sorted)."""
+    out: list[Path] = []
+    for p in paths:
+        if p is None:
+            continue
+        p = Path(p)
+        if p.is_file():
+            out.append(p)
+        elif p.is_dir():
+            out += sorted(f for f in p.iterdir() if f.is_file())
+    return out
+
+
+def _file_digest(path: Path, h) -> None:
+    """Name, size and the first and last MiB of a file: cheap on multi-GB weights, yet any
+    other checkpoint (other weights, other config) reads differently."""
+    size = path.stat().st_size
+    h.update(f"{path.name}\0{size}\0".encode())
+    with open(path, "rb") as f:
+        h.update(f.read(_SAMPLE))
+        if size > 2 * _SAMPLE:
+            f.seek(size - _SAMPLE)
+            h.update(f.read(_SAMPLE))
+        elif size > _SAMPLE:
+            h.update(f.read())
+
+
+def checkpoint_fingerprint(*paths) -> str:
+    """12 hex digits naming the weights at these paths (model folders, .ckpt files, hub ids):
+    part of a learned metric's `model`, so scores cached or stored under one checkpoint are
+    never read back for another put at the same path. "absent" when nothing is on disk.
+    Memoised by (path, size, mtime) so available() does not re-read the weights."""
+    files = _files(local_folder(p) for p in paths if p)
+    if not files:
+        return "absent"
+    key = tuple((str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    if key not in _FINGERPRINTS:
+        h = hashlib.sha256()
+        for f in files:
+            _file_digest(f, h)
+        _FINGERPRINTS[key] = h.hexdigest()[:12]
+    return _FINGERPRINTS[key]
+
+
+# -- named checkpoints of the learned metrics ---------------------------------------------------
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One configurable checkpoint of a metric family, under its own metric name."""
+    name: str                      # the metric name, e.g. "cometkiwi-23-xl"
+    family: str                    # comet | cometkiwi | xcomet | metricx
+    hub: str                       # the checkpoint the paper used (downloaded once, configured by path)
+    paper: str                     # which paper section this default follows
+    options: dict = field(default_factory=dict)   # family options fixed by the name (MetricX version)
+
+
+def env_var(name: str, what: str) -> str:
+    """The variable configuring a named checkpoint: cometkiwi-23-xl, CHECKPOINT ->
+    TRADLAB_COMETKIWI_23_XL_CHECKPOINT."""
+    return "TRADLAB_" + "".join(c if c.isalnum() else "_" for c in name.upper()) + "_" + what
+
+
+CHECKPOINTS: dict[str, Checkpoint] = {}
+
+
+def _family_factory(family: str) -> Callable[..., Callable[..., Metric]]:
+    """The family module's factory builder; imported when called (those modules import this one)."""
+    if family == "metricx":
+        from services import metrics_metricx
+        return metrics_metricx.named_factory
+    from services import metrics_comet
+    return lambda name, hub="", **fixed: metrics_comet.factory(name, family=family, hub=hub, **fixed)
+
+
+def register_checkpoint(name: str, family: str, hub: str = "", paper: str = "", **options) -> Checkpoint:
+    """Register a checkpoint of a family under its own name (e.g. a second CometKiwi), configured
+    by its own variables (env_var(name, ...)); options are fixed family options such as
+    metricx_version="23-qe"."""
+    if family not in ("comet", "cometkiwi", "xcomet", "metricx"):
+        raise ValueError(f"unknown metric family {family!r} (comet, cometkiwi, xcomet, metricx)")
+    key = name.strip().lower()
+    spec = Checkpoint(key, family, hub, paper, dict(options))
+    CHECKPOINTS[key] = spec
+
+    def make(**opts) -> Metric:
+        return _family_factory(family)(key, hub=hub, **spec.options)(**opts)
+    make.__name__ = f"{key}_factory"
+    register(key, make)
+    return spec
+
+
+# The family names (back-compatible aliases: their old variables, the checkpoint decides) ...
 def _comet_factory(name: str) -> Callable[..., Metric]:
     def make(**options) -> Metric:
         from services import metrics_comet
@@ -426,6 +546,26 @@ def _metricx_factory(**options) -> Metric:
 for _name in ("comet", "cometkiwi", "xcomet"):
     register(_name, _comet_factory(_name))
 register("metricx", _metricx_factory)
+
+# ... and the checkpoints of the papers, each under its own name (README: the metrics table).
+_P000 = "paper 000 section 3 (Quality Metrics), Table 2"
+_P003 = "paper 003 section 3.1 (QE Metrics), appendix A.1"
+for _spec in (
+        ("comet-22", "comet", "Unbabel/wmt22-comet-da", f"{_P000}: COMET"),
+        ("cometkiwi-22", "cometkiwi", "Unbabel/wmt22-cometkiwi-da", f"{_P000}: COMET Kiwi; {_P003} [1] Kiwi 22"),
+        ("cometkiwi-23-xl", "cometkiwi", "Unbabel/wmt23-cometkiwi-da-xl",
+         f"{_P000}: COMET Kiwi XL; {_P003} [2] Kiwi 23 XL"),
+        ("cometkiwi-23-xxl", "cometkiwi", "Unbabel/wmt23-cometkiwi-da-xxl", f"{_P003} [3] Kiwi 23 XXL"),
+        ("xcomet-xl", "xcomet", "Unbabel/XCOMET-XL", f"{_P000}: XCOMET XL; {_P003} [4] xCOMET XL"),
+        ("xcomet-xxl", "xcomet", "Unbabel/XCOMET-XXL", f"{_P003} [5] xCOMET XXL"),
+        ("metricx-23-qe-l", "metricx", "google/metricx-23-qe-large-v2p0", f"{_P003} [6] MetricX 23 L",
+         {"metricx_version": "23-qe"}),
+        ("metricx-23-qe-xl", "metricx", "google/metricx-23-qe-xl-v2p0", f"{_P003} [7] MetricX 23 XL",
+         {"metricx_version": "23-qe"}),
+        ("metricx-24-xl", "metricx", "google/metricx-24-hybrid-xl-v2p6", f"{_P000}: MetricX 24 XL",
+         {"metricx_version": "24"}),
+):
+    register_checkpoint(*_spec[:4], **(_spec[4] if len(_spec) > 4 else {}))
 
 
 

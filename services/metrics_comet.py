@@ -5,6 +5,14 @@ from a checkpoint on local disk.
     metrics.get("cometkiwi", checkpoint="/models/wmt22-cometkiwi-da")    # reference-free QE
     metrics.get("xcomet", checkpoint="/models/XCOMET-XL")                # both (see below)
 
+Several checkpoints of one family run side by side under their own names (services.metrics
+CHECKPOINTS: "cometkiwi-22", "cometkiwi-23-xl", "xcomet-xl", ...), each read from its own
+variable (TRADLAB_COMETKIWI_23_XL_CHECKPOINT, ...); a named checkpoint whose hparams.yaml names
+another known encoder than the paper's model (Kiwi 22 on infoxlm-large, Kiwi 23 XL on
+xlm-roberta-xl, ...) is refused, so "cometkiwi-23-xl" cannot silently score with Kiwi 22's
+weights. The model string ends with a fingerprint of the weights (services.metrics.
+checkpoint_fingerprint): scores cached under one checkpoint are never read back for another.
+
 checkpoint= is the model folder as `hf download Unbabel/wmt22-comet-da --local-dir DIR` writes it
 (DIR/checkpoints/model.ckpt + DIR/hparams.yaml) or the .ckpt file itself; without the option the
 factories read TRADLAB_COMET_CHECKPOINT, TRADLAB_COMETKIWI_CHECKPOINT, TRADLAB_XCOMET_CHECKPOINT.
@@ -77,6 +85,16 @@ DOWNLOAD = {
     "xcomet": "accept the licence of the gated Unbabel/XCOMET-XL (or XCOMET-XXL), set HF_TOKEN, hf download it "
               "--local-dir DIR (a GPU is advisable)" + _ENCODER.format(enc="facebook/xlm-roberta-xl (-xxl)"),
 }
+# The encoder (hparams.yaml's pretrained_model) of each checkpoint the papers used: a named checkpoint
+# whose hparams name another of these encoders is another model (see _encoder_error).
+ENCODER = {
+    "Unbabel/wmt22-comet-da": "xlm-roberta-large",
+    "Unbabel/wmt22-cometkiwi-da": "microsoft/infoxlm-large",
+    "Unbabel/wmt23-cometkiwi-da-xl": "facebook/xlm-roberta-xl",
+    "Unbabel/wmt23-cometkiwi-da-xxl": "facebook/xlm-roberta-xxl",
+    "Unbabel/XCOMET-XL": "facebook/xlm-roberta-xl",
+    "Unbabel/XCOMET-XXL": "facebook/xlm-roberta-xxl",
+}
 KIND = {"comet": metrics.REFERENCE, "cometkiwi": metrics.QE, "xcomet": metrics.REFERENCE}
 SCALE = {
     "comet": "about 0-1, higher is better (COMET-DA regression; not a probability); blank hypothesis 0.0",
@@ -94,7 +112,16 @@ def _package_version() -> str:
         return ""
 
 
-def resolve_checkpoint(path: str | os.PathLike, name: str = "comet") -> Path:
+def download_hint(family: str, hub: str = "") -> str:
+    """How to get a checkpoint: the family's generic hint, or the named checkpoint's own."""
+    if not hub:
+        return DOWNLOAD[family]
+    gated = "" if family == "comet" else "accept the licence of the gated model on Hugging Face, set HF_TOKEN, "
+    return f"{gated}hf download {hub} --local-dir DIR" + _ENCODER.format(enc=ENCODER.get(hub, "its encoder"))
+
+
+def resolve_checkpoint(path: str | os.PathLike, name: str = "comet", env: str | None = None,
+                       hint: str | None = None) -> Path:
     """The model.ckpt of a COMET model folder (DIR/checkpoints/model.ckpt) or the file itself;
     BackendUnavailable when it is not there or its hparams.yaml (two levels up) is missing."""
     p = Path(path).expanduser()
@@ -103,8 +130,8 @@ def resolve_checkpoint(path: str | os.PathLike, name: str = "comet") -> Path:
     if not p.is_file():
         raise BackendUnavailable(
             f"metric {name!r}: COMET checkpoint {path} does not exist (expected a model folder with "
-            f"checkpoints/model.ckpt, or the .ckpt file): on a networked host, {DOWNLOAD[name]}; copy it "
-            f"here and set {ENV[name]}")
+            f"checkpoints/model.ckpt, or the .ckpt file): on a networked host, {hint or DOWNLOAD[name]}; copy it "
+            f"here and set {env or ENV[name]}")
     if not (p.parents[1] / "hparams.yaml").is_file():
         raise BackendUnavailable(f"metric {name!r}: {p.parents[1] / 'hparams.yaml'} is missing: COMET "
                                  f"checkpoints come as DIR/hparams.yaml + DIR/checkpoints/model.ckpt")
@@ -132,6 +159,18 @@ def _family_error(name: str, hparams: dict) -> str:
     if name == "xcomet" and cls != "xcomet_metric":
         return f"its class_identifier is {cls!r}, not 'xcomet_metric'"
     return ""
+
+
+def _encoder_error(hub: str, hparams: dict) -> str:
+    """Why this checkpoint is not the named one (`hub`), or "": its encoder is another paper model's.
+    An encoder outside ENCODER (a local path, a fine-tune on another base) is not judged."""
+    expected = ENCODER.get(hub)
+    got = str(hparams.get("pretrained_model", ""))
+    if not expected or got == expected or got not in ENCODER.values():
+        return ""
+    others = [h for h, e in ENCODER.items() if e == got]
+    return (f"it was trained on the encoder {got!r}, but {hub} uses {expected!r} (is it "
+            f"{' or '.join(others)}? configure it under that checkpoint's name)")
 
 
 # -- transformers 5 fixes for comet 2.2.7 (see the module docstring) ---------------------------
@@ -205,25 +244,35 @@ class CometMetric(metrics.Metric):
     requires = ("unbabel-comet", "pytorch-lightning", "torchmetrics", "torch", "transformers")
     higher_is_better = True
 
-    def __init__(self, name: str, checkpoint: str, batch_size: int = BATCH, cache=CACHE):
-        if name not in ENV:
-            raise KeyError(f"not a COMET metric: {name!r} (one of {', '.join(ENV)})")
-        self.name = name
-        self.kind = KIND[name]
-        self.scale = SCALE[name]
+    def __init__(self, family: str, checkpoint: str, batch_size: int = BATCH, cache=CACHE,
+                 name: str | None = None, env: str | None = None, hub: str = ""):
+        """family: comet | cometkiwi | xcomet; name: the metric name (default the family's, e.g.
+        "cometkiwi-23-xl" for a named checkpoint); env: the variable that configures it; hub: the
+        checkpoint the name stands for (its encoder is checked)."""
+        if family not in ENV:
+            raise KeyError(f"not a COMET metric: {family!r} (one of {', '.join(ENV)})")
+        self.family = family
+        self.name = name or family
+        self.env = env or ENV[family]
+        self.hub = hub
+        self.kind = KIND[family]
+        self.scale = SCALE[family]
         if not _package_version():
-            raise BackendUnavailable(f"metric {name!r} needs unbabel-comet: {INSTALL}")
-        self.checkpoint = resolve_checkpoint(checkpoint, name)
+            raise BackendUnavailable(f"metric {self.name!r} needs unbabel-comet: {INSTALL}")
+        self.checkpoint = resolve_checkpoint(checkpoint, self.name, self.env, download_hint(family, hub))
         self.hparams = read_hparams(self.checkpoint)
-        why = _family_error(name, self.hparams)
+        why = _family_error(family, self.hparams) or _encoder_error(hub, self.hparams)
         if why:
-            raise BackendUnavailable(f"metric {name!r}: {self.checkpoint} cannot be used: {why} "
-                                     f"(set {ENV[name]} to a {name} checkpoint)")
+            raise BackendUnavailable(f"metric {self.name!r}: {self.checkpoint} cannot be used: {why} "
+                                     f"(set {self.env} to a {hub or family} checkpoint)")
         self.pretrained_model = str(self.hparams.get("pretrained_model", ""))
         self.batch_size = int(batch_size)
         self.cache = cache
         self.version = _package_version()
-        self.model = f"{self.checkpoint} (pretrained_model={self.pretrained_model or '?'})"
+        # the weights' fingerprint keeps scores of a checkpoint replaced in place apart
+        self.fingerprint = metrics.checkpoint_fingerprint(self.checkpoint, self.checkpoint.parents[1] / "hparams.yaml")
+        self.model = (f"{self.checkpoint} (pretrained_model={self.pretrained_model or '?'}) "
+                      f"weights {self.fingerprint}")
 
     # -- the model ------------------------------------------------------------------------
     def _load(self) -> _Handle:
@@ -241,7 +290,9 @@ class CometMetric(metrics.Metric):
         return _Handle(model, _fit_transformers5(model))
 
     def loaded(self) -> _Handle:
-        return self.cache.get(f"metric/{self.name}/{self.checkpoint}", self._load, device=self.cache.device)
+        # keyed by the weights too: a checkpoint replaced in place is loaded afresh
+        return self.cache.get(f"metric/{self.family}/{self.checkpoint}#{self.fingerprint}", self._load,
+                              device=self.cache.device)
 
     def predict(self, samples: list[dict]) -> list[float]:
         """comet's model.predict on prepared samples ({"src", "mt"[, "ref"]}): the raw scores."""
@@ -255,9 +306,9 @@ class CometMetric(metrics.Metric):
     # -- scoring --------------------------------------------------------------------------
     def reference_mode(self, references) -> bool:
         """Whether this call scores against references."""
-        if self.name == "cometkiwi":
+        if self.family == "cometkiwi":
             return False
-        if self.name == "xcomet":
+        if self.family == "xcomet":
             return references is not None
         return True
 
@@ -284,17 +335,24 @@ class CometMetric(metrics.Metric):
         return out
 
     def info(self) -> dict:
-        return {**super().info(), "checkpoint": str(self.checkpoint)}
+        return {**super().info(), "checkpoint": str(self.checkpoint), "family": self.family,
+                "fingerprint": self.fingerprint}
 
 
-def factory(name: str):
-    """metrics.register(name, factory(name)): checkpoint= overrides the TRADLAB_*_CHECKPOINT variable."""
+def factory(name: str, family: str | None = None, hub: str = ""):
+    """metrics.register(name, factory(name)): checkpoint= overrides the variable, which is the
+    family's TRADLAB_*_CHECKPOINT for a family name ("cometkiwi") and the name's own for a
+    named checkpoint (factory("cometkiwi-23-xl", family="cometkiwi", hub=...):
+    TRADLAB_COMETKIWI_23_XL_CHECKPOINT)."""
+    family = family or name
+    env = ENV[family] if name == family else metrics.env_var(name, "CHECKPOINT")
+
     def make(**options) -> CometMetric:
-        checkpoint = options.pop("checkpoint", None) or os.environ.get(ENV[name], "").strip()
+        checkpoint = options.pop("checkpoint", None) or os.environ.get(env, "").strip()
         if not checkpoint:
             raise BackendUnavailable(
-                f"metric {name!r} needs a local COMET checkpoint: set {ENV[name]} to the model folder "
-                f"(or its checkpoints/model.ckpt). On a networked host: {INSTALL}; then {DOWNLOAD[name]}")
-        return CometMetric(name, checkpoint, **options)
+                f"metric {name!r} needs a local COMET checkpoint: set {env} to the model folder "
+                f"(or its checkpoints/model.ckpt). On a networked host: {INSTALL}; then {download_hint(family, hub)}")
+        return CometMetric(family, checkpoint, name=name, env=env, hub=hub, **options)
     make.__name__ = f"{name}_factory"
     return make

@@ -48,7 +48,27 @@ Statistics (scores must be higher-is-better, as in the paper, which rescales Met
   (the complementary CDF, paper figure 3), at each threshold (gap = share_m - share_f,
   share_g - share_n) and as curves over the observed scores.
 
-"all" rows pool the instances of every language (the paper reports means over languages).
+Aggregate rows (column ``aggregate``): after the languages, lang "mean" is the paper's "mean
+results across languages" (Table 1, Table 4, the average ratios of section 3): every statistic
+is the unweighted mean of the per-language values (mean ratio, mean scores, ER, ER(F), ER(M),
+phi, tie rate, shares retained; n and counts are sums). Its phi CI is the same bootstrap with
+every language's two gender groups resampled independently and the statistic the mean over
+languages of mean(f) / mean(m); its p-value is the Cochran-Mantel-Haenszel test of the
+gender x error tables stratified by language (statsmodels StratifiedTable.test_null_odds); its
+ratio CI and t-test are left empty (NaN): the paper gives none for the mean. Lang "pooled" pools
+every language's instances into one sample (this project's former "all" row; not a paper
+statistic) with the per-language statistics computed on that sample.
+
+phi's p-value per language (and pooled): the 2x2 table source gender (F, M) x outcome (error,
+right) tested for independence with scipy.stats.chi2_contingency (Pearson chi-square, Yates
+continuity correction, two-sided; ``phi_p_value``), and the one-sided Fisher exact test that
+feminine sources have the higher odds of an error (scipy.stats.fisher_exact, alternative
+"greater"; ``phi_p_greater``, the direction of the paper's warning marks, Tables 5 and 9).
+
+Language-aware metrics (GEMBA-DA, which names the languages in its prompt) are asked once per
+PAIRS ``lang``, about English -> that language (``metric.for_languages``); a metric that takes
+the context inside its prompt (GEMBA-DA's "context" / "paraphrased" prompts, paper 003 Table 3)
+receives the PAIRS ``context`` column as its contexts, with context mode "none".
 
 Pure functions; statistics from scipy/numpy/pandas, figures from plotly.
 """
@@ -79,12 +99,17 @@ CONFIDENCE = 0.95
 N_RESAMPLES = 1000
 SEED = 0
 DEFAULT_UNIT_THRESHOLD = 0.8     # the paper's CometKiwi filtering threshold (figure 3)
-ALL = "all"
+MEAN = "mean"                    # the paper's "mean results across languages" rows (Tables 1, 4)
+POOLED = "pooled"                # every language's instances pooled into one sample (not in the paper)
+ALL = MEAN                       # the aggregate row the summaries lead with
+AGGREGATES = {MEAN: "mean across languages", POOLED: "pooled instances"}
+SOURCE_LANG = "en"               # MT-GenEval, GATE and GeNTE sources are English
 
 RATIO_COLUMNS_TEMPLATE = ["lang", "contrast", "source_gender", "n", "n_missing", "n_dropped", "mean_{a}", "mean_{b}",
-                          "mean_ratio", "sd_ratio", "ci_low", "ci_high", "t", "p_value"]
+                          "mean_ratio", "sd_ratio", "ci_low", "ci_high", "t", "p_value", "aggregate"]
 ERROR_COLUMNS = ["lang", "n", "n_f", "n_m", "n_missing", "errors_f", "errors_m", "er", "er_f", "er_m", "phi",
-                 "phi_ci_low", "phi_ci_high", "phi_ci_note", "ties", "tie_rate"]
+                 "phi_ci_low", "phi_ci_high", "phi_ci_note", "ties", "tie_rate", "phi_p_value", "phi_test",
+                 "phi_p_greater", "aggregate"]
 
 
 class QEInputError(InputError):
@@ -253,8 +278,14 @@ def score_pairs(frame: pd.DataFrame, metric=None, context: str = "none", transla
 
     if isinstance(metric, str):
         metric = metric_registry.get(metric)
-    if context != "none" and "context" not in d.columns:
-        raise ValueError(f"context mode {context!r} needs a context column in PAIRS")
+    in_prompt = bool(getattr(metric, "context_in_prompt", False))
+    if in_prompt and context != "none":
+        raise ValueError(f"metric {getattr(metric, 'name', metric)!r} reads the context inside its prompt: use "
+                         f"context mode 'none' (mode {context!r} would add it a second time)")
+    if (context != "none" or in_prompt) and "context" not in d.columns:
+        raise ValueError(f"context mode {context!r} needs a context column in PAIRS" if context != "none" else
+                         f"metric {getattr(metric, 'name', metric)!r} (a context prompt) needs a context column "
+                         "in PAIRS")
     contexts = list(d["context"]) if "context" in d.columns else None
     n = len(d)
     sources = list(d["source"])
@@ -263,22 +294,42 @@ def score_pairs(frame: pd.DataFrame, metric=None, context: str = "none", transla
     # one contextualise call over both columns: bil translates each distinct context once
     srcs, hyps = metrics_context.contextualise(sources * 2, list(d[f"hyp_{a}"]) + list(d[f"hyp_{b}"]),
                                                contexts * 2 if contexts is not None else None, context, translate)
+    # a language-aware metric is asked per target language; others once for every row
+    langs = list(d["lang"])
+    per_lang = hasattr(metric, "for_languages")
+    groups = ([(lang, [i for i in range(n) if langs[i] == lang]) for lang in dict.fromkeys(langs)] if per_lang
+              else [(None, list(range(n)))])
+    failures: list[dict] = []
     for k, x in enumerate((a, b)):
         if progress:
             progress(k / 2, f"scoring hyp_{x} with {getattr(metric, 'name', 'metric')}")
         s, h = srcs[k * n:(k + 1) * n], hyps[k * n:(k + 1) * n]
-        scores = (metric_registry.score_cached(database, metric, s, h) if database is not None
-                  else metric.score(s, h))
-        scores = list(scores)
-        if len(scores) != n:
-            raise ValueError(f"the metric returned {len(scores)} scores for {n} segments")
-        d[f"score_{x}"] = pd.Series([math.nan if v is None else float(v) for v in scores], index=d.index, dtype=float)
+        values: list[float] = [math.nan] * n
+        for lang, idx in groups:
+            m = metric.for_languages(SOURCE_LANG, lang) if lang is not None else metric
+            ss, hh = [s[i] for i in idx], [h[i] for i in idx]
+            cc = [contexts[i] for i in idx] if in_prompt else None
+            scores = list(metric_registry.score_cached(database, m, ss, hh, contexts=cc) if database is not None
+                          else (m.score(ss, hh, contexts=cc) if in_prompt else m.score(ss, hh)))
+            if len(scores) != len(idx):
+                raise ValueError(f"the metric returned {len(scores)} scores for {len(idx)} segments")
+            for i, v in zip(idx, scores):
+                values[i] = math.nan if v is None else float(v)
+            for f in getattr(m, "failures", None) or []:
+                if isinstance(f, dict) and "index" in f and 0 <= f["index"] < len(idx):
+                    failures.append({**f, "row": idx[f["index"]], "lang": langs[idx[f["index"]]],
+                                     "column": f"hyp_{x}"})
+        d[f"score_{x}"] = pd.Series(values, index=d.index, dtype=float)
     if progress:
         progress(1.0, "scored")
     if d[[f"score_{a}", f"score_{b}"]].isna().all().all():
         raise ValueError(f"the metric {getattr(metric, 'name', metric)!r} returned no score at all (a reference-based "
                          "metric needs references; this audit is reference-free)")
-    d.attrs["qe_scoring"] = {"metric": _metric_info(metric), "context": context, "precomputed": False,
+    if failures:
+        notes.append(f"{len(failures)} answer(s) of the metric could not be read as a score (left missing; "
+                     "see qe_scoring['failures'])")
+    d.attrs["qe_scoring"] = {"metric": _metric_info(metric), "failures": failures,
+                             "context": "prompt" if in_prompt else context, "precomputed": False,
                              "higher_is_better": bool(getattr(metric, "higher_is_better", True)),
                              "context_separator": metrics_context.SEPARATOR, "notes": notes}
     return d
@@ -293,9 +344,46 @@ def _scored(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _by_lang(d: pd.DataFrame):
+    """Each language, then the pooled sample (the mean rows are built from the language rows)."""
     for lang in sorted(d["lang"].unique()):
         yield lang, d[d["lang"] == lang]
-    yield ALL, d
+    yield POOLED, d
+
+
+def _aggregate(lang: str) -> str:
+    return AGGREGATES.get(lang, "language")
+
+
+def _nanless_mean(values) -> float:
+    """Mean of the values; NaN when there are none or one is NaN; inf when one is inf."""
+    v = np.asarray(list(values), dtype=float)
+    if len(v) == 0 or np.isnan(v).any():
+        return math.nan
+    with np.errstate(invalid="ignore"):
+        return float(np.mean(v))
+
+
+def _mean_rows(rows: list[dict], keys: Sequence[str], mean_cols: Sequence[str], sum_cols: Sequence[str],
+               nan_cols: Sequence[str] = (), text_cols: dict | None = None) -> list[dict]:
+    """The "mean" rows: per value of ``keys`` (besides lang), the unweighted mean over the
+    language rows of ``mean_cols`` and the sum of ``sum_cols``."""
+    langs = [r for r in rows if r["lang"] not in AGGREGATES]
+    out = []
+    for key in dict.fromkeys(tuple(r[k] for k in keys) for r in langs):
+        group = [r for r in langs if tuple(r[k] for k in keys) == key]
+        row = {"lang": MEAN, "aggregate": AGGREGATES[MEAN], **dict(zip(keys, key))}
+        row.update({c: _nanless_mean(r[c] for r in group) for c in mean_cols})
+        row.update({c: int(sum(r[c] for r in group)) for c in sum_cols})
+        row.update({c: math.nan for c in nan_cols})
+        row.update(text_cols or {})
+        out.append(row)
+    return out
+
+
+def _with_means(rows: list[dict], means: list[dict]) -> list[dict]:
+    """Language rows, then the mean rows, then the pooled rows."""
+    return ([r for r in rows if r["lang"] not in AGGREGATES] + means
+            + [r for r in rows if r["lang"] == POOLED])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -333,9 +421,10 @@ def _t_stats(r: np.ndarray) -> tuple[float, float, float, float]:
 
 
 def ratios(frame: pd.DataFrame) -> pd.DataFrame:
-    """ratios.csv: per language (and 'all'), source_gender 'any' (and F / M when gold is given):
-    n used, n_missing, n_dropped, mean scores of the two forms over the used rows, mean ratio,
-    its sd (ddof 1), the 95 % t-interval and the one-sided t-test p (H1: mean ratio < 1)."""
+    """ratios.csv: per language, source_gender 'any' (and F / M when gold is given): n used,
+    n_missing, n_dropped, mean scores of the two forms over the used rows, mean ratio, its sd
+    (ddof 1), the 95 % t-interval and the one-sided t-test p (H1: mean ratio < 1); then the
+    'mean' rows (means over the languages, no interval) and the 'pooled' rows."""
     d = _scored(frame)
     contrast = contrast_of(d)
     a, b = CONTRASTS[contrast]
@@ -349,7 +438,8 @@ def ratios(frame: pd.DataFrame) -> pd.DataFrame:
             ok = gg[gg["ratio_status"] == "ok"]
             x = ok["ratio"].to_numpy(dtype=float)
             lo, hi, t, p = _t_stats(x)
-            rows.append({"lang": lang, "contrast": contrast, "source_gender": label, "n": len(x),
+            rows.append({"lang": lang, "aggregate": _aggregate(lang), "contrast": contrast, "source_gender": label,
+                         "n": len(x),
                          "n_missing": int((gg["ratio_status"] == "missing").sum()),
                          "n_dropped": int((gg["ratio_status"] == "nonpositive").sum()),
                          f"mean_{a}": float(ok[f"score_{a}"].mean()) if len(x) else math.nan,
@@ -357,7 +447,9 @@ def ratios(frame: pd.DataFrame) -> pd.DataFrame:
                          "mean_ratio": float(np.mean(x)) if len(x) else math.nan,
                          "sd_ratio": float(np.std(x, ddof=1)) if len(x) > 1 else math.nan,
                          "ci_low": lo, "ci_high": hi, "t": t, "p_value": p})
-    return pd.DataFrame(rows, columns=ratio_columns(contrast))
+    means = _mean_rows(rows, ["contrast", "source_gender"], [f"mean_{a}", f"mean_{b}", "mean_ratio"],
+                       ["n", "n_missing", "n_dropped"], ["sd_ratio", "ci_low", "ci_high", "t", "p_value"])
+    return pd.DataFrame(_with_means(rows, means), columns=ratio_columns(contrast))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,6 +458,45 @@ def ratios(frame: pd.DataFrame) -> pd.DataFrame:
 def _phi_stat(f, m, axis=-1):
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.mean(f, axis=axis) / np.mean(m, axis=axis)
+
+
+def _mean_phi_stat(*samples, axis=-1):
+    """Mean over languages of mean(f_k) / mean(m_k); samples = f_1, m_1, f_2, m_2, ..."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        phis = [np.mean(samples[i], axis=axis) / np.mean(samples[i + 1], axis=axis)
+                for i in range(0, len(samples), 2)]
+        return np.mean(phis, axis=0)
+
+
+def phi_test(errors_f: int, n_f: int, errors_m: int, n_m: int) -> tuple[float, float]:
+    """(two-sided p of scipy.stats.chi2_contingency, one-sided p of scipy.stats.fisher_exact
+    with alternative 'greater') on the 2x2 table [[errors_f, right_f], [errors_m, right_m]]:
+    is an error independent of the source gender (phi = 1)? NaN where a test is undefined (an
+    empty group, or no error / no right answer at all for chi-square)."""
+    if n_f < 1 or n_m < 1:
+        return math.nan, math.nan
+    table = np.array([[errors_f, n_f - errors_f], [errors_m, n_m - errors_m]])
+    try:
+        chi = float(stats.chi2_contingency(table).pvalue)
+    except ValueError:                      # a zero row/column sum: expected frequency 0
+        chi = math.nan
+    fisher = float(stats.fisher_exact(table, alternative="greater").pvalue)
+    return chi, fisher
+
+
+def phi_test_stratified(tables: Sequence[np.ndarray]) -> float:
+    """Cochran-Mantel-Haenszel p (two-sided) of the per-language 2x2 gender x error tables
+    (statsmodels StratifiedTable.test_null_odds, continuity-corrected): the test for the "mean
+    across languages" row. NaN with fewer than one usable table."""
+    from statsmodels.stats.contingency_tables import StratifiedTable
+
+    usable = [np.asarray(t, dtype=float) for t in tables
+              if np.asarray(t).sum(axis=1).min() > 0 and np.asarray(t).sum(axis=0).min() > 0]
+    if not usable:
+        return math.nan
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return float(StratifiedTable(usable).test_null_odds(correction=True).pvalue)
 
 
 def phi(er_f: float, er_m: float) -> float:
@@ -386,9 +517,29 @@ def phi_interval(err_f, err_m, n_resamples: int = N_RESAMPLES, seed: int = SEED,
     m = np.asarray(err_m, dtype=float)
     if len(f) < 2 or len(m) < 2:
         return math.nan, math.nan, "fewer than 2 instances in a gender group: no bootstrap"
+    return _bootstrap_interval((f, m), _phi_stat, n_resamples, seed, confidence)
+
+
+def mean_phi_interval(groups: Sequence[tuple[Sequence[float], Sequence[float]]], n_resamples: int = N_RESAMPLES,
+                      seed: int = SEED, confidence: float = CONFIDENCE) -> tuple[float, float, str]:
+    """Percentile bootstrap CI of the mean over languages of phi_k = mean(f_k) / mean(m_k):
+    scipy.stats.bootstrap with every language's feminine and masculine error indicators as
+    independent samples (each resampled within itself); same NaN/inf handling as phi_interval."""
+    samples = []
+    for f, m in groups:
+        f, m = np.asarray(f, dtype=float), np.asarray(m, dtype=float)
+        if len(f) < 2 or len(m) < 2:
+            return math.nan, math.nan, "fewer than 2 instances in a gender group of a language: no bootstrap"
+        samples += [f, m]
+    if not samples:
+        return math.nan, math.nan, "no language with both gender groups"
+    return _bootstrap_interval(tuple(samples), _mean_phi_stat, n_resamples, seed, confidence)
+
+
+def _bootstrap_interval(samples, statistic, n_resamples, seed, confidence) -> tuple[float, float, str]:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        res = stats.bootstrap((f, m), _phi_stat, n_resamples=n_resamples, method="percentile", vectorized=True,
+        res = stats.bootstrap(samples, statistic, n_resamples=n_resamples, method="percentile", vectorized=True,
                               paired=False, confidence_level=confidence, rng=np.random.default_rng(seed))
     dist = np.asarray(res.bootstrap_distribution, dtype=float)
     if np.isfinite(dist).all():
@@ -421,9 +572,10 @@ def instance_errors(frame: pd.DataFrame) -> pd.DataFrame:
 
 def errors(frame: pd.DataFrame, n_resamples: int = N_RESAMPLES, seed: int = SEED,
            confidence: float = CONFIDENCE) -> pd.DataFrame:
-    """errors.csv (F/M with gold): per language and 'all': n, n_f, n_m (sources whose gold is
-    F / M, with both scores), n_missing, error counts, er, er_f, er_m, phi = er_f / er_m with
-    its bootstrap CI (and phi_ci_note), ties and tie_rate."""
+    """errors.csv (F/M with gold): per language, 'mean' (across languages) and 'pooled': n, n_f,
+    n_m (sources whose gold is F / M, with both scores), n_missing, error counts, er, er_f, er_m,
+    phi = er_f / er_m with its bootstrap CI (and phi_ci_note), its p-values (phi_p_value with
+    the test named in phi_test; phi_p_greater one-sided), ties and tie_rate."""
     d = _scored(frame)
     e = instance_errors(d)
     d = d.assign(error=e["error"], tie=e["tie"])
@@ -437,12 +589,28 @@ def errors(frame: pd.DataFrame, n_resamples: int = N_RESAMPLES, seed: int = SEED
         lo, hi, note = phi_interval(ef, em, n_resamples, seed, confidence)
         n = len(used)
         ties = int(used["tie"].astype(bool).sum())
-        rows.append({"lang": lang, "n": n, "n_f": len(ef), "n_m": len(em), "n_missing": int(len(g) - n),
-                     "errors_f": int(ef.sum()), "errors_m": int(em.sum()),
+        p_chi, p_greater = phi_test(int(ef.sum()), len(ef), int(em.sum()), len(em))
+        rows.append({"lang": lang, "aggregate": _aggregate(lang), "n": n, "n_f": len(ef), "n_m": len(em),
+                     "n_missing": int(len(g) - n), "errors_f": int(ef.sum()), "errors_m": int(em.sum()),
                      "er": float(used["error"].astype(float).mean()) if n else math.nan,
                      "er_f": er_f, "er_m": er_m, "phi": phi(er_f, er_m), "phi_ci_low": lo, "phi_ci_high": hi,
-                     "phi_ci_note": note, "ties": ties, "tie_rate": ties / n if n else math.nan})
-    return pd.DataFrame(rows, columns=ERROR_COLUMNS)
+                     "phi_ci_note": note, "phi_p_value": p_chi,
+                     "phi_test": "chi-square 2x2 (scipy chi2_contingency, Yates)", "phi_p_greater": p_greater,
+                     "ties": ties, "tie_rate": ties / n if n else math.nan, "_f": ef, "_m": em})
+    langs = [r for r in rows if r["lang"] not in AGGREGATES]
+    lo, hi, note = mean_phi_interval([(r["_f"], r["_m"]) for r in langs], n_resamples, seed, confidence)
+    tables = [np.array([[r["errors_f"], r["n_f"] - r["errors_f"]], [r["errors_m"], r["n_m"] - r["errors_m"]]])
+              for r in langs if r["n_f"] and r["n_m"]]
+    means = _mean_rows(rows, [], ["er", "er_f", "er_m", "phi", "tie_rate"],
+                       ["n", "n_f", "n_m", "n_missing", "errors_f", "errors_m", "ties"], ["phi_p_greater"],
+                       {"phi_ci_low": lo, "phi_ci_high": hi, "phi_ci_note": note,
+                        "phi_p_value": phi_test_stratified(tables) if len(langs) > 1 else
+                        (langs[0]["phi_p_value"] if langs else math.nan),
+                        "phi_test": ("Cochran-Mantel-Haenszel, strata = languages (statsmodels)" if len(langs) > 1
+                                     else "chi-square 2x2 (scipy chi2_contingency, Yates)")})
+    if len(langs) == 1:
+        means[0]["phi_p_greater"] = langs[0]["phi_p_greater"]
+    return pd.DataFrame(_with_means(rows, means), columns=ERROR_COLUMNS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -487,13 +655,15 @@ def retention(frame: pd.DataFrame, thresholds: Sequence[float]) -> Retention:
         if ts:
             sa, sb = share_at_least(va, ts), share_at_least(vb, ts)
             for t, x, y in zip(ts, sa, sb):
-                rows.append({"lang": lang, "threshold": t, f"n_{a}": len(va), f"n_{b}": len(vb),
-                             f"share_{a}": float(x), f"share_{b}": float(y), "gap": float(y - x)})
+                rows.append({"lang": lang, "aggregate": _aggregate(lang), "threshold": t, f"n_{a}": len(va),
+                             f"n_{b}": len(vb), f"share_{a}": float(x), f"share_{b}": float(y), "gap": float(y - x)})
         for form, v in ((a, va), (b, vb)):
             xs = np.unique(v)
             for x, s in zip(xs, share_at_least(v, xs)):
                 curves.append({"lang": lang, "form": form.upper(), "score": float(x), "share": float(s)})
-    table = pd.DataFrame(rows, columns=["lang", "threshold", f"n_{a}", f"n_{b}", f"share_{a}", f"share_{b}", "gap"])
+    means = _mean_rows(rows, ["threshold"], [f"share_{a}", f"share_{b}", "gap"], [f"n_{a}", f"n_{b}"])
+    table = pd.DataFrame(_with_means(rows, means), columns=["lang", "threshold", f"n_{a}", f"n_{b}", f"share_{a}",
+                                                           f"share_{b}", "gap", "aggregate"])
     return Retention(table, pd.DataFrame(curves, columns=["lang", "form", "score", "share"]))
 
 
@@ -562,7 +732,7 @@ def audit(frame: pd.DataFrame, thresholds: Sequence[float] | None = None, *, n_r
     r = instance_ratios(d)
     table = d.assign(ratio=r["ratio"], ratio_status=r["ratio_status"])
     rat = ratios(d)
-    all_row = rat[(rat["lang"] == ALL) & (rat["source_gender"] == "any")].iloc[0]
+    all_row = rat[(rat["lang"] == POOLED) & (rat["source_gender"] == "any")].iloc[0]
     if all_row["n_missing"]:
         warns.append(f"{int(all_row['n_missing'])} instance(s) without both scores left out of every statistic")
     if all_row["n_dropped"]:
@@ -576,6 +746,8 @@ def audit(frame: pd.DataFrame, thresholds: Sequence[float] | None = None, *, n_r
         table = table.assign(error=e["error"], tie=e["tie"])
         err = errors(d, n_resamples=n_resamples, seed=seed)
         for row in err.itertuples():
+            if row.lang == MEAN:
+                continue
             if math.isinf(row.phi):
                 warns.append(f"{row.lang}: no error on masculine sources (er_m = 0): phi = inf")
             elif math.isnan(row.phi) and row.n_f and row.n_m:
@@ -619,9 +791,10 @@ def summary_dict(result: AuditResult) -> dict:
         "metric": json_safe(result.metric),
         "context": result.context,
         "thresholds": result.thresholds,
-        "ratio": _records(rat[rat["lang"] == ALL]),
-        "errors": _records(None if result.errors is None else result.errors[result.errors["lang"] == ALL]),
-        "retention": _records(result.retention[result.retention["lang"] == ALL]),
+        "ratio": _records(rat[rat["lang"].isin(list(AGGREGATES))]),
+        "errors": _records(None if result.errors is None else
+                           result.errors[result.errors["lang"].isin(list(AGGREGATES))]),
+        "retention": _records(result.retention[result.retention["lang"].isin(list(AGGREGATES))]),
         "method": {
             "ratio": f"score_{a} / score_{b} per instance; rows with score_{b} <= 0 or score_{a} < 0 dropped "
                      "(n_dropped), rows with a missing score left out (n_missing)",
@@ -630,9 +803,16 @@ def summary_dict(result: AuditResult) -> dict:
             "error": "wrong form scores >= right form (ties are errors)",
             "phi": "er_f / er_m; inf when er_m = 0 < er_f; NaN when 0/0",
             "phi_ci": f"scipy.stats.bootstrap over the two gender groups (resampled independently), percentile, "
-                      f"{result.n_resamples} resamples, seed {result.seed}",
+                      f"{result.n_resamples} resamples, seed {result.seed}; the mean row resamples every "
+                      "language's two groups and averages the languages' phi",
+            "phi_p": "per language and pooled: chi-square test of the 2x2 gender x error table (scipy "
+                     "chi2_contingency, Yates) and one-sided Fisher exact (scipy fisher_exact, alternative "
+                     "'greater': more errors on feminine sources); mean row: Cochran-Mantel-Haenszel over the "
+                     "languages (statsmodels StratifiedTable)",
             "retention": "share of instances whose score of a form is >= the threshold (CCDF)",
-            "pooling": "'all' rows pool the instances of every language",
+            "aggregates": "'mean' rows: unweighted means of the per-language values (paper 003 Tables 1 and 4, "
+                          "'mean results across languages'); 'pooled' rows: every language's instances pooled "
+                          "into one sample (not a paper statistic)",
         },
         "warnings": result.warnings,
         "notes": result.notes,
@@ -650,7 +830,7 @@ def figures(result: AuditResult) -> dict:
     out = {}
     rat = result.ratios
     fig = go.Figure()
-    order = [lang for lang in result.languages] + [ALL]
+    order = [lang for lang in result.languages] + [MEAN, POOLED]
     for label, sub in rat.groupby("source_gender", sort=False):
         sub = sub.set_index("lang").reindex(order)
         name = "all sources" if label == "any" else f"sources with gold {label}"
@@ -671,7 +851,7 @@ def figures(result: AuditResult) -> dict:
     colors = {a.upper(): "#d62728", b.upper(): "#1f77b4"}
     single = len(result.languages) == 1
     for (lang, form), sub in result.curves.groupby(["lang", "form"], sort=False):
-        pooled = lang == ALL
+        pooled = lang == POOLED
         if single and not pooled:
             continue                     # one language: its curves are the pooled ones
         fig.add_trace(go.Scatter(x=sub["score"], y=sub["share"], mode="lines", line_shape="vh",
@@ -727,8 +907,9 @@ def summary(result: AuditResult) -> str:
     if result.errors is not None:
         for row in result.errors.itertuples():
             lines.append(f"  {row.lang}: ER {row.er:.3f} (F {row.er_f:.3f}, M {row.er_m:.3f}), phi {row.phi:.3g} "
-                         f"[{row.phi_ci_low:.3g}, {row.phi_ci_high:.3g}], ties {row.tie_rate:.1%}")
-    for row in result.retention[result.retention["lang"] == ALL].itertuples():
+                         f"[{row.phi_ci_low:.3g}, {row.phi_ci_high:.3g}], p {row.phi_p_value:.3g}, "
+                         f"ties {row.tie_rate:.1%}")
+    for row in result.retention[result.retention["lang"] == MEAN].itertuples():
         lines.append(f"  retained at >= {row.threshold:g}: {a.upper()} {getattr(row, f'share_{a}'):.1%}, "
                      f"{b.upper()} {getattr(row, f'share_{b}'):.1%} (gap {row.gap:+.1%})")
     lines.extend(f"warning: {w}" for w in result.warnings)

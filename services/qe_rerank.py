@@ -12,7 +12,9 @@ sampler ``callable(source, n) -> list[str]`` (plus an optional ``greedy(source) 
 
 Selection (:func:`select`): method "greedy" is the is_greedy row of each source; method
 "reranked" is the candidate with the best score among the sampled (non-greedy) ones — all
-candidates when there is no is_greedy column, or with include_greedy=True. Scores come from
+candidates when there is no is_greedy column, or with include_greedy=True. A metric that names
+the languages in its prompt (GEMBA-DA, ``for_languages``) is asked per candidate ``lang``
+(English -> that language). Scores come from
 ``score``: a callable (sources, hypotheses) -> list[float] or an object with such a
 ``score`` method (a services.metrics Metric); higher is better unless its
 ``higher_is_better`` attribute is False. All candidates are scored in one call; ties go to
@@ -30,10 +32,27 @@ sources with gold F whose output is correct against the feminine reference), acc
 masculine reference), acc_all, and f_as_m / m_as_f: the share of gold-F (gold-M) outputs
 that pass the check against the other gender's reference (the paper's "h_M down" / "h_F down"
 columns; an output with no gendered word passes both).
+
+Quality columns of Table 2, beside the accuracy, when configured (:func:`evaluate`'s ``bleu`` and
+``comet``): for each source-gender group, the outputs scored against the references of both
+genders, as the paper's "Source Gender = F: Comet-22 h_F up, h_M down; Bleu h_F up, h_M down"
+(and the mirror for M): ``comet_f`` / ``comet_f_vs_m`` (gold-F outputs against the feminine /
+masculine reference), ``comet_m`` / ``comet_m_vs_f``, and the same for ``bleu_*``. BLEU is
+sacrebleu's corpus BLEU of the group's outputs against the one reference (0-100, sacrebleu's
+defaults: 13a tokenisation, exponential smoothing); COMET is the mean of the reference-based
+metric's segment scores times 100 (the paper reports COMET-22, Unbabel/wmt22-comet-da, as
+87.10), computed only when a reference-based metric is given or, with ``comet="auto"``, when
+metrics.get("comet") is configured (TRADLAB_COMET_CHECKPOINT); otherwise the COMET columns are
+absent and a note says why.
+
+Rows: per method, each language, then "mean" (the unweighted mean of the languages' values,
+as the paper's multi-language results; counts are sums) and "pooled" (every language's outputs
+as one sample; BLEU there is one corpus BLEU over all of them).
 """
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -50,6 +69,9 @@ from services.mtgeneval import gender_decision
 REQUIRED = ["instance_id", "lang", "source", "gold", "hypothesis"]
 METHODS = ("greedy", "reranked")
 TABLE_COLUMNS = ["method", "lang", "n", "n_f", "n_m", "acc_f", "acc_m", "acc_all", "f_as_m", "m_as_f"]
+COMET_COLUMNS = ["comet_f", "comet_f_vs_m", "comet_m", "comet_m_vs_f"]
+BLEU_COLUMNS = ["bleu_f", "bleu_f_vs_m", "bleu_m", "bleu_m_vs_f"]
+MEAN, POOLED = "mean", "pooled"
 _TRUE = {"1", "true", "yes", "y", "t"}
 _FALSE = {"0", "false", "no", "n", "f", ""}
 
@@ -181,7 +203,16 @@ def select(candidates: pd.DataFrame, score=None, context: str = "none", translat
         srcs, hyps = metrics_context.contextualise(
             list(pool["source"]), list(pool["hypothesis"]),
             list(pool["context"]) if "context" in pool.columns else None, context, translate)
-        values = list(fn(srcs, hyps))
+        if hasattr(score, "for_languages"):       # a judge that names the languages (GEMBA-DA): per language
+            langs = list(pool["lang"])
+            values = [None] * len(pool)
+            for lang in dict.fromkeys(langs):
+                idx = [i for i, x in enumerate(langs) if x == lang]
+                part = list(score.for_languages("en", lang).score([srcs[i] for i in idx], [hyps[i] for i in idx]))
+                for i, v in zip(idx, part):
+                    values[i] = v
+        else:
+            values = list(fn(srcs, hyps))
         if len(values) != len(pool):
             raise ValueError(f"the score function returned {len(values)} scores for {len(pool)} candidates")
         pool["score"] = [math.nan if v is None else float(v) for v in values]
@@ -215,23 +246,74 @@ def judge(selected: pd.DataFrame, require_correct: bool = False) -> pd.DataFrame
     return pd.concat([selected.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
 
 
-def accuracy(selected: pd.DataFrame, require_correct: bool = False) -> pd.DataFrame:
-    """The Table-2-like table (see the module docstring) per method, per language and 'all'."""
+def comet_scores(selected: pd.DataFrame, comet) -> pd.DataFrame:
+    """selected plus comet_vs_f / comet_vs_m: a reference-based metric's segment score of each
+    output against the feminine / masculine reference (one batched call per reference)."""
+    if not {"ref_f", "ref_m"} <= set(selected.columns):
+        raise ValueError("COMET against the references needs ref_f and ref_m (see attach_references)")
+    out = selected.copy()
+    for g in ("f", "m"):
+        values = list(comet.score(list(out["source"]), list(out["hypothesis"]), list(out[f"ref_{g}"])))
+        if len(values) != len(out):
+            raise ValueError(f"the COMET metric returned {len(values)} scores for {len(out)} outputs")
+        out[f"comet_vs_{g}"] = [math.nan if v is None else float(v) for v in values]
+    return out
+
+
+def _bleu(hypotheses, references) -> float:
+    """sacrebleu corpus BLEU (0-100) of the outputs against one reference each; NaN for none."""
+    import sacrebleu
+
+    if not len(hypotheses):
+        return math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(sacrebleu.corpus_bleu(list(hypotheses), [list(references)]).score)
+
+
+def _group_row(g: pd.DataFrame, bleu: bool, comet: bool) -> dict:
+    f, m = g[g["gold"] == "F"], g[g["gold"] == "M"]
+    row = {"n": len(g), "n_f": len(f), "n_m": len(m),
+           "acc_f": float(f["passes_f"].mean()) if len(f) else math.nan,
+           "acc_m": float(m["passes_m"].mean()) if len(m) else math.nan,
+           "acc_all": float(g["correct"].mean()) if len(g) else math.nan,
+           "f_as_m": float(f["passes_m"].mean()) if len(f) else math.nan,
+           "m_as_f": float(m["passes_f"].mean()) if len(m) else math.nan}
+    if comet:
+        row.update({"comet_f": 100 * float(f["comet_vs_f"].mean()) if len(f) else math.nan,
+                    "comet_f_vs_m": 100 * float(f["comet_vs_m"].mean()) if len(f) else math.nan,
+                    "comet_m": 100 * float(m["comet_vs_m"].mean()) if len(m) else math.nan,
+                    "comet_m_vs_f": 100 * float(m["comet_vs_f"].mean()) if len(m) else math.nan})
+    if bleu:
+        row.update({"bleu_f": _bleu(f["hypothesis"], f["ref_f"]), "bleu_f_vs_m": _bleu(f["hypothesis"], f["ref_m"]),
+                    "bleu_m": _bleu(m["hypothesis"], m["ref_m"]), "bleu_m_vs_f": _bleu(m["hypothesis"], m["ref_f"])})
+    return row
+
+
+def accuracy(selected: pd.DataFrame, require_correct: bool = False, bleu: bool = False) -> pd.DataFrame:
+    """The Table-2-like table (see the module docstring) per method: each language, 'mean' and
+    'pooled'. bleu=True adds the BLEU columns; the COMET columns come when ``selected`` holds
+    comet_vs_f / comet_vs_m (see comet_scores)."""
     j = judge(selected, require_correct)
+    comet = {"comet_vs_f", "comet_vs_m"} <= set(j.columns)
+    columns = TABLE_COLUMNS + (COMET_COLUMNS if comet else []) + (BLEU_COLUMNS if bleu else [])
     rows = []
     methods = [m for m in METHODS if m in set(j["method"])] + sorted(set(j["method"]) - set(METHODS))
     for method in methods:
         jm = j[j["method"] == method]
-        for lang in sorted(jm["lang"].unique()) + ["all"]:
-            g = jm if lang == "all" else jm[jm["lang"] == lang]
-            f, m = g[g["gold"] == "F"], g[g["gold"] == "M"]
-            rows.append({"method": method, "lang": lang, "n": len(g), "n_f": len(f), "n_m": len(m),
-                         "acc_f": float(f["passes_f"].mean()) if len(f) else math.nan,
-                         "acc_m": float(m["passes_m"].mean()) if len(m) else math.nan,
-                         "acc_all": float(g["correct"].mean()) if len(g) else math.nan,
-                         "f_as_m": float(f["passes_m"].mean()) if len(f) else math.nan,
-                         "m_as_f": float(m["passes_f"].mean()) if len(m) else math.nan})
-    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+        langs = sorted(jm["lang"].unique())
+        per_lang = [{"method": method, "lang": lang, **_group_row(jm[jm["lang"] == lang], bleu, comet)}
+                    for lang in langs]
+        mean = {"method": method, "lang": MEAN}
+        for col in columns[2:]:
+            values = [r[col] for r in per_lang]
+            if col in ("n", "n_f", "n_m"):
+                mean[col] = int(sum(values))
+            else:
+                v = np.asarray(values, dtype=float)
+                mean[col] = float(np.mean(v)) if len(v) and not np.isnan(v).any() else math.nan
+        rows += per_lang + [mean, {"method": method, "lang": POOLED, **_group_row(jm, bleu, comet)}]
+    return pd.DataFrame(rows, columns=columns)
 
 
 @dataclass
@@ -241,11 +323,33 @@ class RerankResult:
     n_sources: int = 0
     n_unscored: int = 0             # sources with no scored candidate (no reranked output)
     notes: list[str] = field(default_factory=list)
+    quality: list[str] = field(default_factory=list)   # the quality metrics in the table (bleu, comet)
+
+
+def _comet_metric(comet, notes: list[str]):
+    """The reference-based metric for the COMET columns: a Metric as given, or with "auto" the
+    registry's "comet" when it is configured; None (with a note) otherwise."""
+    if comet is None or comet is False:
+        return None
+    if comet != "auto":
+        return comet
+    from services import metrics
+    from services.backends import BackendUnavailable
+
+    try:
+        return metrics.get("comet")
+    except (BackendUnavailable, KeyError) as e:
+        notes.append(f"no COMET columns: the 'comet' metric is not configured ({e})")
+        return None
 
 
 def evaluate(candidates: pd.DataFrame, score, pairs: pd.DataFrame | None = None, context: str = "none",
-             translate=None, include_greedy: bool = False, require_correct: bool = False) -> RerankResult:
-    """read_candidates, attach_references (when pairs is given), select, accuracy."""
+             translate=None, include_greedy: bool = False, require_correct: bool = False, bleu: bool = True,
+             comet="auto") -> RerankResult:
+    """read_candidates, attach_references (when pairs is given), select, accuracy; with the
+    references known, the quality columns of the paper's Table 2: BLEU (sacrebleu, unless
+    bleu=False) and COMET (``comet``: a reference-based Metric, "auto" for the registry's
+    "comet" when configured, None for none)."""
     c = read_candidates(candidates)
     if pairs is not None:
         c = attach_references(c, pairs)
@@ -256,5 +360,15 @@ def evaluate(candidates: pd.DataFrame, score, pairs: pd.DataFrame | None = None,
     unscored = n_sources - reranked if score is not None else 0
     if unscored:
         notes.append(f"{unscored} source(s) had no scored candidate and no reranked output")
-    return RerankResult(selected=judge(sel, require_correct), table=accuracy(sel, require_correct),
-                        n_sources=n_sources, n_unscored=unscored, notes=notes)
+    quality = []
+    has_refs = {"ref_f", "ref_m"} <= set(sel.columns)
+    if has_refs:
+        metric = _comet_metric(comet, notes)
+        if metric is not None:
+            sel = comet_scores(sel, metric)
+            quality.append(f"comet ({getattr(metric, 'name', 'comet')}, x100)")
+        if bleu:
+            quality.append("bleu (sacrebleu corpus BLEU)")
+    return RerankResult(selected=judge(sel, require_correct),
+                        table=accuracy(sel, require_correct, bleu=bool(bleu) and has_refs),
+                        n_sources=n_sources, n_unscored=unscored, notes=notes, quality=quality)

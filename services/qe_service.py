@@ -11,6 +11,9 @@ cached. The statistics themselves are in services.qe_audit and services.qe_reran
   TRADLAB_QE_CONTEXT_MT (e.g. a local NLLB folder, with TRADLAB_QE_CONTEXT_MT_LANGS mapping
   "es=spa_Latn,it=ita_Latn"), one language at a time.
 - Scores are memoised in the database's metric_scores table when a database is given.
+- A metric that names the languages in its prompt (GEMBA-DA, ``for_languages``) stays one through
+  the wrappers here (QualityOriented, CachedScorer), so the audit and the reranking ask it about
+  each PAIRS / candidate row's ``lang``.
 """
 from __future__ import annotations
 
@@ -39,6 +42,14 @@ class QualityOriented(metrics.Metric):
         self.model = inner.model
         self.scale = f"1 - {inner.name}/{self.worst:g} (higher is better)"
         self.supports_context = getattr(inner, "supports_context", False)
+        self.context_in_prompt = getattr(inner, "context_in_prompt", False)
+        if hasattr(inner, "for_languages"):     # a judge that names the languages stays one (per-language)
+            self.for_languages = lambda src_lang, tgt_lang: QualityOriented(inner.for_languages(src_lang, tgt_lang),
+                                                                            self.worst)
+
+    @property
+    def failures(self):
+        return getattr(self.inner, "failures", [])
 
     def _score(self, sources, hypotheses, references, contexts):
         raw = self.inner.score(sources, hypotheses, references, contexts)
@@ -140,6 +151,26 @@ def mt_sampler(model: str, kind: str = "seq2seq", prompt: str | None = None, eps
             lambda source: mt.translate([source])[0])
 
 
+class CachedScorer:
+    """A metric as reranking calls it, (sources, hypotheses) -> scores, memoised in the database
+    when one is given. A metric that names the languages in its prompt (GEMBA-DA:
+    ``for_languages``) keeps that ability, so qe_rerank asks it per candidate language."""
+
+    def __init__(self, metric: metrics.Metric, database=None):
+        self.metric = metric
+        self.database = database
+        self.higher_is_better = bool(getattr(metric, "higher_is_better", True))
+        self.name = getattr(metric, "name", type(metric).__name__)
+        if hasattr(metric, "for_languages"):
+            self.for_languages = lambda src_lang, tgt_lang: CachedScorer(metric.for_languages(src_lang, tgt_lang),
+                                                                         database)
+
+    def score(self, sources, hypotheses):
+        if self.database is not None:
+            return metrics.score_cached(self.database, self.metric, sources, hypotheses)
+        return self.metric.score(sources, hypotheses)
+
+
 def run_rerank(candidates: pd.DataFrame | None, metric, pairs: pd.DataFrame | None = None, out_dir=None,
                context: str = "none", sampler=None, n: int = 50, database=None,
                include_greedy: bool = False) -> qe_rerank.RerankResult:
@@ -152,11 +183,7 @@ def run_rerank(candidates: pd.DataFrame | None, metric, pairs: pd.DataFrame | No
         sample, greedy = sampler
         candidates = qe_rerank.sample_candidates(qe_audit.read_pairs(pairs), sample, n, greedy=greedy)
 
-    def scorer(sources, hypotheses):
-        if database is not None:
-            return metrics.score_cached(database, m, sources, hypotheses)
-        return m.score(sources, hypotheses)
-
+    scorer = CachedScorer(m, database)
     translate = None
     if context == "bil":
         langs = set(qe_rerank.read_candidates(candidates)["lang"])

@@ -37,10 +37,17 @@ when a pair was repeated; rows missing a pair are left out, listwise as SPSS doe
   ordered by variance explained and reflected so that their loadings sum positive.
 * loadings: the pattern matrix; communality = 1 - uniqueness of the ML solution (the sum of
   squared unrotated loadings, which rotation does not change).
-* variance explained per factor: diag(Phi L'L) / p for pattern L and factor correlations Phi
-  (psych's "SS loadings" for oblique solutions, = the column sums of pattern x structure);
-  they add up to the mean communality, the share of the items' total variance the factors
-  explain (SPSS prints no per-factor share for oblique rotations).
+* variance explained per factor, after rotation: diag(Phi L'L) / p for pattern L and factor
+  correlations Phi (psych's "SS loadings" for oblique solutions, = the column sums of pattern x
+  structure); they add up to the mean communality, the share of the items' total variance the
+  factors explain (SPSS prints no per-factor share for oblique rotations).
+* variance explained per factor as SPSS reports it (its "Extraction Sums of Squared Loadings",
+  % of Variance and Cumulative %, before rotation; paper 002's Table 1 gives these: "F1 explains
+  53.2% of the variance", section 4.2): factor_analyzer's get_factor_variance on the unrotated
+  ML loadings (column sums of squares, / p, cumulated). The unrotated factors are statsmodels'
+  canonical ML solution (L' Psi^-1 L diagonal, as SPSS's and R factanal's), ordered by that
+  diagonal, largest first, and reflected to positive column sums; they are the extraction's
+  factors, not the rotated ones (factor i before rotation is not factor i after it).
 * pruning (prune=True), one item per step, refitting after each: first the item with the
   lowest communality if any is below 0.3 (the issue's threshold; the paper says "low
   communalities"), otherwise the item whose two largest absolute loadings differ least if
@@ -134,7 +141,7 @@ class EFAResult:
     communality: pd.Series               # 1 - uniqueness, final items
     uniqueness: pd.Series
     factor_correlations: pd.DataFrame    # Phi, K x K
-    variance_explained: list[float]      # share of the final items' total variance, per factor
+    variance_explained: list[float]      # share of the final items' total variance, per rotated factor
     n_factors: int
     n_factors_source: str                # "given" or "parallel analysis" (+ ", capped ...")
     eigenvalues: list[float]             # of the correlation matrix of all analysed items
@@ -154,6 +161,13 @@ class EFAResult:
     pruned: list[dict] = field(default_factory=list)
     seed: int = SEED
     notes: list[str] = field(default_factory=list)
+    # before rotation, as SPSS's "Extraction Sums of Squared Loadings": unrotated ML loadings
+    # (items x factor_1..K), their column sums of squares, the share of the p items' variance
+    # (SS / p) and the cumulative share
+    unrotated_loadings: pd.DataFrame | None = None
+    extraction_ss: list[float] = field(default_factory=list)
+    extraction_variance: list[float] = field(default_factory=list)
+    extraction_cumulative: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -436,6 +450,7 @@ def _fit(x: np.ndarray, k: int, seed: int, notes: list[str]) -> dict:
     n, p = x.shape
     r = np.corrcoef(x, rowvar=False)
     unrot, uniq, _ = ml_extract(r, k, n, seed, notes=notes)
+    unrot = canonical_order(unrot, uniq)
     if k >= 2:
         from factor_analyzer import Rotator
 
@@ -452,6 +467,30 @@ def _fit(x: np.ndarray, k: int, seed: int, notes: list[str]) -> dict:
     pattern, phi, ss = pattern[:, order], phi[np.ix_(order, order)], ss[order]
     return dict(pattern=pattern, phi=phi, uniqueness=uniq, communality=1 - uniq, unrotated=unrot, corr=r,
                 variance=ss / p, n=n)
+
+
+def canonical_order(loadings: np.ndarray, uniqueness: np.ndarray) -> np.ndarray:
+    """Unrotated ML loadings in the order SPSS and factanal print them: by the diagonal of
+    L' Psi^-1 L (the canonical solution's eigenvalues less 1), largest first; each column
+    reflected so that it sums positive."""
+    lam = np.asarray(loadings, dtype=float)
+    size = np.diag(lam.T @ (lam / np.asarray(uniqueness, dtype=float)[:, None]))
+    lam = lam[:, np.argsort(-size, kind="stable")]
+    return lam * np.where(lam.sum(axis=0) < 0, -1.0, 1.0)
+
+
+def extraction_variance(loadings: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sums of squared loadings, share of the items' variance, cumulative share) per factor of
+    unrotated loadings: factor_analyzer's get_factor_variance (SPSS's "Extraction Sums of
+    Squared Loadings"). factor_analyzer's own fit is not used (broken with scikit-learn 1.9):
+    the loadings are set on an unfitted FactorAnalyzer without rotation."""
+    from factor_analyzer import FactorAnalyzer
+
+    lam = np.asarray(loadings, dtype=float)
+    fa = FactorAnalyzer(n_factors=lam.shape[1], rotation=None, method="ml")
+    fa.loadings_ = lam
+    ss, share, cumulative = fa.get_factor_variance()
+    return np.asarray(ss, dtype=float), np.asarray(share, dtype=float), np.asarray(cumulative, dtype=float)
 
 
 def _prune_candidate(fit: dict, items: list[str], min_communality: float, min_gap: float) -> dict | None:
@@ -577,6 +616,7 @@ def _efa(matrix, n_factors, prune, seed, pa_iterations, pa_percentile, min_commu
         kmo_items, kmo_total = calculate_kmo(pd.DataFrame(x, columns=items))
         bart_chi2, bart_p = calculate_bartlett_sphericity(pd.DataFrame(x, columns=items))
     chi2, dof, pval = ml_fit_statistics(fit["corr"], fit["unrotated"], fit["uniqueness"], n)
+    ss, share, cumulative = extraction_variance(fit["unrotated"])
     return EFAResult(
         items=items,
         loadings=pd.DataFrame(fit["pattern"], index=pd.Index(items, name="pair_id"), columns=names),
@@ -590,7 +630,10 @@ def _efa(matrix, n_factors, prune, seed, pa_iterations, pa_percentile, min_commu
         kmo=float(kmo_total), kmo_per_item=pd.Series(np.asarray(kmo_items, dtype=float), index=items, name="kmo"),
         bartlett_chi2=float(bart_chi2), bartlett_p=float(bart_p),
         chi2=chi2, dof=dof, p=pval, n_rows=n, n_rows_dropped=n_dropped, all_items=all_items,
-        pruned=pruned, seed=seed, notes=notes)
+        pruned=pruned, seed=seed, notes=notes,
+        unrotated_loadings=pd.DataFrame(fit["unrotated"], index=pd.Index(items, name="pair_id"), columns=names),
+        extraction_ss=[float(v) for v in ss], extraction_variance=[float(v) for v in share],
+        extraction_cumulative=[float(v) for v in cumulative])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -698,6 +741,10 @@ def summary_dict(result: SDResult) -> dict:
             "n_rows": e.n_rows, "n_rows_dropped_incomplete": e.n_rows_dropped, "n_items": len(e.all_items),
             "items": e.items, "factors_source": e.n_factors_source,
             "variance_explained_total": _num(sum(e.variance_explained)),
+            # SPSS's "Extraction Sums of Squared Loadings" (before rotation; paper 002's Table 1)
+            "variance_before_rotation": {"ss_loadings": [_num(v) for v in e.extraction_ss],
+                                         "share": [_num(v) for v in e.extraction_variance],
+                                         "cumulative": [_num(v) for v in e.extraction_cumulative]},
             "extraction": "maximum likelihood (statsmodels)",
             "rotation": f"promax, Kaiser normalisation, power {PROMAX_POWER} (factor_analyzer)",
             "parallel_analysis": {"criterion": "mean" if e.pa_percentile is None else f"percentile {e.pa_percentile:g}",
@@ -729,6 +776,22 @@ def loadings_table(result: SDResult) -> pd.DataFrame:
             c = removed.get(item)
             rows.append([item, *([math.nan] * len(names)), math.nan if c is None else c, False])
     return pd.DataFrame(rows, columns=["pair_id", *names, "communality", "kept"])
+
+
+VARIANCE_COLUMNS = ["factor", "rotated_share", "extraction_ss", "extraction_share", "extraction_cumulative"]
+
+
+def variance_table(result: SDResult) -> pd.DataFrame:
+    """variance.csv: per factor the share of variance after rotation (rotated_share, this
+    project's factor order) beside SPSS's Extraction Sums of Squared Loadings before rotation
+    (extraction_ss, extraction_share = ss / p, extraction_cumulative; the unrotated factors'
+    order). Shares are 0-1 (SPSS prints percent)."""
+    e = result.efa
+    if e is None:
+        return pd.DataFrame(columns=VARIANCE_COLUMNS)
+    return pd.DataFrame({"factor": _factor_names(e.n_factors), "rotated_share": e.variance_explained,
+                         "extraction_ss": e.extraction_ss, "extraction_share": e.extraction_variance,
+                         "extraction_cumulative": e.extraction_cumulative})[VARIANCE_COLUMNS]
 
 
 def figures(result: SDResult) -> dict:
@@ -772,8 +835,8 @@ def figures(result: SDResult) -> dict:
 
 
 def write_outputs(result: SDResult, out_dir, include_plotlyjs="directory", png: bool | None = None) -> list[Path]:
-    """Write cleansing.csv, loadings.csv, summary.json and each figure as a standalone HTML file
-    (plotly.min.js written once beside them)."""
+    """Write cleansing.csv, loadings.csv, summary.json, variance.csv (when the EFA ran) and each
+    figure as a standalone HTML file (plotly.min.js written once beside them)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -786,6 +849,10 @@ def write_outputs(result: SDResult, out_dir, include_plotlyjs="directory", png: 
     p = out / "summary.json"
     p.write_text(json.dumps(summary_dict(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     paths.append(p)
+    if result.efa is not None:
+        p = out / "variance.csv"
+        variance_table(result).to_csv(p, index=False)
+        paths.append(p)
     paths += write_figures(figures(result), out, include_plotlyjs, png)
     return paths
 
@@ -804,7 +871,9 @@ def summary(result: SDResult) -> str:
     p = "n/a" if not math.isfinite(e.p) else f"{e.p:.3g}"
     lines.append(f"fit: chi2 {e.chi2:.2f}, dof {e.dof}, p {p}; variance explained "
                  + ", ".join(f"F{i + 1} {v:.1%}" for i, v in enumerate(e.variance_explained))
-                 + f" (total {sum(e.variance_explained):.1%})")
+                 + f" (total {sum(e.variance_explained):.1%}); before rotation (SPSS's extraction sums of "
+                 "squared loadings) " + ", ".join(f"F{i + 1} {v:.1%}" for i, v in enumerate(e.extraction_variance))
+                 + (f" (cumulative {e.extraction_cumulative[-1]:.1%})" if e.extraction_cumulative else ""))
     for s in e.pruned:
         lines.append(f"  pruned {s['step']}: {s['item']} ({s['detail']})")
     primary = e.loadings.abs().idxmax(axis=1)

@@ -91,11 +91,18 @@ DEFAULTS = {
                   # the one ASR whose transcript every recording's QC checks, whatever system
                   # translates it (services/recording_qc.py); fields as a cascade's asr_* params
                   "qc_asr": {}},
+    # paper 001: lock_until_played false (section 2.2, Figure 2: the rater "can use audio control
+    # to listen" and moves the slider, nothing waits for the audio); runs: independent runs of
+    # the same HITs by other raters, for self-replication (section 3.2: "two independent runs")
     "da": {"segments": None, "modality": "text", "hit_size": 100, "controls": 20, "min_gap": 30,
-           "reference_controls": 0, "language": "en", "tts_backend": "auto"},
+           "reference_controls": 0, "language": "en", "tts_backend": "auto", "lock_until_played": False,
+           "runs": 1},
+    # paper 002 (section 3.2, Table 3): 3 sentences each, 20 pairs + 2 repeats (22 scales) per
+    # sentence over 4 pages, the instructions in English or the German original (""): the
+    # pairs' language when it is de, else English), about 10 minutes (sections 3.2, 4.1)
     "sd": {"sentences": None, "pairs": None, "language": "en", "sentences_per_participant": 3,
-           "repeats_per_sentence": 0, "pairs_per_page": 0, "mode": "main",
-           "expected_seconds": 600},
+           "repeats_per_sentence": 2, "pages_per_sentence": 4, "pairs_per_page": 0, "mode": "main",
+           "instructions_language": "", "expected_seconds": 600},
     # before a participant's first item (services/consent.py checks these sections)
     "consent": {"text": "", "file": "", "agree": "I agree to take part in this study.",
                 "decline": "I do not agree.", "roles": []},
@@ -328,7 +335,7 @@ def _check_config(raw: dict, err: _Collector) -> dict:
     if da:
         if da.get("modality") not in ("text", "audio", "both"):
             err.add(f, None, "da.modality", "must be text, audio or both")
-        for k, lo in (("hit_size", 2), ("controls", 0), ("min_gap", 1), ("reference_controls", 0)):
+        for k, lo in (("hit_size", 2), ("controls", 0), ("min_gap", 1), ("reference_controls", 0), ("runs", 1)):
             v = da.get(k)
             if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 err.add(f, None, f"da.{k}", f"must be an integer >= {lo}")
@@ -339,17 +346,24 @@ def _check_config(raw: dict, err: _Collector) -> dict:
                 err.add(f, None, "da.reference_controls", "is a share of the controls: at most `controls`")
         if da.get("tts_backend") not in ("auto", "google", "piper", "espeak"):
             err.add(f, None, "da.tts_backend", "must be auto, google, piper or espeak")
+        if not isinstance(da.get("lock_until_played"), bool):
+            err.add(f, None, "da.lock_until_played", "must be true (audio mode: the slider stays locked until the "
+                    "candidate has played to its end) or false (paper 001: not locked)")
         if not isinstance(da.get("language"), str) or not da["language"].strip():
             err.add(f, None, "da.language", "must be the language of the MT outputs (e.g. en, pt)")
     sd = cfg.get("sd")
     if sd:
         for k, lo in (("sentences_per_participant", 1), ("expected_seconds", 1), ("repeats_per_sentence", 0),
-                      ("pairs_per_page", 0)):
+                      ("pairs_per_page", 0), ("pages_per_sentence", 1)):
             v = sd.get(k)
             if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 err.add(f, None, f"sd.{k}", f"must be an integer >= {lo}")
         if sd.get("mode") not in ("main", "preliminary"):
             err.add(f, None, "sd.mode", "must be main or preliminary (suitability ratings of each pair at the end)")
+        if sd.get("instructions_language") not in ("", "en", "de"):
+            err.add(f, None, "sd.instructions_language",
+                    'must be "en" (the paper\'s English translation), "de" (its German original) or "" '
+                    "(de when sd.language is de, else en)")
     return cfg
 
 

@@ -2,12 +2,19 @@
 
 The exchange's speaker (its sender: sender_id, group, gender; empty for an exchange without a
 sender) and the survey's respondent (the sender, or a third-person rater: respondent_*) are
-separate columns; services/export_dictionary.py (ANALYSIS_TABLES["usability"]) documents them."""
+separate columns; services/export_dictionary.py (ANALYSIS_TABLES["usability"]) documents them.
+
+Each automatic metric gives a metric_<name> column (its score) and a <name>_model column (the
+model that produced each score; ANALYSIS_PATTERN_COLUMNS documents both). A metric whose
+scores come from more than one model (a checkpoint changed mid-study) is named in the frame's
+attrs["warnings"] and in a UserWarning, so its column is never silently one model's numbers."""
 from __future__ import annotations
+
+import warnings
 
 import pandas as pd
 
-from services import export_dictionary
+from services import export, export_dictionary
 from storage import exports, participants, results
 
 COLUMNS = export_dictionary.analysis_columns("usability")
@@ -18,8 +25,13 @@ _ROWS = ["exchange_id", "sender_id", "receiver_id", "validator_id", "group", "ge
 _IDS = ["exchange_id", "sender_id", "receiver_id", "validator_id", "respondent_id"]
 
 
+def _column_name(metric: str) -> str:
+    return metric.replace("-", "_")
+
+
 def exchanges_frame(database, study_id: str) -> pd.DataFrame:
-    """One row per validated answer set, plus a metric_<name> column per automatic metric."""
+    """One row per validated answer set, plus metric_<name> and <name>_model columns per
+    automatic metric; attrs["warnings"] names each metric whose scores mix models."""
     df = pd.DataFrame(results.usability_rows(database, study_id), columns=_ROWS)
     df = df.rename(columns={"sender_id": "respondent_id", "group": "respondent_group",
                             "gender": "respondent_gender"})
@@ -41,8 +53,18 @@ def exchanges_frame(database, study_id: str) -> pd.DataFrame:
     df = df.drop_duplicates("exchange_id", keep="first").reset_index(drop=True)
     m = pd.DataFrame(results.exchange_metric_rows(database, study_id),
                      columns=["exchange_id", "metric", "version", "model", "score"])
+    df.attrs["warnings"] = []
     if df.empty or m.empty:
         return df
-    wide = m.pivot_table(index="exchange_id", columns="metric", values="score", aggfunc="first")
-    wide.columns = [f"metric_{c.replace('-', '_')}" for c in wide.columns]
-    return df.merge(wide.reset_index(), on="exchange_id", how="left")
+    # one stored row per (exchange, metric) (its primary key): the first, should there be more
+    m = m.drop_duplicates(["exchange_id", "metric"], keep="first")
+    scores = m.pivot(index="exchange_id", columns="metric", values="score").astype(float)
+    models = m.pivot(index="exchange_id", columns="metric", values="model")
+    wide = pd.concat({f"{prefix}{_column_name(c)}{suffix}": frame[c] for c in scores.columns
+                      for prefix, suffix, frame in (("metric_", "", scores), ("", "_model", models))}, axis=1)
+    out = df.merge(wide.reset_index(), on="exchange_id", how="left")
+    shown = m[m["exchange_id"].isin(out["exchange_id"])]          # the rows the frame's columns hold
+    out.attrs["warnings"] = export.metric_warnings(export.mixed_metric_models(shown.to_dict("records")))
+    for w in out.attrs["warnings"]:
+        warnings.warn(f"study {study_id!r}: {w}", UserWarning, stacklevel=2)
+    return out

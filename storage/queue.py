@@ -203,16 +203,18 @@ def exchange_phases(database: Database, study_id: str, limit: int = 200, offset:
            WHERE e.study_id = ? ORDER BY e.id LIMIT ? OFFSET ?""", [study_id, limit, offset])
 
 
-def da_hit_loads(database: Database, study_id: str) -> dict[tuple[int, str], int]:
-    """How many raters hold each (HIT, modality). A rater whose HIT was withdrawn part-way
+def da_hit_loads(database: Database, study_id: str) -> dict[tuple[int, str, int], int]:
+    """How many raters hold each (HIT, modality, run) (an assignment from before runs were
+    stored counts as run 1). A rater whose HIT was withdrawn part-way
     (services/participant_admin) no longer counts, so the HIT goes in full to a new rater."""
     rows = database.query(
         "SELECT json_extract(meta, '$.hit_id') AS hit, json_extract(meta, '$.modality') AS modality, "
+        "COALESCE(json_extract(meta, '$.run'), 1) AS run, "
         "COUNT(DISTINCT participant_id) AS n FROM assignments WHERE study_id = ? AND phase = 'da' "
         "AND status != 'withdrawn' AND participant_id NOT IN (SELECT participant_id FROM assignments "
-        "WHERE study_id = ? AND phase = 'da' AND status = 'withdrawn') GROUP BY hit, modality",
+        "WHERE study_id = ? AND phase = 'da' AND status = 'withdrawn') GROUP BY hit, modality, run",
         [study_id, study_id])
-    return {(r["hit"], r["modality"]): r["n"] for r in rows}
+    return {(r["hit"], r["modality"], r["run"]): r["n"] for r in rows}
 
 
 def da_modality_counts(database: Database, study_id: str) -> dict[str, int]:

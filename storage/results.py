@@ -164,7 +164,8 @@ def rejected_count(database: Database, sender_id: int) -> int:
 def da_judgment_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT a.participant_id AS worker_id, h.idx AS hit_id, j.modality, s.system, s.segment_id, "
-        "i.type AS item_type, j.score, 1 AS run, a.active_seconds AS duration_s FROM da_judgments j "
+        "i.type AS item_type, j.score, COALESCE(json_extract(a.meta, '$.run'), 1) AS run, "
+        "a.active_seconds AS duration_s FROM da_judgments j "
         "JOIN assignments a ON a.id = j.assignment_id JOIN da_hit_items i ON i.id = j.hit_item_id "
         "JOIN da_hits h ON h.id = i.hit_id JOIN da_segments s ON s.id = i.segment_row "
         "WHERE a.study_id = ? ORDER BY j.id", [study_id])

@@ -77,6 +77,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             da_notice = gr.Markdown()
             da_qc = gr.Dataframe(label="Quality control per modality", interactive=False)
             da_systems = gr.Dataframe(label="Systems (ranked by z; clusters of significance)", interactive=False)
+            da_dist = gr.Plot(label="Score distributions per item type (Figure 3)")
+            da_dist_table = gr.Dataframe(label="Score distributions of reliable workers per item type",
+                                         interactive=False)
             da_rank = gr.Plot(label="Ranking")
             da_h2h = gr.Plot(label="Head to head")
             da_workers = gr.Dataframe(label="Workers", interactive=False)
@@ -129,7 +132,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         figs = da_analysis.figures(res)
         return {da_notice: f"{len(df)} judgments by {df['worker_id'].nunique()} raters.",
                 da_qc: res.qc_summary, da_systems: res.systems, da_workers: res.workers,
-                da_rank: figs.get("ranking"), da_h2h: figs.get("head_to_head")}
+                da_rank: figs.get("ranking"), da_h2h: figs.get("head_to_head"),
+                da_dist: figs.get("score_distribution"), da_dist_table: res.score_distribution}
 
     @details_for_admin
     def run_usability(sess, study_id, png, request: gr.Request):
@@ -182,6 +186,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
     sd_run.click(run_sd, [session, study, sd_factors, sd_prune],
                  [sd_notice, sd_cleansing, sd_loadings, sd_heat, sd_scree, sd_suit], api_visibility="private")
 
-    da_run.click(run_da, [session, study, da_alpha], [da_notice, da_qc, da_systems, da_rank, da_h2h, da_workers],
+    da_run.click(run_da, [session, study, da_alpha],
+                 [da_notice, da_qc, da_systems, da_dist, da_dist_table, da_rank, da_h2h, da_workers],
                  api_visibility="private")
     return tab

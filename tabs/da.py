@@ -1,8 +1,10 @@
 """Direct assessment (paper 001): one HIT item at a time, a 0-100 slider that must be moved.
 
-Text mode shows reference and candidate as one image; audio mode plays the candidate and
-unlocks the slider when it has played to the end. No going back: only the next open item is
-ever shown. After the last item: an optional feedback box.
+Text mode shows reference and candidate as one image; audio mode shows the reference as an
+image and plays the candidate (paper 001, Figure 2), and with the study's `lock_until_played`
+unlocks the slider when the candidate has played to the end (the paper does not lock it: the
+default). No going back: only the next open item is ever shown. After the last item: an
+optional feedback box.
 
 The item is one small form (tabs/item_form.py): a submit sends {"item_id", "answer": {"score":
 0-100, or null when the slider was not moved}} and gets the next item back in the same value."""
@@ -26,13 +28,17 @@ def file_url(path: str) -> str:
 
 
 def body_html(c: dict) -> str:
-    """The item's form: the reference and candidate (an image, or the reference and the audio),
-    the slider (locked in audio mode until the candidate has played) and Submit."""
+    """The item's form: the reference and candidate (one image; or the reference's image and
+    the candidate's audio), the slider (in audio mode locked until the candidate has played when
+    the study says so: content "lock") and Submit."""
     if c.get("modality") == "audio":
-        shown = (f'<div id="da-reference"><p class="reference">{plain_html(c.get("reference", ""))}</p></div>'
-                 f'<div id="da-audio"><p class="audio-label">Candidate translation (listen to the end)</p>'
-                 f'<audio controls preload="auto" src="{html.escape(file_url(c["audio"]), quote=True)}"></audio></div>')
-        lock = " disabled data-unlock-on-ended"
+        ref = (f'<div id="da-image"><img src="{html.escape(file_url(c["image"]), quote=True)}" '
+               f'alt="The reference translation (grey)"></div>' if c.get("image") else "")
+        note = f'<p class="audio-note">{plain_html(c["audio_note"])}</p>' if c.get("lock") and c.get("audio_note") else ""
+        shown = (f'{ref}<div id="da-audio"><p class="audio-label">Candidate translation</p>'
+                 f'<audio controls preload="auto" src="{html.escape(file_url(c["audio"]), quote=True)}"></audio>'
+                 f'{note}</div>')
+        lock = " disabled data-unlock-on-ended" if c.get("lock") else ""
     else:
         shown = (f'<div id="da-image"><img src="{html.escape(file_url(c["image"]), quote=True)}" '
                  f'alt="The reference (grey) above the candidate translation (black)"></div>')

@@ -44,10 +44,11 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             run = gr.Button("Run the audit", elem_classes=["qe-audit-run"])
             png = gr.Checkbox(label="Also PNG copies of the figures (kaleido: about 1 s each)", value=False)
         notice = gr.Markdown()
-        ratios = gr.Dataframe(label="Score ratio F/M (or N/G) per language: mean, 95% t-interval, one-sided p",
-                              interactive=False)
-        errors = gr.Dataframe(label="Error rates with gold: ER, ER(F), ER(M), Phi with bootstrap CI, ties",
-                              interactive=False)
+        ratios = gr.Dataframe(label="Score ratio F/M (or N/G) per language: mean, 95% t-interval, one-sided p; "
+                                    "'mean' = mean across languages (as paper 003 reports), 'pooled' = all "
+                                    "instances as one sample", interactive=False)
+        errors = gr.Dataframe(label="Error rates with gold: ER, ER(F), ER(M), Phi with bootstrap CI and p-value "
+                                    "(chi-square; mean row: Cochran-Mantel-Haenszel), ties", interactive=False)
         retention = gr.Dataframe(label="Share retained at each threshold", interactive=False)
         plots = [gr.Plot(visible=False) for _ in range(3)]
         files = gr.File(label="Tables (CSV) and figures", file_count="multiple", interactive=False)

@@ -441,7 +441,7 @@ def test_write_outputs_files_and_columns(tmp_path, result):
 
 def test_figures_stars_and_keys(result):
     figs = A.figures(result)
-    assert set(figs) == {"ranking", "head_to_head", "replication"}
+    assert set(figs) == {"score_distribution", "ranking", "head_to_head", "replication"}
     heat = figs["head_to_head"].data[0]
     h = result.head_to_head
     first = h[(h.modality == "text") & (h.run == 1)]

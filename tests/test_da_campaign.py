@@ -19,12 +19,21 @@ from services.submissions import SubmissionError, submit
 from storage import studies
 
 
-@pytest.fixture
-def campaign(database, tmp_path):
+def da_study(database, tmp_path, **settings):
+    """The demo study with [da] settings added (TOML values as written)."""
     folder = tmp_path / "study"
     shutil.copytree(DEMO, folder)
+    if settings:
+        toml = (folder / "study.toml").read_text()
+        lines = "".join(f"{k} = {v}\n" for k, v in settings.items())
+        (folder / "study.toml").write_text(toml.replace("[da]\n", "[da]\n" + lines, 1))
     import_study(database, folder)
     return database, tmp_path / "media"
+
+
+@pytest.fixture
+def campaign(database, tmp_path):
+    return da_study(database, tmp_path)
 
 
 def test_hits_are_built_at_import_and_reproducible(campaign, tmp_path):
@@ -84,8 +93,9 @@ def test_a_text_hit_is_drawn_by_the_worker_ahead_of_the_rater(campaign):
     assert v.content["image"] == str(da_render.image_path(it["reference"], it["candidate"], media))
 
 
-def test_audio_items_wait_for_rendering_and_need_listening(campaign, monkeypatch):
-    db, media = campaign
+def test_audio_items_wait_for_rendering_and_need_listening_when_locked(database, tmp_path):
+    # the lock is a study setting (paper 001 does not lock: the default is false)
+    db, media = da_study(database, tmp_path, lock_until_played="true")
     add_participants(db, "demo", "da", 1)                     # text
     audio_rater = add_participants(db, "demo", "da", 1)[0]    # audio
     v = get_view(db, audio_rater.token, "da", media_dir=media)
@@ -96,9 +106,10 @@ def test_audio_items_wait_for_rendering_and_need_listening(campaign, monkeypatch
     assert [j["status"] for j in done] == ["done"]
     v = get_view(db, audio_rater.token, "da", media_dir=media)
     assert v.status == "item" and v.content["audio"].endswith(".wav") and v.content["audio_seconds"] > 1
-    assert v.content["reference"]
+    assert v.content["image"].endswith(".png") and v.content["lock"] and v.content["audio_note"]
     it = studies.da_hit_item(db, int(v.item_id))
     assert it["candidate"] not in json.dumps(v.content, ensure_ascii=False)
+    assert it["reference"] not in json.dumps(v.content, ensure_ascii=False)
     # a score before the audio could have played to its end is refused
     with pytest.raises(SubmissionError, match="listen to the whole recording"):
         submit(db, audio_rater.token, "da", v.item_id, {"score": 50}, media_dir=media)

@@ -146,11 +146,13 @@ def test_prerender_counts_and_progress(tmp_path):
     fake = FakeTTS()
     seen = []
     r = prerender([hit], "pt", tmp_path, "both", progress=lambda d, t: seen.append((d, t)), backend=fake)
-    assert (r["images"], r["audio"], r["total"], r["rendered"], r["cached"]) == (3, 3, 6, 6, 0)
-    assert seen == [(i, 6) for i in range(1, 7)] and fake.calls == 3 and r["seconds"] >= 0
+    # 3 reference + output images (text mode), 3 reference-only images (audio mode), 3 audio
+    assert (r["images"], r["audio"], r["total"], r["rendered"], r["cached"]) == (6, 3, 9, 9, 0)
+    assert seen == [(i, 9) for i in range(1, 10)] and fake.calls == 3 and r["seconds"] >= 0
     r = prerender(hit, "pt", tmp_path, "both", backend=fake)
-    assert (r["rendered"], r["cached"]) == (0, 6) and fake.calls == 3
+    assert (r["rendered"], r["cached"]) == (0, 9) and fake.calls == 3
     assert prerender(hit, "pt", tmp_path, "text")["total"] == 3
-    assert prerender(hit, "pt", tmp_path, "audio", backend=fake)["total"] == 3
+    assert prerender(hit, "pt", tmp_path, "audio", backend=fake)["total"] == 3 + 3
+    assert da_render.image_path(PT[0], "", tmp_path).is_file()
     with pytest.raises(ValueError):
         prerender(hit, "pt", tmp_path, "video")

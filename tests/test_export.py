@@ -51,7 +51,7 @@ EXPECTED = {
     "surveys": ["survey_id", "assignment_id", "exchange_id", "respondent", "stage", "perspective", "satisfaction",
                 "trust", "reliance", "created_at"],
     "exchange_metrics": ["exchange_id", "metric", "version", "model", "score", "created_at"],
-    "da_judgments": ["judgment_id", "assignment_id", "rater", "hit", "pos", "item_type", "of_pos", "modality",
+    "da_judgments": ["judgment_id", "assignment_id", "rater", "hit", "run", "pos", "item_type", "of_pos", "modality",
                      "segment_id", "system", "doc_id", "score", "first_shown_at", "submitted_at", "active_seconds",
                      "created_at"],
     "da_feedback": ["participant", "text", "updated_at"],
@@ -137,6 +137,8 @@ def study(tmp_path_factory):
     submit(db, people["da"].token, "da", dv.item_id, {"score": 61}, media_dir=media)
     save_feedback(db, people["da"].id, "=cmd|' /C calc'!A0 the slider was fine")
     s = get_view(db, people["sd"].token, "sd", media_dir=media)
+    while s.content["kind"] in ("welcome", "example"):       # the pages before the scales store nothing
+        s = submit(db, people["sd"].token, "sd", s.item_id, {"values": {}}, media_dir=media).next
     submit(db, people["sd"].token, "sd", s.item_id, {"values": {p["pair_id"]: 7 for p in s.content["pairs"]}},
            media_dir=media)
 

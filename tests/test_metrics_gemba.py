@@ -113,7 +113,10 @@ def server():
 def remote(server, monkeypatch):
     monkeypatch.setenv(KEY_ENV, KEY)
     server.requests.clear()
-    yield GembaDA("remote", "judge", base_url=server.base_url, api_key_env=KEY_ENV)
+    # this project's strict parser on the raw 0-100 scale, 16 tokens (the paper's defaults are
+    # tested in test_gemba_paper.py)
+    yield GembaDA("remote", "judge", base_url=server.base_url, api_key_env=KEY_ENV, parser="strict", scale="0-100",
+                  max_new_tokens=16)
     server.override = None
     server.__dict__.pop("chat", None)
 
@@ -221,15 +224,15 @@ def test_transformers_backend_scores_with_the_trained_judge(gemba_lm, offline, m
     monkeypatch.setattr(LlamaForCausalLM, "generate", spy)
 
     cache = ModelCache(device="cpu")
-    judge = GembaDA("transformers", str(gemba_lm), cache=cache)
+    judge = GembaDA("transformers", str(gemba_lm), cache=cache)     # paper 003's defaults (A.1)
     sources = [s for (s, _), _ in ANSWERS] + [""]
     hyps = [h for (_, h), _ in ANSWERS] + ["x"]
-    assert judge.score(sources, hyps) == [90.0, 10.0, None, None]
+    assert judge.score(sources, hyps) == [0.9, 0.1, None, None]     # rescaled to 0-1
     assert judge.answers[:3] == ["90", "10", "good"]
     assert judge.failures == [{"index": 2, "answer": "good", "reason": "no number in the answer",
                                "source": ODD[0], "hypothesis": ODD[1]}]
     (kw,) = calls                                   # one batch, greedy, bounded
-    assert kw["do_sample"] is False and kw["max_new_tokens"] == 16
+    assert kw["do_sample"] is False and kw["max_new_tokens"] == 256
     # the prompt went through the chat template (it starts with BOS and the user turn)
     from transformers import AutoTokenizer
     tok = AutoTokenizer.from_pretrained(gemba_lm)

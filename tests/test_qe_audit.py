@@ -91,10 +91,10 @@ def test_ratios_match_an_independent_t_interval_and_one_sided_p():
     df = generated()
     table = Q.ratios(df)
     assert list(table.columns) == Q.ratio_columns("F/M")
-    assert list(table["lang"]) == ["es", "pt", "all"]
+    assert list(table["lang"]) == ["es", "pt", "mean", "pooled"]
     assert set(table["source_gender"]) == {"any"}
-    for lang in ("es", "pt", "all"):
-        sub = df if lang == "all" else df[df["lang"] == lang]
+    for lang in ("es", "pt", "pooled"):
+        sub = df if lang == "pooled" else df[df["lang"] == lang]
         n, mean, lo, hi, t, p = expected_ratio_stats(sub["score_f"], sub["score_m"])
         row = table[table["lang"] == lang].iloc[0]
         assert row["n"] == n and row["n_missing"] == 0 and row["n_dropped"] == 0
@@ -144,7 +144,7 @@ def test_fewer_than_two_ratios_give_nan_interval():
 def test_ratios_split_by_source_gender_with_gold():
     df = generated(gold=True, langs=("pt",))
     table = Q.ratios(df)
-    assert list(table["source_gender"]) == ["any", "F", "M", "any", "F", "M"]
+    assert list(table["source_gender"]) == ["any", "F", "M"] * 3          # pt, mean, pooled
     for g in ("F", "M"):
         sub = df[df["gold"] == g]
         n, mean, lo, hi, t, p = expected_ratio_stats(sub["score_f"], sub["score_m"])
@@ -182,7 +182,7 @@ def test_error_rates_count_ties_as_errors():
     df = pairs([s for s, _ in LITERAL], [g for _, g in LITERAL])
     e = Q.errors(df)
     assert list(e.columns) == Q.ERROR_COLUMNS
-    row = e[e["lang"] == "all"].iloc[0]
+    row = e[e["lang"] == "pooled"].iloc[0]
     assert (row["n"], row["n_f"], row["n_m"]) == (8, 4, 4)
     assert (row["errors_f"], row["errors_m"]) == (2, 1)
     assert row["er"] == pytest.approx(3 / 8)
@@ -266,7 +266,7 @@ def test_retention_shares_by_hand():
     curve = ret.curves[(ret.curves["lang"] == "pt") & (ret.curves["form"] == "M")]
     assert list(curve["score"]) == [0.6, 0.8, 0.85, 0.95]
     assert list(curve["share"]) == pytest.approx([5 / 5, 4 / 5, 2 / 5, 1 / 5])
-    assert list(ret.table["lang"].unique()) == ["pt", "all"]
+    assert list(ret.table["lang"].unique()) == ["pt", "mean", "pooled"]
 
 
 def test_retention_checks_thresholds_and_defaults():
@@ -431,8 +431,9 @@ def test_audit_and_outputs(tmp_path):
     html = (tmp_path / "out" / "ratios.html").read_text(encoding="utf-8")
     assert "plotly.min.js" in html and "cdn.plot.ly" not in html
     summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
-    assert summary["n_instances"] == 80 and summary["errors"][0]["lang"] == "all"
-    assert summary["ratio"][0]["mean_ratio"] == pytest.approx(result.ratios.iloc[-3]["mean_ratio"])
+    assert summary["n_instances"] == 80 and summary["errors"][0]["lang"] == "mean"
+    mean_any = result.ratios[(result.ratios["lang"] == "mean") & (result.ratios["source_gender"] == "any")]
+    assert summary["ratio"][0]["mean_ratio"] == pytest.approx(mean_any.iloc[0]["mean_ratio"])
     back = pd.read_csv(tmp_path / "out" / "ratios.csv")
     assert back["mean_ratio"].tolist() == pytest.approx(result.ratios["mean_ratio"].tolist())
     assert "QE gender audit" in Q.summary(result)

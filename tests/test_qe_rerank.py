@@ -48,13 +48,13 @@ def test_rerank_and_gender_accuracy_by_hand():
     assert sel.loc[("reranked", "2"), "score"] == 25.0 and sel.loc[("reranked", "2"), "n_candidates"] == 2
     table = result.table.set_index(["method", "lang"])
     # greedy: 1 wrong (masculine for F), 2 right, 3 right -> acc_f 1/2, acc_m 1/1, all 2/3
-    g = table.loc[("greedy", "all")]
+    g = table.loc[("greedy", "pooled")]
     assert (g["n"], g["n_f"], g["n_m"]) == (3, 2, 1)
     assert g["acc_f"] == pytest.approx(0.5) and g["acc_m"] == 1.0 and g["acc_all"] == pytest.approx(2 / 3)
     # f_as_m: gold-F outputs that pass against the masculine reference: instance 1 only
     assert g["f_as_m"] == pytest.approx(0.5) and g["m_as_f"] == 0.0
     # reranked: 1 wrong, 2 wrong, 3 wrong
-    r = table.loc[("reranked", "all")]
+    r = table.loc[("reranked", "pooled")]
     assert r["acc_f"] == 0.0 and r["acc_m"] == 0.0 and r["acc_all"] == 0.0
     assert r["f_as_m"] == 1.0 and r["m_as_f"] == 1.0
     assert list(result.table["method"].unique()) == ["greedy", "reranked"]

@@ -99,7 +99,7 @@ def test_run_audit_with_precomputed_scores_never_calls_the_metric(tmp_path):
     d = _pairs(score_f=["0.8", "0.9", "0.7"], score_m=["0.9", "0.9", "0.8"])
     result, files = qe_service.run_audit(d, tmp_path, metric=Broken())
     assert {p.name for p in files} >= {"ratios.csv", "retention.csv", "summary.json"}
-    ratio_all = result.ratios.set_index("lang").loc["all"]
+    ratio_all = result.ratios.set_index("lang").loc["pooled"]      # the three instances as one sample
     assert ratio_all["mean_ratio"] == pytest.approx((0.8 / 0.9 + 1 + 0.7 / 0.8) / 3)
 
 
@@ -116,8 +116,8 @@ def test_rerank_from_a_sampler_picks_by_the_metric():
     assert sel[("greedy", "1")] == "O enfermeiro chegou."
     assert sel[("reranked", "1")] == "A enfermeira chegou agora."      # the longest wins
     t = res.table.set_index(["method", "lang"])
-    assert t.loc[("greedy", "all"), "acc_f"] == 0.0 and t.loc[("reranked", "all"), "acc_f"] == 1.0
-    assert t.loc[("greedy", "all"), "acc_m"] == 0.0 and t.loc[("reranked", "all"), "acc_m"] == 1.0
+    assert t.loc[("greedy", "pooled"), "acc_f"] == 0.0 and t.loc[("reranked", "pooled"), "acc_f"] == 1.0
+    assert t.loc[("greedy", "pooled"), "acc_m"] == 0.0 and t.loc[("reranked", "pooled"), "acc_m"] == 1.0
     with pytest.raises(ValueError, match="candidates file"):
         qe_service.run_rerank(None, Length())
 

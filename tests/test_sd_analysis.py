@@ -257,6 +257,41 @@ def test_efa_recovers_the_four_factor_structure(clean_efa):
     assert np.diag(phi @ lam.T @ lam) / 16 == pytest.approx(res.variance_explained)
 
 
+def test_variance_before_rotation_as_spss_reports_it(clean_efa):
+    """Paper 002, section 4.2 (Table 1): "F1 explains 53.2% of the variance. Factor 2 (F2) ...
+    explains an additional 8.4% ... another 10.5% of the variance is explained by F3 ... F4 ...
+    explains an additional 8.0%" - SPSS's "Extraction Sums of Squared Loadings" (% of Variance,
+    before rotation; its oblique "Rotation Sums" have no % column). The result gives these beside
+    the rotated shares, checked here against an independent computation: the canonical ML
+    loadings rebuilt with numpy from the fitted uniquenesses (L = Psi^1/2 V (Lambda - 1)^1/2 from
+    the eigen-decomposition of Psi^-1/2 R Psi^-1/2, the ML stationarity condition), and from the
+    reported unrotated loadings."""
+    data, _, res = clean_efa
+    p = data.shape[1]
+    lam = res.unrotated_loadings.to_numpy()
+    assert list(res.unrotated_loadings.index) == res.items and lam.shape == (p, 4)
+    # from the unrotated loadings: SS / p, cumulated
+    ss = (lam ** 2).sum(axis=0)
+    assert res.extraction_ss == pytest.approx(ss, rel=1e-9)
+    assert res.extraction_variance == pytest.approx(ss / p, rel=1e-9)
+    assert res.extraction_cumulative == pytest.approx(np.cumsum(ss / p), rel=1e-9)
+    # rotation moves variance between factors but keeps the total (the mean communality)
+    assert sum(res.extraction_variance) == pytest.approx(sum(res.variance_explained), abs=1e-6)
+    # independent: the canonical ML solution from the uniquenesses, largest first
+    psi = res.uniqueness.to_numpy()
+    r = np.corrcoef(data.to_numpy(), rowvar=False)
+    scaled = r / np.sqrt(np.outer(psi, psi))
+    values, vectors = np.linalg.eigh(scaled)
+    values, vectors = values[::-1][:4], vectors[:, ::-1][:, :4]
+    canonical = np.sqrt(psi)[:, None] * vectors * np.sqrt(values - 1)
+    expected = (canonical ** 2).sum(axis=0) / p
+    assert res.extraction_variance == pytest.approx(expected, abs=2e-4)
+    assert res.extraction_variance == sorted(res.extraction_variance, reverse=True)
+    # unlike the rotated shares, the first unrotated factor takes the common part of all four
+    # correlated factors (as F1's 53.2 % in the paper's Table 1)
+    assert res.extraction_variance[0] > 1.5 * res.variance_explained[0]
+
+
 def test_kmo_and_bartlett_match_factor_analyzer_and_formulas(clean_efa):
     from factor_analyzer import calculate_bartlett_sphericity, calculate_kmo
 
@@ -478,7 +513,11 @@ def test_write_outputs_files_and_columns(tmp_path, study_result):
     _, res = study_result
     paths = S.write_outputs(res, tmp_path)
     assert sorted(p.name for p in paths) == ["cleansing.csv", "loadings.csv", "loadings.html", "scree.html",
-                                             "summary.json"]
+                                             "summary.json", "variance.csv"]
+    var = pd.read_csv(tmp_path / "variance.csv")
+    assert list(var.columns) == S.VARIANCE_COLUMNS and len(var) == 4
+    assert var["extraction_share"].tolist() == pytest.approx(res.efa.extraction_variance)
+    assert var["rotated_share"].tolist() == pytest.approx(res.efa.variance_explained)
     assert (tmp_path / "plotly.min.js").exists()
     for name in ("loadings.html", "scree.html"):
         html = (tmp_path / name).read_text()
@@ -493,6 +532,9 @@ def test_write_outputs_files_and_columns(tmp_path, study_result):
     assert s["n_participants"] == 123 and s["factors"] == 4 and len(s["variance_explained"]) == 4
     assert s["kmo"] == pytest.approx(res.efa.kmo) and s["dof"] == 62 and s["pruned_items"] == []
     assert s["efa"]["parallel_analysis"]["criterion"] == "mean"
+    before = s["efa"]["variance_before_rotation"]
+    assert before["share"] == pytest.approx(res.efa.extraction_variance)
+    assert before["cumulative"][-1] == pytest.approx(sum(res.efa.extraction_variance))
 
 
 def test_pruned_items_in_outputs(tmp_path):
@@ -523,7 +565,8 @@ def test_run_cli(tmp_path):
     csv = tmp_path / "ratings.csv"
     df.to_csv(csv, index=False)
     text = S.run_cli(csv, tmp_path / "out", n_factors=4, prune=True)
-    assert "63 participants" in text and "4 factor(s) (given)" in text and "5 files written" in text
+    assert "63 participants" in text and "4 factor(s) (given)" in text and "6 files written" in text
+    assert "before rotation (SPSS's extraction sums of squared loadings)" in text
     s = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert s["n_participants"] == 63 and s["factors"] == 4
 

@@ -37,13 +37,25 @@ def answer_page(db, tok, v, pick):
     return submit(db, tok, "sd", v.item_id, {"values": values})
 
 
+def past_intro(db, tok):
+    """The first page with scales: the welcome and example pages (no scales) are passed."""
+    v = get_view(db, tok, "sd")
+    while v.status == "item" and v.content["kind"] in ("welcome", "example"):
+        assert v.content["pairs"] == []
+        submit(db, tok, "sd", v.item_id, {"values": {}})
+        v = get_view(db, tok, "sd")
+    return v
+
+
 def test_order_and_polarity_are_per_participant_and_values_canonical(database, tmp_path):
-    db = sd_study(database, tmp_path)
+    # every pair on one page, no repeats (the defaults are the paper's: 4 pages, 2 repeats)
+    db = sd_study(database, tmp_path, pages_per_sentence=1, repeats_per_sentence=0)
     a, b = add_participants(db, "demo", "sd", 2)
-    va, vb = get_view(db, a.token, "sd"), get_view(db, b.token, "sd")
+    va, vb = past_intro(db, a.token), past_intro(db, b.token)
     order_a = [p["pair_id"] for p in va.content["pairs"]]
     assert order_a != [p["pair_id"] for p in vb.content["pairs"]]          # randomised per participant
-    metas = db.query("SELECT meta FROM assignments WHERE participant_id = ? AND phase = 'sd'", [a.id])
+    metas = db.query("SELECT meta FROM assignments WHERE participant_id = ? AND phase = 'sd' "
+                     "AND json_extract(meta, '$.kind') = 'ratings'", [a.id])
     layouts = [[(e["pair_id"], e["positive_left"]) for e in __import__("json").loads(m["meta"])["pairs"]]
                for m in metas]
     assert all(l == layouts[0] for l in layouts)                           # stored once, same on every page
@@ -59,9 +71,9 @@ def test_order_and_polarity_are_per_participant_and_values_canonical(database, t
 
 
 def test_repeats_get_their_own_scale_and_are_marked(database, tmp_path):
-    db = sd_study(database, tmp_path, repeats_per_sentence=2)
+    db = sd_study(database, tmp_path, repeats_per_sentence=2, pages_per_sentence=1)
     p = add_participants(db, "demo", "sd", 1)[0]
-    v = get_view(db, p.token, "sd")
+    v = past_intro(db, p.token)
     slots = [x["slot"] for x in v.content["pairs"]]
     repeats = [s for s in slots if s.endswith(REPEAT_SUFFIX)]
     assert len(repeats) == 2 and len(slots) == 20 + 2
@@ -76,9 +88,10 @@ def test_repeats_get_their_own_scale_and_are_marked(database, tmp_path):
 
 
 def test_a_sentence_can_span_pages(database, tmp_path):
-    db = sd_study(database, tmp_path, pairs_per_page=8)
+    db = sd_study(database, tmp_path, pairs_per_page=8, repeats_per_sentence=0)
     p = add_participants(db, "demo", "sd", 1)[0]
     seen = []
+    past_intro(db, p.token)
     for _ in range(3):
         v = get_view(db, p.token, "sd")
         seen.append((v.content["sentence"], v.content["page"], v.content["pages"], len(v.content["pairs"])))
@@ -87,16 +100,19 @@ def test_a_sentence_can_span_pages(database, tmp_path):
     assert [s[1:] for s in seen] == [(1, 3, 8), (2, 3, 8), (3, 3, 4)]
     assert len({s[0] for s in seen}) == 1
     total = get_view(db, p.token, "sd").total
-    assert total == 9                                                      # 3 sentences x 3 pages
+    assert total == 2 + 9                                  # welcome, example, 3 sentences x 3 pages
 
 
 def test_preliminary_mode_asks_suitability_last(database, tmp_path):
     db = sd_study(database, tmp_path, mode="preliminary", sentences_per_participant=1)
     p = add_participants(db, "demo", "sd", 1)[0]
     v = get_view(db, p.token, "sd")
-    assert v.content["kind"] == "ratings" and v.content["example"]          # the example on the first page
-    answer_page(db, p.token, v, lambda x: 3)
-    v = get_view(db, p.token, "sd")
+    assert v.content["kind"] == "welcome"
+    v = past_intro(db, p.token)
+    assert v.content["kind"] == "ratings" and not v.content["example"]      # the example has its own page
+    while v.content["kind"] == "ratings":
+        answer_page(db, p.token, v, lambda x: 3)
+        v = get_view(db, p.token, "sd")
     assert v.content["kind"] == "suitability" and len(v.content["pairs"]) == 20
     with pytest.raises(SubmissionError, match="from 1 to 5"):
         submit(db, p.token, "sd", v.item_id, {"values": {x["slot"]: 6 for x in v.content["pairs"]}})

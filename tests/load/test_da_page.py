@@ -12,15 +12,25 @@ import pytest
 
 from tests.conftest import DEMO, RunningApp
 from tests.test_browser import CHROMIUM, FLAGS
+from conftest import AppClient
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
 def demo_app(tmp_path_factory):
-    """The demo study (modality both: the first rater rates text, the second audio)."""
-    app = RunningApp(tmp_path_factory.mktemp("dapage"))
-    assert app.cli("import", str(DEMO)).returncode == 0
+    """The demo study (modality both: the first rater rates text, the second audio), with the
+    audio slider locked until the candidate has played (da.lock_until_played; paper 001 and the
+    default do not lock it)."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("dapage")
+    study = root / "study"
+    shutil.copytree(DEMO, study)
+    toml = (study / "study.toml").read_text()
+    (study / "study.toml").write_text(toml.replace("[da]\n", "[da]\nlock_until_played = true\n", 1))
+    app = RunningApp(root)
+    assert app.cli("import", str(study)).returncode == 0
     assert app.cli("participants", "add", "--study", "demo", "--role", "da", "--count", "2").returncode == 0
     app.start()
     yield app
@@ -70,7 +80,6 @@ def submit(page) -> None:
 
 
 def test_text_items_follow_each_other_and_the_last_shows_the_feedback_box(demo_app, page):
-    from gradio_client import Client
 
     tok = rater(demo_app, "text")
     page.goto(f"{demo_app.url}/?t={tok}")
@@ -87,7 +96,7 @@ def test_text_items_follow_each_other_and_the_last_shows_the_feedback_box(demo_a
         page.locator(".msg.error:visible").first.wait_for(timeout=15000)
         assert "move the slider" in page.locator(".msg.error:visible").first.inner_text()
     # another tab rates all but the last item; this page's item was saved there meanwhile
-    client = Client(demo_app.url, verbose=False)
+    client = AppClient(demo_app.url)
     for _ in range(total - 3):
         v = client.predict(tok, "da", api_name="/view")
         assert client.predict(tok, {"item_id": v["item_id"], "answer": {"score": 50}}, api_name="/da_submit")[0]["notice"] == "Saved."
@@ -112,7 +121,7 @@ def test_audio_items_lock_the_slider_again_for_each_candidate(demo_app, page):
         time.sleep(1)
     progress(page)
     for k in range(2):
-        reference = page.locator("#da-reference").inner_text()
+        reference = page.locator("#da-image img").first.get_attribute("src")     # the reference's image
         assert slider(page).is_disabled()
         page.locator("#da-audio audio").evaluate("a => a.play()")
         for _ in range(150):                            # unlocked when the candidate has played to its end
@@ -123,5 +132,5 @@ def test_audio_items_lock_the_slider_again_for_each_candidate(demo_app, page):
         submit(page)
         wait_progress(page, k + 1)
         assert page.locator(".msg.ok:visible").first.inner_text() == "Saved."
-        assert page.locator("#da-reference").inner_text() != reference
+        assert page.locator("#da-image img").first.get_attribute("src") != reference
         assert slider(page).input_value() == "0" and slider(page).is_disabled()
