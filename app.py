@@ -2,6 +2,7 @@
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -25,26 +26,92 @@ REDIRECT_JS = """(s) => { if (s && s.status === 'complete' && s.redirect_url) {
   setTimeout(() => { window.location.href = s.redirect_url; }, 3000); } }"""
 
 
-# One page per role (issue 21): a participant's page holds only its role's components, so the
-# browser looks up a few dozen components per event, not every role's plus the admin's. "/" is
-# the landing page and the study team's (Admin, Analysis); participant links that arrive there
-# are sent on to their role's page by RoleRedirect before any page loads.
+# One page per role (issue 21): each role's page is a Blocks of its own, mounted at /<role>/, so
+# the browser looks up a few dozen components per event and Gradio copies a few dozen blocks'
+# config for each new session (its SessionState copies every block of its Blocks: 55-72 ms per
+# session with every role in one Blocks, about 7 ms with one role's). "/" is the landing page
+# and the study team's (Admin, Analysis); participant links that arrive there are sent on to
+# their role's page by RoleRedirect before any page loads.
 ROLE_PAGES = {"sender": "Sender", "receiver": "Receptor", "validator": "Validator", "rater": "Rater",
               "da": "Direct assessment", "sd": "Ratings"}
 
 
-def build_app(settings, database):
-    import gradio as gr
+@dataclass
+class Site:
+    team: object                 # gr.Blocks at "/": the landing page, Admin and Analysis
+    pages: dict                  # role -> gr.Blocks mounted at /<role>/
 
+    @property
+    def blocks(self) -> list:
+        return [self.team, *self.pages.values()]
+
+
+def page_of_api(api_name: str) -> str:
+    """The page that serves an API endpoint ("" for "/"): a tab's events ("receiver_submit",
+    "da_feedback") are on the first role page that holds the tab; the participant calls every
+    page has (view, consent, demographics) and the team's events are on "/"."""
+    from services.items import ROLE_TABS
+
+    tab = api_name.lstrip("/").split("_", 1)[0]
+    return next((role for role, tabs in ROLE_TABS.items() if tab in tabs), "")
+
+
+def build_app(settings, database) -> Site:
     from services import admin
-    from services.consent import ConsentError, record_consent, submit_demographics
-    from services.items import AccessError, get_view, participant_for_token
-    from tabs import analysis as analysis_tab
-    from tabs import admin as admin_tab
-    from tabs.common import Ctx, plain_markdown, view_dict
 
     auth = admin.AdminAuth(settings.admin_password, database)
     refuse_remote_files()
+    site = Site(team_page(settings, database, auth),
+                {role: role_page(database, settings, role, label) for role, label in ROLE_PAGES.items()})
+    for blocks in site.blocks:
+        forget_strangers_uploads(blocks, database, auth)
+    return site
+
+
+def participant_api(database, settings) -> None:
+    """The calls of a participant's link, on every page (in the open Blocks)."""
+    import gradio as gr
+
+    from services.consent import ConsentError, record_consent, submit_demographics
+    from services.items import AccessError, get_view, participant_for_token
+    from tabs.common import view_dict
+
+    def view(participant_token: str, tab: str) -> dict:
+        """The participant's current item on a tab, as the page shows it (resume after reload)."""
+        try:
+            return view_dict(get_view(database, participant_token, tab, media_dir=settings.media_dir))
+        except AccessError as e:
+            return view_dict(None, error=str(e))
+
+    def consent(participant_token: str, agreed: bool) -> dict:
+        """Agree (true) or decline (false); returns the stage still pending (null: none)."""
+        try:
+            stage = record_consent(database, participant_for_token(database, participant_token), agreed)
+        except (AccessError, ConsentError) as e:
+            return {"error": str(e)}
+        return {"pending": stage}
+
+    def demographics(participant_token: str, answers: dict) -> dict:
+        """The demographics form as {field id: answer}; returns the stage still pending."""
+        try:
+            stage = submit_demographics(database, participant_for_token(database, participant_token), answers)
+        except (AccessError, ConsentError) as e:
+            return {"error": str(e)}
+        return {"pending": stage}
+
+    gr.api(view, api_name="view", api_visibility="undocumented")
+    gr.api(consent, api_name="consent", api_visibility="undocumented")
+    gr.api(demographics, api_name="demographics", api_visibility="undocumented")
+
+
+def team_page(settings, database, auth):
+    import gradio as gr
+
+    from services import admin
+    from tabs import analysis as analysis_tab
+    from tabs import admin as admin_tab
+    from tabs.common import Ctx, plain_markdown
+
     with gr.Blocks(title="Translation evaluation studies", delete_cache=UPLOADS_EXPIRE) as demo:
         token = gr.Textbox(visible=False, elem_id="participant-token")
         welcome = gr.Markdown()
@@ -59,7 +126,7 @@ def build_app(settings, database):
                     if request and request.client else None)
             if participant is not None:
                 # a link that reached "/" without the redirect (a proxy that drops it): a plain link on
-                problem = f"Your page: [continue here](./{participant['role']}?t={participant['token']})"
+                problem = f"Your page: [continue here](./{participant['role']}/?t={participant['token']})"
                 return {token: "", welcome: problem, admin_tab_obj: gr.update(visible=False),
                         analysis_obj: gr.update(visible=False)}
             show_admin = not problem and auth.available(host)
@@ -69,39 +136,7 @@ def build_app(settings, database):
                     tabset: gr.update(selected="admin")}
 
         demo.load(on_root_load, None, [token, welcome, admin_tab_obj, analysis_obj, tabset], api_visibility="private")
-
-        def view(participant_token: str, tab: str) -> dict:
-            """The participant's current item on a tab, as the page shows it (resume after reload)."""
-            try:
-                return view_dict(get_view(database, participant_token, tab, media_dir=settings.media_dir))
-            except AccessError as e:
-                return view_dict(None, error=str(e))
-
-        gr.api(view, api_name="view", api_visibility="undocumented")
-
-        def consent(participant_token: str, agreed: bool) -> dict:
-            """Agree (true) or decline (false); returns the stage still pending (null: none)."""
-            try:
-                stage = record_consent(database, participant_for_token(database, participant_token), agreed)
-            except (AccessError, ConsentError) as e:
-                return {"error": str(e)}
-            return {"pending": stage}
-
-        def demographics(participant_token: str, answers: dict) -> dict:
-            """The demographics form as {field id: answer}; returns the stage still pending."""
-            try:
-                stage = submit_demographics(database, participant_for_token(database, participant_token), answers)
-            except (AccessError, ConsentError) as e:
-                return {"error": str(e)}
-            return {"pending": stage}
-
-        gr.api(consent, api_name="consent", api_visibility="undocumented")
-        gr.api(demographics, api_name="demographics", api_visibility="undocumented")
-    built: set[str] = set()
-    for role, label in ROLE_PAGES.items():
-        with demo.route(label, f"/{role}", show_in_navbar=False) as page:
-            role_page(page, database, settings, role, built)
-    forget_strangers_uploads(demo, database, auth)
+        participant_api(database, settings)
     return demo
 
 
@@ -125,10 +160,9 @@ def resolve_link(database, request) -> tuple[str, str, dict | None]:
     return tok, problem, participant
 
 
-def role_page(page, database, settings, role: str, built: set) -> None:
-    """The page of one role: the consent page, then that role's tabs (a sender's Record and
-    Survey; everyone else's one tab). A tab on two pages (the survey of senders and raters)
-    keeps its API name on the first."""
+def role_page(database, settings, role: str, title: str):
+    """The page of one role, a Blocks of its own: the consent page, then that role's tabs (a
+    sender's Record and Survey; everyone else's one tab), and the participant calls."""
     import gradio as gr
 
     from services.items import ROLE_TABS
@@ -139,50 +173,83 @@ def role_page(page, database, settings, role: str, built: set) -> None:
 
     builders = {"record": record.build, "receiver": receiver.build, "validator": validator.build,
                 "survey": survey.build, "da": da.build, "sd": sd.build}
-    token = gr.Textbox(visible=False, elem_id="participant-token")
-    welcome = gr.Markdown()
     names = ROLE_TABS[role]
     lang = page_language(names[0])      # the receiver's page is in European Portuguese
-    ctx = Ctx(database, settings, token, api=not built.intersection(names), lang=lang)
-    built.update(names)
-    consent_ui = consent_tab.build(ctx)
-    with gr.Tabs() as tabset:
-        uis = [builders[name](ctx) for name in names]
+    with gr.Blocks(title=title, delete_cache=UPLOADS_EXPIRE) as page:
+        token = gr.Textbox(visible=False, elem_id="participant-token")
+        welcome = gr.Markdown()
+        ctx = Ctx(database, settings, token, lang=lang)
+        consent_ui = consent_tab.build(ctx)
+        with gr.Tabs() as tabset:
+            uis = [builders[name](ctx) for name in names]
 
-    def on_load(request: gr.Request):
-        tok, problem, participant = resolve_link(database, request)
-        out = {token: tok, welcome: ""}
-        if participant is not None and participant["role"] != role:
-            problem = Voice(lang)("not_your_role")
-        elif tok and participant is None:
-            problem = Voice(lang)("invalid_link")
-        if problem or participant is None:
-            out[welcome] = f"**{plain_markdown(problem or Voice(lang)('invalid_link'))}**"
-            for ui in uis:
-                out[ui.tab] = gr.update(visible=False)
-            return out
-        pending = consent_ui.show(participant) if participant["active"] else {}
-        if pending:   # consent and the demographics form come before any tab
-            out.update(pending)
-            for ui in uis:
-                out[ui.tab] = gr.update(visible=False)
-            return out
-        return {**out, **consent_ui.hide(), **show_tabs(tok)}
+        def on_load(request: gr.Request):
+            tok, problem, participant = resolve_link(database, request)
+            out = {token: tok, welcome: ""}
+            if participant is not None and participant["role"] != role:
+                problem = Voice(lang)("not_your_role")
+            elif tok and participant is None:
+                problem = Voice(lang)("invalid_link")
+            if problem or participant is None:
+                out[welcome] = f"**{plain_markdown(problem or Voice(lang)('invalid_link'))}**"
+                for ui in uis:
+                    out[ui.tab] = gr.update(visible=False)
+                return out
+            pending = consent_ui.show(participant) if participant["active"] else {}
+            if pending:   # consent and the demographics form come before any tab
+                out.update(pending)
+                for ui in uis:
+                    out[ui.tab] = gr.update(visible=False)
+                return out
+            return {**out, **consent_ui.hide(), **show_tabs(tok)}
 
-    def show_tabs(tok: str) -> dict:
-        out = {tabset: gr.update(selected=names[0])}
+        def show_tabs(tok: str) -> dict:
+            out = {tabset: gr.update(selected=names[0])}
+            for ui in uis:
+                out[ui.tab] = gr.update(visible=True)
+                out.update(ui.show(ctx, tok))
+            return out
+
+        tab_outputs = [tabset] + [ui.tab for ui in uis]
         for ui in uis:
-            out[ui.tab] = gr.update(visible=True)
-            out.update(ui.show(ctx, tok))
-        return out
+            tab_outputs += ui.outputs
+        consent_ui.connect(tab_outputs, show_tabs)
+        page.load(on_load, None, [token, welcome] + consent_ui.outputs, api_visibility="private")
+        for ui in uis:   # a finished queue with a Prolific URL sends the participant back there
+            ui.outputs[0].change(None, ui.outputs[0], None, js=REDIRECT_JS)
+        participant_api(database, settings)
+    return page
 
-    tab_outputs = [tabset] + [ui.tab for ui in uis]
-    for ui in uis:
-        tab_outputs += ui.outputs
-    consent_ui.connect(tab_outputs, show_tabs)
-    page.load(on_load, None, [token, welcome] + consent_ui.outputs, api_visibility="private")
-    for ui in uis:   # a finished queue with a Prolific URL sends the participant back there
-        ui.outputs[0].change(None, ui.outputs[0], None, js=REDIRECT_JS)
+
+def mount_pages(site: Site, **options) -> list:
+    """Each role page as a Starlette Mount at /<role>, prepared by gradio's own
+    mount_gradio_app (on a throwaway parent) with the options launch() gives "/"; the mounts go
+    into the served app's routes ahead of "/"'s. Their queues start with start_pages()."""
+    import gradio as gr
+    from fastapi import FastAPI
+
+    root_path = options.pop("root_path", None)
+    mounts = []
+    for role, page in site.pages.items():
+        page.queue(default_concurrency_limit=16)
+        holder = FastAPI()
+        gr.mount_gradio_app(holder, page, f"/{role}",
+                            root_path=f"{root_path.rstrip('/')}/{role}" if root_path else None, **options)
+        # gradio checks an input's file paths (only uploads to this server) once its Blocks "has
+        # launched", which launch() marks and mount_gradio_app does not: without this a page's
+        # events would take any path on the server (/etc/passwd, the database) as an upload
+        page.has_launched = True
+        mounts.append(holder.routes[-1])
+    return mounts
+
+
+def start_pages(site: Site, local_url: str, verify: bool) -> None:
+    """Start each mounted page's queue the way launch() starts "/"'s: its startup-events call
+    (a mounted app's own lifespan never runs under another app)."""
+    import httpx
+
+    for role in site.pages:
+        httpx.get(f"{local_url.rstrip('/')}/{role}/gradio_api/startup-events", verify=verify, timeout=60)
 
 
 def serve_tls(args, settings) -> tuple[str | None, str | None]:
@@ -251,21 +318,23 @@ class SecurityHeaders:
 class RoleRedirect:
     """A participant's link (/?t=TOKEN, or a signed Prolific URL naming its role) opens the page
     of its role: GET "/" or another role's page with such a query answers 302 to the role's page
-    with the same query, before Gradio builds any page. The Location is relative ("receiver?t=..."),
-    so it holds behind a proxy's path prefix. One indexed lookup of the token; a token that names
-    no participant goes on to the page, which says the link is not valid."""
+    (/<role>/) with the same query, before Gradio builds any page; so does a role's page named
+    without its final slash. The Location is relative ("receiver/?t=..."), so it holds behind a
+    proxy's path prefix. One indexed lookup of the token; a token that names no participant goes
+    on to the page, which says the link is not valid."""
 
     def __init__(self, app, database=None):
         self.app = app
         self.database = database
 
     def target(self, path: str, query: str) -> str | None:
+        """The relative Location to send a GET of path?query to, or None to serve it."""
         from urllib.parse import parse_qs
 
         from storage import participants
 
         here = path.rstrip("/").rsplit("/", 1)[-1]
-        if here and here not in ROLE_PAGES:
+        if here and (here not in ROLE_PAGES or path.rstrip("/") != "/" + here):
             return None
         q = parse_qs(query)
         role = None
@@ -274,16 +343,22 @@ class RoleRedirect:
             role = p["role"] if p else None
         elif q.get("PROLIFIC_PID") and q.get("role"):
             role = q["role"][0]
-        return role if role in ROLE_PAGES and role != here else None
+        slash = path.endswith("/") and bool(here)
+        if role not in ROLE_PAGES:
+            role = here or None
+        if role is None or (role == here and slash):
+            return None
+        return ("../" if slash else "") + f"{role}/" + (f"?{query}" if query else "")
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and scope["method"] == "GET" and scope.get("query_string"):
-            query = scope["query_string"].decode("latin-1")
-            role = self.target(scope["path"], query)
-            if role:
-                up = "../" if scope["path"].endswith("/") and scope["path"].strip("/") else ""
+        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
+            path, prefix = scope["path"], scope.get("root_path", "").rstrip("/")
+            if prefix and path.startswith(prefix + "/"):     # a server's --root-path
+                path = path[len(prefix):]
+            location = self.target(path, scope.get("query_string", b"").decode("latin-1"))
+            if location:
                 await send({"type": "http.response.start", "status": 302,
-                            "headers": [(b"location", f"{up}{role}?{query}".encode("latin-1")),
+                            "headers": [(b"location", location.encode("latin-1")),
                                         (b"content-length", b"0"), (b"cache-control", b"no-store")]})
                 return await send({"type": "http.response.body", "body": b""})
         return await self.app(scope, receive, send)
@@ -492,23 +567,31 @@ def cmd_serve(args, settings):
     database = open_database(settings.db_path, settings.journal_mode)
     if args.demo:
         ensure_demo(database, settings)
-    demo = build_app(settings, database)
+    site = build_app(settings, database)
+    demo = site.team
     demo.queue(default_concurrency_limit=16)
     patient_start_probe()
+    page_options = dict(css_paths=[ROOT / "assets" / "style.css"], js=KEYBOARD_JS,
+                        allowed_paths=[str(settings.media_dir)],
+                        # an unexpected exception's text never reaches a participant (gradio shows a
+                        # generic "Error"); gr.Error messages still show, and the admin tabs raise
+                        # them with details
+                        show_error=False,
+                        # no "Use via API / Built with Gradio / Settings" footer under a participant's task
+                        footer_links=[],
+                        # gradio refuses a larger upload before it is stored or decoded
+                        max_file_size=int(settings.max_upload_mb * 1024 * 1024))
+    mounts = mount_pages(site, root_path=args.root_path, server_name=host,
+                         server_port=args.port or settings.port, **page_options)
     demo.launch(server_name=host, server_port=args.port or settings.port,
-                css_paths=[ROOT / "assets" / "style.css"], js=KEYBOARD_JS, allowed_paths=[str(settings.media_dir)],
                 # ssl_verify only concerns gradio's start-up probe of its own local URL
                 # (https://localhost:PORT), which a self-signed or a public-name certificate fails
                 ssl_certfile=certfile, ssl_keyfile=keyfile, ssl_verify=not certfile,
-                # an unexpected exception's text never reaches a participant (gradio shows a generic
-                # "Error"); gr.Error messages still show, and the admin tabs raise them with details
-                root_path=args.root_path, show_error=False,
-                # no "Use via API / Built with Gradio / Settings" footer under a participant's task
-                footer_links=[],
-                # gradio refuses a larger upload before it is stored or decoded
-                max_file_size=int(settings.max_upload_mb * 1024 * 1024),
-                app_kwargs={"middleware": [role_redirect(database), refuse_remote_files_middleware(), compression(),
-                                            security_headers(settings)]}, prevent_thread_lock=True)
+                root_path=args.root_path, **page_options,
+                app_kwargs={"routes": mounts,
+                            "middleware": [role_redirect(database), refuse_remote_files_middleware(), compression(),
+                                           security_headers(settings)]}, prevent_thread_lock=True)
+    start_pages(site, demo.local_url, verify=not certfile)
     # the worker starts once the server answers: jobs resumed at start (model loads, a HIT's
     # images or audio) would otherwise slow gradio's own start-up probe of "/" past its 3 s
     # timeout, and launch() gives up ("localhost is not accessible")

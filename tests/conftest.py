@@ -202,6 +202,32 @@ def app_server(tmp_path_factory):
     app.stop()
 
 
+class AppClient:
+    """A gradio_client session on the app as a browser has it: each call goes to the page that
+    serves it (app.page_of_api: a role's submit on /<role>/, the team's calls and the
+    participant calls on "/"), one Client per page, made when first needed."""
+
+    def __init__(self, url: str, **kwargs):
+        self.url, self.kwargs, self.pages = url.rstrip("/"), {"verbose": False, **kwargs}, {}
+
+    def page(self, name: str = ""):
+        from gradio_client import Client
+
+        if name not in self.pages:
+            self.pages[name] = Client(f"{self.url}/{name}/" if name else self.url, **self.kwargs)
+        return self.pages[name]
+
+    def predict(self, *args, api_name: str):
+        from app import page_of_api
+
+        return self.page(page_of_api(api_name)).predict(*args, api_name=api_name)
+
+    def submit(self, *args, api_name: str):
+        from app import page_of_api
+
+        return self.page(page_of_api(api_name)).submit(*args, api_name=api_name)
+
+
 def admin_session(client) -> str:
     """An admin session from the password form (empty: the tests' local, passwordless admin)."""
     return client.predict("", api_name="/admin_login")[0]

@@ -8,6 +8,7 @@ from gradio_client import Client
 
 from services import admin
 from services.admin import AdminAuth, LoginThrottle, client_address, exposure_warning, throttle_key
+from conftest import AppClient
 
 
 class FakeClock:
@@ -41,7 +42,7 @@ def test_a_rebound_host_name_is_not_local():
 
 
 def test_a_rebound_host_name_is_refused_by_the_running_app(app_server):
-    rebound = Client(app_server.url, verbose=False, headers={"Host": f"evil.example:{app_server.port}"})
+    rebound = AppClient(app_server.url, headers={"Host": f"evil.example:{app_server.port}"})
     out = rebound.predict("", api_name="/admin_login")
     assert not isinstance(out[0], str) or not out[0]        # no session handed out
     assert "localhost" in str(out[1])
@@ -113,7 +114,7 @@ def test_the_running_app_throttles_and_logs_wrong_passwords(tmp_path):
 
     app = RunningApp(tmp_path, {"TRADLAB_ADMIN_PASSWORD": "s3cret-pass"}).start()
     try:
-        client = Client(app.url, verbose=False)
+        client = AppClient(app.url)
         said = []
         while len(said) < 200 and "Try again in 8 s" not in (said or [""])[-1]:     # about 7 s of hammering
             said.append(str(client.predict(f"guess-{len(said)}", api_name="/admin_login")[1]))
@@ -155,7 +156,7 @@ def test_sessions_expire_and_log_out_ends_them(database):
 
 
 def test_log_out_in_the_running_app(app_server):
-    client = Client(app_server.url, verbose=False)
+    client = AppClient(app_server.url)
     session = client.predict("", api_name="/admin_login")[0]
     assert "Repair done" in client.predict(session, "demo", api_name="/admin_repair")
     out = client.predict(session, api_name="/admin_logout")
@@ -241,7 +242,7 @@ def test_every_admin_event_shows_the_admin_its_unexpected_errors(tmp_path):
     from services.settings import Settings
     from storage import open_database
 
-    demo = app.build_app(Settings.from_env(), open_database(tmp_path / "a.db"))
+    demo = app.build_app(Settings.from_env(), open_database(tmp_path / "a.db")).team
     admin_events = [f for f in demo.fns.values() if f.fn is not None and f.api_name
                     and f.api_name.startswith(("admin", "analysis", "qe")) and f.api_name not in ("admin_login", "admin_logout")]
     assert len(admin_events) > 30

@@ -6,9 +6,9 @@ import csv
 import json
 
 import pytest
-from gradio_client import Client
 
 from tests.conftest import admin_session, token_of
+from conftest import AppClient
 
 # every new admin event with well-formed arguments after the session
 NEW_EVENTS = {
@@ -30,7 +30,7 @@ NEW_EVENTS = {
 
 @pytest.fixture(scope="module")
 def client(app_server):
-    return Client(app_server.url, verbose=False)
+    return AppClient(app_server.url)
 
 
 @pytest.fixture(scope="module")

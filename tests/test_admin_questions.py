@@ -7,11 +7,12 @@ from __future__ import annotations
 import csv
 
 import pytest
-from gradio_client import Client, handle_file
+from gradio_client import handle_file
 
 from tests.conftest import RunningApp, admin_session
 from tests.openai_server import OpenAIServer
 from tests.test_question_gen import GENERATED, STUDY, make_study, respond
+from conftest import AppClient
 
 APIS = ["admin_questions_view", "admin_questions_edit", "admin_questions_accept", "admin_questions_reject",
         "admin_questions_unaccept", "admin_questions_regenerate", "admin_questions_generate",
@@ -39,7 +40,7 @@ def app(tmp_path_factory, llm_server):
 
 @pytest.fixture(scope="module")
 def client(app):
-    return Client(app.url, verbose=False)
+    return AppClient(app.url)
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +171,7 @@ def test_questions_per_starter_defaults_to_the_study_and_is_range_checked(client
 
 def test_every_questions_event_refuses_without_the_admin_session(client, app):
     for api in APIS:
-        dep = next(d for d in client.config["dependencies"] if d.get("api_name") == api)
+        dep = next(d for d in client.page().config["dependencies"] if d.get("api_name") == api)
         n = len(dep["inputs"])
         args = ["forged", STUDY] + [None] * (n - 2)
         out = client.predict(*args, api_name=f"/{api}")

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import AppClient
 
 pytestmark = pytest.mark.browser
 
@@ -119,6 +120,11 @@ def test_semantic_differential_scale_stays_on_one_line_on_a_phone(app_server, pa
     phone = page.context.browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     try:
         phone.goto(app_server.links()["sd"][0])
+        for _ in range(2):                     # the welcome and the example pages come first
+            if phone.locator(".sd-row:visible").count():
+                break
+            phone.get_by_role("button", name="Next").click()
+            phone.wait_for_timeout(1500)
         row = phone.locator(".sd-row:visible").first
         row.wait_for(timeout=20000)
         boxes = [r.bounding_box() for r in row.locator("input[type=radio]").all()]
@@ -135,12 +141,11 @@ def test_semantic_differential_scale_stays_on_one_line_on_a_phone(app_server, pa
 
 def validator_with_an_item(app_server) -> str:
     """A validator's token with an item to validate (one answer set opens one)."""
-    from gradio_client import Client
 
     from tests.conftest import token_of
     from tests.test_app_client import receiver_inputs
 
-    client = Client(app_server.url, verbose=False)
+    client = AppClient(app_server.url)
     links = app_server.links()
     validators = [token_of(u) for u in links["validator"]]
     if all(client.predict(t, "validator", api_name="/view")["status"] != "item" for t in validators):

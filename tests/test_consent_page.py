@@ -6,10 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from gradio_client import Client
 
 from conftest import RunningApp, token_of
 from test_consent import study_folder
+from conftest import AppClient
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -27,7 +27,7 @@ def consent_app(tmp_path_factory):
 
 
 def test_api_gates_items_until_consent_and_form(consent_app):
-    client = Client(consent_app.url, verbose=False)
+    client = AppClient(consent_app.url)
     tok = token_of(consent_app.links()["receiver"][0])
     view = client.predict(tok, "receiver", api_name="/view")
     assert view["status"] == "consent" and view["item_id"] is None and "translation" not in view["content"]

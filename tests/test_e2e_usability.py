@@ -23,6 +23,7 @@ import pytest
 from conftest import DEMO_ASSETS, RunningApp, admin_session, token_of
 from speech import spoken_wav
 from test_browser import ARTIFACTS, CHROMIUM, FLAGS
+from conftest import AppClient
 
 pytestmark = pytest.mark.browser
 
@@ -61,12 +62,11 @@ def wait_progress(page, text, timeout=20000):
 
 
 def test_four_phases_end_to_end(e2e):
-    from gradio_client import Client
     from playwright.sync_api import sync_playwright
 
     links = printed_links(e2e)
     sender_url, receiver_url, validator_url = links["sender"], links["receiver"], links["validator"]
-    client = Client(e2e.url, verbose=False)
+    client = AppClient(e2e.url)
     rec_view = client.predict(token_of(sender_url), "record", api_name="/view")
     starter_text = html.unescape(re.sub(r"<[^>]+>", "", rec_view["content"]["starter_html"]))
     wav = spoken_wav(starter_text, e2e.tmp / "starter.wav", lead_s=0.6)

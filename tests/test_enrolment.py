@@ -16,6 +16,7 @@ from services.participants import (ParticipantError, add_participants, enrol_fro
 from services.study_files import StudyValidationError
 from services.study_import import import_study
 from tests.conftest import DEMO, ROOT
+from conftest import AppClient
 
 URL = "https://lab.example.org"
 
@@ -295,11 +296,10 @@ def test_admin_add_makes_self_enrolment_slots_only_without_external_ids(demo_db)
 
 
 def test_admin_add_self_enrolment_event_in_the_running_app(app_server):
-    from gradio_client import Client
 
     from tests.conftest import admin_session
 
-    client = Client(app_server.url, verbose=False)
+    client = AppClient(app_server.url)
     session = admin_session(client)          # the login fills the study dropdown's choices
     args = ["demo", "rater", 2, "", "", "", "all", "all", 1]
     refused = client.predict("not-a-session", *args, api_name="/admin_participants_add_self_enrol")

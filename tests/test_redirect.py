@@ -8,6 +8,7 @@ import pytest
 
 from conftest import DEMO, RunningApp, token_of
 from test_browser import CHROMIUM, FLAGS
+from conftest import AppClient
 
 pytestmark = pytest.mark.browser
 
@@ -32,12 +33,11 @@ def redirect_app(tmp_path_factory):
 
 
 def test_finished_queue_redirects_to_the_completion_url(redirect_app):
-    from gradio_client import Client
     from playwright.sync_api import sync_playwright
 
     url = redirect_app.links()["da"][0]
     tok = token_of(url)
-    client = Client(redirect_app.url, verbose=False)
+    client = AppClient(redirect_app.url)
     view = client.predict(tok, "da", api_name="/view")
     assert view["total"] == 2
     with sync_playwright() as p:

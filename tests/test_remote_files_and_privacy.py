@@ -83,11 +83,12 @@ def app(tmp_path_factory, counter):
 class Session:
     """One browser session: events by fn_index through the queue (private ones included)."""
 
-    def __init__(self, url: str):
-        self.base = url + "/gradio_api"
+    def __init__(self, url: str, page: str = ""):
+        page_url = f"{url}/{page}" if page else url        # a role's page is a Blocks of its own
+        self.base = page_url + "/gradio_api"
         self.hash = uuid.uuid4().hex[:11]
         self.http = httpx.Client(timeout=60, trust_env=False)
-        self.config = self.http.get(url + "/config").json()
+        self.config = self.http.get(page_url + "/config").json()
 
     def call(self, fn_index: int, data: list) -> dict:
         """The process_completed message: {"success": bool, "output": {...}}."""
@@ -150,18 +151,20 @@ def admin(session: Session) -> str:
 
 
 def test_no_file_event_fetches_a_url(app, counter):
-    s = Session(app.url)
-    events = file_events(s.config)
-    names = {d.get("api_name") for _, d in events}
+    from app import ROLE_PAGES
+
+    sessions = [Session(app.url, page) for page in ("", *ROLE_PAGES)]
+    events = [(s, i, dep) for s in sessions for i, dep in file_events(s.config)]
+    names = {d.get("api_name") for _, _, d in events}
     # the app's upload inputs: a sender's recording, the study zip, a system try-out, a questions CSV
     assert {"record_submit", "admin_import", "admin_try_system"} <= names, names
-    session = admin(s)
+    session = admin(sessions[0])
     sender = token_of(app.links()["sender"][0])
     Counting.hits.clear()
     answers = []
     for url in (f"{counter.url}/direct/a.wav", "http://huggingface.co/through-the-proxy/b.wav",
                 "https://example.org/c.wav"):
-        for i, dep in events:
+        for s, i, dep in events:
             for cred in (session, sender):
                 for meta in (True, False):          # with gradio's meta, and without
                     one = f"{url}?n={len(answers)}"    # a new URL each time (gradio caches by URL)
@@ -187,13 +190,14 @@ def test_the_file_route_proxies_nothing(app, counter):
 
 
 def test_a_strangers_upload_is_not_kept(app):
-    s = Session(app.url)
-    stranger = s.upload(b"RIFF....WAVEfmt not really audio", "stranger.wav")
+    page = Session(app.url, "sender")
+    stranger = page.upload(b"RIFF....WAVEfmt not really audio", "stranger.wav")
     assert Path(stranger["path"]).exists()
-    msg = s.call(s.by_name("record_submit"), ["forged-token-0000000000", "1", stranger])
+    msg = page.call(page.by_name("record_submit"), ["forged-token-0000000000", "1", stranger])
     assert msg["success"], msg
     assert not Path(stranger["path"]).exists(), "an upload with no valid token stayed on the server"
     # an admin's upload stays until the cache expires (the handler may have refused it)
+    s = Session(app.url)
     session = admin(s)
     mine = s.upload(b"PK not a zip", "study.zip")
     msg = s.call(s.by_name("admin_import"), [session, mine])
@@ -256,7 +260,8 @@ def test_no_token_in_the_server_log(app):
     for role, tab in (("receiver", "receiver"), ("rater", "da"), ("sender", "record")):
         tok = token_of(links[role][0])
         s.call(s.by_name("view"), [tok, tab])
-        s.call(s.by_name("record_submit"), [tok, "no-such-item", None])
+        sender_page = Session(app.url, "sender")
+        sender_page.call(sender_page.by_name("record_submit"), [tok, "no-such-item", None])
     log = (app.tmp / "server.log").read_text(errors="replace")
     assert not [t for t in tokens if t in log], log[-2000:]
     audit = json.dumps(app.rows("SELECT * FROM events"), default=str)

@@ -7,9 +7,9 @@ import csv
 import json
 
 import pytest
-from gradio_client import Client
 
 from tests.conftest import DEMO, token_of
+from conftest import AppClient
 
 # Component types whose value a handler reads as text (a token, a session, an id); dropdowns
 # and radios only take their listed choices, so they get None.
@@ -50,15 +50,19 @@ def receiver(app_server):
 
 
 def test_no_event_gives_a_receiver_the_source(app_server, receiver):
-    client = Client(app_server.url, verbose=False)
-    config = client.config
+    from app import ROLE_PAGES
+
     secrets = _secrets()
     called, refused = [], []
-    for index, dep in enumerate(config["dependencies"]):
+    pages = AppClient(app_server.url)
+    events = [(page, index, dep) for page in ("", *ROLE_PAGES)
+              for index, dep in enumerate(pages.page(page).config["dependencies"])]
+    for page, index, dep in events:           # every page's every event
+        client = pages.page(page)
         if dep.get("js") and not dep.get("backend_fn", True):
             continue                             # a browser-only step: nothing on the server
-        name = dep.get("api_name") or f"#{index}"
-        args = _defaults(config, dep, receiver)
+        name = f"{page}/" + (dep.get("api_name") or f"#{index}")
+        args = _defaults(client.config, dep, receiver)
         try:
             if dep.get("api_visibility") == "private":
                 out = client.predict(*args, fn_index=index)
@@ -74,13 +78,13 @@ def test_no_event_gives_a_receiver_the_source(app_server, receiver):
         assert not leaked, f"{name} gave a receiver source text: {leaked[0]!r}"
         assert ".webm" not in text and "recordings/" not in text, f"{name} gave a receiver a recording"
     # the sweep reached the participant endpoints (not everything was refused)
-    assert {"view", "receiver_submit"} <= set(called), (called, refused)
+    assert {"/view", "receiver/view", "receiver/receiver_submit"} <= set(called), (called, refused)
 
 
 @pytest.mark.parametrize("api", ["admin_open_recording", "admin_accept_recording", "admin_reject_recording",
                                  "admin_retry_job", "admin_prerender_da"])
 def test_admin_events_refuse_a_participant_token(app_server, receiver, api):
-    client = Client(app_server.url, verbose=False)
+    client = AppClient(app_server.url).page()
     dep = next(d for d in client.config["dependencies"] if d.get("api_name") == api)
     out = client.predict(*_defaults(client.config, dep, receiver), api_name=f"/{api}")
     text = json.dumps(out, ensure_ascii=False, default=str).lower()
@@ -89,7 +93,7 @@ def test_admin_events_refuse_a_participant_token(app_server, receiver, api):
 
 def test_the_sweep_would_see_a_leak(app_server):
     """Positive control: a sender's own view does carry the starter, and the detector finds it."""
-    client = Client(app_server.url, verbose=False)
+    client = AppClient(app_server.url)
     sender = token_of(app_server.links()["sender"][0])
     text = json.dumps(client.predict(sender, "record", api_name="/view"), ensure_ascii=False)
     assert any(s in text for s in _secrets())

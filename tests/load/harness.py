@@ -128,7 +128,7 @@ class GradioHTTP:
     """One browser session on a Gradio app: predict(*inputs, api_name="/x") -> outputs."""
 
     def __init__(self, url: str, timeout: float = 60.0):
-        self.base = url.rstrip("/") + "/gradio_api"
+        self.root = url.rstrip("/")
         self.session_hash = uuid.uuid4().hex[:11]
         self.http = httpx.Client(timeout=httpx.Timeout(timeout, connect=5.0), verify=_ssl_context())
 
@@ -141,17 +141,27 @@ class GradioHTTP:
     def __exit__(self, *exc):
         self.close()
 
+    def base(self, api_name: str = "", tab: str | None = None) -> str:
+        """Where an endpoint is served: its role's page (/<role>/gradio_api) or "/"'s; a view of
+        a tab is asked on the tab's page, as that page's browser does."""
+        from app import page_of_api
+
+        page = page_of_api(f"{tab}_{api_name}" if tab else api_name)
+        return f"{self.root}/{page}/gradio_api" if page else f"{self.root}/gradio_api"
+
     def predict(self, *data, api_name: str):
         api = api_name.lstrip("/")
+        tab = data[1] if api == "view" and len(data) > 1 and isinstance(data[1], str) else None
+        base = self.base(api, tab)
         try:
             # json.dumps writes NaN and Infinity as JavaScript does (httpx's json= refuses them)
             body = json.dumps({"data": list(data), "session_hash": self.session_hash})
-            r = self.http.post(f"{self.base}/call/{api}", content=body.encode(),
+            r = self.http.post(f"{base}/call/{api}", content=body.encode(),
                                headers={"content-type": "application/json"})
             if r.status_code != 200:
                 raise AppError(f"HTTP {r.status_code}: {r.text[:500]}")
             event_id = r.json()["event_id"]
-            with self.http.stream("GET", f"{self.base}/call/{api}/{event_id}") as s:
+            with self.http.stream("GET", f"{base}/call/{api}/{event_id}") as s:
                 event = None
                 for line in s.iter_lines():
                     if line.startswith("event:"):
@@ -167,10 +177,12 @@ class GradioHTTP:
         raise ServerGone("the event stream ended without a result")
 
 
-    def upload(self, data: bytes, filename: str, mime: str = "application/octet-stream") -> dict:
-        """A file sent the way the browser's upload does; returns the FileData an input takes."""
+    def upload(self, data: bytes, filename: str, mime: str = "application/octet-stream",
+               api_name: str = "record_submit") -> dict:
+        """A file sent the way the browser's upload does, to the page of the event that will take
+        it (api_name); returns the FileData an input takes."""
         try:
-            r = self.http.post(f"{self.base}/upload", files=[("files", (filename, data, mime))])
+            r = self.http.post(f"{self.base(api_name)}/upload", files=[("files", (filename, data, mime))])
         except (httpx.TransportError, ConnectionError) as e:
             raise ServerGone(f"{type(e).__name__}: {e}") from e
         if r.status_code != 200:
