@@ -5,6 +5,7 @@ import dataclasses
 import html
 from dataclasses import dataclass
 from typing import Callable
+from urllib.parse import quote
 
 import gradio as gr
 
@@ -29,6 +30,12 @@ class Ctx:
 
     def api_name(self, name: str) -> dict:
         return {"api_name": name, "api_visibility": "undocumented"} if self.api else {"api_visibility": "private"}
+
+
+def file_url(path: str) -> str:
+    """A media file as the page fetches it (gradio serves the app's allowed media folder);
+    relative, so it holds behind a proxy's path prefix and on each role's page."""
+    return "gradio_api/file=" + quote(str(path))
 
 
 def plain_html(text) -> str:

@@ -11,20 +11,13 @@ The item is one small form (tabs/item_form.py): a submit sends {"item_id", "answ
 from __future__ import annotations
 
 import html
-from urllib.parse import quote
 
 import gradio as gr
 
 from services import da_campaign
 from services.items import ready_participant
-from tabs.common import Ctx, TabUI, plain_html, safe_submit
+from tabs.common import Ctx, TabUI, file_url, plain_html, safe_submit
 from tabs.item_form import answer_of, form_value, item_form
-
-
-def file_url(path: str) -> str:
-    """A media file as the page fetches it (gradio serves the app's allowed media folder);
-    relative, so it holds behind a proxy's path prefix."""
-    return "gradio_api/file=" + quote(str(path))
 
 
 def body_html(c: dict) -> str:

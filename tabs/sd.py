@@ -1,67 +1,70 @@
-"""Semantic differential: one seven-point scale per adjective pair, order and polarity per
-participant; pages of a sentence's pairs; in preliminary mode a last page of suitability ratings."""
+"""Semantic differential (paper 002): one seven-point scale per adjective pair, order and
+polarity per participant; the welcome and example pages, then pages of a sentence's pairs; in
+preliminary mode a last page of suitability ratings (1-5) with optional suggestions.
+
+The page is one small form (tabs/item_form.py): a row per scale (left adjective, seven points,
+right adjective), named by the scale's slot. A submit sends {"item_id", "answer": {"pair:<slot>":
+"1".."7" or null, "suggestion": text}} and gets the next page back in the same value; a refused
+page comes back with the points chosen written in. The service checks that the slots are the
+page's, every one answered, each value on the scale."""
 from __future__ import annotations
 
-import gradio as gr
+import html
 
-from tabs.common import MAX_PAIRS, Ctx, TabUI, header_html, safe_submit, view_dict
+from markdown_it import MarkdownIt
 
-SEVEN = [("", v) for v in range(1, 8)]
-SUITABILITY = [(str(v), v) for v in range(1, 6)]
+from tabs.common import Ctx, TabUI, plain_html
+from tabs.item_form import form_tab
+
+FIELD = "pair:"
+# the study's instruction and example wording is Markdown; raw HTML in it is shown as text
+_MD = MarkdownIt("commonmark", {"html": False})
+
+
+def _points(name: str, n: int, typed, labels: tuple[str, str]) -> str:
+    attr = html.escape(name, quote=True)
+    return "".join(
+        f'<label class="sd-point"><input type="radio" name="{attr}" value="{v}"'
+        f'{" checked" if str(typed) == str(v) else ""} aria-label="{html.escape(f"{v} of {n}: {labels[0]} - {labels[1]}", quote=True)}">'
+        f'{"<span>" + str(v) + "</span>" if n == 5 else ""}</label>' for v in range(1, n + 1))
+
+
+def _row(p: dict, typed, suitability: bool) -> str:
+    name = FIELD + str(p["slot"])
+    if suitability:       # how suitable the pair is, 1-5, the pair named on the left
+        label = f'{p["left"]} – {p["right"]}'
+        return (f'<div class="sd-row sd-suitability"><div class="sd-left">{plain_html(label)}</div>'
+                f'<div class="sd-scale">{_points(name, 5, typed, (p["left"], p["right"]))}</div></div>')
+    return (f'<div class="sd-row"><div class="sd-left">{plain_html(p["left"])}</div>'
+            f'<div class="sd-scale">{_points(name, 7, typed, (p["left"], p["right"]))}</div>'
+            f'<div class="sd-right">{plain_html(p["right"])}</div></div>')
+
+
+def body_html(c: dict, typed: dict | None = None) -> str:
+    """The page's form; typed: the fields of a refused page, written back in."""
+    typed = typed or {}
+    suitability = c.get("kind") == "suitability"
+    pages = f'<p class="sd-page">(page {int(c["page"])} of {int(c["pages"])} for this sentence)</p>' \
+        if c.get("pages", 1) > 1 else ""
+    sentence = (f'<blockquote id="sd-sentence" class="sd-sentence">{plain_html(c["sentence"])}</blockquote>{pages}'
+                if c.get("sentence") else "")
+    rows = "".join(_row(p, typed.get(FIELD + str(p["slot"])), suitability) for p in c.get("pairs", []))
+    suggestion = typed.get("suggestion") if isinstance(typed.get("suggestion"), str) else ""
+    box = (f'<label for="sd-suggestion" class="sd-suggestion-label">Suggestions (optional): better adjective pairs, '
+           f'or comments</label><textarea id="sd-suggestion" name="suggestion" rows="3" maxlength="5000">'
+           f'{html.escape(suggestion)}</textarea>') if suitability else ""
+    return (f'<form class="sd-item" autocomplete="off">'
+            f'<div class="instruction">{_MD.render(c.get("instruction") or "")}</div>'
+            f'<div class="sd-example">{_MD.render(c.get("example") or "")}</div>{sentence}'
+            f'<div class="sd-rows">{rows}</div>{box}'
+            f'<button type="submit" class="submit-btn lg primary">Next</button></form>')
+
+
+def payload_of(answer: dict) -> dict:
+    """The service's payload: a value per slot the fields name, and the suggestion."""
+    values = {k[len(FIELD):]: v for k, v in answer.items() if isinstance(k, str) and k.startswith(FIELD)}
+    return {"values": values, "suggestion": answer.get("suggestion")}
 
 
 def build(ctx: Ctx) -> TabUI:
-    with gr.Tab("Semantic differential", id="sd", visible=False) as tab:
-        state = gr.JSON(visible=False)
-        item = gr.Textbox(visible=False)
-        header = gr.HTML()
-        instruction = gr.Markdown()
-        example = gr.Markdown(elem_classes=["sd-example"])
-        sentence = gr.Markdown(elem_id="sd-sentence", elem_classes=["sd-sentence"])
-        rows = []
-        for i in range(MAX_PAIRS + 4):           # room for repeated pairs
-            with gr.Row(visible=False, equal_height=True, elem_classes=["sd-row"]) as row:
-                left = gr.Markdown(elem_classes=["sd-left"])
-                # values 1..7 fixed at build (Gradio checks submissions against them); the
-                # suitability page shows only 1..5 of them
-                scale = gr.Radio(SEVEN, value=None, show_label=False, elem_classes=["sd-scale"], scale=3)
-                right = gr.Markdown(elem_classes=["sd-right"])
-            rows.append((row, left, scale, right))
-        suggestion = gr.Textbox(label="Suggestions (optional): better adjective pairs, or comments", lines=3,
-                                visible=False, elem_id="sd-suggestion")
-        send = gr.Button("Next", variant="primary", visible=False, elem_classes=["submit-btn"])
-
-    def render(view, notice="", error=""):
-        has = view is not None and view.status == "item"
-        c = view.content if has else {}
-        pairs = c.get("pairs", [])
-        suitability = c.get("kind") == "suitability"
-        page = f" (page {c['page']} of {c['pages']} for this sentence)" if c.get("pages", 1) > 1 else ""
-        out = {state: view_dict(view, notice, error), header: header_html(view, notice, error),
-               item: view.item_id if has else "", instruction: c.get("instruction", ""),
-               example: c.get("example", ""),
-               sentence: (f"> {c['sentence']}\n\n{page}" if c.get("sentence") else ""),
-               suggestion: gr.update(visible=suitability, **({} if error else {"value": ""})),
-               send: gr.update(visible=has)}
-        for i, (row, left, scale, right) in enumerate(rows):
-            p = pairs[i] if i < len(pairs) else None
-            out[row] = gr.update(visible=p is not None)
-            out[left] = (f"{p['left']} – {p['right']}" if suitability else p["left"]) if p else ""
-            out[right] = "" if suitability or not p else p["right"]
-            upd = {"choices": SUITABILITY if suitability else SEVEN}
-            if not error:
-                upd["value"] = None
-            out[scale] = gr.update(**upd)
-        return out
-
-    def on_submit(token, item_id, shown, suggestion_text, *values):
-        pairs = ((shown or {}).get("content") or {}).get("pairs", [])
-        payload = {"values": {p["slot"]: values[i] for i, p in enumerate(pairs[:len(rows)])},
-                   "suggestion": suggestion_text}
-        view, notice, error = safe_submit(ctx, token, "sd", item_id, payload)
-        return render(view, notice, error)
-
-    outputs = [state, header, item, instruction, example, sentence, suggestion, send] + [x for r in rows for x in r]
-    send.click(on_submit, [ctx.token, item, state, suggestion] + [r[2] for r in rows], outputs, api_name="sd_submit",
-               api_visibility="undocumented")
-    return TabUI("sd", tab, outputs, render)
+    return form_tab(ctx, "sd", "Semantic differential", body_html, payload_of)

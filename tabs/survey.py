@@ -1,13 +1,17 @@
-"""Phase 4: satisfaction, trust and reliance, before (baseline) and after (informed) the outcomes."""
+"""Phase 4: satisfaction, trust and reliance, before (baseline) and after (informed) the outcomes.
+
+The item is one small form (tabs/item_form.py): the starter, the sender's own recording (first
+person only), the translation, the outcomes (informed stage), then one five-point statement per
+dimension as a group of radio buttons. A submit sends {"item_id", "answer": {"satisfaction":
+"1".."5" or null, "trust": ..., "reliance": ...}} and gets the next item back in the same value;
+a refused answer comes back with the choices written in."""
 from __future__ import annotations
 
 import html
 
-import gradio as gr
-
 from services.texts import texts
-from tabs.common import (Ctx, TabUI, header_html, plain_markdown, poll_while_waiting, safe_submit, timer_update,
-                         view_dict, wait_timer)
+from tabs.common import Ctx, TabUI, file_url, plain_html
+from tabs.item_form import form_tab
 
 DIMENSIONS = ("satisfaction", "trust", "reliance")
 
@@ -35,59 +39,41 @@ def _outcomes_html(outcomes, flagged: dict | None = None) -> str:
     return "".join(parts)
 
 
+def _statement_html(dim: str, statement: str, likert: list, typed) -> str:
+    """One statement and its five points; the values are 1..5, the labels the study's wording."""
+    choices = "".join(
+        f'<label><input type="radio" name="{dim}" value="{i + 1}"{" checked" if str(typed) == str(i + 1) else ""}> '
+        f'{plain_html(label)}</label>' for i, label in enumerate(likert))
+    return (f'<fieldset class="likert" id="likert-{dim}"><legend>{plain_html(statement)}</legend>'
+            f'<div class="likert-points">{choices}</div></fieldset>')
+
+
+def body_html(c: dict, typed: dict | None = None) -> str:
+    """The item's form; typed: the fields of a refused answer, written back in."""
+    typed = typed or {}
+    informed = c.get("stage") == "informed"
+    heading = ("What happened next (the same statements again, now that you know the outcome)"
+               if informed else c.get("heading", ""))
+    recording = (f'<div class="own-recording"><p><b>Your recording</b></p>'
+                 f'<audio controls preload="metadata" src="{html.escape(file_url(c["recording"]), quote=True)}"></audio></div>'
+                 if c.get("recording") else "")
+    outcomes = f'<div class="outcomes">{_outcomes_html(c.get("outcomes", []), c.get("flagged"))}</div>' if informed else ""
+    statements = "".join(_statement_html(d, c.get("statements", {}).get(d, d), c.get("likert", []), typed.get(d))
+                         for d in DIMENSIONS)
+    # source_html is the service's escaped starter with its key spans in <strong>
+    return (f'<form class="survey-item" autocomplete="off">'
+            f'<p class="survey-stage"><b>{plain_html(heading)}</b></p>'
+            f'<div class="starter">{c.get("source_html", "")}</div>{recording}'
+            f'<div class="translation"><p><b>Portuguese translation</b></p><p>{plain_html(c.get("translation", ""))}</p></div>'
+            f'{outcomes}<p class="instruction">{plain_html(c.get("instruction", ""))}</p>'
+            f'{statements}<button type="submit" class="submit-btn lg primary">Submit</button></form>')
+
+
+def payload_of(answer: dict) -> dict:
+    """The service's payload: one value per dimension as sent (the service checks each is one of
+    1..5 and none is missing)."""
+    return {d: answer.get(d) for d in DIMENSIONS}
+
+
 def build(ctx: Ctx) -> TabUI:
-    with gr.Tab("Survey", id="survey", visible=False) as tab:
-        state = gr.JSON(visible=False)
-        item = gr.Textbox(visible=False)
-        header = gr.HTML()
-        stage = gr.Markdown()
-        source = gr.HTML(elem_classes=["starter"])
-        recording = gr.Audio(label="Your recording", type="filepath", interactive=False, visible=False)
-        translation = gr.Markdown(elem_classes=["translation"])
-        outcomes = gr.HTML()
-        instruction = gr.Markdown()
-        # values 1..5 fixed at build time (Gradio checks submitted values against them); a study's
-        # wording replaces only the labels when an item is shown
-        scale = [(label, i + 1) for i, label in enumerate(texts()["survey"]["likert"])]
-        radios = {d: gr.Radio(choices=scale, label=d, value=None, visible=False, elem_classes=["likert"])
-                  for d in DIMENSIONS}
-        send = gr.Button("Submit", variant="primary", visible=False, elem_classes=["submit-btn"])
-        timer = wait_timer()
-
-    def render(view, notice="", error=""):
-        has = view is not None and view.status == "item"
-        c = view.content if has else {}
-        keep = bool(error)
-        informed = c.get("stage") == "informed"
-        out = {state: view_dict(view, notice, error), header: header_html(view, notice, error),
-               timer: timer_update(view),
-               item: view.item_id if has else "",
-               stage: ("**What happened next** (the same statements again, now that you know the outcome)"
-                       if informed else f"**{c.get('heading', '')}**") if has else "",
-               source: gr.update(value=c.get("source_html", ""), visible=has),
-               recording: gr.update(value=c.get("recording"), visible=bool(c.get("recording"))),
-               translation: f"**Portuguese translation**\n\n{plain_markdown(c['translation'])}" if has else "",
-               outcomes: _outcomes_html(c.get("outcomes", []), c.get("flagged")) if informed else "",
-               instruction: c.get("instruction", ""), send: gr.update(visible=has)}
-        likert = c.get("likert", [])
-        for d, r in radios.items():
-            upd = dict(visible=has)
-            if has:      # a view without an item keeps the last scale (never an empty one)
-                upd.update(label=c.get("statements", {}).get(d, d),
-                           choices=[(label, i + 1) for i, label in enumerate(likert)])
-            if not keep:
-                upd["value"] = None
-            out[r] = gr.update(**upd)
-        return out
-
-    def on_submit(token, item_id, s, t, r):
-        view, notice, error = safe_submit(ctx, token, "survey", item_id,
-                                          {"satisfaction": s, "trust": t, "reliance": r})
-        return render(view, notice, error)
-
-    outputs = [state, header, item, stage, source, recording, translation, outcomes, instruction, send,
-               *radios.values()]
-    outputs.append(timer)      # last: the API's output positions stay as they were
-    send.click(on_submit, [ctx.token, item, *radios.values()], outputs, **ctx.api_name("survey_submit"))
-    poll_while_waiting(ctx, "survey", timer, outputs, render)
-    return TabUI("survey", tab, outputs, render)
+    return form_tab(ctx, "survey", "Survey", body_html, payload_of)

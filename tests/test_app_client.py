@@ -32,6 +32,13 @@ def validator_inputs(token, item, state, moved, score, *marks):
     return [token, {"item_id": item, "answer": fields}]
 
 
+def survey_inputs(token, item, satisfaction, trust, reliance):
+    """Inputs of /survey_submit: the token and the form's value (null: a statement not answered;
+    the page sends the chosen point as text, "1".."5")."""
+    fields = {"satisfaction": satisfaction, "trust": trust, "reliance": reliance}
+    return [token, {"item_id": item, "answer": {k: None if v is None else str(v) for k, v in fields.items()}}]
+
+
 def receiver_inputs(token, item, state, answers):
     """Inputs of /receiver_submit: the token and the form's value, the page's fields for the
     i-th question shown (state's content) holding answers[i] = (text, not answerable)."""
@@ -192,13 +199,15 @@ def test_survey_refuses_missing_and_out_of_range_then_saves_once(client, links, 
     tok = token_of(links["rater"][0])          # third-person ratings of imported exchanges
     v = view(client, tok, "survey")
     assert v["status"] == "item" and v["content"]["stage"] == "baseline"
-    out = client.predict(tok, v["item_id"], None, 3, 3, api_name="/survey_submit")
+    out = client.predict(*survey_inputs(tok, v["item_id"], None, 3, 3), api_name="/survey_submit")
     assert "satisfaction" in out[0]["error"] and out[0]["item_id"] == v["item_id"]
-    with pytest.raises(Exception, match="not in the list of choices"):    # the radio refuses it first
-        client.predict(tok, v["item_id"], 6, 3, 3, api_name="/survey_submit")
-    out = client.predict(tok, v["item_id"], 4, 3, 5, api_name="/survey_submit")
+    out = client.predict(*survey_inputs(tok, v["item_id"], 6, 3, 3), api_name="/survey_submit")
+    assert "between 1 and 5" in out[0]["error"]
+    # a refused answer comes back with the choices written in
+    assert 'name="trust" value="3" checked' in out[0]["html"]
+    out = client.predict(*survey_inputs(tok, v["item_id"], 4, 3, 5), api_name="/survey_submit")
     assert out[0]["notice"] == "Saved."
-    again = client.predict(tok, v["item_id"], 1, 1, 1, api_name="/survey_submit")
+    again = client.predict(*survey_inputs(tok, v["item_id"], 1, 1, 1), api_name="/survey_submit")
     assert again[0]["notice"] == "This answer was already saved."
     rows = app_server.rows("SELECT s.satisfaction, s.trust, s.reliance, s.perspective FROM surveys s "
                                "JOIN assignments a ON a.id = s.assignment_id JOIN participants p ON p.id = a.participant_id "

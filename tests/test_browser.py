@@ -115,8 +115,8 @@ def test_prolific_url_enrols_into_an_open_slot(app_server, page):
 
 
 def test_semantic_differential_scale_stays_on_one_line_on_a_phone(app_server, page):
-    """Gradio's radio wraps its choices into a grid on a narrow screen, which loses the order of
-    the seven points between the two adjectives; the style keeps them on one line."""
+    """On a narrow screen the seven points stay on one line between the two adjectives, in the
+    scale's order (a wrapped grid would lose it)."""
     phone = page.context.browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     try:
         phone.goto(app_server.links()["sd"][0])
@@ -131,7 +131,7 @@ def test_semantic_differential_scale_stays_on_one_line_on_a_phone(app_server, pa
         assert len(boxes) == 7
         assert max(b["y"] for b in boxes) - min(b["y"] for b in boxes) < 2, boxes       # one line
         assert [b["x"] for b in boxes] == sorted(b["x"] for b in boxes)
-        left, right = row.locator(".block.sd-left").bounding_box(), row.locator(".block.sd-right").bounding_box()
+        left, right = row.locator(".sd-left").bounding_box(), row.locator(".sd-right").bounding_box()
         assert left["x"] + left["width"] <= boxes[0]["x"] and boxes[-1]["x"] < right["x"]
         assert phone.evaluate("document.documentElement.scrollWidth") <= 390             # no sideways scroll
         phone.screenshot(path=str(ARTIFACTS / "sd-phone.png"), full_page=True)

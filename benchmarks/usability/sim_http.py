@@ -70,7 +70,8 @@ def _inputs(tab: str, token: str, view: dict, payload: dict, client, wav: bytes,
         fd = client.upload(wav, "reading.wav", "audio/wav")
         lat.append(("upload", time.perf_counter() - t0))
         return [token, item, fd]
-    # the receiver's and validator's pages send their item form's fields as one value (tabs/item_form.py)
+    # the receiver's, validator's and survey's pages send their item form's fields as one value
+    # (tabs/item_form.py)
     if tab == "receiver":
         fields = {}
         for a in payload["answers"]:
@@ -79,7 +80,7 @@ def _inputs(tab: str, token: str, view: dict, payload: dict, client, wav: bytes,
     if tab == "validator":
         fields = {"score": payload["score"], **{f"mark-{i}": m for i, m in payload["marks"].items()}}
         return [token, {"item_id": item, "answer": fields}]
-    return [token, item, payload["satisfaction"], payload["trust"], payload["reliance"]]
+    return [token, {"item_id": item, "answer": {k: str(payload[k]) for k in ("satisfaction", "trust", "reliance")}}]
 
 
 def _drive(sim, url: str, person, wav: bytes, deadline: float, start: threading.Barrier, out: dict) -> None:

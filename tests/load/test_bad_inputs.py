@@ -172,21 +172,27 @@ def test_survey_refuses_missing_and_out_of_range_values(app, client):
     v0, v1 = view(client, r0, "survey"), view(client, r1, "survey")
     assert v0["status"] == v1["status"] == "item" and v0["item_id"] != v1["item_id"]
     item = v0["item_id"]
-    choices = ["not in the list of choices"]
+    rng, kinds = ["between 1 and 5"], ["one of 1, 2, 3, 4, 5"]
+
+    def form(tok, it, sat, tru, rel):
+        return [tok, {"item_id": it, "answer": {"satisfaction": sat, "trust": tru, "reliance": rel}}]
     check(app, client, [
-        ("satisfaction missing", "/survey_submit", [r0, item, None, 3, 3], ["satisfaction"]),
-        ("reliance missing", "/survey_submit", [r0, item, 3, 3, None], ["reliance"]),
-        ("6 of 5", "/survey_submit", [r0, item, 6, 3, 3], choices),
-        ("0", "/survey_submit", [r0, item, 3, 0, 3], choices),
-        ("2.5", "/survey_submit", [r0, item, 2.5, 3, 3], choices),
-        ("'3' as text", "/survey_submit", [r0, item, "3", 3, 3], choices),
-        ("NaN", "/survey_submit", [r0, item, math.nan, 3, 3], choices),
-        ("inputs missing", "/survey_submit", [r0, item], HIDDEN),
-        ("forged token", "/survey_submit", ["forged-token", item, 3, 3, 3], ["link is not valid"]),
-        ("another rater's item", "/survey_submit", [r0, v1["item_id"], 3, 3, 3], ["not in your queue"]),
-        ("the informed stage before its time", "/survey_submit", [r0, item.replace("baseline", "informed"), 3, 3, 3],
-         ["not in your queue"]),
-        ("a malformed item", "/survey_submit", [r0, "nonsense", 3, 3, 3], ["not in your queue"]),
+        ("satisfaction missing", "/survey_submit", form(r0, item, None, "3", "3"), ["satisfaction"]),
+        ("reliance missing", "/survey_submit", form(r0, item, "3", "3", None), ["reliance"]),
+        ("6 of 5", "/survey_submit", form(r0, item, "6", "3", "3"), rng),
+        ("0", "/survey_submit", form(r0, item, "3", 0, "3"), rng),
+        ("2.5", "/survey_submit", form(r0, item, 2.5, "3", "3"), kinds),
+        ("'three' as text", "/survey_submit", form(r0, item, "three", "3", "3"), ["must be a number"]),
+        ("true as a point", "/survey_submit", form(r0, item, True, "3", "3"), ["must be a number"]),
+        ("NaN", "/survey_submit", form(r0, item, math.nan, "3", "3"), rng),
+        ("an answer that is not a form", "/survey_submit", [r0, {"item_id": item, "answer": ["3", "3", "3"]}],
+         ["satisfaction"]),
+        ("inputs missing", "/survey_submit", [r0, item], HIDDEN + ["not in your queue"]),
+        ("forged token", "/survey_submit", form("forged-token", item, "3", "3", "3"), ["link is not valid"]),
+        ("another rater's item", "/survey_submit", form(r0, v1["item_id"], "3", "3", "3"), ["not in your queue"]),
+        ("the informed stage before its time", "/survey_submit",
+         form(r0, item.replace("baseline", "informed"), "3", "3", "3"), ["not in your queue"]),
+        ("a malformed item", "/survey_submit", form(r0, "nonsense", "3", "3", "3"), ["not in your queue"]),
     ])
 
 
@@ -257,23 +263,28 @@ def test_receiver_refuses_huge_missing_and_malformed_answers(app, client):
 
 def test_sd_refuses_missing_values_points_off_the_scale_and_huge_suggestions(app, client):
     t = tokens(app, "sd")[0]
-    rows = 28                                          # MAX_PAIRS + 4 scales on the page
 
-    def vals(xs):
-        return list(xs) + [None] * (rows - len(xs))
+    def form(tok, it, values, suggestion=""):
+        """The page's value as the SD form sends it (tabs/sd.py): a point per slot, as text."""
+        answer = {f"pair:{slot}": v for slot, v in values.items()}
+        return [tok, {"item_id": it, "answer": {**answer, "suggestion": suggestion}}]
     v = view(client, t, "sd")
     while v["content"].get("kind") in ("welcome", "example"):     # the pages before the scales
-        client.predict(t, v["item_id"], v, "", *vals([]), api_name="/sd_submit")
+        client.predict(*form(t, v["item_id"], {}), api_name="/sd_submit")
         v = view(client, t, "sd")
-    item, k = v["item_id"], len(v["content"]["pairs"])
+    item, slots = v["item_id"], [p["slot"] for p in v["content"]["pairs"]]
+
+    def each(value):
+        return {s: value for s in slots}
     check(app, client, [
-        ("a scale missing", "/sd_submit", [t, item, v, "", *vals([4] * (k - 1))], ["every scale"]),
-        ("8 on a 7-point scale", "/sd_submit", [t, item, v, "", *vals([8] * k)], ["not in the list of choices"]),
-        ("a pair not on the page", "/sd_submit",
-         [t, item, {"content": {"pairs": [{"slot": "forged"}] + v["content"]["pairs"]}}, "", *vals([4] * (k + 1))],
-         ["not on this page"]),
-        ("1 MB suggestion", "/sd_submit", [t, item, v, "x" * MB, *vals([4] * k)], ["too long"]),
-        ("forged token", "/sd_submit", ["forged-token", item, v, "", *vals([4] * k)], ["link is not valid"]),
+        ("a scale missing", "/sd_submit", form(t, item, {s: "4" for s in slots[:-1]}), ["every scale"]),
+        ("8 on a 7-point scale", "/sd_submit", form(t, item, each("8")), ["point from 1 to 7"]),
+        ("true as a point", "/sd_submit", form(t, item, each(True)), ["point from 1 to 7"]),
+        ("a pair not on the page", "/sd_submit", form(t, item, {**each("4"), "forged": "4"}), ["not on this page"]),
+        ("values that are not a form", "/sd_submit", [t, {"item_id": item, "answer": ["4"] * len(slots)}],
+         ["every scale"]),
+        ("1 MB suggestion", "/sd_submit", form(t, item, each("4"), "x" * MB), ["too long", "not on this page"]),
+        ("forged token", "/sd_submit", form("forged-token", item, each("4")), ["link is not valid"]),
     ])
 
 
@@ -363,12 +374,13 @@ def test_markup_in_answers_is_shown_escaped(app):
             if v["status"] != "item":
                 break
             if v["content"]["stage"] == "informed":
-                page = client.predict(t, v["item_id"], None, None, None, api_name="/survey_submit")
+                page = client.predict(t, {"item_id": v["item_id"], "answer": {}}, api_name="/survey_submit")
                 assert "satisfaction" in page[0]["error"]
-                outcomes = page[7]
+                outcomes = page[0]["html"]
                 assert "<script" not in outcomes and "<img" not in outcomes, outcomes[:500]
                 shown_survey += escaped in outcomes
-            out = client.predict(t, v["item_id"], 4, 4, 4, api_name="/survey_submit")
+            out = client.predict(t, {"item_id": v["item_id"], "answer": {"satisfaction": "4", "trust": "4",
+                                                                         "reliance": "4"}}, api_name="/survey_submit")
             assert out[0]["notice"] == SAVED
         client.close()
     assert shown_survey > 0

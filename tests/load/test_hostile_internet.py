@@ -100,7 +100,8 @@ def test_hostile_traffic_stores_nothing_and_honest_raters_lose_nothing(app):
         rater = app.tokens("rater")[0]
         v = c.predict(rater, "survey", api_name="/view")
         said["informed before baseline"] = refused(lambda: c.predict(
-            rater, v["item_id"].replace("baseline", "informed"), 3, 3, 3, api_name="/survey_submit"))
+            rater, {"item_id": v["item_id"].replace("baseline", "informed"),
+                    "answer": {"satisfaction": "3", "trust": "3", "reliance": "3"}}, api_name="/survey_submit"))
         # guessing the admin password
         guesses = []
         for k in range(8):
