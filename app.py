@@ -816,18 +816,26 @@ def cmd_qe_rerank(args, settings):
 
 
 def cmd_data(args, settings):
-    from services import mtgeneval
+    from services import gate_gente, mtgeneval
 
     try:
-        frame = mtgeneval.convert(args.root, args.lang, subset=args.subset, split=args.split, setting=args.setting)
+        if args.dataset == "gate":
+            frame = gate_gente.gate(args.root, args.lang, split=args.split)
+            what = f"GATE en-{args.lang}, {args.split}"
+        elif args.dataset == "gente":
+            frame = gate_gente.gente(args.root, subset=args.subset)
+            what = f"GeNTE {args.subset}, en-it"
+        else:
+            frame = mtgeneval.convert(args.root, args.lang, subset=args.subset, split=args.split,
+                                      setting=args.setting)
+            what = f"MT-GenEval {args.subset}, {args.setting}, en-{args.lang}, {args.split}"
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(args.out, index=False)
     gold = frame["gold"].value_counts().to_dict() if "gold" in frame.columns else {}
-    print(f"{args.out}: {len(frame)} instances (MT-GenEval {args.subset}, {args.setting}, en-{args.lang}, "
-          f"{args.split}){'; gold ' + str(gold) if gold else ''}")
+    print(f"{args.out}: {len(frame)} instances ({what}){'; gold ' + str(gold) if gold else ''}")
     return 0
 
 
@@ -1040,6 +1048,15 @@ def main(argv=None):
     mg.add_argument("--setting", default="ambiguous", choices=["ambiguous", "unambiguous"])
     mg.add_argument("--split", default="test", choices=["test", "dev"])
     mg.add_argument("--out", required=True)
+    ga = dsub.add_parser("gate", help="GATE (two-variant files) -> PAIRS.csv of F/M instances (paper 003, B.1)")
+    ga.add_argument("--root", required=True, help="the GATE repository folder, or one of its files")
+    ga.add_argument("--lang", required=True, choices=["es", "fr", "it"])
+    ga.add_argument("--split", default="test", choices=["test", "dev", "all"])
+    ga.add_argument("--out", required=True)
+    ge = dsub.add_parser("gente", help="GeNTE (GeNTE.tsv) -> PAIRS.csv of neutral/gendered instances (paper 003, B.2)")
+    ge.add_argument("--root", required=True, help="the folder holding GeNTE.tsv, or the file")
+    ge.add_argument("--subset", default="set-n", choices=["set-n", "set-g", "all"])
+    ge.add_argument("--out", required=True)
     bk = sub.add_parser("backup", help="copy the live database (SQLite online backup), safe while the app runs")
     bk.add_argument("out", help="the copy's file path, or a folder for tradlab-backup.db")
     ex = sub.add_parser("export", help="export a study's data: one tidy table per entity, pseudonymous, with a "
