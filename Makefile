@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 # unbabel-comet's metadata pins transformers<5 and numpy<2: it goes in without its pins (its
-# real dependencies are in requirements.txt; services/metrics_comet.py adapts it to transformers 5).
+# real dependencies are in requirements.txt; services/metrics/comet.py adapts it to transformers 5).
 COMET := unbabel-comet==2.2.7
 
 setup: $(BIN)/python

@@ -50,14 +50,14 @@ def page_of_api(api_name: str) -> str:
     """The page that serves an API endpoint ("" for "/"): a tab's events ("receiver_submit",
     "da_feedback") are on the first role page that holds the tab; the participant calls every
     page has (view, consent, demographics) and the team's events are on "/"."""
-    from services.items import ROLE_TABS
+    from services.participation.items import ROLE_TABS
 
     tab = api_name.lstrip("/").split("_", 1)[0]
     return next((role for role, tabs in ROLE_TABS.items() if tab in tabs), "")
 
 
 def build_app(settings, database) -> Site:
-    from services import admin
+    from services.admin import auth as admin
 
     auth = admin.AdminAuth(settings.admin_password, database)
     refuse_remote_files()
@@ -72,8 +72,8 @@ def participant_api(database, settings) -> None:
     """The calls of a participant's link, on every page (in the open Blocks)."""
     import gradio as gr
 
-    from services.consent import ConsentError, record_consent, submit_demographics
-    from services.items import AccessError, get_view, participant_for_token
+    from services.study.consent import ConsentError, record_consent, submit_demographics
+    from services.participation.items import AccessError, get_view, participant_for_token
     from tabs.common import view_dict
 
     def view(participant_token: str, tab: str) -> dict:
@@ -107,7 +107,7 @@ def participant_api(database, settings) -> None:
 def team_page(settings, database, auth):
     import gradio as gr
 
-    from services import admin
+    from services.admin import auth as admin
     from tabs import analysis as analysis_tab
     from tabs import admin as admin_tab
     from tabs.common import Ctx, plain_markdown
@@ -144,7 +144,7 @@ def resolve_link(database, request) -> tuple[str, str, dict | None]:
     """(token, problem, participant) of a page's URL: a token from ?t=..., or a Prolific newcomer
     enrolled into an open self-enrolment slot (the URL's signature over study, role, group and
     gender is checked first)."""
-    from services.participants import ParticipantError, enrol_from_link
+    from services.study.participants import ParticipantError, enrol_from_link
     from storage import participants
 
     q = dict(request.query_params) if request else {}
@@ -165,8 +165,8 @@ def role_page(database, settings, role: str, title: str):
     sender's Record and Survey; everyone else's one tab), and the participant calls."""
     import gradio as gr
 
-    from services.items import ROLE_TABS
-    from services.texts import Voice, page_language
+    from services.participation.items import ROLE_TABS
+    from services.study.texts import Voice, page_language
     from tabs import consent as consent_tab
     from tabs import da, receiver, record, sd, survey, validator
     from tabs.common import Ctx, plain_markdown
@@ -260,7 +260,7 @@ def serve_tls(args, settings) -> tuple[str | None, str | None]:
         return args.ssl_certfile, args.ssl_keyfile
     if args.ssl_certfile or args.ssl_keyfile:
         raise SystemExit("--self-signed makes its own certificate: leave out --ssl-certfile/--ssl-keyfile")
-    from services import tls
+    from services.common import tls
 
     hosts = tls.parse_hosts(args.tls_hosts)
     cert, key = tls.make_self_signed(Path(settings.db_path).parent / "tls", hosts)
@@ -471,7 +471,7 @@ def forget_strangers_uploads(demo, database, auth) -> None:
         if participant is not None and participant.get("active", 1):
             return True
         try:   # the session alone (the handler checked the address), in a copy of the context:
-            # the handler's "admin checked" mark (services.admin.run_checked) is left as it was
+            # the handler's "admin checked" mark (services.admin.auth.run_checked) is left as it was
             contextvars.copy_context().run(auth.check, value, "127.0.0.1")
             return True
         except PermissionError:
@@ -543,13 +543,13 @@ def cmd_serve(args, settings):
     import dataclasses
     import os
 
-    from services import rate_limit
+    from services.participation import rate_limit
 
     rate_limit.configure(settings.rate_limit)      # per participant link, in the served app only
 
     os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", ANALYTICS_EVERY)
 
-    from services.settings import on_space, space_storage_warning
+    from services.common.settings import on_space, space_storage_warning
     from storage import open_database
 
     certfile, keyfile = serve_tls(args, settings)
@@ -559,7 +559,7 @@ def cmd_serve(args, settings):
     if warning:
         print(warning, file=sys.stderr)
     host = args.host or settings.host
-    from services.admin import exposure_warning
+    from services.admin.auth import exposure_warning
 
     exposed = exposure_warning(host, settings.admin_password, on_space(), args.root_path)
     if exposed:
@@ -596,8 +596,9 @@ def cmd_serve(args, settings):
     # images or audio) would otherwise slow gradio's own start-up probe of "/" past its 3 s
     # timeout, and launch() gives up ("localhost is not accessible")
     if settings.worker:
-        from services import maintenance, pipeline
-        from services.jobs_worker import Worker
+        from services.participation import maintenance
+        from services.usability import pipeline
+        from services.common.jobs_worker import Worker
 
         maintenance.schedule_all(database)      # drop-out detection and the workflow's repair, periodic
         Worker(database, pipeline.handlers(database, media_dir=settings.media_dir)).start()
@@ -606,11 +607,11 @@ def cmd_serve(args, settings):
 
 def ensure_demo(database, settings):
     """Import the demo study and give it one participant per role (only the first time)."""
-    from services.participants import add_participants, links
-    from services.study_import import import_study
+    from services.study.participants import add_participants, links
+    from services.study.importer import import_study
     from storage import participants
 
-    from services.study_files import StudyValidationError
+    from services.study.files import StudyValidationError
 
     try:
         res = import_study(database, settings.demo_study, actor="demo")
@@ -635,8 +636,8 @@ def ensure_demo(database, settings):
 
 
 def cmd_import(args, settings):
-    from services.study_files import StudyValidationError
-    from services.study_import import import_study
+    from services.study.files import StudyValidationError
+    from services.study.importer import import_study
     from storage import open_database
 
     database = open_database(settings.db_path, settings.journal_mode)
@@ -652,7 +653,7 @@ def cmd_import(args, settings):
 
 
 def cmd_repair(args, settings):
-    from services import admin
+    from services.admin import auth as admin
     from storage import open_database
 
     print(admin.repair_workflow(open_database(settings.db_path, settings.journal_mode), args.study))
@@ -660,7 +661,7 @@ def cmd_repair(args, settings):
 
 
 def cmd_participants_add(args, settings):
-    from services.participants import ParticipantError, add_from_csv, add_participants, link
+    from services.study.participants import ParticipantError, add_from_csv, add_participants, link
     from storage import open_database
 
     database = open_database(settings.db_path, settings.journal_mode)
@@ -682,7 +683,7 @@ def cmd_participants_add(args, settings):
 
 
 def cmd_links(args, settings):
-    from services.participants import ParticipantError, links, prolific_links
+    from services.study.participants import ParticipantError, links, prolific_links
     from storage import open_database
 
     database = open_database(settings.db_path, settings.journal_mode)
@@ -706,9 +707,9 @@ def cmd_links(args, settings):
 def cmd_translate(args, settings):
     import json
 
-    from services.audio_intake import IntakeError
-    from services.backends import BackendUnavailable
-    from services.batch import translate_files
+    from services.usability.audio_intake import IntakeError
+    from services.models.backends import BackendUnavailable
+    from services.models.batch import translate_files
 
     try:
         rows = translate_files(args.audio, args.system)
@@ -729,7 +730,8 @@ def cmd_translate(args, settings):
 
 
 def cmd_analyze(args, settings):
-    from services import da_analysis, sd_analysis
+    from services.da import analysis as da_analysis
+    from services.sd import analysis as sd_analysis
 
     try:
         if args.analysis == "qe-audit":
@@ -737,7 +739,7 @@ def cmd_analyze(args, settings):
         if args.analysis == "qe-rerank":
             return cmd_qe_rerank(args, settings)
         if args.analysis == "usability":
-            from services import usability_analysis
+            from services.usability import analysis as usability_analysis
             print(usability_analysis.run_cli(args.exchanges, args.out, corpus_reference=args.corpus_reference))
         elif args.analysis == "sd":
             print(sd_analysis.run_cli(args.ratings, args.out, n_factors=args.factors,
@@ -770,8 +772,9 @@ def _progress_printer():
 
 
 def cmd_qe_audit(args, settings):
-    from services import qe_audit, qe_service
-    from services.backends import BackendUnavailable
+    from services.qe import audit as qe_audit
+    from services.qe import service as qe_service
+    from services.models.backends import BackendUnavailable
     from storage import open_database
 
     try:
@@ -790,8 +793,9 @@ def cmd_qe_audit(args, settings):
 def cmd_qe_rerank(args, settings):
     import pandas as pd
 
-    from services import qe_audit, qe_service
-    from services.backends import BackendUnavailable
+    from services.qe import audit as qe_audit
+    from services.qe import service as qe_service
+    from services.models.backends import BackendUnavailable
     from storage import open_database
 
     try:
@@ -816,7 +820,8 @@ def cmd_qe_rerank(args, settings):
 
 
 def cmd_data(args, settings):
-    from services import gate_gente, mtgeneval
+    from services.qe import gate_gente
+    from services.qe import mtgeneval
 
     try:
         if args.dataset == "gate":
@@ -840,8 +845,8 @@ def cmd_data(args, settings):
 
 
 def cmd_speak(args, settings):
-    from services.backends import BackendUnavailable
-    from services.batch import speak_to_file
+    from services.models.backends import BackendUnavailable
+    from services.models.batch import speak_to_file
 
     try:
         r = speak_to_file(args.text, args.lang, args.out, args.backend or settings.tts_backend, args.voice)
@@ -865,7 +870,7 @@ def cmd_backup(args, settings):
 
 
 def cmd_export(args, settings):
-    from services.export import ExportError, export_study
+    from services.study.export import ExportError, export_study
     from storage import open_database
 
     database = open_database(settings.db_path, settings.journal_mode)
@@ -901,8 +906,8 @@ def _progress_bar(desc: str):
 
 
 def cmd_questions(args, settings):
-    from services.backends import BackendUnavailable
-    from services.question_gen import generate
+    from services.models.backends import BackendUnavailable
+    from services.questions.gen import generate
     from storage import open_database
 
     database = open_database(settings.db_path, settings.journal_mode)
@@ -919,13 +924,13 @@ def cmd_questions(args, settings):
 
 
 def cmd_metrics(args, settings):
-    from services import auto_qa
-    from services.backends import BackendUnavailable
+    from services.metrics import exchange as exchange_metrics
+    from services.models.backends import BackendUnavailable
     from storage import open_database
 
     database = open_database(settings.db_path, settings.journal_mode)
     try:
-        out = auto_qa.score_study(database, args.study, progress=_progress_bar("exchanges"))
+        out = exchange_metrics.score_auto_qa(database, args.study, progress=_progress_bar("exchanges"))
     except (BackendUnavailable, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -940,7 +945,7 @@ def main(argv=None):
 
     os.umask(0o077)     # the database, media, backups and exports: readable by this user only
     sys.path.insert(0, str(ROOT))
-    from services.settings import Settings
+    from services.common.settings import Settings
 
     parser = argparse.ArgumentParser(prog="app.py", description=__doc__)
     sub = parser.add_subparsers(dest="command")

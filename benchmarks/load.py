@@ -111,11 +111,11 @@ def run_level(url: str, tokens: list[str], api: str) -> tuple[list[float], float
 
 
 def render_hits(app) -> int:
-    """What the app's worker does once raters are assigned (services/da_campaign.assign_hit
+    """What the app's worker does once raters are assigned (services/da/campaign.assign_hit
     queues it): draw each HIT's text images, so a submit does not draw the next one. Run here,
     before the timing, because the app runs without its worker (see the module docstring)."""
-    from services import pipeline
-    from services.jobs_worker import Worker
+    from services.usability import pipeline
+    from services.common.jobs_worker import Worker
     from storage import open_database
 
     database = open_database(app.env["TRADLAB_DB"])

@@ -27,10 +27,10 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 import soundfile as sf  # noqa: E402
 
-from services import systems  # noqa: E402
-from services.audio_intake import store_recording  # noqa: E402
-from services.model_cache import CACHE  # noqa: E402
-from services.tts import PiperTTS  # noqa: E402
+from services.models import systems  # noqa: E402
+from services.usability.audio_intake import store_recording  # noqa: E402
+from services.models.cache import CACHE  # noqa: E402
+from services.models.tts import PiperTTS  # noqa: E402
 
 
 def peak_rss_mb() -> float:

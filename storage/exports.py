@@ -1,4 +1,4 @@
-"""The rows of a study's data export (services/export.py), one query per exported table.
+"""The rows of a study's data export (services/study/export.py), one query per exported table.
 
 Each row carries the internal ids of every participant it involves in columns ending in
 `__pid` (the author, and the sender of the exchange it is about). The service decides from

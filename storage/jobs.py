@@ -1,4 +1,4 @@
-"""Persistent background jobs: the rows the worker (services/jobs_worker.py) claims and runs."""
+"""Persistent background jobs: the rows the worker (services/common/jobs_worker.py) claims and runs."""
 from __future__ import annotations
 
 import datetime as dt

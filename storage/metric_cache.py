@@ -1,4 +1,4 @@
-"""Metric scores memoised by input hash (services.metrics.score_cached): the only SQL on the
+"""Metric scores memoised by input hash (services.metrics.registry.score_cached): the only SQL on the
 metric_scores table (created by migration m005_metric_cache).
 
 A row is keyed by (metric name, metric version, model id, sha256 of the inputs), so a new

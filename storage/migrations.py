@@ -288,7 +288,7 @@ def m004_sd_suitability(db) -> None:
 
 @migrations()
 def m005_metric_cache(db) -> None:
-    # metric scores memoised by input hash (storage/metric_cache.py, services/metrics.py)
+    # metric scores memoised by input hash (storage/metric_cache.py, services/metrics/registry.py)
     _run_script(db, """
         CREATE TABLE metric_scores (
             metric TEXT NOT NULL,
@@ -386,7 +386,7 @@ def m008_question_drafts(db) -> None:
 def m009_work_pool(db) -> None:
     # Items waiting for people (receive, validate, third-person baseline surveys, a withdrawn
     # recording waiting for a sender of its cell): a participant who needs work picks one here
-    # (services/workflow.next_item), so no request scans the study. need = people still to
+    # (services/participation/workflow.next_item), so no request scans the study. need = people still to
     # assign; stratum = what allocation balances over (the speaker's group and the system; for
     # 'record', the sender cell group|gender); rkey = seeded random order. The other indexes
     # serve the per-exchange checks that a submit runs (no SCAN of a study-sized table).
@@ -437,7 +437,7 @@ def m010_reference_translations(db) -> None:
 
 @migrations()
 def m011_link_secret_and_slots(db) -> None:
-    # Signed Prolific enrolment URLs (services/participants.py): the HMAC key, made once here
+    # Signed Prolific enrolment URLs (services/study/participants.py): the HMAC key, made once here
     # (TRADLAB_LINK_SECRET, when set, is used instead). participants.self_enrol = 1 marks the
     # slots made for Prolific self-enrolment; only these are ever claimed from a Prolific URL
     # (private-link slots never are). Slots already claimed through Prolific count as such.

@@ -206,7 +206,7 @@ def exchange_phases(database: Database, study_id: str, limit: int = 200, offset:
 def da_hit_loads(database: Database, study_id: str) -> dict[tuple[int, str, int], int]:
     """How many raters hold each (HIT, modality, run) (an assignment from before runs were
     stored counts as run 1). A rater whose HIT was withdrawn part-way
-    (services/participant_admin) no longer counts, so the HIT goes in full to a new rater."""
+    (services/admin/participants) no longer counts, so the HIT goes in full to a new rater."""
     rows = database.query(
         "SELECT json_extract(meta, '$.hit_id') AS hit, json_extract(meta, '$.modality') AS modality, "
         "COALESCE(json_extract(meta, '$.run'), 1) AS run, "

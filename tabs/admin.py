@@ -5,24 +5,25 @@ from __future__ import annotations
 
 import gradio as gr
 
-from services import admin, systems
-from services.batch import translate_files
-from services.model_cache import CACHE, MODEL_QUEUE
-from services.recording_review import ReviewError, decide
-from services.study_files import StudyValidationError
-from services.study_import import import_zip
-from services.zerogpu import gpu
+from services.admin import auth as admin
+from services.models import systems
+from services.models.batch import translate_files
+from services.models.cache import CACHE, MODEL_QUEUE
+from services.admin.recording_review import ReviewError, decide
+from services.study.files import StudyValidationError
+from services.study.importer import import_zip
+from services.models.zerogpu import gpu
 from tabs import admin_participants, admin_questions, admin_review
 from tabs.admin_common import host as _host
 from tabs.admin_common import details_for_admin, download, pager, pick_row
 from tabs.common import Ctx, plain_markdown
 
-# model calls a Gradio event makes get a GPU on ZeroGPU (the identity elsewhere: services/zerogpu.py)
+# model calls a Gradio event makes get a GPU on ZeroGPU (the identity elsewhere: services/models/zerogpu.py)
 _translate_on_gpu = gpu(translate_files)
 
 
 def _client_key(request: gr.Request | None) -> str:
-    """Whose failed logins count together (services.admin.throttle_key)."""
+    """Whose failed logins count together (services.admin.auth.throttle_key)."""
     peer = request.client.host if request is not None and request.client else None
     return admin.throttle_key(peer, getattr(request, "headers", None))
 
@@ -254,7 +255,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return str(e)
         if not study_id:
             return "Pick a study first."
-        from services import da_campaign
+        from services.da import campaign as da_campaign
 
         try:
             out = da_campaign.prerender(ctx.database, study_id, ctx.settings.media_dir,
@@ -264,7 +265,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         return f"Rendered {out['items']} item images and {out['audio_texts']} distinct audio texts (each once)."
 
     def make_export(study_id, fmt, ids, events):
-        from services import export
+        from services.study import export
 
         path = export.export_zip(ctx.database, study_id, ctx.settings.media_dir, fmt or "csv",
                                  include_external_ids=bool(ids), include_events=bool(events))

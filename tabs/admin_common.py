@@ -7,8 +7,8 @@ from typing import Callable
 
 import gradio as gr
 
-from services import admin
-from services.admin import Page
+from services.admin import auth as admin
+from services.common.paging import Page
 
 
 def details_for_admin(fn):

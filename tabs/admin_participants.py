@@ -8,10 +8,11 @@ from typing import Callable
 
 import gradio as gr
 
-from services import admin, participant_admin
-from services.participant_admin import STATUSES, whole_number
-from services.participants import link
-from services.study_files import ROLES
+from services.admin import auth as admin
+from services.admin import participants as participant_admin
+from services.admin.participants import STATUSES, whole_number
+from services.study.participants import link
+from services.common.vocabulary import ROLES
 from tabs.admin_common import details_for_admin, download, host, pager, pick_row
 from tabs.common import Ctx
 

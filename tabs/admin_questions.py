@@ -1,19 +1,20 @@
 """The admin tab's "Comprehension questions" section: review LLM-written drafts per starter,
-generate, and round-trip them as CSV. Layout and wiring only (services/question_review.py,
-services/question_gen.py); every handler checks the admin session."""
+generate, and round-trip them as CSV. Layout and wiring only (services/questions/review.py,
+services/questions/gen.py); every handler checks the admin session."""
 from __future__ import annotations
 
 import gradio as gr
 
-from services import question_gen, question_review
-from services.backends import BackendUnavailable
-from services.model_cache import MODEL_QUEUE
-from services.question_review import ReviewError
-from services.zerogpu import gpu
+from services.questions import gen as question_gen
+from services.questions import review as question_review
+from services.models.backends import BackendUnavailable
+from services.models.cache import MODEL_QUEUE
+from services.questions.review import ReviewError
+from services.models.zerogpu import gpu
 from tabs.admin_common import details_for_admin, download, pick_row
 from tabs.admin_common import host as _host
 
-# LLM calls made from an event get a GPU on ZeroGPU (the identity elsewhere: services/zerogpu.py)
+# LLM calls made from an event get a GPU on ZeroGPU (the identity elsewhere: services/models/zerogpu.py)
 _generate = gpu(question_gen.generate)
 _regenerate = gpu(question_gen.regenerate)
 

@@ -1,5 +1,5 @@
 """How the admin's review draws a flagged recording: the prompt and the transcript as QC
-compared them (normalised, aligned word by word: services/recording_qc.align), the words that
+compared them (normalised, aligned word by word: services/usability/recording_qc.align), the words that
 differ highlighted. Transcripts come from participants' speech: every word is escaped."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import html
 
 import pandas as pd
 
-from services.admin import Page
+from services.common.paging import Page
 
 # the review table: short columns first, the diff last and widest (read in one line per row)
 COLUMNS = ["id", "sender", "starter", "system", "seconds", "WER", "flags", "prompt vs transcript"]
@@ -55,7 +55,7 @@ def aligned_table(chunks: list[dict]) -> str:
 
 
 def review_table(page: Page) -> Page:
-    """services.admin.review_page's rows as the review table shows them: the alignment as an
+    """services.admin.auth.review_page's rows as the review table shows them: the alignment as an
     inline diff."""
     df = page.rows
     rows = pd.DataFrame({

@@ -4,13 +4,13 @@ from __future__ import annotations
 import gradio as gr
 import plotly.express as px
 
-from services import admin
+from services.admin import auth as admin
 from tabs.admin import _host, details_for_admin
 from tabs import qe_audit as qe_audit_tab
 from tabs.common import Ctx
 
 
-US_PLOTS = 14          # plot slots for the usability figures (services.usability_analysis.figures: 11 at most)
+US_PLOTS = 14          # plot slots for the usability figures (services.usability.analysis.figures: 11 at most)
 
 
 def study_reference(database, study_id: str) -> dict | None:
@@ -28,7 +28,8 @@ def analyse_usability(database, study_id: str, png: bool = False):
     the message to show instead."""
     import tempfile
 
-    from services import usability_analysis, usability_export
+    from services.usability import analysis as usability_analysis
+    from services.usability import export as usability_export
 
     df = usability_export.exchanges_frame(database, study_id) if study_id else None
     if df is None or len(df) < 3:
@@ -123,7 +124,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             auth.check(sess, _host(request))
         except PermissionError as e:
             return {da_notice: str(e)}
-        from services import da_analysis, da_campaign
+        from services.da import analysis as da_analysis
+        from services.da import campaign as da_campaign
 
         df = da_campaign.judgments_frame(ctx.database, study_id) if study_id else None
         if df is None or df.empty:
@@ -141,7 +143,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             auth.check(sess, _host(request))
         except PermissionError as e:
             return {us_notice: str(e)}
-        from services import usability_analysis
+        from services.usability import analysis as usability_analysis
 
         done = analyse_usability(ctx.database, study_id, png)
         if isinstance(done, str):
@@ -167,7 +169,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             return {sd_notice: str(e)}
         import pandas as pd
 
-        from services import sd_analysis
+        from services.sd import analysis as sd_analysis
         from storage import results, studies
 
         rows = results.sd_rating_rows(ctx.database, study_id) if study_id else []

@@ -9,9 +9,9 @@ from urllib.parse import quote
 
 import gradio as gr
 
-from services.items import AccessError, ItemView, get_view
-from services.submissions import SubmissionError, submit
-from services.texts import Voice
+from services.participation.items import AccessError, ItemView, get_view
+from services.participation.submissions import SubmissionError, submit
+from services.study.texts import Voice
 
 MAX_QUESTIONS = 10
 MAX_PAIRS = 24
@@ -26,7 +26,7 @@ class Ctx:
     # the page that holds a tab first names its API endpoint; a copy on another page (the
     # survey on the sender's and the rater's pages) calls the same handler without a name
     api: bool = True
-    lang: str = "en"           # the page's language (services/texts.py page_language)
+    lang: str = "en"           # the page's language (services/study/texts.py page_language)
 
     def api_name(self, name: str) -> dict:
         return {"api_name": name, "api_visibility": "undocumented"} if self.api else {"api_visibility": "private"}
@@ -72,7 +72,7 @@ def view_dict(view: ItemView | None, message: str = "", error: str = "") -> dict
 
 
 class Refusal(str):
-    """A refusal's message with its key (services/texts.py), so a page can react to which one it
+    """A refusal's message with its key (services/study/texts.py), so a page can react to which one it
     is (the validator's "move the slider" goes once the slider moves)."""
     key: str | None = None
 

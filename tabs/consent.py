@@ -1,5 +1,5 @@
 """The consent page and the demographics form, shown above the (hidden) role tabs until both
-are done. The rules are in services/consent.py; the form's fields come from the study, so
+are done. The rules are in services/study/consent.py; the form's fields come from the study, so
 they are rendered per participant (gr.render)."""
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Callable
 
 import gradio as gr
 
-from services.consent import ConsentError, page, pending_stage, record_consent, submit_demographics
-from services.items import AccessError, participant_for_token
-from services.texts import Voice
+from services.study.consent import ConsentError, page, pending_stage, record_consent, submit_demographics
+from services.participation.items import AccessError, participant_for_token
+from services.study.texts import Voice
 from storage import studies
 from tabs.common import Ctx
 

@@ -14,8 +14,8 @@ import html
 
 import gradio as gr
 
-from services import da_campaign
-from services.items import ready_participant
+from services.da import campaign as da_campaign
+from services.participation.items import ready_participant
 from tabs.common import Ctx, TabUI, file_url, plain_html, safe_submit
 from tabs.item_form import answer_of, form_value, item_form
 

@@ -6,9 +6,9 @@ import tempfile
 
 import gradio as gr
 
-from services import admin
-from services.model_cache import MODEL_QUEUE
-from services.zerogpu import gpu
+from services.admin import auth as admin
+from services.models.cache import MODEL_QUEUE
+from services.models.zerogpu import gpu
 from tabs.admin import _host
 from tabs.admin_common import details_for_admin
 from tabs.common import Ctx
@@ -16,14 +16,14 @@ from tabs.common import Ctx
 
 @gpu(duration=600)
 def _audit_on_gpu(*args, **kwargs):
-    """qe_service.run_audit inside a ZeroGPU grant (the identity elsewhere: services/zerogpu.py)."""
-    from services import qe_service
+    """qe_service.run_audit inside a ZeroGPU grant (the identity elsewhere: services/models/zerogpu.py)."""
+    from services.qe import service as qe_service
 
     return qe_service.run_audit(*args, **kwargs)
 
 
 def _metric_choices() -> list[str]:
-    from services import metrics
+    from services.metrics import registry as metrics
     return [m["name"] for m in metrics.available()] or ["e5-cosine"]
 
 
@@ -59,8 +59,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             auth.check(sess, _host(request))
         except PermissionError as e:
             return {notice: str(e)}
-        from services import qe_audit
-        from services.backends import BackendUnavailable
+        from services.qe import audit as qe_audit
+        from services.models.backends import BackendUnavailable
 
         if not path:
             return {notice: "Upload a PAIRS.csv first."}

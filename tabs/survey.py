@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from services.texts import texts
+from services.study.texts import texts
 from tabs.common import Ctx, TabUI, file_url, plain_html
 from tabs.item_form import form_tab
 

@@ -115,7 +115,7 @@ def database(tmp_path):
 
 @pytest.fixture
 def demo_db(database):
-    from services.study_import import import_study
+    from services.study.importer import import_study
 
     import_study(database, DEMO)
     return database

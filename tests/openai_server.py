@@ -105,21 +105,21 @@ class OpenAIServer:
     # share the app's loaded models, and the app's may have been loaded on a dead thread)
     def _model_cache(self):
         if self._cache is None:
-            from services.model_cache import ModelCache
+            from services.models.cache import ModelCache
             self._cache = ModelCache(device="cpu")
         return self._cache
 
     @property
     def asr(self):
         if self._asr is None:
-            from services.backends.offline import FasterWhisperASR
+            from services.models.backends.offline import FasterWhisperASR
             self._asr = FasterWhisperASR(cache=self._model_cache())
         return self._asr
 
     @property
     def mt(self):
         if self._mt is None:
-            from services.backends.offline import BergamotMT
+            from services.models.backends.offline import BergamotMT
             self._mt = BergamotMT("en-pt", cache=self._model_cache())
         return self._mt
 

@@ -9,7 +9,7 @@ import soundfile as sf
 
 
 def spoken_wav(text: str, path: Path, lead_s: float = 0.4, cache=None) -> Path:
-    from services.tts import PiperTTS
+    from services.models.tts import PiperTTS
 
     # deterministic: the same text gives the same audio, so ASR-based assertions are stable
     tts = PiperTTS(cache=cache, deterministic=True) if cache is not None else PiperTTS(deterministic=True)

@@ -6,8 +6,8 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from services import admin
-from services.admin import AdminAuth, LoginThrottle, client_address, exposure_warning, throttle_key
+from services.admin import auth as admin
+from services.admin.auth import AdminAuth, LoginThrottle, client_address, exposure_warning, throttle_key
 from conftest import AppClient
 
 
@@ -181,7 +181,7 @@ def test_frame_ancestors_setting_and_its_space_default():
     from starlette.testclient import TestClient
 
     from app import SecurityHeaders
-    from services.settings import Settings
+    from services.common.settings import Settings
 
     assert Settings.from_env({}).frame_ancestors == "'self'"
     space = Settings.from_env({"SPACE_ID": "me/app"}, data_root="/nonexistent")
@@ -239,7 +239,7 @@ def test_every_admin_event_shows_the_admin_its_unexpected_errors(tmp_path):
     """Each admin, analysis and QE-audit event goes through details_for_admin (login and logout
     run before any session exists)."""
     import app
-    from services.settings import Settings
+    from services.common.settings import Settings
     from storage import open_database
 
     demo = app.build_app(Settings.from_env(), open_database(tmp_path / "a.db")).team

@@ -130,7 +130,7 @@ def test_reassign_then_add_a_receiver_who_takes_the_waiting_items(client, sessio
 
 def test_the_completion_list_and_its_csv(client, session, links, app_server):
     pid = pid_of(app_server, links["validator"][0])
-    # what services/items does when a participant first finishes their role
+    # what services/participation/items does when a participant first finishes their role
     app_server.rows("UPDATE participants SET completed_at = '2026-01-02T03:04:05.000+00:00', "
                      "prolific_pid = 'PPID-7' WHERE id = ?", (pid,))
     msg, table, page, info = client.predict(session, 1, "demo", api_name="/admin_completions_page")

@@ -2,9 +2,9 @@
 differing words highlighted, in a table of short columns and one diff column."""
 from __future__ import annotations
 
-from services import admin
-from services.participants import add_participants
-from services.recording_review import queue_for_review
+from services.admin import auth as admin
+from services.study.participants import add_participants
+from services.admin.recording_review import queue_for_review
 from storage import queue, results
 from tabs import admin_review
 

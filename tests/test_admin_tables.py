@@ -1,10 +1,10 @@
 """The admin tab's tables as pure functions: each exchange's phase through the workflow."""
 from __future__ import annotations
 
-from services import admin
-from services.items import get_view
-from services.participants import add_participants
-from services.submissions import submit
+from services.admin import auth as admin
+from services.participation.items import get_view
+from services.study.participants import add_participants
+from services.participation.submissions import submit
 from storage import results
 
 
@@ -44,7 +44,7 @@ def test_exchange_phase_follows_the_workflow(demo_db, tmp_path):
 
 
 def test_a_proxied_request_is_never_local():
-    from services.admin import AdminAuth, client_address
+    from services.admin.auth import AdminAuth, client_address
 
     assert client_address("127.0.0.1", {"accept": "*/*"}) == "127.0.0.1"
     assert client_address("127.0.0.1", {"X-Forwarded-For": "203.0.113.9"}) == "forwarded"

@@ -1,14 +1,15 @@
 """The Analysis tab's DA section shows paper 001's Figure 3 (score distributions per item type,
-services.da_analysis 'score_distribution') with its table, beside the other DA figures."""
+services.da.analysis 'score_distribution') with its table, beside the other DA figures."""
 from __future__ import annotations
 
 import gradio as gr
 import pandas as pd
 
-from services import admin, da_analysis
-from services.items import get_view
-from services.participants import add_participants
-from services.submissions import submit
+from services.admin import auth as admin
+from services.da import analysis as da_analysis
+from services.participation.items import get_view
+from services.study.participants import add_participants
+from services.participation.submissions import submit
 from tabs.common import Ctx
 
 from test_da_paper001 import careful, da_study

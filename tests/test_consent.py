@@ -54,8 +54,8 @@ def study_folder(tmp_path, extra=SECTIONS, consent_md=CONSENT_MD):
 
 @pytest.fixture
 def consent_db(database, tmp_path):
-    from services.participants import add_participants
-    from services.study_import import import_study
+    from services.study.participants import add_participants
+    from services.study.importer import import_study
 
     import_study(database, study_folder(tmp_path))
     people = {"receiver": add_participants(database, "demo", "receiver", 2),
@@ -76,8 +76,8 @@ def counts(database):
 
 
 def test_config_problems_are_all_named_and_nothing_imported(database, tmp_path):
-    from services.study_files import StudyValidationError
-    from services.study_import import import_study
+    from services.study.files import StudyValidationError
+    from services.study.importer import import_study
 
     bad = '''
 [consent]
@@ -106,16 +106,16 @@ colour = "red"
 
 
 def test_consent_file_outside_the_folder_is_refused(database, tmp_path):
-    from services.study_files import StudyValidationError
-    from services.study_import import import_study
+    from services.study.files import StudyValidationError
+    from services.study.importer import import_study
 
     with pytest.raises(StudyValidationError, match="outside the study folder"):
         import_study(database, study_folder(tmp_path, '\n[consent]\nfile = "../../etc/passwd"\n'))
 
 
 def test_no_item_and_no_answer_before_consent(consent_db):
-    from services.items import AccessError, get_view
-    from services.submissions import submit
+    from services.participation.items import AccessError, get_view
+    from services.participation.submissions import submit
 
     database, tokens = consent_db
     tok = tokens["receiver"][0]
@@ -135,8 +135,8 @@ def test_no_item_and_no_answer_before_consent(consent_db):
 
 
 def test_decline_then_agree_and_agreement_is_final(consent_db):
-    from services.consent import ConsentError, pending_stage, record_consent, text_hash
-    from services.items import get_view
+    from services.study.consent import ConsentError, pending_stage, record_consent, text_hash
+    from services.participation.items import get_view
 
     database, tokens = consent_db
     p = participant(database, tokens["receiver"][0])
@@ -168,7 +168,7 @@ def test_decline_then_agree_and_agreement_is_final(consent_db):
     ("age=30", "form of field names"),
 ])
 def test_bad_demographics_are_refused_and_nothing_stored(consent_db, answers, message):
-    from services.consent import ConsentError, record_consent, submit_demographics
+    from services.study.consent import ConsentError, record_consent, submit_demographics
 
     database, tokens = consent_db
     p = participant(database, tokens["receiver"][0])
@@ -180,8 +180,8 @@ def test_bad_demographics_are_refused_and_nothing_stored(consent_db, answers, me
 
 
 def test_demographics_per_role_then_items(consent_db):
-    from services.consent import ConsentError, page, pending_stage, record_consent, submit_demographics
-    from services.items import get_view
+    from services.study.consent import ConsentError, page, pending_stage, record_consent, submit_demographics
+    from services.participation.items import get_view
     from storage import consent as store
     from storage import studies
 
@@ -209,8 +209,8 @@ def test_demographics_per_role_then_items(consent_db):
 
 
 def test_export_keeps_only_participants_who_agreed(consent_db):
-    from services.consent import record_consent, submit_demographics
-    from services.export import build_tables, exportable_participants
+    from services.study.consent import record_consent, submit_demographics
+    from services.study.export import build_tables, exportable_participants
 
     database, tokens = consent_db
     yes, no = (participant(database, t) for t in tokens["receiver"])

@@ -1,4 +1,4 @@
-"""services.da_analysis against direct computations with scipy/pandas on seeded generated data.
+"""services.da.analysis against direct computations with scipy/pandas on seeded generated data.
 
 The expected values are computed here with plain loops over the rows, independently of the
 module's groupby/merge code; only the statistical tests themselves come from scipy.
@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from services import da_analysis as A
+from services.da import analysis as A
 
 ROOT = Path(__file__).resolve().parent.parent
 WMT_DIR = ROOT.parent / "shared" / "data" / "wmt22-deen-da"

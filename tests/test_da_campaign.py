@@ -9,13 +9,14 @@ import shutil
 import pytest
 
 from conftest import DEMO
-from services import da_campaign, da_render
-from services.items import get_view
-from services.jobs_worker import Worker
-from services import pipeline
-from services.participants import add_participants
-from services.study_import import import_study
-from services.submissions import SubmissionError, submit
+from services.da import campaign as da_campaign
+from services.da import render as da_render
+from services.participation.items import get_view
+from services.common.jobs_worker import Worker
+from services.usability import pipeline
+from services.study.participants import add_participants
+from services.study.importer import import_study
+from services.participation.submissions import SubmissionError, submit
 from storage import studies
 
 
@@ -163,7 +164,7 @@ def test_feedback_after_the_last_item_and_the_analysis_frame(campaign):
 
 
 def test_the_campaigns_judgments_go_through_the_analysis(campaign):
-    from services import da_analysis
+    from services.da import analysis as da_analysis
 
     db, media = campaign
     raters = add_participants(db, "demo", "da", 2)         # one text, one audio rater

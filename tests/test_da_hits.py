@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from services.da_hits import _Donors, build_hits, degrade, span_length, span_start
+from services.da.hits import _Donors, build_hits, degrade, span_length, span_start
 
 WORD = re.compile(r"s\d+d(\d+)p(\d+)w\d+")
 

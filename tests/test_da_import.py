@@ -6,8 +6,8 @@ import math
 import pandas as pd
 import pytest
 
-from services import da_analysis as A
-from services import da_import as I
+from services.da import analysis as A
+from services.da import importer as I
 
 WMT_HEADER = "HITId\tWorkerId\tInput.src\tInput.trg\tInput.item\thit\tsys_id\trid\ttype\tsid\tscore\ttime\traw\n"
 

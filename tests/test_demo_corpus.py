@@ -7,11 +7,11 @@ from __future__ import annotations
 import html
 import re
 
-from services.items import bold_key_spans, get_view
-from services.participants import add_participants
-from services.study_files import load_study
-from services.study_import import import_study
-from services.texts import texts
+from services.participation.items import bold_key_spans, get_view
+from services.study.participants import add_participants
+from services.study.files import load_study
+from services.study.importer import import_study
+from services.study.texts import texts
 from storage import studies
 from tests.conftest import DEMO_ASSETS
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from services import settings as settings_mod
-from services import tls, zerogpu
-from services.settings import Settings
+from services.common import settings as settings_mod
+from services.common import tls
+from services.models import zerogpu
+from services.common.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 

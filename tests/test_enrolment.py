@@ -11,10 +11,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from services.participants import (ParticipantError, add_participants, enrol_from_link, prolific_link,
+from services.study.participants import (ParticipantError, add_participants, enrol_from_link, prolific_link,
                                    prolific_links)
-from services.study_files import StudyValidationError
-from services.study_import import import_study
+from services.study.files import StudyValidationError
+from services.study.importer import import_study
 from tests.conftest import DEMO, ROOT
 from conftest import AppClient
 
@@ -284,7 +284,7 @@ def test_cli_makes_self_enrolment_slots_and_prints_signed_urls(tmp_path):
 # -- the admin tab's add form -----------------------------------------------------------------------
 
 def test_admin_add_makes_self_enrolment_slots_only_without_external_ids(demo_db):
-    from services import participant_admin
+    from services.admin import participants as participant_admin
 
     made = participant_admin.add(demo_db, "demo", "receiver", 2, "", "", "", "admin@test", self_enrol=True)
     assert [demo_db.one("SELECT self_enrol FROM participants WHERE id = ?", [m.id])["self_enrol"]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from services import exchange_metrics, pipeline
-from services.jobs_worker import Worker
-from services.model_cache import ModelCache
+from services.metrics import exchange as exchange_metrics
+from services.usability import pipeline
+from services.common.jobs_worker import Worker
+from services.models.cache import ModelCache
 from storage import results
 
 CACHE = ModelCache(device="cpu")
@@ -38,7 +39,7 @@ def test_an_unknown_metric_in_the_study_is_an_import_error(tmp_path):
     import shutil
 
     from conftest import DEMO
-    from services.study_files import StudyValidationError, load_study
+    from services.study.files import StudyValidationError, load_study
 
     folder = tmp_path / "s"
     shutil.copytree(DEMO, folder)

@@ -12,14 +12,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from services import export as export_service
-from services import export_dictionary as dictionary
-from services.da_campaign import save_feedback
-from services.export import ExportError, export_study, export_zip, neutralise
-from services.items import get_view
-from services.participants import add_participants, enrol
-from services.recording_review import decide
-from services.submissions import submit
+from services.study import export as export_service
+from services.study import export_dictionary as dictionary
+from services.da.campaign import save_feedback
+from services.study.export import ExportError, export_study, export_zip, neutralise
+from services.participation.items import get_view
+from services.study.participants import add_participants, enrol
+from services.admin.recording_review import decide
+from services.participation.submissions import submit
 from storage import participants as participant_store
 from storage import results
 
@@ -95,8 +95,8 @@ def study(tmp_path_factory):
     reviewer, one from a Prolific self-enrolment), answers with formula-like text, a validation,
     third-person surveys, a DA judgment with feedback, SD ratings, metrics, an exclusion; its
     human translations are both references and exchanges of a listed human system."""
-    from services import workflow
-    from services.study_import import import_study
+    from services.participation import workflow
+    from services.study.importer import import_study
     from storage import open_database
 
     tmp = tmp_path_factory.mktemp("export")
@@ -199,7 +199,7 @@ def test_every_table_has_its_expected_columns_all_documented(study):
 def test_references_are_their_own_table_and_in_no_other(tmp_path):
     """The bundled demo: its human translations are references, exported as reference_translations
     and nowhere else (no exchange, no system, no item)."""
-    from services.study_import import import_study
+    from services.study.importer import import_study
     from storage import open_database
 
     db = open_database(tmp_path / "refs.db")

@@ -8,11 +8,12 @@ import json
 
 import pytest
 
-from services import export, export_dictionary as dictionary
-from services.items import get_view
-from services.participants import add_participants
-from services.submissions import submit
-from services.usability_export import exchanges_frame
+from services.study import export
+from services.study import export_dictionary as dictionary
+from services.participation.items import get_view
+from services.study.participants import add_participants
+from services.participation.submissions import submit
+from services.usability.export import exchanges_frame
 from storage import results, studies
 
 from test_da_paper001 import da_study
@@ -64,7 +65,7 @@ def test_the_frame_names_the_model_of_each_score_and_warns_when_one_metric_mixes
     (w,) = df.attrs["warnings"]
     assert "'cometkiwi-23-xl'" in w and OLD in w and NEW in w and "chrf" not in w
     # the model columns are not signals: the analysis reads only metric_* columns
-    from services import usability_analysis
+    from services.usability import analysis as usability_analysis
     assert usability_analysis.metric_columns(df) == ["metric_chrf", "metric_cometkiwi_23_xl"]
     # and the data dictionary documents both kinds of column
     documented = dictionary.ANALYSIS_PATTERN_COLUMNS["usability"]

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import pytest
 from PIL import Image
 
-from services import figure_files
+from services.common import figure_files
 
 
 def _figs():

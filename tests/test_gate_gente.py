@@ -1,4 +1,4 @@
-"""services/gate_gente.py: GATE and GeNTE files (paper 003's other two benchmarks) to PAIRS.
+"""services/qe/gate_gente.py: GATE and GeNTE files (paper 003's other two benchmarks) to PAIRS.
 
 The literal files below follow the public formats: GATE's two-variant files
 (github.com/MicrosoftTranslator/GATE, e.g. data/test_set/IT/IT_2_variants.txt: tab-separated,
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from services import gate_gente as GG
-from services import qe_audit
+from services.qe import gate_gente as GG
+from services.qe import audit as qe_audit
 
 GATE_IT = (
     "labels\tsource\tf\tm\tkw_s\tkw_f\tkw_m\n"

@@ -26,9 +26,9 @@ import json
 import pandas as pd
 import pytest
 
-from services import metrics  # noqa: F401  (registers the metrics; imports metrics_gemba)
-from services import qe_audit
-from services.metrics_gemba import (GembaDA, LANGUAGE_NAMES, PROMPTS, factory, language_name,
+from services.metrics import registry as metrics  # noqa: F401  (registers the metrics; imports metrics_gemba)
+from services.qe import audit as qe_audit
+from services.metrics.gemba import (GembaDA, LANGUAGE_NAMES, PROMPTS, factory, language_name,
                                     parse_score_paper)
 from tests.openai_server import OpenAIServer
 

@@ -19,14 +19,16 @@ import pytest
 from conftest import DEMO_ASSETS
 from markdown_it import MarkdownIt
 
-from services import da_campaign, rate_limit, submissions
-from services.backends import BackendUnavailable
-from services.backends.remote import RemoteMT, host_allowed
-from services.items import AccessError, ItemView, TooManyRequests, get_view
-from services.participants import add_participants
-from services.study_files import StudyValidationError, load_study
-from services.study_import import import_zip
-from services.submissions import SubmissionError, submit
+from services.da import campaign as da_campaign
+from services.participation import rate_limit
+from services.participation import submissions
+from services.models.backends import BackendUnavailable
+from services.models.backends.remote import RemoteMT, host_allowed
+from services.participation.items import AccessError, ItemView, TooManyRequests, get_view
+from services.study.participants import add_participants
+from services.study.files import StudyValidationError, load_study
+from services.study.importer import import_zip
+from services.participation.submissions import SubmissionError, submit
 from storage import participants, queue
 
 PIXEL = "http://127.0.0.1:9/pixel"

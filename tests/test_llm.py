@@ -1,4 +1,4 @@
-"""The LLM behind the comprehension-question features (services/llm.py): configuration from the
+"""The LLM behind the comprehension-question features (services/models/llm.py): configuration from the
 study's [llm] section and TRADLAB_LLM_* variables, the remote backend against the local
 OpenAI-compatible server, the transformers backend on a tiny chat LM trained here, and the
 [llm] / [questions] sections of study.toml."""
@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from services import llm, question_settings
-from services.backends import BackendUnavailable
-from services.study_files import StudyValidationError, load_study
+from services.models import llm
+from services.questions import settings as question_settings
+from services.models.backends import BackendUnavailable
+from services.study.files import StudyValidationError, load_study
 from tests.openai_server import OpenAIServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))      # tiny_models, whatever the import mode
@@ -131,7 +132,7 @@ def chat_lm(tmp_path_factory):
 
 
 def test_transformers_backend_answers_through_the_chat_template(chat_lm, no_network, clean_env):
-    from services.model_cache import ModelCache
+    from services.models.cache import ModelCache
     cache = ModelCache(device="cpu")
     clean_env.setenv("TRADLAB_LLM_MODEL", str(chat_lm))
     model = llm.get(cache=cache, max_tokens=16)

@@ -16,11 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from services import exchange_metrics, metrics, metrics_comet
-from services.backends import BackendUnavailable
-from services import metrics_metricx
-from services.metrics_metricx import metricx_input
-from services.model_cache import ModelCache
+from services.metrics import exchange as exchange_metrics
+from services.metrics import registry as metrics
+from services.metrics import comet as metrics_comet
+from services.models.backends import BackendUnavailable
+from services.metrics import metricx as metrics_metricx
+from services.metrics.metricx import metricx_input
+from services.models.cache import ModelCache
 from storage import metric_cache, queue, results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

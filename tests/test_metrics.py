@@ -1,12 +1,12 @@
-"""The metric registry (services.metrics) and its score cache (storage.metric_cache)."""
+"""The metric registry (services.metrics.registry) and its score cache (storage.metric_cache)."""
 from __future__ import annotations
 
 import pytest
 import sacrebleu
 
-from services import metrics
-from services.backends import BackendUnavailable
-from services.model_cache import ModelCache
+from services.metrics import registry as metrics
+from services.models.backends import BackendUnavailable
+from services.models.cache import ModelCache
 from storage import metric_cache
 
 SOURCES = ["The patient should take two tablets a day with water.",

@@ -1,4 +1,4 @@
-"""COMET, CometKiwi and xCOMET (services/metrics_comet.py) on tiny checkpoints built here
+"""COMET, CometKiwi and xCOMET (services/metrics/comet.py) on tiny checkpoints built here
 (tests/tiny_metric_models.py): configuration and its errors, the transformers-5 patches, and the
 scores' plumbing (finite floats, one per segment, batched, deterministic, order kept, None where a
 reference is needed and missing)."""
@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from services import metrics, metrics_comet
-from services.backends import BackendUnavailable
-from services.metrics_comet import ENV, CometMetric
-from services.model_cache import ModelCache
+from services.metrics import registry as metrics
+from services.metrics import comet as metrics_comet
+from services.models.backends import BackendUnavailable
+from services.metrics.comet import ENV, CometMetric
+from services.models.cache import ModelCache
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tiny_metric_models as tmm  # noqa: E402

@@ -1,11 +1,11 @@
-"""services.metrics_context: the paper's context concatenation (none / mon / bil)."""
+"""services.metrics.context: the paper's context concatenation (none / mon / bil)."""
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from services import metrics_context as C
+from services.metrics import context as C
 
 
 class CountingMT:

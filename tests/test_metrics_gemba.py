@@ -1,4 +1,4 @@
-"""GEMBA-DA (services/metrics_gemba.py): the answer parser, the remote backend against the local
+"""GEMBA-DA (services/metrics/gemba.py): the answer parser, the remote backend against the local
 OpenAI-compatible server (tests/openai_server.py) and the transformers backend on a tiny causal
 LM trained here to answer the GEMBA prompt with "90", "10" or a word."""
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from services import metrics
-from services.backends import BackendUnavailable
-from services.metrics_gemba import GembaDA, factory, parse_score
+from services.metrics import registry as metrics
+from services.models.backends import BackendUnavailable
+from services.metrics.gemba import GembaDA, factory, parse_score
 from tests.openai_server import OpenAIServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))      # tiny_models, whatever the import mode
@@ -214,7 +214,7 @@ def offline(no_network):
 
 def test_transformers_backend_scores_with_the_trained_judge(gemba_lm, offline, monkeypatch):
     from transformers import LlamaForCausalLM
-    from services.model_cache import ModelCache
+    from services.models.cache import ModelCache
     calls = []
     real = LlamaForCausalLM.generate
 

@@ -1,4 +1,4 @@
-"""MetricX-24 (services/metrics_metricx.py) on a tiny mT5 built here (tests/tiny_metric_models.py):
+"""MetricX-24 (services/metrics/metricx.py) on a tiny mT5 built here (tests/tiny_metric_models.py):
 the input strings, the tokenization, the regression head against an independent computation,
 clipping, batching, QE mode, blanks and the configuration errors."""
 from __future__ import annotations
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from services import metrics
-from services.backends import BackendUnavailable
-from services.metrics_metricx import (ENV_MAX_INPUT_LENGTH, ENV_MODEL, ENV_TOKENIZER, SCORE_TOKEN_ID, MetricX,
+from services.metrics import registry as metrics
+from services.models.backends import BackendUnavailable
+from services.metrics.metricx import (ENV_MAX_INPUT_LENGTH, ENV_MODEL, ENV_TOKENIZER, SCORE_TOKEN_ID, MetricX,
                                       encode, factory, metricx_input)
-from services.model_cache import ModelCache
+from services.models.cache import ModelCache
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tiny_metric_models as tmm  # noqa: E402

@@ -9,7 +9,7 @@ import weakref
 import pytest
 import torch
 
-from services.model_cache import ModelCache
+from services.models.cache import ModelCache
 
 
 class Model:

@@ -1,4 +1,4 @@
-"""services.mtgeneval: the converter on small literal files, and on the real en-pt data when
+"""services.qe.mtgeneval: the converter on small literal files, and on the real en-pt data when
 /work/shared/data/mt-geneval is present (skipped otherwise)."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from services import mtgeneval as G
-from services import qe_audit as Q
+from services.qe import mtgeneval as G
+from services.qe import audit as Q
 
 REAL = Path("/work/shared/data/mt-geneval/data")
 

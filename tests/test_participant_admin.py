@@ -1,4 +1,4 @@
-"""The designer's participant management (services/participant_admin.py) and the paged admin
+"""The designer's participant management (services/admin/participants.py) and the paged admin
 tables, on the demo study in a temporary database."""
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ import time
 
 import pytest
 
-from services import admin, participant_admin as pa
-from services.items import AccessError, get_view, participant_for_token
-from services.participant_admin import ParticipantAdminError
-from services.participants import ParticipantError, add_participants
+from services.admin import auth as admin
+from services.admin import participants as pa
+from services.participation.items import AccessError, get_view, participant_for_token
+from services.admin.participants import ParticipantAdminError
+from services.study.participants import ParticipantError, add_participants
 from storage import jobs, pool, queue, results
 from storage import participants as pstore
 

@@ -7,10 +7,11 @@ import re
 
 import pytest
 
-from services import dropouts, pipeline
-from services.items import get_view
-from services.participants import add_participants
-from services.submissions import submit
+from services.participation import dropouts
+from services.usability import pipeline
+from services.participation.items import get_view
+from services.study.participants import add_participants
+from services.participation.submissions import submit
 from storage import results
 
 from test_submissions import write_wav

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from services import pipeline
-from services.items import get_view
-from services.jobs_worker import Worker
-from services.model_cache import ModelCache
-from services.participants import add_participants
-from services.recording_review import decide, queue_for_review
-from services.submissions import submit
+from services.usability import pipeline
+from services.participation.items import get_view
+from services.common.jobs_worker import Worker
+from services.models.cache import ModelCache
+from services.study.participants import add_participants
+from services.admin.recording_review import decide, queue_for_review
+from services.participation.submissions import submit
 from speech import spoken_wav
 from storage import pool, jobs, queue, results
 
@@ -108,7 +108,7 @@ def test_more_than_three_rejections_exclude_the_sender_and_reassign_open_items(d
     import shutil
 
     from conftest import DEMO
-    from services.study_import import import_study
+    from services.study.importer import import_study
     from storage import results as res
     from test_submissions import write_wav
 

@@ -7,11 +7,13 @@ import shutil
 import pytest
 
 from conftest import DEMO
-from services import pipeline, recording_qc, systems
-from services.model_cache import ModelCache
-from services.participants import add_participants
-from services.study_files import StudyValidationError, load_study
-from services.study_import import import_study
+from services.usability import pipeline
+from services.usability import recording_qc
+from services.models import systems
+from services.models.cache import ModelCache
+from services.study.participants import add_participants
+from services.study.files import StudyValidationError, load_study
+from services.study.importer import import_study
 from speech import spoken_wav
 from storage import results
 
@@ -86,7 +88,7 @@ def test_every_system_gets_its_qc_transcript_from_the_qc_asr(database, tmp_path,
     ex = db.query("SELECT e.id, s.text FROM exchanges e JOIN assignments a ON a.exchange_id = e.id "
                   "JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
                   "WHERE a.participant_id = ? AND a.phase = 'record' ORDER BY e.id LIMIT 2", [sender.id])
-    from services.audio_intake import store_recording
+    from services.usability.audio_intake import store_recording
 
     for e, system in zip(ex, ("cascade-beam", "cascade-greedy")):
         built.clear()

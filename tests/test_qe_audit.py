@@ -1,4 +1,4 @@
-"""services.qe_audit on generated and literal scores.
+"""services.qe.audit on generated and literal scores.
 
 Expected values are computed here independently: the t-interval from scipy.stats.t.interval
 with scipy.stats.sem, the one-sided p from the t distribution's cdf, error rates, ties and
@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from services import qe_audit as Q
+from services.qe import audit as Q
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from services import qe_audit as Q
+from services.qe import audit as Q
 
 
 def _frame(spec, seed=5) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""services.qe_rerank on a literal example: greedy vs reranked outputs and their MT-GenEval
+"""services.qe.rerank on a literal example: greedy vs reranked outputs and their MT-GenEval
 gender accuracy, counted by hand."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from services import qe_rerank as R
+from services.qe import rerank as R
 
 PAIRS = pd.DataFrame({
     "instance_id": ["1", "2", "3"], "lang": "pt",

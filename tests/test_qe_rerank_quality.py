@@ -13,7 +13,7 @@ import sacrebleu
 import pandas as pd
 import pytest
 
-from services import qe_rerank as R
+from services.qe import rerank as R
 
 PAIRS = pd.DataFrame({
     "instance_id": ["1", "2", "3", "1", "2"], "lang": ["pt", "pt", "pt", "es", "es"],
@@ -111,8 +111,8 @@ def test_comet_auto_without_a_configured_comet_says_so(monkeypatch):
 
 
 def test_a_language_naming_judge_is_asked_per_language(monkeypatch):
-    from services import metrics  # noqa: F401  (imports metrics_gemba)
-    from services.metrics_gemba import GembaDA
+    from services.metrics import registry as metrics  # noqa: F401  (imports metrics_gemba)
+    from services.metrics.gemba import GembaDA
 
     prompts = []
 

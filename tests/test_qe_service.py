@@ -1,4 +1,4 @@
-"""services.qe_service and its commands: metric orientation, per-language 'bil' translation,
+"""services.qe.service and its commands: metric orientation, per-language 'bil' translation,
 reranking from candidates or a sampler, and the CLI (data mt-geneval, analyze qe-audit / qe-rerank)."""
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import sys
 import pandas as pd
 import pytest
 
-from services import metrics, qe_audit, qe_service
-from services.backends import BackendUnavailable
+from services.metrics import registry as metrics
+from services.qe import audit as qe_audit
+from services.qe import service as qe_service
+from services.models.backends import BackendUnavailable
 
 from conftest import ROOT
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from services import metrics, qe_service  # noqa: F401  (metrics registers metrics_gemba)
-from services.metrics_gemba import GembaDA
+from services.metrics import registry as metrics  # noqa: F401  (metrics registers metrics_gemba)
+from services.qe import service as qe_service
+from services.metrics.gemba import GembaDA
 
 CANDIDATES = pd.DataFrame([
     ("pt", "1", "The doctor arrived today.", "F", "O médico chegou hoje.", 1, "A médica chegou hoje.",

@@ -1,5 +1,5 @@
-"""Comprehension questions written by an LLM (services/question_gen.py) and reviewed
-(services/question_review.py), against the local OpenAI-compatible server answering as a
+"""Comprehension questions written by an LLM (services/questions/gen.py) and reviewed
+(services/questions/review.py), against the local OpenAI-compatible server answering as a
 deterministic question writer / answerer (tests/openai_server.py's responder), and against a
 tiny transformers LM that writes junk. Nothing reaches a study's questions before acceptance."""
 from __future__ import annotations
@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from services import llm, question_gen, question_review
-from services.items import get_view
-from services.participants import add_participants
-from services.question_parse import is_unanswerable
-from services.question_review import ReviewError
-from services.study_import import import_study
+from services.models import llm
+from services.questions import gen as question_gen
+from services.questions import review as question_review
+from services.participation.items import get_view
+from services.study.participants import add_participants
+from services.questions.parse import is_unanswerable
+from services.questions.review import ReviewError
+from services.study.importer import import_study
 from storage import pool, question_drafts, queue, studies
 from tests.openai_server import OpenAIServer
 
@@ -147,7 +149,7 @@ def test_generation_writes_drafts_and_nothing_else(gen_db, llm_env):
     assert [s.starter_id for s in again.starters] == ["s02"]
     assert len(question_drafts.for_starter(db, STUDY, "s01")) == 6
     # the export carries the drafts with their review status (the data dictionary's columns)
-    from services.export import build_tables
+    from services.study.export import build_tables
     drafts = build_tables(db, STUDY)[0]["question_drafts"]
     assert [(d["starter_id"], d["en"], d["status"]) for d in drafts] == [("s01", q, "draft") for q in GENERATED]
 
@@ -382,7 +384,7 @@ def junk_lm(tmp_path_factory):
 
 
 def test_a_junk_model_stores_nothing_invalid(gen_db, junk_lm, no_network, monkeypatch):
-    from services.model_cache import ModelCache
+    from services.models.cache import ModelCache
     for var in ("TRADLAB_LLM_BASE_URL", "TRADLAB_LLM_API_KEY_ENV"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("TRADLAB_LLM_MODEL", str(junk_lm))

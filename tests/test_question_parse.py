@@ -1,9 +1,9 @@
-"""Reading questions and answers out of messy LLM output (services/question_parse.py)."""
+"""Reading questions and answers out of messy LLM output (services/questions/parse.py)."""
 from __future__ import annotations
 
 import pytest
 
-from services.question_parse import (clean_answer, drop_near_duplicates, is_unanswerable, near_duplicate,
+from services.questions.parse import (clean_answer, drop_near_duplicates, is_unanswerable, near_duplicate,
                                      normalise, parse_questions)
 
 THREE = ["What is the daughter's name?", "How old is she?", "How many days has she had a fever?"]

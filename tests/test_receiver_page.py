@@ -9,12 +9,12 @@ import tomllib
 import pytest
 
 from test_texts import study_with
-from services.items import AccessError, get_view
-from services.participants import add_participants
-from services.study_files import StudyValidationError, load_study
-from services.study_import import import_study
-from services.submissions import SubmissionError, submit
-from services.texts import TEXTS, defaults, placeholders
+from services.participation.items import AccessError, get_view
+from services.study.participants import add_participants
+from services.study.files import StudyValidationError, load_study
+from services.study.importer import import_study
+from services.participation.submissions import SubmissionError, submit
+from services.study.texts import TEXTS, defaults, placeholders
 from tabs.common import header_html, refusal_text
 from tabs.receiver import translation_html
 
@@ -150,8 +150,8 @@ def test_counting_the_ready_items_reads_a_bounded_part_of_the_pool(demo_db):
 
 
 def test_too_many_requests_are_refused_in_portuguese_on_the_receivers_page(demo_db):
-    from services import rate_limit
-    from services.items import TooManyRequests
+    from services.participation import rate_limit
+    from services.participation.items import TooManyRequests
 
     (r,) = add_participants(demo_db, "demo", "receiver", 1)
     rate_limit.configure(1)                                    # 1 per second, a burst of 2

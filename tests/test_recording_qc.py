@@ -5,7 +5,7 @@ from __future__ import annotations
 import jiwer
 import pytest
 
-from services.recording_qc import check, words
+from services.usability.recording_qc import check, words
 
 PROMPT = "Hello, Doctor Silva! My daughter Ana is allergic to penicillin; she needs 250 mg of amoxicillin."
 
@@ -51,13 +51,13 @@ def test_the_demo_s04_reading_as_the_asr_writes_it_passes():
 
 
 def test_the_normaliser_is_built_once():
-    from services.recording_qc import normaliser
+    from services.usability.recording_qc import normaliser
 
     assert normaliser() is normaliser()
 
 
 def test_alignment_marks_what_differs():
-    from services.recording_qc import align
+    from services.usability.recording_qc import align
 
     chunks = align("Hello, Doctor Silva! My daughter needs ten pills.",
                    "hello doctor sylva my daughter needs 10 pills now")

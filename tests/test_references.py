@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from services import exchange_metrics
-from services.items import get_view
-from services.participants import add_participants
-from services.study_files import StudyValidationError, load_study
-from services.study_import import import_study
+from services.metrics import exchange as exchange_metrics
+from services.participation.items import get_view
+from services.study.participants import add_participants
+from services.study.files import StudyValidationError, load_study
+from services.study.importer import import_study
 from storage import queue, results, studies
 
 from conftest import DEMO_ASSETS, demo_with_exchanges

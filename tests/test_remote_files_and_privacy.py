@@ -269,8 +269,8 @@ def test_no_token_in_the_server_log(app):
 
 
 def test_media_files_are_written_for_the_apps_user_only(tmp_path):
-    """Recordings, synthesised audio and rendered images (services/media_files.atomic_write)."""
-    from services.media_files import atomic_write
+    """Recordings, synthesised audio and rendered images (services/common/media_files.atomic_write)."""
+    from services.common.media_files import atomic_write
 
     path = atomic_write(tmp_path / "media" / "recordings" / "x.wav", b"RIFF")
     assert _mode(path) == 0o600, oct(_mode(path))

@@ -1,10 +1,12 @@
-"""The workflow's repair (services/workflow.refresh), run by the worker and from the admin tab:
+"""The workflow's repair (services/participation/workflow.refresh), run by the worker and from the admin tab:
 it puts back what an event missed and changes nothing when nothing is missing."""
 from __future__ import annotations
 
-from services import admin, maintenance, workflow
-from services.participants import add_participants
-from services.study_import import import_study
+from services.admin import auth as admin
+from services.participation import maintenance
+from services.participation import workflow
+from services.study.participants import add_participants
+from services.study.importer import import_study
 from storage import jobs, open_database, pool
 
 from usability_helpers import answer_receiver, answer_survey, answer_validator, record_all, study_folder, until_none, wav

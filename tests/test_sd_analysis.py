@@ -1,4 +1,4 @@
-"""services.sd_analysis on crafted participants and seeded generated factor data.
+"""services.sd.analysis on crafted participants and seeded generated factor data.
 
 Expected values are computed here independently: the cleansing rules with plain loops, the
 quartiles with statistics.quantiles, KMO from the anti-image formula, Bartlett's test from its
@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from scipy import optimize, stats
 
-from services import sd_analysis as S
+from services.sd import analysis as S
 
 # ---------------------------------------------------------------------------------------------
 # generated data

@@ -8,11 +8,11 @@ import shutil
 import pytest
 
 from conftest import DEMO
-from services.items import get_view
-from services.participants import add_participants
-from services.sd_form import REPEAT_SUFFIX
-from services.study_import import import_study
-from services.submissions import SubmissionError, submit
+from services.participation.items import get_view
+from services.study.participants import add_participants
+from services.sd.form import REPEAT_SUFFIX
+from services.study.importer import import_study
+from services.participation.submissions import SubmissionError, submit
 from storage import results
 
 
@@ -141,7 +141,7 @@ def test_app_ratings_go_through_the_analysis_and_the_command(database, tmp_path)
     import numpy as np
     import pandas as pd
 
-    from services import sd_analysis
+    from services.sd import analysis as sd_analysis
 
     db = sd_study(database, tmp_path, repeats_per_sentence=2)
     rng = np.random.default_rng(3)

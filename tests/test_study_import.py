@@ -1,4 +1,4 @@
-"""Study folder validation (services.study_files) and import (services.study_import).
+"""Study folder validation (services.study.files) and import (services.study.importer).
 
 Every test works on its own copy of the demo study, a valid study, and mutates it: the copy
 (tests/conftest.py demo_with_exchanges) also lists a `human` system with imported exchanges,
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from services.participants import add_participants
-from services.study_files import StudyValidationError, load_study
-from services.study_import import import_study
+from services.study.participants import add_participants
+from services.study.files import StudyValidationError, load_study
+from services.study.importer import import_study
 from storage.db import open_database
 
 from conftest import DEMO_ASSETS as DEMO, demo_with_exchanges
@@ -286,7 +286,7 @@ def test_all_problems_are_reported_at_once(database, study):
 
 
 def test_error_message_names_file_row_and_field():
-    from services.study_files import StudyError
+    from services.study.files import StudyError
     err = StudyValidationError([StudyError("starters.csv", 5, "text", "too short"),
                                 StudyError("study.toml", None, None, "broken")])
     lines = str(err).splitlines()
@@ -756,7 +756,7 @@ def test_changed_reimport_with_participants_of_another_study_is_allowed(database
 def test_zip_upload_refuses_unsafe_paths_and_non_zips(database, tmp_path):
     import zipfile
 
-    from services.study_import import import_zip
+    from services.study.importer import import_zip
 
     evil = tmp_path / "evil.zip"
     with zipfile.ZipFile(evil, "w") as zf:

@@ -1,7 +1,7 @@
 """The Portuguese variant a study targets (issue 18, point 7): `[usability] target_variant`
 (pt-PT by default, as the paper's receivers in Portugal; or pt-BR), checked at import, passed
 to the systems that take one (their prompts' {target_language}) and to the LLM prompts, and
-the variant each system produced marked in the export (services/variants.py)."""
+the variant each system produced marked in the export (services/study/variants.py)."""
 from __future__ import annotations
 
 import json
@@ -9,9 +9,11 @@ import shutil
 
 import pytest
 
-from services import question_settings, systems, variants
-from services.study_files import StudyValidationError, load_study
-from services.study_import import import_study
+from services.questions import settings as question_settings
+from services.models import systems
+from services.study import variants
+from services.study.files import StudyValidationError, load_study
+from services.study.importer import import_study
 from storage import studies
 from tests.conftest import DEMO_ASSETS
 from tests.openai_server import OpenAIServer
@@ -129,7 +131,7 @@ def test_the_llm_prompts_name_the_studys_variant():
 # -- the export ----------------------------------------------------------------------------------
 
 def test_the_export_marks_the_variant_of_each_system_and_exchange(database, tmp_path):
-    from services.export import build_tables, export_study
+    from services.study.export import build_tables, export_study
     from tests.conftest import demo_with_exchanges
 
     import_study(database, demo_with_exchanges(tmp_path / "demo"))

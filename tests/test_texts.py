@@ -6,11 +6,11 @@ import shutil
 import pytest
 
 from conftest import DEMO
-from services.items import get_view
-from services.participants import add_participants
-from services.study_files import StudyValidationError, load_study
-from services.study_import import import_study
-from services.texts import defaults, sqm_label, texts
+from services.participation.items import get_view
+from services.study.participants import add_participants
+from services.study.files import StudyValidationError, load_study
+from services.study.importer import import_study
+from services.study.texts import defaults, sqm_label, texts
 
 
 def study_with(tmp_path, scales: str):

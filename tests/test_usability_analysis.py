@@ -1,4 +1,4 @@
-"""services.usability_analysis against independent computations on seeded generated data:
+"""services.usability.analysis against independent computations on seeded generated data:
 groups.csv against a pandas groupby, Spearman against scipy, the LMM against known
 coefficients (the scale of paper 000's Table 4) and against statsmodels' own (unpatched)
 solver, thresholds against a known linear relation, input errors naming file/row/column."""
@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from services import usability_analysis as U
+from services.usability import analysis as U
 
 SYSTEMS = {"DeSTA2": 0.0, "Phi 4": 0.069, "Tower+": 0.644, "Voxtral": 0.733}
 TOPICS = {"Everyday": 0.0, "Health": 0.332}

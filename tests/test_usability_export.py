@@ -7,11 +7,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from services import dropouts, usability_analysis
-from services.items import get_view
-from services.participants import add_participants
-from services.submissions import submit
-from services.usability_export import COLUMNS, exchanges_frame
+from services.participation import dropouts
+from services.usability import analysis as usability_analysis
+from services.participation.items import get_view
+from services.study.participants import add_participants
+from services.participation.submissions import submit
+from services.usability.export import COLUMNS, exchanges_frame
 
 from usability_helpers import record_all, wav
 
@@ -56,7 +57,7 @@ def test_rated_exchanges_become_rows(demo_db):
 
 
 def test_every_column_is_in_the_data_dictionary():
-    from services import export_dictionary as dictionary
+    from services.study import export_dictionary as dictionary
 
     cols = dictionary.ANALYSIS_TABLES["usability"][1]
     assert COLUMNS == list(cols) == dictionary.analysis_columns("usability")

@@ -1,4 +1,4 @@
-"""The first- vs third-person analysis (paper 000 appendix A.1) of services.usability_analysis
+"""The first- vs third-person analysis (paper 000 appendix A.1) of services.usability.analysis
 on seeded simulated studies of the paper's size (1,358 first-person and 380 third-person
 surveys: 38 of 174 senders dropped out, raters answered their exchanges' surveys): equal to
 statsmodels' own formula fit, a planted perspective effect recovered within its 95% CI, a
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from services import usability_analysis as U
+from services.usability import analysis as U
 
 from test_usability_analysis import SYSTEMS, items_for
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from services.items import ItemView
-from services.submissions import SubmissionError, _validate_validate
-from services.texts import defaults
+from services.participation.items import ItemView
+from services.participation.submissions import SubmissionError, _validate_validate
+from services.study.texts import defaults
 from tabs.common import header_html, refusal_text
 from tabs.item_form import FORM_JS
 from tabs.validator import _sqm_html

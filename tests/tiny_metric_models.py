@@ -112,7 +112,7 @@ def _save_comet(model, folder: Path) -> Path:
 def build_comet(out: Path) -> dict[str, Path]:
     """{"comet" | "cometkiwi" | "xcomet": model folder}; the encoders are in out/encoders."""
     import torch
-    from services.metrics_comet import _import_comet
+    from services.metrics.comet import _import_comet
     _import_comet()
     from comet.models import RegressionMetric, UnifiedMetric, XCOMETMetric
 
@@ -137,7 +137,7 @@ def build_metricx(out: Path) -> dict:
     import torch
     from transformers import AutoTokenizer, MT5Config, MT5ForConditionalGeneration
 
-    from services.metrics_metricx import encode, metricx_input
+    from services.metrics.metricx import encode, metricx_input
 
     out.mkdir(parents=True, exist_ok=True)
     texts = [metricx_input(s, h, r) for s, h, r in METRICX_DESIGN] + TEXTS

@@ -1,5 +1,5 @@
 """Driving the four-phase workflow in tests: senders record, the worker's outcome is stored as
-the worker would store it (services/pipeline.record_outcome: no model runs), and receivers,
+the worker would store it (services/usability/pipeline.record_outcome: no model runs), and receivers,
 validators and raters answer through the same calls the tabs make."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import re
 import shutil
 from pathlib import Path
 
-from services import pipeline
-from services.items import get_view
-from services.submissions import submit
+from services.usability import pipeline
+from services.participation.items import get_view
+from services.participation.submissions import submit
 
 from test_submissions import write_wav
 

@@ -1,4 +1,4 @@
-"""Time services.da_analysis.analyze() on the WMT22 de-en crowd DA judgments (26,154 rows).
+"""Time services.da.analysis.analyze() on the WMT22 de-en crowd DA judgments (26,154 rows).
 
     .venv/bin/python benchmarks/da/analysis.py [FOLDER] [--repeats 5]
 
@@ -23,8 +23,8 @@ from benchmarks.common import machine, timed  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from services.da_analysis import analyze  # noqa: E402
-from services.da_import import from_wmt_tsv  # noqa: E402
+from services.da.analysis import analyze  # noqa: E402
+from services.da.importer import from_wmt_tsv  # noqa: E402
 
 DEFAULT = ROOT.parent / "shared" / "data" / "wmt22-deen-da"
 TARGET_S = 3.0

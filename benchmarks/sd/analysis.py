@@ -1,4 +1,4 @@
-"""Time services.sd_analysis.analyze() at the size of paper 002's study.
+"""Time services.sd.analysis.analyze() at the size of paper 002's study.
 
     .venv/bin/python benchmarks/sd/analysis.py [--repeats 5] [--seed 0]
 
@@ -28,7 +28,7 @@ from benchmarks.common import machine, timed  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from services import sd_analysis as S  # noqa: E402
+from services.sd import analysis as S  # noqa: E402
 
 TARGET_S = 3.0
 PARTICIPANTS = 141

@@ -1,4 +1,4 @@
-"""Time services.usability_analysis.analyze() at the size of paper 000's study.
+"""Time services.usability.analysis.analyze() at the size of paper 000's study.
 
     .venv/bin/python benchmarks/usability/analysis.py [--repeats 5] [--seed 0]
 
@@ -30,7 +30,7 @@ from benchmarks.common import machine, timed  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from services import usability_analysis as U  # noqa: E402
+from services.usability import analysis as U  # noqa: E402
 
 TARGET_S = 3.0
 GROUPS = ("Hindi", "USB", "USW")
@@ -130,7 +130,7 @@ def main() -> None:
         raw.to_csv(csv, index=False)
         read = timed(lambda: U.read_exchanges(csv), args.repeats)
         write = timed(lambda: U.write_outputs(first, Path(tmp) / "out", png=False), args.repeats)
-        from services.figure_files import png_wanted
+        from services.common.figure_files import png_wanted
         png = (timed(lambda: U.write_outputs(first, Path(tmp) / "png", png=True), 1)[0]
                if png_wanted(True) else None)
     lmm = first.lmm.table.set_index("term")

@@ -5,7 +5,7 @@
 
 Every demo starter is read by the project's TTS (Piper's joe voice, espeak-ng en-us), after
 0.4 s of silence as a participant leaves after pressing record, and goes through the intake
-(16 kHz mono). The study's default QC ASR (services/recording_qc.DEFAULT_QC_ASR), or the one
+(16 kHz mono). The study's default QC ASR (services/usability/recording_qc.DEFAULT_QC_ASR), or the one
 --qc-asr gives (a study's [usability] qc_asr as JSON, e.g. Whisper large-v3 on a GPU host),
 transcribes:
 - the whole reading: a good recording; a flag is a false flag;
@@ -35,9 +35,10 @@ import numpy as np  # noqa: E402
 import soundfile as sf  # noqa: E402
 
 from benchmarks.common import machine  # noqa: E402
-from services import recording_qc, systems  # noqa: E402
-from services.audio_intake import store_recording  # noqa: E402
-from services.tts import EspeakTTS, PiperTTS  # noqa: E402
+from services.usability import recording_qc  # noqa: E402
+from services.models import systems
+from services.usability.audio_intake import store_recording  # noqa: E402
+from services.models.tts import EspeakTTS, PiperTTS  # noqa: E402
 
 LEAD_S = 0.4
 CUTS_S = (0.5, 1.5)

@@ -85,7 +85,7 @@ def _inputs(tab: str, token: str, view: dict, payload: dict, client, wav: bytes,
 
 def _drive(sim, url: str, person, wav: bytes, deadline: float, start: threading.Barrier, out: dict) -> None:
     """One participant's session on the app: /view, then up to SUBMITS submits."""
-    from services.texts import Voice, page_language
+    from services.study.texts import Voice, page_language
     from tests.load.harness import GradioHTTP
 
     lat, errors, recorded = [], [], []

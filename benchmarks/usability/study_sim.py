@@ -13,19 +13,19 @@ max latency, the ratio of the largest size's figures to the smallest's, actions 
 peak RSS, the end-of-run checks and the analysis of the app's own export.
 
 The study: a generated corpus (sim_corpus.py: starters in the paper's domain x source cells
-with 5-10 questions each) imported with services/study_import.py, participants added with
-services/participants.add_participants (senders in three waves, 10% of the receivers,
+with 5-10 questions each) imported with services/study/importer.py, participants added with
+services/study/participants.add_participants (senders in three waves, 10% of the receivers,
 validators and raters as late joiners halfway). Simulated participants act only through
-services.items.get_view and services.submissions.submit, as the tabs do: each visit opens the
+services.participation.items.get_view and services.participation.submissions.submit, as the tabs do: each visit opens the
 participant's tab (a view) and submits 1-4 items in a row, each submit returning the next item;
 2% of the submits are sent twice (a double click: must save nothing). The worker's model step
-is simulated: after a recording is saved, services.pipeline.record_outcome stores a stand-in
+is simulated: after a recording is saved, services.usability.pipeline.record_outcome stores a stand-in
 translation and the QC of a transcript (the starter's text, or for 5% of the readings the text
 without its first three words, which QC flags); the admin reviews the flagged recordings
-(services.recording_review: accept, reject about 15%, never a sender's second). 21% of the
-senders drop out after recording (services.dropouts.drop_out); their exchanges' surveys go to
+(services.admin.recording_review: accept, reject about 15%, never a sender's second). 21% of the
+senders drop out after recording (services.participation.dropouts.drop_out); their exchanges' surveys go to
 raters. Halfway one receiver with open items is deactivated and their open items reassigned
-(services.participant_admin). The database is copied (storage/backup.py) halfway and at the end.
+(services.admin.participants). The database is copied (storage/backup.py) halfway and at the end.
 
 Planted effects (the answers are deterministic per item, whoever gives them): the informed
 survey's latent u = 1.45 + 0.5 u_b + system (DeSTA2 0, Phi-4 +0.15, Voxtral +0.4) + 0.3 for
@@ -35,9 +35,9 @@ dithered rounding of it (benchmarks/usability/analysis.py's rule); the baseline 
 quality. The end of each run checks: every exchange of an active or replaced (dropped-out)
 sender whose recording was not rejected has answers, a validation and both surveys by one
 person; the design cells are balanced (the table is printed); nothing is stored twice; a final
-services.workflow.refresh adds nothing; the deactivated receiver's items were done by others;
+services.participation.workflow.refresh adds nothing; the deactivated receiver's items were done by others;
 and (unless --no-analysis) `python app.py analyze usability` on the app's export of the study
-(services/usability_export.exchanges_frame, the analysis tab's input, as CSV) recovers the
+(services/usability/export.exchanges_frame, the analysis tab's input, as CSV) recovers the
 planted system, topic and u_b effects within their 95% CIs; the tidy export
 (`python app.py export`) runs too.
 
@@ -174,7 +174,7 @@ def peak_rss_mb() -> dict:
 
 # -- simulated answers -------------------------------------------------------------------------
 def seeded(*parts) -> random.Random:
-    from services.assignment import seeded_rng
+    from services.participation.assignment import seeded_rng
     return seeded_rng("study-sim", *parts)
 
 
@@ -190,7 +190,7 @@ def likert3(latent: float, r: random.Random) -> list[int]:
 
 def write_wav(path: Path, seconds: float = 2.0, rate: int = 16000) -> Path:
     """A short real, non-silent recording: quiet lead-in, then a voiced-like tone with a
-    syllable envelope (passes services/audio_intake.py's checks)."""
+    syllable envelope (passes services/usability/audio_intake.py's checks)."""
     import numpy as np
 
     t = np.arange(int(seconds * rate)) / rate
@@ -333,7 +333,7 @@ class Sim:
 
     # setup ---------------------------------------------------------------------------------
     def setup(self) -> None:
-        from services.study_import import import_study
+        from services.study.importer import import_study
         from storage import open_database
 
         s = self.sizes
@@ -348,9 +348,9 @@ class Sim:
         self.t("admin/import_study", import_study, self.db, self.dir / "study", actor="sim")
         self.wav = write_wav(self.dir / "reading.wav")
         self.answers = Answerer(self.db, self.seed, self.wav)
-        from services.dropouts import drop_out
-        from services.pipeline import record_outcome
-        self.model_step, self.model_step_name = record_outcome, "services.pipeline.record_outcome"
+        from services.participation.dropouts import drop_out
+        from services.usability.pipeline import record_outcome
+        self.model_step, self.model_step_name = record_outcome, "services.usability.pipeline.record_outcome"
         self.drop_out = drop_out
         # who drops out: spread over the cells, the design index within a cell at random
         per_cell = {c: 0 for c in self.cells()}
@@ -379,7 +379,7 @@ class Sim:
         return [(g, s) for g in GROUPS for s in GENDERS]
 
     def add(self, role: str, n: int, group=None, gender=None, late=False) -> list[Person]:
-        from services.participants import add_participants
+        from services.study.participants import add_participants
         t0 = time.perf_counter()
         made = self.t("admin/add_participants", add_participants, self.db, STUDY_ID, role, n, group, gender,
                       actor="sim")
@@ -448,7 +448,7 @@ class Sim:
         """A receiver with open items is deactivated and their open items reassigned."""
         if self.deactivated is not None:
             return True
-        from services.participant_admin import deactivate, reassign_open_items
+        from services.admin.participants import deactivate, reassign_open_items
         from storage import queue
         for p in sorted((p for p in self.people if p.role == "receiver" and p.status == "active"),
                         key=lambda p: p.pid):
@@ -466,8 +466,8 @@ class Sim:
     # acting --------------------------------------------------------------------------------
     def visit(self, p: Person) -> int:
         """The participant opens their tab and submits 1-4 items in a row. Returns submits."""
-        from services.items import get_view
-        from services.submissions import submit
+        from services.participation.items import get_view
+        from services.participation.submissions import submit
 
         tab = p.tab
         view = self.t(f"{p.role}/{tab}/view", get_view, self.db, p.token, tab)
@@ -528,7 +528,7 @@ class Sim:
         self.t("sender/drop_out", self.drop_out, self.db, p.pid, actor="sim", reason="dropped out")
 
     def review(self) -> None:
-        from services.recording_review import decide, queue_for_review
+        from services.admin.recording_review import decide, queue_for_review
         while True:
             rows = self.t("admin/review_queue", queue_for_review, self.db, STUDY_ID, limit=200)
             if not rows:
@@ -703,7 +703,7 @@ def balance_table(db) -> tuple[list[dict], list[str]]:
             designs[(g, gen)] = sorted((r["starter_id"], r["system_id"]) for r in mine)
             by_sys = [row[f"system {s}"] for s in systems]
             by_str = [row[f"{d}/{s}"] for d, s in strata]
-            # services/assignment.sender_design balances both over every len(strata) x len(systems)
+            # services/participation/assignment.sender_design balances both over every len(strata) x len(systems)
             # senders of a cell; each sender of an incomplete cycle adds at most one to a difference
             tol = row["senders"] % (len(strata) * len(systems))
             for what, xs in (("systems", by_sys), ("domain x source", by_str)):
@@ -748,7 +748,7 @@ def check_reassignment(db, sim: Sim) -> tuple[dict, list[str]]:
 
 
 def repair_adds_nothing(db, timer: Timer) -> tuple[dict, list[str]]:
-    from services import workflow
+    from services.participation import workflow
     before = count_rows(db)
     open_before = db.scalar("SELECT COUNT(*) FROM assignments WHERE status = 'open'")
     timer("workflow/refresh (final repair)", workflow.refresh, db, STUDY_ID)
@@ -767,7 +767,7 @@ def analysis(sim: Sim) -> tuple[dict, list[str]]:
     and the tidy export (`app.py export`)."""
     import pandas as pd
 
-    from services import usability_export
+    from services.usability import export as usability_export
 
     out = sim.dir / "analysis"
     out.mkdir(exist_ok=True)
@@ -829,7 +829,7 @@ def simulate(workdir: Path, scale: float = 0.05, seed: int = 1, analyse: bool = 
     setup_s = time.perf_counter() - t0
     log(f"scale {scale}: {sizes.starters} starters, {sizes.senders} senders ({sizes.dropouts} drop out), "
         f"{sizes.receivers} receivers, {sizes.validators} validators, {sizes.raters} raters; "
-        f"model step: {sim.model_step_name}; dropout: services.dropouts.drop_out")
+        f"model step: {sim.model_step_name}; dropout: services.participation.dropouts.drop_out")
     sim.run()
     log(f"  done in {sim.rounds} rounds, {sim.wall_s:.1f} s: {sim.submits} submits, {sim.views} views")
     sim.snapshot("end")
@@ -881,9 +881,9 @@ def measure(snapshot: Path, per_tab: int = 25, refreshes: int = 5, seed: int = 1
     participants holding open items (the same sample on every checkout: chosen by SQL on the copy
     before any call)."""
     import services
-    from services import workflow
-    from services.items import get_view
-    from services.submissions import submit
+    from services.participation import workflow
+    from services.participation.items import get_view
+    from services.participation.submissions import submit
     from storage import open_database
     from storage.backup import backup
 

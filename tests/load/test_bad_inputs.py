@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from services.texts import Voice
+from services.study.texts import Voice
 from tests.load.harness import SAVED, AppError, GradioHTTP, file_data, prepared_app
 from tests.test_app_client import receiver_inputs, validator_inputs
 

@@ -72,10 +72,10 @@ def test_the_load_study_imports_with_20_item_text_hits(tmp_path):
 def test_a_double_submit_racing_the_first_is_told_it_was_saved(database, tmp_path, monkeypatch):
     """The second of two simultaneous submits can read the item as open and then find the
     queue moved on: it is the same answer again, not an out-of-order one."""
-    from services import submissions
-    from services.items import get_view
-    from services.participants import add_participants
-    from services.study_import import import_study
+    from services.participation import submissions
+    from services.participation.items import get_view
+    from services.study.participants import add_participants
+    from services.study.importer import import_study
     from storage import queue
 
     import_study(database, STUDY)
@@ -149,7 +149,7 @@ def test_kill_9_mid_run_loses_no_acknowledged_answer_and_resumes_jobs(tmp_path):
         runner.join(RUN_SECONDS + 60)
         assert not runner.is_alive(), "the raters did not finish after the restart"
         # every job the dead process left running is run again, to the end (the study's upkeep
-        # always has its next run pending: services/maintenance.py)
+        # always has its next run pending: services/participation/maintenance.py)
         assert wait_for(lambda: app.db("SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running') "
                                        "AND kind != 'study_maintenance'")[0][0] == 0,
                         150, step=0.5), app.db("SELECT id, kind, status, attempts, last_error FROM jobs "

@@ -1,0 +1,1 @@
+"""Designer-facing services: admin access control and progress tables, participant management, recording review."""

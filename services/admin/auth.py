@@ -1,0 +1,360 @@
+"""What the study designer sees: access control of the admin tab and the progress tables."""
+from __future__ import annotations
+
+import contextvars
+import hmac
+import json
+import math
+import secrets
+import threading
+import time
+from typing import Callable
+
+import pandas as pd
+
+from services.common.paging import Page, page_bounds
+from storage import jobs, queue, results, studies
+from services.admin.recording_review import queue_for_review
+from services.participation import maintenance
+from services.usability.recording_qc import FLAG_TEXT, align
+
+LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+SESSION_SECONDS = 12 * 3600
+
+
+FORWARDING_HEADERS = ("x-forwarded-for", "forwarded", "x-real-ip", "x-forwarded-host")
+LOCAL_HOST_NAMES = {"localhost", "127.0.0.1", "[::1]", "::1"}
+NOT_LOCAL = "forwarded"            # what client_address calls a caller that must use the password
+
+
+def _header_map(headers) -> dict[str, str]:
+    if headers is None:
+        return {}
+    try:
+        return {str(k).lower(): str(v) for k, v in headers.items()}
+    except AttributeError:
+        return {}
+
+
+def local_host_header(value: str | None) -> bool:
+    """Whether a Host header names this machine's loopback: localhost, 127.0.0.1 or [::1], with
+    or without a port. A page that rebinds its own DNS name to 127.0.0.1 still sends its name
+    (Host: evil.example:7860), so it is told apart from the designer's own browser."""
+    host = (value or "").strip().lower()
+    if host.startswith("["):                       # [::1] or [::1]:7860
+        name, _, rest = host.partition("]")
+        name, port = name + "]", rest[1:] if rest.startswith(":") else rest
+        if rest and not rest.startswith(":"):
+            return False
+    else:
+        name, _, port = host.partition(":")
+    return name in LOCAL_HOST_NAMES and (port == "" or port.isdigit())
+
+
+def client_address(host: str | None, headers=None) -> str | None:
+    """The caller's address as the admin rule sees it. A request that came through a reverse
+    proxy (it carries a forwarding header) is never local, whatever the socket's peer is: a
+    proxy on the same machine would otherwise make every visitor look like 127.0.0.1 and open
+    the passwordless admin tab to the world. Nor is a request whose Host header names anything
+    but localhost, 127.0.0.1 or [::1] (DNS rebinding: a web page whose name now points at
+    127.0.0.1). A request without a Host header (HTTP/1.0, a test) is judged by its peer."""
+    if headers is not None:
+        h = _header_map(headers)
+        if set(h) & set(FORWARDING_HEADERS):
+            return NOT_LOCAL
+        if "host" in h and not local_host_header(h["host"]):
+            return NOT_LOCAL
+    return host
+
+
+def throttle_key(host: str | None, headers=None) -> str:
+    """Whose failed logins count together: the socket's peer, and behind a proxy the address the
+    proxy itself appended (the last X-Forwarded-For entry; earlier ones are the client's to
+    forge). A direct client forging that header gets a fresh key each time, which the global
+    limit of LoginThrottle still catches."""
+    h = _header_map(headers)
+    hop = (h.get("x-forwarded-for", "").split(",")[-1].strip() or h.get("x-real-ip", "").strip())
+    return f"{host or '?'}|{hop}" if hop else (host or "?")
+
+
+class LoginThrottle:
+    """Failed admin logins, per client and overall: after `free` failures each further one makes
+    the client wait base * 2**k seconds (k = 0, 1, ...; at most `cap`) before its next attempt is
+    even checked. An attempt during the wait is refused unchecked (a right password too), so
+    guessing runs at the enforced pace. A count starts again after `forget_after` seconds without a
+    failure (a designer's typos over weeks add up to nothing). Held in memory: a restart forgets
+    it (and the sessions).
+    `clock` (seconds) is injectable so tests count the waits without sleeping."""
+
+    MAX_KEYS = 10_000
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, free: int = 5, base: float = 1.0,
+                 cap: float = 300.0, global_free: int = 30, global_cap: float = 60.0,
+                 forget_after: float = 3600.0):
+        self.clock = clock
+        self.forget_after = forget_after
+        self._last: dict[str, float] = {}
+        self.free, self.base, self.cap = free, base, cap
+        self.global_free, self.global_cap = global_free, global_cap
+        self._fails: dict[str, int] = {}
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def wait_left(self, key: str) -> float:
+        """Seconds before `key` (or anyone, while the global limit holds) may try again."""
+        now = self.clock()
+        with self._lock:
+            return max(0.0, self._until.get(key, 0.0) - now, self._until.get("*", 0.0) - now)
+
+    def _delay(self, n: int, free: int, cap: float) -> float:
+        return 0.0 if n <= free else min(cap, self.base * 2 ** min(n - free - 1, 60))
+
+    def failed(self, key: str) -> float:
+        """Count a failure of `key`; returns the wait it now has to sit out."""
+        now = self.clock()
+        with self._lock:
+            if len(self._fails) > self.MAX_KEYS:     # forged keys must not grow memory without end
+                for k in [k for k, until in self._until.items() if until <= now and k != "*"]:
+                    self._fails.pop(k, None)
+                    self._until.pop(k, None)
+                    self._last.pop(k, None)
+            for k, free, cap in ((key, self.free, self.cap), ("*", self.global_free, self.global_cap)):
+                if now - self._last.get(k, now) > self.forget_after:
+                    self._fails[k] = 0
+                self._last[k] = now
+                self._fails[k] = self._fails.get(k, 0) + 1
+                self._until[k] = now + self._delay(self._fails[k], free, cap)
+        return self.wait_left(key)
+
+    def succeeded(self, key: str) -> None:
+        with self._lock:
+            self._fails.pop(key, None)
+            self._until.pop(key, None)
+            self._last.pop(key, None)
+
+
+class AdminAuth:
+    """Admin sessions: a password from the settings; with none set, local requests only.
+
+    Failed logins are rate-limited (LoginThrottle) and, given a database, written to the audit
+    log (action 'admin_login_failed'). Sessions expire after SESSION_SECONDS and end at logout()."""
+
+    def __init__(self, password: str, database=None, clock: Callable[[], float] = time.monotonic,
+                 throttle: LoginThrottle | None = None):
+        self.password = password or ""
+        self.database = database
+        self.clock = clock
+        self.throttle = throttle or LoginThrottle(clock)
+        self._sessions: dict[str, float] = {}
+
+    def available(self, client_host: str | None) -> bool:
+        return bool(self.password) or (client_host or "") in LOOPBACK
+
+    def _log(self, action: str, client_host, key, detail=None) -> None:
+        if self.database is not None:
+            with self.database.write():
+                self.database.log(f"admin@{client_host}", action, "admin", key, detail)
+
+    def login(self, password: str, client_host: str | None, key: str | None = None) -> str:
+        """A new session for the right password (or a local request when none is set). `key` says
+        whose failures count together (throttle_key; default the client address)."""
+        if not self.available(client_host):
+            raise PermissionError("The admin tab is served only to localhost until TRADLAB_ADMIN_PASSWORD is set.")
+        key = key or (client_host or "?")
+        if self.password:
+            wait = self.throttle.wait_left(key)
+            if wait > 0:
+                raise PermissionError(f"Too many failed logins: try again in {math.ceil(wait)} s.")
+            if not hmac.compare_digest(self.password.encode(), (password or "").encode()):
+                wait = self.throttle.failed(key)
+                self._log("admin_login_failed", client_host, key, {"wait_s": round(wait, 1)})
+                raise PermissionError("Wrong password." + (f" Try again in {math.ceil(wait)} s." if wait else ""))
+            self.throttle.succeeded(key)
+        session = secrets.token_urlsafe(24)
+        self._sessions[session] = self.clock() + SESSION_SECONDS
+        return session
+
+    def check(self, session: str | None, client_host: str | None) -> None:
+        if not self.available(client_host):
+            raise PermissionError("The admin tab is served only to localhost until TRADLAB_ADMIN_PASSWORD is set.")
+        expiry = self._sessions.get(session or "")
+        if not expiry or expiry < self.clock():
+            self._sessions.pop(session or "", None)
+            raise PermissionError("Please log in.")
+        _CHECKED.set(True)
+
+    def logout(self, session: str | None, client_host: str | None = None) -> bool:
+        """End a session on the server: its id opens nothing from now on (logged as 'admin_logout')."""
+        ended = self._sessions.pop(session or "", None) is not None
+        if ended:
+            self._log("admin_logout", client_host, None)
+        return ended
+
+
+# True once AdminAuth.check passed in the current handler call (tabs use it to show an admin the
+# details of an unexpected error, and a participant or a stranger only a generic message)
+_CHECKED: contextvars.ContextVar[bool] = contextvars.ContextVar("admin_checked", default=False)
+
+
+def run_checked(fn: Callable, *args, **kwargs):
+    """fn(*args, **kwargs) with the 'admin checked' mark reset first. An exception it raises
+    carries the mark as its attribute admin_checked: whether an AdminAuth.check had passed."""
+    token = _CHECKED.set(False)
+    try:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            e.admin_checked = _CHECKED.get()
+            raise
+    finally:
+        _CHECKED.reset(token)
+
+
+def study_choices(database) -> list[tuple[str, str]]:
+    return [(f"{s['name']} ({s['id']})", s["id"]) for s in studies.list_studies(database)]
+
+
+def progress_table(database, study_id: str) -> pd.DataFrame:
+    rows = queue.study_progress(database, study_id)
+    if not rows:
+        return pd.DataFrame(columns=["role", "phase", "open", "done"])
+    df = pd.DataFrame(rows).pivot_table(index=["role", "phase"], columns="status", values="n",
+                                        aggfunc="sum", fill_value=0).reset_index()
+    for col in ("open", "done"):
+        if col not in df:
+            df[col] = 0
+    return df[["role", "phase", "open", "done"]]
+
+
+def collected_counts(database, study_id: str) -> pd.DataFrame:
+    c = results.table_counts(database, study_id)
+    return pd.DataFrame({"what": list(c), "rows": list(c.values())})
+
+
+def job_counts(database) -> pd.DataFrame:
+    c = jobs.status_counts(database)
+    return pd.DataFrame({"status": list(c), "jobs": list(c.values())})
+
+
+def jobs_page(database, page=1, page_size: int = 50) -> Page:
+    """Jobs, failures first, then the newest, with their errors (a failed job can be retried)."""
+    total = jobs.count(database)
+    page, pages, offset = page_bounds(total, page, page_size)
+    cols = ["id", "kind", "status", "attempts", "max_attempts", "last_error", "updated_at"]
+    rows = pd.DataFrame(jobs.page(database, page_size, offset), columns=cols).fillna("")
+    return Page(rows, page, pages, total)
+
+
+def repair_workflow(database, study_id: str | None) -> str:
+    """The periodic upkeep, now: drop-out detection and the workflow's repair."""
+
+    study = studies.get_study(database, study_id) if study_id else None
+    if not study:
+        return "Pick a study first."
+    if "usability" not in study["config"]["study"]["protocols"]:
+        return f"Study '{study_id}' has no four-phase workflow to repair."
+    out = maintenance.run(database, study_id, every_s=0)
+    dropped = f"; {len(out['dropped_out'])} inactive sender(s) marked as dropped out" if out["dropped_out"] else ""
+    return (f"Repair done: {out['repaired']} missing item(s) or pool place(s) put right{dropped}."
+            if out["repaired"] or dropped else "Repair done: nothing was missing.")
+
+
+def retry_job(database, job_id) -> str:
+    try:
+        jid = int(job_id)
+    except (TypeError, ValueError):
+        return "Give the id of a failed job."
+    return f"Job {jid} will run again." if jobs.retry(database, jid) else f"Job {jid} is not a failed job."
+
+
+def models_table(cache) -> pd.DataFrame:
+    cols = ["model", "device", "size_mb", "load_s", "uses", "last_used"]
+    return pd.DataFrame(cache.report(), columns=cols)
+
+
+def review_page(database, study_id: str, page=1, page_size: int = 20) -> Page:
+
+    total = results.review_count(database, study_id)
+    page, pages, offset = page_bounds(total, page, page_size)
+    # alignment: the prompt and transcript word by word (recording_qc.align), which the tab draws
+    cols = ["id", "sender_id", "starter_id", "system_id", "duration_s", "wer", "flags", "alignment"]
+    rows = pd.DataFrame(queue_for_review(database, study_id, limit=page_size, offset=offset), columns=cols)
+    return Page(rows, page, pages, total)
+
+
+def review_item(database, recording_id) -> dict | None:
+    """What the reviewer compares for one recording: audio, prompt and transcript, its flags in
+    words and the two aligned word by word (recording_qc.align)."""
+
+    try:
+        rec = results.recording(database, int(recording_id))
+    except (TypeError, ValueError):
+        return None
+    if rec is None:
+        return None
+    ex = queue.exchange(database, rec["exchange_id"])
+    starter = studies.starter(database, ex["study_id"], ex["starter_id"])
+    flags = json.loads(rec["qc_flags"] or "[]")
+    return {"id": rec["id"], "audio": rec["path_original"], "prompt": starter["text"],
+            "transcript": rec["transcript"] or "", "wer": rec["wer"], "status": rec["qc_status"],
+            "flags": [FLAG_TEXT.get(f, f) for f in flags],
+            "alignment": align(starter["text"], rec["transcript"] or "")}
+
+
+def exchange_phase(row: dict) -> str:
+    """Where an exchange stands in the four phases, in the designer's words."""
+    if row["withdrawn"]:
+        return "withdrawn (sender excluded)"
+    if row["sender"] is not None and row["recording"] is None:
+        return "1 to record"
+    if row["recording"] == "rejected":
+        return "recording rejected"
+    if row["recording"] == "flagged":
+        return "recording flagged: review"
+    if not row["translated"]:
+        return "1 recorded: QC and translation queued"
+    if row["recording"] == "pending":
+        return "1 translated: QC queued"
+    if not row["answered"]:
+        return "2 with receivers"
+    if row["validated"] < row["answered"]:
+        return "3 with validators"
+    if not row["informed"]:
+        return "4 surveys" + (" (baseline done)" if row["baseline"] else "")
+    return "complete"
+
+
+def exchanges_table(database, study_id: str, page: int = 1, page_size: int = 100) -> pd.DataFrame:
+    rows = queue.exchange_phases(database, study_id, page_size, (max(page, 1) - 1) * page_size)
+    for r in rows:
+        r["phase"] = exchange_phase(r)
+        r["sender"] = "" if r["sender"] is None else str(r["sender"])   # imported exchanges have none
+        r["recording"] = r["recording"] or ""
+        r["wer"] = "" if r["wer"] is None else f"{r['wer']:.2f}"
+    cols = ["exchange", "phase", "sender", "starter", "system", "recording", "wer", "answered", "validated",
+            "baseline", "informed"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def exchanges_page(database, study_id: str, page=1, page_size: int = 100) -> Page:
+    total = queue.exchange_count(database, study_id)
+    page, pages, _ = page_bounds(total, page, page_size)
+    return Page(exchanges_table(database, study_id, page, page_size), page, pages, total)
+
+
+def exposure_warning(host: str, password: str, on_space: bool = False, root_path: str | None = None) -> str | None:
+    """The start-up warning for a server reachable from other machines (a non-loopback listen
+    address, a Space, a proxy's root path) with no admin password: the passwordless admin then
+    rests on every request's forwarding headers and Host, which a proxy that adds no forwarding
+    header defeats."""
+    if password:
+        return None
+    bare = (host or "").strip("[]")
+    if not (on_space or root_path or bare not in ("127.0.0.1", "localhost", "::1")):
+        return None
+    where = "a Hugging Face Space" if on_space else f"{host}" + (f" behind the root path {root_path}" if root_path else "")
+    return (f"WARNING: the server listens on {where} and TRADLAB_ADMIN_PASSWORD is not set. The Admin and "
+            f"Analysis tabs are served without a password only to direct requests from this machine (loopback "
+            f"client, Host localhost/127.0.0.1/[::1], no forwarding header). A reverse proxy that adds no "
+            f"forwarding header (X-Forwarded-For, Forwarded, X-Real-IP) would make every visitor local: set "
+            f"TRADLAB_ADMIN_PASSWORD before exposing the app.")

@@ -1,0 +1,74 @@
+"""The manual review of flagged recordings, and the exclusion rule that follows from it.
+
+A reviewer listens, reads the transcript against the starter, and accepts (the exchange
+goes on to the receivers) or rejects (it never does). A sender with more than three
+rejected recordings is excluded from analyses (participants.excluded_at) and their open
+items are withdrawn; each withdrawn recording item goes to another active sender, of the
+same group and gender where possible, who has not had that starter
+(services/admin/participants.withdraw_and_reassign, which the admin's reassign also uses).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from services.participation import workflow
+from services.admin.participants import withdraw_and_reassign
+from services.usability.recording_qc import FLAG_TEXT, MAX_REJECTED, align
+from storage import participants, queue, results
+
+
+class ReviewError(ValueError):
+    pass
+
+
+@dataclass
+class ReviewOutcome:
+    recording_id: int
+    status: str
+    sender_excluded: bool = False
+    reassigned: list[dict] = field(default_factory=list)     # {"exchange", "to"} per item
+    unassigned: list[int] = field(default_factory=list)       # withdrawn items nobody could take
+
+
+def queue_for_review(database, study_id: str | None = None, status: str = "flagged", limit: int = 100,
+                     offset: int = 0) -> list[dict]:
+    """The recordings to review, each with its flags in words and the normalised prompt and
+    transcript aligned word by word (recording_qc.align: what QC compared)."""
+    rows = results.recordings_for_review(database, study_id, status, limit, offset)
+    for r in rows:
+        flags = json.loads(r["qc_flags"] or "[]")
+        r["flags"] = ", ".join(FLAG_TEXT.get(f, f) for f in flags)
+        r["alignment"] = align(r["prompt"], r["transcript"] or "")
+    return rows
+
+
+def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewOutcome:
+    if decision not in ("accept", "reject"):
+        raise ReviewError("decision must be 'accept' or 'reject'")
+    rec = results.recording(database, int(recording_id))
+    if rec is None:
+        raise ReviewError(f"there is no recording {recording_id}")
+    if rec["qc_status"] not in ("flagged", "accepted", "rejected"):
+        raise ReviewError(f"recording {recording_id} is {rec['qc_status']}: only flagged recordings are reviewed")
+    status = "accepted" if decision == "accept" else "rejected"
+    ex = queue.exchange(database, rec["exchange_id"])
+    out = ReviewOutcome(rec["id"], status)
+    with database.write() as db:
+        results.review_recording(db, rec["id"], status, reviewer)
+        database.log(reviewer, "review", "recordings", rec["id"], {"decision": status})
+        sender = participants.get(database, ex["sender_id"]) if ex["sender_id"] else None
+        if (status == "rejected" and sender and sender["excluded_at"] is None
+                and results.rejected_count(database, sender["id"]) > MAX_REJECTED):
+            _exclude_and_reassign(db, database, sender, reviewer, out)
+        workflow.exchange_ready(database, ex["id"])
+    return out
+
+
+def _exclude_and_reassign(db, database, sender, reviewer, out: ReviewOutcome) -> None:
+    participants.exclude(db, sender["id"], f"more than {MAX_REJECTED} rejected recordings")
+    database.log(reviewer, "exclude", "participants", sender["id"], {"reason": "rejected recordings"})
+    out.sender_excluded = True
+    moved = withdraw_and_reassign(db, database, participants.get(database, sender["id"]), reviewer)
+    out.reassigned = [m for m in moved.moved if m["phase"] == "record"]
+    out.unassigned = [d["exchange"] for d in moved.dropped if d["phase"] == "record"]

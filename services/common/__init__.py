@@ -1,0 +1,1 @@
+"""Leaves shared by every package: vocabulary, paging, settings, analysis input/output, file writing, the worker."""

@@ -1,0 +1,210 @@
+"""A direct-assessment campaign in the app (paper 001): HIT assignment, what an item shows,
+the rules of a judgment, feedback, and the judgments as the analysis reads them.
+
+- A rater gets one HIT in one modality (between-subjects): with `modality = "both"` the
+  modality with fewer raters so far, then, in it, the (run, HIT) fewest raters hold, earlier
+  runs first. `runs` (default 1) is the number of independent runs of the same HITs: a rater
+  of run 2 rates a HIT that another rater rated in run 1, and the run number is stored with the
+  assignment (its meta), so the analysis's self-replication (paper 001, section 3.2: "we
+  conduct two independent runs and compute the Pearson correlation (r) between the initial and
+  self-replicated results") needs one study, not two merged on the command line. Items keep
+  the HIT's order (no randomisation, no going back: the tab only ever shows the next open item).
+- Text mode shows reference (grey) and candidate (black) as one image; the view never carries
+  the candidate as text. Audio mode plays the candidate synthesised by the TTS service and
+  shows the reference as an image too (paper 001, Figure 2: "the text in presented in the
+  image form"; section 2.2.1: bit-mapped images "to deter workers from using speech feature of
+  Web Browsers to read-aloud"), so the view carries neither text; an audio item is shown only
+  once its audio exists (a background job renders a HIT's audio and reference images when it
+  is assigned, or the admin pre-renders the campaign).
+- `lock_until_played` (default false: paper 001 does not lock the slider; its rater "can use
+  audio control to listen translations"): when true, the audio page keeps the slider locked
+  until the candidate has played to its end, and a judgment is refused when it arrives before
+  the audio could have been played to the end since the item was shown.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import wave
+from pathlib import Path
+
+import pandas as pd
+
+from services.models import tts
+from services.da.render import render_text_item
+from storage import jobs, queue, results, studies
+from storage.db import now
+from services.study.texts import texts
+from storage import participants
+
+MAX_FEEDBACK = 5000
+LISTEN_TOLERANCE_S = 0.5
+
+
+class DAError(ValueError):
+    pass
+
+
+def choose_modality(database, study) -> str:
+    m = study["config"]["da"]["modality"]
+    if m != "both":
+        return m
+    counts = queue.da_modality_counts(database, study["id"])
+    return min(("text", "audio"), key=lambda x: counts.get(x, 0))
+
+
+def assign_hit(db, database, study, pid: int) -> None:
+    sid = study["id"]
+    hits = studies.da_hits(database, sid)
+    if not hits:
+        return
+    modality = choose_modality(database, study)
+    loads = queue.da_hit_loads(database, sid)
+    runs = range(1, int(study["config"]["da"].get("runs", 1)) + 1)
+    run, hit = min(((r, h) for r in runs for h in hits),
+                   key=lambda rh: (loads.get((rh[1]["id"], modality, rh[0]), 0), rh[0], rh[1]["idx"]))
+    for it in studies.da_hit_items(database, hit["id"]):
+        queue.insert_assignment(db, sid, pid, "da", it["id"], it["pos"],
+                                meta={"hit_id": hit["id"], "hit_idx": hit["idx"], "pos": it["pos"],
+                                      "modality": modality, "run": run})
+    # the worker renders the HIT ahead of the rater: audio must exist before an item is shown;
+    # images would otherwise be drawn inside the rater's submit (about 14 ms each)
+    kind = "render_da_audio" if modality == "audio" else "render_da_images"
+    jobs.enqueue(db, kind, {"study_id": sid, "hit_id": hit["id"]}, dedupe_key=f"{kind}:{hit['id']}")
+
+
+def _audio_path(study, candidate: str, media_dir) -> Path:
+    da = study["config"]["da"]
+    return tts.cached_path(candidate, da["language"], media_dir, _backend(da))
+
+
+def _backend(da: dict):
+    return None if da.get("tts_backend", "auto") == "auto" else da["tts_backend"]
+
+
+def wav_seconds(path: Path) -> float:
+    with wave.open(str(path), "rb") as w:
+        return w.getnframes() / w.getframerate()
+
+
+def locked(study) -> bool:
+    """Audio mode: does the slider wait until the candidate has played to its end?"""
+    return bool(study["config"]["da"].get("lock_until_played", False))
+
+
+def reference_image(reference: str, media_dir) -> Path | None:
+    """Audio mode's reference, alone in grey as an image (None for an empty reference)."""
+    return render_text_item(reference, "", media_dir) if (reference or "").strip() else None
+
+
+def item_content(database, study, a, media_dir) -> dict | None:
+    """What the rating tab shows for an assignment; None while its audio is not rendered yet.
+    Neither mode carries the reference or the candidate as text."""
+    it = studies.da_hit_item(database, int(a["item_id"]))
+    modality = a["meta"]["modality"]
+    base = {"modality": modality, "pos": it["pos"]}
+    if modality == "text":
+        image = render_text_item(it["reference"], it["candidate"], media_dir)
+        return {**base, "image": str(image)}
+    path = _audio_path(study, it["candidate"], media_dir)
+    if not path.is_file():
+        return None
+    image = reference_image(it["reference"], media_dir)
+    out = {**base, "audio": str(path), "audio_seconds": round(wav_seconds(path), 2),
+           "image": str(image) if image else None, "lock": locked(study)}
+    if out["lock"]:
+
+        out["audio_note"] = texts(study)["da"]["audio_locked"]
+    return out
+
+
+def check_judgment(database, study, a, media_dir) -> None:
+    """Audio mode with lock_until_played: the whole audio must have had time to play since the
+    item was shown."""
+    if a["meta"]["modality"] != "audio" or not a["first_shown_at"] or not locked(study):
+        return
+    it = studies.da_hit_item(database, int(a["item_id"]))
+    path = _audio_path(study, it["candidate"], media_dir)
+    if not path.is_file():
+        raise DAError("This item's audio is not ready yet. Please reload the page.")
+    shown = dt.datetime.fromisoformat(a["first_shown_at"])
+    elapsed = (dt.datetime.now(dt.timezone.utc) - shown).total_seconds()
+    if elapsed + LISTEN_TOLERANCE_S < wav_seconds(path):
+        raise DAError("Please listen to the whole recording before you score it.")
+
+
+def render_hit_images(database, study_id: str, hit_id: int, media_dir) -> int:
+    """Draw every text-mode image of a HIT (each once: the image cache)."""
+    items = studies.da_hit_items(database, hit_id)
+    for it in items:
+        render_text_item(it["reference"], it["candidate"], media_dir)
+    return len(items)
+
+
+def render_hit_audio(database, study_id: str, hit_id: int, media_dir, progress=None) -> int:
+    """Synthesise every candidate of a HIT (each text once: the TTS cache) and draw its
+    references' images."""
+    study = studies.get_study(database, study_id)
+    da = study["config"]["da"]
+    items = studies.da_hit_items(database, hit_id)
+    for i, it in enumerate(items, start=1):
+        reference_image(it["reference"], media_dir)
+        tts.speak(it["candidate"], da["language"], media_dir, _backend(da))
+        if progress:
+            progress(i, len(items))
+    return len(items)
+
+
+def prerender(database, study_id: str, media_dir, progress=None) -> dict:
+    """Everything a campaign shows, rendered once: images always, audio and the audio mode's
+    reference images unless text-only."""
+    study = studies.get_study(database, study_id)
+    da = study["config"]["da"]
+    items = studies.da_campaign_items(database, study_id)
+    texts = sorted({it["candidate"] for it in items})
+    refs = sorted({it["reference"] for it in items if (it["reference"] or "").strip()}) \
+        if da["modality"] != "text" else []
+    total = len(items) + len(refs) + (len(texts) if da["modality"] != "text" else 0)
+    done = 0
+    for it in items:
+        render_text_item(it["reference"], it["candidate"], media_dir)
+        done += 1
+        if progress:
+            progress(done, total)
+    for ref in refs:
+        reference_image(ref, media_dir)
+        done += 1
+        if progress:
+            progress(done, total)
+    if da["modality"] != "text":
+        for text in texts:
+            tts.speak(text, da["language"], media_dir, _backend(da))
+            done += 1
+            if progress:
+                progress(done, total)
+    return {"items": len(items), "audio_texts": len(texts) if da["modality"] != "text" else 0,
+            "reference_images": len(refs)}
+
+
+def save_feedback(database, participant_id: int, text: str) -> None:
+    """A DA rater's comments on the task (the DA tab's last page); no other role gives DA feedback."""
+
+    p = participants.get(database, participant_id)
+    if not p or p["role"] != "da" or not p["active"]:
+        raise DAError("Feedback on the rating task is only for its raters.")
+    text = (text or "").strip()
+    if len(text) > MAX_FEEDBACK:
+        raise DAError(f"Your feedback is too long (at most {MAX_FEEDBACK} characters).")
+    if not text:
+        raise DAError("Please write something before sending your feedback (or simply close the page).")
+    with database.write() as db:
+        db.execute("INSERT INTO da_feedback (participant_id, text, updated_at) VALUES (?,?,?) "
+                   "ON CONFLICT (participant_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
+                   [participant_id, text, now()])
+        database.log(f"participant:{participant_id}", "feedback", "da_feedback", participant_id)
+
+
+def judgments_frame(database, study_id: str) -> pd.DataFrame:
+    """The campaign's judgments in the analysis's input columns (services/da/analysis.py)."""
+    rows = results.da_judgment_rows(database, study_id)
+    return pd.DataFrame(rows, columns=["worker_id", "hit_id", "modality", "system", "segment_id", "item_type",
+                                       "score", "run", "duration_s"])

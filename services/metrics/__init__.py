@@ -1,0 +1,1 @@
+"""Translation-quality metrics: the registry (registry.py) and the metrics it loads on demand."""

@@ -1,0 +1,322 @@
+"""What a participant sees: their tabs, their next open item and their progress.
+
+get_view() is what every tab calls on load and after each submit; it only ever builds
+the fields the participant's role may see (the receiver's view has no source text). What it
+says (progress, waiting and finishing messages, refusals) is in the page's language
+(services/study/texts.py: the receiver's page is in European Portuguese)."""
+from __future__ import annotations
+
+import datetime as dt
+import html
+from dataclasses import dataclass, field
+
+from services.study import consent
+from services.participation import rate_limit
+from services.participation import workflow
+from services.study.texts import Voice, page_language, refusal, reword, sqm_label, texts
+from storage import participants, queue, results, studies
+from services.common.settings import Settings
+from services.da import campaign as da_campaign
+from services.sd import form as sd_form
+
+TAB_PHASES = {
+    "record": ("record",),
+    "receiver": ("receive",),
+    "validator": ("validate",),
+    "survey": ("survey_baseline", "survey_informed"),
+    "da": ("da",),
+    "sd": ("sd",),
+}
+WORKFLOW_TABS = ("record", "receiver", "validator", "survey")
+ROLE_TABS = {
+    "sender": ("record", "survey"),
+    "receiver": ("receiver",),
+    "validator": ("validator",),
+    "rater": ("survey",),
+    "da": ("da",),
+    "sd": ("sd",),
+}
+
+
+class AccessError(PermissionError):
+    """The caller may not see or answer this; the message says why, without leaking."""
+
+
+class TooManyRequests(AccessError):
+    """More views and submits for one link than services/participation/rate_limit.py allows."""
+
+
+def limit_requests(token: str | None) -> None:
+    """The per-token request limit of views and submits (services/participation/rate_limit.py, in memory)."""
+    if not rate_limit.allow(token):
+        raise refusal(TooManyRequests, "too_many_requests")
+
+
+@dataclass
+class ItemView:
+    tab: str
+    status: str                      # "item" | "waiting" | "complete" | consent.pending_stage()
+    message: str = ""
+    done: int = 0
+    total: int = 0
+    phase: str | None = None
+    item_id: str | None = None
+    content: dict = field(default_factory=dict)
+    completion_code: str = ""
+    redirect_url: str = ""
+    ready: int | None = None         # items ready for the participant now (the one shown included)
+    lang: str = "en"
+    # the page's words around the item, in its language: progress, ready, completion_code, redirect
+    labels: dict = field(default_factory=dict)
+
+    @property
+    def progress(self) -> str:
+        return f"{self.done} / {self.total}"
+
+
+def participant_for_token(database, token: str | None) -> dict:
+    p = participants.by_token(database, token) if token else None
+    if not p:
+        raise refusal(AccessError, "invalid_link")
+    if not p["active"]:
+        raise refusal(AccessError, "deactivated")
+    return p
+
+
+def ready_participant(database, token: str | None) -> dict:
+    """The token's participant once consent and the demographics form are done (for side
+    endpoints such as DA feedback; get_view and submit check the same stage themselves)."""
+    p = participant_for_token(database, token)
+    stage = consent.pending_stage(database, p)
+    if stage:
+        raise refusal(AccessError, stage)
+    return p
+
+
+def tabs_for(participant: dict) -> tuple[str, ...]:
+    return ROLE_TABS[participant["role"]]
+
+
+def bold_key_spans(text: str, spans: list[str]) -> str:
+    """HTML of the starter with its key information in bold (text escaped)."""
+    marks = [False] * len(text)
+    for s in spans:
+        start = text.find(s)
+        while start != -1:
+            for i in range(start, start + len(s)):
+                marks[i] = True
+            start = text.find(s, start + len(s))
+    out, i = [], 0
+    while i < len(text):
+        j = i
+        while j < len(text) and marks[j] == marks[i]:
+            j += 1
+        chunk = html.escape(text[i:j])
+        out.append(f"<strong>{chunk}</strong>" if marks[i] else chunk)
+        i = j
+    return "".join(out)
+
+
+def _total(database, p, study, tab, counts) -> int:
+    cfg = study["config"]
+    if tab == "receiver":
+        return max(cfg["usability"]["items_per_receiver"], counts["done"] + counts["open"])
+    if tab == "validator":
+        return max(cfg["usability"]["items_per_validator"], counts["done"] + counts["open"])
+    if tab == "survey" and p["role"] == "sender":
+        return 2 * cfg["usability"]["items_per_sender"]
+    if tab == "survey":
+        c = queue.counts(database, p["id"], ("survey_baseline",))
+        return 2 * (c["open"] + c["done"])
+    return counts["done"] + counts["open"]
+
+
+def _content(database, study, p, a) -> dict:
+    phase = a["phase"]
+    sid = study["id"]
+    if phase == "sd":
+        return sd_form.page_content(database, study, a, texts(study)["sd"])
+    ex = queue.exchange(database, a["exchange_id"])
+    qs = studies.questions(database, sid, ex["starter_id"])
+    if phase == "receive":
+        # Only the translation and the Portuguese questions: never source, audio or transcript.
+        tr = results.translation(database, ex["id"])
+        words = texts(study)["receiver"]
+        return {"translation": tr["text"], "questions": [{"idx": q["idx"], "pt": q["pt"]} for q in qs],
+                "instruction": words["instruction"], "unanswerable_label": words["unanswerable"],
+                "translation_heading": words["translation_heading"], "answer_label": words["answer"],
+                "submit": words["submit"]}
+    st = studies.starter(database, sid, ex["starter_id"])
+    if phase == "record":
+        return {"starter_html": bold_key_spans(st["text"], st["key_spans"]),
+                "instruction": texts(study)["record"]["instruction"],
+                "max_seconds": study["config"]["usability"]["max_recording_seconds"]}
+    tr = results.translation(database, ex["id"])
+    if phase == "validate":
+        receive = queue.assignment(database, int(a["item_id"]))
+        return {"source": st["text"], "translation": tr["text"],
+                "questions": [{"idx": q["idx"], "en": q["en"], "pt": q["pt"]} for q in qs],
+                "answers": results.answers(database, receive["id"]),
+                "sqm": texts(study)["sqm"], "flagged_help": texts(study)["validator"]["flagged"]}
+    # surveys
+    rec = results.recording_for_exchange(database, ex["id"])
+    perspective = "first" if ex["sender_id"] == p["id"] else "third"
+    survey = texts(study)["survey"]
+    wording = (lambda k: survey[k]) if perspective == "first" else (lambda k: survey[f"{k}_third"])
+    content = {"stage": "baseline" if phase == "survey_baseline" else "informed",
+               "perspective": perspective,
+               "source_html": bold_key_spans(st["text"], st["key_spans"]),
+               "translation": tr["text"],
+               "recording": rec["path_original"] if rec and perspective == "first" else None,
+               "statements": {k: wording(k) for k in ("satisfaction", "trust", "reliance")},
+               "heading": wording("heading"), "instruction": wording("instruction"),
+               "likert": survey["likert"],
+               "flagged": {k: survey[k] for k in ("flagged", "flagged_accepted", "flagged_refused")}}
+    if phase == "survey_informed":
+        outcomes = []
+        for v in results.validations_for_exchange(database, ex["id"]):
+            ans = {x["idx"]: x for x in results.answers(database, v["receive_assignment_id"])}
+            outcomes.append({
+                "qa_score": v["qa_score"], "translation_score": v["translation_score"],
+                "label": sqm_label(v["translation_score"], study),
+                "answers": [{"idx": q["idx"], "en": q["en"], "answer": ans.get(q["idx"], {}).get("text", ""),
+                             "unanswerable": bool(ans.get(q["idx"], {}).get("unanswerable")),
+                             "correct": v["marks"].get(q["idx"])} for q in qs]})
+        content["outcomes"] = outcomes
+    return content
+
+
+def get_view(database, token: str | None, tab: str, touch: bool = True, media_dir=None,
+             limited: bool = True, lang: str | None = None) -> ItemView:
+    """limited=False: the view a submit returns (the submit was counted against the limit).
+    lang: the language of what it says (default: the tab's page language)."""
+    voice = Voice(lang or page_language(tab))
+    try:
+        return _view(database, token, tab, touch, media_dir, limited, voice)
+    except AccessError as e:
+        raise reword(e, voice)
+
+
+def _labels(voice: Voice, ready: int | None = None) -> dict:
+    out = {k: voice(k) for k in ("progress", "completion_code", "redirect")}
+    if ready is not None:
+        out["ready"] = voice.ready(ready)
+    return out
+
+
+def _view(database, token, tab, touch, media_dir, limited, voice: Voice) -> ItemView:
+    if limited:
+        limit_requests(token)
+    p = participant_for_token(database, token)
+    if tab not in tabs_for(p):
+        raise refusal(AccessError, "not_your_role")
+    study = studies.get_study(database, p["study_id"])
+    voice.study = study
+    lang = voice.lang
+    cfg = study["config"]["study"]
+    if touch and _stale(p["last_seen_at"]):
+        with database.write() as db:
+            participants.touch(db, p["id"])
+    phases = TAB_PHASES[tab]
+    stage = consent.pending_stage(database, p, study)
+    if stage:      # no item (nor anything of one) before consent and the demographics form
+        counts = queue.counts(database, p["id"], phases)
+        return ItemView(tab, stage, voice(stage), counts["done"], _total(database, p, study, tab, counts),
+                        content=consent.page(study, p["role"], stage), lang=lang, labels=_labels(voice))
+    a = queue.next_open(database, p["id"], phases)
+    if a is None and touch and workflow.takes_from_pool(p, tab) and workflow.may_take(database, p, study):
+        # the only write a view makes besides the first-shown time: taking one item from the pool
+        with database.write() as db:
+            a = queue.next_open(database, p["id"], phases) or workflow.next_item(db, database, p, study)
+    counts = queue.counts(database, p["id"], phases)
+    total = _total(database, p, study, tab, counts)
+    if a is None:
+        if counts["done"] >= total:
+            if not _finished_elsewhere(database, p, study, tab):
+                return ItemView(tab, "complete", voice("finished_tab"), counts["done"], total, lang=lang,
+                                labels=_labels(voice))
+            if touch and not p["completed_at"]:      # the completion-code list's time (admin)
+                with database.write() as db:
+                    participants.mark_completed(db, p["id"])
+            return ItemView(tab, "complete", voice("finished"), counts["done"], total,
+                            completion_code=cfg["completion_code"], redirect_url=cfg["redirect_url"],
+                            lang=lang, labels=_labels(voice))
+        return ItemView(tab, "waiting", _waiting_message(database, p, tab, voice), counts["done"], total,
+                        lang=lang, labels=_labels(voice))
+    if a["phase"] == "da":
+
+        content = da_campaign.item_content(database, study, a, media_dir or Settings.from_env().media_dir)
+        if content is None:
+            return ItemView(tab, "waiting", "Your items' audio is being prepared. This page checks again "
+                            "every few seconds.", counts["done"], total, lang=lang, labels=_labels(voice))
+        key = "instruction_audio" if content["modality"] == "audio" else "instruction"
+        content["instruction"] = texts(study)["da"][key]
+    else:
+        content = _content(database, study, p, a)
+    if touch and not a["first_shown_at"]:
+        with database.write() as db:
+            queue.mark_shown(db, a["id"])
+    ready = None
+    if workflow.takes_from_pool(p, tab):       # items come one at a time: say how many are ready now
+        more = workflow.ready_in_pool(database, p, study)
+        ready = None if more is None else counts["open"] + more
+    return ItemView(tab, "item", "", counts["done"], total, a["phase"], item_key(tab, a), content,
+                    ready=ready, lang=lang, labels=_labels(voice, ready))
+
+
+TOUCH_EVERY_S = 60          # last_seen_at's resolution: a view within a minute of the last writes nothing
+
+
+def _stale(last_seen: str | None) -> bool:
+    if not last_seen:
+        return True
+    seen = dt.datetime.fromisoformat(last_seen)
+    return (dt.datetime.now(dt.timezone.utc) - seen).total_seconds() >= TOUCH_EVERY_S
+
+
+def _waiting_message(database, p: dict, tab: str, voice: Voice | None = None) -> str:
+    """Why a sender's survey is not ready yet, when the reason is theirs to know."""
+    if tab != "survey" or p["role"] != "sender":
+        return (voice or Voice())("waiting")
+    state = queue.sender_recording_state(database, p["id"])
+    if state["unrecorded"]:
+        return (f"Your surveys open once your messages are recorded and translated: {state['unrecorded']} "
+                "still to record on the Record tab.")
+    if state["in_review"]:
+        return (f"{state['in_review']} of your recordings wait for a check by the study team; their surveys "
+                "open once it is done. This page checks again by itself.")
+    if state["processing"]:
+        return (f"{state['processing']} of your recordings are being checked and translated; their surveys "
+                "open in a moment. This page checks again by itself.")
+    return ("Your next survey opens once the other participants have answered questions about your "
+            "translations and a bilingual validator has checked them. This can take a while: "
+            "you can come back later with the same link.")
+
+
+def _finished_elsewhere(database, p, study, tab) -> bool:
+    """The completion code (and Prolific redirect) come only when every tab of the role is done."""
+    for other in tabs_for(p):
+        if other == tab:
+            continue
+        phases = TAB_PHASES[other]
+        counts = queue.counts(database, p["id"], phases)
+        if queue.next_open(database, p["id"], phases) is not None or \
+                counts["done"] < _total(database, p, study, other, counts):
+            return False
+    return True
+
+
+def item_key(tab: str, a: dict) -> str:
+    """The id a tab submits: on a tab with several phases (the survey's baseline and
+    informed stages of one exchange) the phase is part of it."""
+    return a["item_id"] if len(TAB_PHASES[tab]) == 1 else f"{a['phase']}:{a['item_id']}"
+
+
+def parse_item_key(tab: str, key) -> list[tuple[str, str]]:
+    """(phase, item_id) candidates for a submitted key."""
+    key = str(key or "")
+    phases = TAB_PHASES[tab]
+    if len(phases) == 1:
+        return [(phases[0], key)]
+    phase, _, item = key.partition(":")
+    return [(phase, item)] if phase in phases else []

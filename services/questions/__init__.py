@@ -1,0 +1,1 @@
+"""Comprehension questions: settings and prompts, LLM generation, parsing, review."""

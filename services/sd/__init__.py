@@ -1,0 +1,1 @@
+"""Semantic differential (paper 002): the form and the analysis."""

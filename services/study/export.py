@@ -1,0 +1,499 @@
+"""A study's data as tidy files: one table per entity, pseudonymous, with a data dictionary.
+
+`python app.py export --study S --out DIR --format csv|jsonl|parquet|hf-audio`, or export_zip()
+for the admin tab's download button.
+
+- Who: exportable_participants() is the one place that decides whose data leaves the
+  database; every table, the audio and the events follow it. A row is written only when every
+  participant it involves is exportable (its author, the receiver whose answers a validation
+  marks, and the sender of the exchange it is about: a translation, the answers to it and its
+  scores all derive from the sender's voice).
+- Pseudonyms: `<role>-<n>` numbered by creation order within the role over all the study's
+  participants. Participants are never deleted, so a label never changes between exports;
+  numbering over all of them (not only the exportable ones) keeps the others' labels when
+  someone is left out. No secret is needed: an HMAC keyed by a secret kept in the same
+  database would protect nothing from whoever holds the database, and readable labels serve
+  papers better. They do reveal enrolment order within a role.
+- Never exported: participant tokens (link secrets), the study config (its completion code),
+  systems' settings, reviewers' names and hosts; external and Prolific ids only with
+  include_external_ids.
+- CSV cells of text columns that a spreadsheet would run as a formula (= + - @ tab CR) get a
+  leading single quote; jsonl and parquet keep the text as it is.
+"""
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from services.study import export_dictionary as dictionary
+from storage import exports
+from services.common.settings import Settings
+from services.models import systems as system_registry
+from services.study import consent
+from services.study import variants
+from storage import studies
+
+FORMATS = ("csv", "jsonl", "parquet", "hf-audio")
+EXTENSION = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet", "hf-audio": "jsonl"}
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+TEXT_TYPES = ("string", "json", "timestamp")
+# storage/exports.py names each column holding an internal participant id `<name>__pid`
+# (double underscore: prolific_pid is an external id, not one of these)
+PID = "__pid"
+# event details keep only these fields: the rest may name a Prolific study/session or a host
+SAFE_DETAIL_KEYS = {"role", "group", "gender", "item", "at", "decision", "status", "wer", "system", "reason",
+                    "new_exchange"}
+
+# table -> storage query; the order here is the order of the files in the README
+QUERIES = {
+    "participants": exports.participant_rows, "consents": exports.consent_rows,
+    "demographics": exports.demographic_rows, "assignments": exports.assignment_rows,
+    "exchanges": exports.exchange_rows, "recordings": exports.recording_rows, "answers": exports.answer_rows,
+    "validations": exports.validation_rows, "validation_marks": exports.validation_mark_rows,
+    "surveys": exports.survey_rows, "exchange_metrics": exports.exchange_metric_rows,
+    "da_judgments": exports.da_judgment_rows, "da_feedback": exports.da_feedback_rows,
+    "sd_ratings": exports.sd_rating_rows, "sd_suitability": exports.sd_suitability_rows,
+    "sd_suggestions": exports.sd_suggestion_rows, "systems": exports.system_rows,
+    "starters": exports.starter_rows, "reference_translations": exports.reference_translation_rows,
+    "questions": exports.question_rows,
+    "question_drafts": exports.question_draft_rows, "da_segments": exports.da_segment_rows,
+    "da_hit_items": exports.da_hit_item_rows, "sd_sentences": exports.sd_sentence_rows,
+    "sd_pairs": exports.sd_pair_rows, "events": exports.event_rows,
+}
+
+
+class ExportError(ValueError):
+    """The export cannot be made; the message says why."""
+
+
+@dataclass
+class ExportResult:
+    folder: Path
+    format: str
+    rows: dict[str, int]
+    audio_files: int = 0
+    missing_audio: list[int] = field(default_factory=list)   # recording ids whose file is gone
+    warnings: list[str] = field(default_factory=list)        # also in README.md and manifest.json
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{t} {n}" for t, n in self.rows.items() if n)
+        text = f"{self.folder} ({self.format}): {counts or 'no rows'}; {self.audio_files} audio files"
+        if self.missing_audio:
+            text += f"; {len(self.missing_audio)} recordings' audio missing from the media folder"
+        for w in self.warnings:
+            text += f"\nWARNING: {w}"
+        return text
+
+
+def mixed_metric_models(rows) -> dict[str, list[str]]:
+    """{metric: its distinct "version | model"} for each metric whose exchange scores among rows
+    (dicts with metric, version, model) come from more than one model or version: a checkpoint
+    changed mid-study (services/metrics/exchange.py: mixed_models, rescore_stale)."""
+    seen: dict[str, set[str]] = {}
+    for r in rows:
+        seen.setdefault(str(r["metric"]), set()).add(f"{r['version']} | {r['model']}")
+    return {k: sorted(v) for k, v in sorted(seen.items()) if len(v) > 1}
+
+
+def metric_warnings(mixed: dict[str, list[str]]) -> list[str]:
+    """One warning per metric whose scores mix models (see mixed_metric_models)."""
+    return [f"metric {name!r} mixes scores of {len(models)} models (version | model: "
+            f"{'; '.join(models)}): compare its scores only within one model (the model of each score is "
+            "in its model column), or re-score the stale exchanges first (exchange_metrics.rescore_stale)"
+            for name, models in mixed.items()]
+
+
+def exportable_participants(database, study_id: str) -> set[int]:
+    """The participants whose data may be exported: the one place that decides it.
+
+    Where the study asks a role for consent, only those who agreed (services/study/consent.py); every
+    table, the audio and the events follow. Excluded participants are exported too, marked in
+    participants.status: exclusion is an analysis decision, not a withdrawal of consent."""
+
+    study = studies.get_study(database, study_id)
+    agreed = consent.consented_ids(database, study) or set()
+    return {r["participant__pid"] for r in exports.participant_rows(database, study_id)
+            if consent.consent_config(study, r["role"]) is None or r["participant__pid"] in agreed}
+
+
+def pseudonyms(participant_rows: list[dict]) -> dict[int, str]:
+    """`<role>-<n>` by creation order within the role (rows in id order, all participants)."""
+    counters: dict[str, int] = {}
+    names = {}
+    for r in sorted(participant_rows, key=lambda r: r["participant__pid"]):
+        counters[r["role"]] = counters.get(r["role"], 0) + 1
+        names[r["participant__pid"]] = f"{r['role']}-{counters[r['role']]:03d}"
+    return names
+
+
+def neutralise(text: str) -> str:
+    """A CSV cell a spreadsheet would run as a formula, made inert by a leading quote."""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+# -- building the tables -------------------------------------------------------------------
+
+def _coerce(kind: str, value):
+    if value is None:
+        return None
+    if kind in ("integer", "boolean"):
+        return int(value)
+    if kind == "number":
+        value = float(value)
+        return None if math.isnan(value) or math.isinf(value) else value
+    return str(value)
+
+
+def _finish(table: str, rows: list[dict], names: dict[int, str], allowed: set[int],
+            include_external_ids: bool) -> list[dict]:
+    """Rows of one table as exported: those involving only exportable participants, every
+    *__pid column turned into the pseudonym column of the same name, the dictionary's columns
+    in its order and types."""
+    cols = dictionary.columns(table, include_external_ids)
+    out = []
+    for r in rows:
+        pid_keys = [k for k in r if k.endswith(PID)]
+        if any(r[k] is not None and r[k] not in allowed for k in pid_keys):
+            continue
+        for k in pid_keys:
+            if k[:-len(PID)] in cols:
+                r[k[:-len(PID)]] = names.get(r[k]) if r[k] is not None else None
+        out.append({c: _coerce(dictionary.column_type(table, c), r[c]) for c in cols})
+    return out
+
+
+def _participant_extras(rows: list[dict]) -> None:
+    for r in rows:
+        r["status"] = ("excluded" if r["excluded_at"] else "dropped_out" if r.get("dropped_out_at")
+                       else "active" if r["active"] else "inactive")
+        r["self_enrolled"] = int(r["claimed_at"] is not None)
+
+
+def _assignment_runs(rows: list[dict]) -> dict[int, int]:
+    """assignment id -> the DA run stored in its meta (services/da/campaign.py: assign_hit);
+    1 for an assignment from before runs existed (one run), as the DA analysis reads it."""
+    out = {}
+    for r in rows:
+        meta = r.get("meta")
+        try:
+            meta = json.loads(meta) if isinstance(meta, str) else (meta or {})
+        except ValueError:
+            meta = {}
+        run = meta.get("run") if isinstance(meta, dict) else None
+        out[r["assignment_id"]] = int(run) if run is not None else 1
+    return out
+
+
+def _exchange_extras(rows: list[dict], variants_by_system: dict[str, str]) -> None:
+    for r in rows:
+        r["origin"] = "recorded" if r["sender__pid"] is not None else "imported"
+        r["target_variant"] = variants_by_system.get(r["system"], "")
+
+
+def system_variants(database, study_id: str) -> dict[str, str]:
+    """system id -> the Portuguese variant it produced for this study (services/study/variants.py):
+    pt-PT, pt-BR, or "" where nothing named one (a prompt saying only "Portuguese", NLLB's
+    por_Latn, translations imported from elsewhere)."""
+
+    study = studies.get_study(database, study_id)
+    target = variants.of_study(study["config"] if study else None)
+    out = {}
+    for row in studies.systems(database, study_id):
+        cfg = row["config"]
+        try:
+            out[row["id"]] = system_registry.produced_variant(system_registry.study_system_config(cfg),
+                                                       cfg.get("target_variant") or target)
+        except (KeyError, ValueError):        # a preset this version no longer has
+            out[row["id"]] = ""
+    return out
+
+
+def _event_extras(rows: list[dict], names: dict[int, str]) -> None:
+    for r in rows:
+        actor = r["actor"] or ""
+        r["actor__pid"] = None
+        if actor.startswith("participant:"):
+            r["actor_kind"] = "participant"
+            r["actor__pid"] = int(actor.split(":", 1)[1]) if actor.split(":", 1)[1].isdigit() else -1
+        elif actor.startswith("prolific:"):       # a self-enrolment: the actor is the slot's new holder
+            r["actor_kind"], r["actor__pid"] = "participant", r["owner__pid"]
+        elif actor.startswith("admin"):
+            r["actor_kind"] = "admin"
+        elif actor in ("cli", "demo"):
+            r["actor_kind"] = "cli"
+        elif actor == "worker":
+            r["actor_kind"] = "worker"
+        else:
+            r["actor_kind"] = "other"
+        if r["entity"] in ("participant", "participants", "da_feedback"):
+            r["entity_id"] = names.get(r["owner__pid"])
+        r["detail"] = _safe_detail(r, names)
+
+
+def _safe_detail(r: dict, names: dict[int, str]):
+    if not r["detail"]:
+        return None
+    detail = json.loads(r["detail"])
+    if not isinstance(detail, dict):
+        return None
+    if r["entity"] == "study":               # an import: the content hash and row counts
+        return json.dumps(detail, ensure_ascii=False)
+    keep = {k: v for k, v in detail.items() if k in SAFE_DETAIL_KEYS}
+    if "to" in detail:                       # a reassignment names the new sender by internal id
+        r["to__pid"] = detail["to"]
+        keep["to"] = names.get(detail["to"])
+    return json.dumps(keep, ensure_ascii=False) if keep else None
+
+
+def _audio_source(stored: str, media_dir: Path | None) -> Path | None:
+    """The stored 16 kHz file: looked up in the media folder first (the database may have moved
+    with a relative or stale path), else the stored path when it lies inside the media folder."""
+    if not stored or media_dir is None:
+        return None
+    media = Path(media_dir).resolve()
+    candidate = media / "recordings" / Path(stored).name
+    if candidate.is_file():
+        return candidate
+    p = Path(stored).resolve()
+    return p if p.is_file() and p.is_relative_to(media) else None
+
+
+def _recording_extras(rows: list[dict], names: dict[int, str], media_dir, include_audio: bool,
+                      copies: list, missing: list) -> None:
+    for r in rows:
+        status = r["qc_status"]
+        r["qc_result"] = "flagged" if status in ("accepted", "rejected") else status   # only flagged ones are reviewed
+        r["review_decision"] = status if status in ("accepted", "rejected") else None
+        r["file_name"] = None
+        if not include_audio:
+            continue
+        src = _audio_source(r["path_16k"], media_dir)
+        if src is None:
+            missing.append(r["recording_id"])
+            continue
+        name = names.get(r["sender__pid"], "unknown")
+        r["file_name"] = f"audio/{name}-ex{r['exchange_id']}-rec{r['recording_id']}.wav"
+        copies.append((src, r["file_name"]))
+
+
+def build_tables(database, study_id: str, media_dir=None, include_external_ids: bool = False,
+                 include_events: bool = False, include_audio: bool = True) -> tuple[dict, list, list]:
+    """({table: rows}, [(source audio, file name in the export)], [recording ids without audio])."""
+    if not exports.study_exists(database, study_id):
+        known = ", ".join(exports.study_ids(database)) or "none"
+        raise ExportError(f"unknown study '{study_id}' (studies in this database: {known})")
+    allowed = exportable_participants(database, study_id)
+    names = pseudonyms(exports.participant_rows(database, study_id))
+    copies, missing, tables, runs = [], [], {}, {}
+    variants_by_system = system_variants(database, study_id)
+    for table, query in QUERIES.items():
+        if table == "events" and not include_events:
+            continue
+        rows = query(database, study_id)
+        if table == "assignments":
+            runs = _assignment_runs(rows)
+        if table == "participants":
+            _participant_extras(rows)
+        elif table == "exchanges":
+            _exchange_extras(rows, variants_by_system)
+        elif table == "systems":
+            for r in rows:
+                r["target_variant"] = variants_by_system.get(r["system"], "")
+        elif table == "da_judgments":
+            for r in rows:
+                r["run"] = runs.get(r["assignment_id"], 1)
+        elif table == "recordings":
+            _recording_extras(rows, names, media_dir, include_audio, copies, missing)
+        elif table == "events":
+            _event_extras(rows, names)
+        tables[table] = _finish(table, rows, names, allowed, include_external_ids)
+    # only the audio of recordings that made it into the table (the same people rule)
+    kept = {r["file_name"] for r in tables["recordings"]}
+    kept_ids = {r["recording_id"] for r in tables["recordings"]}
+    return tables, [(src, name) for src, name in copies if name in kept], [m for m in missing if m in kept_ids]
+
+
+def hf_metadata(tables: dict) -> list[dict]:
+    """The audiofolder view: one row per exported recording that has its audio file."""
+    exchanges = {r["exchange_id"]: r for r in tables["exchanges"]}
+    people = {r["participant"]: r for r in tables["participants"]}
+    starters = {r["starter_id"]: r for r in tables["starters"]}
+    out = []
+    for rec in tables["recordings"]:
+        if not rec["file_name"]:
+            continue
+        ex = exchanges[rec["exchange_id"]]
+        person = people.get(rec["sender"], {})
+        st = starters.get(ex["starter_id"], {})
+        out.append({
+            "file_name": rec["file_name"], "recording_id": rec["recording_id"], "exchange_id": rec["exchange_id"],
+            "sender": rec["sender"], "sender_group": person.get("group"), "sender_gender": person.get("gender"),
+            "starter_id": ex["starter_id"], "domain": st.get("domain"), "starter_source": st.get("source"),
+            "prompt": st.get("text"), "duration_s": rec["duration_s"], "qc_result": rec["qc_result"],
+            "review_decision": rec["review_decision"], "qc_transcript": rec["qc_transcript"], "wer": rec["wer"],
+            "system": ex["system"], "translation": ex["translation"],
+            "translation_transcript": ex["translation_transcript"]})
+    assert all(list(r) == dictionary.columns("metadata") for r in out)
+    return out
+
+
+# -- writing -------------------------------------------------------------------------------
+
+def _csv_cell(kind: str, value) -> str:
+    if value is None:
+        return ""
+    if kind in TEXT_TYPES:
+        return neutralise(value)
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def write_csv(path: Path, table: str, rows: list[dict], cols: list[str]) -> None:
+    kinds = [dictionary.column_type(table, c) for c in cols]
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for r in rows:
+            w.writerow([_csv_cell(k, r[c]) for k, c in zip(kinds, cols)])
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+PANDAS_DTYPE = {"integer": "Int64", "boolean": "Int64", "number": "Float64", "string": "string",
+                "json": "string", "timestamp": "string"}
+
+
+def write_parquet(path: Path, table: str, rows: list[dict], cols: list[str]) -> None:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise ExportError("the parquet format needs pyarrow (pip install -r requirements.txt)") from None
+    import pandas as pd
+
+    # typed columns, so an empty table still has its schema and a missing number stays null
+    frame = pd.DataFrame({c: pd.Series([r[c] for r in rows], dtype=PANDAS_DTYPE[dictionary.column_type(table, c)])
+                          for c in cols})
+    frame.to_parquet(path, index=False, engine="pyarrow")
+
+
+def _write_table(folder: Path, fmt: str, table: str, rows: list[dict], cols: list[str]) -> str:
+    rel = f"tables/{table}.jsonl" if fmt == "hf-audio" else f"{table}.{EXTENSION[fmt]}"
+    path = folder / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "csv":
+        write_csv(path, table, rows, cols)
+    elif fmt == "parquet":
+        write_parquet(path, table, rows, cols)
+    else:
+        write_jsonl(path, rows)
+    return rel
+
+
+def _new_folder(out: Path) -> Path:
+    """A private temporary folder beside out, renamed into place when complete: a failed export
+    leaves nothing half-written, and stale files (e.g. audio of someone since left out) of an
+    earlier export can never mix in, hence a non-empty target is refused."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ExportError(f"{out} already exists and is not empty: export into a new folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))   # 0700: personal data
+
+
+def _private(folder: Path) -> None:
+    """Folders 0700 and files 0600 under folder, whatever the umask: an export is personal data."""
+    for path in folder.rglob("*"):
+        os.chmod(path, 0o700 if path.is_dir() else 0o600)
+    os.chmod(folder, 0o700)
+
+
+def _study_variant(database, study_id: str) -> str:
+    """The Portuguese variant the study targets (its receivers read), for the README and manifest."""
+
+    study = studies.get_study(database, study_id)
+    return variants.of_study(study["config"]) if study and "usability" in study["config"] else ""
+
+
+def export_study(database, study_id: str, out_dir, fmt: str = "csv", media_dir=None,
+                 include_external_ids: bool = False, include_events: bool = False,
+                 include_audio: bool = True) -> ExportResult:
+    """Write the study's tables, audio, README.md (data dictionary) and manifest.json to out_dir.
+    media_dir: where the recordings are (default: the TRADLAB_MEDIA setting)."""
+    if media_dir is None:
+        media_dir = Settings.from_env().media_dir
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown format '{fmt}' (one of {', '.join(FORMATS)})")
+    if fmt == "hf-audio" and not include_audio:
+        raise ExportError("the hf-audio format is the audio itself: it cannot be made without audio")
+    tables, audio, missing = build_tables(database, study_id, media_dir, include_external_ids, include_events,
+                                          include_audio)
+    out = Path(out_dir)
+    tmp = _new_folder(out)
+    try:
+        files = {}
+        for table, rows in tables.items():
+            files[table] = _write_table(tmp, fmt, table, rows, dictionary.columns(table, include_external_ids))
+        for src, name in audio:
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, tmp / name)
+        counts = {t: len(r) for t, r in tables.items()}
+        if fmt == "hf-audio":
+            meta = hf_metadata(tables)
+            write_jsonl(tmp / "metadata.jsonl", meta)
+            files["metadata"], counts["metadata"] = "metadata.jsonl", len(meta)
+        study = dict(exports.study_row(database, study_id))
+        study["target_variant"] = _study_variant(database, study_id)
+        options = {"format": fmt, "include_external_ids": include_external_ids, "include_events": include_events,
+                   "include_audio": include_audio}
+        exported_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        warnings = metric_warnings(mixed_metric_models(tables["exchange_metrics"]))
+        (tmp / "README.md").write_text(dictionary.readme(study, files, counts, options, exported_at, len(audio),
+                                                         missing, warnings), encoding="utf-8")
+        manifest = {"study": study_id, "name": study["name"], "target_variant": study["target_variant"],
+                    "exported_at": exported_at, **options,
+                    "files": files, "rows": counts, "audio_files": len(audio), "missing_audio": missing,
+                    "warnings": warnings}
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
+                                           encoding="utf-8")
+        _private(tmp)
+        if out.exists():
+            out.rmdir()                          # empty (checked): replaced by the finished folder
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return ExportResult(out, fmt, counts, len(audio), missing, warnings)
+
+
+def export_zip(database, study_id: str, media_dir=None, fmt: str = "csv", include_external_ids: bool = False,
+               include_events: bool = False, include_audio: bool = True) -> Path:
+    """The export as one .zip in a fresh private temporary folder (the admin tab's download
+    button hands the path to gradio, which serves a copy); the folder is left to the caller."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", study_id)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    name = f"{safe}-export-{fmt}-{stamp}"
+    work = Path(tempfile.mkdtemp(prefix="tradlab-export-"))
+    try:
+        res = export_study(database, study_id, work / name, fmt, media_dir, include_external_ids, include_events,
+                           include_audio)
+        target = work / f"{name}.zip"
+        with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+            for path in sorted(p for p in res.folder.rglob("*") if p.is_file()):
+                zf.write(path, f"{name}/{path.relative_to(res.folder).as_posix()}")
+        os.chmod(target, 0o600)
+        shutil.rmtree(res.folder)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return target

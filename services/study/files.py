@@ -1,0 +1,758 @@
+"""Read and validate a study folder (study.toml + corpus files) without touching storage.
+
+Every problem is collected as a StudyError naming file, row and field, so a designer
+fixes a file in one pass; load_study raises them all at once and nothing is imported.
+Rows are numbered as a spreadsheet shows them (CSV header = row 1) and JSONL by line.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from services.common.vocabulary import ID_RE, MAX_QUESTIONS, ROLES
+from services.models import llm as llm_settings
+from services.questions import settings as question_settings
+from services.study import variants
+from services.common.settings import Settings
+from services.metrics import registry as metric_registry
+from services.models import systems as system_registry
+from services.models.backends.remote import endpoint_problems
+from services.study import consent
+from services.study import texts
+from services.usability.recording_qc import qc_asr_problems
+
+PROTOCOLS = ("usability", "da", "sd")
+DOMAINS = ("health", "everyday")
+SOURCES = ("natural", "synthetic")
+SYSTEM_KINDS = ("cascade", "direct", "remote", "human")
+
+
+@dataclass(frozen=True)
+class StudyError:
+    file: str
+    row: int | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file
+        if self.row is not None:
+            where += f", row {self.row}"
+        if self.field:
+            where += f", field '{self.field}'"
+        return f"{where}: {self.message}"
+
+
+class StudyValidationError(Exception):
+    def __init__(self, errors: list[StudyError]):
+        self.errors = errors
+        super().__init__("\n".join(str(e) for e in errors))
+
+
+@dataclass
+class StudyBundle:
+    id: str
+    name: str
+    config: dict
+    content_hash: str
+    systems: list[dict] = field(default_factory=list)
+    starters: list[dict] = field(default_factory=list)
+    questions: list[dict] = field(default_factory=list)
+    exchanges: list[dict] = field(default_factory=list)
+    references: list[dict] = field(default_factory=list)        # human reference translations per starter
+    da_segments: list[dict] = field(default_factory=list)
+    da_hits: list[list[dict]] = field(default_factory=list)     # built at import (services/da/hits.py)
+    sd_sentences: list[dict] = field(default_factory=list)
+    sd_pairs: list[dict] = field(default_factory=list)
+
+
+# Defaults for every optional key; a key not listed here is an error (catches typos).
+DEFAULTS = {
+    "study": {"id": None, "name": None, "protocols": None, "seed": 0, "completion_code": "",
+              "redirect_url": "", "groups": [], "genders": [], "self_enrol": [],
+              "description": "",
+              # Prolific self-enrolment: role -> its Prolific STUDY_ID (or a list of them); a URL
+              # arriving with another STUDY_ID is refused. Roles not listed are not bound.
+              "prolific_study_ids": {},
+              # new self-enrolments taken per minute in this study, at most (0: no limit)
+              "enrol_per_minute": 60},
+    "usability": {"starters": None, "questions": None, "exchanges": "", "items_per_sender": 10, "metrics": [],
+                  "references": "",
+                  "items_per_receiver": 30, "items_per_validator": 30, "redundancy": 1,
+                  "max_recording_seconds": 30, "starter_words": [40, 60],
+                  # the Portuguese the receivers read: pt-PT (the paper's, in Portugal) or pt-BR
+                  # (services/study/variants.py: reaches the LLM prompts and the systems that take it)
+                  "target_variant": variants.DEFAULT,
+                  # a sender not seen for this many days while surveys wait counts as dropped out
+                  # (services/participation/dropouts.py); 0: only when the study team says so
+                  "dropout_after_days": 0,
+                  # the reference level of the analysis's corpus factor (Table 4's "Source"); "":
+                  # the paper's BConTrasT when a starter has it, else the first corpus in sorted order
+                  "corpus_reference": "",
+                  # the one ASR whose transcript every recording's QC checks, whatever system
+                  # translates it (services/usability/recording_qc.py); fields as a cascade's asr_* params
+                  "qc_asr": {}},
+    # paper 001: lock_until_played false (section 2.2, Figure 2: the rater "can use audio control
+    # to listen" and moves the slider, nothing waits for the audio); runs: independent runs of
+    # the same HITs by other raters, for self-replication (section 3.2: "two independent runs")
+    "da": {"segments": None, "modality": "text", "hit_size": 100, "controls": 20, "min_gap": 30,
+           "reference_controls": 0, "language": "en", "tts_backend": "auto", "lock_until_played": False,
+           "runs": 1},
+    # paper 002 (section 3.2, Table 3): 3 sentences each, 20 pairs + 2 repeats (22 scales) per
+    # sentence over 4 pages, the instructions in English or the German original (""): the
+    # pairs' language when it is de, else English), about 10 minutes (sections 3.2, 4.1)
+    "sd": {"sentences": None, "pairs": None, "language": "en", "sentences_per_participant": 3,
+           "repeats_per_sentence": 2, "pages_per_sentence": 4, "pairs_per_page": 0, "mode": "main",
+           "instructions_language": "", "expected_seconds": 600},
+    # before a participant's first item (services/study/consent.py checks these sections)
+    "consent": {"text": "", "file": "", "agree": "I agree to take part in this study.",
+                "decline": "I do not agree.", "roles": []},
+    "demographics": {"fields": [], "submit": "Continue"},
+    # comprehension questions: the LLM and the question settings (services/models/llm.py, question_settings.py)
+    "llm": dict(llm_settings.DEFAULTS),
+    "questions": dict(question_settings.DEFAULTS),
+}
+SYSTEM_KEYS = {"id", "label", "kind", "assign", "params"}
+
+CSV_COLUMNS = {
+    "starters": (["id", "domain", "source", "corpus", "text", "key_spans"], []),
+    "questions": (["starter_id", "index", "en", "pt"], []),
+    "exchanges": (["starter_id", "system", "translation"], []),
+    "references": (["starter_id", "translation"], ["translator"]),
+    "da_segments": (["segment_id", "doc_id", "position", "source", "reference", "system", "output"], []),
+    "sd_sentences": (["sentence_id", "text"], ["source"]),
+    "sd_pairs": (["pair_id", "language", "positive", "negative"], ["note"]),
+}
+
+
+class _Collector:
+    def __init__(self):
+        self.errors: list[StudyError] = []
+
+    def add(self, file, row, fld, message):
+        self.errors.append(StudyError(file, row, fld, message))
+
+
+def _read_rows(path: Path, kind: str, err: _Collector) -> list[tuple[int, dict]]:
+    """Rows of a CSV or JSONL corpus file as (row number, dict of stripped strings)."""
+    name = path.name
+    if not path.is_file():
+        err.add(name, None, None, "file not found")
+        return []
+    required, optional = CSV_COLUMNS[kind]
+    rows: list[tuple[int, dict]] = []
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        err.add(name, None, None, f"not UTF-8 text ({e.reason} at byte {e.start})")
+        return []
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                err.add(name, lineno, None, f"invalid JSON ({e.msg})")
+                continue
+            if not isinstance(obj, dict):
+                err.add(name, lineno, None, "each line must be a JSON object")
+                continue
+            missing = [c for c in required if c not in obj]
+            for c in missing:
+                err.add(name, lineno, c, "missing")
+            unknown = sorted(set(obj) - set(required) - set(optional))
+            for c in unknown:
+                err.add(name, lineno, c, f"unknown field (expected {', '.join(required + optional)})")
+            if missing or unknown:
+                continue
+            row = {}
+            for k, v in obj.items():
+                if k == "key_spans" and isinstance(v, list):
+                    row[k] = v
+                elif isinstance(v, (str, int, float)) and not isinstance(v, bool):
+                    row[k] = str(v).strip()
+                elif v is None:
+                    row[k] = ""
+                else:
+                    err.add(name, lineno, k, "must be a string or a number")
+            rows.append((lineno, row))
+        return rows
+    if path.suffix.lower() != ".csv":
+        err.add(name, None, None, "unsupported file type (use .csv or .jsonl)")
+        return []
+    # StringIO keeps line breaks inside quoted cells (spreadsheets export them)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = [h.strip() for h in next(reader)]
+    except StopIteration:
+        err.add(name, None, None, "empty file (a header row is required)")
+        return []
+    missing = [c for c in required if c not in header]
+    unknown = [c for c in header if c not in required + optional]
+    for c in missing:
+        err.add(name, 1, c, "missing column")
+    for c in unknown:
+        err.add(name, 1, c, f"unknown column (expected {', '.join(required + optional)})")
+    if len(set(header)) != len(header):
+        err.add(name, 1, None, "duplicate column names")
+    if missing or unknown:
+        return []
+    for rowno, values in enumerate(reader, start=2):
+        if not any(v.strip() for v in values):
+            continue
+        if len(values) != len(header):
+            err.add(name, rowno, None, f"has {len(values)} cells, the header has {len(header)}")
+            continue
+        rows.append((rowno, {h: v.strip() for h, v in zip(header, values)}))
+    return rows
+
+
+def _require_text(err, name, rowno, row, *cols):
+    ok = True
+    for c in cols:
+        if not isinstance(row.get(c), str) or not row[c]:
+            err.add(name, rowno, c, "must not be empty")
+            ok = False
+    return ok
+
+
+def _int(err, name, rowno, fld, value, lo=None, hi=None):
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        err.add(name, rowno, fld, f"'{value}' is not a whole number")
+        return None
+    if (lo is not None and n < lo) or (hi is not None and n > hi):
+        rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+        err.add(name, rowno, fld, f"{n} is out of range ({rng})")
+        return None
+    return n
+
+
+def _check_config(raw: dict, err: _Collector) -> dict:
+    f = "study.toml"
+    cfg: dict = {}
+    for key in raw:
+        if key not in DEFAULTS and key != "systems":
+            err.add(f, None, key, f"unknown section (expected {', '.join(list(DEFAULTS) + ['systems'])})")
+    for section, defaults in DEFAULTS.items():
+        given = raw.get(section)
+        if given is None:
+            if section == "study":
+                err.add(f, None, "study", "missing section [study]")
+            continue
+        if not isinstance(given, dict):
+            err.add(f, None, section, "must be a table")
+            continue
+        for k in given:
+            if k not in defaults:
+                err.add(f, None, f"{section}.{k}", "unknown key")
+        merged = {}
+        for k, d in defaults.items():
+            if k in given:
+                merged[k] = given[k]
+            elif d is None:
+                err.add(f, None, f"{section}.{k}", "missing")
+            else:
+                merged[k] = d
+        cfg[section] = merged
+    st = cfg.get("study", {})
+    if "id" in st and (not isinstance(st["id"], str) or not ID_RE.match(st["id"])):
+        err.add(f, None, "study.id", "must be 1-64 letters, digits, '_', '-' or '.'")
+    if "name" in st and (not isinstance(st["name"], str) or not st["name"].strip()):
+        err.add(f, None, "study.name", "must be a non-empty string")
+    protocols = st.get("protocols")
+    if protocols is not None:
+        if (not isinstance(protocols, list) or not protocols
+                or any(p not in PROTOCOLS for p in protocols)):
+            err.add(f, None, "study.protocols", f"must be a non-empty list of {', '.join(PROTOCOLS)}")
+        else:
+            for p in protocols:
+                if p not in cfg:
+                    err.add(f, None, p, f"protocol '{p}' is listed but section [{p}] is missing")
+            for p in PROTOCOLS:
+                if p in cfg and p not in protocols:
+                    err.add(f, None, p, f"section [{p}] given but '{p}' is not in study.protocols")
+    if "seed" in st and (not isinstance(st["seed"], int) or isinstance(st["seed"], bool)):
+        err.add(f, None, "study.seed", "must be an integer")
+    for k in ("groups", "genders", "self_enrol"):
+        v = st.get(k, [])
+        if not isinstance(v, list) or any(not isinstance(x, str) or not x.strip() for x in v):
+            err.add(f, None, f"study.{k}", "must be a list of non-empty strings")
+        elif len(set(v)) != len(v):
+            err.add(f, None, f"study.{k}", "has duplicates")
+    if isinstance(st.get("self_enrol"), list):
+        for r in st["self_enrol"]:
+            if r not in ROLES:
+                err.add(f, None, "study.self_enrol", f"'{r}' is not a role ({', '.join(ROLES)})")
+    psi = st.get("prolific_study_ids", {})
+    if not isinstance(psi, dict):
+        err.add(f, None, "study.prolific_study_ids", 'must be a table: role = "STUDY_ID" (or a list of ids)')
+    else:
+        for r, v in psi.items():
+            ids = v if isinstance(v, list) else [v]
+            if r not in (st.get("self_enrol") or []):
+                err.add(f, None, "study.prolific_study_ids", f"'{r}' is not a role in study.self_enrol")
+            if not ids or any(not isinstance(x, str) or not x.strip() for x in ids):
+                err.add(f, None, f"study.prolific_study_ids.{r}", "must be a non-empty string or list of strings")
+    epm = st.get("enrol_per_minute", 0)
+    if not isinstance(epm, int) or isinstance(epm, bool) or epm < 0:
+        err.add(f, None, "study.enrol_per_minute", "must be an integer >= 0 (0: no limit)")
+    for k in ("completion_code", "redirect_url", "description"):
+        if k in st and not isinstance(st[k], str):
+            err.add(f, None, f"study.{k}", "must be a string")
+    url = st.get("redirect_url", "")
+    if isinstance(url, str) and url and not re.match(r"^https?://", url):
+        err.add(f, None, "study.redirect_url", "must start with http:// or https://")
+    us = cfg.get("usability")
+    if us:
+        for k, lo in (("items_per_sender", 1), ("items_per_receiver", 1),
+                      ("items_per_validator", 1), ("redundancy", 1), ("max_recording_seconds", 1),
+                      ("dropout_after_days", 0)):
+            v = us.get(k)
+            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+                err.add(f, None, f"usability.{k}", f"must be an integer >= {lo}")
+        ms = us.get("metrics")
+        if not isinstance(ms, list) or not all(isinstance(m, str) for m in ms):
+            err.add(f, None, "usability.metrics", "must be a list of metric names")
+        else:
+            for m in ms:
+                if m.strip().lower() not in metric_registry.names():
+                    err.add(f, None, "usability.metrics", f"unknown metric '{m}' (known: {', '.join(metric_registry.names())})")
+        for k, m in qc_asr_problems(us.get("qc_asr")):
+            err.add(f, None, f"usability.qc_asr{'.' + k if k else ''}", m)
+        sw = us.get("starter_words")
+        if not (isinstance(sw, list) and len(sw) == 2 and all(isinstance(x, int) for x in sw)
+                and 0 < sw[0] <= sw[1]):
+            err.add(f, None, "usability.starter_words", "must be [min, max] word counts")
+        if not isinstance(us.get("corpus_reference"), str):
+            err.add(f, None, "usability.corpus_reference", "must be a string (a corpus of the starters)")
+        if variants.check(us.get("target_variant")):
+            err.add(f, None, "usability.target_variant", variants.check(us.get("target_variant")))
+    da = cfg.get("da")
+    if da:
+        if da.get("modality") not in ("text", "audio", "both"):
+            err.add(f, None, "da.modality", "must be text, audio or both")
+        for k, lo in (("hit_size", 2), ("controls", 0), ("min_gap", 1), ("reference_controls", 0), ("runs", 1)):
+            v = da.get(k)
+            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+                err.add(f, None, f"da.{k}", f"must be an integer >= {lo}")
+        if all(isinstance(da.get(k), int) for k in ("hit_size", "controls", "reference_controls")):
+            if da["controls"] >= da["hit_size"]:
+                err.add(f, None, "da.controls", "controls must leave room for system items in a HIT")
+            if da["reference_controls"] > da["controls"]:
+                err.add(f, None, "da.reference_controls", "is a share of the controls: at most `controls`")
+        if da.get("tts_backend") not in ("auto", "google", "piper", "espeak"):
+            err.add(f, None, "da.tts_backend", "must be auto, google, piper or espeak")
+        if not isinstance(da.get("lock_until_played"), bool):
+            err.add(f, None, "da.lock_until_played", "must be true (audio mode: the slider stays locked until the "
+                    "candidate has played to its end) or false (paper 001: not locked)")
+        if not isinstance(da.get("language"), str) or not da["language"].strip():
+            err.add(f, None, "da.language", "must be the language of the MT outputs (e.g. en, pt)")
+    sd = cfg.get("sd")
+    if sd:
+        for k, lo in (("sentences_per_participant", 1), ("expected_seconds", 1), ("repeats_per_sentence", 0),
+                      ("pairs_per_page", 0), ("pages_per_sentence", 1)):
+            v = sd.get(k)
+            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+                err.add(f, None, f"sd.{k}", f"must be an integer >= {lo}")
+        if sd.get("mode") not in ("main", "preliminary"):
+            err.add(f, None, "sd.mode", "must be main or preliminary (suitability ratings of each pair at the end)")
+        if sd.get("instructions_language") not in ("", "en", "de"):
+            err.add(f, None, "sd.instructions_language",
+                    'must be "en" (the paper\'s English translation), "de" (its German original) or "" '
+                    "(de when sd.language is de, else en)")
+    return cfg
+
+
+def _check_system_params(f, where, kind, params, err) -> None:
+    """Model settings are checked at import, not when the first recording needs them."""
+
+    if kind == "human":
+        return
+    params = dict(params)
+    preset = params.pop("preset", None)
+    if preset is not None:
+        if preset not in system_registry.presets():
+            err.add(f, None, f"{where}.params.preset",
+                    f"unknown preset '{preset}' (known: {', '.join(system_registry.presets())})")
+            return
+        if system_registry.presets()[preset]["kind"] != kind:
+            err.add(f, None, f"{where}.kind", f"preset '{preset}' is a {system_registry.presets()[preset]['kind']} "
+                    f"system, not {kind}")
+            return
+    for field_, message in system_registry.problems(system_registry.resolve(kind, params, preset)):
+        err.add(f, None, f"{where}.params.{field_}", message)
+    _check_system_trust(f, where, params, err)
+
+
+def _check_system_trust(f, where, params, err) -> None:
+    """What a study file itself sets (a preset's own values come from the server): remote URLs
+    only to allowed hosts, an API-key variable with the server's prefix, and no
+    trust_remote_code unless the server allows it (TRADLAB_ALLOW_REMOTE_CODE)."""
+
+    urls = {k: params[k] for k in ("base_url", "asr_base_url", "mt_base_url") if isinstance(params.get(k), str)}
+    key = params.get("api_key_env")
+    for field_, message in endpoint_problems(urls, key if isinstance(key, str) else None):
+        err.add(f, None, f"{where}.params.{field_}", message)
+    if "api_key_env" in params and not isinstance(key, str):
+        err.add(f, None, f"{where}.params.api_key_env", "must be the name of an environment variable")
+    if params.get("trust_remote_code") not in (None, False) and not Settings.from_env().allow_remote_code:
+        err.add(f, None, f"{where}.params.trust_remote_code",
+                "a study file may not run a model's own code: the server must allow it (TRADLAB_ALLOW_REMOTE_CODE=1)")
+
+
+def _check_systems(raw: dict, cfg: dict, err: _Collector) -> list[dict]:
+    f = "study.toml"
+    systems = raw.get("systems", [])
+    if not isinstance(systems, list):
+        err.add(f, None, "systems", "must be an array of tables ([[systems]])")
+        return []
+    out, seen = [], set()
+    for i, s in enumerate(systems, start=1):
+        where = f"systems[{i}]"
+        if not isinstance(s, dict):
+            err.add(f, None, where, "must be a table")
+            continue
+        for k in s:
+            if k not in SYSTEM_KEYS:
+                err.add(f, None, f"{where}.{k}", f"unknown key (expected {', '.join(sorted(SYSTEM_KEYS))})")
+        sid = s.get("id")
+        if not isinstance(sid, str) or not ID_RE.match(sid):
+            err.add(f, None, f"{where}.id", "must be 1-64 letters, digits, '_', '-' or '.'")
+            continue
+        if sid in seen:
+            err.add(f, None, f"{where}.id", f"duplicate system id '{sid}'")
+        seen.add(sid)
+        kind = s.get("kind")
+        if kind not in SYSTEM_KINDS:
+            err.add(f, None, f"{where}.kind", f"must be one of {', '.join(SYSTEM_KINDS)}")
+            continue
+        label = s.get("label", sid)
+        if not isinstance(label, str) or not label.strip():
+            err.add(f, None, f"{where}.label", "must be a non-empty string")
+        assign = s.get("assign", kind != "human")
+        if not isinstance(assign, bool):
+            err.add(f, None, f"{where}.assign", "must be true or false")
+        params = s.get("params", {})
+        if not isinstance(params, dict):
+            err.add(f, None, f"{where}.params", "must be a table")
+            params = {}
+        _check_system_params(f, where, kind, params, err)
+        out.append({"id": sid, "label": str(label), "kind": kind, "assign": bool(assign),
+                    "params": params})
+    if "usability" in cfg and not any(s["assign"] for s in out):
+        err.add(f, None, "systems", "the usability protocol needs at least one [[systems]] entry that senders are assigned to")
+    return out
+
+
+def _hash_inputs(folder: Path, cfg: dict) -> str:
+    h = hashlib.sha256()
+    h.update((folder / "study.toml").read_bytes())
+    for section, keys in (("usability", ("starters", "questions", "exchanges", "references")),
+                          ("da", ("segments",)), ("sd", ("sentences", "pairs"))):
+        for k in keys:
+            name = cfg.get(section, {}).get(k)
+            if name and (folder / name).is_file():
+                h.update(name.encode())
+                h.update((folder / name).read_bytes())
+    consent_file = cfg.get("consent", {}).get("file")
+    if consent_file and (folder / consent_file).is_file():
+        h.update(consent_file.encode())
+        h.update((folder / consent_file).read_bytes())
+    prompts = cfg.get("questions", {}).get("prompts")
+    if prompts:
+        h.update(json.dumps(prompts, sort_keys=True).encode())
+    if (folder / "scales.toml").is_file():
+        h.update(b"scales.toml")
+        h.update((folder / "scales.toml").read_bytes())
+    return h.hexdigest()
+
+
+def _safe_file(folder: Path, value, key: str, err: _Collector) -> Path | None:
+    if not isinstance(value, str) or not value:
+        err.add("study.toml", None, key, "must name a file in the study folder")
+        return None
+    p = (folder / value).resolve()
+    if folder.resolve() not in p.parents:
+        err.add("study.toml", None, key, f"'{value}' is outside the study folder")
+        return None
+    return p
+
+
+def _load_usability(folder, cfg, systems, bundle, err):
+    us = cfg["usability"]
+    spath = _safe_file(folder, us["starters"], "usability.starters", err)
+    qpath = _safe_file(folder, us["questions"], "usability.questions", err)
+    lo, hi = us["starter_words"] if isinstance(us.get("starter_words"), list) and len(us["starter_words"]) == 2 else (40, 60)
+    starters = {}
+    if spath:
+        name = spath.name
+        for rowno, row in _read_rows(spath, "starters", err):
+            if not _require_text(err, name, rowno, row, "id", "domain", "source", "corpus", "text"):
+                continue
+            sid = row["id"]
+            if not ID_RE.match(sid):
+                err.add(name, rowno, "id", f"'{sid}' must be letters, digits, '_', '-' or '.'")
+                continue
+            if sid in starters:
+                err.add(name, rowno, "id", f"duplicate starter id '{sid}'")
+                continue
+            ok = True
+            if row["domain"] not in DOMAINS:
+                err.add(name, rowno, "domain", f"'{row['domain']}' is not one of {', '.join(DOMAINS)}")
+                ok = False
+            if row["source"] not in SOURCES:
+                err.add(name, rowno, "source", f"'{row['source']}' is not one of {', '.join(SOURCES)}")
+                ok = False
+            words = len(row["text"].split())
+            if not lo <= words <= hi:
+                err.add(name, rowno, "text", f"has {words} words; starters must have {lo}-{hi} (usability.starter_words)")
+                ok = False
+            spans = row.get("key_spans", "")
+            spans = spans if isinstance(spans, list) else [s.strip() for s in spans.split("|") if s.strip()]
+            if not spans:
+                err.add(name, rowno, "key_spans", "must list at least one key span (separate spans with |)")
+                ok = False
+            for s in spans:
+                if not isinstance(s, str) or s not in row["text"]:
+                    err.add(name, rowno, "key_spans", f"span '{s}' does not occur in the text")
+                    ok = False
+            if ok:
+                starters[sid] = {"id": sid, "domain": row["domain"], "source": row["source"],
+                                 "corpus": row["corpus"], "text": row["text"], "key_spans": spans}
+        if not starters and not any(e.file == name for e in err.errors):
+            err.add(name, None, None, "has no starters")
+    if qpath:
+        name = qpath.name
+        seen = set()
+        for rowno, row in _read_rows(qpath, "questions", err):
+            if not _require_text(err, name, rowno, row, "starter_id", "index", "en", "pt"):
+                continue
+            if spath and row["starter_id"] not in starters:
+                err.add(name, rowno, "starter_id", f"unknown starter '{row['starter_id']}'")
+                continue
+            idx = _int(err, name, rowno, "index", row["index"], 1, MAX_QUESTIONS)
+            if idx is None:
+                continue
+            key = (row["starter_id"], idx)
+            if key in seen:
+                err.add(name, rowno, "index", f"duplicate question {idx} for starter '{row['starter_id']}'")
+                continue
+            seen.add(key)
+            bundle.questions.append({"starter_id": row["starter_id"], "idx": idx,
+                                     "en": row["en"], "pt": row["pt"]})
+        for sid in starters:
+            # with a [questions] section, missing questions are generated and reviewed in the app
+            if "questions" not in cfg and not any(q["starter_id"] == sid for q in bundle.questions):
+                err.add(name, None, "starter_id", f"starter '{sid}' has no questions")
+    bundle.starters = list(starters.values())
+    if us.get("exchanges"):
+        epath = _safe_file(folder, us["exchanges"], "usability.exchanges", err)
+        if epath:
+            name = epath.name
+            system_ids = {s["id"] for s in systems}
+            seen = set()
+            for rowno, row in _read_rows(epath, "exchanges", err):
+                if not _require_text(err, name, rowno, row, "starter_id", "system", "translation"):
+                    continue
+                if row["starter_id"] not in starters:
+                    err.add(name, rowno, "starter_id", f"unknown starter '{row['starter_id']}'")
+                    continue
+                if row["system"] not in system_ids:
+                    err.add(name, rowno, "system", f"unknown system '{row['system']}' (declare it in [[systems]])")
+                    continue
+                key = (row["starter_id"], row["system"])
+                if key in seen:
+                    err.add(name, rowno, None, f"duplicate exchange for starter '{key[0]}' and system '{key[1]}'")
+                    continue
+                seen.add(key)
+                bundle.exchanges.append(dict(row))
+    if us.get("references"):
+        _load_references(folder, us["references"], starters, bundle, err)
+    ref = us.get("corpus_reference")
+    corpora = sorted({s["corpus"] for s in starters.values()})
+    if isinstance(ref, str) and ref.strip() and starters and ref.strip().casefold() not in {
+            c.casefold() for c in corpora}:
+        err.add("study.toml", None, "usability.corpus_reference",
+                f"'{ref}' is not the corpus of any starter (corpora: {', '.join(corpora)})")
+    n = us.get("items_per_sender")
+    if isinstance(n, int) and starters and n > len(starters):
+        err.add("study.toml", None, "usability.items_per_sender",
+                f"{n} starters per sender but the corpus has only {len(starters)}")
+
+
+def _load_references(folder, value, starters, bundle, err):
+    """Human reference translations of the starters: a corpus for reference-based metrics,
+    never shown to participants and never a system. Several per starter are allowed, told
+    apart by `translator` (empty for one unnamed reference)."""
+    path = _safe_file(folder, value, "usability.references", err)
+    if not path:
+        return
+    name = path.name
+    seen = set()
+    for rowno, row in _read_rows(path, "references", err):
+        if not _require_text(err, name, rowno, row, "starter_id", "translation"):
+            continue
+        sid = row["starter_id"]
+        if sid not in starters:
+            err.add(name, rowno, "starter_id", f"unknown starter '{sid}'")
+            continue
+        translator = row.get("translator") or ""
+        if (sid, translator) in seen:
+            err.add(name, rowno, "translator",
+                    f"duplicate reference for starter '{sid}' by translator '{translator}'" if translator else
+                    f"duplicate reference for starter '{sid}' (give each reference of a starter its own translator)")
+            continue
+        seen.add((sid, translator))
+        bundle.references.append({"starter_id": sid, "translator": translator, "translation": row["translation"]})
+    if not bundle.references and not any(e.file == name for e in err.errors):
+        err.add(name, None, None, "has no references (leave usability.references out for none)")
+
+
+def _load_da(folder, cfg, bundle, err):
+    path = _safe_file(folder, cfg["da"]["segments"], "da.segments", err)
+    if not path:
+        return
+    name = path.name
+    seen = set()
+    for rowno, row in _read_rows(path, "da_segments", err):
+        if not _require_text(err, name, rowno, row, *CSV_COLUMNS["da_segments"][0]):
+            continue
+        pos = _int(err, name, rowno, "position", row["position"], 0)
+        if pos is None:
+            continue
+        key = (row["segment_id"], row["system"])
+        if key in seen:
+            err.add(name, rowno, None, f"duplicate output of system '{key[1]}' for segment '{key[0]}'")
+            continue
+        seen.add(key)
+        bundle.da_segments.append({**row, "position": pos})
+    if not bundle.da_segments and not any(e.file == name for e in err.errors):
+        err.add(name, None, None, "has no segments")
+
+
+def _load_sd(folder, cfg, bundle, err):
+    sd = cfg["sd"]
+    spath = _safe_file(folder, sd["sentences"], "sd.sentences", err)
+    ppath = _safe_file(folder, sd["pairs"], "sd.pairs", err)
+    if spath:
+        name, seen = spath.name, set()
+        for rowno, row in _read_rows(spath, "sd_sentences", err):
+            if not _require_text(err, name, rowno, row, "sentence_id", "text"):
+                continue
+            if row["sentence_id"] in seen:
+                err.add(name, rowno, "sentence_id", f"duplicate sentence id '{row['sentence_id']}'")
+                continue
+            seen.add(row["sentence_id"])
+            bundle.sd_sentences.append({"id": row["sentence_id"], "text": row["text"],
+                                        "source": row.get("source") or None})
+        k = sd.get("sentences_per_participant")
+        if isinstance(k, int) and bundle.sd_sentences and k > len(bundle.sd_sentences):
+            err.add("study.toml", None, "sd.sentences_per_participant",
+                    f"{k} sentences per participant but only {len(bundle.sd_sentences)} sentences")
+    if ppath:
+        name, seen = ppath.name, set()
+        for rowno, row in _read_rows(ppath, "sd_pairs", err):
+            if not _require_text(err, name, rowno, row, "pair_id", "language", "positive", "negative"):
+                continue
+            key = (row["pair_id"], row["language"])
+            if key in seen:
+                err.add(name, rowno, "pair_id", f"duplicate pair '{key[0]}' for language '{key[1]}'")
+                continue
+            seen.add(key)
+            bundle.sd_pairs.append({"id": row["pair_id"], "language": row["language"],
+                                    "positive": row["positive"], "negative": row["negative"],
+                                    "note": row.get("note") or None})
+        if not any(p["language"] == sd.get("language") for p in bundle.sd_pairs):
+            err.add(name, None, "language", f"no adjective pairs in language '{sd.get('language')}' (sd.language)")
+
+
+def _load_texts(folder: Path, cfg: dict, err: _Collector) -> None:
+    """An optional scales.toml in the study folder replaces the default participant wording."""
+
+    path = folder / "scales.toml"
+    if not path.is_file():
+        return
+    try:
+        override = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        err.add("scales.toml", None, None, f"not valid TOML: {e}")
+        return
+    for key, message in texts.problems(override):
+        err.add("scales.toml", None, key, message)
+    cfg["texts"] = override
+
+
+def _load_consent(folder: Path, cfg: dict, err: _Collector) -> None:
+    """[consent] (its text inline or from a Markdown file, read in now so the stored config
+    holds the words participants see) and [demographics] fields."""
+
+    c = cfg.get("consent")
+    if c is not None and isinstance(c.get("file"), str) and c["file"]:
+        path = _safe_file(folder, c["file"], "consent.file", err)
+        if path is not None:
+            try:
+                c["text"] = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                err.add("study.toml", None, "consent.file", f"cannot read '{c['file']}' as UTF-8 text ({e})")
+    for key, message in consent.config_problems(cfg):
+        err.add("study.toml", None, key, message)
+
+
+def _load_questions(folder: Path, cfg: dict, err: _Collector) -> None:
+    """[llm] and [questions] checked; the prompt files [questions] names are read in now, so
+    the stored config holds the prompts used."""
+    for name, check in (("llm", llm_settings.problems), ("questions", question_settings.problems)):
+        for key, message in check(cfg[name]) if name in cfg else []:
+            err.add("study.toml", None, f"{name}.{key}", message)
+    if "questions" in cfg:
+        resolve = lambda file, key: _safe_file(folder, file, f"questions.{key}", err)  # noqa: E731
+        for key, message in question_settings.read_prompts(cfg["questions"], resolve):
+            err.add("study.toml", None, f"questions.{key}", message)
+
+
+def load_study(folder: str | Path) -> StudyBundle:
+    """Parse and validate a study folder; raises StudyValidationError listing every problem."""
+    folder = Path(folder)
+    err = _Collector()
+    toml_path = folder / "study.toml"
+    if not toml_path.is_file():
+        raise StudyValidationError([StudyError("study.toml", None, None, f"not found in {folder}")])
+    try:
+        raw = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise StudyValidationError([StudyError("study.toml", None, None, f"not valid TOML: {e}")])
+    cfg = _check_config(raw, err)
+    systems = _check_systems(raw, cfg, err)
+    if "llm" in cfg:      # where the study may send requests and which key (services/models/llm.py)
+        for key, message in llm_settings.study_problems(cfg["llm"]):
+            err.add("study.toml", None, f"llm.{key}", message)
+    st = cfg.get("study", {})
+    bundle = StudyBundle(id=str(st.get("id", "")), name=str(st.get("name", "")), config=cfg,
+                         content_hash="", systems=systems)
+    if err.errors:  # the corpus cannot be checked against a broken config
+        raise StudyValidationError(err.errors)
+    if "usability" in cfg:
+        _load_usability(folder, cfg, systems, bundle, err)
+    if "da" in cfg:
+        _load_da(folder, cfg, bundle, err)
+    if "sd" in cfg:
+        _load_sd(folder, cfg, bundle, err)
+    _load_texts(folder, cfg, err)
+    _load_consent(folder, cfg, err)
+    _load_questions(folder, cfg, err)
+    if err.errors:
+        raise StudyValidationError(err.errors)
+    cfg["systems"] = systems
+    for s in systems:                 # what the worker builds each system for (services/models/systems.py)
+        s["target_variant"] = variants.of_study(cfg)
+    bundle.content_hash = _hash_inputs(folder, cfg)
+    return bundle

@@ -1,0 +1,85 @@
+"""Import a study folder into storage in one transaction; re-importing the same files is a no-op."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from services.metrics import exchange as exchange_metrics
+from services.participation import workflow
+from services.study.files import StudyError, StudyValidationError, load_study
+from storage import queue, results, studies
+from services.da.hits import build_hits
+
+
+@dataclass
+class ImportResult:
+    study_id: str
+    status: str          # "created" | "updated" | "unchanged"
+    counts: dict
+
+
+def build_campaign(bundle) -> list[list[dict]]:
+    """The study's DA HITs, seeded by the study: rebuilt identically on every import."""
+
+    da = bundle.config["da"]
+    items = [{"row": i, **s} for i, s in enumerate(bundle.da_segments)]
+    try:
+        return build_hits(items, seed=bundle.config["study"]["seed"], hit_size=da["hit_size"],
+                          n_controls=da["controls"], min_gap=da["min_gap"],
+                          reference_controls=da["reference_controls"])
+    except ValueError as e:
+        raise StudyValidationError([StudyError("study.toml", None, "da.hit_size", str(e))]) from e
+
+
+def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResult:
+    bundle = load_study(folder)
+    if "da" in bundle.config:
+        bundle.da_hits = build_campaign(bundle)
+    existing = studies.get_study(database, bundle.id)
+    counts = {"starters": len(bundle.starters), "questions": len(bundle.questions),
+              "systems": len(bundle.systems), "exchanges": len(bundle.exchanges),
+              "references": len(bundle.references),
+              "da_segments": len(bundle.da_segments), "da_hits": len(bundle.da_hits), "sd_sentences": len(bundle.sd_sentences),
+              "sd_pairs": len(bundle.sd_pairs)}
+    if existing and existing["content_hash"] == bundle.content_hash:
+        return ImportResult(bundle.id, "unchanged", counts)
+    if existing and studies.has_participants(database, bundle.id):
+        raise StudyValidationError([StudyError(
+            "study.toml", None, "study.id",
+            f"study '{bundle.id}' already exists with different content and has participants; "
+            "give the changed study a new id (its collected data stays with the old one)")])
+    with database.write() as db:
+        studies.replace_study(db, bundle)
+        for ex in bundle.exchanges:
+            eid = queue.insert_exchange(db, bundle.id, ex["starter_id"], ex["system"], None,
+                                        import_key=f"{bundle.id}:{ex['starter_id']}:{ex['system']}")
+            results.insert_translation(db, eid, ex["system"], ex["translation"],
+                                       meta='{"origin": "imported"}')
+            exchange_metrics.enqueue(db, eid)
+        database.log(actor, "import" if not existing else "reimport", "study", bundle.id,
+                     {"hash": bundle.content_hash, **counts})
+        workflow.refresh(database, bundle.id)
+    return ImportResult(bundle.id, "updated" if existing else "created", counts)
+
+
+def import_zip(database, zip_path, actor: str = "admin") -> ImportResult:
+    """A study folder uploaded as a .zip (the admin tab): unpacked safely, then imported."""
+    import tempfile
+    import zipfile
+
+    try:
+        zf = zipfile.ZipFile(zip_path)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise StudyValidationError([StudyError(Path(str(zip_path)).name, None, None, f"not a zip file ({e})")])
+    with zf, tempfile.TemporaryDirectory(prefix="study-") as tmp:
+        names = [n for n in zf.namelist() if not n.endswith("/")]
+        if sum(zf.getinfo(n).file_size for n in names) > 200 * 2**20:
+            raise StudyValidationError([StudyError("zip", None, None, "unpacks to more than 200 MB")])
+        for n in names:
+            if n.startswith("/") or ".." in Path(n).parts:      # no writing outside the folder
+                raise StudyValidationError([StudyError("zip", None, None, f"unsafe path {n!r}")])
+        zf.extractall(tmp)
+        tomls = sorted(Path(tmp).rglob("study.toml"), key=lambda p: len(p.parts))
+        if not tomls:
+            raise StudyValidationError([StudyError("zip", None, None, "no study.toml inside")])
+        return import_study(database, tomls[0].parent, actor=actor)

@@ -1,0 +1,322 @@
+"""Participants: creating slots with their queues, private links, Prolific self-enrolment.
+
+Prolific enrolment URLs are signed: `sig` is an HMAC-SHA256 over (study, role, group, gender)
+with the link secret (TRADLAB_LINK_SECRET, else a random key kept in the database's
+app_secrets table); Prolific's PROLIFIC_PID / STUDY_ID / SESSION_ID placeholders stay outside
+it. A Prolific newcomer only ever takes a self-enrolment slot (`add_participants(...,
+self_enrol=True)`), never one made for a private link; one Prolific id holds one role per
+study; new enrolments per minute are capped per study (study.enrol_per_minute, counted from
+participants.claimed_at, so a restart forgets nothing). Every refusal is written to the audit
+log (action 'enrol_refused') and stores nothing else.
+"""
+from __future__ import annotations
+
+import base64
+import csv
+import datetime as dt
+import hashlib
+import hmac
+import json
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlencode
+
+from services.da import campaign as da_campaign
+from services.sd import form as sd_form
+from services.participation import workflow
+from services.participation.assignment import order_key, sender_design
+from services.common.vocabulary import ROLES
+from storage import participants, queue, studies
+
+
+class ParticipantError(ValueError):
+    """A request about participants that cannot be honoured; the message says why."""
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(18)  # 144 random bits
+
+
+def _study(database, study_id):
+    study = studies.get_study(database, study_id)
+    if not study:
+        raise ParticipantError(f"unknown study '{study_id}'")
+    return study
+
+
+def _check_role(study, role, group, gender):
+    cfg = study["config"]
+    protocols = cfg["study"]["protocols"]
+    needs = {"sender": "usability", "receiver": "usability", "validator": "usability",
+             "rater": "usability", "da": "da", "sd": "sd"}
+    if role not in ROLES:
+        raise ParticipantError(f"unknown role '{role}' (one of {', '.join(ROLES)})")
+    if needs[role] not in protocols:
+        raise ParticipantError(f"study '{study['id']}' has no {needs[role]} protocol, so no {role} role")
+    groups, genders = cfg["study"]["groups"], cfg["study"]["genders"]
+    if group is not None and groups and group not in groups:
+        raise ParticipantError(f"unknown group '{group}' (study groups: {', '.join(groups)})")
+    if gender is not None and genders and gender not in genders:
+        raise ParticipantError(f"unknown gender '{gender}' (study genders: {', '.join(genders)})")
+    if role == "sender" and groups and group is None:
+        raise ParticipantError(f"senders need a group (one of {', '.join(groups)})")
+    if role == "sender" and genders and gender is None:
+        raise ParticipantError(f"senders need a gender (one of {', '.join(genders)})")
+
+
+def _setup_queue(db, database, study, pid: int, role: str, group, gender) -> None:
+    cfg, sid = study["config"], study["id"]
+    seed = cfg["study"]["seed"]
+    if role == "sender":
+        us = cfg["usability"]
+        index = participants.next_design_index(db, sid, group, gender)
+        db.execute("UPDATE participants SET design_index = ? WHERE id = ?", [index, pid])
+        systems = [s["id"] for s in studies.systems(database, sid) if s["config"]["assign"]]
+        for starter_id, system_id in sender_design(studies.starters(database, sid), systems,
+                                                   us["items_per_sender"], seed, index):
+            eid = queue.insert_exchange(db, sid, starter_id, system_id, pid)
+            queue.insert_assignment(db, sid, pid, "record", eid, order_key(seed, pid, eid), exchange_id=eid)
+        # recordings withdrawn from a sender of this cell that no sender of it could take
+        workflow.adopt_cell_orphans(db, database, study, pid, group, gender)
+    elif role == "da":
+        da_campaign.assign_hit(db, database, study, pid)
+    elif role == "sd":
+        sd_form.setup_queue(db, database, study, pid)
+
+
+@dataclass
+class NewParticipant:
+    id: int
+    role: str
+    group: str | None
+    gender: str | None
+    external_id: str | None
+    token: str
+
+
+def add_participants(database, study_id: str, role: str, count: int = 1, group: str | None = None,
+                     gender: str | None = None, external_ids: list[str | None] | None = None,
+                     actor: str = "cli", self_enrol: bool = False) -> list[NewParticipant]:
+    """Slots with their queues. self_enrol: slots only a Prolific newcomer (a signed enrolment
+    URL) can take; otherwise private-link slots, which self-enrolment never hands out."""
+    study = _study(database, study_id)
+    _check_role(study, role, group, gender)
+    if self_enrol:
+        if role not in study["config"]["study"]["self_enrol"]:
+            raise ParticipantError(f"study '{study_id}' does not take {role} participants from Prolific "
+                                   "(add the role to study.self_enrol)")
+        if external_ids is not None and any(external_ids):
+            raise ParticipantError("self-enrolment slots take no external ids (Prolific fills them in)")
+    if external_ids is None:
+        if count < 1:
+            raise ParticipantError("count must be at least 1")
+        external_ids = [None] * count
+    made = []
+    with database.write() as db:
+        for ext in external_ids:
+            token = new_token()
+            pid = participants.insert(db, {"study_id": study_id, "role": role, "grp": group,
+                                           "gender": gender, "external_id": ext, "token": token,
+                                           "self_enrol": 1 if self_enrol else 0})
+            _setup_queue(db, database, study, pid, role, group, gender)
+            database.log(actor, "add", "participant", pid, {"role": role, "group": group, "gender": gender,
+                                                            "self_enrol": bool(self_enrol)})
+            made.append(NewParticipant(pid, role, group, gender, ext, token))
+    return made
+
+
+def add_from_csv(database, study_id: str, path: str | Path, actor: str = "cli") -> list[NewParticipant]:
+    """Columns: role (required), group, gender, external_id. Validated whole before any insert."""
+    path = Path(path)
+    study = _study(database, study_id)
+    rows = list(csv.DictReader(path.read_text(encoding="utf-8-sig").splitlines()))
+    if not rows:
+        raise ParticipantError(f"{path.name}: no rows")
+    problems = []
+    for n, r in enumerate(rows, start=2):
+        if "role" not in r:
+            raise ParticipantError(f"{path.name}: missing column 'role'")
+        try:
+            _check_role(study, (r.get("role") or "").strip(), (r.get("group") or "").strip() or None,
+                        (r.get("gender") or "").strip() or None)
+        except ParticipantError as e:
+            problems.append(f"{path.name}, row {n}: {e}")
+    if problems:
+        raise ParticipantError("\n".join(problems))
+    made = []
+    with database.write():
+        for r in rows:
+            made += add_participants(database, study_id, r["role"].strip(), 1,
+                                     (r.get("group") or "").strip() or None,
+                                     (r.get("gender") or "").strip() or None,
+                                     [(r.get("external_id") or "").strip() or None], actor)
+    return made
+
+
+def link(public_url: str, token: str) -> str:
+    return f"{public_url.rstrip('/')}/?{urlencode({'t': token})}"
+
+
+def links(database, study_id: str, public_url: str) -> list[dict]:
+    _study(database, study_id)
+    return [{"id": p["id"], "role": p["role"], "group": p["grp"], "gender": p["gender"],
+             "external_id": p["external_id"] or p["prolific_pid"], "url": link(public_url, p["token"])}
+            for p in participants.list_for_study(database, study_id)]
+
+
+SIGNED = ("study", "role", "group", "gender")      # what the signature covers
+PROLIFIC = "&PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+
+
+def link_secret(database) -> bytes:
+    """TRADLAB_LINK_SECRET when set (every process serving or printing links must share it),
+    else the random key kept in the database."""
+    env = os.environ.get("TRADLAB_LINK_SECRET", "").strip()
+    if env:
+        return env.encode()
+    value = participants.get_secret(database, "link_secret")
+    if value is None:
+        with database.write() as db:
+            value = participants.ensure_secret(db, "link_secret")
+    return value.encode()
+
+
+def sign(secret: bytes, study_id: str, role: str, group: str | None = None, gender: str | None = None) -> str:
+    # a JSON list: unambiguous whatever characters a (tampered) field holds
+    msg = json.dumps(["tradlab-enrol-v1", study_id or "", role or "", group or "", gender or ""])
+    mac = hmac.new(secret, msg.encode("utf-8"), hashlib.sha256).digest()[:18]
+    return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+
+def prolific_link(database, public_url: str, study_id: str, role: str, group: str | None = None,
+                  gender: str | None = None) -> str:
+    """The signed URL to paste into Prolific; Prolific fills the {{%...%}} placeholders."""
+    q = {"study": study_id, "role": role}
+    if group:
+        q["group"] = group
+    if gender:
+        q["gender"] = gender
+    q["sig"] = sign(link_secret(database), study_id, role, group, gender)
+    return f"{public_url.rstrip('/')}/?{urlencode(q)}" + PROLIFIC
+
+
+def prolific_links(database, study_id: str, public_url: str) -> list[dict]:
+    """One signed URL per self-enrolling role (senders: per group x gender), with how many
+    self-enrolment slots are still open for it."""
+    study = _study(database, study_id)
+    cfg = study["config"]["study"]
+    out = []
+    for role in cfg["self_enrol"]:
+        cells = ([(g, gen) for g in cfg["groups"] for gen in (cfg["genders"] or [None])]
+                 if role == "sender" and cfg["groups"] else [(None, None)])
+        for g, gen in cells:
+            out.append({"role": role, "group": g, "gender": gen,
+                        "open": participants.open_self_enrol_count(database, study_id, role, g, gen),
+                        "url": prolific_link(database, public_url, study_id, role, g, gen)})
+    return out
+
+
+class EnrolRefused(ParticipantError):
+    """A Prolific enrolment turned away; `reason` is a short code for the audit log."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+TAMPERED = ("This study link is incomplete or has been changed. Please open the study again "
+            "from Prolific, without editing its address.")
+
+
+def _clean(v) -> str | None:
+    v = (v or "").strip() if isinstance(v, str) else None
+    return v or None
+
+
+def enrol_from_link(database, query: dict) -> dict:
+    """A Prolific URL's query parameters -> the participant (see enrol). Refused, logged and
+    nothing stored when its signature does not match its study, role, group and gender."""
+    study_id, role = _clean(query.get("study")) or "", _clean(query.get("role")) or ""
+    group, gender = _clean(query.get("group")), _clean(query.get("gender"))
+    pid, pstudy, session = _clean(query.get("PROLIFIC_PID")), _clean(query.get("STUDY_ID")), \
+        _clean(query.get("SESSION_ID"))
+    given = _clean(query.get("sig")) or ""
+    expected = sign(link_secret(database), study_id, role, group, gender)
+    if not hmac.compare_digest(given.encode(), expected.encode()):
+        _log_refusal(database, study_id, role, group, gender, pid, pstudy, session,
+                     "unsigned" if not given else "bad_signature")
+        raise EnrolRefused(TAMPERED, "unsigned" if not given else "bad_signature")
+    return enrol(database, study_id, role, pid or "", pstudy, session, group, gender)
+
+
+def _log_refusal(database, study_id, role, group, gender, pid, pstudy, session, reason: str) -> None:
+    cut = lambda v, n=64: v[:n] if isinstance(v, str) else v
+    with database.write():
+        # entity 'enrolment', not 'study': the study's export carries no refused Prolific ids
+        database.log("prolific", "enrol_refused", "enrolment", cut(study_id) or None,
+                     {"reason": reason, "role": cut(role, 20), "group": cut(group), "gender": cut(gender),
+                      "prolific_pid": cut(pid), "prolific_study": cut(pstudy), "session": cut(session)})
+
+
+def _bound_ids(cfg: dict, role: str) -> list[str]:
+    v = (cfg["study"].get("prolific_study_ids") or {}).get(role)
+    return [] if v is None else ([v] if isinstance(v, str) else list(v))
+
+
+def enrol(database, study_id: str, role: str, prolific_pid: str, prolific_study: str | None = None,
+          session: str | None = None, group: str | None = None, gender: str | None = None) -> dict:
+    """A Prolific newcomer takes an open self-enrolment slot of a self-enrolling role; a
+    returning one gets their own slot back (their new SESSION_ID is stored). The URL's
+    signature is checked before this (enrol_from_link). Refusals are logged, nothing else."""
+    try:
+        return _enrol(database, study_id, role, prolific_pid, prolific_study, session, group, gender)
+    except EnrolRefused as e:
+        _log_refusal(database, study_id, role, group, gender, prolific_pid, prolific_study, session, e.reason)
+        raise
+
+
+def _enrol(database, study_id, role, prolific_pid, prolific_study, session, group, gender) -> dict:
+    study = studies.get_study(database, study_id)
+    if not study:
+        raise EnrolRefused(f"unknown study '{study_id}'", "unknown_study")
+    cfg = study["config"]
+    if role not in cfg["study"]["self_enrol"]:
+        raise EnrolRefused(f"this study does not take {role} participants from Prolific links", "role_closed")
+    pid = (prolific_pid or "").strip()
+    if not pid or len(pid) > 64 or not pid.replace("_", "").replace("-", "").isalnum():
+        raise EnrolRefused("the PROLIFIC_PID in this link is not valid", "bad_pid")
+    bound = _bound_ids(cfg, role)
+    if bound and (prolific_study or "") not in bound:
+        raise EnrolRefused("this link belongs to another Prolific study; please open the study from "
+                           "Prolific again", "study_id_mismatch")
+    with database.write() as db:
+        held = participants.holders_of(db, study_id, pid)
+        mine = [p for p in held if p["role"] == role and p["prolific_pid"] == pid]
+        if mine:
+            existing = mine[0]
+            if session and session != existing["prolific_session_id"]:
+                participants.update_session(db, existing["id"], session)
+            return participants.get(database, existing["id"])
+        if held and held[0]["role"] == role:
+            raise EnrolRefused("you already have a personal link for this study; please use that link",
+                               "has_private_link")
+        if held:
+            raise EnrolRefused(f"this Prolific account already takes part in this study as a {held[0]['role']}; "
+                               "one person can hold only one role, so please return this study on Prolific",
+                               "second_role")
+        limit = cfg["study"].get("enrol_per_minute", 60)
+        if limit:
+            since = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=60)).isoformat(timespec="milliseconds")
+            if participants.claims_since(db, study_id, since) >= limit:
+                raise EnrolRefused("many people are joining right now; please reload this page in a minute",
+                                   "rate_limited")
+        slot = participants.open_slot(db, study_id, role, group, gender)
+        if not slot:
+            raise EnrolRefused("there is no open place in this study right now; "
+                               "please return the study on Prolific", "no_slot")
+        participants.claim(db, slot["id"], pid, prolific_study, session)
+        database.log(f"prolific:{pid}", "enrol", "participant", slot["id"],
+                     {"study": prolific_study, "session": session})
+    return participants.get(database, slot["id"])

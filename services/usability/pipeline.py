@@ -1,0 +1,103 @@
+"""What the worker does with a saved recording: QC, then translation, then open the next phase.
+
+Both steps are idempotent (a retried or resumed job skips what is stored), and no model
+runs in a request handler: submissions only enqueue this job.
+
+QC needs a transcript, and every recording of a study gets it from the same ASR (the study's
+[usability] qc_asr, services/usability/recording_qc.py), so that the flag rate does not depend on the
+system: a cascade whose ASR is that config lends its own transcript; otherwise the QC ASR
+transcribes the recording for QC only.
+"""
+from __future__ import annotations
+
+import json
+
+from services.metrics import exchange as exchange_metrics
+from services.usability import recording_qc
+from services.models import systems
+from services.participation import workflow
+from services.models.cache import CACHE
+from storage import queue, results, studies
+from services.da import campaign as da_campaign
+from services.participation import maintenance
+
+
+def process_recording(database, recording_id: int, cache=CACHE) -> dict:
+    rec = results.recording(database, int(recording_id))
+    if rec is None:
+        raise ValueError(f"recording {recording_id} does not exist")
+    ex = queue.exchange(database, rec["exchange_id"])
+    study = studies.get_study(database, ex["study_id"])
+    system = next((s for s in study["config"]["systems"] if s["id"] == ex["system_id"]), None)
+    if system is None:
+        raise ValueError(f"system '{ex['system_id']}' is not in study '{ex['study_id']}'")
+    starter = studies.starter(database, ex["study_id"], ex["starter_id"])
+    done = {"qc": rec["transcript"] is not None, "translation": results.translation(database, ex["id"]) is not None}
+    if all(done.values()):
+        return {"skipped": True}
+    st = systems.from_study_system(system, cache)
+    result = None
+    if not done["translation"]:
+        result = st.translate_audio(rec["path_16k"])
+        save_translation(database, rec, ex, result.translation, result.transcript,
+                         {"models": result.models, "seconds": result.seconds, "audio_s": rec["duration_s"]})
+    if not done["qc"]:
+        qc_asr = recording_qc.qc_asr_config(study["config"].get("usability"))
+        transcript = None
+        params = dict(system.get("params") or {})
+        cfg = systems.resolve(system["kind"], params, params.pop("preset", None))
+        if cfg.get("kind") == "cascade" and recording_qc.same_asr(cfg, qc_asr):
+            transcript = (result.transcript if result is not None
+                          else results.translation(database, ex["id"])["transcript"])
+        if transcript is None:
+            transcript = systems.build_asr(qc_asr, cache).transcribe(rec["path_16k"])
+        save_qc(database, rec, starter["text"], transcript, qc_asr)
+    workflow.exchange_ready(database, ex["id"])
+    return {"skipped": False}
+
+
+def save_translation(database, rec: dict, ex: dict, text: str, transcript: str | None, meta: dict) -> None:
+    """Stores a system's output for the exchange and queues its automatic metrics."""
+    with database.write() as db:
+        results.insert_translation(db, ex["id"], ex["system_id"], text, transcript, json.dumps(meta))
+        database.log("worker", "translate", "exchanges", ex["id"], {"system": ex["system_id"]})
+        exchange_metrics.enqueue(db, ex["id"])
+
+
+def save_qc(database, rec: dict, starter_text: str, transcript: str,
+            asr: dict | None = None) -> recording_qc.QCResult:
+    qc = recording_qc.check(starter_text, transcript)
+    with database.write() as db:
+        results.set_recording_qc(db, rec["id"], qc.status, transcript, qc.wer, qc.flags)
+        # which ASR wrote the transcript QC read (None: a caller's own transcript)
+        database.log("worker", "qc", "recordings", rec["id"], {"status": qc.status, "wer": qc.wer, "asr": asr})
+    return qc
+
+
+def record_outcome(database, recording_id: int, translation: str, transcript: str, meta: dict | None = None) -> str:
+    """What the worker stores once a system has run on a recording (translation, QC from the
+    transcript) and the work it opens; for callers that already have the system's output
+    (the study simulation in benchmarks/, an import of outputs computed elsewhere). Returns the
+    QC status."""
+    rec = results.recording(database, int(recording_id))
+    ex = queue.exchange(database, rec["exchange_id"])
+    starter = studies.starter(database, ex["study_id"], ex["starter_id"])
+    if results.translation(database, ex["id"]) is None:
+        save_translation(database, rec, ex, translation, transcript, meta or {})
+    status = rec["qc_status"]
+    if rec["transcript"] is None:
+        status = save_qc(database, rec, starter["text"], transcript).status
+    workflow.exchange_ready(database, ex["id"])
+    return status
+
+
+def handlers(database, cache=CACHE, media_dir=None) -> dict:
+    """The job kinds the app's worker runs."""
+
+    return {"process_recording": lambda payload: process_recording(database, payload["recording_id"], cache),
+            "render_da_audio": lambda payload: da_campaign.render_hit_audio(
+                database, payload["study_id"], payload["hit_id"], media_dir),
+            "render_da_images": lambda payload: da_campaign.render_hit_images(
+                database, payload["study_id"], payload["hit_id"], media_dir),
+            "score_exchange": lambda payload: exchange_metrics.score_exchange(database, payload["exchange_id"], cache),
+            maintenance.KIND: lambda payload: maintenance.run(database, payload["study_id"])}
