@@ -653,10 +653,10 @@ def cmd_import(args, settings):
 
 
 def cmd_repair(args, settings):
-    from services.admin import auth as admin
+    from services.admin import progress as admin_progress
     from storage import open_database
 
-    print(admin.repair_workflow(open_database(settings.db_path, settings.journal_mode), args.study))
+    print(admin_progress.repair_workflow(open_database(settings.db_path, settings.journal_mode), args.study))
     return 0
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from services.admin import auth as admin
+from services.admin import progress as admin_progress
 from services.models import systems
 from services.models.batch import translate_files
 from services.models.cache import CACHE, MODEL_QUEUE
@@ -112,11 +113,11 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return {notice: str(e)}
         if not study_id:
             return {notice: "No study imported yet: run `python app.py import FOLDER`."}
-        return {notice: "", progress: admin.progress_table(ctx.database, study_id),
-                collected: admin.collected_counts(ctx.database, study_id),
-                **exchanges.show(admin.exchanges_page(ctx.database, study_id, ex_page)),
-                **review.show(admin_review.review_table(admin.review_page(ctx.database, study_id, rev_page))),
-                **jobs.show(admin.jobs_page(ctx.database, job_page)), models: admin.models_table(CACHE),
+        return {notice: "", progress: admin_progress.progress_table(ctx.database, study_id),
+                collected: admin_progress.collected_counts(ctx.database, study_id),
+                **exchanges.show(admin_progress.exchanges_page(ctx.database, study_id, ex_page)),
+                **review.show(admin_review.review_table(admin_progress.review_page(ctx.database, study_id, rev_page))),
+                **jobs.show(admin_progress.jobs_page(ctx.database, job_page)), models: admin_progress.models_table(CACHE),
                 **people.refresh(study_id, *people_state)}
 
     @details_for_admin
@@ -125,7 +126,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             sess = auth.login(pw, _host(request), _client_key(request))
         except PermissionError as e:
             return {notice: str(e)}
-        choices = admin.study_choices(ctx.database)
+        choices = admin_progress.study_choices(ctx.database)
         first = choices[0][1] if choices else None
         return {session: sess, notice: "", login_row: gr.update(visible=False),
                 panel: gr.update(visible=True), study: gr.update(choices=choices, value=first),
@@ -143,7 +144,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             auth.check(sess, _host(request))
         except PermissionError as e:
             return {review_msg: str(e)}
-        item = admin.review_item(ctx.database, rid)
+        item = admin_progress.review_item(ctx.database, rid)
         if item is None:
             return {review_msg: f"There is no recording {rid}.", rec_audio: None, rec_text: "", rec_align: ""}
         return {review_msg: "", rec_audio: item["audio"],
@@ -173,7 +174,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             auth.check(sess, _host(request))
         except PermissionError as e:
             return {job_msg: str(e)}
-        return {job_msg: admin.retry_job(ctx.database, jid)}
+        return {job_msg: admin_progress.retry_job(ctx.database, jid)}
 
     @details_for_admin
     @details_for_admin
@@ -182,7 +183,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             auth.check(sess, _host(request))
         except PermissionError as e:
             return str(e)
-        return admin.repair_workflow(ctx.database, study_id)
+        return admin_progress.repair_workflow(ctx.database, study_id)
 
     repair.click(do_repair, [session, study], repair_msg, api_name="admin_repair", api_visibility="undocumented")
 
@@ -213,11 +214,11 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         trigger(tables, [session, study, exchanges.page, review.page, jobs.page, *people.inputs], table_outs,
                 api_visibility="private")
     reload_review = review.wire(auth, session, [study],
-                                lambda no, sid: admin_review.review_table(admin.review_page(ctx.database, sid, no)),
+                                lambda no, sid: admin_review.review_table(admin_progress.review_page(ctx.database, sid, no)),
                                 review_msg, "admin_review_page")
-    exchanges.wire(auth, session, [study], lambda no, sid: admin.exchanges_page(ctx.database, sid, no), notice,
+    exchanges.wire(auth, session, [study], lambda no, sid: admin_progress.exchanges_page(ctx.database, sid, no), notice,
                    "admin_exchanges_page")
-    reload_jobs = jobs.wire(auth, session, [], lambda no: admin.jobs_page(ctx.database, no), job_msg,
+    reload_jobs = jobs.wire(auth, session, [], lambda no: admin_progress.jobs_page(ctx.database, no), job_msg,
                             "admin_jobs_page")
     pick_row(review.table, rec_id)
     pick_row(jobs.table, job_id)
@@ -242,7 +243,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return {import_msg: f"**Nothing was imported.** Fix these and upload again:\n{lines}"}
         counts = ", ".join(f"{k} {v}" for k, v in res.counts.items() if v)
         return {import_msg: f"Study **{res.study_id}** {res.status} ({counts}).",
-                study: gr.update(choices=admin.study_choices(ctx.database), value=res.study_id)}
+                study: gr.update(choices=admin_progress.study_choices(ctx.database), value=res.study_id)}
 
     do_import.click(on_import, [session, study_zip], [import_msg, study], api_name="admin_import",
                     api_visibility="undocumented")

@@ -55,7 +55,7 @@ def aligned_table(chunks: list[dict]) -> str:
 
 
 def review_table(page: Page) -> Page:
-    """services.admin.auth.review_page's rows as the review table shows them: the alignment as an
+    """services.admin.progress.review_page's rows as the review table shows them: the alignment as an
     inline diff."""
     df = page.rows
     rows = pd.DataFrame({

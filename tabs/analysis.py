@@ -5,6 +5,7 @@ import gradio as gr
 import plotly.express as px
 
 from services.admin import auth as admin
+from services.admin import progress as admin_progress
 from tabs.admin import _host, details_for_admin
 from tabs import qe_audit as qe_audit_tab
 from tabs.common import Ctx
@@ -104,11 +105,11 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             auth.check(sess, _host(request))
         except PermissionError as e:
             return {notice: str(e)}
-        choices = admin.study_choices(ctx.database)
+        choices = admin_progress.study_choices(ctx.database)
         study_id = study_id or (choices[0][1] if choices else None)
         if not study_id:
             return {notice: "No study imported yet.", study: gr.update(choices=choices)}
-        df = admin.progress_table(ctx.database, study_id)
+        df = admin_progress.progress_table(ctx.database, study_id)
         long = df.melt(id_vars=["role", "phase"], value_vars=["done", "open"], var_name="status", value_name="items")
         fig = px.bar(long, x="phase", y="items", color="status", barmode="stack",
                      title=f"Progress of study {study_id}")

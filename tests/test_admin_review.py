@@ -2,7 +2,7 @@
 differing words highlighted, in a table of short columns and one diff column."""
 from __future__ import annotations
 
-from services.admin import auth as admin
+from services.admin import progress as admin_progress
 from services.study.participants import add_participants
 from services.admin.recording_review import queue_for_review
 from storage import queue, results
@@ -34,7 +34,7 @@ def test_the_review_queue_carries_the_alignment(demo_db):
 
 def test_the_review_table_has_short_columns_and_one_diff(demo_db):
     flagged(demo_db, "")
-    page = admin_review.review_table(admin.review_page(demo_db, "demo", 1))
+    page = admin_review.review_table(admin_progress.review_page(demo_db, "demo", 1))
     assert list(page.rows.columns) == admin_review.COLUMNS
     assert len(admin_review.DATATYPES) == len(admin_review.COLUMNS) == len(admin_review.COLUMN_WIDTHS)
     assert admin_review.DATATYPES[-1] == "html"
@@ -48,12 +48,12 @@ def test_a_clipped_start_is_struck_and_the_rest_is_plain(demo_db):
     heard = " ".join(prompt.split()[3:])           # the first three words lost
     with demo_db.write() as w:
         results.set_recording_qc(w, rid, "flagged", heard, 0.1, ["start_differs"])
-    page = admin_review.review_table(admin.review_page(demo_db, "demo", 1))
+    page = admin_review.review_table(admin_progress.review_page(demo_db, "demo", 1))
     cell = page.rows.iloc[0]["prompt vs transcript"]
     first = " ".join(prompt.lower().replace(",", "").replace(".", "").split()[:3])
     assert cell.startswith(f'<span class="qc-diff"><del class="qc-prompt">{first}</del> ')
     assert "<ins" not in cell                      # everything else was heard as written
-    item = admin.review_item(demo_db, rid)
+    item = admin_progress.review_item(demo_db, rid)
     assert item["flags"] == ["the first three words differ"]
     shown = admin_review.item_html(item)
     assert '<tr class="qc-differs"><td><del class="qc-prompt">' + first in shown and "not heard" in shown

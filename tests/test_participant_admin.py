@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from services.admin import auth as admin
+from services.admin import progress as admin_progress
 from services.admin import participants as pa
+from services.common import paging
 from services.participation.items import AccessError, get_view, participant_for_token
 from services.admin.participants import ParticipantAdminError
 from services.study.participants import ParticipantError, add_participants
@@ -244,11 +245,11 @@ def test_pages_have_the_right_slices_and_totals(demo_db):
     assert link == rec[0].token[:6] + "…" and "?t=" not in link                # never the whole token
     with pytest.raises(ParticipantAdminError, match="Unknown status 'gone'"):
         pa.participants_page(db, "demo", status="gone")
-    ex = admin.exchanges_page(db, "demo", 2, page_size=5)
-    every = [int(x) for n in (1, 2, 3) for x in admin.exchanges_page(db, "demo", n, page_size=5).rows["exchange"]]
+    ex = admin_progress.exchanges_page(db, "demo", 2, page_size=5)
+    every = [int(x) for n in (1, 2, 3) for x in admin_progress.exchanges_page(db, "demo", n, page_size=5).rows["exchange"]]
     assert (ex.total, ex.pages, ex.page) == (12, 3, 2) and every == sorted(set(every)) and len(every) == 12
     assert [int(x) for x in ex.rows["exchange"]] == every[5:10]
-    assert admin.page_bounds(0, 5, 10) == (1, 1, 0)
+    assert paging.page_bounds(0, 5, 10) == (1, 1, 0)
 
 
 def test_review_and_jobs_pages(demo_db):
@@ -260,12 +261,12 @@ def test_review_and_jobs_pages(demo_db):
             results.set_recording_qc(w, rid, "flagged", "hm", 1.0, ["high_wer"])
         ids = [jobs.enqueue(w, "noop", {"n": n}) for n in range(7)]
         w.execute("UPDATE jobs SET status = 'failed' WHERE id IN (?, ?)", [ids[1], ids[4]])
-    rv = admin.review_page(db, "demo", 2, page_size=3)
+    rv = admin_progress.review_page(db, "demo", 2, page_size=3)
     assert (rv.total, rv.pages, len(rv.rows)) == (4, 2, 1)
     total = jobs.count(db)
-    first = admin.jobs_page(db, 1, page_size=3)
+    first = admin_progress.jobs_page(db, 1, page_size=3)
     assert first.total == total and list(first.rows["id"])[:2] == [ids[4], ids[1]]   # failed first
-    every = [i for n in range(1, first.pages + 1) for i in admin.jobs_page(db, n, page_size=3).rows["id"]]
+    every = [i for n in range(1, first.pages + 1) for i in admin_progress.jobs_page(db, n, page_size=3).rows["id"]]
     assert sorted(every) == sorted(set(every)) and len(every) == total
 
 

@@ -2,7 +2,7 @@
 it puts back what an event missed and changes nothing when nothing is missing."""
 from __future__ import annotations
 
-from services.admin import auth as admin
+from services.admin import progress as admin_progress
 from services.participation import maintenance
 from services.participation import workflow
 from services.study.participants import add_participants
@@ -45,9 +45,9 @@ def test_the_upkeep_job_schedules_itself_once_per_study(demo_db):
 
 
 def test_the_admin_repair_says_what_it_did(demo_db):
-    assert admin.repair_workflow(demo_db, None) == "Pick a study first."
-    assert admin.repair_workflow(demo_db, "demo") == "Repair done: nothing was missing."
+    assert admin_progress.repair_workflow(demo_db, None) == "Pick a study first."
+    assert admin_progress.repair_workflow(demo_db, "demo") == "Repair done: nothing was missing."
     with demo_db.write() as w:
         w.execute("DELETE FROM work_pool WHERE phase = 'receive' AND item_id = (SELECT MIN(item_id) FROM work_pool)")
-    assert admin.repair_workflow(demo_db, "demo").startswith("Repair done: 1 missing")
+    assert admin_progress.repair_workflow(demo_db, "demo").startswith("Repair done: 1 missing")
     assert pool.any_open(demo_db, "demo", "receive")
