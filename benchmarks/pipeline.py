@@ -28,9 +28,9 @@ import numpy as np  # noqa: E402
 import soundfile as sf  # noqa: E402
 
 from services.models import systems  # noqa: E402
-from services.usability.audio_intake import store_recording  # noqa: E402
 from services.models.cache import CACHE  # noqa: E402
 from services.models.tts import PiperTTS  # noqa: E402
+from services.usability.audio_intake import store_recording  # noqa: E402
 
 
 def peak_rss_mb() -> float:

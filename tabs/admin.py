@@ -7,16 +7,16 @@ import gradio as gr
 
 from services.admin import auth as admin
 from services.admin import progress as admin_progress
+from services.admin.recording_review import ReviewError, decide
 from services.models import systems
 from services.models.batch import translate_files
 from services.models.cache import CACHE, MODEL_QUEUE
-from services.admin.recording_review import ReviewError, decide
+from services.models.zerogpu import gpu
 from services.study.files import StudyValidationError
 from services.study.importer import import_zip
-from services.models.zerogpu import gpu
 from tabs import admin_participants, admin_questions, admin_review
-from tabs.admin_common import host as _host
 from tabs.admin_common import details_for_admin, download, pager, pick_row
+from tabs.admin_common import host as _host
 from tabs.common import Ctx, plain_markdown
 
 # model calls a Gradio event makes get a GPU on ZeroGPU (the identity elsewhere: services/models/zerogpu.py)

@@ -11,8 +11,8 @@ import gradio as gr
 from services.admin import auth as admin
 from services.admin import participants as participant_admin
 from services.admin.participants import STATUSES, whole_number
-from services.study.participants import link
 from services.common.vocabulary import ROLES
+from services.study.participants import link
 from tabs.admin_common import details_for_admin, download, host, pager, pick_row
 from tabs.common import Ctx
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import gradio as gr
 
-from services.questions import gen as question_gen
-from services.questions import review as question_review
 from services.models.backends import BackendUnavailable
 from services.models.cache import MODEL_QUEUE
-from services.questions.review import ReviewError
 from services.models.zerogpu import gpu
+from services.questions import gen as question_gen
+from services.questions import review as question_review
+from services.questions.review import ReviewError
 from tabs.admin_common import details_for_admin, download, pick_row
 from tabs.admin_common import host as _host
 

@@ -6,8 +6,8 @@ import plotly.express as px
 
 from services.admin import auth as admin
 from services.admin import progress as admin_progress
-from tabs.admin import _host, details_for_admin
 from tabs import qe_audit as qe_audit_tab
+from tabs.admin import _host, details_for_admin
 from tabs.common import Ctx
 
 

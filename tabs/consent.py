@@ -9,8 +9,8 @@ from typing import Callable
 
 import gradio as gr
 
-from services.study.consent import ConsentError, page, pending_stage, record_consent, submit_demographics
 from services.participation.items import AccessError, participant_for_token
+from services.study.consent import ConsentError, page, pending_stage, record_consent, submit_demographics
 from services.study.texts import Voice
 from storage import studies
 from tabs.common import Ctx

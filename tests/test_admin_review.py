@@ -3,8 +3,8 @@ differing words highlighted, in a table of short columns and one diff column."""
 from __future__ import annotations
 
 from services.admin import progress as admin_progress
-from services.study.participants import add_participants
 from services.admin.recording_review import queue_for_review
+from services.study.participants import add_participants
 from storage import queue, results
 from tabs import admin_review
 

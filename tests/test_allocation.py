@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from services.study.participants import add_participants
 from services.study.importer import import_study
+from services.study.participants import add_participants
 from storage import open_database
 
 from usability_helpers import answer_receiver, record_all, study_folder, until_none, wav

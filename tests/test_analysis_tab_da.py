@@ -8,8 +8,8 @@ import pandas as pd
 from services.admin import auth as admin
 from services.da import analysis as da_analysis
 from services.participation.items import get_view
-from services.study.participants import add_participants
 from services.participation.submissions import submit
+from services.study.participants import add_participants
 from tabs.common import Ctx
 
 from test_da_paper001 import careful, da_study

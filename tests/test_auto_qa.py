@@ -15,8 +15,8 @@ from scipy import stats
 
 from services.metrics import auto_qa
 from services.metrics import exchange as exchange_metrics
-from services.models import llm
 from services.metrics import registry as metrics
+from services.models import llm
 from services.questions import review as question_review
 from services.study.importer import import_study
 from storage import studies

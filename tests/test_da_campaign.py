@@ -9,14 +9,14 @@ import shutil
 import pytest
 
 from conftest import DEMO
+from services.common.jobs_worker import Worker
 from services.da import campaign as da_campaign
 from services.da import render as da_render
 from services.participation.items import get_view
-from services.common.jobs_worker import Worker
-from services.usability import pipeline
-from services.study.participants import add_participants
-from services.study.importer import import_study
 from services.participation.submissions import SubmissionError, submit
+from services.study.importer import import_study
+from services.study.participants import add_participants
+from services.usability import pipeline
 from storage import studies
 
 

@@ -12,15 +12,15 @@ import pandas as pd
 import pytest
 
 from conftest import DEMO
+from services.common.jobs_worker import Worker
 from services.da import analysis as da_analysis
 from services.da import campaign as da_campaign
 from services.da import render as da_render
-from services.usability import pipeline
 from services.participation.items import get_view
-from services.common.jobs_worker import Worker
-from services.study.participants import add_participants
-from services.study.importer import import_study
 from services.participation.submissions import submit
+from services.study.importer import import_study
+from services.study.participants import add_participants
+from services.usability import pipeline
 from storage import studies
 from tabs.da import body_html
 from test_da_analysis import make_judgments

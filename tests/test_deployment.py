@@ -15,8 +15,8 @@ import pytest
 
 from services.common import settings as settings_mod
 from services.common import tls
-from services.models import zerogpu
 from services.common.settings import Settings
+from services.models import zerogpu
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -5,12 +5,11 @@ import datetime as dt
 
 import pytest
 
-from services.participation import dropouts
 from services.admin import participants as pa
-from services.participation import workflow
+from services.participation import dropouts, workflow
 from services.participation.items import AccessError, get_view
-from services.study.participants import add_participants
 from services.study.importer import import_study
+from services.study.participants import add_participants
 from storage import open_database, pool
 
 from usability_helpers import (answer_receiver, answer_survey, answer_validator, record_all, study_folder,

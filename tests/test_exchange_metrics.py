@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from services.metrics import exchange as exchange_metrics
-from services.usability import pipeline
 from services.common.jobs_worker import Worker
+from services.metrics import exchange as exchange_metrics
 from services.models.cache import ModelCache
+from services.usability import pipeline
 from storage import results
 
 CACHE = ModelCache(device="cpu")

@@ -12,14 +12,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from services.admin.recording_review import decide
+from services.da.campaign import save_feedback
+from services.participation.items import get_view
+from services.participation.submissions import submit
 from services.study import export as export_service
 from services.study import export_dictionary as dictionary
-from services.da.campaign import save_feedback
 from services.study.export import ExportError, export_study, export_zip, neutralise
-from services.participation.items import get_view
 from services.study.participants import add_participants, enrol
-from services.admin.recording_review import decide
-from services.participation.submissions import submit
 from storage import participants as participant_store
 from storage import results
 

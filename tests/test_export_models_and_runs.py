@@ -8,11 +8,11 @@ import json
 
 import pytest
 
+from services.participation.items import get_view
+from services.participation.submissions import submit
 from services.study import export
 from services.study import export_dictionary as dictionary
-from services.participation.items import get_view
 from services.study.participants import add_participants
-from services.participation.submissions import submit
 from services.usability.export import exchanges_frame
 from storage import results, studies
 

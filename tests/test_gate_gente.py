@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.qe import gate_gente as GG
 from services.qe import audit as qe_audit
+from services.qe import gate_gente as GG
 
 GATE_IT = (
     "labels\tsource\tf\tm\tkw_s\tkw_f\tkw_m\n"

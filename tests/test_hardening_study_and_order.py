@@ -20,15 +20,14 @@ from conftest import DEMO_ASSETS
 from markdown_it import MarkdownIt
 
 from services.da import campaign as da_campaign
-from services.participation import rate_limit
-from services.participation import submissions
 from services.models.backends import BackendUnavailable
 from services.models.backends.remote import RemoteMT, host_allowed
+from services.participation import rate_limit, submissions
 from services.participation.items import AccessError, ItemView, TooManyRequests, get_view
-from services.study.participants import add_participants
+from services.participation.submissions import SubmissionError, submit
 from services.study.files import StudyValidationError, load_study
 from services.study.importer import import_zip
-from services.participation.submissions import SubmissionError, submit
+from services.study.participants import add_participants
 from storage import participants, queue
 
 PIXEL = "http://127.0.0.1:9/pixel"

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from services.models.backends import BackendUnavailable
 from services.common.jobs_worker import Worker
+from services.models.backends import BackendUnavailable
 from storage import jobs
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from services.models import llm
-from services.questions import settings as question_settings
 from services.models.backends import BackendUnavailable
+from services.questions import settings as question_settings
 from services.study.files import StudyValidationError, load_study
 from tests.openai_server import OpenAIServer
 

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from services.metrics import exchange as exchange_metrics
-from services.metrics import registry as metrics
 from services.metrics import comet as metrics_comet
-from services.models.backends import BackendUnavailable
+from services.metrics import exchange as exchange_metrics
 from services.metrics import metricx as metrics_metricx
+from services.metrics import registry as metrics
 from services.metrics.metricx import metricx_input
+from services.models.backends import BackendUnavailable
 from services.models.cache import ModelCache
 from storage import metric_cache, queue, results
 

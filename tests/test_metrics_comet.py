@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from services.metrics import registry as metrics
 from services.metrics import comet as metrics_comet
+from services.metrics import registry as metrics
+from services.metrics.comet import CometMetric, ENV
 from services.models.backends import BackendUnavailable
-from services.metrics.comet import ENV, CometMetric
 from services.models.cache import ModelCache
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

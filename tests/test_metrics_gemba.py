@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from services.metrics import registry as metrics
-from services.models.backends import BackendUnavailable
 from services.metrics.gemba import GembaDA, factory, parse_score
+from services.models.backends import BackendUnavailable
 from tests.openai_server import OpenAIServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))      # tiny_models, whatever the import mode

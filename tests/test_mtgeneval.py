@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from services.qe import mtgeneval as G
 from services.qe import audit as Q
+from services.qe import mtgeneval as G
 
 REAL = Path("/work/shared/data/mt-geneval/data")
 

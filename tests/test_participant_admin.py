@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from services.admin import progress as admin_progress
 from services.admin import participants as pa
+from services.admin import progress as admin_progress
+from services.admin.participants import ParticipantAdminError
 from services.common import paging
 from services.participation.items import AccessError, get_view, participant_for_token
-from services.admin.participants import ParticipantAdminError
 from services.study.participants import ParticipantError, add_participants
 from storage import jobs, pool, queue, results
 from storage import participants as pstore

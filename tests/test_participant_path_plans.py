@@ -8,10 +8,10 @@ import re
 import pytest
 
 from services.participation import dropouts
-from services.usability import pipeline
 from services.participation.items import get_view
-from services.study.participants import add_participants
 from services.participation.submissions import submit
+from services.study.participants import add_participants
+from services.usability import pipeline
 from storage import results
 
 from test_submissions import write_wav

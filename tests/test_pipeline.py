@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from services.usability import pipeline
-from services.participation.items import get_view
+from services.admin.recording_review import decide, queue_for_review
 from services.common.jobs_worker import Worker
 from services.models.cache import ModelCache
-from services.study.participants import add_participants
-from services.admin.recording_review import decide, queue_for_review
+from services.participation.items import get_view
 from services.participation.submissions import submit
+from services.study.participants import add_participants
+from services.usability import pipeline
 from speech import spoken_wav
 from storage import pool, jobs, queue, results
 

@@ -7,13 +7,12 @@ import shutil
 import pytest
 
 from conftest import DEMO
-from services.usability import pipeline
-from services.usability import recording_qc
 from services.models import systems
 from services.models.cache import ModelCache
-from services.study.participants import add_participants
 from services.study.files import StudyValidationError, load_study
 from services.study.importer import import_study
+from services.study.participants import add_participants
+from services.usability import pipeline, recording_qc
 from speech import spoken_wav
 from storage import results
 

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from services.metrics import registry as metrics
+from services.models.backends import BackendUnavailable
 from services.qe import audit as qe_audit
 from services.qe import service as qe_service
-from services.models.backends import BackendUnavailable
 
 from conftest import ROOT
 

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from services.metrics import registry as metrics  # noqa: F401  (metrics registers metrics_gemba)
-from services.qe import service as qe_service
 from services.metrics.gemba import GembaDA
+from services.qe import service as qe_service
 
 CANDIDATES = pd.DataFrame([
     ("pt", "1", "The doctor arrived today.", "F", "O médico chegou hoje.", 1, "A médica chegou hoje.",

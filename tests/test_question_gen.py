@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from services.models import llm
+from services.participation.items import get_view
 from services.questions import gen as question_gen
 from services.questions import review as question_review
-from services.participation.items import get_view
-from services.study.participants import add_participants
 from services.questions.parse import is_unanswerable
 from services.questions.review import ReviewError
 from services.study.importer import import_study
+from services.study.participants import add_participants
 from storage import pool, question_drafts, queue, studies
 from tests.openai_server import OpenAIServer
 

@@ -15,9 +15,9 @@ import sacrebleu
 
 from services.metrics import exchange as exchange_metrics
 from services.participation.items import get_view
-from services.study.participants import add_participants
 from services.study.files import StudyValidationError, load_study
 from services.study.importer import import_study
+from services.study.participants import add_participants
 from storage import queue, results, studies
 
 from conftest import DEMO_ASSETS, demo_with_exchanges

@@ -3,10 +3,9 @@ it puts back what an event missed and changes nothing when nothing is missing.""
 from __future__ import annotations
 
 from services.admin import progress as admin_progress
-from services.participation import maintenance
-from services.participation import workflow
-from services.study.participants import add_participants
+from services.participation import maintenance, workflow
 from services.study.importer import import_study
+from services.study.participants import add_participants
 from storage import jobs, open_database, pool
 
 from usability_helpers import answer_receiver, answer_survey, answer_validator, record_all, study_folder, until_none, wav

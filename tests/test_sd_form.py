@@ -9,10 +9,10 @@ import pytest
 
 from conftest import DEMO
 from services.participation.items import get_view
-from services.study.participants import add_participants
+from services.participation.submissions import SubmissionError, submit
 from services.sd.form import REPEAT_SUFFIX
 from services.study.importer import import_study
-from services.participation.submissions import SubmissionError, submit
+from services.study.participants import add_participants
 from storage import results
 
 

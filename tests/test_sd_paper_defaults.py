@@ -16,12 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from services.participation.items import get_view
+from services.participation.submissions import submit
 from services.sd import analysis as sd_analysis
 from services.sd import form as sd_form
-from services.participation.items import get_view
-from services.study.participants import add_participants
 from services.sd.form import REPEAT_SUFFIX
-from services.participation.submissions import submit
+from services.study.participants import add_participants
 from storage import results
 from test_sd_form import answer_page, sd_study
 

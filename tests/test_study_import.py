@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from services.study.participants import add_participants
 from services.study.files import StudyValidationError, load_study
 from services.study.importer import import_study
+from services.study.participants import add_participants
 from storage.db import open_database
 
 from conftest import DEMO_ASSETS as DEMO, demo_with_exchanges

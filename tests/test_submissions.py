@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from services.participation.items import AccessError, get_view
-from services.study.participants import add_participants
 from services.participation.submissions import SubmissionError, submit
+from services.study.participants import add_participants
 
 
 def write_wav(path, seconds=2.0, rate=44100, amplitude=0.3, channels=1, lead_s=0.3):

@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from services.questions import settings as question_settings
 from services.models import systems
+from services.questions import settings as question_settings
 from services.study import variants
 from services.study.files import StudyValidationError, load_study
 from services.study.importer import import_study

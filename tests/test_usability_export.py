@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from services.participation import dropouts
-from services.usability import analysis as usability_analysis
 from services.participation.items import get_view
-from services.study.participants import add_participants
 from services.participation.submissions import submit
+from services.study.participants import add_participants
+from services.usability import analysis as usability_analysis
 from services.usability.export import COLUMNS, exchanges_frame
 
 from usability_helpers import record_all, wav

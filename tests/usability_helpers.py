@@ -7,9 +7,9 @@ import re
 import shutil
 from pathlib import Path
 
-from services.usability import pipeline
 from services.participation.items import get_view
 from services.participation.submissions import submit
+from services.usability import pipeline
 
 from test_submissions import write_wav
 

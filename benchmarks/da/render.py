@@ -25,9 +25,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from services.models import tts  # noqa: E402
 from services.da.hits import build_hits  # noqa: E402
 from services.da.render import font_info, prerender, render_audio_item, render_text_item  # noqa: E402
+from services.models import tts  # noqa: E402
 
 
 def stats_ms(xs: list[float]) -> dict:

@@ -29,9 +29,9 @@ from benchmarks.common import machine, timed  # noqa: E402
 import numpy as np  # noqa: E402
 
 from services.metrics import registry as metrics  # noqa: E402
-from services.qe import mtgeneval
-from services.qe import audit as qe_audit
 from services.models.cache import ModelCache  # noqa: E402
+from services.qe import audit as qe_audit
+from services.qe import mtgeneval
 
 
 def main() -> None:

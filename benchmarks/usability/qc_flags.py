@@ -35,10 +35,10 @@ import numpy as np  # noqa: E402
 import soundfile as sf  # noqa: E402
 
 from benchmarks.common import machine  # noqa: E402
-from services.usability import recording_qc  # noqa: E402
 from services.models import systems
-from services.usability.audio_intake import store_recording  # noqa: E402
 from services.models.tts import EspeakTTS, PiperTTS  # noqa: E402
+from services.usability import recording_qc  # noqa: E402
+from services.usability.audio_intake import store_recording  # noqa: E402
 
 LEAD_S = 0.4
 CUTS_S = (0.5, 1.5)

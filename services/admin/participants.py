@@ -28,13 +28,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from services.participation import workflow
 from services.common.paging import Page, page_bounds
-from services.participation.assignment import order_key
-from services.study.participants import NewParticipant, add_participants, link, links, new_token
 from services.common.vocabulary import ROLES
-from storage import participants, pool, queue, studies
+from services.participation import workflow
+from services.participation.assignment import order_key
 from services.study.export import neutralise
+from services.study.participants import NewParticipant, add_participants, link, links, new_token
+from storage import participants, pool, queue, studies
 
 STATUSES = tuple(queue.PARTICIPANT_STATUS)       # deactivated, completed, active
 MAX_ADD = 500                                    # one form submit; more is almost surely a typo

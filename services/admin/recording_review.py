@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from services.participation import workflow
 from services.admin.participants import withdraw_and_reassign
+from services.participation import workflow
 from services.usability.recording_qc import FLAG_TEXT, MAX_REJECTED, align
 from storage import participants, queue, results
 

@@ -29,12 +29,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from services.models import tts
 from services.da.render import render_text_item
-from storage import jobs, queue, results, studies
-from storage.db import now
+from services.models import tts
 from services.study.texts import texts
-from storage import participants
+from storage import jobs, participants, queue, results, studies
+from storage.db import now
 
 MAX_FEEDBACK = 5000
 LISTEN_TOLERANCE_S = 0.5

@@ -8,9 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from services.common.analysis_input import InputError, Problems
+from services.common.analysis_input import InputError, Problems, read_csv_cells
 from services.common.analysis_input import cells as _cells
-from services.common.analysis_input import read_csv_cells
 
 REQUIRED = ["worker_id", "hit_id", "modality", "system", "segment_id", "item_type", "score"]
 OPTIONAL = ["run", "duration_s"]

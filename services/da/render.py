@@ -33,8 +33,8 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from services.models import tts
 from services.common.media_files import atomic_write
+from services.models import tts
 
 RENDER_VERSION = 1
 DEFAULT_WIDTH = 900

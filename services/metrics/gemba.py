@@ -54,9 +54,9 @@ import re
 
 from services.metrics import registry as metrics
 from services.models.backends import BackendUnavailable
-from services.models.cache import CACHE
 from services.models.backends.hf import TransformersCausalMT
 from services.models.backends.remote import RemoteMT
+from services.models.cache import CACHE
 
 BACKENDS = ("transformers", "remote")
 ENV_BACKEND = "TRADLAB_GEMBA_BACKEND"

@@ -60,8 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from services.metrics import registry as metrics
-from services.models.backends import BackendUnavailable
-from services.models.backends import hf
+from services.models.backends import BackendUnavailable, hf
 from services.models.cache import CACHE
 
 ENV_MODEL = "TRADLAB_METRICX_MODEL"

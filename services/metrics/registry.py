@@ -68,8 +68,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from services.models.backends import BackendUnavailable, require
-from services.models.cache import CACHE
 from services.models.backends.offline import BergamotMT
+from services.models.cache import CACHE
 from storage import metric_cache
 
 QE = "reference-free QE"

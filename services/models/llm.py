@@ -26,10 +26,9 @@ import os
 from dataclasses import dataclass
 
 from services.models.backends import BackendUnavailable
-from services.models.cache import CACHE
 from services.models.backends.hf import TransformersCausalMT
-from services.models.backends.remote import _RemoteBase
-from services.models.backends.remote import endpoint_problems
+from services.models.backends.remote import _RemoteBase, endpoint_problems
+from services.models.cache import CACHE
 
 BACKENDS = ("transformers", "remote")
 ENV_BACKEND = "TRADLAB_LLM_BACKEND"

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from services.models.backends import BackendUnavailable, require
 from services.common.media_files import atomic_write
+from services.models.backends import BackendUnavailable, require
 from services.models.cache import CACHE
 
 CREDENTIAL_ENV_VARS = ("GOOGLE_APPLICATION_CREDENTIALS", "TRADLAB_GOOGLE_CREDENTIALS")

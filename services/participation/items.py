@@ -10,14 +10,13 @@ import datetime as dt
 import html
 from dataclasses import dataclass, field
 
-from services.study import consent
-from services.participation import rate_limit
-from services.participation import workflow
-from services.study.texts import Voice, page_language, refusal, reword, sqm_label, texts
-from storage import participants, queue, results, studies
 from services.common.settings import Settings
 from services.da import campaign as da_campaign
+from services.participation import rate_limit, workflow
 from services.sd import form as sd_form
+from services.study import consent
+from services.study.texts import Voice, page_language, refusal, reword, sqm_label, texts
+from storage import participants, queue, results, studies
 
 TAB_PHASES = {
     "record": ("record",),

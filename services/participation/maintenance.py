@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from services.participation import dropouts
-from services.participation import workflow
+from services.participation import dropouts, workflow
 from storage import jobs, studies
 
 KIND = "study_maintenance"

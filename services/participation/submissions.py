@@ -11,9 +11,9 @@ import datetime as dt
 import math
 from dataclasses import dataclass, field
 
-from services.study import consent
 from services.da import campaign as da_campaign
 from services.participation import workflow
+from services.study import consent
 from services.usability.audio_intake import IntakeError, store_recording
 from services.participation.items import (TAB_PHASES, WORKFLOW_TABS, AccessError, ItemView, get_view, limit_requests,
                             parse_item_key, participant_for_token, tabs_for)

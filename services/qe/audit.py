@@ -84,13 +84,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from services.metrics import context as metrics_context
 from services.common.analysis_input import InputError, Problems
 from services.common.analysis_input import cells as _cells
-from services.common.analysis_input import read_csv_cells as _read_csv
 from services.common.analysis_input import numbers as _numbers
+from services.common.analysis_input import read_csv_cells as _read_csv
 from services.common.analysis_output import json_safe, write_json, write_tables
 from services.common.figure_files import write_figures
+from services.metrics import context as metrics_context
 from services.metrics import registry as metric_registry
 
 BASE = ["instance_id", "lang", "source"]

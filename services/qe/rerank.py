@@ -60,13 +60,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from services.metrics import context as metrics_context
-from services.common.analysis_input import InputError, Problems
+from services.common.analysis_input import InputError, Problems, read_csv_cells
 from services.common.analysis_input import cells as _cells
-from services.common.analysis_input import read_csv_cells
-from services.qe.mtgeneval import gender_decision
+from services.metrics import context as metrics_context
 from services.metrics import registry as metrics
 from services.models.backends import BackendUnavailable
+from services.qe.mtgeneval import gender_decision
 
 REQUIRED = ["instance_id", "lang", "source", "gold", "hypothesis"]
 METHODS = ("greedy", "reranked")

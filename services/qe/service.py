@@ -24,12 +24,11 @@ from typing import Callable
 import pandas as pd
 
 from services.metrics import registry as metrics
-from services.qe import audit as qe_audit
-from services.qe import rerank as qe_rerank
-from services.models.backends import BackendUnavailable
-from services.models.backends import hf
+from services.models.backends import BackendUnavailable, hf
 from services.models.backends.hf import TransformersSeq2SeqMT
 from services.models.backends.offline import BergamotMT
+from services.qe import audit as qe_audit
+from services.qe import rerank as qe_rerank
 
 ENV_CONTEXT_MT = "TRADLAB_QE_CONTEXT_MT"
 ENV_CONTEXT_MT_LANGS = "TRADLAB_QE_CONTEXT_MT_LANGS"

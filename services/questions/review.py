@@ -27,13 +27,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from services.questions import settings as question_settings
+from services.models import llm
 from services.participation import workflow
 from services.participation.items import bold_key_spans
+from services.questions import settings as question_settings
+from services.study.export import FORMULA_START, neutralise
 from storage import question_drafts, studies
-from services.models import llm
-from services.study.export import FORMULA_START
-from services.study.export import neutralise
 
 CSV_COLUMNS = ["draft_id", "starter_id", "status", "origin", "en", "pt", "answer_en"]
 REQUIRED = ["starter_id", "en"]

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Callable
 
 from services.common.vocabulary import MAX_QUESTIONS
-from services.study import variants
 from services.models.systems import BERGAMOT_VARIANT
+from services.study import variants
 
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "assets" / "prompts"
 MODES = ("pt", "backtranslation")

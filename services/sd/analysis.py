@@ -85,8 +85,8 @@ from scipy import stats
 
 from services.common.analysis_input import InputError, Problems
 from services.common.analysis_input import cells as _cells
-from services.common.analysis_input import read_csv_cells as _read_csv
 from services.common.analysis_input import numbers as _numbers
+from services.common.analysis_input import read_csv_cells as _read_csv
 from services.common.figure_files import write_figures
 
 REQUIRED = ["participant_id", "sentence_id", "pair_id", "value", "is_repeat", "duration_s"]

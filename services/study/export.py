@@ -34,13 +34,11 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.study import export_dictionary as dictionary
-from storage import exports
 from services.common.settings import Settings
 from services.models import systems as system_registry
-from services.study import consent
-from services.study import variants
-from storage import studies
+from services.study import consent, variants
+from services.study import export_dictionary as dictionary
+from storage import exports, studies
 
 FORMATS = ("csv", "jsonl", "parquet", "hf-audio")
 EXTENSION = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet", "hf-audio": "jsonl"}

@@ -15,16 +15,14 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.common.vocabulary import ID_RE, MAX_QUESTIONS, ROLES
-from services.models import llm as llm_settings
-from services.questions import settings as question_settings
-from services.study import variants
 from services.common.settings import Settings
+from services.common.vocabulary import ID_RE, MAX_QUESTIONS, ROLES
 from services.metrics import registry as metric_registry
+from services.models import llm as llm_settings
 from services.models import systems as system_registry
 from services.models.backends.remote import endpoint_problems
-from services.study import consent
-from services.study import texts
+from services.questions import settings as question_settings
+from services.study import consent, texts, variants
 from services.usability.recording_qc import qc_asr_problems
 
 PROTOCOLS = ("usability", "da", "sd")

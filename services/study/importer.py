@@ -1,14 +1,16 @@
 """Import a study folder into storage in one transaction; re-importing the same files is a no-op."""
 from __future__ import annotations
 
+import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.da.hits import build_hits
 from services.metrics import exchange as exchange_metrics
 from services.participation import workflow
 from services.study.files import StudyError, StudyValidationError, load_study
 from storage import queue, results, studies
-from services.da.hits import build_hits
 
 
 @dataclass
@@ -64,9 +66,6 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
 
 def import_zip(database, zip_path, actor: str = "admin") -> ImportResult:
     """A study folder uploaded as a .zip (the admin tab): unpacked safely, then imported."""
-    import tempfile
-    import zipfile
-
     try:
         zf = zipfile.ZipFile(zip_path)
     except (zipfile.BadZipFile, OSError) as e:

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
+from services.common.vocabulary import ROLES
 from services.da import campaign as da_campaign
-from services.sd import form as sd_form
 from services.participation import workflow
 from services.participation.assignment import order_key, sender_design
-from services.common.vocabulary import ROLES
+from services.sd import form as sd_form
 from storage import participants, queue, studies
 
 

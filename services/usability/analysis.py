@@ -111,13 +111,13 @@ from scipy import stats
 
 from services.common.analysis_input import InputError, Problems
 from services.common.analysis_input import cells as _cells
-from services.common.analysis_input import read_csv_cells as _read_csv
 from services.common.analysis_input import numbers as _numbers
+from services.common.analysis_input import read_csv_cells as _read_csv
 
-from services.sd import analysis as SD
-from services.usability import contrasts as C
 from services.common.analysis_output import write_json, write_tables
 from services.common.figure_files import write_figures
+from services.sd import analysis as SD
+from services.usability import contrasts as C
 
 ID_COLUMNS = ["exchange_id", "sender_id", "receiver_id", "validator_id"]
 FACTOR_COLUMNS = ["group", "gender", "system", "topic", "source"]

@@ -14,8 +14,7 @@ import warnings
 
 import pandas as pd
 
-from services.study import export
-from services.study import export_dictionary
+from services.study import export, export_dictionary
 from storage import exports, participants, results
 
 COLUMNS = export_dictionary.analysis_columns("usability")

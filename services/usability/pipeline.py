@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 
-from services.metrics import exchange as exchange_metrics
-from services.usability import recording_qc
-from services.models import systems
-from services.participation import workflow
-from services.models.cache import CACHE
-from storage import queue, results, studies
 from services.da import campaign as da_campaign
-from services.participation import maintenance
+from services.metrics import exchange as exchange_metrics
+from services.models import systems
+from services.models.cache import CACHE
+from services.participation import maintenance, workflow
+from services.usability import recording_qc
+from storage import queue, results, studies
 
 
 def process_recording(database, recording_id: int, cache=CACHE) -> dict:

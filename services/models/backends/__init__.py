@@ -11,6 +11,7 @@ Roles:
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 
 
@@ -35,7 +36,6 @@ class STResult:
 
 def require(module: str, install: str):
     """Import an optional dependency or say exactly what to install."""
-    import importlib
     try:
         return importlib.import_module(module)
     except ImportError as e:

@@ -18,14 +18,15 @@ with the server's own words. There is no retry loop here: the job worker retries
 from __future__ import annotations
 
 import base64
+import ipaddress
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 
+from services.common.settings import SETTINGS, Settings
 from services.models.backends import BackendUnavailable, ServerUnreachable
-from services.common.settings import SETTINGS
-from services.common.settings import Settings
 
 ERROR_CHARS = 300        # how much of a server's error message an exception quotes
 
@@ -38,8 +39,6 @@ SERVER_URL_VARS = ("TRADLAB_LLM_BASE_URL", "TRADLAB_GEMBA_BASE_URL")   # set by 
 
 
 def _host_port(url: str) -> tuple[str, int | None]:
-    from urllib.parse import urlsplit
-
     try:
         parts = urlsplit((url or "").strip())
         return (parts.hostname or "").lower().rstrip("."), parts.port
@@ -48,8 +47,6 @@ def _host_port(url: str) -> tuple[str, int | None]:
 
 
 def _is_loopback(host: str) -> bool:
-    import ipaddress
-
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
