@@ -42,6 +42,7 @@ def write_figures(figures: dict, out_dir, include_plotlyjs="directory", png: boo
         fig.write_html(str(p), include_plotlyjs=include_plotlyjs, full_html=True)
         paths.append(p)
     if figures and png_wanted(png):
+        # lazy import (plotly): heavy; needed only when figures are drawn
         import plotly.io as pio
 
         targets = [out / f"{name}.png" for name in figures]

@@ -48,6 +48,7 @@ def _ip(host: str):
 
 def cert_hosts(cert) -> set[str]:
     """The DNS names and IP addresses in a certificate's subjectAltName (names lower-cased)."""
+    # lazy import (cryptography): needed only for --self-signed
     from cryptography import x509
 
     try:
@@ -64,6 +65,7 @@ def _covers(cert, hosts: list[str]) -> bool:
 
 
 def _reusable(cert_path: Path, key_path: Path, hosts: list[str], margin: dt.timedelta) -> bool:
+    # lazy import (cryptography): needed only for --self-signed
     from cryptography import x509
     from cryptography.hazmat.primitives import serialization
 
@@ -99,6 +101,7 @@ def _write_private(path: Path, data: bytes) -> None:
 def make_self_signed(folder: str | Path, hosts: list[str] | None = None, days: int = DAYS,
                      margin: dt.timedelta = dt.timedelta(days=1)) -> tuple[Path, Path]:
     """(cert.pem, key.pem) in folder for hosts (default: default_hosts()), made only when needed."""
+    # lazy import (cryptography): needed only for --self-signed
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -139,6 +142,7 @@ def make_self_signed(folder: str | Path, hosts: list[str] | None = None, days: i
 
 def fingerprint(cert_path: str | Path) -> str:
     """SHA-256 fingerprint (AA:BB:...) to compare with what a browser shows."""
+    # lazy import (cryptography): needed only for --self-signed
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes
 

@@ -371,6 +371,7 @@ def figures(result: DAResult) -> dict:
     coloured by cluster), 'head_to_head' (z_diff heat map with *, **, *** for p < .05, .01,
     .001) and, when runs or modalities can be compared, 'replication' (system z scatter with
     Pearson r)."""
+    # lazy import (plotly): heavy; needed only when figures are drawn
     import plotly.graph_objects as go
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots

@@ -140,6 +140,7 @@ def resolve_checkpoint(path: str | os.PathLike, name: str = "comet", env: str | 
 
 def read_hparams(ckpt: Path) -> dict:
     try:
+        # lazy import (yaml): read only when a COMET checkpoint loads
         import yaml
         data = yaml.safe_load((ckpt.parents[1] / "hparams.yaml").read_text(encoding="utf-8"))
     except Exception as e:                       # yaml missing or unreadable: comet will say more
@@ -194,6 +195,7 @@ def _joiner(tokenizer, separators: int):
 
 def _fit_transformers5(model) -> list[str]:
     """Patch the loaded COMET model's encoder for transformers 5; returns what was patched."""
+    # lazy import (transformers): heavy model library; loaded only when a model runs
     import transformers
     patched = []
     encoder = model.encoder
@@ -202,6 +204,7 @@ def _fit_transformers5(model) -> list[str]:
         tok.build_inputs_with_special_tokens = _joiner(tok, int(encoder.size_separator))
         patched.append("tokenizer.build_inputs_with_special_tokens")
     if int(transformers.__version__.split(".")[0]) >= 5:
+        # lazy import (comet): heavy model library; loaded only when a COMET model runs
         from comet.encoders.xlmr import XLMREncoder
         if type(encoder).forward is XLMREncoder.forward:
             encoder.forward = types.MethodType(_xlmr_forward, encoder)
@@ -220,6 +223,7 @@ def _import_comet():
         guard = logging.NullHandler()
         root.addHandler(guard)
     try:
+        # lazy import (comet): heavy model library; loaded only when a COMET model runs
         import comet
     except ImportError as e:
         raise BackendUnavailable(f"unbabel-comet is installed but does not import ({e}): {INSTALL}") from e

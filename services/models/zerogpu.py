@@ -35,6 +35,7 @@ def _spaces():
     if not on_zerogpu():
         return None
     try:
+        # lazy import (spaces): present on a ZeroGPU Space only
         import spaces
     except ImportError:
         return None

@@ -488,6 +488,7 @@ def phi_test_stratified(tables: Sequence[np.ndarray]) -> float:
     """Cochran-Mantel-Haenszel p (two-sided) of the per-language 2x2 gender x error tables
     (statsmodels StratifiedTable.test_null_odds, continuity-corrected): the test for the "mean
     across languages" row. NaN with fewer than one usable table."""
+    # lazy import (statsmodels): heavy; needed only when a model is fitted
     from statsmodels.stats.contingency_tables import StratifiedTable
 
     usable = [np.asarray(t, dtype=float) for t in tables
@@ -824,6 +825,7 @@ def figures(result: AuditResult) -> dict:
     at 1), 'ccdf' (share retained vs score per form, pooled; per-language curves hidden in the
     legend; dotted lines at the thresholds) and, with gold, 'errors' (er_f and er_m per
     language, phi in the hover)."""
+    # lazy import (plotly): heavy; needed only when figures are drawn
     import plotly.graph_objects as go
 
     a, b = CONTRASTS[result.contrast]

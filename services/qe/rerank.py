@@ -263,6 +263,7 @@ def comet_scores(selected: pd.DataFrame, comet) -> pd.DataFrame:
 
 def _bleu(hypotheses, references) -> float:
     """sacrebleu corpus BLEU (0-100) of the outputs against one reference each; NaN for none."""
+    # lazy import (sacrebleu): loaded only when the metric scores
     import sacrebleu
 
     if not len(hypotheses):

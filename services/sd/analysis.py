@@ -416,6 +416,7 @@ def ml_extract(r: np.ndarray, k: int, n: int, seed: int = SEED, starts: int = ML
     Optimiser: L-BFGS-B (statsmodels' BFGS reaches the same optimum but its dense updates are
     several times slower where BLAS runs multi-threaded on small matrices).
     Returns (unrotated loadings p x k, uniquenesses, discrepancy)."""
+    # lazy import (statsmodels): heavy; needed only when a model is fitted
     from statsmodels.multivariate.factor import Factor
 
     best, best_warnings, failures = None, [], []
@@ -452,6 +453,7 @@ def _fit(x: np.ndarray, k: int, seed: int, notes: list[str]) -> dict:
     unrot, uniq, _ = ml_extract(r, k, n, seed, notes=notes)
     unrot = canonical_order(unrot, uniq)
     if k >= 2:
+        # lazy import (factor_analyzer): heavy; needed only when a model is fitted
         from factor_analyzer import Rotator
 
         rot = Rotator(method="promax", normalize=True, power=PROMAX_POWER)
@@ -484,6 +486,7 @@ def extraction_variance(loadings: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     unrotated loadings: factor_analyzer's get_factor_variance (SPSS's "Extraction Sums of
     Squared Loadings"). factor_analyzer's own fit is not used (broken with scikit-learn 1.9):
     the loadings are set on an unfitted FactorAnalyzer without rotation."""
+    # lazy import (factor_analyzer): heavy; needed only when a model is fitted
     from factor_analyzer import FactorAnalyzer
 
     lam = np.asarray(loadings, dtype=float)
@@ -528,6 +531,7 @@ def efa(matrix, n_factors: int | None = None, prune: bool = False, seed: int = S
 
     BLAS runs single-threaded meanwhile (threadpoolctl; process-wide while it runs): on these
     small matrices thread hand-offs cost far more than they save (about 10x on 2 busy cores)."""
+    # lazy import (threadpoolctl): needed only while a model is fitted
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
@@ -535,6 +539,7 @@ def efa(matrix, n_factors: int | None = None, prune: bool = False, seed: int = S
 
 
 def _efa(matrix, n_factors, prune, seed, pa_iterations, pa_percentile, min_communality, min_gap) -> EFAResult:
+    # lazy import (factor_analyzer): heavy; needed only when a model is fitted
     from factor_analyzer import calculate_bartlett_sphericity, calculate_kmo
 
     if isinstance(matrix, pd.DataFrame):
@@ -798,6 +803,7 @@ def figures(result: SDResult) -> dict:
     """Plotly figures: 'loadings' (pattern-matrix heat map of the final items, grouped by their
     largest loading) and 'scree' (observed eigenvalues with the parallel-analysis criterion).
     Empty when the EFA did not run."""
+    # lazy import (plotly): heavy; needed only when figures are drawn
     import plotly.graph_objects as go
 
     e = result.efa

@@ -34,6 +34,8 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
+
 from services.common.settings import Settings
 from services.models import systems as system_registry
 from services.study import consent, variants
@@ -378,7 +380,6 @@ def write_parquet(path: Path, table: str, rows: list[dict], cols: list[str]) -> 
         import pyarrow  # noqa: F401
     except ImportError:
         raise ExportError("the parquet format needs pyarrow (pip install -r requirements.txt)") from None
-    import pandas as pd
 
     # typed columns, so an empty table still has its schema and a missing number stays null
     frame = pd.DataFrame({c: pd.Series([r[c] for r in rows], dtype=PANDAS_DTYPE[dictionary.column_type(table, c)])

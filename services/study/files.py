@@ -112,7 +112,7 @@ DEFAULTS = {
     "consent": {"text": "", "file": "", "agree": "I agree to take part in this study.",
                 "decline": "I do not agree.", "roles": []},
     "demographics": {"fields": [], "submit": "Continue"},
-    # comprehension questions: the LLM and the question settings (services/models/llm.py, question_settings.py)
+    # comprehension questions: the LLM and the question settings (services/models/llm.py, services/questions/settings.py)
     "llm": dict(llm_settings.DEFAULTS),
     "questions": dict(question_settings.DEFAULTS),
 }

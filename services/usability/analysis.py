@@ -82,11 +82,11 @@ Speed. statsmodels computes MixedLM's likelihood through a Woodbury solve that, 
 variance-component designs, multiplies the full n x q design at every step (about 4-15 s per
 fit at the paper's size on 2 cores); its sparse path solves column by column in Python (even
 slower). While this module fits, the two module-level kernels (_smw_solver, _smw_logdet) are
-swapped for versions that do the same algebra with the sparse design and a dense Cholesky
-factor of the q x q matrix, and A' and A'M of the fixed design matrices computed once per fit
-rather than at every likelihood evaluation; they defer to statsmodels' own for dense designs,
-and the tests check that the fit equals the unpatched one. BLAS runs single-threaded
-meanwhile. Each per-signal LMM starts from the main fit's estimates. (Fitting the per-signal
+swapped (services/usability/mixedlm.py, fast_mixedlm) for versions that do the same algebra
+with the sparse design and a dense Cholesky factor of the q x q matrix, and A' and A'M of the
+fixed design matrices computed once per fit rather than at every likelihood evaluation; they
+defer to statsmodels' own for dense designs, and the tests check that the fit equals the
+unpatched one. BLAS runs single-threaded meanwhile. Each per-signal LMM starts from the main fit's estimates. (Fitting the per-signal
 LMMs in parallel processes was tried and dropped: on the 2-core reference machine two
 concurrent fits each ran 1.5-1.8x slower, memory-bound, for no net gain.)
 
@@ -95,11 +95,8 @@ from plotly.
 """
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
-import threading
-import weakref
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -107,7 +104,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import sparse, stats
+from scipy.optimize import isotonic_regression
 
 from services.common.analysis_input import InputError, Problems
 from services.common.analysis_input import cells as _cells
@@ -118,6 +116,7 @@ from services.common.analysis_output import write_json, write_tables
 from services.common.figure_files import write_figures
 from services.sd import analysis as SD
 from services.usability import contrasts as C
+from services.usability.mixedlm import fast_mixedlm
 
 ID_COLUMNS = ["exchange_id", "sender_id", "receiver_id", "validator_id"]
 FACTOR_COLUMNS = ["group", "gender", "system", "topic", "source"]
@@ -405,106 +404,6 @@ def correlation_matrix(d: pd.DataFrame, signals: list[str] | None = None) -> pd.
 # ---------------------------------------------------------------------------------------------
 # linear mixed model
 
-_PATCH_LOCK = threading.RLock()
-
-
-
-# A' and A'M for the model's fixed sparse matrices (the random-effects design A, each variance
-# component's design M), computed once per fit instead of at every likelihood evaluation. Keyed
-# by id (sparse arrays are unhashable) with a weak reference that confirms the object and
-# drops the entry when it is freed.
-_PRODUCTS: dict[tuple, tuple] = {}
-_PRODUCTS_LOCK = threading.Lock()
-
-
-def _memo(key_objs: tuple, compute):
-    key = tuple(id(o) for o in key_objs)
-    with _PRODUCTS_LOCK:
-        hit = _PRODUCTS.get(key)
-    if hit is not None and all(r() is o for r, o in zip(hit[0], key_objs)):
-        return hit[1]
-    value = compute()
-    refs = tuple(weakref.ref(o) for o in key_objs)
-    with _PRODUCTS_LOCK:
-        _PRODUCTS[key] = (refs, value)
-    for o in key_objs:
-        weakref.finalize(o, _PRODUCTS.pop, key, None)
-    return value
-
-
-def _transpose(A):
-    return _memo((A,), lambda: A.T.tocsr())
-
-
-def _projected(at, rhs) -> np.ndarray:
-    """at @ rhs as a dense array; memoised for a sparse rhs (the design matrices, which do
-    not change during a fit)."""
-    from scipy import sparse
-
-    if not sparse.issparse(rhs):
-        return np.asarray(at @ rhs)
-    return _memo((at, rhs), lambda: (at @ rhs).toarray())
-
-
-def _sparse_smw_solver(original):
-    from scipy import linalg, sparse
-
-    def solver_factory(s, A, AtA, Qi, di):
-        if not sparse.issparse(A):
-            return original(s, A, AtA, Qi, di)
-        q = AtA.toarray() if sparse.issparse(AtA) else np.array(AtA, dtype=float)
-        q = q / s
-        m = Qi.shape[0]
-        q[0:m, 0:m] += Qi
-        dim = q.shape[0]
-        q.flat[m * (dim + 1)::dim + 1] += di
-        chol = linalg.cho_factor(q, lower=True, check_finite=False)
-        at = _transpose(A)
-
-        def solver(rhs):
-            atr = _projected(at, rhs)
-            out = A @ linalg.cho_solve(chol, atr, check_finite=False)
-            out *= -1.0 / s ** 2
-            if sparse.issparse(rhs):           # add rhs / s in place: no dense copy of rhs
-                c = rhs.tocoo()
-                np.add.at(out, (c.row, c.col), c.data / s)
-            else:
-                out += rhs / s
-            return out
-
-        return solver
-
-    return solver_factory
-
-
-def _sparse_smw_logdet(original):
-    from scipy import sparse
-
-    def logdet(s, A, AtA, Qi, di, B_logdet):
-        if not sparse.issparse(AtA):
-            return original(s, A, AtA, Qi, di, B_logdet)
-        # statsmodels' dense branch uses A only for its row count
-        return original(s, np.empty((A.shape[0], 0)), AtA.toarray(), Qi, di, B_logdet)
-
-    return logdet
-
-
-@contextlib.contextmanager
-def fast_mixedlm():
-    """While active, statsmodels' MixedLM Woodbury kernels work on sparse variance-component
-    designs with a dense Cholesky factor (same algebra; dense designs use statsmodels' own),
-    and BLAS runs single-threaded."""
-    import statsmodels.regression.mixed_linear_model as mlm
-    from threadpoolctl import threadpool_limits
-
-    with _PATCH_LOCK, threadpool_limits(limits=1, user_api="blas"):
-        solver, logdet = mlm._smw_solver, mlm._smw_logdet
-        mlm._smw_solver, mlm._smw_logdet = _sparse_smw_solver(solver), _sparse_smw_logdet(logdet)
-        try:
-            yield
-        finally:
-            mlm._smw_solver, mlm._smw_logdet = solver, logdet
-
 
 def model_rows(d: pd.DataFrame, needs=MODEL_NEEDS) -> tuple[pd.DataFrame, dict]:
     """The rows a model can use: a value in every column of ``needs`` ((column, reason) pairs;
@@ -607,7 +506,7 @@ def _full_rank_columns(x: np.ndarray, names: list[str]) -> tuple[list[int], list
 
 
 def _vc_spec(d: pd.DataFrame, notes: list[str] | None = None, effects=RANDOM_EFFECTS):
-    from scipy import sparse
+    # lazy import (statsmodels): heavy; needed only when a model is fitted
     from statsmodels.regression.mixed_linear_model import VCSpec
 
     names, colnames, mats = [], [], []
@@ -625,6 +524,7 @@ def _vc_spec(d: pd.DataFrame, notes: list[str] | None = None, effects=RANDOM_EFF
 
 
 def _fit_mixedlm(d: pd.DataFrame, exog: pd.DataFrame, start=None, effects=RANDOM_EFFECTS, outcome: str = "u"):
+    # lazy import (statsmodels): heavy; needed only when a model is fitted
     from statsmodels.regression.mixed_linear_model import MixedLM
 
     caught_notes: list[str] = []
@@ -672,6 +572,7 @@ def _start_values(base: LMMFit | None) -> tuple | None:
 def _start_params(start: tuple | None, k_fe: int):
     if start is None:
         return None
+    # lazy import (statsmodels): heavy; needed only when a model is fitted
     from statsmodels.regression.mixed_linear_model import MixedLMParams
 
     fe_start, vcomp = start
@@ -1008,6 +909,7 @@ def tertile_ols(d: pd.DataFrame, x: pd.Series, signal: str, rows: pd.Series, ref
     caption's "holding other covariates constant") over ``rows`` (a boolean mask) among the rows
     the LMM can use. Design columns that are empty or collinear within the tertile are left
     out. Returns (estimate row or None, why not, rows used)."""
+    # lazy import (statsmodels): heavy; needed only when a model is fitted
     import statsmodels.api as sm
 
     use, _ = model_rows(d)
@@ -1092,8 +994,6 @@ def metric_effects(d: pd.DataFrame, base: LMMFit | None, signals: list[str], ref
 def monotone_curve(x, y, increasing: bool = True) -> pd.DataFrame:
     """Isotonic regression (scipy) of y on x, weighted by the count of each distinct x: one
     point per block, at the block's weighted-mean x and its fitted y."""
-    from scipy.optimize import isotonic_regression
-
     frame = pd.DataFrame({"x": np.asarray(x, float), "y": np.asarray(y, float)}).dropna()
     g = frame.groupby("x", sort=True)["y"].agg(["mean", "size"])
     if g.empty:
@@ -1142,6 +1042,7 @@ def thresholds(d: pd.DataFrame, signals: list[str], lower_is_better=LOWER_IS_BET
 # factor analysis
 
 def _factor_level(x: np.ndarray, seed: int, pa_iterations: int, pa_percentile: float) -> dict:
+    # lazy import (factor_analyzer): heavy; needed only when a model is fitted
     from factor_analyzer import calculate_bartlett_sphericity, calculate_kmo
 
     n, p = x.shape
@@ -1189,6 +1090,7 @@ def factor_analysis(d: pd.DataFrame, seed: int = SEED, pa_iterations: int = PA_I
     means = x.groupby(person).transform("mean")
     within = (x - means).to_numpy()
     between = x.groupby(person).mean().to_numpy()
+    # lazy import (threadpoolctl): needed only while a model is fitted
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
@@ -1280,6 +1182,7 @@ def figures(result: UsabilityResult) -> dict:
     """Plotly figures for the dashboard: u_distribution, baseline_shift, usable_share, quality,
     correlations, thresholds, marginal_means (when the LMM was fitted), score_lmm and
     score_marginal_means (when the score LMM was), contrasts and metric_effects (error bars)."""
+    # lazy import (plotly): heavy; needed only when figures are drawn
     import plotly.graph_objects as go
     from plotly.colors import qualitative
     from plotly.subplots import make_subplots
@@ -1390,6 +1293,7 @@ def _ci_bars(frame: pd.DataFrame, col: str = "estimate") -> dict:
 
 
 def _means_figure(mm: pd.DataFrame, genders, groups, yaxis: str, title: str):
+    # lazy import (plotly): heavy; needed only when figures are drawn
     import plotly.graph_objects as go
     from plotly.colors import qualitative
 
@@ -1407,6 +1311,7 @@ def _means_figure(mm: pd.DataFrame, genders, groups, yaxis: str, title: str):
 
 def _coefficient_figure(fit: LMMFit, title: str):
     """Figure 3a: each fixed effect but the intercept with its 95% Wald CI."""
+    # lazy import (plotly): heavy; needed only when figures are drawn
     import plotly.graph_objects as go
 
     t = fit.table[fit.table["term"] != "Intercept"].iloc[::-1]
@@ -1421,6 +1326,7 @@ def _coefficient_figure(fit: LMMFit, title: str):
 
 def _contrasts_figure(contrasts: pd.DataFrame):
     """Pairwise differences of the group x gender marginal means, 95% CI, Holm p in the label."""
+    # lazy import (plotly): heavy; needed only when figures are drawn
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -1444,6 +1350,7 @@ def _contrasts_figure(contrasts: pd.DataFrame):
 def _effects_figure(estimates: pd.DataFrame):
     """Table 2 as error bars: each signal's effect (rescaled to [0,1]) from the LMM and the
     three tertile OLS fits, with 95% CIs."""
+    # lazy import (plotly): heavy; needed only when figures are drawn
     import plotly.graph_objects as go
     from plotly.colors import qualitative
 

@@ -93,6 +93,7 @@ def _header_check(seconds: float | None, max_seconds: float | None) -> None:
 
 def _decode_sndfile(data: bytes, fmt: str, max_seconds: float | None) -> tuple[np.ndarray, int]:
     """libsndfile, read block by block up to the cap; the length in the header is checked first."""
+    # lazy import (soundfile): audio decoding; loaded only when a file is decoded
     import soundfile as sf
     with sf.SoundFile(io.BytesIO(data)) as f:
         if f.format not in _SNDFILE_FORMATS[fmt]:
@@ -117,6 +118,7 @@ def _decode_sndfile(data: bytes, fmt: str, max_seconds: float | None) -> tuple[n
 def _decode_pyav(data: bytes, fmt: str, max_seconds: float | None) -> tuple[np.ndarray, int]:
     """FFmpeg's libraries: the demuxer named (never probed), no protocols beyond file and pipe,
     the container's duration checked first, and decoding stopped one frame past the cap."""
+    # lazy import (av): audio decoding; loaded only when a file is decoded
     import av
     with av.open(io.BytesIO(data), mode="r", format=_FFMPEG_DEMUXERS[fmt],
                  options={"protocol_whitelist": "file,pipe"}) as container:

@@ -46,6 +46,7 @@ def pairwise(result, L: np.ndarray, labels: list[str], outcome: str, test: str =
     pairs = list(itertools.combinations(range(len(labels)), 2))
     if not pairs:
         return pd.DataFrame(columns=CONTRAST_COLUMNS)
+    # lazy import (statsmodels): heavy; needed only when a model is fitted
     from statsmodels.stats.multitest import multipletests
 
     diff = np.vstack([L[i] - L[j] for i, j in pairs])

@@ -44,6 +44,7 @@ _ASR_FIELD_DEFAULTS = {"asr": "faster-whisper", "asr_model": "", "asr_beam_size"
 @lru_cache(maxsize=1)
 def normaliser():
     """Whisper's EnglishTextNormalizer, built once (importing transformers takes seconds)."""
+    # lazy import (transformers): heavy model library; loaded only when a model runs
     from transformers.models.whisper.english_normalizer import EnglishTextNormalizer
 
     spelling = files("whisper_normalizer").joinpath("normalizers", "english.json").read_text(encoding="utf-8")

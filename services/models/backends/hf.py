@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import os
 import re
+from math import gcd
 from pathlib import Path
+
+import numpy as np
 
 from services.models.backends import BackendUnavailable, require
 from services.models.cache import CACHE
@@ -96,12 +99,10 @@ def _ready(model, cache):
 
 def _read_wav16k(path, rate: int = SR) -> "np.ndarray":
     """Mono float32 at `rate` (16 kHz); other file rates are resampled (the intake delivers 16 kHz)."""
-    import numpy as np
     sf = require("soundfile", "soundfile")
     x, sr = sf.read(str(path), dtype="float32", always_2d=True)
     x = x.mean(axis=1)
     if sr != rate:
-        from math import gcd
         signal = require("scipy.signal", "scipy")
         g = gcd(rate, sr)
         x = signal.resample_poly(x, rate // g, sr // g).astype(np.float32)
@@ -114,6 +115,7 @@ def _key(kind: str, model: str, dtype: str) -> str:
 
 def _new_tokens(out, input_ids):
     """generate() output without the prompt (decoder-only models echo it; some return only new tokens)."""
+    # lazy import (torch): heavy model library; loaded only when a model runs
     import torch
     n = input_ids.shape[1]
     if out.shape[1] >= n and torch.equal(out[:, :n].to(input_ids.device), input_ids):
@@ -141,6 +143,7 @@ class TransformersWhisperASR:
         return _Loaded(model=_ready(model, self.cache), processor=processor)
 
     def transcribe(self, wav16k_path: str) -> str:
+        # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
         b = self.cache.get(_key("asr/transformers", self.model, self.dtype), self._load)
         model, proc = b.model, b.processor
@@ -228,6 +231,7 @@ class TransformersSeq2SeqMT:
         return self._generate(texts, _sampling(n, epsilon, seed), n)
 
     def _generate(self, texts: list[str], gen: dict, n: int) -> list[list[str]]:
+        # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
         b = self.cache.get(_key("mt/transformers", self.model, self.dtype), self._load)
         model, tok = b.model, b.tokenizer
@@ -263,6 +267,7 @@ def _sampling(n: int, epsilon: float, seed: int) -> dict:
 
 def _seed(gen: dict) -> None:
     if "seed" in gen:
+        # lazy import (transformers): heavy model library; loaded only when a model runs
         import transformers
         transformers.set_seed(gen["seed"])
 
@@ -331,6 +336,7 @@ class TransformersCausalMT:
     def raw_generate(self, texts: list[str], gen: dict, n: int = 1) -> list[list[str]]:
         """n whole continuations per text (new tokens only, decoded, no first-paragraph cut),
         [] for a blank text: what LLM callers (GEMBA-DA, services/models/llm.py) read."""
+        # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
         b = self.cache.get(_key("mt/transformers-causal", self.model, self.dtype), self._load)
         model, tok = b.model, b.tokenizer
@@ -390,6 +396,7 @@ class TransformersSpeechLLM:
         self.name = f"transformers-speechllm:{model}"
 
     def _auto_class(self, tf, config):
+        # lazy import (transformers): heavy model library; loaded only when a model runs
         from transformers.models.auto.modeling_auto import MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES
         auto_map = getattr(config, "auto_map", None) or {}
         if self.trust_remote_code and auto_map:
@@ -433,6 +440,7 @@ class TransformersSpeechLLM:
         model.set_adapter("speech")
 
     def translate_audio(self, wav16k_path: str) -> str:
+        # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
         b = self.cache.get(_key("st/transformers", self.model, self.dtype), self._load)
         model, proc = b.model, b.processor
