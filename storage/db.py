@@ -19,6 +19,8 @@ from typing import Any, Iterator
 
 import sqlite_utils
 
+from storage.migrations import migrate
+
 # File systems on which WAL's shared-memory index is unsafe (WAL needs a local disk).
 NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "lustre",
               "afs", "sshfs", "davfs", "virtiofs"}
@@ -146,8 +148,6 @@ class Database:
 
 def open_database(path: str | Path, journal_mode: str = "auto") -> Database:
     """Open (creating if needed) and migrate the database."""
-    from storage.migrations import migrate
-
     database = Database(path, journal_mode)
     migrate(database)
     return database

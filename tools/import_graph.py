@@ -1,0 +1,133 @@
+"""The import graph of services/: cycles, function-local imports of project modules, sizes.
+
+    python tools/import_graph.py          # prints the numbers; exit status 1 on a cycle, a
+                                          # function-local import of a project module, or a
+                                          # gradio import in services/
+
+Built with ast, without importing anything: an edge A -> B for each `import`/`from ... import`
+of B in A, at module level or inside a function (reported separately: such imports hide
+cycles). The metric registry's "module:factory" names (importlib) are not edges, by design.
+"""
+from __future__ import annotations
+
+import ast
+import collections
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECT = ("services", "storage")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for top in PROJECT for p in sorted((ROOT / top).rglob("*.py"))}
+
+
+def imports(path: Path, name: str, known: set[str]):
+    """(target module, line, inside a function) for each project import in the file."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+    def resolve(dotted: str) -> str | None:
+        parts = dotted.split(".")
+        for i in range(len(parts), 0, -1):
+            if ".".join(parts[:i]) in known:
+                return ".".join(parts[:i])
+        return None
+
+    def visit(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                targets = [a.name for a in child.names]
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    up = package.split(".")[:len(package.split(".")) - child.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                targets = [f"{base}.{a.name}" for a in child.names]
+            else:
+                targets = []
+            for t in {resolve(t) for t in targets} - {None, name}:
+                yield t, child.lineno, in_function
+            yield from visit(child, inside)
+
+    yield from visit(ast.parse(path.read_text(encoding="utf-8")), False)
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+    sys.setrecursionlimit(10_000)
+
+    def strong(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            strong(v)
+    return out
+
+
+def main() -> int:
+    mods = modules()
+    known = set(mods)
+    top, every = collections.defaultdict(set), collections.defaultdict(set)
+    local = []
+    gradio = []
+    for name, path in mods.items():
+        for target, line, in_function in imports(path, name, known):
+            every[name].add(target)
+            if in_function:
+                local.append(f"{name}:{line} -> {target}")
+            else:
+                top[name].add(target)
+        if name.startswith("services") and any(
+                isinstance(n, (ast.Import, ast.ImportFrom)) and any(
+                    (a.name if isinstance(n, ast.Import) else (n.module or "")).split(".")[0] == "gradio"
+                    for a in n.names)
+                for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))):
+            gradio.append(name)
+    services = {m: p for m, p in mods.items() if m.startswith("services")}
+    sizes = sorted(((len(p.read_text(encoding="utf-8").splitlines()), m) for m, p in services.items()), reverse=True)
+    folders = collections.Counter(str(p.parent.relative_to(ROOT)) for p in services.values())
+    print(f"services modules: {len(services)}; largest: " + ", ".join(f"{m} ({n} lines)" for n, m in sizes[:3]))
+    print("modules per folder: " + ", ".join(f"{k} {v}" for k, v in sorted(folders.items())))
+    found_top, found_all = cycles(top), cycles(every)
+    print(f"import cycles, module level: {len(found_top)}; with function-local imports: {len(found_all)}")
+    for c in found_all:
+        print("  cycle: " + " <-> ".join(c))
+    print(f"function-local imports of project modules: {len(local)}")
+    for x in local:
+        print("  " + x)
+    print(f"services modules importing gradio: {len(gradio)}")
+    for g in gradio:
+        print("  " + g)
+    return 1 if found_all or local or gradio else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
