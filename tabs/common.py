@@ -8,6 +8,7 @@ from typing import Callable
 from urllib.parse import quote
 
 import gradio as gr
+from markdown_it import MarkdownIt
 
 from services.participation.items import AccessError, ItemView, get_view
 from services.participation.submissions import SubmissionError, submit
@@ -46,6 +47,16 @@ def plain_html(text) -> str:
 
 # CommonMark's backslash escapes: every ASCII punctuation character may be escaped
 _MD_PUNCT = set("\\`*_{}[]()#+-.!|~:\"'$%,/=?@^")
+
+
+_MD = MarkdownIt("commonmark", {"html": False})
+
+
+def markdown_html(text) -> str:
+    """A study's Markdown wording (consent text, instructions) as HTML for a gr.HTML component,
+    rendered on the server so a participant page loads no Markdown renderer; raw HTML in the
+    text is shown as text."""
+    return _MD.render(str(text or ""))
 
 
 def plain_markdown(text) -> str:

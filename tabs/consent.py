@@ -13,7 +13,7 @@ from services.participation.items import AccessError, participant_for_token
 from services.study.consent import ConsentError, page, pending_stage, record_consent, submit_demographics
 from services.study.texts import Voice
 from storage import studies
-from tabs.common import Ctx
+from tabs.common import Ctx, markdown_html
 
 
 @dataclass
@@ -32,7 +32,7 @@ def build(ctx: Ctx) -> ConsentUI:
     state = gr.State(None)
     with gr.Column(visible=False, elem_id="consent-page") as box:
         header = gr.HTML()
-        text = gr.Markdown(elem_id="consent-text")
+        text = gr.HTML(elem_id="consent-text")      # the study's Markdown, rendered here
         with gr.Row(visible=False) as buttons:
             agree = gr.Button("I agree", variant="primary", elem_id="consent-agree")
             decline = gr.Button("I do not agree", elem_id="consent-decline")
@@ -79,7 +79,7 @@ def build(ctx: Ctx) -> ConsentUI:
         asks = stage in ("consent", "declined")
         return {state: pg, box: gr.update(visible=True),
                 header: f'<div class="msg info">{html.escape(Voice(ctx.lang, study)(stage))}</div>',
-                text: pg.get("text", ""), buttons: gr.update(visible=asks),
+                text: markdown_html(pg.get("text", "")), buttons: gr.update(visible=asks),
                 agree: gr.update(value=pg.get("agree") or "I agree"),
                 decline: gr.update(value=pg.get("decline") or "I do not agree", visible=stage == "consent"),
                 msg: ""}

@@ -51,7 +51,7 @@ def build(ctx: Ctx) -> TabUI:
             feedback = gr.Textbox(label="Any comments on this task? (optional)", lines=4, max_length=5000,
                                   elem_id="da-feedback")
             send_feedback = gr.Button("Send feedback")
-        feedback_msg = gr.Markdown()
+        feedback_msg = gr.HTML()
         timer = gr.Timer(4, active=False)       # while the worker renders the HIT's audio or images
 
     def render(view, notice="", error=""):
@@ -73,8 +73,8 @@ def build(ctx: Ctx) -> TabUI:
             p = ready_participant(ctx.database, token)
             da_campaign.save_feedback(ctx.database, p["id"], text)
         except (da_campaign.DAError, Exception) as e:    # AccessError too: a forged token
-            return str(e)
-        return "Thank you: your feedback is saved."
+            return plain_html(str(e))
+        return plain_html("Thank you: your feedback is saved.")
 
     outputs = [form, feedback_box, timer]
     form.submit(on_submit, [ctx.token, form], outputs, api_name="da_submit", api_visibility="undocumented")

@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import html
 
-from markdown_it import MarkdownIt
-
-from tabs.common import Ctx, TabUI, plain_html
+from tabs.common import Ctx, TabUI, markdown_html, plain_html
 from tabs.item_form import form_tab
 
 FIELD = "pair:"
-# the study's instruction and example wording is Markdown; raw HTML in it is shown as text
-_MD = MarkdownIt("commonmark", {"html": False})
 
 
 def _points(name: str, n: int, typed, labels: tuple[str, str]) -> str:
@@ -54,8 +50,8 @@ def body_html(c: dict, typed: dict | None = None) -> str:
            f'or comments</label><textarea id="sd-suggestion" name="suggestion" rows="3" maxlength="5000">'
            f'{html.escape(suggestion)}</textarea>') if suitability else ""
     return (f'<form class="sd-item" autocomplete="off">'
-            f'<div class="instruction">{_MD.render(c.get("instruction") or "")}</div>'
-            f'<div class="sd-example">{_MD.render(c.get("example") or "")}</div>{sentence}'
+            f'<div class="instruction">{markdown_html(c.get("instruction"))}</div>'
+            f'<div class="sd-example">{markdown_html(c.get("example"))}</div>{sentence}'
             f'<div class="sd-rows">{rows}</div>{box}'
             f'<button type="submit" class="submit-btn lg primary">Next</button></form>')
 
