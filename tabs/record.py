@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from tabs.common import Ctx, TabUI, header_html, safe_submit, view_dict
+from tabs.common import Ctx, TabUI, header_html, plain_html, safe_submit, view_dict
 
 
 def build(ctx: Ctx) -> TabUI:
@@ -11,7 +11,7 @@ def build(ctx: Ctx) -> TabUI:
         state = gr.JSON(visible=False)
         item = gr.Textbox(visible=False)
         header = gr.HTML()
-        instruction = gr.Markdown()
+        instruction = gr.HTML()
         starter = gr.HTML(elem_id="starter", elem_classes=["starter"])
         audio = gr.Audio(sources=["microphone", "upload"], type="filepath", label="Your recording",
                          elem_id="recorder", visible=False)
@@ -22,7 +22,7 @@ def build(ctx: Ctx) -> TabUI:
         c = view.content if has else {}
         return {state: view_dict(view, notice, error), header: header_html(view, notice, error),
                 item: view.item_id if has else "",
-                instruction: (c.get("instruction", "") + f" (at most {c['max_seconds']} s)") if has else "",
+                instruction: plain_html(c.get("instruction", "") + f" (at most {c['max_seconds']} s)") if has else "",
                 starter: gr.update(value=c.get("starter_html", ""), visible=has),
                 audio: gr.update(value=None, visible=has), send: gr.update(visible=has)}
 
