@@ -114,8 +114,8 @@ def render_hits(app) -> int:
     """What the app's worker does once raters are assigned (services/da/campaign.assign_hit
     queues it): draw each HIT's text images, so a submit does not draw the next one. Run here,
     before the timing, because the app runs without its worker (see the module docstring)."""
-    from services.usability import pipeline
     from services.common.jobs_worker import Worker
+    from services.usability import pipeline
     from storage import open_database
 
     database = open_database(app.env["TRADLAB_DB"])

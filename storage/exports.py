@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from storage.db import Database
 
+
 def study_exists(database: Database, study_id: str) -> bool:
     return bool(database.scalar("SELECT 1 FROM studies WHERE id = ?", [study_id]))
 

@@ -2,7 +2,6 @@
 review, jobs and loaded models."""
 from __future__ import annotations
 
-
 import gradio as gr
 
 from services.admin import auth as admin

@@ -10,7 +10,6 @@ from tabs import qe_audit as qe_audit_tab
 from tabs.admin import _host, details_for_admin
 from tabs.common import Ctx
 
-
 US_PLOTS = 14          # plot slots for the usability figures (services.usability.analysis.figures: 11 at most)
 
 

@@ -59,8 +59,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             auth.check(sess, _host(request))
         except PermissionError as e:
             return {notice: str(e)}
-        from services.qe import audit as qe_audit
         from services.models.backends import BackendUnavailable
+        from services.qe import audit as qe_audit
 
         if not path:
             return {notice: "Upload a PAIRS.csv first."}

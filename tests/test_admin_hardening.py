@@ -6,9 +6,9 @@ import httpx
 import pytest
 from gradio_client import Client
 
+from conftest import AppClient
 from services.admin import auth as admin
 from services.admin.auth import AdminAuth, LoginThrottle, client_address, exposure_warning, throttle_key
-from conftest import AppClient
 
 
 class FakeClock:

@@ -7,7 +7,6 @@ from collections import Counter
 from services.study.importer import import_study
 from services.study.participants import add_participants
 from storage import open_database
-
 from usability_helpers import answer_receiver, record_all, study_folder, until_none, wav
 
 GROUPS = ("USW", "USB", "Hindi")

@@ -1,11 +1,10 @@
 """Links, resume and idempotency through gradio_client against the launched app."""
 from __future__ import annotations
 
-
 import pytest
 
-from tests.conftest import admin_session, token_of
 from conftest import AppClient
+from tests.conftest import admin_session, token_of
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from services.models.backends import BackendUnavailable
-from services.models.backends.offline import BergamotMT, FasterWhisperASR, split_sentences
+from services.models.backends.offline import BergamotMT, split_sentences
 from services.models.cache import ModelCache
 from services.models.systems import from_preset, problems, resolve
 from speech import spoken_wav

@@ -20,10 +20,9 @@ import time
 
 import pytest
 
-from conftest import DEMO_ASSETS, RunningApp, admin_session, token_of
+from conftest import DEMO_ASSETS, AppClient, RunningApp, admin_session, token_of
 from speech import spoken_wav
 from test_browser import ARTIFACTS, CHROMIUM, FLAGS
-from conftest import AppClient
 
 pytestmark = pytest.mark.browser
 

@@ -11,12 +11,17 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from services.study.participants import (ParticipantError, add_participants, enrol_from_link, prolific_link,
-                                   prolific_links)
+from conftest import AppClient
 from services.study.files import StudyValidationError
 from services.study.importer import import_study
+from services.study.participants import (
+    ParticipantError,
+    add_participants,
+    enrol_from_link,
+    prolific_link,
+    prolific_links,
+)
 from tests.conftest import DEMO, ROOT
-from conftest import AppClient
 
 URL = "https://lab.example.org"
 

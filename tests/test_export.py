@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from conftest import DEMO_ASSETS, ROOT, demo_with_exchanges
 from services.admin.recording_review import decide
 from services.da.campaign import save_feedback
 from services.participation.items import get_view
@@ -22,8 +23,6 @@ from services.study.export import ExportError, export_study, export_zip, neutral
 from services.study.participants import add_participants, enrol
 from storage import participants as participant_store
 from storage import results
-
-from conftest import DEMO_ASSETS, ROOT, demo_with_exchanges
 from test_submissions import write_wav
 
 FORMULAS = ['=HYPERLINK("http://evil.example","x")', "+1+2", "-2+3", "@SUM(A1)"]   # answers are stripped

@@ -16,9 +16,9 @@ import zipfile
 import gradio as gr
 import numpy as np
 import pytest
-from conftest import DEMO_ASSETS
 from markdown_it import MarkdownIt
 
+from conftest import DEMO_ASSETS
 from services.da import campaign as da_campaign
 from services.models.backends import BackendUnavailable
 from services.models.backends.remote import RemoteMT, host_allowed

@@ -13,7 +13,7 @@ import pytest
 
 from services.metrics import comet as metrics_comet
 from services.metrics import registry as metrics
-from services.metrics.comet import CometMetric, ENV
+from services.metrics.comet import ENV, CometMetric
 from services.models.backends import BackendUnavailable
 from services.models.cache import ModelCache
 

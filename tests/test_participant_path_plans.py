@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from services.participation import dropouts
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.study.participants import add_participants
 from services.usability import pipeline
-from storage import results
-
 from test_submissions import write_wav
 
 # tables whose size grows with participants, exchanges or answers

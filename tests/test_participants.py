@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.study.participants import (ParticipantError, add_from_csv, add_participants, enrol, links,
-                                   prolific_link)
+from services.study.participants import ParticipantError, add_from_csv, add_participants, enrol, links, prolific_link
 from storage import participants as pstore
 from storage import queue
 

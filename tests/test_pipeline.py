@@ -14,7 +14,7 @@ from services.participation.submissions import submit
 from services.study.participants import add_participants
 from services.usability import pipeline
 from speech import spoken_wav
-from storage import pool, jobs, queue, results
+from storage import pool, queue, results
 
 CACHE = ModelCache(device="cpu")
 

@@ -15,7 +15,6 @@ from scipy import stats
 
 from services.usability import analysis as U
 from services.usability import contrasts as UC
-
 from test_usability_analysis import generate, items_for
 from usability_helpers import study_folder
 

@@ -13,7 +13,6 @@ from services.participation.submissions import submit
 from services.study.participants import add_participants
 from services.usability import analysis as usability_analysis
 from services.usability.export import COLUMNS, exchanges_frame
-
 from usability_helpers import record_all, wav
 
 

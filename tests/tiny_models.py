@@ -121,8 +121,14 @@ def build_whisper(out: Path, clips: dict[str, Path], steps: int = 60) -> dict[st
     out/english_only (no lang_to_id, as whisper tiny.en: language must not be passed).
     Both share the weights, trained on both decoder prompts."""
     import torch
-    from transformers import (GenerationConfig, WhisperConfig, WhisperFeatureExtractor,
-                              WhisperForConditionalGeneration, WhisperProcessor, WhisperTokenizer)
+    from transformers import (
+        GenerationConfig,
+        WhisperConfig,
+        WhisperFeatureExtractor,
+        WhisperForConditionalGeneration,
+        WhisperProcessor,
+        WhisperTokenizer,
+    )
     seed_all(0)
     texts = [" " + CLIPS[k][0] for k in clips]
     vocab, merges = _byte_bpe(texts * 4, vocab_size=300)
@@ -234,8 +240,8 @@ def build_chat_lm(out: Path, pairs: list[tuple[str, str]], steps: int, max_posit
     """A tiny Llama with a Gemma-style chat template, trained to answer each user message of
     `pairs` with its answer (left-padded batches, as the backends generate)."""
     import torch
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
     seed_all(0)
     corpus = [m + a for m, a in pairs] + ["user\nmodel\n"]
     vocab, merges = _byte_bpe(corpus * 4, vocab_size=400)
@@ -285,9 +291,16 @@ def build_causal_lm(out: Path, steps: int = 100) -> Path:
 # -- audio LLM (Qwen2-Audio architecture; stands in for Voxtral / Phi-4-multimodal) -----------
 def build_audio_llm(out: Path, clips: dict[str, Path], steps: int = 150) -> Path:
     import torch
-    from transformers import (Qwen2AudioConfig, Qwen2AudioEncoderConfig, Qwen2AudioForConditionalGeneration,
-                              Qwen2AudioProcessor, Qwen2Config, Qwen2Tokenizer, WhisperFeatureExtractor,
-                              GenerationConfig)
+    from transformers import (
+        GenerationConfig,
+        Qwen2AudioConfig,
+        Qwen2AudioEncoderConfig,
+        Qwen2AudioForConditionalGeneration,
+        Qwen2AudioProcessor,
+        Qwen2Config,
+        Qwen2Tokenizer,
+        WhisperFeatureExtractor,
+    )
     seed_all(0)
     corpus = [SPEECH_PROMPT, "system\nYou are a helpful assistant.", "user\nAudio 1: ", "assistant\n"]
     corpus += [CLIPS[k][1] for k in clips]

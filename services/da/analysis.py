@@ -47,8 +47,16 @@ from scipy import stats
 
 from services.common.figure_files import write_figures
 from services.da import importer as da_import
-from services.da.judgments import (CONTROL_TYPES, ITEM_TYPES, MODALITIES, OPTIONAL, REQUIRED,  # noqa: F401 (re-exported)
-                                   DAInputError, normalise, read_judgments)
+from services.da.judgments import (  # noqa: F401 (re-exported)
+    CONTROL_TYPES,
+    ITEM_TYPES,
+    MODALITIES,
+    OPTIONAL,
+    REQUIRED,
+    DAInputError,
+    normalise,
+    read_judgments,
+)
 
 FAST_ITEM_S = 2.0  # a HIT whose median seconds per item is below this is flagged as implausibly fast
 

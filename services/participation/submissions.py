@@ -13,11 +13,20 @@ from dataclasses import dataclass, field
 
 from services.da import campaign as da_campaign
 from services.participation import workflow
+from services.participation.items import (
+    TAB_PHASES,
+    WORKFLOW_TABS,
+    AccessError,
+    ItemView,
+    get_view,
+    limit_requests,
+    parse_item_key,
+    participant_for_token,
+    tabs_for,
+)
 from services.study import consent
-from services.usability.audio_intake import IntakeError, store_recording
-from services.participation.items import (TAB_PHASES, WORKFLOW_TABS, AccessError, ItemView, get_view, limit_requests,
-                            parse_item_key, participant_for_token, tabs_for)
 from services.study.texts import Voice, page_language, refusal, reword
+from services.usability.audio_intake import IntakeError, store_recording
 from storage import jobs, participants, queue, results, studies
 from storage.db import now
 

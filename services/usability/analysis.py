@@ -111,7 +111,6 @@ from services.common.analysis_input import InputError, Problems
 from services.common.analysis_input import cells as _cells
 from services.common.analysis_input import numbers as _numbers
 from services.common.analysis_input import read_csv_cells as _read_csv
-
 from services.common.analysis_output import write_json, write_tables
 from services.common.figure_files import write_figures
 from services.sd import analysis as SD

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import AppClient
 from tests.conftest import DEMO, RunningApp
 from tests.test_browser import CHROMIUM, FLAGS
-from conftest import AppClient
 
 pytestmark = pytest.mark.browser
 

@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from tests.load.harness import (AppError, GradioHTTP, check_consistency, file_data, peak_rss_mb, prepared_app,
-                                run_raters)
+from tests.load.harness import AppError, GradioHTTP, check_consistency, file_data, peak_rss_mb, prepared_app, run_raters
 
 PASSWORD = "a long admin password"
 HONEST = 4
