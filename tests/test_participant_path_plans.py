@@ -88,15 +88,18 @@ def test_no_participant_action_scans_a_study_sized_table(demo_db, tmp_path):
     with Trace(db) as t:
         pipeline.record_outcome(db, rec["id"], "Olá, preciso de ajuda.", starter)
     statements += t.sql
-    answers = lambda v: {"answers": [{"idx": q["idx"], "text": "x", "unanswerable": False}
-                                     for q in v.content["questions"]]}
+    def answers(v):
+        return {"answers": [{"idx": q["idx"], "text": "x", "unanswerable": False}
+                            for q in v.content["questions"]]}
     for _ in range(2):
         sql, _ = act(db, receiver.token, "receiver", answers)
         statements += sql
-    marks = lambda v: {"score": 70, "marks": {a["idx"]: True for a in v.content["answers"]}}
+    def marks(v):
+        return {"score": 70, "marks": {a["idx"]: True for a in v.content["answers"]}}
     sql, _ = act(db, validator.token, "validator", marks)
     statements += sql
-    likert = lambda v: {"satisfaction": 4, "trust": 3, "reliance": 4}
+    def likert(v):
+        return {"satisfaction": 4, "trust": 3, "reliance": 4}
     sql, _ = act(db, senders[0].token, "survey", likert)
     statements += sql
     sql, _ = act(db, rater.token, "survey", likert)

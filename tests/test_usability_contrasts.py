@@ -320,7 +320,7 @@ def demo_db(database, tmp_path):
 from test_usability_export import mixed_study  # noqa: E402,F401  (uses the demo_db above)
 
 
-def test_the_tab_fits_the_studys_reference_corpus(mixed_study):
+def test_the_tab_fits_the_studys_reference_corpus(mixed_study):  # noqa: F811 (the fixture imported above)
     from tabs.analysis import US_PLOTS, analyse_usability
 
     db, _ = mixed_study

@@ -252,7 +252,8 @@ def enrol_from_link(database, query: dict) -> dict:
 
 
 def _log_refusal(database, study_id, role, group, gender, pid, pstudy, session, reason: str) -> None:
-    cut = lambda v, n=64: v[:n] if isinstance(v, str) else v
+    def cut(v, n=64):
+        return v[:n] if isinstance(v, str) else v
     with database.write():
         # entity 'enrolment', not 'study': the study's export carries no refused Prolific ids
         database.log("prolific", "enrol_refused", "enrolment", cut(study_id) or None,
