@@ -175,6 +175,13 @@ def da_feedback(database: Database, participant_id: int) -> dict | None:
     return database.one("SELECT * FROM da_feedback WHERE participant_id = ?", [participant_id])
 
 
+def save_da_feedback(db, participant_id: int, text: str) -> None:
+    """A DA rater's one feedback text: a later save replaces it."""
+    db.execute("INSERT INTO da_feedback (participant_id, text, updated_at) VALUES (?,?,?) "
+               "ON CONFLICT (participant_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
+               [participant_id, text, now()])
+
+
 def insert_sd_suitability(db, assignment_id: int, ratings: list[dict], suggestion: str) -> None:
     db["sd_suitability"].insert_all({"assignment_id": assignment_id, "pair_id": r["pair_id"],
                                      "suitability": r["suitability"], "created_at": now()} for r in ratings)
