@@ -105,7 +105,7 @@ def test_command_line_corpus_reference(tmp_path, capsys):
 def test_study_setting_corpus_reference(tmp_path, database):
     from services.study.files import StudyValidationError, load_study
     from services.study.importer import import_study
-    from tabs.analysis import study_reference
+    from services.usability.study_analysis import study_reference
 
     assert load_study(study_folder(tmp_path)).config["usability"]["corpus_reference"] == ""
     with pytest.raises(StudyValidationError) as e:
@@ -321,7 +321,8 @@ from test_usability_export import mixed_study  # noqa: E402,F401  (uses the demo
 
 
 def test_the_tab_fits_the_studys_reference_corpus(mixed_study):  # noqa: F811 (the fixture imported above)
-    from tabs.analysis import US_PLOTS, analyse_usability
+    from services.usability.study_analysis import analyse as analyse_usability
+    from tabs.analysis import US_PLOTS
 
     db, _ = mixed_study
     res, figs, files = analyse_usability(db, "demo")
