@@ -476,7 +476,8 @@ def _replication_sides(systems: pd.DataFrame, comparison: str):
 
 def write_outputs(result: DAResult, out_dir, include_plotlyjs="directory", png: bool | None = None) -> list[Path]:
     """Write workers, systems, head_to_head, replication, qc_summary and segments CSVs, and each
-    figure as a standalone HTML file (plotly.min.js written once beside them: works offline, 4.8 MB once rather than per figure)."""
+    figure as a standalone HTML file (plotly.min.js written once beside them: works offline,
+    4.8 MB once rather than per figure)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -124,7 +124,8 @@ def _validate_validate(database, a, payload) -> dict:
         else:
             raise SubmissionError(f"The mark of answer {i} must be correct or incorrect.")
     if missing:
-        raise SubmissionError(f"Please mark every answer as correct or incorrect (missing: {', '.join(map(str, missing))}).")
+        raise SubmissionError("Please mark every answer as correct or incorrect "
+                              f"(missing: {', '.join(map(str, missing))}).")
     extra = {int(k) for k in marks_in} - set(idxs) if all(str(k).isdigit() for k in marks_in) else {"?"}
     if extra:
         raise SubmissionError("Marks were sent for answers that do not exist.")
