@@ -112,7 +112,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 collected: admin_progress.collected_counts(ctx.database, study_id),
                 **exchanges.show(admin_progress.exchanges_page(ctx.database, study_id, ex_page)),
                 **review.show(admin_review.review_table(admin_progress.review_page(ctx.database, study_id, rev_page))),
-                **jobs.show(admin_progress.jobs_page(ctx.database, job_page)), models: admin_progress.models_table(CACHE),
+                **jobs.show(admin_progress.jobs_page(ctx.database, job_page)),
+                models: admin_progress.models_table(CACHE),
                 **people.refresh(study_id, *people_state)}
 
     @details_for_admin
@@ -190,9 +191,10 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
     for trigger in (refresh.click, study.change):
         trigger(tables, [session, study, exchanges.page, review.page, jobs.page, *people.inputs], table_outs,
                 api_visibility="private")
-    reload_review = review.wire(auth, session, [study],
-                                lambda no, sid: admin_review.review_table(admin_progress.review_page(ctx.database, sid, no)),
-                                review_msg, "admin_review_page")
+    def review_page(no, sid):
+        return admin_review.review_table(admin_progress.review_page(ctx.database, sid, no))
+
+    reload_review = review.wire(auth, session, [study], review_page, review_msg, "admin_review_page")
     exchanges.wire(auth, session, [study], lambda no, sid: admin_progress.exchanges_page(ctx.database, sid, no), notice,
                    "admin_exchanges_page")
     reload_jobs = jobs.wire(auth, session, [], lambda no: admin_progress.jobs_page(ctx.database, no), job_msg,
