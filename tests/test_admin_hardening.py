@@ -244,7 +244,8 @@ def test_every_admin_event_shows_the_admin_its_unexpected_errors(tmp_path):
 
     demo = app.build_app(Settings.from_env(), open_database(tmp_path / "a.db")).team
     admin_events = [f for f in demo.fns.values() if f.fn is not None and f.api_name
-                    and f.api_name.startswith(("admin", "analysis", "qe")) and f.api_name not in ("admin_login", "admin_logout")]
+                    and f.api_name.startswith(("admin", "analysis", "qe"))
+                    and f.api_name not in ("admin_login", "admin_logout")]
     assert len(admin_events) > 30
     bare = [f.api_name for f in admin_events if not getattr(f.fn, "shows_admin_details", False)]
     assert bare == []

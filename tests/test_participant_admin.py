@@ -158,7 +158,8 @@ def test_a_senders_recording_items_go_to_a_sender_of_the_same_cell(demo_db):
         assert m["to"] == b.id
         new = queue.exchange(db, m["new_exchange"])
         old = queue.exchange(db, m["exchange"])
-        assert new["sender_id"] == b.id and (new["starter_id"], new["system_id"]) == (old["starter_id"], old["system_id"])
+        assert new["sender_id"] == b.id
+        assert (new["starter_id"], new["system_id"]) == (old["starter_id"], old["system_id"])
     assert queue.counts(db, other.id, ("record",)) == {"open": 4, "done": 0}      # never another cell
     assert open_count(db, a.id) == 0
 
@@ -248,7 +249,8 @@ def test_pages_have_the_right_slices_and_totals(demo_db):
     with pytest.raises(ParticipantAdminError, match="Unknown status 'gone'"):
         pa.participants_page(db, "demo", status="gone")
     ex = admin_progress.exchanges_page(db, "demo", 2, page_size=5)
-    every = [int(x) for n in (1, 2, 3) for x in admin_progress.exchanges_page(db, "demo", n, page_size=5).rows["exchange"]]
+    every = [int(x) for n in (1, 2, 3)
+             for x in admin_progress.exchanges_page(db, "demo", n, page_size=5).rows["exchange"]]
     assert (ex.total, ex.pages, ex.page) == (12, 3, 2) and every == sorted(set(every)) and len(every) == 12
     assert [int(x) for x in ex.rows["exchange"]] == every[5:10]
     assert paging.page_bounds(0, 5, 10) == (1, 1, 0)

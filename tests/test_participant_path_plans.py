@@ -83,7 +83,8 @@ def test_no_participant_action_scans_a_study_sized_table(demo_db, tmp_path):
     sql, _ = act(db, senders[0].token, "record", lambda v: {"audio": str(wav)}, media)
     statements += sql
     rec = db.one("SELECT id, exchange_id FROM recordings ORDER BY id DESC LIMIT 1")
-    starter = db.one("SELECT s.text FROM exchanges e JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
+    starter = db.one("SELECT s.text FROM exchanges e "
+                     "JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
                      "WHERE e.id = ?", [rec["exchange_id"]])["text"]
     with Trace(db) as t:
         pipeline.record_outcome(db, rec["id"], "Olá, preciso de ajuda.", starter)

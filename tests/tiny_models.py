@@ -316,7 +316,8 @@ def build_audio_llm(out: Path, clips: dict[str, Path], steps: int = 150) -> Path
 
     cfg = Qwen2AudioConfig(
         audio_config=Qwen2AudioEncoderConfig(num_mel_bins=80, encoder_layers=1, encoder_attention_heads=2,
-                                             encoder_ffn_dim=64, d_model=32, max_source_positions=fe.nb_max_frames // 2),
+                                             encoder_ffn_dim=64, d_model=32,
+                                             max_source_positions=fe.nb_max_frames // 2),
         text_config=Qwen2Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                                 num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512,
                                 eos_token_id=im_end, pad_token_id=tok.pad_token_id, tie_word_embeddings=True),
