@@ -44,6 +44,8 @@ def admin_only(auth: admin.AdminAuth, out=None, *, refused: Callable[[str], obje
     """
     def decorate(fn):
         signature = inspect.signature(fn)
+        if not {"sess", "request"} <= set(signature.parameters):
+            raise TypeError(f"admin_only: {fn.__name__} needs the parameters sess and request")
 
         @functools.wraps(fn)
         def checked(*args, **kwargs):

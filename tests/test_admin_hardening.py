@@ -224,6 +224,27 @@ def test_the_admin_sees_an_unexpected_error_in_full():
         handler("forged")
 
 
+def test_admin_only_checks_the_session_before_the_handler_runs():
+    import gradio as gr
+
+    from tabs.admin_common import admin_only
+
+    auth = AdminAuth("")
+    ran = []
+
+    @admin_only(auth, "notice")
+    def handler(request, sess, value):
+        ran.append(value)
+        return {"notice": "", "value": value}
+
+    assert handler.shows_admin_details                            # through details_for_admin
+    assert handler(None, "forged", 1)["notice"] and ran == []     # refused: the message, the handler never ran
+    request = gr.Request(client=type("Client", (), {"host": "127.0.0.1"})())
+    assert handler(request, auth.login("", "127.0.0.1"), 2) == {"notice": "", "value": 2} and ran == [2]
+    with pytest.raises(TypeError, match="sess and request"):
+        admin_only(auth)(lambda session, request: None)
+
+
 def test_an_old_failure_count_is_forgotten():
     clock = FakeClock()
     throttle = LoginThrottle(clock, free=2, forget_after=3600)
