@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test setup setup-test system-deps clean
+.PHONY: run test lint setup setup-test system-deps clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -33,6 +33,11 @@ system-deps:
 
 run: setup
 	$(BIN)/python app.py --demo
+
+# The layering contracts (import-linter, pyproject.toml) and ruff; CI runs this before the tests.
+lint: setup-test
+	$(BIN)/lint-imports
+	$(BIN)/ruff check .
 
 test: system-deps setup-test
 	$(BIN)/python -m pytest -q

@@ -114,8 +114,8 @@ def render_hits(app) -> int:
     """What the app's worker does once raters are assigned (services/da/campaign.assign_hit
     queues it): draw each HIT's text images, so a submit does not draw the next one. Run here,
     before the timing, because the app runs without its worker (see the module docstring)."""
-    from services.usability import pipeline
     from services.common.jobs_worker import Worker
+    from services.usability import pipeline
     from storage import open_database
 
     database = open_database(app.env["TRADLAB_DB"])
@@ -129,7 +129,8 @@ def render_hits(app) -> int:
 def summary(lat: list[float], wall: float) -> dict:
     from tests.load.harness import percentile
 
-    return {"n": len(lat), "p50_ms": round(1000 * percentile(lat, 50), 1), "p95_ms": round(1000 * percentile(lat, 95), 1),
+    return {"n": len(lat), "p50_ms": round(1000 * percentile(lat, 50), 1),
+            "p95_ms": round(1000 * percentile(lat, 95), 1),
             "max_ms": round(1000 * max(lat), 1) if lat else None, "wall_s": round(wall, 2),
             "calls_per_s": round(len(lat) / wall, 1) if wall else None}
 
@@ -178,7 +179,8 @@ def main(argv=None) -> int:
             row["ratio_p95"] = round(row["da_submit"]["p95_ms"] / row["noop"]["p95_ms"], 2)
             row["ratio_p50"] = round(row["da_submit"]["p50_ms"] / row["noop"]["p50_ms"], 2)
             results.append(row)
-            print(f"{c:3d} clients: da_submit p50 {row['da_submit']['p50_ms']:.0f} ms p95 {row['da_submit']['p95_ms']:.0f} ms"
+            print(f"{c:3d} clients: da_submit p50 {row['da_submit']['p50_ms']:.0f} ms "
+                  f"p95 {row['da_submit']['p95_ms']:.0f} ms"
                   f" | no-op p50 {row['noop']['p50_ms']:.0f} ms p95 {row['noop']['p95_ms']:.0f} ms"
                   f" | p95 ratio {row['ratio_p95']:.2f}" + (f" | {len(errors)} errors" if errors else ""), flush=True)
     finally:

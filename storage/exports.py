@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from storage.db import Database
 
+
 def study_exists(database: Database, study_id: str) -> bool:
     return bool(database.scalar("SELECT 1 FROM studies WHERE id = ?", [study_id]))
 
@@ -90,7 +91,8 @@ def validation_rows(database: Database, study_id: str) -> list[dict]:
 
 def validation_mark_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
-        "SELECT m.validation_id, v.exchange_id, va.participant_id AS validator__pid, ra.participant_id AS receiver__pid, "
+        "SELECT m.validation_id, v.exchange_id, va.participant_id AS validator__pid, "
+        "ra.participant_id AS receiver__pid, "
         "e.sender_id AS sender__pid, m.question_idx, m.correct FROM validation_marks m "
         "JOIN validations v ON v.id = m.validation_id JOIN assignments va ON va.id = v.assignment_id "
         "JOIN assignments ra ON ra.id = v.receive_assignment_id JOIN exchanges e ON e.id = v.exchange_id "
@@ -117,7 +119,8 @@ def da_judgment_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT j.id AS judgment_id, j.assignment_id, a.participant_id AS rater__pid, h.idx AS hit, i.pos, "
         "i.type AS item_type, i.of_pos, j.modality, s.segment_id, s.system, s.doc_id, j.score, a.first_shown_at, "
-        "a.submitted_at, a.active_seconds, j.created_at FROM da_judgments j JOIN assignments a ON a.id = j.assignment_id "
+        "a.submitted_at, a.active_seconds, j.created_at FROM da_judgments j "
+        "JOIN assignments a ON a.id = j.assignment_id "
         "JOIN da_segments s ON s.id = j.segment_row LEFT JOIN da_hit_items i ON i.id = j.hit_item_id "
         "LEFT JOIN da_hits h ON h.id = i.hit_id WHERE a.study_id = ? ORDER BY j.id", [study_id])
 

@@ -6,7 +6,6 @@ import json
 
 from storage.db import Database, now
 
-
 # Jobs nobody waits for (metrics for the analysis) run after those a participant's next step
 # depends on (a recording's QC and translation, a HIT's audio).
 BACKGROUND_KINDS = ("score_exchange", "study_maintenance")

@@ -124,6 +124,11 @@ def exclude(db, participant_id: int, reason: str) -> None:
                [now(), reason, participant_id])
 
 
+def set_design_index(db, participant_id: int, index: int) -> None:
+    """A sender's cell of the usability design (services/participation/assignment.py)."""
+    db.execute("UPDATE participants SET design_index = ? WHERE id = ?", [index, participant_id])
+
+
 def set_active(db, participant_id: int, active: bool) -> None:
     db.execute("UPDATE participants SET active = ? WHERE id = ?", [1 if active else 0, participant_id])
 

@@ -82,7 +82,8 @@ def translated_exchanges(database: Database, study_id: str) -> list[dict]:
     then can receivers answer)."""
     return database.query(
         "SELECT e.id, e.sender_id, EXISTS (SELECT 1 FROM questions q WHERE q.study_id = e.study_id "
-        "AND q.starter_id = e.starter_id) AS has_questions FROM exchanges e JOIN translations t ON t.exchange_id = e.id "
+        "AND q.starter_id = e.starter_id) AS has_questions FROM exchanges e "
+        "JOIN translations t ON t.exchange_id = e.id "
         "LEFT JOIN participants p ON p.id = e.sender_id "
         "WHERE e.study_id = ? AND (p.id IS NULL OR p.excluded_at IS NULL) "
         "AND NOT EXISTS (SELECT 1 FROM recordings r WHERE r.exchange_id = e.id "
@@ -165,7 +166,8 @@ def sender_recording_state(database: Database, participant_id: int) -> dict:
                   (SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id
                    WHERE e.sender_id = :p AND r.qc_status = 'flagged') AS in_review,
                   (SELECT COUNT(*) FROM assignments a WHERE a.participant_id = :p AND a.phase = 'record'
-                   AND a.status = 'done' AND (NOT EXISTS (SELECT 1 FROM translations t WHERE t.exchange_id = a.exchange_id)
+                   AND a.status = 'done'
+                   AND (NOT EXISTS (SELECT 1 FROM translations t WHERE t.exchange_id = a.exchange_id)
                        OR EXISTS (SELECT 1 FROM recordings r WHERE r.exchange_id = a.exchange_id
                                   AND r.qc_status = 'pending'))) AS processing""", {"p": participant_id})
 

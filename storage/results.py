@@ -113,12 +113,17 @@ def sd_ratings(database: Database, assignment_id: int) -> list[dict]:
 def table_counts(database: Database, study_id: str) -> dict[str, int]:
     q = {
         "recordings": "SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id WHERE e.study_id = ?",
-        "translations": "SELECT COUNT(*) FROM translations t JOIN exchanges e ON e.id = t.exchange_id WHERE e.study_id = ?",
-        "answer sets": "SELECT COUNT(DISTINCT a.assignment_id) FROM answers a JOIN exchanges e ON e.id = a.exchange_id WHERE e.study_id = ?",
-        "validations": "SELECT COUNT(*) FROM validations v JOIN exchanges e ON e.id = v.exchange_id WHERE e.study_id = ?",
+        "translations": "SELECT COUNT(*) FROM translations t JOIN exchanges e ON e.id = t.exchange_id "
+                        "WHERE e.study_id = ?",
+        "answer sets": "SELECT COUNT(DISTINCT a.assignment_id) FROM answers a JOIN exchanges e ON e.id = a.exchange_id "
+                       "WHERE e.study_id = ?",
+        "validations": "SELECT COUNT(*) FROM validations v JOIN exchanges e ON e.id = v.exchange_id "
+                       "WHERE e.study_id = ?",
         "surveys": "SELECT COUNT(*) FROM surveys s JOIN exchanges e ON e.id = s.exchange_id WHERE e.study_id = ?",
-        "DA judgments": "SELECT COUNT(*) FROM da_judgments j JOIN da_segments s ON s.id = j.segment_row WHERE s.study_id = ?",
-        "SD ratings": "SELECT COUNT(*) FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id WHERE a.study_id = ?",
+        "DA judgments": "SELECT COUNT(*) FROM da_judgments j JOIN da_segments s ON s.id = j.segment_row "
+                        "WHERE s.study_id = ?",
+        "SD ratings": "SELECT COUNT(*) FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id "
+                      "WHERE a.study_id = ?",
     }
     return {k: database.scalar(sql, [study_id]) for k, sql in q.items()}
 
@@ -175,6 +180,13 @@ def da_feedback(database: Database, participant_id: int) -> dict | None:
     return database.one("SELECT * FROM da_feedback WHERE participant_id = ?", [participant_id])
 
 
+def save_da_feedback(db, participant_id: int, text: str) -> None:
+    """A DA rater's one feedback text: a later save replaces it."""
+    db.execute("INSERT INTO da_feedback (participant_id, text, updated_at) VALUES (?,?,?) "
+               "ON CONFLICT (participant_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
+               [participant_id, text, now()])
+
+
 def insert_sd_suitability(db, assignment_id: int, ratings: list[dict], suggestion: str) -> None:
     db["sd_suitability"].insert_all({"assignment_id": assignment_id, "pair_id": r["pair_id"],
                                      "suitability": r["suitability"], "created_at": now()} for r in ratings)
@@ -186,7 +198,8 @@ def sd_rating_rows(database: Database, study_id: str) -> list[dict]:
     """Ratings in the SD analysis's input columns; duration_s = the participant's total active time."""
     return database.query(
         "SELECT a.participant_id, json_extract(a.meta, '$.sentence_id') AS sentence_id, r.pair_id, r.value, "
-        "r.is_repeat, (SELECT COALESCE(SUM(active_seconds), 0) FROM assignments b WHERE b.participant_id = a.participant_id "
+        "r.is_repeat, (SELECT COALESCE(SUM(active_seconds), 0) FROM assignments b "
+        "WHERE b.participant_id = a.participant_id "
         "AND b.phase = 'sd') AS duration_s FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id "
         "WHERE a.study_id = ? ORDER BY a.participant_id, a.position, r.rowid", [study_id])
 

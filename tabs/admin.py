@@ -2,7 +2,6 @@
 review, jobs and loaded models."""
 from __future__ import annotations
 
-
 import gradio as gr
 
 from services.admin import auth as admin
@@ -15,7 +14,7 @@ from services.models.zerogpu import gpu
 from services.study.files import StudyValidationError
 from services.study.importer import import_zip
 from tabs import admin_participants, admin_questions, admin_review
-from tabs.admin_common import details_for_admin, download, pager, pick_row
+from tabs.admin_common import admin_only, details_for_admin, download, pager, pick_row
 from tabs.admin_common import host as _host
 from tabs.common import Ctx, plain_markdown
 
@@ -105,19 +104,16 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 try_out = gr.Markdown(elem_id="try-output")
             people = admin_participants.build(ctx, auth, session, study)
 
-    @details_for_admin
+    @admin_only(auth, notice)
     def tables(request: gr.Request, sess, study_id, ex_page, rev_page, job_page, *people_state):
-        try:
-            auth.check(sess, _host(request))
-        except PermissionError as e:
-            return {notice: str(e)}
         if not study_id:
             return {notice: "No study imported yet: run `python app.py import FOLDER`."}
         return {notice: "", progress: admin_progress.progress_table(ctx.database, study_id),
                 collected: admin_progress.collected_counts(ctx.database, study_id),
                 **exchanges.show(admin_progress.exchanges_page(ctx.database, study_id, ex_page)),
                 **review.show(admin_review.review_table(admin_progress.review_page(ctx.database, study_id, rev_page))),
-                **jobs.show(admin_progress.jobs_page(ctx.database, job_page)), models: admin_progress.models_table(CACHE),
+                **jobs.show(admin_progress.jobs_page(ctx.database, job_page)),
+                models: admin_progress.models_table(CACHE),
                 **people.refresh(study_id, *people_state)}
 
     @details_for_admin
@@ -138,12 +134,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         return {session: "", password: "", notice: "Logged out.", login_row: gr.update(visible=True),
                 panel: gr.update(visible=False)}
 
-    @details_for_admin
+    @admin_only(auth, review_msg)
     def open_recording(sess, rid, request: gr.Request):
-        try:
-            auth.check(sess, _host(request))
-        except PermissionError as e:
-            return {review_msg: str(e)}
         item = admin_progress.review_item(ctx.database, rid)
         if item is None:
             return {review_msg: f"There is no recording {rid}.", rec_audio: None, rec_text: "", rec_align: ""}
@@ -153,10 +145,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 rec_align: admin_review.item_html(item)}
 
     def decide_on(decision):
-        @details_for_admin
+        @admin_only(auth, review_msg)
         def handler(sess, rid, study_id, request: gr.Request):
             try:
-                auth.check(sess, _host(request))
                 out = decide(ctx.database, rid, decision, f"admin@{_host(request)}")
             except (PermissionError, ReviewError, TypeError, ValueError) as e:
                 return {review_msg: str(e)}
@@ -168,31 +159,18 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return {review_msg: msg}       # the table reloads its page next (.then below)
         return handler
 
-    @details_for_admin
+    @admin_only(auth, job_msg)
     def do_retry(sess, jid, request: gr.Request):
-        try:
-            auth.check(sess, _host(request))
-        except PermissionError as e:
-            return {job_msg: str(e)}
         return {job_msg: admin_progress.retry_job(ctx.database, jid)}
 
-    @details_for_admin
-    @details_for_admin
+    @admin_only(auth)
     def do_repair(sess, study_id, request: gr.Request):
-        try:
-            auth.check(sess, _host(request))
-        except PermissionError as e:
-            return str(e)
         return admin_progress.repair_workflow(ctx.database, study_id)
 
     repair.click(do_repair, [session, study], repair_msg, api_name="admin_repair", api_visibility="undocumented")
 
-    @details_for_admin
+    @admin_only(auth)
     def do_try(sess, preset, audio, request: gr.Request):
-        try:
-            auth.check(sess, _host(request))
-        except PermissionError as e:
-            return str(e)
         if not audio:
             return "Record or upload some English speech first."
         try:
@@ -213,9 +191,10 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
     for trigger in (refresh.click, study.change):
         trigger(tables, [session, study, exchanges.page, review.page, jobs.page, *people.inputs], table_outs,
                 api_visibility="private")
-    reload_review = review.wire(auth, session, [study],
-                                lambda no, sid: admin_review.review_table(admin_progress.review_page(ctx.database, sid, no)),
-                                review_msg, "admin_review_page")
+    def review_page(no, sid):
+        return admin_review.review_table(admin_progress.review_page(ctx.database, sid, no))
+
+    reload_review = review.wire(auth, session, [study], review_page, review_msg, "admin_review_page")
     exchanges.wire(auth, session, [study], lambda no, sid: admin_progress.exchanges_page(ctx.database, sid, no), notice,
                    "admin_exchanges_page")
     reload_jobs = jobs.wire(auth, session, [], lambda no: admin_progress.jobs_page(ctx.database, no), job_msg,
@@ -228,12 +207,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         button.click(decide_on(decision), [session, rec_id, study], [review_msg, review.table],
                      api_name=f"admin_{decision}_recording", api_visibility="undocumented").then(
             reload_review, [session, review.page, study], [review_msg, *review.outputs], api_visibility="private")
-    @details_for_admin
+    @admin_only(auth, import_msg)
     def on_import(sess, path, request: gr.Request):
-        try:
-            auth.check(sess, _host(request))
-        except PermissionError as e:
-            return {import_msg: str(e)}
         if not path:
             return {import_msg: "Choose a .zip first."}
         try:
@@ -248,12 +223,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
     do_import.click(on_import, [session, study_zip], [import_msg, study], api_name="admin_import",
                     api_visibility="undocumented")
 
-    @details_for_admin
+    @admin_only(auth)
     def do_prerender(sess, study_id, request: gr.Request, progress=gr.Progress()):
-        try:
-            auth.check(sess, _host(request))
-        except PermissionError as e:
-            return str(e)
         if not study_id:
             return "Pick a study first."
         from services.da import campaign as da_campaign
@@ -272,8 +243,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                                  include_external_ids=bool(ids), include_events=bool(events))
         return path, f"`{path.name}`: tables, README.md (data dictionary) and manifest.json."
 
-    do_export = details_for_admin(download(auth, export_file, export_msg, make_export, (ValueError, KeyError),
-                                           "**The export could not be made:** "))
+    do_export = download(auth, export_file, export_msg, make_export, (ValueError, KeyError),
+                         "**The export could not be made:** ")
     export_go.click(do_export, [session, study, export_format, export_ids, export_events], [export_file, export_msg],
                     api_name="admin_export", api_visibility="undocumented")
 

@@ -1,7 +1,9 @@
-"""Pieces the admin tab's modules share: the caller's address and paged tables."""
+"""Pieces the admin tab's modules share: the admin check of every event, the caller's address
+and paged tables."""
 from __future__ import annotations
 
 import functools
+import inspect
 from dataclasses import dataclass
 from typing import Callable
 
@@ -30,16 +32,42 @@ def details_for_admin(fn):
     return handler
 
 
+def admin_only(auth: admin.AdminAuth, out=None, *, refused: Callable[[str], object] | None = None):
+    """The admin check of an event handler: fn runs only once auth.check(sess, host(request))
+    has passed, on the handler's own parameters `sess` and `request` (by name, wherever they
+    are: gradio injects the request by its position in fn's signature, which the wrapper keeps).
+    A refusal returns its message: {out: message} when `out` is a component, refused(message)
+    when given, else the message itself. The handler then goes through details_for_admin.
+
+        @admin_only(auth, notice)
+        def handler(sess, study_id, request: gr.Request): ...
+    """
+    def decorate(fn):
+        signature = inspect.signature(fn)
+        if not {"sess", "request"} <= set(signature.parameters):
+            raise TypeError(f"admin_only: {fn.__name__} needs the parameters sess and request")
+
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            given = signature.bind_partial(*args, **kwargs).arguments
+            try:
+                auth.check(given.get("sess"), host(given.get("request")))
+            except PermissionError as e:
+                if refused is not None:
+                    return refused(str(e))
+                return str(e) if out is None else {out: str(e)}
+            return fn(*args, **kwargs)
+        return details_for_admin(checked)
+    return decorate
+
+
 def download(auth: admin.AdminAuth, file_out, message_out, make: Callable, errors=(ValueError,),
              failed: str = "") -> Callable:
     """The handler of a file the admin downloads: handler(request, session, study, *values) checks
     the admin session and that a study is picked, then make(study, *values) -> (path, note).
     A refusal or one of `errors` leaves no file and says why (after `failed`)."""
+    @admin_only(auth, refused=lambda message: {file_out: None, message_out: message})
     def handler(request: gr.Request, sess, study_id, *values):
-        try:
-            auth.check(sess, host(request))
-        except PermissionError as e:
-            return {file_out: None, message_out: str(e)}
         if not study_id:
             return {file_out: None, message_out: "Pick a study first."}
         try:
@@ -47,7 +75,7 @@ def download(auth: admin.AdminAuth, file_out, message_out, make: Callable, error
         except errors as e:
             return {file_out: None, message_out: f"{failed}{e}"}
         return {file_out: hand_over(path), message_out: note}
-    return details_for_admin(handler)
+    return handler
 
 
 def hand_over(path) -> str:
@@ -108,14 +136,14 @@ class Pager:
         action whose message must stay)."""
         def turn(delta: int, clear: bool = True):
             # the request comes first: gradio passes it only to parameters before *values
+            @admin_only(auth, message)
             def handler(request: gr.Request, sess, page_no, *values):
                 try:
-                    auth.check(sess, host(request))
                     shown = self.show(load(_page_no(page_no) + delta, *values))
                 except (PermissionError, ValueError) as e:
                     return {message: str(e)}
                 return {message: "", **shown} if clear else shown
-            return details_for_admin(handler)
+            return handler
 
         outs = [message, *self.outputs]
         self.page.submit(turn(0), [session, self.page, *inputs], outs, api_name=api_name,

@@ -13,7 +13,7 @@ from services.admin import participants as participant_admin
 from services.admin.participants import STATUSES, whole_number
 from services.common.vocabulary import ROLES
 from services.study.participants import link
-from tabs.admin_common import details_for_admin, download, host, pager, pick_row
+from tabs.admin_common import admin_only, download, host, pager, pick_row
 from tabs.common import Ctx
 
 ALL = "all"
@@ -96,9 +96,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
     people.wire(auth, session, [study, role_filter, status_filter], people_page, msg, "admin_participants_page")
     done.wire(auth, session, [study], done_page, msg, "admin_completions_page")
 
+    @admin_only(auth, msg)
     def on_filter(sess, study_id, role_f, status_f, request: gr.Request):
         try:
-            auth.check(sess, host(request))
             return {msg: "", **people.show(people_page(1, study_id, role_f, status_f))}
         except ERRORS as e:
             return {msg: str(e)}
@@ -107,23 +107,23 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
         f.input(on_filter, [session, study, role_filter, status_filter], [msg, *people.outputs],
                 api_visibility="private")
 
+    @admin_only(auth, refused=lambda message: {msg: message, full_link: ""})
     def on_show(sess, study_id, participant_id, request: gr.Request):
         try:
-            auth.check(sess, host(request))
             return {msg: "", full_link: participant_admin.full_link(db, study_id, participant_id,
                                                                    ctx.settings.public_url)}
         except ERRORS as e:
             return {msg: str(e), full_link: ""}
 
     pick_row(people.table, pid)
-    show.click(details_for_admin(on_show), [session, study, pid], [msg, full_link], api_name="admin_participants_link",
+    show.click(on_show, [session, study, pid], [msg, full_link], api_name="admin_participants_link",
                api_visibility="undocumented")
 
     def action(kind: str):
+        @admin_only(auth, msg)
         def handler(sess, study_id, participant_id, role_f, status_f, page_no, request: gr.Request):
             url = ""
             try:
-                auth.check(sess, host(request))
                 actor = f"admin@{host(request)}"
                 if kind == "deactivate":
                     text = participant_admin.deactivate(db, study_id, participant_id, actor)
@@ -143,14 +143,14 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
     outs = [msg, full_link, *people.outputs]
     for button, kind in ((deactivate, "deactivate"), (reactivate, "reactivate"), (reassign, "reassign"),
                          (renew, "new_link")):
-        button.click(details_for_admin(action(kind)), [session, study, pid, *table_state], outs,
+        button.click(action(kind), [session, study, pid, *table_state], outs,
                      api_name=f"admin_participants_{kind}", api_visibility="undocumented")
 
     def adder(self_enrol: bool):
+        @admin_only(auth, msg)
         def on_add(sess, study_id, role_v, n, group_v, gender_v, ids, role_f, status_f, page_no,
                    request: gr.Request):
             try:
-                auth.check(sess, host(request))
                 made = participant_admin.add(db, study_id, role_v, n, group_v, gender_v, ids,
                                              f"admin@{host(request)}", self_enrol=self_enrol)
             except ERRORS as e:
@@ -164,7 +164,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
 
     for button, self_enrol, api in ((add_go, False, "admin_participants_add"),
                                     (add_self_go, True, "admin_participants_add_self_enrol")):
-        button.click(details_for_admin(adder(self_enrol)), [session, study, role, count, group, gender, ext_ids, *table_state],
+        button.click(adder(self_enrol), [session, study, role, count, group, gender, ext_ids, *table_state],
                      [msg, full_link, ext_ids, *people.outputs], api_name=api, api_visibility="undocumented")
 
     links_go.click(download(auth, links_file, msg,

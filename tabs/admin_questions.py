@@ -11,7 +11,7 @@ from services.models.zerogpu import gpu
 from services.questions import gen as question_gen
 from services.questions import review as question_review
 from services.questions.review import ReviewError
-from tabs.admin_common import details_for_admin, download, pick_row
+from tabs.admin_common import admin_only, download, pick_row
 from tabs.admin_common import host as _host
 
 # LLM calls made from an event get a GPU on ZeroGPU (the identity elsewhere: services/models/zerogpu.py)
@@ -83,11 +83,8 @@ def build(ctx, auth, session, study):
     def guarded(fn):
         """fn(study, starter, *more inputs, actor=...) behind the admin session; a refused or failed
         action says why in the message. (gr.Request first: Gradio injects it only by position.)"""
+        @admin_only(auth, msg)
         def handler(request: gr.Request, sess, study_id, starter_id, page_no, *args):
-            try:
-                auth.check(sess, _host(request))
-            except PermissionError as e:
-                return {msg: str(e)}
             try:
                 note = fn(study_id, starter_id, *args, actor=f"admin@{_host(request)}")
             except (ReviewError, ValueError, BackendUnavailable) as e:
@@ -95,7 +92,7 @@ def build(ctx, auth, session, study):
             except RuntimeError as e:         # a model server's error, shown as it said it
                 return view(study_id, starter_id, page_no, f"**The LLM failed:** {e}")
             return view(study_id, starter_id, page_no, note)
-        return details_for_admin(handler)
+        return handler
 
     def refresh(study_id, starter_id, actor):
         return ""
@@ -149,13 +146,13 @@ def build(ctx, auth, session, study):
         return path, f"`{path.name}`: every draft of the study, accepted ones included."
 
     do_export = download(auth, export_file, msg, make_export, (ReviewError,))
-    export_go.click(details_for_admin(do_export), [session, study], [export_file, msg], api_name="admin_questions_export",
+    export_go.click(do_export, [session, study], [export_file, msg], api_name="admin_questions_export",
                     api_visibility="undocumented")
 
+    @admin_only(auth, refused=lambda message: {en: gr.update(), pt: gr.update(), answer: gr.update()})
     def fill_form(sess, study_id, did, request: gr.Request):
         """Picking a draft id fills the edit boxes with its text."""
         try:
-            auth.check(sess, _host(request))
             d = question_review.draft_or_error(db, did)
         except (PermissionError, ReviewError):
             return {en: gr.update(), pt: gr.update(), answer: gr.update()}
@@ -165,4 +162,4 @@ def build(ctx, auth, session, study):
 
     pick_row(drafts, draft_id)          # the change below then fills the edit boxes
     pick_row(summary, starter).then(guarded(refresh), base, outs, api_visibility="private")
-    draft_id.change(details_for_admin(fill_form), [session, study, draft_id], [en, pt, answer], api_visibility="private")
+    draft_id.change(fill_form, [session, study, draft_id], [en, pt, answer], api_visibility="private")

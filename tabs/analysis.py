@@ -2,48 +2,14 @@
 from __future__ import annotations
 
 import gradio as gr
-import plotly.express as px
 
 from services.admin import auth as admin
 from services.admin import progress as admin_progress
 from tabs import qe_audit as qe_audit_tab
-from tabs.admin import _host, details_for_admin
+from tabs.admin_common import admin_only
 from tabs.common import Ctx
 
-
 US_PLOTS = 14          # plot slots for the usability figures (services.usability.analysis.figures: 11 at most)
-
-
-def study_reference(database, study_id: str) -> dict | None:
-    """The usability models' reference levels a study sets: its usability.corpus_reference
-    (None when unset, or for a study imported before the setting: the analysis's default)."""
-    from storage import studies
-
-    study = studies.get_study(database, study_id) or {}
-    ref = study.get("config", {}).get("usability", {}).get("corpus_reference", "")
-    return {"corpus": ref} if ref else None
-
-
-def analyse_usability(database, study_id: str, png: bool = False):
-    """The tab's usability analysis of a study: (result, [(name, figure)], files written), or
-    the message to show instead."""
-    import tempfile
-
-    from services.usability import analysis as usability_analysis
-    from services.usability import export as usability_export
-
-    df = usability_export.exchanges_frame(database, study_id) if study_id else None
-    if df is None or len(df) < 3:
-        return "Too few exchanges with both surveys and a validation yet (pick the study above and press Show first)."
-    try:
-        res = usability_analysis.analyze(df, source=f"study {study_id}", reference=study_reference(database, study_id))
-    except ValueError as e:
-        return f"**The analysis could not run:** {e}"
-    figs = list(usability_analysis.figures(res).items())
-    out_dir = tempfile.mkdtemp(prefix=f"usability-{study_id}-")
-    # PNG copies take kaleido ~1 s a figure: on request only (each plot's camera button saves one too)
-    files = [str(p) for p in usability_analysis.write_outputs(res, out_dir, png=bool(png))]
-    return res, figs, files
 
 
 def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
@@ -99,54 +65,39 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             sd_suit = gr.Dataframe(label="Suitability of each pair (preliminary study)", interactive=False)
         qe_audit_tab.build(ctx, auth, session)
 
-    @details_for_admin
+    @admin_only(auth, notice)
     def run(sess, study_id, request: gr.Request):
-        try:
-            auth.check(sess, _host(request))
-        except PermissionError as e:
-            return {notice: str(e)}
         choices = admin_progress.study_choices(ctx.database)
         study_id = study_id or (choices[0][1] if choices else None)
         if not study_id:
             return {notice: "No study imported yet.", study: gr.update(choices=choices)}
-        df = admin_progress.progress_table(ctx.database, study_id)
-        long = df.melt(id_vars=["role", "phase"], value_vars=["done", "open"], var_name="status", value_name="items")
-        fig = px.bar(long, x="phase", y="items", color="status", barmode="stack",
-                     title=f"Progress of study {study_id}")
+        df, fig = admin_progress.progress_chart(ctx.database, study_id)
         return {notice: "", study: gr.update(choices=choices, value=study_id), figure: fig, table: df}
 
     show.click(run, [session, study], [notice, study, figure, table], api_visibility="private")
     # logging in on the Admin tab fills this tab too (no stale "log in first")
     session.change(run, [session, study], [notice, study, figure, table], api_visibility="private")
 
-    @details_for_admin
+    @admin_only(auth, da_notice)
     def run_da(sess, study_id, alpha, request: gr.Request):
-        try:
-            auth.check(sess, _host(request))
-        except PermissionError as e:
-            return {da_notice: str(e)}
-        from services.da import analysis as da_analysis
-        from services.da import campaign as da_campaign
+        from services.da import study_analysis as da_study  # scipy and plotly: on first use only
 
-        df = da_campaign.judgments_frame(ctx.database, study_id) if study_id else None
-        if df is None or df.empty:
-            return {da_notice: "No DA judgments yet (pick the study above and press Show first)."}
-        res = da_analysis.analyze(df, alpha=float(alpha or 0.05))
-        figs = da_analysis.figures(res)
+        done = da_study.analyse(ctx.database, study_id, alpha)
+        if isinstance(done, str):
+            return {da_notice: done}
+        df, res, figs = done.judgments, done.result, done.figures
         return {da_notice: f"{len(df)} judgments by {df['worker_id'].nunique()} raters.",
                 da_qc: res.qc_summary, da_systems: res.systems, da_workers: res.workers,
                 da_rank: figs.get("ranking"), da_h2h: figs.get("head_to_head"),
                 da_dist: figs.get("score_distribution"), da_dist_table: res.score_distribution}
 
-    @details_for_admin
+    @admin_only(auth, us_notice)
     def run_usability(sess, study_id, png, request: gr.Request):
-        try:
-            auth.check(sess, _host(request))
-        except PermissionError as e:
-            return {us_notice: str(e)}
+        # statsmodels, scipy and plotly: on first use only
         from services.usability import analysis as usability_analysis
+        from services.usability import study_analysis as usability_study
 
-        done = analyse_usability(ctx.database, study_id, png)
+        done = usability_study.analyse(ctx.database, study_id, png)
         if isinstance(done, str):
             return {us_notice: done}
         res, figs, files = done
@@ -162,29 +113,17 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                  [us_notice, us_groups, us_corr, us_lmm, us_score, us_contrasts, us_effects, us_thresholds, us_files,
                   *us_plots], api_visibility="private")
 
-    @details_for_admin
+    @admin_only(auth, sd_notice)
     def run_sd(sess, study_id, k, prune, request: gr.Request):
-        try:
-            auth.check(sess, _host(request))
-        except PermissionError as e:
-            return {sd_notice: str(e)}
-        import pandas as pd
+        from services.sd import analysis as sd_analysis  # scipy and plotly: on first use only
+        from services.sd import study_analysis as sd_study
 
-        from services.sd import analysis as sd_analysis
-        from storage import results, studies
-
-        rows = results.sd_rating_rows(ctx.database, study_id) if study_id else []
-        if not rows:
-            return {sd_notice: "No SD ratings yet (pick the study above and press Show first)."}
-        study = studies.get_study(ctx.database, study_id)
-        res = sd_analysis.analyze(pd.DataFrame(rows), expected_seconds=study["config"]["sd"]["expected_seconds"],
-                                  n_factors=int(k) if k else None, prune=bool(prune))
-        figs = sd_analysis.figures(res)
-        suit = results.sd_suitability_rows(ctx.database, study_id)
-        return {sd_notice: sd_analysis.summary(res), sd_cleansing: res.cleansing,
-                sd_loadings: sd_analysis.loadings_table(res) if res.efa is not None else None,
-                sd_heat: figs.get("loadings"), sd_scree: figs.get("scree"),
-                sd_suit: sd_analysis.suitability_filter(pd.DataFrame(suit)) if suit else None}
+        done = sd_study.analyse(ctx.database, study_id, k, prune)
+        if isinstance(done, str):
+            return {sd_notice: done}
+        return {sd_notice: sd_analysis.summary(done.result), sd_cleansing: done.result.cleansing,
+                sd_loadings: done.loadings, sd_heat: done.figures.get("loadings"),
+                sd_scree: done.figures.get("scree"), sd_suit: done.suitability}
 
     sd_run.click(run_sd, [session, study, sd_factors, sd_prune],
                  [sd_notice, sd_cleansing, sd_loadings, sd_heat, sd_scree, sd_suit], api_visibility="private")

@@ -27,7 +27,8 @@ def body_html(c: dict) -> str:
     if c.get("modality") == "audio":
         ref = (f'<div id="da-image"><img src="{html.escape(file_url(c["image"]), quote=True)}" '
                f'alt="The reference translation (grey)"></div>' if c.get("image") else "")
-        note = f'<p class="audio-note">{plain_html(c["audio_note"])}</p>' if c.get("lock") and c.get("audio_note") else ""
+        note = (f'<p class="audio-note">{plain_html(c["audio_note"])}</p>'
+                if c.get("lock") and c.get("audio_note") else "")
         shown = (f'{ref}<div id="da-audio"><p class="audio-label">Candidate translation</p>'
                  f'<audio controls preload="auto" src="{html.escape(file_url(c["audio"]), quote=True)}"></audio>'
                  f'{note}</div>')
@@ -36,7 +37,8 @@ def body_html(c: dict) -> str:
         shown = (f'<div id="da-image"><img src="{html.escape(file_url(c["image"]), quote=True)}" '
                  f'alt="The reference (grey) above the candidate translation (black)"></div>')
         lock = ""
-    return (f'<form class="da-item" autocomplete="off"><p class="instruction">{plain_html(c.get("instruction", ""))}</p>'
+    return (f'<form class="da-item" autocomplete="off">'
+            f'<p class="instruction">{plain_html(c.get("instruction", ""))}</p>'
             f'{shown}<div id="da-slider" class="form-slider"><label for="da-score">Score (0-100): move the slider'
             f'<output for="da-score" aria-live="off">–</output></label>'
             f'<input type="range" id="da-score" name="score" min="0" max="100" step="1" value="0"{lock}>'

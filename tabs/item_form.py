@@ -33,7 +33,9 @@ function fieldsOf(form) {
   for (const el of form.elements) {
     if (!el.name) continue;
     if (el.type === 'checkbox') answer[el.name] = el.checked;
-    else if (el.type === 'radio') { if (el.checked) answer[el.name] = el.value; else if (!(el.name in answer)) answer[el.name] = null; }
+    else if (el.type === 'radio') {
+      if (el.checked) answer[el.name] = el.value; else if (!(el.name in answer)) answer[el.name] = null;
+    }
     else if (el.type === 'range') answer[el.name] = moved.has(el.name) ? Number(el.value) : null;
     else answer[el.name] = el.value;
   }
@@ -85,7 +87,8 @@ function shown() {
   });
   const top = element.getBoundingClientRect().top;
   if (top < 0 || top > window.innerHeight * 0.5) element.scrollIntoView({block: 'start'});
-  const first = form.querySelector('input:not([type=hidden]):not(:disabled), textarea:not(:disabled), select:not(:disabled)');
+  const first = form.querySelector(
+    'input:not([type=hidden]):not(:disabled), textarea:not(:disabled), select:not(:disabled)');
   if (first) first.focus({preventScroll: true});
 }
 watch('value', shown);

@@ -9,8 +9,7 @@ import gradio as gr
 from services.admin import auth as admin
 from services.models.cache import MODEL_QUEUE
 from services.models.zerogpu import gpu
-from tabs.admin import _host
-from tabs.admin_common import details_for_admin
+from tabs.admin_common import admin_only
 from tabs.common import Ctx
 
 
@@ -53,14 +52,11 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         plots = [gr.Plot(visible=False) for _ in range(3)]
         files = gr.File(label="Tables (CSV) and figures", file_count="multiple", interactive=False)
 
+    @admin_only(auth, notice)
     def do_audit(sess, path, metric_name, ctx_mode, thresholds_text, want_png, progress=gr.Progress(),
                  request: gr.Request = None):
-        try:
-            auth.check(sess, _host(request))
-        except PermissionError as e:
-            return {notice: str(e)}
-        from services.qe import audit as qe_audit
         from services.models.backends import BackendUnavailable
+        from services.qe import audit as qe_audit
 
         if not path:
             return {notice: "Upload a PAIRS.csv first."}
@@ -82,6 +78,6 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         return {notice: text, ratios: result.ratios, errors: result.errors, retention: result.retention,
                 files: [str(p) for p in written], **shown}
 
-    run.click(details_for_admin(do_audit), [session, pairs, metric, context, thresholds, png],
+    run.click(do_audit, [session, pairs, metric, context, thresholds, png],
               [notice, ratios, errors, retention, files, *plots], concurrency_id=MODEL_QUEUE, concurrency_limit=1,
               api_name="analysis_qe_audit", api_visibility="undocumented")

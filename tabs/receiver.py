@@ -33,7 +33,8 @@ def body_html(c: dict, typed: dict | None = None) -> str:
         rows.append(f'<li class="question"><label for="answer-{i}" class="question-text"><b>{i}.</b> '
                     f'{plain_html(q["pt"])}</label>'
                     f'<textarea id="answer-{i}" name="answer-{i}" rows="1" maxlength="2000" '
-                    f'aria-label="{html.escape(c.get("answer_label", ""), quote=True)} {i}">{html.escape(text)}</textarea>'
+                    f'aria-label="{html.escape(c.get("answer_label", ""), quote=True)} {i}">'
+                    f'{html.escape(text)}</textarea>'
                     f'<label class="flag"><input type="checkbox" name="flag-{i}"{checked}> '
                     f'{plain_html(c.get("unanswerable_label", ""))}</label></li>')
     return (f'<form class="receiver-item" autocomplete="off" lang="pt-PT">'

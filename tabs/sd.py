@@ -21,7 +21,8 @@ def _points(name: str, n: int, typed, labels: tuple[str, str]) -> str:
     attr = html.escape(name, quote=True)
     return "".join(
         f'<label class="sd-point"><input type="radio" name="{attr}" value="{v}"'
-        f'{" checked" if str(typed) == str(v) else ""} aria-label="{html.escape(f"{v} of {n}: {labels[0]} - {labels[1]}", quote=True)}">'
+        f'{" checked" if str(typed) == str(v) else ""} '
+        f'aria-label="{html.escape(f"{v} of {n}: {labels[0]} - {labels[1]}", quote=True)}">'
         f'{"<span>" + str(v) + "</span>" if n == 5 else ""}</label>' for v in range(1, n + 1))
 
 

@@ -55,16 +55,19 @@ def body_html(c: dict, typed: dict | None = None) -> str:
     heading = ("What happened next (the same statements again, now that you know the outcome)"
                if informed else c.get("heading", ""))
     recording = (f'<div class="own-recording"><p><b>Your recording</b></p>'
-                 f'<audio controls preload="metadata" src="{html.escape(file_url(c["recording"]), quote=True)}"></audio></div>'
+                 f'<audio controls preload="metadata" src="{html.escape(file_url(c["recording"]), quote=True)}">'
+                 f'</audio></div>'
                  if c.get("recording") else "")
-    outcomes = f'<div class="outcomes">{_outcomes_html(c.get("outcomes", []), c.get("flagged"))}</div>' if informed else ""
+    outcomes = (f'<div class="outcomes">{_outcomes_html(c.get("outcomes", []), c.get("flagged"))}</div>'
+                if informed else "")
     statements = "".join(_statement_html(d, c.get("statements", {}).get(d, d), c.get("likert", []), typed.get(d))
                          for d in DIMENSIONS)
     # source_html is the service's escaped starter with its key spans in <strong>
     return (f'<form class="survey-item" autocomplete="off">'
             f'<p class="survey-stage"><b>{plain_html(heading)}</b></p>'
             f'<div class="starter">{c.get("source_html", "")}</div>{recording}'
-            f'<div class="translation"><p><b>Portuguese translation</b></p><p>{plain_html(c.get("translation", ""))}</p></div>'
+            f'<div class="translation"><p><b>Portuguese translation</b></p>'
+            f'<p>{plain_html(c.get("translation", ""))}</p></div>'
             f'{outcomes}<p class="instruction">{plain_html(c.get("instruction", ""))}</p>'
             f'{statements}<button type="submit" class="submit-btn lg primary">Submit</button></form>')
 

@@ -46,7 +46,8 @@ def _answer_html(q: dict, a: dict, help_text: str) -> str:
 
 
 def _mark_html(i: int, typed) -> str:
-    choices = "".join(f'<label><input type="radio" name="mark-{i}" value="{v}"{" checked" if typed == v else ""}> {v}</label>'
+    choices = "".join(f'<label><input type="radio" name="mark-{i}" value="{v}"'
+                      f'{" checked" if typed == v else ""}> {v}</label>'
                       for v in ("correct", "incorrect"))
     return f'<fieldset class="answer-mark"><legend>The answer is</legend>{choices}</fieldset>'
 
@@ -60,14 +61,18 @@ def body_html(c: dict, typed: dict | None = None) -> str:
     rows = []
     for q in c.get("questions", []):
         i = int(q["idx"])
-        rows.append(f'<li class="answer-row"><div class="qa">{_answer_html(q, answers.get(q["idx"], {}), c.get("flagged_help", ""))}'
+        rows.append(f'<li class="answer-row"><div class="qa">'
+                    f'{_answer_html(q, answers.get(q["idx"], {}), c.get("flagged_help", ""))}'
                     f'</div>{_mark_html(i, typed.get(f"mark-{i}"))}</li>')
     rows = "".join(rows)
     return (f'<form class="validator-item" autocomplete="off">'
-            f'<div class="val-texts"><div id="val-source"><p><b>English source</b></p><p>{plain_html(c.get("source", ""))}</p></div>'
-            f'<div id="val-translation"><p><b>Portuguese translation</b></p><p>{plain_html(c.get("translation", ""))}</p>'
+            f'<div class="val-texts"><div id="val-source"><p><b>English source</b></p>'
+            f'<p>{plain_html(c.get("source", ""))}</p></div>'
+            f'<div id="val-translation"><p><b>Portuguese translation</b></p>'
+            f'<p>{plain_html(c.get("translation", ""))}</p>'
             f'</div></div>'
-            f'<div id="sqm-slider" class="form-slider"><label for="sqm-score">Translation quality (0-100): move the slider'
+            f'<div id="sqm-slider" class="form-slider">'
+            f'<label for="sqm-score">Translation quality (0-100): move the slider'
             f'<output for="sqm-score" aria-live="off">–</output></label>'
             f'<input type="range" id="sqm-score" name="score" min="0" max="100" step="1" '
             f'value="{int(score) if moved else 0}"{" data-moved" if moved else ""}>'

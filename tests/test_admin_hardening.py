@@ -6,9 +6,9 @@ import httpx
 import pytest
 from gradio_client import Client
 
+from conftest import AppClient
 from services.admin import auth as admin
 from services.admin.auth import AdminAuth, LoginThrottle, client_address, exposure_warning, throttle_key
-from conftest import AppClient
 
 
 class FakeClock:
@@ -224,6 +224,27 @@ def test_the_admin_sees_an_unexpected_error_in_full():
         handler("forged")
 
 
+def test_admin_only_checks_the_session_before_the_handler_runs():
+    import gradio as gr
+
+    from tabs.admin_common import admin_only
+
+    auth = AdminAuth("")
+    ran = []
+
+    @admin_only(auth, "notice")
+    def handler(request, sess, value):
+        ran.append(value)
+        return {"notice": "", "value": value}
+
+    assert handler.shows_admin_details                            # through details_for_admin
+    assert handler(None, "forged", 1)["notice"] and ran == []     # refused: the message, the handler never ran
+    request = gr.Request(client=type("Client", (), {"host": "127.0.0.1"})())
+    assert handler(request, auth.login("", "127.0.0.1"), 2) == {"notice": "", "value": 2} and ran == [2]
+    with pytest.raises(TypeError, match="sess and request"):
+        admin_only(auth)(lambda session, request: None)
+
+
 def test_an_old_failure_count_is_forgotten():
     clock = FakeClock()
     throttle = LoginThrottle(clock, free=2, forget_after=3600)
@@ -244,7 +265,8 @@ def test_every_admin_event_shows_the_admin_its_unexpected_errors(tmp_path):
 
     demo = app.build_app(Settings.from_env(), open_database(tmp_path / "a.db")).team
     admin_events = [f for f in demo.fns.values() if f.fn is not None and f.api_name
-                    and f.api_name.startswith(("admin", "analysis", "qe")) and f.api_name not in ("admin_login", "admin_logout")]
+                    and f.api_name.startswith(("admin", "analysis", "qe"))
+                    and f.api_name not in ("admin_login", "admin_logout")]
     assert len(admin_events) > 30
     bare = [f.api_name for f in admin_events if not getattr(f.fn, "shows_admin_details", False)]
     assert bare == []

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from tests.conftest import admin_session, token_of
 from conftest import AppClient
+from tests.conftest import admin_session, token_of
 
 # every new admin event with well-formed arguments after the session
 NEW_EVENTS = {

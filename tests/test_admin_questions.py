@@ -9,10 +9,10 @@ import csv
 import pytest
 from gradio_client import handle_file
 
+from conftest import AppClient
 from tests.conftest import RunningApp, admin_session
 from tests.openai_server import OpenAIServer
 from tests.test_question_gen import GENERATED, STUDY, make_study, respond
-from conftest import AppClient
 
 APIS = ["admin_questions_view", "admin_questions_edit", "admin_questions_accept", "admin_questions_reject",
         "admin_questions_unaccept", "admin_questions_regenerate", "admin_questions_generate",

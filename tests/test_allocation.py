@@ -7,7 +7,6 @@ from collections import Counter
 from services.study.importer import import_study
 from services.study.participants import add_participants
 from storage import open_database
-
 from usability_helpers import answer_receiver, record_all, study_folder, until_none, wav
 
 GROUPS = ("USW", "USB", "Hindi")
@@ -26,7 +25,8 @@ def build(tmp_path, seed, name="s.db", senders_per_group=2, **usability):
 
 def strata_of(db, pid):
     rows = db.query("SELECT p.grp, e.system_id FROM assignments a JOIN exchanges e ON e.id = a.exchange_id "
-                    "JOIN participants p ON p.id = e.sender_id WHERE a.participant_id = ? AND a.phase = 'receive'", [pid])
+                    "JOIN participants p ON p.id = e.sender_id WHERE a.participant_id = ? AND a.phase = 'receive'",
+                    [pid])
     return Counter((r["grp"], r["system_id"]) for r in rows)
 
 
@@ -116,4 +116,5 @@ def test_a_receiver_is_not_starved_by_the_open_places_of_items_they_answered(tmp
     # no receiver has an item twice; no item has more than two receivers
     assert db.query("SELECT participant_id, item_id FROM assignments WHERE phase = 'receive' "
                     "GROUP BY participant_id, item_id HAVING COUNT(*) > 1") == []
-    assert db.query("SELECT item_id FROM assignments WHERE phase = 'receive' GROUP BY item_id HAVING COUNT(*) > 2") == []
+    assert db.query("SELECT item_id FROM assignments WHERE phase = 'receive' "
+                    "GROUP BY item_id HAVING COUNT(*) > 2") == []

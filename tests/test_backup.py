@@ -8,9 +8,8 @@ import threading
 
 import pytest
 
-from storage import backup, open_database
-
 from conftest import ROOT
+from storage import backup, open_database
 
 
 def _count(path, table="events"):

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from conftest import AppClient
 
 pytestmark = pytest.mark.browser

@@ -54,8 +54,8 @@ def study_folder(tmp_path, extra=SECTIONS, consent_md=CONSENT_MD):
 
 @pytest.fixture
 def consent_db(database, tmp_path):
-    from services.study.participants import add_participants
     from services.study.importer import import_study
+    from services.study.participants import add_participants
 
     import_study(database, study_folder(tmp_path))
     people = {"receiver": add_participants(database, "demo", "receiver", 2),
@@ -135,8 +135,8 @@ def test_no_item_and_no_answer_before_consent(consent_db):
 
 
 def test_decline_then_agree_and_agreement_is_final(consent_db):
-    from services.study.consent import ConsentError, pending_stage, record_consent, text_hash
     from services.participation.items import get_view
+    from services.study.consent import ConsentError, pending_stage, record_consent, text_hash
 
     database, tokens = consent_db
     p = participant(database, tokens["receiver"][0])
@@ -180,8 +180,8 @@ def test_bad_demographics_are_refused_and_nothing_stored(consent_db, answers, me
 
 
 def test_demographics_per_role_then_items(consent_db):
-    from services.study.consent import ConsentError, page, pending_stage, record_consent, submit_demographics
     from services.participation.items import get_view
+    from services.study.consent import ConsentError, page, pending_stage, record_consent, submit_demographics
     from storage import consent as store
     from storage import studies
 

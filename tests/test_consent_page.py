@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RunningApp, token_of
+from conftest import AppClient, RunningApp, token_of
 from test_consent import study_folder
-from conftest import AppClient
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"

@@ -25,7 +25,8 @@ WMT_DIR = ROOT.parent / "shared" / "data" / "wmt22-deen-da"
 # generated data
 
 def make_judgments(seed: int = 0, systems=None, n_segments: int = 30, workers: int = 8, unreliable: int = 2,
-                   modalities=("text",), runs=(1,), items_per_worker: int = 60, durations: bool = False) -> pd.DataFrame:
+                   modalities=("text",), runs=(1,), items_per_worker: int = 60,
+                   durations: bool = False) -> pd.DataFrame:
     """Workers judge random (system, segment) items; reliable ones score quality + noise and
     give bad_reference copies ~30 less and ask_again repeats about the same; unreliable ones
     score at random. Adds a duplicate system judgment and an unpaired control per worker."""
@@ -48,7 +49,8 @@ def make_judgments(seed: int = 0, systems=None, n_segments: int = 30, workers: i
                 def add(kind, s, g, x):
                     rows.append(dict(worker_id=w, hit_id=hit, modality=m, system=names[s], segment_id=f"s{g:03d}",
                                      item_type=kind, score=float(np.clip(round(x), 0, 100)), run=r,
-                                     duration_s=float(rng.uniform(0.5, 3) if durations and wi == 0 else rng.uniform(4, 30))))
+                                     duration_s=float(rng.uniform(0.5, 3) if durations and wi == 0
+                                                      else rng.uniform(4, 30))))
 
                 judged = []
                 for k in picks:
@@ -425,7 +427,8 @@ def test_write_outputs_files_and_columns(tmp_path, result):
             "ranking.html", "head_to_head.html", "replication.html"} <= names
     assert all(p.exists() and p.stat().st_size > 0 for p in paths)
     expected = {
-        "workers": ["modality", "run", "worker_id", "n_judgments", "n_bad_pairs", "n_repeat_pairs", "p_value", "reliable"],
+        "workers": ["modality", "run", "worker_id", "n_judgments", "n_bad_pairs", "n_repeat_pairs", "p_value",
+                    "reliable"],
         "systems": ["modality", "run", "system", "n_judgments", "raw_mean", "z_mean", "rank", "cluster"],
         "head_to_head": ["modality", "run", "system_a", "system_b", "z_diff", "p_value", "n_a", "n_b"],
         "replication": ["comparison", "r", "n"],

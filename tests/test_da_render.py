@@ -11,9 +11,17 @@ import pytest
 from PIL import Image
 
 from services.da import render as da_render
+from services.da.render import (
+    PADDING,
+    REFERENCE_GREY,
+    RULE_GREY,
+    font_chain,
+    prerender,
+    render_audio_item,
+    render_text_item,
+    text_image,
+)
 from services.models import tts
-from services.da.render import (PADDING, REFERENCE_GREY, RULE_GREY, font_chain, prerender,
-                                render_audio_item, render_text_item, text_image)
 
 PT = ("A Câmara Municipal de Braga anunciou na segunda-feira que o seu sistema de bicicletas "
       "partilhadas vai ser alargado a doze novas estações.",

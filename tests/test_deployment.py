@@ -289,8 +289,9 @@ def test_start_probe_waits_out_a_busy_server(monkeypatch):
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    import app
     from gradio import networking
+
+    import app
 
     calls = []
 

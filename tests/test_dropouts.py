@@ -11,9 +11,15 @@ from services.participation.items import AccessError, get_view
 from services.study.importer import import_study
 from services.study.participants import add_participants
 from storage import open_database, pool
-
-from usability_helpers import (answer_receiver, answer_survey, answer_validator, record_all, study_folder,
-                               until_none, wav)
+from usability_helpers import (
+    answer_receiver,
+    answer_survey,
+    answer_validator,
+    record_all,
+    study_folder,
+    until_none,
+    wav,
+)
 
 
 @pytest.fixture

@@ -20,10 +20,9 @@ import time
 
 import pytest
 
-from conftest import DEMO_ASSETS, RunningApp, admin_session, token_of
+from conftest import DEMO_ASSETS, AppClient, RunningApp, admin_session, token_of
 from speech import spoken_wav
 from test_browser import ARTIFACTS, CHROMIUM, FLAGS
-from conftest import AppClient
 
 pytestmark = pytest.mark.browser
 
@@ -208,4 +207,5 @@ def test_four_phases_end_to_end(e2e):
     # the receiver's API view never carried the source either
     rv = client.predict(token_of(receiver_url), "receiver", api_name="/view")
     assert starter_text[:40] not in str(rv)
-    print(f"\nrecording -> translated {t_translated - t_submit:.1f} s; -> receiver's page {t_received - t_submit:.1f} s")
+    print(f"\nrecording -> translated {t_translated - t_submit:.1f} s; "
+          f"-> receiver's page {t_received - t_submit:.1f} s")

@@ -43,7 +43,8 @@ def test_an_unknown_metric_in_the_study_is_an_import_error(tmp_path):
 
     folder = tmp_path / "s"
     shutil.copytree(DEMO, folder)
-    toml = (folder / "study.toml").read_text().replace("items_per_sender = 4", 'items_per_sender = 4\nmetrics = ["e5-cosine", "blue"]')
+    toml = (folder / "study.toml").read_text().replace("items_per_sender = 4",
+                                                       'items_per_sender = 4\nmetrics = ["e5-cosine", "blue"]')
     (folder / "study.toml").write_text(toml)
     with pytest.raises(StudyValidationError, match="unknown metric 'blue'"):
         load_study(folder)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from conftest import DEMO_ASSETS, ROOT, demo_with_exchanges
 from services.admin.recording_review import decide
 from services.da.campaign import save_feedback
 from services.participation.items import get_view
@@ -22,8 +23,6 @@ from services.study.export import ExportError, export_study, export_zip, neutral
 from services.study.participants import add_participants, enrol
 from storage import participants as participant_store
 from storage import results
-
-from conftest import DEMO_ASSETS, ROOT, demo_with_exchanges
 from test_submissions import write_wav
 
 FORMULAS = ['=HYPERLINK("http://evil.example","x")', "+1+2", "-2+3", "@SUM(A1)"]   # answers are stripped
@@ -33,8 +32,9 @@ S2_TRANSLATION = "zebra quokka traducao do segundo remetente"
 REVIEWER = "admin@reviewer-host.example"
 
 EXPECTED = {
-    "participants": ["participant", "role", "group", "gender", "design_index", "status", "dropped_out_at", "dropped_out_reason", "excluded_at",
-                     "excluded_reason", "self_enrolled", "created_at", "claimed_at", "last_seen_at", "completed_at"],
+    "participants": ["participant", "role", "group", "gender", "design_index", "status", "dropped_out_at",
+                     "dropped_out_reason", "excluded_at", "excluded_reason", "self_enrolled", "created_at",
+                     "claimed_at", "last_seen_at", "completed_at"],
     "consents": ["participant", "agreed", "text_hash", "created_at"],
     "demographics": ["participant", "field", "value", "created_at"],
     "assignments": ["assignment_id", "participant", "phase", "item_id", "exchange_id", "position", "status", "meta",
@@ -277,7 +277,8 @@ def test_events_are_pseudonymised(study):
                                                                                   "sender-002")
     assert enrol_ev["detail"] == ""            # Prolific study and session ids dropped
     review = next(e for e in events if e["action"] == "review")
-    assert (review["actor_kind"], review["actor"], json.loads(review["detail"])) == ("admin", "", {"decision": "accepted"})
+    assert ((review["actor_kind"], review["actor"], json.loads(review["detail"]))
+            == ("admin", "", {"decision": "accepted"}))
     submits = [e for e in events if e["action"] == "submit"]
     assert submits and all(e["actor_kind"] == "participant" and e["actor"] for e in submits)
     assert not [e for e in events if e["entity"] == "jobs"]
@@ -353,10 +354,12 @@ def test_jsonl_and_parquet_hold_what_csv_holds(study):
     for table, cols in EXPECTED.items():
         kinds = [dictionary.column_type(table, c) for c in cols]
         from_csv = [[unquote(r[c]) for c in cols] for r in read_csv(folders["csv"] / f"{table}.csv")]
-        from_jsonl = [[_normal(r[c], k) for c, k in zip(cols, kinds)] for r in read_jsonl(folders["jsonl"] / f"{table}.jsonl")]
+        from_jsonl = [[_normal(r[c], k) for c, k in zip(cols, kinds)]
+                      for r in read_jsonl(folders["jsonl"] / f"{table}.jsonl")]
         frame = pd.read_parquet(folders["parquet"] / f"{table}.parquet")
         assert list(frame.columns) == cols
-        from_parquet = [[_normal(v, k) for v, k in zip(row, kinds)] for row in frame.astype(object).itertuples(index=False)]
+        from_parquet = [[_normal(v, k) for v, k in zip(row, kinds)]
+                        for row in frame.astype(object).itertuples(index=False)]
         assert from_jsonl == from_csv, table
         assert from_parquet == from_csv, table
     # typed parquet columns, also for an empty table
@@ -375,8 +378,10 @@ def test_hf_audio_folder(study):
         assert (folder / m["file_name"]).read_bytes()[:4] == b"RIFF"
     assert {p.relative_to(folder).as_posix() for p in (folder / "audio").iterdir()} == {m["file_name"] for m in meta}
     by_sender = {m["sender"]: m for m in meta}
-    assert by_sender["sender-001"]["review_decision"] == "accepted" and by_sender["sender-001"]["qc_result"] == "flagged"
-    assert by_sender["sender-002"]["qc_transcript"] == S2_TRANSCRIPT and by_sender["sender-001"]["sender_group"] == "USB"
+    assert by_sender["sender-001"]["review_decision"] == "accepted"
+    assert by_sender["sender-001"]["qc_result"] == "flagged"
+    assert by_sender["sender-002"]["qc_transcript"] == S2_TRANSCRIPT
+    assert by_sender["sender-001"]["sender_group"] == "USB"
     readme = (folder / "README.md").read_text()
     front = readme.split("---\n")[1]
     assert front.count("config_name:") == 1 and "- config_name: default\n  drop_labels: true\n" in front

@@ -15,7 +15,6 @@ from services.study import export_dictionary as dictionary
 from services.study.participants import add_participants
 from services.usability.export import exchanges_frame
 from storage import results, studies
-
 from test_da_paper001 import da_study
 
 OLD = "Unbabel/wmt22-cometkiwi-da | sha256:aaaa"

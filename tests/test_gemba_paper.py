@@ -27,9 +27,8 @@ import pandas as pd
 import pytest
 
 from services.metrics import registry as metrics  # noqa: F401  (registers the metrics; imports metrics_gemba)
+from services.metrics.gemba import LANGUAGE_NAMES, PROMPTS, GembaDA, factory, language_name, parse_score_paper
 from services.qe import audit as qe_audit
-from services.metrics.gemba import (GembaDA, LANGUAGE_NAMES, PROMPTS, factory, language_name,
-                                    parse_score_paper)
 from tests.openai_server import OpenAIServer
 
 TABLE_3 = {

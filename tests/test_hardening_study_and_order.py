@@ -16,9 +16,9 @@ import zipfile
 import gradio as gr
 import numpy as np
 import pytest
-from conftest import DEMO_ASSETS
 from markdown_it import MarkdownIt
 
+from conftest import DEMO_ASSETS
 from services.da import campaign as da_campaign
 from services.models.backends import BackendUnavailable
 from services.models.backends.remote import RemoteMT, host_allowed
@@ -202,7 +202,8 @@ def answers_for(view):
 def test_a_senders_later_record_item_is_refused_while_an_earlier_one_is_next(demo_db, people, tmp_path):
     tok, pid = people["sender"].token, people["sender"].id
     shown = get_view(demo_db, tok, "record")
-    later = [a for a in queue.open_assignments(demo_db, pid) if a["phase"] == "record" and a["item_id"] != shown.item_id]
+    later = [a for a in queue.open_assignments(demo_db, pid)
+             if a["phase"] == "record" and a["item_id"] != shown.item_id]
     assert later
     with pytest.raises(SubmissionError, match="in order"):
         submit(demo_db, tok, "record", later[0]["item_id"], {"audio": write_wav(tmp_path / "a.wav")},

@@ -42,7 +42,8 @@ def in_view(page, selector: str) -> bool:
 
 
 def focused(page) -> str:
-    return page.evaluate("document.activeElement ? (document.activeElement.id || document.activeElement.name || '') : ''")
+    return page.evaluate("document.activeElement ? "
+                         "(document.activeElement.id || document.activeElement.name || '') : ''")
 
 
 def test_receiver_next_item_in_view_and_focused(app, page):

@@ -4,8 +4,6 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
-
 from services.common.jobs_worker import Worker
 from services.models.backends import BackendUnavailable
 from storage import jobs

@@ -204,11 +204,13 @@ def test_version_read_from_the_checkpoint_config(tiny, tmp_path, cache, clean_en
 def test_a_named_version_the_checkpoint_contradicts_is_an_error(tiny, tmp_path, cache, clean_env, no_network):
     v23 = checkpoint(tiny, tmp_path / "metricx-23-qe-large-v2p0")
     v24 = checkpoint(tiny, tmp_path / "m24", _name_or_path="google/metricx-24-hybrid-large-v2p6")
-    with pytest.raises(metrics_metricx.VersionMismatch, match=r"configured as MetricX-24.*metricx-23-qe-large-v2p0 is a "
-                                              r"MetricX-23 QE checkpoint.*scores would be wrong"):
+    with pytest.raises(metrics_metricx.VersionMismatch,
+                       match=r"configured as MetricX-24.*metricx-23-qe-large-v2p0 is a "
+                             r"MetricX-23 QE checkpoint.*scores would be wrong"):
         get("metricx", tiny, v23, cache, metricx_version="24")
-    with pytest.raises(metrics_metricx.VersionMismatch, match=r"'metricx-23-qe-l' is configured as MetricX-23 QE.*MetricX-24"
-                                              r".*_name_or_path.*TRADLAB_METRICX_23_QE_L_MODEL"):
+    with pytest.raises(metrics_metricx.VersionMismatch,
+                       match=r"'metricx-23-qe-l' is configured as MetricX-23 QE.*MetricX-24"
+                             r".*_name_or_path.*TRADLAB_METRICX_23_QE_L_MODEL"):
         get("metricx-23-qe-l", tiny, v24, cache)
     clean_env.setenv("TRADLAB_METRICX_VERSION", "24")
     with pytest.raises(metrics_metricx.VersionMismatch):

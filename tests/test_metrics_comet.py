@@ -13,7 +13,7 @@ import pytest
 
 from services.metrics import comet as metrics_comet
 from services.metrics import registry as metrics
-from services.metrics.comet import CometMetric, ENV
+from services.metrics.comet import ENV, CometMetric
 from services.models.backends import BackendUnavailable
 from services.models.cache import ModelCache
 
@@ -117,8 +117,9 @@ def test_a_checkpoint_of_the_wrong_family_is_refused(tmp_path, monkeypatch):
     # the right ones: the folder or the .ckpt itself; version and model without loading anything
     m = metrics.get("comet", checkpoint=str(da / "checkpoints" / "model.ckpt"))
     assert (m.kind, m.version, m.pretrained_model) == (metrics.REFERENCE, "2.2.7", "xlm-roberta-large")
+    fingerprint = metrics.checkpoint_fingerprint(da / 'checkpoints' / 'model.ckpt', da / 'hparams.yaml')
     assert m.model == (f"{da / 'checkpoints' / 'model.ckpt'} (pretrained_model=xlm-roberta-large) "
-                       f"weights {metrics.checkpoint_fingerprint(da / 'checkpoints' / 'model.ckpt', da / 'hparams.yaml')}")
+                       f"weights {fingerprint}")
     assert metrics.get("cometkiwi", checkpoint=str(kiwi)).kind == metrics.QE
     assert metrics.get("comet", checkpoint=str(xc)).name == "comet"         # xCOMET can serve as COMET
     assert metrics.get("xcomet", checkpoint=str(xc)).higher_is_better is True

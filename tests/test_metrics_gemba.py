@@ -214,6 +214,7 @@ def offline(no_network):
 
 def test_transformers_backend_scores_with_the_trained_judge(gemba_lm, offline, monkeypatch):
     from transformers import LlamaForCausalLM
+
     from services.models.cache import ModelCache
     calls = []
     real = LlamaForCausalLM.generate

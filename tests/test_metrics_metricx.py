@@ -10,9 +10,17 @@ from pathlib import Path
 import pytest
 
 from services.metrics import registry as metrics
+from services.metrics.metricx import (
+    ENV_MAX_INPUT_LENGTH,
+    ENV_MODEL,
+    ENV_TOKENIZER,
+    SCORE_TOKEN_ID,
+    MetricX,
+    encode,
+    factory,
+    metricx_input,
+)
 from services.models.backends import BackendUnavailable
-from services.metrics.metricx import (ENV_MAX_INPUT_LENGTH, ENV_MODEL, ENV_TOKENIZER, SCORE_TOKEN_ID, MetricX,
-                                      encode, factory, metricx_input)
 from services.models.cache import ModelCache
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -158,7 +158,8 @@ def test_a_senders_recording_items_go_to_a_sender_of_the_same_cell(demo_db):
         assert m["to"] == b.id
         new = queue.exchange(db, m["new_exchange"])
         old = queue.exchange(db, m["exchange"])
-        assert new["sender_id"] == b.id and (new["starter_id"], new["system_id"]) == (old["starter_id"], old["system_id"])
+        assert new["sender_id"] == b.id
+        assert (new["starter_id"], new["system_id"]) == (old["starter_id"], old["system_id"])
     assert queue.counts(db, other.id, ("record",)) == {"open": 4, "done": 0}      # never another cell
     assert open_count(db, a.id) == 0
 
@@ -175,8 +176,9 @@ def test_recordings_nobody_of_the_cell_can_take_wait_for_its_next_sender(demo_db
     (late,) = add_participants(db, "demo", "sender", 1, "USB", "Man")                # another cell: its own 4
     assert queue.counts(db, late.id, ("record",)) == {"open": 4, "done": 0}
     (newcomer,) = add_participants(db, "demo", "sender", 1, "USW", "Woman")
-    pairs = lambda pid: {(e["starter_id"], e["system_id"]) for e in db.query(
-        "SELECT starter_id, system_id FROM exchanges WHERE sender_id = ?", [pid])}
+    def pairs(pid):
+        return {(e["starter_id"], e["system_id"]) for e in db.query(
+            "SELECT starter_id, system_id FROM exchanges WHERE sender_id = ?", [pid])}
     # the newcomer's own design block plus a's four (none of whose starters is in that block)
     assert pairs(a.id) <= pairs(newcomer.id) and len(pairs(newcomer.id)) == 8
     assert queue.counts(db, newcomer.id, ("record",)) == {"open": 8, "done": 0}
@@ -185,8 +187,9 @@ def test_recordings_nobody_of_the_cell_can_take_wait_for_its_next_sender(demo_db
 
 def test_a_da_raters_unfinished_hit_goes_whole_to_the_next_da_rater(demo_db):
     db = demo_db
-    hit_of = lambda pid: db.one("SELECT json_extract(meta, '$.hit_id') AS h, json_extract(meta, '$.modality') AS m "
-                                "FROM assignments WHERE participant_id = ? AND phase = 'da' LIMIT 1", [pid])
+    def hit_of(pid):
+        return db.one("SELECT json_extract(meta, '$.hit_id') AS h, json_extract(meta, '$.modality') AS m "
+                      "FROM assignments WHERE participant_id = ? AND phase = 'da' LIMIT 1", [pid])
     first, audio, second = add_participants(db, "demo", "da", 3)   # text HIT 1, audio HIT 1, text HIT 2
     assert hit_of(first.id)["m"] == hit_of(second.id)["m"] == "text" and hit_of(first.id)["h"] != hit_of(second.id)["h"]
     assert hit_of(audio.id)["m"] == "audio"
@@ -246,7 +249,8 @@ def test_pages_have_the_right_slices_and_totals(demo_db):
     with pytest.raises(ParticipantAdminError, match="Unknown status 'gone'"):
         pa.participants_page(db, "demo", status="gone")
     ex = admin_progress.exchanges_page(db, "demo", 2, page_size=5)
-    every = [int(x) for n in (1, 2, 3) for x in admin_progress.exchanges_page(db, "demo", n, page_size=5).rows["exchange"]]
+    every = [int(x) for n in (1, 2, 3)
+             for x in admin_progress.exchanges_page(db, "demo", n, page_size=5).rows["exchange"]]
     assert (ex.total, ex.pages, ex.page) == (12, 3, 2) and every == sorted(set(every)) and len(every) == 12
     assert [int(x) for x in ex.rows["exchange"]] == every[5:10]
     assert paging.page_bounds(0, 5, 10) == (1, 1, 0)
@@ -272,7 +276,8 @@ def test_review_and_jobs_pages(demo_db):
 
 def test_adding_participants_checks_everything_before_storing(demo_db):
     db = demo_db
-    count = lambda: db.scalar("SELECT COUNT(*) FROM participants")
+    def count():
+        return db.scalar("SELECT COUNT(*) FROM participants")
     before = count()
     for args, message in [
         (("", 1, None, None, ""), "Choose a role"),

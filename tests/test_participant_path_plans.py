@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from services.participation import dropouts
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.study.participants import add_participants
 from services.usability import pipeline
-from storage import results
-
 from test_submissions import write_wav
 
 # tables whose size grows with participants, exchanges or answers
@@ -87,20 +83,24 @@ def test_no_participant_action_scans_a_study_sized_table(demo_db, tmp_path):
     sql, _ = act(db, senders[0].token, "record", lambda v: {"audio": str(wav)}, media)
     statements += sql
     rec = db.one("SELECT id, exchange_id FROM recordings ORDER BY id DESC LIMIT 1")
-    starter = db.one("SELECT s.text FROM exchanges e JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
+    starter = db.one("SELECT s.text FROM exchanges e "
+                     "JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
                      "WHERE e.id = ?", [rec["exchange_id"]])["text"]
     with Trace(db) as t:
         pipeline.record_outcome(db, rec["id"], "Olá, preciso de ajuda.", starter)
     statements += t.sql
-    answers = lambda v: {"answers": [{"idx": q["idx"], "text": "x", "unanswerable": False}
-                                     for q in v.content["questions"]]}
+    def answers(v):
+        return {"answers": [{"idx": q["idx"], "text": "x", "unanswerable": False}
+                            for q in v.content["questions"]]}
     for _ in range(2):
         sql, _ = act(db, receiver.token, "receiver", answers)
         statements += sql
-    marks = lambda v: {"score": 70, "marks": {a["idx"]: True for a in v.content["answers"]}}
+    def marks(v):
+        return {"score": 70, "marks": {a["idx"]: True for a in v.content["answers"]}}
     sql, _ = act(db, validator.token, "validator", marks)
     statements += sql
-    likert = lambda v: {"satisfaction": 4, "trust": 3, "reliance": 4}
+    def likert(v):
+        return {"satisfaction": 4, "trust": 3, "reliance": 4}
     sql, _ = act(db, senders[0].token, "survey", likert)
     statements += sql
     sql, _ = act(db, rater.token, "survey", likert)

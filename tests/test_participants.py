@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.study.participants import (ParticipantError, add_from_csv, add_participants, enrol, links,
-                                   prolific_link)
+from services.study.participants import ParticipantError, add_from_csv, add_participants, enrol, links, prolific_link
 from storage import participants as pstore
 from storage import queue
 
@@ -24,8 +23,9 @@ def test_sender_gets_stratified_exchanges_and_record_queue(demo_db):
 def test_same_design_block_across_groups(demo_db):
     (a,) = add_participants(demo_db, "demo", "sender", 1, "USW", "Woman")
     (b,) = add_participants(demo_db, "demo", "sender", 1, "Hindi", "Man")
-    get = lambda pid: sorted((r["starter_id"], r["system_id"]) for r in demo_db.query(
-        "SELECT starter_id, system_id FROM exchanges WHERE sender_id = ?", [pid]))
+    def get(pid):
+        return sorted((r["starter_id"], r["system_id"]) for r in demo_db.query(
+            "SELECT starter_id, system_id FROM exchanges WHERE sender_id = ?", [pid]))
     assert get(a.id) == get(b.id)
 
 

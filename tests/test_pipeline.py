@@ -14,7 +14,7 @@ from services.participation.submissions import submit
 from services.study.participants import add_participants
 from services.usability import pipeline
 from speech import spoken_wav
-from storage import pool, jobs, queue, results
+from storage import pool, queue, results
 
 CACHE = ModelCache(device="cpu")
 
@@ -96,7 +96,8 @@ def test_a_wrong_reading_is_flagged_held_back_and_reviewed(study, tmp_path):
     assert results.translation(db, ex_id) is not None          # translated, but held back:
     assert ex_id not in {e["id"] for e in queue.translated_exchanges(db, "demo")}
     [row] = queue_for_review(db, "demo")
-    assert row["id"] == rec["id"] and "bottle of water" in row["transcript"].lower() and "word error rate" in row["flags"]
+    assert row["id"] == rec["id"] and "bottle of water" in row["transcript"].lower()
+    assert "word error rate" in row["flags"]
     out = decide(db, rec["id"], "accept", "admin@test")
     assert out.status == "accepted" and not out.sender_excluded
     assert ex_id in {e["id"] for e in queue.translated_exchanges(db, "demo")}
@@ -130,7 +131,8 @@ def test_more_than_three_rejections_exclude_the_sender_and_reassign_open_items(d
         with db.write() as w:     # what the worker would store for a tone: nothing recognised
             res.set_recording_qc(w, rid, "flagged", "", 1.0, ["empty_transcript"])
         rec_ids.append(rid)
-    open_before = db.query("SELECT e.starter_id, e.system_id FROM assignments a JOIN exchanges e ON e.id = a.exchange_id "
+    open_before = db.query("SELECT e.starter_id, e.system_id FROM assignments a "
+                           "JOIN exchanges e ON e.id = a.exchange_id "
                            "WHERE a.participant_id = ? AND a.phase = 'record' AND a.status = 'open'", [bad.id])
     assert len(open_before) == 2
     outs = [decide(db, rid, "reject", "admin@test") for rid in rec_ids]
@@ -140,9 +142,11 @@ def test_more_than_three_rejections_exclude_the_sender_and_reassign_open_items(d
     assert db.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND status = 'open'", [bad.id]) == 0
     # each open recording item went to another sender, the same group and gender first
     assert len(outs[-1].reassigned) == 2 and not outs[-1].unassigned
+    new_ids = ",".join(str(r["new_exchange"]) for r in outs[-1].reassigned)
     moved = db.query("SELECT a.participant_id, e.starter_id, e.system_id FROM assignments a JOIN exchanges e "
-                     "ON e.id = a.exchange_id WHERE e.id IN (%s)" % ",".join(str(r["new_exchange"]) for r in outs[-1].reassigned))
-    assert sorted((m["starter_id"], m["system_id"]) for m in moved) == sorted((o["starter_id"], o["system_id"]) for o in open_before)
+                     "ON e.id = a.exchange_id WHERE e.id IN (%s)" % new_ids)
+    assert (sorted((m["starter_id"], m["system_id"]) for m in moved)
+            == sorted((o["starter_id"], o["system_id"]) for o in open_before))
     takers = {m["participant_id"] for m in moved}
     assert takers <= {same_cell.id, other_cell.id}
     for m in moved:   # nobody records a starter twice

@@ -17,7 +17,6 @@ from scipy import stats
 
 from services.qe import audit as Q
 
-
 # ---------------------------------------------------------------------------------------------
 # data
 

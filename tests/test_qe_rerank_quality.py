@@ -9,9 +9,9 @@ is tested in test_metrics_comet.py), and "auto" without a configured COMET leave
 note."""
 from __future__ import annotations
 
-import sacrebleu
 import pandas as pd
 import pytest
+import sacrebleu
 
 from services.qe import rerank as R
 

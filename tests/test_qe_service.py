@@ -8,12 +8,10 @@ import sys
 import pandas as pd
 import pytest
 
+from conftest import ROOT
 from services.metrics import registry as metrics
 from services.models.backends import BackendUnavailable
-from services.qe import audit as qe_audit
 from services.qe import service as qe_service
-
-from conftest import ROOT
 
 
 class LowerIsBetter(metrics.Metric):

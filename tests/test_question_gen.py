@@ -25,7 +25,6 @@ from tests.openai_server import OpenAIServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))      # tiny_models, whatever the import mode
 import tiny_models as tm  # noqa: E402
-
 from conftest import DEMO  # noqa: E402  (the demo with its translations as imported exchanges)
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,8 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from services.questions.parse import (clean_answer, drop_near_duplicates, is_unanswerable, near_duplicate,
-                                     normalise, parse_questions)
+from services.questions.parse import (
+    clean_answer,
+    drop_near_duplicates,
+    is_unanswerable,
+    near_duplicate,
+    normalise,
+    parse_questions,
+)
 
 THREE = ["What is the daughter's name?", "How old is she?", "How many days has she had a fever?"]
 

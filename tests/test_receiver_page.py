@@ -8,7 +8,6 @@ import tomllib
 
 import pytest
 
-from test_texts import study_with
 from services.participation.items import AccessError, get_view
 from services.participation.submissions import SubmissionError, submit
 from services.study.files import StudyValidationError, load_study
@@ -17,6 +16,7 @@ from services.study.participants import add_participants
 from services.study.texts import TEXTS, defaults, placeholders
 from tabs.common import header_html, refusal_text
 from tabs.receiver import translation_html
+from test_texts import study_with
 
 
 def answers_for(view, text="sim"):

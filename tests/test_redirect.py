@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
-from conftest import DEMO, RunningApp, token_of
+from conftest import DEMO, AppClient, RunningApp, token_of
 from test_browser import CHROMIUM, FLAGS
-from conftest import AppClient
 
 pytestmark = pytest.mark.browser
 

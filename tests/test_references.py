@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
+from conftest import DEMO_ASSETS, demo_with_exchanges
 from services.metrics import exchange as exchange_metrics
 from services.participation.items import get_view
 from services.study.files import StudyValidationError, load_study
 from services.study.importer import import_study
 from services.study.participants import add_participants
 from storage import queue, results, studies
-
-from conftest import DEMO_ASSETS, demo_with_exchanges
 
 HYPOTHESIS = ("Olá, bom dia. Preciso de ver um médico hoje. A minha filha Sofia, de sete anos, tem febre de 39 "
               "graus há três dias e dou-lhe 250 miligramas de paracetamol.")

@@ -7,8 +7,15 @@ from services.participation import maintenance, workflow
 from services.study.importer import import_study
 from services.study.participants import add_participants
 from storage import jobs, open_database, pool
-
-from usability_helpers import answer_receiver, answer_survey, answer_validator, record_all, study_folder, until_none, wav
+from usability_helpers import (
+    answer_receiver,
+    answer_survey,
+    answer_validator,
+    record_all,
+    study_folder,
+    until_none,
+    wav,
+)
 
 
 def test_the_repair_puts_back_what_a_lost_event_would_have_opened(tmp_path):

@@ -58,7 +58,7 @@ def test_order_and_polarity_are_per_participant_and_values_canonical(database, t
                      "AND json_extract(meta, '$.kind') = 'ratings'", [a.id])
     layouts = [[(e["pair_id"], e["positive_left"]) for e in __import__("json").loads(m["meta"])["pairs"]]
                for m in metas]
-    assert all(l == layouts[0] for l in layouts)                           # stored once, same on every page
+    assert all(lay == layouts[0] for lay in layouts)                           # stored once, same on every page
     flips = {pid: left for pid, left in layouts[0]}
     assert set(flips.values()) == {True, False}                           # both polarities occur
     pairs = {r["id"]: r for r in db.query("SELECT * FROM sd_pairs WHERE language = 'en'")}

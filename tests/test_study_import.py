@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import DEMO_ASSETS as DEMO
+from conftest import demo_with_exchanges
 from services.study.files import StudyValidationError, load_study
 from services.study.importer import import_study
 from services.study.participants import add_participants
 from storage.db import open_database
-
-from conftest import DEMO_ASSETS as DEMO, demo_with_exchanges
 
 ALL_TABLES = (
     "studies", "systems", "starters", "questions", "participants", "exchanges", "assignments",

@@ -32,7 +32,8 @@ def test_every_exchange_is_complete(run):
     info = c["info"]
     assert info["complete"] == info["active sender"] + info["dropped-out sender"]
     assert 0 < info["dropped-out sender"] <= 3 * run["sizes"]["items_per_sender"]
-    assert info["complete"] + info.get("rejected recording", 0) == run["sizes"]["senders"] * run["sizes"]["items_per_sender"]
+    sizes = run["sizes"]
+    assert info["complete"] + info.get("rejected recording", 0) == sizes["senders"] * sizes["items_per_sender"]
 
 
 def test_design_cells_are_balanced(run):

@@ -68,7 +68,8 @@ def test_the_disclosed_label_is_the_nearest_one():
     assert sqm_label(99) == "Perfect meaning and grammar"
     assert sqm_label(32) == "Some meaning preserved"
     assert sqm_label(20) == "Some meaning preserved" and sqm_label(16) == "Nonsense / no meaning preserved"
-    assert sqm_label(50) == "Some meaning preserved" and sqm_label(51) == "Most meaning preserved and few grammar mistakes"
+    assert sqm_label(50) == "Some meaning preserved"
+    assert sqm_label(51) == "Most meaning preserved and few grammar mistakes"
     assert sqm_label(0) == "Nonsense / no meaning preserved" and sqm_label(100) == "Perfect meaning and grammar"
 
 

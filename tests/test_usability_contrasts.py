@@ -15,7 +15,6 @@ from scipy import stats
 
 from services.usability import analysis as U
 from services.usability import contrasts as UC
-
 from test_usability_analysis import generate, items_for
 from usability_helpers import study_folder
 
@@ -106,7 +105,7 @@ def test_command_line_corpus_reference(tmp_path, capsys):
 def test_study_setting_corpus_reference(tmp_path, database):
     from services.study.files import StudyValidationError, load_study
     from services.study.importer import import_study
-    from tabs.analysis import study_reference
+    from services.usability.study_analysis import study_reference
 
     assert load_study(study_folder(tmp_path)).config["usability"]["corpus_reference"] == ""
     with pytest.raises(StudyValidationError) as e:
@@ -321,8 +320,9 @@ def demo_db(database, tmp_path):
 from test_usability_export import mixed_study  # noqa: E402,F401  (uses the demo_db above)
 
 
-def test_the_tab_fits_the_studys_reference_corpus(mixed_study):
-    from tabs.analysis import US_PLOTS, analyse_usability
+def test_the_tab_fits_the_studys_reference_corpus(mixed_study):  # noqa: F811 (the fixture imported above)
+    from services.usability.study_analysis import analyse as analyse_usability
+    from tabs.analysis import US_PLOTS
 
     db, _ = mixed_study
     res, figs, files = analyse_usability(db, "demo")

@@ -13,7 +13,6 @@ from services.participation.submissions import submit
 from services.study.participants import add_participants
 from services.usability import analysis as usability_analysis
 from services.usability.export import COLUMNS, exchanges_frame
-
 from usability_helpers import record_all, wav
 
 
@@ -107,7 +106,8 @@ def mixed_study(demo_db, tmp_path):
         record_all(db, s, tmp_path / "media", audio)
     for s in senders[2:]:
         dropouts.drop_out(db, s.id, "test", "did not come back")
-    people = senders[:2] + [p for role in ("rater", "receiver", "validator") for p in add_participants(db, "demo", role, 6)]
+    people = senders[:2] + [p for role in ("rater", "receiver", "validator")
+                            for p in add_participants(db, "demo", role, 6)]
     _answer_everything(db, people)
     return db, senders
 

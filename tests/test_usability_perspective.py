@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 
 from services.usability import analysis as U
-
 from test_usability_analysis import SYSTEMS, items_for
 
 GROUP_FX = {"Hindi": 0.0, "USB": 0.15, "USW": 0.10}

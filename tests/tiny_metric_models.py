@@ -112,6 +112,7 @@ def _save_comet(model, folder: Path) -> Path:
 def build_comet(out: Path) -> dict[str, Path]:
     """{"comet" | "cometkiwi" | "xcomet": model folder}; the encoders are in out/encoders."""
     import torch
+
     from services.metrics.comet import _import_comet
     _import_comet()
     from comet.models import RegressionMetric, UnifiedMetric, XCOMETMetric

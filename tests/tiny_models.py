@@ -121,8 +121,14 @@ def build_whisper(out: Path, clips: dict[str, Path], steps: int = 60) -> dict[st
     out/english_only (no lang_to_id, as whisper tiny.en: language must not be passed).
     Both share the weights, trained on both decoder prompts."""
     import torch
-    from transformers import (GenerationConfig, WhisperConfig, WhisperFeatureExtractor,
-                              WhisperForConditionalGeneration, WhisperProcessor, WhisperTokenizer)
+    from transformers import (
+        GenerationConfig,
+        WhisperConfig,
+        WhisperFeatureExtractor,
+        WhisperForConditionalGeneration,
+        WhisperProcessor,
+        WhisperTokenizer,
+    )
     seed_all(0)
     texts = [" " + CLIPS[k][0] for k in clips]
     vocab, merges = _byte_bpe(texts * 4, vocab_size=300)
@@ -234,8 +240,8 @@ def build_chat_lm(out: Path, pairs: list[tuple[str, str]], steps: int, max_posit
     """A tiny Llama with a Gemma-style chat template, trained to answer each user message of
     `pairs` with its answer (left-padded batches, as the backends generate)."""
     import torch
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
     seed_all(0)
     corpus = [m + a for m, a in pairs] + ["user\nmodel\n"]
     vocab, merges = _byte_bpe(corpus * 4, vocab_size=400)
@@ -285,9 +291,16 @@ def build_causal_lm(out: Path, steps: int = 100) -> Path:
 # -- audio LLM (Qwen2-Audio architecture; stands in for Voxtral / Phi-4-multimodal) -----------
 def build_audio_llm(out: Path, clips: dict[str, Path], steps: int = 150) -> Path:
     import torch
-    from transformers import (Qwen2AudioConfig, Qwen2AudioEncoderConfig, Qwen2AudioForConditionalGeneration,
-                              Qwen2AudioProcessor, Qwen2Config, Qwen2Tokenizer, WhisperFeatureExtractor,
-                              GenerationConfig)
+    from transformers import (
+        GenerationConfig,
+        Qwen2AudioConfig,
+        Qwen2AudioEncoderConfig,
+        Qwen2AudioForConditionalGeneration,
+        Qwen2AudioProcessor,
+        Qwen2Config,
+        Qwen2Tokenizer,
+        WhisperFeatureExtractor,
+    )
     seed_all(0)
     corpus = [SPEECH_PROMPT, "system\nYou are a helpful assistant.", "user\nAudio 1: ", "assistant\n"]
     corpus += [CLIPS[k][1] for k in clips]
@@ -303,7 +316,8 @@ def build_audio_llm(out: Path, clips: dict[str, Path], steps: int = 150) -> Path
 
     cfg = Qwen2AudioConfig(
         audio_config=Qwen2AudioEncoderConfig(num_mel_bins=80, encoder_layers=1, encoder_attention_heads=2,
-                                             encoder_ffn_dim=64, d_model=32, max_source_positions=fe.nb_max_frames // 2),
+                                             encoder_ffn_dim=64, d_model=32,
+                                             max_source_positions=fe.nb_max_frames // 2),
         text_config=Qwen2Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                                 num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=512,
                                 eos_token_id=im_end, pad_token_id=tok.pad_token_id, tie_word_embeddings=True),

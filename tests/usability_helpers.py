@@ -10,7 +10,6 @@ from pathlib import Path
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.usability import pipeline
-
 from test_submissions import write_wav
 
 ROOT = Path(__file__).resolve().parents[1]

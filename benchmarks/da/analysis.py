@@ -18,11 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import machine, timed  # noqa: E402
-
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from benchmarks.common import machine, timed  # noqa: E402
 from services.da.analysis import analyze  # noqa: E402
 from services.da.importer import from_wmt_tsv  # noqa: E402
 

@@ -110,7 +110,8 @@ def main(argv=None) -> int:
     t = v["table"]
     print(f"{'system':<18} {'ours':>10} {'official':>10} {'diff':>11}  rank ours/official")
     for r in t.itertuples():
-        print(f"{r.system:<18} {r.ours:>10.6f} {r.official:>10.6f} {r.diff:>+11.2e}  {r.rank:.0f}/{r.official_rank:.0f}")
+        print(f"{r.system:<18} {r.ours:>10.6f} {r.official:>10.6f} {r.diff:>+11.2e}  "
+              f"{r.rank:.0f}/{r.official_rank:.0f}")
     print(f"max |diff| = {v['max_abs_diff']:.6f} (tolerance {TOLERANCE}); ranking identical: {v['ranking_identical']}")
     if "significance" in v:
         s = v["significance"]

@@ -24,10 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import machine, timed  # noqa: E402
-
 import numpy as np  # noqa: E402
 
+from benchmarks.common import machine, timed  # noqa: E402
 from services.metrics import registry as metrics  # noqa: E402
 from services.models.cache import ModelCache  # noqa: E402
 from services.qe import audit as qe_audit

@@ -25,11 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import machine, timed  # noqa: E402
-
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from benchmarks.common import machine, timed  # noqa: E402
 from services.usability import analysis as U  # noqa: E402
 
 TARGET_S = 3.0

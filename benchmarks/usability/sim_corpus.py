@@ -108,7 +108,8 @@ def _natural(sentence: str, r: random.Random) -> str:
     """A spoken-style variant: a hesitation or a discourse marker in front, now and then."""
     if r.random() < 0.4:
         keep = sentence.startswith(("I ", "I'm "))
-        return r.choice(["Um, ", "So, ", "And, uh, ", "Oh, and "]) + (sentence if keep else sentence[0].lower() + sentence[1:])
+        return (r.choice(["Um, ", "So, ", "And, uh, ", "Oh, and "])
+                + (sentence if keep else sentence[0].lower() + sentence[1:]))
     return sentence
 
 

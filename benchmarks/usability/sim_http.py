@@ -218,12 +218,14 @@ def http_sample(sim, levels=LEVELS) -> dict:
                 if nxt and subs:
                     row["submits_vs_later_noops_p95"] = round(1000 * percentile(subs, 95) / nxt["p95_ms"], 2)
                 if nxt and "view_again" in by:
-                    row["view_again_vs_later_noops_p95"] = round(row["per_endpoint"]["view_again"]["p95_ms"] / nxt["p95_ms"], 2)
+                    row["view_again_vs_later_noops_p95"] = round(
+                        row["per_endpoint"]["view_again"]["p95_ms"] / nxt["p95_ms"], 2)
             result["levels"].append(row)
             sim.log(f"  HTTP, {len(people)} clients {roles}: app p50 {row['app'].get('p50_ms')} ms "
                     f"p95 {row['app'].get('p95_ms')} ms | no-op p50 {row['noop'].get('p50_ms')} ms "
                     f"p95 {row['noop'].get('p95_ms')} ms | ratio p95 {row.get('ratio_p95')} (views vs first no-ops "
-                    f"{row.get('view_vs_first_noop_p95')}, submits vs later no-ops {row.get('submits_vs_later_noops_p95')})"
+                    f"{row.get('view_vs_first_noop_p95')}, "
+                    f"submits vs later no-ops {row.get('submits_vs_later_noops_p95')})"
                     + (f" | {len(errors)} errors: {errors[:2]}" if errors else ""))
             sim.problems += [f"HTTP: {e}" for e in errors]
         result["app_peak_rss_mb"] = peak_rss_mb(app.proc.pid) if app.proc else None

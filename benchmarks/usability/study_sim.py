@@ -16,8 +16,8 @@ The study: a generated corpus (sim_corpus.py: starters in the paper's domain x s
 with 5-10 questions each) imported with services/study/importer.py, participants added with
 services/study/participants.add_participants (senders in three waves, 10% of the receivers,
 validators and raters as late joiners halfway). Simulated participants act only through
-services.participation.items.get_view and services.participation.submissions.submit, as the tabs do: each visit opens the
-participant's tab (a view) and submits 1-4 items in a row, each submit returning the next item;
+services.participation.items.get_view and services.participation.submissions.submit, as the tabs do: each
+visit opens the participant's tab (a view) and submits 1-4 items in a row, each submit returning the next item;
 2% of the submits are sent twice (a double click: must save nothing). The worker's model step
 is simulated: after a recording is saved, services.usability.pipeline.record_outcome stores a stand-in
 translation and the QC of a transcript (the starter's text, or for 5% of the readings the text
@@ -195,7 +195,8 @@ def write_wav(path: Path, seconds: float = 2.0, rate: int = 16000) -> Path:
 
     t = np.arange(int(seconds * rate)) / rate
     env = np.clip((t - 0.3) * 10, 0, 1) * (0.6 + 0.4 * np.sin(2 * np.pi * 4 * t) ** 2)
-    x = 0.3 * env * (np.sin(2 * np.pi * 180 * t) + 0.5 * np.sin(2 * np.pi * 360 * t) + 0.2 * np.sin(2 * np.pi * 900 * t))
+    x = 0.3 * env * (np.sin(2 * np.pi * 180 * t) + 0.5 * np.sin(2 * np.pi * 360 * t)
+                     + 0.2 * np.sin(2 * np.pi * 900 * t))
     x += np.random.default_rng(0).normal(0, 0.002, len(t))
     pcm = (np.clip(x, -1, 1) * 32767).astype("<i2")
     with wave.open(str(path), "wb") as w:
@@ -654,24 +655,34 @@ def check_stored_once(db) -> tuple[dict, list[str]]:
         "recordings per record item": "SELECT assignment_id FROM recordings GROUP BY assignment_id HAVING COUNT(*) > 1",
         "recordings per exchange": "SELECT exchange_id FROM recordings GROUP BY exchange_id HAVING COUNT(*) > 1",
         "translations per exchange": "SELECT exchange_id FROM translations GROUP BY exchange_id HAVING COUNT(*) > 1",
-        "answers per question": "SELECT assignment_id FROM answers GROUP BY assignment_id, question_idx HAVING COUNT(*) > 1",
-        "validations per validator item": "SELECT assignment_id FROM validations GROUP BY assignment_id HAVING COUNT(*) > 1",
-        "validations per answer set": "SELECT receive_assignment_id FROM validations GROUP BY receive_assignment_id HAVING COUNT(*) > 1",
-        "marks per answer": "SELECT validation_id FROM validation_marks GROUP BY validation_id, question_idx HAVING COUNT(*) > 1",
+        "answers per question": "SELECT assignment_id FROM answers GROUP BY assignment_id, question_idx "
+                                "HAVING COUNT(*) > 1",
+        "validations per validator item": "SELECT assignment_id FROM validations GROUP BY assignment_id "
+                                          "HAVING COUNT(*) > 1",
+        "validations per answer set": "SELECT receive_assignment_id FROM validations "
+                                      "GROUP BY receive_assignment_id HAVING COUNT(*) > 1",
+        "marks per answer": "SELECT validation_id FROM validation_marks GROUP BY validation_id, question_idx "
+                            "HAVING COUNT(*) > 1",
         "surveys per survey item": "SELECT assignment_id FROM surveys GROUP BY assignment_id HAVING COUNT(*) > 1",
-        "surveys per exchange and stage": "SELECT exchange_id FROM surveys GROUP BY exchange_id, stage HAVING COUNT(*) > 1",
+        "surveys per exchange and stage": "SELECT exchange_id FROM surveys GROUP BY exchange_id, stage "
+                                          "HAVING COUNT(*) > 1",
         "holders per item and phase (not withdrawn)": "SELECT item_id FROM assignments WHERE status != 'withdrawn' "
-                                                      "AND phase IN ('receive', 'validate', 'survey_baseline', 'survey_informed') "
+                                                      "AND phase IN ('receive', 'validate', 'survey_baseline', "
+                                                      "'survey_informed') "
                                                       "GROUP BY study_id, phase, item_id HAVING COUNT(*) > 1",
         "assignments per person, phase and item": "SELECT item_id FROM assignments WHERE status != 'withdrawn' "
                                                   "GROUP BY participant_id, phase, item_id HAVING COUNT(*) > 1",
         "a sender's starter twice": "SELECT starter_id FROM exchanges WHERE sender_id IS NOT NULL "
                                     "GROUP BY sender_id, starter_id HAVING COUNT(*) > 1",
         "done items without their answer": "SELECT a.id FROM assignments a WHERE a.status = 'done' AND ("
-                                           "(a.phase = 'record' AND NOT EXISTS (SELECT 1 FROM recordings r WHERE r.assignment_id = a.id)) OR "
-                                           "(a.phase = 'receive' AND NOT EXISTS (SELECT 1 FROM answers r WHERE r.assignment_id = a.id)) OR "
-                                           "(a.phase = 'validate' AND NOT EXISTS (SELECT 1 FROM validations r WHERE r.assignment_id = a.id)) OR "
-                                           "(a.phase LIKE 'survey%' AND NOT EXISTS (SELECT 1 FROM surveys r WHERE r.assignment_id = a.id)))",
+                                           "(a.phase = 'record' AND NOT EXISTS "
+                                           "(SELECT 1 FROM recordings r WHERE r.assignment_id = a.id)) OR "
+                                           "(a.phase = 'receive' AND NOT EXISTS "
+                                           "(SELECT 1 FROM answers r WHERE r.assignment_id = a.id)) OR "
+                                           "(a.phase = 'validate' AND NOT EXISTS "
+                                           "(SELECT 1 FROM validations r WHERE r.assignment_id = a.id)) OR "
+                                           "(a.phase LIKE 'survey%' AND NOT EXISTS "
+                                           "(SELECT 1 FROM surveys r WHERE r.assignment_id = a.id)))",
         "answers of items not done": "SELECT a.id FROM assignments a WHERE a.status != 'done' AND ("
                                      "EXISTS (SELECT 1 FROM recordings r WHERE r.assignment_id = a.id) OR "
                                      "EXISTS (SELECT 1 FROM answers r WHERE r.assignment_id = a.id) OR "
@@ -904,7 +915,8 @@ def measure(snapshot: Path, per_tab: int = 25, refreshes: int = 5, seed: int = 1
                 f"ORDER BY p.id", [study, role, *TAB_PHASES[tab]])]
             sample += [(role, tab, pid) for pid in sorted(r.sample(ids, min(per_tab, len(ids))))]
         r.shuffle(sample)
-        tokens = {x["id"]: x["token"] for x in db.query("SELECT id, token FROM participants WHERE study_id = ?", [study])}
+        tokens = {x["id"]: x["token"]
+                  for x in db.query("SELECT id, token FROM participants WHERE study_id = ?", [study])}
         t = Timer()
         errors = []
         for k in range(refreshes):
@@ -937,7 +949,8 @@ def measure(snapshot: Path, per_tab: int = 25, refreshes: int = 5, seed: int = 1
 
 def _git(folder: Path, *args) -> str:
     try:
-        return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=30).stdout.strip()
+        return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True,
+                              timeout=30).stdout.strip()
     except OSError:
         return ""
 
@@ -1010,7 +1023,8 @@ def cmd_run(args) -> int:
               "planted": PLANTED, "runs": runs}
     if len(done) >= 2:
         lo, hi = min(done, key=lambda r: r["scale"]), max(done, key=lambda r: r["scale"])
-        result["ratio"] = {"of": f"{hi['scale']:g} / {lo['scale']:g}", "per_action": ratios(lo["latency"], hi["latency"])}
+        result["ratio"] = {"of": f"{hi['scale']:g} / {lo['scale']:g}",
+                           "per_action": ratios(lo["latency"], hi["latency"])}
     result["summary"] = [{"scale": r["scale"], "ok": r.get("ok"), "wall_s": r.get("wall_s"),
                           "actions_per_s": r.get("actions_per_s"), "submits_per_s": r.get("submits_per_s"),
                           "peak_rss_mb": (r.get("peak_rss") or {}).get("self_mb"), "n_problems": r.get("n_problems")}
@@ -1019,7 +1033,8 @@ def cmd_run(args) -> int:
     Path(args.out).write_text(json.dumps(result, indent=2, default=str) + "\n")
     _err(f"wrote {args.out}")
     for s in result["summary"]:
-        _err(f"  scale {s['scale']:g}: {s['wall_s']} s, {s['actions_per_s']} actions/s, peak RSS {s['peak_rss_mb']} MB, "
+        _err(f"  scale {s['scale']:g}: {s['wall_s']} s, {s['actions_per_s']} actions/s, "
+             f"peak RSS {s['peak_rss_mb']} MB, "
              f"{'ok' if s['ok'] else str(s['n_problems']) + ' problems'}")
     return rc
 

@@ -212,7 +212,8 @@ def exposure_warning(host: str, password: str, on_space: bool = False, root_path
     bare = (host or "").strip("[]")
     if not (on_space or root_path or bare not in ("127.0.0.1", "localhost", "::1")):
         return None
-    where = "a Hugging Face Space" if on_space else f"{host}" + (f" behind the root path {root_path}" if root_path else "")
+    where = ("a Hugging Face Space" if on_space
+             else f"{host}" + (f" behind the root path {root_path}" if root_path else ""))
     return (f"WARNING: the server listens on {where} and TRADLAB_ADMIN_PASSWORD is not set. The Admin and "
             f"Analysis tabs are served without a password only to direct requests from this machine (loopback "
             f"client, Host localhost/127.0.0.1/[::1], no forwarding header). A reverse proxy that adds no "

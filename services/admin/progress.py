@@ -17,6 +17,17 @@ def study_choices(database) -> list[tuple[str, str]]:
     return [(f"{s['name']} ({s['id']})", s["id"]) for s in studies.list_studies(database)]
 
 
+def progress_chart(database, study_id: str):
+    """The progress table and its stacked bar chart of items done and open per phase (the
+    Analysis tab's first figure)."""
+    import plotly.express as px  # heavy (~1 s): only the Analysis tab draws this chart
+
+    df = progress_table(database, study_id)
+    long = df.melt(id_vars=["role", "phase"], value_vars=["done", "open"], var_name="status", value_name="items")
+    fig = px.bar(long, x="phase", y="items", color="status", barmode="stack", title=f"Progress of study {study_id}")
+    return df, fig
+
+
 def progress_table(database, study_id: str) -> pd.DataFrame:
     rows = queue.study_progress(database, study_id)
     if not rows:

@@ -4,7 +4,8 @@ A job is claimed (status running, attempts + 1), run by the handler for its kind
 marked done; an exception puts it back to pending after an exponential backoff until its
 attempts reach max_attempts, then it is failed with the error for the admin tab. A missing
 model or credential (BackendUnavailable) fails at once: retrying cannot fix it, and the
-admin retries after installing (an unreachable model server is retried: it may come back). On start, jobs left running by a dead process are resumed.
+admin retries after installing (an unreachable model server is retried: it may come back). On
+start, jobs left running by a dead process are resumed.
 """
 from __future__ import annotations
 

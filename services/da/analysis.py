@@ -47,8 +47,16 @@ from scipy import stats
 
 from services.common.figure_files import write_figures
 from services.da import importer as da_import
-from services.da.judgments import (CONTROL_TYPES, ITEM_TYPES, MODALITIES, OPTIONAL, REQUIRED,  # noqa: F401 (re-exported)
-                                   DAInputError, normalise, read_judgments)
+from services.da.judgments import (  # noqa: F401 (re-exported)
+    CONTROL_TYPES,
+    ITEM_TYPES,
+    MODALITIES,
+    OPTIONAL,
+    REQUIRED,
+    DAInputError,
+    normalise,
+    read_judgments,
+)
 
 FAST_ITEM_S = 2.0  # a HIT whose median seconds per item is below this is flagged as implausibly fast
 
@@ -468,7 +476,8 @@ def _replication_sides(systems: pd.DataFrame, comparison: str):
 
 def write_outputs(result: DAResult, out_dir, include_plotlyjs="directory", png: bool | None = None) -> list[Path]:
     """Write workers, systems, head_to_head, replication, qc_summary and segments CSVs, and each
-    figure as a standalone HTML file (plotly.min.js written once beside them: works offline, 4.8 MB once rather than per figure)."""
+    figure as a standalone HTML file (plotly.min.js written once beside them: works offline,
+    4.8 MB once rather than per figure)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -33,7 +33,6 @@ from services.da.render import render_text_item
 from services.models import tts
 from services.study.texts import texts
 from storage import jobs, participants, queue, results, studies
-from storage.db import now
 
 MAX_FEEDBACK = 5000
 LISTEN_TOLERANCE_S = 0.5
@@ -196,9 +195,7 @@ def save_feedback(database, participant_id: int, text: str) -> None:
     if not text:
         raise DAError("Please write something before sending your feedback (or simply close the page).")
     with database.write() as db:
-        db.execute("INSERT INTO da_feedback (participant_id, text, updated_at) VALUES (?,?,?) "
-                   "ON CONFLICT (participant_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
-                   [participant_id, text, now()])
+        results.save_da_feedback(db, participant_id, text)
         database.log(f"participant:{participant_id}", "feedback", "da_feedback", participant_id)
 
 

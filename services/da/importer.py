@@ -146,7 +146,8 @@ def from_appraise_csv(path, modality: str = "text", run: int = 1) -> pd.DataFram
         if not named and len(r) < 7:
             raise DAInputError(path, line, None, f"{len(r)} fields; an Appraise export row has at least 7 "
                                "(username, systemID, itemID, itemType, source, target, score, ...)")
-        get = (lambda k: r[col[k]] if k in col and col[k] < len(r) else "")
+        def get(k):
+            return (r[col[k]] if k in col and col[k] < len(r) else "")
         kind = get("item_type").upper()
         if kind not in APPRAISE_TYPES:
             raise DAInputError(path, line, labels.get("item_type", "itemType"),

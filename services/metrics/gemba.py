@@ -130,7 +130,8 @@ def parse_score(text) -> tuple[float | None, str]:
 
     Accepts "85", "Score: 85", "85/100", "85 out of 100", "85.5", "85,5", "85%", "**85**",
     "I would give it 85 points". Refuses an empty answer, one with no number ("eighty"), a first
-    number outside 0..100 ("150", "-5"), a range ("80-90", "80 to 90", "80 and 90") and another scale ("8/10", "4 out of 5").
+    number outside 0..100 ("150", "-5"), a range ("80-90", "80 to 90", "80 and 90") and another
+    scale ("8/10", "4 out of 5").
     Only the first number counts: a later one is never used in its place."""
     if text is None or not str(text).strip():
         return None, "empty answer"

@@ -178,7 +178,8 @@ def detect_version(model: str) -> tuple[str | None, str]:
         except ValueError:
             config = {}
     if config.get("metricx_version"):
-        return normalise_version(config["metricx_version"]), f"config.json metricx_version={config['metricx_version']!r}"
+        version = config["metricx_version"]
+        return normalise_version(version), f"config.json metricx_version={version!r}"
     found = version_from_name(config.get("_name_or_path", ""))
     if found:
         return found, f"config.json _name_or_path={config['_name_or_path']!r}"
@@ -317,7 +318,8 @@ class MetricX(metrics.Metric):
                 enc = model.get_encoder()(input_ids=input_ids, attention_mask=mask).last_hidden_state
                 dec_in = torch.full((len(rows), 1), start, dtype=torch.long, device=model.device)
                 hidden = model.get_decoder()(input_ids=dec_in, encoder_hidden_states=enc,
-                                             encoder_attention_mask=mask, use_cache=False).last_hidden_state[:, 0].float()
+                                             encoder_attention_mask=mask,
+                                             use_cache=False).last_hidden_state[:, 0].float()
                 if tied:
                     hidden = hidden * (cfg.d_model ** -0.5)
                 logit = hidden @ weight[self.score_token_id].float().to(hidden.device)

@@ -23,16 +23,14 @@ from functools import lru_cache
 from pathlib import Path
 
 from services.models.backends import BackendUnavailable, STResult
-from services.models.backends.hf import TransformersCausalMT
-from services.models.backends.hf import TransformersSeq2SeqMT
-from services.models.backends.hf import TransformersSpeechLLM
-from services.models.backends.hf import TransformersWhisperASR
-from services.models.backends.offline import BERGAMOT_EN_PT_VARIANT
-from services.models.backends.offline import BergamotMT
-from services.models.backends.offline import FasterWhisperASR
-from services.models.backends.remote import RemoteASR
-from services.models.backends.remote import RemoteMT
-from services.models.backends.remote import RemoteSpeechLLM
+from services.models.backends.hf import (
+    TransformersCausalMT,
+    TransformersSeq2SeqMT,
+    TransformersSpeechLLM,
+    TransformersWhisperASR,
+)
+from services.models.backends.offline import BERGAMOT_EN_PT_VARIANT, BergamotMT, FasterWhisperASR
+from services.models.backends.remote import RemoteASR, RemoteMT, RemoteSpeechLLM
 from services.models.cache import CACHE
 from services.study import variants
 

@@ -13,11 +13,20 @@ from dataclasses import dataclass, field
 
 from services.da import campaign as da_campaign
 from services.participation import workflow
+from services.participation.items import (
+    TAB_PHASES,
+    WORKFLOW_TABS,
+    AccessError,
+    ItemView,
+    get_view,
+    limit_requests,
+    parse_item_key,
+    participant_for_token,
+    tabs_for,
+)
 from services.study import consent
-from services.usability.audio_intake import IntakeError, store_recording
-from services.participation.items import (TAB_PHASES, WORKFLOW_TABS, AccessError, ItemView, get_view, limit_requests,
-                            parse_item_key, participant_for_token, tabs_for)
 from services.study.texts import Voice, page_language, refusal, reword
+from services.usability.audio_intake import IntakeError, store_recording
 from storage import jobs, participants, queue, results, studies
 from storage.db import now
 
@@ -115,7 +124,8 @@ def _validate_validate(database, a, payload) -> dict:
         else:
             raise SubmissionError(f"The mark of answer {i} must be correct or incorrect.")
     if missing:
-        raise SubmissionError(f"Please mark every answer as correct or incorrect (missing: {', '.join(map(str, missing))}).")
+        raise SubmissionError("Please mark every answer as correct or incorrect "
+                              f"(missing: {', '.join(map(str, missing))}).")
     extra = {int(k) for k in marks_in} - set(idxs) if all(str(k).isdigit() for k in marks_in) else {"?"}
     if extra:
         raise SubmissionError("Marks were sent for answers that do not exist.")

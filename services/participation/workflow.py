@@ -292,7 +292,8 @@ def adopt_cell_orphans(db, database, study: dict, sender_id: int, group, gender)
     already theirs), so the cell's design stays complete. Returns the new exchanges."""
     sid, made = study["id"], []
     for o in pool.cell_orphans(database, sid, cell(group, gender)):
-        if o["starter_id"] in queue.sender_starters(database, sender_id) or not pool.take(db, sid, "record", o["item_id"]):
+        if (o["starter_id"] in queue.sender_starters(database, sender_id)
+                or not pool.take(db, sid, "record", o["item_id"])):
             continue
         eid = queue.insert_exchange(db, sid, o["starter_id"], o["system_id"], sender_id)
         queue.insert_assignment(db, sid, sender_id, "record", eid, order_key(_seed(study), sender_id, eid),

@@ -157,5 +157,6 @@ def page_content(database, study, a, wording: dict) -> dict:
         q = pairs[e["pair_id"]]
         left, right = (q["positive"], q["negative"]) if e["positive_left"] else (q["negative"], q["positive"])
         shown.append({"slot": e.get("slot", e["pair_id"]), "pair_id": q["id"], "left": left, "right": right})
-    return {"kind": "ratings", "sentence": sent["text"], "pairs": shown, "instruction": _word(wording, "instruction", lang),
-            "example": "", "page": meta.get("page", 1), "pages": meta.get("pages", 1), "language": lang}
+    return {"kind": "ratings", "sentence": sent["text"], "pairs": shown,
+            "instruction": _word(wording, "instruction", lang), "example": "", "page": meta.get("page", 1),
+            "pages": meta.get("pages", 1), "language": lang}

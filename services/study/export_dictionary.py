@@ -518,7 +518,8 @@ def readme(study: dict, files: dict[str, str], counts: dict[str, int], options: 
         "One function (`services/study/export.py: exportable_participants`) decides whose data is exported; a row "
         "is written only when every participant it involves is exportable: its author, the receiver whose "
         "answers a validation marks, and the sender of the exchange it is about (a translation, its answers, "
-        "scores and surveys derive from the sender's recording). The audio follows the recordings table. Where the study asks a role for "
+        "scores and surveys derive from the sender's recording). The audio follows the recordings table. "
+        "Where the study asks a role for "
         "consent, a participant of that role is exported only after agreeing (consents.csv holds the hash of "
         "the text they agreed to); excluded participants are included and marked in participants.status.", ""]
     if fmt == "csv":

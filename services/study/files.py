@@ -112,7 +112,8 @@ DEFAULTS = {
     "consent": {"text": "", "file": "", "agree": "I agree to take part in this study.",
                 "decline": "I do not agree.", "roles": []},
     "demographics": {"fields": [], "submit": "Continue"},
-    # comprehension questions: the LLM and the question settings (services/models/llm.py, services/questions/settings.py)
+    # comprehension questions: the LLM and the question settings (services/models/llm.py,
+    # services/questions/settings.py)
     "llm": dict(llm_settings.DEFAULTS),
     "questions": dict(question_settings.DEFAULTS),
 }
@@ -323,7 +324,8 @@ def _check_config(raw: dict, err: _Collector) -> dict:
         else:
             for m in ms:
                 if m.strip().lower() not in metric_registry.names():
-                    err.add(f, None, "usability.metrics", f"unknown metric '{m}' (known: {', '.join(metric_registry.names())})")
+                    err.add(f, None, "usability.metrics",
+                            f"unknown metric '{m}' (known: {', '.join(metric_registry.names())})")
         for k, m in qc_asr_problems(us.get("qc_asr")):
             err.add(f, None, f"usability.qc_asr{'.' + k if k else ''}", m)
         sw = us.get("starter_words")
@@ -447,7 +449,8 @@ def _check_systems(raw: dict, cfg: dict, err: _Collector) -> list[dict]:
         out.append({"id": sid, "label": str(label), "kind": kind, "assign": bool(assign),
                     "params": params})
     if "usability" in cfg and not any(s["assign"] for s in out):
-        err.add(f, None, "systems", "the usability protocol needs at least one [[systems]] entry that senders are assigned to")
+        err.add(f, None, "systems",
+                "the usability protocol needs at least one [[systems]] entry that senders are assigned to")
     return out
 
 
@@ -489,7 +492,8 @@ def _load_usability(folder, cfg, systems, bundle, err):
     us = cfg["usability"]
     spath = _safe_file(folder, us["starters"], "usability.starters", err)
     qpath = _safe_file(folder, us["questions"], "usability.questions", err)
-    lo, hi = us["starter_words"] if isinstance(us.get("starter_words"), list) and len(us["starter_words"]) == 2 else (40, 60)
+    given = us.get("starter_words")
+    lo, hi = given if isinstance(given, list) and len(given) == 2 else (40, 60)
     starters = {}
     if spath:
         name = spath.name
@@ -512,7 +516,8 @@ def _load_usability(folder, cfg, systems, bundle, err):
                 ok = False
             words = len(row["text"].split())
             if not lo <= words <= hi:
-                err.add(name, rowno, "text", f"has {words} words; starters must have {lo}-{hi} (usability.starter_words)")
+                err.add(name, rowno, "text",
+                        f"has {words} words; starters must have {lo}-{hi} (usability.starter_words)")
                 ok = False
             spans = row.get("key_spans", "")
             spans = spans if isinstance(spans, list) else [s.strip() for s in spans.split("|") if s.strip()]

@@ -41,7 +41,8 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
     counts = {"starters": len(bundle.starters), "questions": len(bundle.questions),
               "systems": len(bundle.systems), "exchanges": len(bundle.exchanges),
               "references": len(bundle.references),
-              "da_segments": len(bundle.da_segments), "da_hits": len(bundle.da_hits), "sd_sentences": len(bundle.sd_sentences),
+              "da_segments": len(bundle.da_segments), "da_hits": len(bundle.da_hits),
+              "sd_sentences": len(bundle.sd_sentences),
               "sd_pairs": len(bundle.sd_pairs)}
     if existing and existing["content_hash"] == bundle.content_hash:
         return ImportResult(bundle.id, "unchanged", counts)

@@ -72,7 +72,7 @@ def _setup_queue(db, database, study, pid: int, role: str, group, gender) -> Non
     if role == "sender":
         us = cfg["usability"]
         index = participants.next_design_index(db, sid, group, gender)
-        db.execute("UPDATE participants SET design_index = ? WHERE id = ?", [index, pid])
+        participants.set_design_index(db, pid, index)
         systems = [s["id"] for s in studies.systems(database, sid) if s["config"]["assign"]]
         for starter_id, system_id in sender_design(studies.starters(database, sid), systems,
                                                    us["items_per_sender"], seed, index):
@@ -252,7 +252,8 @@ def enrol_from_link(database, query: dict) -> dict:
 
 
 def _log_refusal(database, study_id, role, group, gender, pid, pstudy, session, reason: str) -> None:
-    cut = lambda v, n=64: v[:n] if isinstance(v, str) else v
+    def cut(v, n=64):
+        return v[:n] if isinstance(v, str) else v
     with database.write():
         # entity 'enrolment', not 'study': the study's export carries no refused Prolific ids
         database.log("prolific", "enrol_refused", "enrolment", cut(study_id) or None,

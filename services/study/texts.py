@@ -87,7 +87,8 @@ def problems(override: dict) -> list[tuple[str, str]]:
         elif section == "sqm":
             ticks = sorted(e.get("tick") for e in value if isinstance(e, dict)) if isinstance(value, list) else []
             if ticks != [0, 2, 4, 6] or any(set(e) != {"tick", "value", "label", "description"} for e in value):
-                out.append(("sqm", "must be four [[sqm]] tables (tick 0, 2, 4, 6) with tick, value, label, description"))
+                out.append(("sqm",
+                            "must be four [[sqm]] tables (tick 0, 2, 4, 6) with tick, value, label, description"))
     return out
 
 

@@ -22,7 +22,8 @@ Definitions (:func:`analyze`):
   sigma_ub and usable share. An empty group, gender or perspective is the level "(none)".
 * rows a model can use: those with a sender, group and gender, and a corpus when the data have
   one (the perspective model: a perspective and a starter_id instead of the corpus); a column
-  empty on every row is not asked for (its factor has a single level and is left out). The rows left out are counted by reason in the notes and
+  empty on every row is not asked for (its factor has a single level and is left out). The rows
+  left out are counted by reason in the notes and
   the model's text file; the descriptive tables, correlations, thresholds and factor
   analysis keep every row.
 * correlations: Spearman rho (scipy.stats.spearmanr) of u with translation_score, qa_score and
@@ -86,7 +87,8 @@ swapped (services/usability/mixedlm.py, fast_mixedlm) for versions that do the s
 with the sparse design and a dense Cholesky factor of the q x q matrix, and A' and A'M of the
 fixed design matrices computed once per fit rather than at every likelihood evaluation; they
 defer to statsmodels' own for dense designs, and the tests check that the fit equals the
-unpatched one. BLAS runs single-threaded meanwhile. Each per-signal LMM starts from the main fit's estimates. (Fitting the per-signal
+unpatched one. BLAS runs single-threaded meanwhile. Each per-signal LMM starts from the main
+fit's estimates. (Fitting the per-signal
 LMMs in parallel processes was tried and dropped: on the 2-core reference machine two
 concurrent fits each ran 1.5-1.8x slower, memory-bound, for no net gain.)
 
@@ -111,7 +113,6 @@ from services.common.analysis_input import InputError, Problems
 from services.common.analysis_input import cells as _cells
 from services.common.analysis_input import numbers as _numbers
 from services.common.analysis_input import read_csv_cells as _read_csv
-
 from services.common.analysis_output import write_json, write_tables
 from services.common.figure_files import write_figures
 from services.sd import analysis as SD
@@ -312,7 +313,8 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
         first = out[col].where(ok).groupby(out["sender_id"]).transform("first")
         differs = ok & (out[col] != first)
         problems.flag(col, differs, lambda pos, col=col: f"{col} {out.at[pos, col]!r} differs from "
-                                                         f"{first.iloc[pos]!r} on sender {out.at[pos, 'sender_id']!r}'s "
+                                                         f"{first.iloc[pos]!r} on sender "
+                                                         f"{out.at[pos, 'sender_id']!r}'s "
                                                          f"earlier rows (a sender belongs to one {col})")
     problems.raise_first(source)
     out["u"] = out[ITEMS].mean(axis=1)
@@ -737,7 +739,8 @@ def lmm_text(fit: LMMFit) -> str:
                                          if fit.rows_left_out else ""),
              "groups: one all-covering group (a constant); crossed random intercepts as variance components:"]
     for name, vc in fit.variance_components.items():
-        lines.append(f"  {name}: {vc['levels']} levels, variance {vc['variance']:.4f} (sd {math.sqrt(max(vc['variance'], 0)):.4f})")
+        sd = math.sqrt(max(vc['variance'], 0))
+        lines.append(f"  {name}: {vc['levels']} levels, variance {vc['variance']:.4f} (sd {sd:.4f})")
     if not fit.variance_components:
         lines.append("  (none)")
     lines.append(f"residual variance: {fit.residual_variance:.4f}")
@@ -1371,7 +1374,8 @@ def _effects_figure(estimates: pd.DataFrame):
 # ---------------------------------------------------------------------------------------------
 # outputs
 
-def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory", png: bool | None = None) -> list[Path]:
+def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory",
+                  png: bool | None = None) -> list[Path]:
     """Write groups.csv, correlations.csv, lmm.csv, lmm.txt, marginal_means.csv,
     metric_effects.csv, thresholds.csv, metric_effect_estimates.csv, score_lmm.csv,
     score_lmm.txt, score_marginal_means.csv, contrasts.csv, perspective.csv, perspective.txt,

@@ -23,6 +23,7 @@ from functools import lru_cache
 from importlib.resources import files
 
 import jiwer
+
 from services.models import systems
 
 EDGE_WORDS = 3

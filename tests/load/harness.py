@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import random
 import signal
-import ssl
 import sqlite3
+import ssl
 import subprocess
 import sys
 import threading

@@ -208,10 +208,13 @@ def test_validator_refuses_unmoved_slider_missing_marks_and_forged_state(app, cl
     marks = ["correct"] * len(qs) + [None] * (10 - len(qs))
     item = vv["item_id"]
     check(app, client, [
-        ("slider never moved", "/validator_submit", validator_inputs(vt, item, vv, False, 50, *marks), ["move the slider"]),
+        ("slider never moved", "/validator_submit", validator_inputs(vt, item, vv, False, 50, *marks),
+         ["move the slider"]),
         ("score 150", "/validator_submit", validator_inputs(vt, item, vv, True, 150, *marks), ["between 0 and 100"]),
-        ("score as text", "/validator_submit", validator_inputs(vt, item, vv, True, "fifty", *marks), ["must be a number"]),
-        ("score NaN", "/validator_submit", validator_inputs(vt, item, vv, True, math.nan, *marks), ["between 0 and 100"]),
+        ("score as text", "/validator_submit", validator_inputs(vt, item, vv, True, "fifty", *marks),
+         ["must be a number"]),
+        ("score NaN", "/validator_submit", validator_inputs(vt, item, vv, True, math.nan, *marks),
+         ["between 0 and 100"]),
         ("a mark missing", "/validator_submit", validator_inputs(vt, item, vv, True, 50, "correct", *[None] * 9),
          ["mark every answer"]),
         ("a mark neither correct nor incorrect", "/validator_submit",
@@ -219,13 +222,16 @@ def test_validator_refuses_unmoved_slider_missing_marks_and_forged_state(app, cl
         ("a mark for an answer that does not exist", "/validator_submit",
          validator_inputs(vt, item, {"content": {"questions": [{"idx": 99}] + qs}}, True, 50, *(["correct"] * 11)),
          ["do not exist"]),
-        ("marks as a list", "/validator_submit", [vt, {"item_id": item, "answer": {"score": 50, "mark-1": ["correct"]}}],
-         ["must be correct or incorrect"]),
-        ("no marks at all", "/validator_submit", [vt, {"item_id": item, "answer": {"score": 50}}], ["mark every answer"]),
+        ("marks as a list", "/validator_submit",
+         [vt, {"item_id": item, "answer": {"score": 50, "mark-1": ["correct"]}}], ["must be correct or incorrect"]),
+        ("no marks at all", "/validator_submit", [vt, {"item_id": item, "answer": {"score": 50}}],
+         ["mark every answer"]),
         ("forged token", "/validator_submit", validator_inputs("forged-token", item, vv, True, 50, *marks),
          ["link is not valid"]),
-        ("a receiver's token", "/validator_submit", validator_inputs(rec, item, vv, True, 50, *marks), ["not for your role"]),
-        ("unknown item", "/validator_submit", validator_inputs(vt, "424242", vv, True, 50, *marks), ["not in your queue"]),
+        ("a receiver's token", "/validator_submit", validator_inputs(rec, item, vv, True, 50, *marks),
+         ["not for your role"]),
+        ("unknown item", "/validator_submit", validator_inputs(vt, "424242", vv, True, 50, *marks),
+         ["not in your queue"]),
     ])
 
 
@@ -251,7 +257,8 @@ def test_receiver_refuses_huge_missing_and_malformed_answers(app, client):
          receiver_inputs(r1, item, {"content": {"questions": [{"idx": 99}] + v["content"]["questions"]}}, ok + ok),
          ["Não existe a pergunta 99"]),
         ("a question number that is not a number", "/receiver_submit",
-         [r1, {"item_id": item, "answer": {"answer-first": "x", "flag-first": False}}], ["Responda a todas as perguntas"]),
+         [r1, {"item_id": item, "answer": {"answer-first": "x", "flag-first": False}}],
+         ["Responda a todas as perguntas"]),
         ("an answer that is not text", "/receiver_submit",
          [r1, {"item_id": item, "answer": {f"answer-{q['idx']}": ["x"] for q in v["content"]["questions"]}}],
          ["tem de ser texto"]),

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import AppClient
 from tests.conftest import DEMO, RunningApp
 from tests.test_browser import CHROMIUM, FLAGS
-from conftest import AppClient
 
 pytestmark = pytest.mark.browser
 
@@ -44,7 +44,8 @@ def page():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS + ["--autoplay-policy=no-user-gesture-required"])
+        browser = p.chromium.launch(executable_path=CHROMIUM,
+                                    args=FLAGS + ["--autoplay-policy=no-user-gesture-required"])
         yield browser.new_page(viewport={"width": 1200, "height": 1000})
         browser.close()
 
@@ -99,7 +100,8 @@ def test_text_items_follow_each_other_and_the_last_shows_the_feedback_box(demo_a
     client = AppClient(demo_app.url)
     for _ in range(total - 3):
         v = client.predict(tok, "da", api_name="/view")
-        assert client.predict(tok, {"item_id": v["item_id"], "answer": {"score": 50}}, api_name="/da_submit")[0]["notice"] == "Saved."
+        out = client.predict(tok, {"item_id": v["item_id"], "answer": {"score": 50}}, api_name="/da_submit")
+        assert out[0]["notice"] == "Saved."
     move(page, 3)
     submit(page)
     wait_progress(page, total - 1)

@@ -15,8 +15,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from tests.load.harness import (AppError, GradioHTTP, check_consistency, file_data, peak_rss_mb, prepared_app,
-                                run_raters)
+from tests.load.harness import AppError, GradioHTTP, check_consistency, file_data, peak_rss_mb, prepared_app, run_raters
 
 PASSWORD = "a long admin password"
 HONEST = 4
@@ -55,7 +54,8 @@ class Counter(http.server.BaseHTTPRequestHandler):
 
 
 def counts(app) -> dict:
-    q = lambda sql: app.db(sql)[0][0]
+    def q(sql):
+        return app.db(sql)[0][0]
     return {"participants": q("SELECT COUNT(*) FROM participants"), "recordings": q("SELECT COUNT(*) FROM recordings"),
             "answers": q("SELECT COUNT(*) FROM answers"), "surveys": q("SELECT COUNT(*) FROM surveys"),
             "jobs": q("SELECT COUNT(*) FROM jobs")}

@@ -25,8 +25,7 @@ import time
 
 import pytest
 
-from tests.load.harness import (ITEMS_PER_RATER, STUDY, STUDY_ID, check_consistency, percentile, prepared_app,
-                                run_raters)
+from tests.load.harness import ITEMS_PER_RATER, STUDY, STUDY_ID, check_consistency, percentile, prepared_app, run_raters
 
 CLIENTS = int(os.environ.get("TRADLAB_LOAD_CLIENTS", "50"))
 CRASH_CLIENTS = int(os.environ.get("TRADLAB_LOAD_CRASH_CLIENTS", "20"))
@@ -74,8 +73,8 @@ def test_a_double_submit_racing_the_first_is_told_it_was_saved(database, tmp_pat
     queue moved on: it is the same answer again, not an out-of-order one."""
     from services.participation import submissions
     from services.participation.items import get_view
-    from services.study.participants import add_participants
     from services.study.importer import import_study
+    from services.study.participants import add_participants
     from storage import queue
 
     import_study(database, STUDY)

@@ -31,7 +31,8 @@ class STResult:
     seconds: dict[str, float] = field(default_factory=dict)   # per stage: asr, mt, st
     system: str = ""
     models: dict[str, str] = field(default_factory=dict)      # stage -> model id, for provenance
-    variant: str = ""                        # pt-PT, pt-BR, or "" when nothing asked for one (services/study/variants.py)
+    # pt-PT, pt-BR, or "" when nothing asked for one (services/study/variants.py)
+    variant: str = ""
 
 
 def require(module: str, install: str):

@@ -456,7 +456,8 @@ class TransformersSpeechLLM:
             audio_part = {"type": "audio", "path": str(wav16k_path)}
         else:
             # An array (no audio decoder backend needed), at the rate the processor expects.
-            fe = getattr(proc, "feature_extractor", None) or getattr(proc, "audio_processor", None)   # Phi-4: audio_processor
+            # Phi-4: audio_processor
+            fe = getattr(proc, "feature_extractor", None) or getattr(proc, "audio_processor", None)
             rate = getattr(fe, "sampling_rate", None) or SR
             audio_part = {"type": "audio", "audio": _read_wav16k(wav16k_path, rate)}
         conversation = [{"role": "user", "content": [audio_part, {"type": "text", "text": self.prompt}]}]

@@ -86,7 +86,8 @@ class BergamotMT:
         return self._run(lambda: [one(t) if t.strip() else "" for t in texts])
 
 
-_SENTENCE_END = re.compile(r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)(?<=[.!?])\s+(?=[\"'(\[]?[A-ZÀ-Ý0-9¿¡])")
+_SENTENCE_END = re.compile(r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)"
+                           r"(?<=[.!?])\s+(?=[\"'(\[]?[A-ZÀ-Ý0-9¿¡])")
 
 
 def split_sentences(text: str) -> list[str]:
