@@ -218,12 +218,12 @@ class AppClient:
         return self.pages[name]
 
     def predict(self, *args, api_name: str):
-        from app import page_of_api
+        from server import page_of_api
 
         return self.page(page_of_api(api_name)).predict(*args, api_name=api_name)
 
     def submit(self, *args, api_name: str):
-        from app import page_of_api
+        from server import page_of_api
 
         return self.page(page_of_api(api_name)).submit(*args, api_name=api_name)
 

@@ -451,18 +451,18 @@ def test_cli_exit_codes_and_messages(study):
 
 
 def test_cli_refusals_in_process(study, monkeypatch, capsys):
-    import app
+    import cli
 
     monkeypatch.setenv("TRADLAB_DB", str(study["tmp"] / "study.db"))
     monkeypatch.setenv("TRADLAB_MEDIA", str(study["media"]))
     out = study["tmp"] / "cli-in"
-    assert app.main(["export", "--study", "demo", "--out", str(out), "--format", "parquet", "--no-audio",
+    assert cli.main(["export", "--study", "demo", "--out", str(out), "--format", "parquet", "--no-audio",
                      "--include-external-ids"]) == 0
     captured = capsys.readouterr()
     assert "0 audio files" in captured.out and "keep this export private" in captured.err
     assert (out / "participants.parquet").is_file() and not (out / "audio").exists()
-    assert app.main(["export", "--study", "demo", "--out", str(out)]) == 2
+    assert cli.main(["export", "--study", "demo", "--out", str(out)]) == 2
     assert "not empty" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
-        app.main(["export", "--study", "demo", "--out", str(study["tmp"] / "cli-y"), "--format", "xlsx"])
+        cli.main(["export", "--study", "demo", "--out", str(study["tmp"] / "cli-y"), "--format", "xlsx"])
     assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err
