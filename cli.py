@@ -515,7 +515,8 @@ def cli_markdown() -> str:
 
 def main(argv=None):
     os.umask(0o077)     # the database, media, backups and exports: readable by this user only
-    sys.path.insert(0, str(ROOT))
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from services.common.settings import Settings
 
     parser = build_parser()

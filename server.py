@@ -548,20 +548,21 @@ def serve(args, settings, connect):
 
     rate_limit.configure(settings.rate_limit)      # per participant link, in the served app only
 
+    # not a setting of this app: gradio's own variable, given a value for the served process
     os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", ANALYTICS_EVERY)
 
-    from services.common.settings import on_space, space_storage_warning
+    from services.common.settings import space_storage_warning
 
     certfile, keyfile = serve_tls(args, settings)
-    if certfile and not os.environ.get("TRADLAB_PUBLIC_URL") and settings.public_url.startswith("http://"):
+    if certfile and not settings.get("TRADLAB_PUBLIC_URL") and settings.public_url.startswith("http://"):
         settings = dataclasses.replace(settings, public_url="https://" + settings.public_url[len("http://"):])
-    warning = space_storage_warning()
+    warning = space_storage_warning(settings.environ)
     if warning:
         print(warning, file=sys.stderr)
     host = args.host or settings.host
     from services.admin.auth import exposure_warning
 
-    exposed = exposure_warning(host, settings.admin_password, on_space(), args.root_path)
+    exposed = exposure_warning(host, settings.admin_password, settings.on_space, args.root_path)
     if exposed:
         print(exposed, file=sys.stderr)
     database = connect()
