@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
@@ -15,7 +13,7 @@ from services.study.participants import (ParticipantError, add_participants, enr
                                    prolific_links)
 from services.study.files import StudyValidationError
 from services.study.importer import import_study
-from tests.conftest import DEMO, ROOT
+from tests.conftest import DEMO, run_cli
 from conftest import AppClient
 
 URL = "https://lab.example.org"
@@ -266,8 +264,7 @@ def test_cli_makes_self_enrolment_slots_and_prints_signed_urls(tmp_path):
     env = {**os.environ, "TRADLAB_DB": str(tmp_path / "app.db"), "TRADLAB_MEDIA": str(tmp_path / "media"),
            "TRADLAB_PUBLIC_URL": URL}
     env.pop("TRADLAB_LINK_SECRET", None)
-    run = lambda *a: subprocess.run([sys.executable, "app.py", *a], cwd=ROOT, env=env, capture_output=True,
-                                    text=True, timeout=120)
+    run = lambda *a: run_cli(*a, env=env)
     assert run("import", str(DEMO)).returncode == 0
     res = run("participants", "add", "--study", "demo", "--role", "receiver", "--count", "2", "--self-enrol")
     assert res.returncode == 0, res.stderr

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -23,7 +21,7 @@ from services.study.participants import add_participants, enrol
 from storage import participants as participant_store
 from storage import results
 
-from conftest import DEMO_ASSETS, ROOT, demo_with_exchanges
+from conftest import DEMO_ASSETS, demo_with_exchanges, run_cli
 from test_submissions import write_wav
 
 FORMULAS = ['=HYPERLINK("http://evil.example","x")', "+1+2", "-2+3", "@SUM(A1)"]   # answers are stripped
@@ -433,8 +431,7 @@ def test_export_zip_for_the_admin_tab(study):
 def _cli(study, *args):
     env = {"PATH": "/usr/bin:/bin", "TRADLAB_DB": str(study["tmp"] / "study.db"),
            "TRADLAB_MEDIA": str(study["media"]), "HOME": str(study["tmp"])}
-    return subprocess.run([sys.executable, "app.py", "export", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=60)
+    return run_cli("export", *args, env=env)
 
 
 def test_cli_exit_codes_and_messages(study):
