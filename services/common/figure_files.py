@@ -12,7 +12,6 @@ is there, and the reason goes to the returned notes.
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 
 from services.common.settings import current as current_settings

@@ -1,6 +1,10 @@
 """One settings object, read from environment variables with laptop-friendly defaults.
 
-The README's settings table is generated from SETTINGS below, so the two never disagree.
+Each variable is a field of Settings below, its variable, default and meaning in the field's
+metadata; the README's settings table is generated from them (python app.py docs settings) and
+tests/test_docs.py checks the two agree. Nothing else in the app reads the environment: the server
+and the CLI pass a Settings down; deep call sites (model and metric factories, link signing,
+figure files) call current().
 
 On a Hugging Face Space (SPACE_ID is set) some defaults change, an explicit variable still
 winning: the server listens on 0.0.0.0, participant links use https://SPACE_HOST, and with

@@ -49,7 +49,6 @@ TRADLAB_GEMBA_MAX_NEW_TOKENS (256).
 from __future__ import annotations
 
 import copy
-import os
 import re
 
 from services.common.settings import current as current_settings

@@ -54,7 +54,6 @@ cache nor from memory.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path

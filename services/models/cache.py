@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import gc
-import os
 import threading
 import time
 from collections import OrderedDict

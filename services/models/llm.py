@@ -22,7 +22,6 @@ says which variables to set; nothing else in the app needs an LLM.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from services.common.settings import Settings

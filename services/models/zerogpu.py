@@ -17,7 +17,6 @@ event calls: the GPU is granted to a request's event, not to a background thread
 """
 from __future__ import annotations
 
-import os
 from typing import Callable, TypeVar
 
 from services.common.settings import current as current_settings

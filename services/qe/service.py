@@ -17,7 +17,6 @@ cached. The statistics themselves are in services.qe.audit and services.qe.reran
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable
 

@@ -17,7 +17,6 @@ import datetime as dt
 import hashlib
 import hmac
 import json
-import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path

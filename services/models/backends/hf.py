@@ -15,7 +15,6 @@ they build themselves (tests/tiny_models.py).
 """
 from __future__ import annotations
 
-import os
 import re
 from math import gcd
 from pathlib import Path

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import ipaddress
-import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
