@@ -177,7 +177,6 @@ class E5Cosine(Metric):
         # The engine's bundled libgomp reads OMP_* once, when it is first loaded (here). Its default
         # busy-wait makes calls 10-20x slower when other processes share the cores, so ask for a
         # passive wait; the variables are set only for that load and then put back.
-        # not settings: variables of the engine's libgomp, set for this load and put back after
         wanted = {"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY") or "passive"}
         if self.threads:
             wanted["OMP_NUM_THREADS"] = str(int(self.threads))
