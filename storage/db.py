@@ -56,8 +56,6 @@ def choose_journal_mode(path: Path, setting: str = "auto") -> str:
     fstype = filesystem_type(path.parent)
     if fstype in NETWORK_FS or fstype.startswith("fuse"):
         return "delete"
-    if os.environ.get("SPACE_ID") and str(path.resolve()).startswith("/data"):
-        return "delete"
     return "wal"
 
 

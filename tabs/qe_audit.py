@@ -61,7 +61,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         if not path:
             return {notice: "Upload a PAIRS.csv first."}
         try:
-            ts = [float(x) for x in (thresholds_text or "").split(",") if x.strip()] or None
+            ts = qe_audit.parse_thresholds(thresholds_text)
         except ValueError:
             return {notice: f"**Thresholds** must be numbers separated by commas, not `{thresholds_text}`."}
         out_dir = tempfile.mkdtemp(prefix="qe-audit-")

@@ -180,7 +180,7 @@ def test_frame_ancestors_setting_and_its_space_default():
     from starlette.routing import Route
     from starlette.testclient import TestClient
 
-    from app import SecurityHeaders
+    from server import SecurityHeaders
     from services.common.settings import Settings
 
     assert Settings.from_env({}).frame_ancestors == "'self'"
@@ -259,11 +259,11 @@ def test_an_old_failure_count_is_forgotten():
 def test_every_admin_event_shows_the_admin_its_unexpected_errors(tmp_path):
     """Each admin, analysis and QE-audit event goes through details_for_admin (login and logout
     run before any session exists)."""
-    import app
+    import server
     from services.common.settings import Settings
     from storage import open_database
 
-    demo = app.build_app(Settings.from_env(), open_database(tmp_path / "a.db")).team
+    demo = server.build_app(Settings.from_env(), open_database(tmp_path / "a.db")).team
     admin_events = [f for f in demo.fns.values() if f.fn is not None and f.api_name
                     and f.api_name.startswith(("admin", "analysis", "qe"))
                     and f.api_name not in ("admin_login", "admin_logout")]

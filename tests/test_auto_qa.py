@@ -5,8 +5,6 @@ command line, and its place in the usability analysis."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -20,8 +18,14 @@ from services.models import llm
 from services.questions import review as question_review
 from services.study.importer import import_study
 from storage import studies
+from tests.conftest import run_cli
 from tests.openai_server import OpenAIServer
-from tests.test_question_gen import ROOT, STUDY, make_study, respond  # noqa: F401  (respond: the LLM)
+from tests.test_question_gen import (  # noqa: F401  (respond: the LLM)
+    ROOT,  # noqa: F401  (respond: the LLM)
+    STUDY,
+    make_study,
+    respond,
+)
 
 QUESTIONS = [  # en, pt; the last cannot be answered from s01: it does not count
     ("What is the name of the daughter?", "Como se chama a filha?"),
@@ -167,14 +171,12 @@ def test_registered_and_says_what_to_configure(monkeypatch):
 
 def test_cli_scores_the_study(qa_db, llm_env, tmp_path):
     env = {**os.environ, "TRADLAB_DB": str(qa_db.path), "TRADLAB_MEDIA": str(tmp_path / "media")}
-    res = subprocess.run([sys.executable, "app.py", "metrics", "auto-qa", "--study", STUDY], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=180)
+    res = run_cli("metrics", "auto-qa", "--study", STUDY, env=env)
     assert res.returncode == 0, res.stderr
     n = qa_db.scalar("SELECT COUNT(*) FROM exchanges WHERE study_id = ?", [STUDY])
     assert f"3 of {n} exchanges scored" in res.stdout and "exchanges" in res.stderr
     assert stored(qa_db, exchange_of(qa_db, "bad-mt"))["score"] == 0.0
-    res = subprocess.run([sys.executable, "app.py", "metrics", "auto-qa", "--study", "nope"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=180)
+    res = run_cli("metrics", "auto-qa", "--study", "nope", env=env)
     assert res.returncode == 2 and "no study 'nope'" in res.stderr
 
 

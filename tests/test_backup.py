@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 import threading
 
 import pytest
 
-from conftest import ROOT
+from conftest import run_cli
 from storage import backup, open_database
 
 
@@ -63,11 +61,8 @@ def test_backup_refuses_bad_paths(tmp_path):
 def test_backup_command(tmp_path):
     env = {"TRADLAB_DB": str(tmp_path / "live.db"), "PATH": "/usr/bin:/bin"}
     open_database(tmp_path / "live.db")
-    r = subprocess.run([sys.executable, "app.py", "backup", str(tmp_path / "b.db")], cwd=ROOT, env=env,
-                       capture_output=True, text=True, timeout=120)
+    r = run_cli("backup", tmp_path / "b.db", env=env)
     assert r.returncode == 0, r.stderr
     assert "b.db" in r.stdout and (tmp_path / "b.db").exists()
-    r = subprocess.run([sys.executable, "app.py", "backup", str(tmp_path / "b.db")], cwd=ROOT,
-                       env={**env, "TRADLAB_DB": str(tmp_path / "nope.db")}, capture_output=True, text=True,
-                       timeout=120)
+    r = run_cli("backup", tmp_path / "b.db", env={**env, "TRADLAB_DB": str(tmp_path / "nope.db")})
     assert r.returncode == 2 and "no database" in r.stderr

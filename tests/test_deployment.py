@@ -182,18 +182,18 @@ def test_tls_hosts_parsing_and_defaults():
 def test_serve_flags_make_the_certificate_beside_the_database(tmp_path):
     import argparse
 
-    import app
+    import server
 
     s = Settings.from_env({"TRADLAB_DB": str(tmp_path / "db" / "tradlab.db")})
     args = argparse.Namespace(self_signed=True, tls_hosts="localhost,127.0.0.1", ssl_certfile=None,
                               ssl_keyfile=None)
-    cert, key = app.serve_tls(args, s)
+    cert, key = server.serve_tls(args, s)
     assert Path(cert) == tmp_path / "db" / "tls" / "cert.pem" and Path(key).is_file()
     with pytest.raises(SystemExit):
-        app.serve_tls(argparse.Namespace(self_signed=True, tls_hosts=None, ssl_certfile="c.pem",
+        server.serve_tls(argparse.Namespace(self_signed=True, tls_hosts=None, ssl_certfile="c.pem",
                                          ssl_keyfile="k.pem"), s)
     plain = argparse.Namespace(self_signed=False, tls_hosts=None, ssl_certfile=None, ssl_keyfile=None)
-    assert app.serve_tls(plain, s) == (None, None)
+    assert server.serve_tls(plain, s) == (None, None)
 
 
 # -- the Space and Docker files, statically ---------------------------------------------------
@@ -291,7 +291,7 @@ def test_start_probe_waits_out_a_busy_server(monkeypatch):
 
     from gradio import networking
 
-    import app
+    import server as app_server
 
     calls = []
 
@@ -313,10 +313,10 @@ def test_start_probe_waits_out_a_busy_server(monkeypatch):
         assert networking.url_ok(url) is False          # gradio's probe alone: refused
         monkeypatch.setattr(networking, "url_ok", networking.url_ok)
         calls.clear()
-        app.patient_start_probe(seconds=20)
+        app_server.patient_start_probe(seconds=20)
         assert networking.url_ok(url) is True
         assert len(calls) >= 2
-        app.patient_start_probe(seconds=20)              # idempotent: not wrapped twice
+        app_server.patient_start_probe(seconds=20)              # idempotent: not wrapped twice
         assert networking.url_ok.patient
     finally:
         server.shutdown()

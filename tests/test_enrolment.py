@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
@@ -21,7 +19,7 @@ from services.study.participants import (
     prolific_link,
     prolific_links,
 )
-from tests.conftest import DEMO, ROOT
+from tests.conftest import DEMO, run_cli
 
 URL = "https://lab.example.org"
 
@@ -272,8 +270,7 @@ def test_cli_makes_self_enrolment_slots_and_prints_signed_urls(tmp_path):
            "TRADLAB_PUBLIC_URL": URL}
     env.pop("TRADLAB_LINK_SECRET", None)
     def run(*a):
-        return subprocess.run([sys.executable, "app.py", *a], cwd=ROOT, env=env, capture_output=True,
-                              text=True, timeout=120)
+        return run_cli(*a, env=env)
     assert run("import", str(DEMO)).returncode == 0
     res = run("participants", "add", "--study", "demo", "--role", "receiver", "--count", "2", "--self-enrol")
     assert res.returncode == 0, res.stderr

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from conftest import DEMO_ASSETS, ROOT, demo_with_exchanges
+from conftest import DEMO_ASSETS, demo_with_exchanges, run_cli
 from services.admin.recording_review import decide
 from services.da.campaign import save_feedback
 from services.participation.items import get_view
@@ -438,8 +436,7 @@ def test_export_zip_for_the_admin_tab(study):
 def _cli(study, *args):
     env = {"PATH": "/usr/bin:/bin", "TRADLAB_DB": str(study["tmp"] / "study.db"),
            "TRADLAB_MEDIA": str(study["media"]), "HOME": str(study["tmp"])}
-    return subprocess.run([sys.executable, "app.py", "export", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=60)
+    return run_cli("export", *args, env=env)
 
 
 def test_cli_exit_codes_and_messages(study):
@@ -456,18 +453,18 @@ def test_cli_exit_codes_and_messages(study):
 
 
 def test_cli_refusals_in_process(study, monkeypatch, capsys):
-    import app
+    import cli
 
     monkeypatch.setenv("TRADLAB_DB", str(study["tmp"] / "study.db"))
     monkeypatch.setenv("TRADLAB_MEDIA", str(study["media"]))
     out = study["tmp"] / "cli-in"
-    assert app.main(["export", "--study", "demo", "--out", str(out), "--format", "parquet", "--no-audio",
+    assert cli.main(["export", "--study", "demo", "--out", str(out), "--format", "parquet", "--no-audio",
                      "--include-external-ids"]) == 0
     captured = capsys.readouterr()
     assert "0 audio files" in captured.out and "keep this export private" in captured.err
     assert (out / "participants.parquet").is_file() and not (out / "audio").exists()
-    assert app.main(["export", "--study", "demo", "--out", str(out)]) == 2
+    assert cli.main(["export", "--study", "demo", "--out", str(out)]) == 2
     assert "not empty" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
-        app.main(["export", "--study", "demo", "--out", str(study["tmp"] / "cli-y"), "--format", "xlsx"])
+        cli.main(["export", "--study", "demo", "--out", str(study["tmp"] / "cli-y"), "--format", "xlsx"])
     assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err

@@ -105,15 +105,15 @@ def test_gente_set_g_carries_the_referents_gender(gente_file):
 def test_the_command_line_converts_gate_and_gente(gate_repo, gente_file, tmp_path, capsys):
     """`python app.py data gate|gente` writes the PAIRS file the audit reads, and names what is
     missing."""
-    import app
+    import cli
 
     out = tmp_path / "gate.csv"
-    assert app.main(["data", "gate", "--root", str(gate_repo), "--lang", "it", "--out", str(out)]) == 0
+    assert cli.main(["data", "gate", "--root", str(gate_repo), "--lang", "it", "--out", str(out)]) == 0
     assert len(qe_audit.read_pairs(out)) == 3 and "GATE en-it, test" in capsys.readouterr().out
     out = tmp_path / "gente.csv"
-    assert app.main(["data", "gente", "--root", str(gente_file.parent), "--subset", "set-g", "--out", str(out)]) == 0
+    assert cli.main(["data", "gente", "--root", str(gente_file.parent), "--subset", "set-g", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "GeNTE set-g" in printed and len(qe_audit.read_pairs(out)) == 2
-    assert app.main(["data", "gate", "--root", str(tmp_path / "nowhere"), "--lang", "es",
+    assert cli.main(["data", "gate", "--root", str(tmp_path / "nowhere"), "--lang", "es",
                      "--out", str(tmp_path / "x.csv")]) == 2
     assert "ES_2_variants" in capsys.readouterr().err

@@ -21,7 +21,7 @@ EXPECTED_TABLES = {
 
 @pytest.fixture
 def database(tmp_path, monkeypatch):
-    # choose_journal_mode looks at SPACE_ID (a Hugging Face Space); keep the test local.
+    # (Settings, not storage, resolves auto on a Space; kept local all the same.)
     monkeypatch.delenv("SPACE_ID", raising=False)
     d = open_database(tmp_path / "test.db")
     yield d
@@ -263,3 +263,14 @@ def test_opening_a_migrated_database_does_not_wait_for_a_busy_writer(tmp_path):
     finally:
         app.execute("ROLLBACK")
         app.close()
+
+
+def test_a_space_with_its_database_on_persistent_storage_uses_the_rollback_journal():
+    """auto on a Space with the database under /data (a network mount) is "delete"; the settings
+    resolve it (storage itself reads no environment)."""
+    from services.common.settings import Settings
+
+    assert Settings.from_env({"SPACE_ID": "me/app", "TRADLAB_DB": "/data/tradlab.db"}).journal_mode == "delete"
+    assert Settings.from_env({"SPACE_ID": "me/app", "TRADLAB_DB": "/data/x.db",
+                              "TRADLAB_JOURNAL_MODE": "wal"}).journal_mode == "wal"
+    assert Settings.from_env({"TRADLAB_DB": "/data/tradlab.db"}).journal_mode == "auto"

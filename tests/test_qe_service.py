@@ -2,13 +2,10 @@
 reranking from candidates or a sampler, and the CLI (data mt-geneval, analyze qe-audit / qe-rerank)."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pandas as pd
 import pytest
 
-from conftest import ROOT
+from conftest import run_cli
 from services.metrics import registry as metrics
 from services.models.backends import BackendUnavailable
 from services.qe import service as qe_service
@@ -122,9 +119,8 @@ def test_rerank_from_a_sampler_picks_by_the_metric():
         qe_service.run_rerank(None, Length())
 
 
-def _cli(*args, env=None, timeout=300):
-    return subprocess.run([sys.executable, "app.py", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+def _cli(*args, env=None):
+    return run_cli(*args, env=env)
 
 
 def test_cli_audit_and_rerank(tmp_path):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,9 +24,11 @@ from tests.openai_server import OpenAIServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))      # tiny_models, whatever the import mode
 import tiny_models as tm  # noqa: E402
-from conftest import DEMO  # noqa: E402  (the demo with its translations as imported exchanges)
+from conftest import (
+    DEMO,  # noqa: E402  (the demo with its translations as imported exchanges)
+    run_cli,  # noqa: E402  (the demo with its translations as imported exchanges)
+)
 
-ROOT = Path(__file__).resolve().parents[1]
 STUDY = "qgen"
 NEW = ("s01", "s02")                          # starters imported without questions
 
@@ -407,16 +408,14 @@ def test_a_junk_model_stores_nothing_invalid(gen_db, junk_lm, no_network, monkey
 def test_cli_generates_with_a_progress_bar(gen_db, llm_env, tmp_path):
     import os
     env = {**os.environ, "TRADLAB_DB": str(gen_db.path), "TRADLAB_MEDIA": str(tmp_path / "media")}
-    res = subprocess.run([sys.executable, "app.py", "questions", "generate", "--study", STUDY, "--n", "3"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    res = run_cli("questions", "generate", "--study", STUDY, "--n", "3", env=env)
     assert res.returncode == 0, res.stderr
     assert "s01: 3 stored" in res.stdout and "held no questions" in res.stdout
     assert "starters" in res.stderr and "2/2" in res.stderr            # tqdm's bar
     assert len(question_drafts.for_starter(gen_db, STUDY, "s01")) == 3
     env.pop("TRADLAB_LLM_MODEL")
     env.pop("TRADLAB_LLM_BASE_URL")
-    res = subprocess.run([sys.executable, "app.py", "questions", "generate", "--study", STUDY], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=120)
+    res = run_cli("questions", "generate", "--study", STUDY, env=env)
     assert res.returncode == 2 and "TRADLAB_LLM_MODEL" in res.stderr
 
 

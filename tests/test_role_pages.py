@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from app import ROLE_PAGES
+from server import ROLE_PAGES
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):

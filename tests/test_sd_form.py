@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import DEMO
+from conftest import DEMO, run_cli
 from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
 from services.sd.form import REPEAT_SUFFIX
@@ -135,8 +135,6 @@ def test_ratings_frame_for_the_analysis(database, tmp_path):
 
 
 def test_app_ratings_go_through_the_analysis_and_the_command(database, tmp_path):
-    import subprocess
-    import sys
 
     import numpy as np
     import pandas as pd
@@ -157,13 +155,10 @@ def test_app_ratings_go_through_the_analysis_and_the_command(database, tmp_path)
     assert res.cleansing["too_fast"].all() and res.n_kept == 0
     csv = tmp_path / "ratings.csv"
     frame.to_csv(csv, index=False)
-    root = __import__("pathlib").Path(__file__).resolve().parent.parent
-    out = subprocess.run([sys.executable, "app.py", "analyze", "sd", str(csv), "--out", str(tmp_path / "out"),
-                          "--expected-seconds", "0.001"], cwd=root, capture_output=True, text=True, timeout=300)
+    out = run_cli("analyze", "sd", csv, "--out", tmp_path / "out", "--expected-seconds", "0.001")
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "out" / "cleansing.csv").exists() and (tmp_path / "out" / "summary.json").exists()
     bad = tmp_path / "bad.csv"
     frame.assign(value=9).to_csv(bad, index=False)
-    out = subprocess.run([sys.executable, "app.py", "analyze", "sd", str(bad), "--out", str(tmp_path / "o2")],
-                         cwd=root, capture_output=True, text=True, timeout=300)
+    out = run_cli("analyze", "sd", bad, "--out", tmp_path / "o2")
     assert out.returncode == 2 and "value" in out.stderr

@@ -50,7 +50,7 @@ def receiver(app_server):
 
 
 def test_no_event_gives_a_receiver_the_source(app_server, receiver):
-    from app import ROLE_PAGES
+    from server import ROLE_PAGES
 
     secrets = _secrets()
     called, refused = [], []

@@ -90,11 +90,11 @@ def test_without_a_corpus_column_source_stands_in(small):
 
 
 def test_command_line_corpus_reference(tmp_path, capsys):
-    import app
+    import cli
 
     d = generate(seed=3, senders_per_cell=4, per_sender=10, receivers=10, validators=10)
     d.to_csv(tmp_path / "x.csv", index=False)
-    assert app.main(["analyze", "usability", str(tmp_path / "x.csv"), "--out", str(tmp_path / "out"),
+    assert cli.main(["analyze", "usability", str(tmp_path / "x.csv"), "--out", str(tmp_path / "out"),
                      "--corpus-reference", "MED-MT"]) == 0
     for name in ("lmm.txt", "score_lmm.txt"):
         assert "corpus = MED-MT" in (tmp_path / "out" / name).read_text()

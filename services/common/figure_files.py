@@ -12,8 +12,9 @@ is there, and the reason goes to the returned notes.
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
+
+from services.common.settings import current as current_settings
 
 ENV_PNG = "TRADLAB_FIGURE_PNG"
 
@@ -25,7 +26,7 @@ def kaleido_installed() -> bool:
 def png_wanted(png: bool | None = None) -> bool:
     if png is not None:
         return bool(png) and kaleido_installed()
-    env = os.environ.get(ENV_PNG, "").strip().lower()
+    env = current_settings().figure_png.strip().lower()
     if env in ("0", "false", "no", "off"):
         return False
     return kaleido_installed()

@@ -34,6 +34,7 @@ from pathlib import Path
 from PIL import Image, ImageDraw, ImageFont
 
 from services.common.media_files import atomic_write
+from services.common.settings import current as current_settings
 from services.models import tts
 
 RENDER_VERSION = 1
@@ -158,7 +159,7 @@ class FontChain:
 def font_paths() -> list[str]:
     """Primary first, then the fallbacks, as found on this machine (searched once per process
     and value of TRADLAB_DA_FONTS)."""
-    return list(_font_paths(os.environ.get(FONT_ENV, "")))
+    return list(_font_paths(current_settings().da_fonts))
 
 
 @functools.lru_cache(maxsize=8)

@@ -63,6 +63,7 @@ import threading
 import types
 from pathlib import Path
 
+from services.common.settings import current as current_settings
 from services.metrics import registry as metrics
 from services.models.backends import BackendUnavailable
 from services.models.cache import CACHE
@@ -352,7 +353,7 @@ def factory(name: str, family: str | None = None, hub: str = ""):
     env = ENV[family] if name == family else metrics.env_var(name, "CHECKPOINT")
 
     def make(**options) -> CometMetric:
-        checkpoint = options.pop("checkpoint", None) or os.environ.get(env, "").strip()
+        checkpoint = options.pop("checkpoint", None) or current_settings().get(env).strip()
         if not checkpoint:
             raise BackendUnavailable(
                 f"metric {name!r} needs a local COMET checkpoint: set {env} to the model folder "

@@ -49,9 +49,9 @@ TRADLAB_GEMBA_MAX_NEW_TOKENS (256).
 from __future__ import annotations
 
 import copy
-import os
 import re
 
+from services.common.settings import current as current_settings
 from services.metrics import registry as metrics
 from services.models.backends import BackendUnavailable
 from services.models.backends.hf import TransformersCausalMT
@@ -335,20 +335,22 @@ class GembaDA(metrics.Metric):
 
 def factory(**options) -> GembaDA:
     """metrics.register("gemba-da", factory): options override TRADLAB_GEMBA_* variables."""
-    model = options.pop("model", None) or os.environ.get(ENV_MODEL, "").strip()
-    base_url = options.pop("base_url", None) or os.environ.get(ENV_BASE_URL, "").strip()
-    backend = options.pop("backend", None) or os.environ.get(ENV_BACKEND, "").strip() or (
+    env = current_settings()
+    model = options.pop("model", None) or env.gemba_model.strip()
+    base_url = options.pop("base_url", None) or env.gemba_base_url.strip()
+    backend = options.pop("backend", None) or env.gemba_backend.strip() or (
         "remote" if base_url else "transformers")
-    api_key_env = options.pop("api_key_env", None) or os.environ.get(ENV_API_KEY_ENV, "").strip()
-    for key, env in (("prompt_variant", ENV_PROMPT), ("parser", ENV_PARSER), ("scale", ENV_SCALE),
-                     ("max_new_tokens", ENV_MAX_NEW_TOKENS)):
-        if key not in options and os.environ.get(env, "").strip():
-            value = os.environ[env].strip()
+    api_key_env = options.pop("api_key_env", None) or env.gemba_api_key_env.strip()
+    for key, var, raw in (("prompt_variant", ENV_PROMPT, env.gemba_prompt), ("parser", ENV_PARSER, env.gemba_parser),
+                          ("scale", ENV_SCALE, env.gemba_scale),
+                          ("max_new_tokens", ENV_MAX_NEW_TOKENS, env.gemba_max_new_tokens)):
+        if key not in options and raw.strip():
+            value = raw.strip()
             if key == "max_new_tokens":
                 try:
                     value = int(value)
                 except ValueError:
-                    raise ValueError(f"{env} must be a whole number, not {value!r}") from None
+                    raise ValueError(f"{var} must be a whole number, not {value!r}") from None
             options[key] = value
     if not model:
         raise BackendUnavailable(

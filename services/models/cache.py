@@ -12,13 +12,14 @@
 from __future__ import annotations
 
 import gc
-import os
 import threading
 import time
 from collections import OrderedDict
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Callable
+
+from services.common.settings import current as current_settings
 
 MODEL_QUEUE = "models"   # Gradio concurrency_id shared by every event that runs a model
 
@@ -80,7 +81,7 @@ class ModelCache:
     @property
     def device(self) -> str:
         if self._device is None:
-            wanted = os.environ.get("TRADLAB_DEVICE", "auto")
+            wanted = current_settings().device
             torch = _torch()
             cuda = bool(torch and torch.cuda.is_available())
             if wanted == "cuda" and not cuda:
@@ -101,7 +102,7 @@ class ModelCache:
     @property
     def budget_bytes(self) -> int:
         if self._budget is None:
-            mb = os.environ.get("TRADLAB_MODEL_MEMORY_MB", "")
+            mb = current_settings().model_memory_mb
             if mb:
                 self._budget = int(float(mb) * 2**20)
             elif self.device == "cuda":

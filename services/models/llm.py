@@ -22,9 +22,10 @@ says which variables to set; nothing else in the app needs an LLM.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
+from services.common.settings import Settings
+from services.common.settings import current as current_settings
 from services.models.backends import BackendUnavailable
 from services.models.backends.hf import TransformersCausalMT
 from services.models.backends.remote import _RemoteBase, endpoint_problems
@@ -105,11 +106,11 @@ def study_problems(section: dict, environ=None) -> list[tuple[str, str]]:
 def config(study_config: dict | None = None, environ=None, **overrides) -> LLMConfig:
     """The LLM settings: overrides, then the study's [llm] keys, then TRADLAB_LLM_* variables.
     Raises LLMNotConfigured without a model, BackendUnavailable for a bad setting."""
-    env = os.environ if environ is None else environ
+    env = current_settings() if environ is None else Settings.from_env(environ)
     section = {**DEFAULTS, **((study_config or {}).get("llm") or {}), **overrides}
 
     def pick(key: str, var: str) -> str:
-        return str(section.get(key) or "").strip() or env.get(var, "").strip()
+        return str(section.get(key) or "").strip() or env.get(var).strip()
 
     model, base_url = pick("model", ENV_MODEL), pick("base_url", ENV_BASE_URL)
     backend = pick("backend", ENV_BACKEND).lower() or ("remote" if base_url else "transformers")

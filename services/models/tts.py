@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -25,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from services.common.media_files import atomic_write
+from services.common.settings import current as current_settings
 from services.models.backends import BackendUnavailable, require
 from services.models.cache import CACHE
 
@@ -160,15 +160,17 @@ class EspeakTTS:
 # -- Google Cloud Text-to-Speech -----------------------------------------------------------
 def google_credentials_path() -> str | None:
     """The configured credentials file, if any (an env var naming a file that exists)."""
+    env = current_settings()
     for var in CREDENTIAL_ENV_VARS:
-        p = os.environ.get(var, "").strip()
+        p = env.get(var).strip()
         if p and Path(p).expanduser().is_file():
             return str(Path(p).expanduser())
     return None
 
 
 def _no_google_credentials() -> BackendUnavailable:
-    named = ", ".join(f"{v}={os.environ[v]!r}" for v in CREDENTIAL_ENV_VARS if os.environ.get(v))
+    env = current_settings()
+    named = ", ".join(f"{v}={env.get(v)!r}" for v in CREDENTIAL_ENV_VARS if env.get(v))
     return BackendUnavailable(
         "Google Text-to-Speech needs a credentials file: set GOOGLE_APPLICATION_CREDENTIALS "
         "(or TRADLAB_GOOGLE_CREDENTIALS) to a service-account JSON"

@@ -17,8 +17,9 @@ event calls: the GPU is granted to a request's event, not to a background thread
 """
 from __future__ import annotations
 
-import os
 from typing import Callable, TypeVar
+
+from services.common.settings import current as current_settings
 
 ENV = "SPACES_ZERO_GPU"
 F = TypeVar("F", bound=Callable)
@@ -26,8 +27,8 @@ F = TypeVar("F", bound=Callable)
 
 def on_zerogpu(env: dict | None = None) -> bool:
     """SPACES_ZERO_GPU is set to a true value (what the `spaces` package itself checks)."""
-    env = os.environ if env is None else env
-    return (env.get(ENV) or "").strip().lower() in ("1", "t", "true", "yes")
+    value = current_settings().zero_gpu if env is None else (env.get(ENV) or "")
+    return value.strip().lower() in ("1", "t", "true", "yes")
 
 
 def _spaces():

@@ -622,6 +622,15 @@ class Retention(NamedTuple):
     curves: pd.DataFrame    # lang, form, score, share (CCDF points)
 
 
+def parse_thresholds(text: str | None) -> list[float] | None:
+    """Retention thresholds typed as numbers separated by commas ("0.5,0.8"); None when none are given
+    (the audit then picks its default, see default_thresholds). ValueError names the text."""
+    try:
+        return [float(x) for x in (text or "").split(",") if x.strip()] or None
+    except ValueError:
+        raise ValueError(f"--thresholds takes numbers separated by commas, not {text!r}") from None
+
+
 def _check_thresholds(thresholds) -> list[float]:
     out = []
     for t in thresholds:

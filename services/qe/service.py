@@ -17,12 +17,12 @@ cached. The statistics themselves are in services.qe.audit and services.qe.reran
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable
 
 import pandas as pd
 
+from services.common.settings import current as current_settings
 from services.metrics import registry as metrics
 from services.models.backends import BackendUnavailable, hf
 from services.models.backends.hf import TransformersSeq2SeqMT
@@ -74,7 +74,7 @@ def audit_metric(name_or_metric) -> metrics.Metric:
 
 def _lang_codes() -> dict[str, str]:
     out = {}
-    for part in os.environ.get(ENV_CONTEXT_MT_LANGS, "").split(","):
+    for part in current_settings().qe_context_mt_langs.split(","):
         if "=" in part:
             k, v = part.split("=", 1)
             out[k.strip()] = v.strip()
@@ -83,7 +83,7 @@ def _lang_codes() -> dict[str, str]:
 
 def context_translator(lang: str) -> Callable[[list[str]], list[str]]:
     """English -> lang translation of contexts, for the 'bil' variant."""
-    model = os.environ.get(ENV_CONTEXT_MT, "").strip()
+    model = current_settings().qe_context_mt.strip()
     if model:
 
         code = _lang_codes().get(lang, lang)

@@ -17,12 +17,12 @@ import datetime as dt
 import hashlib
 import hmac
 import json
-import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
+from services.common.settings import current as current_settings
 from services.common.vocabulary import ROLES
 from services.da import campaign as da_campaign
 from services.participation import workflow
@@ -173,7 +173,7 @@ PROLIFIC = "&PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID=
 def link_secret(database) -> bytes:
     """TRADLAB_LINK_SECRET when set (every process serving or printing links must share it),
     else the random key kept in the database."""
-    env = os.environ.get("TRADLAB_LINK_SECRET", "").strip()
+    env = current_settings().link_secret.strip()
     if env:
         return env.encode()
     value = participants.get_secret(database, "link_secret")

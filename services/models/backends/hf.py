@@ -15,13 +15,13 @@ they build themselves (tests/tiny_models.py).
 """
 from __future__ import annotations
 
-import os
 import re
 from math import gcd
 from pathlib import Path
 
 import numpy as np
 
+from services.common.settings import current as current_settings
 from services.models.backends import BackendUnavailable, require
 from services.models.cache import CACHE
 
@@ -60,7 +60,7 @@ def _pretrained(model: str, loader, **kwargs):
 
     Only files already on disk are used (a folder, or the hub cache): the app never downloads
     a model while it serves a study; TRADLAB_ALLOW_DOWNLOADS=1 lifts that for a setup run."""
-    if os.environ.get("TRADLAB_ALLOW_DOWNLOADS", "") != "1":
+    if not current_settings().allow_downloads:
         kwargs.setdefault("local_files_only", True)
     try:
         return loader(model, **kwargs)

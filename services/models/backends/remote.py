@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import base64
 import ipaddress
-import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 
 from services.common.settings import SETTINGS, Settings
+from services.common.settings import current as current_settings
 from services.models.backends import BackendUnavailable, ServerUnreachable
 
 ERROR_CHARS = 300        # how much of a server's error message an exception quotes
@@ -55,15 +55,20 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _settings(environ=None) -> Settings:
+    """The process's settings, or those of an environment a caller (a test) passes."""
+    return current_settings() if environ is None else Settings.from_env(environ)
+
+
 def allowed_hosts(environ=None) -> set[str]:
     """The hosts (name, or name:port) besides loopback that model requests may go to: the
     TRADLAB_REMOTE_HOSTS allow-list and the hosts of the server's own model URLs."""
 
-    env = os.environ if environ is None else environ
-    out = {h.strip().lower().rstrip(".") for h in Settings.from_env(env).remote_hosts.replace(" ", ",").split(",")
+    env = _settings(environ)
+    out = {h.strip().lower().rstrip(".") for h in env.remote_hosts.replace(" ", ",").split(",")
            if h.strip()}
     for var in SERVER_URL_VARS:
-        host, port = _host_port(env.get(var, ""))
+        host, port = _host_port(env.get(var))
         if host:
             out.add(host if port is None else f"{host}:{port}")
     return out
@@ -92,7 +97,7 @@ def key_env_problem(name: str, environ=None) -> str | None:
 
     if not name:
         return None
-    prefix = Settings.from_env(os.environ if environ is None else environ).key_prefix
+    prefix = _settings(environ).key_prefix
     if not isinstance(name, str) or not name.startswith(prefix) or name == prefix:
         return (f"'{name}' is not allowed: a study's API-key variable must start with {prefix} "
                 f"(the server's TRADLAB_KEY_PREFIX)")
@@ -164,7 +169,7 @@ class _RemoteBase:
             raise BackendUnavailable(f"Environment variable {self.api_key_env} is a server setting or "
                                      f"another service's credential, never sent as an API key")
         # Read at call time so a key set after start-up (or rotated) is used.
-        key = os.environ.get(self.api_key_env, "").strip()
+        key = current_settings().get(self.api_key_env).strip()
         if not key:
             raise BackendUnavailable(f"Environment variable {self.api_key_env} (the API key for "
                                      f"{self.base_url}) is not set")

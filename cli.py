@@ -1,0 +1,528 @@
+"""The command line: `python app.py` serves the app (server.py); subcommands import studies, manage
+participants, run the analyses and convert data sets. Each subcommand registers its handler
+(set_defaults(func=...)); handlers get (args, settings) and open the database through open_db.
+The rules they apply live in services/; this module only parses, calls and prints."""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+DESCRIPTION = "The study app: `python app.py` serves it; subcommands import studies and manage participants."
+
+
+def open_db(settings):
+    """The app database, migrated, in the configured journal mode (every command opens it here)."""
+    from storage import open_database
+
+    return open_database(settings.db_path, settings.journal_mode)
+
+
+def cmd_serve(args, settings):
+    from server import serve
+
+    return serve(args, settings, lambda: open_db(settings))
+
+
+def cmd_import(args, settings):
+    from services.study.files import StudyValidationError
+    from services.study.importer import import_study
+
+    database = open_db(settings)
+    try:
+        res = import_study(database, args.folder)
+    except StudyValidationError as e:
+        print(f"Nothing was imported: {len(e.errors)} problem(s) in {args.folder}", file=sys.stderr)
+        for err in e.errors:
+            print(f"  {err}", file=sys.stderr)
+        return 2
+    print(f"study '{res.study_id}': {res.status} " + ", ".join(f"{k} {v}" for k, v in res.counts.items()))
+    return 0
+
+
+def cmd_repair(args, settings):
+    from services.admin import progress as admin_progress
+
+    print(admin_progress.repair_workflow(open_db(settings), args.study))
+    return 0
+
+
+def cmd_participants_add(args, settings):
+    from services.study.participants import ParticipantError, add_from_csv, add_participants, link
+
+    database = open_db(settings)
+    try:
+        if args.csv:
+            made = add_from_csv(database, args.study, args.csv)
+        else:
+            if not args.role:
+                print("--role is required (or --csv FILE)", file=sys.stderr)
+                return 2
+            made = add_participants(database, args.study, args.role, args.count, args.group, args.gender,
+                                    self_enrol=args.self_enrol)
+    except (ParticipantError, OSError) as e:
+        print(f"Nothing was added: {e}", file=sys.stderr)
+        return 2
+    for p in made:
+        print(f"{p.id}\t{p.role}\t{p.group or ''}\t{p.gender or ''}\t{link(settings.public_url, p.token)}")
+    return 0
+
+
+def cmd_links(args, settings):
+    from services.study.participants import ParticipantError, links, prolific_links
+
+    database = open_db(settings)
+    try:
+        rows = links(database, args.study, settings.public_url)
+    except ParticipantError as e:
+        print(e, file=sys.stderr)
+        return 2
+    print("id\trole\tgroup\tgender\texternal_id\turl")
+    for r in rows:
+        print(f"{r['id']}\t{r['role']}\t{r['group'] or ''}\t{r['gender'] or ''}\t{r['external_id'] or ''}\t{r['url']}")
+    signed = prolific_links(database, args.study, settings.public_url)
+    if signed:
+        print("\n# Prolific study URLs (signed; they fill only the open self-enrolment slots made with"
+              " `participants add --self-enrol`; the count after the role is how many are open):")
+        for r in signed:
+            print(f"{r['role']} ({r['open']} open)\t{r['group'] or ''}\t{r['gender'] or ''}\t{r['url']}")
+    return 0
+
+
+def cmd_translate(args, settings):
+    import json
+
+    from services.models.backends import BackendUnavailable
+    from services.models.batch import translate_files
+    from services.usability.audio_intake import IntakeError
+
+    try:
+        rows = translate_files(args.audio, args.system)
+    except (IntakeError, BackendUnavailable, ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(rows if len(rows) > 1 else rows[0], ensure_ascii=False, indent=2))
+        return 0
+    for r in rows:
+        stages = ", ".join(f"{k} {v:.2f} s" for k, v in r["seconds"].items())
+        print(f"{r['file']} ({r['audio_s']:.1f} s of audio, system {r['system']})")
+        if r["transcript"] is not None:
+            print(f"  transcript:  {r['transcript']}")
+        print(f"  translation: {r['translation']}")
+        print(f"  time: {stages}; real-time factor {r['real_time_factor']}")
+    return 0
+
+
+def cmd_analyze(args, settings):
+    from services.da import analysis as da_analysis
+    from services.sd import analysis as sd_analysis
+
+    try:
+        if args.analysis == "qe-audit":
+            return cmd_qe_audit(args, settings)
+        if args.analysis == "qe-rerank":
+            return cmd_qe_rerank(args, settings)
+        if args.analysis == "usability":
+            from services.usability import analysis as usability_analysis
+            print(usability_analysis.run_cli(args.exchanges, args.out, corpus_reference=args.corpus_reference))
+        elif args.analysis == "sd":
+            print(sd_analysis.run_cli(args.ratings, args.out, n_factors=args.factors,
+                                      expected_seconds=args.expected_seconds, prune=args.prune))
+        else:
+            print(da_analysis.run_cli(args.judgments, args.out, alpha=args.alpha, wmt=args.wmt, fmt=args.format))
+    except (ValueError, FileNotFoundError) as e:      # DAInputError names file, row and column
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _progress_printer():
+    last = {"desc": None}
+
+    def progress(fraction, desc):
+        if desc != last["desc"]:
+            print(f"  [{100 * fraction:3.0f}%] {desc}", file=sys.stderr, flush=True)
+            last["desc"] = desc
+    return progress
+
+
+def cmd_qe_audit(args, settings):
+    from services.models.backends import BackendUnavailable
+    from services.qe import audit as qe_audit
+    from services.qe import service as qe_service
+
+    try:
+        database = None if args.no_cache else open_db(settings)
+        result, files = qe_service.run_audit(args.pairs, args.out, metric=args.metric, context=args.context,
+                                             thresholds=qe_audit.parse_thresholds(args.thresholds), database=database,
+                                             progress=_progress_printer(), n_resamples=args.resamples,
+                                             seed=args.seed)
+    except (BackendUnavailable, KeyError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"QE audit of {args.pairs}\n{qe_audit.summary(result)}\n{len(files)} files written to {args.out}")
+    return 0
+
+
+def cmd_qe_rerank(args, settings):
+    import pandas as pd
+
+    from services.models.backends import BackendUnavailable
+    from services.qe import audit as qe_audit
+    from services.qe import service as qe_service
+
+    try:
+        pairs = qe_audit.read_pairs(args.pairs) if args.pairs else None
+        candidates = pd.read_csv(args.candidates, dtype=str, keep_default_na=False) if args.candidates else None
+        sampler = None
+        if args.mt_model:
+            sampler = qe_service.mt_sampler(args.mt_model, args.mt_kind, args.mt_prompt, args.epsilon, args.seed,
+                                            args.mt_lang)
+        database = None if args.no_cache else open_db(settings)
+        res = qe_service.run_rerank(candidates, args.metric, pairs=pairs, out_dir=args.out, context=args.context,
+                                    sampler=sampler, n=args.n, database=database,
+                                    include_greedy=args.include_greedy)
+    except (BackendUnavailable, KeyError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(res.table.to_string(index=False))
+    for note in res.notes:
+        print(f"note: {note}")
+    print(f"selected.csv and accuracy.csv written to {args.out}")
+    return 0
+
+
+def cmd_data(args, settings):
+    from services.qe import gate_gente, mtgeneval
+
+    try:
+        if args.dataset == "gate":
+            frame = gate_gente.gate(args.root, args.lang, split=args.split)
+            what = f"GATE en-{args.lang}, {args.split}"
+        elif args.dataset == "gente":
+            frame = gate_gente.gente(args.root, subset=args.subset)
+            what = f"GeNTE {args.subset}, en-it"
+        else:
+            frame = mtgeneval.convert(args.root, args.lang, subset=args.subset, split=args.split,
+                                      setting=args.setting)
+            what = f"MT-GenEval {args.subset}, {args.setting}, en-{args.lang}, {args.split}"
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(args.out, index=False)
+    gold = frame["gold"].value_counts().to_dict() if "gold" in frame.columns else {}
+    print(f"{args.out}: {len(frame)} instances ({what}){'; gold ' + str(gold) if gold else ''}")
+    return 0
+
+
+def cmd_speak(args, settings):
+    from services.models.backends import BackendUnavailable
+    from services.models.batch import speak_to_file
+
+    try:
+        r = speak_to_file(args.text, args.lang, args.out, args.backend or settings.tts_backend, args.voice)
+    except (BackendUnavailable, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"{r['out']}: {r['bytes']} bytes from {r['backend']} ({r['voice']}) in {r['seconds']:.2f} s")
+    return 0
+
+
+def cmd_backup(args, settings):
+    from storage import backup
+
+    try:
+        info = backup.backup(settings.db_path, args.out)
+    except (FileNotFoundError, ValueError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"{info['path']}: {info['bytes']} bytes, {info['tables']} tables (a consistent copy of {settings.db_path})")
+    return 0
+
+
+def cmd_export(args, settings):
+    from services.study.export import ExportError, export_study
+
+    database = open_db(settings)
+    try:
+        res = export_study(database, args.study, args.out, fmt=args.format, media_dir=settings.media_dir,
+                           include_external_ids=args.include_external_ids, include_events=args.include_events,
+                           include_audio=not args.no_audio)
+    except (ExportError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"study '{args.study}' exported to {res.summary()}")
+    if args.include_external_ids:
+        print("note: participants carry external and Prolific ids: keep this export private", file=sys.stderr)
+    return 0
+
+
+def _progress_bar(desc: str):
+    """A tqdm bar on stderr driven by progress(done, total[, label]) callbacks."""
+    from tqdm import tqdm
+
+    bar = None
+
+    def update(done, total, label=""):
+        nonlocal bar
+        if bar is None:
+            bar = tqdm(total=total, desc=desc, unit="item", file=sys.stderr)
+        bar.n = done
+        bar.set_postfix_str(str(label or ""), refresh=False)
+        bar.refresh()
+        if done >= total:
+            bar.close()
+    return update
+
+
+def cmd_questions(args, settings):
+    from services.models.backends import BackendUnavailable
+    from services.questions.gen import generate
+
+    database = open_db(settings)
+    try:
+        report = generate(database, args.study, n=args.n, starter_id=args.starter,
+                          progress=_progress_bar("starters"))
+    except (BackendUnavailable, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for s in report.starters:
+        print(s.summary())
+    print(report.summary())
+    return 0
+
+
+def cmd_metrics(args, settings):
+    from services.metrics import exchange as exchange_metrics
+    from services.models.backends import BackendUnavailable
+
+    database = open_db(settings)
+    try:
+        out = exchange_metrics.score_auto_qa(database, args.study, progress=_progress_bar("exchanges"))
+    except (BackendUnavailable, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    mean = "-" if out["mean"] is None else f"{out['mean']:.3f}"
+    print(f"auto-qa: {out['scored']} of {out['exchanges']} exchanges scored (mean {mean}); {out['none']} without "
+          "a score (no accepted questions, or none answerable from the starter)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="app.py", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command")
+    parser.set_defaults(func=cmd_serve)
+    serve = sub.add_parser("serve", help="start the web app (the default)")
+    serve.set_defaults(func=cmd_serve)
+    for p in (parser, serve):
+        p.add_argument("--host")
+        p.add_argument("--port", type=int)
+        p.add_argument("--demo", action="store_true", help="import the demo study and print its links first")
+        p.add_argument("--ssl-certfile")
+        p.add_argument("--ssl-keyfile")
+        p.add_argument("--root-path", help="URL prefix when served behind a reverse proxy")
+        p.add_argument("--self-signed", action="store_true",
+                       help="serve HTTPS with a self-signed certificate made once in data/tls/ (beside the database)")
+        p.add_argument("--tls-hosts", help="host names and IPs the self-signed certificate covers, comma-separated "
+                                           "(default: this machine's host name, localhost, 127.0.0.1)")
+    imp = sub.add_parser("import", help="validate and import a study folder")
+    imp.add_argument("folder")
+    imp.set_defaults(func=cmd_import)
+    part = sub.add_parser("participants", help="manage participants")
+    psub = part.add_subparsers(dest="action", required=True)
+    add = psub.add_parser("add", help="add participants (or slots for Prolific self-enrolment)")
+    add.set_defaults(func=cmd_participants_add)
+    add.add_argument("--study", required=True)
+    add.add_argument("--role")
+    add.add_argument("--group")
+    add.add_argument("--gender")
+    add.add_argument("--count", type=int, default=1)
+    add.add_argument("--csv", help="CSV with columns role, group, gender, external_id")
+    add.add_argument("--self-enrol", action="store_true",
+                     help="slots for Prolific self-enrolment (taken only through the signed Prolific URL; "
+                          "other slots are for private links and are never handed to Prolific newcomers)")
+    rp = sub.add_parser("repair", help="the four-phase workflow's repair and drop-out check, now (the worker "
+                                      "runs it every 10 minutes)")
+    rp.add_argument("--study", required=True)
+    rp.set_defaults(func=cmd_repair)
+    lk = sub.add_parser("links", help="print every participant's private link")
+    lk.add_argument("--study", required=True)
+    lk.set_defaults(func=cmd_links)
+    tr = sub.add_parser("translate", help="translate audio files with a speech-translation system")
+    tr.set_defaults(func=cmd_translate)
+    tr.add_argument("audio", nargs="+")
+    tr.add_argument("--system", default="offline-cascade",
+                    help="a preset from assets/systems.toml (default: offline-cascade)")
+    tr.add_argument("--json", action="store_true", help="print JSON (one object per file)")
+    sp = sub.add_parser("speak", help="synthesise a text to a WAV file")
+    sp.set_defaults(func=cmd_speak)
+    sp.add_argument("text")
+    sp.add_argument("--lang", required=True, help="en | pt (or a language tag)")
+    sp.add_argument("--out", required=True)
+    sp.add_argument("--backend", help="auto | google | piper | espeak (default: TRADLAB_TTS_BACKEND)")
+    sp.add_argument("--voice")
+    an = sub.add_parser("analyze", help="run a protocol's analysis on a file of judgments")
+    an.set_defaults(func=cmd_analyze)      # dispatches on args.analysis
+    asub = an.add_subparsers(dest="analysis", required=True)
+    da = asub.add_parser("da", help="direct assessment (paper 001): reliability, z-scores, rankings")
+    da.add_argument("judgments", help="CSV (worker_id, hit_id, modality, system, segment_id, item_type, score), "
+                                      "a WMT DA TSV or an Appraise CSV export")
+    da.add_argument("--out", required=True, help="folder for the CSV tables and HTML figures")
+    da.add_argument("--alpha", type=float, default=0.05)
+    da.add_argument("--wmt", action="store_true", help="score as WMT publishes: system + repeat items, every worker")
+    da.add_argument("--format", default="auto", choices=["auto", "csv", "wmt", "appraise"])
+    sdp = asub.add_parser("sd", help="semantic differential (paper 002): cleansing and factor analysis")
+    sdp.add_argument("ratings", help="CSV: participant_id, sentence_id, pair_id, value (-3..3), is_repeat, duration_s")
+    sdp.add_argument("--out", required=True)
+    sdp.add_argument("--factors", type=int, help="number of factors (default: parallel analysis)")
+    sdp.add_argument("--expected-seconds", type=float, default=600)
+    sdp.add_argument("--prune", action="store_true",
+                     help="drop items with communality < 0.3 or cross-loadings within 0.2")
+    us = asub.add_parser("usability", help="the four-phase study (paper 000): groups, correlations, LMM, thresholds")
+    us.add_argument("exchanges", help="CSV: exchange_id, sender_id, receiver_id, validator_id, group, gender, system, "
+                                      "topic, source, satisfaction, trust, reliance, *_b, translation_score, qa_score, "
+                                      "metric_* columns; optional starter_id, perspective and respondent_id, "
+                                      "respondent_role, respondent_group, respondent_gender (group and gender "
+                                      "are then the speaker's), corpus (the models' Source factor, Table 4)")
+    us.add_argument("--out", required=True)
+    us.add_argument("--corpus-reference", default="", help="reference level of the corpus factor (default: "
+                                                           "BConTrasT when present, else the first corpus in "
+                                                           "sorted order)")
+    qa = asub.add_parser("qe-audit", help="gender audit of a QE metric (paper 003): ratios, error rates, retention")
+    qa.add_argument("pairs", help="CSV: instance_id, lang, source, hyp_f + hyp_m (or hyp_n + hyp_g); optional gold "
+                                  "(F|M), context, precomputed score_f + score_m")
+    qa.add_argument("--out", required=True)
+    qa.add_argument("--metric", default="e5-cosine", help="a metric name (default e5-cosine); ignored when the "
+                                                          "file has scores")
+    qa.add_argument("--context", default="none", choices=["none", "mon", "bil"])
+    qa.add_argument("--thresholds", help="retention thresholds, e.g. 0.5,0.8 (default: 0.8 on a 0-1 scale)")
+    qa.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the Phi interval")
+    qa.add_argument("--seed", type=int, default=0)
+    qa.add_argument("--no-cache", action="store_true", help="do not keep scores in the app database")
+    qr = asub.add_parser("qe-rerank", help="quality-aware reranking and gender accuracy vs greedy (paper 003 s. 5)")
+    qr.add_argument("candidates", nargs="?", help="CSV: instance_id, lang, source, gold, hypothesis, [is_greedy], "
+                                                  "[ref_f, ref_m], [context]")
+    qr.add_argument("--pairs", help="PAIRS CSV with gold: the references (hyp_f/hyp_m), or the sources to sample for")
+    qr.add_argument("--out", required=True)
+    qr.add_argument("--metric", default="e5-cosine")
+    qr.add_argument("--context", default="none", choices=["none", "mon", "bil"])
+    qr.add_argument("--mt-model", help="a local transformers MT model to sample candidates from (with --pairs)")
+    qr.add_argument("--mt-kind", default="seq2seq", choices=["seq2seq", "causal"])
+    qr.add_argument("--mt-prompt", help="prompt with {text}, for a causal MT model")
+    qr.add_argument("--mt-lang", help="target-language code of a multilingual seq2seq model")
+    qr.add_argument("--n", type=int, default=50, help="samples per source (default 50, as the paper)")
+    qr.add_argument("--epsilon", type=float, default=0.02)
+    qr.add_argument("--seed", type=int, default=0)
+    qr.add_argument("--include-greedy", action="store_true", help="let the greedy output compete in the reranking")
+    qr.add_argument("--no-cache", action="store_true")
+    dt = sub.add_parser("data", help="convert public data sets to the analyses' input files")
+    dt.set_defaults(func=cmd_data)
+    dsub = dt.add_subparsers(dest="dataset", required=True)
+    mg = dsub.add_parser("mt-geneval", help="MT-GenEval -> PAIRS.csv for the QE audit")
+    mg.add_argument("--root", default=str(ROOT.parent / "shared" / "data" / "mt-geneval"),
+                    help="the MT-GenEval checkout (its data/ folder inside)")
+    mg.add_argument("--lang", required=True, help="pt, es, it, ...")
+    mg.add_argument("--subset", default="contextual", choices=["contextual", "counterfactual"])
+    mg.add_argument("--setting", default="ambiguous", choices=["ambiguous", "unambiguous"])
+    mg.add_argument("--split", default="test", choices=["test", "dev"])
+    mg.add_argument("--out", required=True)
+    ga = dsub.add_parser("gate", help="GATE (two-variant files) -> PAIRS.csv of F/M instances (paper 003, B.1)")
+    ga.add_argument("--root", required=True, help="the GATE repository folder, or one of its files")
+    ga.add_argument("--lang", required=True, choices=["es", "fr", "it"])
+    ga.add_argument("--split", default="test", choices=["test", "dev", "all"])
+    ga.add_argument("--out", required=True)
+    ge = dsub.add_parser("gente", help="GeNTE (GeNTE.tsv) -> PAIRS.csv of neutral/gendered instances (paper 003, B.2)")
+    ge.add_argument("--root", required=True, help="the folder holding GeNTE.tsv, or the file")
+    ge.add_argument("--subset", default="set-n", choices=["set-n", "set-g", "all"])
+    ge.add_argument("--out", required=True)
+    bk = sub.add_parser("backup", help="copy the live database (SQLite online backup), safe while the app runs")
+    bk.set_defaults(func=cmd_backup)
+    bk.add_argument("out", help="the copy's file path, or a folder for tradlab-backup.db")
+    ex = sub.add_parser("export", help="export a study's data: one tidy table per entity, pseudonymous, with a "
+                                       "data dictionary (README.md)")
+    ex.set_defaults(func=cmd_export)
+    ex.add_argument("--study", required=True)
+    ex.add_argument("--out", required=True, help="a new (or empty) folder")
+    ex.add_argument("--format", default="csv", choices=["csv", "jsonl", "parquet", "hf-audio"],
+                    help="hf-audio: a Hugging Face audiofolder (audio/ + metadata.jsonl + dataset card)")
+    ex.add_argument("--include-external-ids", action="store_true",
+                    help="add external and Prolific ids to participants (tokens are never exported)")
+    ex.add_argument("--include-events", action="store_true", help="add the study's audit-log events")
+    ex.add_argument("--no-audio", action="store_true", help="leave the recordings' audio files out")
+    qs = sub.add_parser("questions", help="comprehension questions written by an LLM, as drafts to review")
+    qsub = qs.add_subparsers(dest="action", required=True)
+    qg = qsub.add_parser("generate", help="drafts for starters without questions (review them in the Admin tab)")
+    qg.set_defaults(func=cmd_questions)
+    qg.add_argument("--study", required=True)
+    qg.add_argument("--n", type=int, help="questions per starter, 1-10 (default: the study's [questions] n, 10)")
+    qg.add_argument("--starter", help="only this starter (new questions differ from its existing ones)")
+    mt = sub.add_parser("metrics", help="compute an exchange metric for a whole study")
+    msub = mt.add_subparsers(dest="metric", required=True)
+    maq = msub.add_parser("auto-qa", help="LLM question answering: source vs translation, per exchange")
+    maq.set_defaults(func=cmd_metrics)
+    maq.add_argument("--study", required=True)
+    dc = sub.add_parser("docs", help="print the README's settings table and CLI reference (generated from the code)")
+    dc.add_argument("section", nargs="?", choices=["settings", "cli"], help="only this section (default: both)")
+    dc.set_defaults(func=cmd_docs)
+    return parser
+
+
+def cmd_docs(args, settings):
+    if args.section in (None, "settings"):
+        print(settings_markdown())
+    if args.section is None:
+        print()
+    if args.section in (None, "cli"):
+        print(cli_markdown())
+    return 0
+
+
+def settings_markdown() -> str:
+    """The README's settings table (between <!-- settings --> and <!-- /settings -->)."""
+    from services.common.settings import settings_table_markdown
+
+    return settings_table_markdown()
+
+
+def cli_markdown() -> str:
+    """The README's CLI reference (between <!-- cli --> and <!-- /cli -->): each command, its
+    arguments and their help, read from build_parser()."""
+    out = []
+
+    def walk(parser, words, about):
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        args = [a for a in parser._actions if not isinstance(a, (argparse._SubParsersAction, argparse._HelpAction))]
+        if words and (args or not subs):
+            out.append(f"### `python app.py {' '.join(words)}`\n")
+            if about:
+                out.append(about[0].upper() + about[1:] + ".\n")
+            for a in args:
+                name = ", ".join(a.option_strings) or a.dest
+                choices = f" ({' | '.join(map(str, a.choices))})" if a.choices else ""
+                out.append(f"- `{name}`{choices}{': ' + a.help if a.help else ''}")
+            out.append("")
+        for s in subs:
+            helps = {c.dest: c.help for c in s._choices_actions}
+            for name, p in s.choices.items():
+                walk(p, words + [name], helps.get(name))
+
+    walk(build_parser(), [], None)
+    return "\n".join(out).rstrip()
+
+
+def main(argv=None):
+    os.umask(0o077)     # the database, media, backups and exports: readable by this user only
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from services.common.settings import Settings
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return args.func(args, Settings.from_env())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,636 @@
+"""The web server: builds the app (a team page at "/" and one page per role), its middlewares and
+upload hardening, and serves it (TLS included). The command line that starts it is cli.py."""
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+
+HELP_NO_LINK = ("### Welcome\nThis is a study platform. Participants: please open the personal link "
+                "you were given (it ends in `?t=...`). Study designers: use the Admin tab.")
+
+
+# Enter submits the visible tab's form when focus is on a slider, a radio or the page itself,
+# never from a text box (an answer being typed is not lost to a stray Enter).
+KEYBOARD_JS = """() => { document.addEventListener('keydown', (e) => {
+  if (e.key !== 'Enter' || e.shiftKey || e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;
+  const t = e.target;
+  if (t && (t.tagName === 'TEXTAREA' || t.tagName === 'BUTTON' || t.tagName === 'SELECT' ||
+      (t.tagName === 'INPUT' && !['range', 'radio', 'checkbox'].includes(t.type)))) return;
+  const btn = [...document.querySelectorAll('.submit-btn button, button.submit-btn')]
+    .find(b => b.offsetParent !== null);
+  if (btn) { e.preventDefault(); btn.click(); }
+}); }"""
+
+REDIRECT_JS = """(s) => { if (s && s.status === 'complete' && s.redirect_url) {
+  setTimeout(() => { window.location.href = s.redirect_url; }, 3000); } }"""
+
+
+# One page per role (issue 21): each role's page is a Blocks of its own, mounted at /<role>/, so
+# the browser looks up a few dozen components per event and Gradio copies a few dozen blocks'
+# config for each new session (its SessionState copies every block of its Blocks: 55-72 ms per
+# session with every role in one Blocks, about 7 ms with one role's). "/" is the landing page
+# and the study team's (Admin, Analysis); participant links that arrive there are sent on to
+# their role's page by RoleRedirect before any page loads.
+ROLE_PAGES = {"sender": "Sender", "receiver": "Receptor", "validator": "Validator", "rater": "Rater",
+              "da": "Direct assessment", "sd": "Ratings"}
+
+
+@dataclass
+class Site:
+    team: object                 # gr.Blocks at "/": the landing page, Admin and Analysis
+    pages: dict                  # role -> gr.Blocks mounted at /<role>/
+
+    @property
+    def blocks(self) -> list:
+        return [self.team, *self.pages.values()]
+
+
+def page_of_api(api_name: str) -> str:
+    """The page that serves an API endpoint ("" for "/"): a tab's events ("receiver_submit",
+    "da_feedback") are on the first role page that holds the tab; the participant calls every
+    page has (view, consent, demographics) and the team's events are on "/"."""
+    from services.participation.items import ROLE_TABS
+
+    tab = api_name.lstrip("/").split("_", 1)[0]
+    return next((role for role, tabs in ROLE_TABS.items() if tab in tabs), "")
+
+
+def build_app(settings, database) -> Site:
+    from services.admin import auth as admin
+
+    auth = admin.AdminAuth(settings.admin_password, database)
+    refuse_remote_files()
+    site = Site(team_page(settings, database, auth),
+                {role: role_page(database, settings, role, label) for role, label in ROLE_PAGES.items()})
+    for blocks in site.blocks:
+        forget_strangers_uploads(blocks, database, auth)
+    return site
+
+
+def participant_api(database, settings) -> None:
+    """The calls of a participant's link, on every page (in the open Blocks)."""
+    import gradio as gr
+
+    from services.participation.items import AccessError, get_view, participant_for_token
+    from services.study.consent import ConsentError, record_consent, submit_demographics
+    from tabs.common import view_dict
+
+    def view(participant_token: str, tab: str) -> dict:
+        """The participant's current item on a tab, as the page shows it (resume after reload)."""
+        try:
+            return view_dict(get_view(database, participant_token, tab, media_dir=settings.media_dir))
+        except AccessError as e:
+            return view_dict(None, error=str(e))
+
+    def consent(participant_token: str, agreed: bool) -> dict:
+        """Agree (true) or decline (false); returns the stage still pending (null: none)."""
+        try:
+            stage = record_consent(database, participant_for_token(database, participant_token), agreed)
+        except (AccessError, ConsentError) as e:
+            return {"error": str(e)}
+        return {"pending": stage}
+
+    def demographics(participant_token: str, answers: dict) -> dict:
+        """The demographics form as {field id: answer}; returns the stage still pending."""
+        try:
+            stage = submit_demographics(database, participant_for_token(database, participant_token), answers)
+        except (AccessError, ConsentError) as e:
+            return {"error": str(e)}
+        return {"pending": stage}
+
+    gr.api(view, api_name="view", api_visibility="undocumented")
+    gr.api(consent, api_name="consent", api_visibility="undocumented")
+    gr.api(demographics, api_name="demographics", api_visibility="undocumented")
+
+
+def team_page(settings, database, auth):
+    import gradio as gr
+
+    from services.admin import auth as admin
+    from tabs import admin as admin_tab
+    from tabs import analysis as analysis_tab
+    from tabs.common import Ctx, plain_markdown
+
+    with gr.Blocks(title="Translation evaluation studies", delete_cache=UPLOADS_EXPIRE) as demo:
+        token = gr.Textbox(visible=False, elem_id="participant-token")
+        welcome = gr.Markdown()
+        ctx = Ctx(database, settings, token)
+        with gr.Tabs() as tabset:
+            admin_tab_obj, session = admin_tab.build(ctx, auth)
+            analysis_obj = analysis_tab.build(ctx, auth, session)
+
+        def on_root_load(request: gr.Request):
+            tok, problem, participant = resolve_link(database, request)
+            host = (admin.client_address(request.client.host, getattr(request, "headers", None))
+                    if request and request.client else None)
+            if participant is not None:
+                # a link that reached "/" without the redirect (a proxy that drops it): a plain link on
+                problem = f"Your page: [continue here](./{participant['role']}/?t={participant['token']})"
+                return {token: "", welcome: problem, admin_tab_obj: gr.update(visible=False),
+                        analysis_obj: gr.update(visible=False)}
+            show_admin = not problem and auth.available(host)
+            # the problem may echo URL parameters: shown as plain text, never as Markdown
+            return {token: "", welcome: f"**{plain_markdown(problem)}**" if problem else HELP_NO_LINK,
+                    admin_tab_obj: gr.update(visible=show_admin), analysis_obj: gr.update(visible=show_admin),
+                    tabset: gr.update(selected="admin")}
+
+        demo.load(on_root_load, None, [token, welcome, admin_tab_obj, analysis_obj, tabset], api_visibility="private")
+        participant_api(database, settings)
+    return demo
+
+
+def resolve_link(database, request) -> tuple[str, str, dict | None]:
+    """(token, problem, participant) of a page's URL: a token from ?t=..., or a Prolific newcomer
+    enrolled into an open self-enrolment slot (the URL's signature over study, role, group and
+    gender is checked first)."""
+    from services.study.participants import ParticipantError, enrol_from_link
+    from storage import participants
+
+    q = dict(request.query_params) if request else {}
+    tok, problem = q.get("t") or "", ""
+    if not tok and q.get("PROLIFIC_PID"):
+        try:
+            tok = enrol_from_link(database, q)["token"]
+        except ParticipantError as e:
+            problem = str(e)
+    participant = participants.by_token(database, tok) if tok else None
+    if tok and participant is None:
+        problem = "This link is not valid. Please use the personal link you were given."
+    return tok, problem, participant
+
+
+def role_page(database, settings, role: str, title: str):
+    """The page of one role, a Blocks of its own: the consent page, then that role's tabs (a
+    sender's Record and Survey; everyone else's one tab), and the participant calls."""
+    import gradio as gr
+
+    from services.participation.items import ROLE_TABS
+    from services.study.texts import Voice, page_language
+    from tabs import consent as consent_tab
+    from tabs import da, receiver, record, sd, survey, validator
+    from tabs.common import Ctx, plain_markdown
+
+    builders = {"record": record.build, "receiver": receiver.build, "validator": validator.build,
+                "survey": survey.build, "da": da.build, "sd": sd.build}
+    names = ROLE_TABS[role]
+    lang = page_language(names[0])      # the receiver's page is in European Portuguese
+    with gr.Blocks(title=title, delete_cache=UPLOADS_EXPIRE) as page:
+        token = gr.Textbox(visible=False, elem_id="participant-token")
+        welcome = gr.Markdown()
+        ctx = Ctx(database, settings, token, lang=lang)
+        consent_ui = consent_tab.build(ctx)
+        with gr.Tabs() as tabset:
+            uis = [builders[name](ctx) for name in names]
+
+        def on_load(request: gr.Request):
+            tok, problem, participant = resolve_link(database, request)
+            out = {token: tok, welcome: ""}
+            if participant is not None and participant["role"] != role:
+                problem = Voice(lang)("not_your_role")
+            elif tok and participant is None:
+                problem = Voice(lang)("invalid_link")
+            if problem or participant is None:
+                out[welcome] = f"**{plain_markdown(problem or Voice(lang)('invalid_link'))}**"
+                for ui in uis:
+                    out[ui.tab] = gr.update(visible=False)
+                return out
+            pending = consent_ui.show(participant) if participant["active"] else {}
+            if pending:   # consent and the demographics form come before any tab
+                out.update(pending)
+                for ui in uis:
+                    out[ui.tab] = gr.update(visible=False)
+                return out
+            return {**out, **consent_ui.hide(), **show_tabs(tok)}
+
+        def show_tabs(tok: str) -> dict:
+            out = {tabset: gr.update(selected=names[0])}
+            for ui in uis:
+                out[ui.tab] = gr.update(visible=True)
+                out.update(ui.show(ctx, tok))
+            return out
+
+        tab_outputs = [tabset] + [ui.tab for ui in uis]
+        for ui in uis:
+            tab_outputs += ui.outputs
+        consent_ui.connect(tab_outputs, show_tabs)
+        page.load(on_load, None, [token, welcome] + consent_ui.outputs, api_visibility="private")
+        for ui in uis:   # a finished queue with a Prolific URL sends the participant back there
+            ui.outputs[0].change(None, ui.outputs[0], None, js=REDIRECT_JS)
+        participant_api(database, settings)
+    return page
+
+
+def mount_pages(site: Site, **options) -> list:
+    """Each role page as a Starlette Mount at /<role>, prepared by gradio's own
+    mount_gradio_app (on a throwaway parent) with the options launch() gives "/"; the mounts go
+    into the served app's routes ahead of "/"'s. Their queues start with start_pages()."""
+    import gradio as gr
+    from fastapi import FastAPI
+
+    root_path = options.pop("root_path", None)
+    mounts = []
+    for role, page in site.pages.items():
+        page.queue(default_concurrency_limit=16)
+        holder = FastAPI()
+        gr.mount_gradio_app(holder, page, f"/{role}",
+                            root_path=f"{root_path.rstrip('/')}/{role}" if root_path else None, **options)
+        # gradio checks an input's file paths (only uploads to this server) once its Blocks "has
+        # launched", which launch() marks and mount_gradio_app does not: without this a page's
+        # events would take any path on the server (/etc/passwd, the database) as an upload
+        page.has_launched = True
+        mounts.append(holder.routes[-1])
+    return mounts
+
+
+def start_pages(site: Site, local_url: str, verify: bool) -> None:
+    """Start each mounted page's queue the way launch() starts "/"'s: its startup-events call
+    (a mounted app's own lifespan never runs under another app)."""
+    import httpx
+
+    for role in site.pages:
+        httpx.get(f"{local_url.rstrip('/')}/{role}/gradio_api/startup-events", verify=verify, timeout=60)
+
+
+def serve_tls(args, settings) -> tuple[str | None, str | None]:
+    """(certfile, keyfile) for launch(): the given files, a self-signed pair, or (None, None)."""
+    if not args.self_signed:
+        if args.tls_hosts:
+            raise SystemExit("--tls-hosts goes with --self-signed")
+        return args.ssl_certfile, args.ssl_keyfile
+    if args.ssl_certfile or args.ssl_keyfile:
+        raise SystemExit("--self-signed makes its own certificate: leave out --ssl-certfile/--ssl-keyfile")
+    from services.common import tls
+
+    hosts = tls.parse_hosts(args.tls_hosts)
+    cert, key = tls.make_self_signed(Path(settings.db_path).parent / "tls", hosts)
+    print(f"HTTPS with a self-signed certificate for {', '.join(hosts)}: {cert}\n"
+          f"  SHA-256 {tls.fingerprint(cert)} (browsers warn once; compare this fingerprint)")
+    return str(cert), str(key)
+
+
+# After every event Gradio recomputes its monitoring summary with pandas over up to 10,000
+# recorded events (queueing.compute_analytics_summary): tens of ms per answer late in a study.
+# Every 500 events is fresh enough for the monitoring page, which the app does not enable.
+ANALYTICS_EVERY = "500"
+
+
+def compression():
+    """gzip for what the server sends that compresses: every page load carries the whole app's
+    config (about 460 KB of JSON, 556 components), which gzip (level 3) shrinks to 41 KB for a
+    participant on a phone connection. Audio, images and the event stream are left as they are
+    (Starlette's exclusions); large bodies are compressed in a worker thread."""
+    from starlette.middleware import Middleware
+    from starlette.middleware.gzip import GZipMiddleware
+
+    return Middleware(GZipMiddleware, minimum_size=1024, compresslevel=3)
+
+
+class SecurityHeaders:
+    """Frame protection on every HTTP response (a plain ASGI middleware, added like compression()):
+    Content-Security-Policy: frame-ancestors from TRADLAB_FRAME_ANCESTORS ('self' by default; a
+    Space lets https://huggingface.co frame it) and, where that maps onto it, X-Frame-Options for
+    older browsers ('self' -> SAMEORIGIN, 'none' -> DENY; other origins: CSP only, since
+    X-Frame-Options cannot name them). No other page can show the app's pages in a frame and
+    trick the designer or a participant into clicks (clickjacking)."""
+
+    def __init__(self, app, frame_ancestors: str = "'self'"):
+        self.app = app
+        value = " ".join(frame_ancestors.replace(";", " ").replace(",", " ").split()) or "'self'"
+        self.headers = [(b"content-security-policy", f"frame-ancestors {value}".encode("latin-1"))]
+        xfo = {"'self'": b"SAMEORIGIN", "'none'": b"DENY"}.get(value)
+        if xfo:
+            self.headers.append((b"x-frame-options", xfo))
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                names = {k.lower() for k, _ in message.get("headers", [])}
+                message = {**message, "headers": list(message.get("headers", [])) +
+                           [(k, v) for k, v in self.headers if k not in names]}
+            await send(message)
+        return await self.app(scope, receive, send_with_headers)
+
+
+class RoleRedirect:
+    """A participant's link (/?t=TOKEN, or a signed Prolific URL naming its role) opens the page
+    of its role: GET "/" or another role's page with such a query answers 302 to the role's page
+    (/<role>/) with the same query, before Gradio builds any page; so does a role's page named
+    without its final slash. The Location is relative ("receiver/?t=..."), so it holds behind a
+    proxy's path prefix. One indexed lookup of the token; a token that names no participant goes
+    on to the page, which says the link is not valid."""
+
+    def __init__(self, app, database=None):
+        self.app = app
+        self.database = database
+
+    def target(self, path: str, query: str) -> str | None:
+        """The relative Location to send a GET of path?query to, or None to serve it."""
+        from urllib.parse import parse_qs
+
+        from storage import participants
+
+        here = path.rstrip("/").rsplit("/", 1)[-1]
+        if here and (here not in ROLE_PAGES or path.rstrip("/") != "/" + here):
+            return None
+        q = parse_qs(query)
+        role = None
+        if q.get("t"):
+            p = participants.by_token(self.database, q["t"][0])
+            role = p["role"] if p else None
+        elif q.get("PROLIFIC_PID") and q.get("role"):
+            role = q["role"][0]
+        slash = path.endswith("/") and bool(here)
+        if role not in ROLE_PAGES:
+            role = here or None
+        if role is None or (role == here and slash):
+            return None
+        return ("../" if slash else "") + f"{role}/" + (f"?{query}" if query else "")
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
+            path, prefix = scope["path"], scope.get("root_path", "").rstrip("/")
+            if prefix and path.startswith(prefix + "/"):     # a server's --root-path
+                path = path[len(prefix):]
+            location = self.target(path, scope.get("query_string", b"").decode("latin-1"))
+            if location:
+                await send({"type": "http.response.start", "status": 302,
+                            "headers": [(b"location", location.encode("latin-1")),
+                                        (b"content-length", b"0"), (b"cache-control", b"no-store")]})
+                return await send({"type": "http.response.body", "body": b""})
+        return await self.app(scope, receive, send)
+
+
+def role_redirect(database):
+    from starlette.middleware import Middleware
+
+    return Middleware(RoleRedirect, database=database)
+
+
+def security_headers(settings):
+    from starlette.middleware import Middleware
+
+    return Middleware(SecurityHeaders, frame_ancestors=getattr(settings, "frame_ancestors", "'self'"))
+
+
+# -- files: only uploads to this server, kept briefly (issue 17, points 3 and 7) ----------------
+# Gradio stores what an event's inputs point at while it preprocesses them, before any handler
+# sees a token: a FileData whose path is an http(s) URL is downloaded then
+# (processing_utils.async_move_files_to_cache -> Block.async_move_resource_to_block_cache ->
+# async_ssrf_protected_download, which refuses private addresses but lets any public host and
+# hf.co / huggingface.co through). No launch() or GRADIO_* setting turns that off (allowed_paths
+# and blocked_paths only concern local paths), so the check sits in front of that step.
+# delete_cache: every 10 minutes, what gradio stored more than an hour ago (uploads, and its copies
+# of served files and downloads) is deleted, and all of it when the server stops. A copy it serves
+# again is made again when missing.
+UPLOADS_EXPIRE = (600, 3600)
+REMOTE_FILE = "Only files uploaded to this server are accepted."
+
+
+def _remote(path) -> bool:
+    return isinstance(path, str) and ("://" in path[:16] or path.startswith("//"))
+
+
+def refuse_remote_files() -> None:
+    """Every event input that carries a file whose path is a URL (any scheme) is refused with
+    gr.Error before gradio fetches or copies anything; uploads (paths on this server) pass."""
+    from gradio import processing_utils
+    from gradio.exceptions import Error
+    from gradio_client import utils as client_utils
+
+    move = processing_utils.async_move_files_to_cache
+    if getattr(move, "refuses_remote", False):
+        return
+
+    def check(d: dict) -> dict:
+        if _remote(d.get("path")):
+            raise Error(REMOTE_FILE)
+        return d
+
+    async def guarded(data, block, postprocess=False, *args, **kwargs):
+        if not postprocess:     # inputs only: the app's own outputs are local files
+            plain = data.model_dump() if hasattr(data, "model_dump") else data
+            # what gradio would fetch (a FileData with its meta) in any input; in a file input,
+            # anything with a path (a JSON input's own {"path": ...} is left alone)
+            files = (client_utils.is_file_obj if type(block).__name__ in UPLOAD_KINDS
+                     else client_utils.is_file_obj_with_meta)
+            client_utils.traverse(plain, check, files)
+        return await move(data, block, postprocess, *args, **kwargs)
+
+    guarded.refuses_remote = True
+    processing_utils.async_move_files_to_cache = guarded
+
+
+class RefuseRemoteFiles:
+    """ASGI middleware: /gradio_api/file=<http(s) URL> makes gradio fetch that URL and stream it
+    back (a proxy for anyone), and /gradio_api/proxy= serves apps loaded with gr.load (this app
+    loads none). Gradio has no switch for either: both answer 403 here, before gradio sees them."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            path = scope.get("path", "")
+            at = path.find("/file=")
+            if "/proxy=" in path or (at >= 0 and _remote(path[at + 6:])):
+                from starlette.responses import PlainTextResponse
+
+                return await PlainTextResponse("Only this server's own files are served.", 403)(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+def refuse_remote_files_middleware():
+    from starlette.middleware import Middleware
+
+    return Middleware(RefuseRemoteFiles)
+
+
+UPLOAD_KINDS = ("Audio", "File", "UploadButton", "Image", "Video", "Gallery", "Model3D", "MultimodalTextbox")
+
+
+def forget_strangers_uploads(demo, database, auth) -> None:
+    """Anyone may POST a file to /gradio_api/upload. After an event with an upload input, the
+    uploads among its arguments are deleted at once unless one of its text arguments is a valid
+    participant token or admin session (a valid caller's upload expires with UPLOADS_EXPIRE;
+    what a handler keeps, it has copied under the media folder by then)."""
+    import contextvars
+    import functools
+    import inspect
+    import os
+
+    from storage import participants
+
+    def valid(value) -> bool:
+        if not isinstance(value, str) or not value or len(value) > 200 or "/" in value:
+            return False
+        participant = participants.by_token(database, value)
+        if participant is not None and participant.get("active", 1):
+            return True
+        try:   # the session alone (the handler checked the address), in a copy of the context:
+            # the handler's "admin checked" mark (services.admin.auth.run_checked) is left as it was
+            contextvars.copy_context().run(auth.check, value, "127.0.0.1")
+            return True
+        except PermissionError:
+            return False
+
+    def forget(values) -> None:
+        if any(valid(v) for v in values):
+            return
+        for v in values:
+            for path in (v if isinstance(v, (list, tuple)) else [v]):
+                if isinstance(path, str) and path in demo.upload_file_set:
+                    try:
+                        os.remove(path)
+                    except OSError:
+                        pass
+                    demo.upload_file_set.discard(path)
+
+    def wrap(fn):
+        if inspect.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def wrapped_async(*args, **kwargs):
+                try:
+                    return await fn(*args, **kwargs)
+                finally:
+                    forget([*args, *kwargs.values()])
+            return wrapped_async
+
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                forget([*args, *kwargs.values()])
+        return wrapped
+
+    for block_fn in demo.fns.values():
+        fn = block_fn.fn
+        if fn is None or inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            continue
+        if any(type(c).__name__ in UPLOAD_KINDS and c.interactive is not False for c in block_fn.inputs):
+            block_fn.fn = wrap(fn)
+
+
+def patient_start_probe(seconds: float = 60.0) -> None:
+    """Gradio's launch() checks that it can reach its own "/" (a HEAD with a 3 s timeout) and
+    gives up on the first timeout with "localhost is not accessible". A restart while
+    participants' browsers reconnect all at once (a Space rebuild, a kill -9 mid-study) keeps
+    the server busy past that: probe again until `seconds` have passed instead."""
+    import time
+
+    from gradio import networking
+
+    once = networking.url_ok
+    if getattr(once, "patient", False):
+        return
+
+    def url_ok(url: str) -> bool:
+        deadline = time.monotonic() + seconds
+        while not once(url):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.5)
+        return True
+    url_ok.patient = True
+    networking.url_ok = url_ok
+
+
+def serve(args, settings, connect):
+    """Serve the app until stopped: args are `serve`'s options, connect() opens the database."""
+    import dataclasses
+    import os
+
+    from services.participation import rate_limit
+
+    rate_limit.configure(settings.rate_limit)      # per participant link, in the served app only
+
+    # not a setting of this app: gradio's own variable, given a value for the served process
+    os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", ANALYTICS_EVERY)
+
+    from services.common.settings import space_storage_warning
+
+    certfile, keyfile = serve_tls(args, settings)
+    if certfile and not settings.get("TRADLAB_PUBLIC_URL") and settings.public_url.startswith("http://"):
+        settings = dataclasses.replace(settings, public_url="https://" + settings.public_url[len("http://"):])
+    warning = space_storage_warning(settings.environ)
+    if warning:
+        print(warning, file=sys.stderr)
+    host = args.host or settings.host
+    from services.admin.auth import exposure_warning
+
+    exposed = exposure_warning(host, settings.admin_password, settings.on_space, args.root_path)
+    if exposed:
+        print(exposed, file=sys.stderr)
+    database = connect()
+    if args.demo:
+        ensure_demo(database, settings)
+    site = build_app(settings, database)
+    demo = site.team
+    demo.queue(default_concurrency_limit=16)
+    patient_start_probe()
+    page_options = dict(css_paths=[ROOT / "assets" / "style.css"], js=KEYBOARD_JS,
+                        allowed_paths=[str(settings.media_dir)],
+                        # an unexpected exception's text never reaches a participant (gradio shows a
+                        # generic "Error"); gr.Error messages still show, and the admin tabs raise
+                        # them with details
+                        show_error=False,
+                        # no "Use via API / Built with Gradio / Settings" footer under a participant's task
+                        footer_links=[],
+                        # gradio refuses a larger upload before it is stored or decoded
+                        max_file_size=int(settings.max_upload_mb * 1024 * 1024))
+    mounts = mount_pages(site, root_path=args.root_path, server_name=host,
+                         server_port=args.port or settings.port, **page_options)
+    demo.launch(server_name=host, server_port=args.port or settings.port,
+                # ssl_verify only concerns gradio's start-up probe of its own local URL
+                # (https://localhost:PORT), which a self-signed or a public-name certificate fails
+                ssl_certfile=certfile, ssl_keyfile=keyfile, ssl_verify=not certfile,
+                root_path=args.root_path, **page_options,
+                app_kwargs={"routes": mounts,
+                            "middleware": [role_redirect(database), refuse_remote_files_middleware(), compression(),
+                                           security_headers(settings)]}, prevent_thread_lock=True)
+    start_pages(site, demo.local_url, verify=not certfile)
+    # the worker starts once the server answers: jobs resumed at start (model loads, a HIT's
+    # images or audio) would otherwise slow gradio's own start-up probe of "/" past its 3 s
+    # timeout, and launch() gives up ("localhost is not accessible")
+    if settings.worker:
+        from services.common.jobs_worker import Worker
+        from services.participation import maintenance
+        from services.usability import pipeline
+
+        maintenance.schedule_all(database)      # drop-out detection and the workflow's repair, periodic
+        Worker(database, pipeline.handlers(database, media_dir=settings.media_dir)).start()
+    demo.block_thread()
+
+
+def ensure_demo(database, settings):
+    """Import the demo study and give it one participant per role (only the first time)."""
+    from services.study.files import StudyValidationError
+    from services.study.importer import import_study
+    from services.study.participants import add_participants, links
+    from storage import participants
+
+    try:
+        res = import_study(database, settings.demo_study, actor="demo")
+        sid, status = res.study_id, res.status
+    except StudyValidationError:
+        # a database whose demo has participants and predates this version's demo files: it is
+        # kept as it is (its data stays); a new TRADLAB_DB gets the current demo
+        sid, status = "demo", "kept: this database's demo has participants and older content"
+        if not participants.list_for_study(database, sid):
+            raise
+    if not participants.list_for_study(database, sid):
+        add_participants(database, sid, "sender", 1, "USW", "Woman", actor="demo")
+        for role in ("receiver", "validator", "rater", "da", "sd"):
+            add_participants(database, sid, role, 1, actor="demo")
+    print(f"Demo study '{sid}' ({status}). One link per role:")
+    seen = set()
+    for row in links(database, sid, settings.public_url):
+        if row["role"] not in seen:
+            seen.add(row["role"])
+            print(f"  {row['role']:<10} {row['url']}")
+    print(f"  admin      {settings.public_url}/  (Admin tab)")
