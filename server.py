@@ -170,7 +170,7 @@ def role_page(database, settings, role: str, title: str):
     from services.study.texts import Voice, page_language
     from tabs import consent as consent_tab
     from tabs import da, receiver, record, sd, survey, validator
-    from tabs.common import Ctx, plain_markdown
+    from tabs.common import Ctx, plain_html
 
     builders = {"record": record.build, "receiver": receiver.build, "validator": validator.build,
                 "survey": survey.build, "da": da.build, "sd": sd.build}
@@ -178,7 +178,7 @@ def role_page(database, settings, role: str, title: str):
     lang = page_language(names[0])      # the receiver's page is in European Portuguese
     with gr.Blocks(title=title, delete_cache=UPLOADS_EXPIRE) as page:
         token = gr.Textbox(visible=False, elem_id="participant-token")
-        welcome = gr.Markdown()
+        welcome = gr.HTML()       # no Markdown renderer on a participant's page
         ctx = Ctx(database, settings, token, lang=lang)
         consent_ui = consent_tab.build(ctx)
         with gr.Tabs() as tabset:
@@ -192,7 +192,7 @@ def role_page(database, settings, role: str, title: str):
             elif tok and participant is None:
                 problem = Voice(lang)("invalid_link")
             if problem or participant is None:
-                out[welcome] = f"**{plain_markdown(problem or Voice(lang)('invalid_link'))}**"
+                out[welcome] = f'<p class="msg error"><b>{plain_html(problem or Voice(lang)("invalid_link"))}</b></p>'
                 for ui in uis:
                     out[ui.tab] = gr.update(visible=False)
                 return out
@@ -220,6 +220,17 @@ def role_page(database, settings, role: str, title: str):
             ui.outputs[0].change(None, ui.outputs[0], None, js=REDIRECT_JS)
         participant_api(database, settings)
     return page
+
+
+def page_theme():
+    """Gradio's default look with the system's fonts: a first page load fetches no web font (the
+    default theme's Source Sans and IBM Plex Mono are about 140 KB, more than the page's
+    scripts compressed), which matters to a participant on a phone connection."""
+    import gradio as gr
+
+    return gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica Neue", "Arial",
+                                   "sans-serif"],
+                             font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"])
 
 
 def mount_pages(site: Site, **options) -> list:
@@ -573,7 +584,7 @@ def serve(args, settings, connect):
     demo = site.team
     demo.queue(default_concurrency_limit=16)
     patient_start_probe()
-    page_options = dict(css_paths=[ROOT / "assets" / "style.css"], js=KEYBOARD_JS,
+    page_options = dict(css_paths=[ROOT / "assets" / "style.css"], js=KEYBOARD_JS, theme=page_theme(),
                         allowed_paths=[str(settings.media_dir)],
                         # an unexpected exception's text never reaches a participant (gradio shows a
                         # generic "Error"); gr.Error messages still show, and the admin tabs raise
@@ -581,6 +592,8 @@ def serve(args, settings, connect):
                         show_error=False,
                         # no "Use via API / Built with Gradio / Settings" footer under a participant's task
                         footer_links=[],
+                        # no "run history" store in the participant's browser (nor its script)
+                        run_history=False,
                         # gradio refuses a larger upload before it is stored or decoded
                         max_file_size=int(settings.max_upload_mb * 1024 * 1024))
     mounts = mount_pages(site, root_path=args.root_path, server_name=host,
