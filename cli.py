@@ -464,7 +464,8 @@ def build_parser() -> argparse.ArgumentParser:
     maq = msub.add_parser("auto-qa", help="LLM question answering: source vs translation, per exchange")
     maq.set_defaults(func=cmd_metrics)
     maq.add_argument("--study", required=True)
-    dc = sub.add_parser("docs", help="print the README's settings table and CLI reference (generated from the code)")
+    dc = sub.add_parser("docs", help="print docs/reference.md's settings table and CLI reference "
+                                     "(generated from the code)")
     dc.add_argument("section", nargs="?", choices=["settings", "cli"], help="only this section (default: both)")
     dc.set_defaults(func=cmd_docs)
     return parser
@@ -481,14 +482,14 @@ def cmd_docs(args, settings):
 
 
 def settings_markdown() -> str:
-    """The README's settings table (between <!-- settings --> and <!-- /settings -->)."""
+    """docs/reference.md's settings table (between <!-- settings --> and <!-- /settings -->)."""
     from services.common.settings import settings_table_markdown
 
     return settings_table_markdown()
 
 
 def cli_markdown() -> str:
-    """The README's CLI reference (between <!-- cli --> and <!-- /cli -->): each command, its
+    """docs/reference.md's CLI reference (between <!-- cli --> and <!-- /cli -->): each command, its
     arguments and their help, read from build_parser()."""
     out = []
 

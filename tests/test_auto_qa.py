@@ -20,12 +20,7 @@ from services.study.importer import import_study
 from storage import studies
 from tests.conftest import run_cli
 from tests.openai_server import OpenAIServer
-from tests.test_question_gen import (  # noqa: F401  (respond: the LLM)
-    ROOT,  # noqa: F401  (respond: the LLM)
-    STUDY,
-    make_study,
-    respond,
-)
+from tests.test_question_gen import STUDY, make_study, respond  # noqa: F401  (respond: the LLM)
 
 QUESTIONS = [  # en, pt; the last cannot be answered from s01: it does not count
     ("What is the name of the daughter?", "Como se chama a filha?"),

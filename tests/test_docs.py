@@ -1,4 +1,4 @@
-"""The README's settings table and command-line reference are generated from the code (cli.py docs):
+"""docs/reference.md's settings table and command-line reference are generated from the code (cli.py docs):
 these tests fail when either differs from what the code generates (as sqlite-utils checks its docs).
 Regenerate with `python app.py docs settings` / `python app.py docs cli` and paste between the markers."""
 import re
@@ -8,18 +8,18 @@ import pytest
 
 import cli
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+README = (Path(__file__).resolve().parent.parent / "docs" / "reference.md").read_text()
 
 
 def section(name: str) -> str:
     found = re.search(rf"<!-- {name} -->\n(.*?)\n<!-- /{name} -->", README, re.S)
-    assert found, f"README.md has no <!-- {name} --> ... <!-- /{name} --> section"
+    assert found, f"docs/reference.md has no <!-- {name} --> ... <!-- /{name} --> section"
     return found.group(1)
 
 
 @pytest.mark.parametrize("name, generate", [("settings", cli.settings_markdown), ("cli", cli.cli_markdown)])
 def test_readme_section_is_the_generated_text(name, generate):
-    assert section(name) == generate(), f"README.md's {name} section is stale: run `python app.py docs {name}`"
+    assert section(name) == generate(), f"docs/reference.md's {name} section is stale: run `python app.py docs {name}`"
 
 
 def test_docs_command_prints_both_sections(capsys):

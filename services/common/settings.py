@@ -1,7 +1,7 @@
 """One settings object, read from environment variables with laptop-friendly defaults.
 
 Each variable is a field of Settings below, its variable, default and meaning in the field's
-metadata; the README's settings table is generated from them (python app.py docs settings) and
+metadata; docs/reference.md's settings table is generated from them (python app.py docs settings) and
 tests/test_docs.py checks the two agree. Nothing else in the app reads the environment: the server
 and the CLI pass a Settings down; deep call sites (model and metric factories, link signing,
 figure files) call current().
@@ -182,7 +182,7 @@ SETTINGS = [(f.metadata["env"], f.metadata["default"], f.metadata["help"]) for f
 
 
 def settings_table_markdown() -> str:
-    """The README's settings table (cli.py docs prints it; tests/test_docs.py compares)."""
+    """docs/reference.md's settings table (cli.py docs prints it; tests/test_docs.py compares)."""
     rows = ["| variable | setting | default | meaning |", "| --- | --- | --- | --- |"]
     rows += [f"| `{f.metadata['env']}` | `{f.name}` | `{f.metadata['default']}` | {f.metadata['help'].replace('|', chr(92) + '|')} |"
              for f in fields(Settings) if "env" in f.metadata]

@@ -561,7 +561,7 @@ for _name in ("comet", "cometkiwi", "xcomet"):
     register(_name, _comet_factory(_name))
 register("metricx", lazy("services.metrics.metricx:factory"))
 
-# ... and the checkpoints of the papers, each under its own name (README: the metrics table).
+# ... and the checkpoints of the papers, each under its own name (docs/qe-audit.md: the metrics table).
 _P000 = "paper 000 section 3 (Quality Metrics), Table 2"
 _P003 = "paper 003 section 3.1 (QE Metrics), appendix A.1"
 for _spec in (
