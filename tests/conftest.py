@@ -235,6 +235,17 @@ def app_server(tmp_path_factory):
     app.stop()
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny models: a second torch thread only adds sync overhead on a busy 2-core machine
+    (a module that runs them uses it: pytestmark = pytest.mark.usefixtures("one_torch_thread"))."""
+    import torch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 class AppClient:
     """A gradio_client session on the app as a browser has it: each call goes to the page that
     serves it (app.page_of_api: a role's submit on /<role>/, the team's calls and the

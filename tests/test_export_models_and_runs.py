@@ -16,6 +16,7 @@ from services.study.participants import add_participants
 from services.usability.export import exchanges_frame
 from storage import results, studies
 from test_da_paper001 import da_study
+from usability_helpers import rate_imported_exchanges
 
 OLD = "Unbabel/wmt22-cometkiwi-da | sha256:aaaa"
 NEW = "Unbabel/wmt22-cometkiwi-da | sha256:bbbb"
@@ -26,19 +27,7 @@ def rated_exchanges(db) -> list[int]:
     receiver = add_participants(db, "demo", "receiver", 1)[0]
     validator = add_participants(db, "demo", "validator", 1)[0]
     rater = add_participants(db, "demo", "rater", 1)[0]
-    while (b := get_view(db, rater.token, "survey")).status == "item" and b.item_id.startswith("survey_baseline"):
-        submit(db, rater.token, "survey", b.item_id, {"satisfaction": 4, "trust": 4, "reliance": 5})
-    while (v := get_view(db, receiver.token, "receiver")).status == "item":
-        submit(db, receiver.token, "receiver", v.item_id,
-               {"answers": [{"idx": q["idx"], "text": "x"} for q in v.content["questions"]]})
-    while (val := get_view(db, validator.token, "validator")).status == "item":
-        submit(db, validator.token, "validator", val.item_id,
-               {"score": 55, "marks": {q["idx"]: "correct" for q in val.content["questions"]}})
-    informed = []
-    while (s := get_view(db, rater.token, "survey")).status == "item":
-        informed.append(int(s.item_id.split(":")[1]))
-        submit(db, rater.token, "survey", s.item_id, {"satisfaction": 2, "trust": 3, "reliance": 2})
-    return informed
+    return rate_imported_exchanges(db, rater, receiver, validator)
 
 
 def score(db, exchange_ids, metric, model, value=0.5, version="2.2"):

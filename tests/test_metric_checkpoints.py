@@ -71,16 +71,10 @@ def reference_prediction(model_dir, tok_dir, score_id: int, text: str, max_input
     return float(torch.clamp(out.logits[0, 0, score_id], 0, 25))
 
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
 # -- fixtures -----------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    import torch
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):

@@ -21,7 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tiny_metric_models as tmm  # noqa: E402
 
 # Lightning 2.6 under torch 2.13 warns about a torch pytree deprecation on every predict
-pytestmark = pytest.mark.filterwarnings("ignore:.*LeafSpec.*:DeprecationWarning", "ignore:.*LeafSpec.*")
+pytestmark = [pytest.mark.filterwarnings("ignore:.*LeafSpec.*:DeprecationWarning", "ignore:.*LeafSpec.*"),
+              pytest.mark.usefixtures("one_torch_thread")]
 
 NAMES = ("comet", "cometkiwi", "xcomet")
 needs_comet = pytest.mark.skipif(not metrics_comet._package_version(), reason="unbabel-comet is not installed")
@@ -31,14 +32,6 @@ HYP = ["Olá mundo.", "Bom dia a todos.", "Bom dia.", "O gato comeu o peixe."]
 REF = ["Olá mundo.", "Bom dia a todos.", "Muito obrigado.", "O gato comeu o peixe."]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models: a second torch thread only adds sync overhead on a busy 2-core machine."""
-    import torch
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")

@@ -35,15 +35,7 @@ def clip(x: float) -> float:
     return min(25.0, max(0.0, x))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """These models are tiny: a second torch thread only adds sync overhead, and on a busy 2-core
-    machine it made a forward pass 100x slower (as in tests/tiny_models.py)."""
-    import torch
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from services.participation.submissions import submit
 from services.study.participants import add_participants
 from services.usability import analysis as usability_analysis
 from services.usability.export import COLUMNS, exchanges_frame
-from usability_helpers import record_all, wav
+from usability_helpers import rate_imported_exchanges, record_all, wav
 
 
 def test_rated_exchanges_become_rows(demo_db):
@@ -22,20 +22,8 @@ def test_rated_exchanges_become_rows(demo_db):
     validator = add_participants(db, "demo", "validator", 1)[0]
     rater = add_participants(db, "demo", "rater", 1)[0]
     assert exchanges_frame(db, "demo").empty
-    while (b := get_view(db, rater.token, "survey")).status == "item" and b.item_id.startswith("survey_baseline"):
-        submit(db, rater.token, "survey", b.item_id, {"satisfaction": 4, "trust": 4, "reliance": 5})
-    while (v := get_view(db, receiver.token, "receiver")).status == "item":
-        submit(db, receiver.token, "receiver", v.item_id,
-               {"answers": [{"idx": q["idx"], "text": "x"} for q in v.content["questions"]]})
-    while (val := get_view(db, validator.token, "validator")).status == "item":
-        qs = val.content["questions"]
-        submit(db, validator.token, "validator", val.item_id,
-               {"score": 55, "marks": {q["idx"]: "correct" if q["idx"] % 2 else "incorrect" for q in qs}})
-    informed = []
-    while (s := get_view(db, rater.token, "survey")).status == "item":
-        assert s.item_id.startswith("survey_informed")
-        informed.append(int(s.item_id.split(":")[1]))
-        submit(db, rater.token, "survey", s.item_id, {"satisfaction": 2, "trust": 3, "reliance": 2})
+    informed = rate_imported_exchanges(db, rater, receiver, validator,
+                                       mark=lambda idx: "correct" if idx % 2 else "incorrect")
     df = exchanges_frame(db, "demo")
     assert list(df.columns) == COLUMNS and len(df) == len(informed) >= 1
     assert set(df["exchange_id"]) == set(informed)

@@ -71,6 +71,26 @@ def answer_survey(db, token, value=4) -> dict | None:
     return {"item": v.item_id, "phase": v.phase, "perspective": v.content["perspective"]}
 
 
+def rate_imported_exchanges(db, rater, receiver, validator, mark=lambda idx: "correct") -> list[int]:
+    """The demo's imported exchanges through one rater's baseline surveys, a receiver's answers,
+    a validator's marks (mark(question number)) and the rater's informed surveys: the ids of the
+    exchanges whose informed survey was answered, in order."""
+    while (b := get_view(db, rater.token, "survey")).status == "item" and b.item_id.startswith("survey_baseline"):
+        submit(db, rater.token, "survey", b.item_id, {"satisfaction": 4, "trust": 4, "reliance": 5})
+    while (v := get_view(db, receiver.token, "receiver")).status == "item":
+        submit(db, receiver.token, "receiver", v.item_id,
+               {"answers": [{"idx": q["idx"], "text": "x"} for q in v.content["questions"]]})
+    while (val := get_view(db, validator.token, "validator")).status == "item":
+        submit(db, validator.token, "validator", val.item_id,
+               {"score": 55, "marks": {q["idx"]: mark(q["idx"]) for q in val.content["questions"]}})
+    informed = []
+    while (s := get_view(db, rater.token, "survey")).status == "item":
+        assert s.item_id.startswith("survey_informed")
+        informed.append(int(s.item_id.split(":")[1]))
+        submit(db, rater.token, "survey", s.item_id, {"satisfaction": 2, "trust": 3, "reliance": 2})
+    return informed
+
+
 def until_none(fn, *args, limit=500, **kw) -> list:
     out = []
     for _ in range(limit):
