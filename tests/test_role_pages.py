@@ -87,3 +87,19 @@ def test_a_prolific_url_goes_to_the_page_of_its_signed_role(app_server):
     assert status == 302 and headers["location"] == f"rater/?{query}"
     # a role that is not a page is left to the page, which refuses the link
     assert get(f"{app_server.url}/?study=demo&role=admin&PROLIFIC_PID=abc")[0] == 200
+
+
+def test_seven_queues_poll_no_more_often_than_one_did(tmp_path):
+    """Each page's Blocks has its own event queue, polling every millisecond when free: the
+    server slows each so that all together wake no more often than one page's queue did."""
+    from server import QUEUE_POLL_S, build_app, quiet_queues
+    from services.common.settings import Settings
+    from storage import open_database
+
+    site = build_app(Settings.from_env(), open_database(tmp_path / "a.db"))
+    for blocks in site.blocks:
+        blocks.queue(default_concurrency_limit=16)
+    assert {b._queue.sleep_when_free for b in site.blocks} == {0.001}      # gradio's, on Linux
+    quiet_queues(site)
+    assert sum(1 / b._queue.sleep_when_free for b in site.blocks) <= 1000 + 1e-6
+    assert max(b._queue.sleep_when_free for b in site.blocks) == QUEUE_POLL_S
