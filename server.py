@@ -215,7 +215,8 @@ def role_page(database, settings, role: str, title: str):
         for ui in uis:
             tab_outputs += ui.outputs
         consent_ui.connect(tab_outputs, show_tabs)
-        page.load(on_load, None, [token, welcome] + consent_ui.outputs, api_visibility="private")
+        # the first item without a queue round trip (join, then the event stream): one POST
+        page.load(on_load, None, [token, welcome] + consent_ui.outputs, api_visibility="private", queue=False)
         for ui in uis:   # a finished queue with a Prolific URL sends the participant back there
             ui.outputs[0].change(None, ui.outputs[0], None, js=REDIRECT_JS)
         participant_api(database, settings)
