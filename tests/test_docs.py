@@ -51,3 +51,12 @@ def test_only_the_settings_module_reads_the_environment():
     assert readers == []
     assert "os.environ.setdefault(\"GRADIO_ANALYTICS_CACHE_FREQUENCY\"" in (root / "server.py").read_text()
     assert len(re.findall(r"os\.environ", (root / "server.py").read_text())) == 1
+
+
+def test_the_readmes_links_to_the_docs_resolve():
+    """README.md is a page of links to docs/: each names a file that exists."""
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    links = re.findall(r"\]\(((?:docs|benchmarks)/[^)#]+)\)", readme)
+    assert len(links) >= 10, links
+    assert [p for p in links if not (root / p).is_file()] == []
