@@ -26,6 +26,44 @@ NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs",
               "afs", "sshfs", "davfs", "virtiofs"}
 
 
+def rows(conn, sql: str, params: Any = ()) -> list[dict]:
+    """A SELECT's rows as dicts (a repeated column name gets _2, _3 ..., as sqlite-utils names
+    them). conn: a sqlite3 or sqlite-utils connection. sqlite-utils' query() wraps each SELECT
+    in a SAVEPOINT and a RELEASE: three statements, each of which gives up the GIL and waits to
+    get it back while other requests run Python, so a participant's submit, holding the write
+    lock, spent most of its time waiting (benchmarks/usability/study_sim.py --http)."""
+    cur = conn.execute(sql, params)
+    if cur.description is None:
+        raise ValueError("rows() takes SQL that returns rows: " + sql.split(None, 1)[0])
+    keys = [d[0] for d in cur.description]
+    if len(set(keys)) < len(keys):
+        seen: dict[str, int] = {}
+        for i, k in enumerate(keys):
+            seen[k] = seen.get(k, 0) + 1
+            if seen[k] > 1:
+                keys[i] = f"{k}_{seen[k]}"
+    return [dict(zip(keys, r)) for r in cur.fetchall()]
+
+
+def insert_row(db, table: str, row: dict) -> int:
+    """INSERT one row (a participant's answer): its rowid. Plain SQL, not sqlite-utils' insert(),
+    which reads sqlite_master three times to check the table before each insert (table: one of
+    ours, never input)."""
+    cols = list(row)
+    return db.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                      [row[c] for c in cols]).lastrowid
+
+
+def insert_rows(db, table: str, rows_: list[dict]) -> None:
+    """INSERT rows that have the same columns, in one executemany (see insert_row)."""
+    rows_ = list(rows_)
+    if not rows_:
+        return
+    cols = list(rows_[0])
+    db.conn.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                        [[r[c] for c in cols] for r in rows_])
+
+
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
@@ -125,7 +163,7 @@ class Database:
 
     # -- helpers used by the storage modules --------------------------------
     def query(self, sql: str, params: Any = ()) -> list[dict]:
-        return list(self.db.query(sql, params))
+        return rows(self.db.conn, sql, params)
 
     def one(self, sql: str, params: Any = ()) -> dict | None:
         rows = self.query(sql, params)

@@ -1,7 +1,7 @@
 """Participants: slots, tokens, Prolific identities."""
 from __future__ import annotations
 
-from storage.db import Database, now
+from storage.db import Database, now, rows
 
 
 def insert(db, row: dict) -> int:
@@ -23,8 +23,8 @@ def by_prolific(database: Database, study_id: str, role: str, pid: str) -> dict 
 
 def holders_of(db, study_id: str, pid: str) -> list[dict]:
     """Every slot of the study this Prolific / external id already holds (any role)."""
-    return list(db.query("SELECT * FROM participants WHERE study_id = ? AND (prolific_pid = ? OR external_id = ?) "
-                         "ORDER BY id", [study_id, pid, pid]))
+    return rows(db.conn, "SELECT * FROM participants WHERE study_id = ? AND (prolific_pid = ? OR external_id = ?) "
+                "ORDER BY id", [study_id, pid, pid])
 
 
 def claims_since(db, study_id: str, since: str) -> int:
@@ -83,8 +83,8 @@ def next_design_index(db, study_id: str, grp: str | None, gender: str | None) ->
 def open_slot(db, study_id: str, role: str, grp: str | None, gender: str | None) -> dict | None:
     """The oldest self-enrolment slot nobody has used (_open_slots)."""
     where, params = _open_slots(study_id, role, grp, gender)
-    rows = list(db.query(f"SELECT * FROM participants WHERE {where} ORDER BY id LIMIT 1", params))
-    return rows[0] if rows else None
+    found = rows(db.conn, f"SELECT * FROM participants WHERE {where} ORDER BY id LIMIT 1", params)
+    return found[0] if found else None
 
 
 def claim(db, participant_id: int, pid: str, prolific_study: str | None, session: str | None) -> None:

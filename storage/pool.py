@@ -90,10 +90,15 @@ def takeable(database: Database, study_id: str, phase: str, participant_id: int,
 
 
 def open_strata(database: Database, study_id: str, phase: str, strata: list[str]) -> list[str]:
-    """Which of these strata have an open item (one indexed probe each)."""
-    return [s for s in strata if database.scalar(
-        "SELECT 1 FROM work_pool WHERE study_id = ? AND phase = ? AND stratum = ? AND need > 0 LIMIT 1",
-        [study_id, phase, s])]
+    """Which of these strata have an open item: one statement, one indexed probe per stratum
+    (work_pool_open), in the order given."""
+    if not strata:
+        return []
+    rows = database.query(
+        "SELECT s.value AS stratum FROM json_each(?) s WHERE EXISTS (SELECT 1 FROM work_pool w "
+        "WHERE w.study_id = ? AND w.phase = ? AND w.stratum = s.value AND w.need > 0) ORDER BY s.key",
+        [json.dumps(list(strata)), study_id, phase])
+    return [r["stratum"] for r in rows]
 
 
 def held_strata(database: Database, participant_id: int, phase: str) -> dict[str, int]:

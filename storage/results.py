@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 
-from storage.db import Database, now
+from storage.db import Database, insert_row, insert_rows, now
 
 
 def insert_recording(db, assignment_id: int, exchange_id: int, sha256: str, path_original: str,
                      path_16k: str, duration_s: float) -> int:
-    return db["recordings"].insert({
+    return insert_row(db, "recordings", {
         "assignment_id": assignment_id, "exchange_id": exchange_id, "sha256": sha256,
         "path_original": path_original, "path_16k": path_16k, "duration_s": duration_s,
-        "created_at": now()}).last_pk
+        "created_at": now()})
 
 
 def recording_for_assignment(database: Database, assignment_id: int) -> dict | None:
@@ -37,10 +37,10 @@ def translation(database: Database, exchange_id: int) -> dict | None:
 
 
 def insert_answers(db, assignment_id: int, exchange_id: int, answers: list[dict]) -> None:
-    db["answers"].insert_all({"assignment_id": assignment_id, "exchange_id": exchange_id,
-                              "question_idx": a["idx"], "text": a["text"],
-                              "unanswerable": int(a["unanswerable"]), "created_at": now()}
-                             for a in answers)
+    at = now()
+    insert_rows(db, "answers", [{"assignment_id": assignment_id, "exchange_id": exchange_id,
+                                 "question_idx": a["idx"], "text": a["text"],
+                                 "unanswerable": int(a["unanswerable"]), "created_at": at} for a in answers])
 
 
 def answers(database: Database, assignment_id: int) -> list[dict]:
@@ -50,12 +50,12 @@ def answers(database: Database, assignment_id: int) -> list[dict]:
 
 def insert_validation(db, assignment_id: int, receive_assignment_id: int, exchange_id: int,
                       translation_score: float, qa_score: float, marks: dict[int, bool]) -> int:
-    vid = db["validations"].insert({
+    vid = insert_row(db, "validations", {
         "assignment_id": assignment_id, "receive_assignment_id": receive_assignment_id,
         "exchange_id": exchange_id, "translation_score": translation_score, "qa_score": qa_score,
-        "created_at": now()}).last_pk
-    db["validation_marks"].insert_all({"validation_id": vid, "question_idx": i, "correct": int(c)}
-                                      for i, c in sorted(marks.items()))
+        "created_at": now()})
+    insert_rows(db, "validation_marks", [{"validation_id": vid, "question_idx": i, "correct": int(c)}
+                                         for i, c in sorted(marks.items())])
     return vid
 
 
@@ -77,10 +77,10 @@ def validations_for_exchange(database: Database, exchange_id: int) -> list[dict]
 
 def insert_survey(db, assignment_id: int, exchange_id: int, stage: str, perspective: str,
                   satisfaction: int, trust: int, reliance: int) -> int:
-    return db["surveys"].insert({"assignment_id": assignment_id, "exchange_id": exchange_id,
+    return insert_row(db, "surveys", {"assignment_id": assignment_id, "exchange_id": exchange_id,
                                  "stage": stage, "perspective": perspective,
                                  "satisfaction": satisfaction, "trust": trust, "reliance": reliance,
-                                 "created_at": now()}).last_pk
+                                 "created_at": now()})
 
 
 def survey(database: Database, assignment_id: int) -> dict | None:
@@ -89,9 +89,9 @@ def survey(database: Database, assignment_id: int) -> dict | None:
 
 def insert_da_judgment(db, assignment_id: int, segment_row: int, score: float, hit_item_id: int | None = None,
                        modality: str | None = None) -> int:
-    return db["da_judgments"].insert({"assignment_id": assignment_id, "segment_row": segment_row,
+    return insert_row(db, "da_judgments", {"assignment_id": assignment_id, "segment_row": segment_row,
                                       "score": score, "hit_item_id": hit_item_id, "modality": modality,
-                                      "created_at": now()}).last_pk
+                                      "created_at": now()})
 
 
 def da_judgment(database: Database, assignment_id: int) -> dict | None:
@@ -99,10 +99,10 @@ def da_judgment(database: Database, assignment_id: int) -> dict | None:
 
 
 def insert_sd_ratings(db, assignment_id: int, ratings: list[dict]) -> None:
-    db["sd_ratings"].insert_all({"assignment_id": assignment_id, "pair_id": r["pair_id"],
-                                 "is_repeat": int(r.get("is_repeat", 0)), "value": r["value"],
-                                 "positive_left": int(r["positive_left"]), "created_at": now()}
-                                for r in ratings)
+    at = now()
+    insert_rows(db, "sd_ratings", [{"assignment_id": assignment_id, "pair_id": r["pair_id"],
+                                    "is_repeat": int(r.get("is_repeat", 0)), "value": r["value"],
+                                    "positive_left": int(r["positive_left"]), "created_at": at} for r in ratings])
 
 
 def sd_ratings(database: Database, assignment_id: int) -> list[dict]:
@@ -188,10 +188,11 @@ def save_da_feedback(db, participant_id: int, text: str) -> None:
 
 
 def insert_sd_suitability(db, assignment_id: int, ratings: list[dict], suggestion: str) -> None:
-    db["sd_suitability"].insert_all({"assignment_id": assignment_id, "pair_id": r["pair_id"],
-                                     "suitability": r["suitability"], "created_at": now()} for r in ratings)
+    at = now()
+    insert_rows(db, "sd_suitability", [{"assignment_id": assignment_id, "pair_id": r["pair_id"],
+                                        "suitability": r["suitability"], "created_at": at} for r in ratings])
     if suggestion:
-        db["sd_suggestions"].insert({"assignment_id": assignment_id, "text": suggestion, "created_at": now()})
+        insert_row(db, "sd_suggestions", {"assignment_id": assignment_id, "text": suggestion, "created_at": now()})
 
 
 def sd_rating_rows(database: Database, study_id: str) -> list[dict]:

@@ -151,6 +151,12 @@ def _run(target, people) -> tuple[dict, float]:
     return out, time.perf_counter() - t0
 
 
+def cpu_s(pid: int) -> float:
+    """A process's CPU time so far (user + system, all threads), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _summary(xs: list[float], wall: float) -> dict:
     from benchmarks.usability.study_sim import summarise
     if not xs:
@@ -183,9 +189,13 @@ def http_sample(sim, levels=LEVELS) -> dict:
             for p in people:
                 roles[f"{p.role}/{p.tab}"] = roles.get(f"{p.role}/{p.tab}", 0) + 1
             deadline = time.time() + DEADLINE_S
+            c0 = cpu_s(noop.pid)
             noop_out, noop_wall = _run(lambda p, start, out: _noop(noop_url, p, 2 + SUBMITS, start, out), people)
+            noop_cpu = cpu_s(noop.pid) - c0
+            c0 = cpu_s(app.proc.pid)
             app_out, app_wall = _run(lambda p, start, out: _drive(sim, app.url, p, wav, deadline, start, out),
                                      people)
+            app_cpu = cpu_s(app.proc.pid) - c0
             # the worker's part, then the admin's review, for what was recorded over HTTP
             recorded = [e for o in app_out.values() for e in o["recorded"]]
             for eid in recorded:
@@ -206,6 +216,10 @@ def http_sample(sim, levels=LEVELS) -> dict:
                    "noop": _summary(noops, noop_wall),
                    "per_endpoint": {k: _summary(xs, app_wall) for k, xs in sorted(by.items())},
                    "noop_per_call": {k: _summary(xs, noop_wall) for k, xs in sorted(noop_by.items())},
+                   # the servers' own CPU per call (the clients run on the same cores)
+                   "server_cpu_ms_per_call": {
+                       "app": round(1000 * app_cpu / max(1, sum(len(o["lat"]) for o in app_out.values())), 2),
+                       "noop": round(1000 * noop_cpu / max(1, sum(len(o["lat"]) for o in noop_out.values())), 2)},
                    "recorded_over_http": len(recorded), "errors": errors[:10], "n_errors": len(errors),
                    "load_average": [round(x, 2) for x in os.getloadavg()]}
             if calls and noops:

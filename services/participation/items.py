@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from services.common.settings import Settings
 from services.da import campaign as da_campaign
 from services.participation import rate_limit, workflow
+from services.participation.serial import one_at_a_time
 from services.sd import form as sd_form
 from services.study import consent
 from services.study.texts import Voice, page_language, refusal, reword, sqm_label, texts
@@ -185,6 +186,7 @@ def _content(database, study, p, a) -> dict:
     return content
 
 
+@one_at_a_time
 def get_view(database, token: str | None, tab: str, touch: bool = True, media_dir=None,
              limited: bool = True, lang: str | None = None) -> ItemView:
     """limited=False: the view a submit returns (the submit was counted against the limit).
@@ -261,6 +263,19 @@ def _view(database, token, tab, touch, media_dir, limited, voice: Voice) -> Item
         ready = None if more is None else counts["open"] + more
     return ItemView(tab, "item", "", counts["done"], total, a["phase"], item_key(tab, a), content,
                     ready=ready, lang=lang, labels=_labels(voice, ready))
+
+
+def ready_next(db, database, p: dict, study: dict, tab: str) -> None:
+    """Inside a submit's write: what the view that follows it would write (the next item taken
+    from the pool, that item's first-shown time, the participant's last-seen time), so that
+    the view writes nothing and a submit takes the write lock once, not twice."""
+    a = queue.next_open(database, p["id"], TAB_PHASES[tab])
+    if a is None and workflow.takes_from_pool(p, tab) and workflow.may_take(database, p, study):
+        a = workflow.next_item(db, database, p, study)
+    if a is not None and not a["first_shown_at"]:
+        queue.mark_shown(db, a["id"])
+    if _stale(p["last_seen_at"]):
+        participants.touch(db, p["id"])
 
 
 TOUCH_EVERY_S = 60          # last_seen_at's resolution: a view within a minute of the last writes nothing

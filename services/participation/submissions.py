@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from services.da import campaign as da_campaign
 from services.participation import workflow
+from services.participation.serial import one_at_a_time
 from services.participation.items import (
     TAB_PHASES,
     WORKFLOW_TABS,
@@ -22,6 +23,7 @@ from services.participation.items import (
     limit_requests,
     parse_item_key,
     participant_for_token,
+    ready_next,
     tabs_for,
 )
 from services.study import consent
@@ -223,6 +225,7 @@ def _refuse_in_write(database, p: dict, a: dict, fresh: dict | None, tab: str) -
         raise _out_of_order(tab)
 
 
+@one_at_a_time
 def submit(database, token: str | None, tab: str, item_id, payload: dict, media_dir=None,
            actor: str | None = None, lang: str | None = None) -> SubmitResult:
     """lang: the language of the notice and of a refusal (default: the tab's page language)."""
@@ -307,5 +310,6 @@ def _submit(database, token, tab, item_id, payload, media_dir, actor, voice: Voi
                      {"item": a["item_id"], "at": now()})
         if tab in WORKFLOW_TABS:     # a DA or SD answer opens no downstream work
             workflow.after_submit(db, database, study, a)
+            ready_next(db, database, p, study, tab)
     return SubmitResult(True, voice("saved"), _stored(database, queue.assignment(database, a["id"])),
                         get_view(database, token, tab, media_dir=media_dir, limited=False, lang=voice.lang))

@@ -213,7 +213,8 @@ def _open_informed(db, database, study: dict, exchange_id: int, only: int | None
 
 def _strata(database, study: dict) -> list[str]:
     groups = [*study["config"]["study"]["groups"], ""]
-    return [stratum(g, s["id"]) for g in groups for s in studies.systems(database, study["id"])]
+    systems = studies.systems(database, study["id"])
+    return [stratum(g, s["id"]) for g in groups for s in systems]
 
 
 def takes_from_pool(p: dict, tab: str) -> bool:

@@ -1,0 +1,67 @@
+"""Participant actions (a view, a submit) run one at a time in this process.
+
+Each is a millisecond or two of SQLite reads and one short write. Run side by side on
+Gradio's threadpool they only wait on each other: every SQLite call gives up the GIL and
+must win it back from the other handlers, and a submit does so some thirty times while it
+holds the write lock, so the next submit's wait grows with every request in flight (a convoy:
+at 16 clients a submit held the lock 13 ms for 1.5 ms of work and waited 380 ms for it,
+benchmarks/usability/study_sim.py --http). One at a time, each runs through in its own
+couple of milliseconds; the waiting is in a FIFO line instead of a scramble, so the slowest
+participant waits about as long as the median one.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import threading
+
+
+class FairLock:
+    """A reentrant lock handed to its waiters in the order they came, each woken alone
+    (threading.RLock is not fair: under load a thread can lose the race again and again)."""
+
+    def __init__(self):
+        self._mutex = threading.Lock()
+        self._line: collections.deque = collections.deque()     # (thread id, its gate), in order
+        self._owner: int | None = None
+        self._depth = 0
+
+    def __enter__(self):
+        me = threading.get_ident()
+        with self._mutex:
+            if self._owner == me:
+                self._depth += 1
+                return self
+            if self._owner is None:
+                self._owner, self._depth = me, 1
+                return self
+            gate = threading.Lock()
+            gate.acquire()
+            self._line.append((me, gate))
+        gate.acquire()          # the owner before us opens it, having made us the owner
+        return self
+
+    def __exit__(self, *exc):
+        with self._mutex:
+            self._depth -= 1
+            if self._depth:
+                return False
+            if self._line:
+                self._owner, gate = self._line.popleft()
+                self._depth = 1
+                gate.release()
+            else:
+                self._owner = None
+        return False
+
+
+ACTIONS = FairLock()
+
+
+def one_at_a_time(fn):
+    """Run fn under ACTIONS (a participant action that calls another holds it once)."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with ACTIONS:
+            return fn(*args, **kwargs)
+    return wrapped

@@ -1,0 +1,83 @@
+"""Participant actions one at a time (services/participation/serial.py), and a submit that
+takes the write lock once: the view it returns, and the page's next view, write nothing."""
+from __future__ import annotations
+
+import threading
+import time
+
+from services.participation.items import get_view
+from services.participation.serial import FairLock
+from services.participation.submissions import submit
+from services.study.participants import add_participants
+from test_participant_path_plans import Trace
+from usability_helpers import answer_survey
+
+
+def _wait_for(cond, seconds=5.0):
+    end = time.time() + seconds
+    while not cond():
+        assert time.time() < end, "timed out"
+        time.sleep(0.001)
+
+
+def test_fair_lock_serves_waiters_in_arrival_order_and_is_reentrant():
+    lock, order = FairLock(), []
+
+    def take(name):
+        with lock:
+            with lock:           # reentrant: the same thread enters again without waiting
+                order.append(name)
+
+    lock.__enter__()
+    threads = []
+    for name in "BCDEFG":
+        th = threading.Thread(target=take, args=(name,))
+        th.start()
+        threads.append(th)
+        _wait_for(lambda: len(lock._line) == len(threads))     # each waits before the next comes
+    assert order == []                                         # the owner still holds it
+    lock.__exit__(None, None, None)
+    for th in threads:
+        th.join(5)
+    assert order == list("BCDEFG")
+    assert lock._owner is None and not lock._line
+
+
+def test_fair_lock_excludes_while_held():
+    lock, inside, most = FairLock(), [0], [0]
+
+    def work():
+        for _ in range(200):
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+                inside[0] -= 1
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    [th.start() for th in threads]
+    [th.join(10) for th in threads]
+    assert most[0] == 1
+
+
+def _writes(statements) -> int:
+    return sum(1 for s in statements if s.lstrip().upper().startswith("BEGIN"))
+
+
+def test_a_submit_writes_once_and_the_views_after_it_write_nothing(demo_db):
+    """The next pooled item is taken, shown and the participant seen inside the submit's own
+    write; the view the page then makes (a reload) writes nothing."""
+    db = demo_db
+    rater, = add_participants(db, "demo", "rater", 1)
+    v = get_view(db, rater.token, "survey")
+    assert v.status == "item"
+    with Trace(db) as t:
+        res = submit(db, rater.token, "survey", v.item_id, {"satisfaction": 4, "trust": 4, "reliance": 4})
+    assert res.saved and res.next.status == "item"
+    assert _writes(t.sql) == 1
+    a = db.one("SELECT * FROM assignments WHERE participant_id = ? AND status = 'open'", [rater.id])
+    assert a["first_shown_at"]                      # the next item counts as shown from now
+    with Trace(db) as t:
+        again = get_view(db, rater.token, "survey")
+    assert again.item_id == res.next.item_id
+    assert _writes(t.sql) == 0
+    assert answer_survey(db, rater.token)           # and it can be answered as usual
