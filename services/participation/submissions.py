@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 from services.da import campaign as da_campaign
 from services.participation import workflow
-from services.participation.serial import one_at_a_time
 from services.participation.items import (
     TAB_PHASES,
     WORKFLOW_TABS,
@@ -26,6 +25,7 @@ from services.participation.items import (
     ready_next,
     tabs_for,
 )
+from services.participation.serial import one_at_a_time
 from services.study import consent
 from services.study.texts import Voice, page_language, refusal, reword
 from services.usability.audio_intake import IntakeError, store_recording
