@@ -121,3 +121,15 @@ def test_a_deactivated_sender_is_paused_not_dropped_out(study):
     out = pa.reassign_open_items(db, "demo", s2.id, "admin")
     assert sorted(int(w["item"]) for w in out.waiting if w.get("third_person")) == sorted(ex[s2.id])
     assert db.one("SELECT dropped_out_at FROM participants WHERE id = ?", [s2.id])["dropped_out_at"]
+
+
+def test_a_rater_with_no_work_yet_waits_instead_of_finishing(demo_db):
+    """A rater's items come from senders who drop out: with none waiting they see the waiting page
+    (which checks again by itself), never "finished" with a completion code at 0 of 0."""
+    with demo_db.write() as db:
+        db.execute("UPDATE work_pool SET need = 0 WHERE phase = 'survey_baseline'")
+    rater, = add_participants(demo_db, "demo", "rater", 1)
+    v = get_view(demo_db, rater.token, "survey")
+    assert v.status == "waiting", (v.status, v.message)
+    assert not v.completion_code
+    assert v.done == 0 and v.total > 0

@@ -126,8 +126,11 @@ def _total(database, p, study, tab, counts) -> int:
     if tab == "survey" and p["role"] == "sender":
         return 2 * cfg["usability"]["items_per_sender"]
     if tab == "survey":
+        # a rater's work comes from senders who drop out: like a receiver they wait for it (up to
+        # a sender's share), rather than finishing, and being paid, at 0 of 0
         c = queue.counts(database, p["id"], ("survey_baseline",))
-        return 2 * (c["open"] + c["done"])
+        cap = cfg["usability"]["items_per_sender"] if "usability" in cfg and p["role"] == "rater" else 0
+        return 2 * max(cap, c["open"] + c["done"])
     return counts["done"] + counts["open"]
 
 
