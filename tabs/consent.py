@@ -38,7 +38,9 @@ def build(ctx: Ctx) -> ConsentUI:
             decline = gr.Button("I do not agree", elem_id="consent-decline")
         msg = gr.HTML(elem_id="consent-msg")
 
-        @gr.render(inputs=state)
+        # only when the state changes: by default a render also runs on every page load, one more
+        # queued event (join, then the event stream) for every participant who has no form to fill
+        @gr.render(inputs=state, triggers=[state.change])
         def form(pg):
             if not pg or pg.get("stage") != "demographics":
                 return

@@ -273,7 +273,7 @@ def ready_next(db, database, p: dict, study: dict, tab: str) -> None:
     from the pool, that item's first-shown time, the participant's last-seen time), so that
     the view writes nothing and a submit takes the write lock once, not twice."""
     a = queue.next_open(database, p["id"], TAB_PHASES[tab])
-    if a is None and workflow.takes_from_pool(p, tab) and workflow.may_take(database, p, study):
+    if a is None and workflow.takes_from_pool(p, tab):      # next_item checks the room and the pool
         a = workflow.next_item(db, database, p, study)
     if a is not None and not a["first_shown_at"]:
         queue.mark_shown(db, a["id"])

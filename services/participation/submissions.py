@@ -25,7 +25,7 @@ from services.participation.items import (
     ready_next,
     tabs_for,
 )
-from services.participation.serial import one_at_a_time
+from services.participation.serial import ACTIONS
 from services.study import consent
 from services.study.texts import Voice, page_language, refusal, reword
 from services.usability.audio_intake import IntakeError, store_recording
@@ -225,18 +225,36 @@ def _refuse_in_write(database, p: dict, a: dict, fresh: dict | None, tab: str) -
         raise _out_of_order(tab)
 
 
-@one_at_a_time
 def submit(database, token: str | None, tab: str, item_id, payload: dict, media_dir=None,
            actor: str | None = None, lang: str | None = None) -> SubmitResult:
-    """lang: the language of the notice and of a refusal (default: the tab's page language)."""
+    """lang: the language of the notice and of a refusal (default: the tab's page language).
+    The checks and the save run in the line of participant actions (services/participation/
+    serial.py); a recording is decoded between the two, outside it, so that a long recording
+    never holds up anyone else's click (the save checks the item again inside its write)."""
     voice = Voice(lang or page_language(tab))
     try:
-        return _submit(database, token, tab, item_id, payload, media_dir, actor, voice)
+        with ACTIONS:
+            found = _checked(database, token, tab, item_id, media_dir, voice)
+        if isinstance(found, SubmitResult):
+            return found
+        p, study, a = found
+        payload = payload or {}
+        data = None
+        if a["phase"] == "record":
+            try:
+                data = {"audio": store_recording(payload.get("audio") or "", media_dir,
+                                                 study["config"]["usability"]["max_recording_seconds"])}
+            except IntakeError as e:
+                raise SubmissionError(str(e)) from e
+        with ACTIONS:
+            return _save(database, token, tab, p, study, a, payload, data, media_dir, actor, voice)
     except (AccessError, SubmissionError) as e:
         raise reword(e, voice)
 
 
-def _submit(database, token, tab, item_id, payload, media_dir, actor, voice: Voice) -> SubmitResult:
+def _checked(database, token, tab, item_id, media_dir, voice: Voice):
+    """(participant, study, assignment) of a submit that may go ahead, or the saved state of one
+    that was already saved; refusals raise."""
     limit_requests(token)
     p = participant_for_token(database, token)
     if tab not in tabs_for(p) or tab not in TAB_PHASES:
@@ -253,21 +271,19 @@ def _submit(database, token, tab, item_id, payload, media_dir, actor, voice: Voi
         raise refusal(AccessError, "not_in_queue")
     if a["status"] == "done":
         return _already_saved(database, a, token, tab, media_dir, voice)
-    phase = a["phase"]
-    payload = payload or {}
     nxt = queue.next_open(database, p["id"], TAB_PHASES[tab])
     if nxt is None or nxt["id"] != a["id"]:       # checked again inside the write
         if queue.assignment(database, a["id"])["status"] == "done":  # a concurrent double submit saved it
             return _already_saved(database, a, token, tab, media_dir, voice)
         raise _out_of_order(tab)
-    if phase == "record":
-        try:
-            audio = store_recording(payload.get("audio") or "", media_dir,
-                                    study["config"]["usability"]["max_recording_seconds"])
-        except IntakeError as e:
-            raise SubmissionError(str(e)) from e
-        data = {"audio": audio}
-    else:
+    return p, study, a
+
+
+def _save(database, token, tab, p: dict, study: dict, a: dict, payload: dict, data: dict | None, media_dir,
+          actor, voice: Voice) -> SubmitResult:
+    """The answer's own checks and its write (data: the stored recording of a record item)."""
+    phase = a["phase"]
+    if phase != "record":
         if phase == "da":
             try:
                 da_campaign.check_judgment(database, study, a, media_dir)
