@@ -75,7 +75,7 @@ def participant_api(database, settings) -> None:
 
     from services.participation.items import AccessError, get_view, participant_for_token
     from services.study.consent import ConsentError, record_consent, submit_demographics
-    from tabs.common import view_dict
+    from tabs.common import PARTICIPANT_EVENT, view_dict
 
     def view(participant_token: str, tab: str) -> dict:
         """The participant's current item on a tab, as the page shows it (resume after reload)."""
@@ -100,7 +100,7 @@ def participant_api(database, settings) -> None:
             return {"error": str(e)}
         return {"pending": stage}
 
-    gr.api(view, api_name="view", api_visibility="undocumented")
+    gr.api(view, api_name="view", api_visibility="undocumented", **PARTICIPANT_EVENT)
     gr.api(consent, api_name="consent", api_visibility="undocumented")
     gr.api(demographics, api_name="demographics", api_visibility="undocumented")
 
@@ -170,7 +170,7 @@ def role_page(database, settings, role: str, title: str):
     from services.study.texts import Voice, page_language
     from tabs import consent as consent_tab
     from tabs import da, receiver, record, sd, survey, validator
-    from tabs.common import Ctx, plain_html
+    from tabs.common import PARTICIPANT_EVENT, Ctx, plain_html
 
     builders = {"record": record.build, "receiver": receiver.build, "validator": validator.build,
                 "survey": survey.build, "da": da.build, "sd": sd.build}
@@ -216,7 +216,7 @@ def role_page(database, settings, role: str, title: str):
             tab_outputs += ui.outputs
         consent_ui.connect(tab_outputs, show_tabs)
         # the first item without a queue round trip (join, then the event stream): one POST
-        page.load(on_load, None, [token, welcome] + consent_ui.outputs, api_visibility="private", queue=False)
+        page.load(on_load, None, [token, welcome] + consent_ui.outputs, api_visibility="private", **PARTICIPANT_EVENT)
         for ui in uis:   # a finished queue with a Prolific URL sends the participant back there
             ui.outputs[0].change(None, ui.outputs[0], None, js=REDIRECT_JS)
         participant_api(database, settings)

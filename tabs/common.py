@@ -16,6 +16,11 @@ from services.study.texts import Voice
 
 MAX_QUESTIONS = 10
 MAX_PAIRS = 24
+# A participant's events run outside Gradio's queue, as the page's first load does: one POST
+# each, where a queued event costs a join, an event stream and several messages, about as much
+# server time as the answer's own work. The services put participant actions in line themselves
+# (services/participation/serial.py), which is what the queue's concurrency limit was for here.
+PARTICIPANT_EVENT = {"queue": False}
 WAIT_POLL_S = 10          # a waiting page asks again this often (a view that writes nothing)
 
 
@@ -148,7 +153,8 @@ def wait_timer() -> gr.Timer:
 
 
 def timer_update(view: ItemView | None) -> gr.Timer:
-    return gr.Timer(active=view is not None and view.status == "waiting")
+    # an update, not a new gr.Timer: building a component costs about 0.2 ms of each submit
+    return gr.update(active=view is not None and view.status == "waiting")
 
 
 def poll_while_waiting(ctx: Ctx, name: str, timer: gr.Timer, outputs: list, render) -> None:
@@ -157,7 +163,7 @@ def poll_while_waiting(ctx: Ctx, name: str, timer: gr.Timer, outputs: list, rend
     def tick(token):
         view, err = safe_view(ctx, token, name)
         return render(view, "", err)
-    timer.tick(tick, ctx.token, outputs, api_visibility="private")
+    timer.tick(tick, ctx.token, outputs, api_visibility="private", **PARTICIPANT_EVENT)
 
 
 @dataclass

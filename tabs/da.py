@@ -16,7 +16,7 @@ import gradio as gr
 
 from services.da import campaign as da_campaign
 from services.participation.items import ready_participant
-from tabs.common import Ctx, TabUI, file_url, plain_html, safe_submit
+from tabs.common import PARTICIPANT_EVENT, Ctx, TabUI, file_url, plain_html, safe_submit, timer_update
 from tabs.item_form import answer_of, form_value, item_form
 
 
@@ -60,7 +60,7 @@ def build(ctx: Ctx) -> TabUI:
         has = view is not None and view.status == "item"
         return {form: form_value(view, notice, error, body_html(view.content) if has else ""),
                 feedback_box: gr.update(visible=view is not None and view.status == "complete"),
-                timer: gr.Timer(active=view is not None and view.status == "waiting")}
+                timer: timer_update(view)}
 
     def on_submit(token, value):
         item_id, answer = answer_of(value)
@@ -79,9 +79,10 @@ def build(ctx: Ctx) -> TabUI:
         return plain_html("Thank you: your feedback is saved.")
 
     outputs = [form, feedback_box, timer]
-    form.submit(on_submit, [ctx.token, form], outputs, api_name="da_submit", api_visibility="undocumented")
+    form.submit(on_submit, [ctx.token, form], outputs, api_name="da_submit", api_visibility="undocumented",
+                **PARTICIPANT_EVENT)
     send_feedback.click(on_feedback, [ctx.token, feedback], feedback_msg, api_name="da_feedback",
-                        api_visibility="undocumented")
+                        api_visibility="undocumented", **PARTICIPANT_EVENT)
     ui = TabUI("da", tab, outputs, render)
-    timer.tick(on_tick, ctx.token, outputs, api_visibility="private")
+    timer.tick(on_tick, ctx.token, outputs, api_visibility="private", **PARTICIPANT_EVENT)
     return ui

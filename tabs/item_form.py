@@ -24,7 +24,17 @@ import time
 
 import gradio as gr
 
-from tabs.common import Ctx, TabUI, header_html, poll_while_waiting, safe_submit, view_dict, wait_timer
+from tabs.common import (
+    PARTICIPANT_EVENT,
+    Ctx,
+    TabUI,
+    header_html,
+    poll_while_waiting,
+    safe_submit,
+    timer_update,
+    view_dict,
+    wait_timer,
+)
 
 FORM_JS = r"""
 const moved = new Set();
@@ -130,7 +140,7 @@ def form_tab(ctx: Ctx, name: str, label: str, body_html, payload_of) -> TabUI:
     def render(view, notice="", error="", typed=None):
         has = view is not None and view.status == "item"
         return {form: form_value(view, notice, error, body_html(view.content, typed) if has else ""),
-                timer: gr.Timer(active=view is not None and view.status == "waiting")}
+                timer: timer_update(view)}
 
     def on_submit(token, value):
         item_id, answer = answer_of(value)
@@ -138,6 +148,6 @@ def form_tab(ctx: Ctx, name: str, label: str, body_html, payload_of) -> TabUI:
         return render(view, notice, error, answer if error else None)
 
     outputs = [form, timer]
-    form.submit(on_submit, [ctx.token, form], outputs, **ctx.api_name(f"{name}_submit"))
+    form.submit(on_submit, [ctx.token, form], outputs, **ctx.api_name(f"{name}_submit"), **PARTICIPANT_EVENT)
     poll_while_waiting(ctx, name, timer, outputs, render)
     return TabUI(name, tab, outputs, render)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from tabs.common import Ctx, TabUI, header_html, plain_html, safe_submit, view_dict
+from tabs.common import PARTICIPANT_EVENT, Ctx, TabUI, header_html, plain_html, safe_submit, view_dict
 
 
 def build(ctx: Ctx) -> TabUI:
@@ -32,6 +32,6 @@ def build(ctx: Ctx) -> TabUI:
 
     outputs = [state, header, item, instruction, starter, audio, send]
     send.click(on_submit, [ctx.token, item, audio], outputs, api_name="record_submit",
-               api_visibility="undocumented")
+               api_visibility="undocumented", **PARTICIPANT_EVENT)
     ui = TabUI("record", tab, outputs, render)
     return ui

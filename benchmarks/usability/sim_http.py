@@ -189,13 +189,13 @@ def http_sample(sim, levels=LEVELS) -> dict:
             for p in people:
                 roles[f"{p.role}/{p.tab}"] = roles.get(f"{p.role}/{p.tab}", 0) + 1
             deadline = time.time() + DEADLINE_S
-            c0 = cpu_s(noop.pid)
+            c0, k0 = cpu_s(noop.pid), time.process_time()
             noop_out, noop_wall = _run(lambda p, start, out: _noop(noop_url, p, 2 + SUBMITS, start, out), people)
-            noop_cpu = cpu_s(noop.pid) - c0
-            c0 = cpu_s(app.proc.pid)
+            noop_cpu, noop_client = cpu_s(noop.pid) - c0, time.process_time() - k0
+            c0, k0 = cpu_s(app.proc.pid), time.process_time()
             app_out, app_wall = _run(lambda p, start, out: _drive(sim, app.url, p, wav, deadline, start, out),
                                      people)
-            app_cpu = cpu_s(app.proc.pid) - c0
+            app_cpu, app_client = cpu_s(app.proc.pid) - c0, time.process_time() - k0
             # the worker's part, then the admin's review, for what was recorded over HTTP
             recorded = [e for o in app_out.values() for e in o["recorded"]]
             for eid in recorded:
@@ -220,6 +220,10 @@ def http_sample(sim, levels=LEVELS) -> dict:
                    "server_cpu_ms_per_call": {
                        "app": round(1000 * app_cpu / max(1, sum(len(o["lat"]) for o in app_out.values())), 2),
                        "noop": round(1000 * noop_cpu / max(1, sum(len(o["lat"]) for o in noop_out.values())), 2)},
+                   # and the clients' (this process: the HTTP client, and for the app the answers)
+                   "client_cpu_ms_per_call": {
+                       "app": round(1000 * app_client / max(1, sum(len(o["lat"]) for o in app_out.values())), 2),
+                       "noop": round(1000 * noop_client / max(1, sum(len(o["lat"]) for o in noop_out.values())), 2)},
                    "recorded_over_http": len(recorded), "errors": errors[:10], "n_errors": len(errors),
                    "load_average": [round(x, 2) for x in os.getloadavg()]}
             if calls and noops:

@@ -149,6 +149,18 @@ class GradioHTTP:
         page = page_of_api(f"{tab}_{api_name}" if tab else api_name)
         return f"{self.root}/{page}/gradio_api" if page else f"{self.root}/gradio_api"
 
+    _queued: dict = {}          # page base -> {api name: whether its event goes through the queue}
+
+    def queued(self, base: str, api: str) -> bool:
+        """Whether the page sends this event through Gradio's queue (the page's config says; the
+        app's participant events do not: tabs/common.PARTICIPANT_EVENT)."""
+        if base not in GradioHTTP._queued:
+            r = self.http.get(base.removesuffix("/gradio_api") + "/config")
+            r.raise_for_status()
+            GradioHTTP._queued[base] = {d.get("api_name"): d.get("queue") is not False
+                                        for d in r.json().get("dependencies", [])}
+        return GradioHTTP._queued[base].get(api, True)
+
     def predict(self, *data, api_name: str):
         api = api_name.lstrip("/")
         tab = data[1] if api == "view" and len(data) > 1 and isinstance(data[1], str) else None
@@ -156,6 +168,19 @@ class GradioHTTP:
         try:
             # json.dumps writes NaN and Infinity as JavaScript does (httpx's json= refuses them)
             body = json.dumps({"data": list(data), "session_hash": self.session_hash})
+            if not self.queued(base, api):
+                # as the browser calls an event outside the queue: one POST, the outputs in its answer
+                r = self.http.post(f"{base}/api/{api}", content=body.encode(),
+                                   headers={"content-type": "application/json"})
+                try:
+                    out = r.json()
+                except ValueError:
+                    out = None
+                if not isinstance(out, dict) or "data" not in out:      # the error, as the queue's stream says it
+                    raise AppError(str(out["error"]) if isinstance(out, dict) and "error" in out
+                                   else f"HTTP {r.status_code}: {r.text[:500]}")
+                payload = out["data"]
+                return payload[0] if len(payload) == 1 else payload
             r = self.http.post(f"{base}/call/{api}", content=body.encode(),
                                headers={"content-type": "application/json"})
             if r.status_code != 200:
