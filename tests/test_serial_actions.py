@@ -104,3 +104,20 @@ def test_a_recording_is_decoded_outside_the_line(demo_db, tmp_path, monkeypatch)
                  media_dir=tmp_path / "media")
     assert res.saved
     assert owners == [None]
+
+
+def test_a_first_view_writes_once(demo_db):
+    """A participant's first view takes an item from the pool, marks it shown and notes when
+    they were last seen: one write transaction, not three; the next view writes nothing."""
+    db = demo_db
+    receiver, = add_participants(db, "demo", "receiver", 1)
+    with Trace(db) as t:
+        v = get_view(db, receiver.token, "receiver")
+    assert v.status == "item"
+    assert _writes(t.sql) == 1
+    p = db.one("SELECT last_seen_at FROM participants WHERE id = ?", [receiver.id])
+    a = db.one("SELECT first_shown_at FROM assignments WHERE participant_id = ? AND status = 'open'", [receiver.id])
+    assert p["last_seen_at"] and a["first_shown_at"]
+    with Trace(db) as t:
+        assert get_view(db, receiver.token, "receiver").item_id == v.item_id
+    assert _writes(t.sql) == 0

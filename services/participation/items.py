@@ -208,7 +208,37 @@ def _labels(voice: Voice, ready: int | None = None) -> dict:
     return out
 
 
+class _Writes:
+    """What a view writes besides taking an item (the last-seen, first-shown and completion
+    times): gathered and written in one transaction when the view is done, or inside the pool
+    take's when it takes one, so that a first view writes once, not three times."""
+
+    def __init__(self, database):
+        self.database, self.todo = database, []
+
+    def add(self, fn) -> None:
+        self.todo.append(fn)
+
+    def run_in(self, db) -> None:
+        for fn in self.todo:
+            fn(db)
+        self.todo.clear()
+
+    def flush(self) -> None:
+        if self.todo:
+            with self.database.write() as db:
+                self.run_in(db)
+
+
 def _view(database, token, tab, touch, media_dir, limited, voice: Voice) -> ItemView:
+    writes = _Writes(database)
+    try:
+        return _build_view(database, token, tab, touch, media_dir, limited, voice, writes)
+    finally:
+        writes.flush()
+
+
+def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, writes: _Writes) -> ItemView:
     if limited:
         limit_requests(token)
     p = participant_for_token(database, token)
@@ -219,8 +249,7 @@ def _view(database, token, tab, touch, media_dir, limited, voice: Voice) -> Item
     lang = voice.lang
     cfg = study["config"]["study"]
     if touch and _stale(p["last_seen_at"]):
-        with database.write() as db:
-            participants.touch(db, p["id"])
+        writes.add(lambda db: participants.touch(db, p["id"]))
     phases = TAB_PHASES[tab]
     stage = consent.pending_stage(database, p, study)
     if stage:      # no item (nor anything of one) before consent and the demographics form
@@ -228,10 +257,15 @@ def _view(database, token, tab, touch, media_dir, limited, voice: Voice) -> Item
         return ItemView(tab, stage, voice(stage), counts["done"], _total(database, p, study, tab, counts),
                         content=consent.page(study, p["role"], stage), lang=lang, labels=_labels(voice))
     a = queue.next_open(database, p["id"], phases)
+    shown = False
     if a is None and touch and workflow.takes_from_pool(p, tab) and workflow.may_take(database, p, study):
-        # the only write a view makes besides the first-shown time: taking one item from the pool
+        # taking one item from the pool (never a DA item: its content may not be ready), shown now
         with database.write() as db:
             a = queue.next_open(database, p["id"], phases) or workflow.next_item(db, database, p, study)
+            if a is not None and not a["first_shown_at"]:
+                queue.mark_shown(db, a["id"])
+                shown = True
+            writes.run_in(db)
     counts = queue.counts(database, p["id"], phases)
     total = _total(database, p, study, tab, counts)
     if a is None:
@@ -240,8 +274,7 @@ def _view(database, token, tab, touch, media_dir, limited, voice: Voice) -> Item
                 return ItemView(tab, "complete", voice("finished_tab"), counts["done"], total, lang=lang,
                                 labels=_labels(voice))
             if touch and not p["completed_at"]:      # the completion-code list's time (admin)
-                with database.write() as db:
-                    participants.mark_completed(db, p["id"])
+                writes.add(lambda db: participants.mark_completed(db, p["id"]))
             return ItemView(tab, "complete", voice("finished"), counts["done"], total,
                             completion_code=cfg["completion_code"], redirect_url=cfg["redirect_url"],
                             lang=lang, labels=_labels(voice))
@@ -257,9 +290,8 @@ def _view(database, token, tab, touch, media_dir, limited, voice: Voice) -> Item
         content["instruction"] = texts(study)["da"][key]
     else:
         content = _content(database, study, p, a)
-    if touch and not a["first_shown_at"]:
-        with database.write() as db:
-            queue.mark_shown(db, a["id"])
+    if touch and not a["first_shown_at"] and not shown:
+        writes.add(lambda db: queue.mark_shown(db, a["id"]))
     ready = None
     if workflow.takes_from_pool(p, tab):       # items come one at a time: say how many are ready now
         more = workflow.ready_in_pool(database, p, study)
