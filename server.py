@@ -568,6 +568,17 @@ def patient_start_probe(seconds: float = 60.0) -> None:
     networking.url_ok = url_ok
 
 
+def link_base(settings, host: str | None, port: int | None, tls: bool) -> str:
+    """The base of the participant links the server prints: TRADLAB_PUBLIC_URL or the Space's
+    address when there is one, else the address the server listens on (--host and --port
+    included: `app.py --demo --port 7891` printed links to :7860), https when it serves TLS."""
+    url = settings.public_url
+    if settings.get("TRADLAB_PUBLIC_URL") or settings.on_space:
+        return url
+    url = f"http://{host or settings.host}:{port or settings.port}"
+    return "https://" + url[len("http://"):] if tls else url
+
+
 def serve(args, settings, connect):
     """Serve the app until stopped: args are `serve`'s options, connect() opens the database."""
     import dataclasses
@@ -583,8 +594,7 @@ def serve(args, settings, connect):
     from services.common.settings import space_storage_warning
 
     certfile, keyfile = serve_tls(args, settings)
-    if certfile and not settings.get("TRADLAB_PUBLIC_URL") and settings.public_url.startswith("http://"):
-        settings = dataclasses.replace(settings, public_url="https://" + settings.public_url[len("http://"):])
+    settings = dataclasses.replace(settings, public_url=link_base(settings, args.host, args.port, bool(certfile)))
     warning = space_storage_warning(settings.environ)
     if warning:
         print(warning, file=sys.stderr)

@@ -97,8 +97,10 @@ function shown() {
   });
   const top = element.getBoundingClientRect().top;
   if (top < 0 || top > window.innerHeight * 0.5) element.scrollIntoView({block: 'start'});
+  // the first input, or on a page that only reads (an instruction page) its button: Enter goes on
   const first = form.querySelector(
-    'input:not([type=hidden]):not(:disabled), textarea:not(:disabled), select:not(:disabled)');
+    'input:not([type=hidden]):not(:disabled), textarea:not(:disabled), select:not(:disabled)') ||
+    form.querySelector('button[type=submit]');
   if (first) first.focus({preventScroll: true});
 }
 watch('value', shown);

@@ -320,3 +320,14 @@ def test_start_probe_waits_out_a_busy_server(monkeypatch):
         assert networking.url_ok.patient
     finally:
         server.shutdown()
+
+
+def test_printed_links_follow_the_port_and_host_the_server_listens_on():
+    from server import link_base
+
+    s = Settings.from_env({})
+    assert link_base(s, None, None, False) == "http://127.0.0.1:7860"
+    assert link_base(s, None, 7891, False) == "http://127.0.0.1:7891"
+    assert link_base(s, "10.0.0.5", 8000, True) == "https://10.0.0.5:8000"
+    mine = Settings.from_env({"TRADLAB_PUBLIC_URL": "https://study.example.org"})
+    assert link_base(mine, None, 7891, True) == "https://study.example.org"      # the team's own address wins
