@@ -12,6 +12,12 @@ ROOT = Path(__file__).resolve().parent
 DESCRIPTION = "The study app: `python app.py` serves it; subcommands import studies and manage participants."
 
 
+def refused(e: Exception) -> int:
+    """A command that cannot do what it was asked: the reason on stderr, exit status 2."""
+    print(f"error: {e}", file=sys.stderr)
+    return 2
+
+
 def open_db(settings):
     """The app database, migrated, in the configured journal mode (every command opens it here)."""
     from storage import open_database
@@ -100,8 +106,7 @@ def cmd_translate(args, settings):
     try:
         rows = translate_files(args.audio, args.system)
     except (IntakeError, BackendUnavailable, ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return refused(e)
     if args.json:
         print(json.dumps(rows if len(rows) > 1 else rows[0], ensure_ascii=False, indent=2))
         return 0
@@ -133,8 +138,7 @@ def cmd_analyze(args, settings):
         else:
             print(da_analysis.run_cli(args.judgments, args.out, alpha=args.alpha, wmt=args.wmt, fmt=args.format))
     except (ValueError, FileNotFoundError) as e:      # DAInputError names file, row and column
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return refused(e)
     return 0
 
 
@@ -160,8 +164,7 @@ def cmd_qe_audit(args, settings):
                                              progress=_progress_printer(), n_resamples=args.resamples,
                                              seed=args.seed)
     except (BackendUnavailable, KeyError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return refused(e)
     print(f"QE audit of {args.pairs}\n{qe_audit.summary(result)}\n{len(files)} files written to {args.out}")
     return 0
 
@@ -185,8 +188,7 @@ def cmd_qe_rerank(args, settings):
                                     sampler=sampler, n=args.n, database=database,
                                     include_greedy=args.include_greedy)
     except (BackendUnavailable, KeyError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return refused(e)
     print(res.table.to_string(index=False))
     for note in res.notes:
         print(f"note: {note}")
@@ -209,8 +211,7 @@ def cmd_data(args, settings):
                                       setting=args.setting)
             what = f"MT-GenEval {args.subset}, {args.setting}, en-{args.lang}, {args.split}"
     except (ValueError, FileNotFoundError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return refused(e)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(args.out, index=False)
     gold = frame["gold"].value_counts().to_dict() if "gold" in frame.columns else {}
@@ -225,8 +226,7 @@ def cmd_speak(args, settings):
     try:
         r = speak_to_file(args.text, args.lang, args.out, args.backend or settings.tts_backend, args.voice)
     except (BackendUnavailable, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return refused(e)
     print(f"{r['out']}: {r['bytes']} bytes from {r['backend']} ({r['voice']}) in {r['seconds']:.2f} s")
     return 0
 
@@ -237,8 +237,7 @@ def cmd_backup(args, settings):
     try:
         info = backup.backup(settings.db_path, args.out)
     except (FileNotFoundError, ValueError, RuntimeError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return refused(e)
     print(f"{info['path']}: {info['bytes']} bytes, {info['tables']} tables (a consistent copy of {settings.db_path})")
     return 0
 
@@ -252,8 +251,7 @@ def cmd_export(args, settings):
                            include_external_ids=args.include_external_ids, include_events=args.include_events,
                            include_audio=not args.no_audio)
     except (ExportError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return refused(e)
     print(f"study '{args.study}' exported to {res.summary()}")
     if args.include_external_ids:
         print("note: participants carry external and Prolific ids: keep this export private", file=sys.stderr)
@@ -287,8 +285,7 @@ def cmd_questions(args, settings):
         report = generate(database, args.study, n=args.n, starter_id=args.starter,
                           progress=_progress_bar("starters"))
     except (BackendUnavailable, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return refused(e)
     for s in report.starters:
         print(s.summary())
     print(report.summary())
@@ -303,8 +300,7 @@ def cmd_metrics(args, settings):
     try:
         out = exchange_metrics.score_auto_qa(database, args.study, progress=_progress_bar("exchanges"))
     except (BackendUnavailable, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return refused(e)
     mean = "-" if out["mean"] is None else f"{out['mean']:.3f}"
     print(f"auto-qa: {out['scored']} of {out['exchanges']} exchanges scored (mean {mean}); {out['none']} without "
           "a score (no accepted questions, or none answerable from the starter)")

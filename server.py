@@ -84,25 +84,24 @@ def participant_api(database, settings) -> None:
         except AccessError as e:
             return view_dict(None, error=str(e))
 
-    def consent(participant_token: str, agreed: bool) -> dict:
-        """Agree (true) or decline (false); returns the stage still pending (null: none)."""
+    def next_stage(record, token: str, answer) -> dict:
+        """record(participant, answer) -> the stage still pending (null: none), or the reason it was refused."""
         try:
-            stage = record_consent(database, participant_for_token(database, participant_token), agreed)
+            return {"pending": record(database, participant_for_token(database, token), answer)}
         except (AccessError, ConsentError) as e:
             return {"error": str(e)}
-        return {"pending": stage}
+
+    def consent(participant_token: str, agreed: bool) -> dict:
+        """Agree (true) or decline (false); returns the stage still pending (null: none)."""
+        return next_stage(record_consent, participant_token, agreed)
 
     def demographics(participant_token: str, answers: dict) -> dict:
         """The demographics form as {field id: answer}; returns the stage still pending."""
-        try:
-            stage = submit_demographics(database, participant_for_token(database, participant_token), answers)
-        except (AccessError, ConsentError) as e:
-            return {"error": str(e)}
-        return {"pending": stage}
+        return next_stage(submit_demographics, participant_token, answers)
 
     gr.api(view, api_name="view", api_visibility="undocumented", **PARTICIPANT_EVENT)
-    gr.api(consent, api_name="consent", api_visibility="undocumented")
-    gr.api(demographics, api_name="demographics", api_visibility="undocumented")
+    gr.api(consent, api_name="consent", api_visibility="undocumented", **PARTICIPANT_EVENT)
+    gr.api(demographics, api_name="demographics", api_visibility="undocumented", **PARTICIPANT_EVENT)
 
 
 def team_page(settings, database, auth):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import sqlite_utils
+from sqlite_utils.utils import dedupe_keys
 
 from storage.migrations import migrate
 
@@ -27,21 +28,15 @@ NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs",
 
 
 def rows(conn, sql: str, params: Any = ()) -> list[dict]:
-    """A SELECT's rows as dicts (a repeated column name gets _2, _3 ..., as sqlite-utils names
-    them). conn: a sqlite3 or sqlite-utils connection. sqlite-utils' query() wraps each SELECT
-    in a SAVEPOINT and a RELEASE: three statements, each of which gives up the GIL and waits to
+    """A SELECT's rows as dicts, a repeated column name renamed as sqlite-utils' query() renames
+    it. conn: a sqlite3 or sqlite-utils connection. Not query() itself: it wraps each SELECT in a
+    SAVEPOINT and a RELEASE: three statements, each of which gives up the GIL and waits to
     get it back while other requests run Python, so a participant's submit, holding the write
     lock, spent most of its time waiting (benchmarks/usability/study_sim.py --http)."""
     cur = conn.execute(sql, params)
     if cur.description is None:
         raise ValueError("rows() takes SQL that returns rows: " + sql.split(None, 1)[0])
-    keys = [d[0] for d in cur.description]
-    if len(set(keys)) < len(keys):
-        seen: dict[str, int] = {}
-        for i, k in enumerate(keys):
-            seen[k] = seen.get(k, 0) + 1
-            if seen[k] > 1:
-                keys[i] = f"{k}_{seen[k]}"
+    keys = dedupe_keys(d[0] for d in cur.description)
     return [dict(zip(keys, r)) for r in cur.fetchall()]
 
 

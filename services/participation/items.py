@@ -261,10 +261,8 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
     if a is None and touch and workflow.takes_from_pool(p, tab) and workflow.may_take(database, p, study):
         # taking one item from the pool (never a DA item: its content may not be ready), shown now
         with database.write() as db:
-            a = queue.next_open(database, p["id"], phases) or workflow.next_item(db, database, p, study)
-            if a is not None and not a["first_shown_at"]:
-                queue.mark_shown(db, a["id"])
-                shown = True
+            a = take_and_show(db, database, p, study, tab)
+            shown = a is not None
             writes.run_in(db)
     counts = queue.counts(database, p["id"], phases)
     total = _total(database, p, study, tab, counts)
@@ -300,15 +298,22 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
                     ready=ready, lang=lang, labels=_labels(voice, ready))
 
 
+def take_and_show(db, database, p: dict, study: dict, tab: str) -> dict | None:
+    """Inside a write: the participant's next open item of the tab, or one taken from the pool
+    (next_item checks their room and the pool), marked shown from now."""
+    a = queue.next_open(database, p["id"], TAB_PHASES[tab])
+    if a is None and workflow.takes_from_pool(p, tab):
+        a = workflow.next_item(db, database, p, study)
+    if a is not None and not a["first_shown_at"]:
+        queue.mark_shown(db, a["id"])
+    return a
+
+
 def ready_next(db, database, p: dict, study: dict, tab: str) -> None:
     """Inside a submit's write: what the view that follows it would write (the next item taken
     from the pool, that item's first-shown time, the participant's last-seen time), so that
     the view writes nothing and a submit takes the write lock once, not twice."""
-    a = queue.next_open(database, p["id"], TAB_PHASES[tab])
-    if a is None and workflow.takes_from_pool(p, tab):      # next_item checks the room and the pool
-        a = workflow.next_item(db, database, p, study)
-    if a is not None and not a["first_shown_at"]:
-        queue.mark_shown(db, a["id"])
+    take_and_show(db, database, p, study, tab)
     if _stale(p["last_seen_at"]):
         participants.touch(db, p["id"])
 
