@@ -253,8 +253,9 @@ class Rater:
     /view to resume) and, when the server disappears, waiting for it and resuming."""
 
     def __init__(self, url: str, token: str, seed: int, p_double: float = 0.1, p_concurrent: float = 0.1,
-                 p_reconnect: float = 0.1, deadline: float | None = None):
+                 p_reconnect: float = 0.1, deadline: float | None = None, gate: threading.Event | None = None):
         self.url, self.token = url, token
+        self.gate = gate            # cleared: the rater holds before its next step (a test's pause)
         self.rng = random.Random(seed)
         self.p_double, self.p_concurrent, self.p_reconnect = p_double, p_concurrent, p_reconnect
         self.deadline = deadline or time.time() + 600
@@ -305,6 +306,8 @@ class Rater:
         client, view = self._reconnect(None)
         try:
             for _ in range(ITEMS_PER_RATER * 4):               # bounded: every step saves an item or recovers
+                if self.gate is not None:
+                    self.gate.wait(max(0.0, self.deadline - time.time()))
                 if view is None or time.time() > self.deadline:
                     break
                 if view.get("status") == "complete":

@@ -8,7 +8,8 @@ and every answer the server acknowledged ("Saved.") stored with the score sent.
 
 test_kill_9_...: TRADLAB_LOAD_CRASH_CLIENTS (20) raters; when a third of their answers are in
 and a DA audio prerender job is running, the server gets SIGKILL and is restarted on the same
-database; the raters wait for it, reload and finish. Nothing acknowledged is lost, nothing is
+database; the raters wait for it, reload and finish. (The raters hold from the third until the
+job runs, then go on for 0.1 s before the kill, so the kill always lands mid-run.) Nothing acknowledged is lost, nothing is
 stored twice, and the jobs the dead process left running are run again to the end.
 
 Measured on the 2-core machine (shared with other work, load average 3-7): the 50-rater test
@@ -123,11 +124,16 @@ def test_kill_9_mid_run_loses_no_acknowledged_answer_and_resumes_jobs(tmp_path):
     app.start()
     out: dict = {}
     t0 = time.time()
+    # the raters hold while the render job waits its turn behind the import's metric jobs:
+    # unheld they finished all their items before it started (CI, after issue 16 made submits fast)
+    go = threading.Event()
+    go.set()
     runner = threading.Thread(target=lambda: out.update(logs=run_raters(
-        app.url, app.tokens("da"), SEED + 1, deadline=t0 + RUN_SECONDS)), daemon=True)
+        app.url, app.tokens("da"), SEED + 1, deadline=t0 + RUN_SECONDS, gate=go)), daemon=True)
     try:
         runner.start()
         assert wait_for(lambda: judgments(app) >= total // 3, 180), "the raters did not get going"
+        go.clear()
         # a job the raters' next step does not wait for, but a real one: the DA audio of every
         # HIT (what the admin's prerender or an audio rater's assignment queues)
         database = open_database(app.env["TRADLAB_DB"])
@@ -138,6 +144,8 @@ def test_kill_9_mid_run_loses_no_acknowledged_answer_and_resumes_jobs(tmp_path):
         database.close()
         assert wait_for(lambda: app.db("SELECT COUNT(*) FROM jobs WHERE kind = 'render_da_audio' "
                                        "AND status = 'running'")[0][0] > 0, 90, step=0.01), "no render job started"
+        go.set()                                            # the raters' requests are in flight at the kill
+        time.sleep(0.1)
         app.kill9()
         at_kill = judgments(app)
         running = dict((r[0], r[1]) for r in app.db("SELECT id, attempts FROM jobs WHERE status = 'running'"))
