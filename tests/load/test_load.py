@@ -9,8 +9,9 @@ and every answer the server acknowledged ("Saved.") stored with the score sent.
 test_kill_9_...: TRADLAB_LOAD_CRASH_CLIENTS (20) raters; when a third of their answers are in
 and a DA audio prerender job is running, the server gets SIGKILL and is restarted on the same
 database; the raters wait for it, reload and finish. (The raters hold from the third until the
-job runs, then go on for 0.1 s before the kill, so the kill always lands mid-run.) Nothing acknowledged is lost, nothing is
-stored twice, and the jobs the dead process left running are run again to the end.
+job runs, then go on for 0.1 s before the kill, so the kill always lands mid-run.) Nothing
+acknowledged is lost, nothing is stored twice, and the jobs the dead process left running are
+run again to the end.
 
 Measured on the 2-core machine (shared with other work, load average 3-7): the 50-rater test
 takes 90-110 s (80-96 s of rating, the rest starting the app), most of it Gradio's work on its
