@@ -144,8 +144,9 @@ def measure(browser, url: str, spec: Page, items: int) -> dict:
     }""")
     # the page's scripts may still be wiring events when its input first shows: let them settle
     # before the first answer (not part of the timed click)
-    page.wait_for_load_state("load")
-    page.wait_for_timeout(1000)
+    if items:
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(1000)
     button = spec.button
     clicks = []
     for i in range(items):
@@ -221,10 +222,12 @@ def da_text_study(dest: Path) -> Path:
     return dest
 
 
-def start_app(tmp: Path, runs: int):
+def start_app(tmp: Path, runs: int, fast: bool = True):
     from tests.conftest import RunningApp
 
-    app = RunningApp(tmp, env_extra={"TRADLAB_WORKER": "0", "TRADLAB_RATE_LIMIT": "0"})
+    tmp.mkdir(parents=True, exist_ok=True)
+    app = RunningApp(tmp, env_extra={"TRADLAB_WORKER": "0", "TRADLAB_RATE_LIMIT": "0",
+                                     "TRADLAB_FAST_PAGES": "1" if fast else "0"})
     for folder in (da_text_study(tmp / "demo"), receiver_study(tmp / "recv30", runs)):
         res = app.cli("import", str(folder))
         assert res.returncode == 0, res.stderr
@@ -247,9 +250,10 @@ def summarise(runs: list[dict]) -> dict:
 
     clicks = [c for r in runs for c in r["click_ms"]]
     first = [r["first_usable_ms"] for r in runs]
-    return {"click_p50_ms": round(float(np.percentile(clicks, 50)), 1),
-            "click_p95_ms": round(float(np.percentile(clicks, 95)), 1),
-            "first_usable_ms": first, "requests": [r["requests"] for r in runs],
+    pct = (lambda q: round(float(np.percentile(clicks, q)), 1)) if clicks else (lambda q: None)
+    return {"click_p50_ms": pct(50), "click_p95_ms": pct(95),
+            "first_usable_ms": first, "first_usable_median_ms": round(float(np.median(first)), 1),
+            "requests": [r["requests"] for r in runs],
             "transfer_kb": [r["transfer_kb"] for r in runs], "long_tasks": [r["long_tasks"] for r in runs],
             "long_task_ms": [r["long_task_ms"] for r in runs], "runs": runs}
 
@@ -267,20 +271,30 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     tmp = Path(tempfile.mkdtemp(prefix="tradlab-browser-bench-"))
-    app = floor = None
+    app = plain = floor = None
     try:
-        app = start_app(tmp, args.runs)
+        app = start_app(tmp / "app", args.runs)
+        # the same app without the preload hints and the in-memory bundle (TRADLAB_FAST_PAGES=0):
+        # first loads only, the before/after of both in the same run
+        plain = start_app(tmp / "plain", args.runs, fast=False)
         floor = start_floor(tmp)
-        pages = {"floor": (FloorPage(), [floor[2]] * args.runs),
-                 "da": (DAPage(), links(app, "demo", "da")[:args.runs]),
-                 "receiver": (ReceiverPage(), links(app, "recv30", "receiver")[:args.runs])}
-        out = {}
+        pages = {"floor": (FloorPage(), [floor[2]] * args.runs, args.items),
+                 "da": (DAPage(), links(app, "demo", "da")[:args.runs], args.items),
+                 "receiver": (ReceiverPage(), links(app, "recv30", "receiver")[:args.runs], args.items),
+                 "da_fast_pages_off": (DAPage(), links(plain, "demo", "da")[:args.runs], 0),
+                 "receiver_fast_pages_off": (ReceiverPage(), links(plain, "recv30", "receiver")[:args.runs], 0)}
+        out: dict = {name: [] for name in pages}
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-            for name, (spec, urls) in pages.items():
-                out[name] = summarise([measure(browser, url, spec, args.items) for url in urls])
-                print(name, {k: v for k, v in out[name].items() if k != "runs"}, flush=True)
+            # one load of each page in turn, run after run, so a slow spell of the machine falls on
+            # every page alike rather than on one page's loads
+            for i in range(args.runs):
+                for name, (spec, urls, items) in pages.items():
+                    out[name].append(measure(browser, urls[i], spec, items))
             browser.close()
+        for name in pages:
+            out[name] = summarise(out[name])
+            print(name, {k: v for k, v in out[name].items() if k != "runs"}, flush=True)
         result = {"machine": machine(), "items": args.items, "runs": args.runs, "pages": out,
                   "targets": {"click_p50_ms": 250, "click_p95_ms": 400, "first_usable_ms": 1500}}
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
@@ -289,8 +303,9 @@ def main() -> None:
         if floor:
             floor[0].terminate()
             floor[1].close()
-        if app:
-            app.stop()
+        for a in (app, plain):
+            if a:
+                a.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

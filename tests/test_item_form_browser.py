@@ -91,3 +91,22 @@ def test_da_by_keyboard_alone(app, page):
     assert slider.input_value() == "0" and page.locator("#da-slider output").inner_text() == "–"
     [(score,)] = app.rows("SELECT score FROM da_judgments")
     assert score == 7
+
+
+def test_the_page_loads_only_hinted_scripts_each_once(app, page):
+    """Every script and stylesheet the DA page loads before its first item is usable was named in
+    its HTML (tabs/preload.py), and none is fetched twice (a hint that did not match Gradio's own
+    request would be: the same file again)."""
+    import re
+    import urllib.request
+
+    url = app.links()["da"][0]
+    with urllib.request.urlopen(url, timeout=30) as r:
+        html = r.read().decode()
+    hinted = set(re.findall(r'<link rel="(?:modulepreload|preload)"[^>]*href="\./assets/([^"]+)"', html))
+    page.goto(url)
+    page.locator("#da-slider input[type=range]").wait_for(timeout=30000)
+    loaded = page.evaluate("() => performance.getEntriesByType('resource').map(e => e.name)")
+    assets = [n.split("?")[0].rsplit("/", 1)[-1] for n in loaded if "/assets/" in n]
+    assert assets and not set(assets) - hinted, sorted(set(assets) - hinted)
+    assert len(assets) == len(set(assets)), sorted(a for a in assets if assets.count(a) > 1)

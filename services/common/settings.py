@@ -52,6 +52,7 @@ class Settings:
     key_prefix: str = _s("TRADLAB_KEY_PREFIX", "TRADLAB_KEY_", "a study's api_key_env must name a variable starting with this (so a study cannot send, say, the admin password as an API key)", default="TRADLAB_KEY_")
     allow_remote_code: bool = _s("TRADLAB_ALLOW_REMOTE_CODE", "0", "1 lets a study file set trust_remote_code = true (runs Python shipped with a model); presets may set it regardless", default=False)
     rate_limit: float = _s("TRADLAB_RATE_LIMIT", "20", "views and submits per second per participant link (burst: twice that; kept in memory); 0 turns the limit off", default=20.0)
+    fast_pages: bool = _s("TRADLAB_FAST_PAGES", "1", "1 names every script a participant page loads in its HTML, so the browser fetches them at once (tabs/preload.py), and serves Gradio's hashed script files from memory, compressed once and cached by the browser for a year; 0 leaves both to Gradio", default=True)
     frame_ancestors: str = _s("TRADLAB_FRAME_ANCESTORS", "'self'", "who may show the app in a frame (CSP frame-ancestors): 'self', 'none', or origins; on a Space the default is `'self' https://huggingface.co` (its page embeds the app)", default="'self'")
     link_secret: str = _s("TRADLAB_LINK_SECRET", "", "key that signs Prolific URLs; every process serving or printing links must share it (empty: a random key kept in the database)", default="")
     llm_model: str = _s("TRADLAB_LLM_MODEL", "", "the LLM writing comprehension questions: a model folder or id (transformers) or a served model name (remote); a study's [llm] section wins", default="")
@@ -109,6 +110,7 @@ class Settings:
             "key_prefix": get["TRADLAB_KEY_PREFIX"].strip() or "TRADLAB_KEY_",
             "allow_remote_code": get["TRADLAB_ALLOW_REMOTE_CODE"].strip() == "1",
             "rate_limit": _float(get["TRADLAB_RATE_LIMIT"], 20.0),
+            "fast_pages": get["TRADLAB_FAST_PAGES"].strip() not in ("0", "false", "no"),
             "frame_ancestors": " ".join(get["TRADLAB_FRAME_ANCESTORS"].split()) or "'self'",
             "environ": dict(env)})
 
