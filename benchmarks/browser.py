@@ -6,8 +6,12 @@ The app is launched the way `make run` launches it (`python app.py`, a subproces
 loopback port, TRADLAB_WORKER=0 so no model job competes with the page), with two studies:
 the demo (its DA campaign in text mode: one HIT of 24 items per rater) and a 30-item receiver study (the
 demo's 12 starters copied under three ids each, their human translations imported as
-exchanges, ten questions each). Beside it runs the floor: a bare Gradio page with one slider
-and one button whose click returns the next progress line (this script with --floor-server).
+exchanges, ten questions each). Beside it run the same app with TRADLAB_FAST_PAGES=0 (no
+preload hints, Gradio serving its own bundle files: first loads only, the before/after of
+tabs/preload.py and server.StaticAssets in one run) and the floor: a bare Gradio page with one
+slider and one button whose click returns the next progress line (this script with
+--floor-server). Each run loads every page once, in turn, so a slow spell of the machine falls
+on all pages alike.
 
 In one headless Chromium (the project's, /usr/bin/chromium), per page and run:
 - first usable page: from navigation start to the first item's input being shown and enabled
