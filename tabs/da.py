@@ -20,13 +20,21 @@ from tabs.common import PARTICIPANT_EVENT, Ctx, TabUI, file_url, plain_html, saf
 from tabs.item_form import answer_of, form_value, item_form
 
 
+def picture(c: dict, alt: str) -> str:
+    """The item's image; on a phone (a window under 640 px) its narrow copy, so the text keeps
+    its size instead of being scaled down to a third."""
+    narrow = (f'<source media="(max-width: 640px)" srcset="{html.escape(file_url(c["image_narrow"]), quote=True)}">'
+              if c.get("image_narrow") else "")
+    return (f'<div id="da-image"><picture>{narrow}<img src="{html.escape(file_url(c["image"]), quote=True)}" '
+            f'alt="{alt}"></picture></div>')
+
+
 def body_html(c: dict) -> str:
     """The item's form: the reference and candidate (one image; or the reference's image and
     the candidate's audio), the slider (in audio mode locked until the candidate has played when
     the study says so: content "lock") and Submit."""
     if c.get("modality") == "audio":
-        ref = (f'<div id="da-image"><img src="{html.escape(file_url(c["image"]), quote=True)}" '
-               f'alt="The reference translation (grey)"></div>' if c.get("image") else "")
+        ref = picture(c, "The reference translation (grey)") if c.get("image") else ""
         note = (f'<p class="audio-note">{plain_html(c["audio_note"])}</p>'
                 if c.get("lock") and c.get("audio_note") else "")
         shown = (f'{ref}<div id="da-audio"><p class="audio-label">Candidate translation</p>'
@@ -34,8 +42,7 @@ def body_html(c: dict) -> str:
                  f'{note}</div>')
         lock = " disabled data-unlock-on-ended" if c.get("lock") else ""
     else:
-        shown = (f'<div id="da-image"><img src="{html.escape(file_url(c["image"]), quote=True)}" '
-                 f'alt="The reference (grey) above the candidate translation (black)"></div>')
+        shown = picture(c, "The reference (grey) above the candidate translation (black)")
         lock = ""
     return (f'<form class="da-item" autocomplete="off">'
             f'<p class="instruction">{plain_html(c.get("instruction", ""))}</p>'

@@ -247,3 +247,25 @@ def test_validator_scale_labels_do_not_overlap_on_a_phone(app_server, page):
         phone.screenshot(path=str(ARTIFACTS / "validator-phone.png"), full_page=True)
     finally:
         phone.close()
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_da_texts_keep_their_size_on_a_phone(app_server, page, width):
+    """The DA item is an image of the texts (paper 001); scaled down whole to a phone's width its
+    24 px text showed at about 9 px. Below 640 px of window the page takes the narrow copy."""
+    from services.da.render import FONT_SIZE, NARROW_WIDTH
+
+    pg = page.context.browser.new_page(**WIDTHS[width])
+    try:
+        pg.goto(app_server.links()["da"][0])            # the first rater has the text modality
+        img = pg.locator("#da-image img")
+        img.wait_for(timeout=30000)
+        pg.wait_for_function("() => { const i = document.querySelector('#da-image img'); "
+                             "return i && i.complete && i.naturalWidth > 0; }", timeout=15000)
+        natural, shown = img.evaluate("i => [i.naturalWidth, i.getBoundingClientRect().width]")
+        assert natural == (NARROW_WIDTH if width == "phone" else 900), natural
+        assert FONT_SIZE * shown / natural >= 18, (natural, shown)     # the text's size on the screen, px
+        assert pg.evaluate("document.documentElement.scrollWidth") <= WIDTHS[width]["viewport"]["width"]
+        pg.screenshot(path=str(ARTIFACTS / f"da-{width}.png"), full_page=True)
+    finally:
+        pg.close()

@@ -88,10 +88,26 @@ def test_a_text_hit_is_drawn_by_the_worker_ahead_of_the_rater(campaign):
     assert not any(da_render.image_path(i["reference"], i["candidate"], media).exists() for i in items)
     done = Worker(db, {"render_da_images": pipeline.handlers(db, media_dir=media)["render_da_images"]}).run_until_idle()
     assert [j["status"] for j in done] == ["done"]
-    assert all(da_render.image_path(i["reference"], i["candidate"], media).is_file() for i in items)
+    for width in (da_render.DEFAULT_WIDTH, da_render.NARROW_WIDTH):     # the phone's copy too
+        assert all(da_render.image_path(i["reference"], i["candidate"], media, width).is_file() for i in items)
     v = get_view(db, rater.token, "da", media_dir=media)
     it = studies.da_hit_item(db, int(v.item_id))
     assert v.content["image"] == str(da_render.image_path(it["reference"], it["candidate"], media))
+    assert v.content["image_narrow"] == str(da_render.image_path(it["reference"], it["candidate"], media,
+                                                                 da_render.NARROW_WIDTH))
+
+
+def test_the_phone_copy_keeps_the_texts_size(tmp_path):
+    """On a 390 px phone (302 px for the image) the 900 px image showed its 24 px text at 8 px;
+    the narrow copy, wrapped to 360 px, shows it at 20 px."""
+    from PIL import Image
+
+    ref, cand = "A maioria das novas estações ficará situada perto de escolas. " * 2, "Muitas estações novas."
+    wide, narrow = da_render.render_item_images(ref, cand, tmp_path)
+    shown = 302
+    with Image.open(wide) as w, Image.open(narrow) as n:
+        assert w.width == 900 and n.width == 360 and n.height > w.height      # the same text, more lines
+        assert da_render.FONT_SIZE * shown / w.width < 10 <= 19 < da_render.FONT_SIZE * shown / n.width
 
 
 def test_audio_items_wait_for_rendering_and_need_listening_when_locked(database, tmp_path):

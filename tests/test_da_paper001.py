@@ -66,7 +66,8 @@ def test_audio_mode_shows_the_reference_as_an_image(database, tmp_path):
     shown = json.dumps(v.content, ensure_ascii=False)
     assert it["reference"] not in shown and it["candidate"] not in shown
     page = body_html(v.content)
-    assert '<div id="da-image"><img src=' in page and "<audio controls" in page
+    assert '<div id="da-image"><picture><source media="(max-width: 640px)" srcset=' in page and "<img src=" in page
+    assert "<audio controls" in page
     assert it["reference"] not in page and 'class="reference"' not in page
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from services.da.render import render_text_item
+from services.da.render import render_item_images
 from services.models import tts
 from services.study.texts import texts
 from storage import jobs, participants, queue, results, studies
@@ -89,9 +89,10 @@ def locked(study) -> bool:
     return bool(study["config"]["da"].get("lock_until_played", False))
 
 
-def reference_image(reference: str, media_dir) -> Path | None:
-    """Audio mode's reference, alone in grey as an image (None for an empty reference)."""
-    return render_text_item(reference, "", media_dir) if (reference or "").strip() else None
+def reference_image(reference: str, media_dir) -> tuple[Path, Path] | None:
+    """Audio mode's reference, alone in grey as an image and its phone copy (None for an empty
+    reference)."""
+    return render_item_images(reference, "", media_dir) if (reference or "").strip() else None
 
 
 def item_content(database, study, a, media_dir) -> dict | None:
@@ -101,14 +102,15 @@ def item_content(database, study, a, media_dir) -> dict | None:
     modality = a["meta"]["modality"]
     base = {"modality": modality, "pos": it["pos"]}
     if modality == "text":
-        image = render_text_item(it["reference"], it["candidate"], media_dir)
-        return {**base, "image": str(image)}
+        image, narrow = render_item_images(it["reference"], it["candidate"], media_dir)
+        return {**base, "image": str(image), "image_narrow": str(narrow)}
     path = _audio_path(study, it["candidate"], media_dir)
     if not path.is_file():
         return None
-    image = reference_image(it["reference"], media_dir)
+    images = reference_image(it["reference"], media_dir)
     out = {**base, "audio": str(path), "audio_seconds": round(wav_seconds(path), 2),
-           "image": str(image) if image else None, "lock": locked(study)}
+           "image": str(images[0]) if images else None, "image_narrow": str(images[1]) if images else None,
+           "lock": locked(study)}
     if out["lock"]:
 
         out["audio_note"] = texts(study)["da"]["audio_locked"]
@@ -134,7 +136,7 @@ def render_hit_images(database, study_id: str, hit_id: int, media_dir) -> int:
     """Draw every text-mode image of a HIT (each once: the image cache)."""
     items = studies.da_hit_items(database, hit_id)
     for it in items:
-        render_text_item(it["reference"], it["candidate"], media_dir)
+        render_item_images(it["reference"], it["candidate"], media_dir)
     return len(items)
 
 
@@ -164,7 +166,7 @@ def prerender(database, study_id: str, media_dir, progress=None) -> dict:
     total = len(items) + len(refs) + (len(texts) if da["modality"] != "text" else 0)
     done = 0
     for it in items:
-        render_text_item(it["reference"], it["candidate"], media_dir)
+        render_item_images(it["reference"], it["candidate"], media_dir)
         done += 1
         if progress:
             progress(done, total)

@@ -39,6 +39,10 @@ from services.models import tts
 
 RENDER_VERSION = 1
 DEFAULT_WIDTH = 900
+# a phone's copy: the 900 px image scaled into a 390 px phone's 302 px showed its 24 px text at
+# 8 px; at 360 px it shows at 20 px there and 18 px on a 360 px phone (the page picks it below
+# 640 px of window width)
+NARROW_WIDTH = 360
 FONT_SIZE = 24                 # px; the reference and the MT output alike
 LINE_HEIGHT = 1.5              # x FONT_SIZE
 PADDING = 24                   # px around the text
@@ -298,6 +302,12 @@ def render_text_item(reference: str, candidate: str, media_dir, width: int = DEF
     if not target.is_file():
         _atomic_write(target, text_image(reference, candidate, width))
     return target
+
+
+def render_item_images(reference: str, candidate: str, media_dir) -> tuple[Path, Path]:
+    """The item's image for wide screens and its narrow copy for phones (each drawn once)."""
+    return (render_text_item(reference, candidate, media_dir, DEFAULT_WIDTH),
+            render_text_item(reference, candidate, media_dir, NARROW_WIDTH))
 
 
 def render_audio_item(candidate: str, lang: str, media_dir, backend=None, voice: str | None = None) -> Path:
