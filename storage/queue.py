@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from storage.db import Database, now
+from storage.db import Database, now, rows
 
 SURVEY_PHASES = ("survey_baseline", "survey_informed")
 
@@ -177,11 +177,10 @@ def sender_starters(database: Database, participant_id: int) -> set[str]:
     return {r["starter_id"] for r in rows}
 
 
-def record_loads(database: Database, study_id: str) -> dict[int, int]:
-    """Record items each sender holds (open or done)."""
-    rows = database.query("SELECT participant_id, COUNT(*) AS n FROM assignments WHERE study_id = ? "
-                          "AND phase = 'record' AND status != 'withdrawn' GROUP BY participant_id", [study_id])
-    return {r["participant_id"]: r["n"] for r in rows}
+def record_load(database: Database, participant_id: int) -> int:
+    """Record items a sender holds (open or done)."""
+    return database.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND phase = 'record' "
+                           "AND status != 'withdrawn'", [participant_id])
 
 
 def exchange_phases(database: Database, study_id: str, limit: int = 200, offset: int = 0) -> list[dict]:
@@ -205,25 +204,32 @@ def exchange_phases(database: Database, study_id: str, limit: int = 200, offset:
            WHERE e.study_id = ? ORDER BY e.id LIMIT ? OFFSET ?""", [study_id, limit, offset])
 
 
+# A rater holds a whole HIT (services/da/campaign.assign_hit gives every item of one HIT at once),
+# so the rater's assignment of the HIT's first item stands for the HIT: one indexed row per
+# rater, instead of every row of the study's DA phase (raters x items) for each new rater. CROSS
+# JOIN keeps the HITs outside (SQLite's planner otherwise walks the whole DA phase of the study).
+_DA_HOLDERS = """
+    SELECT h.id AS hit, json_extract(a.meta, '$.modality') AS modality,
+           COALESCE(json_extract(a.meta, '$.run'), 1) AS run, a.participant_id AS pid
+    FROM da_hits h
+    CROSS JOIN assignments a ON a.study_id = h.study_id AND a.phase = 'da'
+         AND a.item_id = CAST((SELECT i.id FROM da_hit_items i WHERE i.hit_id = h.id ORDER BY i.pos LIMIT 1) AS TEXT)
+    WHERE h.study_id = ? AND a.status != 'withdrawn'
+      AND NOT EXISTS (SELECT 1 FROM assignments w WHERE w.participant_id = a.participant_id
+                      AND w.status = 'withdrawn' AND w.phase = 'da')"""
+
+
 def da_hit_loads(database: Database, study_id: str) -> dict[tuple[int, str, int], int]:
     """How many raters hold each (HIT, modality, run) (an assignment from before runs were
     stored counts as run 1). A rater whose HIT was withdrawn part-way
     (services/admin/participants) no longer counts, so the HIT goes in full to a new rater."""
-    rows = database.query(
-        "SELECT json_extract(meta, '$.hit_id') AS hit, json_extract(meta, '$.modality') AS modality, "
-        "COALESCE(json_extract(meta, '$.run'), 1) AS run, "
-        "COUNT(DISTINCT participant_id) AS n FROM assignments WHERE study_id = ? AND phase = 'da' "
-        "AND status != 'withdrawn' AND participant_id NOT IN (SELECT participant_id FROM assignments "
-        "WHERE study_id = ? AND phase = 'da' AND status = 'withdrawn') GROUP BY hit, modality, run",
-        [study_id, study_id])
-    return {(r["hit"], r["modality"], r["run"]): r["n"] for r in rows}
+    found = rows(database.db.conn, f"SELECT hit, modality, run, COUNT(DISTINCT pid) AS n FROM ({_DA_HOLDERS}) "
+                                "GROUP BY hit, modality, run", [study_id])
+    return {(r["hit"], r["modality"], r["run"]): r["n"] for r in found}
 
 
 def da_modality_counts(database: Database, study_id: str) -> dict[str, int]:
     """Raters per modality (one whose HIT was withdrawn part-way no longer counts)."""
-    rows = database.query(
-        "SELECT json_extract(meta, '$.modality') AS modality, COUNT(DISTINCT participant_id) AS n "
-        "FROM assignments WHERE study_id = ? AND phase = 'da' AND participant_id NOT IN (SELECT participant_id "
-        "FROM assignments WHERE study_id = ? AND phase = 'da' AND status = 'withdrawn') GROUP BY modality",
-        [study_id, study_id])
-    return {r["modality"]: r["n"] for r in rows}
+    found = rows(database.db.conn, f"SELECT modality, COUNT(DISTINCT pid) AS n FROM ({_DA_HOLDERS}) GROUP BY modality",
+                 [study_id])
+    return {r["modality"]: r["n"] for r in found}

@@ -203,6 +203,35 @@ def test_a_da_raters_unfinished_hit_goes_whole_to_the_next_da_rater(demo_db):
     assert queue.counts(db, first.id, ("da",)) == {"open": 0, "done": 1}
 
 
+def test_hit_loads_read_one_row_per_rater_and_agree_with_the_whole_phase(demo_db):
+    """A new DA rater's HIT is the least-held one: the count reads each rater's first item of
+    their HIT (an index lookup) instead of every DA assignment of the study, and gives what
+    counting every row gives (the old query, kept here as the independent computation)."""
+    db = demo_db
+    raters = add_participants(db, "demo", "da", 7)
+    finish_one(db, raters[0].id)
+    for r in (raters[0], raters[3]):                  # one withdrawn part-way, one before any item
+        pa.deactivate(db, "demo", r.id, ACTOR)
+        pa.reassign_open_items(db, "demo", r.id, ACTOR)
+    add_participants(db, "demo", "da", 2)
+    whole = ("FROM assignments WHERE study_id = ? AND phase = 'da' AND status != 'withdrawn' AND participant_id "
+             "NOT IN (SELECT participant_id FROM assignments WHERE study_id = ? AND phase = 'da' "
+             "AND status = 'withdrawn')")
+    loads = {(r["hit"], r["m"], r["run"]): r["n"] for r in db.query(
+        "SELECT json_extract(meta, '$.hit_id') AS hit, json_extract(meta, '$.modality') AS m, "
+        f"COALESCE(json_extract(meta, '$.run'), 1) AS run, COUNT(DISTINCT participant_id) AS n {whole} "
+        "GROUP BY hit, m, run", ["demo", "demo"])}
+    modalities = {r["m"]: r["n"] for r in db.query(
+        f"SELECT json_extract(meta, '$.modality') AS m, COUNT(DISTINCT participant_id) AS n {whole} GROUP BY m",
+        ["demo", "demo"])}
+    assert queue.da_hit_loads(db, "demo") == loads and sum(loads.values()) == 7
+    assert queue.da_modality_counts(db, "demo") == modalities
+    plan = [r[-1] for r in db.db.conn.execute(
+        f"EXPLAIN QUERY PLAN SELECT COUNT(*) FROM ({queue._DA_HOLDERS})", ["demo"]).fetchall()]
+    assert not [p for p in plan if p.startswith("SCAN") or p.endswith("(study_id=? AND phase=?)")], plan
+    assert "SEARCH a USING INDEX assignments_item (study_id=? AND phase=? AND item_id=?)" in plan, plan
+
+
 def test_the_completion_list_has_only_finished_participants(demo_db, tmp_path):
     db = demo_db
     a, b = add_participants(db, "demo", "receiver", 2, external_ids=["PROLIFIC-A", "=HYPERLINK(1)"])

@@ -270,14 +270,14 @@ def replacement_sender(database, study_id: str, leaving: dict, starter_id: str) 
     """An active sender of the same group and gender (the design cell: the stratified design
     stays exactly balanced) who has not had this starter, the least loaded first; None when
     the cell has nobody who can take it."""
-    loads = queue.record_loads(database, study_id)
     takers = [s for s in participants.list_for_study(database, study_id, "sender")
               if s["active"] and s["id"] != leaving["id"]
               and (s["grp"], s["gender"]) == (leaving["grp"], leaving["gender"])
               and starter_id not in queue.sender_starters(database, s["id"])]
     if not takers:
         return None
-    takers.sort(key=lambda s: (loads.get(s["id"], 0), s["id"]))
+    # each taker's own load (an index lookup), not every sender's record items of the study
+    takers.sort(key=lambda s: (queue.record_load(database, s["id"]), s["id"]))
     return takers[0]["id"]
 
 
