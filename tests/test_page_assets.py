@@ -156,3 +156,18 @@ def test_the_served_app_sends_bundle_files_from_memory(app_server):
     with urllib.request.urlopen(req, timeout=30) as r:
         assert r.headers["Cache-Control"] == "public, max-age=31536000, immutable"
         assert gzip.decompress(r.read()) == (preload.ASSETS / "assets" / preload.entry()).read_bytes()
+
+
+def test_the_warm_up_asks_for_each_page_and_each_named_file_once(monkeypatch):
+    from server import warm_pages
+    from services.da import render
+
+    pages = {f"/{r}/": f'<head><base href="./">{preload.hint_html({"html", kind})}</head>'
+             for r, kind in (("da", "button"), ("receiver", "textbox"))}
+    fonts = []
+    monkeypatch.setattr(render, "font_chain", lambda: fonts.append(1))
+    asked = warm_pages(["da", "receiver"], lambda path: pages.get(path, ""))
+    assert fonts == [1] and asked[0] == "/da/" and "/receiver/" in asked
+    files = [p.rsplit("/", 1)[-1] for p in asked if "/assets/" in p]
+    assert len(files) == len(set(files))                       # each file once, whichever page named it
+    assert set(files) == set(preload.page_files({"html", "button"})) | set(preload.page_files({"html", "textbox"}))
