@@ -1,6 +1,7 @@
 """The web server: builds the app (a team page at "/" and one page per role), its middlewares and
 upload hardening, and serves it (TLS included). The command line that starts it is cli.py."""
 
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -454,7 +455,7 @@ class StaticAssets:
     50-odd files, while the participant's browser waits. A returning participant's browser keeps
     them. Anything else (an unhashed name, a HEAD, a file not in the bundle) goes to Gradio."""
 
-    HASHED = __import__("re").compile(r"^[A-Za-z0-9_.]+-[A-Za-z0-9_-]{8,}\.(?:js|css)$")
+    HASHED = re.compile(r"^[A-Za-z0-9_.]+-[A-Za-z0-9_-]{8,}\.(?:js|css)$")
     TYPES = {".js": b"text/javascript; charset=utf-8", ".css": b"text/css; charset=utf-8"}
 
     def __init__(self, app, pages=()):
@@ -790,8 +791,6 @@ def warm_pages(roles, get) -> list[str]:
     first DA item), then get(path) each role's page and each file it names once, as a browser
     would: Gradio's first render of a page, its preload hints, the in-memory bundle files.
     Returns the paths asked for."""
-    import re
-
     from services.da.render import font_chain
 
     font_chain()
