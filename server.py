@@ -344,6 +344,12 @@ class SecurityHeaders:
         return await self.app(scope, receive, send_with_headers)
 
 
+def app_path(scope) -> str:
+    """A request's path within the app: without the server's --root-path prefix."""
+    path, prefix = scope["path"], scope.get("root_path", "").rstrip("/")
+    return path[len(prefix):] if prefix and path.startswith(prefix + "/") else path
+
+
 class RoleRedirect:
     """A participant's link (/?t=TOKEN, or a signed Prolific URL naming its role) opens the page
     of its role: GET "/" or another role's page with such a query answers 302 to the role's page
@@ -381,10 +387,7 @@ class RoleRedirect:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
-            path, prefix = scope["path"], scope.get("root_path", "").rstrip("/")
-            if prefix and path.startswith(prefix + "/"):     # a server's --root-path
-                path = path[len(prefix):]
-            location = self.target(path, scope.get("query_string", b"").decode("latin-1"))
+            location = self.target(app_path(scope), scope.get("query_string", b"").decode("latin-1"))
             if location:
                 await send({"type": "http.response.start", "status": 302,
                             "headers": [(b"location", location.encode("latin-1")),
@@ -415,9 +418,7 @@ class PreloadHints:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["method"] != "GET":
             return await self.app(scope, receive, send)
-        path, prefix = scope["path"], scope.get("root_path", "").rstrip("/")
-        if prefix and path.startswith(prefix + "/"):
-            path = path[len(prefix):]
+        path = app_path(scope)
         role = path.strip("/")
         if not path.endswith("/") or role not in self.site.pages:
             return await self.app(scope, receive, send)
@@ -479,10 +480,7 @@ class StaticAssets:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope["method"] == "GET":
-            path, prefix = scope["path"], scope.get("root_path", "").rstrip("/")
-            if prefix and path.startswith(prefix + "/"):
-                path = path[len(prefix):]
-            head, _, name = path.rpartition("/assets/")
+            head, _, name = app_path(scope).rpartition("/assets/")
             found = self.files(name) if head in self.prefixes and self.HASHED.match(name) else None
             if found:
                 accept = dict(scope.get("headers", [])).get(b"accept-encoding", b"")
@@ -779,26 +777,27 @@ def warm_up(site: Site, local_url: str, verify: bool) -> None:
     def run():
         with httpx.Client(verify=verify, timeout=60, headers={"accept-encoding": "gzip"}) as client:
             try:
-                warm_pages(list(site.pages), lambda path: client.get(local_url.rstrip("/") + path).text)
+                warm_pages(site.pages, lambda path: client.get(local_url.rstrip("/") + path))
             except httpx.HTTPError:       # a warm-up only: the first participant pays instead
                 pass
 
     threading.Thread(target=run, name="warm-up", daemon=True).start()
 
 
-def warm_pages(roles, get) -> list[str]:
+def warm_pages(pages: dict, get) -> list[str]:
     """Find the fonts of the DA text images (fontconfig, a dozen subprocesses: about 0.15 s on the
-    first DA item), then get(path) each role's page and each file it names once, as a browser
-    would: Gradio's first render of a page, its preload hints, the in-memory bundle files.
-    Returns the paths asked for."""
+    first DA item), then get(path) each role's page and each bundle file it names once, as a
+    browser would: Gradio's first render of a page, its preload hints, the in-memory bundle
+    files. pages: role -> its Blocks. Returns the paths asked for."""
     from services.da.render import font_chain
+    from tabs import preload
 
     font_chain()
     asked, seen = [], set()
-    for role in roles:
+    for role, page in pages.items():
         asked.append(f"/{role}/")
-        page = get(asked[-1])
-        for name in re.findall(r'<link rel="(?:modulepreload|preload)"[^>]*href="\./assets/([^"]+)"', page):
+        get(asked[-1])
+        for name in preload.page_files(preload.config_types(page)):
             if name not in seen:
                 seen.add(name)
                 asked.append(f"/{role}/assets/{name}")

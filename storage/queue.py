@@ -226,10 +226,3 @@ def da_hit_loads(database: Database, study_id: str) -> dict[tuple[int, str, int]
     found = rows(database.db.conn, f"SELECT hit, modality, run, COUNT(DISTINCT pid) AS n FROM ({_DA_HOLDERS}) "
                                 "GROUP BY hit, modality, run", [study_id])
     return {(r["hit"], r["modality"], r["run"]): r["n"] for r in found}
-
-
-def da_modality_counts(database: Database, study_id: str) -> dict[str, int]:
-    """Raters per modality (one whose HIT was withdrawn part-way no longer counts)."""
-    found = rows(database.db.conn, f"SELECT modality, COUNT(DISTINCT pid) AS n FROM ({_DA_HOLDERS}) GROUP BY modality",
-                 [study_id])
-    return {r["modality"]: r["n"] for r in found}

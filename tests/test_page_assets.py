@@ -162,11 +162,16 @@ def test_the_warm_up_asks_for_each_page_and_each_named_file_once(monkeypatch):
     from server import warm_pages
     from services.da import render
 
-    pages = {f"/{r}/": f'<head><base href="./">{preload.hint_html({"html", kind})}</head>'
-             for r, kind in (("da", "button"), ("receiver", "textbox"))}
+    class Page:
+        def __init__(self, kind):
+            self.kind = kind
+
+        def get_config_file(self):
+            return {"components": [{"type": "html"}, {"type": self.kind}]}
+
     fonts = []
     monkeypatch.setattr(render, "font_chain", lambda: fonts.append(1))
-    asked = warm_pages(["da", "receiver"], lambda path: pages.get(path, ""))
+    asked = warm_pages({"da": Page("button"), "receiver": Page("textbox")}, lambda path: None)
     assert fonts == [1] and asked[0] == "/da/" and "/receiver/" in asked
     files = [p.rsplit("/", 1)[-1] for p in asked if "/assets/" in p]
     assert len(files) == len(set(files))                       # each file once, whichever page named it

@@ -11,6 +11,7 @@ from services.admin import participants as pa
 from services.admin import progress as admin_progress
 from services.admin.participants import ParticipantAdminError
 from services.common import paging
+from services.da import campaign as da_campaign
 from services.participation.items import AccessError, get_view, participant_for_token
 from services.study.participants import ParticipantError, add_participants
 from storage import jobs, pool, queue, results
@@ -225,7 +226,7 @@ def test_hit_loads_read_one_row_per_rater_and_agree_with_the_whole_phase(demo_db
         f"SELECT json_extract(meta, '$.modality') AS m, COUNT(DISTINCT participant_id) AS n {whole} GROUP BY m",
         ["demo", "demo"])}
     assert queue.da_hit_loads(db, "demo") == loads and sum(loads.values()) == 7
-    assert queue.da_modality_counts(db, "demo") == modalities
+    assert da_campaign.modality_counts(queue.da_hit_loads(db, "demo")) == modalities
     plan = [r[-1] for r in db.db.conn.execute(
         f"EXPLAIN QUERY PLAN SELECT COUNT(*) FROM ({queue._DA_HOLDERS})", ["demo"]).fetchall()]
     assert not [p for p in plan if p.startswith("SCAN") or p.endswith("(study_id=? AND phase=?)")], plan

@@ -42,12 +42,22 @@ class DAError(ValueError):
     pass
 
 
-def choose_modality(database, study) -> str:
+def choose_modality(study, loads: dict) -> str:
+    """The study's modality; with "both", the one fewer raters hold (loads: queue.da_hit_loads,
+    each rater holding one HIT in one modality)."""
     m = study["config"]["da"]["modality"]
     if m != "both":
         return m
-    counts = queue.da_modality_counts(database, study["id"])
+    counts = modality_counts(loads)
     return min(("text", "audio"), key=lambda x: counts.get(x, 0))
+
+
+def modality_counts(loads: dict) -> dict[str, int]:
+    """Raters per modality, from the raters per (HIT, modality, run)."""
+    counts: dict[str, int] = {}
+    for (_, modality, _), n in loads.items():
+        counts[modality] = counts.get(modality, 0) + n
+    return counts
 
 
 def assign_hit(db, database, study, pid: int) -> None:
@@ -55,8 +65,8 @@ def assign_hit(db, database, study, pid: int) -> None:
     hits = studies.da_hits(database, sid)
     if not hits:
         return
-    modality = choose_modality(database, study)
-    loads = queue.da_hit_loads(database, sid)
+    loads = queue.da_hit_loads(database, sid)       # read once: the modality comes from it too
+    modality = choose_modality(study, loads)
     runs = range(1, int(study["config"]["da"].get("runs", 1)) + 1)
     run, hit = min(((r, h) for r in runs for h in hits),
                    key=lambda rh: (loads.get((rh[1]["id"], modality, rh[0]), 0), rh[0], rh[1]["idx"]))
