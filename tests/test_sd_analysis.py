@@ -143,7 +143,7 @@ def same_partition(loadings: pd.DataFrame, items: list[str], groups: list[int]) 
 @pytest.fixture(scope="module")
 def clean_efa():
     data, groups = factor_data()
-    return data, groups, S.efa(data, seed=0)
+    return data, groups, S.efa(data, seed=0, factor_rule="parallel", prune=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -318,7 +318,7 @@ def test_goodness_of_fit_against_an_independent_ml_fit(clean_efa):
     assert res.p == pytest.approx(stats.chi2.sf(res.chi2, 62), rel=1e-9)
     assert res.p > 0.01  # the generating model fits
     # a misspecified model (2 factors) fits much worse
-    two = S.efa(data, n_factors=2)
+    two = S.efa(data, n_factors=2, prune=False)
     assert two.n_factors_source == "given" and two.p < 1e-10
     assert two.chi2 == pytest.approx((n - 1 - (2 * p + 5) / 6 - 4 / 3) * factanal_min(r, 2), rel=1e-4)
 
@@ -341,7 +341,7 @@ def test_ml_fit_statistics_formula():
 
 def test_pruning_removes_the_weak_and_the_cross_loading_item():
     data, groups = factor_data(n=900, seed=1, weak=True, cross=True)
-    full = S.efa(data, seed=0)
+    full = S.efa(data, seed=0, prune=False)
     assert full.n_factors == 4 and full.pruned == []
     assert full.communality["weak"] < 0.3
     res = S.efa(data, prune=True, seed=0)
@@ -512,8 +512,8 @@ def test_analyze_cleanses_then_factors(study_result):
 def test_write_outputs_files_and_columns(tmp_path, study_result):
     _, res = study_result
     paths = S.write_outputs(res, tmp_path)
-    assert sorted(p.name for p in paths) == ["cleansing.csv", "loadings.csv", "loadings.html", "scree.html",
-                                             "summary.json", "variance.csv"]
+    assert sorted(p.name for p in paths) == ["cleansing.csv", "cleansing_summary.csv", "loadings.csv", "loadings.html",
+                                             "scree.html", "summary.json", "variance.csv"]
     var = pd.read_csv(tmp_path / "variance.csv")
     assert list(var.columns) == S.VARIANCE_COLUMNS and len(var) == 4
     assert var["extraction_share"].tolist() == pytest.approx(res.efa.extraction_variance)
@@ -565,7 +565,7 @@ def test_run_cli(tmp_path):
     csv = tmp_path / "ratings.csv"
     df.to_csv(csv, index=False)
     text = S.run_cli(csv, tmp_path / "out", n_factors=4, prune=True)
-    assert "63 participants" in text and "4 factor(s) (given)" in text and "6 files written" in text
+    assert "63 participants" in text and "4 factor(s) (given)" in text and "7 files written" in text
     assert "before rotation (SPSS's extraction sums of squared loadings)" in text
     s = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert s["n_participants"] == 63 and s["factors"] == 4
@@ -576,7 +576,7 @@ def test_no_participant_kept_gives_outputs_without_efa(tmp_path):
     res = S.analyze(pd.DataFrame(rows))
     assert res.efa is None and res.n_kept == 0 and "no participant" in res.efa_error
     paths = S.write_outputs(res, tmp_path)
-    assert sorted(p.name for p in paths) == ["cleansing.csv", "loadings.csv", "summary.json"]
+    assert sorted(p.name for p in paths) == ["cleansing.csv", "cleansing_summary.csv", "loadings.csv", "summary.json"]
     s = json.loads((tmp_path / "summary.json").read_text())
     assert s["factors"] is None and s["n_kept"] == 0 and s["efa_error"]
     assert "EFA not run" in S.summary(res)

@@ -20,16 +20,26 @@ Cleansing (:func:`cleanse`), one row per participant (the paper's three steps):
   inconsistency (quartiles with linear interpolation, numpy's and pandas' default; strictly
   above the fence).
 * kept: none of the three.
+* the cleansing report (:func:`cleansing_report`, cleansing_summary.csv, the summary): per
+  step the raters it flags and their ratings, the total removed, the inconsistency cut-off,
+  beside the paper's figure (section 4.1: "The data cleansing removed 6,800 ratings, resulting
+  in 14,200 ratings", i.e. 6,800 of 21,000, 32 %), so a lab sees at once when its cleansing is
+  far milder or harsher than the paper's. The paper gives no rater count for the cleansing
+  (141 took part) and no IS cut-off (it defers the IS to Naderi 2018).
 
 EFA (:func:`efa`) on rows = (kept participant, sentence), columns = pairs (the first rating
 when a pair was repeated; rows missing a pair are left out, listwise as SPSS does):
 
-* number of factors K: Horn's parallel analysis unless given: the eigenvalues of the items'
-  correlation matrix against the MEAN eigenvalues of ``pa_iterations`` correlation matrices of
-  standard-normal data of the same shape (seeded; Horn's original criterion; pa_percentile=95
-  uses Glorfeld's 95th percentile instead); K = the number of leading eigenvalues above it
-  (at least 1, at most the largest K with a non-negative chi-square dof). K stays fixed while
-  items are pruned.
+* number of factors K, unless given (``factor_rule``): "kaiser" (the default) the eigenvalue-
+  above-one rule, the number of eigenvalues of the analysed items' correlation matrix above 1,
+  which SPSS applies unless a number is set (paper 002 ran its EFA in SPSS, section 4.2, and
+  names no other rule); "parallel" Horn's parallel analysis: the eigenvalues against the MEAN
+  eigenvalues of ``pa_iterations`` correlation matrices of standard-normal data of the same
+  shape (seeded; Horn's original criterion; pa_percentile=95 uses Glorfeld's 95th percentile
+  instead), K = the number of leading eigenvalues above it. Either way at least 1 and at most
+  the largest K with a non-negative chi-square dof. K stays fixed while items are pruned (a
+  note says when the eigenvalue rule on the final items would give another K, as an SPSS
+  re-run on them would).
 * extraction: maximum likelihood (statsmodels' Factor(method="ml") on the correlation
   matrix); rotation: promax with Kaiser normalisation, power 4 (SPSS's default kappa; factor_
   analyzer's Rotator, which follows R's psych::kaiser + stats::promax). statsmodels' own
@@ -48,10 +58,12 @@ when a pair was repeated; rows missing a pair are left out, listwise as SPSS doe
   canonical ML solution (L' Psi^-1 L diagonal, as SPSS's and R factanal's), ordered by that
   diagonal, largest first, and reflected to positive column sums; they are the extraction's
   factors, not the rotated ones (factor i before rotation is not factor i after it).
-* pruning (prune=True), one item per step, refitting after each: first the item with the
-  lowest communality if any is below 0.3 (the issue's threshold; the paper says "low
-  communalities"), otherwise the item whose two largest absolute loadings differ least if
-  they differ by less than 0.2 (the paper: "cross-loadings differing by less than 0.2");
+* pruning (prune=True, the default: paper 002, section 4.2, "Our data contained several
+  adjective pairs with low communalities and/or cross-loadings differing by less than 0.2 ...
+  we removed those attributes for the sake of interpretability"), one item per step, refitting
+  after each: first the item with the lowest communality if any is below 0.3 (the paper gives
+  no number for "low communalities": 0.3 is this project's), otherwise the item whose two
+  largest absolute pattern loadings differ least if they differ by less than 0.2;
   stops when no item is flagged or when removing one more would leave the K-factor model
   unidentified (negative dof). Every step is reported.
 * KMO and Bartlett's test of sphericity: factor_analyzer's calculate_kmo and calculate_
@@ -94,6 +106,8 @@ SUITABILITY_REQUIRED = ["participant_id", "pair_id", "suitability"]
 CLEANSING_COLUMNS = ["participant_id", "duration_s", "too_fast", "straight_liner", "inconsistency", "outlier",
                      "kept"]
 SUITABILITY_COLUMNS = ["pair_id", "n", "mean", "sd", "kept"]
+CLEANSING_REPORT_COLUMNS = ["step", "rule", "raters_removed", "ratings_removed", "ratings_removed_share",
+                            "paper_002"]
 SUMMARY_KEYS = ["n_participants", "n_kept", "kmo", "bartlett_chi2", "bartlett_p", "factors", "variance_explained",
                 "chi2", "dof", "p", "pruned_items"]
 
@@ -104,6 +118,13 @@ MIN_COMMUNALITY = 0.3        # pruning: communality below this
 MIN_LOADING_GAP = 0.2        # pruning: two largest |loadings| differing by less than this
 PROMAX_POWER = 4
 PA_ITERATIONS = 500
+# how K is chosen when no number is given; "kaiser" is SPSS's default (paper 002, section 4.2)
+FACTOR_RULES = {"kaiser": "eigenvalue > 1", "parallel": "parallel analysis"}
+FACTOR_RULE = "kaiser"
+# paper 002, section 4.1: "The data cleansing removed 6,800 ratings, resulting in 14,200 ratings"
+PAPER_RATINGS = 21_000
+PAPER_RATINGS_REMOVED = 6_800
+PAPER_PARTICIPANTS = 141     # section 3.2: "141 crowdworkers participated"
 ML_STARTS = 4                # ML fits from this many starting points; the best is kept
 _ML_OPTIONS = {"gtol": 1e-9, "ftol": 1e-15}
 SEED = 0
@@ -143,7 +164,7 @@ class EFAResult:
     factor_correlations: pd.DataFrame    # Phi, K x K
     variance_explained: list[float]      # share of the final items' total variance, per rotated factor
     n_factors: int
-    n_factors_source: str                # "given" or "parallel analysis" (+ ", capped ...")
+    n_factors_source: str                # "given", "eigenvalue > 1" or "parallel analysis" (+ ", capped ...")
     eigenvalues: list[float]             # of the correlation matrix of all analysed items
     pa_eigenvalues: list[float]          # parallel analysis criterion (random mean or percentile)
     pa_percentile: float | None
@@ -168,6 +189,11 @@ class EFAResult:
     extraction_ss: list[float] = field(default_factory=list)
     extraction_variance: list[float] = field(default_factory=list)
     extraction_cumulative: list[float] = field(default_factory=list)
+    factor_rule: str = FACTOR_RULE       # the rule that chose K when it was not given
+    kaiser_count: int = 0                # eigenvalues > 1 of the correlation matrix of all analysed items
+    prune: bool = True
+    min_communality: float = MIN_COMMUNALITY
+    min_gap: float = MIN_LOADING_GAP
 
 
 @dataclass
@@ -182,6 +208,7 @@ class SDResult:
     inconsistency_fence: float = math.nan
     inconsistency_measure: str = "mean_abs"
     efa_error: str | None = None
+    ratings_per_participant: pd.Series | None = None   # index participant_id: the rows (ratings) of each
 
 
 # ---------------------------------------------------------------------------------------------
@@ -368,6 +395,18 @@ def parallel_analysis(x: np.ndarray, iterations: int = PA_ITERATIONS, seed: int 
     return observed, crit, k
 
 
+def kaiser_count(x: np.ndarray) -> int:
+    """The eigenvalue-above-one rule (Kaiser-Guttman; SPSS's default number of factors): how
+    many eigenvalues of x's correlation matrix (columns = items) exceed 1."""
+    return int((np.linalg.eigvalsh(np.corrcoef(np.asarray(x, dtype=float), rowvar=False)) > 1).sum())
+
+
+def _check_rule(factor_rule) -> None:
+    if factor_rule not in FACTOR_RULES:
+        rules = "; ".join(f"{k}: {v}" for k, v in FACTOR_RULES.items())
+        raise EFAError(f"factor_rule must be one of {', '.join(FACTOR_RULES)} ({rules}), not {factor_rule!r}")
+
+
 def ml_fit_statistics(corr: np.ndarray, loadings: np.ndarray, uniqueness: np.ndarray,
                       n: int) -> tuple[float, int, float]:
     """(chi2, dof, p) of an ML factor solution (unrotated or rotated loadings: L L' is the same
@@ -520,12 +559,13 @@ def _prune_candidate(fit: dict, items: list[str], min_communality: float, min_ga
                        f"differ by {gap[i]:.3f} < {min_gap:g}")
 
 
-def efa(matrix, n_factors: int | None = None, prune: bool = False, seed: int = SEED, *,
-        pa_iterations: int = PA_ITERATIONS, pa_percentile: float | None = None,
+def efa(matrix, n_factors: int | None = None, prune: bool = True, seed: int = SEED, *,
+        factor_rule: str = FACTOR_RULE, pa_iterations: int = PA_ITERATIONS, pa_percentile: float | None = None,
         min_communality: float = MIN_COMMUNALITY, min_gap: float = MIN_LOADING_GAP) -> EFAResult:
     """Exploratory factor analysis of ``matrix`` (rows = observations, columns = items; a
     DataFrame, or an array whose items are named item_1..): ML extraction, promax rotation,
-    K by parallel analysis unless ``n_factors``; optional iterative pruning. Rows with a missing
+    K by ``factor_rule`` (eigenvalue > 1 by default, or parallel analysis) unless ``n_factors``;
+    iterative pruning unless prune=False (paper 002, section 4.2). Rows with a missing
     value are left out; items without variance are removed first (reported as pruned, reason
     zero_variance). Raises EFAError when the data cannot support the analysis.
 
@@ -535,10 +575,12 @@ def efa(matrix, n_factors: int | None = None, prune: bool = False, seed: int = S
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
-        return _efa(matrix, n_factors, prune, seed, pa_iterations, pa_percentile, min_communality, min_gap)
+        return _efa(matrix, n_factors, prune, seed, factor_rule, pa_iterations, pa_percentile, min_communality,
+                    min_gap)
 
 
-def _efa(matrix, n_factors, prune, seed, pa_iterations, pa_percentile, min_communality, min_gap) -> EFAResult:
+def _efa(matrix, n_factors, prune, seed, factor_rule, pa_iterations, pa_percentile, min_communality,
+         min_gap) -> EFAResult:
     # lazy import (factor_analyzer): heavy; needed only when a model is fitted
     from factor_analyzer import calculate_bartlett_sphericity, calculate_kmo
 
@@ -550,6 +592,7 @@ def _efa(matrix, n_factors, prune, seed, pa_iterations, pa_percentile, min_commu
         if arr.ndim != 2:
             raise EFAError("the matrix must be 2-dimensional (rows = observations, columns = items)")
         frame = pd.DataFrame(arr, columns=[f"item_{j + 1}" for j in range(arr.shape[1])])
+    _check_rule(factor_rule)
     if not isinstance(pa_iterations, (int, np.integer)) or pa_iterations < 1:
         raise EFAError(f"pa_iterations must be a whole number >= 1, not {pa_iterations!r}")
     all_items = list(frame.columns)
@@ -576,15 +619,17 @@ def _efa(matrix, n_factors, prune, seed, pa_iterations, pa_percentile, min_commu
         raise EFAError("the items' correlation matrix is singular (an item is a linear combination of others)")
 
     eig, crit, k_pa = parallel_analysis(x, pa_iterations, seed, pa_percentile)
+    k_kaiser = kaiser_count(x)
     k_max = max_factors(p)
     if n_factors is None:
-        k = max(1, k_pa)
-        source = "parallel analysis"
+        k_rule = k_kaiser if factor_rule == "kaiser" else k_pa
+        k = max(1, k_rule)
+        source = FACTOR_RULES[factor_rule]
         if k > k_max:
             source += f", capped from {k} to {k_max} (the most that {p} items identify)"
             k = k_max
-        elif k_pa == 0:
-            source += " (no eigenvalue above the random criterion: 1 factor)"
+        elif k_rule == 0:
+            source += " (no eigenvalue above the criterion: 1 factor)"
     else:
         if isinstance(n_factors, bool) or not isinstance(n_factors, (int, np.integer)) or n_factors < 1:
             raise EFAError(f"n_factors must be a whole number >= 1, not {n_factors!r}")
@@ -612,6 +657,10 @@ def _efa(matrix, n_factors, prune, seed, pa_iterations, pa_percentile, min_commu
         x = np.delete(x, j, axis=1)
         p -= 1
 
+    if prune and pruned and n_factors is None and factor_rule == "kaiser" and kaiser_count(x) != k:
+        notes.append(f"eigenvalue > 1 on the {p} pairs left after pruning gives {kaiser_count(x)} factor(s), not "
+                     f"the {k} kept while pruning (an SPSS re-run on them would extract {kaiser_count(x)}): set "
+                     "the number of factors to compare")
     heywood = [f"{item} ({u:.4f})" for item, u in zip(items, fit["uniqueness"]) if u < 0.005]
     if heywood:
         notes.append("Heywood case: uniqueness near 0 (communality near 1) for " + ", ".join(heywood))
@@ -638,26 +687,31 @@ def _efa(matrix, n_factors, prune, seed, pa_iterations, pa_percentile, min_commu
         pruned=pruned, seed=seed, notes=notes,
         unrotated_loadings=pd.DataFrame(fit["unrotated"], index=pd.Index(items, name="pair_id"), columns=names),
         extraction_ss=[float(v) for v in ss], extraction_variance=[float(v) for v in share],
-        extraction_cumulative=[float(v) for v in cumulative])
+        extraction_cumulative=[float(v) for v in cumulative],
+        factor_rule=factor_rule, kaiser_count=k_kaiser, prune=bool(prune), min_communality=float(min_communality),
+        min_gap=float(min_gap))
 
 
 # ---------------------------------------------------------------------------------------------
 # the whole analysis
 
 def analyze(df: pd.DataFrame, expected_seconds: float = EXPECTED_SECONDS, n_factors: int | None = None,
-            prune: bool = False, *, inconsistency="mean_abs", seed: int = SEED, source: str = "<DataFrame>",
-            **efa_options) -> SDResult:
-    """Cleansing, then the EFA of the kept participants' first ratings. When the EFA cannot run
+            prune: bool = True, *, factor_rule: str = FACTOR_RULE, inconsistency="mean_abs", seed: int = SEED,
+            source: str = "<DataFrame>", **efa_options) -> SDResult:
+    """Cleansing, then the EFA of the kept participants' first ratings; the defaults are paper
+    002's procedure (pruning on, K by eigenvalue > 1 unless given). When the EFA cannot run
     (e.g. every participant dropped) the result has efa None and efa_error saying why."""
     name, fn = _measure(inconsistency)
     _check_expected(expected_seconds)
+    _check_rule(factor_rule)
     d = normalise(df, source)
     cl = _cleanse(d, expected_seconds, fn)
     kept = cl.loc[cl["kept"], "participant_id"]
     result = SDResult(cleansing=cl, efa=None, n_participants=len(cl), n_kept=int(cl["kept"].sum()),
                       n_ratings=len(d), n_ratings_kept=int(d["participant_id"].isin(set(kept)).sum()),
                       expected_seconds=float(expected_seconds),
-                      inconsistency_fence=inconsistency_fence(cl["inconsistency"]), inconsistency_measure=name)
+                      inconsistency_fence=inconsistency_fence(cl["inconsistency"]), inconsistency_measure=name,
+                      ratings_per_participant=d.groupby("participant_id").size())
     if n_factors is not None and (isinstance(n_factors, bool) or not isinstance(n_factors, (int, np.integer))
                                   or n_factors < 1):
         raise ValueError(f"n_factors must be a whole number >= 1, not {n_factors!r}")
@@ -665,7 +719,8 @@ def analyze(df: pd.DataFrame, expected_seconds: float = EXPECTED_SECONDS, n_fact
         result.efa_error = "no participant passed the cleansing"
         return result
     try:
-        result.efa = efa(rating_matrix(d, kept), n_factors=n_factors, prune=prune, seed=seed, **efa_options)
+        result.efa = efa(rating_matrix(d, kept), n_factors=n_factors, prune=prune, seed=seed, factor_rule=factor_rule,
+                         **efa_options)
     except EFAError as e:
         result.efa_error = str(e)
     return result
@@ -720,6 +775,43 @@ def _num(v):
     return v if math.isfinite(v) else None
 
 
+def _paper_cleansing() -> str:
+    return (f"{PAPER_RATINGS_REMOVED:,} of {PAPER_RATINGS:,} ratings removed "
+            f"({PAPER_RATINGS_REMOVED / PAPER_RATINGS:.0%}; section 4.1)")
+
+
+def cleansing_report(result: SDResult) -> pd.DataFrame:
+    """cleansing_summary.csv: one row per cleansing step (too_fast, straight_liner,
+    inconsistency: the raters it flags, who may be flagged by another step too, and their
+    ratings) and a total row (the raters removed and their ratings, each once); the rule each
+    applied (the inconsistency cut-off included) and, beside it, paper 002's figure."""
+    cl = result.cleansing
+    per = result.ratings_per_participant
+    if per is None:
+        per = pd.Series(0, index=cl["participant_id"])
+    n = max(result.n_ratings, 1)
+
+    def row(step, rule, flagged, paper):
+        ids = cl.loc[flagged, "participant_id"]
+        ratings = int(per.reindex(ids).fillna(0).sum())
+        return [step, rule, int(flagged.sum()), ratings, ratings / n if result.n_ratings else math.nan, paper]
+
+    fence = result.inconsistency_fence
+    cut = f"{fence:.3f}" if math.isfinite(fence) else "none (no participant has repeats)"
+    rows = [row("too_fast", f"duration_s <= {result.expected_seconds * FAST_SHARE:g} s "
+                            f"({FAST_SHARE:.0%} of {result.expected_seconds:g} s)", cl["too_fast"],
+                "240 s or less (40% of the expected 10 minutes)"),
+            row("straight_liner", "the same value on every pair of every sentence", cl["straight_liner"],
+                "the same value for every adjective pair for every sentence"),
+            row("inconsistency", f"inconsistency ({result.inconsistency_measure}) > {cut} "
+                                 f"(Q3 + {FENCE_IQR:g} IQR of all raters')", cl["outlier"],
+                "the IS (Naderi 2018); its formula and cut-off are not given"),
+            row("total", f"{int((~cl['kept']).sum())} of {result.n_participants} raters, {result.n_ratings} ratings",
+                ~cl["kept"].astype(bool), f"{_paper_cleansing()}; {PAPER_PARTICIPANTS} crowdworkers took part, "
+                                          "the paper gives no rater count removed")]
+    return pd.DataFrame(rows, columns=CLEANSING_REPORT_COLUMNS)
+
+
 def summary_dict(result: SDResult) -> dict:
     """summary.json: SUMMARY_KEYS (variance_explained: shares 0-1 per factor; pruned_items: the
     pruning steps in order), then details (cleansing counts, parallel analysis, factor
@@ -740,11 +832,21 @@ def summary_dict(result: SDResult) -> dict:
         "outlier": int(cl["outlier"].sum()), "inconsistency_measure": result.inconsistency_measure,
         "inconsistency_fence": _num(result.inconsistency_fence), "n_ratings": result.n_ratings,
         "n_ratings_kept": result.n_ratings_kept,
+        "raters_removed": result.n_participants - result.n_kept,
+        "ratings_removed": result.n_ratings - result.n_ratings_kept,
+        "ratings_removed_share": _num((result.n_ratings - result.n_ratings_kept) / result.n_ratings)
+        if result.n_ratings else None,
+        # section 4.1: "The data cleansing removed 6,800 ratings, resulting in 14,200 ratings"
+        "paper_002": {"ratings": PAPER_RATINGS, "ratings_removed": PAPER_RATINGS_REMOVED,
+                      "ratings_removed_share": PAPER_RATINGS_REMOVED / PAPER_RATINGS,
+                      "participants": PAPER_PARTICIPANTS},
     }
     if e is not None:
         out["efa"] = {
             "n_rows": e.n_rows, "n_rows_dropped_incomplete": e.n_rows_dropped, "n_items": len(e.all_items),
-            "items": e.items, "factors_source": e.n_factors_source,
+            "items": e.items, "factors_source": e.n_factors_source, "factor_rule": e.factor_rule,
+            "kaiser_count": e.kaiser_count,
+            "pruning": {"on": e.prune, "min_communality": e.min_communality, "min_loading_gap": e.min_gap},
             "variance_explained_total": _num(sum(e.variance_explained)),
             # SPSS's "Extraction Sums of Squared Loadings" (before rotation; paper 002's Table 1)
             "variance_before_rotation": {"ss_loadings": [_num(v) for v in e.extraction_ss],
@@ -832,6 +934,7 @@ def figures(result: SDResult) -> dict:
     fig.add_trace(go.Scatter(x=x, y=e.eigenvalues, mode="lines+markers", name="observed"))
     fig.add_trace(go.Scatter(x=x, y=e.pa_eigenvalues, mode="lines", line=dict(dash="dash"),
                              name=f"parallel analysis ({crit} of {e.pa_iterations} random sets)"))
+    fig.add_hline(y=1, line_dash="dot", line_color="firebrick", annotation_text="eigenvalue 1 (Kaiser, SPSS's default)")
     fig.add_vline(x=e.n_factors, line_dash="dot", line_color="grey",
                   annotation_text=f"K = {e.n_factors} ({e.n_factors_source})")
     fig.update_layout(title=f"Scree plot of the {len(e.eigenvalues)} analysed pairs", xaxis_title="component",
@@ -841,7 +944,7 @@ def figures(result: SDResult) -> dict:
 
 
 def write_outputs(result: SDResult, out_dir, include_plotlyjs="directory", png: bool | None = None) -> list[Path]:
-    """Write cleansing.csv, loadings.csv, summary.json, variance.csv (when the EFA ran) and each
+    """Write cleansing.csv, cleansing_summary.csv, loadings.csv, summary.json, variance.csv (when the EFA ran) and each
     figure as a standalone HTML file (plotly.min.js written once beside them)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -854,6 +957,9 @@ def write_outputs(result: SDResult, out_dir, include_plotlyjs="directory", png: 
     paths.append(p)
     p = out / "summary.json"
     p.write_text(json.dumps(summary_dict(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    paths.append(p)
+    p = out / "cleansing_summary.csv"
+    cleansing_report(result).to_csv(p, index=False)
     paths.append(p)
     if result.efa is not None:
         p = out / "variance.csv"
@@ -868,6 +974,13 @@ def summary(result: SDResult) -> str:
     lines = [f"{result.n_participants} participants, {result.n_ratings} ratings; kept {result.n_kept} "
              f"(too fast <= {result.expected_seconds * FAST_SHARE:g} s: {int(cl['too_fast'].sum())}, "
              f"straight-liners: {int(cl['straight_liner'].sum())}, inconsistency outliers: {int(cl['outlier'].sum())})"]
+    fence = result.inconsistency_fence
+    removed = result.n_ratings - result.n_ratings_kept
+    share = f" ({removed / result.n_ratings:.1%})" if result.n_ratings else ""
+    lines.append(f"cleansing removed {result.n_participants - result.n_kept} of {result.n_participants} raters and "
+                 f"{removed:,} of {result.n_ratings:,} ratings{share}; inconsistency cut-off "
+                 + (f"{fence:.3f} ({result.inconsistency_measure} > Q3 + {FENCE_IQR:g} IQR)" if math.isfinite(fence)
+                    else "none (no repeats)") + f"; paper 002: {_paper_cleansing()}")
     e = result.efa
     if e is None:
         lines.append(f"EFA not run: {result.efa_error}")
@@ -880,6 +993,11 @@ def summary(result: SDResult) -> str:
                  + f" (total {sum(e.variance_explained):.1%}); before rotation (SPSS's extraction sums of "
                  "squared loadings) " + ", ".join(f"F{i + 1} {v:.1%}" for i, v in enumerate(e.extraction_variance))
                  + (f" (cumulative {e.extraction_cumulative[-1]:.1%})" if e.extraction_cumulative else ""))
+    if e.prune:
+        lines.append(f"pruning (section 4.2): communality < {e.min_communality:g} or the two largest |loadings| "
+                     f"differing by < {e.min_gap:g}; {len([s for s in e.pruned if s['step']])} pair(s) removed")
+    else:
+        lines.append("pruning off (paper 002, section 4.2, removed pairs with low communalities or cross-loadings)")
     for s in e.pruned:
         lines.append(f"  pruned {s['step']}: {s['item']} ({s['detail']})")
     primary = e.loadings.abs().idxmax(axis=1)
@@ -891,9 +1009,11 @@ def summary(result: SDResult) -> str:
 
 
 def run_cli(path, out_dir, n_factors: int | None = None, expected_seconds: float = EXPECTED_SECONDS,
-            prune: bool = False) -> str:
-    """Read ratings, analyse, write outputs to out_dir and return a short human summary."""
+            prune: bool = True, factor_rule: str = FACTOR_RULE) -> str:
+    """Read ratings, analyse, write outputs to out_dir and return a short human summary.
+    n_factors None or 0: the factor rule chooses."""
     df = read_ratings(path)
-    result = analyze(df, expected_seconds=expected_seconds, n_factors=n_factors, prune=prune, source=str(path))
+    result = analyze(df, expected_seconds=expected_seconds, n_factors=n_factors or None, prune=prune,
+                     factor_rule=factor_rule, source=str(path))
     files = write_outputs(result, out_dir)
     return f"SD analysis of {path}\n" + summary(result) + f"\n{len(files)} files written to {out_dir}"
