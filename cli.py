@@ -134,12 +134,26 @@ def cmd_analyze(args, settings):
             print(usability_analysis.run_cli(args.exchanges, args.out, corpus_reference=args.corpus_reference))
         elif args.analysis == "sd":
             print(sd_analysis.run_cli(args.ratings, args.out, n_factors=args.factors,
-                                      expected_seconds=args.expected_seconds, prune=args.prune))
+                                      expected_seconds=args.expected_seconds, prune=args.prune,
+                                      factor_rule=args.factor_rule))
         else:
             print(da_analysis.run_cli(args.judgments, args.out, alpha=args.alpha, wmt=args.wmt, fmt=args.format))
     except (ValueError, FileNotFoundError) as e:      # DAInputError names file, row and column
         return refused(e)
     return 0
+
+
+def _factor_count(text: str) -> int | None:
+    """--factors: a whole number >= 1, or empty / 0 for the factor rule."""
+    if text.strip() in ("", "0"):
+        return None
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (empty or 0: the rule)") from None
+    if k < 1:
+        raise argparse.ArgumentTypeError(f"{k} is not a number of factors >= 1 (empty or 0: --factor-rule chooses)")
+    return k
 
 
 def _progress_printer():
@@ -373,10 +387,15 @@ def build_parser() -> argparse.ArgumentParser:
     sdp = asub.add_parser("sd", help="semantic differential (paper 002): cleansing and factor analysis")
     sdp.add_argument("ratings", help="CSV: participant_id, sentence_id, pair_id, value (-3..3), is_repeat, duration_s")
     sdp.add_argument("--out", required=True)
-    sdp.add_argument("--factors", type=int, help="number of factors (default: parallel analysis)")
+    sdp.add_argument("--factors", type=_factor_count, default=None,
+                     help="number of factors (empty or 0, the default: --factor-rule chooses)")
+    sdp.add_argument("--factor-rule", choices=["kaiser", "parallel"], default="kaiser",
+                     help="how K is chosen without --factors: kaiser = eigenvalue > 1 (SPSS's default, paper 002), "
+                          "parallel = parallel analysis")
     sdp.add_argument("--expected-seconds", type=float, default=600)
-    sdp.add_argument("--prune", action="store_true",
-                     help="drop items with communality < 0.3 or cross-loadings within 0.2")
+    sdp.add_argument("--prune", action=argparse.BooleanOptionalAction, default=True,
+                     help="drop items with communality < 0.3 or cross-loadings within 0.2, one at a time "
+                          "(paper 002, section 4.2; on by default)")
     us = asub.add_parser("usability", help="the four-phase study (paper 000): groups, correlations, LMM, thresholds")
     us.add_argument("exchanges", help="CSV: exchange_id, sender_id, receiver_id, validator_id, group, gender, system, "
                                       "topic, source, satisfaction, trust, reliance, *_b, translation_score, qa_score, "

@@ -9,6 +9,10 @@ from tabs import qe_audit as qe_audit_tab
 from tabs.admin_common import admin_only
 from tabs.common import Ctx
 
+# the SD section's choice of K (services.sd.study_analysis.FACTOR_CHOICES, copied: that module
+# pulls in pandas and scipy, imported on first use only)
+SD_FACTOR_CHOICES = [("eigenvalue > 1 (SPSS's default, paper 002)", "kaiser"), ("parallel analysis", "parallel"),
+                     ("the number in Factors", "given")]
 US_PLOTS = 14          # plot slots for the usability figures (services.usability.analysis.figures: 11 at most)
 
 
@@ -53,12 +57,18 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             da_workers = gr.Dataframe(label="Workers", interactive=False)
         with gr.Accordion("Semantic differential (paper 002)", open=False):
             with gr.Row():
-                sd_factors = gr.Number(label="Factors (empty: parallel analysis)", value=None, precision=0,
-                                       minimum=1)
-                sd_prune = gr.Checkbox(label="Prune weak and cross-loading pairs", value=False)
+                # paper 002's procedure by default (section 4.2): K by eigenvalue > 1, pruning on;
+                # minimum 0: the browser sends 0 for an empty field, which means the rule
+                sd_rule = gr.Radio(label="Number of factors", choices=SD_FACTOR_CHOICES, value="kaiser")
+                sd_factors = gr.Number(label="Factors (empty: eigenvalue > 1)", value=None, precision=0,
+                                       minimum=0)
+                sd_prune = gr.Checkbox(label="Prune pairs with low communality or cross-loadings (section 4.2)",
+                                       value=True)
             sd_run = gr.Button("Analyse the ratings")
             sd_notice = gr.Markdown()
             sd_cleansing = gr.Dataframe(label="Data cleansing per participant", interactive=False)
+            sd_report = gr.Dataframe(label="Data cleansing per step, beside paper 002's (section 4.1)",
+                                     interactive=False)
             sd_loadings = gr.Dataframe(label="Loadings (promax) and communalities", interactive=False)
             sd_heat = gr.Plot(label="Loadings")
             sd_scree = gr.Plot(label="Scree plot with parallel analysis")
@@ -114,19 +124,20 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                   *us_plots], api_visibility="private")
 
     @admin_only(auth, sd_notice)
-    def run_sd(sess, study_id, k, prune, request: gr.Request):
+    def run_sd(sess, study_id, k, prune, rule, request: gr.Request):
         from services.sd import analysis as sd_analysis  # scipy and plotly: on first use only
         from services.sd import study_analysis as sd_study
 
-        done = sd_study.analyse(ctx.database, study_id, k, prune)
+        done = sd_study.analyse(ctx.database, study_id, k, prune, rule)
         if isinstance(done, str):
             return {sd_notice: done}
         return {sd_notice: sd_analysis.summary(done.result), sd_cleansing: done.result.cleansing,
                 sd_loadings: done.loadings, sd_heat: done.figures.get("loadings"),
-                sd_scree: done.figures.get("scree"), sd_suit: done.suitability}
+                sd_scree: done.figures.get("scree"), sd_suit: done.suitability, sd_report: done.cleansing_report}
 
-    sd_run.click(run_sd, [session, study, sd_factors, sd_prune],
-                 [sd_notice, sd_cleansing, sd_loadings, sd_heat, sd_scree, sd_suit], api_visibility="private")
+    sd_run.click(run_sd, [session, study, sd_factors, sd_prune, sd_rule],
+                 [sd_notice, sd_cleansing, sd_report, sd_loadings, sd_heat, sd_scree, sd_suit],
+                 api_visibility="private")
 
     da_run.click(run_da, [session, study, da_alpha],
                  [da_notice, da_qc, da_systems, da_dist, da_dist_table, da_rank, da_h2h, da_workers],
