@@ -194,3 +194,23 @@ def test_the_tabs_button_runs_on_its_defaults(database, tmp_path):
     assert "enter a number of factors" in event.fn(auth.login("pw", None), "demo", None, True, "given", None)[notice]
     given = event.fn(auth.login("pw", None), "demo", 2, True, "given", None)[notice]
     assert "2 factor(s) (given)" in given
+
+
+def test_a_note_when_the_eigenvalue_rule_on_the_pruned_pairs_gives_another_k():
+    """K stays fixed while pruning (the project's choice); an SPSS user re-running the EFA on the
+    pairs left (section 4.2: "we removed those attributes") would get eigenvalue > 1 on them, so
+    the result says when that count differs. Planted: 3 strong factors and a fourth carried only
+    by weak pairs (loading 0.45, communality 0.2 < 0.3), all pruned."""
+    rng = np.random.default_rng(0)
+    lam = np.zeros((16, 4))
+    for f in range(3):
+        lam[4 * f:4 * f + 4, f] = 0.8
+    lam[12:, 3] = 0.45
+    x = rng.standard_normal((1000, 4)) @ lam.T + rng.standard_normal((1000, 16)) * np.sqrt(1 - (lam ** 2).sum(1))
+    e = S.efa(x, pa_iterations=20)
+    assert e.n_factors == 4 == int((np.linalg.eigvals(np.corrcoef(x.T)).real > 1).sum())
+    assert {s["item"] for s in e.pruned} == {"item_13", "item_14", "item_15", "item_16"}
+    left = int((np.linalg.eigvals(np.corrcoef(x[:, :12].T)).real > 1).sum())
+    assert left == 3
+    assert any(f"eigenvalue > 1 on the 12 pairs left after pruning gives {left} factor(s)" in n for n in e.notes)
+    assert not any("left after pruning" in n for n in S.efa(x, n_factors=4, pa_iterations=20).notes)
