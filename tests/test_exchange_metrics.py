@@ -239,3 +239,26 @@ def test_the_summary_says_which_metrics_ran():
     lines = ["automatic metrics (x), 3 exchanges:", "  chrf (reference-based): scored 0; skipped 3 no reference"]
     text = analysis.summary_with_metrics(result, lines)
     assert text.startswith(analysis.summary(result)) and text.endswith("\n".join(lines))
+
+
+def test_the_analysis_tab_shows_the_metrics_report(demo_db, paper_env):
+    """The Analysis tab's usability section says which metrics ran and what each skipped, also
+    before there are enough exchanges to analyse (the demo has no surveys yet)."""
+    import gradio as gr
+
+    from services.admin import auth as admin
+    from tabs import analysis
+    from tabs.common import Ctx
+
+    auth = admin.AdminAuth("pw")
+    with gr.Blocks() as demo:
+        session = gr.Textbox()
+        analysis.build(Ctx(demo_db, None, gr.Textbox(visible=False)), auth, session)
+    (event,) = [f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "run_usability"]
+    out = event.fn(auth.login("pw", None), "demo", False, None)
+    text = next(v for k, v in out.items() if isinstance(v, str) and "Too few exchanges" in v)
+    want = exchange_metrics.report_lines(exchange_metrics.metrics_report(demo_db, "demo", CACHE))
+    assert text.endswith("\n".join(want))
+    assert "the offline set: none of paper 000's metrics is configured" in text
+    assert "e5-cosine (reference-free QE): scored 0; skipped 12 not scored yet (job pending)" in text
+    assert "xcomet-xl (paper 000 section 3): not configured (set TRADLAB_XCOMET_XL_CHECKPOINT)" in text
