@@ -103,3 +103,11 @@ def count(database: Database) -> int:
 def pending_with_key_prefix(database: Database, prefix: str) -> int:
     return database.scalar("SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running') AND dedupe_key LIKE ?",
                            [prefix.replace("%", "") + "%"])
+
+
+def by_key_prefix(database: Database, prefix: str) -> dict[str, dict]:
+    """{dedupe_key: {status, last_error}} of the jobs whose key starts with prefix (e.g. a study's
+    "score_exchange:" jobs, for the metrics report)."""
+    rows = database.query("SELECT dedupe_key, status, last_error FROM jobs WHERE dedupe_key LIKE ? ESCAPE '\\'",
+                          [prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"])
+    return {r["dedupe_key"]: r for r in rows}

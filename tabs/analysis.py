@@ -5,6 +5,7 @@ import gradio as gr
 
 from services.admin import auth as admin
 from services.admin import progress as admin_progress
+from services.metrics import exchange as exchange_metrics
 from tabs import qe_audit as qe_audit_tab
 from tabs.admin_common import admin_only
 from tabs.common import Ctx
@@ -108,12 +109,16 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         from services.usability import study_analysis as usability_study
 
         done = usability_study.analyse(ctx.database, study_id, png)
+        # which automatic metrics ran, in which mode, and what each skipped (shown even without an analysis)
+        metric_lines = exchange_metrics.report_lines(exchange_metrics.metrics_report(ctx.database, study_id)) \
+            if study_id else []
         if isinstance(done, str):
-            return {us_notice: done}
+            return {us_notice: "\n".join([done, "", *metric_lines])}
         res, figs, files = done
         plots = {p: gr.update(visible=i < len(figs), value=figs[i][1] if i < len(figs) else None,
                               label=figs[i][0] if i < len(figs) else None) for i, p in enumerate(us_plots)}
-        return {us_notice: usability_analysis.summary(res), us_groups: res.groups, us_corr: res.correlations,
+        return {us_notice: usability_analysis.summary_with_metrics(res, metric_lines), us_groups: res.groups,
+                us_corr: res.correlations,
                 us_lmm: res.lmm.table if res.lmm is not None else None,
                 us_score: res.score_lmm.table if res.score_lmm is not None else None,
                 us_contrasts: res.contrasts, us_effects: res.effect_estimates, us_thresholds: res.thresholds,

@@ -37,6 +37,7 @@ from pathlib import Path
 import pandas as pd
 
 from services.common.settings import Settings
+from services.metrics import exchange as exchange_metrics
 from services.models import systems as system_registry
 from services.study import consent, variants
 from services.study import export_dictionary as dictionary
@@ -463,6 +464,9 @@ def export_study(database, study_id: str, out_dir, fmt: str = "csv", media_dir=N
                     "exported_at": exported_at, **options,
                     "files": files, "rows": counts, "audio_files": len(audio), "missing_audio": missing,
                     "warnings": warnings}
+        if "usability" in studies.get_study(database, study_id)["config"]:   # which metrics ran, in which mode,
+            # and how many exchanges each skipped and why
+            manifest["metrics"] = exchange_metrics.metrics_report(database, study_id)
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                            encoding="utf-8")
         _private(tmp)

@@ -1460,6 +1460,12 @@ def summary(result: UsabilityResult) -> str:
     return "\n".join(lines)
 
 
+def summary_with_metrics(result: UsabilityResult, metric_lines: list[str]) -> str:
+    """summary() and, for a stored study, which automatic metrics ran, in which mode, and how many
+    exchanges each skipped and why (services.metrics.exchange.report_lines): never silently."""
+    return "\n".join([summary(result), *metric_lines])
+
+
 def run_cli(path, out_dir, corpus_reference: str = "") -> str:
     """Read exchanges, analyse, write outputs to out_dir and return a short human summary.
     corpus_reference: the corpus factor's reference level (empty: the paper's BConTrasT where
