@@ -132,6 +132,10 @@ def cmd_analyze(args, settings):
         if args.analysis == "usability":
             from services.usability import analysis as usability_analysis
             print(usability_analysis.run_cli(args.exchanges, args.out, corpus_reference=args.corpus_reference))
+            if args.study:        # Table 3 needs the starters: from the stored study
+                from services.usability import paper_figures
+                path = paper_figures.write_study_starter_statistics(open_db(settings), args.study, args.out)
+                print(f"Table 3 (starter statistics of study {args.study}): {path}")
         elif args.analysis == "sd":
             print(sd_analysis.run_cli(args.ratings, args.out, n_factors=args.factors,
                                       expected_seconds=args.expected_seconds, prune=args.prune,
@@ -403,6 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "respondent_role, respondent_group, respondent_gender (group and gender "
                                       "are then the speaker's), corpus (the models' Source factor, Table 4)")
     us.add_argument("--out", required=True)
+    us.add_argument("--study", default="", help="a stored study's id: also write Table 3 (starter statistics per "
+                                                "domain x corpus) from its starters and questions")
     us.add_argument("--corpus-reference", default="", help="reference level of the corpus factor (default: "
                                                            "BConTrasT when present, else the first corpus in "
                                                            "sorted order)")

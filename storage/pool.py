@@ -48,18 +48,31 @@ def give_back(db, study_id: str, phase: str, item_id) -> bool:
     return cur.rowcount == 1
 
 
+# An open item whose exchange reads a starter the participant already had in this phase (any
+# status: a withdrawn one may have been seen): its questions are the same, so a second answer set
+# would not be independent of the first. CROSS JOIN keeps the participant's own assignments
+# outside (index on participant_id, phase: at most their capacity, each exchange by its key),
+# never the starter's exchanges (which grow with the senders).
+_SAME_STARTER = (" AND NOT EXISTS (SELECT 1 FROM assignments s CROSS JOIN exchanges se ON se.id = s.exchange_id "
+                 "WHERE s.participant_id = ? AND s.phase = w.phase AND se.starter_id = "
+                 "(SELECT we.starter_id FROM exchanges we WHERE we.id = w.exchange_id))")
+
+
 def candidates(database: Database, study_id: str, phase: str, stratum: str, limit: int,
-               participant_id: int) -> list[dict]:
+               participant_id: int, distinct_starters: bool = False) -> list[dict]:
     """The first open items of one stratum that the participant never held: started items first
     (fewest places left), then the seeded random order (index work_pool_open). Those they held are
     skipped in the scan, not after the LIMIT: with redundancy > 1 the other places of the items a
     receiver already answered stay open, and would fill the first rows; the scan passes at most
-    the participant's own items (their capacity), whatever the pool's size."""
+    the participant's own items (their capacity), whatever the pool's size. distinct_starters: nor
+    any item of a starter they already had (_SAME_STARTER), skipped in the scan too; it passes at
+    most the open items of those starters in this stratum."""
     rows = database.query(
         "SELECT item_id, exchange_id, stratum, producers, need FROM work_pool w WHERE study_id = ? AND phase = ? "
         "AND stratum = ? AND need > 0 AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.participant_id = ? "
-        "AND a.phase = w.phase AND a.item_id = w.item_id) ORDER BY need, rkey LIMIT ?",
-        [study_id, phase, stratum, participant_id, limit])
+        "AND a.phase = w.phase AND a.item_id = w.item_id)" + (_SAME_STARTER if distinct_starters else "")
+        + " ORDER BY need, rkey LIMIT ?",
+        [study_id, phase, stratum, participant_id, *([participant_id] if distinct_starters else []), limit])
     for r in rows:
         r["producers"] = frozenset(json.loads(r["producers"]))
     return rows
@@ -71,22 +84,25 @@ def any_open(database: Database, study_id: str, phase: str) -> bool:
 
 
 def takeable(database: Database, study_id: str, phase: str, participant_id: int, identities, limit: int,
-             scan: int) -> int:
+             scan: int, distinct_starters: bool = False) -> int:
     """How many open items of a phase the participant could take (none they hold or had, none
-    that is their own work), counting at most `limit` among the first `scan` open rows (index
-    work_pool_open: the cost does not grow with the pool)."""
+    that is their own work, and with distinct_starters none of a starter they had), counting at
+    most `limit` among the first `scan` open rows (index work_pool_open: the cost does not grow
+    with the pool). Two open items of one new starter both count: a ready count, not a promise."""
     if limit <= 0:
         return 0
     ids = sorted(identities)
     marks = ",".join("?" * len(ids)) or "NULL"
     return database.scalar(
         f"""SELECT COUNT(*) FROM (
-              SELECT 1 FROM (SELECT phase, item_id, producers FROM work_pool
+              SELECT 1 FROM (SELECT phase, item_id, exchange_id, producers FROM work_pool
                              WHERE study_id = ? AND phase = ? AND need > 0 LIMIT ?) w
               WHERE NOT EXISTS (SELECT 1 FROM assignments a WHERE a.participant_id = ? AND a.phase = w.phase
                                 AND a.item_id = w.item_id)
-                AND NOT EXISTS (SELECT 1 FROM json_each(w.producers) j WHERE j.value IN ({marks}))
-              LIMIT ?)""", [study_id, phase, scan, participant_id, *ids, limit])
+                AND NOT EXISTS (SELECT 1 FROM json_each(w.producers) j WHERE j.value IN ({marks}))"""
+        + (_SAME_STARTER if distinct_starters else "") + """
+              LIMIT ?)""", [study_id, phase, scan, participant_id, *ids,
+                            *([participant_id] if distinct_starters else []), limit])
 
 
 def open_strata(database: Database, study_id: str, phase: str, strata: list[str]) -> list[str]:

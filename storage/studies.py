@@ -148,3 +148,9 @@ def da_campaign_items(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT i.id, i.candidate, s.reference FROM da_hit_items i JOIN da_hits h ON h.id = i.hit_id "
         "JOIN da_segments s ON s.id = i.segment_row WHERE h.study_id = ? ORDER BY h.idx, i.pos", [study_id])
+
+
+def question_counts(database: Database, study_id: str) -> list[dict]:
+    """Questions in use per starter (starters without any have no row): paper 000's Table 3."""
+    return database.query("SELECT starter_id, COUNT(*) AS questions FROM questions WHERE study_id = ? "
+                          "GROUP BY starter_id ORDER BY starter_id", [study_id])

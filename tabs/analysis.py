@@ -14,7 +14,7 @@ from tabs.common import Ctx
 # pulls in pandas and scipy, imported on first use only)
 SD_FACTOR_CHOICES = [("eigenvalue > 1 (SPSS's default, paper 002)", "kaiser"), ("parallel analysis", "parallel"),
                      ("the number in Factors", "given")]
-US_PLOTS = 14          # plot slots for the usability figures (services.usability.analysis.figures: 11 at most)
+US_PLOTS = 14          # plot slots for the usability figures (services.usability.analysis.figures: 13 at most)
 
 
 def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
@@ -41,6 +41,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             us_effects = gr.Dataframe(label="Quality-signal effects on u: LMM and tertile OLS, covariates held "
                                             "constant (Table 2)", interactive=False)
             us_thresholds = gr.Dataframe(label="Signal value where u crosses 4", interactive=False)
+            us_starters = gr.Dataframe(label="Table 3 (paper 000): starters per domain x corpus: words, key "
+                                             "information spans and questions per starter (mean, sd)",
+                                       interactive=False)
             us_plots = [gr.Plot(visible=False) for _ in range(US_PLOTS)]
             us_files = gr.File(label="Tables (CSV) and figures (HTML)", file_count="multiple", interactive=False)
         with gr.Accordion("Direct assessment (paper 001)", open=False):
@@ -115,6 +118,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         if isinstance(done, str):
             return {us_notice: "\n".join([done, "", *metric_lines])}
         res, figs, files = done
+        from services.usability import paper_figures  # with the analysis above: on first use only
         plots = {p: gr.update(visible=i < len(figs), value=figs[i][1] if i < len(figs) else None,
                               label=figs[i][0] if i < len(figs) else None) for i, p in enumerate(us_plots)}
         return {us_notice: usability_analysis.summary_with_metrics(res, metric_lines), us_groups: res.groups,
@@ -122,11 +126,12 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                 us_lmm: res.lmm.table if res.lmm is not None else None,
                 us_score: res.score_lmm.table if res.score_lmm is not None else None,
                 us_contrasts: res.contrasts, us_effects: res.effect_estimates, us_thresholds: res.thresholds,
+                us_starters: paper_figures.study_starter_statistics(ctx.database, study_id),
                 us_files: files, **plots}
 
     us_run.click(run_usability, [session, study, us_png],
                  [us_notice, us_groups, us_corr, us_lmm, us_score, us_contrasts, us_effects, us_thresholds, us_files,
-                  *us_plots], api_visibility="private")
+                  us_starters, *us_plots], api_visibility="private")
 
     @admin_only(auth, sd_notice)
     def run_sd(sess, study_id, k, prune, rule, request: gr.Request):

@@ -66,7 +66,9 @@ def test_allocation_is_random_and_reproducible_from_the_seed(tmp_path):
 
 
 def test_nobody_judges_their_own_work(tmp_path):
-    db, _ = build(tmp_path, 3, senders_per_group=1)
+    # every sender here is design block 0 of their cell, so all exchanges share four starters:
+    # repeats allowed, or the receiver stops at four (test_a_receiver_never_gets_two_exchanges...)
+    db, _ = build(tmp_path, 3, senders_per_group=1, receiver_repeat_starters="true")
     # the same person (by external id) enrolled as a sender and as a receiver
     (sender,) = add_participants(db, "demo", "sender", 1, "USW", "Man", external_ids=["P-1"])
     record_all(db, sender, tmp_path / "media", wav(tmp_path))
@@ -118,3 +120,79 @@ def test_a_receiver_is_not_starved_by_the_open_places_of_items_they_answered(tmp
                     "GROUP BY participant_id, item_id HAVING COUNT(*) > 1") == []
     assert db.query("SELECT item_id FROM assignments WHERE phase = 'receive' "
                     "GROUP BY item_id HAVING COUNT(*) > 2") == []
+
+
+def _starters_of(db, pid):
+    return [r["starter_id"] for r in db.query(
+        "SELECT e.starter_id FROM assignments a JOIN exchanges e ON e.id = a.exchange_id "
+        "WHERE a.participant_id = ? AND a.phase = 'receive' ORDER BY a.id", [pid])]
+
+
+def _two_senders_one_design(tmp_path, **usability):
+    """Two senders of design block 0 in two cells (USW and USB women): the same four starters,
+    so every starter has two exchanges (paper 000 section 2.5.1: "The stimuli (starters) are
+    shared across all groups")."""
+    from usability_helpers import study_folder as folder
+    db = open_database(tmp_path / "s.db")
+    import_study(db, folder(tmp_path / "study", 4, items_per_receiver=8, **usability))
+    audio = wav(tmp_path)
+    made = []
+    for g in ("USW", "USB"):
+        (s,) = add_participants(db, "demo", "sender", 1, g, "Woman")
+        made += record_all(db, s, tmp_path / "media", audio)
+    per_starter = Counter(r["starter_id"] for r in db.query("SELECT starter_id FROM exchanges WHERE sender_id "
+                                                            "IS NOT NULL"))
+    assert len(made) == 8 and set(per_starter.values()) == {2}, per_starter
+    return db
+
+
+def test_a_receiver_never_gets_two_exchanges_of_one_starter(tmp_path):
+    """Two exchanges of one starter carry the same questions: a receiver who answered the first
+    would answer the second from memory, and the LMM's receiver intercept (paper 000 section 4.2,
+    "sender, validator, and receiver as random effects") takes answer sets as independent. With
+    room for all eight exchanges the receiver gets one of each of the four starters, then waits
+    (not finished: their eight are not done) while the other four stay open for another receiver."""
+    from services.participation.items import get_view
+    db = _two_senders_one_design(tmp_path)
+    first, second = add_participants(db, "demo", "receiver", 2)
+    assert len(until_none(answer_receiver, db, first.token)) == 4
+    got = _starters_of(db, first.id)
+    assert len(got) == len(set(got)) == 4
+    assert get_view(db, first.token, "receiver").status == "waiting"
+    # the other exchange of each starter goes to the other receiver
+    assert len(until_none(answer_receiver, db, second.token)) == 4
+    assert sorted(_starters_of(db, second.id)) == sorted(got)
+    assert db.scalar("SELECT COUNT(DISTINCT item_id) FROM assignments WHERE phase = 'receive'") == 8
+    assert get_view(db, first.token, "receiver").status == "waiting"       # nothing left they may take
+
+
+def test_a_study_may_let_receivers_repeat_starters(tmp_path):
+    """receiver_repeat_starters = true: the old behaviour, one receiver answers all eight."""
+    db = _two_senders_one_design(tmp_path, receiver_repeat_starters="true")
+    (r,) = add_participants(db, "demo", "receiver", 1)
+    assert len(until_none(answer_receiver, db, r.token)) == 8
+    assert set(Counter(_starters_of(db, r.id)).values()) == {2}
+
+
+def test_the_ready_count_leaves_out_starters_the_receiver_had(tmp_path):
+    """The page's "n ready" (workflow.ready_in_pool) counts what next_item would give: after one
+    of each starter, none of the four open exchanges is theirs to take."""
+    from services.participation import workflow
+    from storage import participants, studies
+    db = _two_senders_one_design(tmp_path)
+    (r,) = add_participants(db, "demo", "receiver", 1)
+    until_none(answer_receiver, db, r.token)
+    p, study = participants.by_token(db, r.token), studies.get_study(db, "demo")
+    assert workflow.ready_in_pool(db, p, study) == 0
+    assert db.scalar("SELECT COUNT(*) FROM work_pool WHERE phase = 'receive' AND need > 0") == 4
+
+
+def test_receiver_repeat_starters_must_be_a_boolean(tmp_path):
+    """Bad input names the setting and what it takes."""
+    import pytest
+
+    from services.study.files import StudyValidationError, load_study
+    from usability_helpers import study_folder as folder
+    with pytest.raises(StudyValidationError, match=r"usability.receiver_repeat_starters.*must be true or false"):
+        load_study(folder(tmp_path, receiver_repeat_starters='"no"'))
+    assert load_study(folder(tmp_path / "ok")).config["usability"]["receiver_repeat_starters"] is False

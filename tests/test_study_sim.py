@@ -1,6 +1,7 @@
 """The simulated full study (benchmarks/usability/study_sim.py) at 5% of paper 000's size, in
 process: 20 generated starters, 12 senders in the 6 group x gender cells (three waves, 3 drop
-out after recording), 6 receivers, 5 validators and 3 raters (a tenth of each joining halfway),
+out after recording), 8 receivers (none gets a starter twice), 5 validators and 3 raters (a
+tenth of each joining halfway),
 one receiver deactivated and their open items reassigned, flagged recordings reviewed. The same
 end-of-run checks as the benchmark's, and the planted effects recovered by `app.py analyze
 usability` on the app's export: with a fixed seed this is reliable at this size, because the

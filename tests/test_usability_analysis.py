@@ -454,7 +454,8 @@ def test_run_cli_writes_outputs(tmp_path, small):
 def test_figures(small_result):
     figs = U.figures(small_result)
     assert set(figs) == {"u_distribution", "baseline_shift", "usable_share", "quality", "correlations", "thresholds",
-                         "marginal_means", "score_lmm", "score_marginal_means", "contrasts", "metric_effects"}
+                         "marginal_means", "score_lmm", "score_marginal_means", "contrasts", "metric_effects",
+                         "lmm_coefficients", "model_means"}      # the last two: paper 000 Figures 2b and 10
     # error bars: each point's 95% CI
     c = small_result.contrasts
     first = c[c["outcome"] == "u"].iloc[::-1]

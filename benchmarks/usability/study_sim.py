@@ -133,11 +133,14 @@ class Sizes:
         senders = per_cell * len(GROUPS) * len(GENDERS)
         exchanges = senders * PAPER["items_per_sender"]
         dropouts = round(DROPOUT * senders)
-        # the paper's ratios, with room for every exchange (one receiver is deactivated midway)
-        receivers = max(round(PAPER["receivers"] * scale), math.ceil(exchanges / PAPER["items_per_receiver"]) + 2)
+        # the paper's ratios, with room for every exchange (one receiver is deactivated midway); a
+        # receiver takes one exchange of each starter at most (usability.receiver_repeat_starters)
+        starters = max(20, round(PAPER["starters"] * scale))
+        receivers = max(round(PAPER["receivers"] * scale),
+                        math.ceil(exchanges / min(PAPER["items_per_receiver"], starters)) + 2)
         validators = max(round(PAPER["validators"] * scale), math.ceil(exchanges / PAPER["items_per_validator"]) + 1)
         raters = max(round(PAPER["raters"] * scale), dropouts, 1)
-        return cls(scale, max(20, round(PAPER["starters"] * scale)), per_cell, receivers, validators, raters, dropouts)
+        return cls(scale, starters, per_cell, receivers, validators, raters, dropouts)
 
     @property
     def senders(self) -> int:

@@ -217,6 +217,13 @@ def _strata(database, study: dict) -> list[str]:
     return [stratum(g, s["id"]) for g in groups for s in systems]
 
 
+def distinct_starters(study: dict, phase: str) -> bool:
+    """Whether a receiver may get no second exchange of a starter they had: the same questions
+    again, so the second answer set would not be independent of the first (the LMM's receiver
+    intercept assumes it is). A study stored before the setting existed has the default (false)."""
+    return phase == "receive" and not study["config"]["usability"].get("receiver_repeat_starters", False)
+
+
 def takes_from_pool(p: dict, tab: str) -> bool:
     return TAB_OF_ROLE.get(p["role"]) == tab
 
@@ -243,7 +250,8 @@ def ready_in_pool(database, p: dict, study: dict) -> int | None:
     if room <= 0:
         return 0
     mine = participants.identities(database, [p["id"]])[p["id"]]
-    return pool.takeable(database, study["id"], phase, p["id"], mine, room, scan=room + load + SCAN)
+    return pool.takeable(database, study["id"], phase, p["id"], mine, room, scan=room + load + SCAN,
+                         distinct_starters=distinct_starters(study, phase))
 
 
 def next_item(db, database, p: dict, study: dict) -> dict | None:
@@ -264,7 +272,8 @@ def next_item(db, database, p: dict, study: dict) -> dict | None:
     other_group = (lambda s: s.split("|")[0] != p["grp"]) if p["role"] == "rater" and p["grp"] else (lambda s: False)
     mine = participants.identities(database, [pid])[pid]
     for s in sorted(available, key=lambda s: (other_group(s), held.get(s, 0), jitter[s])):
-        for c in pool.candidates(database, sid, phase, s, SCAN, pid):     # none they held or had
+        for c in pool.candidates(database, sid, phase, s, SCAN, pid,     # none they held or had
+                                 distinct_starters=distinct_starters(study, phase)):
             if c["producers"] & mine:
                 continue
             if pool.take(db, sid, phase, c["item_id"]):

@@ -83,6 +83,10 @@ DEFAULTS = {
     "usability": {"starters": None, "questions": None, "exchanges": "", "items_per_sender": 10, "metrics": [],
                   "references": "",
                   "items_per_receiver": 30, "items_per_validator": 30, "redundancy": 1,
+                  # false: a receiver gets at most one exchange of each starter (its questions once;
+                  # paper 000 section 2.5.1 assigns receivers translations at random and models the
+                  # receiver as a random intercept, which assumes their answer sets independent)
+                  "receiver_repeat_starters": False,
                   "max_recording_seconds": 30, "starter_words": [40, 60],
                   # the Portuguese the receivers read: pt-PT (the paper's, in Portugal) or pt-BR
                   # (services/study/variants.py: reaches the LLM prompts and the systems that take it)
@@ -318,6 +322,9 @@ def _check_config(raw: dict, err: _Collector) -> dict:
             v = us.get(k)
             if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 err.add(f, None, f"usability.{k}", f"must be an integer >= {lo}")
+        if not isinstance(us.get("receiver_repeat_starters"), bool):
+            err.add(f, None, "usability.receiver_repeat_starters",
+                    "must be true or false (false: a receiver never gets two exchanges of one starter)")
         ms = us.get("metrics")
         if not isinstance(ms, list) or not all(isinstance(m, str) for m in ms):
             err.add(f, None, "usability.metrics", "must be a list of metric names")

@@ -117,6 +117,7 @@ from services.common.analysis_output import write_json, write_tables
 from services.common.figure_files import write_figures
 from services.sd import analysis as SD
 from services.usability import contrasts as C
+from services.usability import paper_figures
 from services.usability.mixedlm import fast_mixedlm
 
 ID_COLUMNS = ["exchange_id", "sender_id", "receiver_id", "validator_id"]
@@ -1286,6 +1287,7 @@ def figures(result: UsabilityResult) -> dict:
         out["contrasts"] = _contrasts_figure(result.contrasts)
     if len(result.effect_estimates):
         out["metric_effects"] = _effects_figure(result.effect_estimates)
+    out.update(paper_figures.figures(result))      # Figures 2b (lmm_coefficients) and 10 (model_means)
     return out
 
 
@@ -1398,7 +1400,8 @@ def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory"
                                 "score_lmm.csv": result.score_lmm.table if result.score_lmm is not None
                                 else pd.DataFrame(columns=LMM_COLUMNS),
                                 "score_marginal_means.csv": result.score_marginal_means,
-                                "contrasts.csv": result.contrasts})
+                                "contrasts.csv": result.contrasts,
+                                "model_means.csv": paper_figures.model_means(result.data)})    # Figure 10
     p = out / "score_lmm.txt"
     p.write_text(lmm_text(result.score_lmm) if result.score_lmm is not None
                  else f"Score LMM not fitted: {result.score_lmm_error}\n", encoding="utf-8")

@@ -6,6 +6,7 @@ import tempfile
 
 from services.usability import analysis as usability_analysis
 from services.usability import export as usability_export
+from services.usability import paper_figures
 from storage import studies
 
 
@@ -30,4 +31,5 @@ def analyse(database, study_id: str, png: bool = False):
     out_dir = tempfile.mkdtemp(prefix=f"usability-{study_id}-")
     # PNG copies take kaleido ~1 s a figure: on request only (each plot's camera button saves one too)
     files = [str(p) for p in usability_analysis.write_outputs(res, out_dir, png=bool(png))]
+    files.append(str(paper_figures.write_study_starter_statistics(database, study_id, out_dir)))   # Table 3
     return res, figs, files
