@@ -140,8 +140,14 @@ def cmd_analyze(args, settings):
             print(sd_analysis.run_cli(args.ratings, args.out, n_factors=args.factors,
                                       expected_seconds=args.expected_seconds, prune=args.prune,
                                       factor_rule=args.factor_rule))
+        elif args.study:       # the app's own campaign, with its settings, HIT outcomes and Table 1
+            from services.da import study_analysis as da_study
+            print(da_study.run_cli(open_db(settings), args.study, args.out, alpha=args.alpha))
+        elif not args.judgments:
+            return refused(ValueError("analyze da needs a judgments file or --study STUDY_ID"))
         else:
-            print(da_analysis.run_cli(args.judgments, args.out, alpha=args.alpha, wmt=args.wmt, fmt=args.format))
+            print(da_analysis.run_cli(args.judgments, args.out, alpha=args.alpha, wmt=args.wmt, fmt=args.format,
+                                      keep_fast=args.keep_fast or None, fast_item_s=args.fast_item_s))
     except (ValueError, FileNotFoundError) as e:      # DAInputError names file, row and column
         return refused(e)
     return 0
@@ -382,8 +388,14 @@ def build_parser() -> argparse.ArgumentParser:
     an.set_defaults(func=cmd_analyze)      # dispatches on args.analysis
     asub = an.add_subparsers(dest="analysis", required=True)
     da = asub.add_parser("da", help="direct assessment (paper 001): reliability, z-scores, rankings")
-    da.add_argument("judgments", help="CSV (worker_id, hit_id, modality, system, segment_id, item_type, score), "
-                                      "a WMT DA TSV or an Appraise CSV export")
+    da.add_argument("judgments", nargs="?", help="CSV (worker_id, hit_id, modality, system, segment_id, item_type, "
+                                                 "score), a WMT DA TSV or an Appraise CSV export")
+    da.add_argument("--study", help="analyse this imported study's campaign instead of a file (its settings, "
+                                    "HIT outcomes and paper 001's Table 1)")
+    da.add_argument("--keep-fast", action="store_true",
+                    help="keep unrealistically fast HITs in the scores (paper 001 rejected them)")
+    da.add_argument("--fast-item-s", type=float, default=2.0,
+                    help="median seconds per item below which a HIT is unrealistically fast")
     da.add_argument("--out", required=True, help="folder for the CSV tables and HTML figures")
     da.add_argument("--alpha", type=float, default=0.05)
     da.add_argument("--wmt", action="store_true", help="score as WMT publishes: system + repeat items, every worker")

@@ -119,7 +119,7 @@ def da_judgment_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT j.id AS judgment_id, j.assignment_id, a.participant_id AS rater__pid, h.idx AS hit, i.pos, "
         "i.type AS item_type, i.of_pos, j.modality, s.segment_id, s.system, s.doc_id, j.score, a.first_shown_at, "
-        "a.submitted_at, a.active_seconds, j.created_at FROM da_judgments j "
+        "a.submitted_at, a.active_seconds, j.created_at, i.tts_engine, i.tts_voice FROM da_judgments j "
         "JOIN assignments a ON a.id = j.assignment_id "
         "JOIN da_segments s ON s.id = j.segment_row LEFT JOIN da_hit_items i ON i.id = j.hit_item_id "
         "LEFT JOIN da_hits h ON h.id = i.hit_id WHERE a.study_id = ? ORDER BY j.id", [study_id])
@@ -180,7 +180,8 @@ def question_draft_rows(database: Database, study_id: str) -> list[dict]:
 
 
 def da_segment_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query("SELECT segment_id, system, doc_id, position, source, reference, output FROM da_segments "
+    return database.query("SELECT segment_id, system, doc_id, position, source, reference, output, domain "
+                          "FROM da_segments "
                           "WHERE study_id = ? ORDER BY doc_id, position, system", [study_id])
 
 

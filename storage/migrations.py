@@ -458,3 +458,33 @@ def m011_link_secret_and_slots(db) -> None:
     db.execute("INSERT INTO app_secrets (name, value, created_at) VALUES (?, ?, ?)",
                ["link_secret", _secrets.token_hex(32),
                 datetime.now(timezone.utc).isoformat(timespec="milliseconds")])
+
+
+@migrations()
+def m012_da_hit_outcomes_tts_and_domain(db) -> None:
+    # Paper 001 (section 2.2.3, Ethics): a rater's HIT that fails quality control is rejected
+    # and "rescheduled to obtain fresh judgments". One row per DA rater, written when the rater's
+    # last item is saved: the reliability test, the speed check and whether the HIT went back to
+    # the pool (rerun = 1: the rater's hold no longer counts as coverage, queue.da_hit_loads).
+    # The TTS engine and voice that spoke each audio item (issue 27: a study without Google
+    # credentials falls back to Piper or espeak-ng), and the domain of a DA segment (Table 1).
+    _run_script(db, """
+        CREATE TABLE da_hit_outcomes (
+            participant_id INTEGER NOT NULL PRIMARY KEY REFERENCES participants(id),
+            study_id TEXT NOT NULL REFERENCES studies(id),
+            hit_id INTEGER NOT NULL REFERENCES da_hits(id),
+            modality TEXT NOT NULL,
+            run INTEGER NOT NULL,
+            p_value REAL,
+            reliable INTEGER NOT NULL CHECK (reliable IN (0, 1)),
+            fast INTEGER NOT NULL CHECK (fast IN (0, 1)),
+            median_item_s REAL,
+            rerun INTEGER NOT NULL CHECK (rerun IN (0, 1)),
+            decided_at TEXT NOT NULL
+        );
+        CREATE INDEX da_hit_outcomes_rerun ON da_hit_outcomes (hit_id, modality, run) WHERE rerun = 1;
+        CREATE INDEX da_hit_outcomes_study ON da_hit_outcomes (study_id);
+        ALTER TABLE da_hit_items ADD COLUMN tts_engine TEXT;
+        ALTER TABLE da_hit_items ADD COLUMN tts_voice TEXT;
+        ALTER TABLE da_segments ADD COLUMN domain TEXT NOT NULL DEFAULT ''
+        """)

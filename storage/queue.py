@@ -225,4 +225,12 @@ def da_hit_loads(database: Database, study_id: str) -> dict[tuple[int, str, int]
     (services/admin/participants) no longer counts, so the HIT goes in full to a new rater."""
     found = rows(database.db.conn, f"SELECT hit, modality, run, COUNT(DISTINCT pid) AS n FROM ({_DA_HOLDERS}) "
                                 "GROUP BY hit, modality, run", [study_id])
-    return {(r["hit"], r["modality"], r["run"]): r["n"] for r in found}
+    loads = {(r["hit"], r["modality"], r["run"]): r["n"] for r in found}
+    # a HIT whose rater failed quality control went back to the pool (services/da/campaign.py:
+    # hit_completed): that rater is no coverage. Per HIT through the partial index, not the study.
+    for r in rows(database.db.conn, "SELECT o.hit_id AS hit, o.modality, o.run, COUNT(*) AS n FROM da_hits h "
+                                    "CROSS JOIN da_hit_outcomes o ON o.hit_id = h.id AND o.rerun = 1 "
+                                    "WHERE h.study_id = ? GROUP BY o.hit_id, o.modality, o.run", [study_id]):
+        key = (r["hit"], r["modality"], r["run"])
+        loads[key] = max(0, loads.get(key, 0) - r["n"])
+    return loads

@@ -170,10 +170,53 @@ def da_judgment_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT a.participant_id AS worker_id, h.idx AS hit_id, j.modality, s.system, s.segment_id, "
         "i.type AS item_type, j.score, COALESCE(json_extract(a.meta, '$.run'), 1) AS run, "
-        "a.active_seconds AS duration_s FROM da_judgments j "
+        "a.active_seconds AS duration_s, i.tts_engine, i.tts_voice FROM da_judgments j "
         "JOIN assignments a ON a.id = j.assignment_id JOIN da_hit_items i ON i.id = j.hit_item_id "
         "JOIN da_hits h ON h.id = i.hit_id JOIN da_segments s ON s.id = i.segment_row "
         "WHERE a.study_id = ? ORDER BY j.id", [study_id])
+
+
+def da_rater_judgment_rows(database: Database, participant_id: int) -> list[dict]:
+    """One rater's judgments (their HIT, about 100 rows) in the analysis's columns."""
+    return database.query(
+        "SELECT a.participant_id AS worker_id, h.idx AS hit_id, j.modality, s.system, s.segment_id, "
+        "i.type AS item_type, j.score, COALESCE(json_extract(a.meta, '$.run'), 1) AS run, "
+        "a.active_seconds AS duration_s FROM assignments a JOIN da_judgments j ON j.assignment_id = a.id "
+        "JOIN da_hit_items i ON i.id = j.hit_item_id JOIN da_hits h ON h.id = i.hit_id "
+        "JOIN da_segments s ON s.id = i.segment_row WHERE a.participant_id = ? AND a.phase = 'da' ORDER BY j.id",
+        [participant_id])
+
+
+def da_hit_outcome(database: Database, participant_id: int) -> dict | None:
+    return database.one("SELECT * FROM da_hit_outcomes WHERE participant_id = ?", [participant_id])
+
+
+def da_hit_reruns(database: Database, hit_id: int, modality: str, run: int) -> int:
+    """How many raters' failed HITs already went back to the pool for this (HIT, modality, run)."""
+    return database.scalar("SELECT COUNT(*) FROM da_hit_outcomes WHERE hit_id = ? AND modality = ? AND run = ? "
+                           "AND rerun = 1", [hit_id, modality, run])
+
+
+def insert_da_hit_outcome(db, row: dict) -> bool:
+    """The rater's HIT outcome, once (a second call for the same rater changes nothing)."""
+    cols = ["participant_id", "study_id", "hit_id", "modality", "run", "p_value", "reliable", "fast",
+            "median_item_s", "rerun"]
+    cur = db.execute(f"INSERT OR IGNORE INTO da_hit_outcomes ({', '.join(cols)}, decided_at) "
+                     f"VALUES ({', '.join('?' * len(cols))}, ?)", [row[c] for c in cols] + [now()])
+    return bool(cur.rowcount)
+
+
+def da_hit_outcome_rows(database: Database, study_id: str) -> list[dict]:
+    return database.query(
+        "SELECT o.participant_id AS worker_id, h.idx AS hit_id, o.modality, o.run, o.p_value, o.reliable, o.fast, "
+        "o.median_item_s, o.rerun, o.decided_at FROM da_hit_outcomes o JOIN da_hits h ON h.id = o.hit_id "
+        "WHERE o.study_id = ? ORDER BY h.idx, o.modality, o.run, o.decided_at", [study_id])
+
+
+def set_da_item_tts(db, item_ids: list[int], engine: str, voice: str) -> None:
+    """The TTS engine and voice that spoke these audio items (render time)."""
+    db.execute(f"UPDATE da_hit_items SET tts_engine = ?, tts_voice = ? WHERE id IN ({','.join('?' * len(item_ids))})",
+               [engine, voice, *item_ids])
 
 
 def da_feedback(database: Database, participant_id: int) -> dict | None:

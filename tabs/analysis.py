@@ -59,6 +59,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             da_rank = gr.Plot(label="Ranking")
             da_h2h = gr.Plot(label="Head to head")
             da_workers = gr.Dataframe(label="Workers", interactive=False)
+            da_hits = gr.Dataframe(label="HIT outcomes per rater (reliability test, speed, rerun)", interactive=False)
+            da_table1 = gr.Dataframe(label="Segments and document length per domain (paper 001, Table 1)",
+                                     interactive=False)
         with gr.Accordion("Semantic differential (paper 002)", open=False):
             with gr.Row():
                 # paper 002's procedure by default (section 4.2): K by eigenvalue > 1, pruning on;
@@ -94,13 +97,16 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
 
     @admin_only(auth, da_notice)
     def run_da(sess, study_id, alpha, request: gr.Request):
-        from services.da import study_analysis as da_study  # scipy and plotly: on first use only
+        from services.da import analysis as da_analysis  # scipy and plotly: on first use only
+        from services.da import study_analysis as da_study
 
         done = da_study.analyse(ctx.database, study_id, alpha)
         if isinstance(done, str):
             return {da_notice: done}
         df, res, figs = done.judgments, done.result, done.figures
-        return {da_notice: f"{len(df)} judgments by {df['worker_id'].nunique()} raters.",
+        notes = "".join(f"\n\n**Note:** {n}" for n in done.notes + da_analysis.summary_notes(res))
+        return {da_notice: f"{len(df)} judgments by {df['worker_id'].nunique()} raters.{notes}",
+                da_hits: done.hit_outcomes, da_table1: done.table1,
                 da_qc: res.qc_summary, da_systems: res.systems, da_workers: res.workers,
                 da_rank: figs.get("ranking"), da_h2h: figs.get("head_to_head"),
                 da_dist: figs.get("score_distribution"), da_dist_table: res.score_distribution}
@@ -150,6 +156,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                  api_visibility="private")
 
     da_run.click(run_da, [session, study, da_alpha],
-                 [da_notice, da_qc, da_systems, da_dist, da_dist_table, da_rank, da_h2h, da_workers],
+                 [da_notice, da_qc, da_systems, da_dist, da_dist_table, da_rank, da_h2h, da_workers, da_hits,
+                  da_table1],
                  api_visibility="private")
     return tab

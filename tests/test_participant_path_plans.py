@@ -15,7 +15,7 @@ from test_submissions import write_wav
 # tables whose size grows with participants, exchanges or answers
 STUDY_SIZED = {"participants", "exchanges", "assignments", "recordings", "translations", "answers",
                "validations", "validation_marks", "surveys", "work_pool", "events", "jobs", "consents",
-               "demographics", "exchange_metrics", "question_drafts"}
+               "demographics", "exchange_metrics", "question_drafts", "da_hit_outcomes", "da_judgments"}
 
 
 class Trace:
@@ -148,4 +148,28 @@ def test_da_and_sd_raters_scan_nothing_study_sized(demo_db, tmp_path):
     sql, _ = act(db, sd.token, "sd", lambda v: {"values": {p["pair_id"]: 5 for p in v.content["pairs"]}}, media)
     statements += sql
     assert len(statements) > 20
+    assert scans(db, statements) == []
+
+
+def test_a_da_raters_last_item_and_the_next_arrival_scan_nothing_study_sized(demo_db, tmp_path):
+    """The last item of a HIT runs the rerun decision (the rater's own judgments, the HIT's
+    reruns so far) inside its submit; the next rater's arrival reads the reruns per HIT."""
+    db = demo_db
+    media = tmp_path / "media"
+    add_participants(db, "demo", "da", 4)           # the next one reads text
+    da, = add_participants(db, "demo", "da", 1)
+    while True:
+        v = get_view(db, da.token, "da", media_dir=media)
+        assert v.status == "item"
+        with Trace(db) as t:
+            res = submit(db, da.token, "da", v.item_id, {"score": 61}, media_dir=media)
+        if res.next.status != "item":
+            break
+    assert db.scalar("SELECT COUNT(*) FROM da_hit_outcomes WHERE participant_id = ?", [da.id]) == 1
+    statements = t.sql
+    assert any("da_hit_outcomes" in s for s in statements)
+    with Trace(db) as t:
+        add_participants(db, "demo", "da", 1)
+    statements += t.sql
+    assert any("da_hit_outcomes" in s for s in t.sql)
     assert scans(db, statements) == []

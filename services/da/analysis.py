@@ -7,8 +7,11 @@ Input: one row per judgment (see REQUIRED; optional ``run`` defaulting to 1 and
   ask_again) pairs with the mean of the same worker's ``system`` scores on the same
   (system, segment_id, modality, run); d_bad = original - bad_reference,
   d_rep = original - ask_again; p = mannwhitneyu(d_rep, d_bad, alternative="less");
-  reliable when p < alpha. Informational flags: constant ratings (sd 0) and implausibly fast
-  HITs (median duration_s per item of a HIT below ``fast_item_s``).
+  reliable when p < alpha. Flags: constant ratings (sd 0) and unrealistically fast HITs
+  (median duration_s per item of a HIT below ``fast_item_s``). Paper 001 (Ethics) rejected HITs
+  "completed in an unrealistically short time": by default (keep_fast=False; wmt=True keeps
+  them, as WMT's published scores do) a fast HIT's judgments leave the z-scores and the scores,
+  and qc_summary counts them (hits_fast_excluded, judgments_fast_excluded).
 * z-scores: reliable workers only (wmt=True: every worker); per (worker, modality, run)
   z = (x - mean) / sd over all that worker's judgments (every item type), sample sd; a worker
   with a single judgment or sd 0 is dropped.
@@ -22,7 +25,9 @@ Input: one row per judgment (see REQUIRED; optional ``run`` defaulting to 1 and
 * replication: Pearson r of system (level "system") and segment (level "segment") z between
   run 1 and run 2 per modality and between text and audio per run, where both sides exist.
 * qc_summary: per modality, workers total / reliable / kept, judgments total / kept (all
-  judgments of kept workers) / scored (those in system scores).
+  judgments of kept workers outside fast HITs) / scored (those in system scores), and the fast
+  HITs and judgments excluded.
+* table1: paper 001's Table 1 from the DA segments (segments and document length per domain).
 * score_distribution: paper 001's Figure 3 ("Score distributions of reliable workers across
   different quality control segments: bad_reference, ask_again, and original system
   outputs"): the raw scores of the kept workers' judgments per (modality, run, item_type), as
@@ -69,7 +74,10 @@ SEGMENT_COLUMNS = ["modality", "run", "system", "segment_id", "n_judgments", "ra
 H2H_COLUMNS = ["modality", "run", "system_a", "system_b", "z_diff", "p_value", "n_a", "n_b"]
 REPLICATION_COLUMNS = ["comparison", "r", "n", "level", "p_value"]
 QC_COLUMNS = ["modality", "workers_total", "workers_reliable", "judgments_total", "judgments_kept",
-              "workers_kept", "judgments_scored", "workers_constant", "workers_fast"]
+              "workers_kept", "judgments_scored", "workers_constant", "workers_fast", "hits_fast_excluded",
+              "judgments_fast_excluded"]
+TABLE1_COLUMNS = ["domain", "segments", "documents", "mean_doc_segments", "median_doc_segments",
+                  "mean_doc_words", "median_doc_words"]
 DISTRIBUTION_COLUMNS = ["modality", "run", "item_type", "n", "mean", "sd", "median", "q1", "q3"]
 OUTPUT_TABLES = ("workers", "systems", "head_to_head", "replication", "qc_summary", "segments",
                  "score_distribution")
@@ -90,6 +98,8 @@ class DAResult:
     score_distribution: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DISTRIBUTION_COLUMNS))
     kept_scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
         columns=["modality", "run", "worker_id", "item_type", "score"]))   # the figure's data
+    keep_fast: bool = False
+    fast_item_s: float = FAST_ITEM_S
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,14 +211,51 @@ def _workers(d: pd.DataFrame, alpha: float, fast_item_s: float, reliability: str
     hits = timed.groupby(_KEY + ["hit_id"])["duration_s"].median()
     w["n_hits"] = d.groupby(_KEY)["hit_id"].nunique().reindex(w.index).astype(int)
     w["n_fast_hits"] = (hits < fast_item_s).groupby(level=_KEY).sum().reindex(w.index).fillna(0).astype(int)
+    w.attrs["fast_hits"] = hits[hits < fast_item_s].index     # (modality, run, worker_id, hit_id)
     w["median_item_s"] = timed.groupby(_KEY)["duration_s"].median().reindex(w.index)
     w["fast"] = w["n_fast_hits"] > 0
     return w
 
 
+def hit_verdict(df: pd.DataFrame, alpha: float = 0.05, fast_item_s: float = FAST_ITEM_S) -> dict:
+    """One rater's HIT (their judgments, one modality and run) as the analysis judges it: the
+    reliability test's p_value and verdict, and whether the HIT was unrealistically fast."""
+    d = normalise(df)
+    keys = d[_KEY].drop_duplicates()
+    if len(keys) != 1:
+        raise ValueError(f"a HIT verdict needs one rater's judgments in one modality and run, got {len(keys)}")
+    w = _workers(d, alpha, fast_item_s, "rank_sum").iloc[0]
+    p = None if pd.isna(w["p_value"]) else float(w["p_value"])
+    return {"p_value": p, "reliable": bool(w["reliable"]), "fast": bool(w["fast"]),
+            "median_item_s": None if pd.isna(w["median_item_s"]) else float(w["median_item_s"])}
+
+
+def table1(segments: pd.DataFrame) -> pd.DataFrame:
+    """Paper 001's Table 1 ("Number of segments and average document length (#segments per
+    document)") per domain from the DA segments (columns segment_id, doc_id, domain, source; one
+    row per system output is fine: a segment counts once): segments, documents, mean and median
+    segments per document, and mean and median words per document (the source's whitespace
+    tokens). A missing or empty domain is "(none)"; the last row, "all", pools the domains."""
+    if segments.empty:
+        return pd.DataFrame(columns=TABLE1_COLUMNS)
+    seg = segments.copy()
+    seg["domain"] = seg["domain"].fillna("").astype(str).str.strip().replace("", "(none)") \
+        if "domain" in seg else "(none)"
+    seg = seg.drop_duplicates("segment_id")
+    seg["words"] = seg["source"].fillna("").astype(str).str.split().str.len()
+    docs = seg.groupby(["domain", "doc_id"]).agg(n=("segment_id", "size"), words=("words", "sum")).reset_index()
+
+    def row(name, dd, ss):
+        return (name, len(ss), len(dd), dd["n"].mean(), dd["n"].median(), dd["words"].mean(), dd["words"].median())
+    rows = [row(dom, g, seg[seg["domain"] == dom]) for dom, g in docs.groupby("domain", sort=True)]
+    rows.append(row("all", docs, seg))
+    return pd.DataFrame(rows, columns=TABLE1_COLUMNS)
+
+
 def analyze(df: pd.DataFrame, alpha: float = 0.05, wmt: bool = False, *,
-            fast_item_s: float = FAST_ITEM_S, reliability: str = "rank_sum", h2h_level: str = "judgment",
-            tie_decimals: int | None | str = "auto", source: str = "<DataFrame>") -> DAResult:
+            fast_item_s: float = FAST_ITEM_S, keep_fast: bool | None = None, reliability: str = "rank_sum",
+            h2h_level: str = "judgment", tie_decimals: int | None | str = "auto",
+            source: str = "<DataFrame>") -> DAResult:
     """Reliability, z-scores, system rankings, head-to-head tests, clusters and replication.
 
     wmt=True reproduces WMT's published scores: every worker counts as reliable and segment
@@ -218,19 +265,32 @@ def analyze(df: pd.DataFrame, alpha: float = 0.05, wmt: bool = False, *,
     h2h_level: "judgment" (Mann-Whitney on the judgments' z) or "segment" (on segment mean z,
       which is what WMT's published significance tests use; n_a/n_b then count segments).
     tie_decimals: z_means equal to this many decimals are ordered by raw_mean; "auto" = 2
-      (paper 001), or None (z alone, WMT's ranking) when wmt=True."""
+      (paper 001), or None (z alone, WMT's ranking) when wmt=True.
+    keep_fast: False (paper 001, Ethics: unrealistically fast HITs were rejected) drops the
+      judgments of HITs whose median seconds per item is below fast_item_s from the z-scores and
+      the scores; None = False, or True when wmt=True (WMT's published scores keep them)."""
     if reliability not in ("rank_sum", "paired_t"):
         raise ValueError(f"reliability must be 'rank_sum' or 'paired_t', not {reliability!r}")
     if h2h_level not in ("judgment", "segment"):
         raise ValueError(f"h2h_level must be 'judgment' or 'segment', not {h2h_level!r}")
     if tie_decimals == "auto":
         tie_decimals = None if wmt else 2
+    if keep_fast is None:
+        keep_fast = wmt
     d = normalise(df, source)
     w = _workers(d, alpha, fast_item_s, reliability)
-    w["kept"] = (w["reliable"] | wmt) & (w["n_judgments"] >= 2) & (w["sd"] > 0)
+    fast_rows = pd.Series(False, index=d.index)
+    if not keep_fast and len(w.attrs["fast_hits"]):
+        fast_rows = pd.MultiIndex.from_frame(d[_KEY + ["hit_id"]]).isin(w.attrs["fast_hits"])
+        fast_rows = pd.Series(fast_rows, index=d.index)
+    used = d[~fast_rows]
+    # z over the judgments that stay (a fast HIT's are gone from the worker's mean and sd too)
+    g = used.groupby(_KEY)["score"]
+    zstats = pd.DataFrame({"n": g.size(), "mean": g.mean(), "sd": g.std(ddof=1)}).reindex(w.index)
+    w["kept"] = (w["reliable"] | wmt) & (zstats["n"] >= 2) & (zstats["sd"] > 0)
 
-    stdz = w.loc[w["kept"], ["mean", "sd"]]
-    j = d.join(stdz, on=_KEY, how="inner")
+    stdz = zstats.loc[w["kept"], ["mean", "sd"]]
+    j = used.merge(stdz.reset_index(), on=_KEY, how="inner")
     j["z"] = (j["score"] - j["mean"]) / j["sd"]
     scored_types = ("system", "ask_again") if wmt else ("system",)
     scored = j[j["item_type"].isin(scored_types)]
@@ -266,14 +326,14 @@ def analyze(df: pd.DataFrame, alpha: float = 0.05, wmt: bool = False, *,
 
     workers = _sorted(w.reset_index(), ["worker_id"])[WORKER_COLUMNS]
     replication = _replication(systems, segments)
-    qc = _qc_summary(d, workers, j, scored)
+    qc = _qc_summary(d, workers, j, scored, d[fast_rows])
     for t in (systems, workers):
         t["run"] = t["run"].astype(int)
     kept_scores = _sorted(j[["modality", "run", "worker_id", "item_type", "score"]], ["item_type"])
     return DAResult(workers=workers, systems=systems, head_to_head=h2h, replication=replication,
                     qc_summary=qc, segments=_sorted(segments, ["system", "segment_id"])[SEGMENT_COLUMNS],
                     alpha=alpha, wmt=wmt, score_distribution=score_distribution(kept_scores),
-                    kept_scores=kept_scores)
+                    kept_scores=kept_scores, keep_fast=keep_fast, fast_item_s=fast_item_s)
 
 
 def score_distribution(scores: pd.DataFrame) -> pd.DataFrame:
@@ -342,7 +402,7 @@ def _replication(systems: pd.DataFrame, segments: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=REPLICATION_COLUMNS)
 
 
-def _qc_summary(d, workers, j, scored) -> pd.DataFrame:
+def _qc_summary(d, workers, j, scored, fast) -> pd.DataFrame:
     rows = []
     for m in MODALITIES:
         dm = d[d["modality"] == m]
@@ -352,7 +412,9 @@ def _qc_summary(d, workers, j, scored) -> pd.DataFrame:
         rows.append((m, dm["worker_id"].nunique(), wm.loc[wm["reliable"], "worker_id"].nunique(), len(dm),
                      int((j["modality"] == m).sum()), wm.loc[wm["kept"], "worker_id"].nunique(),
                      int((scored["modality"] == m).sum()), wm.loc[wm["constant"], "worker_id"].nunique(),
-                     wm.loc[wm["fast"], "worker_id"].nunique()))
+                     wm.loc[wm["fast"], "worker_id"].nunique(),
+                     len(fast.loc[fast["modality"] == m, _KEY + ["hit_id"]].drop_duplicates()),
+                     int((fast["modality"] == m).sum())))
     return pd.DataFrame(rows, columns=QC_COLUMNS)
 
 
@@ -489,12 +551,27 @@ def write_outputs(result: DAResult, out_dir, include_plotlyjs="directory", png: 
     return paths
 
 
+def summary_notes(result: DAResult) -> list[str]:
+    """What the scores leave out, or keep against paper 001: unrealistically fast HITs."""
+    lines = []
+    for row in result.qc_summary.itertuples():
+        if row.hits_fast_excluded:
+            lines.append(f"{row.modality}: {row.hits_fast_excluded} unrealistically fast HITs (median under "
+                         f"{result.fast_item_s:g} s per item) excluded from z-scores and rankings, "
+                         f"{row.judgments_fast_excluded} judgments")
+        elif result.keep_fast and row.workers_fast:
+            lines.append(f"{row.modality}: {row.workers_fast} workers with unrealistically fast HITs kept "
+                         "in the scores (keep_fast; paper 001, Ethics, rejected them)")
+    return lines
+
+
 def summary(result: DAResult) -> str:
     lines = []
     for row in result.qc_summary.itertuples():
         lines.append(f"{row.modality}: {row.workers_total} workers, {row.workers_reliable} reliable "
                      f"(p < {result.alpha:g}), {row.workers_kept} used; {row.judgments_total} judgments, "
                      f"{row.judgments_scored} in system scores")
+    lines += summary_notes(result)
     for m, r in _groups(result.systems):
         g = result.systems[(result.systems["modality"] == m) & (result.systems["run"] == r)].sort_values("rank")
         lines.append(f"{m}, run {r}:")
@@ -509,11 +586,12 @@ def summary(result: DAResult) -> str:
     return "\n".join(lines)
 
 
-def run_cli(path, out_dir, alpha: float = 0.05, wmt: bool = False, fmt: str = "auto") -> str:
+def run_cli(path, out_dir, alpha: float = 0.05, wmt: bool = False, fmt: str = "auto", keep_fast: bool | None = None,
+            fast_item_s: float = FAST_ITEM_S) -> str:
     """Read judgments (fmt: auto, csv, wmt, appraise), analyse, write outputs to out_dir and
     return a short human summary."""
     df = load_judgments(path, fmt)
-    result = analyze(df, alpha=alpha, wmt=wmt, source=str(path))
+    result = analyze(df, alpha=alpha, wmt=wmt, keep_fast=keep_fast, fast_item_s=fast_item_s, source=str(path))
     files = write_outputs(result, out_dir)
     mode = " (WMT method: all workers, system + ask_again items)" if wmt else ""
     return (f"DA analysis of {path}{mode}\n" + summary(result) +

@@ -16,6 +16,13 @@ the rules of a judgment, feedback, and the judgments as the analysis reads them.
   Web Browsers to read-aloud"), so the view carries neither text; an audio item is shown only
   once its audio exists (a background job renders a HIT's audio and reference images when it
   is assigned, or the admin pre-renders the campaign).
+- Reruns (paper 001, section 2.2.3: "Rejected HITs were rescheduled to obtain fresh
+  judgments"; Ethics: HITs "completed in an unrealistically short time" were rejected): when a
+  rater's last item is saved, hit_completed runs the analysis's reliability test and speed check
+  on that rater's HIT; a failed HIT goes back to the pool (its rater no longer counts as
+  coverage in assignment) up to `reruns` times per (HIT, modality, run), after which it stays as
+  it is and the analysis says so.
+- Each audio item stores the TTS engine and voice that spoke it (render time).
 - `lock_until_played` (default false: paper 001 does not lock the slider; its rater "can use
   audio control to listen translations"): when true, the audio page keeps the slider locked
   until the candidate has played to its end, and a judgment is refused when it arrives before
@@ -29,6 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from services.da import analysis as da_analysis
 from services.da.render import render_item_images
 from services.models import tts
 from services.study.texts import texts
@@ -78,6 +86,35 @@ def assign_hit(db, database, study, pid: int) -> None:
     # images would otherwise be drawn inside the rater's submit (about 14 ms each)
     kind = "render_da_audio" if modality == "audio" else "render_da_images"
     jobs.enqueue(db, kind, {"study_id": sid, "hit_id": hit["id"]}, dedupe_key=f"{kind}:{hit['id']}")
+
+
+def hit_completed(db, database, study, a) -> dict | None:
+    """After a DA judgment is saved (inside its write): when it was the rater's last open item,
+    the rater's HIT is judged (reliability test at p < reliability_alpha, section 2.2.3; speed,
+    Ethics) and,
+    if it failed and this (HIT, modality, run) has had fewer than `reruns` reruns, released for a
+    fresh rater. Idempotent: one outcome per rater, written once."""
+    pid = a["participant_id"]
+    if queue.counts(database, pid, ("da",))["open"] or results.da_hit_outcome(database, pid):
+        return None
+    da = study["config"]["da"]
+    judged = pd.DataFrame(results.da_rater_judgment_rows(database, pid))
+    if judged.empty:
+        return None
+    keep_fast = bool(da.get("keep_fast", False))
+    verdict = da_analysis.hit_verdict(judged, alpha=float(da.get("reliability_alpha", 0.05)),
+                                      fast_item_s=float(da.get("fast_item_s", da_analysis.FAST_ITEM_S)))
+    failed = not verdict["reliable"] or (verdict["fast"] and not keep_fast)
+    meta = a["meta"]
+    modality, run = meta["modality"], int(meta.get("run", 1))
+    rerun = failed and results.da_hit_reruns(database, meta["hit_id"], modality, run) < int(da.get("reruns", 2))
+    row = {"participant_id": pid, "study_id": study["id"], "hit_id": meta["hit_id"], "modality": modality,
+           "run": run, **verdict, "reliable": int(verdict["reliable"]), "fast": int(verdict["fast"]),
+           "rerun": int(rerun)}
+    if results.insert_da_hit_outcome(db, row):
+        database.log(f"participant:{pid}", "da_hit_outcome", "da_hits", meta["hit_id"],
+                     {"p_value": verdict["p_value"], "fast": verdict["fast"], "rerun": rerun})
+    return row
 
 
 def _audio_path(study, candidate: str, media_dir) -> Path:
@@ -156,12 +193,20 @@ def render_hit_audio(database, study_id: str, hit_id: int, media_dir, progress=N
     study = studies.get_study(database, study_id)
     da = study["config"]["da"]
     items = studies.da_hit_items(database, hit_id)
+    engine = tts.choose(da["language"], _backend(da))      # one engine for the HIT, stored with its items
     for i, it in enumerate(items, start=1):
         reference_image(it["reference"], media_dir)
-        tts.speak(it["candidate"], da["language"], media_dir, _backend(da))
+        tts.speak(it["candidate"], da["language"], media_dir, engine)
         if progress:
             progress(i, len(items))
+    _store_tts(database, [it["id"] for it in items], engine)
     return len(items)
+
+
+def _store_tts(database, item_ids: list[int], engine) -> None:
+    if item_ids:
+        with database.write() as db:
+            results.set_da_item_tts(db, item_ids, engine.name, engine.voice)
 
 
 def prerender(database, study_id: str, media_dir, progress=None) -> dict:
@@ -186,11 +231,13 @@ def prerender(database, study_id: str, media_dir, progress=None) -> dict:
         if progress:
             progress(done, total)
     if da["modality"] != "text":
+        engine = tts.choose(da["language"], _backend(da))
         for text in texts:
-            tts.speak(text, da["language"], media_dir, _backend(da))
+            tts.speak(text, da["language"], media_dir, engine)
             done += 1
             if progress:
                 progress(done, total)
+        _store_tts(database, [it["id"] for it in items], engine)
     return {"items": len(items), "audio_texts": len(texts) if da["modality"] != "text" else 0,
             "reference_images": len(refs)}
 
@@ -215,4 +262,4 @@ def judgments_frame(database, study_id: str) -> pd.DataFrame:
     """The campaign's judgments in the analysis's input columns (services/da/analysis.py)."""
     rows = results.da_judgment_rows(database, study_id)
     return pd.DataFrame(rows, columns=["worker_id", "hit_id", "modality", "system", "segment_id", "item_type",
-                                       "score", "run", "duration_s"])
+                                       "score", "run", "duration_s", "tts_engine", "tts_voice"])

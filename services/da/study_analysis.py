@@ -1,12 +1,23 @@
-"""The DA analysis of a stored campaign, as the Analysis tab shows it."""
+"""The DA analysis of a stored campaign, as the Analysis tab (and `app.py analyze da --study`)
+shows it: the analysis with the study's own settings (fast_item_s, keep_fast), each rater's HIT
+outcome (the reruns), paper 001's Table 1 from the imported segments, and notes wherever the
+campaign departs from the paper (a failed HIT out of reruns, audio not from the configured
+engine)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
 from services.da import analysis as da_analysis
 from services.da import campaign as da_campaign
+from storage import results, studies
+
+# section 2.2.2: "we used the Google Cloud Text-to-Speech (TTS) Service (GCS)"; tts_backend
+# "auto" means Google when credentials are configured, so Google is what "auto" intends
+PAPER_ENGINE = "google"
+HIT_OUTCOME_COLUMNS = ["worker_id", "hit_id", "modality", "run", "p_value", "reliable", "fast", "median_item_s",
+                       "rerun", "decided_at"]
 
 
 @dataclass
@@ -14,6 +25,41 @@ class CampaignAnalysis:
     judgments: pd.DataFrame
     result: da_analysis.DAResult
     figures: dict
+    table1: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=da_analysis.TABLE1_COLUMNS))
+    hit_outcomes: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=HIT_OUTCOME_COLUMNS))
+    notes: list[str] = field(default_factory=list)
+
+
+def segments_table1(database, study_id: str) -> pd.DataFrame:
+    """Paper 001's Table 1 from the study's imported DA segments."""
+    segs = pd.DataFrame(studies.da_segments(database, study_id))
+    return da_analysis.table1(segs) if len(segs) else pd.DataFrame(columns=da_analysis.TABLE1_COLUMNS)
+
+
+def tts_notes(judgments: pd.DataFrame, da: dict) -> list[str]:
+    """A line for each TTS engine that spoke judged audio items other than the one the study
+    asks for (tts_backend; "auto" asks for Google, paper 001's engine)."""
+    wanted = da.get("tts_backend", "auto")
+    wanted = PAPER_ENGINE if wanted == "auto" else wanted
+    audio = judgments[(judgments["modality"] == "audio")]
+    notes = []
+    for (engine, voice), g in audio.groupby([audio["tts_engine"].fillna("unknown"),
+                                            audio["tts_voice"].fillna("unknown")], sort=True):
+        if not str(engine).startswith(wanted):       # espeak is stored as espeak-ng
+            notes.append(f"{len(g)} audio judgments were spoken by {engine} (voice {voice}), not by "
+                         f"{wanted}{' (paper 001 used Google Cloud TTS)' if wanted == PAPER_ENGINE else ''}")
+    return notes
+
+
+def rerun_notes(outcomes: pd.DataFrame, reruns: int) -> list[str]:
+    """A line for each (HIT, modality, run) whose last rater failed quality control once its
+    reruns were spent: that HIT stays without a reliable rater's judgments."""
+    notes = []
+    for (hit, modality, run), g in outcomes.groupby(["hit_id", "modality", "run"], sort=True):
+        if not (g["reliable"].astype(bool) & ~g["fast"].astype(bool)).any() and (~g["rerun"].astype(bool)).any():
+            notes.append(f"HIT {hit} ({modality}, run {run}): {int(g['rerun'].sum())} reruns used (reruns = "
+                         f"{reruns}), no rater passed quality control; the HIT stays as it is")
+    return notes
 
 
 def analyse(database, study_id: str, alpha: float = 0.05) -> CampaignAnalysis | str:
@@ -21,5 +67,34 @@ def analyse(database, study_id: str, alpha: float = 0.05) -> CampaignAnalysis | 
     df = da_campaign.judgments_frame(database, study_id) if study_id else None
     if df is None or df.empty:
         return "No DA judgments yet (pick the study above and press Show first)."
-    res = da_analysis.analyze(df, alpha=float(alpha or 0.05))
-    return CampaignAnalysis(df, res, da_analysis.figures(res))
+    da = studies.get_study(database, study_id)["config"]["da"]
+    res = da_analysis.analyze(df, alpha=float(alpha or 0.05),
+                              fast_item_s=float(da.get("fast_item_s", da_analysis.FAST_ITEM_S)),
+                              keep_fast=bool(da.get("keep_fast", False)))
+    outcomes = pd.DataFrame(results.da_hit_outcome_rows(database, study_id), columns=HIT_OUTCOME_COLUMNS)
+    notes = rerun_notes(outcomes, int(da.get("reruns", 2))) + tts_notes(df, da)
+    return CampaignAnalysis(df, res, da_analysis.figures(res), segments_table1(database, study_id), outcomes, notes)
+
+
+def run_cli(database, study_id: str, out_dir, alpha: float = 0.05) -> str:
+    """`app.py analyze da --study ID --out DIR`: the campaign's analysis with its outputs, and
+    table1.csv and hit_outcomes.csv beside them; returns the summary with the notes."""
+    from pathlib import Path
+
+    if not studies.get_study(database, study_id):
+        raise ValueError(f"no study {study_id!r} in this database")
+    done = analyse(database, study_id, alpha)
+    if isinstance(done, str):
+        raise ValueError(done)
+    files = da_analysis.write_outputs(done.result, out_dir)
+    for name, table in (("table1", done.table1), ("hit_outcomes", done.hit_outcomes)):
+        path = Path(out_dir) / f"{name}.csv"
+        table.to_csv(path, index=False)
+        files.append(path)
+    t1 = "\n".join(f"  {r.domain}: {r.segments} segments, {r.documents} documents, {r.mean_doc_segments:.1f} "
+                   f"segments per document (median {r.median_doc_segments:g}), {r.mean_doc_words:.1f} words"
+                   for r in done.table1.itertuples())
+    notes = "".join(f"\nnote: {n}" for n in done.notes)
+    return (f"DA analysis of study {study_id}\n{da_analysis.summary(done.result)}{notes}\n"
+            f"Table 1 (paper 001), segments and document length per domain:\n{t1}\n"
+            f"{len(files)} files written to {out_dir}")

@@ -322,6 +322,8 @@ def _save(database, token, tab, p: dict, study: dict, a: dict, payload: dict, da
         else:
             results.insert_sd_ratings(db, a["id"], data["ratings"])
         queue.mark_done(db, a["id"], _active_seconds(a))
+        if phase == "da":      # the rater's last item: their HIT is judged, and rerun if it failed
+            da_campaign.hit_completed(db, database, study, a)
         database.log(actor or f"participant:{p['id']}", "submit", phase, a["id"],
                      {"item": a["item_id"], "at": now()})
         if tab in WORKFLOW_TABS:     # a DA or SD answer opens no downstream work

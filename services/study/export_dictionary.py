@@ -206,6 +206,10 @@ TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
             "submitted_at": ("timestamp", "when the judgment was saved"),
             "active_seconds": ("number", "seconds between first shown and submitted, clamped at 600"),
             "created_at": ("timestamp", "when the judgment was stored"),
+            "tts_engine": ("string", "audio modality: the TTS engine that spoke the candidate (google, piper, "
+                                     "espeak-ng; paper 001 used Google); empty for text items or audio not yet "
+                                     "rendered"),
+            "tts_voice": ("string", "audio modality: that engine's voice (default: the engine's default voice)"),
         }),
     "da_feedback": (
         "Free-text feedback of DA raters at the end of their HIT.",
@@ -313,6 +317,7 @@ TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
             "source": ("string", "the source text"),
             "reference": ("string", "the reference translation"),
             "output": ("string", "the system's output"),
+            "domain": ("string", "the segment's domain (paper 001, Table 1); empty when the corpus names none"),
         }),
     "da_hit_items": (
         "The DA HITs as built at import: one row per item.",

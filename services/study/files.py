@@ -105,7 +105,16 @@ DEFAULTS = {
     # the same HITs by other raters, for self-replication (section 3.2: "two independent runs")
     "da": {"segments": None, "modality": "text", "hit_size": 100, "controls": 20, "min_gap": 30,
            "reference_controls": 0, "language": "en", "tts_backend": "auto", "lock_until_played": False,
-           "runs": 1},
+           "runs": 1,
+           # section 2.2.3: "Rejected HITs were rescheduled to obtain fresh judgments"; Ethics: HITs
+           # "completed in an unrealistically short time" were rejected. reruns: fresh raters a
+           # failed HIT gets (2, so a HIT has at most three tries, as reruns stay bounded); the paper
+           # names no time threshold: fast_item_s is the median seconds per item below which a HIT
+           # is too fast, and its judgments leave the scores unless keep_fast
+           "reruns": 2, "fast_item_s": 2.0, "keep_fast": False,
+           # section 2.2.3: reliable when p < 0.05 (the rerun decision's test; a HIT with few
+           # controls cannot reach it: with 2 bad_reference and 2 ask_again pairs p >= 1/6)
+           "reliability_alpha": 0.05},
     # paper 002 (section 3.2, Table 3): 3 sentences each, 20 pairs + 2 repeats (22 scales) per
     # sentence over 4 pages, the instructions in English or the German original (""): the
     # pairs' language when it is de, else English), about 10 minutes (sections 3.2, 4.1)
@@ -128,7 +137,7 @@ CSV_COLUMNS = {
     "questions": (["starter_id", "index", "en", "pt"], []),
     "exchanges": (["starter_id", "system", "translation"], []),
     "references": (["starter_id", "translation"], ["translator"]),
-    "da_segments": (["segment_id", "doc_id", "position", "source", "reference", "system", "output"], []),
+    "da_segments": (["segment_id", "doc_id", "position", "source", "reference", "system", "output"], ["domain"]),
     "sd_sentences": (["sentence_id", "text"], ["source"]),
     "sd_pairs": (["pair_id", "language", "positive", "negative"], ["note"]),
 }
@@ -347,7 +356,8 @@ def _check_config(raw: dict, err: _Collector) -> dict:
     if da:
         if da.get("modality") not in ("text", "audio", "both"):
             err.add(f, None, "da.modality", "must be text, audio or both")
-        for k, lo in (("hit_size", 2), ("controls", 0), ("min_gap", 1), ("reference_controls", 0), ("runs", 1)):
+        for k, lo in (("hit_size", 2), ("controls", 0), ("min_gap", 1), ("reference_controls", 0), ("runs", 1),
+                      ("reruns", 0)):
             v = da.get(k)
             if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 err.add(f, None, f"da.{k}", f"must be an integer >= {lo}")
@@ -363,6 +373,17 @@ def _check_config(raw: dict, err: _Collector) -> dict:
                     "candidate has played to its end) or false (paper 001: not locked)")
         if not isinstance(da.get("language"), str) or not da["language"].strip():
             err.add(f, None, "da.language", "must be the language of the MT outputs (e.g. en, pt)")
+        fast = da.get("fast_item_s")
+        if isinstance(fast, bool) or not isinstance(fast, (int, float)) or not fast > 0:
+            err.add(f, None, "da.fast_item_s", f"must be a number of seconds > 0 (the median seconds per item "
+                    f"below which a HIT is unrealistically fast), got {fast!r}")
+        alpha = da.get("reliability_alpha")
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+            err.add(f, None, "da.reliability_alpha", f"must be a significance level between 0 and 1 (paper 001: "
+                    f"0.05), got {alpha!r}")
+        if not isinstance(da.get("keep_fast"), bool):
+            err.add(f, None, "da.keep_fast", "must be true (unrealistically fast HITs stay in the scores) or "
+                    "false (paper 001, Ethics: they are rejected)")
     sd = cfg.get("sd")
     if sd:
         for k, lo in (("sentences_per_participant", 1), ("expected_seconds", 1), ("repeats_per_sentence", 0),
