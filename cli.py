@@ -181,6 +181,10 @@ def cmd_qe_audit(args, settings):
     from services.qe import audit as qe_audit
     from services.qe import service as qe_service
 
+    if args.paper:
+        return cmd_qe_paper(args)
+    if not args.pairs:
+        return refused(ValueError("qe-audit needs a PAIRS file (or --paper with audit output folders)"))
     try:
         database = None if args.no_cache else open_db(settings)
         result, files = qe_service.run_audit(args.pairs, args.out, metric=args.metric, context=args.context,
@@ -190,6 +194,17 @@ def cmd_qe_audit(args, settings):
     except (BackendUnavailable, KeyError) as e:
         return refused(e)
     print(f"QE audit of {args.pairs}\n{qe_audit.summary(result)}\n{len(files)} files written to {args.out}")
+    return 0
+
+
+def cmd_qe_paper(args):
+    from services.qe import paper_figures
+
+    if args.pairs:
+        return refused(ValueError(f"--paper reads audit output folders, not a PAIRS file ({args.pairs}): audit each "
+                                  "metric first, then pass the folders"))
+    result, files = paper_figures.run_cli(args.paper, args.out, n_resamples=args.resamples, seed=args.seed)
+    print(f"{paper_figures.summary(result)}\n{len(files)} files written to {args.out}")
     return 0
 
 
@@ -425,8 +440,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                            "BConTrasT when present, else the first corpus in "
                                                            "sorted order)")
     qa = asub.add_parser("qe-audit", help="gender audit of a QE metric (paper 003): ratios, error rates, retention")
-    qa.add_argument("pairs", help="CSV: instance_id, lang, source, hyp_f + hyp_m (or hyp_n + hyp_g); optional gold "
-                                  "(F|M), context, precomputed score_f + score_m")
+    qa.add_argument("pairs", nargs="?", help="CSV: instance_id, lang, source, hyp_f + hyp_m (or hyp_n + hyp_g); "
+                                             "optional gold (F|M), context, precomputed score_f + score_m")
     qa.add_argument("--out", required=True)
     qa.add_argument("--metric", default="e5-cosine", help="a metric name (default e5-cosine); ignored when the "
                                                           "file has scores")
@@ -435,6 +450,10 @@ def build_parser() -> argparse.ArgumentParser:
     qa.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the Phi interval")
     qa.add_argument("--seed", type=int, default=0)
     qa.add_argument("--no-cache", action="store_true", help="do not keep scores in the app database")
+    qa.add_argument("--paper", nargs="+", metavar="[HYPOTHESES=]FOLDER",
+                    help="instead of a PAIRS file: audit output folders of several metrics -> paper 003's Table 8 "
+                         "(counterfactual runs; HYPOTHESES names the block, e.g. GT=out/kiwi-gt, default "
+                         "references), Figure 4 (ambiguous + unambiguous runs) and Figures 6/9 (ambiguous runs)")
     qr = asub.add_parser("qe-rerank", help="quality-aware reranking and gender accuracy vs greedy (paper 003 s. 5)")
     qr.add_argument("candidates", nargs="?", help="CSV: instance_id, lang, source, gold, hypothesis, [is_greedy], "
                                                   "[ref_f, ref_m], [context]")

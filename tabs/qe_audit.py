@@ -51,9 +51,27 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         retention = gr.Dataframe(label="Share retained at each threshold", interactive=False)
         plots = [gr.Plot(visible=False) for _ in range(3)]
         files = gr.File(label="Tables (CSV) and figures", file_count="multiple", interactive=False)
+        runs = gr.State([])          # this session's audit runs, for the paper's cross-metric tables
+        with gr.Accordion("Paper 003's tables across metrics: Table 8, Figure 4, Figures 6/9", open=False):
+            gr.Markdown("Built from the audits run above in this session (one metric each): counterfactual runs "
+                        "make Table 8, ambiguous + unambiguous runs Figure 4, ambiguous runs Figures 6/9. Name "
+                        "a run's hypotheses in the table (`references`, or the MT system, e.g. `GT`): Table 8 "
+                        "has a block for each.")
+            run_list = gr.Dataframe(headers=PAPER_RUN_HEADERS, label="Audit runs of this session (edit "
+                                    "'hypotheses')", interactive=True)
+            paper_run = gr.Button("Build the paper's tables and figures")
+            paper_notice = gr.Markdown()
+            table8 = gr.Dataframe(label="Table 8: matched ratio QE(s_F, h_F) / QE(s_M, h_M) per language; warning "
+                                        "where the one-sided t-test against 1 gives p < .05", interactive=False)
+            table8_marks = gr.Dataframe(label="Table 8 as the paper prints it (⚠: p < .05)", interactive=False)
+            tradeoff = gr.Dataframe(label="Figure 4's points: ER vs distance from parity, Pareto frontier flags",
+                                    interactive=False)
+            paper_plots = [gr.Plot(visible=False) for _ in range(2)]
+            paper_files = gr.File(label="Paper tables (CSV), captions and figures", file_count="multiple",
+                                  interactive=False)
 
     @admin_only(auth, notice)
-    def do_audit(sess, path, metric_name, ctx_mode, thresholds_text, want_png, progress=gr.Progress(),
+    def do_audit(sess, path, metric_name, ctx_mode, thresholds_text, want_png, past, progress=gr.Progress(),
                  request: gr.Request = None):
         from services.models.backends import BackendUnavailable
         from services.qe import audit as qe_audit
@@ -75,9 +93,49 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         shown = {p: gr.update(visible=i < len(figs), value=figs[i][1] if i < len(figs) else None,
                               label=figs[i][0] if i < len(figs) else None) for i, p in enumerate(plots)}
         text = qe_audit.summary(result).replace("\n", "  \n")
+        past = list(past or []) + [paper_run_entry(result, out_dir)]
         return {notice: text, ratios: result.ratios, errors: result.errors, retention: result.retention,
-                files: [str(p) for p in written], **shown}
+                files: [str(p) for p in written], runs: past, run_list: paper_run_rows(past), **shown}
 
-    run.click(do_audit, [session, pairs, metric, context, thresholds, png],
-              [notice, ratios, errors, retention, files, *plots], concurrency_id=MODEL_QUEUE, concurrency_limit=1,
-              api_name="analysis_qe_audit", api_visibility="undocumented")
+    run.click(do_audit, [session, pairs, metric, context, thresholds, png, runs],
+              [notice, ratios, errors, retention, files, *plots, runs, run_list], concurrency_id=MODEL_QUEUE,
+              concurrency_limit=1, api_name="analysis_qe_audit", api_visibility="undocumented")
+
+    @admin_only(auth, paper_notice)
+    def do_paper(sess, past, table, request: gr.Request = None):
+        from services.qe import paper_figures
+
+        if not past:
+            return {paper_notice: "Run the audit above on at least one metric first."}
+        labels = list(table["hypotheses"]) if table is not None and "hypotheses" in table else []
+        try:
+            found = [paper_figures.load_run(r["dir"], labels[i] if i < len(labels) else None)
+                     for i, r in enumerate(past)]
+            result = paper_figures.paper_results(found)
+        except ValueError as e:
+            return {paper_notice: f"**The paper's tables could not be built:** {e}"}
+        written = paper_figures.write_outputs(result, tempfile.mkdtemp(prefix="qe-paper-"))
+        figs = list(paper_figures.figures(result).items())
+        shown = {p: gr.update(visible=i < len(figs), value=figs[i][1] if i < len(figs) else None,
+                              label=figs[i][0] if i < len(figs) else None) for i, p in enumerate(paper_plots)}
+        captions = "  \n".join(f"**{name}**: {paper_figures.CAPTIONS[name]}" for name in ("table8", *dict(figs)))
+        text = paper_figures.summary(result).replace("\n", "  \n") + "\n\n" + captions
+        return {paper_notice: text, table8: result.table8, table8_marks: result.table8_marks,
+                tradeoff: result.tradeoff, paper_files: [str(p) for p in written], **shown}
+
+    paper_run.click(do_paper, [session, runs, run_list],
+                    [paper_notice, table8, table8_marks, tradeoff, paper_files, *paper_plots],
+                    api_name="analysis_qe_paper", api_visibility="undocumented")
+
+
+PAPER_RUN_HEADERS = ["run", "metric", "context", "languages", "instances", "hypotheses"]
+
+
+def paper_run_entry(result, out_dir: str) -> dict:
+    return {"dir": out_dir, "metric": str(result.metric.get("name", "")), "context": result.context,
+            "languages": ", ".join(result.languages), "instances": result.n_instances}
+
+
+def paper_run_rows(past: list[dict]) -> list[list]:
+    return [[i + 1, r["metric"], r["context"], r["languages"], r["instances"], "references"]
+            for i, r in enumerate(past)]

@@ -333,6 +333,42 @@ def test_admin_runs_the_qe_audit_on_uploaded_pairs(client, tmp_path):
                                       api_name="/analysis_qe_audit")[0].lower()
 
 
+def test_admin_builds_paper_003_tables_from_the_sessions_audits(client, tmp_path):
+    """Issue 27 point 8, paper 003 appendix B.5 Table 8 and section 6 Figure 4 in the Analysis
+    tab: the audits run in the session (here precomputed scores: a counterfactual pair of rows,
+    feminine pairs lower) feed the cross-metric tables; the run list names each run's hypotheses."""
+    import pandas as pd
+    from gradio_client import handle_file
+
+    own = AppClient(client.url)                      # a session of its own: its run list starts empty
+    session = admin_session(own)
+    empty = own.predict(session, {"headers": ["run"], "data": []}, api_name="/analysis_qe_paper")[0]
+    assert "Run the audit above" in empty
+    cf = tmp_path / "cf.csv"
+    lines = [(0.8, 0.9), (0.7, 0.75), (0.85, 0.88), (0.6, 0.66)]
+    rows = ["instance_id,lang,source,hyp_f,hyp_m,gold,score_f,score_m"]
+    for i, (ff, mm) in enumerate(lines):
+        rows += [f"{i}F,pt,she {i},a {i},o {i},F,{ff},0.1", f"{i}M,pt,he {i},a {i},o {i},M,0.1,{mm}"]
+    cf.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    amb = tmp_path / "amb.csv"
+    amb.write_text("instance_id,lang,source,hyp_f,hyp_m,score_f,score_m\n1,pt,x,a,o,0.5,0.6\n2,pt,y,b,p,0.7,0.8\n",
+                   encoding="utf-8")
+    for path in (cf, amb):
+        out = own.predict(session, handle_file(str(path)), "e5-cosine", "none", "", False,
+                          api_name="/analysis_qe_audit")
+        assert "precomputed" in out[0]
+    run_list = out[-1]
+    assert [r[0] for r in run_list["data"]] == [1, 2]
+    run_list["data"][0][-1] = "GT"
+    notice, t8, marks = own.predict(session, run_list, api_name="/analysis_qe_paper")[:3]
+    assert "Table 8" in notice and "Figure 4 needs an unambiguous run" in notice
+    t8 = pd.DataFrame(t8["data"], columns=t8["headers"]).set_index("lang")
+    assert t8.loc["pt", "hypotheses"] == "GT"
+    assert float(t8.loc["pt", "mean_ratio"]) == pytest.approx(sum(f / m for f, m in lines) / 4)
+    assert marks["headers"] == ["metric", "GT pt"] and marks["data"][0][1] == "⚠"
+    assert "log in" in own.predict("nope", run_list, api_name="/analysis_qe_paper")[0].lower()
+
+
 def test_admin_exports_the_study_as_a_zip(client, links):
     import zipfile
 
