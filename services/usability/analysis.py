@@ -170,7 +170,7 @@ LME4_NOTE = ("The paper fitted lme4 through pymer4, whose p-values are Satterthw
 # factors) are anti-conservative: benchmarks/usability/small_sample.py (null effects, the paper's
 # crossed design) measured a false-positive rate at alpha .05 above 0.06 for every size under it
 # (benchmarks/results/usability_small_sample.json; docs/usability-study.md cites the rates).
-SMALL_SAMPLE_SENDERS = 48
+SMALL_SAMPLE_SENDERS = 36
 PERSPECTIVE_EFFECTS = (("respondent", "respondent_id"), ("starter", "starter_id"))
 PERSPECTIVE_FORMULA = "u ~ perspective + translation_score + qa_score + system + gender + group"
 TERTILES = ("low", "mid", "high")
