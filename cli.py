@@ -131,7 +131,8 @@ def cmd_analyze(args, settings):
             return cmd_qe_rerank(args, settings)
         if args.analysis == "usability":
             from services.usability import analysis as usability_analysis
-            print(usability_analysis.run_cli(args.exchanges, args.out, corpus_reference=args.corpus_reference))
+            print(usability_analysis.run_cli(args.exchanges, args.out, corpus_reference=args.corpus_reference,
+                                             holm_family=args.holm_family))
             if args.study:        # Table 3 needs the starters: from the stored study
                 from services.usability import paper_figures
                 path = paper_figures.write_study_starter_statistics(open_db(settings), args.study, args.out)
@@ -439,6 +440,9 @@ def build_parser() -> argparse.ArgumentParser:
     us.add_argument("--corpus-reference", default="", help="reference level of the corpus factor (default: "
                                                            "BConTrasT when present, else the first corpus in "
                                                            "sorted order)")
+    us.add_argument("--holm-family", default="within", choices=["within", "all"],
+                    help="Holm families of the group x gender contrasts: within (default, paper 000 section 4.2: "
+                         "the pairs within each gender and within each group) or all (one family of every pair)")
     qa = asub.add_parser("qe-audit", help="gender audit of a QE metric (paper 003): ratios, error rates, retention")
     qa.add_argument("pairs", nargs="?", help="CSV: instance_id, lang, source, hyp_f + hyp_m (or hyp_n + hyp_g); "
                                              "optional gold (F|M), context, precomputed score_f + score_m")

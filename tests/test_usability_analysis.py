@@ -128,12 +128,15 @@ def test_spearman_equals_scipy(small, small_result):
     for s in c.index:
         ok = small[s].notna()
         r = stats.spearmanr(u[ok], small.loc[ok, s])
-        assert c.at[s, "spearman_rho"] == pytest.approx(r.statistic, abs=1e-12)
+        assert c.at[s, "spearman_rho_raw"] == pytest.approx(r.statistic, abs=1e-12)
+        sign = -1 if s == "metric_metricx24" else 1        # MetricX: lower is better, reported oriented
+        assert c.at[s, "spearman_rho"] == pytest.approx(sign * r.statistic, abs=1e-12)
         assert c.at[s, "p_value"] == pytest.approx(r.pvalue, rel=1e-9)
         assert c.at[s, "n"] == ok.sum()
     assert c.at["metric_comet", "n"] == len(small) - 1
     m = small_result.correlation_matrix
     assert m.at["u", "qa_score"] == pytest.approx(stats.spearmanr(u, small["qa_score"]).statistic)
+    assert m.at["u", "metric_metricx24"] == pytest.approx(-stats.spearmanr(u, small["metric_metricx24"]).statistic)
 
 
 # ---------------------------------------------------------------------------------------------

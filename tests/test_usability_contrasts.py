@@ -73,8 +73,9 @@ def test_corpus_reference_is_configurable(small):
 def test_a_reference_corpus_missing_from_the_data_falls_back_and_says_so(small):
     d = small.assign(corpus=small["corpus"].map({"BConTrasT": "b-natural", "MED-MT": "m-natural",
                                                  "Gemini": "g-synth", "Qwen 3": "q-synth"}))
-    fit = U.fit_lmm(d)          # the paper's level is absent: the first in sorted order, quietly
-    assert fit.reference["corpus"] == "b-natural" and not fit.warnings
+    fit = U.fit_lmm(d)          # the paper's level is absent: the first in sorted order, said (issue 27)
+    assert fit.reference["corpus"] == "b-natural"
+    assert any("reference level 'BConTrasT' of corpus is not in the data (the paper's" in w for w in fit.warnings)
     fit = U.fit_lmm(d, {"corpus": "Gemini"})
     assert fit.reference["corpus"] == "b-natural"
     assert any("reference level 'Gemini' of corpus is not in the data" in w for w in fit.warnings)
@@ -234,8 +235,8 @@ def test_u_marginal_means_and_holm_contrasts_equal_a_patsy_grid(small):
     assert [f"{g} x {s}" for g, s in zip(mm["group"], mm["gender"])] == cells
     np.testing.assert_allclose(mm["mean"], L @ beta, atol=1e-5)
     np.testing.assert_allclose(mm["std_error"], np.sqrt(np.einsum("ij,jk,ik->i", L, cov, L)), atol=1e-5)
-    c = U.cell_contrasts(fit, small)
-    assert len(c) == 15 and (c["outcome"] == "u").all()
+    c = U.cell_contrasts(fit, small, holm_family="all")      # the option: one family of all 15 pairs
+    assert len(c) == 15 and (c["outcome"] == "u").all() and (c["family"] == "all 15 pairs").all()
     pairs = list(itertools.combinations(range(len(cells)), 2))
     assert list(zip(c["a"], c["b"])) == [(cells[i], cells[j]) for i, j in pairs]
     D = np.vstack([L[i] - L[j] for i, j in pairs])
@@ -300,7 +301,8 @@ def test_analyze_writes_the_score_model():
     res = U.analyze(d, pa_iterations=20, metric_lmm=False)
     assert res.score_lmm is not None and res.score_lmm.n == len(d)
     assert list(res.score_marginal_means.columns) == U.MARGINAL_COLUMNS and len(res.score_marginal_means) == 6
-    assert res.contrasts.groupby("outcome").size().to_dict() == {"translation_score": 15, "u": 15}
+    # the paper's families (section 4.2): 3 group pairs within each gender + 1 gender pair within each group
+    assert res.contrasts.groupby("outcome").size().to_dict() == {"translation_score": 9, "u": 9}
     assert "score LMM (validator's DA+SQM" in U.summary(res)
 
 

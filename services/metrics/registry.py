@@ -374,6 +374,38 @@ def get(name: str, **options) -> Metric:
     raise KeyError(f"unknown metric {name!r}; known metrics: {', '.join(names())}")
 
 
+# The class behind each factory that imports its module on first use: its higher_is_better,
+# read without building the metric (no weights, no configuration needed).
+_CLASSES = {"metricx": "services.metrics.metricx:MetricX", "comet": "services.metrics.comet:CometMetric",
+            "cometkiwi": "services.metrics.comet:CometMetric", "xcomet": "services.metrics.comet:CometMetric",
+            "gemba-da": "services.metrics.gemba:GembaDA", "auto-qa": "services.metrics.auto_qa:AutoQA"}
+
+
+def resolve(name: str) -> str | None:
+    """The registered metric a name stands for (a table's metric_<name> column writes '_' for
+    '-'): the name itself when registered, else the longest registered name it begins with
+    (metricx24 -> metricx, metricx_24_xl -> metricx-24-xl); None when none."""
+    key = str(name or "").strip().lower().replace("_", "-")
+    if key in _FACTORIES:
+        return key
+    starts = [k for k in _FACTORIES if key.startswith(k)]
+    return max(starts, key=len) if starts else None
+
+
+def higher_is_better(name: str) -> bool | None:
+    """A metric's direction by name (resolve()), from its class's higher_is_better (a checkpoint:
+    its family's class), without building it; None for a name the registry does not know."""
+    key = resolve(name)
+    if key is None:
+        return None
+    family = CHECKPOINTS[key].family if key in CHECKPOINTS else key
+    factory = _FACTORIES.get(family)
+    if isinstance(factory, type):
+        return bool(factory.higher_is_better)
+    target = _CLASSES.get(family)
+    return bool(_load(target).higher_is_better) if target else None
+
+
 def available() -> list[dict]:
     """The registered metrics that are configured and whose packages are installed: their info()
     (name, kind, version, model, scale, higher_is_better, ...). A metric counts as configured when

@@ -26,23 +26,32 @@ Definitions (:func:`analyze`):
   left out are counted by reason in the notes and
   the model's text file; the descriptive tables, correlations, thresholds and factor
   analysis keep every row.
+* directions: translation_score and qa_score run higher-is-better; a metric_<name> column the
+  way the metric registry's higher_is_better says (services.metrics.registry.higher_is_better:
+  metricx, metricx-24-xl, metricx-23-* lower is better); a name it does not know counts as
+  higher-is-better, with a note. Every table relating a signal to u carries higher_is_better.
 * correlations: Spearman rho (scipy.stats.spearmanr) of u with translation_score, qa_score and
-  every metric (rows where the signal is present); the heat map shows the pairwise Spearman
-  matrix (pandas) of u, u_b and the signals.
+  every metric (rows where the signal is present), oriented (the sign flipped for a
+  lower-is-better signal, as Figure 11 reports MetricX), spearman_rho_raw beside it; the heat
+  map shows the pairwise Spearman matrix (pandas) of u, u_b and the signals, oriented the same way.
 * LMM (section 4.2, Table 4; statsmodels MixedLM, REML): u ~ system + topic + corpus + u_b +
   group * gender with crossed random intercepts for sender, validator and receiver: one
   all-covering group and a variance component per id (statsmodels' documented way to get
   crossed effects). corpus is the starter's corpus, the factor Table 4 calls Source (BConTrasT,
   MED-MT, Gemini, Qwen 3); without a corpus column the natural/synthetic source stands in, with
   a note. Treatment coding; reference levels are the paper's (Hindi, Man, DeSTA2, Everyday,
-  BConTrasT; matched case-insensitively) where present, otherwise the alphabetically first level
-  (``reference=`` overrides per factor: the study's usability.corpus_reference sets the
-  corpus's; a level asked for but absent is noted). A factor with one level is left out; design
-  columns that are empty or collinear (e.g. a group x gender cell without senders) are dropped;
-  both are reported. 95% Wald CIs; p-values from Wald z tests (statsmodels
-  MixedLMResults.pvalues, normal reference), named in lmm.csv's test column. The paper fitted
-  lme4 through pymer4, whose p-values are Satterthwaite t tests; that approximation is not
-  re-implemented here.
+  BConTrasT; matched ignoring case, spaces, hyphens and underscores, and for the system through
+  assets/systems.toml: the preset id paper-desta2 or its label; match_level) where present,
+  otherwise the alphabetically first level (``reference=`` overrides per factor: the study's
+  usability.corpus_reference sets the corpus's); a default or requested level that is absent is
+  noted (summary, lmm.txt) and lmm.csv's reference column names each term's reference level.
+  A factor with one level is left out; design columns that are empty or collinear (e.g. a
+  group x gender cell without senders) are dropped; both are reported. 95% Wald CIs; p-values
+  from Wald z tests (statsmodels MixedLMResults.pvalues, normal reference), named in lmm.csv's
+  test column. The paper fitted lme4 through pymer4, whose p-values are Satterthwaite t tests;
+  that approximation is not re-implemented here. Under SMALL_SAMPLE_SENDERS senders the
+  summary and lmm.txt warn that the group/gender p-values are anti-conservative (measured:
+  benchmarks/usability/small_sample.py).
 * score LMM (section 4.3, Figure 3a): the validator's translation_score ~ system + topic +
   corpus + group * gender with crossed random intercepts for sender and validator (the
   receiver never touches the translation scored; u_b, the sender's opinion, is no cause of it);
@@ -57,12 +66,13 @@ Definitions (:func:`analyze`):
 * marginal means per group x gender cell from each LMM (Figures 2c and 3b): the fixed-effects
   prediction averaged with equal weights over the levels of system, topic and corpus, u_b at
   its mean (emmeans' default reference grid), with Wald SE and CI (MixedLMResults.t_test).
-* contrasts (section 4.2): every pair of those cells, a - b, with Wald z and p, and p_holm
-  adjusted by Holm over the model's family of pairs (statsmodels multipletests;
-  services/usability/contrasts.py).
+* contrasts (section 4.2): pairs of those cells, a - b, with Wald z and p, and p_holm adjusted
+  by Holm within each family (statsmodels multipletests; services/usability/contrasts.py): by
+  default the group pairs within each gender and the gender pair within each group
+  (holm_family="within"); "all": one family of every pair. contrasts.csv's family names it.
 * metric effects: for every signal x rescaled to [0,1] by its observed min and max (reversed
-  for lower-is-better metrics: names containing an entry of ``lower_is_better``, by default
-  "metricx", so 1 is always the best observed quality), effect_lmm = its coefficient when
+  for lower-is-better metrics, see directions, so 1 is always the best observed quality;
+  estimate_raw: the estimate per unit of the unreversed rescaled signal), effect_lmm = its coefficient when
   added to the LMM (one fit per signal, on the rows where it is present, started from the
   main fit's variance components); effect_low/mid/high = the coefficient of x in OLS of u on x
   and the LMM's fixed effects (system + topic + corpus + u_b + group * gender: Table 2's
@@ -99,6 +109,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -115,6 +126,8 @@ from services.common.analysis_input import numbers as _numbers
 from services.common.analysis_input import read_csv_cells as _read_csv
 from services.common.analysis_output import write_json, write_tables
 from services.common.figure_files import write_figures
+from services.metrics import registry as metric_registry
+from services.models import systems as st_systems
 from services.sd import analysis as SD
 from services.usability import contrasts as C
 from services.usability import paper_figures
@@ -140,7 +153,6 @@ PERSPECTIVE_NEEDS = (("perspective", "no perspective"),) + SPEAKER_NEEDS + (("st
 # the paper's reference levels (Table 4); "source" only stands in when there is no corpus column
 DEFAULT_REFERENCE = {"group": "Hindi", "gender": "Man", "system": "DeSTA2", "topic": "Everyday",
                      "corpus": "BConTrasT", "source": "natural"}
-LOWER_IS_BETTER = ("metricx",)
 USABLE = 4.0
 PA_ITERATIONS = 500
 PA_PERCENTILE = 95.0
@@ -155,20 +167,25 @@ OLS_T = "t (statsmodels OLS)"
 LME4_NOTE = ("The paper fitted lme4 through pymer4, whose p-values are Satterthwaite t tests (lmerTest); "
              "statsmodels has no Satterthwaite approximation, so these are Wald z: the same estimates and "
              "SEs (REML), a slightly smaller p in small samples.")
+# Below this many senders the Wald z p-values of the group and gender terms (between-sender
+# factors) are anti-conservative: benchmarks/usability/small_sample.py (null effects, the paper's
+# crossed design) measured a false-positive rate at alpha .05 above 0.06 for every size under it
+# (benchmarks/results/usability_small_sample.json; docs/usability-study.md cites the rates).
+SMALL_SAMPLE_SENDERS = 36
 PERSPECTIVE_EFFECTS = (("respondent", "respondent_id"), ("starter", "starter_id"))
 PERSPECTIVE_FORMULA = "u ~ perspective + translation_score + qa_score + system + gender + group"
 TERTILES = ("low", "mid", "high")
 
 GROUP_COLUMNS = ["by", "level", "n", "S", "T", "R", "mu_u", "sigma_u", "mu_ub", "delta_u", "usable_share",
                  "S_b", "T_b", "R_b", "sigma_ub", "usable_share_b"]
-CORRELATION_COLUMNS = ["signal", "spearman_rho", "p_value", "n"]
-LMM_COLUMNS = ["term", "estimate", "std_error", "z", "p_value", "ci_low", "ci_high", "test"]
+CORRELATION_COLUMNS = ["signal", "higher_is_better", "spearman_rho", "spearman_rho_raw", "p_value", "n"]
+LMM_COLUMNS = ["term", "estimate", "std_error", "z", "p_value", "ci_low", "ci_high", "test", "reference"]
 EFFECT_COLUMNS = ["signal", "effect_lmm", "effect_low", "effect_mid", "effect_high", "p_lmm", "p_low", "p_mid",
-                  "p_high", "n_lmm", "n_low", "n_mid", "n_high", "orientation", "min", "max"]
-THRESHOLD_COLUMNS = ["signal", "value_at_u4", "orientation", "n", "note"]
+                  "p_high", "n_lmm", "n_low", "n_mid", "n_high", "orientation", "min", "max", "higher_is_better"]
+THRESHOLD_COLUMNS = ["signal", "value_at_u4", "orientation", "n", "note", "higher_is_better"]
 MARGINAL_COLUMNS = ["group", "gender", "mean", "std_error", "ci_low", "ci_high", "n"]
 ESTIMATE_COLUMNS = ["signal", "fit", "estimate", "std_error", "statistic", "p_value", "ci_low", "ci_high", "n", "test",
-                    "covariates"]
+                    "covariates", "higher_is_better", "estimate_raw"]
 PERSPECTIVE_COLUMNS = ["term", "estimate", "std_error", "z", "p_value", "ci_low", "ci_high", "n_first", "n_third"]
 _EPS = 1e-9
 
@@ -202,6 +219,7 @@ class LMMFit:
     rows_total: int = 0                                 # rows before those were left out
     outcome: str = "u"
     covariate_means: dict = field(default_factory=dict)  # numeric covariate -> its mean (marginal means' grid)
+    reference_notes: list = field(default_factory=list)  # reference levels absent from the data (who stands in)
 
 
 @dataclass
@@ -235,6 +253,7 @@ class UsabilityResult:
     score_marginal_means: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MARGINAL_COLUMNS))
     contrasts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=C.CONTRAST_COLUMNS))
     effect_estimates: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ESTIMATE_COLUMNS))
+    holm_family: str = C.DEFAULT_HOLM_FAMILY
 
 
 # ---------------------------------------------------------------------------------------------
@@ -384,24 +403,61 @@ def signal_columns(d: pd.DataFrame) -> list[str]:
     return ["translation_score", "qa_score"] + metric_columns(d)
 
 
-def correlations(d: pd.DataFrame, signals: list[str] | None = None) -> pd.DataFrame:
+def signal_directions(signals, lower_is_better=None, notes: list[str] | None = None) -> dict:
+    """signal -> higher_is_better. translation_score (DA+SQM) and qa_score (share correct): higher
+    is better. metric_<name>: the metric registry's higher_is_better (registry.higher_is_better:
+    the metric's class, a checkpoint's family's; metricx, metricx-24-xl, metricx-23-*: False);
+    a name the registry does not know is taken as higher-is-better, noted. ``lower_is_better``, a
+    list of name fragments, overrides: a signal whose name contains one is lower-is-better."""
+    out = {}
+    for s in signals:
+        if lower_is_better is not None:
+            out[s] = not any(str(k).lower() in s.lower() for k in lower_is_better)
+        elif not s.startswith(METRIC_PREFIX):
+            out[s] = True
+        else:
+            known = metric_registry.higher_is_better(s[len(METRIC_PREFIX):])
+            out[s] = True if known is None else known
+            if known is None and notes is not None:
+                notes.append(f"{s}: a metric the registry does not know; taken as higher is better (pass "
+                             f"lower_is_better to say otherwise)")
+    return out
+
+
+def _orientation(higher: bool) -> str:
+    return "higher is better" if higher else "lower is better"
+
+
+def correlations(d: pd.DataFrame, signals: list[str] | None = None, directions: dict | None = None) -> pd.DataFrame:
     """correlations.csv: Spearman rho of u with each signal (scipy.stats.spearmanr on the rows
-    where the signal is present)."""
+    where the signal is present), oriented so that higher is better (spearman_rho: the raw rho
+    negated for a lower-is-better signal, as Figure 11 shows MetricX), the raw rho beside it."""
+    signals = signals if signals is not None else signal_columns(d)
+    directions = directions or signal_directions(signals)
     rows = []
-    for s in signals if signals is not None else signal_columns(d):
+    for s in signals:
         ok = d[s].notna()
         n = int(ok.sum())
+        sign = 1.0 if directions[s] else -1.0
         if n >= 3 and d.loc[ok, s].nunique() > 1 and d.loc[ok, "u"].nunique() > 1:
             r = stats.spearmanr(d.loc[ok, "u"], d.loc[ok, s])
-            rows.append([s, float(r.statistic), float(r.pvalue), n])
+            rows.append([s, directions[s], sign * float(r.statistic), float(r.statistic), float(r.pvalue), n])
         else:
-            rows.append([s, math.nan, math.nan, n])
+            rows.append([s, directions[s], math.nan, math.nan, math.nan, n])
     return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)
 
 
-def correlation_matrix(d: pd.DataFrame, signals: list[str] | None = None) -> pd.DataFrame:
-    cols = ["u", "u_b"] + (signals if signals is not None else signal_columns(d))
-    return d[cols].corr(method="spearman")
+def correlation_matrix(d: pd.DataFrame, signals: list[str] | None = None, directions: dict | None = None,
+                       oriented: bool = True) -> pd.DataFrame:
+    """Pairwise Spearman (pandas) of u, u_b and the signals; oriented (default): a lower-is-better
+    signal's row and column negated, so every signal reads higher = better (Figure 11)."""
+    signals = signals if signals is not None else signal_columns(d)
+    m = d[["u", "u_b"] + signals].corr(method="spearman")
+    if oriented:
+        directions = directions or signal_directions(signals)
+        sign = pd.Series([1.0, 1.0] + [1.0 if directions[s] else -1.0 for s in signals], index=m.index)
+        m = m.mul(sign, axis=0).mul(sign, axis=1)
+    return m
 
 
 # ---------------------------------------------------------------------------------------------
@@ -432,15 +488,58 @@ def left_out_text(left: dict, total: int) -> str:
     return f"{sum(left.values())} of {total} rows left out ({reasons})"
 
 
+def _spelling(text) -> str:
+    """A level as matched: case, spaces, hyphens and underscores ignored ('Qwen 3' = 'qwen-3')."""
+    return re.sub(r"[\s_-]+", "", str(text)).casefold()
+
+
+def _words(text) -> list[str]:
+    return re.findall(r"[a-z0-9+]+", str(text).casefold())
+
+
+def _system_names(level: str) -> tuple[list[str], list[str]]:
+    """A system level's names (the level, and its preset's id when the level is a preset's label)
+    and labels (its preset's label when the level is a preset id, or the level itself when it is
+    one): assets/systems.toml, e.g. paper-desta2 / "Direct: DeSTA2 (paper 000)"."""
+    presets = st_systems.presets()
+    names, labels = [level], []
+    if isinstance(presets.get(level), dict) and presets[level].get("label"):
+        labels.append(presets[level]["label"])
+    for pid, cfg in presets.items():
+        if isinstance(cfg, dict) and _spelling(cfg.get("label", "")) == _spelling(level):
+            names.append(pid)
+            labels.append(cfg["label"])
+    return names, labels
+
+
+def match_level(levels: list[str], want, factor: str = "") -> str | None:
+    """The level of ``levels`` that ``want`` names, or None: spelled alike ignoring case, spaces,
+    hyphens and underscores; for the system factor also through assets/systems.toml, a preset's
+    id or its label (the paper's "DeSTA2" is the level `paper-desta2`, whose label is "Direct:
+    DeSTA2 (paper 000)": want's words in order within the label). An exact spelling wins; a want
+    that several levels answer only through their labels matches none of them."""
+    if want in (None, ""):
+        return None
+    exact = [lv for lv in levels if _spelling(lv) == _spelling(want)]
+    if exact or factor != "system":
+        return exact[0] if exact else None
+    by_name, by_label = [], []
+    w = _words(want)
+    for lv in levels:
+        names, labels = _system_names(lv)
+        if any(_spelling(n) == _spelling(want) for n in names):
+            by_name.append(lv)
+        elif w and any(any(ws[i:i + len(w)] == w for i in range(len(ws) - len(w) + 1))
+                       for ws in map(_words, labels)):
+            by_label.append(lv)
+    if by_name:
+        return by_name[0]
+    return by_label[0] if len(by_label) == 1 else None
+
+
 def _levels(d: pd.DataFrame, col: str, reference: dict) -> list[str]:
     levels = sorted(d[col].unique().tolist())
-    want = reference.get(col)
-    ref = None
-    if want is not None:
-        for lv in levels:
-            if lv == want or lv.casefold() == str(want).casefold():
-                ref = lv
-                break
+    ref = match_level(levels, reference.get(col), col)
     if ref is not None:
         levels.remove(ref)
         levels.insert(0, ref)
@@ -627,15 +726,33 @@ def _fit_design(rows: pd.DataFrame, exog: pd.DataFrame, dropped: list[str], effe
     return exog, res, table, comps, notes
 
 
-def _reference_notes(factors: dict, asked: dict) -> list[str]:
-    """A reference level the caller asked for (a study setting) but the data lack: say which
-    level stands in (the first in sorted order)."""
+def _reference_notes(factors: dict, reference: dict, asked: dict) -> list[str]:
+    """A reference level, the paper's (Table 4) or one the caller asked for (a study setting),
+    that the data lack (match_level finds none): say which level stands in (the first in
+    sorted order). Factors with a single level are out of the model and need none."""
     out = []
-    for f, want in asked.items():
+    for f, want in reference.items():
         lv = factors.get(f)
-        if lv and want not in (None, "") and lv[0].casefold() != str(want).casefold():
-            out.append(f"reference level {want!r} of {f} is not in the data: the first in sorted order, "
+        if lv and len(lv) >= 2 and want not in (None, "") and match_level(lv, want, f) is None:
+            whose = "asked for" if asked.get(f) not in (None, "") else "the paper's, Table 4"
+            out.append(f"reference level {want!r} of {f} is not in the data ({whose}): the first in sorted order, "
                        f"{lv[0]!r}, is the reference")
+    return out
+
+
+def reference_column(terms, reference: dict) -> list[str]:
+    """lmm.csv's reference: per term the reference level of the factor it belongs to ("system:
+    Voxtral" -> DeSTA2; "group: USW x gender: Woman" -> "Hindi x Man"); the Intercept every
+    factor's ("group = Hindi, gender = Man, ..."); a numeric covariate none ("")."""
+    out = []
+    for t in terms:
+        parts = [p.split(": ", 1)[0] for p in str(t).split(" x ")]
+        if t == "Intercept":
+            out.append(", ".join(f"{f} = {v}" for f, v in reference.items()))
+        elif all(p in reference and ": " in str(t) for p in parts):
+            out.append(" x ".join(str(reference[p]) for p in parts))
+        else:
+            out.append("")
     return out
 
 
@@ -662,18 +779,21 @@ def fit_model(d: pd.DataFrame, spec: ModelSpec, reference: dict | None = None, e
     if extra is not None:
         exog[extra_name] = extra[rows.index].to_numpy(dtype=float)
     exog, res, table, comps, notes = _fit_design(rows, exog, dropped, spec.effects, start, spec.what, spec.outcome)
-    notes = _reference_notes(factors, asked) + notes
+    ref_notes = _reference_notes(factors, {f: reference.get(f) for f in factors}, asked)
+    notes = ref_notes + notes
     if context[-1] == "source":
         notes.append("no corpus column: the starter's source (natural/synthetic) stands in for Table 4's "
                      "Source, the corpus")
     formula = spec.formula(context) + (f" + {extra_name}" if extra is not None else "")
+    used = {f: lv[0] for f, lv in model_factors.items()}
+    table["reference"] = reference_column(table["term"], used)
     return LMMFit(table=table, terms=list(exog.columns), formula=formula, n=len(rows), variance_components=comps,
                   residual_variance=float(res.scale), converged=bool(res.converged),
                   llf=float(res.llf) if llf else math.nan,
                   reference={f: lv[0] for f, lv in factors.items() if lv}, dropped=dropped, warnings=notes,
                   factors=model_factors, u_b_mean=float(rows["u_b"].mean()), result=res,
                   seconds=time.perf_counter() - t0, rows_left_out=left, rows_total=len(d), outcome=spec.outcome,
-                  covariate_means={c: float(rows[c].mean()) for c in spec.covariates})
+                  covariate_means={c: float(rows[c].mean()) for c in spec.covariates}, reference_notes=ref_notes)
 
 
 def fit_lmm(d: pd.DataFrame, reference: dict | None = None, extra: pd.Series | None = None,
@@ -726,11 +846,26 @@ def marginal_means(fit: LMMFit, d: pd.DataFrame, grid: tuple | None = None) -> p
     return out[MARGINAL_COLUMNS]
 
 
-def cell_contrasts(fit: LMMFit, d: pd.DataFrame, grid: tuple | None = None) -> pd.DataFrame:
-    """Section 4.2: every pairwise difference of the group x gender marginal means, Wald z,
-    Holm-adjusted over the model's family of pairs (usability_contrasts.pairwise)."""
+def cell_contrasts(fit: LMMFit, d: pd.DataFrame, grid: tuple | None = None,
+                   holm_family: str = C.DEFAULT_HOLM_FAMILY) -> pd.DataFrame:
+    """Section 4.2: pairwise differences of the group x gender marginal means, Wald z, Holm-adjusted
+    within each family (contrasts.cell_families: by default the pairs within each gender and
+    within each group, as the paper reads them; "all": one family of every pair)."""
     cells, L, _ = grid or marginal_grid(fit, d)
-    return C.pairwise(fit.result, L, [f"{g} x {s}" for g, s in cells], fit.outcome)
+    return C.pairwise(fit.result, L, [f"{g} x {s}" for g, s in cells], fit.outcome,
+                      families=C.cell_families(cells, holm_family))
+
+
+def small_sample_warning(fit: LMMFit) -> str:
+    """'' at or above SMALL_SAMPLE_SENDERS senders in the fit; else the warning the summary and
+    lmm.txt print."""
+    senders = fit.variance_components.get("sender", {}).get("levels")
+    if senders is None or senders >= SMALL_SAMPLE_SENDERS:
+        return ""
+    return (f"only {senders} senders (under {SMALL_SAMPLE_SENDERS}): the Wald z p-values of the group and gender "
+            f"terms and contrasts are anti-conservative here (simulated null studies of this design reject "
+            f"more often than 5% at alpha .05; the paper's lme4/Satterthwaite t would give larger p): read them "
+            f"with care (benchmarks/usability/small_sample.py)")
 
 
 def lmm_text(fit: LMMFit) -> str:
@@ -754,6 +889,8 @@ def lmm_text(fit: LMMFit) -> str:
         lines.append("corpus: the starter's corpus, the factor the paper's Table 4 calls Source")
     lines.append(f"coding: treatment (dummy) coding; test: {WALD_Z}, 95% Wald confidence intervals. "
                  f"{LME4_NOTE}")
+    if small_sample_warning(fit):
+        lines.append(f"WARNING: {small_sample_warning(fit)}")
     for dr in fit.dropped:
         lines.append(f"left out: {dr}")
     for w in fit.warnings:
@@ -822,6 +959,7 @@ def fit_perspective(d: pd.DataFrame, reference: dict | None = None) -> Perspecti
     except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
         return PerspectiveResult(empty, None, counts, f"the model could not be fitted: {e}")
     table["n_first"], table["n_third"] = used["first"], used["third"]
+    table["reference"] = reference_column(table["term"], {f: lv[0] for f, lv in model_factors.items()})
     fit = LMMFit(table=table[LMM_COLUMNS], terms=list(exog.columns), formula=PERSPECTIVE_FORMULA, n=len(rows),
                  variance_components=comps, residual_variance=float(res.scale), converged=bool(res.converged),
                  llf=float(res.llf), reference={f: lv[0] for f, lv in factors.items() if lv}, dropped=dropped,
@@ -857,11 +995,6 @@ def perspective_text(pr: PerspectiveResult) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # quality signals
-
-def _lower_is_better(signal: str, lower_is_better) -> bool:
-    name = signal.lower()
-    return any(str(k).lower() in name for k in lower_is_better)
-
 
 def rescale(x: pd.Series, lower_better: bool = False) -> pd.Series:
     """Min-max rescale to [0, 1] by the observed values (1 - that for lower-is-better)."""
@@ -941,25 +1074,28 @@ def tertile_ols(d: pd.DataFrame, x: pd.Series, signal: str, rows: pd.Series, ref
 
 
 def metric_effect_tables(d: pd.DataFrame, base: LMMFit | None, signals: list[str], reference: dict | None = None,
-                         lower_is_better=LOWER_IS_BETTER,
+                         lower_is_better=None,
                          notes: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """metric_effects.csv (Table 2: per signal effect_lmm, its coefficient, rescaled to [0,1],
     added to the LMM, and effect_low/mid/high, tertile_ols within the translation-score
     tertiles, with p-values and row counts) and metric_effect_estimates.csv (ESTIMATE_COLUMNS:
     the same estimates with SE, test statistic, 95% CI and covariates, one row per signal and
-    fit). The per-signal LMMs start from ``base``'s estimates."""
+    fit). The per-signal LMMs start from ``base``'s estimates. Each signal is rescaled the way
+    higher is better (signal_directions); higher_is_better says which way the raw signal runs and
+    estimate_raw is the estimate per unit of the unreversed rescaled signal (-estimate for a
+    lower-is-better one)."""
     tert, how = tertiles(d)
     if notes is not None:
         notes.append(f"tertiles: {how}")
-    scaled = {s: rescale(d[s], _lower_is_better(s, lower_is_better)) for s in signals}
+    higher = signal_directions(signals, lower_is_better)
+    scaled = {s: rescale(d[s], not higher[s]) for s in signals}
     lmm_signals = [s for s in signals if base is not None and scaled[s].notna().sum()]
     start = _start_values(base)
     lmm = {s: _signal_lmm(d, reference, scaled[s], s, start) for s in lmm_signals}
     rows, estimates = [], []
     for s in signals:
-        lower = _lower_is_better(s, lower_is_better)
         x = scaled[s]
-        row = {"signal": s, "orientation": "lower is better" if lower else "higher is better",
+        row = {"signal": s, "orientation": _orientation(higher[s]), "higher_is_better": higher[s],
                "min": float(d[s].min()), "max": float(d[s].max())}
         fitted = lmm.get(s, {})
         if "error" in fitted:
@@ -986,11 +1122,14 @@ def metric_effect_tables(d: pd.DataFrame, base: LMMFit | None, signals: list[str
     out = pd.DataFrame(rows, columns=EFFECT_COLUMNS)
     for c in ("n_lmm", "n_low", "n_mid", "n_high"):
         out[c] = out[c].astype("Int64")
-    return out, pd.DataFrame(estimates, columns=ESTIMATE_COLUMNS)
+    est = pd.DataFrame(estimates, columns=ESTIMATE_COLUMNS)
+    est["higher_is_better"] = est["signal"].map(higher).astype(bool)
+    est["estimate_raw"] = np.where(est["higher_is_better"], 1.0, -1.0) * est["estimate"].astype(float)
+    return out, est
 
 
 def metric_effects(d: pd.DataFrame, base: LMMFit | None, signals: list[str], reference: dict | None = None,
-                   lower_is_better=LOWER_IS_BETTER, notes: list[str] | None = None) -> pd.DataFrame:
+                   lower_is_better=None, notes: list[str] | None = None) -> pd.DataFrame:
     """metric_effects.csv alone (metric_effect_tables)."""
     return metric_effect_tables(d, base, signals, reference, lower_is_better, notes)[0]
 
@@ -1027,18 +1166,20 @@ def crossing(curve: pd.DataFrame, level: float = USABLE, increasing: bool = True
     return float(x0 + (level - y0) * (x1 - x0) / (y1 - y0)), ""
 
 
-def thresholds(d: pd.DataFrame, signals: list[str], lower_is_better=LOWER_IS_BETTER,
+def thresholds(d: pd.DataFrame, signals: list[str], lower_is_better=None,
                level: float = USABLE) -> tuple[pd.DataFrame, dict]:
-    """thresholds.csv and the curves: per signal the value where the monotone curve of u on the
-    signal reaches u = 4."""
+    """thresholds.csv and the curves: per signal the value (on the raw signal's scale) where the
+    monotone curve of u on the signal, increasing or decreasing as signal_directions says,
+    reaches u = 4."""
     rows, curves = [], {}
+    higher = signal_directions(signals, lower_is_better)
     for s in signals:
-        lower = _lower_is_better(s, lower_is_better)
+        lower = not higher[s]
         ok = d[s].notna()
         curve = monotone_curve(d.loc[ok, s], d.loc[ok, "u"], increasing=not lower)
         curves[s] = curve
         value, note = crossing(curve, level, increasing=not lower)
-        rows.append([s, value, "lower is better" if lower else "higher is better", int(ok.sum()), note])
+        rows.append([s, value, _orientation(not lower), int(ok.sum()), note, not lower])
     return pd.DataFrame(rows, columns=THRESHOLD_COLUMNS), curves
 
 
@@ -1112,30 +1253,38 @@ def _timed(fn, *args):
     return out, time.perf_counter() - t
 
 
-def _model_with_means(d: pd.DataFrame, spec: ModelSpec, reference: dict | None, notes: list[str]):
+def _model_with_means(d: pd.DataFrame, spec: ModelSpec, reference: dict | None, notes: list[str],
+                      holm_family: str = C.DEFAULT_HOLM_FAMILY):
     """(fit, group x gender marginal means, their Holm contrasts, error) of one model; fit None
-    and the error noted when it cannot be fitted."""
+    and the error noted when it cannot be fitted. A reference level absent from the data is noted
+    (once for both models)."""
     try:
         fit = fit_model(d, spec, reference)
         grid = marginal_grid(fit, d)
-        mm, contrasts = marginal_means(fit, d, grid), cell_contrasts(fit, d, grid)
+        mm, contrasts = marginal_means(fit, d, grid), cell_contrasts(fit, d, grid, holm_family)
     except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
         notes.append(f"{spec.what} not fitted: {e}".replace("the LMM", "LMM", 1))
         return None, pd.DataFrame(columns=MARGINAL_COLUMNS), pd.DataFrame(columns=C.CONTRAST_COLUMNS), str(e)
     if not fit.converged:
         notes.append(f"{spec.what} did not converge")
+    notes.extend(n for n in fit.reference_notes if n not in notes)
     return fit, mm, contrasts, None
 
 
 def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | None = None,
-            lower_is_better=LOWER_IS_BETTER, seed: int = SEED, pa_iterations: int = PA_ITERATIONS,
-            metric_lmm: bool = True) -> UsabilityResult:
+            lower_is_better=None, seed: int = SEED, pa_iterations: int = PA_ITERATIONS,
+            metric_lmm: bool = True, holm_family: str = C.DEFAULT_HOLM_FAMILY) -> UsabilityResult:
     """The whole usability analysis of an exchanges table (see the module docstring). When the
     LMM cannot be fitted the result has lmm None and lmm_error saying why (the rest still
     runs; the score LMM likewise, score_lmm_error); the perspective model says so in its note.
     ``reference``: factor -> reference level, over the paper's (e.g. {"corpus": the study's
     usability.corpus_reference}). metric_lmm=False skips the per-signal LMMs (effect_lmm
-    empty)."""
+    empty). holm_family: the contrasts' Holm families, "within" (default: the pairs within
+    each gender and within each group, paper 000 section 4.2) or "all" (one family of every
+    pair). lower_is_better: None (default) takes each metric's direction from the metric
+    registry (signal_directions); a list of name fragments overrides it."""
+    if holm_family not in C.HOLM_FAMILIES:
+        raise ValueError(f"holm_family {holm_family!r} is not one of {', '.join(C.HOLM_FAMILIES)}")
     t_start = time.perf_counter()
     d = _prepared(df, source)
     notes: list[str] = []
@@ -1143,11 +1292,12 @@ def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | 
     timings = {}
     t = time.perf_counter()
     groups = group_table(d)
-    corr = correlations(d, signals)
-    cmat = correlation_matrix(d, signals)
+    directions = signal_directions(signals, lower_is_better, notes)
+    corr = correlations(d, signals, directions)
+    cmat = correlation_matrix(d, signals, directions)
     timings["descriptive_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    fit, mm, contrasts, lmm_error = _model_with_means(d, USABILITY_MODEL, reference, notes)
+    fit, mm, contrasts, lmm_error = _model_with_means(d, USABILITY_MODEL, reference, notes, holm_family)
     _, left = model_rows(d)
     if left:
         notes.append(f"LMM: {left_out_text(left, len(d))}: it needs the speaker's sender, group and gender "
@@ -1157,7 +1307,7 @@ def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | 
                      "(the corpus) in the models")
     timings["lmm_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    score, score_mm, score_contrasts, score_error = _model_with_means(d, SCORE_MODEL, reference, notes)
+    score, score_mm, score_contrasts, score_error = _model_with_means(d, SCORE_MODEL, reference, notes, holm_family)
     timings["score_lmm_s"] = time.perf_counter() - t
     persp, timings["perspective_s"] = _timed(fit_perspective, d, reference)
     if persp.fit is not None and not persp.fit.converged:
@@ -1176,7 +1326,7 @@ def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | 
                            score_marginal_means=score_mm,
                            contrasts=pd.concat([c for c in (contrasts, score_contrasts) if len(c)]
                                                or [pd.DataFrame(columns=C.CONTRAST_COLUMNS)], ignore_index=True),
-                           effect_estimates=estimates)
+                           effect_estimates=estimates, holm_family=holm_family)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1243,7 +1393,10 @@ def figures(result: UsabilityResult) -> dict:
                                zmin=-1, zmax=1, text=np.vectorize(lambda v: f"{v:.2f}")(m.to_numpy()),
                                texttemplate="%{text}", hovertemplate="%{y} vs %{x}<br>ρ %{z:.3f}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(title="Spearman correlation matrix", height=max(420, 60 * len(m) + 120),
+    flipped = [s for s, h in zip(result.correlations["signal"], result.correlations["higher_is_better"]) if not h]
+    fig.update_layout(title="Spearman correlation matrix" + (f" (oriented: sign flipped for the lower-is-better "
+                                                             f"{', '.join(flipped)})" if flipped else ""),
+                      height=max(420, 60 * len(m) + 120),
                       width=max(500, 70 * len(m) + 220))
     out["correlations"] = fig
 
@@ -1430,6 +1583,8 @@ def summary(result: UsabilityResult) -> str:
         vc = ", ".join(f"{k} {v['variance']:.3f}" for k, v in f.variance_components.items())
         lines.append(f"LMM (REML, n {f.n}, {'converged' if f.converged else 'NOT converged'}); variance components: "
                      f"{vc}; residual {f.residual_variance:.3f}")
+        if small_sample_warning(f):
+            lines.append(f"WARNING: {small_sample_warning(f)}")
     else:
         lines.append(f"LMM not fitted: {result.lmm_error}")
     if result.score_lmm is not None:
@@ -1440,13 +1595,16 @@ def summary(result: UsabilityResult) -> str:
     else:
         lines.append(f"score LMM not fitted: {result.score_lmm_error}")
     sig = result.contrasts[result.contrasts["p_holm"] < 0.05]
+    fams = result.contrasts.groupby("outcome")["family"].nunique().max() if len(result.contrasts) else 0
     lines.append(f"pairwise contrasts of the group x gender marginal means: {len(sig)} of {len(result.contrasts)} "
-                 f"with Holm-adjusted p < 0.05" + "".join(f"\n  {r.outcome}: {r.a} − {r.b} {r.estimate:+.2f} "
+                 f"with Holm-adjusted p < 0.05 (Holm within each of {fams} families per model: "
+                 f"{result.holm_family})" + "".join(f"\n  {r.outcome}: {r.a} − {r.b} {r.estimate:+.2f} "
                                                            f"(Holm p {r.p_holm:.3g})" for r in sig.itertuples()))
     if result.perspective is not None:
         lines.append(perspective_line(result.perspective))
     for r in result.correlations.itertuples():
-        lines.append(f"  {r.signal}: Spearman rho {r.spearman_rho:.3f} (n {r.n})")
+        raw = "" if r.higher_is_better else f"; lower is better: raw rho {r.spearman_rho_raw:.3f}, sign flipped"
+        lines.append(f"  {r.signal}: Spearman rho {r.spearman_rho:.3f} (n {r.n}{raw})")
     for r in result.thresholds.itertuples():
         v = "n/a (" + r.note + ")" if pd.isna(r.value_at_u4) else f"{r.value_at_u4:.3g}"
         lines.append(f"  {r.signal}: u = 4 at {v}")
@@ -1469,11 +1627,13 @@ def summary_with_metrics(result: UsabilityResult, metric_lines: list[str]) -> st
     return "\n".join([summary(result), *metric_lines])
 
 
-def run_cli(path, out_dir, corpus_reference: str = "") -> str:
+def run_cli(path, out_dir, corpus_reference: str = "", holm_family: str = C.DEFAULT_HOLM_FAMILY) -> str:
     """Read exchanges, analyse, write outputs to out_dir and return a short human summary.
     corpus_reference: the corpus factor's reference level (empty: the paper's BConTrasT where
-    present, else the first corpus in sorted order)."""
+    present, else the first corpus in sorted order); holm_family: the contrasts' Holm families
+    (analyze)."""
     df = read_exchanges(path)
-    result = analyze(df, source=str(path), reference={"corpus": corpus_reference} if corpus_reference else None)
+    result = analyze(df, source=str(path), reference={"corpus": corpus_reference} if corpus_reference else None,
+                     holm_family=holm_family)
     files = write_outputs(result, out_dir)
     return f"Usability analysis of {path}\n" + summary(result) + f"\n{len(files)} files written to {out_dir}"
