@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -11,6 +13,8 @@ import gradio as gr
 
 from services.admin import auth as admin
 from services.common.paging import Page
+
+log = logging.getLogger(__name__)
 
 
 def details_for_admin(fn):
@@ -30,6 +34,48 @@ def details_for_admin(fn):
             raise
     handler.shows_admin_details = True       # tests/test_admin_hardening.py checks every admin event has it
     return handler
+
+
+def blank_number(*, blank=None, zero_is_blank: bool = False, **kwargs) -> gr.Number:
+    """A gr.Number whose blank means `blank` (the default it stands for). Gradio's page shows an
+    empty number field as 0 and sends 0 until something is typed (its Number sets a missing value
+    to 0), and sends null once cleared: null and NaN are blank, and so is 0 where zero_is_blank
+    (an id, a page, a count, which start at 1). No range check here: Gradio's ("Value 0 is less
+    than minimum value 1") names no field and turns every output into "Error"; the handler checks
+    the range and says which field is wrong. (The instance's preprocess is replaced, not
+    subclassed: gradio writes a .pyi file beside every Component subclass's module.)"""
+    number = gr.Number(**kwargs)
+
+    def preprocess(payload):
+        if payload is None or (isinstance(payload, float) and math.isnan(payload)) or \
+                (zero_is_blank and payload == 0):
+            return blank
+        return number.round_to_precision(payload, number.precision)
+
+    number.preprocess = preprocess
+    return number
+
+
+def shows_failure(out, what: str, refused: tuple = (ValueError,)):
+    """An analysis handler whose failure is a message in `out`, never Gradio's bare "Error" in
+    every output: one of `refused` (bad input: InputError, a field out of range) as
+    "**<what> could not run:** <message>"; anything else is logged with its traceback and shown
+    as "**The analysis failed:** <type>: <message>". Put it under admin_only, so only a checked
+    admin sees the text."""
+    def decorate(fn):
+        @functools.wraps(fn)
+        def handler(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except gr.Error:
+                raise
+            except refused as e:
+                return {out: f"**{what} could not run:** {e}"}
+            except Exception as e:
+                log.exception("%s: the analysis failed", what)
+                return {out: f"**The analysis failed:** {type(e).__name__}: {e} ({what})"}
+        return handler
+    return decorate
 
 
 def admin_only(auth: admin.AdminAuth, out=None, *, refused: Callable[[str], object] | None = None):
@@ -174,8 +220,8 @@ def pager(label: str, **table_kw) -> Pager:
     table = gr.Dataframe(label=label, interactive=False, **table_kw)
     with gr.Row(equal_height=True):
         prev = gr.Button("◀ Previous", size="sm", scale=0, min_width=110)
-        page = gr.Number(value=1, precision=0, minimum=1, label="Page", show_label=False, container=False,
-                         scale=0, min_width=90)
+        page = blank_number(value=1, blank=1, zero_is_blank=True, precision=0, minimum=1, label="Page",
+                            show_label=False, container=False, scale=0, min_width=90)
         nxt = gr.Button("Next ▶", size="sm", scale=0, min_width=110)
         info = gr.Markdown()
     return Pager(table, page, info, prev, nxt)

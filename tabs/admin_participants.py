@@ -13,7 +13,7 @@ from services.admin import participants as participant_admin
 from services.admin.participants import STATUSES, whole_number
 from services.common.vocabulary import ROLES
 from services.study.participants import link
-from tabs.admin_common import admin_only, download, host, pager, pick_row
+from tabs.admin_common import admin_only, blank_number, download, host, pager, pick_row
 from tabs.common import Ctx
 
 ALL = "all"
@@ -40,7 +40,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
         people = pager("Participants (links shortened; show one in full below, or download them all)",
                        wrap=True, elem_id="participants")
         with gr.Row(equal_height=True):
-            pid = gr.Number(label="Participant id (click its row above)", value=None, precision=0, min_width=150)
+            pid = blank_number(label="Participant id (click its row above)", zero_is_blank=True, precision=0,
+                               min_width=150)
             show = gr.Button("Show link", size="md", min_width=100)
             deactivate = gr.Button("Deactivate", variant="stop", size="md", min_width=100)
             reactivate = gr.Button("Reactivate", size="md", min_width=100)
@@ -60,7 +61,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
         with gr.Accordion("Add participants", open=False):
             with gr.Row():
                 role = gr.Dropdown(label="Role", choices=list(ROLES), value=None)
-                count = gr.Number(label="How many (ignored when external ids are given)", value=1, precision=0)
+                count = blank_number(label="How many (ignored when external ids are given; empty: 1)", value=1,
+                                     blank=1, precision=0)
                 group = gr.Dropdown(label="Group", choices=[("(none)", "")], value="", allow_custom_value=True)
                 gender = gr.Dropdown(label="Gender", choices=[("(none)", "")], value="", allow_custom_value=True)
             ext_ids = gr.Textbox(label="External / Prolific ids (optional: one participant per id, one per line)",

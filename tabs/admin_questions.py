@@ -11,7 +11,7 @@ from services.models.zerogpu import gpu
 from services.questions import gen as question_gen
 from services.questions import review as question_review
 from services.questions.review import ReviewError
-from tabs.admin_common import admin_only, download, pick_row
+from tabs.admin_common import admin_only, blank_number, download, pick_row
 from tabs.admin_common import host as _host
 
 # LLM calls made from an event get a GPU on ZeroGPU (the identity elsewhere: services/models/zerogpu.py)
@@ -32,7 +32,8 @@ def build(ctx, auth, session, study):
             # custom values allowed: API callers name a starter before the list is filled (the
             # section checks it against the study anyway)
             starter = gr.Dropdown(label="Starter", choices=[], allow_custom_value=True, scale=3)
-            page = gr.Number(label="Starters page", value=1, precision=0, minimum=1, scale=1)
+            page = blank_number(label="Starters page", value=1, blank=1, zero_is_blank=True, precision=0,
+                                minimum=1, scale=1)
             show = gr.Button("Show", scale=1)
         starter_text = gr.HTML()
         drafts = gr.Dataframe(label="Questions of this starter (accepted, drafts, rejected)", interactive=False,
@@ -40,7 +41,7 @@ def build(ctx, auth, session, study):
                               # id, status, origin, en, pt, answer_en, model: the texts get the room
                               column_widths=["6%", "10%", "10%", "26%", "26%", "12%", "10%"])
         with gr.Row():
-            draft_id = gr.Number(label="Draft id (click its row)", value=None, precision=0, scale=1)
+            draft_id = blank_number(label="Draft id (click its row)", zero_is_blank=True, precision=0, scale=1)
             en = gr.Textbox(label="English question", scale=3)
             pt = gr.Textbox(label="Portuguese question", scale=3)
             answer = gr.Textbox(label="Reference answer (from the starter)", scale=2)
@@ -52,7 +53,8 @@ def build(ctx, auth, session, study):
             regenerate = gr.Button("Regenerate this one")
         with gr.Row():
             # empty: the study's [questions] n; the range is checked by the service (its message says so)
-            n = gr.Number(label="Questions per starter (1-10; empty: the study's n)", value=None, precision=0)
+            n = blank_number(label="Questions per starter (1-10; empty: the study's n)", zero_is_blank=True,
+                             precision=0)
             gen_missing = gr.Button("Generate for starters without questions")
             gen_one = gr.Button("Generate more for this starter")
         with gr.Row():

@@ -7,7 +7,7 @@ from services.admin import auth as admin
 from services.admin import progress as admin_progress
 from services.metrics import exchange as exchange_metrics
 from tabs import qe_audit as qe_audit_tab
-from tabs.admin_common import admin_only
+from tabs.admin_common import admin_only, blank_number, shows_failure
 from tabs.common import Ctx
 
 # the SD section's choice of K (services.sd.study_analysis.FACTOR_CHOICES, copied: that module
@@ -47,8 +47,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             us_plots = [gr.Plot(visible=False) for _ in range(US_PLOTS)]
             us_files = gr.File(label="Tables (CSV) and figures (HTML)", file_count="multiple", interactive=False)
         with gr.Accordion("Direct assessment (paper 001)", open=False):
-            da_alpha = gr.Number(label="Significance level (worker reliability, clusters)", value=0.05,
-                                 minimum=0.0001, maximum=0.5)
+            # empty: paper 001's 0.05; the range (0, 0.5] is checked by the analysis, which names the field
+            da_alpha = blank_number(label="Significance level (worker reliability, clusters; empty: 0.05)",
+                                    value=0.05, blank=0.05, minimum=0.0001, maximum=0.5)
             da_run = gr.Button("Analyse the campaign")
             da_notice = gr.Markdown()
             da_qc = gr.Dataframe(label="Quality control per modality", interactive=False)
@@ -65,10 +66,10 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         with gr.Accordion("Semantic differential (paper 002)", open=False):
             with gr.Row():
                 # paper 002's procedure by default (section 4.2): K by eigenvalue > 1, pruning on;
-                # minimum 0: the browser sends 0 for an empty field, which means the rule
+                # empty (the browser shows and sends 0) means the rule
                 sd_rule = gr.Radio(label="Number of factors", choices=SD_FACTOR_CHOICES, value="kaiser")
-                sd_factors = gr.Number(label="Factors (empty: eigenvalue > 1)", value=None, precision=0,
-                                       minimum=0)
+                sd_factors = blank_number(label="Factors (empty: eigenvalue > 1)", value=None, precision=0,
+                                          zero_is_blank=True, minimum=0)
                 sd_prune = gr.Checkbox(label="Prune pairs with low communality or cross-loadings (section 4.2)",
                                        value=True)
             sd_run = gr.Button("Analyse the ratings")
@@ -83,6 +84,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         qe_audit_tab.build(ctx, auth, session)
 
     @admin_only(auth, notice)
+    @shows_failure(notice, "The progress chart")
     def run(sess, study_id, request: gr.Request):
         choices = admin_progress.study_choices(ctx.database)
         study_id = study_id or (choices[0][1] if choices else None)
@@ -96,6 +98,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
     session.change(run, [session, study], [notice, study, figure, table], api_visibility="private")
 
     @admin_only(auth, da_notice)
+    @shows_failure(da_notice, "The DA analysis")
     def run_da(sess, study_id, alpha, request: gr.Request):
         from services.da import analysis as da_analysis  # scipy and plotly: on first use only
         from services.da import study_analysis as da_study
@@ -112,6 +115,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                 da_dist: figs.get("score_distribution"), da_dist_table: res.score_distribution}
 
     @admin_only(auth, us_notice)
+    @shows_failure(us_notice, "The usability analysis")
     def run_usability(sess, study_id, png, request: gr.Request):
         # statsmodels, scipy and plotly: on first use only
         from services.usability import analysis as usability_analysis
@@ -140,6 +144,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                   us_starters, *us_plots], api_visibility="private")
 
     @admin_only(auth, sd_notice)
+    @shows_failure(sd_notice, "The SD analysis")
     def run_sd(sess, study_id, k, prune, rule, request: gr.Request):
         from services.sd import analysis as sd_analysis  # scipy and plotly: on first use only
         from services.sd import study_analysis as sd_study

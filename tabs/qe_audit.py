@@ -9,7 +9,7 @@ import gradio as gr
 from services.admin import auth as admin
 from services.models.cache import MODEL_QUEUE
 from services.models.zerogpu import gpu
-from tabs.admin_common import admin_only
+from tabs.admin_common import admin_only, shows_failure
 from tabs.common import Ctx
 
 
@@ -71,6 +71,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                                   interactive=False)
 
     @admin_only(auth, notice)
+    @shows_failure(notice, "The audit")
     def do_audit(sess, path, metric_name, ctx_mode, thresholds_text, want_png, past, progress=gr.Progress(),
                  request: gr.Request = None):
         from services.models.backends import BackendUnavailable
@@ -102,6 +103,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
               concurrency_limit=1, api_name="analysis_qe_audit", api_visibility="undocumented")
 
     @admin_only(auth, paper_notice)
+    @shows_failure(paper_notice, "The paper's tables")
     def do_paper(sess, past, table, request: gr.Request = None):
         from services.qe import paper_figures
 

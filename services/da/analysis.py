@@ -252,6 +252,20 @@ def table1(segments: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=TABLE1_COLUMNS)
 
 
+def check_alpha(alpha) -> float:
+    """The significance level as a float in (0, 0.5], or a ValueError naming it: paper 001,
+    section 2.2.3, "A lower p-value (p < 0.05) indicates higher reliability" (0.05, the
+    default); 0 would make every worker unreliable, above 0.5 is no test at all."""
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError):
+        raise ValueError(f"the significance level (alpha) must be a number, not {alpha!r}") from None
+    if not 0 < value <= 0.5:
+        raise ValueError(f"the significance level (alpha) must be above 0 and at most 0.5 (paper 001: 0.05), "
+                         f"not {value:g}")
+    return value
+
+
 def analyze(df: pd.DataFrame, alpha: float = 0.05, wmt: bool = False, *,
             fast_item_s: float = FAST_ITEM_S, keep_fast: bool | None = None, reliability: str = "rank_sum",
             h2h_level: str = "judgment", tie_decimals: int | None | str = "auto",
@@ -269,6 +283,7 @@ def analyze(df: pd.DataFrame, alpha: float = 0.05, wmt: bool = False, *,
     keep_fast: False (paper 001, Ethics: unrealistically fast HITs were rejected) drops the
       judgments of HITs whose median seconds per item is below fast_item_s from the z-scores and
       the scores; None = False, or True when wmt=True (WMT's published scores keep them)."""
+    alpha = check_alpha(alpha)
     if reliability not in ("rank_sum", "paired_t"):
         raise ValueError(f"reliability must be 'rank_sum' or 'paired_t', not {reliability!r}")
     if h2h_level not in ("judgment", "segment"):

@@ -64,11 +64,12 @@ def rerun_notes(outcomes: pd.DataFrame, reruns: int) -> list[str]:
 
 def analyse(database, study_id: str, alpha: float = 0.05) -> CampaignAnalysis | str:
     """The campaign's judgments, their analysis and its figures, or the message to show instead."""
+    alpha = 0.05 if alpha is None else da_analysis.check_alpha(alpha)    # blank: the default; checked first
     df = da_campaign.judgments_frame(database, study_id) if study_id else None
     if df is None or df.empty:
         return "No DA judgments yet (pick the study above and press Show first)."
     da = studies.get_study(database, study_id)["config"]["da"]
-    res = da_analysis.analyze(df, alpha=float(alpha or 0.05),
+    res = da_analysis.analyze(df, alpha=alpha,
                               fast_item_s=float(da.get("fast_item_s", da_analysis.FAST_ITEM_S)),
                               keep_fast=bool(da.get("keep_fast", False)))
     outcomes = pd.DataFrame(results.da_hit_outcome_rows(database, study_id), columns=HIT_OUTCOME_COLUMNS)
