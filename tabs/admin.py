@@ -14,12 +14,18 @@ from services.models.zerogpu import gpu
 from services.study.files import StudyValidationError
 from services.study.importer import import_zip
 from tabs import admin_participants, admin_questions, admin_review
-from tabs.admin_common import admin_only, details_for_admin, download, pager, pick_row
+from tabs.admin_common import admin_only, blank_number, details_for_admin, download, pager, pick_row
 from tabs.admin_common import host as _host
 from tabs.common import Ctx, plain_markdown
 
 # model calls a Gradio event makes get a GPU on ZeroGPU (the identity elsewhere: services/models/zerogpu.py)
 _translate_on_gpu = gpu(translate_files)
+
+
+LOGIN_WHY = ("This server has an admin password (`TRADLAB_ADMIN_PASSWORD`, set by whoever runs it): it is "
+             "needed because with one set the Admin and Analysis tabs answer from any machine, not only from "
+             "localhost. Enter it to open them.")
+PICK_RECORDING = "Pick a recording first: click its row in the table above."
 
 
 def _client_key(request: gr.Request | None) -> str:
@@ -31,8 +37,11 @@ def _client_key(request: gr.Request | None) -> str:
 def build(ctx: Ctx, auth: admin.AdminAuth):
     with gr.Tab("Admin", id="admin", visible=False) as tab:
         session = gr.Textbox(visible=False)
-        with gr.Row() as login_row:
-            password = gr.Textbox(label="Admin password", type="password", scale=3)
+        # hidden until the page's load event knows whether a password is set (open_at_once below)
+        with gr.Row(visible=False) as login_row:
+            with gr.Column(scale=3):
+                login_why = gr.Markdown()
+                password = gr.Textbox(label="Admin password", type="password")
             login = gr.Button("Log in", scale=1)
         notice = gr.Markdown()
         with gr.Column(visible=False) as panel:
@@ -49,7 +58,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                                column_widths=admin_review.COLUMN_WIDTHS, elem_id="review-table")
                 gr.HTML(admin_review.LEGEND)
                 with gr.Row():
-                    rec_id = gr.Number(label="Recording id (click its row above)", value=None, precision=0, scale=1)
+                    rec_id = blank_number(label="Recording id (click its row above)", zero_is_blank=True, precision=0,
+                                          scale=1)
                     show_rec = gr.Button("Open", scale=1)
                 rec_audio = gr.Audio(label="Recording", type="filepath", interactive=False, elem_id="review-audio")
                 rec_text = gr.Markdown(elem_id="review-text")
@@ -61,7 +71,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             with gr.Accordion("Background jobs", open=False):
                 jobs = pager("Jobs (failed first)", wrap=True)
                 with gr.Row():
-                    job_id = gr.Number(label="Job id (click its row above)", value=None, precision=0)
+                    job_id = blank_number(label="Job id (click its row above)", zero_is_blank=True, precision=0)
                     retry = gr.Button("Retry failed job")
                 job_msg = gr.Markdown()
                 gr.Markdown("Each answer opens the next phase of its exchange at once. The worker also runs "
@@ -129,13 +139,26 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 **tables(request, sess, first, 1, 1, 1, "all", "all", 1, 1)}
 
     def do_logout(sess, request: gr.Request):
-        """Ends the session on the server (its id opens nothing any more) and shows the login form."""
+        """Ends the session on the server (its id opens nothing any more) and shows the login form
+        (without a password: only the button, which opens a new session)."""
         auth.logout(sess, _host(request))
-        return {session: "", password: "", notice: "Logged out.", login_row: gr.update(visible=True),
-                panel: gr.update(visible=False)}
+        return {session: "", password: gr.update(value="", visible=auth.needs_password), notice: "Logged out.",
+                login_row: gr.update(visible=True), panel: gr.update(visible=False)}
+
+    @details_for_admin
+    def open_at_once(request: gr.Request):
+        """On the page's load: without a password a local request needs no form (docs/security.md),
+        so the admin opens at once; a remote one is refused as by Log in (the form stays hidden);
+        with a password the form shows, saying why it is needed."""
+        if auth.needs_password:
+            return {login_row: gr.update(visible=True), password: gr.update(visible=True),
+                    login_why: LOGIN_WHY}
+        return do_login("", request)
 
     @admin_only(auth, review_msg)
     def open_recording(sess, rid, request: gr.Request):
+        if rid is None:
+            return {review_msg: PICK_RECORDING, rec_audio: None, rec_text: "", rec_align: ""}
         item = admin_progress.review_item(ctx.database, rid)
         if item is None:
             return {review_msg: f"There is no recording {rid}.", rec_audio: None, rec_text: "", rec_align: ""}
@@ -147,6 +170,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
     def decide_on(decision):
         @admin_only(auth, review_msg)
         def handler(sess, rid, study_id, request: gr.Request):
+            if rid is None:
+                return {review_msg: PICK_RECORDING}
             try:
                 out = decide(ctx.database, rid, decision, f"admin@{_host(request)}")
             except (PermissionError, ReviewError, TypeError, ValueError) as e:
@@ -188,6 +213,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
     password.submit(do_login, [password], outs, api_visibility="private")
     logout.click(do_logout, [session], [session, password, notice, login_row, panel], api_name="admin_logout",
                  api_visibility="undocumented")
+    gr.context.Context.root_block.load(open_at_once, None, [*outs, password, login_why], api_visibility="private")
     for trigger in (refresh.click, study.change):
         trigger(tables, [session, study, exchanges.page, review.page, jobs.page, *people.inputs], table_outs,
                 api_visibility="private")

@@ -73,7 +73,7 @@ def test_receiver_answers_and_resumes_after_reload(app_server, page):
 
 def test_admin_tab_on_localhost_without_password(app_server, page):
     page.goto(app_server.url)
-    page.get_by_role("button", name="Log in").click()
+    # no password set: the admin opens at once, without a login form (issue 28)
     page.get_by_text("Progress by role and phase").first.wait_for(timeout=15000)
     page.screenshot(path=str(ARTIFACTS / "admin.png"), full_page=True)
     # clicking a participant's row picks it for the actions below the table

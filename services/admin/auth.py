@@ -139,6 +139,12 @@ class AdminAuth:
         self.throttle = throttle or LoginThrottle(clock)
         self._sessions: dict[str, float] = {}
 
+    @property
+    def needs_password(self) -> bool:
+        """Whether the admin tab asks for a password: only when one is set (docs/security.md);
+        without one a local request opens it at once and any other is refused."""
+        return bool(self.password)
+
     def available(self, client_host: str | None) -> bool:
         return bool(self.password) or (client_host or "") in LOOPBACK
 

@@ -1,0 +1,227 @@
+"""Issue 28, point 1: every analysis of the Analysis tab runs on its defaults, and a blank number
+field means its default everywhere (the admin's id boxes too); point 6: without a password the
+admin opens at once. The buttons are clicked in process through gradio's own processing of an
+event (Blocks.process_api: the component's preprocess, the handler, the postprocess), with the
+values a browser sends for an untouched page: an empty gr.Number is shown and sent as 0 (Gradio's
+Number sets a missing value to 0)."""
+from __future__ import annotations
+
+import asyncio
+import random
+
+import gradio as gr
+import pandas as pd
+import pytest
+from gradio.state_holder import SessionState
+
+from services.admin import auth as admin
+from services.common.settings import Settings
+from services.participation.items import get_view
+from services.participation.submissions import submit
+from services.study.participants import add_participants
+from storage import studies
+from test_da_paper001 import careful, da_study
+from test_usability_export import mixed_study  # noqa: F401 (a fixture)
+
+ANALYSIS_BUTTONS = ("run", "run_usability", "run_da", "run_sd", "do_audit", "do_paper")
+FAILED = ("Error", "failed", "Traceback", "unexpected")
+
+
+class TeamPage:
+    """The team page ("/") of the app built on `db`, one browser session of it, logged in."""
+
+    def __init__(self, db, password="pw"):
+        import server
+
+        self.auth = admin.AdminAuth(password)
+        self.demo = server.team_page(Settings.from_env(), db, self.auth)
+        self.state = SessionState(self.demo)
+        self.session = self.auth.login(password, "127.0.0.1")
+
+    def fn(self, name):
+        # the first event of that handler (Show's "run" also answers a new session)
+        return next(f for f in self.demo.fns.values() if getattr(f.fn, "__name__", "") == name)
+
+    def click(self, name, **values):
+        """The event `name` with each input as the browser has it (values by label override)."""
+        fn = self.fn(name)
+        inputs = []
+        for c in fn.inputs:
+            label = getattr(c, "label", None)
+            if label in values:
+                inputs.append(values[label])
+            elif isinstance(c, gr.Textbox) and not c.visible:
+                inputs.append(self.session)
+            elif isinstance(c, gr.Dropdown) and label == "Study":
+                inputs.append("demo")
+            elif isinstance(c, gr.Number):
+                inputs.append(0 if c.value is None else c.value)      # what the browser shows and sends
+            elif isinstance(c, gr.State):
+                inputs.append(None)
+            else:
+                inputs.append(None if callable(c.value) else c.value)
+        out = asyncio.run(self.demo.process_api(fn, inputs, state=self.state, request=None))
+        return dict(zip(fn.outputs, out["data"]))
+
+    def show(self):
+        # the study dropdown gets its choices from Show, as on the page
+        fn = self.fn("run")
+        asyncio.run(self.demo.process_api(fn, [self.session, None], state=self.state, request=None))
+
+
+def texts(out: dict) -> list[str]:
+    return [v for c, v in out.items() if isinstance(c, gr.Markdown) and isinstance(v, str)]
+
+
+def click_every_analysis_button(page: TeamPage) -> dict[str, list[str]]:
+    page.show()
+    shown = {}
+    for name in ANALYSIS_BUTTONS:
+        out = page.click(name)       # a gr.Error (a refused input, a handler's exception) raises here
+        shown[name] = texts(out)
+        for text in shown[name]:
+            assert not any(word in text for word in FAILED), (name, text)
+    return shown
+
+
+@pytest.fixture
+def empty_demo(database, tmp_path):
+    db, _ = da_study(database, tmp_path, modality='"text"', keep_fast="true")
+    return db
+
+
+def test_every_analysis_button_runs_on_its_defaults_on_an_empty_study(empty_demo):
+    shown = click_every_analysis_button(TeamPage(empty_demo))
+    assert "No SD ratings yet" in shown["run_sd"][0] and "No DA judgments yet" in shown["run_da"][0]
+    assert "Upload a PAIRS.csv first." in shown["do_audit"][0]
+
+
+def test_every_analysis_button_runs_on_its_defaults_after_a_study(mixed_study, tmp_path):  # noqa: F811
+    """The demo after its participants did everything: four senders (two dropped out), six
+    raters, receivers and validators (tests/test_usability_export.py), two DA raters in text
+    mode and six SD raters; every analysis of the tab then shows results on its defaults."""
+    db, _ = mixed_study
+    media = tmp_path / "media"
+    for r in add_participants(db, "demo", "da", 4):
+        while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
+            submit(db, r.token, "da", v.item_id, {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
+                   media_dir=media)
+    rng = random.Random(1)
+    for p in add_participants(db, "demo", "sd", 6):
+        while (v := get_view(db, p.token, "sd")).status == "item":
+            submit(db, p.token, "sd", v.item_id, {"values": {x["slot"]: rng.randint(1, 7) for x in v.content["pairs"]}})
+    page = TeamPage(db)
+    shown = click_every_analysis_button(page)
+    assert "judgments by" in shown["run_da"][0]
+    assert "ratings" in shown["run_sd"][0]
+    assert "Too few" not in shown["run_usability"][0]
+    # the QE audit on a PAIRS file with its scores (no metric runs), then the paper's tables
+    pairs = tmp_path / "pairs.csv"
+    pd.DataFrame({"instance_id": range(8), "lang": "pt", "source": "s", "hyp_f": "f", "hyp_m": "m",
+                  "gold": ["F", "M"] * 4, "score_f": [0.9, 0.4, 0.8, 0.5, 0.7, 0.3, 0.9, 0.6],
+                  "score_m": [0.5, 0.8, 0.6, 0.7, 0.4, 0.9, 0.5, 0.8]}).to_csv(pairs, index=False)
+    out = page.click("do_audit", **{"PAIRS.csv": {"path": str(pairs), "meta": {"_type": "gradio.FileData"}}})
+    assert not any(w in t for t in texts(out) for w in FAILED), texts(out)
+    assert any(isinstance(v, dict) and v.get("data") for v in out.values())       # the ratio table
+
+
+def test_a_handlers_exception_is_a_message_naming_what_failed(empty_demo, monkeypatch, caplog):
+    """Before: the handler's exception became a gr.Error (every output "Error", a toast);
+    now the section's message says which analysis failed, with the type and text, and the log
+    has the traceback."""
+    from services.sd import study_analysis
+
+    def broken(*a, **k):
+        raise RuntimeError("the factor analysis diverged")
+
+    monkeypatch.setattr(study_analysis, "analyse", broken)
+    page = TeamPage(empty_demo)
+    page.show()
+    (text,) = texts(page.click("run_sd"))
+    assert text == "**The analysis failed:** RuntimeError: the factor analysis diverged (The SD analysis)"
+    assert "the analysis failed" in caplog.text and "Traceback" in caplog.text
+
+
+@pytest.mark.parametrize("value, shown", [
+    (None, "No DA judgments yet"),                 # cleared: the default 0.05
+    (0, "significance level (alpha) must be above 0 and at most 0.5 (paper 001: 0.05), not 0"),
+    (0.7, "not 0.7"),
+])
+def test_the_da_significance_level_blank_is_the_default_and_a_bad_one_names_the_field(empty_demo, value, shown):
+    """Paper 001, section 2.2.3: "A lower p-value (p < 0.05) indicates higher reliability". A
+    cleared field is that default; 0 or above 0.5 is refused by a message naming the field
+    (before: Gradio's "Value 0 is less than minimum value 0.0001", every output "Error")."""
+    page = TeamPage(empty_demo)
+    page.show()
+    label = "Significance level (worker reliability, clusters; empty: 0.05)"
+    (text,) = texts(page.click("run_da", **{label: value}))
+    assert shown in text
+
+
+def test_the_cli_refuses_a_bad_alpha_naming_it(tmp_path):
+    from conftest import run_cli
+
+    judgments = tmp_path / "j.csv"
+    judgments.write_text("worker_id,hit_id,modality,system,segment_id,item_type,score\n")
+    res = run_cli("analyze", "da", judgments, "--out", tmp_path / "out", "--alpha", "0")
+    assert res.returncode != 0 and "significance level (alpha)" in res.stderr, res.stderr
+
+
+def test_blank_id_boxes_ask_for_a_row(empty_demo):
+    """'Accept' (and Open) before choosing a row: before, "There is no recording 0."."""
+    page = TeamPage(empty_demo)
+    for name in ("open_recording", "handler"):
+        fns = [f for f in page.demo.fns.values() if getattr(f.fn, "__name__", "") == name
+               and any(getattr(c, "label", "") == "Recording id (click its row above)" for c in f.inputs)]
+        for fn in fns:
+            out = asyncio.run(page.demo.process_api(fn, [page.session, 0, None][:len(fn.inputs)],
+                                                    state=page.state, request=None))
+            assert "Pick a recording first: click its row in the table above." in out["data"]
+
+
+def test_a_blank_number_stands_for_its_default():
+    from tabs.admin_common import blank_number
+
+    with gr.Blocks():
+        ident = blank_number(zero_is_blank=True, precision=0)
+        count = blank_number(value=1, blank=1, precision=0, minimum=1)
+    assert [ident.preprocess(v) for v in (None, 0, float("nan"), 3.0)] == [None, None, None, 3]
+    assert [count.preprocess(v) for v in (None, 0, 5)] == [1, 0, 5]      # 0 reaches the handler's check
+    assert type(ident) is gr.Number                    # drawn by Gradio's Number, no subclass (no .pyi written)
+
+
+@pytest.mark.parametrize("password", ["", "pw"])
+def test_the_admin_opens_at_once_without_a_password(empty_demo, password):
+    """docs/security.md: with no TRADLAB_ADMIN_PASSWORD a direct local request is the admin, so
+    the page opens the panel on load (no form); with a password the form shows, saying why."""
+    page = TeamPage(empty_demo, password)
+    fn = page.fn("open_at_once")
+
+    class Local:
+        client = type("C", (), {"host": "127.0.0.1"})()
+        headers = {"host": "127.0.0.1:7860"}
+
+    got = fn.fn(Local())
+    by_label = {getattr(c, "label", None) or type(c).__name__: v for c, v in got.items()}
+    rows = [v for c, v in got.items() if isinstance(c, gr.Row)]
+    if password:
+        assert rows == [{"visible": True, "__type__": "update"}]
+        assert any("TRADLAB_ADMIN_PASSWORD" in str(v) and "needed" in str(v) for v in got.values())
+        assert "Progress by role and phase" not in by_label
+    else:
+        assert rows == [{"visible": False, "__type__": "update"}]
+        assert by_label["Progress by role and phase"] is not None
+        session = [v for c, v in got.items() if isinstance(c, gr.Textbox) and not c.visible][0]
+        page.auth.check(session, "127.0.0.1")
+
+
+def test_a_remote_request_without_a_password_is_still_refused(empty_demo):
+    page = TeamPage(empty_demo, "")
+    fn = page.fn("open_at_once")
+
+    class Remote:
+        client = type("C", (), {"host": "127.0.0.1"})()
+        headers = {"host": "127.0.0.1:7860", "x-forwarded-for": "203.0.113.9"}
+
+    got = fn.fn(Remote())
+    assert list(got.values()) == ["The admin tab is served only to localhost until TRADLAB_ADMIN_PASSWORD is set."]
