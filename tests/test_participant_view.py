@@ -204,3 +204,24 @@ def test_not_found_other_study_and_ambiguous_are_refused_with_the_reason(lab, tm
     with pytest.raises(ParticipantAdminError, match=rf"matches 2 participants.*participant {lab['rater'].id} "
                                                     rf"\(rater.*participant {da2.id} \(da"):
         pv.participant_view(db, "demo", "PROLIFIC-R1")
+
+
+def test_every_query_of_the_page_is_index_backed(demo_db):
+    """One query per kind, each reaching its rows through indexes from the participant's id: the
+    plan SQLite makes has no SCAN of a table (a study-sized read on every search)."""
+    import inspect
+
+    from storage import participant_view as store
+
+    class Spy:
+        def query(self, sql, params=()):
+            self.sql, self.params = sql, params
+            return []
+
+    kinds = [fn for _, fn in inspect.getmembers(store, inspect.isfunction) if fn.__module__ == store.__name__]
+    assert len(kinds) == 7
+    for fn in kinds:
+        spy = Spy()
+        fn(spy, 1)
+        plan = [r["detail"] for r in demo_db.query("EXPLAIN QUERY PLAN " + spy.sql, spy.params)]
+        assert not [d for d in plan if d.startswith("SCAN")], (fn.__name__, plan)
