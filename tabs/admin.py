@@ -16,6 +16,7 @@ from services.study.importer import import_zip
 from tabs import admin_participants, admin_questions, admin_review
 from tabs.admin_common import admin_only, blank_number, details_for_admin, download, pager, pick_row
 from tabs.admin_common import host as _host
+from tabs.admin_participant_view import build as build_participant_view
 from tabs.common import Ctx, plain_markdown
 
 # model calls a Gradio event makes get a GPU on ZeroGPU (the identity elsewhere: services/models/zerogpu.py)
@@ -113,6 +114,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 try_go = gr.Button("Translate")
                 try_out = gr.Markdown(elem_id="try-output")
             people = admin_participants.build(ctx, auth, session, study)
+            build_participant_view(ctx, auth, session, study)
 
     @admin_only(auth, notice)
     def tables(request: gr.Request, sess, study_id, ex_page, rev_page, job_page, *people_state):

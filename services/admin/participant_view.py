@@ -1,0 +1,255 @@
+"""One participant as the study team sees them, for a Prolific participant who writes "I finished
+but...": found by their id, their link token (or the whole link pasted), or their Prolific /
+external id, within the selected study. Their status, consent and demographics state, the
+completion code and whether it was shown, and every item they held with its timings and their
+answer in words. The actions (new link, deactivate, reactivate, reassign) are the ones of
+services/admin/participants.py; this module only reads."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, urlsplit
+
+import pandas as pd
+
+from services.admin.participants import ParticipantAdminError, short_link, whole_number
+from services.study import consent
+from storage import consent as consent_store
+from storage import participant_view as store
+from storage import participants, studies
+
+PHASE_LABELS = {"record": "recording", "receive": "receiver answers", "validate": "validation",
+                "survey_baseline": "survey (baseline)", "survey_informed": "survey (informed)",
+                "da": "DA judgment", "sd": "SD page"}
+ITEM_COLUMNS = ["Phase", "Item", "What it was", "Status", "First shown (UTC)", "Submitted (UTC)",
+                "Active seconds", "Answer"]
+MAX_QUERY = 2000           # a pasted link is well under this; more is not a participant key
+
+
+@dataclass
+class ParticipantView:
+    id: int
+    study_id: str
+    role: str
+    group: str | None
+    gender: str | None
+    external_id: str | None
+    prolific_pid: str | None
+    status: str                      # not started, active, finished, declined consent, deactivated, dropped out,
+                                     # excluded (the first that holds, from the end)
+    status_detail: str
+    created_at: str
+    last_seen_at: str | None
+    consent: str                     # not asked / not yet / agreed ... / declined ...
+    demographics: str                # not asked / not yet / answered ...
+    completion_code: str
+    completion_shown_at: str | None  # when the page first showed the code (participants.completed_at)
+    link: str                        # shortened: the whole link is shown by "Show link" only
+    found_by: str
+    items: list[dict] = field(default_factory=list)
+
+    @property
+    def completion_shown(self) -> bool:
+        return self.completion_shown_at is not None
+
+    def counts(self) -> dict[str, int]:
+        out = {"done": 0, "open": 0, "withdrawn": 0}
+        for it in self.items:
+            out[it["status"]] += 1
+        return out
+
+    def items_table(self) -> pd.DataFrame:
+        # an open item has no active time yet: an empty cell, not NaN
+        return pd.DataFrame([{c: "" if it[k] is None else it[k] for c, k in zip(ITEM_COLUMNS, _ITEM_KEYS)}
+                             for it in self.items], columns=ITEM_COLUMNS)
+
+
+_ITEM_KEYS = ["phase_label", "item_id", "what", "status", "first_shown", "submitted", "active_seconds", "answer"]
+
+
+# -- finding the participant ------------------------------------------------------------------
+
+def _token_in(query: str) -> str | None:
+    """The t= of a pasted private link (any page of the app), else None."""
+    if "?" not in query and "://" not in query:
+        return None
+    tokens = parse_qs(urlsplit(query).query).get("t")
+    return tokens[0] if tokens else None
+
+
+def find(database, study_id: str | None, query) -> tuple[dict, str]:
+    """The study's participant the query names, and by what (id, link, token, Prolific id).
+    Several participants match (e.g. one Prolific id holding two roles): an error listing them."""
+    if not study_id or not studies.get_study(database, study_id):
+        raise ParticipantAdminError("Pick a study first.")
+    q = str(query if query is not None else "").strip()
+    if not q:
+        raise ParticipantAdminError("Type a participant id, their link (or its token) or their Prolific id.")
+    if len(q) > MAX_QUERY:
+        raise ParticipantAdminError(f"That is not a participant id, link or Prolific id ({len(q)} characters).")
+    found: dict[int, tuple[dict, str]] = {}
+    elsewhere = []
+    token = _token_in(q)
+    if token is not None:
+        keys = [("link", participants.by_token(database, token))]
+    else:
+        pid = whole_number(q)
+        keys = [("id", participants.get(database, pid) if pid is not None else None),
+                ("token", participants.by_token(database, q))]
+        keys += [("Prolific id" if p["prolific_pid"] == q else "external id", p)
+                 for p in participants.holders_of(database.db, study_id, q)]
+    for how, p in keys:
+        if p is None:
+            continue
+        if p["study_id"] != study_id:
+            elsewhere.append(p)
+        elif p["id"] not in found:
+            found[p["id"]] = (p, how)
+    if len(found) > 1:
+        names = "; ".join(f"participant {p['id']} ({p['role']}, by {how})" for p, how in found.values())
+        raise ParticipantAdminError(f"'{_shown(q)}' matches {len(found)} participants of study '{study_id}': "
+                                    f"{names}. Search by the participant id.")
+    if found:
+        return next(iter(found.values()))
+    if elsewhere:
+        raise ParticipantAdminError(f"'{_shown(q)}' is a participant of study '{elsewhere[0]['study_id']}', "
+                                    f"not of '{study_id}': pick that study first.")
+    what = "link" if token is not None else "participant id, link token, Prolific or external id"
+    raise ParticipantAdminError(f"No participant of study '{study_id}' has the {what} '{_shown(q)}'.")
+
+
+def _shown(q: str) -> str:
+    return q if len(q) <= 80 else q[:77] + "…"
+
+
+# -- the view -----------------------------------------------------------------------------
+
+def participant_view(database, study_id: str | None, query) -> ParticipantView:
+    p, how = find(database, study_id, query)
+    study = studies.get_study(database, study_id)
+    status, detail = _status(p)
+    if status == "active" and consent.pending_stage(database, p, study) == "declined":
+        status, detail = "declined consent", "they declined the consent form, so no item was shown"
+    return ParticipantView(
+        id=p["id"], study_id=study_id, role=p["role"], group=p["grp"], gender=p["gender"],
+        external_id=p["external_id"], prolific_pid=p["prolific_pid"], status=status, status_detail=detail,
+        created_at=_time(p["created_at"]), last_seen_at=_time(p["last_seen_at"]) or None,
+        consent=_consent_state(database, study, p), demographics=_demographics_state(database, study, p),
+        completion_code=study["config"]["study"]["completion_code"],
+        completion_shown_at=_time(p["completed_at"]) or None, link=short_link(p["token"]), found_by=how,
+        items=_items(database, p))
+
+
+def _status(p: dict) -> tuple[str, str]:
+    if p["excluded_at"]:
+        return "excluded", f"excluded {_time(p['excluded_at'])}: {p['excluded_reason']}"
+    if p["dropped_out_at"]:
+        return "dropped out", f"dropped out {_time(p['dropped_out_at'])}: {p['dropped_out_reason']}"
+    if not p["active"]:
+        return "deactivated", "the study team deactivated the link: it opens nothing"
+    if p["completed_at"]:
+        return "finished", f"finished every part of the role {_time(p['completed_at'])}"
+    if not p["last_seen_at"]:
+        return "not started", "the link was never opened"
+    return "active", "the link works and items remain"
+
+
+def _consent_state(database, study: dict, p: dict) -> str:
+    row = consent_store.get(database, p["id"])
+    if row is not None:
+        return f"{'agreed' if row['agreed'] else 'declined'} {_time(row['created_at'])}"
+    return "not yet" if consent.consent_config(study, p["role"]) else "not asked in this study"
+
+
+def _demographics_state(database, study: dict, p: dict) -> str:
+    row = consent_store.demographics(database, p["id"])
+    if row is not None:
+        return f"answered {_time(row['created_at'])}"
+    return "not yet" if consent.form_fields(study, p["role"]) else "not asked in this study"
+
+
+def _time(iso: str | None) -> str:
+    """An ISO UTC time to the second, as the team reads it: 2026-05-01 10:22:03."""
+    return iso[:19].replace("T", " ") if iso else ""
+
+
+def _items(database, p: dict) -> list[dict]:
+    pid = p["id"]
+    answers = _by_assignment(database, p["role"], pid)
+    out = []
+    for a in store.assignments(database, pid):
+        meta = json.loads(a["meta"]) if a["meta"] else {}
+        out.append({"assignment_id": a["id"], "phase": a["phase"], "phase_label": PHASE_LABELS[a["phase"]],
+                    "item_id": a["item_id"], "what": _what(a, meta, answers), "status": a["status"],
+                    "first_shown": _time(a["first_shown_at"]), "submitted": _time(a["submitted_at"]),
+                    "active_seconds": None if a["active_seconds"] is None else round(a["active_seconds"], 1),
+                    "answer": answers["text"].get(a["id"], "")})
+    # what they did, in the order they did it; then what is still to come, in their queue's order
+    out.sort(key=lambda it: (it["submitted"] == "", it["submitted"] or it["first_shown"] or "~",
+                             it["assignment_id"]))
+    return out
+
+
+def _by_assignment(database, role: str, pid: int) -> dict:
+    """Each kind of answer of the participant, one query each, in words by assignment id; the DA
+    items' descriptions under "da"."""
+    text: dict[int, str] = {}
+    da: dict[int, dict] = {}
+    for r in store.recordings(database, pid):
+        flags = ", ".join(json.loads(r["qc_flags"])) if r["qc_flags"] else ""
+        words = f"recording {r['duration_s']:.1f} s, QC {r['qc_status']}"
+        if r["wer"] is not None:
+            words += f" (WER {r['wer']:.2f})"
+        if flags:
+            words += f"; flags: {flags}"
+        if r["reviewed_by"]:
+            words += f"; reviewed by {r['reviewed_by']}"
+        text[r["assignment_id"]] = words
+    per: dict[int, list[str]] = defaultdict(list)
+    for r in store.answers(database, pid):
+        per[r["assignment_id"]].append(f"Q{r['idx']}: " + ("(unanswerable)" if r["unanswerable"] else r["text"]))
+    text.update({k: "; ".join(v) for k, v in per.items()})
+    marks: dict[int, list[str]] = defaultdict(list)
+    scores: dict[int, dict] = {}
+    for r in store.validations(database, pid):
+        scores[r["assignment_id"]] = r
+        if r["question_idx"] is not None:
+            marks[r["assignment_id"]].append(f"Q{r['question_idx']} {'correct' if r['correct'] else 'wrong'}")
+    for aid, r in scores.items():
+        text[aid] = (f"translation {r['translation_score']:g}/100; QA {r['qa_score']:.2f}"
+                     + (f"; {', '.join(marks[aid])}" if marks[aid] else ""))
+    for r in store.surveys(database, pid):
+        text[r["assignment_id"]] = (f"satisfaction {r['satisfaction']}, trust {r['trust']}, reliance {r['reliance']}"
+                                    f" ({r['perspective']} person)")
+    for r in store.da_items(database, pid):
+        da[r["assignment_id"]] = r
+        if r["score"] is not None:
+            text[r["assignment_id"]] = f"score {r['score']:g}"
+    sd: dict[int, list[str]] = defaultdict(list)
+    for r in store.sd_ratings(database, pid):
+        if r["suitability"] is not None:
+            sd[r["assignment_id"]].append(f"{r['pair_id']} suitability {r['suitability']}")
+        else:
+            sd[r["assignment_id"]].append(f"{r['pair_id']}{' (repeat)' if r['is_repeat'] else ''} {r['value']:+d}")
+    text.update({k: "; ".join(v) for k, v in sd.items()})
+    return {"text": text, "da": da}
+
+
+def _what(a: dict, meta: dict, answers: dict) -> str:
+    phase = a["phase"]
+    if phase in ("record", "receive", "survey_baseline", "survey_informed"):
+        return f"exchange {a['exchange_id']}: starter {a['starter_id']}, system {a['system_id']}"
+    if phase == "validate":
+        return (f"answers of receiver item {a['item_id']} on exchange {a['exchange_id']} "
+                f"(starter {a['starter_id']}, system {a['system_id']})")
+    if phase == "da":
+        d = answers["da"].get(a["id"])
+        if d is None:
+            return f"HIT item {a['item_id']}"
+        return (f"HIT {d['hit']} item {d['pos']} ({meta.get('modality', d['modality']) or 'text'}): "
+                f"{d['type']} item, segment {d['segment_id']}, system {d['system']}")
+    kind = meta.get("kind", "ratings")
+    if kind == "ratings":
+        return f"sentence {meta.get('sentence_id')}, page {meta.get('page')} of {meta.get('pages')}"
+    return f"{kind} page"

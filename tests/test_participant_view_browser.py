@@ -1,0 +1,26 @@
+"""The admin's "A participant" section in headless Chromium: a pasted link finds the participant
+and the page shows their status block and items table (screenshot in test-artifacts/)."""
+from __future__ import annotations
+
+import pytest
+
+from test_browser import ARTIFACTS, page  # noqa: F401  (the module's Chromium page fixture)
+
+pytestmark = pytest.mark.browser
+
+
+def test_a_pasted_link_shows_the_participant(app_server, page):  # noqa: F811
+    url = app_server.links()["sd"][0]
+    [(pid,)] = app_server.rows("SELECT id FROM participants WHERE token = ?", (url.split("?t=", 1)[1],))
+    page.goto(app_server.url)
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_text("Progress by role and phase").first.wait_for(timeout=15000)
+    page.get_by_text("A participant", exact=True).click()
+    page.locator("#participant-query textarea").fill(url)
+    page.get_by_role("button", name="Find", exact=True).click()
+    status = page.locator("#participant-view-status")
+    status.get_by_text(f"Participant {pid} (sd), found by link").wait_for(timeout=15000)
+    assert "not started" in status.inner_text()
+    page.locator("#participant-items").get_by_text("welcome page").first.wait_for(timeout=15000)
+    page.locator("#participant-view-status").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "admin-participant-view.png"), full_page=False)
