@@ -514,9 +514,8 @@ def readme(study: dict, files: dict[str, str], counts: dict[str, int], options: 
     if fmt == "hf-audio":
         out += ["Load with the `datasets` library: `load_dataset(FOLDER)` (or the Hub repository it is uploaded "
                 "to) and `load_dataset(\"audiofolder\", data_dir=FOLDER)` both give one `train` split: the "
-                "recordings with their train/metadata.jsonl columns (decoding the `audio` column needs "
-                "datasets' audio extra, torchcodec; `.cast_column(\"audio\", Audio(decode=False))` gives the "
-                "file paths without it). A table of `tables/` loads with "
+                "recordings with their train/metadata.jsonl columns (its `audio` column needs torchcodec and "
+                "FFmpeg, as `datasets` 4 and later read audio). A table of `tables/` loads with "
                 "`load_dataset(\"json\", data_files=FOLDER + \"/tables/answers.jsonl\")` or pandas "
                 "`read_json(path, lines=True)`.", ""]
     out += [
