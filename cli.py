@@ -503,7 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--study", required=True)
     ex.add_argument("--out", required=True, help="a new (or empty) folder")
     ex.add_argument("--format", default="csv", choices=["csv", "jsonl", "parquet", "hf-audio"],
-                    help="hf-audio: a Hugging Face audiofolder (audio/ + metadata.jsonl + dataset card)")
+                    help="hf-audio: a Hugging Face audiofolder (train/audio/ + train/metadata.jsonl + dataset card)")
     ex.add_argument("--include-external-ids", action="store_true",
                     help="add external and Prolific ids to participants (tokens are never exported)")
     ex.add_argument("--include-events", action="store_true", help="add the study's audit-log events")

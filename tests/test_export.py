@@ -302,7 +302,7 @@ def test_a_participant_left_out_is_gone_from_every_table_and_the_audio(study, mo
             for row in load(folder / f"{table}.{ext}"):
                 if "exchange_id" in row and row["exchange_id"] not in (None, ""):
                     assert int(row["exchange_id"]) != s2["exchange"], table
-        audio = sorted(p.name for p in (res.folder / "audio").iterdir())
+        audio = sorted(p.name for p in (res.folder / ("audio" if fmt == "csv" else "train/audio")).iterdir())
         assert audio == [f"sender-001-ex{study['s1']['exchange']}-rec{study['s1']['recording']}.wav"]
     # sender-001 keeps its label: the numbering counts everyone
     assert "sender-001" in {r["participant"] for r in read_csv(export(study, "csv").folder / "participants.csv")}
@@ -369,12 +369,17 @@ def test_jsonl_and_parquet_hold_what_csv_holds(study):
 def test_hf_audio_folder(study):
     res = export(study, "hf-audio")
     folder = res.folder
-    meta = read_jsonl(folder / "metadata.jsonl")
+    meta = read_jsonl(folder / "train" / "metadata.jsonl")     # file_name is relative to it
     assert len(meta) == 2 and all(list(m) == METADATA for m in meta)
     for m in meta:
-        assert m["file_name"].startswith("audio/") and (folder / m["file_name"]).is_file()
-        assert (folder / m["file_name"]).read_bytes()[:4] == b"RIFF"
-    assert {p.relative_to(folder).as_posix() for p in (folder / "audio").iterdir()} == {m["file_name"] for m in meta}
+        assert m["file_name"].startswith("audio/") and (folder / "train" / m["file_name"]).is_file()
+        assert (folder / "train" / m["file_name"]).read_bytes()[:4] == b"RIFF"
+    assert ({p.relative_to(folder / "train").as_posix() for p in (folder / "train" / "audio").iterdir()}
+            == {m["file_name"] for m in meta})
+    # the recordings table names the file from the export folder
+    assert ({r["file_name"] for r in read_jsonl(folder / "tables" / "recordings.jsonl")}
+            == {"train/" + m["file_name"] for m in meta})
+    assert not (folder / "audio").exists() and not (folder / "metadata.jsonl").exists()
     by_sender = {m["sender"]: m for m in meta}
     assert by_sender["sender-001"]["review_decision"] == "accepted"
     assert by_sender["sender-001"]["qc_result"] == "flagged"
@@ -383,9 +388,10 @@ def test_hf_audio_folder(study):
     readme = (folder / "README.md").read_text()
     front = readme.split("---\n")[1]
     assert front.count("config_name:") == 1 and "- config_name: default\n  drop_labels: true\n" in front
-    assert '  data_files:\n  - split: train\n    path:\n    - "metadata.jsonl"\n    - "audio/*.wav"' in front
+    assert ('  data_files:\n  - split: train\n    path:\n    - "train/metadata.jsonl"\n    - "train/audio/*.wav"'
+            in front)
     assert (folder / "tables" / "answers.jsonl").is_file()
-    assert "### `metadata.jsonl`" in readme
+    assert "### `train/metadata.jsonl`" in readme and "| `train/audio/` | 2 |" in readme
     for c in METADATA:
         assert c in dictionary.TABLES["metadata"][1]
     with pytest.raises(ExportError, match="without audio"):

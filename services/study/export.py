@@ -45,6 +45,11 @@ from storage import exports, studies
 
 FORMATS = ("csv", "jsonl", "parquet", "hf-audio")
 EXTENSION = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet", "hf-audio": "jsonl"}
+# hf-audio: the recordings and their metadata.jsonl live in a folder named for their split.
+# `load_dataset("audiofolder", data_dir=...)` ignores the dataset card and infers splits from
+# names, folder names first: without this folder, tables/validation_marks.jsonl read as a
+# "validation" split with no audio in it
+HF_SPLIT_DIR = "train"
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 TEXT_TYPES = ("string", "json", "timestamp")
 # storage/exports.py names each column holding an internal participant id `<name>__pid`
@@ -438,20 +443,24 @@ def export_study(database, study_id: str, out_dir, fmt: str = "csv", media_dir=N
         raise ExportError("the hf-audio format is the audio itself: it cannot be made without audio")
     tables, audio, missing = build_tables(database, study_id, media_dir, include_external_ids, include_events,
                                           include_audio)
+    audio_dir = f"{HF_SPLIT_DIR}/" if fmt == "hf-audio" else ""
     out = Path(out_dir)
     tmp = _new_folder(out)
     try:
         files = {}
         for table, rows in tables.items():
+            if table == "recordings" and audio_dir:     # where the file is inside this export
+                rows = [{**r, "file_name": audio_dir + r["file_name"] if r["file_name"] else r["file_name"]}
+                        for r in rows]
             files[table] = _write_table(tmp, fmt, table, rows, dictionary.columns(table, include_external_ids))
         for src, name in audio:
-            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, tmp / name)
+            (tmp / audio_dir / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, tmp / audio_dir / name)
         counts = {t: len(r) for t, r in tables.items()}
         if fmt == "hf-audio":
-            meta = hf_metadata(tables)
-            write_jsonl(tmp / "metadata.jsonl", meta)
-            files["metadata"], counts["metadata"] = "metadata.jsonl", len(meta)
+            meta = hf_metadata(tables)     # file_name relative to metadata.jsonl, as datasets reads it
+            write_jsonl(tmp / HF_SPLIT_DIR / "metadata.jsonl", meta)
+            files["metadata"], counts["metadata"] = f"{HF_SPLIT_DIR}/metadata.jsonl", len(meta)
         study = dict(exports.study_row(database, study_id))
         study["target_variant"] = _study_variant(database, study_id)
         options = {"format": fmt, "include_external_ids": include_external_ids, "include_events": include_events,

@@ -111,7 +111,8 @@ TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
             "recording_id": ("integer", "the recording"),
             "exchange_id": ("integer", "the exchange recorded (see exchanges)"),
             "sender": ("string", "pseudonym of the sender"),
-            "file_name": ("string", "path of the audio file inside this export (audio/...); empty when the export "
+            "file_name": ("string", "path of the audio file inside this export (audio/..., train/audio/... in "
+                                    "hf-audio); empty when the export "
                                     "was made without audio or the file is missing from the media folder"),
             "duration_s": ("number", "length of the recording in seconds"),
             "qc_result": ("string", "automatic quality check: pending, passed or flagged (held for review)"),
@@ -362,10 +363,10 @@ TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
             "detail": ("json", "details, reduced to fields that identify nobody"),
         }),
     "metadata": (
-        "hf-audio only (metadata.jsonl): one row per exported recording, the Hugging Face audiofolder "
+        "hf-audio only (train/metadata.jsonl): one row per exported recording, the Hugging Face audiofolder "
         "metadata; file_name links the row to its audio file.",
         {
-            "file_name": ("string", "the audio file, relative to the export folder"),
+            "file_name": ("string", "the audio file, relative to this file's folder (train/), as datasets reads it"),
             "recording_id": ("integer", "the recording (see recordings)"),
             "exchange_id": ("integer", "the exchange (see exchanges)"),
             "sender": ("string", "pseudonym of the sender"),
@@ -470,11 +471,13 @@ def _cell(text) -> str:
 
 def _front_matter(study: dict) -> str:
     """The Hugging Face dataset card's YAML: one subset, the recordings as an audiofolder
-    (metadata.jsonl + audio/). The tables stay side files: `datasets` infers one builder per
-    dataset folder from its first subset, so json subsets beside an audiofolder would not load."""
+    (train/metadata.jsonl + train/audio/). The tables stay side files: `datasets` infers one builder
+    per dataset folder from its first subset, so json subsets beside an audiofolder would not load.
+    The train/ folder is for `load_dataset("audiofolder", data_dir=...)`, which skips this card and
+    infers splits from names (export.py: HF_SPLIT_DIR)."""
     return "\n".join(["---", f"pretty_name: {json.dumps(study['name'], ensure_ascii=False)}", "configs:",
                       "- config_name: default", "  drop_labels: true", "  data_files:", "  - split: train",
-                      "    path:", '    - "metadata.jsonl"', '    - "audio/*.wav"', "---", "", ""])
+                      "    path:", '    - "train/metadata.jsonl"', '    - "train/audio/*.wav"', "---", "", ""])
 
 
 def readme(study: dict, files: dict[str, str], counts: dict[str, int], options: dict, exported_at: str,
@@ -501,7 +504,8 @@ def readme(study: dict, files: dict[str, str], counts: dict[str, int], options: 
     for table, rel in files.items():
         out.append(f"| `{rel}` | {counts[table]} | {_cell(TABLES[table][0])} |")
     if options["include_audio"]:
-        out.append(f"| `audio/` | {audio_files} | the recordings as 16 kHz mono 16-bit WAV, named in "
+        audio_dir = "train/audio/" if fmt == "hf-audio" else "audio/"
+        out.append(f"| `{audio_dir}` | {audio_files} | the recordings as 16 kHz mono 16-bit WAV, named in "
                    "recordings.file_name |")
     out += ["| `manifest.json` | | study, options, files and row counts of this export |", ""]
     if missing_audio:
@@ -509,8 +513,11 @@ def readme(study: dict, files: dict[str, str], counts: dict[str, int], options: 
                 f"{', '.join(map(str, missing_audio))}): their file_name is empty.", ""]
     if fmt == "hf-audio":
         out += ["Load with the `datasets` library: `load_dataset(FOLDER)` (or the Hub repository it is uploaded "
-                "to) gives the recordings with their metadata.jsonl columns; a table of `tables/` loads with "
-                "`load_dataset(\"json\", data_files=FOLDER + \"/tables/answers.jsonl\")`.", ""]
+                "to) and `load_dataset(\"audiofolder\", data_dir=FOLDER)` both give one `train` split: the "
+                "recordings with their train/metadata.jsonl columns (its `audio` column needs torchcodec and "
+                "FFmpeg, as `datasets` 4 and later read audio). A table of `tables/` loads with "
+                "`load_dataset(\"json\", data_files=FOLDER + \"/tables/answers.jsonl\")` or pandas "
+                "`read_json(path, lines=True)`.", ""]
     out += [
         "## Pseudonyms", "",
         "Participants appear only as `<role>-<n>` (e.g. `sender-001`): numbered by the order in which the "
