@@ -223,3 +223,23 @@ def test_qe_part_from_audit_folders(tmp_path):
     t1 = got["Table 1"].table
     assert t1 is not None and set(t1["lang"]) >= {"pt"}
     assert pd.api.types.is_float_dtype(t1["er"])
+
+
+def test_the_analysis_tab_report_button_writes_the_report(demo_db):
+    import gradio as gr
+
+    from services.admin import auth as admin
+    from tabs import analysis
+    from tabs.common import Ctx
+
+    auth = admin.AdminAuth("pw")
+    with gr.Blocks() as page:
+        session = gr.Textbox()
+        analysis.build(Ctx(demo_db, None, gr.Textbox(visible=False)), auth, session)
+    (event,) = [f for f in page.fns.values() if getattr(f.fn, "__name__", "") == "run_report"]
+    files = [c for c in event.outputs if isinstance(c, gr.File)]
+    out = event.fn(auth.login("pw", None), "demo", None)
+    paths = out[files[0]]
+    assert paths[0].endswith("report-demo.html") and "Table 1" in open(paths[0], encoding="utf-8").read()
+    notice = [c for c in event.outputs if isinstance(c, gr.Markdown)][0]
+    assert "no study 'nope'" in event.fn(auth.login("pw", None), "nope", None)[notice]
