@@ -298,6 +298,20 @@ def cmd_export(args, settings):
     return 0
 
 
+def cmd_report(args, settings):
+    from services.report.build import ReportError, build_report
+
+    if args.db:           # this database rather than TRADLAB_DB's
+        from dataclasses import replace
+        settings = replace(settings, db_path=Path(args.db))
+    try:
+        rep = build_report(open_db(settings), args.study, args.out, qe_audits=args.qe_audit or ())
+    except (ReportError, OSError) as e:
+        return refused(e)
+    print(f"report of study {args.study}: {rep.html} ({len(rep.files)} files beside it, {rep.seconds:.1f} s)")
+    return 0
+
+
 def _progress_bar(desc: str):
     """A tqdm bar on stderr driven by progress(done, total[, label]) callbacks."""
     from tqdm import tqdm
@@ -508,6 +522,15 @@ def build_parser() -> argparse.ArgumentParser:
                     help="add external and Prolific ids to participants (tokens are never exported)")
     ex.add_argument("--include-events", action="store_true", help="add the study's audit-log events")
     ex.add_argument("--no-audio", action="store_true", help="leave the recordings' audio files out")
+    rpt = sub.add_parser("report", help="one self-contained HTML report of a study's results, each paper's tables "
+                                        "and figures in its order, with the analyses' CSVs beside it")
+    rpt.set_defaults(func=cmd_report)
+    rpt.add_argument("--study", required=True)
+    rpt.add_argument("--out", required=True, help="a folder: report-STUDY.html and a folder per protocol")
+    rpt.add_argument("--db", help="the database file (default: TRADLAB_DB)")
+    rpt.add_argument("--qe-audit", action="append", metavar="FOLDER",
+                     help="a QE audit output folder ('FOLDER' or 'HYPOTHESES=FOLDER'; repeatable): paper 003's "
+                          "part is made from these")
     qs = sub.add_parser("questions", help="comprehension questions written by an LLM, as drafts to review")
     qsub = qs.add_subparsers(dest="action", required=True)
     qg = qsub.add_parser("generate", help="drafts for starters without questions (review them in the Admin tab)")

@@ -23,6 +23,10 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         study = gr.Dropdown(label="Study", choices=[])
         show = gr.Button("Show")
         figure = gr.Plot(label="Items done and open per phase")
+        with gr.Row():
+            report_run = gr.Button("Report: every paper's tables and figures, one HTML file")
+            report_files = gr.File(label="Report (HTML) and the analyses' files", file_count="multiple",
+                                   interactive=False)
         table = gr.Dataframe(interactive=False)
         with gr.Accordion("Usability of the four-phase study (paper 000)", open=True):
             with gr.Row():
@@ -96,6 +100,20 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
     show.click(run, [session, study], [notice, study, figure, table], api_visibility="private")
     # logging in on the Admin tab fills this tab too (no stale "log in first")
     session.change(run, [session, study], [notice, study, figure, table], api_visibility="private")
+
+    @admin_only(auth, notice)
+    def run_report(sess, study_id, request: gr.Request):
+        import tempfile
+
+        from services.report.build import ReportError, build_report  # the analyses' heavy imports: on use
+
+        try:
+            rep = build_report(ctx.database, study_id, tempfile.mkdtemp(prefix=f"report-{study_id}-"))
+        except ReportError as e:
+            return {notice: str(e)}
+        return {notice: f"Report written in {rep.seconds:.1f} s.", report_files: [str(rep.html), *map(str, rep.files)]}
+
+    report_run.click(run_report, [session, study], [notice, report_files], api_visibility="private")
 
     @admin_only(auth, da_notice)
     @shows_failure(da_notice, "The DA analysis")

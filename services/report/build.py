@@ -1,0 +1,104 @@
+"""`python app.py report --study S` and the Analysis tab's Report button: one HTML file per study
+(report-<study>.html) with each protocol of the study in its paper's order (services.report.usability,
+.da, .sd; .qe from audit folders), the analyses' own files (CSV, ...) in a folder per protocol beside
+it. A protocol whose analysis fails says why in each of its items; the report itself is always
+written."""
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import subprocess
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from services.metrics import exchange as exchange_metrics
+from services.report import da, qe, sd, usability
+from services.report.render import render
+from services.report.sections import Part, fill
+from storage import studies
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILDERS = {"usability": (usability, usability.ITEMS), "da": (da, da.ITEMS), "sd": (sd, sd.ITEMS)}
+PACKAGES = ("gradio", "pandas", "numpy", "scipy", "statsmodels", "factor_analyzer", "plotly", "sqlite-utils")
+
+
+class ReportError(ValueError):
+    """A report that cannot be made (the message names what is wrong)."""
+
+
+@dataclass
+class Report:
+    html: Path
+    files: list[Path]
+    parts: list[Part]
+    seconds: float
+
+
+def app_version() -> str:
+    """git describe of the checkout, else "unknown" (the app is not packaged: no version elsewhere)."""
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty", "--tags"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (git not available)"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown (not a git checkout)"
+
+
+def versions(database, study_id: str, config: dict) -> dict:
+    out = {"app": app_version(), "python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    for s in config.get("systems") or []:
+        out[f"system {s.get('id')}"] = s.get("label") or s.get("kind", "")
+    if "usability" in (config.get("study", {}).get("protocols") or []):
+        for line in exchange_metrics.report_lines(exchange_metrics.metrics_report(database, study_id)):
+            key, _, rest = line.strip().partition(":")
+            out[key] = rest.strip()
+    return out
+
+
+def _failed(protocol: str, error: Exception) -> Part:
+    module, items = BUILDERS[protocol]
+    why = f"The {protocol} analysis failed ({type(error).__name__}: {error}); the rest of the report stands."
+    return Part(protocol, module.TITLE, fill(items, {}, why), summary=why)
+
+
+def build_report(database, study_id: str, out_dir, qe_audits=()) -> Report:
+    """Write out_dir/report-<study>.html and the analyses' files under out_dir/<protocol>/."""
+    t0 = time.perf_counter()
+    study = studies.get_study(database, study_id) if study_id else None
+    if study is None:
+        raise ReportError(f"There is no study {study_id!r} in this database.")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    config = study["config"]
+    protocols = config.get("study", {}).get("protocols") or []
+    parts = []
+    for protocol, (module, _) in BUILDERS.items():
+        if protocol not in protocols:
+            parts.append(Part(protocol, module.TITLE, summary=f"This study has no {protocol} part "
+                                                              "(study.protocols)."))
+            continue
+        try:
+            parts.append(module.build(database, study_id, out))
+        except Exception as e:      # one protocol's failure must not take the others' results with it
+            parts.append(_failed(protocol, e))
+    try:
+        parts.append(qe.build(list(qe_audits), out))
+    except ValueError as e:         # PaperInputError, a folder that is not an audit's: named in the message
+        parts.append(Part("qe", qe.TITLE, fill(qe.ITEMS, {}, f"The audit folders could not be read: {e}"),
+                          summary=str(e)))
+    files = [Path(f) for p in parts for f in p.files]
+    name = study.get("name") or config.get("study", {}).get("name") or study_id
+    header = [f"Study {study_id}: {name}",
+              f"Generated {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by app {app_version()}"]
+    page = render(f"Results report: {name}", header, parts, config, versions(database, study_id, config),
+                  [f.relative_to(out).as_posix() for f in files if f.suffix in (".csv", ".txt", ".json")])
+    path = out / f"report-{study_id}.html"
+    path.write_text(page, encoding="utf-8")
+    return Report(path, files, parts, time.perf_counter() - t0)

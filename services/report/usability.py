@@ -1,0 +1,129 @@
+"""Paper 000's results from a stored study, in the paper's order: Table 1 (section 2.5), Figures
+2a-c (4.1-4.2), Figures 3a-c (4.3), Table 2 (4.4), Figure 4 (5), then the appendix: Table 3,
+Figure 10, Figure 11 (C.1) and Table 4 (C.2). Precision as the paper prints it: two decimals in
+Tables 1-3, three in Table 4."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from services.metrics import exchange as exchange_metrics
+from services.report.sections import Part, fill
+from services.usability import export as usability_export
+from services.usability import study_analysis as usability_study
+from storage import studies
+
+TITLE = "Usability of the four-phase study (paper 000)"
+ITEMS = [
+    ("Table 1", "5-point Likert usability scores by language group: satisfaction (S), trust (T) and reliance "
+                "(R) averaged into u; group mean μ(u), standard deviation σ(u) and the shift Δu from the "
+                "baseline survey; the baseline (b) beneath each group.", "2.5"),
+    ("Figure 2a", "Distribution of the usability u by language group and gender (informed survey).", "4.1"),
+    ("Figure 2b", "Usability LMM: fixed effects on u with 95% Wald CIs (full table: Table 4).", "4.2"),
+    ("Figure 2c", "Marginal means of u per group x gender estimated by the LMM (95% CI).", "4.2"),
+    ("Figure 3a", "LMM of the validator's SQM score: fixed effects with 95% Wald CIs.", "4.3"),
+    ("Figure 3b", "Marginal means of the validator's score per group x gender (95% CI).", "4.3"),
+    ("Figure 3c", "The validator's score (and the QA score) by translation model and topic.", "4.3"),
+    ("Table 2", "Quality metrics' effect on usability u: from an LMM (e) and from OLS fits within the low, "
+                "medium and high translation-score tertiles; each metric rescaled to [0, 1] (worst to best "
+                "observed), covariates held constant.", "4.4"),
+    ("Figure 4", "Quality signals mapped onto usability: isotonic fit of u on each signal and where it "
+                 "crosses u = 4.", "5"),
+    ("Table 3", "Starters per domain x corpus: words, key-information spans and questions per starter "
+                "(mean, sd).", "appendix, 2.2"),
+    ("Figure 10", "Mean usability μ(u) per translation model (95% t interval).", "appendix, 4.2"),
+    ("Figure 11", "Spearman's ρ between usability u and the translation quality metrics.", "appendix C.1"),
+    ("Table 4", "Fixed-effect estimates of the LMM predicting u; 95% Wald CIs (p: Wald z, see the notes).",
+     "appendix C.2"),
+]
+DECIMALS = {"Table 4": 3}
+NO_DATA = ("No exchanges with both surveys and a validation yet: this fills once senders have recorded, "
+           "receivers answered, validators scored and senders rated at least 3 exchanges.")
+
+
+def table1(groups: pd.DataFrame, order: list[str] | None = None) -> pd.DataFrame:
+    """Table 1's layout from the analysis's group table: per group the informed row and the
+    baseline row (b) beneath it."""
+    g = groups[groups["by"] == "group"].set_index("level")
+    levels = [x for x in (order or []) if x in g.index] + sorted(x for x in g.index if x not in (order or []))
+    rows = []
+    for lv in levels:
+        r = g.loc[lv]
+        rows.append({"group": lv, "S": r["S"], "T": r["T"], "R": r["R"], "μ(u)": r["mu_u"], "σ(u)": r["sigma_u"],
+                     "Δu": r["delta_u"], "n": int(r["n"])})
+        rows.append({"group": "b", "S": r["S_b"], "T": r["T_b"], "R": r["R_b"], "μ(u)": r["mu_ub"],
+                     "σ(u)": r["sigma_ub"], "Δu": float("nan"), "n": int(r["n"])})
+    return pd.DataFrame(rows, columns=["group", "S", "T", "R", "μ(u)", "σ(u)", "Δu", "n"])
+
+
+def table2(effects: pd.DataFrame) -> pd.DataFrame:
+    e = effects.rename(columns={"effect_lmm": "e", "effect_low": "e_low", "effect_mid": "e_med",
+                                "effect_high": "e_high"})
+    return e[["signal", "e", "e_low", "e_med", "e_high", "p_lmm", "p_low", "p_mid", "p_high"]]
+
+
+def table4(fit) -> pd.DataFrame:
+    t = fit.table.rename(columns={"estimate": "Estimate", "std_error": "Std. Error", "p_value": "p",
+                                  "ci_low": "2.5%", "ci_high": "97.5%"})
+    return t[["term", "Estimate", "Std. Error", "z", "p", "2.5%", "97.5%"]]
+
+
+def build(database, study_id: str, out_dir: Path) -> Part:
+    """Paper 000's part of the report; the analysis's own files under out_dir/usability."""
+    # statsmodels, scipy and plotly: the analysis's heavy imports, on first use only
+    from services.usability import analysis as usability_analysis
+    from services.usability import paper_figures
+
+    part = Part("usability", TITLE)
+    study = studies.get_study(database, study_id)
+    metric_lines = exchange_metrics.report_lines(exchange_metrics.metrics_report(database, study_id))
+    content: dict = {}
+    try:
+        content["Table 3"] = paper_figures.study_starter_statistics(database, study_id)
+    except paper_figures.PaperTableError as e:
+        content["Table 3"] = f"No starters to describe ({e}): import a study with starters.csv."
+    df = usability_export.exchanges_frame(database, study_id)
+    if df is None or len(df) < 3:
+        n = 0 if df is None else len(df)
+        part.summary = f"{n} complete exchanges: too few for the analysis (it needs 3)."
+        part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
+        part.notes = metric_lines
+        return part
+    try:
+        res = usability_analysis.analyze(df, source=f"study {study_id}",
+                                         reference=usability_study.study_reference(database, study_id))
+    except ValueError as e:
+        part.summary = f"The analysis could not run: {e}"
+        part.sections = fill(ITEMS, content, f"The analysis could not run: {e}", DECIMALS)
+        return part
+    figs = usability_analysis.figures(res)
+    order = list(study["config"].get("study", {}).get("groups") or [])
+    content["Table 1"] = table1(res.groups, order)
+    lmm_missing = f"The usability LMM was not fitted: {res.lmm_error}"
+    score_missing = f"The score LMM was not fitted: {res.score_lmm_error}"
+    content["Figure 2a"] = figs.get("u_distribution")
+    content["Figure 2b"] = figs.get("lmm_coefficients", lmm_missing)
+    content["Figure 2c"] = figs.get("marginal_means", lmm_missing)
+    content["Figure 3a"] = figs.get("score_lmm", score_missing)
+    content["Figure 3b"] = figs.get("score_marginal_means", score_missing)
+    content["Figure 3c"] = figs.get("quality")
+    no_signal = "No quality signal with values yet (translation score, QA score or an automatic metric)."
+    content["Table 2"] = table2(res.metric_effects) if len(res.metric_effects) else no_signal
+    content["Figure 4"] = figs.get("thresholds", no_signal)
+    content["Figure 10"] = figs.get("model_means")
+    content["Figure 11"] = figs.get("correlations")
+    content["Table 4"] = table4(res.lmm) if res.lmm is not None else lmm_missing
+    part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
+    d = res.data
+    part.summary = (f"{len(d)} exchanges, {d.loc[d['sender_id'] != '', 'sender_id'].nunique()} senders, "
+                    f"{d['receiver_id'].nunique()} receivers, {d['validator_id'].nunique()} validators; "
+                    f"signals: {', '.join(res.signals) or 'none'}.")
+    part.notes = [usability_analysis.LME4_NOTE, *res.notes, *metric_lines]
+    if res.lmm is not None and usability_analysis.small_sample_warning(res.lmm):
+        part.notes.insert(0, usability_analysis.small_sample_warning(res.lmm))
+    folder = Path(out_dir) / "usability"
+    part.files = usability_analysis.write_outputs(res, folder, png=False)
+    if isinstance(content["Table 3"], pd.DataFrame):
+        part.files.append(paper_figures.write_study_starter_statistics(database, study_id, folder))
+    return part
