@@ -147,7 +147,8 @@ def cmd_analyze(args, settings):
         elif not args.judgments:
             return refused(ValueError("analyze da needs a judgments file or --study STUDY_ID"))
         else:
-            print(da_analysis.run_cli(args.judgments, args.out, alpha=args.alpha, wmt=args.wmt, fmt=args.format,
+            print(da_analysis.run_cli(args.judgments, args.out, alpha=0.05 if args.alpha is None else args.alpha,
+                                      wmt=args.wmt, fmt=args.format,
                                       keep_fast=args.keep_fast or None, fast_item_s=args.fast_item_s))
     except (ValueError, FileNotFoundError) as e:      # DAInputError names file, row and column
         return refused(e)
@@ -427,7 +428,8 @@ def build_parser() -> argparse.ArgumentParser:
     da.add_argument("--fast-item-s", type=float, default=2.0,
                     help="median seconds per item below which a HIT is unrealistically fast")
     da.add_argument("--out", required=True, help="folder for the CSV tables and HTML figures")
-    da.add_argument("--alpha", type=float, default=0.05)
+    da.add_argument("--alpha", type=float, default=None, help="significance level of the worker reliability test "
+                    "and the clusters (default: a stored study's da.reliability_alpha, else paper 001's 0.05)")
     da.add_argument("--wmt", action="store_true", help="score as WMT publishes: system + repeat items, every worker")
     da.add_argument("--format", default="auto", choices=["auto", "csv", "wmt", "appraise"])
     sdp = asub.add_parser("sd", help="semantic differential (paper 002): cleansing and factor analysis")

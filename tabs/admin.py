@@ -2,9 +2,12 @@
 review, jobs and loaded models."""
 from __future__ import annotations
 
+import html
+
 import gradio as gr
 
 from services.admin import auth as admin
+from services.admin import dashboard as admin_dashboard_data
 from services.admin import progress as admin_progress
 from services.admin.recording_review import ReviewError, decide
 from services.models import systems
@@ -13,7 +16,7 @@ from services.models.cache import CACHE, MODEL_QUEUE
 from services.models.zerogpu import gpu
 from services.study.files import StudyValidationError
 from services.study.importer import import_zip
-from tabs import admin_participants, admin_questions, admin_review
+from tabs import admin_dashboard, admin_participants, admin_questions, admin_review
 from tabs.admin_common import admin_only, blank_number, details_for_admin, download, pager, pick_row
 from tabs.admin_common import host as _host
 from tabs.admin_participant_view import build as build_participant_view
@@ -45,16 +48,25 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 password = gr.Textbox(label="Admin password", type="password")
             login = gr.Button("Log in", scale=1)
         notice = gr.Markdown()
-        with gr.Column(visible=False) as panel:
-            study = gr.Dropdown(label="Study", choices=[])
-            with gr.Row():
-                refresh = gr.Button("Refresh", scale=3)
-                logout = gr.Button("Log out", scale=1, variant="secondary")
-            progress = gr.Dataframe(label="Progress by role and phase", interactive=False)
-            collected = gr.Dataframe(label="Data collected", interactive=False)
+        with gr.Column(visible=False, elem_id="admin-panel") as panel:
+            with gr.Row(equal_height=True, elem_id="admin-bar"):
+                # one line: the page's first screen is the dashboard's
+                study = gr.Dropdown(label="Study", show_label=False, container=False, choices=[], scale=4,
+                                    min_width=200)
+                refresh = gr.Button("Refresh", size="sm", scale=1, min_width=90)
+                logout = gr.Button("Log out", size="sm", scale=1, min_width=90, variant="secondary")
+            # the dashboard: one screen, re-read every DASHBOARD_EVERY_S while logged in; the
+            # sections below it stay closed until opened
+            dash = gr.HTML(elem_id="admin-dashboard")
+            dash_timer = gr.Timer(admin_dashboard.EVERY_S, active=False)
+            people = admin_participants.build(ctx, auth, session, study)
+            build_participant_view(ctx, auth, session, study)
+            with gr.Accordion("Progress tables and data collected", open=False):
+                progress = gr.Dataframe(label="Progress by role and phase", interactive=False)
+                collected = gr.Dataframe(label="Data collected", interactive=False)
             with gr.Accordion("Exchanges and their phase", open=False):
                 exchanges = pager("Exchanges", elem_id="exchanges")
-            with gr.Accordion("Recordings to review (flagged by QC)", open=True):
+            with gr.Accordion("Recordings to review (flagged by QC)", open=False):
                 review = pager("Flagged recordings", wrap=True, datatype=admin_review.DATATYPES,
                                column_widths=admin_review.COLUMN_WIDTHS, elem_id="review-table")
                 gr.HTML(admin_review.LEGEND)
@@ -113,14 +125,25 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 try_audio = gr.Audio(sources=["microphone", "upload"], type="filepath", label="English speech")
                 try_go = gr.Button("Translate")
                 try_out = gr.Markdown(elem_id="try-output")
-            people = admin_participants.build(ctx, auth, session, study)
-            build_participant_view(ctx, auth, session, study)
+
+    def dashboard_html(study_id) -> str:
+        if not study_id:
+            return '<p class="dash-empty">No study imported yet: run <code>python app.py import FOLDER</code>.</p>'
+        return admin_dashboard.render(admin_dashboard_data.dashboard(ctx.database, study_id))
+
+    @admin_only(auth, refused=lambda message: {dash: html.escape(message), dash_timer: gr.Timer(active=False)})
+    def tick(sess, study_id, request: gr.Request):
+        return {dash: dashboard_html(study_id)}
+
+    dash_timer.tick(tick, [session, study], [dash, dash_timer], api_name="admin_dashboard",
+                    api_visibility="undocumented", show_progress="hidden")
 
     @admin_only(auth, notice)
     def tables(request: gr.Request, sess, study_id, ex_page, rev_page, job_page, *people_state):
         if not study_id:
-            return {notice: "No study imported yet: run `python app.py import FOLDER`."}
-        return {notice: "", progress: admin_progress.progress_table(ctx.database, study_id),
+            return {notice: "No study imported yet: run `python app.py import FOLDER`.", dash: dashboard_html(None)}
+        return {notice: "", dash: dashboard_html(study_id),
+                progress: admin_progress.progress_table(ctx.database, study_id),
                 collected: admin_progress.collected_counts(ctx.database, study_id),
                 **exchanges.show(admin_progress.exchanges_page(ctx.database, study_id, ex_page)),
                 **review.show(admin_review.review_table(admin_progress.review_page(ctx.database, study_id, rev_page))),
@@ -138,6 +161,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         first = choices[0][1] if choices else None
         return {session: sess, notice: "", login_row: gr.update(visible=False),
                 panel: gr.update(visible=True), study: gr.update(choices=choices, value=first),
+                dash_timer: gr.Timer(active=True),
                 **tables(request, sess, first, 1, 1, 1, "all", "all", 1, 1)}
 
     def do_logout(sess, request: gr.Request):
@@ -145,7 +169,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         (without a password: only the button, which opens a new session)."""
         auth.logout(sess, _host(request))
         return {session: "", password: gr.update(value="", visible=auth.needs_password), notice: "Logged out.",
-                login_row: gr.update(visible=True), panel: gr.update(visible=False)}
+                login_row: gr.update(visible=True), panel: gr.update(visible=False),
+                dash_timer: gr.Timer(active=False)}
 
     @details_for_admin
     def open_at_once(request: gr.Request):
@@ -208,17 +233,24 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         transcript = f"**Transcript:** {r['transcript']}\n\n" if r["transcript"] is not None else ""
         return f"{transcript}**Translation:** {r['translation']}\n\n{times} for {r['audio_s']:.1f} s of audio"
 
+    # the dashboard last: the outputs before it keep their places for API callers
     table_outs = [notice, progress, collected, *exchanges.outputs, *review.outputs, *jobs.outputs, models,
-                  *people.outputs]
-    outs = [session, notice, login_row, panel, study, *table_outs[1:]]
-    login.click(do_login, [password], outs, api_name="admin_login", api_visibility="undocumented")
-    password.submit(do_login, [password], outs, api_visibility="private")
-    logout.click(do_logout, [session], [session, password, notice, login_row, panel], api_name="admin_logout",
-                 api_visibility="undocumented")
-    gr.context.Context.root_block.load(open_at_once, None, [*outs, password, login_why], api_visibility="private")
+                  *people.outputs, dash]
+    outs = [session, notice, login_row, panel, study, *table_outs[1:], dash_timer]
+    for trigger in (login.click, password.submit):
+        api = {"api_name": "admin_login", "api_visibility": "undocumented"} if trigger == login.click else \
+            {"api_visibility": "private"}
+        # then: timestamps in the browser's zone (tabs/admin_dashboard.LOCAL_TIMES_JS)
+        trigger(do_login, [password], outs, **api).then(None, js=admin_dashboard.LOCAL_TIMES_JS)
+    logout.click(do_logout, [session], [session, password, notice, login_row, panel, dash_timer],
+                 api_name="admin_logout", api_visibility="undocumented")
+    # without a password a local page opens at once (open_at_once), then its times in the browser's zone
+    gr.context.Context.root_block.load(open_at_once, None, [*outs, password, login_why],
+                                       api_visibility="private").then(None, js=admin_dashboard.LOCAL_TIMES_JS)
     for trigger in (refresh.click, study.change):
         trigger(tables, [session, study, exchanges.page, review.page, jobs.page, *people.inputs], table_outs,
                 api_visibility="private")
+
     def review_page(no, sid):
         return admin_review.review_table(admin_progress.review_page(ctx.database, sid, no))
 
@@ -235,6 +267,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         button.click(decide_on(decision), [session, rec_id, study], [review_msg, review.table],
                      api_name=f"admin_{decision}_recording", api_visibility="undocumented").then(
             reload_review, [session, review.page, study], [review_msg, *review.outputs], api_visibility="private")
+
     @admin_only(auth, import_msg)
     def on_import(sess, path, request: gr.Request):
         if not path:

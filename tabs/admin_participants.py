@@ -33,7 +33,7 @@ def _opt(value):
 
 def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
     db = ctx.database
-    with gr.Accordion("Participants", open=True):
+    with gr.Accordion("Participants", open=False):
         with gr.Row():
             role_filter = gr.Dropdown(label="Role", choices=[ALL, *ROLES], value=ALL)
             status_filter = gr.Dropdown(label="Status", choices=[ALL, *STATUSES], value=ALL)
@@ -160,7 +160,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
             urls = "\n".join(link(ctx.settings.public_url, m.token) for m in made)
             ids_text = ", ".join(str(m.id) for m in made[:20]) + (", …" if len(made) > 20 else "")
             kind = "self-enrolment slot(s) for the signed Prolific URL" if self_enrol else "participant(s)"
-            return {msg: f"Added {len(made)} {role_v} {kind} (ids {ids_text}); their links are below.",
+            return {msg: f"Added {len(made)} {role_v} {kind} (ids {ids_text}); their links are in the box above.",
                     full_link: urls, ext_ids: "", **people.show(people_page(page_no, study_id, role_f, status_f))}
         return on_add
 

@@ -51,9 +51,12 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             us_plots = [gr.Plot(visible=False) for _ in range(US_PLOTS)]
             us_files = gr.File(label="Tables (CSV) and figures (HTML)", file_count="multiple", interactive=False)
         with gr.Accordion("Direct assessment (paper 001)", open=False):
-            # empty: paper 001's 0.05; the range (0, 0.5] is checked by the analysis, which names the field
-            da_alpha = blank_number(label="Significance level (worker reliability, clusters; empty: 0.05)",
-                                    value=0.05, blank=0.05, minimum=0.0001, maximum=0.5)
+            # empty (the browser sends 0 for an untouched empty field, and 0 is no level): the study's
+            # da.reliability_alpha (paper 001: 0.05), the level its reruns were decided at; the range
+            # (0, 0.5] is checked by the analysis, which names the field
+            da_alpha = blank_number(label="Significance level (worker reliability, clusters; empty: the "
+                                          "study's reliability_alpha, paper 001: 0.05)",
+                                    value=None, blank=None, zero_is_blank=True, minimum=0.0001, maximum=0.5)
             da_run = gr.Button("Analyse the campaign")
             da_notice = gr.Markdown()
             da_qc = gr.Dataframe(label="Quality control per modality", interactive=False)

@@ -143,17 +143,19 @@ def test_a_handlers_exception_is_a_message_naming_what_failed(empty_demo, monkey
 
 
 @pytest.mark.parametrize("value, shown", [
-    (None, "No DA judgments yet"),                 # cleared: the default 0.05
-    (0, "significance level (alpha) must be above 0 and at most 0.5 (paper 001: 0.05), not 0"),
+    (None, "No DA judgments yet"),                 # cleared: the study's reliability_alpha
+    (0, "No DA judgments yet"),                    # what an untouched empty field sends: blank too
+    (-0.1, "significance level (alpha) must be above 0 and at most 0.5 (paper 001: 0.05), not -0.1"),
     (0.7, "not 0.7"),
 ])
 def test_the_da_significance_level_blank_is_the_default_and_a_bad_one_names_the_field(empty_demo, value, shown):
     """Paper 001, section 2.2.3: "A lower p-value (p < 0.05) indicates higher reliability". A
-    cleared field is that default; 0 or above 0.5 is refused by a message naming the field
+    cleared field (or the 0 an untouched empty one sends) is the study's reliability_alpha, that
+    default unless the study sets another; below 0 or above 0.5 is refused by a message naming the field
     (before: Gradio's "Value 0 is less than minimum value 0.0001", every output "Error")."""
     page = TeamPage(empty_demo)
     page.show()
-    label = "Significance level (worker reliability, clusters; empty: 0.05)"
+    label = "Significance level (worker reliability, clusters; empty: the study's reliability_alpha, paper 001: 0.05)"
     (text,) = texts(page.click("run_da", **{label: value}))
     assert shown in text
 

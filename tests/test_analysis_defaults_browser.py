@@ -27,7 +27,7 @@ def empty_app(tmp_path_factory):
 
 def test_the_analysis_buttons_on_an_empty_study_show_no_error(empty_app, page):  # noqa: F811
     page.goto(empty_app.url)
-    page.get_by_text("Progress by role and phase").first.wait_for(timeout=30000)
+    page.locator("#admin-dashboard .dash").wait_for(timeout=30000)
     assert page.get_by_label("Admin password").count() == 0 or not page.get_by_label("Admin password").is_visible()
     page.get_by_role("tab", name="Analysis").click()
     for name in ("Direct assessment (paper 001)", "Semantic differential (paper 002)",
@@ -58,6 +58,6 @@ def test_with_a_password_the_form_shows_and_says_why(tmp_path, page):  # noqa: F
         assert page.get_by_text("it is needed because").first.is_visible()
         page.get_by_label("Admin password").fill("s3cret-pass")
         page.get_by_role("button", name="Log in").click()
-        page.get_by_text("Progress by role and phase").first.wait_for(timeout=30000)
+        page.locator("#admin-dashboard .dash").wait_for(timeout=30000)
     finally:
         app.stop()

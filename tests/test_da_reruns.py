@@ -251,6 +251,7 @@ def test_new_settings_are_checked(tmp_path):
     folder = tmp_path / "study"
     shutil.copytree(DEMO, folder)
     toml = (folder / "study.toml").read_text()
+    toml = toml.replace("reliability_alpha = 0.2\n", "")        # the demo's own, set below instead
     (folder / "study.toml").write_text(toml.replace(
         "[da]\n", "[da]\nreruns = -1\nfast_item_s = 0\nkeep_fast = 1\nreliability_alpha = 5\n", 1))
     with pytest.raises(StudyValidationError) as e:
@@ -261,3 +262,19 @@ def test_new_settings_are_checked(tmp_path):
     (folder / "study.toml").write_text(toml.replace("[da]\n", "[da]\nreruns = 0\nfast_item_s = 1.5\n", 1))
     da = load_study(folder).config["da"]
     assert (da["reruns"], da["fast_item_s"], da["keep_fast"], da["reliability_alpha"]) == (0, 1.5, False, 0.05)
+
+
+def test_the_demo_as_shipped_lets_a_careful_rater_pass_and_reruns_a_careless_one(database, tmp_path):
+    """The demo's HITs hold 2 + 2 control pairs, whose smallest one-sided Mann-Whitney p is 1/6
+    (scipy's exact test, below): at paper 001's p < 0.05 (section 2.2.3) no demo rater could ever
+    pass, so the demo sets reliability_alpha = 0.2. A careful rater's HIT stays theirs, a
+    careless rater's goes back to the pool."""
+    assert stats.mannwhitneyu([1, 2], [3, 4], alternative="less", method="exact").pvalue == pytest.approx(1 / 6)
+    db, media = make_study(database, tmp_path, modality='"text"', keep_fast="true")
+    assert studies.get_study(db, "demo")["config"]["da"]["reliability_alpha"] == 0.2
+    good, bad = add_participants(db, "demo", "da", 2)
+    rate(db, media, good, careful)
+    rate(db, media, bad, careless)
+    outcome = {r["worker_id"]: r for r in da_study.analyse(db, "demo").hit_outcomes.to_dict("records")}
+    assert outcome[good.id]["reliable"] and not outcome[good.id]["rerun"]
+    assert not outcome[bad.id]["reliable"] and outcome[bad.id]["rerun"]

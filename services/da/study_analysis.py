@@ -62,13 +62,18 @@ def rerun_notes(outcomes: pd.DataFrame, reruns: int) -> list[str]:
     return notes
 
 
-def analyse(database, study_id: str, alpha: float = 0.05) -> CampaignAnalysis | str:
-    """The campaign's judgments, their analysis and its figures, or the message to show instead."""
-    alpha = 0.05 if alpha is None else da_analysis.check_alpha(alpha)    # blank: the default; checked first
+def analyse(database, study_id: str, alpha: float | None = None) -> CampaignAnalysis | str:
+    """The campaign's judgments, their analysis and its figures, or the message to show instead.
+    alpha None (a blank field): the study's own da.reliability_alpha, the level its reruns were
+    decided at (paper 001 section 2.2.3: 0.05), so the analysis and the campaign agree."""
+    if alpha is not None:
+        alpha = da_analysis.check_alpha(alpha)                           # checked first
     df = da_campaign.judgments_frame(database, study_id) if study_id else None
     if df is None or df.empty:
         return "No DA judgments yet (pick the study above and press Show first)."
     da = studies.get_study(database, study_id)["config"]["da"]
+    if alpha is None:
+        alpha = da_analysis.check_alpha(float(da.get("reliability_alpha", 0.05)))
     res = da_analysis.analyze(df, alpha=alpha,
                               fast_item_s=float(da.get("fast_item_s", da_analysis.FAST_ITEM_S)),
                               keep_fast=bool(da.get("keep_fast", False)))
@@ -77,7 +82,7 @@ def analyse(database, study_id: str, alpha: float = 0.05) -> CampaignAnalysis | 
     return CampaignAnalysis(df, res, da_analysis.figures(res), segments_table1(database, study_id), outcomes, notes)
 
 
-def run_cli(database, study_id: str, out_dir, alpha: float = 0.05) -> str:
+def run_cli(database, study_id: str, out_dir, alpha: float | None = None) -> str:
     """`app.py analyze da --study ID --out DIR`: the campaign's analysis with its outputs, and
     table1.csv and hit_outcomes.csv beside them; returns the summary with the notes."""
     from pathlib import Path

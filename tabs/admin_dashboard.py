@@ -1,0 +1,134 @@
+"""How the admin tab draws its dashboard (services/admin/dashboard.py) as compact HTML, and the
+script that shows every timestamp of the admin tab in the browser's own time zone."""
+from __future__ import annotations
+
+import datetime as dt
+import html
+
+from services.admin.dashboard import Dashboard
+
+EVERY_S = 10          # the dashboard's refresh while the admin is logged in
+
+# Timestamps are stored in UTC (ISO 8601). The browser knows its own time zone and the server
+# does not, so the page rewrites each one it shows (a table cell, a <time> element) as
+# "YYYY-MM-DD HH:MM" plus the zone's short name, keeping the stored value as a tooltip. The
+# tables keep the ISO value underneath, so sorting a column still sorts by time.
+LOCAL_TIMES_JS = r"""
+() => {
+  if (window.tradlabLocalTimes) { window.tradlabLocalTimes(); return; }
+  const ISO = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/;
+  const pad = (n) => String(n).padStart(2, "0");
+  const zone = (d) => (new Intl.DateTimeFormat(undefined, {timeZoneName: "short"}).formatToParts(d)
+    .find((p) => p.type === "timeZoneName") || {value: ""}).value;
+  const local = (iso) => {
+    const d = new Date(iso);
+    if (isNaN(d)) return null;
+    return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
+           `${pad(d.getHours())}:${pad(d.getMinutes())} ${zone(d)}`.trim();
+  };
+  const fix = (root) => {
+    if (!root || !root.querySelectorAll) return;
+    root.querySelectorAll("time[datetime]").forEach((t) => {
+      const shown = local(t.getAttribute("datetime"));
+      if (shown && t.textContent !== shown) { t.textContent = shown; t.title = t.getAttribute("datetime"); }
+    });
+    const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const found = [];
+    while (walk.nextNode()) if (ISO.test(walk.currentNode.data.trim())) found.push(walk.currentNode);
+    found.forEach((node) => {
+      const iso = node.data.trim(), shown = local(iso);
+      if (!shown) return;
+      node.data = shown;
+      if (node.parentElement) node.parentElement.title = iso;
+    });
+  };
+  const panel = () => document.getElementById("admin-panel");
+  window.tradlabLocalTimes = () => fix(panel());
+  let queued = false;
+  new MutationObserver(() => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => { queued = false; window.tradlabLocalTimes(); });
+  }).observe(document.body, {subtree: true, childList: true, characterData: true});
+  window.tradlabLocalTimes();
+}
+"""
+
+
+def utc_label(iso: str | None) -> str:
+    """A stored timestamp as "YYYY-MM-DD HH:MM UTC": what the page shows until its script puts it
+    in the browser's zone (and what a client without the script reads)."""
+    if not iso:
+        return ""
+    try:
+        t = dt.datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        return iso
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.timezone.utc)
+    return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _time(iso: str | None) -> str:
+    if not iso:
+        return "never"
+    return f'<time datetime="{html.escape(iso, quote=True)}">{utc_label(iso)}</time>'
+
+
+def _e(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _card(label: str, value, note: str, alert: bool) -> str:
+    cls = "dash-card alert" if alert else "dash-card"
+    return (f'<div class="{cls}"><div class="dash-value">{_e(value)}</div>'
+            f'<div class="dash-label">{_e(label)}</div><div class="dash-note">{_e(note)}</div></div>')
+
+
+def _progress(rows: list[dict]) -> str:
+    if not rows:
+        return '<p class="dash-empty">No items assigned yet: add participants (Participants, below).</p>'
+    body = []
+    for r in rows:
+        total = r["open"] + r["done"]
+        share = round(100 * r["done"] / total) if total else 0
+        body.append(f'<tr><td>{_e(r["role"])}</td><td>{_e(r["phase"])}</td>'
+                    f'<td class="num">{r["done"]} / {total}</td>'
+                    f'<td class="bar"><span style="width:{share}%"></span><b>{share}%</b></td></tr>')
+    return ('<table class="dash-table"><thead><tr><th>role</th><th>phase</th><th>done</th><th>progress</th></tr>'
+            f'</thead><tbody>{"".join(body)}</tbody></table>')
+
+
+def _list(items: list[str], empty: str) -> str:
+    if not items:
+        return f'<p class="dash-empty">{_e(empty)}</p>'
+    return "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
+
+
+def render(d: Dashboard) -> str:
+    done = sum(r["done"] for r in d.progress)
+    total = done + sum(r["open"] for r in d.progress)
+    overall = f"{round(100 * done / total)}%" if total else "–"
+    cards = "".join([
+        _card("items done", overall, f"{done} of {total}", False),
+        _card("recordings to review", d.flagged, "flagged by QC", d.flagged > 0),
+        _card("failing jobs", d.failed_jobs, "failed for good", d.failed_jobs > 0),
+        _card("stalled", d.stalled_total, f"no activity for {d.stall_minutes} min", d.stalled_total > 0),
+    ])
+    failing = [f'job {j["id"]} <code>{_e(j["kind"])}</code> after {j["attempts"]} attempt(s), '
+               f'{_time(j["updated_at"])}: {_e(j["error"])}' for j in d.failing]
+    stalled = [f'participant {p["id"]} ({_e(p["role"])}): {p["open"]} open, last seen {_time(p["last_seen_at"])}'
+               for p in d.stalled]
+    more = d.stalled_total - len(d.stalled)
+    if more > 0:
+        stalled.append(f"and {more} more (Participants, below: sort by last_seen_at)")
+    return f"""<div class="dash">
+<div class="dash-head">Study <b>{_e(d.study_id)}</b> · as of {_time(d.as_of)} · refreshes every {EVERY_S} s</div>
+<div class="dash-cards">{cards}</div>
+<div class="dash-cols">
+<section><h4>Progress by role and phase</h4>{_progress(d.progress)}
+<h4>Failing jobs</h4>{_list(failing, "No failed jobs.")}
+<h4>Stalled participants</h4><p class="dash-note">Opened their link, still have open items, not seen for
+{d.stall_minutes} min or more.</p>{_list(stalled, "Nobody has stalled.")}</section>
+<section><h4>Waiting on whom, and why</h4>{_list([_e(w) for w in d.waiting], "Nothing is waiting.")}</section>
+</div></div>"""
