@@ -105,6 +105,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
     session.change(run, [session, study], [notice, study, figure, table], api_visibility="private")
 
     @admin_only(auth, notice)
+    @shows_failure(notice, "The report")
     def run_report(sess, study_id, request: gr.Request):
         import tempfile
 
