@@ -21,13 +21,14 @@ setup-test: $(BIN)/python
 	$(BIN)/pip install -q -r requirements-test.txt
 	$(BIN)/pip install -q --no-deps $(COMET)
 
-# Debian/Ubuntu packages the tests use (headless Chromium, espeak-ng); skipped where apt is absent.
+# Debian/Ubuntu packages the tests use (headless Chromium, espeak-ng, FFmpeg for datasets' audio
+# loading through torchcodec); skipped where apt is absent.
 system-deps:
 	@if command -v apt-get >/dev/null 2>&1; then \
-	  if ! command -v chromium >/dev/null 2>&1 || ! command -v espeak-ng >/dev/null 2>&1 \
+	  if ! command -v chromium >/dev/null 2>&1 || ! command -v espeak-ng >/dev/null 2>&1 || ! command -v ffmpeg >/dev/null 2>&1 \
 	     || [ ! -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; then \
 	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	    $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium espeak-ng sox fonts-dejavu-core >/dev/null; \
+	    $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium espeak-ng sox ffmpeg fonts-dejavu-core >/dev/null; \
 	  fi; \
 	else echo "no apt-get: install Chromium and espeak-ng yourself (e.g. brew install --cask chromium; brew install espeak-ng)"; fi
 
