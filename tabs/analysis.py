@@ -8,13 +8,22 @@ from services.admin import progress as admin_progress
 from services.metrics import exchange as exchange_metrics
 from tabs import qe_audit as qe_audit_tab
 from tabs.admin_common import admin_only, blank_number, shows_failure
-from tabs.common import Ctx
+from tabs.common import Ctx, shown_plot, shown_table
 
 # the SD section's choice of K (services.sd.study_analysis.FACTOR_CHOICES, copied: that module
 # pulls in pandas and scipy, imported on first use only)
 SD_FACTOR_CHOICES = [("eigenvalue > 1 (SPSS's default, paper 002)", "kaiser"), ("parallel analysis", "parallel"),
                      ("the number in Factors", "given")]
 US_PLOTS = 14          # plot slots for the usability figures (services.usability.analysis.figures: 13 at most)
+# what an analysis table shows before its button is pressed (never Gradio's "1 2 3")
+NOT_RUN = "Not analysed yet: press the section's button above."
+# the paper's precision where it prints one (services/report: Section.decimals), 3 elsewhere
+PAPER_2 = 2            # paper 000 Tables 1-3; paper 001 Table 2, Table 3's scores; paper 002 Table 1's loadings
+DA_TABLE1 = 1          # paper 001 Table 1 (section 2.1): document length to one decimal
+
+
+def _table(**kw) -> gr.Dataframe:
+    return gr.Dataframe(value=shown_table(None, NOT_RUN), **kw)
 
 
 def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
@@ -22,32 +31,32 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         notice = gr.Markdown("Log in on the Admin tab first.")
         study = gr.Dropdown(label="Study", choices=[])
         show = gr.Button("Show")
-        figure = gr.Plot(label="Items done and open per phase")
+        figure = gr.Plot(label="Items done and open per phase", visible=False)
         with gr.Row():
             report_run = gr.Button("Report: every paper's tables and figures, one HTML file")
             report_files = gr.File(label="Report (HTML) and the analyses' files", file_count="multiple",
                                    interactive=False)
-        table = gr.Dataframe(interactive=False)
+        table = _table(interactive=False)
         with gr.Accordion("Usability of the four-phase study (paper 000)", open=True):
             with gr.Row():
                 us_run = gr.Button("Analyse the exchanges")
                 us_png = gr.Checkbox(label="Also PNG copies of the figures (kaleido: about 1 s each)", value=False)
             us_notice = gr.Markdown()
-            us_groups = gr.Dataframe(label="Groups: S, T, R, mean and sd of u, baseline, shift, usable share",
-                                     interactive=False)
-            us_corr = gr.Dataframe(label="Spearman correlations of u with each quality signal", interactive=False)
-            us_lmm = gr.Dataframe(label="Linear mixed model of u (REML; Wald z tests, see the test column)",
-                                  interactive=False)
-            us_score = gr.Dataframe(label="Linear mixed model of the validator's score (DA+SQM; section 4.3)",
-                                    interactive=False)
-            us_contrasts = gr.Dataframe(label="Pairwise contrasts of the group x gender marginal means "
-                                              "(Holm-adjusted p)", interactive=False)
-            us_effects = gr.Dataframe(label="Quality-signal effects on u: LMM and tertile OLS, covariates held "
-                                            "constant (Table 2)", interactive=False)
-            us_thresholds = gr.Dataframe(label="Signal value where u crosses 4", interactive=False)
-            us_starters = gr.Dataframe(label="Table 3 (paper 000): starters per domain x corpus: words, key "
-                                             "information spans and questions per starter (mean, sd)",
-                                       interactive=False)
+            us_groups = _table(label="Groups: S, T, R, mean and sd of u, baseline, shift, usable share",
+                               interactive=False)
+            us_corr = _table(label="Spearman correlations of u with each quality signal", interactive=False)
+            us_lmm = _table(label="Linear mixed model of u (REML; Wald z tests, see the test column)",
+                            interactive=False)
+            us_score = _table(label="Linear mixed model of the validator's score (DA+SQM; section 4.3)",
+                              interactive=False)
+            us_contrasts = _table(label="Pairwise contrasts of the group x gender marginal means "
+                                  "(Holm-adjusted p)", interactive=False)
+            us_effects = _table(label="Quality-signal effects on u: LMM and tertile OLS, covariates held "
+                                "constant (Table 2)", interactive=False)
+            us_thresholds = _table(label="Signal value where u crosses 4", interactive=False)
+            us_starters = _table(label="Table 3 (paper 000): starters per domain x corpus: words, key "
+                                 "information spans and questions per starter (mean, sd)",
+                                 interactive=False)
             us_plots = [gr.Plot(visible=False) for _ in range(US_PLOTS)]
             us_files = gr.File(label="Tables (CSV) and figures (HTML)", file_count="multiple", interactive=False)
         with gr.Accordion("Direct assessment (paper 001)", open=False):
@@ -59,17 +68,17 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                                     value=None, blank=None, zero_is_blank=True, minimum=0.0001, maximum=0.5)
             da_run = gr.Button("Analyse the campaign")
             da_notice = gr.Markdown()
-            da_qc = gr.Dataframe(label="Quality control per modality", interactive=False)
-            da_systems = gr.Dataframe(label="Systems (ranked by z; clusters of significance)", interactive=False)
-            da_dist = gr.Plot(label="Score distributions per item type (Figure 3)")
-            da_dist_table = gr.Dataframe(label="Score distributions of reliable workers per item type",
-                                         interactive=False)
-            da_rank = gr.Plot(label="Ranking")
-            da_h2h = gr.Plot(label="Head to head")
-            da_workers = gr.Dataframe(label="Workers", interactive=False)
-            da_hits = gr.Dataframe(label="HIT outcomes per rater (reliability test, speed, rerun)", interactive=False)
-            da_table1 = gr.Dataframe(label="Segments and document length per domain (paper 001, Table 1)",
-                                     interactive=False)
+            da_qc = _table(label="Quality control per modality", interactive=False)
+            da_systems = _table(label="Systems (ranked by z; clusters of significance)", interactive=False)
+            da_dist = gr.Plot(label="Score distributions per item type (Figure 3)", visible=False)
+            da_dist_table = _table(label="Score distributions of reliable workers per item type",
+                                   interactive=False)
+            da_rank = gr.Plot(label="Ranking", visible=False)
+            da_h2h = gr.Plot(label="Head to head", visible=False)
+            da_workers = _table(label="Workers", interactive=False)
+            da_hits = _table(label="HIT outcomes per rater (reliability test, speed, rerun)", interactive=False)
+            da_table1 = _table(label="Segments and document length per domain (paper 001, Table 1)",
+                               interactive=False)
         with gr.Accordion("Semantic differential (paper 002)", open=False):
             with gr.Row():
                 # paper 002's procedure by default (section 4.2): K by eigenvalue > 1, pruning on;
@@ -81,13 +90,13 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                                        value=True)
             sd_run = gr.Button("Analyse the ratings")
             sd_notice = gr.Markdown()
-            sd_cleansing = gr.Dataframe(label="Data cleansing per participant", interactive=False)
-            sd_report = gr.Dataframe(label="Data cleansing per step, beside paper 002's (section 4.1)",
-                                     interactive=False)
-            sd_loadings = gr.Dataframe(label="Loadings (promax) and communalities", interactive=False)
-            sd_heat = gr.Plot(label="Loadings")
-            sd_scree = gr.Plot(label="Scree plot with parallel analysis")
-            sd_suit = gr.Dataframe(label="Suitability of each pair (preliminary study)", interactive=False)
+            sd_cleansing = _table(label="Data cleansing per participant", interactive=False)
+            sd_report = _table(label="Data cleansing per step, beside paper 002's (section 4.1)",
+                               interactive=False)
+            sd_loadings = _table(label="Loadings (promax) and communalities", interactive=False)
+            sd_heat = gr.Plot(label="Loadings", visible=False)
+            sd_scree = gr.Plot(label="Scree plot with parallel analysis", visible=False)
+            sd_suit = _table(label="Suitability of each pair (preliminary study)", interactive=False)
         qe_audit_tab.build(ctx, auth, session)
 
     @admin_only(auth, notice)
@@ -96,9 +105,13 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         choices = admin_progress.study_choices(ctx.database)
         study_id = study_id or (choices[0][1] if choices else None)
         if not study_id:
-            return {notice: "No study imported yet.", study: gr.update(choices=choices)}
+            return {notice: "No study imported yet.", study: gr.update(choices=choices), figure: shown_plot(None),
+                    table: shown_table(None, "No study imported yet: `python app.py import FOLDER` adds one.")}
         df, fig = admin_progress.progress_chart(ctx.database, study_id)
-        return {notice: "", study: gr.update(choices=choices, value=study_id), figure: fig, table: df}
+        # an empty study's chart is empty axes: hidden, the table says why
+        return {notice: "", study: gr.update(choices=choices, value=study_id),
+                figure: shown_plot(fig if len(df) else None),
+                table: shown_table(df, "No items in this study yet: participants' links make them.")}
 
     show.click(run, [session, study], [notice, study, figure, table], api_visibility="private")
     # logging in on the Admin tab fills this tab too (no stale "log in first")
@@ -119,6 +132,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
 
     report_run.click(run_report, [session, study], [notice, report_files], api_visibility="private")
 
+    da_tables = (da_qc, da_systems, da_dist_table, da_workers, da_hits, da_table1)
+
     @admin_only(auth, da_notice)
     @shows_failure(da_notice, "The DA analysis")
     def run_da(sess, study_id, alpha, request: gr.Request):
@@ -127,14 +142,25 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
 
         done = da_study.analyse(ctx.database, study_id, alpha)
         if isinstance(done, str):
-            return {da_notice: done}
+            return {da_notice: done, **{t: shown_table(None, done) for t in da_tables},
+                    **{p: shown_plot(None) for p in (da_dist, da_rank, da_h2h)}}
         df, res, figs = done.judgments, done.result, done.figures
         notes = "".join(f"\n\n**Note:** {n}" for n in done.notes + da_analysis.summary_notes(res))
+        # a figure the analysis could not draw is hidden; the message says why
+        if "score_distribution" not in figs:
+            notes += "\n\n**No score distributions (Figure 3):** no judgments from reliable raters yet."
+        if "ranking" not in figs:
+            notes += "\n\n**No ranking or head to head:** no system has judgments from reliable raters yet."
+        reliable = "No DA judgments from reliable raters yet: this fills once a rater passes the reliability test."
         return {da_notice: f"{len(df)} judgments by {df['worker_id'].nunique()} raters.{notes}",
-                da_hits: done.hit_outcomes, da_table1: done.table1,
-                da_qc: res.qc_summary, da_systems: res.systems, da_workers: res.workers,
-                da_rank: figs.get("ranking"), da_h2h: figs.get("head_to_head"),
-                da_dist: figs.get("score_distribution"), da_dist_table: res.score_distribution}
+                da_hits: shown_table(done.hit_outcomes, "No HITs done yet."),
+                da_table1: shown_table(done.table1, "No segments in this campaign.", DA_TABLE1),
+                da_qc: shown_table(res.qc_summary, "No judgments to check yet.", PAPER_2),
+                da_systems: shown_table(res.systems, reliable, PAPER_2),
+                da_workers: shown_table(res.workers, "No raters yet."),
+                da_rank: shown_plot(figs.get("ranking")), da_h2h: shown_plot(figs.get("head_to_head")),
+                da_dist: shown_plot(figs.get("score_distribution")),
+                da_dist_table: shown_table(res.score_distribution, reliable)}
 
     @admin_only(auth, us_notice)
     @shows_failure(us_notice, "The usability analysis")
@@ -148,19 +174,27 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         metric_lines = exchange_metrics.report_lines(exchange_metrics.metrics_report(ctx.database, study_id)) \
             if study_id else []
         if isinstance(done, str):
-            return {us_notice: "\n".join([done, "", *metric_lines])}
+            return {us_notice: "\n".join([done, "", *metric_lines]), **{t: shown_table(None, done) for t in us_tables},
+                    **{p: shown_plot(None) for p in us_plots}}
         res, figs, files = done
         from services.usability import paper_figures  # with the analysis above: on first use only
         plots = {p: gr.update(visible=i < len(figs), value=figs[i][1] if i < len(figs) else None,
                               label=figs[i][0] if i < len(figs) else None) for i, p in enumerate(us_plots)}
-        return {us_notice: usability_analysis.summary_with_metrics(res, metric_lines), us_groups: res.groups,
-                us_corr: res.correlations,
-                us_lmm: res.lmm.table if res.lmm is not None else None,
-                us_score: res.score_lmm.table if res.score_lmm is not None else None,
-                us_contrasts: res.contrasts, us_effects: res.effect_estimates, us_thresholds: res.thresholds,
-                us_starters: paper_figures.study_starter_statistics(ctx.database, study_id),
+        no_fit = "The model could not be fitted: the message above says why."
+        return {us_notice: usability_analysis.summary_with_metrics(res, metric_lines),
+                us_groups: shown_table(res.groups, "No groups with both surveys yet.", PAPER_2),
+                us_corr: shown_table(res.correlations, "No quality signals to correlate yet."),
+                us_lmm: shown_table(res.lmm.table if res.lmm is not None else None, no_fit),
+                us_score: shown_table(res.score_lmm.table if res.score_lmm is not None else None, no_fit),
+                us_contrasts: shown_table(res.contrasts, no_fit),
+                us_effects: shown_table(res.effect_estimates, "No quality-signal effects: too few exchanges with "
+                                        "metric scores.", PAPER_2),
+                us_thresholds: shown_table(res.thresholds, "No signal crosses u = 4 in this study's data."),
+                us_starters: shown_table(paper_figures.study_starter_statistics(ctx.database, study_id),
+                                         "No starters in this study.", PAPER_2),
                 us_files: files, **plots}
 
+    us_tables = (us_groups, us_corr, us_lmm, us_score, us_contrasts, us_effects, us_thresholds, us_starters)
     us_run.click(run_usability, [session, study, us_png],
                  [us_notice, us_groups, us_corr, us_lmm, us_score, us_contrasts, us_effects, us_thresholds, us_files,
                   us_starters, *us_plots], api_visibility="private")
@@ -172,11 +206,18 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         from services.sd import study_analysis as sd_study
 
         done = sd_study.analyse(ctx.database, study_id, k, prune, rule)
+        tables = (sd_cleansing, sd_report, sd_loadings, sd_suit)
         if isinstance(done, str):
-            return {sd_notice: done}
-        return {sd_notice: sd_analysis.summary(done.result), sd_cleansing: done.result.cleansing,
-                sd_loadings: done.loadings, sd_heat: done.figures.get("loadings"),
-                sd_scree: done.figures.get("scree"), sd_suit: done.suitability, sd_report: done.cleansing_report}
+            return {sd_notice: done, **{t: shown_table(None, done) for t in tables},
+                    sd_heat: shown_plot(None), sd_scree: shown_plot(None)}
+        figs = done.figures
+        why = "" if figs else "\n\n**No loadings or scree plot:** the factor analysis did not run (see above)."
+        no_fa = "No factor analysis: the message above says why."
+        return {sd_notice: sd_analysis.summary(done.result) + why,
+                sd_cleansing: shown_table(done.result.cleansing, "No participants' ratings to cleanse yet."),
+                sd_loadings: shown_table(done.loadings, no_fa, PAPER_2), sd_heat: shown_plot(figs.get("loadings")),
+                sd_scree: shown_plot(figs.get("scree")), sd_suit: shown_table(done.suitability, no_fa),
+                sd_report: shown_table(done.cleansing_report, "No cleansing steps to report yet.")}
 
     sd_run.click(run_sd, [session, study, sd_factors, sd_prune, sd_rule],
                  [sd_notice, sd_cleansing, sd_report, sd_loadings, sd_heat, sd_scree, sd_suit],

@@ -8,8 +8,10 @@ from typing import Callable
 from urllib.parse import quote
 
 import gradio as gr
+import pandas as pd
 from markdown_it import MarkdownIt
 
+from services.common.analysis_output import rounded
 from services.participation.items import AccessError, ItemView, get_view
 from services.participation.submissions import SubmissionError, submit
 from services.study.texts import Voice
@@ -36,6 +38,31 @@ class Ctx:
 
     def api_name(self, name: str) -> dict:
         return {"api_name": name, "api_visibility": "undocumented"} if self.api else {"api_visibility": "private"}
+
+
+def shown_table(df, empty: str, decimals: int | dict = 3):
+    """What a gr.Dataframe shows for `df`: its floats as text to `decimals` (one for every float
+    column or per column, 3 for the others; whole numbers with gaps, ints that pandas made float,
+    without decimals), or, with no table or no rows, one header that is the sentence `empty`
+    saying what is missing and what would fill it (Gradio shows "1 2 3" otherwise; no row, so
+    nothing to click as an id). Only what is shown is rounded: the analyses' CSV files keep
+    every digit."""
+    if df is None or len(df) == 0:
+        return pd.DataFrame(columns=[empty])
+    if not isinstance(df, pd.DataFrame):
+        return df
+    places = {}
+    for col, s in df.items():
+        if pd.api.types.is_float_dtype(s) and s.isna().any() and (s.dropna() % 1 == 0).all():
+            places[col] = 0
+        else:
+            places[col] = decimals.get(col, 3) if isinstance(decimals, dict) else decimals
+    return rounded(df, places)
+
+
+def shown_plot(fig):
+    """A gr.Plot's update: hidden when there is no figure (its section's message says why)."""
+    return gr.update(value=fig, visible=fig is not None)
 
 
 def file_url(path: str) -> str:

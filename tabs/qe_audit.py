@@ -10,7 +10,12 @@ from services.admin import auth as admin
 from services.models.cache import MODEL_QUEUE
 from services.models.zerogpu import gpu
 from tabs.admin_common import admin_only, shows_failure
-from tabs.common import Ctx
+from tabs.common import Ctx, shown_table
+
+# what a table shows before its button is pressed (never Gradio's "1 2 3")
+NOT_RUN = "Not run yet: press the button above."
+QE_DECIMALS = 3        # paper 003's ratios, error rates and Phi: three decimals (services/report/qe.py)
+NO_T8 = "No Table 8: it needs a counterfactual run (MT-GenEval's counterfactual subset)."
 
 
 @gpu(duration=600)
@@ -45,10 +50,12 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         notice = gr.Markdown()
         ratios = gr.Dataframe(label="Score ratio F/M (or N/G) per language: mean, 95% t-interval, one-sided p; "
                                     "'mean' = mean across languages (as paper 003 reports), 'pooled' = all "
-                                    "instances as one sample", interactive=False)
+                                    "instances as one sample", interactive=False, value=shown_table(None, NOT_RUN))
         errors = gr.Dataframe(label="Error rates with gold: ER, ER(F), ER(M), Phi with bootstrap CI and p-value "
-                                    "(chi-square; mean row: Cochran-Mantel-Haenszel), ties", interactive=False)
-        retention = gr.Dataframe(label="Share retained at each threshold", interactive=False)
+                                    "(chi-square; mean row: Cochran-Mantel-Haenszel), ties", interactive=False,
+                              value=shown_table(None, NOT_RUN))
+        retention = gr.Dataframe(label="Share retained at each threshold", interactive=False,
+                                 value=shown_table(None, NOT_RUN))
         plots = [gr.Plot(visible=False) for _ in range(3)]
         files = gr.File(label="Tables (CSV) and figures", file_count="multiple", interactive=False)
         runs = gr.State([])          # this session's audit runs, for the paper's cross-metric tables
@@ -62,10 +69,12 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             paper_run = gr.Button("Build the paper's tables and figures")
             paper_notice = gr.Markdown()
             table8 = gr.Dataframe(label="Table 8: matched ratio QE(s_F, h_F) / QE(s_M, h_M) per language; warning "
-                                        "where the one-sided t-test against 1 gives p < .05", interactive=False)
-            table8_marks = gr.Dataframe(label="Table 8 as the paper prints it (⚠: p < .05)", interactive=False)
+                                        "where the one-sided t-test against 1 gives p < .05", interactive=False,
+                                  value=shown_table(None, NOT_RUN))
+            table8_marks = gr.Dataframe(label="Table 8 as the paper prints it (⚠: p < .05)", interactive=False,
+                                        value=shown_table(None, NOT_RUN))
             tradeoff = gr.Dataframe(label="Figure 4's points: ER vs distance from parity, Pareto frontier flags",
-                                    interactive=False)
+                                    interactive=False, value=shown_table(None, NOT_RUN))
             paper_plots = [gr.Plot(visible=False) for _ in range(2)]
             paper_files = gr.File(label="Paper tables (CSV), captions and figures", file_count="multiple",
                                   interactive=False)
@@ -78,7 +87,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         from services.qe import audit as qe_audit
 
         if not path:
-            return {notice: "Upload a PAIRS.csv first."}
+            return {notice: "Upload a PAIRS.csv first.",
+                    **{t: shown_table(None, "No audit yet: upload a PAIRS.csv and run it.") for t in tables}}
         try:
             ts = qe_audit.parse_thresholds(thresholds_text)
         except ValueError:
@@ -95,9 +105,12 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                               label=figs[i][0] if i < len(figs) else None) for i, p in enumerate(plots)}
         text = qe_audit.summary(result).replace("\n", "  \n")
         past = list(past or []) + [paper_run_entry(result, out_dir)]
-        return {notice: text, ratios: result.ratios, errors: result.errors, retention: result.retention,
+        return {notice: text, ratios: shown_table(result.ratios, "No pairs with scores on both sides.", QE_DECIMALS),
+                errors: shown_table(result.errors, "No error rates: they need a `gold` column (F|M).", QE_DECIMALS),
+                retention: shown_table(result.retention, "No retention: no thresholds given.", QE_DECIMALS),
                 files: [str(p) for p in written], runs: past, run_list: paper_run_rows(past), **shown}
 
+    tables = (ratios, errors, retention)
     run.click(do_audit, [session, pairs, metric, context, thresholds, png, runs],
               [notice, ratios, errors, retention, files, *plots, runs, run_list], concurrency_id=MODEL_QUEUE,
               concurrency_limit=1, api_name="analysis_qe_audit", api_visibility="undocumented")
@@ -108,7 +121,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         from services.qe import paper_figures
 
         if not past:
-            return {paper_notice: "Run the audit above on at least one metric first."}
+            first = "No audit runs yet: run the audit above on at least one metric first."
+            return {paper_notice: "Run the audit above on at least one metric first.",
+                    **{t: shown_table(None, first) for t in (table8, table8_marks, tradeoff)}}
         labels = list(table["hypotheses"]) if table is not None and "hypotheses" in table else []
         try:
             found = [paper_figures.load_run(r["dir"], labels[i] if i < len(labels) else None)
@@ -122,8 +137,10 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                               label=figs[i][0] if i < len(figs) else None) for i, p in enumerate(paper_plots)}
         captions = "  \n".join(f"**{name}**: {paper_figures.CAPTIONS[name]}" for name in ("table8", *dict(figs)))
         text = paper_figures.summary(result).replace("\n", "  \n") + "\n\n" + captions
-        return {paper_notice: text, table8: result.table8, table8_marks: result.table8_marks,
-                tradeoff: result.tradeoff, paper_files: [str(p) for p in written], **shown}
+        return {paper_notice: text, table8: shown_table(result.table8, NO_T8, QE_DECIMALS),
+                table8_marks: shown_table(result.table8_marks, NO_T8),
+                tradeoff: shown_table(result.tradeoff, "No Figure 4 points: they need an unambiguous run (with gold).",
+                                      QE_DECIMALS), paper_files: [str(p) for p in written], **shown}
 
     paper_run.click(do_paper, [session, runs, run_list],
                     [paper_notice, table8, table8_marks, tradeoff, paper_files, *paper_plots],

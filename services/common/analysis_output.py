@@ -46,3 +46,16 @@ def write_tables(out: Path, tables: dict) -> list[Path]:
         frame.to_csv(p, index=False)
         paths.append(p)
     return paths
+
+
+def rounded(table: pd.DataFrame, decimals) -> pd.DataFrame:
+    """The table with each float column as text to its decimals (int: every float column; dict:
+    per column, 2 for the others); empty cells stay empty."""
+    out = table.copy()
+    for col in out.columns:
+        s = out[col]
+        if pd.api.types.is_bool_dtype(s) or not pd.api.types.is_float_dtype(s):
+            continue
+        d = decimals.get(col, 2) if isinstance(decimals, dict) else decimals
+        out[col] = [("" if pd.isna(v) else f"{v:.{d}f}") for v in s]
+    return out

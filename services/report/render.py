@@ -8,8 +8,7 @@ import html
 import json
 import re
 
-import pandas as pd
-
+from services.common.analysis_output import rounded
 from services.report.sections import Part, Section
 
 NOTES_SHOWN = 4          # per part: the rest fold into "n more" (a box, not a wall)
@@ -36,19 +35,6 @@ pre{background:#f6f6f6;padding:.8em;overflow-x:auto;font-size:.8em}
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-
-
-def rounded(table: pd.DataFrame, decimals) -> pd.DataFrame:
-    """The table with each float column as text to its decimals (int: every float column; dict:
-    per column, 2 for the others); empty cells stay empty."""
-    out = table.copy()
-    for col in out.columns:
-        s = out[col]
-        if pd.api.types.is_bool_dtype(s) or not pd.api.types.is_float_dtype(s):
-            continue
-        d = decimals.get(col, 2) if isinstance(decimals, dict) else decimals
-        out[col] = [("" if pd.isna(v) else f"{v:.{d}f}") for v in s]
-    return out
 
 
 def _section(part: Part, s: Section, figure_html) -> str:
