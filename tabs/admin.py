@@ -20,7 +20,7 @@ from tabs import admin_dashboard, admin_participants, admin_questions, admin_rev
 from tabs.admin_common import admin_only, blank_number, details_for_admin, download, pager, pick_row
 from tabs.admin_common import host as _host
 from tabs.admin_participant_view import build as build_participant_view
-from tabs.common import Ctx, plain_markdown
+from tabs.common import Ctx, plain_markdown, shown_table
 
 # model calls a Gradio event makes get a GPU on ZeroGPU (the identity elsewhere: services/models/zerogpu.py)
 _translate_on_gpu = gpu(translate_files)
@@ -30,6 +30,8 @@ LOGIN_WHY = ("This server has an admin password (`TRADLAB_ADMIN_PASSWORD`, set b
              "needed because with one set the Admin and Analysis tabs answer from any machine, not only from "
              "localhost. Enter it to open them.")
 PICK_RECORDING = "Pick a recording first: click its row in the table above."
+NO_STUDY = "No study shown yet: import one, or pick it above."
+NO_MODELS = "No models loaded yet: the first recording or translation loads them."
 
 
 def _client_key(request: gr.Request | None) -> str:
@@ -62,12 +64,15 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             people = admin_participants.build(ctx, auth, session, study)
             build_participant_view(ctx, auth, session, study)
             with gr.Accordion("Progress tables and data collected", open=False):
-                progress = gr.Dataframe(label="Progress by role and phase", interactive=False)
-                collected = gr.Dataframe(label="Data collected", interactive=False)
+                progress = gr.Dataframe(label="Progress by role and phase", interactive=False,
+                                        value=shown_table(None, NO_STUDY))
+                collected = gr.Dataframe(label="Data collected", interactive=False, value=shown_table(None, NO_STUDY))
             with gr.Accordion("Exchanges and their phase", open=False):
-                exchanges = pager("Exchanges", elem_id="exchanges")
+                exchanges = pager("Exchanges", "No exchanges yet: they start when a sender records.",
+                                  elem_id="exchanges")
             with gr.Accordion("Recordings to review (flagged by QC)", open=False):
-                review = pager("Flagged recordings", wrap=True, datatype=admin_review.DATATYPES,
+                review = pager("Flagged recordings", "No flagged recordings: QC has flagged none to review.",
+                               wrap=True, datatype=admin_review.DATATYPES,
                                column_widths=admin_review.COLUMN_WIDTHS, elem_id="review-table")
                 gr.HTML(admin_review.LEGEND)
                 with gr.Row():
@@ -82,7 +87,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                     reject = gr.Button("Reject", variant="stop")
                 review_msg = gr.Markdown()
             with gr.Accordion("Background jobs", open=False):
-                jobs = pager("Jobs (failed first)", wrap=True)
+                jobs = pager("Jobs (failed first)", "No background jobs yet: recordings queue them.", wrap=True)
                 with gr.Row():
                     job_id = blank_number(label="Job id (click its row above)", zero_is_blank=True, precision=0)
                     retry = gr.Button("Retry failed job")
@@ -93,7 +98,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 repair = gr.Button("Repair the workflow now")
                 repair_msg = gr.Markdown()
             with gr.Accordion("Loaded models", open=False):
-                models = gr.Dataframe(label="Model cache", interactive=False)
+                models = gr.Dataframe(label="Model cache", interactive=False, value=shown_table(None, NO_MODELS))
             with gr.Accordion("Import a study", open=False):
                 study_zip = gr.File(label="Study folder as a .zip (study.toml and its corpus files)",
                                     file_types=[".zip"], type="filepath")
@@ -143,12 +148,14 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         if not study_id:
             return {notice: "No study imported yet: run `python app.py import FOLDER`.", dash: dashboard_html(None)}
         return {notice: "", dash: dashboard_html(study_id),
-                progress: admin_progress.progress_table(ctx.database, study_id),
-                collected: admin_progress.collected_counts(ctx.database, study_id),
+                progress: shown_table(admin_progress.progress_table(ctx.database, study_id),
+                                      "No items yet: participants' links make them."),
+                collected: shown_table(admin_progress.collected_counts(ctx.database, study_id),
+                                       "Nothing collected yet."),
                 **exchanges.show(admin_progress.exchanges_page(ctx.database, study_id, ex_page)),
                 **review.show(admin_review.review_table(admin_progress.review_page(ctx.database, study_id, rev_page))),
                 **jobs.show(admin_progress.jobs_page(ctx.database, job_page)),
-                models: admin_progress.models_table(CACHE),
+                models: shown_table(admin_progress.models_table(CACHE), NO_MODELS),
                 **people.refresh(study_id, *people_state)}
 
     @details_for_admin

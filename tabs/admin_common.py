@@ -13,6 +13,7 @@ import gradio as gr
 
 from services.admin import auth as admin
 from services.common.paging import Page
+from tabs.common import shown_table
 
 log = logging.getLogger(__name__)
 
@@ -166,13 +167,14 @@ class Pager:
     info: gr.Markdown
     prev: gr.Button
     next: gr.Button
+    empty: str = "No rows yet."       # what the table says with no rows (never Gradio's "1 2 3")
 
     @property
     def outputs(self) -> list:
         return [self.table, self.page, self.info]
 
     def show(self, p: Page) -> dict:
-        return {self.table: p.rows, self.page: p.page, self.info: p.label}
+        return {self.table: shown_table(p.rows, self.empty), self.page: p.page, self.info: p.label}
 
     def wire(self, auth: admin.AdminAuth, session, inputs: list, load: Callable[..., Page], message,
              api_name: str) -> Callable:
@@ -216,12 +218,12 @@ def _page_no(value) -> int:
         return 1
 
 
-def pager(label: str, **table_kw) -> Pager:
-    table = gr.Dataframe(label=label, interactive=False, **table_kw)
+def pager(label: str, empty: str = "No rows yet.", **table_kw) -> Pager:
+    table = gr.Dataframe(label=label, interactive=False, value=shown_table(None, empty), **table_kw)
     with gr.Row(equal_height=True):
         prev = gr.Button("◀ Previous", size="sm", scale=0, min_width=110)
         page = blank_number(value=1, blank=1, zero_is_blank=True, precision=0, minimum=1, label="Page",
                             show_label=False, container=False, scale=0, min_width=90)
         nxt = gr.Button("Next ▶", size="sm", scale=0, min_width=110)
         info = gr.Markdown()
-    return Pager(table, page, info, prev, nxt)
+    return Pager(table, page, info, prev, nxt, empty)

@@ -10,9 +10,10 @@ from services.admin import participant_view as pview
 from services.admin import participants as participant_admin
 from services.study.participants import link
 from tabs.admin_common import admin_only, host
-from tabs.common import Ctx, plain_markdown
+from tabs.common import Ctx, plain_markdown, shown_table
 
 ERRORS = (PermissionError, ValueError)       # ParticipantAdminError is a ValueError
+NO_ONE = "No participant shown: find one by id, link or external id above."
 
 
 def status_markdown(v: pview.ParticipantView) -> str:
@@ -53,13 +54,15 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> None:
         new_link = gr.Textbox(label="New private link", interactive=False, buttons=["copy"],
                               elem_id="participant-view-link")
         items = gr.Dataframe(label="Their items (done ones in the order they were submitted, then the open ones)",
-                             interactive=False, wrap=True, elem_id="participant-items")
+                             interactive=False, wrap=True, elem_id="participant-items",
+                             value=shown_table(None, NO_ONE))
 
     def shown(study_id, q) -> dict:
         v = pview.participant_view(db, study_id, q)
-        return {status: status_markdown(v), items: v.items_table(), found: v.id}
+        return {status: status_markdown(v), items: shown_table(v.items_table(), "No items yet: they come as the "
+                                                               "participant works."), found: v.id}
 
-    cleared = {status: "", items: None, found: None}
+    cleared = {status: "", items: shown_table(None, NO_ONE), found: None}
 
     @admin_only(auth, refused=lambda message: {msg: message, **cleared})
     def on_find(sess, study_id, q, request: gr.Request):

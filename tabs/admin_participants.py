@@ -38,7 +38,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
             role_filter = gr.Dropdown(label="Role", choices=[ALL, *ROLES], value=ALL)
             status_filter = gr.Dropdown(label="Status", choices=[ALL, *STATUSES], value=ALL)
         people = pager("Participants (links shortened; show one in full below, or download them all)",
-                       wrap=True, elem_id="participants")
+                       "No participants match: add some below, or change the filters.", wrap=True,
+                       elem_id="participants")
         with gr.Row(equal_height=True):
             pid = blank_number(label="Participant id (click its row above)", zero_is_blank=True, precision=0,
                                min_width=150)
@@ -74,7 +75,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
     with gr.Accordion("Finished participants and the completion code", open=False):
         gr.Markdown("Everyone who finished every part of their role, with the time they finished and their "
                     "Prolific / external id; the CSV has them all, to approve the submissions on Prolific.")
-        done = pager("Finished participants", elem_id="completions")
+        done = pager("Finished participants", "No one has finished yet.", elem_id="completions")
         with gr.Row():
             done_go = gr.Button("Download the list (CSV)")
             done_file = gr.File(label="Finished participants", interactive=False, height=90)

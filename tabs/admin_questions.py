@@ -13,10 +13,14 @@ from services.questions import review as question_review
 from services.questions.review import ReviewError
 from tabs.admin_common import admin_only, blank_number, download, pick_row
 from tabs.admin_common import host as _host
+from tabs.common import shown_table
 
 # LLM calls made from an event get a GPU on ZeroGPU (the identity elsewhere: services/models/zerogpu.py)
 _generate = gpu(question_gen.generate)
 _regenerate = gpu(question_gen.regenerate)
+
+
+NO_STUDY = "No study shown yet: pick one above."
 
 
 def build(ctx, auth, session, study):
@@ -27,7 +31,8 @@ def build(ctx, auth, session, study):
                     "CSV columns: `draft_id, starter_id, status, origin, en, pt, answer_en` (import: an empty "
                     "draft_id adds a draft; status draft, accepted or rejected; the whole file is checked first).")
         status = gr.Markdown(elem_id="questions-status")
-        summary = gr.Dataframe(label="Starters", interactive=False, elem_id="question-starters")
+        summary = gr.Dataframe(label="Starters", interactive=False, elem_id="question-starters",
+                               value=shown_table(None, NO_STUDY))
         with gr.Row():
             # custom values allowed: API callers name a starter before the list is filled (the
             # section checks it against the study anyway)
@@ -37,7 +42,7 @@ def build(ctx, auth, session, study):
             show = gr.Button("Show", scale=1)
         starter_text = gr.HTML()
         drafts = gr.Dataframe(label="Questions of this starter (accepted, drafts, rejected)", interactive=False,
-                              wrap=True, elem_id="question-drafts",
+                              wrap=True, elem_id="question-drafts", value=shown_table(None, NO_STUDY),
                               # id, status, origin, en, pt, answer_en, model: the texts get the room
                               column_widths=["6%", "10%", "10%", "26%", "26%", "12%", "10%"])
         with gr.Row():
@@ -76,9 +81,11 @@ def build(ctx, auth, session, study):
         pages = question_review.page_count(db, study_id)
         page_no = min(max(int(page_no or 1), 1), pages)
         return {status: question_review.llm_status(cfg) + f" Starters page {page_no} of {pages}.",
-                summary: question_review.starter_table(db, study_id, page_no),
+                summary: shown_table(question_review.starter_table(db, study_id, page_no),
+                                     "No starters in this study."),
                 starter: gr.update(choices=choices, value=starter_id), starter_text: one["html"],
-                drafts: one["drafts"], msg: note}
+                drafts: shown_table(one["drafts"], "No questions for this starter yet: generate or import some."),
+                msg: note}
 
     outs = [status, summary, starter, starter_text, drafts, msg]
 
