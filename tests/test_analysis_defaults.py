@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 
 import gradio as gr
 import pandas as pd
@@ -81,7 +82,41 @@ def click_every_analysis_button(page: TeamPage) -> dict[str, list[str]]:
         shown[name] = texts(out)
         for text in shown[name]:
             assert not any(word in text for word in FAILED), (name, text)
+        assert_reads_well(name, out)
     return shown
+
+
+UNROUNDED = re.compile(r"^-?\d+\.\d{4,}$")
+
+
+def assert_table_reads_well(where, table: dict):
+    """A table as the page gets it: never Gradio's placeholder headers "1 2 3"; no rows means one
+    header that is a sentence saying what is missing; no float shown with more than 3 decimals."""
+    headers, data = table["headers"], table["data"]
+    assert headers != ["1", "2", "3"], where
+    if not data:
+        assert len(headers) == 1 and " " in headers[0] and headers[0].endswith("."), (where, headers)
+    for row in data:
+        for cell in row:
+            assert not (isinstance(cell, float) and not cell.is_integer()), (where, headers, row)
+            assert not (isinstance(cell, str) and UNROUNDED.match(cell)), (where, headers, row)
+
+
+def assert_reads_well(name, out: dict):
+    """Every table output of the click (or, left as it was, its initial value) reads well, and a
+    plot without a figure is hidden."""
+    for c, v in out.items():
+        if isinstance(c, gr.Dataframe) and not c.interactive:      # an editable table shows its headers
+            kept = isinstance(v, dict) and v.get("__type__") == "update" and "value" not in v
+            value = c.value if kept else (v["value"] if isinstance(v, dict) and "value" in v else v)
+            assert isinstance(value, dict), (name, c.label, v)
+            assert_table_reads_well((name, c.label), value)
+        elif isinstance(c, gr.Plot):
+            updated = isinstance(v, dict) and v.get("__type__") == "update"
+            figure = v.get("value") if updated else v
+            if figure is None:
+                visible = v.get("visible", c.visible) if updated else c.visible
+                assert visible is False, (name, c.label, v)
 
 
 @pytest.fixture
@@ -227,3 +262,35 @@ def test_a_remote_request_without_a_password_is_still_refused(empty_demo):
 
     got = fn.fn(Remote())
     assert list(got.values()) == ["The admin tab is served only to localhost until TRADLAB_ADMIN_PASSWORD is set."]
+
+
+def test_no_table_shows_placeholder_headers_and_floats_are_rounded(empty_demo):
+    """Issue 28, point 2: "Empty tables show placeholder headers '1 2 3'; numbers are not rounded;
+    DA figures are blank with no reason given." Before: every Dataframe of the Analysis tab and the
+    admin started (and, after an analysis that found nothing, stayed) at Gradio's headers 1 2 3."""
+    page = TeamPage(empty_demo)
+    for c in page.demo.blocks.values():
+        if isinstance(c, gr.Dataframe) and not c.interactive:
+            assert_table_reads_well(c.label, c.value)
+    page.show()
+    out = page.click("run_da")
+    assert_reads_well("run_da", out)
+    by_label = {getattr(c, "label", None): v for c, v in out.items()}
+    assert by_label["Systems (ranked by z; clusters of significance)"]["headers"][0].startswith("No DA judgments yet")
+
+
+def test_a_table_is_rounded_for_reading_and_its_csv_keeps_every_digit(tmp_path):
+    """Floats to 3 decimals (or the paper's precision: paper 001's Table 1, section 2.1, prints
+    the document length to one decimal), ints made float by a gap without decimals, text as it
+    is; the CSV the analysis writes (services.common.analysis_output) is not touched."""
+    from services.common.analysis_output import write_tables
+    from tabs.common import shown_table
+
+    df = pd.DataFrame({"z": [0.123456, -1.0 / 3], "n": [3.0, None], "system": ["A", "B"], "len": [12.345, 2.0]})
+    shown = shown_table(df, "No systems yet.", {"len": 1})
+    assert shown.to_dict("list") == {"z": ["0.123", "-0.333"], "n": ["3", ""], "system": ["A", "B"],
+                                     "len": ["12.3", "2.0"]}
+    (path,) = write_tables(tmp_path, {"t.csv": df})
+    assert pd.read_csv(path)["z"].tolist() == df["z"].tolist()
+    assert list(shown_table(df.iloc[:0], "No systems yet.").columns) == ["No systems yet."]
+    assert list(shown_table(None, "No systems yet.").columns) == ["No systems yet."]

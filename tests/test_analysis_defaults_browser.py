@@ -47,6 +47,11 @@ def test_the_analysis_buttons_on_an_empty_study_show_no_error(empty_app, page): 
     assert "Error" not in [line.strip() for line in body.splitlines()], body[:2000]
     assert "less than minimum" not in body and "unexpected error" not in body
     assert page.locator(".toast-body").count() == 0
+    # issue 28, point 2: no table shows Gradio's placeholder headers; an empty one says what is missing
+    headers = page.evaluate("""() => [...document.querySelectorAll('table')]
+        .map(t => [...t.querySelectorAll('th')].map(th => th.innerText.trim()).filter(Boolean))""")
+    assert headers and not [h for h in headers if h[:3] == ["1", "2", "3"]], headers
+    assert any("No DA judgments yet" in h[0] for h in headers if h), headers
 
 
 def test_with_a_password_the_form_shows_and_says_why(tmp_path, page):  # noqa: F811

@@ -32,9 +32,9 @@ def test_the_da_section_shows_the_score_distributions(database, tmp_path):
     tables = [c for c in event.outputs if isinstance(c, gr.Dataframe) and "Score distributions" in (c.label or "")]
     assert len(plots) == 1 and len(tables) == 1
     out = event.fn(auth.login("pw", None), "demo", 0.5, None)
-    fig = out[plots[0]]
+    fig = out[plots[0]]["value"]                     # shown (an update: hidden when there is no figure)
     assert fig is not None and "Score distributions" in fig.layout.title.text
     assert {t.name for t in fig.data} >= {"system", "bad_reference"}
-    table = out[tables[0]]
+    table = out[tables[0]]                          # as shown: rounded for reading
     assert isinstance(table, pd.DataFrame) and list(table.columns) == da_analysis.DISTRIBUTION_COLUMNS
     assert set(table["item_type"]) >= {"system", "bad_reference"}
