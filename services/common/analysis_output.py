@@ -48,14 +48,31 @@ def write_tables(out: Path, tables: dict) -> list[Path]:
     return paths
 
 
+def is_p_value(column) -> bool:
+    """A column of p-values by its name: p, p_value, p_holm, p_lmm, bartlett_p, phi_p, ..."""
+    name = str(column).lower()
+    return name == "p" or name.startswith("p_") or (name.endswith("_p") and name != "top_p")
+
+
+def _shown(v: float, d: int, p_value: bool) -> str:
+    if pd.isna(v):
+        return ""
+    # a p-value that rounds to zero is never "0.000" (no test gives p = 0): "<0.001", as APA writes it
+    if p_value and 0 <= v < 0.5 * 10 ** -d and d > 0:
+        return f"<{10 ** -d:.{d}f}"
+    return f"{v:.{d}f}"
+
+
 def rounded(table: pd.DataFrame, decimals) -> pd.DataFrame:
     """The table with each float column as text to its decimals (int: every float column; dict:
-    per column, 2 for the others); empty cells stay empty."""
+    per column, 2 for the others); empty cells stay empty; a p-value column's values that would
+    round to zero read "<0.001" (at 3 decimals)."""
     out = table.copy()
     for col in out.columns:
         s = out[col]
         if pd.api.types.is_bool_dtype(s) or not pd.api.types.is_float_dtype(s):
             continue
         d = decimals.get(col, 2) if isinstance(decimals, dict) else decimals
-        out[col] = [("" if pd.isna(v) else f"{v:.{d}f}") for v in s]
+        p = is_p_value(col)
+        out[col] = [_shown(v, d, p) for v in s]
     return out
