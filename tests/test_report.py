@@ -106,7 +106,8 @@ def test_sim_table1_is_rounded_to_the_paper_precision(sim):
         assert r[4] == f"{g['u'].mean():.2f}" and r[5] == f"{g['u'].std():.2f}"
         assert r[6] == f"{g['u'].mean() - g['u_b'].mean():.2f}"
     lmm = table_rows(items_in(page, "usability")["Table 4"])      # Table 4: three decimals
-    assert lmm and all(re.fullmatch(r"-?\d+\.\d{3}|&lt;0\.001", c) for r in lmm for c in r[1:7] if c)  # p < .001, escaped
+    # a p-value under .001 reads "<0.001" (HTML-escaped), never 0.000
+    assert lmm and all(re.fullmatch(r"-?\d+\.\d{3}|&lt;0\.001", c) for r in lmm for c in r[1:7] if c)
 
 
 def test_report_is_self_contained_and_the_csvs_are_beside_it(sim):
