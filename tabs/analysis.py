@@ -8,7 +8,7 @@ from services.admin import progress as admin_progress
 from services.metrics import exchange as exchange_metrics
 from tabs import qe_audit as qe_audit_tab
 from tabs.admin_common import admin_only, blank_number, shows_failure
-from tabs.common import Ctx, shown_plot, shown_table
+from tabs.common import Ctx, shown_plot, shown_table, summary_markdown
 
 # the SD section's choice of K (services.sd.study_analysis.FACTOR_CHOICES, copied: that module
 # pulls in pandas and scipy, imported on first use only)
@@ -174,14 +174,15 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         metric_lines = exchange_metrics.report_lines(exchange_metrics.metrics_report(ctx.database, study_id)) \
             if study_id else []
         if isinstance(done, str):
-            return {us_notice: "\n".join([done, "", *metric_lines]), **{t: shown_table(None, done) for t in us_tables},
+            return {us_notice: "\n".join([done, "", summary_markdown("\n".join(metric_lines))]),
+                    **{t: shown_table(None, done) for t in us_tables},
                     **{p: shown_plot(None) for p in us_plots}}
         res, figs, files = done
         from services.usability import paper_figures  # with the analysis above: on first use only
         plots = {p: gr.update(visible=i < len(figs), value=figs[i][1] if i < len(figs) else None,
                               label=figs[i][0] if i < len(figs) else None) for i, p in enumerate(us_plots)}
         no_fit = "The model could not be fitted: the message above says why."
-        return {us_notice: usability_analysis.summary_with_metrics(res, metric_lines),
+        return {us_notice: summary_markdown(usability_analysis.summary_with_metrics(res, metric_lines)),
                 us_groups: shown_table(res.groups, "No groups with both surveys yet.", PAPER_2),
                 us_corr: shown_table(res.correlations, "No quality signals to correlate yet."),
                 us_lmm: shown_table(res.lmm.table if res.lmm is not None else None, no_fit),

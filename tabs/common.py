@@ -91,6 +91,21 @@ def markdown_html(text) -> str:
     return _MD.render(str(text or ""))
 
 
+def summary_markdown(text: str) -> str:
+    """An analysis's plain-text summary (the CLI prints it as is) for a gr.Markdown: each line its
+    own paragraph, each indented line a bullet under it, instead of one run-on paragraph (Markdown
+    joins single newlines). The text is the analysis's own, not escaped."""
+    out: list[str] = []
+    for line in str(text or "").splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("  "):
+            out.append("- " + line.strip())
+        else:
+            out += ["", line]
+    return "\n".join(out).strip("\n")
+
+
 def plain_markdown(text) -> str:
     """Text for a gr.Markdown component that renders as typed: HTML escaped, then every
     Markdown punctuation escaped, so no image, link, autolink, emphasis or heading survives."""

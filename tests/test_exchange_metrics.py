@@ -248,7 +248,7 @@ def test_the_analysis_tab_shows_the_metrics_report(demo_db, paper_env):
 
     from services.admin import auth as admin
     from tabs import analysis
-    from tabs.common import Ctx
+    from tabs.common import Ctx, summary_markdown
 
     auth = admin.AdminAuth("pw")
     with gr.Blocks() as demo:
@@ -258,7 +258,9 @@ def test_the_analysis_tab_shows_the_metrics_report(demo_db, paper_env):
     out = event.fn(auth.login("pw", None), "demo", False, None)
     text = next(v for k, v in out.items() if isinstance(v, str) and "Too few exchanges" in v)
     want = exchange_metrics.report_lines(exchange_metrics.metrics_report(demo_db, "demo", CACHE))
-    assert text.endswith("\n".join(want))
+    # as Markdown: the header its own paragraph, each metric and note a bullet (not one run-on paragraph)
+    assert text.endswith(summary_markdown("\n".join(want)))
+    assert "\n- e5-cosine (reference-free QE): scored 0" in text
     assert "the offline set: none of paper 000's metrics is configured" in text
     assert "e5-cosine (reference-free QE): scored 0; skipped 12 not scored yet (job pending)" in text
     assert "xcomet-xl (paper 000 section 3): not configured (set TRADLAB_XCOMET_XL_CHECKPOINT)" in text

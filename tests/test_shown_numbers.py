@@ -20,3 +20,13 @@ def test_p_values_that_round_to_zero_read_below_the_last_place():
 def test_which_columns_are_p_values():
     assert all(map(is_p_value, ["p", "p_value", "p_holm", "p_lmm", "P_Low", "phi_p", "bartlett_p"]))
     assert not any(map(is_p_value, ["top_p", "spearman_rho", "pairs", "participant", "group"]))
+
+
+def test_a_plain_text_summary_reads_as_paragraphs_and_bullets_in_the_tab():
+    """Issue 28: the usability summary was one run-on paragraph in the Analysis tab (Markdown joins
+    single newlines). Each line is a paragraph, each indented line a bullet."""
+    from tabs.common import summary_markdown
+
+    text = "12 exchanges, 3 senders\n  USW: n 4, mu(u) 3.10\n  USB: n 8, mu(u) 3.40\nLMM (REML, n 12)\n\n  note: x"
+    assert summary_markdown(text) == ("12 exchanges, 3 senders\n- USW: n 4, mu(u) 3.10\n- USB: n 8, mu(u) 3.40\n\n"
+                                      "LMM (REML, n 12)\n- note: x")
