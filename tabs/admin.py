@@ -87,7 +87,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                     reject = gr.Button("Reject", variant="stop")
                 review_msg = gr.Markdown()
             with gr.Accordion("Background jobs", open=False):
-                jobs = pager("Jobs (failed first)", "No background jobs yet: recordings queue them.", wrap=True)
+                jobs = pager("Jobs (failed first)", "No background jobs yet: recordings queue them.", wrap=True,
+                             headers={"max_attempts": "max", "last_error": "last error", "updated_at": "updated"})
                 with gr.Row():
                     job_id = blank_number(label="Job id (click its row above)", zero_is_blank=True, precision=0)
                     retry = gr.Button("Retry failed job")
@@ -255,8 +256,17 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
     gr.context.Context.root_block.load(open_at_once, None, [*outs, password, login_why],
                                        api_visibility="private").then(None, js=admin_dashboard.LOCAL_TIMES_JS)
     for trigger in (refresh.click, study.change):
+        # "minimal": the dashboard stays readable while it refreshes (no grey overlay over it)
         trigger(tables, [session, study, exchanges.page, review.page, jobs.page, *people.inputs], table_outs,
-                api_visibility="private")
+                api_visibility="private", show_progress="minimal")
+
+    def dashboard_in_view(sess, evt: gr.SelectData):
+        """The dashboard re-reads itself only while the Admin tab is in front (not behind Analysis)."""
+        return gr.Timer(active=bool(sess) and evt.value == "Admin")
+
+    if isinstance(tab.parent, gr.Tabs):
+        tab.parent.select(dashboard_in_view, [session], [dash_timer], show_progress="hidden",
+                          api_visibility="private")
 
     def review_page(no, sid):
         return admin_review.review_table(admin_progress.review_page(ctx.database, sid, no))

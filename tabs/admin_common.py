@@ -168,13 +168,15 @@ class Pager:
     prev: gr.Button
     next: gr.Button
     empty: str = "No rows yet."       # what the table says with no rows (never Gradio's "1 2 3")
+    headers: dict | None = None       # the stored column names as the table shows them (readable)
 
     @property
     def outputs(self) -> list:
         return [self.table, self.page, self.info]
 
     def show(self, p: Page) -> dict:
-        return {self.table: shown_table(p.rows, self.empty), self.page: p.page, self.info: p.label}
+        rows = p.rows.rename(columns=self.headers) if self.headers and p.rows is not None else p.rows
+        return {self.table: shown_table(rows, self.empty), self.page: p.page, self.info: p.label}
 
     def wire(self, auth: admin.AdminAuth, session, inputs: list, load: Callable[..., Page], message,
              api_name: str) -> Callable:
@@ -218,7 +220,7 @@ def _page_no(value) -> int:
         return 1
 
 
-def pager(label: str, empty: str = "No rows yet.", **table_kw) -> Pager:
+def pager(label: str, empty: str = "No rows yet.", headers: dict | None = None, **table_kw) -> Pager:
     table = gr.Dataframe(label=label, interactive=False, value=shown_table(None, empty), **table_kw)
     with gr.Row(equal_height=True):
         prev = gr.Button("◀ Previous", size="sm", scale=0, min_width=110)
@@ -226,4 +228,4 @@ def pager(label: str, empty: str = "No rows yet.", **table_kw) -> Pager:
                             show_label=False, container=False, scale=0, min_width=90)
         nxt = gr.Button("Next ▶", size="sm", scale=0, min_width=110)
         info = gr.Markdown()
-    return Pager(table, page, info, prev, nxt, empty)
+    return Pager(table, page, info, prev, nxt, empty, headers)

@@ -31,6 +31,11 @@ def _opt(value):
     return None if value in (None, "", ALL) else value
 
 
+# the stored names as a reader expects them (the CSV download keeps the stored ones)
+SHOWN_HEADERS = {"grp": "group", "external_id": "external id", "prolific_pid": "Prolific id",
+                 "last_seen_at": "last seen", "last_submitted": "last answer"}
+
+
 def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
     db = ctx.database
     with gr.Accordion("Participants", open=False):
@@ -39,7 +44,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
             status_filter = gr.Dropdown(label="Status", choices=[ALL, *STATUSES], value=ALL)
         people = pager("Participants (links shortened; show one in full below, or download them all)",
                        "No participants match: add some below, or change the filters.", wrap=True,
-                       elem_id="participants")
+                       elem_id="participants", headers=SHOWN_HEADERS)
         with gr.Row(equal_height=True):
             pid = blank_number(label="Participant id (click its row above)", zero_is_blank=True, precision=0,
                                min_width=150)

@@ -12,8 +12,9 @@ from services.common.paging import Page
 # the review table: short columns first, the diff last and widest (read in one line per row)
 COLUMNS = ["id", "sender", "starter", "system", "seconds", "WER", "flags", "prompt vs transcript"]
 DATATYPES = ["number", "number", "str", "str", "number", "number", "str", "html"]
-# shares of the table's width (Gradio sizes an "auto" column to its header only)
-COLUMN_WIDTHS = ["4%", "6%", "7%", "11%", "7%", "5%", "12%", "48%"]
+# fixed widths (Gradio sizes an "auto" column to its header only; shares of a phone's width broke
+# words letter by letter): on a narrow screen the table scrolls sideways instead
+COLUMN_WIDTHS = ["56px", "72px", "88px", "128px", "72px", "60px", "140px", "440px"]
 LEGEND = ('<span class="qc-legend"><del class="qc-prompt">struck: in the prompt, not heard</del> '
           '<ins class="qc-heard">underlined: heard, not in the prompt</ins></span>')
 

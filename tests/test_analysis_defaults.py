@@ -131,12 +131,8 @@ def test_every_analysis_button_runs_on_its_defaults_on_an_empty_study(empty_demo
     assert "Upload a PAIRS.csv first." in shown["do_audit"][0]
 
 
-def test_every_analysis_button_runs_on_its_defaults_after_a_study(mixed_study, tmp_path):  # noqa: F811
-    """The demo after its participants did everything: four senders (two dropped out), six
-    raters, receivers and validators (tests/test_usability_export.py), two DA raters in text
-    mode and six SD raters; every analysis of the tab then shows results on its defaults."""
-    db, _ = mixed_study
-    media = tmp_path / "media"
+def rate_da_and_sd(db, media) -> None:
+    """The demo's DA and SD parts done: four DA raters (careful) and six SD raters (random)."""
     for r in add_participants(db, "demo", "da", 4):
         while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
             submit(db, r.token, "da", v.item_id, {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
@@ -145,6 +141,14 @@ def test_every_analysis_button_runs_on_its_defaults_after_a_study(mixed_study, t
     for p in add_participants(db, "demo", "sd", 6):
         while (v := get_view(db, p.token, "sd")).status == "item":
             submit(db, p.token, "sd", v.item_id, {"values": {x["slot"]: rng.randint(1, 7) for x in v.content["pairs"]}})
+
+
+def test_every_analysis_button_runs_on_its_defaults_after_a_study(mixed_study, tmp_path):  # noqa: F811
+    """The demo after its participants did everything: four senders (two dropped out), six
+    raters, receivers and validators (tests/test_usability_export.py), two DA raters in text
+    mode and six SD raters; every analysis of the tab then shows results on its defaults."""
+    db, _ = mixed_study
+    rate_da_and_sd(db, tmp_path / "media")
     page = TeamPage(db)
     shown = click_every_analysis_button(page)
     assert "judgments by" in shown["run_da"][0]
@@ -172,7 +176,7 @@ def test_a_handlers_exception_is_a_message_naming_what_failed(empty_demo, monkey
     monkeypatch.setattr(study_analysis, "analyse", broken)
     page = TeamPage(empty_demo)
     page.show()
-    (text,) = texts(page.click("run_sd"))
+    text = "\n".join(texts(page.click("run_sd")))
     assert text == "**The analysis failed:** RuntimeError: the factor analysis diverged (The SD analysis)"
     assert "the analysis failed" in caplog.text and "Traceback" in caplog.text
 
@@ -191,7 +195,7 @@ def test_the_da_significance_level_blank_is_the_default_and_a_bad_one_names_the_
     page = TeamPage(empty_demo)
     page.show()
     label = "Significance level (worker reliability, clusters; empty: the study's reliability_alpha, paper 001: 0.05)"
-    (text,) = texts(page.click("run_da", **{label: value}))
+    text = "\n".join(texts(page.click("run_da", **{label: value})))
     assert shown in text
 
 

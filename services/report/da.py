@@ -85,7 +85,8 @@ def h2h_matrix(h2h: pd.DataFrame, modality: str, run: int = 1) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def build(database, study_id: str, out_dir: Path) -> Part:
+def build(database, study_id: str, out_dir: Path, alpha: float | None = None) -> Part:
+    """Paper 001's part; alpha None: the study's da.reliability_alpha (as the tab's blank field)."""
     # scipy and plotly: the analysis's heavy imports, on first use only
     from services.da import analysis as da_analysis
     from services.da import study_analysis as da_study
@@ -94,7 +95,8 @@ def build(database, study_id: str, out_dir: Path) -> Part:
     content: dict = {"Table 6": WMT22}
     t1 = da_study.segments_table1(database, study_id)
     content["Table 1"] = t1 if len(t1) else "No DA segments imported: the study's [da] segments file fills it."
-    done = da_study.analyse(database, study_id)
+    done = da_study.analyse(database, study_id, alpha)
+    part.detail = done
     if isinstance(done, str):
         part.summary = done.replace(" (pick the study above and press Show first)", "")
         part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)

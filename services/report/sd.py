@@ -39,13 +39,17 @@ def table2(efa) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def build(database, study_id: str, out_dir: Path) -> Part:
+def build(database, study_id: str, out_dir: Path, n_factors: int | None = None, prune: bool = True,
+          factor_rule: str | None = None) -> Part:
+    """Paper 002's part; the defaults are the paper's (as the tab's): K by eigenvalue > 1, pruning on."""
     # scipy, factor_analyzer and plotly: the analysis's heavy imports, on first use only
     from services.sd import analysis as sd_analysis
     from services.sd import study_analysis as sd_study
 
     part = Part("sd", TITLE)
-    done = sd_study.analyse(database, study_id)
+    done = sd_study.analyse(database, study_id, n_factors, prune,
+                            factor_rule or sd_analysis.FACTOR_RULE)
+    part.detail = done
     if isinstance(done, str):
         part.summary = done.replace(" (pick the study above and press Show first)", "")
         part.sections = fill(ITEMS, {}, NO_DATA)
@@ -60,6 +64,11 @@ def build(database, study_id: str, out_dir: Path) -> Part:
     part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
     part.summary = (f"{res.n_participants} participants, {res.n_kept} kept after cleansing; {res.n_ratings} "
                     f"ratings, {res.n_ratings_kept} kept.")
+    e = res.efa
+    if e is not None:       # how K was chosen and whether pairs were pruned: the defaults a reader checks first
+        pruning = (f"pruning (section 4.2): {len([x for x in e.pruned if x['step']])} pair(s) removed" if e.prune
+                   else "pruning off (paper 002 pruned, section 4.2)")
+        part.summary += f" EFA: {e.n_factors} factor(s) ({e.n_factors_source}); {pruning}."
     part.notes = list(res.efa.notes) if res.efa is not None else []
     part.files = sd_analysis.write_outputs(res, Path(out_dir) / "sd", png=False)
     return part

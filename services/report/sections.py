@@ -30,6 +30,15 @@ class Part:
     notes: list[str] = field(default_factory=list)      # departures from the paper and the analysis's notes
     summary: str = ""                    # one line at the top of the part
     files: list = field(default_factory=list)           # the analysis's own output files (CSV, ...)
+    # the analysis itself (what the protocol's study_analysis.analyse returned: its result or the
+    # message saying why there is none), so the Analysis tab shows its own tables without a rerun
+    detail: object = None
+
+
+def _sentence(text: str) -> str:
+    """A why-missing text as a sentence (an analysis's error message has no full stop)."""
+    text = text.strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
 
 
 def fill(items: list[tuple[str, str, str]], content: dict, missing: str, decimals: dict | None = None) -> list[Section]:
@@ -41,7 +50,7 @@ def fill(items: list[tuple[str, str, str]], content: dict, missing: str, decimal
         c = content.get(number)
         s = Section(number, caption, where=where, decimals=decimals.get(number, 2))
         if isinstance(c, str):
-            s.missing = c
+            s.missing = _sentence(c)
         elif isinstance(c, pd.DataFrame):
             if c.empty:
                 s.missing = missing

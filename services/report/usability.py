@@ -69,8 +69,9 @@ def table4(fit) -> pd.DataFrame:
     return t[["term", "Estimate", "Std. Error", "z", "p", "2.5%", "97.5%"]]
 
 
-def build(database, study_id: str, out_dir: Path) -> Part:
-    """Paper 000's part of the report; the analysis's own files under out_dir/usability."""
+def build(database, study_id: str, out_dir: Path, png: bool = False) -> Part:
+    """Paper 000's part of the report; the analysis's own files under out_dir/usability (PNG
+    copies of the figures too when png: kaleido, about 1 s each)."""
     # statsmodels, scipy and plotly: the analysis's heavy imports, on first use only
     from services.usability import analysis as usability_analysis
     from services.usability import paper_figures
@@ -83,21 +84,22 @@ def build(database, study_id: str, out_dir: Path) -> Part:
         content["Table 3"] = paper_figures.study_starter_statistics(database, study_id)
     except paper_figures.PaperTableError as e:
         content["Table 3"] = f"No starters to describe ({e}): import a study with starters.csv."
-    df = usability_export.exchanges_frame(database, study_id)
-    if df is None or len(df) < 3:
-        n = 0 if df is None else len(df)
-        part.summary = f"{n} complete exchanges: too few for the analysis (it needs 3)."
-        part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
-        part.notes = metric_lines
+    done = usability_study.analyse(database, study_id, png, out_dir=Path(out_dir) / "usability")
+    part.detail = done
+    if isinstance(done, str):
+        if done.startswith("Too few"):
+            df = usability_export.exchanges_frame(database, study_id)
+            n = 0 if df is None else len(df)
+            part.summary = f"{n} complete exchanges: too few for the analysis (it needs 3)."
+            part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
+            part.notes = metric_lines
+        else:
+            why = done.replace("**", "")
+            part.summary = why
+            part.sections = fill(ITEMS, content, why, DECIMALS)
         return part
-    try:
-        res = usability_analysis.analyze(df, source=f"study {study_id}",
-                                         reference=usability_study.study_reference(database, study_id))
-    except ValueError as e:
-        part.summary = f"The analysis could not run: {e}"
-        part.sections = fill(ITEMS, content, f"The analysis could not run: {e}", DECIMALS)
-        return part
-    figs = usability_analysis.figures(res)
+    res, fig_list, files = done
+    figs = dict(fig_list)
     order = list(study["config"].get("study", {}).get("groups") or [])
     content["Table 1"] = table1(res.groups, order)
     lmm_missing = f"The usability LMM was not fitted: {res.lmm_error}"
@@ -122,8 +124,5 @@ def build(database, study_id: str, out_dir: Path) -> Part:
     part.notes = [usability_analysis.LME4_NOTE, *res.notes, *metric_lines]
     if res.lmm is not None and usability_analysis.small_sample_warning(res.lmm):
         part.notes.insert(0, usability_analysis.small_sample_warning(res.lmm))
-    folder = Path(out_dir) / "usability"
-    part.files = usability_analysis.write_outputs(res, folder, png=False)
-    if isinstance(content["Table 3"], pd.DataFrame):
-        part.files.append(paper_figures.write_study_starter_statistics(database, study_id, folder))
+    part.files = [Path(f) for f in files]
     return part

@@ -1462,8 +1462,9 @@ def _means_figure(mm: pd.DataFrame, genders, groups, yaxis: str, title: str):
         fig.add_trace(go.Scatter(x=x["group"], y=x["mean"], mode="markers+lines", name=s,
                                  marker=dict(size=10, color=palette[i % len(palette)]),
                                  error_y=_ci_bars(x, "mean")))
+    # ticks to two decimals at most (plotly printed a bound as 2.8333333333333326)
     fig.update_layout(title=title, xaxis_title="group", yaxis_title=yaxis, height=450, width=700,
-                      xaxis=dict(categoryorder="array", categoryarray=groups))
+                      xaxis=dict(categoryorder="array", categoryarray=groups), yaxis=dict(tickformat=".2~f"))
     return fig
 
 

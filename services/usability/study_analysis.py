@@ -18,8 +18,9 @@ def study_reference(database, study_id: str) -> dict | None:
     return {"corpus": ref} if ref else None
 
 
-def analyse(database, study_id: str, png: bool = False):
-    """(result, [(name, figure)], files written), or the message to show instead."""
+def analyse(database, study_id: str, png: bool = False, out_dir=None):
+    """(result, [(name, figure)], files written to out_dir, a fresh temporary folder when None),
+    or the message to show instead."""
     df = usability_export.exchanges_frame(database, study_id) if study_id else None
     if df is None or len(df) < 3:
         return "Too few exchanges with both surveys and a validation yet (pick the study above and press Show first)."
@@ -28,7 +29,7 @@ def analyse(database, study_id: str, png: bool = False):
     except ValueError as e:
         return f"**The analysis could not run:** {e}"
     figs = list(usability_analysis.figures(res).items())
-    out_dir = tempfile.mkdtemp(prefix=f"usability-{study_id}-")
+    out_dir = out_dir or tempfile.mkdtemp(prefix=f"usability-{study_id}-")
     # PNG copies take kaleido ~1 s a figure: on request only (each plot's camera button saves one too)
     files = [str(p) for p in usability_analysis.write_outputs(res, out_dir, png=bool(png))]
     files.append(str(paper_figures.write_study_starter_statistics(database, study_id, out_dir)))   # Table 3

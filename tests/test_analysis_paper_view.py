@@ -1,0 +1,80 @@
+"""Issue 28, point 2, in the Analysis tab itself: each protocol's results are laid out in its
+paper's order, numbered and captioned as the paper does (the same Part the report writes:
+services.report), empty parts replaced by the sentence saying what is missing, and the notes a
+short box at the top (a few bullets, the rest folded), not a wall."""
+from __future__ import annotations
+
+import gradio as gr
+
+from services.report import da as da_report
+from services.report import sd as sd_report
+from services.report import usability as usability_report
+from services.report.render import NOTES_SHOWN
+from services.report.sections import Part, Section
+from tabs import paper_view
+from test_analysis_defaults import TeamPage, rate_da_and_sd
+from test_usability_export import mixed_study  # noqa: F401 (a fixture)
+
+
+def test_the_notes_box_shows_a_few_notes_and_folds_the_rest():
+    part = Part("sd", "Semantic differential (paper 002)", summary="12 participants.",
+                notes=[f"note {i} <b>" for i in range(7)])
+    text = paper_view.notes_markdown(part)
+    lines = text.splitlines()
+    assert lines[0] == "**Semantic differential (paper 002).** 12 participants."
+    assert [x for x in lines if x.startswith("- ")] == [f"- note {i} <b>" for i in range(NOTES_SHOWN)]
+    assert f"<summary>{7 - NOTES_SHOWN} more notes</summary>" in text
+    assert "<li>note 6 &lt;b&gt;</li>" in text           # the folded ones escaped
+    assert paper_view.notes_markdown(None) == ""
+
+
+def test_a_caption_is_numbered_and_shows_the_papers_stars_as_written():
+    s = Section("Figure 4", "z(row) - z(column), * p < .05, ** p < .01", where="3.1")
+    shown = paper_view.caption(s)
+    # Markdown would read "* p" as a bullet and "** p < .01" as emphasis: escaped, shown as written
+    assert shown.startswith("**Figure 4.**") and "\\* p &lt; \\.05\\, \\*\\* p &lt; \\.01" in shown
+    assert shown.endswith("*(paper section 3\\.1)*")
+
+
+def _part(page: TeamPage, event: str, state_label: str) -> Part:
+    fn = page.fn(event)
+    out = page.click(event)
+    (state,) = [c for c in fn.outputs if isinstance(c, gr.State)]
+    part = page.state[state._id]
+    notice = next(v for c, v in out.items() if isinstance(c, gr.Markdown) and "paper-notes" in (c.elem_classes or []))
+    assert isinstance(part, Part) and notice == paper_view.notes_markdown(part), (state_label, notice)
+    return part
+
+
+def test_each_protocols_results_in_its_papers_order_after_a_study(mixed_study, tmp_path):  # noqa: F811
+    """Paper 000: Table 1, Figures 2a-c, 3a-c, Table 2, Figure 4, then the appendix; paper 001:
+    Tables 1-3, Figures 3-5, appendix A; paper 002: sections 4.1-4.2, Tables 1-2 (the report's
+    ITEMS, one list for the tab and the file)."""
+    db, _ = mixed_study
+    rate_da_and_sd(db, tmp_path / "media")
+    page = TeamPage(db)
+    page.show()
+    for event, module in (("run_usability", usability_report), ("run_da", da_report), ("run_sd", sd_report)):
+        part = _part(page, event, module.TITLE)
+        assert [s.number for s in part.sections] == [n for n, _, _ in module.ITEMS], event
+        assert all(s.filled or s.missing.endswith(".") for s in part.sections), event
+        assert part.summary and part.detail is not None and not isinstance(part.detail, str), event
+    # this simulated study has results for paper 000's main tables and figures
+    us = {s.number: s for s in _part(page, "run_usability", "usability").sections}
+    assert us["Table 1"].table is not None and us["Table 4"].table is not None and us["Figure 2a"].figure
+    # and no WMT22 official judgments (Table 6): the sentence says where they come from
+    da = {s.number: s for s in _part(page, "run_da", "da").sections}
+    assert not da["Table 6"].filled and "--wmt" in da["Table 6"].missing
+
+
+def test_on_an_empty_study_every_section_says_what_would_fill_it(database, tmp_path):
+    from test_da_paper001 import da_study
+
+    db, _ = da_study(database, tmp_path, modality='"text"', keep_fast="true")
+    page = TeamPage(db)
+    page.show()
+    for event, module in (("run_usability", usability_report), ("run_da", da_report), ("run_sd", sd_report)):
+        part = _part(page, event, module.TITLE)
+        assert [s.number for s in part.sections] == [n for n, _, _ in module.ITEMS], event
+        empty = [s for s in part.sections if not s.filled]
+        assert empty and all("this fills once" in s.missing or s.missing.endswith(".") for s in empty), event
