@@ -167,6 +167,7 @@ def role_page(database, settings, role: str, title: str):
     import gradio as gr
 
     from services.participation.items import ROLE_TABS
+    from services.participation.welcome import page_welcome
     from services.study.texts import Voice, page_language
     from tabs import consent as consent_tab
     from tabs import da, receiver, record, sd, survey, validator
@@ -196,6 +197,9 @@ def role_page(database, settings, role: str, title: str):
                 for ui in uis:
                     out[ui.tab] = gr.update(visible=False)
                 return out
+            words = page_welcome(database, participant, lang) if participant["active"] else ""
+            if words:     # the role's task and its expected time, before consent and the first item
+                out[welcome] = f'<div class="role-welcome" lang="{lang}"><p>{plain_html(words)}</p></div>'
             pending = consent_ui.show(participant) if participant["active"] else {}
             if pending:   # consent and the demographics form come before any tab
                 out.update(pending)

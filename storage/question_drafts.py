@@ -53,6 +53,15 @@ def for_starter(database: Database, study_id: str, starter_id: str) -> list[dict
                           "ORDER BY position, id", [study_id, starter_id])
 
 
+def reference_answers(database: Database, study_id: str, starter_id: str) -> dict[int, str]:
+    """Question number -> its reference answer (answer_en) where the accepted draft has one: the
+    starter's questions are its accepted drafts numbered 1..n in draft order (services/questions/review.py)."""
+    accepted = database.query("SELECT answer_en FROM question_drafts WHERE study_id = ? AND starter_id = ? "
+                              "AND status = 'accepted' ORDER BY position, id", [study_id, starter_id])
+    return {i: r["answer_en"].strip() for i, r in enumerate(accepted, start=1)
+            if r["answer_en"] and r["answer_en"].strip()}
+
+
 def for_study(database: Database, study_id: str) -> list[dict]:
     return database.query("SELECT * FROM question_drafts WHERE study_id = ? ORDER BY starter_id, position, id",
                           [study_id])

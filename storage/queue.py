@@ -55,11 +55,15 @@ def next_open(database: Database, participant_id: int, phases: tuple[str, ...]) 
         [participant_id, *phases]))
 
 
-def counts(database: Database, participant_id: int, phases: tuple[str, ...]) -> dict:
+def counts(database: Database, participant_id: int, phases: tuple[str, ...],
+           skip_items: tuple[str, ...] = ()) -> dict:
+    """Open and done assignments; skip_items: item ids that are not counted (the semantic
+    differential's instruction pages are not progress)."""
     marks = ",".join("?" * len(phases))
+    skip = f" AND item_id NOT IN ({','.join('?' * len(skip_items))})" if skip_items else ""
     rows = database.query(
-        f"SELECT status, COUNT(*) AS n FROM assignments WHERE participant_id = ? AND phase IN ({marks}) "
-        "GROUP BY status", [participant_id, *phases])
+        f"SELECT status, COUNT(*) AS n FROM assignments WHERE participant_id = ? AND phase IN ({marks}){skip} "
+        "GROUP BY status", [participant_id, *phases, *skip_items])
     c = {r["status"]: r["n"] for r in rows}
     return {"open": c.get("open", 0), "done": c.get("done", 0)}
 

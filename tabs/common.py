@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import json
 from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import quote
@@ -131,13 +132,16 @@ def view_dict(view: ItemView | None, message: str = "", error: str = "") -> dict
 
 class Refusal(str):
     """A refusal's message with its key (services/study/texts.py), so a page can react to which one it
-    is (the validator's "move the slider" goes once the slider moves)."""
+    is (the validator's "move the slider" goes once the slider moves), and the form fields it
+    refuses with what is wrong with each (the item form marks them in place)."""
     key: str | None = None
+    fields: dict = {}
 
 
 def refusal_text(e: Exception) -> Refusal:
     r = Refusal(str(e))
     r.key = getattr(e, "key", None)
+    r.fields = dict(getattr(e, "fields", None) or {})
     return r
 
 
@@ -155,6 +159,10 @@ def header_html(view: ItemView | None, notice: str = "", error: str = "") -> str
     if error:
         key = getattr(error, "key", None)
         data = f' data-key="{html.escape(key, quote=True)}"' if key else ""
+        fields = getattr(error, "fields", None)
+        if fields:      # read by the item form's script (tabs/item_form.py), which marks each field
+            data += f' data-fields="{html.escape(json.dumps(fields), quote=True)}"'
+
         parts.append(f'<div class="msg error" role="alert"{data}>{html.escape(error)}</div>')
     elif notice:
         parts.append(f'<div class="msg ok">{html.escape(notice)}</div>')

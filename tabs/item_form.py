@@ -16,7 +16,16 @@ In the browser (FORM_JS, the same for every tab):
 - after each new item the page scrolls to the form's top and focuses its first input, so the
   new text and "Saved." are in view and the keyboard flow starts on the item;
 - Enter submits from a slider, radio or checkbox, never from a text box (no answer is lost to a
-  stray Enter), as the page's global KEYBOARD_JS does for the older tabs.
+  stray Enter), as the page's global KEYBOARD_JS does for the older tabs;
+- a refused answer (issue 29) names every wrong field at once: the error's data-fields
+  ({field name: what is wrong}) marks each field's box in place (aria-invalid, its note under it)
+  and the focus goes to the first; a mark goes once its field is answered, the error once all are;
+- what is typed is kept as a draft in the browser's localStorage, per page, link and item, and
+  written back in when the same item is shown again (a reload, a second tab of the same link);
+  the draft goes once the item is saved. The browser, not the server: a draft on the server
+  would be a write per keystroke in the participants' one line of writes
+  (services/participation/serial.py), and an unsent answer is not data the study keeps;
+- leaving the page with an unsent draft asks first (beforeunload).
 """
 from __future__ import annotations
 
@@ -38,6 +47,15 @@ from tabs.common import (
 
 FORM_JS = r"""
 const moved = new Set();
+// the participant's link: its token, or on a Prolific link the participant's and study's ids
+const params = new URLSearchParams(window.location.search);
+const who = params.get('t') || [params.get('PROLIFIC_PID'), params.get('STUDY_ID')].filter(Boolean).join(':');
+const prefix = 'tradlab-draft:' + window.location.pathname + ':' + who + ':';
+function draftKey() {
+  const id = props.value && props.value.item_id;
+  return who && id ? prefix + id : null;
+}
+function store(fn) { try { return fn(window.localStorage); } catch (e) { return null; } }  // storage may be off
 function fieldsOf(form) {
   const answer = {};
   for (const el of form.elements) {
@@ -51,6 +69,35 @@ function fieldsOf(form) {
   }
   return answer;
 }
+function saveDraft(form) {
+  const key = draftKey();
+  if (!key) return;
+  const a = fieldsOf(form);
+  const typed = Object.values(a).some(v => typeof v === 'string' ? v.trim() !== '' : v !== null && v !== false);
+  store(s => typed ? s.setItem(key, JSON.stringify(a)) : s.removeItem(key));
+}
+function restoreDraft(form) {
+  const key = draftKey();
+  let draft = null;
+  try { draft = JSON.parse(store(s => s.getItem(key)) || 'null'); } catch (e) { draft = null; }
+  // drafts of this link's other items are of items already sent (items come in order)
+  store(s => Object.keys(s).filter(k => k.startsWith(prefix) && k !== key).forEach(k => s.removeItem(k)));
+  if (!draft || typeof draft !== 'object') return;
+  for (const el of form.elements) {
+    if (!el.name || !(el.name in draft) || el.disabled) continue;
+    const v = draft[el.name];
+    if (el.type === 'checkbox') el.checked = v === true;
+    else if (el.type === 'radio') el.checked = v !== null && el.value === String(v);
+    else if (el.type === 'range') {
+      if (typeof v !== 'number') continue;
+      el.value = v;
+      moved.add(el.name);
+      const o = form.querySelector('output[for="' + el.id + '"]');
+      if (o) o.textContent = el.value;
+    }
+    else if (typeof v === 'string') el.value = v;
+  }
+}
 function send(form) {
   if (form.dataset.sending) return;
   form.dataset.sending = '1';
@@ -59,14 +106,59 @@ function send(form) {
   props.value = {...props.value, answer: fieldsOf(form)};
   trigger('submit');
 }
+// a refused field's box: its question, its choice group, its scale row or its slider
+function boxOf(el) { return el.closest('li, fieldset, .sd-row, .form-slider') || el; }
+function unmark(root) {
+  root.querySelectorAll('.field-error').forEach(x => x.remove());
+  [root, ...root.querySelectorAll('.field-invalid')].forEach(x => x.classList.remove('field-invalid'));
+  root.querySelectorAll('[aria-invalid]').forEach(x => {
+    x.removeAttribute('aria-invalid');
+    x.removeAttribute('aria-describedby');
+  });
+}
+function clearMark(box) {
+  unmark(box);
+  if (!element.querySelector('.field-invalid'))
+    element.querySelectorAll('.msg.error[data-fields]').forEach(x => x.remove());
+}
+function markFields(form) {
+  const err = element.querySelector('.msg.error[data-fields]');
+  if (!err) return null;
+  let fields = {};
+  try { fields = JSON.parse(err.dataset.fields); } catch (e) { return null; }
+  for (const [name, words] of Object.entries(fields)) {
+    const els = [...form.elements].filter(x => x.name === name);
+    if (!els.length) continue;
+    const box = boxOf(els[0]);
+    box.classList.add('field-invalid');
+    const note = document.createElement('p');
+    note.className = 'field-error';
+    note.id = 'error-' + name.replace(/[^A-Za-z0-9_-]/g, '_');
+    note.textContent = words;
+    box.appendChild(note);
+    els.forEach(x => { x.setAttribute('aria-invalid', 'true'); x.setAttribute('aria-describedby', note.id); });
+  }
+  return form.querySelector('[aria-invalid=true]');
+}
 element.addEventListener('submit', (e) => { e.preventDefault(); send(e.target); });
+function edited(e) {
+  const t = e.target;
+  if (!t.form || !t.name) return;
+  saveDraft(t.form);
+  const box = t.closest('.field-invalid');
+  // a mark goes once its field is answered: text typed, a box ticked, a point chosen, a slider moved
+  if (box && (t.type === 'textarea' ? t.value.trim() !== '' : t.type === 'checkbox' ? t.checked : true)) clearMark(box);
+}
 element.addEventListener('input', (e) => {
-  if (e.target.type !== 'range') return;
-  moved.add(e.target.name);
-  const out = element.querySelector('output[for="' + e.target.id + '"]');
-  if (out) out.textContent = e.target.value;
-  element.querySelectorAll('.msg.error[data-key="score_missing"]').forEach(x => x.remove());
+  if (e.target.type === 'range') {
+    moved.add(e.target.name);
+    const out = element.querySelector('output[for="' + e.target.id + '"]');
+    if (out) out.textContent = e.target.value;
+    element.querySelectorAll('.msg.error[data-key="score_missing"]').forEach(x => x.remove());
+  }
+  edited(e);
 });
+element.addEventListener('change', edited);
 element.addEventListener('keydown', (e) => {
   if (e.key !== 'Enter' || e.shiftKey || e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;
   const t = e.target;
@@ -77,10 +169,23 @@ element.addEventListener('keydown', (e) => {
 element.addEventListener('ended', (e) => {
   element.querySelectorAll('[data-unlock-on-ended]').forEach(x => { x.disabled = false; });
 }, true);
+// leaving with an unsent draft asks first (the draft is kept either way)
+window.addEventListener('beforeunload', (e) => {
+  const form = element.querySelector('form');
+  const key = draftKey();
+  if (!form || form.dataset.sending || !key || !store(s => s.getItem(key))) return;
+  e.preventDefault();
+  e.returnValue = '';
+});
 function shown() {
   moved.clear();
   const form = element.querySelector('form');
-  if (!form) return;
+  if (!form) {
+    // the end or a wait: every item of this link is sent, so no draft is left
+    if (props.value && ['complete', 'waiting'].includes(props.value.status))
+      store(s => Object.keys(s).filter(k => k.startsWith(prefix)).forEach(k => s.removeItem(k)));
+    return;
+  }
   // the page patches the DOM in place: a kept input would keep the last item's value, so each
   // item starts from the values the server wrote (a refused answer comes back written in)
   form.reset();
@@ -89,12 +194,20 @@ function shown() {
   if (btn) btn.disabled = false;
   form.querySelectorAll('[data-unlock-on-ended]').forEach(x => { x.disabled = true; });
   form.querySelectorAll('output').forEach(o => { o.textContent = o.dataset.empty || '–'; });
+  unmark(form);
   // a refused answer's score comes back written in and counts as moved
   form.querySelectorAll('input[type=range][data-moved]').forEach(x => {
     moved.add(x.name);
     const o = form.querySelector('output[for="' + x.id + '"]');
     if (o) o.textContent = x.value;
   });
+  restoreDraft(form);
+  const invalid = markFields(form);
+  if (invalid) {      // a refusal: the first field it names, in view
+    invalid.focus({preventScroll: true});
+    invalid.scrollIntoView({block: 'center'});
+    return;
+  }
   const top = element.getBoundingClientRect().top;
   if (top < 0 || top > window.innerHeight * 0.5) element.scrollIntoView({block: 'start'});
   // the first input, or on a page that only reads (an instruction page) its button: Enter goes on

@@ -1,7 +1,9 @@
 """Phase 3: the validator scores the translation (DA+SQM) and marks each answer.
 
-The item is one small form (tabs/item_form.py): source and translation side by side, the 0-100
-slider with the SQM ticks under it, then each question with the receiver's answer and a
+The item is one small form (tabs/item_form.py): the instructions ([validator] instruction of
+assets/scales.toml: what the score and "correct" mean, the rule for flagged questions), source
+and translation side by side, the 0-100 slider with the SQM ticks under it, then each question
+(with its expected answer where the study has one) with the receiver's answer and a
 correct / incorrect choice. A submit sends {"item_id", "answer": {"score": 0-100 or null when
 not moved, "mark-<idx>": "correct" | "incorrect" | null}} and gets the next item back; a refused
 answer comes back with the score and marks written in."""
@@ -9,7 +11,7 @@ from __future__ import annotations
 
 import html
 
-from tabs.common import Ctx, TabUI, plain_html
+from tabs.common import Ctx, TabUI, markdown_html, plain_html
 from tabs.item_form import form_tab
 
 
@@ -41,7 +43,9 @@ def _sqm_html(sqm) -> str:
 def _answer_html(q: dict, a: dict, help_text: str) -> str:
     given = (f'<i>(flagged: cannot be answered from the text)</i><br><small class="flag-help">'
              f'{plain_html(help_text)}</small>' if a.get("unanswerable") else plain_html(a.get("text", "")))
-    return (f'<b>{int(q["idx"])}.</b> {plain_html(q["en"])}<br><i>{plain_html(q["pt"])}</i><br>'
+    expected = (f'<div class="expected">Expected answer (from the English source): '
+                f'{plain_html(q["expected"])}</div>' if q.get("expected") else "")
+    return (f'<b>{int(q["idx"])}.</b> {plain_html(q["en"])}<br><i>{plain_html(q["pt"])}</i>{expected}'
             f'Answer: {given}')
 
 
@@ -65,7 +69,9 @@ def body_html(c: dict, typed: dict | None = None) -> str:
                     f'{_answer_html(q, answers.get(q["idx"], {}), c.get("flagged_help", ""))}'
                     f'</div>{_mark_html(i, typed.get(f"mark-{i}"))}</li>')
     rows = "".join(rows)
+    # the study's wording (Markdown, rendered without raw HTML): what the score and "correct" mean
     return (f'<form class="validator-item" autocomplete="off">'
+            f'<div class="instruction validator-instruction">{markdown_html(c.get("instruction", ""))}</div>'
             f'<div class="val-texts"><div id="val-source"><p><b>English source</b></p>'
             f'<p>{plain_html(c.get("source", ""))}</p></div>'
             f'<div id="val-translation"><p><b>Portuguese translation</b></p>'

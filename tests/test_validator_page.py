@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from services.participation.items import ItemView
-from services.participation.submissions import SubmissionError, _validate_validate
+from services.participation.submissions import SubmissionError, _validate_da
 from services.study.texts import defaults
 from tabs.common import header_html, refusal_text
 from tabs.item_form import FORM_JS
@@ -23,13 +23,13 @@ def test_the_ticks_are_numbered_on_the_0_to_100_score():
 
 def test_a_move_the_slider_error_is_marked_so_moving_the_slider_takes_it_away():
     try:
-        _validate_validate(None, {}, {"score": None})
+        _validate_da(None, {}, {"score": None})        # the same refusal as the validator's (its own: test_form_errors)
     except SubmissionError as e:
         error = refusal_text(e)
     assert error.key == "score_missing" and "move the slider" in error
     view = ItemView("validator", "item", done=0, total=6)
     page = header_html(view, error=error)
-    assert '<div class="msg error" role="alert" data-key="score_missing">' in page
+    assert '<div class="msg error" role="alert" data-key="score_missing" data-fields="' in page
     # the item form's script takes it away on the slider's first move (and records the move)
     assert '.msg.error[data-key="score_missing"]' in FORM_JS and "remove()" in FORM_JS
     assert "moved.add(e.target.name)" in FORM_JS

@@ -17,7 +17,7 @@ from services.participation.serial import one_at_a_time
 from services.sd import form as sd_form
 from services.study import consent
 from services.study.texts import Voice, page_language, refusal, reword, sqm_label, texts
-from storage import participants, queue, results, studies
+from storage import participants, question_drafts, queue, results, studies
 
 TAB_PHASES = {
     "record": ("record",),
@@ -28,6 +28,8 @@ TAB_PHASES = {
     "sd": ("sd",),
 }
 WORKFLOW_TABS = ("record", "receiver", "validator", "survey")
+# items that are instructions, not work: not counted as progress, and a submit says no "Saved."
+INSTRUCTION_ITEMS = {"sd": (sd_form.WELCOME_ITEM, sd_form.EXAMPLE_ITEM)}
 ROLE_TABS = {
     "sender": ("record", "survey"),
     "receiver": ("receiver",),
@@ -157,10 +159,14 @@ def _content(database, study, p, a) -> dict:
     tr = results.translation(database, ex["id"])
     if phase == "validate":
         receive = queue.assignment(database, int(a["item_id"]))
+        # the expected answer: the reference answer of the question's accepted draft, where it has one
+        expected = question_drafts.reference_answers(database, sid, ex["starter_id"])
         return {"source": st["text"], "translation": tr["text"],
-                "questions": [{"idx": q["idx"], "en": q["en"], "pt": q["pt"]} for q in qs],
+                "questions": [{"idx": q["idx"], "en": q["en"], "pt": q["pt"], "expected": expected.get(q["idx"], "")}
+                              for q in qs],
                 "answers": results.answers(database, receive["id"]),
-                "sqm": texts(study)["sqm"], "flagged_help": texts(study)["validator"]["flagged"]}
+                "sqm": texts(study)["sqm"], "flagged_help": texts(study)["validator"]["flagged"],
+                "instruction": texts(study)["validator"]["instruction"]}
     # surveys
     rec = results.recording_for_exchange(database, ex["id"])
     perspective = "first" if ex["sender_id"] == p["id"] else "third"
@@ -253,7 +259,7 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
     phases = TAB_PHASES[tab]
     stage = consent.pending_stage(database, p, study)
     if stage:      # no item (nor anything of one) before consent and the demographics form
-        counts = queue.counts(database, p["id"], phases)
+        counts = queue.counts(database, p["id"], phases, INSTRUCTION_ITEMS.get(tab, ()))
         return ItemView(tab, stage, voice(stage), counts["done"], _total(database, p, study, tab, counts),
                         content=consent.page(study, p["role"], stage), lang=lang, labels=_labels(voice))
     a = queue.next_open(database, p["id"], phases)
@@ -264,7 +270,7 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
             a = take_and_show(db, database, p, study, tab)
             shown = a is not None
             writes.run_in(db)
-    counts = queue.counts(database, p["id"], phases)
+    counts = queue.counts(database, p["id"], phases, INSTRUCTION_ITEMS.get(tab, ()))
     total = _total(database, p, study, tab, counts)
     if a is None:
         if counts["done"] >= total:
@@ -353,7 +359,7 @@ def _finished_elsewhere(database, p, study, tab) -> bool:
         if other == tab:
             continue
         phases = TAB_PHASES[other]
-        counts = queue.counts(database, p["id"], phases)
+        counts = queue.counts(database, p["id"], phases, INSTRUCTION_ITEMS.get(other, ()))
         if queue.next_open(database, p["id"], phases) is not None or \
                 counts["done"] < _total(database, p, study, other, counts):
             return False

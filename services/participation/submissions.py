@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from services.da import campaign as da_campaign
 from services.participation import workflow
 from services.participation.items import (
+    INSTRUCTION_ITEMS,
     TAB_PHASES,
     WORKFLOW_TABS,
     AccessError,
@@ -27,7 +28,7 @@ from services.participation.items import (
 )
 from services.participation.serial import ACTIONS
 from services.study import consent
-from services.study.texts import Voice, page_language, refusal, reword
+from services.study.texts import Voice, page_language, refusal, refusals, reword
 from services.usability.audio_intake import IntakeError, store_recording
 from storage import jobs, participants, queue, results, studies
 from storage.db import now
@@ -37,7 +38,19 @@ IDLE_CLAMP_S = 600.0       # time on an item beyond this counts as idle
 
 
 class SubmissionError(ValueError):
-    """The answer cannot be saved as it is; the message names what to fix."""
+    """The answer cannot be saved as it is; the message names what to fix. `fields`: the form
+    fields it refuses, each with what is wrong with it (the page marks each in place), e.g.
+    {"answer-3": ..., "mark-2": ..., "score": ...}: the field names of the item forms."""
+    fields: dict = {}
+
+
+def _refuse_all(parts: list, fields: dict) -> None:
+    """Every problem of a form at once (issue 29): parts are the message's sentences, fields
+    {form field: its problem}; each an exception (a refusal() with its key, reworded for the
+    page) or words. Nothing is raised when there is no problem."""
+    if parts:
+        raise refusals(SubmissionError, [p if isinstance(p, Exception) else SubmissionError(p) for p in parts],
+                       {f: p if isinstance(p, Exception) else SubmissionError(p) for f, p in fields.items()})
 
 
 @dataclass
@@ -69,6 +82,14 @@ def _likert(value, name):
     return int(x)
 
 
+def _checked_value(check, *args):
+    """(value, None) or (None, the refusal) of one field's check."""
+    try:
+        return check(*args), None
+    except SubmissionError as e:
+        return None, e
+
+
 def _idx_map(items, key="idx") -> dict:
     out = {}
     for it in items or []:
@@ -86,61 +107,95 @@ def _validate_receive(database, a, payload) -> dict:
     unknown = set(given) - {q["idx"] for q in qs}
     if unknown:
         raise refusal(SubmissionError, "no_such_question", idx=min(unknown))
-    clean, missing = [], []
+    clean, missing, parts, fields = [], [], [], {}
     for q in qs:
-        g = given.get(q["idx"], {})
-        if not isinstance(g.get("text"), (str, type(None))):    # a form field is text: no list, no number
-            raise refusal(SubmissionError, "answer_not_text", idx=q["idx"])
-        text = (g.get("text") or "").strip()
-        flag = g.get("unanswerable")
+        i = q["idx"]
+        g = given.get(i, {})
+        text, flag = g.get("text"), g.get("unanswerable")
+        if not isinstance(text, (str, type(None))):    # a form field is text: no list, no number
+            parts.append(fields.setdefault(f"answer-{i}", refusal(SubmissionError, "answer_not_text", idx=i)))
+            continue
+        text = (text or "").strip()
         if flag not in (None, False, True):     # a checkbox sends a boolean: "false" must not count as ticked
-            raise refusal(SubmissionError, "flag_not_boolean", idx=q["idx"])
+            parts.append(fields.setdefault(f"flag-{i}", refusal(SubmissionError, "flag_not_boolean", idx=i)))
+            continue
         flag = bool(flag)
         if len(text) > MAX_TEXT:
-            raise refusal(SubmissionError, "answer_too_long", idx=q["idx"], limit=MAX_TEXT)
-        if not text and not flag:
-            missing.append(q["idx"])
-        clean.append({"idx": q["idx"], "text": text, "unanswerable": flag})
-    if missing:
-        raise refusal(SubmissionError, "answers_missing", missing=", ".join(map(str, missing)))
+            parts.append(fields.setdefault(f"answer-{i}", refusal(SubmissionError, "answer_too_long", idx=i,
+                                                                  limit=MAX_TEXT)))
+        elif not text and not flag:
+            missing.append(i)
+            fields[f"answer-{i}"] = refusal(SubmissionError, "answer_missing_here")
+        clean.append({"idx": i, "text": text, "unanswerable": flag})
+    if missing:     # one sentence for every unanswered question, first
+        parts.insert(0, refusal(SubmissionError, "answers_missing", missing=", ".join(map(str, missing))))
+    _refuse_all(parts, fields)
     return {"answers": clean}
 
 
 def _validate_validate(database, a, payload) -> dict:
-    score = _number(payload.get("score"), "The translation score", 0, 100,
-                    refusal(SubmissionError, "score_missing"))
+    parts, fields = [], {}
+    score, problem = _checked_value(_number, payload.get("score"), "The translation score", 0, 100,
+                                    refusal(SubmissionError, "score_missing"))
+    if problem:
+        parts.append(problem)
+        fields["score"] = problem
     receive = queue.assignment(database, int(a["item_id"]))
     idxs = [x["idx"] for x in results.answers(database, receive["id"])]
     marks_in = payload.get("marks") or {}
     if not isinstance(marks_in, dict):
         raise SubmissionError("The marks must be given per answer number.")
+    extra = {int(k) for k in marks_in} - set(idxs) if all(str(k).isdigit() for k in marks_in) else {"?"}
+    if extra:
+        raise SubmissionError("Marks were sent for answers that do not exist.")
     marks, missing = {}, []
     for i in idxs:
         m = marks_in.get(i, marks_in.get(str(i)))
         if m is None:
             missing.append(i)
+            fields[f"mark-{i}"] = "Mark this answer correct or incorrect."
         elif isinstance(m, bool) or m in (0, 1):
             marks[i] = bool(m)
         elif isinstance(m, str) and m.lower() in ("correct", "incorrect"):
             marks[i] = m.lower() == "correct"
         else:
-            raise SubmissionError(f"The mark of answer {i} must be correct or incorrect.")
+            parts.append(fields.setdefault(f"mark-{i}", f"The mark of answer {i} must be correct or incorrect."))
     if missing:
-        raise SubmissionError("Please mark every answer as correct or incorrect "
-                              f"(missing: {', '.join(map(str, missing))}).")
-    extra = {int(k) for k in marks_in} - set(idxs) if all(str(k).isdigit() for k in marks_in) else {"?"}
-    if extra:
-        raise SubmissionError("Marks were sent for answers that do not exist.")
+        parts.append("Please mark every answer as correct or incorrect "
+                     f"(missing: {', '.join(map(str, missing))}).")
+    _refuse_all(parts, fields)
     qa = sum(marks.values()) / len(marks) if marks else 0.0
     return {"score": score, "marks": marks, "qa_score": qa, "receive_assignment_id": receive["id"]}
 
 
+SURVEY_DIMENSIONS = ("satisfaction", "trust", "reliance")
+
+
 def _validate_survey(database, a, payload) -> dict:
-    return {k: _likert(payload.get(k), k) for k in ("satisfaction", "trust", "reliance")}
+    out, missing, parts, fields = {}, [], [], {}
+    for k in SURVEY_DIMENSIONS:
+        value = payload.get(k)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            missing.append(k)
+            fields[k] = "Choose one of the five points."
+            continue
+        out[k], problem = _checked_value(_likert, value, k)
+        if problem:
+            parts.append(fields.setdefault(k, problem))
+    if missing:
+        parts.insert(0, f"Please answer every statement (missing: {', '.join(missing)}).")
+    _refuse_all(parts, fields)
+    return out
 
 
 def _validate_da(database, a, payload) -> dict:
-    return {"score": _number(payload.get("score"), "The score", 0, 100, refusal(SubmissionError, "score_missing"))}
+    score, problem = _checked_value(_number, payload.get("score"), "The score", 0, 100,
+                                    refusal(SubmissionError, "score_missing"))
+    _refuse_all([problem] if problem else [], {"score": problem} if problem else {})
+    return {"score": score}
+
+
+SD_FIELD = "pair:"          # the form field of a scale: "pair:<slot>" (tabs/sd.py)
 
 
 def _validate_sd(database, a, payload) -> dict:
@@ -148,19 +203,23 @@ def _validate_sd(database, a, payload) -> dict:
     suitability = a["meta"].get("kind") == "suitability"
     top = 5 if suitability else 7
     given = payload.get("values") or {}
-    out, missing = [], []
+    if set(given) - {e.get("slot", e["pair_id"]) for e in layout}:
+        raise SubmissionError("Values were sent for adjective pairs that are not on this page.")
+    out, missing, parts, fields = [], [], [], {}
     for n, entry in enumerate(layout, start=1):
         slot = entry.get("slot", entry["pair_id"])
         v = given.get(slot)
         if v is None or v == "":
             missing.append(n)
+            fields[SD_FIELD + str(slot)] = f"Choose a point on this scale (scale {n})."
             continue
         try:
             pos = int(v)
         except (TypeError, ValueError):
-            raise SubmissionError(f"Scale {n} must be a point from 1 to {top}.")
-        if not 1 <= pos <= top or str(v).strip() not in {str(pos)}:
-            raise SubmissionError(f"Scale {n} must be a point from 1 to {top}.")
+            pos = None
+        if pos is None or not 1 <= pos <= top or str(v).strip() not in {str(pos)}:
+            parts.append(fields.setdefault(SD_FIELD + str(slot), f"Scale {n} must be a point from 1 to {top}."))
+            continue
         if suitability:
             out.append({"pair_id": entry["pair_id"], "suitability": pos})
             continue
@@ -169,12 +228,11 @@ def _validate_sd(database, a, payload) -> dict:
         out.append({"pair_id": entry["pair_id"], "value": value, "positive_left": entry["positive_left"],
                     "is_repeat": bool(entry.get("repeat"))})
     if missing:
-        raise SubmissionError(f"Please answer every scale (missing: {', '.join(map(str, missing))}).")
-    if set(given) - {e.get("slot", e["pair_id"]) for e in layout}:
-        raise SubmissionError("Values were sent for adjective pairs that are not on this page.")
+        parts.insert(0, f"Please answer every scale (missing: {', '.join(map(str, missing))}).")
     suggestion = str(payload.get("suggestion") or "").strip()
     if len(suggestion) > MAX_TEXT:
-        raise SubmissionError(f"Your suggestions are too long (at most {MAX_TEXT} characters).")
+        parts.append(fields.setdefault("suggestion", f"Your suggestions are too long (at most {MAX_TEXT} characters)."))
+    _refuse_all(parts, fields)
     return {"suitability": out, "suggestion": suggestion} if suitability else {"ratings": out}
 
 
@@ -207,7 +265,8 @@ def _out_of_order(tab: str) -> SubmissionError:
 
 def _already_saved(database, a: dict, token, tab: str, media_dir, voice: Voice) -> SubmitResult:
     """A double click or a reconnect: nothing is written, the saved state comes back."""
-    return SubmitResult(False, voice("already_saved"), _stored(database, a),
+    words = "" if a["item_id"] in INSTRUCTION_ITEMS.get(tab, ()) else voice("already_saved")
+    return SubmitResult(False, words, _stored(database, a),
                         get_view(database, token, tab, media_dir=media_dir, limited=False, lang=voice.lang))
 
 
@@ -329,5 +388,7 @@ def _save(database, token, tab, p: dict, study: dict, a: dict, payload: dict, da
         if tab in WORKFLOW_TABS:     # a DA or SD answer opens no downstream work
             workflow.after_submit(db, database, study, a)
             ready_next(db, database, p, study, tab)
-    return SubmitResult(True, voice("saved"), _stored(database, queue.assignment(database, a["id"])),
+    # an instruction page (the SD welcome and example) saves no answer, so it says no "Saved."
+    words = "" if a["item_id"] in INSTRUCTION_ITEMS.get(tab, ()) else voice("saved")
+    return SubmitResult(True, words, _stored(database, queue.assignment(database, a["id"])),
                         get_view(database, token, tab, media_dir=media_dir, limited=False, lang=voice.lang))

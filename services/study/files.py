@@ -79,7 +79,10 @@ DEFAULTS = {
               # arriving with another STUDY_ID is refused. Roles not listed are not bound.
               "prolific_study_ids": {},
               # new self-enrolments taken per minute in this study, at most (0: no limit)
-              "enrol_per_minute": 60},
+              "enrol_per_minute": 60,
+              # role -> minutes the role's welcome says it takes (services/study/welcome.py);
+              # a role not listed gets the estimate from its number of items
+              "expected_minutes": {}},
     "usability": {"starters": None, "questions": None, "exchanges": "", "items_per_sender": 10, "metrics": [],
                   "references": "",
                   "items_per_receiver": 30, "items_per_validator": 30, "redundancy": 1,
@@ -314,6 +317,11 @@ def _check_config(raw: dict, err: _Collector) -> dict:
                 err.add(f, None, "study.prolific_study_ids", f"'{r}' is not a role in study.self_enrol")
             if not ids or any(not isinstance(x, str) or not x.strip() for x in ids):
                 err.add(f, None, f"study.prolific_study_ids.{r}", "must be a non-empty string or list of strings")
+    em = st.get("expected_minutes", {})
+    if not isinstance(em, dict) or any(r not in ROLES or isinstance(v, bool) or not isinstance(v, (int, float))
+                                       or not 0 < v <= 600 for r, v in em.items()):
+        err.add(f, None, "study.expected_minutes",
+                f"must be a table of role = minutes (1-600; roles: {', '.join(ROLES)})")
     epm = st.get("enrol_per_minute", 0)
     if not isinstance(epm, int) or isinstance(epm, bool) or epm < 0:
         err.add(f, None, "study.enrol_per_minute", "must be an integer >= 0 (0: no limit)")

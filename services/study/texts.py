@@ -132,11 +132,29 @@ def refusal(cls: type[Exception], key: str, **values) -> Exception:
     return e
 
 
+def refusals(cls: type[Exception], parts: list[Exception], fields: dict[str, Exception]) -> Exception:
+    """One error for all of a form's problems: its message is every part's, in order; `fields`
+    each form field's problem as words (the parts and fields are refusal()s or plain errors)."""
+    e = cls(" ".join(map(str, parts)))
+    e.parts, e.field_errors = parts, fields
+    e.fields = {f: str(x) for f, x in fields.items()}
+    if len(parts) == 1 and getattr(parts[0], "key", None):      # one refusal: the page may react to its key
+        e.key, e.values = parts[0].key, getattr(parts[0], "values", {})
+    return e
+
+
 def reword(e: Exception, voice: Voice) -> Exception:
-    """The refusal in the voice's language and wording (errors without a key stay as they are)."""
+    """The refusal in the voice's language and wording (errors without a key stay as they are;
+    one made by refusals() has each part and each field's problem reworded)."""
     key = getattr(e, "key", None)
     if key:
         e.args = (voice(key, **getattr(e, "values", {})),)
+    parts = getattr(e, "parts", None)
+    if parts is not None:
+        for x in [*parts, *e.field_errors.values()]:
+            reword(x, voice)
+        e.args = (" ".join(map(str, parts)),)
+        e.fields = {f: str(x) for f, x in e.field_errors.items()}
     return e
 
 

@@ -1,0 +1,189 @@
+"""Issue 29 points 2, 4 and 6 in headless Chromium, at 1280 and 390 px: what a receiver or a
+validator typed survives a reload and a second tab, and leaving with it asks first; a refused
+form marks every missing field and focuses the first; the validator's page says what "correct"
+means and shows the expected answer; every role's page says how long it takes; the semantic
+differential's instruction pages are not progress and say no "Saved."."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DEMO, RunningApp
+from tests.test_browser import ARTIFACTS, CHROMIUM, FLAGS
+
+pytestmark = pytest.mark.browser
+SIZES = [pytest.param((1280, 900), id="1280"), pytest.param((390, 844), id="390")]
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    a = RunningApp(tmp_path_factory.mktemp("round2"), env_extra={"TRADLAB_WORKER": "0"})
+    assert a.cli("import", str(DEMO)).returncode == 0
+    for role in ("receiver", "validator", "sd", "da"):
+        assert a.cli("participants", "add", "--study", "demo", "--role", role, "--count", "2").returncode == 0
+    assert a.cli("participants", "add", "--study", "demo", "--role", "sender", "--group", "USW",
+                 "--gender", "Woman", "--count", "1").returncode == 0
+    # every question with an expected answer (the reviewed questions' reference answers)
+    a.rows("INSERT INTO question_drafts (study_id, starter_id, position, en, pt, answer_en, status, origin, "
+           "created_at, updated_at) SELECT study_id, starter_id, idx, en, pt, 'expected ' || idx, 'accepted', "
+           "'imported', '2026-01-01', '2026-01-01' FROM questions")
+    a.start()
+    yield a
+    a.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is not installed: `make test` installs it (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield b
+        b.close()
+
+
+def context(browser, size):
+    w, h = size
+    return browser.new_context(viewport={"width": w, "height": h}, is_mobile=w < 600, has_touch=w < 600)
+
+
+def focused(page) -> str:
+    return page.evaluate("document.activeElement ? (document.activeElement.id || document.activeElement.name) : ''")
+
+
+def type_into(page, locator, text: str) -> None:
+    """Typed with the keyboard, as a participant does (a user gesture: the page may then ask
+    before it is left)."""
+    locator.click()
+    page.keyboard.type(text)
+
+
+def link(app, role: str, size) -> str:
+    return app.links()[role][0 if size[0] == 1280 else 1]
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_receiver_draft_survives_reload_and_second_tab_and_errors_are_marked(app, browser, size):
+    ctx = context(browser, size)
+    page = ctx.new_page()
+    url = link(app, "receiver", size)
+    page.goto(url)
+    boxes = page.locator("#receiver-form textarea")
+    boxes.first.wait_for(timeout=30000)
+    assert "Demora cerca de" in page.locator(".role-welcome").inner_text()       # the time, before starting
+    n = boxes.count()
+    type_into(page, boxes.nth(0), "A Maria")
+    type_into(page, boxes.nth(2), "três dias")
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.type), d.accept()))
+    page.reload()                                   # leaving with unsent text asks first
+    boxes.first.wait_for(timeout=30000)
+    assert dialogs == ["beforeunload"]
+    page.wait_for_function("() => document.querySelector('#answer-1').value === 'A Maria'", timeout=10000)
+    assert boxes.nth(2).input_value() == "três dias" and boxes.nth(1).input_value() == ""
+    second = ctx.new_page()                         # a second tab of the same link, mid-item
+    second.goto(url)
+    second.locator("#receiver-form textarea").first.wait_for(timeout=30000)
+    second.wait_for_function("() => document.querySelector('#answer-3').value === 'três dias'", timeout=10000)
+    assert second.locator("#answer-1").input_value() == "A Maria"
+    second.close()
+    # submitting with the others empty: one refusal naming every missing question, each marked
+    page.get_by_role("button", name="Enviar respostas").click()
+    page.locator("#receiver-form .msg.error").wait_for(timeout=15000)
+    missing = [i for i in range(1, n + 1) if i not in (1, 3)]
+    assert f"em falta: {', '.join(map(str, missing))}" in page.locator("#receiver-form .msg.error").inner_text()
+    assert page.locator("#receiver-form .field-invalid").count() == len(missing)
+    assert page.locator("#receiver-form .field-error").count() == len(missing)
+    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'answer-2'", timeout=5000)
+    assert page.locator("#answer-1").input_value() == "A Maria"             # nothing typed is lost
+    page.screenshot(path=str(ARTIFACTS / f"round2-receiver-errors-{size[0]}.png"), full_page=True)
+    # answering one takes its mark away at once; the rest are flagged, then it is saved
+    type_into(page, page.locator("#answer-2"), "sim")
+    assert page.locator("#receiver-form .field-invalid").count() == len(missing) - 1
+    flags = page.locator("#receiver-form input[type=checkbox]")
+    for i in missing[1:]:
+        flags.nth(i - 1).check()
+    assert page.locator("#receiver-form .field-invalid").count() == 0
+    assert page.locator("#receiver-form .msg.error").count() == 0           # all fixed: the error goes
+    page.get_by_role("button", name="Enviar respostas").click()
+    page.locator("#receiver-form .msg.ok").wait_for(timeout=15000)
+    # the next item starts empty, and the sent item's draft is gone
+    assert page.locator("#answer-1").input_value() == ""
+    left = page.evaluate("() => Object.keys(localStorage).filter(k => k.startsWith('tradlab-draft:'))")
+    assert left == [], left
+    ctx.close()
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_validator_reads_what_to_do_and_every_unmarked_field_is_named(app, browser, size):
+    ctx = context(browser, size)
+    page = ctx.new_page()
+    page.goto(link(app, "validator", size))
+    page.locator("#validator-form .validator-instruction").wait_for(timeout=30000)
+    assert "minutes" in page.locator(".role-welcome").inner_text()
+    text = page.locator("#validator-form .validator-instruction").inner_text()
+    assert "English source" in text and "does not answer the question either" in text
+    expected = page.locator("#validator-form .expected")
+    assert expected.count() >= 1 and "expected 1" in expected.first.inner_text()
+    marks = page.locator("#validator-form fieldset.answer-mark")
+    n = marks.count()
+    # one mark given, then Submit: the slider and every other answer are named at once
+    marks.nth(0).locator("input[value=correct]").check()
+    page.get_by_role("button", name="Submit validation").click()
+    page.locator("#validator-form .msg.error").wait_for(timeout=15000)
+    msg = page.locator("#validator-form .msg.error").inner_text()
+    assert "move the slider" in msg and "mark every answer" in msg
+    assert page.locator("#validator-form .field-invalid").count() == 1 + (n - 1)
+    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'sqm-score'", timeout=5000)
+    assert marks.nth(0).locator("input[value=correct]").is_checked()            # kept
+    page.screenshot(path=str(ARTIFACTS / f"round2-validator-errors-{size[0]}.png"), full_page=True)
+    # a reload keeps the marks chosen (the draft) and asks first
+    marks.nth(1).locator("input[value=incorrect]").check()
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.type), d.accept()))
+    page.reload()
+    page.locator("#validator-form fieldset.answer-mark").first.wait_for(timeout=30000)
+    page.wait_for_function("() => document.querySelectorAll('#validator-form input[type=radio]:checked').length == 2",
+                           timeout=10000)
+    assert dialogs == ["beforeunload"]
+    assert marks.nth(1).locator("input[value=incorrect]").is_checked()
+    page.screenshot(path=str(ARTIFACTS / f"round2-validator-top-{size[0]}.png"))
+    ctx.close()
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_sd_instruction_pages_are_not_progress_and_say_no_saved(app, browser, size):
+    ctx = context(browser, size)
+    page = ctx.new_page()
+    page.goto(link(app, "sd", size))
+    page.locator("#sd-form .progress").wait_for(timeout=30000)
+    assert "about 10 minutes" in page.locator(".role-welcome").inner_text()
+    start = page.locator("#sd-form .progress").inner_text()
+    token = link(app, "sd", size).split("?t=", 1)[1]
+    [(pages,)] = app.rows("SELECT COUNT(*) FROM assignments a JOIN participants p ON p.id = a.participant_id "
+                          "WHERE p.token = ? AND a.item_id NOT IN ('welcome', 'example')", (token,))
+    assert start.endswith(f"0 / {pages}"), start          # the sentences' pages only
+    page.screenshot(path=str(ARTIFACTS / f"round2-sd-welcome-{size[0]}.png"), full_page=True)
+    for _ in range(2):                      # the welcome, then the example
+        page.get_by_role("button", name="Next").click()
+        page.wait_for_timeout(1500)
+        assert page.locator("#sd-form .msg.ok").count() == 0
+        assert page.locator("#sd-form .progress").inner_text() == start
+    page.locator("#sd-form .sd-row").first.wait_for(timeout=15000)
+    ctx.close()
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_sender_and_da_pages_say_how_long_they_take(app, browser, size):
+    ctx = context(browser, size)
+    page = ctx.new_page()
+    for role in ("sender", "da"):
+        page.goto(app.links()[role][0])
+        page.locator(".role-welcome").wait_for(timeout=30000)
+        assert "minutes" in page.locator(".role-welcome").inner_text()
+    page.screenshot(path=str(ARTIFACTS / f"round2-da-welcome-{size[0]}.png"))
+    ctx.close()
