@@ -63,9 +63,17 @@ element.addEventListener('submit', (e) => { e.preventDefault(); send(e.target); 
 element.addEventListener('input', (e) => {
   if (e.target.type !== 'range') return;
   moved.add(e.target.name);
+  e.target.classList.add('moved');
   const out = element.querySelector('output[for="' + e.target.id + '"]');
   if (out) out.textContent = e.target.value;
   element.querySelectorAll('.msg.error[data-key="score_missing"]').forEach(x => x.remove());
+});
+// a click on an unmoved slider at the value it shows fires no input event, yet is a choice
+// (the semantic differential's sliders start in the middle: data-click-sets)
+element.addEventListener('pointerup', (e) => {
+  const t = e.target;
+  if (t.type === 'range' && 'clickSets' in t.dataset && !t.disabled && !moved.has(t.name))
+    t.dispatchEvent(new Event('input', {bubbles: true}));
 });
 element.addEventListener('keydown', (e) => {
   if (e.key !== 'Enter' || e.shiftKey || e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;
@@ -89,9 +97,11 @@ function shown() {
   if (btn) btn.disabled = false;
   form.querySelectorAll('[data-unlock-on-ended]').forEach(x => { x.disabled = true; });
   form.querySelectorAll('output').forEach(o => { o.textContent = o.dataset.empty || '–'; });
+  form.querySelectorAll('input[type=range]').forEach(x => x.classList.remove('moved'));
   // a refused answer's score comes back written in and counts as moved
   form.querySelectorAll('input[type=range][data-moved]').forEach(x => {
     moved.add(x.name);
+    x.classList.add('moved');
     const o = form.querySelector('output[for="' + x.id + '"]');
     if (o) o.textContent = x.value;
   });
