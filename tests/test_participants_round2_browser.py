@@ -318,3 +318,16 @@ def test_the_da_slider_is_labelled_at_both_ends(app_server, browser, width):
         page.locator("#da-slider").screenshot(path=str(ARTIFACTS / f"round2-da-slider-{width}.png"))
     finally:
         ctx.close()
+
+
+def test_the_prolific_redirect_has_its_own_copy_button():
+    """A study with a redirect_url: the link comes with a copy button of its own (the page
+    follows the link after 3 s; a blocked redirect leaves the participant the link to copy)."""
+    from services.participation.items import ItemView
+    from tabs.common import header_html
+
+    url = "https://app.prolific.com/submissions/complete?cc=DEMO-2026"
+    view = ItemView("da", "complete", "Done.", 2, 2, completion_code="DEMO-2026", redirect_url=url)
+    page = header_html(view)
+    assert page.count('class="copy-btn"') == 2
+    assert 'data-copy="DEMO-2026"' in page and f'data-copy="{url}"' in page
