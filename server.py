@@ -1,6 +1,7 @@
 """The web server: builds the app (a team page at "/" and one page per role), its middlewares and
 upload hardening, and serves it (TLS included). The command line that starts it is cli.py."""
 
+import json
 import re
 import sys
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ HELP_NO_LINK = ("### Welcome\nThis is a study platform. Participants: please ope
 
 
 # Enter submits the visible tab's form when focus is on a slider, a radio or the page itself,
-# never from a text box (an answer being typed is not lost to a stray Enter).
+# never from a text box (an answer being typed is not lost to a stray Enter); copy buttons copy.
 KEYBOARD_JS = """() => { document.addEventListener('keydown', (e) => {
   if (e.key !== 'Enter' || e.shiftKey || e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;
   const t = e.target;
@@ -22,6 +23,23 @@ KEYBOARD_JS = """() => { document.addEventListener('keydown', (e) => {
   const btn = [...document.querySelectorAll('.submit-btn button, button.submit-btn')]
     .find(b => b.offsetParent !== null);
   if (btn) { e.preventDefault(); btn.click(); }
+});
+// a copy button (tabs/common.py copy_button): the Clipboard API where the page is a secure
+// context, else the selection and execCommand (a plain-http study server on a LAN)
+document.addEventListener('click', async (e) => {
+  const b = e.target.closest && e.target.closest('button.copy-btn[data-copy]');
+  if (!b) return;
+  const text = b.dataset.copy;
+  let ok = false;
+  try { await navigator.clipboard.writeText(text); ok = true; } catch (err) {
+    const t = document.createElement('textarea');
+    t.value = text; t.setAttribute('readonly', ''); t.style.position = 'fixed'; t.style.opacity = '0';
+    document.body.appendChild(t); t.select();
+    try { ok = document.execCommand('copy'); } catch (err2) { ok = false; }
+    t.remove();
+  }
+  b.textContent = ok ? b.dataset.copied : (b.dataset.failed || b.textContent);
+  b.classList.toggle('copied', ok);
 }); }"""
 
 REDIRECT_JS = """(s) => { if (s && s.status === 'complete' && s.redirect_url) {
@@ -141,11 +159,12 @@ def team_page(settings, database, auth):
     return demo
 
 
-def resolve_link(database, request) -> tuple[str, str, dict | None]:
+def resolve_link(database, request, lang: str = "en") -> tuple[str, str, dict | None]:
     """(token, problem, participant) of a page's URL: a token from ?t=..., or a Prolific newcomer
     enrolled into an open self-enrolment slot (the URL's signature over study, role, group and
-    gender is checked first)."""
+    gender is checked first). The problem is in the page's language `lang`."""
     from services.study.participants import ParticipantError, enrol_from_link
+    from services.study.texts import Voice, reword
     from storage import participants
 
     q = dict(request.query_params) if request else {}
@@ -154,10 +173,10 @@ def resolve_link(database, request) -> tuple[str, str, dict | None]:
         try:
             tok = enrol_from_link(database, q)["token"]
         except ParticipantError as e:
-            problem = str(e)
+            problem = str(reword(e, Voice(lang)))       # a refusal's key (enrol_<reason>) in the page's words
     participant = participants.by_token(database, tok) if tok else None
     if tok and participant is None:
-        problem = "This link is not valid. Please use the personal link you were given."
+        problem = Voice(lang)("invalid_link")
     return tok, problem, participant
 
 
@@ -186,7 +205,7 @@ def role_page(database, settings, role: str, title: str):
             uis = [builders[name](ctx) for name in names]
 
         def on_load(request: gr.Request):
-            tok, problem, participant = resolve_link(database, request)
+            tok, problem, participant = resolve_link(database, request, lang)
             out = {token: tok, welcome: ""}
             if participant is not None and participant["role"] != role:
                 problem = Voice(lang)("not_your_role")
@@ -400,6 +419,23 @@ class RoleRedirect:
         return await self.app(scope, receive, send)
 
 
+def role_language(role: str) -> str:
+    """The language of a role's page: its first tab's (the receiver's is European Portuguese)."""
+    from services.participation.items import ROLE_TABS
+    from services.study.texts import page_language
+
+    return page_language(ROLE_TABS[role][0])
+
+
+def lang_pin_html(lang: str) -> str:
+    """A script that keeps <html lang> at the page's language: Gradio's front end sets it to the
+    browser's locale once it starts, and a screen reader or hyphenation then reads Portuguese as
+    English (or the other way round)."""
+    return ("<script>(() => { const l = %s, d = document.documentElement; const pin = () => "
+            "{ if (d.lang !== l) d.lang = l; }; pin(); new MutationObserver(pin).observe(d, "
+            "{attributes: true, attributeFilter: ['lang']}); })();</script>") % json.dumps(lang)
+
+
 class PreloadHints:
     """A role page's HTML names every script and stylesheet the page will load before its first
     item (tabs/preload.py), right after its <base>: the browser fetches them together from the
@@ -416,7 +452,8 @@ class PreloadHints:
 
             page = self.site.pages[role]
             theme = f"./theme.css?v={page.theme_hash}" if getattr(page, "theme_hash", None) else ""
-            self.hints[role] = preload.hint_html(preload.config_types(page), theme).encode("utf-8")
+            self.hints[role] = (preload.hint_html(preload.config_types(page), theme)
+                                + lang_pin_html(role_language(role))).encode("utf-8")
         return self.hints[role]
 
     async def __call__(self, scope, receive, send):
@@ -445,6 +482,7 @@ class PreloadHints:
                 at = html.find(b">", html.find(b"<base ")) + 1 if b"<base " in html else html.find(b"</head>")
                 if at > 0:
                     html = html[:at] + self.hint(role) + html[at:]
+                html = html.replace(b'lang="en"', b'lang="%s"' % role_language(role).encode(), 1)
             out = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
             await send({**start, "headers": out + [(b"content-length", str(len(html)).encode())]})
             await send({"type": "http.response.body", "body": html})

@@ -145,11 +145,21 @@ def refusal_text(e: Exception) -> Refusal:
     return r
 
 
+def copy_button(text: str, words: dict) -> str:
+    """A button that copies `text` (the page's COPY_JS in server.py does the copying), labelled in
+    the page's language; a participant on a phone need not select a code by hand."""
+    def attr(v) -> str:
+        return html.escape(str(v), quote=True)
+    return (f'<button type="button" class="copy-btn" data-copy="{attr(text)}" '
+            f'data-copied="{attr(words.get("copied", "Copied"))}" data-failed="{attr(words.get("copy_failed", ""))}">'
+            f'{html.escape(words.get("copy", "Copy"))}</button>')
+
+
 def header_html(view: ItemView | None, notice: str = "", error: str = "") -> str:
     """Progress (with how many items are ready, where they come one at a time), the notice or
     error, and the waiting or finishing message, in the view's language."""
     words = (view.labels if view is not None and view.labels else
-             {k: Voice()(k) for k in ("progress", "completion_code", "redirect")})
+             {k: Voice()(k) for k in ("progress", "completion_code", "redirect", "copy", "copied", "copy_failed")})
     parts = []
     if view is not None:
         ready = (f' <span class="ready">({html.escape(words["ready"])})</span>'
@@ -170,11 +180,12 @@ def header_html(view: ItemView | None, notice: str = "", error: str = "") -> str
         parts.append(f'<div class="msg info">{html.escape(view.message)}</div>')
         if view.status == "complete" and view.completion_code:
             parts.append(f'<div class="completion">{html.escape(words["completion_code"])} '
-                         f'<code>{html.escape(view.completion_code)}</code></div>')
+                         f'<code id="completion-code">{html.escape(view.completion_code)}</code>'
+                         f'{copy_button(view.completion_code, words)}</div>')
         if view.status == "complete" and view.redirect_url:
             url = html.escape(view.redirect_url, quote=True)
             parts.append(f'<div class="completion"><a href="{url}" id="redirect-link">'
-                         f'{html.escape(words["redirect"])}</a></div>')
+                         f'{html.escape(words["redirect"])}</a>{copy_button(view.redirect_url, words)}</div>')
     if view is None:
         return "\n".join(parts)
     return f'<div lang="{html.escape(view.lang, quote=True)}">' + "\n".join(parts) + "</div>"

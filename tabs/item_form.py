@@ -92,6 +92,7 @@ function restoreDraft(form) {
       if (typeof v !== 'number') continue;
       el.value = v;
       moved.add(el.name);
+      el.classList.add('moved');
       const o = form.querySelector('output[for="' + el.id + '"]');
       if (o) o.textContent = el.value;
     }
@@ -152,6 +153,7 @@ function edited(e) {
 element.addEventListener('input', (e) => {
   if (e.target.type === 'range') {
     moved.add(e.target.name);
+    e.target.classList.add('moved');
     const out = element.querySelector('output[for="' + e.target.id + '"]');
     if (out) out.textContent = e.target.value;
     element.querySelectorAll('.msg.error[data-key="score_missing"]').forEach(x => x.remove());
@@ -159,6 +161,13 @@ element.addEventListener('input', (e) => {
   edited(e);
 });
 element.addEventListener('change', edited);
+// a click on an unmoved slider at the value it shows fires no input event, yet is a choice
+// (the semantic differential's sliders start in the middle: data-click-sets)
+element.addEventListener('pointerup', (e) => {
+  const t = e.target;
+  if (t.type === 'range' && 'clickSets' in t.dataset && !t.disabled && !moved.has(t.name))
+    t.dispatchEvent(new Event('input', {bubbles: true}));
+});
 element.addEventListener('keydown', (e) => {
   if (e.key !== 'Enter' || e.shiftKey || e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;
   const t = e.target;
@@ -195,9 +204,11 @@ function shown() {
   form.querySelectorAll('[data-unlock-on-ended]').forEach(x => { x.disabled = true; });
   form.querySelectorAll('output').forEach(o => { o.textContent = o.dataset.empty || '–'; });
   unmark(form);
+  form.querySelectorAll('input[type=range]').forEach(x => x.classList.remove('moved'));
   // a refused answer's score comes back written in and counts as moved
   form.querySelectorAll('input[type=range][data-moved]').forEach(x => {
     moved.add(x.name);
+    x.classList.add('moved');
     const o = form.querySelector('output[for="' + x.id + '"]');
     if (o) o.textContent = x.value;
   });

@@ -16,26 +16,50 @@ from tabs.item_form import form_tab
 DIMENSIONS = ("satisfaction", "trust", "reliance")
 
 
-def _answer_html(a: dict, flagged: dict) -> str:
-    """One disclosed answer: what the receiver wrote and the validator's mark; a question the
-    receiver flagged as not answerable reads as such, with whether the validator accepted it."""
+def _answer_html(a: dict, words: dict) -> str:
+    """One disclosed answer, its outcome at a glance (a class, a mark and a word: correct,
+    incorrect, or accepted as not answerable), the English question beside the receiver's answer,
+    which is labelled as Portuguese; a question the receiver flagged as not answerable reads as
+    such, with whether the validator accepted it."""
     if a["unanswerable"]:
-        verdict = flagged.get("flagged_accepted" if a["correct"] else "flagged_refused", "")
-        return (f"<li>{html.escape(a['en'])}<br><i>{html.escape(flagged.get('flagged', ''))}</i> "
-                f"&mdash; <b>{html.escape(verdict)}</b></li>")
-    return (f"<li>{html.escape(a['en'])}<br><i>Answer:</i> {html.escape(a['answer'])} "
-            f"&mdash; <b>{'correct' if a['correct'] else 'incorrect'}</b></li>")
+        kind = "accepted" if a["correct"] else "incorrect"
+        verdict = words.get("flagged_accepted" if a["correct"] else "flagged_refused", "")
+        said = (f'<i>{html.escape(words.get("flagged", ""))}</i> &mdash; {html.escape(verdict)}')
+    else:
+        kind = "correct" if a["correct"] else "incorrect"
+        said = f'<span lang="pt-PT">{plain_html(a["answer"])}</span>'
+    mark = {"correct": "✓", "accepted": "✓", "incorrect": "✗"}[kind]
+    return (f'<li class="outcome outcome-{kind}"><span class="outcome-mark"><span aria-hidden="true">{mark}</span> '
+            f'{html.escape(words.get("outcome_" + kind, kind))}</span>'
+            f'<div class="outcome-q"><span class="outcome-label">{html.escape(words.get("question_label", ""))}'
+            f'</span>{plain_html(a["en"])}</div>'
+            f'<div class="outcome-a"><span class="outcome-label">{html.escape(words.get("answer_label", ""))}'
+            f'</span>{said}</div></li>')
 
 
-def _outcomes_html(outcomes, flagged: dict | None = None) -> str:
-    flagged = flagged or texts()["survey"]
+def _score_html(o: dict, sqm: list, words: dict) -> str:
+    """The validator's score with its DA+SQM label (paper 000), and the scale's labelled points
+    with the score's own marked, so the number reads against the scale the validator used."""
+    current = ' class="current" aria-current="true"'
+    points = "".join(
+        f'<li{current if s["label"] == o["label"] else ""}><b>{s["value"]:.0f}</b> {html.escape(s["label"])}</li>'
+        for s in sorted(sqm, key=lambda s: s["value"]))
+    scale = f'<ol class="outcome-sqm">{points}</ol>' if points else ""
+    return (f'<div class="outcome-score"><span class="outcome-label">{html.escape(words.get("score_label", ""))}'
+            f'</span><span class="outcome-score-value"><b>{o["translation_score"]:.0f} / 100</b> &mdash; '
+            f'<i>{html.escape(o["label"])}</i></span>{scale}</div>')
+
+
+def _outcomes_html(outcomes, flagged: dict | None = None, sqm: list | None = None) -> str:
+    words = {**texts()["survey"], **(flagged or {})}
+    sqm = texts()["sqm"] if sqm is None else sqm
     parts = []
     for o in outcomes:
-        rows = "".join(_answer_html(a, flagged) for a in o["answers"])
-        parts.append(f"<p>The Portuguese speaker answered {sum(bool(a['correct']) for a in o['answers'])} of "
-                     f"{len(o['answers'])} questions correctly (QA score {o['qa_score']:.0%}).</p><ol>{rows}</ol>"
-                     f"<p>A bilingual validator scored the translation <b>{o['translation_score']:.0f} / 100</b>: "
-                     f"<i>{html.escape(o['label'])}</i>.</p>")
+        rows = "".join(_answer_html(a, words) for a in o["answers"])
+        parts.append(f'<p class="outcome-summary">The Portuguese speaker answered '
+                     f'{sum(bool(a["correct"]) for a in o["answers"])} of {len(o["answers"])} questions correctly '
+                     f'(QA score {o["qa_score"]:.0%}).</p><ol class="outcome-list">{rows}</ol>'
+                     f'{_score_html(o, sqm, words)}')
     return "".join(parts)
 
 
@@ -58,7 +82,7 @@ def body_html(c: dict, typed: dict | None = None) -> str:
                  f'<audio controls preload="metadata" src="{html.escape(file_url(c["recording"]), quote=True)}">'
                  f'</audio></div>'
                  if c.get("recording") else "")
-    outcomes = (f'<div class="outcomes">{_outcomes_html(c.get("outcomes", []), c.get("flagged"))}</div>'
+    outcomes = (f'<div class="outcomes">{_outcomes_html(c.get("outcomes", []), c.get("flagged"), c.get("sqm"))}</div>'
                 if informed else "")
     statements = "".join(_statement_html(d, c.get("statements", {}).get(d, d), c.get("likert", []), typed.get(d))
                          for d in DIMENSIONS)

@@ -97,7 +97,8 @@ def test_a_flagged_answer_is_disclosed_as_flagged_not_as_correct():
     page = _outcomes_html([outcome])
     assert page.count("marked as not answerable from the translation") == 2
     assert "the validator accepted this as correct" in page and "the validator counted this as incorrect" in page
-    assert page.count("&mdash; <b>correct</b>") == 1          # only the answer that was written
+    assert page.count('class="outcome outcome-correct"') == 1          # only the answer that was written
+    assert page.count('class="outcome outcome-accepted"') == 1 and page.count('class="outcome outcome-incorrect"') == 1
     assert "Perfect meaning and grammar" in page
 
 

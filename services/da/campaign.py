@@ -147,7 +147,9 @@ def item_content(database, study, a, media_dir) -> dict | None:
     Neither mode carries the reference or the candidate as text."""
     it = studies.da_hit_item(database, int(a["item_id"]))
     modality = a["meta"]["modality"]
-    base = {"modality": modality, "pos": it["pos"]}
+    words = texts(study)["da"]
+    # the slider's end labels (paper 001, Figures 1 and 2: the question's answer at either end)
+    base = {"modality": modality, "pos": it["pos"], "scale_low": words["scale_low"], "scale_high": words["scale_high"]}
     if modality == "text":
         image, narrow = render_item_images(it["reference"], it["candidate"], media_dir)
         return {**base, "image": str(image), "image_narrow": str(narrow)}

@@ -180,7 +180,9 @@ def _content(database, study, p, a) -> dict:
                "statements": {k: wording(k) for k in ("satisfaction", "trust", "reliance")},
                "heading": wording("heading"), "instruction": wording("instruction"),
                "likert": survey["likert"],
-               "flagged": {k: survey[k] for k in ("flagged", "flagged_accepted", "flagged_refused")}}
+               "flagged": {k: survey[k] for k in ("flagged", "flagged_accepted", "flagged_refused", "outcome_correct",
+                                                  "outcome_incorrect", "outcome_accepted", "question_label",
+                                                  "answer_label", "score_label")}}
     if phase == "survey_informed":
         outcomes = []
         for v in results.validations_for_exchange(database, ex["id"]):
@@ -192,6 +194,7 @@ def _content(database, study, p, a) -> dict:
                              "unanswerable": bool(ans.get(q["idx"], {}).get("unanswerable")),
                              "correct": v["marks"].get(q["idx"])} for q in qs]})
         content["outcomes"] = outcomes
+        content["sqm"] = [{"value": s["value"], "label": s["label"]} for s in texts(study)["sqm"]]
     return content
 
 
@@ -208,7 +211,7 @@ def get_view(database, token: str | None, tab: str, touch: bool = True, media_di
 
 
 def _labels(voice: Voice, ready: int | None = None) -> dict:
-    out = {k: voice(k) for k in ("progress", "completion_code", "redirect")}
+    out = {k: voice(k) for k in ("progress", "completion_code", "redirect", "copy", "copied", "copy_failed")}
     if ready is not None:
         out["ready"] = voice.ready(ready)
     return out

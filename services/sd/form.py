@@ -123,6 +123,16 @@ def _word(wording: dict, key: str, lang: str) -> str:
     return wording.get(f"{key}_{lang}", "") if lang != "en" else wording.get(key, "")
 
 
+def input_kind(sd: dict) -> str:
+    """How a pair is rated: "slider" (paper 002, -3..+3) or "radio" (seven points)."""
+    return "radio" if sd.get("input") == "radio" else "slider"
+
+
+def _instruction_key(key: str, sd: dict) -> str:
+    """The welcome's and the reminder's wording for the study's input (the slider's is Table 3's)."""
+    return f"{key}_radio" if input_kind(sd) == "radio" else key
+
+
 def fill(text: str, values: dict) -> str:
     """{name} placeholders replaced by values (other braces are left as they are)."""
     for k, v in values.items():
@@ -142,7 +152,7 @@ def page_content(database, study, a, wording: dict) -> dict:
     lang = instructions_language(sd)
     kind = meta.get("kind")
     if kind == "welcome":
-        text = fill(_word(wording, "welcome", lang), instruction_values(sd, len(pairs)))
+        text = fill(_word(wording, _instruction_key("welcome", sd), lang), instruction_values(sd, len(pairs)))
         return {"kind": "welcome", "instruction": text, "example": "", "pairs": [], "language": lang}
     if kind == "example":
         return {"kind": "example", "instruction": "", "example": _word(wording, "example", lang), "pairs": [],
@@ -158,5 +168,5 @@ def page_content(database, study, a, wording: dict) -> dict:
         left, right = (q["positive"], q["negative"]) if e["positive_left"] else (q["negative"], q["positive"])
         shown.append({"slot": e.get("slot", e["pair_id"]), "pair_id": q["id"], "left": left, "right": right})
     return {"kind": "ratings", "sentence": sent["text"], "pairs": shown,
-            "instruction": _word(wording, "instruction", lang), "example": "", "page": meta.get("page", 1),
-            "pages": meta.get("pages", 1), "language": lang}
+            "instruction": _word(wording, _instruction_key("instruction", sd), lang), "example": "",
+            "page": meta.get("page", 1), "pages": meta.get("pages", 1), "language": lang, "input": input_kind(sd)}

@@ -120,10 +120,12 @@ DEFAULTS = {
            "reliability_alpha": 0.05},
     # paper 002 (section 3.2, Table 3): 3 sentences each, 20 pairs + 2 repeats (22 scales) per
     # sentence over 4 pages, the instructions in English or the German original (""): the
-    # pairs' language when it is de, else English), about 10 minutes (sections 3.2, 4.1)
+    # pairs' language when it is de, else English), about 10 minutes (sections 3.2, 4.1); input:
+    # a slider per pair from -3 to +3 in seven steps (Table 3: "move the slider"), or "radio":
+    # seven points per pair, for labs that prefer them (the instructions follow)
     "sd": {"sentences": None, "pairs": None, "language": "en", "sentences_per_participant": 3,
            "repeats_per_sentence": 2, "pages_per_sentence": 4, "pairs_per_page": 0, "mode": "main",
-           "instructions_language": "", "expected_seconds": 600},
+           "instructions_language": "", "expected_seconds": 600, "input": "slider"},
     # before a participant's first item (services/study/consent.py checks these sections)
     "consent": {"text": "", "file": "", "agree": "I agree to take part in this study.",
                 "decline": "I do not agree.", "roles": []},
@@ -401,6 +403,9 @@ def _check_config(raw: dict, err: _Collector) -> dict:
                 err.add(f, None, f"sd.{k}", f"must be an integer >= {lo}")
         if sd.get("mode") not in ("main", "preliminary"):
             err.add(f, None, "sd.mode", "must be main or preliminary (suitability ratings of each pair at the end)")
+        if sd.get("input") not in ("slider", "radio"):
+            err.add(f, None, "sd.input", f'must be "slider" (paper 002: one slider per pair, -3 to +3) or "radio" '
+                    f"(seven points per pair), got {sd.get('input')!r}")
         if sd.get("instructions_language") not in ("", "en", "de"):
             err.add(f, None, "sd.instructions_language",
                     'must be "en" (the paper\'s English translation), "de" (its German original) or "" '

@@ -219,11 +219,14 @@ def prolific_links(database, study_id: str, public_url: str) -> list[dict]:
 
 
 class EnrolRefused(ParticipantError):
-    """A Prolific enrolment turned away; `reason` is a short code for the audit log."""
+    """A Prolific enrolment turned away; `reason` is a short code for the audit log. Its page
+    wording is the key enrol_<reason> (assets/texts/<language>.toml), so the page that shows it
+    rewords it in its own language (services/study/texts.py reword)."""
 
-    def __init__(self, message: str, reason: str):
+    def __init__(self, message: str, reason: str, **values):
         super().__init__(message)
         self.reason = reason
+        self.key, self.values = f"enrol_{reason}", values
 
 
 TAMPERED = ("This study link is incomplete or has been changed. Please open the study again "
@@ -281,10 +284,11 @@ def enrol(database, study_id: str, role: str, prolific_pid: str, prolific_study:
 def _enrol(database, study_id, role, prolific_pid, prolific_study, session, group, gender) -> dict:
     study = studies.get_study(database, study_id)
     if not study:
-        raise EnrolRefused(f"unknown study '{study_id}'", "unknown_study")
+        raise EnrolRefused(f"unknown study '{study_id}'", "unknown_study", study=study_id)
     cfg = study["config"]
     if role not in cfg["study"]["self_enrol"]:
-        raise EnrolRefused(f"this study does not take {role} participants from Prolific links", "role_closed")
+        raise EnrolRefused(f"this study does not take {role} participants from Prolific links", "role_closed",
+                           role=role)
     pid = (prolific_pid or "").strip()
     if not pid or len(pid) > 64 or not pid.replace("_", "").replace("-", "").isalnum():
         raise EnrolRefused("the PROLIFIC_PID in this link is not valid", "bad_pid")
@@ -306,7 +310,7 @@ def _enrol(database, study_id, role, prolific_pid, prolific_study, session, grou
         if held:
             raise EnrolRefused(f"this Prolific account already takes part in this study as a {held[0]['role']}; "
                                "one person can hold only one role, so please return this study on Prolific",
-                               "second_role")
+                               "second_role", role=held[0]["role"])
         limit = cfg["study"].get("enrol_per_minute", 60)
         if limit:
             since = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=60)).isoformat(timespec="milliseconds")
