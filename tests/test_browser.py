@@ -72,7 +72,7 @@ def test_receiver_answers_and_resumes_after_reload(app_server, page):
 
 
 def test_admin_tab_on_localhost_without_password(app_server, page):
-    page.goto(app_server.url)
+    page.goto(app_server.admin_url)      # the admin link the server printed
     # no password set: the admin opens at once, without a login form (issue 28)
     page.locator("#admin-dashboard .dash").wait_for(timeout=30000)
     page.screenshot(path=str(ARTIFACTS / "admin.png"), full_page=True)
