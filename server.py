@@ -152,7 +152,10 @@ def resolve_link(database, request) -> tuple[str, str, dict | None]:
     tok, problem = q.get("t") or "", ""
     if not tok and q.get("PROLIFIC_PID"):
         try:
-            tok = enrol_from_link(database, q)["token"]
+            from services.admin.auth import throttle_key
+
+            client = throttle_key(request.client.host if request.client else None, getattr(request, "headers", None))
+            tok = enrol_from_link(database, q, client=client)["token"]
         except ParticipantError as e:
             problem = str(e)
     participant = participants.by_token(database, tok) if tok else None

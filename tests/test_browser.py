@@ -108,12 +108,12 @@ def test_prolific_url_enrols_into_an_open_slot(app_server, page):
     page.goto(url)
     assert "0 / 24" in progress(page)         # one DA HIT of the demo campaign
     page.get_by_role("tab", name="Direct assessment").wait_for()
-    # the same Prolific participant coming back gets the same slot
-    page.goto(url.replace("sess1", "sess2"))
+    # the same Prolific participant coming back (the same Prolific session) gets the same slot
+    page.goto(url)
     assert "0 / 24" in progress(page)         # one DA HIT of the demo campaign
     rows = app_server.rows("SELECT prolific_study_id, prolific_session_id FROM participants "
                            "WHERE prolific_pid = '5f0c1a2b3c4d5e6f7a8b9c0d'")
-    assert rows == [("study42", "sess2")]
+    assert rows == [("study42", "sess1")]
 
 
 def test_semantic_differential_scale_stays_on_one_line_on_a_phone(app_server, page):

@@ -79,7 +79,9 @@ DEFAULTS = {
               # arriving with another STUDY_ID is refused. Roles not listed are not bound.
               "prolific_study_ids": {},
               # new self-enrolments taken per minute in this study, at most (0: no limit)
-              "enrol_per_minute": 60},
+              "enrol_per_minute": 60,
+              # new self-enrolments one client (address) takes per minute, at most (0: no limit)
+              "enrol_per_client_per_minute": 3},
     "usability": {"starters": None, "questions": None, "exchanges": "", "items_per_sender": 10, "metrics": [],
                   "references": "",
                   "items_per_receiver": 30, "items_per_validator": 30, "redundancy": 1,
@@ -314,9 +316,10 @@ def _check_config(raw: dict, err: _Collector) -> dict:
                 err.add(f, None, "study.prolific_study_ids", f"'{r}' is not a role in study.self_enrol")
             if not ids or any(not isinstance(x, str) or not x.strip() for x in ids):
                 err.add(f, None, f"study.prolific_study_ids.{r}", "must be a non-empty string or list of strings")
-    epm = st.get("enrol_per_minute", 0)
-    if not isinstance(epm, int) or isinstance(epm, bool) or epm < 0:
-        err.add(f, None, "study.enrol_per_minute", "must be an integer >= 0 (0: no limit)")
+    for key in ("enrol_per_minute", "enrol_per_client_per_minute"):
+        epm = st.get(key, 0)
+        if not isinstance(epm, int) or isinstance(epm, bool) or epm < 0:
+            err.add(f, None, f"study.{key}", "must be an integer >= 0 (0: no limit)")
     for k in ("completion_code", "redirect_url", "description"):
         if k in st and not isinstance(st[k], str):
             err.add(f, None, f"study.{k}", "must be a string")
