@@ -187,13 +187,14 @@ def test_a_stranger_cannot_lock_the_team_out_of_the_running_app(tmp_path):
         started = time.perf_counter()
         t = threading.Thread(target=stranger)
         t.start()
-        time.sleep(3)
+        while len(said) < 35 and t.is_alive():      # past the old global allowance (30 failures)
+            time.sleep(0.2)
         client = AppClient(app.url)
-        for _ in range(4):
+        for _ in range(4):                          # while the stranger keeps guessing
             t0 = time.perf_counter()
             out = client.predict("team-pass-30", api_name="/admin_login")
-            team.append((bool(out[0]), time.perf_counter() - t0, str(out[1])))
-            time.sleep(2)
+            team.append((isinstance(out[0], str) and bool(out[0]), time.perf_counter() - t0, str(out[1])))
+            time.sleep(1)
         t.join()
         spent = time.perf_counter() - started
         assert [ok for ok, _, _ in team] == [True] * 4, team
