@@ -79,7 +79,7 @@ def page_of_api(api_name: str) -> str:
 def build_app(settings, database) -> Site:
     from services.admin import auth as admin
 
-    auth = admin.AdminAuth(settings.admin_password, database)
+    auth = admin.AdminAuth(settings.admin_password, database, local_secret=settings.admin_secret)
     refuse_remote_files()
     site = Site(team_page(settings, database, auth),
                 {role: role_page(database, settings, role, label) for role, label in ROLE_PAGES.items()})
@@ -171,7 +171,10 @@ def resolve_link(database, request, lang: str = "en") -> tuple[str, str, dict | 
     tok, problem = q.get("t") or "", ""
     if not tok and q.get("PROLIFIC_PID"):
         try:
-            tok = enrol_from_link(database, q)["token"]
+            from services.admin.auth import throttle_key
+
+            client = throttle_key(request.client.host if request.client else None, getattr(request, "headers", None))
+            tok = enrol_from_link(database, q, client=client)["token"]
         except ParticipantError as e:
             problem = str(reword(e, Voice(lang)))       # a refusal's key (enrol_<reason>) in the page's words
     participant = participants.by_token(database, tok) if tok else None
@@ -760,9 +763,16 @@ def serve(args, settings, connect):
     exposed = exposure_warning(host, settings.admin_password, settings.on_space, args.root_path)
     if exposed:
         print(exposed, file=sys.stderr)
+    if not settings.admin_password and not settings.admin_secret:
+        # the passwordless admin's key, new each start; only this terminal sees it (admin_link)
+        import secrets
+
+        settings = dataclasses.replace(settings, admin_secret=secrets.token_urlsafe(24))
     database = connect()
     if args.demo:
         ensure_demo(database, settings)
+    elif not settings.admin_password:
+        print(admin_link(settings), flush=True)
     site = build_app(settings, database)
     demo = site.team
     demo.queue(default_concurrency_limit=16)
@@ -873,4 +883,11 @@ def ensure_demo(database, settings):
         if row["role"] not in seen:
             seen.add(row["role"])
             print(f"  {row['role']:<10} {row['url']}")
-    print(f"  admin      {settings.public_url}/  (Admin tab)")
+    print(f"  admin      {settings.public_url}/  (Admin tab)" if settings.admin_password
+          else f"  {admin_link(settings)}")
+
+
+def admin_link(settings) -> str:
+    """The line naming the passwordless admin's link (services.admin.auth: the secret is its key)."""
+    return (f"Admin link (no TRADLAB_ADMIN_PASSWORD set; the link is the key, keep it to yourself): "
+            f"{settings.public_url}/?admin={settings.admin_secret}")

@@ -488,3 +488,23 @@ def m012_da_hit_outcomes_tts_and_domain(db) -> None:
         ALTER TABLE da_hit_items ADD COLUMN tts_voice TEXT;
         ALTER TABLE da_segments ADD COLUMN domain TEXT NOT NULL DEFAULT ''
         """)
+
+
+@migrations()
+def m013_enrolment_returns_and_refusal_counts(db) -> None:
+    # Issue 30 (services/study/participants.py): the team's "New link" also closes the Prolific
+    # way back into a slot (prolific_return_revoked_at); refused enrolments are counted per
+    # (study, role, reason, minute) instead of one audit row each (a page load of a hostile
+    # client cost a write under the answers' lock and 500 bytes). Unsigned requests count under
+    # study '' and role '' (their fields are the caller's to invent).
+    _run_script(db, """
+        ALTER TABLE participants ADD COLUMN prolific_return_revoked_at TEXT;
+        CREATE TABLE enrol_refusals (
+            study_id TEXT NOT NULL,
+            role TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            minute TEXT NOT NULL,
+            count INTEGER NOT NULL,
+            PRIMARY KEY (study_id, role, reason, minute)
+        )
+        """)

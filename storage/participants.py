@@ -138,6 +138,29 @@ def set_token(db, participant_id: int, token: str) -> None:
     db.execute("UPDATE participants SET token = ? WHERE id = ?", [token, participant_id])
 
 
+def revoke_prolific_return(db, participant_id: int) -> None:
+    """A Prolific URL no longer leads back into this slot (its PROLIFIC_PID and SESSION_ID stay, for
+    the completion list); set with a new private link."""
+    db.execute("UPDATE participants SET prolific_return_revoked_at = ? WHERE id = ? AND prolific_pid IS NOT NULL",
+               [now(), participant_id])
+
+
+def add_refusals(db, counts: dict[tuple[str, str, str, str], int]) -> None:
+    """Refused enrolments, (study, role, reason, minute) -> how many more: one row per key."""
+    db.conn.executemany(
+        "INSERT INTO enrol_refusals (study_id, role, reason, minute, count) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (study_id, role, reason, minute) DO UPDATE SET count = count + excluded.count",
+        [(*key, n) for key, n in counts.items()])
+
+
+def refusal_counts(database: Database, study_id: str | None = None) -> list[dict]:
+    """The counted refusals, oldest minute first (study_id None: all, unsigned ones included)."""
+    if study_id is None:
+        return database.query("SELECT * FROM enrol_refusals ORDER BY minute, study_id, role, reason")
+    return database.query("SELECT * FROM enrol_refusals WHERE study_id = ? ORDER BY minute, role, reason",
+                          [study_id])
+
+
 def mark_completed(db, participant_id: int) -> bool:
     """Stamps the first time a participant finished their role; later calls change nothing."""
     cur = db.execute("UPDATE participants SET completed_at = ? WHERE id = ? AND completed_at IS NULL",

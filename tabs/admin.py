@@ -176,19 +176,28 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         """Ends the session on the server (its id opens nothing any more) and shows the login form
         (without a password: only the button, which opens a new session)."""
         auth.logout(sess, _host(request))
+        if not auth.needs_password:      # no form to log in again: the admin link (reloading it) does
+            return {session: "", password: gr.update(value="", visible=False), login_row: gr.update(visible=False),
+                    notice: "Logged out. Open the admin link again (or reload this page) to log in.",
+                    panel: gr.update(visible=False), dash_timer: gr.Timer(active=False)}
         return {session: "", password: gr.update(value="", visible=auth.needs_password), notice: "Logged out.",
                 login_row: gr.update(visible=True), panel: gr.update(visible=False),
                 dash_timer: gr.Timer(active=False)}
 
     @details_for_admin
     def open_at_once(request: gr.Request):
-        """On the page's load: without a password a local request needs no form (docs/security.md),
-        so the admin opens at once; a remote one is refused as by Log in (the form stays hidden);
-        with a password the form shows, saying why it is needed."""
+        """On the page's load: without a password a local request with the admin link (/?admin=
+        SECRET, printed by the server at start) needs no form (docs/security.md), so the admin opens
+        at once; without the link it says where the link is, and a remote one is refused as by Log
+        in (the form stays hidden); with a password the form shows, saying why it is needed."""
         if auth.needs_password:
             return {login_row: gr.update(visible=True), password: gr.update(visible=True),
                     login_why: LOGIN_WHY}
-        return do_login("", request)
+        secret = dict(getattr(request, "query_params", None) or {}).get("admin") or ""
+        if not secret:
+            shown = admin.NEEDS_ADMIN_LINK if auth.available(_host(request)) else admin.REMOTE_WITHOUT_PASSWORD
+            return {notice: shown}
+        return do_login(secret, request)
 
     @admin_only(auth, review_msg)
     def open_recording(sess, rid, request: gr.Request):
@@ -248,6 +257,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
     for trigger in (login.click, password.submit):
         api = {"api_name": "admin_login", "api_visibility": "undocumented"} if trigger == login.click else \
             {"api_visibility": "private"}
+        # one login at a time: a check paced by the throttle (LoginThrottle.turn) holds one thread, not many
+        api.update(concurrency_id="admin_login", concurrency_limit=1)
         # then: timestamps in the browser's zone (tabs/admin_dashboard.LOCAL_TIMES_JS)
         trigger(do_login, [password], outs, **api).then(None, js=admin_dashboard.LOCAL_TIMES_JS)
     logout.click(do_logout, [session], [session, password, notice, login_row, panel, dash_timer],

@@ -63,6 +63,10 @@ atexit.register(shutil.rmtree, _DEMO_TMP, True)
 DEMO = demo_with_exchanges(_DEMO_TMP / "demo_study")
 # PNG copies of figures start a browser (seconds): only tests/test_figure_files.py asks for them
 os.environ.setdefault("TRADLAB_FIGURE_PNG", "0")
+# The passwordless admin's secret (the admin link /?admin=SECRET the server prints at start): one
+# for the whole run, so every app the tests start (RunningApp copies this environment) and every
+# team page built in process open the admin with it (admin_session, RunningApp.admin_url)
+ADMIN_SECRET = os.environ.setdefault("TRADLAB_ADMIN_SECRET", "test-admin-secret-" + os.urandom(12).hex())
 
 
 @pytest.fixture
@@ -170,6 +174,11 @@ class RunningApp:
                     "GRADIO_ANALYTICS_ENABLED": "False", **(env_extra or {})}
         self.proc = None
 
+    @property
+    def admin_url(self) -> str:
+        """The team page as the admin link opens it (no password set: the printed /?admin=SECRET)."""
+        return f"{self.url}/?admin={self.env.get('TRADLAB_ADMIN_SECRET', ADMIN_SECRET)}"
+
     def cli(self, *args) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "app.py", *args], cwd=ROOT, env=self.env,
                               capture_output=True, text=True, timeout=120)
@@ -272,9 +281,10 @@ class AppClient:
         return self.page(page_of_api(api_name)).submit(*args, api_name=api_name)
 
 
-def admin_session(client) -> str:
-    """An admin session from the password form (empty: the tests' local, passwordless admin)."""
-    return client.predict("", api_name="/admin_login")[0]
+def admin_session(client, secret: str = ADMIN_SECRET) -> str:
+    """An admin session from the login event: with no password set its value is the admin link's
+    secret (the tests' local, passwordless admin)."""
+    return client.predict(secret, api_name="/admin_login")[0]
 
 
 def token_of(url: str) -> str:

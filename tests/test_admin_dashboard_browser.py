@@ -91,7 +91,7 @@ def card(pg, label: str) -> str:
 def test_the_dashboard_fits_a_desktop_screen_and_refreshes_by_itself(app_server, simulated, browser):
     context = browser.new_context(viewport={"width": 1280, "height": 800}, timezone_id=ZONE)
     pg = context.new_page()
-    log_in(pg, app_server.url)
+    log_in(pg, app_server.admin_url)
     assert card(pg, "recordings to review") == "2"
     assert card(pg, "failing jobs") == "1"
     assert card(pg, "stalled") == "1"
@@ -139,7 +139,7 @@ def test_the_admin_page_on_a_phone(app_server, simulated, browser):
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True,
                                   timezone_id=ZONE)
     pg = context.new_page()
-    log_in(pg, app_server.url)
+    log_in(pg, app_server.admin_url)
     assert pg.evaluate("document.documentElement.scrollWidth") <= 390           # no sideways scroll
     cards = pg.locator(".dash-card")
     boxes = [cards.nth(i).bounding_box() for i in range(cards.count())]

@@ -143,7 +143,7 @@ def test_rows_are_picked_by_clicking_in_the_browser(client, session, app):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = browser.new_page(viewport={"width": 1200, "height": 1000})
-        page.goto(app.url)
+        page.goto(app.admin_url)
         # no password set: the admin opens at once, without a login form (issue 28)
         page.get_by_text("Comprehension questions", exact=True).first.click()
         starters = page.locator("#question-starters [role=gridcell]")

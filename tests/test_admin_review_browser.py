@@ -48,7 +48,7 @@ def flag_two_recordings(app_server) -> list[int]:
 
 def test_the_review_table_reads_at_desktop_width(app_server, page):
     ids = flag_two_recordings(app_server)
-    page.goto(app_server.url)
+    page.goto(app_server.admin_url)
     # no password set: the admin opens at once, without a login form (issue 28)
     # closed under the dashboard until opened (issue 28)
     page.get_by_text("Recordings to review (flagged by QC)", exact=True).click()

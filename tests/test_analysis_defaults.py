@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from gradio.state_holder import SessionState
 
+from conftest import ADMIN_SECRET
 from services.admin import auth as admin
 from services.common.settings import Settings
 from services.participation.items import get_view
@@ -34,10 +35,10 @@ class TeamPage:
     def __init__(self, db, password="pw"):
         import server
 
-        self.auth = admin.AdminAuth(password)
+        self.auth = admin.AdminAuth(password, local_secret=ADMIN_SECRET)
         self.demo = server.team_page(Settings.from_env(), db, self.auth)
         self.state = SessionState(self.demo)
-        self.session = self.auth.login(password, "127.0.0.1")
+        self.session = self.auth.login(password or ADMIN_SECRET, "127.0.0.1")
 
     def fn(self, name):
         # the first event of that handler (Show's "run" also answers a new session)
@@ -241,6 +242,7 @@ def test_the_admin_opens_at_once_without_a_password(empty_demo, password):
     class Local:
         client = type("C", (), {"host": "127.0.0.1"})()
         headers = {"host": "127.0.0.1:7860"}
+        query_params = {"admin": ADMIN_SECRET}          # the admin link the server printed
 
     got = fn.fn(Local())
     by_label = {getattr(c, "label", None) or type(c).__name__: v for c, v in got.items()}

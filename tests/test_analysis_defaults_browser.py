@@ -26,7 +26,7 @@ def empty_app(tmp_path_factory):
 
 
 def test_the_analysis_buttons_on_an_empty_study_show_no_error(empty_app, page):  # noqa: F811
-    page.goto(empty_app.url)
+    page.goto(empty_app.admin_url)
     page.locator("#admin-dashboard .dash").wait_for(timeout=30000)
     assert page.get_by_label("Admin password").count() == 0 or not page.get_by_label("Admin password").is_visible()
     page.get_by_role("tab", name="Analysis").click()

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import AppClient
-from tests.conftest import admin_session, token_of
+from tests.conftest import ADMIN_SECRET, admin_session, token_of
 
 
 @pytest.fixture(scope="module")
@@ -390,7 +390,7 @@ def test_passwordless_admin_refuses_a_request_through_a_proxy(app_server):
     out = proxied.predict("", api_name="/admin_login")
     assert not isinstance(out[0], str) or not out[0]        # no session handed out
     assert "localhost" in str(out[1])
-    direct = AppClient(app_server.url).predict("", api_name="/admin_login")
+    direct = AppClient(app_server.url).predict(ADMIN_SECRET, api_name="/admin_login")
     assert direct[0]
 
 

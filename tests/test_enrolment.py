@@ -1,6 +1,6 @@
 """Prolific self-enrolment cannot be steered (issue 17): signed URLs, STUDY_ID binding, one role
 per Prolific id, self-enrolment slots apart from private-link slots, a per-study rate limit, and
-every refusal in the audit log with nothing else stored."""
+every refusal counted (per study, role, reason and minute) with nothing else stored."""
 from __future__ import annotations
 
 import json
@@ -18,6 +18,7 @@ from services.study.participants import (
     enrol_from_link,
     prolific_link,
     prolific_links,
+    refusal_counts,
 )
 from tests.conftest import DEMO, run_cli
 
@@ -48,24 +49,25 @@ def _link(db, role, group=None, gender=None, pid="5f3a9c0e1b2d4a0012345678", **k
 
 
 def _state(db) -> list:
-    """Everything enrolment may change: the participants and the non-refusal events."""
-    return (db.query("SELECT * FROM participants ORDER BY id"),
-            db.query("SELECT * FROM events WHERE action != 'enrol_refused' ORDER BY id"))
+    """Everything enrolment may change: the participants and the audit log."""
+    return (db.query("SELECT * FROM participants ORDER BY id"), db.query("SELECT * FROM events ORDER BY id"))
 
 
-def _refusals(db) -> list[dict]:
-    rows = db.query("SELECT * FROM events WHERE action = 'enrol_refused' ORDER BY id")
-    return [{**r, "detail": json.loads(r["detail"])} for r in rows]
+def _refusals(db) -> dict[str, int]:
+    """Refused enrolments counted so far, by reason (services.study.participants.refusal_counts)."""
+    out: dict[str, int] = {}
+    for r in refusal_counts(db):
+        out[r["reason"]] = out.get(r["reason"], 0) + r["count"]
+    return out
 
 
 def _refused(db, query: dict, message: str, reason: str) -> None:
-    before, logged = _state(db), len(_refusals(db))
+    before, counted = _state(db), _refusals(db)
     with pytest.raises(ParticipantError, match=message):
         enrol_from_link(db, query)
     assert _state(db) == before, "a refused enrolment stored something"
-    new = _refusals(db)[logged:]
-    assert [e["detail"]["reason"] for e in new] == [reason]
-    assert new[0]["entity"] == "enrolment" and new[0]["actor"] == "prolific"
+    now = _refusals(db)
+    assert {k: n - counted.get(k, 0) for k, n in now.items() if n != counted.get(k, 0)} == {reason: 1}
 
 
 # -- signed URLs -------------------------------------------------------------------------------
@@ -75,7 +77,7 @@ def test_a_signed_url_enrols(demo_db):
     p = enrol_from_link(demo_db, _link(demo_db, "receiver"))
     assert p["id"] == slot.id and p["prolific_pid"] == "5f3a9c0e1b2d4a0012345678"
     assert p["prolific_study_id"] == "PSTUDY" and p["prolific_session_id"] == "SESS"
-    assert _refusals(demo_db) == []
+    assert _refusals(demo_db) == {}
 
 
 @pytest.mark.parametrize("change", [
@@ -230,7 +232,7 @@ def test_enrolments_per_minute_are_capped_and_refusals_logged(database, tmp_path
     enrol_from_link(database, _link(database, "receiver", pid="pid00002"))
     _refused(database, _link(database, "receiver", pid="pid00003"), "in a minute", "rate_limited")
     # a returning participant is not a new enrolment: they get their own slot back
-    assert enrol_from_link(database, _link(database, "receiver", pid="pid00001", session="S2"))["id"] == a["id"]
+    assert enrol_from_link(database, _link(database, "receiver", pid="pid00001"))["id"] == a["id"]
     # a minute later there is room again (the count is kept in the database: a restart forgets nothing)
     with database.write() as db:
         db.execute("UPDATE participants SET claimed_at = '2000-01-01T00:00:00.000+00:00' "
@@ -244,9 +246,9 @@ def test_a_returning_participant_gets_their_own_slot_back(demo_db):
     (slot,) = add_participants(demo_db, "demo", "sender", 1, "USW", "Woman", self_enrol=True)
     first = enrol_from_link(demo_db, _link(demo_db, "sender", "USW", "Woman", session="S1"))
     assert first["id"] == slot.id
-    # no slot left for anyone new, yet the same person comes back to the same slot
-    again = enrol_from_link(demo_db, _link(demo_db, "sender", "USW", "Woman", session="S2"))
-    assert again["id"] == slot.id and again["prolific_session_id"] == "S2" and again["token"] == first["token"]
+    # no slot left for anyone new, yet the same person (same Prolific session) comes back to it
+    again = enrol_from_link(demo_db, _link(demo_db, "sender", "USW", "Woman", session="S1"))
+    assert again["id"] == slot.id and again["prolific_session_id"] == "S1" and again["token"] == first["token"]
     _refused(demo_db, _link(demo_db, "sender", "USW", "Woman", pid="newcomer0009"), "no open place", "no_slot")
 
 
@@ -256,8 +258,8 @@ def test_refusal_events_keep_prolific_ids_out_of_exports(demo_db):
     add_participants(demo_db, "demo", "receiver", 1, self_enrol=True)
     q = {**_link(demo_db, "receiver", pid="SECRETPID0001", study="SECRETSTUDY"), "role": "sender"}
     _refused(demo_db, q, "changed", "bad_signature")
-    assert _refusals(demo_db)[0]["entity_id"] == "demo"
-    text = json.dumps(event_rows(demo_db, "demo"))
+    assert [(r["study_id"], r["role"]) for r in refusal_counts(demo_db)] == [("", "")]   # untrusted: not kept
+    text = json.dumps(event_rows(demo_db, "demo")) + json.dumps(refusal_counts(demo_db))
     assert "SECRETPID0001" not in text and "SECRETSTUDY" not in text
 
 

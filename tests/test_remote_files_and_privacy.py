@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import DEMO, RunningApp, token_of
+from tests.conftest import ADMIN_SECRET, DEMO, RunningApp, token_of
 
 # every component type whose value is a file (an upload when it is interactive)
 FILE_KINDS = {"audio", "file", "uploadbutton", "image", "video", "gallery", "model3d", "multimodaltextbox"}
@@ -145,7 +145,7 @@ def url_file(url: str) -> dict:
 
 
 def admin(session: Session) -> str:
-    msg = session.call(session.by_name("admin_login"), [""])
+    msg = session.call(session.by_name("admin_login"), [ADMIN_SECRET])
     assert msg["success"], msg
     return msg["output"]["data"][0]
 

@@ -70,33 +70,53 @@ def throttle_key(host: str | None, headers=None) -> str:
 
 
 class LoginThrottle:
-    """Failed admin logins, per client and overall: after `free` failures each further one makes
-    the client wait base * 2**k seconds (k = 0, 1, ...; at most `cap`) before its next attempt is
-    even checked. An attempt during the wait is refused unchecked (a right password too), so
-    guessing runs at the enforced pace. A count starts again after `forget_after` seconds without a
-    failure (a designer's typos over weeks add up to nothing). Held in memory: a restart forgets
-    it (and the sessions).
-    `clock` (seconds) is injectable so tests count the waits without sleeping."""
+    """Failed admin logins, per client and overall.
+
+    Per client (`key`): after `free` failures each further one makes that client wait
+    base * 2**k seconds (k = 0, 1, ...; at most `cap`) before its next attempt is checked; an
+    attempt during the wait is refused unchecked. Only the client's own failures count, so a
+    stranger (another key) never makes the team wait.
+    Overall: a stranger with a new forged key for every guess is slowed by pacing, never by a
+    refusal: while any failure is less than `quiet` seconds old, checks (anyone's) run at most one
+    per `global_interval` seconds, each caller waiting for its turn (AdminAuth.login sleeps it;
+    the login event runs one at a time, so a waiting caller holds at most one thread). The right
+    password is then accepted after its turn: slowed, never refused (issue 30, finding 9).
+    A count starts again after `forget_after` seconds without a failure. Held in memory: a restart
+    forgets it (and the sessions). `clock` (seconds) is injectable so tests count the waits
+    without sleeping."""
 
     MAX_KEYS = 10_000
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, free: int = 5, base: float = 1.0,
-                 cap: float = 300.0, global_free: int = 30, global_cap: float = 60.0,
+                 cap: float = 300.0, global_interval: float = 0.6, quiet: float = 60.0,
                  forget_after: float = 3600.0):
         self.clock = clock
         self.forget_after = forget_after
         self._last: dict[str, float] = {}
         self.free, self.base, self.cap = free, base, cap
-        self.global_free, self.global_cap = global_free, global_cap
+        self.global_interval, self.quiet = global_interval, quiet
         self._fails: dict[str, int] = {}
         self._until: dict[str, float] = {}
+        self._last_failure = -math.inf        # any key's
+        self._next_turn = -math.inf           # when the next paced check may run
         self._lock = threading.Lock()
 
     def wait_left(self, key: str) -> float:
-        """Seconds before `key` (or anyone, while the global limit holds) may try again."""
+        """Seconds before `key` may try again (its own failures only)."""
         now = self.clock()
         with self._lock:
-            return max(0.0, self._until.get(key, 0.0) - now, self._until.get("*", 0.0) - now)
+            return max(0.0, self._until.get(key, 0.0) - now)
+
+    def turn(self) -> float:
+        """Seconds the caller's check must wait for its turn (0 when nothing failed lately);
+        taking the turn books the next one global_interval later."""
+        now = self.clock()
+        with self._lock:
+            if now - self._last_failure > self.quiet:
+                return 0.0
+            at = max(now, self._next_turn)
+            self._next_turn = at + self.global_interval
+            return at - now
 
     def _delay(self, n: int, free: int, cap: float) -> float:
         return 0.0 if n <= free else min(cap, self.base * 2 ** min(n - free - 1, 60))
@@ -106,16 +126,16 @@ class LoginThrottle:
         now = self.clock()
         with self._lock:
             if len(self._fails) > self.MAX_KEYS:     # forged keys must not grow memory without end
-                for k in [k for k, until in self._until.items() if until <= now and k != "*"]:
+                for k in [k for k, until in self._until.items() if until <= now]:
                     self._fails.pop(k, None)
                     self._until.pop(k, None)
                     self._last.pop(k, None)
-            for k, free, cap in ((key, self.free, self.cap), ("*", self.global_free, self.global_cap)):
-                if now - self._last.get(k, now) > self.forget_after:
-                    self._fails[k] = 0
-                self._last[k] = now
-                self._fails[k] = self._fails.get(k, 0) + 1
-                self._until[k] = now + self._delay(self._fails[k], free, cap)
+            if now - self._last.get(key, now) > self.forget_after:
+                self._fails[key] = 0
+            self._last[key] = now
+            self._fails[key] = self._fails.get(key, 0) + 1
+            self._until[key] = now + self._delay(self._fails[key], self.free, self.cap)
+            self._last_failure = now
         return self.wait_left(key)
 
     def succeeded(self, key: str) -> None:
@@ -125,27 +145,43 @@ class LoginThrottle:
             self._last.pop(key, None)
 
 
-class AdminAuth:
-    """Admin sessions: a password from the settings; with none set, local requests only.
+REMOTE_WITHOUT_PASSWORD = "The admin tab is served only to localhost until TRADLAB_ADMIN_PASSWORD is set."
+# what a local caller without the admin link is told (no password set): where the link is
+NEEDS_ADMIN_LINK = ("This server has no admin password, so the Admin tab opens only from the admin link the "
+                    "server printed in its terminal when it started (a line \"Admin link: .../?admin=...\"). "
+                    "Open that link in this browser; whoever started the server can see it.")
 
-    Failed logins are rate-limited (LoginThrottle) and, given a database, written to the audit
-    log (action 'admin_login_failed'). Sessions expire after SESSION_SECONDS and end at logout()."""
+
+class AdminAuth:
+    """Admin sessions: a password from the settings; with none set, the server's local secret
+    (`local_secret`, printed at start as the admin link /?admin=SECRET, as Jupyter prints its
+    token) from a local request. Another account on the machine reaches 127.0.0.1 but not the
+    server's terminal, so it gets nothing (issue 30, finding 8).
+
+    Failed logins are paced and throttled (LoginThrottle) and, given a database, written to the
+    audit log (action 'admin_login_failed'). Sessions expire after SESSION_SECONDS and end at
+    logout(). `sleep` is injectable so tests count the paced waits without sleeping."""
 
     def __init__(self, password: str, database=None, clock: Callable[[], float] = time.monotonic,
-                 throttle: LoginThrottle | None = None):
+                 throttle: LoginThrottle | None = None, local_secret: str = "",
+                 sleep: Callable[[float], None] = time.sleep):
         self.password = password or ""
+        # none given: a random one nobody knows, so without a password nobody logs in
+        self.local_secret = local_secret or secrets.token_urlsafe(24)
         self.database = database
         self.clock = clock
+        self.sleep = sleep
         self.throttle = throttle or LoginThrottle(clock)
         self._sessions: dict[str, float] = {}
 
     @property
     def needs_password(self) -> bool:
         """Whether the admin tab asks for a password: only when one is set (docs/security.md);
-        without one a local request opens it at once and any other is refused."""
+        without one a local request with the admin link opens it at once and any other is refused."""
         return bool(self.password)
 
     def available(self, client_host: str | None) -> bool:
+        """Whether the admin tab is offered at all (shown, with its login or its link message)."""
         return bool(self.password) or (client_host or "") in LOOPBACK
 
     def _log(self, action: str, client_host, key, detail=None) -> None:
@@ -154,27 +190,38 @@ class AdminAuth:
                 self.database.log(f"admin@{client_host}", action, "admin", key, detail)
 
     def login(self, password: str, client_host: str | None, key: str | None = None) -> str:
-        """A new session for the right password (or a local request when none is set). `key` says
-        whose failures count together (throttle_key; default the client address)."""
+        """A new session for the right password (with none set: the local secret, from a local
+        request). `key` says whose failures count together (throttle_key; default the client
+        address). A check waits for its turn while failures are recent (LoginThrottle.turn)."""
         if not self.available(client_host):
-            raise PermissionError("The admin tab is served only to localhost until TRADLAB_ADMIN_PASSWORD is set.")
+            raise PermissionError(REMOTE_WITHOUT_PASSWORD)
         key = key or (client_host or "?")
-        if self.password:
-            wait = self.throttle.wait_left(key)
-            if wait > 0:
-                raise PermissionError(f"Too many failed logins: try again in {math.ceil(wait)} s.")
-            if not hmac.compare_digest(self.password.encode(), (password or "").encode()):
-                wait = self.throttle.failed(key)
-                self._log("admin_login_failed", client_host, key, {"wait_s": round(wait, 1)})
-                raise PermissionError("Wrong password." + (f" Try again in {math.ceil(wait)} s." if wait else ""))
-            self.throttle.succeeded(key)
+        # the per-client wait guards a password a person chose; the local secret (192 random bits)
+        # is not guessable, and every local account shares the key 127.0.0.1, so one of them
+        # failing must not make the team wait: its failures are only paced and logged
+        wait = self.throttle.wait_left(key) if self.password else 0.0
+        if wait > 0:
+            raise PermissionError(f"Too many failed logins from this address: try again in {math.ceil(wait)} s.")
+        turn = self.throttle.turn()
+        if turn > 0:
+            self.sleep(turn)
+        expected = self.password or self.local_secret
+        if not hmac.compare_digest(expected.encode(), (password or "").encode()):
+            wait = self.throttle.failed(key)
+            self._log("admin_login_failed", client_host, key,
+                      {"wait_s": round(wait, 1), "paced_s": round(turn, 2), "what": "password" if self.password
+                       else "admin link"})
+            if not self.password:
+                raise PermissionError(NEEDS_ADMIN_LINK)
+            raise PermissionError("Wrong password." + (f" Try again in {math.ceil(wait)} s." if wait else ""))
+        self.throttle.succeeded(key)
         session = secrets.token_urlsafe(24)
         self._sessions[session] = self.clock() + SESSION_SECONDS
         return session
 
     def check(self, session: str | None, client_host: str | None) -> None:
         if not self.available(client_host):
-            raise PermissionError("The admin tab is served only to localhost until TRADLAB_ADMIN_PASSWORD is set.")
+            raise PermissionError(REMOTE_WITHOUT_PASSWORD)
         expiry = self._sessions.get(session or "")
         if not expiry or expiry < self.clock():
             self._sessions.pop(session or "", None)

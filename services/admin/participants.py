@@ -192,6 +192,8 @@ def regenerate_link(database, study_id: str | None, participant_id, actor: str) 
     token = new_token()
     with database.write() as db:
         participants.set_token(db, p["id"], token)
+        # nor does the Prolific URL lead back in (issue 30): the new link is the only way in
+        participants.revoke_prolific_return(db, p["id"])
         database.log(actor, "new_link", "participants", p["id"], {"role": p["role"]})
     return token
 

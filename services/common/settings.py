@@ -54,6 +54,7 @@ class Settings:
     rate_limit: float = _s("TRADLAB_RATE_LIMIT", "20", "views and submits per second per participant link (burst: twice that; kept in memory); 0 turns the limit off", default=20.0)
     fast_pages: bool = _s("TRADLAB_FAST_PAGES", "1", "1 names every script a participant page loads in its HTML, so the browser fetches them at once (tabs/preload.py), and serves Gradio's hashed script files from memory, compressed once and cached by the browser for a year; 0 leaves both to Gradio", default=True)
     frame_ancestors: str = _s("TRADLAB_FRAME_ANCESTORS", "'self'", "who may show the app in a frame (CSP frame-ancestors): 'self', 'none', or origins; on a Space the default is `'self' https://huggingface.co` (its page embeds the app)", default="'self'")
+    admin_secret: str = _s("TRADLAB_ADMIN_SECRET", "", "with no admin password: the secret of the admin link the server prints at start (/?admin=SECRET); empty: a new random one each start (set it only for scripts and tests, long and random)", default="")
     link_secret: str = _s("TRADLAB_LINK_SECRET", "", "key that signs Prolific URLs; every process serving or printing links must share it (empty: a random key kept in the database)", default="")
     llm_model: str = _s("TRADLAB_LLM_MODEL", "", "the LLM writing comprehension questions: a model folder or id (transformers) or a served model name (remote); a study's [llm] section wins", default="")
     llm_backend: str = _s("TRADLAB_LLM_BACKEND", "", "transformers | remote; empty: remote when TRADLAB_LLM_BASE_URL is set", default="")

@@ -80,6 +80,8 @@ DEFAULTS = {
               "prolific_study_ids": {},
               # new self-enrolments taken per minute in this study, at most (0: no limit)
               "enrol_per_minute": 60,
+              # new self-enrolments one client (address) takes per minute, at most (0: no limit)
+              "enrol_per_client_per_minute": 3,
               # role -> minutes the role's welcome says it takes (services/study/welcome.py);
               # a role not listed gets the estimate from its number of items
               "expected_minutes": {}},
@@ -324,9 +326,10 @@ def _check_config(raw: dict, err: _Collector) -> dict:
                                        or not 0 < v <= 600 for r, v in em.items()):
         err.add(f, None, "study.expected_minutes",
                 f"must be a table of role = minutes (1-600; roles: {', '.join(ROLES)})")
-    epm = st.get("enrol_per_minute", 0)
-    if not isinstance(epm, int) or isinstance(epm, bool) or epm < 0:
-        err.add(f, None, "study.enrol_per_minute", "must be an integer >= 0 (0: no limit)")
+    for key in ("enrol_per_minute", "enrol_per_client_per_minute"):
+        epm = st.get(key, 0)
+        if not isinstance(epm, int) or isinstance(epm, bool) or epm < 0:
+            err.add(f, None, f"study.{key}", "must be an integer >= 0 (0: no limit)")
     for k in ("completion_code", "redirect_url", "description"):
         if k in st and not isinstance(st[k], str):
             err.add(f, None, f"study.{k}", "must be a string")

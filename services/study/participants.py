@@ -5,9 +5,11 @@ with the link secret (TRADLAB_LINK_SECRET, else a random key kept in the databas
 app_secrets table); Prolific's PROLIFIC_PID / STUDY_ID / SESSION_ID placeholders stay outside
 it. A Prolific newcomer only ever takes a self-enrolment slot (`add_participants(...,
 self_enrol=True)`), never one made for a private link; one Prolific id holds one role per
-study; new enrolments per minute are capped per study (study.enrol_per_minute, counted from
-participants.claimed_at, so a restart forgets nothing). Every refusal is written to the audit
-log (action 'enrol_refused') and stores nothing else.
+study; a returning one gets their slot back only with the SESSION_ID it was claimed with, and
+not once the team made them a new link; new enrolments per minute are capped per study
+(study.enrol_per_minute, counted from participants.claimed_at, so a restart forgets nothing)
+and per client (study.enrol_per_client_per_minute, in memory). Refusals are counted per (study,
+role, reason, minute) in enrol_refusals (RefusalCounts) and store nothing else.
 """
 from __future__ import annotations
 
@@ -17,7 +19,11 @@ import datetime as dt
 import hashlib
 import hmac
 import json
+import math
 import secrets
+import threading
+import time
+from collections import Counter, deque
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
@@ -238,9 +244,11 @@ def _clean(v) -> str | None:
     return v or None
 
 
-def enrol_from_link(database, query: dict) -> dict:
-    """A Prolific URL's query parameters -> the participant (see enrol). Refused, logged and
-    nothing stored when its signature does not match its study, role, group and gender."""
+def enrol_from_link(database, query: dict, client: str | None = None) -> dict:
+    """A Prolific URL's query parameters -> the participant (see enrol). Refused, counted and
+    nothing stored when its signature does not match its study, role, group and gender.
+    client: who is asking (the caller's address, services.admin.auth.throttle_key), for the
+    per-client cap on new enrolments."""
     study_id, role = _clean(query.get("study")) or "", _clean(query.get("role")) or ""
     group, gender = _clean(query.get("group")), _clean(query.get("gender"))
     pid, pstudy, session = _clean(query.get("PROLIFIC_PID")), _clean(query.get("STUDY_ID")), \
@@ -248,20 +256,96 @@ def enrol_from_link(database, query: dict) -> dict:
     given = _clean(query.get("sig")) or ""
     expected = sign(link_secret(database), study_id, role, group, gender)
     if not hmac.compare_digest(given.encode(), expected.encode()):
-        _log_refusal(database, study_id, role, group, gender, pid, pstudy, session,
-                     "unsigned" if not given else "bad_signature")
-        raise EnrolRefused(TAMPERED, "unsigned" if not given else "bad_signature")
-    return enrol(database, study_id, role, pid or "", pstudy, session, group, gender)
+        reason = "unsigned" if not given else "bad_signature"
+        _count_refusal(database, "", "", reason)        # its study and role are the caller's to invent
+        raise EnrolRefused(TAMPERED, reason)
+    return enrol(database, study_id, role, pid or "", pstudy, session, group, gender, client=client)
 
 
-def _log_refusal(database, study_id, role, group, gender, pid, pstudy, session, reason: str) -> None:
-    def cut(v, n=64):
-        return v[:n] if isinstance(v, str) else v
-    with database.write():
-        # entity 'enrolment', not 'study': the study's export carries no refused Prolific ids
-        database.log("prolific", "enrol_refused", "enrolment", cut(study_id) or None,
-                     {"reason": reason, "role": cut(role, 20), "group": cut(group), "gender": cut(gender),
-                      "prolific_pid": cut(pid), "prolific_study": cut(pstudy), "session": cut(session)})
+class RefusalCounts:
+    """Refused enrolments counted per (study, role, reason, minute) in memory and written at most
+    once every FLUSH_S seconds (one upsert per key, storage.participants.add_refusals): a client
+    reloading a refused URL 30 times a second costs one small write every few seconds, not a
+    write under the answers' lock each time (issue 30, finding 11). A crash loses at most the
+    last FLUSH_S seconds of counts; counts() writes what is pending first."""
+
+    FLUSH_S = 2.0
+
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._pending: dict[int, tuple[object, Counter]] = {}     # per database object
+        self._flushed: dict[int, float] = {}
+
+    def add(self, database, study_id: str, role: str, reason: str) -> None:
+        minute = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M")
+        now = self.clock()
+        with self._lock:
+            _, counts = self._pending.setdefault(id(database), (database, Counter()))
+            counts[(study_id[:64], role[:20], reason, minute)] += 1
+            due = now - self._flushed.get(id(database), -math.inf) >= self.FLUSH_S
+            if due:
+                self._flushed[id(database)] = now
+        if due:
+            self.flush(database)
+
+    def flush(self, database) -> None:
+        with self._lock:
+            _, counts = self._pending.pop(id(database), (None, Counter()))
+        if counts:
+            with database.write() as db:
+                participants.add_refusals(db, dict(counts))
+
+    def counts(self, database, study_id: str | None = None) -> list[dict]:
+        self.flush(database)
+        return participants.refusal_counts(database, study_id)
+
+
+REFUSALS = RefusalCounts()
+
+
+def refusal_counts(database, study_id: str | None = None) -> list[dict]:
+    """Refused enrolments: rows of study_id, role, reason, minute (UTC) and count."""
+    return REFUSALS.counts(database, study_id)
+
+
+def _count_refusal(database, study_id: str, role: str, reason: str) -> None:
+    REFUSALS.add(database, study_id or "", role or "", reason)
+
+
+class ClientClaims:
+    """New enrolments per (study, client) over the last 60 s, in this process's memory (a restart
+    forgets them; the per-study cap, counted from the database, still holds): one client taking
+    slot after slot with invented Prolific ids is stopped at study.enrol_per_client_per_minute
+    (issue 30, finding 10). Bounded: past MAX_KEYS clients the idle ones are dropped."""
+
+    MAX_KEYS = 10_000
+
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._times: dict[tuple[str, str], deque] = {}
+
+    def _recent(self, key, now) -> deque:
+        q = self._times.setdefault(key, deque())
+        while q and now - q[0] >= 60.0:
+            q.popleft()
+        return q
+
+    def count(self, study_id: str, client: str) -> int:
+        with self._lock:
+            return len(self._recent((study_id, client), self.clock()))
+
+    def add(self, study_id: str, client: str) -> None:
+        now = self.clock()
+        with self._lock:
+            if len(self._times) > self.MAX_KEYS:
+                for k in [k for k, q in self._times.items() if not q or now - q[-1] >= 60.0]:
+                    del self._times[k]
+            self._recent((study_id, client), now).append(now)
+
+
+CLIENT_CLAIMS = ClientClaims()
 
 
 def _bound_ids(cfg: dict, role: str) -> list[str]:
@@ -269,19 +353,26 @@ def _bound_ids(cfg: dict, role: str) -> list[str]:
     return [] if v is None else ([v] if isinstance(v, str) else list(v))
 
 
+def _valid_id(v: str | None) -> bool:
+    return bool(v) and len(v) <= 64 and v.replace("_", "").replace("-", "").isalnum()
+
+
 def enrol(database, study_id: str, role: str, prolific_pid: str, prolific_study: str | None = None,
-          session: str | None = None, group: str | None = None, gender: str | None = None) -> dict:
+          session: str | None = None, group: str | None = None, gender: str | None = None,
+          client: str | None = None) -> dict:
     """A Prolific newcomer takes an open self-enrolment slot of a self-enrolling role; a
-    returning one gets their own slot back (their new SESSION_ID is stored). The URL's
-    signature is checked before this (enrol_from_link). Refusals are logged, nothing else."""
+    returning one gets their own slot back only with the SESSION_ID it was claimed with (a
+    Prolific id alone is no key: anyone with the role's URL could type someone's id), and not
+    after the team made them a new link. The URL's signature is checked before this
+    (enrol_from_link). Refusals are counted (refusal_counts), nothing else is stored."""
     try:
-        return _enrol(database, study_id, role, prolific_pid, prolific_study, session, group, gender)
+        return _enrol(database, study_id, role, prolific_pid, prolific_study, session, group, gender, client)
     except EnrolRefused as e:
-        _log_refusal(database, study_id, role, group, gender, prolific_pid, prolific_study, session, e.reason)
+        _count_refusal(database, "" if e.reason == "unknown_study" else study_id, role, e.reason)
         raise
 
 
-def _enrol(database, study_id, role, prolific_pid, prolific_study, session, group, gender) -> dict:
+def _enrol(database, study_id, role, prolific_pid, prolific_study, session, group, gender, client) -> dict:
     study = studies.get_study(database, study_id)
     if not study:
         raise EnrolRefused(f"unknown study '{study_id}'", "unknown_study", study=study_id)
@@ -290,8 +381,12 @@ def _enrol(database, study_id, role, prolific_pid, prolific_study, session, grou
         raise EnrolRefused(f"this study does not take {role} participants from Prolific links", "role_closed",
                            role=role)
     pid = (prolific_pid or "").strip()
-    if not pid or len(pid) > 64 or not pid.replace("_", "").replace("-", "").isalnum():
+    if not _valid_id(pid):
         raise EnrolRefused("the PROLIFIC_PID in this link is not valid", "bad_pid")
+    session = (session or "").strip()
+    if not _valid_id(session):
+        raise EnrolRefused("the SESSION_ID in this link is missing or not valid; please open the study "
+                           "from Prolific again", "bad_session")
     bound = _bound_ids(cfg, role)
     if bound and (prolific_study or "") not in bound:
         raise EnrolRefused("this link belongs to another Prolific study; please open the study from "
@@ -301,8 +396,13 @@ def _enrol(database, study_id, role, prolific_pid, prolific_study, session, grou
         mine = [p for p in held if p["role"] == role and p["prolific_pid"] == pid]
         if mine:
             existing = mine[0]
-            if session and session != existing["prolific_session_id"]:
-                participants.update_session(db, existing["id"], session)
+            if existing["prolific_return_revoked_at"]:
+                raise EnrolRefused("the study team has given you a new personal link for this study; "
+                                   "please use that link", "link_renewed")
+            if not hmac.compare_digest(session.encode(), (existing["prolific_session_id"] or "").encode()):
+                raise EnrolRefused("this Prolific account has already started this study in another Prolific "
+                                   "session; please continue from the study's page on Prolific, or write to "
+                                   "the study team", "other_session")
             return participants.get(database, existing["id"])
         if held and held[0]["role"] == role:
             raise EnrolRefused("you already have a personal link for this study; please use that link",
@@ -311,6 +411,10 @@ def _enrol(database, study_id, role, prolific_pid, prolific_study, session, grou
             raise EnrolRefused(f"this Prolific account already takes part in this study as a {held[0]['role']}; "
                                "one person can hold only one role, so please return this study on Prolific",
                                "second_role", role=held[0]["role"])
+        per_client = cfg["study"].get("enrol_per_client_per_minute", 3)
+        if per_client and client and CLIENT_CLAIMS.count(study_id, client) >= per_client:
+            raise EnrolRefused("many people are joining from your network right now; please reload this "
+                               "page in a minute", "client_rate_limited", role=role)
         limit = cfg["study"].get("enrol_per_minute", 60)
         if limit:
             since = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=60)).isoformat(timespec="milliseconds")
@@ -324,4 +428,6 @@ def _enrol(database, study_id, role, prolific_pid, prolific_study, session, grou
         participants.claim(db, slot["id"], pid, prolific_study, session)
         database.log(f"prolific:{pid}", "enrol", "participant", slot["id"],
                      {"study": prolific_study, "session": session})
+        if client:
+            CLIENT_CLAIMS.add(study_id, client)
     return participants.get(database, slot["id"])

@@ -1,0 +1,317 @@
+"""Issue 30, points 4-7: a Prolific id is no password, the passwordless admin belongs to whoever
+started the server, nobody locks the team out of the admin, and refused enrolments are cheap."""
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+import time
+from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+
+from conftest import AppClient, RunningApp
+from services.admin import auth as admin
+from services.admin import participants as participant_admin
+from services.admin.auth import AdminAuth, throttle_key
+from services.study import participants as enrolment
+from services.study.participants import ParticipantError, add_participants, enrol_from_link, prolific_link
+from storage import participants as pstore
+
+URL = "https://lab.example.org"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+class FakeClock:
+    def __init__(self, t: float = 1000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+def _query(url: str, pid: str, session: str, study: str = "PSTUDY") -> dict:
+    url = (url.replace("{{%PROLIFIC_PID%}}", pid).replace("{{%STUDY_ID%}}", study)
+           .replace("{{%SESSION_ID%}}", session))
+    return dict(parse_qsl(urlsplit(url).query))
+
+
+def _url(db, role="receiver") -> str:
+    return prolific_link(db, URL, "demo", role)
+
+
+def _reasons(db) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in enrolment.refusal_counts(db):
+        out[r["reason"]] = out.get(r["reason"], 0) + r["count"]
+    return out
+
+
+# -- point 4: a Prolific id is not a password ------------------------------------------------------
+
+def test_a_prolific_id_alone_does_not_reopen_someones_slot(demo_db):
+    """Finding 7: the role's URL (the same for every participant) plus someone's Prolific id gave
+    that person's token. Now only their Prolific SESSION_ID does; the honest participant keeps it."""
+    add_participants(demo_db, "demo", "receiver", 2, self_enrol=True)
+    honest = enrol_from_link(demo_db, _query(_url(demo_db), "5f3a9c0e1b2d4a0012345678", "64b1e2honest0001"))
+    for session in ("64b1e2guess00002", "", None):
+        q = _query(_url(demo_db), "5f3a9c0e1b2d4a0012345678", session or "")
+        if session is None:
+            q.pop("SESSION_ID", None)
+        with pytest.raises(ParticipantError, match="another Prolific session|SESSION_ID") as e:
+            enrol_from_link(demo_db, q)
+        assert honest["token"] not in str(e.value)
+    again = enrol_from_link(demo_db, _query(_url(demo_db), "5f3a9c0e1b2d4a0012345678", "64b1e2honest0001"))
+    assert again["id"] == honest["id"] and again["token"] == honest["token"]
+    assert pstore.get(demo_db, honest["id"])["prolific_session_id"] == "64b1e2honest0001"   # not overwritten
+    assert _reasons(demo_db) == {"other_session": 1, "bad_session": 2}
+
+
+def test_a_new_link_closes_every_earlier_way_in(demo_db):
+    """Finding 7: the team's "New link" left the Prolific URL working. Now the new private link
+    is the only way in (the participant's progress stays)."""
+    add_participants(demo_db, "demo", "receiver", 1, self_enrol=True)
+    q = _query(_url(demo_db), "5f3a9c0e1b2d4a0012345678", "64b1e2honest0001")
+    p = enrol_from_link(demo_db, q)
+    token = participant_admin.regenerate_link(demo_db, "demo", p["id"], "admin@test")
+    with pytest.raises(ParticipantError, match="new personal link"):
+        enrol_from_link(demo_db, q)
+    assert pstore.by_token(demo_db, p["token"]) is None
+    assert pstore.by_token(demo_db, token)["id"] == p["id"]
+    row = pstore.get(demo_db, p["id"])
+    assert row["prolific_pid"] == "5f3a9c0e1b2d4a0012345678" and row["prolific_session_id"] == "64b1e2honest0001"
+
+
+def test_one_client_cannot_hoard_self_enrolment_slots(demo_db):
+    """Finding 10: one person took 59 slots in a minute with invented Prolific ids. Now a client
+    takes at most study.enrol_per_client_per_minute (default 3) a minute; others still join."""
+    add_participants(demo_db, "demo", "receiver", 12, self_enrol=True)
+    hoarder = throttle_key("198.51.100.7")
+    taken = refused = 0
+    for i in range(10):
+        try:
+            enrol_from_link(demo_db, _query(_url(demo_db), f"invented{i:04d}", f"sess{i:04d}"), client=hoarder)
+            taken += 1
+        except ParticipantError as e:
+            assert "from your network" in str(e)
+            refused += 1
+    assert (taken, refused) == (3, 7)
+    for i in range(3):              # honest participants from other addresses are not held up
+        enrol_from_link(demo_db, _query(_url(demo_db), f"honest{i:04d}", f"hsess{i:04d}"),
+                        client=throttle_key(f"203.0.113.{i + 1}"))
+    assert pstore.open_self_enrol_count(demo_db, "demo", "receiver", None, None) == 12 - 6
+    assert _reasons(demo_db) == {"client_rate_limited": 7}
+    print(f"one client, 10 invented ids in a minute: {taken} slots taken, {refused} refused")
+
+
+def test_the_per_client_cap_is_a_study_setting(database, tmp_path):
+    from services.study.files import StudyValidationError
+    from services.study.importer import import_study
+    from test_enrolment import _study_copy
+
+    with pytest.raises(StudyValidationError) as e:
+        import_study(database, _study_copy(tmp_path, "enrol_per_client_per_minute = -1"))
+    assert any("study.enrol_per_client_per_minute" in str(err) for err in e.value.errors)
+    shutil.rmtree(tmp_path / "study")
+    import_study(database, _study_copy(tmp_path, "enrol_per_client_per_minute = 0"))      # 0: no limit
+    add_participants(database, "demo", "receiver", 6, self_enrol=True)
+    for i in range(6):
+        enrol_from_link(database, _query(_url(database), f"lab{i:04d}", f"s{i:04d}"), client="10.0.0.1")
+
+
+# -- point 7: refusals are cheap -----------------------------------------------------------------
+
+def test_refused_enrolments_are_counted_in_bounded_rows(demo_db, monkeypatch):
+    """Finding 11: every refusal, unsigned too, was an audit row written under the answers' write
+    lock. Now they are counted per (study, role, reason, minute), written at most every 2 s."""
+    writes = []
+    real = pstore.add_refusals
+    monkeypatch.setattr(pstore, "add_refusals", lambda db, counts: (writes.append(len(counts)), real(db, counts)))
+    unsigned = {"study": "demo", "role": "receiver", "PROLIFIC_PID": "x", "SESSION_ID": "y"}
+    signed = _query(_url(demo_db), "nobodyhere01", "sessnobody01")          # no open slot
+    start = time.perf_counter()
+    for i in range(1000):
+        with pytest.raises(ParticipantError):
+            enrol_from_link(demo_db, {**unsigned, "study": f"made-up-{i}"})
+    for _ in range(200):
+        with pytest.raises(ParticipantError, match="no open place"):
+            enrol_from_link(demo_db, signed)
+    elapsed = time.perf_counter() - start
+    rows = enrolment.refusal_counts(demo_db)
+    assert demo_db.scalar("SELECT COUNT(*) FROM events") == demo_db.scalar(
+        "SELECT COUNT(*) FROM events WHERE action != 'enrol_refused'")
+    assert not demo_db.query("SELECT 1 FROM events WHERE action = 'enrol_refused'")
+    assert sum(r["count"] for r in rows) == 1200
+    assert {(r["study_id"], r["role"], r["reason"]) for r in rows} == {("", "", "unsigned"),
+                                                                      ("demo", "receiver", "no_slot")}
+    assert len(rows) <= 4                  # two keys, a minute boundary at most
+    assert len(writes) <= elapsed / enrolment.RefusalCounts.FLUSH_S + 2, (len(writes), elapsed)
+    print(f"1200 refusals in {elapsed:.2f} s: {len(rows)} rows, {len(writes)} writes (before: 1200 rows, 1200 writes)")
+
+
+# -- point 6: nobody locks the team out --------------------------------------------------------------
+
+def test_forged_clients_cannot_make_the_right_password_wait_for_long():
+    """Finding 9: 40 failures from forged X-Forwarded-For keys refused the team's right password
+    (the global wait). Now they only pace checks: the right password waits its turn, then opens."""
+    clock = FakeClock()
+    auth = AdminAuth("the right one", clock=clock, sleep=clock.advance)
+    for i in range(40):
+        with pytest.raises(PermissionError, match="Wrong password"):
+            auth.login("guess", "198.51.100.1", throttle_key("198.51.100.1", {"x-forwarded-for": f"10.9.0.{i}"}))
+    before = clock()
+    session = auth.login("the right one", "192.0.2.10", throttle_key("192.0.2.10"))
+    auth.check(session, "192.0.2.10")
+    assert clock() - before <= auth.throttle.global_interval + 1e-9     # one turn at most
+
+
+def test_a_stranger_cannot_lock_the_team_out_of_the_running_app(tmp_path):
+    """Launched app with a password: a stranger guesses with a new forged X-Forwarded-For each
+    time, without pause, while the team logs in four times with the right password."""
+    app = RunningApp(tmp_path, {"TRADLAB_ADMIN_PASSWORD": "team-pass-30", "TRADLAB_WORKER": "0"}).start()
+    try:
+        said, team = [], []
+
+        def stranger():
+            for i in range(60):
+                c = AppClient(app.url, headers={"X-Forwarded-For": f"10.7.{i // 250}.{i % 250 + 1}"})
+                said.append(str(c.predict(f"guess-{i}", api_name="/admin_login")[1]))
+
+        started = time.perf_counter()
+        t = threading.Thread(target=stranger)
+        t.start()
+        while len(said) < 35 and t.is_alive():      # past the old global allowance (30 failures)
+            time.sleep(0.2)
+        client = AppClient(app.url)
+        for _ in range(4):                          # while the stranger keeps guessing
+            t0 = time.perf_counter()
+            out = client.predict("team-pass-30", api_name="/admin_login")
+            team.append((isinstance(out[0], str) and bool(out[0]), time.perf_counter() - t0, str(out[1])))
+            time.sleep(1)
+        t.join()
+        spent = time.perf_counter() - started
+        assert [ok for ok, _, _ in team] == [True] * 4, team
+        assert len(said) == 60 and all(m.startswith("Wrong password") for m in said), said[:3]
+        assert spent >= 30, spent                 # 60 wrong guesses: at least 30 s
+        assert app.rows("SELECT COUNT(*) FROM events WHERE action = 'admin_login_failed'")[0][0] == 60
+        print(f"60 forged-client guesses took {spent:.1f} s; the team's 4 logins all opened, "
+              f"in {max(s for _, s, _ in team):.2f} s at most")
+    finally:
+        app.stop()
+
+
+# -- point 5: the passwordless admin needs the printed link ------------------------------------------
+
+def _printed_secret(app) -> str:
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        m = re.search(r"Admin link \(.*\): (\S+)/\?admin=(\S+)", (app.tmp / "server.log").read_text())
+        if m:
+            return m.group(2)
+        time.sleep(0.3)
+    raise AssertionError("no admin link printed: " + (app.tmp / "server.log").read_text())
+
+
+@pytest.fixture(scope="module")
+def own_secret_app(tmp_path_factory):
+    """The demo (`make run`'s --demo) with no password and no TRADLAB_ADMIN_SECRET: the server
+    makes its own secret and prints the admin link."""
+    app = RunningApp(tmp_path_factory.mktemp("own-secret"), {"TRADLAB_WORKER": "0"})
+    app.env.pop("TRADLAB_ADMIN_SECRET", None)
+    app.start("--demo")
+    yield app
+    app.stop()
+
+
+def test_without_the_printed_link_another_local_account_gets_nothing(own_secret_app):
+    """Finding 8: with no password, any account on the machine was the admin through 127.0.0.1.
+    Now only the link the server printed (its terminal) opens it; guesses get the message."""
+    secret = _printed_secret(own_secret_app)
+    assert len(secret) >= 32
+    client = AppClient(own_secret_app.url)
+    for guess in ("", "admin", secret[:-1]):
+        out = client.predict(guess, api_name="/admin_login")
+        assert not isinstance(out[0], str) or not out[0]        # no session handed out
+        assert "admin link" in str(out[1]) and "printed" in str(out[1])
+    session = client.predict(secret, api_name="/admin_login")[0]
+    assert session and "Repair done" in client.predict(session, "demo", api_name="/admin_repair")
+    assert "log in" in client.predict("", "demo", api_name="/admin_repair").lower()       # no session: nothing
+
+
+def test_the_admin_link_opens_the_admin_in_the_browser_and_the_bare_page_says_where_it_is(own_secret_app):
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is not installed")
+    from playwright.sync_api import sync_playwright
+
+    secret = _printed_secret(own_secret_app)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        for width, height in ((1280, 800), (390, 844)):
+            pg = browser.new_page(viewport={"width": width, "height": height})
+            pg.goto(own_secret_app.url + "/")
+            pg.get_by_text("opens only from the admin link").wait_for(timeout=30000)
+            assert pg.locator("#admin-dashboard .dash").count() == 0
+            assert pg.get_by_label("Admin password").count() == 0 or not pg.get_by_label("Admin password").is_visible()
+            pg.screenshot(path=str(ARTIFACTS / f"admin-needs-link-{width}.png"), full_page=True)
+            pg.goto(f"{own_secret_app.url}/?admin={secret}")
+            pg.locator("#admin-dashboard .dash").wait_for(timeout=30000)
+            pg.screenshot(path=str(ARTIFACTS / f"admin-by-link-{width}.png"), full_page=True)
+            pg.close()
+        browser.close()
+
+
+def test_a_stranger_with_someones_prolific_id_gets_no_page_in_the_browser(own_secret_app):
+    """Point 4 in the launched app: an honest Prolific participant, then a stranger with the
+    same role URL and their Prolific id but another session: the stranger sees a refusal and
+    no item; the honest participant, reloading, still has their item."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is not installed")
+    from playwright.sync_api import sync_playwright
+
+    app = own_secret_app
+    assert app.cli("participants", "add", "--study", "demo", "--role", "da", "--self-enrol",
+                   "--count", "2").returncode == 0
+    signed = next(line.split("\t")[3] for line in app.cli("links", "--study", "demo").stdout.splitlines()
+                  if line.startswith("da ("))
+
+    def url(pid, session):
+        return (signed.replace("{{%PROLIFIC_PID%}}", pid).replace("{{%STUDY_ID%}}", "study42")
+                .replace("{{%SESSION_ID%}}", session))
+    honest = url("5f0c1a2b3c4d5e6f7a8b9c0e", "64aa00honest01")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        for width, height in ((1280, 800), (390, 844)):
+            pg = browser.new_page(viewport={"width": width, "height": height})
+            pg.goto(honest)
+            pg.locator(".progress:visible").first.wait_for(timeout=30000)
+            stranger = browser.new_page(viewport={"width": width, "height": height})
+            stranger.goto(url("5f0c1a2b3c4d5e6f7a8b9c0e", f"64aa00guess{width}"))
+            stranger.get_by_text("another Prolific session").wait_for(timeout=30000)
+            assert stranger.locator(".progress:visible").count() == 0
+            stranger.screenshot(path=str(ARTIFACTS / f"prolific-stranger-{width}.png"), full_page=True)
+            pg.reload()
+            pg.locator(".progress:visible").first.wait_for(timeout=30000)
+            pg.screenshot(path=str(ARTIFACTS / f"prolific-honest-{width}.png"), full_page=True)
+            pg.close()
+            stranger.close()
+        browser.close()
+    assert app.rows("SELECT COUNT(*) FROM participants WHERE prolific_pid = '5f0c1a2b3c4d5e6f7a8b9c0e'")[0][0] == 1
+    assert app.rows("SELECT SUM(count) FROM enrol_refusals WHERE reason = 'other_session'")[0][0] >= 2
+    assert app.rows("SELECT COUNT(*) FROM events WHERE action = 'enrol_refused'")[0][0] == 0
+
+
+def test_the_admin_link_works_only_from_this_machine():
+    """The secret is the local admin's: a request through a proxy (or a rebound Host) is refused
+    with it too, and told about the password, not the link."""
+    auth = AdminAuth("", local_secret="s" * 32)
+    with pytest.raises(PermissionError, match="localhost") as e:
+        auth.login("s" * 32, admin.NOT_LOCAL)
+    assert "admin link" not in str(e.value)
