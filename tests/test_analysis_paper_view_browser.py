@@ -68,7 +68,7 @@ def test_the_analysis_page_reads_like_the_papers_at_desktop_and_phone_width(simu
             context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=phone,
                                           has_touch=phone)
             pg = context.new_page()
-            pg.goto(simulated_app.url)
+            pg.goto(simulated_app.admin_url)
             pg.locator("#admin-dashboard .dash").wait_for(timeout=30000)
             _run_every_analysis(pg, width)
             # the paper's numbering and order, protocol after protocol, on the page itself
@@ -96,7 +96,7 @@ def test_the_dashboard_rereads_itself_only_while_the_admin_tab_is_in_front(simul
         pg = browser.new_page(viewport={"width": 1280, "height": 800})
         calls: list[str] = []
         pg.on("request", lambda r: calls.append(r.url) if r.method == "POST" and "/queue/join" in r.url else None)
-        pg.goto(simulated_app.url)
+        pg.goto(simulated_app.admin_url)
         pg.locator("#admin-dashboard .dash").wait_for(timeout=30000)
 
         def ticks_in(seconds: float) -> int:
