@@ -703,6 +703,278 @@ def forget_strangers_uploads(demo, database, auth) -> None:
             block_fn.fn = wrap(fn)
 
 
+# -- bounded work per request, only the routes the pages use (issue 30, points 1, 2 and 8) ------
+# Gradio parses an event's JSON body on the event loop and walks every input twice there (our
+# refuse_remote_files check, then its own file-moving walk) before any handler runs: one 23 MB
+# body stalled every other request for 22 s. Guard reads a body first, bounded in size and time,
+# and checks its shape off the loop; only what passes reaches Gradio. Honest bodies are small (a
+# receiver's ten answers of 2,000 characters: about 25 KB; a study zip goes through /upload).
+MAX_JSON_DEPTH = 32
+MAX_JSON_VALUES = 20_000
+MAX_FILES_PER_UPLOAD = 4        # a page sends one file per upload; gradio's own cap is 1,000
+UPLOAD_OVERHEAD = 64 * 1024     # the multipart framing around one file
+UNUSED_UPLOAD_S = 600           # an upload no event has used by then is deleted (gradio: about 70 min)
+
+# Paths within a page (after /<role>) that the pages and gradio_client use; everything else
+# Gradio serves (/gradio_api/file/<URL>, process_recording, monitoring, run-history, vibe-edit,
+# login, streams...) answers 404 before Gradio sees it.
+OPEN_GET = re.compile(r"/?|/config/?|/theme\.css|/favicon\.ico|/robots\.txt|/(?:assets|static)/.+|"
+                      r"/gradio_api/(?:info/?|heartbeat/[^/]+|queue/data|call/[^/]+/[^/]+|file=.+|startup-events)")
+OPEN_POST = re.compile(r"/gradio_api/(?:queue/join|api/[^/]+/?|call/[^/]+/?|run/[^/]+/?|cancel|reset/?)")
+UPLOAD = re.compile(r"/gradio_api/(?:upload|upload_progress)")
+
+
+STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def json_problem(body: bytes) -> str | None:
+    """Why a JSON body is refused (None: it may go on), from counts, never by parsing it: its
+    texts taken out (their commas and brackets are no structure), the brackets and commas left
+    bound its values and its depth. Counting (C speed) clears an honest body at once."""
+    if body.count(b"[") + body.count(b"{") <= MAX_JSON_DEPTH and body.count(b",") < MAX_JSON_VALUES:
+        return None
+    bare = STRINGS.sub(b'""', body)
+    opened = bare.count(b"[") + bare.count(b"{")
+    if opened + bare.count(b",") > MAX_JSON_VALUES or bare.count(b"]") + bare.count(b"}") > MAX_JSON_VALUES:
+        return f"more than {MAX_JSON_VALUES:,} values"
+    depth = 0
+    for b in BRACKETS.findall(bare):
+        depth += 1 if b in (b"[", b"{") else -1
+        if depth > MAX_JSON_DEPTH:
+            return f"nested deeper than {MAX_JSON_DEPTH} levels"
+    return None
+
+
+class Guard:
+    """ASGI middleware, outermost: a request reaches Gradio only on a route the pages use, uploads
+    only on a page that takes a file (the sender's and the team's), and a request's body is read
+    here first: at most max_body bytes (an upload: one file of max_upload bytes) within
+    body_timeout seconds, and a JSON body no deeper than MAX_JSON_DEPTH with at most
+    MAX_JSON_VALUES values. Refusals answer at once and close the connection."""
+
+    def __init__(self, app, max_body: int = 1024 * 1024, max_upload: int = 50 * 1024 * 1024,
+                 body_timeout: float = 30.0, upload_pages: tuple = ()):
+        self.app, self.max_body, self.body_timeout = app, max_body, body_timeout
+        self.max_upload = max_upload + UPLOAD_OVERHEAD
+        self.upload_pages = set(upload_pages)
+
+    @staticmethod
+    async def refuse(send, status: int, text: str) -> None:
+        body = text.encode()
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close"),
+                                (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    def route(self, scope) -> tuple[str, str]:
+        """(page, path within it) of a request."""
+        path = app_path(scope)
+        head, _, rest = path[1:].partition("/")
+        if head in ROLE_PAGES:
+            return head, "/" + rest if rest or path.endswith("/") else ""
+        return "", path
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        page, path = self.route(scope)
+        method = scope["method"]
+        upload = UPLOAD.fullmatch(path) is not None
+        if upload and page not in self.upload_pages:
+            return await self.refuse(send, 403, "This page takes no files.")
+        if not upload and not (OPEN_POST if method == "POST" else OPEN_GET).fullmatch(path) \
+                or method not in ("GET", "HEAD", "POST"):
+            return await self.refuse(send, 404, "Not found.")
+        if method != "POST":
+            return await self.app(scope, receive, send)
+        limit = self.max_upload if upload else self.max_body
+        length = dict(scope.get("headers", [])).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            if upload:      # in the words of gradio's own refusal, which a part past the size gets
+                mb = (limit - UPLOAD_OVERHEAD) / 1024 / 1024
+                return await self.refuse(send, 413, f"The file is larger than the maximum allowed size ({mb:.1f} MB).")
+            return await self.refuse(send, 413, f"The request is larger than this server takes ({limit:,} bytes).")
+        if upload:
+            return await self.app(scope, self.bounded_stream(receive, limit), send)
+        import anyio
+
+        body = bytearray()
+        try:
+            with anyio.fail_after(self.body_timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return
+                    body += message.get("body", b"")
+                    if len(body) > limit:
+                        return await self.refuse(
+                            send, 413, f"The request is larger than this server takes ({limit:,} bytes).")
+                    if not message.get("more_body"):
+                        break
+        except TimeoutError:
+            return await self.refuse(send, 408, f"The request's body did not arrive within {self.body_timeout:g} s.")
+        body = bytes(body)
+        problem = await anyio.to_thread.run_sync(json_problem, body) if len(body) > 4096 else json_problem(body)
+        if problem:
+            return await self.refuse(send, 413, f"The request's data is too complex ({problem}).")
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+        return await self.app(scope, replay, send)
+
+    def bounded_stream(self, receive, limit: int):
+        """An upload's body as it arrives, ended (a disconnect, which Gradio drops) when it passes
+        `limit` bytes or stalls for body_timeout seconds."""
+        import anyio
+
+        seen = 0
+
+        async def bounded():
+            nonlocal seen
+            try:
+                with anyio.fail_after(self.body_timeout):
+                    message = await receive()
+            except TimeoutError:
+                return {"type": "http.disconnect"}
+            seen += len(message.get("body", b""))
+            return {"type": "http.disconnect"} if seen > limit else message
+        return bounded
+
+
+def upload_pages(site: Site) -> tuple:
+    """The pages ("" for "/") with a file input a visitor can fill."""
+    out = []
+    for page, blocks in [("", site.team), *site.pages.items()]:
+        if any(type(b).__name__ in UPLOAD_KINDS and getattr(b, "interactive", None) is not False
+               for b in blocks.blocks.values()):
+            out.append(page)
+    return tuple(out)
+
+
+def guard(site: Site, settings):
+    from starlette.middleware import Middleware
+
+    return Middleware(Guard, max_body=int(settings.max_body_kb * 1024),
+                      max_upload=int(settings.max_upload_mb * 1024 * 1024),
+                      body_timeout=settings.body_timeout, upload_pages=upload_pages(site))
+
+
+def few_files_per_upload() -> None:
+    """Gradio's upload parser takes up to 1,000 files and 1,000 fields a request: a page sends one."""
+    from gradio import route_utils
+
+    parser = route_utils.GradioMultiPartParser
+    if getattr(parser, "bounded", False):
+        return
+
+    class Bounded(parser):
+        bounded = True
+
+        def __init__(self, *args, **kwargs):
+            kwargs.update(max_files=MAX_FILES_PER_UPLOAD, max_fields=MAX_FILES_PER_UPLOAD * 4)
+            super().__init__(*args, **kwargs)
+    route_utils.GradioMultiPartParser = Bounded
+
+
+def expire_unused_uploads(site: Site, seconds: float = UNUSED_UPLOAD_S, every: float = 60.0) -> None:
+    """Every `every` seconds, delete the uploads older than `seconds` (what a handler keeps, it
+    copied under the media folder when its event ran; delete_cache removes the rest only after
+    an hour)."""
+    import os
+    import threading
+    import time
+
+    def sweep():
+        while True:
+            time.sleep(every)
+            now = time.time()
+            for blocks in site.blocks:
+                for path in list(blocks.upload_file_set):
+                    try:
+                        if now - os.path.getmtime(path) > seconds:
+                            os.remove(path)
+                            blocks.upload_file_set.discard(path)
+                    except OSError:
+                        blocks.upload_file_set.discard(path)
+
+    threading.Thread(target=sweep, name="upload-expiry", daemon=True).start()
+
+
+def slow_clients_cut_off(header_timeout: float, max_connections: int) -> None:
+    """uvicorn (as Gradio starts it) waits for a request's headers forever and takes any number of
+    connections: each connection now has header_timeout seconds to send its request line and
+    headers (a new one, and a kept-alive one from its next byte), and past max_connections open
+    connections a request is answered 503 (uvicorn's limit_concurrency). The body's limit is
+    Guard's."""
+    import asyncio
+
+    import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    if getattr(uvicorn.Config, "cuts_slow_clients", False):
+        return
+
+    class TimedH11(H11Protocol):
+        header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport):
+            super().connection_made(transport)
+            self.header_timer = self.loop.call_later(header_timeout, self.too_slow)
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            waiting = self.cycle is None or self.cycle.response_complete
+            if not waiting and self.header_timer is not None:
+                self.header_timer.cancel()
+                self.header_timer = None
+            elif waiting and self.header_timer is None and not self.transport.is_closing():
+                self.header_timer = self.loop.call_later(header_timeout, self.too_slow)
+
+        def too_slow(self) -> None:
+            self.header_timer = None
+            if (self.cycle is None or self.cycle.response_complete) and not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_lost(self, exc):
+            if self.header_timer is not None:
+                self.header_timer.cancel()
+            super().connection_lost(exc)
+
+    class Config(uvicorn.Config):
+        cuts_slow_clients = True
+
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("http", TimedH11)
+            kwargs.setdefault("limit_concurrency", max_connections)
+            super().__init__(*args, **kwargs)
+    uvicorn.Config = Config
+
+
+# A gr.State's config holds its delete_callback, a function that the JSON encoder writes as its
+# repr ("<function ... at 0x7f...>"): every page's /config and HTML showed memory addresses. The
+# page needs none of that.
+ADDRESS = re.compile(r"<[^<>]* at 0x[0-9a-fA-F]+>")
+
+
+def without_addresses(config):
+    """The config without the values that would show a memory address (in place)."""
+    if isinstance(config, dict):
+        for key in [k for k, v in config.items() if callable(v) or isinstance(v, str) and ADDRESS.search(v)]:
+            del config[key]
+        for v in config.values():
+            without_addresses(v)
+    elif isinstance(config, list):
+        for v in config:
+            without_addresses(v)
+    return config
+
+
 def patient_start_probe(seconds: float = 60.0) -> None:
     """Gradio's launch() checks that it can reach its own "/" (a HEAD with a 3 s timeout) and
     gives up on the first timeout with "localhost is not accessible". A restart while
@@ -777,6 +1049,8 @@ def serve(args, settings, connect):
     demo = site.team
     demo.queue(default_concurrency_limit=16)
     patient_start_probe()
+    slow_clients_cut_off(settings.header_timeout, settings.max_connections)
+    few_files_per_upload()
     page_options = dict(css_paths=[ROOT / "assets" / "style.css"], js=KEYBOARD_JS, theme=page_theme(),
                         allowed_paths=[str(settings.media_dir)],
                         # an unexpected exception's text never reaches a participant (gradio shows a
@@ -798,11 +1072,14 @@ def serve(args, settings, connect):
                 root_path=args.root_path, **page_options,
                 app_kwargs={"routes": mounts,
                             # static_assets first: a bundle file needs none of the others
-                            "middleware": ([static_assets()] if settings.fast_pages else [])
+                            "middleware": [guard(site, settings)] + ([static_assets()] if settings.fast_pages else [])
                                           + [role_redirect(database), refuse_remote_files_middleware(), compression(),
                                              security_headers(settings)]
                                           + ([preload_hints(site)] if settings.fast_pages else [])},
                 prevent_thread_lock=True)
+    for blocks in site.blocks:
+        without_addresses(blocks.config)
+    expire_unused_uploads(site)
     quiet_queues(site)
     start_pages(site, demo.local_url, verify=not certfile)
     warm_up(site, demo.local_url, verify=not certfile)

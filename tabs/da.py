@@ -11,13 +11,16 @@ The item is one small form (tabs/item_form.py): a submit sends {"item_id", "answ
 from __future__ import annotations
 
 import html
+import logging
 
 import gradio as gr
 
 from services.da import campaign as da_campaign
-from services.participation.items import ready_participant
+from services.participation.items import AccessError, ready_participant
 from tabs.common import PARTICIPANT_EVENT, Ctx, TabUI, file_url, plain_html, safe_submit, timer_update
 from tabs.item_form import answer_of, form_value, item_form
+
+FEEDBACK_FAILED = "Your feedback could not be saved: please check it for unusual characters and send it again."
 
 
 def picture(c: dict, alt: str) -> str:
@@ -82,8 +85,11 @@ def build(ctx: Ctx) -> TabUI:
         try:
             p = ready_participant(ctx.database, token)
             da_campaign.save_feedback(ctx.database, p["id"], text)
-        except (da_campaign.DAError, Exception) as e:    # AccessError too: a forged token
+        except (da_campaign.DAError, AccessError) as e:     # our own refusals say what is wrong
             return plain_html(str(e))
+        except Exception:       # anything else (a lone surrogate the database cannot encode): no raw text
+            logging.getLogger(__name__).exception("DA feedback not saved")
+            return plain_html(FEEDBACK_FAILED)
         return plain_html("Thank you: your feedback is saved.")
 
     outputs = [form, feedback_box, timer]

@@ -312,6 +312,25 @@ def test_too_many_requests_for_one_link_are_refused(demo_db, people, monkeypatch
         get_view(demo_db, tok, "receiver")
 
 
+def test_made_up_tokens_leave_no_state_behind(demo_db, people):
+    """Issue 30.3: the limiter keys a bucket on the participant a token names, after the lookup;
+    40 made-up tokens of 2 MB each (a view and a submit each) are refused and leave no bucket
+    (before: one per token string, 75 MB held in the server)."""
+    rate_limit.configure(20)
+    try:
+        for k in range(40):
+            forged = str(k) * 2_000_000
+            with pytest.raises(AccessError, match="not valid"):
+                get_view(demo_db, forged, "receiver", lang="en")
+            with pytest.raises(AccessError, match="not valid"):
+                submit(demo_db, forged, "receiver", "1", {}, lang="en")
+        assert len(rate_limit.BUCKETS._buckets) == 0
+        get_view(demo_db, people["receiver"].token, "receiver")       # a real link has its bucket
+        assert list(rate_limit.BUCKETS._buckets) == [str(people["receiver"].id)]
+    finally:
+        rate_limit.configure(0)
+
+
 def test_the_bucket_refills_with_time():
     now = [0.0]
     b = rate_limit.TokenBuckets(rate=20, burst=40, clock=lambda: now[0])

@@ -26,3 +26,23 @@ def test_a_file_over_the_limit_is_refused(small_limit_app):
     assert "1.0 MB" in big.text or "size" in big.text.lower()
     small = _upload(small_limit_app, 200 * 1024)
     assert small.status_code == 200, small.text
+
+
+def test_an_upload_no_event_used_is_deleted_after_its_time(tmp_path):
+    """Issue 30.2: uploads an event did not use are removed after UNUSED_UPLOAD_S (here 0.2 s),
+    not after gradio's hour; a fresh one stays."""
+    import os
+    import time
+    from types import SimpleNamespace
+
+    import server
+
+    old, new = tmp_path / "old.wav", tmp_path / "new.wav"
+    old.write_bytes(b"RIFF")
+    new.write_bytes(b"RIFF")
+    os.utime(old, (time.time() - 5, time.time() - 5))
+    page = SimpleNamespace(upload_file_set={str(old), str(new)})
+    server.expire_unused_uploads(SimpleNamespace(blocks=[page]), seconds=2, every=0.1)
+    time.sleep(0.5)
+    assert not old.exists() and new.exists()
+    assert page.upload_file_set == {str(new)}

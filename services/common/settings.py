@@ -55,6 +55,10 @@ class Settings:
     fast_pages: bool = _s("TRADLAB_FAST_PAGES", "1", "1 names every script a participant page loads in its HTML, so the browser fetches them at once (tabs/preload.py), and serves Gradio's hashed script files from memory, compressed once and cached by the browser for a year; 0 leaves both to Gradio", default=True)
     frame_ancestors: str = _s("TRADLAB_FRAME_ANCESTORS", "'self'", "who may show the app in a frame (CSP frame-ancestors): 'self', 'none', or origins; on a Space the default is `'self' https://huggingface.co` (its page embeds the app)", default="'self'")
     admin_secret: str = _s("TRADLAB_ADMIN_SECRET", "", "with no admin password: the secret of the admin link the server prints at start (/?admin=SECRET); empty: a new random one each start (set it only for scripts and tests, long and random)", default="")
+    max_body_kb: float = _s("TRADLAB_MAX_BODY_KB", "1024", "largest request body other than an upload (KB); a larger one, or JSON nested deeper than 32 levels or with over 20,000 values, is refused before Gradio reads it", default=1024.0)
+    body_timeout: float = _s("TRADLAB_BODY_TIMEOUT", "30", "seconds a request's body may take to arrive (an upload: the longest pause between its parts); a slower one is cut off", default=30.0)
+    header_timeout: float = _s("TRADLAB_HEADER_TIMEOUT", "10", "seconds a connection may take to send a request's headers; a slower one is closed", default=10.0)
+    max_connections: int = _s("TRADLAB_MAX_CONNECTIONS", "1000", "open connections past which a request is answered 503 (behind a proxy: the proxy's connections)", default=1000)
     link_secret: str = _s("TRADLAB_LINK_SECRET", "", "key that signs Prolific URLs; every process serving or printing links must share it (empty: a random key kept in the database)", default="")
     llm_model: str = _s("TRADLAB_LLM_MODEL", "", "the LLM writing comprehension questions: a model folder or id (transformers) or a served model name (remote); a study's [llm] section wins", default="")
     llm_backend: str = _s("TRADLAB_LLM_BACKEND", "", "transformers | remote; empty: remote when TRADLAB_LLM_BASE_URL is set", default="")
@@ -111,6 +115,10 @@ class Settings:
             "key_prefix": get["TRADLAB_KEY_PREFIX"].strip() or "TRADLAB_KEY_",
             "allow_remote_code": get["TRADLAB_ALLOW_REMOTE_CODE"].strip() == "1",
             "rate_limit": _float(get["TRADLAB_RATE_LIMIT"], 20.0),
+            "max_body_kb": _float(get["TRADLAB_MAX_BODY_KB"], 1024.0) or 1024.0,
+            "body_timeout": _float(get["TRADLAB_BODY_TIMEOUT"], 30.0) or 30.0,
+            "header_timeout": _float(get["TRADLAB_HEADER_TIMEOUT"], 10.0) or 10.0,
+            "max_connections": int(_float(get["TRADLAB_MAX_CONNECTIONS"], 1000.0)) or 1000,
             "fast_pages": get["TRADLAB_FAST_PAGES"].strip() not in ("0", "false", "no"),
             "frame_ancestors": " ".join(get["TRADLAB_FRAME_ANCESTORS"].split()) or "'self'",
             "environ": dict(env)})

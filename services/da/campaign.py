@@ -250,7 +250,14 @@ def save_feedback(database, participant_id: int, text: str) -> None:
     p = participants.get(database, participant_id)
     if not p or p["role"] != "da" or not p["active"]:
         raise DAError("Feedback on the rating task is only for its raters.")
+    if text is not None and not isinstance(text, str):
+        raise DAError("Your feedback must be text.")
     text = (text or "").strip()
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:      # a lone surrogate (half an emoji): SQLite cannot store it
+        raise DAError("Your feedback contains a character that cannot be stored (half of an emoji or symbol): "
+                      "please retype it.") from None
     if len(text) > MAX_FEEDBACK:
         raise DAError(f"Your feedback is too long (at most {MAX_FEEDBACK} characters).")
     if not text:

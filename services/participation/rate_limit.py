@@ -63,6 +63,7 @@ def configure(per_second: float | None) -> None:
 
 
 def allow(token: str | None) -> bool:
-    """False when this token has made more requests than the limit allows (the caller refuses
-    with MESSAGE: services/participation/items.py raises TooManyRequests, an AccessError)."""
+    """False when this link has made more requests than the limit allows (the caller refuses
+    with MESSAGE: services/participation/items.py raises TooManyRequests, an AccessError). The
+    key is a participant found by its token (its id), never the string a caller sent."""
     return not token or BUCKETS.allow(str(token))

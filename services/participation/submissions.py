@@ -314,8 +314,8 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
 def _checked(database, token, tab, item_id, media_dir, voice: Voice):
     """(participant, study, assignment) of a submit that may go ahead, or the saved state of one
     that was already saved; refusals raise."""
-    limit_requests(token)
     p = participant_for_token(database, token)
+    limit_requests(p)
     if tab not in tabs_for(p) or tab not in TAB_PHASES:
         raise refusal(AccessError, "not_your_role")
     study = studies.get_study(database, p["study_id"])
