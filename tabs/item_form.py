@@ -119,8 +119,17 @@ function unmark(root) {
 }
 function clearMark(box) {
   unmark(box);
-  if (!element.querySelector('.field-invalid'))
-    element.querySelectorAll('.msg.error[data-fields]').forEach(x => x.remove());
+  // the message keeps the words of the fields still wrong (a field not in the form stays named)
+  element.querySelectorAll('.msg.error[data-fields]').forEach(err => {
+    let fields = {};
+    try { fields = JSON.parse(err.dataset.fields); } catch (e) { return; }
+    const left = Object.entries(fields).filter(([name]) => {
+      const els = [...element.querySelectorAll('[name]')].filter(x => x.name === name);
+      return !els.length || els.some(x => x.getAttribute('aria-invalid') === 'true');
+    });
+    if (!left.length) err.remove();
+    else err.textContent = [...new Set(left.map(([, words]) => words))].join(' ');
+  });
 }
 function markFields(form) {
   const err = element.querySelector('.msg.error[data-fields]');

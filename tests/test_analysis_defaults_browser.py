@@ -38,7 +38,7 @@ def test_the_analysis_buttons_on_an_empty_study_show_no_error(empty_app, page): 
         page.get_by_role("button", name=name, exact=True).first.click()
         page.wait_for_timeout(300)
     for text in ("No DA judgments yet", "No SD ratings yet", "Upload a PAIRS.csv first.",
-                 "Run the audit above on at least one metric first.", "Too few exchanges"):
+                 "Run the audit above on at least one metric first.", "too few for the analysis (it needs 3)"):
         page.get_by_text(text).first.wait_for(timeout=60000)
     page.wait_for_timeout(1000)
     page.screenshot(path=str(ARTIFACTS / "analysis-empty-study.png"), full_page=True)
