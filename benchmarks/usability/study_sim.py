@@ -191,7 +191,7 @@ def likert3(latent: float, r: random.Random) -> list[int]:
     return items
 
 
-def write_wav(path: Path, seconds: float = 2.0, rate: int = 16000) -> Path:
+def write_wav(path: Path, seconds: float = 4.0, rate: int = 16000) -> Path:
     """A short real, non-silent recording: quiet lead-in, then a voiced-like tone with a
     syllable envelope (passes services/usability/audio_intake.py's checks)."""
     import numpy as np
