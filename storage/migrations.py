@@ -488,3 +488,24 @@ def m012_da_hit_outcomes_tts_and_domain(db) -> None:
         ALTER TABLE da_hit_items ADD COLUMN tts_voice TEXT;
         ALTER TABLE da_segments ADD COLUMN domain TEXT NOT NULL DEFAULT ''
         """)
+
+
+@migrations()
+def m013_translations_of_rejected_recordings(db) -> None:
+    # Issue 29: a recording rejected in review goes back to its sender, who records the same
+    # exchange again; its translation (one per exchange) moves here so that the new recording
+    # gets its own, and nothing made from the rejected one is lost.
+    _run_script(db, """
+        CREATE TABLE superseded_translations (
+            id INTEGER PRIMARY KEY,
+            exchange_id INTEGER NOT NULL REFERENCES exchanges(id),
+            recording_id INTEGER NOT NULL UNIQUE REFERENCES recordings(id),
+            system_id TEXT NOT NULL,
+            text TEXT NOT NULL,
+            transcript TEXT,
+            meta TEXT,
+            created_at TEXT NOT NULL,
+            superseded_at TEXT NOT NULL
+        );
+        CREATE INDEX superseded_translations_exchange ON superseded_translations (exchange_id)
+        """)
