@@ -82,3 +82,28 @@ def test_a_rejected_recording_goes_back_to_its_sender_and_both_are_kept(demo_db,
     assert pool.entry(db, "demo", "receive", ex_id) is not None           # receivers get it now
     rows = [r for r in exports.recording_rows(db, "demo") if r["exchange_id"] == ex_id]
     assert [(r["recording_id"], r["qc_status"]) for r in rows] == [(rid1, "rejected"), (rid2, "passed")]
+
+
+def test_the_senders_messages_name_the_survey_tab_and_count_one_recording(demo_db, tmp_path):
+    from services.participation.items import _waiting_message
+    from storage import participants
+
+    db, media = demo_db, tmp_path / "media"
+    sender = add_participants(db, "demo", "sender", 1, "USB", "Man")[0]
+    done = []
+    while (v := get_view(db, sender.token, "record")).status == "item":
+        res = submit(db, sender.token, "record", v.item_id, {"audio": str(write_wav(tmp_path / "r.wav"))},
+                     media_dir=media)
+        done.append(res.stored["id"])
+    assert v.message == ("Thank you, you have finished this part. Please continue on the Survey tab at the top "
+                         "of this page.")
+    me = participants.get(db, sender.id)
+    assert _waiting_message(db, me, "survey").startswith("4 of your recordings are being checked")
+    for rid in done[:3]:
+        pipeline.record_outcome(db, rid, "uma tradução", starter_of(db, db.scalar(
+            "SELECT exchange_id FROM recordings WHERE id = ?", [rid]))["text"])
+    assert _waiting_message(db, me, "survey").startswith("1 of your recordings is being checked and translated; "
+                                                         "its survey opens")
+    pipeline.record_outcome(db, done[3], "uma tradução", "hello")
+    assert _waiting_message(db, me, "survey").startswith("1 of your recordings waits for a check by the study "
+                                                         "team; its survey opens")
