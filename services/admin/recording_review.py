@@ -77,6 +77,10 @@ def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewO
 
 def _exclude_and_reassign(db, database, sender, reviewer, out: ReviewOutcome) -> None:
     participants.exclude(db, sender["id"], f"more than {MAX_REJECTED} rejected recordings")
+    for a in queue.open_assignments(database, sender["id"]):
+        # their texts to record again are not handed on: a rejected exchange ends with the exclusion
+        if a["phase"] == "record" and "record_again" in json.loads(a["meta"] or "{}"):
+            queue.withdraw(db, a["id"])
     database.log(reviewer, "exclude", "participants", sender["id"], {"reason": "rejected recordings"})
     out.sender_excluded = True
     moved = withdraw_and_reassign(db, database, participants.get(database, sender["id"]), reviewer)
