@@ -1151,9 +1151,12 @@ def ensure_demo(database, settings):
         if not participants.list_for_study(database, sid):
             raise
     if not participants.list_for_study(database, sid):
-        add_participants(database, sid, "sender", 1, "USW", "Woman", actor="demo")
+        stays = add_participants(database, sid, "sender", 1, "USW", "Woman", actor="demo")[0]
         for role in ("receiver", "validator", "rater", "da", "sd"):
             add_participants(database, sid, role, 1, actor="demo")
+        # the rater's work: a sender who dropped out after one recording (issue 29)
+        from services.study.demo import add_dropped_out_sender
+        print("Demo: " + add_dropped_out_sender(database, sid, settings.media_dir, stays.id))
     print(f"Demo study '{sid}' ({status}). One link per role:")
     seen = set()
     for row in links(database, sid, settings.public_url):

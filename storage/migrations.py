@@ -508,3 +508,24 @@ def m013_enrolment_returns_and_refusal_counts(db) -> None:
             PRIMARY KEY (study_id, role, reason, minute)
         )
         """)
+
+
+@migrations()
+def m014_translations_of_rejected_recordings(db) -> None:
+    # Issue 29: a recording rejected in review goes back to its sender, who records the same
+    # exchange again; its translation (one per exchange) moves here so that the new recording
+    # gets its own, and nothing made from the rejected one is lost.
+    _run_script(db, """
+        CREATE TABLE superseded_translations (
+            id INTEGER PRIMARY KEY,
+            exchange_id INTEGER NOT NULL REFERENCES exchanges(id),
+            recording_id INTEGER NOT NULL UNIQUE REFERENCES recordings(id),
+            system_id TEXT NOT NULL,
+            text TEXT NOT NULL,
+            transcript TEXT,
+            meta TEXT,
+            created_at TEXT NOT NULL,
+            superseded_at TEXT NOT NULL
+        );
+        CREATE INDEX superseded_translations_exchange ON superseded_translations (exchange_id)
+        """)

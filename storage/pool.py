@@ -147,8 +147,8 @@ def exchange_state(database: Database, exchange_id: int) -> dict | None:
                   p.grp, p.gender, p.active AS sender_active, p.excluded_at, p.dropped_out_at, p.external_id,
                   p.prolific_pid,
                   EXISTS (SELECT 1 FROM translations t WHERE t.exchange_id = e.id) AS translated,
-                  NOT EXISTS (SELECT 1 FROM recordings r WHERE r.exchange_id = e.id
-                              AND r.qc_status NOT IN ('passed', 'accepted')) AS qc_ok,
+                  COALESCE((SELECT r.qc_status IN ('passed', 'accepted') FROM recordings r
+                            WHERE r.exchange_id = e.id ORDER BY r.id DESC LIMIT 1), 1) AS qc_ok,
                   EXISTS (SELECT 1 FROM questions q WHERE q.study_id = e.study_id
                           AND q.starter_id = e.starter_id) AS has_questions
            FROM exchanges e LEFT JOIN participants p ON p.id = e.sender_id WHERE e.id = ?""", [exchange_id])

@@ -90,8 +90,9 @@ def translated_exchanges(database: Database, study_id: str) -> list[dict]:
         "JOIN translations t ON t.exchange_id = e.id "
         "LEFT JOIN participants p ON p.id = e.sender_id "
         "WHERE e.study_id = ? AND (p.id IS NULL OR p.excluded_at IS NULL) "
-        "AND NOT EXISTS (SELECT 1 FROM recordings r WHERE r.exchange_id = e.id "
-        "                AND r.qc_status NOT IN ('passed', 'accepted')) ORDER BY e.id", [study_id])
+        # the latest recording decides: one rejected and recorded again no longer holds it up
+        "AND COALESCE((SELECT r.qc_status IN ('passed', 'accepted') FROM recordings r "
+        "              WHERE r.exchange_id = e.id ORDER BY r.id DESC LIMIT 1), 1) ORDER BY e.id", [study_id])
 
 
 
@@ -152,6 +153,18 @@ def exchange_count(database: Database, study_id: str) -> int:
     return database.scalar("SELECT COUNT(*) FROM exchanges WHERE study_id = ?", [study_id])
 
 
+def sent_back(database: Database, exchange_id: int, recording_id: int) -> bool:
+    """The recording was rejected and its sender given the exchange to record again."""
+    return bool(database.scalar(
+        "SELECT EXISTS (SELECT 1 FROM assignments WHERE exchange_id = ? AND phase = 'record' "
+        "AND json_extract(meta, '$.record_again') = ?)", [exchange_id, recording_id]))
+
+
+def put_first(db, assignment_id: int) -> None:
+    """The item comes before the participant's others (positions are 0..1)."""
+    db.execute("UPDATE assignments SET position = -1 WHERE id = ?", [assignment_id])
+
+
 def open_assignments(database: Database, participant_id: int) -> list[dict]:
     return database.query("SELECT * FROM assignments WHERE participant_id = ? AND status = 'open' ORDER BY id",
                           [participant_id])
@@ -171,6 +184,8 @@ def sender_recording_state(database: Database, participant_id: int) -> dict:
                    WHERE e.sender_id = :p AND r.qc_status = 'flagged') AS in_review,
                   (SELECT COUNT(*) FROM assignments a WHERE a.participant_id = :p AND a.phase = 'record'
                    AND a.status = 'done'
+                   AND NOT EXISTS (SELECT 1 FROM recordings r WHERE r.assignment_id = a.id
+                                   AND r.qc_status = 'rejected')
                    AND (NOT EXISTS (SELECT 1 FROM translations t WHERE t.exchange_id = a.exchange_id)
                        OR EXISTS (SELECT 1 FROM recordings r WHERE r.exchange_id = a.exchange_id
                                   AND r.qc_status = 'pending'))) AS processing""", {"p": participant_id})

@@ -160,6 +160,18 @@ def review_count(database: Database, study_id: str | None = None, status: str = 
         "WHERE r.qc_status = ? AND (? IS NULL OR e.study_id = ?)", [status, study_id, study_id])
 
 
+def supersede_translation(db, exchange_id: int, recording_id: int) -> None:
+    """The exchange's translation (of a rejected recording) moves to superseded_translations."""
+    db.execute("INSERT INTO superseded_translations (exchange_id, recording_id, system_id, text, transcript, meta, "
+               "created_at, superseded_at) SELECT exchange_id, ?, system_id, text, transcript, meta, created_at, ? "
+               "FROM translations WHERE exchange_id = ?", [recording_id, now(), exchange_id])
+    db.execute("DELETE FROM translations WHERE exchange_id = ?", [exchange_id])
+
+
+def recording_count(database: Database, exchange_id: int) -> int:
+    return database.scalar("SELECT COUNT(*) FROM recordings WHERE exchange_id = ?", [exchange_id])
+
+
 def rejected_count(database: Database, sender_id: int) -> int:
     return database.scalar(
         "SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "

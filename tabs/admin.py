@@ -225,6 +225,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 msg += (f" Its sender has more than three rejected recordings and is excluded; "
                         f"{len(out.reassigned)} open item(s) went to other senders")
                 msg += f", {len(out.unassigned)} found nobody." if out.unassigned else "."
+            if out.record_again:
+                msg += " Its sender is asked to record it again (their Record tab says why)."
             return {review_msg: msg}       # the table reloads its page next (.then below)
         return handler
 

@@ -50,6 +50,8 @@ def demo_with_exchanges(dest: Path, keep_references: bool = False) -> Path:
     exchanges = 'exchanges = "exchanges.csv"\n'
     toml = toml.replace(key, exchanges + key if keep_references else exchanges)
     toml = toml.replace("\n[da]\n", HUMAN_SYSTEM + "\n[da]\n", 1)
+    # a rater takes a whole sender's share (the paper's): the demo's 2 is for playing it alone
+    toml = toml.replace("\nitems_per_rater = 2\n", "\n", 1)
     (dest / "study.toml").write_text(toml, encoding="utf-8")
     if not keep_references:
         (dest / "references.csv").unlink()

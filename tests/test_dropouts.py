@@ -25,7 +25,8 @@ from usability_helpers import (
 @pytest.fixture
 def study(tmp_path):
     db = open_database(tmp_path / "d.db")
-    import_study(db, study_folder(tmp_path, 7, dropout_after_days=3))
+    # items_per_rater=0: a rater takes a whole sender's share, as in the paper (the demo takes 2)
+    import_study(db, study_folder(tmp_path, 7, dropout_after_days=3, items_per_rater=0))
     audio = wav(tmp_path)
     s1, s2 = add_participants(db, "demo", "sender", 2, "USB", "Man")
     ex = {s.id: record_all(db, s, tmp_path / "media", audio) for s in (s1, s2)}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import re
+import shutil
 import sqlite3
 import statistics
 import time
@@ -30,7 +31,13 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def e2e(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("e2e")
-    app = RunningApp(tmp, {"TRADLAB_DEMO_STUDY": str(DEMO_ASSETS)})
+    # the demo without its sender who dropped out (items_per_rater): this test follows one
+    # exchange from an empty study; tests/test_e2e_play_alone.py plays the demo as it is
+    demo = shutil.copytree(DEMO_ASSETS, tmp / "demo_study")
+    toml = (demo / "study.toml").read_text(encoding="utf-8")
+    assert "\nitems_per_rater = 2\n" in toml
+    (demo / "study.toml").write_text(toml.replace("\nitems_per_rater = 2\n", "\n"), encoding="utf-8")
+    app = RunningApp(tmp, {"TRADLAB_DEMO_STUDY": str(demo)})
     app.start("--demo")
     yield app
     app.stop()

@@ -110,10 +110,10 @@ def study(tmp_path_factory):
     with db.write() as w:
         participant_store.exclude(w, excluded.id, EXCLUSION_REASON)
 
-    rid1, ex1 = _record(db, people["sender"], write_wav(tmp / "a.wav", seconds=2.0), media,
+    rid1, ex1 = _record(db, people["sender"], write_wav(tmp / "a.wav", seconds=4.0), media,
                         "first sender transcript", "primeira traducao", "flagged", ["high_wer"])
     decide(db, rid1, "accept", REVIEWER)
-    rid2, ex2 = _record(db, slot, write_wav(tmp / "b.wav", seconds=2.5), media,
+    rid2, ex2 = _record(db, slot, write_wav(tmp / "b.wav", seconds=4.5), media,
                         S2_TRANSCRIPT, S2_TRANSLATION, "passed", [])
     workflow.refresh(db, "demo")
 

@@ -172,7 +172,7 @@ def test_a_welcome_problem_echoing_url_text_is_plain():
 
 # -- 10: order, withdrawn items, deactivated participants, DA feedback -------------------------
 
-def write_wav(path, seconds=2.5, rate=16000):
+def write_wav(path, seconds=4.0, rate=16000):
     t = np.arange(int(seconds * rate)) / rate
     sig = 0.3 * np.sin(2 * np.pi * 220 * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t))
     sig[: int(0.3 * rate)] = 0.0

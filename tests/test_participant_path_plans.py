@@ -82,7 +82,7 @@ def test_no_participant_action_scans_a_study_sized_table(demo_db, tmp_path):
     receiver, = add_participants(db, "demo", "receiver", 1)
     validator, = add_participants(db, "demo", "validator", 1)
     rater, = add_participants(db, "demo", "rater", 1)
-    wav = write_wav(tmp_path / "r.wav", seconds=2.5)
+    wav = write_wav(tmp_path / "r.wav", seconds=4.0)
     statements = []
 
     # a sender records; the worker's outcome opens the receive item and the baseline survey

@@ -122,7 +122,7 @@ def test_more_than_three_rejections_exclude_the_sender_and_reassign_open_items(d
     bad = add_participants(db, "demo", "sender", 1, "USW", "Woman")[0]
     same_cell = add_participants(db, "demo", "sender", 1, "USW", "Woman")[0]
     other_cell = add_participants(db, "demo", "sender", 1, "Hindi", "Man")[0]
-    wav = write_wav(tmp_path / "tone.wav", seconds=2)
+    wav = write_wav(tmp_path / "tone.wav", seconds=4)
     rec_ids = []
     for _ in range(4):
         v = get_view(db, bad.token, "record")

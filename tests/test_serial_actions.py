@@ -100,7 +100,7 @@ def test_a_recording_is_decoded_outside_the_line(demo_db, tmp_path, monkeypatch)
 
     monkeypatch.setattr(submissions, "store_recording", spy)
     v = get_view(demo_db, sender.token, "record")
-    res = submit(demo_db, sender.token, "record", v.item_id, {"audio": str(write_wav(tmp_path / "a.wav", seconds=2.0))},
+    res = submit(demo_db, sender.token, "record", v.item_id, {"audio": str(write_wav(tmp_path / "a.wav", seconds=4.0))},
                  media_dir=tmp_path / "media")
     assert res.saved
     assert owners == [None]

@@ -11,7 +11,7 @@ from services.participation.submissions import SubmissionError, submit
 from services.study.participants import add_participants
 
 
-def write_wav(path, seconds=2.0, rate=44100, amplitude=0.3, channels=1, lead_s=0.3):
+def write_wav(path, seconds=4.0, rate=44100, amplitude=0.3, channels=1, lead_s=0.3):
     """A voice-like tone after a short silence (a sender starts speaking after pressing record)."""
     t = np.arange(int(seconds * rate)) / rate
     sig = amplitude * np.sin(2 * np.pi * 220 * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t))
@@ -51,12 +51,12 @@ def test_recording_intake_and_idempotency(demo_db, people, tmp_path):
     with pytest.raises(SubmissionError, match="not an audio recording"):
         submit(demo_db, tok, "record", v.item_id, {"audio": str(text)}, media_dir=media)
     assert count(demo_db, "recordings") == 0
-    good = write_wav(tmp_path / "ok.wav", seconds=3, rate=48000, channels=2)
+    good = write_wav(tmp_path / "ok.wav", seconds=4, rate=48000, channels=2)
     res = submit(demo_db, tok, "record", v.item_id, {"audio": str(good)}, media_dir=media)
     assert res.saved and res.next.progress == "1 / 4"
     with wave.open(res.stored["path_16k"]) as w:
         assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (16000, 1, 2)
-        assert abs(w.getnframes() / 16000 - 3.0) < 0.01
+        assert abs(w.getnframes() / 16000 - 4.0) < 0.01
     again = submit(demo_db, tok, "record", v.item_id, {"audio": str(good)}, media_dir=media)
     assert not again.saved and again.stored["id"] == res.stored["id"]
     assert count(demo_db, "recordings") == 1

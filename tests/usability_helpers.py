@@ -102,4 +102,4 @@ def until_none(fn, *args, limit=500, **kw) -> list:
 
 
 def wav(tmp_path: Path) -> Path:
-    return write_wav(tmp_path / "reading.wav", seconds=2.5)
+    return write_wav(tmp_path / "reading.wav", seconds=4.0)

@@ -111,7 +111,8 @@ def _drive(sim, url: str, person, wav: bytes, deadline: float, start: threading.
                     errors.append(f"{person.role} {person.pid} {tab}: {state.get('error') or state.get('notice')}")
                     break
                 if tab == "record":
-                    recorded.append(int(view["item_id"]))
+                    # "<exchange>-<attempt>": an exchange recorded again
+                    recorded.append(int(str(view["item_id"]).split("-")[0]))
                 view = state
             # the view again, now that the session exists (a reload): the first one above also
             # pays for setting up the session

@@ -191,7 +191,7 @@ def likert3(latent: float, r: random.Random) -> list[int]:
     return items
 
 
-def write_wav(path: Path, seconds: float = 2.0, rate: int = 16000) -> Path:
+def write_wav(path: Path, seconds: float = 4.0, rate: int = 16000) -> Path:
     """A short real, non-silent recording: quiet lead-in, then a voiced-like tone with a
     syllable envelope (passes services/usability/audio_intake.py's checks)."""
     import numpy as np
@@ -492,19 +492,20 @@ class Sim:
                 if again.saved:
                     self.problems.append(f"{p.role} {p.pid} {phase} {key}: a double submit saved again")
             if phase == "record":
-                self.record_outcome(int(key))
+                # a text given back after a rejection is "<exchange>-<attempt>" (its own QC draw)
+                self.record_outcome(int(str(key).split("-")[0]), str(key))
             view = res.next
         p.last = view.status
         if view.status == "complete":
             self.finished_tab(p, view)
         return n
 
-    def record_outcome(self, exchange_id: int) -> str:
+    def record_outcome(self, exchange_id: int, key: str = "") -> str:
         """The worker's model step, simulated: a stand-in translation, QC from a transcript."""
         from storage import results
         rec = results.recording_for_exchange(self.db, exchange_id)
         info = self.answers.exchange(exchange_id)
-        flagged = seeded(self.seed, "flag", exchange_id).random() < FLAG_SHARE
+        flagged = seeded(self.seed, "flag", key if "-" in key else exchange_id).random() < FLAG_SHARE
         transcript = " ".join(info["text"].split()[3:]) if flagged else info["text"]
         status = self.t("worker/record_outcome", self.model_step, self.db, rec["id"],
                         sim_corpus.translation(info["starter"], info["system"], exchange_id), transcript)
@@ -590,10 +591,12 @@ def check_completeness(db, sim: Sim) -> tuple[dict, list[str]]:
                                            [STUDY_ID])}
     n_questions = {r["starter_id"]: r["n"] for r in db.query(
         "SELECT starter_id, COUNT(*) AS n FROM questions WHERE study_id = ? GROUP BY starter_id", [STUDY_ID])}
+    # an exchange once each, by its latest recording (one rejected is recorded again: issue 29)
     exchanges = db.query(
-        "SELECT e.id, e.sender_id, e.starter_id, r.qc_status FROM exchanges e "
-        "JOIN assignments a ON a.exchange_id = e.id AND a.phase = 'record' AND a.status = 'done' "
-        "LEFT JOIN recordings r ON r.exchange_id = e.id WHERE e.study_id = ? ORDER BY e.id", [STUDY_ID])
+        "SELECT e.id, e.sender_id, e.starter_id, (SELECT r.qc_status FROM recordings r WHERE r.exchange_id = e.id "
+        "ORDER BY r.id DESC LIMIT 1) AS qc_status FROM exchanges e WHERE e.study_id = ? AND EXISTS (SELECT 1 "
+        "FROM assignments a WHERE a.exchange_id = e.id AND a.phase = 'record' AND a.status = 'done') ORDER BY e.id",
+        [STUDY_ID])
     receive = defaultdict(list)
     for r in db.query("SELECT a.id, a.exchange_id, a.participant_id, (SELECT COUNT(*) FROM answers x WHERE "
                       "x.assignment_id = a.id) AS answers, (SELECT COUNT(*) FROM validations v WHERE "
@@ -656,7 +659,10 @@ def check_stored_once(db) -> tuple[dict, list[str]]:
     (redundancy 1), no sender with the same starter twice."""
     q = {
         "recordings per record item": "SELECT assignment_id FROM recordings GROUP BY assignment_id HAVING COUNT(*) > 1",
-        "recordings per exchange": "SELECT exchange_id FROM recordings GROUP BY exchange_id HAVING COUNT(*) > 1",
+        # an exchange recorded again after a rejection has two recordings, the first rejected
+        "recordings after a passed one": "SELECT r.exchange_id FROM recordings r JOIN recordings later ON "
+                                         "later.exchange_id = r.exchange_id AND later.id > r.id "
+                                         "WHERE r.qc_status != 'rejected'",
         "translations per exchange": "SELECT exchange_id FROM translations GROUP BY exchange_id HAVING COUNT(*) > 1",
         "answers per question": "SELECT assignment_id FROM answers GROUP BY assignment_id, question_idx "
                                 "HAVING COUNT(*) > 1",
@@ -702,8 +708,9 @@ def balance_table(db) -> tuple[list[dict], list[str]]:
     rows = db.query(
         "SELECT p.id AS sender, p.grp, p.gender, e.starter_id, e.system_id, s.domain, s.source FROM exchanges e "
         "JOIN participants p ON p.id = e.sender_id JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
-        "JOIN assignments a ON a.exchange_id = e.id AND a.phase = 'record' AND a.status != 'withdrawn' "
-        "WHERE e.study_id = ?", [STUDY_ID])
+        # EXISTS, not a join: an exchange recorded again (issue 29) has two record items
+        "WHERE e.study_id = ? AND EXISTS (SELECT 1 FROM assignments a WHERE a.exchange_id = e.id "
+        "AND a.phase = 'record' AND a.status != 'withdrawn')", [STUDY_ID])
     systems = sorted(SYSTEM_FX)
     strata = [(d, s) for d in ("health", "everyday") for s in ("natural", "synthetic")]
     table, problems, designs = [], [], {}

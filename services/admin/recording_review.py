@@ -6,6 +6,9 @@ rejected recordings is excluded from analyses (participants.excluded_at) and the
 items are withdrawn; each withdrawn recording item goes to another active sender, of the
 same group and gender where possible, who has not had that starter
 (services/admin/participants.withdraw_and_reassign, which the admin's reassign also uses).
+A rejected recording of a sender who still takes part goes back to them as "record again": a
+new record item of the same exchange, first in their queue, whose page says why (the rejected
+recording and its translation are kept: results.supersede_translation).
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ class ReviewOutcome:
     status: str
     sender_excluded: bool = False
     reassigned: list[dict] = field(default_factory=list)     # {"exchange", "to"} per item
+    record_again: bool = False                                # the sender got the item back
     unassigned: list[int] = field(default_factory=list)       # withdrawn items nobody could take
 
 
@@ -51,6 +55,9 @@ def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewO
         raise ReviewError(f"there is no recording {recording_id}")
     if rec["qc_status"] not in ("flagged", "accepted", "rejected"):
         raise ReviewError(f"recording {recording_id} is {rec['qc_status']}: only flagged recordings are reviewed")
+    if queue.sent_back(database, rec["exchange_id"], rec["id"]):
+        raise ReviewError(f"recording {recording_id} was rejected and its sender asked to record it again: "
+                          "review the new recording instead")
     status = "accepted" if decision == "accept" else "rejected"
     ex = queue.exchange(database, rec["exchange_id"])
     out = ReviewOutcome(rec["id"], status)
@@ -61,14 +68,32 @@ def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewO
         if (status == "rejected" and sender and sender["excluded_at"] is None
                 and results.rejected_count(database, sender["id"]) > MAX_REJECTED):
             _exclude_and_reassign(db, database, sender, reviewer, out)
+        elif status == "rejected" and sender and sender["active"] and sender["excluded_at"] is None \
+                and not sender["dropped_out_at"]:
+            _record_again(db, database, rec, ex, sender, reviewer, out)
         workflow.exchange_ready(database, ex["id"])
     return out
 
 
 def _exclude_and_reassign(db, database, sender, reviewer, out: ReviewOutcome) -> None:
     participants.exclude(db, sender["id"], f"more than {MAX_REJECTED} rejected recordings")
+    for a in queue.open_assignments(database, sender["id"]):
+        # their texts to record again are not handed on: a rejected exchange ends with the exclusion
+        if a["phase"] == "record" and "record_again" in json.loads(a["meta"] or "{}"):
+            queue.withdraw(db, a["id"])
     database.log(reviewer, "exclude", "participants", sender["id"], {"reason": "rejected recordings"})
     out.sender_excluded = True
     moved = withdraw_and_reassign(db, database, participants.get(database, sender["id"]), reviewer)
     out.reassigned = [m for m in moved.moved if m["phase"] == "record"]
     out.unassigned = [d["exchange"] for d in moved.dropped if d["phase"] == "record"]
+
+
+def _record_again(db, database, rec, ex, sender, reviewer, out: ReviewOutcome) -> None:
+    """The sender records the exchange again: a new record item, before their other ones."""
+    attempt = results.recording_count(database, ex["id"]) + 1
+    results.supersede_translation(db, ex["id"], rec["id"])
+    position = -1.0       # below every seeded order key (0..1): the item to redo comes first
+    aid = queue.insert_assignment(db, ex["study_id"], sender["id"], "record", f"{ex['id']}-{attempt}", position,
+                                  exchange_id=ex["id"], meta={"record_again": rec["id"]})
+    database.log(reviewer, "record_again", "assignments", aid, {"recording": rec["id"]})
+    out.record_again = aid is not None

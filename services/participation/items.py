@@ -30,6 +30,8 @@ TAB_PHASES = {
 WORKFLOW_TABS = ("record", "receiver", "validator", "survey")
 # items that are instructions, not work: not counted as progress, and a submit says no "Saved."
 INSTRUCTION_ITEMS = {"sd": (sd_form.WELCOME_ITEM, sd_form.EXAMPLE_ITEM)}
+# the names of a sender's two tabs at the top of their page (tabs/record.py, tabs/survey.py)
+TAB_LABELS = {"record": "Record", "survey": "Survey"}
 ROLE_TABS = {
     "sender": ("record", "survey"),
     "receiver": ("receiver",),
@@ -133,7 +135,8 @@ def _total(database, p, study, tab, counts) -> int:
         # a rater's work comes from senders who drop out: like a receiver they wait for it (up to
         # a sender's share), rather than finishing, and being paid, at 0 of 0
         c = queue.counts(database, p["id"], ("survey_baseline",))
-        cap = cfg["usability"]["items_per_sender"] if "usability" in cfg and p["role"] == "rater" else 0
+        cap = workflow.capacity(cfg["usability"], "survey_baseline") if "usability" in cfg and p["role"] == "rater" \
+            else 0
         return 2 * max(cap, c["open"] + c["done"])
     return counts["done"] + counts["open"]
 
@@ -155,8 +158,11 @@ def _content(database, study, p, a) -> dict:
                 "submit": words["submit"]}
     st = studies.starter(database, sid, ex["starter_id"])
     if phase == "record":
+        words = texts(study)["record"]
         return {"starter_html": bold_key_spans(st["text"], st["key_spans"]),
-                "instruction": texts(study)["record"]["instruction"],
+                "instruction": words["instruction"], "microphone_help": words["microphone_help"],
+                # a recording of it was rejected in review: the sender is told why it is back
+                "record_again": words["record_again"] if (a.get("meta") or {}).get("record_again") else "",
                 "max_seconds": study["config"]["usability"]["max_recording_seconds"]}
     tr = results.translation(database, ex["id"])
     if phase == "validate":
@@ -280,8 +286,10 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
     if a is None:
         if counts["done"] >= total:
             if not _finished_elsewhere(database, p, study, tab):
-                return ItemView(tab, "complete", voice("finished_tab"), counts["done"], total, lang=lang,
-                                labels=_labels(voice))
+                # "your other tab" read as another browser tab: the page's tab is named (issue 29)
+                other = next((TAB_LABELS.get(t, t) for t in tabs_for(p) if t != tab), "")
+                return ItemView(tab, "complete", voice("finished_tab", tab=other), counts["done"], total,
+                                lang=lang, labels=_labels(voice))
             if touch and not p["completed_at"]:      # the completion-code list's time (admin)
                 writes.add(lambda db: participants.mark_completed(db, p["id"]))
             return ItemView(tab, "complete", voice("finished"), counts["done"], total,
@@ -348,11 +356,15 @@ def _waiting_message(database, p: dict, tab: str, voice: Voice | None = None) ->
         return (f"Your surveys open once your messages are recorded and translated: {state['unrecorded']} "
                 "still to record on the Record tab.")
     if state["in_review"]:
-        return (f"{state['in_review']} of your recordings wait for a check by the study team; their surveys "
-                "open once it is done. This page checks again by itself.")
+        n = state["in_review"]
+        said = "1 of your recordings waits" if n == 1 else f"{n} of your recordings wait"
+        return (f"{said} for a check by the study team; {'its survey opens' if n == 1 else 'their surveys open'} "
+                "once it is done. This page checks again by itself.")
     if state["processing"]:
-        return (f"{state['processing']} of your recordings are being checked and translated; their surveys "
-                "open in a moment. This page checks again by itself.")
+        n = state["processing"]
+        said = "1 of your recordings is" if n == 1 else f"{n} of your recordings are"
+        return (f"{said} being checked and translated; {'its survey opens' if n == 1 else 'their surveys open'} "
+                "in a moment. This page checks again by itself.")
     return ("Your next survey opens once the other participants have answered questions about your "
             "translations and a bilingual validator has checked them. This can take a while: "
             "you can come back later with the same link.")

@@ -301,8 +301,11 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
         data = None
         if a["phase"] == "record":
             try:
+                ex = queue.exchange(database, a["exchange_id"])
+                starter = studies.starter(database, study["id"], ex["starter_id"])
                 data = {"audio": store_recording(payload.get("audio") or "", media_dir,
-                                                 study["config"]["usability"]["max_recording_seconds"])}
+                                                 study["config"]["usability"]["max_recording_seconds"],
+                                                 starter["text"])}
             except IntakeError as e:
                 raise SubmissionError(str(e)) from e
         with ACTIONS:

@@ -31,9 +31,17 @@ from storage import participants, pool, queue, studies
 POOL_OF_ROLE = {"receiver": "receive", "validator": "validate", "rater": "survey_baseline"}
 TAB_OF_ROLE = {"receiver": "receiver", "validator": "validator", "rater": "survey"}
 CAPACITY = {"receive": "items_per_receiver", "validate": "items_per_validator",
-            "survey_baseline": "items_per_sender"}
+            "survey_baseline": "items_per_rater"}
 SCAN = 16                  # candidates looked at per stratum before trying the next one
 REPAIR_CHUNK = 200         # exchanges per write transaction of the repair
+
+
+def capacity(us: dict, phase: str) -> int:
+    """How many items of a pooled phase one person takes (a rater: items_per_rater, else a
+    sender's share)."""
+    if phase == "survey_baseline":
+        return us.get("items_per_rater") or us["items_per_sender"]
+    return us[CAPACITY[phase]]
 
 
 def stratum(group: str | None, system: str) -> str:
@@ -234,7 +242,7 @@ def may_take(database, p: dict, study: dict) -> bool:
     phase = POOL_OF_ROLE.get(p["role"])
     if phase is None or "usability" not in study["config"]:
         return False
-    if pool.phase_load(database, p["id"], phase) >= study["config"]["usability"][CAPACITY[phase]]:
+    if pool.phase_load(database, p["id"], phase) >= capacity(study["config"]["usability"], phase):
         return False
     return pool.any_open(database, study["id"], phase)
 
@@ -246,7 +254,7 @@ def ready_in_pool(database, p: dict, study: dict) -> int | None:
     if phase is None or "usability" not in study["config"]:
         return None
     load = pool.phase_load(database, p["id"], phase)
-    room = study["config"]["usability"][CAPACITY[phase]] - load
+    room = capacity(study["config"]["usability"], phase) - load
     if room <= 0:
         return 0
     mine = participants.identities(database, [p["id"]])[p["id"]]
@@ -261,7 +269,7 @@ def next_item(db, database, p: dict, study: dict) -> dict | None:
     if phase is None or "usability" not in study["config"]:
         return None
     sid, pid = study["id"], p["id"]
-    if pool.phase_load(database, pid, phase) >= study["config"]["usability"][CAPACITY[phase]]:
+    if pool.phase_load(database, pid, phase) >= capacity(study["config"]["usability"], phase):
         return None
     available = pool.open_strata(database, sid, phase, _strata(database, study))
     if not available:

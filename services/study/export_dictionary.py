@@ -76,7 +76,8 @@ TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
             "assignment_id": ("integer", "the assignment"),
             "participant": ("string", PARTICIPANT),
             "phase": ("string", "record, receive, validate, survey_baseline, survey_informed, da or sd"),
-            "item_id": ("string", "the item: an exchange id (record, receive, surveys), the answer set's "
+            "item_id": ("string", "the item: an exchange id (record, receive, surveys; a record item given back "
+                                  "after a rejection is <exchange id>-<attempt>), the answer set's "
                                   "assignment id (validate), a DA HIT item, an SD page"),
             "exchange_id": ("integer", "the exchange the item is about (usability phases)"),
             "position": ("number", "the random order key within the participant's queue (lower comes first)"),

@@ -88,6 +88,8 @@ DEFAULTS = {
     "usability": {"starters": None, "questions": None, "exchanges": "", "items_per_sender": 10, "metrics": [],
                   "references": "",
                   "items_per_receiver": 30, "items_per_validator": 30, "redundancy": 1,
+                  # exchanges a third-person rater takes (0: items_per_sender, one sender's share)
+                  "items_per_rater": 0,
                   # false: a receiver gets at most one exchange of each starter (its questions once;
                   # paper 000 section 2.5.1 assigns receivers translations at random and models the
                   # receiver as a random intercept, which assumes their answer sets independent)
@@ -340,7 +342,7 @@ def _check_config(raw: dict, err: _Collector) -> dict:
     if us:
         for k, lo in (("items_per_sender", 1), ("items_per_receiver", 1),
                       ("items_per_validator", 1), ("redundancy", 1), ("max_recording_seconds", 1),
-                      ("dropout_after_days", 0)):
+                      ("dropout_after_days", 0), ("items_per_rater", 0)):
             v = us.get(k)
             if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 err.add(f, None, f"usability.{k}", f"must be an integer >= {lo}")

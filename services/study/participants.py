@@ -72,12 +72,12 @@ def _check_role(study, role, group, gender):
         raise ParticipantError(f"senders need a gender (one of {', '.join(genders)})")
 
 
-def _setup_queue(db, database, study, pid: int, role: str, group, gender) -> None:
+def _setup_queue(db, database, study, pid: int, role: str, group, gender, design_index: int | None = None) -> None:
     cfg, sid = study["config"], study["id"]
     seed = cfg["study"]["seed"]
     if role == "sender":
         us = cfg["usability"]
-        index = participants.next_design_index(db, sid, group, gender)
+        index = participants.next_design_index(db, sid, group, gender) if design_index is None else design_index
         participants.set_design_index(db, pid, index)
         systems = [s["id"] for s in studies.systems(database, sid) if s["config"]["assign"]]
         for starter_id, system_id in sender_design(studies.starters(database, sid), systems,
@@ -104,9 +104,12 @@ class NewParticipant:
 
 def add_participants(database, study_id: str, role: str, count: int = 1, group: str | None = None,
                      gender: str | None = None, external_ids: list[str | None] | None = None,
-                     actor: str = "cli", self_enrol: bool = False) -> list[NewParticipant]:
+                     actor: str = "cli", self_enrol: bool = False,
+                     design_index: int | None = None) -> list[NewParticipant]:
     """Slots with their queues. self_enrol: slots only a Prolific newcomer (a signed enrolment
-    URL) can take; otherwise private-link slots, which self-enrolment never hands out."""
+    URL) can take; otherwise private-link slots, which self-enrolment never hands out.
+    design_index: a sender's design block (default: their cell's next; the demo's dropped-out
+    sender takes another block than the demo sender's, services/study/demo.py)."""
     study = _study(database, study_id)
     _check_role(study, role, group, gender)
     if self_enrol:
@@ -126,7 +129,7 @@ def add_participants(database, study_id: str, role: str, count: int = 1, group: 
             pid = participants.insert(db, {"study_id": study_id, "role": role, "grp": group,
                                            "gender": gender, "external_id": ext, "token": token,
                                            "self_enrol": 1 if self_enrol else 0})
-            _setup_queue(db, database, study, pid, role, group, gender)
+            _setup_queue(db, database, study, pid, role, group, gender, design_index)
             database.log(actor, "add", "participant", pid, {"role": role, "group": group, "gender": gender,
                                                             "self_enrol": bool(self_enrol)})
             made.append(NewParticipant(pid, role, group, gender, ext, token))

@@ -31,7 +31,11 @@ from scipy.signal import resample_poly
 from services.common.media_files import atomic_write
 
 SILENCE_DBFS = -45.0      # a recording whose loudest 50 ms window is quieter is silent
-MIN_SECONDS = 1.0
+MIN_SECONDS = 1.0         # whatever the text, a recording shorter than this holds nothing
+# A recording shorter than this many seconds per word of its text cannot hold it: half the
+# fastest reading of the demo's starters by espeak-ng at 450 words per minute (0.116 s a word;
+# benchmarks/usability/reading_floor.py), so no honest reading comes near it.
+MIN_SECONDS_PER_WORD = 0.058
 LEAD_S = 0.1              # the first 100 ms must not already be speech
 LEAD_LOUD_DBFS = -30.0    # ... i.e. louder than this and close to the loudest part
 LEAD_MARGIN_DB = 12.0
@@ -271,8 +275,18 @@ def starts_mid_speech(samples: np.ndarray, rate: int) -> bool:
     return lead_db > LEAD_LOUD_DBFS and lead_db > loudest_dbfs(samples, rate) - LEAD_MARGIN_DB
 
 
-def check(samples: np.ndarray, rate: int, max_seconds: float) -> float:
-    """The duration, or IntakeError with the reason a sender understands."""
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def min_seconds_for(text: str | None) -> float:
+    """The shortest recording that can hold a reading of the text (MIN_SECONDS_PER_WORD)."""
+    return max(MIN_SECONDS, round(MIN_SECONDS_PER_WORD * words(text or ""), 1))
+
+
+def check(samples: np.ndarray, rate: int, max_seconds: float, text: str | None = None) -> float:
+    """The duration, or IntakeError with the reason a sender understands. With the text read,
+    a recording too short to hold it is refused (min_seconds_for)."""
     duration = len(samples) / rate if rate else 0.0
     if duration == 0:
         raise IntakeError("The recording is empty. Please record again.")
@@ -280,8 +294,12 @@ def check(samples: np.ndarray, rate: int, max_seconds: float) -> float:
         raise _too_long(max_seconds, duration)
     if loudest_dbfs(samples, rate) < SILENCE_DBFS:
         raise IntakeError("The recording is silent. Check that your microphone is on and record again.")
-    if duration < MIN_SECONDS:
-        raise IntakeError(f"The recording is too short ({duration:.1f} s). Please record the whole text.")
+    floor = min_seconds_for(text)
+    if duration < floor:
+        said = (f"; reading these {words(text)} words aloud takes well over {floor:.0f} s" if text
+                and floor > MIN_SECONDS else "")
+        raise IntakeError(f"The recording is too short ({duration:.1f} s{said}), so it cannot hold the "
+                          "whole text. Nothing was saved: please record again, reading the whole text.")
     if starts_mid_speech(samples, rate):
         raise IntakeError("The start of your recording is cut off: you were already speaking when it "
                           "began. Press record, wait a moment, then start reading.")
@@ -301,13 +319,15 @@ def to_16k_wav(samples: np.ndarray, rate: int, dest: Path) -> None:
     tmp.replace(dest)
 
 
-def store_recording(src: str | Path, media_dir: str | Path, max_seconds: float) -> StoredAudio:
+def store_recording(src: str | Path, media_dir: str | Path, max_seconds: float,
+                    text: str | None = None) -> StoredAudio:
+    """text: what the sender read (a recording too short to hold it is refused)."""
     src = Path(src) if src else None
     if src is None or not src.is_file() or src.stat().st_size == 0:
         raise IntakeError("The recording is empty. Please record again.")
     data = src.read_bytes()
     samples, rate, fmt = decode(data, max_seconds)
-    duration = check(samples, rate, max_seconds)
+    duration = check(samples, rate, max_seconds, text)
     digest = hashlib.sha256(data).hexdigest()
     folder = Path(media_dir) / "recordings"
     folder.mkdir(parents=True, exist_ok=True)
