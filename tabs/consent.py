@@ -11,7 +11,7 @@ import gradio as gr
 
 from services.participation.items import AccessError, participant_for_token
 from services.study.consent import ConsentError, page, pending_stage, record_consent, submit_demographics
-from services.study.texts import Voice
+from services.study.texts import Voice, reword
 from storage import studies
 from tabs.common import Ctx, markdown_html
 
@@ -46,7 +46,7 @@ def build(ctx: Ctx) -> ConsentUI:
                 return
             comps = []
             for f in pg["fields"]:
-                label = f["label"] if f["required"] else f"{f['label']} (optional)"
+                label = f["label"] if f["required"] else f"{f['label']} {pg['words']['demographics_optional']}"
                 if f["kind"] == "choice":
                     comps.append(gr.Radio(f["choices"], label=label, value=None, key=f"demo-{f['id']}"))
                 elif f["kind"] == "number":
@@ -56,34 +56,41 @@ def build(ctx: Ctx) -> ConsentUI:
                     comps.append(gr.Number(label=label, value=None, info=span or None, key=f"demo-{f['id']}"))
                 else:
                     comps.append(gr.Textbox(label=label, max_length=f["max_chars"], key=f"demo-{f['id']}"))
-            go = gr.Button(pg.get("submit") or "Continue", variant="primary", elem_id="demographics-submit")
+            go = gr.Button(pg.get("submit") or pg["words"]["demographics_submit"], variant="primary",
+                           elem_id="demographics-submit")
 
             def send(token, *values):
                 answers = {f["id"]: v for f, v in zip(pg["fields"], values)}
+                p = None
                 try:
                     p = participant_for_token(ctx.database, token)
                     stage = submit_demographics(ctx.database, p, answers)
                 except (ConsentError, AccessError) as e:
-                    return {msg: _error(str(e))}
+                    return {msg: _error(e, p)}
                 return _next(token, p, stage)
 
             go.click(send, [ctx.token] + comps, ui.outputs, api_visibility="private")
 
-    def _error(text: str) -> str:
-        return f'<div class="msg error" role="alert">{html.escape(text)}</div>'
+    def _error(e: Exception, p: dict | None) -> str:
+        """The refusal in the page's language (a study's own wording where it has one)."""
+        study = studies.get_study(ctx.database, p["study_id"]) if p else None
+        return f'<div class="msg error" role="alert">{html.escape(str(reword(e, Voice(ctx.lang, study))))}</div>'
 
     def show(p: dict) -> dict:
         study = studies.get_study(ctx.database, p["study_id"])
         stage = pending_stage(ctx.database, p, study)
         if stage is None:
             return {}
-        pg = page(study, p["role"], stage)
+        voice = Voice(ctx.lang, study)
+        pg = {**page(study, p["role"], stage), "words": {k: voice(k) for k in (
+            "consent_agree", "consent_decline", "demographics_submit", "demographics_optional")}}
         asks = stage in ("consent", "declined")
         return {state: pg, box: gr.update(visible=True),
                 header: f'<div class="msg info">{html.escape(Voice(ctx.lang, study)(stage))}</div>',
                 text: markdown_html(pg.get("text", "")), buttons: gr.update(visible=asks),
-                agree: gr.update(value=pg.get("agree") or "I agree"),
-                decline: gr.update(value=pg.get("decline") or "I do not agree", visible=stage == "consent"),
+                agree: gr.update(value=pg.get("agree") or pg["words"]["consent_agree"]),
+                decline: gr.update(value=pg.get("decline") or pg["words"]["consent_decline"],
+                                   visible=stage == "consent"),
                 msg: ""}
 
     def hide() -> dict:
@@ -94,11 +101,12 @@ def build(ctx: Ctx) -> ConsentUI:
 
     def decide(agreed: bool):
         def handler(token):
+            p = None
             try:
                 p = participant_for_token(ctx.database, token)
                 stage = record_consent(ctx.database, p, agreed)
             except (ConsentError, AccessError) as e:
-                return {msg: _error(str(e))}
+                return {msg: _error(e, p)}
             return _next(token, p, stage)
         return handler
 

@@ -8,8 +8,7 @@ recordings, the admin accepts any QC flagged (the Admin tab's review), then the 
 all six translations, the validator validates all six answer sets, the sender answers their
 eight surveys, the rater their four and the DA rater their HIT of 24: each page ends with the
 completion code. The last page of each role is also shot at 390 px (test-artifacts/alone-*.png).
-The SD role is not played here: its form is being reworked in another part of issue 29
-(tests/test_sd_form.py takes it to its end through the service).
+The SD rater moves every slider of every page by keyboard.
 """
 from __future__ import annotations
 
@@ -159,6 +158,25 @@ def test_one_person_plays_every_role_to_the_end(demo, tmp_path):
             page.keyboard.press("Enter")
         progress_is(page, "24 / 24")
         finished(page, browser, links["da"], "da")
+
+        # -- the SD rater: past the welcome and the example (not progress), then each page of
+        # sliders, every slider moved by keyboard (an unmoved one is unanswered)
+        page.goto(links["sd"])
+        page.locator("#sd-form form").wait_for(timeout=20000)
+        for _ in range(2):
+            progress_is(page, "0 / 12")
+            page.get_by_role("button", name="Next").click()
+            page.wait_for_timeout(1200)
+        for k in range(12):
+            progress_is(page, f"{k} / 12")
+            sliders = page.locator(".sd-row input[type=range]")
+            sliders.first.wait_for(timeout=20000)
+            for i in range(sliders.count()):
+                sliders.nth(i).focus()
+                page.keyboard.press("ArrowRight" if (i + k) % 2 else "ArrowLeft")
+            page.get_by_role("button", name="Next").click()
+        progress_is(page, "12 / 12")
+        finished(page, browser, links["sd"], "sd")
         browser.close()
 
     surveys = rows(demo, "SELECT s.perspective, a.participant_id FROM surveys s "
@@ -166,4 +184,5 @@ def test_one_person_plays_every_role_to_the_end(demo, tmp_path):
     assert sorted(s["perspective"] for s in surveys) == ["first"] * 8 + ["third"] * 4
     assert len(rows(demo, "SELECT id FROM da_judgments")) == 24
     done = rows(demo, "SELECT role FROM participants WHERE completed_at IS NOT NULL ORDER BY role")
-    assert [d["role"] for d in done] == ["da", "rater", "receiver", "sender", "validator"]
+    assert [d["role"] for d in done] == ["da", "rater", "receiver", "sd", "sender", "validator"]
+    assert len(rows(demo, "SELECT value FROM sd_ratings")) > 0

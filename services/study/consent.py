@@ -9,7 +9,7 @@ later change of wording is visible in the data.
 
     [consent]
     file = "consent.md"
-    agree = "I agree to take part in this study."
+    agree = "I agree to take part in this study."   # empty or left out: in the page's language
     decline = "I do not agree."
 
     [[demographics.fields]]
@@ -26,7 +26,7 @@ import hashlib
 import math
 
 from services.common.vocabulary import ID_RE, ROLES
-from services.study.texts import Voice
+from services.study.texts import refusal
 from storage import consent as store
 from storage import studies
 
@@ -57,8 +57,9 @@ def config_problems(cfg: dict) -> list[tuple[str, str]]:
             out.append(("consent.roles", f"must be a list of roles ({', '.join(ROLES)})"))
     d = cfg.get("demographics")
     if d is not None:
-        if not isinstance(d.get("submit"), str) or not d["submit"].strip():
-            out.append(("demographics.submit", "must be the label of the form's button"))
+        if not isinstance(d.get("submit"), str):
+            out.append(("demographics.submit", "must be the label of the form's button (empty: the page "
+                                               "language's \"Continue\")"))
         fields = d.get("fields")
         if not isinstance(fields, list) or not fields:
             return out + [("demographics.fields", "must be a non-empty list of [[demographics.fields]]")]
@@ -159,15 +160,15 @@ def record_consent(database, participant: dict, agreed: bool, actor: str | None 
     """Saves the decision; returns the next pending stage. Agreeing twice (a double click, a
     reload) changes nothing; an agreement cannot be turned into a decline here."""
     if not isinstance(agreed, bool):
-        raise ConsentError("The consent decision must be true (agree) or false (decline).")
+        raise refusal(ConsentError, "consent_bad_decision")
     study = studies.get_study(database, participant["study_id"])
     c = consent_config(study, participant["role"])
     if c is None:
-        raise ConsentError("This study asks for no consent from your role.")
+        raise refusal(ConsentError, "consent_none_for_role")
     with database.write() as db:
         before = store.get(database, participant["id"])
         if before and before["agreed"] and not agreed:
-            raise ConsentError("You have already agreed. To withdraw, please contact the study team.")
+            raise refusal(ConsentError, "consent_already_agreed")
         store.record(db, participant["id"], study["id"], agreed, text_hash(c["text"]))
         if not before or before["agreed"] != int(agreed):
             database.log(actor or f"participant:{participant['id']}", "agree" if agreed else "decline",
@@ -179,27 +180,27 @@ def _clean_answer(f: dict, value):
     label = f["label"]
     if value is None or (isinstance(value, str) and not value.strip()):
         if f["required"]:
-            raise ConsentError(f"Please answer “{label}”.")
+            raise refusal(ConsentError, "demographics_required", label=label)
         return None
     if f["kind"] == "number":
         try:
             x = float(value)
         except (TypeError, ValueError):
-            raise ConsentError(f"“{label}” must be a number.")
+            raise refusal(ConsentError, "demographics_number", label=label)
         if not math.isfinite(x):
-            raise ConsentError(f"“{label}” must be a number.")
+            raise refusal(ConsentError, "demographics_number", label=label)
         lo, hi = f["min"], f["max"]
         if (lo is not None and x < lo) or (hi is not None and x > hi):
-            raise ConsentError(f"“{label}” must be between {lo if lo is not None else '-∞'} and "
-                               f"{hi if hi is not None else '∞'}.")
+            raise refusal(ConsentError, "demographics_range", label=label, lo=lo if lo is not None else "-∞",
+                          hi=hi if hi is not None else "∞")
         return int(x) if x == int(x) else x
     value = str(value).strip()
     if f["kind"] == "choice":
         if value not in f["choices"]:
-            raise ConsentError(f"“{label}” must be one of: {', '.join(f['choices'])}.")
+            raise refusal(ConsentError, "demographics_choice", label=label, choices=", ".join(f["choices"]))
         return value
     if len(value) > f["max_chars"]:
-        raise ConsentError(f"“{label}” is too long (at most {f['max_chars']} characters).")
+        raise refusal(ConsentError, "demographics_too_long", label=label, n=f["max_chars"])
     return value
 
 
@@ -209,15 +210,15 @@ def submit_demographics(database, participant: dict, answers: dict, actor: str |
     study = studies.get_study(database, participant["study_id"])
     stage = pending_stage(database, participant, study)
     if stage in ("consent", "declined"):
-        raise ConsentError(Voice(study=study)(stage))     # the stage's words (assets/texts/en.toml)
+        raise refusal(ConsentError, stage)     # the stage's words (assets/texts/<language>.toml)
     fields = form_fields(study, participant["role"])
     if not fields:
-        raise ConsentError("This study has no questions about you for your role.")
+        raise refusal(ConsentError, "demographics_none_for_role")
     if not isinstance(answers, dict):
-        raise ConsentError("The answers must be a form of field names and values.")
+        raise refusal(ConsentError, "demographics_bad_form")
     unknown = sorted(set(answers) - {f["id"] for f in fields})
     if unknown:
-        raise ConsentError(f"There is no question “{unknown[0]}” in this form.")
+        raise refusal(ConsentError, "demographics_unknown_field", field=unknown[0])
     clean = {f["id"]: _clean_answer(f, answers.get(f["id"])) for f in fields}
     with database.write() as db:
         if store.save_demographics(db, participant["id"], study["id"], clean):

@@ -131,9 +131,9 @@ DEFAULTS = {
            "repeats_per_sentence": 2, "pages_per_sentence": 4, "pairs_per_page": 0, "mode": "main",
            "instructions_language": "", "expected_seconds": 600, "input": "slider"},
     # before a participant's first item (services/study/consent.py checks these sections)
-    "consent": {"text": "", "file": "", "agree": "I agree to take part in this study.",
-                "decline": "I do not agree.", "roles": []},
-    "demographics": {"fields": [], "submit": "Continue"},
+    # empty labels: the page's language's (assets/texts: consent_agree, consent_decline, demographics_submit)
+    "consent": {"text": "", "file": "", "agree": "", "decline": "", "roles": []},
+    "demographics": {"fields": [], "submit": ""},
     # comprehension questions: the LLM and the question settings (services/models/llm.py,
     # services/questions/settings.py)
     "llm": dict(llm_settings.DEFAULTS),
