@@ -116,10 +116,12 @@ WHISPER_SPECIALS = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|trans
                     "<|notimestamps|>"]
 
 
-def build_whisper(out: Path, clips: dict[str, Path], steps: int = 60) -> dict[str, Path]:
+def build_whisper(out: Path, clips: dict[str, Path], steps: int = 60, num_mel_bins: int = 80,
+                  chunk_length: int = CHUNK_S) -> dict[str, Path]:
     """Writes out/multilingual (lang_to_id, task_to_id: language="en" is passed) and
     out/english_only (no lang_to_id, as whisper tiny.en: language must not be passed).
-    Both share the weights, trained on both decoder prompts."""
+    Both share the weights, trained on both decoder prompts. num_mel_bins=128 with
+    chunk_length=30 is large-v3's front end (v1/v2 and the small models read 80 bins)."""
     import torch
     from transformers import (
         GenerationConfig,
@@ -138,11 +140,11 @@ def build_whisper(out: Path, clips: dict[str, Path], steps: int = 60) -> dict[st
     tok.add_special_tokens({"additional_special_tokens": WHISPER_SPECIALS[1:]})
     ids = {t: tok.convert_tokens_to_ids(t) for t in WHISPER_SPECIALS}
     assert min(ids.values()) >= len(vocab), ids
-    fe = WhisperFeatureExtractor(feature_size=80, chunk_length=CHUNK_S)
+    fe = WhisperFeatureExtractor(feature_size=num_mel_bins, chunk_length=chunk_length)
     proc = WhisperProcessor(feature_extractor=fe, tokenizer=tok)
 
     eot, sot = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
-    cfg = WhisperConfig(vocab_size=len(tok), num_mel_bins=80, d_model=32, encoder_layers=1, decoder_layers=1,
+    cfg = WhisperConfig(vocab_size=len(tok), num_mel_bins=num_mel_bins, d_model=32, encoder_layers=1, decoder_layers=1,
                         encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
                         decoder_ffn_dim=64, max_source_positions=fe.nb_max_frames // 2, max_target_positions=64,
                         decoder_start_token_id=sot, pad_token_id=eot, bos_token_id=eot, eos_token_id=eot,
@@ -286,6 +288,69 @@ def build_chat_lm(out: Path, pairs: list[tuple[str, str]], steps: int, max_posit
 def build_causal_lm(out: Path, steps: int = 100) -> Path:
     """The Tower+ stand-in: the paper's MT prompt of each pair -> its Portuguese."""
     return build_chat_lm(out, [(TOWER_PROMPT.replace("{text}", s), t) for s, t in PAIRS], steps)
+
+
+# -- Tower+ (Gemma 2 architecture) --------------------------------------------------------------
+# Gemma 2's own chat template, as Tower-Plus-9B ships it (no system turn; the content trimmed).
+GEMMA2_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+    "{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}"
+    "{% endif %}{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}")
+
+
+def _gemma_bpe(texts: list[str], vocab_size: int) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """A SentencePiece-style BPE as Gemma's tokenizer.json holds it ("\u2581" for a space; the
+    specials first, at Gemma's ids: <pad>=0, <eos>=1, <bos>=2, <unk>=3, <mask>=4)."""
+    from tokenizers import Tokenizer, models, normalizers, trainers
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.normalizer = normalizers.Replace(" ", "\u2581")
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False,
+                                  special_tokens=["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"])
+    tok.train_from_iterator(texts, trainer)
+    model = json.loads(tok.to_str())["model"]
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+    return model["vocab"], merges
+
+
+def build_tower_gemma2(out: Path, steps: int = 120) -> Path:
+    """Tower+'s architecture (Gemma2ForCausalLM) with a Gemma tokenizer and Gemma 2's chat
+    template, trained to answer the paper's Tower+ prompt of each pair with its Portuguese."""
+    import torch
+    from transformers import Gemma2Config, Gemma2ForCausalLM, GemmaTokenizer, GenerationConfig
+    seed_all(0)
+    pairs = [(TOWER_PROMPT.replace("{text}", s), t) for s, t in PAIRS]
+    vocab, merges = _gemma_bpe([m + a for m, a in pairs] * 4 + ["user\nmodel\n"], vocab_size=400)
+    tok = GemmaTokenizer(vocab=vocab, merges=merges)
+    tok.add_special_tokens({"additional_special_tokens": ["<start_of_turn>", "<end_of_turn>"]})
+    tok.chat_template = GEMMA2_CHAT_TEMPLATE
+    eot = tok.convert_tokens_to_ids("<end_of_turn>")
+    cfg = Gemma2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=16,
+                       max_position_embeddings=128, sliding_window=64, bos_token_id=tok.bos_token_id,
+                       eos_token_id=[tok.eos_token_id, eot], pad_token_id=tok.pad_token_id)
+    model = Gemma2ForCausalLM(cfg)
+    rows, labels = [], []
+    for message, answer in pairs:
+        prompt = tok.apply_chat_template([{"role": "user", "content": message}], tokenize=False,
+                                         add_generation_prompt=True)
+        p = tok(prompt, add_special_tokens=False).input_ids
+        a = tok(answer, add_special_tokens=False).input_ids + [eot]
+        rows.append(p + a)
+        labels.append([-100] * len(p) + a)
+    width = max(map(len, rows))
+    pad = tok.pad_token_id
+    ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])      # left padding, as the backend batches
+    lab = torch.tensor([[-100] * (width - len(r)) + x for r, x in zip(rows, labels)])
+    att = (torch.arange(width)[None, :] >= torch.tensor([width - len(r) for r in rows])[:, None]).long()
+    _train(model, [{"input_ids": ids, "attention_mask": att, "labels": lab}], steps=steps, lr=5e-3)
+    model.generation_config = GenerationConfig(bos_token_id=tok.bos_token_id, pad_token_id=pad,
+                                               eos_token_id=[tok.eos_token_id, eot])
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
 
 
 # -- audio LLM (Qwen2-Audio architecture; stands in for Voxtral / Phi-4-multimodal) -----------

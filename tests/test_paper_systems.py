@@ -1,0 +1,178 @@
+"""The paper's speech-translation presets (assets/systems.toml) run end to end on tiny twins of
+their real architectures: a recording goes through the worker's pipeline and the system's output
+is stored as the exchange's translation.
+
+The twins are built here from each architecture's own config class (random weights, a tokenizer
+of the same kind, trained a few seconds to overfit two clips), saved to a folder and loaded by
+the app's backend as the full model would be: from_pretrained from the folder, the preset's
+dtype, the chat template, generate, decode. Only the model path of the preset is overridden.
+
+What cannot be built with the packages installed here is checked to fail with a message
+naming the package, before any weights are read (docs/speech-pipeline.md, "The paper's systems").
+"""
+from __future__ import annotations
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+import json  # noqa: E402
+import shutil  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tiny_models as tm  # noqa: E402
+from conftest import DEMO_ASSETS  # noqa: E402
+from services.models import systems  # noqa: E402
+from services.models.backends import BackendUnavailable, hf  # noqa: E402
+from services.models.cache import ModelCache  # noqa: E402
+from services.study.importer import import_study  # noqa: E402
+from services.study.participants import add_participants  # noqa: E402
+from services.usability import pipeline  # noqa: E402
+from services.usability.audio_intake import store_recording  # noqa: E402
+from storage import results  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+@pytest.fixture(autouse=True)
+def offline(no_network):
+    """The hub off and the network refused (conftest's no_network)."""
+
+
+class BF16Cache(ModelCache):
+    """The app's CUDA dtype policy (the preset's bf16 as configured) on CPU, so the presets run
+    in the dtype they name: CPU bf16 is slow, but these models are tiny."""
+
+    def dtype(self, requested=None):
+        return torch.bfloat16 if requested in ("bfloat16", "bf16") else torch.float32
+
+
+@pytest.fixture(scope="module")
+def twins(tmp_path_factory):
+    """The cascade's twins: Whisper with large-v3's front end (128 mel bins) and Tower+'s
+    architecture (Gemma 2). ~15 s on 2 busy cores; a few hundred KB each."""
+    root = tmp_path_factory.mktemp("paper_twins")
+    clips = tm.make_clips(root / "clips")
+    for wav in clips.values():      # a pause before the speech, as the intake wants of a recording
+        import numpy as np
+        import soundfile as sf
+        x, rate = sf.read(str(wav), dtype="float32")
+        sf.write(str(wav), np.concatenate([np.zeros(int(0.4 * rate), np.float32), x]), rate, subtype="PCM_16")
+    return {"clips": clips,
+            "whisper_v3": tm.build_whisper(root / "whisper_v3", clips, num_mel_bins=128)["multilingual"],
+            "tower": tm.build_tower_gemma2(root / "tower")}
+
+
+def study_with(database, tmp_path, system_id: str, params: dict) -> None:
+    """The demo study with one more system (not assigned: a test routes an exchange to it)."""
+    folder = tmp_path / "study"
+    shutil.copytree(DEMO_ASSETS, folder)
+    toml = folder / "study.toml"
+    lines = "\n".join(f"{k} = {json.dumps(v)}" for k, v in params.items())
+    block = f'\n[[systems]]\nid = "{system_id}"\nkind = "cascade"\nassign = false\n[systems.params]\n{lines}\n'
+    text = toml.read_text(encoding="utf-8")
+    assert "\n[da]\n" in text
+    toml.write_text(text.replace("\n[da]\n", block + "\n[da]\n", 1), encoding="utf-8")
+    import_study(database, folder)
+
+
+def record_for(database, system_id: str, wav: Path, media: Path) -> tuple[int, int]:
+    """A recording of `wav` stored for the study's first exchange, routed to system_id."""
+    db = database
+    ex_id = db.scalar("SELECT MIN(id) FROM exchanges WHERE study_id = 'demo'")
+    with db.write() as w:
+        w.execute("UPDATE exchanges SET system_id = ? WHERE id = ?", [system_id, ex_id])
+        # an assignment of a sender for the record phase (the demo's exchanges have none yet)
+        a = w.execute("SELECT id FROM assignments WHERE exchange_id = ? AND phase = 'record'", [ex_id]).fetchone()
+        st = store_recording(wav, media, 60)
+        rid = results.insert_recording(w, a[0] if a else None, ex_id, st.sha256, st.path_original, st.path_16k,
+                                       st.duration_s)
+    return ex_id, rid
+
+
+def test_paper_cascade_preset_translates_a_recording_on_its_tiny_twin(database, twins, tmp_path, monkeypatch):
+    """paper-cascade (Whisper large-v3 -> Tower-Plus-9B, bf16): the recording is transcribed by a
+    128-bin Whisper and translated by a Gemma 2 LM prompted with the preset's Tower+ prompt inside
+    Gemma 2's chat template; the worker stores the Portuguese as the exchange's translation."""
+    from transformers import Gemma2ForCausalLM, WhisperForConditionalGeneration
+    preset = systems.presets()["paper-cascade"]
+    study_with(database, tmp_path, "paper-cascade",
+               {"preset": "paper-cascade", "asr_model": str(twins["whisper_v3"]), "mt_model": str(twins["tower"])})
+    add_participants(database, "demo", "sender", 1, "USW", "Woman")
+    asr_in, mt_in = [], []
+    for cls, seen in ((WhisperForConditionalGeneration, asr_in), (Gemma2ForCausalLM, mt_in)):
+        real = cls.generate
+        monkeypatch.setattr(cls, "generate", lambda self, *a, _real=real, _seen=seen, **kw:
+                            (_seen.append(kw), _real(self, *a, **kw))[1])
+    cache = BF16Cache(device="cpu")
+    ex_id, rid = record_for(database, "paper-cascade", twins["clips"]["morning"], tmp_path / "media")
+
+    pipeline.process_recording(database, rid, cache)
+
+    tr = results.translation(database, ex_id)
+    assert tr["system_id"] == "paper-cascade"
+    assert tr["transcript"] == "Good morning everyone."
+    assert tr["text"] == "Bom dia a todos."
+    meta = json.loads(tr["meta"])
+    assert meta["models"] == {"asr": f"transformers-whisper:{twins['whisper_v3']}",
+                              "mt": f"transformers-llm:{twins['tower']}"}
+    # loaded as the full models would be: the preset's dtype, large-v3's 128 mel bins
+    loaded = {k.split("/")[0]: e.value for k, e in cache._entries.items()
+              if k.startswith(("asr/transformers/", "mt/transformers-causal/"))}
+    assert set(loaded) == {"asr", "mt"}
+    assert {v.model.dtype for v in loaded.values()} == {torch.bfloat16}
+    assert preset["asr_dtype"] == preset["mt_dtype"] == "bfloat16"
+    assert asr_in[0]["input_features"].shape[1] == 128 and asr_in[0]["input_features"].dtype == torch.bfloat16
+    assert asr_in[0]["language"] == "en" and asr_in[0]["task"] == "transcribe"
+    # Tower+ got the paper's prompt (pt-PT, the demo's variant) as Gemma 2's user turn
+    tok = loaded["mt"].tokenizer
+    sent = mt_in[0]["input_ids"][0][mt_in[0]["attention_mask"][0].bool()]
+    assert tok.decode(sent) == ("<bos><start_of_turn>user\nTranslate the following English source text to "
+                                "Portuguese (Portugal):\nEnglish: Good morning everyone.\nPortuguese (Portugal):"
+                                "<end_of_turn>\n<start_of_turn>model\n")
+    assert type(tok).__name__ == "GemmaTokenizer"
+    # QC still read the study's own QC ASR (the offline tiny.en), not the system's Whisper
+    assert results.recording(database, rid)["transcript"]
+
+
+def test_paper_cascade_twin_translates_each_clip_differently(twins):
+    """The audio itself decides the output: the other clip gives the other translation."""
+    st = systems.build("paper-cascade", systems.resolve(preset="paper-cascade") | {
+        "asr_model": str(twins["whisper_v3"]), "mt_model": str(twins["tower"])}, BF16Cache(device="cpu"))
+    out = st.translate_audio(str(twins["clips"]["hello"]))
+    assert (out.transcript, out.translation, out.variant) == ("Hello world.", "Olá mundo.", "pt-PT")
+
+
+# -- what this environment cannot build: said before any weights are read ----------------------
+def _installed(module: str) -> bool:
+    import importlib.util
+    return importlib.util.find_spec(module) is not None
+
+
+@pytest.mark.skipif(_installed("torchvision") and _installed("peft"), reason="torchvision and peft are installed")
+@pytest.mark.parametrize("adapter", [True, False])
+def test_phi4_without_its_packages_says_what_to_install_before_loading(tmp_path, adapter):
+    """Phi-4-multimodal's processor includes its image processor, which transformers builds only
+    with torchvision, and its speech LoRA adapter needs peft: the backend names what is missing
+    at once, instead of reading 11 GB of weights and then failing on the processor."""
+    from transformers import Phi4MultimodalConfig
+    folder = tmp_path / "phi4"
+    Phi4MultimodalConfig().save_pretrained(folder)          # config only: the check comes before weights
+    if adapter:
+        (folder / "speech-lora").mkdir()
+    missing = [m for m in ("torchvision",) + (("peft",) if adapter else ()) if not _installed(m)]
+    cache = ModelCache(device="cpu")
+    st = hf.TransformersSpeechLLM(str(folder), tm.SPEECH_PROMPT, cache=cache)
+    with pytest.raises(BackendUnavailable) as err:
+        st.translate_audio("unused.wav")
+    assert f"pip install {' '.join(missing)}" in str(err.value)
+    assert "Phi-4-multimodal" in str(err.value)
+    assert cache.loads == 0
