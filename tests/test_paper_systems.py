@@ -38,6 +38,7 @@ from services.study.participants import add_participants  # noqa: E402
 from services.usability import pipeline  # noqa: E402
 from services.usability.audio_intake import store_recording  # noqa: E402
 from storage import results  # noqa: E402
+from vllm_server import VLLMServer  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -71,13 +72,13 @@ def twins(tmp_path_factory):
             "tower": tm.build_tower_gemma2(root / "tower")}
 
 
-def study_with(database, tmp_path, system_id: str, params: dict) -> None:
+def study_with(database, tmp_path, system_id: str, params: dict, kind: str = "cascade") -> None:
     """The demo study with one more system (not assigned: a test routes an exchange to it)."""
     folder = tmp_path / "study"
     shutil.copytree(DEMO_ASSETS, folder)
     toml = folder / "study.toml"
     lines = "\n".join(f"{k} = {json.dumps(v)}" for k, v in params.items())
-    block = f'\n[[systems]]\nid = "{system_id}"\nkind = "cascade"\nassign = false\n[systems.params]\n{lines}\n'
+    block = f'\n[[systems]]\nid = "{system_id}"\nkind = "{kind}"\nassign = false\n[systems.params]\n{lines}\n'
     text = toml.read_text(encoding="utf-8")
     assert "\n[da]\n" in text
     toml.write_text(text.replace("\n[da]\n", block + "\n[da]\n", 1), encoding="utf-8")
@@ -149,6 +150,101 @@ def test_paper_cascade_twin_translates_each_clip_differently(twins):
         "asr_model": str(twins["whisper_v3"]), "mt_model": str(twins["tower"])}, BF16Cache(device="cpu"))
     out = st.translate_audio(str(twins["clips"]["hello"]))
     assert (out.transcript, out.translation, out.variant) == ("Hello world.", "Olá mundo.", "pt-PT")
+
+
+# -- the same systems served by vLLM ----------------------------------------------------------------
+KEY_ENV = "TRADLAB_KEY_REMOTE"       # the presets' own key variable (a study's must carry TRADLAB_KEY_)
+KEY = "sk-vllm-test"
+PHI4_BASE = "microsoft/Phi-4-multimodal-instruct"
+
+
+@pytest.fixture(scope="module")
+def vllm(twins):
+    """One fake `vllm serve` per model, as a lab runs them, answering with the twins: the
+    Whisper twin transcribes; the Tower+ twin answers a text chat with the message as sent,
+    inside its chat template (what vLLM does), and an audio chat with the transcript's
+    translation (a stand-in for the audio LLMs, whose twins cannot be built here).
+    Phi-4's base name is served text-only, so a request that skips the speech LoRA fails."""
+    cache = ModelCache(device="cpu")
+    asr = hf.TransformersWhisperASR(str(twins["whisper_v3"]), cache=cache)
+    tower_for_audio = hf.TransformersCausalMT(str(twins["tower"]), tm.TOWER_PROMPT, cache=cache)
+    tower_chat = hf.TransformersCausalMT(str(twins["tower"]), "{text}", cache=cache)
+    common = {"api_key": KEY, "asr": asr, "mt": tower_for_audio,
+              "responder": lambda text, body: tower_chat.translate([text])[0]}
+    servers = {"voxtral": VLLMServer({systems.presets()["remote-voxtral"]["model"]: "audio"}, **common),
+               "phi4": VLLMServer({PHI4_BASE: "text", "speech": "audio"}, **common),
+               "whisper": VLLMServer({"openai/whisper-large-v3": "transcription"}, **common),
+               "tower": VLLMServer({"Unbabel/Tower-Plus-9B": "text"}, **common)}
+    for srv in servers.values():
+        srv.start()
+    yield servers
+    for srv in servers.values():
+        srv.stop()
+
+
+def served_params(preset: str, vllm) -> dict:
+    """The preset as a study names it, pointed at the fake servers."""
+    urls = {"remote-voxtral": {"base_url": vllm["voxtral"].base_url},
+            "remote-phi4": {"base_url": vllm["phi4"].base_url},
+            "remote-cascade": {"asr_base_url": vllm["whisper"].base_url, "mt_base_url": vllm["tower"].base_url}}
+    return {"preset": preset, **urls[preset]}
+
+
+@pytest.mark.parametrize("preset", ["remote-voxtral", "remote-phi4", "remote-cascade"])
+def test_remote_preset_requests_are_what_vllm_accepts(database, twins, vllm, tmp_path, monkeypatch, preset):
+    """Each served preset translates a recording through the worker; every request it sent passed
+    the vLLM schema checks (tests/vllm_server.py), and the output is stored as the translation."""
+    monkeypatch.setenv(KEY_ENV, KEY)
+    for srv in vllm.values():
+        srv.requests.clear()
+    cfg = systems.presets()[preset]
+    study_with(database, tmp_path, preset, served_params(preset, vllm), kind=cfg["kind"])
+    add_participants(database, "demo", "sender", 1, "USW", "Woman")
+    ex_id, rid = record_for(database, preset, twins["clips"]["hello"], tmp_path / "media")
+
+    pipeline.process_recording(database, rid, ModelCache(device="cpu"))
+
+    tr = results.translation(database, ex_id)
+    assert (tr["system_id"], tr["text"]) == (preset, "Olá mundo.")
+    sent = [r for srv in vllm.values() for r in srv.requests]
+    assert all(r.headers["authorization"] == f"Bearer {KEY}" for r in sent)
+    if cfg["kind"] == "remote":
+        (req,) = sent
+        body = req.json
+        assert req.path == "/v1/chat/completions" and body["model"] == cfg["model"]
+        audio, text = body["messages"][0]["content"]
+        assert audio["type"] == "input_audio" and audio["input_audio"]["format"] == "wav"
+        assert text == {"type": "text", "text": cfg["prompt"]}
+        assert tr["transcript"] is None
+    else:
+        asr_req, mt_req = vllm["whisper"].requests[0], vllm["tower"].requests[0]
+        assert asr_req.form == {"model": "openai/whisper-large-v3", "response_format": "json", "language": "en"}
+        assert mt_req.json["messages"] == [{"role": "user", "content": tm.TOWER_PROMPT.replace(
+            "{text}", "Hello world.")}]
+        assert tr["transcript"] == "Hello world."
+
+
+def test_the_fake_vllm_refuses_what_vllm_refuses(twins, vllm, monkeypatch):
+    """The checks can fail: audio sent to a text-only model, the Phi-4 base name (no speech LoRA),
+    a model vLLM does not serve, a data: URL inside input_audio, a field vLLM does not know."""
+    import httpx
+
+    from services.models.backends.remote import RemoteSpeechLLM
+    monkeypatch.setenv(KEY_ENV, KEY)
+    clip = str(twins["clips"]["hello"])
+    for srv, model, said in ((vllm["tower"], "Unbabel/Tower-Plus-9B", "At most 0 audio"),
+                             (vllm["phi4"], PHI4_BASE, "At most 0 audio"),
+                             (vllm["voxtral"], "voxtral", "does not exist")):
+        with pytest.raises(RuntimeError, match=said):
+            RemoteSpeechLLM(srv.base_url, model, tm.SPEECH_PROMPT, api_key_env=KEY_ENV).translate_audio(clip)
+    url = vllm["voxtral"].base_url + "/chat/completions"
+    model = systems.presets()["remote-voxtral"]["model"]
+    audio = {"type": "input_audio", "input_audio": {"data": "data:audio/wav;base64,UklGRg==", "format": "wav"}}
+    for body, said in (({"model": model, "messages": [{"role": "user", "content": [audio]}]}, "data: URL"),
+                       ({"model": model, "messages": [{"role": "user", "content": "hi"}], "max_new_tokens": 5},
+                        "unknown fields")):
+        r = httpx.post(url, json=body, headers={"Authorization": f"Bearer {KEY}"})
+        assert r.status_code == 400 and said in r.json()["error"]["message"]
 
 
 # -- what this environment cannot build: said before any weights are read ----------------------
