@@ -61,12 +61,7 @@ def twins(tmp_path_factory):
     """The cascade's twins: Whisper with large-v3's front end (128 mel bins) and Tower+'s
     architecture (Gemma 2). ~15 s on 2 busy cores; a few hundred KB each."""
     root = tmp_path_factory.mktemp("paper_twins")
-    clips = tm.make_clips(root / "clips")
-    for wav in clips.values():      # a pause before the speech, as the intake wants of a recording
-        import numpy as np
-        import soundfile as sf
-        x, rate = sf.read(str(wav), dtype="float32")
-        sf.write(str(wav), np.concatenate([np.zeros(int(0.4 * rate), np.float32), x]), rate, subtype="PCM_16")
+    clips = tm.make_clips(root / "clips", lead_s=0.4)
     return {"clips": clips,
             "whisper_v3": tm.build_whisper(root / "whisper_v3", clips, num_mel_bins=128)["multilingual"],
             "tower": tm.build_tower_gemma2(root / "tower")}

@@ -64,9 +64,16 @@ def speak(text: str, path: Path, voice: str = "en-us") -> Path:
     return path
 
 
-def make_clips(folder: Path) -> dict[str, Path]:
+def make_clips(folder: Path, lead_s: float = 0.0) -> dict[str, Path]:
+    """The CLIPS read by espeak-ng; lead_s of silence first makes them recordings the intake
+    takes (it refuses one that starts mid-speech)."""
+    import soundfile as sf
     folder.mkdir(parents=True, exist_ok=True)
-    return {key: speak(CLIPS[key][0].rstrip("."), folder / f"{key}.wav") for key in CLIPS}
+    clips = {key: speak(CLIPS[key][0].rstrip("."), folder / f"{key}.wav") for key in CLIPS}
+    for wav in clips.values() if lead_s else ():
+        x, rate = sf.read(str(wav), dtype="float32")
+        sf.write(str(wav), np.concatenate([np.zeros(int(lead_s * rate), np.float32), x]), rate, subtype="PCM_16")
+    return clips
 
 
 def _byte_bpe(texts: list[str], vocab_size: int) -> tuple[dict[str, int], list[tuple[str, str]]]:
@@ -406,4 +413,85 @@ def build_audio_llm(out: Path, clips: dict[str, Path], steps: int = 150) -> Path
     model.generation_config = GenerationConfig(eos_token_id=im_end, pad_token_id=tok.pad_token_id)
     model.save_pretrained(out)
     proc.save_pretrained(out)
+    return out
+
+
+# -- a DeSTA-like model (remote code: tests/tiny_desta_code.py) -------------------------------
+DESTA_PROMPT = ("Translate this audio to Portuguese. Produce only the Portuguese translation, without any "
+                "additional explanations or commentary.")
+DESTA_SYSTEM = "You are a helpful voice assistant."
+# Llama 3's chat template (DeSTA2's LM is Llama-3-8B-Instruct)
+LLAMA3_CHAT_TEMPLATE = (
+    "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + "
+    "message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}"
+    "{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}")
+
+
+def desta_messages(wav: Path, prompt: str = DESTA_PROMPT) -> list[dict]:
+    return [{"role": "system", "content": DESTA_SYSTEM}, {"role": "audio", "content": str(wav)},
+            {"role": "user", "content": prompt}]
+
+
+def build_tiny_desta(out: Path, clips: dict[str, Path], whisper: Path, steps: int = 80) -> Path:
+    """A folder loaded by AutoModel.from_pretrained(out, trust_remote_code=True): config.json with
+    an auto_map to modeling_tiny_desta.py, qformer_connector.pth, and its Whisper (`whisper`, a
+    build_whisper folder) and Llama (out/llama) named by path. Trained to answer the DeSTA2
+    preset's prompt about each clip with the clip's Portuguese."""
+    import shutil
+    import sys
+
+    import torch
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    seed_all(0)
+    out.mkdir(parents=True, exist_ok=True)
+    specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+    corpus = [DESTA_SYSTEM, DESTA_PROMPT, "system\n\nuser\n\nassistant\n\n", str(out)]
+    corpus += [CLIPS[k][0] + CLIPS[k][1] for k in clips]
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    vocab, merges = _byte_bpe(corpus * 4, vocab_size=400)
+    for s in specials:
+        vocab[s] = len(vocab)
+    bpe = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<|begin_of_text|>", eos_token="<|end_of_text|>",
+                                  pad_token="<|end_of_text|>", additional_special_tokens=specials[2:])
+    tok.chat_template = LLAMA3_CHAT_TEMPLATE
+    eot = tok.convert_tokens_to_ids("<|eot_id|>")
+    lm = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
+                                      bos_token_id=tok.bos_token_id, eos_token_id=[tok.eos_token_id, eot],
+                                      pad_token_id=tok.pad_token_id, tie_word_embeddings=True))
+    lm.generation_config = GenerationConfig(bos_token_id=tok.bos_token_id, pad_token_id=tok.pad_token_id,
+                                            eos_token_id=[tok.eos_token_id, eot])
+    lm.save_pretrained(out / "llama")
+    tok.save_pretrained(out / "llama")
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from tiny_desta_code import TinyDestaConfig, TinyDestaModel
+    cfg = TinyDestaConfig(whisper_model_id=str(whisper), llama_model_id=str(out / "llama"),
+                          llama_hidden_size=64)
+    cfg.auto_map = {"AutoConfig": "modeling_tiny_desta.TinyDestaConfig",
+                    "AutoModel": "modeling_tiny_desta.TinyDestaModel"}
+    model = TinyDestaModel(cfg)
+    for p in model.whisper.parameters():
+        p.requires_grad_(False)
+    examples = [(desta_messages(wav), CLIPS[key][1]) for key, wav in clips.items()]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)           # tiny: a second thread only adds overhead (see _train)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=5e-3, weight_decay=0.0)
+    model.train()
+    for step in range(steps):
+        messages, answer = examples[step % len(examples)]
+        loss = model.loss(messages, answer)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    torch.set_num_threads(threads)
+    model.llama.save_pretrained(out / "llama")
+    torch.save(model.connector.state_dict(), out / "qformer_connector.pth")
+    cfg.save_pretrained(out)
+    shutil.copy(Path(__file__).resolve().parent / "tiny_desta_code.py", out / "modeling_tiny_desta.py")
     return out
