@@ -54,4 +54,4 @@ DESTA2_VENV := .venv-desta2
 desta2-server:
 	@test -x $(DESTA2_VENV)/bin/python || $(PY) -m venv $(DESTA2_VENV)
 	$(DESTA2_VENV)/bin/pip install -q -r requirements-desta2.txt
-	HF_HUB_OFFLINE=1 $(DESTA2_VENV)/bin/python -m services.models.desta2_server $(DESTA2_ARGS)
+	HF_HUB_OFFLINE=1 $(DESTA2_VENV)/bin/python tools/desta2_server.py $(DESTA2_ARGS)

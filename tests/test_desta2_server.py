@@ -1,5 +1,5 @@
 """DeSTA2's path (paper 000's fourth system): its own OpenAI-compatible server
-(services/models/desta2_server.py, environment requirements-desta2.txt), reached by the app's
+(tools/desta2_server.py, environment requirements-desta2.txt), reached by the app's
 remote backend through the remote-desta2 preset; tested on a tiny DeSTA-like model whose remote
 code (tests/tiny_desta_code.py) follows DeSTA2's structure (Whisper perception, Q-Former
 connector, Llama LM, chat() with an "audio" role), loaded with trust_remote_code as DeSTA2 is.
@@ -28,11 +28,11 @@ from services.models import systems  # noqa: E402
 from services.models.backends import hf  # noqa: E402
 from services.models.backends.remote import RemoteSpeechLLM  # noqa: E402
 from services.models.cache import ModelCache  # noqa: E402
-from services.models.desta2_server import Desta2Server, load  # noqa: E402
 from services.study.participants import add_participants  # noqa: E402
 from services.usability import pipeline  # noqa: E402
 from storage import results  # noqa: E402
 from test_paper_systems import record_for, study_with  # noqa: E402
+from tools.desta2_server import Desta2Server, load  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY_ENV = "TRADLAB_KEY_REMOTE"
@@ -119,9 +119,8 @@ def test_paper_desta2_preset_runs_in_process_on_the_twin(desta):
 
 def test_the_server_module_imports_nothing_of_the_app():
     """It runs in DeSTA2's own environment, where the app's packages are not installed."""
-    code = ("import sys; import services.models.desta2_server; "
+    code = ("import sys; sys.path.insert(0, 'tools'); import desta2_server; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'gradio', "
-            "'httpx', 'storage', 'sqlite_utils') or m.startswith('services.') and 'desta2' not in m "
-            "and m != 'services.models'))")
+            "'httpx', 'services', 'storage', 'sqlite_utils', 'numpy')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -5,10 +5,10 @@ pins transformers 5, so it runs in its own environment (requirements-desta2.txt)
 
     make desta2-server            # or, by hand:
     python -m venv .venv-desta2 && .venv-desta2/bin/pip install -r requirements-desta2.txt
-    .venv-desta2/bin/python -m services.models.desta2_server --model DeSTA-ntu/DeSTA2-8B-beta --port 8004
+    .venv-desta2/bin/python tools/desta2_server.py --model DeSTA-ntu/DeSTA2-8B-beta --port 8004
 
-It imports nothing of the app (only the standard library, numpy, soundfile, torch and
-transformers), so it runs in that environment. Endpoints, as the remote backend calls them:
+It imports nothing of the app (the standard library; torch and transformers once it loads the
+model), so it runs in that environment. Endpoints, as the remote backend calls them:
 - POST /v1/chat/completions: the last user message's input_audio part (base64 WAV) and text
   become DeSTA2's messages [system, {"role": "audio", "content": PATH}, user]; greedy when
   temperature is 0 (the app sends 0), else sampled with temperature/top_p; max_tokens caps it.
@@ -219,7 +219,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m services.models.desta2_server", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python tools/desta2_server.py", description=__doc__.split("\n")[0])
     p.add_argument("--model", default="DeSTA-ntu/DeSTA2-8B-beta", help="hub id (already downloaded) or folder")
     p.add_argument("--served-model-name", default="", help="the name requests use (default: --model)")
     p.add_argument("--dtype", default="auto", help="auto (default: as the model's code loads it), or a torch dtype")
