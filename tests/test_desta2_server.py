@@ -108,13 +108,22 @@ def test_the_server_refuses_what_it_cannot_serve(desta, server, monkeypatch):
     assert httpx.get(server.base_url + "/models", headers=auth).json()["data"][0]["id"] == SERVED
 
 
-def test_paper_desta2_preset_runs_in_process_on_the_twin(desta):
-    """The in-process branch (transformers 5, trust_remote_code, model.chat) on the same model."""
-    cfg = systems.resolve(preset="paper-desta2") | {"model": str(desta["model"])}
-    st = systems.build("paper-desta2", cfg, ModelCache(device="cpu"))
-    assert isinstance(st.model, hf.TransformersSpeechLLM) and st.model.trust_remote_code
-    out = st.translate_audio(str(desta["clips"]["hello"]))
-    assert out.translation == "Olá mundo."
+def test_paper_desta2_preset_runs_in_process_on_the_twin(database, desta, tmp_path):
+    """The in-process branch (transformers 5, trust_remote_code from the preset, model.chat) on
+    the same model, through the worker."""
+    study_with(database, tmp_path, "paper-desta2", {"preset": "paper-desta2", "model": str(desta["model"])},
+               kind="direct")
+    add_participants(database, "demo", "sender", 1, "USW", "Woman")
+    ex_id, rid = record_for(database, "paper-desta2", desta["clips"]["hello"], tmp_path / "media")
+    cache = ModelCache(device="cpu")
+
+    pipeline.process_recording(database, rid, cache)
+
+    tr = results.translation(database, ex_id)
+    assert (tr["system_id"], tr["text"]) == ("paper-desta2", "Olá mundo.")
+    (entry,) = [e for k, e in cache._entries.items() if k.startswith("st/transformers/")]
+    assert entry.value.family == "desta" and type(entry.value.model).__name__ == "TinyDestaModel"
+    assert isinstance(systems.from_preset("paper-desta2").model, hf.TransformersSpeechLLM)
 
 
 def test_the_server_module_imports_nothing_of_the_app():
