@@ -10,6 +10,10 @@ handful of examples, so the tests can assert real outputs instead of "it ran":
 - build_causal_lm:  answers the Tower-Plus prompt, inside its chat template, with the Portuguese.
 - build_audio_llm:  a Qwen2-Audio (Whisper-style encoder + Qwen2 LM) that answers
                     "Translate the audio to Portuguese." with the translation of the clip it hears.
+- build_tower_gemma2: Tower+'s architecture (Gemma 2, Gemma tokenizer and chat template) answering
+                    the paper's Tower+ prompt (build_whisper(num_mel_bins=128): large-v3's front end).
+- build_tiny_desta: a DeSTA-like model (remote code in tiny_desta_code.py) answering the DeSTA2
+                    preset's prompt about each clip.
 
 Facts these rely on (transformers 5.x) are in /work/shared/design/MODELS.md.
 """

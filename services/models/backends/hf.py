@@ -381,9 +381,10 @@ class TransformersSpeechLLM:
     """An audio LLM asked to translate a clip (batch size 1, the model's default decoding).
 
     Paper models: microsoft/Phi-4-multimodal-instruct (the transformers-native weights; the hub's
-    original remote code "phi4mm" is not supported here), mistralai/Voxtral-Small-24B-2507 (pip
-    install "mistral-common[audio]"), DeSTA-ntu/DeSTA2-8B-beta (trust_remote_code=True; its
-    remote code targets transformers 4.x). Prompt in the paper: "Translate the audio to Portuguese."
+    original remote code "phi4mm" is not supported here; pip install torchvision peft),
+    mistralai/Voxtral-Small-24B-2507 (pip install "mistral-common[audio]"), DeSTA-ntu/DeSTA2-8B-beta
+    (trust_remote_code=True; its remote code targets transformers 4.x: tools/desta2_server.py).
+    Prompt in the paper: "Translate the audio to Portuguese."
     """
 
     def __init__(self, model: str, prompt: str, dtype: str = "auto", max_new_tokens: int = 256,
