@@ -45,3 +45,13 @@ test: system-deps setup-test
 
 clean:
 	rm -rf $(VENV) data .pytest_cache
+
+# DeSTA2 (paper 000) as an OpenAI-compatible server in its own environment: its remote code needs
+# transformers 4.x (requirements-desta2.txt). The weights must be in the hub cache beforehand
+# (docs/speech-pipeline.md). DESTA2_ARGS, e.g. --port 8004 --api-key-env TRADLAB_KEY_REMOTE.
+DESTA2_VENV := .venv-desta2
+.PHONY: desta2-server
+desta2-server:
+	@test -x $(DESTA2_VENV)/bin/python || $(PY) -m venv $(DESTA2_VENV)
+	$(DESTA2_VENV)/bin/pip install -q -r requirements-desta2.txt
+	HF_HUB_OFFLINE=1 $(DESTA2_VENV)/bin/python tools/desta2_server.py $(DESTA2_ARGS)

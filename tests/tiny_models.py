@@ -10,6 +10,10 @@ handful of examples, so the tests can assert real outputs instead of "it ran":
 - build_causal_lm:  answers the Tower-Plus prompt, inside its chat template, with the Portuguese.
 - build_audio_llm:  a Qwen2-Audio (Whisper-style encoder + Qwen2 LM) that answers
                     "Translate the audio to Portuguese." with the translation of the clip it hears.
+- build_tower_gemma2: Tower+'s architecture (Gemma 2, Gemma tokenizer and chat template) answering
+                    the paper's Tower+ prompt (build_whisper(num_mel_bins=128): large-v3's front end).
+- build_tiny_desta: a DeSTA-like model (remote code in tiny_desta_code.py) answering the DeSTA2
+                    preset's prompt about each clip.
 
 Facts these rely on (transformers 5.x) are in /work/shared/design/MODELS.md.
 """
@@ -64,9 +68,16 @@ def speak(text: str, path: Path, voice: str = "en-us") -> Path:
     return path
 
 
-def make_clips(folder: Path) -> dict[str, Path]:
+def make_clips(folder: Path, lead_s: float = 0.0) -> dict[str, Path]:
+    """The CLIPS read by espeak-ng; lead_s of silence first makes them recordings the intake
+    takes (it refuses one that starts mid-speech)."""
+    import soundfile as sf
     folder.mkdir(parents=True, exist_ok=True)
-    return {key: speak(CLIPS[key][0].rstrip("."), folder / f"{key}.wav") for key in CLIPS}
+    clips = {key: speak(CLIPS[key][0].rstrip("."), folder / f"{key}.wav") for key in CLIPS}
+    for wav in clips.values() if lead_s else ():
+        x, rate = sf.read(str(wav), dtype="float32")
+        sf.write(str(wav), np.concatenate([np.zeros(int(lead_s * rate), np.float32), x]), rate, subtype="PCM_16")
+    return clips
 
 
 def _byte_bpe(texts: list[str], vocab_size: int) -> tuple[dict[str, int], list[tuple[str, str]]]:
@@ -116,10 +127,12 @@ WHISPER_SPECIALS = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|trans
                     "<|notimestamps|>"]
 
 
-def build_whisper(out: Path, clips: dict[str, Path], steps: int = 60) -> dict[str, Path]:
+def build_whisper(out: Path, clips: dict[str, Path], steps: int = 60, num_mel_bins: int = 80,
+                  chunk_length: int = CHUNK_S) -> dict[str, Path]:
     """Writes out/multilingual (lang_to_id, task_to_id: language="en" is passed) and
     out/english_only (no lang_to_id, as whisper tiny.en: language must not be passed).
-    Both share the weights, trained on both decoder prompts."""
+    Both share the weights, trained on both decoder prompts. num_mel_bins=128 with
+    chunk_length=30 is large-v3's front end (v1/v2 and the small models read 80 bins)."""
     import torch
     from transformers import (
         GenerationConfig,
@@ -138,11 +151,11 @@ def build_whisper(out: Path, clips: dict[str, Path], steps: int = 60) -> dict[st
     tok.add_special_tokens({"additional_special_tokens": WHISPER_SPECIALS[1:]})
     ids = {t: tok.convert_tokens_to_ids(t) for t in WHISPER_SPECIALS}
     assert min(ids.values()) >= len(vocab), ids
-    fe = WhisperFeatureExtractor(feature_size=80, chunk_length=CHUNK_S)
+    fe = WhisperFeatureExtractor(feature_size=num_mel_bins, chunk_length=chunk_length)
     proc = WhisperProcessor(feature_extractor=fe, tokenizer=tok)
 
     eot, sot = ids["<|endoftext|>"], ids["<|startoftranscript|>"]
-    cfg = WhisperConfig(vocab_size=len(tok), num_mel_bins=80, d_model=32, encoder_layers=1, decoder_layers=1,
+    cfg = WhisperConfig(vocab_size=len(tok), num_mel_bins=num_mel_bins, d_model=32, encoder_layers=1, decoder_layers=1,
                         encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
                         decoder_ffn_dim=64, max_source_positions=fe.nb_max_frames // 2, max_target_positions=64,
                         decoder_start_token_id=sot, pad_token_id=eot, bos_token_id=eot, eos_token_id=eot,
@@ -288,6 +301,69 @@ def build_causal_lm(out: Path, steps: int = 100) -> Path:
     return build_chat_lm(out, [(TOWER_PROMPT.replace("{text}", s), t) for s, t in PAIRS], steps)
 
 
+# -- Tower+ (Gemma 2 architecture) --------------------------------------------------------------
+# Gemma 2's own chat template, as Tower-Plus-9B ships it (no system turn; the content trimmed).
+GEMMA2_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+    "{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}"
+    "{% endif %}{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}")
+
+
+def _gemma_bpe(texts: list[str], vocab_size: int) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """A SentencePiece-style BPE as Gemma's tokenizer.json holds it ("\u2581" for a space; the
+    specials first, at Gemma's ids: <pad>=0, <eos>=1, <bos>=2, <unk>=3, <mask>=4)."""
+    from tokenizers import Tokenizer, models, normalizers, trainers
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.normalizer = normalizers.Replace(" ", "\u2581")
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False,
+                                  special_tokens=["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"])
+    tok.train_from_iterator(texts, trainer)
+    model = json.loads(tok.to_str())["model"]
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+    return model["vocab"], merges
+
+
+def build_tower_gemma2(out: Path, steps: int = 120) -> Path:
+    """Tower+'s architecture (Gemma2ForCausalLM) with a Gemma tokenizer and Gemma 2's chat
+    template, trained to answer the paper's Tower+ prompt of each pair with its Portuguese."""
+    import torch
+    from transformers import Gemma2Config, Gemma2ForCausalLM, GemmaTokenizer, GenerationConfig
+    seed_all(0)
+    pairs = [(TOWER_PROMPT.replace("{text}", s), t) for s, t in PAIRS]
+    vocab, merges = _gemma_bpe([m + a for m, a in pairs] * 4 + ["user\nmodel\n"], vocab_size=400)
+    tok = GemmaTokenizer(vocab=vocab, merges=merges)
+    tok.add_special_tokens({"additional_special_tokens": ["<start_of_turn>", "<end_of_turn>"]})
+    tok.chat_template = GEMMA2_CHAT_TEMPLATE
+    eot = tok.convert_tokens_to_ids("<end_of_turn>")
+    cfg = Gemma2Config(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=16,
+                       max_position_embeddings=128, sliding_window=64, bos_token_id=tok.bos_token_id,
+                       eos_token_id=[tok.eos_token_id, eot], pad_token_id=tok.pad_token_id)
+    model = Gemma2ForCausalLM(cfg)
+    rows, labels = [], []
+    for message, answer in pairs:
+        prompt = tok.apply_chat_template([{"role": "user", "content": message}], tokenize=False,
+                                         add_generation_prompt=True)
+        p = tok(prompt, add_special_tokens=False).input_ids
+        a = tok(answer, add_special_tokens=False).input_ids + [eot]
+        rows.append(p + a)
+        labels.append([-100] * len(p) + a)
+    width = max(map(len, rows))
+    pad = tok.pad_token_id
+    ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])      # left padding, as the backend batches
+    lab = torch.tensor([[-100] * (width - len(r)) + x for r, x in zip(rows, labels)])
+    att = (torch.arange(width)[None, :] >= torch.tensor([width - len(r) for r in rows])[:, None]).long()
+    _train(model, [{"input_ids": ids, "attention_mask": att, "labels": lab}], steps=steps, lr=5e-3)
+    model.generation_config = GenerationConfig(bos_token_id=tok.bos_token_id, pad_token_id=pad,
+                                               eos_token_id=[tok.eos_token_id, eot])
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
 # -- audio LLM (Qwen2-Audio architecture; stands in for Voxtral / Phi-4-multimodal) -----------
 def build_audio_llm(out: Path, clips: dict[str, Path], steps: int = 150) -> Path:
     import torch
@@ -341,4 +417,85 @@ def build_audio_llm(out: Path, clips: dict[str, Path], steps: int = 150) -> Path
     model.generation_config = GenerationConfig(eos_token_id=im_end, pad_token_id=tok.pad_token_id)
     model.save_pretrained(out)
     proc.save_pretrained(out)
+    return out
+
+
+# -- a DeSTA-like model (remote code: tests/tiny_desta_code.py) -------------------------------
+DESTA_PROMPT = ("Translate this audio to Portuguese. Produce only the Portuguese translation, without any "
+                "additional explanations or commentary.")
+DESTA_SYSTEM = "You are a helpful voice assistant."
+# Llama 3's chat template (DeSTA2's LM is Llama-3-8B-Instruct)
+LLAMA3_CHAT_TEMPLATE = (
+    "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + "
+    "message['role'] + '<|end_header_id|>\\n\\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}"
+    "{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}")
+
+
+def desta_messages(wav: Path, prompt: str = DESTA_PROMPT) -> list[dict]:
+    return [{"role": "system", "content": DESTA_SYSTEM}, {"role": "audio", "content": str(wav)},
+            {"role": "user", "content": prompt}]
+
+
+def build_tiny_desta(out: Path, clips: dict[str, Path], whisper: Path, steps: int = 80) -> Path:
+    """A folder loaded by AutoModel.from_pretrained(out, trust_remote_code=True): config.json with
+    an auto_map to modeling_tiny_desta.py, qformer_connector.pth, and its Whisper (`whisper`, a
+    build_whisper folder) and Llama (out/llama) named by path. Trained to answer the DeSTA2
+    preset's prompt about each clip with the clip's Portuguese."""
+    import shutil
+    import sys
+
+    import torch
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    seed_all(0)
+    out.mkdir(parents=True, exist_ok=True)
+    specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+    corpus = [DESTA_SYSTEM, DESTA_PROMPT, "system\n\nuser\n\nassistant\n\n", str(out)]
+    corpus += [CLIPS[k][0] + CLIPS[k][1] for k in clips]
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    vocab, merges = _byte_bpe(corpus * 4, vocab_size=400)
+    for s in specials:
+        vocab[s] = len(vocab)
+    bpe = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<|begin_of_text|>", eos_token="<|end_of_text|>",
+                                  pad_token="<|end_of_text|>", additional_special_tokens=specials[2:])
+    tok.chat_template = LLAMA3_CHAT_TEMPLATE
+    eot = tok.convert_tokens_to_ids("<|eot_id|>")
+    lm = LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
+                                      bos_token_id=tok.bos_token_id, eos_token_id=[tok.eos_token_id, eot],
+                                      pad_token_id=tok.pad_token_id, tie_word_embeddings=True))
+    lm.generation_config = GenerationConfig(bos_token_id=tok.bos_token_id, pad_token_id=tok.pad_token_id,
+                                            eos_token_id=[tok.eos_token_id, eot])
+    lm.save_pretrained(out / "llama")
+    tok.save_pretrained(out / "llama")
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from tiny_desta_code import TinyDestaConfig, TinyDestaModel
+    cfg = TinyDestaConfig(whisper_model_id=str(whisper), llama_model_id=str(out / "llama"),
+                          llama_hidden_size=64)
+    cfg.auto_map = {"AutoConfig": "modeling_tiny_desta.TinyDestaConfig",
+                    "AutoModel": "modeling_tiny_desta.TinyDestaModel"}
+    model = TinyDestaModel(cfg)
+    for p in model.whisper.parameters():
+        p.requires_grad_(False)
+    examples = [(desta_messages(wav), CLIPS[key][1]) for key, wav in clips.items()]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)           # tiny: a second thread only adds overhead (see _train)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=5e-3, weight_decay=0.0)
+    model.train()
+    for step in range(steps):
+        messages, answer = examples[step % len(examples)]
+        loss = model.loss(messages, answer)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    torch.set_num_threads(threads)
+    model.llama.save_pretrained(out / "llama")
+    torch.save(model.connector.state_dict(), out / "qformer_connector.pth")
+    cfg.save_pretrained(out)
+    shutil.copy(Path(__file__).resolve().parent / "tiny_desta_code.py", out / "modeling_tiny_desta.py")
     return out

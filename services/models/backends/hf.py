@@ -15,6 +15,7 @@ they build themselves (tests/tiny_models.py).
 """
 from __future__ import annotations
 
+import importlib.util
 import re
 from math import gcd
 from pathlib import Path
@@ -380,9 +381,10 @@ class TransformersSpeechLLM:
     """An audio LLM asked to translate a clip (batch size 1, the model's default decoding).
 
     Paper models: microsoft/Phi-4-multimodal-instruct (the transformers-native weights; the hub's
-    original remote code "phi4mm" is not supported here), mistralai/Voxtral-Small-24B-2507 (pip
-    install "mistral-common[audio]"), DeSTA-ntu/DeSTA2-8B-beta (trust_remote_code=True; its
-    remote code targets transformers 4.x). Prompt in the paper: "Translate the audio to Portuguese."
+    original remote code "phi4mm" is not supported here; pip install torchvision peft),
+    mistralai/Voxtral-Small-24B-2507 (pip install "mistral-common[audio]"), DeSTA-ntu/DeSTA2-8B-beta
+    (trust_remote_code=True; its remote code targets transformers 4.x: tools/desta2_server.py).
+    Prompt in the paper: "Translate the audio to Portuguese."
     """
 
     def __init__(self, model: str, prompt: str, dtype: str = "auto", max_new_tokens: int = 256,
@@ -415,6 +417,8 @@ class TransformersSpeechLLM:
         family = _speech_family(config)
         if family == "voxtral":
             require("mistral_common", "mistral-common[audio]")
+        if family == "phi4":
+            self._phi4_packages()
         model = _pretrained(self.model, self._auto_class(tf, config).from_pretrained,
                             **_weights(self.cache, self.dtype), **trc)
         if family == "phi4":
@@ -428,11 +432,24 @@ class TransformersSpeechLLM:
             processor = _pretrained(self.model, tf.AutoProcessor.from_pretrained, **trc)
         return _Loaded(model=_ready(model, self.cache), processor=processor, family=family)
 
+    def _has_speech_lora(self) -> bool:
+        """A hub id or a folder with speech-lora/; a folder without it has the adapter merged."""
+        local = Path(self.model).expanduser()
+        return not local.is_dir() or (local / "speech-lora").is_dir()
+
+    def _phi4_packages(self) -> None:
+        """Checked before the weights are read (11 GB): transformers builds Phi-4's processor,
+        image processor included, only with torchvision; its speech LoRA adapter needs peft."""
+        needed = ["torchvision"] + (["peft"] if self._has_speech_lora() else [])
+        missing = [m for m in needed if importlib.util.find_spec(m) is None]
+        if missing:
+            raise BackendUnavailable(f"Phi-4-multimodal ({self.model}) needs {' and '.join(missing)}: "
+                                     f"pip install {' '.join(missing)} (torchvision: the build matching torch)")
+
     def _phi4_speech_adapter(self, model) -> None:
         """Phi-4-multimodal routes audio through a LoRA adapter shipped in speech-lora/ (as the
         transformers docs load it); a folder without it is taken to have the adapter merged."""
-        local = Path(self.model).expanduser()
-        if local.is_dir() and not (local / "speech-lora").is_dir():
+        if not self._has_speech_lora():
             return
         require("peft", "peft")
         _pretrained(self.model, model.load_adapter, adapter_name="speech",

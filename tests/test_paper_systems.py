@@ -1,0 +1,269 @@
+"""The paper's speech-translation presets (assets/systems.toml) run end to end on tiny twins of
+their real architectures: a recording goes through the worker's pipeline and the system's output
+is stored as the exchange's translation.
+
+The twins are built here from each architecture's own config class (random weights, a tokenizer
+of the same kind, trained a few seconds to overfit two clips), saved to a folder and loaded by
+the app's backend as the full model would be: from_pretrained from the folder, the preset's
+dtype, the chat template, generate, decode. Only the model path of the preset is overridden.
+
+What cannot be built with the packages installed here is checked to fail with a message
+naming the package, before any weights are read (docs/speech-pipeline.md, "The paper's systems").
+"""
+from __future__ import annotations
+
+import os
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+import json  # noqa: E402
+import shutil  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tiny_models as tm  # noqa: E402
+from conftest import DEMO_ASSETS  # noqa: E402
+from services.models import systems  # noqa: E402
+from services.models.backends import BackendUnavailable, hf  # noqa: E402
+from services.models.cache import ModelCache  # noqa: E402
+from services.study.importer import import_study  # noqa: E402
+from services.study.participants import add_participants  # noqa: E402
+from services.usability import pipeline  # noqa: E402
+from services.usability.audio_intake import store_recording  # noqa: E402
+from storage import results  # noqa: E402
+from vllm_server import VLLMServer  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+@pytest.fixture(autouse=True)
+def offline(no_network):
+    """The hub off and the network refused (conftest's no_network)."""
+
+
+class BF16Cache(ModelCache):
+    """The app's CUDA dtype policy (the preset's bf16 as configured) on CPU, so the presets run
+    in the dtype they name: CPU bf16 is slow, but these models are tiny."""
+
+    def dtype(self, requested=None):
+        return torch.bfloat16 if requested in ("bfloat16", "bf16") else torch.float32
+
+
+@pytest.fixture(scope="module")
+def twins(tmp_path_factory):
+    """The cascade's twins: Whisper with large-v3's front end (128 mel bins) and Tower+'s
+    architecture (Gemma 2). ~15 s on 2 busy cores; a few hundred KB each."""
+    root = tmp_path_factory.mktemp("paper_twins")
+    clips = tm.make_clips(root / "clips", lead_s=0.4)
+    return {"clips": clips,
+            "whisper_v3": tm.build_whisper(root / "whisper_v3", clips, num_mel_bins=128)["multilingual"],
+            "tower": tm.build_tower_gemma2(root / "tower")}
+
+
+def study_with(database, tmp_path, system_id: str, params: dict, kind: str = "cascade") -> None:
+    """The demo study with one more system (not assigned: a test routes an exchange to it)."""
+    folder = tmp_path / "study"
+    shutil.copytree(DEMO_ASSETS, folder)
+    toml = folder / "study.toml"
+    lines = "\n".join(f"{k} = {json.dumps(v)}" for k, v in params.items())
+    block = f'\n[[systems]]\nid = "{system_id}"\nkind = "{kind}"\nassign = false\n[systems.params]\n{lines}\n'
+    text = toml.read_text(encoding="utf-8")
+    assert "\n[da]\n" in text
+    toml.write_text(text.replace("\n[da]\n", block + "\n[da]\n", 1), encoding="utf-8")
+    import_study(database, folder)
+
+
+def record_for(database, system_id: str, wav: Path, media: Path) -> tuple[int, int]:
+    """A recording of `wav` stored for the study's first exchange, routed to system_id."""
+    db = database
+    ex_id = db.scalar("SELECT MIN(id) FROM exchanges WHERE study_id = 'demo'")
+    with db.write() as w:
+        w.execute("UPDATE exchanges SET system_id = ? WHERE id = ?", [system_id, ex_id])
+        # an assignment of a sender for the record phase (the demo's exchanges have none yet)
+        a = w.execute("SELECT id FROM assignments WHERE exchange_id = ? AND phase = 'record'", [ex_id]).fetchone()
+        st = store_recording(wav, media, 60)
+        rid = results.insert_recording(w, a[0] if a else None, ex_id, st.sha256, st.path_original, st.path_16k,
+                                       st.duration_s)
+    return ex_id, rid
+
+
+def test_paper_cascade_preset_translates_a_recording_on_its_tiny_twin(database, twins, tmp_path, monkeypatch):
+    """paper-cascade (Whisper large-v3 -> Tower-Plus-9B, bf16): the recording is transcribed by a
+    128-bin Whisper and translated by a Gemma 2 LM prompted with the preset's Tower+ prompt inside
+    Gemma 2's chat template; the worker stores the Portuguese as the exchange's translation."""
+    from transformers import Gemma2ForCausalLM, WhisperForConditionalGeneration
+    preset = systems.presets()["paper-cascade"]
+    study_with(database, tmp_path, "paper-cascade",
+               {"preset": "paper-cascade", "asr_model": str(twins["whisper_v3"]), "mt_model": str(twins["tower"])})
+    add_participants(database, "demo", "sender", 1, "USW", "Woman")
+    asr_in, mt_in = [], []
+    for cls, seen in ((WhisperForConditionalGeneration, asr_in), (Gemma2ForCausalLM, mt_in)):
+        real = cls.generate
+        monkeypatch.setattr(cls, "generate", lambda self, *a, _real=real, _seen=seen, **kw:
+                            (_seen.append(kw), _real(self, *a, **kw))[1])
+    cache = BF16Cache(device="cpu")
+    ex_id, rid = record_for(database, "paper-cascade", twins["clips"]["morning"], tmp_path / "media")
+
+    pipeline.process_recording(database, rid, cache)
+
+    tr = results.translation(database, ex_id)
+    assert tr["system_id"] == "paper-cascade"
+    assert tr["transcript"] == "Good morning everyone."
+    assert tr["text"] == "Bom dia a todos."
+    meta = json.loads(tr["meta"])
+    assert meta["models"] == {"asr": f"transformers-whisper:{twins['whisper_v3']}",
+                              "mt": f"transformers-llm:{twins['tower']}"}
+    # loaded as the full models would be: the preset's dtype, large-v3's 128 mel bins
+    loaded = {k.split("/")[0]: e.value for k, e in cache._entries.items()
+              if k.startswith(("asr/transformers/", "mt/transformers-causal/"))}
+    assert set(loaded) == {"asr", "mt"}
+    assert {v.model.dtype for v in loaded.values()} == {torch.bfloat16}
+    assert preset["asr_dtype"] == preset["mt_dtype"] == "bfloat16"
+    assert asr_in[0]["input_features"].shape[1] == 128 and asr_in[0]["input_features"].dtype == torch.bfloat16
+    assert asr_in[0]["language"] == "en" and asr_in[0]["task"] == "transcribe"
+    # Tower+ got the paper's prompt (pt-PT, the demo's variant) as Gemma 2's user turn
+    tok = loaded["mt"].tokenizer
+    sent = mt_in[0]["input_ids"][0][mt_in[0]["attention_mask"][0].bool()]
+    assert tok.decode(sent) == ("<bos><start_of_turn>user\nTranslate the following English source text to "
+                                "Portuguese (Portugal):\nEnglish: Good morning everyone.\nPortuguese (Portugal):"
+                                "<end_of_turn>\n<start_of_turn>model\n")
+    assert type(tok).__name__ == "GemmaTokenizer"
+    # QC still read the study's own QC ASR (the offline tiny.en), not the system's Whisper
+    assert results.recording(database, rid)["transcript"]
+
+
+def test_paper_cascade_twin_translates_each_clip_differently(twins):
+    """The audio itself decides the output: the other clip gives the other translation."""
+    st = systems.build("paper-cascade", systems.resolve(preset="paper-cascade") | {
+        "asr_model": str(twins["whisper_v3"]), "mt_model": str(twins["tower"])}, BF16Cache(device="cpu"))
+    out = st.translate_audio(str(twins["clips"]["hello"]))
+    assert (out.transcript, out.translation, out.variant) == ("Hello world.", "Olá mundo.", "pt-PT")
+
+
+# -- the same systems served by vLLM ----------------------------------------------------------------
+KEY_ENV = "TRADLAB_KEY_REMOTE"       # the presets' own key variable (a study's must carry TRADLAB_KEY_)
+KEY = "sk-vllm-test"
+PHI4_BASE = "microsoft/Phi-4-multimodal-instruct"
+
+
+@pytest.fixture(scope="module")
+def vllm(twins):
+    """One fake `vllm serve` per model, as a lab runs them, answering with the twins: the
+    Whisper twin transcribes; the Tower+ twin answers a text chat with the message as sent,
+    inside its chat template (what vLLM does), and an audio chat with the transcript's
+    translation (a stand-in for the audio LLMs, whose twins cannot be built here).
+    Phi-4's base name is served text-only, so a request that skips the speech LoRA fails."""
+    cache = ModelCache(device="cpu")
+    asr = hf.TransformersWhisperASR(str(twins["whisper_v3"]), cache=cache)
+    tower_for_audio = hf.TransformersCausalMT(str(twins["tower"]), tm.TOWER_PROMPT, cache=cache)
+    tower_chat = hf.TransformersCausalMT(str(twins["tower"]), "{text}", cache=cache)
+    common = {"api_key": KEY, "asr": asr, "mt": tower_for_audio,
+              "responder": lambda text, body: tower_chat.translate([text])[0]}
+    servers = {"voxtral": VLLMServer({systems.presets()["remote-voxtral"]["model"]: "audio"}, **common),
+               "phi4": VLLMServer({PHI4_BASE: "text", "speech": "audio"}, **common),
+               "whisper": VLLMServer({"openai/whisper-large-v3": "transcription"}, **common),
+               "tower": VLLMServer({"Unbabel/Tower-Plus-9B": "text"}, **common)}
+    for srv in servers.values():
+        srv.start()
+    yield servers
+    for srv in servers.values():
+        srv.stop()
+
+
+def served_params(preset: str, vllm) -> dict:
+    """The preset as a study names it, pointed at the fake servers."""
+    urls = {"remote-voxtral": {"base_url": vllm["voxtral"].base_url},
+            "remote-phi4": {"base_url": vllm["phi4"].base_url},
+            "remote-cascade": {"asr_base_url": vllm["whisper"].base_url, "mt_base_url": vllm["tower"].base_url}}
+    return {"preset": preset, **urls[preset]}
+
+
+@pytest.mark.parametrize("preset", ["remote-voxtral", "remote-phi4", "remote-cascade"])
+def test_remote_preset_requests_are_what_vllm_accepts(database, twins, vllm, tmp_path, monkeypatch, preset):
+    """Each served preset translates a recording through the worker; every request it sent passed
+    the vLLM schema checks (tests/vllm_server.py), and the output is stored as the translation."""
+    monkeypatch.setenv(KEY_ENV, KEY)
+    for srv in vllm.values():
+        srv.requests.clear()
+    cfg = systems.presets()[preset]
+    study_with(database, tmp_path, preset, served_params(preset, vllm), kind=cfg["kind"])
+    add_participants(database, "demo", "sender", 1, "USW", "Woman")
+    ex_id, rid = record_for(database, preset, twins["clips"]["hello"], tmp_path / "media")
+
+    pipeline.process_recording(database, rid, ModelCache(device="cpu"))
+
+    tr = results.translation(database, ex_id)
+    assert (tr["system_id"], tr["text"]) == (preset, "Olá mundo.")
+    sent = [r for srv in vllm.values() for r in srv.requests]
+    assert all(r.headers["authorization"] == f"Bearer {KEY}" for r in sent)
+    if cfg["kind"] == "remote":
+        (req,) = sent
+        body = req.json
+        assert req.path == "/v1/chat/completions" and body["model"] == cfg["model"]
+        audio, text = body["messages"][0]["content"]
+        assert audio["type"] == "input_audio" and audio["input_audio"]["format"] == "wav"
+        assert text == {"type": "text", "text": cfg["prompt"]}
+        assert tr["transcript"] is None
+    else:
+        asr_req, mt_req = vllm["whisper"].requests[0], vllm["tower"].requests[0]
+        assert asr_req.form == {"model": "openai/whisper-large-v3", "response_format": "json", "language": "en"}
+        assert mt_req.json["messages"] == [{"role": "user", "content": tm.TOWER_PROMPT.replace(
+            "{text}", "Hello world.")}]
+        assert tr["transcript"] == "Hello world."
+
+
+def test_the_fake_vllm_refuses_what_vllm_refuses(twins, vllm, monkeypatch):
+    """The checks can fail: audio sent to a text-only model, the Phi-4 base name (no speech LoRA),
+    a model vLLM does not serve, a data: URL inside input_audio, a field vLLM does not know."""
+    import httpx
+
+    from services.models.backends.remote import RemoteSpeechLLM
+    monkeypatch.setenv(KEY_ENV, KEY)
+    clip = str(twins["clips"]["hello"])
+    for srv, model, said in ((vllm["tower"], "Unbabel/Tower-Plus-9B", "At most 0 audio"),
+                             (vllm["phi4"], PHI4_BASE, "At most 0 audio"),
+                             (vllm["voxtral"], "voxtral", "does not exist")):
+        with pytest.raises(RuntimeError, match=said):
+            RemoteSpeechLLM(srv.base_url, model, tm.SPEECH_PROMPT, api_key_env=KEY_ENV).translate_audio(clip)
+    url = vllm["voxtral"].base_url + "/chat/completions"
+    model = systems.presets()["remote-voxtral"]["model"]
+    audio = {"type": "input_audio", "input_audio": {"data": "data:audio/wav;base64,UklGRg==", "format": "wav"}}
+    for body, said in (({"model": model, "messages": [{"role": "user", "content": [audio]}]}, "data: URL"),
+                       ({"model": model, "messages": [{"role": "user", "content": "hi"}], "max_new_tokens": 5},
+                        "unknown fields")):
+        r = httpx.post(url, json=body, headers={"Authorization": f"Bearer {KEY}"})
+        assert r.status_code == 400 and said in r.json()["error"]["message"]
+
+
+# -- what this environment cannot build: said before any weights are read ----------------------
+def _installed(module: str) -> bool:
+    import importlib.util
+    return importlib.util.find_spec(module) is not None
+
+
+@pytest.mark.skipif(_installed("torchvision") and _installed("peft"), reason="torchvision and peft are installed")
+@pytest.mark.parametrize("adapter", [True, False])
+def test_phi4_without_its_packages_says_what_to_install_before_loading(tmp_path, adapter):
+    """Phi-4-multimodal's processor includes its image processor, which transformers builds only
+    with torchvision, and its speech LoRA adapter needs peft: the backend names what is missing
+    at once, instead of reading 11 GB of weights and then failing on the processor."""
+    from transformers import Phi4MultimodalConfig
+    folder = tmp_path / "phi4"
+    Phi4MultimodalConfig().save_pretrained(folder)          # config only: the check comes before weights
+    if adapter:
+        (folder / "speech-lora").mkdir()
+    missing = [m for m in ("torchvision",) + (("peft",) if adapter else ()) if not _installed(m)]
+    cache = ModelCache(device="cpu")
+    st = hf.TransformersSpeechLLM(str(folder), tm.SPEECH_PROMPT, cache=cache)
+    with pytest.raises(BackendUnavailable) as err:
+        st.translate_audio("unused.wav")
+    assert f"pip install {' '.join(missing)}" in str(err.value)
+    assert "Phi-4-multimodal" in str(err.value)
+    assert cache.loads == 0
