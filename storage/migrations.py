@@ -508,3 +508,11 @@ def m013_enrolment_returns_and_refusal_counts(db) -> None:
             PRIMARY KEY (study_id, role, reason, minute)
         )
         """)
+
+
+@migrations()
+def m014_recording_qc_edge_probabilities(db) -> None:
+    # Issue 31 (services/usability/recording_qc.py): the QC ASR's second opinion, the prompt's
+    # edge words' probabilities under the audio and the flags they removed (JSON; NULL where
+    # the prompt was not scored), shown to the reviewer beside the word diff.
+    _run_script(db, "ALTER TABLE recordings ADD COLUMN qc_edges TEXT")
