@@ -10,7 +10,7 @@ import pandas as pd
 from services.common.paging import Page
 
 # the review table: short columns first, the diff last and widest (read in one line per row)
-COLUMNS = ["id", "sender", "starter", "system", "seconds", "WER", "flags", "edge words (QC ASR)",
+COLUMNS = ["id", "sender", "starter", "system", "seconds", "WER", "flags", "edge words",
            "prompt vs transcript"]
 DATATYPES = ["number", "number", "str", "str", "number", "number", "str", "str", "html"]
 # fixed widths (Gradio sizes an "auto" column to its header only; shares of a phone's width broke
@@ -62,7 +62,7 @@ def review_table(page: Page) -> Page:
     df = page.rows
     rows = pd.DataFrame({
         "id": df["id"], "sender": df["sender_id"], "starter": df["starter_id"], "system": df["system_id"],
-        "seconds": df["duration_s"], "WER": df["wer"], "flags": df["flags"], "edge words (QC ASR)": df["edges"],
+        "seconds": df["duration_s"], "WER": df["wer"], "flags": df["flags"], "edge words": df["edges"],
         "prompt vs transcript": [inline_diff(a or []) for a in df["alignment"]]}, columns=COLUMNS)
     return Page(rows, page.page, page.pages, page.total)
 

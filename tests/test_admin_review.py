@@ -88,7 +88,7 @@ def test_the_review_shows_each_edge_word_s_probability_beside_the_diff(demo_db):
     stored = results.recording(demo_db, rid)
     assert stored["qc_status"] == "flagged" and stored["qc_edges"]
     page = admin_review.review_table(admin_progress.review_page(demo_db, "demo", 1))
-    cell = page.rows.iloc[0]["edge words (QC ASR)"]
+    cell = page.rows.iloc[0]["edge words"]
     assert f"first word \u201c{first}\u201d p=0.00" in cell and f"last word \u201c{last}\u201d p=0.91" in cell
     shown = admin_review.item_html(admin_progress.review_item(demo_db, rid))
     assert 'class="qc-edges"' in shown and "p=0.91" in shown
