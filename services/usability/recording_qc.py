@@ -19,7 +19,7 @@ gives each prompt token). A start mismatch is kept only when the prompt's first 
 word is (the mean probability of its tokens below last_word_min_p). Only the outermost words:
 inner edge words hold names and numbers a small model does not know even in good readings.
 WER > 0.6 and an empty transcript always flag; the second opinion only ever removes flags the
-paper's rule raises. The defaults were chosen on the benchmark's readings of five voices
+paper's rule raises. The defaults were chosen on the benchmark's readings of four voices
 (benchmarks/usability/qc_flags.py, README: leave-one-voice-out figures).
 
 The normaliser is transformers' EnglishTextNormalizer; its British->American spelling list
@@ -43,7 +43,7 @@ MAX_REJECTED = 3          # a sender with more rejected recordings than this is 
 # the second opinion's study settings ([usability] qc_second_opinion, qc_first_word_min_p,
 # qc_last_word_min_p); "auto": on unless the QC ASR is the paper's Whisper large-v3, whose
 # transcripts the paper's rule was made for
-SECOND_OPINION_DEFAULTS = {"qc_second_opinion": "auto", "qc_first_word_min_p": 0.05, "qc_last_word_min_p": 0.2}
+SECOND_OPINION_DEFAULTS = {"qc_second_opinion": "auto", "qc_first_word_min_p": 0.2, "qc_last_word_min_p": 0.4}
 
 # The QC ASR when a study names none: the best Whisper that runs offline here (tiny.en through
 # faster-whisper, beam 5). A GPU host with the weights sets the paper's, e.g.
