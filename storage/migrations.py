@@ -529,3 +529,11 @@ def m014_translations_of_rejected_recordings(db) -> None:
         );
         CREATE INDEX superseded_translations_exchange ON superseded_translations (exchange_id)
         """)
+
+
+@migrations()
+def m015_recording_qc_edge_probabilities(db) -> None:
+    # Issue 31 (services/usability/recording_qc.py): the QC ASR's second opinion, the prompt's
+    # edge words' probabilities under the audio and the flags they removed (JSON; NULL where
+    # the prompt was not scored), shown to the reviewer beside the word diff.
+    _run_script(db, "ALTER TABLE recordings ADD COLUMN qc_edges TEXT")

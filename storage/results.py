@@ -132,9 +132,11 @@ def recording(database: Database, recording_id: int) -> dict | None:
     return database.one("SELECT * FROM recordings WHERE id = ?", [recording_id])
 
 
-def set_recording_qc(db, recording_id: int, status: str, transcript: str, wer: float, flags: list[str]) -> None:
-    db.execute("UPDATE recordings SET qc_status = ?, transcript = ?, wer = ?, qc_flags = ? WHERE id = ?",
-               [status, transcript, wer, json.dumps(flags), recording_id])
+def set_recording_qc(db, recording_id: int, status: str, transcript: str, wer: float, flags: list[str],
+                     edges: dict | None = None) -> None:
+    db.execute("UPDATE recordings SET qc_status = ?, transcript = ?, wer = ?, qc_flags = ?, qc_edges = ? "
+               "WHERE id = ?", [status, transcript, wer, json.dumps(flags),
+                                None if edges is None else json.dumps(edges), recording_id])
 
 
 def review_recording(db, recording_id: int, status: str, reviewer: str) -> None:
@@ -147,7 +149,7 @@ def recordings_for_review(database: Database, study_id: str | None = None, statu
     """Recordings waiting for (or given) a review, with what the reviewer compares."""
     return database.query(
         "SELECT r.id, r.exchange_id, r.path_original, r.path_16k, r.duration_s, r.transcript, r.wer, "
-        "r.qc_flags, r.qc_status, r.reviewed_by, r.created_at, e.study_id, e.sender_id, e.starter_id, "
+        "r.qc_flags, r.qc_edges, r.qc_status, r.reviewed_by, r.created_at, e.study_id, e.sender_id, e.starter_id, "
         "e.system_id, s.text AS prompt FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
         "JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
         "WHERE r.qc_status = ? AND (? IS NULL OR e.study_id = ?) ORDER BY r.id LIMIT ? OFFSET ?",

@@ -10,11 +10,12 @@ import pandas as pd
 from services.common.paging import Page
 
 # the review table: short columns first, the diff last and widest (read in one line per row)
-COLUMNS = ["id", "sender", "starter", "system", "seconds", "WER", "flags", "prompt vs transcript"]
-DATATYPES = ["number", "number", "str", "str", "number", "number", "str", "html"]
+COLUMNS = ["id", "sender", "starter", "system", "seconds", "WER", "flags", "edge words",
+           "prompt vs transcript"]
+DATATYPES = ["number", "number", "str", "str", "number", "number", "str", "str", "html"]
 # fixed widths (Gradio sizes an "auto" column to its header only; shares of a phone's width broke
 # words letter by letter): on a narrow screen the table scrolls sideways instead
-COLUMN_WIDTHS = ["56px", "72px", "88px", "128px", "72px", "60px", "140px", "440px"]
+COLUMN_WIDTHS = ["56px", "72px", "88px", "128px", "72px", "60px", "140px", "160px", "440px"]
 LEGEND = ('<span class="qc-legend"><del class="qc-prompt">struck: in the prompt, not heard</del> '
           '<ins class="qc-heard">underlined: heard, not in the prompt</ins></span>')
 
@@ -61,14 +62,17 @@ def review_table(page: Page) -> Page:
     df = page.rows
     rows = pd.DataFrame({
         "id": df["id"], "sender": df["sender_id"], "starter": df["starter_id"], "system": df["system_id"],
-        "seconds": df["duration_s"], "WER": df["wer"], "flags": df["flags"],
+        "seconds": df["duration_s"], "WER": df["wer"], "flags": df["flags"], "edge words": df["edges"],
         "prompt vs transcript": [inline_diff(a or []) for a in df["alignment"]]}, columns=COLUMNS)
     return Page(rows, page.page, page.pages, page.total)
 
 
 def item_html(item: dict) -> str:
-    """The opened recording: status, WER and flags, then the aligned table."""
+    """The opened recording: status, WER and flags, the QC ASR's probability of each edge word
+    of the prompt under the audio (its second opinion), then the aligned table."""
     wer = "" if item["wer"] is None else f" · WER {item['wer']:.2f}"
     flags = f" · {_esc('; '.join(item['flags']))}" if item.get("flags") else ""
+    edges = (f'<p class="qc-edges"><b>Edge words under the audio:</b> {_esc(item["edges"])}</p>'
+             if item.get("edges") else "")
     return (f'<div class="qc-item"><p><b>Status:</b> {_esc(item["status"] or "")}{wer}{flags}</p>'
-            f'{aligned_table(item["alignment"])}<p>{LEGEND}</p></div>')
+            f'{edges}{aligned_table(item["alignment"])}<p>{LEGEND}</p></div>')

@@ -69,3 +69,32 @@ def test_participant_words_are_escaped():
     for html in (admin_review.inline_diff(chunks), admin_review.aligned_table(chunks)):
         assert "<img" not in html and "<b>" not in html
         assert "&lt;img src=x onerror=alert(1)&gt;" in html and "&quot;quoted&quot; &amp; more" in html
+
+
+def test_the_review_shows_each_edge_word_s_probability_beside_the_diff(demo_db):
+    """Issue 31: QC's second opinion is stored with the recording (recordings.qc_edges) and the
+    reviewer reads, beside the word diff, how likely each edge word of the prompt is under the
+    audio, and which of the paper's flags it removed."""
+    from services.usability import pipeline
+
+    rid, prompt = flagged(demo_db, "")
+    rec = results.recording(demo_db, rid)
+    first, last = prompt.split()[0].strip(",."), prompt.split()[-1].strip(",.?!")
+    heard = " ".join(prompt.split()[1:])                  # the first word not heard
+    edges = {"first_word": first, "first_p": 0.004, "last_word": last, "last_p": 0.91}
+    opinion = {"on": True, "first_word_min_p": 0.05, "last_word_min_p": 0.2}
+    qc = pipeline.save_qc(demo_db, rec, prompt, heard, None, edges, opinion)
+    assert qc.flags == ["start_differs"]
+    stored = results.recording(demo_db, rid)
+    assert stored["qc_status"] == "flagged" and stored["qc_edges"]
+    page = admin_review.review_table(admin_progress.review_page(demo_db, "demo", 1))
+    cell = page.rows.iloc[0]["edge words"]
+    assert f"first word \u201c{first}\u201d p=0.00" in cell and f"last word \u201c{last}\u201d p=0.91" in cell
+    shown = admin_review.item_html(admin_progress.review_item(demo_db, rid))
+    assert 'class="qc-edges"' in shown and "p=0.91" in shown
+
+    # the same reading with its first word likely under the audio passes, and says why
+    qc = pipeline.save_qc(demo_db, rec, prompt, heard, None, {**edges, "first_p": 0.6}, opinion)
+    assert qc.status == "passed" and qc.forgiven == ["start_differs"]
+    item = admin_progress.review_item(demo_db, rid)
+    assert item["status"] == "passed" and "forgiven: the first three words differ" in item["edges"]

@@ -103,3 +103,73 @@ def test_wer_threshold_is_strictly_greater_than_06():
     r = check(ref, hyp, edge=1)
     assert r.wer == pytest.approx(0.6) and "high_wer" not in r.flags
     assert "high_wer" in check(ref, "alpha bravo a b c d e f g juliet", edge=1).flags
+
+
+# the second opinion (issue 31): the QC ASR's probability of the prompt's edge words under the audio
+ON = {"on": True, "first_word_min_p": 0.05, "last_word_min_p": 0.2}
+LIKELY = {"first_word": "Hello", "first_p": 0.7, "last_word": "amoxicillin", "last_p": 0.9}
+
+
+def test_a_misheard_edge_word_that_is_likely_under_the_audio_is_forgiven():
+    from services.usability.recording_qc import check
+
+    # tiny.en writes the last word differently although the reading was whole
+    hyp = "Hello doctor Silva my daughter Ana is allergic to penicillin she needs 250 mg of a mock cillin"
+    assert check(PROMPT, hyp).flags == ["end_differs"]
+    r = check(PROMPT, hyp, edges=LIKELY, settings=ON)
+    assert r.flags == [] and r.forgiven == ["end_differs"] and r.status == "passed"
+    assert r.edges_record() == {**LIKELY, "forgiven": ["end_differs"]}
+
+
+@pytest.mark.parametrize("hyp,edges,flags", [
+    # a cut start: the prompt's first word is not under the audio
+    ("doctor Silva my daughter Ana is allergic to penicillin she needs 250 mg of amoxicillin",
+     {**LIKELY, "first_p": 0.001}, ["start_differs"]),
+    # a cut end: the last word is not
+    ("Hello doctor Silva my daughter Ana is allergic to penicillin she needs 250 mg of",
+     {**LIKELY, "last_p": 0.05}, ["end_differs"]),
+    # WER and an empty transcript flag whatever the edge words say
+    ("Hello I want a big pizza with cheese and ham tonight please now 250 mg of amoxicillin", LIKELY, ["high_wer"]),
+    ("", LIKELY, ["empty_transcript"]),
+])
+def test_the_second_opinion_keeps_flags_of_bad_readings(hyp, edges, flags):
+    from services.usability.recording_qc import check
+
+    assert check(PROMPT, hyp, edges=edges, settings=ON).flags == flags
+
+
+def test_the_second_opinion_off_is_the_paper_s_rule():
+    from services.usability.recording_qc import check
+
+    hyp = "Hi doctor Silva my daughter Ana is allergic to penicillin she needs 250 mg of amoxicillin"
+    assert check(PROMPT, hyp, edges=LIKELY, settings={**ON, "on": False}).flags == ["start_differs"]
+    assert check(PROMPT, hyp, edges=None, settings=ON).flags == ["start_differs"]     # not scored
+
+
+def test_edge_probabilities_skip_punctuation_words():
+    from services.usability.recording_qc import edge_probabilities
+
+    scored = [(" Hi", [0.7]), (",", [0.9]), (" my", [0.8]), (" penic", [0.4, 0.6]), (".", [0.99])]
+    assert edge_probabilities(scored) == {"first_word": "Hi", "first_p": 0.7, "last_word": "penic", "last_p": 0.5}
+    assert edge_probabilities(None) is None and edge_probabilities([(".", [0.5])]) is None
+
+
+def test_second_opinion_settings_default_on_and_off_for_large_v3():
+    from services.usability.recording_qc import SECOND_OPINION_DEFAULTS, second_opinion
+
+    assert second_opinion({}) == {"on": True, "first_word_min_p": SECOND_OPINION_DEFAULTS["qc_first_word_min_p"],
+                                  "last_word_min_p": SECOND_OPINION_DEFAULTS["qc_last_word_min_p"]}
+    paper = {"qc_asr": {"asr": "transformers-whisper", "asr_model": "openai/whisper-large-v3"}}
+    assert second_opinion(paper)["on"] is False
+    assert second_opinion({**paper, "qc_second_opinion": True})["on"] is True
+    assert second_opinion({"qc_second_opinion": False, "qc_last_word_min_p": 0.5}) == \
+        {"on": False, "first_word_min_p": SECOND_OPINION_DEFAULTS["qc_first_word_min_p"], "last_word_min_p": 0.5}
+
+
+def test_the_reviewer_reads_each_edge_word_s_probability():
+    from services.usability.recording_qc import edges_text
+
+    shown = edges_text({**LIKELY, "forgiven": ["end_differs"]})
+    assert "Hello" in shown and "p=0.70" in shown and "amoxicillin" in shown and "p=0.90" in shown
+    assert "forgiven: the last three words differ" in shown
+    assert edges_text(None) == ""

@@ -9,7 +9,7 @@ import pandas as pd
 from services.admin.recording_review import queue_for_review
 from services.common.paging import Page, page_bounds
 from services.participation import maintenance
-from services.usability.recording_qc import FLAG_TEXT, align
+from services.usability.recording_qc import FLAG_TEXT, align, edges_text
 from storage import jobs, queue, results, studies
 
 
@@ -91,7 +91,7 @@ def review_page(database, study_id: str, page=1, page_size: int = 20) -> Page:
     total = results.review_count(database, study_id)
     page, pages, offset = page_bounds(total, page, page_size)
     # alignment: the prompt and transcript word by word (recording_qc.align), which the tab draws
-    cols = ["id", "sender_id", "starter_id", "system_id", "duration_s", "wer", "flags", "alignment"]
+    cols = ["id", "sender_id", "starter_id", "system_id", "duration_s", "wer", "flags", "edges", "alignment"]
     rows = pd.DataFrame(queue_for_review(database, study_id, limit=page_size, offset=offset), columns=cols)
     return Page(rows, page, pages, total)
 
@@ -112,6 +112,8 @@ def review_item(database, recording_id) -> dict | None:
     return {"id": rec["id"], "audio": rec["path_original"], "prompt": starter["text"],
             "transcript": rec["transcript"] or "", "wer": rec["wer"], "status": rec["qc_status"],
             "flags": [FLAG_TEXT.get(f, f) for f in flags],
+            # the QC ASR's second opinion: why a start/end mismatch passed or waits
+            "edges": edges_text(json.loads(rec["qc_edges"]) if rec.get("qc_edges") else None),
             "alignment": align(starter["text"], rec["transcript"] or "")}
 
 

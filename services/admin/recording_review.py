@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from services.admin.participants import withdraw_and_reassign
 from services.participation import workflow
-from services.usability.recording_qc import FLAG_TEXT, MAX_REJECTED, align
+from services.usability.recording_qc import FLAG_TEXT, MAX_REJECTED, align, edges_text
 from storage import participants, queue, results
 
 
@@ -38,12 +38,14 @@ class ReviewOutcome:
 def queue_for_review(database, study_id: str | None = None, status: str = "flagged", limit: int = 100,
                      offset: int = 0) -> list[dict]:
     """The recordings to review, each with its flags in words and the normalised prompt and
-    transcript aligned word by word (recording_qc.align: what QC compared)."""
+    transcript aligned word by word (recording_qc.align: what QC compared), and the QC ASR's
+    second opinion on the edge words (recording_qc.edges_text; "" where it did not score)."""
     rows = results.recordings_for_review(database, study_id, status, limit, offset)
     for r in rows:
         flags = json.loads(r["qc_flags"] or "[]")
         r["flags"] = ", ".join(FLAG_TEXT.get(f, f) for f in flags)
         r["alignment"] = align(r["prompt"], r["transcript"] or "")
+        r["edges"] = edges_text(json.loads(r["qc_edges"]) if r.get("qc_edges") else None)
     return rows
 
 

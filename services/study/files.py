@@ -23,7 +23,7 @@ from services.models import systems as system_registry
 from services.models.backends.remote import endpoint_problems
 from services.questions import settings as question_settings
 from services.study import consent, texts, variants
-from services.usability.recording_qc import qc_asr_problems
+from services.usability.recording_qc import SECOND_OPINION_DEFAULTS, qc_asr_problems, second_opinion_problems
 
 PROTOCOLS = ("usability", "da", "sd")
 DOMAINS = ("health", "everyday")
@@ -106,7 +106,9 @@ DEFAULTS = {
                   "corpus_reference": "",
                   # the one ASR whose transcript every recording's QC checks, whatever system
                   # translates it (services/usability/recording_qc.py); fields as a cascade's asr_* params
-                  "qc_asr": {}},
+                  "qc_asr": {},
+                  # the QC ASR's second opinion on the prompt's edge words (recording_qc.py)
+                  **SECOND_OPINION_DEFAULTS},
     # paper 001: lock_until_played false (section 2.2, Figure 2: the rater "can use audio control
     # to listen" and moves the slider, nothing waits for the audio); runs: independent runs of
     # the same HITs by other raters, for self-replication (section 3.2: "two independent runs")
@@ -359,6 +361,8 @@ def _check_config(raw: dict, err: _Collector) -> dict:
                             f"unknown metric '{m}' (known: {', '.join(metric_registry.names())})")
         for k, m in qc_asr_problems(us.get("qc_asr")):
             err.add(f, None, f"usability.qc_asr{'.' + k if k else ''}", m)
+        for k, m in second_opinion_problems(us):
+            err.add(f, None, f"usability.{k}", m)
         sw = us.get("starter_words")
         if not (isinstance(sw, list) and len(sw) == 2 and all(isinstance(x, int) for x in sw)
                 and 0 < sw[0] <= sw[1]):

