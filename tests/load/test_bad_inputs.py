@@ -35,9 +35,11 @@ PAYLOAD = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    # short header and body timeouts, so that the slow-client test waits seconds (defaults: 10 and 30 s)
+    # short header and body timeouts, so that the slow-client test waits seconds (defaults: 10 and 30 s);
+    # the corpus sends more uploads a minute, and bytes, from this one address than a sender would
     a = prepared_app(tmp_path_factory.mktemp("bad"), 4, extra_roles=True,
-                     env_extra={"TRADLAB_WORKER": "0", "TRADLAB_HEADER_TIMEOUT": "2", "TRADLAB_BODY_TIMEOUT": "3"})
+                     env_extra={"TRADLAB_WORKER": "0", "TRADLAB_HEADER_TIMEOUT": "2", "TRADLAB_BODY_TIMEOUT": "3",
+                                "TRADLAB_UPLOADS_PER_MINUTE": "100", "TRADLAB_UPLOAD_MB_PER_CLIENT": "1000"})
     a.start()
     yield a
     a.stop()
