@@ -758,7 +758,9 @@ class Guard:
     only on a page that takes a file (the sender's and the team's), and a request's body is read
     here first: at most max_body bytes (an upload: one file of max_upload bytes) within
     body_timeout seconds, and a JSON body no deeper than MAX_JSON_DEPTH with at most
-    MAX_JSON_VALUES values. Refusals answer at once and close the connection."""
+    MAX_JSON_VALUES values. Then an event's caller is looked at (Callers: a known session, or the
+    team page's participant calls refused to strangers) and an upload counted against its
+    client's UploadBudget. Refusals answer at once and close the connection."""
 
     def __init__(self, app, max_body: int = 1024 * 1024, max_upload: int = 50 * 1024 * 1024,
                  body_timeout: float = 30.0, upload_pages: tuple = (), callers: "Callers | None" = None,

@@ -191,3 +191,59 @@ def test_uploads_are_bounded_per_client_and_an_honest_sender_still_records(app):
         except AppError as e:
             raise AssertionError(f"the honest sender's recording was refused: {e}") from e
     assert app.db("SELECT COUNT(*) FROM recordings")[0][0] == before + 1
+
+
+def flood_strangers(app, n: int) -> None:
+    """n stranger sessions on "/" and on /da/: past STRANGER_SESSIONS, the oldest strangers go."""
+    post_new_sessions(app, "/gradio_api/api/admin_repair", ["no-session", None], n)
+    post_new_sessions(app, "/da/gradio_api/api/view", ["forged", "da"], n)
+
+
+@pytest.mark.browser
+def test_honest_pages_keep_their_sessions_through_a_flood_of_strangers(app):
+    """In Chromium at 1280 and 390 px: a DA rater's page (its link's ?t= marks its session known)
+    and the admin opened with the admin link (?admin=) each go on working after more strangers'
+    sessions than a page keeps: the rater's next submit shows the next item, and the admin's
+    Refresh (which sends the study the login chose, checked against that session's own choices)
+    shows no error."""
+    import shutil
+    from pathlib import Path
+
+    from playwright.sync_api import sync_playwright
+
+    import server
+    from tests.load.test_da_page import move, slider, submit, wait_progress
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    artifacts = Path(__file__).resolve().parent.parent / "test-artifacts"
+    artifacts.mkdir(exist_ok=True)
+    flags = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+    rater = app.tokens("da")[2]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=flags)
+        for k, (width, height) in enumerate(((1280, 800), (390, 844))):
+            pg = browser.new_page(viewport={"width": width, "height": height})
+            pg.goto(f"{app.url}/da/?t={rater}")
+            wait_progress(pg, k)
+            flood_strangers(app, server.STRANGER_SESSIONS + 50)
+            move(pg, 5)
+            submit(pg)
+            wait_progress(pg, k + 1)
+            assert slider(pg).input_value() == "0"
+            assert pg.locator(".msg.error:visible").count() == 0
+            pg.screenshot(path=str(artifacts / f"strangers-rater-{width}.png"), full_page=True)
+
+            admin = browser.new_page(viewport={"width": width, "height": height})
+            admin.goto(app.admin_url)
+            admin.get_by_role("button", name="Refresh").wait_for(timeout=30000)
+            admin.wait_for_timeout(1500)
+            flood_strangers(app, server.STRANGER_SESSIONS + 50)
+            admin.get_by_role("button", name="Refresh").click()
+            admin.wait_for_timeout(2500)
+            text = admin.locator("body").inner_text()
+            assert "not in the list of choices" not in text, text[:2000]
+            assert admin.locator(".toast-body.error, .toast-wrap .error").count() == 0, text[:2000]
+            admin.screenshot(path=str(artifacts / f"strangers-admin-{width}.png"), full_page=False)
+            pg.close()
+            admin.close()
+        browser.close()
