@@ -905,9 +905,13 @@ class Guard:
 # an event fills in the config of the blocks it touches anyway. A session that came with an
 # active participant's token or a live admin session (Callers.admit) is kept as Gradio keeps it;
 # any other is one of at most STRANGER_SESSIONS a page, each dropped STRANGER_SESSION_S after its
-# last use.
+# last use. Past that number a stranger's session still lives STRANGER_GRACE_S after its last use:
+# a session becomes known only with its next request after a password login (the dashboard's
+# tick, 10 s) or a Prolific newcomer's first page (its token comes back in the load's answer).
+# Gradio's own cap (10,000 a page) then drops strangers first, never a known caller for them.
 STRANGER_SESSIONS = 200
 STRANGER_SESSION_S = 600.0
+STRANGER_GRACE_S = 20.0
 PARTICIPANT_CALLS = ("view", "consent", "demographics")
 NOT_YOUR_LINK = "This link is not valid. Please use the personal link you were given."
 SESSION_HASH = re.compile(rb'"session_hash"\s*:\s*"([^"\\]{1,64})"')
@@ -935,11 +939,11 @@ def session_classes() -> tuple:
 
     class CallerSessions(StateHolder):
         def __init__(self, strangers: int = STRANGER_SESSIONS, ttl: float = STRANGER_SESSION_S,
-                     clock=time.monotonic):
+                     grace: float = STRANGER_GRACE_S, clock=time.monotonic):
             super().__init__()
             self.known: set[str] = set()        # hashes that came with a valid link or admin session
             self.strangers: OrderedDict[str, float] = OrderedDict()     # the others: hash -> last use
-            self.stranger_cap, self.ttl, self.clock = strangers, ttl, clock
+            self.stranger_cap, self.ttl, self.grace, self.clock = strangers, ttl, grace, clock
 
         def vouch(self, session_id: str) -> None:
             with self.lock:
@@ -959,15 +963,33 @@ def session_classes() -> tuple:
             return super().__getitem__(session_id)
 
         def drop_strangers(self, keep: str | None = None) -> None:
-            """Past the cap, the least recently used; any unused for ttl seconds (under the lock)."""
-            old = self.clock() - self.ttl
+            """Past the cap, the least recently used unused for grace seconds; any unused for ttl
+            seconds (under the lock)."""
+            now = self.clock()
             while self.strangers:
                 sid, used = next(iter(self.strangers.items()))
-                if sid == keep or (len(self.strangers) <= self.stranger_cap and used >= old):
+                if sid == keep or now - used < (self.grace if len(self.strangers) > self.stranger_cap else self.ttl):
                     break
-                del self.strangers[sid]
-                self.session_data.pop(sid, None)
-                self.time_last_used.pop(sid, None)
+                self.forget(sid)
+
+        def forget(self, sid: str) -> None:
+            self.strangers.pop(sid, None)
+            self.session_data.pop(sid, None)
+            self.time_last_used.pop(sid, None)
+
+        def update(self, session_id: str):
+            """Gradio's: the session to the end, and past capacity the oldest goes; a stranger first."""
+            with self.lock:
+                if session_id in self.session_data:
+                    self.session_data.move_to_end(session_id)
+                while len(self.session_data) > self.capacity:
+                    oldest = next((s for s in self.strangers if s != session_id), None)
+                    if oldest is None:
+                        evicted, _ = self.session_data.popitem(last=False)
+                        self.time_last_used.pop(evicted, None)
+                        self.known.discard(evicted)
+                    else:
+                        self.forget(oldest)
 
         def delete_all_expired_state(self):     # gradio calls it every second
             with self.lock:

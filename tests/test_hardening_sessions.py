@@ -64,21 +64,26 @@ def test_a_new_session_no_longer_copies_every_blocks_config(site):
 
 def test_known_sessions_are_kept_and_strangers_are_capped_and_expire(site):
     """A session marked known (it came with a valid link or admin session) is never evicted by
-    strangers; at most `strangers` others are kept per page, each dropped after ttl unused."""
+    strangers; past `strangers` others per page, a stranger is dropped once unused for `grace`
+    seconds, any after ttl; Gradio's own capacity drops strangers first."""
     import server
 
     _, holder_class = server.session_classes()
     now = [0.0]
-    holder = holder_class(strangers=5, ttl=60, clock=lambda: now[0])
+    holder = holder_class(strangers=5, ttl=60, grace=2, clock=lambda: now[0])
     holder.set_blocks(site.pages["da"])
     holder.vouch("honest")
     honest = holder["honest"]
     for k in range(50):
         holder[f"stranger-{k}"]
-        now[0] += 0.1
+        now[0] += 0.5
     assert holder["honest"] is honest                       # the same session, its state kept
-    assert len(holder.strangers) == 5 and set(holder.session_data) == {"honest", *holder.strangers}
-    assert list(holder.strangers) == [f"stranger-{k}" for k in range(45, 50)]
+    # past the cap, those used in the last 2 s are kept (a login's session until its next request)
+    assert list(holder.strangers) == [f"stranger-{k}" for k in range(45, 50)], list(holder.strangers)
+    assert set(holder.session_data) == {"honest", *holder.strangers}
+    holder.capacity = 3                                     # gradio's cap: strangers go first
+    holder["stranger-x"]
+    assert "honest" in holder.session_data and len(holder.session_data) == 3, list(holder.session_data)
     now[0] += 61
     holder.delete_all_expired_state()                       # gradio calls it every second
     assert set(holder.session_data) == {"honest"} and not holder.strangers
