@@ -117,7 +117,8 @@ def test_uploads_are_bounded_per_client_in_count_and_bytes(tmp_path):
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     a = prepared_app(tmp_path_factory.mktemp("sessions"), 3, extra_roles=True,
-                     env_extra={"TRADLAB_WORKER": "0", "TRADLAB_UPLOAD_MB_PER_CLIENT": "3"})
+                     env_extra={"TRADLAB_WORKER": "0", "TRADLAB_UPLOAD_MB_PER_CLIENT": "3",
+                                "TRADLAB_UPLOADS_PER_MINUTE": "10"})      # the default, which RunningApp raises
     a.start()
     yield a
     a.stop()
