@@ -60,6 +60,7 @@ ROLE_PAGES = {"sender": "Sender", "receiver": "Receptor", "validator": "Validato
 class Site:
     team: object                 # gr.Blocks at "/": the landing page, Admin and Analysis
     pages: dict                  # role -> gr.Blocks mounted at /<role>/
+    auth: object = None          # services.admin.auth.AdminAuth of the team page
 
     @property
     def blocks(self) -> list:
@@ -82,7 +83,7 @@ def build_app(settings, database) -> Site:
     auth = admin.AdminAuth(settings.admin_password, database, local_secret=settings.admin_secret)
     refuse_remote_files()
     site = Site(team_page(settings, database, auth),
-                {role: role_page(database, settings, role, label) for role, label in ROLE_PAGES.items()})
+                {role: role_page(database, settings, role, label) for role, label in ROLE_PAGES.items()}, auth)
     for blocks in site.blocks:
         forget_strangers_uploads(blocks, database, auth)
     return site
@@ -640,30 +641,36 @@ def refuse_remote_files_middleware():
 UPLOAD_KINDS = ("Audio", "File", "UploadButton", "Image", "Video", "Gallery", "Model3D", "MultimodalTextbox")
 
 
+def known_credential(database, auth, value) -> bool:
+    """Whether value is an active participant's token or a live admin session."""
+    import contextvars
+
+    from storage import participants
+
+    if not isinstance(value, str) or not value or len(value) > 200 or "/" in value:
+        return False
+    participant = participants.by_token(database, value)
+    if participant is not None and participant.get("active", 1):
+        return True
+    try:   # the session alone (the handler checks the address), in a copy of the context:
+        # the handler's "admin checked" mark (services.admin.auth.run_checked) is left as it was
+        contextvars.copy_context().run(auth.check, value, "127.0.0.1")
+        return True
+    except PermissionError:
+        return False
+
+
 def forget_strangers_uploads(demo, database, auth) -> None:
     """Anyone may POST a file to /gradio_api/upload. After an event with an upload input, the
     uploads among its arguments are deleted at once unless one of its text arguments is a valid
     participant token or admin session (a valid caller's upload expires with UPLOADS_EXPIRE;
     what a handler keeps, it has copied under the media folder by then)."""
-    import contextvars
     import functools
     import inspect
     import os
 
-    from storage import participants
-
     def valid(value) -> bool:
-        if not isinstance(value, str) or not value or len(value) > 200 or "/" in value:
-            return False
-        participant = participants.by_token(database, value)
-        if participant is not None and participant.get("active", 1):
-            return True
-        try:   # the session alone (the handler checked the address), in a copy of the context:
-            # the handler's "admin checked" mark (services.admin.auth.run_checked) is left as it was
-            contextvars.copy_context().run(auth.check, value, "127.0.0.1")
-            return True
-        except PermissionError:
-            return False
+        return known_credential(database, auth, value)
 
     def forget(values) -> None:
         if any(valid(v) for v in values):
@@ -751,19 +758,25 @@ class Guard:
     only on a page that takes a file (the sender's and the team's), and a request's body is read
     here first: at most max_body bytes (an upload: one file of max_upload bytes) within
     body_timeout seconds, and a JSON body no deeper than MAX_JSON_DEPTH with at most
-    MAX_JSON_VALUES values. Refusals answer at once and close the connection."""
+    MAX_JSON_VALUES values. Then an event's caller is looked at (Callers: a known session, or the
+    team page's participant calls refused to strangers) and an upload counted against its
+    client's UploadBudget. Refusals answer at once and close the connection."""
 
     def __init__(self, app, max_body: int = 1024 * 1024, max_upload: int = 50 * 1024 * 1024,
-                 body_timeout: float = 30.0, upload_pages: tuple = ()):
+                 body_timeout: float = 30.0, upload_pages: tuple = (), callers: "Callers | None" = None,
+                 uploads: "UploadBudget | None" = None):
         self.app, self.max_body, self.body_timeout = app, max_body, body_timeout
         self.max_upload = max_upload + UPLOAD_OVERHEAD
         self.upload_pages = set(upload_pages)
+        self.callers, self.uploads = callers, uploads
 
     @staticmethod
-    async def refuse(send, status: int, text: str) -> None:
-        body = text.encode()
+    async def refuse(send, status: int, text: str, as_json: bool = False) -> None:
+        # an event's refusal as JSON {"error": ...}, which gradio's clients show as the call's error
+        body = json.dumps({"error": text}).encode() if as_json else text.encode()
+        kind = b"application/json" if as_json else b"text/plain; charset=utf-8"
         await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"connection", b"close"),
+                    "headers": [(b"content-type", kind), (b"connection", b"close"),
                                 (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
 
@@ -796,7 +809,21 @@ class Guard:
                 return await self.refuse(send, 413, f"The file is larger than the maximum allowed size ({mb:.1f} MB).")
             return await self.refuse(send, 413, f"The request is larger than this server takes ({limit:,} bytes).")
         if upload:
-            return await self.app(scope, self.bounded_stream(receive, limit), send)
+            if self.uploads is None:
+                return await self.app(scope, self.bounded_stream(receive, limit), send)
+            from services.admin.auth import throttle_key
+
+            client = throttle_key((scope.get("client") or ("?",))[0], scope.get("headers", []))
+            refusal = self.uploads.admit(client, int(length) if length is not None else 0)
+            if refusal:
+                return await self.refuse(send, 429, refusal)
+            stream, seen = self.bounded_stream(receive, limit), [0]
+
+            async def counted():
+                message = await stream()
+                seen[0] += len(message.get("body", b""))
+                return message
+            return await self.app(scope, counted, self.kept_uploads(client, send, seen))
         import anyio
 
         body = bytearray()
@@ -818,6 +845,9 @@ class Guard:
         problem = await anyio.to_thread.run_sync(json_problem, body) if len(body) > 4096 else json_problem(body)
         if problem:
             return await self.refuse(send, 413, f"The request's data is too complex ({problem}).")
+        refusal = self.callers.admit(page, path, scope.get("query_string", b""), body) if self.callers else None
+        if refusal:
+            return await self.refuse(send, 403, refusal, as_json=True)
         sent = False
 
         async def replay():
@@ -827,6 +857,27 @@ class Guard:
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
         return await self.app(scope, replay, send)
+
+    def kept_uploads(self, client: str, send, seen: list):
+        """send, noting the files an upload's answer names (a JSON list of their paths) as the
+        client's, with the bytes its body had (gradio moves the files in after answering)."""
+        status, parts = 0, []
+
+        async def noting(message):
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message.get("status", 0)
+            elif message["type"] == "http.response.body" and status == 200 and sum(map(len, parts)) < 65536:
+                parts.append(message.get("body", b""))
+                if not message.get("more_body"):
+                    try:
+                        paths = json.loads(b"".join(parts))
+                    except ValueError:
+                        paths = []
+                    if isinstance(paths, list):
+                        self.uploads.keep(client, [p for p in paths if isinstance(p, str)], seen[0])
+            await send(message)
+        return noting
 
     def bounded_stream(self, receive, limit: int):
         """An upload's body as it arrives, ended (a disconnect, which Gradio drops) when it passes
@@ -847,6 +898,228 @@ class Guard:
         return bounded
 
 
+# -- sessions: cheap for anyone, kept for the callers the app knows (issue 30, point 3) ---------
+# Gradio keeps a SessionState per session hash (the client chooses it), and built each with a copy
+# of every block's config: on "/" (314 blocks) 33-57 ms and about 500 KB a session, kept up to
+# 10,000 sessions a page. That copy only serves deep links (/gradio_api/deep_link, closed here):
+# an event fills in the config of the blocks it touches anyway. A session that came with an
+# active participant's token or a live admin session (Callers.admit) is kept as Gradio keeps it;
+# any other is one of at most STRANGER_SESSIONS a page, each dropped STRANGER_SESSION_S after its
+# last use. Past that number a stranger's session still lives STRANGER_GRACE_S after its last use:
+# a session becomes known only with its next request after a password login (the dashboard's
+# tick, 10 s) or a Prolific newcomer's first page (its token comes back in the load's answer).
+# Gradio's own cap (10,000 a page) then drops strangers first, never a known caller for them.
+STRANGER_SESSIONS = 200
+STRANGER_SESSION_S = 600.0
+STRANGER_GRACE_S = 20.0
+PARTICIPANT_CALLS = ("view", "consent", "demographics")
+NOT_YOUR_LINK = "This link is not valid. Please use the personal link you were given."
+SESSION_HASH = re.compile(rb'"session_hash"\s*:\s*"([^"\\]{1,64})"')
+CREDENTIAL = re.compile(rb'"([A-Za-z0-9_-]{16,64})"')
+EVENT = re.compile(r"/gradio_api/(?:api|call|run)/([^/]+)/?")
+FN_INDEX = re.compile(rb'"fn_index"\s*:\s*(\d{1,6})')
+_SESSION_CLASSES: list = []
+
+
+def session_classes() -> tuple:
+    """(LeanSession, CallerSessions): gradio's SessionState without its up-front copy of every
+    block's config, and a StateHolder that keeps known callers' sessions apart from strangers'."""
+    if _SESSION_CLASSES:
+        return tuple(_SESSION_CLASSES)
+    import time
+    from collections import OrderedDict
+    from types import SimpleNamespace
+
+    from gradio.state_holder import SessionState, StateHolder
+
+    class LeanSession(SessionState):
+        def __init__(self, blocks):
+            # gradio's own __init__, given no blocks to copy the config of up front
+            super().__init__(SimpleNamespace(default_config=blocks.default_config, blocks={}))
+
+    class CallerSessions(StateHolder):
+        def __init__(self, strangers: int = STRANGER_SESSIONS, ttl: float = STRANGER_SESSION_S,
+                     grace: float = STRANGER_GRACE_S, clock=time.monotonic):
+            super().__init__()
+            self.known: set[str] = set()        # hashes that came with a valid link or admin session
+            self.strangers: OrderedDict[str, float] = OrderedDict()     # the others: hash -> last use
+            self.stranger_cap, self.ttl, self.grace, self.clock = strangers, ttl, grace, clock
+
+        def vouch(self, session_id: str) -> None:
+            with self.lock:
+                self.known.add(session_id)
+                self.strangers.pop(session_id, None)
+                if len(self.known) > 2 * self.capacity:      # those gradio evicted
+                    self.known &= set(self.session_data)
+
+        def __getitem__(self, session_id: str):
+            if session_id not in self.session_data:
+                self.session_data[session_id] = LeanSession(self.blocks)
+            if session_id not in self.known:
+                with self.lock:
+                    self.strangers[session_id] = self.clock()
+                    self.strangers.move_to_end(session_id)
+                    self.drop_strangers(keep=session_id)
+            return super().__getitem__(session_id)
+
+        def drop_strangers(self, keep: str | None = None) -> None:
+            """Past the cap, the least recently used unused for grace seconds; any unused for ttl
+            seconds (under the lock)."""
+            now = self.clock()
+            while self.strangers:
+                sid, used = next(iter(self.strangers.items()))
+                if sid == keep or now - used < (self.grace if len(self.strangers) > self.stranger_cap else self.ttl):
+                    break
+                self.forget(sid)
+
+        def forget(self, sid: str) -> None:
+            self.strangers.pop(sid, None)
+            self.session_data.pop(sid, None)
+            self.time_last_used.pop(sid, None)
+
+        def update(self, session_id: str):
+            """Gradio's: the session to the end, and past capacity the oldest goes; a stranger first."""
+            with self.lock:
+                if session_id in self.session_data:
+                    self.session_data.move_to_end(session_id)
+                while len(self.session_data) > self.capacity:
+                    oldest = next((s for s in self.strangers if s != session_id), None)
+                    if oldest is None:
+                        evicted, _ = self.session_data.popitem(last=False)
+                        self.time_last_used.pop(evicted, None)
+                        self.known.discard(evicted)
+                    else:
+                        self.forget(oldest)
+
+        def delete_all_expired_state(self):     # gradio calls it every second
+            with self.lock:
+                self.drop_strangers()
+            super().delete_all_expired_state()
+
+    _SESSION_CLASSES.extend([LeanSession, CallerSessions])
+    return LeanSession, CallerSessions
+
+
+def lean_sessions() -> None:
+    """Every gradio App built after this keeps its sessions in CallerSessions, and a request
+    without a session hash gets a LeanSession (gradio builds one for it and throws it away)."""
+    from gradio import route_utils, routes
+
+    lean, holder = session_classes()
+    routes.StateHolder = holder
+    route_utils.SessionState = lean
+
+
+class Callers:
+    """Who an event request comes from, read in Guard from its query (?t=, ?admin=) and its body:
+    a session hash seen with an active participant's token or a live admin session (or the admin
+    link's secret) is marked known to its page's CallerSessions. On "/" the participant calls
+    (view, consent, demographics), which only scripts use there, are refused to a caller without
+    a valid token or admin session before Gradio builds anything (an honest link is sent on to
+    its role's page by RoleRedirect)."""
+
+    MAX_LOOKUPS = 8      # token-shaped strings looked up per request, at most
+
+    def __init__(self, site: Site, database):
+        self.site, self.database = site, database
+        self.team_calls = {i for i, fn in getattr(site.team, "fns", {}).items()
+                           if getattr(fn, "api_name", None) in PARTICIPANT_CALLS}
+
+    def holder(self, page: str):
+        blocks = self.site.pages.get(page) if page else self.site.team
+        holder = getattr(blocks, "state_holder", None)
+        return holder if hasattr(holder, "vouch") else None
+
+    def valid(self, query: bytes, body: bytes) -> bool:
+        import hmac
+        from urllib.parse import parse_qs
+
+        auth = self.site.auth
+        q = parse_qs(query.decode("latin-1")) if query else {}
+        secret = getattr(auth, "local_secret", None)
+        if secret and any(hmac.compare_digest(v.encode(), secret.encode()) for v in q.get("admin", [])[:1]):
+            return True
+        values = q.get("t", [])[:1] + [m.decode() for m in CREDENTIAL.findall(body)[:self.MAX_LOOKUPS]]
+        return any(known_credential(self.database, auth, v) for v in values[:self.MAX_LOOKUPS])
+
+    def participant_call(self, path: str, body: bytes) -> bool:
+        m = EVENT.fullmatch(path)
+        if m:
+            return m.group(1) in PARTICIPANT_CALLS
+        m = FN_INDEX.search(body)
+        return bool(m) and int(m.group(1)) in self.team_calls
+
+    def admit(self, page: str, path: str, query: bytes, body: bytes) -> str | None:
+        """None: on to Gradio (the session marked known when it came with a valid caller);
+        else the refusal's text."""
+        holder = self.holder(page)
+        m = SESSION_HASH.search(body)
+        sid = m.group(1).decode("latin-1") if m else None
+        if sid and holder is not None and sid in holder.known:
+            return None
+        valid = self.valid(query, body)
+        if valid and sid and holder is not None:
+            holder.vouch(sid)
+        if not valid and not page and self.participant_call(path, body):
+            return NOT_YOUR_LINK
+        return None
+
+
+# -- uploads per client (issue 30, point 2): the upload request carries no session hash ---------
+class UploadBudget:
+    """Uploads per client address (services.admin.auth.throttle_key: behind a proxy, the address
+    it appended): at most per_minute a minute, and at most held bytes of its uploads still on the
+    server (an upload leaves when its event is done with it or after UNUSED_UPLOAD_S); all clients
+    together at most total bytes (a direct client forging X-Forwarded-For gets a new key each
+    time). An honest sender uploads one or two recordings an item. In memory."""
+
+    def __init__(self, per_minute: int, held: int, total: int, clock=None):
+        import time
+
+        self.per_minute, self.held_cap, self.total_cap = per_minute, held, total
+        self.clock = clock or time.monotonic
+        self.recent: dict[str, list[float]] = {}            # client -> times of its uploads this minute
+        self.files: dict[str, list[tuple]] = {}     # client -> (paths, bytes, when) of each upload
+
+    def _held(self, client: str) -> int:
+        import os
+
+        now = self.clock()
+        # a file gradio is still moving into place (just after its answer) counts as held
+        kept = [f for f in self.files.get(client, []) if now - f[2] < 10 or any(os.path.exists(p) for p in f[0])]
+        if kept:
+            self.files[client] = kept
+        else:
+            self.files.pop(client, None)
+        return sum(f[1] for f in kept)
+
+    def admit(self, client: str, incoming: int = 0) -> str | None:
+        """None (counted as one upload) or why the upload is refused."""
+        now = self.clock()
+        recent = [t for t in self.recent.get(client, []) if now - t < 60]
+        if len(self.recent) > 10_000:       # forget the clients with nothing this minute
+            self.recent = {k: v for k, v in self.recent.items() if v and now - v[-1] < 60}
+        if len(recent) >= self.per_minute:
+            self.recent[client] = recent
+            return (f"Too many uploads from your address: at most {self.per_minute} a minute. "
+                    "Please wait a minute and try again.")
+        mb = 1024 * 1024
+        held = self._held(client)
+        if held + incoming > self.held_cap:
+            return (f"Your address already has {held / mb:.1f} MB of uploads on the server, and the limit is "
+                    f"{self.held_cap / mb:.0f} MB: they are removed within {UNUSED_UPLOAD_S // 60} minutes. "
+                    "Please try again then.")
+        if sum(self._held(k) for k in list(self.files)) + incoming > self.total_cap:
+            return "The server holds too many uploads just now. Please try again in a few minutes."
+        self.recent[client] = recent + [now]
+        return None
+
+    def keep(self, client: str, paths: list, size: int) -> None:
+        """An upload the server stored: its files count against the client while they exist."""
+        if paths:
+            self.files.setdefault(client, []).append((tuple(str(p) for p in paths), size, self.clock()))
+
+
 def upload_pages(site: Site) -> tuple:
     """The pages ("" for "/") with a file input a visitor can fill."""
     out = []
@@ -857,12 +1130,15 @@ def upload_pages(site: Site) -> tuple:
     return tuple(out)
 
 
-def guard(site: Site, settings):
+def guard(site: Site, settings, database=None):
     from starlette.middleware import Middleware
 
+    held = int(settings.upload_mb_per_client * 1024 * 1024)
     return Middleware(Guard, max_body=int(settings.max_body_kb * 1024),
                       max_upload=int(settings.max_upload_mb * 1024 * 1024),
-                      body_timeout=settings.body_timeout, upload_pages=upload_pages(site))
+                      body_timeout=settings.body_timeout, upload_pages=upload_pages(site),
+                      callers=Callers(site, database) if database is not None else None,
+                      uploads=UploadBudget(settings.uploads_per_minute, held, 20 * held))
 
 
 def few_files_per_upload() -> None:
@@ -1049,6 +1325,7 @@ def serve(args, settings, connect):
     demo = site.team
     demo.queue(default_concurrency_limit=16)
     patient_start_probe()
+    lean_sessions()
     slow_clients_cut_off(settings.header_timeout, settings.max_connections)
     few_files_per_upload()
     page_options = dict(css_paths=[ROOT / "assets" / "style.css"], js=KEYBOARD_JS, theme=page_theme(),
@@ -1072,7 +1349,8 @@ def serve(args, settings, connect):
                 root_path=args.root_path, **page_options,
                 app_kwargs={"routes": mounts,
                             # static_assets first: a bundle file needs none of the others
-                            "middleware": [guard(site, settings)] + ([static_assets()] if settings.fast_pages else [])
+                            "middleware": [guard(site, settings, database)]
+                                          + ([static_assets()] if settings.fast_pages else [])
                                           + [role_redirect(database), refuse_remote_files_middleware(), compression(),
                                              security_headers(settings)]
                                           + ([preload_hints(site)] if settings.fast_pages else [])},

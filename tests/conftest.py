@@ -173,7 +173,9 @@ class RunningApp:
         self.tmp = tmp
         self.env = {**os.environ, "TRADLAB_DB": str(tmp / "app.db"), "TRADLAB_MEDIA": str(tmp / "media"),
                     "TRADLAB_PUBLIC_URL": self.url, "TRADLAB_PORT": str(self.port),
-                    "GRADIO_ANALYTICS_ENABLED": "False", **(env_extra or {})}
+                    "GRADIO_ANALYTICS_ENABLED": "False",
+                    # the tests' one address stands for many participants and the admin (server.UploadBudget)
+                    "TRADLAB_UPLOADS_PER_MINUTE": "1000", **(env_extra or {})}
         self.proc = None
 
     @property

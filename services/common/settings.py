@@ -58,6 +58,8 @@ class Settings:
     max_body_kb: float = _s("TRADLAB_MAX_BODY_KB", "1024", "largest request body other than an upload (KB); a larger one, or JSON nested deeper than 32 levels or with over 20,000 values, is refused before Gradio reads it", default=1024.0)
     body_timeout: float = _s("TRADLAB_BODY_TIMEOUT", "30", "seconds a request's body may take to arrive (an upload: the longest pause between its parts); a slower one is cut off", default=30.0)
     header_timeout: float = _s("TRADLAB_HEADER_TIMEOUT", "10", "seconds a connection may take to send a request's headers; a slower one is closed", default=10.0)
+    uploads_per_minute: int = _s("TRADLAB_UPLOADS_PER_MINUTE", "10", "uploads one client address may send a minute (a sender sends one or two a recording); more are refused", default=10)
+    upload_mb_per_client: float = _s("TRADLAB_UPLOAD_MB_PER_CLIENT", "200", "MB of uploads one client address may have on the server at once (they leave when used, or after 10 minutes); all clients together: 20 times that", default=200.0)
     max_connections: int = _s("TRADLAB_MAX_CONNECTIONS", "1000", "open connections past which a request is answered 503 (behind a proxy: the proxy's connections)", default=1000)
     link_secret: str = _s("TRADLAB_LINK_SECRET", "", "key that signs Prolific URLs; every process serving or printing links must share it (empty: a random key kept in the database)", default="")
     llm_model: str = _s("TRADLAB_LLM_MODEL", "", "the LLM writing comprehension questions: a model folder or id (transformers) or a served model name (remote); a study's [llm] section wins", default="")
@@ -119,6 +121,8 @@ class Settings:
             "body_timeout": _float(get["TRADLAB_BODY_TIMEOUT"], 30.0) or 30.0,
             "header_timeout": _float(get["TRADLAB_HEADER_TIMEOUT"], 10.0) or 10.0,
             "max_connections": int(_float(get["TRADLAB_MAX_CONNECTIONS"], 1000.0)) or 1000,
+            "uploads_per_minute": int(_float(get["TRADLAB_UPLOADS_PER_MINUTE"], 10.0)) or 10,
+            "upload_mb_per_client": _float(get["TRADLAB_UPLOAD_MB_PER_CLIENT"], 200.0) or 200.0,
             "fast_pages": get["TRADLAB_FAST_PAGES"].strip() not in ("0", "false", "no"),
             "frame_ancestors": " ".join(get["TRADLAB_FRAME_ANCESTORS"].split()) or "'self'",
             "environ": dict(env)})

@@ -35,9 +35,11 @@ PAYLOAD = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    # short header and body timeouts, so that the slow-client test waits seconds (defaults: 10 and 30 s)
+    # short header and body timeouts, so that the slow-client test waits seconds (defaults: 10 and 30 s);
+    # the corpus sends more uploads a minute, and bytes, from this one address than a sender would
     a = prepared_app(tmp_path_factory.mktemp("bad"), 4, extra_roles=True,
-                     env_extra={"TRADLAB_WORKER": "0", "TRADLAB_HEADER_TIMEOUT": "2", "TRADLAB_BODY_TIMEOUT": "3"})
+                     env_extra={"TRADLAB_WORKER": "0", "TRADLAB_HEADER_TIMEOUT": "2", "TRADLAB_BODY_TIMEOUT": "3",
+                                "TRADLAB_UPLOADS_PER_MINUTE": "100", "TRADLAB_UPLOAD_MB_PER_CLIENT": "1000"})
     a.start()
     yield a
     a.stop()
@@ -472,7 +474,9 @@ def test_a_huge_or_complex_body_is_refused_before_gradio_and_others_stay_fast(ap
     assert said["deep"][0] == 413 and "nested deeper" in said["deep"][1], said
     assert said["values"][0] == 413 and "values" in said["values"][1], said
     # the target is 1.5x; measured here 1.5-4.5x on a shared 2-core machine (p95 14-17 ms
-    # quiet, 27-78 ms beside the bodies; before: a stall of seconds): bounded, not yet at target
+    # quiet, 27-78 ms beside the bodies; before: a stall of seconds). benchmarks/hardening.py, with
+    # the conditions in turn over several rounds and the sender paced, measures 0.85-1.04x: the
+    # spread here is the machine's (the sender's CPU, one round each), so this bound stays loose
     assert b95 <= max(5 * q95, 150), (q95, b95)
     assert peak - idle < 40, (idle, peak)
 
