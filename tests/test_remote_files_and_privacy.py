@@ -186,7 +186,10 @@ def test_the_file_route_proxies_nothing(app, counter):
                 codes[path] = http.get(app.url + path).status_code
     print(f"outbound requests from /file=<url> and /proxy=<url>: {len(Counting.hits)}")
     assert Counting.hits == [], Counting.hits
-    assert set(codes.values()) == {403}, codes
+    # /file=<url>: refused (403); /proxy=: not a route the pages use, so the Guard's allowlist
+    # answers 404 before Gradio sees it (issue 30.2)
+    assert {c for p, c in codes.items() if "/file=" in p} == {403}, codes
+    assert {c for p, c in codes.items() if "/proxy=" in p} <= {403, 404}, codes
 
 
 def test_a_strangers_upload_is_not_kept(app):

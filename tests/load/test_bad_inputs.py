@@ -331,7 +331,8 @@ def test_recording_endpoint_refuses_bad_uploads(app, client):
         ("a WAV cut off in its header", _wav(_tone(3))[:30], "cut.wav", "audio/wav", ["not a readable WAV"]),
         ("0.8 s", _wav(_tone(0.8, lead=0.2)), "short.wav", "audio/wav", ["too short"]),
         ("45 s (limit 30)", _wav(_tone(45)), "long.wav", "audio/wav", ["too long"]),
-        ("speech from the first sample", _wav(_tone(5, lead=0.0)), "late.wav", "audio/wav", ["cut off"]),   # over the text floor
+        # 5 s: over the floor of the starter's length (shorter is refused as too short first)
+        ("speech from the first sample", _wav(_tone(5, lead=0.0)), "late.wav", "audio/wav", ["cut off"]),
         ("40 MB of random bytes", os.urandom(40 * 1024 * 1024), "huge.wav", "audio/wav", ["not an audio recording"]),
         ("20 minutes of audio (38 MB)", _wav(_tone(1200)), "hours.wav", "audio/wav", ["too long"]),
         ("WebM magic, then garbage", b"\x1aE\xdf\xa3" + os.urandom(5000), "rec.webm", "audio/webm",
