@@ -40,7 +40,7 @@ def test_the_review_table_has_short_columns_and_one_diff(demo_db):
     assert admin_review.DATATYPES[-1] == "html"
     # fixed widths, the diff the widest: shares of a 390 px phone broke words letter by letter (issue 28)
     widths = [int(w.removesuffix("px")) for w in admin_review.COLUMN_WIDTHS]
-    assert min(widths) >= 56 and widths[-1] == max(widths)
+    assert min(widths) >= 52 and widths[-1] == max(widths)
     cell = page.rows.iloc[0]["prompt vs transcript"]
     assert cell.startswith('<span class="qc-diff">') and '<del class="qc-prompt">' in cell   # nothing was heard
 
