@@ -193,7 +193,7 @@ def test_uploads_are_bounded_per_client_and_an_honest_sender_still_records(app):
     with GradioHTTP(app.url) as c:
         item = c.predict(sender, "record", api_name="/view")["item_id"]
         try:
-            c.predict(sender, item, c.upload(_wav(_tone(3)), "take1.wav", "audio/wav"), api_name="/record_submit")
+            c.predict(sender, item, c.upload(_wav(_tone(5)), "take1.wav", "audio/wav"), api_name="/record_submit")
         except AppError as e:
             raise AssertionError(f"the honest sender's recording was refused: {e}") from e
     assert app.db("SELECT COUNT(*) FROM recordings")[0][0] == before + 1
