@@ -104,8 +104,12 @@ def middleware():
 
 def test_the_middleware_inserts_after_base_and_fixes_the_length(middleware):
     start, body = _run(middleware, "/da/")
+    import server
+
     hint = preload.hint_html({"html", "button"}, "./theme.css?v=t1").encode()
-    assert body == b'<html><head><base href="./" />' + hint + b"<title>x</title></head></html>"
+    # then the script that keeps <html lang> at the page's language (issue 29.9)
+    pin = server.lang_pin_html("en").encode()
+    assert body == b'<html><head><base href="./" />' + hint + pin + b"<title>x</title></head></html>"
     assert dict(start["headers"])[b"content-length"] == str(len(body)).encode()
 
 

@@ -77,8 +77,12 @@ def test_prolific_enrolment_takes_an_open_slot_and_resumes(demo_db):
     p = enrol(demo_db, "demo", "receiver", "5f3a9c0e1b2d4a0012345678", "STUDY1", "SESS1")
     assert p["id"] == slots[0].id and p["prolific_pid"] == "5f3a9c0e1b2d4a0012345678"
     assert p["prolific_study_id"] == "STUDY1" and p["prolific_session_id"] == "SESS1"
-    again = enrol(demo_db, "demo", "receiver", "5f3a9c0e1b2d4a0012345678", "STUDY1", "SESS2")
-    assert again["id"] == p["id"] and again["prolific_session_id"] == "SESS2"
+    # a return resumes with the slot's own SESSION_ID; another session is not the same person's
+    # key (issue 30.4: a Prolific id alone is no password)
+    again = enrol(demo_db, "demo", "receiver", "5f3a9c0e1b2d4a0012345678", "STUDY1", "SESS1")
+    assert again["id"] == p["id"] and again["prolific_session_id"] == "SESS1"
+    with pytest.raises(ParticipantError, match="another Prolific session"):
+        enrol(demo_db, "demo", "receiver", "5f3a9c0e1b2d4a0012345678", "STUDY1", "SESS2")
     other = enrol(demo_db, "demo", "receiver", "otherpid0001", "STUDY1", "S3")
     assert other["id"] == slots[1].id
     with pytest.raises(ParticipantError, match="no open place"):
@@ -97,7 +101,7 @@ def test_opened_links_are_not_handed_to_newcomers(demo_db):
     with demo_db.write() as db:
         pstore.touch(db, p.id)
     with pytest.raises(ParticipantError, match="no open place"):
-        enrol(demo_db, "demo", "receiver", "newcomer0001")
+        enrol(demo_db, "demo", "receiver", "newcomer0001", "STUDY1", "SESS9")
 
 
 def test_bad_prolific_pid_refused(demo_db):
