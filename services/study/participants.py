@@ -269,8 +269,10 @@ class RefusalCounts:
     """Refused enrolments counted per (study, role, reason, minute) in memory and written at most
     once every FLUSH_S seconds (one upsert per key, storage.participants.add_refusals): a client
     reloading a refused URL 30 times a second costs one small write every few seconds, not a
-    write under the answers' lock each time (issue 30, finding 11). A crash loses at most the
-    last FLUSH_S seconds of counts; counts() writes what is pending first."""
+    write under the answers' lock each time (issue 30, finding 11). A count that is not written
+    at once is written by a timer FLUSH_S seconds later, so a quiet spell never leaves counts
+    only in memory: a crash loses at most the last FLUSH_S seconds; counts() writes what is
+    pending first."""
 
     FLUSH_S = 2.0
 
@@ -279,6 +281,7 @@ class RefusalCounts:
         self._lock = threading.Lock()
         self._pending: dict[int, tuple[object, Counter]] = {}     # per database object
         self._flushed: dict[int, float] = {}
+        self._timers: dict[int, threading.Timer] = {}
 
     def add(self, database, study_id: str, role: str, reason: str) -> None:
         minute = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M")
@@ -286,15 +289,25 @@ class RefusalCounts:
         with self._lock:
             _, counts = self._pending.setdefault(id(database), (database, Counter()))
             counts[(study_id[:64], role[:20], reason, minute)] += 1
-            due = now - self._flushed.get(id(database), -math.inf) >= self.FLUSH_S
+            wait = self.FLUSH_S - (now - self._flushed.get(id(database), -math.inf))
+            due = wait <= 0
             if due:
                 self._flushed[id(database)] = now
+            elif id(database) not in self._timers:
+                timer = threading.Timer(wait, self.flush, [database])
+                timer.daemon = True
+                self._timers[id(database)] = timer
+                timer.start()
         if due:
             self.flush(database)
 
     def flush(self, database) -> None:
         with self._lock:
             _, counts = self._pending.pop(id(database), (None, Counter()))
+            self._flushed[id(database)] = self.clock()
+            timer = self._timers.pop(id(database), None)
+            if timer is not None and timer is not threading.current_thread():
+                timer.cancel()
         if counts:
             with database.write() as db:
                 participants.add_refusals(db, dict(counts))
