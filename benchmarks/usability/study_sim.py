@@ -223,8 +223,8 @@ class Answerer:
     def exchange(self, exchange_id: int) -> dict:
         info = self._ex.get(exchange_id)
         if info is None:
-            from storage import queue, studies
-            ex = queue.exchange(self.db, exchange_id)
+            from storage import assignments, studies
+            ex = assignments.exchange(self.db, exchange_id)
             st = studies.starter(self.db, ex["study_id"], ex["starter_id"])
             info = {"system": ex["system_id"], "domain": st["domain"], "text": st["text"], "starter": st,
                     "sender_id": ex["sender_id"]}
@@ -235,8 +235,8 @@ class Answerer:
         return seeded(self.seed, "person", pid, kind).gauss(0, sd)
 
     def stored_baseline(self, pid: int, exchange_id: int) -> list[int]:
-        from storage import queue, results
-        a = queue.find_assignment(self.db, pid, "survey_baseline", exchange_id)
+        from storage import assignments, results
+        a = assignments.find_assignment(self.db, pid, "survey_baseline", exchange_id)
         s = results.survey(self.db, a["id"]) if a else None
         if not s:
             raise RuntimeError(f"informed survey of exchange {exchange_id} for {pid} without a stored baseline")
@@ -257,8 +257,8 @@ class Answerer:
                     out.append({"idx": qu["idx"], "text": f"resposta {qu['idx']}", "unanswerable": False})
             return {"answers": out}
         if phase == "validate":
-            from storage import queue
-            ex = queue.assignment(self.db, int(item_key))["exchange_id"]
+            from storage import assignments
+            ex = assignments.assignment(self.db, int(item_key))["exchange_id"]
             q = QUALITY[self.exchange(ex)["system"]]
             r = seeded(self.seed, "validate", pid, ex)
             tick = min(6, max(0, round(6 * q + r.gauss(0, 0.8))))
@@ -453,11 +453,11 @@ class Sim:
         if self.deactivated is not None:
             return True
         from services.admin.participants import deactivate, reassign_open_items
-        from storage import queue
+        from storage import assignments
         for p in sorted((p for p in self.people if p.role == "receiver" and p.status == "active"),
                         key=lambda p: p.pid):
-            if queue.counts(self.db, p.pid, ("receive",))["open"] > 0:
-                open_items = [a["item_id"] for a in queue.open_assignments(self.db, p.pid)]
+            if assignments.counts(self.db, p.pid, ("receive",))["open"] > 0:
+                open_items = [a["item_id"] for a in assignments.open_assignments(self.db, p.pid)]
                 self.t("admin/deactivate", deactivate, self.db, STUDY_ID, p.pid, "sim-admin")
                 out = self.t("admin/reassign_open_items", reassign_open_items, self.db, STUDY_ID, p.pid, "sim-admin")
                 p.status = "deactivated"

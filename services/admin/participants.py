@@ -34,9 +34,9 @@ from services.participation import workflow
 from services.participation.assignment import order_key
 from services.study.export import neutralise
 from services.study.participants import NewParticipant, add_participants, link, links, new_token
-from storage import participants, pool, queue, studies
+from storage import assignments, participants, pool, studies
 
-STATUSES = tuple(queue.PARTICIPANT_STATUS)       # deactivated, completed, active
+STATUSES = tuple(assignments.PARTICIPANT_STATUS)       # deactivated, completed, active
 MAX_ADD = 500                                    # one form submit; more is almost surely a typo
 MAX_EXTERNAL_ID = 64
 EXTERNAL_ID_RE = re.compile(r"^[A-Za-z0-9_.:@-]+$")
@@ -227,8 +227,8 @@ def withdraw_and_reassign(db, database, p: dict, actor: str) -> Reassignment:
     out (services/participation/dropouts)."""
     study = studies.get_study(database, p["study_id"])
     out = Reassignment(p["id"])
-    for a in queue.open_assignments(database, p["id"]):
-        queue.withdraw(db, a["id"])
+    for a in assignments.open_assignments(database, p["id"]):
+        assignments.withdraw(db, a["id"])
         phase, item = a["phase"], a["item_id"]
         if phase == "record":
             _move_recording_item(db, database, study, p, a, actor, out)
@@ -251,7 +251,7 @@ def withdraw_and_reassign(db, database, p: dict, actor: str) -> Reassignment:
 
 
 def _move_recording_item(db, database, study, p, a, actor, out: Reassignment) -> None:
-    ex = queue.exchange(database, a["exchange_id"])
+    ex = assignments.exchange(database, a["exchange_id"])
     taker = replacement_sender(database, study["id"], p, ex["starter_id"])
     if taker is None:
         # the design stays balanced: the item waits for the next sender enrolled in the same cell
@@ -261,8 +261,8 @@ def _move_recording_item(db, database, study, p, a, actor, out: Reassignment) ->
         return
     seed = study["config"]["study"]["seed"]
     sid = study["id"]
-    eid = queue.insert_exchange(db, sid, ex["starter_id"], ex["system_id"], taker)
-    queue.insert_assignment(db, sid, taker, "record", eid, order_key(seed, taker, eid), exchange_id=eid)
+    eid = assignments.insert_exchange(db, sid, ex["starter_id"], ex["system_id"], taker)
+    assignments.insert_assignment(db, sid, taker, "record", eid, order_key(seed, taker, eid), exchange_id=eid)
     database.log(actor, "reassign", "exchanges", ex["id"], {"new_exchange": eid, "to": taker})
     out.moved.append({"phase": "record", "item": a["item_id"], "exchange": ex["id"], "new_exchange": eid,
                       "to": taker})
@@ -275,11 +275,11 @@ def replacement_sender(database, study_id: str, leaving: dict, starter_id: str) 
     takers = [s for s in participants.list_for_study(database, study_id, "sender")
               if s["active"] and s["id"] != leaving["id"]
               and (s["grp"], s["gender"]) == (leaving["grp"], leaving["gender"])
-              and starter_id not in queue.sender_starters(database, s["id"])]
+              and starter_id not in assignments.sender_starters(database, s["id"])]
     if not takers:
         return None
     # each taker's own load (an index lookup), not every sender's record items of the study
-    takers.sort(key=lambda s: (queue.record_load(database, s["id"]), s["id"]))
+    takers.sort(key=lambda s: (assignments.record_load(database, s["id"]), s["id"]))
     return takers[0]["id"]
 
 
@@ -301,9 +301,9 @@ def participants_page(database, study_id: str, page=1, page_size: int = 50, role
     """One page of the participants, filtered; links shortened (the full one is shown for
     one participant at a time, or in the links CSV)."""
     _check_filters(role, status)
-    total = queue.participant_count(database, study_id, role or None, status or None)
+    total = assignments.participant_count(database, study_id, role or None, status or None)
     page, pages, offset = page_bounds(total, page, page_size)
-    rows = queue.participant_progress(database, study_id, page_size, offset, role or None, status or None)
+    rows = assignments.participant_progress(database, study_id, page_size, offset, role or None, status or None)
     for r in rows:
         r["status"] = status_of(r)
         r["link"] = short_link(r.pop("token"))

@@ -34,7 +34,7 @@ from services.da import campaign as da_campaign
 from services.participation import workflow
 from services.participation.assignment import order_key, sender_design
 from services.sd import form as sd_form
-from storage import participants, queue, studies
+from storage import assignments, participants, studies
 
 
 class ParticipantError(ValueError):
@@ -82,8 +82,8 @@ def _setup_queue(db, database, study, pid: int, role: str, group, gender, design
         systems = [s["id"] for s in studies.systems(database, sid) if s["config"]["assign"]]
         for starter_id, system_id in sender_design(studies.starters(database, sid), systems,
                                                    us["items_per_sender"], seed, index):
-            eid = queue.insert_exchange(db, sid, starter_id, system_id, pid)
-            queue.insert_assignment(db, sid, pid, "record", eid, order_key(seed, pid, eid), exchange_id=eid)
+            eid = assignments.insert_exchange(db, sid, starter_id, system_id, pid)
+            assignments.insert_assignment(db, sid, pid, "record", eid, order_key(seed, pid, eid), exchange_id=eid)
         # recordings withdrawn from a sender of this cell that no sender of it could take
         workflow.adopt_cell_orphans(db, database, study, pid, group, gender)
     elif role == "da":
