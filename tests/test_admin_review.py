@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from services.admin import progress as admin_progress
 from services.admin.recording_review import queue_for_review
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from storage import assignments, results
 from tabs import admin_review
 

@@ -181,8 +181,8 @@ def test_the_report_counts_every_skip_by_reason(tmp_path, database, paper_env, n
     import json
 
     from conftest import demo_with_exchanges
+    from services.setup.importer import import_study
     from services.study import export
-    from services.study.importer import import_study
     from storage import assignments, jobs
 
     folder = demo_with_exchanges(tmp_path / "demo", keep_references=True)

@@ -25,9 +25,9 @@ from services.models.backends.remote import RemoteMT, host_allowed
 from services.participation import rate_limit, submissions
 from services.participation.items import AccessError, ItemView, TooManyRequests, get_view
 from services.participation.submissions import SubmissionError, submit
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_zip
 from services.study.files import StudyValidationError, load_study
-from services.study.importer import import_zip
-from services.study.participants import add_participants
 from storage import assignments, participants
 
 PIXEL = "http://127.0.0.1:9/pixel"

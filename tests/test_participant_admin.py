@@ -13,7 +13,7 @@ from services.admin.participants import ParticipantAdminError
 from services.common import paging
 from services.da import campaign as da_campaign
 from services.participation.items import AccessError, get_view, participant_for_token
-from services.study.participants import ParticipantError, add_participants
+from services.setup.enrolment import ParticipantError, add_participants
 from storage import assignments, jobs, pool, results
 from storage import participants as pstore
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.study.participants import ParticipantError, add_from_csv, add_participants, enrol, links, prolific_link
+from services.setup.enrolment import ParticipantError, add_from_csv, add_participants, enrol, links, prolific_link
 from storage import assignments
 from storage import participants as pstore
 

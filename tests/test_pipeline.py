@@ -11,7 +11,7 @@ from services.common.jobs_worker import Worker
 from services.models.cache import ModelCache
 from services.participation.items import get_view
 from services.participation.submissions import submit
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from services.usability import pipeline
 from speech import spoken_wav
 from storage import assignments, pool, results
@@ -109,7 +109,7 @@ def test_more_than_three_rejections_exclude_the_sender_and_reassign_open_items(d
     import shutil
 
     from conftest import DEMO
-    from services.study.importer import import_study
+    from services.setup.importer import import_study
     from storage import results as res
     from test_submissions import write_wav
 

@@ -17,8 +17,8 @@ from services.questions import gen as question_gen
 from services.questions import review as question_review
 from services.questions.parse import is_unanswerable
 from services.questions.review import ReviewError
-from services.study.importer import import_study
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
 from storage import assignments, pool, question_drafts, studies
 from tests.openai_server import OpenAIServer
 

@@ -16,9 +16,9 @@ import sacrebleu
 from conftest import DEMO_ASSETS, demo_with_exchanges
 from services.metrics import exchange as exchange_metrics
 from services.participation.items import get_view
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
 from services.study.files import StudyValidationError, load_study
-from services.study.importer import import_study
-from services.study.participants import add_participants
 from storage import assignments, results, studies
 
 HYPOTHESIS = ("Olá, bom dia. Preciso de ver um médico hoje. A minha filha Sofia, de sete anos, tem febre de 39 "

@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import machine  # noqa: E402
 from services.da.campaign import modality_counts  # noqa: E402
-from services.study.importer import import_study  # noqa: E402
-from services.study.participants import add_participants  # noqa: E402
+from services.setup.enrolment import add_participants  # noqa: E402
+from services.setup.importer import import_study  # noqa: E402
 from storage import assignments, open_database  # noqa: E402
 
 WHOLE_PHASE = ("FROM assignments WHERE study_id = ? AND phase = 'da' AND status != 'withdrawn' AND participant_id "

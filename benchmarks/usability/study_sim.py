@@ -13,8 +13,8 @@ max latency, the ratio of the largest size's figures to the smallest's, actions 
 peak RSS, the end-of-run checks and the analysis of the app's own export.
 
 The study: a generated corpus (sim_corpus.py: starters in the paper's domain x source cells
-with 5-10 questions each) imported with services/study/importer.py, participants added with
-services/study/participants.add_participants (senders in three waves, 10% of the receivers,
+with 5-10 questions each) imported with services/setup/importer.py, participants added with
+services/setup/enrolment.add_participants (senders in three waves, 10% of the receivers,
 validators and raters as late joiners halfway). Simulated participants act only through
 services.participation.items.get_view and services.participation.submissions.submit, as the tabs do: each
 visit opens the participant's tab (a view) and submits 1-4 items in a row, each submit returning the next item;
@@ -177,7 +177,7 @@ def peak_rss_mb() -> dict:
 
 # -- simulated answers -------------------------------------------------------------------------
 def seeded(*parts) -> random.Random:
-    from services.participation.assignment import seeded_rng
+    from services.common.seeded import seeded_rng
     return seeded_rng("study-sim", *parts)
 
 
@@ -337,7 +337,7 @@ class Sim:
 
     # setup ---------------------------------------------------------------------------------
     def setup(self) -> None:
-        from services.study.importer import import_study
+        from services.setup.importer import import_study
         from storage import open_database
 
         s = self.sizes
@@ -383,7 +383,7 @@ class Sim:
         return [(g, s) for g in GROUPS for s in GENDERS]
 
     def add(self, role: str, n: int, group=None, gender=None, late=False) -> list[Person]:
-        from services.study.participants import add_participants
+        from services.setup.enrolment import add_participants
         t0 = time.perf_counter()
         made = self.t("admin/add_participants", add_participants, self.db, STUDY_ID, role, n, group, gender,
                       actor="sim")

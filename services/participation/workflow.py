@@ -24,7 +24,7 @@ worker runs it periodically (services/participation/maintenance.py) and the admi
 """
 from __future__ import annotations
 
-from services.participation.assignment import order_key, seeded_rng
+from services.common.seeded import order_key, seeded_rng
 from storage import assignments, participants, pool, studies
 
 # the pooled phase a role takes work from, and the study setting that caps it per person

@@ -27,7 +27,7 @@ The welcome and example pages have no scales (an empty `pairs`): submitting them
 """
 from __future__ import annotations
 
-from services.participation.assignment import seeded_rng
+from services.common.seeded import seeded_rng
 from storage import assignments, studies
 
 REPEAT_SUFFIX = "~repeat"

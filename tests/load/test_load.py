@@ -75,8 +75,8 @@ def test_a_double_submit_racing_the_first_is_told_it_was_saved(database, tmp_pat
     queue moved on: it is the same answer again, not an out-of-order one."""
     from services.participation import submissions
     from services.participation.items import get_view
-    from services.study.importer import import_study
-    from services.study.participants import add_participants
+    from services.setup.enrolment import add_participants
+    from services.setup.importer import import_study
     from storage import assignments
 
     import_study(database, STUDY)

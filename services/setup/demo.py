@@ -15,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
+from services.models import tts
 from services.participation.dropouts import drop_out
 from services.participation.items import get_view
 from services.participation.submissions import submit
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from storage import assignments, studies
 
 GROUP, GENDER = "USB", "Man"      # not the demo sender's cell (server.ensure_demo: USW, Woman)
@@ -29,10 +30,8 @@ REASON = "demo: stopped after their first recordings (their surveys go to the ra
 def _reading(text: str, media_dir: Path) -> Path:
     """The text read aloud: the study's TTS for English (Piper, or Google with credentials),
     espeak-ng where that cannot run (no Piper voice offline)."""
-    # lazy imports (soundfile, the TTS backends): only a new demo database reads its starter aloud
+    # lazy import (soundfile): only a new demo database reads its starter aloud
     import soundfile as sf
-
-    from services.models import tts
 
     try:
         wav = tts.speak(text, "en", media_dir)
