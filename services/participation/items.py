@@ -286,7 +286,7 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
     if a is None:
         if counts["done"] >= total:
             if not _finished_elsewhere(database, p, study, tab):
-                # "your other tab" read as another browser tab: the page's tab is named (issue 29)
+                # "your other tab" read as another browser tab: the page's tab is named
                 other = next((TAB_LABELS.get(t, t) for t in tabs_for(p) if t != tab), "")
                 return ItemView(tab, "complete", voice("finished_tab", tab=other), counts["done"], total,
                                 lang=lang, labels=_labels(voice))

@@ -45,7 +45,7 @@ class SubmissionError(ValueError):
 
 
 def _refuse_all(parts: list, fields: dict) -> None:
-    """Every problem of a form at once (issue 29): parts are the message's sentences, fields
+    """Every problem of a form at once (so one retry can fix them all): parts are the message's sentences, fields
     {form field: its problem}; each an exception (a refusal() with its key, reworded for the
     page) or words. Nothing is raised when there is no problem."""
     if parts:

@@ -1,4 +1,4 @@
-"""The welcome at the top of a participant's page (issue 29): what the role does and about how
+"""The welcome at the top of a participant's page: what the role does and about how
 long it takes, before consent and the first item, as survey platforms show it.
 
 The minutes are the study's `[study] expected_minutes` for the role where it sets them (a table,
