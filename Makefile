@@ -35,9 +35,11 @@ system-deps:
 run: setup
 	$(BIN)/python app.py --demo
 
-# The layering contracts (import-linter, pyproject.toml) and ruff; CI runs this before the tests.
+# The layering contracts (import-linter, pyproject.toml), no cycle between services' packages nor
+# a function-local project import (tools/import_graph.py) and ruff; CI runs this before the tests.
 lint: setup-test
 	$(BIN)/lint-imports
+	$(BIN)/python tools/import_graph.py
 	$(BIN)/ruff check .
 
 test: system-deps setup-test

@@ -32,8 +32,8 @@ def cmd_serve(args, settings):
 
 
 def cmd_import(args, settings):
+    from services.setup.importer import import_study
     from services.study.files import StudyValidationError
-    from services.study.importer import import_study
 
     database = open_db(settings)
     try:
@@ -55,7 +55,7 @@ def cmd_repair(args, settings):
 
 
 def cmd_participants_add(args, settings):
-    from services.study.participants import ParticipantError, add_from_csv, add_participants, link
+    from services.setup.enrolment import ParticipantError, add_from_csv, add_participants, link
 
     database = open_db(settings)
     try:
@@ -76,7 +76,7 @@ def cmd_participants_add(args, settings):
 
 
 def cmd_links(args, settings):
-    from services.study.participants import ParticipantError, links, prolific_links
+    from services.setup.enrolment import ParticipantError, links, prolific_links
 
     database = open_db(settings)
     try:

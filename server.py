@@ -164,7 +164,7 @@ def resolve_link(database, request, lang: str = "en") -> tuple[str, str, dict | 
     """(token, problem, participant) of a page's URL: a token from ?t=..., or a Prolific newcomer
     enrolled into an open self-enrolment slot (the URL's signature over study, role, group and
     gender is checked first). The problem is in the page's language `lang`."""
-    from services.study.participants import ParticipantError, enrol_from_link
+    from services.setup.enrolment import ParticipantError, enrol_from_link
     from services.study.texts import Voice, reword
     from storage import participants
 
@@ -1414,9 +1414,9 @@ def warm_pages(pages: dict, get) -> list[str]:
 
 def ensure_demo(database, settings):
     """Import the demo study and give it one participant per role (only the first time)."""
+    from services.setup.enrolment import add_participants, links
+    from services.setup.importer import import_study
     from services.study.files import StudyValidationError
-    from services.study.importer import import_study
-    from services.study.participants import add_participants, links
     from storage import participants
 
     try:
@@ -1433,7 +1433,7 @@ def ensure_demo(database, settings):
         for role in ("receiver", "validator", "rater", "da", "sd"):
             add_participants(database, sid, role, 1, actor="demo")
         # the rater's work: a sender who dropped out after one recording (issue 29)
-        from services.study.demo import add_dropped_out_sender
+        from services.setup.demo import add_dropped_out_sender
         print("Demo: " + add_dropped_out_sender(database, sid, settings.media_dir, stays.id))
     print(f"Demo study '{sid}' ({status}). One link per role:")
     seen = set()

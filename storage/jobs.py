@@ -80,12 +80,6 @@ def retry(database: Database, job_id: int) -> bool:
         return cur.rowcount == 1
 
 
-def list_jobs(database: Database, limit: int = 100, status: str | None = None) -> list[dict]:
-    if status:
-        return database.query("SELECT * FROM jobs WHERE status = ? ORDER BY id DESC LIMIT ?", [status, limit])
-    return database.query("SELECT * FROM jobs ORDER BY id DESC LIMIT ?", [limit])
-
-
 def status_counts(database: Database) -> dict[str, int]:
     return {r["status"]: r["n"] for r in database.query("SELECT status, COUNT(*) AS n FROM jobs GROUP BY status")}
 

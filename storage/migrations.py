@@ -319,7 +319,7 @@ def m006_exchange_metrics(db) -> None:
 
 @migrations()
 def m007_consent_demographics_completion(db) -> None:
-    # consent and demographics come before a participant's first item (PROTOCOLS/issue 9);
+    # consent and demographics come before a participant's first item;
     # completed_at is set once, when a participant first reaches the end of their role
     _run_script(db, """
         CREATE TABLE consents (
@@ -437,7 +437,7 @@ def m010_reference_translations(db) -> None:
 
 @migrations()
 def m011_link_secret_and_slots(db) -> None:
-    # Signed Prolific enrolment URLs (services/study/participants.py): the HMAC key, made once here
+    # Signed Prolific enrolment URLs (services/setup/enrolment.py): the HMAC key, made once here
     # (TRADLAB_LINK_SECRET, when set, is used instead). participants.self_enrol = 1 marks the
     # slots made for Prolific self-enrolment; only these are ever claimed from a Prolific URL
     # (private-link slots never are). Slots already claimed through Prolific count as such.
@@ -465,8 +465,8 @@ def m012_da_hit_outcomes_tts_and_domain(db) -> None:
     # Paper 001 (section 2.2.3, Ethics): a rater's HIT that fails quality control is rejected
     # and "rescheduled to obtain fresh judgments". One row per DA rater, written when the rater's
     # last item is saved: the reliability test, the speed check and whether the HIT went back to
-    # the pool (rerun = 1: the rater's hold no longer counts as coverage, queue.da_hit_loads).
-    # The TTS engine and voice that spoke each audio item (issue 27: a study without Google
+    # the pool (rerun = 1: the rater's hold no longer counts as coverage, assignments.da_hit_loads).
+    # The TTS engine and voice that spoke each audio item (a study without Google
     # credentials falls back to Piper or espeak-ng), and the domain of a DA segment (Table 1).
     _run_script(db, """
         CREATE TABLE da_hit_outcomes (
@@ -492,7 +492,7 @@ def m012_da_hit_outcomes_tts_and_domain(db) -> None:
 
 @migrations()
 def m013_enrolment_returns_and_refusal_counts(db) -> None:
-    # Issue 30 (services/study/participants.py): the team's "New link" also closes the Prolific
+    # services/setup/enrolment.py: the team's "New link" also closes the Prolific
     # way back into a slot (prolific_return_revoked_at); refused enrolments are counted per
     # (study, role, reason, minute) instead of one audit row each (a page load of a hostile
     # client cost a write under the answers' lock and 500 bytes). Unsigned requests count under
@@ -512,7 +512,7 @@ def m013_enrolment_returns_and_refusal_counts(db) -> None:
 
 @migrations()
 def m014_translations_of_rejected_recordings(db) -> None:
-    # Issue 29: a recording rejected in review goes back to its sender, who records the same
+    # A recording rejected in review goes back to its sender, who records the same
     # exchange again; its translation (one per exchange) moves here so that the new recording
     # gets its own, and nothing made from the rejected one is lost.
     _run_script(db, """
@@ -533,7 +533,7 @@ def m014_translations_of_rejected_recordings(db) -> None:
 
 @migrations()
 def m015_recording_qc_edge_probabilities(db) -> None:
-    # Issue 31 (services/usability/recording_qc.py): the QC ASR's second opinion, the prompt's
+    # services/usability/recording_qc.py: the QC ASR's second opinion, the prompt's
     # edge words' probabilities under the audio and the flags they removed (JSON; NULL where
     # the prompt was not scored), shown to the reviewer beside the word diff.
     _run_script(db, "ALTER TABLE recordings ADD COLUMN qc_edges TEXT")

@@ -16,11 +16,6 @@ def by_token(database: Database, token: str) -> dict | None:
     return database.one("SELECT * FROM participants WHERE token = ?", [token])
 
 
-def by_prolific(database: Database, study_id: str, role: str, pid: str) -> dict | None:
-    return database.one("SELECT * FROM participants WHERE study_id = ? AND role = ? AND prolific_pid = ?",
-                        [study_id, role, pid])
-
-
 def holders_of(db, study_id: str, pid: str) -> list[dict]:
     """Every slot of the study this Prolific / external id already holds (any role)."""
     return rows(db.conn, "SELECT * FROM participants WHERE study_id = ? AND (prolific_pid = ? OR external_id = ?) "

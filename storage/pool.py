@@ -10,8 +10,6 @@ import json
 
 from storage.db import Database, now
 
-POOL_PHASES = ("record", "receive", "validate", "survey_baseline")
-
 
 def offer(db, study_id: str, phase: str, item_id, exchange_id: int, stratum: str, producers,
           need: int, rkey: float) -> bool:

@@ -110,10 +110,6 @@ def da_segments(database: Database, study_id: str) -> list[dict]:
                           [study_id])
 
 
-def da_segment(database: Database, row_id: int) -> dict | None:
-    return database.one("SELECT * FROM da_segments WHERE id = ?", [row_id])
-
-
 def sd_sentences(database: Database, study_id: str) -> list[dict]:
     return database.query("SELECT * FROM sd_sentences WHERE study_id = ? ORDER BY id", [study_id])
 

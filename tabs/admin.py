@@ -14,8 +14,8 @@ from services.models import systems
 from services.models.batch import translate_files
 from services.models.cache import CACHE, MODEL_QUEUE
 from services.models.zerogpu import gpu
+from services.setup.importer import import_zip
 from services.study.files import StudyValidationError
-from services.study.importer import import_zip
 from tabs import admin_dashboard, admin_participants, admin_questions, admin_review
 from tabs.admin_common import admin_only, blank_number, details_for_admin, download, pager, pick_row
 from tabs.admin_common import host as _host

@@ -8,7 +8,7 @@ import gradio as gr
 from services.admin import auth as admin
 from services.admin import participant_view as pview
 from services.admin import participants as participant_admin
-from services.study.participants import link
+from services.setup.enrolment import link
 from tabs.admin_common import admin_only, host
 from tabs.common import Ctx, plain_markdown, shown_table
 

@@ -12,7 +12,7 @@ from services.admin import auth as admin
 from services.admin import participants as participant_admin
 from services.admin.participants import STATUSES, whole_number
 from services.common.vocabulary import ROLES
-from services.study.participants import link
+from services.setup.enrolment import link
 from tabs.admin_common import admin_only, blank_number, download, host, pager, pick_row
 from tabs.common import Ctx
 

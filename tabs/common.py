@@ -17,8 +17,6 @@ from services.participation.items import AccessError, ItemView, get_view
 from services.participation.submissions import SubmissionError, submit
 from services.study.texts import Voice
 
-MAX_QUESTIONS = 10
-MAX_PAIRS = 24
 # A participant's events run outside Gradio's queue, as the page's first load does: one POST
 # each, where a queued event costs a join, an event stream and several messages, about as much
 # server time as the answer's own work. The services put participant actions in line themselves

@@ -1,4 +1,4 @@
-"""A participant's item as one small form (issue 21): one gr.HTML whose value is the item.
+"""A participant's item as one small form: one gr.HTML whose value is the item.
 
 Gradio's front end looks up every input and output of an event in the page's layout, so a
 submit that sent 23 inputs and updated 46 hidden slot components spent most of its time in the
@@ -17,7 +17,7 @@ In the browser (FORM_JS, the same for every tab):
   new text and "Saved." are in view and the keyboard flow starts on the item;
 - Enter submits from a slider, radio or checkbox, never from a text box (no answer is lost to a
   stray Enter), as the page's global KEYBOARD_JS does for the older tabs;
-- a refused answer (issue 29) names every wrong field at once: the error's data-fields
+- a refused answer names every wrong field at once: the error's data-fields
   ({field name: what is wrong}) marks each field's box in place (aria-invalid, its note under it)
   and the focus goes to the first; a mark goes once its field is answered, the error once all are;
 - what is typed is kept as a draft in the browser's localStorage, per page, link and item, and

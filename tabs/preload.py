@@ -1,4 +1,4 @@
-"""Preload hints for a participant page's scripts (issue 21, first usable page).
+"""Preload hints for a participant page's scripts, so the first page is usable sooner.
 
 Gradio's front end loads in steps, each waiting for the last: the page, then index.js, then the
 app's chunks that index.js imports, then Blocks, then each component's chunk, then the load

@@ -35,7 +35,7 @@ def build(ctx: Ctx) -> TabUI:
         header = gr.HTML()
         instruction = gr.HTML(elem_id="record-instruction")
         # the box is the HTML's own <div class="starter">: a class on the component as well drew
-        # the border twice (issue 29)
+        # the border twice
         starter = gr.HTML(elem_id="starter")
         audio = gr.Audio(sources=["microphone", "upload"], type="filepath", label="Your recording",
                          elem_id="recorder", visible=False)

@@ -121,7 +121,7 @@ def database(tmp_path):
 
 @pytest.fixture
 def demo_db(database):
-    from services.study.importer import import_study
+    from services.setup.importer import import_study
 
     import_study(database, DEMO)
     return database

@@ -15,8 +15,8 @@ from conftest import AppClient, RunningApp
 from services.admin import auth as admin
 from services.admin import participants as participant_admin
 from services.admin.auth import AdminAuth, throttle_key
-from services.study import participants as enrolment
-from services.study.participants import ParticipantError, add_participants, enrol_from_link, prolific_link
+from services.setup import enrolment
+from services.setup.enrolment import ParticipantError, add_participants, enrol_from_link, prolific_link
 from storage import participants as pstore
 
 URL = "https://lab.example.org"
@@ -112,8 +112,8 @@ def test_one_client_cannot_hoard_self_enrolment_slots(demo_db):
 
 
 def test_the_per_client_cap_is_a_study_setting(database, tmp_path):
+    from services.setup.importer import import_study
     from services.study.files import StudyValidationError
-    from services.study.importer import import_study
     from test_enrolment import _study_copy
 
     with pytest.raises(StudyValidationError) as e:

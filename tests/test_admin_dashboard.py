@@ -10,7 +10,7 @@ import pandas as pd
 from services.admin.dashboard import STALL_MINUTES, dashboard
 from services.participation.items import get_view
 from services.participation.submissions import submit
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from storage import dashboard as store
 from storage import jobs
 from tabs import admin_dashboard

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from services.admin import progress as admin_progress
 from services.admin.recording_review import queue_for_review
-from services.study.participants import add_participants
-from storage import queue, results
+from services.setup.enrolment import add_participants
+from storage import assignments, results
 from tabs import admin_review
 
 
 def flagged(db, transcript: str) -> tuple[int, str]:
     (s,) = add_participants(db, "demo", "sender", 1, "USW", "Woman")
-    a = queue.open_assignments(db, s.id)[0]
+    a = assignments.open_assignments(db, s.id)[0]
     with db.write() as w:
         rid = results.insert_recording(w, a["id"], a["exchange_id"], "sha", "x.wav", "x16.wav", 3.0)
         results.set_recording_qc(w, rid, "flagged", transcript, 0.5, ["start_differs"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 from services.admin import progress as admin_progress
 from services.participation.items import get_view
 from services.participation.submissions import submit
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from storage import results
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from services.study.importer import import_study
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
 from storage import open_database
 from usability_helpers import answer_receiver, record_all, study_folder, until_none, wav
 

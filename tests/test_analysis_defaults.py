@@ -20,7 +20,7 @@ from services.admin import auth as admin
 from services.common.settings import Settings
 from services.participation.items import get_view
 from services.participation.submissions import submit
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from storage import studies
 from test_da_paper001 import careful, da_study
 from test_usability_export import mixed_study  # noqa: F401 (a fixture)

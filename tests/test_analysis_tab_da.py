@@ -9,7 +9,7 @@ from services.admin import auth as admin
 from services.da import analysis as da_analysis
 from services.participation.items import get_view
 from services.participation.submissions import submit
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from storage import studies
 from tabs.common import Ctx
 from test_da_paper001 import careful, da_study

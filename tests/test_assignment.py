@@ -7,7 +7,8 @@ from collections import Counter
 
 import pytest
 
-from services.participation.assignment import order_key, sender_design
+from services.common.seeded import order_key
+from services.participation.assignment import sender_design
 
 DOMAINS = ("health", "everyday")
 SOURCES = ("natural", "synthetic")

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from services.common import audio_decode
 from services.usability import audio_intake
 from services.usability.audio_intake import IntakeError, store_recording
 
@@ -102,7 +103,7 @@ def test_without_ffmpeg_a_webm_gets_a_clear_message(tmp_path, monkeypatch, witho
     x, rate = voice(seconds=2.5, rate=48000)
     src = tmp_path / "rec.webm"
     src.write_bytes(webm_bytes(x, rate))
-    monkeypatch.setattr(audio_intake.shutil, "which", lambda name: None)
+    monkeypatch.setattr(audio_decode.shutil, "which", lambda name: None)
     with pytest.raises(IntakeError, match="WEBM format, which needs FFmpeg.*upload a WAV"):
         store_recording(src, tmp_path / "media", 30)
     # a WAV still works without FFmpeg

@@ -16,7 +16,7 @@ from services.metrics import exchange as exchange_metrics
 from services.metrics import registry as metrics
 from services.models import llm
 from services.questions import review as question_review
-from services.study.importer import import_study
+from services.setup.importer import import_study
 from storage import studies
 from tests.conftest import run_cli
 from tests.openai_server import OpenAIServer

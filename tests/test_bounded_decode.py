@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from services.usability import audio_intake
+from services.common import audio_decode
 from services.usability.audio_intake import IntakeError, store_recording
 from tests.test_audio_intake import voice, webm_bytes, write
 
@@ -184,7 +184,7 @@ def test_a_wav_whose_data_size_lies_is_measured_not_trusted(tmp_path):
     assert store_recording(with_size("ten.wav", 10 * rate * 2), tmp_path / "media", CAP).duration_s == 10.0
     # the stdlib fallback (WAVs libsndfile refuses) reads at most one frame past the cap
     read = []
-    real = audio_intake.wave.Wave_read.readframes
+    real = audio_decode.wave.Wave_read.readframes
 
     def counting(self, n):
         read.append(n)
@@ -193,7 +193,7 @@ def test_a_wav_whose_data_size_lies_is_measured_not_trusted(tmp_path):
         def refused(*a, **k):
             raise RuntimeError("libsndfile refuses it")
         mp.setattr(sf, "SoundFile", refused)
-        mp.setattr(audio_intake.wave.Wave_read, "readframes", counting)
+        mp.setattr(audio_decode.wave.Wave_read, "readframes", counting)
         with pytest.raises(IntakeError, match=r"too long \(more than 30 s; the limit is 30 s\)"):
             store_recording(with_size("plain.wav", 40 * rate * 2), tmp_path / "media2", CAP)
     assert read and max(read) <= CAP * rate + 1
@@ -294,7 +294,7 @@ def test_ffmpeg_never_opens_a_playlist_an_sdp_session_or_a_url(tmp_path, av_call
 def test_the_ffmpeg_program_is_given_the_format_the_whitelist_and_a_time_cap(tmp_path, monkeypatch, without_pyav):
     """Without PyAV the ffmpeg program decodes, through a pipe, with -f, the protocol whitelist
     and -t just past the cap; what comes back past the cap is refused."""
-    monkeypatch.setattr(audio_intake.shutil, "which", lambda name: "/usr/bin/ffmpeg")
+    monkeypatch.setattr(audio_decode.shutil, "which", lambda name: "/usr/bin/ffmpeg")
     runs = []
 
     def fake_run(cmd, input=None, **kw):

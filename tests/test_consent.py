@@ -54,8 +54,8 @@ def study_folder(tmp_path, extra=SECTIONS, consent_md=CONSENT_MD):
 
 @pytest.fixture
 def consent_db(database, tmp_path):
-    from services.study.importer import import_study
-    from services.study.participants import add_participants
+    from services.setup.enrolment import add_participants
+    from services.setup.importer import import_study
 
     import_study(database, study_folder(tmp_path))
     people = {"receiver": add_participants(database, "demo", "receiver", 2),
@@ -76,8 +76,8 @@ def counts(database):
 
 
 def test_config_problems_are_all_named_and_nothing_imported(database, tmp_path):
+    from services.setup.importer import import_study
     from services.study.files import StudyValidationError
-    from services.study.importer import import_study
 
     bad = '''
 [consent]
@@ -106,8 +106,8 @@ colour = "red"
 
 
 def test_consent_file_outside_the_folder_is_refused(database, tmp_path):
+    from services.setup.importer import import_study
     from services.study.files import StudyValidationError
-    from services.study.importer import import_study
 
     with pytest.raises(StudyValidationError, match="outside the study folder"):
         import_study(database, study_folder(tmp_path, '\n[consent]\nfile = "../../etc/passwd"\n'))

@@ -14,8 +14,8 @@ from services.da import campaign as da_campaign
 from services.da import render as da_render
 from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
-from services.study.importer import import_study
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
 from services.usability import pipeline
 from storage import studies
 

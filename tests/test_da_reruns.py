@@ -20,8 +20,8 @@ from services.da import study_analysis as da_study
 from services.models import tts
 from services.participation.items import get_view
 from services.participation.submissions import submit
+from services.setup.enrolment import add_participants
 from services.study.files import StudyValidationError, load_study
-from services.study.participants import add_participants
 from services.usability import pipeline
 from storage import exports, studies
 from test_da_analysis import make_judgments
@@ -216,7 +216,7 @@ def test_table1_from_the_imported_segments_in_the_tab_and_the_cli(database, tmp_
     import shutil
 
     from conftest import DEMO, run_cli
-    from services.study.importer import import_study
+    from services.setup.importer import import_study
 
     folder = tmp_path / "study"
     shutil.copytree(DEMO, folder)

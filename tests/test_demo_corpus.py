@@ -8,9 +8,9 @@ import html
 import re
 
 from services.participation.items import bold_key_spans, get_view
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
 from services.study.files import load_study
-from services.study.importer import import_study
-from services.study.participants import add_participants
 from services.study.texts import texts
 from storage import studies
 from tests.conftest import DEMO_ASSETS

@@ -28,7 +28,7 @@ from services.models import systems  # noqa: E402
 from services.models.backends import hf  # noqa: E402
 from services.models.backends.remote import RemoteSpeechLLM  # noqa: E402
 from services.models.cache import ModelCache  # noqa: E402
-from services.study.participants import add_participants  # noqa: E402
+from services.setup.enrolment import add_participants  # noqa: E402
 from services.usability import pipeline  # noqa: E402
 from storage import results  # noqa: E402
 from test_paper_systems import record_for, study_with  # noqa: E402

@@ -8,8 +8,8 @@ import pytest
 from services.admin import participants as pa
 from services.participation import dropouts, workflow
 from services.participation.items import AccessError, get_view
-from services.study.importer import import_study
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
 from storage import open_database, pool
 from usability_helpers import (
     answer_receiver,

@@ -2,7 +2,7 @@
 point 3; README, "Play the whole study alone").
 
 `app.py --demo` adds, beside one participant per role, a sender who dropped out after reading
-two starters (services/study/demo.py), so the rater has work. Here the sender uploads a reading
+two starters (services/setup/demo.py), so the rater has work. Here the sender uploads a reading
 of each of their four starters (Piper), the worker transcribes and translates all six
 recordings, the admin accepts any QC flagged (the Admin tab's review), then the receiver answers
 all six translations, the validator validates all six answer sets, the sender answers their

@@ -10,9 +10,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from conftest import AppClient
-from services.study.files import StudyValidationError
-from services.study.importer import import_study
-from services.study.participants import (
+from services.setup.enrolment import (
     ParticipantError,
     add_participants,
     enrol_from_link,
@@ -20,6 +18,8 @@ from services.study.participants import (
     prolific_links,
     refusal_counts,
 )
+from services.setup.importer import import_study
+from services.study.files import StudyValidationError
 from tests.conftest import DEMO, run_cli
 
 URL = "https://lab.example.org"
@@ -54,7 +54,7 @@ def _state(db) -> list:
 
 
 def _refusals(db) -> dict[str, int]:
-    """Refused enrolments counted so far, by reason (services.study.participants.refusal_counts)."""
+    """Refused enrolments counted so far, by reason (services.setup.enrolment.refusal_counts)."""
     out: dict[str, int] = {}
     for r in refusal_counts(db):
         out[r["reason"]] = out.get(r["reason"], 0) + r["count"]

@@ -140,14 +140,14 @@ def test_without_a_reference_xcomet_and_metricx_score_reference_free(demo_db, pa
 
     from services.metrics import registry as metrics
     from services.metrics.metricx import metricx_input
-    from storage import queue, studies
+    from storage import assignments, studies
 
     paper_env("comet-22", "xcomet-xl", "metricx-24-xl")
     db = demo_db
-    eid = queue.translated_exchanges(db, "demo")[0]["id"]
+    eid = assignments.translated_exchanges(db, "demo")[0]["id"]
     got = exchange_metrics.score_exchange(db, eid, CACHE)
     assert set(got) == {"xcomet-xl-qe", "metricx-24-xl-qe"}
-    ex = queue.exchange(db, eid)
+    ex = assignments.exchange(db, eid)
     src = studies.starter(db, "demo", ex["starter_id"])["text"]
     hyp = results.translation(db, eid)["text"]
     # independently: comet's own predict on a src+mt sample (XCOMET's QE input), and MetricX-24's
@@ -181,9 +181,9 @@ def test_the_report_counts_every_skip_by_reason(tmp_path, database, paper_env, n
     import json
 
     from conftest import demo_with_exchanges
+    from services.setup.importer import import_study
     from services.study import export
-    from services.study.importer import import_study
-    from storage import jobs, queue
+    from storage import assignments, jobs
 
     folder = demo_with_exchanges(tmp_path / "demo", keep_references=True)
     with open(folder / "references.csv", encoding="utf-8", newline="") as f:
@@ -192,9 +192,9 @@ def test_the_report_counts_every_skip_by_reason(tmp_path, database, paper_env, n
         csv.writer(f).writerows(rows[:3])                          # references for two starters only
     import_study(database, folder)
     paper_env("comet-22", "xcomet-xl")
-    ids = [e["id"] for e in queue.translated_exchanges(database, "demo")]
+    ids = [e["id"] for e in assignments.translated_exchanges(database, "demo")]
     with_ref = {e for e in ids if results.reference_translation(
-        database, "demo", queue.exchange(database, e)["starter_id"], "human-reference") is not None}
+        database, "demo", assignments.exchange(database, e)["starter_id"], "human-reference") is not None}
     assert len(ids) == 12 and len(with_ref) == 2
     pending, failed = [e for e in ids if e not in with_ref][:2]
     for eid in ids:

@@ -15,10 +15,10 @@ from services.admin.recording_review import decide
 from services.da.campaign import save_feedback
 from services.participation.items import get_view
 from services.participation.submissions import submit
+from services.setup.enrolment import add_participants, enrol
 from services.study import export as export_service
 from services.study import export_dictionary as dictionary
 from services.study.export import ExportError, export_study, export_zip, neutralise
-from services.study.participants import add_participants, enrol
 from storage import participants as participant_store
 from storage import results
 from test_submissions import write_wav
@@ -94,7 +94,7 @@ def study(tmp_path_factory):
     third-person surveys, a DA judgment with feedback, SD ratings, metrics, an exclusion; its
     human translations are both references and exchanges of a listed human system."""
     from services.participation import workflow
-    from services.study.importer import import_study
+    from services.setup.importer import import_study
     from storage import open_database
 
     tmp = tmp_path_factory.mktemp("export")
@@ -197,7 +197,7 @@ def test_every_table_has_its_expected_columns_all_documented(study):
 def test_references_are_their_own_table_and_in_no_other(tmp_path):
     """The bundled demo: its human translations are references, exported as reference_translations
     and nowhere else (no exchange, no system, no item)."""
-    from services.study.importer import import_study
+    from services.setup.importer import import_study
     from storage import open_database
 
     db = open_database(tmp_path / "refs.db")

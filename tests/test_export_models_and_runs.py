@@ -10,9 +10,9 @@ import pytest
 
 from services.participation.items import get_view
 from services.participation.submissions import submit
+from services.setup.enrolment import add_participants
 from services.study import export
 from services.study import export_dictionary as dictionary
-from services.study.participants import add_participants
 from services.usability.export import exchanges_frame
 from storage import results, studies
 from test_da_paper001 import da_study

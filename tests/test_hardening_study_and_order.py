@@ -25,10 +25,10 @@ from services.models.backends.remote import RemoteMT, host_allowed
 from services.participation import rate_limit, submissions
 from services.participation.items import AccessError, ItemView, TooManyRequests, get_view
 from services.participation.submissions import SubmissionError, submit
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_zip
 from services.study.files import StudyValidationError, load_study
-from services.study.importer import import_zip
-from services.study.participants import add_participants
-from storage import participants, queue
+from storage import assignments, participants
 
 PIXEL = "http://127.0.0.1:9/pixel"
 PAYLOAD = f"![x]({PIXEL}) <img src={PIXEL}> [link](javascript:alert(1)) **bold** <{PIXEL}>"
@@ -202,7 +202,7 @@ def answers_for(view):
 def test_a_senders_later_record_item_is_refused_while_an_earlier_one_is_next(demo_db, people, tmp_path):
     tok, pid = people["sender"].token, people["sender"].id
     shown = get_view(demo_db, tok, "record")
-    later = [a for a in queue.open_assignments(demo_db, pid)
+    later = [a for a in assignments.open_assignments(demo_db, pid)
              if a["phase"] == "record" and a["item_id"] != shown.item_id]
     assert later
     with pytest.raises(SubmissionError, match="in order"):
@@ -221,7 +221,7 @@ def test_an_informed_survey_before_the_baseline_is_refused(demo_db, people):
     other = int(demo_db.scalar("SELECT id FROM exchanges WHERE id != ? ORDER BY id LIMIT 1",
                                [int(base.item_id.split(":")[1])]))
     with demo_db.write() as db:
-        queue.insert_assignment(db, "demo", pid, "survey_informed", other, -1.0, exchange_id=other)
+        assignments.insert_assignment(db, "demo", pid, "survey_informed", other, -1.0, exchange_id=other)
     with pytest.raises(SubmissionError, match="in order"):
         submit(demo_db, tok, "survey", f"survey_informed:{other}", {"satisfaction": 3, "trust": 3, "reliance": 3})
     assert count(demo_db, "SELECT COUNT(*) FROM surveys") == 0
@@ -231,12 +231,12 @@ def test_an_informed_survey_before_the_baseline_is_refused(demo_db, people):
 def test_a_record_item_withdrawn_during_the_submit_is_refused_and_starts_no_job(demo_db, people, tmp_path, monkeypatch):
     tok, pid = people["sender"].token, people["sender"].id
     shown = get_view(demo_db, tok, "record")
-    a = queue.find_assignment(demo_db, pid, "record", shown.item_id)
+    a = assignments.find_assignment(demo_db, pid, "record", shown.item_id)
     original = submissions.store_recording
 
     def withdrawn_meanwhile(*args, **kwargs):      # the admin withdraws it while the audio is checked
         with demo_db.write() as db:
-            queue.withdraw(db, a["id"])
+            assignments.withdraw(db, a["id"])
         return original(*args, **kwargs)
 
     monkeypatch.setattr(submissions, "store_recording", withdrawn_meanwhile)
@@ -245,18 +245,18 @@ def test_a_record_item_withdrawn_during_the_submit_is_refused_and_starts_no_job(
                media_dir=tmp_path / "media")
     assert count(demo_db, "SELECT COUNT(*) FROM recordings") == 0
     assert count(demo_db, "SELECT COUNT(*) FROM jobs WHERE kind = 'process_recording'") == 0
-    assert queue.assignment(demo_db, a["id"])["status"] == "withdrawn"
+    assert assignments.assignment(demo_db, a["id"])["status"] == "withdrawn"
 
 
 def test_a_receive_item_withdrawn_during_the_submit_opens_nothing(demo_db, people, monkeypatch):
     tok, pid = people["receiver"].token, people["receiver"].id
     shown = get_view(demo_db, tok, "receiver")
-    a = queue.find_assignment(demo_db, pid, "receive", shown.item_id)
+    a = assignments.find_assignment(demo_db, pid, "receive", shown.item_id)
     original = submissions._validate_receive
 
     def withdrawn_meanwhile(database, a_, payload):
         with demo_db.write() as db:
-            queue.withdraw(db, a["id"])
+            assignments.withdraw(db, a["id"])
         return original(database, a_, payload)
 
     monkeypatch.setattr(submissions, "_validate_receive", withdrawn_meanwhile)

@@ -23,7 +23,7 @@ from services.metrics import registry as metrics
 from services.metrics.metricx import metricx_input
 from services.models.backends import BackendUnavailable
 from services.models.cache import ModelCache
-from storage import metric_cache, queue, results
+from storage import assignments, metric_cache, results
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tiny_metric_models as tmm  # noqa: E402
@@ -324,7 +324,7 @@ def test_exchange_scores_name_their_checkpoint_and_a_change_is_found(tiny, tmp_p
         name, **({"score_token_id": tiny["score_token_id"]} if name.startswith("metricx") else {}), **o))
     cache = ModelCache(device="cpu")
     names = ["metricx-23-qe-l", "metricx-23-qe-xl"]
-    ids = [e["id"] for e in queue.translated_exchanges(db, "demo")][:3]
+    ids = [e["id"] for e in assignments.translated_exchanges(db, "demo")][:3]
     for eid in ids[:2]:
         exchange_metrics.score_exchange(db, eid, cache, names=names)
     rows = [r for r in results.exchange_metric_rows(db, "demo") if r["metric"] in names]

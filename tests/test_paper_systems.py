@@ -33,8 +33,8 @@ from conftest import DEMO_ASSETS  # noqa: E402
 from services.models import systems  # noqa: E402
 from services.models.backends import BackendUnavailable, hf  # noqa: E402
 from services.models.cache import ModelCache  # noqa: E402
-from services.study.importer import import_study  # noqa: E402
-from services.study.participants import add_participants  # noqa: E402
+from services.setup.enrolment import add_participants  # noqa: E402
+from services.setup.importer import import_study  # noqa: E402
 from services.usability import pipeline  # noqa: E402
 from services.usability.audio_intake import store_recording  # noqa: E402
 from storage import results  # noqa: E402

@@ -13,8 +13,8 @@ from services.admin.participants import ParticipantAdminError
 from services.common import paging
 from services.da import campaign as da_campaign
 from services.participation.items import AccessError, get_view, participant_for_token
-from services.study.participants import ParticipantError, add_participants
-from storage import jobs, pool, queue, results
+from services.setup.enrolment import ParticipantError, add_participants
+from storage import assignments, jobs, pool, results
 from storage import participants as pstore
 
 ACTOR = "admin@test"
@@ -32,7 +32,7 @@ def finish_one(db, pid) -> int:
     """Marks the participant's first open item done (what a submission would do to the queue)."""
     a = db.one("SELECT id FROM assignments WHERE participant_id = ? AND status = 'open' ORDER BY id", [pid])
     with db.write() as w:
-        queue.mark_done(w, a["id"], 12.0)
+        assignments.mark_done(w, a["id"], 12.0)
     return a["id"]
 
 
@@ -95,13 +95,13 @@ def test_a_new_link_replaces_the_old_one_and_keeps_the_progress(demo_db):
     take(db, r.token)
     finish_one(db, r.id)
     take(db, r.token)
-    before = queue.counts(db, r.id, ("receive",))
+    before = assignments.counts(db, r.id, ("receive",))
     token = pa.regenerate_link(db, "demo", r.id, ACTOR)
     assert token != r.token and len(token) >= 24
     with pytest.raises(AccessError, match="not valid"):
         participant_for_token(db, r.token)
     assert participant_for_token(db, token)["id"] == r.id
-    assert queue.counts(db, r.id, ("receive",)) == before == {"open": 1, "done": 1}
+    assert assignments.counts(db, r.id, ("receive",)) == before == {"open": 1, "done": 1}
     assert pa.full_link(db, "demo", r.id, "https://x.org/") == f"https://x.org/?t={token}"
     [e] = events(db, "new_link")
     assert e["entity_id"] == str(r.id) and token not in (e["detail"] or "")   # the audit log is exported
@@ -123,7 +123,7 @@ def test_reassigning_returns_open_receiver_items_to_the_pool_and_keeps_done_ones
     assert pool.entry(db, "demo", "receive", item)["need"] == 1
     assert open_count(db, a.id) == 0
     assert db.one("SELECT status FROM assignments WHERE id = ?", [done_id])["status"] == "done"
-    assert queue.counts(db, a.id, ("receive",)) == {"open": 0, "done": 1}
+    assert assignments.counts(db, a.id, ("receive",)) == {"open": 0, "done": 1}
     assert len(events(db, "reassign")) == 1 and len(events(db, "reassign_open_items")) == 1
     # the other receivers take every place, the returned one included: b 6, a newcomer the last 5
     (c,) = add_participants(db, "demo", "receiver", 1)
@@ -157,11 +157,11 @@ def test_a_senders_recording_items_go_to_a_sender_of_the_same_cell(demo_db):
     assert len(out.moved) == 4 and not out.dropped and not out.waiting
     for m in out.moved:
         assert m["to"] == b.id
-        new = queue.exchange(db, m["new_exchange"])
-        old = queue.exchange(db, m["exchange"])
+        new = assignments.exchange(db, m["new_exchange"])
+        old = assignments.exchange(db, m["exchange"])
         assert new["sender_id"] == b.id
         assert (new["starter_id"], new["system_id"]) == (old["starter_id"], old["system_id"])
-    assert queue.counts(db, other.id, ("record",)) == {"open": 4, "done": 0}      # never another cell
+    assert assignments.counts(db, other.id, ("record",)) == {"open": 4, "done": 0}      # never another cell
     assert open_count(db, a.id) == 0
 
 
@@ -173,16 +173,16 @@ def test_recordings_nobody_of_the_cell_can_take_wait_for_its_next_sender(demo_db
     out = pa.reassign_open_items(db, "demo", a.id, ACTOR)
     assert not out.moved and not out.dropped and [w["cell"] for w in out.waiting] == ["USW|Woman"] * 4
     assert "next sender of the same group and gender" in out.summary()
-    assert queue.counts(db, other.id, ("record",)) == {"open": 4, "done": 0}
+    assert assignments.counts(db, other.id, ("record",)) == {"open": 4, "done": 0}
     (late,) = add_participants(db, "demo", "sender", 1, "USB", "Man")                # another cell: its own 4
-    assert queue.counts(db, late.id, ("record",)) == {"open": 4, "done": 0}
+    assert assignments.counts(db, late.id, ("record",)) == {"open": 4, "done": 0}
     (newcomer,) = add_participants(db, "demo", "sender", 1, "USW", "Woman")
     def pairs(pid):
         return {(e["starter_id"], e["system_id"]) for e in db.query(
             "SELECT starter_id, system_id FROM exchanges WHERE sender_id = ?", [pid])}
     # the newcomer's own design block plus a's four (none of whose starters is in that block)
     assert pairs(a.id) <= pairs(newcomer.id) and len(pairs(newcomer.id)) == 8
-    assert queue.counts(db, newcomer.id, ("record",)) == {"open": 8, "done": 0}
+    assert assignments.counts(db, newcomer.id, ("record",)) == {"open": 8, "done": 0}
     assert db.scalar("SELECT SUM(need) FROM work_pool WHERE phase = 'record'") == 0
 
 
@@ -200,8 +200,8 @@ def test_a_da_raters_unfinished_hit_goes_whole_to_the_next_da_rater(demo_db):
     assert not out.moved and len(out.dropped) == 23 and "DA HIT" in out.summary()
     (newcomer,) = add_participants(db, "demo", "da", 1)
     assert hit_of(newcomer.id) == hit_of(first.id)                 # the same HIT, same modality, in full
-    assert queue.counts(db, newcomer.id, ("da",)) == {"open": 24, "done": 0}
-    assert queue.counts(db, first.id, ("da",)) == {"open": 0, "done": 1}
+    assert assignments.counts(db, newcomer.id, ("da",)) == {"open": 24, "done": 0}
+    assert assignments.counts(db, first.id, ("da",)) == {"open": 0, "done": 1}
 
 
 def test_hit_loads_read_one_row_per_rater_and_agree_with_the_whole_phase(demo_db):
@@ -225,10 +225,10 @@ def test_hit_loads_read_one_row_per_rater_and_agree_with_the_whole_phase(demo_db
     modalities = {r["m"]: r["n"] for r in db.query(
         f"SELECT json_extract(meta, '$.modality') AS m, COUNT(DISTINCT participant_id) AS n {whole} GROUP BY m",
         ["demo", "demo"])}
-    assert queue.da_hit_loads(db, "demo") == loads and sum(loads.values()) == 7
-    assert da_campaign.modality_counts(queue.da_hit_loads(db, "demo")) == modalities
+    assert assignments.da_hit_loads(db, "demo") == loads and sum(loads.values()) == 7
+    assert da_campaign.modality_counts(assignments.da_hit_loads(db, "demo")) == modalities
     plan = [r[-1] for r in db.db.conn.execute(
-        f"EXPLAIN QUERY PLAN SELECT COUNT(*) FROM ({queue._DA_HOLDERS})", ["demo"]).fetchall()]
+        f"EXPLAIN QUERY PLAN SELECT COUNT(*) FROM ({assignments._DA_HOLDERS})", ["demo"]).fetchall()]
     assert not [p for p in plan if p.startswith("SCAN") or p.endswith("(study_id=? AND phase=?)")], plan
     assert "SEARCH a USING INDEX assignments_item (study_id=? AND phase=? AND item_id=?)" in plan, plan
 
@@ -290,7 +290,7 @@ def test_review_and_jobs_pages(demo_db):
     db = demo_db
     (s,) = add_participants(db, "demo", "sender", 1, "USW", "Woman")
     with db.write() as w:
-        for a in queue.open_assignments(db, s.id):
+        for a in assignments.open_assignments(db, s.id):
             rid = results.insert_recording(w, a["id"], a["exchange_id"], f"sha{a['id']}", "x.wav", "x16.wav", 3.0)
             results.set_recording_qc(w, rid, "flagged", "hm", 1.0, ["high_wer"])
         ids = [jobs.enqueue(w, "noop", {"n": n}) for n in range(7)]

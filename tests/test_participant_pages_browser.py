@@ -226,7 +226,7 @@ def test_informed_outcomes_read_at_a_glance(app_server, browser, informed_rater,
 
 # -- 9: one language per page --------------------------------------------------------------------
 def prolific_url(app, role: str, **params) -> str:
-    from services.study.participants import prolific_links
+    from services.setup.enrolment import prolific_links
 
     url = next(r["url"] for r in prolific_links(app_db(app), "demo", app.url) if r["role"] == role)
     return (url.replace("{{%PROLIFIC_PID%}}", params.get("pid", "5f0c1a2b3c4d5e6f7a8b9c01"))

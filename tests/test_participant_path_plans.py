@@ -8,7 +8,7 @@ import re
 from services.participation import dropouts
 from services.participation.items import get_view
 from services.participation.submissions import submit
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from services.usability import pipeline
 from test_submissions import write_wav
 

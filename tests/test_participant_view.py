@@ -13,8 +13,8 @@ from services.admin import participants as pa
 from services.admin.participants import ParticipantAdminError
 from services.participation.items import get_view
 from services.participation.submissions import submit
-from services.study.importer import import_study
-from services.study.participants import add_participants, link
+from services.setup.enrolment import add_participants, link
+from services.setup.importer import import_study
 from storage import consent as consent_store
 from storage import participants as pstore
 from usability_helpers import rate_imported_exchanges, record_all, study_folder, wav

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.study.participants import ParticipantError, add_from_csv, add_participants, enrol, links, prolific_link
+from services.setup.enrolment import ParticipantError, add_from_csv, add_participants, enrol, links, prolific_link
+from storage import assignments
 from storage import participants as pstore
-from storage import queue
 
 
 def test_sender_gets_stratified_exchanges_and_record_queue(demo_db):
@@ -17,7 +17,7 @@ def test_sender_gets_stratified_exchanges_and_record_queue(demo_db):
     assert sorted(r["domain"] for r in rows) == ["everyday", "everyday", "health", "health"]
     assert sorted(r["source"] for r in rows) == ["natural", "natural", "synthetic", "synthetic"]
     assert sorted(r["system_id"] for r in rows) == ["cascade-beam", "cascade-beam", "cascade-greedy", "cascade-greedy"]
-    assert queue.counts(demo_db, p.id, ("record",)) == {"open": 4, "done": 0}
+    assert assignments.counts(demo_db, p.id, ("record",)) == {"open": 4, "done": 0}
 
 
 def test_same_design_block_across_groups(demo_db):

@@ -8,7 +8,7 @@ import pytest
 
 from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from storage import question_drafts, studies
 
 

@@ -11,10 +11,10 @@ from services.common.jobs_worker import Worker
 from services.models.cache import ModelCache
 from services.participation.items import get_view
 from services.participation.submissions import submit
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from services.usability import pipeline
 from speech import spoken_wav
-from storage import pool, queue, results
+from storage import assignments, pool, results
 
 CACHE = ModelCache(device="cpu")
 
@@ -76,7 +76,7 @@ def test_a_clear_reading_is_translated_and_reaches_the_receiver(study, tmp_path)
     assert len(found) >= len(keys) / 2, (keys, tr["text"])
     # ready for receivers: its receive item waits in the pool for one receiver, and its sender's
     # baseline survey is open
-    assert ex_id in {e["id"] for e in queue.translated_exchanges(db, "demo")}
+    assert ex_id in {e["id"] for e in assignments.translated_exchanges(db, "demo")}
     assert pool.entry(db, "demo", "receive", ex_id)["need"] == 1
     assert db.scalar("SELECT COUNT(*) FROM assignments WHERE phase = 'survey_baseline' AND status = 'open' "
                      "AND exchange_id = ?", [ex_id]) == 1
@@ -94,13 +94,13 @@ def test_a_wrong_reading_is_flagged_held_back_and_reviewed(study, tmp_path):
     assert rec["qc_status"] == "flagged"
     assert set(json.loads(rec["qc_flags"])) >= {"start_differs", "end_differs", "high_wer"}
     assert results.translation(db, ex_id) is not None          # translated, but held back:
-    assert ex_id not in {e["id"] for e in queue.translated_exchanges(db, "demo")}
+    assert ex_id not in {e["id"] for e in assignments.translated_exchanges(db, "demo")}
     [row] = queue_for_review(db, "demo")
     assert row["id"] == rec["id"] and "bottle of water" in row["transcript"].lower()
     assert "word error rate" in row["flags"]
     out = decide(db, rec["id"], "accept", "admin@test")
     assert out.status == "accepted" and not out.sender_excluded
-    assert ex_id in {e["id"] for e in queue.translated_exchanges(db, "demo")}
+    assert ex_id in {e["id"] for e in assignments.translated_exchanges(db, "demo")}
     assert queue_for_review(db, "demo") == []
     assert db.scalar("SELECT COUNT(*) FROM events WHERE action = 'review'") == 1
 
@@ -109,7 +109,7 @@ def test_more_than_three_rejections_exclude_the_sender_and_reassign_open_items(d
     import shutil
 
     from conftest import DEMO
-    from services.study.importer import import_study
+    from services.setup.importer import import_study
     from storage import results as res
     from test_submissions import write_wav
 
@@ -153,5 +153,5 @@ def test_more_than_three_rejections_exclude_the_sender_and_reassign_open_items(d
         assert db.scalar("SELECT COUNT(*) FROM exchanges WHERE sender_id = ? AND starter_id = ?",
                          [m["participant_id"], m["starter_id"]]) == 1
     # rejected exchanges never reach receivers
-    ready = {e["id"] for e in queue.translated_exchanges(db, "demo")}
+    ready = {e["id"] for e in assignments.translated_exchanges(db, "demo")}
     assert not ready & {db.scalar("SELECT exchange_id FROM recordings WHERE id = ?", [r]) for r in rec_ids}

@@ -10,9 +10,9 @@ import pytest
 from conftest import DEMO
 from services.models import systems
 from services.models.cache import ModelCache
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
 from services.study.files import StudyValidationError, load_study
-from services.study.importer import import_study
-from services.study.participants import add_participants
 from services.usability import pipeline, recording_qc
 from speech import spoken_wav
 from storage import results

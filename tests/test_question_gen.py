@@ -17,9 +17,9 @@ from services.questions import gen as question_gen
 from services.questions import review as question_review
 from services.questions.parse import is_unanswerable
 from services.questions.review import ReviewError
-from services.study.importer import import_study
-from services.study.participants import add_participants
-from storage import pool, question_drafts, queue, studies
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
+from storage import assignments, pool, question_drafts, studies
 from tests.openai_server import OpenAIServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))      # tiny_models, whatever the import mode
@@ -316,11 +316,11 @@ def hold_exchange_of(db, starter) -> int:
             v = get_view(db, r.token, "receiver")
             if v.status != "item":
                 break
-            a = queue.find_assignment(db, r.id, "receive", v.item_id)
-            if queue.exchange(db, a["exchange_id"])["starter_id"] == starter:
+            a = assignments.find_assignment(db, r.id, "receive", v.item_id)
+            if assignments.exchange(db, a["exchange_id"])["starter_id"] == starter:
                 return a["id"]
             with db.write() as w:
-                queue.mark_done(w, a["id"], 1.0)
+                assignments.mark_done(w, a["id"], 1.0)
     raise AssertionError(f"nobody got {starter}")
 
 
@@ -355,9 +355,9 @@ def test_a_starter_whose_questions_are_all_withdrawn_leaves_the_pool(gen_db, llm
     (r,) = add_participants(db, STUDY, "receiver", 1)
     for _ in range(6):
         v = get_view(db, r.token, "receiver")
-        assert queue.exchange(db, int(v.item_id))["starter_id"] != "s01"
+        assert assignments.exchange(db, int(v.item_id))["starter_id"] != "s01"
         with db.write() as w:
-            queue.mark_done(w, queue.find_assignment(db, r.id, "receive", v.item_id)["id"], 1.0)
+            assignments.mark_done(w, assignments.find_assignment(db, r.id, "receive", v.item_id)["id"], 1.0)
     question_review.accept(db, ids[1])
     assert pool.entry(db, STUDY, "receive", ex)["need"] == 1
 

@@ -10,9 +10,9 @@ import pytest
 
 from services.participation.items import AccessError, get_view
 from services.participation.submissions import SubmissionError, submit
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
 from services.study.files import StudyValidationError, load_study
-from services.study.importer import import_study
-from services.study.participants import add_participants
 from services.study.texts import TEXTS, defaults, placeholders
 from tabs.common import header_html, refusal_text
 from tabs.receiver import translation_html

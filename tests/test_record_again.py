@@ -7,7 +7,7 @@ import pytest
 from services.admin.recording_review import ReviewError, decide
 from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from services.usability import audio_intake, pipeline
 from storage import exports, pool, studies
 from test_submissions import write_wav

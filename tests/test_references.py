@@ -16,10 +16,10 @@ import sacrebleu
 from conftest import DEMO_ASSETS, demo_with_exchanges
 from services.metrics import exchange as exchange_metrics
 from services.participation.items import get_view
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
 from services.study.files import StudyValidationError, load_study
-from services.study.importer import import_study
-from services.study.participants import add_participants
-from storage import queue, results, studies
+from storage import assignments, results, studies
 
 HYPOTHESIS = ("Olá, bom dia. Preciso de ver um médico hoje. A minha filha Sofia, de sete anos, tem febre de 39 "
               "graus há três dias e dou-lhe 250 miligramas de paracetamol.")
@@ -61,7 +61,7 @@ def edit_toml(folder: Path, old: str, new: str) -> None:
 def add_exchange(db, starter: str, system: str, text: str, study_id: str = "demo") -> int:
     """An exchange with its translation, as the pipeline stores one (without the models)."""
     with db.write() as w:
-        eid = queue.insert_exchange(w, study_id, starter, system, None, import_key=f"test:{starter}:{system}")
+        eid = assignments.insert_exchange(w, study_id, starter, system, None, import_key=f"test:{starter}:{system}")
         results.insert_translation(w, eid, system, text)
     return eid
 

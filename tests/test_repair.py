@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from services.admin import progress as admin_progress
 from services.participation import maintenance, workflow
-from services.study.importer import import_study
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
 from storage import jobs, open_database, pool
 from usability_helpers import (
     answer_receiver,

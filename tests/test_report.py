@@ -21,7 +21,7 @@ from services.report import qe as report_qe
 from services.report import sd as report_sd
 from services.report import usability as report_usability
 from services.sd import analysis as sd_analysis
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from services.usability import export as usability_export
 from storage import open_database, studies
 from test_da_paper001 import careful, da_study

@@ -11,8 +11,8 @@ from conftest import DEMO, run_cli
 from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
 from services.sd.form import REPEAT_SUFFIX
-from services.study.importer import import_study
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
 from storage import results
 
 

@@ -24,7 +24,7 @@ from services.admin import auth as admin
 from services.participation.items import get_view
 from services.sd import analysis as S
 from services.sd import study_analysis as sd_study
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from tabs.common import Ctx
 from test_sd_analysis import factor_data, rating_rows, same_partition
 from test_sd_form import answer_page

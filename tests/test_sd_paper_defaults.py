@@ -21,7 +21,7 @@ from services.participation.submissions import submit
 from services.sd import analysis as sd_analysis
 from services.sd import form as sd_form
 from services.sd.form import REPEAT_SUFFIX
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from storage import results
 from test_sd_form import answer_page, sd_study
 

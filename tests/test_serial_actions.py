@@ -8,7 +8,7 @@ import time
 from services.participation.items import get_view
 from services.participation.serial import FairLock
 from services.participation.submissions import submit
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from test_participant_path_plans import Trace
 from usability_helpers import answer_survey
 

@@ -1,4 +1,4 @@
-"""Study folder validation (services.study.files) and import (services.study.importer).
+"""Study folder validation (services.study.files) and import (services.setup.importer).
 
 Every test works on its own copy of the demo study, a valid study, and mutates it: the copy
 (tests/conftest.py demo_with_exchanges) also lists a `human` system with imported exchanges,
@@ -17,9 +17,9 @@ import pytest
 
 from conftest import DEMO_ASSETS as DEMO
 from conftest import demo_with_exchanges
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
 from services.study.files import StudyValidationError, load_study
-from services.study.importer import import_study
-from services.study.participants import add_participants
 from storage.db import open_database
 
 ALL_TABLES = (
@@ -756,7 +756,7 @@ def test_changed_reimport_with_participants_of_another_study_is_allowed(database
 def test_zip_upload_refuses_unsafe_paths_and_non_zips(database, tmp_path):
     import zipfile
 
-    from services.study.importer import import_zip
+    from services.setup.importer import import_zip
 
     evil = tmp_path / "evil.zip"
     with zipfile.ZipFile(evil, "w") as zf:

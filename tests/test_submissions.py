@@ -8,7 +8,7 @@ import pytest
 
 from services.participation.items import AccessError, get_view
 from services.participation.submissions import SubmissionError, submit
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 
 
 def write_wav(path, seconds=4.0, rate=44100, amplitude=0.3, channels=1, lead_s=0.3):

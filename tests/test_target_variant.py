@@ -1,7 +1,7 @@
 """The Portuguese variant a study targets (issue 18, point 7): `[usability] target_variant`
 (pt-PT by default, as the paper's receivers in Portugal; or pt-BR), checked at import, passed
 to the systems that take one (their prompts' {target_language}) and to the LLM prompts, and
-the variant each system produced marked in the export (services/study/variants.py)."""
+the variant each system produced marked in the export (services/common/variants.py)."""
 from __future__ import annotations
 
 import json
@@ -9,11 +9,11 @@ import shutil
 
 import pytest
 
+from services.common import variants
 from services.models import systems
 from services.questions import settings as question_settings
-from services.study import variants
+from services.setup.importer import import_study
 from services.study.files import StudyValidationError, load_study
-from services.study.importer import import_study
 from storage import studies
 from tests.conftest import DEMO_ASSETS
 from tests.openai_server import OpenAIServer

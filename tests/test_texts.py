@@ -7,9 +7,9 @@ import pytest
 
 from conftest import DEMO
 from services.participation.items import get_view
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
 from services.study.files import StudyValidationError, load_study
-from services.study.importer import import_study
-from services.study.participants import add_participants
 from services.study.texts import defaults, sqm_label, texts
 
 

@@ -104,8 +104,8 @@ def test_command_line_corpus_reference(tmp_path, capsys):
 
 
 def test_study_setting_corpus_reference(tmp_path, database):
+    from services.setup.importer import import_study
     from services.study.files import StudyValidationError, load_study
-    from services.study.importer import import_study
     from services.usability.study_analysis import study_reference
 
     assert load_study(study_folder(tmp_path)).config["usability"]["corpus_reference"] == ""
@@ -313,7 +313,7 @@ def test_analyze_writes_the_score_model():
 def demo_db(database, tmp_path):
     """The demo study imported with usability.corpus_reference = demo-synthetic (overrides
     conftest's demo_db for mixed_study below)."""
-    from services.study.importer import import_study
+    from services.setup.importer import import_study
 
     import_study(database, study_folder(tmp_path / "study", corpus_reference='"demo-synthetic"'))
     return database

@@ -10,7 +10,7 @@ import pytest
 from services.participation import dropouts
 from services.participation.items import get_view
 from services.participation.submissions import submit
-from services.study.participants import add_participants
+from services.setup.enrolment import add_participants
 from services.usability import analysis as usability_analysis
 from services.usability.export import COLUMNS, exchanges_frame
 from usability_helpers import rate_imported_exchanges, record_all, wav

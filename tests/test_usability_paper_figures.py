@@ -163,7 +163,7 @@ def test_the_command_line_writes_table3_from_the_stored_study(tmp_path, monkeypa
     """`python app.py analyze usability FILE --out DIR --study ID`: the analysis of the file and
     Table 3 of the stored study; an unknown study is named."""
     import cli
-    from services.study.importer import import_study
+    from services.setup.importer import import_study
     from storage import open_database
     from test_usability_analysis import generate
 

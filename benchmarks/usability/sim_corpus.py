@@ -4,7 +4,7 @@ Starters of 40-60 words in the paper's cells (domain health | everyday x source 
 synthetic, with a corpus name per cell as in paper 000: MED-MT and BConTrasT for natural
 requests, Gemini and Qwen 3 for synthetic ones), each with its key information marked and
 5-10 comprehension questions in English and Portuguese (one per key fact), and the study
-folder (study.toml + starters.csv + questions.csv) that services/study/importer.py imports.
+folder (study.toml + starters.csv + questions.csv) that services/setup/importer.py imports.
 Seeded: the same seed writes the same files.
 """
 from __future__ import annotations

@@ -39,14 +39,14 @@ MIX = (("sender", "record", 0.3), ("sender", "survey", 0.2), ("receiver", "recei
 
 def _candidates(sim, used: set) -> dict:
     """(role, tab) -> people who may act there now, in a seeded order."""
-    from storage import queue
+    from storage import assignments
 
     out = {}
     for role, tab, _ in MIX:
         people = [p for p in sim.active() if p.role == role and p.tab == tab and p.pid not in used]
         if tab in ("record", "survey") and role == "sender":
             phases = ("record",) if tab == "record" else ("survey_baseline", "survey_informed")
-            people = [p for p in people if queue.next_open(sim.db, p.pid, phases) is not None]
+            people = [p for p in people if assignments.next_open(sim.db, p.pid, phases) is not None]
         sim.rng.shuffle(people)
         out[(role, tab)] = people
     return out

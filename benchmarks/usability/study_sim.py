@@ -13,8 +13,8 @@ max latency, the ratio of the largest size's figures to the smallest's, actions 
 peak RSS, the end-of-run checks and the analysis of the app's own export.
 
 The study: a generated corpus (sim_corpus.py: starters in the paper's domain x source cells
-with 5-10 questions each) imported with services/study/importer.py, participants added with
-services/study/participants.add_participants (senders in three waves, 10% of the receivers,
+with 5-10 questions each) imported with services/setup/importer.py, participants added with
+services/setup/enrolment.add_participants (senders in three waves, 10% of the receivers,
 validators and raters as late joiners halfway). Simulated participants act only through
 services.participation.items.get_view and services.participation.submissions.submit, as the tabs do: each
 visit opens the participant's tab (a view) and submits 1-4 items in a row, each submit returning the next item;
@@ -177,7 +177,7 @@ def peak_rss_mb() -> dict:
 
 # -- simulated answers -------------------------------------------------------------------------
 def seeded(*parts) -> random.Random:
-    from services.participation.assignment import seeded_rng
+    from services.common.seeded import seeded_rng
     return seeded_rng("study-sim", *parts)
 
 
@@ -223,8 +223,8 @@ class Answerer:
     def exchange(self, exchange_id: int) -> dict:
         info = self._ex.get(exchange_id)
         if info is None:
-            from storage import queue, studies
-            ex = queue.exchange(self.db, exchange_id)
+            from storage import assignments, studies
+            ex = assignments.exchange(self.db, exchange_id)
             st = studies.starter(self.db, ex["study_id"], ex["starter_id"])
             info = {"system": ex["system_id"], "domain": st["domain"], "text": st["text"], "starter": st,
                     "sender_id": ex["sender_id"]}
@@ -235,8 +235,8 @@ class Answerer:
         return seeded(self.seed, "person", pid, kind).gauss(0, sd)
 
     def stored_baseline(self, pid: int, exchange_id: int) -> list[int]:
-        from storage import queue, results
-        a = queue.find_assignment(self.db, pid, "survey_baseline", exchange_id)
+        from storage import assignments, results
+        a = assignments.find_assignment(self.db, pid, "survey_baseline", exchange_id)
         s = results.survey(self.db, a["id"]) if a else None
         if not s:
             raise RuntimeError(f"informed survey of exchange {exchange_id} for {pid} without a stored baseline")
@@ -257,8 +257,8 @@ class Answerer:
                     out.append({"idx": qu["idx"], "text": f"resposta {qu['idx']}", "unanswerable": False})
             return {"answers": out}
         if phase == "validate":
-            from storage import queue
-            ex = queue.assignment(self.db, int(item_key))["exchange_id"]
+            from storage import assignments
+            ex = assignments.assignment(self.db, int(item_key))["exchange_id"]
             q = QUALITY[self.exchange(ex)["system"]]
             r = seeded(self.seed, "validate", pid, ex)
             tick = min(6, max(0, round(6 * q + r.gauss(0, 0.8))))
@@ -337,7 +337,7 @@ class Sim:
 
     # setup ---------------------------------------------------------------------------------
     def setup(self) -> None:
-        from services.study.importer import import_study
+        from services.setup.importer import import_study
         from storage import open_database
 
         s = self.sizes
@@ -383,7 +383,7 @@ class Sim:
         return [(g, s) for g in GROUPS for s in GENDERS]
 
     def add(self, role: str, n: int, group=None, gender=None, late=False) -> list[Person]:
-        from services.study.participants import add_participants
+        from services.setup.enrolment import add_participants
         t0 = time.perf_counter()
         made = self.t("admin/add_participants", add_participants, self.db, STUDY_ID, role, n, group, gender,
                       actor="sim")
@@ -453,11 +453,11 @@ class Sim:
         if self.deactivated is not None:
             return True
         from services.admin.participants import deactivate, reassign_open_items
-        from storage import queue
+        from storage import assignments
         for p in sorted((p for p in self.people if p.role == "receiver" and p.status == "active"),
                         key=lambda p: p.pid):
-            if queue.counts(self.db, p.pid, ("receive",))["open"] > 0:
-                open_items = [a["item_id"] for a in queue.open_assignments(self.db, p.pid)]
+            if assignments.counts(self.db, p.pid, ("receive",))["open"] > 0:
+                open_items = [a["item_id"] for a in assignments.open_assignments(self.db, p.pid)]
                 self.t("admin/deactivate", deactivate, self.db, STUDY_ID, p.pid, "sim-admin")
                 out = self.t("admin/reassign_open_items", reassign_open_items, self.db, STUDY_ID, p.pid, "sim-admin")
                 p.status = "deactivated"

@@ -80,7 +80,7 @@ class LoginThrottle:
     refusal: while any failure is less than `quiet` seconds old, checks (anyone's) run at most one
     per `global_interval` seconds, each caller waiting for its turn (AdminAuth.login sleeps it;
     the login event runs one at a time, so a waiting caller holds at most one thread). The right
-    password is then accepted after its turn: slowed, never refused (issue 30, finding 9).
+    password is then accepted after its turn: slowed, never refused, so forged keys cannot lock the team out.
     A count starts again after `forget_after` seconds without a failure. Held in memory: a restart
     forgets it (and the sessions). `clock` (seconds) is injectable so tests count the waits
     without sleeping."""
@@ -156,7 +156,7 @@ class AdminAuth:
     """Admin sessions: a password from the settings; with none set, the server's local secret
     (`local_secret`, printed at start as the admin link /?admin=SECRET, as Jupyter prints its
     token) from a local request. Another account on the machine reaches 127.0.0.1 but not the
-    server's terminal, so it gets nothing (issue 30, finding 8).
+    server's terminal, so it gets nothing.
 
     Failed logins are paced and throttled (LoginThrottle) and, given a database, written to the
     audit log (action 'admin_login_failed'). Sessions expire after SESSION_SECONDS and end at

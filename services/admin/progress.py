@@ -10,7 +10,7 @@ from services.admin.recording_review import queue_for_review
 from services.common.paging import Page, page_bounds
 from services.participation import maintenance
 from services.usability.recording_qc import FLAG_TEXT, align, edges_text
-from storage import jobs, queue, results, studies
+from storage import assignments, jobs, results, studies
 
 
 def study_choices(database) -> list[tuple[str, str]]:
@@ -29,7 +29,7 @@ def progress_chart(database, study_id: str):
 
 
 def progress_table(database, study_id: str) -> pd.DataFrame:
-    rows = queue.study_progress(database, study_id)
+    rows = assignments.study_progress(database, study_id)
     if not rows:
         return pd.DataFrame(columns=["role", "phase", "open", "done"])
     df = pd.DataFrame(rows).pivot_table(index=["role", "phase"], columns="status", values="n",
@@ -43,11 +43,6 @@ def progress_table(database, study_id: str) -> pd.DataFrame:
 def collected_counts(database, study_id: str) -> pd.DataFrame:
     c = results.table_counts(database, study_id)
     return pd.DataFrame({"what": list(c), "rows": list(c.values())})
-
-
-def job_counts(database) -> pd.DataFrame:
-    c = jobs.status_counts(database)
-    return pd.DataFrame({"status": list(c), "jobs": list(c.values())})
 
 
 def jobs_page(database, page=1, page_size: int = 50) -> Page:
@@ -106,7 +101,7 @@ def review_item(database, recording_id) -> dict | None:
         return None
     if rec is None:
         return None
-    ex = queue.exchange(database, rec["exchange_id"])
+    ex = assignments.exchange(database, rec["exchange_id"])
     starter = studies.starter(database, ex["study_id"], ex["starter_id"])
     flags = json.loads(rec["qc_flags"] or "[]")
     return {"id": rec["id"], "audio": rec["path_original"], "prompt": starter["text"],
@@ -141,7 +136,7 @@ def exchange_phase(row: dict) -> str:
 
 
 def exchanges_table(database, study_id: str, page: int = 1, page_size: int = 100) -> pd.DataFrame:
-    rows = queue.exchange_phases(database, study_id, page_size, (max(page, 1) - 1) * page_size)
+    rows = assignments.exchange_phases(database, study_id, page_size, (max(page, 1) - 1) * page_size)
     for r in rows:
         r["phase"] = exchange_phase(r)
         r["sender"] = "" if r["sender"] is None else str(r["sender"])   # imported exchanges have none
@@ -153,6 +148,6 @@ def exchanges_table(database, study_id: str, page: int = 1, page_size: int = 100
 
 
 def exchanges_page(database, study_id: str, page=1, page_size: int = 100) -> Page:
-    total = queue.exchange_count(database, study_id)
+    total = assignments.exchange_count(database, study_id)
     page, pages, _ = page_bounds(total, page, page_size)
     return Page(exchanges_table(database, study_id, page, page_size), page, pages, total)

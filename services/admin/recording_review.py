@@ -5,7 +5,7 @@ goes on to the receivers) or rejects (it never does). A sender with more than th
 rejected recordings is excluded from analyses (participants.excluded_at) and their open
 items are withdrawn; each withdrawn recording item goes to another active sender, of the
 same group and gender where possible, who has not had that starter
-(services/admin/participants.withdraw_and_reassign, which the admin's reassign also uses).
+(services/participation/reassignment.withdraw_and_reassign, which the admin's reassign also uses).
 A rejected recording of a sender who still takes part goes back to them as "record again": a
 new record item of the same exchange, first in their queue, whose page says why (the rejected
 recording and its translation are kept: results.supersede_translation).
@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from services.admin.participants import withdraw_and_reassign
 from services.participation import workflow
+from services.participation.reassignment import withdraw_and_reassign
 from services.usability.recording_qc import FLAG_TEXT, MAX_REJECTED, align, edges_text
-from storage import participants, queue, results
+from storage import assignments, participants, results
 
 
 class ReviewError(ValueError):
@@ -57,11 +57,11 @@ def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewO
         raise ReviewError(f"there is no recording {recording_id}")
     if rec["qc_status"] not in ("flagged", "accepted", "rejected"):
         raise ReviewError(f"recording {recording_id} is {rec['qc_status']}: only flagged recordings are reviewed")
-    if queue.sent_back(database, rec["exchange_id"], rec["id"]):
+    if assignments.sent_back(database, rec["exchange_id"], rec["id"]):
         raise ReviewError(f"recording {recording_id} was rejected and its sender asked to record it again: "
                           "review the new recording instead")
     status = "accepted" if decision == "accept" else "rejected"
-    ex = queue.exchange(database, rec["exchange_id"])
+    ex = assignments.exchange(database, rec["exchange_id"])
     out = ReviewOutcome(rec["id"], status)
     with database.write() as db:
         results.review_recording(db, rec["id"], status, reviewer)
@@ -79,10 +79,10 @@ def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewO
 
 def _exclude_and_reassign(db, database, sender, reviewer, out: ReviewOutcome) -> None:
     participants.exclude(db, sender["id"], f"more than {MAX_REJECTED} rejected recordings")
-    for a in queue.open_assignments(database, sender["id"]):
+    for a in assignments.open_assignments(database, sender["id"]):
         # their texts to record again are not handed on: a rejected exchange ends with the exclusion
         if a["phase"] == "record" and "record_again" in json.loads(a["meta"] or "{}"):
-            queue.withdraw(db, a["id"])
+            assignments.withdraw(db, a["id"])
     database.log(reviewer, "exclude", "participants", sender["id"], {"reason": "rejected recordings"})
     out.sender_excluded = True
     moved = withdraw_and_reassign(db, database, participants.get(database, sender["id"]), reviewer)
@@ -95,7 +95,7 @@ def _record_again(db, database, rec, ex, sender, reviewer, out: ReviewOutcome) -
     attempt = results.recording_count(database, ex["id"]) + 1
     results.supersede_translation(db, ex["id"], rec["id"])
     position = -1.0       # below every seeded order key (0..1): the item to redo comes first
-    aid = queue.insert_assignment(db, ex["study_id"], sender["id"], "record", f"{ex['id']}-{attempt}", position,
+    aid = assignments.insert_assignment(db, ex["study_id"], sender["id"], "record", f"{ex['id']}-{attempt}", position,
                                   exchange_id=ex["id"], meta={"record_again": rec["id"]})
     database.log(reviewer, "record_again", "assignments", aid, {"recording": rec["id"]})
     out.record_again = aid is not None

@@ -14,7 +14,7 @@ import threading
 import traceback
 from typing import Callable
 
-from services.models.backends import BackendUnavailable
+from services.common.unavailable import BackendUnavailable
 from storage import jobs
 
 log = logging.getLogger("tradlab.worker")

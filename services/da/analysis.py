@@ -1,4 +1,4 @@
-"""Direct-assessment (DA) analysis for the text-vs-audio study (paper 001, PROTOCOLS.md section 2).
+"""Direct-assessment (DA) analysis for the text-vs-audio study (paper 001).
 
 Input: one row per judgment (see REQUIRED; optional ``run`` defaulting to 1 and
 ``duration_s``, the seconds spent on that item). Output (:class:`DAResult`):

@@ -40,7 +40,7 @@ from services.da import analysis as da_analysis
 from services.da.render import render_item_images
 from services.models import tts
 from services.study.texts import texts
-from storage import jobs, participants, queue, results, studies
+from storage import assignments, jobs, participants, results, studies
 
 MAX_FEEDBACK = 5000
 LISTEN_TOLERANCE_S = 0.5
@@ -51,7 +51,7 @@ class DAError(ValueError):
 
 
 def choose_modality(study, loads: dict) -> str:
-    """The study's modality; with "both", the one fewer raters hold (loads: queue.da_hit_loads,
+    """The study's modality; with "both", the one fewer raters hold (loads: assignments.da_hit_loads,
     each rater holding one HIT in one modality)."""
     m = study["config"]["da"]["modality"]
     if m != "both":
@@ -73,13 +73,13 @@ def assign_hit(db, database, study, pid: int) -> None:
     hits = studies.da_hits(database, sid)
     if not hits:
         return
-    loads = queue.da_hit_loads(database, sid)       # read once: the modality comes from it too
+    loads = assignments.da_hit_loads(database, sid)       # read once: the modality comes from it too
     modality = choose_modality(study, loads)
     runs = range(1, int(study["config"]["da"].get("runs", 1)) + 1)
     run, hit = min(((r, h) for r in runs for h in hits),
                    key=lambda rh: (loads.get((rh[1]["id"], modality, rh[0]), 0), rh[0], rh[1]["idx"]))
     for it in studies.da_hit_items(database, hit["id"]):
-        queue.insert_assignment(db, sid, pid, "da", it["id"], it["pos"],
+        assignments.insert_assignment(db, sid, pid, "da", it["id"], it["pos"],
                                 meta={"hit_id": hit["id"], "hit_idx": hit["idx"], "pos": it["pos"],
                                       "modality": modality, "run": run})
     # the worker renders the HIT ahead of the rater: audio must exist before an item is shown;
@@ -95,7 +95,7 @@ def hit_completed(db, database, study, a) -> dict | None:
     if it failed and this (HIT, modality, run) has had fewer than `reruns` reruns, released for a
     fresh rater. Idempotent: one outcome per rater, written once."""
     pid = a["participant_id"]
-    if queue.counts(database, pid, ("da",))["open"] or results.da_hit_outcome(database, pid):
+    if assignments.counts(database, pid, ("da",))["open"] or results.da_hit_outcome(database, pid):
         return None
     da = study["config"]["da"]
     judged = pd.DataFrame(results.da_rater_judgment_rows(database, pid))

@@ -1,4 +1,4 @@
-"""Direct-assessment HITs (paper 001, PROTOCOLS.md section 2): pure functions, no I/O.
+"""Direct-assessment HITs (paper 001): pure functions, no I/O.
 
 - span_length / degrade: the Graham et al. degradation behind bad_reference items. A span of
   the MT output is replaced by a phrase of the same length taken from another segment; the
@@ -26,7 +26,7 @@ import bisect
 from collections import defaultdict
 from typing import Hashable
 
-from services.participation.assignment import seeded_rng
+from services.common.seeded import seeded_rng
 
 SYSTEM, BAD_REFERENCE, ASK_AGAIN, REFERENCE = "system", "bad_reference", "ask_again", "reference"
 CONTROL_TYPES = (BAD_REFERENCE, ASK_AGAIN, REFERENCE)

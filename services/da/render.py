@@ -1,4 +1,4 @@
-"""What a direct-assessment item shows (paper 001, PROTOCOLS.md section 2), rendered once.
+"""What a direct-assessment item shows (paper 001), rendered once.
 
 - Text mode: the reference (grey) and the MT output (black) as one PNG, never as selectable
   text (the paper turns translations into bit-mapped images to deter the browser's

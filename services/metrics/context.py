@@ -1,5 +1,5 @@
 """Context for metrics that take none: the paper's inference-time concatenation (paper 003
-section 4.2, PROTOCOLS.md section 4).
+section 4.2).
 
 A segment-level QE metric scores (source, hypothesis). To let it see the preceding context c
 of a source s, the paper prepends c to both sides of the pair:

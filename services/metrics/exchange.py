@@ -28,7 +28,7 @@ from services.metrics import auto_qa
 from services.metrics import registry as metrics
 from services.models.backends import BackendUnavailable
 from services.models.cache import CACHE
-from storage import jobs, queue, results, studies
+from storage import assignments, jobs, results, studies
 
 # what runs without any weights configured (no network): the fallback when none of the paper's is set
 OFFLINE_METRICS = ["e5-cosine", "backtranslation-chrf", "chrf", "bleu"]
@@ -155,7 +155,7 @@ def rescore_stale(database, study_id: str, cache=CACHE, names: list[str] | None 
 
 def score_exchange(database, exchange_id: int, cache=CACHE, names: list[str] | None = None) -> dict:
     """The study's metrics (or `names`) for one exchange, each stored as it comes."""
-    ex = queue.exchange(database, int(exchange_id))
+    ex = assignments.exchange(database, int(exchange_id))
     tr = results.translation(database, ex["id"])
     if tr is None:
         raise ValueError(f"exchange {exchange_id} has no translation yet")
@@ -198,7 +198,7 @@ def score_auto_qa(database, study_id: str, cache=CACHE, progress=None) -> dict:
     stored with the other exchange metrics. {"scored", "none", "mean"}; progress(done, total)."""
     if studies.get_study(database, study_id) is None:
         raise ValueError(f"There is no study '{study_id}'.")
-    ids = [e["id"] for e in queue.translated_exchanges(database, study_id)]
+    ids = [e["id"] for e in assignments.translated_exchanges(database, study_id)]
     scores = []
     for done, eid in enumerate(ids):
         if progress:
@@ -267,13 +267,13 @@ def metrics_report(database, study_id: str, cache=CACHE) -> dict:
         planned, notes = default_metrics(study, cache)
         source = "paper 000" if planned != OFFLINE_METRICS else "offline"
         shown = list(dict.fromkeys(PAPER_METRICS + planned))   # the unconfigured paper metrics too
-    ids = [int(e["id"]) for e in queue.translated_exchanges(database, study_id)]
+    ids = [int(e["id"]) for e in assignments.translated_exchanges(database, study_id)]
     stored: dict[tuple[int, str], float | None] = {}
     for r in results.exchange_metric_rows(database, study_id):
         stored[int(r["exchange_id"]), r["metric"]] = r["score"]
     has_ref = {}
     for eid in ids:
-        ex = queue.exchange(database, eid)
+        ex = assignments.exchange(database, eid)
         has_ref[eid] = results.reference_translation(database, study_id, ex["starter_id"], ex["system_id"]) is not None
     job_of = jobs.by_key_prefix(database, "score_exchange:")
     columns: dict[str, tuple[str, str, str | None, bool]] = {}      # column -> (base, mode, why not, hybrid)

@@ -6,7 +6,7 @@ run as paper 003 ran it (its appendix A.1 "Computing DA Scores" and Table 3).
             api_key_env="OPENAI_API_KEY")
 
 Defaults, each from paper 003:
-- prompt (``prompt_variant``, Table 3): "gemba" (the GEMBA-DA prompt, PROTOCOLS.md section 4,
+- prompt (``prompt_variant``, Table 3): "gemba" (the GEMBA-DA prompt,
   services.metrics.registry.GEMBA_DA_PROMPT), "context" (the same asked "given the preceding context", the
   English context given as a first "{src_lang} source" line) or "paraphrased" (the instruction
   followed by "You can use the preceding context to evaluate the translation of the source.").

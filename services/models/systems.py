@@ -7,7 +7,7 @@ Kinds:
 - remote: a speech LLM behind an OpenAI-compatible endpoint (e.g. vLLM);
 - human: translations that exist already (imported); nothing to run.
 
-Portuguese variant (services/study/variants.py): a system is built for the study's target variant
+Portuguese variant (services/common/variants.py): a system is built for the study's target variant
 (pt-PT by default). Its `prompt` / `mt_prompt` may hold {target_language} ("Portuguese
 (Portugal)" / "Portuguese (Brazil)"), filled here; `variant` (the system's attribute and
 produced_variant()) is what it produces: the study's variant when the prompt or language code
@@ -22,6 +22,7 @@ import tomllib
 from functools import lru_cache
 from pathlib import Path
 
+from services.common import variants
 from services.models.backends import BackendUnavailable, STResult
 from services.models.backends.hf import (
     TransformersCausalMT,
@@ -32,7 +33,6 @@ from services.models.backends.hf import (
 from services.models.backends.offline import BERGAMOT_EN_PT_VARIANT, BergamotMT, FasterWhisperASR
 from services.models.backends.remote import RemoteASR, RemoteMT, RemoteSpeechLLM
 from services.models.cache import CACHE
-from services.study import variants
 
 PRESETS_FILE = Path(__file__).resolve().parents[2] / "assets" / "systems.toml"
 BERGAMOT_VARIANT = BERGAMOT_EN_PT_VARIANT     # the only variant Bergamot en-pt writes

@@ -4,25 +4,15 @@
   balanced within the sender; design block i is the same in every group x gender cell, so
   the stimuli are shared across groups (between-subjects on the cell, within on starters).
 - (receivers, validators and raters take items from the work pool: services/participation/workflow.next_item)
-- order_key: a per-participant random order of items.
+- order_key (services/common/seeded.py): a per-participant random order of items.
 """
 from __future__ import annotations
 
-import hashlib
-import random
 from collections import Counter, defaultdict
 from itertools import combinations
-from typing import Hashable, Sequence
+from typing import Sequence
 
-
-def seeded_rng(*parts: Hashable) -> random.Random:
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big"))
-
-
-def order_key(seed: int, participant_id: Hashable, item_id: Hashable) -> float:
-    """A stable pseudo-random position: sorting a participant's items by it shuffles them."""
-    return seeded_rng("order", seed, participant_id, item_id).random()
+from services.common.seeded import seeded_rng
 
 
 def _strata(starters: Sequence[dict], seed: int) -> dict[tuple[str, str], list[str]]:

@@ -17,7 +17,7 @@ from services.participation.serial import one_at_a_time
 from services.sd import form as sd_form
 from services.study import consent
 from services.study.texts import Voice, page_language, refusal, reword, sqm_label, texts
-from storage import participants, question_drafts, queue, results, studies
+from storage import assignments, participants, question_drafts, results, studies
 
 TAB_PHASES = {
     "record": ("record",),
@@ -134,7 +134,7 @@ def _total(database, p, study, tab, counts) -> int:
     if tab == "survey":
         # a rater's work comes from senders who drop out: like a receiver they wait for it (up to
         # a sender's share), rather than finishing, and being paid, at 0 of 0
-        c = queue.counts(database, p["id"], ("survey_baseline",))
+        c = assignments.counts(database, p["id"], ("survey_baseline",))
         cap = workflow.capacity(cfg["usability"], "survey_baseline") if "usability" in cfg and p["role"] == "rater" \
             else 0
         return 2 * max(cap, c["open"] + c["done"])
@@ -146,7 +146,7 @@ def _content(database, study, p, a) -> dict:
     sid = study["id"]
     if phase == "sd":
         return sd_form.page_content(database, study, a, texts(study)["sd"])
-    ex = queue.exchange(database, a["exchange_id"])
+    ex = assignments.exchange(database, a["exchange_id"])
     qs = studies.questions(database, sid, ex["starter_id"])
     if phase == "receive":
         # Only the translation and the Portuguese questions: never source, audio or transcript.
@@ -166,7 +166,7 @@ def _content(database, study, p, a) -> dict:
                 "max_seconds": study["config"]["usability"]["max_recording_seconds"]}
     tr = results.translation(database, ex["id"])
     if phase == "validate":
-        receive = queue.assignment(database, int(a["item_id"]))
+        receive = assignments.assignment(database, int(a["item_id"]))
         # the expected answer: the reference answer of the question's accepted draft, where it has one
         expected = question_drafts.reference_answers(database, sid, ex["starter_id"])
         return {"source": st["text"], "translation": tr["text"],
@@ -270,10 +270,10 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
     phases = TAB_PHASES[tab]
     stage = consent.pending_stage(database, p, study)
     if stage:      # no item (nor anything of one) before consent and the demographics form
-        counts = queue.counts(database, p["id"], phases, INSTRUCTION_ITEMS.get(tab, ()))
+        counts = assignments.counts(database, p["id"], phases, INSTRUCTION_ITEMS.get(tab, ()))
         return ItemView(tab, stage, voice(stage), counts["done"], _total(database, p, study, tab, counts),
                         content=consent.page(study, p["role"], stage), lang=lang, labels=_labels(voice))
-    a = queue.next_open(database, p["id"], phases)
+    a = assignments.next_open(database, p["id"], phases)
     shown = False
     if a is None and touch and workflow.takes_from_pool(p, tab) and workflow.may_take(database, p, study):
         # taking one item from the pool (never a DA item: its content may not be ready), shown now
@@ -281,12 +281,12 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
             a = take_and_show(db, database, p, study, tab)
             shown = a is not None
             writes.run_in(db)
-    counts = queue.counts(database, p["id"], phases, INSTRUCTION_ITEMS.get(tab, ()))
+    counts = assignments.counts(database, p["id"], phases, INSTRUCTION_ITEMS.get(tab, ()))
     total = _total(database, p, study, tab, counts)
     if a is None:
         if counts["done"] >= total:
             if not _finished_elsewhere(database, p, study, tab):
-                # "your other tab" read as another browser tab: the page's tab is named (issue 29)
+                # "your other tab" read as another browser tab: the page's tab is named
                 other = next((TAB_LABELS.get(t, t) for t in tabs_for(p) if t != tab), "")
                 return ItemView(tab, "complete", voice("finished_tab", tab=other), counts["done"], total,
                                 lang=lang, labels=_labels(voice))
@@ -308,7 +308,7 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
     else:
         content = _content(database, study, p, a)
     if touch and not a["first_shown_at"] and not shown:
-        writes.add(lambda db: queue.mark_shown(db, a["id"]))
+        writes.add(lambda db: assignments.mark_shown(db, a["id"]))
     ready = None
     if workflow.takes_from_pool(p, tab):       # items come one at a time: say how many are ready now
         more = workflow.ready_in_pool(database, p, study)
@@ -320,11 +320,11 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
 def take_and_show(db, database, p: dict, study: dict, tab: str) -> dict | None:
     """Inside a write: the participant's next open item of the tab, or one taken from the pool
     (next_item checks their room and the pool), marked shown from now."""
-    a = queue.next_open(database, p["id"], TAB_PHASES[tab])
+    a = assignments.next_open(database, p["id"], TAB_PHASES[tab])
     if a is None and workflow.takes_from_pool(p, tab):
         a = workflow.next_item(db, database, p, study)
     if a is not None and not a["first_shown_at"]:
-        queue.mark_shown(db, a["id"])
+        assignments.mark_shown(db, a["id"])
     return a
 
 
@@ -351,7 +351,7 @@ def _waiting_message(database, p: dict, tab: str, voice: Voice | None = None) ->
     """Why a sender's survey is not ready yet, when the reason is theirs to know."""
     if tab != "survey" or p["role"] != "sender":
         return (voice or Voice())("waiting")
-    state = queue.sender_recording_state(database, p["id"])
+    state = assignments.sender_recording_state(database, p["id"])
     if state["unrecorded"]:
         return (f"Your surveys open once your messages are recorded and translated: {state['unrecorded']} "
                 "still to record on the Record tab.")
@@ -376,8 +376,8 @@ def _finished_elsewhere(database, p, study, tab) -> bool:
         if other == tab:
             continue
         phases = TAB_PHASES[other]
-        counts = queue.counts(database, p["id"], phases, INSTRUCTION_ITEMS.get(other, ()))
-        if queue.next_open(database, p["id"], phases) is not None or \
+        counts = assignments.counts(database, p["id"], phases, INSTRUCTION_ITEMS.get(other, ()))
+        if assignments.next_open(database, p["id"], phases) is not None or \
                 counts["done"] < _total(database, p, study, other, counts):
             return False
     return True

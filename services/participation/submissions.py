@@ -30,7 +30,7 @@ from services.participation.serial import ACTIONS
 from services.study import consent
 from services.study.texts import Voice, page_language, refusal, refusals, reword
 from services.usability.audio_intake import IntakeError, store_recording
-from storage import jobs, participants, queue, results, studies
+from storage import assignments, jobs, participants, results, studies
 from storage.db import now
 
 MAX_TEXT = 2000            # characters in one free-text answer
@@ -45,7 +45,7 @@ class SubmissionError(ValueError):
 
 
 def _refuse_all(parts: list, fields: dict) -> None:
-    """Every problem of a form at once (issue 29): parts are the message's sentences, fields
+    """Every problem of a form at once (so one retry can fix them all): parts are the message's sentences, fields
     {form field: its problem}; each an exception (a refusal() with its key, reworded for the
     page) or words. Nothing is raised when there is no problem."""
     if parts:
@@ -101,7 +101,7 @@ def _idx_map(items, key="idx") -> dict:
 
 
 def _validate_receive(database, a, payload) -> dict:
-    ex = queue.exchange(database, a["exchange_id"])
+    ex = assignments.exchange(database, a["exchange_id"])
     qs = studies.questions(database, ex["study_id"], ex["starter_id"])
     given = _idx_map(payload.get("answers"))
     unknown = set(given) - {q["idx"] for q in qs}
@@ -140,7 +140,7 @@ def _validate_validate(database, a, payload) -> dict:
     if problem:
         parts.append(problem)
         fields["score"] = problem
-    receive = queue.assignment(database, int(a["item_id"]))
+    receive = assignments.assignment(database, int(a["item_id"]))
     idxs = [x["idx"] for x in results.answers(database, receive["id"])]
     marks_in = payload.get("marks") or {}
     if not isinstance(marks_in, dict):
@@ -279,7 +279,7 @@ def _refuse_in_write(database, p: dict, a: dict, fresh: dict | None, tab: str) -
         raise refusal(AccessError, "deactivated")
     if fresh is None or fresh["status"] == "withdrawn":
         raise refusal(SubmissionError, "withdrawn")
-    nxt = queue.next_open(database, p["id"], TAB_PHASES[tab])
+    nxt = assignments.next_open(database, p["id"], TAB_PHASES[tab])
     if nxt is None or nxt["id"] != a["id"]:
         raise _out_of_order(tab)
 
@@ -301,7 +301,7 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
         data = None
         if a["phase"] == "record":
             try:
-                ex = queue.exchange(database, a["exchange_id"])
+                ex = assignments.exchange(database, a["exchange_id"])
                 starter = studies.starter(database, study["id"], ex["starter_id"])
                 data = {"audio": store_recording(payload.get("audio") or "", media_dir,
                                                  study["config"]["usability"]["max_recording_seconds"],
@@ -328,14 +328,14 @@ def _checked(database, token, tab, item_id, media_dir, voice: Voice):
         raise refusal(AccessError, stage)
     a = None
     for phase, item in parse_item_key(tab, item_id):
-        a = queue.find_assignment(database, p["id"], phase, item)
+        a = assignments.find_assignment(database, p["id"], phase, item)
     if a is None:
         raise refusal(AccessError, "not_in_queue")
     if a["status"] == "done":
         return _already_saved(database, a, token, tab, media_dir, voice)
-    nxt = queue.next_open(database, p["id"], TAB_PHASES[tab])
+    nxt = assignments.next_open(database, p["id"], TAB_PHASES[tab])
     if nxt is None or nxt["id"] != a["id"]:       # checked again inside the write
-        if queue.assignment(database, a["id"])["status"] == "done":  # a concurrent double submit saved it
+        if assignments.assignment(database, a["id"])["status"] == "done":  # a concurrent double submit saved it
             return _already_saved(database, a, token, tab, media_dir, voice)
         raise _out_of_order(tab)
     return p, study, a
@@ -355,7 +355,7 @@ def _save(database, token, tab, p: dict, study: dict, a: dict, payload: dict, da
                 "survey_baseline": _validate_survey, "survey_informed": _validate_survey,
                 "da": _validate_da, "sd": _validate_sd}[phase](database, a, payload)
     with database.write() as db:
-        fresh = queue.assignment(database, a["id"])
+        fresh = assignments.assignment(database, a["id"])
         if fresh["status"] == "done":  # a concurrent double submit got here first
             return _already_saved(database, a, token, tab, media_dir, voice)
         _refuse_in_write(database, p, a, fresh, tab)
@@ -371,7 +371,7 @@ def _save(database, token, tab, p: dict, study: dict, a: dict, payload: dict, da
             results.insert_validation(db, a["id"], data["receive_assignment_id"], a["exchange_id"],
                                       data["score"], data["qa_score"], data["marks"])
         elif phase.startswith("survey"):
-            ex = queue.exchange(database, a["exchange_id"])
+            ex = assignments.exchange(database, a["exchange_id"])
             perspective = "first" if ex["sender_id"] == p["id"] else "third"
             results.insert_survey(db, a["id"], a["exchange_id"], phase.split("_")[1], perspective,
                                   data["satisfaction"], data["trust"], data["reliance"])
@@ -383,7 +383,7 @@ def _save(database, token, tab, p: dict, study: dict, a: dict, payload: dict, da
             results.insert_sd_suitability(db, a["id"], data["suitability"], data["suggestion"])
         else:
             results.insert_sd_ratings(db, a["id"], data["ratings"])
-        queue.mark_done(db, a["id"], _active_seconds(a))
+        assignments.mark_done(db, a["id"], _active_seconds(a))
         if phase == "da":      # the rater's last item: their HIT is judged, and rerun if it failed
             da_campaign.hit_completed(db, database, study, a)
         database.log(actor or f"participant:{p['id']}", "submit", phase, a["id"],
@@ -393,5 +393,5 @@ def _save(database, token, tab, p: dict, study: dict, a: dict, payload: dict, da
             ready_next(db, database, p, study, tab)
     # an instruction page (the SD welcome and example) saves no answer, so it says no "Saved."
     words = "" if a["item_id"] in INSTRUCTION_ITEMS.get(tab, ()) else voice("saved")
-    return SubmitResult(True, words, _stored(database, queue.assignment(database, a["id"])),
+    return SubmitResult(True, words, _stored(database, assignments.assignment(database, a["id"])),
                         get_view(database, token, tab, media_dir=media_dir, limited=False, lang=voice.lang))

@@ -1,4 +1,4 @@
-"""The welcome at the top of a participant's page (issue 29): what the role does and about how
+"""The welcome at the top of a participant's page: what the role does and about how
 long it takes, before consent and the first item, as survey platforms show it.
 
 The minutes are the study's `[study] expected_minutes` for the role where it sets them (a table,
@@ -12,7 +12,7 @@ import math
 
 from services.participation.items import ROLE_TABS, TAB_PHASES
 from services.study.texts import Voice
-from storage import queue, studies
+from storage import assignments, studies
 
 # the project's estimates (no paper gives one): reading and recording a 40-60 word starter, up to
 # two tries, and its two surveys; reading a translation and answering up to 10 short questions;
@@ -50,6 +50,6 @@ def page_welcome(database, participant: dict, lang: str) -> str:
     """The welcome of a participant's page while they have answered nothing yet ("" after): the
     time is what they decide to start on; after their first item the progress line says the rest."""
     phases = tuple(ph for tab in ROLE_TABS[participant["role"]] for ph in TAB_PHASES[tab])
-    if queue.counts(database, participant["id"], phases)["done"]:
+    if assignments.counts(database, participant["id"], phases)["done"]:
         return ""
     return welcome(studies.get_study(database, participant["study_id"]), participant["role"], lang)

@@ -24,8 +24,8 @@ worker runs it periodically (services/participation/maintenance.py) and the admi
 """
 from __future__ import annotations
 
-from services.participation.assignment import order_key, seeded_rng
-from storage import participants, pool, queue, studies
+from services.common.seeded import order_key, seeded_rng
+from storage import assignments, participants, pool, studies
 
 # the pooled phase a role takes work from, and the study setting that caps it per person
 POOL_OF_ROLE = {"receiver": "receive", "validator": "validate", "rater": "survey_baseline"}
@@ -138,7 +138,7 @@ def _open_exchange(db, database, study: dict, ex: dict) -> int:
             pool.set_need(db, sid, "receive", eid, need)
             added += 1
     if ex["sender_id"] and not ex["dropped_out_at"]:
-        added += queue.insert_assignment(db, sid, ex["sender_id"], "survey_baseline", eid,
+        added += assignments.insert_assignment(db, sid, ex["sender_id"], "survey_baseline", eid,
                                          order_key(seed, ex["sender_id"], eid), exchange_id=eid) is not None
     elif _needs_rater(database, ex):
         added += _offer_rater(db, database, study, ex)
@@ -211,7 +211,7 @@ def _open_informed(db, database, study: dict, exchange_id: int, only: int | None
         # keeps theirs, for when they are reactivated)
         if h["dropped_out_at"] or (not h["active"] and h["role"] != "sender"):
             continue
-        added += queue.insert_assignment(db, study["id"], h["participant_id"], "survey_informed", exchange_id,
+        added += assignments.insert_assignment(db, study["id"], h["participant_id"], "survey_informed", exchange_id,
                                          order_key(_seed(study), h["participant_id"], exchange_id),
                                          exchange_id=exchange_id) is not None
     return added
@@ -285,9 +285,9 @@ def next_item(db, database, p: dict, study: dict) -> dict | None:
             if c["producers"] & mine:
                 continue
             if pool.take(db, sid, phase, c["item_id"]):
-                aid = queue.insert_assignment(db, sid, pid, phase, c["item_id"],
+                aid = assignments.insert_assignment(db, sid, pid, phase, c["item_id"],
                                               order_key(_seed(study), pid, c["item_id"]), exchange_id=c["exchange_id"])
-                return queue.assignment(database, aid)
+                return assignments.assignment(database, aid)
     return None
 
 
@@ -310,11 +310,11 @@ def adopt_cell_orphans(db, database, study: dict, sender_id: int, group, gender)
     already theirs), so the cell's design stays complete. Returns the new exchanges."""
     sid, made = study["id"], []
     for o in pool.cell_orphans(database, sid, cell(group, gender)):
-        if (o["starter_id"] in queue.sender_starters(database, sender_id)
+        if (o["starter_id"] in assignments.sender_starters(database, sender_id)
                 or not pool.take(db, sid, "record", o["item_id"])):
             continue
-        eid = queue.insert_exchange(db, sid, o["starter_id"], o["system_id"], sender_id)
-        queue.insert_assignment(db, sid, sender_id, "record", eid, order_key(_seed(study), sender_id, eid),
+        eid = assignments.insert_exchange(db, sid, o["starter_id"], o["system_id"], sender_id)
+        assignments.insert_assignment(db, sid, sender_id, "record", eid, order_key(_seed(study), sender_id, eid),
                                 exchange_id=eid)
         database.log("workflow", "adopt", "exchanges", o["exchange_id"], {"new_exchange": eid, "to": sender_id})
         made.append(eid)

@@ -1,4 +1,4 @@
-"""Gender audit of a quality-estimation (QE) metric (paper 003, PROTOCOLS.md section 4).
+"""Gender audit of a quality-estimation (QE) metric (paper 003).
 
 Input, PAIRS.csv (:func:`read_pairs`): one row per instance, a source and its two contrastive
 translations that differ only in gender:

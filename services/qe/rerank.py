@@ -1,5 +1,5 @@
-"""Quality-aware reranking and the gender of its output (paper 003 section 5, PROTOCOLS.md
-section 4: "N sampled hypotheses reranked by a QE metric; gender accuracy per source gender vs
+"""Quality-aware reranking and the gender of its output (paper 003 section 5:
+"N sampled hypotheses reranked by a QE metric; gender accuracy per source gender vs
 greedy").
 
 Candidates (:func:`read_candidates`), one row per hypothesis: ``instance_id``, ``lang``,

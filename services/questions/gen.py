@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from services.common import variants
 from services.models import llm as llm_service
 from services.models import systems
 from services.models.backends import BackendUnavailable
@@ -27,7 +28,6 @@ from services.models.cache import CACHE
 from services.questions import parse as question_parse
 from services.questions import review as question_review
 from services.questions import settings as question_settings
-from services.study import variants
 from storage import question_drafts, studies
 
 SNIPPET = 200          # how much of an unusable LLM answer a report quotes

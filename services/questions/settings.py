@@ -19,7 +19,7 @@ must contain are checked at import.
   "chrf" (sacrebleu chrF >= chrf_threshold) or "e5" (multilingual-e5 cosine >= e5_threshold)
 - chrf_threshold (50.0, 0..100), e5_threshold (0.9, -1..1)
 
-A prompt may also hold the study's Portuguese variant (services/study/variants.py): {target_language}
+A prompt may also hold the study's Portuguese variant (services/common/variants.py): {target_language}
 ("Portuguese (Portugal)" / "Portuguese (Brazil)"), {target_language_pt}, {target_variant};
 prompt() fills them from the study's [usability] target_variant.
 """
@@ -29,9 +29,9 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from services.common import variants
 from services.common.vocabulary import MAX_QUESTIONS
 from services.models.systems import BERGAMOT_VARIANT
-from services.study import variants
 
 PROMPTS_DIR = Path(__file__).resolve().parents[2] / "assets" / "prompts"
 MODES = ("pt", "backtranslation")

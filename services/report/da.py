@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from services.da import analysis as da_analysis
+from services.da import study_analysis as da_study
 from services.report.sections import Part, fill
 
 TITLE = "Direct assessment, text-only vs audio (paper 001)"
@@ -87,10 +89,6 @@ def h2h_matrix(h2h: pd.DataFrame, modality: str, run: int = 1) -> pd.DataFrame:
 
 def build(database, study_id: str, out_dir: Path, alpha: float | None = None) -> Part:
     """Paper 001's part; alpha None: the study's da.reliability_alpha (as the tab's blank field)."""
-    # scipy and plotly: the analysis's heavy imports, on first use only
-    from services.da import analysis as da_analysis
-    from services.da import study_analysis as da_study
-
     part = Part("da", TITLE)
     content: dict = {"Table 6": WMT22}
     t1 = da_study.segments_table1(database, study_id)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from services.qe import paper_figures
 from services.report.sections import Part, fill
 
 TITLE = "Gender audit of QE metrics (paper 003)"
@@ -80,8 +81,6 @@ def build(folders, out_dir: Path) -> Part:
         part.summary = "No QE audit folders given."
         part.sections = fill(ITEMS, {}, NO_AUDIT, DECIMALS)
         return part
-    from services.qe import paper_figures  # with the audit: scipy and pandas-heavy, on first use only
-
     runs = [paper_figures.load_run(folder, label) for label, folder in map(paper_figures.parse_run_argument, folders)]
     res = paper_figures.paper_results(runs)
     figs = paper_figures.figures(res)

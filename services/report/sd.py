@@ -10,6 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from services.report.sections import Part, fill
+from services.sd import analysis as sd_analysis
+from services.sd import study_analysis as sd_study
 
 TITLE = "Semantic differential (paper 002)"
 ITEMS = [
@@ -42,10 +44,6 @@ def table2(efa) -> pd.DataFrame:
 def build(database, study_id: str, out_dir: Path, n_factors: int | None = None, prune: bool = True,
           factor_rule: str | None = None) -> Part:
     """Paper 002's part; the defaults are the paper's (as the tab's): K by eigenvalue > 1, pruning on."""
-    # scipy, factor_analyzer and plotly: the analysis's heavy imports, on first use only
-    from services.sd import analysis as sd_analysis
-    from services.sd import study_analysis as sd_study
-
     part = Part("sd", TITLE)
     done = sd_study.analyse(database, study_id, n_factors, prune,
                             factor_rule or sd_analysis.FACTOR_RULE)

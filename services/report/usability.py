@@ -10,7 +10,9 @@ import pandas as pd
 
 from services.metrics import exchange as exchange_metrics
 from services.report.sections import Part, fill
+from services.usability import analysis as usability_analysis
 from services.usability import export as usability_export
+from services.usability import paper_figures
 from services.usability import study_analysis as usability_study
 from storage import studies
 
@@ -72,10 +74,6 @@ def table4(fit) -> pd.DataFrame:
 def build(database, study_id: str, out_dir: Path, png: bool = False) -> Part:
     """Paper 000's part of the report; the analysis's own files under out_dir/usability (PNG
     copies of the figures too when png: kaleido, about 1 s each)."""
-    # statsmodels, scipy and plotly: the analysis's heavy imports, on first use only
-    from services.usability import analysis as usability_analysis
-    from services.usability import paper_figures
-
     part = Part("usability", TITLE)
     study = studies.get_study(database, study_id)
     metric_lines = exchange_metrics.report_lines(exchange_metrics.metrics_report(database, study_id))

@@ -1,5 +1,5 @@
 """Semantic-differential (SD) analysis: data cleansing and exploratory factor analysis
-(paper 002, PROTOCOLS.md section 3).
+(paper 002).
 
 Input: one row per rating (REQUIRED columns): ``value`` is the slider position -3..+3 in
 canonical polarity, ``is_repeat`` 1 marks the second rating of a (sentence, pair) the

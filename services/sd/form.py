@@ -27,8 +27,8 @@ The welcome and example pages have no scales (an empty `pairs`): submitting them
 """
 from __future__ import annotations
 
-from services.participation.assignment import seeded_rng
-from storage import queue, studies
+from services.common.seeded import seeded_rng
+from storage import assignments, studies
 
 REPEAT_SUFFIX = "~repeat"
 SUITABILITY_ITEM = "suitability"
@@ -89,24 +89,24 @@ def setup_queue(db, database, study, pid: int) -> None:
     sd, seed = cfg["sd"], cfg["study"]["seed"]
     rng = seeded_rng("sd", seed, pid)
     sents = studies.sd_sentences(database, sid)
-    use = queue.segment_use(database, sid, "sd")
+    use = assignments.segment_use(database, sid, "sd")
     sents.sort(key=lambda s: (use.get(f"{s['id']}#1", 0), rng.random()))
     layout = participant_layout([p["id"] for p in studies.sd_pairs(database, sid, sd["language"])], rng)
     chosen = sents[:sd["sentences_per_participant"]]
     sizes = _layout_sizes(sd, len(layout))
     # the welcome (instructions) and the example, each on its own page, before the first sentence
-    queue.insert_assignment(db, sid, pid, "sd", WELCOME_ITEM, -0.002, meta={"kind": "welcome", "pairs": []})
-    queue.insert_assignment(db, sid, pid, "sd", EXAMPLE_ITEM, -0.001, meta={"kind": "example", "pairs": []})
+    assignments.insert_assignment(db, sid, pid, "sd", WELCOME_ITEM, -0.002, meta={"kind": "welcome", "pairs": []})
+    assignments.insert_assignment(db, sid, pid, "sd", EXAMPLE_ITEM, -0.001, meta={"kind": "example", "pairs": []})
     for rank, s in enumerate(chosen):
         srng = seeded_rng("sd-repeats", seed, pid, s["id"])
         entries = sentence_entries(layout, sd["repeats_per_sentence"], srng, last_page_size=sizes[-1])
         parts = pages(entries, sd.get("pairs_per_page", 0), sd.get("pages_per_sentence", 1))
         for k, page in enumerate(parts, start=1):
-            queue.insert_assignment(db, sid, pid, "sd", f"{s['id']}#{k}", rank + k / 1000,
+            assignments.insert_assignment(db, sid, pid, "sd", f"{s['id']}#{k}", rank + k / 1000,
                                     meta={"kind": "ratings", "sentence_id": s["id"], "page": k,
                                           "pages": len(parts), "pairs": page})
     if sd["mode"] == "preliminary":
-        queue.insert_assignment(db, sid, pid, "sd", SUITABILITY_ITEM, len(chosen) + 1,
+        assignments.insert_assignment(db, sid, pid, "sd", SUITABILITY_ITEM, len(chosen) + 1,
                                 meta={"kind": "suitability", "pairs": layout})
 
 

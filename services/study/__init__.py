@@ -1,1 +1,1 @@
-"""A study as files and as data: study folder reading and import, wording, consent, participants, export, variants."""
+"""A study as files and as data: study folder reading, wording, consent, export and its dictionary."""

@@ -36,10 +36,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from services.common import variants
 from services.common.settings import Settings
 from services.metrics import exchange as exchange_metrics
 from services.models import systems as system_registry
-from services.study import consent, variants
+from services.study import consent
 from services.study import export_dictionary as dictionary
 from storage import exports, studies
 
@@ -206,7 +207,7 @@ def _exchange_extras(rows: list[dict], variants_by_system: dict[str, str]) -> No
 
 
 def system_variants(database, study_id: str) -> dict[str, str]:
-    """system id -> the Portuguese variant it produced for this study (services/study/variants.py):
+    """system id -> the Portuguese variant it produced for this study (services/common/variants.py):
     pt-PT, pt-BR, or "" where nothing named one (a prompt saying only "Portuguese", NLLB's
     por_Latn, translations imported from elsewhere)."""
 

@@ -15,6 +15,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.common import variants
 from services.common.settings import Settings
 from services.common.vocabulary import ID_RE, MAX_QUESTIONS, ROLES
 from services.metrics import registry as metric_registry
@@ -22,7 +23,7 @@ from services.models import llm as llm_settings
 from services.models import systems as system_registry
 from services.models.backends.remote import endpoint_problems
 from services.questions import settings as question_settings
-from services.study import consent, texts, variants
+from services.study import consent, texts
 from services.usability.recording_qc import SECOND_OPINION_DEFAULTS, qc_asr_problems, second_opinion_problems
 
 PROTOCOLS = ("usability", "da", "sd")
@@ -96,7 +97,7 @@ DEFAULTS = {
                   "receiver_repeat_starters": False,
                   "max_recording_seconds": 30, "starter_words": [40, 60],
                   # the Portuguese the receivers read: pt-PT (the paper's, in Portugal) or pt-BR
-                  # (services/study/variants.py: reaches the LLM prompts and the systems that take it)
+                  # (services/common/variants.py: reaches the LLM prompts and the systems that take it)
                   "target_variant": variants.DEFAULT,
                   # a sender not seen for this many days while surveys wait counts as dropped out
                   # (services/participation/dropouts.py); 0: only when the study team says so

@@ -1,5 +1,5 @@
 """Usability analysis of the situated speech-translation study (paper 000 sections 3-4 and
-appendix C, PROTOCOLS.md section 1 "Analysis").
+appendix C).
 
 Input: one row per exchange (REQUIRED columns; the OPTIONAL ones and any ``metric_<name>``
 columns, empty cells allowed there). Satisfaction, trust and reliance are the informed

@@ -21,14 +21,14 @@ from services.models import systems
 from services.models.cache import CACHE
 from services.participation import maintenance, workflow
 from services.usability import recording_qc
-from storage import queue, results, studies
+from storage import assignments, results, studies
 
 
 def process_recording(database, recording_id: int, cache=CACHE) -> dict:
     rec = results.recording(database, int(recording_id))
     if rec is None:
         raise ValueError(f"recording {recording_id} does not exist")
-    ex = queue.exchange(database, rec["exchange_id"])
+    ex = assignments.exchange(database, rec["exchange_id"])
     study = studies.get_study(database, ex["study_id"])
     system = next((s for s in study["config"]["systems"] if s["id"] == ex["system_id"]), None)
     if system is None:
@@ -95,7 +95,7 @@ def record_outcome(database, recording_id: int, translation: str, transcript: st
     (the study simulation in benchmarks/, an import of outputs computed elsewhere). Returns the
     QC status."""
     rec = results.recording(database, int(recording_id))
-    ex = queue.exchange(database, rec["exchange_id"])
+    ex = assignments.exchange(database, rec["exchange_id"])
     starter = studies.starter(database, ex["study_id"], ex["starter_id"])
     if results.translation(database, ex["id"]) is None:
         save_translation(database, rec, ex, translation, transcript, meta or {})

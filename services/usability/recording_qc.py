@@ -11,7 +11,7 @@ number either way). The recording is flagged when its first three or last three 
 from the prompt's, or when WER > 0.6. Flagged recordings wait for a person's accept/reject in
 the admin tab, which shows the word alignment (align()).
 
-The second opinion (issue 31; a study setting, on by default with the offline QC ASR): a small
+The second opinion (a study setting, on by default with the offline QC ASR): a small
 ASR mishears a good reading's edge words ("Cascais" as "cast guys"), so the same ASR also scores
 the prompt the sender was asked to read against the audio (teacher forcing: the probability it
 gives each prompt token). A start mismatch is kept only when the prompt's first word is unlikely

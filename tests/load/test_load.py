@@ -75,17 +75,17 @@ def test_a_double_submit_racing_the_first_is_told_it_was_saved(database, tmp_pat
     queue moved on: it is the same answer again, not an out-of-order one."""
     from services.participation import submissions
     from services.participation.items import get_view
-    from services.study.importer import import_study
-    from services.study.participants import add_participants
-    from storage import queue
+    from services.setup.enrolment import add_participants
+    from services.setup.importer import import_study
+    from storage import assignments
 
     import_study(database, STUDY)
     p = add_participants(database, STUDY_ID, "da", 1)[0]
     item = get_view(database, p.token, "da", media_dir=tmp_path).item_id
-    stale = queue.find_assignment(database, p.id, "da", item)           # read before the first one committed
+    stale = assignments.find_assignment(database, p.id, "da", item)           # read before the first one committed
     first = submissions.submit(database, p.token, "da", item, {"score": 40}, media_dir=tmp_path)
     assert first.saved and first.message == "Saved."
-    monkeypatch.setattr(submissions.queue, "find_assignment", lambda *a, **k: stale)
+    monkeypatch.setattr(submissions.assignments, "find_assignment", lambda *a, **k: stale)
     second = submissions.submit(database, p.token, "da", item, {"score": 90}, media_dir=tmp_path)
     assert not second.saved and second.message == "This answer was already saved."
     assert second.next.item_id == first.next.item_id

@@ -14,9 +14,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
-
-class BackendUnavailable(RuntimeError):
-    """A model, package or credential is missing; the message says what to install or set."""
+from services.common.unavailable import BackendUnavailable
 
 
 class ServerUnreachable(BackendUnavailable):
@@ -31,7 +29,7 @@ class STResult:
     seconds: dict[str, float] = field(default_factory=dict)   # per stage: asr, mt, st
     system: str = ""
     models: dict[str, str] = field(default_factory=dict)      # stage -> model id, for provenance
-    # pt-PT, pt-BR, or "" when nothing asked for one (services/study/variants.py)
+    # pt-PT, pt-BR, or "" when nothing asked for one (services/common/variants.py)
     variant: str = ""
 
 

@@ -10,7 +10,7 @@ from services.da.hits import build_hits
 from services.metrics import exchange as exchange_metrics
 from services.participation import workflow
 from services.study.files import StudyError, StudyValidationError, load_study
-from storage import queue, results, studies
+from storage import assignments, results, studies
 
 
 @dataclass
@@ -54,7 +54,7 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
     with database.write() as db:
         studies.replace_study(db, bundle)
         for ex in bundle.exchanges:
-            eid = queue.insert_exchange(db, bundle.id, ex["starter_id"], ex["system"], None,
+            eid = assignments.insert_exchange(db, bundle.id, ex["starter_id"], ex["system"], None,
                                         import_key=f"{bundle.id}:{ex['starter_id']}:{ex['system']}")
             results.insert_translation(db, eid, ex["system"], ex["translation"],
                                        meta='{"origin": "imported"}')

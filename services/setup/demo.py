@@ -15,11 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from services.models import tts
 from services.participation.dropouts import drop_out
 from services.participation.items import get_view
 from services.participation.submissions import submit
-from services.study.participants import add_participants
-from storage import queue, studies
+from services.setup.enrolment import add_participants
+from storage import assignments, studies
 
 GROUP, GENDER = "USB", "Man"      # not the demo sender's cell (server.ensure_demo: USW, Woman)
 LEAD_S = 0.5                       # silence before the reading, as after pressing record
@@ -29,10 +30,8 @@ REASON = "demo: stopped after their first recordings (their surveys go to the ra
 def _reading(text: str, media_dir: Path) -> Path:
     """The text read aloud: the study's TTS for English (Piper, or Google with credentials),
     espeak-ng where that cannot run (no Piper voice offline)."""
-    # lazy imports (soundfile, the TTS backends): only a new demo database reads its starter aloud
+    # lazy import (soundfile): only a new demo database reads its starter aloud
     import soundfile as sf
-
-    from services.models import tts
 
     try:
         wav = tts.speak(text, "en", media_dir)
@@ -54,16 +53,17 @@ def add_dropped_out_sender(database, study_id: str, media_dir: Path, stays: int)
         return "no dropped-out sender: the demo study sets no usability.items_per_rater"
     # the design block after the demo sender's: other starters (every cell's block 0 has the same ones)
     p = add_participants(database, study_id, "sender", 1, GROUP, GENDER, actor="demo", design_index=1)[0]
-    taken = queue.sender_starters(database, stays)
-    mine = [a for a in queue.open_assignments(database, p.id) if a["phase"] == "record"]
-    picks = [a for a in mine if queue.exchange(database, a["exchange_id"])["starter_id"] not in taken][:n]
+    taken = assignments.sender_starters(database, stays)
+    mine = [a for a in assignments.open_assignments(database, p.id) if a["phase"] == "record"]
+    picks = [a for a in mine if assignments.exchange(database, a["exchange_id"])["starter_id"] not in taken][:n]
     made = []
     try:
         for a in picks:
-            starter = studies.starter(database, study_id, queue.exchange(database, a["exchange_id"])["starter_id"])
+            exchange = assignments.exchange(database, a["exchange_id"])
+            starter = studies.starter(database, study_id, exchange["starter_id"])
             wav = _reading(re.sub(r"\s+", " ", starter["text"]), Path(media_dir))
             with database.write() as db:     # this starter next (the ones left are withdrawn below)
-                queue.put_first(db, a["id"])
+                assignments.put_first(db, a["id"])
             view = get_view(database, p.token, "record", media_dir=media_dir)     # the page, as a sender opens it
             submit(database, p.token, "record", view.item_id, {"audio": str(wav)}, media_dir=media_dir, actor="demo")
             made.append(starter["id"])

@@ -5,8 +5,6 @@ import json
 
 from storage.db import Database, now, rows
 
-SURVEY_PHASES = ("survey_baseline", "survey_informed")
-
 
 def insert_exchange(db, study_id: str, starter_id: str, system_id: str, sender_id: int | None,
                     import_key: str | None = None) -> int:

@@ -28,13 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
+from services.common.seeded import order_key
 from services.common.settings import current as current_settings
 from services.common.vocabulary import ROLES
 from services.da import campaign as da_campaign
 from services.participation import workflow
-from services.participation.assignment import order_key, sender_design
+from services.participation.assignment import sender_design
 from services.sd import form as sd_form
-from storage import participants, queue, studies
+from storage import assignments, participants, studies
 
 
 class ParticipantError(ValueError):
@@ -82,8 +83,8 @@ def _setup_queue(db, database, study, pid: int, role: str, group, gender, design
         systems = [s["id"] for s in studies.systems(database, sid) if s["config"]["assign"]]
         for starter_id, system_id in sender_design(studies.starters(database, sid), systems,
                                                    us["items_per_sender"], seed, index):
-            eid = queue.insert_exchange(db, sid, starter_id, system_id, pid)
-            queue.insert_assignment(db, sid, pid, "record", eid, order_key(seed, pid, eid), exchange_id=eid)
+            eid = assignments.insert_exchange(db, sid, starter_id, system_id, pid)
+            assignments.insert_assignment(db, sid, pid, "record", eid, order_key(seed, pid, eid), exchange_id=eid)
         # recordings withdrawn from a sender of this cell that no sender of it could take
         workflow.adopt_cell_orphans(db, database, study, pid, group, gender)
     elif role == "da":
@@ -109,7 +110,7 @@ def add_participants(database, study_id: str, role: str, count: int = 1, group: 
     """Slots with their queues. self_enrol: slots only a Prolific newcomer (a signed enrolment
     URL) can take; otherwise private-link slots, which self-enrolment never hands out.
     design_index: a sender's design block (default: their cell's next; the demo's dropped-out
-    sender takes another block than the demo sender's, services/study/demo.py)."""
+    sender takes another block than the demo sender's, services/setup/demo.py)."""
     study = _study(database, study_id)
     _check_role(study, role, group, gender)
     if self_enrol:
@@ -269,7 +270,7 @@ class RefusalCounts:
     """Refused enrolments counted per (study, role, reason, minute) in memory and written at most
     once every FLUSH_S seconds (one upsert per key, storage.participants.add_refusals): a client
     reloading a refused URL 30 times a second costs one small write every few seconds, not a
-    write under the answers' lock each time (issue 30, finding 11). A count that is not written
+    write under the answers' lock each time. A count that is not written
     at once is written by a timer FLUSH_S seconds later, so a quiet spell never leaves counts
     only in memory: a crash loses at most the last FLUSH_S seconds; counts() writes what is
     pending first."""
@@ -332,8 +333,8 @@ def _count_refusal(database, study_id: str, role: str, reason: str) -> None:
 class ClientClaims:
     """New enrolments per (study, client) over the last 60 s, in this process's memory (a restart
     forgets them; the per-study cap, counted from the database, still holds): one client taking
-    slot after slot with invented Prolific ids is stopped at study.enrol_per_client_per_minute
-    (issue 30, finding 10). Bounded: past MAX_KEYS clients the idle ones are dropped."""
+    slot after slot with invented Prolific ids is stopped at study.enrol_per_client_per_minute.
+    Bounded: past MAX_KEYS clients the idle ones are dropped."""
 
     MAX_KEYS = 10_000
 
