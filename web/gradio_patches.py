@@ -25,6 +25,12 @@ def quiet_queues(site: Site, seconds: float = QUEUE_POLL_S) -> None:
         page._queue.progress_update_sleep_when_free = PROGRESS_POLL_S
 
 
+# Gradio stores what an event's inputs point at while it preprocesses them, before any handler
+# sees a token: a FileData whose path is an http(s) URL is downloaded then
+# (processing_utils.async_move_files_to_cache -> Block.async_move_resource_to_block_cache ->
+# async_ssrf_protected_download, which refuses private addresses but lets any public host and
+# hf.co / huggingface.co through). No launch() or GRADIO_* setting turns that off (allowed_paths
+# and blocked_paths only concern local paths), so the check sits in front of that step.
 def refuse_remote_files() -> None:
     """Every event input that carries a file whose path is a URL (any scheme) is refused with
     gr.Error before gradio fetches or copies anything; uploads (paths on this server) pass."""

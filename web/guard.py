@@ -8,7 +8,7 @@ from web.sessions import Callers
 from web.site import ROLE_PAGES, Site
 from web.uploads import UploadBudget, upload_pages
 
-# -- bounded work per request, only the routes the pages use (issue 30, points 1, 2 and 8) ------
+# -- bounded work per request, only the routes the pages use ------------------------------------
 # Gradio parses an event's JSON body on the event loop and walks every input twice there (our
 # refuse_remote_files check, then its own file-moving walk) before any handler runs: one 23 MB
 # body stalled every other request for 22 s. Guard reads a body first, bounded in size and time,

@@ -189,7 +189,7 @@ def ensure_demo(database, settings):
         stays = add_participants(database, sid, "sender", 1, "USW", "Woman", actor="demo")[0]
         for role in ("receiver", "validator", "rater", "da", "sd"):
             add_participants(database, sid, role, 1, actor="demo")
-        # the rater's work: a sender who dropped out after one recording (issue 29)
+        # the rater's work: a sender who dropped out after one recording
         from services.study.demo import add_dropped_out_sender
         print("Demo: " + add_dropped_out_sender(database, sid, settings.media_dir, stays.id))
     print(f"Demo study '{sid}' ({status}). One link per role:")

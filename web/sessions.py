@@ -24,7 +24,7 @@ def known_credential(database, auth, value) -> bool:
         return False
 
 
-# -- sessions: cheap for anyone, kept for the callers the app knows (issue 30, point 3) ---------
+# -- sessions: cheap for anyone, kept for the callers the app knows ------------------------------
 # Gradio keeps a SessionState per session hash (the client chooses it), and built each with a copy
 # of every block's config: on "/" (314 blocks) 33-57 ms and about 500 KB a session, kept up to
 # 10,000 sessions a page. That copy only serves deep links (/gradio_api/deep_link, closed here):

@@ -3,7 +3,7 @@ together as a Site, and which page serves an API endpoint."""
 
 from dataclasses import dataclass
 
-# One page per role (issue 21): each role's page is a Blocks of its own, mounted at /<role>/, so
+# One page per role: each role's page is a Blocks of its own, mounted at /<role>/, so
 # the browser looks up a few dozen components per event and Gradio copies a few dozen blocks'
 # config for each new session (its SessionState copies every block of its Blocks: 55-72 ms per
 # session with every role in one Blocks, about 7 ms with one role's). "/" is the landing page

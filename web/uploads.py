@@ -4,13 +4,8 @@ once, an unused one after UNUSED_UPLOAD_S; uploads per client bounded (UploadBud
 from web.sessions import known_credential
 from web.site import Site
 
-# -- files: only uploads to this server, kept briefly (issue 17, points 3 and 7) ----------------
-# Gradio stores what an event's inputs point at while it preprocesses them, before any handler
-# sees a token: a FileData whose path is an http(s) URL is downloaded then
-# (processing_utils.async_move_files_to_cache -> Block.async_move_resource_to_block_cache ->
-# async_ssrf_protected_download, which refuses private addresses but lets any public host and
-# hf.co / huggingface.co through). No launch() or GRADIO_* setting turns that off (allowed_paths
-# and blocked_paths only concern local paths), so the check sits in front of that step.
+# -- files: only uploads to this server, kept briefly ---------------------------------------------
+# Files given as URLs are refused before Gradio fetches them (gradio_patches.refuse_remote_files).
 # delete_cache: every 10 minutes, what gradio stored more than an hour ago (uploads, and its copies
 # of served files and downloads) is deleted, and all of it when the server stops. A copy it serves
 # again is made again when missing.
@@ -77,7 +72,7 @@ def forget_strangers_uploads(demo, database, auth) -> None:
             block_fn.fn = wrap(fn)
 
 
-# -- uploads per client (issue 30, point 2): the upload request carries no session hash ---------
+# -- uploads per client: the upload request carries no session hash ------------------------------
 class UploadBudget:
     """Uploads per client address (services.admin.auth.throttle_key: behind a proxy, the address
     it appended): at most per_minute a minute, and at most held bytes of its uploads still on the
