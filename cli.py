@@ -1,4 +1,4 @@
-"""The command line: `python app.py` serves the app (server.py); subcommands import studies, manage
+"""The command line: `python app.py` serves the app (web/); subcommands import studies, manage
 participants, run the analyses and convert data sets. Each subcommand registers its handler
 (set_defaults(func=...)); handlers get (args, settings) and open the database through open_db.
 The rules they apply live in services/; this module only parses, calls and prints."""
@@ -26,7 +26,7 @@ def open_db(settings):
 
 
 def cmd_serve(args, settings):
-    from server import serve
+    from web.serving import serve
 
     return serve(args, settings, lambda: open_db(settings))
 

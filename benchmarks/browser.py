@@ -8,7 +8,7 @@ the demo (its DA campaign in text mode: one HIT of 24 items per rater) and a 30-
 demo's 12 starters copied under three ids each, their human translations imported as
 exchanges, ten questions each). Beside it run the same app with TRADLAB_FAST_PAGES=0 (no
 preload hints, Gradio serving its own bundle files: first loads only, the before/after of
-tabs/preload.py and server.StaticAssets in one run) and the floor: a bare Gradio page with one
+tabs/preload.py and web.fast_pages.StaticAssets in one run) and the floor: a bare Gradio page with one
 slider and one button whose click returns the next progress line (this script with
 --floor-server). Each run loads every page once, in turn, so a slow spell of the machine falls
 on all pages alike.

@@ -144,7 +144,7 @@ def refusal_text(e: Exception) -> Refusal:
 
 
 def copy_button(text: str, words: dict) -> str:
-    """A button that copies `text` (the page's COPY_JS in server.py does the copying), labelled in
+    """A button that copies `text` (the page's KEYBOARD_JS in web/pages.py does the copying), labelled in
     the page's language; a participant on a phone need not select a code by hand."""
     def attr(v) -> str:
         return html.escape(str(v), quote=True)

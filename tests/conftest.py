@@ -174,7 +174,7 @@ class RunningApp:
         self.env = {**os.environ, "TRADLAB_DB": str(tmp / "app.db"), "TRADLAB_MEDIA": str(tmp / "media"),
                     "TRADLAB_PUBLIC_URL": self.url, "TRADLAB_PORT": str(self.port),
                     "GRADIO_ANALYTICS_ENABLED": "False",
-                    # the tests' one address stands for many participants and the admin (server.UploadBudget)
+                    # the tests' one address stands for many participants and the admin (web.uploads.UploadBudget)
                     "TRADLAB_UPLOADS_PER_MINUTE": "1000", **(env_extra or {})}
         self.proc = None
 
@@ -275,12 +275,12 @@ class AppClient:
         return self.pages[name]
 
     def predict(self, *args, api_name: str):
-        from server import page_of_api
+        from web.site import page_of_api
 
         return self.page(page_of_api(api_name)).predict(*args, api_name=api_name)
 
     def submit(self, *args, api_name: str):
-        from server import page_of_api
+        from web.site import page_of_api
 
         return self.page(page_of_api(api_name)).submit(*args, api_name=api_name)
 

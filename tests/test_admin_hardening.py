@@ -183,8 +183,8 @@ def test_frame_ancestors_setting_and_its_space_default():
     from starlette.routing import Route
     from starlette.testclient import TestClient
 
-    from server import SecurityHeaders
     from services.common.settings import Settings
+    from web.middleware import SecurityHeaders
 
     assert Settings.from_env({}).frame_ancestors == "'self'"
     space = Settings.from_env({"SPACE_ID": "me/app"}, data_root="/nonexistent")
@@ -262,11 +262,11 @@ def test_an_old_failure_count_is_forgotten():
 def test_every_admin_event_shows_the_admin_its_unexpected_errors(tmp_path):
     """Each admin, analysis and QE-audit event goes through details_for_admin (login and logout
     run before any session exists)."""
-    import server
     from services.common.settings import Settings
     from storage import open_database
+    from web.app import build_app
 
-    demo = server.build_app(Settings.from_env(), open_database(tmp_path / "a.db")).team
+    demo = build_app(Settings.from_env(), open_database(tmp_path / "a.db")).team
     admin_events = [f for f in demo.fns.values() if f.fn is not None and f.api_name
                     and f.api_name.startswith(("admin", "analysis", "qe"))
                     and f.api_name not in ("admin_login", "admin_logout")]

@@ -33,10 +33,10 @@ class TeamPage:
     """The team page ("/") of the app built on `db`, one browser session of it, logged in."""
 
     def __init__(self, db, password="pw"):
-        import server
+        from web.pages import team_page
 
         self.auth = admin.AdminAuth(password, local_secret=ADMIN_SECRET)
-        self.demo = server.team_page(Settings.from_env(), db, self.auth)
+        self.demo = team_page(Settings.from_env(), db, self.auth)
         self.state = SessionState(self.demo)
         self.session = self.auth.login(password or ADMIN_SECRET, "127.0.0.1")
 

@@ -182,18 +182,18 @@ def test_tls_hosts_parsing_and_defaults():
 def test_serve_flags_make_the_certificate_beside_the_database(tmp_path):
     import argparse
 
-    import server
+    from web.serving import serve_tls
 
     s = Settings.from_env({"TRADLAB_DB": str(tmp_path / "db" / "tradlab.db")})
     args = argparse.Namespace(self_signed=True, tls_hosts="localhost,127.0.0.1", ssl_certfile=None,
                               ssl_keyfile=None)
-    cert, key = server.serve_tls(args, s)
+    cert, key = serve_tls(args, s)
     assert Path(cert) == tmp_path / "db" / "tls" / "cert.pem" and Path(key).is_file()
     with pytest.raises(SystemExit):
-        server.serve_tls(argparse.Namespace(self_signed=True, tls_hosts=None, ssl_certfile="c.pem",
+        serve_tls(argparse.Namespace(self_signed=True, tls_hosts=None, ssl_certfile="c.pem",
                                          ssl_keyfile="k.pem"), s)
     plain = argparse.Namespace(self_signed=False, tls_hosts=None, ssl_certfile=None, ssl_keyfile=None)
-    assert server.serve_tls(plain, s) == (None, None)
+    assert serve_tls(plain, s) == (None, None)
 
 
 # -- the Space and Docker files, statically ---------------------------------------------------
@@ -291,7 +291,7 @@ def test_start_probe_waits_out_a_busy_server(monkeypatch):
 
     from gradio import networking
 
-    import server as app_server
+    from web.gradio_patches import patient_start_probe
 
     calls = []
 
@@ -313,17 +313,17 @@ def test_start_probe_waits_out_a_busy_server(monkeypatch):
         assert networking.url_ok(url) is False          # gradio's probe alone: refused
         monkeypatch.setattr(networking, "url_ok", networking.url_ok)
         calls.clear()
-        app_server.patient_start_probe(seconds=20)
+        patient_start_probe(seconds=20)
         assert networking.url_ok(url) is True
         assert len(calls) >= 2
-        app_server.patient_start_probe(seconds=20)              # idempotent: not wrapped twice
+        patient_start_probe(seconds=20)              # idempotent: not wrapped twice
         assert networking.url_ok.patient
     finally:
         server.shutdown()
 
 
 def test_printed_links_follow_the_port_and_host_the_server_listens_on():
-    from server import link_base
+    from web.serving import link_base
 
     s = Settings.from_env({})
     assert link_base(s, None, None, False) == "http://127.0.0.1:7860"

@@ -43,14 +43,14 @@ def test_only_the_settings_module_reads_the_environment():
     """Issue 19: one source of settings. The two exceptions write variables for other libraries
     (gradio's analytics interval; libgomp's OMP_* around the e5 engine's load, put back after)."""
     root = Path(__file__).resolve().parent.parent
-    allowed = {"services/common/settings.py", "services/metrics/registry.py", "server.py"}
-    files = [p for top in ("services", "storage", "tabs") for p in (root / top).rglob("*.py")]
-    files += [root / name for name in ("app.py", "server.py", "cli.py")]
+    allowed = {"services/common/settings.py", "services/metrics/registry.py", "web/serving.py"}
+    files = [p for top in ("services", "storage", "tabs", "web") for p in (root / top).rglob("*.py")]
+    files += [root / name for name in ("app.py", "cli.py")]
     readers = sorted(str(p.relative_to(root)) for p in files
                      if re.search(r"os\.environ|getenv\(", p.read_text()) and str(p.relative_to(root)) not in allowed)
     assert readers == []
-    assert "os.environ.setdefault(\"GRADIO_ANALYTICS_CACHE_FREQUENCY\"" in (root / "server.py").read_text()
-    assert len(re.findall(r"os\.environ", (root / "server.py").read_text())) == 1
+    assert "os.environ.setdefault(\"GRADIO_ANALYTICS_CACHE_FREQUENCY\"" in (root / "web/serving.py").read_text()
+    assert len(re.findall(r"os\.environ", (root / "web/serving.py").read_text())) == 1
 
 
 def test_the_readmes_links_to_the_docs_resolve():

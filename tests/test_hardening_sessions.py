@@ -24,11 +24,11 @@ def rss_mb(pid: int) -> float:
 # -- in process ----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    import server
     from services.common.settings import Settings
     from storage import open_database
+    from web.app import build_app
 
-    return server.build_app(Settings.from_env(), open_database(tmp_path_factory.mktemp("s") / "a.db"))
+    return build_app(Settings.from_env(), open_database(tmp_path_factory.mktemp("s") / "a.db"))
 
 
 def test_a_new_session_no_longer_copies_every_blocks_config(site):
@@ -38,9 +38,9 @@ def test_a_new_session_no_longer_copies_every_blocks_config(site):
 
     from gradio.state_holder import SessionState
 
-    import server
+    from web.sessions import session_classes
 
-    lean, _ = server.session_classes()
+    lean, _ = session_classes()
     team = site.team
     assert len(team.blocks) > 200
     assert set(vars(lean(team))) == set(vars(SessionState(team)))      # the same attributes as gradio's
@@ -66,9 +66,9 @@ def test_known_sessions_are_kept_and_strangers_are_capped_and_expire(site):
     """A session marked known (it came with a valid link or admin session) is never evicted by
     strangers; past `strangers` others per page, a stranger is dropped once unused for `grace`
     seconds, any after ttl; Gradio's own capacity drops strangers first."""
-    import server
+    from web.sessions import session_classes
 
-    _, holder_class = server.session_classes()
+    _, holder_class = session_classes()
     now = [0.0]
     holder = holder_class(strangers=5, ttl=60, grace=2, clock=lambda: now[0])
     holder.set_blocks(site.pages["da"])
@@ -93,10 +93,10 @@ def test_known_sessions_are_kept_and_strangers_are_capped_and_expire(site):
 
 
 def test_uploads_are_bounded_per_client_in_count_and_bytes(tmp_path):
-    import server
+    from web.uploads import UploadBudget
 
     now = [0.0]
-    budget = server.UploadBudget(per_minute=3, held=1000, total=1500, clock=lambda: now[0])
+    budget = UploadBudget(per_minute=3, held=1000, total=1500, clock=lambda: now[0])
     f = tmp_path / "a"
     f.write_bytes(b"x" * 600)
     assert budget.admit("A", 600) is None
@@ -141,7 +141,7 @@ def test_strangers_sessions_are_cheap_and_the_team_page_refuses_their_participan
     500 KB (57 ms median here), up to 10,000 of them. Now a forged participant call on "/" is
     refused before Gradio (its clients see the refusal as the call's error), other strangers'
     sessions are small and at most STRANGER_SESSIONS a page, and valid callers are served."""
-    import server
+    from web.sessions import STRANGER_SESSIONS
 
     post_new_sessions(app, "/gradio_api/api/view", ["forged", "da"], 20)              # warm
     before = rss_mb(app.proc.pid)
@@ -154,7 +154,7 @@ def test_strangers_sessions_are_cheap_and_the_team_page_refuses_their_participan
         assert r.status_code == 403 and NOT_YOUR_LINK in r.text, r.text
     # strangers on an event the team page serves them (an admin call without a session)
     answers2, ms2 = post_new_sessions(app, "/gradio_api/api/admin_repair", ["no-session", None],
-                                      server.STRANGER_SESSIONS + 300)
+                                      STRANGER_SESSIONS + 300)
     assert all(r.status_code == 200 for r in answers2), answers2[0].text
     grown = rss_mb(app.proc.pid) - before
     print(f"\nforged view on '/': {statistics.median(ms):.1f} ms median; stranger admin calls "
@@ -217,8 +217,8 @@ def test_honest_pages_keep_their_sessions_through_a_flood_of_strangers(app):
 
     from playwright.sync_api import sync_playwright
 
-    import server
     from tests.load.test_da_page import move, slider, submit, wait_progress
+    from web.sessions import STRANGER_SESSIONS
 
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
     artifacts = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -231,7 +231,7 @@ def test_honest_pages_keep_their_sessions_through_a_flood_of_strangers(app):
             pg = browser.new_page(viewport={"width": width, "height": height})
             pg.goto(f"{app.url}/da/?t={rater}")
             wait_progress(pg, k)
-            flood_strangers(app, server.STRANGER_SESSIONS + 50)
+            flood_strangers(app, STRANGER_SESSIONS + 50)
             move(pg, 5)
             submit(pg)
             wait_progress(pg, k + 1)
@@ -243,7 +243,7 @@ def test_honest_pages_keep_their_sessions_through_a_flood_of_strangers(app):
             admin.goto(app.admin_url)
             admin.get_by_role("button", name="Refresh").wait_for(timeout=30000)
             admin.wait_for_timeout(1500)
-            flood_strangers(app, server.STRANGER_SESSIONS + 50)
+            flood_strangers(app, STRANGER_SESSIONS + 50)
             admin.get_by_role("button", name="Refresh").click()
             admin.wait_for_timeout(2500)
             text = admin.locator("body").inner_text()

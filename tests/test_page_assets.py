@@ -1,7 +1,7 @@
 """A participant page's first load (issue 21 point 4): the page's HTML names every script and
 stylesheet Gradio will load for it, read from the installed Gradio's bundle (tabs/preload.py),
 so the browser fetches them together instead of in five steps; and Gradio's hashed bundle files
-are served from memory, compressed once and cached for a year (server.StaticAssets). The browser
+are served from memory, compressed once and cached for a year (web.fast_pages.StaticAssets). The browser
 side (nothing loaded unhinted, nothing twice) is in tests/test_item_form_browser.py."""
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from urllib.parse import urljoin
 
 import pytest
 
-from server import ROLE_PAGES, PreloadHints, StaticAssets
 from tabs import preload
+from web.fast_pages import PreloadHints, StaticAssets, lang_pin_html
+from web.site import ROLE_PAGES
 
 
 def test_the_installed_gradio_bundle_is_read():
@@ -104,11 +105,9 @@ def middleware():
 
 def test_the_middleware_inserts_after_base_and_fixes_the_length(middleware):
     start, body = _run(middleware, "/da/")
-    import server
-
     hint = preload.hint_html({"html", "button"}, "./theme.css?v=t1").encode()
     # then the script that keeps <html lang> at the page's language (issue 29.9)
-    pin = server.lang_pin_html("en").encode()
+    pin = lang_pin_html("en").encode()
     assert body == b'<html><head><base href="./" />' + hint + pin + b"<title>x</title></head></html>"
     assert dict(start["headers"])[b"content-length"] == str(len(body)).encode()
 
@@ -163,8 +162,8 @@ def test_the_served_app_sends_bundle_files_from_memory(app_server):
 
 
 def test_the_warm_up_asks_for_each_page_and_each_named_file_once(monkeypatch):
-    from server import warm_pages
     from services.da import render
+    from web.serving import warm_pages
 
     class Page:
         def __init__(self, kind):

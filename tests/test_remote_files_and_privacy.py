@@ -151,7 +151,7 @@ def admin(session: Session) -> str:
 
 
 def test_no_file_event_fetches_a_url(app, counter):
-    from server import ROLE_PAGES
+    from web.site import ROLE_PAGES
 
     sessions = [Session(app.url, page) for page in ("", *ROLE_PAGES)]
     events = [(s, i, dep) for s in sessions for i, dep in file_events(s.config)]

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from server import ROLE_PAGES
+from web.site import ROLE_PAGES
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -92,9 +92,10 @@ def test_a_prolific_url_goes_to_the_page_of_its_signed_role(app_server):
 def test_seven_queues_poll_no_more_often_than_one_did(tmp_path):
     """Each page's Blocks has its own event queue, polling every millisecond when free: the
     server slows each so that all together wake no more often than one page's queue did."""
-    from server import QUEUE_POLL_S, build_app, quiet_queues
     from services.common.settings import Settings
     from storage import open_database
+    from web.app import build_app
+    from web.gradio_patches import QUEUE_POLL_S, quiet_queues
 
     site = build_app(Settings.from_env(), open_database(tmp_path / "a.db"))
     for blocks in site.blocks:

@@ -50,7 +50,7 @@ def receiver(app_server):
 
 
 def test_no_event_gives_a_receiver_the_source(app_server, receiver):
-    from server import ROLE_PAGES
+    from web.site import ROLE_PAGES
 
     secrets = _secrets()
     called, refused = [], []

@@ -35,14 +35,14 @@ def test_an_upload_no_event_used_is_deleted_after_its_time(tmp_path):
     import time
     from types import SimpleNamespace
 
-    import server
+    from web.uploads import expire_unused_uploads
 
     old, new = tmp_path / "old.wav", tmp_path / "new.wav"
     old.write_bytes(b"RIFF")
     new.write_bytes(b"RIFF")
     os.utime(old, (time.time() - 5, time.time() - 5))
     page = SimpleNamespace(upload_file_set={str(old), str(new)})
-    server.expire_unused_uploads(SimpleNamespace(blocks=[page]), seconds=2, every=0.1)
+    expire_unused_uploads(SimpleNamespace(blocks=[page]), seconds=2, every=0.1)
     time.sleep(0.5)
     assert not old.exists() and new.exists()
     assert page.upload_file_set == {str(new)}

@@ -22,7 +22,7 @@ from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
 from storage import assignments, studies
 
-GROUP, GENDER = "USB", "Man"      # not the demo sender's cell (server.ensure_demo: USW, Woman)
+GROUP, GENDER = "USB", "Man"      # not the demo sender's cell (web.serving.ensure_demo: USW, Woman)
 LEAD_S = 0.5                       # silence before the reading, as after pressing record
 REASON = "demo: stopped after their first recordings (their surveys go to the rater)"
 

@@ -1,0 +1,181 @@
+"""Every change the app makes to Gradio's (and the uvicorn it starts) own code or objects, in one
+place. Written for gradio>=6.21,<7 (requirements.txt's pin): each relies on internals of that
+range (processing_utils, route_utils, routes, state_holder, networking, Queue attributes, the
+Blocks config) and is where to look first when the pin moves. Each patch is idempotent."""
+
+import re
+
+from web.sessions import session_classes
+from web.site import Site
+from web.uploads import MAX_FILES_PER_UPLOAD, REMOTE_FILE, UPLOAD_KINDS, is_remote_path
+
+# Each Blocks has its own event queue, and a free queue looks for work every millisecond (gradio's
+# Queue.sleep_when_free on Linux): with "/" and six role pages that was 7,000 wake-ups a second,
+# about 13% of a core with nobody on the site. Every 7 ms per queue keeps the total at one page's
+# old rate; an event waits at most 7 ms more to start (3.5 ms on average). The participant pages
+# show no progress bars, so their progress loop (every 10 ms) runs every 70 ms.
+QUEUE_POLL_S = 0.007
+PROGRESS_POLL_S = 0.07
+
+
+def quiet_queues(site: Site, seconds: float = QUEUE_POLL_S) -> None:
+    for blocks in site.blocks:
+        blocks._queue.sleep_when_free = seconds
+    for page in site.pages.values():
+        page._queue.progress_update_sleep_when_free = PROGRESS_POLL_S
+
+
+# Gradio stores what an event's inputs point at while it preprocesses them, before any handler
+# sees a token: a FileData whose path is an http(s) URL is downloaded then
+# (processing_utils.async_move_files_to_cache -> Block.async_move_resource_to_block_cache ->
+# async_ssrf_protected_download, which refuses private addresses but lets any public host and
+# hf.co / huggingface.co through). No launch() or GRADIO_* setting turns that off (allowed_paths
+# and blocked_paths only concern local paths), so the check sits in front of that step.
+def refuse_remote_files() -> None:
+    """Every event input that carries a file whose path is a URL (any scheme) is refused with
+    gr.Error before gradio fetches or copies anything; uploads (paths on this server) pass."""
+    from gradio import processing_utils
+    from gradio.exceptions import Error
+    from gradio_client import utils as client_utils
+
+    move = processing_utils.async_move_files_to_cache
+    if getattr(move, "refuses_remote", False):
+        return
+
+    def check(d: dict) -> dict:
+        if is_remote_path(d.get("path")):
+            raise Error(REMOTE_FILE)
+        return d
+
+    async def guarded(data, block, postprocess=False, *args, **kwargs):
+        if not postprocess:     # inputs only: the app's own outputs are local files
+            plain = data.model_dump() if hasattr(data, "model_dump") else data
+            # what gradio would fetch (a FileData with its meta) in any input; in a file input,
+            # anything with a path (a JSON input's own {"path": ...} is left alone)
+            files = (client_utils.is_file_obj if type(block).__name__ in UPLOAD_KINDS
+                     else client_utils.is_file_obj_with_meta)
+            client_utils.traverse(plain, check, files)
+        return await move(data, block, postprocess, *args, **kwargs)
+
+    guarded.refuses_remote = True
+    processing_utils.async_move_files_to_cache = guarded
+
+
+def lean_sessions() -> None:
+    """Every gradio App built after this keeps its sessions in CallerSessions, and a request
+    without a session hash gets a LeanSession (gradio builds one for it and throws it away)."""
+    from gradio import route_utils, routes
+
+    lean, holder = session_classes()
+    routes.StateHolder = holder
+    route_utils.SessionState = lean
+
+
+def few_files_per_upload() -> None:
+    """Gradio's upload parser takes up to 1,000 files and 1,000 fields a request: a page sends one."""
+    from gradio import route_utils
+
+    parser = route_utils.GradioMultiPartParser
+    if getattr(parser, "bounded", False):
+        return
+
+    class Bounded(parser):
+        bounded = True
+
+        def __init__(self, *args, **kwargs):
+            kwargs.update(max_files=MAX_FILES_PER_UPLOAD, max_fields=MAX_FILES_PER_UPLOAD * 4)
+            super().__init__(*args, **kwargs)
+    route_utils.GradioMultiPartParser = Bounded
+
+
+def slow_clients_cut_off(header_timeout: float, max_connections: int) -> None:
+    """uvicorn (as Gradio starts it) waits for a request's headers forever and takes any number of
+    connections: each connection now has header_timeout seconds to send its request line and
+    headers (a new one, and a kept-alive one from its next byte), and past max_connections open
+    connections a request is answered 503 (uvicorn's limit_concurrency). The body's limit is
+    Guard's."""
+    import asyncio
+
+    import uvicorn
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    if getattr(uvicorn.Config, "cuts_slow_clients", False):
+        return
+
+    class TimedH11(H11Protocol):
+        header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport):
+            super().connection_made(transport)
+            self.header_timer = self.loop.call_later(header_timeout, self.too_slow)
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            waiting = self.cycle is None or self.cycle.response_complete
+            if not waiting and self.header_timer is not None:
+                self.header_timer.cancel()
+                self.header_timer = None
+            elif waiting and self.header_timer is None and not self.transport.is_closing():
+                self.header_timer = self.loop.call_later(header_timeout, self.too_slow)
+
+        def too_slow(self) -> None:
+            self.header_timer = None
+            if (self.cycle is None or self.cycle.response_complete) and not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_lost(self, exc):
+            if self.header_timer is not None:
+                self.header_timer.cancel()
+            super().connection_lost(exc)
+
+    class Config(uvicorn.Config):
+        cuts_slow_clients = True
+
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("http", TimedH11)
+            kwargs.setdefault("limit_concurrency", max_connections)
+            super().__init__(*args, **kwargs)
+    uvicorn.Config = Config
+
+
+# A gr.State's config holds its delete_callback, a function that the JSON encoder writes as its
+# repr ("<function ... at 0x7f...>"): every page's /config and HTML showed memory addresses. The
+# page needs none of that.
+ADDRESS = re.compile(r"<[^<>]* at 0x[0-9a-fA-F]+>")
+
+
+def without_addresses(config):
+    """The config without the values that would show a memory address (in place)."""
+    if isinstance(config, dict):
+        for key in [k for k, v in config.items() if callable(v) or isinstance(v, str) and ADDRESS.search(v)]:
+            del config[key]
+        for v in config.values():
+            without_addresses(v)
+    elif isinstance(config, list):
+        for v in config:
+            without_addresses(v)
+    return config
+
+
+def patient_start_probe(seconds: float = 60.0) -> None:
+    """Gradio's launch() checks that it can reach its own "/" (a HEAD with a 3 s timeout) and
+    gives up on the first timeout with "localhost is not accessible". A restart while
+    participants' browsers reconnect all at once (a Space rebuild, a kill -9 mid-study) keeps
+    the server busy past that: probe again until `seconds` have passed instead."""
+    import time
+
+    from gradio import networking
+
+    once = networking.url_ok
+    if getattr(once, "patient", False):
+        return
+
+    def url_ok(url: str) -> bool:
+        deadline = time.monotonic() + seconds
+        while not once(url):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.5)
+        return True
+    url_ok.patient = True
+    networking.url_ok = url_ok

@@ -1,0 +1,205 @@
+"""Guard, the outermost middleware: only the routes the pages use, bounded bodies, known callers."""
+
+import json
+import re
+
+from web.middleware import app_path
+from web.sessions import Callers
+from web.site import ROLE_PAGES, Site
+from web.uploads import UploadBudget, upload_pages
+
+# -- bounded work per request, only the routes the pages use ------------------------------------
+# Gradio parses an event's JSON body on the event loop and walks every input twice there (our
+# refuse_remote_files check, then its own file-moving walk) before any handler runs: one 23 MB
+# body stalled every other request for 22 s. Guard reads a body first, bounded in size and time,
+# and checks its shape off the loop; only what passes reaches Gradio. Honest bodies are small (a
+# receiver's ten answers of 2,000 characters: about 25 KB; a study zip goes through /upload).
+MAX_JSON_DEPTH = 32
+MAX_JSON_VALUES = 20_000
+UPLOAD_OVERHEAD = 64 * 1024     # the multipart framing around one file
+
+# Paths within a page (after /<role>) that the pages and gradio_client use; everything else
+# Gradio serves (/gradio_api/file/<URL>, process_recording, monitoring, run-history, vibe-edit,
+# login, streams...) answers 404 before Gradio sees it.
+OPEN_GET = re.compile(r"/?|/config/?|/theme\.css|/favicon\.ico|/robots\.txt|/(?:assets|static)/.+|"
+                      r"/gradio_api/(?:info/?|heartbeat/[^/]+|queue/data|call/[^/]+/[^/]+|file=.+|startup-events)")
+OPEN_POST = re.compile(r"/gradio_api/(?:queue/join|api/[^/]+/?|call/[^/]+/?|run/[^/]+/?|cancel|reset/?)")
+UPLOAD = re.compile(r"/gradio_api/(?:upload|upload_progress)")
+
+
+STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def json_problem(body: bytes) -> str | None:
+    """Why a JSON body is refused (None: it may go on), from counts, never by parsing it: its
+    texts taken out (their commas and brackets are no structure), the brackets and commas left
+    bound its values and its depth. Counting (C speed) clears an honest body at once."""
+    if body.count(b"[") + body.count(b"{") <= MAX_JSON_DEPTH and body.count(b",") < MAX_JSON_VALUES:
+        return None
+    bare = STRINGS.sub(b'""', body)
+    opened = bare.count(b"[") + bare.count(b"{")
+    if opened + bare.count(b",") > MAX_JSON_VALUES or bare.count(b"]") + bare.count(b"}") > MAX_JSON_VALUES:
+        return f"more than {MAX_JSON_VALUES:,} values"
+    depth = 0
+    for b in BRACKETS.findall(bare):
+        depth += 1 if b in (b"[", b"{") else -1
+        if depth > MAX_JSON_DEPTH:
+            return f"nested deeper than {MAX_JSON_DEPTH} levels"
+    return None
+
+
+class Guard:
+    """ASGI middleware, outermost: a request reaches Gradio only on a route the pages use, uploads
+    only on a page that takes a file (the sender's and the team's), and a request's body is read
+    here first: at most max_body bytes (an upload: one file of max_upload bytes) within
+    body_timeout seconds, and a JSON body no deeper than MAX_JSON_DEPTH with at most
+    MAX_JSON_VALUES values. Then an event's caller is looked at (Callers: a known session, or the
+    team page's participant calls refused to strangers) and an upload counted against its
+    client's UploadBudget. Refusals answer at once and close the connection."""
+
+    def __init__(self, app, max_body: int = 1024 * 1024, max_upload: int = 50 * 1024 * 1024,
+                 body_timeout: float = 30.0, upload_pages: tuple = (), callers: "Callers | None" = None,
+                 uploads: "UploadBudget | None" = None):
+        self.app, self.max_body, self.body_timeout = app, max_body, body_timeout
+        self.max_upload = max_upload + UPLOAD_OVERHEAD
+        self.upload_pages = set(upload_pages)
+        self.callers, self.uploads = callers, uploads
+
+    @staticmethod
+    async def refuse(send, status: int, text: str, as_json: bool = False) -> None:
+        # an event's refusal as JSON {"error": ...}, which gradio's clients show as the call's error
+        body = json.dumps({"error": text}).encode() if as_json else text.encode()
+        kind = b"application/json" if as_json else b"text/plain; charset=utf-8"
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", kind), (b"connection", b"close"),
+                                (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+    def route(self, scope) -> tuple[str, str]:
+        """(page, path within it) of a request."""
+        path = app_path(scope)
+        head, _, rest = path[1:].partition("/")
+        if head in ROLE_PAGES:
+            return head, "/" + rest if rest or path.endswith("/") else ""
+        return "", path
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        page, path = self.route(scope)
+        method = scope["method"]
+        upload = UPLOAD.fullmatch(path) is not None
+        if upload and page not in self.upload_pages:
+            return await self.refuse(send, 403, "This page takes no files.")
+        if not upload and not (OPEN_POST if method == "POST" else OPEN_GET).fullmatch(path) \
+                or method not in ("GET", "HEAD", "POST"):
+            return await self.refuse(send, 404, "Not found.")
+        if method != "POST":
+            return await self.app(scope, receive, send)
+        limit = self.max_upload if upload else self.max_body
+        length = dict(scope.get("headers", [])).get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            if upload:      # in the words of gradio's own refusal, which a part past the size gets
+                mb = (limit - UPLOAD_OVERHEAD) / 1024 / 1024
+                return await self.refuse(send, 413, f"The file is larger than the maximum allowed size ({mb:.1f} MB).")
+            return await self.refuse(send, 413, f"The request is larger than this server takes ({limit:,} bytes).")
+        if upload:
+            if self.uploads is None:
+                return await self.app(scope, self.bounded_stream(receive, limit), send)
+            from services.admin.auth import throttle_key
+
+            client = throttle_key((scope.get("client") or ("?",))[0], scope.get("headers", []))
+            refusal = self.uploads.admit(client, int(length) if length is not None else 0)
+            if refusal:
+                return await self.refuse(send, 429, refusal)
+            stream, seen = self.bounded_stream(receive, limit), [0]
+
+            async def counted():
+                message = await stream()
+                seen[0] += len(message.get("body", b""))
+                return message
+            return await self.app(scope, counted, self.kept_uploads(client, send, seen))
+        import anyio
+
+        body = bytearray()
+        try:
+            with anyio.fail_after(self.body_timeout):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return
+                    body += message.get("body", b"")
+                    if len(body) > limit:
+                        return await self.refuse(
+                            send, 413, f"The request is larger than this server takes ({limit:,} bytes).")
+                    if not message.get("more_body"):
+                        break
+        except TimeoutError:
+            return await self.refuse(send, 408, f"The request's body did not arrive within {self.body_timeout:g} s.")
+        body = bytes(body)
+        problem = await anyio.to_thread.run_sync(json_problem, body) if len(body) > 4096 else json_problem(body)
+        if problem:
+            return await self.refuse(send, 413, f"The request's data is too complex ({problem}).")
+        refusal = self.callers.admit(page, path, scope.get("query_string", b""), body) if self.callers else None
+        if refusal:
+            return await self.refuse(send, 403, refusal, as_json=True)
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+        return await self.app(scope, replay, send)
+
+    def kept_uploads(self, client: str, send, seen: list):
+        """send, noting the files an upload's answer names (a JSON list of their paths) as the
+        client's, with the bytes its body had (gradio moves the files in after answering)."""
+        status, parts = 0, []
+
+        async def noting(message):
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message.get("status", 0)
+            elif message["type"] == "http.response.body" and status == 200 and sum(map(len, parts)) < 65536:
+                parts.append(message.get("body", b""))
+                if not message.get("more_body"):
+                    try:
+                        paths = json.loads(b"".join(parts))
+                    except ValueError:
+                        paths = []
+                    if isinstance(paths, list):
+                        self.uploads.keep(client, [p for p in paths if isinstance(p, str)], seen[0])
+            await send(message)
+        return noting
+
+    def bounded_stream(self, receive, limit: int):
+        """An upload's body as it arrives, ended (a disconnect, which Gradio drops) when it passes
+        `limit` bytes or stalls for body_timeout seconds."""
+        import anyio
+
+        seen = 0
+
+        async def bounded():
+            nonlocal seen
+            try:
+                with anyio.fail_after(self.body_timeout):
+                    message = await receive()
+            except TimeoutError:
+                return {"type": "http.disconnect"}
+            seen += len(message.get("body", b""))
+            return {"type": "http.disconnect"} if seen > limit else message
+        return bounded
+
+
+def guard(site: Site, settings, database=None):
+    from starlette.middleware import Middleware
+
+    held = int(settings.upload_mb_per_client * 1024 * 1024)
+    return Middleware(Guard, max_body=int(settings.max_body_kb * 1024),
+                      max_upload=int(settings.max_upload_mb * 1024 * 1024),
+                      body_timeout=settings.body_timeout, upload_pages=upload_pages(site),
+                      callers=Callers(site, database) if database is not None else None,
+                      uploads=UploadBudget(settings.uploads_per_minute, held, 20 * held))

@@ -1,0 +1,135 @@
+"""The plain ASGI middlewares around every page: compression, frame protection (SecurityHeaders),
+a participant's link sent on to its role's page (RoleRedirect), remote files refused
+(RefuseRemoteFiles); each with its Starlette Middleware factory. Guard is web/guard.py."""
+
+from web.site import ROLE_PAGES
+from web.uploads import is_remote_path
+
+
+def compression():
+    """gzip for what the server sends that compresses: every page load carries the whole app's
+    config (about 460 KB of JSON, 556 components), which gzip (level 3) shrinks to 41 KB for a
+    participant on a phone connection. Audio, images and the event stream are left as they are
+    (Starlette's exclusions); large bodies are compressed in a worker thread."""
+    from starlette.middleware import Middleware
+    from starlette.middleware.gzip import GZipMiddleware
+
+    return Middleware(GZipMiddleware, minimum_size=1024, compresslevel=3)
+
+
+class SecurityHeaders:
+    """Frame protection on every HTTP response (a plain ASGI middleware, added like compression()):
+    Content-Security-Policy: frame-ancestors from TRADLAB_FRAME_ANCESTORS ('self' by default; a
+    Space lets https://huggingface.co frame it) and, where that maps onto it, X-Frame-Options for
+    older browsers ('self' -> SAMEORIGIN, 'none' -> DENY; other origins: CSP only, since
+    X-Frame-Options cannot name them). No other page can show the app's pages in a frame and
+    trick the designer or a participant into clicks (clickjacking)."""
+
+    def __init__(self, app, frame_ancestors: str = "'self'"):
+        self.app = app
+        value = " ".join(frame_ancestors.replace(";", " ").replace(",", " ").split()) or "'self'"
+        self.headers = [(b"content-security-policy", f"frame-ancestors {value}".encode("latin-1"))]
+        xfo = {"'self'": b"SAMEORIGIN", "'none'": b"DENY"}.get(value)
+        if xfo:
+            self.headers.append((b"x-frame-options", xfo))
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                names = {k.lower() for k, _ in message.get("headers", [])}
+                message = {**message, "headers": list(message.get("headers", [])) +
+                           [(k, v) for k, v in self.headers if k not in names]}
+            await send(message)
+        return await self.app(scope, receive, send_with_headers)
+
+
+def app_path(scope) -> str:
+    """A request's path within the app: without the server's --root-path prefix."""
+    path, prefix = scope["path"], scope.get("root_path", "").rstrip("/")
+    return path[len(prefix):] if prefix and path.startswith(prefix + "/") else path
+
+
+class RoleRedirect:
+    """A participant's link (/?t=TOKEN, or a signed Prolific URL naming its role) opens the page
+    of its role: GET "/" or another role's page with such a query answers 302 to the role's page
+    (/<role>/) with the same query, before Gradio builds any page; so does a role's page named
+    without its final slash. The Location is relative ("receiver/?t=..."), so it holds behind a
+    proxy's path prefix. One indexed lookup of the token; a token that names no participant goes
+    on to the page, which says the link is not valid."""
+
+    def __init__(self, app, database=None):
+        self.app = app
+        self.database = database
+
+    def target(self, path: str, query: str) -> str | None:
+        """The relative Location to send a GET of path?query to, or None to serve it."""
+        from urllib.parse import parse_qs
+
+        from storage import participants
+
+        here = path.rstrip("/").rsplit("/", 1)[-1]
+        if here and (here not in ROLE_PAGES or path.rstrip("/") != "/" + here):
+            return None
+        q = parse_qs(query)
+        role = None
+        if q.get("t"):
+            p = participants.by_token(self.database, q["t"][0])
+            role = p["role"] if p else None
+        elif q.get("PROLIFIC_PID") and q.get("role"):
+            role = q["role"][0]
+        slash = path.endswith("/") and bool(here)
+        if role not in ROLE_PAGES:
+            role = here or None
+        if role is None or (role == here and slash):
+            return None
+        return ("../" if slash else "") + f"{role}/" + (f"?{query}" if query else "")
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
+            location = self.target(app_path(scope), scope.get("query_string", b"").decode("latin-1"))
+            if location:
+                await send({"type": "http.response.start", "status": 302,
+                            "headers": [(b"location", location.encode("latin-1")),
+                                        (b"content-length", b"0"), (b"cache-control", b"no-store")]})
+                return await send({"type": "http.response.body", "body": b""})
+        return await self.app(scope, receive, send)
+
+
+class RefuseRemoteFiles:
+    """ASGI middleware: /gradio_api/file=<http(s) URL> makes gradio fetch that URL and stream it
+    back (a proxy for anyone), and /gradio_api/proxy= serves apps loaded with gr.load (this app
+    loads none). Gradio has no switch for either: both answer 403 here, before gradio sees them."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            path = scope.get("path", "")
+            at = path.find("/file=")
+            if "/proxy=" in path or (at >= 0 and is_remote_path(path[at + 6:])):
+                from starlette.responses import PlainTextResponse
+
+                return await PlainTextResponse("Only this server's own files are served.", 403)(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+def refuse_remote_files_middleware():
+    from starlette.middleware import Middleware
+
+    return Middleware(RefuseRemoteFiles)
+
+
+def role_redirect(database):
+    from starlette.middleware import Middleware
+
+    return Middleware(RoleRedirect, database=database)
+
+
+def security_headers(settings):
+    from starlette.middleware import Middleware
+
+    return Middleware(SecurityHeaders, frame_ancestors=getattr(settings, "frame_ancestors", "'self'"))

@@ -1,0 +1,181 @@
+"""Sessions: cheap for anyone, kept for the callers the app knows (Callers, CallerSessions)."""
+
+import re
+
+from web.site import Site
+
+
+def known_credential(database, auth, value) -> bool:
+    """Whether value is an active participant's token or a live admin session."""
+    import contextvars
+
+    from storage import participants
+
+    if not isinstance(value, str) or not value or len(value) > 200 or "/" in value:
+        return False
+    participant = participants.by_token(database, value)
+    if participant is not None and participant.get("active", 1):
+        return True
+    try:   # the session alone (the handler checks the address), in a copy of the context:
+        # the handler's "admin checked" mark (services.admin.auth.run_checked) is left as it was
+        contextvars.copy_context().run(auth.check, value, "127.0.0.1")
+        return True
+    except PermissionError:
+        return False
+
+
+# -- sessions: cheap for anyone, kept for the callers the app knows ------------------------------
+# Gradio keeps a SessionState per session hash (the client chooses it), and built each with a copy
+# of every block's config: on "/" (314 blocks) 33-57 ms and about 500 KB a session, kept up to
+# 10,000 sessions a page. That copy only serves deep links (/gradio_api/deep_link, closed here):
+# an event fills in the config of the blocks it touches anyway. A session that came with an
+# active participant's token or a live admin session (Callers.admit) is kept as Gradio keeps it;
+# any other is one of at most STRANGER_SESSIONS a page, each dropped STRANGER_SESSION_S after its
+# last use. Past that number a stranger's session still lives STRANGER_GRACE_S after its last use:
+# a session becomes known only with its next request after a password login (the dashboard's
+# tick, 10 s) or a Prolific newcomer's first page (its token comes back in the load's answer).
+# Gradio's own cap (10,000 a page) then drops strangers first, never a known caller for them.
+STRANGER_SESSIONS = 200
+STRANGER_SESSION_S = 600.0
+STRANGER_GRACE_S = 20.0
+PARTICIPANT_CALLS = ("view", "consent", "demographics")
+NOT_YOUR_LINK = "This link is not valid. Please use the personal link you were given."
+SESSION_HASH = re.compile(rb'"session_hash"\s*:\s*"([^"\\]{1,64})"')
+CREDENTIAL = re.compile(rb'"([A-Za-z0-9_-]{16,64})"')
+EVENT = re.compile(r"/gradio_api/(?:api|call|run)/([^/]+)/?")
+FN_INDEX = re.compile(rb'"fn_index"\s*:\s*(\d{1,6})')
+_SESSION_CLASSES: list = []
+
+
+def session_classes() -> tuple:
+    """(LeanSession, CallerSessions): gradio's SessionState without its up-front copy of every
+    block's config, and a StateHolder that keeps known callers' sessions apart from strangers'."""
+    if _SESSION_CLASSES:
+        return tuple(_SESSION_CLASSES)
+    import time
+    from collections import OrderedDict
+    from types import SimpleNamespace
+
+    from gradio.state_holder import SessionState, StateHolder
+
+    class LeanSession(SessionState):
+        def __init__(self, blocks):
+            # gradio's own __init__, given no blocks to copy the config of up front
+            super().__init__(SimpleNamespace(default_config=blocks.default_config, blocks={}))
+
+    class CallerSessions(StateHolder):
+        def __init__(self, strangers: int = STRANGER_SESSIONS, ttl: float = STRANGER_SESSION_S,
+                     grace: float = STRANGER_GRACE_S, clock=time.monotonic):
+            super().__init__()
+            self.known: set[str] = set()        # hashes that came with a valid link or admin session
+            self.strangers: OrderedDict[str, float] = OrderedDict()     # the others: hash -> last use
+            self.stranger_cap, self.ttl, self.grace, self.clock = strangers, ttl, grace, clock
+
+        def vouch(self, session_id: str) -> None:
+            with self.lock:
+                self.known.add(session_id)
+                self.strangers.pop(session_id, None)
+                if len(self.known) > 2 * self.capacity:      # those gradio evicted
+                    self.known &= set(self.session_data)
+
+        def __getitem__(self, session_id: str):
+            if session_id not in self.session_data:
+                self.session_data[session_id] = LeanSession(self.blocks)
+            if session_id not in self.known:
+                with self.lock:
+                    self.strangers[session_id] = self.clock()
+                    self.strangers.move_to_end(session_id)
+                    self.drop_strangers(keep=session_id)
+            return super().__getitem__(session_id)
+
+        def drop_strangers(self, keep: str | None = None) -> None:
+            """Past the cap, the least recently used unused for grace seconds; any unused for ttl
+            seconds (under the lock)."""
+            now = self.clock()
+            while self.strangers:
+                sid, used = next(iter(self.strangers.items()))
+                if sid == keep or now - used < (self.grace if len(self.strangers) > self.stranger_cap else self.ttl):
+                    break
+                self.forget(sid)
+
+        def forget(self, sid: str) -> None:
+            self.strangers.pop(sid, None)
+            self.session_data.pop(sid, None)
+            self.time_last_used.pop(sid, None)
+
+        def update(self, session_id: str):
+            """Gradio's: the session to the end, and past capacity the oldest goes; a stranger first."""
+            with self.lock:
+                if session_id in self.session_data:
+                    self.session_data.move_to_end(session_id)
+                while len(self.session_data) > self.capacity:
+                    oldest = next((s for s in self.strangers if s != session_id), None)
+                    if oldest is None:
+                        evicted, _ = self.session_data.popitem(last=False)
+                        self.time_last_used.pop(evicted, None)
+                        self.known.discard(evicted)
+                    else:
+                        self.forget(oldest)
+
+        def delete_all_expired_state(self):     # gradio calls it every second
+            with self.lock:
+                self.drop_strangers()
+            super().delete_all_expired_state()
+
+    _SESSION_CLASSES.extend([LeanSession, CallerSessions])
+    return LeanSession, CallerSessions
+
+
+class Callers:
+    """Who an event request comes from, read in Guard from its query (?t=, ?admin=) and its body:
+    a session hash seen with an active participant's token or a live admin session (or the admin
+    link's secret) is marked known to its page's CallerSessions. On "/" the participant calls
+    (view, consent, demographics), which only scripts use there, are refused to a caller without
+    a valid token or admin session before Gradio builds anything (an honest link is sent on to
+    its role's page by RoleRedirect)."""
+
+    MAX_LOOKUPS = 8      # token-shaped strings looked up per request, at most
+
+    def __init__(self, site: Site, database):
+        self.site, self.database = site, database
+        self.team_calls = {i for i, fn in getattr(site.team, "fns", {}).items()
+                           if getattr(fn, "api_name", None) in PARTICIPANT_CALLS}
+
+    def holder(self, page: str):
+        blocks = self.site.pages.get(page) if page else self.site.team
+        holder = getattr(blocks, "state_holder", None)
+        return holder if hasattr(holder, "vouch") else None
+
+    def valid(self, query: bytes, body: bytes) -> bool:
+        import hmac
+        from urllib.parse import parse_qs
+
+        auth = self.site.auth
+        q = parse_qs(query.decode("latin-1")) if query else {}
+        secret = getattr(auth, "local_secret", None)
+        if secret and any(hmac.compare_digest(v.encode(), secret.encode()) for v in q.get("admin", [])[:1]):
+            return True
+        values = q.get("t", [])[:1] + [m.decode() for m in CREDENTIAL.findall(body)[:self.MAX_LOOKUPS]]
+        return any(known_credential(self.database, auth, v) for v in values[:self.MAX_LOOKUPS])
+
+    def participant_call(self, path: str, body: bytes) -> bool:
+        m = EVENT.fullmatch(path)
+        if m:
+            return m.group(1) in PARTICIPANT_CALLS
+        m = FN_INDEX.search(body)
+        return bool(m) and int(m.group(1)) in self.team_calls
+
+    def admit(self, page: str, path: str, query: bytes, body: bytes) -> str | None:
+        """None: on to Gradio (the session marked known when it came with a valid caller);
+        else the refusal's text."""
+        holder = self.holder(page)
+        m = SESSION_HASH.search(body)
+        sid = m.group(1).decode("latin-1") if m else None
+        if sid and holder is not None and sid in holder.known:
+            return None
+        valid = self.valid(query, body)
+        if valid and sid and holder is not None:
+            holder.vouch(sid)
+        if not valid and not page and self.participant_call(path, body):
+            return NOT_YOUR_LINK
+        return None
