@@ -171,9 +171,9 @@ def warm_pages(pages: dict, get) -> list[str]:
 
 def ensure_demo(database, settings):
     """Import the demo study and give it one participant per role (only the first time)."""
-    from services.study.files import StudyValidationError
-    from services.setup.importer import import_study
     from services.setup.enrolment import add_participants, links
+    from services.setup.importer import import_study
+    from services.study.files import StudyValidationError
     from storage import participants
 
     try:
