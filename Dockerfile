@@ -33,12 +33,12 @@ WORKDIR /app
 COPY requirements.txt ./
 # torch first, at requirements.txt's pin, with TORCH_INDEX_URL as an extra index (its 2.13.0+cpu or
 # +cu130 wheel outranks PyPI's plain 2.13.0, and requirements.txt's torch==2.13.0 then finds it
-# installed); then the rest; then unbabel-comet without its dependencies, as `make setup` does
-# (its metadata pins transformers<5 and numpy<2: see the Makefile).
+# installed); then the rest; then unbabel-comet and mistral-common without their dependencies, as
+# `make setup` does (their metadata pin transformers<5 and numpy<2, numpy<2.4: see the Makefile).
 # hadolint ignore=SC2046
 RUN pip install --extra-index-url "${TORCH_INDEX_URL}" $(grep -oE '^torch==[^ #]+' requirements.txt) \
     && pip install -r requirements.txt \
-    && pip install --no-deps unbabel-comet==2.2.7
+    && pip install --no-deps unbabel-comet==2.2.7 mistral-common==1.13.1
 # the code stays root-owned: the app user writes only to /data (and /tmp)
 COPY . .
 ENV TRADLAB_DB=/data/tradlab.db TRADLAB_MEDIA=/data/media HF_HOME=/data/huggingface \
@@ -65,7 +65,7 @@ COPY requirements.txt ./
 # hadolint ignore=SC2046
 RUN pip install --extra-index-url "${TORCH_INDEX_URL}" $(grep -oE '^torch==[^ #]+' requirements.txt) \
     && pip install -r requirements.txt \
-    && pip install --no-deps unbabel-comet==2.2.7
+    && pip install --no-deps unbabel-comet==2.2.7 mistral-common==1.13.1
 # the code stays root-owned: the app user writes only to /data (and /tmp)
 COPY . .
 ENV TRADLAB_DB=/data/tradlab.db TRADLAB_MEDIA=/data/media HF_HOME=/data/huggingface \

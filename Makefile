@@ -12,14 +12,17 @@ $(BIN)/python:
 # unbabel-comet's metadata pins transformers<5 and numpy<2: it goes in without its pins (its
 # real dependencies are in requirements.txt; services/metrics/comet.py adapts it to transformers 5).
 COMET := unbabel-comet==2.2.7
+# mistral-common (Voxtral's tokenizer and audio) caps numpy<2.4 on Python <= 3.12 and works with
+# the numpy 2.4 here: it goes in without its pins too (its dependencies are in requirements.txt).
+MISTRAL_COMMON := mistral-common==1.13.1
 
 setup: $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
-	$(BIN)/pip install -q --no-deps $(COMET)
+	$(BIN)/pip install -q --no-deps $(COMET) $(MISTRAL_COMMON)
 
 setup-test: $(BIN)/python
 	$(BIN)/pip install -q -r requirements-test.txt
-	$(BIN)/pip install -q --no-deps $(COMET)
+	$(BIN)/pip install -q --no-deps $(COMET) $(MISTRAL_COMMON)
 
 # Debian/Ubuntu packages the tests use (headless Chromium, espeak-ng, FFmpeg for datasets' audio
 # loading through torchcodec); skipped where apt is absent.

@@ -282,41 +282,14 @@ def test_hub_id_not_downloaded_offline(tiny, cache, model_id):
     assert cache.loads == 0
 
 
-# -- family branches that need what this machine lacks (mistral-common, DeSTA2 remote code) -----
-def test_speech_llm_voxtral_branch_passes_the_audio_path(tiny, cache, monkeypatch):
-    """VoxtralProcessor reads the audio itself from a path part and always tokenizes (its Mistral
-    tokenizer needs mistral-common, not installed here): the tiny Qwen2-Audio processor stands in
-    behind that interface, so the branch runs end to end on a real model."""
-    from transformers import Qwen2AudioProcessor
-    seen = []
-    real_apply = Qwen2AudioProcessor.apply_chat_template
-    real_require = hf.require
-
-    def voxtral_like(self, conversation, **kwargs):
-        assert kwargs == {}                    # Voxtral's defaults: tokenize, return_dict, "pt"
-        seen.append(conversation)
-        audio, text = conversation[0]["content"]
-        conv = [{"role": "user", "content": [{"type": "audio", "audio": tm._load_wav(Path(audio["path"]))}, text]}]
-        return real_apply(self, conv, add_generation_prompt=True, tokenize=True, return_dict=True,
-                          return_tensors="pt")
-
-    monkeypatch.setattr(Qwen2AudioProcessor, "apply_chat_template", voxtral_like)
-    monkeypatch.setattr(hf, "_speech_family", lambda config: "voxtral")
-    monkeypatch.setattr(hf, "require", lambda m, i: None if m == "mistral_common" else real_require(m, i))
-    st = hf.TransformersSpeechLLM(str(tiny["audio_llm"]), tm.SPEECH_PROMPT, max_new_tokens=20, cache=cache)
-    clip = str(tiny["clips"]["morning"])
-    assert st.translate_audio(clip) == "Bom dia a todos."
-    assert seen == [[{"role": "user", "content": [{"type": "audio", "path": clip},
-                                                  {"type": "text", "text": tm.SPEECH_PROMPT}]}]]
-
-
-@pytest.mark.skipif(__import__("importlib").util.find_spec("mistral_common") is not None,
-                    reason="mistral-common is installed")
-def test_voxtral_without_mistral_common_says_what_to_install(cache, tmp_path):
+# -- family branches: Voxtral without mistral-common, DeSTA2's chat() ---------------------------
+# (Voxtral itself runs end to end on its tiny twin in tests/test_paper_systems.py.)
+def test_voxtral_without_mistral_common_says_what_to_install(cache, tmp_path, monkeypatch):
     from transformers import VoxtralConfig
+    monkeypatch.setitem(sys.modules, "mistral_common", None)     # import fails as if not installed
     VoxtralConfig().save_pretrained(tmp_path / "voxtral")        # config only: fails before weights
     st = hf.TransformersSpeechLLM(str(tmp_path / "voxtral"), tm.SPEECH_PROMPT, cache=cache)
-    with pytest.raises(BackendUnavailable, match=r"pip install mistral-common\[audio\]"):
+    with pytest.raises(BackendUnavailable, match=r"pip install --no-deps mistral-common==1\.13\.1"):
         st.translate_audio("unused.wav")
     assert cache.loads == 0
 

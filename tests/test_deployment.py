@@ -231,7 +231,8 @@ def test_dockerfile_has_both_targets_and_installs_like_the_makefile():
     assert re.search(r"^FROM \$\{CUDA_IMAGE\} AS cuda$", df, re.M)
     make = (ROOT / "Makefile").read_text()
     comet = re.search(r"^COMET := (\S+)", make, re.M).group(1)
-    assert df.count(f"--no-deps {comet}") == 2
+    mistral = re.search(r"^MISTRAL_COMMON := (\S+)", make, re.M).group(1)
+    assert df.count(f"--no-deps {comet} {mistral}") == 2
     assert df.count("USER 1000:1000") == 2 and df.count("HEALTHCHECK") == 2
     assert 'CMD ["python", "app.py", "--demo"]' in df
     ignore = (ROOT / ".dockerignore").read_text().split()

@@ -57,11 +57,16 @@ class BF16Cache(ModelCache):
 
 
 @pytest.fixture(scope="module")
-def twins(tmp_path_factory):
+def clips(tmp_path_factory):
+    """The two espeak-ng clips, with the lead silence the intake wants of a recording."""
+    return tm.make_clips(tmp_path_factory.mktemp("paper_clips"), lead_s=0.4)
+
+
+@pytest.fixture(scope="module")
+def twins(tmp_path_factory, clips):
     """The cascade's twins: Whisper with large-v3's front end (128 mel bins) and Tower+'s
     architecture (Gemma 2). ~15 s on 2 busy cores; a few hundred KB each."""
     root = tmp_path_factory.mktemp("paper_twins")
-    clips = tm.make_clips(root / "clips", lead_s=0.4)
     return {"clips": clips,
             "whisper_v3": tm.build_whisper(root / "whisper_v3", clips, num_mel_bins=128)["multilingual"],
             "tower": tm.build_tower_gemma2(root / "tower")}
@@ -147,6 +152,60 @@ def test_paper_cascade_twin_translates_each_clip_differently(twins):
     assert (out.transcript, out.translation, out.variant) == ("Hello world.", "Olá mundo.", "pt-PT")
 
 
+# -- Voxtral Small: the direct system on its own architecture -------------------------------------
+@pytest.fixture(scope="module")
+def voxtral(tmp_path_factory, clips):
+    """Voxtral's twin (VoxtralForConditionalGeneration, Tekken tokenizer, VoxtralProcessor):
+    ~20 s on 2 busy cores, ~1.3 MB."""
+    return tm.build_voxtral(tmp_path_factory.mktemp("paper_voxtral") / "voxtral", clips)
+
+
+def test_paper_voxtral_preset_translates_a_recording_on_its_tiny_twin(database, clips, voxtral, tmp_path,
+                                                                       monkeypatch):
+    """paper-voxtral (Voxtral-Small-24B-2507, bf16): the recording goes to VoxtralProcessor as an
+    audio path, its Mistral tokenizer writes the instruction with 375 [AUDIO] tokens per 30 s
+    window and the 128-bin features; the worker stores the Portuguese as the translation."""
+    from transformers import MistralCommonBackend, VoxtralForConditionalGeneration, VoxtralProcessor
+    preset = systems.presets()["paper-voxtral"]
+    study_with(database, tmp_path, "paper-voxtral", {"preset": "paper-voxtral", "model": str(voxtral)},
+               kind="direct")
+    add_participants(database, "demo", "sender", 1, "USW", "Woman")
+    seen = []
+    real = VoxtralForConditionalGeneration.generate
+    monkeypatch.setattr(VoxtralForConditionalGeneration, "generate",
+                        lambda self, *a, **kw: (seen.append(kw), real(self, *a, **kw))[1])
+    cache = BF16Cache(device="cpu")
+    ex_id, rid = record_for(database, "paper-voxtral", clips["morning"], tmp_path / "media")
+
+    pipeline.process_recording(database, rid, cache)
+
+    tr = results.translation(database, ex_id)
+    assert (tr["system_id"], tr["text"], tr["transcript"]) == ("paper-voxtral", "Bom dia a todos.", None)
+    assert json.loads(tr["meta"])["models"] == {"st": f"transformers-speechllm:{voxtral}"}
+    # loaded as the full model would be: its own classes, the preset's dtype
+    (loaded,) = [e.value for k, e in cache._entries.items() if k.startswith("st/transformers/")]
+    assert loaded.family == "voxtral" and preset["dtype"] == "bfloat16"
+    assert type(loaded.model) is VoxtralForConditionalGeneration and loaded.model.dtype == torch.bfloat16
+    assert type(loaded.processor) is VoxtralProcessor
+    assert type(loaded.processor.tokenizer) is MistralCommonBackend
+    # one 30 s window of 128 mel bins, cast to bf16; the prompt as Mistral's instruct format
+    (inputs,) = seen
+    assert tuple(inputs["input_features"].shape) == (1, 128, 3000)
+    assert inputs["input_features"].dtype == torch.bfloat16
+    prompt = loaded.processor.tokenizer.decode(inputs["input_ids"][0].tolist())
+    assert prompt == ("<s>[INST][BEGIN_AUDIO]" + "[AUDIO]" * 375 + preset["prompt"] + "[/INST]")
+    assert preset["prompt"] == tm.SPEECH_PROMPT
+
+
+def test_paper_voxtral_twin_translates_each_clip_differently(clips, voxtral):
+    """The audio itself decides the output: the other clip gives the other translation."""
+    st = systems.build("paper-voxtral", systems.resolve(preset="paper-voxtral") | {"model": str(voxtral)},
+                       BF16Cache(device="cpu"))
+    out = st.translate_audio(str(clips["hello"]))
+    # the paper's prompt names no variant, so none is claimed for the output
+    assert (out.translation, out.transcript, out.variant) == ("Olá mundo.", None, "")
+
+
 # -- the same systems served by vLLM ----------------------------------------------------------------
 KEY_ENV = "TRADLAB_KEY_REMOTE"       # the presets' own key variable (a study's must carry TRADLAB_KEY_)
 KEY = "sk-vllm-test"
@@ -158,7 +217,7 @@ def vllm(twins):
     """One fake `vllm serve` per model, as a lab runs them, answering with the twins: the
     Whisper twin transcribes; the Tower+ twin answers a text chat with the message as sent,
     inside its chat template (what vLLM does), and an audio chat with the transcript's
-    translation (a stand-in for the audio LLMs, whose twins cannot be built here).
+    translation (a stand-in for the audio LLMs behind vLLM).
     Phi-4's base name is served text-only, so a request that skips the speech LoRA fails."""
     cache = ModelCache(device="cpu")
     asr = hf.TransformersWhisperASR(str(twins["whisper_v3"]), cache=cache)

@@ -12,6 +12,8 @@ handful of examples, so the tests can assert real outputs instead of "it ran":
                     "Translate the audio to Portuguese." with the translation of the clip it hears.
 - build_tower_gemma2: Tower+'s architecture (Gemma 2, Gemma tokenizer and chat template) answering
                     the paper's Tower+ prompt (build_whisper(num_mel_bins=128): large-v3's front end).
+- build_voxtral:    Voxtral's architecture (VoxtralForConditionalGeneration, a Tekken tokenizer
+                    file, VoxtralProcessor) answering SPEECH_PROMPT with each clip's Portuguese.
 - build_tiny_desta: a DeSTA-like model (remote code in tiny_desta_code.py) answering the DeSTA2
                     preset's prompt about each clip.
 
@@ -364,7 +366,7 @@ def build_tower_gemma2(out: Path, steps: int = 120) -> Path:
     return out
 
 
-# -- audio LLM (Qwen2-Audio architecture; stands in for Voxtral / Phi-4-multimodal) -----------
+# -- audio LLM (Qwen2-Audio architecture; the generic chat-template path) ----------------------
 def build_audio_llm(out: Path, clips: dict[str, Path], steps: int = 150) -> Path:
     import torch
     from transformers import (
@@ -498,4 +500,153 @@ def build_tiny_desta(out: Path, clips: dict[str, Path], whisper: Path, steps: in
     torch.save(model.connector.state_dict(), out / "qformer_connector.pth")
     cfg.save_pretrained(out)
     shutil.copy(Path(__file__).resolve().parent / "tiny_desta_code.py", out / "modeling_tiny_desta.py")
+    return out
+
+
+# -- Voxtral (Whisper-style encoder + Llama, Mistral's Tekken tokenizer) -------------------------
+# The pre-tokenizer pattern of Mistral's Tekken files (tiktoken pat_str).
+TEKKEN_PATTERN = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|"
+                  r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}|"
+                  r" ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+# Voxtral's control tokens at their ranks (the processor hard-codes [AUDIO] = 24); the ranks in
+# between and up to 1000 are <SPECIAL_n> fillers, as in Mistral's files.
+TEKKEN_SPECIALS = {0: "<unk>", 1: "<s>", 2: "</s>", 3: "[INST]", 4: "[/INST]", 5: "[AVAILABLE_TOOLS]",
+                   6: "[/AVAILABLE_TOOLS]", 7: "[TOOL_RESULTS]", 8: "[/TOOL_RESULTS]", 9: "[TOOL_CALLS]",
+                   10: "[IMG]", 11: "<pad>", 12: "[IMG_BREAK]", 13: "[IMG_END]", 14: "[PREFIX]", 15: "[MIDDLE]",
+                   16: "[SUFFIX]", 17: "[SYSTEM_PROMPT]", 18: "[/SYSTEM_PROMPT]", 19: "[TOOL_CONTENT]",
+                   24: "[AUDIO]", 25: "[BEGIN_AUDIO]", 32: "[ARGS]", 33: "[CALL_ID]", 34: "[TRANSCRIBE]"}
+TEKKEN_NUM_SPECIAL = 1000
+
+
+def _byte_bpe_ranks(texts: list[str], merges: int) -> list[bytes]:
+    """tiktoken mergeable ranks: the 256 bytes, then `merges` byte-pair merges learnt on `texts`
+    split by TEKKEN_PATTERN (most frequent pair first)."""
+    from collections import Counter
+
+    import regex
+    words = Counter(tuple(bytes([b]) for b in piece.encode("utf-8"))
+                    for t in texts for piece in regex.findall(TEKKEN_PATTERN, t))
+    ranks = [bytes([b]) for b in range(256)]
+    known = set(ranks)
+    for _ in range(merges):
+        pairs = Counter()
+        for w, n in words.items():
+            for a, b in zip(w, w[1:]):
+                pairs[a, b] += n
+        if not pairs:
+            break
+        (a, b), _ = pairs.most_common(1)[0]
+        if a + b not in known:
+            ranks.append(a + b)
+            known.add(a + b)
+        merged = Counter()
+        for w, n in words.items():
+            out, i = [], 0
+            while i < len(w):
+                if i + 1 < len(w) and (w[i], w[i + 1]) == (a, b):
+                    out.append(a + b)
+                    i += 2
+                else:
+                    out.append(w[i])
+                    i += 1
+            merged[tuple(out)] += n
+        words = merged
+    return ranks
+
+
+def write_tekken(path: Path, texts: list[str], merges: int = 120, num_mel_bins: int = 128) -> Path:
+    """A Tekken tokenizer file (mistral_common's tekken.json format) with Voxtral's audio section:
+    16 kHz, 12.5 audio tokens a second, 128 mel bins (hop 160, window 400), 30 s chunks."""
+    import base64
+    ranks = _byte_bpe_ranks(texts, merges)
+    vocab = [{"rank": i, "token_bytes": base64.b64encode(b).decode("ascii"),
+              "token_str": b.decode("utf-8", errors="replace")} for i, b in enumerate(ranks)]
+    specials = [{"rank": i, "token_str": TEKKEN_SPECIALS.get(i, f"<SPECIAL_{i}>"), "is_control": True}
+                for i in range(max(TEKKEN_SPECIALS) + 1)]
+    data = {"config": {"pattern": TEKKEN_PATTERN, "num_vocab_tokens": len(vocab),
+                       "default_vocab_size": TEKKEN_NUM_SPECIAL + len(vocab),
+                       "default_num_special_tokens": TEKKEN_NUM_SPECIAL, "version": "v11"},
+            "vocab": vocab, "special_tokens": specials,
+            "audio": {"sampling_rate": SR, "frame_rate": 12.5, "chunk_length_s": 30.0,
+                      "audio_encoding_config": {"num_mel_bins": num_mel_bins, "hop_length": 160,
+                                                "window_size": 400}}}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def build_voxtral(out: Path, clips: dict[str, Path], steps: int = 140) -> Path:
+    """Voxtral's architecture (VoxtralForConditionalGeneration: a Whisper-style encoder on 128 mel
+    bins in 30 s windows, Voxtral's projector, a Llama LM) with a Tekken tokenizer file read by
+    MistralCommonBackend and a VoxtralProcessor, trained to answer SPEECH_PROMPT about each clip
+    with its Portuguese. The folder holds the files transformers reads from
+    mistralai/Voxtral-Small-24B-2507: config.json, generation_config.json, the weights, the
+    processor's config and tekken.json (~1.3 MB; ~20 s on 2 busy cores: 80 steps do not yet
+    tell the clips apart, 140 do with a logit margin of ~6 in fp32 and bf16)."""
+    import torch
+    from transformers import (
+        GenerationConfig,
+        LlamaConfig,
+        MistralCommonBackend,
+        VoxtralConfig,
+        VoxtralEncoderConfig,
+        VoxtralForConditionalGeneration,
+        VoxtralProcessor,
+        WhisperFeatureExtractor,
+    )
+    seed_all(0)
+    out.mkdir(parents=True, exist_ok=True)
+    write_tekken(out / "tekken.json", [SPEECH_PROMPT] + [CLIPS[k][1] for k in clips] * 4)
+    tok = MistralCommonBackend.from_pretrained(out)
+    fe = WhisperFeatureExtractor(feature_size=128, chunk_length=30)      # Voxtral's: 30 s windows
+    proc = VoxtralProcessor(feature_extractor=fe, tokenizer=tok)
+    special = {t: i for i, t in TEKKEN_SPECIALS.items()}
+    bos, eos, pad = special["<s>"], special["</s>"], special["<pad>"]
+
+    d_audio = 32
+    cfg = VoxtralConfig(
+        # intermediate_size = 4 x hidden: the projector reads 4 encoder frames per audio token,
+        # so 30 s (1500 encoder frames) give the 375 [AUDIO] tokens the tokenizer writes.
+        audio_config=VoxtralEncoderConfig(num_mel_bins=128, hidden_size=d_audio, intermediate_size=4 * d_audio,
+                                          num_hidden_layers=1, num_attention_heads=2, max_source_positions=1500),
+        text_config=LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                max_position_embeddings=1024, rope_theta=1e8, bos_token_id=bos,
+                                eos_token_id=eos, pad_token_id=pad, tie_word_embeddings=False),
+        audio_token_id=proc.audio_token_id)
+    model = VoxtralForConditionalGeneration(cfg)
+
+    # Both clips in one batch: each step contrasts them (alternating batches only learn the answers).
+    rows, labels, feats = [], [], []
+    for key, wav in clips.items():
+        conv = [{"role": "user", "content": [{"type": "audio", "path": str(wav)},
+                                             {"type": "text", "text": SPEECH_PROMPT}]}]
+        enc = proc.apply_chat_template(conv)
+        ans = tok.encode(CLIPS[key][1], add_special_tokens=False) + [eos]
+        prompt = enc["input_ids"][0].tolist()
+        rows.append(prompt + ans)
+        labels.append([-100] * len(prompt) + ans)
+        feats.append(enc["input_features"])
+    width = max(map(len, rows))
+    ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
+    batch = {"input_ids": ids, "audio": ids == cfg.audio_token_id,
+             "attention_mask": torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows]),
+             "labels": torch.tensor([x + [-100] * (width - len(x)) for x in labels])}
+    # The encoder keeps its random weights (they still tell the clips apart) and runs once: the
+    # projector and the LM learn, on 1500 frames per clip, in a fraction of the time.
+    tower = model.model.audio_tower
+    for p in tower.parameters():
+        p.requires_grad_(False)
+    with torch.no_grad():
+        frames = tower(torch.cat(feats)).last_hidden_state.reshape(-1, cfg.audio_config.intermediate_size)
+
+    def loss_fn(b):          # what VoxtralModel.forward does, from the encoder's output on
+        audio = model.model.multi_modal_projector(frames)
+        embeds = model.get_input_embeddings()(b["input_ids"])
+        embeds = embeds.masked_scatter(b["audio"][..., None].expand_as(embeds), audio.to(embeds.dtype))
+        return model(inputs_embeds=embeds, attention_mask=b["attention_mask"], labels=b["labels"]).loss
+    _train(model, [batch], steps=steps, lr=1e-2, loss_fn=loss_fn)
+    model.generation_config = GenerationConfig(bos_token_id=bos, eos_token_id=eos, pad_token_id=pad)
+    model.save_pretrained(out)
+    proc.save_pretrained(out)
     return out

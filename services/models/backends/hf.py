@@ -382,7 +382,7 @@ class TransformersSpeechLLM:
 
     Paper models: microsoft/Phi-4-multimodal-instruct (the transformers-native weights; the hub's
     original remote code "phi4mm" is not supported here; pip install torchvision peft),
-    mistralai/Voxtral-Small-24B-2507 (pip install "mistral-common[audio]"), DeSTA-ntu/DeSTA2-8B-beta
+    mistralai/Voxtral-Small-24B-2507 (mistral-common, installed by make setup), DeSTA-ntu/DeSTA2-8B-beta
     (trust_remote_code=True; its remote code targets transformers 4.x: tools/desta2_server.py).
     Prompt in the paper: "Translate the audio to Portuguese."
     """
@@ -416,7 +416,9 @@ class TransformersSpeechLLM:
         config = _pretrained(self.model, tf.AutoConfig.from_pretrained, **trc)
         family = _speech_family(config)
         if family == "voxtral":
-            require("mistral_common", "mistral-common[audio]")
+            # --no-deps: mistral-common caps numpy below the 2.4 the app runs on; its real
+            # dependencies are in requirements.txt
+            require("mistral_common", "--no-deps mistral-common==1.13.1 (make setup does)")
         if family == "phi4":
             self._phi4_packages()
         model = _pretrained(self.model, self._auto_class(tf, config).from_pretrained,
