@@ -60,3 +60,15 @@ desta2-server:
 	@test -x $(DESTA2_VENV)/bin/python || $(PY) -m venv $(DESTA2_VENV)
 	$(DESTA2_VENV)/bin/pip install -q -r requirements-desta2.txt
 	HF_HUB_OFFLINE=1 $(DESTA2_VENV)/bin/python tools/desta2_server.py $(DESTA2_ARGS)
+
+# Phi-4-multimodal's tiny twin (tests/test_paper_phi4.py) in its own environment: its processor
+# needs torchvision, which needs a torch newer than the app's (requirements-phi4.txt).
+PHI4_VENV := .venv-phi4
+.PHONY: phi4-venv
+phi4-venv: $(PHI4_VENV)/.installed
+# A stamp file, not bin/python: that is a link to the system interpreter, which touch would change.
+$(PHI4_VENV)/.installed: requirements-phi4.txt
+	@test -x $(PHI4_VENV)/bin/python || $(PY) -m venv $(PHI4_VENV)
+	$(PHI4_VENV)/bin/pip install -q --upgrade pip
+	$(PHI4_VENV)/bin/pip install -q -r requirements-phi4.txt
+	touch $@

@@ -14,6 +14,8 @@ handful of examples, so the tests can assert real outputs instead of "it ran":
                     the paper's Tower+ prompt (build_whisper(num_mel_bins=128): large-v3's front end).
 - build_voxtral:    Voxtral's architecture (VoxtralForConditionalGeneration, a Tekken tokenizer
                     file, VoxtralProcessor) answering SPEECH_PROMPT with each clip's Portuguese.
+- build_phi4:       Phi-4-multimodal's own architecture, processor and speech LoRA adapter
+                    (needs torchvision and peft: .venv-phi4, tests/test_paper_phi4.py).
 - build_tiny_desta: a DeSTA-like model (remote code in tiny_desta_code.py) answering the DeSTA2
                     preset's prompt about each clip.
 
@@ -418,6 +420,99 @@ def build_audio_llm(out: Path, clips: dict[str, Path], steps: int = 150) -> Path
     _train(model, batches, steps=steps, lr=5e-3)
     model.generation_config = GenerationConfig(eos_token_id=im_end, pad_token_id=tok.pad_token_id)
     model.save_pretrained(out)
+    proc.save_pretrained(out)
+    return out
+
+
+# -- Phi-4-multimodal (its own architecture, processor and speech LoRA) ---------------------------
+# Phi-4's chat format (<|user|>...<|end|><|assistant|>), an audio part written as the audio token
+# that the processor expands to one token per audio embedding.
+PHI4_CHAT_TEMPLATE = (
+    "{% for message in messages %}{{ '<|' + message['role'] + '|>' }}{% if message['content'] is string %}"
+    "{{ message['content'] }}{% else %}{% for part in message['content'] %}{% if part['type'] == 'image' %}"
+    "{{ '<|image|>' }}{% elif part['type'] == 'audio' %}{{ '<|audio|>' }}{% elif part['type'] == 'text' %}"
+    "{{ part['text'] }}{% endif %}{% endfor %}{% endif %}{{ '<|end|>' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}")
+# The real speech-lora's targets: the language model's projections only (the audio encoder has
+# modules of the same names, which a plain list of names would also wrap).
+PHI4_LORA_TARGETS = r"model.layers.\d+.((self_attn.(qkv|o)_proj)|(mlp.(gate_up|down)_proj))"
+
+
+def build_phi4(out: Path, clips: dict[str, Path], steps: int = 300) -> Path:
+    """A Phi4MultimodalForCausalLM folder as the transformers-native checkpoint lays it out: the
+    base model, Phi4MultimodalProcessor (feature extractor, image processor, a GPT-2 style
+    byte-level BPE tokenizer with Phi-4's special tokens) and speech-lora/ saved by peft.
+    Trained so that with the speech adapter it answers SPEECH_PROMPT about each clip with the
+    clip's Portuguese, and without it with the clip's English: the adapter decides the output."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import (
+        GenerationConfig,
+        GPT2Tokenizer,
+        Phi4MultimodalAudioConfig,
+        Phi4MultimodalConfig,
+        Phi4MultimodalFeatureExtractor,
+        Phi4MultimodalForCausalLM,
+        Phi4MultimodalImageProcessor,
+        Phi4MultimodalProcessor,
+        Phi4MultimodalVisionConfig,
+    )
+    seed_all(0)
+    corpus = [SPEECH_PROMPT] + [t for k in clips for t in CLIPS[k]]
+    vocab, merges = _byte_bpe(corpus * 4, vocab_size=300)
+    specials = ["<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>", "<|end|>", "<|image|>", "<|audio|>"]
+    for sp in specials:
+        vocab[sp] = len(vocab)
+    tok = GPT2Tokenizer(vocab=vocab, merges=merges, pad_token="<|endoftext|>",
+                        extra_special_tokens={"image_token": "<|image|>", "audio_token": "<|audio|>"})
+    tok.add_special_tokens({"additional_special_tokens": specials[1:5]}, replace_extra_special_tokens=False)
+    proc = Phi4MultimodalProcessor(image_processor=Phi4MultimodalImageProcessor(),
+                                   audio_processor=Phi4MultimodalFeatureExtractor(), tokenizer=tok,
+                                   chat_template=PHI4_CHAT_TEMPLATE)
+    eot, eos = tok.convert_tokens_to_ids("<|end|>"), tok.convert_tokens_to_ids("<|endoftext|>")
+
+    cfg = Phi4MultimodalConfig(
+        vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=2, max_position_embeddings=512, original_max_position_embeddings=512,
+        bos_token_id=eos, eos_token_id=[eos, eot], pad_token_id=eos,
+        audio_config=Phi4MultimodalAudioConfig(num_blocks=1, hidden_size=32, num_attention_heads=2,
+                                               intermediate_size=48, ext_pw_out_channel=32,
+                                               depthwise_separable_out_channel=32, nemo_conv_channels=32,
+                                               audio_token_id=proc.audio_token_id),
+        vision_config=Phi4MultimodalVisionConfig(num_hidden_layers=1, hidden_size=16, intermediate_size=32,
+                                                 num_attention_heads=2, image_token_id=proc.image_token_id))
+    model = get_peft_model(Phi4MultimodalForCausalLM(cfg),
+                           LoraConfig(r=8, lora_alpha=16, target_modules=PHI4_LORA_TARGETS, task_type="CAUSAL_LM"))
+    for p in model.parameters():          # the base learns too: it is random, not pretrained
+        p.requires_grad = True
+
+    def example(enc, answer: str) -> dict:
+        ans = torch.tensor([tok(answer, add_special_tokens=False).input_ids + [eot]])
+        n = enc["input_ids"].shape[1]
+        return {**enc, "input_ids": torch.cat([enc["input_ids"], ans], 1),
+                "attention_mask": torch.ones(1, n + ans.shape[1], dtype=torch.long),
+                "labels": torch.cat([torch.full((1, n), -100), ans], 1)}
+
+    batches = []
+    for key, wav in clips.items():
+        conv = [{"role": "user", "content": [{"type": "audio", "audio": _load_wav(wav)},
+                                             {"type": "text", "text": SPEECH_PROMPT}]}]
+        enc = dict(proc.apply_chat_template(conv, add_generation_prompt=True, tokenize=True, return_dict=True,
+                                            return_tensors="pt"))
+        batches.append((example(enc, CLIPS[key][1]), example(enc, CLIPS[key][0])))
+
+    def loss(pair):
+        with_adapter, without = pair
+        on = model(**with_adapter).loss
+        with model.disable_adapter():
+            off = model(**without).loss
+        return on + off
+
+    _train(model, batches, steps=steps, lr=5e-3, loss_fn=loss)
+    model.save_pretrained(out / "speech-lora")
+    base = model.unload()                 # the base weights without the LoRA layers
+    base.generation_config = GenerationConfig(eos_token_id=[eos, eot], pad_token_id=eos)
+    base.save_pretrained(out)
     proc.save_pretrained(out)
     return out
 

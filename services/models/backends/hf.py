@@ -63,6 +63,11 @@ def _pretrained(model: str, loader, **kwargs):
     a model while it serves a study; TRADLAB_ALLOW_DOWNLOADS=1 lifts that for a setup run."""
     if not current_settings().allow_downloads:
         kwargs.setdefault("local_files_only", True)
+    return _load_or_explain(model, loader, **kwargs)
+
+
+def _load_or_explain(model: str, loader, **kwargs):
+    """loader(model, **kwargs), with a missing model or package turned into BackendUnavailable."""
     try:
         return loader(model, **kwargs)
     except ImportError as e:
@@ -377,6 +382,18 @@ def _speech_family(config) -> str:
     return "generic"
 
 
+def _peft_too_old() -> str | None:
+    """The peft version this transformers' adapter methods require, when the installed peft is
+    older (set_adapter refuses it, after the weights are read); None when it is recent enough."""
+    from importlib.metadata import version
+
+    # lazy import (transformers and its packaging): loaded only when a model runs
+    from packaging.version import Version
+    from transformers.integrations import peft as tf_peft
+    wanted = getattr(tf_peft, "MIN_PEFT_VERSION", None)
+    return wanted if wanted and Version(version("peft")) < Version(wanted) else None
+
+
 class TransformersSpeechLLM:
     """An audio LLM asked to translate a clip (batch size 1, the model's default decoding).
 
@@ -432,6 +449,11 @@ class TransformersSpeechLLM:
             processor = None
         else:
             processor = _pretrained(self.model, tf.AutoProcessor.from_pretrained, **trc)
+            tok_template = getattr(getattr(processor, "tokenizer", None), "chat_template", None)
+            if getattr(processor, "chat_template", None) is None and tok_template:
+                # transformers 5 drops the saved chat_template of a processor whose __init__ does not
+                # name it (Phi4MultimodalProcessor); its tokenizer read the same chat_template.jinja.
+                processor.chat_template = tok_template
         return _Loaded(model=_ready(model, self.cache), processor=processor, family=family)
 
     def _has_speech_lora(self) -> bool:
@@ -447,6 +469,11 @@ class TransformersSpeechLLM:
         if missing:
             raise BackendUnavailable(f"Phi-4-multimodal ({self.model}) needs {' and '.join(missing)}: "
                                      f"pip install {' '.join(missing)} (torchvision: the build matching torch)")
+        wanted = _peft_too_old() if "peft" in needed else None
+        if wanted:
+            raise BackendUnavailable(f"Phi-4-multimodal ({self.model}): this transformers sets its adapter only "
+                                     f"with peft>={wanted}: pip install -U 'peft>={wanted}' (or a transformers "
+                                     f"release that accepts the installed peft)")
 
     def _phi4_speech_adapter(self, model) -> None:
         """Phi-4-multimodal routes audio through a LoRA adapter shipped in speech-lora/ (as the
@@ -454,8 +481,12 @@ class TransformersSpeechLLM:
         if not self._has_speech_lora():
             return
         require("peft", "peft")
-        _pretrained(self.model, model.load_adapter, adapter_name="speech",
-                    adapter_kwargs={"subfolder": "speech-lora"})
+        adapter_kwargs = {"subfolder": "speech-lora"}
+        if not current_settings().allow_downloads:
+            # Among the adapter's download arguments: transformers 5's own local_files_only
+            # argument of load_adapter fails (LoadStateDictConfig has no such field).
+            adapter_kwargs["local_files_only"] = True
+        _load_or_explain(self.model, model.load_adapter, adapter_name="speech", adapter_kwargs=adapter_kwargs)
         model.set_adapter("speech")
 
     def translate_audio(self, wav16k_path: str) -> str:
