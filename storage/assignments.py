@@ -175,7 +175,7 @@ def withdraw(db, assignment_id: int) -> None:
 def sender_recording_state(database: Database, participant_id: int) -> dict:
     """A sender's recordings that hold up their surveys: not recorded yet, flagged for review,
     still in QC or translation (one sender's ten or so rows)."""
-    return database.one(
+    return database.one_row(
         """SELECT (SELECT COUNT(*) FROM assignments WHERE participant_id = :p AND phase = 'record'
                    AND status = 'open') AS unrecorded,
                   (SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id

@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import weakref
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, TypeVar
 
 import sqlite_utils
 from sqlite_utils.utils import dedupe_keys
@@ -59,6 +59,21 @@ def insert_rows(db, table: str, rows_: list[dict]) -> None:
                         [[r[c] for c in cols] for r in rows_])
 
 
+_Row = TypeVar("_Row")
+
+
+class MissingRow(LookupError):
+    """A row that a foreign key or an earlier step of the same request guarantees is not there."""
+
+
+def required(row: _Row | None, what: str) -> _Row:
+    """row, known to exist (the study of a participant, the exchange of an assignment): a clear
+    error naming it where it is gone, not a TypeError on None further on."""
+    if row is None:
+        raise MissingRow(f"no {what}")
+    return row
+
+
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
@@ -92,6 +107,11 @@ def choose_journal_mode(path: Path, setting: str = "auto") -> str:
     return "wal"
 
 
+def _after_fork(database: Database | None) -> None:
+    if database is not None:
+        database._after_fork()
+
+
 class Database:
     """A SQLite file opened per thread through sqlite-utils."""
 
@@ -105,7 +125,7 @@ class Database:
         # a forked child (ZeroGPU runs each GPU call in one) must not reuse the parent's
         # connections or inherit its lock held by a thread that does not exist there
         ref = weakref.ref(self)          # the hook must not keep every Database alive
-        os.register_at_fork(after_in_child=lambda: ref() and ref()._after_fork())
+        os.register_at_fork(after_in_child=lambda: _after_fork(ref()))
 
     def _after_fork(self) -> None:
         self._local = threading.local()
@@ -163,6 +183,10 @@ class Database:
     def one(self, sql: str, params: Any = ()) -> dict | None:
         rows = self.query(sql, params)
         return rows[0] if rows else None
+
+    def one_row(self, sql: str, params: Any = ()) -> dict:
+        """The row of a SELECT that always returns one (aggregates without GROUP BY, EXISTS)."""
+        return required(self.one(sql, params), "row: " + " ".join(sql.split())[:80])
 
     def scalar(self, sql: str, params: Any = ()):
         row = self.db.execute(sql, params).fetchone()

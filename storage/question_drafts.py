@@ -91,7 +91,7 @@ def replace_questions(db, study_id: str, starter_id: str, rows: list[dict]) -> N
 
 def has_receive_items(database: Database, study_id: str, starter_id: str) -> bool:
     """Whether receivers hold (open or done) an item of one of the starter's exchanges."""
-    return database.one(
+    return database.one_row(
         "SELECT EXISTS (SELECT 1 FROM assignments s JOIN exchanges e ON e.id = s.exchange_id WHERE "
         "e.study_id = ? AND e.starter_id = ? AND s.phase = 'receive' AND s.status != 'withdrawn') AS x",
         [study_id, starter_id])["x"] == 1

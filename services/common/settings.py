@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Mapping
 
 # Where a Space mounts its persistent storage (a module constant so tests can point it elsewhere).
 SPACE_DATA_ROOT = Path("/data")
@@ -95,7 +96,7 @@ class Settings:
         return self.environ.get(name, "")
 
     @classmethod
-    def from_env(cls, env: dict | None = None, data_root: str | Path | None = None) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None, data_root: str | Path | None = None) -> "Settings":
         env = os.environ if env is None else env
         space = space_defaults(env, data_root)
         get = {f.metadata["env"]: env.get(f.metadata["env"], space.get(f.metadata["env"], f.metadata["default"]))
@@ -156,13 +157,13 @@ def _float(raw: str, default: float) -> float:
         return default
 
 
-def on_space(env: dict | None = None) -> bool:
+def on_space(env: Mapping[str, str] | None = None) -> bool:
     """Running on a Hugging Face Space (the platform sets SPACE_ID)."""
     env = os.environ if env is None else env
     return bool(env.get("SPACE_ID"))
 
 
-def space_defaults(env: dict | None = None, data_root: str | Path | None = None) -> dict[str, str]:
+def space_defaults(env: Mapping[str, str] | None = None, data_root: str | Path | None = None) -> dict[str, str]:
     """The defaults a Space changes (empty off a Space); explicit variables override them.
 
     data_root stands for the persistent-storage mount (default SPACE_DATA_ROOT, read at call time)."""
@@ -181,7 +182,7 @@ def space_defaults(env: dict | None = None, data_root: str | Path | None = None)
     return out
 
 
-def space_storage_warning(env: dict | None = None, data_root: str | Path | None = None) -> str | None:
+def space_storage_warning(env: Mapping[str, str] | None = None, data_root: str | Path | None = None) -> str | None:
     """A warning when a Space keeps the study data on its ephemeral disk (no persistent storage)."""
     env = os.environ if env is None else env
     if not on_space(env) or "TRADLAB_DB" in space_defaults(env, data_root) or env.get("TRADLAB_DB"):
