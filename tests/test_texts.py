@@ -53,6 +53,11 @@ def test_sqm_labels_follow_the_study():
     ('[survey]\nlikert = ["a", "b"]\n', "survey.likert"),
     ('[survey]\ntrust = 3\n', "survey.trust"),
     ('[[sqm]]\ntick = 6\nvalue = 100\nlabel = "x"\ndescription = "y"\n', "sqm"),
+    # a table without its tick (or with a word for one) is named, not a TypeError from sorting
+    ('[[sqm]]\ntick = 0\nvalue = 0\nlabel = "x"\ndescription = "y"\n'
+     '[[sqm]]\nvalue = 100\nlabel = "x"\ndescription = "y"\n', "sqm"),
+    ('[[sqm]]\ntick = 0\nvalue = 0\nlabel = "x"\ndescription = "y"\n'
+     '[[sqm]]\ntick = "six"\nvalue = 100\nlabel = "x"\ndescription = "y"\n', "sqm"),
     ('[survey\n', None),
 ])
 def test_mistakes_in_scales_toml_are_named(tmp_path, scales, field):

@@ -15,11 +15,14 @@ import functools
 import string
 import tomllib
 from pathlib import Path
+from typing import TypeVar
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 TEXTS = ASSETS / "texts"
 DEFAULT_LANGUAGE = "en"
 PAGE_LANGUAGE = {"receiver": "pt-PT"}        # tabs whose page is not in English
+# the caller's exception class, which refusal() and refusals() return
+E = TypeVar("E", bound=Exception)
 
 
 def page_language(tab: str) -> str:
@@ -85,8 +88,10 @@ def problems(override: dict) -> list[tuple[str, str]]:
                 elif isinstance(v, list) and len(v) != len(base[section][key]):
                     out.append((f"{section}.{key}", f"must have {len(base[section][key])} entries"))
         elif section == "sqm":
-            ticks = sorted(e.get("tick") for e in value if isinstance(e, dict)) if isinstance(value, list) else []
-            if ticks != [0, 2, 4, 6] or any(set(e) != {"tick", "value", "label", "description"} for e in value):
+            # a tick that is missing or not a number is the same mistake, not a failed sort
+            ticks = [e.get("tick") for e in value if isinstance(e, dict)] if isinstance(value, list) else []
+            numbers = [t for t in ticks if isinstance(t, (int, float))]
+            if len(numbers) != len(ticks) or sorted(numbers) != [0, 2, 4, 6] or any(set(e) != {"tick", "value", "label", "description"} for e in value):
                 out.append(("sqm",
                             "must be four [[sqm]] tables (tick 0, 2, 4, 6) with tick, value, label, description"))
     return out
@@ -124,23 +129,29 @@ class Voice:
         return self("ready_one" if n == 1 else "ready_other", n=n)
 
 
-def refusal(cls: type[Exception], key: str, **values) -> Exception:
+def refusal(cls: type[E], key: str, **values) -> E:
     """An error whose message is the page wording `key` (in English, the study not known yet);
     reword() puts it in the page's language where it leaves the service."""
     e = cls(Voice()(key, **values))
-    e.key, e.values = key, values
+    _mark(e, key=key, values=values)
     return e
 
 
-def refusals(cls: type[Exception], parts: list[Exception], fields: dict[str, Exception]) -> Exception:
+def refusals(cls: type[E], parts: list[Exception], fields: dict[str, Exception]) -> E:
     """One error for all of a form's problems: its message is every part's, in order; `fields`
     each form field's problem as words (the parts and fields are refusal()s or plain errors)."""
     e = cls(" ".join(map(str, parts)))
-    e.parts, e.field_errors = parts, fields
-    e.fields = {f: str(x) for f, x in fields.items()}
+    _mark(e, parts=parts, field_errors=fields, fields={f: str(x) for f, x in fields.items()})
     if len(parts) == 1 and getattr(parts[0], "key", None):      # one refusal: the page may react to its key
-        e.key, e.values = parts[0].key, getattr(parts[0], "values", {})
+        _mark(e, key=getattr(parts[0], "key"), values=getattr(parts[0], "values", {}))
     return e
+
+
+def _mark(e: Exception, **attributes) -> None:
+    """The refusal's key, values and parts as attributes of the caller's own exception class
+    (AccessError, ConsentError...), which callers catch by class and read with getattr."""
+    for name, value in attributes.items():
+        setattr(e, name, value)
 
 
 def reword(e: Exception, voice: Voice) -> Exception:
@@ -151,10 +162,11 @@ def reword(e: Exception, voice: Voice) -> Exception:
         e.args = (voice(key, **getattr(e, "values", {})),)
     parts = getattr(e, "parts", None)
     if parts is not None:
-        for x in [*parts, *e.field_errors.values()]:
+        field_errors: dict[str, Exception] = getattr(e, "field_errors")
+        for x in [*parts, *field_errors.values()]:
             reword(x, voice)
         e.args = (" ".join(map(str, parts)),)
-        e.fields = {f: str(x) for f, x in e.field_errors.items()}
+        _mark(e, fields={f: str(x) for f, x in field_errors.items()})
     return e
 
 
