@@ -29,6 +29,7 @@ from services.metrics import registry as metrics
 from services.models.backends import BackendUnavailable
 from services.models.cache import CACHE
 from storage import assignments, jobs, results, studies
+from storage.db import required
 
 # what runs without any weights configured (no network): the fallback when none of the paper's is set
 OFFLINE_METRICS = ["e5-cosine", "backtranslation-chrf", "chrf", "bleu"]
@@ -125,6 +126,8 @@ def stale_exchanges(database, study_id: str, cache=CACHE, names: list[str] | Non
     """{metric: exchange ids} whose stored score came from another version or model than the one
     configured now (e.g. the checkpoint behind "cometkiwi-23-xl" was replaced)."""
     study = studies.get_study(database, study_id)
+    if study is None:
+        raise ValueError(f"There is no study '{study_id}'.")
     wanted = set(names or study_metrics(study))
     current: dict[str, tuple[str, str] | None] = {}
     out: dict[str, list[int]] = {}
@@ -156,11 +159,13 @@ def rescore_stale(database, study_id: str, cache=CACHE, names: list[str] | None 
 def score_exchange(database, exchange_id: int, cache=CACHE, names: list[str] | None = None) -> dict:
     """The study's metrics (or `names`) for one exchange, each stored as it comes."""
     ex = assignments.exchange(database, int(exchange_id))
+    if ex is None:
+        raise ValueError(f"exchange {exchange_id} does not exist")
     tr = results.translation(database, ex["id"])
     if tr is None:
         raise ValueError(f"exchange {exchange_id} has no translation yet")
-    study = studies.get_study(database, ex["study_id"])
-    starter = studies.starter(database, ex["study_id"], ex["starter_id"])
+    study = required(studies.get_study(database, ex["study_id"]), "study of an exchange")
+    starter = required(studies.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
     ref = results.reference_translation(database, ex["study_id"], ex["starter_id"], ex["system_id"])
     out, errors = {}, {}
     for name in names or study_metrics(study, cache):
@@ -261,7 +266,8 @@ def metrics_report(database, study_id: str, cache=CACHE) -> dict:
         raise ValueError(f"There is no study '{study_id}'.")
     listed = study["config"].get("usability", {}).get("metrics")
     if listed:
-        planned, notes, source = list(listed), [], "usability.metrics"
+        planned, source = list(listed), "usability.metrics"
+        notes: list[str] = []
         shown = list(listed)
     else:
         planned, notes = default_metrics(study, cache)
@@ -273,7 +279,7 @@ def metrics_report(database, study_id: str, cache=CACHE) -> dict:
         stored[int(r["exchange_id"]), r["metric"]] = r["score"]
     has_ref = {}
     for eid in ids:
-        ex = assignments.exchange(database, eid)
+        ex = required(assignments.exchange(database, eid), "translated exchange")
         has_ref[eid] = results.reference_translation(database, study_id, ex["starter_id"], ex["system_id"]) is not None
     job_of = jobs.by_key_prefix(database, "score_exchange:")
     columns: dict[str, tuple[str, str, str | None, bool]] = {}      # column -> (base, mode, why not, hybrid)
@@ -291,7 +297,8 @@ def metrics_report(database, study_id: str, cache=CACHE) -> dict:
             columns[col] = (name, mode, why, len(cols) > 1)
     rows = []
     for col, (base, mode, why, hybrid) in columns.items():
-        scored, skipped = 0, {}
+        scored = 0
+        skipped: dict[str, int] = {}      # reason -> exchanges
         for eid in ids:
             if (eid, col) in stored:
                 if stored[eid, col] is not None:

@@ -15,6 +15,7 @@ import datetime as dt
 
 from services.participation.reassignment import Reassignment, withdraw_and_reassign
 from storage import participants, pool, studies
+from storage.db import required
 
 
 class DropoutError(ValueError):
@@ -33,7 +34,8 @@ def drop_out(database, participant_id: int, actor: str, reason: str) -> Reassign
     with database.write() as db:
         pool.mark_dropped_out(db, p["id"], reason)
         database.log(actor, "drop_out", "participants", p["id"], {"reason": reason})
-        return withdraw_and_reassign(db, database, participants.get(database, p["id"]), actor)
+        return withdraw_and_reassign(db, database, required(participants.get(database, p["id"]), "participant"),
+                                     actor)
 
 
 def detect_inactive(database, study_id: str, now: dt.datetime | None = None) -> list[int]:

@@ -18,6 +18,7 @@ from services.sd import form as sd_form
 from services.study import consent
 from services.study.texts import Voice, page_language, refusal, reword, sqm_label, texts
 from storage import assignments, participants, question_drafts, results, studies
+from storage.db import required
 
 TAB_PHASES = {
     "record": ("record",),
@@ -146,17 +147,18 @@ def _content(database, study, p, a) -> dict:
     sid = study["id"]
     if phase == "sd":
         return sd_form.page_content(database, study, a, texts(study)["sd"])
-    ex = assignments.exchange(database, a["exchange_id"])
+    ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
     qs = studies.questions(database, sid, ex["starter_id"])
     if phase == "receive":
         # Only the translation and the Portuguese questions: never source, audio or transcript.
-        tr = results.translation(database, ex["id"])
+        # (every phase after the recording is offered once the exchange is translated)
+        tr = required(results.translation(database, ex["id"]), "translation of a translated exchange")
         words = texts(study)["receiver"]
         return {"translation": tr["text"], "questions": [{"idx": q["idx"], "pt": q["pt"]} for q in qs],
                 "instruction": words["instruction"], "unanswerable_label": words["unanswerable"],
                 "translation_heading": words["translation_heading"], "answer_label": words["answer"],
                 "submit": words["submit"]}
-    st = studies.starter(database, sid, ex["starter_id"])
+    st = required(studies.starter(database, sid, ex["starter_id"]), "starter of an exchange")
     if phase == "record":
         words = texts(study)["record"]
         return {"starter_html": bold_key_spans(st["text"], st["key_spans"]),
@@ -164,9 +166,9 @@ def _content(database, study, p, a) -> dict:
                 # a recording of it was rejected in review: the sender is told why it is back
                 "record_again": words["record_again"] if (a.get("meta") or {}).get("record_again") else "",
                 "max_seconds": study["config"]["usability"]["max_recording_seconds"]}
-    tr = results.translation(database, ex["id"])
+    tr = required(results.translation(database, ex["id"]), "translation of a translated exchange")
     if phase == "validate":
-        receive = assignments.assignment(database, int(a["item_id"]))
+        receive = required(assignments.assignment(database, int(a["item_id"])), "receive item of a validation")
         # the expected answer: the reference answer of the question's accepted draft, where it has one
         expected = question_drafts.reference_answers(database, sid, ex["starter_id"])
         return {"source": st["text"], "translation": tr["text"],
@@ -261,7 +263,7 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
         limit_requests(p)
     if tab not in tabs_for(p):
         raise refusal(AccessError, "not_your_role")
-    study = studies.get_study(database, p["study_id"])
+    study = required(studies.get_study(database, p["study_id"]), "study of a participant")
     voice.study = study
     lang = voice.lang
     cfg = study["config"]["study"]

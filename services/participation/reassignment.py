@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from services.common.seeded import order_key
 from services.participation import workflow
 from storage import assignments, participants, studies
+from storage.db import required
 
 POOLED = {"receive", "validate"}                 # their places go back to the work pool
 
@@ -53,7 +54,7 @@ def withdraw_and_reassign(db, database, p: dict, actor: str) -> Reassignment:
     on (see the module's docstring). Runs inside the caller's write transaction; also used
     when a sender is excluded after rejected recordings (services/admin/recording_review) or drops
     out (services/participation/dropouts)."""
-    study = studies.get_study(database, p["study_id"])
+    study = required(studies.get_study(database, p["study_id"]), "study of a participant")
     out = Reassignment(p["id"])
     for a in assignments.open_assignments(database, p["id"]):
         assignments.withdraw(db, a["id"])
@@ -79,7 +80,7 @@ def withdraw_and_reassign(db, database, p: dict, actor: str) -> Reassignment:
 
 
 def _move_recording_item(db, database, study, p, a, actor, out: Reassignment) -> None:
-    ex = assignments.exchange(database, a["exchange_id"])
+    ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
     taker = replacement_sender(database, study["id"], p, ex["starter_id"])
     if taker is None:
         # the design stays balanced: the item waits for the next sender enrolled in the same cell

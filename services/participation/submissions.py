@@ -31,7 +31,7 @@ from services.study import consent
 from services.study.texts import Voice, page_language, refusal, refusals, reword
 from services.usability.audio_intake import IntakeError, store_recording
 from storage import assignments, jobs, participants, results, studies
-from storage.db import now
+from storage.db import now, required
 
 MAX_TEXT = 2000            # characters in one free-text answer
 IDLE_CLAMP_S = 600.0       # time on an item beyond this counts as idle
@@ -101,13 +101,14 @@ def _idx_map(items, key="idx") -> dict:
 
 
 def _validate_receive(database, a, payload) -> dict:
-    ex = assignments.exchange(database, a["exchange_id"])
+    ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
     qs = studies.questions(database, ex["study_id"], ex["starter_id"])
     given = _idx_map(payload.get("answers"))
     unknown = set(given) - {q["idx"] for q in qs}
     if unknown:
         raise refusal(SubmissionError, "no_such_question", idx=min(unknown))
-    clean, missing, parts, fields = [], [], [], {}
+    clean, missing, parts = [], [], []
+    fields: dict[str, Exception] = {}
     for q in qs:
         i = q["idx"]
         g = given.get(i, {})
@@ -140,7 +141,7 @@ def _validate_validate(database, a, payload) -> dict:
     if problem:
         parts.append(problem)
         fields["score"] = problem
-    receive = assignments.assignment(database, int(a["item_id"]))
+    receive = required(assignments.assignment(database, int(a["item_id"])), "receive item of a validation")
     idxs = [x["idx"] for x in results.answers(database, receive["id"])]
     marks_in = payload.get("marks") or {}
     if not isinstance(marks_in, dict):
@@ -301,8 +302,8 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
         data = None
         if a["phase"] == "record":
             try:
-                ex = assignments.exchange(database, a["exchange_id"])
-                starter = studies.starter(database, study["id"], ex["starter_id"])
+                ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
+                starter = required(studies.starter(database, study["id"], ex["starter_id"]), "starter of an exchange")
                 data = {"audio": store_recording(payload.get("audio") or "", media_dir,
                                                  study["config"]["usability"]["max_recording_seconds"],
                                                  starter["text"])}
@@ -321,7 +322,7 @@ def _checked(database, token, tab, item_id, media_dir, voice: Voice):
     limit_requests(p)
     if tab not in tabs_for(p) or tab not in TAB_PHASES:
         raise refusal(AccessError, "not_your_role")
-    study = studies.get_study(database, p["study_id"])
+    study = required(studies.get_study(database, p["study_id"]), "study of a participant")
     voice.study = study
     stage = consent.pending_stage(database, p, study)
     if stage:
@@ -335,7 +336,7 @@ def _checked(database, token, tab, item_id, media_dir, voice: Voice):
         return _already_saved(database, a, token, tab, media_dir, voice)
     nxt = assignments.next_open(database, p["id"], TAB_PHASES[tab])
     if nxt is None or nxt["id"] != a["id"]:       # checked again inside the write
-        if assignments.assignment(database, a["id"])["status"] == "done":  # a concurrent double submit saved it
+        if required(assignments.assignment(database, a["id"]), "assignment")["status"] == "done":  # a concurrent double submit saved it
             return _already_saved(database, a, token, tab, media_dir, voice)
         raise _out_of_order(tab)
     return p, study, a
@@ -354,9 +355,10 @@ def _save(database, token, tab, p: dict, study: dict, a: dict, payload: dict, da
         data = {"receive": _validate_receive, "validate": _validate_validate,
                 "survey_baseline": _validate_survey, "survey_informed": _validate_survey,
                 "da": _validate_da, "sd": _validate_sd}[phase](database, a, payload)
+    assert data is not None, "a record item's data is the stored recording submit() passes"
     with database.write() as db:
         fresh = assignments.assignment(database, a["id"])
-        if fresh["status"] == "done":  # a concurrent double submit got here first
+        if fresh is not None and fresh["status"] == "done":  # a concurrent double submit got here first
             return _already_saved(database, a, token, tab, media_dir, voice)
         _refuse_in_write(database, p, a, fresh, tab)
         if phase == "record":
@@ -371,12 +373,12 @@ def _save(database, token, tab, p: dict, study: dict, a: dict, payload: dict, da
             results.insert_validation(db, a["id"], data["receive_assignment_id"], a["exchange_id"],
                                       data["score"], data["qa_score"], data["marks"])
         elif phase.startswith("survey"):
-            ex = assignments.exchange(database, a["exchange_id"])
+            ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
             perspective = "first" if ex["sender_id"] == p["id"] else "third"
             results.insert_survey(db, a["id"], a["exchange_id"], phase.split("_")[1], perspective,
                                   data["satisfaction"], data["trust"], data["reliance"])
         elif phase == "da":
-            it = studies.da_hit_item(database, int(a["item_id"]))
+            it = required(studies.da_hit_item(database, int(a["item_id"])), "HIT item of a DA assignment")
             results.insert_da_judgment(db, a["id"], it["segment_row"], data["score"], it["id"],
                                        a["meta"]["modality"])
         elif "suitability" in data:

@@ -13,6 +13,7 @@ import math
 from services.participation.items import ROLE_TABS, TAB_PHASES
 from services.study.texts import Voice
 from storage import assignments, studies
+from storage.db import required
 
 # the project's estimates (no paper gives one): reading and recording a 40-60 word starter, up to
 # two tries, and its two surveys; reading a translation and answering up to 10 short questions;
@@ -52,4 +53,5 @@ def page_welcome(database, participant: dict, lang: str) -> str:
     phases = tuple(ph for tab in ROLE_TABS[participant["role"]] for ph in TAB_PHASES[tab])
     if assignments.counts(database, participant["id"], phases)["done"]:
         return ""
-    return welcome(studies.get_study(database, participant["study_id"]), participant["role"], lang)
+    return welcome(required(studies.get_study(database, participant["study_id"]), "study of a participant"),
+                   participant["role"], lang)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from services.common.seeded import order_key, seeded_rng
 from storage import assignments, participants, pool, studies
+from storage.db import required
 
 # the pooled phase a role takes work from, and the study setting that caps it per person
 POOL_OF_ROLE = {"receiver": "receive", "validator": "validate", "rater": "survey_baseline"}
@@ -115,7 +116,7 @@ def starter_changed(db, database, study_id: str, starter_id: str) -> None:
     if not found:
         return
     for eid in pool.starter_exchanges(database, study_id, starter_id):
-        ex = pool.exchange_state(database, eid)
+        ex = required(pool.exchange_state(database, eid), "exchange")
         if ex["has_questions"]:
             _open_exchange(db, database, found[0], ex)
         elif pool.entry(database, study_id, "receive", eid):
@@ -169,10 +170,10 @@ def hand_surveys_to_raters(db, database, study: dict, p: dict) -> list[int]:
         eids = pool.survey_exchanges(database, p["id"], "survey_baseline", "done")
     out = []
     for eid in eids:
-        ex = pool.exchange_state(database, eid)
+        ex = required(pool.exchange_state(database, eid), "exchange")
         if ex["translated"] and ex["qc_ok"] and not ex["excluded_at"] and _needs_rater(database, ex):
             _offer_rater(db, database, study, ex)
-            if pool.entry(database, study["id"], "survey_baseline", eid)["need"] > 0:
+            if required(pool.entry(database, study["id"], "survey_baseline", eid), "offered survey")["need"] > 0:
                 out.append(eid)
     return out
 
@@ -193,7 +194,7 @@ def _offer_validation(db, database, study: dict, receive_id: int) -> int:
     r = pool.receive_assignment_state(database, receive_id)
     if not r or r["status"] != "done":
         return 0
-    ex = pool.exchange_state(database, r["exchange_id"])
+    ex = required(pool.exchange_state(database, r["exchange_id"]), "exchange of a receive item")
     producers = _sender_identity(ex) | set(participants.identities(database, [r["receiver_id"]])[r["receiver_id"]])
     need = study["config"]["usability"]["redundancy"] - pool.holder_count(database, study["id"], "validate", r["id"])
     return int(pool.offer(db, study["id"], "validate", r["id"], ex["id"], stratum(ex["grp"], ex["system_id"]),
@@ -287,7 +288,8 @@ def next_item(db, database, p: dict, study: dict) -> dict | None:
             if pool.take(db, sid, phase, c["item_id"]):
                 aid = assignments.insert_assignment(db, sid, pid, phase, c["item_id"],
                                               order_key(_seed(study), pid, c["item_id"]), exchange_id=c["exchange_id"])
-                return assignments.assignment(database, aid)
+                # None: they already had it (the candidates leave those out)
+                return None if aid is None else assignments.assignment(database, aid)
     return None
 
 
@@ -334,7 +336,7 @@ def refresh(database, study_id: str) -> int:
     while ids := pool.study_exchange_ids(database, study_id, after, REPAIR_CHUNK):
         with database.write() as db:
             for eid in ids:
-                changed += _open_exchange(db, database, study, pool.exchange_state(database, eid))
+                changed += _open_exchange(db, database, study, required(pool.exchange_state(database, eid), "exchange"))
                 for rid in pool.done_receive_ids(database, eid):
                     changed += _offer_validation(db, database, study, rid)
                 changed += _open_informed(db, database, study, eid)
@@ -358,7 +360,7 @@ def _need(database, study: dict, row: dict) -> int | None:
         return max(0, redundancy - row["holders"])
     if row["phase"] not in ("receive", "survey_baseline"):
         return None
-    ex = pool.exchange_state(database, int(row["item_id"]))
+    ex = required(pool.exchange_state(database, int(row["item_id"])), "exchange of a pooled item")
     if ex["excluded_at"] or not (ex["translated"] and ex["qc_ok"]):
         return 0
     if row["phase"] == "receive":

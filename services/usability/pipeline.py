@@ -22,18 +22,19 @@ from services.models.cache import CACHE
 from services.participation import maintenance, workflow
 from services.usability import recording_qc
 from storage import assignments, results, studies
+from storage.db import required
 
 
 def process_recording(database, recording_id: int, cache=CACHE) -> dict:
     rec = results.recording(database, int(recording_id))
     if rec is None:
         raise ValueError(f"recording {recording_id} does not exist")
-    ex = assignments.exchange(database, rec["exchange_id"])
-    study = studies.get_study(database, ex["study_id"])
+    ex = required(assignments.exchange(database, rec["exchange_id"]), "exchange of a recording")
+    study = required(studies.get_study(database, ex["study_id"]), "study of an exchange")
     system = next((s for s in study["config"]["systems"] if s["id"] == ex["system_id"]), None)
     if system is None:
         raise ValueError(f"system '{ex['system_id']}' is not in study '{ex['study_id']}'")
-    starter = studies.starter(database, ex["study_id"], ex["starter_id"])
+    starter = required(studies.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
     done = {"qc": rec["transcript"] is not None, "translation": results.translation(database, ex["id"]) is not None}
     if all(done.values()):
         return {"skipped": True}
@@ -52,7 +53,7 @@ def process_recording(database, recording_id: int, cache=CACHE) -> dict:
         cfg = systems.resolve(system["kind"], params, params.pop("preset", None))
         if cfg.get("kind") == "cascade" and recording_qc.same_asr(cfg, qc_asr):
             transcript = (result.transcript if result is not None
-                          else results.translation(database, ex["id"])["transcript"])
+                          else required(results.translation(database, ex["id"]), "translation")["transcript"])
         asr = None
         if transcript is None:
             asr = systems.build_asr(qc_asr, cache)
@@ -95,8 +96,10 @@ def record_outcome(database, recording_id: int, translation: str, transcript: st
     (the study simulation in benchmarks/, an import of outputs computed elsewhere). Returns the
     QC status."""
     rec = results.recording(database, int(recording_id))
-    ex = assignments.exchange(database, rec["exchange_id"])
-    starter = studies.starter(database, ex["study_id"], ex["starter_id"])
+    if rec is None:
+        raise ValueError(f"recording {recording_id} does not exist")
+    ex = required(assignments.exchange(database, rec["exchange_id"]), "exchange of a recording")
+    starter = required(studies.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
     if results.translation(database, ex["id"]) is None:
         save_translation(database, rec, ex, translation, transcript, meta or {})
     status = rec["qc_status"]
