@@ -249,7 +249,7 @@ def run_checked(fn: Callable, *args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except Exception as e:
-            e.admin_checked = _CHECKED.get()
+            setattr(e, "admin_checked", _CHECKED.get())     # on whatever class fn raised; read with getattr
             raise
     finally:
         _CHECKED.reset(token)

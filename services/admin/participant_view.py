@@ -18,6 +18,7 @@ from services.study import consent
 from storage import consent as consent_store
 from storage import participant_view as store
 from storage import participants, studies
+from storage.db import required
 
 PHASE_LABELS = {"record": "recording", "receive": "receiver answers", "validate": "validation",
                 "survey_baseline": "survey (baseline)", "survey_informed": "survey (informed)",
@@ -126,8 +127,9 @@ def _shown(q: str) -> str:
 # -- the view -----------------------------------------------------------------------------
 
 def participant_view(database, study_id: str | None, query) -> ParticipantView:
-    p, how = find(database, study_id, query)
-    study = studies.get_study(database, study_id)
+    p, how = find(database, study_id, query)     # a participant of that study, which exists
+    study_id = p["study_id"]
+    study = required(studies.get_study(database, study_id), "study of a participant")
     status, detail = _status(p)
     if status == "active" and consent.pending_stage(database, p, study) == "declined":
         status, detail = "declined consent", "they declined the consent form, so no item was shown"

@@ -215,7 +215,10 @@ COMPLETION_COLUMNS = ["id", "role", "external_id", "prolific_pid", "prolific_ses
 
 
 def _completion_rows(database, study_id: str, limit: int | None, offset: int = 0) -> list[dict]:
-    code = studies.get_study(database, study_id)["config"]["study"]["completion_code"]
+    study = studies.get_study(database, study_id or "")
+    if study is None:       # the page's API event, or previous / next, before a study is picked
+        raise ParticipantAdminError("Pick a study first.")
+    code = study["config"]["study"]["completion_code"]
     rows = participants.completed(database, study_id, limit, offset)
     for r in rows:
         r["status"] = "excluded" if r["excluded_at"] else status_of(r)

@@ -11,6 +11,7 @@ from services.common.paging import Page, page_bounds
 from services.participation import maintenance
 from services.usability.recording_qc import FLAG_TEXT, align, edges_text
 from storage import assignments, jobs, results, studies
+from storage.db import required
 
 
 def study_choices(database) -> list[tuple[str, str]]:
@@ -62,7 +63,7 @@ def repair_workflow(database, study_id: str | None) -> str:
         return "Pick a study first."
     if "usability" not in study["config"]["study"]["protocols"]:
         return f"Study '{study_id}' has no four-phase workflow to repair."
-    out = maintenance.run(database, study_id, every_s=0)
+    out = maintenance.run(database, study["id"], every_s=0)
     dropped = f"; {len(out['dropped_out'])} inactive sender(s) marked as dropped out" if out["dropped_out"] else ""
     return (f"Repair done: {out['repaired']} missing item(s) or pool place(s) put right{dropped}."
             if out["repaired"] or dropped else "Repair done: nothing was missing.")
@@ -101,8 +102,8 @@ def review_item(database, recording_id) -> dict | None:
         return None
     if rec is None:
         return None
-    ex = assignments.exchange(database, rec["exchange_id"])
-    starter = studies.starter(database, ex["study_id"], ex["starter_id"])
+    ex = required(assignments.exchange(database, rec["exchange_id"]), "exchange of a recording")
+    starter = required(studies.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
     flags = json.loads(rec["qc_flags"] or "[]")
     return {"id": rec["id"], "audio": rec["path_original"], "prompt": starter["text"],
             "transcript": rec["transcript"] or "", "wer": rec["wer"], "status": rec["qc_status"],

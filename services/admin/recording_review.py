@@ -19,6 +19,7 @@ from services.participation import workflow
 from services.participation.reassignment import withdraw_and_reassign
 from services.usability.recording_qc import FLAG_TEXT, MAX_REJECTED, align, edges_text
 from storage import assignments, participants, results
+from storage.db import required
 
 
 class ReviewError(ValueError):
@@ -61,7 +62,7 @@ def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewO
         raise ReviewError(f"recording {recording_id} was rejected and its sender asked to record it again: "
                           "review the new recording instead")
     status = "accepted" if decision == "accept" else "rejected"
-    ex = assignments.exchange(database, rec["exchange_id"])
+    ex = required(assignments.exchange(database, rec["exchange_id"]), "exchange of a recording")
     out = ReviewOutcome(rec["id"], status)
     with database.write() as db:
         results.review_recording(db, rec["id"], status, reviewer)
@@ -85,7 +86,8 @@ def _exclude_and_reassign(db, database, sender, reviewer, out: ReviewOutcome) ->
             assignments.withdraw(db, a["id"])
     database.log(reviewer, "exclude", "participants", sender["id"], {"reason": "rejected recordings"})
     out.sender_excluded = True
-    moved = withdraw_and_reassign(db, database, participants.get(database, sender["id"]), reviewer)
+    moved = withdraw_and_reassign(db, database, required(participants.get(database, sender["id"]), "participant"),
+                                  reviewer)
     out.reassigned = [m for m in moved.moved if m["phase"] == "record"]
     out.unassigned = [d["exchange"] for d in moved.dropped if d["phase"] == "record"]
 

@@ -24,6 +24,7 @@ import secrets
 import threading
 import time
 from collections import Counter, deque
+from typing import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
@@ -36,6 +37,7 @@ from services.participation import workflow
 from services.participation.assignment import sender_design
 from services.sd import form as sd_form
 from storage import assignments, participants, studies
+from storage.db import required
 
 
 class ParticipantError(ValueError):
@@ -104,7 +106,7 @@ class NewParticipant:
 
 
 def add_participants(database, study_id: str, role: str, count: int = 1, group: str | None = None,
-                     gender: str | None = None, external_ids: list[str | None] | None = None,
+                     gender: str | None = None, external_ids: Sequence[str | None] | None = None,
                      actor: str = "cli", self_enrol: bool = False,
                      design_index: int | None = None) -> list[NewParticipant]:
     """Slots with their queues. self_enrol: slots only a Prolific newcomer (a signed enrolment
@@ -371,7 +373,7 @@ def _bound_ids(cfg: dict, role: str) -> list[str]:
 
 
 def _valid_id(v: str | None) -> bool:
-    return bool(v) and len(v) <= 64 and v.replace("_", "").replace("-", "").isalnum()
+    return v is not None and 0 < len(v) <= 64 and v.replace("_", "").replace("-", "").isalnum()
 
 
 def enrol(database, study_id: str, role: str, prolific_pid: str, prolific_study: str | None = None,
@@ -420,7 +422,7 @@ def _enrol(database, study_id, role, prolific_pid, prolific_study, session, grou
                 raise EnrolRefused("this Prolific account has already started this study in another Prolific "
                                    "session; please continue from the study's page on Prolific, or write to "
                                    "the study team", "other_session")
-            return participants.get(database, existing["id"])
+            return required(participants.get(database, existing["id"]), "participant")
         if held and held[0]["role"] == role:
             raise EnrolRefused("you already have a personal link for this study; please use that link",
                                "has_private_link")
@@ -447,4 +449,4 @@ def _enrol(database, study_id, role, prolific_pid, prolific_study, session, grou
                      {"study": prolific_study, "session": session})
         if client:
             CLIENT_CLAIMS.add(study_id, client)
-    return participants.get(database, slot["id"])
+    return required(participants.get(database, slot["id"]), "claimed participant")

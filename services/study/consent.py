@@ -29,6 +29,7 @@ from services.common.vocabulary import ID_RE, ROLES
 from services.study.texts import refusal
 from storage import consent as store
 from storage import studies
+from storage.db import required
 
 KINDS = ("number", "choice", "text")
 FIELD_KEYS = {"id", "label", "kind", "choices", "min", "max", "required", "roles", "max_chars"}
@@ -132,7 +133,7 @@ def text_hash(text: str) -> str:
 
 def pending_stage(database, participant: dict, study: dict | None = None) -> str | None:
     """"consent", "declined" or "demographics" while the participant may not see items; else None."""
-    study = study or studies.get_study(database, participant["study_id"])
+    study = study or required(studies.get_study(database, participant["study_id"]), "study of a participant")
     if consent_config(study, participant["role"]):
         row = store.get(database, participant["id"])
         if row is None:
@@ -147,7 +148,7 @@ def pending_stage(database, participant: dict, study: dict | None = None) -> str
 def page(study: dict, role: str, stage: str) -> dict:
     """What the consent / demographics page shows (nothing of any item)."""
     c = consent_config(study, role) or {}
-    out = {"stage": stage}
+    out: dict = {"stage": stage}
     if stage in ("consent", "declined"):
         out.update(text=c.get("text", ""), agree=c.get("agree", ""), decline=c.get("decline", ""))
     else:
@@ -161,7 +162,7 @@ def record_consent(database, participant: dict, agreed: bool, actor: str | None 
     reload) changes nothing; an agreement cannot be turned into a decline here."""
     if not isinstance(agreed, bool):
         raise refusal(ConsentError, "consent_bad_decision")
-    study = studies.get_study(database, participant["study_id"])
+    study = required(studies.get_study(database, participant["study_id"]), "study of a participant")
     c = consent_config(study, participant["role"])
     if c is None:
         raise refusal(ConsentError, "consent_none_for_role")
@@ -207,7 +208,7 @@ def _clean_answer(f: dict, value):
 def submit_demographics(database, participant: dict, answers: dict, actor: str | None = None) -> str | None:
     """Validates every field, then saves them all at once; returns the next pending stage.
     A second submission (a double click, a reconnect) keeps the first answers."""
-    study = studies.get_study(database, participant["study_id"])
+    study = required(studies.get_study(database, participant["study_id"]), "study of a participant")
     stage = pending_stage(database, participant, study)
     if stage in ("consent", "declined"):
         raise refusal(ConsentError, stage)     # the stage's words (assets/texts/<language>.toml)

@@ -43,6 +43,7 @@ from services.models import systems as system_registry
 from services.study import consent
 from services.study import export_dictionary as dictionary
 from storage import exports, studies
+from storage.db import required
 
 FORMATS = ("csv", "jsonl", "parquet", "hf-audio")
 EXTENSION = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet", "hf-audio": "jsonl"}
@@ -127,6 +128,8 @@ def exportable_participants(database, study_id: str) -> set[int]:
     participants.status: exclusion is an analysis decision, not a withdrawal of consent."""
 
     study = studies.get_study(database, study_id)
+    if study is None:
+        raise ExportError(f"unknown study '{study_id}'")
     agreed = consent.consented_ids(database, study) or set()
     return {r["participant__pid"] for r in exports.participant_rows(database, study_id)
             if consent.consent_config(study, r["role"]) is None or r["participant__pid"] in agreed}
@@ -300,7 +303,10 @@ def build_tables(database, study_id: str, media_dir=None, include_external_ids: 
         raise ExportError(f"unknown study '{study_id}' (studies in this database: {known})")
     allowed = exportable_participants(database, study_id)
     names = pseudonyms(exports.participant_rows(database, study_id))
-    copies, missing, tables, runs = [], [], {}, {}
+    copies: list[tuple[Path, str]] = []
+    missing: list[int] = []
+    tables: dict[str, list[dict]] = {}
+    runs: dict = {}
     variants_by_system = system_variants(database, study_id)
     for table, query in QUERIES.items():
         if table == "events" and not include_events:
@@ -462,7 +468,7 @@ def export_study(database, study_id: str, out_dir, fmt: str = "csv", media_dir=N
             meta = hf_metadata(tables)     # file_name relative to metadata.jsonl, as datasets reads it
             write_jsonl(tmp / HF_SPLIT_DIR / "metadata.jsonl", meta)
             files["metadata"], counts["metadata"] = f"{HF_SPLIT_DIR}/metadata.jsonl", len(meta)
-        study = dict(exports.study_row(database, study_id))
+        study = dict(required(exports.study_row(database, study_id), "study (checked above)"))
         study["target_variant"] = _study_variant(database, study_id)
         options = {"format": fmt, "include_external_ids": include_external_ids, "include_events": include_events,
                    "include_audio": include_audio}
@@ -474,7 +480,7 @@ def export_study(database, study_id: str, out_dir, fmt: str = "csv", media_dir=N
                     "exported_at": exported_at, **options,
                     "files": files, "rows": counts, "audio_files": len(audio), "missing_audio": missing,
                     "warnings": warnings}
-        if "usability" in studies.get_study(database, study_id)["config"]:   # which metrics ran, in which mode,
+        if "usability" in required(studies.get_study(database, study_id), "study")["config"]:   # which metrics ran, in which mode,
             # and how many exchanges each skipped and why
             manifest["metrics"] = exchange_metrics.metrics_report(database, study_id)
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
