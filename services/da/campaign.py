@@ -41,6 +41,7 @@ from services.da.render import render_item_images
 from services.models import tts
 from services.study.texts import texts
 from storage import assignments, jobs, participants, results, studies
+from storage.db import required
 
 MAX_FEEDBACK = 5000
 LISTEN_TOLERANCE_S = 0.5
@@ -145,7 +146,7 @@ def reference_image(reference: str, media_dir) -> tuple[Path, Path] | None:
 def item_content(database, study, a, media_dir) -> dict | None:
     """What the rating tab shows for an assignment; None while its audio is not rendered yet.
     Neither mode carries the reference or the candidate as text."""
-    it = studies.da_hit_item(database, int(a["item_id"]))
+    it = required(studies.da_hit_item(database, int(a["item_id"])), "HIT item of a DA assignment")
     modality = a["meta"]["modality"]
     words = texts(study)["da"]
     # the slider's end labels (paper 001, Figures 1 and 2: the question's answer at either end)
@@ -171,7 +172,7 @@ def check_judgment(database, study, a, media_dir) -> None:
     item was shown."""
     if a["meta"]["modality"] != "audio" or not a["first_shown_at"] or not locked(study):
         return
-    it = studies.da_hit_item(database, int(a["item_id"]))
+    it = required(studies.da_hit_item(database, int(a["item_id"])), "HIT item of a DA assignment")
     path = _audio_path(study, it["candidate"], media_dir)
     if not path.is_file():
         raise DAError("This item's audio is not ready yet. Please reload the page.")
@@ -192,7 +193,7 @@ def render_hit_images(database, study_id: str, hit_id: int, media_dir) -> int:
 def render_hit_audio(database, study_id: str, hit_id: int, media_dir, progress=None) -> int:
     """Synthesise every candidate of a HIT (each text once: the TTS cache) and draw its
     references' images."""
-    study = studies.get_study(database, study_id)
+    study = required(studies.get_study(database, study_id), "study of a HIT")
     da = study["config"]["da"]
     items = studies.da_hit_items(database, hit_id)
     engine = tts.choose(da["language"], _backend(da))      # one engine for the HIT, stored with its items
@@ -215,6 +216,8 @@ def prerender(database, study_id: str, media_dir, progress=None) -> dict:
     """Everything a campaign shows, rendered once: images always, audio and the audio mode's
     reference images unless text-only."""
     study = studies.get_study(database, study_id)
+    if study is None:
+        raise DAError(f"There is no study '{study_id}'.")
     da = study["config"]["da"]
     items = studies.da_campaign_items(database, study_id)
     texts = sorted({it["candidate"] for it in items})

@@ -12,6 +12,7 @@ import pandas as pd
 from services.da import analysis as da_analysis
 from services.da import campaign as da_campaign
 from storage import results, studies
+from storage.db import required
 
 # section 2.2.2: "we used the Google Cloud Text-to-Speech (TTS) Service (GCS)"; tts_backend
 # "auto" means Google when credentials are configured, so Google is what "auto" intends
@@ -71,7 +72,7 @@ def analyse(database, study_id: str, alpha: float | None = None) -> CampaignAnal
     df = da_campaign.judgments_frame(database, study_id) if study_id else None
     if df is None or df.empty:
         return "No DA judgments yet (pick the study above and press Show first)."
-    da = studies.get_study(database, study_id)["config"]["da"]
+    da = required(studies.get_study(database, study_id), "study with DA judgments")["config"]["da"]
     if alpha is None:
         alpha = da_analysis.check_alpha(float(da.get("reliability_alpha", 0.05)))
     res = da_analysis.analyze(df, alpha=alpha,

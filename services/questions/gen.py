@@ -29,6 +29,7 @@ from services.questions import parse as question_parse
 from services.questions import review as question_review
 from services.questions import settings as question_settings
 from storage import question_drafts, studies
+from storage.db import required
 
 SNIPPET = 200          # how much of an unusable LLM answer a report quotes
 
@@ -126,7 +127,7 @@ class Generator:
             return []
         kept, report.duplicates = question_parse.drop_near_duplicates(questions, existing)
         answers = self.answer(starter["text"], kept)
-        out = []
+        out: list[Candidate] = []
         for q, a in zip(kept, answers):
             if question_parse.is_unanswerable(a):
                 report.unanswerable.append(q)
@@ -200,7 +201,7 @@ def generate(database, study_id: str, n: int | None = None, starter_id: str | No
 
 def _one(database, gen: Generator, study_id: str, starter_id: str, n: int, actor: str) -> StarterReport:
     rep = StarterReport(starter_id)
-    starter = studies.starter(database, study_id, starter_id)
+    starter = required(studies.starter(database, study_id, starter_id), "starter to write questions for")
     # the starter's questions from the study folder join the review first, so accepting a new
     # draft adds to them instead of replacing them
     question_review.adopt(database, study_id, starter_id)

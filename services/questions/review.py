@@ -24,6 +24,7 @@ import io
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 import pandas as pd
 
@@ -33,6 +34,7 @@ from services.participation.items import bold_key_spans
 from services.questions import settings as question_settings
 from services.study.export import FORMULA_START, neutralise
 from storage import question_drafts, studies
+from storage.db import required
 
 CSV_COLUMNS = ["draft_id", "starter_id", "status", "origin", "en", "pt", "answer_en"]
 REQUIRED = ["starter_id", "en"]
@@ -77,6 +79,14 @@ def check_unlocked(database, study_id: str, starter_id: str) -> None:
                           "Edit drafts of other starters, or give a changed study a new id.")
 
 
+class _Revision(TypedDict):
+    """A draft as a row of the review CSV gives it."""
+    en: str
+    pt: str
+    answer_en: str | None
+    status: str
+
+
 def _text(value, what: str, required: bool = True) -> str:
     t = " ".join(str(value or "").split())
     if required and not t:
@@ -111,15 +121,15 @@ def adopt(database, study_id: str, starter_id: str | None = None) -> None:
             used: set[int] = set()
             ids = []
             for q, key in zip(live, live_keys):
-                d = by_key.get(key)
-                if d is None or d["id"] in used:
+                standing = by_key.get(key)
+                if standing is None or standing["id"] in used:
                     ids.append(question_drafts.insert(db, study_id, sid, q["en"], q["pt"], None, "imported",
                                                       "study folder", status="accepted"))
                     continue
-                if d["status"] != "accepted":
-                    question_drafts.update(db, d["id"], status="accepted")
-                used.add(d["id"])
-                ids.append(d["id"])
+                if standing["status"] != "accepted":
+                    question_drafts.update(db, standing["id"], status="accepted")
+                used.add(standing["id"])
+                ids.append(standing["id"])
             for d in accepted:           # accepted but no longer in use: back to draft
                 if d["id"] not in used:
                     question_drafts.update(db, d["id"], status="draft")
@@ -145,7 +155,7 @@ def _change(database, draft_id, actor: str, action: str, **fields) -> dict:
         raise ReviewError(f"Starter '{d['starter_id']}' is no longer in study '{d['study_id']}' (it was "
                           "re-imported without it): its drafts cannot be used.")
     adopt(database, d["study_id"], d["starter_id"])
-    d = question_drafts.get(database, d["id"])
+    d = required(question_drafts.get(database, d["id"]), "draft")       # drafts are never deleted
     touches_questions = d["status"] == "accepted" or fields.get("status") == "accepted"
     with database.write() as db:
         if touches_questions:     # in the write: no receiver is shown the item in between
@@ -154,7 +164,7 @@ def _change(database, draft_id, actor: str, action: str, **fields) -> dict:
         if touches_questions:
             _rebuild(db, database, d["study_id"], d["starter_id"])
         database.log(actor, action, "question_draft", d["id"], fields)
-    return question_drafts.get(database, d["id"])
+    return required(question_drafts.get(database, d["id"]), "draft")
 
 
 def edit(database, draft_id, en, pt, answer_en, actor: str = "admin") -> dict:
@@ -358,7 +368,7 @@ def import_csv(database, study_id: str, path, actor: str = "admin") -> ImportSum
             if old["starter_id"] != sid:
                 bad(f"draft {did} belongs to starter '{old['starter_id']}', not '{sid}'", "starter_id")
                 continue
-        new = {"en": en, "pt": pt, "answer_en": answer, "status": status}
+        new: _Revision = {"en": en, "pt": pt, "answer_en": answer, "status": status}
         changed = old is None or any(old[k] != v for k, v in new.items())
         touches = (status == "accepted" or (old is not None and old["status"] == "accepted")) and (
             old is None or old["status"] != status or (status == "accepted" and (old["en"], old["pt"]) != (en, pt)))

@@ -65,6 +65,7 @@ def table3(systems: pd.DataFrame) -> pd.DataFrame:
         g = g.sort_values("rank")[["system", "raw_mean", "z_mean", "rank"]].rename(
             columns={"raw_mean": f"{label} raw ave.", "z_mean": f"{label} ave. z", "rank": f"{label} order"})
         out = g if out is None else out.merge(g, on="system", how="outer", sort=False)
+    assert out is not None      # systems is not empty: the loop ran at least once
     return out.reset_index(drop=True)
 
 

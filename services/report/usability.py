@@ -76,6 +76,8 @@ def build(database, study_id: str, out_dir: Path, png: bool = False) -> Part:
     copies of the figures too when png: kaleido, about 1 s each)."""
     part = Part("usability", TITLE)
     study = studies.get_study(database, study_id)
+    if study is None:
+        raise ValueError(f"There is no study '{study_id}'.")
     metric_lines = exchange_metrics.report_lines(exchange_metrics.metrics_report(database, study_id))
     content: dict = {}
     try:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from services.common.seeded import seeded_rng
 from storage import assignments, studies
+from storage.db import required
 
 REPEAT_SUFFIX = "~repeat"
 SUITABILITY_ITEM = "suitability"
@@ -116,7 +117,8 @@ def instructions_language(sd: dict) -> str:
     lang = sd.get("instructions_language") or ""
     if lang:
         return lang
-    return sd.get("language") if sd.get("language") in INSTRUCTION_LANGUAGES else "en"
+    language = sd.get("language") or ""
+    return language if language in INSTRUCTION_LANGUAGES else "en"
 
 
 def _word(wording: dict, key: str, lang: str) -> str:
@@ -161,7 +163,7 @@ def page_content(database, study, a, wording: dict) -> dict:
         return {"kind": "suitability", "instruction": wording["suitability_instruction"],
                 "pairs": [{"slot": e["pair_id"], "pair_id": e["pair_id"], "left": pairs[e["pair_id"]]["positive"],
                            "right": pairs[e["pair_id"]]["negative"]} for e in meta["pairs"]]}
-    sent = studies.sd_sentence(database, sid, meta.get("sentence_id", a["item_id"]))
+    sent = required(studies.sd_sentence(database, sid, meta.get("sentence_id", a["item_id"])), "sentence of an SD page")
     shown = []
     for e in meta["pairs"]:
         q = pairs[e["pair_id"]]

@@ -8,6 +8,7 @@ import pandas as pd
 
 from services.sd import analysis as sd_analysis
 from storage import results, studies
+from storage.db import required
 
 
 @dataclass
@@ -51,7 +52,7 @@ def analyse(database, study_id: str, n_factors: int | None = None, prune: bool =
     rows = results.sd_rating_rows(database, study_id) if study_id else []
     if not rows:
         return "No SD ratings yet (pick the study above and press Show first)."
-    study = studies.get_study(database, study_id)
+    study = required(studies.get_study(database, study_id), "study with SD ratings")
     res = sd_analysis.analyze(pd.DataFrame(rows), expected_seconds=study["config"]["sd"]["expected_seconds"],
                               n_factors=count[0], prune=bool(prune), factor_rule=count[1])
     suit = results.sd_suitability_rows(database, study_id)

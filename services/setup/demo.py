@@ -21,6 +21,7 @@ from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
 from storage import assignments, studies
+from storage.db import required
 
 GROUP, GENDER = "USB", "Man"      # not the demo sender's cell (web.serving.ensure_demo: USW, Woman)
 LEAD_S = 0.5                       # silence before the reading, as after pressing record
@@ -47,7 +48,7 @@ def add_dropped_out_sender(database, study_id: str, media_dir: Path, stays: int)
     """The sender who drops out after recording `usability.items_per_rater` starters (the rater's
     share) that the sender who stays (id `stays`) does not have: a receiver answers each starter
     once. Returns what was done, in words."""
-    study = studies.get_study(database, study_id)
+    study = required(studies.get_study(database, study_id), "demo study")
     n = study["config"].get("usability", {}).get("items_per_rater")
     if not n:     # a study of the paper's shares (a rater replaces a whole sender): nobody is added
         return "no dropped-out sender: the demo study sets no usability.items_per_rater"
@@ -55,12 +56,13 @@ def add_dropped_out_sender(database, study_id: str, media_dir: Path, stays: int)
     p = add_participants(database, study_id, "sender", 1, GROUP, GENDER, actor="demo", design_index=1)[0]
     taken = assignments.sender_starters(database, stays)
     mine = [a for a in assignments.open_assignments(database, p.id) if a["phase"] == "record"]
-    picks = [a for a in mine if assignments.exchange(database, a["exchange_id"])["starter_id"] not in taken][:n]
+    picks = [a for a in mine
+             if required(assignments.exchange(database, a["exchange_id"]), "exchange")["starter_id"] not in taken][:n]
     made = []
     try:
         for a in picks:
-            exchange = assignments.exchange(database, a["exchange_id"])
-            starter = studies.starter(database, study_id, exchange["starter_id"])
+            exchange = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
+            starter = required(studies.starter(database, study_id, exchange["starter_id"]), "starter of an exchange")
             wav = _reading(re.sub(r"\s+", " ", starter["text"]), Path(media_dir))
             with database.write() as db:     # this starter next (the ones left are withdrawn below)
                 assignments.put_first(db, a["id"])
