@@ -90,6 +90,12 @@ def test_factor_rule_eigenvalue_above_one_is_numpys_count():
     assert S.efa(noise, prune=False, pa_iterations=50).n_factors == S.kaiser_count(noise) >= 3
     with pytest.raises(S.EFAError, match="factor_rule must be one of kaiser, parallel"):
         S.efa(noise, factor_rule="scree")
+
+
+def test_a_numpy_iteration_count_still_writes_summary_json():
+    # the count is stored as a Python int: summary.json's parallel_analysis.iterations
+    e = S.efa(np.random.default_rng(0).standard_normal((100, 6)), prune=False, pa_iterations=np.int64(5))
+    assert json.loads(json.dumps({"iterations": e.pa_iterations})) == {"iterations": 5}
     with pytest.raises(ValueError, match="factor_rule"):
         S.analyze(planted_ratings(participants=10)[0], factor_rule="pa")
 

@@ -290,6 +290,8 @@ def analyze(df: pd.DataFrame, alpha: float = 0.05, wmt: bool = False, *,
         raise ValueError(f"h2h_level must be 'judgment' or 'segment', not {h2h_level!r}")
     if tie_decimals == "auto":
         tie_decimals = None if wmt else 2
+    if isinstance(tie_decimals, str):
+        raise ValueError(f"tie_decimals must be a whole number, None or 'auto', not {tie_decimals!r}")
     if keep_fast is None:
         keep_fast = wmt
     d = normalise(df, source)

@@ -292,12 +292,13 @@ def build_hits(items: list[dict], seed, hit_size: int = 100, n_controls: int = 2
             if kind == ASK_AGAIN:
                 hit[p] = _entry(p, ASK_AGAIN, src, q, orig["candidate"])
             else:
+                assert donors is not None       # a bad-reference slot means n_bad > 0
                 text, start, length = _degraded(rng, donors, src)
                 hit[p] = _entry(p, BAD_REFERENCE, src, q, text, span=[start, length])
         ref_slots = sorted(p for p, k in slots.items() if k == REFERENCE)
         if ref_slots:
             # distinct segments where the HIT has enough of them
-            by_segment = {}
+            by_segment: dict[str, int] = {}
             for q in sys_slots:
                 by_segment.setdefault(hit[q]["segment_id"], q)
             pool = list(by_segment.values())

@@ -163,10 +163,11 @@ def from_appraise_csv(path, modality: str = "text", run: int = 1) -> pd.DataFram
         if named:
             if get("complete_doc").lower() == "true":
                 continue
+            start_s, end_s = _epoch(get("start")), _epoch(get("end"))
             if get("duration"):
                 duration = float(get("duration"))
-            elif _epoch(get("start")) and _epoch(get("end")) and _epoch(get("end")) >= _epoch(get("start")):
-                duration = _epoch(get("end")) - _epoch(get("start"))
+            elif start_s and end_s and end_s >= start_s:
+                duration = end_s - start_s
             hit = get("hit")
         else:
             first = 7
@@ -192,4 +193,4 @@ def from_appraise_csv(path, modality: str = "text", run: int = 1) -> pd.DataFram
         return normalise(out, str(path))
     except DAInputError as e:  # report the file's row and column, not the converted table's
         row = lines[e.row - 2] if e.row and e.row >= 2 else e.row
-        raise DAInputError(path, row, labels.get(e.column, e.column), e.problem) from None
+        raise DAInputError(path, row, labels.get(e.column, e.column) if e.column else e.column, e.problem) from None

@@ -88,7 +88,7 @@ def _fc_files() -> list[str]:
     exe = shutil.which("fc-list")
     if not exe:
         return []
-    files = []
+    files: list[str] = []
     for lang in FC_LANGS:
         try:
             res = subprocess.run([exe, "-f", "%{file}\n", f":lang={lang}:style=Regular"],
@@ -105,7 +105,7 @@ class FontChain:
     def __init__(self, paths: list[str], size: int = FONT_SIZE):
         self.size = size
         self.paths: list[str] = []
-        self.fonts = []
+        self.fonts: list[ImageFont.FreeTypeFont | ImageFont.ImageFont] = []
         for p in paths:
             if p in self.paths:
                 continue
@@ -256,8 +256,7 @@ def text_image(reference: str, candidate: str, width: int = DEFAULT_WIDTH) -> by
     img = Image.new("L", (width, height), BACKGROUND)
     draw = ImageDraw.Draw(img)
     primary = chain.fonts[0]
-    freetype = isinstance(primary, ImageFont.FreeTypeFont)
-    ascent = primary.getmetrics()[0] if freetype else FONT_SIZE
+    ascent = primary.getmetrics()[0] if isinstance(primary, ImageFont.FreeTypeFont) else FONT_SIZE
     baseline_offset = (lh - FONT_SIZE) // 2 + min(ascent, FONT_SIZE)
     y = PADDING
     for b, (lines, fill) in enumerate(blocks):
@@ -317,7 +316,7 @@ def render_audio_item(candidate: str, lang: str, media_dir, backend=None, voice:
 
 
 def _flatten(items) -> list[dict]:
-    out = []
+    out: list[dict] = []
     for it in items:
         out.extend(_flatten(it) if isinstance(it, (list, tuple)) else [it])
     return out

@@ -15,6 +15,7 @@ import difflib
 import json
 import re
 import unicodedata
+from typing import Sequence
 
 MAX_CHARS = 300              # a longer "question" is a paragraph, not a question
 NEAR_DUPLICATE = 0.9         # difflib ratio of normalised texts at which two questions are one
@@ -134,8 +135,8 @@ def parse_questions(text: str | None) -> list[str]:
         # without a list, the lines that are questions.
         found = items if items else lines
     out, seen = [], set()
-    for q in found:
-        q = _as_question(str(q))
+    for raw in found:
+        q = _as_question(str(raw))
         key = normalise(q or "")
         if q and _valid(q) and key not in seen:
             seen.add(key)
@@ -148,9 +149,10 @@ def near_duplicate(a: str, b: str) -> bool:
     return na == nb or difflib.SequenceMatcher(None, na, nb).ratio() >= NEAR_DUPLICATE
 
 
-def drop_near_duplicates(questions: list[str], existing: list[str] = ()) -> tuple[list[str], list[str]]:
+def drop_near_duplicates(questions: list[str], existing: Sequence[str] = ()) -> tuple[list[str], list[str]]:
     """(kept, dropped): each question unless it nearly repeats an existing one or an earlier one."""
-    kept, dropped = [], []
+    kept: list[str] = []
+    dropped: list[str] = []
     for q in questions:
         if any(near_duplicate(q, other) for other in [*existing, *kept]):
             dropped.append(q)

@@ -84,7 +84,10 @@ def build(folders, out_dir: Path) -> Part:
     runs = [paper_figures.load_run(folder, label) for label, folder in map(paper_figures.parse_run_argument, folders)]
     res = paper_figures.paper_results(runs)
     figs = paper_figures.figures(res)
-    errors, ties, signif, ratios = [], [], [], []
+    errors: list[pd.DataFrame] = []
+    ties: list[pd.DataFrame] = []
+    signif: list[pd.DataFrame] = []
+    ratios: list[pd.DataFrame] = []
     for run in runs:
         folder = Path(run.source)
         e = _read(folder, "errors.csv")

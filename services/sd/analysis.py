@@ -89,7 +89,7 @@ import numbers
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -595,6 +595,7 @@ def _efa(matrix, n_factors, prune, seed, factor_rule, pa_iterations, pa_percenti
     _check_rule(factor_rule)
     if not isinstance(pa_iterations, (int, np.integer)) or pa_iterations < 1:
         raise EFAError(f"pa_iterations must be a whole number >= 1, not {pa_iterations!r}")
+    pa_iterations = int(pa_iterations)      # a numpy integer would not go into summary.json
     all_items = list(frame.columns)
     if len(set(all_items)) != len(all_items):
         raise EFAError("item names must be unique")
@@ -817,7 +818,7 @@ def summary_dict(result: SDResult) -> dict:
     pruning steps in order), then details (cleansing counts, parallel analysis, factor
     correlations, notes). Statistics are null when the EFA did not run."""
     cl, e = result.cleansing, result.efa
-    out = {"n_participants": result.n_participants, "n_kept": result.n_kept}
+    out: dict[str, Any] = {"n_participants": result.n_participants, "n_kept": result.n_kept}
     out.update({k: None for k in SUMMARY_KEYS[2:]})
     out["pruned_items"] = []
     if e is not None:
