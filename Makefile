@@ -38,10 +38,12 @@ system-deps:
 run: setup
 	$(BIN)/python app.py --demo
 
-# The layering contracts (import-linter, pyproject.toml), no cycle between services' packages nor
-# a function-local project import (tools/import_graph.py) and ruff; CI runs this before the tests.
+# The layering contracts (import-linter, pyproject.toml), the types of services and storage (mypy,
+# pyproject.toml [tool.mypy]), no cycle between services' packages nor a function-local project
+# import (tools/import_graph.py) and ruff; CI runs this before the tests.
 lint: setup-test
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/python tools/import_graph.py
 	$(BIN)/ruff check .
 

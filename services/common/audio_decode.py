@@ -52,13 +52,15 @@ class _Mono:
     """Mono float32 blocks gathered up to a frame cap: one frame past it refuses the recording."""
 
     def __init__(self, cap: int | None, max_seconds: float | None):
-        self.cap, self.max_seconds, self.blocks, self.n = cap, max_seconds, [], 0
+        self.cap, self.max_seconds, self.n = cap, max_seconds, 0
+        self.blocks: list[np.ndarray] = []
 
     def add(self, block: np.ndarray) -> None:
         self.blocks.append(block)
         self.n += len(block)
         if self.cap is not None and self.n > self.cap:
             self.blocks.clear()
+            assert self.max_seconds is not None     # the cap is made from it (_cap_frames)
             raise too_long(self.max_seconds)
 
     def samples(self) -> np.ndarray:
@@ -102,7 +104,7 @@ def _decode_pyav(data: bytes, fmt: str, max_seconds: float | None) -> tuple[np.n
     import av
     with av.open(io.BytesIO(data), mode="r", format=_FFMPEG_DEMUXERS[fmt],
                  options={"protocol_whitelist": "file,pipe"}) as container:
-        stream = next((s for s in container.streams if s.type == "audio"), None)
+        stream = next(iter(container.streams.audio), None)
         if stream is None:
             raise ValueError("no audio stream")
         if stream.duration and stream.time_base:
@@ -136,7 +138,8 @@ def _decode_ffmpeg_program(data: bytes, fmt: str, max_seconds: float | None) -> 
     if run.returncode != 0:
         raise ValueError(run.stderr.decode("utf-8", "replace").strip()[-200:] or f"ffmpeg exit {run.returncode}")
     x = np.frombuffer(run.stdout[: len(run.stdout) // 4 * 4], dtype="<f4")
-    if max_seconds is not None and len(x) > _cap_frames(TARGET_RATE, max_seconds):
+    cap = _cap_frames(TARGET_RATE, max_seconds)
+    if max_seconds is not None and cap is not None and len(x) > cap:
         raise too_long(max_seconds)
     return x.astype(np.float32), TARGET_RATE
 
@@ -222,7 +225,7 @@ def _read_wav_stdlib(data: bytes, max_seconds: float | None = None) -> tuple[np.
     raw = raw[: len(raw) // (2 * channels) * 2 * channels]
     x = np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0
     x = x.reshape(-1, channels).mean(axis=1)
-    if cap is not None and len(x) > cap:
+    if cap is not None and max_seconds is not None and len(x) > cap:     # (a cap comes with its limit)
         raise too_long(max_seconds)
     return x, rate
 

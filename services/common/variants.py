@@ -47,7 +47,7 @@ def fill(text: str, variant: str) -> str:
 
 
 def asks_for_variant(prompt: str | None) -> bool:
-    return bool(prompt) and any(p in prompt for p in PLACEHOLDERS)
+    return prompt is not None and any(p in prompt for p in PLACEHOLDERS)
 
 
 _PT_PT = re.compile(r"Portugal|European Portuguese|portugu[eê]s europeu|\bpt[-_]PT\b", re.I)

@@ -100,10 +100,12 @@ class AutoQA(metrics.Metric):
             return [(question_parse.normalise(r) == question_parse.normalise(h), None) for r, h in zip(refs, hyps)]
         if self.method == "chrf":
             chrf = metrics.Chrf()._metric()
-            values = [float(chrf.sentence_score(h, [r]).score) for r, h in zip(refs, hyps)]
+            values: list[float | None] = [float(chrf.sentence_score(h, [r]).score) for r, h in zip(refs, hyps)]
         else:
             values = metrics.E5Cosine(cache=self.cache).score(refs, hyps)
-        return [(v is not None and v >= self.threshold, v) for v in values]
+        threshold = self.threshold
+        assert threshold is not None        # None only for method "exact", handled above
+        return [(v is not None and v >= threshold, v) for v in values]
 
     def _score(self, sources, hypotheses, references, contexts):
         contexts = contexts if contexts is not None else [None] * len(sources)

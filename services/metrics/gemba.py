@@ -291,7 +291,7 @@ class GembaDA(metrics.Metric):
     # -- the LLM calls --------------------------------------------------------------------
     def ask(self, prompts: list[str]) -> list[str]:
         """The LLM's raw answers, one per prompt."""
-        if self.backend == "remote":
+        if self._runner is not None:        # the remote backend (the only one with a runner)
             return self._runner.translate(prompts)
         return self._generate(prompts)
 
@@ -348,10 +348,11 @@ def factory(**options) -> GembaDA:
             value = raw.strip()
             if key == "max_new_tokens":
                 try:
-                    value = int(value)
+                    options[key] = int(value)
                 except ValueError:
                     raise ValueError(f"{var} must be a whole number, not {value!r}") from None
-            options[key] = value
+            else:
+                options[key] = value
     if not model:
         raise BackendUnavailable(
             f"metric 'gemba-da' needs an LLM judge: set {ENV_MODEL} (and {ENV_BACKEND}=transformers "

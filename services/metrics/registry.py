@@ -335,7 +335,7 @@ def register(name: str, factory: Callable[..., Metric] | None = None):
     return add(factory) if factory is not None else add
 
 
-def _load(target: str) -> Callable:
+def _load(target: str) -> Any:
     """"package.module:attribute" -> that attribute, the module imported now (a metric's module
     imports this registry, so the registry names it and never imports it at import time)."""
     module, _, attr = target.partition(":")
@@ -347,7 +347,6 @@ def lazy(target: str) -> Callable[..., Metric]:
     def make(**options) -> Metric:
         return _load(target)(**options)
     make.__name__ = target.rpartition(":")[0].rpartition(".")[2] + "_factory"
-    make.target = target
     return make
 
 
@@ -400,7 +399,7 @@ def higher_is_better(name: str) -> bool | None:
         return None
     family = CHECKPOINTS[key].family if key in CHECKPOINTS else key
     factory = _FACTORIES.get(family)
-    if isinstance(factory, type):
+    if isinstance(factory, type) and issubclass(factory, Metric):
         return bool(factory.higher_is_better)
     target = _CLASSES.get(family)
     return bool(_load(target).higher_is_better) if target else None

@@ -23,6 +23,7 @@ says which variables to set; nothing else in the app needs an LLM.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from services.common.settings import Settings
 from services.common.settings import current as current_settings
@@ -162,7 +163,7 @@ class _LocalLLM:
                                            cache=cache)
 
     def complete(self, prompts: list[str]) -> list[str]:
-        gen = {"do_sample": False}
+        gen: dict[str, Any] = {"do_sample": False}
         if self.cfg.temperature > 0:
             gen = {"do_sample": True, "temperature": self.cfg.temperature, "seed": self.cfg.seed}
         return [h[0].strip() if h else "" for h in self.causal.raw_generate(list(prompts), gen)]

@@ -175,6 +175,7 @@ class Direct:
         self.id, self.cfg = system_id, cfg
         self.variant = produced_variant(cfg, target_variant)
         prompt = variants.fill(cfg["prompt"], target_variant or variants.DEFAULT)
+        self.model: RemoteSpeechLLM | TransformersSpeechLLM
         if remote:
             self.model = RemoteSpeechLLM(cfg["base_url"], cfg["model"], prompt,
                                          api_key_env=cfg.get("api_key_env", ""),

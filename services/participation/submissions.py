@@ -336,7 +336,8 @@ def _checked(database, token, tab, item_id, media_dir, voice: Voice):
         return _already_saved(database, a, token, tab, media_dir, voice)
     nxt = assignments.next_open(database, p["id"], TAB_PHASES[tab])
     if nxt is None or nxt["id"] != a["id"]:       # checked again inside the write
-        if required(assignments.assignment(database, a["id"]), "assignment")["status"] == "done":  # a concurrent double submit saved it
+        # a concurrent double submit saved it
+        if required(assignments.assignment(database, a["id"]), "assignment")["status"] == "done":
             return _already_saved(database, a, token, tab, media_dir, voice)
         raise _out_of_order(tab)
     return p, study, a

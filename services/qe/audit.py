@@ -208,7 +208,7 @@ def _normalise(df: pd.DataFrame, source: str) -> pd.DataFrame:
     key = out[["lang", "instance_id"]]
     dup = key.duplicated(keep="first") & (out["instance_id"] != "")
     if dup.any():
-        first_row = {}
+        first_row: dict[tuple, int] = {}
         for i, k in enumerate(map(tuple, key.to_numpy())):
             first_row.setdefault(k, i)
         problems.flag("instance_id", dup,
@@ -308,7 +308,8 @@ def score_pairs(frame: pd.DataFrame, metric=None, context: str = "none", transla
         for lang, idx in groups:
             m = metric.for_languages(SOURCE_LANG, lang) if lang is not None else metric
             ss, hh = [s[i] for i in idx], [h[i] for i in idx]
-            cc = [contexts[i] for i in idx] if in_prompt else None
+            # in_prompt: the context column was required above
+            cc = [contexts[i] for i in idx] if in_prompt and contexts is not None else None
             scores = list(metric_registry.score_cached(database, m, ss, hh, contexts=cc) if database is not None
                           else (m.score(ss, hh, contexts=cc) if in_prompt else m.score(ss, hh)))
             if len(scores) != len(idx):
@@ -526,9 +527,9 @@ def mean_phi_interval(groups: Sequence[tuple[Sequence[float], Sequence[float]]],
     """Percentile bootstrap CI of the mean over languages of phi_k = mean(f_k) / mean(m_k):
     scipy.stats.bootstrap with every language's feminine and masculine error indicators as
     independent samples (each resampled within itself); same NaN/inf handling as phi_interval."""
-    samples = []
-    for f, m in groups:
-        f, m = np.asarray(f, dtype=float), np.asarray(m, dtype=float)
+    samples: list[np.ndarray] = []
+    for f_seq, m_seq in groups:
+        f, m = np.asarray(f_seq, dtype=float), np.asarray(m_seq, dtype=float)
         if len(f) < 2 or len(m) < 2:
             return math.nan, math.nan, "fewer than 2 instances in a gender group of a language: no bootstrap"
         samples += [f, m]

@@ -249,7 +249,8 @@ def read_lines(path: Path) -> list[str]:
     return [line.rstrip("\r") for line in lines]
 
 
-def _read_aligned(root, lang: str, subset: str, split: str) -> dict[str, list[str]]:
+def _read_aligned(root, lang: str, subset: str, split: str) -> tuple[dict[str, list[str]], dict[str, Path]]:
+    """({file: its lines}, {file: its path}): the subset's line-aligned files."""
     if subset not in SUBSETS:
         raise ValueError(f"unknown MT-GenEval subset {subset!r} (one of: {', '.join(SUBSETS)})")
     if split not in SPLITS:
@@ -269,18 +270,18 @@ def _read_aligned(root, lang: str, subset: str, split: str) -> dict[str, list[st
     if len(set(counts.values())) != 1:
         raise ValueError(f"MT-GenEval {subset} {split} en-{lang}: the files are not line-aligned ("
                          + ", ".join(f"{paths[k].name}: {n} lines" for k, n in counts.items()) + ")")
-    return lines | {"_paths": paths}
+    return lines, paths
 
 
 def contextual_lines(root, lang: str, split: str = "test") -> pd.DataFrame:
     """The contextual subset line by line: line (1-based), context, sentence, original, flipped,
     context_gender, target_gender (see the module docstring)."""
-    f = _read_aligned(root, lang, "contextual", split)
+    f, paths = _read_aligned(root, lang, "contextual", split)
     rows = []
     for i, (cs, o, fl) in enumerate(zip(f["context_sentence"], f["original"], f["flipped"])):
         parts = cs.split(SEP)
         if len(parts) != 2:
-            raise ValueError(f"{f['_paths']['context_sentence']}, line {i + 1}: expected 'context {SEP} sentence', "
+            raise ValueError(f"{paths['context_sentence']}, line {i + 1}: expected 'context {SEP} sentence', "
                              f"found {len(parts) - 1} {SEP}")
         context, sentence = parts[0].strip(), parts[1].strip()
         rows.append({"line": i + 1, "context": context, "sentence": sentence, "original": o.strip(),
@@ -292,7 +293,7 @@ def contextual_lines(root, lang: str, split: str = "test") -> pd.DataFrame:
 
 def counterfactual_lines(root, lang: str, split: str = "test") -> pd.DataFrame:
     """The counterfactual subset line by line: line, source_f, source_m, ref_f, ref_m."""
-    f = _read_aligned(root, lang, "counterfactual", split)
+    f, _ = _read_aligned(root, lang, "counterfactual", split)
     return pd.DataFrame({"line": range(1, len(f["source_f"]) + 1),
                          **{k: [x.strip() for x in f[k]] for k in ("source_f", "source_m", "ref_f", "ref_m")}})
 

@@ -42,7 +42,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -191,7 +191,7 @@ def table8(runs: Sequence[Run]) -> pd.DataFrame:
         langs = []
         for lang in sorted(pairs["lang"].unique()):
             langs.append({**head, "lang": lang, "aggregate": "language", **_ratio_row(pairs[pairs["lang"] == lang])})
-        mean = {**head, "lang": Q.MEAN, "aggregate": Q.AGGREGATES[Q.MEAN]}
+        mean: dict[str, Any] = {**head, "lang": Q.MEAN, "aggregate": Q.AGGREGATES[Q.MEAN]}
         for c in ("mean_ff", "mean_mm", "mean_ratio"):
             mean[c] = Q._nanless_mean(r[c] for r in langs)
         for c in ("n_pairs", "n_missing", "n_dropped"):

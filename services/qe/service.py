@@ -140,6 +140,7 @@ def mt_sampler(model: str, kind: str = "seq2seq", prompt: str | None = None, eps
     """(sampler(source, n) -> list[str], greedy(source) -> str) from a local transformers MT
     model: epsilon sampling as the paper's quality-aware decoding (50 samples, eps 0.02)."""
 
+    mt: hf.TransformersCausalMT | hf.TransformersSeq2SeqMT
     if kind == "causal":
         if not prompt:
             raise ValueError("a causal MT model needs a prompt with a {text} placeholder")

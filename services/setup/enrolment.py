@@ -24,9 +24,9 @@ import secrets
 import threading
 import time
 from collections import Counter, deque
-from typing import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 from urllib.parse import urlencode
 
 from services.common.seeded import order_key

@@ -480,8 +480,8 @@ def export_study(database, study_id: str, out_dir, fmt: str = "csv", media_dir=N
                     "exported_at": exported_at, **options,
                     "files": files, "rows": counts, "audio_files": len(audio), "missing_audio": missing,
                     "warnings": warnings}
-        if "usability" in required(studies.get_study(database, study_id), "study")["config"]:   # which metrics ran, in which mode,
-            # and how many exchanges each skipped and why
+        # which metrics ran, in which mode, and how many exchanges each skipped and why
+        if "usability" in required(studies.get_study(database, study_id), "study")["config"]:
             manifest["metrics"] = exchange_metrics.metrics_report(database, study_id)
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
                                            encoding="utf-8")

@@ -14,6 +14,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from services.common import variants
 from services.common.settings import Settings
@@ -72,7 +73,8 @@ class StudyBundle:
 
 
 # Defaults for every optional key; a key not listed here is an error (catches typos).
-DEFAULTS = {
+# each section's keys with their defaults (None: required)
+DEFAULTS: dict[str, dict[str, Any]] = {
     "study": {"id": None, "name": None, "protocols": None, "seed": 0, "completion_code": "",
               "redirect_url": "", "groups": [], "genders": [], "self_enrol": [],
               "description": "",
@@ -196,7 +198,7 @@ def _read_rows(path: Path, kind: str, err: _Collector) -> list[tuple[int, dict]]
                 err.add(name, lineno, c, f"unknown field (expected {', '.join(required + optional)})")
             if missing or unknown:
                 continue
-            row = {}
+            row: dict[str, Any] = {}
             for k, v in obj.items():
                 if k == "key_spans" and isinstance(v, list):
                     row[k] = v

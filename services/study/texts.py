@@ -91,7 +91,8 @@ def problems(override: dict) -> list[tuple[str, str]]:
             # a tick that is missing or not a number is the same mistake, not a failed sort
             ticks = [e.get("tick") for e in value if isinstance(e, dict)] if isinstance(value, list) else []
             numbers = [t for t in ticks if isinstance(t, (int, float))]
-            if len(numbers) != len(ticks) or sorted(numbers) != [0, 2, 4, 6] or any(set(e) != {"tick", "value", "label", "description"} for e in value):
+            if len(numbers) != len(ticks) or sorted(numbers) != [0, 2, 4, 6] or \
+                    any(set(e) != {"tick", "value", "label", "description"} for e in value):
                 out.append(("sqm",
                             "must be four [[sqm]] tables (tick 0, 2, 4, 6) with tick, value, label, description"))
     return out

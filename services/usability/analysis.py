@@ -114,6 +114,7 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -213,7 +214,7 @@ class LMMFit:
     warnings: list[str] = field(default_factory=list)
     factors: dict = field(default_factory=dict)   # factor -> levels (reference first) in the model
     u_b_mean: float = math.nan
-    result: object = None                          # statsmodels MixedLMResults
+    result: Any = None                             # statsmodels MixedLMResults (statsmodels has no types)
     seconds: float = 0.0
     rows_left_out: dict = field(default_factory=dict)   # reason -> rows the model could not use
     rows_total: int = 0                                 # rows before those were left out
@@ -597,7 +598,8 @@ def _design(rows: pd.DataFrame, factors: dict, covariates=("u_b",)) -> pd.DataFr
 def _full_rank_columns(x: np.ndarray, names: list[str]) -> tuple[list[int], list[str]]:
     if np.linalg.matrix_rank(x) == x.shape[1]:          # the usual case: one SVD, not one per column
         return list(range(x.shape[1])), []
-    keep, dropped = [], []
+    keep: list[int] = []
+    dropped: list[str] = []
     for j, name in enumerate(names):
         trial = keep + [j]
         if np.linalg.matrix_rank(x[:, trial]) == len(trial):
@@ -1029,7 +1031,7 @@ def _signal_lmm(d: pd.DataFrame, reference: dict | None, x: pd.Series, signal: s
     except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
         return {"error": f"LMM with {signal} failed: {e}"}
     t = f.table.set_index("term")
-    out = {"n_lmm": f.n, "converged": f.converged}
+    out: dict[str, Any] = {"n_lmm": f.n, "converged": f.converged}
     if signal in t.index:
         r = t.loc[signal]
         rhs = f.formula.split(" ~ ", 1)[1].rsplit(" + ", 1)[0]
@@ -1380,10 +1382,10 @@ def figures(result: UsabilityResult) -> dict:
 
     fig = make_subplots(rows=2, cols=1, subplot_titles=["translation score (validator, 0-100)", "QA score (0-1)"])
     topics = sorted(d["topic"].unique())
-    for row, col in ((1, "translation_score"), (2, "qa_score")):
+    for row, score in ((1, "translation_score"), (2, "qa_score")):
         for i, tp in enumerate(topics):
             x = d[d["topic"] == tp]
-            fig.add_trace(go.Box(x=x["system"], y=x[col], name=tp, legendgroup=tp, showlegend=(row == 1),
+            fig.add_trace(go.Box(x=x["system"], y=x[score], name=tp, legendgroup=tp, showlegend=(row == 1),
                                  marker_color=palette[i % len(palette)], boxmean=True), row=row, col=1)
     fig.update_layout(title="Translation quality by system and topic", boxmode="group", height=750, width=900)
     out["quality"] = fig

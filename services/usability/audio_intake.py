@@ -93,10 +93,10 @@ def check(samples: np.ndarray, rate: int, max_seconds: float, text: str | None =
 def store_recording(src: str | Path, media_dir: str | Path, max_seconds: float,
                     text: str | None = None) -> StoredAudio:
     """text: what the sender read (a recording too short to hold it is refused)."""
-    src = Path(src) if src else None
-    if src is None or not src.is_file() or src.stat().st_size == 0:
+    path = Path(src) if src else None
+    if path is None or not path.is_file() or path.stat().st_size == 0:
         raise IntakeError("The recording is empty. Please record again.")
-    data = src.read_bytes()
+    data = path.read_bytes()
     samples, rate, fmt = decode(data, max_seconds)
     duration = check(samples, rate, max_seconds, text)
     digest = hashlib.sha256(data).hexdigest()

@@ -19,6 +19,7 @@ import importlib.util
 import re
 from math import gcd
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +37,9 @@ class _Loaded:
 
     def __init__(self, **parts):
         self.__dict__.update(parts)
+
+    if TYPE_CHECKING:       # the parts differ by model (model, processor, tokenizer, family...)
+        def __getattr__(self, name: str) -> Any: ...
 
 
 def _tf():
@@ -162,7 +166,7 @@ class TransformersWhisperASR:
         long_form = feats.input_features.shape[-1] > proc.feature_extractor.nb_max_frames
         if not long_form:   # short-form Whisper expects exactly one padded 30 s window
             feats = proc(audio, sampling_rate=SR, return_tensors="pt", return_attention_mask=True)
-        kwargs = {}
+        kwargs: dict[str, Any] = {}
         gc = model.generation_config
         # English-only checkpoints (*.en) have no lang_to_id and refuse a language argument.
         if self.language and getattr(gc, "lang_to_id", None):
@@ -481,7 +485,7 @@ class TransformersSpeechLLM:
         if not self._has_speech_lora():
             return
         require("peft", "peft")
-        adapter_kwargs = {"subfolder": "speech-lora"}
+        adapter_kwargs: dict[str, Any] = {"subfolder": "speech-lora"}
         if not current_settings().allow_downloads:
             # Among the adapter's download arguments: transformers 5's own local_files_only
             # argument of load_adapter fails (LoadStateDictConfig has no such field).
@@ -502,6 +506,7 @@ class TransformersSpeechLLM:
                 ids = model.chat(messages, max_new_tokens=self.max_new_tokens)   # returns new tokens only
             return model.tokenizer.batch_decode(ids, skip_special_tokens=True)[0].strip()
 
+        audio_part: dict[str, Any]
         if b.family == "voxtral":
             audio_part = {"type": "audio", "path": str(wav16k_path)}
         else:

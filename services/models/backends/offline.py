@@ -12,6 +12,7 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
+from typing import Any
 
 from services.models.backends import BackendUnavailable, require
 from services.models.cache import CACHE
@@ -33,8 +34,9 @@ def _whisper_class():
     asked to: a recording of at most 30 s is one window, and scoring the prompt on it costs
     an align call instead of a second encoding."""
     fw = require("faster_whisper", "faster-whisper")
+    whisper_model: Any = fw.WhisperModel       # imported at run time: a class mypy cannot see
 
-    class KeepingWhisper(fw.WhisperModel):
+    class KeepingWhisper(whisper_model):
         def encode(self, features):
             out = super().encode(features)
             kept = getattr(_ENCODED, "kept", None)
