@@ -12,8 +12,7 @@ from services.report import usability as usability_report
 from services.report.render import NOTES_SHOWN
 from services.report.sections import Part, Section
 from tabs import paper_view
-from test_analysis_defaults import TeamPage, rate_da_and_sd
-from test_usability_export import mixed_study  # noqa: F401 (a fixture)
+from tests.helpers.team_page import TeamPage, rate_da_and_sd
 
 
 def test_the_notes_box_shows_a_few_notes_and_folds_the_rest():
@@ -68,7 +67,7 @@ def test_each_protocols_results_in_its_papers_order_after_a_study(mixed_study, t
 
 
 def test_on_an_empty_study_every_section_says_what_would_fill_it(database, tmp_path):
-    from test_da_paper001 import da_study
+    from tests.helpers.da import da_study
 
     db, _ = da_study(database, tmp_path, modality='"text"', keep_fast="true")
     page = TeamPage(db)

@@ -12,7 +12,7 @@ from services.participation.submissions import submit
 from services.study.participants import add_participants
 from storage import studies
 from tabs.common import Ctx
-from test_da_paper001 import careful, da_study
+from tests.helpers.da import careful, da_study
 
 
 def test_the_da_section_shows_the_score_distributions(database, tmp_path):

@@ -11,9 +11,9 @@ import wave
 
 import pytest
 
+from harness.app import free_port
 from services.models.backends import BackendUnavailable
 from services.models.backends.remote import RemoteASR, RemoteMT, RemoteSpeechLLM
-from tests.conftest import free_port
 from tests.openai_server import OpenAIServer
 
 KEY_ENV = "TRADLAB_TEST_REMOTE_KEY"

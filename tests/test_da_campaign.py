@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from conftest import DEMO
+from harness.demo import DEMO
 from services.common.jobs_worker import Worker
 from services.da import campaign as da_campaign
 from services.da import render as da_render

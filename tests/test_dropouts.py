@@ -11,7 +11,7 @@ from services.participation.items import AccessError, get_view
 from services.study.importer import import_study
 from services.study.participants import add_participants
 from storage import open_database, pool
-from usability_helpers import (
+from tests.helpers.workflow import (
     answer_receiver,
     answer_survey,
     answer_validator,

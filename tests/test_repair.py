@@ -7,7 +7,7 @@ from services.participation import maintenance, workflow
 from services.study.importer import import_study
 from services.study.participants import add_participants
 from storage import jobs, open_database, pool
-from usability_helpers import (
+from tests.helpers.workflow import (
     answer_receiver,
     answer_survey,
     answer_validator,

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from services.usability import analysis as U
-from test_usability_analysis import SYSTEMS, items_for
+from tests.helpers.usability import SYSTEMS, items_for
 
 GROUP_FX = {"Hindi": 0.0, "USB": 0.15, "USW": 0.10}
 WOMAN = -0.2
