@@ -12,6 +12,8 @@ from services.admin.auth import AdminAuth, LoginThrottle, client_address, exposu
 from tests.helpers.app import AppClient
 from tests.helpers.clock import FakeClock, paced_auth
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 LINK = "the-admin-link-secret-of-this-test"   # what the server would print as /?admin=...
 
 

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from services.study.importer import import_study
 from services.study.participants import add_participants
 from storage import open_database
 from tests.helpers.workflow import answer_receiver, record_all, study_folder, until_none, wav
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 GROUPS = ("USW", "USB", "Hindi")
 

@@ -17,6 +17,8 @@ from harness.app import ADMIN_SECRET
 from tests.helpers.da import da_study
 from tests.helpers.team_page import TeamPage, rate_da_and_sd
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 ANALYSIS_BUTTONS = ("run", "run_usability", "run_da", "run_sd", "do_audit", "do_paper")
 FAILED = ("Error", "failed", "Traceback", "unexpected")
 

@@ -5,6 +5,7 @@ short box at the top (a few bullets, the rest folded), not a wall."""
 from __future__ import annotations
 
 import gradio as gr
+import pytest
 
 from services.report import da as da_report
 from services.report import sd as sd_report
@@ -13,6 +14,8 @@ from services.report.render import NOTES_SHOWN
 from services.report.sections import Part, Section
 from tabs import paper_view
 from tests.helpers.team_page import TeamPage, rate_da_and_sd
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 
 def test_the_notes_box_shows_a_few_notes_and_folds_the_rest():

@@ -22,6 +22,8 @@ from tests.helpers.app import run_cli
 from tests.helpers.questions import STUDY, make_study, respond  # noqa: F401  (respond: the LLM)
 from tests.openai_server import OpenAIServer
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 QUESTIONS = [  # en, pt; the last cannot be answered from s01: it does not count
     ("What is the name of the daughter?", "Como se chama a filha?"),
     ("How high is the fever?", "Qual é a temperatura da febre?"),

@@ -16,6 +16,8 @@ from services.models.backends import BackendUnavailable
 from services.models.backends.remote import RemoteASR, RemoteMT, RemoteSpeechLLM
 from tests.openai_server import OpenAIServer
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 KEY_ENV = "TRADLAB_TEST_REMOTE_KEY"
 KEY = "sk-test-123"
 PROMPT = "Translate this English speech into Brazilian Portuguese. Reply with the translation only."

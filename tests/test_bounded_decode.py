@@ -28,6 +28,8 @@ from services.usability import audio_intake
 from services.usability.audio_intake import IntakeError, store_recording
 from tests.helpers.audio import voice, webm_bytes, write_audio
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 ROOT = Path(__file__).resolve().parents[1]
 CAP = 30
 PEAK_LIMIT_MB = 100

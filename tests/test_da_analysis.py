@@ -109,6 +109,7 @@ def result(data):
     return A.analyze(data)
 
 
+@pytest.mark.slow
 def test_pairing_and_reliability_p_values(data, result):
     exp = expected_reliability(data)
     w = result.workers
@@ -145,6 +146,7 @@ def test_z_scores_and_system_scores(data, result):
         assert row.n_judgments == e["n"]
 
 
+@pytest.mark.slow
 def test_z_drops_single_judgment_and_constant_workers_wmt_mode():
     df = make_judgments(seed=3, unreliable=0)
     extra = pd.DataFrame([
@@ -395,6 +397,7 @@ def test_write_outputs_files_and_columns(tmp_path, result):
     assert "<html>" in html and "plotly" in html.lower() and "*" in html
 
 
+@pytest.mark.slow
 def test_figures_stars_and_keys(result):
     figs = A.figures(result)
     assert set(figs) == {"score_distribution", "ranking", "head_to_head", "replication"}
@@ -408,6 +411,7 @@ def test_figures_stars_and_keys(result):
     assert "replication" not in A.figures(A.analyze(make_judgments(seed=5)))
 
 
+@pytest.mark.slow
 def test_run_cli_on_project_csv(tmp_path):
     df = make_judgments(seed=8)
     src = tmp_path / "judgments.csv"
@@ -429,6 +433,7 @@ def test_run_cli_rejects_unknown_format(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # WMT22 official numbers (real data, read in place when present)
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (WMT_DIR / "ad-deen-good-raw-reconstructed.tsv").exists(), reason="WMT22 data not present")
 def test_wmt22_official_scores_reproduced():
     spec = importlib.util.spec_from_file_location("wmt22_validate", ROOT / "benchmarks" / "da" / "wmt22_validate.py")

@@ -19,6 +19,8 @@ from services.study.participants import add_participants
 from services.usability import pipeline
 from storage import studies
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 
 def da_study(database, tmp_path, **settings):
     """The demo study with [da] settings added (TOML values as written)."""

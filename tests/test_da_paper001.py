@@ -20,6 +20,8 @@ from storage import studies
 from tabs.da import body_html
 from tests.helpers.da import careful, da_study, make_judgments
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 
 def audio_item(db, media):
     """The first item of an audio rater (the demo's modality "both": the second rater), rendered."""

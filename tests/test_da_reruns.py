@@ -27,6 +27,8 @@ from storage import exports, studies
 from tests.helpers.da import careful, make_judgments
 from tests.helpers.da import da_study as make_study
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 # the demo's HITs hold 2 bad_reference and 2 ask_again pairs: the smallest one-sided
 # Mann-Whitney p is then 1/6, so these tests test reliability at 0.5
 SMALL_HIT = {"modality": '"text"', "reliability_alpha": "0.5"}

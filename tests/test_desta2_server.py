@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 

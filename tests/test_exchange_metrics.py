@@ -12,7 +12,8 @@ from storage import results
 
 CACHE = ModelCache(device="cpu")
 # Lightning 2.6 under torch 2.13 warns about a torch pytree deprecation on every COMET predict
-pytestmark = [pytest.mark.filterwarnings("ignore:.*LeafSpec.*:DeprecationWarning", "ignore:.*LeafSpec.*"),
+pytestmark = [pytest.mark.slow,
+              pytest.mark.filterwarnings("ignore:.*LeafSpec.*:DeprecationWarning", "ignore:.*LeafSpec.*"),
               pytest.mark.usefixtures("one_torch_thread")]
 
 

@@ -26,6 +26,8 @@ from tests.helpers.export import (
     exported_study,
 )
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 EXPECTED = {
     "participants": ["participant", "role", "group", "gender", "design_index", "status", "dropped_out_at",
                      "dropped_out_reason", "excluded_at", "excluded_reason", "self_enrolled", "created_at",

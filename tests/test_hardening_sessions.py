@@ -14,6 +14,8 @@ from harness.gradio_http import AppError, GradioHTTP
 from harness.load_app import prepared_app
 from tests.helpers.audio import tone, wav_bytes
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 NOT_YOUR_LINK = "This link is not valid. Please use the personal link you were given."
 
 

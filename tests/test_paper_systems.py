@@ -37,7 +37,7 @@ from storage import results  # noqa: E402
 from tests.helpers.paper_systems import record_for, study_with  # noqa: E402
 from vllm_server import VLLMServer  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::UserWarning")]
 
 
 @pytest.fixture(autouse=True)

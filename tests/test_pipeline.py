@@ -16,6 +16,8 @@ from services.usability import pipeline
 from speech import spoken_wav
 from storage import pool, queue, results
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 CACHE = ModelCache(device="cpu")
 
 

@@ -17,6 +17,8 @@ from services.usability import pipeline, recording_qc
 from speech import spoken_wav
 from storage import results
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 CACHE = ModelCache(device="cpu")
 
 

@@ -21,6 +21,8 @@ from services.qe import paper_figures as P
 from tests.helpers.app import run_cli
 from tests.helpers.qe import SPEC, counterfactual
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 
 def _t_expected(x):
     """(mean, ci_low, ci_high, t, one-sided p) of H1: mean < 1, from the formulas."""

@@ -25,6 +25,8 @@ import tiny_models as tm  # noqa: E402
 from tests.helpers.app import run_cli
 from tests.helpers.questions import GENERATED, NEW, STUDY, make_study, respond
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 
 @pytest.fixture(scope="module")
 def qa_server():

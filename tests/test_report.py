@@ -27,6 +27,8 @@ from tests.helpers.app import run_cli
 from tests.helpers.da import careful, da_study
 from tests.helpers.sd import answer_page
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 ITEMS = {"usability": report_usability.ITEMS, "da": report_da.ITEMS, "sd": report_sd.ITEMS, "qe": report_qe.ITEMS}
 EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
 

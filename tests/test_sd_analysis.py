@@ -527,6 +527,7 @@ def test_no_participant_kept_gives_outputs_without_efa(tmp_path):
     assert "EFA not run" in S.summary(res)
 
 
+@pytest.mark.slow
 def test_ml_fit_finds_the_best_of_local_optima():
     """Misspecified models have local optima; the fit keeps the best of several starts and is at
     least as good as the independent factanal-style optimisation."""

@@ -29,6 +29,8 @@ from tests.helpers.app import run_cli
 from tests.helpers.sd import answer_page, factor_data, rating_rows, same_partition
 from tests.helpers.sd import sd_study as make_sd_study
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 
 def planted_ratings(seed: int = 1, participants: int = 300, per: int = 3) -> tuple[pd.DataFrame, list[int]]:
     """Participants each rate `per` sentences on the 16 pairs of a 4-factor structure plus a weak

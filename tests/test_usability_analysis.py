@@ -22,6 +22,8 @@ from tests.helpers.usability import (
     items_for,
 )
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 TRUE = {"Intercept": INTERCEPT, "system: Phi 4": 0.069, "system: Tower+": 0.644, "system: Voxtral": 0.733,
         "topic: Health": 0.332, "corpus: Gemini": -0.541, "corpus: MED-MT": -0.343, "corpus: Qwen 3": -0.452,
         "u_b": U_B, "group: USB": 0.136, "group: USW": 0.131, "gender: Woman": WOMAN,

@@ -18,6 +18,8 @@ from services.usability import contrasts as UC
 from tests.helpers.usability import generate, holm, items_for
 from tests.helpers.workflow import study_folder
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 VC = {"sender": "0 + C(sender_id)", "validator": "0 + C(validator_id)", "receiver": "0 + C(receiver_id)"}
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from services.study.participants import add_participants
 from services.usability import analysis as usability_analysis
 from services.usability.export import COLUMNS, exchanges_frame
 from tests.helpers.workflow import rate_imported_exchanges
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 
 def test_rated_exchanges_become_rows(demo_db):

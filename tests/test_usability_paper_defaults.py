@@ -15,6 +15,8 @@ from services.metrics import registry
 from services.usability import analysis as U
 from tests.helpers.usability import generate, holm
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 ROOT = Path(__file__).resolve().parent.parent
 PRESET_IDS = {"DeSTA2": "paper-desta2", "Phi 4": "paper-phi4", "Tower+": "paper-cascade", "Voxtral": "paper-voxtral"}
 

@@ -14,6 +14,8 @@ from scipy import stats
 
 from services.usability import paper_figures as P
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 DEMO = Path(__file__).resolve().parents[1] / "assets" / "demo_study"
 
 STARTERS = pd.DataFrame([

@@ -14,6 +14,8 @@ import pytest
 from services.usability import analysis as U
 from tests.helpers.usability import SYSTEMS, items_for
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 GROUP_FX = {"Hindi": 0.0, "USB": 0.15, "USW": 0.10}
 WOMAN = -0.2
 TS_SLOPE = 0.01          # per translation-score point (0-100)
