@@ -59,7 +59,7 @@ class GradioHTTP:
     def base(self, api_name: str = "", tab: str | None = None) -> str:
         """Where an endpoint is served: its role's page (/<role>/gradio_api) or "/"'s; a view of
         a tab is asked on the tab's page, as that page's browser does."""
-        from server import page_of_api
+        from web.site import page_of_api
 
         page = page_of_api(f"{tab}_{api_name}" if tab else api_name)
         return f"{self.root}/{page}/gradio_api" if page else f"{self.root}/gradio_api"

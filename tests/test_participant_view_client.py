@@ -7,10 +7,10 @@ import json
 import urllib.request
 
 import pytest
-from server import ROLE_PAGES
 
 from services.admin.participant_view import ITEM_COLUMNS
 from tests.helpers.app import AppClient, admin_session, token_of
+from web.site import ROLE_PAGES
 
 EVENTS = {"admin_participant_view": ["demo", "1"],
           **{f"admin_participant_view_{k}": ["demo", 1] for k in ("new_link", "deactivate", "reactivate", "reassign")}}
