@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint setup setup-test system-deps clean
+.PHONY: run test test-fast lint setup setup-test system-deps clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -49,6 +49,12 @@ lint: setup-test
 
 test: system-deps setup-test
 	$(BIN)/python -m pytest -q
+
+# The suite without browser tests, tests that launch the app (a subprocess server) and the few
+# marked slow (markers: pytest.ini, given by tests/conftest.py); after `make setup-test`. Under two
+# minutes on a 2-core machine (docs/development.md); CI runs `make test`.
+test-fast:
+	$(BIN)/python -m pytest -m "not browser and not app and not slow" -q --durations=15
 
 clean:
 	rm -rf $(VENV) data .pytest_cache

@@ -172,7 +172,7 @@ def _progress_count(page) -> int:
 def receiver_study(dest: Path, receivers: int) -> Path:
     """The demo study with its 12 starters copied under enough ids that every receiver has 30
     items (12 x copies imported exchanges) and 30 items a receiver."""
-    from tests.conftest import demo_with_exchanges
+    from harness.demo import demo_with_exchanges
 
     folder = demo_with_exchanges(dest)
     toml = (folder / "study.toml").read_text(encoding="utf-8")
@@ -217,7 +217,7 @@ def start_floor(tmp: Path):
 def da_text_study(dest: Path) -> Path:
     """The demo study with its DA campaign in text mode only (the demo's "both" gives every
     second rater audio, whose slider waits for the candidate to play)."""
-    from tests.conftest import DEMO
+    from harness.demo import DEMO
 
     shutil.copytree(DEMO, dest)
     toml = (dest / "study.toml").read_text(encoding="utf-8")
@@ -227,7 +227,7 @@ def da_text_study(dest: Path) -> Path:
 
 
 def start_app(tmp: Path, runs: int, fast: bool = True):
-    from tests.conftest import RunningApp
+    from harness.app import RunningApp
 
     tmp.mkdir(parents=True, exist_ok=True)
     app = RunningApp(tmp, env_extra={"TRADLAB_WORKER": "0", "TRADLAB_RATE_LIMIT": "0",

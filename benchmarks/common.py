@@ -33,8 +33,7 @@ def start_script_server(script: str, flag: str, tmp, name: str):
     import sys
     from pathlib import Path
 
-    from tests.conftest import free_port
-    from tests.load.harness import wait_until_up
+    from harness.app import free_port, wait_until_up
 
     port = free_port()
     log_path = Path(tmp) / f"{name}.log"

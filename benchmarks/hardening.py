@@ -4,7 +4,7 @@ and the time and memory of a request with a new session hash.
     .venv/bin/python benchmarks/hardening.py [--rounds 5] [--views 60] [--rate 4] [--out results/hardening.json]
 
 The app runs as `python app.py` (a subprocess on a free loopback port, the load tests' study,
-TRADLAB_WORKER=0). An honest DA rater (tests/load/harness.py GradioHTTP) asks for its item
+TRADLAB_WORKER=0). An honest DA rater (harness/gradio_http.py GradioHTTP) asks for its item
 `--views` times (40 ms apart, under its link's rate limit) in each of three conditions, taken
 in turn, round after round, so that the machine's slow spells fall on all three:
 
@@ -79,13 +79,13 @@ def rss_mb(pid: int) -> float:
 
 
 def pct(xs: list[float], q: float) -> float:
-    from tests.load.harness import percentile
+    from harness.measure import percentile
 
     return round(percentile(xs, q), 1)
 
 
 def views_ms(url: str, token: str, n: int) -> list[float]:
-    from tests.load.harness import GradioHTTP
+    from harness.gradio_http import GradioHTTP
 
     out = []
     with GradioHTTP(url) as c:
@@ -143,7 +143,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "hardening.json"))
     args = ap.parse_args()
 
-    from tests.load.harness import prepared_app
+    from harness.load_app import prepared_app
 
     tmp = Path(tempfile.mkdtemp(prefix="hardening-"))
     app = prepared_app(tmp, 2, env_extra={"TRADLAB_WORKER": "0"})

@@ -7,7 +7,7 @@ loopback port, its own database with the load tests' study and one DA rater per 
 no-op is a separate tiny gr.Blocks app with one event of the same inputs (token, item, moved,
 score) returning a dict, queued and launched the same way on another port (this script with
 --noop-server), so the product app carries no benchmark code. Each client is one browser
-session (tests/load/harness.py GradioHTTP: the page's session hash, POST /call then the SSE
+session (harness/gradio_http.py GradioHTTP: the page's session hash, POST /call then the SSE
 stream) that first opens its view, then submits its 20 items one after another; the latency
 is the time from sending /da_submit to holding the response, which carries the next item.
 The raters' HITs are drawn before the timing, as the app's worker draws them when raters are
@@ -70,7 +70,7 @@ def stop_noop(proc, log) -> None:
 def run_level(url: str, tokens: list[str], api: str) -> tuple[list[float], float, list[str]]:
     """Every client on its own thread: open the view (a session), then ITEMS submits in turn.
     Returns (latencies, wall seconds, errors)."""
-    from tests.load.harness import GradioHTTP
+    from harness.gradio_http import GradioHTTP
 
     lat: list[float] = []
     errors: list[str] = []
@@ -127,7 +127,7 @@ def render_hits(app) -> int:
 
 
 def summary(lat: list[float], wall: float) -> dict:
-    from tests.load.harness import percentile
+    from harness.measure import percentile
 
     return {"n": len(lat), "p50_ms": round(1000 * percentile(lat, 50), 1),
             "p95_ms": round(1000 * percentile(lat, 95), 1),
@@ -146,7 +146,7 @@ def main(argv=None) -> int:
         noop_server(args.noop_server)
         return 0
 
-    from tests.load.harness import prepared_app
+    from harness.load_app import prepared_app
 
     levels = [int(x) for x in args.clients.split(",") if x.strip()]
     need = sum(c * (args.repeat_single if c == 1 else 1) for c in levels)

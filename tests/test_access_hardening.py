@@ -11,30 +11,20 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from conftest import AppClient, RunningApp
+from harness.app import RunningApp
 from services.admin import auth as admin
 from services.admin import participants as participant_admin
 from services.admin.auth import AdminAuth, throttle_key
 from services.setup import enrolment
 from services.setup.enrolment import ParticipantError, add_participants, enrol_from_link, prolific_link
 from storage import participants as pstore
+from tests.helpers.app import AppClient
+from tests.helpers.browser import ARTIFACTS, CHROMIUM, FLAGS
+from tests.helpers.clock import paced_auth
 
 URL = "https://lab.example.org"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-class FakeClock:
-    def __init__(self, t: float = 1000.0):
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
 
 
 def _query(url: str, pid: str, session: str, study: str = "PSTUDY") -> dict:
@@ -114,13 +104,13 @@ def test_one_client_cannot_hoard_self_enrolment_slots(demo_db):
 def test_the_per_client_cap_is_a_study_setting(database, tmp_path):
     from services.setup.importer import import_study
     from services.study.files import StudyValidationError
-    from test_enrolment import _study_copy
+    from tests.helpers.studies import study_with_keys
 
     with pytest.raises(StudyValidationError) as e:
-        import_study(database, _study_copy(tmp_path, "enrol_per_client_per_minute = -1"))
+        import_study(database, study_with_keys(tmp_path, "enrol_per_client_per_minute = -1"))
     assert any("study.enrol_per_client_per_minute" in str(err) for err in e.value.errors)
     shutil.rmtree(tmp_path / "study")
-    import_study(database, _study_copy(tmp_path, "enrol_per_client_per_minute = 0"))      # 0: no limit
+    import_study(database, study_with_keys(tmp_path, "enrol_per_client_per_minute = 0"))      # 0: no limit
     add_participants(database, "demo", "receiver", 6, self_enrol=True)
     for i in range(6):
         enrol_from_link(database, _query(_url(database), f"lab{i:04d}", f"s{i:04d}"), client="10.0.0.1")
@@ -174,8 +164,7 @@ def test_a_refusal_reaches_the_database_without_a_later_one(demo_db, monkeypatch
 def test_forged_clients_cannot_make_the_right_password_wait_for_long():
     """Finding 9: 40 failures from forged X-Forwarded-For keys refused the team's right password
     (the global wait). Now they only pace checks: the right password waits its turn, then opens."""
-    clock = FakeClock()
-    auth = AdminAuth("the right one", clock=clock, sleep=clock.advance)
+    auth, clock = paced_auth("the right one")
     for i in range(40):
         with pytest.raises(PermissionError, match="Wrong password"):
             auth.login("guess", "198.51.100.1", throttle_key("198.51.100.1", {"x-forwarded-for": f"10.9.0.{i}"}))

@@ -13,28 +13,15 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from conftest import AppClient, admin_session, token_of
-from tests.test_admin_review_browser import flag_two_recordings
-from tests.test_browser import ARTIFACTS, CHROMIUM, FLAGS
+from tests.helpers.admin_review import flag_two_recordings
+from tests.helpers.app import AppClient, admin_session, token_of
+from tests.helpers.browser import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 
 ZONE = "America/Sao_Paulo"        # the browser's zone: not the server's UTC
 DOCS_IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
 LOCAL = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2} \S+$")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Chromium is not installed: `make test` installs it (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")

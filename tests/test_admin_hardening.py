@@ -6,24 +6,17 @@ import httpx
 import pytest
 from gradio_client import Client
 
-from conftest import ADMIN_SECRET, AppClient
+from harness.app import ADMIN_SECRET
 from services.admin import auth as admin
 from services.admin.auth import AdminAuth, LoginThrottle, client_address, exposure_warning, throttle_key
+from tests.helpers.app import AppClient
+from tests.helpers.clock import FakeClock, paced_auth
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 LINK = "the-admin-link-secret-of-this-test"   # what the server would print as /?admin=...
 
 
-class FakeClock:
-    """Seconds that pass only when the test says so."""
-
-    def __init__(self, t: float = 1000.0):
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
 
 
 # -- point 4: DNS rebinding and forwarding headers ---------------------------------------------
@@ -65,8 +58,7 @@ def test_forwarded_requests_need_the_password_and_are_throttled_per_client():
     assert a == throttle_key("127.0.0.1", {"X-Forwarded-For": "9.9.9.9, 203.0.113.9"})
     b = throttle_key("127.0.0.1", {"X-Forwarded-For": "198.51.100.7"})
     assert a != b
-    clock = FakeClock()
-    auth = AdminAuth("secret", clock=clock, throttle=LoginThrottle(clock, free=1), sleep=clock.advance)
+    auth, clock = paced_auth("secret", free=1)
     for _ in range(3):
         with pytest.raises(PermissionError):
             auth.login("wrong", caller, a)
@@ -91,8 +83,7 @@ def test_start_up_warns_when_exposed_without_a_password():
 def test_200_wrong_guesses_take_hours_and_are_logged(database):
     """Every guess is made the moment the throttle allows it; the enforced waits add up on the
     clock. An attempt during a wait is refused unchecked (the right password too)."""
-    clock = FakeClock()
-    auth = AdminAuth("correct horse", database, clock=clock, sleep=clock.advance)
+    auth, clock = paced_auth("correct horse", database)
     key = throttle_key("203.0.113.9")
     start = clock()
     for i in range(200):
@@ -112,7 +103,7 @@ def test_200_wrong_guesses_take_hours_and_are_logged(database):
 
 
 def test_the_running_app_throttles_and_logs_wrong_passwords(tmp_path):
-    from conftest import RunningApp
+    from harness.app import RunningApp
 
     app = RunningApp(tmp_path, {"TRADLAB_ADMIN_PASSWORD": "s3cret-pass"}).start()
     try:
@@ -133,8 +124,7 @@ def test_the_running_app_throttles_and_logs_wrong_passwords(tmp_path):
 def test_many_forged_clients_are_paced_overall():
     """A new forged X-Forwarded-For for every guess escapes the per-client wait, not the overall
     pace: each check waits its turn (issue 30, point 6: 60 wrong guesses take at least 30 s)."""
-    clock = FakeClock()
-    auth = AdminAuth("secret", clock=clock, sleep=clock.advance)
+    auth, clock = paced_auth("secret")
     start = clock()
     for i in range(60):
         key = throttle_key("198.51.100.1", {"x-forwarded-for": f"10.0.{i // 256}.{i % 256}"})

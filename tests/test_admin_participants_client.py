@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from conftest import AppClient
-from tests.conftest import admin_session, token_of
+from tests.helpers.app import AppClient, admin_session, token_of
 
 # every new admin event with well-formed arguments after the session
 NEW_EVENTS = {
@@ -41,7 +40,6 @@ def session(client):
 @pytest.fixture(scope="module")
 def links(app_server):
     return app_server.links()
-
 
 
 def pid_of(app_server, url):

@@ -9,10 +9,10 @@ import csv
 import pytest
 from gradio_client import handle_file
 
-from conftest import AppClient
-from tests.conftest import RunningApp, admin_session
+from harness.app import RunningApp
+from tests.helpers.app import AppClient, admin_session
+from tests.helpers.questions import GENERATED, STUDY, make_study, respond
 from tests.openai_server import OpenAIServer
-from tests.test_question_gen import GENERATED, STUDY, make_study, respond
 
 APIS = ["admin_questions_view", "admin_questions_edit", "admin_questions_accept", "admin_questions_reject",
         "admin_questions_unaccept", "admin_questions_regenerate", "admin_questions_generate",
@@ -46,7 +46,6 @@ def client(app):
 @pytest.fixture(scope="module")
 def session(client):
     return admin_session(client)
-
 
 
 def in_use(app, starter="s01"):
@@ -132,7 +131,7 @@ def test_rows_are_picked_by_clicking_in_the_browser(client, session, app):
 
     from playwright.sync_api import sync_playwright
 
-    from tests.test_browser import ARTIFACTS, CHROMIUM, FLAGS
+    from tests.helpers.browser import ARTIFACTS, CHROMIUM, FLAGS
 
     if not Path(CHROMIUM).exists():
         pytest.fail("Chromium is not installed: `make test` installs it (apt-get install chromium)")

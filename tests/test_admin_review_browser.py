@@ -3,13 +3,13 @@ one line, the prompt/transcript diff gets the width, and the opened recording sh
 aligned table with the differing words marked."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from tabs import admin_review
-from tests.test_browser import ARTIFACTS, CHROMIUM, FLAGS
+from tests.helpers.admin_review import flag_two_recordings
+from tests.helpers.browser import ARTIFACTS, CHROMIUM, FLAGS
 
 pytestmark = pytest.mark.browser
 
@@ -27,24 +27,6 @@ def page():
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         yield browser.new_page(viewport={"width": WIDTH, "height": 1000})
         browser.close()
-
-
-def flag_two_recordings(app_server) -> list[int]:
-    """What the worker stores for two readings QC flagged: one lost its first words, one is
-    another text (the second has markup in it, as a transcript may)."""
-    items = app_server.rows("SELECT a.id, a.exchange_id, s.text FROM assignments a JOIN exchanges e ON e.id = "
-                            "a.exchange_id JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
-                            "WHERE a.phase = 'record' AND a.status = 'open' ORDER BY a.id LIMIT 2")
-    heard = [" ".join(items[0][2].split()[4:]), "Good evening, a <b>pizza</b> and water please."]
-    flags = [["start_differs"], ["start_differs", "end_differs", "high_wer"]]
-    ids = []
-    for (aid, exid, _), text, fl in zip(items, heard, flags):
-        app_server.rows("INSERT INTO recordings (assignment_id, exchange_id, sha256, path_original, path_16k, "
-                        "duration_s, created_at, qc_status, transcript, wer, qc_flags) VALUES "
-                        "(?, ?, ?, 'x.wav', 'x16.wav', 17.5, '2026-01-01T00:00:00Z', 'flagged', ?, 0.5, ?)",
-                        (aid, exid, f"sha-{aid}", text, json.dumps(fl)))
-        ids.append(app_server.rows("SELECT id FROM recordings WHERE assignment_id = ?", (aid,))[0][0])
-    return ids
 
 
 def test_the_review_table_reads_at_desktop_width(app_server, page):

@@ -32,7 +32,7 @@ def test_exchange_phase_follows_the_workflow(demo_db, tmp_path):
     validated = int(db.scalar("SELECT exchange_id FROM validations"))
     assert phases(db)[validated] == "4 surveys"
     # a recording: queued, then flagged
-    from test_submissions import write_wav
+    from tests.helpers.audio import write_wav
 
     rv = get_view(db, sender.token, "record")
     submit(db, sender.token, "record", rv.item_id, {"audio": str(write_wav(tmp_path / "a.wav"))}, media_dir=tmp_path)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from storage import open_database
-from usability_helpers import answer_receiver, record_all, study_folder, until_none, wav
+from tests.helpers.workflow import answer_receiver, record_all, study_folder, until_none, wav
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 GROUPS = ("USW", "USB", "Hindi")
 
@@ -132,7 +136,7 @@ def _two_senders_one_design(tmp_path, **usability):
     """Two senders of design block 0 in two cells (USW and USB women): the same four starters,
     so every starter has two exchanges (paper 000 section 2.5.1: "The stimuli (starters) are
     shared across all groups")."""
-    from usability_helpers import study_folder as folder
+    from tests.helpers.workflow import study_folder as folder
     db = open_database(tmp_path / "s.db")
     import_study(db, folder(tmp_path / "study", 4, items_per_receiver=8, **usability))
     audio = wav(tmp_path)
@@ -192,7 +196,7 @@ def test_receiver_repeat_starters_must_be_a_boolean(tmp_path):
     import pytest
 
     from services.study.files import StudyValidationError, load_study
-    from usability_helpers import study_folder as folder
+    from tests.helpers.workflow import study_folder as folder
     with pytest.raises(StudyValidationError, match=r"usability.receiver_repeat_starters.*must be true or false"):
         load_study(folder(tmp_path, receiver_repeat_starters='"no"'))
     assert load_study(folder(tmp_path / "ok")).config["usability"]["receiver_repeat_starters"] is False

@@ -7,68 +7,20 @@ Number sets a missing value to 0)."""
 from __future__ import annotations
 
 import asyncio
-import random
 import re
 
 import gradio as gr
 import pandas as pd
 import pytest
-from gradio.state_holder import SessionState
 
-from conftest import ADMIN_SECRET
-from services.admin import auth as admin
-from services.common.settings import Settings
-from services.participation.items import get_view
-from services.participation.submissions import submit
-from services.setup.enrolment import add_participants
-from storage import studies
-from test_da_paper001 import careful, da_study
-from test_usability_export import mixed_study  # noqa: F401 (a fixture)
+from harness.app import ADMIN_SECRET
+from tests.helpers.da import da_study
+from tests.helpers.team_page import TeamPage, rate_da_and_sd
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 ANALYSIS_BUTTONS = ("run", "run_usability", "run_da", "run_sd", "do_audit", "do_paper")
 FAILED = ("Error", "failed", "Traceback", "unexpected")
-
-
-class TeamPage:
-    """The team page ("/") of the app built on `db`, one browser session of it, logged in."""
-
-    def __init__(self, db, password="pw"):
-        from web.pages import team_page
-
-        self.auth = admin.AdminAuth(password, local_secret=ADMIN_SECRET)
-        self.demo = team_page(Settings.from_env(), db, self.auth)
-        self.state = SessionState(self.demo)
-        self.session = self.auth.login(password or ADMIN_SECRET, "127.0.0.1")
-
-    def fn(self, name):
-        # the first event of that handler (Show's "run" also answers a new session)
-        return next(f for f in self.demo.fns.values() if getattr(f.fn, "__name__", "") == name)
-
-    def click(self, name, **values):
-        """The event `name` with each input as the browser has it (values by label override)."""
-        fn = self.fn(name)
-        inputs = []
-        for c in fn.inputs:
-            label = getattr(c, "label", None)
-            if label in values:
-                inputs.append(values[label])
-            elif isinstance(c, gr.Textbox) and not c.visible:
-                inputs.append(self.session)
-            elif isinstance(c, gr.Dropdown) and label == "Study":
-                inputs.append("demo")
-            elif isinstance(c, gr.Number):
-                inputs.append(0 if c.value is None else c.value)      # what the browser shows and sends
-            elif isinstance(c, gr.State):
-                inputs.append(None)
-            else:
-                inputs.append(None if callable(c.value) else c.value)
-        out = asyncio.run(self.demo.process_api(fn, inputs, state=self.state, request=None))
-        return dict(zip(fn.outputs, out["data"]))
-
-    def show(self):
-        # the study dropdown gets its choices from Show, as on the page
-        fn = self.fn("run")
-        asyncio.run(self.demo.process_api(fn, [self.session, None], state=self.state, request=None))
 
 
 def texts(out: dict) -> list[str]:
@@ -132,18 +84,6 @@ def test_every_analysis_button_runs_on_its_defaults_on_an_empty_study(empty_demo
     assert "Upload a PAIRS.csv first." in shown["do_audit"][0]
 
 
-def rate_da_and_sd(db, media) -> None:
-    """The demo's DA and SD parts done: four DA raters (careful) and six SD raters (random)."""
-    for r in add_participants(db, "demo", "da", 4):
-        while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
-            submit(db, r.token, "da", v.item_id, {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
-                   media_dir=media)
-    rng = random.Random(1)
-    for p in add_participants(db, "demo", "sd", 6):
-        while (v := get_view(db, p.token, "sd")).status == "item":
-            submit(db, p.token, "sd", v.item_id, {"values": {x["slot"]: rng.randint(1, 7) for x in v.content["pairs"]}})
-
-
 def test_every_analysis_button_runs_on_its_defaults_after_a_study(mixed_study, tmp_path):  # noqa: F811
     """The demo after its participants did everything: four senders (two dropped out), six
     raters, receivers and validators (tests/test_usability_export.py), two DA raters in text
@@ -201,7 +141,7 @@ def test_the_da_significance_level_blank_is_the_default_and_a_bad_one_names_the_
 
 
 def test_the_cli_refuses_a_bad_alpha_naming_it(tmp_path):
-    from conftest import run_cli
+    from tests.helpers.app import run_cli
 
     judgments = tmp_path / "j.csv"
     judgments.write_text("worker_id,hit_id,modality,system,segment_id,item_type,score\n")

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEMO, RunningApp
-from test_browser import ARTIFACTS, page  # noqa: F401 (the module's browser page fixture)
+from harness.app import RunningApp
+from harness.demo import DEMO
+from tests.helpers.browser import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 BUTTONS = ["Show", "Analyse the exchanges", "Analyse the campaign", "Analyse the ratings", "Run the audit",
@@ -25,7 +26,7 @@ def empty_app(tmp_path_factory):
     app.stop()
 
 
-def test_the_analysis_buttons_on_an_empty_study_show_no_error(empty_app, page):  # noqa: F811
+def test_the_analysis_buttons_on_an_empty_study_show_no_error(empty_app, page):
     page.goto(empty_app.admin_url)
     page.locator("#admin-dashboard .dash").wait_for(timeout=30000)
     assert page.get_by_label("Admin password").count() == 0 or not page.get_by_label("Admin password").is_visible()
@@ -55,7 +56,7 @@ def test_the_analysis_buttons_on_an_empty_study_show_no_error(empty_app, page): 
     assert page.locator(".paper-missing", has_text="No DA judgments yet").first.is_visible()
 
 
-def test_with_a_password_the_form_shows_and_says_why(tmp_path, page):  # noqa: F811
+def test_with_a_password_the_form_shows_and_says_why(tmp_path, page):
     app = RunningApp(Path(tmp_path), {"TRADLAB_WORKER": "0", "TRADLAB_ADMIN_PASSWORD": "s3cret-pass"})
     app.start()
     try:

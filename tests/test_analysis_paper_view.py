@@ -5,6 +5,7 @@ short box at the top (a few bullets, the rest folded), not a wall."""
 from __future__ import annotations
 
 import gradio as gr
+import pytest
 
 from services.report import da as da_report
 from services.report import sd as sd_report
@@ -12,8 +13,9 @@ from services.report import usability as usability_report
 from services.report.render import NOTES_SHOWN
 from services.report.sections import Part, Section
 from tabs import paper_view
-from test_analysis_defaults import TeamPage, rate_da_and_sd
-from test_usability_export import mixed_study  # noqa: F401 (a fixture)
+from tests.helpers.team_page import TeamPage, rate_da_and_sd
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 
 def test_the_notes_box_shows_a_few_notes_and_folds_the_rest():
@@ -68,7 +70,7 @@ def test_each_protocols_results_in_its_papers_order_after_a_study(mixed_study, t
 
 
 def test_on_an_empty_study_every_section_says_what_would_fill_it(database, tmp_path):
-    from test_da_paper001 import da_study
+    from tests.helpers.da import da_study
 
     db, _ = da_study(database, tmp_path, modality='"text"', keep_fast="true")
     page = TeamPage(db)

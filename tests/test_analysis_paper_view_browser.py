@@ -9,15 +9,14 @@ import re
 
 import pytest
 
-from conftest import RunningApp
+from harness.app import RunningApp
 from services.report import da as da_report
 from services.report import sd as sd_report
 from services.report import usability as usability_report
 from services.report.render import NOTES_SHOWN
 from tabs.admin_dashboard import EVERY_S
-from test_analysis_defaults import rate_da_and_sd
-from test_browser import ARTIFACTS, CHROMIUM, FLAGS
-from test_usability_export import mixed_study  # noqa: F401 (a fixture)
+from tests.helpers.browser import ARTIFACTS, CHROMIUM, FLAGS
+from tests.helpers.team_page import rate_da_and_sd
 
 pytestmark = pytest.mark.browser
 RUNS = (("Usability of the four-phase study (paper 000)", "Analyse the exchanges", usability_report),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 import pandas as pd
+import pytest
 
 from services.admin import auth as admin
 from services.da import analysis as da_analysis
@@ -12,7 +13,9 @@ from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
 from storage import studies
 from tabs.common import Ctx
-from test_da_paper001 import careful, da_study
+from tests.helpers.da import careful, da_study
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 
 def test_the_da_section_shows_the_score_distributions(database, tmp_path):

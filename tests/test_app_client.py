@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import AppClient
-from tests.conftest import ADMIN_SECRET, admin_session, token_of
+from harness.app import ADMIN_SECRET
+from tests.helpers.app import AppClient, admin_session, receiver_inputs, token_of, validator_inputs
 
 
 @pytest.fixture(scope="module")
@@ -21,32 +21,11 @@ def view(client, token, tab):
     return client.predict(token, tab, api_name="/view")
 
 
-def validator_inputs(token, item, state, moved, score, *marks):
-    """Inputs of /validator_submit: the token and the form's value, the score (null when the
-    slider was not moved) and the mark of the i-th question shown (state's content) = marks[i]."""
-    qs = ((state or {}).get("content") or {}).get("questions", [])
-    fields = {"score": score if moved else None}
-    for q, m in zip(qs, marks):
-        fields[f"mark-{q['idx']}"] = m
-    return [token, {"item_id": item, "answer": fields}]
-
-
 def survey_inputs(token, item, satisfaction, trust, reliance):
     """Inputs of /survey_submit: the token and the form's value (null: a statement not answered;
     the page sends the chosen point as text, "1".."5")."""
     fields = {"satisfaction": satisfaction, "trust": trust, "reliance": reliance}
     return [token, {"item_id": item, "answer": {k: None if v is None else str(v) for k, v in fields.items()}}]
-
-
-def receiver_inputs(token, item, state, answers):
-    """Inputs of /receiver_submit: the token and the form's value, the page's fields for the
-    i-th question shown (state's content) holding answers[i] = (text, not answerable)."""
-    qs = ((state or {}).get("content") or {}).get("questions", [])
-    fields = {}
-    for q, (text, flag) in zip(qs, answers):
-        fields[f"answer-{q['idx']}"], fields[f"flag-{q['idx']}"] = text, flag
-    return [token, {"item_id": item, "answer": fields}]
-
 
 
 def test_link_shows_next_item_and_progress(client, links):
@@ -280,7 +259,7 @@ def test_admin_imports_a_study_zip_and_names_its_errors(client, tmp_path, app_se
 
     from gradio_client import handle_file
 
-    from tests.conftest import DEMO
+    from harness.demo import DEMO
 
     session = admin_session(client)
     folder = tmp_path / "pilot"

@@ -1,7 +1,6 @@
 """Every intake refusal, every accepted format, and what is stored."""
 from __future__ import annotations
 
-import io
 import subprocess
 import wave
 from pathlib import Path
@@ -13,29 +12,18 @@ import soundfile as sf
 from services.common import audio_decode
 from services.usability import audio_intake
 from services.usability.audio_intake import IntakeError, store_recording
-
-
-def voice(seconds=2.0, rate=44100, lead_s=0.3, amplitude=0.3):
-    t = np.arange(int(seconds * rate)) / rate
-    x = amplitude * np.sin(2 * np.pi * 220 * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t))
-    x[: int(lead_s * rate)] = 0.0
-    return x.astype(np.float32), rate
-
-
-def write(path: Path, x, rate, fmt=None, subtype=None) -> Path:
-    sf.write(str(path), x, rate, format=fmt, subtype=subtype)
-    return path
+from tests.helpers.audio import voice, webm_bytes, write_audio
 
 
 @pytest.mark.parametrize("name,make,msg", [
     ("empty.wav", lambda p: p.write_bytes(b""), "empty"),
-    ("zero-frames.wav", lambda p: write(p, np.zeros(0, np.float32), 16000), "empty"),
-    ("silent.wav", lambda p: write(p, np.zeros(48000, np.float32), 16000), "silent"),
-    ("hiss.wav", lambda p: write(p, (np.random.default_rng(1).normal(0, 0.001, 48000)).astype(np.float32), 16000),
+    ("zero-frames.wav", lambda p: write_audio(p, np.zeros(0, np.float32), 16000), "empty"),
+    ("silent.wav", lambda p: write_audio(p, np.zeros(48000, np.float32), 16000), "silent"),
+    ("hiss.wav", lambda p: write_audio(p, (np.random.default_rng(1).normal(0, 0.001, 48000)).astype(np.float32), 16000),
      "silent"),
-    ("short.wav", lambda p: write(p, *voice(seconds=0.6, lead_s=0.2)), "too short"),
-    ("long.wav", lambda p: write(p, *voice(seconds=31)), "too long"),
-    ("clipped-start.wav", lambda p: write(p, *voice(lead_s=0.0)), "cut off"),
+    ("short.wav", lambda p: write_audio(p, *voice(seconds=0.6, lead_s=0.2)), "too short"),
+    ("long.wav", lambda p: write_audio(p, *voice(seconds=31)), "too long"),
+    ("clipped-start.wav", lambda p: write_audio(p, *voice(lead_s=0.0)), "cut off"),
     ("notes.wav", lambda p: p.write_text("this is not audio at all"), "not an audio recording"),
     ("image.png", lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200)), "not an audio recording"),
     ("broken.wav", lambda p: p.write_bytes(b"RIFF\x10\x00\x00\x00WAVEfmt " + bytes(8)), "not a readable WAV"),
@@ -50,7 +38,7 @@ def test_refusals_store_nothing(tmp_path, name, make, msg):
 
 
 def test_the_cap_is_the_studys(tmp_path):
-    src = write(tmp_path / "a.wav", *voice(seconds=12))
+    src = write_audio(tmp_path / "a.wav", *voice(seconds=12))
     with pytest.raises(IntakeError, match="limit is 10 s"):
         store_recording(src, tmp_path / "m", 10)
     assert store_recording(src, tmp_path / "m", 15).duration_s == pytest.approx(12, abs=0.01)
@@ -61,7 +49,7 @@ def test_the_cap_is_the_studys(tmp_path):
                                              ("MP3", None, "mp3")])
 def test_formats_libsndfile_reads(tmp_path, fmt, subtype, ext):
     x, rate = voice(seconds=3, rate=48000)
-    src = write(tmp_path / f"in.{ext}", np.stack([x, x], axis=1), rate, fmt, subtype)
+    src = write_audio(tmp_path / f"in.{ext}", np.stack([x, x], axis=1), rate, fmt, subtype)
     s = store_recording(src, tmp_path / "media", 30)
     assert s.path_original.endswith(f"{s.sha256}.{ext}")
     assert Path(s.path_original).read_bytes() == src.read_bytes()
@@ -69,23 +57,6 @@ def test_formats_libsndfile_reads(tmp_path, fmt, subtype, ext):
         assert (w.getframerate(), w.getnchannels(), w.getsampwidth()) == (16000, 1, 2)
         assert abs(w.getnframes() / 16000 - 3.0) < 0.1
     assert s.duration_s == pytest.approx(3.0, abs=0.1)
-
-
-def webm_bytes(x, rate) -> bytes:
-    """A WebM/Opus file like the one a browser's MediaRecorder makes, encoded with PyAV."""
-    av = pytest.importorskip("av")
-    buf = io.BytesIO()
-    with av.open(buf, "w", format="webm") as out:
-        stream = out.add_stream("libopus", rate=48000, layout="mono")
-        pcm = (x * 32767).astype(np.int16)
-        for start in range(0, len(pcm), 960):
-            frame = av.AudioFrame.from_ndarray(pcm[None, start:start + 960], format="s16", layout="mono")
-            frame.sample_rate = rate
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
-    return buf.getvalue()
 
 
 def test_webm_from_a_browser_decodes_through_ffmpeg(tmp_path):
@@ -107,12 +78,12 @@ def test_without_ffmpeg_a_webm_gets_a_clear_message(tmp_path, monkeypatch, witho
     with pytest.raises(IntakeError, match="WEBM format, which needs FFmpeg.*upload a WAV"):
         store_recording(src, tmp_path / "media", 30)
     # a WAV still works without FFmpeg
-    wav = write(tmp_path / "ok.wav", *voice())
+    wav = write_audio(tmp_path / "ok.wav", *voice())
     assert store_recording(wav, tmp_path / "media", 30).duration_s == pytest.approx(2.0, abs=0.01)
 
 
 def test_same_content_is_stored_once(tmp_path):
-    src = write(tmp_path / "a.wav", *voice())
+    src = write_audio(tmp_path / "a.wav", *voice())
     a = store_recording(src, tmp_path / "media", 30)
     b = store_recording(src, tmp_path / "media", 30)
     assert a == b
@@ -125,5 +96,5 @@ def test_speech_synthesised_without_lead_in_is_cut_off_and_with_lead_in_accepted
     with pytest.raises(IntakeError, match="cut off"):
         store_recording(raw, tmp_path / "media", 30)
     x, rate = sf.read(raw, dtype="float32")
-    padded = write(tmp_path / "padded.wav", np.concatenate([np.zeros(int(0.4 * rate), np.float32), x]), rate)
+    padded = write_audio(tmp_path / "padded.wav", np.concatenate([np.zeros(int(0.4 * rate), np.float32), x]), rate)
     assert store_recording(padded, tmp_path / "media", 30).duration_s > 1.5

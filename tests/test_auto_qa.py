@@ -18,9 +18,11 @@ from services.models import llm
 from services.questions import review as question_review
 from services.setup.importer import import_study
 from storage import studies
-from tests.conftest import run_cli
+from tests.helpers.app import run_cli
+from tests.helpers.questions import STUDY, make_study, respond  # noqa: F401  (respond: the LLM)
 from tests.openai_server import OpenAIServer
-from tests.test_question_gen import STUDY, make_study, respond  # noqa: F401  (respond: the LLM)
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 QUESTIONS = [  # en, pt; the last cannot be answered from s01: it does not count
     ("What is the name of the daughter?", "Como se chama a filha?"),
@@ -177,7 +179,7 @@ def test_cli_scores_the_study(qa_db, llm_env, tmp_path):
 
 def test_the_usability_analysis_takes_it_as_a_signal():
     from services.usability import analysis as U
-    from tests.test_usability_analysis import generate
+    from tests.helpers.usability import generate
 
     d = generate(seed=2, senders_per_cell=6, per_sender=10, receivers=15, validators=15)
     rng = np.random.default_rng(0)

@@ -11,10 +11,12 @@ import wave
 
 import pytest
 
+from harness.app import free_port
 from services.models.backends import BackendUnavailable
 from services.models.backends.remote import RemoteASR, RemoteMT, RemoteSpeechLLM
-from tests.conftest import free_port
 from tests.openai_server import OpenAIServer
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 KEY_ENV = "TRADLAB_TEST_REMOTE_KEY"
 KEY = "sk-test-123"

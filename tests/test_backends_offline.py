@@ -13,6 +13,8 @@ from services.models.cache import ModelCache
 from services.models.systems import from_preset, problems, resolve
 from speech import spoken_wav
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 
 

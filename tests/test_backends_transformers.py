@@ -30,7 +30,7 @@ from services.models.backends import BackendUnavailable, hf  # noqa: E402
 from services.models.cache import ModelCache  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")]
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from conftest import run_cli
 from storage import backup, open_database
+from tests.helpers.app import run_cli
 
 
 def _count(path, table="events"):

@@ -26,7 +26,9 @@ import soundfile as sf
 
 from services.common import audio_decode
 from services.usability.audio_intake import IntakeError, store_recording
-from tests.test_audio_intake import voice, webm_bytes, write
+from tests.helpers.audio import voice, webm_bytes, write_audio
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 ROOT = Path(__file__).resolve().parents[1]
 CAP = 30
@@ -170,7 +172,7 @@ def test_a_flac_header_that_lies_cannot_get_past_the_cap(long_files, tmp_path):
 
 def test_a_wav_whose_data_size_lies_is_measured_not_trusted(tmp_path):
     x, rate = voice(seconds=40, rate=16000)
-    good = write(tmp_path / "good.wav", x, rate, "WAV", "PCM_16").read_bytes()
+    good = write_audio(tmp_path / "good.wav", x, rate, "WAV", "PCM_16").read_bytes()
     at = good.index(b"data") + 4
 
     def with_size(name, size):
@@ -246,7 +248,7 @@ def test_the_decoder_is_told_the_format_the_bytes_show(tmp_path, av_calls):
     assert av_calls[0]["opened"].startswith("matroska")
     # FLAC named .wav is read as FLAC; text named .wav is refused
     flac = tmp_path / "flac.wav"
-    flac.write_bytes(write(tmp_path / "v.flac", x, rate, "FLAC").read_bytes())
+    flac.write_bytes(write_audio(tmp_path / "v.flac", x, rate, "FLAC").read_bytes())
     assert store_recording(flac, tmp_path / "media", CAP).path_original.endswith(".flac")
     (tmp_path / "text.wav").write_text("RIFF? no: just words")
     with pytest.raises(IntakeError, match="not an audio recording"):

@@ -2,39 +2,13 @@
 from __future__ import annotations
 
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 
-from conftest import AppClient
+from tests.helpers.app import AppClient
+from tests.helpers.browser import ARTIFACTS, WIDTHS, progress
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-@pytest.fixture(scope="module")
-def page():
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Chromium is not installed: `make test` installs it (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        pg = browser.new_page(viewport={"width": 1200, "height": 1000})
-        yield pg
-        browser.close()
-
-
-def progress(page) -> str:
-    loc = page.locator(".progress:visible").first
-    loc.wait_for(timeout=15000)
-    return loc.inner_text()
 
 
 def test_receiver_answers_and_resumes_after_reload(app_server, page):
@@ -146,8 +120,7 @@ def test_semantic_differential_scale_stays_on_one_line_on_a_phone(app_server, pa
 def validator_with_an_item(app_server) -> str:
     """A validator's token with an item to validate (one answer set opens one)."""
 
-    from tests.conftest import token_of
-    from tests.test_app_client import receiver_inputs
+    from tests.helpers.app import receiver_inputs, token_of
 
     client = AppClient(app_server.url)
     links = app_server.links()
@@ -158,10 +131,6 @@ def validator_with_an_item(app_server) -> str:
         answers = [("sim", False)] * len(v["content"]["questions"])
         client.predict(*receiver_inputs(tok, v["item_id"], v, answers), api_name="/receiver_submit")
     return next(t for t in validators if client.predict(t, "validator", api_name="/view")["status"] == "item")
-
-
-WIDTHS = {"desktop": {"viewport": {"width": 1280, "height": 900}},
-          "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}}
 
 
 @pytest.mark.parametrize("width", WIDTHS)

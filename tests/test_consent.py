@@ -3,53 +3,10 @@ and what the export keeps."""
 from __future__ import annotations
 
 import hashlib
-import shutil
 
 import pytest
 
-from conftest import DEMO
-
-CONSENT_MD = "# Information\n\nYou will record short requests. Your voice is stored for research.\n"
-SECTIONS = '''
-[consent]
-file = "consent.md"
-agree = "Concordo / I agree"
-decline = "Não concordo / I do not agree"
-roles = ["sender", "receiver"]
-
-[demographics]
-submit = "Continuar"
-
-[[demographics.fields]]
-id = "age"
-label = "Age in years"
-kind = "number"
-min = 18
-max = 99
-
-[[demographics.fields]]
-id = "first_language"
-label = "First language"
-kind = "choice"
-choices = ["English", "Portuguese", "Other"]
-
-[[demographics.fields]]
-id = "comments"
-label = "Anything else?"
-kind = "text"
-required = false
-max_chars = 20
-roles = ["receiver"]
-'''
-
-
-def study_folder(tmp_path, extra=SECTIONS, consent_md=CONSENT_MD):
-    folder = tmp_path / "study"
-    shutil.copytree(DEMO, folder)
-    (folder / "study.toml").write_text((DEMO / "study.toml").read_text() + extra)
-    if consent_md is not None:
-        (folder / "consent.md").write_text(consent_md)
-    return folder
+from tests.helpers.studies import CONSENT_MD, study_with_consent
 
 
 @pytest.fixture
@@ -57,7 +14,7 @@ def consent_db(database, tmp_path):
     from services.setup.enrolment import add_participants
     from services.setup.importer import import_study
 
-    import_study(database, study_folder(tmp_path))
+    import_study(database, study_with_consent(tmp_path))
     people = {"receiver": add_participants(database, "demo", "receiver", 2),
               "sender": add_participants(database, "demo", "sender", 1, "USW", "Woman"),
               "da": add_participants(database, "demo", "da", 1)}
@@ -96,7 +53,7 @@ choices = ["only one"]
 colour = "red"
 '''
     with pytest.raises(StudyValidationError) as e:
-        import_study(database, study_folder(tmp_path, bad, consent_md=None))
+        import_study(database, study_with_consent(tmp_path, bad, consent_md=None))
     text = str(e.value)
     for needle in ("consent.text", "consent.roles", "demographics.fields[1].label", "demographics.fields[1].kind",
                    "demographics.fields[2].id", "'age' is used twice", "demographics.fields[2].choices",
@@ -110,7 +67,7 @@ def test_consent_file_outside_the_folder_is_refused(database, tmp_path):
     from services.study.files import StudyValidationError
 
     with pytest.raises(StudyValidationError, match="outside the study folder"):
-        import_study(database, study_folder(tmp_path, '\n[consent]\nfile = "../../etc/passwd"\n'))
+        import_study(database, study_with_consent(tmp_path, '\n[consent]\nfile = "../../etc/passwd"\n'))
 
 
 def test_no_item_and_no_answer_before_consent(consent_db):

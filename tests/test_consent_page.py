@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import AppClient, RunningApp, token_of
-from test_consent import study_folder
+from harness.app import RunningApp
+from tests.helpers.app import AppClient, token_of
+from tests.helpers.studies import study_with_consent
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
@@ -18,7 +19,7 @@ ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 def consent_app(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("consent")
     app = RunningApp(tmp)
-    assert app.cli("import", str(study_folder(tmp))).returncode == 0
+    assert app.cli("import", str(study_with_consent(tmp))).returncode == 0
     assert app.cli("participants", "add", "--study", "demo", "--role", "receiver", "--count", "3").returncode == 0
     app.start()
     yield app

@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from services.da import analysis as A
+from tests.helpers.da import make_judgments
 
 ROOT = Path(__file__).resolve().parent.parent
 WMT_DIR = ROOT.parent / "shared" / "data" / "wmt22-deen-da"
@@ -23,54 +24,6 @@ WMT_DIR = ROOT.parent / "shared" / "data" / "wmt22-deen-da"
 
 # ---------------------------------------------------------------------------------------------
 # generated data
-
-def make_judgments(seed: int = 0, systems=None, n_segments: int = 30, workers: int = 8, unreliable: int = 2,
-                   modalities=("text",), runs=(1,), items_per_worker: int = 60,
-                   durations: bool = False) -> pd.DataFrame:
-    """Workers judge random (system, segment) items; reliable ones score quality + noise and
-    give bad_reference copies ~30 less and ask_again repeats about the same; unreliable ones
-    score at random. Adds a duplicate system judgment and an unpaired control per worker."""
-    rng = np.random.default_rng(seed)
-    systems = systems or {"A": 75, "B": 60, "C": 58, "D": 40}
-    names = list(systems)
-    seg_effect = rng.normal(0, 8, n_segments)
-    rows = []
-    for m in modalities:
-        for r in runs:
-            shift = rng.normal(0, 5, len(names))  # run/modality specific system shifts
-            for wi in range(workers):
-                w = f"w{wi}"
-                good = wi >= unreliable
-                bias, spread = rng.normal(0, 8), rng.uniform(0.6, 1.4)
-                hit = f"{m}{r}-{w}"
-                pool = [(s, g) for s in range(len(names)) for g in range(n_segments)]
-                picks = rng.choice(len(pool), size=min(items_per_worker, len(pool)), replace=False)
-
-                def add(kind, s, g, x):
-                    rows.append(dict(worker_id=w, hit_id=hit, modality=m, system=names[s], segment_id=f"s{g:03d}",
-                                     item_type=kind, score=float(np.clip(round(x), 0, 100)), run=r,
-                                     duration_s=float(rng.uniform(0.5, 3) if durations and wi == 0
-                                                      else rng.uniform(4, 30))))
-
-                judged = []
-                for k in picks:
-                    s, g = pool[k]
-                    x = (50 + spread * (systems[names[s]] + shift[s] + seg_effect[g] - 50) + bias
-                         + rng.normal(0, 6)) if good else rng.uniform(0, 100)
-                    add("system", s, g, x)
-                    judged.append((s, g, x))
-                for s, g, x in judged[: len(judged) // 8]:
-                    add("bad_reference", s, g, x - 30 + rng.normal(0, 5) if good else rng.uniform(0, 100))
-                for s, g, x in judged[len(judged) // 8: len(judged) // 4]:
-                    add("ask_again", s, g, x + rng.normal(0, 3) if good else rng.uniform(0, 100))
-                for s, g, x in judged[len(judged) // 4: len(judged) // 4 + 3]:
-                    add("reference", s, g, 90 + rng.normal(0, 5))
-                s, g, x = judged[0]  # it has a bad_reference copy: pairs with the mean of both
-                add("system", s, g, x + rng.normal(0, 4))  # a second system judgment of the same item
-                taken = {(s, g) for s, g, _ in judged}
-                free = next(k for k in range(len(pool)) if pool[k] not in taken)
-                add("bad_reference", *pool[free], 10)  # control without an original: ignored
-    return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,6 +109,7 @@ def result(data):
     return A.analyze(data)
 
 
+@pytest.mark.slow
 def test_pairing_and_reliability_p_values(data, result):
     exp = expected_reliability(data)
     w = result.workers
@@ -192,6 +146,7 @@ def test_z_scores_and_system_scores(data, result):
         assert row.n_judgments == e["n"]
 
 
+@pytest.mark.slow
 def test_z_drops_single_judgment_and_constant_workers_wmt_mode():
     df = make_judgments(seed=3, unreliable=0)
     extra = pd.DataFrame([
@@ -442,6 +397,7 @@ def test_write_outputs_files_and_columns(tmp_path, result):
     assert "<html>" in html and "plotly" in html.lower() and "*" in html
 
 
+@pytest.mark.slow
 def test_figures_stars_and_keys(result):
     figs = A.figures(result)
     assert set(figs) == {"score_distribution", "ranking", "head_to_head", "replication"}
@@ -455,6 +411,7 @@ def test_figures_stars_and_keys(result):
     assert "replication" not in A.figures(A.analyze(make_judgments(seed=5)))
 
 
+@pytest.mark.slow
 def test_run_cli_on_project_csv(tmp_path):
     df = make_judgments(seed=8)
     src = tmp_path / "judgments.csv"
@@ -476,6 +433,7 @@ def test_run_cli_rejects_unknown_format(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # WMT22 official numbers (real data, read in place when present)
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (WMT_DIR / "ad-deen-good-raw-reconstructed.tsv").exists(), reason="WMT22 data not present")
 def test_wmt22_official_scores_reproduced():
     spec = importlib.util.spec_from_file_location("wmt22_validate", ROOT / "benchmarks" / "da" / "wmt22_validate.py")

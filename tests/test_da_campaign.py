@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from conftest import DEMO
+from harness.demo import DEMO
 from services.common.jobs_worker import Worker
 from services.da import campaign as da_campaign
 from services.da import render as da_render
@@ -18,6 +18,8 @@ from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from services.usability import pipeline
 from storage import studies
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 
 def da_study(database, tmp_path, **settings):

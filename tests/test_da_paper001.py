@@ -4,14 +4,10 @@ and Figure 3 (score distributions per control type) in the analysis's outputs.""
 from __future__ import annotations
 
 import json
-import re
-import shutil
-import zlib
 
 import pandas as pd
 import pytest
 
-from conftest import DEMO
 from services.common.jobs_worker import Worker
 from services.da import analysis as da_analysis
 from services.da import campaign as da_campaign
@@ -19,28 +15,12 @@ from services.da import render as da_render
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
-from services.setup.importer import import_study
 from services.usability import pipeline
 from storage import studies
 from tabs.da import body_html
-from test_da_analysis import make_judgments
+from tests.helpers.da import careful, da_study, make_judgments
 
-
-def da_study(database, tmp_path, **settings):
-    """The demo study with [da] keys set (replaced when the demo has them; TOML values as written)."""
-    folder = tmp_path / "study"
-    shutil.copytree(DEMO, folder)
-    toml = (folder / "study.toml").read_text()
-    head, _, rest = toml.partition("[da]\n")
-    section, sep, tail = rest.partition("\n[")
-    for k, v in settings.items():
-        if re.search(rf"^{k} = .*$", section, flags=re.M):
-            section = re.sub(rf"^{k} = .*$", f"{k} = {v}", section, flags=re.M)
-        else:
-            section = f"{k} = {v}\n" + section
-    (folder / "study.toml").write_text(head + "[da]\n" + section + sep + tail)
-    import_study(database, folder)
-    return database, tmp_path / "media"
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 
 def audio_item(db, media):
@@ -97,13 +77,6 @@ def test_da_settings_are_checked(database, tmp_path, key, value, message):
     with pytest.raises(Exception, match=f"da.{key}") as e:
         da_study(database, tmp_path, **{key: value})
     assert message in str(e.value)
-
-
-def careful(it) -> int:
-    """A careful rater: bad references low, repeats like their originals, systems apart."""
-    if it["type"] == "bad_reference":
-        return 10
-    return 50 + zlib.crc32(f"{it['system']}|{it['segment_row']}".encode()) % 40
 
 
 def test_a_second_run_of_the_same_hits_by_other_raters(database, tmp_path):

@@ -24,9 +24,10 @@ from services.setup.enrolment import add_participants
 from services.study.files import StudyValidationError, load_study
 from services.usability import pipeline
 from storage import exports, studies
-from test_da_analysis import make_judgments
-from test_da_paper001 import careful
-from test_da_paper001 import da_study as make_study
+from tests.helpers.da import careful, make_judgments
+from tests.helpers.da import da_study as make_study
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 # the demo's HITs hold 2 bad_reference and 2 ask_again pairs: the smallest one-sided
 # Mann-Whitney p is then 1/6, so these tests test reliability at 0.5
@@ -215,8 +216,9 @@ def test_table1_from_the_imported_segments_in_the_tab_and_the_cli(database, tmp_
     import csv
     import shutil
 
-    from conftest import DEMO, run_cli
+    from harness.demo import DEMO
     from services.setup.importer import import_study
+    from tests.helpers.app import run_cli
 
     folder = tmp_path / "study"
     shutil.copytree(DEMO, folder)
@@ -246,7 +248,7 @@ def test_table1_from_the_imported_segments_in_the_tab_and_the_cli(database, tmp_
 def test_new_settings_are_checked(tmp_path):
     import shutil
 
-    from conftest import DEMO
+    from harness.demo import DEMO
 
     folder = tmp_path / "study"
     shutil.copytree(DEMO, folder)

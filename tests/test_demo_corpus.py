@@ -7,13 +7,13 @@ from __future__ import annotations
 import html
 import re
 
+from harness.demo import DEMO_ASSETS
 from services.participation.items import bold_key_spans, get_view
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from services.study.files import load_study
 from services.study.texts import texts
 from storage import studies
-from tests.conftest import DEMO_ASSETS
 
 # filled pauses and discourse fillers of speech; "so" / "right" / "well" only as a clause opener
 FILLERS_EN = re.compile(r"\b(?:um+|uh+|erm?|hmm+|ah|oh|yeah|you know|I mean|like,)\b|\blike (?:under|about|around)\b|"

@@ -18,6 +18,8 @@ from services.common import tls
 from services.common.settings import Settings
 from services.models import zerogpu
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
@@ -31,7 +35,7 @@ from services.models.cache import ModelCache  # noqa: E402
 from services.setup.enrolment import add_participants  # noqa: E402
 from services.usability import pipeline  # noqa: E402
 from storage import results  # noqa: E402
-from test_paper_systems import record_for, study_with  # noqa: E402
+from tests.helpers.paper_systems import record_for, study_with  # noqa: E402
 from tools.desta2_server import Desta2Server, load  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

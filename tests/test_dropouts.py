@@ -11,7 +11,7 @@ from services.participation.items import AccessError, get_view
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from storage import open_database, pool
-from usability_helpers import (
+from tests.helpers.workflow import (
     answer_receiver,
     answer_survey,
     answer_validator,

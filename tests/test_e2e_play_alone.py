@@ -18,10 +18,12 @@ import time
 
 import pytest
 
-from conftest import DEMO_ASSETS, AppClient, RunningApp, admin_session
+from harness.app import RunningApp
+from harness.demo import DEMO_ASSETS
 from speech import spoken_wav
-from test_browser import ARTIFACTS, CHROMIUM, FLAGS, WIDTHS
-from test_e2e_usability import printed_links, rows
+from tests.helpers.app import AppClient, admin_session
+from tests.helpers.browser import ARTIFACTS, CHROMIUM, FLAGS, WIDTHS
+from tests.helpers.e2e import printed_links, rows
 
 pytestmark = pytest.mark.browser
 CODE = "DEMO-2026"

@@ -15,15 +15,17 @@ from __future__ import annotations
 import html
 import re
 import shutil
-import sqlite3
 import statistics
 import time
 
 import pytest
 
-from conftest import DEMO_ASSETS, AppClient, RunningApp, admin_session, token_of
+from harness.app import RunningApp
+from harness.demo import DEMO_ASSETS
 from speech import spoken_wav
-from test_browser import ARTIFACTS, CHROMIUM, FLAGS
+from tests.helpers.app import AppClient, admin_session, token_of
+from tests.helpers.browser import ARTIFACTS, CHROMIUM, FLAGS
+from tests.helpers.e2e import printed_links, rows
 
 pytestmark = pytest.mark.browser
 
@@ -41,21 +43,6 @@ def e2e(tmp_path_factory):
     app.start("--demo")
     yield app
     app.stop()
-
-
-def printed_links(app) -> dict[str, str]:
-    """The one link per role that `make run` prints."""
-    text = (app.tmp / "server.log").read_text()
-    return dict(re.findall(r"^\s+(sender|receiver|validator|rater)\s+(http\S+)", text, flags=re.M))
-
-
-def rows(app, sql, params=()):
-    con = sqlite3.connect(app.env["TRADLAB_DB"])
-    con.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in con.execute(sql, params).fetchall()]
-    finally:
-        con.close()
 
 
 def shot(page, name):

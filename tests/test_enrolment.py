@@ -4,12 +4,11 @@ every refusal counted (per study, role, reason and minute) with nothing else sto
 from __future__ import annotations
 
 import json
-import shutil
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from conftest import AppClient
+from harness.demo import DEMO
 from services.setup.enrolment import (
     ParticipantError,
     add_participants,
@@ -20,21 +19,10 @@ from services.setup.enrolment import (
 )
 from services.setup.importer import import_study
 from services.study.files import StudyValidationError
-from tests.conftest import DEMO, run_cli
+from tests.helpers.app import AppClient, run_cli
+from tests.helpers.studies import study_with_keys
 
 URL = "https://lab.example.org"
-
-
-def _study_copy(tmp_path, extra: str):
-    """The demo study with extra [study] keys (put after self_enrol)."""
-    dest = tmp_path / "study"
-    shutil.copytree(DEMO, dest)
-    toml = dest / "study.toml"
-    text = toml.read_text(encoding="utf-8")
-    anchor = 'self_enrol = ["sender", "receiver", "validator", "rater", "da", "sd"]\n'
-    assert anchor in text
-    toml.write_text(text.replace(anchor, anchor + extra + "\n", 1), encoding="utf-8")
-    return dest
 
 
 def _query(url: str, pid: str, study: str = "PSTUDY", session: str = "SESS") -> dict:
@@ -139,7 +127,7 @@ def test_the_database_secret_is_made_once(demo_db):
 # -- Prolific STUDY_ID binding ------------------------------------------------------------------
 
 def test_a_role_bound_to_its_prolific_study_refuses_another(database, tmp_path):
-    import_study(database, _study_copy(tmp_path, 'prolific_study_ids = {receiver = "PRCV", '
+    import_study(database, study_with_keys(tmp_path, 'prolific_study_ids = {receiver = "PRCV", '
                                                  'sender = ["PSND1", "PSND2"]}'))
     add_participants(database, "demo", "receiver", 2, self_enrol=True)
     add_participants(database, "demo", "sender", 1, "USW", "Woman", self_enrol=True)
@@ -162,7 +150,7 @@ def test_a_role_bound_to_its_prolific_study_refuses_another(database, tmp_path):
 ])
 def test_bad_enrolment_settings_are_refused_at_import(database, tmp_path, extra, key):
     with pytest.raises(StudyValidationError) as e:
-        import_study(database, _study_copy(tmp_path, extra))
+        import_study(database, study_with_keys(tmp_path, extra))
     assert any(key in str(err) for err in e.value.errors), e.value.errors
 
 
@@ -203,7 +191,7 @@ def test_private_link_slots_are_never_taken(demo_db):
 
 
 def test_self_enrolment_slots_only_for_self_enrolling_roles(database, tmp_path):
-    dest = _study_copy(tmp_path, "")
+    dest = study_with_keys(tmp_path, "")
     toml = dest / "study.toml"
     toml.write_text(toml.read_text().replace('self_enrol = ["sender", "receiver", "validator", "rater", "da", "sd"]',
                                              'self_enrol = ["receiver"]'))
@@ -226,7 +214,7 @@ def test_links_count_the_open_self_enrolment_slots(demo_db):
 # -- rate limit -----------------------------------------------------------------------------------
 
 def test_enrolments_per_minute_are_capped_and_refusals_logged(database, tmp_path):
-    import_study(database, _study_copy(tmp_path, "enrol_per_minute = 2"))
+    import_study(database, study_with_keys(tmp_path, "enrol_per_minute = 2"))
     add_participants(database, "demo", "receiver", 5, self_enrol=True)
     a = enrol_from_link(database, _link(database, "receiver", pid="pid00001"))
     enrol_from_link(database, _link(database, "receiver", pid="pid00002"))
@@ -302,7 +290,7 @@ def test_admin_add_makes_self_enrolment_slots_only_without_external_ids(demo_db)
 
 def test_admin_add_self_enrolment_event_in_the_running_app(app_server):
 
-    from tests.conftest import admin_session
+    from tests.helpers.app import admin_session
 
     client = AppClient(app_server.url)
     session = admin_session(client)          # the login fills the study dropdown's choices

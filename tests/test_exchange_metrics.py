@@ -12,7 +12,8 @@ from storage import results
 
 CACHE = ModelCache(device="cpu")
 # Lightning 2.6 under torch 2.13 warns about a torch pytree deprecation on every COMET predict
-pytestmark = [pytest.mark.filterwarnings("ignore:.*LeafSpec.*:DeprecationWarning", "ignore:.*LeafSpec.*"),
+pytestmark = [pytest.mark.slow,
+              pytest.mark.filterwarnings("ignore:.*LeafSpec.*:DeprecationWarning", "ignore:.*LeafSpec.*"),
               pytest.mark.usefixtures("one_torch_thread")]
 
 
@@ -41,7 +42,7 @@ def test_imported_exchanges_are_scored_by_the_worker(demo_db):
 def test_an_unknown_metric_in_the_study_is_an_import_error(tmp_path):
     import shutil
 
-    from conftest import DEMO
+    from harness.demo import DEMO
     from services.study.files import StudyValidationError, load_study
 
     folder = tmp_path / "s"
@@ -180,7 +181,7 @@ def test_the_report_counts_every_skip_by_reason(tmp_path, database, paper_env, n
     import csv
     import json
 
-    from conftest import demo_with_exchanges
+    from harness.demo import demo_with_exchanges
     from services.setup.importer import import_study
     from services.study import export
     from storage import assignments, jobs
@@ -233,7 +234,7 @@ def test_the_report_counts_every_skip_by_reason(tmp_path, database, paper_env, n
 
 def test_the_summary_says_which_metrics_ran():
     from services.usability import analysis
-    from test_usability_analysis import generate
+    from tests.helpers.usability import generate
     result = analysis.analyze(generate(senders_per_cell=4, per_sender=4, receivers=10, validators=10),
                               metric_lmm=False, pa_iterations=5)
     lines = ["automatic metrics (x), 3 exchanges:", "  chrf (reference-based): scored 0; skipped 3 no reference"]

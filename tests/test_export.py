@@ -10,24 +10,23 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import DEMO_ASSETS, demo_with_exchanges, run_cli
-from services.admin.recording_review import decide
-from services.da.campaign import save_feedback
-from services.participation.items import get_view
-from services.participation.submissions import submit
-from services.setup.enrolment import add_participants, enrol
+from harness.demo import DEMO_ASSETS
+from services.setup.enrolment import add_participants
 from services.study import export as export_service
 from services.study import export_dictionary as dictionary
 from services.study.export import ExportError, export_study, export_zip, neutralise
-from storage import participants as participant_store
-from storage import results
-from test_submissions import write_wav
+from tests.helpers.app import run_cli
+from tests.helpers.export import (
+    EXCLUSION_REASON,
+    FORMULAS,
+    METADATA,
+    S2_TRANSCRIPT,
+    S2_TRANSLATION,
+    export,
+    exported_study,
+)
 
-FORMULAS = ['=HYPERLINK("http://evil.example","x")', "+1+2", "-2+3", "@SUM(A1)"]   # answers are stripped
-EXCLUSION_REASON = "\t=test exclusion"
-S2_TRANSCRIPT = "zebra quokka transcript of the second sender"
-S2_TRANSLATION = "zebra quokka traducao do segundo remetente"
-REVIEWER = "admin@reviewer-host.example"
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 EXPECTED = {
     "participants": ["participant", "role", "group", "gender", "design_index", "status", "dropped_out_at",
@@ -70,87 +69,12 @@ EXPECTED = {
     "events": ["event_id", "ts", "actor_kind", "actor", "action", "entity", "entity_id", "detail"],
 }
 EXTERNAL = ["external_id", "prolific_pid", "prolific_study_id", "prolific_session_id"]
-METADATA = ["file_name", "recording_id", "exchange_id", "sender", "sender_group", "sender_gender", "starter_id",
-            "domain", "starter_source", "prompt", "duration_s", "qc_result", "review_decision", "qc_transcript", "wer",
-            "system", "translation", "translation_transcript"]
-
-
-def _record(db, person, wav, media, transcript, translation, qc_status, flags):
-    v = get_view(db, person.token, "record", media_dir=media)
-    res = submit(db, person.token, "record", v.item_id, {"audio": str(wav)}, media_dir=media)
-    rid, ex_id = res.stored["id"], int(v.item_id)
-    system = db.scalar("SELECT system_id FROM exchanges WHERE id = ?", [ex_id])
-    with db.write() as w:      # what the worker would store, without running the models
-        results.set_recording_qc(w, rid, qc_status, transcript, 0.4, flags)
-        results.insert_translation(w, ex_id, system, translation, transcript, json.dumps({"models": {"mt": "test"}}))
-        results.put_exchange_metric(w, ex_id, "chrf", "1", "sacrebleu", 42.5)
-    return rid, ex_id
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory):
-    """The demo study with a little of everything: two recordings (one flagged and accepted by a
-    reviewer, one from a Prolific self-enrolment), answers with formula-like text, a validation,
-    third-person surveys, a DA judgment with feedback, SD ratings, metrics, an exclusion; its
-    human translations are both references and exchanges of a listed human system."""
-    from services.participation import workflow
-    from services.setup.importer import import_study
-    from storage import open_database
-
-    tmp = tmp_path_factory.mktemp("export")
-    media = tmp / "media"
-    db = open_database(tmp / "study.db")
-    import_study(db, demo_with_exchanges(tmp / "demo_study", keep_references=True))
-    people = {r: add_participants(db, "demo", r, 1)[0] for r in ("receiver", "validator", "rater", "da", "sd")}
-    people["sender"] = add_participants(db, "demo", "sender", 1, "USB", "Man", external_ids=["EXT-SENDER-1"])[0]
-    slot = add_participants(db, "demo", "sender", 1, "USW", "Woman", self_enrol=True)[0]
-    enrol(db, "demo", "sender", "PROLIFICPID0123456789", "PSTUDY0123456789", "PSESSION0123456789", "USW", "Woman")
-    people["sender2"] = slot
-    excluded = add_participants(db, "demo", "receiver", 1, external_ids=["EXT-RECEIVER-2"])[0]
-    with db.write() as w:
-        participant_store.exclude(w, excluded.id, EXCLUSION_REASON)
-
-    rid1, ex1 = _record(db, people["sender"], write_wav(tmp / "a.wav", seconds=4.0), media,
-                        "first sender transcript", "primeira traducao", "flagged", ["high_wer"])
-    decide(db, rid1, "accept", REVIEWER)
-    rid2, ex2 = _record(db, slot, write_wav(tmp / "b.wav", seconds=4.5), media,
-                        S2_TRANSCRIPT, S2_TRANSLATION, "passed", [])
-    workflow.refresh(db, "demo")
-
-    rtok = people["receiver"].token
-    v = get_view(db, rtok, "receiver", media_dir=media)
-    answers = [{"idx": q["idx"], "text": FORMULAS[i % len(FORMULAS)], "unanswerable": False}
-               for i, q in enumerate(v.content["questions"])]
-    submit(db, rtok, "receiver", v.item_id, {"answers": answers}, media_dir=media)
-    val = get_view(db, people["validator"].token, "validator", media_dir=media)
-    marks = {a["idx"]: i % 2 == 0 for i, a in enumerate(val.content["answers"])}
-    submit(db, people["validator"].token, "validator", val.item_id, {"score": 73, "marks": marks}, media_dir=media)
-    sv = get_view(db, people["rater"].token, "survey", media_dir=media)
-    for _ in range(2):
-        if sv.status != "item":
-            break
-        sv = submit(db, people["rater"].token, "survey", sv.item_id,
-                    {"satisfaction": 4, "trust": 3, "reliance": 2}, media_dir=media).next
-    dv = get_view(db, people["da"].token, "da", media_dir=media)
-    submit(db, people["da"].token, "da", dv.item_id, {"score": 61}, media_dir=media)
-    save_feedback(db, people["da"].id, "=cmd|' /C calc'!A0 the slider was fine")
-    s = get_view(db, people["sd"].token, "sd", media_dir=media)
-    while s.content["kind"] in ("welcome", "example"):       # the pages before the scales store nothing
-        s = submit(db, people["sd"].token, "sd", s.item_id, {"values": {}}, media_dir=media).next
-    submit(db, people["sd"].token, "sd", s.item_id, {"values": {p["pair_id"]: 7 for p in s.content["pairs"]}},
-           media_dir=media)
-
-    tokens = [p["token"] for p in participant_store.list_for_study(db, "demo")]
-    externals = ["EXT-SENDER-1", "EXT-RECEIVER-2", "PROLIFICPID0123456789", "PSTUDY0123456789", "PSESSION0123456789"]
-    return {"db": db, "media": media, "tmp": tmp, "people": people, "tokens": tokens, "externals": externals,
-            "s2": {"id": slot.id, "exchange": ex2, "recording": rid2}, "s1": {"exchange": ex1, "recording": rid1},
-            "excluded": excluded.id}
-
-
-def export(study, fmt, name=None, **kw):
-    out = study["tmp"] / (name or f"out-{fmt}-{len(list(study['tmp'].iterdir()))}")
-    kw.setdefault("include_events", True)
-    return export_study(study["db"], "demo", out, fmt, media_dir=study["media"], **kw)
+    """The demo study with a little of everything, exported by the tests (tests/helpers/export.py)."""
+    return exported_study(tmp_path_factory.mktemp("export"))
 
 
 def read_csv(path: Path) -> list[dict]:
@@ -455,7 +379,6 @@ def test_cli_exit_codes_and_messages(study):
     people = study["db"].scalar("SELECT COUNT(*) FROM participants")
     assert str(out) in res.stdout and f"participants {people}," in res.stdout and "2 audio files" in res.stdout
     assert (out / "events.jsonl").is_file() and (out / "participants.jsonl").is_file()
-
 
 
 def test_cli_refusals_in_process(study, monkeypatch, capsys):

@@ -15,8 +15,8 @@ from services.study import export
 from services.study import export_dictionary as dictionary
 from services.usability.export import exchanges_frame
 from storage import results, studies
-from test_da_paper001 import da_study
-from usability_helpers import rate_imported_exchanges
+from tests.helpers.da import da_study
+from tests.helpers.workflow import rate_imported_exchanges
 
 OLD = "Unbabel/wmt22-cometkiwi-da | sha256:aaaa"
 NEW = "Unbabel/wmt22-cometkiwi-da | sha256:bbbb"

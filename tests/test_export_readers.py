@@ -12,7 +12,13 @@ import pytest
 import soundfile as sf
 
 from services.study import export_dictionary as dictionary
-from test_export import METADATA, export, study  # noqa: F401  (study: the module fixture, reused)
+from tests.helpers.export import METADATA, export, exported_study
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """The demo study with a little of everything, exported by the tests (tests/helpers/export.py)."""
+    return exported_study(tmp_path_factory.mktemp("export"))
 
 
 def _manifest(folder) -> dict:

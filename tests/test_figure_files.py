@@ -9,6 +9,8 @@ from PIL import Image
 
 from services.common import figure_files
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 
 def _figs():
     return {"bars": go.Figure(go.Bar(x=["a", "b"], y=[1, 3]), layout={"width": 300, "height": 200}),

@@ -10,8 +10,11 @@ import uuid
 import httpx
 import pytest
 
-from tests.load.harness import AppError, GradioHTTP, prepared_app
-from tests.load.test_bad_inputs import _tone, _wav
+from harness.gradio_http import AppError, GradioHTTP
+from harness.load_app import prepared_app
+from tests.helpers.audio import tone, wav_bytes
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 NOT_YOUR_LINK = "This link is not valid. Please use the personal link you were given."
 
@@ -193,7 +196,7 @@ def test_uploads_are_bounded_per_client_and_an_honest_sender_still_records(app):
     with GradioHTTP(app.url) as c:
         item = c.predict(sender, "record", api_name="/view")["item_id"]
         try:
-            c.predict(sender, item, c.upload(_wav(_tone(5)), "take1.wav", "audio/wav"), api_name="/record_submit")
+            c.predict(sender, item, c.upload(wav_bytes(tone(5)), "take1.wav", "audio/wav"), api_name="/record_submit")
         except AppError as e:
             raise AssertionError(f"the honest sender's recording was refused: {e}") from e
     assert app.db("SELECT COUNT(*) FROM recordings")[0][0] == before + 1
@@ -217,7 +220,7 @@ def test_honest_pages_keep_their_sessions_through_a_flood_of_strangers(app):
 
     from playwright.sync_api import sync_playwright
 
-    from tests.load.test_da_page import move, slider, submit, wait_progress
+    from tests.helpers.da_page import move, slider, submit, wait_progress
     from web.sessions import STRANGER_SESSIONS
 
     chromium = shutil.which("chromium") or "/usr/bin/chromium"

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from markdown_it import MarkdownIt
 
-from conftest import DEMO_ASSETS
+from harness.demo import DEMO_ASSETS
 from services.da import campaign as da_campaign
 from services.models.backends import BackendUnavailable
 from services.models.backends.remote import RemoteMT, host_allowed

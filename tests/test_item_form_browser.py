@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DEMO, RunningApp
-from tests.test_browser import ARTIFACTS, CHROMIUM, FLAGS
+from harness.app import RunningApp
+from harness.demo import DEMO
+from tests.helpers.browser import ARTIFACTS, CHROMIUM, FLAGS
 
 pytestmark = pytest.mark.browser
 

@@ -131,6 +131,7 @@ def chat_lm(tmp_path_factory):
     return tm.build_chat_lm(tmp_path_factory.mktemp("llm") / "chat", PAIRS, steps=120)
 
 
+@pytest.mark.slow
 def test_transformers_backend_answers_through_the_chat_template(chat_lm, no_network, clean_env):
     from services.models.cache import ModelCache
     cache = ModelCache(device="cpu")

@@ -9,6 +9,8 @@ from services.models.backends import BackendUnavailable
 from services.models.cache import ModelCache
 from storage import metric_cache
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 SOURCES = ["The patient should take two tablets a day with water.",
            "Where is the nearest pharmacy?",
            "I have had a headache since yesterday."]

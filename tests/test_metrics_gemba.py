@@ -212,6 +212,7 @@ def offline(no_network):
     """The hub off and any socket to a non-loopback address a failure (conftest's no_network)."""
 
 
+@pytest.mark.slow
 def test_transformers_backend_scores_with_the_trained_judge(gemba_lm, offline, monkeypatch):
     from transformers import LlamaForCausalLM
 

@@ -11,6 +11,8 @@ import torch
 
 from services.models.cache import ModelCache
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 
 class Model:
     def __init__(self, name):

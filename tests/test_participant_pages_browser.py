@@ -5,32 +5,17 @@ Screenshots go to test-artifacts/round2-*.png."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
-from conftest import DEMO, RunningApp, token_of
+from harness.app import RunningApp
+from harness.demo import DEMO
+from tests.helpers.app import token_of
+from tests.helpers.browser import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 WIDTHS = (1280, 390)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Chromium is not installed: `make test` installs it (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield b
-        b.close()
 
 
 def new_page(browser, width: int, origin: str | None = None):

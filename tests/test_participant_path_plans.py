@@ -10,24 +10,13 @@ from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
 from services.usability import pipeline
-from test_submissions import write_wav
+from tests.helpers.audio import write_wav
+from tests.helpers.sql_trace import Trace
 
 # tables whose size grows with participants, exchanges or answers
 STUDY_SIZED = {"participants", "exchanges", "assignments", "recordings", "translations", "answers",
                "validations", "validation_marks", "surveys", "work_pool", "events", "jobs", "consents",
                "demographics", "exchange_metrics", "question_drafts", "da_hit_outcomes", "da_judgments"}
-
-
-class Trace:
-    def __init__(self, database):
-        self.database, self.sql = database, []
-
-    def __enter__(self):
-        self.database.db.conn.set_trace_callback(self.sql.append)
-        return self
-
-    def __exit__(self, *exc):
-        self.database.db.conn.set_trace_callback(None)
 
 
 # an index search that only narrows to the study (or its phase) reads every row of it: a scan too

@@ -17,7 +17,7 @@ from services.setup.enrolment import add_participants, link
 from services.setup.importer import import_study
 from storage import consent as consent_store
 from storage import participants as pstore
-from usability_helpers import rate_imported_exchanges, record_all, study_folder, wav
+from tests.helpers.workflow import rate_imported_exchanges, record_all, study_folder, wav
 
 ACTOR = "admin@test"
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from test_browser import ARTIFACTS, page  # noqa: F401  (the module's Chromium page fixture)
+from tests.helpers.browser import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 
 
-def test_a_pasted_link_shows_the_participant(app_server, page):  # noqa: F811
+def test_a_pasted_link_shows_the_participant(app_server, page):
     url = app_server.links()["sd"][0]
     [(pid,)] = app_server.rows("SELECT id FROM participants WHERE token = ?", (url.split("?t=", 1)[1],))
     page.goto(app_server.admin_url)      # the admin link the server printed

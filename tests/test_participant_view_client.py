@@ -8,9 +8,8 @@ import urllib.request
 
 import pytest
 
-from conftest import AppClient
 from services.admin.participant_view import ITEM_COLUMNS
-from tests.conftest import admin_session, token_of
+from tests.helpers.app import AppClient, admin_session, token_of
 from web.site import ROLE_PAGES
 
 EVENTS = {"admin_participant_view": ["demo", "1"],

@@ -134,8 +134,8 @@ def test_every_role_has_a_welcome_with_its_expected_time(demo_db, people, tmp_pa
 def test_a_study_sets_expected_minutes_per_role_and_a_bad_table_is_named(tmp_path):
     import shutil
 
+    from harness.demo import DEMO
     from services.study.files import StudyValidationError, load_study
-    from tests.conftest import DEMO
 
     folder = tmp_path / "s"
     shutil.copytree(DEMO, folder)

@@ -5,12 +5,11 @@ means and shows the expected answer; every role's page says how long it takes; t
 differential's instruction pages are not progress and say no "Saved."."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from tests.conftest import DEMO, RunningApp
-from tests.test_browser import ARTIFACTS, CHROMIUM, FLAGS
+from harness.app import RunningApp
+from harness.demo import DEMO
+from tests.helpers.browser import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 SIZES = [pytest.param((1280, 900), id="1280"), pytest.param((390, 844), id="390")]
@@ -31,19 +30,6 @@ def app(tmp_path_factory):
     a.start()
     yield a
     a.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Chromium is not installed: `make test` installs it (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield b
-        b.close()
 
 
 def context(browser, size):

@@ -16,6 +16,8 @@ from services.usability import pipeline
 from speech import spoken_wav
 from storage import assignments, pool, results
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 CACHE = ModelCache(device="cpu")
 
 
@@ -108,10 +110,10 @@ def test_a_wrong_reading_is_flagged_held_back_and_reviewed(study, tmp_path):
 def test_more_than_three_rejections_exclude_the_sender_and_reassign_open_items(database, tmp_path):
     import shutil
 
-    from conftest import DEMO
+    from harness.demo import DEMO
     from services.setup.importer import import_study
     from storage import results as res
-    from test_submissions import write_wav
+    from tests.helpers.audio import write_wav
 
     folder = tmp_path / "study"
     shutil.copytree(DEMO, folder)

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from conftest import DEMO
+from harness.demo import DEMO
 from services.models import systems
 from services.models.cache import ModelCache
 from services.setup.enrolment import add_participants
@@ -16,6 +16,8 @@ from services.study.files import StudyValidationError, load_study
 from services.usability import pipeline, recording_qc
 from speech import spoken_wav
 from storage import results
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 CACHE = ModelCache(device="cpu")
 
@@ -130,7 +132,7 @@ def test_the_demo_s04_read_aloud_passes_and_its_cut_readings_are_flagged(tmp_pat
     import csv
 
     from benchmarks.usability import qc_flags
-    from conftest import DEMO_ASSETS
+    from harness.demo import DEMO_ASSETS
 
     with open(DEMO_ASSETS / "starters.csv", newline="", encoding="utf-8") as f:
         s04 = next(r for r in csv.DictReader(f) if r["id"] == "s04")["text"]
@@ -169,7 +171,7 @@ def s12_readings(tmp_path_factory):
     import csv
 
     from benchmarks.usability import qc_flags
-    from conftest import DEMO_ASSETS
+    from harness.demo import DEMO_ASSETS
 
     with open(DEMO_ASSETS / "starters.csv", newline="", encoding="utf-8") as f:
         by_id = {r["id"]: r["text"] for r in csv.DictReader(f)}

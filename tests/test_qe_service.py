@@ -5,10 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from conftest import run_cli
 from services.metrics import registry as metrics
 from services.models.backends import BackendUnavailable
 from services.qe import service as qe_service
+from tests.helpers.app import run_cli
 
 
 class LowerIsBetter(metrics.Metric):

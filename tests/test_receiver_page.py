@@ -16,7 +16,7 @@ from services.study.files import StudyValidationError, load_study
 from services.study.texts import TEXTS, defaults, placeholders
 from tabs.common import header_html, refusal_text
 from tabs.receiver import translation_html
-from test_texts import study_with
+from tests.helpers.studies import study_with_scales
 
 
 def answers_for(view, text="sim"):
@@ -97,7 +97,7 @@ def test_finished_receiver_gets_portuguese_completion(demo_db):
 
 
 def test_a_study_rewords_the_receivers_page(database, tmp_path):
-    import_study(database, study_with(tmp_path, '[page.pt-PT]\nsaved = "Respostas guardadas."\n'
+    import_study(database, study_with_scales(tmp_path, '[page.pt-PT]\nsaved = "Respostas guardadas."\n'
                                                  'answers_missing = "Faltam respostas: {missing}."\n'
                                                  '[receiver]\nsubmit = "Enviar"\n'))
     (r,) = add_participants(database, "demo", "receiver", 1)
@@ -119,7 +119,7 @@ def test_a_study_rewords_the_receivers_page(database, tmp_path):
 ])
 def test_mistakes_in_a_studys_page_wording_are_named(tmp_path, scales, field):
     with pytest.raises(StudyValidationError) as e:
-        load_study(study_with(tmp_path, scales))
+        load_study(study_with_scales(tmp_path, scales))
     [err] = e.value.errors
     assert err.file == "scales.toml" and err.field == field
 

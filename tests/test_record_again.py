@@ -10,7 +10,7 @@ from services.participation.submissions import SubmissionError, submit
 from services.setup.enrolment import add_participants
 from services.usability import audio_intake, pipeline
 from storage import exports, pool, studies
-from test_submissions import write_wav
+from tests.helpers.audio import write_wav
 
 
 def starter_of(db, item_id) -> dict:

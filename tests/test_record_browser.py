@@ -9,9 +9,11 @@ import time
 
 import pytest
 
-from conftest import DEMO, AppClient, RunningApp, admin_session
-from test_browser import ARTIFACTS, CHROMIUM, FLAGS, WIDTHS, progress
-from test_submissions import write_wav
+from harness.app import RunningApp
+from harness.demo import DEMO
+from tests.helpers.app import AppClient, admin_session
+from tests.helpers.audio import write_wav
+from tests.helpers.browser import ARTIFACTS, WIDTHS, progress
 
 pytestmark = pytest.mark.browser
 SENDER = {"desktop": 0, "phone": 1}          # one sender per width: their pages do not mix
@@ -27,17 +29,6 @@ def app(tmp_path_factory):
     app.start()
     yield app
     app.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield b
-        b.close()
 
 
 def sender_url(app, width) -> str:

@@ -40,7 +40,7 @@ def test_the_demo_s04_reading_as_the_asr_writes_it_passes():
     end_differs before: the transcript as the QC ASR wrote it."""
     import csv
 
-    from conftest import DEMO_ASSETS
+    from harness.demo import DEMO_ASSETS
 
     with open(DEMO_ASSETS / "starters.csv", newline="", encoding="utf-8") as f:
         s04 = next(r for r in csv.DictReader(f) if r["id"] == "s04")["text"]

@@ -5,8 +5,10 @@ import shutil
 
 import pytest
 
-from conftest import DEMO, AppClient, RunningApp, token_of
-from test_browser import CHROMIUM, FLAGS
+from harness.app import RunningApp
+from harness.demo import DEMO
+from tests.helpers.app import AppClient, token_of
+from tests.helpers.browser import CHROMIUM, FLAGS
 
 pytestmark = pytest.mark.browser
 

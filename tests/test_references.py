@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from conftest import DEMO_ASSETS, demo_with_exchanges
+from harness.demo import DEMO_ASSETS, demo_with_exchanges
 from services.metrics import exchange as exchange_metrics
 from services.participation.items import get_view
 from services.setup.enrolment import add_participants

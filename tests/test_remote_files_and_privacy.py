@@ -19,7 +19,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import ADMIN_SECRET, DEMO, RunningApp, token_of
+from harness.app import ADMIN_SECRET, RunningApp
+from harness.demo import DEMO
+from tests.helpers.app import token_of
 
 # every component type whose value is a file (an upload when it is interactive)
 FILE_KINDS = {"audio", "file", "uploadbutton", "image", "video", "gallery", "model3d", "multimodaltextbox"}

@@ -7,7 +7,7 @@ from services.participation import maintenance, workflow
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from storage import jobs, open_database, pool
-from usability_helpers import (
+from tests.helpers.workflow import (
     answer_receiver,
     answer_survey,
     answer_validator,

@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 
 from benchmarks.usability import study_sim
-from conftest import run_cli
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.report import build as report_build
@@ -24,8 +23,11 @@ from services.sd import analysis as sd_analysis
 from services.setup.enrolment import add_participants
 from services.usability import export as usability_export
 from storage import open_database, studies
-from test_da_paper001 import careful, da_study
-from test_sd_form import answer_page
+from tests.helpers.app import run_cli
+from tests.helpers.da import careful, da_study
+from tests.helpers.sd import answer_page
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 ITEMS = {"usability": report_usability.ITEMS, "da": report_da.ITEMS, "sd": report_sd.ITEMS, "qe": report_qe.ITEMS}
 EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
@@ -213,7 +215,7 @@ def test_qe_part_from_audit_folders(tmp_path):
     """Paper 003 from audit output folders: Table 8 from a counterfactual run ("⚠" where
     QE(s_F, h_F) is significantly lower, section B.5), Table 1 from its errors.csv (ER, Phi)."""
     from services.qe import audit as Q
-    from test_qe_paper_figures import SPEC, counterfactual
+    from tests.helpers.qe import SPEC, counterfactual
 
     frame = counterfactual({"pt": SPEC["pt"] * 2})
     Q.write_outputs(Q.audit(frame, n_resamples=50), tmp_path / "run")

@@ -7,7 +7,7 @@ import wave
 
 import pytest
 
-from test_browser import ARTIFACTS, CHROMIUM, FLAGS
+from tests.helpers.browser import ARTIFACTS, CHROMIUM, FLAGS
 
 pytestmark = pytest.mark.browser
 

@@ -17,55 +17,10 @@ import pytest
 from scipy import optimize, stats
 
 from services.sd import analysis as S
+from tests.helpers.sd import GROUPS, PHI, factor_data, rating_rows, same_partition, true_loadings
 
 # ---------------------------------------------------------------------------------------------
 # generated data
-
-GROUPS = 4
-PER_GROUP = 4
-PHI = np.full((GROUPS, GROUPS), 0.3) + 0.7 * np.eye(GROUPS)
-
-
-def true_loadings(rng, weak: bool = False, cross: bool = False) -> tuple[np.ndarray, list[str], list[int]]:
-    """16 items, 4 per factor (loadings 0.65-0.85); optionally a weak item (0.25 on factor 1)
-    and a cross-loading item (0.5 on factors 1 and 2)."""
-    rows, names, groups = [], [], []
-    for f in range(GROUPS):
-        for j in range(PER_GROUP):
-            row = np.zeros(GROUPS)
-            row[f] = rng.uniform(0.65, 0.85)
-            rows.append(row)
-            names.append(f"f{f + 1}_{j + 1}")
-            groups.append(f)
-    if weak:
-        rows.append(np.array([0.25, 0, 0, 0]))
-        names.append("weak")
-        groups.append(-1)
-    if cross:
-        rows.append(np.array([0.5, 0.5, 0, 0]))
-        names.append("cross")
-        groups.append(-1)
-    return np.array(rows), names, groups
-
-
-def factor_data(n: int = 800, seed: int = 0, weak: bool = False, cross: bool = False) -> tuple[pd.DataFrame, list[int]]:
-    rng = np.random.default_rng(seed)
-    lam, names, groups = true_loadings(rng, weak, cross)
-    f = rng.multivariate_normal(np.zeros(GROUPS), PHI, size=n)
-    common = f @ lam.T
-    unique_sd = np.sqrt(np.clip(1 - np.diag(lam @ PHI @ lam.T), 0.05, None))
-    x = common + rng.normal(size=common.shape) * unique_sd
-    return pd.DataFrame(x, columns=names), groups
-
-
-def rating_rows(pid, duration, values: dict, repeats: dict | None = None) -> list[dict]:
-    """values {(sentence, pair): v}; repeats {(sentence, pair): v or [v, ...]}."""
-    rows = [dict(participant_id=pid, sentence_id=s, pair_id=p, value=v, is_repeat=0, duration_s=duration)
-            for (s, p), v in values.items()]
-    for (s, p), vs in (repeats or {}).items():
-        for v in (vs if isinstance(vs, list) else [vs]):
-            rows.append(dict(participant_id=pid, sentence_id=s, pair_id=p, value=v, is_repeat=1, duration_s=duration))
-    return rows
 
 
 def varied(k: int = 6) -> dict:
@@ -128,16 +83,6 @@ def kmo_antiimage(x: np.ndarray) -> float:
     partial = -inv / np.sqrt(np.outer(np.diag(inv), np.diag(inv)))
     off = ~np.eye(len(r), dtype=bool)
     return float((r[off] ** 2).sum() / ((r[off] ** 2).sum() + (partial[off] ** 2).sum()))
-
-
-def same_partition(loadings: pd.DataFrame, items: list[str], groups: list[int]) -> bool:
-    """The items' dominant estimated factors partition them like the true groups (any order)."""
-    dominant = loadings.loc[items].abs().to_numpy().argmax(axis=1)
-    mapping = {}
-    for d, g in zip(dominant, groups):
-        if mapping.setdefault(g, d) != d:
-            return False
-    return len(set(mapping.values())) == len(mapping)
 
 
 @pytest.fixture(scope="module")
@@ -582,6 +527,7 @@ def test_no_participant_kept_gives_outputs_without_efa(tmp_path):
     assert "EFA not run" in S.summary(res)
 
 
+@pytest.mark.slow
 def test_ml_fit_finds_the_best_of_local_optima():
     """Misspecified models have local optima; the fit keeps the best of several starts and is at
     least as good as the independent factanal-style optimisation."""

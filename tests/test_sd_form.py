@@ -2,39 +2,15 @@
 pages, and the preliminary study's suitability page."""
 from __future__ import annotations
 
-import re
-import shutil
-
 import pytest
 
-from conftest import DEMO, run_cli
 from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
 from services.sd.form import REPEAT_SUFFIX
 from services.setup.enrolment import add_participants
-from services.setup.importer import import_study
 from storage import results
-
-
-def sd_study(database, tmp_path, **settings):
-    folder = tmp_path / "study"
-    shutil.copytree(DEMO, folder)
-    toml = (folder / "study.toml").read_text()
-    for k, v in settings.items():
-        line = f'{k} = "{v}"' if isinstance(v, str) else f"{k} = {v}"
-        if re.search(rf"^{k} = .*$", toml, flags=re.M):
-            toml = re.sub(rf"^{k} = .*$", line, toml, flags=re.M)
-        else:
-            toml = toml.replace("[sd]\n", f"[sd]\n{line}\n")
-    (folder / "study.toml").write_text(toml)
-    import_study(database, folder)
-    return database
-
-
-def answer_page(db, tok, v, pick):
-    """pick(entry) -> the displayed point (1..7) for each scale of the page."""
-    values = {p["slot"]: pick(p) for p in v.content["pairs"]}
-    return submit(db, tok, "sd", v.item_id, {"values": values})
+from tests.helpers.app import run_cli
+from tests.helpers.sd import answer_page, sd_study
 
 
 def past_intro(db, tok):

@@ -19,16 +19,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import run_cli
 from services.admin import auth as admin
 from services.participation.items import get_view
 from services.sd import analysis as S
 from services.sd import study_analysis as sd_study
 from services.setup.enrolment import add_participants
 from tabs.common import Ctx
-from test_sd_analysis import factor_data, rating_rows, same_partition
-from test_sd_form import answer_page
-from test_sd_form import sd_study as make_sd_study
+from tests.helpers.app import run_cli
+from tests.helpers.sd import answer_page, factor_data, rating_rows, same_partition
+from tests.helpers.sd import sd_study as make_sd_study
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 
 def planted_ratings(seed: int = 1, participants: int = 300, per: int = 3) -> tuple[pd.DataFrame, list[int]]:

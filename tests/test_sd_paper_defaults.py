@@ -23,7 +23,7 @@ from services.sd import form as sd_form
 from services.sd.form import REPEAT_SUFFIX
 from services.setup.enrolment import add_participants
 from storage import results
-from test_sd_form import answer_page, sd_study
+from tests.helpers.sd import answer_page, sd_study
 
 # Table 3, verbatim from the paper (English translation, then the German original)
 PAPER_EN = (

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from conftest import AppClient
-from tests.conftest import DEMO, token_of
+from harness.demo import DEMO
+from tests.helpers.app import AppClient, token_of
 
 # Component types whose value a handler reads as text (a token, a session, an id); dropdowns
 # and radios only take their listed choices, so they get None.

@@ -9,8 +9,8 @@ from services.participation.items import get_view
 from services.participation.serial import FairLock
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
-from test_participant_path_plans import Trace
-from usability_helpers import answer_survey
+from tests.helpers.sql_trace import Trace
+from tests.helpers.workflow import answer_survey
 
 
 def _wait_for(cond, seconds=5.0):
@@ -88,7 +88,7 @@ def test_a_recording_is_decoded_outside_the_line(demo_db, tmp_path, monkeypatch)
     the submit leaves the line of actions while it stores the audio."""
     from services.participation import submissions
     from services.participation.serial import ACTIONS
-    from test_submissions import write_wav
+    from tests.helpers.audio import write_wav
 
     sender, = add_participants(demo_db, "demo", "sender", 1, "USW", "Woman")
     owners = []

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DEMO_ASSETS as DEMO
-from conftest import demo_with_exchanges
+from harness.demo import DEMO_ASSETS as DEMO
+from harness.demo import demo_with_exchanges
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from services.study.files import StudyValidationError, load_study

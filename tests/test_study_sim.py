@@ -14,6 +14,8 @@ import pytest
 
 from benchmarks.usability import study_sim
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):

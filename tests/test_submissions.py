@@ -3,26 +3,12 @@ from __future__ import annotations
 
 import wave
 
-import numpy as np
 import pytest
 
 from services.participation.items import AccessError, get_view
 from services.participation.submissions import SubmissionError, submit
 from services.setup.enrolment import add_participants
-
-
-def write_wav(path, seconds=4.0, rate=44100, amplitude=0.3, channels=1, lead_s=0.3):
-    """A voice-like tone after a short silence (a sender starts speaking after pressing record)."""
-    t = np.arange(int(seconds * rate)) / rate
-    sig = amplitude * np.sin(2 * np.pi * 220 * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t))
-    sig[: int(lead_s * rate)] = 0.0
-    pcm = (np.repeat(sig[:, None], channels, axis=1) * 32767).astype("<i2")
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(channels)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes(pcm.tobytes())
-    return path
+from tests.helpers.audio import write_wav
 
 
 @pytest.fixture

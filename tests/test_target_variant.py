@@ -9,13 +9,13 @@ import shutil
 
 import pytest
 
+from harness.demo import DEMO_ASSETS
 from services.common import variants
 from services.models import systems
 from services.questions import settings as question_settings
 from services.setup.importer import import_study
 from services.study.files import StudyValidationError, load_study
 from storage import studies
-from tests.conftest import DEMO_ASSETS
 from tests.openai_server import OpenAIServer
 
 PAPER_TOWER = ("Translate the following English source text to Portuguese (Portugal):\nEnglish: {text}\n"
@@ -131,8 +131,8 @@ def test_the_llm_prompts_name_the_studys_variant():
 # -- the export ----------------------------------------------------------------------------------
 
 def test_the_export_marks_the_variant_of_each_system_and_exchange(database, tmp_path):
+    from harness.demo import demo_with_exchanges
     from services.study.export import build_tables, export_study
-    from tests.conftest import demo_with_exchanges
 
     import_study(database, demo_with_exchanges(tmp_path / "demo"))
     tables = build_tables(database, "demo")[0]

@@ -1,27 +1,18 @@
 """Participant wording: the defaults in assets/scales.toml, replaced per study by its own scales.toml."""
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
-from conftest import DEMO
 from services.participation.items import get_view
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from services.study.files import StudyValidationError, load_study
 from services.study.texts import defaults, sqm_label, texts
-
-
-def study_with(tmp_path, scales: str):
-    folder = tmp_path / "study"
-    shutil.copytree(DEMO, folder)
-    (folder / "scales.toml").write_text(scales, encoding="utf-8")
-    return folder
+from tests.helpers.studies import study_with_scales
 
 
 def test_a_study_rewords_the_survey(database, tmp_path):
-    folder = study_with(tmp_path, '[survey]\ntrust = "Confio que a tradução transmite o meu pedido."\n'
+    folder = study_with_scales(tmp_path, '[survey]\ntrust = "Confio que a tradução transmite o meu pedido."\n'
                                   'trust_third = "Confio que, se fosse meu, a tradução transmitiria o pedido."\n')
     import_study(database, folder)
     rater = add_participants(database, "demo", "rater", 1)[0]
@@ -62,7 +53,7 @@ def test_sqm_labels_follow_the_study():
 ])
 def test_mistakes_in_scales_toml_are_named(tmp_path, scales, field):
     with pytest.raises(StudyValidationError) as e:
-        load_study(study_with(tmp_path, scales))
+        load_study(study_with_scales(tmp_path, scales))
     [err] = e.value.errors
     assert err.file == "scales.toml" and err.field == field
 

@@ -15,6 +15,8 @@ from services.models import tts
 from services.models.backends import BackendUnavailable
 from services.models.cache import ModelCache
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 HAS_ESPEAK = shutil.which("espeak-ng") is not None
 needs_espeak = pytest.mark.skipif(not HAS_ESPEAK, reason="espeak-ng not installed")
 

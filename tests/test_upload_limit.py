@@ -4,7 +4,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.conftest import RunningApp
+from harness.app import RunningApp
 
 
 @pytest.fixture(scope="module")

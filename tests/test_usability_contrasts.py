@@ -15,23 +15,12 @@ from scipy import stats
 
 from services.usability import analysis as U
 from services.usability import contrasts as UC
-from test_usability_analysis import generate, items_for
-from usability_helpers import study_folder
+from tests.helpers.usability import generate, holm, items_for
+from tests.helpers.workflow import study_folder
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 VC = {"sender": "0 + C(sender_id)", "validator": "0 + C(validator_id)", "receiver": "0 + C(receiver_id)"}
-
-
-def holm(p):
-    """Holm's step-down adjustment written out (the test's own, independent of statsmodels)."""
-    p = np.asarray(p, float)
-    order = np.argsort(p)
-    m = len(p)
-    adj = np.empty(m)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, (m - rank) * p[i])
-        adj[i] = min(1.0, running)
-    return adj
 
 
 @pytest.fixture(scope="module")
@@ -319,10 +308,7 @@ def demo_db(database, tmp_path):
     return database
 
 
-from test_usability_export import mixed_study  # noqa: E402,F401  (uses the demo_db above)
-
-
-def test_the_tab_fits_the_studys_reference_corpus(mixed_study):  # noqa: F811 (the fixture imported above)
+def test_the_tab_fits_the_studys_reference_corpus(mixed_study):
     from services.usability.study_analysis import analyse as analyse_usability
     from tabs.analysis import US_PLOTS
 

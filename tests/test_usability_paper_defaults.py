@@ -13,8 +13,9 @@ from scipy import stats
 
 from services.metrics import registry
 from services.usability import analysis as U
-from test_usability_analysis import generate
-from test_usability_contrasts import holm
+from tests.helpers.usability import generate, holm
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 ROOT = Path(__file__).resolve().parent.parent
 PRESET_IDS = {"DeSTA2": "paper-desta2", "Phi 4": "paper-phi4", "Tower+": "paper-cascade", "Voxtral": "paper-voxtral"}

@@ -14,6 +14,8 @@ from scipy import stats
 
 from services.usability import paper_figures as P
 
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
 DEMO = Path(__file__).resolve().parents[1] / "assets" / "demo_study"
 
 STARTERS = pd.DataFrame([
@@ -143,7 +145,7 @@ def test_the_analysis_draws_and_writes_them(tmp_path):
     """The hook: analysis.figures() carries Figure 2b from the fitted usability LMM (its table,
     term for term) and Figure 10, and write_outputs writes both and model_means.csv."""
     from services.usability import analysis as U
-    from test_usability_analysis import generate
+    from tests.helpers.usability import generate
 
     res = U.analyze(generate(seed=2, senders_per_cell=4, per_sender=6, receivers=8, validators=8),
                     pa_iterations=20, metric_lmm=False)
@@ -165,7 +167,7 @@ def test_the_command_line_writes_table3_from_the_stored_study(tmp_path, monkeypa
     import cli
     from services.setup.importer import import_study
     from storage import open_database
-    from test_usability_analysis import generate
+    from tests.helpers.usability import generate
 
     monkeypatch.setenv("TRADLAB_DB", str(tmp_path / "app.db"))
     import_study(open_database(tmp_path / "app.db"), DEMO)
@@ -187,7 +189,7 @@ def test_the_analysis_tab_path_writes_table3(demo_db, monkeypatch):
     starter_statistics.csv beside the analysis files."""
     from services.usability import export as usability_export
     from services.usability import study_analysis
-    from test_usability_analysis import generate
+    from tests.helpers.usability import generate
 
     frame = generate(seed=4, senders_per_cell=3, per_sender=6, receivers=6, validators=6)
     monkeypatch.setattr(usability_export, "exchanges_frame", lambda database, study_id: frame)

@@ -12,7 +12,9 @@ import pandas as pd
 import pytest
 
 from services.usability import analysis as U
-from test_usability_analysis import SYSTEMS, items_for
+from tests.helpers.usability import SYSTEMS, items_for
+
+pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 GROUP_FX = {"Hindi": 0.0, "USB": 0.15, "USW": 0.10}
 WOMAN = -0.2

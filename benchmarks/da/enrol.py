@@ -63,7 +63,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "da_enrol.json"))
     args = ap.parse_args()
-    from tests.conftest import DEMO
+    from harness.demo import DEMO
 
     db = open_database(str(Path(tempfile.mkdtemp()) / "enrol.db"))
     sid = import_study(db, DEMO).study_id

@@ -1,12 +1,12 @@
 """The study simulation's sample over HTTP (benchmarks/usability/study_sim.py --http).
 
 Halfway through a simulated study the app is launched as `make run` launches it (`python
-app.py`, a subprocess on a free loopback port; tests/load/harness.py LoadApp) against the
+app.py`, a subprocess on a free loopback port; harness/load_app.py LoadApp) against the
 simulation's own database and media folder, with TRADLAB_WORKER=0 (the simulation plays the
 worker: after the sample it runs the model step of the recordings made over HTTP). A bare Gradio
 no-op app (benchmarks/load.py's, one event, no state) runs beside it. At each concurrency (16,
 then 50) that many participants of every role, who have work or may take some, each open a
-browser session (tests/load/harness.py GradioHTTP: the protocol gradio_client speaks, at a
+browser session (harness/gradio_http.py GradioHTTP: the protocol gradio_client speaks, at a
 fraction of its client CPU; see that module) and call /view for their tab, then submit up to
 SUBMITS items in a row, then call /view again (a reload: the first /view also pays for setting up
 the session) through the endpoint their tab's button calls (/record_submit after an
@@ -87,8 +87,8 @@ def _inputs(tab: str, token: str, view: dict, payload: dict, client, wav: bytes,
 
 def _drive(sim, url: str, person, wav: bytes, deadline: float, start: threading.Barrier, out: dict) -> None:
     """One participant's session on the app: /view, then up to SUBMITS submits."""
+    from harness.gradio_http import GradioHTTP
     from services.study.texts import Voice, page_language
-    from tests.load.harness import GradioHTTP
 
     lat, errors, recorded = [], [], []
     tab = person.tab
@@ -125,7 +125,7 @@ def _drive(sim, url: str, person, wav: bytes, deadline: float, start: threading.
 
 
 def _noop(url: str, person, calls: int, start: threading.Barrier, out: dict) -> None:
-    from tests.load.harness import GradioHTTP
+    from harness.gradio_http import GradioHTTP
 
     lat, errors = [], []
     with GradioHTTP(url, timeout=120) as c:
@@ -169,13 +169,14 @@ def _summary(xs: list[float], wall: float) -> dict:
 
 def http_sample(sim, levels=LEVELS) -> dict:
     from benchmarks.load import start_noop, stop_noop
-    from tests.load.harness import LoadApp, peak_rss_mb, percentile
+    from harness.load_app import LoadApp
+    from harness.measure import peak_rss_mb, percentile
 
     tmp = Path(tempfile.mkdtemp(prefix="study-sim-http-"))
     app = LoadApp(tmp, {"TRADLAB_DB": str(sim.db_path), "TRADLAB_MEDIA": str(sim.media), "TRADLAB_WORKER": "0",
                         "TRADLAB_FIGURE_PNG": "0"})
     wav = Path(sim.wav).read_bytes()
-    result = {"levels": [], "submits_per_client": SUBMITS, "client": "tests/load/harness.py GradioHTTP"}
+    result = {"levels": [], "submits_per_client": SUBMITS, "client": "harness/gradio_http.py GradioHTTP"}
     noop = None
     used: set = set()
     try:

@@ -81,7 +81,7 @@ if str(ROOT) not in sys.path:
     sys.path.append(str(ROOT))
 
 from benchmarks.usability import sim_corpus  # noqa: E402
-from tests.load.harness import percentile  # noqa: E402
+from harness.measure import percentile  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 STUDY_ID = "sim"

@@ -10,7 +10,6 @@ shown escaped on the pages that show it (the validator's item, the informed surv
 from __future__ import annotations
 
 import html
-import io
 import math
 import os
 import socket
@@ -19,11 +18,14 @@ import time
 
 import numpy as np
 import pytest
-import soundfile as sf
 
+from harness.gradio_http import AppError, GradioHTTP, file_data
+from harness.load_app import prepared_app
+from harness.measure import peak_rss_mb, percentile
 from services.study.texts import Voice
-from tests.load.harness import SAVED, AppError, GradioHTTP, file_data, peak_rss_mb, percentile, prepared_app
-from tests.test_app_client import receiver_inputs, validator_inputs
+from tests.helpers.app import receiver_inputs, validator_inputs
+from tests.helpers.audio import tone, wav_bytes
+from tests.helpers.raters import SAVED
 
 SAVED_PT = Voice("pt-PT")("saved")         # the receiver's page is in Portuguese: "Guardado."
 
@@ -304,37 +306,21 @@ def test_sd_refuses_missing_values_points_off_the_scale_and_huge_suggestions(app
     ])
 
 
-# -- recordings --------------------------------------------------------------------------------
-def _wav(x: np.ndarray, rate: int = 16000) -> bytes:
-    b = io.BytesIO()
-    sf.write(b, x.astype(np.float32), rate, format="WAV", subtype="PCM_16")
-    return b.getvalue()
-
-
-def _tone(seconds: float, lead: float = 0.5, rate: int = 16000) -> np.ndarray:
-    """A loud warbling tone (speech-like level) after `lead` seconds of near silence."""
-    t = np.arange(int(seconds * rate)) / rate
-    x = 0.3 * np.sin(2 * np.pi * 220 * t) * (0.5 + 0.5 * np.sin(2 * np.pi * 3 * t))
-    n = int(lead * rate)
-    x[:n] = 0.001 * np.random.default_rng(0).standard_normal(n)
-    return x
-
-
 def test_recording_endpoint_refuses_bad_uploads(app, client):
     s = tokens(app, "sender")[0]
     item = view(client, s, "record")["item_id"]
     uploads = [
-        ("silent", _wav(np.zeros(16000 * 3)), "silent.wav", "audio/wav", ["silent"]),
+        ("silent", wav_bytes(np.zeros(16000 * 3)), "silent.wav", "audio/wav", ["silent"]),
         ("empty file", b"", "empty.wav", "audio/wav", ["empty"]),
         ("a text file named .wav (audio/wav)", b"these are my notes, not a recording\n" * 20, "notes.wav", "audio/wav",
          ["not an audio recording"]),
-        ("a WAV cut off in its header", _wav(_tone(3))[:30], "cut.wav", "audio/wav", ["not a readable WAV"]),
-        ("0.8 s", _wav(_tone(0.8, lead=0.2)), "short.wav", "audio/wav", ["too short"]),
-        ("45 s (limit 30)", _wav(_tone(45)), "long.wav", "audio/wav", ["too long"]),
+        ("a WAV cut off in its header", wav_bytes(tone(3))[:30], "cut.wav", "audio/wav", ["not a readable WAV"]),
+        ("0.8 s", wav_bytes(tone(0.8, lead=0.2)), "short.wav", "audio/wav", ["too short"]),
+        ("45 s (limit 30)", wav_bytes(tone(45)), "long.wav", "audio/wav", ["too long"]),
         # 5 s: over the floor of the starter's length (shorter is refused as too short first)
-        ("speech from the first sample", _wav(_tone(5, lead=0.0)), "late.wav", "audio/wav", ["cut off"]),
+        ("speech from the first sample", wav_bytes(tone(5, lead=0.0)), "late.wav", "audio/wav", ["cut off"]),
         ("40 MB of random bytes", os.urandom(40 * 1024 * 1024), "huge.wav", "audio/wav", ["not an audio recording"]),
-        ("20 minutes of audio (38 MB)", _wav(_tone(1200)), "hours.wav", "audio/wav", ["too long"]),
+        ("20 minutes of audio (38 MB)", wav_bytes(tone(1200)), "hours.wav", "audio/wav", ["too long"]),
         ("WebM magic, then garbage", b"\x1aE\xdf\xa3" + os.urandom(5000), "rec.webm", "audio/webm",
          ["could not be decoded", "needs ffmpeg"]),
     ]

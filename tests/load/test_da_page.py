@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import AppClient
-from tests.conftest import DEMO, RunningApp
-from tests.test_browser import CHROMIUM, FLAGS
+from harness.app import RunningApp
+from harness.demo import DEMO
+from tests.helpers.app import AppClient
+from tests.helpers.browser import CHROMIUM, FLAGS
+from tests.helpers.da_page import move, slider, submit, wait_progress
 
 pytestmark = pytest.mark.browser
 
@@ -59,25 +61,6 @@ def progress(page) -> str:
     loc = page.locator(".progress:visible").first
     loc.wait_for(timeout=15000)
     return loc.inner_text()
-
-
-def wait_progress(page, done: int) -> None:
-    page.wait_for_function("(n) => [...document.querySelectorAll('.progress')].some("
-                           "e => e.offsetParent && e.innerText.includes(n + ' / '))", arg=str(done), timeout=20000)
-
-
-def slider(page):
-    return page.locator("#da-slider input[type=range]").first
-
-
-def move(page, steps: int) -> None:
-    slider(page).focus()
-    for _ in range(steps):
-        page.keyboard.press("ArrowRight")
-
-
-def submit(page) -> None:
-    page.get_by_role("button", name="Submit").click()
 
 
 def test_text_items_follow_each_other_and_the_last_shows_the_feedback_box(demo_app, page):

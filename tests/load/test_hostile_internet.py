@@ -15,7 +15,10 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from tests.load.harness import AppError, GradioHTTP, check_consistency, file_data, peak_rss_mb, prepared_app, run_raters
+from harness.gradio_http import AppError, GradioHTTP, file_data
+from harness.load_app import prepared_app
+from harness.measure import peak_rss_mb
+from tests.helpers.raters import check_consistency, run_raters
 
 PASSWORD = "a long admin password"
 HONEST = 4

@@ -27,7 +27,9 @@ import time
 
 import pytest
 
-from tests.load.harness import ITEMS_PER_RATER, STUDY, STUDY_ID, check_consistency, percentile, prepared_app, run_raters
+from harness.load_app import ITEMS_PER_RATER, STUDY, STUDY_ID, prepared_app
+from harness.measure import percentile
+from tests.helpers.raters import check_consistency, run_raters
 
 CLIENTS = int(os.environ.get("TRADLAB_LOAD_CLIENTS", "50"))
 CRASH_CLIENTS = int(os.environ.get("TRADLAB_LOAD_CRASH_CLIENTS", "20"))

@@ -7,13 +7,16 @@ import re
 import shutil
 from pathlib import Path
 
+from harness.demo import DEMO_ASSETS
+from services.participation import dropouts
 from services.participation.items import get_view
 from services.participation.submissions import submit
+from services.setup.enrolment import add_participants
 from services.usability import pipeline
-from test_submissions import write_wav
+from tests.helpers.audio import write_wav
 
-ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "assets" / "demo_study"
+# the bundled demo study itself (no imported exchanges): senders record every exchange
+DEMO = DEMO_ASSETS
 
 
 def study_folder(tmp_path: Path, seed: int | None = None, **usability) -> Path:
@@ -103,3 +106,47 @@ def until_none(fn, *args, limit=500, **kw) -> list:
 
 def wav(tmp_path: Path) -> Path:
     return write_wav(tmp_path / "reading.wav", seconds=4.0)
+
+
+TABS = {"sender": "survey", "rater": "survey", "receiver": "receiver", "validator": "validator"}
+
+
+def answer_everything(db, people):
+    """Every open survey, receiver and validator item, until none is left; answers and scores
+    vary with the item (a model needs some variance)."""
+    moved = True
+    while moved:
+        moved = False
+        for p in people:
+            tab = TABS[p.role]
+            v = get_view(db, p.token, tab)
+            while v.status == "item":
+                k = int(str(v.item_id).split(":")[-1])
+                if tab == "survey":
+                    payload = {"satisfaction": 1 + k % 5, "trust": 1 + 2 * k % 5, "reliance": 1 + 3 * k % 4}
+                elif tab == "receiver":
+                    payload = {"answers": [{"idx": q["idx"], "text": "x"} for q in v.content["questions"]]}
+                else:
+                    payload = {"score": 20 + 7 * k % 80, "marks": {q["idx"]: (q["idx"] + k) % 3 > 0
+                                                                   for q in v.content["questions"]}}
+                v = submit(db, p.token, tab, v.item_id, payload).next
+                moved = True
+
+
+def mixed_study(db, tmp_path):
+    """The demo study (with its 12 imported exchanges: no sender) and four senders who record
+    their starters: USB Man and USW Woman answer their own surveys (first person); USB Woman
+    and USW Man drop out first, so raters answer their exchanges' surveys (third person, the
+    paper's case); raters without group or gender also answer the imported exchanges'
+    surveys (third person, no speaker). Six receivers and validators; every item answered."""
+    audio = wav(tmp_path)
+    cells = (("USB", "Man"), ("USW", "Woman"), ("USB", "Woman"), ("USW", "Man"))
+    senders = [add_participants(db, "demo", "sender", 1, g, s)[0] for g, s in cells]
+    for s in senders:
+        record_all(db, s, tmp_path / "media", audio)
+    for s in senders[2:]:
+        dropouts.drop_out(db, s.id, "test", "did not come back")
+    people = senders[:2] + [p for role in ("rater", "receiver", "validator")
+                            for p in add_participants(db, "demo", role, 6)]
+    answer_everything(db, people)
+    return db, senders

@@ -1,0 +1,102 @@
+"""The app launched the way the README launches it: `python app.py` as a subprocess on a free
+loopback port, on its own database and media folder (RunningApp), and waiting for a server."""
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The passwordless admin's secret (the admin link /?admin=SECRET the server prints at start): one
+# for the whole run, so every app the tests start (RunningApp copies this environment) and every
+# team page built in process open the admin with it (admin_session, RunningApp.admin_url)
+ADMIN_SECRET = os.environ.setdefault("TRADLAB_ADMIN_SECRET", "test-admin-secret-" + os.urandom(12).hex())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RunningApp:
+    def __init__(self, tmp: Path, env_extra: dict | None = None):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.tmp = tmp
+        self.env = {**os.environ, "TRADLAB_DB": str(tmp / "app.db"), "TRADLAB_MEDIA": str(tmp / "media"),
+                    "TRADLAB_PUBLIC_URL": self.url, "TRADLAB_PORT": str(self.port),
+                    "GRADIO_ANALYTICS_ENABLED": "False",
+                    # the tests' one address stands for many participants and the admin (server.UploadBudget)
+                    "TRADLAB_UPLOADS_PER_MINUTE": "1000", **(env_extra or {})}
+        self.proc = None
+
+    @property
+    def admin_url(self) -> str:
+        """The team page as the admin link opens it (no password set: the printed /?admin=SECRET)."""
+        return f"{self.url}/?admin={self.env.get('TRADLAB_ADMIN_SECRET', ADMIN_SECRET)}"
+
+    def cli(self, *args) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "app.py", *args], cwd=ROOT, env=self.env,
+                              capture_output=True, text=True, timeout=120)
+
+    def start(self, *args):
+        self.log = open(self.tmp / "server.log", "w")
+        self.proc = subprocess.Popen([sys.executable, "app.py", *args], cwd=ROOT, env=self.env,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("app exited: " + (self.tmp / "server.log").read_text())
+            try:
+                urllib.request.urlopen(self.url, timeout=2)
+                return self
+            except OSError:
+                time.sleep(0.5)
+        raise RuntimeError("app did not start: " + (self.tmp / "server.log").read_text())
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        if self.proc:
+            self.log.close()
+
+    def rows(self, sql: str, params=()) -> list[tuple]:
+        """Query the app's database directly (the tests' view of what the server stored)."""
+        con = sqlite3.connect(self.env["TRADLAB_DB"], timeout=30)
+        try:
+            with con:
+                return con.execute(sql, params).fetchall()
+        finally:
+            con.close()
+
+    def links(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        res = self.cli("links", "--study", "demo")
+        assert res.returncode == 0, res.stderr
+        for line in res.stdout.splitlines()[1:]:
+            parts = line.split("\t")
+            if len(parts) == 6 and parts[5].startswith("http"):
+                out.setdefault(parts[1], []).append(parts[5])
+        return out
+
+
+def wait_until_up(url: str, seconds: float = 90) -> bool:
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return True
+        except OSError:
+            time.sleep(0.25)
+    return False
