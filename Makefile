@@ -62,11 +62,16 @@ clean:
 # DeSTA2 (paper 000) as an OpenAI-compatible server in its own environment: its remote code needs
 # transformers 4.x (requirements-desta2.txt). The weights must be in the hub cache beforehand
 # (docs/speech-pipeline.md). DESTA2_ARGS, e.g. --port 8004 --api-key-env TRADLAB_KEY_REMOTE.
+# tests/test_desta2_server.py runs the server in .venv-desta2 on a tiny DeSTA-like model.
 DESTA2_VENV := .venv-desta2
-.PHONY: desta2-server
-desta2-server:
+.PHONY: desta2-venv desta2-server
+desta2-venv: $(DESTA2_VENV)/.installed
+$(DESTA2_VENV)/.installed: requirements-desta2.txt
 	@test -x $(DESTA2_VENV)/bin/python || $(PY) -m venv $(DESTA2_VENV)
+	$(DESTA2_VENV)/bin/pip install -q --upgrade pip
 	$(DESTA2_VENV)/bin/pip install -q -r requirements-desta2.txt
+	touch $@
+desta2-server: desta2-venv
 	HF_HUB_OFFLINE=1 $(DESTA2_VENV)/bin/python tools/desta2_server.py $(DESTA2_ARGS)
 
 # Phi-4-multimodal's tiny twin (tests/test_paper_phi4.py) in its own environment: its processor

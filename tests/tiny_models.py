@@ -529,6 +529,43 @@ LLAMA3_CHAT_TEMPLATE = (
     "{{ '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{% endif %}")
 
 
+def readable_by_transformers4(folder: Path) -> None:
+    """Adds to a tokenizer (and feature extractor) folder saved by transformers 5 the files and
+    keys transformers 4.x reads, as hub checkpoints written by 4.x have them; transformers 5 still
+    loads it. DeSTA2's server runs under transformers 4.51 (requirements-desta2.txt), where
+    "TokenizersBackend" is no class, extra_special_tokens must be a dict, added tokens come from
+    added_tokens_decoder, WhisperProcessor builds the slow WhisperTokenizer (vocab.json,
+    merges.txt) and the feature extractor is read from preprocessor_config.json alone."""
+    tc_path = folder / "tokenizer_config.json"
+    tc = json.loads(tc_path.read_text())
+    fast = json.loads((folder / "tokenizer.json").read_text())
+    extra = tc.pop("extra_special_tokens", None)
+    if isinstance(extra, list):
+        tc["additional_special_tokens"] = extra
+    elif extra:
+        tc["extra_special_tokens"] = extra
+    tc.pop("backend", None)
+    if tc.get("tokenizer_class") == "TokenizersBackend":
+        tc["tokenizer_class"] = "PreTrainedTokenizerFast"
+    tc["added_tokens_decoder"] = {str(t["id"]): {k: t[k] for k in ("content", "lstrip", "normalized", "rstrip",
+                                                                    "single_word", "special")}
+                                  for t in fast["added_tokens"]}
+    tc_path.write_text(json.dumps(tc, indent=2, ensure_ascii=False))
+    if tc.get("tokenizer_class") == "WhisperTokenizer" and fast["model"]["type"] == "BPE":
+        bpe = fast["model"]
+        (folder / "vocab.json").write_text(json.dumps(bpe["vocab"], ensure_ascii=False))
+        merges = [m if isinstance(m, str) else " ".join(m) for m in bpe["merges"]]
+        (folder / "merges.txt").write_text("#version: 0.2\n" + "".join(m + "\n" for m in merges))
+    pc_path = folder / "processor_config.json"
+    processor = json.loads(pc_path.read_text()) if pc_path.exists() else {}
+    if "feature_extractor" in processor:
+        # 4.x passes processor_config.json's keys to the processor's __init__, which gets
+        # feature_extractor twice: hub checkpoints have only preprocessor_config.json
+        fe = dict(processor.pop("feature_extractor"), processor_class=processor.get("processor_class"))
+        (folder / "preprocessor_config.json").write_text(json.dumps(fe, indent=2))
+        pc_path.unlink()
+
+
 def desta_messages(wav: Path, prompt: str = DESTA_PROMPT) -> list[dict]:
     return [{"role": "system", "content": DESTA_SYSTEM}, {"role": "audio", "content": str(wav)},
             {"role": "user", "content": prompt}]
@@ -536,9 +573,10 @@ def desta_messages(wav: Path, prompt: str = DESTA_PROMPT) -> list[dict]:
 
 def build_tiny_desta(out: Path, clips: dict[str, Path], whisper: Path, steps: int = 80) -> Path:
     """A folder loaded by AutoModel.from_pretrained(out, trust_remote_code=True): config.json with
-    an auto_map to modeling_tiny_desta.py, qformer_connector.pth, and its Whisper (`whisper`, a
-    build_whisper folder) and Llama (out/llama) named by path. Trained to answer the DeSTA2
-    preset's prompt about each clip with the clip's Portuguese."""
+    an auto_map to modeling_tiny_desta.py, qformer_connector.pth, and its Whisper (out/whisper, a
+    copy of the build_whisper folder `whisper`) and Llama (out/llama) named by path. Trained to
+    answer the DeSTA2 preset's prompt about each clip with the clip's Portuguese. Loads under
+    transformers 5 and 4.x (readable_by_transformers4), as DeSTA2's server runs on 4.51."""
     import shutil
     import sys
 
@@ -546,6 +584,9 @@ def build_tiny_desta(out: Path, clips: dict[str, Path], whisper: Path, steps: in
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
     seed_all(0)
     out.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(whisper, out / "whisper", dirs_exist_ok=True)
+    whisper = out / "whisper"
+    readable_by_transformers4(whisper)
     specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
     corpus = [DESTA_SYSTEM, DESTA_PROMPT, "system\n\nuser\n\nassistant\n\n", str(out)]
     corpus += [CLIPS[k][0] + CLIPS[k][1] for k in clips]
@@ -595,6 +636,7 @@ def build_tiny_desta(out: Path, clips: dict[str, Path], whisper: Path, steps: in
     torch.save(model.connector.state_dict(), out / "qformer_connector.pth")
     cfg.save_pretrained(out)
     shutil.copy(Path(__file__).resolve().parent / "tiny_desta_code.py", out / "modeling_tiny_desta.py")
+    readable_by_transformers4(out / "llama")
     return out
 
 

@@ -24,6 +24,7 @@ import binascii
 import io
 import json
 import os
+import sys
 import tempfile
 import threading
 import time
@@ -230,7 +231,9 @@ def main(argv=None) -> None:
     a = p.parse_args(argv)
     key = os.environ.get(a.api_key_env, "") if a.api_key_env else ""
     server = Desta2Server(load(a.model, a.dtype, a.device), a.served_model_name or a.model, key, a.host, a.port)
-    print(f"DeSTA2 ({a.model}) serving at {server.base_url}", flush=True)
+    # the versions it really runs under (its environment pins them: requirements-desta2.txt)
+    versions = ", ".join(f"{name} {sys.modules[name].__version__}" for name in ("transformers", "torch"))
+    print(f"DeSTA2 ({a.model}) serving at {server.base_url} ({versions})", flush=True)
     server.serve_forever()
 
 
