@@ -40,12 +40,13 @@ run: setup
 
 # The layering contracts (import-linter, pyproject.toml), the types of services and storage (mypy,
 # pyproject.toml [tool.mypy]), no cycle between services' packages nor a function-local project
-# import (tools/import_graph.py) and ruff; CI runs this before the tests.
+# import (tools/import_graph.py), ruff check and ruff format --check; CI runs this before the tests.
 lint: setup-test
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/python tools/import_graph.py
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 test: system-deps setup-test
 	$(BIN)/python -m pytest -q

@@ -65,8 +65,9 @@ def cmd_participants_add(args, settings):
             if not args.role:
                 print("--role is required (or --csv FILE)", file=sys.stderr)
                 return 2
-            made = add_participants(database, args.study, args.role, args.count, args.group, args.gender,
-                                    self_enrol=args.self_enrol)
+            made = add_participants(
+                database, args.study, args.role, args.count, args.group, args.gender, self_enrol=args.self_enrol
+            )
     except (ParticipantError, OSError) as e:
         print(f"Nothing was added: {e}", file=sys.stderr)
         return 2
@@ -89,8 +90,10 @@ def cmd_links(args, settings):
         print(f"{r['id']}\t{r['role']}\t{r['group'] or ''}\t{r['gender'] or ''}\t{r['external_id'] or ''}\t{r['url']}")
     signed = prolific_links(database, args.study, settings.public_url)
     if signed:
-        print("\n# Prolific study URLs (signed; they fill only the open self-enrolment slots made with"
-              " `participants add --self-enrol`; the count after the role is how many are open):")
+        print(
+            "\n# Prolific study URLs (signed; they fill only the open self-enrolment slots made with"
+            " `participants add --self-enrol`; the count after the role is how many are open):"
+        )
         for r in signed:
             print(f"{r['role']} ({r['open']} open)\t{r['group'] or ''}\t{r['gender'] or ''}\t{r['url']}")
     return 0
@@ -131,26 +134,47 @@ def cmd_analyze(args, settings):
             return cmd_qe_rerank(args, settings)
         if args.analysis == "usability":
             from services.usability import analysis as usability_analysis
-            print(usability_analysis.run_cli(args.exchanges, args.out, corpus_reference=args.corpus_reference,
-                                             holm_family=args.holm_family))
-            if args.study:        # Table 3 needs the starters: from the stored study
+
+            print(
+                usability_analysis.run_cli(
+                    args.exchanges, args.out, corpus_reference=args.corpus_reference, holm_family=args.holm_family
+                )
+            )
+            if args.study:  # Table 3 needs the starters: from the stored study
                 from services.usability import paper_figures
+
                 path = paper_figures.write_study_starter_statistics(open_db(settings), args.study, args.out)
                 print(f"Table 3 (starter statistics of study {args.study}): {path}")
         elif args.analysis == "sd":
-            print(sd_analysis.run_cli(args.ratings, args.out, n_factors=args.factors,
-                                      expected_seconds=args.expected_seconds, prune=args.prune,
-                                      factor_rule=args.factor_rule))
-        elif args.study:       # the app's own campaign, with its settings, HIT outcomes and Table 1
+            print(
+                sd_analysis.run_cli(
+                    args.ratings,
+                    args.out,
+                    n_factors=args.factors,
+                    expected_seconds=args.expected_seconds,
+                    prune=args.prune,
+                    factor_rule=args.factor_rule,
+                )
+            )
+        elif args.study:  # the app's own campaign, with its settings, HIT outcomes and Table 1
             from services.da import study_analysis as da_study
+
             print(da_study.run_cli(open_db(settings), args.study, args.out, alpha=args.alpha))
         elif not args.judgments:
             return refused(ValueError("analyze da needs a judgments file or --study STUDY_ID"))
         else:
-            print(da_analysis.run_cli(args.judgments, args.out, alpha=0.05 if args.alpha is None else args.alpha,
-                                      wmt=args.wmt, fmt=args.format,
-                                      keep_fast=args.keep_fast or None, fast_item_s=args.fast_item_s))
-    except (ValueError, FileNotFoundError) as e:      # DAInputError names file, row and column
+            print(
+                da_analysis.run_cli(
+                    args.judgments,
+                    args.out,
+                    alpha=0.05 if args.alpha is None else args.alpha,
+                    wmt=args.wmt,
+                    fmt=args.format,
+                    keep_fast=args.keep_fast or None,
+                    fast_item_s=args.fast_item_s,
+                )
+            )
+    except (ValueError, FileNotFoundError) as e:  # DAInputError names file, row and column
         return refused(e)
     return 0
 
@@ -175,6 +199,7 @@ def _progress_printer():
         if desc != last["desc"]:
             print(f"  [{100 * fraction:3.0f}%] {desc}", file=sys.stderr, flush=True)
             last["desc"] = desc
+
     return progress
 
 
@@ -189,10 +214,17 @@ def cmd_qe_audit(args, settings):
         return refused(ValueError("qe-audit needs a PAIRS file (or --paper with audit output folders)"))
     try:
         database = None if args.no_cache else open_db(settings)
-        result, files = qe_service.run_audit(args.pairs, args.out, metric=args.metric, context=args.context,
-                                             thresholds=qe_audit.parse_thresholds(args.thresholds), database=database,
-                                             progress=_progress_printer(), n_resamples=args.resamples,
-                                             seed=args.seed)
+        result, files = qe_service.run_audit(
+            args.pairs,
+            args.out,
+            metric=args.metric,
+            context=args.context,
+            thresholds=qe_audit.parse_thresholds(args.thresholds),
+            database=database,
+            progress=_progress_printer(),
+            n_resamples=args.resamples,
+            seed=args.seed,
+        )
     except (BackendUnavailable, KeyError) as e:
         return refused(e)
     print(f"QE audit of {args.pairs}\n{qe_audit.summary(result)}\n{len(files)} files written to {args.out}")
@@ -203,8 +235,12 @@ def cmd_qe_paper(args):
     from services.qe import paper_figures
 
     if args.pairs:
-        return refused(ValueError(f"--paper reads audit output folders, not a PAIRS file ({args.pairs}): audit each "
-                                  "metric first, then pass the folders"))
+        return refused(
+            ValueError(
+                f"--paper reads audit output folders, not a PAIRS file ({args.pairs}): audit each "
+                "metric first, then pass the folders"
+            )
+        )
     result, files = paper_figures.run_cli(args.paper, args.out, n_resamples=args.resamples, seed=args.seed)
     print(f"{paper_figures.summary(result)}\n{len(files)} files written to {args.out}")
     return 0
@@ -222,12 +258,21 @@ def cmd_qe_rerank(args, settings):
         candidates = pd.read_csv(args.candidates, dtype=str, keep_default_na=False) if args.candidates else None
         sampler = None
         if args.mt_model:
-            sampler = qe_service.mt_sampler(args.mt_model, args.mt_kind, args.mt_prompt, args.epsilon, args.seed,
-                                            args.mt_lang)
+            sampler = qe_service.mt_sampler(
+                args.mt_model, args.mt_kind, args.mt_prompt, args.epsilon, args.seed, args.mt_lang
+            )
         database = None if args.no_cache else open_db(settings)
-        res = qe_service.run_rerank(candidates, args.metric, pairs=pairs, out_dir=args.out, context=args.context,
-                                    sampler=sampler, n=args.n, database=database,
-                                    include_greedy=args.include_greedy)
+        res = qe_service.run_rerank(
+            candidates,
+            args.metric,
+            pairs=pairs,
+            out_dir=args.out,
+            context=args.context,
+            sampler=sampler,
+            n=args.n,
+            database=database,
+            include_greedy=args.include_greedy,
+        )
     except (BackendUnavailable, KeyError) as e:
         return refused(e)
     print(res.table.to_string(index=False))
@@ -248,8 +293,7 @@ def cmd_data(args, settings):
             frame = gate_gente.gente(args.root, subset=args.subset)
             what = f"GeNTE {args.subset}, en-it"
         else:
-            frame = mtgeneval.convert(args.root, args.lang, subset=args.subset, split=args.split,
-                                      setting=args.setting)
+            frame = mtgeneval.convert(args.root, args.lang, subset=args.subset, split=args.split, setting=args.setting)
             what = f"MT-GenEval {args.subset}, {args.setting}, en-{args.lang}, {args.split}"
     except (ValueError, FileNotFoundError) as e:
         return refused(e)
@@ -288,9 +332,16 @@ def cmd_export(args, settings):
 
     database = open_db(settings)
     try:
-        res = export_study(database, args.study, args.out, fmt=args.format, media_dir=settings.media_dir,
-                           include_external_ids=args.include_external_ids, include_events=args.include_events,
-                           include_audio=not args.no_audio)
+        res = export_study(
+            database,
+            args.study,
+            args.out,
+            fmt=args.format,
+            media_dir=settings.media_dir,
+            include_external_ids=args.include_external_ids,
+            include_events=args.include_events,
+            include_audio=not args.no_audio,
+        )
     except (ExportError, OSError) as e:
         return refused(e)
     print(f"study '{args.study}' exported to {res.summary()}")
@@ -302,8 +353,9 @@ def cmd_export(args, settings):
 def cmd_report(args, settings):
     from services.report.build import ReportError, build_report
 
-    if args.db:           # this database rather than TRADLAB_DB's
+    if args.db:  # this database rather than TRADLAB_DB's
         from dataclasses import replace
+
         settings = replace(settings, db_path=Path(args.db))
     try:
         rep = build_report(open_db(settings), args.study, args.out, qe_audits=args.qe_audit or ())
@@ -328,6 +380,7 @@ def _progress_bar(desc: str):
         bar.refresh()
         if done >= total:
             bar.close()
+
     return update
 
 
@@ -337,8 +390,7 @@ def cmd_questions(args, settings):
 
     database = open_db(settings)
     try:
-        report = generate(database, args.study, n=args.n, starter_id=args.starter,
-                          progress=_progress_bar("starters"))
+        report = generate(database, args.study, n=args.n, starter_id=args.starter, progress=_progress_bar("starters"))
     except (BackendUnavailable, ValueError) as e:
         return refused(e)
     for s in report.starters:
@@ -357,8 +409,10 @@ def cmd_metrics(args, settings):
     except (BackendUnavailable, ValueError) as e:
         return refused(e)
     mean = "-" if out["mean"] is None else f"{out['mean']:.3f}"
-    print(f"auto-qa: {out['scored']} of {out['exchanges']} exchanges scored (mean {mean}); {out['none']} without "
-          "a score (no accepted questions, or none answerable from the starter)")
+    print(
+        f"auto-qa: {out['scored']} of {out['exchanges']} exchanges scored (mean {mean}); {out['none']} without "
+        "a score (no accepted questions, or none answerable from the starter)"
+    )
     return 0
 
 
@@ -375,10 +429,16 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--ssl-certfile")
         p.add_argument("--ssl-keyfile")
         p.add_argument("--root-path", help="URL prefix when served behind a reverse proxy")
-        p.add_argument("--self-signed", action="store_true",
-                       help="serve HTTPS with a self-signed certificate made once in data/tls/ (beside the database)")
-        p.add_argument("--tls-hosts", help="host names and IPs the self-signed certificate covers, comma-separated "
-                                           "(default: this machine's host name, localhost, 127.0.0.1)")
+        p.add_argument(
+            "--self-signed",
+            action="store_true",
+            help="serve HTTPS with a self-signed certificate made once in data/tls/ (beside the database)",
+        )
+        p.add_argument(
+            "--tls-hosts",
+            help="host names and IPs the self-signed certificate covers, comma-separated "
+            "(default: this machine's host name, localhost, 127.0.0.1)",
+        )
     imp = sub.add_parser("import", help="validate and import a study folder")
     imp.add_argument("folder")
     imp.set_defaults(func=cmd_import)
@@ -392,11 +452,15 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--gender")
     add.add_argument("--count", type=int, default=1)
     add.add_argument("--csv", help="CSV with columns role, group, gender, external_id")
-    add.add_argument("--self-enrol", action="store_true",
-                     help="slots for Prolific self-enrolment (taken only through the signed Prolific URL; "
-                          "other slots are for private links and are never handed to Prolific newcomers)")
-    rp = sub.add_parser("repair", help="the four-phase workflow's repair and drop-out check, now (the worker "
-                                      "runs it every 10 minutes)")
+    add.add_argument(
+        "--self-enrol",
+        action="store_true",
+        help="slots for Prolific self-enrolment (taken only through the signed Prolific URL; "
+        "other slots are for private links and are never handed to Prolific newcomers)",
+    )
+    rp = sub.add_parser(
+        "repair", help="the four-phase workflow's repair and drop-out check, now (the worker runs it every 10 minutes)"
+    )
     rp.add_argument("--study", required=True)
     rp.set_defaults(func=cmd_repair)
     lk = sub.add_parser("links", help="print every participant's private link")
@@ -405,8 +469,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr = sub.add_parser("translate", help="translate audio files with a speech-translation system")
     tr.set_defaults(func=cmd_translate)
     tr.add_argument("audio", nargs="+")
-    tr.add_argument("--system", default="offline-cascade",
-                    help="a preset from assets/systems.toml (default: offline-cascade)")
+    tr.add_argument(
+        "--system", default="offline-cascade", help="a preset from assets/systems.toml (default: offline-cascade)"
+    )
     tr.add_argument("--json", action="store_true", help="print JSON (one object per file)")
     sp = sub.add_parser("speak", help="synthesise a text to a WAV file")
     sp.set_defaults(func=cmd_speak)
@@ -416,67 +481,125 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--backend", help="auto | google | piper | espeak (default: TRADLAB_TTS_BACKEND)")
     sp.add_argument("--voice")
     an = sub.add_parser("analyze", help="run a protocol's analysis on a file of judgments")
-    an.set_defaults(func=cmd_analyze)      # dispatches on args.analysis
+    an.set_defaults(func=cmd_analyze)  # dispatches on args.analysis
     asub = an.add_subparsers(dest="analysis", required=True)
     da = asub.add_parser("da", help="direct assessment (paper 001): reliability, z-scores, rankings")
-    da.add_argument("judgments", nargs="?", help="CSV (worker_id, hit_id, modality, system, segment_id, item_type, "
-                                                 "score), a WMT DA TSV or an Appraise CSV export")
-    da.add_argument("--study", help="analyse this imported study's campaign instead of a file (its settings, "
-                                    "HIT outcomes and paper 001's Table 1)")
-    da.add_argument("--keep-fast", action="store_true",
-                    help="keep unrealistically fast HITs in the scores (paper 001 rejected them)")
-    da.add_argument("--fast-item-s", type=float, default=2.0,
-                    help="median seconds per item below which a HIT is unrealistically fast")
+    da.add_argument(
+        "judgments",
+        nargs="?",
+        help="CSV (worker_id, hit_id, modality, system, segment_id, item_type, "
+        "score), a WMT DA TSV or an Appraise CSV export",
+    )
+    da.add_argument(
+        "--study",
+        help="analyse this imported study's campaign instead of a file (its settings, "
+        "HIT outcomes and paper 001's Table 1)",
+    )
+    da.add_argument(
+        "--keep-fast",
+        action="store_true",
+        help="keep unrealistically fast HITs in the scores (paper 001 rejected them)",
+    )
+    da.add_argument(
+        "--fast-item-s",
+        type=float,
+        default=2.0,
+        help="median seconds per item below which a HIT is unrealistically fast",
+    )
     da.add_argument("--out", required=True, help="folder for the CSV tables and HTML figures")
-    da.add_argument("--alpha", type=float, default=None, help="significance level of the worker reliability test "
-                    "and the clusters (default: a stored study's da.reliability_alpha, else paper 001's 0.05)")
+    da.add_argument(
+        "--alpha",
+        type=float,
+        default=None,
+        help="significance level of the worker reliability test "
+        "and the clusters (default: a stored study's da.reliability_alpha, else paper 001's 0.05)",
+    )
     da.add_argument("--wmt", action="store_true", help="score as WMT publishes: system + repeat items, every worker")
     da.add_argument("--format", default="auto", choices=["auto", "csv", "wmt", "appraise"])
     sdp = asub.add_parser("sd", help="semantic differential (paper 002): cleansing and factor analysis")
     sdp.add_argument("ratings", help="CSV: participant_id, sentence_id, pair_id, value (-3..3), is_repeat, duration_s")
     sdp.add_argument("--out", required=True)
-    sdp.add_argument("--factors", type=_factor_count, default=None,
-                     help="number of factors (empty or 0, the default: --factor-rule chooses)")
-    sdp.add_argument("--factor-rule", choices=["kaiser", "parallel"], default="kaiser",
-                     help="how K is chosen without --factors: kaiser = eigenvalue > 1 (SPSS's default, paper 002), "
-                          "parallel = parallel analysis")
+    sdp.add_argument(
+        "--factors",
+        type=_factor_count,
+        default=None,
+        help="number of factors (empty or 0, the default: --factor-rule chooses)",
+    )
+    sdp.add_argument(
+        "--factor-rule",
+        choices=["kaiser", "parallel"],
+        default="kaiser",
+        help="how K is chosen without --factors: kaiser = eigenvalue > 1 (SPSS's default, paper 002), "
+        "parallel = parallel analysis",
+    )
     sdp.add_argument("--expected-seconds", type=float, default=600)
-    sdp.add_argument("--prune", action=argparse.BooleanOptionalAction, default=True,
-                     help="drop items with communality < 0.3 or cross-loadings within 0.2, one at a time "
-                          "(paper 002, section 4.2; on by default)")
+    sdp.add_argument(
+        "--prune",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="drop items with communality < 0.3 or cross-loadings within 0.2, one at a time "
+        "(paper 002, section 4.2; on by default)",
+    )
     us = asub.add_parser("usability", help="the four-phase study (paper 000): groups, correlations, LMM, thresholds")
-    us.add_argument("exchanges", help="CSV: exchange_id, sender_id, receiver_id, validator_id, group, gender, system, "
-                                      "topic, source, satisfaction, trust, reliance, *_b, translation_score, qa_score, "
-                                      "metric_* columns; optional starter_id, perspective and respondent_id, "
-                                      "respondent_role, respondent_group, respondent_gender (group and gender "
-                                      "are then the speaker's), corpus (the models' Source factor, Table 4)")
+    us.add_argument(
+        "exchanges",
+        help="CSV: exchange_id, sender_id, receiver_id, validator_id, group, gender, system, "
+        "topic, source, satisfaction, trust, reliance, *_b, translation_score, qa_score, "
+        "metric_* columns; optional starter_id, perspective and respondent_id, "
+        "respondent_role, respondent_group, respondent_gender (group and gender "
+        "are then the speaker's), corpus (the models' Source factor, Table 4)",
+    )
     us.add_argument("--out", required=True)
-    us.add_argument("--study", default="", help="a stored study's id: also write Table 3 (starter statistics per "
-                                                "domain x corpus) from its starters and questions")
-    us.add_argument("--corpus-reference", default="", help="reference level of the corpus factor (default: "
-                                                           "BConTrasT when present, else the first corpus in "
-                                                           "sorted order)")
-    us.add_argument("--holm-family", default="within", choices=["within", "all"],
-                    help="Holm families of the group x gender contrasts: within (default, paper 000 section 4.2: "
-                         "the pairs within each gender and within each group) or all (one family of every pair)")
+    us.add_argument(
+        "--study",
+        default="",
+        help="a stored study's id: also write Table 3 (starter statistics per "
+        "domain x corpus) from its starters and questions",
+    )
+    us.add_argument(
+        "--corpus-reference",
+        default="",
+        help="reference level of the corpus factor (default: "
+        "BConTrasT when present, else the first corpus in "
+        "sorted order)",
+    )
+    us.add_argument(
+        "--holm-family",
+        default="within",
+        choices=["within", "all"],
+        help="Holm families of the group x gender contrasts: within (default, paper 000 section 4.2: "
+        "the pairs within each gender and within each group) or all (one family of every pair)",
+    )
     qa = asub.add_parser("qe-audit", help="gender audit of a QE metric (paper 003): ratios, error rates, retention")
-    qa.add_argument("pairs", nargs="?", help="CSV: instance_id, lang, source, hyp_f + hyp_m (or hyp_n + hyp_g); "
-                                             "optional gold (F|M), context, precomputed score_f + score_m")
+    qa.add_argument(
+        "pairs",
+        nargs="?",
+        help="CSV: instance_id, lang, source, hyp_f + hyp_m (or hyp_n + hyp_g); "
+        "optional gold (F|M), context, precomputed score_f + score_m",
+    )
     qa.add_argument("--out", required=True)
-    qa.add_argument("--metric", default="e5-cosine", help="a metric name (default e5-cosine); ignored when the "
-                                                          "file has scores")
+    qa.add_argument(
+        "--metric", default="e5-cosine", help="a metric name (default e5-cosine); ignored when the file has scores"
+    )
     qa.add_argument("--context", default="none", choices=["none", "mon", "bil"])
     qa.add_argument("--thresholds", help="retention thresholds, e.g. 0.5,0.8 (default: 0.8 on a 0-1 scale)")
     qa.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for the Phi interval")
     qa.add_argument("--seed", type=int, default=0)
     qa.add_argument("--no-cache", action="store_true", help="do not keep scores in the app database")
-    qa.add_argument("--paper", nargs="+", metavar="[HYPOTHESES=]FOLDER",
-                    help="instead of a PAIRS file: audit output folders of several metrics -> paper 003's Table 8 "
-                         "(counterfactual runs; HYPOTHESES names the block, e.g. GT=out/kiwi-gt, default "
-                         "references), Figure 4 (ambiguous + unambiguous runs) and Figures 6/9 (ambiguous runs)")
+    qa.add_argument(
+        "--paper",
+        nargs="+",
+        metavar="[HYPOTHESES=]FOLDER",
+        help="instead of a PAIRS file: audit output folders of several metrics -> paper 003's Table 8 "
+        "(counterfactual runs; HYPOTHESES names the block, e.g. GT=out/kiwi-gt, default "
+        "references), Figure 4 (ambiguous + unambiguous runs) and Figures 6/9 (ambiguous runs)",
+    )
     qr = asub.add_parser("qe-rerank", help="quality-aware reranking and gender accuracy vs greedy (paper 003 s. 5)")
-    qr.add_argument("candidates", nargs="?", help="CSV: instance_id, lang, source, gold, hypothesis, [is_greedy], "
-                                                  "[ref_f, ref_m], [context]")
+    qr.add_argument(
+        "candidates",
+        nargs="?",
+        help="CSV: instance_id, lang, source, gold, hypothesis, [is_greedy], [ref_f, ref_m], [context]",
+    )
     qr.add_argument("--pairs", help="PAIRS CSV with gold: the references (hyp_f/hyp_m), or the sources to sample for")
     qr.add_argument("--out", required=True)
     qr.add_argument("--metric", default="e5-cosine")
@@ -494,8 +617,11 @@ def build_parser() -> argparse.ArgumentParser:
     dt.set_defaults(func=cmd_data)
     dsub = dt.add_subparsers(dest="dataset", required=True)
     mg = dsub.add_parser("mt-geneval", help="MT-GenEval -> PAIRS.csv for the QE audit")
-    mg.add_argument("--root", default=str(ROOT.parent / "shared" / "data" / "mt-geneval"),
-                    help="the MT-GenEval checkout (its data/ folder inside)")
+    mg.add_argument(
+        "--root",
+        default=str(ROOT.parent / "shared" / "data" / "mt-geneval"),
+        help="the MT-GenEval checkout (its data/ folder inside)",
+    )
     mg.add_argument("--lang", required=True, help="pt, es, it, ...")
     mg.add_argument("--subset", default="contextual", choices=["contextual", "counterfactual"])
     mg.add_argument("--setting", default="ambiguous", choices=["ambiguous", "unambiguous"])
@@ -513,26 +639,42 @@ def build_parser() -> argparse.ArgumentParser:
     bk = sub.add_parser("backup", help="copy the live database (SQLite online backup), safe while the app runs")
     bk.set_defaults(func=cmd_backup)
     bk.add_argument("out", help="the copy's file path, or a folder for tradlab-backup.db")
-    ex = sub.add_parser("export", help="export a study's data: one tidy table per entity, pseudonymous, with a "
-                                       "data dictionary (README.md)")
+    ex = sub.add_parser(
+        "export",
+        help="export a study's data: one tidy table per entity, pseudonymous, with a data dictionary (README.md)",
+    )
     ex.set_defaults(func=cmd_export)
     ex.add_argument("--study", required=True)
     ex.add_argument("--out", required=True, help="a new (or empty) folder")
-    ex.add_argument("--format", default="csv", choices=["csv", "jsonl", "parquet", "hf-audio"],
-                    help="hf-audio: a Hugging Face audiofolder (train/audio/ + train/metadata.jsonl + dataset card)")
-    ex.add_argument("--include-external-ids", action="store_true",
-                    help="add external and Prolific ids to participants (tokens are never exported)")
+    ex.add_argument(
+        "--format",
+        default="csv",
+        choices=["csv", "jsonl", "parquet", "hf-audio"],
+        help="hf-audio: a Hugging Face audiofolder (train/audio/ + train/metadata.jsonl + dataset card)",
+    )
+    ex.add_argument(
+        "--include-external-ids",
+        action="store_true",
+        help="add external and Prolific ids to participants (tokens are never exported)",
+    )
     ex.add_argument("--include-events", action="store_true", help="add the study's audit-log events")
     ex.add_argument("--no-audio", action="store_true", help="leave the recordings' audio files out")
-    rpt = sub.add_parser("report", help="one self-contained HTML report of a study's results, each paper's tables "
-                                        "and figures in its order, with the analyses' CSVs beside it")
+    rpt = sub.add_parser(
+        "report",
+        help="one self-contained HTML report of a study's results, each paper's tables "
+        "and figures in its order, with the analyses' CSVs beside it",
+    )
     rpt.set_defaults(func=cmd_report)
     rpt.add_argument("--study", required=True)
     rpt.add_argument("--out", required=True, help="a folder: report-STUDY.html and a folder per protocol")
     rpt.add_argument("--db", help="the database file (default: TRADLAB_DB)")
-    rpt.add_argument("--qe-audit", action="append", metavar="FOLDER",
-                     help="a QE audit output folder ('FOLDER' or 'HYPOTHESES=FOLDER'; repeatable): paper 003's "
-                          "part is made from these")
+    rpt.add_argument(
+        "--qe-audit",
+        action="append",
+        metavar="FOLDER",
+        help="a QE audit output folder ('FOLDER' or 'HYPOTHESES=FOLDER'; repeatable): paper 003's "
+        "part is made from these",
+    )
     qs = sub.add_parser("questions", help="comprehension questions written by an LLM, as drafts to review")
     qsub = qs.add_subparsers(dest="action", required=True)
     qg = qsub.add_parser("generate", help="drafts for starters without questions (review them in the Admin tab)")
@@ -545,8 +687,9 @@ def build_parser() -> argparse.ArgumentParser:
     maq = msub.add_parser("auto-qa", help="LLM question answering: source vs translation, per exchange")
     maq.set_defaults(func=cmd_metrics)
     maq.add_argument("--study", required=True)
-    dc = sub.add_parser("docs", help="print docs/reference.md's settings table and CLI reference "
-                                     "(generated from the code)")
+    dc = sub.add_parser(
+        "docs", help="print docs/reference.md's settings table and CLI reference (generated from the code)"
+    )
     dc.add_argument("section", nargs="?", choices=["settings", "cli"], help="only this section (default: both)")
     dc.set_defaults(func=cmd_docs)
     return parser
@@ -596,7 +739,7 @@ def cli_markdown() -> str:
 
 
 def main(argv=None):
-    os.umask(0o077)     # the database, media, backups and exports: readable by this user only
+    os.umask(0o077)  # the database, media, backups and exports: readable by this user only
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from services.common.settings import Settings

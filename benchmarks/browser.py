@@ -22,6 +22,7 @@ In one headless Chromium (the project's, /usr/bin/chromium), per page and run:
   show the next count with the next item's input enabled; the time between, in the page's clock.
 Writes p50/p95 per page to --out, with the machine's description and load average.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,15 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.common import machine, start_script_server  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 RECEIVER_ITEMS = 30
 COPIES = tuple("abcdefghijklmnopqrstuvwxyz")
 
@@ -85,8 +93,10 @@ async ([button, sel, n, ready]) => {
 
 # --- the pages: how to reach them, fill an item, and what to wait for -----------------------------
 
+
 class Page:
     """One participant page: its URL, the selector of the item's first input, the Submit button."""
+
     name = ""
     first_input = ""
     button = ""
@@ -169,6 +179,7 @@ def _progress_count(page) -> int:
 
 # --- the studies and the servers --------------------------------------------------------------------
 
+
 def receiver_study(dest: Path, receivers: int) -> Path:
     """The demo study with its 12 starters copied under enough ids that every receiver has 30
     items (12 x copies imported exchanges) and 30 items a receiver."""
@@ -187,7 +198,7 @@ def receiver_study(dest: Path, receivers: int) -> Path:
         with open(path, "w", encoding="utf-8", newline="") as f:
             w = csv.DictWriter(f, fields, lineterminator="\n")
             w.writeheader()
-            for copy in COPIES[:max(3, -(-receivers * RECEIVER_ITEMS // 12) + 1)]:
+            for copy in COPIES[: max(3, -(-receivers * RECEIVER_ITEMS // 12) + 1)]:
                 for r in rows:
                     w.writerow({**r, key: r[key] + copy})
     return folder
@@ -205,6 +216,7 @@ def floor_server(port: int) -> None:
 
         def nxt(n, s):
             return n + 1, f'<div class="progress">{n + 1} / 20</div>', 0
+
         go.click(nxt, [count, score], [count, progress, score], api_name="next")
     demo.queue(default_concurrency_limit=16)
     demo.launch(server_name="127.0.0.1", server_port=port)
@@ -230,8 +242,9 @@ def start_app(tmp: Path, runs: int, fast: bool = True):
     from harness.app import RunningApp
 
     tmp.mkdir(parents=True, exist_ok=True)
-    app = RunningApp(tmp, env_extra={"TRADLAB_WORKER": "0", "TRADLAB_RATE_LIMIT": "0",
-                                     "TRADLAB_FAST_PAGES": "1" if fast else "0"})
+    app = RunningApp(
+        tmp, env_extra={"TRADLAB_WORKER": "0", "TRADLAB_RATE_LIMIT": "0", "TRADLAB_FAST_PAGES": "1" if fast else "0"}
+    )
     for folder in (da_text_study(tmp / "demo"), receiver_study(tmp / "recv30", runs)):
         res = app.cli("import", str(folder))
         assert res.returncode == 0, res.stderr
@@ -245,8 +258,11 @@ def start_app(tmp: Path, runs: int, fast: bool = True):
 def links(app, study: str, role: str) -> list[str]:
     res = app.cli("links", "--study", study)
     assert res.returncode == 0, res.stderr
-    return [p[5] for p in (line.split("\t") for line in res.stdout.splitlines()[1:])
-            if len(p) == 6 and p[1] == role and p[5].startswith("http")]
+    return [
+        p[5]
+        for p in (line.split("\t") for line in res.stdout.splitlines()[1:])
+        if len(p) == 6 and p[1] == role and p[5].startswith("http")
+    ]
 
 
 def summarise(runs: list[dict]) -> dict:
@@ -255,11 +271,17 @@ def summarise(runs: list[dict]) -> dict:
     clicks = [c for r in runs for c in r["click_ms"]]
     first = [r["first_usable_ms"] for r in runs]
     pct = (lambda q: round(float(np.percentile(clicks, q)), 1)) if clicks else (lambda q: None)
-    return {"click_p50_ms": pct(50), "click_p95_ms": pct(95),
-            "first_usable_ms": first, "first_usable_median_ms": round(float(np.median(first)), 1),
-            "requests": [r["requests"] for r in runs],
-            "transfer_kb": [r["transfer_kb"] for r in runs], "long_tasks": [r["long_tasks"] for r in runs],
-            "long_task_ms": [r["long_task_ms"] for r in runs], "runs": runs}
+    return {
+        "click_p50_ms": pct(50),
+        "click_p95_ms": pct(95),
+        "first_usable_ms": first,
+        "first_usable_median_ms": round(float(np.median(first)), 1),
+        "requests": [r["requests"] for r in runs],
+        "transfer_kb": [r["transfer_kb"] for r in runs],
+        "long_tasks": [r["long_tasks"] for r in runs],
+        "long_task_ms": [r["long_task_ms"] for r in runs],
+        "runs": runs,
+    }
 
 
 def main() -> None:
@@ -282,11 +304,13 @@ def main() -> None:
         # first loads only, the before/after of both in the same run
         plain = start_app(tmp / "plain", args.runs, fast=False)
         floor = start_floor(tmp)
-        pages = {"floor": (FloorPage(), [floor[2]] * args.runs, args.items),
-                 "da": (DAPage(), links(app, "demo", "da")[:args.runs], args.items),
-                 "receiver": (ReceiverPage(), links(app, "recv30", "receiver")[:args.runs], args.items),
-                 "da_fast_pages_off": (DAPage(), links(plain, "demo", "da")[:args.runs], 0),
-                 "receiver_fast_pages_off": (ReceiverPage(), links(plain, "recv30", "receiver")[:args.runs], 0)}
+        pages = {
+            "floor": (FloorPage(), [floor[2]] * args.runs, args.items),
+            "da": (DAPage(), links(app, "demo", "da")[: args.runs], args.items),
+            "receiver": (ReceiverPage(), links(app, "recv30", "receiver")[: args.runs], args.items),
+            "da_fast_pages_off": (DAPage(), links(plain, "demo", "da")[: args.runs], 0),
+            "receiver_fast_pages_off": (ReceiverPage(), links(plain, "recv30", "receiver")[: args.runs], 0),
+        }
         out: dict = {name: [] for name in pages}
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
@@ -299,8 +323,13 @@ def main() -> None:
         for name in pages:
             out[name] = summarise(out[name])
             print(name, {k: v for k, v in out[name].items() if k != "runs"}, flush=True)
-        result = {"machine": machine(), "items": args.items, "runs": args.runs, "pages": out,
-                  "targets": {"click_p50_ms": 250, "click_p95_ms": 400, "first_usable_ms": 1500}}
+        result = {
+            "machine": machine(),
+            "items": args.items,
+            "runs": args.runs,
+            "pages": out,
+            "targets": {"click_p50_ms": 250, "click_p95_ms": 400, "first_usable_ms": 1500},
+        }
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
         print("wrote", args.out)
     finally:

@@ -1,4 +1,5 @@
 """What every benchmark script shares: repeated timing and a description of the machine."""
+
 from __future__ import annotations
 
 import os
@@ -21,9 +22,15 @@ def machine(**extra) -> dict:
     import numpy as np
     import pandas as pd
 
-    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-            "pandas": pd.__version__, "numpy": np.__version__,
-            "load_average": [round(x, 2) for x in os.getloadavg()], **extra}
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "pandas": pd.__version__,
+        "numpy": np.__version__,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+        **extra,
+    }
 
 
 def start_script_server(script: str, flag: str, tmp, name: str):
@@ -38,9 +45,13 @@ def start_script_server(script: str, flag: str, tmp, name: str):
     port = free_port()
     log_path = Path(tmp) / f"{name}.log"
     log = open(log_path, "w")
-    proc = subprocess.Popen([sys.executable, script, flag, str(port)], cwd=Path(script).resolve().parent.parent,
-                            env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}, stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, script, flag, str(port)],
+        cwd=Path(script).resolve().parent.parent,
+        env={**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     if not wait_until_up(url, 90):
         proc.kill()

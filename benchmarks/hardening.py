@@ -26,6 +26,7 @@ Sessions: `--sessions` requests each with a new session hash, on "/" (a forged p
 call, refused by Guard; an admin call without a session, which Gradio serves) and on /da/ (a
 forged view), with the server's RSS before and after: ms per request, KB per session.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -100,9 +101,13 @@ def views_ms(url: str, token: str, n: int) -> list[float]:
 def beside(url: str, token: str, kind: str, views: int, rate: float) -> tuple[list[float], dict | None]:
     if kind == "quiet":
         return views_ms(url, token, views), None
-    seconds = views * 0.06 + 4           # the views' duration, about, and the lead below
-    attackers = [subprocess.Popen([sys.executable, "-c", ATTACKER, url, str(seconds), kind, str(rate)],
-                                  stdout=subprocess.PIPE, text=True) for _ in range(2 if kind == "sessions" else 1)]
+    seconds = views * 0.06 + 4  # the views' duration, about, and the lead below
+    attackers = [
+        subprocess.Popen(
+            [sys.executable, "-c", ATTACKER, url, str(seconds), kind, str(rate)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2 if kind == "sessions" else 1)
+    ]
     time.sleep(1.5)
     times = views_ms(url, token, views)
     said = [json.loads(a.communicate(timeout=300)[0]) for a in attackers]
@@ -113,9 +118,11 @@ def sessions(app, n: int) -> dict:
     import httpx
 
     out = {}
-    cases = {"'/' forged participant call (view)": ("/gradio_api/api/view", ["forged", "da"]),
-             "'/' admin call without a session": ("/gradio_api/api/admin_repair", ["no-session", None]),
-             "/da/ forged view": ("/da/gradio_api/api/view", ["forged", "da"])}
+    cases = {
+        "'/' forged participant call (view)": ("/gradio_api/api/view", ["forged", "da"]),
+        "'/' admin call without a session": ("/gradio_api/api/admin_repair", ["no-session", None]),
+        "/da/ forged view": ("/da/gradio_api/api/view", ["forged", "da"]),
+    }
     with httpx.Client(base_url=app.url, timeout=60) as c:
         for label, (path, data) in cases.items():
             for _ in range(20):
@@ -127,9 +134,14 @@ def sessions(app, n: int) -> dict:
                 ms.append((time.perf_counter() - t0) * 1000)
                 statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
             grown = rss_mb(app.proc.pid) - before
-            out[label] = {"requests": n, "ms_p50": round(statistics.median(ms), 1), "ms_p95": pct(ms, 95),
-                          "rss_growth_mb": round(grown, 1), "kb_per_session": round(grown * 1024 / n, 1),
-                          "statuses": statuses}
+            out[label] = {
+                "requests": n,
+                "ms_p50": round(statistics.median(ms), 1),
+                "ms_p95": pct(ms, 95),
+                "rss_growth_mb": round(grown, 1),
+                "kb_per_session": round(grown * 1024 / n, 1),
+                "statuses": statuses,
+            }
             print(label, out[label], flush=True)
     return out
 
@@ -150,7 +162,7 @@ def main() -> None:
     app.start()
     try:
         token = app.tokens("da")[0]
-        views_ms(app.url, token, 10)       # warm
+        views_ms(app.url, token, 10)  # warm
         times = {"quiet": [], "small": [], "20 MB": [], "2 clients of new sessions": []}
         attackers = {k: [] for k in list(times)[1:]}
         kinds = {"20 MB": "big", "2 clients of new sessions": "sessions"}
@@ -160,18 +172,30 @@ def main() -> None:
                 times[kind] += t
                 if said:
                     attackers[kind].append(said)
-                print(f"round {r + 1} {kind}: p50 {statistics.median(t):.1f} p95 {pct(t, 95)} ms {said or ''}",
-                      flush=True)
-        views = {k: {"n": len(v), "p50_ms": round(statistics.median(v), 1), "p95_ms": pct(v, 95),
-                     "max_ms": round(max(v), 1)} for k, v in times.items()}
-        ratios = {"20 MB / quiet (p95)": round(views["20 MB"]["p95_ms"] / views["quiet"]["p95_ms"], 2),
-                  "20 MB / small (p95)": round(views["20 MB"]["p95_ms"] / views["small"]["p95_ms"], 2),
-                  "small / quiet (p95)": round(views["small"]["p95_ms"] / views["quiet"]["p95_ms"], 2),
-                  "new sessions / quiet (p50)": round(views["2 clients of new sessions"]["p50_ms"]
-                                                      / views["quiet"]["p50_ms"], 2)}
+                print(
+                    f"round {r + 1} {kind}: p50 {statistics.median(t):.1f} p95 {pct(t, 95)} ms {said or ''}", flush=True
+                )
+        views = {
+            k: {"n": len(v), "p50_ms": round(statistics.median(v), 1), "p95_ms": pct(v, 95), "max_ms": round(max(v), 1)}
+            for k, v in times.items()
+        }
+        ratios = {
+            "20 MB / quiet (p95)": round(views["20 MB"]["p95_ms"] / views["quiet"]["p95_ms"], 2),
+            "20 MB / small (p95)": round(views["20 MB"]["p95_ms"] / views["small"]["p95_ms"], 2),
+            "small / quiet (p95)": round(views["small"]["p95_ms"] / views["quiet"]["p95_ms"], 2),
+            "new sessions / quiet (p50)": round(
+                views["2 clients of new sessions"]["p50_ms"] / views["quiet"]["p50_ms"], 2
+            ),
+        }
         print(json.dumps(views, indent=1), json.dumps(ratios, indent=1), flush=True)
-        result = {"machine": machine(), "args": vars(args), "honest_views": views, "p95_ratios": ratios,
-                  "attackers": attackers, "new_sessions": sessions(app, args.sessions)}
+        result = {
+            "machine": machine(),
+            "args": vars(args),
+            "honest_views": views,
+            "p95_ratios": ratios,
+            "attackers": attackers,
+            "new_sessions": sessions(app, args.sessions),
+        }
     finally:
         app.stop()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

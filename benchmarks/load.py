@@ -18,6 +18,7 @@ queues (model loading) do not compete with the requests being timed.
 Writes benchmarks/results/load.json: p50/p95 per concurrency and p95(da_submit)/p95(no-op)
 (target <= 1.5 at 50 clients).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,8 +49,12 @@ def noop_server(port: int) -> None:
         token, form = gr.Textbox(visible=False), gr.JSON(visible=False)
         out = gr.JSON(visible=False)
         go = gr.Button("Submit")
-        go.click(lambda t, f: {"status": "item", "item_id": f.get("item_id"), "notice": "Saved."},
-                 [token, form], out, api_name="noop")
+        go.click(
+            lambda t, f: {"status": "item", "item_id": f.get("item_id"), "notice": "Saved."},
+            [token, form],
+            out,
+            api_name="noop",
+        )
     demo.queue(default_concurrency_limit=16)
     demo.launch(server_name="127.0.0.1", server_port=port)
 
@@ -95,7 +100,7 @@ def run_level(url: str, tokens: list[str], api: str) -> tuple[list[float], float
                     if api == "da_submit" and state.get("notice") != "Saved.":
                         raise RuntimeError(f"not saved: {str(state)[:200]}")
                     item = state.get("item_id") if api == "da_submit" else str(k + 2)
-            except Exception as e:      # reported, never hidden
+            except Exception as e:  # reported, never hidden
                 with lock:
                     errors.append(f"{type(e).__name__}: {e}")
         with lock:
@@ -129,10 +134,14 @@ def render_hits(app) -> int:
 def summary(lat: list[float], wall: float) -> dict:
     from harness.measure import percentile
 
-    return {"n": len(lat), "p50_ms": round(1000 * percentile(lat, 50), 1),
-            "p95_ms": round(1000 * percentile(lat, 95), 1),
-            "max_ms": round(1000 * max(lat), 1) if lat else None, "wall_s": round(wall, 2),
-            "calls_per_s": round(len(lat) / wall, 1) if wall else None}
+    return {
+        "n": len(lat),
+        "p50_ms": round(1000 * percentile(lat, 50), 1),
+        "p95_ms": round(1000 * percentile(lat, 95), 1),
+        "max_ms": round(1000 * max(lat), 1) if lat else None,
+        "wall_s": round(wall, 2),
+        "calls_per_s": round(len(lat) / wall, 1) if wall else None,
+    }
 
 
 def main(argv=None) -> int:
@@ -174,15 +183,23 @@ def main(argv=None) -> int:
                 app_lat += lat
                 app_wall += wall
                 errors += err
-            row = {"clients": c, "da_submit": summary(app_lat, app_wall), "noop": summary(noop_lat, noop_wall),
-                   "errors": errors[:10], "load_average": [round(x, 2) for x in os.getloadavg()]}
+            row = {
+                "clients": c,
+                "da_submit": summary(app_lat, app_wall),
+                "noop": summary(noop_lat, noop_wall),
+                "errors": errors[:10],
+                "load_average": [round(x, 2) for x in os.getloadavg()],
+            }
             row["ratio_p95"] = round(row["da_submit"]["p95_ms"] / row["noop"]["p95_ms"], 2)
             row["ratio_p50"] = round(row["da_submit"]["p50_ms"] / row["noop"]["p50_ms"], 2)
             results.append(row)
-            print(f"{c:3d} clients: da_submit p50 {row['da_submit']['p50_ms']:.0f} ms "
-                  f"p95 {row['da_submit']['p95_ms']:.0f} ms"
-                  f" | no-op p50 {row['noop']['p50_ms']:.0f} ms p95 {row['noop']['p95_ms']:.0f} ms"
-                  f" | p95 ratio {row['ratio_p95']:.2f}" + (f" | {len(errors)} errors" if errors else ""), flush=True)
+            print(
+                f"{c:3d} clients: da_submit p50 {row['da_submit']['p50_ms']:.0f} ms "
+                f"p95 {row['da_submit']['p95_ms']:.0f} ms"
+                f" | no-op p50 {row['noop']['p50_ms']:.0f} ms p95 {row['noop']['p95_ms']:.0f} ms"
+                f" | p95 ratio {row['ratio_p95']:.2f}" + (f" | {len(errors)} errors" if errors else ""),
+                flush=True,
+            )
     finally:
         app.stop()
         if noop is not None:
@@ -192,12 +209,18 @@ def main(argv=None) -> int:
         else:
             shutil.rmtree(tmp, ignore_errors=True)
     at50 = next((r for r in results if r["clients"] == 50), None)
-    out = {"benchmark": "load", "what": "submit-to-next-item latency of /da_submit vs a bare Gradio no-op event, "
-                                        "same clients and calls, one session per client",
-           "machine": machine(), "app_start_s": round(app_start_s, 1), "items_per_client": ITEMS,
-           "hits_rendered_before": rendered,
-           "levels": results, "target": "p95(da_submit) / p95(no-op) <= 1.5 at 50 clients",
-           "target_met": None if at50 is None else at50["ratio_p95"] <= 1.5}
+    out = {
+        "benchmark": "load",
+        "what": "submit-to-next-item latency of /da_submit vs a bare Gradio no-op event, "
+        "same clients and calls, one session per client",
+        "machine": machine(),
+        "app_start_s": round(app_start_s, 1),
+        "items_per_client": ITEMS,
+        "hits_rendered_before": rendered,
+        "levels": results,
+        "target": "p95(da_submit) / p95(no-op) <= 1.5 at 50 clients",
+        "target_met": None if at50 is None else at50["ratio_p95"] <= 1.5,
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
     print(f"wrote {args.out}")

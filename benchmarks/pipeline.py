@@ -6,6 +6,7 @@ Cold: the first starter in a fresh process, model loading included. Warm: the ot
 starters, models loaded. RTF = stage seconds / seconds of audio (TTS: of the audio made).
 Writes benchmarks/results/pipeline.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,12 +64,21 @@ def main() -> None:
             intake_s = time.perf_counter() - t0
             res = st.translate_audio(stored.path_16k)
             audio_s = stored.duration_s
-            rows.append({"starter": s["id"], "audio_s": round(audio_s, 2), "tts_s": round(tts_s, 3),
-                         "intake_s": round(intake_s, 3), **{f"{k}_s": v for k, v in res.seconds.items()},
-                         "tts_rtf": round(tts_s / speech_s, 3), "intake_rtf": round(intake_s / audio_s, 4),
-                         **{f"{k}_rtf": round(v / audio_s, 3) for k, v in res.seconds.items()},
-                         "cascade_rtf": round(sum(res.seconds.values()) / audio_s, 3),
-                         "words": len(s["text"].split()), "translation": res.translation})
+            rows.append(
+                {
+                    "starter": s["id"],
+                    "audio_s": round(audio_s, 2),
+                    "tts_s": round(tts_s, 3),
+                    "intake_s": round(intake_s, 3),
+                    **{f"{k}_s": v for k, v in res.seconds.items()},
+                    "tts_rtf": round(tts_s / speech_s, 3),
+                    "intake_rtf": round(intake_s / audio_s, 4),
+                    **{f"{k}_rtf": round(v / audio_s, 3) for k, v in res.seconds.items()},
+                    "cascade_rtf": round(sum(res.seconds.values()) / audio_s, 3),
+                    "words": len(s["text"].split()),
+                    "translation": res.translation,
+                }
+            )
             print(f"{s['id']}: {audio_s:.1f} s audio, cascade RTF {rows[-1]['cascade_rtf']}", flush=True)
     # warm cache lookup: a loaded model handed out again
     key = CACHE.report()[0]["model"]
@@ -84,13 +94,24 @@ def main() -> None:
         "warm_mean": {k: round(statistics.mean(r[f"{k}_rtf"] for r in warm), 4) for k in stages},
         "warm_max": {k: round(max(r[f"{k}_rtf"] for r in warm), 4) for k in stages},
     }
-    out = {"system": args.system, "starters": len(rows), "machine": {
-        "cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-        "device": CACHE.device},
-        "rtf": summary, "warm_cache_lookup_ms": round(lookup_ms, 5), "peak_rss_mb": round(peak_rss_mb(), 1),
-        "models": CACHE.report(), "targets": {"warm_cascade_rtf_max": 0.5, "warm_cache_lookup_ms_max": 1.0},
+    out = {
+        "system": args.system,
+        "starters": len(rows),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "device": CACHE.device,
+        },
+        "rtf": summary,
+        "warm_cache_lookup_ms": round(lookup_ms, 5),
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "models": CACHE.report(),
+        "targets": {"warm_cascade_rtf_max": 0.5, "warm_cache_lookup_ms_max": 1.0},
         "met": {"warm_cascade": summary["warm_mean"]["cascade"] <= 0.5, "warm_lookup": lookup_ms < 1.0},
-        "per_starter": rows, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        "per_starter": rows,
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, ensure_ascii=False, indent=2))
     print(json.dumps({k: out[k] for k in ("rtf", "warm_cache_lookup_ms", "peak_rss_mb", "met")}, indent=2))

@@ -1,5 +1,6 @@
 """The app launched the way the README launches it: `python app.py` as a subprocess on a free
 loopback port, on its own database and media folder (RunningApp), and waiting for a server."""
+
 from __future__ import annotations
 
 import os
@@ -30,11 +31,17 @@ class RunningApp:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.tmp = tmp
-        self.env = {**os.environ, "TRADLAB_DB": str(tmp / "app.db"), "TRADLAB_MEDIA": str(tmp / "media"),
-                    "TRADLAB_PUBLIC_URL": self.url, "TRADLAB_PORT": str(self.port),
-                    "GRADIO_ANALYTICS_ENABLED": "False",
-                    # the tests' one address stands for many participants and the admin (server.UploadBudget)
-                    "TRADLAB_UPLOADS_PER_MINUTE": "1000", **(env_extra or {})}
+        self.env = {
+            **os.environ,
+            "TRADLAB_DB": str(tmp / "app.db"),
+            "TRADLAB_MEDIA": str(tmp / "media"),
+            "TRADLAB_PUBLIC_URL": self.url,
+            "TRADLAB_PORT": str(self.port),
+            "GRADIO_ANALYTICS_ENABLED": "False",
+            # the tests' one address stands for many participants and the admin (server.UploadBudget)
+            "TRADLAB_UPLOADS_PER_MINUTE": "1000",
+            **(env_extra or {}),
+        }
         self.proc = None
 
     @property
@@ -43,13 +50,15 @@ class RunningApp:
         return f"{self.url}/?admin={self.env.get('TRADLAB_ADMIN_SECRET', ADMIN_SECRET)}"
 
     def cli(self, *args) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "app.py", *args], cwd=ROOT, env=self.env,
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "app.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120
+        )
 
     def start(self, *args):
         self.log = open(self.tmp / "server.log", "w")
-        self.proc = subprocess.Popen([sys.executable, "app.py", *args], cwd=ROOT, env=self.env,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "app.py", *args], cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT
+        )
         deadline = time.time() + 90
         while time.time() < deadline:
             if self.proc.poll() is not None:

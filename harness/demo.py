@@ -1,5 +1,6 @@
 """The demo study as most tests and benchmarks use it: its human translations imported as
 exchanges of a listed human system, so receivers and validators have work at once."""
+
 from __future__ import annotations
 
 import atexit

@@ -8,6 +8,7 @@ gradio_client.Client.predict; 50 raters x 20 DA submits took 50 s with GradioHTT
 client CPU) and with 50 gradio_client.Client 142 s of wall and of client CPU (a whole core,
 next to the server), 26 % of the submits unfinished and Client constructions timing out.
 """
+
 from __future__ import annotations
 
 import json
@@ -64,7 +65,7 @@ class GradioHTTP:
         page = page_of_api(f"{tab}_{api_name}" if tab else api_name)
         return f"{self.root}/{page}/gradio_api" if page else f"{self.root}/gradio_api"
 
-    _queued: dict = {}          # page base -> {api name: whether its event goes through the queue}
+    _queued: dict = {}  # page base -> {api name: whether its event goes through the queue}
 
     def queued(self, base: str, api: str) -> bool:
         """Whether the page sends this event through Gradio's queue (the page's config says; the
@@ -72,8 +73,9 @@ class GradioHTTP:
         if base not in GradioHTTP._queued:
             r = self.http.get(base.removesuffix("/gradio_api") + "/config")
             r.raise_for_status()
-            GradioHTTP._queued[base] = {d.get("api_name"): d.get("queue") is not False
-                                        for d in r.json().get("dependencies", [])}
+            GradioHTTP._queued[base] = {
+                d.get("api_name"): d.get("queue") is not False for d in r.json().get("dependencies", [])
+            }
         return GradioHTTP._queued[base].get(api, True)
 
     def predict(self, *data, api_name: str):
@@ -85,19 +87,24 @@ class GradioHTTP:
             body = json.dumps({"data": list(data), "session_hash": self.session_hash})
             if not self.queued(base, api):
                 # as the browser calls an event outside the queue: one POST, the outputs in its answer
-                r = self.http.post(f"{base}/api/{api}", content=body.encode(),
-                                   headers={"content-type": "application/json"})
+                r = self.http.post(
+                    f"{base}/api/{api}", content=body.encode(), headers={"content-type": "application/json"}
+                )
                 try:
                     out = r.json()
                 except ValueError:
                     out = None
-                if not isinstance(out, dict) or "data" not in out:      # the error, as the queue's stream says it
-                    raise AppError(str(out["error"]) if isinstance(out, dict) and "error" in out
-                                   else f"HTTP {r.status_code}: {r.text[:500]}")
+                if not isinstance(out, dict) or "data" not in out:  # the error, as the queue's stream says it
+                    raise AppError(
+                        str(out["error"])
+                        if isinstance(out, dict) and "error" in out
+                        else f"HTTP {r.status_code}: {r.text[:500]}"
+                    )
                 payload = out["data"]
                 return payload[0] if len(payload) == 1 else payload
-            r = self.http.post(f"{base}/call/{api}", content=body.encode(),
-                               headers={"content-type": "application/json"})
+            r = self.http.post(
+                f"{base}/call/{api}", content=body.encode(), headers={"content-type": "application/json"}
+            )
             if r.status_code != 200:
                 raise AppError(f"HTTP {r.status_code}: {r.text[:500]}")
             event_id = r.json()["event_id"]
@@ -116,9 +123,9 @@ class GradioHTTP:
             raise ServerGone(f"{type(e).__name__}: {e}") from e
         raise ServerGone("the event stream ended without a result")
 
-
-    def upload(self, data: bytes, filename: str, mime: str = "application/octet-stream",
-               api_name: str = "record_submit") -> dict:
+    def upload(
+        self, data: bytes, filename: str, mime: str = "application/octet-stream", api_name: str = "record_submit"
+    ) -> dict:
         """A file sent the way the browser's upload does, to the page of the event that will take
         it (api_name); returns the FileData an input takes."""
         try:

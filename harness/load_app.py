@@ -1,5 +1,6 @@
 """The load study (harness/load-study: 20-item text DA HITs) on an app that keeps one log
 across restarts and can be killed with SIGKILL and started again on the same database."""
+
 from __future__ import annotations
 
 import signal
@@ -14,7 +15,7 @@ from harness.app import ROOT, RunningApp
 
 STUDY = Path(__file__).resolve().parent / "load-study"
 STUDY_ID = "load"
-ITEMS_PER_RATER = 20          # the study's hit_size
+ITEMS_PER_RATER = 20  # the study's hit_size
 
 
 # -- the app -----------------------------------------------------------------------------------
@@ -25,8 +26,9 @@ class LoadApp(RunningApp):
         self.log = open(self.tmp / "server.log", "a")
         self.log.write(f"\n=== start {time.strftime('%H:%M:%S')} ===\n")
         self.log.flush()
-        self.proc = subprocess.Popen([sys.executable, "app.py", *args], cwd=ROOT, env=self.env,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "app.py", *args], cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT
+        )
         deadline = time.time() + 90
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -61,8 +63,12 @@ class LoadApp(RunningApp):
             con.close()
 
     def tokens(self, role: str) -> list[str]:
-        return [r[0] for r in self.db("SELECT token FROM participants WHERE study_id = ? AND role = ? ORDER BY id",
-                                      (STUDY_ID, role))]
+        return [
+            r[0]
+            for r in self.db(
+                "SELECT token FROM participants WHERE study_id = ? AND role = ? ORDER BY id", (STUDY_ID, role)
+            )
+        ]
 
 
 def prepared_app(tmp: Path, raters: int, extra_roles: bool = False, env_extra: dict | None = None) -> LoadApp:
@@ -77,7 +83,19 @@ def prepared_app(tmp: Path, raters: int, extra_roles: bool = False, env_extra: d
         for role in ("receiver", "validator", "rater", "sd"):
             res = app.cli("participants", "add", "--study", STUDY_ID, "--role", role, "--count", "2")
             assert res.returncode == 0, res.stderr
-        res = app.cli("participants", "add", "--study", STUDY_ID, "--role", "sender", "--group", "USW",
-                      "--gender", "Woman", "--count", "2")
+        res = app.cli(
+            "participants",
+            "add",
+            "--study",
+            STUDY_ID,
+            "--role",
+            "sender",
+            "--group",
+            "USW",
+            "--gender",
+            "Woman",
+            "--count",
+            "2",
+        )
         assert res.returncode == 0, res.stderr
     return app

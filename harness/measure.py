@@ -1,4 +1,5 @@
 """Figures the load tests and the benchmarks report: peak memory of a process, percentiles."""
+
 from __future__ import annotations
 
 from pathlib import Path

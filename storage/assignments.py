@@ -1,4 +1,5 @@
 """Exchanges and assignments: who has which item in which phase, and its state."""
+
 from __future__ import annotations
 
 import json
@@ -6,25 +7,54 @@ import json
 from storage.db import Database, now, rows
 
 
-def insert_exchange(db, study_id: str, starter_id: str, system_id: str, sender_id: int | None,
-                    import_key: str | None = None) -> int:
-    return db["exchanges"].insert({"study_id": study_id, "starter_id": starter_id,
-                                   "system_id": system_id, "sender_id": sender_id,
-                                   "import_key": import_key, "created_at": now()}).last_pk
+def insert_exchange(
+    db, study_id: str, starter_id: str, system_id: str, sender_id: int | None, import_key: str | None = None
+) -> int:
+    return (
+        db["exchanges"]
+        .insert(
+            {
+                "study_id": study_id,
+                "starter_id": starter_id,
+                "system_id": system_id,
+                "sender_id": sender_id,
+                "import_key": import_key,
+                "created_at": now(),
+            }
+        )
+        .last_pk
+    )
 
 
 def exchange(database: Database, exchange_id: int) -> dict | None:
     return database.one("SELECT * FROM exchanges WHERE id = ?", [exchange_id])
 
 
-def insert_assignment(db, study_id: str, participant_id: int, phase: str, item_id, position: float,
-                      exchange_id: int | None = None, meta: dict | None = None) -> int | None:
+def insert_assignment(
+    db,
+    study_id: str,
+    participant_id: int,
+    phase: str,
+    item_id,
+    position: float,
+    exchange_id: int | None = None,
+    meta: dict | None = None,
+) -> int | None:
     """Adds an assignment; None when the participant already has this item in this phase."""
     cur = db.execute(
         "INSERT OR IGNORE INTO assignments (study_id, participant_id, phase, item_id, exchange_id, "
         "position, meta, created_at) VALUES (?,?,?,?,?,?,?,?)",
-        [study_id, participant_id, phase, str(item_id), exchange_id, position,
-         json.dumps(meta) if meta is not None else None, now()])
+        [
+            study_id,
+            participant_id,
+            phase,
+            str(item_id),
+            exchange_id,
+            position,
+            json.dumps(meta) if meta is not None else None,
+            now(),
+        ],
+    )
     return cur.lastrowid if cur.rowcount else None
 
 
@@ -39,43 +69,52 @@ def assignment(database: Database, assignment_id: int) -> dict | None:
 
 
 def find_assignment(database: Database, participant_id: int, phase: str, item_id) -> dict | None:
-    return _decode(database.one(
-        "SELECT * FROM assignments WHERE participant_id = ? AND phase = ? AND item_id = ? "
-        "AND status != 'withdrawn'", [participant_id, phase, str(item_id)]))
+    return _decode(
+        database.one(
+            "SELECT * FROM assignments WHERE participant_id = ? AND phase = ? AND item_id = ? "
+            "AND status != 'withdrawn'",
+            [participant_id, phase, str(item_id)],
+        )
+    )
 
 
 def next_open(database: Database, participant_id: int, phases: tuple[str, ...]) -> dict | None:
     marks = ",".join("?" * len(phases))
     # Baseline surveys come before informed ones; otherwise the random position decides.
-    return _decode(database.one(
-        f"SELECT * FROM assignments WHERE participant_id = ? AND status = 'open' AND phase IN ({marks}) "
-        "ORDER BY CASE phase WHEN 'survey_informed' THEN 1 ELSE 0 END, position, id LIMIT 1",
-        [participant_id, *phases]))
+    return _decode(
+        database.one(
+            f"SELECT * FROM assignments WHERE participant_id = ? AND status = 'open' AND phase IN ({marks}) "
+            "ORDER BY CASE phase WHEN 'survey_informed' THEN 1 ELSE 0 END, position, id LIMIT 1",
+            [participant_id, *phases],
+        )
+    )
 
 
-def counts(database: Database, participant_id: int, phases: tuple[str, ...],
-           skip_items: tuple[str, ...] = ()) -> dict:
+def counts(database: Database, participant_id: int, phases: tuple[str, ...], skip_items: tuple[str, ...] = ()) -> dict:
     """Open and done assignments; skip_items: item ids that are not counted (the semantic
     differential's instruction pages are not progress)."""
     marks = ",".join("?" * len(phases))
     skip = f" AND item_id NOT IN ({','.join('?' * len(skip_items))})" if skip_items else ""
     rows = database.query(
         f"SELECT status, COUNT(*) AS n FROM assignments WHERE participant_id = ? AND phase IN ({marks}){skip} "
-        "GROUP BY status", [participant_id, *phases, *skip_items])
+        "GROUP BY status",
+        [participant_id, *phases, *skip_items],
+    )
     c = {r["status"]: r["n"] for r in rows}
     return {"open": c.get("open", 0), "done": c.get("done", 0)}
 
 
 def mark_shown(db, assignment_id: int) -> None:
-    db.execute("UPDATE assignments SET first_shown_at = COALESCE(first_shown_at, ?) WHERE id = ?",
-               [now(), assignment_id])
+    db.execute(
+        "UPDATE assignments SET first_shown_at = COALESCE(first_shown_at, ?) WHERE id = ?", [now(), assignment_id]
+    )
 
 
 def mark_done(db, assignment_id: int, active_seconds: float | None) -> None:
-    db.execute("UPDATE assignments SET status = 'done', submitted_at = ?, active_seconds = ? "
-               "WHERE id = ? AND status = 'open'", [now(), active_seconds, assignment_id])
-
-
+    db.execute(
+        "UPDATE assignments SET status = 'done', submitted_at = ?, active_seconds = ? WHERE id = ? AND status = 'open'",
+        [now(), active_seconds, assignment_id],
+    )
 
 
 def translated_exchanges(database: Database, study_id: str) -> list[dict]:
@@ -90,18 +129,17 @@ def translated_exchanges(database: Database, study_id: str) -> list[dict]:
         "WHERE e.study_id = ? AND (p.id IS NULL OR p.excluded_at IS NULL) "
         # the latest recording decides: one rejected and recorded again no longer holds it up
         "AND COALESCE((SELECT r.qc_status IN ('passed', 'accepted') FROM recordings r "
-        "              WHERE r.exchange_id = e.id ORDER BY r.id DESC LIMIT 1), 1) ORDER BY e.id", [study_id])
-
-
-
-
-
-
+        "              WHERE r.exchange_id = e.id ORDER BY r.id DESC LIMIT 1), 1) ORDER BY e.id",
+        [study_id],
+    )
 
 
 def segment_use(database: Database, study_id: str, phase: str) -> dict[str, int]:
-    rows = database.query("SELECT item_id, COUNT(*) AS n FROM assignments WHERE study_id = ? AND phase = ? "
-                          "AND status != 'withdrawn' GROUP BY item_id", [study_id, phase])
+    rows = database.query(
+        "SELECT item_id, COUNT(*) AS n FROM assignments WHERE study_id = ? AND phase = ? "
+        "AND status != 'withdrawn' GROUP BY item_id",
+        [study_id, phase],
+    )
     return {r["item_id"]: r["n"] for r in rows}
 
 
@@ -109,13 +147,17 @@ def study_progress(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT p.role, a.phase, a.status, COUNT(*) AS n FROM assignments a "
         "JOIN participants p ON p.id = a.participant_id WHERE a.study_id = ? "
-        "GROUP BY p.role, a.phase, a.status ORDER BY p.role, a.phase, a.status", [study_id])
+        "GROUP BY p.role, a.phase, a.status ORDER BY p.role, a.phase, a.status",
+        [study_id],
+    )
 
 
 # a participant's status in the admin tab: one of these, in this order of precedence
-PARTICIPANT_STATUS = {"deactivated": "p.active = 0",
-                      "completed": "p.active = 1 AND p.completed_at IS NOT NULL",
-                      "active": "p.active = 1 AND p.completed_at IS NULL"}
+PARTICIPANT_STATUS = {
+    "deactivated": "p.active = 0",
+    "completed": "p.active = 1 AND p.completed_at IS NOT NULL",
+    "active": "p.active = 1 AND p.completed_at IS NULL",
+}
 
 
 def _participant_filter(study_id: str, role: str | None, status: str | None) -> tuple[str, list]:
@@ -124,12 +166,18 @@ def _participant_filter(study_id: str, role: str | None, status: str | None) -> 
         sql += " AND p.role = ?"
         params.append(role)
     if status:
-        sql += f" AND {PARTICIPANT_STATUS[status]}"    # KeyError on an unknown status: callers check
+        sql += f" AND {PARTICIPANT_STATUS[status]}"  # KeyError on an unknown status: callers check
     return sql, params
 
 
-def participant_progress(database: Database, study_id: str, limit: int = 200, offset: int = 0,
-                         role: str | None = None, status: str | None = None) -> list[dict]:
+def participant_progress(
+    database: Database,
+    study_id: str,
+    limit: int = 200,
+    offset: int = 0,
+    role: str | None = None,
+    status: str | None = None,
+) -> list[dict]:
     # the page of participants is chosen first; counts are per row (index on participant_id)
     where, params = _participant_filter(study_id, role, status)
     return database.query(
@@ -139,7 +187,8 @@ def participant_progress(database: Database, study_id: str, limit: int = 200, of
                   (SELECT COUNT(*) FROM assignments a WHERE a.participant_id = p.id AND a.status = 'open') AS open,
                   (SELECT MAX(a.submitted_at) FROM assignments a WHERE a.participant_id = p.id) AS last_submitted
            FROM participants p WHERE {where} ORDER BY p.role, p.id LIMIT ? OFFSET ?""",
-        [*params, limit, offset])
+        [*params, limit, offset],
+    )
 
 
 def participant_count(database: Database, study_id: str, role: str | None = None, status: str | None = None) -> int:
@@ -153,9 +202,13 @@ def exchange_count(database: Database, study_id: str) -> int:
 
 def sent_back(database: Database, exchange_id: int, recording_id: int) -> bool:
     """The recording was rejected and its sender given the exchange to record again."""
-    return bool(database.scalar(
-        "SELECT EXISTS (SELECT 1 FROM assignments WHERE exchange_id = ? AND phase = 'record' "
-        "AND json_extract(meta, '$.record_again') = ?)", [exchange_id, recording_id]))
+    return bool(
+        database.scalar(
+            "SELECT EXISTS (SELECT 1 FROM assignments WHERE exchange_id = ? AND phase = 'record' "
+            "AND json_extract(meta, '$.record_again') = ?)",
+            [exchange_id, recording_id],
+        )
+    )
 
 
 def put_first(db, assignment_id: int) -> None:
@@ -164,8 +217,9 @@ def put_first(db, assignment_id: int) -> None:
 
 
 def open_assignments(database: Database, participant_id: int) -> list[dict]:
-    return database.query("SELECT * FROM assignments WHERE participant_id = ? AND status = 'open' ORDER BY id",
-                          [participant_id])
+    return database.query(
+        "SELECT * FROM assignments WHERE participant_id = ? AND status = 'open' ORDER BY id", [participant_id]
+    )
 
 
 def withdraw(db, assignment_id: int) -> None:
@@ -186,7 +240,9 @@ def sender_recording_state(database: Database, participant_id: int) -> dict:
                                    AND r.qc_status = 'rejected')
                    AND (NOT EXISTS (SELECT 1 FROM translations t WHERE t.exchange_id = a.exchange_id)
                        OR EXISTS (SELECT 1 FROM recordings r WHERE r.exchange_id = a.exchange_id
-                                  AND r.qc_status = 'pending'))) AS processing""", {"p": participant_id})
+                                  AND r.qc_status = 'pending'))) AS processing""",
+        {"p": participant_id},
+    )
 
 
 def sender_starters(database: Database, participant_id: int) -> set[str]:
@@ -196,8 +252,10 @@ def sender_starters(database: Database, participant_id: int) -> set[str]:
 
 def record_load(database: Database, participant_id: int) -> int:
     """Record items a sender holds (open or done)."""
-    return database.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND phase = 'record' "
-                           "AND status != 'withdrawn'", [participant_id])
+    return database.scalar(
+        "SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND phase = 'record' AND status != 'withdrawn'",
+        [participant_id],
+    )
 
 
 def exchange_phases(database: Database, study_id: str, limit: int = 200, offset: int = 0) -> list[dict]:
@@ -218,7 +276,9 @@ def exchange_phases(database: Database, study_id: str, limit: int = 200, offset:
            FROM exchanges e
            LEFT JOIN recordings r ON r.id = (SELECT MAX(id) FROM recordings WHERE exchange_id = e.id)
            LEFT JOIN translations t ON t.exchange_id = e.id
-           WHERE e.study_id = ? ORDER BY e.id LIMIT ? OFFSET ?""", [study_id, limit, offset])
+           WHERE e.study_id = ? ORDER BY e.id LIMIT ? OFFSET ?""",
+        [study_id, limit, offset],
+    )
 
 
 # A rater holds a whole HIT (services/da/campaign.assign_hit gives every item of one HIT at once),
@@ -240,14 +300,21 @@ def da_hit_loads(database: Database, study_id: str) -> dict[tuple[int, str, int]
     """How many raters hold each (HIT, modality, run) (an assignment from before runs were
     stored counts as run 1). A rater whose HIT was withdrawn part-way
     (services/admin/participants) no longer counts, so the HIT goes in full to a new rater."""
-    found = rows(database.db.conn, f"SELECT hit, modality, run, COUNT(DISTINCT pid) AS n FROM ({_DA_HOLDERS}) "
-                                "GROUP BY hit, modality, run", [study_id])
+    found = rows(
+        database.db.conn,
+        f"SELECT hit, modality, run, COUNT(DISTINCT pid) AS n FROM ({_DA_HOLDERS}) GROUP BY hit, modality, run",
+        [study_id],
+    )
     loads = {(r["hit"], r["modality"], r["run"]): r["n"] for r in found}
     # a HIT whose rater failed quality control went back to the pool (services/da/campaign.py:
     # hit_completed): that rater is no coverage. Per HIT through the partial index, not the study.
-    for r in rows(database.db.conn, "SELECT o.hit_id AS hit, o.modality, o.run, COUNT(*) AS n FROM da_hits h "
-                                    "CROSS JOIN da_hit_outcomes o ON o.hit_id = h.id AND o.rerun = 1 "
-                                    "WHERE h.study_id = ? GROUP BY o.hit_id, o.modality, o.run", [study_id]):
+    for r in rows(
+        database.db.conn,
+        "SELECT o.hit_id AS hit, o.modality, o.run, COUNT(*) AS n FROM da_hits h "
+        "CROSS JOIN da_hit_outcomes o ON o.hit_id = h.id AND o.rerun = 1 "
+        "WHERE h.study_id = ? GROUP BY o.hit_id, o.modality, o.run",
+        [study_id],
+    ):
         key = (r["hit"], r["modality"], r["run"])
         loads[key] = max(0, loads.get(key, 0) - r["n"])
     return loads

@@ -5,6 +5,7 @@ writer changes a page it already copied; the copy is written to a temporary file
 target, checked (PRAGMA integrity_check) and then renamed into place, so a failed or
 interrupted backup never leaves a half file under the target's name.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,7 +34,7 @@ def backup(source: str | Path, target: str | Path, pages_per_step: int = 1024) -
     try:
         src.execute("PRAGMA busy_timeout = 30000")
         src.backup(dst, pages=pages_per_step)
-        dst.execute("PRAGMA journal_mode = DELETE")      # a self-contained single file
+        dst.execute("PRAGMA journal_mode = DELETE")  # a self-contained single file
         check = dst.execute("PRAGMA integrity_check").fetchone()[0]
         if check != "ok":
             raise RuntimeError(f"the backup copy failed its integrity check: {check}")

@@ -1,13 +1,15 @@
 """The admin dashboard's queries (services/admin/dashboard.py): small aggregates the page re-reads
 every few seconds, so each one goes through an index (tests/test_admin_dashboard.py checks the
 query plans)."""
+
 from __future__ import annotations
 
 from storage.db import Database
 
 # a participant who still owes work: active, not finished, not excluded nor dropped out
-_OWES = ("p.study_id = ? AND p.active = 1 AND p.completed_at IS NULL AND p.excluded_at IS NULL "
-         "AND p.dropped_out_at IS NULL")
+_OWES = (
+    "p.study_id = ? AND p.active = 1 AND p.completed_at IS NULL AND p.excluded_at IS NULL AND p.dropped_out_at IS NULL"
+)
 _HAS_OPEN = "EXISTS (SELECT 1 FROM assignments a WHERE a.participant_id = p.id AND a.status = 'open')"
 
 QUERIES = {
@@ -62,8 +64,10 @@ def failed_jobs(database: Database, limit: int) -> list[dict]:
 
 def stalled(database: Database, study_id: str, before: str, limit: int) -> tuple[list[dict], int]:
     """Who stalled (the longest silent first, at most `limit`) and how many in all."""
-    return (database.query(QUERIES["stalled"], [study_id, before, limit]),
-            database.scalar(QUERIES["stalled_count"], [study_id, before]))
+    return (
+        database.query(QUERIES["stalled"], [study_id, before, limit]),
+        database.scalar(QUERIES["stalled_count"], [study_id, before]),
+    )
 
 
 def query_plans(database: Database) -> dict[str, list[str]]:

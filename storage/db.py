@@ -5,6 +5,7 @@ thread that made it, so each thread gets its own. Writes take a process-wide loc
 BEGIN IMMEDIATE, so a read-then-write transaction never dies on a lock upgrade; other
 processes (the CLI while the app runs) wait on busy_timeout.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,8 +24,21 @@ from sqlite_utils.utils import dedupe_keys
 from storage.migrations import migrate
 
 # File systems on which WAL's shared-memory index is unsafe (WAL needs a local disk).
-NETWORK_FS = {"nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "ceph", "glusterfs", "lustre",
-              "afs", "sshfs", "davfs", "virtiofs"}
+NETWORK_FS = {
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "9p",
+    "ceph",
+    "glusterfs",
+    "lustre",
+    "afs",
+    "sshfs",
+    "davfs",
+    "virtiofs",
+}
 
 
 def rows(conn, sql: str, params: Any = ()) -> list[dict]:
@@ -45,8 +59,9 @@ def insert_row(db, table: str, row: dict) -> int:
     which reads sqlite_master three times to check the table before each insert (table: one of
     ours, never input)."""
     cols = list(row)
-    return db.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                      [row[c] for c in cols]).lastrowid
+    return db.execute(
+        f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", [row[c] for c in cols]
+    ).lastrowid
 
 
 def insert_rows(db, table: str, rows_: list[dict]) -> None:
@@ -55,8 +70,10 @@ def insert_rows(db, table: str, rows_: list[dict]) -> None:
     if not rows_:
         return
     cols = list(rows_[0])
-    db.conn.executemany(f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                        [[r[c] for c in cols] for r in rows_])
+    db.conn.executemany(
+        f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+        [[r[c] for c in cols] for r in rows_],
+    )
 
 
 _Row = TypeVar("_Row")
@@ -124,7 +141,7 @@ class Database:
         self._write_lock = threading.RLock()
         # a forked child (ZeroGPU runs each GPU call in one) must not reuse the parent's
         # connections or inherit its lock held by a thread that does not exist there
-        ref = weakref.ref(self)          # the hook must not keep every Database alive
+        ref = weakref.ref(self)  # the hook must not keep every Database alive
         os.register_at_fork(after_in_child=lambda: _after_fork(ref()))
 
     def _after_fork(self) -> None:
@@ -133,13 +150,11 @@ class Database:
 
     # -- connections -------------------------------------------------------
     def _connect(self) -> sqlite_utils.Database:
-        conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None,
-                               check_same_thread=True)
+        conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=True)
         conn.execute("PRAGMA busy_timeout = 30000")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute(f"PRAGMA journal_mode = {self.journal_mode}")
-        conn.execute("PRAGMA synchronous = NORMAL" if self.journal_mode == "wal"
-                     else "PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA synchronous = NORMAL" if self.journal_mode == "wal" else "PRAGMA synchronous = FULL")
         return sqlite_utils.Database(conn)
 
     @property
@@ -196,8 +211,14 @@ class Database:
         """The audit log: every write records who did what to which row."""
         self.db.execute(
             "INSERT INTO events (ts, actor, action, entity, entity_id, detail) VALUES (?,?,?,?,?,?)",
-            (now(), actor, action, entity, None if entity_id is None else str(entity_id),
-             None if detail is None else json.dumps(detail, ensure_ascii=False, default=str)),
+            (
+                now(),
+                actor,
+                action,
+                entity,
+                None if entity_id is None else str(entity_id),
+                None if detail is None else json.dumps(detail, ensure_ascii=False, default=str),
+            ),
         )
 
 

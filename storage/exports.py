@@ -6,6 +6,7 @@ those who may be exported, then swaps them for pseudonyms: nothing here filters 
 or hides identifiers, so these queries must never be handed out as they are.
 Participant tokens are never selected.
 """
+
 from __future__ import annotations
 
 from storage.db import Database
@@ -27,16 +28,20 @@ def study_ids(database: Database) -> list[str]:
 def participant_rows(database: Database, study_id: str) -> list[dict]:
     """Every participant of the study in creation order (the pseudonyms are numbered in it)."""
     return database.query(
-        "SELECT id AS participant__pid, role, grp AS \"group\", gender, design_index, active, excluded_at, "
+        'SELECT id AS participant__pid, role, grp AS "group", gender, design_index, active, excluded_at, '
         "excluded_reason, claimed_at, last_seen_at, created_at, external_id, prolific_pid, prolific_study_id, "
         "prolific_session_id, completed_at, dropped_out_at, dropped_out_reason FROM participants WHERE study_id = ? "
-        "ORDER BY id", [study_id])
+        "ORDER BY id",
+        [study_id],
+    )
 
 
 def consent_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT participant_id AS participant__pid, agreed, text_hash, created_at FROM consents "
-        "WHERE study_id = ? ORDER BY participant_id", [study_id])
+        "WHERE study_id = ? ORDER BY participant_id",
+        [study_id],
+    )
 
 
 def demographic_rows(database: Database, study_id: str) -> list[dict]:
@@ -44,7 +49,9 @@ def demographic_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT d.participant_id AS participant__pid, j.key AS field, CAST(j.value AS TEXT) AS value, "
         "d.created_at FROM demographics d, json_each(d.answers) j WHERE d.study_id = ? "
-        "ORDER BY d.participant_id, j.id", [study_id])
+        "ORDER BY d.participant_id, j.id",
+        [study_id],
+    )
 
 
 def assignment_rows(database: Database, study_id: str) -> list[dict]:
@@ -52,7 +59,9 @@ def assignment_rows(database: Database, study_id: str) -> list[dict]:
         "SELECT a.id AS assignment_id, a.participant_id AS participant__pid, e.sender_id AS sender__pid, a.phase, "
         "a.item_id, a.exchange_id, a.position, a.status, a.meta, a.created_at, a.first_shown_at, a.submitted_at, "
         "a.active_seconds FROM assignments a LEFT JOIN exchanges e ON e.id = a.exchange_id "
-        "WHERE a.study_id = ? ORDER BY a.id", [study_id])
+        "WHERE a.study_id = ? ORDER BY a.id",
+        [study_id],
+    )
 
 
 def exchange_rows(database: Database, study_id: str) -> list[dict]:
@@ -60,7 +69,9 @@ def exchange_rows(database: Database, study_id: str) -> list[dict]:
         "SELECT e.id AS exchange_id, e.starter_id, e.system_id AS system, e.sender_id AS sender__pid, "
         "e.created_at, t.text AS translation, t.transcript AS translation_transcript, t.meta AS translation_meta, "
         "t.created_at AS translated_at FROM exchanges e LEFT JOIN translations t ON t.exchange_id = e.id "
-        "WHERE e.study_id = ? ORDER BY e.id", [study_id])
+        "WHERE e.study_id = ? ORDER BY e.id",
+        [study_id],
+    )
 
 
 def recording_rows(database: Database, study_id: str) -> list[dict]:
@@ -69,7 +80,8 @@ def recording_rows(database: Database, study_id: str) -> list[dict]:
         "SELECT r.id AS recording_id, r.exchange_id, e.sender_id AS sender__pid, r.path_16k, r.duration_s, "
         "r.qc_status, r.reviewed_at, r.transcript AS qc_transcript, r.wer, r.qc_flags, r.created_at "
         "FROM recordings r JOIN exchanges e ON e.id = r.exchange_id WHERE e.study_id = ? ORDER BY r.id",
-        [study_id])
+        [study_id],
+    )
 
 
 def answer_rows(database: Database, study_id: str) -> list[dict]:
@@ -77,7 +89,9 @@ def answer_rows(database: Database, study_id: str) -> list[dict]:
         "SELECT an.id AS answer_id, an.assignment_id AS answer_set, an.exchange_id, a.participant_id AS receiver__pid, "
         "e.sender_id AS sender__pid, an.question_idx, an.text, an.unanswerable, an.created_at FROM answers an "
         "JOIN assignments a ON a.id = an.assignment_id JOIN exchanges e ON e.id = an.exchange_id "
-        "WHERE e.study_id = ? ORDER BY an.id", [study_id])
+        "WHERE e.study_id = ? ORDER BY an.id",
+        [study_id],
+    )
 
 
 def validation_rows(database: Database, study_id: str) -> list[dict]:
@@ -86,7 +100,9 @@ def validation_rows(database: Database, study_id: str) -> list[dict]:
         "v.receive_assignment_id AS answer_set, ra.participant_id AS receiver__pid, e.sender_id AS sender__pid, "
         "v.translation_score, v.qa_score, v.created_at FROM validations v "
         "JOIN assignments va ON va.id = v.assignment_id JOIN assignments ra ON ra.id = v.receive_assignment_id "
-        "JOIN exchanges e ON e.id = v.exchange_id WHERE e.study_id = ? ORDER BY v.id", [study_id])
+        "JOIN exchanges e ON e.id = v.exchange_id WHERE e.study_id = ? ORDER BY v.id",
+        [study_id],
+    )
 
 
 def validation_mark_rows(database: Database, study_id: str) -> list[dict]:
@@ -96,7 +112,9 @@ def validation_mark_rows(database: Database, study_id: str) -> list[dict]:
         "e.sender_id AS sender__pid, m.question_idx, m.correct FROM validation_marks m "
         "JOIN validations v ON v.id = m.validation_id JOIN assignments va ON va.id = v.assignment_id "
         "JOIN assignments ra ON ra.id = v.receive_assignment_id JOIN exchanges e ON e.id = v.exchange_id "
-        "WHERE e.study_id = ? ORDER BY m.validation_id, m.question_idx", [study_id])
+        "WHERE e.study_id = ? ORDER BY m.validation_id, m.question_idx",
+        [study_id],
+    )
 
 
 def survey_rows(database: Database, study_id: str) -> list[dict]:
@@ -104,14 +122,18 @@ def survey_rows(database: Database, study_id: str) -> list[dict]:
         "SELECT s.id AS survey_id, s.assignment_id, s.exchange_id, a.participant_id AS respondent__pid, "
         "e.sender_id AS sender__pid, s.stage, s.perspective, s.satisfaction, s.trust, s.reliance, s.created_at "
         "FROM surveys s JOIN assignments a ON a.id = s.assignment_id JOIN exchanges e ON e.id = s.exchange_id "
-        "WHERE e.study_id = ? ORDER BY s.id", [study_id])
+        "WHERE e.study_id = ? ORDER BY s.id",
+        [study_id],
+    )
 
 
 def exchange_metric_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT m.exchange_id, e.sender_id AS sender__pid, m.metric, m.version, m.model, m.score, m.created_at "
         "FROM exchange_metrics m JOIN exchanges e ON e.id = m.exchange_id WHERE e.study_id = ? "
-        "ORDER BY m.exchange_id, m.metric", [study_id])
+        "ORDER BY m.exchange_id, m.metric",
+        [study_id],
+    )
 
 
 def da_judgment_rows(database: Database, study_id: str) -> list[dict]:
@@ -122,13 +144,17 @@ def da_judgment_rows(database: Database, study_id: str) -> list[dict]:
         "a.submitted_at, a.active_seconds, j.created_at, i.tts_engine, i.tts_voice FROM da_judgments j "
         "JOIN assignments a ON a.id = j.assignment_id "
         "JOIN da_segments s ON s.id = j.segment_row LEFT JOIN da_hit_items i ON i.id = j.hit_item_id "
-        "LEFT JOIN da_hits h ON h.id = i.hit_id WHERE a.study_id = ? ORDER BY j.id", [study_id])
+        "LEFT JOIN da_hits h ON h.id = i.hit_id WHERE a.study_id = ? ORDER BY j.id",
+        [study_id],
+    )
 
 
 def da_feedback_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT f.participant_id AS participant__pid, f.text, f.updated_at FROM da_feedback f "
-        "JOIN participants p ON p.id = f.participant_id WHERE p.study_id = ? ORDER BY f.participant_id", [study_id])
+        "JOIN participants p ON p.id = f.participant_id WHERE p.study_id = ? ORDER BY f.participant_id",
+        [study_id],
+    )
 
 
 def sd_rating_rows(database: Database, study_id: str) -> list[dict]:
@@ -136,20 +162,26 @@ def sd_rating_rows(database: Database, study_id: str) -> list[dict]:
         "SELECT r.assignment_id, a.participant_id AS participant__pid, json_extract(a.meta, '$.sentence_id') AS "
         "sentence_id, json_extract(a.meta, '$.page') AS page, r.pair_id, r.is_repeat, r.value, r.positive_left, "
         "r.created_at FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id WHERE a.study_id = ? "
-        "ORDER BY r.assignment_id, r.pair_id, r.is_repeat", [study_id])
+        "ORDER BY r.assignment_id, r.pair_id, r.is_repeat",
+        [study_id],
+    )
 
 
 def sd_suitability_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT s.assignment_id, a.participant_id AS participant__pid, s.pair_id, s.suitability, s.created_at "
         "FROM sd_suitability s JOIN assignments a ON a.id = s.assignment_id WHERE a.study_id = ? "
-        "ORDER BY s.assignment_id, s.pair_id", [study_id])
+        "ORDER BY s.assignment_id, s.pair_id",
+        [study_id],
+    )
 
 
 def sd_suggestion_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT s.assignment_id, a.participant_id AS participant__pid, s.text, s.created_at FROM sd_suggestions s "
-        "JOIN assignments a ON a.id = s.assignment_id WHERE a.study_id = ? ORDER BY s.assignment_id", [study_id])
+        "JOIN assignments a ON a.id = s.assignment_id WHERE a.study_id = ? ORDER BY s.assignment_id",
+        [study_id],
+    )
 
 
 def system_rows(database: Database, study_id: str) -> list[dict]:
@@ -158,48 +190,67 @@ def system_rows(database: Database, study_id: str) -> list[dict]:
 
 
 def starter_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query("SELECT id AS starter_id, domain, source, corpus, text, key_spans FROM starters "
-                          "WHERE study_id = ? ORDER BY id", [study_id])
+    return database.query(
+        "SELECT id AS starter_id, domain, source, corpus, text, key_spans FROM starters WHERE study_id = ? ORDER BY id",
+        [study_id],
+    )
 
 
 def reference_translation_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query("SELECT starter_id, idx AS reference_idx, NULLIF(translator, '') AS translator, "
-                          "text AS translation FROM reference_translations WHERE study_id = ? "
-                          "ORDER BY starter_id, idx", [study_id])
+    return database.query(
+        "SELECT starter_id, idx AS reference_idx, NULLIF(translator, '') AS translator, "
+        "text AS translation FROM reference_translations WHERE study_id = ? "
+        "ORDER BY starter_id, idx",
+        [study_id],
+    )
 
 
 def question_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query("SELECT starter_id, idx AS question_idx, en, pt FROM questions WHERE study_id = ? "
-                          "ORDER BY starter_id, idx", [study_id])
+    return database.query(
+        "SELECT starter_id, idx AS question_idx, en, pt FROM questions WHERE study_id = ? ORDER BY starter_id, idx",
+        [study_id],
+    )
 
 
 def question_draft_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query("SELECT id AS draft_id, starter_id, position, en, pt, answer_en, status, origin, model, "
-                          "created_at, updated_at FROM question_drafts WHERE study_id = ? "
-                          "ORDER BY starter_id, position, id", [study_id])
+    return database.query(
+        "SELECT id AS draft_id, starter_id, position, en, pt, answer_en, status, origin, model, "
+        "created_at, updated_at FROM question_drafts WHERE study_id = ? "
+        "ORDER BY starter_id, position, id",
+        [study_id],
+    )
 
 
 def da_segment_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query("SELECT segment_id, system, doc_id, position, source, reference, output, domain "
-                          "FROM da_segments "
-                          "WHERE study_id = ? ORDER BY doc_id, position, system", [study_id])
+    return database.query(
+        "SELECT segment_id, system, doc_id, position, source, reference, output, domain "
+        "FROM da_segments "
+        "WHERE study_id = ? ORDER BY doc_id, position, system",
+        [study_id],
+    )
 
 
 def da_hit_item_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT h.idx AS hit, i.pos, i.type AS item_type, i.of_pos, s.segment_id, s.system, i.candidate "
         "FROM da_hit_items i JOIN da_hits h ON h.id = i.hit_id JOIN da_segments s ON s.id = i.segment_row "
-        "WHERE h.study_id = ? ORDER BY h.idx, i.pos", [study_id])
+        "WHERE h.study_id = ? ORDER BY h.idx, i.pos",
+        [study_id],
+    )
 
 
 def sd_sentence_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query("SELECT id AS sentence_id, text, source FROM sd_sentences WHERE study_id = ? ORDER BY id",
-                          [study_id])
+    return database.query(
+        "SELECT id AS sentence_id, text, source FROM sd_sentences WHERE study_id = ? ORDER BY id", [study_id]
+    )
 
 
 def sd_pair_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query("SELECT id AS pair_id, language, positive, negative, note FROM sd_pairs "
-                          "WHERE study_id = ? ORDER BY id, language", [study_id])
+    return database.query(
+        "SELECT id AS pair_id, language, positive, negative, note FROM sd_pairs "
+        "WHERE study_id = ? ORDER BY id, language",
+        [study_id],
+    )
 
 
 def event_rows(database: Database, study_id: str) -> list[dict]:
@@ -207,8 +258,9 @@ def event_rows(database: Database, study_id: str) -> list[dict]:
     event belongs through its entity: the study itself, one of its participants, assignments,
     recordings or exchanges. Job events (the worker's bookkeeping) belong to no study.
     owner__pid: the participant the entity belongs to; sender__pid: the sender of its exchange."""
-    phases = ",".join(f"'{p}'" for p in ("record", "receive", "validate", "survey_baseline", "survey_informed",
-                                        "da", "sd"))
+    phases = ",".join(
+        f"'{p}'" for p in ("record", "receive", "validate", "survey_baseline", "survey_informed", "da", "sd")
+    )
     return database.query(
         f"""SELECT ev.id AS event_id, ev.ts, ev.actor, ev.action, ev.entity, ev.entity_id, ev.detail,
                    COALESCE(p.id, a.participant_id) AS owner__pid,
@@ -225,4 +277,6 @@ def event_rows(database: Database, study_id: str) -> list[dict]:
                  AND ee.study_id = :s
             WHERE (ev.entity = 'study' AND ev.entity_id = :s) OR p.id IS NOT NULL OR a.id IS NOT NULL
                   OR er.id IS NOT NULL OR ee.id IS NOT NULL
-            ORDER BY ev.id""", {"s": study_id})
+            ORDER BY ev.id""",
+        {"s": study_id},
+    )

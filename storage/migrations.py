@@ -1,5 +1,6 @@
 """Versioned schema migrations (sqlite-utils Migrations): append new functions, never edit
 an applied one."""
+
 from __future__ import annotations
 
 from sqlite_utils import Migrations
@@ -9,7 +10,9 @@ migrations = Migrations("tradlab")
 
 @migrations()
 def m001_initial_schema(db) -> None:
-    _run_script(db, """
+    _run_script(
+        db,
+        """
         CREATE TABLE studies (
             id TEXT PRIMARY KEY,
             name TEXT NOT NULL,
@@ -221,12 +224,15 @@ def m001_initial_schema(db) -> None:
             entity_id TEXT,
             detail TEXT
         );
-        """)
+        """,
+    )
 
 
 @migrations()
 def m002_recording_review_and_exclusion(db) -> None:
-    _run_script(db, """
+    _run_script(
+        db,
+        """
         ALTER TABLE participants ADD COLUMN excluded_at TEXT;
         ALTER TABLE participants ADD COLUMN excluded_reason TEXT;
         ALTER TABLE recordings ADD COLUMN reviewed_by TEXT;
@@ -235,12 +241,15 @@ def m002_recording_review_and_exclusion(db) -> None:
         ALTER TABLE jobs ADD COLUMN finished_at TEXT;
         CREATE INDEX jobs_runnable ON jobs (status, run_after);
         CREATE INDEX recordings_qc ON recordings (qc_status)
-        """)
+        """,
+    )
 
 
 @migrations()
 def m003_da_campaigns(db) -> None:
-    _run_script(db, """
+    _run_script(
+        db,
+        """
         CREATE TABLE da_hits (
             id INTEGER PRIMARY KEY,
             study_id TEXT NOT NULL REFERENCES studies(id),
@@ -265,12 +274,15 @@ def m003_da_campaigns(db) -> None:
             text TEXT NOT NULL,
             updated_at TEXT NOT NULL
         )
-        """)
+        """,
+    )
 
 
 @migrations()
 def m004_sd_suitability(db) -> None:
-    _run_script(db, """
+    _run_script(
+        db,
+        """
         CREATE TABLE sd_suitability (
             assignment_id INTEGER NOT NULL REFERENCES assignments(id),
             pair_id TEXT NOT NULL,
@@ -283,13 +295,16 @@ def m004_sd_suitability(db) -> None:
             text TEXT NOT NULL,
             created_at TEXT NOT NULL
         )
-        """)
+        """,
+    )
 
 
 @migrations()
 def m005_metric_cache(db) -> None:
     # metric scores memoised by input hash (storage/metric_cache.py, services/metrics/registry.py)
-    _run_script(db, """
+    _run_script(
+        db,
+        """
         CREATE TABLE metric_scores (
             metric TEXT NOT NULL,
             version TEXT NOT NULL,
@@ -299,12 +314,15 @@ def m005_metric_cache(db) -> None:
             created_at TEXT NOT NULL,
             PRIMARY KEY (metric, version, model, input_hash)
         )
-        """)
+        """,
+    )
 
 
 @migrations()
 def m006_exchange_metrics(db) -> None:
-    _run_script(db, """
+    _run_script(
+        db,
+        """
         CREATE TABLE exchange_metrics (
             exchange_id INTEGER NOT NULL REFERENCES exchanges(id),
             metric TEXT NOT NULL,
@@ -314,14 +332,17 @@ def m006_exchange_metrics(db) -> None:
             created_at TEXT NOT NULL,
             PRIMARY KEY (exchange_id, metric)
         )
-        """)
+        """,
+    )
 
 
 @migrations()
 def m007_consent_demographics_completion(db) -> None:
     # consent and demographics come before a participant's first item;
     # completed_at is set once, when a participant first reaches the end of their role
-    _run_script(db, """
+    _run_script(
+        db,
+        """
         CREATE TABLE consents (
             participant_id INTEGER NOT NULL PRIMARY KEY REFERENCES participants(id),
             study_id TEXT NOT NULL REFERENCES studies(id),
@@ -336,7 +357,8 @@ def m007_consent_demographics_completion(db) -> None:
             created_at TEXT NOT NULL
         );
         ALTER TABLE participants ADD COLUMN completed_at TEXT
-        """)
+        """,
+    )
 
 
 def _run_script(db, script: str) -> None:
@@ -362,7 +384,9 @@ def m008_question_drafts(db) -> None:
     # Comprehension questions written by an LLM (or imported) wait here for review; only
     # accepted ones are copied into `questions`. No foreign key to starters: a re-import of an
     # unchanged-id study replaces its starters, and drafts must not block that.
-    _run_script(db, """
+    _run_script(
+        db,
+        """
         CREATE TABLE question_drafts (
             id INTEGER PRIMARY KEY,
             study_id TEXT NOT NULL REFERENCES studies(id),
@@ -379,7 +403,8 @@ def m008_question_drafts(db) -> None:
             CHECK (status != 'accepted' OR length(trim(pt)) > 0)
         );
         CREATE INDEX question_drafts_starter ON question_drafts (study_id, starter_id, status)
-        """)
+        """,
+    )
 
 
 @migrations()
@@ -390,7 +415,9 @@ def m009_work_pool(db) -> None:
     # assign; stratum = what allocation balances over (the speaker's group and the system; for
     # 'record', the sender cell group|gender); rkey = seeded random order. The other indexes
     # serve the per-exchange checks that a submit runs (no SCAN of a study-sized table).
-    _run_script(db, """
+    _run_script(
+        db,
+        """
         CREATE TABLE work_pool (
             study_id TEXT NOT NULL REFERENCES studies(id),
             phase TEXT NOT NULL CHECK (phase IN ('record', 'receive', 'validate', 'survey_baseline')),
@@ -412,7 +439,8 @@ def m009_work_pool(db) -> None:
         CREATE INDEX exchanges_starter ON exchanges (study_id, starter_id);
         ALTER TABLE participants ADD COLUMN dropped_out_at TEXT;
         ALTER TABLE participants ADD COLUMN dropped_out_reason TEXT
-        """)
+        """,
+    )
 
 
 @migrations()
@@ -421,7 +449,9 @@ def m010_reference_translations(db) -> None:
     # reference-based metrics, apart from the participant flow (never an exchange, never a
     # system). idx numbers a starter's references in file order; translator tells several apart
     # ('' for one unnamed reference).
-    _run_script(db, """
+    _run_script(
+        db,
+        """
         CREATE TABLE reference_translations (
             study_id TEXT NOT NULL,
             starter_id TEXT NOT NULL,
@@ -432,7 +462,8 @@ def m010_reference_translations(db) -> None:
             UNIQUE (study_id, starter_id, translator),
             FOREIGN KEY (study_id, starter_id) REFERENCES starters(study_id, id)
         )
-        """)
+        """,
+    )
 
 
 @migrations()
@@ -444,7 +475,9 @@ def m011_link_secret_and_slots(db) -> None:
     import secrets as _secrets
     from datetime import datetime, timezone
 
-    _run_script(db, """
+    _run_script(
+        db,
+        """
         CREATE TABLE app_secrets (
             name TEXT PRIMARY KEY,
             value TEXT NOT NULL,
@@ -454,10 +487,12 @@ def m011_link_secret_and_slots(db) -> None:
         UPDATE participants SET self_enrol = 1 WHERE prolific_pid IS NOT NULL;
         CREATE INDEX participants_prolific ON participants (study_id, prolific_pid);
         CREATE INDEX participants_claimed ON participants (study_id, claimed_at)
-        """)
-    db.execute("INSERT INTO app_secrets (name, value, created_at) VALUES (?, ?, ?)",
-               ["link_secret", _secrets.token_hex(32),
-                datetime.now(timezone.utc).isoformat(timespec="milliseconds")])
+        """,
+    )
+    db.execute(
+        "INSERT INTO app_secrets (name, value, created_at) VALUES (?, ?, ?)",
+        ["link_secret", _secrets.token_hex(32), datetime.now(timezone.utc).isoformat(timespec="milliseconds")],
+    )
 
 
 @migrations()
@@ -468,7 +503,9 @@ def m012_da_hit_outcomes_tts_and_domain(db) -> None:
     # the pool (rerun = 1: the rater's hold no longer counts as coverage, assignments.da_hit_loads).
     # The TTS engine and voice that spoke each audio item (a study without Google
     # credentials falls back to Piper or espeak-ng), and the domain of a DA segment (Table 1).
-    _run_script(db, """
+    _run_script(
+        db,
+        """
         CREATE TABLE da_hit_outcomes (
             participant_id INTEGER NOT NULL PRIMARY KEY REFERENCES participants(id),
             study_id TEXT NOT NULL REFERENCES studies(id),
@@ -487,7 +524,8 @@ def m012_da_hit_outcomes_tts_and_domain(db) -> None:
         ALTER TABLE da_hit_items ADD COLUMN tts_engine TEXT;
         ALTER TABLE da_hit_items ADD COLUMN tts_voice TEXT;
         ALTER TABLE da_segments ADD COLUMN domain TEXT NOT NULL DEFAULT ''
-        """)
+        """,
+    )
 
 
 @migrations()
@@ -497,7 +535,9 @@ def m013_enrolment_returns_and_refusal_counts(db) -> None:
     # (study, role, reason, minute) instead of one audit row each (a page load of a hostile
     # client cost a write under the answers' lock and 500 bytes). Unsigned requests count under
     # study '' and role '' (their fields are the caller's to invent).
-    _run_script(db, """
+    _run_script(
+        db,
+        """
         ALTER TABLE participants ADD COLUMN prolific_return_revoked_at TEXT;
         CREATE TABLE enrol_refusals (
             study_id TEXT NOT NULL,
@@ -507,7 +547,8 @@ def m013_enrolment_returns_and_refusal_counts(db) -> None:
             count INTEGER NOT NULL,
             PRIMARY KEY (study_id, role, reason, minute)
         )
-        """)
+        """,
+    )
 
 
 @migrations()
@@ -515,7 +556,9 @@ def m014_translations_of_rejected_recordings(db) -> None:
     # A recording rejected in review goes back to its sender, who records the same
     # exchange again; its translation (one per exchange) moves here so that the new recording
     # gets its own, and nothing made from the rejected one is lost.
-    _run_script(db, """
+    _run_script(
+        db,
+        """
         CREATE TABLE superseded_translations (
             id INTEGER PRIMARY KEY,
             exchange_id INTEGER NOT NULL REFERENCES exchanges(id),
@@ -528,7 +571,8 @@ def m014_translations_of_rejected_recordings(db) -> None:
             superseded_at TEXT NOT NULL
         );
         CREATE INDEX superseded_translations_exchange ON superseded_translations (exchange_id)
-        """)
+        """,
+    )
 
 
 @migrations()

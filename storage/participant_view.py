@@ -2,6 +2,7 @@
 their assignments and, per kind of answer, everything they gave, one query each. Every query
 starts from assignments.participant_id (index assignments_queue) and reaches the answer tables
 through their assignment_id keys, so a participant's page never scans a study."""
+
 from __future__ import annotations
 
 from storage.db import Database
@@ -13,14 +14,18 @@ def assignments(database: Database, participant_id: int) -> list[dict]:
         "SELECT a.id, a.phase, a.item_id, a.exchange_id, a.status, a.meta, a.position, a.created_at, "
         "a.first_shown_at, a.submitted_at, a.active_seconds, e.starter_id, e.system_id, e.sender_id "
         "FROM assignments a LEFT JOIN exchanges e ON e.id = a.exchange_id WHERE a.participant_id = ? "
-        "ORDER BY a.id", [participant_id])
+        "ORDER BY a.id",
+        [participant_id],
+    )
 
 
 def recordings(database: Database, participant_id: int) -> list[dict]:
     return database.query(
         "SELECT r.assignment_id, r.id, r.duration_s, r.qc_status, r.wer, r.qc_flags, r.reviewed_by "
         "FROM assignments a JOIN recordings r ON r.assignment_id = a.id "
-        "WHERE a.participant_id = ? AND a.phase = 'record'", [participant_id])
+        "WHERE a.participant_id = ? AND a.phase = 'record'",
+        [participant_id],
+    )
 
 
 def answers(database: Database, participant_id: int) -> list[dict]:
@@ -29,7 +34,8 @@ def answers(database: Database, participant_id: int) -> list[dict]:
         "SELECT an.assignment_id, an.question_idx AS idx, an.text, an.unanswerable "
         "FROM assignments a JOIN answers an ON an.assignment_id = a.id "
         "WHERE a.participant_id = ? AND a.phase = 'receive' ORDER BY an.assignment_id, an.question_idx",
-        [participant_id])
+        [participant_id],
+    )
 
 
 def validations(database: Database, participant_id: int) -> list[dict]:
@@ -39,14 +45,17 @@ def validations(database: Database, participant_id: int) -> list[dict]:
         "m.question_idx, m.correct FROM assignments a JOIN validations v ON v.assignment_id = a.id "
         "LEFT JOIN validation_marks m ON m.validation_id = v.id "
         "WHERE a.participant_id = ? AND a.phase = 'validate' ORDER BY v.assignment_id, m.question_idx",
-        [participant_id])
+        [participant_id],
+    )
 
 
 def surveys(database: Database, participant_id: int) -> list[dict]:
     return database.query(
         "SELECT s.assignment_id, s.stage, s.perspective, s.satisfaction, s.trust, s.reliance "
         "FROM assignments a JOIN surveys s ON s.assignment_id = a.id "
-        "WHERE a.participant_id = ? AND a.phase IN ('survey_baseline', 'survey_informed')", [participant_id])
+        "WHERE a.participant_id = ? AND a.phase IN ('survey_baseline', 'survey_informed')",
+        [participant_id],
+    )
 
 
 def da_items(database: Database, participant_id: int) -> list[dict]:
@@ -56,7 +65,8 @@ def da_items(database: Database, participant_id: int) -> list[dict]:
         "FROM assignments a JOIN da_hit_items i ON i.id = CAST(a.item_id AS INTEGER) "
         "JOIN da_hits h ON h.id = i.hit_id JOIN da_segments s ON s.id = i.segment_row "
         "LEFT JOIN da_judgments j ON j.assignment_id = a.id WHERE a.participant_id = ? AND a.phase = 'da'",
-        [participant_id])
+        [participant_id],
+    )
 
 
 def sd_ratings(database: Database, participant_id: int) -> list[dict]:
@@ -67,4 +77,6 @@ def sd_ratings(database: Database, participant_id: int) -> list[dict]:
         "FROM assignments a JOIN sd_ratings r ON r.assignment_id = a.id WHERE a.participant_id = ? AND a.phase = 'sd' "
         "UNION ALL SELECT u.assignment_id, u.pair_id, 0, NULL, u.suitability "
         "FROM assignments a JOIN sd_suitability u ON u.assignment_id = a.id WHERE a.participant_id = ? "
-        "AND a.phase = 'sd' ORDER BY 1, 2, 3", [participant_id, participant_id])
+        "AND a.phase = 'sd' ORDER BY 1, 2, 3",
+        [participant_id, participant_id],
+    )

@@ -1,4 +1,5 @@
 """Participants: slots, tokens, Prolific identities."""
+
 from __future__ import annotations
 
 from storage.db import Database, now, rows
@@ -18,14 +19,18 @@ def by_token(database: Database, token: str) -> dict | None:
 
 def holders_of(db, study_id: str, pid: str) -> list[dict]:
     """Every slot of the study this Prolific / external id already holds (any role)."""
-    return rows(db.conn, "SELECT * FROM participants WHERE study_id = ? AND (prolific_pid = ? OR external_id = ?) "
-                "ORDER BY id", [study_id, pid, pid])
+    return rows(
+        db.conn,
+        "SELECT * FROM participants WHERE study_id = ? AND (prolific_pid = ? OR external_id = ?) ORDER BY id",
+        [study_id, pid, pid],
+    )
 
 
 def claims_since(db, study_id: str, since: str) -> int:
     """Self-enrolments (slots claimed from a Prolific URL) in the study from `since` (ISO UTC) on."""
-    return db.execute("SELECT COUNT(*) FROM participants WHERE study_id = ? AND claimed_at >= ?",
-                      [study_id, since]).fetchone()[0]
+    return db.execute(
+        "SELECT COUNT(*) FROM participants WHERE study_id = ? AND claimed_at >= ?", [study_id, since]
+    ).fetchone()[0]
 
 
 def get_secret(database: Database, name: str) -> str | None:
@@ -35,16 +40,21 @@ def get_secret(database: Database, name: str) -> str | None:
 def ensure_secret(db, name: str) -> str:
     """The named secret (migration m011 makes 'link_secret'); a random one made here if missing."""
     import secrets
-    db.execute("INSERT OR IGNORE INTO app_secrets (name, value, created_at) VALUES (?, ?, ?)",
-               [name, secrets.token_hex(32), now()])
+
+    db.execute(
+        "INSERT OR IGNORE INTO app_secrets (name, value, created_at) VALUES (?, ?, ?)",
+        [name, secrets.token_hex(32), now()],
+    )
     return db.execute("SELECT value FROM app_secrets WHERE name = ?", [name]).fetchone()[0]
 
 
 def _open_slots(study_id: str, role: str, grp: str | None, gender: str | None) -> tuple[str, list]:
     """WHERE clause of the self-enrolment slots nobody has used: unclaimed, no external id,
     never opened (slots made for private links, self_enrol = 0, are never among them)."""
-    sql = ("study_id = ? AND role = ? AND active = 1 AND self_enrol = 1 AND prolific_pid IS NULL "
-           "AND external_id IS NULL AND claimed_at IS NULL AND last_seen_at IS NULL")
+    sql = (
+        "study_id = ? AND role = ? AND active = 1 AND self_enrol = 1 AND prolific_pid IS NULL "
+        "AND external_id IS NULL AND claimed_at IS NULL AND last_seen_at IS NULL"
+    )
     params: list = [study_id, role]
     for column, value in (("grp", grp), ("gender", gender)):
         if value:
@@ -53,8 +63,7 @@ def _open_slots(study_id: str, role: str, grp: str | None, gender: str | None) -
     return sql, params
 
 
-def open_self_enrol_count(database: Database, study_id: str, role: str, grp: str | None,
-                          gender: str | None) -> int:
+def open_self_enrol_count(database: Database, study_id: str, role: str, grp: str | None, gender: str | None) -> int:
     """How many self-enrolment slots open_slot could still hand out for this role (and cell)."""
     where, params = _open_slots(study_id, role, grp, gender)
     return database.scalar(f"SELECT COUNT(*) FROM participants WHERE {where}", params)
@@ -62,8 +71,9 @@ def open_self_enrol_count(database: Database, study_id: str, role: str, grp: str
 
 def list_for_study(database: Database, study_id: str, role: str | None = None) -> list[dict]:
     if role:
-        return database.query("SELECT * FROM participants WHERE study_id = ? AND role = ? ORDER BY id",
-                              [study_id, role])
+        return database.query(
+            "SELECT * FROM participants WHERE study_id = ? AND role = ? ORDER BY id", [study_id, role]
+        )
     return database.query("SELECT * FROM participants WHERE study_id = ? ORDER BY role, id", [study_id])
 
 
@@ -71,7 +81,8 @@ def next_design_index(db, study_id: str, grp: str | None, gender: str | None) ->
     row = db.execute(
         "SELECT COALESCE(MAX(design_index) + 1, 0) FROM participants "
         "WHERE study_id = ? AND role = 'sender' AND grp IS ? AND gender IS ?",
-        [study_id, grp, gender]).fetchone()
+        [study_id, grp, gender],
+    ).fetchone()
     return row[0]
 
 
@@ -83,8 +94,11 @@ def open_slot(db, study_id: str, role: str, grp: str | None, gender: str | None)
 
 
 def claim(db, participant_id: int, pid: str, prolific_study: str | None, session: str | None) -> None:
-    db.execute("UPDATE participants SET prolific_pid = ?, prolific_study_id = ?, prolific_session_id = ?, "
-               "claimed_at = ? WHERE id = ?", [pid, prolific_study, session, now(), participant_id])
+    db.execute(
+        "UPDATE participants SET prolific_pid = ?, prolific_study_id = ?, prolific_session_id = ?, "
+        "claimed_at = ? WHERE id = ?",
+        [pid, prolific_study, session, now(), participant_id],
+    )
 
 
 def update_session(db, participant_id: int, session: str) -> None:
@@ -101,8 +115,9 @@ def identities(database: Database, participant_ids: list[int]) -> dict[int, froz
     if not participant_ids:
         return {}
     marks = ",".join("?" * len(participant_ids))
-    rows = database.query(f"SELECT id, external_id, prolific_pid FROM participants WHERE id IN ({marks})",
-                          participant_ids)
+    rows = database.query(
+        f"SELECT id, external_id, prolific_pid FROM participants WHERE id IN ({marks})", participant_ids
+    )
     out = {}
     for r in rows:
         keys = {f"id:{r['id']}"}
@@ -115,8 +130,10 @@ def identities(database: Database, participant_ids: list[int]) -> dict[int, froz
 
 
 def exclude(db, participant_id: int, reason: str) -> None:
-    db.execute("UPDATE participants SET active = 0, excluded_at = ?, excluded_reason = ? WHERE id = ?",
-               [now(), reason, participant_id])
+    db.execute(
+        "UPDATE participants SET active = 0, excluded_at = ?, excluded_reason = ? WHERE id = ?",
+        [now(), reason, participant_id],
+    )
 
 
 def set_design_index(db, participant_id: int, index: int) -> None:
@@ -136,8 +153,10 @@ def set_token(db, participant_id: int, token: str) -> None:
 def revoke_prolific_return(db, participant_id: int) -> None:
     """A Prolific URL no longer leads back into this slot (its PROLIFIC_PID and SESSION_ID stay, for
     the completion list); set with a new private link."""
-    db.execute("UPDATE participants SET prolific_return_revoked_at = ? WHERE id = ? AND prolific_pid IS NOT NULL",
-               [now(), participant_id])
+    db.execute(
+        "UPDATE participants SET prolific_return_revoked_at = ? WHERE id = ? AND prolific_pid IS NOT NULL",
+        [now(), participant_id],
+    )
 
 
 def add_refusals(db, counts: dict[tuple[str, str, str, str], int]) -> None:
@@ -145,41 +164,49 @@ def add_refusals(db, counts: dict[tuple[str, str, str, str], int]) -> None:
     db.conn.executemany(
         "INSERT INTO enrol_refusals (study_id, role, reason, minute, count) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT (study_id, role, reason, minute) DO UPDATE SET count = count + excluded.count",
-        [(*key, n) for key, n in counts.items()])
+        [(*key, n) for key, n in counts.items()],
+    )
 
 
 def refusal_counts(database: Database, study_id: str | None = None) -> list[dict]:
     """The counted refusals, oldest minute first (study_id None: all, unsigned ones included)."""
     if study_id is None:
         return database.query("SELECT * FROM enrol_refusals ORDER BY minute, study_id, role, reason")
-    return database.query("SELECT * FROM enrol_refusals WHERE study_id = ? ORDER BY minute, role, reason",
-                          [study_id])
+    return database.query("SELECT * FROM enrol_refusals WHERE study_id = ? ORDER BY minute, role, reason", [study_id])
 
 
 def mark_completed(db, participant_id: int) -> bool:
     """Stamps the first time a participant finished their role; later calls change nothing."""
-    cur = db.execute("UPDATE participants SET completed_at = ? WHERE id = ? AND completed_at IS NULL",
-                     [now(), participant_id])
+    cur = db.execute(
+        "UPDATE participants SET completed_at = ? WHERE id = ? AND completed_at IS NULL", [now(), participant_id]
+    )
     return cur.rowcount == 1
 
 
 def external_ids(database: Database, study_id: str, role: str) -> set[str]:
-    rows = database.query("SELECT external_id FROM participants WHERE study_id = ? AND role = ? "
-                          "AND external_id IS NOT NULL", [study_id, role])
+    rows = database.query(
+        "SELECT external_id FROM participants WHERE study_id = ? AND role = ? AND external_id IS NOT NULL",
+        [study_id, role],
+    )
     return {r["external_id"] for r in rows}
 
 
-COMPLETED_COLUMNS = ("id, role, grp, gender, external_id, prolific_pid, prolific_study_id, prolific_session_id, "
-                     "completed_at, active, excluded_at")
+COMPLETED_COLUMNS = (
+    "id, role, grp, gender, external_id, prolific_pid, prolific_study_id, prolific_session_id, "
+    "completed_at, active, excluded_at"
+)
 
 
 def completed(database: Database, study_id: str, limit: int | None = None, offset: int = 0) -> list[dict]:
     """Participants who finished their role, first finishers first (limit None: all, for the CSV)."""
     return database.query(
         f"SELECT {COMPLETED_COLUMNS} FROM participants WHERE study_id = ? AND completed_at IS NOT NULL "
-        "ORDER BY completed_at, id LIMIT ? OFFSET ?", [study_id, -1 if limit is None else limit, offset])
+        "ORDER BY completed_at, id LIMIT ? OFFSET ?",
+        [study_id, -1 if limit is None else limit, offset],
+    )
 
 
 def completed_count(database: Database, study_id: str) -> int:
-    return database.scalar("SELECT COUNT(*) FROM participants WHERE study_id = ? AND completed_at IS NOT NULL",
-                           [study_id])
+    return database.scalar(
+        "SELECT COUNT(*) FROM participants WHERE study_id = ? AND completed_at IS NOT NULL", [study_id]
+    )

@@ -4,6 +4,7 @@ Every query here is bounded by one exchange, one participant or one stratum's fi
 (indexes of migration m009), so its cost does not grow with the study; the study-wide ones
 are marked and serve only the repair (services/participation/workflow.refresh) and the worker.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,38 +12,46 @@ import json
 from storage.db import Database, now
 
 
-def offer(db, study_id: str, phase: str, item_id, exchange_id: int, stratum: str, producers,
-          need: int, rkey: float) -> bool:
+def offer(
+    db, study_id: str, phase: str, item_id, exchange_id: int, stratum: str, producers, need: int, rkey: float
+) -> bool:
     """Puts an item in the pool (need = people still to assign); False when it was there."""
     cur = db.execute(
         "INSERT INTO work_pool (study_id, phase, item_id, exchange_id, stratum, producers, need, rkey, created_at) "
         "VALUES (?,?,?,?,?,?,?,?,?) ON CONFLICT (study_id, phase, item_id) DO NOTHING",
-        [study_id, phase, str(item_id), exchange_id, stratum, json.dumps(sorted(producers)), max(0, need),
-         rkey, now()])
+        [study_id, phase, str(item_id), exchange_id, stratum, json.dumps(sorted(producers)), max(0, need), rkey, now()],
+    )
     return cur.rowcount == 1
 
 
 def entry(database: Database, study_id: str, phase: str, item_id) -> dict | None:
-    return database.one("SELECT * FROM work_pool WHERE study_id = ? AND phase = ? AND item_id = ?",
-                        [study_id, phase, str(item_id)])
+    return database.one(
+        "SELECT * FROM work_pool WHERE study_id = ? AND phase = ? AND item_id = ?", [study_id, phase, str(item_id)]
+    )
 
 
 def set_need(db, study_id: str, phase: str, item_id, need: int) -> None:
-    db.execute("UPDATE work_pool SET need = ? WHERE study_id = ? AND phase = ? AND item_id = ?",
-               [max(0, need), study_id, phase, str(item_id)])
+    db.execute(
+        "UPDATE work_pool SET need = ? WHERE study_id = ? AND phase = ? AND item_id = ?",
+        [max(0, need), study_id, phase, str(item_id)],
+    )
 
 
 def take(db, study_id: str, phase: str, item_id) -> bool:
     """One place of the item is taken; False when none was left (nothing changes)."""
-    cur = db.execute("UPDATE work_pool SET need = need - 1 WHERE study_id = ? AND phase = ? AND item_id = ? "
-                     "AND need > 0", [study_id, phase, str(item_id)])
+    cur = db.execute(
+        "UPDATE work_pool SET need = need - 1 WHERE study_id = ? AND phase = ? AND item_id = ? AND need > 0",
+        [study_id, phase, str(item_id)],
+    )
     return cur.rowcount == 1
 
 
 def give_back(db, study_id: str, phase: str, item_id) -> bool:
     """A withdrawn holder's place goes back to the pool (only for items that are pooled)."""
-    cur = db.execute("UPDATE work_pool SET need = need + 1 WHERE study_id = ? AND phase = ? AND item_id = ?",
-                     [study_id, phase, str(item_id)])
+    cur = db.execute(
+        "UPDATE work_pool SET need = need + 1 WHERE study_id = ? AND phase = ? AND item_id = ?",
+        [study_id, phase, str(item_id)],
+    )
     return cur.rowcount == 1
 
 
@@ -51,13 +60,22 @@ def give_back(db, study_id: str, phase: str, item_id) -> bool:
 # would not be independent of the first. CROSS JOIN keeps the participant's own assignments
 # outside (index on participant_id, phase: at most their capacity, each exchange by its key),
 # never the starter's exchanges (which grow with the senders).
-_SAME_STARTER = (" AND NOT EXISTS (SELECT 1 FROM assignments s CROSS JOIN exchanges se ON se.id = s.exchange_id "
-                 "WHERE s.participant_id = ? AND s.phase = w.phase AND se.starter_id = "
-                 "(SELECT we.starter_id FROM exchanges we WHERE we.id = w.exchange_id))")
+_SAME_STARTER = (
+    " AND NOT EXISTS (SELECT 1 FROM assignments s CROSS JOIN exchanges se ON se.id = s.exchange_id "
+    "WHERE s.participant_id = ? AND s.phase = w.phase AND se.starter_id = "
+    "(SELECT we.starter_id FROM exchanges we WHERE we.id = w.exchange_id))"
+)
 
 
-def candidates(database: Database, study_id: str, phase: str, stratum: str, limit: int,
-               participant_id: int, distinct_starters: bool = False) -> list[dict]:
+def candidates(
+    database: Database,
+    study_id: str,
+    phase: str,
+    stratum: str,
+    limit: int,
+    participant_id: int,
+    distinct_starters: bool = False,
+) -> list[dict]:
     """The first open items of one stratum that the participant never held: started items first
     (fewest places left), then the seeded random order (index work_pool_open). Those they held are
     skipped in the scan, not after the LIMIT: with redundancy > 1 the other places of the items a
@@ -68,21 +86,34 @@ def candidates(database: Database, study_id: str, phase: str, stratum: str, limi
     rows = database.query(
         "SELECT item_id, exchange_id, stratum, producers, need FROM work_pool w WHERE study_id = ? AND phase = ? "
         "AND stratum = ? AND need > 0 AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.participant_id = ? "
-        "AND a.phase = w.phase AND a.item_id = w.item_id)" + (_SAME_STARTER if distinct_starters else "")
+        "AND a.phase = w.phase AND a.item_id = w.item_id)"
+        + (_SAME_STARTER if distinct_starters else "")
         + " ORDER BY need, rkey LIMIT ?",
-        [study_id, phase, stratum, participant_id, *([participant_id] if distinct_starters else []), limit])
+        [study_id, phase, stratum, participant_id, *([participant_id] if distinct_starters else []), limit],
+    )
     for r in rows:
         r["producers"] = frozenset(json.loads(r["producers"]))
     return rows
 
 
 def any_open(database: Database, study_id: str, phase: str) -> bool:
-    return bool(database.scalar("SELECT 1 FROM work_pool WHERE study_id = ? AND phase = ? AND need > 0 LIMIT 1",
-                                [study_id, phase]))
+    return bool(
+        database.scalar(
+            "SELECT 1 FROM work_pool WHERE study_id = ? AND phase = ? AND need > 0 LIMIT 1", [study_id, phase]
+        )
+    )
 
 
-def takeable(database: Database, study_id: str, phase: str, participant_id: int, identities, limit: int,
-             scan: int, distinct_starters: bool = False) -> int:
+def takeable(
+    database: Database,
+    study_id: str,
+    phase: str,
+    participant_id: int,
+    identities,
+    limit: int,
+    scan: int,
+    distinct_starters: bool = False,
+) -> int:
     """How many open items of a phase the participant could take (none they hold or had, none
     that is their own work, and with distinct_starters none of a starter they had), counting at
     most `limit` among the first `scan` open rows (index work_pool_open: the cost does not grow
@@ -98,9 +129,11 @@ def takeable(database: Database, study_id: str, phase: str, participant_id: int,
               WHERE NOT EXISTS (SELECT 1 FROM assignments a WHERE a.participant_id = ? AND a.phase = w.phase
                                 AND a.item_id = w.item_id)
                 AND NOT EXISTS (SELECT 1 FROM json_each(w.producers) j WHERE j.value IN ({marks}))"""
-        + (_SAME_STARTER if distinct_starters else "") + """
-              LIMIT ?)""", [study_id, phase, scan, participant_id, *ids,
-                            *([participant_id] if distinct_starters else []), limit])
+        + (_SAME_STARTER if distinct_starters else "")
+        + """
+              LIMIT ?)""",
+        [study_id, phase, scan, participant_id, *ids, *([participant_id] if distinct_starters else []), limit],
+    )
 
 
 def open_strata(database: Database, study_id: str, phase: str, strata: list[str]) -> list[str]:
@@ -111,7 +144,8 @@ def open_strata(database: Database, study_id: str, phase: str, strata: list[str]
     rows = database.query(
         "SELECT s.value AS stratum FROM json_each(?) s WHERE EXISTS (SELECT 1 FROM work_pool w "
         "WHERE w.study_id = ? AND w.phase = ? AND w.stratum = s.value AND w.need > 0) ORDER BY s.key",
-        [json.dumps(list(strata)), study_id, phase])
+        [json.dumps(list(strata)), study_id, phase],
+    )
     return [r["stratum"] for r in rows]
 
 
@@ -120,22 +154,29 @@ def held_strata(database: Database, participant_id: int, phase: str) -> dict[str
     rows = database.query(
         "SELECT w.stratum, COUNT(*) AS n FROM assignments a JOIN work_pool w ON w.study_id = a.study_id "
         "AND w.phase = a.phase AND w.item_id = a.item_id WHERE a.participant_id = ? AND a.phase = ? "
-        "AND a.status != 'withdrawn' GROUP BY w.stratum", [participant_id, phase])
+        "AND a.status != 'withdrawn' GROUP BY w.stratum",
+        [participant_id, phase],
+    )
     return {r["stratum"]: r["n"] for r in rows}
 
 
 def holder_count(database: Database, study_id: str, phase: str, item_id) -> int:
-    return database.scalar("SELECT COUNT(*) FROM assignments WHERE study_id = ? AND phase = ? AND item_id = ? "
-                           "AND status != 'withdrawn'", [study_id, phase, str(item_id)])
+    return database.scalar(
+        "SELECT COUNT(*) FROM assignments WHERE study_id = ? AND phase = ? AND item_id = ? AND status != 'withdrawn'",
+        [study_id, phase, str(item_id)],
+    )
 
 
 def phase_load(database: Database, participant_id: int, phase: str) -> int:
     """Items a participant holds in a phase (open or done; withdrawn ones do not count)."""
-    return database.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND phase = ? "
-                           "AND status != 'withdrawn'", [participant_id, phase])
+    return database.scalar(
+        "SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND phase = ? AND status != 'withdrawn'",
+        [participant_id, phase],
+    )
 
 
 # -- one exchange ------------------------------------------------------------------------------
+
 
 def exchange_state(database: Database, exchange_id: int) -> dict | None:
     """An exchange with what decides whether it can go on: its translation, its recording's QC,
@@ -149,24 +190,31 @@ def exchange_state(database: Database, exchange_id: int) -> dict | None:
                             WHERE r.exchange_id = e.id ORDER BY r.id DESC LIMIT 1), 1) AS qc_ok,
                   EXISTS (SELECT 1 FROM questions q WHERE q.study_id = e.study_id
                           AND q.starter_id = e.starter_id) AS has_questions
-           FROM exchanges e LEFT JOIN participants p ON p.id = e.sender_id WHERE e.id = ?""", [exchange_id])
+           FROM exchanges e LEFT JOIN participants p ON p.id = e.sender_id WHERE e.id = ?""",
+        [exchange_id],
+    )
 
 
 def exchange_validated(database: Database, exchange_id: int) -> bool:
     """Every finished answer set of the exchange has a validation (and there is one)."""
-    return bool(database.scalar(
-        """SELECT EXISTS (SELECT 1 FROM validations v WHERE v.exchange_id = ?)
+    return bool(
+        database.scalar(
+            """SELECT EXISTS (SELECT 1 FROM validations v WHERE v.exchange_id = ?)
            AND NOT EXISTS (SELECT 1 FROM assignments r WHERE r.exchange_id = ? AND r.phase = 'receive'
                            AND r.status = 'done' AND NOT EXISTS (
                                SELECT 1 FROM validations v2 WHERE v2.receive_assignment_id = r.id))""",
-        [exchange_id, exchange_id]))
+            [exchange_id, exchange_id],
+        )
+    )
 
 
 def survey_holders(database: Database, exchange_id: int, phase: str, status: str | None = None) -> list[dict]:
     """Who holds the exchange's survey of this phase (withdrawn ones excluded)."""
-    sql = ("SELECT a.id, a.participant_id, a.status, p.active, p.role, p.dropped_out_at FROM assignments a "
-           "JOIN participants p ON p.id = a.participant_id WHERE a.exchange_id = ? AND a.phase = ? "
-           "AND a.status != 'withdrawn'")
+    sql = (
+        "SELECT a.id, a.participant_id, a.status, p.active, p.role, p.dropped_out_at FROM assignments a "
+        "JOIN participants p ON p.id = a.participant_id WHERE a.exchange_id = ? AND a.phase = ? "
+        "AND a.status != 'withdrawn'"
+    )
     params: list = [exchange_id, phase]
     if status:
         sql += " AND a.status = ?"
@@ -185,8 +233,11 @@ def sender_exchanges(database: Database, participant_id: int) -> list[int]:
 
 
 def survey_exchanges(database: Database, participant_id: int, phase: str, status: str) -> list[int]:
-    rows = database.query("SELECT exchange_id FROM assignments WHERE participant_id = ? AND phase = ? "
-                          "AND status = ? ORDER BY exchange_id", [participant_id, phase, status])
+    rows = database.query(
+        "SELECT exchange_id FROM assignments WHERE participant_id = ? AND phase = ? "
+        "AND status = ? ORDER BY exchange_id",
+        [participant_id, phase, status],
+    )
     return [r["exchange_id"] for r in rows]
 
 
@@ -194,31 +245,40 @@ def receive_assignment_state(database: Database, assignment_id: int) -> dict | N
     """A finished answer set with the people whose work it contains."""
     return database.one(
         "SELECT a.id, a.participant_id AS receiver_id, a.exchange_id, a.status, e.study_id, e.sender_id "
-        "FROM assignments a JOIN exchanges e ON e.id = a.exchange_id WHERE a.id = ?", [assignment_id])
+        "FROM assignments a JOIN exchanges e ON e.id = a.exchange_id WHERE a.id = ?",
+        [assignment_id],
+    )
 
 
 # -- the sender cells' waiting recordings ------------------------------------------------------
+
 
 def cell_orphans(database: Database, study_id: str, cell: str) -> list[dict]:
     """Recording items withdrawn from a sender that no sender of their cell could take yet."""
     return database.query(
         "SELECT w.item_id, w.exchange_id, e.starter_id, e.system_id FROM work_pool w "
         "JOIN exchanges e ON e.id = w.exchange_id WHERE w.study_id = ? AND w.phase = 'record' "
-        "AND w.stratum = ? AND w.need > 0 ORDER BY w.rkey", [study_id, cell])
+        "AND w.stratum = ? AND w.need > 0 ORDER BY w.rkey",
+        [study_id, cell],
+    )
 
 
 # -- study-wide: the repair only ---------------------------------------------------------------
 
+
 def study_exchange_ids(database: Database, study_id: str, after: int, limit: int) -> list[int]:
     """A chunk of the study's exchange ids (the repair walks them in chunks)."""
-    rows = database.query("SELECT id FROM exchanges WHERE study_id = ? AND id > ? ORDER BY id LIMIT ?",
-                          [study_id, after, limit])
+    rows = database.query(
+        "SELECT id FROM exchanges WHERE study_id = ? AND id > ? ORDER BY id LIMIT ?", [study_id, after, limit]
+    )
     return [r["id"] for r in rows]
 
 
 def done_receive_ids(database: Database, exchange_id: int) -> list[int]:
-    rows = database.query("SELECT id FROM assignments WHERE exchange_id = ? AND phase = 'receive' "
-                          "AND status = 'done' ORDER BY id", [exchange_id])
+    rows = database.query(
+        "SELECT id FROM assignments WHERE exchange_id = ? AND phase = 'receive' AND status = 'done' ORDER BY id",
+        [exchange_id],
+    )
     return [r["id"] for r in rows]
 
 
@@ -228,7 +288,9 @@ def pool_entries(database: Database, study_id: str, after: tuple[str, str], limi
         "SELECT w.phase, w.item_id, w.need, (SELECT COUNT(*) FROM assignments a WHERE a.study_id = w.study_id "
         "AND a.phase = w.phase AND a.item_id = w.item_id AND a.status != 'withdrawn') AS holders "
         "FROM work_pool w WHERE w.study_id = ? AND (w.phase, w.item_id) > (?, ?) "
-        "ORDER BY w.phase, w.item_id LIMIT ?", [study_id, after[0], after[1], limit])
+        "ORDER BY w.phase, w.item_id LIMIT ?",
+        [study_id, after[0], after[1], limit],
+    )
 
 
 def inactive_senders(database: Database, study_id: str, before: str) -> list[dict]:
@@ -237,9 +299,13 @@ def inactive_senders(database: Database, study_id: str, before: str) -> list[dic
         "SELECT p.* FROM participants p WHERE p.study_id = ? AND p.role = 'sender' AND p.active = 1 "
         "AND COALESCE(p.last_seen_at, p.created_at) < ? AND EXISTS (SELECT 1 FROM assignments a "
         "WHERE a.participant_id = p.id AND a.status = 'open' AND a.phase IN ('survey_baseline', 'survey_informed'))",
-        [study_id, before])
+        [study_id, before],
+    )
 
 
 def mark_dropped_out(db, participant_id: int, reason: str) -> None:
-    db.execute("UPDATE participants SET active = 0, dropped_out_at = COALESCE(dropped_out_at, ?), "
-               "dropped_out_reason = COALESCE(dropped_out_reason, ?) WHERE id = ?", [now(), reason, participant_id])
+    db.execute(
+        "UPDATE participants SET active = 0, dropped_out_at = COALESCE(dropped_out_at, ?), "
+        "dropped_out_reason = COALESCE(dropped_out_reason, ?) WHERE id = ?",
+        [now(), reason, participant_id],
+    )

@@ -1,4 +1,5 @@
 """Comprehension-question drafts (m008) and the accepted copies in `questions`."""
+
 from __future__ import annotations
 
 from storage.db import Database, now
@@ -7,16 +8,42 @@ STATUSES = ("draft", "accepted", "rejected")
 ORIGINS = ("generated", "imported", "edited")
 
 
-def insert(db, study_id: str, starter_id: str, en: str, pt: str, answer_en: str | None,
-           origin: str, model: str | None = None, status: str = "draft") -> int:
+def insert(
+    db,
+    study_id: str,
+    starter_id: str,
+    en: str,
+    pt: str,
+    answer_en: str | None,
+    origin: str,
+    model: str | None = None,
+    status: str = "draft",
+) -> int:
     """A new draft at the end of its starter's list; returns its id."""
-    pos = db.execute("SELECT COALESCE(MAX(position), 0) + 1 FROM question_drafts "
-                     "WHERE study_id = ? AND starter_id = ?", [study_id, starter_id]).fetchone()[0]
+    pos = db.execute(
+        "SELECT COALESCE(MAX(position), 0) + 1 FROM question_drafts WHERE study_id = ? AND starter_id = ?",
+        [study_id, starter_id],
+    ).fetchone()[0]
     t = now()
-    return db["question_drafts"].insert(
-        {"study_id": study_id, "starter_id": starter_id, "position": pos, "en": en, "pt": pt,
-         "answer_en": answer_en, "status": status, "origin": origin, "model": model,
-         "created_at": t, "updated_at": t}).last_pk
+    return (
+        db["question_drafts"]
+        .insert(
+            {
+                "study_id": study_id,
+                "starter_id": starter_id,
+                "position": pos,
+                "en": en,
+                "pt": pt,
+                "answer_en": answer_en,
+                "status": status,
+                "origin": origin,
+                "model": model,
+                "created_at": t,
+                "updated_at": t,
+            }
+        )
+        .last_pk
+    )
 
 
 def update(db, draft_id: int, **fields) -> None:
@@ -27,8 +54,7 @@ def update(db, draft_id: int, **fields) -> None:
     if not fields:
         return
     cols = ", ".join(f"{k} = ?" for k in fields)
-    db.execute(f"UPDATE question_drafts SET {cols}, updated_at = ? WHERE id = ?",
-               [*fields.values(), now(), draft_id])
+    db.execute(f"UPDATE question_drafts SET {cols}, updated_at = ? WHERE id = ?", [*fields.values(), now(), draft_id])
 
 
 def order_accepted(db, study_id: str, starter_id: str, ids: list[int]) -> None:
@@ -37,9 +63,13 @@ def order_accepted(db, study_id: str, starter_id: str, ids: list[int]) -> None:
     if not ids:
         return
     marks = ",".join("?" * len(ids))
-    slots = sorted(r[0] for r in db.execute(
-        f"SELECT position FROM question_drafts WHERE study_id = ? AND starter_id = ? AND id IN ({marks})",
-        [study_id, starter_id, *ids]).fetchall())
+    slots = sorted(
+        r[0]
+        for r in db.execute(
+            f"SELECT position FROM question_drafts WHERE study_id = ? AND starter_id = ? AND id IN ({marks})",
+            [study_id, starter_id, *ids],
+        ).fetchall()
+    )
     for draft_id, pos in zip(ids, slots):
         db.execute("UPDATE question_drafts SET position = ? WHERE id = ?", [pos, draft_id])
 
@@ -49,59 +79,83 @@ def get(database: Database, draft_id: int) -> dict | None:
 
 
 def for_starter(database: Database, study_id: str, starter_id: str) -> list[dict]:
-    return database.query("SELECT * FROM question_drafts WHERE study_id = ? AND starter_id = ? "
-                          "ORDER BY position, id", [study_id, starter_id])
+    return database.query(
+        "SELECT * FROM question_drafts WHERE study_id = ? AND starter_id = ? ORDER BY position, id",
+        [study_id, starter_id],
+    )
 
 
 def reference_answers(database: Database, study_id: str, starter_id: str) -> dict[int, str]:
     """Question number -> its reference answer (answer_en) where the accepted draft has one: the
     starter's questions are its accepted drafts numbered 1..n in draft order (services/questions/review.py)."""
-    accepted = database.query("SELECT answer_en FROM question_drafts WHERE study_id = ? AND starter_id = ? "
-                              "AND status = 'accepted' ORDER BY position, id", [study_id, starter_id])
-    return {i: r["answer_en"].strip() for i, r in enumerate(accepted, start=1)
-            if r["answer_en"] and r["answer_en"].strip()}
+    accepted = database.query(
+        "SELECT answer_en FROM question_drafts WHERE study_id = ? AND starter_id = ? "
+        "AND status = 'accepted' ORDER BY position, id",
+        [study_id, starter_id],
+    )
+    return {
+        i: r["answer_en"].strip() for i, r in enumerate(accepted, start=1) if r["answer_en"] and r["answer_en"].strip()
+    }
 
 
 def for_study(database: Database, study_id: str) -> list[dict]:
-    return database.query("SELECT * FROM question_drafts WHERE study_id = ? ORDER BY starter_id, position, id",
-                          [study_id])
+    return database.query(
+        "SELECT * FROM question_drafts WHERE study_id = ? ORDER BY starter_id, position, id", [study_id]
+    )
 
 
 def counts(database: Database, study_id: str) -> dict[str, dict[str, int]]:
     """starter id -> {status: count of drafts}."""
     out: dict[str, dict[str, int]] = {}
-    for r in database.query("SELECT starter_id, status, COUNT(*) AS n FROM question_drafts WHERE study_id = ? "
-                            "GROUP BY starter_id, status", [study_id]):
+    for r in database.query(
+        "SELECT starter_id, status, COUNT(*) AS n FROM question_drafts WHERE study_id = ? GROUP BY starter_id, status",
+        [study_id],
+    ):
         out.setdefault(r["starter_id"], {})[r["status"]] = r["n"]
     return out
 
 
 def question_counts(database: Database, study_id: str) -> dict[str, int]:
     """starter id -> number of questions in use (the `questions` table)."""
-    return {r["starter_id"]: r["n"] for r in database.query(
-        "SELECT starter_id, COUNT(*) AS n FROM questions WHERE study_id = ? GROUP BY starter_id", [study_id])}
+    return {
+        r["starter_id"]: r["n"]
+        for r in database.query(
+            "SELECT starter_id, COUNT(*) AS n FROM questions WHERE study_id = ? GROUP BY starter_id", [study_id]
+        )
+    }
 
 
 def replace_questions(db, study_id: str, starter_id: str, rows: list[dict]) -> None:
     """The starter's questions become `rows` (dicts with en, pt), numbered 1..n in order."""
     db.execute("DELETE FROM questions WHERE study_id = ? AND starter_id = ?", [study_id, starter_id])
-    db["questions"].insert_all({"study_id": study_id, "starter_id": starter_id, "idx": i, "en": r["en"],
-                                "pt": r["pt"]} for i, r in enumerate(rows, start=1))
+    db["questions"].insert_all(
+        {"study_id": study_id, "starter_id": starter_id, "idx": i, "en": r["en"], "pt": r["pt"]}
+        for i, r in enumerate(rows, start=1)
+    )
 
 
 def has_receive_items(database: Database, study_id: str, starter_id: str) -> bool:
     """Whether receivers hold (open or done) an item of one of the starter's exchanges."""
-    return database.one_row(
-        "SELECT EXISTS (SELECT 1 FROM assignments s JOIN exchanges e ON e.id = s.exchange_id WHERE "
-        "e.study_id = ? AND e.starter_id = ? AND s.phase = 'receive' AND s.status != 'withdrawn') AS x",
-        [study_id, starter_id])["x"] == 1
+    return (
+        database.one_row(
+            "SELECT EXISTS (SELECT 1 FROM assignments s JOIN exchanges e ON e.id = s.exchange_id WHERE "
+            "e.study_id = ? AND e.starter_id = ? AND s.phase = 'receive' AND s.status != 'withdrawn') AS x",
+            [study_id, starter_id],
+        )["x"]
+        == 1
+    )
 
 
 def starters_in_use(database: Database, study_id: str) -> set[str]:
     """Starters whose questions a receiver has seen or answered: a receive item was shown, or
     answers exist, for one of their exchanges. Their questions must not change any more."""
-    return {r["starter_id"] for r in database.query(
-        "SELECT DISTINCT e.starter_id FROM exchanges e WHERE e.study_id = ? AND ("
-        " EXISTS (SELECT 1 FROM answers a WHERE a.exchange_id = e.id) OR"
-        " EXISTS (SELECT 1 FROM assignments s WHERE s.exchange_id = e.id AND s.phase = 'receive'"
-        "         AND s.first_shown_at IS NOT NULL))", [study_id])}
+    return {
+        r["starter_id"]
+        for r in database.query(
+            "SELECT DISTINCT e.starter_id FROM exchanges e WHERE e.study_id = ? AND ("
+            " EXISTS (SELECT 1 FROM answers a WHERE a.exchange_id = e.id) OR"
+            " EXISTS (SELECT 1 FROM assignments s WHERE s.exchange_id = e.id AND s.phase = 'receive'"
+            "         AND s.first_shown_at IS NOT NULL))",
+            [study_id],
+        )
+    }

@@ -1,5 +1,6 @@
 """What participants submit: recordings, translations, answers, validations, surveys,
 DA judgments and SD ratings. One row set per assignment (UNIQUE keys make saves idempotent)."""
+
 from __future__ import annotations
 
 import json
@@ -7,12 +8,22 @@ import json
 from storage.db import Database, insert_row, insert_rows, now
 
 
-def insert_recording(db, assignment_id: int, exchange_id: int, sha256: str, path_original: str,
-                     path_16k: str, duration_s: float) -> int:
-    return insert_row(db, "recordings", {
-        "assignment_id": assignment_id, "exchange_id": exchange_id, "sha256": sha256,
-        "path_original": path_original, "path_16k": path_16k, "duration_s": duration_s,
-        "created_at": now()})
+def insert_recording(
+    db, assignment_id: int, exchange_id: int, sha256: str, path_original: str, path_16k: str, duration_s: float
+) -> int:
+    return insert_row(
+        db,
+        "recordings",
+        {
+            "assignment_id": assignment_id,
+            "exchange_id": exchange_id,
+            "sha256": sha256,
+            "path_original": path_original,
+            "path_16k": path_16k,
+            "duration_s": duration_s,
+            "created_at": now(),
+        },
+    )
 
 
 def recording_for_assignment(database: Database, assignment_id: int) -> dict | None:
@@ -20,15 +31,17 @@ def recording_for_assignment(database: Database, assignment_id: int) -> dict | N
 
 
 def recording_for_exchange(database: Database, exchange_id: int) -> dict | None:
-    return database.one("SELECT * FROM recordings WHERE exchange_id = ? ORDER BY id DESC LIMIT 1",
-                        [exchange_id])
+    return database.one("SELECT * FROM recordings WHERE exchange_id = ? ORDER BY id DESC LIMIT 1", [exchange_id])
 
 
-def insert_translation(db, exchange_id: int, system_id: str, text: str, transcript: str | None = None,
-                       meta: str | None = None) -> int | None:
-    cur = db.execute("INSERT OR IGNORE INTO translations (exchange_id, system_id, text, transcript, meta, "
-                     "created_at) VALUES (?,?,?,?,?,?)",
-                     [exchange_id, system_id, text, transcript, meta, now()])
+def insert_translation(
+    db, exchange_id: int, system_id: str, text: str, transcript: str | None = None, meta: str | None = None
+) -> int | None:
+    cur = db.execute(
+        "INSERT OR IGNORE INTO translations (exchange_id, system_id, text, transcript, meta, "
+        "created_at) VALUES (?,?,?,?,?,?)",
+        [exchange_id, system_id, text, transcript, meta, now()],
+    )
     return cur.lastrowid if cur.rowcount else None
 
 
@@ -38,60 +51,121 @@ def translation(database: Database, exchange_id: int) -> dict | None:
 
 def insert_answers(db, assignment_id: int, exchange_id: int, answers: list[dict]) -> None:
     at = now()
-    insert_rows(db, "answers", [{"assignment_id": assignment_id, "exchange_id": exchange_id,
-                                 "question_idx": a["idx"], "text": a["text"],
-                                 "unanswerable": int(a["unanswerable"]), "created_at": at} for a in answers])
+    insert_rows(
+        db,
+        "answers",
+        [
+            {
+                "assignment_id": assignment_id,
+                "exchange_id": exchange_id,
+                "question_idx": a["idx"],
+                "text": a["text"],
+                "unanswerable": int(a["unanswerable"]),
+                "created_at": at,
+            }
+            for a in answers
+        ],
+    )
 
 
 def answers(database: Database, assignment_id: int) -> list[dict]:
-    return database.query("SELECT question_idx AS idx, text, unanswerable FROM answers "
-                          "WHERE assignment_id = ? ORDER BY question_idx", [assignment_id])
+    return database.query(
+        "SELECT question_idx AS idx, text, unanswerable FROM answers WHERE assignment_id = ? ORDER BY question_idx",
+        [assignment_id],
+    )
 
 
-def insert_validation(db, assignment_id: int, receive_assignment_id: int, exchange_id: int,
-                      translation_score: float, qa_score: float, marks: dict[int, bool]) -> int:
-    vid = insert_row(db, "validations", {
-        "assignment_id": assignment_id, "receive_assignment_id": receive_assignment_id,
-        "exchange_id": exchange_id, "translation_score": translation_score, "qa_score": qa_score,
-        "created_at": now()})
-    insert_rows(db, "validation_marks", [{"validation_id": vid, "question_idx": i, "correct": int(c)}
-                                         for i, c in sorted(marks.items())])
+def insert_validation(
+    db,
+    assignment_id: int,
+    receive_assignment_id: int,
+    exchange_id: int,
+    translation_score: float,
+    qa_score: float,
+    marks: dict[int, bool],
+) -> int:
+    vid = insert_row(
+        db,
+        "validations",
+        {
+            "assignment_id": assignment_id,
+            "receive_assignment_id": receive_assignment_id,
+            "exchange_id": exchange_id,
+            "translation_score": translation_score,
+            "qa_score": qa_score,
+            "created_at": now(),
+        },
+    )
+    insert_rows(
+        db,
+        "validation_marks",
+        [{"validation_id": vid, "question_idx": i, "correct": int(c)} for i, c in sorted(marks.items())],
+    )
     return vid
 
 
 def validation(database: Database, assignment_id: int) -> dict | None:
     v = database.one("SELECT * FROM validations WHERE assignment_id = ?", [assignment_id])
     if v:
-        v["marks"] = {r["question_idx"]: bool(r["correct"]) for r in database.query(
-            "SELECT question_idx, correct FROM validation_marks WHERE validation_id = ?", [v["id"]])}
+        v["marks"] = {
+            r["question_idx"]: bool(r["correct"])
+            for r in database.query(
+                "SELECT question_idx, correct FROM validation_marks WHERE validation_id = ?", [v["id"]]
+            )
+        }
     return v
 
 
 def validations_for_exchange(database: Database, exchange_id: int) -> list[dict]:
     rows = database.query("SELECT * FROM validations WHERE exchange_id = ? ORDER BY id", [exchange_id])
     for v in rows:
-        v["marks"] = {r["question_idx"]: bool(r["correct"]) for r in database.query(
-            "SELECT question_idx, correct FROM validation_marks WHERE validation_id = ?", [v["id"]])}
+        v["marks"] = {
+            r["question_idx"]: bool(r["correct"])
+            for r in database.query(
+                "SELECT question_idx, correct FROM validation_marks WHERE validation_id = ?", [v["id"]]
+            )
+        }
     return rows
 
 
-def insert_survey(db, assignment_id: int, exchange_id: int, stage: str, perspective: str,
-                  satisfaction: int, trust: int, reliance: int) -> int:
-    return insert_row(db, "surveys", {"assignment_id": assignment_id, "exchange_id": exchange_id,
-                                 "stage": stage, "perspective": perspective,
-                                 "satisfaction": satisfaction, "trust": trust, "reliance": reliance,
-                                 "created_at": now()})
+def insert_survey(
+    db, assignment_id: int, exchange_id: int, stage: str, perspective: str, satisfaction: int, trust: int, reliance: int
+) -> int:
+    return insert_row(
+        db,
+        "surveys",
+        {
+            "assignment_id": assignment_id,
+            "exchange_id": exchange_id,
+            "stage": stage,
+            "perspective": perspective,
+            "satisfaction": satisfaction,
+            "trust": trust,
+            "reliance": reliance,
+            "created_at": now(),
+        },
+    )
 
 
 def survey(database: Database, assignment_id: int) -> dict | None:
     return database.one("SELECT * FROM surveys WHERE assignment_id = ?", [assignment_id])
 
 
-def insert_da_judgment(db, assignment_id: int, segment_row: int, score: float, hit_item_id: int | None = None,
-                       modality: str | None = None) -> int:
-    return insert_row(db, "da_judgments", {"assignment_id": assignment_id, "segment_row": segment_row,
-                                      "score": score, "hit_item_id": hit_item_id, "modality": modality,
-                                      "created_at": now()})
+def insert_da_judgment(
+    db, assignment_id: int, segment_row: int, score: float, hit_item_id: int | None = None, modality: str | None = None
+) -> int:
+    return insert_row(
+        db,
+        "da_judgments",
+        {
+            "assignment_id": assignment_id,
+            "segment_row": segment_row,
+            "score": score,
+            "hit_item_id": hit_item_id,
+            "modality": modality,
+            "created_at": now(),
+        },
+    )
 
 
 def da_judgment(database: Database, assignment_id: int) -> dict | None:
@@ -100,30 +174,43 @@ def da_judgment(database: Database, assignment_id: int) -> dict | None:
 
 def insert_sd_ratings(db, assignment_id: int, ratings: list[dict]) -> None:
     at = now()
-    insert_rows(db, "sd_ratings", [{"assignment_id": assignment_id, "pair_id": r["pair_id"],
-                                    "is_repeat": int(r.get("is_repeat", 0)), "value": r["value"],
-                                    "positive_left": int(r["positive_left"]), "created_at": at} for r in ratings])
+    insert_rows(
+        db,
+        "sd_ratings",
+        [
+            {
+                "assignment_id": assignment_id,
+                "pair_id": r["pair_id"],
+                "is_repeat": int(r.get("is_repeat", 0)),
+                "value": r["value"],
+                "positive_left": int(r["positive_left"]),
+                "created_at": at,
+            }
+            for r in ratings
+        ],
+    )
 
 
 def sd_ratings(database: Database, assignment_id: int) -> list[dict]:
-    return database.query("SELECT pair_id, value, positive_left FROM sd_ratings WHERE assignment_id = ? "
-                          "ORDER BY pair_id", [assignment_id])
+    return database.query(
+        "SELECT pair_id, value, positive_left FROM sd_ratings WHERE assignment_id = ? ORDER BY pair_id", [assignment_id]
+    )
 
 
 def table_counts(database: Database, study_id: str) -> dict[str, int]:
     q = {
         "recordings": "SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id WHERE e.study_id = ?",
         "translations": "SELECT COUNT(*) FROM translations t JOIN exchanges e ON e.id = t.exchange_id "
-                        "WHERE e.study_id = ?",
+        "WHERE e.study_id = ?",
         "answer sets": "SELECT COUNT(DISTINCT a.assignment_id) FROM answers a JOIN exchanges e ON e.id = a.exchange_id "
-                       "WHERE e.study_id = ?",
+        "WHERE e.study_id = ?",
         "validations": "SELECT COUNT(*) FROM validations v JOIN exchanges e ON e.id = v.exchange_id "
-                       "WHERE e.study_id = ?",
+        "WHERE e.study_id = ?",
         "surveys": "SELECT COUNT(*) FROM surveys s JOIN exchanges e ON e.id = s.exchange_id WHERE e.study_id = ?",
         "DA judgments": "SELECT COUNT(*) FROM da_judgments j JOIN da_segments s ON s.id = j.segment_row "
-                        "WHERE s.study_id = ?",
+        "WHERE s.study_id = ?",
         "SD ratings": "SELECT COUNT(*) FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id "
-                      "WHERE a.study_id = ?",
+        "WHERE a.study_id = ?",
     }
     return {k: database.scalar(sql, [study_id]) for k, sql in q.items()}
 
@@ -132,20 +219,25 @@ def recording(database: Database, recording_id: int) -> dict | None:
     return database.one("SELECT * FROM recordings WHERE id = ?", [recording_id])
 
 
-def set_recording_qc(db, recording_id: int, status: str, transcript: str, wer: float, flags: list[str],
-                     edges: dict | None = None) -> None:
-    db.execute("UPDATE recordings SET qc_status = ?, transcript = ?, wer = ?, qc_flags = ?, qc_edges = ? "
-               "WHERE id = ?", [status, transcript, wer, json.dumps(flags),
-                                None if edges is None else json.dumps(edges), recording_id])
+def set_recording_qc(
+    db, recording_id: int, status: str, transcript: str, wer: float, flags: list[str], edges: dict | None = None
+) -> None:
+    db.execute(
+        "UPDATE recordings SET qc_status = ?, transcript = ?, wer = ?, qc_flags = ?, qc_edges = ? WHERE id = ?",
+        [status, transcript, wer, json.dumps(flags), None if edges is None else json.dumps(edges), recording_id],
+    )
 
 
 def review_recording(db, recording_id: int, status: str, reviewer: str) -> None:
-    db.execute("UPDATE recordings SET qc_status = ?, reviewed_by = ?, reviewed_at = ? WHERE id = ?",
-               [status, reviewer, now(), recording_id])
+    db.execute(
+        "UPDATE recordings SET qc_status = ?, reviewed_by = ?, reviewed_at = ? WHERE id = ?",
+        [status, reviewer, now(), recording_id],
+    )
 
 
-def recordings_for_review(database: Database, study_id: str | None = None, status: str = "flagged",
-                          limit: int = 100, offset: int = 0) -> list[dict]:
+def recordings_for_review(
+    database: Database, study_id: str | None = None, status: str = "flagged", limit: int = 100, offset: int = 0
+) -> list[dict]:
     """Recordings waiting for (or given) a review, with what the reviewer compares."""
     return database.query(
         "SELECT r.id, r.exchange_id, r.path_original, r.path_16k, r.duration_s, r.transcript, r.wer, "
@@ -153,20 +245,26 @@ def recordings_for_review(database: Database, study_id: str | None = None, statu
         "e.system_id, s.text AS prompt FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
         "JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
         "WHERE r.qc_status = ? AND (? IS NULL OR e.study_id = ?) ORDER BY r.id LIMIT ? OFFSET ?",
-        [status, study_id, study_id, limit, offset])
+        [status, study_id, study_id, limit, offset],
+    )
 
 
 def review_count(database: Database, study_id: str | None = None, status: str = "flagged") -> int:
     return database.scalar(
         "SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
-        "WHERE r.qc_status = ? AND (? IS NULL OR e.study_id = ?)", [status, study_id, study_id])
+        "WHERE r.qc_status = ? AND (? IS NULL OR e.study_id = ?)",
+        [status, study_id, study_id],
+    )
 
 
 def supersede_translation(db, exchange_id: int, recording_id: int) -> None:
     """The exchange's translation (of a rejected recording) moves to superseded_translations."""
-    db.execute("INSERT INTO superseded_translations (exchange_id, recording_id, system_id, text, transcript, meta, "
-               "created_at, superseded_at) SELECT exchange_id, ?, system_id, text, transcript, meta, created_at, ? "
-               "FROM translations WHERE exchange_id = ?", [recording_id, now(), exchange_id])
+    db.execute(
+        "INSERT INTO superseded_translations (exchange_id, recording_id, system_id, text, transcript, meta, "
+        "created_at, superseded_at) SELECT exchange_id, ?, system_id, text, transcript, meta, created_at, ? "
+        "FROM translations WHERE exchange_id = ?",
+        [recording_id, now(), exchange_id],
+    )
     db.execute("DELETE FROM translations WHERE exchange_id = ?", [exchange_id])
 
 
@@ -177,7 +275,9 @@ def recording_count(database: Database, exchange_id: int) -> int:
 def rejected_count(database: Database, sender_id: int) -> int:
     return database.scalar(
         "SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
-        "WHERE e.sender_id = ? AND r.qc_status = 'rejected'", [sender_id])
+        "WHERE e.sender_id = ? AND r.qc_status = 'rejected'",
+        [sender_id],
+    )
 
 
 def da_judgment_rows(database: Database, study_id: str) -> list[dict]:
@@ -187,7 +287,9 @@ def da_judgment_rows(database: Database, study_id: str) -> list[dict]:
         "a.active_seconds AS duration_s, i.tts_engine, i.tts_voice FROM da_judgments j "
         "JOIN assignments a ON a.id = j.assignment_id JOIN da_hit_items i ON i.id = j.hit_item_id "
         "JOIN da_hits h ON h.id = i.hit_id JOIN da_segments s ON s.id = i.segment_row "
-        "WHERE a.study_id = ? ORDER BY j.id", [study_id])
+        "WHERE a.study_id = ? ORDER BY j.id",
+        [study_id],
+    )
 
 
 def da_rater_judgment_rows(database: Database, participant_id: int) -> list[dict]:
@@ -198,7 +300,8 @@ def da_rater_judgment_rows(database: Database, participant_id: int) -> list[dict
         "a.active_seconds AS duration_s FROM assignments a JOIN da_judgments j ON j.assignment_id = a.id "
         "JOIN da_hit_items i ON i.id = j.hit_item_id JOIN da_hits h ON h.id = i.hit_id "
         "JOIN da_segments s ON s.id = i.segment_row WHERE a.participant_id = ? AND a.phase = 'da' ORDER BY j.id",
-        [participant_id])
+        [participant_id],
+    )
 
 
 def da_hit_outcome(database: Database, participant_id: int) -> dict | None:
@@ -207,16 +310,31 @@ def da_hit_outcome(database: Database, participant_id: int) -> dict | None:
 
 def da_hit_reruns(database: Database, hit_id: int, modality: str, run: int) -> int:
     """How many raters' failed HITs already went back to the pool for this (HIT, modality, run)."""
-    return database.scalar("SELECT COUNT(*) FROM da_hit_outcomes WHERE hit_id = ? AND modality = ? AND run = ? "
-                           "AND rerun = 1", [hit_id, modality, run])
+    return database.scalar(
+        "SELECT COUNT(*) FROM da_hit_outcomes WHERE hit_id = ? AND modality = ? AND run = ? AND rerun = 1",
+        [hit_id, modality, run],
+    )
 
 
 def insert_da_hit_outcome(db, row: dict) -> bool:
     """The rater's HIT outcome, once (a second call for the same rater changes nothing)."""
-    cols = ["participant_id", "study_id", "hit_id", "modality", "run", "p_value", "reliable", "fast",
-            "median_item_s", "rerun"]
-    cur = db.execute(f"INSERT OR IGNORE INTO da_hit_outcomes ({', '.join(cols)}, decided_at) "
-                     f"VALUES ({', '.join('?' * len(cols))}, ?)", [row[c] for c in cols] + [now()])
+    cols = [
+        "participant_id",
+        "study_id",
+        "hit_id",
+        "modality",
+        "run",
+        "p_value",
+        "reliable",
+        "fast",
+        "median_item_s",
+        "rerun",
+    ]
+    cur = db.execute(
+        f"INSERT OR IGNORE INTO da_hit_outcomes ({', '.join(cols)}, decided_at) "
+        f"VALUES ({', '.join('?' * len(cols))}, ?)",
+        [row[c] for c in cols] + [now()],
+    )
     return bool(cur.rowcount)
 
 
@@ -224,13 +342,17 @@ def da_hit_outcome_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT o.participant_id AS worker_id, h.idx AS hit_id, o.modality, o.run, o.p_value, o.reliable, o.fast, "
         "o.median_item_s, o.rerun, o.decided_at FROM da_hit_outcomes o JOIN da_hits h ON h.id = o.hit_id "
-        "WHERE o.study_id = ? ORDER BY h.idx, o.modality, o.run, o.decided_at", [study_id])
+        "WHERE o.study_id = ? ORDER BY h.idx, o.modality, o.run, o.decided_at",
+        [study_id],
+    )
 
 
 def set_da_item_tts(db, item_ids: list[int], engine: str, voice: str) -> None:
     """The TTS engine and voice that spoke these audio items (render time)."""
-    db.execute(f"UPDATE da_hit_items SET tts_engine = ?, tts_voice = ? WHERE id IN ({','.join('?' * len(item_ids))})",
-               [engine, voice, *item_ids])
+    db.execute(
+        f"UPDATE da_hit_items SET tts_engine = ?, tts_voice = ? WHERE id IN ({','.join('?' * len(item_ids))})",
+        [engine, voice, *item_ids],
+    )
 
 
 def da_feedback(database: Database, participant_id: int) -> dict | None:
@@ -239,15 +361,23 @@ def da_feedback(database: Database, participant_id: int) -> dict | None:
 
 def save_da_feedback(db, participant_id: int, text: str) -> None:
     """A DA rater's one feedback text: a later save replaces it."""
-    db.execute("INSERT INTO da_feedback (participant_id, text, updated_at) VALUES (?,?,?) "
-               "ON CONFLICT (participant_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
-               [participant_id, text, now()])
+    db.execute(
+        "INSERT INTO da_feedback (participant_id, text, updated_at) VALUES (?,?,?) "
+        "ON CONFLICT (participant_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
+        [participant_id, text, now()],
+    )
 
 
 def insert_sd_suitability(db, assignment_id: int, ratings: list[dict], suggestion: str) -> None:
     at = now()
-    insert_rows(db, "sd_suitability", [{"assignment_id": assignment_id, "pair_id": r["pair_id"],
-                                        "suitability": r["suitability"], "created_at": at} for r in ratings])
+    insert_rows(
+        db,
+        "sd_suitability",
+        [
+            {"assignment_id": assignment_id, "pair_id": r["pair_id"], "suitability": r["suitability"], "created_at": at}
+            for r in ratings
+        ],
+    )
     if suggestion:
         insert_row(db, "sd_suggestions", {"assignment_id": assignment_id, "text": suggestion, "created_at": now()})
 
@@ -259,13 +389,17 @@ def sd_rating_rows(database: Database, study_id: str) -> list[dict]:
         "r.is_repeat, (SELECT COALESCE(SUM(active_seconds), 0) FROM assignments b "
         "WHERE b.participant_id = a.participant_id "
         "AND b.phase = 'sd') AS duration_s FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id "
-        "WHERE a.study_id = ? ORDER BY a.participant_id, a.position, r.rowid", [study_id])
+        "WHERE a.study_id = ? ORDER BY a.participant_id, a.position, r.rowid",
+        [study_id],
+    )
 
 
 def sd_suitability_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT a.participant_id, s.pair_id, s.suitability FROM sd_suitability s "
-        "JOIN assignments a ON a.id = s.assignment_id WHERE a.study_id = ? ORDER BY a.participant_id", [study_id])
+        "JOIN assignments a ON a.id = s.assignment_id WHERE a.study_id = ? ORDER BY a.participant_id",
+        [study_id],
+    )
 
 
 def usability_rows(database: Database, study_id: str) -> list[dict]:
@@ -290,33 +424,45 @@ def usability_rows(database: Database, study_id: str) -> list[dict]:
            JOIN assignments sb_a ON sb_a.id = sb.assignment_id AND sb_a.participant_id = si_a.participant_id
            JOIN participants p ON p.id = si_a.participant_id
            WHERE e.study_id = ? AND p.excluded_at IS NULL
-           ORDER BY e.id, v.id""", [study_id])
+           ORDER BY e.id, v.id""",
+        [study_id],
+    )
 
 
 def put_exchange_metric(db, exchange_id: int, metric: str, version: str, model: str, score) -> None:
-    db.execute("INSERT OR REPLACE INTO exchange_metrics (exchange_id, metric, version, model, score, created_at) "
-               "VALUES (?,?,?,?,?,?)", [exchange_id, metric, version, model, score, now()])
+    db.execute(
+        "INSERT OR REPLACE INTO exchange_metrics (exchange_id, metric, version, model, score, created_at) "
+        "VALUES (?,?,?,?,?,?)",
+        [exchange_id, metric, version, model, score, now()],
+    )
 
 
 def exchange_metric_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT m.exchange_id, m.metric, m.version, m.model, m.score FROM exchange_metrics m "
-        "JOIN exchanges e ON e.id = m.exchange_id WHERE e.study_id = ?", [study_id])
+        "JOIN exchanges e ON e.id = m.exchange_id WHERE e.study_id = ?",
+        [study_id],
+    )
 
 
-def reference_translation(database: Database, study_id: str, starter_id: str,
-                          system_id: str) -> str | list[str] | None:
+def reference_translation(database: Database, study_id: str, starter_id: str, system_id: str) -> str | list[str] | None:
     """The human reference of the starter, as a metric's reference cell: the study's reference
     translations (references.csv; a list when there are several), else, for a study without
     any for this starter, the translation of an imported exchange of a `human` system other
     than system_id (a designer who lists human translation as a system); None when neither."""
-    refs = [r["text"] for r in database.query(
-        "SELECT text FROM reference_translations WHERE study_id = ? AND starter_id = ? ORDER BY idx",
-        [study_id, starter_id])]
+    refs = [
+        r["text"]
+        for r in database.query(
+            "SELECT text FROM reference_translations WHERE study_id = ? AND starter_id = ? ORDER BY idx",
+            [study_id, starter_id],
+        )
+    ]
     if refs:
         return refs[0] if len(refs) == 1 else refs
     row = database.one(
         "SELECT t.text FROM exchanges e JOIN translations t ON t.exchange_id = e.id JOIN systems s "
         "ON s.study_id = e.study_id AND s.id = e.system_id WHERE e.study_id = ? AND e.starter_id = ? "
-        "AND s.kind = 'human' AND e.system_id != ? ORDER BY e.id LIMIT 1", [study_id, starter_id, system_id])
+        "AND s.kind = 'human' AND e.system_id != ? ORDER BY e.id LIMIT 1",
+        [study_id, starter_id, system_id],
+    )
     return row["text"] if row else None

@@ -1,5 +1,6 @@
 """Studies and their corpus: starters, questions, reference translations, systems, DA segments,
 SD sentences/pairs."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,15 @@ import json
 from storage.db import Database, now
 
 # deleted in this order on re-import (the first two refer to starters)
-CONTENT_TABLES = ("reference_translations", "questions", "starters", "systems", "da_segments", "sd_sentences",
-                  "sd_pairs")
+CONTENT_TABLES = (
+    "reference_translations",
+    "questions",
+    "starters",
+    "systems",
+    "da_segments",
+    "sd_sentences",
+    "sd_pairs",
+)
 
 
 def get_study(database: Database, study_id: str) -> dict | None:
@@ -37,37 +45,69 @@ def replace_study(db, bundle) -> None:
         # the imported exchanges go, with what refers to them (a re-import has no participants:
         # their pool items and scores are rebuilt by the import's workflow refresh and jobs)
         for t in ("work_pool", "exchange_metrics", "translations"):
-            db.execute(f"DELETE FROM {t} WHERE exchange_id IN "
-                       "(SELECT id FROM exchanges WHERE study_id = ? AND sender_id IS NULL)", [sid])
+            db.execute(
+                f"DELETE FROM {t} WHERE exchange_id IN "
+                "(SELECT id FROM exchanges WHERE study_id = ? AND sender_id IS NULL)",
+                [sid],
+            )
         db.execute("DELETE FROM exchanges WHERE study_id = ? AND sender_id IS NULL", [sid])
         db.execute("DELETE FROM da_hit_items WHERE hit_id IN (SELECT id FROM da_hits WHERE study_id = ?)", [sid])
         db.execute("DELETE FROM da_hits WHERE study_id = ?", [sid])
         for t in CONTENT_TABLES:
             db.execute(f"DELETE FROM {t} WHERE study_id = ?", [sid])
-        db.execute("UPDATE studies SET name = ?, config = ?, content_hash = ? WHERE id = ?",
-                   [bundle.name, json.dumps(bundle.config), bundle.content_hash, sid])
+        db.execute(
+            "UPDATE studies SET name = ?, config = ?, content_hash = ? WHERE id = ?",
+            [bundle.name, json.dumps(bundle.config), bundle.content_hash, sid],
+        )
     else:
-        db["studies"].insert({"id": sid, "name": bundle.name, "config": json.dumps(bundle.config),
-                              "content_hash": bundle.content_hash, "created_at": now()})
+        db["studies"].insert(
+            {
+                "id": sid,
+                "name": bundle.name,
+                "config": json.dumps(bundle.config),
+                "content_hash": bundle.content_hash,
+                "created_at": now(),
+            }
+        )
     db["systems"].insert_all(
-        {"study_id": sid, "id": s["id"], "label": s["label"], "kind": s["kind"],
-         "config": json.dumps(s)} for s in bundle.systems)
+        {"study_id": sid, "id": s["id"], "label": s["label"], "kind": s["kind"], "config": json.dumps(s)}
+        for s in bundle.systems
+    )
     db["starters"].insert_all(
-        {"study_id": sid, **{k: s[k] for k in ("id", "domain", "source", "corpus", "text")},
-         "key_spans": json.dumps(s["key_spans"], ensure_ascii=False)} for s in bundle.starters)
+        {
+            "study_id": sid,
+            **{k: s[k] for k in ("id", "domain", "source", "corpus", "text")},
+            "key_spans": json.dumps(s["key_spans"], ensure_ascii=False),
+        }
+        for s in bundle.starters
+    )
     db["questions"].insert_all({"study_id": sid, **q} for q in bundle.questions)
     numbered: dict[str, int] = {}
-    for r in bundle.references:          # idx: the starter's references in file order, from 1
+    for r in bundle.references:  # idx: the starter's references in file order, from 1
         numbered[r["starter_id"]] = numbered.get(r["starter_id"], 0) + 1
-        db["reference_translations"].insert({"study_id": sid, "starter_id": r["starter_id"],
-                                             "idx": numbered[r["starter_id"]], "translator": r["translator"],
-                                             "text": r["translation"]})
+        db["reference_translations"].insert(
+            {
+                "study_id": sid,
+                "starter_id": r["starter_id"],
+                "idx": numbered[r["starter_id"]],
+                "translator": r["translator"],
+                "text": r["translation"],
+            }
+        )
     rows = [db["da_segments"].insert({"study_id": sid, **s}).last_pk for s in bundle.da_segments]
     for idx, hit in enumerate(bundle.da_hits, start=1):
         hid = db["da_hits"].insert({"study_id": sid, "idx": idx}).last_pk
         db["da_hit_items"].insert_all(
-            {"hit_id": hid, "pos": it["pos"], "type": it["type"], "segment_row": rows[it["row"]],
-             "of_pos": it["of_pos"], "candidate": it["candidate"]} for it in hit)
+            {
+                "hit_id": hid,
+                "pos": it["pos"],
+                "type": it["type"],
+                "segment_row": rows[it["row"]],
+                "of_pos": it["of_pos"],
+                "candidate": it["candidate"],
+            }
+            for it in hit
+        )
     db["sd_sentences"].insert_all({"study_id": sid, **s} for s in bundle.sd_sentences)
     db["sd_pairs"].insert_all({"study_id": sid, **p} for p in bundle.sd_pairs)
 
@@ -88,14 +128,17 @@ def starter(database: Database, study_id: str, starter_id: str) -> dict | None:
 
 def questions(database: Database, study_id: str, starter_id: str) -> list[dict]:
     return database.query(
-        "SELECT idx, en, pt FROM questions WHERE study_id = ? AND starter_id = ? ORDER BY idx",
-        [study_id, starter_id])
+        "SELECT idx, en, pt FROM questions WHERE study_id = ? AND starter_id = ? ORDER BY idx", [study_id, starter_id]
+    )
 
 
 def reference_translations(database: Database, study_id: str) -> list[dict]:
     """The study's human reference translations (references.csv), per starter in file order."""
-    return database.query("SELECT starter_id, idx, translator, text FROM reference_translations "
-                          "WHERE study_id = ? ORDER BY starter_id, idx", [study_id])
+    return database.query(
+        "SELECT starter_id, idx, translator, text FROM reference_translations "
+        "WHERE study_id = ? ORDER BY starter_id, idx",
+        [study_id],
+    )
 
 
 def systems(database: Database, study_id: str) -> list[dict]:
@@ -106,8 +149,7 @@ def systems(database: Database, study_id: str) -> list[dict]:
 
 
 def da_segments(database: Database, study_id: str) -> list[dict]:
-    return database.query("SELECT * FROM da_segments WHERE study_id = ? ORDER BY doc_id, position, system",
-                          [study_id])
+    return database.query("SELECT * FROM da_segments WHERE study_id = ? ORDER BY doc_id, position, system", [study_id])
 
 
 def sd_sentences(database: Database, study_id: str) -> list[dict]:
@@ -119,8 +161,9 @@ def sd_sentence(database: Database, study_id: str, sentence_id: str) -> dict | N
 
 
 def sd_pairs(database: Database, study_id: str, language: str) -> list[dict]:
-    return database.query("SELECT * FROM sd_pairs WHERE study_id = ? AND language = ? ORDER BY id",
-                          [study_id, language])
+    return database.query(
+        "SELECT * FROM sd_pairs WHERE study_id = ? AND language = ? ORDER BY id", [study_id, language]
+    )
 
 
 def da_hits(database: Database, study_id: str) -> list[dict]:
@@ -130,23 +173,32 @@ def da_hits(database: Database, study_id: str) -> list[dict]:
 def da_hit_items(database: Database, hit_id: int) -> list[dict]:
     return database.query(
         "SELECT i.*, s.segment_id, s.system, s.doc_id, s.reference, s.source, s.output FROM da_hit_items i "
-        "JOIN da_segments s ON s.id = i.segment_row WHERE i.hit_id = ? ORDER BY i.pos", [hit_id])
+        "JOIN da_segments s ON s.id = i.segment_row WHERE i.hit_id = ? ORDER BY i.pos",
+        [hit_id],
+    )
 
 
 def da_hit_item(database: Database, item_id: int) -> dict | None:
     return database.one(
         "SELECT i.*, h.study_id, h.idx AS hit_idx, s.segment_id, s.system, s.doc_id, s.reference, s.output "
         "FROM da_hit_items i JOIN da_hits h ON h.id = i.hit_id JOIN da_segments s ON s.id = i.segment_row "
-        "WHERE i.id = ?", [item_id])
+        "WHERE i.id = ?",
+        [item_id],
+    )
 
 
 def da_campaign_items(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT i.id, i.candidate, s.reference FROM da_hit_items i JOIN da_hits h ON h.id = i.hit_id "
-        "JOIN da_segments s ON s.id = i.segment_row WHERE h.study_id = ? ORDER BY h.idx, i.pos", [study_id])
+        "JOIN da_segments s ON s.id = i.segment_row WHERE h.study_id = ? ORDER BY h.idx, i.pos",
+        [study_id],
+    )
 
 
 def question_counts(database: Database, study_id: str) -> list[dict]:
     """Questions in use per starter (starters without any have no row): paper 000's Table 3."""
-    return database.query("SELECT starter_id, COUNT(*) AS questions FROM questions WHERE study_id = ? "
-                          "GROUP BY starter_id ORDER BY starter_id", [study_id])
+    return database.query(
+        "SELECT starter_id, COUNT(*) AS questions FROM questions WHERE study_id = ? "
+        "GROUP BY starter_id ORDER BY starter_id",
+        [study_id],
+    )

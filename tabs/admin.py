@@ -1,5 +1,6 @@
 """The study designer's tab: login, progress, participants and their links, recording
 review, jobs and loaded models."""
+
 from __future__ import annotations
 
 import html
@@ -26,9 +27,11 @@ from tabs.common import Ctx, plain_markdown, shown_table
 _translate_on_gpu = gpu(translate_files)
 
 
-LOGIN_WHY = ("This server has an admin password (`TRADLAB_ADMIN_PASSWORD`, set by whoever runs it): it is "
-             "needed because with one set the Admin and Analysis tabs answer from any machine, not only from "
-             "localhost. Enter it to open them.")
+LOGIN_WHY = (
+    "This server has an admin password (`TRADLAB_ADMIN_PASSWORD`, set by whoever runs it): it is "
+    "needed because with one set the Admin and Analysis tabs answer from any machine, not only from "
+    "localhost. Enter it to open them."
+)
 PICK_RECORDING = "Pick a recording first: click its row in the table above."
 NO_STUDY = "No study shown yet: import one, or pick it above."
 NO_MODELS = "No models loaded yet: the first recording or translation loads them."
@@ -53,8 +56,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         with gr.Column(visible=False, elem_id="admin-panel") as panel:
             with gr.Row(equal_height=True, elem_id="admin-bar"):
                 # one line: the page's first screen is the dashboard's
-                study = gr.Dropdown(label="Study", show_label=False, container=False, choices=[], scale=4,
-                                    min_width=200)
+                study = gr.Dropdown(
+                    label="Study", show_label=False, container=False, choices=[], scale=4, min_width=200
+                )
                 refresh = gr.Button("Refresh", size="sm", scale=1, min_width=90)
                 logout = gr.Button("Log out", size="sm", scale=1, min_width=90, variant="secondary")
             # the dashboard: one screen, re-read every DASHBOARD_EVERY_S while logged in; the
@@ -64,20 +68,28 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             people = admin_participants.build(ctx, auth, session, study)
             build_participant_view(ctx, auth, session, study)
             with gr.Accordion("Progress tables and data collected", open=False):
-                progress = gr.Dataframe(label="Progress by role and phase", interactive=False,
-                                        value=shown_table(None, NO_STUDY))
+                progress = gr.Dataframe(
+                    label="Progress by role and phase", interactive=False, value=shown_table(None, NO_STUDY)
+                )
                 collected = gr.Dataframe(label="Data collected", interactive=False, value=shown_table(None, NO_STUDY))
             with gr.Accordion("Exchanges and their phase", open=False):
-                exchanges = pager("Exchanges", "No exchanges yet: they start when a sender records.",
-                                  elem_id="exchanges")
+                exchanges = pager(
+                    "Exchanges", "No exchanges yet: they start when a sender records.", elem_id="exchanges"
+                )
             with gr.Accordion("Recordings to review (flagged by QC)", open=False):
-                review = pager("Flagged recordings", "No flagged recordings: QC has flagged none to review.",
-                               wrap=True, datatype=admin_review.DATATYPES,
-                               column_widths=admin_review.COLUMN_WIDTHS, elem_id="review-table")
+                review = pager(
+                    "Flagged recordings",
+                    "No flagged recordings: QC has flagged none to review.",
+                    wrap=True,
+                    datatype=admin_review.DATATYPES,
+                    column_widths=admin_review.COLUMN_WIDTHS,
+                    elem_id="review-table",
+                )
                 gr.HTML(admin_review.LEGEND)
                 with gr.Row():
-                    rec_id = blank_number(label="Recording id (click its row above)", zero_is_blank=True, precision=0,
-                                          scale=1)
+                    rec_id = blank_number(
+                        label="Recording id (click its row above)", zero_is_blank=True, precision=0, scale=1
+                    )
                     show_rec = gr.Button("Open", scale=1)
                 rec_audio = gr.Audio(label="Recording", type="filepath", interactive=False, elem_id="review-audio")
                 rec_text = gr.Markdown(elem_id="review-text")
@@ -87,38 +99,52 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                     reject = gr.Button("Reject", variant="stop")
                 review_msg = gr.Markdown()
             with gr.Accordion("Background jobs", open=False):
-                jobs = pager("Jobs (failed first)", "No background jobs yet: recordings queue them.", wrap=True,
-                             headers={"max_attempts": "max", "last_error": "last error", "updated_at": "updated"})
+                jobs = pager(
+                    "Jobs (failed first)",
+                    "No background jobs yet: recordings queue them.",
+                    wrap=True,
+                    headers={"max_attempts": "max", "last_error": "last error", "updated_at": "updated"},
+                )
                 with gr.Row():
                     job_id = blank_number(label="Job id (click its row above)", zero_is_blank=True, precision=0)
                     retry = gr.Button("Retry failed job")
                 job_msg = gr.Markdown()
-                gr.Markdown("Each answer opens the next phase of its exchange at once. The worker also runs "
-                            "a repair every 10 minutes (and marks senders inactive past the study's "
-                            "`dropout_after_days` as dropped out); run it now after an incident:")
+                gr.Markdown(
+                    "Each answer opens the next phase of its exchange at once. The worker also runs "
+                    "a repair every 10 minutes (and marks senders inactive past the study's "
+                    "`dropout_after_days` as dropped out); run it now after an incident:"
+                )
                 repair = gr.Button("Repair the workflow now")
                 repair_msg = gr.Markdown()
             with gr.Accordion("Loaded models", open=False):
                 models = gr.Dataframe(label="Model cache", interactive=False, value=shown_table(None, NO_MODELS))
             with gr.Accordion("Import a study", open=False):
-                study_zip = gr.File(label="Study folder as a .zip (study.toml and its corpus files)",
-                                    file_types=[".zip"], type="filepath")
+                study_zip = gr.File(
+                    label="Study folder as a .zip (study.toml and its corpus files)",
+                    file_types=[".zip"],
+                    type="filepath",
+                )
                 do_import = gr.Button("Validate and import")
                 import_msg = gr.Markdown(elem_id="import-msg")
             with gr.Accordion("Direct-assessment campaign", open=False):
-                gr.Markdown("HITs are built when the study is imported. Raters in audio mode wait until "
-                            "their HIT's audio exists (a background job renders it when the HIT is "
-                            "assigned); pre-rendering the whole campaign here avoids that wait. Each text "
-                            "is synthesised once.")
+                gr.Markdown(
+                    "HITs are built when the study is imported. Raters in audio mode wait until "
+                    "their HIT's audio exists (a background job renders it when the HIT is "
+                    "assigned); pre-rendering the whole campaign here avoids that wait. Each text "
+                    "is synthesised once."
+                )
                 prerender = gr.Button("Pre-render the campaign (images and audio)")
                 prerender_msg = gr.Markdown()
             with gr.Accordion("Export the study's data", open=False):
-                gr.Markdown("One table per entity with a data dictionary (README.md inside), participants "
-                            "under pseudonyms (sender-001, ...), no link tokens; hf-audio is a Hugging Face "
-                            "audio-folder dataset of the recordings. `python app.py export` does the same.")
+                gr.Markdown(
+                    "One table per entity with a data dictionary (README.md inside), participants "
+                    "under pseudonyms (sender-001, ...), no link tokens; hf-audio is a Hugging Face "
+                    "audio-folder dataset of the recordings. `python app.py export` does the same."
+                )
                 with gr.Row():
-                    export_format = gr.Dropdown(label="Format", choices=["csv", "jsonl", "parquet", "hf-audio"],
-                                                value="csv")
+                    export_format = gr.Dropdown(
+                        label="Format", choices=["csv", "jsonl", "parquet", "hf-audio"], value="csv"
+                    )
                     export_ids = gr.Checkbox(label="Include Prolific / external ids", value=False)
                     export_events = gr.Checkbox(label="Include the audit log", value=False)
                 export_go = gr.Button("Export (zip)")
@@ -126,8 +152,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 export_msg = gr.Markdown()
             admin_questions.build(ctx, auth, session, study)
             with gr.Accordion("Try a speech-translation system", open=False):
-                try_system = gr.Dropdown(label="System preset", choices=list(systems.presets()),
-                                         value=systems.DEFAULT_SYSTEM)
+                try_system = gr.Dropdown(
+                    label="System preset", choices=list(systems.presets()), value=systems.DEFAULT_SYSTEM
+                )
                 try_audio = gr.Audio(sources=["microphone", "upload"], type="filepath", label="English speech")
                 try_go = gr.Button("Translate")
                 try_out = gr.Markdown(elem_id="try-output")
@@ -141,23 +168,32 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
     def tick(sess, study_id, request: gr.Request):
         return {dash: dashboard_html(study_id)}
 
-    dash_timer.tick(tick, [session, study], [dash, dash_timer], api_name="admin_dashboard",
-                    api_visibility="undocumented", show_progress="hidden")
+    dash_timer.tick(
+        tick,
+        [session, study],
+        [dash, dash_timer],
+        api_name="admin_dashboard",
+        api_visibility="undocumented",
+        show_progress="hidden",
+    )
 
     @admin_only(auth, notice)
     def tables(request: gr.Request, sess, study_id, ex_page, rev_page, job_page, *people_state):
         if not study_id:
             return {notice: "No study imported yet: run `python app.py import FOLDER`.", dash: dashboard_html(None)}
-        return {notice: "", dash: dashboard_html(study_id),
-                progress: shown_table(admin_progress.progress_table(ctx.database, study_id),
-                                      "No items yet: participants' links make them."),
-                collected: shown_table(admin_progress.collected_counts(ctx.database, study_id),
-                                       "Nothing collected yet."),
-                **exchanges.show(admin_progress.exchanges_page(ctx.database, study_id, ex_page)),
-                **review.show(admin_review.review_table(admin_progress.review_page(ctx.database, study_id, rev_page))),
-                **jobs.show(admin_progress.jobs_page(ctx.database, job_page)),
-                models: shown_table(admin_progress.models_table(CACHE), NO_MODELS),
-                **people.refresh(study_id, *people_state)}
+        return {
+            notice: "",
+            dash: dashboard_html(study_id),
+            progress: shown_table(
+                admin_progress.progress_table(ctx.database, study_id), "No items yet: participants' links make them."
+            ),
+            collected: shown_table(admin_progress.collected_counts(ctx.database, study_id), "Nothing collected yet."),
+            **exchanges.show(admin_progress.exchanges_page(ctx.database, study_id, ex_page)),
+            **review.show(admin_review.review_table(admin_progress.review_page(ctx.database, study_id, rev_page))),
+            **jobs.show(admin_progress.jobs_page(ctx.database, job_page)),
+            models: shown_table(admin_progress.models_table(CACHE), NO_MODELS),
+            **people.refresh(study_id, *people_state),
+        }
 
     @details_for_admin
     def do_login(pw, request: gr.Request):
@@ -167,22 +203,37 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return {notice: str(e)}
         choices = admin_progress.study_choices(ctx.database)
         first = choices[0][1] if choices else None
-        return {session: sess, notice: "", login_row: gr.update(visible=False),
-                panel: gr.update(visible=True), study: gr.update(choices=choices, value=first),
-                dash_timer: gr.Timer(active=True),
-                **tables(request, sess, first, 1, 1, 1, "all", "all", 1, 1)}
+        return {
+            session: sess,
+            notice: "",
+            login_row: gr.update(visible=False),
+            panel: gr.update(visible=True),
+            study: gr.update(choices=choices, value=first),
+            dash_timer: gr.Timer(active=True),
+            **tables(request, sess, first, 1, 1, 1, "all", "all", 1, 1),
+        }
 
     def do_logout(sess, request: gr.Request):
         """Ends the session on the server (its id opens nothing any more) and shows the login form
         (without a password: only the button, which opens a new session)."""
         auth.logout(sess, _host(request))
-        if not auth.needs_password:      # no form to log in again: the admin link (reloading it) does
-            return {session: "", password: gr.update(value="", visible=False), login_row: gr.update(visible=False),
-                    notice: "Logged out. Open the admin link again (or reload this page) to log in.",
-                    panel: gr.update(visible=False), dash_timer: gr.Timer(active=False)}
-        return {session: "", password: gr.update(value="", visible=auth.needs_password), notice: "Logged out.",
-                login_row: gr.update(visible=True), panel: gr.update(visible=False),
-                dash_timer: gr.Timer(active=False)}
+        if not auth.needs_password:  # no form to log in again: the admin link (reloading it) does
+            return {
+                session: "",
+                password: gr.update(value="", visible=False),
+                login_row: gr.update(visible=False),
+                notice: "Logged out. Open the admin link again (or reload this page) to log in.",
+                panel: gr.update(visible=False),
+                dash_timer: gr.Timer(active=False),
+            }
+        return {
+            session: "",
+            password: gr.update(value="", visible=auth.needs_password),
+            notice: "Logged out.",
+            login_row: gr.update(visible=True),
+            panel: gr.update(visible=False),
+            dash_timer: gr.Timer(active=False),
+        }
 
     @details_for_admin
     def open_at_once(request: gr.Request):
@@ -191,8 +242,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         at once; without the link it says where the link is, and a remote one is refused as by Log
         in (the form stays hidden); with a password the form shows, saying why it is needed."""
         if auth.needs_password:
-            return {login_row: gr.update(visible=True), password: gr.update(visible=True),
-                    login_why: LOGIN_WHY}
+            return {login_row: gr.update(visible=True), password: gr.update(visible=True), login_why: LOGIN_WHY}
         secret = dict(getattr(request, "query_params", None) or {}).get("admin") or ""
         if not secret:
             shown = admin.NEEDS_ADMIN_LINK if auth.available(_host(request)) else admin.REMOTE_WITHOUT_PASSWORD
@@ -206,10 +256,13 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         item = admin_progress.review_item(ctx.database, rid)
         if item is None:
             return {review_msg: f"There is no recording {rid}.", rec_audio: None, rec_text: "", rec_align: ""}
-        return {review_msg: "", rec_audio: item["audio"],
-                rec_text: f"**Prompt:** {plain_markdown(item['prompt'])}\n\n"
-                          f"**Transcript:** {plain_markdown(item['transcript'])}",
-                rec_align: admin_review.item_html(item)}
+        return {
+            review_msg: "",
+            rec_audio: item["audio"],
+            rec_text: f"**Prompt:** {plain_markdown(item['prompt'])}\n\n"
+            f"**Transcript:** {plain_markdown(item['transcript'])}",
+            rec_align: admin_review.item_html(item),
+        }
 
     def decide_on(decision):
         @admin_only(auth, review_msg)
@@ -222,12 +275,15 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 return {review_msg: str(e)}
             msg = f"Recording {out.recording_id} {out.status}."
             if out.sender_excluded:
-                msg += (f" Its sender has more than three rejected recordings and is excluded; "
-                        f"{len(out.reassigned)} open item(s) went to other senders")
+                msg += (
+                    f" Its sender has more than three rejected recordings and is excluded; "
+                    f"{len(out.reassigned)} open item(s) went to other senders"
+                )
                 msg += f", {len(out.unassigned)} found nobody." if out.unassigned else "."
             if out.record_again:
                 msg += " Its sender is asked to record it again (their Record tab says why)."
-            return {review_msg: msg}       # the table reloads its page next (.then below)
+            return {review_msg: msg}  # the table reloads its page next (.then below)
+
         return handler
 
     @admin_only(auth, job_msg)
@@ -246,57 +302,95 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return "Record or upload some English speech first."
         try:
             r = _translate_on_gpu([audio], preset)[0]
-        except Exception as e:       # shown to the designer, who is testing a configuration
+        except Exception as e:  # shown to the designer, who is testing a configuration
             return f"**{type(e).__name__}:** {e}"
         times = ", ".join(f"{k} {v:.2f} s" for k, v in r["seconds"].items())
         transcript = f"**Transcript:** {r['transcript']}\n\n" if r["transcript"] is not None else ""
         return f"{transcript}**Translation:** {r['translation']}\n\n{times} for {r['audio_s']:.1f} s of audio"
 
     # the dashboard last: the outputs before it keep their places for API callers
-    table_outs = [notice, progress, collected, *exchanges.outputs, *review.outputs, *jobs.outputs, models,
-                  *people.outputs, dash]
+    table_outs = [
+        notice,
+        progress,
+        collected,
+        *exchanges.outputs,
+        *review.outputs,
+        *jobs.outputs,
+        models,
+        *people.outputs,
+        dash,
+    ]
     outs = [session, notice, login_row, panel, study, *table_outs[1:], dash_timer]
     for trigger in (login.click, password.submit):
-        api = {"api_name": "admin_login", "api_visibility": "undocumented"} if trigger == login.click else \
-            {"api_visibility": "private"}
+        api = (
+            {"api_name": "admin_login", "api_visibility": "undocumented"}
+            if trigger == login.click
+            else {"api_visibility": "private"}
+        )
         # one login at a time: a check paced by the throttle (LoginThrottle.turn) holds one thread, not many
         api.update(concurrency_id="admin_login", concurrency_limit=1)
         # then: timestamps in the browser's zone (tabs/admin_dashboard.LOCAL_TIMES_JS)
         trigger(do_login, [password], outs, **api).then(None, js=admin_dashboard.LOCAL_TIMES_JS)
-    logout.click(do_logout, [session], [session, password, notice, login_row, panel, dash_timer],
-                 api_name="admin_logout", api_visibility="undocumented")
+    logout.click(
+        do_logout,
+        [session],
+        [session, password, notice, login_row, panel, dash_timer],
+        api_name="admin_logout",
+        api_visibility="undocumented",
+    )
     # without a password a local page opens at once (open_at_once), then its times in the browser's zone
-    gr.context.Context.root_block.load(open_at_once, None, [*outs, password, login_why],
-                                       api_visibility="private").then(None, js=admin_dashboard.LOCAL_TIMES_JS)
+    gr.context.Context.root_block.load(open_at_once, None, [*outs, password, login_why], api_visibility="private").then(
+        None, js=admin_dashboard.LOCAL_TIMES_JS
+    )
     for trigger in (refresh.click, study.change):
         # "minimal": the dashboard stays readable while it refreshes (no grey overlay over it)
-        trigger(tables, [session, study, exchanges.page, review.page, jobs.page, *people.inputs], table_outs,
-                api_visibility="private", show_progress="minimal")
+        trigger(
+            tables,
+            [session, study, exchanges.page, review.page, jobs.page, *people.inputs],
+            table_outs,
+            api_visibility="private",
+            show_progress="minimal",
+        )
 
     def dashboard_in_view(sess, evt: gr.SelectData):
         """The dashboard re-reads itself only while the Admin tab is in front (not behind Analysis)."""
         return gr.Timer(active=bool(sess) and evt.value == "Admin")
 
     if isinstance(tab.parent, gr.Tabs):
-        tab.parent.select(dashboard_in_view, [session], [dash_timer], show_progress="hidden",
-                          api_visibility="private")
+        tab.parent.select(dashboard_in_view, [session], [dash_timer], show_progress="hidden", api_visibility="private")
 
     def review_page(no, sid):
         return admin_review.review_table(admin_progress.review_page(ctx.database, sid, no))
 
     reload_review = review.wire(auth, session, [study], review_page, review_msg, "admin_review_page")
-    exchanges.wire(auth, session, [study], lambda no, sid: admin_progress.exchanges_page(ctx.database, sid, no), notice,
-                   "admin_exchanges_page")
-    reload_jobs = jobs.wire(auth, session, [], lambda no: admin_progress.jobs_page(ctx.database, no), job_msg,
-                            "admin_jobs_page")
+    exchanges.wire(
+        auth,
+        session,
+        [study],
+        lambda no, sid: admin_progress.exchanges_page(ctx.database, sid, no),
+        notice,
+        "admin_exchanges_page",
+    )
+    reload_jobs = jobs.wire(
+        auth, session, [], lambda no: admin_progress.jobs_page(ctx.database, no), job_msg, "admin_jobs_page"
+    )
     pick_row(review.table, rec_id)
     pick_row(jobs.table, job_id)
-    show_rec.click(open_recording, [session, rec_id], [review_msg, rec_audio, rec_text, rec_align],
-                   api_name="admin_open_recording", api_visibility="undocumented")
+    show_rec.click(
+        open_recording,
+        [session, rec_id],
+        [review_msg, rec_audio, rec_text, rec_align],
+        api_name="admin_open_recording",
+        api_visibility="undocumented",
+    )
     for button, decision in ((accept, "accept"), (reject, "reject")):
-        button.click(decide_on(decision), [session, rec_id, study], [review_msg, review.table],
-                     api_name=f"admin_{decision}_recording", api_visibility="undocumented").then(
-            reload_review, [session, review.page, study], [review_msg, *review.outputs], api_visibility="private")
+        button.click(
+            decide_on(decision),
+            [session, rec_id, study],
+            [review_msg, review.table],
+            api_name=f"admin_{decision}_recording",
+            api_visibility="undocumented",
+        ).then(reload_review, [session, review.page, study], [review_msg, *review.outputs], api_visibility="private")
 
     @admin_only(auth, import_msg)
     def on_import(sess, path, request: gr.Request):
@@ -308,11 +402,14 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             lines = "\n".join(f"- {err}" for err in e.errors[:50])
             return {import_msg: f"**Nothing was imported.** Fix these and upload again:\n{lines}"}
         counts = ", ".join(f"{k} {v}" for k, v in res.counts.items() if v)
-        return {import_msg: f"Study **{res.study_id}** {res.status} ({counts}).",
-                study: gr.update(choices=admin_progress.study_choices(ctx.database), value=res.study_id)}
+        return {
+            import_msg: f"Study **{res.study_id}** {res.status} ({counts}).",
+            study: gr.update(choices=admin_progress.study_choices(ctx.database), value=res.study_id),
+        }
 
-    do_import.click(on_import, [session, study_zip], [import_msg, study], api_name="admin_import",
-                    api_visibility="undocumented")
+    do_import.click(
+        on_import, [session, study_zip], [import_msg, study], api_name="admin_import", api_visibility="undocumented"
+    )
 
     @admin_only(auth)
     def do_prerender(sess, study_id, request: gr.Request, progress=gr.Progress()):
@@ -321,30 +418,60 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         from services.da import campaign as da_campaign
 
         try:
-            out = da_campaign.prerender(ctx.database, study_id, ctx.settings.media_dir,
-                                        lambda done, total: progress((done, total), desc="Rendering"))
-        except Exception as e:       # e.g. no TTS voice for the language: the designer needs the reason
+            out = da_campaign.prerender(
+                ctx.database,
+                study_id,
+                ctx.settings.media_dir,
+                lambda done, total: progress((done, total), desc="Rendering"),
+            )
+        except Exception as e:  # e.g. no TTS voice for the language: the designer needs the reason
             return f"**{type(e).__name__}:** {e}"
         return f"Rendered {out['items']} item images and {out['audio_texts']} distinct audio texts (each once)."
 
     def make_export(study_id, fmt, ids, events):
         from services.study import export
 
-        path = export.export_zip(ctx.database, study_id, ctx.settings.media_dir, fmt or "csv",
-                                 include_external_ids=bool(ids), include_events=bool(events))
+        path = export.export_zip(
+            ctx.database,
+            study_id,
+            ctx.settings.media_dir,
+            fmt or "csv",
+            include_external_ids=bool(ids),
+            include_events=bool(events),
+        )
         return path, f"`{path.name}`: tables, README.md (data dictionary) and manifest.json."
 
-    do_export = download(auth, export_file, export_msg, make_export, (ValueError, KeyError),
-                         "**The export could not be made:** ")
-    export_go.click(do_export, [session, study, export_format, export_ids, export_events], [export_file, export_msg],
-                    api_name="admin_export", api_visibility="undocumented")
+    do_export = download(
+        auth, export_file, export_msg, make_export, (ValueError, KeyError), "**The export could not be made:** "
+    )
+    export_go.click(
+        do_export,
+        [session, study, export_format, export_ids, export_events],
+        [export_file, export_msg],
+        api_name="admin_export",
+        api_visibility="undocumented",
+    )
 
-    prerender.click(do_prerender, [session, study], prerender_msg, concurrency_id=MODEL_QUEUE,
-                    concurrency_limit=1, api_name="admin_prerender_da", api_visibility="undocumented")
+    prerender.click(
+        do_prerender,
+        [session, study],
+        prerender_msg,
+        concurrency_id=MODEL_QUEUE,
+        concurrency_limit=1,
+        api_name="admin_prerender_da",
+        api_visibility="undocumented",
+    )
     # every event that runs a model shares one queue, so a small GPU is never oversubscribed
-    try_go.click(do_try, [session, try_system, try_audio], try_out, concurrency_id=MODEL_QUEUE,
-                 concurrency_limit=1, api_name="admin_try_system", api_visibility="undocumented")
-    retry.click(do_retry, [session, job_id], [job_msg, jobs.table], api_name="admin_retry_job",
-                api_visibility="undocumented").then(reload_jobs, [session, jobs.page], [job_msg, *jobs.outputs],
-                                                    api_visibility="private")
+    try_go.click(
+        do_try,
+        [session, try_system, try_audio],
+        try_out,
+        concurrency_id=MODEL_QUEUE,
+        concurrency_limit=1,
+        api_name="admin_try_system",
+        api_visibility="undocumented",
+    )
+    retry.click(
+        do_retry, [session, job_id], [job_msg, jobs.table], api_name="admin_retry_job", api_visibility="undocumented"
+    ).then(reload_jobs, [session, jobs.page], [job_msg, *jobs.outputs], api_visibility="private")
     return tab, session

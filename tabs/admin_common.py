@@ -1,5 +1,6 @@
 """Pieces the admin tab's modules share: the admin check of every event, the caller's address
 and paged tables."""
+
 from __future__ import annotations
 
 import functools
@@ -23,6 +24,7 @@ def details_for_admin(fn):
     type and text) once the handler's AdminAuth.check has passed; before that (a stranger, a
     participant) it stays a plain exception, which gradio (show_error=False) shows only as
     "Error"."""
+
     @functools.wraps(fn)
     def handler(*args, **kwargs):
         try:
@@ -33,7 +35,8 @@ def details_for_admin(fn):
             if getattr(e, "admin_checked", False):
                 raise gr.Error(f"{type(e).__name__}: {e}", title="Admin: unexpected error") from e
             raise
-    handler.shows_admin_details = True       # tests/test_admin_hardening.py checks every admin event has it
+
+    handler.shows_admin_details = True  # tests/test_admin_hardening.py checks every admin event has it
     return handler
 
 
@@ -48,8 +51,7 @@ def blank_number(*, blank=None, zero_is_blank: bool = False, **kwargs) -> gr.Num
     number = gr.Number(**kwargs)
 
     def preprocess(payload):
-        if payload is None or (isinstance(payload, float) and math.isnan(payload)) or \
-                (zero_is_blank and payload == 0):
+        if payload is None or (isinstance(payload, float) and math.isnan(payload)) or (zero_is_blank and payload == 0):
             return blank
         return number.round_to_precision(payload, number.precision)
 
@@ -63,6 +65,7 @@ def shows_failure(out, what: str, refused: tuple = (ValueError,)):
     "**<what> could not run:** <message>"; anything else is logged with its traceback and shown
     as "**The analysis failed:** <type>: <message>". Put it under admin_only, so only a checked
     admin sees the text."""
+
     def decorate(fn):
         @functools.wraps(fn)
         def handler(*args, **kwargs):
@@ -75,7 +78,9 @@ def shows_failure(out, what: str, refused: tuple = (ValueError,)):
             except Exception as e:
                 log.exception("%s: the analysis failed", what)
                 return {out: f"**The analysis failed:** {type(e).__name__}: {e} ({what})"}
+
         return handler
+
     return decorate
 
 
@@ -89,6 +94,7 @@ def admin_only(auth: admin.AdminAuth, out=None, *, refused: Callable[[str], obje
         @admin_only(auth, notice)
         def handler(sess, study_id, request: gr.Request): ...
     """
+
     def decorate(fn):
         signature = inspect.signature(fn)
         if not {"sess", "request"} <= set(signature.parameters):
@@ -104,15 +110,19 @@ def admin_only(auth: admin.AdminAuth, out=None, *, refused: Callable[[str], obje
                     return refused(str(e))
                 return str(e) if out is None else {out: str(e)}
             return fn(*args, **kwargs)
+
         return details_for_admin(checked)
+
     return decorate
 
 
-def download(auth: admin.AdminAuth, file_out, message_out, make: Callable, errors=(ValueError,),
-             failed: str = "") -> Callable:
+def download(
+    auth: admin.AdminAuth, file_out, message_out, make: Callable, errors=(ValueError,), failed: str = ""
+) -> Callable:
     """The handler of a file the admin downloads: handler(request, session, study, *values) checks
     the admin session and that a study is picked, then make(study, *values) -> (path, note).
     A refusal or one of `errors` leaves no file and says why (after `failed`)."""
+
     @admin_only(auth, refused=lambda message: {file_out: None, message_out: message})
     def handler(request: gr.Request, sess, study_id, *values):
         if not study_id:
@@ -122,6 +132,7 @@ def download(auth: admin.AdminAuth, file_out, message_out, make: Callable, error
         except errors as e:
             return {file_out: None, message_out: f"{failed}{e}"}
         return {file_out: hand_over(path), message_out: note}
+
     return handler
 
 
@@ -146,7 +157,7 @@ def hand_over(path) -> str:
     os.chmod(target, 0o600)
     if src.parent.name.startswith(("tradlab-", "questions-")) and Path(tempfile.gettempdir()) in src.parent.parents:
         try:
-            src.parent.rmdir()          # only an emptied folder of its own
+            src.parent.rmdir()  # only an emptied folder of its own
         except OSError:
             pass
     return str(target)
@@ -162,13 +173,14 @@ def host(request: gr.Request | None) -> str | None:
 class Pager:
     """A table shown one page at a time: the rows, a page number, previous / next, and
     'Page 2 of 5 · 230 rows'."""
+
     table: gr.Dataframe
     page: gr.Number
     info: gr.Markdown
     prev: gr.Button
     next: gr.Button
-    empty: str = "No rows yet."       # what the table says with no rows (never Gradio's "1 2 3")
-    headers: dict | None = None       # the stored column names as the table shows them (readable)
+    empty: str = "No rows yet."  # what the table says with no rows (never Gradio's "1 2 3")
+    headers: dict | None = None  # the stored column names as the table shows them (readable)
 
     @property
     def outputs(self) -> list:
@@ -178,12 +190,14 @@ class Pager:
         rows = p.rows.rename(columns=self.headers) if self.headers and p.rows is not None else p.rows
         return {self.table: shown_table(rows, self.empty), self.page: p.page, self.info: p.label}
 
-    def wire(self, auth: admin.AdminAuth, session, inputs: list, load: Callable[..., Page], message,
-             api_name: str) -> Callable:
+    def wire(
+        self, auth: admin.AdminAuth, session, inputs: list, load: Callable[..., Page], message, api_name: str
+    ) -> Callable:
         """load(page_no, *values of inputs) -> Page. Typing a page and Enter is the API event
         (admin_<name>_page: session, page, *inputs); previous / next are private. Returns a
         handler that reloads the current page and leaves the message alone (to chain after an
         action whose message must stay)."""
+
         def turn(delta: int, clear: bool = True):
             # the request comes first: gradio passes it only to parameters before *values
             @admin_only(auth, message)
@@ -193,11 +207,11 @@ class Pager:
                 except (PermissionError, ValueError) as e:
                     return {message: str(e)}
                 return {message: "", **shown} if clear else shown
+
             return handler
 
         outs = [message, *self.outputs]
-        self.page.submit(turn(0), [session, self.page, *inputs], outs, api_name=api_name,
-                         api_visibility="undocumented")
+        self.page.submit(turn(0), [session, self.page, *inputs], outs, api_name=api_name, api_visibility="undocumented")
         self.prev.click(turn(-1), [session, self.page, *inputs], outs, api_visibility="private")
         self.next.click(turn(+1), [session, self.page, *inputs], outs, api_visibility="private")
         return turn(0, clear=False)
@@ -207,9 +221,11 @@ def pick_row(table: gr.Dataframe, field):
     """Clicking a row of `table` puts its first column (the id) into `field`, so the admin picks
     a participant, recording, job or draft by clicking rather than typing its number. Only
     table values the admin already sees travel; the action buttons check the session."""
+
     def picked(evt: gr.SelectData):
         row = evt.row_value or []
         return row[0] if row and row[0] not in ("", None) else gr.skip()
+
     return table.select(picked, None, field, api_visibility="private")
 
 
@@ -224,8 +240,18 @@ def pager(label: str, empty: str = "No rows yet.", headers: dict | None = None, 
     table = gr.Dataframe(label=label, interactive=False, value=shown_table(None, empty), **table_kw)
     with gr.Row(equal_height=True):
         prev = gr.Button("◀ Previous", size="sm", scale=0, min_width=110)
-        page = blank_number(value=1, blank=1, zero_is_blank=True, precision=0, minimum=1, label="Page",
-                            show_label=False, container=False, scale=0, min_width=90)
+        page = blank_number(
+            value=1,
+            blank=1,
+            zero_is_blank=True,
+            precision=0,
+            minimum=1,
+            label="Page",
+            show_label=False,
+            container=False,
+            scale=0,
+            min_width=90,
+        )
         nxt = gr.Button("Next ▶", size="sm", scale=0, min_width=110)
         info = gr.Markdown()
     return Pager(table, page, info, prev, nxt, empty, headers)

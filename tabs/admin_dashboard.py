@@ -1,5 +1,6 @@
 """How the admin tab draws its dashboard (services/admin/dashboard.py) as compact HTML, and the
 script that shows every timestamp of the admin tab in the browser's own time zone."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -7,7 +8,7 @@ import html
 
 from services.admin.dashboard import Dashboard
 
-EVERY_S = 10          # the dashboard's refresh while the admin is logged in
+EVERY_S = 10  # the dashboard's refresh while the admin is logged in
 
 # Timestamps are stored in UTC (ISO 8601). The browser knows its own time zone and the server
 # does not, so the page rewrites each one it shows (a table cell, a <time> element) as
@@ -81,8 +82,10 @@ def _e(value) -> str:
 
 def _card(label: str, value, note: str, alert: bool) -> str:
     cls = "dash-card alert" if alert else "dash-card"
-    return (f'<div class="{cls}"><div class="dash-value">{_e(value)}</div>'
-            f'<div class="dash-label">{_e(label)}</div><div class="dash-note">{_e(note)}</div></div>')
+    return (
+        f'<div class="{cls}"><div class="dash-value">{_e(value)}</div>'
+        f'<div class="dash-label">{_e(label)}</div><div class="dash-note">{_e(note)}</div></div>'
+    )
 
 
 def _progress(rows: list[dict]) -> str:
@@ -92,11 +95,15 @@ def _progress(rows: list[dict]) -> str:
     for r in rows:
         total = r["open"] + r["done"]
         share = round(100 * r["done"] / total) if total else 0
-        body.append(f'<tr><td>{_e(r["role"])}</td><td>{_e(r["phase"])}</td>'
-                    f'<td class="num">{r["done"]} / {total}</td>'
-                    f'<td class="bar"><span style="width:{share}%"></span><b>{share}%</b></td></tr>')
-    return ('<table class="dash-table"><thead><tr><th>role</th><th>phase</th><th>done</th><th>progress</th></tr>'
-            f'</thead><tbody>{"".join(body)}</tbody></table>')
+        body.append(
+            f"<tr><td>{_e(r['role'])}</td><td>{_e(r['phase'])}</td>"
+            f'<td class="num">{r["done"]} / {total}</td>'
+            f'<td class="bar"><span style="width:{share}%"></span><b>{share}%</b></td></tr>'
+        )
+    return (
+        '<table class="dash-table"><thead><tr><th>role</th><th>phase</th><th>done</th><th>progress</th></tr>'
+        f"</thead><tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def _list(items: list[str], empty: str) -> str:
@@ -109,16 +116,23 @@ def render(d: Dashboard) -> str:
     done = sum(r["done"] for r in d.progress)
     total = done + sum(r["open"] for r in d.progress)
     overall = f"{round(100 * done / total)}%" if total else "–"
-    cards = "".join([
-        _card("items done", overall, f"{done} of {total}", False),
-        _card("recordings to review", d.flagged, "flagged by QC", d.flagged > 0),
-        _card("failing jobs", d.failed_jobs, "failed for good", d.failed_jobs > 0),
-        _card("stalled", d.stalled_total, f"no activity for {d.stall_minutes} min", d.stalled_total > 0),
-    ])
-    failing = [f'job {j["id"]} <code>{_e(j["kind"])}</code> after {j["attempts"]} attempt(s), '
-               f'{_time(j["updated_at"])}: {_e(j["error"])}' for j in d.failing]
-    stalled = [f'participant {p["id"]} ({_e(p["role"])}): {p["open"]} open, last seen {_time(p["last_seen_at"])}'
-               for p in d.stalled]
+    cards = "".join(
+        [
+            _card("items done", overall, f"{done} of {total}", False),
+            _card("recordings to review", d.flagged, "flagged by QC", d.flagged > 0),
+            _card("failing jobs", d.failed_jobs, "failed for good", d.failed_jobs > 0),
+            _card("stalled", d.stalled_total, f"no activity for {d.stall_minutes} min", d.stalled_total > 0),
+        ]
+    )
+    failing = [
+        f"job {j['id']} <code>{_e(j['kind'])}</code> after {j['attempts']} attempt(s), "
+        f"{_time(j['updated_at'])}: {_e(j['error'])}"
+        for j in d.failing
+    ]
+    stalled = [
+        f"participant {p['id']} ({_e(p['role'])}): {p['open']} open, last seen {_time(p['last_seen_at'])}"
+        for p in d.stalled
+    ]
     more = d.stalled_total - len(d.stalled)
     if more > 0:
         stalled.append(f"and {more} more (Participants, below: sort by last_seen_at)")

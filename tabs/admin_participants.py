@@ -1,6 +1,7 @@
 """The admin tab's participants section: the paged, filtered participants table with short
 links, one participant's full link, deactivate / reactivate / reassign / new link, adding
 participants, the links CSV, and the completion-code list for approving Prolific submissions."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,14 +18,14 @@ from tabs.admin_common import admin_only, blank_number, download, host, pager, p
 from tabs.common import Ctx
 
 ALL = "all"
-ERRORS = (PermissionError, ValueError)       # ParticipantAdminError and ParticipantError are ValueErrors
+ERRORS = (PermissionError, ValueError)  # ParticipantAdminError and ParticipantError are ValueErrors
 
 
 @dataclass
 class ParticipantsUI:
-    inputs: list                         # what refresh() reads, after the study: filters and pages
-    outputs: list                        # what refresh() updates
-    refresh: Callable[..., dict]         # refresh(study_id, *values of inputs), after auth.check
+    inputs: list  # what refresh() reads, after the study: filters and pages
+    outputs: list  # what refresh() updates
+    refresh: Callable[..., dict]  # refresh(study_id, *values of inputs), after auth.check
 
 
 def _opt(value):
@@ -32,8 +33,13 @@ def _opt(value):
 
 
 # the stored names as a reader expects them (the CSV download keeps the stored ones)
-SHOWN_HEADERS = {"grp": "group", "external_id": "external id", "prolific_pid": "Prolific id",
-                 "last_seen_at": "last seen", "last_submitted": "last answer"}
+SHOWN_HEADERS = {
+    "grp": "group",
+    "external_id": "external id",
+    "prolific_pid": "Prolific id",
+    "last_seen_at": "last seen",
+    "last_submitted": "last answer",
+}
 
 
 def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
@@ -42,24 +48,32 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
         with gr.Row():
             role_filter = gr.Dropdown(label="Role", choices=[ALL, *ROLES], value=ALL)
             status_filter = gr.Dropdown(label="Status", choices=[ALL, *STATUSES], value=ALL)
-        people = pager("Participants (links shortened; show one in full below, or download them all)",
-                       "No participants match: add some below, or change the filters.", wrap=True,
-                       elem_id="participants", headers=SHOWN_HEADERS)
+        people = pager(
+            "Participants (links shortened; show one in full below, or download them all)",
+            "No participants match: add some below, or change the filters.",
+            wrap=True,
+            elem_id="participants",
+            headers=SHOWN_HEADERS,
+        )
         with gr.Row(equal_height=True):
-            pid = blank_number(label="Participant id (click its row above)", zero_is_blank=True, precision=0,
-                               min_width=150)
+            pid = blank_number(
+                label="Participant id (click its row above)", zero_is_blank=True, precision=0, min_width=150
+            )
             show = gr.Button("Show link", size="md", min_width=100)
             deactivate = gr.Button("Deactivate", variant="stop", size="md", min_width=100)
             reactivate = gr.Button("Reactivate", size="md", min_width=100)
             reassign = gr.Button("Reassign open items", size="md", min_width=100)
             renew = gr.Button("New link", size="md", min_width=100)
-        gr.Markdown("Deactivating stops a link at once and keeps the queue; reassigning (of a deactivated "
-                    "participant) hands their open items to others: recordings to another sender, receiver and "
-                    "validator items and raters' surveys to the least-loaded eligible person; a DA rater's "
-                    "unfinished HIT goes whole to the next DA rater added. Done items stay. A new link replaces "
-                    "the old one, which stops working; progress is kept.")
-        full_link = gr.Textbox(label="Private link(s)", interactive=False, buttons=["copy"], max_lines=20,
-                               elem_id="participant-link")
+        gr.Markdown(
+            "Deactivating stops a link at once and keeps the queue; reassigning (of a deactivated "
+            "participant) hands their open items to others: recordings to another sender, receiver and "
+            "validator items and raters' surveys to the least-loaded eligible person; a DA rater's "
+            "unfinished HIT goes whole to the next DA rater added. Done items stay. A new link replaces "
+            "the old one, which stops working; progress is kept."
+        )
+        full_link = gr.Textbox(
+            label="Private link(s)", interactive=False, buttons=["copy"], max_lines=20, elem_id="participant-link"
+        )
         msg = gr.Markdown(elem_id="participants-msg")
         with gr.Row():
             links_go = gr.Button("Download every link (CSV)")
@@ -67,19 +81,23 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
         with gr.Accordion("Add participants", open=False):
             with gr.Row():
                 role = gr.Dropdown(label="Role", choices=list(ROLES), value=None)
-                count = blank_number(label="How many (ignored when external ids are given; empty: 1)", value=1,
-                                     blank=1, precision=0)
+                count = blank_number(
+                    label="How many (ignored when external ids are given; empty: 1)", value=1, blank=1, precision=0
+                )
                 group = gr.Dropdown(label="Group", choices=[("(none)", "")], value="", allow_custom_value=True)
                 gender = gr.Dropdown(label="Gender", choices=[("(none)", "")], value="", allow_custom_value=True)
-            ext_ids = gr.Textbox(label="External / Prolific ids (optional: one participant per id, one per line)",
-                                 lines=3)
+            ext_ids = gr.Textbox(
+                label="External / Prolific ids (optional: one participant per id, one per line)", lines=3
+            )
             with gr.Row():
                 add_go = gr.Button("Add", variant="primary")
                 # slots only the signed Prolific URL fills; plain "Add" makes private-link slots
                 add_self_go = gr.Button("Add as Prolific self-enrolment slots (no external ids)")
     with gr.Accordion("Finished participants and the completion code", open=False):
-        gr.Markdown("Everyone who finished every part of their role, with the time they finished and their "
-                    "Prolific / external id; the CSV has them all, to approve the submissions on Prolific.")
+        gr.Markdown(
+            "Everyone who finished every part of their role, with the time they finished and their "
+            "Prolific / external id; the CSV has them all, to approve the submissions on Prolific."
+        )
         done = pager("Finished participants", "No one has finished yet.", elem_id="completions")
         with gr.Row():
             done_go = gr.Button("Download the list (CSV)")
@@ -93,12 +111,17 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
 
     def refresh(study_id, role_f, status_f, people_no, done_no) -> dict:
         opts = participant_admin.form_options(db, study_id)
-        out = {group: gr.update(choices=[("(none)", ""), *opts["groups"]]),
-               gender: gr.update(choices=[("(none)", ""), *opts["genders"]])}
+        out = {
+            group: gr.update(choices=[("(none)", ""), *opts["groups"]]),
+            gender: gr.update(choices=[("(none)", ""), *opts["genders"]]),
+        }
         if not study_id:
             return out
-        return {**out, **people.show(people_page(people_no, study_id, role_f, status_f)),
-                **done.show(done_page(done_no, study_id))}
+        return {
+            **out,
+            **people.show(people_page(people_no, study_id, role_f, status_f)),
+            **done.show(done_page(done_no, study_id)),
+        }
 
     table_state = [role_filter, status_filter, people.page]
     people.wire(auth, session, [study, role_filter, status_filter], people_page, msg, "admin_participants_page")
@@ -112,20 +135,28 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
             return {msg: str(e)}
 
     for f in (role_filter, status_filter):
-        f.input(on_filter, [session, study, role_filter, status_filter], [msg, *people.outputs],
-                api_visibility="private")
+        f.input(
+            on_filter, [session, study, role_filter, status_filter], [msg, *people.outputs], api_visibility="private"
+        )
 
     @admin_only(auth, refused=lambda message: {msg: message, full_link: ""})
     def on_show(sess, study_id, participant_id, request: gr.Request):
         try:
-            return {msg: "", full_link: participant_admin.full_link(db, study_id, participant_id,
-                                                                   ctx.settings.public_url)}
+            return {
+                msg: "",
+                full_link: participant_admin.full_link(db, study_id, participant_id, ctx.settings.public_url),
+            }
         except ERRORS as e:
             return {msg: str(e), full_link: ""}
 
     pick_row(people.table, pid)
-    show.click(on_show, [session, study, pid], [msg, full_link], api_name="admin_participants_link",
-               api_visibility="undocumented")
+    show.click(
+        on_show,
+        [session, study, pid],
+        [msg, full_link],
+        api_name="admin_participants_link",
+        api_visibility="undocumented",
+    )
 
     def action(kind: str):
         @admin_only(auth, msg)
@@ -146,41 +177,76 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
             except ERRORS as e:
                 return {msg: str(e)}
             return {msg: text, full_link: url, **people.show(people_page(page_no, study_id, role_f, status_f))}
+
         return handler
 
     outs = [msg, full_link, *people.outputs]
-    for button, kind in ((deactivate, "deactivate"), (reactivate, "reactivate"), (reassign, "reassign"),
-                         (renew, "new_link")):
-        button.click(action(kind), [session, study, pid, *table_state], outs,
-                     api_name=f"admin_participants_{kind}", api_visibility="undocumented")
+    for button, kind in (
+        (deactivate, "deactivate"),
+        (reactivate, "reactivate"),
+        (reassign, "reassign"),
+        (renew, "new_link"),
+    ):
+        button.click(
+            action(kind),
+            [session, study, pid, *table_state],
+            outs,
+            api_name=f"admin_participants_{kind}",
+            api_visibility="undocumented",
+        )
 
     def adder(self_enrol: bool):
         @admin_only(auth, msg)
-        def on_add(sess, study_id, role_v, n, group_v, gender_v, ids, role_f, status_f, page_no,
-                   request: gr.Request):
+        def on_add(sess, study_id, role_v, n, group_v, gender_v, ids, role_f, status_f, page_no, request: gr.Request):
             try:
-                made = participant_admin.add(db, study_id, role_v, n, group_v, gender_v, ids,
-                                             f"admin@{host(request)}", self_enrol=self_enrol)
+                made = participant_admin.add(
+                    db, study_id, role_v, n, group_v, gender_v, ids, f"admin@{host(request)}", self_enrol=self_enrol
+                )
             except ERRORS as e:
                 return {msg: str(e)}
             urls = "\n".join(link(ctx.settings.public_url, m.token) for m in made)
             ids_text = ", ".join(str(m.id) for m in made[:20]) + (", …" if len(made) > 20 else "")
             kind = "self-enrolment slot(s) for the signed Prolific URL" if self_enrol else "participant(s)"
-            return {msg: f"Added {len(made)} {role_v} {kind} (ids {ids_text}); their links are in the box above.",
-                    full_link: urls, ext_ids: "", **people.show(people_page(page_no, study_id, role_f, status_f))}
+            return {
+                msg: f"Added {len(made)} {role_v} {kind} (ids {ids_text}); their links are in the box above.",
+                full_link: urls,
+                ext_ids: "",
+                **people.show(people_page(page_no, study_id, role_f, status_f)),
+            }
+
         return on_add
 
-    for button, self_enrol, api in ((add_go, False, "admin_participants_add"),
-                                    (add_self_go, True, "admin_participants_add_self_enrol")):
-        button.click(adder(self_enrol), [session, study, role, count, group, gender, ext_ids, *table_state],
-                     [msg, full_link, ext_ids, *people.outputs], api_name=api, api_visibility="undocumented")
+    for button, self_enrol, api in (
+        (add_go, False, "admin_participants_add"),
+        (add_self_go, True, "admin_participants_add_self_enrol"),
+    ):
+        button.click(
+            adder(self_enrol),
+            [session, study, role, count, group, gender, ext_ids, *table_state],
+            [msg, full_link, ext_ids, *people.outputs],
+            api_name=api,
+            api_visibility="undocumented",
+        )
 
-    links_go.click(download(auth, links_file, msg,
-                            lambda sid: (participant_admin.links_csv(db, sid, ctx.settings.public_url), "")),
-                   [session, study], [msg, links_file], api_name="admin_participants_links_csv",
-                   api_visibility="undocumented")
-    done_go.click(download(auth, done_file, msg, lambda sid: (participant_admin.completion_csv(db, sid), "")),
-                  [session, study], [msg, done_file], api_name="admin_completions_csv", api_visibility="undocumented")
+    links_go.click(
+        download(
+            auth, links_file, msg, lambda sid: (participant_admin.links_csv(db, sid, ctx.settings.public_url), "")
+        ),
+        [session, study],
+        [msg, links_file],
+        api_name="admin_participants_links_csv",
+        api_visibility="undocumented",
+    )
+    done_go.click(
+        download(auth, done_file, msg, lambda sid: (participant_admin.completion_csv(db, sid), "")),
+        [session, study],
+        [msg, done_file],
+        api_name="admin_completions_csv",
+        api_visibility="undocumented",
+    )
 
-    return ParticipantsUI(inputs=[role_filter, status_filter, people.page, done.page],
-                          outputs=[group, gender, *people.outputs, *done.outputs], refresh=refresh)
+    return ParticipantsUI(
+        inputs=[role_filter, status_filter, people.page, done.page],
+        outputs=[group, gender, *people.outputs, *done.outputs],
+        refresh=refresh,
+    )

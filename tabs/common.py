@@ -1,4 +1,5 @@
 """Shared pieces of the participant tabs."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,18 +23,18 @@ from services.study.texts import Voice
 # server time as the answer's own work. The services put participant actions in line themselves
 # (services/participation/serial.py), which is what the queue's concurrency limit was for here.
 PARTICIPANT_EVENT = {"queue": False}
-WAIT_POLL_S = 10          # a waiting page asks again this often (a view that writes nothing)
+WAIT_POLL_S = 10  # a waiting page asks again this often (a view that writes nothing)
 
 
 @dataclass
 class Ctx:
     database: object
     settings: object
-    token: gr.Textbox          # hidden; filled from the link on load
+    token: gr.Textbox  # hidden; filled from the link on load
     # the page that holds a tab first names its API endpoint; a copy on another page (the
     # survey on the sender's and the rater's pages) calls the same handler without a name
     api: bool = True
-    lang: str = "en"           # the page's language (services/study/texts.py page_language)
+    lang: str = "en"  # the page's language (services/study/texts.py page_language)
 
     def api_name(self, name: str) -> dict:
         return {"api_name": name, "api_visibility": "undocumented"} if self.api else {"api_visibility": "private"}
@@ -132,6 +133,7 @@ class Refusal(str):
     """A refusal's message with its key (services/study/texts.py), so a page can react to which one it
     is (the validator's "move the slider" goes once the slider moves), and the form fields it
     refuses with what is wrong with each (the item form marks them in place)."""
+
     key: str | None = None
     fields: dict = {}
 
@@ -146,29 +148,41 @@ def refusal_text(e: Exception) -> Refusal:
 def copy_button(text: str, words: dict) -> str:
     """A button that copies `text` (the page's KEYBOARD_JS in web/pages.py does the copying), labelled in
     the page's language; a participant on a phone need not select a code by hand."""
+
     def attr(v) -> str:
         return html.escape(str(v), quote=True)
-    return (f'<button type="button" class="copy-btn" data-copy="{attr(text)}" '
-            f'data-copied="{attr(words.get("copied", "Copied"))}" data-failed="{attr(words.get("copy_failed", ""))}">'
-            f'{html.escape(words.get("copy", "Copy"))}</button>')
+
+    return (
+        f'<button type="button" class="copy-btn" data-copy="{attr(text)}" '
+        f'data-copied="{attr(words.get("copied", "Copied"))}" data-failed="{attr(words.get("copy_failed", ""))}">'
+        f"{html.escape(words.get('copy', 'Copy'))}</button>"
+    )
 
 
 def header_html(view: ItemView | None, notice: str = "", error: str = "") -> str:
     """Progress (with how many items are ready, where they come one at a time), the notice or
     error, and the waiting or finishing message, in the view's language."""
-    words = (view.labels if view is not None and view.labels else
-             {k: Voice()(k) for k in ("progress", "completion_code", "redirect", "copy", "copied", "copy_failed")})
+    words = (
+        view.labels
+        if view is not None and view.labels
+        else {k: Voice()(k) for k in ("progress", "completion_code", "redirect", "copy", "copied", "copy_failed")}
+    )
     parts = []
     if view is not None:
-        ready = (f' <span class="ready">({html.escape(words["ready"])})</span>'
-                 if view.status == "item" and words.get("ready") else "")
-        parts.append(f'<div class="progress" aria-live="polite">{html.escape(words["progress"])}: '
-                     f'<b>{view.progress}</b>{ready}</div>')
+        ready = (
+            f' <span class="ready">({html.escape(words["ready"])})</span>'
+            if view.status == "item" and words.get("ready")
+            else ""
+        )
+        parts.append(
+            f'<div class="progress" aria-live="polite">{html.escape(words["progress"])}: '
+            f"<b>{view.progress}</b>{ready}</div>"
+        )
     if error:
         key = getattr(error, "key", None)
         data = f' data-key="{html.escape(key, quote=True)}"' if key else ""
         fields = getattr(error, "fields", None)
-        if fields:      # read by the item form's script (tabs/item_form.py), which marks each field
+        if fields:  # read by the item form's script (tabs/item_form.py), which marks each field
             data += f' data-fields="{html.escape(json.dumps(fields), quote=True)}"'
 
         parts.append(f'<div class="msg error" role="alert"{data}>{html.escape(error)}</div>')
@@ -177,13 +191,17 @@ def header_html(view: ItemView | None, notice: str = "", error: str = "") -> str
     if view is not None and view.status != "item":
         parts.append(f'<div class="msg info">{html.escape(view.message)}</div>')
         if view.status == "complete" and view.completion_code:
-            parts.append(f'<div class="completion">{html.escape(words["completion_code"])} '
-                         f'<code id="completion-code">{html.escape(view.completion_code)}</code>'
-                         f'{copy_button(view.completion_code, words)}</div>')
+            parts.append(
+                f'<div class="completion">{html.escape(words["completion_code"])} '
+                f'<code id="completion-code">{html.escape(view.completion_code)}</code>'
+                f"{copy_button(view.completion_code, words)}</div>"
+            )
         if view.status == "complete" and view.redirect_url:
             url = html.escape(view.redirect_url, quote=True)
-            parts.append(f'<div class="completion"><a href="{url}" id="redirect-link">'
-                         f'{html.escape(words["redirect"])}</a>{copy_button(view.redirect_url, words)}</div>')
+            parts.append(
+                f'<div class="completion"><a href="{url}" id="redirect-link">'
+                f"{html.escape(words['redirect'])}</a>{copy_button(view.redirect_url, words)}</div>"
+            )
     if view is None:
         return "\n".join(parts)
     return f'<div lang="{html.escape(view.lang, quote=True)}">' + "\n".join(parts) + "</div>"
@@ -202,7 +220,7 @@ def safe_submit(ctx: Ctx, token: str, tab: str, item_id: str, payload: dict):
         res = submit(ctx.database, token, tab, item_id, payload, media_dir=ctx.settings.media_dir)
         return res.next, res.message, ""
     except (SubmissionError, AccessError) as e:
-        view, err = safe_view(ctx, token, tab, limited=False)     # the submit counted against the limit
+        view, err = safe_view(ctx, token, tab, limited=False)  # the submit counted against the limit
         return view, "", refusal_text(e) if not err else err
 
 
@@ -219,9 +237,11 @@ def timer_update(view: ItemView | None) -> gr.Timer:
 def poll_while_waiting(ctx: Ctx, name: str, timer: gr.Timer, outputs: list, render) -> None:
     """Each tick shows the tab afresh, so new work appears without a reload; the tick ends when
     an item (or the end) is shown."""
+
     def tick(token):
         view, err = safe_view(ctx, token, name)
         return render(view, "", err)
+
     timer.tick(tick, ctx.token, outputs, api_visibility="private", **PARTICIPANT_EVENT)
 
 
@@ -229,7 +249,7 @@ def poll_while_waiting(ctx: Ctx, name: str, timer: gr.Timer, outputs: list, rend
 class TabUI:
     name: str
     tab: gr.Tab
-    outputs: list                       # components render() updates, state first
+    outputs: list  # components render() updates, state first
     render: Callable[[ItemView | None, str, str], dict]
 
     def show(self, ctx: Ctx, token: str) -> dict:

@@ -1,6 +1,7 @@
 """The consent page and the demographics form, shown above the (hidden) role tabs until both
 are done. The rules are in services/study/consent.py; the form's fields come from the study, so
 they are rendered per participant (gr.render)."""
+
 from __future__ import annotations
 
 import html
@@ -20,7 +21,7 @@ from tabs.common import Ctx, markdown_html
 class ConsentUI:
     box: gr.Column
     outputs: list
-    show: Callable[[dict], dict]                 # participant -> updates ({} when nothing is pending)
+    show: Callable[[dict], dict]  # participant -> updates ({} when nothing is pending)
     hide: Callable[[], dict]
     connect: Callable[[list, Callable[[str], dict]], None]
 
@@ -32,7 +33,7 @@ def build(ctx: Ctx) -> ConsentUI:
     state = gr.State(None)
     with gr.Column(visible=False, elem_id="consent-page") as box:
         header = gr.HTML()
-        text = gr.HTML(elem_id="consent-text")      # the study's Markdown, rendered here
+        text = gr.HTML(elem_id="consent-text")  # the study's Markdown, rendered here
         with gr.Row(visible=False) as buttons:
             agree = gr.Button("I agree", variant="primary", elem_id="consent-agree")
             decline = gr.Button("I do not agree", elem_id="consent-decline")
@@ -56,8 +57,9 @@ def build(ctx: Ctx) -> ConsentUI:
                     comps.append(gr.Number(label=label, value=None, info=span or None, key=f"demo-{f['id']}"))
                 else:
                     comps.append(gr.Textbox(label=label, max_length=f["max_chars"], key=f"demo-{f['id']}"))
-            go = gr.Button(pg.get("submit") or pg["words"]["demographics_submit"], variant="primary",
-                           elem_id="demographics-submit")
+            go = gr.Button(
+                pg.get("submit") or pg["words"]["demographics_submit"], variant="primary", elem_id="demographics-submit"
+            )
 
             def send(token, *values):
                 answers = {f["id"]: v for f, v in zip(pg["fields"], values)}
@@ -82,16 +84,24 @@ def build(ctx: Ctx) -> ConsentUI:
         if stage is None:
             return {}
         voice = Voice(ctx.lang, study)
-        pg = {**page(study, p["role"], stage), "words": {k: voice(k) for k in (
-            "consent_agree", "consent_decline", "demographics_submit", "demographics_optional")}}
+        pg = {
+            **page(study, p["role"], stage),
+            "words": {
+                k: voice(k)
+                for k in ("consent_agree", "consent_decline", "demographics_submit", "demographics_optional")
+            },
+        }
         asks = stage in ("consent", "declined")
-        return {state: pg, box: gr.update(visible=True),
-                header: f'<div class="msg info">{html.escape(Voice(ctx.lang, study)(stage))}</div>',
-                text: markdown_html(pg.get("text", "")), buttons: gr.update(visible=asks),
-                agree: gr.update(value=pg.get("agree") or pg["words"]["consent_agree"]),
-                decline: gr.update(value=pg.get("decline") or pg["words"]["consent_decline"],
-                                   visible=stage == "consent"),
-                msg: ""}
+        return {
+            state: pg,
+            box: gr.update(visible=True),
+            header: f'<div class="msg info">{html.escape(Voice(ctx.lang, study)(stage))}</div>',
+            text: markdown_html(pg.get("text", "")),
+            buttons: gr.update(visible=asks),
+            agree: gr.update(value=pg.get("agree") or pg["words"]["consent_agree"]),
+            decline: gr.update(value=pg.get("decline") or pg["words"]["consent_decline"], visible=stage == "consent"),
+            msg: "",
+        }
 
     def hide() -> dict:
         return {state: None, box: gr.update(visible=False), msg: ""}
@@ -108,6 +118,7 @@ def build(ctx: Ctx) -> ConsentUI:
             except (ConsentError, AccessError) as e:
                 return {msg: _error(e, p)}
             return _next(token, p, stage)
+
         return handler
 
     def connect(after_outputs: list, after: Callable[[str], dict]) -> None:

@@ -8,6 +8,7 @@ optional feedback box.
 
 The item is one small form (tabs/item_form.py): a submit sends {"item_id", "answer": {"score":
 0-100, or null when the slider was not moved}} and gets the next item back in the same value."""
+
 from __future__ import annotations
 
 import html
@@ -26,10 +27,15 @@ FEEDBACK_FAILED = "Your feedback could not be saved: please check it for unusual
 def picture(c: dict, alt: str) -> str:
     """The item's image; on a phone (a window under 640 px) its narrow copy, so the text keeps
     its size instead of being scaled down to a third."""
-    narrow = (f'<source media="(max-width: 640px)" srcset="{html.escape(file_url(c["image_narrow"]), quote=True)}">'
-              if c.get("image_narrow") else "")
-    return (f'<div id="da-image"><picture>{narrow}<img src="{html.escape(file_url(c["image"]), quote=True)}" '
-            f'alt="{alt}"></picture></div>')
+    narrow = (
+        f'<source media="(max-width: 640px)" srcset="{html.escape(file_url(c["image_narrow"]), quote=True)}">'
+        if c.get("image_narrow")
+        else ""
+    )
+    return (
+        f'<div id="da-image"><picture>{narrow}<img src="{html.escape(file_url(c["image"]), quote=True)}" '
+        f'alt="{alt}"></picture></div>'
+    )
 
 
 def body_html(c: dict) -> str:
@@ -38,40 +44,48 @@ def body_html(c: dict) -> str:
     the study says so: content "lock") and Submit."""
     if c.get("modality") == "audio":
         ref = picture(c, "The reference translation (grey)") if c.get("image") else ""
-        note = (f'<p class="audio-note">{plain_html(c["audio_note"])}</p>'
-                if c.get("lock") and c.get("audio_note") else "")
-        shown = (f'{ref}<div id="da-audio"><p class="audio-label">Candidate translation</p>'
-                 f'<audio controls preload="auto" src="{html.escape(file_url(c["audio"]), quote=True)}"></audio>'
-                 f'{note}</div>')
+        note = (
+            f'<p class="audio-note">{plain_html(c["audio_note"])}</p>' if c.get("lock") and c.get("audio_note") else ""
+        )
+        shown = (
+            f'{ref}<div id="da-audio"><p class="audio-label">Candidate translation</p>'
+            f'<audio controls preload="auto" src="{html.escape(file_url(c["audio"]), quote=True)}"></audio>'
+            f"{note}</div>"
+        )
         lock = " disabled data-unlock-on-ended" if c.get("lock") else ""
     else:
         shown = picture(c, "The reference (grey) above the candidate translation (black)")
         lock = ""
-    return (f'<form class="da-item" autocomplete="off">'
-            f'<p class="instruction">{plain_html(c.get("instruction", ""))}</p>'
-            f'{shown}<div id="da-slider" class="form-slider"><label for="da-score">Score (0-100): move the slider'
-            f'<output for="da-score" aria-live="off">–</output></label>'
-            f'<input type="range" id="da-score" name="score" min="0" max="100" step="1" value="0"{lock}>'
-            f'<div class="form-slider-ends"><span><b>0</b> {plain_html(c.get("scale_low", ""))}</span>'
-            f'<span>{plain_html(c.get("scale_high", ""))} <b>100</b></span></div></div>'
-            f'<button type="submit" class="submit-btn lg primary">Submit</button></form>')
+    return (
+        f'<form class="da-item" autocomplete="off">'
+        f'<p class="instruction">{plain_html(c.get("instruction", ""))}</p>'
+        f'{shown}<div id="da-slider" class="form-slider"><label for="da-score">Score (0-100): move the slider'
+        f'<output for="da-score" aria-live="off">–</output></label>'
+        f'<input type="range" id="da-score" name="score" min="0" max="100" step="1" value="0"{lock}>'
+        f'<div class="form-slider-ends"><span><b>0</b> {plain_html(c.get("scale_low", ""))}</span>'
+        f"<span>{plain_html(c.get('scale_high', ''))} <b>100</b></span></div></div>"
+        f'<button type="submit" class="submit-btn lg primary">Submit</button></form>'
+    )
 
 
 def build(ctx: Ctx) -> TabUI:
     with gr.Tab("Direct assessment", id="da", visible=False) as tab:
         form = item_form("da-form")
         with gr.Group(visible=False) as feedback_box:
-            feedback = gr.Textbox(label="Any comments on this task? (optional)", lines=4, max_length=5000,
-                                  elem_id="da-feedback")
+            feedback = gr.Textbox(
+                label="Any comments on this task? (optional)", lines=4, max_length=5000, elem_id="da-feedback"
+            )
             send_feedback = gr.Button("Send feedback")
         feedback_msg = gr.HTML()
-        timer = gr.Timer(4, active=False)       # while the worker renders the HIT's audio or images
+        timer = gr.Timer(4, active=False)  # while the worker renders the HIT's audio or images
 
     def render(view, notice="", error=""):
         has = view is not None and view.status == "item"
-        return {form: form_value(view, notice, error, body_html(view.content) if has else ""),
-                feedback_box: gr.update(visible=view is not None and view.status == "complete"),
-                timer: timer_update(view)}
+        return {
+            form: form_value(view, notice, error, body_html(view.content) if has else ""),
+            feedback_box: gr.update(visible=view is not None and view.status == "complete"),
+            timer: timer_update(view),
+        }
 
     def on_submit(token, value):
         item_id, answer = answer_of(value)
@@ -85,18 +99,25 @@ def build(ctx: Ctx) -> TabUI:
         try:
             p = ready_participant(ctx.database, token)
             da_campaign.save_feedback(ctx.database, p["id"], text)
-        except (da_campaign.DAError, AccessError) as e:     # our own refusals say what is wrong
+        except (da_campaign.DAError, AccessError) as e:  # our own refusals say what is wrong
             return plain_html(str(e))
-        except Exception:       # anything else (a lone surrogate the database cannot encode): no raw text
+        except Exception:  # anything else (a lone surrogate the database cannot encode): no raw text
             logging.getLogger(__name__).exception("DA feedback not saved")
             return plain_html(FEEDBACK_FAILED)
         return plain_html("Thank you: your feedback is saved.")
 
     outputs = [form, feedback_box, timer]
-    form.submit(on_submit, [ctx.token, form], outputs, api_name="da_submit", api_visibility="undocumented",
-                **PARTICIPANT_EVENT)
-    send_feedback.click(on_feedback, [ctx.token, feedback], feedback_msg, api_name="da_feedback",
-                        api_visibility="undocumented", **PARTICIPANT_EVENT)
+    form.submit(
+        on_submit, [ctx.token, form], outputs, api_name="da_submit", api_visibility="undocumented", **PARTICIPANT_EVENT
+    )
+    send_feedback.click(
+        on_feedback,
+        [ctx.token, feedback],
+        feedback_msg,
+        api_name="da_feedback",
+        api_visibility="undocumented",
+        **PARTICIPANT_EVENT,
+    )
     ui = TabUI("da", tab, outputs, render)
     timer.tick(on_tick, ctx.token, outputs, api_visibility="private", **PARTICIPANT_EVENT)
     return ui

@@ -27,6 +27,7 @@ In the browser (FORM_JS, the same for every tab):
   (services/participation/serial.py), and an unsent answer is not data the study keeps;
 - leaving the page with an unsent draft asks first (beforeunload).
 """
+
 from __future__ import annotations
 
 import time
@@ -247,13 +248,23 @@ def form_value(view, notice: str = "", error: str = "", body: str = "") -> dict:
     the item's form HTML (empty when there is no item)."""
     # "shown": each answer differs from the last, so the page re-renders (and re-enables its
     # Submit) even when a refusal repeats the previous one word for word
-    return {**view_dict(view, notice, error), "header": header_html(view, notice, error), "html": body,
-            "shown": time.monotonic_ns()}
+    return {
+        **view_dict(view, notice, error),
+        "header": header_html(view, notice, error),
+        "html": body,
+        "shown": time.monotonic_ns(),
+    }
 
 
 def item_form(elem_id: str) -> gr.HTML:
-    return gr.HTML(value=None, html_template="{{#if value}}{{{value.header}}}{{{value.html}}}{{/if}}",
-                   js_on_load=FORM_JS, elem_id=elem_id, elem_classes=["item-form"], apply_default_css=False)
+    return gr.HTML(
+        value=None,
+        html_template="{{#if value}}{{{value.header}}}{{{value.html}}}{{/if}}",
+        js_on_load=FORM_JS,
+        elem_id=elem_id,
+        elem_classes=["item-form"],
+        apply_default_css=False,
+    )
 
 
 def answer_of(value) -> tuple[str | None, dict]:
@@ -274,8 +285,10 @@ def form_tab(ctx: Ctx, name: str, label: str, body_html, payload_of) -> TabUI:
 
     def render(view, notice="", error="", typed=None):
         has = view is not None and view.status == "item"
-        return {form: form_value(view, notice, error, body_html(view.content, typed) if has else ""),
-                timer: timer_update(view)}
+        return {
+            form: form_value(view, notice, error, body_html(view.content, typed) if has else ""),
+            timer: timer_update(view),
+        }
 
     def on_submit(token, value):
         item_id, answer = answer_of(value)

@@ -3,6 +3,7 @@ writes (services.report), so the tab and the HTML file never differ. At the top 
 summary and a short box of departures and notes (the first few, the rest folded: the section's
 notice); then each table and figure numbered and captioned in the paper's order, or the
 sentence saying what is missing and what would fill it."""
+
 from __future__ import annotations
 
 import html
@@ -38,6 +39,7 @@ def caption(section) -> str:
 def build(part_state: gr.State) -> None:
     """The sections of the Part held in part_state, drawn again whenever a run stores a new one
     (the notes box is the section's notice: notes_markdown)."""
+
     @gr.render(inputs=[part_state])
     def sections(part):
         if part is None:
@@ -45,8 +47,12 @@ def build(part_state: gr.State) -> None:
         for s in part.sections:
             gr.Markdown(caption(s), elem_classes=["paper-caption"])
             if s.table is not None:
-                gr.Dataframe(value=shown_table(s.table, s.missing or "(empty)", s.decimals), interactive=False,
-                             show_label=False, wrap=True)
+                gr.Dataframe(
+                    value=shown_table(s.table, s.missing or "(empty)", s.decimals),
+                    interactive=False,
+                    show_label=False,
+                    wrap=True,
+                )
             elif s.figure is not None:
                 gr.Plot(value=s.figure, show_label=False)
             else:

@@ -12,6 +12,7 @@ If a Gradio release writes its bundle differently, the parse finds less or nothi
 loads as before, only without the head start (tests/test_preload.py fails on the version that
 does, so it is noticed).
 """
+
 from __future__ import annotations
 
 import json

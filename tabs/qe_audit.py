@@ -1,5 +1,6 @@
 """The QE gender audit (paper 003) in the analysis tab: upload PAIRS.csv, pick a metric and a
 context variant, run with a progress bar, read the tables and figures, download the files."""
+
 from __future__ import annotations
 
 import tempfile
@@ -14,7 +15,7 @@ from tabs.common import Ctx, shown_table
 
 # what a table shows before its button is pressed (never Gradio's "1 2 3")
 NOT_RUN = "Not run yet: press the button above."
-QE_DECIMALS = 3        # paper 003's ratios, error rates and Phi: three decimals (services/report/qe.py)
+QE_DECIMALS = 3  # paper 003's ratios, error rates and Phi: three decimals (services/report/qe.py)
 NO_T8 = "No Table 8: it needs a counterfactual run (MT-GenEval's counterfactual subset)."
 
 
@@ -28,92 +29,153 @@ def _audit_on_gpu(*args, **kwargs):
 
 def _metric_choices() -> list[str]:
     from services.metrics import registry as metrics
+
     return [m["name"] for m in metrics.available()] or ["e5-cosine"]
 
 
 def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
     with gr.Accordion("Gender audit of a QE metric (paper 003)", open=False):
-        gr.Markdown("A PAIRS CSV: `instance_id, lang, source, hyp_f, hyp_m` (or `hyp_n, hyp_g`), optional "
-                    "`gold` (F|M), `context`, and precomputed `score_f, score_m` (then no metric runs). "
-                    "`python app.py data mt-geneval --lang pt --out pairs.csv` makes one from MT-GenEval.")
+        gr.Markdown(
+            "A PAIRS CSV: `instance_id, lang, source, hyp_f, hyp_m` (or `hyp_n, hyp_g`), optional "
+            "`gold` (F|M), `context`, and precomputed `score_f, score_m` (then no metric runs). "
+            "`python app.py data mt-geneval --lang pt --out pairs.csv` makes one from MT-GenEval."
+        )
         with gr.Row():
             pairs = gr.File(label="PAIRS.csv", file_types=[".csv"], type="filepath")
             with gr.Column():
                 metric = gr.Dropdown(label="Metric", choices=_metric_choices(), value="e5-cosine")
-                context = gr.Radio(label="Context", choices=["none", "mon", "bil"], value="none",
-                                   info="mon: context + sentence on both sides; bil: the target side's context "
-                                        "machine-translated")
+                context = gr.Radio(
+                    label="Context",
+                    choices=["none", "mon", "bil"],
+                    value="none",
+                    info="mon: context + sentence on both sides; bil: the target side's context machine-translated",
+                )
                 thresholds = gr.Textbox(label="Retention thresholds", placeholder="0.8 (comma-separated)")
         with gr.Row():
             run = gr.Button("Run the audit", elem_classes=["qe-audit-run"])
             png = gr.Checkbox(label="Also PNG copies of the figures (kaleido: about 1 s each)", value=False)
         notice = gr.Markdown()
-        ratios = gr.Dataframe(label="Score ratio F/M (or N/G) per language: mean, 95% t-interval, one-sided p; "
-                                    "'mean' = mean across languages (as paper 003 reports), 'pooled' = all "
-                                    "instances as one sample", interactive=False, value=shown_table(None, NOT_RUN))
-        errors = gr.Dataframe(label="Error rates with gold: ER, ER(F), ER(M), Phi with bootstrap CI and p-value "
-                                    "(chi-square; mean row: Cochran-Mantel-Haenszel), ties", interactive=False,
-                              value=shown_table(None, NOT_RUN))
-        retention = gr.Dataframe(label="Share retained at each threshold", interactive=False,
-                                 value=shown_table(None, NOT_RUN))
+        ratios = gr.Dataframe(
+            label="Score ratio F/M (or N/G) per language: mean, 95% t-interval, one-sided p; "
+            "'mean' = mean across languages (as paper 003 reports), 'pooled' = all "
+            "instances as one sample",
+            interactive=False,
+            value=shown_table(None, NOT_RUN),
+        )
+        errors = gr.Dataframe(
+            label="Error rates with gold: ER, ER(F), ER(M), Phi with bootstrap CI and p-value "
+            "(chi-square; mean row: Cochran-Mantel-Haenszel), ties",
+            interactive=False,
+            value=shown_table(None, NOT_RUN),
+        )
+        retention = gr.Dataframe(
+            label="Share retained at each threshold", interactive=False, value=shown_table(None, NOT_RUN)
+        )
         plots = [gr.Plot(visible=False) for _ in range(3)]
         files = gr.File(label="Tables (CSV) and figures", file_count="multiple", interactive=False)
-        runs = gr.State([])          # this session's audit runs, for the paper's cross-metric tables
+        runs = gr.State([])  # this session's audit runs, for the paper's cross-metric tables
         with gr.Accordion("Paper 003's tables across metrics: Table 8, Figure 4, Figures 6/9", open=False):
-            gr.Markdown("Built from the audits run above in this session (one metric each): counterfactual runs "
-                        "make Table 8, ambiguous + unambiguous runs Figure 4, ambiguous runs Figures 6/9. Name "
-                        "a run's hypotheses in the table (`references`, or the MT system, e.g. `GT`): Table 8 "
-                        "has a block for each.")
-            run_list = gr.Dataframe(headers=PAPER_RUN_HEADERS, label="Audit runs of this session (edit "
-                                    "'hypotheses')", interactive=True)
+            gr.Markdown(
+                "Built from the audits run above in this session (one metric each): counterfactual runs "
+                "make Table 8, ambiguous + unambiguous runs Figure 4, ambiguous runs Figures 6/9. Name "
+                "a run's hypotheses in the table (`references`, or the MT system, e.g. `GT`): Table 8 "
+                "has a block for each."
+            )
+            run_list = gr.Dataframe(
+                headers=PAPER_RUN_HEADERS, label="Audit runs of this session (edit 'hypotheses')", interactive=True
+            )
             paper_run = gr.Button("Build the paper's tables and figures")
             paper_notice = gr.Markdown()
-            table8 = gr.Dataframe(label="Table 8: matched ratio QE(s_F, h_F) / QE(s_M, h_M) per language; warning "
-                                        "where the one-sided t-test against 1 gives p < .05", interactive=False,
-                                  value=shown_table(None, NOT_RUN))
-            table8_marks = gr.Dataframe(label="Table 8 as the paper prints it (⚠: p < .05)", interactive=False,
-                                        value=shown_table(None, NOT_RUN))
-            tradeoff = gr.Dataframe(label="Figure 4's points: ER vs distance from parity, Pareto frontier flags",
-                                    interactive=False, value=shown_table(None, NOT_RUN))
+            table8 = gr.Dataframe(
+                label="Table 8: matched ratio QE(s_F, h_F) / QE(s_M, h_M) per language; warning "
+                "where the one-sided t-test against 1 gives p < .05",
+                interactive=False,
+                value=shown_table(None, NOT_RUN),
+            )
+            table8_marks = gr.Dataframe(
+                label="Table 8 as the paper prints it (⚠: p < .05)", interactive=False, value=shown_table(None, NOT_RUN)
+            )
+            tradeoff = gr.Dataframe(
+                label="Figure 4's points: ER vs distance from parity, Pareto frontier flags",
+                interactive=False,
+                value=shown_table(None, NOT_RUN),
+            )
             paper_plots = [gr.Plot(visible=False) for _ in range(2)]
-            paper_files = gr.File(label="Paper tables (CSV), captions and figures", file_count="multiple",
-                                  interactive=False)
+            paper_files = gr.File(
+                label="Paper tables (CSV), captions and figures", file_count="multiple", interactive=False
+            )
 
     @admin_only(auth, notice)
     @shows_failure(notice, "The audit")
-    def do_audit(sess, path, metric_name, ctx_mode, thresholds_text, want_png, past, progress=gr.Progress(),
-                 request: gr.Request = None):
+    def do_audit(
+        sess,
+        path,
+        metric_name,
+        ctx_mode,
+        thresholds_text,
+        want_png,
+        past,
+        progress=gr.Progress(),
+        request: gr.Request = None,
+    ):
         from services.models.backends import BackendUnavailable
         from services.qe import audit as qe_audit
 
         if not path:
-            return {notice: "Upload a PAIRS.csv first.",
-                    **{t: shown_table(None, "No audit yet: upload a PAIRS.csv and run it.") for t in tables}}
+            return {
+                notice: "Upload a PAIRS.csv first.",
+                **{t: shown_table(None, "No audit yet: upload a PAIRS.csv and run it.") for t in tables},
+            }
         try:
             ts = qe_audit.parse_thresholds(thresholds_text)
         except ValueError:
             return {notice: f"**Thresholds** must be numbers separated by commas, not `{thresholds_text}`."}
         out_dir = tempfile.mkdtemp(prefix="qe-audit-")
         try:
-            result, written = _audit_on_gpu(path, out_dir, metric=metric_name, context=ctx_mode,
-                                                   thresholds=ts, database=ctx.database, png=bool(want_png),
-                                                   progress=lambda f, d: progress(f, desc=d))
+            result, written = _audit_on_gpu(
+                path,
+                out_dir,
+                metric=metric_name,
+                context=ctx_mode,
+                thresholds=ts,
+                database=ctx.database,
+                png=bool(want_png),
+                progress=lambda f, d: progress(f, desc=d),
+            )
         except (ValueError, KeyError, BackendUnavailable) as e:
             return {notice: f"**The audit could not run:** {e}"}
         figs = list(qe_audit.figures(result).items())
-        shown = {p: gr.update(visible=i < len(figs), value=figs[i][1] if i < len(figs) else None,
-                              label=figs[i][0] if i < len(figs) else None) for i, p in enumerate(plots)}
+        shown = {
+            p: gr.update(
+                visible=i < len(figs),
+                value=figs[i][1] if i < len(figs) else None,
+                label=figs[i][0] if i < len(figs) else None,
+            )
+            for i, p in enumerate(plots)
+        }
         text = qe_audit.summary(result).replace("\n", "  \n")
         past = list(past or []) + [paper_run_entry(result, out_dir)]
-        return {notice: text, ratios: shown_table(result.ratios, "No pairs with scores on both sides.", QE_DECIMALS),
-                errors: shown_table(result.errors, "No error rates: they need a `gold` column (F|M).", QE_DECIMALS),
-                retention: shown_table(result.retention, "No retention: no thresholds given.", QE_DECIMALS),
-                files: [str(p) for p in written], runs: past, run_list: paper_run_rows(past), **shown}
+        return {
+            notice: text,
+            ratios: shown_table(result.ratios, "No pairs with scores on both sides.", QE_DECIMALS),
+            errors: shown_table(result.errors, "No error rates: they need a `gold` column (F|M).", QE_DECIMALS),
+            retention: shown_table(result.retention, "No retention: no thresholds given.", QE_DECIMALS),
+            files: [str(p) for p in written],
+            runs: past,
+            run_list: paper_run_rows(past),
+            **shown,
+        }
 
     tables = (ratios, errors, retention)
-    run.click(do_audit, [session, pairs, metric, context, thresholds, png, runs],
-              [notice, ratios, errors, retention, files, *plots, runs, run_list], concurrency_id=MODEL_QUEUE,
-              concurrency_limit=1, api_name="analysis_qe_audit", api_visibility="undocumented")
+    run.click(
+        do_audit,
+        [session, pairs, metric, context, thresholds, png, runs],
+        [notice, ratios, errors, retention, files, *plots, runs, run_list],
+        concurrency_id=MODEL_QUEUE,
+        concurrency_limit=1,
+        api_name="analysis_qe_audit",
+        api_visibility="undocumented",
+    )
 
     @admin_only(auth, paper_notice)
     @shows_failure(paper_notice, "The paper's tables")
@@ -122,39 +184,64 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
 
         if not past:
             first = "No audit runs yet: run the audit above on at least one metric first."
-            return {paper_notice: "Run the audit above on at least one metric first.",
-                    **{t: shown_table(None, first) for t in (table8, table8_marks, tradeoff)}}
+            return {
+                paper_notice: "Run the audit above on at least one metric first.",
+                **{t: shown_table(None, first) for t in (table8, table8_marks, tradeoff)},
+            }
         labels = list(table["hypotheses"]) if table is not None and "hypotheses" in table else []
         try:
-            found = [paper_figures.load_run(r["dir"], labels[i] if i < len(labels) else None)
-                     for i, r in enumerate(past)]
+            found = [
+                paper_figures.load_run(r["dir"], labels[i] if i < len(labels) else None) for i, r in enumerate(past)
+            ]
             result = paper_figures.paper_results(found)
         except ValueError as e:
             return {paper_notice: f"**The paper's tables could not be built:** {e}"}
         written = paper_figures.write_outputs(result, tempfile.mkdtemp(prefix="qe-paper-"))
         figs = list(paper_figures.figures(result).items())
-        shown = {p: gr.update(visible=i < len(figs), value=figs[i][1] if i < len(figs) else None,
-                              label=figs[i][0] if i < len(figs) else None) for i, p in enumerate(paper_plots)}
+        shown = {
+            p: gr.update(
+                visible=i < len(figs),
+                value=figs[i][1] if i < len(figs) else None,
+                label=figs[i][0] if i < len(figs) else None,
+            )
+            for i, p in enumerate(paper_plots)
+        }
         captions = "  \n".join(f"**{name}**: {paper_figures.CAPTIONS[name]}" for name in ("table8", *dict(figs)))
         text = paper_figures.summary(result).replace("\n", "  \n") + "\n\n" + captions
-        return {paper_notice: text, table8: shown_table(result.table8, NO_T8, QE_DECIMALS),
-                table8_marks: shown_table(result.table8_marks, NO_T8),
-                tradeoff: shown_table(result.tradeoff, "No Figure 4 points: they need an unambiguous run (with gold).",
-                                      QE_DECIMALS), paper_files: [str(p) for p in written], **shown}
+        return {
+            paper_notice: text,
+            table8: shown_table(result.table8, NO_T8, QE_DECIMALS),
+            table8_marks: shown_table(result.table8_marks, NO_T8),
+            tradeoff: shown_table(
+                result.tradeoff, "No Figure 4 points: they need an unambiguous run (with gold).", QE_DECIMALS
+            ),
+            paper_files: [str(p) for p in written],
+            **shown,
+        }
 
-    paper_run.click(do_paper, [session, runs, run_list],
-                    [paper_notice, table8, table8_marks, tradeoff, paper_files, *paper_plots],
-                    api_name="analysis_qe_paper", api_visibility="undocumented")
+    paper_run.click(
+        do_paper,
+        [session, runs, run_list],
+        [paper_notice, table8, table8_marks, tradeoff, paper_files, *paper_plots],
+        api_name="analysis_qe_paper",
+        api_visibility="undocumented",
+    )
 
 
 PAPER_RUN_HEADERS = ["run", "metric", "context", "languages", "instances", "hypotheses"]
 
 
 def paper_run_entry(result, out_dir: str) -> dict:
-    return {"dir": out_dir, "metric": str(result.metric.get("name", "")), "context": result.context,
-            "languages": ", ".join(result.languages), "instances": result.n_instances}
+    return {
+        "dir": out_dir,
+        "metric": str(result.metric.get("name", "")),
+        "context": result.context,
+        "languages": ", ".join(result.languages),
+        "instances": result.n_instances,
+    }
 
 
 def paper_run_rows(past: list[dict]) -> list[list]:
-    return [[i + 1, r["metric"], r["context"], r["languages"], r["instances"], "references"]
-            for i, r in enumerate(past)]
+    return [
+        [i + 1, r["metric"], r["context"], r["languages"], r["instances"], "references"] for i, r in enumerate(past)
+    ]

@@ -1,4 +1,5 @@
 """Phase 1: the sender reads a starter aloud and records it."""
+
 from __future__ import annotations
 
 import gradio as gr
@@ -37,34 +38,48 @@ def build(ctx: Ctx) -> TabUI:
         # the box is the HTML's own <div class="starter">: a class on the component as well drew
         # the border twice
         starter = gr.HTML(elem_id="starter")
-        audio = gr.Audio(sources=["microphone", "upload"], type="filepath", label="Your recording",
-                         elem_id="recorder", visible=False)
+        audio = gr.Audio(
+            sources=["microphone", "upload"], type="filepath", label="Your recording", elem_id="recorder", visible=False
+        )
         mic_help = gr.HTML(elem_id="mic-help", js_on_load=MIC_JS, visible=False)
         send = gr.Button("Submit recording", variant="primary", visible=False)
 
     def render(view, notice="", error=""):
         has = view is not None and view.status == "item"
         c = view.content if has else {}
-        again = (f'<p class="record-again msg info">{plain_html(c["record_again"])}</p>'
-                 if c.get("record_again") else "")
-        words = (f'<p>{plain_html(c.get("instruction", ""))} Your recording can be up to {c["max_seconds"]} s '
-                 "long.</p>") if has else ""
-        return {state: view_dict(view, notice, error), header: header_html(view, notice, error),
-                item: view.item_id if has else "",
-                instruction: again + words,
-                starter: gr.update(value=f'<div class="starter">{c.get("starter_html", "")}</div>' if has else "",
-                                   visible=has),
-                audio: gr.update(value=None, visible=has),
-                mic_help: gr.update(value=f'<p class="mic-help">{plain_html(c.get("microphone_help", ""))}</p>',
-                                    visible=has),
-                send: gr.update(visible=has)}
+        again = f'<p class="record-again msg info">{plain_html(c["record_again"])}</p>' if c.get("record_again") else ""
+        words = (
+            (f"<p>{plain_html(c.get('instruction', ''))} Your recording can be up to {c['max_seconds']} s long.</p>")
+            if has
+            else ""
+        )
+        return {
+            state: view_dict(view, notice, error),
+            header: header_html(view, notice, error),
+            item: view.item_id if has else "",
+            instruction: again + words,
+            starter: gr.update(
+                value=f'<div class="starter">{c.get("starter_html", "")}</div>' if has else "", visible=has
+            ),
+            audio: gr.update(value=None, visible=has),
+            mic_help: gr.update(
+                value=f'<p class="mic-help">{plain_html(c.get("microphone_help", ""))}</p>', visible=has
+            ),
+            send: gr.update(visible=has),
+        }
 
     def on_submit(token, item_id, audio_path):
         view, notice, error = safe_submit(ctx, token, "record", item_id, {"audio": audio_path})
         return render(view, notice, error)
 
     outputs = [state, header, item, instruction, starter, audio, mic_help, send]
-    send.click(on_submit, [ctx.token, item, audio], outputs, api_name="record_submit",
-               api_visibility="undocumented", **PARTICIPANT_EVENT)
+    send.click(
+        on_submit,
+        [ctx.token, item, audio],
+        outputs,
+        api_name="record_submit",
+        api_visibility="undocumented",
+        **PARTICIPANT_EVENT,
+    )
     ui = TabUI("record", tab, outputs, render)
     return ui

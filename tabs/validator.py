@@ -7,6 +7,7 @@ and translation side by side, the 0-100 slider with the SQM ticks under it, then
 correct / incorrect choice. A submit sends {"item_id", "answer": {"score": 0-100 or null when
 not moved, "mark-<idx>": "correct" | "incorrect" | null}} and gets the next item back; a refused
 answer comes back with the score and marks written in."""
+
 from __future__ import annotations
 
 import html
@@ -27,32 +28,50 @@ def _sqm_html(sqm) -> str:
     for t in range(7):
         pos = t / 6 * 100
         s = labels.get(t)
-        text = (f'<span class="sqm-label" title="{html.escape(s["description"], quote=True)}">'
-                f'{html.escape(s["label"])}</span>') if s else ""
-        ticks.append(f'<div class="sqm-tick{" labelled" if s else ""}" style="left:{pos:.2f}%">'
-                     f'<span class="sqm-mark"></span><span class="sqm-num">{_score(pos)}</span>{text}</div>')
-    legend = "".join(f"<li><b>{html.escape(s['label'])}</b> (score {_score(s['value'])}): "
-                     f"{html.escape(s['description'])}</li>"
-                     for s in sorted(sqm, key=lambda s: -s["tick"]))
-    return (f'<div class="sqm-scale" aria-hidden="true">{"".join(ticks)}</div>'
-            f'<p class="sqm-caption">Score from 0 to 100: the numbers are places on the slider, the labels '
-            f'describe the score at their tick.</p>'
-            f'<details class="sqm-legend"><summary>What the labels mean</summary><ul>{legend}</ul></details>')
+        text = (
+            (
+                f'<span class="sqm-label" title="{html.escape(s["description"], quote=True)}">'
+                f"{html.escape(s['label'])}</span>"
+            )
+            if s
+            else ""
+        )
+        ticks.append(
+            f'<div class="sqm-tick{" labelled" if s else ""}" style="left:{pos:.2f}%">'
+            f'<span class="sqm-mark"></span><span class="sqm-num">{_score(pos)}</span>{text}</div>'
+        )
+    legend = "".join(
+        f"<li><b>{html.escape(s['label'])}</b> (score {_score(s['value'])}): {html.escape(s['description'])}</li>"
+        for s in sorted(sqm, key=lambda s: -s["tick"])
+    )
+    return (
+        f'<div class="sqm-scale" aria-hidden="true">{"".join(ticks)}</div>'
+        f'<p class="sqm-caption">Score from 0 to 100: the numbers are places on the slider, the labels '
+        f"describe the score at their tick.</p>"
+        f'<details class="sqm-legend"><summary>What the labels mean</summary><ul>{legend}</ul></details>'
+    )
 
 
 def _answer_html(q: dict, a: dict, help_text: str) -> str:
-    given = (f'<i>(flagged: cannot be answered from the text)</i><br><small class="flag-help">'
-             f'{plain_html(help_text)}</small>' if a.get("unanswerable") else plain_html(a.get("text", "")))
-    expected = (f'<div class="expected">Expected answer (from the English source): '
-                f'{plain_html(q["expected"])}</div>' if q.get("expected") else "")
-    return (f'<b>{int(q["idx"])}.</b> {plain_html(q["en"])}<br><i>{plain_html(q["pt"])}</i>{expected}'
-            f'Answer: {given}')
+    given = (
+        f'<i>(flagged: cannot be answered from the text)</i><br><small class="flag-help">'
+        f"{plain_html(help_text)}</small>"
+        if a.get("unanswerable")
+        else plain_html(a.get("text", ""))
+    )
+    expected = (
+        f'<div class="expected">Expected answer (from the English source): {plain_html(q["expected"])}</div>'
+        if q.get("expected")
+        else ""
+    )
+    return f"<b>{int(q['idx'])}.</b> {plain_html(q['en'])}<br><i>{plain_html(q['pt'])}</i>{expected}Answer: {given}"
 
 
 def _mark_html(i: int, typed) -> str:
-    choices = "".join(f'<label><input type="radio" name="mark-{i}" value="{v}"'
-                      f'{" checked" if typed == v else ""}> {v}</label>'
-                      for v in ("correct", "incorrect"))
+    choices = "".join(
+        f'<label><input type="radio" name="mark-{i}" value="{v}"{" checked" if typed == v else ""}> {v}</label>'
+        for v in ("correct", "incorrect")
+    )
     return f'<fieldset class="answer-mark"><legend>The answer is</legend>{choices}</fieldset>'
 
 
@@ -65,34 +84,41 @@ def body_html(c: dict, typed: dict | None = None) -> str:
     rows = []
     for q in c.get("questions", []):
         i = int(q["idx"])
-        rows.append(f'<li class="answer-row"><div class="qa">'
-                    f'{_answer_html(q, answers.get(q["idx"], {}), c.get("flagged_help", ""))}'
-                    f'</div>{_mark_html(i, typed.get(f"mark-{i}"))}</li>')
+        rows.append(
+            f'<li class="answer-row"><div class="qa">'
+            f"{_answer_html(q, answers.get(q['idx'], {}), c.get('flagged_help', ''))}"
+            f"</div>{_mark_html(i, typed.get(f'mark-{i}'))}</li>"
+        )
     rows = "".join(rows)
     # the study's wording (Markdown, rendered without raw HTML): what the score and "correct" mean
-    return (f'<form class="validator-item" autocomplete="off">'
-            f'<div class="instruction validator-instruction">{markdown_html(c.get("instruction", ""))}</div>'
-            f'<div class="val-texts"><div id="val-source"><p><b>English source</b></p>'
-            f'<p>{plain_html(c.get("source", ""))}</p></div>'
-            f'<div id="val-translation"><p><b>Portuguese translation</b></p>'
-            f'<p>{plain_html(c.get("translation", ""))}</p>'
-            f'</div></div>'
-            f'<div id="sqm-slider" class="form-slider">'
-            f'<label for="sqm-score">Translation quality (0-100): move the slider'
-            f'<output for="sqm-score" aria-live="off">–</output></label>'
-            f'<input type="range" id="sqm-score" name="score" min="0" max="100" step="1" '
-            f'value="{int(score) if moved else 0}"{" data-moved" if moved else ""}>'
-            f'<div id="sqm-scale">{_sqm_html(c.get("sqm", []))}</div></div>'
-            f'<ol class="answers">{rows}</ol>'
-            f'<button type="submit" class="submit-btn lg primary">Submit validation</button></form>')
+    return (
+        f'<form class="validator-item" autocomplete="off">'
+        f'<div class="instruction validator-instruction">{markdown_html(c.get("instruction", ""))}</div>'
+        f'<div class="val-texts"><div id="val-source"><p><b>English source</b></p>'
+        f"<p>{plain_html(c.get('source', ''))}</p></div>"
+        f'<div id="val-translation"><p><b>Portuguese translation</b></p>'
+        f"<p>{plain_html(c.get('translation', ''))}</p>"
+        f"</div></div>"
+        f'<div id="sqm-slider" class="form-slider">'
+        f'<label for="sqm-score">Translation quality (0-100): move the slider'
+        f'<output for="sqm-score" aria-live="off">–</output></label>'
+        f'<input type="range" id="sqm-score" name="score" min="0" max="100" step="1" '
+        f'value="{int(score) if moved else 0}"{" data-moved" if moved else ""}>'
+        f'<div id="sqm-scale">{_sqm_html(c.get("sqm", []))}</div></div>'
+        f'<ol class="answers">{rows}</ol>'
+        f'<button type="submit" class="submit-btn lg primary">Submit validation</button></form>'
+    )
 
 
 def payload_of(answer: dict) -> dict:
     """The service's payload: the score (null when the slider was not moved) and a mark per
     answer number the fields name (the service checks that they are the item's answers, all of
     them, each correct or incorrect)."""
-    marks = {k.split("-", 1)[1]: v for k, v in answer.items()
-             if k.startswith("mark-") and k.split("-", 1)[1].isdigit() and len(k) < 12 and v is not None}
+    marks = {
+        k.split("-", 1)[1]: v
+        for k, v in answer.items()
+        if k.startswith("mark-") and k.split("-", 1)[1].isdigit() and len(k) < 12 and v is not None
+    }
     return {"score": answer.get("score"), "marks": marks}
 
 

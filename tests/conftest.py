@@ -1,5 +1,6 @@
 """Shared fixtures: a migrated database with the demo study, and the app launched the way
 the README launches it (a subprocess on a free loopback port)."""
+
 from __future__ import annotations
 
 import os
@@ -55,6 +56,7 @@ def without_pyav(monkeypatch):
         if name == "av":
             raise ImportError("No module named 'av'")
         return real_import(name, *a, **k)
+
     monkeypatch.setattr(builtins, "__import__", no_av)
 
 
@@ -81,8 +83,20 @@ def app_server(tmp_path_factory):
     for role in ("receiver", "validator", "rater", "da", "sd"):
         res = app.cli("participants", "add", "--study", "demo", "--role", role, "--count", "2")
         assert res.returncode == 0, res.stderr
-    res = app.cli("participants", "add", "--study", "demo", "--role", "sender", "--group", "USW",
-                  "--gender", "Woman", "--count", "2")
+    res = app.cli(
+        "participants",
+        "add",
+        "--study",
+        "demo",
+        "--role",
+        "sender",
+        "--group",
+        "USW",
+        "--gender",
+        "Woman",
+        "--count",
+        "2",
+    )
     assert res.returncode == 0, res.stderr
     app.start()
     yield app
@@ -94,6 +108,7 @@ def one_torch_thread():
     """Tiny models: a second torch thread only adds sync overhead on a busy 2-core machine
     (a module that runs them uses it: pytestmark = pytest.mark.usefixtures("one_torch_thread"))."""
     import torch
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

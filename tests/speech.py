@@ -1,4 +1,5 @@
 """Speech for tests: a text read by Piper, after a short pause like a person who pressed record."""
+
 from __future__ import annotations
 
 import io

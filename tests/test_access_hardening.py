@@ -1,5 +1,6 @@
 """Issue 30, points 4-7: a Prolific id is no password, the passwordless admin belongs to whoever
 started the server, nobody locks the team out of the admin, and refused enrolments are cheap."""
+
 from __future__ import annotations
 
 import re
@@ -25,11 +26,8 @@ from tests.helpers.clock import paced_auth
 URL = "https://lab.example.org"
 
 
-
-
 def _query(url: str, pid: str, session: str, study: str = "PSTUDY") -> dict:
-    url = (url.replace("{{%PROLIFIC_PID%}}", pid).replace("{{%STUDY_ID%}}", study)
-           .replace("{{%SESSION_ID%}}", session))
+    url = url.replace("{{%PROLIFIC_PID%}}", pid).replace("{{%STUDY_ID%}}", study).replace("{{%SESSION_ID%}}", session)
     return dict(parse_qsl(urlsplit(url).query))
 
 
@@ -46,6 +44,7 @@ def _reasons(db) -> dict[str, int]:
 
 # -- point 4: a Prolific id is not a password ------------------------------------------------------
 
+
 def test_a_prolific_id_alone_does_not_reopen_someones_slot(demo_db):
     """Finding 7: the role's URL (the same for every participant) plus someone's Prolific id gave
     that person's token. Now only their Prolific SESSION_ID does; the honest participant keeps it."""
@@ -60,7 +59,7 @@ def test_a_prolific_id_alone_does_not_reopen_someones_slot(demo_db):
         assert honest["token"] not in str(e.value)
     again = enrol_from_link(demo_db, _query(_url(demo_db), "5f3a9c0e1b2d4a0012345678", "64b1e2honest0001"))
     assert again["id"] == honest["id"] and again["token"] == honest["token"]
-    assert pstore.get(demo_db, honest["id"])["prolific_session_id"] == "64b1e2honest0001"   # not overwritten
+    assert pstore.get(demo_db, honest["id"])["prolific_session_id"] == "64b1e2honest0001"  # not overwritten
     assert _reasons(demo_db) == {"other_session": 1, "bad_session": 2}
 
 
@@ -93,9 +92,10 @@ def test_one_client_cannot_hoard_self_enrolment_slots(demo_db):
             assert "from your network" in str(e)
             refused += 1
     assert (taken, refused) == (3, 7)
-    for i in range(3):              # honest participants from other addresses are not held up
-        enrol_from_link(demo_db, _query(_url(demo_db), f"honest{i:04d}", f"hsess{i:04d}"),
-                        client=throttle_key(f"203.0.113.{i + 1}"))
+    for i in range(3):  # honest participants from other addresses are not held up
+        enrol_from_link(
+            demo_db, _query(_url(demo_db), f"honest{i:04d}", f"hsess{i:04d}"), client=throttle_key(f"203.0.113.{i + 1}")
+        )
     assert pstore.open_self_enrol_count(demo_db, "demo", "receiver", None, None) == 12 - 6
     assert _reasons(demo_db) == {"client_rate_limited": 7}
     print(f"one client, 10 invented ids in a minute: {taken} slots taken, {refused} refused")
@@ -110,13 +110,14 @@ def test_the_per_client_cap_is_a_study_setting(database, tmp_path):
         import_study(database, study_with_keys(tmp_path, "enrol_per_client_per_minute = -1"))
     assert any("study.enrol_per_client_per_minute" in str(err) for err in e.value.errors)
     shutil.rmtree(tmp_path / "study")
-    import_study(database, study_with_keys(tmp_path, "enrol_per_client_per_minute = 0"))      # 0: no limit
+    import_study(database, study_with_keys(tmp_path, "enrol_per_client_per_minute = 0"))  # 0: no limit
     add_participants(database, "demo", "receiver", 6, self_enrol=True)
     for i in range(6):
         enrol_from_link(database, _query(_url(database), f"lab{i:04d}", f"s{i:04d}"), client="10.0.0.1")
 
 
 # -- point 7: refusals are cheap -----------------------------------------------------------------
+
 
 def test_refused_enrolments_are_counted_in_bounded_rows(demo_db, monkeypatch):
     """Finding 11: every refusal, unsigned too, was an audit row written under the answers' write
@@ -125,7 +126,7 @@ def test_refused_enrolments_are_counted_in_bounded_rows(demo_db, monkeypatch):
     real = pstore.add_refusals
     monkeypatch.setattr(pstore, "add_refusals", lambda db, counts: (writes.append(len(counts)), real(db, counts)))
     unsigned = {"study": "demo", "role": "receiver", "PROLIFIC_PID": "x", "SESSION_ID": "y"}
-    signed = _query(_url(demo_db), "nobodyhere01", "sessnobody01")          # no open slot
+    signed = _query(_url(demo_db), "nobodyhere01", "sessnobody01")  # no open slot
     start = time.perf_counter()
     for i in range(1000):
         with pytest.raises(ParticipantError):
@@ -136,12 +137,15 @@ def test_refused_enrolments_are_counted_in_bounded_rows(demo_db, monkeypatch):
     elapsed = time.perf_counter() - start
     rows = enrolment.refusal_counts(demo_db)
     assert demo_db.scalar("SELECT COUNT(*) FROM events") == demo_db.scalar(
-        "SELECT COUNT(*) FROM events WHERE action != 'enrol_refused'")
+        "SELECT COUNT(*) FROM events WHERE action != 'enrol_refused'"
+    )
     assert not demo_db.query("SELECT 1 FROM events WHERE action = 'enrol_refused'")
     assert sum(r["count"] for r in rows) == 1200
-    assert {(r["study_id"], r["role"], r["reason"]) for r in rows} == {("", "", "unsigned"),
-                                                                      ("demo", "receiver", "no_slot")}
-    assert len(rows) <= 4                  # two keys, a minute boundary at most
+    assert {(r["study_id"], r["role"], r["reason"]) for r in rows} == {
+        ("", "", "unsigned"),
+        ("demo", "receiver", "no_slot"),
+    }
+    assert len(rows) <= 4  # two keys, a minute boundary at most
     assert len(writes) <= elapsed / enrolment.RefusalCounts.FLUSH_S + 2, (len(writes), elapsed)
     print(f"1200 refusals in {elapsed:.2f} s: {len(rows)} rows, {len(writes)} writes (before: 1200 rows, 1200 writes)")
 
@@ -152,14 +156,15 @@ def test_a_refusal_reaches_the_database_without_a_later_one(demo_db, monkeypatch
     process such as the CLI). A timer writes it FLUSH_S seconds later."""
     monkeypatch.setattr(enrolment.RefusalCounts, "FLUSH_S", 0.3)
     counts = enrolment.RefusalCounts()
-    counts.add(demo_db, "demo", "receiver", "no_slot")          # written at once
-    counts.add(demo_db, "demo", "receiver", "no_slot")          # inside the interval: pending
+    counts.add(demo_db, "demo", "receiver", "no_slot")  # written at once
+    counts.add(demo_db, "demo", "receiver", "no_slot")  # inside the interval: pending
     assert demo_db.scalar("SELECT SUM(count) FROM enrol_refusals") == 1
     time.sleep(1.0)
     assert demo_db.scalar("SELECT SUM(count) FROM enrol_refusals") == 2
 
 
 # -- point 6: nobody locks the team out --------------------------------------------------------------
+
 
 def test_forged_clients_cannot_make_the_right_password_wait_for_long():
     """Finding 9: 40 failures from forged X-Forwarded-For keys refused the team's right password
@@ -171,7 +176,7 @@ def test_forged_clients_cannot_make_the_right_password_wait_for_long():
     before = clock()
     session = auth.login("the right one", "192.0.2.10", throttle_key("192.0.2.10"))
     auth.check(session, "192.0.2.10")
-    assert clock() - before <= auth.throttle.global_interval + 1e-9     # one turn at most
+    assert clock() - before <= auth.throttle.global_interval + 1e-9  # one turn at most
 
 
 def test_a_stranger_cannot_lock_the_team_out_of_the_running_app(tmp_path):
@@ -189,10 +194,10 @@ def test_a_stranger_cannot_lock_the_team_out_of_the_running_app(tmp_path):
         started = time.perf_counter()
         t = threading.Thread(target=stranger)
         t.start()
-        while len(said) < 35 and t.is_alive():      # past the old global allowance (30 failures)
+        while len(said) < 35 and t.is_alive():  # past the old global allowance (30 failures)
             time.sleep(0.2)
         client = AppClient(app.url)
-        for _ in range(4):                          # while the stranger keeps guessing
+        for _ in range(4):  # while the stranger keeps guessing
             t0 = time.perf_counter()
             out = client.predict("team-pass-30", api_name="/admin_login")
             team.append((isinstance(out[0], str) and bool(out[0]), time.perf_counter() - t0, str(out[1])))
@@ -201,15 +206,18 @@ def test_a_stranger_cannot_lock_the_team_out_of_the_running_app(tmp_path):
         spent = time.perf_counter() - started
         assert [ok for ok, _, _ in team] == [True] * 4, team
         assert len(said) == 60 and all(m.startswith("Wrong password") for m in said), said[:3]
-        assert spent >= 30, spent                 # 60 wrong guesses: at least 30 s
+        assert spent >= 30, spent  # 60 wrong guesses: at least 30 s
         assert app.rows("SELECT COUNT(*) FROM events WHERE action = 'admin_login_failed'")[0][0] == 60
-        print(f"60 forged-client guesses took {spent:.1f} s; the team's 4 logins all opened, "
-              f"in {max(s for _, s, _ in team):.2f} s at most")
+        print(
+            f"60 forged-client guesses took {spent:.1f} s; the team's 4 logins all opened, "
+            f"in {max(s for _, s, _ in team):.2f} s at most"
+        )
     finally:
         app.stop()
 
 
 # -- point 5: the passwordless admin needs the printed link ------------------------------------------
+
 
 def _printed_secret(app) -> str:
     deadline = time.time() + 30
@@ -240,11 +248,11 @@ def test_without_the_printed_link_another_local_account_gets_nothing(own_secret_
     client = AppClient(own_secret_app.url)
     for guess in ("", "admin", secret[:-1]):
         out = client.predict(guess, api_name="/admin_login")
-        assert not isinstance(out[0], str) or not out[0]        # no session handed out
+        assert not isinstance(out[0], str) or not out[0]  # no session handed out
         assert "admin link" in str(out[1]) and "printed" in str(out[1])
     session = client.predict(secret, api_name="/admin_login")[0]
     assert session and "Repair done" in client.predict(session, "demo", api_name="/admin_repair")
-    assert "log in" in client.predict("", "demo", api_name="/admin_repair").lower()       # no session: nothing
+    assert "log in" in client.predict("", "demo", api_name="/admin_repair").lower()  # no session: nothing
 
 
 def test_the_admin_link_opens_the_admin_in_the_browser_and_the_bare_page_says_where_it_is(own_secret_app):
@@ -279,14 +287,23 @@ def test_a_stranger_with_someones_prolific_id_gets_no_page_in_the_browser(own_se
     from playwright.sync_api import sync_playwright
 
     app = own_secret_app
-    assert app.cli("participants", "add", "--study", "demo", "--role", "da", "--self-enrol",
-                   "--count", "2").returncode == 0
-    signed = next(line.split("\t")[3] for line in app.cli("links", "--study", "demo").stdout.splitlines()
-                  if line.startswith("da ("))
+    assert (
+        app.cli("participants", "add", "--study", "demo", "--role", "da", "--self-enrol", "--count", "2").returncode
+        == 0
+    )
+    signed = next(
+        line.split("\t")[3]
+        for line in app.cli("links", "--study", "demo").stdout.splitlines()
+        if line.startswith("da (")
+    )
 
     def url(pid, session):
-        return (signed.replace("{{%PROLIFIC_PID%}}", pid).replace("{{%STUDY_ID%}}", "study42")
-                .replace("{{%SESSION_ID%}}", session))
+        return (
+            signed.replace("{{%PROLIFIC_PID%}}", pid)
+            .replace("{{%STUDY_ID%}}", "study42")
+            .replace("{{%SESSION_ID%}}", session)
+        )
+
     honest = url("5f0c1a2b3c4d5e6f7a8b9c0e", "64aa00honest01")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
@@ -306,7 +323,7 @@ def test_a_stranger_with_someones_prolific_id_gets_no_page_in_the_browser(own_se
             stranger.close()
         browser.close()
     assert app.rows("SELECT COUNT(*) FROM participants WHERE prolific_pid = '5f0c1a2b3c4d5e6f7a8b9c0e'")[0][0] == 1
-    deadline = time.monotonic() + 3 * enrolment.RefusalCounts.FLUSH_S     # the app's flush timer
+    deadline = time.monotonic() + 3 * enrolment.RefusalCounts.FLUSH_S  # the app's flush timer
     while (app.rows("SELECT SUM(count) FROM enrol_refusals WHERE reason = 'other_session'")[0][0] or 0) < 2:
         assert time.monotonic() < deadline, "the refusals were not written within the flush time"
         time.sleep(0.2)

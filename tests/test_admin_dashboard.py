@@ -1,6 +1,7 @@
 """Issue 28, point 4: the admin dashboard's data (services/admin/dashboard.py) against counts made
 independently from the database, its definition of "stalled", its query plans (every query
 through an index: the page re-reads it every few seconds), and its HTML (tabs/admin_dashboard.py)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -28,12 +29,18 @@ def seeded(db):
     r_now, r_away, r_never = add_participants(db, "demo", "receiver", 3)
     for p in (r_now, r_away):
         v = get_view(db, p.token, "receiver")
-        submit(db, p.token, "receiver", v.item_id,
-               {"answers": [{"idx": q["idx"], "text": "sim"} for q in v.content["questions"]]})
+        submit(
+            db,
+            p.token,
+            "receiver",
+            v.item_id,
+            {"answers": [{"idx": q["idx"], "text": "sim"} for q in v.content["questions"]]},
+        )
     with db.write() as w:
         w.execute("UPDATE participants SET last_seen_at = ? WHERE id = ?", [_iso(NOW), r_now.id])
-        w.execute("UPDATE participants SET last_seen_at = ? WHERE id = ?", [_iso(NOW - dt.timedelta(hours=2)),
-                                                                            r_away.id])
+        w.execute(
+            "UPDATE participants SET last_seen_at = ? WHERE id = ?", [_iso(NOW - dt.timedelta(hours=2)), r_away.id]
+        )
         failed = jobs.enqueue(w, "tts_hit", {"hit": 1}, dedupe_key="t-failed")
         jobs.enqueue(w, "tts_hit", {"hit": 2}, dedupe_key="t-pending")
     jobs.fail(db, failed, "Traceback (most recent call last):\n  File x\nOSError: disk full", None)
@@ -43,15 +50,20 @@ def seeded(db):
 def test_the_counts_match_the_database(demo_db):
     db = demo_db
     r_now, r_away, r_never, failed = seeded(db)
-    rater = add_participants(db, "demo", "da", 1)[0]         # holds a HIT, never opened the link
+    rater = add_participants(db, "demo", "da", 1)[0]  # holds a HIT, never opened the link
     d = dashboard(db, "demo", now=NOW)
     # progress per role and phase: the assignments counted by pandas, not by the query under test
-    a = pd.DataFrame(db.query("SELECT p.role, a.phase, a.status FROM assignments a JOIN participants p "
-                              "ON p.id = a.participant_id WHERE a.study_id = 'demo'"))
+    a = pd.DataFrame(
+        db.query(
+            "SELECT p.role, a.phase, a.status FROM assignments a JOIN participants p "
+            "ON p.id = a.participant_id WHERE a.study_id = 'demo'"
+        )
+    )
     want = a[a.status != "withdrawn"].groupby(["role", "phase", "status"]).size().unstack(fill_value=0)
     got = pd.DataFrame(d.progress).set_index(["role", "phase"])[["open", "done"]]
-    pd.testing.assert_frame_equal(got.sort_index(), want[["open", "done"]].sort_index(), check_names=False,
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(
+        got.sort_index(), want[["open", "done"]].sort_index(), check_names=False, check_dtype=False
+    )
     # stalled: seen before, not for STALL_MINUTES, open items; never seen is not stalled
     assert d.stall_minutes == STALL_MINUTES and d.stalled_total == 1
     assert [(p["id"], p["role"]) for p in d.stalled] == [(r_away.id, "receiver")]
@@ -60,9 +72,11 @@ def test_the_counts_match_the_database(demo_db):
     # failing jobs: the failure with its traceback's last line
     assert d.failed_jobs == 1 and d.failing[0]["id"] == failed and d.failing[0]["error"] == "OSError: disk full"
     # waiting on whom: receivers' open items and the people holding them, one not started yet
-    owed = db.scalar("SELECT COUNT(*) FROM assignments a JOIN participants p ON p.id = a.participant_id "
-                     "WHERE p.study_id = 'demo' AND p.role = 'receiver' AND a.status = 'open'")
-    assert f"{owed} open items wait on 2 receivers." in d.waiting       # the third holds nothing yet
+    owed = db.scalar(
+        "SELECT COUNT(*) FROM assignments a JOIN participants p ON p.id = a.participant_id "
+        "WHERE p.study_id = 'demo' AND p.role = 'receiver' AND a.status = 'open'"
+    )
+    assert f"{owed} open items wait on 2 receivers." in d.waiting  # the third holds nothing yet
     rated = db.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND status = 'open'", [rater.id])
     assert f"{rated} open items wait on 1 DA rater (1 not started yet)." in d.waiting
     assert "1 background job failed: retry them under Background jobs (their errors are listed there)." in d.waiting
@@ -72,11 +86,15 @@ def test_stalled_follows_the_cut_off(demo_db):
     """Stalled after STALL_MINUTES without activity, not before (the rule the page states)."""
     db = demo_db
     _, r_away, _, _ = seeded(db)
-    assert dashboard(db, "demo", now=NOW - dt.timedelta(hours=2) + dt.timedelta(minutes=STALL_MINUTES - 1)
-                     ).stalled_total == 0
-    assert dashboard(db, "demo", now=NOW - dt.timedelta(hours=2) + dt.timedelta(minutes=STALL_MINUTES + 1)
-                     ).stalled_total == 1
-    with db.write() as w:                          # a deactivated participant owes nothing
+    assert (
+        dashboard(db, "demo", now=NOW - dt.timedelta(hours=2) + dt.timedelta(minutes=STALL_MINUTES - 1)).stalled_total
+        == 0
+    )
+    assert (
+        dashboard(db, "demo", now=NOW - dt.timedelta(hours=2) + dt.timedelta(minutes=STALL_MINUTES + 1)).stalled_total
+        == 1
+    )
+    with db.write() as w:  # a deactivated participant owes nothing
         w.execute("UPDATE participants SET active = 0 WHERE id = ?", [r_away.id])
     assert dashboard(db, "demo", now=NOW).stalled_total == 0
 
@@ -84,12 +102,15 @@ def test_stalled_follows_the_cut_off(demo_db):
 def test_flagged_recordings_wait_on_the_team(demo_db):
     db = demo_db
     sender = add_participants(db, "demo", "sender", 1, "USW", "Woman")[0]
-    a = db.one("SELECT id, exchange_id FROM assignments WHERE participant_id = ? AND phase = 'record' LIMIT 1",
-               [sender.id])
+    a = db.one(
+        "SELECT id, exchange_id FROM assignments WHERE participant_id = ? AND phase = 'record' LIMIT 1", [sender.id]
+    )
     with db.write() as w:
-        w.execute("INSERT INTO recordings (assignment_id, exchange_id, sha256, path_original, path_16k, duration_s, "
-                  "created_at, qc_status) VALUES (?, ?, 'x', 'a.wav', 'b.wav', 3.0, ?, 'flagged')",
-                  [a["id"], a["exchange_id"], _iso(NOW)])
+        w.execute(
+            "INSERT INTO recordings (assignment_id, exchange_id, sha256, path_original, path_16k, duration_s, "
+            "created_at, qc_status) VALUES (?, ?, 'x', 'a.wav', 'b.wav', 3.0, ?, 'flagged')",
+            [a["id"], a["exchange_id"], _iso(NOW)],
+        )
     d = dashboard(db, "demo", now=NOW)
     assert d.flagged == 1 and d.waiting[0].startswith("1 recording flagged by QC waits on the study team")
 

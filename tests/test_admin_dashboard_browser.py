@@ -2,6 +2,7 @@
 study, at desktop (1280 px) and phone (390 px) width: the dashboard fits one screen and refreshes
 by itself, the sections below it stay closed until opened, headers read on one line, timestamps
 are shown in the browser's time zone, and the page has no sideways scroll on a phone."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -19,7 +20,7 @@ from tests.helpers.browser import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 
-ZONE = "America/Sao_Paulo"        # the browser's zone: not the server's UTC
+ZONE = "America/Sao_Paulo"  # the browser's zone: not the server's UTC
 DOCS_IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
 LOCAL = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2} \S+$")
 
@@ -38,12 +39,22 @@ def simulated(app_server):
     receivers = [token_of(u) for u in links["receiver"]]
     for token in receivers:
         v = get_view(db, token, "receiver")
-        submit(db, token, "receiver", v.item_id,
-               {"answers": [{"idx": q["idx"], "text": "sim"} for q in v.content["questions"]]})
+        submit(
+            db,
+            token,
+            "receiver",
+            v.item_id,
+            {"answers": [{"idx": q["idx"], "text": "sim"} for q in v.content["questions"]]},
+        )
     validator = token_of(links["validator"][0])
     val = get_view(db, validator, "validator")
-    submit(db, validator, "validator", val.item_id,
-           {"score": 70, "marks": {q["idx"]: "correct" for q in val.content["questions"]}})
+    submit(
+        db,
+        validator,
+        "validator",
+        val.item_id,
+        {"score": 70, "marks": {q["idx"]: "correct" for q in val.content["questions"]}},
+    )
     flagged = flag_two_recordings(app_server)
     with db.write() as w:
         jid = jobs.enqueue(w, "tts_hit", {"hit": 999}, dedupe_key="dashboard-test-failure")
@@ -56,17 +67,21 @@ def simulated(app_server):
 
 def flag_one_more(app_server) -> None:
     """What the worker stores when QC flags one more recording (of an item without one)."""
-    aid, exid = app_server.rows("SELECT a.id, a.exchange_id FROM assignments a WHERE a.phase = 'record' AND "
-                                "a.status = 'open' AND NOT EXISTS (SELECT 1 FROM recordings r WHERE "
-                                "r.assignment_id = a.id) ORDER BY a.id LIMIT 1")[0]
-    app_server.rows("INSERT INTO recordings (assignment_id, exchange_id, sha256, path_original, path_16k, duration_s, "
-                    "created_at, qc_status, transcript, wer, qc_flags) VALUES (?, ?, ?, 'x.wav', 'x16.wav', 9.0, "
-                    "'2026-01-01T00:00:00Z', 'flagged', 'hm', 1.0, ?)",
-                    (aid, exid, f"sha-{aid}", json.dumps(["high_wer"])))
+    aid, exid = app_server.rows(
+        "SELECT a.id, a.exchange_id FROM assignments a WHERE a.phase = 'record' AND "
+        "a.status = 'open' AND NOT EXISTS (SELECT 1 FROM recordings r WHERE "
+        "r.assignment_id = a.id) ORDER BY a.id LIMIT 1"
+    )[0]
+    app_server.rows(
+        "INSERT INTO recordings (assignment_id, exchange_id, sha256, path_original, path_16k, duration_s, "
+        "created_at, qc_status, transcript, wer, qc_flags) VALUES (?, ?, ?, 'x.wav', 'x16.wav', 9.0, "
+        "'2026-01-01T00:00:00Z', 'flagged', 'hm', 1.0, ?)",
+        (aid, exid, f"sha-{aid}", json.dumps(["high_wer"])),
+    )
 
 
 def log_in(pg, url):
-    pg.goto(url)                       # no password set: the admin opens at once (issue 28)
+    pg.goto(url)  # no password set: the admin opens at once (issue 28)
     pg.locator("#admin-dashboard .dash").wait_for(timeout=30000)
     pg.locator("#admin-dashboard time").first.wait_for(timeout=15000)
 
@@ -86,7 +101,7 @@ def test_the_dashboard_fits_a_desktop_screen_and_refreshes_by_itself(app_server,
     text = dash.inner_text()
     assert "2 recordings flagged by QC wait on the study team" in text
     assert f"participant {simulated['stalled']} (receiver)" in text
-    assert "RuntimeError: no voice for pt-BR" in text          # the traceback's last line
+    assert "RuntimeError: no voice for pt-BR" in text  # the traceback's last line
     # the stalled receiver's last visit, in the browser's zone (not UTC), the stored time as tooltip
     seen = dash.locator("li", has_text=f"participant {simulated['stalled']}").locator("time")
     want = dt.datetime.fromisoformat(simulated["away"]).astimezone(ZoneInfo(ZONE)).strftime("%Y-%m-%d %H:%M")
@@ -98,14 +113,16 @@ def test_the_dashboard_fits_a_desktop_screen_and_refreshes_by_itself(app_server,
     height = pg.evaluate("document.documentElement.scrollHeight")
     pg.screenshot(path=str(ARTIFACTS / "admin-dashboard-1280.png"), full_page=True)
     assert box["y"] + box["height"] <= 800, box
-    if os.environ.get("TRADLAB_DOCS_SCREENSHOTS") == "1":      # the README's picture, renewed on request only
+    if os.environ.get("TRADLAB_DOCS_SCREENSHOTS") == "1":  # the README's picture, renewed on request only
         pg.screenshot(path=str(DOCS_IMG / "admin-dashboard.png"), clip={"x": 0, "y": 0, "width": 1280, "height": 800})
     assert height <= 2 * 800, height
     assert not pg.locator("#participants").is_visible()
     # it refreshes by itself: a third flagged recording shows without a click
     flag_one_more(app_server)
-    pg.wait_for_function("() => document.querySelector('#admin-dashboard .dash-card.alert .dash-value')"
-                         ".textContent === '3'", timeout=40000)
+    pg.wait_for_function(
+        "() => document.querySelector('#admin-dashboard .dash-card.alert .dash-value').textContent === '3'",
+        timeout=40000,
+    )
     # a section opens on demand: the participants table, headers on one line, times local
     pg.get_by_text("Participants", exact=True).click()
     table = pg.locator("#participants table:visible").first
@@ -123,18 +140,19 @@ def test_the_dashboard_fits_a_desktop_screen_and_refreshes_by_itself(app_server,
 
 
 def test_the_admin_page_on_a_phone(app_server, simulated, browser):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True,
-                                  timezone_id=ZONE)
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True, timezone_id=ZONE
+    )
     pg = context.new_page()
     log_in(pg, app_server.admin_url)
-    assert pg.evaluate("document.documentElement.scrollWidth") <= 390           # no sideways scroll
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 390  # no sideways scroll
     cards = pg.locator(".dash-card")
     boxes = [cards.nth(i).bounding_box() for i in range(cards.count())]
     assert len(boxes) == 4 and all(0 <= b["x"] and b["x"] + b["width"] <= 390 for b in boxes), boxes
     pg.screenshot(path=str(ARTIFACTS / "admin-dashboard-390.png"), full_page=True)
     pg.get_by_text("Recordings to review (flagged by QC)", exact=True).click()
     pg.locator("#review-table del.qc-prompt:visible").first.wait_for(timeout=30000)
-    assert pg.evaluate("document.documentElement.scrollWidth") <= 390           # the table scrolls, not the page
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 390  # the table scrolls, not the page
     pg.screenshot(path=str(ARTIFACTS / "admin-review-390.png"), full_page=True)
     context.close()
 
@@ -143,15 +161,16 @@ def test_the_add_message_points_to_where_the_links_are(app_server):
     """The issue: 'after add participants the message says the links are below while they are
     above' (the Private link(s) box sits above the message: the browser test checks it)."""
     client = AppClient(app_server.url)
-    out = client.predict(admin_session(client), "demo", "rater", 1, "", "", "", "all", "all", 1,
-                         api_name="/admin_participants_add")
+    out = client.predict(
+        admin_session(client), "demo", "rater", 1, "", "", "", "all", "all", 1, api_name="/admin_participants_add"
+    )
     assert "Added 1 rater" in out[0] and "above" in out[0] and "below" not in out[0], out[0]
     assert out[1].startswith(app_server.url)
 
 
 def test_the_dashboard_endpoint_needs_an_admin_session(app_server):
     client = AppClient(app_server.url)
-    session = admin_session(client)        # (the login also fills the study list the call is checked against)
+    session = admin_session(client)  # (the login also fills the study list the call is checked against)
     html, _ = client.predict("forged", "demo", api_name="/admin_dashboard")
     assert html == "Please log in.", html
     html, _ = client.predict(session, "demo", api_name="/admin_dashboard")

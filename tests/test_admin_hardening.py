@@ -1,5 +1,6 @@
 """Issue 17, points 4, 5 and 11: the passwordless admin is not reachable from a web page (DNS
 rebinding), the admin password resists guessing, sessions end, frames and errors are guarded."""
+
 from __future__ import annotations
 
 import httpx
@@ -14,12 +15,11 @@ from tests.helpers.clock import FakeClock, paced_auth
 
 pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
-LINK = "the-admin-link-secret-of-this-test"   # what the server would print as /?admin=...
-
-
+LINK = "the-admin-link-secret-of-this-test"  # what the server would print as /?admin=...
 
 
 # -- point 4: DNS rebinding and forwarding headers ---------------------------------------------
+
 
 def test_a_rebound_host_name_is_not_local():
     """A page whose DNS name now points at 127.0.0.1 sends its own name as Host: the connection
@@ -39,10 +39,13 @@ def test_a_rebound_host_name_is_not_local():
 def test_a_rebound_host_name_is_refused_by_the_running_app(app_server):
     rebound = AppClient(app_server.url, headers={"Host": f"evil.example:{app_server.port}"})
     out = rebound.predict("", api_name="/admin_login")
-    assert not isinstance(out[0], str) or not out[0]        # no session handed out
+    assert not isinstance(out[0], str) or not out[0]  # no session handed out
     assert "localhost" in str(out[1])
-    local = Client(app_server.url.replace("127.0.0.1", "localhost"), verbose=False,
-                   headers={"Host": f"localhost:{app_server.port}"})
+    local = Client(
+        app_server.url.replace("127.0.0.1", "localhost"),
+        verbose=False,
+        headers={"Host": f"localhost:{app_server.port}"},
+    )
     assert local.predict(ADMIN_SECRET, api_name="/admin_login")[0]
 
 
@@ -63,8 +66,8 @@ def test_forwarded_requests_need_the_password_and_are_throttled_per_client():
         with pytest.raises(PermissionError):
             auth.login("wrong", caller, a)
     with pytest.raises(PermissionError, match="Too many"):
-        auth.login("secret", caller, a)                       # a waits, right password or not
-    assert auth.login("secret", caller, b)                    # another visitor does not
+        auth.login("secret", caller, a)  # a waits, right password or not
+    assert auth.login("secret", caller, b)  # another visitor does not
 
 
 def test_start_up_warns_when_exposed_without_a_password():
@@ -79,6 +82,7 @@ def test_start_up_warns_when_exposed_without_a_password():
 
 
 # -- point 5: guessing the password, sessions ---------------------------------------------------
+
 
 def test_200_wrong_guesses_take_hours_and_are_logged(database):
     """Every guess is made the moment the throttle allows it; the enforced waits add up on the
@@ -97,7 +101,7 @@ def test_200_wrong_guesses_take_hours_and_are_logged(database):
     failed = database.query("SELECT actor, entity_id FROM events WHERE action = 'admin_login_failed'")
     assert len(failed) == 200 and failed[0]["actor"] == "admin@203.0.113.9"
     clock.advance(auth.throttle.wait_left(key))
-    session = auth.login("correct horse", "203.0.113.9", key)   # after the wait the right password works
+    session = auth.login("correct horse", "203.0.113.9", key)  # after the wait the right password works
     auth.check(session, "203.0.113.9")
     print(f"200 wrong guesses need {waited / 3600:.1f} h of enforced waiting")
 
@@ -109,10 +113,10 @@ def test_the_running_app_throttles_and_logs_wrong_passwords(tmp_path):
     try:
         client = AppClient(app.url)
         said = []
-        while len(said) < 200 and "Try again in 8 s" not in (said or [""])[-1]:     # about 7 s of hammering
+        while len(said) < 200 and "Try again in 8 s" not in (said or [""])[-1]:  # about 7 s of hammering
             said.append(str(client.predict(f"guess-{len(said)}", api_name="/admin_login")[1]))
         assert said[:5] == ["Wrong password."] * 5 and "Try again in 8 s" in said[-1], said
-        assert any("Too many failed logins" in m for m in said)       # refused unchecked during a wait
+        assert any("Too many failed logins" in m for m in said)  # refused unchecked during a wait
         # at once after that failure: refused, the right password too
         assert "Too many failed logins" in str(client.predict("s3cret-pass", api_name="/admin_login")[1])
         failed = app.rows("SELECT COUNT(*) FROM events WHERE action = 'admin_login_failed'")[0][0]
@@ -159,6 +163,7 @@ def test_log_out_in_the_running_app(app_server):
 
 # -- point 11: frames and errors ------------------------------------------------------------------
 
+
 def test_pages_carry_frame_protection(app_server):
     r = httpx.get(app_server.url + "/", timeout=30)
     assert r.status_code == 200
@@ -182,13 +187,15 @@ def test_frame_ancestors_setting_and_its_space_default():
     assert Settings.from_env({"SPACE_ID": "x", "TRADLAB_FRAME_ANCESTORS": "'none'"}).frame_ancestors == "'none'"
 
     def page(frame_ancestors):
-        app = Starlette(routes=[Route("/", lambda req: PlainTextResponse("hi"))],
-                        middleware=[Middleware(SecurityHeaders, frame_ancestors=frame_ancestors)])
+        app = Starlette(
+            routes=[Route("/", lambda req: PlainTextResponse("hi"))],
+            middleware=[Middleware(SecurityHeaders, frame_ancestors=frame_ancestors)],
+        )
         return TestClient(app).get("/").headers
 
     h = page(space.frame_ancestors)
     assert h["content-security-policy"] == "frame-ancestors 'self' https://huggingface.co"
-    assert "x-frame-options" not in h                          # it cannot name huggingface.co
+    assert "x-frame-options" not in h  # it cannot name huggingface.co
     assert page("'none'")["x-frame-options"] == "DENY"
     assert page("'self'; script-src *")["content-security-policy"] == "frame-ancestors 'self' script-src *"
 
@@ -213,7 +220,7 @@ def test_the_admin_sees_an_unexpected_error_in_full():
 
     with pytest.raises(gr.Error, match="the detail"):
         handler(session)
-    with pytest.raises(PermissionError):                      # no session: no gr.Error, no details
+    with pytest.raises(PermissionError):  # no session: no gr.Error, no details
         handler("forged")
 
 
@@ -230,8 +237,8 @@ def test_admin_only_checks_the_session_before_the_handler_runs():
         ran.append(value)
         return {"notice": "", "value": value}
 
-    assert handler.shows_admin_details                            # through details_for_admin
-    assert handler(None, "forged", 1)["notice"] and ran == []     # refused: the message, the handler never ran
+    assert handler.shows_admin_details  # through details_for_admin
+    assert handler(None, "forged", 1)["notice"] and ran == []  # refused: the message, the handler never ran
     request = gr.Request(client=type("Client", (), {"host": "127.0.0.1"})())
     assert handler(request, auth.login(LINK, "127.0.0.1"), 2) == {"notice": "", "value": 2} and ran == [2]
     with pytest.raises(TypeError, match="sess and request"):
@@ -246,7 +253,7 @@ def test_an_old_failure_count_is_forgotten():
         throttle.failed("k")
     assert throttle.wait_left("k") > 0
     clock.advance(3601)
-    assert throttle.failed("k") == 0                       # a fresh count: within the free failures
+    assert throttle.failed("k") == 0  # a fresh count: within the free failures
 
 
 def test_every_admin_event_shows_the_admin_its_unexpected_errors(tmp_path):
@@ -257,9 +264,14 @@ def test_every_admin_event_shows_the_admin_its_unexpected_errors(tmp_path):
     from web.app import build_app
 
     demo = build_app(Settings.from_env(), open_database(tmp_path / "a.db")).team
-    admin_events = [f for f in demo.fns.values() if f.fn is not None and f.api_name
-                    and f.api_name.startswith(("admin", "analysis", "qe"))
-                    and f.api_name not in ("admin_login", "admin_logout")]
+    admin_events = [
+        f
+        for f in demo.fns.values()
+        if f.fn is not None
+        and f.api_name
+        and f.api_name.startswith(("admin", "analysis", "qe"))
+        and f.api_name not in ("admin_login", "admin_logout")
+    ]
     assert len(admin_events) > 30
     bare = [f.api_name for f in admin_events if not getattr(f.fn, "shows_admin_details", False)]
     assert bare == []

@@ -2,6 +2,7 @@
 app: generate with the test LLM (tests/openai_server.py answering as in test_question_gen),
 review (accept, edit, reject, back to draft, regenerate), CSV export and import; every event
 checks the admin session, and nothing reaches the study's questions before acceptance."""
+
 from __future__ import annotations
 
 import csv
@@ -14,9 +15,18 @@ from tests.helpers.app import AppClient, admin_session
 from tests.helpers.questions import GENERATED, STUDY, make_study, respond
 from tests.openai_server import OpenAIServer
 
-APIS = ["admin_questions_view", "admin_questions_edit", "admin_questions_accept", "admin_questions_reject",
-        "admin_questions_unaccept", "admin_questions_regenerate", "admin_questions_generate",
-        "admin_questions_generate_starter", "admin_questions_import", "admin_questions_export"]
+APIS = [
+    "admin_questions_view",
+    "admin_questions_edit",
+    "admin_questions_accept",
+    "admin_questions_reject",
+    "admin_questions_unaccept",
+    "admin_questions_regenerate",
+    "admin_questions_generate",
+    "admin_questions_generate_starter",
+    "admin_questions_import",
+    "admin_questions_export",
+]
 
 
 @pytest.fixture(scope="module")
@@ -28,9 +38,16 @@ def llm_server():
 @pytest.fixture(scope="module")
 def app(tmp_path_factory, llm_server):
     tmp = tmp_path_factory.mktemp("questions_app")
-    app = RunningApp(tmp, {"TRADLAB_WORKER": "0", "TRADLAB_LLM_MODEL": "qa-llm",
-                           "TRADLAB_LLM_BASE_URL": llm_server.base_url, "TRADLAB_LLM_BACKEND": "",
-                           "TRADLAB_LLM_API_KEY_ENV": ""})
+    app = RunningApp(
+        tmp,
+        {
+            "TRADLAB_WORKER": "0",
+            "TRADLAB_LLM_MODEL": "qa-llm",
+            "TRADLAB_LLM_BASE_URL": llm_server.base_url,
+            "TRADLAB_LLM_BACKEND": "",
+            "TRADLAB_LLM_API_KEY_ENV": "",
+        },
+    )
     res = app.cli("import", str(make_study(tmp / "study")))
     assert res.returncode == 0, res.stderr
     app.start()
@@ -49,8 +66,12 @@ def session(client):
 
 
 def in_use(app, starter="s01"):
-    return [r[0] for r in app.rows("SELECT en FROM questions WHERE study_id = ? AND starter_id = ? ORDER BY idx",
-                               [STUDY, starter])]
+    return [
+        r[0]
+        for r in app.rows(
+            "SELECT en FROM questions WHERE study_id = ? AND starter_id = ? ORDER BY idx", [STUDY, starter]
+        )
+    ]
 
 
 def call(client, api, *args):
@@ -73,7 +94,7 @@ def test_generate_review_and_export_import(client, session, app, tmp_path):
     assert "3 draft question(s) for 2 starter(s)" in out[5] and "held no questions" in out[5]
     drafts = drafts_of(out)
     assert [d["en"] for d in drafts] == GENERATED[:3] and {d["status"] for d in drafts} == {"draft"}
-    assert in_use(app) == []                                     # nothing before acceptance
+    assert in_use(app) == []  # nothing before acceptance
     ids = [d["id"] for d in drafts]
 
     out = call(client, "admin_questions_accept", session, STUDY, "s01", 1, ids[2])
@@ -82,8 +103,18 @@ def test_generate_review_and_export_import(client, session, app, tmp_path):
     assert in_use(app) == [GENERATED[0], GENERATED[2]]
     assert [d["status"] for d in drafts_of(out)] == ["accepted", "accepted", "draft"]
 
-    out = call(client, "admin_questions_edit", session, STUDY, "s01", 1, ids[2], "How high was the fever?",
-               "Qual era a febre?", "39")
+    out = call(
+        client,
+        "admin_questions_edit",
+        session,
+        STUDY,
+        "s01",
+        1,
+        ids[2],
+        "How high was the fever?",
+        "Qual era a febre?",
+        "39",
+    )
     assert "saved" in out[5] and in_use(app) == [GENERATED[0], "How high was the fever?"]
     out = call(client, "admin_questions_edit", session, STUDY, "s01", 1, ids[2], "", "x", "")
     assert "Not done" in out[5] and "must not be empty" in out[5]
@@ -105,9 +136,15 @@ def test_generate_review_and_export_import(client, session, app, tmp_path):
     assert set(exported[0]) == {"draft_id", "starter_id", "status", "origin", "en", "pt", "answer_en"}
     mine = next(r for r in exported if r["draft_id"] == str(ids[1]))
     mine["status"] = "accepted"
-    new = {"draft_id": "", "starter_id": "s01", "status": "accepted", "origin": "",
-           "en": "Which antibiotic is she allergic to?", "pt": "A que antibiótico é alérgica?",
-           "answer_en": "penicillin"}
+    new = {
+        "draft_id": "",
+        "starter_id": "s01",
+        "status": "accepted",
+        "origin": "",
+        "en": "Which antibiotic is she allergic to?",
+        "pt": "A que antibiótico é alérgica?",
+        "answer_en": "penicillin",
+    }
     good = tmp_path / "good.csv"
     with good.open("w", encoding="utf-8", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(exported[0]))
@@ -135,9 +172,10 @@ def test_rows_are_picked_by_clicking_in_the_browser(client, session, app):
 
     if not Path(CHROMIUM).exists():
         pytest.fail("Chromium is not installed: `make test` installs it (apt-get install chromium)")
-    call(client, "admin_questions_view", session, STUDY, "s03", 1)   # its folder questions become drafts
-    s03 = app.rows("SELECT id, en FROM question_drafts WHERE study_id = ? AND starter_id = 's03' "
-                    "ORDER BY position, id", [STUDY])
+    call(client, "admin_questions_view", session, STUDY, "s03", 1)  # its folder questions become drafts
+    s03 = app.rows(
+        "SELECT id, en FROM question_drafts WHERE study_id = ? AND starter_id = 's03' ORDER BY position, id", [STUDY]
+    )
     assert s03
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
@@ -147,12 +185,18 @@ def test_rows_are_picked_by_clicking_in_the_browser(client, session, app):
         page.get_by_text("Comprehension questions", exact=True).first.click()
         starters = page.locator("#question-starters [role=gridcell]")
         starters.first.wait_for(timeout=20000)
-        row = next(i for i in range(page.locator("#question-starters [role=row]").count() - 1)
-                   if page.locator(f"#question-starters [data-testid='cell-{i}-0']").inner_text().strip() == "s03")
+        row = next(
+            i
+            for i in range(page.locator("#question-starters [role=row]").count() - 1)
+            if page.locator(f"#question-starters [data-testid='cell-{i}-0']").inner_text().strip() == "s03"
+        )
         page.locator(f"#question-starters [data-testid='cell-{row}-1']").click()
         first = page.locator("#question-drafts [data-testid='cell-0-0']")
-        page.wait_for_function("el => el.innerText.trim() === String(%d)" % s03[0][0],
-                               arg=first.element_handle(timeout=20000), timeout=20000)
+        page.wait_for_function(
+            "el => el.innerText.trim() === String(%d)" % s03[0][0],
+            arg=first.element_handle(timeout=20000),
+            timeout=20000,
+        )
         page.locator("#question-drafts [data-testid='cell-0-3']").click()
         box = page.get_by_label("English question")
         page.wait_for_function("([el, v]) => el.value === v", arg=[box.element_handle(), s03[0][1]], timeout=20000)
@@ -165,7 +209,7 @@ def test_questions_per_starter_defaults_to_the_study_and_is_range_checked(client
     out = call(client, "admin_questions_generate_starter", session, STUDY, "s02", 1, 11)
     assert "Not done" in out[5] and "from 1 to 10" in out[5]
     out = call(client, "admin_questions_generate_starter", session, STUDY, "s02", 1, None)
-    assert "Not done" not in out[5]          # empty: the study's n (s02's junk is reported, not refused)
+    assert "Not done" not in out[5]  # empty: the study's n (s02's junk is reported, not refused)
 
 
 def test_every_questions_event_refuses_without_the_admin_session(client, app):

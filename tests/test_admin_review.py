@@ -1,5 +1,6 @@
 """The admin's review of flagged recordings shows the prompt and the transcript aligned, the
 differing words highlighted, in a table of short columns and one diff column."""
+
 from __future__ import annotations
 
 from services.admin import progress as admin_progress
@@ -15,8 +16,11 @@ def flagged(db, transcript: str) -> tuple[int, str]:
     with db.write() as w:
         rid = results.insert_recording(w, a["id"], a["exchange_id"], "sha", "x.wav", "x16.wav", 3.0)
         results.set_recording_qc(w, rid, "flagged", transcript, 0.5, ["start_differs"])
-    prompt = db.scalar("SELECT s.text FROM exchanges e JOIN starters s ON s.study_id = e.study_id "
-                       "AND s.id = e.starter_id WHERE e.id = ?", [a["exchange_id"]])
+    prompt = db.scalar(
+        "SELECT s.text FROM exchanges e JOIN starters s ON s.study_id = e.study_id "
+        "AND s.id = e.starter_id WHERE e.id = ?",
+        [a["exchange_id"]],
+    )
     return rid, prompt
 
 
@@ -27,8 +31,10 @@ def test_the_review_queue_carries_the_alignment(demo_db):
     ops = {c["op"] for c in row["alignment"]}
     assert ops & {"substitute", "delete", "insert"}
     # what the alignment holds is the whole normalised prompt and transcript, in order
-    assert " ".join(c["prompt"] for c in row["alignment"] if c["prompt"]).split()[:2] == \
-        prompt.lower().replace(",", "").split()[:2]
+    assert (
+        " ".join(c["prompt"] for c in row["alignment"] if c["prompt"]).split()[:2]
+        == prompt.lower().replace(",", "").split()[:2]
+    )
     assert " ".join(c["transcript"] for c in row["alignment"] if c["transcript"]) == "something else entirely"
 
 
@@ -42,19 +48,19 @@ def test_the_review_table_has_short_columns_and_one_diff(demo_db):
     widths = [int(w.removesuffix("px")) for w in admin_review.COLUMN_WIDTHS]
     assert min(widths) >= 52 and widths[-1] == max(widths)
     cell = page.rows.iloc[0]["prompt vs transcript"]
-    assert cell.startswith('<span class="qc-diff">') and '<del class="qc-prompt">' in cell   # nothing was heard
+    assert cell.startswith('<span class="qc-diff">') and '<del class="qc-prompt">' in cell  # nothing was heard
 
 
 def test_a_clipped_start_is_struck_and_the_rest_is_plain(demo_db):
     rid, prompt = flagged(demo_db, "")
-    heard = " ".join(prompt.split()[3:])           # the first three words lost
+    heard = " ".join(prompt.split()[3:])  # the first three words lost
     with demo_db.write() as w:
         results.set_recording_qc(w, rid, "flagged", heard, 0.1, ["start_differs"])
     page = admin_review.review_table(admin_progress.review_page(demo_db, "demo", 1))
     cell = page.rows.iloc[0]["prompt vs transcript"]
     first = " ".join(prompt.lower().replace(",", "").replace(".", "").split()[:3])
     assert cell.startswith(f'<span class="qc-diff"><del class="qc-prompt">{first}</del> ')
-    assert "<ins" not in cell                      # everything else was heard as written
+    assert "<ins" not in cell  # everything else was heard as written
     item = admin_progress.review_item(demo_db, rid)
     assert item["flags"] == ["the first three words differ"]
     shown = admin_review.item_html(item)
@@ -63,9 +69,11 @@ def test_a_clipped_start_is_struck_and_the_rest_is_plain(demo_db):
 
 
 def test_participant_words_are_escaped():
-    chunks = [{"op": "equal", "prompt": "a <b>", "transcript": "a <b>"},
-              {"op": "substitute", "prompt": "x", "transcript": "<img src=x onerror=alert(1)>"},
-              {"op": "insert", "prompt": "", "transcript": '"quoted" & more'}]
+    chunks = [
+        {"op": "equal", "prompt": "a <b>", "transcript": "a <b>"},
+        {"op": "substitute", "prompt": "x", "transcript": "<img src=x onerror=alert(1)>"},
+        {"op": "insert", "prompt": "", "transcript": '"quoted" & more'},
+    ]
     for html in (admin_review.inline_diff(chunks), admin_review.aligned_table(chunks)):
         assert "<img" not in html and "<b>" not in html
         assert "&lt;img src=x onerror=alert(1)&gt;" in html and "&quot;quoted&quot; &amp; more" in html
@@ -80,7 +88,7 @@ def test_the_review_shows_each_edge_word_s_probability_beside_the_diff(demo_db):
     rid, prompt = flagged(demo_db, "")
     rec = results.recording(demo_db, rid)
     first, last = prompt.split()[0].strip(",."), prompt.split()[-1].strip(",.?!")
-    heard = " ".join(prompt.split()[1:])                  # the first word not heard
+    heard = " ".join(prompt.split()[1:])  # the first word not heard
     edges = {"first_word": first, "first_p": 0.004, "last_word": last, "last_p": 0.91}
     opinion = {"on": True, "first_word_min_p": 0.05, "last_word_min_p": 0.2}
     qc = pipeline.save_qc(demo_db, rec, prompt, heard, None, edges, opinion)

@@ -1,6 +1,7 @@
 """The review of flagged recordings in headless Chromium at desktop width: the headers read on
 one line, the prompt/transcript diff gets the width, and the opened recording shows the
 aligned table with the differing words marked."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -51,14 +52,14 @@ def test_the_review_table_reads_at_desktop_width(app_server, page):
     assert "<b>" not in page.locator("#review-table").inner_html().replace("&lt;b&gt;", "")
     rid = page.locator("#review-table [data-testid='cell-1-0']").inner_text().strip()
     assert int(rid) in ids
-    page.locator("#review-table [data-testid='cell-1-1']").click()     # any cell picks its row
+    page.locator("#review-table [data-testid='cell-1-1']").click()  # any cell picks its row
     field = page.get_by_label("Recording id (click its row above)")
     page.wait_for_function("([el, v]) => el.value === v", arg=[field.element_handle(), rid], timeout=15000)
     page.get_by_role("button", name="Open", exact=True).click()
     aligned = page.locator("#review-align table.qc-align")
     aligned.wait_for(timeout=15000)
     differs = aligned.locator("tr.qc-differs")
-    if int(rid) == ids[0]:        # the clipped start: one stretch differs, the words not heard
+    if int(rid) == ids[0]:  # the clipped start: one stretch differs, the words not heard
         assert differs.count() == 1 and "not heard" in differs.inner_text()
     else:
         assert differs.count() > 1

@@ -1,4 +1,5 @@
 """The admin tab's tables as pure functions: each exchange's phase through the workflow."""
+
 from __future__ import annotations
 
 from services.admin import progress as admin_progress
@@ -23,12 +24,22 @@ def test_exchange_phase_follows_the_workflow(demo_db, tmp_path):
     v = get_view(db, receiver.token, "receiver")
     ex = int(v.item_id)
     assert phases(db)[ex] == "2 with receivers"
-    submit(db, receiver.token, "receiver", v.item_id,
-           {"answers": [{"idx": q["idx"], "text": "sim"} for q in v.content["questions"]]})
+    submit(
+        db,
+        receiver.token,
+        "receiver",
+        v.item_id,
+        {"answers": [{"idx": q["idx"], "text": "sim"} for q in v.content["questions"]]},
+    )
     assert phases(db)[ex] == "3 with validators"
     val = get_view(db, validator.token, "validator")
-    submit(db, validator.token, "validator", val.item_id,
-           {"score": 80, "marks": {q["idx"]: "correct" for q in val.content["questions"]}})
+    submit(
+        db,
+        validator.token,
+        "validator",
+        val.item_id,
+        {"score": 80, "marks": {q["idx"]: "correct" for q in val.content["questions"]}},
+    )
     validated = int(db.scalar("SELECT exchange_id FROM validations"))
     assert phases(db)[validated] == "4 surveys"
     # a recording: queued, then flagged

@@ -4,6 +4,7 @@ admin opens at once. The buttons are clicked in process through gradio's own pro
 event (Blocks.process_api: the component's preprocess, the handler, the postprocess), with the
 values a browser sends for an untouched page: an empty gr.Number is shown and sent as 0 (Gradio's
 Number sets a missing value to 0)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -31,7 +32,7 @@ def click_every_analysis_button(page: TeamPage) -> dict[str, list[str]]:
     page.show()
     shown = {}
     for name in ANALYSIS_BUTTONS:
-        out = page.click(name)       # a gr.Error (a refused input, a handler's exception) raises here
+        out = page.click(name)  # a gr.Error (a refused input, a handler's exception) raises here
         shown[name] = texts(out)
         for text in shown[name]:
             assert not any(word in text for word in FAILED), (name, text)
@@ -59,7 +60,7 @@ def assert_reads_well(name, out: dict):
     """Every table output of the click (or, left as it was, its initial value) reads well, and a
     plot without a figure is hidden."""
     for c, v in out.items():
-        if isinstance(c, gr.Dataframe) and not c.interactive:      # an editable table shows its headers
+        if isinstance(c, gr.Dataframe) and not c.interactive:  # an editable table shows its headers
             kept = isinstance(v, dict) and v.get("__type__") == "update" and "value" not in v
             value = c.value if kept else (v["value"] if isinstance(v, dict) and "value" in v else v)
             assert isinstance(value, dict), (name, c.label, v)
@@ -97,12 +98,21 @@ def test_every_analysis_button_runs_on_its_defaults_after_a_study(mixed_study, t
     assert "Too few" not in shown["run_usability"][0]
     # the QE audit on a PAIRS file with its scores (no metric runs), then the paper's tables
     pairs = tmp_path / "pairs.csv"
-    pd.DataFrame({"instance_id": range(8), "lang": "pt", "source": "s", "hyp_f": "f", "hyp_m": "m",
-                  "gold": ["F", "M"] * 4, "score_f": [0.9, 0.4, 0.8, 0.5, 0.7, 0.3, 0.9, 0.6],
-                  "score_m": [0.5, 0.8, 0.6, 0.7, 0.4, 0.9, 0.5, 0.8]}).to_csv(pairs, index=False)
+    pd.DataFrame(
+        {
+            "instance_id": range(8),
+            "lang": "pt",
+            "source": "s",
+            "hyp_f": "f",
+            "hyp_m": "m",
+            "gold": ["F", "M"] * 4,
+            "score_f": [0.9, 0.4, 0.8, 0.5, 0.7, 0.3, 0.9, 0.6],
+            "score_m": [0.5, 0.8, 0.6, 0.7, 0.4, 0.9, 0.5, 0.8],
+        }
+    ).to_csv(pairs, index=False)
     out = page.click("do_audit", **{"PAIRS.csv": {"path": str(pairs), "meta": {"_type": "gradio.FileData"}}})
     assert not any(w in t for t in texts(out) for w in FAILED), texts(out)
-    assert any(isinstance(v, dict) and v.get("data") for v in out.values())       # the ratio table
+    assert any(isinstance(v, dict) and v.get("data") for v in out.values())  # the ratio table
 
 
 def test_a_handlers_exception_is_a_message_naming_what_failed(empty_demo, monkeypatch, caplog):
@@ -122,12 +132,15 @@ def test_a_handlers_exception_is_a_message_naming_what_failed(empty_demo, monkey
     assert "the analysis failed" in caplog.text and "Traceback" in caplog.text
 
 
-@pytest.mark.parametrize("value, shown", [
-    (None, "No DA judgments yet"),                 # cleared: the study's reliability_alpha
-    (0, "No DA judgments yet"),                    # what an untouched empty field sends: blank too
-    (-0.1, "significance level (alpha) must be above 0 and at most 0.5 (paper 001: 0.05), not -0.1"),
-    (0.7, "not 0.7"),
-])
+@pytest.mark.parametrize(
+    "value, shown",
+    [
+        (None, "No DA judgments yet"),  # cleared: the study's reliability_alpha
+        (0, "No DA judgments yet"),  # what an untouched empty field sends: blank too
+        (-0.1, "significance level (alpha) must be above 0 and at most 0.5 (paper 001: 0.05), not -0.1"),
+        (0.7, "not 0.7"),
+    ],
+)
 def test_the_da_significance_level_blank_is_the_default_and_a_bad_one_names_the_field(empty_demo, value, shown):
     """Paper 001, section 2.2.3: "A lower p-value (p < 0.05) indicates higher reliability". A
     cleared field (or the 0 an untouched empty one sends) is the study's reliability_alpha, that
@@ -153,11 +166,16 @@ def test_blank_id_boxes_ask_for_a_row(empty_demo):
     """'Accept' (and Open) before choosing a row: before, "There is no recording 0."."""
     page = TeamPage(empty_demo)
     for name in ("open_recording", "handler"):
-        fns = [f for f in page.demo.fns.values() if getattr(f.fn, "__name__", "") == name
-               and any(getattr(c, "label", "") == "Recording id (click its row above)" for c in f.inputs)]
+        fns = [
+            f
+            for f in page.demo.fns.values()
+            if getattr(f.fn, "__name__", "") == name
+            and any(getattr(c, "label", "") == "Recording id (click its row above)" for c in f.inputs)
+        ]
         for fn in fns:
-            out = asyncio.run(page.demo.process_api(fn, [page.session, 0, None][:len(fn.inputs)],
-                                                    state=page.state, request=None))
+            out = asyncio.run(
+                page.demo.process_api(fn, [page.session, 0, None][: len(fn.inputs)], state=page.state, request=None)
+            )
             assert "Pick a recording first: click its row in the table above." in out["data"]
 
 
@@ -168,8 +186,8 @@ def test_a_blank_number_stands_for_its_default():
         ident = blank_number(zero_is_blank=True, precision=0)
         count = blank_number(value=1, blank=1, precision=0, minimum=1)
     assert [ident.preprocess(v) for v in (None, 0, float("nan"), 3.0)] == [None, None, None, 3]
-    assert [count.preprocess(v) for v in (None, 0, 5)] == [1, 0, 5]      # 0 reaches the handler's check
-    assert type(ident) is gr.Number                    # drawn by Gradio's Number, no subclass (no .pyi written)
+    assert [count.preprocess(v) for v in (None, 0, 5)] == [1, 0, 5]  # 0 reaches the handler's check
+    assert type(ident) is gr.Number  # drawn by Gradio's Number, no subclass (no .pyi written)
 
 
 @pytest.mark.parametrize("password", ["", "pw"])
@@ -182,7 +200,7 @@ def test_the_admin_opens_at_once_without_a_password(empty_demo, password):
     class Local:
         client = type("C", (), {"host": "127.0.0.1"})()
         headers = {"host": "127.0.0.1:7860"}
-        query_params = {"admin": ADMIN_SECRET}          # the admin link the server printed
+        query_params = {"admin": ADMIN_SECRET}  # the admin link the server printed
 
     got = fn.fn(Local())
     by_label = {getattr(c, "label", None) or type(c).__name__: v for c, v in got.items()}
@@ -234,8 +252,12 @@ def test_a_table_is_rounded_for_reading_and_its_csv_keeps_every_digit(tmp_path):
 
     df = pd.DataFrame({"z": [0.123456, -1.0 / 3], "n": [3.0, None], "system": ["A", "B"], "len": [12.345, 2.0]})
     shown = shown_table(df, "No systems yet.", {"len": 1})
-    assert shown.to_dict("list") == {"z": ["0.123", "-0.333"], "n": ["3", ""], "system": ["A", "B"],
-                                     "len": ["12.3", "2.0"]}
+    assert shown.to_dict("list") == {
+        "z": ["0.123", "-0.333"],
+        "n": ["3", ""],
+        "system": ["A", "B"],
+        "len": ["12.3", "2.0"],
+    }
     (path,) = write_tables(tmp_path, {"t.csv": df})
     assert pd.read_csv(path)["z"].tolist() == df["z"].tolist()
     assert list(shown_table(df.iloc[:0], "No systems yet.").columns) == ["No systems yet."]

@@ -2,6 +2,7 @@
 the admin without a login form (no password set), and every button of the Analysis tab runs on
 the page's defaults with no "Error" in any output and no error toast; with a password the login
 form shows and says why."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,8 +14,14 @@ from harness.demo import DEMO
 from tests.helpers.browser import ARTIFACTS
 
 pytestmark = pytest.mark.browser
-BUTTONS = ["Show", "Analyse the exchanges", "Analyse the campaign", "Analyse the ratings", "Run the audit",
-           "Build the paper's tables and figures"]
+BUTTONS = [
+    "Show",
+    "Analyse the exchanges",
+    "Analyse the campaign",
+    "Analyse the ratings",
+    "Run the audit",
+    "Build the paper's tables and figures",
+]
 
 
 @pytest.fixture(scope="module")
@@ -31,15 +38,23 @@ def test_the_analysis_buttons_on_an_empty_study_show_no_error(empty_app, page):
     page.locator("#admin-dashboard .dash").wait_for(timeout=30000)
     assert page.get_by_label("Admin password").count() == 0 or not page.get_by_label("Admin password").is_visible()
     page.get_by_role("tab", name="Analysis").click()
-    for name in ("Direct assessment (paper 001)", "Semantic differential (paper 002)",
-                 "Gender audit of a QE metric (paper 003)"):
+    for name in (
+        "Direct assessment (paper 001)",
+        "Semantic differential (paper 002)",
+        "Gender audit of a QE metric (paper 003)",
+    ):
         page.get_by_text(name).first.click()
     page.get_by_text("Paper 003's tables across metrics").first.click()
     for name in BUTTONS:
         page.get_by_role("button", name=name, exact=True).first.click()
         page.wait_for_timeout(300)
-    for text in ("No DA judgments yet", "No SD ratings yet", "Upload a PAIRS.csv first.",
-                 "Run the audit above on at least one metric first.", "too few for the analysis (it needs 3)"):
+    for text in (
+        "No DA judgments yet",
+        "No SD ratings yet",
+        "Upload a PAIRS.csv first.",
+        "Run the audit above on at least one metric first.",
+        "too few for the analysis (it needs 3)",
+    ):
         page.get_by_text(text).first.wait_for(timeout=60000)
     page.wait_for_timeout(1000)
     page.screenshot(path=str(ARTIFACTS / "analysis-empty-study.png"), full_page=True)

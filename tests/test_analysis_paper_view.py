@@ -2,6 +2,7 @@
 paper's order, numbered and captioned as the paper does (the same Part the report writes:
 services.report), empty parts replaced by the sentence saying what is missing, and the notes a
 short box at the top (a few bullets, the rest folded), not a wall."""
+
 from __future__ import annotations
 
 import gradio as gr
@@ -19,14 +20,15 @@ pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 
 def test_the_notes_box_shows_a_few_notes_and_folds_the_rest():
-    part = Part("sd", "Semantic differential (paper 002)", summary="12 participants.",
-                notes=[f"note {i} <b>" for i in range(7)])
+    part = Part(
+        "sd", "Semantic differential (paper 002)", summary="12 participants.", notes=[f"note {i} <b>" for i in range(7)]
+    )
     text = paper_view.notes_markdown(part)
     lines = text.splitlines()
     assert lines[0] == "**Semantic differential (paper 002).** 12 participants."
     assert [x for x in lines if x.startswith("- ")] == [f"- note {i} <b>" for i in range(NOTES_SHOWN)]
     assert f"<summary>{7 - NOTES_SHOWN} more notes</summary>" in text
-    assert "<li>note 6 &lt;b&gt;</li>" in text           # the folded ones escaped
+    assert "<li>note 6 &lt;b&gt;</li>" in text  # the folded ones escaped
     assert paper_view.notes_markdown(None) == ""
 
 

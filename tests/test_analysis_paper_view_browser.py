@@ -3,6 +3,7 @@ simulated study, at 1280 and 390 px. Each protocol's button lays its results out
 order, numbered and captioned, the notes a short box; no output errors, the page does not scroll
 sideways on a phone; and the admin's dashboard stops re-reading itself while the Analysis tab is
 in front (point 4)."""
+
 from __future__ import annotations
 
 import re
@@ -19,9 +20,11 @@ from tests.helpers.browser import ARTIFACTS, CHROMIUM, FLAGS
 from tests.helpers.team_page import rate_da_and_sd
 
 pytestmark = pytest.mark.browser
-RUNS = (("Usability of the four-phase study (paper 000)", "Analyse the exchanges", usability_report),
-        ("Direct assessment (paper 001)", "Analyse the campaign", da_report),
-        ("Semantic differential (paper 002)", "Analyse the ratings", sd_report))
+RUNS = (
+    ("Usability of the four-phase study (paper 000)", "Analyse the exchanges", usability_report),
+    ("Direct assessment (paper 001)", "Analyse the campaign", da_report),
+    ("Semantic differential (paper 002)", "Analyse the ratings", sd_report),
+)
 
 
 # Gradio puts a Markdown's classes on its block and on the prose inside: the outermost only
@@ -33,8 +36,10 @@ def simulated_app(mixed_study, tmp_path):  # noqa: F811
     """The app serving the demo after its participants did every phase, DA and SD included."""
     db, _ = mixed_study
     rate_da_and_sd(db, tmp_path / "media")
-    app = RunningApp(tmp_path, {"TRADLAB_DB": str(tmp_path / "test.db"), "TRADLAB_MEDIA": str(tmp_path / "media"),
-                                "TRADLAB_WORKER": "0"})
+    app = RunningApp(
+        tmp_path,
+        {"TRADLAB_DB": str(tmp_path / "test.db"), "TRADLAB_MEDIA": str(tmp_path / "media"), "TRADLAB_WORKER": "0"},
+    )
     app.start()
     yield app
     app.stop()
@@ -44,7 +49,7 @@ def _run_every_analysis(pg, width: int) -> None:
     pg.get_by_role("tab", name="Analysis").click()
     done = 0
     for title, button, module in RUNS:
-        if module is not usability_report:                 # the first section is open already
+        if module is not usability_report:  # the first section is open already
             pg.get_by_text(title, exact=True).first.click()
         pg.get_by_role("button", name=button, exact=True).first.click()
         done += len(module.ITEMS)
@@ -64,8 +69,7 @@ def test_the_analysis_page_reads_like_the_papers_at_desktop_and_phone_width(simu
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
         for width, height, phone in ((1280, 900, False), (390, 844, True)):
-            context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=phone,
-                                          has_touch=phone)
+            context = browser.new_context(viewport={"width": width, "height": height}, is_mobile=phone, has_touch=phone)
             pg = context.new_page()
             pg.goto(simulated_app.admin_url)
             pg.locator("#admin-dashboard .dash").wait_for(timeout=30000)
@@ -75,7 +79,7 @@ def test_the_analysis_page_reads_like_the_papers_at_desktop_and_phone_width(simu
             body = pg.locator("body").inner_text()
             assert "Error" not in [line.strip() for line in body.splitlines()], body[:2000]
             assert pg.locator(".toast-body").count() == 0
-            assert "Table 6" in body and "--wmt" in body             # a missing part says what fills it
+            assert "Table 6" in body and "--wmt" in body  # a missing part says what fills it
             # results, not only sentences: paper 000's Table 1 and Figure 2a are drawn
             assert pg.locator("#analysis-panel .js-plotly-plot").count() >= 3
             # each notes box is short: a few bullets, the rest folded
@@ -99,14 +103,14 @@ def test_the_dashboard_rereads_itself_only_while_the_admin_tab_is_in_front(simul
         pg.locator("#admin-dashboard .dash").wait_for(timeout=30000)
 
         def ticks_in(seconds: float) -> int:
-            pg.wait_for_timeout(1500)              # the tab switch's own event
+            pg.wait_for_timeout(1500)  # the tab switch's own event
             calls.clear()
             pg.wait_for_timeout(seconds * 1000)
             return len(calls)
 
-        assert ticks_in(EVERY_S + 3) >= 1                          # in front: it re-reads
+        assert ticks_in(EVERY_S + 3) >= 1  # in front: it re-reads
         pg.get_by_role("tab", name="Analysis").click()
-        assert ticks_in(EVERY_S + 3) == 0                          # behind the Analysis tab: quiet
+        assert ticks_in(EVERY_S + 3) == 0  # behind the Analysis tab: quiet
         pg.get_by_role("tab", name="Admin").click()
         assert ticks_in(EVERY_S + 3) >= 1
         browser.close()

@@ -1,4 +1,5 @@
 """Links, resume and idempotency through gradio_client against the launched app."""
+
 from __future__ import annotations
 
 import pytest
@@ -38,13 +39,13 @@ def test_link_shows_next_item_and_progress(client, links):
 def test_forged_token_is_refused(client):
     v = view(client, "not-a-real-token", "receiver")
     assert v["status"] == "error"
-    assert "não é válida" in v["message"]          # the receiver's page is in Portuguese
+    assert "não é válida" in v["message"]  # the receiver's page is in Portuguese
     assert "not valid" in view(client, "not-a-real-token", "validator")["message"]
 
 
 def test_role_sees_only_its_tab(client, links):
     v = view(client, token_of(links["receiver"][0]), "validator")
-    assert v["status"] == "error" and "not for your role" in v["message"]      # the validator's page: English
+    assert v["status"] == "error" and "not for your role" in v["message"]  # the validator's page: English
 
 
 def test_submit_is_idempotent_and_resumes(client, links, app_server):
@@ -60,8 +61,11 @@ def test_submit_is_idempotent_and_resumes(client, links, app_server):
     # the same submission again writes nothing and says so
     out2 = client.predict(*receiver_inputs(tok, item, first, answers), api_name="/receiver_submit")
     assert out2[0].get("notice") == "Esta resposta já tinha sido guardada."
-    rows = app_server.rows("SELECT COUNT(*) FROM answers a JOIN assignments s ON s.id = a.assignment_id "
-                               "WHERE s.item_id = ? AND s.phase = 'receive'", (item,))
+    rows = app_server.rows(
+        "SELECT COUNT(*) FROM answers a JOIN assignments s ON s.id = a.assignment_id "
+        "WHERE s.item_id = ? AND s.phase = 'receive'",
+        (item,),
+    )
     assert rows[0][0] == n
     # a reload (a fresh view) resumes at the first unfinished item
     again = view(client, tok, "receiver")
@@ -74,8 +78,11 @@ def test_missing_answers_are_refused_and_nothing_stored(client, links, app_serve
     out = client.predict(*receiver_inputs(tok, v["item_id"], v, [("só uma", False)]), api_name="/receiver_submit")
     assert "Responda a todas as perguntas" in out[0]["error"]
     assert out[0]["item_id"] == v["item_id"]
-    rows = app_server.rows("SELECT COUNT(*) FROM answers a JOIN assignments s ON s.id = a.assignment_id "
-                               "JOIN participants p ON p.id = s.participant_id WHERE p.token = ?", (tok,))
+    rows = app_server.rows(
+        "SELECT COUNT(*) FROM answers a JOIN assignments s ON s.id = a.assignment_id "
+        "JOIN participants p ON p.id = s.participant_id WHERE p.token = ?",
+        (tok,),
+    )
     assert rows[0][0] == 0
 
 
@@ -86,8 +93,10 @@ def test_item_of_another_participant_is_refused(client, links):
     if item_b in mine:
         pytest.skip("both receivers hold the same item")
     answers = [("x", False)] * 10
-    out = client.predict(*receiver_inputs(a, item_b, {"content": {"questions": [{"idx": i} for i in range(1, 11)]}},
-                                          answers), api_name="/receiver_submit")
+    out = client.predict(
+        *receiver_inputs(a, item_b, {"content": {"questions": [{"idx": i} for i in range(1, 11)]}}, answers),
+        api_name="/receiver_submit",
+    )
     assert "não está na sua lista" in out[0]["error"]
 
 
@@ -112,9 +121,12 @@ def test_validator_slider_untouched_is_refused(client, links):
 def test_receiver_view_never_carries_source(client, links, app_server):
     tok = token_of(links["receiver"][1])
     v = view(client, tok, "receiver")
-    ex = app_server.rows("SELECT st.text FROM assignments a JOIN exchanges e ON e.id = a.exchange_id "
-                             "JOIN starters st ON st.id = e.starter_id AND st.study_id = e.study_id "
-                             "WHERE a.phase = 'receive' AND a.item_id = ?", (v["item_id"],))
+    ex = app_server.rows(
+        "SELECT st.text FROM assignments a JOIN exchanges e ON e.id = a.exchange_id "
+        "JOIN starters st ON st.id = e.starter_id AND st.study_id = e.study_id "
+        "WHERE a.phase = 'receive' AND a.item_id = ?",
+        (v["item_id"],),
+    )
     source = ex[0][0]
     assert source not in str(v)
     assert "source" not in v["content"]
@@ -131,11 +143,12 @@ def test_recording_runs_in_the_background_and_is_reviewed_in_the_admin_tab(clien
 
     tok = token_of(links["sender"][0])
     v = view(client, tok, "record")
-    wav = spoken_wav("Good evening. I would like to order two pizzas and a bottle of water, please.",
-                     tmp_path / "wrong.wav")
+    wav = spoken_wav(
+        "Good evening. I would like to order two pizzas and a bottle of water, please.", tmp_path / "wrong.wav"
+    )
     t0 = time.time()
     out = client.predict(tok, v["item_id"], handle_file(str(wav)), api_name="/record_submit")
-    assert time.time() - t0 < 10                       # no model ran in the request
+    assert time.time() - t0 < 10  # no model ran in the request
     assert out[0]["progress"].startswith("1 /")
     ex_id = int(v["item_id"])
     deadline = time.time() + 120
@@ -169,12 +182,14 @@ def test_admin_tries_a_system_on_uploaded_speech(client, tmp_path):
     wav = spoken_wav("I need a doctor tomorrow morning, please.", tmp_path / "try.wav")
     out = client.predict(session, "offline-cascade-greedy", handle_file(str(wav)), api_name="/admin_try_system")
     assert "doctor" in out.lower() and "médico" in out.lower() and "asr" in out
-    assert "log in" in client.predict("nope", "offline-cascade", handle_file(str(wav)),
-                                      api_name="/admin_try_system").lower()
+    assert (
+        "log in"
+        in client.predict("nope", "offline-cascade", handle_file(str(wav)), api_name="/admin_try_system").lower()
+    )
 
 
 def test_survey_refuses_missing_and_out_of_range_then_saves_once(client, links, app_server):
-    tok = token_of(links["rater"][0])          # third-person ratings of imported exchanges
+    tok = token_of(links["rater"][0])  # third-person ratings of imported exchanges
     v = view(client, tok, "survey")
     assert v["status"] == "item" and v["content"]["stage"] == "baseline"
     out = client.predict(*survey_inputs(tok, v["item_id"], None, 3, 3), api_name="/survey_submit")
@@ -187,10 +202,13 @@ def test_survey_refuses_missing_and_out_of_range_then_saves_once(client, links, 
     assert out[0]["notice"] == "Saved."
     again = client.predict(*survey_inputs(tok, v["item_id"], 1, 1, 1), api_name="/survey_submit")
     assert again[0]["notice"] == "This answer was already saved."
-    rows = app_server.rows("SELECT s.satisfaction, s.trust, s.reliance, s.perspective FROM surveys s "
-                               "JOIN assignments a ON a.id = s.assignment_id "
-                               "JOIN participants p ON p.id = a.participant_id "
-                               "WHERE p.token = ?", (tok,))
+    rows = app_server.rows(
+        "SELECT s.satisfaction, s.trust, s.reliance, s.perspective FROM surveys s "
+        "JOIN assignments a ON a.id = s.assignment_id "
+        "JOIN participants p ON p.id = a.participant_id "
+        "WHERE p.token = ?",
+        (tok,),
+    )
     assert rows == [(4, 3, 5, "third")]
 
 
@@ -214,13 +232,16 @@ def test_a_silent_recording_is_refused_with_the_reason(client, links, app_server
 
 
 def test_da_rating_in_order_with_resume(client, links, app_server):
-    tok = token_of(links["da"][0])                  # the first rater does the text modality
+    tok = token_of(links["da"][0])  # the first rater does the text modality
     v = view(client, tok, "da")
     assert v["status"] == "item" and v["content"]["modality"] == "text" and v["content"]["image"].endswith(".png")
     out = client.predict(tok, {"item_id": v["item_id"], "answer": {"score": None}}, api_name="/da_submit")
     assert "move the slider" in out[0]["error"]
-    later = app_server.rows("SELECT a.item_id FROM assignments a JOIN participants p ON p.id = a.participant_id "
-                                "WHERE p.token = ? AND a.position = 5", (tok,))[0][0]
+    later = app_server.rows(
+        "SELECT a.item_id FROM assignments a JOIN participants p ON p.id = a.participant_id "
+        "WHERE p.token = ? AND a.position = 5",
+        (tok,),
+    )[0][0]
     out = client.predict(tok, {"item_id": later, "answer": {"score": 40}}, api_name="/da_submit")
     assert "in order" in out[0]["error"]
     out = client.predict(tok, {"item_id": v["item_id"], "answer": {"score": 64}}, api_name="/da_submit")
@@ -228,8 +249,10 @@ def test_da_rating_in_order_with_resume(client, links, app_server):
     # no going back: the same item again changes nothing
     again = client.predict(tok, {"item_id": v["item_id"], "answer": {"score": 3}}, api_name="/da_submit")
     assert again[0]["notice"] == "This answer was already saved."
-    assert app_server.rows("SELECT score FROM da_judgments j JOIN assignments a ON a.id = j.assignment_id "
-                               "WHERE a.item_id = ?", (v["item_id"],)) == [(64.0,)]
+    assert app_server.rows(
+        "SELECT score FROM da_judgments j JOIN assignments a ON a.id = j.assignment_id WHERE a.item_id = ?",
+        (v["item_id"],),
+    ) == [(64.0,)]
     # a reload resumes at the next unrated item
     assert view(client, tok, "da")["item_id"] == out[0]["item_id"]
 
@@ -237,7 +260,7 @@ def test_da_rating_in_order_with_resume(client, links, app_server):
 def test_da_audio_items_come_after_rendering(client, links, app_server):
     import time
 
-    tok = token_of(links["da"][1])                  # the second rater does the audio modality
+    tok = token_of(links["da"][1])  # the second rater does the audio modality
     deadline = time.time() + 120
     v = view(client, tok, "da")
     while v["status"] == "waiting" and time.time() < deadline:
@@ -266,12 +289,14 @@ def test_admin_imports_a_study_zip_and_names_its_errors(client, tmp_path, app_se
     shutil.copytree(DEMO, folder)
     toml = (folder / "study.toml").read_text().replace('id = "demo"', 'id = "pilot"', 1)
     (folder / "study.toml").write_text(toml.replace("hit_size = 24", "hit_size = 0"))
+
     def pack(name):
         z = tmp_path / name
         with zipfile.ZipFile(z, "w") as zf:
             for f in folder.iterdir():
                 zf.write(f, f"pilot/{f.name}")
         return z
+
     bad = client.predict(session, handle_file(str(pack("bad.zip"))), api_name="/admin_import")
     assert "Nothing was imported" in bad[0] and "da.hit_size" in bad[0]
     assert app_server.rows("SELECT COUNT(*) FROM studies WHERE id = 'pilot'")[0][0] == 0
@@ -288,28 +313,37 @@ def test_admin_runs_the_qe_audit_on_uploaded_pairs(client, tmp_path):
 
     session = admin_session(client)
     pairs = tmp_path / "pairs.csv"
-    pairs.write_text("instance_id,lang,source,hyp_f,hyp_m,gold\n"
-                     "1,pt,The teacher arrived.,A professora chegou.,O professor chegou.,F\n"
-                     "2,pt,The nurse left early.,A enfermeira saiu cedo.,O enfermeiro saiu cedo.,M\n"
-                     "3,pt,My neighbour is a doctor.,A minha vizinha é médica.,O meu vizinho é médico.,F\n"
-                     "4,pt,The lawyer called.,A advogada ligou.,O advogado ligou.,M\n", encoding="utf-8")
-    out = client.predict(session, handle_file(str(pairs)), "e5-cosine", "none", "0.8,0.9", False,
-                         api_name="/analysis_qe_audit")
+    pairs.write_text(
+        "instance_id,lang,source,hyp_f,hyp_m,gold\n"
+        "1,pt,The teacher arrived.,A professora chegou.,O professor chegou.,F\n"
+        "2,pt,The nurse left early.,A enfermeira saiu cedo.,O enfermeiro saiu cedo.,M\n"
+        "3,pt,My neighbour is a doctor.,A minha vizinha é médica.,O meu vizinho é médico.,F\n"
+        "4,pt,The lawyer called.,A advogada ligou.,O advogado ligou.,M\n",
+        encoding="utf-8",
+    )
+    out = client.predict(
+        session, handle_file(str(pairs)), "e5-cosine", "none", "0.8,0.9", False, api_name="/analysis_qe_audit"
+    )
     notice, ratios, errors, retention, files = out[:5]
     assert "e5-cosine" in notice and "4 instances" in notice
     rows = {r[0]: r for r in ratios["data"]}
     assert set(rows) >= {"pt", "mean", "pooled"}
-    assert [r[1] for r in retention["data"]][:2] == ["0.800", "0.900"]          # shown to 3 decimals (paper 003)
-    assert {"ratios.csv", "errors.csv", "retention.csv", "scores.csv"} <= {f.rsplit("/", 1)[-1] for f in
-                                                                            [x if isinstance(x, str) else x["path"]
-                                                                             for x in files]}
+    assert [r[1] for r in retention["data"]][:2] == ["0.800", "0.900"]  # shown to 3 decimals (paper 003)
+    assert {"ratios.csv", "errors.csv", "retention.csv", "scores.csv"} <= {
+        f.rsplit("/", 1)[-1] for f in [x if isinstance(x, str) else x["path"] for x in files]
+    }
     bad = tmp_path / "bad.csv"
     bad.write_text("instance_id,lang,source,hyp_f\n1,pt,x,y\n", encoding="utf-8")
-    msg = client.predict(session, handle_file(str(bad)), "e5-cosine", "none", "", False,
-                         api_name="/analysis_qe_audit")[0]
+    msg = client.predict(session, handle_file(str(bad)), "e5-cosine", "none", "", False, api_name="/analysis_qe_audit")[
+        0
+    ]
     assert "could not run" in msg and "hyp_m" in msg
-    assert "log in" in client.predict("nope", handle_file(str(pairs)), "e5-cosine", "none", "", False,
-                                      api_name="/analysis_qe_audit")[0].lower()
+    assert (
+        "log in"
+        in client.predict(
+            "nope", handle_file(str(pairs)), "e5-cosine", "none", "", False, api_name="/analysis_qe_audit"
+        )[0].lower()
+    )
 
 
 def test_admin_builds_paper_003_tables_from_the_sessions_audits(client, tmp_path):
@@ -319,7 +353,7 @@ def test_admin_builds_paper_003_tables_from_the_sessions_audits(client, tmp_path
     import pandas as pd
     from gradio_client import handle_file
 
-    own = AppClient(client.url)                      # a session of its own: its run list starts empty
+    own = AppClient(client.url)  # a session of its own: its run list starts empty
     session = admin_session(own)
     empty = own.predict(session, {"headers": ["run"], "data": []}, api_name="/analysis_qe_paper")[0]
     assert "Run the audit above" in empty
@@ -330,11 +364,14 @@ def test_admin_builds_paper_003_tables_from_the_sessions_audits(client, tmp_path
         rows += [f"{i}F,pt,she {i},a {i},o {i},F,{ff},0.1", f"{i}M,pt,he {i},a {i},o {i},M,0.1,{mm}"]
     cf.write_text("\n".join(rows) + "\n", encoding="utf-8")
     amb = tmp_path / "amb.csv"
-    amb.write_text("instance_id,lang,source,hyp_f,hyp_m,score_f,score_m\n1,pt,x,a,o,0.5,0.6\n2,pt,y,b,p,0.7,0.8\n",
-                   encoding="utf-8")
+    amb.write_text(
+        "instance_id,lang,source,hyp_f,hyp_m,score_f,score_m\n1,pt,x,a,o,0.5,0.6\n2,pt,y,b,p,0.7,0.8\n",
+        encoding="utf-8",
+    )
     for path in (cf, amb):
-        out = own.predict(session, handle_file(str(path)), "e5-cosine", "none", "", False,
-                          api_name="/analysis_qe_audit")
+        out = own.predict(
+            session, handle_file(str(path)), "e5-cosine", "none", "", False, api_name="/analysis_qe_audit"
+        )
         assert "precomputed" in out[0]
     run_list = out[-1]
     assert [r[0] for r in run_list["data"]] == [1, 2]
@@ -360,14 +397,14 @@ def test_admin_exports_the_study_as_a_zip(client, links):
     assert any(n.endswith("participants.csv") for n in names) and any(n.endswith("README.md") for n in names)
     blob = b"".join(zipfile.ZipFile(path).read(n) for n in names)
     for url in links["receiver"] + links["sender"]:
-        assert token_of(url).encode() not in blob           # link secrets never leave the app
+        assert token_of(url).encode() not in blob  # link secrets never leave the app
     assert "log in" in client.predict("nope", "demo", "csv", False, False, api_name="/admin_export")[1].lower()
 
 
 def test_passwordless_admin_refuses_a_request_through_a_proxy(app_server):
     proxied = AppClient(app_server.url, headers={"X-Forwarded-For": "203.0.113.9"})
     out = proxied.predict("", api_name="/admin_login")
-    assert not isinstance(out[0], str) or not out[0]        # no session handed out
+    assert not isinstance(out[0], str) or not out[0]  # no session handed out
     assert "localhost" in str(out[1])
     direct = AppClient(app_server.url).predict(ADMIN_SECRET, api_name="/admin_login")
     assert direct[0]

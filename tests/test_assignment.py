@@ -1,4 +1,5 @@
 """Pure assignment functions (services.participation.assignment): literal data, no database."""
+
 from __future__ import annotations
 
 import copy
@@ -58,6 +59,7 @@ def designs() -> list[list[tuple[str, str]]]:
 
 # -- sender_design: each sender ----------------------------------------------------------
 
+
 @pytest.mark.parametrize("index", range(30))
 def test_each_sender_gets_distinct_balanced_starters(designs, index):
     design = designs[index]
@@ -94,7 +96,7 @@ def test_cell_system_totals_are_balanced_over_32_senders(designs):
 
 def test_cell_totals_are_balanced_over_a_full_rotation(designs):
     for start in (0, 4, 8, 28):
-        totals = Counter(CELL_OF[sid] for design in designs[start:start + 4] for sid, _ in design)
+        totals = Counter(CELL_OF[sid] for design in designs[start : start + 4] for sid, _ in design)
         assert spread(totals.get(c, 0) for c in CELLS) <= 1, (start, totals)
 
 
@@ -176,7 +178,7 @@ def test_demo_corpus_across_senders():
 def test_cells_balanced_across_senders_when_n_leaves_remainder_3(n):
     designs = [sender_design(CORPUS, SYSTEMS, n, 7, i) for i in range(16)]
     for start in range(0, 16, 4):
-        totals = Counter(CELL_OF[s] for d in designs[start:start + 4] for s, _ in d)
+        totals = Counter(CELL_OF[s] for d in designs[start : start + 4] for s, _ in d)
         assert spread(totals.get(c, 0) for c in CELLS) <= 1, totals
     totals = Counter((CELL_OF[s], sy) for d in designs for s, sy in d)
     assert spread(totals.get((c, s), 0) for c in CELLS for s in SYSTEMS) <= 1
@@ -190,6 +192,7 @@ def test_cells_balanced_across_senders_for_other_n(n):
 
 
 # -- order ---------------------------------------------------------------------------------
+
 
 def test_order_key_is_stable_and_in_unit_interval():
     a = order_key(7, 1, "item")

@@ -1,4 +1,5 @@
 """Every intake refusal, every accepted format, and what is stored."""
+
 from __future__ import annotations
 
 import subprocess
@@ -15,19 +16,25 @@ from services.usability.audio_intake import IntakeError, store_recording
 from tests.helpers.audio import voice, webm_bytes, write_audio
 
 
-@pytest.mark.parametrize("name,make,msg", [
-    ("empty.wav", lambda p: p.write_bytes(b""), "empty"),
-    ("zero-frames.wav", lambda p: write_audio(p, np.zeros(0, np.float32), 16000), "empty"),
-    ("silent.wav", lambda p: write_audio(p, np.zeros(48000, np.float32), 16000), "silent"),
-    ("hiss.wav", lambda p: write_audio(p, (np.random.default_rng(1).normal(0, 0.001, 48000)).astype(np.float32), 16000),
-     "silent"),
-    ("short.wav", lambda p: write_audio(p, *voice(seconds=0.6, lead_s=0.2)), "too short"),
-    ("long.wav", lambda p: write_audio(p, *voice(seconds=31)), "too long"),
-    ("clipped-start.wav", lambda p: write_audio(p, *voice(lead_s=0.0)), "cut off"),
-    ("notes.wav", lambda p: p.write_text("this is not audio at all"), "not an audio recording"),
-    ("image.png", lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200)), "not an audio recording"),
-    ("broken.wav", lambda p: p.write_bytes(b"RIFF\x10\x00\x00\x00WAVEfmt " + bytes(8)), "not a readable WAV"),
-])
+@pytest.mark.parametrize(
+    "name,make,msg",
+    [
+        ("empty.wav", lambda p: p.write_bytes(b""), "empty"),
+        ("zero-frames.wav", lambda p: write_audio(p, np.zeros(0, np.float32), 16000), "empty"),
+        ("silent.wav", lambda p: write_audio(p, np.zeros(48000, np.float32), 16000), "silent"),
+        (
+            "hiss.wav",
+            lambda p: write_audio(p, (np.random.default_rng(1).normal(0, 0.001, 48000)).astype(np.float32), 16000),
+            "silent",
+        ),
+        ("short.wav", lambda p: write_audio(p, *voice(seconds=0.6, lead_s=0.2)), "too short"),
+        ("long.wav", lambda p: write_audio(p, *voice(seconds=31)), "too long"),
+        ("clipped-start.wav", lambda p: write_audio(p, *voice(lead_s=0.0)), "cut off"),
+        ("notes.wav", lambda p: p.write_text("this is not audio at all"), "not an audio recording"),
+        ("image.png", lambda p: p.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(200)), "not an audio recording"),
+        ("broken.wav", lambda p: p.write_bytes(b"RIFF\x10\x00\x00\x00WAVEfmt " + bytes(8)), "not a readable WAV"),
+    ],
+)
 def test_refusals_store_nothing(tmp_path, name, make, msg):
     src = tmp_path / name
     make(src)
@@ -44,9 +51,16 @@ def test_the_cap_is_the_studys(tmp_path):
     assert store_recording(src, tmp_path / "m", 15).duration_s == pytest.approx(12, abs=0.01)
 
 
-@pytest.mark.parametrize("fmt,subtype,ext", [("WAV", "PCM_16", "wav"), ("WAV", "FLOAT", "wav"),
-                                             ("FLAC", None, "flac"), ("OGG", "VORBIS", "ogg"),
-                                             ("MP3", None, "mp3")])
+@pytest.mark.parametrize(
+    "fmt,subtype,ext",
+    [
+        ("WAV", "PCM_16", "wav"),
+        ("WAV", "FLOAT", "wav"),
+        ("FLAC", None, "flac"),
+        ("OGG", "VORBIS", "ogg"),
+        ("MP3", None, "mp3"),
+    ],
+)
 def test_formats_libsndfile_reads(tmp_path, fmt, subtype, ext):
     x, rate = voice(seconds=3, rate=48000)
     src = write_audio(tmp_path / f"in.{ext}", np.stack([x, x], axis=1), rate, fmt, subtype)
@@ -87,7 +101,7 @@ def test_same_content_is_stored_once(tmp_path):
     a = store_recording(src, tmp_path / "media", 30)
     b = store_recording(src, tmp_path / "media", 30)
     assert a == b
-    assert len(list((tmp_path / "media" / "recordings").iterdir())) == 2   # original + 16 kHz copy
+    assert len(list((tmp_path / "media" / "recordings").iterdir())) == 2  # original + 16 kHz copy
 
 
 def test_speech_synthesised_without_lead_in_is_cut_off_and_with_lead_in_accepted(tmp_path):

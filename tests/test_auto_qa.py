@@ -2,6 +2,7 @@
 tests/test_question_gen.py answers accepted questions from the starter and from translations of
 known quality; scores per comparison method and mode, caching, storage per exchange, the
 command line, and its place in the usability analysis."""
+
 from __future__ import annotations
 
 import os
@@ -30,8 +31,10 @@ QUESTIONS = [  # en, pt; the last cannot be answered from s01: it does not count
     ("How many milligrams of paracetamol does she take?", "Quantos miligramas de paracetamol toma?"),
     ("What is the father's name?", "Como se chama o pai?"),
 ]
-GOOD = ("Olá, hum, bom dia. Preciso de ver um médico hoje. A minha filha Sofia, que tem sete anos, está com febre "
-        "de 39 graus há três dias. Tenho-lhe dado 250 miligramas de paracetamol de seis em seis horas.")
+GOOD = (
+    "Olá, hum, bom dia. Preciso de ver um médico hoje. A minha filha Sofia, que tem sete anos, está com febre "
+    "de 39 graus há três dias. Tenho-lhe dado 250 miligramas de paracetamol de seis em seis horas."
+)
 PARTIAL = "Bom dia. A minha filha Sofia está doente e tem febre."
 BAD = "Bom dia. O meu filho tem dores de cabeça há muito tempo."
 EXTRA_SYSTEMS = """
@@ -60,27 +63,34 @@ def qa_db(database, tmp_path):
     """s01 has the four QUESTIONS (accepted through a CSV) and three translations: good, partial, bad;
     the other starters have no questions."""
     # only s01 has questions: the others have none to ask (no score), which keeps the LLM calls few
-    folder = make_study(tmp_path / "study", "[questions]\n" + EXTRA_SYSTEMS,
-                        drop=tuple(f"s{i:02d}" for i in range(1, 13)))
+    folder = make_study(
+        tmp_path / "study", "[questions]\n" + EXTRA_SYSTEMS, drop=tuple(f"s{i:02d}" for i in range(1, 13))
+    )
     toml = (folder / "study.toml").read_text(encoding="utf-8")
-    (folder / "study.toml").write_text(toml.replace("starter_words = [40, 60]",
-                                                    'starter_words = [40, 60]\nmetrics = ["chrf", "auto-qa"]'),
-                                       encoding="utf-8")
+    (folder / "study.toml").write_text(
+        toml.replace("starter_words = [40, 60]", 'starter_words = [40, 60]\nmetrics = ["chrf", "auto-qa"]'),
+        encoding="utf-8",
+    )
     rows = (folder / "exchanges.csv").read_text(encoding="utf-8").splitlines()
-    rows = [r for r in rows if not r.startswith("s01,")] + [f's01,human-reference,"{GOOD}"',
-                                                             f's01,partial-mt,"{PARTIAL}"', f's01,bad-mt,"{BAD}"']
+    rows = [r for r in rows if not r.startswith("s01,")] + [
+        f's01,human-reference,"{GOOD}"',
+        f's01,partial-mt,"{PARTIAL}"',
+        f's01,bad-mt,"{BAD}"',
+    ]
     (folder / "exchanges.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     import_study(database, folder)
     csv_path = tmp_path / "q.csv"
-    csv_path.write_text("starter_id,status,en,pt\n" + "".join(f"s01,accepted,{en},{pt}\n" for en, pt in QUESTIONS),
-                        encoding="utf-8")
+    csv_path.write_text(
+        "starter_id,status,en,pt\n" + "".join(f"s01,accepted,{en},{pt}\n" for en, pt in QUESTIONS), encoding="utf-8"
+    )
     question_review.import_csv(database, STUDY, csv_path)
     return database
 
 
 def exchange_of(db, system: str) -> int:
-    return db.scalar("SELECT id FROM exchanges WHERE study_id = ? AND starter_id = 's01' AND system_id = ?",
-                     [STUDY, system])
+    return db.scalar(
+        "SELECT id FROM exchanges WHERE study_id = ? AND starter_id = 's01' AND system_id = ?", [STUDY, system]
+    )
 
 
 def stored(db, eid: int) -> dict:
@@ -89,11 +99,15 @@ def stored(db, eid: int) -> dict:
 
 def test_scores_follow_the_information_kept(qa_db, llm_env):
     db = qa_db
-    got = {s: exchange_metrics.score_exchange(db, exchange_of(db, s))
-           for s in ("human-reference", "partial-mt", "bad-mt")}
-    assert {s: v["auto-qa"] for s, v in got.items()} == {"human-reference": 1.0, "partial-mt": pytest.approx(1 / 3),
-                                                         "bad-mt": 0.0}
-    assert set(got["bad-mt"]) == {"chrf", "auto-qa"}                # the study's metric list, other metrics too
+    got = {
+        s: exchange_metrics.score_exchange(db, exchange_of(db, s)) for s in ("human-reference", "partial-mt", "bad-mt")
+    }
+    assert {s: v["auto-qa"] for s, v in got.items()} == {
+        "human-reference": 1.0,
+        "partial-mt": pytest.approx(1 / 3),
+        "bad-mt": 0.0,
+    }
+    assert set(got["bad-mt"]) == {"chrf", "auto-qa"}  # the study's metric list, other metrics too
     row = stored(db, exchange_of(db, "partial-mt"))
     assert row["score"] == pytest.approx(1 / 3)
     assert "qa-llm" in row["model"] and "mode pt" in row["model"] and "chrf >= 50" in row["model"]
@@ -120,15 +134,16 @@ def test_scores_are_cached_until_the_questions_change(qa_db, llm_env):
     exchange_metrics.score_exchange(db, eid, names=["auto-qa"])
     llm_env.requests.clear()
     assert exchange_metrics.score_exchange(db, eid, names=["auto-qa"]) == {"auto-qa": 1.0}
-    assert llm_env.requests == []                                   # the cache answered
+    assert llm_env.requests == []  # the cache answered
     drafts = question_review.starter_view(db, STUDY, "s01")["drafts"]
-    question_review.reject(db, int(drafts["id"].iloc[0]))           # other questions: asked again
+    question_review.reject(db, int(drafts["id"].iloc[0]))  # other questions: asked again
     assert exchange_metrics.score_exchange(db, eid, names=["auto-qa"]) == {"auto-qa": 1.0}
-    assert len(llm_env.requests) == 6                               # 3 questions, source and translation
+    assert len(llm_env.requests) == 6  # 3 questions, source and translation
 
 
-@pytest.mark.parametrize("mode, method", [("pt", "exact"), ("pt", "e5"), ("backtranslation", "chrf"),
-                                          ("backtranslation", "exact")])
+@pytest.mark.parametrize(
+    "mode, method", [("pt", "exact"), ("pt", "e5"), ("backtranslation", "chrf"), ("backtranslation", "exact")]
+)
 def test_every_mode_and_method_separates_good_from_bad(qa_db, llm_env, mode, method):
     cfg = studies.get_study(qa_db, STUDY)["config"]
     m = metrics.get("auto-qa", study_config=cfg, mode=mode, method=method)
@@ -147,10 +162,16 @@ def test_thresholds_and_normalisation(llm_env):
         assert chrf._matches(["39 degrees"], ["39 degrees Celsius"]) == [(expected, pytest.approx(value))]
     exact = metrics.get("auto-qa", method="exact")
     assert [m for m, _ in exact._matches(["Sofia.", "Sofia", "três dias"], ["sofia", "Ana", "Tres dias!"])] == [
-        True, False, True]
-    models = {metrics.get("auto-qa", method=meth, mode=mode).model
-              for meth in ("exact", "chrf", "e5") for mode in ("pt", "backtranslation")}
-    assert len(models) == 6                                          # settings never share cached scores
+        True,
+        False,
+        True,
+    ]
+    models = {
+        metrics.get("auto-qa", method=meth, mode=mode).model
+        for meth in ("exact", "chrf", "e5")
+        for mode in ("pt", "backtranslation")
+    }
+    assert len(models) == 6  # settings never share cached scores
 
 
 def test_registered_and_says_what_to_configure(monkeypatch):
@@ -183,7 +204,7 @@ def test_the_usability_analysis_takes_it_as_a_signal():
 
     d = generate(seed=2, senders_per_cell=6, per_sender=10, receivers=15, validators=15)
     rng = np.random.default_rng(0)
-    d["metric_auto_qa"] = np.clip(d["qa_score"] + rng.normal(0, 0.1, len(d)), 0, 1)   # the column stored rows make
+    d["metric_auto_qa"] = np.clip(d["qa_score"] + rng.normal(0, 0.1, len(d)), 0, 1)  # the column stored rows make
     res = U.analyze(d, pa_iterations=20, metric_lmm=False)
     assert "metric_auto_qa" in list(res.correlations["signal"])
     assert "metric_auto_qa" in list(res.thresholds["signal"])
@@ -192,4 +213,5 @@ def test_the_usability_analysis_takes_it_as_a_signal():
     assert rho == pytest.approx(stats.spearmanr(u, d["metric_auto_qa"]).statistic)
     # beside the human QA score in the correlation matrix
     assert res.correlation_matrix.loc["qa_score", "metric_auto_qa"] == pytest.approx(
-        stats.spearmanr(d["qa_score"], d["metric_auto_qa"]).statistic)
+        stats.spearmanr(d["qa_score"], d["metric_auto_qa"]).statistic
+    )

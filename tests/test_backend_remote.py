@@ -1,5 +1,6 @@
 """The remote (OpenAI-compatible) backends against a local server that runs the real offline
 models (tests/openai_server.py): what they send, what they return, and how they fail."""
+
 from __future__ import annotations
 
 import base64
@@ -45,6 +46,7 @@ def _speak_english(text: str) -> bytes:
     """Piper (services/models/tts.py) when its voice is installed, else espeak-ng."""
     try:
         from services.models.tts import PiperTTS
+
         return PiperTTS().synthesize(text)
     except (ImportError, BackendUnavailable):
         if not shutil.which("espeak-ng"):
@@ -69,6 +71,7 @@ def _pad_with_silence(wav: bytes, seconds: float = 0.4) -> bytes:
 def wav16k(tmp_path_factory):
     """Spoken English, stored the way the app stores recordings (16 kHz mono PCM)."""
     from services.usability.audio_intake import store_recording
+
     tmp = tmp_path_factory.mktemp("speech")
     raw = tmp / "f.wav"
     raw.write_bytes(_pad_with_silence(_speak_english(SENTENCE)))
@@ -82,7 +85,7 @@ def test_speech_llm_round_trip(server, wav16k):
     assert out == out.strip()
 
     (req,) = server.requests
-    assert req.path == "/v1/chat/completions"          # the trailing slash in base_url is dropped
+    assert req.path == "/v1/chat/completions"  # the trailing slash in base_url is dropped
     assert req.headers["authorization"] == f"Bearer {KEY}"
     assert req.headers["content-type"].startswith("application/json")
     body = req.json
@@ -111,7 +114,7 @@ def test_mt_round_trip_one_request_per_text(server):
     mt = RemoteMT(server.base_url, "mt", MT_PROMPT, api_key_env=KEY_ENV)
     out = mt.translate(["I need a doctor.", "", "The hospital is closed today."])
     assert "médico" in out[0].lower()
-    assert out[1] == ""                                  # blank input: no request, blank output
+    assert out[1] == ""  # blank input: no request, blank output
     assert "hospital" in out[2].lower()
     assert [r.path for r in server.requests] == ["/v1/chat/completions"] * 2
     sent = server.requests[0].json
@@ -120,13 +123,13 @@ def test_mt_round_trip_one_request_per_text(server):
 
 
 def test_no_key_variable_means_no_authorization_header(server):
-    with OpenAIServer(models={"mt"}) as open_srv:        # a server without a key, like a LAN vLLM
+    with OpenAIServer(models={"mt"}) as open_srv:  # a server without a key, like a LAN vLLM
         assert RemoteMT(open_srv.base_url, "mt", MT_PROMPT).translate(["Good morning."])[0]
         assert "authorization" not in open_srv.requests[0].headers
 
 
 def test_server_not_running_names_the_url():
-    url = f"http://127.0.0.1:{free_port()}/v1"            # nothing listens there
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     with pytest.raises(BackendUnavailable) as e:
         RemoteMT(url, "mt", MT_PROMPT).translate(["Hello."])
     assert f"{url}/chat/completions" in str(e.value) and "running" in str(e.value)
@@ -160,8 +163,9 @@ def test_non_wav_audio_is_refused_by_the_server(server, tmp_path):
     assert "400" in str(e.value) and "not a readable WAV" in str(e.value)
 
 
-@pytest.mark.parametrize("reply", [{"choices": []}, {"object": "chat.completion"},
-                                   {"choices": [{"message": {"content": None}}]}])
+@pytest.mark.parametrize(
+    "reply", [{"choices": []}, {"object": "chat.completion"}, {"choices": [{"message": {"content": None}}]}]
+)
 def test_malformed_reply(server, reply):
     server.override = (200, json.dumps(reply).encode())
     with pytest.raises(RuntimeError, match="Malformed chat completion"):

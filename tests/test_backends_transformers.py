@@ -5,6 +5,7 @@ here, so tests/tiny_models.py builds same-code-path stand-ins and overfits them 
 examples: the assertions are on real outputs, not just "it ran". Nothing may touch the
 network: the hub is switched off and sockets to anything but loopback are refused.
 """
+
 from __future__ import annotations
 
 import os
@@ -24,7 +25,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))      # tiny_models, whatever the import mode
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tiny_models, whatever the import mode
 import tiny_models as tm  # noqa: E402
 from services.models.backends import BackendUnavailable, hf  # noqa: E402
 from services.models.cache import ModelCache  # noqa: E402
@@ -44,11 +45,13 @@ def tiny(tmp_path_factory):
     os.environ["HF_HUB_OFFLINE"] = "1"
     root = tmp_path_factory.mktemp("tiny_models")
     clips = tm.make_clips(root / "clips")
-    return {"clips": clips,
-            "whisper": tm.build_whisper(root / "whisper", clips),
-            "marian": tm.build_marian(root / "marian"),
-            "llm": tm.build_causal_lm(root / "llm"),
-            "audio_llm": tm.build_audio_llm(root / "audio_llm", clips)}
+    return {
+        "clips": clips,
+        "whisper": tm.build_whisper(root / "whisper", clips),
+        "marian": tm.build_marian(root / "marian"),
+        "llm": tm.build_causal_lm(root / "llm"),
+        "audio_llm": tm.build_audio_llm(root / "audio_llm", clips),
+    }
 
 
 @pytest.fixture
@@ -71,8 +74,10 @@ def spy_generate(monkeypatch, cls):
 
 # -- import ----------------------------------------------------------------------------------
 def test_import_loads_no_model_library():
-    code = ("import sys; import services.models.backends.hf; "
-            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    code = (
+        "import sys; import services.models.backends.hf; "
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -80,6 +85,7 @@ def test_import_loads_no_model_library():
 # -- ASR -------------------------------------------------------------------------------------
 def test_whisper_transcribes_clips_with_language(tiny, cache, monkeypatch):
     from transformers import WhisperForConditionalGeneration
+
     calls = spy_generate(monkeypatch, WhisperForConditionalGeneration)
     asr = hf.TransformersWhisperASR(str(tiny["whisper"]["multilingual"]), dtype="bfloat16", cache=cache)
     assert asr.transcribe(str(tiny["clips"]["hello"])) == "Hello world."
@@ -94,6 +100,7 @@ def test_whisper_transcribes_clips_with_language(tiny, cache, monkeypatch):
 def test_whisper_reads_other_rates_and_stereo(tiny, cache, tmp_path):
     import soundfile as sf
     from scipy.signal import resample_poly
+
     x, _ = sf.read(str(tiny["clips"]["hello"]), dtype="float32")
     stereo = np.stack([x, x], axis=1)
     sf.write(str(tmp_path / "s.wav"), resample_poly(stereo, 441, 320, axis=0), 22050)
@@ -106,6 +113,7 @@ def test_whisper_long_form_runs(tiny, cache, tmp_path, monkeypatch):
     timestamps). The tiny model never learnt timestamps, so only the path is checked, not the words."""
     import soundfile as sf
     from transformers import WhisperForConditionalGeneration
+
     calls = spy_generate(monkeypatch, WhisperForConditionalGeneration)
     a, _ = sf.read(str(tiny["clips"]["hello"]), dtype="float32")
     b, _ = sf.read(str(tiny["clips"]["morning"]), dtype="float32")
@@ -118,6 +126,7 @@ def test_whisper_long_form_runs(tiny, cache, tmp_path, monkeypatch):
 
 def test_whisper_english_only_model_gets_no_language(tiny, cache, monkeypatch):
     from transformers import WhisperForConditionalGeneration
+
     calls = spy_generate(monkeypatch, WhisperForConditionalGeneration)
     asr = hf.TransformersWhisperASR(str(tiny["whisper"]["english_only"]), language="en", cache=cache)
     assert asr.transcribe(str(tiny["clips"]["morning"])) == "Good morning everyone."
@@ -134,22 +143,23 @@ def test_seq2seq_translates_a_batch(tiny, cache):
     assert mt.translate(["Thank you very much.", "  ", "Hello world."]) == ["Muito obrigado.", "", "Olá mundo."]
     assert cache.loads == 1
     (entry,) = cache._entries.values()
-    assert entry.value.model.dtype == torch.float32        # bf16 only on CUDA
+    assert entry.value.model.dtype == torch.float32  # bf16 only on CUDA
 
 
 def test_seq2seq_samples_n_candidates_per_source_with_epsilon(tiny, cache, monkeypatch):
     from transformers import MarianMTModel
+
     calls = spy_generate(monkeypatch, MarianMTModel)
     mt = hf.TransformersSeq2SeqMT(str(tiny["marian"]), cache=cache)
     src = ["Hello world.", "", "Thank you very much."]
     a = mt.sample(src, n=6, epsilon=0.02, seed=3)
     assert [len(h) for h in a] == [6, 0, 6]
     assert all(isinstance(t, str) and t for t in a[0] + a[2])
-    assert mt.sample(src, n=6, epsilon=0.02, seed=3) == a          # seeded: repeatable
+    assert mt.sample(src, n=6, epsilon=0.02, seed=3) == a  # seeded: repeatable
     sent = calls[-1]
     assert sent["do_sample"] is True and sent["epsilon_cutoff"] == 0.02 and sent["num_return_sequences"] == 6
-    assert sent["top_k"] == 0 and sent["top_p"] == 1.0             # pure epsilon sampling
-    assert mt.translate(["Hello world."]) == ["Olá mundo."]          # greedy still greedy
+    assert sent["top_k"] == 0 and sent["top_p"] == 1.0  # pure epsilon sampling
+    assert mt.translate(["Hello world."]) == ["Olá mundo."]  # greedy still greedy
     with pytest.raises(ValueError, match="epsilon"):
         mt.sample(src, n=2, epsilon=0)
     with pytest.raises(ValueError, match="n must"):
@@ -172,6 +182,7 @@ def test_seq2seq_unknown_target_language_is_explained(tiny, cache):
 
 def test_causal_mt_uses_tower_prompt_in_chat_template(tiny, cache, monkeypatch):
     from transformers import LlamaForCausalLM
+
     calls = spy_generate(monkeypatch, LlamaForCausalLM)
     mt = hf.TransformersCausalMT(str(tiny["llm"]), tm.TOWER_PROMPT, cache=cache)
     src = [s for s, _ in tm.PAIRS]
@@ -185,18 +196,21 @@ def test_causal_mt_uses_tower_prompt_in_chat_template(tiny, cache, monkeypatch):
     sent = calls[-1]
     assert sent["do_sample"] is False
     ids = sent["input_ids"][0][sent["attention_mask"][0].bool()]
-    expected = ("<bos><start_of_turn>user\n"
-                "Translate the following English source text to Portuguese (Portugal):\n"
-                "English: Good morning everyone.\nPortuguese (Portugal): <end_of_turn>\n"
-                "<start_of_turn>model\n")
+    expected = (
+        "<bos><start_of_turn>user\n"
+        "Translate the following English source text to Portuguese (Portugal):\n"
+        "English: Good morning everyone.\nPortuguese (Portugal): <end_of_turn>\n"
+        "<start_of_turn>model\n"
+    )
     assert tok.decode(ids) == expected
     assert mt.render(tok, "Good morning everyone.") == expected
     assert tok.padding_side == "left"
 
 
 def test_causal_mt_plain_prompt_without_chat_template(tiny, cache):
-    mt = hf.TransformersCausalMT(str(tiny["llm"]), tm.TOWER_PROMPT, use_chat_template=False,
-                                 max_new_tokens=8, cache=cache)
+    mt = hf.TransformersCausalMT(
+        str(tiny["llm"]), tm.TOWER_PROMPT, use_chat_template=False, max_new_tokens=8, cache=cache
+    )
     out = mt.translate(["Hello world."])
     (entry,) = cache._entries.values()
     assert mt.render(entry.value.tokenizer, "Hello world.") == tm.TOWER_PROMPT.replace("{text}", "Hello world.")
@@ -217,6 +231,7 @@ def test_causal_prompt_needs_placeholder():
 # -- direct speech translation ---------------------------------------------------------------
 def test_speech_llm_translates_each_clip_through_the_chat_template(tiny, cache, monkeypatch):
     from transformers import Qwen2AudioForConditionalGeneration
+
     calls = spy_generate(monkeypatch, Qwen2AudioForConditionalGeneration)
     st = hf.TransformersSpeechLLM(str(tiny["audio_llm"]), tm.SPEECH_PROMPT, max_new_tokens=20, cache=cache)
     # Two clips, two different answers: the audio itself reaches the model.
@@ -231,7 +246,7 @@ def test_speech_llm_translates_each_clip_through_the_chat_template(tiny, cache, 
     assert "<|im_start|>user\nAudio 1: <|audio_bos|><|AUDIO|>" in text
     assert f"<|audio_eos|>\n{tm.SPEECH_PROMPT}<|im_end|>\n<|im_start|>assistant\n" in text
     assert text.endswith("<|im_start|>assistant\n")
-    assert text.count("<|AUDIO|>") > 10                       # one per audio frame group
+    assert text.count("<|AUDIO|>") > 10  # one per audio frame group
     assert sent["input_features"].shape[1] == 80
     assert "feature_attention_mask" in sent
 
@@ -244,6 +259,7 @@ def test_speech_llm_returns_only_new_tokens():
 
 def test_speech_family_branches():
     from types import SimpleNamespace as NS
+
     assert hf._speech_family(NS(model_type="voxtral")) == "voxtral"
     assert hf._speech_family(NS(model_type="phi4_multimodal")) == "phi4"
     assert hf._speech_family(NS(model_type="qwen2_audio")) == "generic"
@@ -252,10 +268,12 @@ def test_speech_family_branches():
 
 # -- missing models --------------------------------------------------------------------------
 def _backends(model, cache):
-    return [(hf.TransformersWhisperASR(model, cache=cache), "transcribe", "clip"),
-            (hf.TransformersSeq2SeqMT(model, cache=cache), "translate", ["Hello."]),
-            (hf.TransformersCausalMT(model, tm.TOWER_PROMPT, cache=cache), "translate", ["Hello."]),
-            (hf.TransformersSpeechLLM(model, tm.SPEECH_PROMPT, cache=cache), "translate_audio", "clip")]
+    return [
+        (hf.TransformersWhisperASR(model, cache=cache), "transcribe", "clip"),
+        (hf.TransformersSeq2SeqMT(model, cache=cache), "translate", ["Hello."]),
+        (hf.TransformersCausalMT(model, tm.TOWER_PROMPT, cache=cache), "translate", ["Hello."]),
+        (hf.TransformersSpeechLLM(model, tm.SPEECH_PROMPT, cache=cache), "translate_audio", "clip"),
+    ]
 
 
 def test_missing_model_folder_raises_backend_unavailable(tiny, cache, tmp_path):
@@ -286,8 +304,9 @@ def test_hub_id_not_downloaded_offline(tiny, cache, model_id):
 # (Voxtral itself runs end to end on its tiny twin in tests/test_paper_systems.py.)
 def test_voxtral_without_mistral_common_says_what_to_install(cache, tmp_path, monkeypatch):
     from transformers import VoxtralConfig
-    monkeypatch.setitem(sys.modules, "mistral_common", None)     # import fails as if not installed
-    VoxtralConfig().save_pretrained(tmp_path / "voxtral")        # config only: fails before weights
+
+    monkeypatch.setitem(sys.modules, "mistral_common", None)  # import fails as if not installed
+    VoxtralConfig().save_pretrained(tmp_path / "voxtral")  # config only: fails before weights
     st = hf.TransformersSpeechLLM(str(tmp_path / "voxtral"), tm.SPEECH_PROMPT, cache=cache)
     with pytest.raises(BackendUnavailable, match=r"pip install --no-deps mistral-common==1\.13\.1"):
         st.translate_audio("unused.wav")
@@ -298,6 +317,7 @@ def test_speech_llm_desta_branch_uses_model_chat(cache):
     """DeSTA2's remote code has no processor: messages with an "audio" role go to model.chat(),
     which returns only the new tokens."""
     from types import SimpleNamespace as NS
+
     seen = []
 
     class FakeDesta:
@@ -307,14 +327,24 @@ def test_speech_llm_desta_branch_uses_model_chat(cache):
             seen.append((messages, max_new_tokens))
             return [[1, 2, 3]]
 
-    cache.get("st/transformers/DeSTA-ntu/DeSTA2-8B-beta",
-              lambda: hf._Loaded(model=FakeDesta(), processor=None, family="desta"))
-    st = hf.TransformersSpeechLLM("DeSTA-ntu/DeSTA2-8B-beta", tm.SPEECH_PROMPT, max_new_tokens=64,
-                                  trust_remote_code=True, cache=cache)
+    cache.get(
+        "st/transformers/DeSTA-ntu/DeSTA2-8B-beta",
+        lambda: hf._Loaded(model=FakeDesta(), processor=None, family="desta"),
+    )
+    st = hf.TransformersSpeechLLM(
+        "DeSTA-ntu/DeSTA2-8B-beta", tm.SPEECH_PROMPT, max_new_tokens=64, trust_remote_code=True, cache=cache
+    )
     assert st.translate_audio("/data/clip.wav") == "Olá mundo."
-    assert seen == [([{"role": "system", "content": "You are a helpful voice assistant."},
-                      {"role": "audio", "content": "/data/clip.wav"},
-                      {"role": "user", "content": tm.SPEECH_PROMPT}], 64)]
+    assert seen == [
+        (
+            [
+                {"role": "system", "content": "You are a helpful voice assistant."},
+                {"role": "audio", "content": "/data/clip.wav"},
+                {"role": "user", "content": tm.SPEECH_PROMPT},
+            ],
+            64,
+        )
+    ]
 
 
 class _BF16Cache(ModelCache):
@@ -327,17 +357,21 @@ class _BF16Cache(ModelCache):
 
 def test_bf16_models_get_bf16_inputs(tiny, monkeypatch):
     from transformers import Qwen2AudioForConditionalGeneration, WhisperForConditionalGeneration
+
     cache = _BF16Cache(device="cpu")
     asr_calls = spy_generate(monkeypatch, WhisperForConditionalGeneration)
     st_calls = spy_generate(monkeypatch, Qwen2AudioForConditionalGeneration)
     clip = str(tiny["clips"]["hello"])
-    outs = [hf.TransformersWhisperASR(str(tiny["whisper"]["multilingual"]), dtype="bfloat16",
-                                      cache=cache).transcribe(clip),
-            hf.TransformersSeq2SeqMT(str(tiny["marian"]), dtype="bfloat16", cache=cache).translate(["Hello world."])[0],
-            hf.TransformersCausalMT(str(tiny["llm"]), tm.TOWER_PROMPT, dtype="bfloat16", max_new_tokens=12,
-                                    cache=cache).translate(["Hello world."])[0],
-            hf.TransformersSpeechLLM(str(tiny["audio_llm"]), tm.SPEECH_PROMPT, dtype="bfloat16", max_new_tokens=12,
-                                     cache=cache).translate_audio(clip)]
+    outs = [
+        hf.TransformersWhisperASR(str(tiny["whisper"]["multilingual"]), dtype="bfloat16", cache=cache).transcribe(clip),
+        hf.TransformersSeq2SeqMT(str(tiny["marian"]), dtype="bfloat16", cache=cache).translate(["Hello world."])[0],
+        hf.TransformersCausalMT(
+            str(tiny["llm"]), tm.TOWER_PROMPT, dtype="bfloat16", max_new_tokens=12, cache=cache
+        ).translate(["Hello world."])[0],
+        hf.TransformersSpeechLLM(
+            str(tiny["audio_llm"]), tm.SPEECH_PROMPT, dtype="bfloat16", max_new_tokens=12, cache=cache
+        ).translate_audio(clip),
+    ]
     assert all(isinstance(o, str) for o in outs)
     assert {e.value.model.dtype for e in cache._entries.values()} == {torch.bfloat16}
     assert asr_calls[0]["input_features"].dtype == torch.bfloat16

@@ -1,4 +1,5 @@
 """python app.py backup: a consistent copy while the app writes."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -42,7 +43,7 @@ def test_backup_while_writing_is_consistent(tmp_path):
     copy = tmp_path / "copies" / "tradlab-backup.db"
     assert info["path"] == str(copy) and info["bytes"] == copy.stat().st_size and info["tables"] > 5
     n = _count(copy)
-    assert 200 <= n <= len(written)                      # a prefix of the writes, none half-done
+    assert 200 <= n <= len(written)  # a prefix of the writes, none half-done
     with sqlite3.connect(str(copy)) as c:
         assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         ids = [int(r[0]) for r in c.execute("SELECT entity_id FROM events WHERE action = 'write' ORDER BY id")]

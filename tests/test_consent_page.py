@@ -1,5 +1,6 @@
 """The consent page and demographics form in the launched app: through gradio_client, and as a
 participant in headless Chromium (screenshots in test-artifacts/)."""
+
 from __future__ import annotations
 
 import shutil
@@ -32,12 +33,12 @@ def test_api_gates_items_until_consent_and_form(consent_app):
     view = client.predict(tok, "receiver", api_name="/view")
     assert view["status"] == "consent" and view["item_id"] is None and "translation" not in view["content"]
     assert client.predict("forged", True, api_name="/consent") == {
-        "error": "This link is not valid. Please use the personal link you were given."}
+        "error": "This link is not valid. Please use the personal link you were given."
+    }
     assert client.predict(tok, True, api_name="/consent") == {"pending": "demographics"}
     refused = client.predict(tok, {"age": 200, "first_language": "English"}, api_name="/demographics")
     assert "between 18 and 99" in refused["error"]
-    assert client.predict(tok, {"age": 30, "first_language": "English"}, api_name="/demographics") == {
-        "pending": None}
+    assert client.predict(tok, {"age": 30, "first_language": "English"}, api_name="/demographics") == {"pending": None}
     view = client.predict(tok, "receiver", api_name="/view")
     assert view["status"] == "item" and view["content"]["translation"]
 
@@ -54,10 +55,10 @@ def test_participant_consents_fills_the_form_and_reaches_the_first_item(consent_
         page.goto(url)
         page.locator("#consent-text").wait_for(timeout=20000)
         assert "Your voice is stored for research" in page.locator("#consent-text").inner_text()
-        assert page.get_by_role("tab", name="Receptor").count() == 0      # no tab before consent
+        assert page.get_by_role("tab", name="Receptor").count() == 0  # no tab before consent
         page.screenshot(path=str(ARTIFACTS / "consent-page.png"), full_page=True)
         page.get_by_role("button", name="Não concordo / I do not agree").click()
-        page.get_by_text("Optou por não participar").wait_for(timeout=15000)    # the receiver's page is in Portuguese
+        page.get_by_text("Optou por não participar").wait_for(timeout=15000)  # the receiver's page is in Portuguese
         page.get_by_role("button", name="Concordo / I agree").click()
         page.locator("#demographics-submit").wait_for(timeout=15000)
         page.get_by_label("Age in years").fill("12")
@@ -70,7 +71,7 @@ def test_participant_consents_fills_the_form_and_reaches_the_first_item(consent_
         page.locator("#demographics-submit").click()
         page.locator("#translation").wait_for(timeout=15000)
         page.screenshot(path=str(ARTIFACTS / "consent-then-first-item.png"), full_page=True)
-        page.reload()          # the decisions are on the server: straight to the item
+        page.reload()  # the decisions are on the server: straight to the item
         page.locator("#translation").wait_for(timeout=15000)
         assert not page.locator("#consent-text").is_visible()
         browser.close()

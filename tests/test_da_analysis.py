@@ -3,6 +3,7 @@
 The expected values are computed here with plain loops over the rows, independently of the
 module's groupby/merge code; only the statistical tests themselves come from scipy.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -28,6 +29,7 @@ WMT_DIR = ROOT.parent / "shared" / "data" / "wmt22-deen-da"
 
 # ---------------------------------------------------------------------------------------------
 # independent reference computations
+
 
 def expected_pairs(df):
     """{(modality, run, worker): {'bad': [...], 'rep': [...]}} by looping over rows."""
@@ -88,8 +90,10 @@ def expected_systems(df, z, types=("system",)):
         e["z"].append(np.mean(z_l))
         e["n"] += len(raw_l)
         e["zs"].extend(z_l)
-    return {k: {"raw_mean": np.mean(v["raw"]), "z_mean": np.mean(v["z"]), "n": v["n"], "zs": v["zs"]}
-            for k, v in sysd.items()}
+    return {
+        k: {"raw_mean": np.mean(v["raw"]), "z_mean": np.mean(v["z"]), "n": v["n"], "zs": v["zs"]}
+        for k, v in sysd.items()
+    }
 
 
 def by_key(df, cols):
@@ -98,6 +102,7 @@ def by_key(df, cols):
 
 # ---------------------------------------------------------------------------------------------
 # definitions
+
 
 @pytest.fixture(scope="module")
 def data():
@@ -149,11 +154,36 @@ def test_z_scores_and_system_scores(data, result):
 @pytest.mark.slow
 def test_z_drops_single_judgment_and_constant_workers_wmt_mode():
     df = make_judgments(seed=3, unreliable=0)
-    extra = pd.DataFrame([
-        dict(worker_id="const", hit_id="h", modality="text", system=s, segment_id=f"s{g:03d}", item_type="system",
-             score=50.0, run=1, duration_s=10.0) for s in "AB" for g in range(5)] + [
-        dict(worker_id="single", hit_id="h2", modality="text", system="A", segment_id="s000", item_type="system",
-             score=99.0, run=1, duration_s=10.0)])
+    extra = pd.DataFrame(
+        [
+            dict(
+                worker_id="const",
+                hit_id="h",
+                modality="text",
+                system=s,
+                segment_id=f"s{g:03d}",
+                item_type="system",
+                score=50.0,
+                run=1,
+                duration_s=10.0,
+            )
+            for s in "AB"
+            for g in range(5)
+        ]
+        + [
+            dict(
+                worker_id="single",
+                hit_id="h2",
+                modality="text",
+                system="A",
+                segment_id="s000",
+                item_type="system",
+                score=99.0,
+                run=1,
+                duration_s=10.0,
+            )
+        ]
+    )
     df = pd.concat([df, extra], ignore_index=True)
     res = A.analyze(df, wmt=True)
     w = res.workers.set_index("worker_id")
@@ -189,10 +219,20 @@ def test_rank_by_z_with_two_decimal_ties_broken_by_raw(result):
 def test_rank_tie_break_in_analyze():
     """Worker P: A=70 among references 30, 50 (z_A = 1.0); worker Q: B=60.1 among 20, 40
     (z_B = 1.0008). Equal to two decimals, so A (raw 70) ranks above B (raw 60.1)."""
-    rows = [("P", "A", "system", 70), ("P", "A", "reference", 30), ("P", "A", "reference", 50),
-            ("Q", "B", "system", 60.1), ("Q", "B", "reference", 20), ("Q", "B", "reference", 40)]
-    df = pd.DataFrame([dict(worker_id=w, hit_id=w, modality="text", system=s, segment_id="1", item_type=t, score=x)
-                       for w, s, t, x in rows])
+    rows = [
+        ("P", "A", "system", 70),
+        ("P", "A", "reference", 30),
+        ("P", "A", "reference", 50),
+        ("Q", "B", "system", 60.1),
+        ("Q", "B", "reference", 20),
+        ("Q", "B", "reference", 40),
+    ]
+    df = pd.DataFrame(
+        [
+            dict(worker_id=w, hit_id=w, modality="text", system=s, segment_id="1", item_type=t, score=x)
+            for w, s, t, x in rows
+        ]
+    )
     z_a = (70 - np.mean([70, 30, 50])) / np.std([70, 30, 50], ddof=1)
     z_b = (60.1 - np.mean([60.1, 20, 40])) / np.std([60.1, 20, 40], ddof=1)
     assert f"{z_a:.2f}" == f"{z_b:.2f}" and z_b > z_a  # the premise
@@ -212,8 +252,9 @@ def test_head_to_head_p_values_and_counts(data, result):
     for row in h.itertuples():
         ea, eb = exp[(row.modality, row.run, row.system_a)], exp[(row.modality, row.run, row.system_b)]
         assert row.z_diff == pytest.approx(ea["z_mean"] - eb["z_mean"], rel=1e-9, abs=1e-12)
-        assert row.p_value == pytest.approx(stats.mannwhitneyu(ea["zs"], eb["zs"], alternative="greater").pvalue,
-                                            rel=1e-9)
+        assert row.p_value == pytest.approx(
+            stats.mannwhitneyu(ea["zs"], eb["zs"], alternative="greater").pvalue, rel=1e-9
+        )
         assert (row.n_a, row.n_b) == (ea["n"], eb["n"])
 
 
@@ -231,15 +272,16 @@ def expected_clusters(order, p, alpha):
     clusters, c = [], 1
     for i in range(len(order)):
         clusters.append(c)
-        above, below = order[: i + 1], order[i + 1:]
+        above, below = order[: i + 1], order[i + 1 :]
         if below and all(p[(a, b)] < alpha for a in above for b in below):
             c += 1
     return clusters
 
 
 def test_clusters():
-    df = make_judgments(seed=4, systems={"A": 85, "B": 60, "C": 59, "D": 30}, workers=10, unreliable=1,
-                        items_per_worker=100)
+    df = make_judgments(
+        seed=4, systems={"A": 85, "B": 60, "C": 59, "D": 30}, workers=10, unreliable=1, items_per_worker=100
+    )
     res = A.analyze(df)
     for (m, r), g in res.systems.groupby(["modality", "run"]):
         g = g.sort_values("rank")
@@ -258,8 +300,12 @@ def test_replication(data, result):
     exp = expected_systems(data, expected_z(data, rel))
     rep = result.replication
     sysrep = rep[rep.level == "system"].set_index("comparison")
-    assert set(sysrep.index) == {"text: run 1 vs run 2", "audio: run 1 vs run 2", "run 1: text vs audio",
-                                 "run 2: text vs audio"}
+    assert set(sysrep.index) == {
+        "text: run 1 vs run 2",
+        "audio: run 1 vs run 2",
+        "run 1: text vs audio",
+        "run 2: text vs audio",
+    }
 
     def r_of(left, right):
         common = sorted({k[2] for k in exp if k[:2] == left} & {k[2] for k in exp if k[:2] == right})
@@ -267,10 +313,12 @@ def test_replication(data, result):
         y = [exp[right + (s,)]["z_mean"] for s in common]
         return stats.pearsonr(x, y).statistic, len(common)
 
-    for comp, left, right in [("text: run 1 vs run 2", ("text", 1), ("text", 2)),
-                              ("audio: run 1 vs run 2", ("audio", 1), ("audio", 2)),
-                              ("run 1: text vs audio", ("text", 1), ("audio", 1)),
-                              ("run 2: text vs audio", ("text", 2), ("audio", 2))]:
+    for comp, left, right in [
+        ("text: run 1 vs run 2", ("text", 1), ("text", 2)),
+        ("audio: run 1 vs run 2", ("audio", 1), ("audio", 2)),
+        ("run 1: text vs audio", ("text", 1), ("audio", 1)),
+        ("run 2: text vs audio", ("text", 2), ("audio", 2)),
+    ]:
         r, n = r_of(left, right)
         assert sysrep.loc[comp, "r"] == pytest.approx(r, rel=1e-9)
         assert sysrep.loc[comp, "n"] == n == 4
@@ -339,19 +387,26 @@ def write(tmp_path, text, name="j.csv"):
     return p
 
 
-@pytest.mark.parametrize("body,row,column,words", [
-    ("worker_id,hit_id,modality,system,segment_id,score\nw,h,text,A,1,50\n", 1, "item_type", "missing column"),
-    (HEADER + "\nw,h,text,A,1,system,50\nw,h,video,A,2,system,50\n", 3, "modality", "unknown modality"),
-    (HEADER + "\nw,h,text,A,1,system,50\nw,h,text,A,2,repeat,50\n", 3, "item_type", "unknown item_type"),
-    (HEADER + "\nw,h,text,A,1,system,fifty\n", 2, "score", "not a number"),
-    (HEADER + "\nw,h,text,A,1,system,50\nw,h,text,A,1,system,\n", 3, "score", "not a number"),
-    (HEADER + "\nw,h,text,A,1,system,50\nw,h,text,A,2,system,100\nw,h,audio,A,3,system,100.5\n", 4, "score",
-     "outside 0-100"),
-    (HEADER + "\nw,h,text,A,1,system,-1\n", 2, "score", "outside 0-100"),
-    (HEADER + ",run\nw,h,text,A,1,system,5,two\n", 2, "run", "run"),
-    (HEADER + ",duration_s\nw,h,text,A,1,system,5,-3\n", 2, "duration_s", "duration_s"),
-    (HEADER + "\n,h,text,A,1,system,5\n", 2, "worker_id", "empty"),
-])
+@pytest.mark.parametrize(
+    "body,row,column,words",
+    [
+        ("worker_id,hit_id,modality,system,segment_id,score\nw,h,text,A,1,50\n", 1, "item_type", "missing column"),
+        (HEADER + "\nw,h,text,A,1,system,50\nw,h,video,A,2,system,50\n", 3, "modality", "unknown modality"),
+        (HEADER + "\nw,h,text,A,1,system,50\nw,h,text,A,2,repeat,50\n", 3, "item_type", "unknown item_type"),
+        (HEADER + "\nw,h,text,A,1,system,fifty\n", 2, "score", "not a number"),
+        (HEADER + "\nw,h,text,A,1,system,50\nw,h,text,A,1,system,\n", 3, "score", "not a number"),
+        (
+            HEADER + "\nw,h,text,A,1,system,50\nw,h,text,A,2,system,100\nw,h,audio,A,3,system,100.5\n",
+            4,
+            "score",
+            "outside 0-100",
+        ),
+        (HEADER + "\nw,h,text,A,1,system,-1\n", 2, "score", "outside 0-100"),
+        (HEADER + ",run\nw,h,text,A,1,system,5,two\n", 2, "run", "run"),
+        (HEADER + ",duration_s\nw,h,text,A,1,system,5,-3\n", 2, "duration_s", "duration_s"),
+        (HEADER + "\n,h,text,A,1,system,5\n", 2, "worker_id", "empty"),
+    ],
+)
 def test_input_errors_name_file_row_column(tmp_path, body, row, column, words):
     p = write(tmp_path, body)
     with pytest.raises(A.DAInputError) as e:
@@ -363,8 +418,9 @@ def test_input_errors_name_file_row_column(tmp_path, body, row, column, words):
 
 
 def test_read_judgments_reads_a_good_file(tmp_path):
-    p = write(tmp_path, HEADER + ",run,duration_s\nw1,h1, Text ,A,007,system,50,2,3.5\nw1,h1,text,A,8,bad_reference,"
-                                 "20,,\n")
+    p = write(
+        tmp_path, HEADER + ",run,duration_s\nw1,h1, Text ,A,007,system,50,2,3.5\nw1,h1,text,A,8,bad_reference,20,,\n"
+    )
     df = A.read_judgments(p)
     assert df["segment_id"].tolist() == ["007", "8"] and df["modality"].tolist() == ["text", "text"]
     assert df["run"].tolist() == [2, 1] and df["score"].dtype == float
@@ -375,15 +431,32 @@ def test_read_judgments_reads_a_good_file(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # outputs
 
+
 def test_write_outputs_files_and_columns(tmp_path, result):
     paths = A.write_outputs(result, tmp_path / "out")
     names = {p.name for p in paths}
-    assert {"workers.csv", "systems.csv", "head_to_head.csv", "replication.csv", "qc_summary.csv",
-            "ranking.html", "head_to_head.html", "replication.html"} <= names
+    assert {
+        "workers.csv",
+        "systems.csv",
+        "head_to_head.csv",
+        "replication.csv",
+        "qc_summary.csv",
+        "ranking.html",
+        "head_to_head.html",
+        "replication.html",
+    } <= names
     assert all(p.exists() and p.stat().st_size > 0 for p in paths)
     expected = {
-        "workers": ["modality", "run", "worker_id", "n_judgments", "n_bad_pairs", "n_repeat_pairs", "p_value",
-                    "reliable"],
+        "workers": [
+            "modality",
+            "run",
+            "worker_id",
+            "n_judgments",
+            "n_bad_pairs",
+            "n_repeat_pairs",
+            "p_value",
+            "reliable",
+        ],
         "systems": ["modality", "run", "system", "n_judgments", "raw_mean", "z_mean", "rank", "cluster"],
         "head_to_head": ["modality", "run", "system_a", "system_b", "z_diff", "p_value", "n_a", "n_b"],
         "replication": ["comparison", "r", "n"],
@@ -406,7 +479,7 @@ def test_figures_stars_and_keys(result):
     first = h[(h.modality == "text") & (h.run == 1)]
     cells = [t for row in heat.text for t in row]
     for p, zd in zip(first.p_value, first.z_diff):
-        stars = "***" if p < .001 else "**" if p < .01 else "*" if p < .05 else ""
+        stars = "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
         assert f"{zd:.2f}{stars}" in cells
     assert "replication" not in A.figures(A.analyze(make_judgments(seed=5)))
 
@@ -432,6 +505,7 @@ def test_run_cli_rejects_unknown_format(tmp_path):
 
 # ---------------------------------------------------------------------------------------------
 # WMT22 official numbers (real data, read in place when present)
+
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (WMT_DIR / "ad-deen-good-raw-reconstructed.tsv").exists(), reason="WMT22 data not present")

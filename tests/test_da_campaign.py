@@ -1,5 +1,6 @@
 """A DA campaign in the app: HITs at import, one modality per rater, what items show,
 audio only after rendering, ordered rating, listening time, feedback, the analysis frame."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -49,6 +50,7 @@ def test_hits_are_built_at_import_and_reproducible(campaign, tmp_path):
     assert types.count("bad_reference") + types.count("ask_again") == 4 and len(items) == 24
     # the same folder imported into another database gives the same HITs
     from storage import open_database
+
     other = open_database(tmp_path / "other.db")
     import_study(other, tmp_path / "study")
     again = studies.da_hit_items(other, studies.da_hits(other, "demo")[0]["id"])
@@ -65,7 +67,7 @@ def test_modality_alternates_between_raters_and_hits_spread(campaign):
     assert [m["modality"] for m in metas] == ["text", "audio", "text", "audio"]
     n_hits = len(studies.da_hits(db, "demo"))
     if n_hits > 1:
-        assert metas[0]["hit_id"] != metas[2]["hit_id"]      # the next text rater gets the other HIT
+        assert metas[0]["hit_id"] != metas[2]["hit_id"]  # the next text rater gets the other HIT
     # every rater has the whole HIT, in its order
     n = db.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ?", [raters[0].id])
     assert n == len(studies.da_hit_items(db, metas[0]["hit_id"]))
@@ -90,13 +92,14 @@ def test_a_text_hit_is_drawn_by_the_worker_ahead_of_the_rater(campaign):
     assert not any(da_render.image_path(i["reference"], i["candidate"], media).exists() for i in items)
     done = Worker(db, {"render_da_images": pipeline.handlers(db, media_dir=media)["render_da_images"]}).run_until_idle()
     assert [j["status"] for j in done] == ["done"]
-    for width in (da_render.DEFAULT_WIDTH, da_render.NARROW_WIDTH):     # the phone's copy too
+    for width in (da_render.DEFAULT_WIDTH, da_render.NARROW_WIDTH):  # the phone's copy too
         assert all(da_render.image_path(i["reference"], i["candidate"], media, width).is_file() for i in items)
     v = get_view(db, rater.token, "da", media_dir=media)
     it = studies.da_hit_item(db, int(v.item_id))
     assert v.content["image"] == str(da_render.image_path(it["reference"], it["candidate"], media))
-    assert v.content["image_narrow"] == str(da_render.image_path(it["reference"], it["candidate"], media,
-                                                                 da_render.NARROW_WIDTH))
+    assert v.content["image_narrow"] == str(
+        da_render.image_path(it["reference"], it["candidate"], media, da_render.NARROW_WIDTH)
+    )
 
 
 def test_the_phone_copy_keeps_the_texts_size(tmp_path):
@@ -108,15 +111,15 @@ def test_the_phone_copy_keeps_the_texts_size(tmp_path):
     wide, narrow = da_render.render_item_images(ref, cand, tmp_path)
     shown = 302
     with Image.open(wide) as w, Image.open(narrow) as n:
-        assert w.width == 900 and n.width == 360 and n.height > w.height      # the same text, more lines
+        assert w.width == 900 and n.width == 360 and n.height > w.height  # the same text, more lines
         assert da_render.FONT_SIZE * shown / w.width < 10 <= 19 < da_render.FONT_SIZE * shown / n.width
 
 
 def test_audio_items_wait_for_rendering_and_need_listening_when_locked(database, tmp_path):
     # the lock is a study setting (paper 001 does not lock: the default is false)
     db, media = da_study(database, tmp_path, lock_until_played="true")
-    add_participants(db, "demo", "da", 1)                     # text
-    audio_rater = add_participants(db, "demo", "da", 1)[0]    # audio
+    add_participants(db, "demo", "da", 1)  # text
+    audio_rater = add_participants(db, "demo", "da", 1)[0]  # audio
     v = get_view(db, audio_rater.token, "da", media_dir=media)
     assert v.status == "waiting" and "audio" in v.message
     assert db.scalar("SELECT COUNT(*) FROM jobs WHERE kind = 'render_da_audio'") == 1
@@ -135,8 +138,10 @@ def test_audio_items_wait_for_rendering_and_need_listening_when_locked(database,
     # ... and accepted once that time has passed since the item was shown
     past = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=60)).isoformat()
     with db.write() as w:
-        w.execute("UPDATE assignments SET first_shown_at = ? WHERE participant_id = ? AND item_id = ?",
-                  [past, audio_rater.id, v.item_id])
+        w.execute(
+            "UPDATE assignments SET first_shown_at = ? WHERE participant_id = ? AND item_id = ?",
+            [past, audio_rater.id, v.item_id],
+        )
     res = submit(db, audio_rater.token, "da", v.item_id, {"score": 50}, media_dir=media)
     assert res.saved
     j = db.one("SELECT * FROM da_judgments")
@@ -155,7 +160,7 @@ def test_items_are_rated_in_order_without_going_back(campaign):
     res = submit(db, r.token, "da", first.item_id, {"score": 80}, media_dir=media)
     assert res.saved and res.next.progress.startswith("1 /")
     again = submit(db, r.token, "da", first.item_id, {"score": 5}, media_dir=media)
-    assert not again.saved                                   # no going back: the first score stays
+    assert not again.saved  # no going back: the first score stays
     assert db.scalar("SELECT score FROM da_judgments") == 80
 
 
@@ -173,19 +178,30 @@ def test_feedback_after_the_last_item_and_the_analysis_frame(campaign):
     with pytest.raises(da_campaign.DAError, match="write something"):
         da_campaign.save_feedback(db, r.id, "  ")
     da_campaign.save_feedback(db, r.id, "The images were easy to read.")
-    da_campaign.save_feedback(db, r.id, "The images were easy to read. Thanks!")   # an edit, not a second row
+    da_campaign.save_feedback(db, r.id, "The images were easy to read. Thanks!")  # an edit, not a second row
     assert db.scalar("SELECT COUNT(*) FROM da_feedback") == 1
     df = da_campaign.judgments_frame(db, "demo")
     assert len(df) == v.total and set(df["item_type"]) >= {"system", "bad_reference", "ask_again"}
-    assert list(df.columns) == ["worker_id", "hit_id", "modality", "system", "segment_id", "item_type", "score",
-                                "run", "duration_s", "tts_engine", "tts_voice"]
+    assert list(df.columns) == [
+        "worker_id",
+        "hit_id",
+        "modality",
+        "system",
+        "segment_id",
+        "item_type",
+        "score",
+        "run",
+        "duration_s",
+        "tts_engine",
+        "tts_voice",
+    ]
 
 
 def test_the_campaigns_judgments_go_through_the_analysis(campaign):
     from services.da import analysis as da_analysis
 
     db, media = campaign
-    raters = add_participants(db, "demo", "da", 2)         # one text, one audio rater
+    raters = add_participants(db, "demo", "da", 2)  # one text, one audio rater
     r = raters[0]
     while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
         it = studies.da_hit_item(db, int(v.item_id))
@@ -193,7 +209,7 @@ def test_the_campaigns_judgments_go_through_the_analysis(campaign):
         score = 20 if it["type"] == "bad_reference" else 60 + (hash(it["system"]) % 30)
         submit(db, r.token, "da", v.item_id, {"score": score}, media_dir=media)
     df = da_campaign.judgments_frame(db, "demo")
-    res = da_analysis.analyze(df, alpha=0.5, keep_fast=True)    # a test's rater answers in milliseconds
+    res = da_analysis.analyze(df, alpha=0.5, keep_fast=True)  # a test's rater answers in milliseconds
     assert set(res.systems["system"]) <= {"demo-good", "demo-fair", "demo-poor"}
     assert len(res.workers) == 1 and res.qc_summary["judgments_total"].sum() == len(df)
     figs = da_analysis.figures(res)

@@ -1,4 +1,5 @@
 """Converters from WMT DA TSV and Appraise CSV exports to the judgments schema (small literal files)."""
+
 from __future__ import annotations
 
 import math
@@ -16,14 +17,16 @@ def wmt_line(hit, worker, sys_id, kind, sid, raw, time):
     return f"{hit}\t{worker}\tde\ten\tad\t7\t{sys_id}\t100\t{kind}\t{sid}\t-0.5\t{time}\t{raw}\n"
 
 
-WMT_TSV = WMT_HEADER + "".join([
-    wmt_line("H1", "M1", "Online-W.2", "SYSTEM", 11, 80, 600.0),
-    wmt_line("H1", "M1", "Online-W.2", "BAD_REF", 11, 20, 600.0),
-    wmt_line("H1", "M1", "HUMAN-B", "SYSTEM", 12, 70, 600.0),
-    wmt_line("H1", "M1", "HUMAN-B", "REPEAT", 12, 72, 600.0),
-    wmt_line("H2", "M2", "Some.Sys.10", "REF", 13, 95, 90.0),
-    wmt_line("H2", "M2", "Some.Sys.10", "SYSTEM", 13, 0, 90.0),
-])
+WMT_TSV = WMT_HEADER + "".join(
+    [
+        wmt_line("H1", "M1", "Online-W.2", "SYSTEM", 11, 80, 600.0),
+        wmt_line("H1", "M1", "Online-W.2", "BAD_REF", 11, 20, 600.0),
+        wmt_line("H1", "M1", "HUMAN-B", "SYSTEM", 12, 70, 600.0),
+        wmt_line("H1", "M1", "HUMAN-B", "REPEAT", 12, 72, 600.0),
+        wmt_line("H2", "M2", "Some.Sys.10", "REF", 13, 95, 90.0),
+        wmt_line("H2", "M2", "Some.Sys.10", "SYSTEM", 13, 0, 90.0),
+    ]
+)
 
 
 def test_from_wmt_tsv(tmp_path):
@@ -51,14 +54,23 @@ def test_wmt_system_name():
     assert I.wmt_system_name("v1.x") == "v1.x"
 
 
-@pytest.mark.parametrize("text,row,column", [
-    (WMT_HEADER.replace("\traw", "") + wmt_line("H", "M", "S.1", "SYSTEM", 1, 5, 1.0).rsplit("\t", 1)[0] + "\n",
-     1, "raw"),
-    (WMT_HEADER + wmt_line("H", "M", "S.1", "SYSTEM", 1, 5, 1.0) + wmt_line("H", "M", "S.1", "BAD", 1, 5, 1.0), 3,
-     "type"),
-    (WMT_HEADER + wmt_line("H", "M", "S.1", "SYSTEM", 1, 101, 1.0), 2, "raw"),
-    (WMT_HEADER + wmt_line("H", "M", "S.1", "SYSTEM", 1, "x", 1.0), 2, "raw"),
-])
+@pytest.mark.parametrize(
+    "text,row,column",
+    [
+        (
+            WMT_HEADER.replace("\traw", "") + wmt_line("H", "M", "S.1", "SYSTEM", 1, 5, 1.0).rsplit("\t", 1)[0] + "\n",
+            1,
+            "raw",
+        ),
+        (
+            WMT_HEADER + wmt_line("H", "M", "S.1", "SYSTEM", 1, 5, 1.0) + wmt_line("H", "M", "S.1", "BAD", 1, 5, 1.0),
+            3,
+            "type",
+        ),
+        (WMT_HEADER + wmt_line("H", "M", "S.1", "SYSTEM", 1, 101, 1.0), 2, "raw"),
+        (WMT_HEADER + wmt_line("H", "M", "S.1", "SYSTEM", 1, "x", 1.0), 2, "raw"),
+    ],
+)
 def test_from_wmt_tsv_errors(tmp_path, text, row, column):
     p = tmp_path / "bad.tsv"
     p.write_text(text)
@@ -126,14 +138,22 @@ def test_from_appraise_named_columns(tmp_path):
     assert A.detect_format(p) == "appraise"
 
 
-@pytest.mark.parametrize("text,row,column,words", [
-    (APPRAISE_SEGMENT + "u,s,1,XYZ,eng,deu,50,1600000000,1600000001\n", 6, "itemType (column 4)", "unknown itemType"),
-    ("u,s,1,TGT,eng,deu,abc,1600000000,1600000001\n", 1, "score (column 7)", "not a number"),
-    ("u,s,1,TGT,eng,deu,150,1600000000,1600000001\n", 1, "score (column 7)", "outside 0-100"),
-    ("u,s,1,TGT,eng,deu,50\n,s,1,TGT,eng,deu,50\n", 2, "username (column 1)", "empty"),
-    ("u,s,1,TGT\n", 1, None, "at least 7"),
-    (APPRAISE_NAMED.replace(",TGT,", ",FOO,"), 2, "itemType", "unknown itemType"),
-])
+@pytest.mark.parametrize(
+    "text,row,column,words",
+    [
+        (
+            APPRAISE_SEGMENT + "u,s,1,XYZ,eng,deu,50,1600000000,1600000001\n",
+            6,
+            "itemType (column 4)",
+            "unknown itemType",
+        ),
+        ("u,s,1,TGT,eng,deu,abc,1600000000,1600000001\n", 1, "score (column 7)", "not a number"),
+        ("u,s,1,TGT,eng,deu,150,1600000000,1600000001\n", 1, "score (column 7)", "outside 0-100"),
+        ("u,s,1,TGT,eng,deu,50\n,s,1,TGT,eng,deu,50\n", 2, "username (column 1)", "empty"),
+        ("u,s,1,TGT\n", 1, None, "at least 7"),
+        (APPRAISE_NAMED.replace(",TGT,", ",FOO,"), 2, "itemType", "unknown itemType"),
+    ],
+)
 def test_from_appraise_errors(tmp_path, text, row, column, words):
     p = tmp_path / "bad.csv"
     p.write_text(text)

@@ -1,6 +1,7 @@
 """Audio DA as paper 001 (issue 20, point 6): the reference as an image in audio mode, the
 slider lock as a study setting (off, as in the paper), self-replication runs inside one study,
 and Figure 3 (score distributions per control type) in the analysis's outputs."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,8 @@ pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 def audio_item(db, media):
     """The first item of an audio rater (the demo's modality "both": the second rater), rendered."""
-    add_participants(db, "demo", "da", 1)                       # text
-    rater = add_participants(db, "demo", "da", 1)[0]            # audio
+    add_participants(db, "demo", "da", 1)  # text
+    rater = add_participants(db, "demo", "da", 1)[0]  # audio
     Worker(db, {"render_da_audio": pipeline.handlers(db, media_dir=media)["render_da_audio"]}).run_until_idle()
     v = get_view(db, rater.token, "da", media_dir=media)
     assert v.status == "item" and v.content["modality"] == "audio"
@@ -59,7 +60,7 @@ def test_the_slider_is_not_locked_by_default(database, tmp_path):
     assert v.content["lock"] is False and "audio_note" not in v.content
     page = body_html(v.content)
     assert "data-unlock-on-ended" not in page and " disabled" not in page
-    res = submit(db, rater.token, "da", v.item_id, {"score": 40}, media_dir=media)   # at once: accepted
+    res = submit(db, rater.token, "da", v.item_id, {"score": 40}, media_dir=media)  # at once: accepted
     assert res.saved
 
 
@@ -71,8 +72,9 @@ def test_the_lock_is_a_study_setting(database, tmp_path):
     assert "disabled data-unlock-on-ended" in page and v.content["audio_note"] in page
 
 
-@pytest.mark.parametrize("key,value,message", [("lock_until_played", '"yes"', "must be true"),
-                                               ("runs", "0", "must be an integer >= 1")])
+@pytest.mark.parametrize(
+    "key,value,message", [("lock_until_played", '"yes"', "must be true"), ("runs", "0", "must be an integer >= 1")]
+)
 def test_da_settings_are_checked(database, tmp_path, key, value, message):
     with pytest.raises(Exception, match=f"da.{key}") as e:
         da_study(database, tmp_path, **{key: value})
@@ -93,15 +95,21 @@ def test_a_second_run_of_the_same_hits_by_other_raters(database, tmp_path):
         held.append((meta["run"], meta["hit_id"]))
     first, second = held[:n_hits], held[n_hits:]
     assert {run for run, _ in first} == {1} and {run for run, _ in second} == {2}
-    assert sorted(h for _, h in first) == sorted(h for _, h in second)     # the same HITs again
+    assert sorted(h for _, h in first) == sorted(h for _, h in second)  # the same HITs again
     for r in raters:
         while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
-            submit(db, r.token, "da", v.item_id, {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
-                   media_dir=media)
+            submit(
+                db,
+                r.token,
+                "da",
+                v.item_id,
+                {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
+                media_dir=media,
+            )
     df = da_campaign.judgments_frame(db, "demo")
     assert sorted(df["run"].unique().tolist()) == [1, 2]
     assert df.groupby("run")["worker_id"].nunique().tolist() == [n_hits, n_hits]
-    res = da_analysis.analyze(df, alpha=0.5, keep_fast=True)    # a test's rater answers in milliseconds
+    res = da_analysis.analyze(df, alpha=0.5, keep_fast=True)  # a test's rater answers in milliseconds
     rep = res.replication[res.replication["comparison"] == "text: run 1 vs run 2"]
     assert set(rep["level"]) == {"system", "segment"}
     assert rep.loc[rep["level"] == "system", "n"].item() == res.systems[res.systems["run"] == 1].shape[0]
@@ -111,8 +119,10 @@ def test_a_second_run_of_the_same_hits_by_other_raters(database, tmp_path):
 def test_runs_default_to_one(database, tmp_path):
     db, _ = da_study(database, tmp_path, modality='"text"')
     raters = add_participants(db, "demo", "da", 3)
-    runs = {json.loads(db.scalar("SELECT meta FROM assignments WHERE participant_id = ? LIMIT 1", [r.id]))["run"]
-            for r in raters}
+    runs = {
+        json.loads(db.scalar("SELECT meta FROM assignments WHERE participant_id = ? LIMIT 1", [r.id]))["run"]
+        for r in raters
+    }
     assert runs == {1}
 
 
@@ -136,7 +146,7 @@ def test_figure_3_score_distributions_per_control_type(tmp_path):
     fig = da_analysis.figures(res)["score_distribution"]
     assert {t.type for t in fig.data} == {"box"}
     assert {t.name for t in fig.data} >= {"system", "bad_reference", "ask_again"}
-    assert len(fig.layout.annotations) == 4                                   # a panel per modality and run
+    assert len(fig.layout.annotations) == 4  # a panel per modality and run
     box = next(t for t in fig.data if t.name == "bad_reference" and t.xaxis in ("x", None))
     assert sorted(box.y) == sorted(d[(d.modality == "text") & (d.run == 1) & (d.item_type == "bad_reference")]["score"])
     # written where the other DA figures go

@@ -1,4 +1,5 @@
 """DA item rendering (paper 001): the text image and the cached audio."""
+
 from __future__ import annotations
 
 import io
@@ -23,10 +24,12 @@ from services.da.render import (
 )
 from services.models import tts
 
-PT = ("A Câmara Municipal de Braga anunciou na segunda-feira que o seu sistema de bicicletas "
-      "partilhadas vai ser alargado a doze novas estações.",
-      "O conselho da cidade de Braga anunciou na segunda-feira que o seu esquema de bicicletas "
-      "partilhadas vai expandir para doze novas estações.")
+PT = (
+    "A Câmara Municipal de Braga anunciou na segunda-feira que o seu sistema de bicicletas "
+    "partilhadas vai ser alargado a doze novas estações.",
+    "O conselho da cidade de Braga anunciou na segunda-feira que o seu esquema de bicicletas "
+    "partilhadas vai expandir para doze novas estações.",
+)
 DE = ("Bitte schalten Sie das Gerät vor der Reinigung aus.", "Schalten Sie das Gerät vor dem Reinigen aus – Größe.")
 RU = ("Пожалуйста, выключите устройство перед чисткой.", "Выключите прибор перед очисткой, щёлк.")
 ZH = ("请在清洁前关闭设备，并让其冷却至少十分钟。", "清洁之前请关掉设备，让它冷却十分钟以上。")
@@ -42,17 +45,17 @@ def chunks(png: bytes) -> list[tuple[bytes, bytes]]:
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     out, i = [], 8
     while i < len(png):
-        (n,) = struct.unpack(">I", png[i:i + 4])
-        out.append((png[i + 4:i + 8], png[i + 8:i + 8 + n]))
+        (n,) = struct.unpack(">I", png[i : i + 4])
+        out.append((png[i + 4 : i + 8], png[i + 8 : i + 8 + n]))
         i += 12 + n
     return out
 
 
 def split_at_rule(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    inner = a[:, PADDING + 1:a.shape[1] - PADDING - 1]
+    inner = a[:, PADDING + 1 : a.shape[1] - PADDING - 1]
     rule = [y for y in range(a.shape[0]) if (inner[y] == RULE_GREY).all()]
     assert len(rule) == 1
-    return a[:rule[0]], a[rule[0] + 1:]
+    return a[: rule[0]], a[rule[0] + 1 :]
 
 
 @pytest.mark.parametrize("texts", [PT, DE, RU], ids=["pt", "de", "ru"])
@@ -60,8 +63,8 @@ def test_png_of_width_with_grey_reference_and_black_output(texts):
     a = pixels(text_image(*texts))
     assert a.shape[1] == 900
     top, bottom = split_at_rule(a)
-    assert top.min() == REFERENCE_GREY              # the reference: grey, never darker
-    assert bottom.min() == 0                         # the MT output: black
+    assert top.min() == REFERENCE_GREY  # the reference: grey, never darker
+    assert bottom.min() == 0  # the MT output: black
     assert (bottom == 0).sum() > 100 and (top == REFERENCE_GREY).sum() > 100
 
 
@@ -72,9 +75,9 @@ def test_width_is_respected_and_long_text_wraps():
     assert long_.shape[0] > short.shape[0] + 100
     assert narrow.shape == (narrow.shape[0], 400) and narrow.shape[0] > pixels(text_image(*PT)).shape[0]
     for a in (long_, narrow):
-        assert (a[:, -PADDING + 2:] == 255).all()   # wrapped, not clipped at the right edge
-    unbroken = pixels(text_image("x", "a" * 300, width=300))   # one "word" wider than the line
-    assert (unbroken[:, -PADDING + 2:] == 255).all() and unbroken.shape[0] > 150
+        assert (a[:, -PADDING + 2 :] == 255).all()  # wrapped, not clipped at the right edge
+    unbroken = pixels(text_image("x", "a" * 300, width=300))  # one "word" wider than the line
+    assert (unbroken[:, -PADDING + 2 :] == 255).all() and unbroken.shape[0] > 150
 
 
 def _same_length_missing(text: str) -> str:
@@ -85,7 +88,7 @@ def _same_length_missing(text: str) -> str:
 def test_non_latin_scripts_have_glyphs(texts):
     png = text_image(*texts)
     a = pixels(png)
-    assert (a < 128).sum() > 200                       # ink, not a blank image
+    assert (a < 128).sum() > 200  # ink, not a blank image
     if not font_chain().covers(texts[1]):
         # Debian has no CJK font by default: the text renders as missing-glyph boxes
         pytest.skip("no font covers this script here: apt-get install fonts-noto-cjk")
@@ -96,7 +99,7 @@ def test_non_latin_scripts_have_glyphs(texts):
 def test_per_character_font_choice_and_pillow_default():
     chain = font_chain()
     assert chain.covers("Ação Größe Привет")
-    assert all(i == 0 for i, _ in chain.runs("Ação Привет"))   # the primary font covers these
+    assert all(i == 0 for i, _ in chain.runs("Ação Привет"))  # the primary font covers these
     bare = da_render.FontChain(["/nonexistent/font.ttf"])
     assert bare.paths == ["<pillow default>"] and "Latin only" in bare.note
     assert bare.width("Hello") > 0
@@ -150,8 +153,12 @@ class FakeTTS:
 
 
 def test_prerender_counts_and_progress(tmp_path):
-    hit = [{"candidate": PT[1], "reference": PT[0]}, {"candidate": PT[1], "reference": PT[0]},   # ask_again
-           {"candidate": RU[1], "reference": RU[0]}, {"candidate": DE[1], "reference": DE[0]}]
+    hit = [
+        {"candidate": PT[1], "reference": PT[0]},
+        {"candidate": PT[1], "reference": PT[0]},  # ask_again
+        {"candidate": RU[1], "reference": RU[0]},
+        {"candidate": DE[1], "reference": DE[0]},
+    ]
     fake = FakeTTS()
     seen = []
     r = prerender([hit], "pt", tmp_path, "both", progress=lambda d, t: seen.append((d, t)), backend=fake)

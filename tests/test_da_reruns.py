@@ -3,6 +3,7 @@ Failed HITs go back to the pool for a fresh rater (up to `reruns`), unrealistica
 leave the scores by default, the TTS engine and voice of every audio item reach the data and
 the analysis, and Table 1 (segments and document length per domain) comes from the imported
 segments."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,9 @@ def careless(it) -> int:
 
 def rate(db, media, rater, how):
     while (v := get_view(db, rater.token, "da", media_dir=media)).status == "item":
-        res = submit(db, rater.token, "da", v.item_id, {"score": how(studies.da_hit_item(db, int(v.item_id)))},
-                     media_dir=media)
+        res = submit(
+            db, rater.token, "da", v.item_id, {"score": how(studies.da_hit_item(db, int(v.item_id)))}, media_dir=media
+        )
         assert res.saved
 
 
@@ -75,14 +77,17 @@ def test_a_failed_hit_goes_back_to_the_pool_for_a_fresh_rater(database, tmp_path
     assert outcome["reliable"] == 0 and outcome["rerun"] == 1 and outcome["hit_id"] == held_hit(db, failed.id)
     items = {it["pos"]: it for it in studies.da_hit_items(db, outcome["hit_id"])}
     score = {it["pos"]: careless(it) for it in items.values()}
-    diff = {t: [score[it["of_pos"]] - score[p] for p, it in items.items() if it["type"] == t]
-            for t in ("bad_reference", "ask_again")}
+    diff = {
+        t: [score[it["of_pos"]] - score[p] for p, it in items.items() if it["type"] == t]
+        for t in ("bad_reference", "ask_again")
+    }
     assert outcome["p_value"] == pytest.approx(
-        stats.mannwhitneyu(diff["ask_again"], diff["bad_reference"], alternative="less").pvalue)
+        stats.mannwhitneyu(diff["ask_again"], diff["bad_reference"], alternative="less").pvalue
+    )
     # the careful raters pass and keep their HITs
     passed = db.query("SELECT reliable, rerun FROM da_hit_outcomes WHERE participant_id != ?", [failed.id])
     assert len(passed) == len(raters) - 1 and all(r["reliable"] == 1 and r["rerun"] == 0 for r in passed)
-    fresh, = add_participants(db, "demo", "da", 1)
+    (fresh,) = add_participants(db, "demo", "da", 1)
     assert held_hit(db, fresh.id) == outcome["hit_id"] != studies.da_hits(db, "demo")[0]["id"]
 
 
@@ -91,11 +96,11 @@ def test_reruns_stop_at_the_setting_and_the_analysis_says_so(database, tmp_path)
     it is (the next rater goes to the least-held HIT again) and the analysis notes it."""
     db, media, raters = campaign_with_one_careless_rater(database, tmp_path, reruns="1")
     hit = held_hit(db, raters[-1].id)
-    second, = add_participants(db, "demo", "da", 1)
+    (second,) = add_participants(db, "demo", "da", 1)
     assert held_hit(db, second.id) == hit
     rate(db, media, second, careless)
     assert db.scalar("SELECT rerun FROM da_hit_outcomes WHERE participant_id = ?", [second.id]) == 0
-    third, = add_participants(db, "demo", "da", 1)
+    (third,) = add_participants(db, "demo", "da", 1)
     assert held_hit(db, third.id) == studies.da_hits(db, "demo")[0]["id"]
     done = da_study.analyse(db, "demo", 0.5)
     idx = next(h["idx"] for h in studies.da_hits(db, "demo") if h["id"] == hit)
@@ -122,7 +127,7 @@ def test_an_unrealistically_fast_hit_is_rejected_and_rerun_by_default(database, 
     unrealistically short time—we rejected their submissions". A careful rater who answers every
     item at once passes the reliability test, but the HIT is too fast: rejected and rerun."""
     db, media = make_study(database, tmp_path, **SMALL_HIT)
-    rater, = add_participants(db, "demo", "da", 1)
+    (rater,) = add_participants(db, "demo", "da", 1)
     rate(db, media, rater, careful)
     o = db.one("SELECT * FROM da_hit_outcomes WHERE participant_id = ?", [rater.id])
     assert o["reliable"] == 1 and o["fast"] == 1 and o["rerun"] == 1 and o["median_item_s"] < 2.0
@@ -133,7 +138,7 @@ def test_fast_hits_leave_the_z_scores_and_rankings_by_default():
     workers' z-standardisation nor the system scores; qc_summary and the summary count them.
     Checked against a z computed here with pandas on the judgments without the fast HIT."""
     df = make_judgments(seed=3)
-    fast = df["worker_id"] == "w3"                # a reliable worker whose HIT took 1 s per item
+    fast = df["worker_id"] == "w3"  # a reliable worker whose HIT took 1 s per item
     df.loc[fast, "duration_s"] = 1.0
     res = da_analysis.analyze(df)
     qc = res.qc_summary.iloc[0]
@@ -157,6 +162,7 @@ def test_fast_hits_leave_the_z_scores_and_rankings_by_default():
 
 class FakeTTS:
     """Stands in for the Piper fallback a study without Google credentials gets."""
+
     name, voice, lang = "piper", "en_US-joe-medium", "en"
 
     def synthesize(self, text: str) -> bytes:
@@ -170,7 +176,7 @@ def test_the_tts_engine_and_voice_reach_the_data_and_the_analysis(database, tmp_
     export), and the analysis notes that the audio is not Google's."""
     monkeypatch.setattr(tts, "choose", lambda lang, backend=None, voice=None: FakeTTS())
     db, media = make_study(database, tmp_path, modality='"audio"', keep_fast="true", reliability_alpha="0.5")
-    rater, = add_participants(db, "demo", "da", 1)
+    (rater,) = add_participants(db, "demo", "da", 1)
     Worker(db, {"render_da_audio": pipeline.handlers(db, media_dir=media)["render_da_audio"]}).run_until_idle()
     hit = held_hit(db, rater.id)
     assert {(i["tts_engine"], i["tts_voice"]) for i in studies.da_hit_items(db, hit)} == {("piper", "en_US-joe-medium")}
@@ -180,30 +186,40 @@ def test_the_tts_engine_and_voice_reach_the_data_and_the_analysis(database, tmp_
     rows = exports.da_judgment_rows(db, "demo")
     assert rows and all(r["tts_engine"] == "piper" and r["tts_voice"] == "en_US-joe-medium" for r in rows)
     done = da_study.analyse(db, "demo", 0.5)
-    assert f"{len(df)} audio judgments were spoken by piper (voice en_US-joe-medium), not by google " \
-           "(paper 001 used Google Cloud TTS)" in done.notes
+    assert (
+        f"{len(df)} audio judgments were spoken by piper (voice en_US-joe-medium), not by google "
+        "(paper 001 used Google Cloud TTS)" in done.notes
+    )
 
 
 def test_no_tts_note_when_the_engine_is_the_configured_one():
     df = pd.DataFrame({"modality": ["audio", "text"], "tts_engine": ["espeak-ng", None], "tts_voice": ["pt", None]})
     assert da_study.tts_notes(df, {"tts_backend": "espeak"}) == []
     assert da_study.tts_notes(df, {"tts_backend": "auto"}) == [
-        "1 audio judgments were spoken by espeak-ng (voice pt), not by google (paper 001 used Google Cloud TTS)"]
+        "1 audio judgments were spoken by espeak-ng (voice pt), not by google (paper 001 used Google Cloud TTS)"
+    ]
 
 
 def test_table1_segments_and_document_length_per_domain():
     """Paper 001, Table 1: "Number of segments and average document length (#segments per
     document)" per domain. Literal data: news has documents of 3 and 1 segments, social one of
     2; each segment is output by two systems (a segment counts once)."""
-    segs = [("n1", "d1", "news", "a b c"), ("n2", "d1", "news", "a b"), ("n3", "d1", "news", "a"),
-            ("n4", "d2", "news", "a b c d"), ("s1", "d3", "social", "a b"), ("s2", "d3", "social", "a b c d e f")]
-    df = pd.DataFrame([dict(segment_id=s, doc_id=d, domain=m, source=t, system=sy)
-                       for s, d, m, t in segs for sy in ("A", "B")])
+    segs = [
+        ("n1", "d1", "news", "a b c"),
+        ("n2", "d1", "news", "a b"),
+        ("n3", "d1", "news", "a"),
+        ("n4", "d2", "news", "a b c d"),
+        ("s1", "d3", "social", "a b"),
+        ("s2", "d3", "social", "a b c d e f"),
+    ]
+    df = pd.DataFrame(
+        [dict(segment_id=s, doc_id=d, domain=m, source=t, system=sy) for s, d, m, t in segs for sy in ("A", "B")]
+    )
     t = da_analysis.table1(df).set_index("domain")
     assert list(t.index) == ["news", "social", "all"]
     assert t.loc["news", ["segments", "documents"]].tolist() == [4, 2]
     assert t.loc["news", "mean_doc_segments"] == 2.0 and t.loc["news", "median_doc_segments"] == 2.0
-    assert t.loc["news", "mean_doc_words"] == 5.0        # d1: 3+2+1 = 6 words, d2: 4
+    assert t.loc["news", "mean_doc_words"] == 5.0  # d1: 3+2+1 = 6 words, d2: 4
     assert t.loc["social", ["segments", "documents", "mean_doc_segments", "mean_doc_words"]].tolist() == [2, 1, 2, 8]
     assert t.loc["all", ["segments", "documents"]].tolist() == [6, 3]
     assert t.loc["all", "mean_doc_segments"] == pytest.approx(2.0)
@@ -235,7 +251,7 @@ def test_table1_from_the_imported_segments_in_the_tab_and_the_cli(database, tmp_
     news = {r["segment_id"] for r in rows if r["domain"] == "news"}
     assert t.loc["news", "segments"] == len(news) and t.loc["news", "documents"] == 1
     assert t.loc["all", "segments"] == len({r["segment_id"] for r in rows})
-    rater, = add_participants(database, "demo", "da", 1)
+    (rater,) = add_participants(database, "demo", "da", 1)
     rate(database, tmp_path / "media", rater, careful)
     out = tmp_path / "out"
     r = run_cli("analyze", "da", "--study", "demo", "--out", out, env={**os.environ, "TRADLAB_DB": str(database.path)})
@@ -253,9 +269,10 @@ def test_new_settings_are_checked(tmp_path):
     folder = tmp_path / "study"
     shutil.copytree(DEMO, folder)
     toml = (folder / "study.toml").read_text()
-    toml = toml.replace("reliability_alpha = 0.2\n", "")        # the demo's own, set below instead
-    (folder / "study.toml").write_text(toml.replace(
-        "[da]\n", "[da]\nreruns = -1\nfast_item_s = 0\nkeep_fast = 1\nreliability_alpha = 5\n", 1))
+    toml = toml.replace("reliability_alpha = 0.2\n", "")  # the demo's own, set below instead
+    (folder / "study.toml").write_text(
+        toml.replace("[da]\n", "[da]\nreruns = -1\nfast_item_s = 0\nkeep_fast = 1\nreliability_alpha = 5\n", 1)
+    )
     with pytest.raises(StudyValidationError) as e:
         load_study(folder)
     text = str(e.value)

@@ -2,6 +2,7 @@
 kind the sender's instruction asks for (no fillers, repetitions or disfluencies: the paper
 stripped them from the natural transcripts with an LLM), 40-60 words, and the sender sees every
 key information span in bold, the natural-style starters included."""
+
 from __future__ import annotations
 
 import html
@@ -16,10 +17,13 @@ from services.study.texts import texts
 from storage import studies
 
 # filled pauses and discourse fillers of speech; "so" / "right" / "well" only as a clause opener
-FILLERS_EN = re.compile(r"\b(?:um+|uh+|erm?|hmm+|ah|oh|yeah|you know|I mean|like,)\b|\blike (?:under|about|around)\b|"
-                        r"(?:^|[.?!,]\s+)(?:so|right|well|okay|anyway),", re.I)
+FILLERS_EN = re.compile(
+    r"\b(?:um+|uh+|erm?|hmm+|ah|oh|yeah|you know|I mean|like,)\b|\blike (?:under|about|around)\b|"
+    r"(?:^|[.?!,]\s+)(?:so|right|well|okay|anyway),",
+    re.I,
+)
 FILLERS_PT = re.compile(r"\b(?:hum+|hmm+|ah|eh|pá|tipo|então|bem),", re.I)
-REPEATED = re.compile(r"\b(\w+)\b[,\s]+(?:\w+\s+)?\1\b", re.I)     # "Fitzgerald, Claire Fitzgerald", "the the"
+REPEATED = re.compile(r"\b(\w+)\b[,\s]+(?:\w+\s+)?\1\b", re.I)  # "Fitzgerald, Claire Fitzgerald", "the the"
 
 
 def test_starters_are_clean_and_within_the_word_limits():
@@ -49,7 +53,7 @@ def test_the_sender_sees_every_key_span_in_bold(database, tmp_path):
         shown = bold_key_spans(s["text"], s["key_spans"])
         bold = " ".join(_bold_parts(shown))
         assert all(span in bold for span in s["key_spans"]), s["id"]
-        assert html.unescape(re.sub(r"</?strong>", "", shown)) == s["text"]     # the whole text, escaped
+        assert html.unescape(re.sub(r"</?strong>", "", shown)) == s["text"]  # the whole text, escaped
     # the record page shows the sender's starter that way
     sender = add_participants(database, "demo", "sender", 1, "USW", "Man")[0]
     v = get_view(database, sender.token, "record", media_dir=tmp_path)

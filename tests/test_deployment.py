@@ -1,5 +1,6 @@
 """Deployment: a Space's defaults (/data), the ZeroGPU decorator, the self-signed certificate,
 and the Space/Docker files checked statically (no Docker engine or Space is needed)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -48,9 +49,14 @@ def test_space_with_storage_defaults_to_data(fake_data, monkeypatch):
 
 
 def test_explicit_settings_win_on_a_space(fake_data, tmp_path):
-    env = {"SPACE_ID": "lab/study", "SPACE_HOST": "lab-study.hf.space",
-           "TRADLAB_DB": str(tmp_path / "mine.db"), "TRADLAB_MEDIA": str(tmp_path / "m"),
-           "TRADLAB_HOST": "127.0.0.1", "TRADLAB_PUBLIC_URL": "https://study.example.org/"}
+    env = {
+        "SPACE_ID": "lab/study",
+        "SPACE_HOST": "lab-study.hf.space",
+        "TRADLAB_DB": str(tmp_path / "mine.db"),
+        "TRADLAB_MEDIA": str(tmp_path / "m"),
+        "TRADLAB_HOST": "127.0.0.1",
+        "TRADLAB_PUBLIC_URL": "https://study.example.org/",
+    }
     s = Settings.from_env(env)
     assert s.db_path == tmp_path / "mine.db" and s.media_dir == tmp_path / "m"
     assert s.host == "127.0.0.1" and s.public_url == "https://study.example.org"
@@ -67,7 +73,7 @@ def test_space_without_storage_stays_ephemeral_and_warns(tmp_path):
 
 
 def test_not_a_space_keeps_the_laptop_defaults(fake_data):
-    s = Settings.from_env({})           # /data stand-in exists, but no SPACE_ID
+    s = Settings.from_env({})  # /data stand-in exists, but no SPACE_ID
     assert s.db_path == Path("data/tradlab.db") and s.media_dir == Path("data/media")
     assert s.host == "127.0.0.1" and s.public_url == "http://127.0.0.1:7860"
     assert settings_mod.space_storage_warning({}) is None
@@ -79,7 +85,7 @@ def _fn(x):
 
 
 def test_gpu_is_the_identity_without_spaces(monkeypatch):
-    monkeypatch.setitem(sys.modules, "spaces", None)     # `import spaces` raises ImportError
+    monkeypatch.setitem(sys.modules, "spaces", None)  # `import spaces` raises ImportError
     monkeypatch.setenv("SPACES_ZERO_GPU", "true")
     assert zerogpu.gpu(_fn) is _fn
     assert zerogpu.gpu(duration=120)(_fn) is _fn
@@ -96,7 +102,9 @@ def fake_spaces(monkeypatch):
 
             def wrapped(*a, **k):
                 return ("on-gpu", f(*a, **k))
+
             return wrapped
+
         return wrap if fn is None else wrap(fn)
 
     mod.GPU = GPU
@@ -129,6 +137,7 @@ def test_gpu_needs_the_zerogpu_variable(fake_spaces, monkeypatch, value):
 # -- self-signed TLS ---------------------------------------------------------------------------
 def _load(cert_path):
     from cryptography import x509
+
     return x509.load_pem_x509_certificate(Path(cert_path).read_bytes())
 
 
@@ -187,13 +196,11 @@ def test_serve_flags_make_the_certificate_beside_the_database(tmp_path):
     from web.serving import serve_tls
 
     s = Settings.from_env({"TRADLAB_DB": str(tmp_path / "db" / "tradlab.db")})
-    args = argparse.Namespace(self_signed=True, tls_hosts="localhost,127.0.0.1", ssl_certfile=None,
-                              ssl_keyfile=None)
+    args = argparse.Namespace(self_signed=True, tls_hosts="localhost,127.0.0.1", ssl_certfile=None, ssl_keyfile=None)
     cert, key = serve_tls(args, s)
     assert Path(cert) == tmp_path / "db" / "tls" / "cert.pem" and Path(key).is_file()
     with pytest.raises(SystemExit):
-        serve_tls(argparse.Namespace(self_signed=True, tls_hosts=None, ssl_certfile="c.pem",
-                                         ssl_keyfile="k.pem"), s)
+        serve_tls(argparse.Namespace(self_signed=True, tls_hosts=None, ssl_certfile="c.pem", ssl_keyfile="k.pem"), s)
     plain = argparse.Namespace(self_signed=False, tls_hosts=None, ssl_certfile=None, ssl_keyfile=None)
     assert serve_tls(plain, s) == (None, None)
 
@@ -202,7 +209,7 @@ def test_serve_flags_make_the_certificate_beside_the_database(tmp_path):
 def _front_matter() -> dict:
     text = (ROOT / "README.md").read_text()
     assert text.startswith("---\n"), "README.md must open with the Space's YAML front matter"
-    block = text[4:text.index("\n---\n", 4)]
+    block = text[4 : text.index("\n---\n", 4)]
     out = {}
     for line in block.splitlines():
         k, _, v = line.partition(":")
@@ -222,8 +229,9 @@ def test_readme_front_matter_matches_the_installed_gradio():
 
 
 def test_packages_txt_lists_the_runtime_debian_packages():
-    pkgs = [ln.strip() for ln in (ROOT / "packages.txt").read_text().splitlines()
-            if ln.strip() and not ln.startswith("#")]
+    pkgs = [
+        ln.strip() for ln in (ROOT / "packages.txt").read_text().splitlines() if ln.strip() and not ln.startswith("#")
+    ]
     assert {"espeak-ng", "ffmpeg", "fonts-dejavu-core"} <= set(pkgs)
 
 
@@ -258,7 +266,7 @@ def test_model_running_handlers_are_wrapped_on_zerogpu(fake_spaces, monkeypatch)
         monkeypatch.delenv("SPACES_ZERO_GPU")
         importlib.reload(tabs.qe_audit)
         importlib.reload(tabs.admin)
-    assert tabs.admin._translate_on_gpu.__name__ == "translate_files"     # the identity again
+    assert tabs.admin._translate_on_gpu.__name__ == "translate_files"  # the identity again
 
 
 def test_a_forked_child_opens_its_own_connection(tmp_path):
@@ -273,7 +281,7 @@ def test_a_forked_child_opens_its_own_connection(tmp_path):
     with database.write() as db:
         db.execute("CREATE TABLE t (pid INTEGER, same INTEGER)")
     pid = os.fork()
-    if pid == 0:                       # the child: exit code tells the parent what happened
+    if pid == 0:  # the child: exit code tells the parent what happened
         try:
             with database.write() as db:
                 db.execute("INSERT INTO t VALUES (?, ?)", [os.getpid(), int(database.db.conn is parent_conn)])
@@ -302,7 +310,7 @@ def test_start_probe_waits_out_a_busy_server(monkeypatch):
         def do_HEAD(self):
             calls.append(1)
             if len(calls) == 1:
-                threading.Event().wait(3.5)          # the first answer comes after gradio's timeout
+                threading.Event().wait(3.5)  # the first answer comes after gradio's timeout
             self.send_response(200)
             self.end_headers()
 
@@ -313,13 +321,13 @@ def test_start_probe_waits_out_a_busy_server(monkeypatch):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/"
     try:
-        assert networking.url_ok(url) is False          # gradio's probe alone: refused
+        assert networking.url_ok(url) is False  # gradio's probe alone: refused
         monkeypatch.setattr(networking, "url_ok", networking.url_ok)
         calls.clear()
         patient_start_probe(seconds=20)
         assert networking.url_ok(url) is True
         assert len(calls) >= 2
-        patient_start_probe(seconds=20)              # idempotent: not wrapped twice
+        patient_start_probe(seconds=20)  # idempotent: not wrapped twice
         assert networking.url_ok.patient
     finally:
         server.shutdown()
@@ -333,4 +341,4 @@ def test_printed_links_follow_the_port_and_host_the_server_listens_on():
     assert link_base(s, None, 7891, False) == "http://127.0.0.1:7891"
     assert link_base(s, "10.0.0.5", 8000, True) == "https://10.0.0.5:8000"
     mine = Settings.from_env({"TRADLAB_PUBLIC_URL": "https://study.example.org"})
-    assert link_base(mine, None, 7891, True) == "https://study.example.org"      # the team's own address wins
+    assert link_base(mine, None, 7891, True) == "https://study.example.org"  # the team's own address wins

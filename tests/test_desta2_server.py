@@ -7,6 +7,7 @@ The same model also runs the app's in-process DeSTA branch (paper-desta2), and t
 as a subprocess in its own pinned environment (.venv-desta2, `make desta2-venv`: transformers 4.x,
 as DeSTA2's real remote code needs).
 """
+
 from __future__ import annotations
 
 import os
@@ -71,15 +72,16 @@ def server(desta):
     srv.stop()
 
 
-def test_remote_desta2_preset_translates_a_recording_through_the_server(database, desta, server, tmp_path,
-                                                                        monkeypatch):
+def test_remote_desta2_preset_translates_a_recording_through_the_server(database, desta, server, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_ENV, KEY)
     chats = []
     real_chat = server.model.chat
-    monkeypatch.setattr(server.model, "chat", lambda messages, **kw: (chats.append((messages, kw)),
-                                                                      real_chat(messages, **kw))[1])
-    study_with(database, tmp_path, "remote-desta2", {"preset": "remote-desta2", "base_url": server.base_url},
-               kind="remote")
+    monkeypatch.setattr(
+        server.model, "chat", lambda messages, **kw: (chats.append((messages, kw)), real_chat(messages, **kw))[1]
+    )
+    study_with(
+        database, tmp_path, "remote-desta2", {"preset": "remote-desta2", "base_url": server.base_url}, kind="remote"
+    )
     add_participants(database, "demo", "sender", 1, "USW", "Woman")
     ex_id, rid = record_for(database, "remote-desta2", desta["clips"]["morning"], tmp_path / "media")
 
@@ -88,19 +90,22 @@ def test_remote_desta2_preset_translates_a_recording_through_the_server(database
     tr = results.translation(database, ex_id)
     assert (tr["system_id"], tr["text"], tr["transcript"]) == ("remote-desta2", "Bom dia a todos.", None)
     # DeSTA2's own message format, the preset's prompt, greedy (the app sends temperature 0)
-    (messages, kw), = chats
+    ((messages, kw),) = chats
     assert [m["role"] for m in messages] == ["system", "audio", "user"]
     assert messages[2]["content"] == systems.presets()["remote-desta2"]["prompt"] == tm.DESTA_PROMPT
     assert kw == {"max_new_tokens": 512, "do_sample": False}
-    assert not Path(messages[1]["content"]).exists()          # the clip's temporary file is gone
+    assert not Path(messages[1]["content"]).exists()  # the clip's temporary file is gone
 
 
 def test_the_server_refuses_what_it_cannot_serve(desta, server, monkeypatch):
     import httpx
+
     monkeypatch.setenv(KEY_ENV, KEY)
     clip = str(desta["clips"]["hello"])
-    assert RemoteSpeechLLM(server.base_url, SERVED, tm.DESTA_PROMPT, api_key_env=KEY_ENV).translate_audio(clip) \
+    assert (
+        RemoteSpeechLLM(server.base_url, SERVED, tm.DESTA_PROMPT, api_key_env=KEY_ENV).translate_audio(clip)
         == "Olá mundo."
+    )
     with pytest.raises(RuntimeError, match="does not exist"):
         RemoteSpeechLLM(server.base_url, "desta", tm.DESTA_PROMPT, api_key_env=KEY_ENV).translate_audio(clip)
     monkeypatch.setenv(KEY_ENV, "wrong")
@@ -109,9 +114,10 @@ def test_the_server_refuses_what_it_cannot_serve(desta, server, monkeypatch):
     auth = {"Authorization": f"Bearer {KEY}"}
     url = server.base_url + "/chat/completions"
     not_wav = base64.b64encode(b"not a wav").decode()
-    for content, said in (("just text", "exactly one input_audio"),
-                          ([{"type": "input_audio", "input_audio": {"data": not_wav, "format": "wav"}}],
-                           "not a WAV")):
+    for content, said in (
+        ("just text", "exactly one input_audio"),
+        ([{"type": "input_audio", "input_audio": {"data": not_wav, "format": "wav"}}], "not a WAV"),
+    ):
         r = httpx.post(url, json={"model": SERVED, "messages": [{"role": "user", "content": content}]}, headers=auth)
         assert r.status_code == 400 and said in r.json()["error"]["message"]
     assert httpx.get(server.base_url + "/models", headers=auth).json()["data"][0]["id"] == SERVED
@@ -120,8 +126,9 @@ def test_the_server_refuses_what_it_cannot_serve(desta, server, monkeypatch):
 def test_paper_desta2_preset_runs_in_process_on_the_twin(database, desta, tmp_path):
     """The in-process branch (transformers 5, trust_remote_code from the preset, model.chat) on
     the same model, through the worker."""
-    study_with(database, tmp_path, "paper-desta2", {"preset": "paper-desta2", "model": str(desta["model"])},
-               kind="direct")
+    study_with(
+        database, tmp_path, "paper-desta2", {"preset": "paper-desta2", "model": str(desta["model"])}, kind="direct"
+    )
     add_participants(database, "demo", "sender", 1, "USW", "Woman")
     ex_id, rid = record_for(database, "paper-desta2", desta["clips"]["hello"], tmp_path / "media")
     cache = ModelCache(device="cpu")
@@ -137,9 +144,11 @@ def test_paper_desta2_preset_runs_in_process_on_the_twin(database, desta, tmp_pa
 
 def test_the_server_module_imports_nothing_of_the_app():
     """It runs in DeSTA2's own environment, where the app's packages are not installed."""
-    code = ("import sys; sys.path.insert(0, 'tools'); import desta2_server; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'gradio', "
-            "'httpx', 'services', 'storage', 'sqlite_utils', 'numpy')))")
+    code = (
+        "import sys; sys.path.insert(0, 'tools'); import desta2_server; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'gradio', "
+        "'httpx', 'services', 'storage', 'sqlite_utils', 'numpy')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -148,7 +157,7 @@ def test_the_server_module_imports_nothing_of_the_app():
 DESTA2_PYTHON = ROOT / ".venv-desta2" / "bin" / "python"
 PINNED = dict(re.findall(r"^(torch|transformers)==(\S+)", (ROOT / "requirements-desta2.txt").read_text(), re.M))
 READY = re.compile(r"serving at (http://\S+/v1) \(transformers (\S+), torch (\S+)\)")
-STARTUP_S = 240     # torch's import and the twin's load on 2 busy cores take well under a minute
+STARTUP_S = 240  # torch's import and the twin's load on 2 busy cores take well under a minute
 
 
 class ServerProcess:
@@ -156,14 +165,37 @@ class ServerProcess:
     drained by a thread, so a chatty server never blocks on a full pipe."""
 
     def __init__(self, model: Path, hf_home: Path):
-        env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_HOME=str(hf_home),
-                   TRADLAB_KEY_REMOTE=KEY, PYTHONUNBUFFERED="1")
+        env = dict(
+            os.environ,
+            HF_HUB_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
+            HF_HOME=str(hf_home),
+            TRADLAB_KEY_REMOTE=KEY,
+            PYTHONUNBUFFERED="1",
+        )
         env.pop("PYTHONPATH", None)
         self.proc = subprocess.Popen(
-            [str(DESTA2_PYTHON), str(ROOT / "tools" / "desta2_server.py"), "--model", str(model),
-             "--served-model-name", SERVED, "--device", "cpu", "--port", "0", "--api-key-env", KEY_ENV],
-            cwd=hf_home, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True)
+            [
+                str(DESTA2_PYTHON),
+                str(ROOT / "tools" / "desta2_server.py"),
+                "--model",
+                str(model),
+                "--served-model-name",
+                SERVED,
+                "--device",
+                "cpu",
+                "--port",
+                "0",
+                "--api-key-env",
+                KEY_ENV,
+            ],
+            cwd=hf_home,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._drain, daemon=True)
         self._reader.start()
@@ -206,9 +238,11 @@ def pinned_server(desta, tmp_path_factory):
     if not DESTA2_PYTHON.exists():
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"{DESTA2_PYTHON} is missing: CI builds it with `make desta2-venv` before the tests")
-        pytest.skip("no .venv-desta2: `make desta2-venv` builds DeSTA2's environment (requirements-desta2.txt: "
-                    "torch 2.13.0, transformers 4.51.3, librosa; ~1.5 GB, about a minute), then this runs "
-                    "tools/desta2_server.py in it")
+        pytest.skip(
+            "no .venv-desta2: `make desta2-venv` builds DeSTA2's environment (requirements-desta2.txt: "
+            "torch 2.13.0, transformers 4.51.3, librosa; ~1.5 GB, about a minute), then this runs "
+            "tools/desta2_server.py in it"
+        )
     srv = ServerProcess(desta["model"], tmp_path_factory.mktemp("desta2_hf_home"))
     try:
         ready = srv.wait_ready(STARTUP_S)
@@ -221,28 +255,38 @@ def pinned_server(desta, tmp_path_factory):
 
 
 @pytest.mark.timeout(600)
-def test_remote_desta2_preset_translates_through_the_server_in_its_pinned_venv(database, desta, pinned_server,
-                                                                                tmp_path, monkeypatch):
+def test_remote_desta2_preset_translates_through_the_server_in_its_pinned_venv(
+    database, desta, pinned_server, tmp_path, monkeypatch
+):
     # the pins of requirements-desta2.txt, not the app's transformers 5
     assert pinned_server.versions == PINNED, pinned_server.output()
     assert PINNED["transformers"].startswith("4.")
     monkeypatch.setenv(KEY_ENV, KEY)
-    study_with(database, tmp_path, "remote-desta2", {"preset": "remote-desta2", "base_url": pinned_server.base_url},
-               kind="remote")
+    study_with(
+        database,
+        tmp_path,
+        "remote-desta2",
+        {"preset": "remote-desta2", "base_url": pinned_server.base_url},
+        kind="remote",
+    )
     add_participants(database, "demo", "sender", 1, "USW", "Woman")
     ex_id, rid = record_for(database, "remote-desta2", desta["clips"]["morning"], tmp_path / "media")
 
     pipeline.process_recording(database, rid, ModelCache(device="cpu"))
 
     tr = results.translation(database, ex_id)
-    assert (tr["system_id"], tr["text"], tr["transcript"]) == ("remote-desta2", "Bom dia a todos.", None), \
+    assert (tr["system_id"], tr["text"], tr["transcript"]) == ("remote-desta2", "Bom dia a todos.", None), (
         pinned_server.output()
+    )
     clip = str(desta["clips"]["hello"])
-    assert RemoteSpeechLLM(pinned_server.base_url, SERVED, tm.DESTA_PROMPT, api_key_env=KEY_ENV) \
-        .translate_audio(clip) == "Olá mundo."
+    assert (
+        RemoteSpeechLLM(pinned_server.base_url, SERVED, tm.DESTA_PROMPT, api_key_env=KEY_ENV).translate_audio(clip)
+        == "Olá mundo."
+    )
     monkeypatch.setenv(KEY_ENV, "wrong")
     with pytest.raises(RuntimeError, match="401"):
         RemoteSpeechLLM(pinned_server.base_url, SERVED, tm.DESTA_PROMPT, api_key_env=KEY_ENV).translate_audio(clip)
     # both translations reached the server's own endpoint (its one log line per request)
-    assert sum('"POST /v1/chat/completions HTTP/1.1" 200' in line for line in pinned_server.lines) == 2, \
+    assert sum('"POST /v1/chat/completions HTTP/1.1" 200' in line for line in pinned_server.lines) == 2, (
         pinned_server.output()
+    )

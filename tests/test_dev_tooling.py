@@ -1,6 +1,7 @@
 """The tooling a newcomer runs: `make test-fast` selects by markers pytest.ini registers, the
 markers follow what a test starts (tests/helpers/markers.py), and the pre-commit config runs
 what `make lint` runs."""
+
 from __future__ import annotations
 
 import configparser
@@ -49,10 +50,18 @@ def _plain(tmp):
     return sorted(tmp.iterdir())
 
 
-@pytest.mark.parametrize("fn, expected", [
-    (_launches, {"app"}), (_through_a_helper, {"app"}), (_load_study, {"app"}), (_in_a_lambda, {"app"}),
-    (_own_chromium, {"browser"}), (_shared_chromium, {"browser"}), (_plain, set()),
-])
+@pytest.mark.parametrize(
+    "fn, expected",
+    [
+        (_launches, {"app"}),
+        (_through_a_helper, {"app"}),
+        (_load_study, {"app"}),
+        (_in_a_lambda, {"app"}),
+        (_own_chromium, {"browser"}),
+        (_shared_chromium, {"browser"}),
+        (_plain, set()),
+    ],
+)
 def test_a_function_earns_the_markers_of_what_it_starts(fn, expected):
     assert reaches(fn) == expected
 
@@ -72,7 +81,7 @@ def test_make_test_fast_deselects_registered_markers():
     recipe = re.search(r"^test-fast:.*\n\t(.+)$", make, flags=re.M).group(1)
     expr = re.search(r'-m "([^"]+)"', recipe).group(1)
     assert expr == "not browser and not app and not slow" and "--durations=15" in recipe
-    assert re.search(r"^test: .*\n\t\$\(BIN\)/python -m pytest -q$", make, flags=re.M)    # CI's: the whole suite
+    assert re.search(r"^test: .*\n\t\$\(BIN\)/python -m pytest -q$", make, flags=re.M)  # CI's: the whole suite
 
 
 def test_the_pre_commit_config_runs_the_lint_checks_and_the_fixers():

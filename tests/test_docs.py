@@ -1,6 +1,7 @@
 """docs/reference.md's settings table and command-line reference are generated from the code (cli.py docs):
 these tests fail when either differs from what the code generates (as sqlite-utils checks its docs).
 Regenerate with `python app.py docs settings` / `python app.py docs cli` and paste between the markers."""
+
 import re
 from pathlib import Path
 
@@ -46,10 +47,13 @@ def test_only_the_settings_module_reads_the_environment():
     allowed = {"services/common/settings.py", "services/metrics/registry.py", "web/serving.py"}
     files = [p for top in ("services", "storage", "tabs", "web") for p in (root / top).rglob("*.py")]
     files += [root / name for name in ("app.py", "cli.py")]
-    readers = sorted(str(p.relative_to(root)) for p in files
-                     if re.search(r"os\.environ|getenv\(", p.read_text()) and str(p.relative_to(root)) not in allowed)
+    readers = sorted(
+        str(p.relative_to(root))
+        for p in files
+        if re.search(r"os\.environ|getenv\(", p.read_text()) and str(p.relative_to(root)) not in allowed
+    )
     assert readers == []
-    assert "os.environ.setdefault(\"GRADIO_ANALYTICS_CACHE_FREQUENCY\"" in (root / "web/serving.py").read_text()
+    assert 'os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY"' in (root / "web/serving.py").read_text()
     assert len(re.findall(r"os\.environ", (root / "web/serving.py").read_text())) == 1
 
 

@@ -1,4 +1,5 @@
 """Senders who drop out are replaced by third-person raters for the surveys (paper 000, A.1)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -34,13 +35,16 @@ def study(tmp_path):
 
 
 def surveys(db, exchange_id):
-    return db.query("SELECT s.stage, s.perspective, a.participant_id FROM surveys s "
-                    "JOIN assignments a ON a.id = s.assignment_id WHERE s.exchange_id = ? ORDER BY s.id", [exchange_id])
+    return db.query(
+        "SELECT s.stage, s.perspective, a.participant_id FROM surveys s "
+        "JOIN assignments a ON a.id = s.assignment_id WHERE s.exchange_id = ? ORDER BY s.id",
+        [exchange_id],
+    )
 
 
 def test_a_dropped_out_senders_surveys_go_to_a_rater_who_answers_both(study):
     db, s1, s2, ex = study
-    first = answer_survey(db, s1.token)                    # s1 answers one baseline, then leaves
+    first = answer_survey(db, s1.token)  # s1 answers one baseline, then leaves
     assert first["perspective"] == "first"
     out = dropouts.drop_out(db, s1.id, "admin", "did not come back")
     with pytest.raises(AccessError, match="deactivated"):
@@ -66,9 +70,11 @@ def test_a_dropped_out_senders_surveys_go_to_a_rater_who_answers_both(study):
     # s2, who stayed, answers their own surveys in the first person: no rater was involved
     until_none(answer_survey, db, s2.token)
     for eid in ex[s2.id]:
-        assert [(r["stage"], r["perspective"]) for r in surveys(db, eid)] == [("baseline", "first"),
-                                                                               ("informed", "first")]
-    assert workflow.refresh(db, "demo") == 0                 # the repair finds nothing missing
+        assert [(r["stage"], r["perspective"]) for r in surveys(db, eid)] == [
+            ("baseline", "first"),
+            ("informed", "first"),
+        ]
+    assert workflow.refresh(db, "demo") == 0  # the repair finds nothing missing
 
 
 def test_a_rater_who_leaves_between_the_two_surveys_hands_the_exchange_on(study):
@@ -79,11 +85,16 @@ def test_a_rater_who_leaves_between_the_two_surveys_hands_the_exchange_on(study)
     eid = int(got["item"].split(":")[1])
     pa.deactivate(db, "demo", r1.id, "admin")
     out = pa.reassign_open_items(db, "demo", r1.id, "admin")
-    assert str(eid) in {w["item"] for w in out.waiting}          # answered baseline, informed never: back
+    assert str(eid) in {w["item"] for w in out.waiting}  # answered baseline, informed never: back
     assert pool.entry(db, "demo", "survey_baseline", eid)["need"] == 1
     until_none(answer_survey, db, r2.token)
-    assert db.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND item_id = ? "
-                     "AND phase = 'survey_baseline'", [r2.id, str(eid)]) == 1
+    assert (
+        db.scalar(
+            "SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND item_id = ? AND phase = 'survey_baseline'",
+            [r2.id, str(eid)],
+        )
+        == 1
+    )
     assert workflow.refresh(db, "demo") == 0
 
 
@@ -92,14 +103,15 @@ def test_inactive_senders_with_open_surveys_count_as_dropped_out_after_the_study
     get_view(db, s2.token, "survey")
     now = dt.datetime.now(dt.timezone.utc)
     assert dropouts.detect_inactive(db, "demo", now + dt.timedelta(days=2)) == []
-    with db.write() as w:       # s2 came back yesterday; s1 was last seen 4 days ago
-        w.execute("UPDATE participants SET last_seen_at = ? WHERE id = ?",
-                  [(now - dt.timedelta(days=4)).isoformat(), s1.id])
+    with db.write() as w:  # s2 came back yesterday; s1 was last seen 4 days ago
+        w.execute(
+            "UPDATE participants SET last_seen_at = ? WHERE id = ?", [(now - dt.timedelta(days=4)).isoformat(), s1.id]
+        )
     assert dropouts.detect_inactive(db, "demo", now) == [s1.id]
     row = db.one("SELECT active, dropped_out_at, dropped_out_reason FROM participants WHERE id = ?", [s1.id])
     assert row["active"] == 0 and row["dropped_out_at"] and "3 days" in row["dropped_out_reason"]
     assert sum(pool.entry(db, "demo", "survey_baseline", e)["need"] for e in ex[s1.id]) == 4
-    assert dropouts.detect_inactive(db, "demo", now) == []      # once
+    assert dropouts.detect_inactive(db, "demo", now) == []  # once
 
 
 def test_only_senders_drop_out(study):
@@ -117,7 +129,7 @@ def test_a_deactivated_sender_is_paused_not_dropped_out(study):
     assert workflow.refresh(db, "demo") == 0
     assert all(pool.entry(db, "demo", "survey_baseline", e) is None for e in ex[s1.id])
     pa.reactivate(db, "demo", s1.id, "admin")
-    assert len(until_none(answer_survey, db, s1.token)) == 4          # their four baselines, first person
+    assert len(until_none(answer_survey, db, s1.token)) == 4  # their four baselines, first person
     pa.deactivate(db, "demo", s2.id, "admin")
     out = pa.reassign_open_items(db, "demo", s2.id, "admin")
     assert sorted(int(w["item"]) for w in out.waiting if w.get("third_person")) == sorted(ex[s2.id])
@@ -129,7 +141,7 @@ def test_a_rater_with_no_work_yet_waits_instead_of_finishing(demo_db):
     (which checks again by itself), never "finished" with a completion code at 0 of 0."""
     with demo_db.write() as db:
         db.execute("UPDATE work_pool SET need = 0 WHERE phase = 'survey_baseline'")
-    rater, = add_participants(demo_db, "demo", "rater", 1)
+    (rater,) = add_participants(demo_db, "demo", "rater", 1)
     v = get_view(demo_db, rater.token, "survey")
     assert v.status == "waiting", (v.status, v.message)
     assert not v.completion_code

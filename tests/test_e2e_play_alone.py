@@ -10,6 +10,7 @@ eight surveys, the rater their four and the DA rater their HIT of 24: each page 
 completion code. The last page of each role is also shot at 390 px (test-artifacts/alone-*.png).
 The SD rater moves every slider of every page by keyboard.
 """
+
 from __future__ import annotations
 
 import html
@@ -104,8 +105,11 @@ def test_one_person_plays_every_role_to_the_end(demo, tmp_path):
         deadline = time.time() + 420
         while time.time() < deadline:
             recs = rows(demo, "SELECT id, qc_status FROM recordings")
-            if len(recs) == 6 and all(r["qc_status"] != "pending" for r in recs) and \
-                    len(rows(demo, "SELECT id FROM translations")) == 6:
+            if (
+                len(recs) == 6
+                and all(r["qc_status"] != "pending" for r in recs)
+                and len(rows(demo, "SELECT id FROM translations")) == 6
+            ):
                 break
             time.sleep(1)
         assert len(rows(demo, "SELECT id FROM translations")) == 6
@@ -153,8 +157,9 @@ def test_one_person_plays_every_role_to_the_end(demo, tmp_path):
         page.goto(links["da"])
         for k in range(24):
             progress_is(page, f"{k} / 24")
-            page.wait_for_function("() => document.activeElement && document.activeElement.id === 'da-score'",
-                                   timeout=30000)
+            page.wait_for_function(
+                "() => document.activeElement && document.activeElement.id === 'da-score'", timeout=30000
+            )
             for _ in range(10 + 3 * k):
                 page.keyboard.press("ArrowRight")
             page.keyboard.press("Enter")
@@ -181,8 +186,9 @@ def test_one_person_plays_every_role_to_the_end(demo, tmp_path):
         finished(page, browser, links["sd"], "sd")
         browser.close()
 
-    surveys = rows(demo, "SELECT s.perspective, a.participant_id FROM surveys s "
-                         "JOIN assignments a ON a.id = s.assignment_id")
+    surveys = rows(
+        demo, "SELECT s.perspective, a.participant_id FROM surveys s JOIN assignments a ON a.id = s.assignment_id"
+    )
     assert sorted(s["perspective"] for s in surveys) == ["first"] * 8 + ["third"] * 4
     assert len(rows(demo, "SELECT id FROM da_judgments")) == 24
     done = rows(demo, "SELECT role FROM participants WHERE completed_at IS NOT NULL ORDER BY role")

@@ -10,6 +10,7 @@ work by themselves (no reload); the receiver answers, the validator scores and m
 sender answers the baseline and informed surveys, and the Survey tab then says that recordings
 are still waiting on the Record tab. Screenshots of every phase go to test-artifacts/e2e-*.png.
 """
+
 from __future__ import annotations
 
 import html
@@ -64,12 +65,19 @@ def test_four_phases_end_to_end(e2e):
     starter_text = html.unescape(re.sub(r"<[^>]+>", "", rec_view["content"]["starter_html"]))
     wav = spoken_wav(starter_text, e2e.tmp / "starter.wav", lead_s=0.6)
     import soundfile as sf
+
     speech_s = sf.info(str(wav)).duration
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS + [
-            "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-            f"--use-file-for-fake-audio-capture={wav}%noloop"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            args=FLAGS
+            + [
+                "--use-fake-ui-for-media-stream",
+                "--use-fake-device-for-media-stream",
+                f"--use-file-for-fake-audio-capture={wav}%noloop",
+            ],
+        )
         ctx = browser.new_context(viewport={"width": 1200, "height": 1000})
         ctx.grant_permissions(["microphone"], origin=e2e.url)
         page = ctx.new_page()
@@ -77,7 +85,7 @@ def test_four_phases_end_to_end(e2e):
         # -- phase 1: the sender records the starter -------------------------------------
         page.goto(sender_url)
         wait_progress(page, "0 / 4")
-        assert page.locator("#starter strong").count() >= 3          # key information in bold
+        assert page.locator("#starter strong").count() >= 3  # key information in bold
         shot(page, "1-record")
         recorder = page.locator("#recorder")
         recorder.locator("button.record-button").click()
@@ -93,7 +101,7 @@ def test_four_phases_end_to_end(e2e):
         # the receiver opens their link now: nothing is there yet, and the page will update itself
         rpage = ctx.new_page()
         rpage.goto(receiver_url)
-        rpage.get_by_text("Ainda não há nada pronto para si").first.wait_for(timeout=30000)     # in Portuguese
+        rpage.get_by_text("Ainda não há nada pronto para si").first.wait_for(timeout=30000)  # in Portuguese
         shot(rpage, "2-receiver-waiting")
         [rec] = rows(e2e, "SELECT * FROM recordings")
         assert abs(rec["duration_s"] - speech_s) < 4
@@ -108,7 +116,7 @@ def test_four_phases_end_to_end(e2e):
         [tr] = rows(e2e, "SELECT * FROM translations")
         r = rows(e2e, "SELECT qc_status, transcript, wer, qc_flags FROM recordings")[0]
         assert r["transcript"] and r["wer"] is not None
-        if r["qc_status"] == "flagged":       # a tiny.en slip at the edges: the designer accepts it
+        if r["qc_status"] == "flagged":  # a tiny.en slip at the edges: the designer accepts it
             session = admin_session(client)
             client.predict(session, rec["id"], "demo", api_name="/admin_accept_recording")
         assert len(tr["text"].split()) > 15 and tr["text"] != r["transcript"]
@@ -130,7 +138,7 @@ def test_four_phases_end_to_end(e2e):
         page_html = rpage.content()
         for fragment in re.findall(r"[A-Za-z][A-Za-z ,']{25,}", starter_text)[:5]:
             assert fragment not in page_html
-        vpage = ctx.new_page()                # the validator's page, opened before the answers exist
+        vpage = ctx.new_page()  # the validator's page, opened before the answers exist
         vpage.goto(validator_url)
         vpage.get_by_text("Nothing is ready for you yet").first.wait_for(timeout=30000)
         rpage.get_by_role("button", name="Enviar respostas").click()
@@ -173,13 +181,12 @@ def test_four_phases_end_to_end(e2e):
             assert len(vis) == 3
             for value, i in zip(choices[stage], vis):
                 groups.nth(i).locator("label", has_text=re.compile(rf"^\s*{value} ")).click()
-            if stage == "baseline":       # the sender's own message: first-person wording
+            if stage == "baseline":  # the sender's own message: first-person wording
                 assert "Your message and its translation" in page.content() and "what I said" in page.content()
             if stage == "informed":
                 assert "correctly" in page.content() and "70 / 100" in page.content()
                 shot(page, "4-survey-informed")
-            page.keyboard.press("Enter") if stage == "informed" else \
-                page.get_by_role("button", name="Submit").click()
+            page.keyboard.press("Enter") if stage == "informed" else page.get_by_role("button", name="Submit").click()
             wait_progress(page, "1 / 8" if stage == "baseline" else "2 / 8")
         # the other three starters are still to record: the Survey tab says where they wait
         page.get_by_text("3 still to record on the Record tab").first.wait_for(timeout=15000)
@@ -194,12 +201,15 @@ def test_four_phases_end_to_end(e2e):
     assert (u, u_b) == (pytest.approx(7 / 3), pytest.approx(4.0))
     answers = rows(e2e, "SELECT * FROM answers ORDER BY question_idx")
     assert len(answers) == n and answers[-1]["unanswerable"] == 1
-    timing = rows(e2e, "SELECT phase, first_shown_at, submitted_at, active_seconds FROM assignments "
-                       "WHERE status = 'done' ORDER BY id")
+    timing = rows(
+        e2e,
+        "SELECT phase, first_shown_at, submitted_at, active_seconds FROM assignments WHERE status = 'done' ORDER BY id",
+    )
     assert {t["phase"] for t in timing} == {"record", "receive", "validate", "survey_baseline", "survey_informed"}
     assert all(t["first_shown_at"] and t["submitted_at"] and t["active_seconds"] is not None for t in timing)
     # the receiver's API view never carried the source either
     rv = client.predict(token_of(receiver_url), "receiver", api_name="/view")
     assert starter_text[:40] not in str(rv)
-    print(f"\nrecording -> translated {t_translated - t_submit:.1f} s; "
-          f"-> receiver's page {t_received - t_submit:.1f} s")
+    print(
+        f"\nrecording -> translated {t_translated - t_submit:.1f} s; -> receiver's page {t_received - t_submit:.1f} s"
+    )

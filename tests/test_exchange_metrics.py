@@ -1,5 +1,6 @@
 """Automatic metrics per exchange: queued when a translation exists, stored with their provenance,
 and joined to the usability analysis's rows."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,15 +13,17 @@ from storage import results
 
 CACHE = ModelCache(device="cpu")
 # Lightning 2.6 under torch 2.13 warns about a torch pytree deprecation on every COMET predict
-pytestmark = [pytest.mark.slow,
-              pytest.mark.filterwarnings("ignore:.*LeafSpec.*:DeprecationWarning", "ignore:.*LeafSpec.*"),
-              pytest.mark.usefixtures("one_torch_thread")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore:.*LeafSpec.*:DeprecationWarning", "ignore:.*LeafSpec.*"),
+    pytest.mark.usefixtures("one_torch_thread"),
+]
 
 
 def test_imported_exchanges_are_scored_by_the_worker(demo_db):
     db = demo_db
     queued = db.scalar("SELECT COUNT(*) FROM jobs WHERE kind = 'score_exchange'")
-    assert queued == 12                                   # one per imported translation
+    assert queued == 12  # one per imported translation
     score = pipeline.handlers(db, CACHE)["score_exchange"]
     done = Worker(db, {"score_exchange": score}).run_until_idle(limit=3)
     assert [j["status"] for j in done] == ["done"] * 3
@@ -31,12 +34,13 @@ def test_imported_exchanges_are_scored_by_the_worker(demo_db):
     for r in rows:
         assert r["version"] and r["model"] and r["score"] is not None
     e5 = [r["score"] for r in rows if r["metric"] == "e5-cosine"]
-    assert all(0.7 < s <= 1.0 for s in e5)               # human translations of the starters
+    assert all(0.7 < s <= 1.0 for s in e5)  # human translations of the starters
     # scoring again is idempotent (the score cache answers)
     ex = rows[0]["exchange_id"]
     again = exchange_metrics.score_exchange(db, ex, CACHE)
-    assert again["e5-cosine"] == pytest.approx(next(r["score"] for r in rows if r["exchange_id"] == ex
-                                                    and r["metric"] == "e5-cosine"))
+    assert again["e5-cosine"] == pytest.approx(
+        next(r["score"] for r in rows if r["exchange_id"] == ex and r["metric"] == "e5-cosine")
+    )
 
 
 def test_an_unknown_metric_in_the_study_is_an_import_error(tmp_path):
@@ -47,8 +51,11 @@ def test_an_unknown_metric_in_the_study_is_an_import_error(tmp_path):
 
     folder = tmp_path / "s"
     shutil.copytree(DEMO, folder)
-    toml = (folder / "study.toml").read_text().replace("items_per_sender = 4",
-                                                       'items_per_sender = 4\nmetrics = ["e5-cosine", "blue"]')
+    toml = (
+        (folder / "study.toml")
+        .read_text()
+        .replace("items_per_sender = 4", 'items_per_sender = 4\nmetrics = ["e5-cosine", "blue"]')
+    )
     (folder / "study.toml").write_text(toml)
     with pytest.raises(StudyValidationError, match="unknown metric 'blue'"):
         load_study(folder)
@@ -61,9 +68,13 @@ def test_an_unknown_metric_in_the_study_is_an_import_error(tmp_path):
 # (2024), and MetricX 24 XL Juraska et al. (2024)" (Table 2 and Figure 11 report all five).
 # The tiny models of tests/tiny_metric_models.py stand in for the weights (the scores mean nothing).
 
-PAPER_VARS = {"comet-22": "TRADLAB_COMET_22_CHECKPOINT", "cometkiwi-22": "TRADLAB_COMETKIWI_22_CHECKPOINT",
-              "cometkiwi-23-xl": "TRADLAB_COMETKIWI_23_XL_CHECKPOINT", "xcomet-xl": "TRADLAB_XCOMET_XL_CHECKPOINT",
-              "metricx-24-xl": "TRADLAB_METRICX_24_XL_MODEL"}
+PAPER_VARS = {
+    "comet-22": "TRADLAB_COMET_22_CHECKPOINT",
+    "cometkiwi-22": "TRADLAB_COMETKIWI_22_CHECKPOINT",
+    "cometkiwi-23-xl": "TRADLAB_COMETKIWI_23_XL_CHECKPOINT",
+    "xcomet-xl": "TRADLAB_XCOMET_XL_CHECKPOINT",
+    "metricx-24-xl": "TRADLAB_METRICX_24_XL_MODEL",
+}
 
 
 @pytest.fixture(scope="module")
@@ -73,18 +84,24 @@ def tiny_models(tmp_path_factory):
     from pathlib import Path
 
     from services.metrics import comet as metrics_comet
+
     if not metrics_comet._package_version():
         pytest.skip("unbabel-comet is not installed")
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import tiny_metric_models as tmm
+
     root = tmp_path_factory.mktemp("tiny-metrics")
     with tmm.offline():
         comet = tmm.build_comet(root / "comet")
         mx = tmm.build_metricx(root / "metricx")
     # named like the real checkpoint, so its version (24, hybrid) is the one the name says
     shutil.copytree(mx["model"], root / "metricx-24-hybrid-xl-v2p6")
-    return {**comet, "metricx": root / "metricx-24-hybrid-xl-v2p6", "tokenizer": mx["tokenizer"],
-            "score_token_id": mx["score_token_id"]}
+    return {
+        **comet,
+        "metricx": root / "metricx-24-hybrid-xl-v2p6",
+        "tokenizer": mx["tokenizer"],
+        "score_token_id": mx["score_token_id"],
+    }
 
 
 @pytest.fixture
@@ -93,15 +110,20 @@ def paper_env(monkeypatch, tiny_models):
     import os
 
     from services.metrics import registry as metrics
+
     for var in list(os.environ):
         if var.startswith(("TRADLAB_METRICX", "TRADLAB_COMET", "TRADLAB_XCOMET")):
             monkeypatch.delenv(var)
     real_get = metrics.get
     # the tiny MetricX's score token is not MetricX's id 250089
-    monkeypatch.setattr(metrics, "get", lambda name, **o: real_get(
-        name, **({"score_token_id": tiny_models["score_token_id"]} if name.startswith("metricx") else {}), **o))
-    folder = {"comet-22": "comet", "cometkiwi-22": "cometkiwi", "cometkiwi-23-xl": "cometkiwi",
-              "xcomet-xl": "xcomet"}
+    monkeypatch.setattr(
+        metrics,
+        "get",
+        lambda name, **o: real_get(
+            name, **({"score_token_id": tiny_models["score_token_id"]} if name.startswith("metricx") else {}), **o
+        ),
+    )
+    folder = {"comet-22": "comet", "cometkiwi-22": "cometkiwi", "cometkiwi-23-xl": "cometkiwi", "xcomet-xl": "xcomet"}
 
     def configure(*names):
         for name in names:
@@ -110,6 +132,7 @@ def paper_env(monkeypatch, tiny_models):
                 monkeypatch.setenv("TRADLAB_METRICX_24_XL_TOKENIZER", str(tiny_models["tokenizer"]))
             else:
                 monkeypatch.setenv(PAPER_VARS[name], str(tiny_models[folder[name]]))
+
     return configure
 
 
@@ -155,11 +178,13 @@ def test_without_a_reference_xcomet_and_metricx_score_reference_free(demo_db, pa
     # reference-free input through the model's encoder-decoder head (MT5ForRegression: the score
     # token's logit after one decoder step, clipped to 0..25)
     xcomet = metrics.get("xcomet-xl", cache=CACHE)
-    want_x = xcomet.loaded().model.predict([{"src": src, "mt": hyp}], batch_size=1, gpus=0,
-                                           progress_bar=False).scores[0]
+    want_x = (
+        xcomet.loaded().model.predict([{"src": src, "mt": hyp}], batch_size=1, gpus=0, progress_bar=False).scores[0]
+    )
     assert got["xcomet-xl-qe"] == pytest.approx(want_x, abs=1e-5)
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
     tok = AutoTokenizer.from_pretrained(tiny_models["tokenizer"], local_files_only=True)
     model = AutoModelForSeq2SeqLM.from_pretrained(tiny_models["metricx"], local_files_only=True).eval()
     text = "source: " + src + " candidate: " + hyp
@@ -170,8 +195,8 @@ def test_without_a_reference_xcomet_and_metricx_score_reference_free(demo_db, pa
     want_m = float(torch.clamp(logits[0, 0, tiny_models["score_token_id"]], 0, 25))
     assert got["metricx-24-xl-qe"] == pytest.approx(want_m, abs=1e-4)
     stored = {r["metric"] for r in results.exchange_metric_rows(db, "demo")}
-    assert stored == {"xcomet-xl-qe", "metricx-24-xl-qe"}          # never under the reference-based name
-    assert json.loads(json.dumps(got))                             # plain numbers
+    assert stored == {"xcomet-xl-qe", "metricx-24-xl-qe"}  # never under the reference-based name
+    assert json.loads(json.dumps(got))  # plain numbers
 
 
 def test_the_report_counts_every_skip_by_reason(tmp_path, database, paper_env, no_network):
@@ -190,12 +215,18 @@ def test_the_report_counts_every_skip_by_reason(tmp_path, database, paper_env, n
     with open(folder / "references.csv", encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f))
     with open(folder / "references.csv", "w", encoding="utf-8", newline="") as f:
-        csv.writer(f).writerows(rows[:3])                          # references for two starters only
+        csv.writer(f).writerows(rows[:3])  # references for two starters only
     import_study(database, folder)
     paper_env("comet-22", "xcomet-xl")
     ids = [e["id"] for e in assignments.translated_exchanges(database, "demo")]
-    with_ref = {e for e in ids if results.reference_translation(
-        database, "demo", assignments.exchange(database, e)["starter_id"], "human-reference") is not None}
+    with_ref = {
+        e
+        for e in ids
+        if results.reference_translation(
+            database, "demo", assignments.exchange(database, e)["starter_id"], "human-reference"
+        )
+        is not None
+    }
     assert len(ids) == 12 and len(with_ref) == 2
     pending, failed = [e for e in ids if e not in with_ref][:2]
     for eid in ids:
@@ -207,19 +238,24 @@ def test_the_report_counts_every_skip_by_reason(tmp_path, database, paper_env, n
     assert report["source"] == "paper 000" and report["exchanges"] == 12
     by = {r["metric"]: r for r in report["rows"]}
     assert {k: by[k]["mode"] for k in ("comet-22", "xcomet-xl", "xcomet-xl-qe", "cometkiwi-22")} == {
-        "comet-22": "reference-based", "xcomet-xl": "reference-based", "xcomet-xl-qe": "reference-free QE",
-        "cometkiwi-22": "reference-free QE"}
+        "comet-22": "reference-based",
+        "xcomet-xl": "reference-based",
+        "xcomet-xl-qe": "reference-free QE",
+        "cometkiwi-22": "reference-free QE",
+    }
     assert by["comet-22"]["scored"] == 2
     assert by["comet-22"]["skipped"] == {"no reference (a reference-based metric)": 10}
     assert by["xcomet-xl"]["scored"] == 2
     assert by["xcomet-xl"]["skipped"] == {"no reference: its reference-free column is xcomet-xl-qe": 10}
     assert by["xcomet-xl-qe"]["scored"] == 8
-    assert by["xcomet-xl-qe"]["skipped"] == {"has a reference: scored reference-based as xcomet-xl": 2,
-                                             "not scored yet (job pending)": 1,
-                                             "failed: RuntimeError: out of memory": 1}
+    assert by["xcomet-xl-qe"]["skipped"] == {
+        "has a reference: scored reference-based as xcomet-xl": 2,
+        "not scored yet (job pending)": 1,
+        "failed: RuntimeError: out of memory": 1,
+    }
     for name in ("cometkiwi-22", "cometkiwi-23-xl"):
         assert by[name]["skipped"] == {f"not configured (set {PAPER_VARS[name]})": 12}
-    for name in ("metricx-24-xl", "metricx-24-xl-qe"):                 # both of its modes
+    for name in ("metricx-24-xl", "metricx-24-xl-qe"):  # both of its modes
         assert by[name]["skipped"] == {"not configured (set TRADLAB_METRICX_24_XL_MODEL)": 12}
     for r in report["rows"]:
         assert r["scored"] + sum(r["skipped"].values()) == 12, r
@@ -235,8 +271,10 @@ def test_the_report_counts_every_skip_by_reason(tmp_path, database, paper_env, n
 def test_the_summary_says_which_metrics_ran():
     from services.usability import analysis
     from tests.helpers.usability import generate
-    result = analysis.analyze(generate(senders_per_cell=4, per_sender=4, receivers=10, validators=10),
-                              metric_lmm=False, pa_iterations=5)
+
+    result = analysis.analyze(
+        generate(senders_per_cell=4, per_sender=4, receivers=10, validators=10), metric_lmm=False, pa_iterations=5
+    )
     lines = ["automatic metrics (x), 3 exchanges:", "  chrf (reference-based): scored 0; skipped 3 no reference"]
     text = analysis.summary_with_metrics(result, lines)
     assert text.startswith(analysis.summary(result)) and text.endswith("\n".join(lines))

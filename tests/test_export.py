@@ -1,5 +1,6 @@
 """python app.py export: tidy tables, data dictionary, pseudonyms, no tokens or external ids,
 the consent rule, CSV formula neutralising, format round trips, the hf-audio folder, the CLI."""
+
 from __future__ import annotations
 
 import csv
@@ -29,39 +30,153 @@ from tests.helpers.export import (
 pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 EXPECTED = {
-    "participants": ["participant", "role", "group", "gender", "design_index", "status", "dropped_out_at",
-                     "dropped_out_reason", "excluded_at", "excluded_reason", "self_enrolled", "created_at",
-                     "claimed_at", "last_seen_at", "completed_at"],
+    "participants": [
+        "participant",
+        "role",
+        "group",
+        "gender",
+        "design_index",
+        "status",
+        "dropped_out_at",
+        "dropped_out_reason",
+        "excluded_at",
+        "excluded_reason",
+        "self_enrolled",
+        "created_at",
+        "claimed_at",
+        "last_seen_at",
+        "completed_at",
+    ],
     "consents": ["participant", "agreed", "text_hash", "created_at"],
     "demographics": ["participant", "field", "value", "created_at"],
-    "assignments": ["assignment_id", "participant", "phase", "item_id", "exchange_id", "position", "status", "meta",
-                    "created_at", "first_shown_at", "submitted_at", "active_seconds"],
-    "exchanges": ["exchange_id", "starter_id", "system", "sender", "origin", "created_at", "translation",
-                  "target_variant", "translation_transcript", "translation_meta", "translated_at"],
-    "recordings": ["recording_id", "exchange_id", "sender", "file_name", "duration_s", "qc_result", "review_decision",
-                   "reviewed_at", "qc_transcript", "wer", "qc_flags", "created_at"],
-    "answers": ["answer_id", "answer_set", "exchange_id", "receiver", "question_idx", "text", "unanswerable",
-                "created_at"],
-    "validations": ["validation_id", "assignment_id", "exchange_id", "validator", "answer_set", "receiver",
-                    "translation_score", "qa_score", "created_at"],
+    "assignments": [
+        "assignment_id",
+        "participant",
+        "phase",
+        "item_id",
+        "exchange_id",
+        "position",
+        "status",
+        "meta",
+        "created_at",
+        "first_shown_at",
+        "submitted_at",
+        "active_seconds",
+    ],
+    "exchanges": [
+        "exchange_id",
+        "starter_id",
+        "system",
+        "sender",
+        "origin",
+        "created_at",
+        "translation",
+        "target_variant",
+        "translation_transcript",
+        "translation_meta",
+        "translated_at",
+    ],
+    "recordings": [
+        "recording_id",
+        "exchange_id",
+        "sender",
+        "file_name",
+        "duration_s",
+        "qc_result",
+        "review_decision",
+        "reviewed_at",
+        "qc_transcript",
+        "wer",
+        "qc_flags",
+        "created_at",
+    ],
+    "answers": [
+        "answer_id",
+        "answer_set",
+        "exchange_id",
+        "receiver",
+        "question_idx",
+        "text",
+        "unanswerable",
+        "created_at",
+    ],
+    "validations": [
+        "validation_id",
+        "assignment_id",
+        "exchange_id",
+        "validator",
+        "answer_set",
+        "receiver",
+        "translation_score",
+        "qa_score",
+        "created_at",
+    ],
     "validation_marks": ["validation_id", "exchange_id", "question_idx", "correct"],
-    "surveys": ["survey_id", "assignment_id", "exchange_id", "respondent", "stage", "perspective", "satisfaction",
-                "trust", "reliance", "created_at"],
+    "surveys": [
+        "survey_id",
+        "assignment_id",
+        "exchange_id",
+        "respondent",
+        "stage",
+        "perspective",
+        "satisfaction",
+        "trust",
+        "reliance",
+        "created_at",
+    ],
     "exchange_metrics": ["exchange_id", "metric", "version", "model", "score", "created_at"],
-    "da_judgments": ["judgment_id", "assignment_id", "rater", "hit", "run", "pos", "item_type", "of_pos", "modality",
-                     "segment_id", "system", "doc_id", "score", "first_shown_at", "submitted_at", "active_seconds",
-                     "created_at", "tts_engine", "tts_voice"],
+    "da_judgments": [
+        "judgment_id",
+        "assignment_id",
+        "rater",
+        "hit",
+        "run",
+        "pos",
+        "item_type",
+        "of_pos",
+        "modality",
+        "segment_id",
+        "system",
+        "doc_id",
+        "score",
+        "first_shown_at",
+        "submitted_at",
+        "active_seconds",
+        "created_at",
+        "tts_engine",
+        "tts_voice",
+    ],
     "da_feedback": ["participant", "text", "updated_at"],
-    "sd_ratings": ["assignment_id", "participant", "sentence_id", "page", "pair_id", "is_repeat", "value",
-                   "positive_left", "created_at"],
+    "sd_ratings": [
+        "assignment_id",
+        "participant",
+        "sentence_id",
+        "page",
+        "pair_id",
+        "is_repeat",
+        "value",
+        "positive_left",
+        "created_at",
+    ],
     "sd_suitability": ["assignment_id", "participant", "pair_id", "suitability", "created_at"],
     "sd_suggestions": ["assignment_id", "participant", "text", "created_at"],
     "systems": ["system", "label", "kind", "target_variant"],
     "starters": ["starter_id", "domain", "source", "corpus", "text", "key_spans"],
     "reference_translations": ["starter_id", "reference_idx", "translator", "translation"],
     "questions": ["starter_id", "question_idx", "en", "pt"],
-    "question_drafts": ["draft_id", "starter_id", "position", "en", "pt", "answer_en", "status", "origin", "model",
-                        "created_at", "updated_at"],
+    "question_drafts": [
+        "draft_id",
+        "starter_id",
+        "position",
+        "en",
+        "pt",
+        "answer_en",
+        "status",
+        "origin",
+        "model",
+        "created_at",
+        "updated_at",
+    ],
     "da_segments": ["segment_id", "system", "doc_id", "position", "source", "reference", "output", "domain"],
     "da_hit_items": ["hit", "pos", "item_type", "of_pos", "segment_id", "system", "candidate"],
     "sd_sentences": ["sentence_id", "text", "source"],
@@ -92,6 +207,7 @@ def all_bytes(folder: Path) -> bytes:
 
 # -- columns and the data dictionary -----------------------------------------------------------
 
+
 def test_every_table_has_its_expected_columns_all_documented(study):
     res = export(study, "csv")
     assert set(res.rows) == set(EXPECTED)
@@ -106,9 +222,21 @@ def test_every_table_has_its_expected_columns_all_documented(study):
             assert f"| `{c}` | {dictionary.column_type(table, c)} |" in section, (table, c)
     assert set(dictionary.TYPES) >= {t for _, cols in dictionary.TABLES.values() for t, _ in cols.values()}
     # every usability / DA / SD table got rows from the fixture
-    for table in ("participants", "exchanges", "recordings", "answers", "validations", "validation_marks",
-                  "surveys", "exchange_metrics", "da_judgments", "da_feedback", "sd_ratings", "events",
-                  "reference_translations"):
+    for table in (
+        "participants",
+        "exchanges",
+        "recordings",
+        "answers",
+        "validations",
+        "validation_marks",
+        "surveys",
+        "exchange_metrics",
+        "da_judgments",
+        "da_feedback",
+        "sd_ratings",
+        "events",
+        "reference_translations",
+    ):
         assert res.rows[table] > 0, table
     # the Portuguese variant: the senders' exchanges went through Bergamot (pt-BR); the imported
     # human translations name none; the study targets the paper's pt-PT
@@ -131,11 +259,13 @@ def test_references_are_their_own_table_and_in_no_other(tmp_path):
         given = list(csv.DictReader(f))
     rows = read_csv(res.folder / "reference_translations.csv")
     assert [(r["starter_id"], r["reference_idx"], r["translator"], r["translation"]) for r in rows] == [
-        (g["starter_id"], "1", "", g["translation"]) for g in given]
+        (g["starter_id"], "1", "", g["translation"]) for g in given
+    ]
     assert res.rows["exchanges"] == 0 and res.rows["assignments"] == 0
     assert {r["kind"] for r in read_csv(res.folder / "systems.csv")} == {"cascade"}
-    others = b"\n".join(p.read_bytes() for p in sorted(res.folder.glob("*.csv"))
-                        if p.name != "reference_translations.csv")
+    others = b"\n".join(
+        p.read_bytes() for p in sorted(res.folder.glob("*.csv")) if p.name != "reference_translations.csv"
+    )
     for g in given:
         assert g["translation"].encode() not in others, g["starter_id"]
     assert "### `reference_translations.csv`" in (res.folder / "README.md").read_text()
@@ -177,15 +307,24 @@ def test_every_format_is_free_of_tokens_and_external_ids(study):
 
 # -- pseudonyms --------------------------------------------------------------------------------
 
+
 def test_pseudonyms_are_stable_across_exports(study):
     first = read_csv(export(study, "csv").folder / "participants.csv")
-    add_participants(study["db"], "demo", "receiver", 1)       # a newcomer between two exports
+    add_participants(study["db"], "demo", "receiver", 1)  # a newcomer between two exports
     second = read_csv(export(study, "csv").folder / "participants.csv")
     before = {r["participant"]: r["role"] for r in first}
     after = {r["participant"]: r["role"] for r in second}
     assert before.items() <= after.items() and len(after) == len(before) + 1
-    assert sorted(before) == ["da-001", "rater-001", "receiver-001", "receiver-002", "sd-001", "sender-001",
-                              "sender-002", "validator-001"]
+    assert sorted(before) == [
+        "da-001",
+        "rater-001",
+        "receiver-001",
+        "receiver-002",
+        "sd-001",
+        "sender-001",
+        "sender-002",
+        "validator-001",
+    ]
     recs = {r["recording_id"]: r["sender"] for r in read_csv(export(study, "csv").folder / "recordings.csv")}
     assert recs == {str(study["s1"]["recording"]): "sender-001", str(study["s2"]["recording"]): "sender-002"}
     status = {r["participant"]: (r["status"], r["self_enrolled"]) for r in second}
@@ -195,12 +334,18 @@ def test_pseudonyms_are_stable_across_exports(study):
 def test_events_are_pseudonymised(study):
     events = read_csv(export(study, "csv").folder / "events.csv")
     enrol_ev = next(e for e in events if e["action"] == "enrol")
-    assert (enrol_ev["actor_kind"], enrol_ev["actor"], enrol_ev["entity_id"]) == ("participant", "sender-002",
-                                                                                  "sender-002")
-    assert enrol_ev["detail"] == ""            # Prolific study and session ids dropped
+    assert (enrol_ev["actor_kind"], enrol_ev["actor"], enrol_ev["entity_id"]) == (
+        "participant",
+        "sender-002",
+        "sender-002",
+    )
+    assert enrol_ev["detail"] == ""  # Prolific study and session ids dropped
     review = next(e for e in events if e["action"] == "review")
-    assert ((review["actor_kind"], review["actor"], json.loads(review["detail"]))
-            == ("admin", "", {"decision": "accepted"}))
+    assert (review["actor_kind"], review["actor"], json.loads(review["detail"])) == (
+        "admin",
+        "",
+        {"decision": "accepted"},
+    )
     submits = [e for e in events if e["action"] == "submit"]
     assert submits and all(e["actor_kind"] == "participant" and e["actor"] for e in submits)
     assert not [e for e in events if e["entity"] == "jobs"]
@@ -208,13 +353,15 @@ def test_events_are_pseudonymised(study):
 
 # -- consent: one function decides who is exported ---------------------------------------------
 
+
 def test_a_participant_left_out_is_gone_from_every_table_and_the_audio(study, monkeypatch):
     full = export(study, "csv")
     s2 = study["s2"]
     assert S2_TRANSCRIPT.encode() in all_bytes(full.folder)
     real = export_service.exportable_participants
-    monkeypatch.setattr(export_service, "exportable_participants",
-                        lambda database, sid: real(database, sid) - {s2["id"]})
+    monkeypatch.setattr(
+        export_service, "exportable_participants", lambda database, sid: real(database, sid) - {s2["id"]}
+    )
     for fmt in ("csv", "hf-audio"):
         res = export(study, fmt)
         data = all_bytes(res.folder)
@@ -234,9 +381,19 @@ def test_a_participant_left_out_is_gone_from_every_table_and_the_audio(study, mo
 
 # -- CSV formula neutralising -----------------------------------------------------------------
 
+
 def test_neutralise():
-    assert [neutralise(x) for x in ["=1", "+1", "-1", "@a", "\tx", "\rx", "a=b", "", "'=x"]] == \
-        ["'=1", "'+1", "'-1", "'@a", "'\tx", "'\rx", "a=b", "", "'=x"]
+    assert [neutralise(x) for x in ["=1", "+1", "-1", "@a", "\tx", "\rx", "a=b", "", "'=x"]] == [
+        "'=1",
+        "'+1",
+        "'-1",
+        "'@a",
+        "'\tx",
+        "'\rx",
+        "a=b",
+        "",
+        "'=x",
+    ]
 
 
 def test_formula_like_text_is_neutralised_in_csv_only(study):
@@ -254,6 +411,7 @@ def test_formula_like_text_is_neutralised_in_csv_only(study):
 
 
 # -- formats ---------------------------------------------------------------------------------
+
 
 def unquote(cell: str) -> str:
     """A neutralised CSV cell back to the text as typed."""
@@ -276,12 +434,14 @@ def test_jsonl_and_parquet_hold_what_csv_holds(study):
     for table, cols in EXPECTED.items():
         kinds = [dictionary.column_type(table, c) for c in cols]
         from_csv = [[unquote(r[c]) for c in cols] for r in read_csv(folders["csv"] / f"{table}.csv")]
-        from_jsonl = [[_normal(r[c], k) for c, k in zip(cols, kinds)]
-                      for r in read_jsonl(folders["jsonl"] / f"{table}.jsonl")]
+        from_jsonl = [
+            [_normal(r[c], k) for c, k in zip(cols, kinds)] for r in read_jsonl(folders["jsonl"] / f"{table}.jsonl")
+        ]
         frame = pd.read_parquet(folders["parquet"] / f"{table}.parquet")
         assert list(frame.columns) == cols
-        from_parquet = [[_normal(v, k) for v, k in zip(row, kinds)]
-                        for row in frame.astype(object).itertuples(index=False)]
+        from_parquet = [
+            [_normal(v, k) for v, k in zip(row, kinds)] for row in frame.astype(object).itertuples(index=False)
+        ]
         assert from_jsonl == from_csv, table
         assert from_parquet == from_csv, table
     # typed parquet columns, also for an empty table
@@ -293,16 +453,18 @@ def test_jsonl_and_parquet_hold_what_csv_holds(study):
 def test_hf_audio_folder(study):
     res = export(study, "hf-audio")
     folder = res.folder
-    meta = read_jsonl(folder / "train" / "metadata.jsonl")     # file_name is relative to it
+    meta = read_jsonl(folder / "train" / "metadata.jsonl")  # file_name is relative to it
     assert len(meta) == 2 and all(list(m) == METADATA for m in meta)
     for m in meta:
         assert m["file_name"].startswith("audio/") and (folder / "train" / m["file_name"]).is_file()
         assert (folder / "train" / m["file_name"]).read_bytes()[:4] == b"RIFF"
-    assert ({p.relative_to(folder / "train").as_posix() for p in (folder / "train" / "audio").iterdir()}
-            == {m["file_name"] for m in meta})
+    assert {p.relative_to(folder / "train").as_posix() for p in (folder / "train" / "audio").iterdir()} == {
+        m["file_name"] for m in meta
+    }
     # the recordings table names the file from the export folder
-    assert ({r["file_name"] for r in read_jsonl(folder / "tables" / "recordings.jsonl")}
-            == {"train/" + m["file_name"] for m in meta})
+    assert {r["file_name"] for r in read_jsonl(folder / "tables" / "recordings.jsonl")} == {
+        "train/" + m["file_name"] for m in meta
+    }
     assert not (folder / "audio").exists() and not (folder / "metadata.jsonl").exists()
     by_sender = {m["sender"]: m for m in meta}
     assert by_sender["sender-001"]["review_decision"] == "accepted"
@@ -312,8 +474,9 @@ def test_hf_audio_folder(study):
     readme = (folder / "README.md").read_text()
     front = readme.split("---\n")[1]
     assert front.count("config_name:") == 1 and "- config_name: default\n  drop_labels: true\n" in front
-    assert ('  data_files:\n  - split: train\n    path:\n    - "train/metadata.jsonl"\n    - "train/audio/*.wav"'
-            in front)
+    assert (
+        '  data_files:\n  - split: train\n    path:\n    - "train/metadata.jsonl"\n    - "train/audio/*.wav"' in front
+    )
     assert (folder / "tables" / "answers.jsonl").is_file()
     assert "### `train/metadata.jsonl`" in readme and "| `train/audio/` | 2 |" in readme
     for c in METADATA:
@@ -337,7 +500,7 @@ def test_refuses_a_non_empty_folder_and_unknown_things(study, tmp_path):
     (tmp_path / "full" / "old.csv").write_text("x")
     with pytest.raises(ExportError, match="not empty"):
         export_study(study["db"], "demo", tmp_path / "full", "csv", media_dir=study["media"])
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]      # no partial folder left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]  # no partial folder left behind
     (tmp_path / "empty").mkdir()
     export_study(study["db"], "demo", tmp_path / "empty", "csv", media_dir=study["media"])
     assert (tmp_path / "empty" / "README.md").is_file()
@@ -358,14 +521,19 @@ def test_export_zip_for_the_admin_tab(study):
         assert any(n.startswith(f"{top}/audio/") and n.endswith(".wav") for n in names)
         for secret in study["tokens"]:
             assert all(secret.encode() not in zf.read(n) for n in names)
-    assert [p.name for p in path.parent.iterdir()] == [path.name]      # only the zip is left
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # only the zip is left
 
 
 # -- command line ----------------------------------------------------------------------------
 
+
 def _cli(study, *args):
-    env = {"PATH": "/usr/bin:/bin", "TRADLAB_DB": str(study["tmp"] / "study.db"),
-           "TRADLAB_MEDIA": str(study["media"]), "HOME": str(study["tmp"])}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "TRADLAB_DB": str(study["tmp"] / "study.db"),
+        "TRADLAB_MEDIA": str(study["media"]),
+        "HOME": str(study["tmp"]),
+    }
     return run_cli("export", *args, env=env)
 
 
@@ -387,8 +555,22 @@ def test_cli_refusals_in_process(study, monkeypatch, capsys):
     monkeypatch.setenv("TRADLAB_DB", str(study["tmp"] / "study.db"))
     monkeypatch.setenv("TRADLAB_MEDIA", str(study["media"]))
     out = study["tmp"] / "cli-in"
-    assert cli.main(["export", "--study", "demo", "--out", str(out), "--format", "parquet", "--no-audio",
-                     "--include-external-ids"]) == 0
+    assert (
+        cli.main(
+            [
+                "export",
+                "--study",
+                "demo",
+                "--out",
+                str(out),
+                "--format",
+                "parquet",
+                "--no-audio",
+                "--include-external-ids",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert "0 audio files" in captured.out and "keep this export private" in captured.err
     assert (out / "participants.parquet").is_file() and not (out / "audio").exists()

@@ -1,6 +1,7 @@
 """Issue 20 follow-ups in the exports: the model behind each exchange metric score (a checkpoint
 changed mid-study must not silently mix two models' numbers in one column), and the DA
 self-replication run of each judgment."""
+
 from __future__ import annotations
 
 import csv
@@ -54,6 +55,7 @@ def test_the_frame_names_the_model_of_each_score_and_warns_when_one_metric_mixes
     assert "'cometkiwi-23-xl'" in w and OLD in w and NEW in w and "chrf" not in w
     # the model columns are not signals: the analysis reads only metric_* columns
     from services.usability import analysis as usability_analysis
+
     assert usability_analysis.metric_columns(df) == ["metric_chrf", "metric_cometkiwi_23_xl"]
     # and the data dictionary documents both kinds of column
     documented = dictionary.ANALYSIS_PATTERN_COLUMNS["usability"]
@@ -100,7 +102,7 @@ def test_da_judgments_carry_their_run(database, tmp_path):
     db, media = da_study(database, tmp_path, modality='"text"', runs="2")
     n_hits = len(studies.da_hits(db, "demo"))
     raters = add_participants(db, "demo", "da", 2 * n_hits)
-    for r in raters:                                  # the first item of each rater's HIT
+    for r in raters:  # the first item of each rater's HIT
         v = get_view(db, r.token, "da", media_dir=media)
         submit(db, r.token, "da", v.item_id, {"score": 60}, media_dir=media)
     run_of = {}
@@ -114,8 +116,10 @@ def test_da_judgments_carry_their_run(database, tmp_path):
     assert len(rows) == len(raters)
     assert "run" in rows[0] and "run" in dictionary.columns("da_judgments")
     # each judgment's run is its rater's assignment's run (matched on the assignment)
-    assign = {int(a["id"]): run_of[a["participant_id"]]
-              for a in db.query("SELECT id, participant_id FROM assignments WHERE phase = 'da'")}
+    assign = {
+        int(a["id"]): run_of[a["participant_id"]]
+        for a in db.query("SELECT id, participant_id FROM assignments WHERE phase = 'da'")
+    }
     assert all(int(r["run"]) == assign[int(r["assignment_id"])] for r in rows)
     assert sorted({int(r["run"]) for r in rows}) == [1, 2]
     readme = (res.folder / "README.md").read_text()

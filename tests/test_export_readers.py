@@ -1,6 +1,7 @@
 """The exports as their readers load them: the hf-audio folder with the Hugging Face `datasets`
 library (both ways a reader calls it), the Parquet and CSV tables with pandas, each against the
 row counts of the export's own manifest.json. No network: both offline switches are set."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,10 @@ def _load_datasets(monkeypatch, tmp_path):
 # the two ways a reader opens the folder: `load_dataset(FOLDER)` reads the dataset card's
 # `configs:`; `load_dataset("audiofolder", data_dir=FOLDER)` ignores the card and infers the splits
 # from file and folder names
-CALLS = {"card": lambda folder: ([str(folder)], {}),
-         "audiofolder": lambda folder: (["audiofolder"], {"data_dir": str(folder)})}
+CALLS = {
+    "card": lambda folder: ([str(folder)], {}),
+    "audiofolder": lambda folder: (["audiofolder"], {"data_dir": str(folder)}),
+}
 
 
 def _hf_export(study):  # noqa: F811
@@ -89,9 +92,11 @@ def _torchcodec_works() -> bool:
 
 # `make test` installs both (FFmpeg through system-deps, torchcodec in requirements-test.txt); CI
 # must run this test, so a missing one fails there instead of skipping
-@pytest.mark.skipif(not _torchcodec_works() and not os.environ.get("CI"),
-                    reason="datasets (>= 4) encodes and decodes audio only with torchcodec and FFmpeg (make "
-                           "system-deps and requirements-test.txt install them; the resolution test above runs anyway)")
+@pytest.mark.skipif(
+    not _torchcodec_works() and not os.environ.get("CI"),
+    reason="datasets (>= 4) encodes and decodes audio only with torchcodec and FFmpeg (make "
+    "system-deps and requirements-test.txt install them; the resolution test above runs anyway)",
+)
 def test_hf_audio_loads_with_datasets_both_ways(study, monkeypatch, tmp_path):  # noqa: F811
     """Both calls load one train split: every exported recording, its metadata columns and its audio."""
     datasets = _load_datasets(monkeypatch, tmp_path)
@@ -120,4 +125,4 @@ def test_parquet_and_csv_load_with_pandas_as_the_manifest_counts(study):  # noqa
             frame = read(res.folder / rel)
             assert len(frame) == manifest["rows"][table], (fmt, table)
             assert list(frame.columns) == dictionary.columns(table), (fmt, table)
-        assert sum(manifest["rows"].values()) > 50    # the fixture filled many tables
+        assert sum(manifest["rows"].values()) > 50  # the fixture filled many tables

@@ -1,4 +1,5 @@
 """Figures as files: HTML always, PNG through kaleido and the system Chromium when asked."""
+
 from __future__ import annotations
 
 import shutil
@@ -13,14 +14,16 @@ pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 
 def _figs():
-    return {"bars": go.Figure(go.Bar(x=["a", "b"], y=[1, 3]), layout={"width": 300, "height": 200}),
-            "line": go.Figure(go.Scatter(x=[0, 1, 2], y=[2, 1, 2]), layout={"width": 320, "height": 240})}
+    return {
+        "bars": go.Figure(go.Bar(x=["a", "b"], y=[1, 3]), layout={"width": 300, "height": 200}),
+        "line": go.Figure(go.Scatter(x=[0, 1, 2], y=[2, 1, 2]), layout={"width": 320, "height": 240}),
+    }
 
 
 def test_html_only_when_png_is_off(tmp_path):
     paths = figure_files.write_figures(_figs(), tmp_path, png=False)
     assert sorted(p.name for p in paths) == ["bars.html", "line.html"]
-    assert (tmp_path / "plotly.min.js").exists()          # shared, so the pages open offline
+    assert (tmp_path / "plotly.min.js").exists()  # shared, so the pages open offline
     assert not list(tmp_path.glob("*.png"))
 
 
@@ -31,8 +34,9 @@ def test_env_turns_png_off(monkeypatch):
     assert figure_files.png_wanted() is figure_files.kaleido_installed()
 
 
-@pytest.mark.skipif(not figure_files.kaleido_installed() or not shutil.which("chromium"),
-                    reason="kaleido or chromium not installed")
+@pytest.mark.skipif(
+    not figure_files.kaleido_installed() or not shutil.which("chromium"), reason="kaleido or chromium not installed"
+)
 def test_png_rendered_at_scale(tmp_path):
     notes: list[str] = []
     paths = figure_files.write_figures(_figs(), tmp_path, png=True, scale=2, notes=notes)

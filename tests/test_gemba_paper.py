@@ -19,6 +19,7 @@ Reference texts, quoted:
   preserved" and score of one hundred means "perfect meaning and grammar".\\n\\n{source_lang}
   source: "{source_seg}"\\n{target_lang} translation: "{target_seg}"\\nScore: ' (paper 003's
   Table 3 drops the "a" of "where a score"; the paper's wording is used)."""
+
 from __future__ import annotations
 
 import json
@@ -33,22 +34,24 @@ from tests.openai_server import OpenAIServer
 
 TABLE_3 = {
     "gemba": "Score the following translation from {src_lang} to {tgt_lang} on a continuous scale from 0 to 100, "
-             "where score of zero means ‘‘no meaning preserved’’ and score of one hundred means ‘‘perfect meaning "
-             "and grammar’’. {src_lang} source: ‘‘{source}’’ {tgt_lang} translation: ‘‘{hyphothesis}’’ Score:",
+    "where score of zero means ‘‘no meaning preserved’’ and score of one hundred means ‘‘perfect meaning "
+    "and grammar’’. {src_lang} source: ‘‘{source}’’ {tgt_lang} translation: ‘‘{hyphothesis}’’ Score:",
     "context": "Score the following translation from {src_lang} to {tgt_lang} on a continuous scale from 0 to 100 "
-               "given the preceding context, where score of zero means ‘‘no meaning preserved’’ and score of one "
-               "hundred means ‘‘perfect meaning and grammar’’. {src_lang} source: ‘‘{context}’’ {src_lang} source: "
-               "‘‘{source}’’ {tgt_lang} translation: ‘‘{hyphothesis}’’ Score:",
+    "given the preceding context, where score of zero means ‘‘no meaning preserved’’ and score of one "
+    "hundred means ‘‘perfect meaning and grammar’’. {src_lang} source: ‘‘{context}’’ {src_lang} source: "
+    "‘‘{source}’’ {tgt_lang} translation: ‘‘{hyphothesis}’’ Score:",
     "paraphrased": "Score the following translation from {src_lang} to {tgt_lang} on a continuous scale from 0 to "
-                   "100, where score of zero means ‘‘no meaning preserved’’ and score of one hundred means ‘‘perfect "
-                   "meaning and grammar’’. You can use the preceding context to evaluate the translation of the "
-                   "source. {src_lang} source: ‘‘{context}’’ {src_lang} preceding context: ‘‘{source}’’ {tgt_lang} "
-                   "translation: ‘‘{hyphothesis}’’ Score:",
+    "100, where score of zero means ‘‘no meaning preserved’’ and score of one hundred means ‘‘perfect "
+    "meaning and grammar’’. You can use the preceding context to evaluate the translation of the "
+    "source. {src_lang} source: ‘‘{context}’’ {src_lang} preceding context: ‘‘{source}’’ {tgt_lang} "
+    "translation: ‘‘{hyphothesis}’’ Score:",
 }
-GEMBA_REPO_DA = ('Score the following translation from {source_lang} to {target_lang} on a continuous scale from 0 '
-                 'to 100, where a score of zero means "no meaning preserved" and score of one hundred means "perfect '
-                 'meaning and grammar".\n\n{source_lang} source: "{source_seg}"\n{target_lang} translation: '
-                 '"{target_seg}"\nScore: ')
+GEMBA_REPO_DA = (
+    "Score the following translation from {source_lang} to {target_lang} on a continuous scale from 0 "
+    'to 100, where a score of zero means "no meaning preserved" and score of one hundred means "perfect '
+    'meaning and grammar".\n\n{source_lang} source: "{source_seg}"\n{target_lang} translation: '
+    '"{target_seg}"\nScore: '
+)
 
 
 def _flatten(text: str) -> str:
@@ -62,15 +65,20 @@ def test_prompts_are_table_3(variant):
 
 
 def test_plain_prompt_is_the_gemba_da_prompt_with_the_papers_wording():
-    ours = PROMPTS["gemba"].replace("{src_lang}", "{source_lang}").replace("{tgt_lang}", "{target_lang}") \
-        .replace("{source}", "{source_seg}").replace("{hypothesis}", "{target_seg}")
+    ours = (
+        PROMPTS["gemba"]
+        .replace("{src_lang}", "{source_lang}")
+        .replace("{tgt_lang}", "{target_lang}")
+        .replace("{source}", "{source_seg}")
+        .replace("{hypothesis}", "{target_seg}")
+    )
     assert ours == GEMBA_REPO_DA.replace("where a score of zero", "where score of zero")
 
 
 def test_language_codes_become_english_names():
     assert language_name("pt") == "Portuguese" and language_name("pt-BR") == "Portuguese"
     assert language_name("it_IT") == "Italian" and language_name("Brazilian Portuguese") == "Brazilian Portuguese"
-    for code in ("ar", "de", "es", "fr", "hi", "it", "pt", "ru"):          # MT-GenEval's eight, GATE's, GeNTE's
+    for code in ("ar", "de", "es", "fr", "hi", "it", "pt", "ru"):  # MT-GenEval's eight, GATE's, GeNTE's
         assert code in LANGUAGE_NAMES
     with pytest.raises(ValueError, match="unknown language code"):
         language_name("xx")
@@ -79,25 +87,38 @@ def test_language_codes_become_english_names():
     assert 'Italian translation: "Ciao."' in judge.prompt("Hi.", "Ciao.")
     es = judge.for_languages("en", "es")
     assert "from English to Spanish" in es.prompt("a", "b") and "to Italian" in judge.prompt("a", "b")
-    assert es.model != judge.model and "English->Spanish" in es.model     # separate cache keys
+    assert es.model != judge.model and "English->Spanish" in es.model  # separate cache keys
 
 
-@pytest.mark.parametrize("text, score", [
-    ("I would score this translation 85.5 out of 100.", 85.5),
-    ("i would score this translation 70", 70.0),
-    ("After careful review, I WOULD SCORE THIS TRANSLATION 95.", 95.0),
-    ("Score: 90", 90.0), ("90", 90.0), ("85.5", 85.0),          # no pattern: the first integer
-    ("The translation deserves 80 points, maybe 85.", 80.0),
-    ("10", 10.0), ("100", 100.0),
-])
+@pytest.mark.parametrize(
+    "text, score",
+    [
+        ("I would score this translation 85.5 out of 100.", 85.5),
+        ("i would score this translation 70", 70.0),
+        ("After careful review, I WOULD SCORE THIS TRANSLATION 95.", 95.0),
+        ("Score: 90", 90.0),
+        ("90", 90.0),
+        ("85.5", 85.0),  # no pattern: the first integer
+        ("The translation deserves 80 points, maybe 85.", 80.0),
+        ("10", 10.0),
+        ("100", 100.0),
+    ],
+)
 def test_paper_parser_reads(text, score):
     assert parse_score_paper(text) == (score, "")
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("1. Accuracy: good\n2. Fluency: good\nScore: 90", "below 10"), ("5", "below 10"), ("0", "below 10"),
-    ("The translation is good.", "no number"), ("", "empty"), ("150", "outside 0-100"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("1. Accuracy: good\n2. Fluency: good\nScore: 90", "below 10"),
+        ("5", "below 10"),
+        ("0", "below 10"),
+        ("The translation is good.", "no number"),
+        ("", "empty"),
+        ("150", "outside 0-100"),
+    ],
+)
 def test_paper_parser_drops(text, reason):
     value, why = parse_score_paper(text)
     assert value is None and reason in why
@@ -105,10 +126,16 @@ def test_paper_parser_drops(text, reason):
 
 # -- the remote backend with the paper's defaults ---------------------------------------------
 
+
 def _reply(content):
-    return 200, json.dumps({"id": "x", "object": "chat.completion", "model": "judge",
-                            "choices": [{"index": 0, "finish_reason": "stop",
-                                         "message": {"role": "assistant", "content": content}}]}).encode()
+    return 200, json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "model": "judge",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+        }
+    ).encode()
 
 
 @pytest.fixture(scope="module")
@@ -120,8 +147,12 @@ def server():
 def test_defaults_are_the_papers(server):
     server.requests.clear()
     judge = GembaDA("remote", "judge", base_url=server.base_url)
-    assert (judge.prompt_variant, judge.parser, judge.scale_name, judge.max_new_tokens) == ("gemba", "paper", "0-1",
-                                                                                            256)
+    assert (judge.prompt_variant, judge.parser, judge.scale_name, judge.max_new_tokens) == (
+        "gemba",
+        "paper",
+        "0-1",
+        256,
+    )
     server.override = _reply("I would score this translation 85.5, as it is fluent.")
     try:
         assert judge.score(["Hello."], ["Olá."]) == [pytest.approx(0.855)]
@@ -150,6 +181,7 @@ def test_factory_reads_the_variant_settings(monkeypatch):
 
 # -- in the audit -------------------------------------------------------------------------------
 
+
 class Asked:
     """Replaces GembaDA.ask: records every prompt, answers from a function of the prompt."""
 
@@ -162,13 +194,17 @@ class Asked:
         return [self.answer(p) for p in prompts]
 
 
-PAIRS = pd.DataFrame({
-    "instance_id": ["1", "2", "1"], "lang": ["pt", "pt", "it"],
-    "source": ["The nurse arrived.", "The judge left.", "The doctor is here."],
-    "hyp_f": ["A enfermeira chegou.", "A juíza saiu.", "La dottoressa è qui."],
-    "hyp_m": ["O enfermeiro chegou.", "O juiz saiu.", "Il dottore è qui."],
-    "gold": ["F", "M", "F"],
-    "context": ["Ana is a nurse.", "Rui is a judge.", "Lia is a doctor."]})
+PAIRS = pd.DataFrame(
+    {
+        "instance_id": ["1", "2", "1"],
+        "lang": ["pt", "pt", "it"],
+        "source": ["The nurse arrived.", "The judge left.", "The doctor is here."],
+        "hyp_f": ["A enfermeira chegou.", "A juíza saiu.", "La dottoressa è qui."],
+        "hyp_m": ["O enfermeiro chegou.", "O juiz saiu.", "Il dottore è qui."],
+        "gold": ["F", "M", "F"],
+        "context": ["Ana is a nurse.", "Rui is a judge.", "Lia is a doctor."],
+    }
+)
 
 
 def test_the_audit_names_each_rows_language(monkeypatch):
@@ -190,8 +226,10 @@ def test_context_prompts_get_the_pairs_context(monkeypatch):
     judge = GembaDA("remote", "judge", base_url="http://127.0.0.1:9/v1", prompt_variant="context")
     scored = qe_audit.score_pairs(PAIRS, judge)
     assert scored.attrs["qe_scoring"]["context"] == "prompt"
-    assert ('English source: "Ana is a nurse."\nEnglish source: "The nurse arrived."\nPortuguese translation: '
-            '"A enfermeira chegou."\nScore: ') in asked.prompts[0]
+    assert (
+        'English source: "Ana is a nurse."\nEnglish source: "The nurse arrived."\nPortuguese translation: '
+        '"A enfermeira chegou."\nScore: '
+    ) in asked.prompts[0]
     assert "given the preceding context" in asked.prompts[0]
     with pytest.raises(ValueError, match="context mode 'none'"):
         qe_audit.score_pairs(PAIRS, judge, context="mon")

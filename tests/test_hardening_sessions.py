@@ -1,6 +1,7 @@
 """Issue 30, second round: sessions are cheap for strangers and kept for the callers the app
 knows (point 3), the team page's participant calls refused to strangers, and uploads bounded
 per client address (point 2), in process and against the launched app."""
+
 from __future__ import annotations
 
 import statistics
@@ -46,7 +47,7 @@ def test_a_new_session_no_longer_copies_every_blocks_config(site):
     lean, _ = session_classes()
     team = site.team
     assert len(team.blocks) > 200
-    assert set(vars(lean(team))) == set(vars(SessionState(team)))      # the same attributes as gradio's
+    assert set(vars(lean(team))) == set(vars(SessionState(team)))  # the same attributes as gradio's
 
     def cost(cls) -> tuple[float, float]:
         cls(team)
@@ -58,6 +59,7 @@ def test_a_new_session_no_longer_copies_every_blocks_config(site):
         tracemalloc.stop()
         assert len(kept) == 20
         return ms, kb
+
     full_ms, full_kb = cost(SessionState)
     lean_ms, lean_kb = cost(lean)
     print(f"\nnew session on '/': gradio {full_ms:.1f} ms {full_kb:.0f} KB; lean {lean_ms:.2f} ms {lean_kb:.0f} KB")
@@ -80,18 +82,18 @@ def test_known_sessions_are_kept_and_strangers_are_capped_and_expire(site):
     for k in range(50):
         holder[f"stranger-{k}"]
         now[0] += 0.5
-    assert holder["honest"] is honest                       # the same session, its state kept
+    assert holder["honest"] is honest  # the same session, its state kept
     # past the cap, those used in the last 2 s are kept (a login's session until its next request)
     assert list(holder.strangers) == [f"stranger-{k}" for k in range(45, 50)], list(holder.strangers)
     assert set(holder.session_data) == {"honest", *holder.strangers}
-    holder.capacity = 3                                     # gradio's cap: strangers go first
+    holder.capacity = 3  # gradio's cap: strangers go first
     holder["stranger-x"]
     assert "honest" in holder.session_data and len(holder.session_data) == 3, list(holder.session_data)
     now[0] += 61
-    holder.delete_all_expired_state()                       # gradio calls it every second
+    holder.delete_all_expired_state()  # gradio calls it every second
     assert set(holder.session_data) == {"honest"} and not holder.strangers
     holder["late"]
-    holder.vouch("late")                                    # a stranger that logs in is kept from then on
+    holder.vouch("late")  # a stranger that logs in is kept from then on
     assert "late" in holder.known and "late" not in holder.strangers
 
 
@@ -105,13 +107,13 @@ def test_uploads_are_bounded_per_client_in_count_and_bytes(tmp_path):
     assert budget.admit("A", 600) is None
     budget.keep("A", [str(f)], 600)
     refusal = budget.admit("A", 600)
-    assert "0.0 MB of uploads" in refusal and "limit" in refusal          # 600 + 600 > 1000 held
+    assert "0.0 MB of uploads" in refusal and "limit" in refusal  # 600 + 600 > 1000 held
     assert budget.admit("B", 100) is None and budget.admit("B") is None and budget.admit("B") is None
     assert "at most 3 a minute" in budget.admit("B")
-    assert budget.admit("C", 1000) is not None                            # all clients together: 1500
+    assert budget.admit("C", 1000) is not None  # all clients together: 1500
     now[0] += 61
-    assert budget.admit("B") is None                                      # a minute later
-    f.unlink()                                                            # used, or expired
+    assert budget.admit("B") is None  # a minute later
+    f.unlink()  # used, or expired
     now[0] += 11
     assert budget.admit("A", 600) is None
 
@@ -119,9 +121,12 @@ def test_uploads_are_bounded_per_client_in_count_and_bytes(tmp_path):
 # -- the launched app ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    a = prepared_app(tmp_path_factory.mktemp("sessions"), 3, extra_roles=True,
-                     env_extra={"TRADLAB_WORKER": "0", "TRADLAB_UPLOAD_MB_PER_CLIENT": "3",
-                                "TRADLAB_UPLOADS_PER_MINUTE": "10"})      # the default, which RunningApp raises
+    a = prepared_app(
+        tmp_path_factory.mktemp("sessions"),
+        3,
+        extra_roles=True,
+        env_extra={"TRADLAB_WORKER": "0", "TRADLAB_UPLOAD_MB_PER_CLIENT": "3", "TRADLAB_UPLOADS_PER_MINUTE": "10"},
+    )  # the default, which RunningApp raises
     a.start()
     yield a
     a.stop()
@@ -146,26 +151,32 @@ def test_strangers_sessions_are_cheap_and_the_team_page_refuses_their_participan
     sessions are small and at most STRANGER_SESSIONS a page, and valid callers are served."""
     from web.sessions import STRANGER_SESSIONS
 
-    post_new_sessions(app, "/gradio_api/api/view", ["forged", "da"], 20)              # warm
+    post_new_sessions(app, "/gradio_api/api/view", ["forged", "da"], 20)  # warm
     before = rss_mb(app.proc.pid)
     answers, ms = post_new_sessions(app, "/gradio_api/api/view", ["forged", "da"], 300)
     assert all(r.status_code == 403 and r.json() == {"error": NOT_YOUR_LINK} for r in answers), answers[0].text
-    with httpx.Client(base_url=app.url, timeout=30) as c:               # the browser's way: queue/join
-        index = next(fn.get("id", i) for i, fn in enumerate(httpx.get(app.url + "/config").json()["dependencies"])
-                     if fn.get("api_name") == "consent")
+    with httpx.Client(base_url=app.url, timeout=30) as c:  # the browser's way: queue/join
+        index = next(
+            fn.get("id", i)
+            for i, fn in enumerate(httpx.get(app.url + "/config").json()["dependencies"])
+            if fn.get("api_name") == "consent"
+        )
         r = c.post("/gradio_api/queue/join", json={"data": ["forged", True], "fn_index": index, "session_hash": "x1"})
         assert r.status_code == 403 and NOT_YOUR_LINK in r.text, r.text
     # strangers on an event the team page serves them (an admin call without a session)
-    answers2, ms2 = post_new_sessions(app, "/gradio_api/api/admin_repair", ["no-session", None],
-                                      STRANGER_SESSIONS + 300)
+    answers2, ms2 = post_new_sessions(
+        app, "/gradio_api/api/admin_repair", ["no-session", None], STRANGER_SESSIONS + 300
+    )
     assert all(r.status_code == 200 for r in answers2), answers2[0].text
     grown = rss_mb(app.proc.pid) - before
-    print(f"\nforged view on '/': {statistics.median(ms):.1f} ms median; stranger admin calls "
-          f"{statistics.median(ms2):.1f} ms; server memory +{grown:.1f} MB for {len(answers) + len(answers2)} sessions")
-    assert grown < 25, grown          # before: about 0.5 MB a session, 400 MB for these 800
+    print(
+        f"\nforged view on '/': {statistics.median(ms):.1f} ms median; stranger admin calls "
+        f"{statistics.median(ms2):.1f} ms; server memory +{grown:.1f} MB for {len(answers) + len(answers2)} sessions"
+    )
+    assert grown < 25, grown  # before: about 0.5 MB a session, 400 MB for these 800
     assert statistics.median(ms) < 20, statistics.median(ms)
     honest = app.tokens("da")[0]
-    with GradioHTTP(app.url) as c:      # a valid link on "/" is still served
+    with GradioHTTP(app.url) as c:  # a valid link on "/" is still served
         r = c.http.post(f"{app.url}/gradio_api/api/view", json={"data": [honest, "da"], "session_hash": "h1"})
         assert r.json()["data"][0]["status"] == "item", r.text
         assert c.predict(honest, "da", api_name="/view")["status"] == "item"
@@ -173,8 +184,12 @@ def test_strangers_sessions_are_cheap_and_the_team_page_refuses_their_participan
 
 def upload(app, data: bytes, client: str | None = None) -> httpx.Response:
     headers = {"x-forwarded-for": client} if client else {}
-    return httpx.post(f"{app.url}/sender/gradio_api/upload", files=[("files", ("r.wav", data, "audio/wav"))],
-                      headers=headers, timeout=60)
+    return httpx.post(
+        f"{app.url}/sender/gradio_api/upload",
+        files=[("files", ("r.wav", data, "audio/wav"))],
+        headers=headers,
+        timeout=60,
+    )
 
 
 def test_uploads_are_bounded_per_client_and_an_honest_sender_still_records(app):

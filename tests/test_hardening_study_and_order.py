@@ -7,6 +7,7 @@
   the participant deactivated while it runs (nothing stored, no job), DA feedback only from
   DA raters;
 - more views and submits per second for one link than the limit are refused."""
+
 from __future__ import annotations
 
 import shutil
@@ -36,8 +37,14 @@ PAYLOAD = f"![x]({PIXEL}) <img src={PIXEL}> [link](javascript:alert(1)) **bold**
 
 @pytest.fixture(autouse=True)
 def fresh_buckets(monkeypatch):
-    for var in ("TRADLAB_REMOTE_HOSTS", "TRADLAB_KEY_PREFIX", "TRADLAB_ALLOW_REMOTE_CODE", "TRADLAB_RATE_LIMIT",
-                "TRADLAB_LLM_BASE_URL", "TRADLAB_GEMBA_BASE_URL"):
+    for var in (
+        "TRADLAB_REMOTE_HOSTS",
+        "TRADLAB_KEY_PREFIX",
+        "TRADLAB_ALLOW_REMOTE_CODE",
+        "TRADLAB_RATE_LIMIT",
+        "TRADLAB_LLM_BASE_URL",
+        "TRADLAB_GEMBA_BASE_URL",
+    ):
         monkeypatch.delenv(var, raising=False)
     rate_limit.configure(None)
     yield
@@ -45,6 +52,7 @@ def fresh_buckets(monkeypatch):
 
 
 # -- 6: an imported study's remote endpoints, key variables and remote code --------------------
+
 
 def study_with(tmp_path, systems: str = "", llm: str = "", name: str = "study"):
     folder = tmp_path / name
@@ -66,9 +74,10 @@ def zipped(folder):
 
 
 def remote_system(base_url: str, key: str = "") -> str:
-    return ('[[systems]]\nid = "served"\nkind = "remote"\nassign = false\n[systems.params]\n'
-            f'base_url = "{base_url}"\nmodel = "m"\nprompt = "Translate."\n'
-            + (f'api_key_env = "{key}"\n' if key else ""))
+    return (
+        '[[systems]]\nid = "served"\nkind = "remote"\nassign = false\n[systems.params]\n'
+        f'base_url = "{base_url}"\nmodel = "m"\nprompt = "Translate."\n' + (f'api_key_env = "{key}"\n' if key else "")
+    )
 
 
 def messages(excinfo) -> str:
@@ -76,8 +85,11 @@ def messages(excinfo) -> str:
 
 
 def test_a_study_zip_naming_a_remote_host_is_refused(tmp_path, database, monkeypatch):
-    folder = study_with(tmp_path, remote_system("https://models.example.com/v1"),
-                        'model = "m"\nbase_url = "http://169.254.169.254/v1"\n')
+    folder = study_with(
+        tmp_path,
+        remote_system("https://models.example.com/v1"),
+        'model = "m"\nbase_url = "http://169.254.169.254/v1"\n',
+    )
     with pytest.raises(StudyValidationError) as e:
         import_zip(database, zipped(folder))
     text = messages(e)
@@ -97,22 +109,29 @@ def test_requests_go_only_to_allowed_hosts_whatever_configured_them(monkeypatch)
     with pytest.raises(BackendUnavailable, match="not allowed"):
         RemoteMT("https://models.example.com/v1", "m", "{text}").translate(["Hello."])
     assert not host_allowed("https://models.example.com/v1") and host_allowed("http://[::1]:8000/v1")
-    monkeypatch.setenv("TRADLAB_LLM_BASE_URL", "https://models.example.com/v1")   # the server's own URL
+    monkeypatch.setenv("TRADLAB_LLM_BASE_URL", "https://models.example.com/v1")  # the server's own URL
     assert host_allowed("https://models.example.com:8443/v1")
     assert not host_allowed("https://other.example.com/v1")
 
 
 def test_a_study_key_variable_without_the_prefix_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("TRADLAB_ADMIN_PASSWORD", "s3cret")
-    folder = study_with(tmp_path, remote_system("http://127.0.0.1:8000/v1", "TRADLAB_ADMIN_PASSWORD"),
-                        'model = "m"\nbase_url = "http://127.0.0.1:8000/v1"\napi_key_env = "HOME"\n')
+    folder = study_with(
+        tmp_path,
+        remote_system("http://127.0.0.1:8000/v1", "TRADLAB_ADMIN_PASSWORD"),
+        'model = "m"\nbase_url = "http://127.0.0.1:8000/v1"\napi_key_env = "HOME"\n',
+    )
     with pytest.raises(StudyValidationError) as e:
         load_study(folder)
     text = messages(e)
     assert "systems[3].params.api_key_env" in text and "TRADLAB_ADMIN_PASSWORD" in text
     assert "llm.api_key_env" in text and "must start with TRADLAB_KEY_" in text
-    ok = study_with(tmp_path, remote_system("http://127.0.0.1:8000/v1", "TRADLAB_KEY_VLLM"),
-                    'model = "m"\nbase_url = "http://127.0.0.1:8000/v1"\napi_key_env = "TRADLAB_KEY_LLM"\n', name="ok")
+    ok = study_with(
+        tmp_path,
+        remote_system("http://127.0.0.1:8000/v1", "TRADLAB_KEY_VLLM"),
+        'model = "m"\nbase_url = "http://127.0.0.1:8000/v1"\napi_key_env = "TRADLAB_KEY_LLM"\n',
+        name="ok",
+    )
     load_study(ok)
     # and at request time the admin password is never sent as a key, whatever named it
     with pytest.raises(BackendUnavailable, match="never sent"):
@@ -120,8 +139,10 @@ def test_a_study_key_variable_without_the_prefix_is_refused(tmp_path, monkeypatc
 
 
 def test_trust_remote_code_from_a_study_file_is_refused(tmp_path, monkeypatch):
-    direct = ('[[systems]]\nid = "own-code"\nkind = "direct"\nassign = false\n[systems.params]\n'
-              'model = "some/model"\nprompt = "Translate."\ntrust_remote_code = true\n')
+    direct = (
+        '[[systems]]\nid = "own-code"\nkind = "direct"\nassign = false\n[systems.params]\n'
+        'model = "some/model"\nprompt = "Translate."\ntrust_remote_code = true\n'
+    )
     folder = study_with(tmp_path, direct)
     with pytest.raises(StudyValidationError) as e:
         load_study(folder)
@@ -131,6 +152,7 @@ def test_trust_remote_code_from_a_study_file_is_refused(tmp_path, monkeypatch):
 
 
 # -- 9: participant text shown as plain text ---------------------------------------------------
+
 
 def rendered(component, value) -> str:
     """What the browser gets to interpret: Markdown rendered (CommonMark), HTML as is."""
@@ -146,18 +168,23 @@ def test_an_answer_with_markup_is_shown_as_text_on_the_validators_page():
     with gr.Blocks():
         ctx = Ctx(None, None, gr.Textbox(visible=False))
         ui = validator.build(ctx)
-    content = {"source": "An *English* source.", "translation": PAYLOAD,
-               "questions": [{"idx": 1, "en": "Who?", "pt": "Quem?"}, {"idx": 2, "en": "Where?", "pt": "Onde?"}],
-               "answers": [{"idx": 1, "text": PAYLOAD, "unanswerable": False},
-                           {"idx": 2, "text": "<script>alert(1)</script>", "unanswerable": False}],
-               "sqm": []}
+    content = {
+        "source": "An *English* source.",
+        "translation": PAYLOAD,
+        "questions": [{"idx": 1, "en": "Who?", "pt": "Quem?"}, {"idx": 2, "en": "Where?", "pt": "Onde?"}],
+        "answers": [
+            {"idx": 1, "text": PAYLOAD, "unanswerable": False},
+            {"idx": 2, "text": "<script>alert(1)</script>", "unanswerable": False},
+        ],
+        "sqm": [],
+    }
     out = ui.render(ItemView("validator", "item", "", 0, 6, "validate", "17", content))
     # the item is one HTML form (tabs/item_form.py), the gr.HTML component shows it as is
     form = next(v for v in out.values() if isinstance(v, dict) and "html" in v)["html"]
     assert form.count("Answer:") == 2
-    assert "Portuguese translation" in form and "![x](" in form      # the translation, as text
+    assert "Portuguese translation" in form and "![x](" in form  # the translation, as text
     assert "<img" not in form and "<a " not in form and "<script" not in form and "href" not in form, form
-    assert "![x](" + PIXEL + ")" in form.replace("&lt;", "<")      # the text itself is there, as typed
+    assert "![x](" + PIXEL + ")" in form.replace("&lt;", "<")  # the text itself is there, as typed
 
 
 def test_a_welcome_problem_echoing_url_text_is_plain():
@@ -166,11 +193,12 @@ def test_a_welcome_problem_echoing_url_text_is_plain():
     problem = f"Unknown study '{PAYLOAD}'."
     html = MarkdownIt("commonmark").render(f"**{plain_markdown(problem)}**")
     assert "<img" not in html and "<a " not in html and "href" not in html
-    assert "<strong>" in html and "![x](" in html            # shown, bold, as typed
-    assert "<img" in MarkdownIt("commonmark").render(f"**{problem}**")   # what it was before
+    assert "<strong>" in html and "![x](" in html  # shown, bold, as typed
+    assert "<img" in MarkdownIt("commonmark").render(f"**{problem}**")  # what it was before
 
 
 # -- 10: order, withdrawn items, deactivated participants, DA feedback -------------------------
+
 
 def write_wav(path, seconds=4.0, rate=16000):
     t = np.arange(int(seconds * rate)) / rate
@@ -202,24 +230,35 @@ def answers_for(view):
 def test_a_senders_later_record_item_is_refused_while_an_earlier_one_is_next(demo_db, people, tmp_path):
     tok, pid = people["sender"].token, people["sender"].id
     shown = get_view(demo_db, tok, "record")
-    later = [a for a in assignments.open_assignments(demo_db, pid)
-             if a["phase"] == "record" and a["item_id"] != shown.item_id]
+    later = [
+        a
+        for a in assignments.open_assignments(demo_db, pid)
+        if a["phase"] == "record" and a["item_id"] != shown.item_id
+    ]
     assert later
     with pytest.raises(SubmissionError, match="in order"):
-        submit(demo_db, tok, "record", later[0]["item_id"], {"audio": write_wav(tmp_path / "a.wav")},
-               media_dir=tmp_path / "media")
+        submit(
+            demo_db,
+            tok,
+            "record",
+            later[0]["item_id"],
+            {"audio": write_wav(tmp_path / "a.wav")},
+            media_dir=tmp_path / "media",
+        )
     assert count(demo_db, "SELECT COUNT(*) FROM recordings") == 0
     assert count(demo_db, "SELECT COUNT(*) FROM jobs WHERE kind = 'process_recording'") == 0
-    assert submit(demo_db, tok, "record", shown.item_id, {"audio": write_wav(tmp_path / "b.wav")},
-                  media_dir=tmp_path / "media").saved
+    assert submit(
+        demo_db, tok, "record", shown.item_id, {"audio": write_wav(tmp_path / "b.wav")}, media_dir=tmp_path / "media"
+    ).saved
 
 
 def test_an_informed_survey_before_the_baseline_is_refused(demo_db, people):
     tok, pid = people["rater"].token, people["rater"].id
     base = get_view(demo_db, tok, "survey")
     assert base.phase == "survey_baseline"
-    other = int(demo_db.scalar("SELECT id FROM exchanges WHERE id != ? ORDER BY id LIMIT 1",
-                               [int(base.item_id.split(":")[1])]))
+    other = int(
+        demo_db.scalar("SELECT id FROM exchanges WHERE id != ? ORDER BY id LIMIT 1", [int(base.item_id.split(":")[1])])
+    )
     with demo_db.write() as db:
         assignments.insert_assignment(db, "demo", pid, "survey_informed", other, -1.0, exchange_id=other)
     with pytest.raises(SubmissionError, match="in order"):
@@ -234,15 +273,21 @@ def test_a_record_item_withdrawn_during_the_submit_is_refused_and_starts_no_job(
     a = assignments.find_assignment(demo_db, pid, "record", shown.item_id)
     original = submissions.store_recording
 
-    def withdrawn_meanwhile(*args, **kwargs):      # the admin withdraws it while the audio is checked
+    def withdrawn_meanwhile(*args, **kwargs):  # the admin withdraws it while the audio is checked
         with demo_db.write() as db:
             assignments.withdraw(db, a["id"])
         return original(*args, **kwargs)
 
     monkeypatch.setattr(submissions, "store_recording", withdrawn_meanwhile)
     with pytest.raises(SubmissionError, match="withdrawn"):
-        submit(demo_db, tok, "record", shown.item_id, {"audio": write_wav(tmp_path / "a.wav")},
-               media_dir=tmp_path / "media")
+        submit(
+            demo_db,
+            tok,
+            "record",
+            shown.item_id,
+            {"audio": write_wav(tmp_path / "a.wav")},
+            media_dir=tmp_path / "media",
+        )
     assert count(demo_db, "SELECT COUNT(*) FROM recordings") == 0
     assert count(demo_db, "SELECT COUNT(*) FROM jobs WHERE kind = 'process_recording'") == 0
     assert assignments.assignment(demo_db, a["id"])["status"] == "withdrawn"
@@ -293,8 +338,9 @@ def test_da_feedback_only_from_da_raters(demo_db, people):
 
 # -- 8 (part): a per-token request limit -------------------------------------------------------
 
+
 def test_too_many_requests_for_one_link_are_refused(demo_db, people, monkeypatch):
-    rate_limit.configure(1)                                    # 1 per second, a burst of 2
+    rate_limit.configure(1)  # 1 per second, a burst of 2
     tok = people["receiver"].token
     refused = []
     for _ in range(4):
@@ -306,8 +352,8 @@ def test_too_many_requests_for_one_link_are_refused(demo_db, people, monkeypatch
     with pytest.raises(AccessError, match="slow down"):
         submit(demo_db, tok, "receiver", view.item_id, answers_for(view), lang="en")
     assert count(demo_db, "SELECT COUNT(*) FROM answers") == 0
-    assert get_view(demo_db, people["validator"].token, "validator")     # another link is not held up
-    rate_limit.configure(0)                                    # 0: no limit
+    assert get_view(demo_db, people["validator"].token, "validator")  # another link is not held up
+    rate_limit.configure(0)  # 0: no limit
     for _ in range(5):
         get_view(demo_db, tok, "receiver")
 
@@ -325,7 +371,7 @@ def test_made_up_tokens_leave_no_state_behind(demo_db, people):
             with pytest.raises(AccessError, match="not valid"):
                 submit(demo_db, forged, "receiver", "1", {}, lang="en")
         assert len(rate_limit.BUCKETS._buckets) == 0
-        get_view(demo_db, people["receiver"].token, "receiver")       # a real link has its bucket
+        get_view(demo_db, people["receiver"].token, "receiver")  # a real link has its bucket
         assert list(rate_limit.BUCKETS._buckets) == [str(people["receiver"].id)]
     finally:
         rate_limit.configure(0)
@@ -335,7 +381,7 @@ def test_the_bucket_refills_with_time():
     now = [0.0]
     b = rate_limit.TokenBuckets(rate=20, burst=40, clock=lambda: now[0])
     assert sum(b.allow("t") for _ in range(60)) == 40
-    now[0] += 0.5                                                  # 10 more after half a second
+    now[0] += 0.5  # 10 more after half a second
     assert sum(b.allow("t") for _ in range(20)) == 10
     assert b.allow("other")
 
@@ -351,7 +397,7 @@ def test_text_from_speech_and_studies_is_shown_as_typed_on_every_page():
     hostile = "![x](http://127.0.0.1:9/pixel) <img src=x onerror=alert(1)> [a](javascript:alert(1)) **b**"
     rendered = MarkdownIt("commonmark").render(plain_markdown(hostile))
     assert "<img" not in rendered and "<a " not in rendered and "<strong>" not in rendered, rendered
-    assert MarkdownIt("commonmark").render(hostile).count("<img") == 2          # the check can fail
+    assert MarkdownIt("commonmark").render(hostile).count("<img") == 2  # the check can fail
     for name in ("receiver", "survey", "admin"):
         src = (Path(__file__).resolve().parents[1] / "tabs" / f"{name}.py").read_text()
         assert "plain_markdown(" in src or "plain_html(" in src, name

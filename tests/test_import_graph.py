@@ -1,6 +1,7 @@
 """tools/import_graph.py (run by `make lint`): a cycle between services' packages fails it, even
 when no two modules import each other; an import that the layers contract in pyproject.toml
 ignores is no edge; the imports against the contract's layer order are counted."""
+
 from __future__ import annotations
 
 import subprocess
@@ -31,8 +32,7 @@ def tree(tmp_path: Path, files: dict[str, str], ignored: str = "") -> Path:
 
 
 def run(root: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(TOOL), "--root", str(root)], capture_output=True, text=True,
-                          timeout=60)
+    return subprocess.run([sys.executable, str(TOOL), "--root", str(root)], capture_output=True, text=True, timeout=60)
 
 
 # top.a -> low.b and low.c -> top.d: no module cycle, but the packages reach each other

@@ -1,6 +1,7 @@
 """The item forms in headless Chromium (issue 21 point 3): after a submit the next item is in
 view with "Saved." showing and the focus on its first input; the keyboard alone completes an
 item (Tab through the form, Enter on the slider submits; Enter in a text box never does)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,19 +39,23 @@ def page():
 
 
 def in_view(page, selector: str) -> bool:
-    return page.evaluate("""(sel) => { const r = document.querySelector(sel).getBoundingClientRect();
-                                       return r.top >= 0 && r.bottom <= window.innerHeight; }""", selector)
+    return page.evaluate(
+        """(sel) => { const r = document.querySelector(sel).getBoundingClientRect();
+                                       return r.top >= 0 && r.bottom <= window.innerHeight; }""",
+        selector,
+    )
 
 
 def focused(page) -> str:
-    return page.evaluate("document.activeElement ? "
-                         "(document.activeElement.id || document.activeElement.name || '') : ''")
+    return page.evaluate(
+        "document.activeElement ? (document.activeElement.id || document.activeElement.name || '') : ''"
+    )
 
 
 def test_receiver_next_item_in_view_and_focused(app, page):
     page.goto(app.links()["receiver"][0])
     page.locator("#receiver-form textarea").first.wait_for(timeout=30000)
-    assert focused(page) == "answer-1"              # the first answer box has the focus from the start
+    assert focused(page) == "answer-1"  # the first answer box has the focus from the start
     first = page.locator("#translation .translation-text").inner_text()
     boxes = page.locator("#receiver-form textarea")
     for i in range(boxes.count()):
@@ -61,14 +66,13 @@ def test_receiver_next_item_in_view_and_focused(app, page):
     assert page.locator(".msg.ok").count() == 0
     submit = page.get_by_role("button", name="Enviar respostas")
     submit.scroll_into_view_if_needed()
-    assert not in_view(page, "#receiver-form .progress")      # the receiver is at the bottom of the form
+    assert not in_view(page, "#receiver-form .progress")  # the receiver is at the bottom of the form
     submit.click()
     page.locator(".msg.ok").wait_for(timeout=15000)
-    page.wait_for_function("() => document.activeElement && document.activeElement.name === 'answer-1'",
-                           timeout=5000)
+    page.wait_for_function("() => document.activeElement && document.activeElement.name === 'answer-1'", timeout=5000)
     assert page.locator("#translation .translation-text").inner_text() != first
     assert in_view(page, "#receiver-form .msg.ok") and in_view(page, "#receiver-form .progress")
-    assert page.locator("#receiver-form textarea").first.input_value() == ""    # nothing carried over
+    assert page.locator("#receiver-form textarea").first.input_value() == ""  # nothing carried over
     page.screenshot(path=str(ARTIFACTS / "receiver-next-item-focused.png"))
 
 
@@ -77,13 +81,13 @@ def test_da_by_keyboard_alone(app, page):
     slider = page.locator("#da-slider input[type=range]")
     slider.wait_for(timeout=30000)
     page.wait_for_function("() => document.activeElement && document.activeElement.id === 'da-score'", timeout=5000)
-    page.keyboard.press("Enter")                        # not moved yet: refused, and it says why
+    page.keyboard.press("Enter")  # not moved yet: refused, and it says why
     page.locator(".msg.error").wait_for(timeout=15000)
     assert "move the slider" in page.locator(".msg.error").inner_text()
     page.wait_for_function("() => document.activeElement && document.activeElement.id === 'da-score'", timeout=5000)
     for _ in range(7):
         page.keyboard.press("ArrowRight")
-    assert page.locator(".msg.error").count() == 0      # the move clears the error at once
+    assert page.locator(".msg.error").count() == 0  # the move clears the error at once
     assert page.locator("#da-slider output").inner_text() == "7"
     page.keyboard.press("Enter")
     page.locator(".msg.ok").wait_for(timeout=15000)

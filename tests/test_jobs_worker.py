@@ -1,4 +1,5 @@
 """The persistent job queue and its worker: retry with backoff, failure, resume after a crash."""
+
 from __future__ import annotations
 
 import threading
@@ -36,13 +37,14 @@ def test_failures_retry_with_exponential_backoff_then_fail(database):
     def flaky(payload):
         calls.append(time.time())
         raise RuntimeError("model server busy")
+
     jid = add(database, max_attempts=3)
     w = Worker(database, {"work": flaky}, backoff_s=0.2)
     assert [w.retry_delay(n) for n in (1, 2, 3)] == [0.2, 0.4, 0.8]
     assert w.run_once()["status"] == "pending"
     job = jobs.get(database, jid)
     assert job["attempts"] == 1 and "model server busy" in job["last_error"] and job["run_after"]
-    assert w.run_once() is None                      # still backing off
+    assert w.run_once() is None  # still backing off
     time.sleep(0.25)
     assert w.run_once()["status"] == "pending"
     time.sleep(0.45)
@@ -57,6 +59,7 @@ def test_failures_retry_with_exponential_backoff_then_fail(database):
 def test_a_missing_model_fails_at_once(database):
     def missing(payload):
         raise BackendUnavailable("faster_whisper is not installed: pip install faster-whisper")
+
     jid = add(database, max_attempts=5)
     assert Worker(database, {"work": missing}).run_once()["status"] == "failed"
     assert "pip install faster-whisper" in jobs.get(database, jid)["last_error"]
@@ -90,6 +93,7 @@ def test_worker_thread_survives_a_handler_error_and_runs_later_jobs(database):
         ran.append(payload["n"])
         if payload["n"] == 1:
             raise ValueError("bad input")
+
     add(database, payload={"n": 1}, max_attempts=1)
     add(database, payload={"n": 2})
     w = Worker(database, {"work": handler}, poll_s=0.05).start()
@@ -114,7 +118,8 @@ def test_background_jobs_wait_for_participant_facing_ones(database):
     add(database, kind="score_exchange", payload={"n": 1})
     add(database, kind="score_exchange", payload={"n": 2})
     add(database, kind="process_recording", payload={"n": 3})
-    w = Worker(database, {"score_exchange": lambda p: ran.append(p["n"]),
-                          "process_recording": lambda p: ran.append(p["n"])})
+    w = Worker(
+        database, {"score_exchange": lambda p: ran.append(p["n"]), "process_recording": lambda p: ran.append(p["n"])}
+    )
     w.run_until_idle()
     assert ran == [3, 1, 2]

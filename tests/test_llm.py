@@ -2,6 +2,7 @@
 study's [llm] section and TRADLAB_LLM_* variables, the remote backend against the local
 OpenAI-compatible server, the transformers backend on a tiny chat LM trained here, and the
 [llm] / [questions] sections of study.toml."""
+
 from __future__ import annotations
 
 import shutil
@@ -16,7 +17,7 @@ from services.questions import settings as question_settings
 from services.study.files import StudyValidationError, load_study
 from tests.openai_server import OpenAIServer
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))      # tiny_models, whatever the import mode
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tiny_models, whatever the import mode
 import tiny_models as tm  # noqa: E402
 
 DEMO = Path(__file__).resolve().parents[1] / "assets" / "demo_study"
@@ -33,6 +34,7 @@ def clean_env(monkeypatch):
 
 # -- configuration ----------------------------------------------------------------------------
 
+
 def test_unconfigured_llm_names_every_variable(clean_env):
     with pytest.raises(llm.LLMNotConfigured) as e:
         llm.config()
@@ -40,7 +42,7 @@ def test_unconfigured_llm_names_every_variable(clean_env):
         assert var in str(e.value)
     assert "[llm]" in str(e.value)
     assert not llm.configured({"llm": {}})
-    assert isinstance(e.value, BackendUnavailable)          # the app's "missing model" family
+    assert isinstance(e.value, BackendUnavailable)  # the app's "missing model" family
 
 
 def test_env_then_study_section_then_overrides(clean_env):
@@ -48,24 +50,35 @@ def test_env_then_study_section_then_overrides(clean_env):
     clean_env.setenv("TRADLAB_LLM_BASE_URL", "http://127.0.0.1:9/v1")
     clean_env.setenv("TRADLAB_LLM_API_KEY_ENV", KEY_ENV)
     cfg = llm.config()
-    assert (cfg.backend, cfg.model, cfg.base_url, cfg.api_key_env) == ("remote", "env-model", "http://127.0.0.1:9/v1",
-                                                                       KEY_ENV)
+    assert (cfg.backend, cfg.model, cfg.base_url, cfg.api_key_env) == (
+        "remote",
+        "env-model",
+        "http://127.0.0.1:9/v1",
+        KEY_ENV,
+    )
     assert (cfg.temperature, cfg.max_tokens, cfg.seed) == (0.0, 512, 0)
     study = {"llm": {**llm.DEFAULTS, "model": "study-model", "temperature": 0.7, "seed": 3, "max_tokens": 64}}
     cfg = llm.config(study)
     assert (cfg.model, cfg.temperature, cfg.seed, cfg.max_tokens) == ("study-model", 0.7, 3, 64)
-    assert cfg.base_url == "http://127.0.0.1:9/v1"            # not in the section: from the environment
+    assert cfg.base_url == "http://127.0.0.1:9/v1"  # not in the section: from the environment
     assert "study-model" in cfg.label and "temperature 0.7" in cfg.label and "seed 3" in cfg.label
     assert llm.config(study, model="override").model == "override"
     clean_env.delenv("TRADLAB_LLM_BASE_URL")
-    assert llm.config(study).backend == "transformers"        # no URL: a local model
+    assert llm.config(study).backend == "transformers"  # no URL: a local model
 
 
-@pytest.mark.parametrize("section, key", [
-    ({"backend": "ollama"}, "backend"), ({"temperature": -1}, "temperature"), ({"temperature": "hot"}, "temperature"),
-    ({"max_tokens": 0}, "max_tokens"), ({"seed": 1.5}, "seed"), ({"base_url": "gpu-box:8000"}, "base_url"),
-    ({"model": 5}, "model"),
-])
+@pytest.mark.parametrize(
+    "section, key",
+    [
+        ({"backend": "ollama"}, "backend"),
+        ({"temperature": -1}, "temperature"),
+        ({"temperature": "hot"}, "temperature"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"seed": 1.5}, "seed"),
+        ({"base_url": "gpu-box:8000"}, "base_url"),
+        ({"model": 5}, "model"),
+    ],
+)
 def test_bad_llm_settings_are_named(section, key):
     assert key in [k for k, _ in llm.problems({**llm.DEFAULTS, **section})]
 
@@ -76,6 +89,7 @@ def test_remote_without_url_says_so(clean_env):
 
 
 # -- remote backend -------------------------------------------------------------------------
+
 
 def echo(text: str, body: dict) -> str:
     return "ECHO " + text.upper()
@@ -89,13 +103,27 @@ def server():
 
 def test_remote_sends_the_prompt_with_the_sampling_settings(server, clean_env):
     clean_env.setenv(KEY_ENV, KEY)
-    model = llm.get({"llm": {**llm.DEFAULTS, "model": "qa-llm", "base_url": server.base_url, "api_key_env": KEY_ENV,
-                             "temperature": 0.5, "seed": 7, "max_tokens": 33}})
+    model = llm.get(
+        {
+            "llm": {
+                **llm.DEFAULTS,
+                "model": "qa-llm",
+                "base_url": server.base_url,
+                "api_key_env": KEY_ENV,
+                "temperature": 0.5,
+                "seed": 7,
+                "max_tokens": 33,
+            }
+        }
+    )
     server.requests.clear()
     assert model.complete(["Say hi.", "  ", "Again {braces} stay."]) == [
-        "ECHO SAY HI.", "", "ECHO AGAIN {BRACES} STAY."]
+        "ECHO SAY HI.",
+        "",
+        "ECHO AGAIN {BRACES} STAY.",
+    ]
     bodies = [r.json for r in server.requests]
-    assert len(bodies) == 2                                    # a blank prompt is not sent
+    assert len(bodies) == 2  # a blank prompt is not sent
     assert bodies[0]["messages"] == [{"role": "user", "content": "Say hi."}]
     assert (bodies[0]["temperature"], bodies[0]["seed"], bodies[0]["max_tokens"]) == (0.5, 7, 33)
     assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
@@ -104,7 +132,7 @@ def test_remote_sends_the_prompt_with_the_sampling_settings(server, clean_env):
 def test_remote_errors_are_clear(server, clean_env):
     clean_env.delenv(KEY_ENV, raising=False)
     model = llm.get({"llm": {**llm.DEFAULTS, "model": "qa-llm", "base_url": server.base_url, "api_key_env": KEY_ENV}})
-    with pytest.raises(BackendUnavailable, match=KEY_ENV):     # the key's variable is named
+    with pytest.raises(BackendUnavailable, match=KEY_ENV):  # the key's variable is named
         model.complete(["x"])
     clean_env.setenv(KEY_ENV, KEY)
     wrong = llm.get({"llm": {**llm.DEFAULTS, "model": "nope", "base_url": server.base_url, "api_key_env": KEY_ENV}})
@@ -121,8 +149,10 @@ def test_an_existing_text_chat_still_translates(server, clean_env):
 
 # -- transformers backend on a tiny trained chat LM -----------------------------------------
 
-PAIRS = [("Name the capital of France.", "Paris is the capital."),
-         ("Say hello to the team.", "Hello team, good morning.")]
+PAIRS = [
+    ("Name the capital of France.", "Paris is the capital."),
+    ("Say hello to the team.", "Hello team, good morning."),
+]
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +164,7 @@ def chat_lm(tmp_path_factory):
 @pytest.mark.slow
 def test_transformers_backend_answers_through_the_chat_template(chat_lm, no_network, clean_env):
     from services.models.cache import ModelCache
+
     cache = ModelCache(device="cpu")
     clean_env.setenv("TRADLAB_LLM_MODEL", str(chat_lm))
     model = llm.get(cache=cache, max_tokens=16)
@@ -154,6 +185,7 @@ def test_transformers_backend_missing_model_is_unavailable(tmp_path, no_network,
 
 
 # -- the [llm] and [questions] sections of study.toml ---------------------------------------
+
 
 @pytest.fixture
 def study(tmp_path) -> Path:
@@ -179,8 +211,7 @@ def test_sections_are_optional_and_stored_with_their_defaults(study):
     append(study, '[llm]\nmodel = "qwen"\ntemperature = 0.2\n\n[questions]\nn = 6\nauto_qa_method = "e5"')
     bundle = load_study(study)
     assert bundle.config["llm"] == {**llm.DEFAULTS, "model": "qwen", "temperature": 0.2}
-    assert bundle.config["questions"] == {**question_settings.DEFAULTS, "n": 6, "auto_qa_method": "e5",
-                                          "prompts": {}}
+    assert bundle.config["questions"] == {**question_settings.DEFAULTS, "n": 6, "auto_qa_method": "e5", "prompts": {}}
 
 
 def test_prompt_override_is_read_at_import(study):
@@ -192,21 +223,24 @@ def test_prompt_override_is_read_at_import(study):
     assert question_settings.prompt(bundle.config, "answer") == question_settings.prompt(None, "answer")
     before = bundle.content_hash
     (study / "my_prompt.txt").write_text("Ask {n} other things about: {starter}", encoding="utf-8")
-    assert load_study(study).content_hash != before             # a changed prompt is a changed study
+    assert load_study(study).content_hash != before  # a changed prompt is a changed study
 
 
-@pytest.mark.parametrize("toml, field", [
-    ('[llm]\nbackend = "ollama"', "llm.backend"),
-    ('[llm]\nmodle = "x"', "llm.modle"),
-    ('[questions]\nn = 11', "questions.n"),
-    ('[questions]\nn = 0', "questions.n"),
-    ('[questions]\nauto_qa_method = "bleu"', "questions.auto_qa_method"),
-    ('[questions]\nauto_qa_mode = "fr"', "questions.auto_qa_mode"),
-    ('[questions]\nchrf_threshold = 101', "questions.chrf_threshold"),
-    ('[questions]\ntranslate = "google"', "questions.translate"),
-    ('[questions]\nprompt_generate = "absent.txt"', "questions.prompt_generate"),
-    ('[questions]\nprompt_answer = "../outside.txt"', "questions.prompt_answer"),
-])
+@pytest.mark.parametrize(
+    "toml, field",
+    [
+        ('[llm]\nbackend = "ollama"', "llm.backend"),
+        ('[llm]\nmodle = "x"', "llm.modle"),
+        ("[questions]\nn = 11", "questions.n"),
+        ("[questions]\nn = 0", "questions.n"),
+        ('[questions]\nauto_qa_method = "bleu"', "questions.auto_qa_method"),
+        ('[questions]\nauto_qa_mode = "fr"', "questions.auto_qa_mode"),
+        ("[questions]\nchrf_threshold = 101", "questions.chrf_threshold"),
+        ('[questions]\ntranslate = "google"', "questions.translate"),
+        ('[questions]\nprompt_generate = "absent.txt"', "questions.prompt_generate"),
+        ('[questions]\nprompt_answer = "../outside.txt"', "questions.prompt_answer"),
+    ],
+)
 def test_bad_sections_are_import_errors_naming_the_key(study, toml, field):
     append(study, toml)
     assert field in errors_of(study)
@@ -221,9 +255,10 @@ def test_a_prompt_without_its_placeholders_is_refused(study):
 
 def test_starters_without_questions_need_the_questions_section(study):
     rows = (study / "questions.csv").read_text(encoding="utf-8").splitlines()
-    (study / "questions.csv").write_text("\n".join(r for r in rows if not r.startswith("s01,")) + "\n",
-                                         encoding="utf-8")
-    assert "starter_id" in errors_of(study)                    # as before: every starter needs questions
+    (study / "questions.csv").write_text(
+        "\n".join(r for r in rows if not r.startswith("s01,")) + "\n", encoding="utf-8"
+    )
+    assert "starter_id" in errors_of(study)  # as before: every starter needs questions
     append(study, "[questions]")
     bundle = load_study(study)
     assert not [q for q in bundle.questions if q["starter_id"] == "s01"]

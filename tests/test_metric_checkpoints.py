@@ -7,6 +7,7 @@ below from google-research/metricx (repository google-research/metricx, files
 metricx23/predict.py and metricx24/predict.py, function get_dataset(), its _make_input,
 _tokenize and _remove_eos; metricx23/models.py MT5ForRegression.forward for the head), on tiny
 mT5 models built here (tests/tiny_metric_models.py) and copied under the real models' names."""
+
 from __future__ import annotations
 
 import json
@@ -46,6 +47,7 @@ REF = ["Olá mundo!", "Muito obrigado.", "Bom dia a todos."]
 #       one decoder step from id 0, predictions = lm_logits[:, 0, 250089], torch.clamp(.., 0, 25).
 # README of google-research/metricx: max_input_length 1024 for MetricX-23, 1536 for MetricX-24.
 
+
 def reference_input(version: str, example: dict, is_qe: bool) -> str:
     """_make_input of metricx{23,24}/predict.py, as quoted above."""
     if version == "23":
@@ -54,20 +56,25 @@ def reference_input(version: str, example: dict, is_qe: bool) -> str:
         return "candidate: " + example["hypothesis"] + " reference: " + example["reference"]
     if is_qe:
         return "source: " + example["source"] + " candidate: " + example["hypothesis"]
-    return ("source: " + example["source"] + " candidate: " + example["hypothesis"]
-            + " reference: " + example["reference"])
+    return (
+        "source: " + example["source"] + " candidate: " + example["hypothesis"] + " reference: " + example["reference"]
+    )
 
 
 def reference_prediction(model_dir, tok_dir, score_id: int, text: str, max_input_length: int) -> float:
     """_tokenize, _remove_eos and MT5ForRegression's head, on a model loaded independently."""
     import torch
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
     tok = AutoTokenizer.from_pretrained(tok_dir, local_files_only=True)
     model = AutoModelForSeq2SeqLM.from_pretrained(model_dir, local_files_only=True).eval()
     ids = tok(text, max_length=max_input_length, truncation=True, padding=False).input_ids[:-1]
     with torch.no_grad():
-        out = model(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-                    decoder_input_ids=torch.zeros((1, 1), dtype=torch.long))
+        out = model(
+            input_ids=torch.tensor([ids]),
+            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+            decoder_input_ids=torch.zeros((1, 1), dtype=torch.long),
+        )
     return float(torch.clamp(out.logits[0, 0, score_id], 0, 25))
 
 
@@ -75,6 +82,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # -- fixtures -----------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
@@ -91,6 +99,7 @@ def cache():
 def clean_env(monkeypatch):
     """No MetricX / COMET variable of the machine leaks into these tests."""
     import os
+
     for var in list(os.environ):
         if var.startswith(("TRADLAB_METRICX", "TRADLAB_COMET", "TRADLAB_XCOMET")):
             monkeypatch.delenv(var)
@@ -108,8 +117,14 @@ def checkpoint(tiny, folder: Path, **config) -> Path:
 
 
 def get(name, tiny, model, cache, **options):
-    return metrics.get(name, model=str(model), tokenizer=str(tiny["tokenizer"]),
-                       score_token_id=tiny["score_token_id"], cache=cache, **options)
+    return metrics.get(
+        name,
+        model=str(model),
+        tokenizer=str(tiny["tokenizer"]),
+        score_token_id=tiny["score_token_id"],
+        cache=cache,
+        **options,
+    )
 
 
 def examples(with_ref: bool) -> list[dict]:
@@ -118,35 +133,43 @@ def examples(with_ref: bool) -> list[dict]:
 
 # -- point 1: each MetricX version reads its own input ------------------------------------------
 
+
 def test_input_strings_equal_the_reference_implementations():
     for ex in examples(with_ref=True):
         s, h, r = ex["source"], ex["hypothesis"], ex["reference"]
         assert metricx_input(s, h, None, "23-qe") == reference_input("23", ex, is_qe=True)
-        assert metricx_input(s, h, r, "23-qe") == reference_input("23", ex, is_qe=True)   # QE model: no reference
+        assert metricx_input(s, h, r, "23-qe") == reference_input("23", ex, is_qe=True)  # QE model: no reference
         assert metricx_input(s, h, r, "23") == reference_input("23", ex, is_qe=False)
         assert metricx_input(s, h, None, "24") == reference_input("24", ex, is_qe=True)
         assert metricx_input(s, h, r, "24") == reference_input("24", ex, is_qe=False)
-        assert metricx_input(s, h, r) == reference_input("24", ex, is_qe=False)           # the old default
+        assert metricx_input(s, h, r) == reference_input("24", ex, is_qe=False)  # the old default
     with pytest.raises(ValueError, match="need a reference"):
         metricx_input("a", "b", None, "23")
 
 
-def test_metricx23_qe_checkpoint_scores_as_the_reference_implementation(tiny, tmp_path, cache, clean_env,
-                                                                        no_network):
+def test_metricx23_qe_checkpoint_scores_as_the_reference_implementation(tiny, tmp_path, cache, clean_env, no_network):
     """Paper 003 (3.1, A.1) uses google/metricx-23-qe-{large,xl}-v2p0: detected from the folder's
     name, scored with MetricX-23's QE input, not MetricX-24's."""
     folder = checkpoint(tiny, tmp_path / "metricx-23-qe-large-v2p0")
     m = get("metricx", tiny, folder, cache)
     got = m.score(SRC, HYP)
-    want = [reference_prediction(folder, tiny["tokenizer"], tiny["score_token_id"],
-                                 reference_input("23", ex, is_qe=True), 1024) for ex in examples(False)]
+    want = [
+        reference_prediction(
+            folder, tiny["tokenizer"], tiny["score_token_id"], reference_input("23", ex, is_qe=True), 1024
+        )
+        for ex in examples(False)
+    ]
     assert got == pytest.approx(want, abs=1e-4)
     assert (m.metricx_version, m.kind, m.max_input_length) == ("23-qe", metrics.QE, 1024)
     assert "MetricX-23 QE" in m.model and "candidate: .. source: .." in m.model
-    as_24 = [reference_prediction(folder, tiny["tokenizer"], tiny["score_token_id"],
-                                  reference_input("24", ex, is_qe=True), 1536) for ex in examples(False)]
-    assert got != pytest.approx(as_24, abs=1e-3)           # the formats really score differently
-    assert m.score(SRC, HYP, REF) == got                    # a QE model ignores references
+    as_24 = [
+        reference_prediction(
+            folder, tiny["tokenizer"], tiny["score_token_id"], reference_input("24", ex, is_qe=True), 1536
+        )
+        for ex in examples(False)
+    ]
+    assert got != pytest.approx(as_24, abs=1e-3)  # the formats really score differently
+    assert m.score(SRC, HYP, REF) == got  # a QE model ignores references
     # the named checkpoint of the paper, configured by its own variables, is the same metric
     clean_env.setenv("TRADLAB_METRICX_23_QE_L_MODEL", str(folder))
     clean_env.setenv("TRADLAB_METRICX_23_QE_L_TOKENIZER", str(tiny["tokenizer"]))
@@ -154,15 +177,18 @@ def test_metricx23_qe_checkpoint_scores_as_the_reference_implementation(tiny, tm
     assert named.name == "metricx-23-qe-l" and named.score(SRC, HYP) == pytest.approx(want, abs=1e-4)
 
 
-def test_metricx23_reference_checkpoint_reads_candidate_and_reference(tiny, tmp_path, cache, clean_env,
-                                                                      no_network):
+def test_metricx23_reference_checkpoint_reads_candidate_and_reference(tiny, tmp_path, cache, clean_env, no_network):
     folder = checkpoint(tiny, tmp_path / "metricx-23-large-v2p0")
     m = get("metricx", tiny, folder, cache)
     assert (m.metricx_version, m.kind) == ("23", metrics.REFERENCE)
-    want = [reference_prediction(folder, tiny["tokenizer"], tiny["score_token_id"],
-                                 reference_input("23", ex, is_qe=False), 1024) for ex in examples(True)]
+    want = [
+        reference_prediction(
+            folder, tiny["tokenizer"], tiny["score_token_id"], reference_input("23", ex, is_qe=False), 1024
+        )
+        for ex in examples(True)
+    ]
     assert m.score(SRC, HYP, REF) == pytest.approx(want, abs=1e-4)
-    assert m.score(SRC, HYP) == [None] * len(SRC)           # a MetricX-23 reference model has no QE mode
+    assert m.score(SRC, HYP) == [None] * len(SRC)  # a MetricX-23 reference model has no QE mode
 
 
 def test_metricx24_checkpoint_keeps_its_format(tiny, tmp_path, cache, clean_env, no_network):
@@ -172,9 +198,12 @@ def test_metricx24_checkpoint_keeps_its_format(tiny, tmp_path, cache, clean_env,
     m = metrics.get("metricx-24-xl", score_token_id=tiny["score_token_id"], cache=cache)
     assert (m.metricx_version, m.kind, m.max_input_length) == ("24", metrics.REFERENCE, 1536)
     for with_ref in (True, False):
-        want = [reference_prediction(folder, tiny["tokenizer"], tiny["score_token_id"],
-                                     reference_input("24", ex, is_qe=not with_ref), 1536)
-                for ex in examples(with_ref)]
+        want = [
+            reference_prediction(
+                folder, tiny["tokenizer"], tiny["score_token_id"], reference_input("24", ex, is_qe=not with_ref), 1536
+            )
+            for ex in examples(with_ref)
+        ]
         assert m.score(SRC, HYP, REF if with_ref else None) == pytest.approx(want, abs=1e-4)
 
 
@@ -198,13 +227,17 @@ def test_version_read_from_the_checkpoint_config(tiny, tmp_path, cache, clean_en
 def test_a_named_version_the_checkpoint_contradicts_is_an_error(tiny, tmp_path, cache, clean_env, no_network):
     v23 = checkpoint(tiny, tmp_path / "metricx-23-qe-large-v2p0")
     v24 = checkpoint(tiny, tmp_path / "m24", _name_or_path="google/metricx-24-hybrid-large-v2p6")
-    with pytest.raises(metrics_metricx.VersionMismatch,
-                       match=r"configured as MetricX-24.*metricx-23-qe-large-v2p0 is a "
-                             r"MetricX-23 QE checkpoint.*scores would be wrong"):
+    with pytest.raises(
+        metrics_metricx.VersionMismatch,
+        match=r"configured as MetricX-24.*metricx-23-qe-large-v2p0 is a "
+        r"MetricX-23 QE checkpoint.*scores would be wrong",
+    ):
         get("metricx", tiny, v23, cache, metricx_version="24")
-    with pytest.raises(metrics_metricx.VersionMismatch,
-                       match=r"'metricx-23-qe-l' is configured as MetricX-23 QE.*MetricX-24"
-                             r".*_name_or_path.*TRADLAB_METRICX_23_QE_L_MODEL"):
+    with pytest.raises(
+        metrics_metricx.VersionMismatch,
+        match=r"'metricx-23-qe-l' is configured as MetricX-23 QE.*MetricX-24"
+        r".*_name_or_path.*TRADLAB_METRICX_23_QE_L_MODEL",
+    ):
         get("metricx-23-qe-l", tiny, v24, cache)
     clean_env.setenv("TRADLAB_METRICX_VERSION", "24")
     with pytest.raises(metrics_metricx.VersionMismatch):
@@ -219,16 +252,23 @@ def test_a_named_version_the_checkpoint_contradicts_is_an_error(tiny, tmp_path, 
 
 # -- point 2: several checkpoints of one family, each under its name ----------------------------
 
+
 def test_the_papers_checkpoints_have_names_and_the_old_names_stay():
-    want = {"comet-22": "Unbabel/wmt22-comet-da", "cometkiwi-22": "Unbabel/wmt22-cometkiwi-da",
-            "cometkiwi-23-xl": "Unbabel/wmt23-cometkiwi-da-xl", "cometkiwi-23-xxl": "Unbabel/wmt23-cometkiwi-da-xxl",
-            "xcomet-xl": "Unbabel/XCOMET-XL", "xcomet-xxl": "Unbabel/XCOMET-XXL",
-            "metricx-23-qe-l": "google/metricx-23-qe-large-v2p0", "metricx-23-qe-xl": "google/metricx-23-qe-xl-v2p0",
-            "metricx-24-xl": "google/metricx-24-hybrid-xl-v2p6"}
+    want = {
+        "comet-22": "Unbabel/wmt22-comet-da",
+        "cometkiwi-22": "Unbabel/wmt22-cometkiwi-da",
+        "cometkiwi-23-xl": "Unbabel/wmt23-cometkiwi-da-xl",
+        "cometkiwi-23-xxl": "Unbabel/wmt23-cometkiwi-da-xxl",
+        "xcomet-xl": "Unbabel/XCOMET-XL",
+        "xcomet-xxl": "Unbabel/XCOMET-XXL",
+        "metricx-23-qe-l": "google/metricx-23-qe-large-v2p0",
+        "metricx-23-qe-xl": "google/metricx-23-qe-xl-v2p0",
+        "metricx-24-xl": "google/metricx-24-hybrid-xl-v2p6",
+    }
     names = metrics.names()
     for name, hub in want.items():
         assert name in names and metrics.CHECKPOINTS[name].hub == hub and metrics.CHECKPOINTS[name].paper
-    assert {"comet", "cometkiwi", "xcomet", "metricx"} <= set(names)        # back-compatible aliases
+    assert {"comet", "cometkiwi", "xcomet", "metricx"} <= set(names)  # back-compatible aliases
     assert metrics.env_var("cometkiwi-23-xl", "CHECKPOINT") == "TRADLAB_COMETKIWI_23_XL_CHECKPOINT"
 
 
@@ -249,7 +289,7 @@ def test_two_cometkiwi_checkpoints_side_by_side(tmp_path, clean_env, monkeypatch
     k23 = fake_comet(tmp_path / "k23", b"23xl", pretrained_model="facebook/xlm-roberta-xl", **KIWI)
     clean_env.setenv("TRADLAB_COMETKIWI_22_CHECKPOINT", str(k22))
     clean_env.setenv("TRADLAB_COMETKIWI_23_XL_CHECKPOINT", str(k23))
-    clean_env.setenv("TRADLAB_COMETKIWI_CHECKPOINT", str(k22))                # the old name still works
+    clean_env.setenv("TRADLAB_COMETKIWI_CHECKPOINT", str(k22))  # the old name still works
     listed = {i["name"]: i for i in metrics.available()}
     assert {"cometkiwi-22", "cometkiwi-23-xl", "cometkiwi"} <= set(listed)
     assert listed["cometkiwi-22"]["model"].startswith(str(k22 / "checkpoints" / "model.ckpt"))
@@ -265,11 +305,14 @@ def test_two_cometkiwi_checkpoints_side_by_side(tmp_path, clean_env, monkeypatch
 def test_a_named_comet_checkpoint_refuses_another_papers_model(tmp_path, clean_env, monkeypatch):
     monkeypatch.setattr(metrics_comet, "_package_version", lambda: "2.2.7")
     k22 = fake_comet(tmp_path / "k22", pretrained_model="microsoft/infoxlm-large", **KIWI)
-    with pytest.raises(BackendUnavailable, match=r"'cometkiwi-23-xl'.*microsoft/infoxlm-large.*"
-                                                 r"Unbabel/wmt22-cometkiwi-da"):
+    with pytest.raises(
+        BackendUnavailable,
+        match=r"'cometkiwi-23-xl'.*microsoft/infoxlm-large.*"
+        r"Unbabel/wmt22-cometkiwi-da",
+    ):
         metrics.get("cometkiwi-23-xl", checkpoint=str(k22))
     local = fake_comet(tmp_path / "local", pretrained_model=str(tmp_path / "my-encoder"), **KIWI)
-    assert metrics.get("cometkiwi-23-xl", checkpoint=str(local)).name == "cometkiwi-23-xl"   # not judged
+    assert metrics.get("cometkiwi-23-xl", checkpoint=str(local)).name == "cometkiwi-23-xl"  # not judged
 
 
 def test_a_comet_checkpoint_replaced_in_place_is_another_model(tmp_path, clean_env, monkeypatch):
@@ -283,6 +326,7 @@ def test_a_comet_checkpoint_replaced_in_place_is_another_model(tmp_path, clean_e
 def _perturb(model_dir: Path, score_id: int) -> None:
     """Other weights at the same path: the score row of lm_head changed."""
     from safetensors.torch import load_file, save_file
+
     path = model_dir / "model.safetensors"
     tensors = load_file(path)
     tensors["lm_head.weight"][score_id] *= 0.5
@@ -298,9 +342,9 @@ def test_scores_of_a_replaced_checkpoint_are_not_reused(tiny, tmp_path, database
     new = get("metricx", tiny, folder, ModelCache(device="cpu"))
     fresh = new.score(*args)
     assert fresh != pytest.approx(first, abs=1e-3)
-    assert metrics.score_cached(database, new, *args) == pytest.approx(fresh, abs=1e-6)   # not the old ones
+    assert metrics.score_cached(database, new, *args) == pytest.approx(fresh, abs=1e-6)  # not the old ones
     assert new.model != old.model and new.fingerprint != old.fingerprint
-    assert metric_cache.count(database, "metricx") == 2 * len(SRC)           # both models' scores kept apart
+    assert metric_cache.count(database, "metricx") == 2 * len(SRC)  # both models' scores kept apart
     # one model cache: the replaced weights are loaded afresh, not served from memory
     shared = ModelCache(device="cpu")
     get("metricx-24-xl", tiny, folder, shared).score(*args)
@@ -308,8 +352,7 @@ def test_scores_of_a_replaced_checkpoint_are_not_reused(tiny, tmp_path, database
     assert get("metricx-24-xl", tiny, folder, shared).score(*args) != pytest.approx(fresh, abs=1e-3)
 
 
-def test_exchange_scores_name_their_checkpoint_and_a_change_is_found(tiny, tmp_path, demo_db, clean_env,
-                                                                    no_network):
+def test_exchange_scores_name_their_checkpoint_and_a_change_is_found(tiny, tmp_path, demo_db, clean_env, no_network):
     """Two MetricX checkpoints stored side by side per exchange; replacing one mid-study is found
     (mixed_models, stale_exchanges) and repaired (rescore_stale), never silently mixed."""
     db = demo_db
@@ -320,8 +363,13 @@ def test_exchange_scores_name_their_checkpoint_and_a_change_is_found(tiny, tmp_p
         clean_env.setenv(metrics.env_var(name, "MODEL"), str(folder))
         clean_env.setenv(metrics.env_var(name, "TOKENIZER"), str(tiny["tokenizer"]))
     real_get = metrics.get
-    clean_env.setattr(metrics, "get", lambda name, **o: real_get(
-        name, **({"score_token_id": tiny["score_token_id"]} if name.startswith("metricx") else {}), **o))
+    clean_env.setattr(
+        metrics,
+        "get",
+        lambda name, **o: real_get(
+            name, **({"score_token_id": tiny["score_token_id"]} if name.startswith("metricx") else {}), **o
+        ),
+    )
     cache = ModelCache(device="cpu")
     names = ["metricx-23-qe-l", "metricx-23-qe-xl"]
     ids = [e["id"] for e in assignments.translated_exchanges(db, "demo")][:3]

@@ -2,6 +2,7 @@
 (tests/tiny_metric_models.py): configuration and its errors, the transformers-5 patches, and the
 scores' plumbing (finite floats, one per segment, batched, deterministic, order kept, None where a
 reference is needed and missing)."""
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tiny_metric_models as tmm  # noqa: E402
 
 # Lightning 2.6 under torch 2.13 warns about a torch pytree deprecation on every predict
-pytestmark = [pytest.mark.filterwarnings("ignore:.*LeafSpec.*:DeprecationWarning", "ignore:.*LeafSpec.*"),
-              pytest.mark.usefixtures("one_torch_thread")]
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:.*LeafSpec.*:DeprecationWarning", "ignore:.*LeafSpec.*"),
+    pytest.mark.usefixtures("one_torch_thread"),
+]
 
 NAMES = ("comet", "cometkiwi", "xcomet")
 needs_comet = pytest.mark.skipif(not metrics_comet._package_version(), reason="unbabel-comet is not installed")
@@ -30,8 +33,6 @@ needs_comet = pytest.mark.skipif(not metrics_comet._package_version(), reason="u
 SRC = ["Hello world.", "Good morning everyone.", "Thank you very much.", "The cat ate the fish."]
 HYP = ["Olá mundo.", "Bom dia a todos.", "Bom dia.", "O gato comeu o peixe."]
 REF = ["Olá mundo.", "Bom dia a todos.", "Muito obrigado.", "O gato comeu o peixe."]
-
-
 
 
 @pytest.fixture(scope="session")
@@ -68,6 +69,7 @@ def fake_checkpoint(folder: Path, **hparams) -> Path:
 
 # -- configuration and errors (no model needed) ---------------------------------------------
 
+
 @pytest.mark.parametrize("name", NAMES)
 def test_missing_checkpoint_names_the_variable(clean_env, name):
     with pytest.raises(BackendUnavailable) as e:
@@ -98,8 +100,12 @@ def test_without_the_package_get_says_what_to_install(tmp_path, monkeypatch):
 def test_a_checkpoint_of_the_wrong_family_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(metrics_comet, "_package_version", lambda: "2.2.7")
     da = fake_checkpoint(tmp_path / "da", class_identifier="regression_metric", pretrained_model="xlm-roberta-large")
-    kiwi = fake_checkpoint(tmp_path / "kiwi", class_identifier="unified_metric",
-                           input_segments="[mt, src]", pretrained_model="microsoft/infoxlm-large")
+    kiwi = fake_checkpoint(
+        tmp_path / "kiwi",
+        class_identifier="unified_metric",
+        input_segments="[mt, src]",
+        pretrained_model="microsoft/infoxlm-large",
+    )
     xc = fake_checkpoint(tmp_path / "xc", class_identifier="xcomet_metric", pretrained_model="facebook/xlm-roberta-xl")
     with pytest.raises(BackendUnavailable, match="reference-free model.*cometkiwi"):
         metrics.get("comet", checkpoint=str(kiwi))
@@ -110,11 +116,12 @@ def test_a_checkpoint_of_the_wrong_family_is_refused(tmp_path, monkeypatch):
     # the right ones: the folder or the .ckpt itself; version and model without loading anything
     m = metrics.get("comet", checkpoint=str(da / "checkpoints" / "model.ckpt"))
     assert (m.kind, m.version, m.pretrained_model) == (metrics.REFERENCE, "2.2.7", "xlm-roberta-large")
-    fingerprint = metrics.checkpoint_fingerprint(da / 'checkpoints' / 'model.ckpt', da / 'hparams.yaml')
-    assert m.model == (f"{da / 'checkpoints' / 'model.ckpt'} (pretrained_model=xlm-roberta-large) "
-                       f"weights {fingerprint}")
+    fingerprint = metrics.checkpoint_fingerprint(da / "checkpoints" / "model.ckpt", da / "hparams.yaml")
+    assert m.model == (
+        f"{da / 'checkpoints' / 'model.ckpt'} (pretrained_model=xlm-roberta-large) weights {fingerprint}"
+    )
     assert metrics.get("cometkiwi", checkpoint=str(kiwi)).kind == metrics.QE
-    assert metrics.get("comet", checkpoint=str(xc)).name == "comet"         # xCOMET can serve as COMET
+    assert metrics.get("comet", checkpoint=str(xc)).name == "comet"  # xCOMET can serve as COMET
     assert metrics.get("xcomet", checkpoint=str(xc)).higher_is_better is True
 
 
@@ -128,6 +135,7 @@ def test_hparams_yaml_is_required(tmp_path, monkeypatch):
 
 # -- the tiny checkpoints -------------------------------------------------------------------
 
+
 @needs_comet
 @pytest.mark.parametrize("name", NAMES)
 def test_scores_are_one_finite_float_per_segment_and_deterministic(tiny, cache, name, no_network):
@@ -136,7 +144,7 @@ def test_scores_are_one_finite_float_per_segment_and_deterministic(tiny, cache, 
     assert len(first) == len(SRC)
     assert all(isinstance(s, float) and math.isfinite(s) for s in first)
     assert m.score(SRC, HYP, REF) == first
-    assert len(set(first)) > 1                              # different inputs, different scores
+    assert len(set(first)) > 1  # different inputs, different scores
 
 
 @needs_comet
@@ -146,8 +154,9 @@ def test_batching_and_order(tiny, cache, name, no_network):
     one_by_one = get(tiny, cache, name, batch_size=1).score(SRC, HYP, REF)
     assert one_by_one == pytest.approx(whole, abs=1e-5)
     order = [3, 1, 0, 2]
-    shuffled = get(tiny, cache, name, batch_size=2).score([SRC[i] for i in order], [HYP[i] for i in order],
-                                                          [REF[i] for i in order])
+    shuffled = get(tiny, cache, name, batch_size=2).score(
+        [SRC[i] for i in order], [HYP[i] for i in order], [REF[i] for i in order]
+    )
     assert shuffled == pytest.approx([whole[i] for i in order], abs=1e-5)
 
 
@@ -159,7 +168,7 @@ def test_reference_based_needs_references(tiny, cache, no_network):
     partial = comet.score(SRC, HYP, [REF[0], None, "  ", REF[3]])
     assert partial[1] is None and partial[2] is None
     assert partial[0] == pytest.approx(with_refs[0], abs=1e-5) and partial[3] == pytest.approx(with_refs[3], abs=1e-5)
-    several = comet.score(SRC[:1], HYP[:1], [["", REF[0], "other"]])      # the first non-blank reference
+    several = comet.score(SRC[:1], HYP[:1], [["", REF[0], "other"]])  # the first non-blank reference
     assert several == [pytest.approx(with_refs[0], abs=1e-5)]
 
 
@@ -170,7 +179,7 @@ def test_xcomet_is_reference_free_without_references(tiny, cache, no_network):
     ref = xcomet.score(SRC, HYP, REF)
     assert all(isinstance(s, float) and math.isfinite(s) for s in qe + ref)
     assert qe != ref
-    assert xcomet.score(SRC, HYP, [REF[0], None, REF[2], REF[3]])[1] is None   # no mixing of modes
+    assert xcomet.score(SRC, HYP, [REF[0], None, REF[2], REF[3]])[1] is None  # no mixing of modes
 
 
 @needs_comet
@@ -193,19 +202,27 @@ def test_blank_source_is_none_blank_hypothesis_is_the_floor(tiny, cache, name, n
 @needs_comet
 def test_loaded_once_patched_for_transformers_5_and_usable_from_a_thread(tiny, no_network):
     import transformers
+
     cache = ModelCache(device="cpu")
     m = get(tiny, cache, "xcomet")
     first = m.score(SRC, HYP, REF)
-    with ThreadPoolExecutor(1) as pool:                     # Gradio runs events in worker threads
+    with ThreadPoolExecutor(1) as pool:  # Gradio runs events in worker threads
         assert pool.submit(m.score, SRC, HYP, REF).result() == first
     get(tiny, cache, "xcomet").score(SRC[:1], HYP[:1], REF[:1])
     assert cache.loads == 1
     handle = m.loaded()
     if int(transformers.__version__.split(".")[0]) >= 5:
         assert handle.patched == ["tokenizer.build_inputs_with_special_tokens", "encoder.forward"]
-    tok = handle.model.encoder.tokenizer                    # XLM-R's pair layout: <s> A </s></s> B </s>
-    assert tok.build_inputs_with_special_tokens([7, 8], [9]) == [tok.cls_token_id, 7, 8, tok.sep_token_id,
-                                                                 tok.sep_token_id, 9, tok.sep_token_id]
+    tok = handle.model.encoder.tokenizer  # XLM-R's pair layout: <s> A </s></s> B </s>
+    assert tok.build_inputs_with_special_tokens([7, 8], [9]) == [
+        tok.cls_token_id,
+        7,
+        8,
+        tok.sep_token_id,
+        tok.sep_token_id,
+        9,
+        tok.sep_token_id,
+    ]
 
 
 @needs_comet

@@ -1,4 +1,5 @@
 """services.metrics.context: the paper's context concatenation (none / mon / bil)."""
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,12 @@ def test_none_returns_the_segments_unchanged():
 
 
 def test_mon_prepends_the_context_with_one_space():
-    s, h = C.contextualise(["She is a doctor.", "He writes."], ["Ela é médica.", "Ele escreve."],
-                           ["  Ana studied medicine. ", "Rui is a poet."], "mon")
+    s, h = C.contextualise(
+        ["She is a doctor.", "He writes."],
+        ["Ela é médica.", "Ele escreve."],
+        ["  Ana studied medicine. ", "Rui is a poet."],
+        "mon",
+    )
     assert s == ["Ana studied medicine. She is a doctor.", "Rui is a poet. He writes."]
     assert h == ["Ana studied medicine. Ela é médica.", "Rui is a poet. Ele escreve."]
     assert C.SEPARATOR == " "
@@ -44,7 +49,7 @@ def test_bil_translates_each_distinct_context_once():
     sources = [f"s{i}" for i in range(6)]
     hyps = [f"h{i}" for i in range(6)]
     s, h = C.contextualise(sources, hyps, contexts, "bil", translate=mt)
-    assert mt.calls == [["ctx one", "ctx two"]]          # one call, deduplicated, first-seen order
+    assert mt.calls == [["ctx one", "ctx two"]]  # one call, deduplicated, first-seen order
     assert s == ["ctx one s0", "ctx two s1", "ctx one s2", "s3", "ctx two s4", "ctx one s5"]
     assert h == ["CTX ONE h0", "CTX TWO h1", "CTX ONE h2", "h3", "CTX TWO h4", "CTX ONE h5"]
 

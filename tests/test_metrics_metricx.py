@@ -1,6 +1,7 @@
 """MetricX-24 (services/metrics/metricx.py) on a tiny mT5 built here (tests/tiny_metric_models.py):
 the input strings, the tokenization, the regression head against an independent computation,
 clipping, batching, QE mode, blanks and the configuration errors."""
+
 from __future__ import annotations
 
 import math
@@ -58,6 +59,7 @@ def metric(tiny, cache, no_network):
 def reference_model(tiny):
     """The tiny model and tokenizer loaded here, independently of the metric."""
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
     tok = AutoTokenizer.from_pretrained(tiny["tokenizer"], local_files_only=True)
     model = AutoModelForSeq2SeqLM.from_pretrained(tiny["model"], local_files_only=True).eval()
     return model, tok
@@ -67,20 +69,27 @@ def independent(reference_model, score_id, text: str, max_length: int | None = N
     """MetricX's prediction by hand: ids without the final </s>, one decoder step from <pad>,
     logits[:, 0, score_id] (unclipped)."""
     import torch
+
     model, tok = reference_model
     ids = tok(text, max_length=max_length, truncation=max_length is not None).input_ids
     assert ids[-1] == tok.eos_token_id
     with torch.no_grad():
-        out = model(input_ids=torch.tensor([ids[:-1]]), attention_mask=torch.ones(1, len(ids) - 1, dtype=torch.long),
-                    decoder_input_ids=torch.zeros((1, 1), dtype=torch.long))
+        out = model(
+            input_ids=torch.tensor([ids[:-1]]),
+            attention_mask=torch.ones(1, len(ids) - 1, dtype=torch.long),
+            decoder_input_ids=torch.zeros((1, 1), dtype=torch.long),
+        )
     return float(out.logits[0, 0, score_id])
 
 
 # -- pure functions -------------------------------------------------------------------------
 
+
 def test_input_strings_are_metricx24s():
-    assert metricx_input("Hello world.", "Olá mundo.", "Olá mundo!") == \
-        "source: Hello world. candidate: Olá mundo. reference: Olá mundo!"
+    assert (
+        metricx_input("Hello world.", "Olá mundo.", "Olá mundo!")
+        == "source: Hello world. candidate: Olá mundo. reference: Olá mundo!"
+    )
     assert metricx_input("Hello world.", "Olá mundo.") == "source: Hello world. candidate: Olá mundo."
     assert metricx_input("a {b}", "{c} d", "{reference}") == "source: a {b} candidate: {c} d reference: {reference}"
     assert "reference" not in metricx_input("Hello.", "Olá.", None)
@@ -107,20 +116,21 @@ def test_score_token_default_is_extra_id_10_of_mt5(tiny, reference_model):
 
 # -- scores ---------------------------------------------------------------------------------
 
+
 def test_scores_equal_metricx_computed_by_hand(metric, tiny, reference_model):
     got = metric.score([k[0] for k in REF], [k[1] for k in REF], [k[2] for k in REF])
     for key, score in zip(REF, got):
         want = independent(reference_model, tiny["score_token_id"], metricx_input(*key))
         assert score == pytest.approx(clip(want), abs=1e-4)
-        assert score == pytest.approx(clip(DESIGN[key]), abs=1e-3)     # the values the model was built for
+        assert score == pytest.approx(clip(DESIGN[key]), abs=1e-3)  # the values the model was built for
     assert all(isinstance(s, float) and math.isfinite(s) for s in got)
 
 
 def test_outputs_are_clipped_to_0_25(metric):
     raw = metric.raw_scores([metricx_input(*k) for k in DESIGN])
-    assert min(raw) < -2 and max(raw) > 35                     # the tiny model really leaves the range
+    assert min(raw) < -2 and max(raw) > 35  # the tiny model really leaves the range
     got = metric.score([k[0] for k in REF], [k[1] for k in REF], [k[2] for k in REF])
-    assert got[3] == 25.0 and got[4] == 0.0                    # designed 40 and -3
+    assert got[3] == 25.0 and got[4] == 0.0  # designed 40 and -3
     assert all(0.0 <= s <= 25.0 for s in got)
 
 
@@ -138,16 +148,25 @@ def test_qe_mode_when_references_is_none(metric, tiny, reference_model):
 def test_batches_keep_the_order(tiny, cache, no_network):
     keys = REF[::-1] + REF
     args = ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys])
-    results = [MetricX(str(tiny["model"]), str(tiny["tokenizer"]), score_token_id=tiny["score_token_id"],
-                       batch_size=b, cache=cache).score(*args) for b in (1, 3, 16)]
+    results = [
+        MetricX(
+            str(tiny["model"]), str(tiny["tokenizer"]), score_token_id=tiny["score_token_id"], batch_size=b, cache=cache
+        ).score(*args)
+        for b in (1, 3, 16)
+    ]
     for r in results[1:]:
         assert r == pytest.approx(results[0], abs=1e-4)
     assert results[0] == pytest.approx([clip(DESIGN[k]) for k in keys], abs=1e-3)
 
 
 def test_max_input_length_truncates(tiny, cache, reference_model, no_network):
-    m = MetricX(str(tiny["model"]), str(tiny["tokenizer"]), score_token_id=tiny["score_token_id"],
-                max_input_length=8, cache=cache)
+    m = MetricX(
+        str(tiny["model"]),
+        str(tiny["tokenizer"]),
+        score_token_id=tiny["score_token_id"],
+        max_input_length=8,
+        cache=cache,
+    )
     key = REF[2]
     want = independent(reference_model, tiny["score_token_id"], metricx_input(*key), max_length=8)
     assert m.score([key[0]], [key[1]], [key[2]]) == [pytest.approx(clip(want), abs=1e-4)]
@@ -155,11 +174,13 @@ def test_max_input_length_truncates(tiny, cache, reference_model, no_network):
 
 
 def test_blanks_and_missing_references(metric):
-    got = metric.score(["", "Hello world.", "Hello world.", "Hello world.", "Hello world."],
-                       ["Olá mundo.", "", "Olá mundo.", "Olá mundo.", "Olá mundo."],
-                       ["Olá mundo.", "Olá mundo.", None, "  ", ["", "Olá mundo."]])
-    assert got[:4] == [None, 25.0, None, None]                 # blank source, blank hypothesis, no reference
-    assert got[4] == pytest.approx(1.5, abs=1e-3)             # several references: the first non-blank
+    got = metric.score(
+        ["", "Hello world.", "Hello world.", "Hello world.", "Hello world."],
+        ["Olá mundo.", "", "Olá mundo.", "Olá mundo.", "Olá mundo."],
+        ["Olá mundo.", "Olá mundo.", None, "  ", ["", "Olá mundo."]],
+    )
+    assert got[:4] == [None, 25.0, None, None]  # blank source, blank hypothesis, no reference
+    assert got[4] == pytest.approx(1.5, abs=1e-3)  # several references: the first non-blank
     assert metric.score([], []) == []
     assert metric.score(["Hello world."], ["  "]) == [25.0]
 
@@ -175,7 +196,7 @@ def test_metric_attributes_and_one_load(metric, tiny, cache):
     before = cache.loads
     metric.score(["Hello world."], ["Olá mundo."])
     metric.score(["Hello world."], ["Olá mundo."])
-    assert cache.loads == before                               # loaded by an earlier test, once
+    assert cache.loads == before  # loaded by an earlier test, once
 
 
 def test_score_cached_stores_metricx_scores(metric, database):
@@ -186,6 +207,7 @@ def test_score_cached_stores_metricx_scores(metric, database):
 
 
 # -- configuration --------------------------------------------------------------------------
+
 
 @pytest.fixture
 def clean_env(monkeypatch):
@@ -228,6 +250,6 @@ def test_environment_configures_it(clean_env, tiny, cache, no_network):
 
 
 def test_score_token_outside_the_vocabulary_is_unavailable(tiny, no_network):
-    m = MetricX(str(tiny["model"]), str(tiny["tokenizer"]), cache=ModelCache(device="cpu"))   # 250089
+    m = MetricX(str(tiny["model"]), str(tiny["tokenizer"]), cache=ModelCache(device="cpu"))  # 250089
     with pytest.raises(BackendUnavailable, match="score_token_id 250089 is outside"):
         m.score(["Hello world."], ["Olá mundo."])

@@ -1,4 +1,5 @@
 """Schema migrations and connection handling (storage.db, storage.migrations)."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -11,10 +12,32 @@ from storage.db import Database, choose_journal_mode, open_database
 from storage.migrations import migrate
 
 EXPECTED_TABLES = {
-    "studies", "systems", "starters", "questions", "participants", "exchanges", "assignments",
-    "recordings", "translations", "answers", "validations", "validation_marks", "surveys",
-    "da_segments", "da_judgments", "sd_sentences", "sd_pairs", "sd_ratings", "jobs", "events",
-    "da_hits", "da_hit_items", "da_feedback", "sd_suitability", "sd_suggestions", "metric_scores",
+    "studies",
+    "systems",
+    "starters",
+    "questions",
+    "participants",
+    "exchanges",
+    "assignments",
+    "recordings",
+    "translations",
+    "answers",
+    "validations",
+    "validation_marks",
+    "surveys",
+    "da_segments",
+    "da_judgments",
+    "sd_sentences",
+    "sd_pairs",
+    "sd_ratings",
+    "jobs",
+    "events",
+    "da_hits",
+    "da_hit_items",
+    "da_feedback",
+    "sd_suitability",
+    "sd_suggestions",
+    "metric_scores",
     "exchange_metrics",
 }
 
@@ -33,11 +56,13 @@ def _tables(database) -> set[str]:
 
 
 def _insert_study(db, sid="s1"):
-    db.execute("INSERT INTO studies (id, name, config, content_hash, created_at) "
-               "VALUES (?, 'n', '{}', 'h', 'now')", [sid])
+    db.execute(
+        "INSERT INTO studies (id, name, config, content_hash, created_at) VALUES (?, 'n', '{}', 'h', 'now')", [sid]
+    )
 
 
 # -- migrations ------------------------------------------------------------------------
+
 
 def test_open_database_creates_every_table(database):
     assert EXPECTED_TABLES <= _tables(database)
@@ -91,6 +116,7 @@ def test_reopening_an_existing_database_keeps_its_data(tmp_path, monkeypatch):
 
 # -- foreign keys, transactions -----------------------------------------------------------
 
+
 def test_foreign_keys_are_on(database):
     assert database.scalar("PRAGMA foreign_keys") == 1
 
@@ -100,16 +126,19 @@ def test_question_for_missing_starter_is_rejected(database):
         _insert_study(db)
     with pytest.raises(sqlite3.IntegrityError):
         with database.write() as db:
-            db.execute("INSERT INTO questions (study_id, starter_id, idx, en, pt) "
-                       "VALUES ('s1', 'no-such-starter', 1, 'q', 'p')")
+            db.execute(
+                "INSERT INTO questions (study_id, starter_id, idx, en, pt) "
+                "VALUES ('s1', 'no-such-starter', 1, 'q', 'p')"
+            )
     assert database.scalar("SELECT COUNT(*) FROM questions") == 0
     # the connection is usable after the rolled-back transaction
     assert not database.db.conn.in_transaction
     with database.write() as db:
-        db.execute("INSERT INTO starters (study_id, id, domain, source, corpus, text, key_spans) "
-                   "VALUES ('s1', 'st', 'health', 'natural', 'c', 't', '[]')")
-        db.execute("INSERT INTO questions (study_id, starter_id, idx, en, pt) "
-                   "VALUES ('s1', 'st', 1, 'q', 'p')")
+        db.execute(
+            "INSERT INTO starters (study_id, id, domain, source, corpus, text, key_spans) "
+            "VALUES ('s1', 'st', 'health', 'natural', 'c', 't', '[]')"
+        )
+        db.execute("INSERT INTO questions (study_id, starter_id, idx, en, pt) VALUES ('s1', 'st', 1, 'q', 'p')")
     assert database.scalar("SELECT COUNT(*) FROM questions") == 1
 
 
@@ -117,8 +146,9 @@ def test_failed_write_rolls_back_everything_in_the_transaction(database):
     with pytest.raises(sqlite3.IntegrityError):
         with database.write() as db:
             _insert_study(db, "a")
-            db.execute("INSERT INTO systems (study_id, id, label, kind, config) "
-                       "VALUES ('missing', 'x', 'x', 'cascade', '{}')")
+            db.execute(
+                "INSERT INTO systems (study_id, id, label, kind, config) VALUES ('missing', 'x', 'x', 'cascade', '{}')"
+            )
     assert database.scalar("SELECT COUNT(*) FROM studies") == 0
 
 
@@ -127,8 +157,10 @@ def test_check_constraints_are_enforced(database):
         _insert_study(db)
     with pytest.raises(sqlite3.IntegrityError):
         with database.write() as db:
-            db.execute("INSERT INTO starters (study_id, id, domain, source, corpus, text, key_spans) "
-                       "VALUES ('s1', 'st', 'law', 'natural', 'c', 't', '[]')")
+            db.execute(
+                "INSERT INTO starters (study_id, id, domain, source, corpus, text, key_spans) "
+                "VALUES ('s1', 'st', 'law', 'natural', 'c', 't', '[]')"
+            )
 
 
 def test_nested_write_is_a_savepoint(database):
@@ -143,6 +175,7 @@ def test_nested_write_is_a_savepoint(database):
 
 
 # -- journal mode --------------------------------------------------------------------------
+
 
 def test_journal_mode_is_wal_on_a_local_disk(database, tmp_path):
     fstype = storage.db.filesystem_type(tmp_path)
@@ -188,10 +221,12 @@ def test_database_on_network_fs_opens_in_delete_mode(tmp_path, monkeypatch):
 def test_filesystem_type_of_root_is_known():
     # /proc/mounts always has "/"; an unreadable /proc gives '' rather than an error
     from pathlib import Path
+
     assert isinstance(storage.db.filesystem_type(Path("/")), str)
 
 
 # -- per-thread connections ---------------------------------------------------------------
+
 
 def _in_thread(fn):
     box: dict = {}
@@ -254,7 +289,7 @@ def test_opening_a_migrated_database_does_not_wait_for_a_busy_writer(tmp_path):
     path = tmp_path / "busy.db"
     open_database(path)
     app = sqlite3.connect(path, isolation_level=None)
-    app.execute("BEGIN IMMEDIATE")          # the app in the middle of a write
+    app.execute("BEGIN IMMEDIATE")  # the app in the middle of a write
     try:
         t0 = time.monotonic()
         database = open_database(path)
@@ -271,6 +306,10 @@ def test_a_space_with_its_database_on_persistent_storage_uses_the_rollback_journ
     from services.common.settings import Settings
 
     assert Settings.from_env({"SPACE_ID": "me/app", "TRADLAB_DB": "/data/tradlab.db"}).journal_mode == "delete"
-    assert Settings.from_env({"SPACE_ID": "me/app", "TRADLAB_DB": "/data/x.db",
-                              "TRADLAB_JOURNAL_MODE": "wal"}).journal_mode == "wal"
+    assert (
+        Settings.from_env(
+            {"SPACE_ID": "me/app", "TRADLAB_DB": "/data/x.db", "TRADLAB_JOURNAL_MODE": "wal"}
+        ).journal_mode
+        == "wal"
+    )
     assert Settings.from_env({"TRADLAB_DB": "/data/tradlab.db"}).journal_mode == "auto"

@@ -1,4 +1,5 @@
 """The model cache: one load per key under concurrency, LRU eviction under a budget, unload."""
+
 from __future__ import annotations
 
 import gc
@@ -42,9 +43,11 @@ def test_two_threads_one_load():
         started.set()
         time.sleep(0.3)
         return Model("slow")
+
     got = []
-    threads = [threading.Thread(target=lambda: got.append(cache.get("slow", slow_loader, size_bytes=1)))
-               for _ in range(2)]
+    threads = [
+        threading.Thread(target=lambda: got.append(cache.get("slow", slow_loader, size_bytes=1))) for _ in range(2)
+    ]
     threads[0].start()
     started.wait(2)
     threads[1].start()
@@ -62,6 +65,7 @@ def test_different_keys_load_in_parallel():
     def blocked():
         gate.wait(5)
         return Model("a")
+
     t = threading.Thread(target=lambda: cache.get("a", blocked, size_bytes=1))
     t.start()
     time.sleep(0.05)
@@ -77,7 +81,7 @@ def test_least_recently_used_is_evicted_under_the_budget():
     cache = ModelCache(budget_bytes=250, device="cpu")
     a = cache.get("a", lambda: Model("a"), size_bytes=100)
     cache.get("b", lambda: Model("b"), size_bytes=100)
-    cache.get("a", lambda: Model("a2"))           # a is now the most recently used
+    cache.get("a", lambda: Model("a2"))  # a is now the most recently used
     cache.get("c", lambda: Model("c"), size_bytes=100)
     assert "b" not in cache and "a" in cache and "c" in cache
     assert [r["model"] for r in cache.report()] == ["c", "a"]
@@ -105,6 +109,7 @@ def test_size_of_a_torch_module_and_of_an_object_holding_one():
     class Holder:
         def __init__(self):
             self.model = torch.nn.Linear(100, 10, bias=False).to(torch.bfloat16)
+
     cache.get("h", Holder)
     assert cache.report()[0]["size_mb"] == pytest.approx(1000 * 2 / 2**20, abs=0.01)
 
@@ -114,6 +119,7 @@ def test_a_failed_load_is_not_cached_and_can_be_retried():
 
     def broken():
         raise OSError("weights not found")
+
     with pytest.raises(OSError):
         cache.get("x", broken)
     assert "x" not in cache
@@ -125,8 +131,8 @@ def test_device_and_dtype_chosen_once(monkeypatch):
     cache = ModelCache()
     assert cache.device == "cpu"
     monkeypatch.setenv("TRADLAB_DEVICE", "auto")
-    assert cache.device == "cpu"                      # chosen once per process
-    assert cache.dtype("bfloat16") == torch.float32   # bf16 only where it is fast (CUDA)
+    assert cache.device == "cpu"  # chosen once per process
+    assert cache.dtype("bfloat16") == torch.float32  # bf16 only where it is fast (CUDA)
     gpu = ModelCache(device="cuda")
     assert gpu.dtype("bfloat16") == torch.bfloat16 and gpu.dtype(None) == torch.float32
 
@@ -140,4 +146,3 @@ def test_unload_frees_gpu_memory():
     assert cache.report()[0]["device"] == "cuda"
     cache.unload("big")
     assert torch.cuda.memory_allocated() - before < 1024 * 1024
-

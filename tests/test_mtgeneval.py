@@ -1,5 +1,6 @@
 """services.qe.mtgeneval: the converter on small literal files, and on the real en-pt data when
 /work/shared/data/mt-geneval is present (skipped otherwise)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,9 +15,9 @@ REAL = Path("/work/shared/data/mt-geneval/data")
 CONTEXT_2TO1 = [
     "She studied painting in Paris. <sep> Vega is an artist.",
     "He taught for thirty years. <sep> Lopes was a teacher.",
-    "In 1990 the museum opened. <sep> The author donated the collection.",       # no pronoun
-    "Her husband was a doctor. <sep> Ruiz became a writer.",                      # target decides M
-    "The building was sold. <sep> Costa was an employee.",                        # nothing decides
+    "In 1990 the museum opened. <sep> The author donated the collection.",  # no pronoun
+    "Her husband was a doctor. <sep> Ruiz became a writer.",  # target decides M
+    "The building was sold. <sep> Costa was an employee.",  # nothing decides
 ]
 ORIGINAL = [
     "Vega é uma artista.",
@@ -50,22 +51,22 @@ def root(tmp_path):
     write(s / "geneval-sentences-masculine-test.en_pt.en", ["He is a nurse.", "The actor himself sang."])
     write(s / "geneval-sentences-feminine-test.en_pt.pt", ["Ela é enfermeira.", "A própria atriz cantou."])
     write(s / "geneval-sentences-masculine-test.en_pt.pt", ["Ele é enfermeiro.", "O próprio ator cantou."])
-    return tmp_path                     # the repository folder; convert() finds data/ inside
+    return tmp_path  # the repository folder; convert() finds data/ inside
 
 
 def test_gender_signals():
     assert G.context_gender("She said he was late; her book and her film.") == "F"
     assert G.context_gender("His wife said he left.") == "M"
-    assert G.context_gender("Hershey is a town.") == ""                 # whole words only
-    assert G.context_gender("He met her.") == ""                        # a tie
+    assert G.context_gender("Hershey is a town.") == ""  # whole words only
+    assert G.context_gender("He met her.") == ""  # a tie
     assert G.reference_gender("Ela é uma boa médica.", "Ele é um bom médico.", "pt") == "F"
     assert G.reference_gender("O autor", "A autora", "pt") == "M"
     assert G.reference_gender("una cirujana", "un cirujano", "es") == "F"
     assert G.reference_gender("l'autore è un pittore", "l'autrice è una pittrice", "it") == "M"
     assert G.reference_gender("le professoresse", "i professori", "it") == "F"
     assert G.reference_gender("une étudiante", "un étudiant", "fr") == "F"
-    assert G.reference_gender("perguntou à Bakhita", "perguntou a Bakhita", "pt") == ""   # no gender pair
-    assert G.reference_gender("Er ist Arzt.", "Sie ist Ärztin.", "de") == ""              # no rules for de
+    assert G.reference_gender("perguntou à Bakhita", "perguntou a Bakhita", "pt") == ""  # no gender pair
+    assert G.reference_gender("Er ist Arzt.", "Sie ist Ärztin.", "de") == ""  # no rules for de
 
 
 def test_contextual_unambiguous(root):
@@ -75,8 +76,11 @@ def test_contextual_unambiguous(root):
     assert list(d["line"]) == [1, 2, 3]
     assert list(d["gold"]) == ["F", "M", "F"]
     assert list(d["source"]) == ["Vega is an artist.", "Lopes was a teacher.", "The author donated the collection."]
-    assert list(d["context"]) == ["She studied painting in Paris.", "He taught for thirty years.",
-                                  "In 1990 the museum opened."]
+    assert list(d["context"]) == [
+        "She studied painting in Paris.",
+        "He taught for thirty years.",
+        "In 1990 the museum opened.",
+    ]
     assert list(d["hyp_f"]) == ["Vega é uma artista.", "Lopes foi uma professora.", "A autora doou a coleção."]
     assert list(d["hyp_m"]) == ["Vega é um artista.", "Lopes foi um professor.", "O autor doou a coleção."]
     assert list(d["gender_evidence"]) == ["target+context", "target+context", "target"]
@@ -95,7 +99,7 @@ def test_contextual_unambiguous(root):
 def test_contextual_ambiguous(root):
     d = G.convert(root / "data", "pt", "contextual", "test", "ambiguous")
     assert "gold" not in d.columns and "context" not in d.columns
-    assert list(d["line"]) == [1, 2, 3, 4]           # conflicts stay: hyp_f/hyp_m follow the target grammar
+    assert list(d["line"]) == [1, 2, 3, 4]  # conflicts stay: hyp_f/hyp_m follow the target grammar
     assert d.loc[3, "hyp_f"] == "Ruiz tornou-se uma escritora."
     assert "gold" not in Q.read_pairs(d).columns
 
@@ -104,8 +108,12 @@ def test_counterfactual(root):
     d = G.convert(root, "pt", "counterfactual", "test")
     assert list(d["instance_id"]) == ["cf-test-0001-F", "cf-test-0001-M", "cf-test-0002-F", "cf-test-0002-M"]
     assert list(d["gold"]) == ["F", "M", "F", "M"]
-    assert list(d["source"]) == ["She is a nurse.", "He is a nurse.", "The actress herself sang.",
-                                 "The actor himself sang."]
+    assert list(d["source"]) == [
+        "She is a nurse.",
+        "He is a nurse.",
+        "The actress herself sang.",
+        "The actor himself sang.",
+    ]
     assert list(d["hyp_f"]) == ["Ela é enfermeira."] * 2 + ["A própria atriz cantou."] * 2
     assert list(d["hyp_m"]) == ["Ele é enfermeiro."] * 2 + ["O próprio ator cantou."] * 2
     with pytest.raises(ValueError, match="only the 'unambiguous'"):

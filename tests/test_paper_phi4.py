@@ -8,6 +8,7 @@ which do not install beside the app's torch: it runs in its own environment,
 `make phi4-venv` then `.venv-phi4/bin/python -m pytest -q tests/test_paper_phi4.py`.
 tests/test_paper_systems.py runs it there from the main suite.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,9 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-pytest.importorskip("torchvision", reason="Phi-4's processor needs torchvision: run this file in .venv-phi4 "
-                                          "(make phi4-venv)")
+pytest.importorskip(
+    "torchvision", reason="Phi-4's processor needs torchvision: run this file in .venv-phi4 (make phi4-venv)"
+)
 pytest.importorskip("peft", reason="Phi-4's speech adapter needs peft: run this file in .venv-phi4 (make phi4-venv)")
 torch = pytest.importorskip("torch")
 
@@ -62,12 +64,14 @@ def test_paper_phi4_preset_translates_each_recording_on_its_tiny_twin(twin, monk
     """Each clip gets its own Portuguese, through the speech adapter, in the preset's bf16, with
     the preset's prompt inside Phi-4's chat format and one audio token per audio embedding."""
     from transformers import Phi4MultimodalForCausalLM
+
     preset = systems.presets()["paper-phi4"]
     assert (preset["kind"], preset["dtype"]) == ("direct", "bfloat16")
     seen = []
     real = Phi4MultimodalForCausalLM.generate
-    monkeypatch.setattr(Phi4MultimodalForCausalLM, "generate",
-                        lambda self, *a, **kw: (seen.append(kw), real(self, *a, **kw))[1])
+    monkeypatch.setattr(
+        Phi4MultimodalForCausalLM, "generate", lambda self, *a, **kw: (seen.append(kw), real(self, *a, **kw))[1]
+    )
     cache = BF16Cache(device="cpu")
     st = _system(twin["phi4"], cache)
 
@@ -85,8 +89,9 @@ def test_paper_phi4_preset_translates_each_recording_on_its_tiny_twin(twin, monk
     ids = seen[0]["input_ids"][0]
     n_audio = int((ids == proc.audio_token_id).sum())
     assert n_audio == int(seen[0]["audio_embed_sizes"][0]) > 0
-    assert proc.tokenizer.decode(ids) == ("<|user|>" + "<|audio|>" * n_audio + preset["prompt"]
-                                          + "<|end|><|assistant|>")
+    assert proc.tokenizer.decode(ids) == (
+        "<|user|>" + "<|audio|>" * n_audio + preset["prompt"] + "<|end|><|assistant|>"
+    )
     assert seen[0]["audio_input_features"].dtype == torch.bfloat16
 
 
@@ -108,6 +113,7 @@ def test_a_peft_older_than_transformers_wants_is_said_before_the_weights(twin, m
     from transformers.integrations import peft as tf_peft
 
     from services.models.backends import BackendUnavailable
+
     monkeypatch.setattr(tf_peft, "MIN_PEFT_VERSION", "99.0")
     cache = BF16Cache(device="cpu")
     with pytest.raises(BackendUnavailable, match=r"pip install -U 'peft>=99.0'"):

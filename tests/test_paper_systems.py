@@ -10,6 +10,7 @@ dtype, the chat template, generate, decode. Only the model path of the preset is
 What cannot be built with the packages installed here is checked to fail with a message
 naming the package, before any weights are read (docs/speech-pipeline.md, "The paper's systems").
 """
+
 from __future__ import annotations
 
 import os
@@ -65,9 +66,11 @@ def twins(tmp_path_factory, clips):
     """The cascade's twins: Whisper with large-v3's front end (128 mel bins) and Tower+'s
     architecture (Gemma 2). ~15 s on 2 busy cores; a few hundred KB each."""
     root = tmp_path_factory.mktemp("paper_twins")
-    return {"clips": clips,
-            "whisper_v3": tm.build_whisper(root / "whisper_v3", clips, num_mel_bins=128)["multilingual"],
-            "tower": tm.build_tower_gemma2(root / "tower")}
+    return {
+        "clips": clips,
+        "whisper_v3": tm.build_whisper(root / "whisper_v3", clips, num_mel_bins=128)["multilingual"],
+        "tower": tm.build_tower_gemma2(root / "tower"),
+    }
 
 
 def test_paper_cascade_preset_translates_a_recording_on_its_tiny_twin(database, twins, tmp_path, monkeypatch):
@@ -75,15 +78,21 @@ def test_paper_cascade_preset_translates_a_recording_on_its_tiny_twin(database, 
     128-bin Whisper and translated by a Gemma 2 LM prompted with the preset's Tower+ prompt inside
     Gemma 2's chat template; the worker stores the Portuguese as the exchange's translation."""
     from transformers import Gemma2ForCausalLM, WhisperForConditionalGeneration
+
     preset = systems.presets()["paper-cascade"]
-    study_with(database, tmp_path, "paper-cascade",
-               {"preset": "paper-cascade", "asr_model": str(twins["whisper_v3"]), "mt_model": str(twins["tower"])})
+    study_with(
+        database,
+        tmp_path,
+        "paper-cascade",
+        {"preset": "paper-cascade", "asr_model": str(twins["whisper_v3"]), "mt_model": str(twins["tower"])},
+    )
     add_participants(database, "demo", "sender", 1, "USW", "Woman")
     asr_in, mt_in = [], []
     for cls, seen in ((WhisperForConditionalGeneration, asr_in), (Gemma2ForCausalLM, mt_in)):
         real = cls.generate
-        monkeypatch.setattr(cls, "generate", lambda self, *a, _real=real, _seen=seen, **kw:
-                            (_seen.append(kw), _real(self, *a, **kw))[1])
+        monkeypatch.setattr(
+            cls, "generate", lambda self, *a, _real=real, _seen=seen, **kw: (_seen.append(kw), _real(self, *a, **kw))[1]
+        )
     cache = BF16Cache(device="cpu")
     ex_id, rid = record_for(database, "paper-cascade", twins["clips"]["morning"], tmp_path / "media")
 
@@ -94,11 +103,16 @@ def test_paper_cascade_preset_translates_a_recording_on_its_tiny_twin(database, 
     assert tr["transcript"] == "Good morning everyone."
     assert tr["text"] == "Bom dia a todos."
     meta = json.loads(tr["meta"])
-    assert meta["models"] == {"asr": f"transformers-whisper:{twins['whisper_v3']}",
-                              "mt": f"transformers-llm:{twins['tower']}"}
+    assert meta["models"] == {
+        "asr": f"transformers-whisper:{twins['whisper_v3']}",
+        "mt": f"transformers-llm:{twins['tower']}",
+    }
     # loaded as the full models would be: the preset's dtype, large-v3's 128 mel bins
-    loaded = {k.split("/")[0]: e.value for k, e in cache._entries.items()
-              if k.startswith(("asr/transformers/", "mt/transformers-causal/"))}
+    loaded = {
+        k.split("/")[0]: e.value
+        for k, e in cache._entries.items()
+        if k.startswith(("asr/transformers/", "mt/transformers-causal/"))
+    }
     assert set(loaded) == {"asr", "mt"}
     assert {v.model.dtype for v in loaded.values()} == {torch.bfloat16}
     assert preset["asr_dtype"] == preset["mt_dtype"] == "bfloat16"
@@ -107,9 +121,11 @@ def test_paper_cascade_preset_translates_a_recording_on_its_tiny_twin(database, 
     # Tower+ got the paper's prompt (pt-PT, the demo's variant) as Gemma 2's user turn
     tok = loaded["mt"].tokenizer
     sent = mt_in[0]["input_ids"][0][mt_in[0]["attention_mask"][0].bool()]
-    assert tok.decode(sent) == ("<bos><start_of_turn>user\nTranslate the following English source text to "
-                                "Portuguese (Portugal):\nEnglish: Good morning everyone.\nPortuguese (Portugal):"
-                                "<end_of_turn>\n<start_of_turn>model\n")
+    assert tok.decode(sent) == (
+        "<bos><start_of_turn>user\nTranslate the following English source text to "
+        "Portuguese (Portugal):\nEnglish: Good morning everyone.\nPortuguese (Portugal):"
+        "<end_of_turn>\n<start_of_turn>model\n"
+    )
     assert type(tok).__name__ == "GemmaTokenizer"
     # QC still read the study's own QC ASR (the offline tiny.en), not the system's Whisper
     assert results.recording(database, rid)["transcript"]
@@ -117,8 +133,12 @@ def test_paper_cascade_preset_translates_a_recording_on_its_tiny_twin(database, 
 
 def test_paper_cascade_twin_translates_each_clip_differently(twins):
     """The audio itself decides the output: the other clip gives the other translation."""
-    st = systems.build("paper-cascade", systems.resolve(preset="paper-cascade") | {
-        "asr_model": str(twins["whisper_v3"]), "mt_model": str(twins["tower"])}, BF16Cache(device="cpu"))
+    st = systems.build(
+        "paper-cascade",
+        systems.resolve(preset="paper-cascade")
+        | {"asr_model": str(twins["whisper_v3"]), "mt_model": str(twins["tower"])},
+        BF16Cache(device="cpu"),
+    )
     out = st.translate_audio(str(twins["clips"]["hello"]))
     assert (out.transcript, out.translation, out.variant) == ("Hello world.", "Olá mundo.", "pt-PT")
 
@@ -131,20 +151,20 @@ def voxtral(tmp_path_factory, clips):
     return tm.build_voxtral(tmp_path_factory.mktemp("paper_voxtral") / "voxtral", clips)
 
 
-def test_paper_voxtral_preset_translates_a_recording_on_its_tiny_twin(database, clips, voxtral, tmp_path,
-                                                                       monkeypatch):
+def test_paper_voxtral_preset_translates_a_recording_on_its_tiny_twin(database, clips, voxtral, tmp_path, monkeypatch):
     """paper-voxtral (Voxtral-Small-24B-2507, bf16): the recording goes to VoxtralProcessor as an
     audio path, its Mistral tokenizer writes the instruction with 375 [AUDIO] tokens per 30 s
     window and the 128-bin features; the worker stores the Portuguese as the translation."""
     from transformers import MistralCommonBackend, VoxtralForConditionalGeneration, VoxtralProcessor
+
     preset = systems.presets()["paper-voxtral"]
-    study_with(database, tmp_path, "paper-voxtral", {"preset": "paper-voxtral", "model": str(voxtral)},
-               kind="direct")
+    study_with(database, tmp_path, "paper-voxtral", {"preset": "paper-voxtral", "model": str(voxtral)}, kind="direct")
     add_participants(database, "demo", "sender", 1, "USW", "Woman")
     seen = []
     real = VoxtralForConditionalGeneration.generate
-    monkeypatch.setattr(VoxtralForConditionalGeneration, "generate",
-                        lambda self, *a, **kw: (seen.append(kw), real(self, *a, **kw))[1])
+    monkeypatch.setattr(
+        VoxtralForConditionalGeneration, "generate", lambda self, *a, **kw: (seen.append(kw), real(self, *a, **kw))[1]
+    )
     cache = BF16Cache(device="cpu")
     ex_id, rid = record_for(database, "paper-voxtral", clips["morning"], tmp_path / "media")
 
@@ -170,15 +190,16 @@ def test_paper_voxtral_preset_translates_a_recording_on_its_tiny_twin(database, 
 
 def test_paper_voxtral_twin_translates_each_clip_differently(clips, voxtral):
     """The audio itself decides the output: the other clip gives the other translation."""
-    st = systems.build("paper-voxtral", systems.resolve(preset="paper-voxtral") | {"model": str(voxtral)},
-                       BF16Cache(device="cpu"))
+    st = systems.build(
+        "paper-voxtral", systems.resolve(preset="paper-voxtral") | {"model": str(voxtral)}, BF16Cache(device="cpu")
+    )
     out = st.translate_audio(str(clips["hello"]))
     # the paper's prompt names no variant, so none is claimed for the output
     assert (out.translation, out.transcript, out.variant) == ("Olá mundo.", None, "")
 
 
 # -- the same systems served by vLLM ----------------------------------------------------------------
-KEY_ENV = "TRADLAB_KEY_REMOTE"       # the presets' own key variable (a study's must carry TRADLAB_KEY_)
+KEY_ENV = "TRADLAB_KEY_REMOTE"  # the presets' own key variable (a study's must carry TRADLAB_KEY_)
 KEY = "sk-vllm-test"
 PHI4_BASE = "microsoft/Phi-4-multimodal-instruct"
 
@@ -194,12 +215,18 @@ def vllm(twins):
     asr = hf.TransformersWhisperASR(str(twins["whisper_v3"]), cache=cache)
     tower_for_audio = hf.TransformersCausalMT(str(twins["tower"]), tm.TOWER_PROMPT, cache=cache)
     tower_chat = hf.TransformersCausalMT(str(twins["tower"]), "{text}", cache=cache)
-    common = {"api_key": KEY, "asr": asr, "mt": tower_for_audio,
-              "responder": lambda text, body: tower_chat.translate([text])[0]}
-    servers = {"voxtral": VLLMServer({systems.presets()["remote-voxtral"]["model"]: "audio"}, **common),
-               "phi4": VLLMServer({PHI4_BASE: "text", "speech": "audio"}, **common),
-               "whisper": VLLMServer({"openai/whisper-large-v3": "transcription"}, **common),
-               "tower": VLLMServer({"Unbabel/Tower-Plus-9B": "text"}, **common)}
+    common = {
+        "api_key": KEY,
+        "asr": asr,
+        "mt": tower_for_audio,
+        "responder": lambda text, body: tower_chat.translate([text])[0],
+    }
+    servers = {
+        "voxtral": VLLMServer({systems.presets()["remote-voxtral"]["model"]: "audio"}, **common),
+        "phi4": VLLMServer({PHI4_BASE: "text", "speech": "audio"}, **common),
+        "whisper": VLLMServer({"openai/whisper-large-v3": "transcription"}, **common),
+        "tower": VLLMServer({"Unbabel/Tower-Plus-9B": "text"}, **common),
+    }
     for srv in servers.values():
         srv.start()
     yield servers
@@ -209,9 +236,11 @@ def vllm(twins):
 
 def served_params(preset: str, vllm) -> dict:
     """The preset as a study names it, pointed at the fake servers."""
-    urls = {"remote-voxtral": {"base_url": vllm["voxtral"].base_url},
-            "remote-phi4": {"base_url": vllm["phi4"].base_url},
-            "remote-cascade": {"asr_base_url": vllm["whisper"].base_url, "mt_base_url": vllm["tower"].base_url}}
+    urls = {
+        "remote-voxtral": {"base_url": vllm["voxtral"].base_url},
+        "remote-phi4": {"base_url": vllm["phi4"].base_url},
+        "remote-cascade": {"asr_base_url": vllm["whisper"].base_url, "mt_base_url": vllm["tower"].base_url},
+    }
     return {"preset": preset, **urls[preset]}
 
 
@@ -244,8 +273,9 @@ def test_remote_preset_requests_are_what_vllm_accepts(database, twins, vllm, tmp
     else:
         asr_req, mt_req = vllm["whisper"].requests[0], vllm["tower"].requests[0]
         assert asr_req.form == {"model": "openai/whisper-large-v3", "response_format": "json", "language": "en"}
-        assert mt_req.json["messages"] == [{"role": "user", "content": tm.TOWER_PROMPT.replace(
-            "{text}", "Hello world.")}]
+        assert mt_req.json["messages"] == [
+            {"role": "user", "content": tm.TOWER_PROMPT.replace("{text}", "Hello world.")}
+        ]
         assert tr["transcript"] == "Hello world."
 
 
@@ -255,19 +285,23 @@ def test_the_fake_vllm_refuses_what_vllm_refuses(twins, vllm, monkeypatch):
     import httpx
 
     from services.models.backends.remote import RemoteSpeechLLM
+
     monkeypatch.setenv(KEY_ENV, KEY)
     clip = str(twins["clips"]["hello"])
-    for srv, model, said in ((vllm["tower"], "Unbabel/Tower-Plus-9B", "At most 0 audio"),
-                             (vllm["phi4"], PHI4_BASE, "At most 0 audio"),
-                             (vllm["voxtral"], "voxtral", "does not exist")):
+    for srv, model, said in (
+        (vllm["tower"], "Unbabel/Tower-Plus-9B", "At most 0 audio"),
+        (vllm["phi4"], PHI4_BASE, "At most 0 audio"),
+        (vllm["voxtral"], "voxtral", "does not exist"),
+    ):
         with pytest.raises(RuntimeError, match=said):
             RemoteSpeechLLM(srv.base_url, model, tm.SPEECH_PROMPT, api_key_env=KEY_ENV).translate_audio(clip)
     url = vllm["voxtral"].base_url + "/chat/completions"
     model = systems.presets()["remote-voxtral"]["model"]
     audio = {"type": "input_audio", "input_audio": {"data": "data:audio/wav;base64,UklGRg==", "format": "wav"}}
-    for body, said in (({"model": model, "messages": [{"role": "user", "content": [audio]}]}, "data: URL"),
-                       ({"model": model, "messages": [{"role": "user", "content": "hi"}], "max_new_tokens": 5},
-                        "unknown fields")):
+    for body, said in (
+        ({"model": model, "messages": [{"role": "user", "content": [audio]}]}, "data: URL"),
+        ({"model": model, "messages": [{"role": "user", "content": "hi"}], "max_new_tokens": 5}, "unknown fields"),
+    ):
         r = httpx.post(url, json=body, headers={"Authorization": f"Bearer {KEY}"})
         assert r.status_code == 400 and said in r.json()["error"]["message"]
 
@@ -275,6 +309,7 @@ def test_the_fake_vllm_refuses_what_vllm_refuses(twins, vllm, monkeypatch):
 # -- what this environment cannot build: said before any weights are read ----------------------
 def _installed(module: str) -> bool:
     import importlib.util
+
     return importlib.util.find_spec(module) is not None
 
 
@@ -285,8 +320,9 @@ def test_phi4_without_its_packages_says_what_to_install_before_loading(tmp_path,
     with torchvision, and its speech LoRA adapter needs peft: the backend names what is missing
     at once, instead of reading 11 GB of weights and then failing on the processor."""
     from transformers import Phi4MultimodalConfig
+
     folder = tmp_path / "phi4"
-    Phi4MultimodalConfig().save_pretrained(folder)          # config only: the check comes before weights
+    Phi4MultimodalConfig().save_pretrained(folder)  # config only: the check comes before weights
     if adapter:
         (folder / "speech-lora").mkdir()
     missing = [m for m in ("torchvision",) + (("peft",) if adapter else ()) if not _installed(m)]
@@ -311,11 +347,18 @@ def test_phi4_twin_translates_in_its_own_venv():
     if not PHI4_PYTHON.exists():
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"{PHI4_PYTHON} is missing: CI builds it with `make phi4-venv` before the tests")
-        pytest.skip("no .venv-phi4: `make phi4-venv` builds Phi-4's environment (torch 2.14.1, torchvision, "
-                    "peft; ~6 GB), then this runs tests/test_paper_phi4.py in it")
+        pytest.skip(
+            "no .venv-phi4: `make phi4-venv` builds Phi-4's environment (torch 2.14.1, torchvision, "
+            "peft; ~6 GB), then this runs tests/test_paper_phi4.py in it"
+        )
     root = PHI4_PYTHON.parent.parent.parent
-    run = subprocess.run([str(PHI4_PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_paper_phi4.py"],
-                         cwd=root, capture_output=True, text=True, timeout=840)
+    run = subprocess.run(
+        [str(PHI4_PYTHON), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_paper_phi4.py"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=840,
+    )
     tail = (run.stdout + run.stderr)[-3000:]
     assert run.returncode == 0, tail
     # every test ran there: a skip would mean .venv-phi4 lacks what the file needs

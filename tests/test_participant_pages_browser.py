@@ -2,6 +2,7 @@
 sliders (and the radio setting), the informed survey's outcomes, one language per page (Prolific
 refusals and <html lang>), the completion code's copy button and the DA slider's end labels.
 Screenshots go to test-artifacts/round2-*.png."""
+
 from __future__ import annotations
 
 import shutil
@@ -20,8 +21,9 @@ WIDTHS = (1280, 390)
 
 def new_page(browser, width: int, origin: str | None = None):
     phone = width < 640
-    ctx = browser.new_context(viewport={"width": width, "height": 844 if phone else 1000}, is_mobile=phone,
-                              has_touch=phone)
+    ctx = browser.new_context(
+        viewport={"width": width, "height": 844 if phone else 1000}, is_mobile=phone, has_touch=phone
+    )
     if origin:
         ctx.grant_permissions(["clipboard-read", "clipboard-write"], origin=origin)
     return ctx, ctx.new_page()
@@ -80,8 +82,9 @@ def test_sd_is_one_slider_per_pair_from_minus_3_to_plus_3_and_unmoved_is_unanswe
         page.locator(".msg.error").wait_for(timeout=15000)
         assert "Please answer every scale" in page.locator(".msg.error").inner_text()
         pid = app_server.rows("SELECT id FROM participants WHERE token = ?", (token_of(link),))[0][0]
-        stored = ("SELECT count(*) FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id "
-                  "WHERE a.participant_id = ?")
+        stored = (
+            "SELECT count(*) FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id WHERE a.participant_id = ?"
+        )
         assert app_server.rows(stored, (pid,))[0][0] == 0
         # the first slider to +2 by keys, the others clicked where they stand (the middle: 0)
         first = rows.nth(0).locator("input[type=range]")
@@ -94,9 +97,14 @@ def test_sd_is_one_slider_per_pair_from_minus_3_to_plus_3_and_unmoved_is_unanswe
         page.screenshot(path=str(ARTIFACTS / f"round2-sd-slider-moved-{width}.png"), full_page=True)
         page.get_by_role("button", name="Next").click()
         page.locator(".msg.ok").wait_for(timeout=15000)
-        values = sorted(abs(v) for (v,) in app_server.rows(
-            "SELECT r.value FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id "
-            "WHERE a.participant_id = ?", (pid,)))
+        values = sorted(
+            abs(v)
+            for (v,) in app_server.rows(
+                "SELECT r.value FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id "
+                "WHERE a.participant_id = ?",
+                (pid,),
+            )
+        )
         assert values == [0] * (n - 1) + [2]
         # the next page's sliders start unmoved again
         assert page.locator(".sd-row input.moved").count() == 0
@@ -134,7 +142,7 @@ def test_sd_radio_setting_shows_seven_points_with_matching_instructions(radio_ap
         for i in range(rows.count()):
             boxes = [b.bounding_box() for b in rows.nth(i).locator("input[type=radio]").all()]
             assert len(boxes) == 7
-            assert max(b["y"] for b in boxes) - min(b["y"] for b in boxes) < 2      # one line, in order
+            assert max(b["y"] for b in boxes) - min(b["y"] for b in boxes) < 2  # one line, in order
             assert [b["x"] for b in boxes] == sorted(b["x"] for b in boxes)
         assert clipped(page) == [] and no_sideways_scroll(page)
         page.screenshot(path=str(ARTIFACTS / f"round2-sd-radio-{width}.png"), full_page=True)
@@ -160,12 +168,30 @@ def informed_rater(app_server) -> str:
     while (b := get_view(db, rater, "survey")).status == "item" and b.item_id.startswith("survey_baseline"):
         submit(db, rater, "survey", b.item_id, {"satisfaction": 4, "trust": 4, "reliance": 5})
     while (v := get_view(db, receiver, "receiver")).status == "item":
-        submit(db, receiver, "receiver", v.item_id, {"answers": [
-            {"idx": q["idx"], "text": "" if q["idx"] == 1 else f"resposta número {q['idx']}",
-             "unanswerable": q["idx"] == 1} for q in v.content["questions"]]})
+        submit(
+            db,
+            receiver,
+            "receiver",
+            v.item_id,
+            {
+                "answers": [
+                    {
+                        "idx": q["idx"],
+                        "text": "" if q["idx"] == 1 else f"resposta número {q['idx']}",
+                        "unanswerable": q["idx"] == 1,
+                    }
+                    for q in v.content["questions"]
+                ]
+            },
+        )
     while (val := get_view(db, validator, "validator")).status == "item":
-        submit(db, validator, "validator", val.item_id,
-               {"score": 70, "marks": {q["idx"]: q["idx"] != 2 for q in val.content["questions"]}})
+        submit(
+            db,
+            validator,
+            "validator",
+            val.item_id,
+            {"score": 70, "marks": {q["idx"]: q["idx"] != 2 for q in val.content["questions"]}},
+        )
     assert get_view(db, rater, "survey").item_id.startswith("survey_informed")
     return links["rater"][0]
 
@@ -178,9 +204,11 @@ def test_informed_outcomes_read_at_a_glance(app_server, browser, informed_rater,
         page.locator(".outcome").first.wait_for(timeout=20000)
         kinds = {k: page.locator(f".outcome-{k}") for k in ("correct", "incorrect", "accepted")}
         assert all(loc.count() >= 1 for loc in kinds.values())
-        looks = {k: loc.first.evaluate("e => getComputedStyle(e).backgroundColor + getComputedStyle(e).borderLeftColor")
-                 for k, loc in kinds.items()}
-        assert len(set(looks.values())) == 3, looks                     # three looks, not one
+        looks = {
+            k: loc.first.evaluate("e => getComputedStyle(e).backgroundColor + getComputedStyle(e).borderLeftColor")
+            for k, loc in kinds.items()
+        }
+        assert len(set(looks.values())) == 3, looks  # three looks, not one
         assert kinds["correct"].first.locator(".outcome-mark").inner_text().endswith("Correct")
         assert kinds["incorrect"].first.locator(".outcome-mark").inner_text().endswith("Incorrect")
         assert "not answerable" in kinds["accepted"].first.locator(".outcome-mark").inner_text()
@@ -195,14 +223,17 @@ def test_informed_outcomes_read_at_a_glance(app_server, browser, informed_rater,
         assert card.locator('.outcome-a [lang="pt-PT"]').inner_text().startswith("resposta número")
         q, a = card.locator(".outcome-q").bounding_box(), card.locator(".outcome-a").bounding_box()
         if width >= 640:
-            assert abs(q["y"] - a["y"]) < 2 and q["x"] < a["x"]         # side by side
+            assert abs(q["y"] - a["y"]) < 2 and q["x"] < a["x"]  # side by side
         else:
-            assert a["y"] > q["y"]                                      # one under the other
+            assert a["y"] > q["y"]  # one under the other
         # the validator's score with its DA+SQM label, marked on the scale
         score = page.locator(".outcome-score").first.inner_text()
         assert "70 / 100" in score and "Most meaning preserved and few grammar mistakes" in score
-        assert page.locator(".outcome-sqm li.current").first.inner_text().endswith(
-            "Most meaning preserved and few grammar mistakes")
+        assert (
+            page.locator(".outcome-sqm li.current")
+            .first.inner_text()
+            .endswith("Most meaning preserved and few grammar mistakes")
+        )
         assert no_sideways_scroll(page)
         page.locator(".outcomes").screenshot(path=str(ARTIFACTS / f"round2-informed-{width}.png"))
     finally:
@@ -214,8 +245,11 @@ def prolific_url(app, role: str, **params) -> str:
     from services.setup.enrolment import prolific_links
 
     url = next(r["url"] for r in prolific_links(app_db(app), "demo", app.url) if r["role"] == role)
-    return (url.replace("{{%PROLIFIC_PID%}}", params.get("pid", "5f0c1a2b3c4d5e6f7a8b9c01"))
-            .replace("{{%STUDY_ID%}}", "study42").replace("{{%SESSION_ID%}}", "sess1"))
+    return (
+        url.replace("{{%PROLIFIC_PID%}}", params.get("pid", "5f0c1a2b3c4d5e6f7a8b9c01"))
+        .replace("{{%STUDY_ID%}}", "study42")
+        .replace("{{%SESSION_ID%}}", "sess1")
+    )
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -260,8 +294,13 @@ def finished_receiver(app_server, informed_rater) -> str:
     link = app_server.links()["receiver"][1]
     tok = token_of(link)
     while (v := get_view(db, tok, "receiver")).status == "item":
-        submit(db, tok, "receiver", v.item_id, {"answers": [
-            {"idx": q["idx"], "text": "sim", "unanswerable": False} for q in v.content["questions"]]})
+        submit(
+            db,
+            tok,
+            "receiver",
+            v.item_id,
+            {"answers": [{"idx": q["idx"], "text": "sim", "unanswerable": False} for q in v.content["questions"]]},
+        )
     assert get_view(db, tok, "receiver").status == "complete"
     return link
 
@@ -298,7 +337,7 @@ def test_the_da_slider_is_labelled_at_both_ends(app_server, browser, width):
         slider = page.locator("#da-score").bounding_box()
         lb, rb = left.bounding_box(), right.bounding_box()
         assert lb["x"] >= slider["x"] - 1 and rb["x"] + rb["width"] <= slider["x"] + slider["width"] + 1
-        assert lb["x"] + lb["width"] < rb["x"]                          # apart, not overlapping
+        assert lb["x"] + lb["width"] < rb["x"]  # apart, not overlapping
         assert no_sideways_scroll(page)
         page.locator("#da-slider").screenshot(path=str(ARTIFACTS / f"round2-da-slider-{width}.png"))
     finally:

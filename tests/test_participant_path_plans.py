@@ -1,6 +1,7 @@
 """A participant's click costs the same whatever the study's size: every statement that a view
 or a submit of the four-phase workflow runs is checked with EXPLAIN QUERY PLAN, and none may
 SCAN a table that grows with the study (only SEARCH through an index)."""
+
 from __future__ import annotations
 
 import re
@@ -14,16 +15,35 @@ from tests.helpers.audio import write_wav
 from tests.helpers.sql_trace import Trace
 
 # tables whose size grows with participants, exchanges or answers
-STUDY_SIZED = {"participants", "exchanges", "assignments", "recordings", "translations", "answers",
-               "validations", "validation_marks", "surveys", "work_pool", "events", "jobs", "consents",
-               "demographics", "exchange_metrics", "question_drafts", "da_hit_outcomes", "da_judgments"}
+STUDY_SIZED = {
+    "participants",
+    "exchanges",
+    "assignments",
+    "recordings",
+    "translations",
+    "answers",
+    "validations",
+    "validation_marks",
+    "surveys",
+    "work_pool",
+    "events",
+    "jobs",
+    "consents",
+    "demographics",
+    "exchange_metrics",
+    "question_drafts",
+    "da_hit_outcomes",
+    "da_judgments",
+}
 
 
 # an index search that only narrows to the study (or its phase) reads every row of it: a scan too
 # (how queue.da_hit_loads read every DA assignment for each new rater). Not work_pool_open: a
 # partial index of the open items only, which storage/pool.py always reads with a LIMIT.
-WHOLE_STUDY = re.compile(r"SEARCH (\w+) USING (?:COVERING )?INDEX (?!work_pool_open )\w+ "
-                         r"\(study_id=\?(?: AND phase=\?)?\)$")
+WHOLE_STUDY = re.compile(
+    r"SEARCH (\w+) USING (?:COVERING )?INDEX (?!work_pool_open )\w+ "
+    r"\(study_id=\?(?: AND phase=\?)?\)$"
+)
 
 KEYWORDS = {"WHERE", "ON", "JOIN", "LEFT", "INNER", "CROSS", "ORDER", "GROUP", "LIMIT", "USING", "SET", "AND"}
 
@@ -60,7 +80,7 @@ def act(database, token, tab, answer, media=None):
         assert v.status == "item", (tab, v.status, v.message)
         res = submit(database, token, tab, v.item_id, answer(v), media_dir=media)
         assert res.saved
-        get_view(database, token, tab)       # the page's repeated view
+        get_view(database, token, tab)  # the page's repeated view
     return t.sql, res.next
 
 
@@ -68,9 +88,9 @@ def test_no_participant_action_scans_a_study_sized_table(demo_db, tmp_path):
     db = demo_db
     media = tmp_path / "media"
     senders = add_participants(db, "demo", "sender", 2, "USW", "Woman")
-    receiver, = add_participants(db, "demo", "receiver", 1)
-    validator, = add_participants(db, "demo", "validator", 1)
-    rater, = add_participants(db, "demo", "rater", 1)
+    (receiver,) = add_participants(db, "demo", "receiver", 1)
+    (validator,) = add_participants(db, "demo", "validator", 1)
+    (rater,) = add_participants(db, "demo", "rater", 1)
     wav = write_wav(tmp_path / "r.wav", seconds=4.0)
     statements = []
 
@@ -78,24 +98,32 @@ def test_no_participant_action_scans_a_study_sized_table(demo_db, tmp_path):
     sql, _ = act(db, senders[0].token, "record", lambda v: {"audio": str(wav)}, media)
     statements += sql
     rec = db.one("SELECT id, exchange_id FROM recordings ORDER BY id DESC LIMIT 1")
-    starter = db.one("SELECT s.text FROM exchanges e "
-                     "JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
-                     "WHERE e.id = ?", [rec["exchange_id"]])["text"]
+    starter = db.one(
+        "SELECT s.text FROM exchanges e "
+        "JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
+        "WHERE e.id = ?",
+        [rec["exchange_id"]],
+    )["text"]
     with Trace(db) as t:
         pipeline.record_outcome(db, rec["id"], "Olá, preciso de ajuda.", starter)
     statements += t.sql
+
     def answers(v):
-        return {"answers": [{"idx": q["idx"], "text": "x", "unanswerable": False}
-                            for q in v.content["questions"]]}
+        return {"answers": [{"idx": q["idx"], "text": "x", "unanswerable": False} for q in v.content["questions"]]}
+
     for _ in range(2):
         sql, _ = act(db, receiver.token, "receiver", answers)
         statements += sql
+
     def marks(v):
         return {"score": 70, "marks": {a["idx"]: True for a in v.content["answers"]}}
+
     sql, _ = act(db, validator.token, "validator", marks)
     statements += sql
+
     def likert(v):
         return {"satisfaction": 4, "trust": 3, "reliance": 4}
+
     sql, _ = act(db, senders[0].token, "survey", likert)
     statements += sql
     sql, _ = act(db, rater.token, "survey", likert)
@@ -112,11 +140,18 @@ def test_no_participant_action_scans_a_study_sized_table(demo_db, tmp_path):
 def test_the_check_itself_finds_a_scan(demo_db):
     """The check can fail: a query on an unindexed column is reported, and so is an index search
     that only narrows to the study's phase."""
-    assert scans(demo_db, ["SELECT participant_id, COUNT(*) FROM assignments WHERE study_id = 'demo' "
-                           "AND phase = 'record' GROUP BY participant_id"])
+    assert scans(
+        demo_db,
+        [
+            "SELECT participant_id, COUNT(*) FROM assignments WHERE study_id = 'demo' "
+            "AND phase = 'record' GROUP BY participant_id"
+        ],
+    )
     assert scans(demo_db, ["SELECT * FROM surveys WHERE satisfaction = 3"])
-    assert scans(demo_db, ["SELECT 1 FROM participants p JOIN assignments a ON a.participant_id = p.id "
-                           "WHERE a.active_seconds > 3"])
+    assert scans(
+        demo_db,
+        ["SELECT 1 FROM participants p JOIN assignments a ON a.participant_id = p.id WHERE a.active_seconds > 3"],
+    )
 
 
 def test_da_and_sd_raters_scan_nothing_study_sized(demo_db, tmp_path):
@@ -124,15 +159,15 @@ def test_da_and_sd_raters_scan_nothing_study_sized(demo_db, tmp_path):
     SD scales, each with the page's repeated view, with other raters already at work."""
     db = demo_db
     media = tmp_path / "media"
-    add_participants(db, "demo", "da", 4)           # text, audio, text, audio: the next one reads text
+    add_participants(db, "demo", "da", 4)  # text, audio, text, audio: the next one reads text
     with Trace(db) as t:
-        da, = add_participants(db, "demo", "da", 1)
+        (da,) = add_participants(db, "demo", "da", 1)
     statements = t.sql
     sql, _ = act(db, da.token, "da", lambda v: {"score": 61}, media)
     statements += sql
-    sd, = add_participants(db, "demo", "sd", 1)
+    (sd,) = add_participants(db, "demo", "sd", 1)
     v = get_view(db, sd.token, "sd", media_dir=media)
-    while v.content["kind"] in ("welcome", "example"):            # the pages before the scales
+    while v.content["kind"] in ("welcome", "example"):  # the pages before the scales
         v = submit(db, sd.token, "sd", v.item_id, {"values": {}}, media_dir=media).next
     sql, _ = act(db, sd.token, "sd", lambda v: {"values": {p["pair_id"]: 5 for p in v.content["pairs"]}}, media)
     statements += sql
@@ -145,8 +180,8 @@ def test_a_da_raters_last_item_and_the_next_arrival_scan_nothing_study_sized(dem
     reruns so far) inside its submit; the next rater's arrival reads the reruns per HIT."""
     db = demo_db
     media = tmp_path / "media"
-    add_participants(db, "demo", "da", 4)           # the next one reads text
-    da, = add_participants(db, "demo", "da", 1)
+    add_participants(db, "demo", "da", 4)  # the next one reads text
+    (da,) = add_participants(db, "demo", "da", 1)
     while True:
         v = get_view(db, da.token, "da", media_dir=media)
         assert v.status == "item"

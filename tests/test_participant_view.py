@@ -2,6 +2,7 @@
 by id, link token, pasted link or Prolific id within the study; their status and every item with
 its timing and their answer in words, checked against the rows the participant's submits stored
 (read here with plain SQL, not through the module's queries)."""
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,9 @@ def lab(demo_db, tmp_path):
     (rater,) = add_participants(db, "demo", "rater", 1, external_ids=["PROLIFIC-R1"])
     (receiver,) = add_participants(db, "demo", "receiver", 1)
     (validator,) = add_participants(db, "demo", "validator", 1)
-    informed = rate_imported_exchanges(db, rater, receiver, validator,
-                                       mark=lambda idx: "correct" if idx % 2 else "incorrect")
+    informed = rate_imported_exchanges(
+        db, rater, receiver, validator, mark=lambda idx: "correct" if idx % 2 else "incorrect"
+    )
     assert informed
     (da,) = add_participants(db, "demo", "da", 1)
     for score in (10, 35.5, 90):
@@ -43,8 +45,15 @@ def lab(demo_db, tmp_path):
     while (v := get_view(db, sd.token, "sd")).content.get("kind") in ("welcome", "example"):
         submit(db, sd.token, "sd", v.item_id, {"values": {}})
     submit(db, sd.token, "sd", v.item_id, {"values": {p["slot"]: 6 for p in v.content["pairs"]}})
-    return {"db": db, "sender": sender, "rater": rater, "receiver": receiver, "validator": validator, "da": da,
-            "sd": sd}
+    return {
+        "db": db,
+        "sender": sender,
+        "rater": rater,
+        "receiver": receiver,
+        "validator": validator,
+        "da": da,
+        "sd": sd,
+    }
 
 
 def stored(db, pid):
@@ -64,7 +73,7 @@ def check_timings(db, view):
         assert it["first_shown"] == (a["first_shown_at"] or "")[:19].replace("T", " ")
         assert it["active_seconds"] == (None if a["active_seconds"] is None else round(a["active_seconds"], 1))
     done = [it["submitted"] for it in view.items if it["status"] == "done"]
-    assert done == sorted(done) and all(it["status"] != "done" for it in view.items[len(done):])
+    assert done == sorted(done) and all(it["status"] != "done" for it in view.items[len(done) :])
 
 
 def test_a_senders_page_lists_each_recording_with_its_qc_and_timing(lab):
@@ -72,9 +81,13 @@ def test_a_senders_page_lists_each_recording_with_its_qc_and_timing(lab):
     view = pv.participant_view(db, "demo", s.id)
     assert (view.role, view.group, view.gender, view.found_by) == ("sender", "USW", "Woman", "id")
     check_timings(db, view)
-    recs = {r["assignment_id"]: r for r in db.query(
-        "SELECT r.* FROM recordings r JOIN assignments a ON a.id = r.assignment_id WHERE a.participant_id = ?",
-        [s.id])}
+    recs = {
+        r["assignment_id"]: r
+        for r in db.query(
+            "SELECT r.* FROM recordings r JOIN assignments a ON a.id = r.assignment_id WHERE a.participant_id = ?",
+            [s.id],
+        )
+    }
     records = [it for it in view.items if it["phase"] == "record"]
     assert records and len(records) == len(recs)
     for it in records:
@@ -84,7 +97,7 @@ def test_a_senders_page_lists_each_recording_with_its_qc_and_timing(lab):
         assert it["what"] == f"exchange {ex['id']}: starter {ex['starter_id']}, system {ex['system_id']}"
     table = view.items_table()
     assert list(table.columns) == pv.ITEM_COLUMNS and len(table) == len(view.items)
-    assert view.link == s.token[:6] + "…" and s.token not in table.to_csv()     # never the whole token
+    assert view.link == s.token[:6] + "…" and s.token not in table.to_csv()  # never the whole token
 
 
 def test_a_receivers_page_shows_every_answer_question_by_question(lab):
@@ -94,8 +107,10 @@ def test_a_receivers_page_shows_every_answer_question_by_question(lab):
     received = [it for it in view.items if it["phase"] == "receive" and it["status"] == "done"]
     assert received
     for it in received:
-        answers = db.query("SELECT question_idx, text FROM answers WHERE assignment_id = ? ORDER BY question_idx",
-                           [it["assignment_id"]])
+        answers = db.query(
+            "SELECT question_idx, text FROM answers WHERE assignment_id = ? ORDER BY question_idx",
+            [it["assignment_id"]],
+        )
         assert it["answer"] == "; ".join(f"Q{a['question_idx']}: {a['text']}" for a in answers)
         assert len(answers) >= 1
 
@@ -108,19 +123,22 @@ def test_a_validators_page_shows_the_score_qa_and_each_mark(lab):
     assert validated
     for it in validated:
         row = db.one("SELECT * FROM validations WHERE assignment_id = ?", [it["assignment_id"]])
-        marks = db.query("SELECT question_idx, correct FROM validation_marks WHERE validation_id = ? "
-                         "ORDER BY question_idx", [row["id"]])
+        marks = db.query(
+            "SELECT question_idx, correct FROM validation_marks WHERE validation_id = ? ORDER BY question_idx",
+            [row["id"]],
+        )
         # the marks given: odd questions correct, even ones not (the fixture's validator)
         assert [m["correct"] for m in marks] == [m["question_idx"] % 2 for m in marks]
         words = ", ".join(f"Q{m['question_idx']} {'correct' if m['correct'] else 'wrong'}" for m in marks)
         assert it["answer"] == f"translation 55/100; QA {row['qa_score']:.2f}; {words}"
-        assert it["what"].startswith(f"answers of receiver item {row['receive_assignment_id']} on exchange "
-                                     f"{row['exchange_id']}")
+        assert it["what"].startswith(
+            f"answers of receiver item {row['receive_assignment_id']} on exchange {row['exchange_id']}"
+        )
 
 
 def test_a_raters_page_shows_both_surveys_in_the_third_person(lab):
     db, r = lab["db"], lab["rater"]
-    view = pv.participant_view(db, "demo", "PROLIFIC-R1")          # their external id
+    view = pv.participant_view(db, "demo", "PROLIFIC-R1")  # their external id
     assert view.id == r.id and view.found_by == "external id"
     check_timings(db, view)
     by_phase = {}
@@ -137,24 +155,35 @@ def test_da_and_sd_pages_show_scores_ratings_and_what_each_item_was(lab):
     done = [it for it in view.items if it["status"] == "done"]
     assert [it["answer"] for it in done] == ["score 10", "score 35.5", "score 90"]
     for it in done:
-        i = db.one("SELECT i.type, i.pos, s.segment_id, s.system FROM da_hit_items i JOIN da_segments s "
-                   "ON s.id = i.segment_row WHERE i.id = ?", [int(it["item_id"])])
+        i = db.one(
+            "SELECT i.type, i.pos, s.segment_id, s.system FROM da_hit_items i JOIN da_segments s "
+            "ON s.id = i.segment_row WHERE i.id = ?",
+            [int(it["item_id"])],
+        )
         assert f"item {i['pos']} " in it["what"] and it["what"].endswith(
-            f"{i['type']} item, segment {i['segment_id']}, system {i['system']}")
+            f"{i['type']} item, segment {i['segment_id']}, system {i['system']}"
+        )
     assert len(view.items) == db.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ?", [lab["da"].id])
     sd = pv.participant_view(db, "demo", lab["sd"].id)
     check_timings(db, sd)
     (page,) = [it for it in sd.items if it["status"] == "done" and it["what"].startswith("sentence")]
-    ratings = db.query("SELECT pair_id, is_repeat, value FROM sd_ratings WHERE assignment_id = ? "
-                       "ORDER BY pair_id, is_repeat", [page["assignment_id"]])
+    ratings = db.query(
+        "SELECT pair_id, is_repeat, value FROM sd_ratings WHERE assignment_id = ? ORDER BY pair_id, is_repeat",
+        [page["assignment_id"]],
+    )
     assert ratings and page["answer"] == "; ".join(
-        f"{r['pair_id']}{' (repeat)' if r['is_repeat'] else ''} {r['value']:+d}" for r in ratings)
+        f"{r['pair_id']}{' (repeat)' if r['is_repeat'] else ''} {r['value']:+d}" for r in ratings
+    )
 
 
 def test_search_by_token_link_and_prolific_id_and_the_status_and_completion_code(lab):
     db, s = lab["db"], lab["sender"]
-    for query, how in ((s.token, "token"), (link("https://lab.example", s.token), "link"),
-                       (f"https://lab.example/record/?t={s.token}&x=1", "link"), (f"  {s.id} ", "id")):
+    for query, how in (
+        (s.token, "token"),
+        (link("https://lab.example", s.token), "link"),
+        (f"https://lab.example/record/?t={s.token}&x=1", "link"),
+        (f"  {s.id} ", "id"),
+    ):
         view = pv.participant_view(db, "demo", query)
         assert (view.id, view.found_by) == (s.id, how)
     with db.write() as w:
@@ -201,8 +230,11 @@ def test_not_found_other_study_and_ambiguous_are_refused_with_the_reason(lab, tm
             pv.participant_view(db, "demo", query)
     # one Prolific id holding two roles of the study: ambiguous, both named
     (da2,) = add_participants(db, "demo", "da", 1, external_ids=["PROLIFIC-R1"])
-    with pytest.raises(ParticipantAdminError, match=rf"matches 2 participants.*participant {lab['rater'].id} "
-                                                    rf"\(rater.*participant {da2.id} \(da"):
+    with pytest.raises(
+        ParticipantAdminError,
+        match=rf"matches 2 participants.*participant {lab['rater'].id} "
+        rf"\(rater.*participant {da2.id} \(da",
+    ):
         pv.participant_view(db, "demo", "PROLIFIC-R1")
 
 

@@ -1,5 +1,6 @@
 """The admin's "A participant" section in headless Chromium: a pasted link finds the participant
 and the page shows their status block and items table (screenshot in test-artifacts/)."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,7 +13,7 @@ pytestmark = pytest.mark.browser
 def test_a_pasted_link_shows_the_participant(app_server, page):
     url = app_server.links()["sd"][0]
     [(pid,)] = app_server.rows("SELECT id FROM participants WHERE token = ?", (url.split("?t=", 1)[1],))
-    page.goto(app_server.admin_url)      # the admin link the server printed
+    page.goto(app_server.admin_url)  # the admin link the server printed
     # no password set: the admin opens at once (issue 28), its dashboard first
     page.locator("#admin-dashboard .dash").wait_for(timeout=30000)
     page.get_by_text("A participant", exact=True).click()

@@ -1,6 +1,7 @@
 """The admin's "A participant" section through gradio_client against the launched app: the search
 endpoint returns the status block and the items table, the actions act and show the page again,
 and neither a forged session nor a participant's token gets anything (issue 28 point 5)."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,10 @@ from services.admin.participant_view import ITEM_COLUMNS
 from tests.helpers.app import AppClient, admin_session, token_of
 from web.site import ROLE_PAGES
 
-EVENTS = {"admin_participant_view": ["demo", "1"],
-          **{f"admin_participant_view_{k}": ["demo", 1] for k in ("new_link", "deactivate", "reactivate", "reassign")}}
+EVENTS = {
+    "admin_participant_view": ["demo", "1"],
+    **{f"admin_participant_view_{k}": ["demo", 1] for k in ("new_link", "deactivate", "reactivate", "reassign")},
+}
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +38,7 @@ def test_a_forged_session_or_a_participants_token_gets_nothing(client, session, 
             text = json.dumps(out, default=str)
             assert "log in" in text.lower() and "Participant 1 " not in text, (api, out)
     assert app_server.rows("SELECT COUNT(*), SUM(active), GROUP_CONCAT(token) FROM participants") == before
-    for role in ROLE_PAGES:        # no participant page serves the section's events
+    for role in ROLE_PAGES:  # no participant page serves the section's events
         with urllib.request.urlopen(f"{app_server.url}/{role}/config", timeout=30) as r:
             apis = {d.get("api_name") for d in json.load(r)["dependencies"]}
         assert not apis & set(EVENTS), role

@@ -1,4 +1,5 @@
 """Participants: slots with queues, private links, CSV import, Prolific self-enrolment."""
+
 from __future__ import annotations
 
 import pytest
@@ -10,9 +11,11 @@ from storage import participants as pstore
 
 def test_sender_gets_stratified_exchanges_and_record_queue(demo_db):
     (p,) = add_participants(demo_db, "demo", "sender", 1, "USW", "Woman")
-    rows = demo_db.query("SELECT e.starter_id, e.system_id, s.domain, s.source FROM exchanges e "
-                         "JOIN starters s ON s.id = e.starter_id AND s.study_id = e.study_id WHERE sender_id = ?",
-                         [p.id])
+    rows = demo_db.query(
+        "SELECT e.starter_id, e.system_id, s.domain, s.source FROM exchanges e "
+        "JOIN starters s ON s.id = e.starter_id AND s.study_id = e.study_id WHERE sender_id = ?",
+        [p.id],
+    )
     assert len(rows) == 4
     assert sorted(r["domain"] for r in rows) == ["everyday", "everyday", "health", "health"]
     assert sorted(r["source"] for r in rows) == ["natural", "natural", "synthetic", "synthetic"]
@@ -23,9 +26,13 @@ def test_sender_gets_stratified_exchanges_and_record_queue(demo_db):
 def test_same_design_block_across_groups(demo_db):
     (a,) = add_participants(demo_db, "demo", "sender", 1, "USW", "Woman")
     (b,) = add_participants(demo_db, "demo", "sender", 1, "Hindi", "Man")
+
     def get(pid):
-        return sorted((r["starter_id"], r["system_id"]) for r in demo_db.query(
-            "SELECT starter_id, system_id FROM exchanges WHERE sender_id = ?", [pid]))
+        return sorted(
+            (r["starter_id"], r["system_id"])
+            for r in demo_db.query("SELECT starter_id, system_id FROM exchanges WHERE sender_id = ?", [pid])
+        )
+
     assert get(a.id) == get(b.id)
 
 
@@ -35,13 +42,16 @@ def test_tokens_are_unique_and_long(demo_db):
     assert len(tokens) == 30 and all(len(t) >= 24 for t in tokens)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"role": "boss"}, "unknown role"),
-    ({"role": "sender"}, "senders need a group"),
-    ({"role": "sender", "group": "USW"}, "senders need a gender"),
-    ({"role": "sender", "group": "Martian", "gender": "Woman"}, "unknown group"),
-    ({"role": "receiver", "count": 0}, "count must be at least 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"role": "boss"}, "unknown role"),
+        ({"role": "sender"}, "senders need a group"),
+        ({"role": "sender", "group": "USW"}, "senders need a gender"),
+        ({"role": "sender", "group": "Martian", "gender": "Woman"}, "unknown group"),
+        ({"role": "receiver", "count": 0}, "count must be at least 1"),
+    ],
+)
 def test_bad_requests_add_nothing(demo_db, kwargs, message):
     with pytest.raises(ParticipantError, match=message):
         add_participants(demo_db, "demo", **kwargs)
@@ -72,7 +82,7 @@ def test_links_carry_the_token(demo_db):
 
 
 def test_prolific_enrolment_takes_an_open_slot_and_resumes(demo_db):
-    add_participants(demo_db, "demo", "receiver", 1)          # a private-link slot: never handed out
+    add_participants(demo_db, "demo", "receiver", 1)  # a private-link slot: never handed out
     slots = add_participants(demo_db, "demo", "receiver", 2, self_enrol=True)
     p = enrol(demo_db, "demo", "receiver", "5f3a9c0e1b2d4a0012345678", "STUDY1", "SESS1")
     assert p["id"] == slots[0].id and p["prolific_pid"] == "5f3a9c0e1b2d4a0012345678"

@@ -2,6 +2,7 @@
 (the item form marks each: tests/test_participants_round2_browser.py), the validator's page says
 what to do, the semantic differential's instruction pages are not progress, and every role's
 page says how long it takes."""
+
 from __future__ import annotations
 
 import pytest
@@ -44,8 +45,13 @@ def test_an_empty_receiver_form_names_every_question_at_once_in_portuguese(demo_
 def test_validator_gets_the_slider_and_every_unmarked_answer_in_one_refusal(demo_db, people):
     r = people["receiver"].token
     v = get_view(demo_db, r, "receiver")
-    submit(demo_db, r, "receiver", v.item_id,
-           {"answers": [{"idx": q["idx"], "text": "sim", "unanswerable": False} for q in v.content["questions"]]})
+    submit(
+        demo_db,
+        r,
+        "receiver",
+        v.item_id,
+        {"answers": [{"idx": q["idx"], "text": "sim", "unanswerable": False} for q in v.content["questions"]]},
+    )
     tok = people["validator"].token
     val = get_view(demo_db, tok, "validator")
     idxs = [a["idx"] for a in val.content["answers"]]
@@ -76,8 +82,10 @@ def test_sd_welcome_and_example_are_not_progress_and_say_no_saved(demo_db, peopl
     v = get_view(demo_db, tok, "sd")
     assert v.content["kind"] == "welcome" and v.done == 0
     total = v.total
-    assert total == demo_db.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND item_id "
-                                   "NOT IN ('welcome', 'example')", [people["sd"].id])
+    assert total == demo_db.scalar(
+        "SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND item_id NOT IN ('welcome', 'example')",
+        [people["sd"].id],
+    )
     res = submit(demo_db, tok, "sd", v.item_id, {"values": {}})
     assert res.message == "" and res.next.content["kind"] == "example" and res.next.progress == f"0 / {total}"
     res = submit(demo_db, tok, "sd", res.next.item_id, {"values": {}})
@@ -90,18 +98,34 @@ def test_sd_welcome_and_example_are_not_progress_and_say_no_saved(demo_db, peopl
 def test_validator_page_says_what_correct_means_and_shows_the_expected_answer(demo_db, people):
     r = people["receiver"].token
     v = get_view(demo_db, r, "receiver")
-    ex = demo_db.one("SELECT e.starter_id FROM assignments a JOIN exchanges e ON e.id = a.exchange_id "
-                     "WHERE a.participant_id = ? AND a.phase = 'receive'", [people["receiver"].id])
+    ex = demo_db.one(
+        "SELECT e.starter_id FROM assignments a JOIN exchanges e ON e.id = a.exchange_id "
+        "WHERE a.participant_id = ? AND a.phase = 'receive'",
+        [people["receiver"].id],
+    )
     qs = studies.questions(demo_db, "demo", ex["starter_id"])
-    with demo_db.write() as db:        # the starter's questions as accepted drafts, the second with an answer
+    with demo_db.write() as db:  # the starter's questions as accepted drafts, the second with an answer
         for q in qs:
-            question_drafts.insert(db, "demo", ex["starter_id"], q["en"], q["pt"],
-                                   "Maria" if q["idx"] == 2 else None, "imported", status="accepted")
-    submit(demo_db, r, "receiver", v.item_id,
-           {"answers": [{"idx": q["idx"], "text": "sim", "unanswerable": False} for q in v.content["questions"]]})
+            question_drafts.insert(
+                db,
+                "demo",
+                ex["starter_id"],
+                q["en"],
+                q["pt"],
+                "Maria" if q["idx"] == 2 else None,
+                "imported",
+                status="accepted",
+            )
+    submit(
+        demo_db,
+        r,
+        "receiver",
+        v.item_id,
+        {"answers": [{"idx": q["idx"], "text": "sim", "unanswerable": False} for q in v.content["questions"]]},
+    )
     c = get_view(demo_db, people["validator"].token, "validator").content
     assert "English source" in c["instruction"] and "not the translation" in c["instruction"]
-    assert "does not answer the question either" in c["instruction"]         # paper 000's flagged rule
+    assert "does not answer the question either" in c["instruction"]  # paper 000's flagged rule
     assert [q["expected"] for q in c["questions"]][:3] == ["", "Maria", ""]
     from tabs.validator import body_html
 
@@ -116,7 +140,7 @@ def test_every_role_has_a_welcome_with_its_expected_time(demo_db, people, tmp_pa
     study = studies.get_study(demo_db, "demo")
     cfg = study["config"]
     assert expected_minutes(study, "receiver") == -(-cfg["usability"]["items_per_receiver"] * 150 // 60)
-    assert expected_minutes(study, "sd") == 10                          # paper 002: about 10 minutes
+    assert expected_minutes(study, "sd") == 10  # paper 002: about 10 minutes
     for role in ("sender", "receiver", "validator", "rater", "da", "sd"):
         words = welcome(study, role, "en")
         assert f"about {expected_minutes(study, role)} minutes" in words, role

@@ -3,6 +3,7 @@ validator typed survives a reload and a second tab, and leaving with it asks fir
 form marks every missing field and focuses the first; the validator's page says what "correct"
 means and shows the expected answer; every role's page says how long it takes; the semantic
 differential's instruction pages are not progress and say no "Saved."."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,12 +22,29 @@ def app(tmp_path_factory):
     assert a.cli("import", str(DEMO)).returncode == 0
     for role in ("receiver", "validator", "sd", "da"):
         assert a.cli("participants", "add", "--study", "demo", "--role", role, "--count", "2").returncode == 0
-    assert a.cli("participants", "add", "--study", "demo", "--role", "sender", "--group", "USW",
-                 "--gender", "Woman", "--count", "1").returncode == 0
+    assert (
+        a.cli(
+            "participants",
+            "add",
+            "--study",
+            "demo",
+            "--role",
+            "sender",
+            "--group",
+            "USW",
+            "--gender",
+            "Woman",
+            "--count",
+            "1",
+        ).returncode
+        == 0
+    )
     # every question with an expected answer (the reviewed questions' reference answers)
-    a.rows("INSERT INTO question_drafts (study_id, starter_id, position, en, pt, answer_en, status, origin, "
-           "created_at, updated_at) SELECT study_id, starter_id, idx, en, pt, 'expected ' || idx, 'accepted', "
-           "'imported', '2026-01-01', '2026-01-01' FROM questions")
+    a.rows(
+        "INSERT INTO question_drafts (study_id, starter_id, position, en, pt, answer_en, status, origin, "
+        "created_at, updated_at) SELECT study_id, starter_id, idx, en, pt, 'expected ' || idx, 'accepted', "
+        "'imported', '2026-01-01', '2026-01-01' FROM questions"
+    )
     a.start()
     yield a
     a.stop()
@@ -60,18 +78,18 @@ def test_receiver_draft_survives_reload_and_second_tab_and_errors_are_marked(app
     page.goto(url)
     boxes = page.locator("#receiver-form textarea")
     boxes.first.wait_for(timeout=30000)
-    assert "Demora cerca de" in page.locator(".role-welcome").inner_text()       # the time, before starting
+    assert "Demora cerca de" in page.locator(".role-welcome").inner_text()  # the time, before starting
     n = boxes.count()
     type_into(page, boxes.nth(0), "A Maria")
     type_into(page, boxes.nth(2), "três dias")
     dialogs = []
     page.on("dialog", lambda d: (dialogs.append(d.type), d.accept()))
-    page.reload()                                   # leaving with unsent text asks first
+    page.reload()  # leaving with unsent text asks first
     boxes.first.wait_for(timeout=30000)
     assert dialogs == ["beforeunload"]
     page.wait_for_function("() => document.querySelector('#answer-1').value === 'A Maria'", timeout=10000)
     assert boxes.nth(2).input_value() == "três dias" and boxes.nth(1).input_value() == ""
-    second = ctx.new_page()                         # a second tab of the same link, mid-item
+    second = ctx.new_page()  # a second tab of the same link, mid-item
     second.goto(url)
     second.locator("#receiver-form textarea").first.wait_for(timeout=30000)
     second.wait_for_function("() => document.querySelector('#answer-3').value === 'três dias'", timeout=10000)
@@ -85,7 +103,7 @@ def test_receiver_draft_survives_reload_and_second_tab_and_errors_are_marked(app
     assert page.locator("#receiver-form .field-invalid").count() == len(missing)
     assert page.locator("#receiver-form .field-error").count() == len(missing)
     page.wait_for_function("() => document.activeElement && document.activeElement.id === 'answer-2'", timeout=5000)
-    assert page.locator("#answer-1").input_value() == "A Maria"             # nothing typed is lost
+    assert page.locator("#answer-1").input_value() == "A Maria"  # nothing typed is lost
     page.screenshot(path=str(ARTIFACTS / f"round2-receiver-errors-{size[0]}.png"), full_page=True)
     # answering one takes its mark away at once; the rest are flagged, then it is saved
     type_into(page, page.locator("#answer-2"), "sim")
@@ -94,7 +112,7 @@ def test_receiver_draft_survives_reload_and_second_tab_and_errors_are_marked(app
     for i in missing[1:]:
         flags.nth(i - 1).check()
     assert page.locator("#receiver-form .field-invalid").count() == 0
-    assert page.locator("#receiver-form .msg.error").count() == 0           # all fixed: the error goes
+    assert page.locator("#receiver-form .msg.error").count() == 0  # all fixed: the error goes
     page.get_by_role("button", name="Enviar respostas").click()
     page.locator("#receiver-form .msg.ok").wait_for(timeout=15000)
     # the next item starts empty, and the sent item's draft is gone
@@ -125,7 +143,7 @@ def test_validator_reads_what_to_do_and_every_unmarked_field_is_named(app, brows
     assert "move the slider" in msg and "mark every answer" in msg
     assert page.locator("#validator-form .field-invalid").count() == 1 + (n - 1)
     page.wait_for_function("() => document.activeElement && document.activeElement.id === 'sqm-score'", timeout=5000)
-    assert marks.nth(0).locator("input[value=correct]").is_checked()            # kept
+    assert marks.nth(0).locator("input[value=correct]").is_checked()  # kept
     page.screenshot(path=str(ARTIFACTS / f"round2-validator-errors-{size[0]}.png"), full_page=True)
     # a reload keeps the marks chosen (the draft) and asks first
     marks.nth(1).locator("input[value=incorrect]").check()
@@ -133,8 +151,9 @@ def test_validator_reads_what_to_do_and_every_unmarked_field_is_named(app, brows
     page.on("dialog", lambda d: (dialogs.append(d.type), d.accept()))
     page.reload()
     page.locator("#validator-form fieldset.answer-mark").first.wait_for(timeout=30000)
-    page.wait_for_function("() => document.querySelectorAll('#validator-form input[type=radio]:checked').length == 2",
-                           timeout=10000)
+    page.wait_for_function(
+        "() => document.querySelectorAll('#validator-form input[type=radio]:checked').length == 2", timeout=10000
+    )
     assert dialogs == ["beforeunload"]
     assert marks.nth(1).locator("input[value=incorrect]").is_checked()
     page.screenshot(path=str(ARTIFACTS / f"round2-validator-top-{size[0]}.png"))
@@ -150,11 +169,14 @@ def test_sd_instruction_pages_are_not_progress_and_say_no_saved(app, browser, si
     assert "about 10 minutes" in page.locator(".role-welcome").inner_text()
     start = page.locator("#sd-form .progress").inner_text()
     token = link(app, "sd", size).split("?t=", 1)[1]
-    [(pages,)] = app.rows("SELECT COUNT(*) FROM assignments a JOIN participants p ON p.id = a.participant_id "
-                          "WHERE p.token = ? AND a.item_id NOT IN ('welcome', 'example')", (token,))
-    assert start.endswith(f"0 / {pages}"), start          # the sentences' pages only
+    [(pages,)] = app.rows(
+        "SELECT COUNT(*) FROM assignments a JOIN participants p ON p.id = a.participant_id "
+        "WHERE p.token = ? AND a.item_id NOT IN ('welcome', 'example')",
+        (token,),
+    )
+    assert start.endswith(f"0 / {pages}"), start  # the sentences' pages only
     page.screenshot(path=str(ARTIFACTS / f"round2-sd-welcome-{size[0]}.png"), full_page=True)
-    for _ in range(2):                      # the welcome, then the example
+    for _ in range(2):  # the welcome, then the example
         page.get_by_role("button", name="Next").click()
         page.wait_for_timeout(1500)
         assert page.locator("#sd-form .msg.ok").count() == 0

@@ -2,6 +2,7 @@
 that enforces it (issue 19). These tests keep the map true: every `module:attr` it names
 imports and resolves, every test file it names exists, and each of the four protocol
 sections has rows."""
+
 from __future__ import annotations
 
 import importlib
@@ -40,9 +41,16 @@ def map_rows() -> list[dict]:
         if cells[0] == "Rule (short)":
             continue
         assert len(cells) == 3, f"line {n}: a row needs 3 cells (rule, function, test): {line}"
-        rows.append({"section": section, "line": n, "rule": cells[0],
-                     "refs": REF.findall(cells[1]), "tests": TEST_FILE.findall(cells[2]),
-                     "test_cell": cells[2]})
+        rows.append(
+            {
+                "section": section,
+                "line": n,
+                "rule": cells[0],
+                "refs": REF.findall(cells[1]),
+                "tests": TEST_FILE.findall(cells[2]),
+                "test_cell": cells[2],
+            }
+        )
     return rows
 
 
@@ -89,5 +97,7 @@ def test_each_rows_test_file_exists(row):
 
 def test_the_parser_reads_the_reference_format():
     assert REF.findall("`services.da.hits:span_length` and `services.models.systems:Direct.translate_audio`") == [
-        ("services.da.hits", "span_length"), ("services.models.systems", "Direct.translate_audio")]
+        ("services.da.hits", "span_length"),
+        ("services.models.systems", "Direct.translate_audio"),
+    ]
     assert _cells(r"| mon = QE(c\|s) | `a.b:c` | none |") == [r"mon = QE(c\|s)", "`a.b:c`", "none"]

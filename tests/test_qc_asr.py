@@ -1,5 +1,6 @@
 """One QC ASR for every system of a study ([usability] qc_asr): validated at import, used by
 the worker whatever system translates the recording (real tiny.en; no model is faked)."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,10 @@ def demo_copy(tmp_path, usability_extra: str = ""):
         toml = folder / "study.toml"
         text = toml.read_text(encoding="utf-8")
         assert "starter_words = [40, 60]" in text
-        toml.write_text(text.replace("starter_words = [40, 60]", f"starter_words = [40, 60]\n{usability_extra}", 1),
-                        encoding="utf-8")
+        toml.write_text(
+            text.replace("starter_words = [40, 60]", f"starter_words = [40, 60]\n{usability_extra}", 1),
+            encoding="utf-8",
+        )
     return folder
 
 
@@ -42,20 +45,25 @@ def test_the_default_qc_asr_is_the_offline_whisper():
 
 
 def test_a_study_names_its_qc_asr(tmp_path):
-    folder = demo_copy(tmp_path, 'qc_asr = {asr = "transformers-whisper", asr_model = "openai/whisper-large-v3", '
-                                 'asr_dtype = "bfloat16"}')
+    folder = demo_copy(
+        tmp_path,
+        'qc_asr = {asr = "transformers-whisper", asr_model = "openai/whisper-large-v3", asr_dtype = "bfloat16"}',
+    )
     cfg = recording_qc.qc_asr_config(load_study(folder).config["usability"])
     assert cfg["asr"] == "transformers-whisper" and cfg["asr_model"] == "openai/whisper-large-v3"
 
 
-@pytest.mark.parametrize("given,field", [
-    ('qc_asr = {asr = "whisperx"}', "usability.qc_asr.asr"),
-    ('qc_asr = {asr = "transformers-whisper"}', "usability.qc_asr.asr_model"),
-    ('qc_asr = {asr = "remote", asr_model = "whisper-1"}', "usability.qc_asr.asr_base_url"),
-    ('qc_asr = {asr_beam_size = 0}', "usability.qc_asr.asr_beam_size"),
-    ('qc_asr = {mt = "bergamot"}', "usability.qc_asr.mt"),
-    ('qc_asr = "faster-whisper"', "usability.qc_asr"),
-])
+@pytest.mark.parametrize(
+    "given,field",
+    [
+        ('qc_asr = {asr = "whisperx"}', "usability.qc_asr.asr"),
+        ('qc_asr = {asr = "transformers-whisper"}', "usability.qc_asr.asr_model"),
+        ('qc_asr = {asr = "remote", asr_model = "whisper-1"}', "usability.qc_asr.asr_base_url"),
+        ("qc_asr = {asr_beam_size = 0}", "usability.qc_asr.asr_beam_size"),
+        ('qc_asr = {mt = "bergamot"}', "usability.qc_asr.mt"),
+        ('qc_asr = "faster-whisper"', "usability.qc_asr"),
+    ],
+)
 def test_a_wrong_qc_asr_is_an_import_error_naming_the_field(tmp_path, given, field):
     with pytest.raises(StudyValidationError) as e:
         load_study(demo_copy(tmp_path, given))
@@ -63,11 +71,13 @@ def test_a_wrong_qc_asr_is_an_import_error_naming_the_field(tmp_path, given, fie
 
 
 def test_same_asr_reads_defaults_left_out():
-    assert recording_qc.same_asr({"kind": "cascade", "asr": "faster-whisper", "asr_beam_size": 5, "mt": "bergamot"},
-                                 recording_qc.DEFAULT_QC_ASR)
+    assert recording_qc.same_asr(
+        {"kind": "cascade", "asr": "faster-whisper", "asr_beam_size": 5, "mt": "bergamot"}, recording_qc.DEFAULT_QC_ASR
+    )
     assert not recording_qc.same_asr({"asr": "faster-whisper", "asr_beam_size": 1}, recording_qc.DEFAULT_QC_ASR)
-    assert not recording_qc.same_asr({"asr": "faster-whisper", "asr_model": "/models/large-v3"},
-                                     recording_qc.DEFAULT_QC_ASR)
+    assert not recording_qc.same_asr(
+        {"asr": "faster-whisper", "asr_model": "/models/large-v3"}, recording_qc.DEFAULT_QC_ASR
+    )
 
 
 @pytest.mark.parametrize("qc_beam,reused", [(5, {"cascade-beam"}), (2, set())])
@@ -84,27 +94,31 @@ def test_every_system_gets_its_qc_transcript_from_the_qc_asr(database, tmp_path,
 
     transcribed = []
 
-    def spy(cfg, cache=CACHE):           # the real ASR, with a note of the config it was built for
+    def spy(cfg, cache=CACHE):  # the real ASR, with a note of the config it was built for
         built.append(dict(cfg))
         asr = real_build(cfg, cache)
-        if cfg.get("kind") != "cascade":     # and of each transcription the QC ASR makes
+        if cfg.get("kind") != "cascade":  # and of each transcription the QC ASR makes
             real = asr.transcribe_scored
             asr.transcribe_scored = lambda *a: (transcribed.append(cfg), real(*a))[1]
         return asr
 
     monkeypatch.setattr(systems, "build_asr", spy)
-    ex = db.query("SELECT e.id, s.text FROM exchanges e JOIN assignments a ON a.exchange_id = e.id "
-                  "JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
-                  "WHERE a.participant_id = ? AND a.phase = 'record' ORDER BY e.id LIMIT 2", [sender.id])
+    ex = db.query(
+        "SELECT e.id, s.text FROM exchanges e JOIN assignments a ON a.exchange_id = e.id "
+        "JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
+        "WHERE a.participant_id = ? AND a.phase = 'record' ORDER BY e.id LIMIT 2",
+        [sender.id],
+    )
     from services.usability.audio_intake import store_recording
 
     for e, system in zip(ex, ("cascade-beam", "cascade-greedy")):
         built.clear()
         transcribed.clear()
-        with db.write() as w:       # this exchange goes to the system under test
+        with db.write() as w:  # this exchange goes to the system under test
             w.execute("UPDATE exchanges SET system_id = ? WHERE id = ?", [system, e["id"]])
-            a = w.execute("SELECT id FROM assignments WHERE exchange_id = ? AND phase = 'record'",
-                          [e["id"]]).fetchone()[0]
+            a = w.execute(
+                "SELECT id FROM assignments WHERE exchange_id = ? AND phase = 'record'", [e["id"]]
+            ).fetchone()[0]
             st = store_recording(spoken_wav(e["text"], tmp_path / f"{system}.wav", cache=CACHE), tmp_path / "m", 60)
             rid = results.insert_recording(w, a, e["id"], st.sha256, st.path_original, st.path_16k, st.duration_s)
         pipeline.process_recording(db, rid, CACHE)
@@ -119,7 +133,7 @@ def test_every_system_gets_its_qc_transcript_from_the_qc_asr(database, tmp_path,
             assert [c["asr_beam_size"] for c in qc_builds] == [qc_beam], built
         rec = results.recording(db, rid)
         assert rec["qc_status"] in ("passed", "flagged") and rec["transcript"]
-        if system not in reused:     # the QC ASR scored the starter on its own transcription's encoding
+        if system not in reused:  # the QC ASR scored the starter on its own transcription's encoding
             assert json.loads(rec["qc_edges"])["first_p"] > 0, rec["qc_edges"]
         logged = db.query("SELECT detail FROM events WHERE action = 'qc' AND entity_id = ?", [str(rid)])
         assert logged and f'"asr_beam_size": {qc_beam}' in logged[-1]["detail"]
@@ -139,18 +153,23 @@ def test_the_demo_s04_read_aloud_passes_and_its_cut_readings_are_flagged(tmp_pat
     asr = systems.build_asr(recording_qc.DEFAULT_QC_ASR, CACHE)
     x, rate = qc_flags.speech(qc_flags.voice("joe"), s04)
     n = int(1.5 * rate)
-    heard = {kind: qc_flags.transcribe(asr, part, rate, tmp_path, kind)[0]
-             for kind, part in (("whole", x), ("cut_start", x[n:]), ("cut_end", x[:-n]))}
+    heard = {
+        kind: qc_flags.transcribe(asr, part, rate, tmp_path, kind)[0]
+        for kind, part in (("whole", x), ("cut_start", x[n:]), ("cut_end", x[:-n]))
+    }
     assert recording_qc.check(s04, heard["whole"]).flags == [], heard["whole"]
     assert "start_differs" in recording_qc.check(s04, heard["cut_start"]).flags, heard["cut_start"]
     assert "end_differs" in recording_qc.check(s04, heard["cut_end"]).flags, heard["cut_end"]
 
 
-@pytest.mark.parametrize("given,field", [
-    ('qc_second_opinion = "yes"', "usability.qc_second_opinion"),
-    ("qc_first_word_min_p = 1.5", "usability.qc_first_word_min_p"),
-    ('qc_last_word_min_p = "high"', "usability.qc_last_word_min_p"),
-])
+@pytest.mark.parametrize(
+    "given,field",
+    [
+        ('qc_second_opinion = "yes"', "usability.qc_second_opinion"),
+        ("qc_first_word_min_p = 1.5", "usability.qc_first_word_min_p"),
+        ('qc_last_word_min_p = "high"', "usability.qc_last_word_min_p"),
+    ],
+)
 def test_a_wrong_second_opinion_setting_is_an_import_error_naming_it(tmp_path, given, field):
     with pytest.raises(StudyValidationError) as e:
         load_study(demo_copy(tmp_path, given))
@@ -159,8 +178,11 @@ def test_a_wrong_second_opinion_setting_is_an_import_error_naming_it(tmp_path, g
 
 def test_a_study_sets_the_second_opinion(tmp_path):
     us = load_study(demo_copy(tmp_path, "qc_second_opinion = false\nqc_first_word_min_p = 0.1")).config["usability"]
-    assert recording_qc.second_opinion(us) == {"on": False, "first_word_min_p": 0.1, "last_word_min_p":
-                                               recording_qc.SECOND_OPINION_DEFAULTS["qc_last_word_min_p"]}
+    assert recording_qc.second_opinion(us) == {
+        "on": False,
+        "first_word_min_p": 0.1,
+        "last_word_min_p": recording_qc.SECOND_OPINION_DEFAULTS["qc_last_word_min_p"],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -182,12 +204,18 @@ def s12_readings(tmp_path_factory):
     x, rate = qc_flags.speech(tts, text)
     w = text.split()
     half, whole = int(0.5 * rate), int(1.5 * rate)
-    parts = {"good": x, "cut_start_0.5s": x[half:], "cut_start_1.5s": x[whole:], "cut_end_0.5s": x[:-half],
-             "cut_end_1.5s": x[:-whole], "first_word_left_out": qc_flags.speech(tts, " ".join(w[1:]))[0],
-             "last_word_left_out": qc_flags.speech(tts, " ".join(w[:-1]))[0],
-             "first_two_swapped": qc_flags.speech(tts, " ".join([w[1], w[0]] + w[2:]))[0],
-             "pause_then_end_cut": qc_flags.with_pause(x, rate)[:-half],
-             "other_starter": qc_flags.speech(tts, other)[0]}
+    parts = {
+        "good": x,
+        "cut_start_0.5s": x[half:],
+        "cut_start_1.5s": x[whole:],
+        "cut_end_0.5s": x[:-half],
+        "cut_end_1.5s": x[:-whole],
+        "first_word_left_out": qc_flags.speech(tts, " ".join(w[1:]))[0],
+        "last_word_left_out": qc_flags.speech(tts, " ".join(w[:-1]))[0],
+        "first_two_swapped": qc_flags.speech(tts, " ".join([w[1], w[0]] + w[2:]))[0],
+        "pause_then_end_cut": qc_flags.with_pause(x, rate)[:-half],
+        "other_starter": qc_flags.speech(tts, other)[0],
+    }
     out = {}
     for kind, part in parts.items():
         r = qc_flags.read_and_score(asr, text, part, rate, tmp, kind)
@@ -205,9 +233,20 @@ def test_a_good_reading_that_the_paper_s_rule_flags_passes_on_the_second_opinion
     assert qc.status == "passed" and qc.forgiven == ["start_differs"], (edges, transcript)
 
 
-@pytest.mark.parametrize("kind", ["cut_start_0.5s", "cut_start_1.5s", "cut_end_0.5s", "cut_end_1.5s",
-                                  "other_starter", "first_word_left_out", "last_word_left_out",
-                                  "first_two_swapped", "pause_then_end_cut"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "cut_start_0.5s",
+        "cut_start_1.5s",
+        "cut_end_0.5s",
+        "cut_end_1.5s",
+        "other_starter",
+        "first_word_left_out",
+        "last_word_left_out",
+        "first_two_swapped",
+        "pause_then_end_cut",
+    ],
+)
 def test_each_bad_kind_stays_flagged_with_the_second_opinion(s12_readings, kind):
     text, heard = s12_readings
     transcript, edges = heard[kind]

@@ -4,6 +4,7 @@ Expected values are computed here independently: the t-interval from scipy.stats
 with scipy.stats.sem, the one-sided p from the t distribution's cdf, error rates, ties and
 retention shares by hand on literal examples, and the bootstrap CI of phi by scipy's
 non-vectorised path and by a plain numpy resampling loop."""
+
 from __future__ import annotations
 
 import json
@@ -20,6 +21,7 @@ from services.qe import audit as Q
 # ---------------------------------------------------------------------------------------------
 # data
 
+
 def generated(seed: int = 1, n: int = 60, langs=("es", "pt"), gold: bool = False) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     rows = []
@@ -27,18 +29,34 @@ def generated(seed: int = 1, n: int = 60, langs=("es", "pt"), gold: bool = False
         for i in range(n):
             m = rng.uniform(0.6, 0.95)
             f = m - rng.normal(0.01, 0.02)
-            rows.append({"instance_id": f"{i}", "lang": lang, "source": f"source {i}", "hyp_f": f"f {i}",
-                         "hyp_m": f"m {i}", "score_f": f, "score_m": m})
+            rows.append(
+                {
+                    "instance_id": f"{i}",
+                    "lang": lang,
+                    "source": f"source {i}",
+                    "hyp_f": f"f {i}",
+                    "hyp_m": f"m {i}",
+                    "score_f": f,
+                    "score_m": m,
+                }
+            )
             if gold:
                 rows[-1]["gold"] = "F" if i % 2 else "M"
     return pd.DataFrame(rows)
 
 
 def pairs(scores, gold=None, lang="pt") -> pd.DataFrame:
-    df = pd.DataFrame({"instance_id": [str(i) for i in range(len(scores))], "lang": lang,
-                       "source": [f"s{i}" for i in range(len(scores))],
-                       "hyp_f": [f"f{i}" for i in range(len(scores))], "hyp_m": [f"m{i}" for i in range(len(scores))],
-                       "score_f": [s[0] for s in scores], "score_m": [s[1] for s in scores]})
+    df = pd.DataFrame(
+        {
+            "instance_id": [str(i) for i in range(len(scores))],
+            "lang": lang,
+            "source": [f"s{i}" for i in range(len(scores))],
+            "hyp_f": [f"f{i}" for i in range(len(scores))],
+            "hyp_m": [f"m{i}" for i in range(len(scores))],
+            "score_f": [s[0] for s in scores],
+            "score_m": [s[1] for s in scores],
+        }
+    )
     if gold is not None:
         df["gold"] = list(gold)
     return df
@@ -54,6 +72,7 @@ class RaisingMetric:
 class FakeMetric:
     """Test double of the metric interface: score = length of the hypothesis / 100, recording
     every call."""
+
     name = "fake-len"
     kind = "reference-free QE"
     version = "1"
@@ -74,6 +93,7 @@ class FakeMetric:
 
 # ---------------------------------------------------------------------------------------------
 # ratios
+
 
 def expected_ratio_stats(f, m):
     r = [a / b for a, b in zip(f, m)]
@@ -122,7 +142,7 @@ def test_ratio_on_a_literal_example():
 def test_nonpositive_and_missing_scores_are_dropped_and_counted():
     good = [(0.8, 1.0), (0.9, 1.0), (1.0, 1.0)]
     bad = [(0.5, 0.0), (0.5, -0.2), (-0.1, 0.5), (math.nan, 0.7), (0.7, math.nan)]
-    df = pairs(good + bad + [(0.0, 0.5)])       # a zero numerator is a valid ratio of 0
+    df = pairs(good + bad + [(0.0, 0.5)])  # a zero numerator is a valid ratio of 0
     table = Q.ratios(df)
     row = table.iloc[0]
     assert row["n"] == 4 and row["n_dropped"] == 3 and row["n_missing"] == 2
@@ -143,7 +163,7 @@ def test_fewer_than_two_ratios_give_nan_interval():
 def test_ratios_split_by_source_gender_with_gold():
     df = generated(gold=True, langs=("pt",))
     table = Q.ratios(df)
-    assert list(table["source_gender"]) == ["any", "F", "M"] * 3          # pt, mean, pooled
+    assert list(table["source_gender"]) == ["any", "F", "M"] * 3  # pt, mean, pooled
     for g in ("F", "M"):
         sub = df[df["gold"] == g]
         n, mean, lo, hi, t, p = expected_ratio_stats(sub["score_f"], sub["score_m"])
@@ -152,8 +172,9 @@ def test_ratios_split_by_source_gender_with_gold():
 
 
 def test_neutral_contrast():
-    df = generated(langs=("it",)).rename(columns={"hyp_f": "hyp_n", "hyp_m": "hyp_g", "score_f": "score_n",
-                                                    "score_m": "score_g"})
+    df = generated(langs=("it",)).rename(
+        columns={"hyp_f": "hyp_n", "hyp_m": "hyp_g", "score_f": "score_n", "score_m": "score_g"}
+    )
     table = Q.ratios(df)
     assert list(table.columns) == Q.ratio_columns("N/G")
     n, mean, lo, hi, t, p = expected_ratio_stats(df["score_n"], df["score_g"])
@@ -166,14 +187,14 @@ def test_neutral_contrast():
 # errors
 
 LITERAL = [  # (score_f, score_m), gold
-    ((0.9, 0.8), "F"),   # right
-    ((0.7, 0.7), "F"),   # tie -> error
-    ((0.6, 0.8), "F"),   # error
-    ((0.8, 0.5), "F"),   # right
-    ((0.5, 0.9), "M"),   # right
-    ((0.8, 0.8), "M"),   # tie -> error
-    ((0.4, 0.6), "M"),   # right
-    ((0.3, 0.7), "M"),   # right
+    ((0.9, 0.8), "F"),  # right
+    ((0.7, 0.7), "F"),  # tie -> error
+    ((0.6, 0.8), "F"),  # error
+    ((0.8, 0.5), "F"),  # right
+    ((0.5, 0.9), "M"),  # right
+    ((0.8, 0.8), "M"),  # tie -> error
+    ((0.4, 0.6), "M"),  # right
+    ((0.3, 0.7), "M"),  # right
 ]
 
 
@@ -199,8 +220,9 @@ def test_phi_special_cases():
     assert math.isnan(Q.phi(math.nan, 0.1))
     assert Q.phi(0.3, 0.1) == pytest.approx(3.0)
     # no masculine error: phi inf, CI upper bound inf, a note, a warning
-    df = pairs([(0.6, 0.8), (0.9, 0.1), (0.7, 0.9), (0.2, 0.9), (0.1, 0.95), (0.3, 0.8)],
-               ["F", "F", "F", "M", "M", "M"])
+    df = pairs(
+        [(0.6, 0.8), (0.9, 0.1), (0.7, 0.9), (0.2, 0.9), (0.1, 0.95), (0.3, 0.8)], ["F", "F", "F", "M", "M", "M"]
+    )
     row = Q.errors(df).iloc[-1]
     assert row["phi"] == math.inf and row["phi_ci_high"] == math.inf and "no masculine error" in row["phi_ci_note"]
     result = Q.audit(df, thresholds=[0.5])
@@ -230,8 +252,14 @@ def test_phi_bootstrap_ci_reproducible_and_independent():
     ef = per["error"][df["gold"] == "F"].astype(float).to_numpy()
     em = per["error"][df["gold"] == "M"].astype(float).to_numpy()
     assert row["phi"] == pytest.approx(ef.mean() / em.mean())
-    ref = stats.bootstrap((ef, em), lambda a, b: np.mean(a) / np.mean(b), n_resamples=1000, method="percentile",
-                          vectorized=False, rng=np.random.default_rng(7))
+    ref = stats.bootstrap(
+        (ef, em),
+        lambda a, b: np.mean(a) / np.mean(b),
+        n_resamples=1000,
+        method="percentile",
+        vectorized=False,
+        rng=np.random.default_rng(7),
+    )
     assert row["phi_ci_low"] == pytest.approx(ref.confidence_interval.low)
     assert row["phi_ci_high"] == pytest.approx(ref.confidence_interval.high)
     # and roughly what a plain numpy bootstrap within each gender group gives
@@ -251,6 +279,7 @@ def test_errors_need_gold_and_the_gendered_contrast():
 
 # ---------------------------------------------------------------------------------------------
 # retention
+
 
 def test_retention_shares_by_hand():
     scores = [(0.9, 0.95), (0.7, 0.85), (0.85, 0.8), (0.5, 0.6), (0.8, 0.8)]
@@ -279,6 +308,7 @@ def test_retention_checks_thresholds_and_defaults():
 # ---------------------------------------------------------------------------------------------
 # scoring
 
+
 def test_precomputed_scores_are_used_exactly_and_the_metric_never_runs():
     df = generated()
     scored = Q.score_pairs(df, metric=RaisingMetric())
@@ -290,8 +320,15 @@ def test_precomputed_scores_are_used_exactly_and_the_metric_never_runs():
 
 
 def test_metric_scores_each_hypothesis_column_in_one_call():
-    df = pd.DataFrame({"instance_id": ["1", "2", "3"], "lang": "pt", "source": ["a", "b", "c"],
-                       "hyp_f": ["ela é", "ela foi lá", "a"], "hyp_m": ["ele é", "ele", "ab"]})
+    df = pd.DataFrame(
+        {
+            "instance_id": ["1", "2", "3"],
+            "lang": "pt",
+            "source": ["a", "b", "c"],
+            "hyp_f": ["ela é", "ela foi lá", "a"],
+            "hyp_m": ["ele é", "ele", "ab"],
+        }
+    )
     metric = FakeMetric()
     progress = []
     scored = Q.score_pairs(df, metric, progress=lambda f, d: progress.append(f))
@@ -306,13 +343,23 @@ def test_metric_scores_each_hypothesis_column_in_one_call():
 
 
 def test_context_variants_in_scoring():
-    df = pd.DataFrame({"instance_id": ["1", "2"], "lang": "pt", "source": ["She sings.", "He sings."],
-                       "hyp_f": ["Ela canta.", "Ela canta."], "hyp_m": ["Ele canta.", "Ele canta."],
-                       "context": ["Ana is a singer.", "Ana is a singer."], "gold": ["F", "F"]})
+    df = pd.DataFrame(
+        {
+            "instance_id": ["1", "2"],
+            "lang": "pt",
+            "source": ["She sings.", "He sings."],
+            "hyp_f": ["Ela canta.", "Ela canta."],
+            "hyp_m": ["Ele canta.", "Ele canta."],
+            "context": ["Ana is a singer.", "Ana is a singer."],
+            "gold": ["F", "F"],
+        }
+    )
     metric = FakeMetric()
     Q.score_pairs(df, metric, context="mon")
-    assert metric.calls[0] == (["Ana is a singer. She sings.", "Ana is a singer. He sings."],
-                               ["Ana is a singer. Ela canta.", "Ana is a singer. Ela canta."])
+    assert metric.calls[0] == (
+        ["Ana is a singer. She sings.", "Ana is a singer. He sings."],
+        ["Ana is a singer. Ela canta.", "Ana is a singer. Ela canta."],
+    )
     calls = []
 
     def mt(texts):
@@ -321,7 +368,7 @@ def test_context_variants_in_scoring():
 
     metric = FakeMetric()
     scored = Q.score_pairs(df, metric, context="bil", translate=mt)
-    assert calls == [["Ana is a singer."]]              # once, for both columns and both rows
+    assert calls == [["Ana is a singer."]]  # once, for both columns and both rows
     assert metric.calls[1][1] == ["Ana é cantora. Ele canta.", "Ana é cantora. Ele canta."]
     assert scored.attrs["qe_scoring"]["context"] == "bil"
     with pytest.raises(ValueError, match="needs a context column"):
@@ -329,13 +376,14 @@ def test_context_variants_in_scoring():
 
 
 def test_metric_scores_are_cached_in_the_database(database):
-    df = pd.DataFrame({"instance_id": ["1", "2"], "lang": "pt", "source": ["a", "b"], "hyp_f": ["x", "xy"],
-                       "hyp_m": ["xyz", "x"]})
+    df = pd.DataFrame(
+        {"instance_id": ["1", "2"], "lang": "pt", "source": ["a", "b"], "hyp_f": ["x", "xy"], "hyp_m": ["xyz", "x"]}
+    )
     metric = FakeMetric()
     first = Q.score_pairs(df, metric, database=database)
     assert len(metric.calls) == 2
     again = Q.score_pairs(df, metric, database=database)
-    assert len(metric.calls) == 2                       # every score came from the cache
+    assert len(metric.calls) == 2  # every score came from the cache
     pd.testing.assert_frame_equal(first, again)
 
 
@@ -357,31 +405,54 @@ def test_scoring_errors():
 # ---------------------------------------------------------------------------------------------
 # input validation
 
+
 def base_frame(**extra) -> pd.DataFrame:
-    df = pd.DataFrame({"instance_id": ["1", "2", "3"], "lang": ["pt", "pt", "es"], "source": ["a", "b", "c"],
-                       "hyp_f": ["fa", "fb", "fc"], "hyp_m": ["ma", "mb", "mc"]})
+    df = pd.DataFrame(
+        {
+            "instance_id": ["1", "2", "3"],
+            "lang": ["pt", "pt", "es"],
+            "source": ["a", "b", "c"],
+            "hyp_f": ["fa", "fb", "fc"],
+            "hyp_m": ["ma", "mb", "mc"],
+        }
+    )
     for k, v in extra.items():
         df[k] = v
     return df
 
 
-@pytest.mark.parametrize("change, row, column, message", [
-    (lambda d: d.drop(columns="source"), 1, "source", "missing column"),
-    (lambda d: d.drop(columns="hyp_m"), 1, "hyp_m", "missing column"),
-    (lambda d: d.assign(hyp_n=["n"] * 3, hyp_g=["g"] * 3), 1, "hyp_n", "both contrasts mixed"),
-    (lambda d: d.assign(score_n=[0.1] * 3), 1, "score_n", "both contrasts mixed"),
-    (lambda d: d.assign(score_f=[0.1] * 3), 1, "score_m", "need both"),
-    (lambda d: d.assign(gold=["F", "X", "M"]), 3, "gold", "gold 'X' is not F or M"),
-    (lambda d: d.assign(gold=["F", "", "M"]), 3, "gold", "blank gold"),
-    (lambda d: d.assign(score_f=["0.5", "n/a", "0.1"], score_m=["0.5", "0.4", "0.3"]), 3, "score_f",
-     "score 'n/a' is not a number"),
-    (lambda d: d.assign(score_f=["0.5", "0.4", "inf"], score_m=["0.5", "0.4", "0.3"]), 4, "score_f",
-     "not a finite number"),
-    (lambda d: d.assign(instance_id=["1", "1", "1"]), 3, "instance_id",
-     "duplicate instance_id '1' in lang 'pt' (first at row 2)"),
-    (lambda d: d.assign(hyp_f=["fa", "  ", "fc"]), 3, "hyp_f", "blank hypothesis"),
-    (lambda d: d.assign(lang=["pt", "", "es"]), 3, "lang", "empty value"),
-])
+@pytest.mark.parametrize(
+    "change, row, column, message",
+    [
+        (lambda d: d.drop(columns="source"), 1, "source", "missing column"),
+        (lambda d: d.drop(columns="hyp_m"), 1, "hyp_m", "missing column"),
+        (lambda d: d.assign(hyp_n=["n"] * 3, hyp_g=["g"] * 3), 1, "hyp_n", "both contrasts mixed"),
+        (lambda d: d.assign(score_n=[0.1] * 3), 1, "score_n", "both contrasts mixed"),
+        (lambda d: d.assign(score_f=[0.1] * 3), 1, "score_m", "need both"),
+        (lambda d: d.assign(gold=["F", "X", "M"]), 3, "gold", "gold 'X' is not F or M"),
+        (lambda d: d.assign(gold=["F", "", "M"]), 3, "gold", "blank gold"),
+        (
+            lambda d: d.assign(score_f=["0.5", "n/a", "0.1"], score_m=["0.5", "0.4", "0.3"]),
+            3,
+            "score_f",
+            "score 'n/a' is not a number",
+        ),
+        (
+            lambda d: d.assign(score_f=["0.5", "0.4", "inf"], score_m=["0.5", "0.4", "0.3"]),
+            4,
+            "score_f",
+            "not a finite number",
+        ),
+        (
+            lambda d: d.assign(instance_id=["1", "1", "1"]),
+            3,
+            "instance_id",
+            "duplicate instance_id '1' in lang 'pt' (first at row 2)",
+        ),
+        (lambda d: d.assign(hyp_f=["fa", "  ", "fc"]), 3, "hyp_f", "blank hypothesis"),
+        (lambda d: d.assign(lang=["pt", "", "es"]), 3, "lang", "empty value"),
+    ],
+)
 def test_input_errors_name_row_and_column(change, row, column, message):
     with pytest.raises(Q.QEInputError) as info:
         Q.read_pairs(change(base_frame()))
@@ -401,8 +472,11 @@ def test_same_instance_id_in_two_languages_is_fine_and_blank_scores_are_nan():
 
 def test_read_pairs_from_csv(tmp_path):
     p = tmp_path / "PAIRS.csv"
-    p.write_text("\ufeffinstance_id,lang,source,hyp_f,hyp_m,gold,score_f,score_m\n"
-                 "1,pt,s,f,m,F,0.5,0.6\n2,pt,s2,f2,m2,M,abc,0.6\n", encoding="utf-8")
+    p.write_text(
+        "\ufeffinstance_id,lang,source,hyp_f,hyp_m,gold,score_f,score_m\n"
+        "1,pt,s,f,m,F,0.5,0.6\n2,pt,s2,f2,m2,M,abc,0.6\n",
+        encoding="utf-8",
+    )
     with pytest.raises(Q.QEInputError, match=r"PAIRS.csv, row 3, column 'score_f': score 'abc' is not a number"):
         Q.read_pairs(p)
     p.write_text("instance_id,lang,source,hyp_f,hyp_m\n", encoding="utf-8")
@@ -415,6 +489,7 @@ def test_read_pairs_from_csv(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # the whole audit and its files
 
+
 def test_audit_and_outputs(tmp_path):
     df = error_data(n=80)
     df["lang"] = np.where(np.arange(len(df)) < 40, "es", "pt")
@@ -424,9 +499,18 @@ def test_audit_and_outputs(tmp_path):
     assert {"ratio", "ratio_status", "error", "tie"} <= set(result.scores.columns)
     paths = Q.write_outputs(result, tmp_path / "out")
     names = {p.name for p in paths}
-    assert {"ratios.csv", "errors.csv", "retention.csv", "ccdf.csv", "scores.csv", "summary.json", "ratios.html",
-            "ccdf.html", "errors.html"} <= names
-    assert (tmp_path / "out" / "plotly.min.js").exists()      # offline: plotly.js written beside the HTML
+    assert {
+        "ratios.csv",
+        "errors.csv",
+        "retention.csv",
+        "ccdf.csv",
+        "scores.csv",
+        "summary.json",
+        "ratios.html",
+        "ccdf.html",
+        "errors.html",
+    } <= names
+    assert (tmp_path / "out" / "plotly.min.js").exists()  # offline: plotly.js written beside the HTML
     html = (tmp_path / "out" / "ratios.html").read_text(encoding="utf-8")
     assert "plotly.min.js" in html and "cdn.plot.ly" not in html
     summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))

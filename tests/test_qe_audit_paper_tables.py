@@ -8,6 +8,7 @@ the 2x2 chi-square with Yates' correction from its formula (scipy.stats.chi2.sf 
 the one-sided Fisher exact p from the hypergeometric tail (scipy.stats.hypergeom), the
 Cochran-Mantel-Haenszel statistic from its textbook formula, and the bootstrap interval of the
 mean Phi through scipy's non-vectorised path and a plain numpy resampling loop."""
+
 from __future__ import annotations
 
 import math
@@ -33,8 +34,18 @@ def _frame(spec, seed=5) -> pd.DataFrame:
             right = rng.uniform(0.6, 0.9)
             wrong = right + (0.05 if err else -0.05)
             f, m = (right, wrong) if gold == "F" else (wrong, right)
-            rows.append({"instance_id": str(i), "lang": lang, "source": f"s{i}", "hyp_f": f"f{i}", "hyp_m": f"m{i}",
-                         "gold": gold, "score_f": f, "score_m": m})
+            rows.append(
+                {
+                    "instance_id": str(i),
+                    "lang": lang,
+                    "source": f"s{i}",
+                    "hyp_f": f"f{i}",
+                    "hyp_m": f"m{i}",
+                    "gold": gold,
+                    "score_f": f,
+                    "score_m": m,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -52,7 +63,7 @@ def test_mean_rows_average_the_languages_and_pooled_is_labelled():
     assert mean["mean_ratio"] == pytest.approx(statistics.fmean(per_lang.values()), rel=1e-12)
     pooled = rat.set_index("lang").loc["pooled"]
     assert pooled["mean_ratio"] == pytest.approx(statistics.fmean(df["score_f"] / df["score_m"]), rel=1e-12)
-    assert mean["mean_ratio"] != pytest.approx(pooled["mean_ratio"], rel=1e-9)    # unequal n: they differ
+    assert mean["mean_ratio"] != pytest.approx(pooled["mean_ratio"], rel=1e-9)  # unequal n: they differ
     assert mean["n"] == len(df) and math.isnan(mean["ci_low"]) and math.isnan(mean["p_value"])
 
     err = Q.errors(df).set_index("lang")
@@ -127,14 +138,17 @@ def test_mean_phi_bootstrap_interval():
     samples = []
     for lang in ("de", "es", "it"):
         g = per[per["lang"] == lang]
-        samples += [g.loc[g["gold"] == "F", "error"].astype(float).to_numpy(),
-                    g.loc[g["gold"] == "M", "error"].astype(float).to_numpy()]
+        samples += [
+            g.loc[g["gold"] == "F", "error"].astype(float).to_numpy(),
+            g.loc[g["gold"] == "M", "error"].astype(float).to_numpy(),
+        ]
 
     def mean_phi(*xs):
         return np.mean([np.mean(xs[i]) / np.mean(xs[i + 1]) for i in range(0, len(xs), 2)])
 
-    ref = stats.bootstrap(tuple(samples), mean_phi, n_resamples=1000, method="percentile", vectorized=False,
-                          rng=np.random.default_rng(2))
+    ref = stats.bootstrap(
+        tuple(samples), mean_phi, n_resamples=1000, method="percentile", vectorized=False, rng=np.random.default_rng(2)
+    )
     assert row["phi_ci_low"] == pytest.approx(ref.confidence_interval.low)
     assert row["phi_ci_high"] == pytest.approx(ref.confidence_interval.high)
     rng = np.random.default_rng(99)

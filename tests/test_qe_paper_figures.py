@@ -5,6 +5,7 @@ Expected values are computed here independently, on literal data: the matched ra
 the t statistic, its one-sided p and the 95 % interval from their formulas (statistics for the
 mean and sd, scipy.stats.t for the distribution), error rates and Phi by hand, the Pareto
 frontier worked by hand, quartiles with numpy.percentile."""
+
 from __future__ import annotations
 
 import json
@@ -40,7 +41,7 @@ def test_table8_is_the_matched_ratio_of_feminine_and_masculine_pairs():
     [s_F, h_F] pairs is statistically significantly lower than [s_M, h_M] pairs (p < .05)";
     section 4.3 uses "the same QE metrics, fairness measures, and dataset" as section 4.2, so the
     test is section 3's one-sided one-sample t-test of the ratios against 1."""
-    df = counterfactual(SPEC).sample(frac=1, random_state=3)        # matched by content, not by position
+    df = counterfactual(SPEC).sample(frac=1, random_state=3)  # matched by content, not by position
     run = P.Run("kiwi", "none", df)
     assert run.kind == "counterfactual"
     t8 = P.table8([run]).set_index("lang")
@@ -57,12 +58,14 @@ def test_table8_is_the_matched_ratio_of_feminine_and_masculine_pairs():
         assert row["mean_mm"] == pytest.approx(statistics.fmean(s[3] for s in SPEC[lang]))
     assert bool(t8.loc["pt", "warning"]) and t8.loc["pt", "p_value"] < 0.05
     assert not bool(t8.loc["es", "warning"]) and t8.loc["es", "p_value"] > 0.05
-    assert t8.loc["mean", "mean_ratio"] == pytest.approx(statistics.fmean(statistics.fmean(x)
-                                                                           for x in expected.values()))
+    assert t8.loc["mean", "mean_ratio"] == pytest.approx(
+        statistics.fmean(statistics.fmean(x) for x in expected.values())
+    )
     assert math.isnan(t8.loc["mean", "p_value"]) and t8.loc["mean", "n_pairs"] == 7
     pooled = _t_expected(expected["pt"] + expected["es"])
-    assert t8.loc["pooled", "mean_ratio"] == pytest.approx(pooled[0]) and t8.loc["pooled", "p_value"] == \
-        pytest.approx(pooled[4])
+    assert t8.loc["pooled", "mean_ratio"] == pytest.approx(pooled[0]) and t8.loc["pooled", "p_value"] == pytest.approx(
+        pooled[4]
+    )
     # the audit's own ratio (same source, score_f / score_m per row) is another number altogether
     rat = Q.ratios(df).set_index(["lang", "source_gender"])
     assert rat.loc[("pt", "any"), "mean_ratio"] != pytest.approx(t8.loc["pt", "mean_ratio"], rel=1e-3)
@@ -84,9 +87,11 @@ def test_table8_marks_are_laid_out_as_the_paper_prints_them():
     column per language, a warning mark where p < .05."""
     low = {"pt": SPEC["pt"], "es": SPEC["pt"]}
     even = {"pt": SPEC["es"], "es": SPEC["es"]}
-    runs = [P.Run("kiwi", "none", counterfactual(low), hypotheses="GT"),
-            P.Run("kiwi", "none", counterfactual(even)),
-            P.Run("xcomet", "none", counterfactual({"pt": SPEC["es"], "es": SPEC["pt"]}))]
+    runs = [
+        P.Run("kiwi", "none", counterfactual(low), hypotheses="GT"),
+        P.Run("kiwi", "none", counterfactual(even)),
+        P.Run("xcomet", "none", counterfactual({"pt": SPEC["es"], "es": SPEC["pt"]})),
+    ]
     marks = P.table8_marks(P.table8(runs)).set_index("metric")
     assert list(marks.columns) == ["references es", "references pt", "GT es", "GT pt"]
     assert marks.loc["kiwi"].tolist() == ["-", "-", "⚠", "⚠"]
@@ -112,15 +117,33 @@ def _contextual(errors_by_gold: dict, lang="pt") -> pd.DataFrame:
         for i, e in enumerate(errs):
             right, wrong = 0.8, (0.9 if e else 0.7)
             f, m = (right, wrong) if gold == "F" else (wrong, right)
-            rows.append({"instance_id": f"{gold}{i}", "lang": lang, "source": f"s {gold}{i}", "hyp_f": f"f{gold}{i}",
-                         "hyp_m": f"m{gold}{i}", "gold": gold, "score_f": f, "score_m": m})
+            rows.append(
+                {
+                    "instance_id": f"{gold}{i}",
+                    "lang": lang,
+                    "source": f"s {gold}{i}",
+                    "hyp_f": f"f{gold}{i}",
+                    "hyp_m": f"m{gold}{i}",
+                    "gold": gold,
+                    "score_f": f,
+                    "score_m": m,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def _ambiguous(ratio: float, n=4, lang="pt") -> pd.DataFrame:
-    return pd.DataFrame({"instance_id": [str(i) for i in range(n)], "lang": lang,
-                         "source": [f"s{i}" for i in range(n)], "hyp_f": [f"f{i}" for i in range(n)],
-                         "hyp_m": [f"m{i}" for i in range(n)], "score_f": [0.5 * ratio] * n, "score_m": [0.5] * n})
+    return pd.DataFrame(
+        {
+            "instance_id": [str(i) for i in range(n)],
+            "lang": lang,
+            "source": [f"s{i}" for i in range(n)],
+            "hyp_f": [f"f{i}" for i in range(n)],
+            "hyp_m": [f"m{i}" for i in range(n)],
+            "score_f": [0.5 * ratio] * n,
+            "score_m": [0.5] * n,
+        }
+    )
 
 
 def test_figure4_points_and_their_pareto_frontiers():
@@ -130,11 +153,14 @@ def test_figure4_points_and_their_pareto_frontiers():
     (section 4). Ideally, a metric would score a low error rate and show parity (-> 1)".
     By hand: a: ER(F) 2/4, ER(M) 1/4 -> ER 3/8, Phi 2; b: 1/4, 1/4 -> ER 1/4, Phi 1;
     c: 3/4, 1/4 -> ER 1/2, Phi 3. Ambiguous ratios a 0.9, b 0.95, c 0.99."""
-    runs = [P.Run("a", "mon", _contextual({"F": [1, 1, 0, 0], "M": [1, 0, 0, 0]})),
-            P.Run("b", "mon", _contextual({"F": [1, 0, 0, 0], "M": [0, 1, 0, 0]})),
-            P.Run("c", "bil", _contextual({"F": [1, 1, 1, 0], "M": [0, 0, 1, 0]})),
-            P.Run("a", "none", _ambiguous(0.9)), P.Run("b", "none", _ambiguous(0.95)),
-            P.Run("c", "none", _ambiguous(0.99))]
+    runs = [
+        P.Run("a", "mon", _contextual({"F": [1, 1, 0, 0], "M": [1, 0, 0, 0]})),
+        P.Run("b", "mon", _contextual({"F": [1, 0, 0, 0], "M": [0, 1, 0, 0]})),
+        P.Run("c", "bil", _contextual({"F": [1, 1, 1, 0], "M": [0, 0, 1, 0]})),
+        P.Run("a", "none", _ambiguous(0.9)),
+        P.Run("b", "none", _ambiguous(0.95)),
+        P.Run("c", "none", _ambiguous(0.99)),
+    ]
     t = P.tradeoff(runs, n_resamples=50).set_index("label")
     assert list(t.index) == ["a mon", "b mon", "c bil"]
     assert t["er"].tolist() == pytest.approx([3 / 8, 1 / 4, 1 / 2])
@@ -152,8 +178,12 @@ def test_figure4_uses_the_mean_across_languages():
     """Figure 4 plots the values of Table 1 / Table 4 ("Mean results across eight languages"):
     Phi there is the mean of the languages' Phi. By hand: pt Phi 2/1 = 2, es Phi (1/4)/(2/4) =
     0.5, mean 1.25; ER (3/8 + 3/8) / 2."""
-    df = pd.concat([_contextual({"F": [1, 1, 0, 0], "M": [1, 0, 0, 0]}, "pt"),
-                    _contextual({"F": [1, 0, 0, 0], "M": [1, 1, 0, 0]}, "es")])
+    df = pd.concat(
+        [
+            _contextual({"F": [1, 1, 0, 0], "M": [1, 0, 0, 0]}, "pt"),
+            _contextual({"F": [1, 0, 0, 0], "M": [1, 1, 0, 0]}, "es"),
+        ]
+    )
     t = P.tradeoff([P.Run("a", "none", df)], n_resamples=50).iloc[0]
     assert t["phi"] == pytest.approx(1.25) and t["gap_unambiguous"] == pytest.approx(0.25)
     assert t["er"] == pytest.approx(3 / 8) and t["n_languages"] == 2 and math.isnan(t["ambiguous_ratio"])
@@ -164,23 +194,36 @@ def test_score_distributions_per_metric_and_form():
     numpy.percentile (linear interpolation)."""
     f = [0.1, 0.4, 0.35, 0.8, 0.9]
     m = [0.2, 0.5, 0.45, 0.85, 0.95]
-    df = pd.DataFrame({"instance_id": list("abcde"), "lang": ["pt", "pt", "pt", "es", "es"], "source": list("abcde"),
-                       "hyp_f": list("fghij"), "hyp_m": list("klmno"), "score_f": f, "score_m": m})
+    df = pd.DataFrame(
+        {
+            "instance_id": list("abcde"),
+            "lang": ["pt", "pt", "pt", "es", "es"],
+            "source": list("abcde"),
+            "hyp_f": list("fghij"),
+            "hyp_m": list("klmno"),
+            "score_f": f,
+            "score_m": m,
+        }
+    )
     runs = [P.Run("kiwi", "none", df), P.Run("kiwi", "mon", _contextual({"F": [1], "M": [0]}))]
     d = P.score_distributions(runs).set_index(["metric", "lang", "form"])
-    assert sorted(d.index.get_level_values("metric").unique()) == ["kiwi"]      # the unambiguous run is not in it
+    assert sorted(d.index.get_level_values("metric").unique()) == ["kiwi"]  # the unambiguous run is not in it
     for form, v in (("F", f), ("M", m)):
         row = d.loc[("kiwi", "pooled", form)]
         assert row["n"] == 5 and row["mean"] == pytest.approx(statistics.fmean(v))
         assert row["sd"] == pytest.approx(statistics.stdev(v))
-        assert [row["min"], row["q1"], row["median"], row["q3"], row["max"]] == \
-            pytest.approx(np.percentile(v, [0, 25, 50, 75, 100]).tolist())
+        assert [row["min"], row["q1"], row["median"], row["q3"], row["max"]] == pytest.approx(
+            np.percentile(v, [0, 25, 50, 75, 100]).tolist()
+        )
     assert d.loc[("kiwi", "pt", "F"), "median"] == pytest.approx(0.35)
 
 
 def test_results_figures_have_captions_and_notes_name_what_is_missing(tmp_path):
-    runs = [P.Run("kiwi", "none", counterfactual(SPEC)), P.Run("kiwi", "none", _ambiguous(0.9)),
-            P.Run("kiwi", "mon", _contextual({"F": [1, 1, 0], "M": [1, 0, 0]}))]
+    runs = [
+        P.Run("kiwi", "none", counterfactual(SPEC)),
+        P.Run("kiwi", "none", _ambiguous(0.9)),
+        P.Run("kiwi", "mon", _contextual({"F": [1, 1, 0], "M": [1, 0, 0]})),
+    ]
     result = P.paper_results(runs, n_resamples=50)
     assert result.notes == [] and [r["kind"] for r in result.runs] == ["counterfactual", "ambiguous", "unambiguous"]
     figs = P.figures(result)
@@ -191,8 +234,15 @@ def test_results_figures_have_captions_and_notes_name_what_is_missing(tmp_path):
     frontier = [tr for tr in figs["fig4_tradeoff"].data if tr.name == "Pareto frontier"]
     assert len(frontier) == 2 and all(tr.line.dash == "dash" for tr in frontier)
     paths = {p.name for p in P.write_outputs(result, tmp_path, png=False)}
-    assert {"table8.csv", "table8_marks.csv", "fig4_tradeoff.csv", "score_distributions.csv", "captions.md",
-            "fig4_tradeoff.html", "fig9_score_distributions.html"} <= paths
+    assert {
+        "table8.csv",
+        "table8_marks.csv",
+        "fig4_tradeoff.csv",
+        "score_distributions.csv",
+        "captions.md",
+        "fig4_tradeoff.html",
+        "fig9_score_distributions.html",
+    } <= paths
     assert "Table 8" in (tmp_path / "captions.md").read_text(encoding="utf-8")
     only = P.paper_results([P.Run("kiwi", "none", _ambiguous(0.9))])
     assert any("Table 8 needs a counterfactual run" in n for n in only.notes)
@@ -203,8 +253,11 @@ def test_results_figures_have_captions_and_notes_name_what_is_missing(tmp_path):
 
 def test_runs_load_from_audit_folders_and_the_cli_builds_the_tables(tmp_path):
     folders = {}
-    for name, frame in (("cf", counterfactual(SPEC)), ("amb", _ambiguous(0.9)),
-                        ("una", _contextual({"F": [1, 1, 0], "M": [1, 0, 0]}))):
+    for name, frame in (
+        ("cf", counterfactual(SPEC)),
+        ("amb", _ambiguous(0.9)),
+        ("una", _contextual({"F": [1, 1, 0], "M": [1, 0, 0]})),
+    ):
         pairs = tmp_path / f"{name}.csv"
         frame.to_csv(pairs, index=False)
         res = run_cli("analyze", "qe-audit", pairs, "--out", tmp_path / name, "--resamples", "50", "--no-cache")
@@ -213,8 +266,18 @@ def test_runs_load_from_audit_folders_and_the_cli_builds_the_tables(tmp_path):
     run = P.load_run(folders["cf"], "GT")
     assert run.kind == "counterfactual" and run.hypotheses == "GT" and run.metric == "precomputed"
     assert P.parse_run_argument(f"GT={folders['cf']}") == ("GT", str(folders["cf"]))
-    res = run_cli("analyze", "qe-audit", "--paper", f"GT={folders['cf']}", folders["amb"], folders["una"],
-                  "--out", tmp_path / "paper", "--resamples", "50")
+    res = run_cli(
+        "analyze",
+        "qe-audit",
+        "--paper",
+        f"GT={folders['cf']}",
+        folders["amb"],
+        folders["una"],
+        "--out",
+        tmp_path / "paper",
+        "--resamples",
+        "50",
+    )
     assert res.returncode == 0, res.stderr
     assert "Table 8 precomputed [GT] pt" in res.stdout and "Figure 4 precomputed" in res.stdout
     t8 = pd.read_csv(tmp_path / "paper" / "table8.csv").set_index("lang")

@@ -1,5 +1,6 @@
 """services.qe.rerank on a literal example: greedy vs reranked outputs and their MT-GenEval
 gender accuracy, counted by hand."""
+
 from __future__ import annotations
 
 import math
@@ -9,28 +10,34 @@ import pytest
 
 from services.qe import rerank as R
 
-PAIRS = pd.DataFrame({
-    "instance_id": ["1", "2", "3"], "lang": "pt",
-    "source": ["The doctor arrived.", "The teacher left.", "The author wrote."],
-    "hyp_f": ["A médica chegou.", "A professora saiu.", "A autora escreveu."],
-    "hyp_m": ["O médico chegou.", "O professor saiu.", "O autor escreveu."],
-    "gold": ["F", "M", "F"],
-})
+PAIRS = pd.DataFrame(
+    {
+        "instance_id": ["1", "2", "3"],
+        "lang": "pt",
+        "source": ["The doctor arrived.", "The teacher left.", "The author wrote."],
+        "hyp_f": ["A médica chegou.", "A professora saiu.", "A autora escreveu."],
+        "hyp_m": ["O médico chegou.", "O professor saiu.", "O autor escreveu."],
+        "gold": ["F", "M", "F"],
+    }
+)
 
-CANDIDATES = pd.DataFrame([
-    # instance 1 (gold F): greedy masculine; the sample scored best is feminine
-    ("1", "The doctor arrived.", "F", "O médico chegou.", 1),
-    ("1", "The doctor arrived.", "F", "O médico chegou!", 0),
-    ("1", "The doctor arrived.", "F", "A médica chegou.", 0),
-    # instance 2 (gold M): greedy masculine; best sample feminine
-    ("2", "The teacher left.", "M", "O professor saiu.", 1),
-    ("2", "The teacher left.", "M", "A professora saiu embora.", 0),
-    ("2", "The teacher left.", "M", "O professor saiu", 0),
-    # instance 3 (gold F): greedy feminine; two samples tie for best: the first one wins
-    ("3", "The author wrote.", "F", "A autora escreveu.", 1),
-    ("3", "The author wrote.", "F", "Escreveu.", 0),
-    ("3", "The author wrote.", "F", "O autor escreveu.", 0),
-], columns=["instance_id", "source", "gold", "hypothesis", "is_greedy"]).assign(lang="pt")
+CANDIDATES = pd.DataFrame(
+    [
+        # instance 1 (gold F): greedy masculine; the sample scored best is feminine
+        ("1", "The doctor arrived.", "F", "O médico chegou.", 1),
+        ("1", "The doctor arrived.", "F", "O médico chegou!", 0),
+        ("1", "The doctor arrived.", "F", "A médica chegou.", 0),
+        # instance 2 (gold M): greedy masculine; best sample feminine
+        ("2", "The teacher left.", "M", "O professor saiu.", 1),
+        ("2", "The teacher left.", "M", "A professora saiu embora.", 0),
+        ("2", "The teacher left.", "M", "O professor saiu", 0),
+        # instance 3 (gold F): greedy feminine; two samples tie for best: the first one wins
+        ("3", "The author wrote.", "F", "A autora escreveu.", 1),
+        ("3", "The author wrote.", "F", "Escreveu.", 0),
+        ("3", "The author wrote.", "F", "O autor escreveu.", 0),
+    ],
+    columns=["instance_id", "source", "gold", "hypothesis", "is_greedy"],
+).assign(lang="pt")
 
 
 def length_score(sources, hypotheses):
@@ -42,7 +49,7 @@ def test_rerank_and_gender_accuracy_by_hand():
     result = R.evaluate(CANDIDATES, length_score, pairs=PAIRS)
     sel = result.selected.set_index(["method", "instance_id"])
     assert sel.loc[("greedy", "1"), "hypothesis"] == "O médico chegou."
-    assert sel.loc[("reranked", "1"), "hypothesis"] == "O médico chegou!"    # 16 chars, first of the two 16s
+    assert sel.loc[("reranked", "1"), "hypothesis"] == "O médico chegou!"  # 16 chars, first of the two 16s
     assert sel.loc[("reranked", "2"), "hypothesis"] == "A professora saiu embora."
     assert sel.loc[("reranked", "3"), "hypothesis"] == "O autor escreveu."
     assert sel.loc[("reranked", "2"), "score"] == 25.0 and sel.loc[("reranked", "2"), "n_candidates"] == 2
@@ -68,7 +75,7 @@ def test_ties_go_to_the_first_candidate_and_lower_is_better_is_respected():
     rer = sel[sel["method"] == "reranked"].set_index("instance_id")
     assert list(rer["hypothesis"]) == ["O médico chegou!", "A professora saiu embora.", "Escreveu."]
 
-    class ErrorMetric:                       # lower is better, e.g. an error count
+    class ErrorMetric:  # lower is better, e.g. an error count
         higher_is_better = False
 
         def score(self, sources, hypotheses):
@@ -86,8 +93,8 @@ def test_include_greedy_and_unscored_candidates():
 
     sel = R.select(R.read_candidates(CANDIDATES), scores, include_greedy=True)
     rer = sel[sel["method"] == "reranked"].set_index("instance_id")
-    assert rer.loc["1", "hypothesis"] == "A médica chegou."        # the None-scored ones never win
-    assert rer.loc["3", "hypothesis"] == "A autora escreveu."      # the greedy row competes (18 chars)
+    assert rer.loc["1", "hypothesis"] == "A médica chegou."  # the None-scored ones never win
+    assert rer.loc["3", "hypothesis"] == "A autora escreveu."  # the greedy row competes (18 chars)
 
     def none(sources, hypotheses):
         return [None] * len(hypotheses)
@@ -108,7 +115,7 @@ def test_context_aware_reranking_sees_the_context():
     R.select(R.read_candidates(cands), record, context="mon")
     assert seen[0][0][0] == "Ana is a doctor. The doctor arrived."
     assert seen[0][1][0] == "Ana is a doctor. O médico chegou!"
-    assert len(seen) == 1 and len(seen[0][0]) == 6                 # one batched call, samples only
+    assert len(seen) == 1 and len(seen[0][0]) == 6  # one batched call, samples only
 
 
 def test_sample_candidates_with_a_sampler():
@@ -121,8 +128,11 @@ def test_sample_candidates_with_a_sampler():
     c = R.sample_candidates(PAIRS, sampler, 2, greedy=lambda s: s.upper())
     assert calls == [(s, 2) for s in PAIRS["source"]]
     assert len(c) == 9 and c["is_greedy"].sum() == 3
-    assert list(c.loc[c["instance_id"] == "2", "hypothesis"]) == ["THE TEACHER LEFT.", "The teacher left. #0",
-                                                                  "The teacher left. #1"]
+    assert list(c.loc[c["instance_id"] == "2", "hypothesis"]) == [
+        "THE TEACHER LEFT.",
+        "The teacher left. #0",
+        "The teacher left. #1",
+    ]
     assert list(c["candidate"][:3]) == [0, 1, 2]
     assert c.loc[0, "ref_f"] == "A médica chegou."
     with pytest.raises(ValueError, match="list of strings"):
@@ -155,8 +165,9 @@ def test_candidate_validation():
 def test_without_greedy_rows_every_candidate_competes(tmp_path):
     c = CANDIDATES.drop(columns="is_greedy")
     p = tmp_path / "candidates.csv"
-    c.merge(PAIRS[["instance_id", "hyp_f", "hyp_m"]].rename(columns={"hyp_f": "ref_f", "hyp_m": "ref_m"})) \
-        .to_csv(p, index=False)
+    c.merge(PAIRS[["instance_id", "hyp_f", "hyp_m"]].rename(columns={"hyp_f": "ref_f", "hyp_m": "ref_m"})).to_csv(
+        p, index=False
+    )
     result = R.evaluate(p, length_score)
     assert list(result.table["method"].unique()) == ["reranked"]
     rer = result.selected.set_index("instance_id")

@@ -1,5 +1,6 @@
 """services.qe.service and its commands: metric orientation, per-language 'bil' translation,
 reranking from candidates or a sampler, and the CLI (data mt-geneval, analyze qe-audit / qe-rerank)."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -13,6 +14,7 @@ from tests.helpers.app import run_cli
 
 class LowerIsBetter(metrics.Metric):
     """A test double with MetricX's orientation: 0 best, 25 worst (here: character distance)."""
+
     name = "distance"
     kind = metrics.QE
     version = "1"
@@ -39,10 +41,15 @@ class Length(metrics.Metric):
 
 
 def _pairs(**extra):
-    d = pd.DataFrame({"instance_id": ["1", "2", "3"], "lang": ["pt", "es", "pt"],
-                      "source": ["The nurse.", "The doctor.", "The judge."],
-                      "hyp_f": ["A enfermeira.", "La doctora.", "A juíza."],
-                      "hyp_m": ["O enfermeiro.", "El doctor.", "O juiz."]})
+    d = pd.DataFrame(
+        {
+            "instance_id": ["1", "2", "3"],
+            "lang": ["pt", "es", "pt"],
+            "source": ["The nurse.", "The doctor.", "The judge."],
+            "hyp_f": ["A enfermeira.", "La doctora.", "A juíza."],
+            "hyp_m": ["O enfermeiro.", "El doctor.", "O juiz."],
+        }
+    )
     for k, v in extra.items():
         d[k] = v
     return d
@@ -69,14 +76,15 @@ def test_bil_translates_each_language_with_its_own_mt(monkeypatch):
         def translate(texts):
             asked.append((lang, list(texts)))
             return [f"[{lang}] {t}" for t in texts]
+
         return translate
 
     monkeypatch.setattr(qe_service, "context_translator", translator)
     m = Length()
     d = _pairs(context=["She works.", "He works.", "She works."])
     out = qe_service.score(d, m, context="bil")
-    assert sorted(asked) == [("es", ["He works."]), ("pt", ["She works."])]     # once per language
-    assert list(out["instance_id"]) == ["1", "2", "3"]                          # order kept
+    assert sorted(asked) == [("es", ["He works."]), ("pt", ["She works."])]  # once per language
+    assert list(out["instance_id"]) == ["1", "2", "3"]  # order kept
     hyps = [h for _, hs in m.seen for h in hs]
     assert "[pt] She works. A enfermeira." in hyps and "[es] He works. La doctora." in hyps
     assert out.loc[0, "score_f"] == len("[pt] She works. A enfermeira.")
@@ -96,22 +104,30 @@ def test_run_audit_with_precomputed_scores_never_calls_the_metric(tmp_path):
     d = _pairs(score_f=["0.8", "0.9", "0.7"], score_m=["0.9", "0.9", "0.8"])
     result, files = qe_service.run_audit(d, tmp_path, metric=Broken())
     assert {p.name for p in files} >= {"ratios.csv", "retention.csv", "summary.json"}
-    ratio_all = result.ratios.set_index("lang").loc["pooled"]      # the three instances as one sample
+    ratio_all = result.ratios.set_index("lang").loc["pooled"]  # the three instances as one sample
     assert ratio_all["mean_ratio"] == pytest.approx((0.8 / 0.9 + 1 + 0.7 / 0.8) / 3)
 
 
 def test_rerank_from_a_sampler_picks_by_the_metric():
-    pairs = pd.DataFrame({"instance_id": ["1", "2"], "lang": ["pt", "pt"],
-                          "source": ["The nurse arrived.", "The judge arrived."],
-                          "hyp_f": ["A enfermeira chegou.", "A juíza chegou."],
-                          "hyp_m": ["O enfermeiro chegou.", "O juiz chegou."], "gold": ["F", "M"]})
-    samples = {"The nurse arrived.": ["O enfermeiro chegou.", "A enfermeira chegou agora."],
-               "The judge arrived.": ["A juíza chegou.", "O juiz chegou hoje."]}
+    pairs = pd.DataFrame(
+        {
+            "instance_id": ["1", "2"],
+            "lang": ["pt", "pt"],
+            "source": ["The nurse arrived.", "The judge arrived."],
+            "hyp_f": ["A enfermeira chegou.", "A juíza chegou."],
+            "hyp_m": ["O enfermeiro chegou.", "O juiz chegou."],
+            "gold": ["F", "M"],
+        }
+    )
+    samples = {
+        "The nurse arrived.": ["O enfermeiro chegou.", "A enfermeira chegou agora."],
+        "The judge arrived.": ["A juíza chegou.", "O juiz chegou hoje."],
+    }
     sampler = (lambda s, n: samples[s][:n], lambda s: samples[s][0])
     res = qe_service.run_rerank(None, Length(), pairs=pairs, sampler=sampler, n=2)
     sel = res.selected.set_index(["method", "instance_id"])["hypothesis"]
     assert sel[("greedy", "1")] == "O enfermeiro chegou."
-    assert sel[("reranked", "1")] == "A enfermeira chegou agora."      # the longest wins
+    assert sel[("reranked", "1")] == "A enfermeira chegou agora."  # the longest wins
     t = res.table.set_index(["method", "lang"])
     assert t.loc[("greedy", "pooled"), "acc_f"] == 0.0 and t.loc[("reranked", "pooled"), "acc_f"] == 1.0
     assert t.loc[("greedy", "pooled"), "acc_m"] == 0.0 and t.loc[("reranked", "pooled"), "acc_m"] == 1.0
@@ -128,8 +144,9 @@ def test_cli_audit_and_rerank(tmp_path):
 
     env = {**os.environ, "TRADLAB_DB": str(tmp_path / "t.db")}
     pairs = tmp_path / "pairs.csv"
-    _pairs(gold=["F", "M", "M"], score_f=["0.8", "0.9", "0.7"], score_m=["0.9", "0.85", "0.8"]).to_csv(pairs,
-                                                                                                       index=False)
+    _pairs(gold=["F", "M", "M"], score_f=["0.8", "0.9", "0.7"], score_m=["0.9", "0.85", "0.8"]).to_csv(
+        pairs, index=False
+    )
     r = _cli("analyze", "qe-audit", str(pairs), "--out", str(tmp_path / "a"), "--thresholds", "0.75,0.85", env=env)
     assert r.returncode == 0, r.stderr
     assert "ratio" in r.stdout and (tmp_path / "a" / "errors.csv").exists()
@@ -137,15 +154,32 @@ def test_cli_audit_and_rerank(tmp_path):
     assert sorted(set(ret["threshold"])) == [0.75, 0.85]
     r = _cli("analyze", "qe-audit", str(pairs), "--out", str(tmp_path / "b"), "--thresholds", "x", env=env)
     assert r.returncode == 2 and "--thresholds" in r.stderr
-    r = _cli("analyze", "qe-audit", str(pairs), "--out", str(tmp_path / "b"), "--metric", "nope", "--no-cache",
-             env=env)
-    assert r.returncode == 0      # precomputed scores: the metric is not needed
+    r = _cli("analyze", "qe-audit", str(pairs), "--out", str(tmp_path / "b"), "--metric", "nope", "--no-cache", env=env)
+    assert r.returncode == 0  # precomputed scores: the metric is not needed
     cands = tmp_path / "cands.csv"
-    pd.DataFrame({"instance_id": ["1", "1"], "lang": ["pt", "pt"], "source": ["The nurse.", "The nurse."],
-                  "gold": ["F", "F"], "hypothesis": ["O enfermeiro.", "A enfermeira."],
-                  "is_greedy": ["1", "0"]}).to_csv(cands, index=False)
-    r = _cli("analyze", "qe-rerank", str(cands), "--pairs", str(pairs), "--metric", "chrf", "--out",
-             str(tmp_path / "r"), "--no-cache", env=env)
+    pd.DataFrame(
+        {
+            "instance_id": ["1", "1"],
+            "lang": ["pt", "pt"],
+            "source": ["The nurse.", "The nurse."],
+            "gold": ["F", "F"],
+            "hypothesis": ["O enfermeiro.", "A enfermeira."],
+            "is_greedy": ["1", "0"],
+        }
+    ).to_csv(cands, index=False)
+    r = _cli(
+        "analyze",
+        "qe-rerank",
+        str(cands),
+        "--pairs",
+        str(pairs),
+        "--metric",
+        "chrf",
+        "--out",
+        str(tmp_path / "r"),
+        "--no-cache",
+        env=env,
+    )
     assert r.returncode == 2 and "no score" in (r.stderr + r.stdout).lower() or r.returncode == 0
 
 
@@ -161,8 +195,16 @@ def test_rerank_samples_from_a_local_transformers_model(tmp_path, no_network):
 
     model = tm.build_marian(tmp_path / "marian", steps=150)
     (src, tgt), (src2, tgt2) = tm.PAIRS[0], tm.PAIRS[1]
-    pairs = pd.DataFrame({"instance_id": ["1", "2"], "lang": ["pt", "pt"], "source": [src, src2],
-                          "hyp_f": [tgt, tgt2], "hyp_m": [tgt + " x", tgt2 + " x"], "gold": ["F", "M"]})
+    pairs = pd.DataFrame(
+        {
+            "instance_id": ["1", "2"],
+            "lang": ["pt", "pt"],
+            "source": [src, src2],
+            "hyp_f": [tgt, tgt2],
+            "hyp_m": [tgt + " x", tgt2 + " x"],
+            "gold": ["F", "M"],
+        }
+    )
     sampler = qe_service.mt_sampler(str(model), epsilon=0.02, seed=1)
     res = qe_service.run_rerank(None, Length(), pairs=pairs, sampler=sampler, n=5, out_dir=tmp_path / "out")
     sel = res.selected
@@ -170,4 +212,4 @@ def test_rerank_samples_from_a_local_transformers_model(tmp_path, no_network):
     assert (sel[sel["method"] == "reranked"]["n_candidates"] == 5).all()
     assert (tmp_path / "out" / "accuracy.csv").exists() and (tmp_path / "out" / "selected.csv").exists()
     greedy = sel[sel["method"] == "greedy"].set_index("instance_id")["hypothesis"]
-    assert greedy["1"] == tgt                       # the tiny model learnt its pairs
+    assert greedy["1"] == tgt  # the tiny model learnt its pairs

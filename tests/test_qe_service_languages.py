@@ -1,6 +1,7 @@
 """qe_service passes each candidate's language to a judge that names the languages in its prompt
 (GEMBA-DA, paper 003): reranking through the app / CLI path (run_rerank), with and without the
 score cache, and a lower-is-better wrapper (QualityOriented) that keeps the judge per-language."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -10,18 +11,61 @@ from services.metrics import registry as metrics  # noqa: F401  (metrics registe
 from services.metrics.gemba import GembaDA
 from services.qe import service as qe_service
 
-CANDIDATES = pd.DataFrame([
-    ("pt", "1", "The doctor arrived today.", "F", "O médico chegou hoje.", 1, "A médica chegou hoje.",
-     "O médico chegou hoje."),
-    ("pt", "1", "The doctor arrived today.", "F", "A médica chegou hoje.", 0, "A médica chegou hoje.",
-     "O médico chegou hoje."),
-    ("es", "1", "The doctor arrived today.", "F", "El doctor llegó hoy.", 1, "La doctora llegó hoy.",
-     "El doctor llegó hoy."),
-    ("es", "1", "The doctor arrived today.", "F", "La doctora llegó hoy mismo.", 0, "La doctora llegó hoy.",
-     "El doctor llegó hoy."),
-    ("es", "1", "The doctor arrived today.", "F", "El doctor llegó hoy mismo.", 0, "La doctora llegó hoy.",
-     "El doctor llegó hoy."),
-], columns=["lang", "instance_id", "source", "gold", "hypothesis", "is_greedy", "ref_f", "ref_m"])
+CANDIDATES = pd.DataFrame(
+    [
+        (
+            "pt",
+            "1",
+            "The doctor arrived today.",
+            "F",
+            "O médico chegou hoje.",
+            1,
+            "A médica chegou hoje.",
+            "O médico chegou hoje.",
+        ),
+        (
+            "pt",
+            "1",
+            "The doctor arrived today.",
+            "F",
+            "A médica chegou hoje.",
+            0,
+            "A médica chegou hoje.",
+            "O médico chegou hoje.",
+        ),
+        (
+            "es",
+            "1",
+            "The doctor arrived today.",
+            "F",
+            "El doctor llegó hoy.",
+            1,
+            "La doctora llegó hoy.",
+            "El doctor llegó hoy.",
+        ),
+        (
+            "es",
+            "1",
+            "The doctor arrived today.",
+            "F",
+            "La doctora llegó hoy mismo.",
+            0,
+            "La doctora llegó hoy.",
+            "El doctor llegó hoy.",
+        ),
+        (
+            "es",
+            "1",
+            "The doctor arrived today.",
+            "F",
+            "El doctor llegó hoy mismo.",
+            0,
+            "La doctora llegó hoy.",
+            "El doctor llegó hoy.",
+        ),
+    ],
+    columns=["lang", "instance_id", "source", "gold", "hypothesis", "is_greedy", "ref_f", "ref_m"],
+)
 
 
 @pytest.fixture
@@ -32,6 +76,7 @@ def asked(monkeypatch):
     def ask(self, ps):
         prompts.extend(ps)
         return ["90" if ("médica" in p or "doctora" in p) else "10" for p in ps]
+
     monkeypatch.setattr(GembaDA, "ask", ask)
     return prompts
 
@@ -60,12 +105,13 @@ def test_run_rerank_with_the_score_cache_keeps_the_language(asked, database):
     models = {r["model"] for r in database.query("SELECT DISTINCT model FROM metric_scores")}
     assert any("English->Spanish" in m for m in models) and any("English->Portuguese" in m for m in models)
     asked.clear()
-    qe_service.run_rerank(CANDIDATES, judge, database=database)   # all cached: the judge is not asked
+    qe_service.run_rerank(CANDIDATES, judge, database=database)  # all cached: the judge is not asked
     assert asked == []
 
 
 class LowerJudge(GembaDA):
     """A GEMBA judge read as an error score (0 best, 100 worst): QualityOriented wraps it."""
+
     higher_is_better = False
     worst = 100.0
 
@@ -80,4 +126,4 @@ def test_a_wrapped_lower_is_better_judge_stays_per_language(asked):
     pairs = pairs[["instance_id", "lang", "source", "hyp_f", "hyp_m", "gold"]]
     scored = qe_service.score(pairs, m)
     assert any("from English to Spanish" in p for p in asked)
-    assert scored["score_f"].tolist() == pytest.approx([0.1, 0.1])     # 1 - 90/100
+    assert scored["score_f"].tolist() == pytest.approx([0.1, 0.1])  # 1 - 90/100

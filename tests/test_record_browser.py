@@ -3,6 +3,7 @@ box around the starter, no "record again" before a recording, the microphone hel
 upload picked when the browser has no microphone, a recording too short for its text refused
 at once (the item still there after a reload and in a second tab), and a recording rejected in
 review back on the sender's page with why."""
+
 from __future__ import annotations
 
 import time
@@ -16,15 +17,27 @@ from tests.helpers.audio import write_wav
 from tests.helpers.browser import ARTIFACTS, WIDTHS, progress
 
 pytestmark = pytest.mark.browser
-SENDER = {"desktop": 0, "phone": 1}          # one sender per width: their pages do not mix
+SENDER = {"desktop": 0, "phone": 1}  # one sender per width: their pages do not mix
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     app = RunningApp(tmp_path_factory.mktemp("record"))
     assert app.cli("import", str(DEMO)).returncode == 0
-    res = app.cli("participants", "add", "--study", "demo", "--role", "sender", "--group", "USW",
-                  "--gender", "Woman", "--count", "2")
+    res = app.cli(
+        "participants",
+        "add",
+        "--study",
+        "demo",
+        "--role",
+        "sender",
+        "--group",
+        "USW",
+        "--gender",
+        "Woman",
+        "--count",
+        "2",
+    )
     assert res.returncode == 0, res.stderr
     app.start()
     yield app
@@ -45,8 +58,11 @@ def upload(page, path) -> None:
 
 def recordings(app, width) -> list[tuple]:
     token = sender_url(app, width).split("?t=", 1)[1]
-    return app.rows("SELECT r.id, r.qc_status FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
-                    "JOIN participants p ON p.id = e.sender_id WHERE p.token = ? ORDER BY r.id", (token,))
+    return app.rows(
+        "SELECT r.id, r.qc_status FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
+        "JOIN participants p ON p.id = e.sender_id WHERE p.token = ? ORDER BY r.id",
+        (token,),
+    )
 
 
 @pytest.mark.parametrize("width", WIDTHS)
@@ -60,7 +76,8 @@ def test_the_senders_page_before_recording(app, browser, width):
         # one box, one bar: no element inside the starter draws a second left border
         bars = page.locator("#starter").evaluate(
             "e => [e, ...e.querySelectorAll('*')].filter(x => getComputedStyle(x).borderLeftStyle !== 'none'"
-            " && parseFloat(getComputedStyle(x).borderLeftWidth) > 0).length")
+            " && parseFloat(getComputedStyle(x).borderLeftWidth) > 0).length"
+        )
         assert bars == 1
         # nothing speaks of recording again before there is a recording
         assert "record again" not in page.locator("body").inner_text().lower()
@@ -70,8 +87,9 @@ def test_the_senders_page_before_recording(app, browser, width):
         help_box.wait_for(timeout=15000)
         words = help_box.inner_text()
         assert "No microphone found" in words and "choose Allow" in words and "upload" in words
-        page.wait_for_function("() => document.querySelector('#mic-help .mic-trouble, #mic-help.mic-trouble')",
-                               timeout=10000)
+        page.wait_for_function(
+            "() => document.querySelector('#mic-help .mic-trouble, #mic-help.mic-trouble')", timeout=10000
+        )
         page.locator("#recorder input[type=file]").wait_for(state="attached", timeout=10000)
         assert page.evaluate("document.documentElement.scrollWidth") <= WIDTHS[width]["viewport"]["width"]
         page.screenshot(path=str(ARTIFACTS / f"record-{width}.png"), full_page=True)

@@ -1,5 +1,6 @@
 """The QC rule of paper 000: first/last three words and WER > 0.6, on text normalised by
 Whisper's English normaliser."""
+
 from __future__ import annotations
 
 import jiwer
@@ -12,15 +13,26 @@ PROMPT = "Hello, Doctor Silva! My daughter Ana is allergic to penicillin; she ne
 
 def test_normalisation_lowercases_and_strips_punctuation():
     # Whisper's normaliser also spells out titles and contractions
-    assert words("Hello, Dr. Silva!  Ana's dose: 250mg.") == ["hello", "doctor", "silva", "ana", "is", "dose", "250",
-                                                             "mg"]
+    assert words("Hello, Dr. Silva!  Ana's dose: 250mg.") == [
+        "hello",
+        "doctor",
+        "silva",
+        "ana",
+        "is",
+        "dose",
+        "250",
+        "mg",
+    ]
 
 
-@pytest.mark.parametrize("said", [
-    "My name is Daniel Walsh and my number is 912-345-678",                       # the ASR's hyphens
-    "my name is Daniel Walsh and my number is nine one two three four five six seven eight",
-    "My name is Daniel Walsh and my number is 912,345,678.",
-])
+@pytest.mark.parametrize(
+    "said",
+    [
+        "My name is Daniel Walsh and my number is 912-345-678",  # the ASR's hyphens
+        "my name is Daniel Walsh and my number is nine one two three four five six seven eight",
+        "My name is Daniel Walsh and my number is 912,345,678.",
+    ],
+)
 def test_a_phone_number_however_written_is_the_same_words(said):
     prompt = "My name is Daniel Walsh and my number is 912 345 678."
     assert words(said) == words(prompt)
@@ -44,9 +56,11 @@ def test_the_demo_s04_reading_as_the_asr_writes_it_passes():
 
     with open(DEMO_ASSETS / "starters.csv", newline="", encoding="utf-8") as f:
         s04 = next(r for r in csv.DictReader(f) if r["id"] == "s04")["text"]
-    heard = ("I would like to book an appointment with a dermatologist on Tuesday, 9th April, preferably after 3pm. "
-             "I have had an itchy red rash on both arms for 10 days. I am currently using hydrocortisone cream 1% "
-             "twice a day. I am allergic to ibuprofen. My name is Daniel Walsh and my number is 912-345-678.")
+    heard = (
+        "I would like to book an appointment with a dermatologist on Tuesday, 9th April, preferably after 3pm. "
+        "I have had an itchy red rash on both arms for 10 days. I am currently using hydrocortisone cream 1% "
+        "twice a day. I am allergic to ibuprofen. My name is Daniel Walsh and my number is 912-345-678."
+    )
     assert check(s04, heard).flags == []
 
 
@@ -59,13 +73,15 @@ def test_the_normaliser_is_built_once():
 def test_alignment_marks_what_differs():
     from services.usability.recording_qc import align
 
-    chunks = align("Hello, Doctor Silva! My daughter needs ten pills.",
-                   "hello doctor sylva my daughter needs 10 pills now")
-    assert chunks == [{"op": "equal", "prompt": "hello doctor", "transcript": "hello doctor"},
-                      {"op": "substitute", "prompt": "silva", "transcript": "sylva"},
-                      {"op": "equal", "prompt": "my daughter needs 10 pills",
-                       "transcript": "my daughter needs 10 pills"},
-                      {"op": "insert", "prompt": "", "transcript": "now"}]
+    chunks = align(
+        "Hello, Doctor Silva! My daughter needs ten pills.", "hello doctor sylva my daughter needs 10 pills now"
+    )
+    assert chunks == [
+        {"op": "equal", "prompt": "hello doctor", "transcript": "hello doctor"},
+        {"op": "substitute", "prompt": "silva", "transcript": "sylva"},
+        {"op": "equal", "prompt": "my daughter needs 10 pills", "transcript": "my daughter needs 10 pills"},
+        {"op": "insert", "prompt": "", "transcript": "now"},
+    ]
     assert align("Hello there", "") == [{"op": "delete", "prompt": "hello there", "transcript": ""}]
 
 
@@ -82,14 +98,22 @@ def test_a_middle_error_changes_wer_only():
     assert r.flags == []
 
 
-@pytest.mark.parametrize("hyp,flags", [
-    ("Hi doctor Silva my daughter Ana is allergic to penicillin she needs 250 mg of amoxicillin", ["start_differs"]),
-    ("Hello doctor Silva my daughter Ana is allergic to penicillin she needs 250 mg", ["end_differs"]),
-    ("Hello doctor Silva I want a big pizza with cheese and ham tonight please 250 mg of amoxicillin",
-     ["high_wer"]),
-    ("Good morning, can I book a table for two tonight?", ["start_differs", "end_differs", "high_wer"]),
-    ("", ["empty_transcript"]),
-])
+@pytest.mark.parametrize(
+    "hyp,flags",
+    [
+        (
+            "Hi doctor Silva my daughter Ana is allergic to penicillin she needs 250 mg of amoxicillin",
+            ["start_differs"],
+        ),
+        ("Hello doctor Silva my daughter Ana is allergic to penicillin she needs 250 mg", ["end_differs"]),
+        (
+            "Hello doctor Silva I want a big pizza with cheese and ham tonight please 250 mg of amoxicillin",
+            ["high_wer"],
+        ),
+        ("Good morning, can I book a table for two tonight?", ["start_differs", "end_differs", "high_wer"]),
+        ("", ["empty_transcript"]),
+    ],
+)
 def test_flags(hyp, flags):
     r = check(PROMPT, hyp)
     assert r.flags == flags and r.status == "flagged"
@@ -121,17 +145,26 @@ def test_a_misheard_edge_word_that_is_likely_under_the_audio_is_forgiven():
     assert r.edges_record() == {**LIKELY, "forgiven": ["end_differs"]}
 
 
-@pytest.mark.parametrize("hyp,edges,flags", [
-    # a cut start: the prompt's first word is not under the audio
-    ("doctor Silva my daughter Ana is allergic to penicillin she needs 250 mg of amoxicillin",
-     {**LIKELY, "first_p": 0.001}, ["start_differs"]),
-    # a cut end: the last word is not
-    ("Hello doctor Silva my daughter Ana is allergic to penicillin she needs 250 mg of",
-     {**LIKELY, "last_p": 0.05}, ["end_differs"]),
-    # WER and an empty transcript flag whatever the edge words say
-    ("Hello I want a big pizza with cheese and ham tonight please now 250 mg of amoxicillin", LIKELY, ["high_wer"]),
-    ("", LIKELY, ["empty_transcript"]),
-])
+@pytest.mark.parametrize(
+    "hyp,edges,flags",
+    [
+        # a cut start: the prompt's first word is not under the audio
+        (
+            "doctor Silva my daughter Ana is allergic to penicillin she needs 250 mg of amoxicillin",
+            {**LIKELY, "first_p": 0.001},
+            ["start_differs"],
+        ),
+        # a cut end: the last word is not
+        (
+            "Hello doctor Silva my daughter Ana is allergic to penicillin she needs 250 mg of",
+            {**LIKELY, "last_p": 0.05},
+            ["end_differs"],
+        ),
+        # WER and an empty transcript flag whatever the edge words say
+        ("Hello I want a big pizza with cheese and ham tonight please now 250 mg of amoxicillin", LIKELY, ["high_wer"]),
+        ("", LIKELY, ["empty_transcript"]),
+    ],
+)
 def test_the_second_opinion_keeps_flags_of_bad_readings(hyp, edges, flags):
     from services.usability.recording_qc import check
 
@@ -143,7 +176,7 @@ def test_the_second_opinion_off_is_the_paper_s_rule():
 
     hyp = "Hi doctor Silva my daughter Ana is allergic to penicillin she needs 250 mg of amoxicillin"
     assert check(PROMPT, hyp, edges=LIKELY, settings={**ON, "on": False}).flags == ["start_differs"]
-    assert check(PROMPT, hyp, edges=None, settings=ON).flags == ["start_differs"]     # not scored
+    assert check(PROMPT, hyp, edges=None, settings=ON).flags == ["start_differs"]  # not scored
 
 
 def test_edge_probabilities_skip_punctuation_words():
@@ -157,13 +190,19 @@ def test_edge_probabilities_skip_punctuation_words():
 def test_second_opinion_settings_default_on_and_off_for_large_v3():
     from services.usability.recording_qc import SECOND_OPINION_DEFAULTS, second_opinion
 
-    assert second_opinion({}) == {"on": True, "first_word_min_p": SECOND_OPINION_DEFAULTS["qc_first_word_min_p"],
-                                  "last_word_min_p": SECOND_OPINION_DEFAULTS["qc_last_word_min_p"]}
+    assert second_opinion({}) == {
+        "on": True,
+        "first_word_min_p": SECOND_OPINION_DEFAULTS["qc_first_word_min_p"],
+        "last_word_min_p": SECOND_OPINION_DEFAULTS["qc_last_word_min_p"],
+    }
     paper = {"qc_asr": {"asr": "transformers-whisper", "asr_model": "openai/whisper-large-v3"}}
     assert second_opinion(paper)["on"] is False
     assert second_opinion({**paper, "qc_second_opinion": True})["on"] is True
-    assert second_opinion({"qc_second_opinion": False, "qc_last_word_min_p": 0.5}) == \
-        {"on": False, "first_word_min_p": SECOND_OPINION_DEFAULTS["qc_first_word_min_p"], "last_word_min_p": 0.5}
+    assert second_opinion({"qc_second_opinion": False, "qc_last_word_min_p": 0.5}) == {
+        "on": False,
+        "first_word_min_p": SECOND_OPINION_DEFAULTS["qc_first_word_min_p"],
+        "last_word_min_p": 0.5,
+    }
 
 
 def test_the_reviewer_reads_each_edge_word_s_probability():

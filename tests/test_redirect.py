@@ -1,4 +1,5 @@
 """Finishing every item sends a Prolific participant back to the completion URL."""
+
 from __future__ import annotations
 
 import shutil
@@ -46,7 +47,7 @@ def test_finished_queue_redirects_to_the_completion_url(redirect_app):
         page.goto(url)
         page.locator(".progress:visible").first.wait_for(timeout=15000)
         assert "0 / 2" in page.locator(".progress:visible").first.inner_text()
-        assert "finished=" not in page.url            # no redirect while items are open
+        assert "finished=" not in page.url  # no redirect while items are open
         for _ in range(2):
             view = client.predict(tok, "da", api_name="/view")
             client.predict(tok, {"item_id": view["item_id"], "answer": {"score": 70}}, api_name="/da_submit")

@@ -3,6 +3,7 @@ the references file is validated like the other corpus files, imported into its 
 (replaced on re-import), read by the reference-based metrics (chrF, BLEU; several references
 per starter as one multi-reference cell), never an item for a receiver or validator and never
 a system; a study without references for a starter falls back to a listed `human` system."""
+
 from __future__ import annotations
 
 import csv
@@ -21,13 +22,18 @@ from services.setup.importer import import_study
 from services.study.files import StudyValidationError, load_study
 from storage import assignments, results, studies
 
-HYPOTHESIS = ("Olá, bom dia. Preciso de ver um médico hoje. A minha filha Sofia, de sete anos, tem febre de 39 "
-              "graus há três dias e dou-lhe 250 miligramas de paracetamol.")
-OTHER_REFERENCE = ("Bom dia. Queria ver um médico hoje, se possível: a Sofia, a minha filha de sete anos, tem 39 "
-                   "graus de febre há três dias. Dou-lhe paracetamol, 250 miligramas de seis em seis horas.")
+HYPOTHESIS = (
+    "Olá, bom dia. Preciso de ver um médico hoje. A minha filha Sofia, de sete anos, tem febre de 39 "
+    "graus há três dias e dou-lhe 250 miligramas de paracetamol."
+)
+OTHER_REFERENCE = (
+    "Bom dia. Queria ver um médico hoje, se possível: a Sofia, a minha filha de sete anos, tem 39 "
+    "graus de febre há três dias. Dou-lhe paracetamol, 250 miligramas de seis em seis horas."
+)
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def study(tmp_path) -> Path:
@@ -74,36 +80,82 @@ def errors_of(folder: Path):
 
 # -- the references file -------------------------------------------------------------------------
 
+
 def _dup_with_translator(d):
     rows = read_rows(d)
     write_rows(d, [rows[0] + ["translator"]] + [r + ["ana"] for r in rows[1:]] + [rows[1] + ["ana"]])
 
 
 def _jsonl_unknown_field(d):
-    (d / "references.jsonl").write_text(json.dumps({"starter_id": "s01", "translation": "x", "system": "h"}) + "\n",
-                                        encoding="utf-8")
+    (d / "references.jsonl").write_text(
+        json.dumps({"starter_id": "s01", "translation": "x", "system": "h"}) + "\n", encoding="utf-8"
+    )
     edit_toml(d, 'references = "references.csv"', 'references = "references.jsonl"')
 
 
 CASES = [
-    pytest.param(lambda d: write_rows(d, read_rows(d) + [["s99", "Olá."]]), "references.csv", 14, "starter_id",
-                 "unknown starter 's99'", id="unknown-starter"),
-    pytest.param(lambda d: write_rows(d, read_rows(d)[:3] + [["s03", " "]] + read_rows(d)[4:]), "references.csv",
-                 4, "translation", "must not be empty", id="empty-translation"),
-    pytest.param(lambda d: write_rows(d, read_rows(d) + [read_rows(d)[2]]), "references.csv", 14, "translator",
-                 "duplicate reference for starter 's02'", id="duplicate-without-translator"),
-    pytest.param(_dup_with_translator, "references.csv", 14, "translator",
-                 "duplicate reference for starter 's01' by translator 'ana'", id="duplicate-translator"),
-    pytest.param(lambda d: write_rows(d, [["starter_id", "text"]] + read_rows(d)[1:]), "references.csv", 1,
-                 "translation", "missing column", id="missing-column"),
-    pytest.param(lambda d: write_rows(d, [r + ["x"] for r in read_rows(d)]), "references.csv", 1, "x",
-                 "unknown column", id="unknown-column"),
-    pytest.param(lambda d: write_rows(d, read_rows(d)[:1]), "references.csv", None, None, "has no references",
-                 id="no-rows"),
-    pytest.param(lambda d: (d / "references.csv").unlink(), "references.csv", None, None, "file not found",
-                 id="file-missing"),
-    pytest.param(lambda d: edit_toml(d, 'references = "references.csv"', 'references = "../references.csv"'),
-                 "study.toml", None, "usability.references", "outside the study folder", id="outside-folder"),
+    pytest.param(
+        lambda d: write_rows(d, read_rows(d) + [["s99", "Olá."]]),
+        "references.csv",
+        14,
+        "starter_id",
+        "unknown starter 's99'",
+        id="unknown-starter",
+    ),
+    pytest.param(
+        lambda d: write_rows(d, read_rows(d)[:3] + [["s03", " "]] + read_rows(d)[4:]),
+        "references.csv",
+        4,
+        "translation",
+        "must not be empty",
+        id="empty-translation",
+    ),
+    pytest.param(
+        lambda d: write_rows(d, read_rows(d) + [read_rows(d)[2]]),
+        "references.csv",
+        14,
+        "translator",
+        "duplicate reference for starter 's02'",
+        id="duplicate-without-translator",
+    ),
+    pytest.param(
+        _dup_with_translator,
+        "references.csv",
+        14,
+        "translator",
+        "duplicate reference for starter 's01' by translator 'ana'",
+        id="duplicate-translator",
+    ),
+    pytest.param(
+        lambda d: write_rows(d, [["starter_id", "text"]] + read_rows(d)[1:]),
+        "references.csv",
+        1,
+        "translation",
+        "missing column",
+        id="missing-column",
+    ),
+    pytest.param(
+        lambda d: write_rows(d, [r + ["x"] for r in read_rows(d)]),
+        "references.csv",
+        1,
+        "x",
+        "unknown column",
+        id="unknown-column",
+    ),
+    pytest.param(
+        lambda d: write_rows(d, read_rows(d)[:1]), "references.csv", None, None, "has no references", id="no-rows"
+    ),
+    pytest.param(
+        lambda d: (d / "references.csv").unlink(), "references.csv", None, None, "file not found", id="file-missing"
+    ),
+    pytest.param(
+        lambda d: edit_toml(d, 'references = "references.csv"', 'references = "../references.csv"'),
+        "study.toml",
+        None,
+        "usability.references",
+        "outside the study folder",
+        id="outside-folder",
+    ),
     pytest.param(_jsonl_unknown_field, "references.jsonl", 1, "system", "unknown field", id="jsonl-unknown-field"),
 ]
 
@@ -142,15 +194,20 @@ def test_references_import_into_their_own_table(database, study):
 
 
 def test_jsonl_references_with_several_per_starter(database, study):
-    lines = [{"starter_id": "s01", "translation": "Primeira.", "translator": "ana"},
-             {"starter_id": "s01", "translation": "Segunda.", "translator": "rui"},
-             {"starter_id": "s02", "translation": "Outra."}]
+    lines = [
+        {"starter_id": "s01", "translation": "Primeira.", "translator": "ana"},
+        {"starter_id": "s01", "translation": "Segunda.", "translator": "rui"},
+        {"starter_id": "s02", "translation": "Outra."},
+    ]
     (study / "references.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     edit_toml(study, 'references = "references.csv"', 'references = "references.jsonl"')
     import_study(database, study)
     rows = studies.reference_translations(database, "demo")
     assert [(r["starter_id"], r["idx"], r["translator"], r["text"]) for r in rows] == [
-        ("s01", 1, "ana", "Primeira."), ("s01", 2, "rui", "Segunda."), ("s02", 1, "", "Outra.")]
+        ("s01", 1, "ana", "Primeira."),
+        ("s01", 2, "rui", "Segunda."),
+        ("s02", 1, "", "Outra."),
+    ]
 
 
 def test_reimport_replaces_the_references(database, study):
@@ -182,6 +239,7 @@ def test_reimport_keeps_other_studies_references(database, study, tmp_path):
 
 # -- the metrics read them -----------------------------------------------------------------------
 
+
 def test_chrf_and_bleu_of_an_exchange_use_the_reference(database, study):
     import_study(database, study)
     ref = reference_of(study, "s01")
@@ -197,8 +255,12 @@ def test_chrf_and_bleu_of_an_exchange_use_the_reference(database, study):
 
 def test_several_references_are_one_multi_reference_cell(database, study):
     rows = read_rows(study)
-    write_rows(study, [rows[0] + ["translator"]] + [rows[1] + ["ana"], ["s01", OTHER_REFERENCE, "rui"]]
-               + [r + [""] for r in rows[2:]])
+    write_rows(
+        study,
+        [rows[0] + ["translator"]]
+        + [rows[1] + ["ana"], ["s01", OTHER_REFERENCE, "rui"]]
+        + [r + [""] for r in rows[2:]],
+    )
     import_study(database, study)
     refs = [rows[1][1], OTHER_REFERENCE]
     assert results.reference_translation(database, "demo", "s01", "cascade-beam") == refs
@@ -212,10 +274,12 @@ def test_several_references_are_one_multi_reference_cell(database, study):
 
 
 def test_without_references_a_listed_human_system_is_the_reference(database, tmp_path):
-    folder = demo_with_exchanges(tmp_path / "with-human")          # no references.csv
+    folder = demo_with_exchanges(tmp_path / "with-human")  # no references.csv
     import_study(database, folder)
-    human = database.scalar("SELECT t.text FROM exchanges e JOIN translations t ON t.exchange_id = e.id "
-                            "WHERE e.starter_id = 's01' AND e.system_id = 'human-reference'")
+    human = database.scalar(
+        "SELECT t.text FROM exchanges e JOIN translations t ON t.exchange_id = e.id "
+        "WHERE e.starter_id = 's01' AND e.system_id = 'human-reference'"
+    )
     assert results.reference_translation(database, "demo", "s01", "cascade-beam") == human
     # the human system's own exchange has no other reference
     assert results.reference_translation(database, "demo", "s01", "human-reference") is None
@@ -227,12 +291,14 @@ def test_without_references_a_listed_human_system_is_the_reference(database, tmp
 def test_references_come_first_and_the_human_system_fills_the_gaps(database, tmp_path):
     folder = demo_with_exchanges(tmp_path / "both", keep_references=True)
     rows = read_rows(folder)
-    write_rows(folder, [rows[0], ["s01", OTHER_REFERENCE]])          # s01 only
+    write_rows(folder, [rows[0], ["s01", OTHER_REFERENCE]])  # s01 only
     import_study(database, folder)
     assert results.reference_translation(database, "demo", "s01", "cascade-beam") == OTHER_REFERENCE
     assert results.reference_translation(database, "demo", "s01", "human-reference") == OTHER_REFERENCE
-    human_s02 = database.scalar("SELECT t.text FROM exchanges e JOIN translations t ON t.exchange_id = e.id "
-                                "WHERE e.starter_id = 's02' AND e.system_id = 'human-reference'")
+    human_s02 = database.scalar(
+        "SELECT t.text FROM exchanges e JOIN translations t ON t.exchange_id = e.id "
+        "WHERE e.starter_id = 's02' AND e.system_id = 'human-reference'"
+    )
     assert results.reference_translation(database, "demo", "s02", "cascade-beam") == human_s02
 
 
@@ -245,6 +311,7 @@ def test_no_reference_no_reference_based_score(database, study):
 
 
 # -- never a participant item --------------------------------------------------------------------
+
 
 def test_receivers_and_validators_never_get_references(database, study, tmp_path):
     import_study(database, study)

@@ -6,6 +6,7 @@ direct): every request the app would make to the outside world (a download of a 
 DNS-over-HTTPS look-up that gradio's SSRF check makes for a private address) reaches that
 server and is counted; a URL pointing straight at it (http://127.0.0.1:PORT/...) is counted
 too. Nothing leaves the machine either way."""
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,7 @@ class Counting(BaseHTTPRequestHandler):
 
     def _hit(self):
         type(self).hits.append((self.command, self.path, self.headers.get("Host")))
-        body = b"RIFF\x24\x00\x00\x00WAVEfmt "    # something that looks like audio
+        body = b"RIFF\x24\x00\x00\x00WAVEfmt "  # something that looks like audio
         self.send_response(200)
         self.send_header("Content-Type", "audio/wav")
         self.send_header("Content-Length", str(len(body)))
@@ -43,7 +44,7 @@ class Counting(BaseHTTPRequestHandler):
 
     do_GET = do_HEAD = do_POST = _hit
 
-    def do_CONNECT(self):                 # an https request through the proxy: refused after counting
+    def do_CONNECT(self):  # an https request through the proxy: refused after counting
         type(self).hits.append((self.command, self.path, self.headers.get("Host")))
         self.send_response(403)
         self.end_headers()
@@ -67,15 +68,39 @@ def app(tmp_path_factory, counter):
     tmp = tmp_path_factory.mktemp("private")
     (tmp / "tmp").mkdir()
     proxy = counter.url
-    app = RunningApp(tmp, {"HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "http_proxy": proxy, "https_proxy": proxy,
-                           "ALL_PROXY": "", "all_proxy": "", "NO_PROXY": "127.0.0.1,localhost",
-                           "no_proxy": "127.0.0.1,localhost", "TMPDIR": str(tmp / "tmp"),
-                           "GRADIO_TEMP_DIR": str(tmp / "gradio"), "HF_HUB_OFFLINE": "1"})
+    app = RunningApp(
+        tmp,
+        {
+            "HTTP_PROXY": proxy,
+            "HTTPS_PROXY": proxy,
+            "http_proxy": proxy,
+            "https_proxy": proxy,
+            "ALL_PROXY": "",
+            "all_proxy": "",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+            "TMPDIR": str(tmp / "tmp"),
+            "GRADIO_TEMP_DIR": str(tmp / "gradio"),
+            "HF_HUB_OFFLINE": "1",
+        },
+    )
     assert app.cli("import", str(DEMO)).returncode == 0
     for role in ("receiver", "rater"):
         assert app.cli("participants", "add", "--study", "demo", "--role", role, "--count", "1").returncode == 0
-    res = app.cli("participants", "add", "--study", "demo", "--role", "sender", "--group", "USW",
-                  "--gender", "Woman", "--count", "1")
+    res = app.cli(
+        "participants",
+        "add",
+        "--study",
+        "demo",
+        "--role",
+        "sender",
+        "--group",
+        "USW",
+        "--gender",
+        "Woman",
+        "--count",
+        "1",
+    )
     assert res.returncode == 0, res.stderr
     app.start()
     yield app
@@ -86,7 +111,7 @@ class Session:
     """One browser session: events by fn_index through the queue (private ones included)."""
 
     def __init__(self, url: str, page: str = ""):
-        page_url = f"{url}/{page}" if page else url        # a role's page is a Blocks of its own
+        page_url = f"{url}/{page}" if page else url  # a role's page is a Blocks of its own
         self.base = page_url + "/gradio_api"
         self.hash = uuid.uuid4().hex[:11]
         self.http = httpx.Client(timeout=60, trust_env=False)
@@ -95,9 +120,16 @@ class Session:
     def call(self, fn_index: int, data: list) -> dict:
         """The process_completed message: {"success": bool, "output": {...}}."""
         dep = self.config["dependencies"][fn_index]
-        r = self.http.post(f"{self.base}/queue/join", json={
-            "data": data, "fn_index": fn_index, "session_hash": self.hash, "event_data": None,
-            "trigger_id": dep["targets"][0][0] if dep.get("targets") else None})
+        r = self.http.post(
+            f"{self.base}/queue/join",
+            json={
+                "data": data,
+                "fn_index": fn_index,
+                "session_hash": self.hash,
+                "event_data": None,
+                "trigger_id": dep["targets"][0][0] if dep.get("targets") else None,
+            },
+        )
         assert r.status_code == 200, r.text
         with self.http.stream("GET", f"{self.base}/queue/data", params={"session_hash": self.hash}) as s:
             for line in s.iter_lines():
@@ -164,17 +196,20 @@ def test_no_file_event_fetches_a_url(app, counter):
     sender = token_of(app.links()["sender"][0])
     Counting.hits.clear()
     answers = []
-    for url in (f"{counter.url}/direct/a.wav", "http://huggingface.co/through-the-proxy/b.wav",
-                "https://example.org/c.wav"):
+    for url in (
+        f"{counter.url}/direct/a.wav",
+        "http://huggingface.co/through-the-proxy/b.wav",
+        "https://example.org/c.wav",
+    ):
         for s, i, dep in events:
             for cred in (session, sender):
-                for meta in (True, False):          # with gradio's meta, and without
-                    one = f"{url}?n={len(answers)}"    # a new URL each time (gradio caches by URL)
+                for meta in (True, False):  # with gradio's meta, and without
+                    one = f"{url}?n={len(answers)}"  # a new URL each time (gradio caches by URL)
                     value = url_file(one) if meta else {"path": one}
                     answers.append((dep.get("api_name") or i, s.call(i, args_for(s.config, dep, cred, value))))
     print(f"outbound requests while {len(events)} file events got {len(answers)} URL files: {len(Counting.hits)}")
     assert Counting.hits == [], Counting.hits
-    for name, msg in answers:      # refused before the handler, saying why
+    for name, msg in answers:  # refused before the handler, saying why
         assert not msg["success"] and "uploaded to this server" in json.dumps(msg), (name, msg)
 
 
@@ -183,8 +218,11 @@ def test_the_file_route_proxies_nothing(app, counter):
     codes = {}
     with httpx.Client(timeout=30, trust_env=False) as http:
         for url in (f"{counter.url}/direct/a.wav", "http://huggingface.co/x.wav", "https://example.org/c.wav"):
-            for path in (f"/gradio_api/file={url}", f"/gradio_api/file={url.replace('://', '%3A%2F%2F')}",
-                         f"/gradio_api/proxy={url}"):
+            for path in (
+                f"/gradio_api/file={url}",
+                f"/gradio_api/file={url.replace('://', '%3A%2F%2F')}",
+                f"/gradio_api/proxy={url}",
+            ):
                 codes[path] = http.get(app.url + path).status_code
     print(f"outbound requests from /file=<url> and /proxy=<url>: {len(Counting.hits)}")
     assert Counting.hits == [], Counting.hits
@@ -240,8 +278,11 @@ def test_downloads_leave_no_temporary_copy(app):
     s = Session(app.url)
     session = admin(s)
     tmp = Path(app.env["TMPDIR"])
-    for name, extra in (("admin_export", ["csv", False, False]), ("admin_participants_links_csv", []),
-                        ("admin_completions_csv", [])):
+    for name, extra in (
+        ("admin_export", ["csv", False, False]),
+        ("admin_participants_links_csv", []),
+        ("admin_completions_csv", []),
+    ):
         msg = s.call(s.by_name(name), [session, "demo", *extra])
         assert msg["success"], msg
         files = [v for v in msg["output"]["data"] if isinstance(v, dict) and v.get("path")]
@@ -259,7 +300,7 @@ def test_no_token_in_the_server_log(app):
     s = Session(app.url)
     with httpx.Client(timeout=30, trust_env=False) as http:
         for u in (u for urls in links.values() for u in urls):
-            assert http.get(u, follow_redirects=True).status_code == 200     # to the role's page
+            assert http.get(u, follow_redirects=True).status_code == 200  # to the role's page
             http.get(u.replace("/?", "/gradio_api/info?"))
             http.get(u.replace("/?", "/no-such-page?"))
     for role, tab in (("receiver", "receiver"), ("rater", "da"), ("sender", "record")):

@@ -1,5 +1,6 @@
 """The workflow's repair (services/participation/workflow.refresh), run by the worker and from the admin tab:
 it puts back what an event missed and changes nothing when nothing is missing."""
+
 from __future__ import annotations
 
 from services.admin import progress as admin_progress
@@ -28,10 +29,14 @@ def test_the_repair_puts_back_what_a_lost_event_would_have_opened(tmp_path):
     assert workflow.refresh(db, "demo") == 0
     # as if the process died between two writes: a pool entry and an open baseline lost
     with db.write() as w:
-        w.execute("DELETE FROM work_pool WHERE phase = 'validate' AND item_id = (SELECT MIN(item_id) FROM work_pool "
-                  "WHERE phase = 'validate')")
-        w.execute("DELETE FROM assignments WHERE id = (SELECT MIN(id) FROM assignments WHERE phase = 'survey_baseline' "
-                  "AND status = 'open')")
+        w.execute(
+            "DELETE FROM work_pool WHERE phase = 'validate' AND item_id = (SELECT MIN(item_id) FROM work_pool "
+            "WHERE phase = 'validate')"
+        )
+        w.execute(
+            "DELETE FROM assignments WHERE id = (SELECT MIN(id) FROM assignments WHERE phase = 'survey_baseline' "
+            "AND status = 'open')"
+        )
         w.execute("UPDATE work_pool SET need = 5 WHERE phase = 'validate'")
     assert workflow.refresh(db, "demo") >= 3
     assert workflow.refresh(db, "demo") == 0
@@ -44,10 +49,10 @@ def test_the_repair_puts_back_what_a_lost_event_would_have_opened(tmp_path):
 
 def test_the_upkeep_job_schedules_itself_once_per_study(demo_db):
     assert maintenance.schedule_all(demo_db) == 1
-    assert maintenance.schedule_all(demo_db) == 0          # one waits already
+    assert maintenance.schedule_all(demo_db) == 0  # one waits already
     out = maintenance.run(demo_db, "demo")
     assert out == {"dropped_out": [], "repaired": 0}
-    assert jobs.pending_with_key_prefix(demo_db, "study_maintenance:demo:") == 2    # the next run, later
+    assert jobs.pending_with_key_prefix(demo_db, "study_maintenance:demo:") == 2  # the next run, later
 
 
 def test_the_admin_repair_says_what_it_did(demo_db):

@@ -2,6 +2,7 @@
 in its paper's order, numbered as the paper numbers them, each with its content or the sentence
 saying what is missing; one self-contained HTML file (plotly's JS inlined once, nothing fetched);
 numbers to the paper's precision; the analyses' CSVs beside it."""
+
 from __future__ import annotations
 
 import html
@@ -59,19 +60,32 @@ def demo(tmp_path_factory):
     participants, and its report."""
     tmp = tmp_path_factory.mktemp("demo")
     # 10 control pairs: careful raters pass at p < .05
-    db, media = da_study(open_database(tmp / "t.db"), tmp, modality='"text"', keep_fast="true",
-                         controls="10", min_gap="2")
+    db, media = da_study(
+        open_database(tmp / "t.db"), tmp, modality='"text"', keep_fast="true", controls="10", min_gap="2"
+    )
     for r in add_participants(db, "demo", "da", 4):
         while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
-            submit(db, r.token, "da", v.item_id, {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
-                   media_dir=media)
+            submit(
+                db,
+                r.token,
+                "da",
+                v.item_id,
+                {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
+                media_dir=media,
+            )
     rng = np.random.default_rng(5)
     base = {}
     for p in add_participants(db, "demo", "sd", 12):
         while (v := get_view(db, p.token, "sd")).status == "item":
             # a latent quality per sentence: pairs correlate, so the factor analysis has something to find
-            answer_page(db, p.token, v, lambda x: int(np.clip(round(
-                base.setdefault(v.item_id, rng.normal(4, 1.5)) + rng.normal(0, 0.7)), 1, 7)))
+            answer_page(
+                db,
+                p.token,
+                v,
+                lambda x: int(
+                    np.clip(round(base.setdefault(v.item_id, rng.normal(4, 1.5)) + rng.normal(0, 0.7)), 1, 7)
+                ),
+            )
     # simulated SD raters take no time: the cleansing's too-fast rule (40% of the expected time)
     # would remove them all
     with pytest.MonkeyPatch.context() as mp:
@@ -107,7 +121,7 @@ def test_sim_table1_is_rounded_to_the_paper_precision(sim):
         assert r[1] == f"{g['satisfaction'].astype(float).mean():.2f}"
         assert r[4] == f"{g['u'].mean():.2f}" and r[5] == f"{g['u'].std():.2f}"
         assert r[6] == f"{g['u'].mean() - g['u_b'].mean():.2f}"
-    lmm = table_rows(items_in(page, "usability")["Table 4"])      # Table 4: three decimals
+    lmm = table_rows(items_in(page, "usability")["Table 4"])  # Table 4: three decimals
     # a p-value under .001 reads "<0.001" (HTML-escaped), never 0.000
     assert lmm and all(re.fullmatch(r"-?\d+\.\d{3}|&lt;0\.001", c) for r in lmm for c in r[1:7] if c)
 
@@ -116,7 +130,7 @@ def test_report_is_self_contained_and_the_csvs_are_beside_it(sim):
     _, rep, page = sim
     from plotly.offline import get_plotlyjs
 
-    assert page.count(get_plotlyjs()[:300]) == 1                 # the bundle once, every figure after it
+    assert page.count(get_plotlyjs()[:300]) == 1  # the bundle once, every figure after it
     # nothing fetched: no external src or href outside the bundle (whose own strings are map
     # attributions and the logo's link, never loaded), and no script by src at all
     rest = page.replace(get_plotlyjs(), "")
@@ -140,12 +154,12 @@ def test_demo_report_has_da_and_sd_items_and_says_what_is_missing(demo):
         assert list(items_in(page, protocol)) == [n for n, _, _ in ITEMS[protocol]]
     us = items_in(page, "usability")
     assert all(report_usability.NO_DATA in h for n, h in us.items() if n != "Table 3")
-    assert 'class="missing"' not in us["Table 3"]                  # the starters are there
+    assert 'class="missing"' not in us["Table 3"]  # the starters are there
     da_items = items_in(page, "da")
     missing = {n for n, h in da_items.items() if 'class="missing"' in h}
     assert missing == {"Figure 5", "Table 5", "Table 6"}
     assert "No audio judgments" in da_items["Table 5"] and "WMT22" in da_items["Table 6"]
-    h2h = table_rows(da_items["Table 4"])                          # appendix A's layout: "0.19**"
+    h2h = table_rows(da_items["Table 4"])  # appendix A's layout: "0.19**"
     assert all(re.fullmatch(r"–|-?\d+\.\d{2}\**", c) for r in h2h for c in r[1:-1])
     sd_items = items_in(page, "sd")
     assert {n for n, h in sd_items.items() if 'class="missing"' in h} == set()
@@ -178,8 +192,11 @@ def test_an_empty_study_says_what_is_missing_everywhere(demo_db, tmp_path):
     for protocol in ("usability", "da", "sd", "qe"):
         found = items_in(page, protocol)
         assert list(found) == [n for n, _, _ in ITEMS[protocol]]
-        assert all('class="missing"' in h for n, h in found.items() if (protocol, n) not in
-                   {("usability", "Table 3"), ("da", "Table 1")})
+        assert all(
+            'class="missing"' in h
+            for n, h in found.items()
+            if (protocol, n) not in {("usability", "Table 3"), ("da", "Table 1")}
+        )
     text = html.unescape(page)
     assert report_da.NO_DATA in text and report_sd.NO_DATA in text
     assert rep.seconds < 20
@@ -188,6 +205,7 @@ def test_an_empty_study_says_what_is_missing_everywhere(demo_db, tmp_path):
 def test_a_failing_analysis_says_so_and_the_report_is_still_written(demo_db, tmp_path, monkeypatch):
     def broken(*a, **k):
         raise RuntimeError("the SD analysis broke")
+
     monkeypatch.setattr(report_sd, "build", broken)
     page = report_build.build_report(demo_db, "demo", tmp_path).html.read_text(encoding="utf-8")
     assert all("the SD analysis broke" in h for h in items_in(page, "sd").values())
@@ -197,8 +215,9 @@ def test_a_failing_analysis_says_so_and_the_report_is_still_written(demo_db, tmp
 def test_unknown_study_and_bad_audit_folder_are_named(demo_db, tmp_path):
     with pytest.raises(report_build.ReportError, match="no study 'nope'"):
         report_build.build_report(demo_db, "nope", tmp_path)
-    page = report_build.build_report(demo_db, "demo", tmp_path, qe_audits=[str(tmp_path / "missing")]) \
-        .html.read_text(encoding="utf-8")
+    page = report_build.build_report(demo_db, "demo", tmp_path, qe_audits=[str(tmp_path / "missing")]).html.read_text(
+        encoding="utf-8"
+    )
     assert "not a folder" in items_in(page, "qe")["Table 1"]
 
 

@@ -1,5 +1,6 @@
 """The admin's review shows QC's second opinion beside the word diff (issue 31): how likely each
 edge word of the prompt is under the audio, at a desktop's and a phone's width."""
+
 from __future__ import annotations
 
 import json
@@ -19,17 +20,21 @@ def flag_one(app) -> tuple[int, str]:
     aid, eid, prompt = app.rows(
         "SELECT a.id, a.exchange_id, s.text FROM assignments a JOIN exchanges e ON e.id = a.exchange_id "
         "JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
-        "WHERE a.participant_id = ? AND a.phase = 'record' ORDER BY a.id LIMIT 1", sender)[0]
+        "WHERE a.participant_id = ? AND a.phase = 'record' ORDER BY a.id LIMIT 1",
+        sender,
+    )[0]
     wav = app.tmp / "media" / "review-test.wav"
     wav.parent.mkdir(parents=True, exist_ok=True)
     with wave.open(str(wav), "wb") as w:
         w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000), w.writeframes(b"\0\1" * 16000)
     first, last = prompt.split()[0].strip(",."), prompt.split()[-1].strip(",.?!")
     edges = {"first_word": first, "first_p": 0.003, "last_word": last, "last_p": 0.87, "forgiven": []}
-    app.rows("INSERT INTO recordings (assignment_id, exchange_id, sha256, path_original, path_16k, duration_s, "
-             "qc_status, transcript, wer, qc_flags, qc_edges, created_at) VALUES (?, ?, 'x', ?, ?, 1.0, 'flagged', "
-             "?, 0.02, '[\"start_differs\"]', ?, '2026-01-01T00:00:00Z')",
-             (aid, eid, str(wav), str(wav), " ".join(prompt.split()[1:]), json.dumps(edges)))
+    app.rows(
+        "INSERT INTO recordings (assignment_id, exchange_id, sha256, path_original, path_16k, duration_s, "
+        "qc_status, transcript, wer, qc_flags, qc_edges, created_at) VALUES (?, ?, 'x', ?, ?, 1.0, 'flagged', "
+        "?, 0.02, '[\"start_differs\"]', ?, '2026-01-01T00:00:00Z')",
+        (aid, eid, str(wav), str(wav), " ".join(prompt.split()[1:]), json.dumps(edges)),
+    )
     (rid,) = app.rows("SELECT id FROM recordings WHERE assignment_id = ?", (aid,))[0]
     return rid, first
 
@@ -51,8 +56,11 @@ def test_the_review_shows_the_edge_words_probabilities(app_server, width):
         page.get_by_text("Recordings to review (flagged by QC)", exact=True).click()
         table = page.locator("#review-table")
         table.wait_for(timeout=30000)
-        page.wait_for_function("([el, t]) => el.innerText.includes(t)", timeout=30000,
-                               arg=[table.element_handle(), f"first word \u201c{first}\u201d p=0.00"])
+        page.wait_for_function(
+            "([el, t]) => el.innerText.includes(t)",
+            timeout=30000,
+            arg=[table.element_handle(), f"first word \u201c{first}\u201d p=0.00"],
+        )
         assert "edge words" in table.inner_text()
         page.get_by_label("Recording id (click its row above)").fill(str(rid))
         page.get_by_role("button", name="Open", exact=True).click()

@@ -2,6 +2,7 @@
 role's components (a Blocks of its own, mounted at /<role>/); "/" holds the study team's Admin
 and Analysis tabs, which no participant page contains; old links (/?t=...) and Prolific URLs
 arrive at the role's page."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,9 @@ def get(url: str) -> tuple[int, dict]:
 
 
 def page_config(app_server, page: str) -> dict:
-    with urllib.request.urlopen(f"{app_server.url}/{page}/config" if page else f"{app_server.url}/config",
-                                timeout=30) as r:
+    with urllib.request.urlopen(
+        f"{app_server.url}/{page}/config" if page else f"{app_server.url}/config", timeout=30
+    ) as r:
         return json.load(r)
 
 
@@ -100,7 +102,7 @@ def test_seven_queues_poll_no_more_often_than_one_did(tmp_path):
     site = build_app(Settings.from_env(), open_database(tmp_path / "a.db"))
     for blocks in site.blocks:
         blocks.queue(default_concurrency_limit=16)
-    assert {b._queue.sleep_when_free for b in site.blocks} == {0.001}      # gradio's, on Linux
+    assert {b._queue.sleep_when_free for b in site.blocks} == {0.001}  # gradio's, on Linux
     quiet_queues(site)
     assert sum(1 / b._queue.sleep_when_free for b in site.blocks) <= 1000 + 1e-6
     assert max(b._queue.sleep_when_free for b in site.blocks) == QUEUE_POLL_S

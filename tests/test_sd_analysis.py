@@ -5,6 +5,7 @@ quartiles with statistics.quantiles, KMO from the anti-image formula, Bartlett's
 formula with scipy.stats.chi2, and the ML chi-square from a separate ML fit (R factanal's
 concentrated likelihood over the uniquenesses, minimised with scipy).
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,9 @@ def varied(k: int = 6) -> dict:
     return {("s1", f"p{j}"): (j % 7) - 3 for j in range(k)}
 
 
-def study(seed: int = 0, participants: int = 120, sentences: int = 30, per_participant: int = 4,
-          plants: bool = True) -> pd.DataFrame:
+def study(
+    seed: int = 0, participants: int = 120, sentences: int = 30, per_participant: int = 4, plants: bool = True
+) -> pd.DataFrame:
     """Participants rate sentences on the 16 pairs of the 4-factor structure (values rounded to
     -3..3), two repeated pairs per sentence (+-1 noise). Planted: P_fast (200 s), P_straight
     (always 1) and P_random (repeats unrelated to the first ratings)."""
@@ -61,6 +63,7 @@ def study(seed: int = 0, participants: int = 120, sentences: int = 30, per_parti
 
 # ---------------------------------------------------------------------------------------------
 # independent references
+
 
 def factanal_min(r: np.ndarray, k: int) -> float:
     """Minimum of the ML discrepancy as R's factanal computes it: over uniquenesses psi,
@@ -94,6 +97,7 @@ def clean_efa():
 # ---------------------------------------------------------------------------------------------
 # cleansing
 
+
 def test_too_fast_at_exactly_40_percent():
     rows = []
     for pid, dur in (("a", 240.0), ("b", 240.001), ("c", 0.0), ("d", 600.0), ("e", 239.999)):
@@ -112,9 +116,11 @@ def test_straight_liner_uses_non_repeat_values_only():
     same = {("s1", f"p{j}"): 2 for j in range(5)} | {("s2", f"p{j}"): 2 for j in range(5)}
     almost = dict(same)
     almost[("s2", "p4")] = 1
-    rows = (rating_rows("flat", 500, same, {("s1", "p0"): -3})  # the repeat differs: still a straight-liner
-            + rating_rows("almost", 500, almost)
-            + rating_rows("varied", 500, varied()))
+    rows = (
+        rating_rows("flat", 500, same, {("s1", "p0"): -3})  # the repeat differs: still a straight-liner
+        + rating_rows("almost", 500, almost)
+        + rating_rows("varied", 500, varied())
+    )
     cl = S.cleanse(pd.DataFrame(rows)).set_index("participant_id")
     assert cl["straight_liner"].to_dict() == {"almost": False, "flat": True, "varied": False}
     assert not cl.at["flat", "kept"] and cl.at["almost", "kept"]
@@ -122,8 +128,17 @@ def test_straight_liner_uses_non_repeat_values_only():
 
 def test_inconsistency_score_and_outlier_fence():
     # per participant: four repeats whose |first - repeat| are these (first rating 0 or 1)
-    diffs = {"i0": [0, 0, 0, 0], "i1": [1, 0, 0, 0], "i2": [1, 1, 0, 0], "i3": [0, 1, 0, 1], "i4": [1, 1, 1, 0],
-             "i5": [2, 0, 1, 1], "i6": [1, 1, 1, 1], "at_fence": [2, 2, 2, 1], "above": [2, 2, 2, 2]}
+    diffs = {
+        "i0": [0, 0, 0, 0],
+        "i1": [1, 0, 0, 0],
+        "i2": [1, 1, 0, 0],
+        "i3": [0, 1, 0, 1],
+        "i4": [1, 1, 1, 0],
+        "i5": [2, 0, 1, 1],
+        "i6": [1, 1, 1, 1],
+        "at_fence": [2, 2, 2, 1],
+        "above": [2, 2, 2, 2],
+    }
     rows = []
     for pid, ds in diffs.items():
         firsts = {("s1", f"p{j}"): (j % 2) for j in range(6)}
@@ -163,6 +178,7 @@ def test_several_repeats_of_a_pair_each_count_and_custom_measure():
 # ---------------------------------------------------------------------------------------------
 # factor analysis
 
+
 def test_parallel_analysis_chooses_four(clean_efa):
     data, _, res = clean_efa
     assert res.n_factors == 4 and res.n_factors_source == "parallel analysis"
@@ -176,7 +192,8 @@ def test_parallel_analysis_chooses_four(clean_efa):
     assert k95 == k_mean == 4 and (crit95 >= crit_mean).all()
     # seeded: the same criterion again
     assert S.parallel_analysis(data.to_numpy(), iterations=50, seed=7)[1] == pytest.approx(
-        S.parallel_analysis(data.to_numpy(), iterations=50, seed=7)[1], abs=0)
+        S.parallel_analysis(data.to_numpy(), iterations=50, seed=7)[1], abs=0
+    )
 
 
 def test_efa_recovers_the_four_factor_structure(clean_efa):
@@ -216,7 +233,7 @@ def test_variance_before_rotation_as_spss_reports_it(clean_efa):
     lam = res.unrotated_loadings.to_numpy()
     assert list(res.unrotated_loadings.index) == res.items and lam.shape == (p, 4)
     # from the unrotated loadings: SS / p, cumulated
-    ss = (lam ** 2).sum(axis=0)
+    ss = (lam**2).sum(axis=0)
     assert res.extraction_ss == pytest.approx(ss, rel=1e-9)
     assert res.extraction_variance == pytest.approx(ss / p, rel=1e-9)
     assert res.extraction_cumulative == pytest.approx(np.cumsum(ss / p), rel=1e-9)
@@ -229,7 +246,7 @@ def test_variance_before_rotation_as_spss_reports_it(clean_efa):
     values, vectors = np.linalg.eigh(scaled)
     values, vectors = values[::-1][:4], vectors[:, ::-1][:, :4]
     canonical = np.sqrt(psi)[:, None] * vectors * np.sqrt(values - 1)
-    expected = (canonical ** 2).sum(axis=0) / p
+    expected = (canonical**2).sum(axis=0) / p
     assert res.extraction_variance == pytest.approx(expected, abs=2e-4)
     assert res.extraction_variance == sorted(res.extraction_variance, reverse=True)
     # unlike the rotated shares, the first unrotated factor takes the common part of all four
@@ -271,7 +288,7 @@ def test_goodness_of_fit_against_an_independent_ml_fit(clean_efa):
 def test_ml_fit_statistics_formula():
     rng = np.random.default_rng(5)
     lam = rng.uniform(0.3, 0.8, (6, 1))
-    psi = 1 - (lam ** 2).ravel()
+    psi = 1 - (lam**2).ravel()
     sigma = lam @ lam.T + np.diag(psi)
     # the model's own covariance fits perfectly; a perturbed one gives the formula's value
     assert S.ml_fit_statistics(sigma, lam, psi, 200)[0] == pytest.approx(0, abs=1e-9)
@@ -328,15 +345,22 @@ def test_efa_errors_and_zero_variance_items():
 # ---------------------------------------------------------------------------------------------
 # preliminary study
 
+
 def suit(pair: str, values) -> list[dict]:
     return [dict(participant_id=f"u{i}", pair_id=pair, suitability=v) for i, v in enumerate(values)]
 
 
 def test_suitability_filter_boundaries():
-    sd_12 = [2] * 4 + [3] * 6 + [4] * 2 + [5] * 14        # mean 4.0, sd exactly 1.2
+    sd_12 = [2] * 4 + [3] * 6 + [4] * 2 + [5] * 14  # mean 4.0, sd exactly 1.2
     sd_above = [1] + [2] * 3 + [3] * 6 + [4] * 2 + [5] * 14  # mean 3.96, sd 1.25
-    rows = (suit("mean_3.2", [3, 3, 3, 3, 4]) + suit("mean_below", [3, 3, 3, 3, 3, 4]) + suit("sd_1.2", sd_12)
-            + suit("sd_above", sd_above) + suit("both_bad", [1, 5, 1, 5, 2]) + suit("single", [5]))
+    rows = (
+        suit("mean_3.2", [3, 3, 3, 3, 4])
+        + suit("mean_below", [3, 3, 3, 3, 3, 4])
+        + suit("sd_1.2", sd_12)
+        + suit("sd_above", sd_above)
+        + suit("both_bad", [1, 5, 1, 5, 2])
+        + suit("single", [5])
+    )
     out = S.suitability_filter(pd.DataFrame(rows))
     assert list(out.columns) == S.SUITABILITY_COLUMNS
     t = out.set_index("pair_id")
@@ -345,21 +369,42 @@ def test_suitability_filter_boundaries():
         assert t.at[pair, "mean"] == pytest.approx(statistics.mean(values))
         assert t.at[pair, "sd"] == pytest.approx(statistics.stdev(values))
     assert statistics.stdev(sd_12) == pytest.approx(1.2) and statistics.stdev(sd_above) > 1.2
-    assert t["kept"].to_dict() == {"both_bad": False, "mean_3.2": True, "mean_below": False, "sd_1.2": True,
-                                   "sd_above": False, "single": False}
+    assert t["kept"].to_dict() == {
+        "both_bad": False,
+        "mean_3.2": True,
+        "mean_below": False,
+        "sd_1.2": True,
+        "sd_above": False,
+        "single": False,
+    }
     literal = S.suitability_filter(pd.DataFrame(rows), drop_if="both").set_index("pair_id")
-    assert literal["kept"].to_dict() == {"both_bad": False, "mean_3.2": True, "mean_below": True, "sd_1.2": True,
-                                         "sd_above": True, "single": True}
+    assert literal["kept"].to_dict() == {
+        "both_bad": False,
+        "mean_3.2": True,
+        "mean_below": True,
+        "sd_1.2": True,
+        "sd_above": True,
+        "single": True,
+    }
     assert list(out["pair_id"]) == sorted(out["pair_id"])
 
 
-@pytest.mark.parametrize("rows, row, column", [
-    ([dict(participant_id="a", pair_id="x")], 1, "suitability"),
-    ([dict(participant_id="a", pair_id="x", suitability=3), dict(participant_id="a", pair_id="x", suitability=6)],
-     3, "suitability"),
-    ([dict(participant_id="a", pair_id="", suitability=3)], 2, "pair_id"),
-    ([dict(participant_id="a", pair_id="x", suitability="good")], 2, "suitability"),
-])
+@pytest.mark.parametrize(
+    "rows, row, column",
+    [
+        ([dict(participant_id="a", pair_id="x")], 1, "suitability"),
+        (
+            [
+                dict(participant_id="a", pair_id="x", suitability=3),
+                dict(participant_id="a", pair_id="x", suitability=6),
+            ],
+            3,
+            "suitability",
+        ),
+        ([dict(participant_id="a", pair_id="", suitability=3)], 2, "pair_id"),
+        ([dict(participant_id="a", pair_id="x", suitability="good")], 2, "suitability"),
+    ],
+)
 def test_suitability_filter_input_errors(rows, row, column):
     with pytest.raises(S.SDInputError) as e:
         S.suitability_filter(pd.DataFrame(rows))
@@ -373,24 +418,27 @@ HEADER = "participant_id,sentence_id,pair_id,value,is_repeat,duration_s\n"
 GOOD = "a,s1,p1,1,0,500\na,s1,p2,-3,0,500\n"
 
 
-@pytest.mark.parametrize("body, row, column, words", [
-    ("participant_id,sentence_id,pair_id,value,duration_s\n" + "a,s1,p1,1,500\n", 1, "is_repeat", "missing column"),
-    (HEADER + GOOD + ",s1,p3,1,0,500\n", 4, "participant_id", "empty"),
-    (HEADER + GOOD + "a,,p3,1,0,500\n", 4, "sentence_id", "empty"),
-    (HEADER + GOOD + "a,s1,,1,0,500\n", 4, "pair_id", "empty"),
-    (HEADER + GOOD + "a,s1,p3,high,0,500\n", 4, "value", "not a number"),
-    (HEADER + GOOD + "a,s1,p3,,0,500\n", 4, "value", "not a number"),
-    (HEADER + GOOD + "a,s1,p3,4,0,500\n", 4, "value", "outside -3..3"),
-    (HEADER + GOOD + "a,s1,p3,-3.5,0,500\n", 4, "value", "outside -3..3"),
-    (HEADER + GOOD + "a,s1,p3,1,2,500\n", 4, "is_repeat", "not 0 or 1"),
-    (HEADER + GOOD + "a,s1,p3,1,yes,500\n", 4, "is_repeat", "not 0 or 1"),
-    (HEADER + GOOD + "a,s1,p3,1,0,-5\n", 4, "duration_s", "not a number >= 0"),
-    (HEADER + GOOD + "a,s1,p3,1,0,soon\n", 4, "duration_s", "not a number >= 0"),
-    (HEADER + GOOD + "a,s1,p3,1,0,501\n", 4, "duration_s", "differs"),
-    (HEADER + GOOD + "a,s1,p1,2,0,500\n", 4, "is_repeat", "second first rating"),
-    (HEADER + GOOD + "a,s2,p1,2,1,500\n", 4, "is_repeat", "without a first rating"),
-    (HEADER + GOOD + "a,s1,p3,9,7,500\n", 4, "value", "outside"),  # first bad column of the row
-])
+@pytest.mark.parametrize(
+    "body, row, column, words",
+    [
+        ("participant_id,sentence_id,pair_id,value,duration_s\n" + "a,s1,p1,1,500\n", 1, "is_repeat", "missing column"),
+        (HEADER + GOOD + ",s1,p3,1,0,500\n", 4, "participant_id", "empty"),
+        (HEADER + GOOD + "a,,p3,1,0,500\n", 4, "sentence_id", "empty"),
+        (HEADER + GOOD + "a,s1,,1,0,500\n", 4, "pair_id", "empty"),
+        (HEADER + GOOD + "a,s1,p3,high,0,500\n", 4, "value", "not a number"),
+        (HEADER + GOOD + "a,s1,p3,,0,500\n", 4, "value", "not a number"),
+        (HEADER + GOOD + "a,s1,p3,4,0,500\n", 4, "value", "outside -3..3"),
+        (HEADER + GOOD + "a,s1,p3,-3.5,0,500\n", 4, "value", "outside -3..3"),
+        (HEADER + GOOD + "a,s1,p3,1,2,500\n", 4, "is_repeat", "not 0 or 1"),
+        (HEADER + GOOD + "a,s1,p3,1,yes,500\n", 4, "is_repeat", "not 0 or 1"),
+        (HEADER + GOOD + "a,s1,p3,1,0,-5\n", 4, "duration_s", "not a number >= 0"),
+        (HEADER + GOOD + "a,s1,p3,1,0,soon\n", 4, "duration_s", "not a number >= 0"),
+        (HEADER + GOOD + "a,s1,p3,1,0,501\n", 4, "duration_s", "differs"),
+        (HEADER + GOOD + "a,s1,p1,2,0,500\n", 4, "is_repeat", "second first rating"),
+        (HEADER + GOOD + "a,s2,p1,2,1,500\n", 4, "is_repeat", "without a first rating"),
+        (HEADER + GOOD + "a,s1,p3,9,7,500\n", 4, "value", "outside"),  # first bad column of the row
+    ],
+)
 def test_input_errors_name_file_row_column(tmp_path, body, row, column, words):
     path = tmp_path / "ratings.csv"
     path.write_text(body)
@@ -432,6 +480,7 @@ def test_read_ratings_reads_a_good_file(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # the whole analysis and its outputs
 
+
 @pytest.fixture(scope="module")
 def study_result():
     df = study()
@@ -457,8 +506,15 @@ def test_analyze_cleanses_then_factors(study_result):
 def test_write_outputs_files_and_columns(tmp_path, study_result):
     _, res = study_result
     paths = S.write_outputs(res, tmp_path)
-    assert sorted(p.name for p in paths) == ["cleansing.csv", "cleansing_summary.csv", "loadings.csv", "loadings.html",
-                                             "scree.html", "summary.json", "variance.csv"]
+    assert sorted(p.name for p in paths) == [
+        "cleansing.csv",
+        "cleansing_summary.csv",
+        "loadings.csv",
+        "loadings.html",
+        "scree.html",
+        "summary.json",
+        "variance.csv",
+    ]
     var = pd.read_csv(tmp_path / "variance.csv")
     assert list(var.columns) == S.VARIANCE_COLUMNS and len(var) == 4
     assert var["extraction_share"].tolist() == pytest.approx(res.efa.extraction_variance)
@@ -484,8 +540,13 @@ def test_write_outputs_files_and_columns(tmp_path, study_result):
 
 def test_pruned_items_in_outputs(tmp_path):
     data, _ = factor_data(n=900, seed=1, weak=True, cross=True)
-    res = S.SDResult(cleansing=pd.DataFrame(columns=S.CLEANSING_COLUMNS), efa=S.efa(data, prune=True),
-                     n_participants=0, n_kept=0, n_ratings=0)
+    res = S.SDResult(
+        cleansing=pd.DataFrame(columns=S.CLEANSING_COLUMNS),
+        efa=S.efa(data, prune=True),
+        n_participants=0,
+        n_kept=0,
+        n_ratings=0,
+    )
     S.write_outputs(res, tmp_path)
     lo = pd.read_csv(tmp_path / "loadings.csv").set_index("pair_id")
     assert not lo.at["weak", "kept"] and math.isnan(lo.at["weak", "factor_1"])

@@ -1,5 +1,6 @@
 """The semantic-differential form: stored order and polarity, canonical values, repeats,
 pages, and the preliminary study's suitability page."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,20 +30,24 @@ def test_order_and_polarity_are_per_participant_and_values_canonical(database, t
     a, b = add_participants(db, "demo", "sd", 2)
     va, vb = past_intro(db, a.token), past_intro(db, b.token)
     order_a = [p["pair_id"] for p in va.content["pairs"]]
-    assert order_a != [p["pair_id"] for p in vb.content["pairs"]]          # randomised per participant
-    metas = db.query("SELECT meta FROM assignments WHERE participant_id = ? AND phase = 'sd' "
-                     "AND json_extract(meta, '$.kind') = 'ratings'", [a.id])
-    layouts = [[(e["pair_id"], e["positive_left"]) for e in __import__("json").loads(m["meta"])["pairs"]]
-               for m in metas]
-    assert all(lay == layouts[0] for lay in layouts)                           # stored once, same on every page
+    assert order_a != [p["pair_id"] for p in vb.content["pairs"]]  # randomised per participant
+    metas = db.query(
+        "SELECT meta FROM assignments WHERE participant_id = ? AND phase = 'sd' "
+        "AND json_extract(meta, '$.kind') = 'ratings'",
+        [a.id],
+    )
+    layouts = [
+        [(e["pair_id"], e["positive_left"]) for e in __import__("json").loads(m["meta"])["pairs"]] for m in metas
+    ]
+    assert all(lay == layouts[0] for lay in layouts)  # stored once, same on every page
     flips = {pid: left for pid, left in layouts[0]}
-    assert set(flips.values()) == {True, False}                           # both polarities occur
+    assert set(flips.values()) == {True, False}  # both polarities occur
     pairs = {r["id"]: r for r in db.query("SELECT * FROM sd_pairs WHERE language = 'en'")}
     # the participant ticks the point next to the POSITIVE adjective on every scale
     res = answer_page(db, a.token, va, lambda p: 1 if p["left"] == pairs[p["pair_id"]]["positive"] else 7)
     assert res.saved
     stored = db.query("SELECT pair_id, value, positive_left FROM sd_ratings")
-    assert {r["value"] for r in stored} == {3}                            # +3 = positive, whatever the display
+    assert {r["value"] for r in stored} == {3}  # +3 = positive, whatever the display
     assert {r["pair_id"]: bool(r["positive_left"]) for r in stored} == flips
 
 
@@ -53,7 +58,7 @@ def test_repeats_get_their_own_scale_and_are_marked(database, tmp_path):
     slots = [x["slot"] for x in v.content["pairs"]]
     repeats = [s for s in slots if s.endswith(REPEAT_SUFFIX)]
     assert len(repeats) == 2 and len(slots) == 20 + 2
-    assert all(slots.index(r) > slots.index(r[:-len(REPEAT_SUFFIX)]) for r in repeats)    # after the first
+    assert all(slots.index(r) > slots.index(r[: -len(REPEAT_SUFFIX)]) for r in repeats)  # after the first
     # leaving a repeat unanswered is refused
     with pytest.raises(SubmissionError, match="answer every scale"):
         submit(db, p.token, "sd", v.item_id, {"values": {s: 4 for s in slots if s != repeats[0]}})
@@ -76,7 +81,7 @@ def test_a_sentence_can_span_pages(database, tmp_path):
     assert [s[1:] for s in seen] == [(1, 3, 8), (2, 3, 8), (3, 3, 4)]
     assert len({s[0] for s in seen}) == 1
     total = get_view(db, p.token, "sd").total
-    assert total == 9          # 3 sentences x 3 pages: the welcome and example are not progress (issue 29)
+    assert total == 9  # 3 sentences x 3 pages: the welcome and example are not progress (issue 29)
 
 
 def test_preliminary_mode_asks_suitability_last(database, tmp_path):
@@ -85,15 +90,20 @@ def test_preliminary_mode_asks_suitability_last(database, tmp_path):
     v = get_view(db, p.token, "sd")
     assert v.content["kind"] == "welcome"
     v = past_intro(db, p.token)
-    assert v.content["kind"] == "ratings" and not v.content["example"]      # the example has its own page
+    assert v.content["kind"] == "ratings" and not v.content["example"]  # the example has its own page
     while v.content["kind"] == "ratings":
         answer_page(db, p.token, v, lambda x: 3)
         v = get_view(db, p.token, "sd")
     assert v.content["kind"] == "suitability" and len(v.content["pairs"]) == 20
     with pytest.raises(SubmissionError, match="from 1 to 5"):
         submit(db, p.token, "sd", v.item_id, {"values": {x["slot"]: 6 for x in v.content["pairs"]}})
-    res = submit(db, p.token, "sd", v.item_id, {"values": {x["slot"]: 4 for x in v.content["pairs"]},
-                                                 "suggestion": "add 'natural - unnatural'"})
+    res = submit(
+        db,
+        p.token,
+        "sd",
+        v.item_id,
+        {"values": {x["slot"]: 4 for x in v.content["pairs"]}, "suggestion": "add 'natural - unnatural'"},
+    )
     assert res.saved and res.next.status == "complete"
     assert len(results.sd_suitability_rows(db, "demo")) == 20
     assert db.scalar("SELECT text FROM sd_suggestions") == "add 'natural - unnatural'"
@@ -125,8 +135,14 @@ def test_app_ratings_go_through_the_analysis_and_the_command(database, tmp_path)
     frame = pd.DataFrame(results.sd_rating_rows(db, "demo"))
     res = sd_analysis.analyze(frame, expected_seconds=600)
     assert res.n_participants == 4 and len(res.cleansing) == 4
-    assert set(res.cleansing.columns) >= {"participant_id", "too_fast", "straight_liner", "inconsistency",
-                                          "outlier", "kept"}
+    assert set(res.cleansing.columns) >= {
+        "participant_id",
+        "too_fast",
+        "straight_liner",
+        "inconsistency",
+        "outlier",
+        "kept",
+    }
     # the app's active time is a few milliseconds here: everyone is "too fast", as they should be
     assert res.cleansing["too_fast"].all() and res.n_kept == 0
     csv = tmp_path / "ratings.csv"

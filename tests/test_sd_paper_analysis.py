@@ -9,6 +9,7 @@ interpretability. The dimension reduction revealed four factors for eight polar 
 SPSS extracts as many factors as the correlation matrix has eigenvalues above 1 unless a number
 is set. Section 4.1: "The data cleansing removed 6,800 ratings, resulting in 14,200 ratings."
 """
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,9 @@ def planted_ratings(seed: int = 1, participants: int = 300, per: int = 3) -> tup
             row = v[i * per + s]
             firsts.update({(f"s{s}", name): float(row[j]) for j, name in enumerate(data.columns)})
             j = int(rng.integers(len(data.columns)))
-            reps[(f"s{s}", data.columns[j])] = float(np.clip(row[j] + rng.integers(-1, 2) * (rng.random() < 0.3),
-                                                             -3, 3))
+            reps[(f"s{s}", data.columns[j])] = float(
+                np.clip(row[j] + rng.integers(-1, 2) * (rng.random() < 0.3), -3, 3)
+            )
         rows += rating_rows(f"P{i:03d}", 500.0, firsts, reps)
     return pd.DataFrame(rows), groups
 
@@ -77,8 +79,11 @@ def test_factor_rule_eigenvalue_above_one_is_numpys_count():
     """SPSS's default number of factors: the eigenvalues of the correlation matrix above 1,
     counted here with numpy.linalg.eigvals. On pure noise parallel analysis keeps 1 factor while
     the eigenvalue rule keeps several, so the default is told apart from parallel analysis."""
-    cases = [np.random.default_rng(0).standard_normal((100, 20)), factor_data(n=500, seed=2)[0].to_numpy(),
-             factor_data(n=400, seed=3, weak=True, cross=True)[0].to_numpy()]
+    cases = [
+        np.random.default_rng(0).standard_normal((100, 20)),
+        factor_data(n=500, seed=2)[0].to_numpy(),
+        factor_data(n=400, seed=3, weak=True, cross=True)[0].to_numpy(),
+    ]
     for x in cases:
         expected = int((np.linalg.eigvals(np.corrcoef(x.T)).real > 1).sum())
         e = S.efa(x, prune=False, pa_iterations=50)
@@ -107,12 +112,13 @@ def test_cleansing_report_beside_the_papers_figure(tmp_path):
     beside that figure."""
     df, _ = planted_ratings(participants=40)
     fast = df["participant_id"] == "P000"
-    df.loc[fast, "duration_s"] = 200.0                                # too fast (<= 240 s)
+    df.loc[fast, "duration_s"] = 200.0  # too fast (<= 240 s)
     flat = df["participant_id"] == "P001"
-    df.loc[flat, "value"] = 1.0                                       # straight-liner
+    df.loc[flat, "value"] = 1.0  # straight-liner
     rand = (df["participant_id"] == "P002") & (df["is_repeat"] == 1)
-    df.loc[rand, "value"] = -3.0 * np.sign(df.loc[(df["participant_id"] == "P002") & (df["is_repeat"] == 0),
-                                                  "value"].sum() or 1)
+    df.loc[rand, "value"] = -3.0 * np.sign(
+        df.loc[(df["participant_id"] == "P002") & (df["is_repeat"] == 0), "value"].sum() or 1
+    )
     res = S.analyze(df, n_factors=4, prune=False)
     cl = res.cleansing.set_index("participant_id")
     # independent: the fence from statistics.quantiles, the counts from the ratings table
@@ -131,16 +137,19 @@ def test_cleansing_report_beside_the_papers_figure(tmp_path):
     assert f"{fence:.3f}" in rep.at["inconsistency", "rule"]
     assert "6,800 of 21,000 ratings removed (32%" in rep.at["total", "paper_002"]
     text = S.summary(res)
-    assert (f"cleansing removed {len(removed)} of 40 raters and {ratings_removed:,} of {len(df):,} ratings"
-            in text)
+    assert f"cleansing removed {len(removed)} of 40 raters and {ratings_removed:,} of {len(df):,} ratings" in text
     assert f"inconsistency cut-off {fence:.3f}" in text and "paper 002: 6,800 of 21,000 ratings removed" in text
     S.write_outputs(res, tmp_path)
     csv = pd.read_csv(tmp_path / "cleansing_summary.csv").set_index("step")
     assert csv.at["total", "ratings_removed"] == ratings_removed
     c = json.loads((tmp_path / "summary.json").read_text())["cleansing"]
     assert c["raters_removed"] == len(removed) and c["ratings_removed"] == ratings_removed
-    assert c["paper_002"] == {"ratings": 21000, "ratings_removed": 6800, "ratings_removed_share": 6800 / 21000,
-                              "participants": 141}
+    assert c["paper_002"] == {
+        "ratings": 21000,
+        "ratings_removed": 6800,
+        "ratings_removed_share": 6800 / 21000,
+        "participants": 141,
+    }
     assert c["inconsistency_fence"] == pytest.approx(fence)
 
 
@@ -175,7 +184,7 @@ def test_the_tabs_button_runs_on_its_defaults(database, tmp_path):
     for p in add_participants(db, "demo", "sd", 12):
         while (v := get_view(db, p.token, "sd")).status == "item":
             answer_page(db, p.token, v, lambda x: int(rng.integers(1, 8)))
-    with db.write() as w:                                          # 14 pages of 100 s: not too fast
+    with db.write() as w:  # 14 pages of 100 s: not too fast
         w.execute("UPDATE assignments SET active_seconds = 100 WHERE phase = 'sd'")
     auth = admin.AdminAuth("pw")
     with gr.Blocks() as demo:
@@ -183,12 +192,12 @@ def test_the_tabs_button_runs_on_its_defaults(database, tmp_path):
         analysis.build(Ctx(db, None, gr.Textbox(visible=False)), auth, session)
     (event,) = [f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "run_sd"]
     (factors,) = [c for c in event.inputs if isinstance(c, gr.Number)]
-    assert factors.preprocess(0) is None or factors.preprocess(0) == 0    # 0 is accepted, not "less than minimum"
+    assert factors.preprocess(0) is None or factors.preprocess(0) == 0  # 0 is accepted, not "less than minimum"
     factors, prune, rule = event.inputs[2:5]
     assert isinstance(factors, gr.Number) and "eigenvalue > 1" in factors.label
     assert prune.value is True and rule.value == "kaiser"
     assert analysis.SD_FACTOR_CHOICES == sd_study.FACTOR_CHOICES
-    sent = {factors: 0}                                            # what the browser sends for an empty field
+    sent = {factors: 0}  # what the browser sends for an empty field
     args = [c.preprocess(sent.get(c, c.value)) for c in (factors, prune, rule)]
     out = event.fn(auth.login("pw", None), "demo", *args, None)
     notice = [c for c in event.outputs if isinstance(c, gr.Markdown)][0]
@@ -211,9 +220,9 @@ def test_a_note_when_the_eigenvalue_rule_on_the_pruned_pairs_gives_another_k():
     rng = np.random.default_rng(0)
     lam = np.zeros((16, 4))
     for f in range(3):
-        lam[4 * f:4 * f + 4, f] = 0.8
+        lam[4 * f : 4 * f + 4, f] = 0.8
     lam[12:, 3] = 0.45
-    x = rng.standard_normal((1000, 4)) @ lam.T + rng.standard_normal((1000, 16)) * np.sqrt(1 - (lam ** 2).sum(1))
+    x = rng.standard_normal((1000, 4)) @ lam.T + rng.standard_normal((1000, 16)) * np.sqrt(1 - (lam**2).sum(1))
     e = S.efa(x, pa_iterations=20)
     assert e.n_factors == 4 == int((np.linalg.eigvals(np.corrcoef(x.T)).real > 1).sum())
     assert {s["item"] for s in e.pruned} == {"item_13", "item_14", "item_15", "item_16"}

@@ -7,6 +7,7 @@ Section 3.1: the preliminary study "reduced the number of adjective pairs to 20"
 "we incorporated a test condition ... based on calculating an Inconsistency Score (IS)
 (Naderi, 2018) on repeated adjective pairs". 22 = the 20 pairs + 2 repeats.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,7 +40,8 @@ PAPER_EN = (
     "working in this area. We are equipped with methods to check your answers for consistency. We will use these "
     "methods to evaluate the quality of the completed task. Crowdworkers that provide high-quality answers will "
     "be invited to further surveys to which they will receive exclusive access. On the next page, you will first "
-    "see an example before the survey starts.")
+    "see an example before the survey starts."
+)
 PAPER_DE = (
     "Willkommen zur Umfrage In dieser Umfrage sollst du die Sprache von verschiedenen Sätzen anhand einer "
     "Adjektivliste bewerten. Hierzu werden dir insgesamt 3 Sätze auf je 4 Seiten gezeigt. Die Sätze können "
@@ -54,7 +56,8 @@ PAPER_DE = (
     "deiner Antworten zu überprüfen. Wir werden diese Methoden nutzen, um die Qualität der abgeschickten Aufgaben "
     "zu bewerten. Crowdworker, die qualitativ hochwertige Antworten geben, werden zu weiteren Untersuchungen "
     "eingeladen, zu denen sie exklusiven Zugang erhalten. Auf der nächsten Seite wirst du zunächst ein Beispiel "
-    "sehen, bevor es losgeht.")
+    "sehen, bevor es losgeht."
+)
 # the two typos of the paper's table, corrected in the shipped text
 TYPOS = {"Die sentences might": "The sentences might", "gegesätzliche": "gegensätzliche"}
 
@@ -71,13 +74,13 @@ def fixed(text: str) -> str:
 
 def test_page_sizes():
     assert sd_form.page_sizes(22, 0, 4) == [6, 6, 5, 5]
-    assert sd_form.page_sizes(22, 8, 4) == [8, 8, 6]          # pairs_per_page, when set, wins
+    assert sd_form.page_sizes(22, 8, 4) == [8, 8, 6]  # pairs_per_page, when set, wins
     assert sd_form.page_sizes(20, 0, 1) == [20]
-    assert sd_form.page_sizes(3, 0, 4) == [1, 1, 1]           # never an empty page
+    assert sd_form.page_sizes(3, 0, 4) == [1, 1, 1]  # never an empty page
 
 
 def test_default_sentence_has_22_scales_over_4_pages_two_of_them_repeats(database, tmp_path):
-    db = sd_study(database, tmp_path)                 # the demo study sets none of these keys
+    db = sd_study(database, tmp_path)  # the demo study sets none of these keys
     p = add_participants(db, "demo", "sd", 1)[0]
     rows = db.query("SELECT item_id, meta FROM assignments WHERE participant_id = ? ORDER BY position", [p.id])
     metas = [json.loads(r["meta"]) for r in rows]
@@ -86,17 +89,17 @@ def test_default_sentence_has_22_scales_over_4_pages_two_of_them_repeats(databas
     by_sentence: dict[str, list] = {}
     for m in ratings:
         by_sentence.setdefault(m["sentence_id"], []).append(m)
-    assert len(by_sentence) == 3                                       # "3 sentences altogether"
+    assert len(by_sentence) == 3  # "3 sentences altogether"
     for pages in by_sentence.values():
-        assert [m["page"] for m in pages] == [1, 2, 3, 4] and {m["pages"] for m in pages} == {4}   # "over 4 pages each"
+        assert [m["page"] for m in pages] == [1, 2, 3, 4] and {m["pages"] for m in pages} == {4}  # "over 4 pages each"
         slots = [e["slot"] for m in pages for e in m["pairs"]]
-        assert len(slots) == 22 and len(set(slots)) == 22              # "22 polar adjective pairs"
+        assert len(slots) == 22 and len(set(slots)) == 22  # "22 polar adjective pairs"
         repeats = [s for s in slots if s.endswith(REPEAT_SUFFIX)]
         assert len(repeats) == 2 and len({s for s in slots if not s.endswith(REPEAT_SUFFIX)}) == 20
         # a repeat is never on the page of its first rating
         page_of = {e["slot"]: m["page"] for m in pages for e in m["pairs"]}
-        assert all(page_of[r] > page_of[r[:-len(REPEAT_SUFFIX)]] for r in repeats)
-    assert get_view(db, p.token, "sd").total == 3 * 4       # the welcome and example are not progress
+        assert all(page_of[r] > page_of[r[: -len(REPEAT_SUFFIX)]] for r in repeats)
+    assert get_view(db, p.token, "sd").total == 3 * 4  # the welcome and example are not progress
 
 
 def test_welcome_page_is_the_papers_instructions_in_english_and_the_german_original(database, tmp_path):
@@ -119,9 +122,22 @@ def test_german_instructions_by_setting(database, tmp_path):
     v = get_view(db, p.token, "sd")
     assert v.content["kind"] == "ratings" and v.content["instruction"].startswith("Bewerte die Sprache")
     # the pairs stay in sd.language (en here): the two settings are independent
-    assert {x["left"] for x in v.content["pairs"]} & {"direct", "ponderous", "unambiguous", "ambiguous",
-                                                      "simple", "complicated", "neat", "confusing", "clear",
-                                                      "chaotic", "fluent", "non-fluent", "human", "technical"}
+    assert {x["left"] for x in v.content["pairs"]} & {
+        "direct",
+        "ponderous",
+        "unambiguous",
+        "ambiguous",
+        "simple",
+        "complicated",
+        "neat",
+        "confusing",
+        "clear",
+        "chaotic",
+        "fluent",
+        "non-fluent",
+        "human",
+        "technical",
+    }
 
 
 def test_german_pairs_bring_the_german_instructions_by_default(database, tmp_path):
@@ -147,7 +163,7 @@ def test_example_has_its_own_page_between_the_welcome_and_the_first_sentence(dat
         kinds.append((v.content["kind"], bool(v.content.get("example")), len(v.content["pairs"])))
         answer_page(db, p.token, v, lambda x: 4)
     assert kinds == [("welcome", False, 0), ("example", True, 0), ("ratings", False, 6)]
-    assert db.scalar("SELECT COUNT(*) FROM sd_ratings") == 6          # the first two pages store nothing
+    assert db.scalar("SELECT COUNT(*) FROM sd_ratings") == 6  # the first two pages store nothing
 
 
 def test_inconsistency_score_is_computed_by_default(database, tmp_path):

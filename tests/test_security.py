@@ -1,6 +1,7 @@
 """A receiver never gets the source: every event of the launched app (named or not, public or
 private) is called with a receiver's token in each text slot, and no answer carries an English
 starter, a transcript or a recording. Admin-only events refuse a participant's token."""
+
 from __future__ import annotations
 
 import csv
@@ -29,7 +30,7 @@ def _defaults(config: dict, dep: dict, token: str) -> list:
             args.append(True)
         elif kind == "json":
             args.append({"token": token})
-        else:                                   # files, audio, plots, dataframes: nothing
+        else:  # files, audio, plots, dataframes: nothing
             args.append(None)
     return args
 
@@ -40,7 +41,7 @@ def _secrets() -> list[str]:
     with open(DEMO / "starters.csv", encoding="utf-8") as f:
         for row in csv.DictReader(f):
             words = row["text"].split()
-            out += [" ".join(words[i:i + 6]) for i in range(0, max(1, len(words) - 6), 6)]
+            out += [" ".join(words[i : i + 6]) for i in range(0, max(1, len(words) - 6), 6)]
     return [s for s in out if len(s) > 20]
 
 
@@ -55,12 +56,15 @@ def test_no_event_gives_a_receiver_the_source(app_server, receiver):
     secrets = _secrets()
     called, refused = [], []
     pages = AppClient(app_server.url)
-    events = [(page, index, dep) for page in ("", *ROLE_PAGES)
-              for index, dep in enumerate(pages.page(page).config["dependencies"])]
-    for page, index, dep in events:           # every page's every event
+    events = [
+        (page, index, dep)
+        for page in ("", *ROLE_PAGES)
+        for index, dep in enumerate(pages.page(page).config["dependencies"])
+    ]
+    for page, index, dep in events:  # every page's every event
         client = pages.page(page)
         if dep.get("js") and not dep.get("backend_fn", True):
-            continue                             # a browser-only step: nothing on the server
+            continue  # a browser-only step: nothing on the server
         name = f"{page}/" + (dep.get("api_name") or f"#{index}")
         args = _defaults(client.config, dep, receiver)
         try:
@@ -68,7 +72,7 @@ def test_no_event_gives_a_receiver_the_source(app_server, receiver):
                 out = client.predict(*args, fn_index=index)
             else:
                 out = client.predict(*args, api_name=f"/{dep['api_name']}")
-        except Exception as e:                   # refused (private, or bad input): fine, if silent
+        except Exception as e:  # refused (private, or bad input): fine, if silent
             refused.append(name)
             text = str(e)
         else:
@@ -81,8 +85,16 @@ def test_no_event_gives_a_receiver_the_source(app_server, receiver):
     assert {"/view", "receiver/view", "receiver/receiver_submit"} <= set(called), (called, refused)
 
 
-@pytest.mark.parametrize("api", ["admin_open_recording", "admin_accept_recording", "admin_reject_recording",
-                                 "admin_retry_job", "admin_prerender_da"])
+@pytest.mark.parametrize(
+    "api",
+    [
+        "admin_open_recording",
+        "admin_accept_recording",
+        "admin_reject_recording",
+        "admin_retry_job",
+        "admin_prerender_da",
+    ],
+)
 def test_admin_events_refuse_a_participant_token(app_server, receiver, api):
     client = AppClient(app_server.url).page()
     dep = next(d for d in client.config["dependencies"] if d.get("api_name") == api)

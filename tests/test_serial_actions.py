@@ -1,5 +1,6 @@
 """Participant actions one at a time (services/participation/serial.py), and a submit that
 takes the write lock once: the view it returns, and the page's next view, write nothing."""
+
 from __future__ import annotations
 
 import threading
@@ -25,7 +26,7 @@ def test_fair_lock_serves_waiters_in_arrival_order_and_is_reentrant():
 
     def take(name):
         with lock:
-            with lock:           # reentrant: the same thread enters again without waiting
+            with lock:  # reentrant: the same thread enters again without waiting
                 order.append(name)
 
     lock.__enter__()
@@ -34,8 +35,8 @@ def test_fair_lock_serves_waiters_in_arrival_order_and_is_reentrant():
         th = threading.Thread(target=take, args=(name,))
         th.start()
         threads.append(th)
-        _wait_for(lambda: len(lock._line) == len(threads))     # each waits before the next comes
-    assert order == []                                         # the owner still holds it
+        _wait_for(lambda: len(lock._line) == len(threads))  # each waits before the next comes
+    assert order == []  # the owner still holds it
     lock.__exit__(None, None, None)
     for th in threads:
         th.join(5)
@@ -67,7 +68,7 @@ def test_a_submit_writes_once_and_the_views_after_it_write_nothing(demo_db):
     """The next pooled item is taken, shown and the participant seen inside the submit's own
     write; the view the page then makes (a reload) writes nothing."""
     db = demo_db
-    rater, = add_participants(db, "demo", "rater", 1)
+    (rater,) = add_participants(db, "demo", "rater", 1)
     v = get_view(db, rater.token, "survey")
     assert v.status == "item"
     with Trace(db) as t:
@@ -75,12 +76,12 @@ def test_a_submit_writes_once_and_the_views_after_it_write_nothing(demo_db):
     assert res.saved and res.next.status == "item"
     assert _writes(t.sql) == 1
     a = db.one("SELECT * FROM assignments WHERE participant_id = ? AND status = 'open'", [rater.id])
-    assert a["first_shown_at"]                      # the next item counts as shown from now
+    assert a["first_shown_at"]  # the next item counts as shown from now
     with Trace(db) as t:
         again = get_view(db, rater.token, "survey")
     assert again.item_id == res.next.item_id
     assert _writes(t.sql) == 0
-    assert answer_survey(db, rater.token)           # and it can be answered as usual
+    assert answer_survey(db, rater.token)  # and it can be answered as usual
 
 
 def test_a_recording_is_decoded_outside_the_line(demo_db, tmp_path, monkeypatch):
@@ -90,7 +91,7 @@ def test_a_recording_is_decoded_outside_the_line(demo_db, tmp_path, monkeypatch)
     from services.participation.serial import ACTIONS
     from tests.helpers.audio import write_wav
 
-    sender, = add_participants(demo_db, "demo", "sender", 1, "USW", "Woman")
+    (sender,) = add_participants(demo_db, "demo", "sender", 1, "USW", "Woman")
     owners = []
     real = submissions.store_recording
 
@@ -100,8 +101,14 @@ def test_a_recording_is_decoded_outside_the_line(demo_db, tmp_path, monkeypatch)
 
     monkeypatch.setattr(submissions, "store_recording", spy)
     v = get_view(demo_db, sender.token, "record")
-    res = submit(demo_db, sender.token, "record", v.item_id, {"audio": str(write_wav(tmp_path / "a.wav", seconds=4.0))},
-                 media_dir=tmp_path / "media")
+    res = submit(
+        demo_db,
+        sender.token,
+        "record",
+        v.item_id,
+        {"audio": str(write_wav(tmp_path / "a.wav", seconds=4.0))},
+        media_dir=tmp_path / "media",
+    )
     assert res.saved
     assert owners == [None]
 
@@ -110,7 +117,7 @@ def test_a_first_view_writes_once(demo_db):
     """A participant's first view takes an item from the pool, marks it shown and notes when
     they were last seen: one write transaction, not three; the next view writes nothing."""
     db = demo_db
-    receiver, = add_participants(db, "demo", "receiver", 1)
+    (receiver,) = add_participants(db, "demo", "receiver", 1)
     with Trace(db) as t:
         v = get_view(db, receiver.token, "receiver")
     assert v.status == "item"

@@ -8,6 +8,7 @@ usability` on the app's export: with a fixed seed this is reliable at this size,
 simulated survey answers depend on the exchange only (not on which rater or receiver the
 workflow picks), so a change of allocation does not change the analysed data (seeds 1-8 all
 recovered the four effects within their 95% CIs when this test was written)."""
+
 from __future__ import annotations
 
 import pytest

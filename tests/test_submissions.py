@@ -1,4 +1,5 @@
 """Server-side validation, idempotent saving and the workflow that opens the next phase."""
+
 from __future__ import annotations
 
 import wave
@@ -26,10 +27,12 @@ def test_recording_intake_and_idempotency(demo_db, people, tmp_path):
     tok = people["sender"].token
     v = get_view(demo_db, tok, "record")
     media = tmp_path / "media"
-    for bad, msg in [(tmp_path / "none.wav", "empty"),
-                     (write_wav(tmp_path / "silent.wav", amplitude=0.0), "silent"),
-                     (write_wav(tmp_path / "short.wav", seconds=0.6, lead_s=0.1), "too short"),
-                     (write_wav(tmp_path / "long.wav", seconds=31), "too long")]:
+    for bad, msg in [
+        (tmp_path / "none.wav", "empty"),
+        (write_wav(tmp_path / "silent.wav", amplitude=0.0), "silent"),
+        (write_wav(tmp_path / "short.wav", seconds=0.6, lead_s=0.1), "too short"),
+        (write_wav(tmp_path / "long.wav", seconds=31), "too long"),
+    ]:
         with pytest.raises(SubmissionError, match=msg):
             submit(demo_db, tok, "record", v.item_id, {"audio": str(bad)}, media_dir=media)
     text = tmp_path / "notes.wav"
@@ -63,7 +66,7 @@ def test_full_workflow_opens_each_phase(demo_db, people):
     assert res.saved and count(db, "answers") == len(v.content["questions"])
     val = get_view(db, people["validator"].token, "validator")
     assert val.status == "item" and val.content["source"]
-    assert "English source does not answer it" in val.content["flagged_help"]      # how to judge a flag
+    assert "English source does not answer it" in val.content["flagged_help"]  # how to judge a flag
     qs = [a["idx"] for a in val.content["answers"]]
     marks = {i: i != qs[0] for i in qs}
     with pytest.raises(SubmissionError, match="move the slider"):
@@ -94,15 +97,20 @@ def test_full_workflow_opens_each_phase(demo_db, people):
             with pytest.raises(SubmissionError, match="between 1 and 5"):
                 submit(db, rater, "survey", rv.item_id, {"satisfaction": 6, "trust": 3, "reliance": 3})
             rv = submit(db, rater, "survey", rv.item_id, {"satisfaction": 4, "trust": 4, "reliance": 4}).next
-    assert db.query("SELECT item_id, COUNT(*) AS n FROM assignments WHERE phase = 'survey_baseline' "
-                    "GROUP BY item_id HAVING n > 1") == []
+    assert (
+        db.query(
+            "SELECT item_id, COUNT(*) AS n FROM assignments WHERE phase = 'survey_baseline' "
+            "GROUP BY item_id HAVING n > 1"
+        )
+        == []
+    )
     [(rater, rv)] = informed.items()
     assert rv.phase == "survey_informed" and rv.item_id == f"survey_informed:{ex_id}"
     assert rv.content["perspective"] == "third"
     assert rv.content["outcomes"][0]["translation_score"] == 80
     res = submit(db, rater, "survey", rv.item_id, {"satisfaction": 2, "trust": 2, "reliance": 3})
     assert res.saved, res.message
-    rv = res.next                 # that rater goes on with their remaining baselines
+    rv = res.next  # that rater goes on with their remaining baselines
     while rv.status == "item" and rv.phase == "survey_baseline":
         rv = submit(db, rater, "survey", rv.item_id, {"satisfaction": 4, "trust": 4, "reliance": 4}).next
     assert db.scalar("SELECT COUNT(*) FROM assignments WHERE phase='survey_baseline' AND status = 'done'") == 12
@@ -117,7 +125,7 @@ def test_da_and_sd_store_canonical_values(demo_db, people):
         submit(db, people["da"].token, "da", v.item_id, {"score": None})
     assert submit(db, people["da"].token, "da", v.item_id, {"score": 42}).saved
     s = get_view(db, people["sd"].token, "sd")
-    while s.content["kind"] in ("welcome", "example"):       # the pages before the scales store nothing
+    while s.content["kind"] in ("welcome", "example"):  # the pages before the scales store nothing
         s = submit(db, people["sd"].token, "sd", s.item_id, {"values": {}}).next
     pairs = s.content["pairs"]
     values = {p["pair_id"]: 1 for p in pairs}  # everything at the far left

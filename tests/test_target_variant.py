@@ -2,6 +2,7 @@
 (pt-PT by default, as the paper's receivers in Portugal; or pt-BR), checked at import, passed
 to the systems that take one (their prompts' {target_language}) and to the LLM prompts, and
 the variant each system produced marked in the export (services/common/variants.py)."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,9 @@ from services.study.files import StudyValidationError, load_study
 from storage import studies
 from tests.openai_server import OpenAIServer
 
-PAPER_TOWER = ("Translate the following English source text to Portuguese (Portugal):\nEnglish: {text}\n"
-               "Portuguese (Portugal): ")
+PAPER_TOWER = (
+    "Translate the following English source text to Portuguese (Portugal):\nEnglish: {text}\nPortuguese (Portugal): "
+)
 
 
 def demo_copy(tmp_path, variant_line: str | None = None, extra: str = ""):
@@ -35,8 +37,9 @@ def demo_copy(tmp_path, variant_line: str | None = None, extra: str = ""):
 
 # -- the setting -----------------------------------------------------------------------------
 
+
 def test_the_study_setting_defaults_to_european_and_is_checked(tmp_path):
-    bundle = load_study(demo_copy(tmp_path / "a"))                       # not given: the paper's pt-PT
+    bundle = load_study(demo_copy(tmp_path / "a"))  # not given: the paper's pt-PT
     assert bundle.config["usability"]["target_variant"] == "pt-PT"
     assert {s["target_variant"] for s in bundle.systems} == {"pt-PT"}
     bundle = load_study(demo_copy(tmp_path / "b", 'target_variant = "pt-BR"'))
@@ -45,13 +48,15 @@ def test_the_study_setting_defaults_to_european_and_is_checked(tmp_path):
         with pytest.raises(StudyValidationError) as e:
             load_study(demo_copy(tmp_path / f"bad{len(bad)}{bad[1:3]}", f"target_variant = {bad}"))
         assert [(x.field, x.message) for x in e.value.errors] == [
-            ("usability.target_variant", "must be one of pt-PT, pt-BR")]
+            ("usability.target_variant", "must be one of pt-PT, pt-BR")
+        ]
 
 
 # -- systems -----------------------------------------------------------------------------------
 
+
 def test_the_paper_cascade_asks_tower_for_the_studys_variant():
-    pt = systems.from_preset("paper-cascade")                           # default: the paper's prompt verbatim
+    pt = systems.from_preset("paper-cascade")  # default: the paper's prompt verbatim
     assert pt.mt.prompt == PAPER_TOWER and pt.variant == "pt-PT"
     br = systems.from_preset("paper-cascade", target_variant="pt-BR")
     assert br.mt.prompt == PAPER_TOWER.replace("Portugal", "Brazil") and br.variant == "pt-BR"
@@ -70,12 +75,21 @@ def test_each_system_says_which_variant_it_produces():
     # a prompt with {target_language} follows the study; a fixed one says what it names
     asks = cfg("direct", {"model": "m", "prompt": "Translate the audio to {target_language}."})
     assert [systems.produced_variant(asks, v) for v in variants.VARIANTS] == ["pt-PT", "pt-BR"]
-    fixed = cfg("remote", {"base_url": "http://127.0.0.1:1/v1", "model": "m",
-                           "prompt": "Translate the audio into Brazilian Portuguese."})
+    fixed = cfg(
+        "remote",
+        {"base_url": "http://127.0.0.1:1/v1", "model": "m", "prompt": "Translate the audio into Brazilian Portuguese."},
+    )
     assert systems.produced_variant(fixed, "pt-PT") == "pt-BR"
     # seq2seq models: the target-language code (NLLB has one Portuguese, por_Latn)
-    nllb = cfg("cascade", {"mt": "transformers-seq2seq", "mt_model": "facebook/nllb-200-distilled-600M",
-                           "mt_src_lang": "eng_Latn", "mt_tgt_lang": "por_Latn"})
+    nllb = cfg(
+        "cascade",
+        {
+            "mt": "transformers-seq2seq",
+            "mt_model": "facebook/nllb-200-distilled-600M",
+            "mt_src_lang": "eng_Latn",
+            "mt_tgt_lang": "por_Latn",
+        },
+    )
     assert systems.problems(nllb) == [] and systems.produced_variant(nllb, "pt-PT") == ""
     mt = systems.build_mt(nllb)
     assert (mt.src_lang, mt.tgt_lang) == ("eng_Latn", "por_Latn")
@@ -102,7 +116,7 @@ mt_prompt = "Translate into {{target_language}}. Reply with the translation only
         st = systems.from_study_system(row)
         assert st.variant == "pt-BR"
         out = st.mt.translate(["Good morning."])
-        assert out[0].strip()                                     # Bergamot behind the server answered
+        assert out[0].strip()  # Bergamot behind the server answered
         sent = srv.requests[-1].json["messages"][-1]["content"]
         sent = sent if isinstance(sent, str) else sent[0]["text"]
         assert sent.startswith("Translate into Portuguese (Brazil). Reply") and "{target_language}" not in sent
@@ -110,11 +124,12 @@ mt_prompt = "Translate into {{target_language}}. Reply with the translation only
 
 # -- LLM prompts ---------------------------------------------------------------------------------
 
+
 def test_the_llm_prompts_name_the_studys_variant():
     pt, br = ({"usability": {"target_variant": v}} for v in variants.VARIANTS)
     assert "into Portuguese (Portugal)." in question_settings.prompt(pt, "translate")
     assert "into Portuguese (Brazil)." in question_settings.prompt(br, "translate")
-    assert "into Portuguese (Portugal)." in question_settings.prompt({}, "translate")      # the default
+    assert "into Portuguese (Portugal)." in question_settings.prompt({}, "translate")  # the default
     assert "português europeu" in question_settings.prompt(pt, "answer_pt")
     assert "português do Brasil" in question_settings.prompt(br, "answer_pt")
     for cfg in (pt, br):
@@ -130,6 +145,7 @@ def test_the_llm_prompts_name_the_studys_variant():
 
 # -- the export ----------------------------------------------------------------------------------
 
+
 def test_the_export_marks_the_variant_of_each_system_and_exchange(database, tmp_path):
     from harness.demo import demo_with_exchanges
     from services.study.export import build_tables, export_study
@@ -137,8 +153,11 @@ def test_the_export_marks_the_variant_of_each_system_and_exchange(database, tmp_
     import_study(database, demo_with_exchanges(tmp_path / "demo"))
     tables = build_tables(database, "demo")[0]
     assert {r["system"]: r["target_variant"] for r in tables["systems"]} == {
-        "cascade-beam": "pt-BR", "cascade-greedy": "pt-BR", "human-reference": ""}
-    assert {r["target_variant"] for r in tables["exchanges"]} == {""}        # the imported human ones
+        "cascade-beam": "pt-BR",
+        "cascade-greedy": "pt-BR",
+        "human-reference": "",
+    }
+    assert {r["target_variant"] for r in tables["exchanges"]} == {""}  # the imported human ones
     out = export_study(database, "demo", tmp_path / "out", include_audio=False)
     manifest = json.loads((out.folder / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["target_variant"] == "pt-PT"

@@ -2,6 +2,7 @@
 helpers live in tests/helpers/, shared fixtures in tests/conftest.py), tests.helpers is imported
 by that one name (a second spelling would load it twice), and neither the benchmarks nor the
 harness they share with the tests import anything from tests/."""
+
 from __future__ import annotations
 
 import ast
@@ -43,10 +44,14 @@ def problems(root: Path) -> list[str]:
     for folder in ("benchmarks", "harness"):
         for path in sorted((root / folder).rglob("*.py")):
             for line, module in imported_modules(path):
-                if module == "tests" or module.startswith("tests.") or is_test_module(module) \
-                        or (folder == "harness" and module.split(".")[0] == "benchmarks"):
+                if (
+                    module == "tests"
+                    or module.startswith("tests.")
+                    or is_test_module(module)
+                    or (folder == "harness" and module.split(".")[0] == "benchmarks")
+                ):
                     found.append(f"{path.relative_to(root)}:{line}: imports {module} (harness/ is what both share)")
-    first = {}                   # one problem per import statement
+    first = {}  # one problem per import statement
     for problem in found:
         first.setdefault(problem.split(": ", 1)[0], problem)
     return sorted(first.values())
@@ -56,16 +61,19 @@ def test_no_module_imports_a_test_module_and_benchmarks_import_no_tests():
     assert problems(ROOT) == []
 
 
-@pytest.mark.parametrize("folder, source, why", [
-    ("tests", "from test_submissions import write_wav\n", "test module test_submissions"),
-    ("tests", "def f():\n    from tests.test_browser import CHROMIUM\n", "test module tests.test_browser"),
-    ("tests", "from tests.load import test_da_page\n", "test module tests.load.test_da_page"),
-    ("tests", "from conftest import DEMO\n", "test module conftest"),
-    ("tests", "import helpers.audio\n", "spell it tests.helpers.audio"),
-    ("benchmarks", "from tests.helpers.raters import Rater\n", "imports tests.helpers.raters"),
-    ("benchmarks", "from tests.conftest import DEMO\n", "imports tests.conftest"),
-    ("harness", "import benchmarks.common\n", "imports benchmarks.common"),
-])
+@pytest.mark.parametrize(
+    "folder, source, why",
+    [
+        ("tests", "from test_submissions import write_wav\n", "test module test_submissions"),
+        ("tests", "def f():\n    from tests.test_browser import CHROMIUM\n", "test module tests.test_browser"),
+        ("tests", "from tests.load import test_da_page\n", "test module tests.load.test_da_page"),
+        ("tests", "from conftest import DEMO\n", "test module conftest"),
+        ("tests", "import helpers.audio\n", "spell it tests.helpers.audio"),
+        ("benchmarks", "from tests.helpers.raters import Rater\n", "imports tests.helpers.raters"),
+        ("benchmarks", "from tests.conftest import DEMO\n", "imports tests.conftest"),
+        ("harness", "import benchmarks.common\n", "imports benchmarks.common"),
+    ],
+)
 def test_each_kind_of_bad_import_is_found(tmp_path, folder, source, why):
     for name in ("tests", "benchmarks", "harness"):
         (tmp_path / name).mkdir()

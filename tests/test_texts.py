@@ -1,4 +1,5 @@
 """Participant wording: the defaults in assets/scales.toml, replaced per study by its own scales.toml."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,8 +13,11 @@ from tests.helpers.studies import study_with_scales
 
 
 def test_a_study_rewords_the_survey(database, tmp_path):
-    folder = study_with_scales(tmp_path, '[survey]\ntrust = "Confio que a tradução transmite o meu pedido."\n'
-                                  'trust_third = "Confio que, se fosse meu, a tradução transmitiria o pedido."\n')
+    folder = study_with_scales(
+        tmp_path,
+        '[survey]\ntrust = "Confio que a tradução transmite o meu pedido."\n'
+        'trust_third = "Confio que, se fosse meu, a tradução transmitiria o pedido."\n',
+    )
     import_study(database, folder)
     rater = add_participants(database, "demo", "rater", 1)[0]
     v = get_view(database, rater.token, "survey")
@@ -28,29 +32,45 @@ def test_a_study_rewords_the_survey(database, tmp_path):
 
 
 def test_sqm_labels_follow_the_study():
-    study = {"config": {"texts": {"sqm": [
-        {"tick": 6, "value": 100, "label": "Perfeito", "description": "d"},
-        {"tick": 4, "value": 66.7, "label": "Quase", "description": "d"},
-        {"tick": 2, "value": 33.3, "label": "Algum", "description": "d"},
-        {"tick": 0, "value": 0, "label": "Nada", "description": "d"}]}}}
+    study = {
+        "config": {
+            "texts": {
+                "sqm": [
+                    {"tick": 6, "value": 100, "label": "Perfeito", "description": "d"},
+                    {"tick": 4, "value": 66.7, "label": "Quase", "description": "d"},
+                    {"tick": 2, "value": 33.3, "label": "Algum", "description": "d"},
+                    {"tick": 0, "value": 0, "label": "Nada", "description": "d"},
+                ]
+            }
+        }
+    }
     assert sqm_label(70, study) == "Quase" and sqm_label(10, study) == "Nada"
     assert sqm_label(70) == "Most meaning preserved and few grammar mistakes"
     assert texts(study)["survey"] == defaults()["survey"]
 
 
-@pytest.mark.parametrize("scales,field", [
-    ('[survey]\ntrst = "x"\n', "survey.trst"),
-    ('[surveys]\ntrust = "x"\n', "surveys"),
-    ('[survey]\nlikert = ["a", "b"]\n', "survey.likert"),
-    ('[survey]\ntrust = 3\n', "survey.trust"),
-    ('[[sqm]]\ntick = 6\nvalue = 100\nlabel = "x"\ndescription = "y"\n', "sqm"),
-    # a table without its tick (or with a word for one) is named, not a TypeError from sorting
-    ('[[sqm]]\ntick = 0\nvalue = 0\nlabel = "x"\ndescription = "y"\n'
-     '[[sqm]]\nvalue = 100\nlabel = "x"\ndescription = "y"\n', "sqm"),
-    ('[[sqm]]\ntick = 0\nvalue = 0\nlabel = "x"\ndescription = "y"\n'
-     '[[sqm]]\ntick = "six"\nvalue = 100\nlabel = "x"\ndescription = "y"\n', "sqm"),
-    ('[survey\n', None),
-])
+@pytest.mark.parametrize(
+    "scales,field",
+    [
+        ('[survey]\ntrst = "x"\n', "survey.trst"),
+        ('[surveys]\ntrust = "x"\n', "surveys"),
+        ('[survey]\nlikert = ["a", "b"]\n', "survey.likert"),
+        ("[survey]\ntrust = 3\n", "survey.trust"),
+        ('[[sqm]]\ntick = 6\nvalue = 100\nlabel = "x"\ndescription = "y"\n', "sqm"),
+        # a table without its tick (or with a word for one) is named, not a TypeError from sorting
+        (
+            '[[sqm]]\ntick = 0\nvalue = 0\nlabel = "x"\ndescription = "y"\n'
+            '[[sqm]]\nvalue = 100\nlabel = "x"\ndescription = "y"\n',
+            "sqm",
+        ),
+        (
+            '[[sqm]]\ntick = 0\nvalue = 0\nlabel = "x"\ndescription = "y"\n'
+            '[[sqm]]\ntick = "six"\nvalue = 100\nlabel = "x"\ndescription = "y"\n',
+            "sqm",
+        ),
+        ("[survey\n", None),
+    ],
+)
 def test_mistakes_in_scales_toml_are_named(tmp_path, scales, field):
     with pytest.raises(StudyValidationError) as e:
         load_study(study_with_scales(tmp_path, scales))
@@ -73,11 +93,11 @@ def test_the_sqm_descriptions_are_the_papers_word_for_word():
     """Paper 000, appendix B.3."""
     paper = {
         6: "The meaning of the translation is completely consistent with the source and the surrounding context "
-           "(if applicable). The grammar is also correct.",
+        "(if applicable). The grammar is also correct.",
         4: "The translation retains most of the meaning of the source. It may have some grammar mistakes or minor "
-           "contextual inconsistencies.",
+        "contextual inconsistencies.",
         2: "The translation preserves some of the meaning of the source but misses significant parts. The narrative "
-           "is hard to follow due to fundamental errors. Grammar may be poor.",
+        "is hard to follow due to fundamental errors. Grammar may be poor.",
         0: "Nearly all information is lost between the translation and source. Grammar is irrelevant.",
     }
     assert {s["tick"]: s["description"] for s in defaults()["sqm"]} == paper
@@ -86,14 +106,20 @@ def test_the_sqm_descriptions_are_the_papers_word_for_word():
 def test_a_flagged_answer_is_disclosed_as_flagged_not_as_correct():
     from tabs.survey import _outcomes_html
 
-    outcome = {"qa_score": 0.5, "translation_score": 99, "label": sqm_label(99), "answers": [
-        {"en": "How old is Sofia?", "answer": "", "unanswerable": True, "correct": True},
-        {"en": "What is she allergic to?", "answer": "", "unanswerable": True, "correct": False},
-        {"en": "Since when?", "answer": "três dias", "unanswerable": False, "correct": True}]}
+    outcome = {
+        "qa_score": 0.5,
+        "translation_score": 99,
+        "label": sqm_label(99),
+        "answers": [
+            {"en": "How old is Sofia?", "answer": "", "unanswerable": True, "correct": True},
+            {"en": "What is she allergic to?", "answer": "", "unanswerable": True, "correct": False},
+            {"en": "Since when?", "answer": "três dias", "unanswerable": False, "correct": True},
+        ],
+    }
     page = _outcomes_html([outcome])
     assert page.count("marked as not answerable from the translation") == 2
     assert "the validator accepted this as correct" in page and "the validator counted this as incorrect" in page
-    assert page.count('class="outcome outcome-correct"') == 1          # only the answer that was written
+    assert page.count('class="outcome outcome-correct"') == 1  # only the answer that was written
     assert page.count('class="outcome outcome-accepted"') == 1 and page.count('class="outcome outcome-incorrect"') == 1
     assert "Perfect meaning and grammar" in page
 

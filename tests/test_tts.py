@@ -1,5 +1,6 @@
 """Text-to-speech: Piper and espeak-ng for real, Google through a fake gRPC server on loopback
 (the real client builds, serialises and sends the real request; nothing reaches Google)."""
+
 from __future__ import annotations
 
 import io
@@ -40,8 +41,8 @@ def assert_speech_like(data: bytes, min_s: float, max_s: float) -> tuple[np.ndar
     pcm, rate = read_wav(data)
     seconds = len(pcm) / rate
     assert min_s < seconds < max_s, seconds
-    rms = float(np.sqrt(np.mean(pcm ** 2)))
-    assert rms > 0.02, rms                     # sound, not silence
+    rms = float(np.sqrt(np.mean(pcm**2)))
+    assert rms > 0.02, rms  # sound, not silence
     return pcm, rate
 
 
@@ -81,13 +82,14 @@ def test_piper_speaks_english_that_whisper_understands(tmp_path):
     path = tts.speak(sentence, "en", tmp_path / "media", backend=piper)
     assert path.parent == tmp_path / "media" / "tts" and path.suffix == ".wav"
     pcm, rate = assert_speech_like(path.read_bytes(), 1.5, 8.0)
-    assert rate == 22050                       # the joe voice's own rate, kept as is
+    assert rate == 22050  # the joe voice's own rate, kept as is
 
     # Whisper wants 16 kHz mono. Resampled here rather than through audio_intake, whose checks
     # are for human recordings (a lead-in of silence) that synthetic speech need not pass.
     from math import gcd
 
     from scipy.signal import resample_poly
+
     g = gcd(16000, rate)
     wav16k = tmp_path / "16k.wav"
     pcm16 = (np.clip(resample_poly(pcm, 16000 // g, rate // g), -1, 1) * 32767).astype("<i2")
@@ -96,8 +98,10 @@ def test_piper_speaks_english_that_whisper_understands(tmp_path):
         w.writeframes(pcm16.tobytes())
     text = FasterWhisperASR(cache=cache).transcribe(str(wav16k)).lower()
     # Piper samples its prosody at random and tiny.en slips now and then: four of five must come back
-    heard = [any(w in text for w in alts) for alts in (("book",), ("table",), ("tonight", "to night"),
-                                                        ("four", "4"), ("eight", "8"))]
+    heard = [
+        any(w in text for w in alts)
+        for alts in (("book",), ("table",), ("tonight", "to night"), ("four", "4"), ("eight", "8"))
+    ]
     assert sum(heard) >= 4, text
 
 
@@ -107,7 +111,7 @@ def test_piper_loads_lazily_and_names_its_voice():
     loads = CACHE.loads
     piper = tts.choose("en-US", "piper")
     assert isinstance(piper, tts.PiperTTS) and piper.voice == "en_US-joe-medium" and piper.lang == "en"
-    assert CACHE.loads == loads                     # choosing loads nothing
+    assert CACHE.loads == loads  # choosing loads nothing
     cache = ModelCache(device="cpu")
     custom = tts.PiperTTS(model_path="/voices/pt_PT-tugao-medium.onnx", cache=cache)
     assert custom.voice == "pt_PT-tugao-medium" and custom.lang == "pt"
@@ -132,7 +136,7 @@ def test_espeak_takes_any_text_safely_and_falls_back_to_the_base_voice():
 
 
 def test_espeak_missing_names_the_install(monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", str(tmp_path))          # an empty PATH: no espeak-ng anywhere
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty PATH: no espeak-ng anywhere
     with pytest.raises(BackendUnavailable, match="apt-get install espeak-ng"):
         tts.choose("pt")
     with pytest.raises(BackendUnavailable, match="brew install espeak-ng"):
@@ -151,7 +155,8 @@ class FakeGoogle:
         self.audio, self.requests, self.metadata, self.channels = audio, [], [], []
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
         handler = grpc.method_handlers_generic_handler(
-            self.SERVICE, {"SynthesizeSpeech": grpc.unary_unary_rpc_method_handler(self._synthesize)})
+            self.SERVICE, {"SynthesizeSpeech": grpc.unary_unary_rpc_method_handler(self._synthesize)}
+        )
         self.server.add_generic_rpc_handlers((handler,))
         self.port = self.server.add_insecure_port("127.0.0.1:0")
         self.server.start()
@@ -194,9 +199,9 @@ def test_google_builds_the_real_request(fake_google):
     (req,) = fake_google.requests
     assert req.input.text == "Uma mesa para quatro, por favor."
     assert req.voice.language_code == "pt-PT"
-    assert req.voice.name == ""                      # Google's default voice, as in the paper
+    assert req.voice.name == ""  # Google's default voice, as in the paper
     assert req.audio_config.audio_encoding == t.AudioEncoding.LINEAR16
-    assert "gapic" in fake_google.metadata[0].get("x-goog-api-client", "")   # the real client sent it
+    assert "gapic" in fake_google.metadata[0].get("x-goog-api-client", "")  # the real client sent it
 
 
 def test_google_uses_the_configured_credentials_file(fake_google, monkeypatch, tmp_path):
@@ -206,13 +211,15 @@ def test_google_uses_the_configured_credentials_file(fake_google, monkeypatch, t
     # An authorized_user file parses without a private key; the channel factory is pointed at
     # the fake server, so the credentials are never used to fetch a token.
     creds = tmp_path / "creds.json"
-    creds.write_text(json.dumps({"type": "authorized_user", "client_id": "x", "client_secret": "y",
-                                 "refresh_token": "z"}))
+    creds.write_text(
+        json.dumps({"type": "authorized_user", "client_id": "x", "client_secret": "y", "refresh_token": "z"})
+    )
     monkeypatch.setenv("TRADLAB_GOOGLE_CREDENTIALS", str(creds))
-    monkeypatch.setattr(TextToSpeechGrpcTransport, "create_channel",
-                        classmethod(lambda cls, *a, **k: fake_google.channel()))
+    monkeypatch.setattr(
+        TextToSpeechGrpcTransport, "create_channel", classmethod(lambda cls, *a, **k: fake_google.channel())
+    )
 
-    backend = tts.choose("en")                       # auto: credentials configured -> Google
+    backend = tts.choose("en")  # auto: credentials configured -> Google
     assert isinstance(backend, tts.GoogleTTS) and backend.language_code == "en-US"
     backend = tts.choose("en", voice="en-US-Wavenet-D")
     assert backend.synthesize("Hello there.") == fake_google.audio
@@ -230,7 +237,7 @@ def test_google_without_credentials_says_what_to_set(monkeypatch, tmp_path):
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
     with pytest.raises(BackendUnavailable, match="not found"):
         tts.GoogleTTS("en-US").synthesize("Hello")
-    assert isinstance(tts.choose("en"), tts.PiperTTS)   # a dangling path is not "configured"
+    assert isinstance(tts.choose("en"), tts.PiperTTS)  # a dangling path is not "configured"
 
 
 # -- speak() and its cache --------------------------------------------------------------------
@@ -248,7 +255,8 @@ def test_speak_synthesises_once_per_text_and_voice(tmp_path):
     other_text = tts.speak("Muito obrigado.", "pt", media, backend=pt)
     assert len({first, other_voice, other_text}) == 3 and pt.calls == 2 and br.calls == 1
     assert sorted(p.name for p in (media / "tts").iterdir()) == sorted(
-        p.name for p in (first, other_voice, other_text))          # no temp files left behind
+        p.name for p in (first, other_voice, other_text)
+    )  # no temp files left behind
 
     # By name: choose() picks espeak-ng for Portuguese; same key as the equivalent object.
     assert tts.speak("Obrigado.", "pt", media) == first

@@ -1,4 +1,5 @@
 """Uploads over TRADLAB_MAX_UPLOAD_MB are refused by the server before they are stored."""
+
 from __future__ import annotations
 
 import httpx

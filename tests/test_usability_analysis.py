@@ -2,6 +2,7 @@
 groups.csv against a pandas groupby, Spearman against scipy, the LMM against known
 coefficients (the scale of paper 000's Table 4) and against statsmodels' own (unpatched)
 solver, thresholds against a known linear relation, input errors naming file/row/column."""
+
 from __future__ import annotations
 
 import json
@@ -24,10 +25,22 @@ from tests.helpers.usability import (
 
 pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
-TRUE = {"Intercept": INTERCEPT, "system: Phi 4": 0.069, "system: Tower+": 0.644, "system: Voxtral": 0.733,
-        "topic: Health": 0.332, "corpus: Gemini": -0.541, "corpus: MED-MT": -0.343, "corpus: Qwen 3": -0.452,
-        "u_b": U_B, "group: USB": 0.136, "group: USW": 0.131, "gender: Woman": WOMAN,
-        "group: USB x gender: Woman": 0.070, "group: USW x gender: Woman": 0.363}
+TRUE = {
+    "Intercept": INTERCEPT,
+    "system: Phi 4": 0.069,
+    "system: Tower+": 0.644,
+    "system: Voxtral": 0.733,
+    "topic: Health": 0.332,
+    "corpus: Gemini": -0.541,
+    "corpus: MED-MT": -0.343,
+    "corpus: Qwen 3": -0.452,
+    "u_b": U_B,
+    "group: USB": 0.136,
+    "group: USW": 0.131,
+    "gender: Woman": WOMAN,
+    "group: USB x gender: Woman": 0.070,
+    "group: USW x gender: Woman": 0.363,
+}
 
 
 @pytest.fixture(scope="module")
@@ -48,16 +61,28 @@ def paper_size():
 # ---------------------------------------------------------------------------------------------
 # descriptive tables
 
+
 def test_groups_equal_pandas_groupby(small, small_result):
     d = small.copy()
     d["u"] = d[U.ITEMS].mean(axis=1)
     d["u_b"] = d[U.BASELINE_ITEMS].mean(axis=1)
     g = result_groups = small_result.groups
-    for by, keys in (("group", ["group"]), ("group x gender", ["group", "gender"]), ("system", ["system"]),
-                     ("topic", ["topic"])):
-        exp = d.groupby(keys).agg(n=("u", "size"), S=("satisfaction", "mean"), T=("trust", "mean"),
-                                  R=("reliance", "mean"), mu_u=("u", "mean"), sigma_u=("u", "std"),
-                                  mu_ub=("u_b", "mean"), usable_share=("u", lambda x: (x >= 4).mean()))
+    for by, keys in (
+        ("group", ["group"]),
+        ("group x gender", ["group", "gender"]),
+        ("system", ["system"]),
+        ("topic", ["topic"]),
+    ):
+        exp = d.groupby(keys).agg(
+            n=("u", "size"),
+            S=("satisfaction", "mean"),
+            T=("trust", "mean"),
+            R=("reliance", "mean"),
+            mu_u=("u", "mean"),
+            sigma_u=("u", "std"),
+            mu_ub=("u_b", "mean"),
+            usable_share=("u", lambda x: (x >= 4).mean()),
+        )
         exp["delta_u"] = exp["mu_u"] - exp["mu_ub"]
         exp.index = [" x ".join(k) if isinstance(k, tuple) else k for k in exp.index]
         got = g[g["by"] == by].set_index("level")
@@ -77,7 +102,7 @@ def test_spearman_equals_scipy(small, small_result):
         ok = small[s].notna()
         r = stats.spearmanr(u[ok], small.loc[ok, s])
         assert c.at[s, "spearman_rho_raw"] == pytest.approx(r.statistic, abs=1e-12)
-        sign = -1 if s == "metric_metricx24" else 1        # MetricX: lower is better, reported oriented
+        sign = -1 if s == "metric_metricx24" else 1  # MetricX: lower is better, reported oriented
         assert c.at[s, "spearman_rho"] == pytest.approx(sign * r.statistic, abs=1e-12)
         assert c.at[s, "p_value"] == pytest.approx(r.pvalue, rel=1e-9)
         assert c.at[s, "n"] == ok.sum()
@@ -89,6 +114,7 @@ def test_spearman_equals_scipy(small, small_result):
 
 # ---------------------------------------------------------------------------------------------
 # LMM
+
 
 @pytest.fixture(scope="module")
 def paper_fit(paper_size):
@@ -117,9 +143,9 @@ def test_lmm_recovers_known_coefficients(paper_fit):
     assert set(fit.variance_components) == {"sender", "validator", "receiver"}
     assert fit.variance_components["sender"]["levels"] == 174
     # the generating variances: sender 0.35^2, validator and receiver 0.15^2; residual 0.6^2 + rounding
-    assert fit.variance_components["sender"]["variance"] == pytest.approx(0.35 ** 2, abs=0.05)
+    assert fit.variance_components["sender"]["variance"] == pytest.approx(0.35**2, abs=0.05)
     for name in ("validator", "receiver"):
-        assert fit.variance_components[name]["variance"] == pytest.approx(0.15 ** 2, abs=0.02)
+        assert fit.variance_components[name]["variance"] == pytest.approx(0.15**2, abs=0.02)
     assert fit.residual_variance == pytest.approx(0.36, abs=0.06)
 
 
@@ -134,8 +160,10 @@ def test_lmm_equals_statsmodels_formula_fit(small):
         x[f] = pd.Categorical(x[f], categories=lv)
     x["one"] = 1
     vc = {"sender": "0 + C(sender_id)", "validator": "0 + C(validator_id)", "receiver": "0 + C(receiver_id)"}
-    ref = smf.mixedlm("u ~ system + topic + corpus + u_b + group * gender", x, groups="one", vc_formula=vc,
-                      re_formula="0").fit(reml=True)
+    ref = smf.mixedlm(
+        "u ~ system + topic + corpus + u_b + group * gender", x, groups="one", vc_formula=vc, re_formula="0"
+    ).fit(reml=True)
+
     def readable(name):  # patsy's "group[T.USW]:gender[T.Woman]" -> "group: USW x gender: Woman"
         return " x ".join(re.sub(r"^(\w+)\[T\.(.*)\]$", r"\1: \2", p) for p in name.split(":"))
 
@@ -173,7 +201,7 @@ def test_marginal_means_and_text(small_result):
 def test_metric_effects(small_result):
     e = small_result.metric_effects.set_index("signal")
     assert list(e.index) == small_result.signals
-    assert (e["effect_lmm"] > 0).all()          # oriented: 1 = best quality, metricx reversed
+    assert (e["effect_lmm"] > 0).all()  # oriented: 1 = best quality, metricx reversed
     assert e.at["metric_metricx24", "orientation"] == "lower is better"
     assert e[["effect_low", "effect_mid", "effect_high"]].notna().all().all()
     assert e.at["metric_comet", "n_lmm"] == len(small_result.data) - 1
@@ -194,8 +222,9 @@ def test_signal_lmm_equals_statsmodels_formula_fit(small_result):
     x["sig"] = (d[signal] - d[signal].min()) / (d[signal].max() - d[signal].min())
     x = x[x["sig"].notna()]
     vc = {"sender": "0 + C(sender_id)", "validator": "0 + C(validator_id)", "receiver": "0 + C(receiver_id)"}
-    ref = smf.mixedlm("u ~ system + topic + corpus + u_b + group * gender + sig", x, groups="one", vc_formula=vc,
-                      re_formula="0").fit(reml=True)
+    ref = smf.mixedlm(
+        "u ~ system + topic + corpus + u_b + group * gender + sig", x, groups="one", vc_formula=vc, re_formula="0"
+    ).fit(reml=True)
     e = small_result.metric_effects.set_index("signal")
     assert e.at[signal, "effect_lmm"] == pytest.approx(ref.fe_params["sig"], abs=1e-5)
     assert e.at[signal, "p_lmm"] == pytest.approx(ref.pvalues["sig"], abs=1e-5)
@@ -234,18 +263,20 @@ def test_tertile_ols_holds_the_covariates_constant(small_result):
     lmm = est.xs("lmm", level="fit")
     np.testing.assert_allclose(lmm["estimate"], e.loc[lmm.index, "effect_lmm"], rtol=1e-12)
     assert (lmm["test"] == U.WALD_Z).all()
-    assert lmm.at["qa_score", "statistic"] == pytest.approx(lmm.at["qa_score", "estimate"]
-                                                            / lmm.at["qa_score", "std_error"], rel=1e-9)
+    assert lmm.at["qa_score", "statistic"] == pytest.approx(
+        lmm.at["qa_score", "estimate"] / lmm.at["qa_score", "std_error"], rel=1e-9
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # thresholds
 
+
 def test_threshold_recovers_known_crossing():
     rng = np.random.default_rng(3)
     n = 3000
     x = rng.uniform(0, 1, n)
-    latent = 1.5 + 3.0 * x + rng.normal(0, 0.4, n)     # u = 4 at x = 5/6
+    latent = 1.5 + 3.0 * x + rng.normal(0, 0.4, n)  # u = 4 at x = 5/6
     it = items_for(rng, np.clip(latent, 1, 5))
     curve = U.monotone_curve(x, it.mean(axis=1))
     value, note = U.crossing(curve)
@@ -266,6 +297,7 @@ def test_threshold_never_reached():
 # ---------------------------------------------------------------------------------------------
 # factor analysis
 
+
 def test_factor_analysis(small_result):
     f = small_result.factor
     for level in ("within", "between"):
@@ -280,6 +312,7 @@ def test_factor_analysis(small_result):
 # ---------------------------------------------------------------------------------------------
 # input errors
 
+
 def _write(tmp_path, df):
     p = tmp_path / "exchanges.csv"
     df.to_csv(p, index=False)
@@ -293,12 +326,17 @@ def test_missing_column(tmp_path, small):
     assert str(p) in str(e.value) and "row 1" in str(e.value) and "column 'trust_b'" in str(e.value)
 
 
-@pytest.mark.parametrize("col,value,problem", [("trust", 6, "not a whole number in 1..5"),
-                                               ("reliance_b", 0, "not a whole number in 1..5"),
-                                               ("satisfaction", 3.5, "not a whole number in 1..5"),
-                                               ("translation_score", 101, "not in 0-100"),
-                                               ("translation_score", -1, "not in 0-100"),
-                                               ("qa_score", 1.2, "not in 0-1")])
+@pytest.mark.parametrize(
+    "col,value,problem",
+    [
+        ("trust", 6, "not a whole number in 1..5"),
+        ("reliance_b", 0, "not a whole number in 1..5"),
+        ("satisfaction", 3.5, "not a whole number in 1..5"),
+        ("translation_score", 101, "not in 0-100"),
+        ("translation_score", -1, "not in 0-100"),
+        ("qa_score", 1.2, "not in 0-1"),
+    ],
+)
 def test_out_of_range(tmp_path, small, col, value, problem):
     d = small.copy()
     d[col] = d[col].astype(float)
@@ -365,6 +403,7 @@ def test_rows_without_a_speaker_in_tables_figures_and_the_lmm(small):
 # ---------------------------------------------------------------------------------------------
 # outputs
 
+
 def test_run_cli_writes_outputs(tmp_path, small):
     d = small.copy()
     d["perspective"] = np.where(np.arange(len(d)) % 5 == 0, "third", "first")
@@ -372,13 +411,35 @@ def test_run_cli_writes_outputs(tmp_path, small):
     out = tmp_path / "out"
     text = U.run_cli(p, out)
     assert "Usability analysis" in text and "LMM" in text
-    for name in ("groups.csv", "correlations.csv", "lmm.csv", "lmm.txt", "metric_effects.csv", "thresholds.csv",
-                 "perspective.csv", "perspective.txt", "factor.json",
-                 "marginal_means.csv", "u_distribution.html", "baseline_shift.html",
-                 "usable_share.html", "quality.html", "correlations.html", "thresholds.html",
-                 "marginal_means.html", "plotly.min.js", "score_lmm.csv", "score_lmm.txt",
-                 "score_marginal_means.csv", "contrasts.csv", "metric_effect_estimates.csv", "score_lmm.html",
-                 "score_marginal_means.html", "contrasts.html", "metric_effects.html"):
+    for name in (
+        "groups.csv",
+        "correlations.csv",
+        "lmm.csv",
+        "lmm.txt",
+        "metric_effects.csv",
+        "thresholds.csv",
+        "perspective.csv",
+        "perspective.txt",
+        "factor.json",
+        "marginal_means.csv",
+        "u_distribution.html",
+        "baseline_shift.html",
+        "usable_share.html",
+        "quality.html",
+        "correlations.html",
+        "thresholds.html",
+        "marginal_means.html",
+        "plotly.min.js",
+        "score_lmm.csv",
+        "score_lmm.txt",
+        "score_marginal_means.csv",
+        "contrasts.csv",
+        "metric_effect_estimates.csv",
+        "score_lmm.html",
+        "score_marginal_means.html",
+        "contrasts.html",
+        "metric_effects.html",
+    ):
         assert (out / name).exists(), name
     lmm = pd.read_csv(out / "lmm.csv")
     assert list(lmm.columns) == U.LMM_COLUMNS
@@ -394,8 +455,13 @@ def test_run_cli_writes_outputs(tmp_path, small):
     assert "score LMM (validator's DA+SQM" in text and "Holm-adjusted p < 0.05" in text
     assert list(pd.read_csv(out / "correlations.csv").columns) == U.CORRELATION_COLUMNS
     assert list(pd.read_csv(out / "thresholds.csv").columns)[:2] == ["signal", "value_at_u4"]
-    assert list(pd.read_csv(out / "metric_effects.csv").columns)[:5] == ["signal", "effect_lmm", "effect_low",
-                                                                         "effect_mid", "effect_high"]
+    assert list(pd.read_csv(out / "metric_effects.csv").columns)[:5] == [
+        "signal",
+        "effect_lmm",
+        "effect_low",
+        "effect_mid",
+        "effect_high",
+    ]
     assert "perspective" in set(pd.read_csv(out / "groups.csv")["by"])
     f = json.loads((out / "factor.json").read_text())
     assert f["within"]["parallel_analysis"]["iterations"] == 500
@@ -404,9 +470,21 @@ def test_run_cli_writes_outputs(tmp_path, small):
 
 def test_figures(small_result):
     figs = U.figures(small_result)
-    assert set(figs) == {"u_distribution", "baseline_shift", "usable_share", "quality", "correlations", "thresholds",
-                         "marginal_means", "score_lmm", "score_marginal_means", "contrasts", "metric_effects",
-                         "lmm_coefficients", "model_means"}      # the last two: paper 000 Figures 2b and 10
+    assert set(figs) == {
+        "u_distribution",
+        "baseline_shift",
+        "usable_share",
+        "quality",
+        "correlations",
+        "thresholds",
+        "marginal_means",
+        "score_lmm",
+        "score_marginal_means",
+        "contrasts",
+        "metric_effects",
+        "lmm_coefficients",
+        "model_means",
+    }  # the last two: paper 000 Figures 2b and 10
     # error bars: each point's 95% CI
     c = small_result.contrasts
     first = c[c["outcome"] == "u"].iloc[::-1]
@@ -420,5 +498,9 @@ def test_figures(small_result):
     mm = small_result.score_marginal_means
     man = figs["score_marginal_means"].data[0]
     np.testing.assert_allclose(man.y, mm[mm["gender"] == "Man"]["mean"])
-    assert [tr.name for tr in figs["metric_effects"].data] == ["LMM", "OLS, low tertile", "OLS, mid tertile",
-                                                               "OLS, high tertile"]
+    assert [tr.name for tr in figs["metric_effects"].data] == [
+        "LMM",
+        "OLS, low tertile",
+        "OLS, mid tertile",
+        "OLS, high tertile",
+    ]

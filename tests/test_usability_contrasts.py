@@ -4,6 +4,7 @@ reference level; the LMM of the validator's score (section 4.3, Figure 3a-b) aga
 statsmodels' formula fit and planted group effects; marginal means against cell means of a
 balanced design and against a patsy reference grid on statsmodels' formula fit; Holm-adjusted
 pairwise contrasts against scipy and a hand-written Holm step-down."""
+
 from __future__ import annotations
 
 import itertools
@@ -39,6 +40,7 @@ def _categorical(d, fit):
 # ---------------------------------------------------------------------------------------------
 # the corpus factor
 
+
 def test_the_corpus_is_the_source_factor_with_the_papers_reference(small):
     fit = U.fit_lmm(small)
     terms = set(fit.table["term"])
@@ -49,8 +51,8 @@ def test_the_corpus_is_the_source_factor_with_the_papers_reference(small):
 
 
 def test_corpus_reference_is_configurable(small):
-    fit = U.fit_lmm(small, {"corpus": "qwen 3"})           # matched case-insensitively
-    assert fit.reference["corpus"] == "Qwen 3" and fit.reference["group"] == "Hindi"   # the others stay the paper's
+    fit = U.fit_lmm(small, {"corpus": "qwen 3"})  # matched case-insensitively
+    assert fit.reference["corpus"] == "Qwen 3" and fit.reference["group"] == "Hindi"  # the others stay the paper's
     assert {"corpus: BConTrasT", "corpus: Gemini", "corpus: MED-MT"} <= set(fit.table["term"])
     assert not fit.warnings
     base = U.fit_lmm(small).table.set_index("term")["estimate"]
@@ -60,9 +62,12 @@ def test_corpus_reference_is_configurable(small):
 
 
 def test_a_reference_corpus_missing_from_the_data_falls_back_and_says_so(small):
-    d = small.assign(corpus=small["corpus"].map({"BConTrasT": "b-natural", "MED-MT": "m-natural",
-                                                 "Gemini": "g-synth", "Qwen 3": "q-synth"}))
-    fit = U.fit_lmm(d)          # the paper's level is absent: the first in sorted order, said (issue 27)
+    d = small.assign(
+        corpus=small["corpus"].map(
+            {"BConTrasT": "b-natural", "MED-MT": "m-natural", "Gemini": "g-synth", "Qwen 3": "q-synth"}
+        )
+    )
+    fit = U.fit_lmm(d)  # the paper's level is absent: the first in sorted order, said (issue 27)
     assert fit.reference["corpus"] == "b-natural"
     assert any("reference level 'BConTrasT' of corpus is not in the data (the paper's" in w for w in fit.warnings)
     fit = U.fit_lmm(d, {"corpus": "Gemini"})
@@ -84,8 +89,20 @@ def test_command_line_corpus_reference(tmp_path, capsys):
 
     d = generate(seed=3, senders_per_cell=4, per_sender=10, receivers=10, validators=10)
     d.to_csv(tmp_path / "x.csv", index=False)
-    assert cli.main(["analyze", "usability", str(tmp_path / "x.csv"), "--out", str(tmp_path / "out"),
-                     "--corpus-reference", "MED-MT"]) == 0
+    assert (
+        cli.main(
+            [
+                "analyze",
+                "usability",
+                str(tmp_path / "x.csv"),
+                "--out",
+                str(tmp_path / "out"),
+                "--corpus-reference",
+                "MED-MT",
+            ]
+        )
+        == 0
+    )
     for name in ("lmm.txt", "score_lmm.txt"):
         assert "corpus = MED-MT" in (tmp_path / "out" / name).read_text()
     assert "corpus: BConTrasT" in set(pd.read_csv(tmp_path / "out" / "lmm.csv")["term"])
@@ -109,6 +126,7 @@ def test_study_setting_corpus_reference(tmp_path, database):
 
 # ---------------------------------------------------------------------------------------------
 # Holm-corrected pairwise contrasts
+
 
 def test_pairwise_holm_against_scipy():
     """Four cells' means from an OLS cell-means model: each difference, its t test and the
@@ -144,6 +162,7 @@ def test_pairwise_holm_against_scipy():
 # ---------------------------------------------------------------------------------------------
 # marginal means
 
+
 def balanced(seed=0, per_cell=4):
     """Every sender scores every system x topic x corpus combination once, one validator: GLS
     equals OLS, so each group x gender marginal mean is that cell's raw mean."""
@@ -154,11 +173,28 @@ def balanced(seed=0, per_cell=4):
         for j in range(per_cell):
             fx = rng.normal(0, 8)
             for sy, tp, co in itertools.product(systems, topics, corpora):
-                score = (60 + {"Hindi": 0, "USB": 7.4, "USW": 13.7}[g] + (s == "Woman") * 3 + (sy == "Voxtral") * 10
-                         + (tp == "Health") * 4 - (co == "Gemini") * 5 + fx + rng.normal(0, 6))
-                rows.append(dict(sender_id=f"{g}{s}{j}", group=g, gender=s, system=sy, topic=tp, corpus=co,
-                                 source="natural" if co == "BConTrasT" else "synthetic",
-                                 translation_score=float(np.clip(score, 0, 100))))
+                score = (
+                    60
+                    + {"Hindi": 0, "USB": 7.4, "USW": 13.7}[g]
+                    + (s == "Woman") * 3
+                    + (sy == "Voxtral") * 10
+                    + (tp == "Health") * 4
+                    - (co == "Gemini") * 5
+                    + fx
+                    + rng.normal(0, 6)
+                )
+                rows.append(
+                    dict(
+                        sender_id=f"{g}{s}{j}",
+                        group=g,
+                        gender=s,
+                        system=sy,
+                        topic=tp,
+                        corpus=co,
+                        source="natural" if co == "BConTrasT" else "synthetic",
+                        translation_score=float(np.clip(score, 0, 100)),
+                    )
+                )
     d = pd.DataFrame(rows)
     n = len(d)
     d.insert(0, "exchange_id", [f"E{i}" for i in range(n)])
@@ -176,7 +212,7 @@ def balanced(seed=0, per_cell=4):
 def test_score_marginal_means_equal_cell_means_in_a_balanced_design():
     d = balanced()
     fit = U.fit_score_lmm(d)
-    assert set(fit.variance_components) == {"sender"}          # one validator: its intercept left out
+    assert set(fit.variance_components) == {"sender"}  # one validator: its intercept left out
     mm = U.marginal_means(fit, d).set_index(["group", "gender"])
     raw = d.groupby(["group", "gender"])["translation_score"].agg(["mean", "size"])
     np.testing.assert_allclose(mm["mean"], raw.loc[mm.index, "mean"], atol=1e-6)
@@ -215,8 +251,9 @@ def test_u_marginal_means_and_holm_contrasts_equal_a_patsy_grid(small):
 
     fit = U.fit_lmm(small)
     x = _categorical(small, fit)
-    ref = smf.mixedlm("u ~ system + topic + corpus + u_b + group * gender", x, groups="one", vc_formula=VC,
-                      re_formula="0").fit(reml=True)
+    ref = smf.mixedlm(
+        "u ~ system + topic + corpus + u_b + group * gender", x, groups="one", vc_formula=VC, re_formula="0"
+    ).fit(reml=True)
     cells, L = _grid_L(ref, x, fit.factors, {"u_b": small["u_b"].mean()})
     k = len(ref.fe_params)
     beta, cov = ref.fe_params.to_numpy(), ref.cov_params().to_numpy()[:k, :k]
@@ -224,7 +261,7 @@ def test_u_marginal_means_and_holm_contrasts_equal_a_patsy_grid(small):
     assert [f"{g} x {s}" for g, s in zip(mm["group"], mm["gender"])] == cells
     np.testing.assert_allclose(mm["mean"], L @ beta, atol=1e-5)
     np.testing.assert_allclose(mm["std_error"], np.sqrt(np.einsum("ij,jk,ik->i", L, cov, L)), atol=1e-5)
-    c = U.cell_contrasts(fit, small, holm_family="all")      # the option: one family of all 15 pairs
+    c = U.cell_contrasts(fit, small, holm_family="all")  # the option: one family of all 15 pairs
     assert len(c) == 15 and (c["outcome"] == "u").all() and (c["family"] == "all 15 pairs").all()
     pairs = list(itertools.combinations(range(len(cells)), 2))
     assert list(zip(c["a"], c["b"])) == [(cells[i], cells[j]) for i, j in pairs]
@@ -241,7 +278,7 @@ def test_u_marginal_means_and_holm_contrasts_equal_a_patsy_grid(small):
 # ---------------------------------------------------------------------------------------------
 # the validator's score (section 4.3)
 
-GROUP_SCORE = {"Hindi": 0.0, "USB": 7.43, "USW": 13.71}      # the paper's section 4.3 group effects
+GROUP_SCORE = {"Hindi": 0.0, "USB": 7.43, "USW": 13.71}  # the paper's section 4.3 group effects
 WOMAN_SCORE = {"Hindi": 5.0, "USB": 0.0, "USW": -2.0}
 
 
@@ -251,27 +288,40 @@ def with_scores(d: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
     vals = d["validator_id"].unique()
     sfx = dict(zip(senders, rng.normal(0, 6, len(senders))))
     vfx = dict(zip(vals, rng.normal(0, 5, len(vals))))
-    score = (62.7 + d["group"].map(GROUP_SCORE) + (d["gender"] == "Woman") * d["group"].map(WOMAN_SCORE)
-             + (d["system"] == "Voxtral") * 8 - (d["corpus"] == "Gemini") * 4 + d["sender_id"].map(sfx)
-             + d["validator_id"].map(vfx) + rng.normal(0, 10, len(d)))
+    score = (
+        62.7
+        + d["group"].map(GROUP_SCORE)
+        + (d["gender"] == "Woman") * d["group"].map(WOMAN_SCORE)
+        + (d["system"] == "Voxtral") * 8
+        - (d["corpus"] == "Gemini") * 4
+        + d["sender_id"].map(sfx)
+        + d["validator_id"].map(vfx)
+        + rng.normal(0, 10, len(d))
+    )
     return d.assign(translation_score=np.clip(score, 0, 100))
 
 
 def test_score_lmm_equals_statsmodels_formula_fit_and_recovers_group_effects():
     import statsmodels.formula.api as smf
 
-    d = with_scores(U.normalise(generate(seed=4, senders_per_cell=12, per_sender=10, receivers=20,
-                                         validators=25)))
+    d = with_scores(U.normalise(generate(seed=4, senders_per_cell=12, per_sender=10, receivers=20, validators=25)))
     fit = U.fit_score_lmm(d)
     assert fit.converged and fit.outcome == "translation_score" and fit.formula == U.SCORE_FORMULA
     assert set(fit.variance_components) == {"sender", "validator"}
     assert "u_b" not in set(fit.table["term"])
     x = _categorical(d, fit)
-    ref = smf.mixedlm("translation_score ~ system + topic + corpus + group * gender", x, groups="one",
-                      vc_formula={k: VC[k] for k in ("sender", "validator")}, re_formula="0").fit(reml=True)
+    ref = smf.mixedlm(
+        "translation_score ~ system + topic + corpus + group * gender",
+        x,
+        groups="one",
+        vc_formula={k: VC[k] for k in ("sender", "validator")},
+        re_formula="0",
+    ).fit(reml=True)
     t = fit.table.set_index("term")
-    readable = {n: n.replace("[T.", ": ").replace("]", "").replace(":group", " x group")
-                .replace(":gender", " x gender") for n in ref.fe_params.index}
+    readable = {
+        n: n.replace("[T.", ": ").replace("]", "").replace(":group", " x group").replace(":gender", " x gender")
+        for n in ref.fe_params.index
+    }
     est = ref.fe_params.rename(readable)
     assert set(t.index) == set(est.index)
     np.testing.assert_allclose(t["estimate"], est[t.index], atol=1e-3)
@@ -282,7 +332,7 @@ def test_score_lmm_equals_statsmodels_formula_fit_and_recovers_group_effects():
             assert abs(t.at[f"group: {g}", "estimate"] - v) < 3 * t.at[f"group: {g}", "std_error"], g
     mm = U.marginal_means(fit, d).set_index(["group", "gender"])
     usw_hindi = mm.at[("USW", "Man"), "mean"] - mm.at[("Hindi", "Man"), "mean"]
-    assert usw_hindi == pytest.approx(t.at["group: USW", "estimate"], abs=1e-9)   # Man is the reference
+    assert usw_hindi == pytest.approx(t.at["group: USW", "estimate"], abs=1e-9)  # Man is the reference
 
 
 def test_analyze_writes_the_score_model():
@@ -297,6 +347,7 @@ def test_analyze_writes_the_score_model():
 
 # ---------------------------------------------------------------------------------------------
 # the analysis tab: the study's setting reaches the models
+
 
 @pytest.fixture
 def demo_db(database, tmp_path):
@@ -315,7 +366,7 @@ def test_the_tab_fits_the_studys_reference_corpus(mixed_study):
     db, _ = mixed_study
     res, figs, files = analyse_usability(db, "demo")
     assert res.lmm.reference["corpus"] == "demo-synthetic"
-    assert res.lmm.factors["corpus"] == ["demo-synthetic", "demo-natural-style"]     # reference first
+    assert res.lmm.factors["corpus"] == ["demo-synthetic", "demo-natural-style"]  # reference first
     assert res.score_lmm is not None and res.score_lmm.reference["corpus"] == "demo-synthetic"
     assert len(figs) <= US_PLOTS and {"contrasts", "score_lmm", "metric_effects"} <= {n for n, _ in figs}
     assert {"contrasts.csv", "score_lmm.csv", "metric_effect_estimates.csv"} <= {U.Path(f).name for f in files}

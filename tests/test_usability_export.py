@@ -1,5 +1,6 @@
 """The study's exchanges, with both surveys, in the usability analysis's columns; the app's own
 table through the command line's analysis (a third-person rater has no group or gender)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,8 +22,9 @@ def test_rated_exchanges_become_rows(demo_db):
     validator = add_participants(db, "demo", "validator", 1)[0]
     rater = add_participants(db, "demo", "rater", 1)[0]
     assert exchanges_frame(db, "demo").empty
-    informed = rate_imported_exchanges(db, rater, receiver, validator,
-                                       mark=lambda idx: "correct" if idx % 2 else "incorrect")
+    informed = rate_imported_exchanges(
+        db, rater, receiver, validator, mark=lambda idx: "correct" if idx % 2 else "incorrect"
+    )
     df = exchanges_frame(db, "demo")
     assert list(df.columns) == COLUMNS and len(df) == len(informed) >= 1
     assert set(df["exchange_id"]) == set(informed)
@@ -62,7 +64,7 @@ def test_the_apps_table_with_rater_surveys_runs_through_the_cli_analysis(mixed_s
     path = tmp_path / "exchanges.csv"
     df.to_csv(path, index=False)
     out = tmp_path / "out"
-    text = usability_analysis.run_cli(path, out)      # what `python app.py analyze usability` prints
+    text = usability_analysis.run_cli(path, out)  # what `python app.py analyze usability` prints
     first, third = df[df["perspective"] == "first"], df[df["perspective"] == "third"]
     imported = third[third["sender_id"].isna()]
     replaced = third[third["sender_id"].notna()]

@@ -1,6 +1,7 @@
 """Paper 000's Table 3, Figure 2b and Figure 10 from the app's own data
 (services/usability/paper_figures.py), each against an independent pandas/scipy computation
 written here."""
+
 from __future__ import annotations
 
 import math
@@ -18,19 +19,51 @@ pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 DEMO = Path(__file__).resolve().parents[1] / "assets" / "demo_study"
 
-STARTERS = pd.DataFrame([
-    {"id": "a", "domain": "health", "source": "natural", "corpus": "MED-MT", "text": "one two three four",
-     "key_spans": ["one", "two"]},
-    {"id": "b", "domain": "health", "source": "natural", "corpus": "MED-MT", "text": "one two",
-     "key_spans": ["one"]},
-    {"id": "c", "domain": "health", "source": "synthetic", "corpus": "Gemini", "text": "a b c d e f",
-     "key_spans": ["a", "b", "c"]},
-    {"id": "d", "domain": "everyday", "source": "natural", "corpus": "BConTrasT", "text": "x  y\nz",
-     "key_spans": []},
-    {"id": "e", "domain": "everyday", "source": "natural", "corpus": "BConTrasT", "text": "x y z w v",
-     "key_spans": ["x", "y", "z", "w"]},
-])
-COUNTS = pd.DataFrame({"starter_id": ["a", "b", "c", "e"], "questions": [10, 8, 6, 9]})     # d has none
+STARTERS = pd.DataFrame(
+    [
+        {
+            "id": "a",
+            "domain": "health",
+            "source": "natural",
+            "corpus": "MED-MT",
+            "text": "one two three four",
+            "key_spans": ["one", "two"],
+        },
+        {
+            "id": "b",
+            "domain": "health",
+            "source": "natural",
+            "corpus": "MED-MT",
+            "text": "one two",
+            "key_spans": ["one"],
+        },
+        {
+            "id": "c",
+            "domain": "health",
+            "source": "synthetic",
+            "corpus": "Gemini",
+            "text": "a b c d e f",
+            "key_spans": ["a", "b", "c"],
+        },
+        {
+            "id": "d",
+            "domain": "everyday",
+            "source": "natural",
+            "corpus": "BConTrasT",
+            "text": "x  y\nz",
+            "key_spans": [],
+        },
+        {
+            "id": "e",
+            "domain": "everyday",
+            "source": "natural",
+            "corpus": "BConTrasT",
+            "text": "x y z w v",
+            "key_spans": ["x", "y", "z", "w"],
+        },
+    ]
+)
+COUNTS = pd.DataFrame({"starter_id": ["a", "b", "c", "e"], "questions": [10, 8, 6, 9]})  # d has none
 
 
 def expected_table3(starters: pd.DataFrame, counts: pd.DataFrame) -> pd.DataFrame:
@@ -38,10 +71,20 @@ def expected_table3(starters: pd.DataFrame, counts: pd.DataFrame) -> pd.DataFram
     s["words"] = [len(t.split()) for t in s["text"]]
     s["spans"] = [len(k) for k in s["key_spans"]]
     s["q"] = [int(counts.set_index("starter_id")["questions"].get(i, 0)) for i in s["id"]]
-    g = s.groupby(["domain", "corpus", "source"]).agg(
-        starters=("id", "size"), words_mean=("words", "mean"), words_sd=("words", "std"),
-        key_spans_mean=("spans", "mean"), key_spans_sd=("spans", "std"), questions_mean=("q", "mean"),
-        questions_sd=("q", "std"), questions_total=("q", "sum")).reset_index()
+    g = (
+        s.groupby(["domain", "corpus", "source"])
+        .agg(
+            starters=("id", "size"),
+            words_mean=("words", "mean"),
+            words_sd=("words", "std"),
+            key_spans_mean=("spans", "mean"),
+            key_spans_sd=("spans", "std"),
+            questions_mean=("q", "mean"),
+            questions_sd=("q", "std"),
+            questions_total=("q", "sum"),
+        )
+        .reset_index()
+    )
     return g, s
 
 
@@ -88,8 +131,12 @@ def test_table3_written_for_the_cli(demo_db, tmp_path):
     assert list(pd.read_csv(path).columns) == P.STARTER_COLUMNS
 
 
-EXCHANGES = pd.DataFrame({"system": ["DeSTA2"] * 3 + ["Voxtral"] * 4 + ["Phi 4"],
-                          "u": [3.0, 2.0, 3.0 + 1 / 3, 4.0, 4.0 + 2 / 3, 5.0, 3.0, 1.0]})
+EXCHANGES = pd.DataFrame(
+    {
+        "system": ["DeSTA2"] * 3 + ["Voxtral"] * 4 + ["Phi 4"],
+        "u": [3.0, 2.0, 3.0 + 1 / 3, 4.0, 4.0 + 2 / 3, 5.0, 3.0, 1.0],
+    }
+)
 
 
 def test_figure10_is_the_mean_usability_per_model_with_its_t_interval():
@@ -110,11 +157,14 @@ def test_figure10_is_the_mean_usability_per_model_with_its_t_interval():
         P.model_means(EXCHANGES.drop(columns="u"))
 
 
-LMM_TABLE = pd.DataFrame({
-    "term": ["Intercept", "group: USB", "gender: Woman", "system: Voxtral", "u_b", "group: USB x gender: Woman"],
-    "estimate": [1.5, 0.1, -0.2, 0.7, 0.47, 0.07],
-    "std_error": [0.2, 0.1, 0.1, 0.07, 0.03, 0.17],
-    "p_value": [0.0, 0.3, 0.09, 0.0, 0.0, 0.68]})
+LMM_TABLE = pd.DataFrame(
+    {
+        "term": ["Intercept", "group: USB", "gender: Woman", "system: Voxtral", "u_b", "group: USB x gender: Woman"],
+        "estimate": [1.5, 0.1, -0.2, 0.7, 0.47, 0.07],
+        "std_error": [0.2, 0.1, 0.1, 0.07, 0.03, 0.17],
+        "p_value": [0.0, 0.3, 0.09, 0.0, 0.0, 0.68],
+    }
+)
 LMM_TABLE["ci_low"] = LMM_TABLE["estimate"] - 1.96 * LMM_TABLE["std_error"]
 LMM_TABLE["ci_high"] = LMM_TABLE["estimate"] + 1.96 * LMM_TABLE["std_error"]
 
@@ -147,8 +197,11 @@ def test_the_analysis_draws_and_writes_them(tmp_path):
     from services.usability import analysis as U
     from tests.helpers.usability import generate
 
-    res = U.analyze(generate(seed=2, senders_per_cell=4, per_sender=6, receivers=8, validators=8),
-                    pa_iterations=20, metric_lmm=False)
+    res = U.analyze(
+        generate(seed=2, senders_per_cell=4, per_sender=6, receivers=8, validators=8),
+        pa_iterations=20,
+        metric_lmm=False,
+    )
     figs = U.figures(res)
     t = res.lmm.table[res.lmm.table["term"] != "Intercept"].iloc[::-1]
     assert list(figs["lmm_coefficients"].data[0].y) == list(t["term"])
@@ -171,16 +224,21 @@ def test_the_command_line_writes_table3_from_the_stored_study(tmp_path, monkeypa
 
     monkeypatch.setenv("TRADLAB_DB", str(tmp_path / "app.db"))
     import_study(open_database(tmp_path / "app.db"), DEMO)
-    generate(seed=3, senders_per_cell=3, per_sender=6, receivers=6, validators=6).to_csv(tmp_path / "x.csv",
-                                                                                         index=False)
-    assert cli.main(["analyze", "usability", str(tmp_path / "x.csv"), "--out", str(tmp_path / "out"),
-                     "--study", "demo"]) == 0
+    generate(seed=3, senders_per_cell=3, per_sender=6, receivers=6, validators=6).to_csv(
+        tmp_path / "x.csv", index=False
+    )
+    assert (
+        cli.main(["analyze", "usability", str(tmp_path / "x.csv"), "--out", str(tmp_path / "out"), "--study", "demo"])
+        == 0
+    )
     assert "Table 3" in capsys.readouterr().out
     table = pd.read_csv(tmp_path / "out" / "starter_statistics.csv")
     assert table["starters"].iloc[-1] == len(pd.read_csv(DEMO / "starters.csv"))
     assert (tmp_path / "out" / "model_means.html").exists()
-    assert cli.main(["analyze", "usability", str(tmp_path / "x.csv"), "--out", str(tmp_path / "o2"),
-                     "--study", "nope"]) != 0
+    assert (
+        cli.main(["analyze", "usability", str(tmp_path / "x.csv"), "--out", str(tmp_path / "o2"), "--study", "nope"])
+        != 0
+    )
     assert "'nope' has no starters" in capsys.readouterr().err
 
 

@@ -3,6 +3,7 @@ on seeded simulated studies of the paper's size (1,358 first-person and 380 thir
 surveys: 38 of 174 senders dropped out, raters answered their exchanges' surveys): equal to
 statsmodels' own formula fit, a planted perspective effect recovered within its 95% CI, a
 null effect not significant, and rows without a speaker left out and counted."""
+
 from __future__ import annotations
 
 import re
@@ -18,13 +19,24 @@ pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
 GROUP_FX = {"Hindi": 0.0, "USB": 0.15, "USW": 0.10}
 WOMAN = -0.2
-TS_SLOPE = 0.01          # per translation-score point (0-100)
-QA_SLOPE = 0.8           # per unit of QA score (0-1)
+TS_SLOPE = 0.01  # per translation-score point (0-100)
+QA_SLOPE = 0.8  # per unit of QA score (0-1)
 INTERCEPT = 2.1
 
 
-def simulate(seed=0, perspective_effect=0.0, senders_per_cell=29, per_sender=10, dropped=38, raters=38,
-             starters=100, sd_respondent=0.35, sd_starter=0.15, sd_resid=0.5, short=2):
+def simulate(
+    seed=0,
+    perspective_effect=0.0,
+    senders_per_cell=29,
+    per_sender=10,
+    dropped=38,
+    raters=38,
+    starters=100,
+    sd_respondent=0.35,
+    sd_starter=0.15,
+    sd_resid=0.5,
+    short=2,
+):
     """One row per exchange. The first `dropped` senders (in a seeded order) dropped out: raters
     answered their exchanges' surveys (third person), each rater a random share of them. `short`
     senders who stayed have one exchange fewer (paper size: 1,358 + 380 = 1,738)."""
@@ -32,7 +44,7 @@ def simulate(seed=0, perspective_effect=0.0, senders_per_cell=29, per_sender=10,
     senders = [(f"{g}-{s}-{j}", g, s) for g in GROUP_FX for s in ("Man", "Woman") for j in range(senders_per_cell)]
     order = rng.permutation(len(senders))
     gone = {senders[i][0] for i in order[:dropped]}
-    fewer = {senders[i][0] for i in order[dropped:dropped + short]}
+    fewer = {senders[i][0] for i in order[dropped : dropped + short]}
     rows = []
     for sid, g, s in senders:
         for _ in range(per_sender - (sid in fewer)):
@@ -59,9 +71,18 @@ def simulate(seed=0, perspective_effect=0.0, senders_per_cell=29, per_sender=10,
     people = pd.unique(d["respondent_id"])
     rfx = dict(zip(people, rng.normal(0, sd_respondent, len(people))))
     sfx = rng.normal(0, sd_starter, starters)
-    latent = (INTERCEPT + perspective_effect * third + TS_SLOPE * d["translation_score"] + QA_SLOPE * d["qa_score"]
-              + d["system"].map(SYSTEMS) + d["group"].map(GROUP_FX) + WOMAN * (d["gender"] == "Woman")
-              + d["respondent_id"].map(rfx) + sfx[st] + rng.normal(0, sd_resid, n)).to_numpy()
+    latent = (
+        INTERCEPT
+        + perspective_effect * third
+        + TS_SLOPE * d["translation_score"]
+        + QA_SLOPE * d["qa_score"]
+        + d["system"].map(SYSTEMS)
+        + d["group"].map(GROUP_FX)
+        + WOMAN * (d["gender"] == "Woman")
+        + d["respondent_id"].map(rfx)
+        + sfx[st]
+        + rng.normal(0, sd_resid, n)
+    ).to_numpy()
     it = items_for(rng, np.clip(latent, 1, 5))
     base = items_for(rng, np.clip(rng.normal(3.5, 0.7, n), 1, 5))
     for j, c in enumerate(U.ITEMS):
@@ -88,8 +109,7 @@ def readable(name):  # patsy's "system[T.Phi 4]" -> "system: Phi 4"
 
 
 def test_equals_statsmodels_formula_fit():
-    d = U.normalise(simulate(seed=5, perspective_effect=0.2, senders_per_cell=8, dropped=10, raters=8,
-                             starters=30))
+    d = U.normalise(simulate(seed=5, perspective_effect=0.2, senders_per_cell=8, dropped=10, raters=8, starters=30))
     pr = U.fit_perspective(d)
     assert pr.fit is not None and pr.fit.converged
     ref = statsmodels_fit(d, pr.fit)
@@ -157,7 +177,7 @@ def test_rows_without_a_speaker_are_left_out_and_counted():
     third = np.flatnonzero(d["perspective"] == "third")
     imported = third[:15]
     d.loc[imported, ["sender_id", "group", "gender"]] = ""
-    d.loc[third[15], "gender"] = ""               # a speaker enrolled without a gender
+    d.loc[third[15], "gender"] = ""  # a speaker enrolled without a gender
     x = U.normalise(d)
     pr = U.fit_perspective(x)
     assert pr.fit.rows_left_out == {"no sender": 15, "no gender": 1}

@@ -1,5 +1,6 @@
 """Issue 18 point 6: the validator's DA+SQM scale reads as 0-100, and a "move the slider" error
 goes once the slider moves (the browser side: tests/test_browser.py)."""
+
 from __future__ import annotations
 
 import re
@@ -23,7 +24,7 @@ def test_the_ticks_are_numbered_on_the_0_to_100_score():
 
 def test_a_move_the_slider_error_is_marked_so_moving_the_slider_takes_it_away():
     try:
-        _validate_da(None, {}, {"score": None})        # the same refusal as the validator's (its own: test_form_errors)
+        _validate_da(None, {}, {"score": None})  # the same refusal as the validator's (its own: test_form_errors)
     except SubmissionError as e:
         error = refusal_text(e)
     assert error.key == "score_missing" and "move the slider" in error

@@ -11,6 +11,7 @@ chat(messages, max_new_tokens, do_sample, ...) returns the new tokens only; mode
 decodes them. Sub-models are named by path in the config (DeSTA2 names hub ids). Audio is read
 with soundfile (DeSTA2 uses librosa, which the app's environment does not have).
 """
+
 from __future__ import annotations
 
 import os
@@ -33,13 +34,25 @@ from transformers.models.bert.modeling_bert import BertEncoder
 class TinyDestaConfig(PretrainedConfig):
     model_type = "tiny_desta"
 
-    def __init__(self, whisper_model_id="", llama_model_id="", prompt_size=4, target_layer_ids=(0, 1),
-                 whisper_d_model=32, whisper_heads=2, llama_hidden_size=64, **kwargs):
+    def __init__(
+        self,
+        whisper_model_id="",
+        llama_model_id="",
+        prompt_size=4,
+        target_layer_ids=(0, 1),
+        whisper_d_model=32,
+        whisper_heads=2,
+        llama_hidden_size=64,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.whisper_model_id, self.llama_model_id = whisper_model_id, llama_model_id
         self.prompt_size, self.target_layer_ids = prompt_size, list(target_layer_ids)
-        self.whisper_d_model, self.whisper_heads, self.llama_hidden_size = whisper_d_model, whisper_heads, \
-            llama_hidden_size
+        self.whisper_d_model, self.whisper_heads, self.llama_hidden_size = (
+            whisper_d_model,
+            whisper_heads,
+            llama_hidden_size,
+        )
 
 
 class QformerConnector(nn.Module):
@@ -47,11 +60,18 @@ class QformerConnector(nn.Module):
         super().__init__()
         self.target_layer_ids = list(cfg.target_layer_ids)
         d = cfg.whisper_d_model
-        self.layer_prompts = nn.ParameterList([nn.Parameter(torch.randn(1, cfg.prompt_size, d))
-                                               for _ in self.target_layer_ids])
+        self.layer_prompts = nn.ParameterList(
+            [nn.Parameter(torch.randn(1, cfg.prompt_size, d)) for _ in self.target_layer_ids]
+        )
         self.layer_weights = nn.Parameter(torch.zeros(cfg.prompt_size, len(self.target_layer_ids)))
-        qcfg = BertConfig(hidden_size=d, num_hidden_layers=1, num_attention_heads=cfg.whisper_heads,
-                          intermediate_size=2 * d, add_cross_attention=True, is_decoder=True)
+        qcfg = BertConfig(
+            hidden_size=d,
+            num_hidden_layers=1,
+            num_attention_heads=cfg.whisper_heads,
+            intermediate_size=2 * d,
+            add_cross_attention=True,
+            is_decoder=True,
+        )
         self.qformer = BertEncoder(qcfg)
         self.proj = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, cfg.llama_hidden_size))
 
@@ -61,7 +81,7 @@ class QformerConnector(nn.Module):
             if idx in self.target_layer_ids:
                 prompt = self.layer_prompts[self.target_layer_ids.index(idx)].expand(states.size(0), -1, -1)
                 outs.append(self.qformer(hidden_states=prompt, encoder_hidden_states=states).last_hidden_state)
-        stacked = torch.stack(outs, dim=0).permute(1, 2, 0, 3)          # (b, prompt, layers, d)
+        stacked = torch.stack(outs, dim=0).permute(1, 2, 0, 3)  # (b, prompt, layers, d)
         weights = torch.softmax(self.layer_weights, dim=-1).unsqueeze(-1)
         return self.proj((stacked * weights).sum(dim=2))
 
@@ -88,9 +108,13 @@ class TinyDestaModel(PreTrainedModel):
         return paths[0], self.processor(audio, sampling_rate=16000, return_tensors="pt").input_features
 
     def perceive(self, input_features):
-        out = self.whisper.generate(input_features=input_features.to(self.whisper.device),
-                                    return_dict_in_generate=True, output_hidden_states=True,
-                                    language="en", task="transcribe")
+        out = self.whisper.generate(
+            input_features=input_features.to(self.whisper.device),
+            return_dict_in_generate=True,
+            output_hidden_states=True,
+            language="en",
+            task="transcribe",
+        )
         transcript = self.processor.batch_decode(out.sequences, skip_special_tokens=True)[0].strip()
         return transcript, self.connector(out.encoder_hidden_states)
 
@@ -108,8 +132,14 @@ class TinyDestaModel(PreTrainedModel):
         transcript, audio_features = self.perceive(feats)
         embeds, mask = self.inputs(messages, audio_path, transcript, audio_features)
         sampling = {"temperature": temperature, "top_p": top_p} if do_sample else {}
-        return self.llama.generate(inputs_embeds=embeds, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                   do_sample=do_sample, pad_token_id=self.tokenizer.pad_token_id, **sampling)
+        return self.llama.generate(
+            inputs_embeds=embeds,
+            attention_mask=mask,
+            max_new_tokens=max_new_tokens,
+            do_sample=do_sample,
+            pad_token_id=self.tokenizer.pad_token_id,
+            **sampling,
+        )
 
     # -- training (the test builder only)
     def loss(self, messages, answer: str):

@@ -14,6 +14,7 @@ its --lora-modules; each is text-only or takes audio. What it checks:
 Fields vLLM does not know are refused here (vLLM ignores them with a warning: a setting the app
 relies on would be silently dropped), so a passing request is one vLLM would act on in full.
 """
+
 from __future__ import annotations
 
 import base64
@@ -21,9 +22,27 @@ import binascii
 
 from openai_server import ApiError, OpenAIServer
 
-CHAT_FIELDS = {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
-               "min_p", "seed", "stop", "n", "stream", "presence_penalty", "frequency_penalty",
-               "repetition_penalty", "logprobs", "top_logprobs", "response_format", "user"}
+CHAT_FIELDS = {
+    "model",
+    "messages",
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "seed",
+    "stop",
+    "n",
+    "stream",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+    "logprobs",
+    "top_logprobs",
+    "response_format",
+    "user",
+}
 ROLES = {"system", "user", "assistant", "developer", "tool"}
 AUDIO_FORMATS = {"wav", "mp3"}
 TRANSCRIPTION_FIELDS = {"model", "language", "prompt", "response_format", "temperature"}

@@ -16,6 +16,7 @@ model), so it runs in that environment. Endpoints, as the remote backend calls t
 Errors are {"error": {"message", "type", "code"}}; 401 without the key when --api-key-env names
 a set variable. It listens on 127.0.0.1 unless --host says otherwise; one request runs at a time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,8 @@ import wave
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-DEFAULT_SYSTEM = "You are a helpful voice assistant."      # DeSTA2's own example system turn
-MAX_BODY = 64 * 1024 * 1024                                 # a few minutes of 16 kHz WAV, base64
+DEFAULT_SYSTEM = "You are a helpful voice assistant."  # DeSTA2's own example system turn
+MAX_BODY = 64 * 1024 * 1024  # a few minutes of 16 kHz WAV, base64
 
 
 class RequestError(Exception):
@@ -50,6 +51,7 @@ def load(model: str, dtype: str = "auto", device: str | None = None):
     # lazy import (torch, transformers): heavy; the module stays importable without them
     import torch
     from transformers import AutoModel
+
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     net = AutoModel.from_pretrained(model, trust_remote_code=True)
     if dtype not in ("", "auto"):
@@ -62,8 +64,14 @@ def messages_for_desta(body: dict, audio_path: str) -> tuple[list[dict], dict]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RequestError(400, "messages must be a non-empty list")
-    system = next((m.get("content") for m in messages if isinstance(m, dict) and m.get("role") == "system"
-                   and isinstance(m.get("content"), str)), DEFAULT_SYSTEM)
+    system = next(
+        (
+            m.get("content")
+            for m in messages
+            if isinstance(m, dict) and m.get("role") == "system" and isinstance(m.get("content"), str)
+        ),
+        DEFAULT_SYSTEM,
+    )
     user = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
     if not user:
         raise RequestError(400, "no user message")
@@ -81,16 +89,25 @@ def messages_for_desta(body: dict, audio_path: str) -> tuple[list[dict], dict]:
     gen = {"max_new_tokens": max_tokens, "do_sample": temperature > 0}
     if temperature > 0:
         gen.update(temperature=float(temperature), top_p=float(body.get("top_p", 1.0)))
-    return ([{"role": "system", "content": system}, {"role": "audio", "content": audio_path},
-             {"role": "user", "content": text}], gen)
+    return (
+        [
+            {"role": "system", "content": system},
+            {"role": "audio", "content": audio_path},
+            {"role": "user", "content": text},
+        ],
+        gen,
+    )
 
 
 def audio_of(body: dict) -> bytes:
     """The WAV bytes of the last user message's one input_audio part."""
     user = [m for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "user"]
     content = user[-1].get("content") if user else None
-    clips = [p.get("input_audio") for p in content if isinstance(p, dict) and p.get("type") == "input_audio"] \
-        if isinstance(content, list) else []
+    clips = (
+        [p.get("input_audio") for p in content if isinstance(p, dict) and p.get("type") == "input_audio"]
+        if isinstance(content, list)
+        else []
+    )
     if len(clips) != 1 or not isinstance(clips[0], dict):
         raise RequestError(400, "DeSTA2 takes exactly one input_audio part in the user message")
     if clips[0].get("format") != "wav":
@@ -112,12 +129,13 @@ class Desta2Server:
 
     def __init__(self, model, served_name: str, api_key: str = "", host: str = "127.0.0.1", port: int = 8004):
         self.model, self.served_name, self.api_key = model, served_name, api_key
-        self._lock = threading.Lock()          # one generation at a time on the one model
+        self._lock = threading.Lock()  # one generation at a time on the one model
         self._tmp = tempfile.TemporaryDirectory(prefix="desta2-server-")
         owner = self
 
         class Handler(_Handler):
             server_owner = owner
+
         self.httpd = ThreadingHTTPServer((host, port), Handler)
 
     @property
@@ -128,6 +146,7 @@ class Desta2Server:
     def translate(self, body: dict) -> str:
         # lazy import (torch): the module stays importable without it
         import torch
+
         if body.get("model") != self.served_name:
             raise RequestError(404, f"The model `{body.get('model')}` does not exist.", "NotFoundError")
         raw = audio_of(body)
@@ -136,7 +155,7 @@ class Desta2Server:
         try:
             messages, gen = messages_for_desta(body, str(path))
             with self._lock, torch.inference_mode():
-                ids = self.model.chat(messages, **gen)          # new tokens only
+                ids = self.model.chat(messages, **gen)  # new tokens only
             return self.model.tokenizer.batch_decode(ids, skip_special_tokens=True)[0].strip()
         finally:
             path.unlink(missing_ok=True)
@@ -158,7 +177,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_owner: Desta2Server
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, fmt, *args):      # one line per request, without the body
+    def log_message(self, fmt, *args):  # one line per request, without the body
         print(f"{self.address_string()} {fmt % args}", flush=True)
 
     def _send(self, status: int, payload: dict) -> None:
@@ -183,8 +202,13 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._authorised():
             return
         if self.path.rstrip("/") == "/v1/models":
-            self._send(200, {"object": "list", "data": [{"id": self.server_owner.served_name, "object": "model",
-                                                         "owned_by": "desta2-server"}]})
+            self._send(
+                200,
+                {
+                    "object": "list",
+                    "data": [{"id": self.server_owner.served_name, "object": "model", "owned_by": "desta2-server"}],
+                },
+            )
         else:
             self._error(RequestError(404, f"Not found: {self.path}", "NotFoundError"))
 
@@ -210,13 +234,19 @@ class _Handler(BaseHTTPRequestHandler):
         except RequestError as e:
             self._error(e)
             return
-        except Exception as e:          # a model failure is the server's 500, in its own words
+        except Exception as e:  # a model failure is the server's 500, in its own words
             self._error(RequestError(500, f"{type(e).__name__}: {e}", "InternalServerError"))
             return
-        self._send(200, {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion",
-                         "created": int(time.time()), "model": self.server_owner.served_name,
-                         "choices": [{"index": 0, "finish_reason": "stop",
-                                      "message": {"role": "assistant", "content": text}}]})
+        self._send(
+            200,
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": self.server_owner.served_name,
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            },
+        )
 
 
 def main(argv=None) -> None:

@@ -15,6 +15,7 @@ each other are a cycle even when no two modules do. The imports that run up the 
 pyproject.toml's layers contract on services' packages (containers = ["services"]) are counted
 too; import-linter fails on those it does not list in ignore_imports.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,10 @@ def services_contract(root: Path = ROOT) -> tuple[list[set[str]], set[tuple[str,
     contracts = tomllib.loads(config.read_text(encoding="utf-8")).get("tool", {}).get("importlinter", {})
     for c in contracts.get("contracts", []):
         if c.get("type") == "layers" and c.get("containers") == ["services"]:
-            layers = [{f"services.{m.strip().strip('()')}" for m in layer.replace(":", "|").split("|")}
-                      for layer in c["layers"]]
+            layers = [
+                {f"services.{m.strip().strip('()')}" for m in layer.replace(":", "|").split("|")}
+                for layer in c["layers"]
+            ]
             ignored = {tuple(x.strip() for x in i.split("->")) for i in c.get("ignore_imports", [])}
             return layers, ignored
     return None
@@ -100,7 +103,7 @@ def imports(path: Path, name: str, known: set[str]):
             elif isinstance(child, ast.ImportFrom):
                 base = child.module or ""
                 if child.level:
-                    up = package.split(".")[:len(package.split(".")) - child.level + 1]
+                    up = package.split(".")[: len(package.split(".")) - child.level + 1]
                     base = ".".join(up + ([base] if base else []))
                 targets = [f"{base}.{a.name}" for a in child.names]
             else:
@@ -162,10 +165,12 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 top[name].add(target)
         if name.startswith("services") and any(
-                isinstance(n, (ast.Import, ast.ImportFrom)) and any(
-                    (a.name if isinstance(n, ast.Import) else (n.module or "")).split(".")[0] == "gradio"
-                    for a in n.names)
-                for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))):
+            isinstance(n, (ast.Import, ast.ImportFrom))
+            and any(
+                (a.name if isinstance(n, ast.Import) else (n.module or "")).split(".")[0] == "gradio" for a in n.names
+            )
+            for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        ):
             gradio.append(name)
     services = {m: p for m, p in mods.items() if m.startswith("services")}
     sizes = sorted(((len(p.read_text(encoding="utf-8").splitlines()), m) for m, p in services.items()), reverse=True)
@@ -191,8 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         package_graph[a].add(b)
     found_packages = cycles(package_graph)
     pairs = sum(len(c) * (len(c) - 1) // 2 for c in found_packages)
-    print(f"package edges in services: {len(edges)}; package cycles: {len(found_packages)} "
-          f"({pairs} pairs of packages reaching each other), leaving out the {len(ignored)} ignored imports")
+    print(
+        f"package edges in services: {len(edges)}; package cycles: {len(found_packages)} "
+        f"({pairs} pairs of packages reaching each other), leaving out the {len(ignored)} ignored imports"
+    )
     for c in found_packages:
         print("  package cycle: " + " <-> ".join(c))
     for (a, b), found in sorted(edges.items()):
@@ -203,8 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         wrong = against_layers(package_edges(every), layers)
         listed = {f"{a} -> {b}" for a, b in ignored}
-        print(f"imports against the layer order of services' packages: {len(wrong)} "
-              f"(ignored in the contract: {sum(w.split(' (')[0] in listed for w in wrong)})")
+        print(
+            f"imports against the layer order of services' packages: {len(wrong)} "
+            f"(ignored in the contract: {sum(w.split(' (')[0] in listed for w in wrong)})"
+        )
         for w in wrong:
             print("  " + w)
     return 1 if found_all or local or gradio or found_packages else 0

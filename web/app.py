@@ -19,8 +19,11 @@ def build_app(settings, database) -> Site:
 
     auth = admin.AdminAuth(settings.admin_password, database, local_secret=settings.admin_secret)
     refuse_remote_files()
-    site = Site(team_page(settings, database, auth),
-                {role: role_page(database, settings, role, label) for role, label in ROLE_PAGES.items()}, auth)
+    site = Site(
+        team_page(settings, database, auth),
+        {role: role_page(database, settings, role, label) for role, label in ROLE_PAGES.items()},
+        auth,
+    )
     for blocks in site.blocks:
         forget_strangers_uploads(blocks, database, auth)
     return site
@@ -38,8 +41,9 @@ def mount_pages(site: Site, **options) -> list:
     for role, page in site.pages.items():
         page.queue(default_concurrency_limit=16)
         holder = FastAPI()
-        gr.mount_gradio_app(holder, page, f"/{role}",
-                            root_path=f"{root_path.rstrip('/')}/{role}" if root_path else None, **options)
+        gr.mount_gradio_app(
+            holder, page, f"/{role}", root_path=f"{root_path.rstrip('/')}/{role}" if root_path else None, **options
+        )
         # gradio checks an input's file paths (only uploads to this server) once its Blocks "has
         # launched", which launch() marks and mount_gradio_app does not: without this a page's
         # events would take any path on the server (/etc/passwd, the database) as an upload
@@ -51,24 +55,30 @@ def mount_pages(site: Site, **options) -> list:
 def page_options(settings) -> dict:
     """The options of launch() that every page gets ("/" through launch(), the role pages through
     mount_pages)."""
-    return dict(css_paths=[ROOT / "assets" / "style.css"], js=KEYBOARD_JS, theme=page_theme(),
-                allowed_paths=[str(settings.media_dir)],
-                # an unexpected exception's text never reaches a participant (gradio shows a
-                # generic "Error"); gr.Error messages still show, and the admin tabs raise
-                # them with details
-                show_error=False,
-                # no "Use via API / Built with Gradio / Settings" footer under a participant's task
-                footer_links=[],
-                # no "run history" store in the participant's browser (nor its script)
-                run_history=False,
-                # gradio refuses a larger upload before it is stored or decoded
-                max_file_size=int(settings.max_upload_mb * 1024 * 1024))
+    return dict(
+        css_paths=[ROOT / "assets" / "style.css"],
+        js=KEYBOARD_JS,
+        theme=page_theme(),
+        allowed_paths=[str(settings.media_dir)],
+        # an unexpected exception's text never reaches a participant (gradio shows a
+        # generic "Error"); gr.Error messages still show, and the admin tabs raise
+        # them with details
+        show_error=False,
+        # no "Use via API / Built with Gradio / Settings" footer under a participant's task
+        footer_links=[],
+        # no "run history" store in the participant's browser (nor its script)
+        run_history=False,
+        # gradio refuses a larger upload before it is stored or decoded
+        max_file_size=int(settings.max_upload_mb * 1024 * 1024),
+    )
 
 
 def middleware(site: Site, settings, database) -> list:
     """The served app's middleware stack, outermost first: Guard; static_assets next, since a
     bundle file needs none of the others."""
-    return ([guard(site, settings, database)]
-            + ([static_assets()] if settings.fast_pages else [])
-            + [role_redirect(database), refuse_remote_files_middleware(), compression(), security_headers(settings)]
-            + ([preload_hints(site)] if settings.fast_pages else []))
+    return (
+        [guard(site, settings, database)]
+        + ([static_assets()] if settings.fast_pages else [])
+        + [role_redirect(database), refuse_remote_files_middleware(), compression(), security_headers(settings)]
+        + ([preload_hints(site)] if settings.fast_pages else [])
+    )

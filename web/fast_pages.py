@@ -20,9 +20,11 @@ def lang_pin_html(lang: str) -> str:
     """A script that keeps <html lang> at the page's language: Gradio's front end sets it to the
     browser's locale once it starts, and a screen reader or hyphenation then reads Portuguese as
     English (or the other way round)."""
-    return ("<script>(() => { const l = %s, d = document.documentElement; const pin = () => "
-            "{ if (d.lang !== l) d.lang = l; }; pin(); new MutationObserver(pin).observe(d, "
-            "{attributes: true, attributeFilter: ['lang']}); })();</script>") % json.dumps(lang)
+    return (
+        "<script>(() => { const l = %s, d = document.documentElement; const pin = () => "
+        "{ if (d.lang !== l) d.lang = l; }; pin(); new MutationObserver(pin).observe(d, "
+        "{attributes: true, attributeFilter: ['lang']}); })();</script>"
+    ) % json.dumps(lang)
 
 
 class PreloadHints:
@@ -36,13 +38,14 @@ class PreloadHints:
         self.hints: dict[str, bytes] = {}
 
     def hint(self, role: str) -> bytes:
-        if role not in self.hints:      # built at the first request: the page's theme is set by then
+        if role not in self.hints:  # built at the first request: the page's theme is set by then
             from tabs import preload
 
             page = self.site.pages[role]
             theme = f"./theme.css?v={page.theme_hash}" if getattr(page, "theme_hash", None) else ""
-            self.hints[role] = (preload.hint_html(preload.config_types(page), theme)
-                                + lang_pin_html(role_language(role))).encode("utf-8")
+            self.hints[role] = (
+                preload.hint_html(preload.config_types(page), theme) + lang_pin_html(role_language(role))
+            ).encode("utf-8")
         return self.hints[role]
 
     async def __call__(self, scope, receive, send):
@@ -66,8 +69,11 @@ class PreloadHints:
                 return
             html = b"".join(body)
             headers = dict((k.lower(), v) for k, v in start.get("headers", []))
-            if start.get("status") == 200 and headers.get(b"content-type", b"").startswith(b"text/html") \
-                    and b"content-encoding" not in headers:
+            if (
+                start.get("status") == 200
+                and headers.get(b"content-type", b"").startswith(b"text/html")
+                and b"content-encoding" not in headers
+            ):
                 at = html.find(b">", html.find(b"<base ")) + 1 if b"<base " in html else html.find(b"</head>")
                 if at > 0:
                     html = html[:at] + self.hint(role) + html[at:]
@@ -117,10 +123,12 @@ class StaticAssets:
                 accept = dict(scope.get("headers", [])).get(b"accept-encoding", b"")
                 gz = b"gzip" in accept
                 body = found[1] if gz else found[0]
-                headers = [(b"content-type", self.TYPES[name[name.rindex("."):]]),
-                           (b"content-length", str(len(body)).encode()),
-                           (b"cache-control", b"public, max-age=31536000, immutable"),
-                           (b"vary", b"Accept-Encoding")] + ([(b"content-encoding", b"gzip")] if gz else [])
+                headers = [
+                    (b"content-type", self.TYPES[name[name.rindex(".") :]]),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"cache-control", b"public, max-age=31536000, immutable"),
+                    (b"vary", b"Accept-Encoding"),
+                ] + ([(b"content-encoding", b"gzip")] if gz else [])
                 await send({"type": "http.response.start", "status": 200, "headers": headers})
                 return await send({"type": "http.response.body", "body": body})
         return await self.app(scope, receive, send)

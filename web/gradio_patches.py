@@ -48,12 +48,13 @@ def refuse_remote_files() -> None:
         return d
 
     async def guarded(data, block, postprocess=False, *args, **kwargs):
-        if not postprocess:     # inputs only: the app's own outputs are local files
+        if not postprocess:  # inputs only: the app's own outputs are local files
             plain = data.model_dump() if hasattr(data, "model_dump") else data
             # what gradio would fetch (a FileData with its meta) in any input; in a file input,
             # anything with a path (a JSON input's own {"path": ...} is left alone)
-            files = (client_utils.is_file_obj if type(block).__name__ in UPLOAD_KINDS
-                     else client_utils.is_file_obj_with_meta)
+            files = (
+                client_utils.is_file_obj if type(block).__name__ in UPLOAD_KINDS else client_utils.is_file_obj_with_meta
+            )
             client_utils.traverse(plain, check, files)
         return await move(data, block, postprocess, *args, **kwargs)
 
@@ -85,6 +86,7 @@ def few_files_per_upload() -> None:
         def __init__(self, *args, **kwargs):
             kwargs.update(max_files=MAX_FILES_PER_UPLOAD, max_fields=MAX_FILES_PER_UPLOAD * 4)
             super().__init__(*args, **kwargs)
+
     route_utils.GradioMultiPartParser = Bounded
 
 
@@ -135,6 +137,7 @@ def slow_clients_cut_off(header_timeout: float, max_connections: int) -> None:
             kwargs.setdefault("http", TimedH11)
             kwargs.setdefault("limit_concurrency", max_connections)
             super().__init__(*args, **kwargs)
+
     uvicorn.Config = Config
 
 
@@ -177,5 +180,6 @@ def patient_start_probe(seconds: float = 60.0) -> None:
                 return False
             time.sleep(0.5)
         return True
+
     url_ok.patient = True
     networking.url_ok = url_ok

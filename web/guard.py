@@ -16,13 +16,15 @@ from web.uploads import UploadBudget, upload_pages
 # receiver's ten answers of 2,000 characters: about 25 KB; a study zip goes through /upload).
 MAX_JSON_DEPTH = 32
 MAX_JSON_VALUES = 20_000
-UPLOAD_OVERHEAD = 64 * 1024     # the multipart framing around one file
+UPLOAD_OVERHEAD = 64 * 1024  # the multipart framing around one file
 
 # Paths within a page (after /<role>) that the pages and gradio_client use; everything else
 # Gradio serves (/gradio_api/file/<URL>, process_recording, monitoring, run-history, vibe-edit,
 # login, streams...) answers 404 before Gradio sees it.
-OPEN_GET = re.compile(r"/?|/config/?|/theme\.css|/favicon\.ico|/robots\.txt|/(?:assets|static)/.+|"
-                      r"/gradio_api/(?:info/?|heartbeat/[^/]+|queue/data|call/[^/]+/[^/]+|file=.+|startup-events)")
+OPEN_GET = re.compile(
+    r"/?|/config/?|/theme\.css|/favicon\.ico|/robots\.txt|/(?:assets|static)/.+|"
+    r"/gradio_api/(?:info/?|heartbeat/[^/]+|queue/data|call/[^/]+/[^/]+|file=.+|startup-events)"
+)
 OPEN_POST = re.compile(r"/gradio_api/(?:queue/join|api/[^/]+/?|call/[^/]+/?|run/[^/]+/?|cancel|reset/?)")
 UPLOAD = re.compile(r"/gradio_api/(?:upload|upload_progress)")
 
@@ -58,9 +60,16 @@ class Guard:
     team page's participant calls refused to strangers) and an upload counted against its
     client's UploadBudget. Refusals answer at once and close the connection."""
 
-    def __init__(self, app, max_body: int = 1024 * 1024, max_upload: int = 50 * 1024 * 1024,
-                 body_timeout: float = 30.0, upload_pages: tuple = (), callers: "Callers | None" = None,
-                 uploads: "UploadBudget | None" = None):
+    def __init__(
+        self,
+        app,
+        max_body: int = 1024 * 1024,
+        max_upload: int = 50 * 1024 * 1024,
+        body_timeout: float = 30.0,
+        upload_pages: tuple = (),
+        callers: "Callers | None" = None,
+        uploads: "UploadBudget | None" = None,
+    ):
         self.app, self.max_body, self.body_timeout = app, max_body, body_timeout
         self.max_upload = max_upload + UPLOAD_OVERHEAD
         self.upload_pages = set(upload_pages)
@@ -71,9 +80,17 @@ class Guard:
         # an event's refusal as JSON {"error": ...}, which gradio's clients show as the call's error
         body = json.dumps({"error": text}).encode() if as_json else text.encode()
         kind = b"application/json" if as_json else b"text/plain; charset=utf-8"
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", kind), (b"connection", b"close"),
-                                (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", kind),
+                    (b"connection", b"close"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
     def route(self, scope) -> tuple[str, str]:
@@ -92,15 +109,18 @@ class Guard:
         upload = UPLOAD.fullmatch(path) is not None
         if upload and page not in self.upload_pages:
             return await self.refuse(send, 403, "This page takes no files.")
-        if not upload and not (OPEN_POST if method == "POST" else OPEN_GET).fullmatch(path) \
-                or method not in ("GET", "HEAD", "POST"):
+        if (
+            not upload
+            and not (OPEN_POST if method == "POST" else OPEN_GET).fullmatch(path)
+            or method not in ("GET", "HEAD", "POST")
+        ):
             return await self.refuse(send, 404, "Not found.")
         if method != "POST":
             return await self.app(scope, receive, send)
         limit = self.max_upload if upload else self.max_body
         length = dict(scope.get("headers", [])).get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > limit):
-            if upload:      # in the words of gradio's own refusal, which a part past the size gets
+            if upload:  # in the words of gradio's own refusal, which a part past the size gets
                 mb = (limit - UPLOAD_OVERHEAD) / 1024 / 1024
                 return await self.refuse(send, 413, f"The file is larger than the maximum allowed size ({mb:.1f} MB).")
             return await self.refuse(send, 413, f"The request is larger than this server takes ({limit:,} bytes).")
@@ -119,6 +139,7 @@ class Guard:
                 message = await stream()
                 seen[0] += len(message.get("body", b""))
                 return message
+
             return await self.app(scope, counted, self.kept_uploads(client, send, seen))
         import anyio
 
@@ -132,7 +153,8 @@ class Guard:
                     body += message.get("body", b"")
                     if len(body) > limit:
                         return await self.refuse(
-                            send, 413, f"The request is larger than this server takes ({limit:,} bytes).")
+                            send, 413, f"The request is larger than this server takes ({limit:,} bytes)."
+                        )
                     if not message.get("more_body"):
                         break
         except TimeoutError:
@@ -152,6 +174,7 @@ class Guard:
                 sent = True
                 return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
+
         return await self.app(scope, replay, send)
 
     def kept_uploads(self, client: str, send, seen: list):
@@ -173,6 +196,7 @@ class Guard:
                     if isinstance(paths, list):
                         self.uploads.keep(client, [p for p in paths if isinstance(p, str)], seen[0])
             await send(message)
+
         return noting
 
     def bounded_stream(self, receive, limit: int):
@@ -191,6 +215,7 @@ class Guard:
                 return {"type": "http.disconnect"}
             seen += len(message.get("body", b""))
             return {"type": "http.disconnect"} if seen > limit else message
+
         return bounded
 
 
@@ -198,8 +223,12 @@ def guard(site: Site, settings, database=None):
     from starlette.middleware import Middleware
 
     held = int(settings.upload_mb_per_client * 1024 * 1024)
-    return Middleware(Guard, max_body=int(settings.max_body_kb * 1024),
-                      max_upload=int(settings.max_upload_mb * 1024 * 1024),
-                      body_timeout=settings.body_timeout, upload_pages=upload_pages(site),
-                      callers=Callers(site, database) if database is not None else None,
-                      uploads=UploadBudget(settings.uploads_per_minute, held, 20 * held))
+    return Middleware(
+        Guard,
+        max_body=int(settings.max_body_kb * 1024),
+        max_upload=int(settings.max_upload_mb * 1024 * 1024),
+        body_timeout=settings.body_timeout,
+        upload_pages=upload_pages(site),
+        callers=Callers(site, database) if database is not None else None,
+        uploads=UploadBudget(settings.uploads_per_minute, held, 20 * held),
+    )

@@ -40,16 +40,19 @@ class SecurityHeaders:
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
                 names = {k.lower() for k, _ in message.get("headers", [])}
-                message = {**message, "headers": list(message.get("headers", [])) +
-                           [(k, v) for k, v in self.headers if k not in names]}
+                message = {
+                    **message,
+                    "headers": list(message.get("headers", [])) + [(k, v) for k, v in self.headers if k not in names],
+                }
             await send(message)
+
         return await self.app(scope, receive, send_with_headers)
 
 
 def app_path(scope) -> str:
     """A request's path within the app: without the server's --root-path prefix."""
     path, prefix = scope["path"], scope.get("root_path", "").rstrip("/")
-    return path[len(prefix):] if prefix and path.startswith(prefix + "/") else path
+    return path[len(prefix) :] if prefix and path.startswith(prefix + "/") else path
 
 
 class RoleRedirect:
@@ -91,9 +94,17 @@ class RoleRedirect:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):
             location = self.target(app_path(scope), scope.get("query_string", b"").decode("latin-1"))
             if location:
-                await send({"type": "http.response.start", "status": 302,
-                            "headers": [(b"location", location.encode("latin-1")),
-                                        (b"content-length", b"0"), (b"cache-control", b"no-store")]})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 302,
+                        "headers": [
+                            (b"location", location.encode("latin-1")),
+                            (b"content-length", b"0"),
+                            (b"cache-control", b"no-store"),
+                        ],
+                    }
+                )
                 return await send({"type": "http.response.body", "body": b""})
         return await self.app(scope, receive, send)
 
@@ -110,7 +121,7 @@ class RefuseRemoteFiles:
         if scope["type"] == "http":
             path = scope.get("path", "")
             at = path.find("/file=")
-            if "/proxy=" in path or (at >= 0 and is_remote_path(path[at + 6:])):
+            if "/proxy=" in path or (at >= 0 and is_remote_path(path[at + 6 :])):
                 from starlette.responses import PlainTextResponse
 
                 return await PlainTextResponse("Only this server's own files are served.", 403)(scope, receive, send)

@@ -3,8 +3,10 @@ participant calls every page has and the page's theme and scripts."""
 
 from web.uploads import UPLOADS_EXPIRE
 
-HELP_NO_LINK = ("### Welcome\nThis is a study platform. Participants: please open the personal link "
-                "you were given (it ends in `?t=...`). Study designers: use the Admin tab.")
+HELP_NO_LINK = (
+    "### Welcome\nThis is a study platform. Participants: please open the personal link "
+    "you were given (it ends in `?t=...`). Study designers: use the Admin tab."
+)
 
 
 # Enter submits the visible tab's form when focus is on a slider, a radio or the page itself,
@@ -93,18 +95,29 @@ def team_page(settings, database, auth):
 
         def on_root_load(request: gr.Request):
             tok, problem, participant = resolve_link(database, request)
-            host = (admin.client_address(request.client.host, getattr(request, "headers", None))
-                    if request and request.client else None)
+            host = (
+                admin.client_address(request.client.host, getattr(request, "headers", None))
+                if request and request.client
+                else None
+            )
             if participant is not None:
                 # a link that reached "/" without the redirect (a proxy that drops it): a plain link on
                 problem = f"Your page: [continue here](./{participant['role']}/?t={participant['token']})"
-                return {token: "", welcome: problem, admin_tab_obj: gr.update(visible=False),
-                        analysis_obj: gr.update(visible=False)}
+                return {
+                    token: "",
+                    welcome: problem,
+                    admin_tab_obj: gr.update(visible=False),
+                    analysis_obj: gr.update(visible=False),
+                }
             show_admin = not problem and auth.available(host)
             # the problem may echo URL parameters: shown as plain text, never as Markdown
-            return {token: "", welcome: f"**{plain_markdown(problem)}**" if problem else HELP_NO_LINK,
-                    admin_tab_obj: gr.update(visible=show_admin), analysis_obj: gr.update(visible=show_admin),
-                    tabset: gr.update(selected="admin")}
+            return {
+                token: "",
+                welcome: f"**{plain_markdown(problem)}**" if problem else HELP_NO_LINK,
+                admin_tab_obj: gr.update(visible=show_admin),
+                analysis_obj: gr.update(visible=show_admin),
+                tabset: gr.update(selected="admin"),
+            }
 
         demo.load(on_root_load, None, [token, welcome, admin_tab_obj, analysis_obj, tabset], api_visibility="private")
         participant_api(database, settings)
@@ -128,7 +141,7 @@ def resolve_link(database, request, lang: str = "en") -> tuple[str, str, dict | 
             client = throttle_key(request.client.host if request.client else None, getattr(request, "headers", None))
             tok = enrol_from_link(database, q, client=client)["token"]
         except ParticipantError as e:
-            problem = str(reword(e, Voice(lang)))       # a refusal's key (enrol_<reason>) in the page's words
+            problem = str(reword(e, Voice(lang)))  # a refusal's key (enrol_<reason>) in the page's words
     participant = participants.by_token(database, tok) if tok else None
     if tok and participant is None:
         problem = Voice(lang)("invalid_link")
@@ -147,13 +160,19 @@ def role_page(database, settings, role: str, title: str):
     from tabs import da, receiver, record, sd, survey, validator
     from tabs.common import PARTICIPANT_EVENT, Ctx, plain_html
 
-    builders = {"record": record.build, "receiver": receiver.build, "validator": validator.build,
-                "survey": survey.build, "da": da.build, "sd": sd.build}
+    builders = {
+        "record": record.build,
+        "receiver": receiver.build,
+        "validator": validator.build,
+        "survey": survey.build,
+        "da": da.build,
+        "sd": sd.build,
+    }
     names = ROLE_TABS[role]
-    lang = page_language(names[0])      # the receiver's page is in European Portuguese
+    lang = page_language(names[0])  # the receiver's page is in European Portuguese
     with gr.Blocks(title=title, delete_cache=UPLOADS_EXPIRE) as page:
         token = gr.Textbox(visible=False, elem_id="participant-token")
-        welcome = gr.HTML()       # no Markdown renderer on a participant's page
+        welcome = gr.HTML()  # no Markdown renderer on a participant's page
         ctx = Ctx(database, settings, token, lang=lang)
         consent_ui = consent_tab.build(ctx)
         with gr.Tabs() as tabset:
@@ -172,10 +191,10 @@ def role_page(database, settings, role: str, title: str):
                     out[ui.tab] = gr.update(visible=False)
                 return out
             words = page_welcome(database, participant, lang) if participant["active"] else ""
-            if words:     # the role's task and its expected time, before consent and the first item
+            if words:  # the role's task and its expected time, before consent and the first item
                 out[welcome] = f'<div class="role-welcome" lang="{lang}"><p>{plain_html(words)}</p></div>'
             pending = consent_ui.show(participant) if participant["active"] else {}
-            if pending:   # consent and the demographics form come before any tab
+            if pending:  # consent and the demographics form come before any tab
                 out.update(pending)
                 for ui in uis:
                     out[ui.tab] = gr.update(visible=False)
@@ -195,7 +214,7 @@ def role_page(database, settings, role: str, title: str):
         consent_ui.connect(tab_outputs, show_tabs)
         # the first item without a queue round trip (join, then the event stream): one POST
         page.load(on_load, None, [token, welcome] + consent_ui.outputs, api_visibility="private", **PARTICIPANT_EVENT)
-        for ui in uis:   # a finished queue with a Prolific URL sends the participant back there
+        for ui in uis:  # a finished queue with a Prolific URL sends the participant back there
             ui.outputs[0].change(None, ui.outputs[0], None, js=REDIRECT_JS)
         participant_api(database, settings)
     return page
@@ -207,6 +226,7 @@ def page_theme():
     scripts compressed), which matters to a participant on a phone connection."""
     import gradio as gr
 
-    return gr.themes.Default(font=["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica Neue", "Arial",
-                                   "sans-serif"],
-                             font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"])
+    return gr.themes.Default(
+        font=["system-ui", "-apple-system", "Segoe UI", "Roboto", "Helvetica Neue", "Arial", "sans-serif"],
+        font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
+    )

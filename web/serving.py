@@ -38,8 +38,10 @@ def serve_tls(args, settings) -> tuple[str | None, str | None]:
 
     hosts = tls.parse_hosts(args.tls_hosts)
     cert, key = tls.make_self_signed(Path(settings.db_path).parent / "tls", hosts)
-    print(f"HTTPS with a self-signed certificate for {', '.join(hosts)}: {cert}\n"
-          f"  SHA-256 {tls.fingerprint(cert)} (browsers warn once; compare this fingerprint)")
+    print(
+        f"HTTPS with a self-signed certificate for {', '.join(hosts)}: {cert}\n"
+        f"  SHA-256 {tls.fingerprint(cert)} (browsers warn once; compare this fingerprint)"
+    )
     return str(cert), str(key)
 
 
@@ -57,7 +59,7 @@ def link_base(settings, host: str | None, port: int | None, tls: bool) -> str:
     if settings.get("TRADLAB_PUBLIC_URL") or settings.on_space:
         return url
     url = f"http://{host or settings.host}:{port or settings.port}"
-    return "https://" + url[len("http://"):] if tls else url
+    return "https://" + url[len("http://") :] if tls else url
 
 
 def serve(args, settings, connect):
@@ -67,7 +69,7 @@ def serve(args, settings, connect):
 
     from services.participation import rate_limit
 
-    rate_limit.configure(settings.rate_limit)      # per participant link, in the served app only
+    rate_limit.configure(settings.rate_limit)  # per participant link, in the served app only
 
     # not a setting of this app: gradio's own variable, given a value for the served process
     os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", ANALYTICS_EVERY)
@@ -103,15 +105,22 @@ def serve(args, settings, connect):
     slow_clients_cut_off(settings.header_timeout, settings.max_connections)
     few_files_per_upload()
     options = page_options(settings)
-    mounts = mount_pages(site, root_path=args.root_path, server_name=host,
-                         server_port=args.port or settings.port, **options)
-    demo.launch(server_name=host, server_port=args.port or settings.port,
-                # ssl_verify only concerns gradio's start-up probe of its own local URL
-                # (https://localhost:PORT), which a self-signed or a public-name certificate fails
-                ssl_certfile=certfile, ssl_keyfile=keyfile, ssl_verify=not certfile,
-                root_path=args.root_path, **options,
-                app_kwargs={"routes": mounts, "middleware": middleware(site, settings, database)},
-                prevent_thread_lock=True)
+    mounts = mount_pages(
+        site, root_path=args.root_path, server_name=host, server_port=args.port or settings.port, **options
+    )
+    demo.launch(
+        server_name=host,
+        server_port=args.port or settings.port,
+        # ssl_verify only concerns gradio's start-up probe of its own local URL
+        # (https://localhost:PORT), which a self-signed or a public-name certificate fails
+        ssl_certfile=certfile,
+        ssl_keyfile=keyfile,
+        ssl_verify=not certfile,
+        root_path=args.root_path,
+        **options,
+        app_kwargs={"routes": mounts, "middleware": middleware(site, settings, database)},
+        prevent_thread_lock=True,
+    )
     for blocks in site.blocks:
         without_addresses(blocks.config)
     expire_unused_uploads(site)
@@ -126,7 +135,7 @@ def serve(args, settings, connect):
         from services.participation import maintenance
         from services.usability import pipeline
 
-        maintenance.schedule_all(database)      # drop-out detection and the workflow's repair, periodic
+        maintenance.schedule_all(database)  # drop-out detection and the workflow's repair, periodic
         Worker(database, pipeline.handlers(database, media_dir=settings.media_dir)).start()
     demo.block_thread()
 
@@ -142,7 +151,7 @@ def warm_up(site: Site, local_url: str, verify: bool) -> None:
         with httpx.Client(verify=verify, timeout=60, headers={"accept-encoding": "gzip"}) as client:
             try:
                 warm_pages(site.pages, lambda path: client.get(local_url.rstrip("/") + path))
-            except httpx.HTTPError:       # a warm-up only: the first participant pays instead
+            except httpx.HTTPError:  # a warm-up only: the first participant pays instead
                 pass
 
     threading.Thread(target=run, name="warm-up", daemon=True).start()
@@ -191,6 +200,7 @@ def ensure_demo(database, settings):
             add_participants(database, sid, role, 1, actor="demo")
         # the rater's work: a sender who dropped out after one recording
         from services.setup.demo import add_dropped_out_sender
+
         print("Demo: " + add_dropped_out_sender(database, sid, settings.media_dir, stays.id))
     print(f"Demo study '{sid}' ({status}). One link per role:")
     seen = set()
@@ -198,11 +208,14 @@ def ensure_demo(database, settings):
         if row["role"] not in seen:
             seen.add(row["role"])
             print(f"  {row['role']:<10} {row['url']}")
-    print(f"  admin      {settings.public_url}/  (Admin tab)" if settings.admin_password
-          else f"  {admin_link(settings)}")
+    print(
+        f"  admin      {settings.public_url}/  (Admin tab)" if settings.admin_password else f"  {admin_link(settings)}"
+    )
 
 
 def admin_link(settings) -> str:
     """The line naming the passwordless admin's link (services.admin.auth: the secret is its key)."""
-    return (f"Admin link (no TRADLAB_ADMIN_PASSWORD set; the link is the key, keep it to yourself): "
-            f"{settings.public_url}/?admin={settings.admin_secret}")
+    return (
+        f"Admin link (no TRADLAB_ADMIN_PASSWORD set; the link is the key, keep it to yourself): "
+        f"{settings.public_url}/?admin={settings.admin_secret}"
+    )

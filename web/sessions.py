@@ -16,7 +16,7 @@ def known_credential(database, auth, value) -> bool:
     participant = participants.by_token(database, value)
     if participant is not None and participant.get("active", 1):
         return True
-    try:   # the session alone (the handler checks the address), in a copy of the context:
+    try:  # the session alone (the handler checks the address), in a copy of the context:
         # the handler's "admin checked" mark (services.admin.auth.run_checked) is left as it was
         contextvars.copy_context().run(auth.check, value, "127.0.0.1")
         return True
@@ -64,18 +64,23 @@ def session_classes() -> tuple:
             super().__init__(SimpleNamespace(default_config=blocks.default_config, blocks={}))
 
     class CallerSessions(StateHolder):
-        def __init__(self, strangers: int = STRANGER_SESSIONS, ttl: float = STRANGER_SESSION_S,
-                     grace: float = STRANGER_GRACE_S, clock=time.monotonic):
+        def __init__(
+            self,
+            strangers: int = STRANGER_SESSIONS,
+            ttl: float = STRANGER_SESSION_S,
+            grace: float = STRANGER_GRACE_S,
+            clock=time.monotonic,
+        ):
             super().__init__()
-            self.known: set[str] = set()        # hashes that came with a valid link or admin session
-            self.strangers: OrderedDict[str, float] = OrderedDict()     # the others: hash -> last use
+            self.known: set[str] = set()  # hashes that came with a valid link or admin session
+            self.strangers: OrderedDict[str, float] = OrderedDict()  # the others: hash -> last use
             self.stranger_cap, self.ttl, self.grace, self.clock = strangers, ttl, grace, clock
 
         def vouch(self, session_id: str) -> None:
             with self.lock:
                 self.known.add(session_id)
                 self.strangers.pop(session_id, None)
-                if len(self.known) > 2 * self.capacity:      # those gradio evicted
+                if len(self.known) > 2 * self.capacity:  # those gradio evicted
                     self.known &= set(self.session_data)
 
         def __getitem__(self, session_id: str):
@@ -117,7 +122,7 @@ def session_classes() -> tuple:
                     else:
                         self.forget(oldest)
 
-        def delete_all_expired_state(self):     # gradio calls it every second
+        def delete_all_expired_state(self):  # gradio calls it every second
             with self.lock:
                 self.drop_strangers()
             super().delete_all_expired_state()
@@ -134,12 +139,13 @@ class Callers:
     a valid token or admin session before Gradio builds anything (an honest link is sent on to
     its role's page by RoleRedirect)."""
 
-    MAX_LOOKUPS = 8      # token-shaped strings looked up per request, at most
+    MAX_LOOKUPS = 8  # token-shaped strings looked up per request, at most
 
     def __init__(self, site: Site, database):
         self.site, self.database = site, database
-        self.team_calls = {i for i, fn in getattr(site.team, "fns", {}).items()
-                           if getattr(fn, "api_name", None) in PARTICIPANT_CALLS}
+        self.team_calls = {
+            i for i, fn in getattr(site.team, "fns", {}).items() if getattr(fn, "api_name", None) in PARTICIPANT_CALLS
+        }
 
     def holder(self, page: str):
         blocks = self.site.pages.get(page) if page else self.site.team
@@ -155,8 +161,8 @@ class Callers:
         secret = getattr(auth, "local_secret", None)
         if secret and any(hmac.compare_digest(v.encode(), secret.encode()) for v in q.get("admin", [])[:1]):
             return True
-        values = q.get("t", [])[:1] + [m.decode() for m in CREDENTIAL.findall(body)[:self.MAX_LOOKUPS]]
-        return any(known_credential(self.database, auth, v) for v in values[:self.MAX_LOOKUPS])
+        values = q.get("t", [])[:1] + [m.decode() for m in CREDENTIAL.findall(body)[: self.MAX_LOOKUPS]]
+        return any(known_credential(self.database, auth, v) for v in values[: self.MAX_LOOKUPS])
 
     def participant_call(self, path: str, body: bytes) -> bool:
         m = EVENT.fullmatch(path)

@@ -9,15 +9,21 @@ from dataclasses import dataclass
 # session with every role in one Blocks, about 7 ms with one role's). "/" is the landing page
 # and the study team's (Admin, Analysis); participant links that arrive there are sent on to
 # their role's page by RoleRedirect before any page loads.
-ROLE_PAGES = {"sender": "Sender", "receiver": "Receptor", "validator": "Validator", "rater": "Rater",
-              "da": "Direct assessment", "sd": "Ratings"}
+ROLE_PAGES = {
+    "sender": "Sender",
+    "receiver": "Receptor",
+    "validator": "Validator",
+    "rater": "Rater",
+    "da": "Direct assessment",
+    "sd": "Ratings",
+}
 
 
 @dataclass
 class Site:
-    team: object                 # gr.Blocks at "/": the landing page, Admin and Analysis
-    pages: dict                  # role -> gr.Blocks mounted at /<role>/
-    auth: object = None          # services.admin.auth.AdminAuth of the team page
+    team: object  # gr.Blocks at "/": the landing page, Admin and Analysis
+    pages: dict  # role -> gr.Blocks mounted at /<role>/
+    auth: object = None  # services.admin.auth.AdminAuth of the team page
 
     @property
     def blocks(self) -> list:

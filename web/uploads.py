@@ -11,8 +11,8 @@ from web.site import Site
 # again is made again when missing.
 UPLOADS_EXPIRE = (600, 3600)
 REMOTE_FILE = "Only files uploaded to this server are accepted."
-MAX_FILES_PER_UPLOAD = 4        # a page sends one file per upload; gradio's own cap is 1,000
-UNUSED_UPLOAD_S = 600           # an upload no event has used by then is deleted (gradio: about 70 min)
+MAX_FILES_PER_UPLOAD = 4  # a page sends one file per upload; gradio's own cap is 1,000
+UNUSED_UPLOAD_S = 600  # an upload no event has used by then is deleted (gradio: about 70 min)
 
 
 def is_remote_path(path) -> bool:
@@ -38,7 +38,7 @@ def forget_strangers_uploads(demo, database, auth) -> None:
         if any(valid(v) for v in values):
             return
         for v in values:
-            for path in (v if isinstance(v, (list, tuple)) else [v]):
+            for path in v if isinstance(v, (list, tuple)) else [v]:
                 if isinstance(path, str) and path in demo.upload_file_set:
                     try:
                         os.remove(path)
@@ -48,12 +48,14 @@ def forget_strangers_uploads(demo, database, auth) -> None:
 
     def wrap(fn):
         if inspect.iscoroutinefunction(fn):
+
             @functools.wraps(fn)
             async def wrapped_async(*args, **kwargs):
                 try:
                     return await fn(*args, **kwargs)
                 finally:
                     forget([*args, *kwargs.values()])
+
             return wrapped_async
 
         @functools.wraps(fn)
@@ -62,6 +64,7 @@ def forget_strangers_uploads(demo, database, auth) -> None:
                 return fn(*args, **kwargs)
             finally:
                 forget([*args, *kwargs.values()])
+
         return wrapped
 
     for block_fn in demo.fns.values():
@@ -85,8 +88,8 @@ class UploadBudget:
 
         self.per_minute, self.held_cap, self.total_cap = per_minute, held, total
         self.clock = clock or time.monotonic
-        self.recent: dict[str, list[float]] = {}            # client -> times of its uploads this minute
-        self.files: dict[str, list[tuple]] = {}     # client -> (paths, bytes, when) of each upload
+        self.recent: dict[str, list[float]] = {}  # client -> times of its uploads this minute
+        self.files: dict[str, list[tuple]] = {}  # client -> (paths, bytes, when) of each upload
 
     def _held(self, client: str) -> int:
         import os
@@ -104,18 +107,22 @@ class UploadBudget:
         """None (counted as one upload) or why the upload is refused."""
         now = self.clock()
         recent = [t for t in self.recent.get(client, []) if now - t < 60]
-        if len(self.recent) > 10_000:       # forget the clients with nothing this minute
+        if len(self.recent) > 10_000:  # forget the clients with nothing this minute
             self.recent = {k: v for k, v in self.recent.items() if v and now - v[-1] < 60}
         if len(recent) >= self.per_minute:
             self.recent[client] = recent
-            return (f"Too many uploads from your address: at most {self.per_minute} a minute. "
-                    "Please wait a minute and try again.")
+            return (
+                f"Too many uploads from your address: at most {self.per_minute} a minute. "
+                "Please wait a minute and try again."
+            )
         mb = 1024 * 1024
         held = self._held(client)
         if held + incoming > self.held_cap:
-            return (f"Your address already has {held / mb:.1f} MB of uploads on the server, and the limit is "
-                    f"{self.held_cap / mb:.0f} MB: they are removed within {UNUSED_UPLOAD_S // 60} minutes. "
-                    "Please try again then.")
+            return (
+                f"Your address already has {held / mb:.1f} MB of uploads on the server, and the limit is "
+                f"{self.held_cap / mb:.0f} MB: they are removed within {UNUSED_UPLOAD_S // 60} minutes. "
+                "Please try again then."
+            )
         if sum(self._held(k) for k in list(self.files)) + incoming > self.total_cap:
             return "The server holds too many uploads just now. Please try again in a few minutes."
         self.recent[client] = recent + [now]
@@ -131,8 +138,10 @@ def upload_pages(site: Site) -> tuple:
     """The pages ("" for "/") with a file input a visitor can fill."""
     out = []
     for page, blocks in [("", site.team), *site.pages.items()]:
-        if any(type(b).__name__ in UPLOAD_KINDS and getattr(b, "interactive", None) is not False
-               for b in blocks.blocks.values()):
+        if any(
+            type(b).__name__ in UPLOAD_KINDS and getattr(b, "interactive", None) is not False
+            for b in blocks.blocks.values()
+        ):
             out.append(page)
     return tuple(out)
 

@@ -7,6 +7,7 @@ synthetic set of the same size is generated (recorded as data: synthetic). Repor
 of the runs for wmt=True and wmt=False (target: under 3 s each) and the conversion time, and
 writes benchmarks/results/da_analysis.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,11 +35,19 @@ def synthetic(n: int = 26154, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     kinds = rng.choice(["system", "ask_again", "bad_reference", "reference"], size=n, p=[0.7, 0.1, 0.1, 0.1])
     worker = rng.integers(0, 150, n)
-    df = pd.DataFrame({"worker_id": [f"W{w:03d}" for w in worker], "hit_id": [f"H{w:03d}" for w in worker],
-                       "modality": "text", "system": [f"S{s}" for s in rng.integers(0, 10, n)],
-                       "segment_id": rng.integers(0, 2000, n).astype(str), "item_type": kinds,
-                       "score": rng.integers(0, 101, n).astype(float), "run": 1,
-                       "duration_s": rng.uniform(2, 60, n)})
+    df = pd.DataFrame(
+        {
+            "worker_id": [f"W{w:03d}" for w in worker],
+            "hit_id": [f"H{w:03d}" for w in worker],
+            "modality": "text",
+            "system": [f"S{s}" for s in rng.integers(0, 10, n)],
+            "segment_id": rng.integers(0, 2000, n).astype(str),
+            "item_type": kinds,
+            "score": rng.integers(0, 101, n).astype(float),
+            "run": 1,
+            "duration_s": rng.uniform(2, 60, n),
+        }
+    )
     # make the controls pair: copy (worker, system, segment) from a system item of the same worker
     sys_rows = df[df.item_type == "system"].groupby("worker_id")
     firsts = {w: g[["system", "segment_id"]].to_numpy() for w, g in sys_rows}
@@ -63,8 +72,12 @@ def main() -> None:
     analyze(df, wmt=True)  # warm-up: first-call imports and caches
     runs = {f"wmt={w}": timed(lambda w=w: analyze(df, wmt=w), args.repeats) for w in (True, False)}
     result = {
-        "data": data, "judgments": len(df), "workers": int(df["worker_id"].nunique()),
-        "systems": int(df["system"].nunique()), "repeats": args.repeats, "target_s": TARGET_S,
+        "data": data,
+        "judgments": len(df),
+        "workers": int(df["worker_id"].nunique()),
+        "systems": int(df["system"].nunique()),
+        "repeats": args.repeats,
+        "target_s": TARGET_S,
         "analyze_median_s": {k: round(statistics.median(v), 3) for k, v in runs.items()},
         "analyze_runs_s": {k: [round(x, 3) for x in v] for k, v in runs.items()},
         "convert_wmt_tsv_median_s": round(statistics.median(convert), 3) if convert else None,

@@ -10,6 +10,7 @@ study (the two queries they replaced, run here as the before), and the median of
 rater: the counts, the HIT's 24 assignments and its render job). Writes
 benchmarks/results/da_enrol.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,18 +30,25 @@ from services.setup.enrolment import add_participants  # noqa: E402
 from services.setup.importer import import_study  # noqa: E402
 from storage import assignments, open_database  # noqa: E402
 
-WHOLE_PHASE = ("FROM assignments WHERE study_id = ? AND phase = 'da' AND status != 'withdrawn' AND participant_id "
-               "NOT IN (SELECT participant_id FROM assignments WHERE study_id = ? AND phase = 'da' "
-               "AND status = 'withdrawn')")
+WHOLE_PHASE = (
+    "FROM assignments WHERE study_id = ? AND phase = 'da' AND status != 'withdrawn' AND participant_id "
+    "NOT IN (SELECT participant_id FROM assignments WHERE study_id = ? AND phase = 'da' "
+    "AND status = 'withdrawn')"
+)
 
 
 def before(db, sid: str):
     """The counts as they were read before: every DA assignment of the study."""
-    loads = db.query("SELECT json_extract(meta, '$.hit_id') AS hit, json_extract(meta, '$.modality') AS m, "
-                     "COALESCE(json_extract(meta, '$.run'), 1) AS run, COUNT(DISTINCT participant_id) AS n "
-                     f"{WHOLE_PHASE} GROUP BY hit, m, run", [sid, sid])
-    mods = db.query(f"SELECT json_extract(meta, '$.modality') AS m, COUNT(DISTINCT participant_id) AS n "
-                    f"{WHOLE_PHASE} GROUP BY m", [sid, sid])
+    loads = db.query(
+        "SELECT json_extract(meta, '$.hit_id') AS hit, json_extract(meta, '$.modality') AS m, "
+        "COALESCE(json_extract(meta, '$.run'), 1) AS run, COUNT(DISTINCT participant_id) AS n "
+        f"{WHOLE_PHASE} GROUP BY hit, m, run",
+        [sid, sid],
+    )
+    mods = db.query(
+        f"SELECT json_extract(meta, '$.modality') AS m, COUNT(DISTINCT participant_id) AS n {WHOLE_PHASE} GROUP BY m",
+        [sid, sid],
+    )
     return ({(r["hit"], r["m"], r["run"]): r["n"] for r in loads}, {r["m"]: r["n"] for r in mods})
 
 
@@ -74,12 +82,13 @@ def main() -> None:
             add_participants(db, sid, "da", step)
             enrolled += step
         assert before(db, sid) == after(db, sid), "the counts differ from the whole-phase query"
-        row = {"raters": enrolled,
-               "da_assignments": db.scalar("SELECT COUNT(*) FROM assignments WHERE study_id = ? AND phase = 'da'",
-                                           [sid]),
-               "counts_before_ms": median_ms(lambda: before(db, sid), 20),
-               "counts_after_ms": median_ms(lambda: after(db, sid), 20),
-               "arrival_ms": median_ms(lambda: add_participants(db, sid, "da", 1), 5)}
+        row = {
+            "raters": enrolled,
+            "da_assignments": db.scalar("SELECT COUNT(*) FROM assignments WHERE study_id = ? AND phase = 'da'", [sid]),
+            "counts_before_ms": median_ms(lambda: before(db, sid), 20),
+            "counts_after_ms": median_ms(lambda: after(db, sid), 20),
+            "arrival_ms": median_ms(lambda: add_participants(db, sid, "da", 1), 5),
+        }
         enrolled += 5
         rows.append(row)
         print(row, flush=True)

@@ -8,6 +8,7 @@ images and espeak-ng audio; the segments' English sources for Piper (en_US-joe-m
 Piper's first call loads the voice: reported apart as cold_first_s. Also a whole-campaign
 prerender (modality both) of the demo HITs. Writes benchmarks/results/da_render.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,13 @@ from services.models import tts  # noqa: E402
 
 def stats_ms(xs: list[float]) -> dict:
     xs = sorted(x * 1000 for x in xs)
-    return {"n": len(xs), "mean": round(statistics.mean(xs), 3), "median": round(statistics.median(xs), 3),
-            "p95": round(xs[min(len(xs) - 1, int(0.95 * len(xs)))], 3), "max": round(xs[-1], 3)}
+    return {
+        "n": len(xs),
+        "mean": round(statistics.mean(xs), 3),
+        "median": round(statistics.median(xs), 3),
+        "p95": round(xs[min(len(xs) - 1, int(0.95 * len(xs)))], 3),
+        "max": round(xs[-1], 3),
+    }
 
 
 def timed(fn, *a, **k):
@@ -55,8 +61,11 @@ def bench_images(pairs, media) -> dict:
         sizes.append(p.stat().st_size)
         _, dt = timed(render_text_item, ref, cand, media)
         second.append(dt)
-    return {"uncached_ms": stats_ms(first), "cached_ms": stats_ms(second),
-            "png_bytes_mean": round(statistics.mean(sizes))}
+    return {
+        "uncached_ms": stats_ms(first),
+        "cached_ms": stats_ms(second),
+        "png_bytes_mean": round(statistics.mean(sizes)),
+    }
 
 
 def bench_audio(texts, lang, media, backend) -> dict:
@@ -66,15 +75,20 @@ def bench_audio(texts, lang, media, backend) -> dict:
     for i, text in enumerate(texts):
         p, dt = timed(render_audio_item, text, lang, media, backend=engine)
         if i == 0 and engine.name == "piper":
-            cold = dt                   # loads the voice: kept out of the uncached figures
+            cold = dt  # loads the voice: kept out of the uncached figures
         else:
             first.append(dt)
             secs.append(wav_s(p))
         _, dt = timed(render_audio_item, text, lang, media, backend=engine)
         second.append(dt)
-    out = {"backend": engine.name, "voice": engine.voice, "uncached_ms": stats_ms(first),
-           "cached_ms": stats_ms(second), "audio_s_mean": round(statistics.mean(secs), 2),
-           "rtf_mean": round(sum(first) / sum(secs), 4)}
+    out = {
+        "backend": engine.name,
+        "voice": engine.voice,
+        "uncached_ms": stats_ms(first),
+        "cached_ms": stats_ms(second),
+        "audio_s_mean": round(statistics.mean(secs), 2),
+        "rtf_mean": round(sum(first) / sum(secs), 4),
+    }
     if cold is not None:
         out["cold_first_s"] = round(cold, 3)
     return out
@@ -92,18 +106,22 @@ def main() -> None:
     pairs = list(dict.fromkeys((it["reference"], it["candidate"]) for it in hit_items))
     pt_texts = list(dict.fromkeys(it["candidate"] for it in hit_items))
     en_texts = list(dict.fromkeys(s["source"] for s in segments))
-    out = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
-           "fonts": font_info()}
+    out = {
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "fonts": font_info(),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         out["text_image"] = {"items": len(pairs), "width": 900, **bench_images(pairs, tmp / "img")}
         print("text image", json.dumps(out["text_image"]), flush=True)
         out["audio"] = {}
-        for key, texts, lang, backend in (("piper_en", en_texts, "en", "piper"),
-                                          ("espeak_pt", pt_texts, "pt", "espeak")):
+        for key, texts, lang, backend in (
+            ("piper_en", en_texts, "en", "piper"),
+            ("espeak_pt", pt_texts, "pt", "espeak"),
+        ):
             try:
                 out["audio"][key] = {"items": len(texts), **bench_audio(texts, lang, tmp / key, backend)}
-            except Exception as e:          # a backend missing on this machine: say so, go on
+            except Exception as e:  # a backend missing on this machine: say so, go on
                 out["audio"][key] = {"error": f"{type(e).__name__}: {e}"}
             print(key, json.dumps(out["audio"][key]), flush=True)
         runs = []

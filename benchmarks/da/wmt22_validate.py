@@ -13,6 +13,7 @@ Also printed, for information only (they do not change the exit status):
 * the worker check: WMT's paired t-test (reliability="paired_t") against ad-trk-stats.csv for
   the workers whose pooled test used exactly their de-en pairs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,25 +57,36 @@ def validate(folder: Path) -> dict:
     ranking_official = table["system"].tolist()
     max_diff = float(table["diff"].abs().max())
     ok = bool(table["diff"].notna().all() and max_diff <= TOLERANCE and ranking_ours == ranking_official)
-    out = {"table": table, "max_abs_diff": max_diff, "ranking_ours": ranking_ours,
-           "ranking_official": ranking_official, "ranking_identical": ranking_ours == ranking_official,
-           "ok": ok, "result": res}
+    out = {
+        "table": table,
+        "max_abs_diff": max_diff,
+        "ranking_ours": ranking_ours,
+        "ranking_official": ranking_official,
+        "ranking_identical": ranking_ours == ranking_official,
+        "ok": ok,
+        "result": res,
+    }
 
     wilcox = folder / "adwilcox-deen.csv"
     if wilcox.exists():
         seg = analyze(df, wmt=True, h2h_level="segment")
         p_off = _square(wilcox)  # non-significant cells are written as 0.12
         h = seg.head_to_head
-        agree = sum((p < 0.05) == (p_off[(a, b)] < 0.05)
-                    for a, b, p in zip(h["system_a"], h["system_b"], h["p_value"]))
-        sig = [(a, b, p, p_off[(a, b)]) for a, b, p in zip(h["system_a"], h["system_b"], h["p_value"])
-               if p_off[(a, b)] < 0.05]
-        out["significance"] = {"pairs": len(h), "agree": agree,
-                               "max_abs_p_diff_where_official_significant":
-                                   max((abs(p - q) for _, _, p, q in sig), default=0.0)}
+        agree = sum((p < 0.05) == (p_off[(a, b)] < 0.05) for a, b, p in zip(h["system_a"], h["system_b"], h["p_value"]))
+        sig = [
+            (a, b, p, p_off[(a, b)])
+            for a, b, p in zip(h["system_a"], h["system_b"], h["p_value"])
+            if p_off[(a, b)] < 0.05
+        ]
+        out["significance"] = {
+            "pairs": len(h),
+            "agree": agree,
+            "max_abs_p_diff_where_official_significant": max((abs(p - q) for _, _, p, q in sig), default=0.0),
+        }
         out["judgment_level_agree"] = sum(
-            (p < 0.05) == (p_off[(a, b)] < 0.05) for a, b, p in
-            zip(res.head_to_head["system_a"], res.head_to_head["system_b"], res.head_to_head["p_value"]))
+            (p < 0.05) == (p_off[(a, b)] < 0.05)
+            for a, b, p in zip(res.head_to_head["system_a"], res.head_to_head["system_b"], res.head_to_head["p_value"])
+        )
         clusters = folder / "clusters.csv"
         if clusters.exists():
             c = pd.read_csv(clusters, sep=r"\s+")
@@ -82,19 +94,25 @@ def validate(folder: Path) -> dict:
             starts = sorted(c["CLUSTER_START"].unique())
             off_cluster = {wmt_system_name(s): starts.index(st) + 1 for s, st in zip(c["SYSTEM"], c["CLUSTER_START"])}
             ours_cluster = dict(zip(seg.systems["system"], seg.systems["cluster"]))
-            out["clusters"] = {"official": off_cluster, "ours_segment_level": ours_cluster,
-                               "ours_judgment_level": dict(zip(res.systems["system"], res.systems["cluster"])),
-                               "identical": all(ours_cluster.get(s) == k for s, k in off_cluster.items())}
+            out["clusters"] = {
+                "official": off_cluster,
+                "ours_segment_level": ours_cluster,
+                "ours_judgment_level": dict(zip(res.systems["system"], res.systems["cluster"])),
+                "identical": all(ours_cluster.get(s) == k for s, k in off_cluster.items()),
+            }
 
     trk = folder / "ad-trk-stats.csv"
     if trk.exists():
         t = pd.read_csv(trk, sep=r"\s+", header=None, names=["worker_id", "p", "t", "n"])
         w = analyze(df, wmt=True, reliability="paired_t").workers.merge(t, on="worker_id")
         alone = w[w["n"] == w["n_bad_pairs"]]  # the pooled test used only de-en pairs
-        out["workers"] = {"matched": len(w), "de_en_only": len(alone),
-                          "p_equal_1e-6": int(((alone["p_value"] - alone["p"]).abs() < 1e-6).sum()),
-                          "rank_sum_reliable": int(res.workers["reliable"].sum()),
-                          "paired_t_reliable": int((w["p_value"] < 0.05).sum())}
+        out["workers"] = {
+            "matched": len(w),
+            "de_en_only": len(alone),
+            "p_equal_1e-6": int(((alone["p_value"] - alone["p"]).abs() < 1e-6).sum()),
+            "rank_sum_reliable": int(res.workers["reliable"].sum()),
+            "paired_t_reliable": int((w["p_value"] < 0.05).sum()),
+        }
     return out
 
 
@@ -110,25 +128,32 @@ def main(argv=None) -> int:
     t = v["table"]
     print(f"{'system':<18} {'ours':>10} {'official':>10} {'diff':>11}  rank ours/official")
     for r in t.itertuples():
-        print(f"{r.system:<18} {r.ours:>10.6f} {r.official:>10.6f} {r.diff:>+11.2e}  "
-              f"{r.rank:.0f}/{r.official_rank:.0f}")
+        print(
+            f"{r.system:<18} {r.ours:>10.6f} {r.official:>10.6f} {r.diff:>+11.2e}  {r.rank:.0f}/{r.official_rank:.0f}"
+        )
     print(f"max |diff| = {v['max_abs_diff']:.6f} (tolerance {TOLERANCE}); ranking identical: {v['ranking_identical']}")
     if "significance" in v:
         s = v["significance"]
-        print(f"[info] head-to-head p < 0.05 on segment mean z agrees with adwilcox-deen.csv for {s['agree']}/"
-              f"{s['pairs']} ordered pairs (max |p diff| where official is significant "
-              f"{s['max_abs_p_diff_where_official_significant']:.4f}); on judgments (the default) "
-              f"{v['judgment_level_agree']}/{s['pairs']}")
+        print(
+            f"[info] head-to-head p < 0.05 on segment mean z agrees with adwilcox-deen.csv for {s['agree']}/"
+            f"{s['pairs']} ordered pairs (max |p diff| where official is significant "
+            f"{s['max_abs_p_diff_where_official_significant']:.4f}); on judgments (the default) "
+            f"{v['judgment_level_agree']}/{s['pairs']}"
+        )
     if "clusters" in v:
         c = v["clusters"]
-        print(f"[info] clusters (segment level) identical to clusters.csv: {c['identical']}; "
-              f"judgment-level clusters: {sorted(set(c['ours_judgment_level'].values()))}")
+        print(
+            f"[info] clusters (segment level) identical to clusters.csv: {c['identical']}; "
+            f"judgment-level clusters: {sorted(set(c['ours_judgment_level'].values()))}"
+        )
     if "workers" in v:
         w = v["workers"]
-        print(f"[info] worker check: WMT's paired t-test p equals ad-trk-stats.csv for {w['p_equal_1e-6']}/"
-              f"{w['de_en_only']} workers whose pooled test used only de-en pairs; of the 151 workers "
-              f"WMT kept, {w['rank_sum_reliable']} pass the paper's rank-sum test and "
-              f"{w['paired_t_reliable']} the paired t-test at p < 0.05 on de-en alone")
+        print(
+            f"[info] worker check: WMT's paired t-test p equals ad-trk-stats.csv for {w['p_equal_1e-6']}/"
+            f"{w['de_en_only']} workers whose pooled test used only de-en pairs; of the 151 workers "
+            f"WMT kept, {w['rank_sum_reliable']} pass the paper's rank-sum test and "
+            f"{w['paired_t_reliable']} the paired t-test at p < 0.05 on de-en alone"
+        )
     if not v["ok"]:
         print("FAIL: WMT22 official system scores or ranking not reproduced")
         return 1

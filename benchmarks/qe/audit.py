@@ -12,6 +12,7 @@ Reads the contextual test subset (services.qe.mtgeneval, the same PAIRS the audi
 - the estimated time of a whole audit with e5-cosine from the measured throughput.
 Writes benchmarks/results/qe_audit.json. The issue sets no target; these are for planning.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,40 +53,56 @@ def main() -> None:
     e5.score(srcs, hyps)
     cold = time.perf_counter() - t0
     warm = statistics.median(timed(lambda: e5.score(srcs, hyps), args.repeats))
-    ms, mh = metrics_context.contextualise(list(una["source"][:k]), list(una["hyp_f"][:k]),
-                                           list(una["context"][:k]), "mon")
+    ms, mh = metrics_context.contextualise(
+        list(una["source"][:k]), list(una["hyp_f"][:k]), list(una["context"][:k]), "mon"
+    )
     mon = statistics.median(timed(lambda: e5.score(ms, mh), args.repeats))
 
     bt = metrics.get("backtranslation-chrf", cache=ModelCache())
-    bt.score(srcs[:3], hyps[:3])                       # load Bergamot once
+    bt.score(srcs[:3], hyps[:3])  # load Bergamot once
     bt_s = timed(lambda: bt.score(srcs, hyps), 1)[0]
 
     # statistics alone, on scores that depend on the instance (no model needed for the timing)
     rng = np.random.default_rng(0)
-    scored = una.assign(score_f=np.clip(rng.normal(0.84, 0.05, len(una)), 0.01, 1),
-                        score_m=np.clip(rng.normal(0.85, 0.05, len(una)), 0.01, 1))
+    scored = una.assign(
+        score_f=np.clip(rng.normal(0.84, 0.05, len(una)), 0.01, 1),
+        score_m=np.clip(rng.normal(0.85, 0.05, len(una)), 0.01, 1),
+    )
     stats = statistics.median(timed(lambda: qe_audit.audit(scored), args.repeats))
     per_pair = warm / k
     out = {
         "data": "MT-GenEval contextual test, en-pt",
-        "ambiguous_instances": len(amb), "unambiguous_instances": len(una),
-        "e5_cosine": {"pairs": k, "cold_s": round(cold, 2), "cold_pairs_per_s": round(k / cold, 1),
-                      "warm_s": round(warm, 2), "warm_pairs_per_s": round(k / warm, 1),
-                      "mon_warm_s": round(mon, 2), "mon_pairs_per_s": round(k / mon, 1)},
+        "ambiguous_instances": len(amb),
+        "unambiguous_instances": len(una),
+        "e5_cosine": {
+            "pairs": k,
+            "cold_s": round(cold, 2),
+            "cold_pairs_per_s": round(k / cold, 1),
+            "warm_s": round(warm, 2),
+            "warm_pairs_per_s": round(k / warm, 1),
+            "mon_warm_s": round(mon, 2),
+            "mon_pairs_per_s": round(k / mon, 1),
+        },
         "backtranslation_chrf": {"pairs": k, "seconds": round(bt_s, 2), "pairs_per_s": round(k / bt_s, 1)},
         "audit_statistics_median_s": round(stats, 3),
-        "estimated_whole_audit_e5_s": {"ambiguous_none": round(2 * len(amb) * per_pair + stats, 1),
-                                       "unambiguous_mon": round(2 * len(una) * mon / k + stats, 1)},
+        "estimated_whole_audit_e5_s": {
+            "ambiguous_none": round(2 * len(amb) * per_pair + stats, 1),
+            "unambiguous_mon": round(2 * len(una) * mon / k + stats, 1),
+        },
         "machine": machine(),
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     e = out["e5_cosine"]
-    print(f"e5-cosine: {e['warm_pairs_per_s']} pairs/s warm ({e['cold_pairs_per_s']} cold, model load included); "
-          f"with 'mon' context {e['mon_pairs_per_s']} pairs/s")
+    print(
+        f"e5-cosine: {e['warm_pairs_per_s']} pairs/s warm ({e['cold_pairs_per_s']} cold, model load included); "
+        f"with 'mon' context {e['mon_pairs_per_s']} pairs/s"
+    )
     print(f"backtranslation-chrf: {out['backtranslation_chrf']['pairs_per_s']} pairs/s")
-    print(f"audit statistics on {len(una)} instances (1,000-resample bootstrap): {stats:.3f} s; "
-          f"estimated whole audits: {out['estimated_whole_audit_e5_s']}")
+    print(
+        f"audit statistics on {len(una)} instances (1,000-resample bootstrap): {stats:.3f} s; "
+        f"estimated whole audits: {out['estimated_whole_audit_e5_s']}"
+    )
     print(f"wrote {args.out}")
 
 

@@ -10,6 +10,7 @@ Reports the median of the runs of analyze() without and with pruning (target: un
 each), read_ratings() of the CSV and write_outputs(), and writes
 benchmarks/results/sd_analysis.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -76,8 +77,16 @@ def synthetic(seed: int = 0) -> pd.DataFrame:
                 rows.append((pid, f"S{s:02d}", names[j], v[j], 0, duration))
             for j in order[:REPEATS_PER_SENTENCE]:
                 rep = -v[j] if kind == "random" else v[j] + rng.choice([-1, 0, 0, 0, 1])
-                rows.append((pid, f"S{s:02d}", names[j], float(np.clip(rep if kind != "random" or v[j] else 3, -3, 3)),
-                             1, duration))
+                rows.append(
+                    (
+                        pid,
+                        f"S{s:02d}",
+                        names[j],
+                        float(np.clip(rep if kind != "random" or v[j] else 3, -3, 3)),
+                        1,
+                        duration,
+                    )
+                )
     return pd.DataFrame(rows, columns=S.REQUIRED)
 
 
@@ -99,29 +108,44 @@ def main() -> None:
         read = timed(lambda: S.read_ratings(csv), args.repeats)
         write = timed(lambda: S.write_outputs(pruned, Path(tmp) / "out"), args.repeats)
     result = {
-        "data": "synthetic", "ratings": len(df), "participants": int(df["participant_id"].nunique()),
-        "pairs": int(df["pair_id"].nunique()), "repeats": args.repeats, "target_s": TARGET_S,
+        "data": "synthetic",
+        "ratings": len(df),
+        "participants": int(df["participant_id"].nunique()),
+        "pairs": int(df["pair_id"].nunique()),
+        "repeats": args.repeats,
+        "target_s": TARGET_S,
         "analyze_median_s": {k: round(statistics.median(v), 3) for k, v in runs.items()},
         "analyze_runs_s": {k: [round(x, 3) for x in v] for k, v in runs.items()},
         "first_call_with_imports_s": round(first_call, 3),
         "read_ratings_median_s": round(statistics.median(read), 3),
         "write_outputs_median_s": round(statistics.median(write), 3),
-        "result": {"kept": first.n_kept, "efa_rows": first.efa.n_rows, "factors": first.efa.n_factors,
-                   "factors_source": first.efa.n_factors_source,
-                   "pruned": [s["item"] for s in pruned.efa.pruned], "kept_after_pruning": pruned.efa.items},
+        "result": {
+            "kept": first.n_kept,
+            "efa_rows": first.efa.n_rows,
+            "factors": first.efa.n_factors,
+            "factors_source": first.efa.n_factors_source,
+            "pruned": [s["item"] for s in pruned.efa.pruned],
+            "kept_after_pruning": pruned.efa.items,
+        },
         "machine": machine(),
     }
     result["meets_target"] = all(v < TARGET_S for v in result["analyze_median_s"].values())
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     for k, v in result["analyze_median_s"].items():
-        print(f"analyze({k}) on {len(df)} ratings of {result['participants']} participants: median {v:.3f} s "
-              f"over {args.repeats} runs (target < {TARGET_S} s)")
-    print(f"read_ratings: {result['read_ratings_median_s']:.3f} s; "
-          f"write_outputs: {result['write_outputs_median_s']:.3f} s; "
-          f"first call incl. imports: {first_call:.3f} s")
-    print(f"kept {first.n_kept}, {first.efa.n_factors} factors ({first.efa.n_factors_source}); "
-          f"pruned {result['result']['pruned']}")
+        print(
+            f"analyze({k}) on {len(df)} ratings of {result['participants']} participants: median {v:.3f} s "
+            f"over {args.repeats} runs (target < {TARGET_S} s)"
+        )
+    print(
+        f"read_ratings: {result['read_ratings_median_s']:.3f} s; "
+        f"write_outputs: {result['write_outputs_median_s']:.3f} s; "
+        f"first call incl. imports: {first_call:.3f} s"
+    )
+    print(
+        f"kept {first.n_kept}, {first.efa.n_factors} factors ({first.efa.n_factors_source}); "
+        f"pruned {result['result']['pruned']}"
+    )
     print(f"wrote {args.out}")
 
 

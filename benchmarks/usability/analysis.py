@@ -12,6 +12,7 @@ under 3 s), the LMM's share (main fit and the per-signal fits), read_exchanges()
 and write_outputs() (CSV + HTML, and once with the PNG copies), and writes
 benchmarks/results/usability_analysis.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,8 +56,15 @@ def _items(rng, latent: np.ndarray) -> np.ndarray:
     return rng.permuted(items, axis=1)
 
 
-def synthetic(seed: int = 0, senders_per_cell: int = 29, per_sender: int = 10, receivers: int = 60,
-              validators: int = 69, drop: int = 2, metrics: int = 5) -> pd.DataFrame:
+def synthetic(
+    seed: int = 0,
+    senders_per_cell: int = 29,
+    per_sender: int = 10,
+    receivers: int = 60,
+    validators: int = 69,
+    drop: int = 2,
+    metrics: int = 5,
+) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     rows = []
     cells = [(g, s) for g in GROUPS for s in GENDERS]
@@ -81,9 +89,15 @@ def synthetic(seed: int = 0, senders_per_cell: int = 29, per_sender: int = 10, r
     val_fx = dict(zip([f"V{i:02d}" for i in range(validators)], rng.normal(0, SD["validator"], validators)))
     base_items = _items(rng, np.clip(rng.normal(3.7, 0.75, n), 1, 5))
     u_b = base_items.mean(axis=1)
-    fixed = (INTERCEPT + d["system"].map(SYSTEMS) + d["topic"].map(TOPICS) + d["source"].map(SOURCES)
-             + d["group"].map(GROUP_FX) + (d["gender"] == "Woman") * (WOMAN + d["group"].map(INTERACTION).fillna(0))
-             + U_B * u_b)
+    fixed = (
+        INTERCEPT
+        + d["system"].map(SYSTEMS)
+        + d["topic"].map(TOPICS)
+        + d["source"].map(SOURCES)
+        + d["group"].map(GROUP_FX)
+        + (d["gender"] == "Woman") * (WOMAN + d["group"].map(INTERACTION).fillna(0))
+        + U_B * u_b
+    )
     rand = d["sender_id"].map(sender_fx) + d["receiver_id"].map(rec_fx) + d["validator_id"].map(val_fx)
     latent = (fixed + rand + rng.normal(0, SD["residual"], n)).to_numpy()
     items = _items(rng, np.clip(latent, 1, 5))
@@ -93,8 +107,9 @@ def synthetic(seed: int = 0, senders_per_cell: int = 29, per_sender: int = 10, r
         d[c] = base_items[:, j]
     quality = latent - fixed.to_numpy() + d["system"].map(SYSTEMS).to_numpy() + rng.normal(0, 0.5, n)
     q01 = (quality - quality.min()) / (quality.max() - quality.min())
-    d["translation_score"] = np.clip(np.round(100 * (0.3 + 0.7 * q01 + rng.normal(0, 0.1, n)) / (100 / 6)) * (100 / 6),
-                                     0, 100).round(1)
+    d["translation_score"] = np.clip(
+        np.round(100 * (0.3 + 0.7 * q01 + rng.normal(0, 0.1, n)) / (100 / 6)) * (100 / 6), 0, 100
+    ).round(1)
     d["qa_score"] = np.clip(np.round((0.4 + 0.6 * q01 + rng.normal(0, 0.1, n)) * 10) / 10, 0, 1)
     names = ["comet", "cometkiwi", "cometkiwi_xl", "xcomet_xl", "metricx24"][:metrics]
     for name in names:
@@ -130,14 +145,20 @@ def main() -> None:
         read = timed(lambda: U.read_exchanges(csv), args.repeats)
         write = timed(lambda: U.write_outputs(first, Path(tmp) / "out", png=False), args.repeats)
         from services.common.figure_files import png_wanted
-        png = (timed(lambda: U.write_outputs(first, Path(tmp) / "png", png=True), 1)[0]
-               if png_wanted(True) else None)
+
+        png = timed(lambda: U.write_outputs(first, Path(tmp) / "png", png=True), 1)[0] if png_wanted(True) else None
     lmm = first.lmm.table.set_index("term")
     result = {
-        "data": "synthetic", "exchanges": len(d), "senders": int(d["sender_id"].nunique()),
-        "receivers": int(d["receiver_id"].nunique()), "validators": int(d["validator_id"].nunique()),
-        "signals": first.signals, "repeats": args.repeats, "target_s": TARGET_S,
-        "analyze_median_s": round(total, 3), "analyze_runs_s": [round(x, 3) for x in runs],
+        "data": "synthetic",
+        "exchanges": len(d),
+        "senders": int(d["sender_id"].nunique()),
+        "receivers": int(d["receiver_id"].nunique()),
+        "validators": int(d["validator_id"].nunique()),
+        "signals": first.signals,
+        "repeats": args.repeats,
+        "target_s": TARGET_S,
+        "analyze_median_s": round(total, 3),
+        "analyze_runs_s": [round(x, 3) for x in runs],
         "parts_median_s": parts,
         "lmm_share": round(lmm_total / total, 3),
         "main_lmm_share": round(parts["lmm_s"] / total, 3),
@@ -145,28 +166,40 @@ def main() -> None:
         "read_exchanges_median_s": round(statistics.median(read), 3),
         "write_outputs_median_s": round(statistics.median(write), 3),
         "write_outputs_with_png_s": None if png is None else round(png, 3),
-        "result": {"lmm_converged": first.lmm.converged,
-                   "variance_components": first.lmm.variance_components,
-                   "residual_variance": round(first.lmm.residual_variance, 4),
-                   "estimates": {t: round(float(lmm.at[t, "estimate"]), 3) for t in
-                                 ["system: Voxtral", "system: Tower+", "topic: Health", "u_b",
-                                  "group: USW x gender: Woman"]},
-                   "thresholds": dict(zip(first.thresholds["signal"],
-                                          [None if pd.isna(v) else round(float(v), 4)
-                                           for v in first.thresholds["value_at_u4"]]))},
+        "result": {
+            "lmm_converged": first.lmm.converged,
+            "variance_components": first.lmm.variance_components,
+            "residual_variance": round(first.lmm.residual_variance, 4),
+            "estimates": {
+                t: round(float(lmm.at[t, "estimate"]), 3)
+                for t in ["system: Voxtral", "system: Tower+", "topic: Health", "u_b", "group: USW x gender: Woman"]
+            },
+            "thresholds": dict(
+                zip(
+                    first.thresholds["signal"],
+                    [None if pd.isna(v) else round(float(v), 4) for v in first.thresholds["value_at_u4"]],
+                )
+            ),
+        },
         "machine": machine(),
     }
     result["meets_target"] = total < TARGET_S
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"analyze() on {len(d)} exchanges ({result['senders']} senders, {result['receivers']} receivers, "
-          f"{result['validators']} validators, {len(first.signals)} signals): median {total:.3f} s over "
-          f"{args.repeats} runs (target < {TARGET_S} s)")
-    print(f"parts (median s): {parts}; LMMs {result['lmm_share']:.0%} of the time "
-          f"(main fit {result['main_lmm_share']:.0%})")
-    print(f"read_exchanges: {result['read_exchanges_median_s']:.3f} s; write_outputs: "
-          f"{result['write_outputs_median_s']:.3f} s (with PNG copies through kaleido: "
-          f"{result['write_outputs_with_png_s']} s); first call incl. imports: {first_call:.3f} s")
+    print(
+        f"analyze() on {len(d)} exchanges ({result['senders']} senders, {result['receivers']} receivers, "
+        f"{result['validators']} validators, {len(first.signals)} signals): median {total:.3f} s over "
+        f"{args.repeats} runs (target < {TARGET_S} s)"
+    )
+    print(
+        f"parts (median s): {parts}; LMMs {result['lmm_share']:.0%} of the time "
+        f"(main fit {result['main_lmm_share']:.0%})"
+    )
+    print(
+        f"read_exchanges: {result['read_exchanges_median_s']:.3f} s; write_outputs: "
+        f"{result['write_outputs_median_s']:.3f} s (with PNG copies through kaleido: "
+        f"{result['write_outputs_with_png_s']} s); first call incl. imports: {first_call:.3f} s"
+    )
     print(f"wrote {args.out}")
 
 

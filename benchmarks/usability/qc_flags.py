@@ -20,6 +20,7 @@ of QC without the scoring, with it on the transcription's encoder output, and as
 own. --from recomputes the figures from a results file's readings (no model runs).
 Writes benchmarks/results/qc_flags.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,17 @@ from services.usability.audio_intake import store_recording  # noqa: E402
 LEAD_S = 0.4
 PAUSE_S = 3.0
 GOOD_KINDS = ("good", "good_silence_first", "good_pause_inside")
-BAD_KINDS = ("cut_start_0.5s", "cut_start_1.5s", "cut_end_0.5s", "cut_end_1.5s", "other_starter",
-             "first_word_left_out", "last_word_left_out", "first_two_swapped", "pause_then_end_cut")
+BAD_KINDS = (
+    "cut_start_0.5s",
+    "cut_start_1.5s",
+    "cut_end_0.5s",
+    "cut_end_1.5s",
+    "other_starter",
+    "first_word_left_out",
+    "last_word_left_out",
+    "first_two_swapped",
+    "pause_then_end_cut",
+)
 # the thresholds tried (probabilities; finer where the edge words' probabilities bunch)
 GRID = (0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 TARGET_FALSE_PCT, TARGET_TRUE_PCT = 5.0, 95.0
@@ -58,7 +68,7 @@ def voice(name: str):
     if name == "joe":
         return PiperTTS(deterministic=True)
     if name == "joe-noise":
-        return PiperTTS(deterministic=False)          # Piper's prosody noise: no two readings alike
+        return PiperTTS(deterministic=False)  # Piper's prosody noise: no two readings alike
     if name.startswith("espeak-"):
         v = name.removeprefix("espeak-")
         # "-slow": 130 words a minute against espeak-ng's 175
@@ -72,22 +82,26 @@ def speech(tts, text: str) -> tuple[np.ndarray, int]:
         x = x.mean(axis=1)
     # TTS output starts and ends with a little silence: trim it so a cut removes speech
     loud = np.flatnonzero(np.abs(x) > 0.02)
-    return x[loud[0]:loud[-1] + 1], rate
+    return x[loud[0] : loud[-1] + 1], rate
 
 
 def with_pause(x: np.ndarray, rate: int) -> np.ndarray:
     """x with PAUSE_S of silence at its quietest 50 ms in the middle third (between words)."""
     w = int(0.05 * rate)
     lo, hi = len(x) // 3, 2 * len(x) // 3
-    energy = [float(np.abs(x[i:i + w]).mean()) for i in range(lo, hi - w, w)]
+    energy = [float(np.abs(x[i : i + w]).mean()) for i in range(lo, hi - w, w)]
     at = lo + w * int(np.argmin(energy)) + w // 2
     return np.concatenate([x[:at], np.zeros(int(PAUSE_S * rate), np.float32), x[at:]])
 
 
 def store(x: np.ndarray, rate: int, folder: Path, name: str, lead_s: float = LEAD_S):
     path = folder / f"{name}.wav"
-    sf.write(str(path), np.concatenate([np.zeros(int(lead_s * rate), np.float32), x,
-                                        np.zeros(int(LEAD_S * rate), np.float32)]), rate, subtype="PCM_16")
+    sf.write(
+        str(path),
+        np.concatenate([np.zeros(int(lead_s * rate), np.float32), x, np.zeros(int(LEAD_S * rate), np.float32)]),
+        rate,
+        subtype="PCM_16",
+    )
     return store_recording(path, folder / "media", 60)
 
 
@@ -101,9 +115,13 @@ def read_and_score(asr, prompt: str, x, rate, folder, name, lead_s=LEAD_S) -> di
     stored = store(x, rate, folder, name, lead_s)
     t0 = time.perf_counter()
     transcript, scored = asr.transcribe_scored(stored.path_16k, prompt)
-    return {"transcript": transcript, "edges": recording_qc.edge_probabilities(scored),
-            "audio_s": stored.duration_s, "qc_scored_s": round(time.perf_counter() - t0, 3),
-            "path": stored.path_16k}
+    return {
+        "transcript": transcript,
+        "edges": recording_qc.edge_probabilities(scored),
+        "audio_s": stored.duration_s,
+        "qc_scored_s": round(time.perf_counter() - t0, 3),
+        "path": stored.path_16k,
+    }
 
 
 def readings_of(asr, vname: str, starters: list[dict], folder: Path) -> list[dict]:
@@ -113,15 +131,20 @@ def readings_of(asr, vname: str, starters: list[dict], folder: Path) -> list[dic
         text = s["text"]
         x, rate = audio[s["id"]] = speech(tts, text)
         w = text.split()
-        variants = [("good", x, LEAD_S), ("good_silence_first", x, PAUSE_S),
-                    ("good_pause_inside", with_pause(x, rate), LEAD_S)]
+        variants = [
+            ("good", x, LEAD_S),
+            ("good_silence_first", x, PAUSE_S),
+            ("good_pause_inside", with_pause(x, rate), LEAD_S),
+        ]
         for cut in (0.5, 1.5):
             n = int(cut * rate)
             variants += [(f"cut_start_{cut}s", x[n:], LEAD_S), (f"cut_end_{cut}s", x[:-n], LEAD_S)]
-        variants += [("first_word_left_out", speech(tts, " ".join(w[1:]))[0], LEAD_S),
-                     ("last_word_left_out", speech(tts, " ".join(w[:-1]))[0], LEAD_S),
-                     ("first_two_swapped", speech(tts, " ".join([w[1], w[0]] + w[2:]))[0], LEAD_S),
-                     ("pause_then_end_cut", with_pause(x, rate)[:-int(0.5 * rate)], LEAD_S)]
+        variants += [
+            ("first_word_left_out", speech(tts, " ".join(w[1:]))[0], LEAD_S),
+            ("last_word_left_out", speech(tts, " ".join(w[:-1]))[0], LEAD_S),
+            ("first_two_swapped", speech(tts, " ".join([w[1], w[0]] + w[2:]))[0], LEAD_S),
+            ("pause_then_end_cut", with_pause(x, rate)[: -int(0.5 * rate)], LEAD_S),
+        ]
         for kind, part, lead in variants:
             r = read_and_score(asr, text, part, rate, folder, f"{vname}-{s['id']}-{kind}", lead)
             if kind == "good":
@@ -132,18 +155,33 @@ def readings_of(asr, vname: str, starters: list[dict], folder: Path) -> list[dic
                 t1 = time.perf_counter()
                 asr.score(r["path"], text)
                 t2 = time.perf_counter()
-                cost.append({"plain_s": t1 - t0, "scored_reused_s": r["qc_scored_s"], "separate_score_s": t2 - t1,
-                             "same_transcript": plain == r["transcript"]})
-            out.append({"voice": vname, "starter": s["id"], "kind": kind, **{k: v for k, v in r.items()
-                                                                             if k != "path"}})
+                cost.append(
+                    {
+                        "plain_s": t1 - t0,
+                        "scored_reused_s": r["qc_scored_s"],
+                        "separate_score_s": t2 - t1,
+                        "same_transcript": plain == r["transcript"],
+                    }
+                )
+            out.append(
+                {"voice": vname, "starter": s["id"], "kind": kind, **{k: v for k, v in r.items() if k != "path"}}
+            )
         print(f"{vname} {s['id']}: {out[-len(variants)]['transcript'][:70]}", flush=True)
     for i, s in enumerate(starters):
         other = starters[(i + 1) % len(starters)]["id"]
         good = next(r for r in out if r["starter"] == other and r["kind"] == "good")
         scored = asr.score(paths[other], s["text"])
-        out.append({"voice": vname, "starter": s["id"], "kind": "other_starter", "read": other,
-                    "transcript": good["transcript"], "edges": recording_qc.edge_probabilities(scored),
-                    "audio_s": good["audio_s"]})
+        out.append(
+            {
+                "voice": vname,
+                "starter": s["id"],
+                "kind": "other_starter",
+                "read": other,
+                "transcript": good["transcript"],
+                "edges": recording_qc.edge_probabilities(scored),
+                "audio_s": good["audio_s"],
+            }
+        )
     for r, c in zip([r for r in out if r["kind"] == "good"], cost):
         r["cost"] = c
     return out
@@ -189,8 +227,9 @@ def report(args, asr_name: str, starters: list[dict], readings: list[dict], seco
         for r in readings:
             if r["voice"] == v:
                 r["flags_paper"] = flagged(r, prompts)
-                r["flags_second_opinion"] = (r["flags_paper"] if chosen[v][0] is None
-                                             else flagged(r, prompts, *chosen[v]))
+                r["flags_second_opinion"] = (
+                    r["flags_paper"] if chosen[v][0] is None else flagged(r, prompts, *chosen[v])
+                )
     all_voices = choose(readings, prompts)
 
     def row(kinds):
@@ -199,40 +238,75 @@ def report(args, asr_name: str, starters: list[dict], readings: list[dict], seco
 
     table = {k: row((k,)) for k in GOOD_KINDS + BAD_KINDS}
     table["all good kinds"] = row(GOOD_KINDS)
-    by_voice = {v: {k: pct([r for r in readings if r["voice"] == v and r["kind"] == k], "flags_second_opinion")
-                    for k in GOOD_KINDS} for v in voices}
+    by_voice = {
+        v: {
+            k: pct([r for r in readings if r["voice"] == v and r["kind"] == k], "flags_second_opinion")
+            for k in GOOD_KINDS
+        }
+        for v in voices
+    }
     costs = [r["cost"] for r in readings if r.get("cost")]
-    cost = {k: round(statistics.mean(c[k] for c in costs), 2) for k in ("plain_s", "scored_reused_s",
-                                                                          "separate_score_s")} if costs else {}
+    cost = (
+        {k: round(statistics.mean(c[k] for c in costs), 2) for k in ("plain_s", "scored_reused_s", "separate_score_s")}
+        if costs
+        else {}
+    )
     if costs:
         cost["extra_reused_s"] = round(cost["scored_reused_s"] - cost["plain_s"], 2)
         cost["n"] = len(costs)
         cost["same_transcript"] = all(c["same_transcript"] for c in costs)
     missed_targets = {
-        **{f"false flags, {k}": table[k]["second_opinion_lovo"]["pct"] for k in GOOD_KINDS
-           if table[k]["second_opinion_lovo"]["pct"] >= TARGET_FALSE_PCT},
-        **{f"false flags, {k}, voice {v}": by_voice[v][k]["pct"] for v in voices for k in GOOD_KINDS
-           if by_voice[v][k]["pct"] >= TARGET_FALSE_PCT},
-        **{f"true flags, {k}": table[k]["second_opinion_lovo"]["pct"] for k in BAD_KINDS
-           if table[k]["second_opinion_lovo"]["pct"] < TARGET_TRUE_PCT}}
-    out = {"asr": asr_name, "voices": voices, "starters": [s["id"] for s in starters], "lead_silence_s": LEAD_S,
-           "pause_s": PAUSE_S, "grid": GRID,
-           "targets": {"false_flag_pct_below": TARGET_FALSE_PCT, "true_flag_pct_min": TARGET_TRUE_PCT},
-           "thresholds_leave_one_voice_out": {v: {"first_word_min_p": a, "last_word_min_p": b}
-                                             for v, (a, b) in chosen.items()},
-           "thresholds_all_voices": {"first_word_min_p": all_voices[0], "last_word_min_p": all_voices[1]},
-           "code_defaults": {k: recording_qc.SECOND_OPINION_DEFAULTS[k]
-                             for k in ("qc_first_word_min_p", "qc_last_word_min_p")},
-           "table": table, "false_flags_by_voice": by_voice, "missed_targets": missed_targets,
-           "cost_per_recording_s": cost,
-           "false_flagged": [{k: r.get(k) for k in ("voice", "starter", "kind", "flags_second_opinion", "edges",
-                                                    "transcript")}
-                             for r in readings if r["kind"] in GOOD_KINDS and r["flags_second_opinion"]],
-           "missed": [{k: r.get(k) for k in ("voice", "starter", "kind", "flags_paper", "edges", "transcript")}
-                      for r in readings if r["kind"] in BAD_KINDS and not r["flags_second_opinion"]],
-           "seconds": round(seconds, 1), "machine": getattr(args, "machine", None) or machine(),
-           "readings": readings,
-           "measured_at": getattr(args, "measured_at", None) or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        **{
+            f"false flags, {k}": table[k]["second_opinion_lovo"]["pct"]
+            for k in GOOD_KINDS
+            if table[k]["second_opinion_lovo"]["pct"] >= TARGET_FALSE_PCT
+        },
+        **{
+            f"false flags, {k}, voice {v}": by_voice[v][k]["pct"]
+            for v in voices
+            for k in GOOD_KINDS
+            if by_voice[v][k]["pct"] >= TARGET_FALSE_PCT
+        },
+        **{
+            f"true flags, {k}": table[k]["second_opinion_lovo"]["pct"]
+            for k in BAD_KINDS
+            if table[k]["second_opinion_lovo"]["pct"] < TARGET_TRUE_PCT
+        },
+    }
+    out = {
+        "asr": asr_name,
+        "voices": voices,
+        "starters": [s["id"] for s in starters],
+        "lead_silence_s": LEAD_S,
+        "pause_s": PAUSE_S,
+        "grid": GRID,
+        "targets": {"false_flag_pct_below": TARGET_FALSE_PCT, "true_flag_pct_min": TARGET_TRUE_PCT},
+        "thresholds_leave_one_voice_out": {
+            v: {"first_word_min_p": a, "last_word_min_p": b} for v, (a, b) in chosen.items()
+        },
+        "thresholds_all_voices": {"first_word_min_p": all_voices[0], "last_word_min_p": all_voices[1]},
+        "code_defaults": {
+            k: recording_qc.SECOND_OPINION_DEFAULTS[k] for k in ("qc_first_word_min_p", "qc_last_word_min_p")
+        },
+        "table": table,
+        "false_flags_by_voice": by_voice,
+        "missed_targets": missed_targets,
+        "cost_per_recording_s": cost,
+        "false_flagged": [
+            {k: r.get(k) for k in ("voice", "starter", "kind", "flags_second_opinion", "edges", "transcript")}
+            for r in readings
+            if r["kind"] in GOOD_KINDS and r["flags_second_opinion"]
+        ],
+        "missed": [
+            {k: r.get(k) for k in ("voice", "starter", "kind", "flags_paper", "edges", "transcript")}
+            for r in readings
+            if r["kind"] in BAD_KINDS and not r["flags_second_opinion"]
+        ],
+        "seconds": round(seconds, 1),
+        "machine": getattr(args, "machine", None) or machine(),
+        "readings": readings,
+        "measured_at": getattr(args, "measured_at", None) or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, ensure_ascii=False, indent=1))
     return out
@@ -250,10 +324,10 @@ def main() -> None:
     if args.src:
         old = json.loads(Path(args.src).read_text(encoding="utf-8"))
         starters = [s for s in starters if s["id"] in old["starters"]]
-        args.machine, args.measured_at = old["machine"], old["measured_at"]     # where the models ran
+        args.machine, args.measured_at = old["machine"], old["measured_at"]  # where the models ran
         out = report(args, old["asr"], starters, old["readings"], old["seconds"])
     else:
-        if args.starters:      # spread over the demo's domains, not the first N of one
+        if args.starters:  # spread over the demo's domains, not the first N of one
             step = len(starters) / args.starters
             starters = [starters[int(i * step)] for i in range(args.starters)]
         asr = systems.build_asr(recording_qc.DEFAULT_QC_ASR)
@@ -267,8 +341,21 @@ def main() -> None:
                 readings += readings_of(asr, vname, starters, Path(tmp))
                 # the figures so far after each voice (a slow machine can stop the run and keep them)
                 out = report(args, asr.name, starters, readings, time.perf_counter() - t_start)
-    print(json.dumps({k: out[k] for k in ("table", "thresholds_leave_one_voice_out", "thresholds_all_voices",
-                                          "missed_targets", "cost_per_recording_s")}, indent=1))
+    print(
+        json.dumps(
+            {
+                k: out[k]
+                for k in (
+                    "table",
+                    "thresholds_leave_one_voice_out",
+                    "thresholds_all_voices",
+                    "missed_targets",
+                    "cost_per_recording_s",
+                )
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

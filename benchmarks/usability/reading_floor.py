@@ -10,6 +10,7 @@ honest reading, however fast, comes near it. Writes benchmarks/results/reading_f
 
     .venv/bin/python benchmarks/usability/reading_floor.py
 """
+
 from __future__ import annotations
 
 import csv
@@ -28,7 +29,7 @@ from services.models.tts import EspeakTTS  # noqa: E402
 from services.usability.audio_intake import MIN_SECONDS_PER_WORD, SILENCE_DBFS, window_dbfs, words  # noqa: E402
 
 FASTEST_WPM = 450
-SAFETY = 0.5          # the floor is this share of the fastest reading measured
+SAFETY = 0.5  # the floor is this share of the fastest reading measured
 
 
 def speech_span(wav: bytes) -> float:
@@ -54,11 +55,20 @@ def main() -> int:
         print(row)
     fastest = min(r[f"seconds_per_word_at_{FASTEST_WPM}"] for r in rows)
     floor = round(SAFETY * fastest, 3)
-    out = {"tts": "espeak-ng en-us", "fastest_wpm": FASTEST_WPM, "safety": SAFETY,
-           "fastest_seconds_per_word": fastest, "floor_seconds_per_word": floor,
-           "constant_in_code": MIN_SECONDS_PER_WORD, "starters": rows, "machine": machine()}
-    print(f"fastest {fastest} s/word at {FASTEST_WPM} wpm -> floor {floor} s/word "
-          f"(audio_intake.MIN_SECONDS_PER_WORD = {MIN_SECONDS_PER_WORD})")
+    out = {
+        "tts": "espeak-ng en-us",
+        "fastest_wpm": FASTEST_WPM,
+        "safety": SAFETY,
+        "fastest_seconds_per_word": fastest,
+        "floor_seconds_per_word": floor,
+        "constant_in_code": MIN_SECONDS_PER_WORD,
+        "starters": rows,
+        "machine": machine(),
+    }
+    print(
+        f"fastest {fastest} s/word at {FASTEST_WPM} wpm -> floor {floor} s/word "
+        f"(audio_intake.MIN_SECONDS_PER_WORD = {MIN_SECONDS_PER_WORD})"
+    )
     (ROOT / "benchmarks" / "results" / "reading_floor.json").write_text(json.dumps(out, indent=2) + "\n")
     return 0
 

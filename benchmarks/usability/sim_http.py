@@ -17,6 +17,7 @@ that a p95 is not just the maximum of 16 first views. Latency: from sending the 
 submit, the next item). Everything is bounded: participants per level, calls per participant,
 and DEADLINE_S per level; only 127.0.0.1 is contacted.
 """
+
 from __future__ import annotations
 
 import os
@@ -30,11 +31,20 @@ LEVELS = (16, 50)
 SUBMITS = 4
 ROUNDS = 2
 DEADLINE_S = 300
-ENDPOINT = {"record": "/record_submit", "receiver": "/receiver_submit", "validator": "/validator_submit",
-            "survey": "/survey_submit"}
+ENDPOINT = {
+    "record": "/record_submit",
+    "receiver": "/receiver_submit",
+    "validator": "/validator_submit",
+    "survey": "/survey_submit",
+}
 # the share of each level's clients per (role, tab), filled from whoever is available
-MIX = (("sender", "record", 0.3), ("sender", "survey", 0.2), ("receiver", "receiver", 0.2),
-       ("validator", "validator", 0.2), ("rater", "survey", 0.1))
+MIX = (
+    ("sender", "record", 0.3),
+    ("sender", "survey", 0.2),
+    ("receiver", "receiver", 0.2),
+    ("validator", "validator", 0.2),
+    ("rater", "survey", 0.1),
+)
 
 
 def _candidates(sim, used: set) -> dict:
@@ -56,9 +66,9 @@ def pick(sim, n: int, used: set) -> list:
     cands = _candidates(sim, used)
     picked = []
     for role, tab, share in MIX:
-        take = cands[(role, tab)][:max(1, round(share * n))]
+        take = cands[(role, tab)][: max(1, round(share * n))]
         picked += take
-        cands[(role, tab)] = cands[(role, tab)][len(take):]
+        cands[(role, tab)] = cands[(role, tab)][len(take) :]
     rest = [p for v in cands.values() for p in v]
     picked = (picked + rest)[:n]
     used.update(p.pid for p in picked)
@@ -107,7 +117,7 @@ def _drive(sim, url: str, person, wav: bytes, deadline: float, start: threading.
                 res = c.predict(*args, api_name=ENDPOINT[tab])
                 lat.append((ENDPOINT[tab].lstrip("/"), time.perf_counter() - t0))
                 state = res[0] if isinstance(res, list) else res
-                if state.get("notice") != Voice(page_language(tab))("saved"):     # "Guardado." for a receiver
+                if state.get("notice") != Voice(page_language(tab))("saved"):  # "Guardado." for a receiver
                     errors.append(f"{person.role} {person.pid} {tab}: {state.get('error') or state.get('notice')}")
                     break
                 if tab == "record":
@@ -119,7 +129,7 @@ def _drive(sim, url: str, person, wav: bytes, deadline: float, start: threading.
             t0 = time.perf_counter()
             c.predict(person.token, tab, api_name="/view")
             lat.append(("view_again", time.perf_counter() - t0))
-        except Exception as e:          # reported, never hidden
+        except Exception as e:  # reported, never hidden
             errors.append(f"{person.role} {person.pid} {tab}: {type(e).__name__}: {e}")
     out[person.pid] = {"lat": lat, "errors": errors, "recorded": recorded, "calls": len(lat)}
 
@@ -162,6 +172,7 @@ def cpu_s(pid: int) -> float:
 
 def _summary(xs: list[float], wall: float) -> dict:
     from benchmarks.usability.study_sim import summarise
+
     if not xs:
         return {"n": 0}
     return {**summarise(xs), "wall_s": round(wall, 2), "calls_per_s": round(len(xs) / wall, 1) if wall else None}
@@ -173,8 +184,15 @@ def http_sample(sim, levels=LEVELS) -> dict:
     from harness.measure import peak_rss_mb, percentile
 
     tmp = Path(tempfile.mkdtemp(prefix="study-sim-http-"))
-    app = LoadApp(tmp, {"TRADLAB_DB": str(sim.db_path), "TRADLAB_MEDIA": str(sim.media), "TRADLAB_WORKER": "0",
-                        "TRADLAB_FIGURE_PNG": "0"})
+    app = LoadApp(
+        tmp,
+        {
+            "TRADLAB_DB": str(sim.db_path),
+            "TRADLAB_MEDIA": str(sim.media),
+            "TRADLAB_WORKER": "0",
+            "TRADLAB_FIGURE_PNG": "0",
+        },
+    )
     wav = Path(sim.wav).read_bytes()
     result = {"levels": [], "submits_per_client": SUBMITS, "client": "harness/gradio_http.py GradioHTTP"}
     noop = None
@@ -227,20 +245,29 @@ def http_sample(sim, levels=LEVELS) -> dict:
                 for k, x in o["lat"]:
                     noop_by.setdefault(k, []).append(x)
             errors = [e for o in [*app_out.values(), *noop_out.values()] for e in o["errors"]]
-            row = {"clients": n, "rounds": ROUNDS, "roles": roles, "app": _summary(calls, app_wall),
-                   "noop": _summary(noops, noop_wall),
-                   "per_endpoint": {k: _summary(xs, app_wall) for k, xs in sorted(by.items())},
-                   "noop_per_call": {k: _summary(xs, noop_wall) for k, xs in sorted(noop_by.items())},
-                   # the servers' own CPU per call (the clients run on the same cores)
-                   "server_cpu_ms_per_call": {
-                       "app": round(1000 * app_cpu / max(1, sum(len(o["lat"]) for o in app_out.values())), 2),
-                       "noop": round(1000 * noop_cpu / max(1, sum(len(o["lat"]) for o in noop_out.values())), 2)},
-                   # and the clients' (this process: the HTTP client, and for the app the answers)
-                   "client_cpu_ms_per_call": {
-                       "app": round(1000 * app_client / max(1, sum(len(o["lat"]) for o in app_out.values())), 2),
-                       "noop": round(1000 * noop_client / max(1, sum(len(o["lat"]) for o in noop_out.values())), 2)},
-                   "recorded_over_http": len(recorded), "errors": errors[:10], "n_errors": len(errors),
-                   "load_average": [round(x, 2) for x in os.getloadavg()]}
+            row = {
+                "clients": n,
+                "rounds": ROUNDS,
+                "roles": roles,
+                "app": _summary(calls, app_wall),
+                "noop": _summary(noops, noop_wall),
+                "per_endpoint": {k: _summary(xs, app_wall) for k, xs in sorted(by.items())},
+                "noop_per_call": {k: _summary(xs, noop_wall) for k, xs in sorted(noop_by.items())},
+                # the servers' own CPU per call (the clients run on the same cores)
+                "server_cpu_ms_per_call": {
+                    "app": round(1000 * app_cpu / max(1, sum(len(o["lat"]) for o in app_out.values())), 2),
+                    "noop": round(1000 * noop_cpu / max(1, sum(len(o["lat"]) for o in noop_out.values())), 2),
+                },
+                # and the clients' (this process: the HTTP client, and for the app the answers)
+                "client_cpu_ms_per_call": {
+                    "app": round(1000 * app_client / max(1, sum(len(o["lat"]) for o in app_out.values())), 2),
+                    "noop": round(1000 * noop_client / max(1, sum(len(o["lat"]) for o in noop_out.values())), 2),
+                },
+                "recorded_over_http": len(recorded),
+                "errors": errors[:10],
+                "n_errors": len(errors),
+                "load_average": [round(x, 2) for x in os.getloadavg()],
+            }
             if calls and noops:
                 row["ratio_p50"] = round(row["app"]["p50_ms"] / row["noop"]["p50_ms"], 2)
                 row["ratio_p95"] = round(row["app"]["p95_ms"] / row["noop"]["p95_ms"], 2)
@@ -252,14 +279,17 @@ def http_sample(sim, levels=LEVELS) -> dict:
                     row["submits_vs_later_noops_p95"] = round(1000 * percentile(subs, 95) / nxt["p95_ms"], 2)
                 if nxt and "view_again" in by:
                     row["view_again_vs_later_noops_p95"] = round(
-                        row["per_endpoint"]["view_again"]["p95_ms"] / nxt["p95_ms"], 2)
+                        row["per_endpoint"]["view_again"]["p95_ms"] / nxt["p95_ms"], 2
+                    )
             result["levels"].append(row)
-            sim.log(f"  HTTP, {n} clients x {ROUNDS} rounds {roles}: app p50 {row['app'].get('p50_ms')} ms "
-                    f"p95 {row['app'].get('p95_ms')} ms | no-op p50 {row['noop'].get('p50_ms')} ms "
-                    f"p95 {row['noop'].get('p95_ms')} ms | ratio p95 {row.get('ratio_p95')} (views vs first no-ops "
-                    f"{row.get('view_vs_first_noop_p95')}, "
-                    f"submits vs later no-ops {row.get('submits_vs_later_noops_p95')})"
-                    + (f" | {len(errors)} errors: {errors[:2]}" if errors else ""))
+            sim.log(
+                f"  HTTP, {n} clients x {ROUNDS} rounds {roles}: app p50 {row['app'].get('p50_ms')} ms "
+                f"p95 {row['app'].get('p95_ms')} ms | no-op p50 {row['noop'].get('p50_ms')} ms "
+                f"p95 {row['noop'].get('p95_ms')} ms | ratio p95 {row.get('ratio_p95')} (views vs first no-ops "
+                f"{row.get('view_vs_first_noop_p95')}, "
+                f"submits vs later no-ops {row.get('submits_vs_later_noops_p95')})"
+                + (f" | {len(errors)} errors: {errors[:2]}" if errors else "")
+            )
             sim.problems += [f"HTTP: {e}" for e in errors]
         result["app_peak_rss_mb"] = peak_rss_mb(app.proc.pid) if app.proc else None
     finally:

@@ -15,6 +15,7 @@ has p < .05. The false-positive rate at alpha .05 is the independent check: a va
 SE, seconds; fits whose group/gender SEs are not finite are counted apart, as
 "degenerate") and the smallest size whose pooled rate is at most RATE_OK.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,9 @@ import benchmarks.usability.analysis as sim  # noqa: E402
 from benchmarks.common import machine  # noqa: E402
 from services.usability import analysis as U  # noqa: E402
 
-SIZES = (2, 3, 4, 6, 8, 12, 16)      # senders per group x gender cell (6 cells)
+SIZES = (2, 3, 4, 6, 8, 12, 16)  # senders per group x gender cell (6 cells)
 ALPHA = 0.05
-RATE_OK = 0.06                       # a pooled false-positive rate at or under this counts as close to 0.05
+RATE_OK = 0.06  # a pooled false-positive rate at or under this counts as close to 0.05
 TERMS = ("group: USB", "group: USW", "gender: Woman", "group: USB x gender: Woman", "group: USW x gender: Woman")
 
 
@@ -48,8 +49,14 @@ def null_study(seed: int, k: int):
     sim.WOMAN = 0.0
     sim.INTERACTION = {g: 0.0 for g in sim.GROUPS}
     senders = 6 * k
-    raw = sim.synthetic(seed, senders_per_cell=k, receivers=max(3, round(senders * 60 / 174)),
-                        validators=max(3, round(senders * 69 / 174)), drop=0, metrics=0)
+    raw = sim.synthetic(
+        seed,
+        senders_per_cell=k,
+        receivers=max(3, round(senders * 60 / 174)),
+        validators=max(3, round(senders * 69 / 174)),
+        drop=0,
+        metrics=0,
+    )
     return U.normalise(raw.drop(columns=["perspective"]))
 
 
@@ -59,7 +66,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "usability_small_sample.json"))
     args = ap.parse_args()
-    warnings.simplefilter("ignore", RuntimeWarning)     # statsmodels' sqrt of a negative variance: counted
+    warnings.simplefilter("ignore", RuntimeWarning)  # statsmodels' sqrt of a negative variance: counted
     rows = []
     for k in SIZES:
         t0 = time.perf_counter()
@@ -73,31 +80,52 @@ def main() -> None:
                 failed += 1
                 continue
             if not np.isfinite([p.get(t, np.nan) for t in TERMS]).all():
-                degenerate += 1      # a boundary fit without SEs: neither a hit nor a miss
+                degenerate += 1  # a boundary fit without SEs: neither a hit nor a miss
                 continue
             fits += 1
             for t in TERMS:
                 hits[t] += bool(p.get(t, 1.0) < ALPHA)
         rates = {t: hits[t] / fits for t in TERMS}
         pooled = sum(hits.values()) / (fits * len(TERMS))
-        rows.append({"senders_per_cell": k, "senders": 6 * k, "exchanges": 60 * k, "fits": fits, "failed": failed,
-                     "degenerate": degenerate,
-                     "rate_pooled": pooled, "mc_se_pooled_if_independent": math.sqrt(ALPHA * (1 - ALPHA)
-                                                                                    / (fits * len(TERMS))),
-                     "rate_per_term": rates, "seconds": time.perf_counter() - t0})
-        print(f"{6 * k:4d} senders ({60 * k} exchanges): false-positive rate {pooled:.3f} "
-              f"({', '.join(f'{v:.3f}' for v in rates.values())}) in {rows[-1]['seconds']:.0f} s", flush=True)
+        rows.append(
+            {
+                "senders_per_cell": k,
+                "senders": 6 * k,
+                "exchanges": 60 * k,
+                "fits": fits,
+                "failed": failed,
+                "degenerate": degenerate,
+                "rate_pooled": pooled,
+                "mc_se_pooled_if_independent": math.sqrt(ALPHA * (1 - ALPHA) / (fits * len(TERMS))),
+                "rate_per_term": rates,
+                "seconds": time.perf_counter() - t0,
+            }
+        )
+        print(
+            f"{6 * k:4d} senders ({60 * k} exchanges): false-positive rate {pooled:.3f} "
+            f"({', '.join(f'{v:.3f}' for v in rates.values())}) in {rows[-1]['seconds']:.0f} s",
+            flush=True,
+        )
     ok = [r["senders"] for r in rows if r["rate_pooled"] <= RATE_OK]
-    out = {"what": "false-positive rate at alpha .05 of the usability LMM's Wald z tests of the group/gender "
-                   "terms under a null effect (paper 000's crossed design)",
-           "alpha": ALPHA, "rate_ok": RATE_OK, "reps": args.reps, "seed": args.seed, "terms": list(TERMS),
-           "sizes": rows,
-           "smallest_ok_senders": min((s for s in ok if all(r["rate_pooled"] <= RATE_OK for r in rows
-                                                            if r["senders"] >= s)), default=None),
-           "machine": machine()}
+    out = {
+        "what": "false-positive rate at alpha .05 of the usability LMM's Wald z tests of the group/gender "
+        "terms under a null effect (paper 000's crossed design)",
+        "alpha": ALPHA,
+        "rate_ok": RATE_OK,
+        "reps": args.reps,
+        "seed": args.seed,
+        "terms": list(TERMS),
+        "sizes": rows,
+        "smallest_ok_senders": min(
+            (s for s in ok if all(r["rate_pooled"] <= RATE_OK for r in rows if r["senders"] >= s)), default=None
+        ),
+        "machine": machine(),
+    }
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
-    print(f"smallest size with the rate at or under {RATE_OK} (and every larger one): "
-          f"{out['smallest_ok_senders']} senders; written to {args.out}")
+    print(
+        f"smallest size with the rate at or under {RATE_OK} (and every larger one): "
+        f"{out['smallest_ok_senders']} senders; written to {args.out}"
+    )
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ can run against another checkout: `--code DIR` (repeatable) runs it once per che
 PYTHONPATH=DIR (e.g. `git worktree add /tmp/old ea8cfeb`) and once on this one, and writes the
 before/after figures side by side (benchmarks/results/study_sim_measure.json).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -87,8 +88,16 @@ RESULTS = ROOT / "benchmarks" / "results"
 STUDY_ID = "sim"
 GROUPS = ("USW", "USB", "Hindi")
 GENDERS = ("Man", "Woman")
-PAPER = {"starters": 200, "senders_per_cell": 29, "receivers": 60, "validators": 69, "raters": 37,
-         "items_per_sender": 10, "items_per_receiver": 30, "items_per_validator": 30}
+PAPER = {
+    "starters": 200,
+    "senders_per_cell": 29,
+    "receivers": 60,
+    "validators": 69,
+    "raters": 37,
+    "items_per_sender": 10,
+    "items_per_receiver": 30,
+    "items_per_validator": 30,
+}
 
 # planted effects on the informed survey (the LMM's terms, reference DeSTA2 / everyday)
 SYSTEM_FX = {"DeSTA2": 0.0, "Phi-4": 0.15, "Voxtral": 0.4}
@@ -98,18 +107,22 @@ INTERCEPT = 1.45
 PERSON_SD = 0.3
 RESID_SD = 0.45
 BASELINE_MEAN, BASELINE_SD, BASELINE_PERSON_SD = 3.3, 0.55, 0.3
-PLANTED = {"system: Phi-4": SYSTEM_FX["Phi-4"], "system: Voxtral": SYSTEM_FX["Voxtral"],
-           "topic: health": TOPIC_FX["health"], "u_b": U_B}
+PLANTED = {
+    "system: Phi-4": SYSTEM_FX["Phi-4"],
+    "system: Voxtral": SYSTEM_FX["Voxtral"],
+    "topic: health": TOPIC_FX["health"],
+    "u_b": U_B,
+}
 # receivers and validators: a per-system quality in 0..1
 QUALITY = {"DeSTA2": 0.6, "Phi-4": 0.7, "Voxtral": 0.85}
 
-DROPOUT = 0.21           # of the senders, after recording and before their surveys
-FLAG_SHARE = 0.05        # readings whose transcript misses the first three words (QC flags them)
-REJECT_SHARE = 0.15      # of the flagged recordings the admin reviews
-DOUBLE_SUBMIT = 0.02     # submits sent twice
-LATE_SHARE = 0.10        # receivers, validators, raters joining halfway
-SENDER_WAVES = (0.0, 0.2, 0.4)      # recordings done (share of all) when each third of the senders joins
-MIDPOINT = 0.5           # late joiners, mid-study snapshot; the deactivation and HTTP sample follow
+DROPOUT = 0.21  # of the senders, after recording and before their surveys
+FLAG_SHARE = 0.05  # readings whose transcript misses the first three words (QC flags them)
+REJECT_SHARE = 0.15  # of the flagged recordings the admin reviews
+DOUBLE_SUBMIT = 0.02  # submits sent twice
+LATE_SHARE = 0.10  # receivers, validators, raters joining halfway
+SENDER_WAVES = (0.0, 0.2, 0.4)  # recordings done (share of all) when each third of the senders joins
+MIDPOINT = 0.5  # late joiners, mid-study snapshot; the deactivation and HTTP sample follow
 MAX_ROUNDS = 5000
 
 
@@ -136,8 +149,9 @@ class Sizes:
         # the paper's ratios, with room for every exchange (one receiver is deactivated midway); a
         # receiver takes one exchange of each starter at most (usability.receiver_repeat_starters)
         starters = max(20, round(PAPER["starters"] * scale))
-        receivers = max(round(PAPER["receivers"] * scale),
-                        math.ceil(exchanges / min(PAPER["items_per_receiver"], starters)) + 2)
+        receivers = max(
+            round(PAPER["receivers"] * scale), math.ceil(exchanges / min(PAPER["items_per_receiver"], starters)) + 2
+        )
         validators = max(round(PAPER["validators"] * scale), math.ceil(exchanges / PAPER["items_per_validator"]) + 1)
         raters = max(round(PAPER["raters"] * scale), dropouts, 1)
         return cls(scale, starters, per_cell, receivers, validators, raters, dropouts)
@@ -149,9 +163,14 @@ class Sizes:
 
 # -- timing ------------------------------------------------------------------------------------
 def summarise(xs: list[float]) -> dict:
-    return {"n": len(xs), "p50_ms": round(1000 * percentile(xs, 50), 2), "p95_ms": round(1000 * percentile(xs, 95), 2),
-            "max_ms": round(1000 * max(xs), 2), "mean_ms": round(1000 * statistics.fmean(xs), 2),
-            "total_s": round(sum(xs), 2)}
+    return {
+        "n": len(xs),
+        "p50_ms": round(1000 * percentile(xs, 50), 2),
+        "p95_ms": round(1000 * percentile(xs, 95), 2),
+        "max_ms": round(1000 * max(xs), 2),
+        "mean_ms": round(1000 * statistics.fmean(xs), 2),
+        "total_s": round(sum(xs), 2),
+    }
 
 
 class Timer:
@@ -178,6 +197,7 @@ def peak_rss_mb() -> dict:
 # -- simulated answers -------------------------------------------------------------------------
 def seeded(*parts) -> random.Random:
     from services.common.seeded import seeded_rng
+
     return seeded_rng("study-sim", *parts)
 
 
@@ -198,8 +218,11 @@ def write_wav(path: Path, seconds: float = 4.0, rate: int = 16000) -> Path:
 
     t = np.arange(int(seconds * rate)) / rate
     env = np.clip((t - 0.3) * 10, 0, 1) * (0.6 + 0.4 * np.sin(2 * np.pi * 4 * t) ** 2)
-    x = 0.3 * env * (np.sin(2 * np.pi * 180 * t) + 0.5 * np.sin(2 * np.pi * 360 * t)
-                     + 0.2 * np.sin(2 * np.pi * 900 * t))
+    x = (
+        0.3
+        * env
+        * (np.sin(2 * np.pi * 180 * t) + 0.5 * np.sin(2 * np.pi * 360 * t) + 0.2 * np.sin(2 * np.pi * 900 * t))
+    )
     x += np.random.default_rng(0).normal(0, 0.002, len(t))
     pcm = (np.clip(x, -1, 1) * 32767).astype("<i2")
     with wave.open(str(path), "wb") as w:
@@ -224,10 +247,16 @@ class Answerer:
         info = self._ex.get(exchange_id)
         if info is None:
             from storage import assignments, studies
+
             ex = assignments.exchange(self.db, exchange_id)
             st = studies.starter(self.db, ex["study_id"], ex["starter_id"])
-            info = {"system": ex["system_id"], "domain": st["domain"], "text": st["text"], "starter": st,
-                    "sender_id": ex["sender_id"]}
+            info = {
+                "system": ex["system_id"],
+                "domain": st["domain"],
+                "text": st["text"],
+                "starter": st,
+                "sender_id": ex["sender_id"],
+            }
             self._ex[exchange_id] = info
         return info
 
@@ -236,6 +265,7 @@ class Answerer:
 
     def stored_baseline(self, pid: int, exchange_id: int) -> list[int]:
         from storage import assignments, results
+
         a = assignments.find_assignment(self.db, pid, "survey_baseline", exchange_id)
         s = results.survey(self.db, a["id"]) if a else None
         if not s:
@@ -258,12 +288,15 @@ class Answerer:
             return {"answers": out}
         if phase == "validate":
             from storage import assignments
+
             ex = assignments.assignment(self.db, int(item_key))["exchange_id"]
             q = QUALITY[self.exchange(ex)["system"]]
             r = seeded(self.seed, "validate", pid, ex)
             tick = min(6, max(0, round(6 * q + r.gauss(0, 0.8))))
-            marks = {a["idx"]: "correct" if r.random() < (0.3 if a["unanswerable"] else q) else "incorrect"
-                     for a in content["answers"]}
+            marks = {
+                a["idx"]: "correct" if r.random() < (0.3 if a["unanswerable"] else q) else "incorrect"
+                for a in content["answers"]
+            }
             return {"score": round(tick * 100 / 6), "marks": marks}
         if phase in ("survey_baseline", "survey_informed"):
             # seeded by the exchange, with the intercept of its speaker (the LMM's sender effect):
@@ -279,8 +312,14 @@ class Answerer:
                 self.baselines[(pid, ex)] = items
             else:
                 base = self.baselines.get((pid, ex)) or self.stored_baseline(pid, ex)
-                latent = (INTERCEPT + U_B * statistics.fmean(base) + SYSTEM_FX[info["system"]]
-                          + TOPIC_FX[info["domain"]] + self.person_fx(speaker, "u", PERSON_SD) + r.gauss(0, RESID_SD))
+                latent = (
+                    INTERCEPT
+                    + U_B * statistics.fmean(base)
+                    + SYSTEM_FX[info["system"]]
+                    + TOPIC_FX[info["domain"]]
+                    + self.person_fx(speaker, "u", PERSON_SD)
+                    + r.gauss(0, RESID_SD)
+                )
                 items = likert3(latent, r)
             return dict(zip(("satisfaction", "trust", "reliance"), items))
         raise ValueError(f"no simulated answer for phase {phase}")
@@ -298,16 +337,20 @@ class Person:
     tab_i: int = 0
     dropout: bool = False
     late: bool = False
-    status: str = "active"       # active | dropped | deactivated | retired
-    last: str = "new"            # the last view's status
+    status: str = "active"  # active | dropped | deactivated | retired
+    last: str = "new"  # the last view's status
 
     @property
     def tab(self) -> str:
         return self.tabs[self.tab_i]
 
 
-ROLE_TABS = {"sender": ("record", "survey"), "receiver": ("receiver",), "validator": ("validator",),
-             "rater": ("survey",)}
+ROLE_TABS = {
+    "sender": ("record", "survey"),
+    "receiver": ("receiver",),
+    "validator": ("validator",),
+    "rater": ("survey",),
+}
 
 
 class Sim:
@@ -323,7 +366,7 @@ class Sim:
         self.problems: list[str] = []
         self.doubles = 0
         self.flagged: list[int] = []
-        self.rejected: dict[int, int] = {}       # exchange -> sender
+        self.rejected: dict[int, int] = {}  # exchange -> sender
         self.accepted: list[int] = []
         self.dropped: list[int] = []
         self.deactivated: dict | None = None
@@ -343,17 +386,26 @@ class Sim:
         s = self.sizes
         self.dir.mkdir(parents=True, exist_ok=True)
         for old in [self.db_path, *self.dir.glob("sim.db-*"), *self.dir.glob("snapshot-*.db")]:
-            old.unlink(missing_ok=True)    # a fresh database every run
+            old.unlink(missing_ok=True)  # a fresh database every run
         for old in (self.media, self.dir / "study", self.dir / "analysis"):
             shutil.rmtree(old, ignore_errors=True)
-        self.starters = sim_corpus.write_study(self.dir / "study", STUDY_ID, self.seed, s.starters, list(SYSTEM_FX),
-                                               s.items_per_sender, s.items_per_receiver, s.items_per_validator)
+        self.starters = sim_corpus.write_study(
+            self.dir / "study",
+            STUDY_ID,
+            self.seed,
+            s.starters,
+            list(SYSTEM_FX),
+            s.items_per_sender,
+            s.items_per_receiver,
+            s.items_per_validator,
+        )
         self.db = open_database(self.db_path)
         self.t("admin/import_study", import_study, self.db, self.dir / "study", actor="sim")
         self.wav = write_wav(self.dir / "reading.wav")
         self.answers = Answerer(self.db, self.seed, self.wav)
         from services.participation.dropouts import drop_out
         from services.usability.pipeline import record_outcome
+
         self.model_step, self.model_step_name = record_outcome, "services.usability.pipeline.record_outcome"
         self.drop_out = drop_out
         # who drops out: spread over the cells, the design index within a cell at random
@@ -384,9 +436,11 @@ class Sim:
 
     def add(self, role: str, n: int, group=None, gender=None, late=False) -> list[Person]:
         from services.setup.enrolment import add_participants
+
         t0 = time.perf_counter()
-        made = self.t("admin/add_participants", add_participants, self.db, STUDY_ID, role, n, group, gender,
-                      actor="sim")
+        made = self.t(
+            "admin/add_participants", add_participants, self.db, STUDY_ID, role, n, group, gender, actor="sim"
+        )
         # calls add more people at larger sizes: the cost per person added is the comparable figure
         self.t.lat[f"admin/add_participants per {role}"].append((time.perf_counter() - t0) / n)
         out = [Person(m.id, m.token, role, group, gender, ROLE_TABS[role], late=late) for m in made]
@@ -409,8 +463,10 @@ class Sim:
         return self.sizes.senders * self.sizes.items_per_sender
 
     def recordings_done(self) -> int:
-        return self.db.scalar("SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
-                              "WHERE e.study_id = ?", [STUDY_ID])
+        return self.db.scalar(
+            "SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id WHERE e.study_id = ?",
+            [STUDY_ID],
+        )
 
     def fire_events(self, quiet: bool) -> bool:
         """Runs the due events (all of the next one's kind when the study has gone quiet)."""
@@ -419,23 +475,27 @@ class Sim:
         while self.pending and (progress >= self.pending[0][2] or quiet):
             kind, arg, _ = self.pending[0]
             if kind == "deactivate" and not self.deactivate_one() and not quiet:
-                break           # nobody holds open receiver items right now: try again next round
+                break  # nobody holds open receiver items right now: try again next round
             self.pending.pop(0)
             self.events.append({"event": kind, "arg": arg, "round": self.rounds, "progress": round(progress, 3)})
             if kind == "wave":
                 self.add_senders(arg)
             elif kind == "late":
-                for role, n in (("receiver", self.sizes.receivers), ("validator", self.sizes.validators),
-                                ("rater", self.sizes.raters)):
+                for role, n in (
+                    ("receiver", self.sizes.receivers),
+                    ("validator", self.sizes.validators),
+                    ("rater", self.sizes.raters),
+                ):
                     if self.late_count(n):
                         self.add(role, self.late_count(n), late=True)
             elif kind == "snapshot":
                 self.snapshot(arg)
             elif kind == "http":
                 from benchmarks.usability import sim_http
+
                 t0 = time.perf_counter()
                 self.http_result = sim_http.http_sample(self)
-                self.paused_s += time.perf_counter() - t0     # not part of the in-process figures
+                self.paused_s += time.perf_counter() - t0  # not part of the in-process figures
             fired = True
             if quiet:
                 break
@@ -443,6 +503,7 @@ class Sim:
 
     def snapshot(self, name: str) -> None:
         from storage.backup import backup
+
         target = self.dir / f"snapshot-{name}.db"
         info = self.t("admin/snapshot", backup, self.db_path, target)
         self.snapshots[name] = str(target)
@@ -454,15 +515,20 @@ class Sim:
             return True
         from services.admin.participants import deactivate, reassign_open_items
         from storage import assignments
-        for p in sorted((p for p in self.people if p.role == "receiver" and p.status == "active"),
-                        key=lambda p: p.pid):
+
+        for p in sorted((p for p in self.people if p.role == "receiver" and p.status == "active"), key=lambda p: p.pid):
             if assignments.counts(self.db, p.pid, ("receive",))["open"] > 0:
                 open_items = [a["item_id"] for a in assignments.open_assignments(self.db, p.pid)]
                 self.t("admin/deactivate", deactivate, self.db, STUDY_ID, p.pid, "sim-admin")
                 out = self.t("admin/reassign_open_items", reassign_open_items, self.db, STUDY_ID, p.pid, "sim-admin")
                 p.status = "deactivated"
-                self.deactivated = {"participant": p.pid, "open_items": open_items, "moved": len(out.moved),
-                                    "waiting": len(out.waiting), "dropped": len(out.dropped)}
+                self.deactivated = {
+                    "participant": p.pid,
+                    "open_items": open_items,
+                    "moved": len(out.moved),
+                    "waiting": len(out.waiting),
+                    "dropped": len(out.dropped),
+                }
                 self.log(f"  deactivated receiver {p.pid}: {out.summary()}")
                 return True
         return False
@@ -503,12 +569,19 @@ class Sim:
     def record_outcome(self, exchange_id: int, key: str = "") -> str:
         """The worker's model step, simulated: a stand-in translation, QC from a transcript."""
         from storage import results
+
         rec = results.recording_for_exchange(self.db, exchange_id)
         info = self.answers.exchange(exchange_id)
         flagged = seeded(self.seed, "flag", key if "-" in key else exchange_id).random() < FLAG_SHARE
         transcript = " ".join(info["text"].split()[3:]) if flagged else info["text"]
-        status = self.t("worker/record_outcome", self.model_step, self.db, rec["id"],
-                        sim_corpus.translation(info["starter"], info["system"], exchange_id), transcript)
+        status = self.t(
+            "worker/record_outcome",
+            self.model_step,
+            self.db,
+            rec["id"],
+            sim_corpus.translation(info["starter"], info["system"], exchange_id),
+            transcript,
+        )
         if status == "flagged":
             self.flagged.append(exchange_id)
         return status
@@ -534,13 +607,16 @@ class Sim:
 
     def review(self) -> None:
         from services.admin.recording_review import decide, queue_for_review
+
         while True:
             rows = self.t("admin/review_queue", queue_for_review, self.db, STUDY_ID, limit=200)
             if not rows:
                 return
             for r in rows:
-                reject = (r["sender_id"] not in self.rejected.values()
-                          and seeded(self.seed, "reject", r["exchange_id"]).random() < REJECT_SHARE)
+                reject = (
+                    r["sender_id"] not in self.rejected.values()
+                    and seeded(self.seed, "reject", r["exchange_id"]).random() < REJECT_SHARE
+                )
                 self.t("admin/review_decide", decide, self.db, r["id"], "reject" if reject else "accept", "sim-admin")
                 if reject:
                     self.rejected[r["exchange_id"]] = r["sender_id"]
@@ -569,16 +645,27 @@ class Sim:
                 if n == 0 and not self.fire_events(quiet=True):
                     break
             if self.rounds % 10 == 0:
-                self.log(f"  round {self.rounds}: {self.submits} submits, {self.views} views, "
-                         f"{self.recordings_done()}/{self.planned_recordings()} recordings, "
-                         f"{time.perf_counter() - t0:.0f} s")
+                self.log(
+                    f"  round {self.rounds}: {self.submits} submits, {self.views} views, "
+                    f"{self.recordings_done()}/{self.planned_recordings()} recordings, "
+                    f"{time.perf_counter() - t0:.0f} s"
+                )
         self.wall_s = time.perf_counter() - t0 - self.paused_s
 
 
 # -- end-of-run checks ---------------------------------------------------------------------------
 def count_rows(db) -> dict:
-    tables = ["assignments", "exchanges", "recordings", "translations", "answers", "validations",
-              "validation_marks", "surveys", "participants"]
+    tables = [
+        "assignments",
+        "exchanges",
+        "recordings",
+        "translations",
+        "answers",
+        "validations",
+        "validation_marks",
+        "surveys",
+        "participants",
+    ]
     return {t: db.scalar(f"SELECT COUNT(*) FROM {t}") for t in tables}
 
 
@@ -587,25 +674,38 @@ def check_completeness(db, sim: Sim) -> tuple[dict, list[str]]:
     sets (one per done receiver item, every question), a validation of each, and a baseline and an
     informed survey by one person: the sender, or for a dropped-out sender a rater (third person)."""
     problems: list[str] = []
-    people = {r["id"]: r for r in db.query("SELECT id, role, active, excluded_at FROM participants WHERE study_id = ?",
-                                           [STUDY_ID])}
-    n_questions = {r["starter_id"]: r["n"] for r in db.query(
-        "SELECT starter_id, COUNT(*) AS n FROM questions WHERE study_id = ? GROUP BY starter_id", [STUDY_ID])}
+    people = {
+        r["id"]: r
+        for r in db.query("SELECT id, role, active, excluded_at FROM participants WHERE study_id = ?", [STUDY_ID])
+    }
+    n_questions = {
+        r["starter_id"]: r["n"]
+        for r in db.query(
+            "SELECT starter_id, COUNT(*) AS n FROM questions WHERE study_id = ? GROUP BY starter_id", [STUDY_ID]
+        )
+    }
     # an exchange once each, by its latest recording (one rejected is recorded again: issue 29)
     exchanges = db.query(
         "SELECT e.id, e.sender_id, e.starter_id, (SELECT r.qc_status FROM recordings r WHERE r.exchange_id = e.id "
         "ORDER BY r.id DESC LIMIT 1) AS qc_status FROM exchanges e WHERE e.study_id = ? AND EXISTS (SELECT 1 "
         "FROM assignments a WHERE a.exchange_id = e.id AND a.phase = 'record' AND a.status = 'done') ORDER BY e.id",
-        [STUDY_ID])
+        [STUDY_ID],
+    )
     receive = defaultdict(list)
-    for r in db.query("SELECT a.id, a.exchange_id, a.participant_id, (SELECT COUNT(*) FROM answers x WHERE "
-                      "x.assignment_id = a.id) AS answers, (SELECT COUNT(*) FROM validations v WHERE "
-                      "v.receive_assignment_id = a.id) AS validations FROM assignments a WHERE a.study_id = ? "
-                      "AND a.phase = 'receive' AND a.status = 'done'", [STUDY_ID]):
+    for r in db.query(
+        "SELECT a.id, a.exchange_id, a.participant_id, (SELECT COUNT(*) FROM answers x WHERE "
+        "x.assignment_id = a.id) AS answers, (SELECT COUNT(*) FROM validations v WHERE "
+        "v.receive_assignment_id = a.id) AS validations FROM assignments a WHERE a.study_id = ? "
+        "AND a.phase = 'receive' AND a.status = 'done'",
+        [STUDY_ID],
+    ):
         receive[r["exchange_id"]].append(r)
     surveys = defaultdict(list)
-    for r in db.query("SELECT s.exchange_id, s.stage, s.perspective, a.participant_id FROM surveys s "
-                      "JOIN assignments a ON a.id = s.assignment_id WHERE a.study_id = ?", [STUDY_ID]):
+    for r in db.query(
+        "SELECT s.exchange_id, s.stage, s.perspective, a.participant_id FROM surveys s "
+        "JOIN assignments a ON a.id = s.assignment_id WHERE a.study_id = ?",
+        [STUDY_ID],
+    ):
         surveys[r["exchange_id"]].append(r)
     dropped = set(sim.dropped)
     counts = Counter()
@@ -628,8 +728,10 @@ def check_completeness(db, sim: Sim) -> tuple[dict, list[str]]:
             problems.append(f"{where}: no answers")
         for s in sets:
             if s["answers"] != n_questions[e["starter_id"]]:
-                problems.append(f"{where}: answer set {s['id']} has {s['answers']} answers, "
-                                f"{n_questions[e['starter_id']]} questions")
+                problems.append(
+                    f"{where}: answer set {s['id']} has {s['answers']} answers, "
+                    f"{n_questions[e['starter_id']]} questions"
+                )
             if s["validations"] != 1:
                 problems.append(f"{where}: answer set {s['id']} has {s['validations']} validations")
         by = defaultdict(set)
@@ -661,42 +763,42 @@ def check_stored_once(db) -> tuple[dict, list[str]]:
         "recordings per record item": "SELECT assignment_id FROM recordings GROUP BY assignment_id HAVING COUNT(*) > 1",
         # an exchange recorded again after a rejection has two recordings, the first rejected
         "recordings after a passed one": "SELECT r.exchange_id FROM recordings r JOIN recordings later ON "
-                                         "later.exchange_id = r.exchange_id AND later.id > r.id "
-                                         "WHERE r.qc_status != 'rejected'",
+        "later.exchange_id = r.exchange_id AND later.id > r.id "
+        "WHERE r.qc_status != 'rejected'",
         "translations per exchange": "SELECT exchange_id FROM translations GROUP BY exchange_id HAVING COUNT(*) > 1",
         "answers per question": "SELECT assignment_id FROM answers GROUP BY assignment_id, question_idx "
-                                "HAVING COUNT(*) > 1",
+        "HAVING COUNT(*) > 1",
         "validations per validator item": "SELECT assignment_id FROM validations GROUP BY assignment_id "
-                                          "HAVING COUNT(*) > 1",
+        "HAVING COUNT(*) > 1",
         "validations per answer set": "SELECT receive_assignment_id FROM validations "
-                                      "GROUP BY receive_assignment_id HAVING COUNT(*) > 1",
+        "GROUP BY receive_assignment_id HAVING COUNT(*) > 1",
         "marks per answer": "SELECT validation_id FROM validation_marks GROUP BY validation_id, question_idx "
-                            "HAVING COUNT(*) > 1",
+        "HAVING COUNT(*) > 1",
         "surveys per survey item": "SELECT assignment_id FROM surveys GROUP BY assignment_id HAVING COUNT(*) > 1",
         "surveys per exchange and stage": "SELECT exchange_id FROM surveys GROUP BY exchange_id, stage "
-                                          "HAVING COUNT(*) > 1",
+        "HAVING COUNT(*) > 1",
         "holders per item and phase (not withdrawn)": "SELECT item_id FROM assignments WHERE status != 'withdrawn' "
-                                                      "AND phase IN ('receive', 'validate', 'survey_baseline', "
-                                                      "'survey_informed') "
-                                                      "GROUP BY study_id, phase, item_id HAVING COUNT(*) > 1",
+        "AND phase IN ('receive', 'validate', 'survey_baseline', "
+        "'survey_informed') "
+        "GROUP BY study_id, phase, item_id HAVING COUNT(*) > 1",
         "assignments per person, phase and item": "SELECT item_id FROM assignments WHERE status != 'withdrawn' "
-                                                  "GROUP BY participant_id, phase, item_id HAVING COUNT(*) > 1",
+        "GROUP BY participant_id, phase, item_id HAVING COUNT(*) > 1",
         "a sender's starter twice": "SELECT starter_id FROM exchanges WHERE sender_id IS NOT NULL "
-                                    "GROUP BY sender_id, starter_id HAVING COUNT(*) > 1",
+        "GROUP BY sender_id, starter_id HAVING COUNT(*) > 1",
         "done items without their answer": "SELECT a.id FROM assignments a WHERE a.status = 'done' AND ("
-                                           "(a.phase = 'record' AND NOT EXISTS "
-                                           "(SELECT 1 FROM recordings r WHERE r.assignment_id = a.id)) OR "
-                                           "(a.phase = 'receive' AND NOT EXISTS "
-                                           "(SELECT 1 FROM answers r WHERE r.assignment_id = a.id)) OR "
-                                           "(a.phase = 'validate' AND NOT EXISTS "
-                                           "(SELECT 1 FROM validations r WHERE r.assignment_id = a.id)) OR "
-                                           "(a.phase LIKE 'survey%' AND NOT EXISTS "
-                                           "(SELECT 1 FROM surveys r WHERE r.assignment_id = a.id)))",
+        "(a.phase = 'record' AND NOT EXISTS "
+        "(SELECT 1 FROM recordings r WHERE r.assignment_id = a.id)) OR "
+        "(a.phase = 'receive' AND NOT EXISTS "
+        "(SELECT 1 FROM answers r WHERE r.assignment_id = a.id)) OR "
+        "(a.phase = 'validate' AND NOT EXISTS "
+        "(SELECT 1 FROM validations r WHERE r.assignment_id = a.id)) OR "
+        "(a.phase LIKE 'survey%' AND NOT EXISTS "
+        "(SELECT 1 FROM surveys r WHERE r.assignment_id = a.id)))",
         "answers of items not done": "SELECT a.id FROM assignments a WHERE a.status != 'done' AND ("
-                                     "EXISTS (SELECT 1 FROM recordings r WHERE r.assignment_id = a.id) OR "
-                                     "EXISTS (SELECT 1 FROM answers r WHERE r.assignment_id = a.id) OR "
-                                     "EXISTS (SELECT 1 FROM validations r WHERE r.assignment_id = a.id) OR "
-                                     "EXISTS (SELECT 1 FROM surveys r WHERE r.assignment_id = a.id))",
+        "EXISTS (SELECT 1 FROM recordings r WHERE r.assignment_id = a.id) OR "
+        "EXISTS (SELECT 1 FROM answers r WHERE r.assignment_id = a.id) OR "
+        "EXISTS (SELECT 1 FROM validations r WHERE r.assignment_id = a.id) OR "
+        "EXISTS (SELECT 1 FROM surveys r WHERE r.assignment_id = a.id))",
     }
     found = {name: len(db.query(sql)) for name, sql in q.items()}
     return found, [f"{name}: {n}" for name, n in found.items() if n]
@@ -710,7 +812,9 @@ def balance_table(db) -> tuple[list[dict], list[str]]:
         "JOIN participants p ON p.id = e.sender_id JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
         # EXISTS, not a join: an exchange recorded again (issue 29) has two record items
         "WHERE e.study_id = ? AND EXISTS (SELECT 1 FROM assignments a WHERE a.exchange_id = e.id "
-        "AND a.phase = 'record' AND a.status != 'withdrawn')", [STUDY_ID])
+        "AND a.phase = 'record' AND a.status != 'withdrawn')",
+        [STUDY_ID],
+    )
     systems = sorted(SYSTEM_FX)
     strata = [(d, s) for d in ("health", "everyday") for s in ("natural", "synthetic")]
     table, problems, designs = [], [], {}
@@ -753,30 +857,44 @@ def check_reassignment(db, sim: Sim) -> tuple[dict, list[str]]:
     pid = sim.deactivated["participant"]
     problems, done_by_others = [], 0
     for item in sim.deactivated["open_items"]:
-        rows = db.query("SELECT participant_id, status FROM assignments WHERE study_id = ? AND phase = 'receive' "
-                        "AND item_id = ?", [STUDY_ID, item])
+        rows = db.query(
+            "SELECT participant_id, status FROM assignments WHERE study_id = ? AND phase = 'receive' AND item_id = ?",
+            [STUDY_ID, item],
+        )
         others = [r for r in rows if r["participant_id"] != pid and r["status"] == "done"]
         if others:
             done_by_others += 1
         else:
             problems.append(f"receiver {pid}'s open item {item} was not done by anyone else ({rows})")
     late = [p for p in sim.people if p.late and p.role in ("receiver", "validator")]
-    idle = [p.pid for p in late if not db.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ? "
-                                                   "AND status = 'done'", [p.pid])]
-    info = {**sim.deactivated, "done_by_others": done_by_others, "late_receivers_validators": len(late),
-            "late_without_work": idle}
+    idle = [
+        p.pid
+        for p in late
+        if not db.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND status = 'done'", [p.pid])
+    ]
+    info = {
+        **sim.deactivated,
+        "done_by_others": done_by_others,
+        "late_receivers_validators": len(late),
+        "late_without_work": idle,
+    }
     return info, problems
 
 
 def repair_adds_nothing(db, timer: Timer) -> tuple[dict, list[str]]:
     from services.participation import workflow
+
     before = count_rows(db)
     open_before = db.scalar("SELECT COUNT(*) FROM assignments WHERE status = 'open'")
     timer("workflow/refresh (final repair)", workflow.refresh, db, STUDY_ID)
     after = count_rows(db)
     open_after = db.scalar("SELECT COUNT(*) FROM assignments WHERE status = 'open'")
-    info = {"assignments_before": before["assignments"], "assignments_after": after["assignments"],
-            "open_before": open_before, "open_after": open_after}
+    info = {
+        "assignments_before": before["assignments"],
+        "assignments_after": after["assignments"],
+        "open_before": open_before,
+        "open_after": open_after,
+    }
     problems = [] if before == after and open_before == open_after else [f"the final refresh changed rows: {info}"]
     if open_after:
         problems.append(f"{open_after} assignments are still open at the end")
@@ -792,16 +910,27 @@ def analysis(sim: Sim) -> tuple[dict, list[str]]:
 
     out = sim.dir / "analysis"
     out.mkdir(exist_ok=True)
-    env = {**os.environ, "TRADLAB_DB": str(sim.db_path), "TRADLAB_MEDIA": str(sim.media),
-           "TRADLAB_FIGURE_PNG": "0", "TRADLAB_WORKER": "0"}
+    env = {
+        **os.environ,
+        "TRADLAB_DB": str(sim.db_path),
+        "TRADLAB_MEDIA": str(sim.media),
+        "TRADLAB_FIGURE_PNG": "0",
+        "TRADLAB_WORKER": "0",
+    }
     df = sim.t("analysis/exchanges_frame", usability_export.exchanges_frame, sim.db, STUDY_ID)
     csv = out / "exchanges.csv"
     df.to_csv(csv, index=False)
     info = {"rows": len(df), "perspectives": df["perspective"].value_counts().to_dict() if "perspective" in df else {}}
     problems = []
     t0 = time.perf_counter()
-    res = subprocess.run([sys.executable, "app.py", "analyze", "usability", str(csv), "--out", str(out / "usability")],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    res = subprocess.run(
+        [sys.executable, "app.py", "analyze", "usability", str(csv), "--out", str(out / "usability")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     info["analyze_s"] = round(time.perf_counter() - t0, 2)
     if res.returncode != 0:
         return info, [f"analyze usability failed ({res.returncode}): {(res.stderr or res.stdout)[-1500:]}"]
@@ -814,18 +943,40 @@ def analysis(sim: Sim) -> tuple[dict, list[str]]:
             continue
         r = lmm.loc[term]
         inside = bool(r["ci_low"] <= planted <= r["ci_high"])
-        est[term] = {"planted": planted, "estimate": round(float(r["estimate"]), 3),
-                     "ci": [round(float(r["ci_low"]), 3), round(float(r["ci_high"]), 3)], "inside": inside}
+        est[term] = {
+            "planted": planted,
+            "estimate": round(float(r["estimate"]), 3),
+            "ci": [round(float(r["ci_low"]), 3), round(float(r["ci_high"]), 3)],
+            "inside": inside,
+        }
         if not inside:
-            problems.append(f"{term}: planted {planted} outside the 95% CI [{r['ci_low']:.3f}, {r['ci_high']:.3f}] "
-                            f"(estimate {r['estimate']:.3f})")
+            problems.append(
+                f"{term}: planted {planted} outside the 95% CI [{r['ci_low']:.3f}, {r['ci_high']:.3f}] "
+                f"(estimate {r['estimate']:.3f})"
+            )
     info["effects"] = est
     info["other_terms"] = {t: round(float(lmm.loc[t, "estimate"]), 3) for t in lmm.index if t not in PLANTED}
     # the tidy export, whose tables must carry every stored survey and validation
     t0 = time.perf_counter()
-    res = subprocess.run([sys.executable, "app.py", "export", "--study", STUDY_ID, "--out", str(out / "export"),
-                          "--format", "csv", "--no-audio"], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=900)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "app.py",
+            "export",
+            "--study",
+            STUDY_ID,
+            "--out",
+            str(out / "export"),
+            "--format",
+            "csv",
+            "--no-audio",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     info["export_s"] = round(time.perf_counter() - t0, 2)
     if res.returncode != 0:
         problems.append(f"export failed ({res.returncode}): {(res.stderr or res.stdout)[-1500:]}")
@@ -840,25 +991,30 @@ def analysis(sim: Sim) -> tuple[dict, list[str]]:
     return info, problems
 
 
-def simulate(workdir: Path, scale: float = 0.05, seed: int = 1, analyse: bool = True, http: bool = False,
-             log=print) -> dict:
+def simulate(
+    workdir: Path, scale: float = 0.05, seed: int = 1, analyse: bool = True, http: bool = False, log=print
+) -> dict:
     """One simulated study at `scale` of the paper's size; returns its figures and checks."""
     sizes = Sizes.at(scale)
     sim = Sim(workdir, sizes, seed, http, log)
     t0 = time.perf_counter()
     sim.setup()
     setup_s = time.perf_counter() - t0
-    log(f"scale {scale}: {sizes.starters} starters, {sizes.senders} senders ({sizes.dropouts} drop out), "
+    log(
+        f"scale {scale}: {sizes.starters} starters, {sizes.senders} senders ({sizes.dropouts} drop out), "
         f"{sizes.receivers} receivers, {sizes.validators} validators, {sizes.raters} raters; "
-        f"model step: {sim.model_step_name}; dropout: services.participation.dropouts.drop_out")
+        f"model step: {sim.model_step_name}; dropout: services.participation.dropouts.drop_out"
+    )
     sim.run()
     log(f"  done in {sim.rounds} rounds, {sim.wall_s:.1f} s: {sim.submits} submits, {sim.views} views")
     sim.snapshot("end")
     checks, problems = {}, list(sim.problems)
-    for name, fn in (("repair", lambda: repair_adds_nothing(sim.db, sim.t)),
-                     ("completeness", lambda: check_completeness(sim.db, sim)),
-                     ("stored_once", lambda: check_stored_once(sim.db)),
-                     ("reassignment", lambda: check_reassignment(sim.db, sim))):
+    for name, fn in (
+        ("repair", lambda: repair_adds_nothing(sim.db, sim.t)),
+        ("completeness", lambda: check_completeness(sim.db, sim)),
+        ("stored_once", lambda: check_stored_once(sim.db)),
+        ("reassignment", lambda: check_reassignment(sim.db, sim)),
+    ):
         info, p = fn()
         checks[name] = {"info": info, "problems": p[:20], "n_problems": len(p)}
         problems += p
@@ -872,29 +1028,57 @@ def simulate(workdir: Path, scale: float = 0.05, seed: int = 1, analyse: bool = 
         checks["analysis"] = {"info": info, "problems": p}
         problems += p
         for term, e in info.get("effects", {}).items():
-            log(f"  {term}: planted {e['planted']}, estimate {e['estimate']} CI {e['ci']} "
-                f"{'ok' if e['inside'] else 'OUTSIDE'}")
+            log(
+                f"  {term}: planted {e['planted']}, estimate {e['estimate']} CI {e['ci']} "
+                f"{'ok' if e['inside'] else 'OUTSIDE'}"
+            )
     actions = sim.submits + sim.views
     result = {
-        "scale": scale, "seed": seed, "sizes": sizes.__dict__ | {"senders": sizes.senders},
-        "model_step": sim.model_step_name, "dropout_call": bool(sim.drop_out),
-        "setup_s": round(setup_s, 2), "wall_s": round(sim.wall_s, 2), "rounds": sim.rounds,
-        "submits": sim.submits, "views": sim.views, "double_submits": sim.doubles,
-        "actions_per_s": round(actions / sim.wall_s, 1), "submits_per_s": round(sim.submits / sim.wall_s, 1),
-        "flagged": len(sim.flagged), "rejected": len(sim.rejected), "dropped_out": len(sim.dropped),
-        "events": sim.events, "rows": count_rows(sim.db),
-        "db_mb": round(sim.db_path.stat().st_size / 2**20, 2), "snapshots": sim.snapshots,
-        "latency": sim.t.table(), "peak_rss": peak_rss_mb(), "checks": checks, "http": sim.http_result,
-        "problems": problems[:50], "n_problems": len(problems), "ok": not problems,
+        "scale": scale,
+        "seed": seed,
+        "sizes": sizes.__dict__ | {"senders": sizes.senders},
+        "model_step": sim.model_step_name,
+        "dropout_call": bool(sim.drop_out),
+        "setup_s": round(setup_s, 2),
+        "wall_s": round(sim.wall_s, 2),
+        "rounds": sim.rounds,
+        "submits": sim.submits,
+        "views": sim.views,
+        "double_submits": sim.doubles,
+        "actions_per_s": round(actions / sim.wall_s, 1),
+        "submits_per_s": round(sim.submits / sim.wall_s, 1),
+        "flagged": len(sim.flagged),
+        "rejected": len(sim.rejected),
+        "dropped_out": len(sim.dropped),
+        "events": sim.events,
+        "rows": count_rows(sim.db),
+        "db_mb": round(sim.db_path.stat().st_size / 2**20, 2),
+        "snapshots": sim.snapshots,
+        "latency": sim.t.table(),
+        "peak_rss": peak_rss_mb(),
+        "checks": checks,
+        "http": sim.http_result,
+        "problems": problems[:50],
+        "n_problems": len(problems),
+        "ok": not problems,
     }
     return result
 
 
 # -- measure: a fixed sample of calls on a copy of a snapshot -------------------------------------
-SAMPLE_TABS = (("sender", "record"), ("sender", "survey"), ("receiver", "receiver"), ("validator", "validator"),
-               ("rater", "survey"))
-TAB_PHASES = {"record": ("record",), "receiver": ("receive",), "validator": ("validate",),
-              "survey": ("survey_baseline", "survey_informed")}
+SAMPLE_TABS = (
+    ("sender", "record"),
+    ("sender", "survey"),
+    ("receiver", "receiver"),
+    ("validator", "validator"),
+    ("rater", "survey"),
+)
+TAB_PHASES = {
+    "record": ("record",),
+    "receiver": ("receive",),
+    "validator": ("validate",),
+    "survey": ("survey_baseline", "survey_informed"),
+}
 
 
 def measure(snapshot: Path, per_tab: int = 25, refreshes: int = 5, seed: int = 1, log=print) -> dict:
@@ -919,14 +1103,21 @@ def measure(snapshot: Path, per_tab: int = 25, refreshes: int = 5, seed: int = 1
         sample = []
         for role, tab in SAMPLE_TABS:
             marks = ",".join("?" * len(TAB_PHASES[tab]))
-            ids = [x["id"] for x in db.query(
-                f"SELECT DISTINCT p.id, p.token FROM participants p JOIN assignments a ON a.participant_id = p.id "
-                f"WHERE p.study_id = ? AND p.role = ? AND p.active = 1 AND a.status = 'open' AND a.phase IN ({marks}) "
-                f"ORDER BY p.id", [study, role, *TAB_PHASES[tab]])]
+            ids = [
+                x["id"]
+                for x in db.query(
+                    f"SELECT DISTINCT p.id, p.token FROM participants p JOIN assignments a ON a.participant_id = p.id "
+                    "WHERE p.study_id = ? AND p.role = ? AND p.active = 1 AND a.status = 'open' "
+                    f"AND a.phase IN ({marks}) "
+                    f"ORDER BY p.id",
+                    [study, role, *TAB_PHASES[tab]],
+                )
+            ]
             sample += [(role, tab, pid) for pid in sorted(r.sample(ids, min(per_tab, len(ids))))]
         r.shuffle(sample)
-        tokens = {x["id"]: x["token"]
-                  for x in db.query("SELECT id, token FROM participants WHERE study_id = ?", [study])}
+        tokens = {
+            x["id"]: x["token"] for x in db.query("SELECT id, token FROM participants WHERE study_id = ?", [study])
+        }
         t = Timer()
         errors = []
         for k in range(refreshes):
@@ -938,29 +1129,45 @@ def measure(snapshot: Path, per_tab: int = 25, refreshes: int = 5, seed: int = 1
                     errors.append(f"{role} {pid} {tab}: {view.status}")
                     continue
                 payload = answers.answer(pid, view.phase, view.item_id, view.content)
-                res = t(f"{role}/{view.phase}/submit", submit, db, tokens[pid], tab, view.item_id, payload,
-                        media_dir=tmp / "media")
+                res = t(
+                    f"{role}/{view.phase}/submit",
+                    submit,
+                    db,
+                    tokens[pid],
+                    tab,
+                    view.item_id,
+                    payload,
+                    media_dir=tmp / "media",
+                )
                 if not res.saved:
                     errors.append(f"{role} {pid} {tab}: not saved")
-            except Exception as e:       # reported, not hidden: an old checkout may lack something
+            except Exception as e:  # reported, not hidden: an old checkout may lack something
                 errors.append(f"{role} {pid} {tab}: {type(e).__name__}: {e}")
         for k in range(refreshes):
             t("workflow/refresh", workflow.refresh, db, study)
         code = Path(services.__file__).resolve().parents[1]
-        return {"snapshot": str(snapshot), "code": str(code), "commit": _git(code, "rev-parse", "HEAD"),
-                "uncommitted_changes": bool(_git(code, "status", "--porcelain", "--untracked-files=no")),
-                "participants": db.scalar("SELECT COUNT(*) FROM participants"),
-                "exchanges": db.scalar("SELECT COUNT(*) FROM exchanges"),
-                "sample": len(sample), "errors": errors[:20], "n_errors": len(errors),
-                "latency": t.table(), "peak_rss": peak_rss_mb()}
+        return {
+            "snapshot": str(snapshot),
+            "code": str(code),
+            "commit": _git(code, "rev-parse", "HEAD"),
+            "uncommitted_changes": bool(_git(code, "status", "--porcelain", "--untracked-files=no")),
+            "participants": db.scalar("SELECT COUNT(*) FROM participants"),
+            "exchanges": db.scalar("SELECT COUNT(*) FROM exchanges"),
+            "sample": len(sample),
+            "errors": errors[:20],
+            "n_errors": len(errors),
+            "latency": t.table(),
+            "peak_rss": peak_rss_mb(),
+        }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _git(folder: Path, *args) -> str:
     try:
-        return subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True,
-                              timeout=30).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
     except OSError:
         return ""
 
@@ -1006,6 +1213,7 @@ def cmd_one(args) -> int:
 
 def _machine() -> dict:
     from benchmarks.common import machine
+
     return machine()
 
 
@@ -1015,8 +1223,19 @@ def cmd_run(args) -> int:
     with tempfile.TemporaryDirectory(prefix="study-sim-run-") as tmp:
         for s in scales:
             out = Path(tmp) / f"{s:g}.json"
-            cmd = [sys.executable, __file__, "one", "--scale", str(s), "--seed", str(args.seed), "--out", str(out),
-                   "--keep-snapshots", args.snapshots]
+            cmd = [
+                sys.executable,
+                __file__,
+                "one",
+                "--scale",
+                str(s),
+                "--seed",
+                str(args.seed),
+                "--out",
+                str(out),
+                "--keep-snapshots",
+                args.snapshots,
+            ]
             if args.analysis_scales != "all" and s not in [float(x) for x in args.analysis_scales.split(",")]:
                 cmd.append("--no-analysis")
             if args.http is not None and abs(args.http - s) < 1e-9:
@@ -1029,23 +1248,40 @@ def cmd_run(args) -> int:
             else:
                 runs.append({"scale": s, "ok": False, "problems": [f"the run exited {p.returncode} without results"]})
     done = [r for r in runs if "latency" in r]
-    result = {"benchmark": "study_sim", "what": __doc__.split("\n\n")[0], "machine": _machine(),
-              "planted": PLANTED, "runs": runs}
+    result = {
+        "benchmark": "study_sim",
+        "what": __doc__.split("\n\n")[0],
+        "machine": _machine(),
+        "planted": PLANTED,
+        "runs": runs,
+    }
     if len(done) >= 2:
         lo, hi = min(done, key=lambda r: r["scale"]), max(done, key=lambda r: r["scale"])
-        result["ratio"] = {"of": f"{hi['scale']:g} / {lo['scale']:g}",
-                           "per_action": ratios(lo["latency"], hi["latency"])}
-    result["summary"] = [{"scale": r["scale"], "ok": r.get("ok"), "wall_s": r.get("wall_s"),
-                          "actions_per_s": r.get("actions_per_s"), "submits_per_s": r.get("submits_per_s"),
-                          "peak_rss_mb": (r.get("peak_rss") or {}).get("self_mb"), "n_problems": r.get("n_problems")}
-                         for r in runs]
+        result["ratio"] = {
+            "of": f"{hi['scale']:g} / {lo['scale']:g}",
+            "per_action": ratios(lo["latency"], hi["latency"]),
+        }
+    result["summary"] = [
+        {
+            "scale": r["scale"],
+            "ok": r.get("ok"),
+            "wall_s": r.get("wall_s"),
+            "actions_per_s": r.get("actions_per_s"),
+            "submits_per_s": r.get("submits_per_s"),
+            "peak_rss_mb": (r.get("peak_rss") or {}).get("self_mb"),
+            "n_problems": r.get("n_problems"),
+        }
+        for r in runs
+    ]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2, default=str) + "\n")
     _err(f"wrote {args.out}")
     for s in result["summary"]:
-        _err(f"  scale {s['scale']:g}: {s['wall_s']} s, {s['actions_per_s']} actions/s, "
-             f"peak RSS {s['peak_rss_mb']} MB, "
-             f"{'ok' if s['ok'] else str(s['n_problems']) + ' problems'}")
+        _err(
+            f"  scale {s['scale']:g}: {s['wall_s']} s, {s['actions_per_s']} actions/s, "
+            f"peak RSS {s['peak_rss_mb']} MB, "
+            f"{'ok' if s['ok'] else str(s['n_problems']) + ' problems'}"
+        )
     return rc
 
 
@@ -1057,8 +1293,18 @@ def cmd_measure(args) -> int:
             with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
                 tmp = f.name
             env = {**os.environ, "PYTHONPATH": code}
-            cmd = [sys.executable, __file__, "measure", args.snapshot, "--per-tab", str(args.per_tab),
-                   "--seed", str(args.seed), "--out", tmp]
+            cmd = [
+                sys.executable,
+                __file__,
+                "measure",
+                args.snapshot,
+                "--per-tab",
+                str(args.per_tab),
+                "--seed",
+                str(args.seed),
+                "--out",
+                tmp,
+            ]
             _err(f"== measure with PYTHONPATH={code}")
             p = subprocess.run(cmd, cwd=ROOT, env=env, timeout=3600)
             out["runs"][label] = json.loads(Path(tmp).read_text()) if p.returncode == 0 else {"error": p.returncode}
@@ -1086,12 +1332,16 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="every size in a fresh process; writes benchmarks/results/study_sim.json")
     r.add_argument("--scales", default="0.1,0.5,1,2", help="fractions of the paper's size")
-    r.add_argument("--analysis-scales", default="all",
-                   help="sizes whose export is analysed (comma-separated, or 'all')")
+    r.add_argument(
+        "--analysis-scales", default="all", help="sizes whose export is analysed (comma-separated, or 'all')"
+    )
     r.add_argument("--http", type=float, default=None, metavar="SCALE", help="add the HTTP sample at this size")
     r.add_argument("--seed", type=int, default=1)
-    r.add_argument("--snapshots", default=str(Path(tempfile.gettempdir()) / "study_sim_snapshots"),
-                   help="where the mid-study and final database copies are kept (for `measure`)")
+    r.add_argument(
+        "--snapshots",
+        default=str(Path(tempfile.gettempdir()) / "study_sim_snapshots"),
+        help="where the mid-study and final database copies are kept (for `measure`)",
+    )
     r.add_argument("--timeout", type=int, default=4 * 3600, help="seconds per size")
     r.add_argument("--out", default=str(RESULTS / "study_sim.json"))
     o = sub.add_parser("one", help="one size in this process (prints its JSON unless --out)")

@@ -1,5 +1,6 @@
 """What the study designer sees, access control: the admin tab's login, its throttle and the
 start-up exposure warning (the progress tables: services/admin/progress.py)."""
+
 from __future__ import annotations
 
 import contextvars
@@ -16,7 +17,7 @@ SESSION_SECONDS = 12 * 3600
 
 FORWARDING_HEADERS = ("x-forwarded-for", "forwarded", "x-real-ip", "x-forwarded-host")
 LOCAL_HOST_NAMES = {"localhost", "127.0.0.1", "[::1]", "::1"}
-NOT_LOCAL = "forwarded"            # what client_address calls a caller that must use the password
+NOT_LOCAL = "forwarded"  # what client_address calls a caller that must use the password
 
 
 def _header_map(headers) -> dict[str, str]:
@@ -33,7 +34,7 @@ def local_host_header(value: str | None) -> bool:
     or without a port. A page that rebinds its own DNS name to 127.0.0.1 still sends its name
     (Host: evil.example:7860), so it is told apart from the designer's own browser."""
     host = (value or "").strip().lower()
-    if host.startswith("["):                       # [::1] or [::1]:7860
+    if host.startswith("["):  # [::1] or [::1]:7860
         name, _, rest = host.partition("]")
         name, port = name + "]", rest[1:] if rest.startswith(":") else rest
         if rest and not rest.startswith(":"):
@@ -65,7 +66,7 @@ def throttle_key(host: str | None, headers=None) -> str:
     forge). A direct client forging that header gets a fresh key each time, which the global
     limit of LoginThrottle still catches."""
     h = _header_map(headers)
-    hop = (h.get("x-forwarded-for", "").split(",")[-1].strip() or h.get("x-real-ip", "").strip())
+    hop = h.get("x-forwarded-for", "").split(",")[-1].strip() or h.get("x-real-ip", "").strip()
     return f"{host or '?'}|{hop}" if hop else (host or "?")
 
 
@@ -87,9 +88,16 @@ class LoginThrottle:
 
     MAX_KEYS = 10_000
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, free: int = 5, base: float = 1.0,
-                 cap: float = 300.0, global_interval: float = 0.6, quiet: float = 60.0,
-                 forget_after: float = 3600.0):
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        free: int = 5,
+        base: float = 1.0,
+        cap: float = 300.0,
+        global_interval: float = 0.6,
+        quiet: float = 60.0,
+        forget_after: float = 3600.0,
+    ):
         self.clock = clock
         self.forget_after = forget_after
         self._last: dict[str, float] = {}
@@ -97,8 +105,8 @@ class LoginThrottle:
         self.global_interval, self.quiet = global_interval, quiet
         self._fails: dict[str, int] = {}
         self._until: dict[str, float] = {}
-        self._last_failure = -math.inf        # any key's
-        self._next_turn = -math.inf           # when the next paced check may run
+        self._last_failure = -math.inf  # any key's
+        self._next_turn = -math.inf  # when the next paced check may run
         self._lock = threading.Lock()
 
     def wait_left(self, key: str) -> float:
@@ -125,7 +133,7 @@ class LoginThrottle:
         """Count a failure of `key`; returns the wait it now has to sit out."""
         now = self.clock()
         with self._lock:
-            if len(self._fails) > self.MAX_KEYS:     # forged keys must not grow memory without end
+            if len(self._fails) > self.MAX_KEYS:  # forged keys must not grow memory without end
                 for k in [k for k, until in self._until.items() if until <= now]:
                     self._fails.pop(k, None)
                     self._until.pop(k, None)
@@ -147,9 +155,11 @@ class LoginThrottle:
 
 REMOTE_WITHOUT_PASSWORD = "The admin tab is served only to localhost until TRADLAB_ADMIN_PASSWORD is set."
 # what a local caller without the admin link is told (no password set): where the link is
-NEEDS_ADMIN_LINK = ("This server has no admin password, so the Admin tab opens only from the admin link the "
-                    "server printed in its terminal when it started (a line \"Admin link: .../?admin=...\"). "
-                    "Open that link in this browser; whoever started the server can see it.")
+NEEDS_ADMIN_LINK = (
+    "This server has no admin password, so the Admin tab opens only from the admin link the "
+    'server printed in its terminal when it started (a line "Admin link: .../?admin=..."). '
+    "Open that link in this browser; whoever started the server can see it."
+)
 
 
 class AdminAuth:
@@ -162,9 +172,15 @@ class AdminAuth:
     audit log (action 'admin_login_failed'). Sessions expire after SESSION_SECONDS and end at
     logout(). `sleep` is injectable so tests count the paced waits without sleeping."""
 
-    def __init__(self, password: str, database=None, clock: Callable[[], float] = time.monotonic,
-                 throttle: LoginThrottle | None = None, local_secret: str = "",
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        password: str,
+        database=None,
+        clock: Callable[[], float] = time.monotonic,
+        throttle: LoginThrottle | None = None,
+        local_secret: str = "",
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         self.password = password or ""
         # none given: a random one nobody knows, so without a password nobody logs in
         self.local_secret = local_secret or secrets.token_urlsafe(24)
@@ -208,9 +224,16 @@ class AdminAuth:
         expected = self.password or self.local_secret
         if not hmac.compare_digest(expected.encode(), (password or "").encode()):
             wait = self.throttle.failed(key)
-            self._log("admin_login_failed", client_host, key,
-                      {"wait_s": round(wait, 1), "paced_s": round(turn, 2), "what": "password" if self.password
-                       else "admin link"})
+            self._log(
+                "admin_login_failed",
+                client_host,
+                key,
+                {
+                    "wait_s": round(wait, 1),
+                    "paced_s": round(turn, 2),
+                    "what": "password" if self.password else "admin link",
+                },
+            )
             if not self.password:
                 raise PermissionError(NEEDS_ADMIN_LINK)
             raise PermissionError("Wrong password." + (f" Try again in {math.ceil(wait)} s." if wait else ""))
@@ -249,7 +272,7 @@ def run_checked(fn: Callable, *args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except Exception as e:
-            setattr(e, "admin_checked", _CHECKED.get())     # on whatever class fn raised; read with getattr
+            setattr(e, "admin_checked", _CHECKED.get())  # on whatever class fn raised; read with getattr
             raise
     finally:
         _CHECKED.reset(token)
@@ -265,10 +288,13 @@ def exposure_warning(host: str, password: str, on_space: bool = False, root_path
     bare = (host or "").strip("[]")
     if not (on_space or root_path or bare not in ("127.0.0.1", "localhost", "::1")):
         return None
-    where = ("a Hugging Face Space" if on_space
-             else f"{host}" + (f" behind the root path {root_path}" if root_path else ""))
-    return (f"WARNING: the server listens on {where} and TRADLAB_ADMIN_PASSWORD is not set. The Admin and "
-            f"Analysis tabs are served without a password only to direct requests from this machine (loopback "
-            f"client, Host localhost/127.0.0.1/[::1], no forwarding header). A reverse proxy that adds no "
-            f"forwarding header (X-Forwarded-For, Forwarded, X-Real-IP) would make every visitor local: set "
-            f"TRADLAB_ADMIN_PASSWORD before exposing the app.")
+    where = (
+        "a Hugging Face Space" if on_space else f"{host}" + (f" behind the root path {root_path}" if root_path else "")
+    )
+    return (
+        f"WARNING: the server listens on {where} and TRADLAB_ADMIN_PASSWORD is not set. The Admin and "
+        f"Analysis tabs are served without a password only to direct requests from this machine (loopback "
+        f"client, Host localhost/127.0.0.1/[::1], no forwarding header). A reverse proxy that adds no "
+        f"forwarding header (X-Forwarded-For, Forwarded, X-Real-IP) would make every visitor local: set "
+        f"TRADLAB_ADMIN_PASSWORD before exposing the app."
+    )

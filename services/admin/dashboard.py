@@ -8,6 +8,7 @@ open items, and has not been seen for STALL_MINUTES (last_seen_at: every view an
 minute). Someone who never opened their link is "not started", counted apart: that is an
 invitation problem, not a stalled session.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -17,29 +18,38 @@ from services.admin.progress import progress_table
 from storage import dashboard as store
 
 STALL_MINUTES = 30
-SHOWN = 5        # failing jobs and stalled participants listed by name (the counts are complete)
+SHOWN = 5  # failing jobs and stalled participants listed by name (the counts are complete)
 
 # who takes a place left in the work pool (storage.pool): the next person of the role with room
-POOL_TAKER = {"record": "a new sender of the same group and gender",
-              "receive": "a receiver with room", "validate": "a validator with room",
-              "survey_baseline": "a rater with room (third-person surveys)"}
+POOL_TAKER = {
+    "record": "a new sender of the same group and gender",
+    "receive": "a receiver with room",
+    "validate": "a validator with room",
+    "survey_baseline": "a rater with room (third-person surveys)",
+}
 ROLE_SINGULAR = {"da": "DA rater", "sd": "SD participant"}
-ROLE_PLURAL = {"sender": "senders", "receiver": "receivers", "validator": "validators", "rater": "raters",
-               "da": "DA raters", "sd": "SD participants"}
+ROLE_PLURAL = {
+    "sender": "senders",
+    "receiver": "receivers",
+    "validator": "validators",
+    "rater": "raters",
+    "da": "DA raters",
+    "sd": "SD participants",
+}
 
 
 @dataclass
 class Dashboard:
     study_id: str
-    as_of: str                                          # ISO time in UTC
+    as_of: str  # ISO time in UTC
     stall_minutes: int
     progress: list[dict] = field(default_factory=list)  # {"role", "phase", "open", "done"}
-    waiting: list[str] = field(default_factory=list)    # one line each: what waits, on whom, why
-    flagged: int = 0                                    # recordings QC flagged, waiting for a review
+    waiting: list[str] = field(default_factory=list)  # one line each: what waits, on whom, why
+    flagged: int = 0  # recordings QC flagged, waiting for a review
     failed_jobs: int = 0
-    failing: list[dict] = field(default_factory=list)   # {"id", "kind", "attempts", "error", "updated_at"}
+    failing: list[dict] = field(default_factory=list)  # {"id", "kind", "attempts", "error", "updated_at"}
     stalled_total: int = 0
-    stalled: list[dict] = field(default_factory=list)   # {"id", "role", "open", "last_seen_at"}
+    stalled: list[dict] = field(default_factory=list)  # {"id", "role", "open", "last_seen_at"}
 
 
 def _n(count: int, one: str, many: str | None = None) -> str:
@@ -56,39 +66,53 @@ def _last_line(error: str | None) -> str:
     return lines[-1][:160] if lines else ""
 
 
-def waiting_lines(open_roles: list[dict], pool: list[dict], recordings: dict[str, int], jobs: dict[str, int],
-                  stalled_total: int, stall_minutes: int) -> list[str]:
+def waiting_lines(
+    open_roles: list[dict],
+    pool: list[dict],
+    recordings: dict[str, int],
+    jobs: dict[str, int],
+    stalled_total: int,
+    stall_minutes: int,
+) -> list[str]:
     """What is waiting on whom and why, in the designer's words, the team's own tasks first."""
     lines = []
     if recordings.get("flagged"):
-        lines.append(f"{_n(recordings['flagged'], 'recording')} flagged by QC {_wait(recordings['flagged'])} on "
-                     "the study team: "
-                     "review them under Recordings to review.")
+        lines.append(
+            f"{_n(recordings['flagged'], 'recording')} flagged by QC {_wait(recordings['flagged'])} on "
+            "the study team: "
+            "review them under Recordings to review."
+        )
     if jobs.get("failed"):
-        lines.append(f"{_n(jobs['failed'], 'background job')} failed: retry them under Background jobs "
-                     "(their errors are listed there).")
+        lines.append(
+            f"{_n(jobs['failed'], 'background job')} failed: retry them under Background jobs "
+            "(their errors are listed there)."
+        )
     if recordings.get("pending"):
         queued = jobs.get("pending", 0) + jobs.get("running", 0)
-        lines.append(f"{_n(recordings['pending'], 'recording')} {_wait(recordings['pending'])} on the worker for QC "
-                     "and translation "
-                     f"({_n(queued, 'job')} queued or running).")
+        lines.append(
+            f"{_n(recordings['pending'], 'recording')} {_wait(recordings['pending'])} on the worker for QC "
+            "and translation "
+            f"({_n(queued, 'job')} queued or running)."
+        )
     for r in open_roles:
         who = _n(r["people"], ROLE_SINGULAR.get(r["role"], r["role"]), ROLE_PLURAL.get(r["role"]))
         line = f"{_n(r['items'], 'open item')} {_wait(r['items'])} on {who}"
         lines.append(line + (f" ({r['not_started']} not started yet)." if r["not_started"] else "."))
     for p in pool:
         taker = POOL_TAKER.get(p["phase"], f"someone for {p['phase']}")
-        lines.append(f"{_n(p['places'], p['phase'] + ' place')} ({_n(p['items'], 'item')}) {_wait(p['places'])} for "
-                     f"{taker}: "
-                     "the next one who opens their link takes them.")
+        lines.append(
+            f"{_n(p['places'], p['phase'] + ' place')} ({_n(p['items'], 'item')}) {_wait(p['places'])} for "
+            f"{taker}: "
+            "the next one who opens their link takes them."
+        )
     if stalled_total:
-        lines.append(f"{_n(stalled_total, 'participant')} stalled: open items, not seen for {stall_minutes} "
-                     "minutes or more.")
+        lines.append(
+            f"{_n(stalled_total, 'participant')} stalled: open items, not seen for {stall_minutes} minutes or more."
+        )
     return lines
 
 
-def dashboard(database, study_id: str, now: dt.datetime | None = None,
-              stall_minutes: int = STALL_MINUTES) -> Dashboard:
+def dashboard(database, study_id: str, now: dt.datetime | None = None, stall_minutes: int = STALL_MINUTES) -> Dashboard:
     """The dashboard of one study as of `now` (UTC; the clock by default)."""
     if not study_id:
         raise ValueError("Pick a study first.")
@@ -98,13 +122,33 @@ def dashboard(database, study_id: str, now: dt.datetime | None = None,
     recordings = store.recordings_waiting(database, study_id)
     jobs = store.job_counts(database)
     stalled, stalled_total = store.stalled(database, study_id, cutoff, SHOWN)
-    failing = [{"id": j["id"], "kind": j["kind"], "attempts": j["attempts"],
-                "error": _last_line(j["last_error"]),
-                "updated_at": j["updated_at"]} for j in store.failed_jobs(database, SHOWN)]
-    waiting = waiting_lines(store.open_by_role(database, study_id), store.pool_waiting(database, study_id),
-                            recordings, jobs, stalled_total, stall_minutes)
-    return Dashboard(study_id=study_id, as_of=now.isoformat(timespec="seconds"), stall_minutes=stall_minutes,
-                     progress=[{k: (int(v) if k in ("open", "done") else v) for k, v in r.items()} for r in progress],
-                     waiting=waiting,
-                     flagged=recordings.get("flagged", 0), failed_jobs=jobs.get("failed", 0), failing=failing,
-                     stalled_total=stalled_total, stalled=stalled)
+    failing = [
+        {
+            "id": j["id"],
+            "kind": j["kind"],
+            "attempts": j["attempts"],
+            "error": _last_line(j["last_error"]),
+            "updated_at": j["updated_at"],
+        }
+        for j in store.failed_jobs(database, SHOWN)
+    ]
+    waiting = waiting_lines(
+        store.open_by_role(database, study_id),
+        store.pool_waiting(database, study_id),
+        recordings,
+        jobs,
+        stalled_total,
+        stall_minutes,
+    )
+    return Dashboard(
+        study_id=study_id,
+        as_of=now.isoformat(timespec="seconds"),
+        stall_minutes=stall_minutes,
+        progress=[{k: (int(v) if k in ("open", "done") else v) for k, v in r.items()} for r in progress],
+        waiting=waiting,
+        flagged=recordings.get("flagged", 0),
+        failed_jobs=jobs.get("failed", 0),
+        failing=failing,
+        stalled_total=stalled_total,
+        stalled=stalled,
+    )

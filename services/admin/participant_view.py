@@ -4,6 +4,7 @@ external id, within the selected study. Their status, consent and demographics s
 completion code and whether it was shown, and every item they held with its timings and their
 answer in words. The actions (new link, deactivate, reactivate, reassign) are the ones of
 services/admin/participants.py; this module only reads."""
+
 from __future__ import annotations
 
 import json
@@ -20,12 +21,26 @@ from storage import participant_view as store
 from storage import participants, studies
 from storage.db import required
 
-PHASE_LABELS = {"record": "recording", "receive": "receiver answers", "validate": "validation",
-                "survey_baseline": "survey (baseline)", "survey_informed": "survey (informed)",
-                "da": "DA judgment", "sd": "SD page"}
-ITEM_COLUMNS = ["Phase", "Item", "What it was", "Status", "First shown (UTC)", "Submitted (UTC)",
-                "Active seconds", "Answer"]
-MAX_QUERY = 2000           # a pasted link is well under this; more is not a participant key
+PHASE_LABELS = {
+    "record": "recording",
+    "receive": "receiver answers",
+    "validate": "validation",
+    "survey_baseline": "survey (baseline)",
+    "survey_informed": "survey (informed)",
+    "da": "DA judgment",
+    "sd": "SD page",
+}
+ITEM_COLUMNS = [
+    "Phase",
+    "Item",
+    "What it was",
+    "Status",
+    "First shown (UTC)",
+    "Submitted (UTC)",
+    "Active seconds",
+    "Answer",
+]
+MAX_QUERY = 2000  # a pasted link is well under this; more is not a participant key
 
 
 @dataclass
@@ -37,16 +52,16 @@ class ParticipantView:
     gender: str | None
     external_id: str | None
     prolific_pid: str | None
-    status: str                      # not started, active, finished, declined consent, deactivated, dropped out,
-                                     # excluded (the first that holds, from the end)
+    status: str  # not started, active, finished, declined consent, deactivated, dropped out,
+    # excluded (the first that holds, from the end)
     status_detail: str
     created_at: str
     last_seen_at: str | None
-    consent: str                     # not asked / not yet / agreed ... / declined ...
-    demographics: str                # not asked / not yet / answered ...
+    consent: str  # not asked / not yet / agreed ... / declined ...
+    demographics: str  # not asked / not yet / answered ...
     completion_code: str
     completion_shown_at: str | None  # when the page first showed the code (participants.completed_at)
-    link: str                        # shortened: the whole link is shown by "Show link" only
+    link: str  # shortened: the whole link is shown by "Show link" only
     found_by: str
     items: list[dict] = field(default_factory=list)
 
@@ -62,14 +77,17 @@ class ParticipantView:
 
     def items_table(self) -> pd.DataFrame:
         # an open item has no active time yet: an empty cell, not NaN
-        return pd.DataFrame([{c: "" if it[k] is None else it[k] for c, k in zip(ITEM_COLUMNS, _ITEM_KEYS)}
-                             for it in self.items], columns=ITEM_COLUMNS)
+        return pd.DataFrame(
+            [{c: "" if it[k] is None else it[k] for c, k in zip(ITEM_COLUMNS, _ITEM_KEYS)} for it in self.items],
+            columns=ITEM_COLUMNS,
+        )
 
 
 _ITEM_KEYS = ["phase_label", "item_id", "what", "status", "first_shown", "submitted", "active_seconds", "answer"]
 
 
 # -- finding the participant ------------------------------------------------------------------
+
 
 def _token_in(query: str) -> str | None:
     """The t= of a pasted private link (any page of the app), else None."""
@@ -96,10 +114,14 @@ def find(database, study_id: str | None, query) -> tuple[dict, str]:
         keys = [("link", participants.by_token(database, token))]
     else:
         pid = whole_number(q)
-        keys = [("id", participants.get(database, pid) if pid is not None else None),
-                ("token", participants.by_token(database, q))]
-        keys += [("Prolific id" if p["prolific_pid"] == q else "external id", p)
-                 for p in participants.holders_of(database.db, study_id, q)]
+        keys = [
+            ("id", participants.get(database, pid) if pid is not None else None),
+            ("token", participants.by_token(database, q)),
+        ]
+        keys += [
+            ("Prolific id" if p["prolific_pid"] == q else "external id", p)
+            for p in participants.holders_of(database.db, study_id, q)
+        ]
     for how, p in keys:
         if p is None:
             continue
@@ -109,13 +131,17 @@ def find(database, study_id: str | None, query) -> tuple[dict, str]:
             found[p["id"]] = (p, how)
     if len(found) > 1:
         names = "; ".join(f"participant {p['id']} ({p['role']}, by {how})" for p, how in found.values())
-        raise ParticipantAdminError(f"'{_shown(q)}' matches {len(found)} participants of study '{study_id}': "
-                                    f"{names}. Search by the participant id.")
+        raise ParticipantAdminError(
+            f"'{_shown(q)}' matches {len(found)} participants of study '{study_id}': "
+            f"{names}. Search by the participant id."
+        )
     if found:
         return next(iter(found.values()))
     if elsewhere:
-        raise ParticipantAdminError(f"'{_shown(q)}' is a participant of study '{elsewhere[0]['study_id']}', "
-                                    f"not of '{study_id}': pick that study first.")
+        raise ParticipantAdminError(
+            f"'{_shown(q)}' is a participant of study '{elsewhere[0]['study_id']}', "
+            f"not of '{study_id}': pick that study first."
+        )
     what = "link" if token is not None else "participant id, link token, Prolific or external id"
     raise ParticipantAdminError(f"No participant of study '{study_id}' has the {what} '{_shown(q)}'.")
 
@@ -126,21 +152,34 @@ def _shown(q: str) -> str:
 
 # -- the view -----------------------------------------------------------------------------
 
+
 def participant_view(database, study_id: str | None, query) -> ParticipantView:
-    p, how = find(database, study_id, query)     # a participant of that study, which exists
+    p, how = find(database, study_id, query)  # a participant of that study, which exists
     study_id = p["study_id"]
     study = required(studies.get_study(database, study_id), "study of a participant")
     status, detail = _status(p)
     if status == "active" and consent.pending_stage(database, p, study) == "declined":
         status, detail = "declined consent", "they declined the consent form, so no item was shown"
     return ParticipantView(
-        id=p["id"], study_id=study_id, role=p["role"], group=p["grp"], gender=p["gender"],
-        external_id=p["external_id"], prolific_pid=p["prolific_pid"], status=status, status_detail=detail,
-        created_at=_time(p["created_at"]), last_seen_at=_time(p["last_seen_at"]) or None,
-        consent=_consent_state(database, study, p), demographics=_demographics_state(database, study, p),
+        id=p["id"],
+        study_id=study_id,
+        role=p["role"],
+        group=p["grp"],
+        gender=p["gender"],
+        external_id=p["external_id"],
+        prolific_pid=p["prolific_pid"],
+        status=status,
+        status_detail=detail,
+        created_at=_time(p["created_at"]),
+        last_seen_at=_time(p["last_seen_at"]) or None,
+        consent=_consent_state(database, study, p),
+        demographics=_demographics_state(database, study, p),
         completion_code=study["config"]["study"]["completion_code"],
-        completion_shown_at=_time(p["completed_at"]) or None, link=short_link(p["token"]), found_by=how,
-        items=_items(database, p))
+        completion_shown_at=_time(p["completed_at"]) or None,
+        link=short_link(p["token"]),
+        found_by=how,
+        items=_items(database, p),
+    )
 
 
 def _status(p: dict) -> tuple[str, str]:
@@ -182,14 +221,22 @@ def _items(database, p: dict) -> list[dict]:
     out = []
     for a in store.assignments(database, pid):
         meta = json.loads(a["meta"]) if a["meta"] else {}
-        out.append({"assignment_id": a["id"], "phase": a["phase"], "phase_label": PHASE_LABELS[a["phase"]],
-                    "item_id": a["item_id"], "what": _what(a, meta, answers), "status": a["status"],
-                    "first_shown": _time(a["first_shown_at"]), "submitted": _time(a["submitted_at"]),
-                    "active_seconds": None if a["active_seconds"] is None else round(a["active_seconds"], 1),
-                    "answer": answers["text"].get(a["id"], "")})
+        out.append(
+            {
+                "assignment_id": a["id"],
+                "phase": a["phase"],
+                "phase_label": PHASE_LABELS[a["phase"]],
+                "item_id": a["item_id"],
+                "what": _what(a, meta, answers),
+                "status": a["status"],
+                "first_shown": _time(a["first_shown_at"]),
+                "submitted": _time(a["submitted_at"]),
+                "active_seconds": None if a["active_seconds"] is None else round(a["active_seconds"], 1),
+                "answer": answers["text"].get(a["id"], ""),
+            }
+        )
     # what they did, in the order they did it; then what is still to come, in their queue's order
-    out.sort(key=lambda it: (it["submitted"] == "", it["submitted"] or it["first_shown"] or "~",
-                             it["assignment_id"]))
+    out.sort(key=lambda it: (it["submitted"] == "", it["submitted"] or it["first_shown"] or "~", it["assignment_id"]))
     return out
 
 
@@ -219,11 +266,14 @@ def _by_assignment(database, role: str, pid: int) -> dict:
         if r["question_idx"] is not None:
             marks[r["assignment_id"]].append(f"Q{r['question_idx']} {'correct' if r['correct'] else 'wrong'}")
     for aid, r in scores.items():
-        text[aid] = (f"translation {r['translation_score']:g}/100; QA {r['qa_score']:.2f}"
-                     + (f"; {', '.join(marks[aid])}" if marks[aid] else ""))
+        text[aid] = f"translation {r['translation_score']:g}/100; QA {r['qa_score']:.2f}" + (
+            f"; {', '.join(marks[aid])}" if marks[aid] else ""
+        )
     for r in store.surveys(database, pid):
-        text[r["assignment_id"]] = (f"satisfaction {r['satisfaction']}, trust {r['trust']}, reliance {r['reliance']}"
-                                    f" ({r['perspective']} person)")
+        text[r["assignment_id"]] = (
+            f"satisfaction {r['satisfaction']}, trust {r['trust']}, reliance {r['reliance']}"
+            f" ({r['perspective']} person)"
+        )
     for r in store.da_items(database, pid):
         da[r["assignment_id"]] = r
         if r["score"] is not None:
@@ -243,14 +293,18 @@ def _what(a: dict, meta: dict, answers: dict) -> str:
     if phase in ("record", "receive", "survey_baseline", "survey_informed"):
         return f"exchange {a['exchange_id']}: starter {a['starter_id']}, system {a['system_id']}"
     if phase == "validate":
-        return (f"answers of receiver item {a['item_id']} on exchange {a['exchange_id']} "
-                f"(starter {a['starter_id']}, system {a['system_id']})")
+        return (
+            f"answers of receiver item {a['item_id']} on exchange {a['exchange_id']} "
+            f"(starter {a['starter_id']}, system {a['system_id']})"
+        )
     if phase == "da":
         d = answers["da"].get(a["id"])
         if d is None:
             return f"HIT item {a['item_id']}"
-        return (f"HIT {d['hit']} item {d['pos']} ({meta.get('modality', d['modality']) or 'text'}): "
-                f"{d['type']} item, segment {d['segment_id']}, system {d['system']}")
+        return (
+            f"HIT {d['hit']} item {d['pos']} ({meta.get('modality', d['modality']) or 'text'}): "
+            f"{d['type']} item, segment {d['segment_id']}, system {d['system']}"
+        )
     kind = meta.get("kind", "ratings")
     if kind == "ratings":
         return f"sentence {meta.get('sentence_id')}, page {meta.get('page')} of {meta.get('pages')}"

@@ -4,6 +4,7 @@ those who finished (to approve submissions on Prolific). Every change goes to th
 
 Where open items go when they are reassigned: services/participation/reassignment.py.
 """
+
 from __future__ import annotations
 
 import csv
@@ -20,8 +21,8 @@ from services.setup.enrolment import NewParticipant, add_participants, link, lin
 from services.study.export import neutralise
 from storage import assignments, participants, pool, studies
 
-STATUSES = tuple(assignments.PARTICIPANT_STATUS)       # deactivated, completed, active
-MAX_ADD = 500                                    # one form submit; more is almost surely a typo
+STATUSES = tuple(assignments.PARTICIPANT_STATUS)  # deactivated, completed, active
+MAX_ADD = 500  # one form submit; more is almost surely a typo
 MAX_EXTERNAL_ID = 64
 EXTERNAL_ID_RE = re.compile(r"^[A-Za-z0-9_.:@-]+$")
 
@@ -31,6 +32,7 @@ class ParticipantAdminError(ValueError):
 
 
 # -- looking people up ------------------------------------------------------------------------
+
 
 def whole_number(value) -> int | None:
     """An int from a form field (3, 3.0 or "3"); None for anything else (3.5, "x", empty)."""
@@ -72,29 +74,49 @@ def form_options(database, study_id: str | None) -> dict:
     if not study:
         return {"roles": [], "groups": [], "genders": []}
     cfg = study["config"]["study"]
-    needs = {"sender": "usability", "receiver": "usability", "validator": "usability", "rater": "usability",
-             "da": "da", "sd": "sd"}
-    return {"roles": [r for r in ROLES if needs[r] in cfg["protocols"]],
-            "groups": list(cfg["groups"]), "genders": list(cfg["genders"])}
+    needs = {
+        "sender": "usability",
+        "receiver": "usability",
+        "validator": "usability",
+        "rater": "usability",
+        "da": "da",
+        "sd": "sd",
+    }
+    return {
+        "roles": [r for r in ROLES if needs[r] in cfg["protocols"]],
+        "groups": list(cfg["groups"]),
+        "genders": list(cfg["genders"]),
+    }
 
 
 # -- adding ----------------------------------------------------------------------------------
+
 
 def parse_external_ids(text: str | None) -> list[str]:
     """External (e.g. Prolific) ids typed one per line or separated by commas."""
     ids = [x.strip() for x in re.split(r"[\n,]", text or "") if x.strip()]
     bad = [x for x in ids if len(x) > MAX_EXTERNAL_ID or not EXTERNAL_ID_RE.match(x)]
     if bad:
-        raise ParticipantAdminError(f"External id '{bad[0][:80]}' is not valid: use at most {MAX_EXTERNAL_ID} "
-                                    "letters, digits and . _ - : @")
+        raise ParticipantAdminError(
+            f"External id '{bad[0][:80]}' is not valid: use at most {MAX_EXTERNAL_ID} letters, digits and . _ - : @"
+        )
     dupes = sorted({x for x in ids if ids.count(x) > 1})
     if dupes:
         raise ParticipantAdminError(f"External id '{dupes[0]}' is listed twice.")
     return ids
 
 
-def add(database, study_id: str | None, role: str | None, count, group: str | None, gender: str | None,
-        external_ids_text: str | None, actor: str, self_enrol: bool = False) -> list[NewParticipant]:
+def add(
+    database,
+    study_id: str | None,
+    role: str | None,
+    count,
+    group: str | None,
+    gender: str | None,
+    external_ids_text: str | None,
+    actor: str,
+    self_enrol: bool = False,
+) -> list[NewParticipant]:
     """New participants with their queues. With external ids: one participant per id (the
     count is then ignored); without: `count` anonymous slots. self_enrol: slots only the signed
     Prolific URL fills (never handed out as private links to Prolific newcomers otherwise)."""
@@ -117,11 +139,13 @@ def add(database, study_id: str | None, role: str | None, count, group: str | No
         raise ParticipantAdminError("Count must be a whole number of participants.")
     if not 1 <= n <= MAX_ADD:
         raise ParticipantAdminError(f"Count must be between 1 and {MAX_ADD} (got {n}).")
-    return add_participants(database, study_id, role, n, group or None, gender or None, None, actor,
-                            self_enrol=bool(self_enrol))
+    return add_participants(
+        database, study_id, role, n, group or None, gender or None, None, actor, self_enrol=bool(self_enrol)
+    )
 
 
 # -- access ----------------------------------------------------------------------------------
+
 
 def deactivate(database, study_id: str | None, participant_id, actor: str) -> str:
     """The link stops working at once; the queue is kept (reactivate restores it)."""
@@ -140,8 +164,9 @@ def reactivate(database, study_id: str | None, participant_id, actor: str) -> st
         raise ParticipantAdminError(f"Participant {p['id']} is already active.")
     if p["excluded_at"]:
         # an exclusion (e.g. too many rejected recordings) is an analysis decision, not a pause
-        raise ParticipantAdminError(f"Participant {p['id']} was excluded ({p['excluded_reason']}); "
-                                    "an exclusion is not undone here.")
+        raise ParticipantAdminError(
+            f"Participant {p['id']} was excluded ({p['excluded_reason']}); an exclusion is not undone here."
+        )
     with database.write() as db:
         participants.set_active(db, p["id"], True)
         database.log(actor, "reactivate", "participants", p["id"], {"role": p["role"]})
@@ -167,26 +192,47 @@ def full_link(database, study_id: str | None, participant_id, public_url: str) -
 
 # -- reassigning open items -----------------------------------------------------------------------
 
+
 def reassign_open_items(database, study_id: str | None, participant_id, actor: str) -> Reassignment:
     p = participant(database, study_id, participant_id)
     if p["active"]:
         # an active participant would keep getting items, even the ones taken from them
-        raise ParticipantAdminError(f"Participant {p['id']} is active: deactivate them first, then reassign "
-                                    "their open items.")
+        raise ParticipantAdminError(
+            f"Participant {p['id']} is active: deactivate them first, then reassign their open items."
+        )
     with database.write() as db:
-        if p["role"] == "sender" and not p["excluded_at"]:      # a sender whose items are handed on has dropped out
+        if p["role"] == "sender" and not p["excluded_at"]:  # a sender whose items are handed on has dropped out
             pool.mark_dropped_out(db, p["id"], "deactivated by the study team, items reassigned")
         out = withdraw_and_reassign(db, database, p, actor)
-        database.log(actor, "reassign_open_items", "participants", p["id"],
-                     {"role": p["role"], "status": f"{len(out.moved)} moved, {len(out.waiting)} waiting, "
-                                                   f"{len(out.dropped)} withdrawn"})
+        database.log(
+            actor,
+            "reassign_open_items",
+            "participants",
+            p["id"],
+            {
+                "role": p["role"],
+                "status": f"{len(out.moved)} moved, {len(out.waiting)} waiting, {len(out.dropped)} withdrawn",
+            },
+        )
     return out
 
 
 # -- tables ------------------------------------------------------------------------------------
 
-PARTICIPANT_COLUMNS = ["id", "role", "status", "grp", "gender", "external_id", "prolific_pid", "done", "open",
-                       "last_seen_at", "last_submitted", "link"]
+PARTICIPANT_COLUMNS = [
+    "id",
+    "role",
+    "status",
+    "grp",
+    "gender",
+    "external_id",
+    "prolific_pid",
+    "done",
+    "open",
+    "last_seen_at",
+    "last_submitted",
+    "link",
+]
 
 
 def _check_filters(role: str | None, status: str | None) -> None:
@@ -196,8 +242,9 @@ def _check_filters(role: str | None, status: str | None) -> None:
         raise ParticipantAdminError(f"Unknown status '{status}' (one of {', '.join(STATUSES)}).")
 
 
-def participants_page(database, study_id: str, page=1, page_size: int = 50, role: str | None = None,
-                      status: str | None = None) -> Page:
+def participants_page(
+    database, study_id: str, page=1, page_size: int = 50, role: str | None = None, status: str | None = None
+) -> Page:
     """One page of the participants, filtered; links shortened (the full one is shown for
     one participant at a time, or in the links CSV)."""
     _check_filters(role, status)
@@ -210,13 +257,21 @@ def participants_page(database, study_id: str, page=1, page_size: int = 50, role
     return Page(pd.DataFrame(rows, columns=PARTICIPANT_COLUMNS).fillna(""), page, pages, total)
 
 
-COMPLETION_COLUMNS = ["id", "role", "external_id", "prolific_pid", "prolific_session_id", "completed_at",
-                      "status", "completion_code"]
+COMPLETION_COLUMNS = [
+    "id",
+    "role",
+    "external_id",
+    "prolific_pid",
+    "prolific_session_id",
+    "completed_at",
+    "status",
+    "completion_code",
+]
 
 
 def _completion_rows(database, study_id: str, limit: int | None, offset: int = 0) -> list[dict]:
     study = studies.get_study(database, study_id or "")
-    if study is None:       # the page's API event, or previous / next, before a study is picked
+    if study is None:  # the page's API event, or previous / next, before a study is picked
         raise ParticipantAdminError("Pick a study first.")
     code = study["config"]["study"]["completion_code"]
     rows = participants.completed(database, study_id, limit, offset)
@@ -235,7 +290,7 @@ def completion_page(database, study_id: str, page=1, page_size: int = 50) -> Pag
 
 def _write_csv(name: str, cols: list[str], rows: list[dict]) -> Path:
 
-    path = Path(tempfile.mkdtemp(prefix="tradlab-admin-")) / name      # 0700: ids and links are private
+    path = Path(tempfile.mkdtemp(prefix="tradlab-admin-")) / name  # 0700: ids and links are private
     with open(path, "w", encoding="utf-8", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)

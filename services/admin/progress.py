@@ -1,5 +1,6 @@
 """What the study designer sees, progress: the studies, the workflow's progress, the jobs, the
 models, the recording review queue and the exchanges, as paged tables."""
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,11 @@ def progress_table(database, study_id: str) -> pd.DataFrame:
     rows = assignments.study_progress(database, study_id)
     if not rows:
         return pd.DataFrame(columns=["role", "phase", "open", "done"])
-    df = pd.DataFrame(rows).pivot_table(index=["role", "phase"], columns="status", values="n",
-                                        aggfunc="sum", fill_value=0).reset_index()
+    df = (
+        pd.DataFrame(rows)
+        .pivot_table(index=["role", "phase"], columns="status", values="n", aggfunc="sum", fill_value=0)
+        .reset_index()
+    )
     for col in ("open", "done"):
         if col not in df:
             df[col] = 0
@@ -65,8 +69,11 @@ def repair_workflow(database, study_id: str | None) -> str:
         return f"Study '{study_id}' has no four-phase workflow to repair."
     out = maintenance.run(database, study["id"], every_s=0)
     dropped = f"; {len(out['dropped_out'])} inactive sender(s) marked as dropped out" if out["dropped_out"] else ""
-    return (f"Repair done: {out['repaired']} missing item(s) or pool place(s) put right{dropped}."
-            if out["repaired"] or dropped else "Repair done: nothing was missing.")
+    return (
+        f"Repair done: {out['repaired']} missing item(s) or pool place(s) put right{dropped}."
+        if out["repaired"] or dropped
+        else "Repair done: nothing was missing."
+    )
 
 
 def retry_job(database, job_id) -> str:
@@ -105,12 +112,18 @@ def review_item(database, recording_id) -> dict | None:
     ex = required(assignments.exchange(database, rec["exchange_id"]), "exchange of a recording")
     starter = required(studies.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
     flags = json.loads(rec["qc_flags"] or "[]")
-    return {"id": rec["id"], "audio": rec["path_original"], "prompt": starter["text"],
-            "transcript": rec["transcript"] or "", "wer": rec["wer"], "status": rec["qc_status"],
-            "flags": [FLAG_TEXT.get(f, f) for f in flags],
-            # the QC ASR's second opinion: why a start/end mismatch passed or waits
-            "edges": edges_text(json.loads(rec["qc_edges"]) if rec.get("qc_edges") else None),
-            "alignment": align(starter["text"], rec["transcript"] or "")}
+    return {
+        "id": rec["id"],
+        "audio": rec["path_original"],
+        "prompt": starter["text"],
+        "transcript": rec["transcript"] or "",
+        "wer": rec["wer"],
+        "status": rec["qc_status"],
+        "flags": [FLAG_TEXT.get(f, f) for f in flags],
+        # the QC ASR's second opinion: why a start/end mismatch passed or waits
+        "edges": edges_text(json.loads(rec["qc_edges"]) if rec.get("qc_edges") else None),
+        "alignment": align(starter["text"], rec["transcript"] or ""),
+    }
 
 
 def exchange_phase(row: dict) -> str:
@@ -140,11 +153,22 @@ def exchanges_table(database, study_id: str, page: int = 1, page_size: int = 100
     rows = assignments.exchange_phases(database, study_id, page_size, (max(page, 1) - 1) * page_size)
     for r in rows:
         r["phase"] = exchange_phase(r)
-        r["sender"] = "" if r["sender"] is None else str(r["sender"])   # imported exchanges have none
+        r["sender"] = "" if r["sender"] is None else str(r["sender"])  # imported exchanges have none
         r["recording"] = r["recording"] or ""
         r["wer"] = "" if r["wer"] is None else f"{r['wer']:.2f}"
-    cols = ["exchange", "phase", "sender", "starter", "system", "recording", "wer", "answered", "validated",
-            "baseline", "informed"]
+    cols = [
+        "exchange",
+        "phase",
+        "sender",
+        "starter",
+        "system",
+        "recording",
+        "wer",
+        "answered",
+        "validated",
+        "baseline",
+        "informed",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -10,6 +10,7 @@ A rejected recording of a sender who still takes part goes back to them as "reco
 new record item of the same exchange, first in their queue, whose page says why (the rejected
 recording and its translation are kept: results.supersede_translation).
 """
+
 from __future__ import annotations
 
 import json
@@ -31,13 +32,14 @@ class ReviewOutcome:
     recording_id: int
     status: str
     sender_excluded: bool = False
-    reassigned: list[dict] = field(default_factory=list)     # {"exchange", "to"} per item
-    record_again: bool = False                                # the sender got the item back
-    unassigned: list[int] = field(default_factory=list)       # withdrawn items nobody could take
+    reassigned: list[dict] = field(default_factory=list)  # {"exchange", "to"} per item
+    record_again: bool = False  # the sender got the item back
+    unassigned: list[int] = field(default_factory=list)  # withdrawn items nobody could take
 
 
-def queue_for_review(database, study_id: str | None = None, status: str = "flagged", limit: int = 100,
-                     offset: int = 0) -> list[dict]:
+def queue_for_review(
+    database, study_id: str | None = None, status: str = "flagged", limit: int = 100, offset: int = 0
+) -> list[dict]:
     """The recordings to review, each with its flags in words and the normalised prompt and
     transcript aligned word by word (recording_qc.align: what QC compared), and the QC ASR's
     second opinion on the edge words (recording_qc.edges_text; "" where it did not score)."""
@@ -59,8 +61,10 @@ def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewO
     if rec["qc_status"] not in ("flagged", "accepted", "rejected"):
         raise ReviewError(f"recording {recording_id} is {rec['qc_status']}: only flagged recordings are reviewed")
     if assignments.sent_back(database, rec["exchange_id"], rec["id"]):
-        raise ReviewError(f"recording {recording_id} was rejected and its sender asked to record it again: "
-                          "review the new recording instead")
+        raise ReviewError(
+            f"recording {recording_id} was rejected and its sender asked to record it again: "
+            "review the new recording instead"
+        )
     status = "accepted" if decision == "accept" else "rejected"
     ex = required(assignments.exchange(database, rec["exchange_id"]), "exchange of a recording")
     out = ReviewOutcome(rec["id"], status)
@@ -68,11 +72,20 @@ def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewO
         results.review_recording(db, rec["id"], status, reviewer)
         database.log(reviewer, "review", "recordings", rec["id"], {"decision": status})
         sender = participants.get(database, ex["sender_id"]) if ex["sender_id"] else None
-        if (status == "rejected" and sender and sender["excluded_at"] is None
-                and results.rejected_count(database, sender["id"]) > MAX_REJECTED):
+        if (
+            status == "rejected"
+            and sender
+            and sender["excluded_at"] is None
+            and results.rejected_count(database, sender["id"]) > MAX_REJECTED
+        ):
             _exclude_and_reassign(db, database, sender, reviewer, out)
-        elif status == "rejected" and sender and sender["active"] and sender["excluded_at"] is None \
-                and not sender["dropped_out_at"]:
+        elif (
+            status == "rejected"
+            and sender
+            and sender["active"]
+            and sender["excluded_at"] is None
+            and not sender["dropped_out_at"]
+        ):
             _record_again(db, database, rec, ex, sender, reviewer, out)
         workflow.exchange_ready(database, ex["id"])
     return out
@@ -86,8 +99,9 @@ def _exclude_and_reassign(db, database, sender, reviewer, out: ReviewOutcome) ->
             assignments.withdraw(db, a["id"])
     database.log(reviewer, "exclude", "participants", sender["id"], {"reason": "rejected recordings"})
     out.sender_excluded = True
-    moved = withdraw_and_reassign(db, database, required(participants.get(database, sender["id"]), "participant"),
-                                  reviewer)
+    moved = withdraw_and_reassign(
+        db, database, required(participants.get(database, sender["id"]), "participant"), reviewer
+    )
     out.reassigned = [m for m in moved.moved if m["phase"] == "record"]
     out.unassigned = [d["exchange"] for d in moved.dropped if d["phase"] == "record"]
 
@@ -96,8 +110,16 @@ def _record_again(db, database, rec, ex, sender, reviewer, out: ReviewOutcome) -
     """The sender records the exchange again: a new record item, before their other ones."""
     attempt = results.recording_count(database, ex["id"]) + 1
     results.supersede_translation(db, ex["id"], rec["id"])
-    position = -1.0       # below every seeded order key (0..1): the item to redo comes first
-    aid = assignments.insert_assignment(db, ex["study_id"], sender["id"], "record", f"{ex['id']}-{attempt}", position,
-                                  exchange_id=ex["id"], meta={"record_again": rec["id"]})
+    position = -1.0  # below every seeded order key (0..1): the item to redo comes first
+    aid = assignments.insert_assignment(
+        db,
+        ex["study_id"],
+        sender["id"],
+        "record",
+        f"{ex['id']}-{attempt}",
+        position,
+        exchange_id=ex["id"],
+        meta={"record_again": rec["id"]},
+    )
     database.log(reviewer, "record_again", "assignments", aid, {"recording": rec["id"]})
     out.record_again = aid is not None

@@ -1,6 +1,7 @@
 """Input checking shared by the analyses (DA, SD, usability): one error type that names the
 file, the row (a CSV header is row 1) and the column, and a collector that reports the
 earliest bad cell."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -68,4 +69,4 @@ class Problems:
     def raise_first(self, source: str) -> None:
         if self.found:
             pos, _, col, problem = min(self.found)
-            raise self.error(source, pos + 2, col, problem)     # data row 0 is CSV row 2
+            raise self.error(source, pos + 2, col, problem)  # data row 0 is CSV row 2

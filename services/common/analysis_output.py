@@ -1,5 +1,6 @@
 """Files the analyses write, besides figures (services.common.figure_files): CSV tables and JSON
 made of plain numbers (NaN and infinity become null, numpy scalars Python ones)."""
+
 from __future__ import annotations
 
 import json
@@ -58,8 +59,8 @@ def _shown(v: float, d: int, p_value: bool) -> str:
     if pd.isna(v):
         return ""
     # a p-value that rounds to zero is never "0.000" (no test gives p = 0): "<0.001", as APA writes it
-    if p_value and 0 <= v < 0.5 * 10 ** -d and d > 0:
-        return f"<{10 ** -d:.{d}f}"
+    if p_value and 0 <= v < 0.5 * 10**-d and d > 0:
+        return f"<{10**-d:.{d}f}"
     return f"{v:.{d}f}"
 
 

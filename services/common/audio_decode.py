@@ -11,6 +11,7 @@ gives no length, as a browser's WebM does) cannot get further. FFmpeg is told th
 bytes show (no probing: a file cannot turn into a playlist or an SDP session) and may use only
 the file and pipe protocols.
 """
+
 from __future__ import annotations
 
 import io
@@ -24,9 +25,9 @@ import numpy as np
 from scipy.signal import resample_poly
 
 TARGET_RATE = 16000
-HEADER_SLACK_S = 0.5      # a container duration this close to the cap is decoded and measured instead
-DECODE_MARGIN_S = 0.5     # the ffmpeg program decodes at most cap + this (-t), so "too long" is seen
-_SF_UNKNOWN_FRAMES = 1 << 62   # libsndfile's frame count for a FLAC whose header gives no length
+HEADER_SLACK_S = 0.5  # a container duration this close to the cap is decoded and measured instead
+DECODE_MARGIN_S = 0.5  # the ffmpeg program decodes at most cap + this (-t), so "too long" is seen
+_SF_UNKNOWN_FRAMES = 1 << 62  # libsndfile's frame count for a FLAC whose header gives no length
 # the formats libsndfile reads, as _sniff names them -> what libsndfile must find in the bytes
 _SNDFILE_FORMATS = {"wav": ("WAV", "WAVEX", "RF64"), "flac": ("FLAC",), "ogg": ("OGG",), "mp3": ("MP3", "MPEG")}
 # FFmpeg demuxer for each sniffed format: it is named, never probed (no playlist, SDP or concat)
@@ -39,8 +40,9 @@ class IntakeError(ValueError):
 
 def too_long(max_seconds: float, duration: float | None = None) -> IntakeError:
     said = f"{duration:.0f} s" if duration is not None else f"more than {max_seconds:.0f} s"
-    return IntakeError(f"The recording is too long ({said}; the limit is {max_seconds:.0f} s). "
-                       "Please record again, a little faster.")
+    return IntakeError(
+        f"The recording is too long ({said}; the limit is {max_seconds:.0f} s). Please record again, a little faster."
+    )
 
 
 def _cap_frames(rate: int, max_seconds: float | None) -> int | None:
@@ -60,7 +62,7 @@ class _Mono:
         self.n += len(block)
         if self.cap is not None and self.n > self.cap:
             self.blocks.clear()
-            assert self.max_seconds is not None     # the cap is made from it (_cap_frames)
+            assert self.max_seconds is not None  # the cap is made from it (_cap_frames)
             raise too_long(self.max_seconds)
 
     def samples(self) -> np.ndarray:
@@ -77,13 +79,14 @@ def _decode_sndfile(data: bytes, fmt: str, max_seconds: float | None) -> tuple[n
     """libsndfile, read block by block up to the cap; the length in the header is checked first."""
     # lazy import (soundfile): audio decoding; loaded only when a file is decoded
     import soundfile as sf
+
     with sf.SoundFile(io.BytesIO(data)) as f:
         if f.format not in _SNDFILE_FORMATS[fmt]:
             raise ValueError(f"libsndfile reads it as {f.format}")
         rate = int(f.samplerate)
         if rate <= 0:
             raise ValueError("no sample rate")
-        known = f.frames if 0 < f.frames < _SF_UNKNOWN_FRAMES else None   # FLAC may say "unknown"
+        known = f.frames if 0 < f.frames < _SF_UNKNOWN_FRAMES else None  # FLAC may say "unknown"
         _header_check(known / rate if known else None, max_seconds)
         cap = _cap_frames(rate, max_seconds)
         out = _Mono(cap, max_seconds)
@@ -102,8 +105,10 @@ def _decode_pyav(data: bytes, fmt: str, max_seconds: float | None) -> tuple[np.n
     the container's duration checked first, and decoding stopped one frame past the cap."""
     # lazy import (av): audio decoding; loaded only when a file is decoded
     import av
-    with av.open(io.BytesIO(data), mode="r", format=_FFMPEG_DEMUXERS[fmt],
-                 options={"protocol_whitelist": "file,pipe"}) as container:
+
+    with av.open(
+        io.BytesIO(data), mode="r", format=_FFMPEG_DEMUXERS[fmt], options={"protocol_whitelist": "file,pipe"}
+    ) as container:
         stream = next(iter(container.streams.audio), None)
         if stream is None:
             raise ValueError("no audio stream")
@@ -112,7 +117,7 @@ def _decode_pyav(data: bytes, fmt: str, max_seconds: float | None) -> tuple[np.n
         elif container.duration:
             seconds = container.duration / av.time_base
         else:
-            seconds = None                          # a browser's WebM has none: the cap below decides
+            seconds = None  # a browser's WebM has none: the cap below decides
         _header_check(seconds, max_seconds)
         rate = int(stream.rate or 48000)
         resampler = av.AudioResampler(format="flt", layout="mono", rate=rate)
@@ -128,9 +133,27 @@ def _decode_pyav(data: bytes, fmt: str, max_seconds: float | None) -> tuple[np.n
 def _decode_ffmpeg_program(data: bytes, fmt: str, max_seconds: float | None) -> tuple[np.ndarray, int]:
     """The ffmpeg program, fed through a pipe: the demuxer named with -f, protocols limited to
     file and pipe, output cut with -t just past the cap and converted to 16 kHz mono float."""
-    cmd = ["ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error",
-           "-protocol_whitelist", "file,pipe", "-f", _FFMPEG_DEMUXERS[fmt], "-i", "pipe:0",
-           "-map", "0:a:0", "-ac", "1", "-ar", str(TARGET_RATE), "-c:a", "pcm_f32le"]
+    cmd = [
+        "ffmpeg",
+        "-nostdin",
+        "-hide_banner",
+        "-loglevel",
+        "error",
+        "-protocol_whitelist",
+        "file,pipe",
+        "-f",
+        _FFMPEG_DEMUXERS[fmt],
+        "-i",
+        "pipe:0",
+        "-map",
+        "0:a:0",
+        "-ac",
+        "1",
+        "-ar",
+        str(TARGET_RATE),
+        "-c:a",
+        "pcm_f32le",
+    ]
     if max_seconds is not None:
         cmd += ["-t", f"{max_seconds + DECODE_MARGIN_S:.3f}"]
     cmd += ["-f", "f32le", "pipe:1"]
@@ -149,6 +172,7 @@ def _ffmpeg_decoder():
     else the ffmpeg program."""
     try:
         import av  # noqa: F401
+
         return _decode_pyav
     except ImportError:
         pass
@@ -182,8 +206,7 @@ def decode(data: bytes, max_seconds: float | None = None) -> tuple[np.ndarray, i
     silence can hold hours). The format is the one its bytes show; the decoder is told it."""
     fmt = _sniff(data)
     if fmt == "bin":
-        raise IntakeError("This file is not an audio recording we can read. "
-                          "Please record again, or upload a WAV file.")
+        raise IntakeError("This file is not an audio recording we can read. Please record again, or upload a WAV file.")
     if fmt in _SNDFILE_FORMATS:
         try:
             x, rate = _decode_sndfile(data, fmt, max_seconds)
@@ -195,16 +218,20 @@ def decode(data: bytes, max_seconds: float | None = None) -> tuple[np.ndarray, i
                 return (*_read_wav_stdlib(data, max_seconds), fmt)
     decoder = _ffmpeg_decoder()
     if decoder is None:
-        raise IntakeError(f"This recording is in {fmt.upper()} format, which needs FFmpeg on the server, "
-                          "and it is not installed. Please upload a WAV file instead, or ask the study "
-                          "team to install ffmpeg.")
+        raise IntakeError(
+            f"This recording is in {fmt.upper()} format, which needs FFmpeg on the server, "
+            "and it is not installed. Please upload a WAV file instead, or ask the study "
+            "team to install ffmpeg."
+        )
     try:
         x, rate = decoder(data, fmt, max_seconds)
     except IntakeError:
         raise
     except Exception as e:
-        raise IntakeError(f"This {fmt.upper()} file could not be decoded ({type(e).__name__}). "
-                          "Please record again, or upload a WAV file.") from e
+        raise IntakeError(
+            f"This {fmt.upper()} file could not be decoded ({type(e).__name__}). "
+            "Please record again, or upload a WAV file."
+        ) from e
     return x.astype(np.float32, copy=False), int(rate), fmt
 
 
@@ -218,14 +245,14 @@ def _read_wav_stdlib(data: bytes, max_seconds: float | None = None) -> tuple[np.
             n = w.getnframes() if cap is None else min(w.getnframes(), cap + 1)
             raw = w.readframes(n)
     except (wave.Error, EOFError) as e:
-        detail = f" ({e})" if str(e) else ""     # a cut-off header raises EOFError without a message
+        detail = f" ({e})" if str(e) else ""  # a cut-off header raises EOFError without a message
         raise IntakeError(f"This file is not a readable WAV recording{detail}. Please record again.") from e
     if width != 2:
         raise IntakeError(f"Unsupported WAV sample width ({width * 8} bit). Please record again.")
     raw = raw[: len(raw) // (2 * channels) * 2 * channels]
     x = np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0
     x = x.reshape(-1, channels).mean(axis=1)
-    if cap is not None and max_seconds is not None and len(x) > cap:     # (a cap comes with its limit)
+    if cap is not None and max_seconds is not None and len(x) > cap:  # (a cap comes with its limit)
         raise too_long(max_seconds)
     return x, rate
 

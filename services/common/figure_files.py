@@ -9,6 +9,7 @@ Whether PNGs are written: png=True/False, or by default TRADLAB_FIGURE_PNG ("1"/
 whenever kaleido is installed. A missing browser or a failed render is not an error: the HTML
 is there, and the reason goes to the returned notes.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -32,8 +33,14 @@ def png_wanted(png: bool | None = None) -> bool:
     return kaleido_installed()
 
 
-def write_figures(figures: dict, out_dir, include_plotlyjs="directory", png: bool | None = None,
-                  scale: float = 2.0, notes: list[str] | None = None) -> list[Path]:
+def write_figures(
+    figures: dict,
+    out_dir,
+    include_plotlyjs="directory",
+    png: bool | None = None,
+    scale: float = 2.0,
+    notes: list[str] | None = None,
+) -> list[Path]:
     """name.html for each figure (and name.png when png_wanted(png)); returns the paths written."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -50,8 +57,13 @@ def write_figures(figures: dict, out_dir, include_plotlyjs="directory", png: boo
         figs = list(figures.values())
         try:
             # each at the size its layout asks for (the batch call would use plotly's default)
-            pio.write_images(figs, [str(t) for t in targets], scale=scale,
-                             width=[f.layout.width for f in figs], height=[f.layout.height for f in figs])
+            pio.write_images(
+                figs,
+                [str(t) for t in targets],
+                scale=scale,
+                width=[f.layout.width for f in figs],
+                height=[f.layout.height for f in figs],
+            )
             paths += [t for t in targets if t.exists()]
         except Exception as e:  # kaleido without a usable browser: HTML only, and say why
             if notes is not None:

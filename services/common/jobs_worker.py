@@ -7,6 +7,7 @@ model or credential (BackendUnavailable) fails at once: retrying cannot fix it, 
 admin retries after installing (an unreachable model server is retried: it may come back). On
 start, jobs left running by a dead process are resumed.
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,8 +24,14 @@ Handler = Callable[[dict], None]
 
 
 class Worker:
-    def __init__(self, database, handlers: dict[str, Handler], poll_s: float = 1.0,
-                 backoff_s: float = 5.0, max_backoff_s: float = 300.0):
+    def __init__(
+        self,
+        database,
+        handlers: dict[str, Handler],
+        poll_s: float = 1.0,
+        backoff_s: float = 5.0,
+        max_backoff_s: float = 300.0,
+    ):
         self.database = database
         self.handlers = handlers
         self.poll_s = poll_s
@@ -44,15 +51,23 @@ class Worker:
             return None
         try:
             self.handlers[job["kind"]](job["payload"])
-        except Exception as e:       # a job's failure must never kill the worker
+        except Exception as e:  # a job's failure must never kill the worker
             message = f"{type(e).__name__}: {e}"
-            permanent = (isinstance(e, BackendUnavailable) and not getattr(e, "transient", False)) \
-                or job["attempts"] >= job["max_attempts"]
-            job["status"] = jobs.fail(self.database, job["id"], message[:2000],
-                                      None if permanent else self.retry_delay(job["attempts"]))
+            permanent = (isinstance(e, BackendUnavailable) and not getattr(e, "transient", False)) or job[
+                "attempts"
+            ] >= job["max_attempts"]
+            job["status"] = jobs.fail(
+                self.database, job["id"], message[:2000], None if permanent else self.retry_delay(job["attempts"])
+            )
             job["error"] = message
-            log.warning("job %s (%s) attempt %s: %s\n%s", job["id"], job["kind"], job["attempts"], message,
-                        traceback.format_exc(limit=3))
+            log.warning(
+                "job %s (%s) attempt %s: %s\n%s",
+                job["id"],
+                job["kind"],
+                job["attempts"],
+                message,
+                traceback.format_exc(limit=3),
+            )
             return job
         jobs.finish(self.database, job["id"])
         job["status"] = "done"
@@ -88,7 +103,7 @@ class Worker:
         while not self._stop.is_set():
             try:
                 ran = self.run_once()
-            except Exception:        # e.g. the database briefly locked: keep the thread alive
+            except Exception:  # e.g. the database briefly locked: keep the thread alive
                 log.exception("worker loop")
                 ran = None
             if ran is None:

@@ -1,4 +1,5 @@
 """Writing media files (recordings, synthesised audio, rendered images) safely."""
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,7 @@ def atomic_write(target: Path, data: bytes) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=target.suffix)
     try:
-        os.fchmod(fd, 0o600)                   # the app's user only: recordings are personal data
+        os.fchmod(fd, 0o600)  # the app's user only: recordings are personal data
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, target)

@@ -1,4 +1,5 @@
 """Paging of the admin tables: every table is paged, so no handler sends a whole table to the browser."""
+
 from __future__ import annotations
 
 import math
@@ -11,6 +12,7 @@ import pandas as pd
 class Page:
     """One page of an admin table: its rows and where it stands (every table is paged, so
     no handler sends a whole table to the browser)."""
+
     rows: pd.DataFrame
     page: int
     pages: int

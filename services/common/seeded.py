@@ -1,5 +1,6 @@
 """Randomness reproducible from a study's seed: the same parts give the same draws on every
 machine and run (sha256 of the parts, not Python's salted hash)."""
+
 from __future__ import annotations
 
 import hashlib

@@ -7,6 +7,7 @@ reuse them while they are still valid (a day of margin), match each other and co
 asked for, and write new ones otherwise. Browsers warn once about a self-signed certificate; a
 certificate from the institution (--ssl-certfile/--ssl-keyfile) or a reverse proxy avoids that.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -55,8 +56,9 @@ def cert_hosts(cert) -> set[str]:
         san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
         return set()
-    return ({n.lower() for n in san.get_values_for_type(x509.DNSName)} |
-            {str(a) for a in san.get_values_for_type(x509.IPAddress)})
+    return {n.lower() for n in san.get_values_for_type(x509.DNSName)} | {
+        str(a) for a in san.get_values_for_type(x509.IPAddress)
+    }
 
 
 def _covers(cert, hosts: list[str]) -> bool:
@@ -79,10 +81,9 @@ def _reusable(cert_path: Path, key_path: Path, hosts: list[str], margin: dt.time
     now = dt.datetime.now(dt.timezone.utc)
     if not (cert.not_valid_before_utc <= now and now + margin < cert.not_valid_after_utc):
         return False
-    same_key = (cert.public_key().public_bytes(serialization.Encoding.DER,
-                                               serialization.PublicFormat.SubjectPublicKeyInfo) ==
-                key.public_key().public_bytes(serialization.Encoding.DER,
-                                              serialization.PublicFormat.SubjectPublicKeyInfo))
+    same_key = cert.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    ) == key.public_key().public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     return same_key and _covers(cert, hosts)
 
 
@@ -98,8 +99,9 @@ def _write_private(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def make_self_signed(folder: str | Path, hosts: list[str] | None = None, days: int = DAYS,
-                     margin: dt.timedelta = dt.timedelta(days=1)) -> tuple[Path, Path]:
+def make_self_signed(
+    folder: str | Path, hosts: list[str] | None = None, days: int = DAYS, margin: dt.timedelta = dt.timedelta(days=1)
+) -> tuple[Path, Path]:
     """(cert.pem, key.pem) in folder for hosts (default: default_hosts()), made only when needed."""
     # lazy import (cryptography): needed only for --self-signed
     from cryptography import x509
@@ -115,27 +117,45 @@ def make_self_signed(folder: str | Path, hosts: list[str] | None = None, days: i
 
     folder.mkdir(parents=True, exist_ok=True)
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0][:64]),
-                      x509.NameAttribute(NameOID.ORGANIZATION_NAME, "tradlab (self-signed)")])
+    name = x509.Name(
+        [
+            x509.NameAttribute(NameOID.COMMON_NAME, hosts[0][:64]),
+            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "tradlab (self-signed)"),
+        ]
+    )
     alt = [x509.IPAddress(_ip(h)) if _ip(h) else x509.DNSName(h) for h in hosts]
     now = dt.datetime.now(dt.timezone.utc)
-    cert = (x509.CertificateBuilder()
-            .subject_name(name).issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - dt.timedelta(minutes=5))      # tolerate a little clock skew
-            .not_valid_after(now + dt.timedelta(days=days))
-            .add_extension(x509.SubjectAlternativeName(alt), critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, key_encipherment=False,
-                                         content_commitment=False, data_encipherment=False,
-                                         key_agreement=False, key_cert_sign=False, crl_sign=False,
-                                         encipher_only=False, decipher_only=False), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .sign(key, hashes.SHA256()))
-    _write_private(key_path, key.private_bytes(serialization.Encoding.PEM,
-                                               serialization.PrivateFormat.PKCS8,
-                                               serialization.NoEncryption()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))  # tolerate a little clock skew
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.SubjectAlternativeName(alt), critical=False)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_encipherment=False,
+                content_commitment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=False,
+                crl_sign=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    _write_private(
+        key_path,
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
+    )
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return cert_path, key_path
 

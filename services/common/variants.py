@@ -13,6 +13,7 @@ receivers read; it reaches
 Placeholders a prompt may hold: {target_language} ("Portuguese (Portugal)", the paper's Tower+
 wording), {target_language_pt} (the variant's name in Portuguese) and {target_variant} (the tag).
 """
+
 from __future__ import annotations
 
 import re

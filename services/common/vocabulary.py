@@ -1,4 +1,5 @@
 """The study's vocabulary, defined once: the roles, the id pattern, the most questions a starter has."""
+
 from __future__ import annotations
 
 import re

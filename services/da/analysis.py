@@ -39,6 +39,7 @@ against WMT22's ad-trk-stats.csv).
 
 Pure functions; statistics come from scipy, tables from pandas; figures from plotly.
 """
+
 from __future__ import annotations
 
 import math
@@ -65,22 +66,52 @@ from services.da.judgments import (  # noqa: F401 (re-exported)
 
 FAST_ITEM_S = 2.0  # a HIT whose median seconds per item is below this is flagged as implausibly fast
 
-WORKER_COLUMNS = ["modality", "run", "worker_id", "n_judgments", "n_bad_pairs", "n_repeat_pairs",
-                  "p_value", "reliable", "mean", "sd", "kept", "constant", "n_hits", "n_fast_hits",
-                  "median_item_s", "fast"]
-SYSTEM_COLUMNS = ["modality", "run", "system", "n_judgments", "raw_mean", "z_mean", "rank", "cluster",
-                  "n_segments"]
+WORKER_COLUMNS = [
+    "modality",
+    "run",
+    "worker_id",
+    "n_judgments",
+    "n_bad_pairs",
+    "n_repeat_pairs",
+    "p_value",
+    "reliable",
+    "mean",
+    "sd",
+    "kept",
+    "constant",
+    "n_hits",
+    "n_fast_hits",
+    "median_item_s",
+    "fast",
+]
+SYSTEM_COLUMNS = ["modality", "run", "system", "n_judgments", "raw_mean", "z_mean", "rank", "cluster", "n_segments"]
 SEGMENT_COLUMNS = ["modality", "run", "system", "segment_id", "n_judgments", "raw", "z"]
 H2H_COLUMNS = ["modality", "run", "system_a", "system_b", "z_diff", "p_value", "n_a", "n_b"]
 REPLICATION_COLUMNS = ["comparison", "r", "n", "level", "p_value"]
-QC_COLUMNS = ["modality", "workers_total", "workers_reliable", "judgments_total", "judgments_kept",
-              "workers_kept", "judgments_scored", "workers_constant", "workers_fast", "hits_fast_excluded",
-              "judgments_fast_excluded"]
-TABLE1_COLUMNS = ["domain", "segments", "documents", "mean_doc_segments", "median_doc_segments",
-                  "mean_doc_words", "median_doc_words"]
+QC_COLUMNS = [
+    "modality",
+    "workers_total",
+    "workers_reliable",
+    "judgments_total",
+    "judgments_kept",
+    "workers_kept",
+    "judgments_scored",
+    "workers_constant",
+    "workers_fast",
+    "hits_fast_excluded",
+    "judgments_fast_excluded",
+]
+TABLE1_COLUMNS = [
+    "domain",
+    "segments",
+    "documents",
+    "mean_doc_segments",
+    "median_doc_segments",
+    "mean_doc_words",
+    "median_doc_words",
+]
 DISTRIBUTION_COLUMNS = ["modality", "run", "item_type", "n", "mean", "sd", "median", "q1", "q3"]
-OUTPUT_TABLES = ("workers", "systems", "head_to_head", "replication", "qc_summary", "segments",
-                 "score_distribution")
+OUTPUT_TABLES = ("workers", "systems", "head_to_head", "replication", "qc_summary", "segments", "score_distribution")
 
 _KEY = ["modality", "run", "worker_id"]
 
@@ -96,14 +127,16 @@ class DAResult:
     alpha: float = 0.05
     wmt: bool = False
     score_distribution: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=DISTRIBUTION_COLUMNS))
-    kept_scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
-        columns=["modality", "run", "worker_id", "item_type", "score"]))   # the figure's data
+    kept_scores: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=["modality", "run", "worker_id", "item_type", "score"])
+    )  # the figure's data
     keep_fast: bool = False
     fast_item_s: float = FAST_ITEM_S
 
 
 # ---------------------------------------------------------------------------------------------
 # input
+
 
 def detect_format(path) -> str:
     """'csv' (this project's schema), 'wmt' (WMT DA TSV) or 'appraise' (Appraise CSV export)."""
@@ -120,11 +153,17 @@ def detect_format(path) -> str:
     fields = [x.strip().strip('"') for x in first.split(",")]
     if {"worker_id", "item_type", "score"} <= set(fields):
         return "csv"
-    if (len(fields) >= 7 and fields[3].upper() in ("TGT", "BAD", "REF", "CHK")) or \
-            {"username", "itemType"} <= set(fields):
+    if (len(fields) >= 7 and fields[3].upper() in ("TGT", "BAD", "REF", "CHK")) or {"username", "itemType"} <= set(
+        fields
+    ):
         return "appraise"
-    raise DAInputError(path, 1, None, "unrecognised format: expected this project's judgments CSV "
-                       f"(columns {', '.join(REQUIRED)}), a WMT DA TSV or an Appraise CSV export")
+    raise DAInputError(
+        path,
+        1,
+        None,
+        "unrecognised format: expected this project's judgments CSV "
+        f"(columns {', '.join(REQUIRED)}), a WMT DA TSV or an Appraise CSV export",
+    )
 
 
 def load_judgments(path, fmt: str = "auto") -> pd.DataFrame:
@@ -141,6 +180,7 @@ def load_judgments(path, fmt: str = "auto") -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------------------------
 # analysis
+
 
 def _mwu(x, y, alternative: str) -> float:
     if len(x) == 0 or len(y) == 0:
@@ -211,7 +251,7 @@ def _workers(d: pd.DataFrame, alpha: float, fast_item_s: float, reliability: str
     hits = timed.groupby(_KEY + ["hit_id"])["duration_s"].median()
     w["n_hits"] = d.groupby(_KEY)["hit_id"].nunique().reindex(w.index).astype(int)
     w["n_fast_hits"] = (hits < fast_item_s).groupby(level=_KEY).sum().reindex(w.index).fillna(0).astype(int)
-    w.attrs["fast_hits"] = hits[hits < fast_item_s].index     # (modality, run, worker_id, hit_id)
+    w.attrs["fast_hits"] = hits[hits < fast_item_s].index  # (modality, run, worker_id, hit_id)
     w["median_item_s"] = timed.groupby(_KEY)["duration_s"].median().reindex(w.index)
     w["fast"] = w["n_fast_hits"] > 0
     return w
@@ -226,8 +266,12 @@ def hit_verdict(df: pd.DataFrame, alpha: float = 0.05, fast_item_s: float = FAST
         raise ValueError(f"a HIT verdict needs one rater's judgments in one modality and run, got {len(keys)}")
     w = _workers(d, alpha, fast_item_s, "rank_sum").iloc[0]
     p = None if pd.isna(w["p_value"]) else float(w["p_value"])
-    return {"p_value": p, "reliable": bool(w["reliable"]), "fast": bool(w["fast"]),
-            "median_item_s": None if pd.isna(w["median_item_s"]) else float(w["median_item_s"])}
+    return {
+        "p_value": p,
+        "reliable": bool(w["reliable"]),
+        "fast": bool(w["fast"]),
+        "median_item_s": None if pd.isna(w["median_item_s"]) else float(w["median_item_s"]),
+    }
 
 
 def table1(segments: pd.DataFrame) -> pd.DataFrame:
@@ -239,14 +283,16 @@ def table1(segments: pd.DataFrame) -> pd.DataFrame:
     if segments.empty:
         return pd.DataFrame(columns=TABLE1_COLUMNS)
     seg = segments.copy()
-    seg["domain"] = seg["domain"].fillna("").astype(str).str.strip().replace("", "(none)") \
-        if "domain" in seg else "(none)"
+    seg["domain"] = (
+        seg["domain"].fillna("").astype(str).str.strip().replace("", "(none)") if "domain" in seg else "(none)"
+    )
     seg = seg.drop_duplicates("segment_id")
     seg["words"] = seg["source"].fillna("").astype(str).str.split().str.len()
     docs = seg.groupby(["domain", "doc_id"]).agg(n=("segment_id", "size"), words=("words", "sum")).reset_index()
 
     def row(name, dd, ss):
         return (name, len(ss), len(dd), dd["n"].mean(), dd["n"].median(), dd["words"].mean(), dd["words"].median())
+
     rows = [row(dom, g, seg[seg["domain"] == dom]) for dom, g in docs.groupby("domain", sort=True)]
     rows.append(row("all", docs, seg))
     return pd.DataFrame(rows, columns=TABLE1_COLUMNS)
@@ -261,15 +307,24 @@ def check_alpha(alpha) -> float:
     except (TypeError, ValueError):
         raise ValueError(f"the significance level (alpha) must be a number, not {alpha!r}") from None
     if not 0 < value <= 0.5:
-        raise ValueError(f"the significance level (alpha) must be above 0 and at most 0.5 (paper 001: 0.05), "
-                         f"not {value:g}")
+        raise ValueError(
+            f"the significance level (alpha) must be above 0 and at most 0.5 (paper 001: 0.05), not {value:g}"
+        )
     return value
 
 
-def analyze(df: pd.DataFrame, alpha: float = 0.05, wmt: bool = False, *,
-            fast_item_s: float = FAST_ITEM_S, keep_fast: bool | None = None, reliability: str = "rank_sum",
-            h2h_level: str = "judgment", tie_decimals: int | None | str = "auto",
-            source: str = "<DataFrame>") -> DAResult:
+def analyze(
+    df: pd.DataFrame,
+    alpha: float = 0.05,
+    wmt: bool = False,
+    *,
+    fast_item_s: float = FAST_ITEM_S,
+    keep_fast: bool | None = None,
+    reliability: str = "rank_sum",
+    h2h_level: str = "judgment",
+    tie_decimals: int | None | str = "auto",
+    source: str = "<DataFrame>",
+) -> DAResult:
     """Reliability, z-scores, system rankings, head-to-head tests, clusters and replication.
 
     wmt=True reproduces WMT's published scores: every worker counts as reliable and segment
@@ -316,8 +371,14 @@ def analyze(df: pd.DataFrame, alpha: float = 0.05, wmt: bool = False, *,
     sg = scored.groupby(seg_keys, sort=True)
     segments = pd.DataFrame({"n_judgments": sg.size(), "raw": sg["score"].mean(), "z": sg["z"].mean()}).reset_index()
     sy = segments.groupby(["modality", "run", "system"], sort=True)
-    systems = pd.DataFrame({"n_judgments": sy["n_judgments"].sum(), "raw_mean": sy["raw"].mean(),
-                            "z_mean": sy["z"].mean(), "n_segments": sy.size()}).reset_index()
+    systems = pd.DataFrame(
+        {
+            "n_judgments": sy["n_judgments"].sum(),
+            "raw_mean": sy["raw"].mean(),
+            "z_mean": sy["z"].mean(),
+            "n_segments": sy.size(),
+        }
+    ).reset_index()
 
     ranked, h2h_parts = [], []
     unit = scored if h2h_level == "judgment" else segments
@@ -347,10 +408,20 @@ def analyze(df: pd.DataFrame, alpha: float = 0.05, wmt: bool = False, *,
     for t in (systems, workers):
         t["run"] = t["run"].astype(int)
     kept_scores = _sorted(j[["modality", "run", "worker_id", "item_type", "score"]], ["item_type"])
-    return DAResult(workers=workers, systems=systems, head_to_head=h2h, replication=replication,
-                    qc_summary=qc, segments=_sorted(segments, ["system", "segment_id"])[SEGMENT_COLUMNS],
-                    alpha=alpha, wmt=wmt, score_distribution=score_distribution(kept_scores),
-                    kept_scores=kept_scores, keep_fast=keep_fast, fast_item_s=fast_item_s)
+    return DAResult(
+        workers=workers,
+        systems=systems,
+        head_to_head=h2h,
+        replication=replication,
+        qc_summary=qc,
+        segments=_sorted(segments, ["system", "segment_id"])[SEGMENT_COLUMNS],
+        alpha=alpha,
+        wmt=wmt,
+        score_distribution=score_distribution(kept_scores),
+        kept_scores=kept_scores,
+        keep_fast=keep_fast,
+        fast_item_s=fast_item_s,
+    )
 
 
 def score_distribution(scores: pd.DataFrame) -> pd.DataFrame:
@@ -360,8 +431,16 @@ def score_distribution(scores: pd.DataFrame) -> pd.DataFrame:
     if scores.empty:
         return pd.DataFrame(columns=DISTRIBUTION_COLUMNS)
     g = scores.groupby(["modality", "run", "item_type"], sort=False)["score"]
-    out = pd.DataFrame({"n": g.size(), "mean": g.mean(), "sd": g.std(ddof=1), "median": g.median(),
-                        "q1": g.quantile(0.25), "q3": g.quantile(0.75)}).reset_index()
+    out = pd.DataFrame(
+        {
+            "n": g.size(),
+            "mean": g.mean(),
+            "sd": g.std(ddof=1),
+            "median": g.median(),
+            "q1": g.quantile(0.25),
+            "q3": g.quantile(0.75),
+        }
+    ).reset_index()
     out["_t"] = out["item_type"].map({t: i for i, t in enumerate(ITEM_TYPES)})
     out = _sorted(out, ["_t"]).drop(columns="_t")
     out["run"] = out["run"].astype(int)
@@ -373,8 +452,11 @@ def rank_systems(systems: pd.DataFrame, tie_decimals: int | None = 2) -> pd.Data
     ``rank``: by z_mean, where z_means are equal to ``tie_decimals`` decimals (None: exactly) by
     raw_mean, then by exact z_mean and name."""
     key = systems["z_mean"] if tie_decimals is None else systems["z_mean"].map(lambda z: _rounded(z, tie_decimals))
-    out = systems.assign(_key=key).sort_values(["_key", "raw_mean", "z_mean", "system"],
-                                               ascending=[False, False, False, True]).drop(columns="_key")
+    out = (
+        systems.assign(_key=key)
+        .sort_values(["_key", "raw_mean", "z_mean", "system"], ascending=[False, False, False, True])
+        .drop(columns="_key")
+    )
     out["rank"] = np.arange(1, len(out) + 1)
     return out
 
@@ -393,7 +475,7 @@ def _clusters(names: list[str], h2h: pd.DataFrame, alpha: float) -> list[int]:
     clusters, current = [], 1
     for i, name in enumerate(names):
         clusters.append(current)
-        if i < len(names) - 1 and all(sig[(a, b)] for a in names[: i + 1] for b in names[i + 1:]):
+        if i < len(names) - 1 and all(sig[(a, b)] for a in names[: i + 1] for b in names[i + 1 :]):
             current += 1
     return clusters
 
@@ -426,17 +508,27 @@ def _qc_summary(d, workers, j, scored, fast) -> pd.DataFrame:
         if dm.empty:
             continue
         wm = workers[workers["modality"] == m]
-        rows.append((m, dm["worker_id"].nunique(), wm.loc[wm["reliable"], "worker_id"].nunique(), len(dm),
-                     int((j["modality"] == m).sum()), wm.loc[wm["kept"], "worker_id"].nunique(),
-                     int((scored["modality"] == m).sum()), wm.loc[wm["constant"], "worker_id"].nunique(),
-                     wm.loc[wm["fast"], "worker_id"].nunique(),
-                     len(fast.loc[fast["modality"] == m, _KEY + ["hit_id"]].drop_duplicates()),
-                     int((fast["modality"] == m).sum())))
+        rows.append(
+            (
+                m,
+                dm["worker_id"].nunique(),
+                wm.loc[wm["reliable"], "worker_id"].nunique(),
+                len(dm),
+                int((j["modality"] == m).sum()),
+                wm.loc[wm["kept"], "worker_id"].nunique(),
+                int((scored["modality"] == m).sum()),
+                wm.loc[wm["constant"], "worker_id"].nunique(),
+                wm.loc[wm["fast"], "worker_id"].nunique(),
+                len(fast.loc[fast["modality"] == m, _KEY + ["hit_id"]].drop_duplicates()),
+                int((fast["modality"] == m).sum()),
+            )
+        )
     return pd.DataFrame(rows, columns=QC_COLUMNS)
 
 
 # ---------------------------------------------------------------------------------------------
 # outputs
+
 
 def _stars(p: float) -> str:
     if not np.isfinite(p):
@@ -467,19 +559,28 @@ def figures(result: DAResult) -> dict:
     scores = result.kept_scores
     if len(scores):
         panels = list(dict.fromkeys(zip(scores["modality"], scores["run"])))
-        fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True,
-                            subplot_titles=[f"{m}, run {r}" for m, r in panels])
+        fig = make_subplots(
+            rows=1, cols=len(panels), shared_yaxes=True, subplot_titles=[f"{m}, run {r}" for m, r in panels]
+        )
         colours = dict(zip(ITEM_TYPES, qualitative.Plotly))
         for i, (m, r) in enumerate(panels, start=1):
             s = scores[(scores["modality"] == m) & (scores["run"] == r)]
             for t in ITEM_TYPES:
                 v = s.loc[s["item_type"] == t, "score"]
                 if len(v):
-                    fig.add_trace(go.Box(y=v, name=t, marker_color=colours[t], boxmean=True, showlegend=False,
-                                         boxpoints="outliers"), row=1, col=i)
+                    fig.add_trace(
+                        go.Box(
+                            y=v, name=t, marker_color=colours[t], boxmean=True, showlegend=False, boxpoints="outliers"
+                        ),
+                        row=1,
+                        col=i,
+                    )
         fig.update_yaxes(title_text="raw score (0-100)", range=[-2, 102], row=1, col=1)
-        fig.update_layout(title="Score distributions of reliable workers per item type (system outputs and "
-                                "quality controls)", height=480, width=max(520, 420 * len(panels)))
+        fig.update_layout(
+            title="Score distributions of reliable workers per item type (system outputs and quality controls)",
+            height=480,
+            width=max(520, 420 * len(panels)),
+        )
         out["score_distribution"] = fig
     systems = result.systems
     groups = _groups(systems)
@@ -491,15 +592,25 @@ def figures(result: DAResult) -> dict:
     fig = make_subplots(rows=len(groups), cols=1, subplot_titles=titles, vertical_spacing=min(0.1, 0.3 / len(groups)))
     for i, (m, r) in enumerate(groups, start=1):
         g = systems[(systems["modality"] == m) & (systems["run"] == r)].sort_values("rank")
-        fig.add_trace(go.Bar(
-            x=g["system"], y=g["z_mean"], text=[f"C{c}" for c in g["cluster"]], textposition="outside",
-            marker_color=[palette[(c - 1) % len(palette)] for c in g["cluster"]], showlegend=False,
-            customdata=np.stack([g["raw_mean"], g["rank"], g["cluster"], g["n_judgments"]], axis=1),
-            hovertemplate="%{x}<br>z %{y:.3f}<br>raw %{customdata[0]:.2f}<br>rank %{customdata[1]}, "
-                          "cluster %{customdata[2]}<br>%{customdata[3]} judgments<extra></extra>"), row=i, col=1)
+        fig.add_trace(
+            go.Bar(
+                x=g["system"],
+                y=g["z_mean"],
+                text=[f"C{c}" for c in g["cluster"]],
+                textposition="outside",
+                marker_color=[palette[(c - 1) % len(palette)] for c in g["cluster"]],
+                showlegend=False,
+                customdata=np.stack([g["raw_mean"], g["rank"], g["cluster"], g["n_judgments"]], axis=1),
+                hovertemplate="%{x}<br>z %{y:.3f}<br>raw %{customdata[0]:.2f}<br>rank %{customdata[1]}, "
+                "cluster %{customdata[2]}<br>%{customdata[3]} judgments<extra></extra>",
+            ),
+            row=i,
+            col=1,
+        )
         fig.update_yaxes(title_text="mean z", row=i, col=1)
-    fig.update_layout(title="System ranking (bar colour and label = significance cluster)",
-                      height=max(380, 330 * len(groups)))
+    fig.update_layout(
+        title="System ranking (bar colour and label = significance cluster)", height=max(380, 330 * len(groups))
+    )
     out["ranking"] = fig
 
     h2h = result.head_to_head
@@ -508,28 +619,58 @@ def figures(result: DAResult) -> dict:
         names = systems[(systems["modality"] == m) & (systems["run"] == r)].sort_values("rank")["system"].tolist()
         h = h2h[(h2h["modality"] == m) & (h2h["run"] == r)].set_index(["system_a", "system_b"])
         z = [[h.at[(a, b), "z_diff"] if a != b else None for b in names] for a in names]
-        text = [[f"{h.at[(a, b), 'z_diff']:.2f}{_stars(h.at[(a, b), 'p_value'])}" if a != b else "–" for b in names]
-                for a in names]
+        text = [
+            [f"{h.at[(a, b), 'z_diff']:.2f}{_stars(h.at[(a, b), 'p_value'])}" if a != b else "–" for b in names]
+            for a in names
+        ]
         pv = [[h.at[(a, b), "p_value"] if a != b else None for b in names] for a in names]
-        fig.add_trace(go.Heatmap(z=z, x=names, y=names, text=text, texttemplate="%{text}", customdata=pv,
-                                 colorscale="RdBu", zmid=0, showscale=(i == 1),
-                                 hovertemplate="%{y} vs %{x}<br>z diff %{z:.3f}<br>p %{customdata:.3g}<extra></extra>"),
-                      row=i, col=1)
+        fig.add_trace(
+            go.Heatmap(
+                z=z,
+                x=names,
+                y=names,
+                text=text,
+                texttemplate="%{text}",
+                customdata=pv,
+                colorscale="RdBu",
+                zmid=0,
+                showscale=(i == 1),
+                hovertemplate="%{y} vs %{x}<br>z diff %{z:.3f}<br>p %{customdata:.3g}<extra></extra>",
+            ),
+            row=i,
+            col=1,
+        )
         fig.update_yaxes(autorange="reversed", row=i, col=1)
-    fig.update_layout(title="Head to head: z(row) - z(column); * p<.05, ** p<.01, *** p<.001 (one-sided Mann-Whitney)",
-                      height=max(450, 480 * len(groups)))
+    fig.update_layout(
+        title="Head to head: z(row) - z(column); * p<.05, ** p<.01, *** p<.001 (one-sided Mann-Whitney)",
+        height=max(450, 480 * len(groups)),
+    )
     out["head_to_head"] = fig
 
     rep = result.replication
     sys_rep = rep[rep["level"] == "system"] if len(rep) else rep
     if len(sys_rep):
-        fig = make_subplots(rows=1, cols=len(sys_rep),
-                            subplot_titles=[f"{c} (r = {r_:.2f}, n = {n})" for c, r_, n in
-                                            zip(sys_rep["comparison"], sys_rep["r"], sys_rep["n"])])
+        fig = make_subplots(
+            rows=1,
+            cols=len(sys_rep),
+            subplot_titles=[
+                f"{c} (r = {r_:.2f}, n = {n})" for c, r_, n in zip(sys_rep["comparison"], sys_rep["r"], sys_rep["n"])
+            ],
+        )
         for i, comp in enumerate(sys_rep["comparison"], start=1):
             x, y, xl, yl = _replication_sides(systems, comp)
-            fig.add_trace(go.Scatter(x=x["z_mean"], y=y["z_mean"], mode="markers+text", text=x["system"],
-                                     textposition="top center", showlegend=False), row=1, col=i)
+            fig.add_trace(
+                go.Scatter(
+                    x=x["z_mean"],
+                    y=y["z_mean"],
+                    mode="markers+text",
+                    text=x["system"],
+                    textposition="top center",
+                    showlegend=False,
+                ),
+                row=1,
+                col=i,
+            )
             fig.update_xaxes(title_text=xl, row=1, col=i)
             fig.update_yaxes(title_text=yl, row=1, col=i)
         fig.update_layout(title="Replication: system mean z", height=450, width=max(500, 450 * len(sys_rep)))
@@ -573,29 +714,37 @@ def summary_notes(result: DAResult) -> list[str]:
     lines = []
     for row in result.qc_summary.itertuples():
         if row.hits_fast_excluded:
-            lines.append(f"{row.modality}: {row.hits_fast_excluded} unrealistically fast HITs (median under "
-                         f"{result.fast_item_s:g} s per item) excluded from z-scores and rankings, "
-                         f"{row.judgments_fast_excluded} judgments")
+            lines.append(
+                f"{row.modality}: {row.hits_fast_excluded} unrealistically fast HITs (median under "
+                f"{result.fast_item_s:g} s per item) excluded from z-scores and rankings, "
+                f"{row.judgments_fast_excluded} judgments"
+            )
         elif result.keep_fast and row.workers_fast:
-            lines.append(f"{row.modality}: {row.workers_fast} workers with unrealistically fast HITs kept "
-                         "in the scores (keep_fast; paper 001, Ethics, rejected them)")
+            lines.append(
+                f"{row.modality}: {row.workers_fast} workers with unrealistically fast HITs kept "
+                "in the scores (keep_fast; paper 001, Ethics, rejected them)"
+            )
     return lines
 
 
 def summary(result: DAResult) -> str:
     lines = []
     for row in result.qc_summary.itertuples():
-        lines.append(f"{row.modality}: {row.workers_total} workers, {row.workers_reliable} reliable "
-                     f"(p < {result.alpha:g}), {row.workers_kept} used; {row.judgments_total} judgments, "
-                     f"{row.judgments_scored} in system scores")
+        lines.append(
+            f"{row.modality}: {row.workers_total} workers, {row.workers_reliable} reliable "
+            f"(p < {result.alpha:g}), {row.workers_kept} used; {row.judgments_total} judgments, "
+            f"{row.judgments_scored} in system scores"
+        )
     lines += summary_notes(result)
     for m, r in _groups(result.systems):
         g = result.systems[(result.systems["modality"] == m) & (result.systems["run"] == r)].sort_values("rank")
         lines.append(f"{m}, run {r}:")
         width = max(len(s) for s in g["system"])
         for s in g.itertuples():
-            lines.append(f"  {s.rank:>2}. {s.system:<{width}}  z {s.z_mean:+.3f}  raw {s.raw_mean:6.2f}  "
-                         f"cluster {s.cluster}  ({s.n_judgments} judgments)")
+            lines.append(
+                f"  {s.rank:>2}. {s.system:<{width}}  z {s.z_mean:+.3f}  raw {s.raw_mean:6.2f}  "
+                f"cluster {s.cluster}  ({s.n_judgments} judgments)"
+            )
     for row in result.replication.itertuples():
         lines.append(f"replication {row.comparison} ({row.level}s): r = {row.r:.3f}, n = {row.n}")
     if result.systems.empty:
@@ -603,13 +752,19 @@ def summary(result: DAResult) -> str:
     return "\n".join(lines)
 
 
-def run_cli(path, out_dir, alpha: float = 0.05, wmt: bool = False, fmt: str = "auto", keep_fast: bool | None = None,
-            fast_item_s: float = FAST_ITEM_S) -> str:
+def run_cli(
+    path,
+    out_dir,
+    alpha: float = 0.05,
+    wmt: bool = False,
+    fmt: str = "auto",
+    keep_fast: bool | None = None,
+    fast_item_s: float = FAST_ITEM_S,
+) -> str:
     """Read judgments (fmt: auto, csv, wmt, appraise), analyse, write outputs to out_dir and
     return a short human summary."""
     df = load_judgments(path, fmt)
     result = analyze(df, alpha=alpha, wmt=wmt, keep_fast=keep_fast, fast_item_s=fast_item_s, source=str(path))
     files = write_outputs(result, out_dir)
     mode = " (WMT method: all workers, system + ask_again items)" if wmt else ""
-    return (f"DA analysis of {path}{mode}\n" + summary(result) +
-            f"\n{len(files)} files written to {out_dir}")
+    return f"DA analysis of {path}{mode}\n" + summary(result) + f"\n{len(files)} files written to {out_dir}"

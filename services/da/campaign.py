@@ -28,6 +28,7 @@ the rules of a judgment, feedback, and the judgments as the analysis reads them.
   until the candidate has played to its end, and a judgment is refused when it arrives before
   the audio could have been played to the end since the item was shown.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -74,15 +75,23 @@ def assign_hit(db, database, study, pid: int) -> None:
     hits = studies.da_hits(database, sid)
     if not hits:
         return
-    loads = assignments.da_hit_loads(database, sid)       # read once: the modality comes from it too
+    loads = assignments.da_hit_loads(database, sid)  # read once: the modality comes from it too
     modality = choose_modality(study, loads)
     runs = range(1, int(study["config"]["da"].get("runs", 1)) + 1)
-    run, hit = min(((r, h) for r in runs for h in hits),
-                   key=lambda rh: (loads.get((rh[1]["id"], modality, rh[0]), 0), rh[0], rh[1]["idx"]))
+    run, hit = min(
+        ((r, h) for r in runs for h in hits),
+        key=lambda rh: (loads.get((rh[1]["id"], modality, rh[0]), 0), rh[0], rh[1]["idx"]),
+    )
     for it in studies.da_hit_items(database, hit["id"]):
-        assignments.insert_assignment(db, sid, pid, "da", it["id"], it["pos"],
-                                meta={"hit_id": hit["id"], "hit_idx": hit["idx"], "pos": it["pos"],
-                                      "modality": modality, "run": run})
+        assignments.insert_assignment(
+            db,
+            sid,
+            pid,
+            "da",
+            it["id"],
+            it["pos"],
+            meta={"hit_id": hit["id"], "hit_idx": hit["idx"], "pos": it["pos"], "modality": modality, "run": run},
+        )
     # the worker renders the HIT ahead of the rater: audio must exist before an item is shown;
     # images would otherwise be drawn inside the rater's submit (about 14 ms each)
     kind = "render_da_audio" if modality == "audio" else "render_da_images"
@@ -103,18 +112,34 @@ def hit_completed(db, database, study, a) -> dict | None:
     if judged.empty:
         return None
     keep_fast = bool(da.get("keep_fast", False))
-    verdict = da_analysis.hit_verdict(judged, alpha=float(da.get("reliability_alpha", 0.05)),
-                                      fast_item_s=float(da.get("fast_item_s", da_analysis.FAST_ITEM_S)))
+    verdict = da_analysis.hit_verdict(
+        judged,
+        alpha=float(da.get("reliability_alpha", 0.05)),
+        fast_item_s=float(da.get("fast_item_s", da_analysis.FAST_ITEM_S)),
+    )
     failed = not verdict["reliable"] or (verdict["fast"] and not keep_fast)
     meta = a["meta"]
     modality, run = meta["modality"], int(meta.get("run", 1))
     rerun = failed and results.da_hit_reruns(database, meta["hit_id"], modality, run) < int(da.get("reruns", 2))
-    row = {"participant_id": pid, "study_id": study["id"], "hit_id": meta["hit_id"], "modality": modality,
-           "run": run, **verdict, "reliable": int(verdict["reliable"]), "fast": int(verdict["fast"]),
-           "rerun": int(rerun)}
+    row = {
+        "participant_id": pid,
+        "study_id": study["id"],
+        "hit_id": meta["hit_id"],
+        "modality": modality,
+        "run": run,
+        **verdict,
+        "reliable": int(verdict["reliable"]),
+        "fast": int(verdict["fast"]),
+        "rerun": int(rerun),
+    }
     if results.insert_da_hit_outcome(db, row):
-        database.log(f"participant:{pid}", "da_hit_outcome", "da_hits", meta["hit_id"],
-                     {"p_value": verdict["p_value"], "fast": verdict["fast"], "rerun": rerun})
+        database.log(
+            f"participant:{pid}",
+            "da_hit_outcome",
+            "da_hits",
+            meta["hit_id"],
+            {"p_value": verdict["p_value"], "fast": verdict["fast"], "rerun": rerun},
+        )
     return row
 
 
@@ -158,11 +183,15 @@ def item_content(database, study, a, media_dir) -> dict | None:
     if not path.is_file():
         return None
     images = reference_image(it["reference"], media_dir)
-    out = {**base, "audio": str(path), "audio_seconds": round(wav_seconds(path), 2),
-           "image": str(images[0]) if images else None, "image_narrow": str(images[1]) if images else None,
-           "lock": locked(study)}
+    out = {
+        **base,
+        "audio": str(path),
+        "audio_seconds": round(wav_seconds(path), 2),
+        "image": str(images[0]) if images else None,
+        "image_narrow": str(images[1]) if images else None,
+        "lock": locked(study),
+    }
     if out["lock"]:
-
         out["audio_note"] = texts(study)["da"]["audio_locked"]
     return out
 
@@ -196,7 +225,7 @@ def render_hit_audio(database, study_id: str, hit_id: int, media_dir, progress=N
     study = required(studies.get_study(database, study_id), "study of a HIT")
     da = study["config"]["da"]
     items = studies.da_hit_items(database, hit_id)
-    engine = tts.choose(da["language"], _backend(da))      # one engine for the HIT, stored with its items
+    engine = tts.choose(da["language"], _backend(da))  # one engine for the HIT, stored with its items
     for i, it in enumerate(items, start=1):
         reference_image(it["reference"], media_dir)
         tts.speak(it["candidate"], da["language"], media_dir, engine)
@@ -221,8 +250,9 @@ def prerender(database, study_id: str, media_dir, progress=None) -> dict:
     da = study["config"]["da"]
     items = studies.da_campaign_items(database, study_id)
     texts = sorted({it["candidate"] for it in items})
-    refs = sorted({it["reference"] for it in items if (it["reference"] or "").strip()}) \
-        if da["modality"] != "text" else []
+    refs = (
+        sorted({it["reference"] for it in items if (it["reference"] or "").strip()}) if da["modality"] != "text" else []
+    )
     total = len(items) + len(refs) + (len(texts) if da["modality"] != "text" else 0)
     done = 0
     for it in items:
@@ -243,8 +273,11 @@ def prerender(database, study_id: str, media_dir, progress=None) -> dict:
             if progress:
                 progress(done, total)
         _store_tts(database, [it["id"] for it in items], engine)
-    return {"items": len(items), "audio_texts": len(texts) if da["modality"] != "text" else 0,
-            "reference_images": len(refs)}
+    return {
+        "items": len(items),
+        "audio_texts": len(texts) if da["modality"] != "text" else 0,
+        "reference_images": len(refs),
+    }
 
 
 def save_feedback(database, participant_id: int, text: str) -> None:
@@ -258,9 +291,10 @@ def save_feedback(database, participant_id: int, text: str) -> None:
     text = (text or "").strip()
     try:
         text.encode("utf-8")
-    except UnicodeEncodeError:      # a lone surrogate (half an emoji): SQLite cannot store it
-        raise DAError("Your feedback contains a character that cannot be stored (half of an emoji or symbol): "
-                      "please retype it.") from None
+    except UnicodeEncodeError:  # a lone surrogate (half an emoji): SQLite cannot store it
+        raise DAError(
+            "Your feedback contains a character that cannot be stored (half of an emoji or symbol): please retype it."
+        ) from None
     if len(text) > MAX_FEEDBACK:
         raise DAError(f"Your feedback is too long (at most {MAX_FEEDBACK} characters).")
     if not text:
@@ -273,5 +307,19 @@ def save_feedback(database, participant_id: int, text: str) -> None:
 def judgments_frame(database, study_id: str) -> pd.DataFrame:
     """The campaign's judgments in the analysis's input columns (services/da/analysis.py)."""
     rows = results.da_judgment_rows(database, study_id)
-    return pd.DataFrame(rows, columns=["worker_id", "hit_id", "modality", "system", "segment_id", "item_type",
-                                       "score", "run", "duration_s", "tts_engine", "tts_voice"])
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "worker_id",
+            "hit_id",
+            "modality",
+            "system",
+            "segment_id",
+            "item_type",
+            "score",
+            "run",
+            "duration_s",
+            "tts_engine",
+            "tts_voice",
+        ],
+    )

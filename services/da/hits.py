@@ -20,6 +20,7 @@ Scripts written without spaces (Chinese, Japanese, Thai) therefore have n = 1 an
 output is replaced by one donor "word": tokenise them before calling these functions if that
 matters for a study.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -30,9 +31,9 @@ from services.common.seeded import seeded_rng
 
 SYSTEM, BAD_REFERENCE, ASK_AGAIN, REFERENCE = "system", "bad_reference", "ask_again", "reference"
 CONTROL_TYPES = (BAD_REFERENCE, ASK_AGAIN, REFERENCE)
-REFERENCE_SYSTEM = "reference"        # the "system" of a reference control item
-_LAYOUT_TRIES = 200                   # random control layouts tried before the always-valid one
-_DONOR_TRIES = 30                     # random donors tried for a degradation that changes the text
+REFERENCE_SYSTEM = "reference"  # the "system" of a reference control item
+_LAYOUT_TRIES = 200  # random control layouts tried before the always-valid one
+_DONOR_TRIES = 30  # random donors tried for a degradation that changes the text
 
 
 # -- the Graham et al. degradation -----------------------------------------------------------
@@ -79,11 +80,11 @@ def degrade(words: list[str], donor: list[str], rng) -> tuple[list[str], int, in
     start = span_start(n, rng)
     if len(donor) >= length:
         d = rng.randrange(len(donor) - length + 1)
-        phrase = donor[d:d + length]
+        phrase = donor[d : d + length]
     else:
         d = rng.randrange(len(donor))
         phrase = [donor[(d + i) % len(donor)] for i in range(length)]
-    return words[:start] + phrase + words[start + length:], start, length
+    return words[:start] + phrase + words[start + length :], start, length
 
 
 # -- HITs ------------------------------------------------------------------------------------
@@ -99,15 +100,21 @@ def _sort_key(v) -> tuple:
 
 
 def _check_params(hit_size: int, n_controls: int, min_gap: int, reference_controls: int) -> tuple[int, int, int, int]:
-    for name, v in (("hit_size", hit_size), ("n_controls", n_controls), ("min_gap", min_gap),
-                    ("reference_controls", reference_controls)):
+    for name, v in (
+        ("hit_size", hit_size),
+        ("n_controls", n_controls),
+        ("min_gap", min_gap),
+        ("reference_controls", reference_controls),
+    ):
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
     if hit_size < 1:
         raise ValueError("hit_size must be at least 1")
     if reference_controls > n_controls:
-        raise ValueError(f"reference_controls ({reference_controls}) take slots from the controls, "
-                         f"so they cannot exceed n_controls ({n_controls})")
+        raise ValueError(
+            f"reference_controls ({reference_controls}) take slots from the controls, "
+            f"so they cannot exceed n_controls ({n_controls})"
+        )
     if n_controls >= hit_size:
         raise ValueError(f"n_controls ({n_controls}) must leave room for system items in a HIT of {hit_size}")
     rest = n_controls - reference_controls
@@ -121,23 +128,27 @@ def _check_params(hit_size: int, n_controls: int, min_gap: int, reference_contro
                 f"a HIT of {hit_size} items with {n_controls} controls has {n_sys} system items, but "
                 f"{n_gap} bad_reference/ask_again controls each at least min_gap={min_gap} positions after "
                 f"a distinct original need at least {need} system items per HIT "
-                f"(hit_size >= {need + n_controls}, fewer controls or a smaller min_gap)")
+                f"(hit_size >= {need + n_controls}, fewer controls or a smaller min_gap)"
+            )
     return n_sys, n_bad, n_ask, reference_controls
 
 
 def _validate_items(items: list[dict]) -> None:
     seen = set()
     for it in items:
-        missing = [k for k in ("row", "doc_id", "position", "segment_id", "system", "reference", "output")
-                   if k not in it]
+        missing = [
+            k for k in ("row", "doc_id", "position", "segment_id", "system", "reference", "output") if k not in it
+        ]
         if missing:
             raise ValueError(f"DA item {it.get('row', '?')!r} lacks {', '.join(missing)}")
         if it["row"] in seen:
             raise ValueError(f"DA items repeat row {it['row']!r}: rows must be unique")
         seen.add(it["row"])
         if not str(it["output"] or "").strip():
-            raise ValueError(f"DA item row {it['row']!r} (segment {it['segment_id']!r}, system "
-                             f"{it['system']!r}) has an empty output: there is nothing to show or degrade")
+            raise ValueError(
+                f"DA item row {it['row']!r} (segment {it['segment_id']!r}, system "
+                f"{it['system']!r}) has an empty output: there is nothing to show or degrade"
+            )
 
 
 def _runs(items: list[dict]) -> list[list[dict]]:
@@ -145,8 +156,9 @@ def _runs(items: list[dict]) -> list[list[dict]]:
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for it in items:
         groups[(_sort_key(it["doc_id"]), _sort_key(it["system"]))].append(it)
-    return [sorted(g, key=lambda it: (_sort_key(it["position"]), _sort_key(it["row"])))
-            for _, g in sorted(groups.items())]
+    return [
+        sorted(g, key=lambda it: (_sort_key(it["position"]), _sort_key(it["row"]))) for _, g in sorted(groups.items())
+    ]
 
 
 def _layout(rng, hit_size: int, n_sys: int, types: list[str], min_gap: int) -> tuple[dict[int, str], list[int]]:
@@ -161,13 +173,12 @@ def _layout(rng, hit_size: int, n_sys: int, types: list[str], min_gap: int) -> t
             gap_pos = rng.sample(range(min_gap + 1, hit_size + 1), len(gap_types)) if gap_types else []
             free = sorted(set(range(1, hit_size + 1)) - set(gap_pos))
             ref_pos = rng.sample(free, len(ref_types)) if ref_types else []
-        else:                           # always valid (_check_params): controls at the end
+        else:  # always valid (_check_params): controls at the end
             gap_pos = list(range(n_sys + 1, n_sys + 1 + len(gap_types)))
             ref_pos = list(range(n_sys + 1 + len(gap_types), hit_size + 1))
         control = set(gap_pos) | set(ref_pos)
         sys_slots = [p for p in range(1, hit_size + 1) if p not in control]
-        ok = all(bisect.bisect_right(sys_slots, p - min_gap) >= i
-                 for i, p in enumerate(sorted(gap_pos), start=1))
+        ok = all(bisect.bisect_right(sys_slots, p - min_gap) >= i for i, p in enumerate(sorted(gap_pos), start=1))
         if ok:
             shuffled = list(gap_types)
             rng.shuffle(shuffled)
@@ -181,8 +192,9 @@ class _Donors:
     """Outputs of the whole campaign by length, to draw degradation donors from."""
 
     def __init__(self, items: list[dict]):
-        pool = sorted(((len(it["output"].split()), _sort_key(it["row"]), it) for it in items),
-                      key=lambda t: (t[0], t[1]))
+        pool = sorted(
+            ((len(it["output"].split()), _sort_key(it["row"]), it) for it in items), key=lambda t: (t[0], t[1])
+        )
         self.lengths = [t[0] for t in pool]
         self.items = [t[2] for t in pool]
 
@@ -200,8 +212,10 @@ class _Donors:
             return rng.choice(others)["output"].split()
         others = [it for it in self.items if it["segment_id"] != segment_id]
         if not others:
-            raise ValueError("bad_reference controls need outputs of at least two different segments "
-                             "(the replacement phrase comes from another segment)")
+            raise ValueError(
+                "bad_reference controls need outputs of at least two different segments "
+                "(the replacement phrase comes from another segment)"
+            )
         rng.shuffle(others)
         words: list[str] = []
         for it in others:
@@ -218,19 +232,28 @@ def _degraded(rng, donors: _Donors, item: dict) -> tuple[str, int, int]:
         new, start, length = degrade(words, donors.pick(rng, item["segment_id"], length), rng)
         if new != words:
             break
-    return " ".join(new), start, length   # identical only if every donor tried repeated the span
+    return " ".join(new), start, length  # identical only if every donor tried repeated the span
 
 
 def _entry(pos: int, kind: str, item: dict, of_pos, candidate: str, padding: bool = False, span=None) -> dict:
-    return {"pos": pos, "type": kind, "row": item["row"], "of_pos": of_pos, "candidate": candidate,
-            "reference": item["reference"],
-            "system": REFERENCE_SYSTEM if kind == REFERENCE else item["system"],
-            "segment_id": item["segment_id"], "doc_id": item["doc_id"],
-            "padding": padding, "span": span}
+    return {
+        "pos": pos,
+        "type": kind,
+        "row": item["row"],
+        "of_pos": of_pos,
+        "candidate": candidate,
+        "reference": item["reference"],
+        "system": REFERENCE_SYSTEM if kind == REFERENCE else item["system"],
+        "segment_id": item["segment_id"],
+        "doc_id": item["doc_id"],
+        "padding": padding,
+        "span": span,
+    }
 
 
-def build_hits(items: list[dict], seed, hit_size: int = 100, n_controls: int = 20, min_gap: int = 30,
-               reference_controls: int = 0) -> list[list[dict]]:
+def build_hits(
+    items: list[dict], seed, hit_size: int = 100, n_controls: int = 20, min_gap: int = 30, reference_controls: int = 0
+) -> list[list[dict]]:
     """HITs of hit_size items from candidate system outputs.
 
     items: {"row", "doc_id", "position", "segment_id", "system", "source", "reference", "output"}
@@ -256,12 +279,13 @@ def build_hits(items: list[dict], seed, hit_size: int = 100, n_controls: int = 2
         raise ValueError(
             f"too few DA items for one HIT: got {len(items)}, need at least {n_sys} distinct system "
             f"outputs (a HIT of {hit_size} items has {n_controls} controls, and every bad_reference or "
-            f"ask_again control repeats a system item of the same HIT at least {min_gap} positions earlier)")
+            f"ask_again control repeats a system item of the same HIT at least {min_gap} positions earlier)"
+        )
     rng = seeded_rng("da-hits", seed, hit_size, n_controls, min_gap, reference_controls)
     runs = _runs(items)
     rng.shuffle(runs)
     sequence = [it for run in runs for it in run]
-    chunks = [[(it, False) for it in sequence[i:i + n_sys]] for i in range(0, len(sequence), n_sys)]
+    chunks = [[(it, False) for it in sequence[i : i + n_sys]] for i in range(0, len(sequence), n_sys)]
     pad_count = n_sys - len(chunks[-1])
     if pad_count:
         in_last = {it["row"] for it, _ in chunks[-1]}
@@ -284,7 +308,7 @@ def build_hits(items: list[dict], seed, hit_size: int = 100, n_controls: int = 2
             kind = slots[p]
             if kind == REFERENCE:
                 continue
-            eligible = [q for q in sys_slots[:bisect.bisect_right(sys_slots, p - min_gap)] if q not in used]
+            eligible = [q for q in sys_slots[: bisect.bisect_right(sys_slots, p - min_gap)] if q not in used]
             q = rng.choice(eligible)
             used.add(q)
             orig = hit[q]
@@ -292,7 +316,7 @@ def build_hits(items: list[dict], seed, hit_size: int = 100, n_controls: int = 2
             if kind == ASK_AGAIN:
                 hit[p] = _entry(p, ASK_AGAIN, src, q, orig["candidate"])
             else:
-                assert donors is not None       # a bad-reference slot means n_bad > 0
+                assert donors is not None  # a bad-reference slot means n_bad > 0
                 text, start, length = _degraded(rng, donors, src)
                 hit[p] = _entry(p, BAD_REFERENCE, src, q, text, span=[start, length])
         ref_slots = sorted(p for p, k in slots.items() if k == REFERENCE)
@@ -317,9 +341,18 @@ def hit_summary(hit: list[dict]) -> dict:
     for it in hit:
         counts[it["type"]] += 1
     gaps = [it["pos"] - it["of_pos"] for it in hit if it["of_pos"] is not None]
-    return {**counts, "min_gap": min(gaps) if gaps else None,
-            "padding": sum(1 for it in hit if it.get("padding"))}
+    return {**counts, "min_gap": min(gaps) if gaps else None, "padding": sum(1 for it in hit if it.get("padding"))}
 
 
-__all__ = ["span_length", "span_start", "degrade", "build_hits", "hit_summary",
-           "SYSTEM", "BAD_REFERENCE", "ASK_AGAIN", "REFERENCE", "CONTROL_TYPES"]
+__all__ = [
+    "span_length",
+    "span_start",
+    "degrade",
+    "build_hits",
+    "hit_summary",
+    "SYSTEM",
+    "BAD_REFERENCE",
+    "ASK_AGAIN",
+    "REFERENCE",
+    "CONTROL_TYPES",
+]

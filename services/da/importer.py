@@ -12,6 +12,7 @@
   document-level DA inserts documentID, isCompleteDocument (and in newer versions mqm) before
   the times. A CSV with a header naming these columns is read by name.
 """
+
 from __future__ import annotations
 
 import csv
@@ -23,8 +24,21 @@ import pandas as pd
 
 from services.da.judgments import DAInputError, normalise
 
-WMT_COLUMNS = ["HITId", "WorkerId", "Input.src", "Input.trg", "Input.item", "hit", "sys_id", "rid",
-               "type", "sid", "score", "time", "raw"]
+WMT_COLUMNS = [
+    "HITId",
+    "WorkerId",
+    "Input.src",
+    "Input.trg",
+    "Input.item",
+    "hit",
+    "sys_id",
+    "rid",
+    "type",
+    "sid",
+    "score",
+    "time",
+    "raw",
+]
 WMT_TYPES = {"SYSTEM": "system", "REPEAT": "ask_again", "BAD_REF": "bad_reference", "REF": "reference"}
 APPRAISE_TYPES = {"TGT": "system", "BAD": "bad_reference", "CHK": "ask_again", "REF": "reference"}
 _SYS_SUFFIX = re.compile(r"\.\d+$")
@@ -59,8 +73,9 @@ def from_wmt_tsv(path, modality: str = "text", run: int = 1) -> pd.DataFrame:
     kind = d["type"].str.strip().str.upper()
     pos = _first_bad(~kind.isin(list(WMT_TYPES)))
     if pos is not None:
-        raise DAInputError(path, pos + 2, "type",
-                           f"unknown type {d['type'].iloc[pos]!r} (expected {', '.join(WMT_TYPES)})")
+        raise DAInputError(
+            path, pos + 2, "type", f"unknown type {d['type'].iloc[pos]!r} (expected {', '.join(WMT_TYPES)})"
+        )
     raw = pd.to_numeric(d["raw"].str.strip(), errors="coerce")
     pos = _first_bad(~np.isfinite(raw) | (raw < 0) | (raw > 100))
     if pos is not None:
@@ -75,11 +90,19 @@ def from_wmt_tsv(path, modality: str = "text", run: int = 1) -> pd.DataFrame:
         duration = time / d.groupby("HITId")["HITId"].transform("size")
     else:
         duration = np.nan
-    out = pd.DataFrame({
-        "worker_id": d["WorkerId"], "hit_id": d["HITId"], "modality": modality,
-        "system": d["sys_id"].map(wmt_system_name), "segment_id": d["sid"].str.strip(),
-        "item_type": kind.map(WMT_TYPES), "score": raw.astype(float), "run": run, "duration_s": duration,
-    })
+    out = pd.DataFrame(
+        {
+            "worker_id": d["WorkerId"],
+            "hit_id": d["HITId"],
+            "modality": modality,
+            "system": d["sys_id"].map(wmt_system_name),
+            "segment_id": d["sid"].str.strip(),
+            "item_type": kind.map(WMT_TYPES),
+            "score": raw.astype(float),
+            "run": run,
+            "duration_s": duration,
+        }
+    )
     return normalise(out, str(path))
 
 
@@ -129,34 +152,55 @@ def from_appraise_csv(path, modality: str = "text", run: int = 1) -> pd.DataFram
                 if n in header:
                     col[key] = header.index(n)
                     break
-        for key, label in (("worker_id", "username"), ("system", "systemID"), ("segment_id", "itemID"),
-                           ("item_type", "itemType"), ("score", "score")):
+        for key, label in (
+            ("worker_id", "username"),
+            ("system", "systemID"),
+            ("segment_id", "itemID"),
+            ("item_type", "itemType"),
+            ("score", "score"),
+        ):
             if key not in col:
                 raise DAInputError(path, 1, label, "missing column")
         labels = {k: numbered[0][1][i].strip() for k, i in col.items()}
         numbered = numbered[1:]
     else:
         col = {"worker_id": 0, "system": 1, "segment_id": 2, "item_type": 3, "score": 6}
-        labels = {"worker_id": "username (column 1)", "system": "systemID (column 2)",
-                  "segment_id": "itemID (column 3)", "item_type": "itemType (column 4)",
-                  "score": "score (column 7)"}
+        labels = {
+            "worker_id": "username (column 1)",
+            "system": "systemID (column 2)",
+            "segment_id": "itemID (column 3)",
+            "item_type": "itemType (column 4)",
+            "score": "score (column 7)",
+        }
     records, lines = [], []
     for line, r in numbered:
         r = [c.strip() for c in r]
         if not named and len(r) < 7:
-            raise DAInputError(path, line, None, f"{len(r)} fields; an Appraise export row has at least 7 "
-                               "(username, systemID, itemID, itemType, source, target, score, ...)")
+            raise DAInputError(
+                path,
+                line,
+                None,
+                f"{len(r)} fields; an Appraise export row has at least 7 "
+                "(username, systemID, itemID, itemType, source, target, score, ...)",
+            )
+
         def get(k):
-            return (r[col[k]] if k in col and col[k] < len(r) else "")
+            return r[col[k]] if k in col and col[k] < len(r) else ""
+
         kind = get("item_type").upper()
         if kind not in APPRAISE_TYPES:
-            raise DAInputError(path, line, labels.get("item_type", "itemType"),
-                               f"unknown itemType {get('item_type')!r} (expected TGT, BAD, REF or CHK)")
+            raise DAInputError(
+                path,
+                line,
+                labels.get("item_type", "itemType"),
+                f"unknown itemType {get('item_type')!r} (expected TGT, BAD, REF or CHK)",
+            )
         try:
             score = float(get("score"))
         except ValueError:
-            raise DAInputError(path, line, labels.get("score", "score"),
-                               f"score {get('score')!r} is not a number") from None
+            raise DAInputError(
+                path, line, labels.get("score", "score"), f"score {get('score')!r} is not a number"
+            ) from None
         if not (0 <= score <= 100):
             raise DAInputError(path, line, labels.get("score", "score"), f"score {score:g} is outside 0-100")
         duration, hit = np.nan, ""
@@ -182,11 +226,24 @@ def from_appraise_csv(path, modality: str = "text", run: int = 1) -> pd.DataFram
                     if i + 2 < len(r) and r[i + 2].isdigit():
                         hit = r[i + 2]  # --batch-info: batchNo
                     break
-        records.append((get("worker_id"), hit or get("worker_id"), modality, get("system"),
-                        get("segment_id"), APPRAISE_TYPES[kind], score, run, duration))
+        records.append(
+            (
+                get("worker_id"),
+                hit or get("worker_id"),
+                modality,
+                get("system"),
+                get("segment_id"),
+                APPRAISE_TYPES[kind],
+                score,
+                run,
+                duration,
+            )
+        )
         lines.append(line)
-    out = pd.DataFrame(records, columns=["worker_id", "hit_id", "modality", "system", "segment_id",
-                                         "item_type", "score", "run", "duration_s"])
+    out = pd.DataFrame(
+        records,
+        columns=["worker_id", "hit_id", "modality", "system", "segment_id", "item_type", "score", "run", "duration_s"],
+    )
     if out.empty:
         raise DAInputError(path, None, None, "no segment judgments found")
     try:

@@ -1,6 +1,7 @@
 """The judgments table of the DA analysis (services.da.analysis): its columns, its checks, the
 project's CSV. A leaf of the analysis and of the converters from published formats
 (services.da.importer), which both import it."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,8 +29,9 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
     row is row 2, as in a CSV with a header) and column."""
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
-        raise DAInputError(source, 1, missing[0],
-                           f"missing column (required: {', '.join(REQUIRED)}; missing: {', '.join(missing)})")
+        raise DAInputError(
+            source, 1, missing[0], f"missing column (required: {', '.join(REQUIRED)}; missing: {', '.join(missing)})"
+        )
     df = df.reset_index(drop=True)
     out = pd.DataFrame(index=df.index)
     problems = Problems(df.columns, DAInputError)
@@ -41,16 +43,22 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
     for col, allowed in (("modality", MODALITIES), ("item_type", ITEM_TYPES)):
         raw = _cells(df[col])
         out[col] = raw.str.lower()
-        flag(col, ~out[col].isin(allowed),
-             lambda pos, raw=raw, col=col, allowed=allowed:
-             f"unknown {col} {raw.iloc[pos]!r} (expected one of: {', '.join(allowed)})")
+        flag(
+            col,
+            ~out[col].isin(allowed),
+            lambda pos, raw=raw, col=col, allowed=allowed: (
+                f"unknown {col} {raw.iloc[pos]!r} (expected one of: {', '.join(allowed)})"
+            ),
+        )
     raw_score = df["score"]
-    score = pd.to_numeric(_cells(raw_score) if not pd.api.types.is_numeric_dtype(raw_score) else raw_score,
-                          errors="coerce").astype(float)
+    score = pd.to_numeric(
+        _cells(raw_score) if not pd.api.types.is_numeric_dtype(raw_score) else raw_score, errors="coerce"
+    ).astype(float)
     not_number = ~np.isfinite(score)
     flag("score", not_number, lambda pos: f"score {str(raw_score.iloc[pos])!r} is not a number")
-    flag("score", ~not_number & ((score < 0) | (score > 100)),
-         lambda pos: f"score {score.iloc[pos]:g} is outside 0-100")
+    flag(
+        "score", ~not_number & ((score < 0) | (score > 100)), lambda pos: f"score {score.iloc[pos]:g} is outside 0-100"
+    )
     out["score"] = score
     if "run" in df.columns:
         cells = _cells(df["run"])

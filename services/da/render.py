@@ -16,6 +16,7 @@ missing-glyph box; font_info() says which scripts are covered. Without any font 
 built-in font (load_default(size=...), Latin only) is used. Debian has no CJK font by default:
 `apt-get install fonts-noto-cjk` (or fonts-wqy-zenhei, fonts-droid-fallback) adds one.
 """
+
 from __future__ import annotations
 
 import functools
@@ -43,31 +44,63 @@ DEFAULT_WIDTH = 900
 # 8 px; at 360 px it shows at 20 px there and 18 px on a 360 px phone (the page picks it below
 # 640 px of window width)
 NARROW_WIDTH = 360
-FONT_SIZE = 24                 # px; the reference and the MT output alike
-LINE_HEIGHT = 1.5              # x FONT_SIZE
-PADDING = 24                   # px around the text
-BLOCK_GAP = 28                 # px between the reference and the MT output (a thin rule in the middle)
+FONT_SIZE = 24  # px; the reference and the MT output alike
+LINE_HEIGHT = 1.5  # x FONT_SIZE
+PADDING = 24  # px around the text
+BLOCK_GAP = 28  # px between the reference and the MT output (a thin rule in the middle)
 BACKGROUND = 255
-REFERENCE_GREY = 110           # 4.7:1 contrast on white (WCAG AA for body text)
+REFERENCE_GREY = 110  # 4.7:1 contrast on white (WCAG AA for body text)
 CANDIDATE_BLACK = 0
 RULE_GREY = 225
 FONT_ENV = "TRADLAB_DA_FONTS"
 
-FONT_DIRS = ("/usr/share/fonts", "/usr/local/share/fonts", "~/.local/share/fonts", "~/.fonts",
-             "/Library/Fonts", "/System/Library/Fonts", "C:/Windows/Fonts")
+FONT_DIRS = (
+    "/usr/share/fonts",
+    "/usr/local/share/fonts",
+    "~/.local/share/fonts",
+    "~/.fonts",
+    "/Library/Fonts",
+    "/System/Library/Fonts",
+    "C:/Windows/Fonts",
+)
 PRIMARY_FONTS = ("DejaVuSans.ttf", "NotoSans-Regular.ttf", "LiberationSans-Regular.ttf", "Arial.ttf", "arial.ttf")
-FALLBACK_FONTS = ("NotoSansCJK-Regular.ttc", "NotoSansCJKsc-Regular.otf", "NotoSansSC-Regular.otf",
-                  "NotoSansSC-Regular.ttf", "wqy-zenhei.ttc", "wqy-microhei.ttc", "DroidSansFallbackFull.ttf",
-                  "DroidSansFallback.ttf", "uming.ttc", "ipag.ttf", "NotoSansArabic-Regular.ttf",
-                  "NotoSansHebrew-Regular.ttf", "NotoSansDevanagari-Regular.ttf", "NotoSansThai-Regular.ttf",
-                  "PingFang.ttc", "msyh.ttc", "simsun.ttc")
+FALLBACK_FONTS = (
+    "NotoSansCJK-Regular.ttc",
+    "NotoSansCJKsc-Regular.otf",
+    "NotoSansSC-Regular.otf",
+    "NotoSansSC-Regular.ttf",
+    "wqy-zenhei.ttc",
+    "wqy-microhei.ttc",
+    "DroidSansFallbackFull.ttf",
+    "DroidSansFallback.ttf",
+    "uming.ttc",
+    "ipag.ttf",
+    "NotoSansArabic-Regular.ttf",
+    "NotoSansHebrew-Regular.ttf",
+    "NotoSansDevanagari-Regular.ttf",
+    "NotoSansThai-Regular.ttf",
+    "PingFang.ttc",
+    "msyh.ttc",
+    "simsun.ttc",
+)
 # fontconfig languages whose scripts DejaVu Sans lacks
 FC_LANGS = ("zh-cn", "zh-tw", "ja", "ko", "ar", "he", "hi", "bn", "ta", "th", "am", "km")
-PROBES = {"Latin": "Ação Größe", "Cyrillic": "Привет", "Greek": "Καλημέρα", "CJK": "中文汉字日本語",
-          "Hangul": "한국어", "Arabic": "مرحبا", "Hebrew": "שלום", "Devanagari": "नमस्ते", "Thai": "สวัสดี"}
-_UNMAPPED = "\U0010fffd"       # a plane-16 private-use code point: no font maps it
-_CJK = re.compile(r"[\u1100-\u11ff\u2e80-\u2fdf\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-                  r"\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]")
+PROBES = {
+    "Latin": "Ação Größe",
+    "Cyrillic": "Привет",
+    "Greek": "Καλημέρα",
+    "CJK": "中文汉字日本語",
+    "Hangul": "한국어",
+    "Arabic": "مرحبا",
+    "Hebrew": "שלום",
+    "Devanagari": "नमस्ते",
+    "Thai": "สวัสดี",
+}
+_UNMAPPED = "\U0010fffd"  # a plane-16 private-use code point: no font maps it
+_CJK = re.compile(
+    r"[\u1100-\u11ff\u2e80-\u2fdf\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    r"\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff]"
+)
 
 _NO_BREAK_BEFORE = set("，。、；：！？）》」』】〕〉…・ー々〜")
 
@@ -91,8 +124,13 @@ def _fc_files() -> list[str]:
     files: list[str] = []
     for lang in FC_LANGS:
         try:
-            res = subprocess.run([exe, "-f", "%{file}\n", f":lang={lang}:style=Regular"],
-                                 capture_output=True, text=True, timeout=10, check=False)
+            res = subprocess.run(
+                [exe, "-f", "%{file}\n", f":lang={lang}:style=Regular"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            )
         except (OSError, subprocess.SubprocessError):
             return files
         files += sorted(f for f in res.stdout.splitlines() if f.strip())
@@ -119,8 +157,10 @@ class FontChain:
         if not self.fonts:
             self.fonts = [ImageFont.load_default(size=size)]
             self.paths = ["<pillow default>"]
-            self.note = ("no font file found: Pillow's built-in font is used (Latin only); install "
-                         "fonts-dejavu-core (and fonts-noto-cjk for Chinese/Japanese/Korean)")
+            self.note = (
+                "no font file found: Pillow's built-in font is used (Latin only); install "
+                "fonts-dejavu-core (and fonts-noto-cjk for Chinese/Japanese/Korean)"
+            )
         self._missing = [self._mask(f, _UNMAPPED) for f in self.fonts]
 
     @staticmethod
@@ -139,8 +179,9 @@ class FontChain:
         return 0
 
     def covers(self, text: str) -> bool:
-        return all(ch.isspace() or any(self._mask(f, ch) != self._missing[i] for i, f in enumerate(self.fonts))
-                   for ch in text)
+        return all(
+            ch.isspace() or any(self._mask(f, ch) != self._missing[i] for i, f in enumerate(self.fonts)) for ch in text
+        )
 
     def runs(self, text: str) -> list[tuple[int, str]]:
         """(font index, text) runs; combining marks and joiners stay with the previous character."""
@@ -185,8 +226,11 @@ def font_chain(size: int = FONT_SIZE) -> FontChain:
 def font_info() -> dict:
     """Fonts in use and which scripts they cover (for the admin and the benchmark)."""
     ch = font_chain()
-    return {"fonts": ch.paths, "note": ch.note,
-            "covers": {script: ch.covers(sample) for script, sample in PROBES.items()}}
+    return {
+        "fonts": ch.paths,
+        "note": ch.note,
+        "covers": {script: ch.covers(sample) for script, sample in PROBES.items()},
+    }
 
 
 # -- layout --------------------------------------------------------------------------------
@@ -198,7 +242,7 @@ def _tokens(paragraph: str) -> list[tuple[str, bool]]:
         space = bool(m.group(1))
         for j, piece in enumerate(p for p in re.split(f"({_CJK.pattern})", m.group(2)) if p):
             if j and piece in _NO_BREAK_BEFORE and out:
-                out[-1] = (out[-1][0] + piece, out[-1][1])   # no line starts with "，" or "。"
+                out[-1] = (out[-1][0] + piece, out[-1][1])  # no line starts with "，" or "。"
             else:
                 out.append((piece, space and j == 0))
     return out
@@ -225,7 +269,7 @@ def wrap(text: str, chain: FontChain, max_width: float) -> list[str]:
             if tok_w <= limit:
                 line, line_w = tok, tok_w
                 continue
-            for ch in tok:                      # a word wider than the line: break it anywhere
+            for ch in tok:  # a word wider than the line: break it anywhere
                 ch_w = chain.width(ch)
                 if line and line_w + ch_w > limit:
                     lines.append(line)
@@ -250,8 +294,9 @@ def text_image(reference: str, candidate: str, width: int = DEFAULT_WIDTH) -> by
     chain = font_chain()
     inner = width - 2 * PADDING
     lh = int(round(FONT_SIZE * LINE_HEIGHT))
-    blocks = [(wrap(t, chain, inner), fill) for t, fill in
-              ((reference, REFERENCE_GREY), (candidate, CANDIDATE_BLACK)) if t]
+    blocks = [
+        (wrap(t, chain, inner), fill) for t, fill in ((reference, REFERENCE_GREY), (candidate, CANDIDATE_BLACK)) if t
+    ]
     height = 2 * PADDING + sum(len(lines) * lh for lines, _ in blocks) + BLOCK_GAP * (len(blocks) - 1)
     img = Image.new("L", (width, height), BACKGROUND)
     draw = ImageDraw.Draw(img)
@@ -275,7 +320,7 @@ def text_image(reference: str, candidate: str, width: int = DEFAULT_WIDTH) -> by
                 x += font.getlength(run)
             y += lh
     buf = io.BytesIO()
-    img.save(buf, "PNG", optimize=False, compress_level=6)   # no pnginfo: no tEXt/iTXt/zTXt
+    img.save(buf, "PNG", optimize=False, compress_level=6)  # no pnginfo: no tEXt/iTXt/zTXt
     return buf.getvalue()
 
 
@@ -286,8 +331,10 @@ _atomic_write = atomic_write
 def image_key(reference: str, candidate: str, width: int = DEFAULT_WIDTH) -> str:
     """sha256 over what the pixels depend on: texts, width, layout version and the fonts (a CJK
     font installed later gives new images instead of the old missing-glyph boxes)."""
-    blob = json.dumps([RENDER_VERSION, int(width), FONT_SIZE, font_chain().paths, reference or "", candidate or ""],
-                      ensure_ascii=False)
+    blob = json.dumps(
+        [RENDER_VERSION, int(width), FONT_SIZE, font_chain().paths, reference or "", candidate or ""],
+        ensure_ascii=False,
+    )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -305,8 +352,10 @@ def render_text_item(reference: str, candidate: str, media_dir, width: int = DEF
 
 def render_item_images(reference: str, candidate: str, media_dir) -> tuple[Path, Path]:
     """The item's image for wide screens and its narrow copy for phones (each drawn once)."""
-    return (render_text_item(reference, candidate, media_dir, DEFAULT_WIDTH),
-            render_text_item(reference, candidate, media_dir, NARROW_WIDTH))
+    return (
+        render_text_item(reference, candidate, media_dir, DEFAULT_WIDTH),
+        render_text_item(reference, candidate, media_dir, NARROW_WIDTH),
+    )
 
 
 def render_audio_item(candidate: str, lang: str, media_dir, backend=None, voice: str | None = None) -> Path:
@@ -322,8 +371,16 @@ def _flatten(items) -> list[dict]:
     return out
 
 
-def prerender(items: list[dict], lang: str, media_dir, modality: str, progress=None, backend=None,
-              voice: str | None = None, width: int = DEFAULT_WIDTH) -> dict:
+def prerender(
+    items: list[dict],
+    lang: str,
+    media_dir,
+    modality: str,
+    progress=None,
+    backend=None,
+    voice: str | None = None,
+    width: int = DEFAULT_WIDTH,
+) -> dict:
     """Render what a campaign shows: for "text" the reference + output images, for "audio" the
     output's audio and the reference-only images, for "both" all three.
 
@@ -337,7 +394,7 @@ def prerender(items: list[dict], lang: str, media_dir, modality: str, progress=N
     texts = [(r.get("reference") or "", r["candidate"] if "candidate" in r else r["output"]) for r in rows]
     images = list(dict.fromkeys(texts)) if modality in ("text", "both") else []
     audio = list(dict.fromkeys(c for _, c in texts)) if modality in ("audio", "both") else []
-    if audio:   # audio mode's reference, alone
+    if audio:  # audio mode's reference, alone
         seen = set(images)
         images += [(r, "") for r in dict.fromkeys(r for r, _ in texts if r.strip()) if (r, "") not in seen]
     engine = None
@@ -364,5 +421,11 @@ def prerender(items: list[dict], lang: str, media_dir, modality: str, progress=N
         done += 1
         if progress:
             progress(done, total)
-    return {"rendered": rendered, "cached": cached, "seconds": round(time.perf_counter() - t0, 3),
-            "total": total, "images": len(images), "audio": len(audio)}
+    return {
+        "rendered": rendered,
+        "cached": cached,
+        "seconds": round(time.perf_counter() - t0, 3),
+        "total": total,
+        "images": len(images),
+        "audio": len(audio),
+    }

@@ -3,6 +3,7 @@ shows it: the analysis with the study's own settings (fast_item_s, keep_fast), e
 outcome (the reruns), paper 001's Table 1 from the imported segments, and notes wherever the
 campaign departs from the paper (a failed HIT out of reruns, audio not from the configured
 engine)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -17,8 +18,18 @@ from storage.db import required
 # section 2.2.2: "we used the Google Cloud Text-to-Speech (TTS) Service (GCS)"; tts_backend
 # "auto" means Google when credentials are configured, so Google is what "auto" intends
 PAPER_ENGINE = "google"
-HIT_OUTCOME_COLUMNS = ["worker_id", "hit_id", "modality", "run", "p_value", "reliable", "fast", "median_item_s",
-                       "rerun", "decided_at"]
+HIT_OUTCOME_COLUMNS = [
+    "worker_id",
+    "hit_id",
+    "modality",
+    "run",
+    "p_value",
+    "reliable",
+    "fast",
+    "median_item_s",
+    "rerun",
+    "decided_at",
+]
 
 
 @dataclass
@@ -44,11 +55,14 @@ def tts_notes(judgments: pd.DataFrame, da: dict) -> list[str]:
     wanted = PAPER_ENGINE if wanted == "auto" else wanted
     audio = judgments[(judgments["modality"] == "audio")]
     notes = []
-    for (engine, voice), g in audio.groupby([audio["tts_engine"].fillna("unknown"),
-                                            audio["tts_voice"].fillna("unknown")], sort=True):
-        if not str(engine).startswith(wanted):       # espeak is stored as espeak-ng
-            notes.append(f"{len(g)} audio judgments were spoken by {engine} (voice {voice}), not by "
-                         f"{wanted}{' (paper 001 used Google Cloud TTS)' if wanted == PAPER_ENGINE else ''}")
+    for (engine, voice), g in audio.groupby(
+        [audio["tts_engine"].fillna("unknown"), audio["tts_voice"].fillna("unknown")], sort=True
+    ):
+        if not str(engine).startswith(wanted):  # espeak is stored as espeak-ng
+            notes.append(
+                f"{len(g)} audio judgments were spoken by {engine} (voice {voice}), not by "
+                f"{wanted}{' (paper 001 used Google Cloud TTS)' if wanted == PAPER_ENGINE else ''}"
+            )
     return notes
 
 
@@ -58,8 +72,10 @@ def rerun_notes(outcomes: pd.DataFrame, reruns: int) -> list[str]:
     notes = []
     for (hit, modality, run), g in outcomes.groupby(["hit_id", "modality", "run"], sort=True):
         if not (g["reliable"].astype(bool) & ~g["fast"].astype(bool)).any() and (~g["rerun"].astype(bool)).any():
-            notes.append(f"HIT {hit} ({modality}, run {run}): {int(g['rerun'].sum())} reruns used (reruns = "
-                         f"{reruns}), no rater passed quality control; the HIT stays as it is")
+            notes.append(
+                f"HIT {hit} ({modality}, run {run}): {int(g['rerun'].sum())} reruns used (reruns = "
+                f"{reruns}), no rater passed quality control; the HIT stays as it is"
+            )
     return notes
 
 
@@ -68,16 +84,19 @@ def analyse(database, study_id: str, alpha: float | None = None) -> CampaignAnal
     alpha None (a blank field): the study's own da.reliability_alpha, the level its reruns were
     decided at (paper 001 section 2.2.3: 0.05), so the analysis and the campaign agree."""
     if alpha is not None:
-        alpha = da_analysis.check_alpha(alpha)                           # checked first
+        alpha = da_analysis.check_alpha(alpha)  # checked first
     df = da_campaign.judgments_frame(database, study_id) if study_id else None
     if df is None or df.empty:
         return "No DA judgments yet (pick the study above and press Show first)."
     da = required(studies.get_study(database, study_id), "study with DA judgments")["config"]["da"]
     if alpha is None:
         alpha = da_analysis.check_alpha(float(da.get("reliability_alpha", 0.05)))
-    res = da_analysis.analyze(df, alpha=alpha,
-                              fast_item_s=float(da.get("fast_item_s", da_analysis.FAST_ITEM_S)),
-                              keep_fast=bool(da.get("keep_fast", False)))
+    res = da_analysis.analyze(
+        df,
+        alpha=alpha,
+        fast_item_s=float(da.get("fast_item_s", da_analysis.FAST_ITEM_S)),
+        keep_fast=bool(da.get("keep_fast", False)),
+    )
     outcomes = pd.DataFrame(results.da_hit_outcome_rows(database, study_id), columns=HIT_OUTCOME_COLUMNS)
     notes = rerun_notes(outcomes, int(da.get("reruns", 2))) + tts_notes(df, da)
     return CampaignAnalysis(df, res, da_analysis.figures(res), segments_table1(database, study_id), outcomes, notes)
@@ -98,10 +117,14 @@ def run_cli(database, study_id: str, out_dir, alpha: float | None = None) -> str
         path = Path(out_dir) / f"{name}.csv"
         table.to_csv(path, index=False)
         files.append(path)
-    t1 = "\n".join(f"  {r.domain}: {r.segments} segments, {r.documents} documents, {r.mean_doc_segments:.1f} "
-                   f"segments per document (median {r.median_doc_segments:g}), {r.mean_doc_words:.1f} words"
-                   for r in done.table1.itertuples())
+    t1 = "\n".join(
+        f"  {r.domain}: {r.segments} segments, {r.documents} documents, {r.mean_doc_segments:.1f} "
+        f"segments per document (median {r.median_doc_segments:g}), {r.mean_doc_words:.1f} words"
+        for r in done.table1.itertuples()
+    )
     notes = "".join(f"\nnote: {n}" for n in done.notes)
-    return (f"DA analysis of study {study_id}\n{da_analysis.summary(done.result)}{notes}\n"
-            f"Table 1 (paper 001), segments and document length per domain:\n{t1}\n"
-            f"{len(files)} files written to {out_dir}")
+    return (
+        f"DA analysis of study {study_id}\n{da_analysis.summary(done.result)}{notes}\n"
+        f"Table 1 (paper 001), segments and document length per domain:\n{t1}\n"
+        f"{len(files)} files written to {out_dir}"
+    )

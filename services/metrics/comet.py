@@ -54,6 +54,7 @@ all three model classes and xCOMET's QE mode. (torchmetrics 0.10.x, comet's own 
 import here: it needs pkg_resources, which setuptools 81+ no longer ships; comet's inference
 path runs on torchmetrics 1.x.)
 """
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -69,22 +70,28 @@ from services.models.backends import BackendUnavailable
 from services.models.cache import CACHE
 
 COMET_VERSION = "2.2.7"
-INSTALL = (f"pip install unbabel-comet=={COMET_VERSION} --no-deps, after the pytorch-lightning, torchmetrics, "
-           "entmax and jsonargparse lines of requirements.txt (its own metadata pins transformers<5 and numpy<2)")
+INSTALL = (
+    f"pip install unbabel-comet=={COMET_VERSION} --no-deps, after the pytorch-lightning, torchmetrics, "
+    "entmax and jsonargparse lines of requirements.txt (its own metadata pins transformers<5 and numpy<2)"
+)
 
-ENV = {"comet": "TRADLAB_COMET_CHECKPOINT",
-       "cometkiwi": "TRADLAB_COMETKIWI_CHECKPOINT",
-       "xcomet": "TRADLAB_XCOMET_CHECKPOINT"}
-_ENCODER = ("; comet also loads the config and tokenizer (not the weights) of the encoder named by "
-            "pretrained_model in the checkpoint's hparams.yaml, from the Hugging Face cache under that exact "
-            "name: hf download {enc} --include '*.json' '*.model' (or point pretrained_model at a local copy)")
+ENV = {
+    "comet": "TRADLAB_COMET_CHECKPOINT",
+    "cometkiwi": "TRADLAB_COMETKIWI_CHECKPOINT",
+    "xcomet": "TRADLAB_XCOMET_CHECKPOINT",
+}
+_ENCODER = (
+    "; comet also loads the config and tokenizer (not the weights) of the encoder named by "
+    "pretrained_model in the checkpoint's hparams.yaml, from the Hugging Face cache under that exact "
+    "name: hf download {enc} --include '*.json' '*.model' (or point pretrained_model at a local copy)"
+)
 DOWNLOAD = {
     "comet": "hf download Unbabel/wmt22-comet-da --local-dir DIR" + _ENCODER.format(enc="xlm-roberta-large"),
     "cometkiwi": "accept the licence of the gated Unbabel/wmt22-cometkiwi-da (or Unbabel/wmt23-cometkiwi-da-xl) "
-                 "on Hugging Face, set HF_TOKEN, hf download it --local-dir DIR"
-                 + _ENCODER.format(enc="microsoft/infoxlm-large (facebook/xlm-roberta-xl for the XL model)"),
+    "on Hugging Face, set HF_TOKEN, hf download it --local-dir DIR"
+    + _ENCODER.format(enc="microsoft/infoxlm-large (facebook/xlm-roberta-xl for the XL model)"),
     "xcomet": "accept the licence of the gated Unbabel/XCOMET-XL (or XCOMET-XXL), set HF_TOKEN, hf download it "
-              "--local-dir DIR (a GPU is advisable)" + _ENCODER.format(enc="facebook/xlm-roberta-xl (-xxl)"),
+    "--local-dir DIR (a GPU is advisable)" + _ENCODER.format(enc="facebook/xlm-roberta-xl (-xxl)"),
 }
 # The encoder (hparams.yaml's pretrained_model) of each checkpoint the papers used: a named checkpoint
 # whose hparams name another of these encoders is another model (see _encoder_error).
@@ -102,7 +109,7 @@ SCALE = {
     "cometkiwi": "about 0-1, higher is better (QE regression); blank hypothesis 0.0",
     "xcomet": "0-1, higher is better (1 = no MQM errors); blank hypothesis 0.0",
 }
-FLOOR = 0.0           # the score of a blank hypothesis
+FLOOR = 0.0  # the score of a blank hypothesis
 BATCH = 16
 
 
@@ -121,8 +128,9 @@ def download_hint(family: str, hub: str = "") -> str:
     return f"{gated}hf download {hub} --local-dir DIR" + _ENCODER.format(enc=ENCODER.get(hub, "its encoder"))
 
 
-def resolve_checkpoint(path: str | os.PathLike, name: str = "comet", env: str | None = None,
-                       hint: str | None = None) -> Path:
+def resolve_checkpoint(
+    path: str | os.PathLike, name: str = "comet", env: str | None = None, hint: str | None = None
+) -> Path:
     """The model.ckpt of a COMET model folder (DIR/checkpoints/model.ckpt) or the file itself;
     BackendUnavailable when it is not there or its hparams.yaml (two levels up) is missing."""
     p = Path(path).expanduser()
@@ -132,10 +140,13 @@ def resolve_checkpoint(path: str | os.PathLike, name: str = "comet", env: str | 
         raise BackendUnavailable(
             f"metric {name!r}: COMET checkpoint {path} does not exist (expected a model folder with "
             f"checkpoints/model.ckpt, or the .ckpt file): on a networked host, {hint or DOWNLOAD[name]}; copy it "
-            f"here and set {env or ENV[name]}")
+            f"here and set {env or ENV[name]}"
+        )
     if not (p.parents[1] / "hparams.yaml").is_file():
-        raise BackendUnavailable(f"metric {name!r}: {p.parents[1] / 'hparams.yaml'} is missing: COMET "
-                                 f"checkpoints come as DIR/hparams.yaml + DIR/checkpoints/model.ckpt")
+        raise BackendUnavailable(
+            f"metric {name!r}: {p.parents[1] / 'hparams.yaml'} is missing: COMET "
+            f"checkpoints come as DIR/hparams.yaml + DIR/checkpoints/model.ckpt"
+        )
     return p
 
 
@@ -143,8 +154,9 @@ def read_hparams(ckpt: Path) -> dict:
     try:
         # lazy import (yaml): read only when a COMET checkpoint loads
         import yaml
+
         data = yaml.safe_load((ckpt.parents[1] / "hparams.yaml").read_text(encoding="utf-8"))
-    except Exception as e:                       # yaml missing or unreadable: comet will say more
+    except Exception as e:  # yaml missing or unreadable: comet will say more
         raise BackendUnavailable(f"cannot read {ckpt.parents[1] / 'hparams.yaml'}: {e}") from e
     return data if isinstance(data, dict) else {}
 
@@ -153,7 +165,8 @@ def _family_error(name: str, hparams: dict) -> str:
     """Why this checkpoint cannot serve as `name`, or "" when it can."""
     cls = hparams.get("class_identifier", "")
     uses_ref = cls in ("regression_metric", "ranking_metric", "xcomet_metric") or (
-        cls == "unified_metric" and "ref" in (hparams.get("input_segments") or ["mt", "src", "ref"]))
+        cls == "unified_metric" and "ref" in (hparams.get("input_segments") or ["mt", "src", "ref"])
+    )
     if name == "comet" and not uses_ref:
         return f"its class_identifier {cls!r} is a reference-free model: configure it as 'cometkiwi'"
     if name == "cometkiwi" and uses_ref:
@@ -171,18 +184,24 @@ def _encoder_error(hub: str, hparams: dict) -> str:
     if not expected or got == expected or got not in ENCODER.values():
         return ""
     others = [h for h, e in ENCODER.items() if e == got]
-    return (f"it was trained on the encoder {got!r}, but {hub} uses {expected!r} (is it "
-            f"{' or '.join(others)}? configure it under that checkpoint's name)")
+    return (
+        f"it was trained on the encoder {got!r}, but {hub} uses {expected!r} (is it "
+        f"{' or '.join(others)}? configure it under that checkpoint's name)"
+    )
 
 
 # -- transformers 5 fixes for comet 2.2.7 (see the module docstring) ---------------------------
 
+
 def _xlmr_forward(self, input_ids, attention_mask, **kwargs):
     """XLMREncoder.forward without the positional unpacking of return_dict=False."""
-    out = self.model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True,
-                     return_dict=True)
-    return {"sentemb": out.last_hidden_state[:, 0, :], "wordemb": out.last_hidden_state,
-            "all_layers": out.hidden_states, "attention_mask": attention_mask}
+    out = self.model(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True, return_dict=True)
+    return {
+        "sentemb": out.last_hidden_state[:, 0, :],
+        "wordemb": out.last_hidden_state,
+        "all_layers": out.hidden_states,
+        "attention_mask": attention_mask,
+    }
 
 
 def _joiner(tokenizer, separators: int):
@@ -191,6 +210,7 @@ def _joiner(tokenizer, separators: int):
         if token_ids_1 is None:
             return out
         return out + [tokenizer.sep_token_id] * (separators - 1) + list(token_ids_1) + [tokenizer.sep_token_id]
+
     return build_inputs_with_special_tokens
 
 
@@ -198,6 +218,7 @@ def _fit_transformers5(model) -> list[str]:
     """Patch the loaded COMET model's encoder for transformers 5; returns what was patched."""
     # lazy import (transformers): heavy model library; loaded only when a model runs
     import transformers
+
     patched = []
     encoder = model.encoder
     tok = getattr(encoder, "tokenizer", None)
@@ -207,6 +228,7 @@ def _fit_transformers5(model) -> list[str]:
     if int(transformers.__version__.split(".")[0]) >= 5:
         # lazy import (comet): heavy model library; loaded only when a COMET model runs
         from comet.encoders.xlmr import XLMREncoder
+
         if type(encoder).forward is XLMREncoder.forward:
             encoder.forward = types.MethodType(_xlmr_forward, encoder)
             patched.append("encoder.forward")
@@ -220,7 +242,7 @@ def _import_comet():
         raise BackendUnavailable(f"unbabel-comet is not installed: {INSTALL}")
     root = logging.getLogger()
     guard = None
-    if not root.handlers:                     # basicConfig is a no-op when a handler exists
+    if not root.handlers:  # basicConfig is a no-op when a handler exists
         guard = logging.NullHandler()
         root.addHandler(guard)
     try:
@@ -249,8 +271,16 @@ class CometMetric(metrics.Metric):
     requires = ("unbabel-comet", "pytorch-lightning", "torchmetrics", "torch", "transformers")
     higher_is_better = True
 
-    def __init__(self, family: str, checkpoint: str, batch_size: int = BATCH, cache=CACHE,
-                 name: str | None = None, env: str | None = None, hub: str = ""):
+    def __init__(
+        self,
+        family: str,
+        checkpoint: str,
+        batch_size: int = BATCH,
+        cache=CACHE,
+        name: str | None = None,
+        env: str | None = None,
+        hub: str = "",
+    ):
         """family: comet | cometkiwi | xcomet; name: the metric name (default the family's, e.g.
         "cometkiwi-23-xl" for a named checkpoint); env: the variable that configures it; hub: the
         checkpoint the name stands for (its encoder is checked)."""
@@ -268,44 +298,48 @@ class CometMetric(metrics.Metric):
         self.hparams = read_hparams(self.checkpoint)
         why = _family_error(family, self.hparams) or _encoder_error(hub, self.hparams)
         if why:
-            raise BackendUnavailable(f"metric {self.name!r}: {self.checkpoint} cannot be used: {why} "
-                                     f"(set {self.env} to a {hub or family} checkpoint)")
+            raise BackendUnavailable(
+                f"metric {self.name!r}: {self.checkpoint} cannot be used: {why} "
+                f"(set {self.env} to a {hub or family} checkpoint)"
+            )
         self.pretrained_model = str(self.hparams.get("pretrained_model", ""))
         self.batch_size = int(batch_size)
         self.cache = cache
         self.version = _package_version()
         # the weights' fingerprint keeps scores of a checkpoint replaced in place apart
         self.fingerprint = metrics.checkpoint_fingerprint(self.checkpoint, self.checkpoint.parents[1] / "hparams.yaml")
-        self.model = (f"{self.checkpoint} (pretrained_model={self.pretrained_model or '?'}) "
-                      f"weights {self.fingerprint}")
+        self.model = f"{self.checkpoint} (pretrained_model={self.pretrained_model or '?'}) weights {self.fingerprint}"
 
     # -- the model ------------------------------------------------------------------------
     def _load(self) -> _Handle:
         comet = _import_comet()
         try:
             model = comet.load_from_checkpoint(str(self.checkpoint), local_files_only=True)
-        except (OSError, ValueError) as e:   # the encoder's tokenizer/config is not on disk
+        except (OSError, ValueError) as e:  # the encoder's tokenizer/config is not on disk
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise BackendUnavailable(
                 f"cannot load {self.checkpoint} ({type(e).__name__}: {first}): COMET needs the tokenizer and "
                 f"config of its encoder {self.pretrained_model!r} in the Hugging Face cache under that name (or "
                 f"at that path): on a networked host, hf download {self.pretrained_model} --include '*.json' "
-                f"'*.model', and copy the cache here") from e
+                f"'*.model', and copy the cache here"
+            ) from e
         model.eval()
         return _Handle(model, _fit_transformers5(model))
 
     def loaded(self) -> _Handle:
         # keyed by the weights too: a checkpoint replaced in place is loaded afresh
-        return self.cache.get(f"metric/{self.family}/{self.checkpoint}#{self.fingerprint}", self._load,
-                              device=self.cache.device)
+        return self.cache.get(
+            f"metric/{self.family}/{self.checkpoint}#{self.fingerprint}", self._load, device=self.cache.device
+        )
 
     def predict(self, samples: list[dict]) -> list[float]:
         """comet's model.predict on prepared samples ({"src", "mt"[, "ref"]}): the raw scores."""
         handle = self.loaded()
         gpus = 1 if self.cache.device == "cuda" else 0
         with handle.lock, self.cache.exclusive():
-            out = handle.model.predict(samples, batch_size=self.batch_size, gpus=gpus, progress_bar=False,
-                                       num_workers=0)
+            out = handle.model.predict(
+                samples, batch_size=self.batch_size, gpus=gpus, progress_bar=False, num_workers=0
+            )
         return [float(s) for s in out.scores]
 
     # -- scoring --------------------------------------------------------------------------
@@ -340,8 +374,12 @@ class CometMetric(metrics.Metric):
         return out
 
     def info(self) -> dict:
-        return {**super().info(), "checkpoint": str(self.checkpoint), "family": self.family,
-                "fingerprint": self.fingerprint}
+        return {
+            **super().info(),
+            "checkpoint": str(self.checkpoint),
+            "family": self.family,
+            "fingerprint": self.fingerprint,
+        }
 
 
 def factory(name: str, family: str | None = None, hub: str = ""):
@@ -357,7 +395,9 @@ def factory(name: str, family: str | None = None, hub: str = ""):
         if not checkpoint:
             raise BackendUnavailable(
                 f"metric {name!r} needs a local COMET checkpoint: set {env} to the model folder "
-                f"(or its checkpoints/model.ckpt). On a networked host: {INSTALL}; then {download_hint(family, hub)}")
+                f"(or its checkpoints/model.ckpt). On a networked host: {INSTALL}; then {download_hint(family, hub)}"
+            )
         return CometMetric(family, checkpoint, name=name, env=env, hub=hub, **options)
+
     make.__name__ = f"{name}_factory"
     return make

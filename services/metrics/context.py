@@ -20,6 +20,7 @@ called once per :func:`contextualise` call, on the distinct non-blank contexts i
 first appearance, so a context shared by many segments (or by the two gender forms of one
 instance) is translated once.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -34,7 +35,7 @@ def _text(value: Any) -> str:
     if value is None:
         return ""
     try:
-        if value != value:          # NaN from a pandas column
+        if value != value:  # NaN from a pandas column
             return ""
     except Exception:
         pass
@@ -59,8 +60,13 @@ def translate_unique(contexts: Sequence[Any], translate: Translate) -> dict[str,
     return {c: "" if t is None else str(t).strip() for c, t in zip(unique, out)}
 
 
-def contextualise(sources: Sequence[Any], hypotheses: Sequence[Any], contexts: Sequence[Any] | None,
-                  mode: str = "none", translate: Translate | None = None) -> tuple[list[str], list[str]]:
+def contextualise(
+    sources: Sequence[Any],
+    hypotheses: Sequence[Any],
+    contexts: Sequence[Any] | None,
+    mode: str = "none",
+    translate: Translate | None = None,
+) -> tuple[list[str], list[str]]:
     """(sources', hypotheses') for a context mode (see the module docstring):
     none -> (s, h); mon -> (c|s, c|h); bil -> (c|s, MT(c)|h), with translate called once on the
     distinct contexts. Raises ValueError for an unknown mode, mismatched lengths, missing

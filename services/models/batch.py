@@ -3,6 +3,7 @@
 Unlike a participant's recording, a file here is not held to the study's intake rules
 (a synthesised file may start with speech): it is decoded and resampled to 16 kHz only.
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -28,16 +29,23 @@ def translate_files(paths: list[str], system: str = systems.DEFAULT_SYSTEM, cach
             audio_s = len(samples) / rate
             seconds = {"intake": round(intake_s, 3), **res.seconds}
             total = sum(seconds.values())
-            out.append({"file": str(path), "system": system, "audio_s": round(audio_s, 3),
-                        "transcript": res.transcript, "translation": res.translation,
-                        "seconds": seconds, "total_s": round(total, 3),
-                        "real_time_factor": round(total / audio_s, 3) if audio_s else None,
-                        "models": res.models})
+            out.append(
+                {
+                    "file": str(path),
+                    "system": system,
+                    "audio_s": round(audio_s, 3),
+                    "transcript": res.transcript,
+                    "translation": res.translation,
+                    "seconds": seconds,
+                    "total_s": round(total, 3),
+                    "real_time_factor": round(total / audio_s, 3) if audio_s else None,
+                    "models": res.models,
+                }
+            )
     return out
 
 
-def speak_to_file(text: str, lang: str, out: str | Path, backend: str | None = None,
-                  voice: str | None = None) -> dict:
+def speak_to_file(text: str, lang: str, out: str | Path, backend: str | None = None, voice: str | None = None) -> dict:
     if not text.strip():
         raise ValueError("nothing to say: the text is empty")
     engine = tts.choose(lang, backend, voice)
@@ -47,5 +55,10 @@ def speak_to_file(text: str, lang: str, out: str | Path, backend: str | None = N
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(wav)
-    return {"out": str(out), "backend": engine.name, "voice": engine.voice, "seconds": round(secs, 3),
-            "bytes": len(wav)}
+    return {
+        "out": str(out),
+        "backend": engine.name,
+        "voice": engine.voice,
+        "seconds": round(secs, 3),
+        "bytes": len(wav),
+    }

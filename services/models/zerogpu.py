@@ -15,6 +15,7 @@ event calls: the GPU is granted to a request's event, not to a background thread
     @gpu(duration=180)          # seconds of GPU asked for each call (spaces' default: 60)
     def long_job(...): ...
 """
+
 from __future__ import annotations
 
 from typing import Callable, TypeVar
@@ -45,6 +46,7 @@ def _spaces():
 
 def gpu(fn: F | None = None, *, duration: int | None = None):
     """`spaces.GPU(fn)` on ZeroGPU, fn itself elsewhere; usable as @gpu or @gpu(duration=...)."""
+
     def wrap(f: F) -> F:
         spaces = _spaces()
         if spaces is None:

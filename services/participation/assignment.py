@@ -6,6 +6,7 @@
 - (receivers, validators and raters take items from the work pool: services/participation/workflow.next_item)
 - order_key (services/common/seeded.py): a per-participant random order of items.
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -32,11 +33,13 @@ def _quotas(cells: list[tuple[str, str]], n: int, index: int) -> dict[tuple[str,
     base, extra = divmod(n, len(cells))
     quota = {c: base for c in cells}
     if extra:
+
         def spread(subset):
             doms, srcs = Counter(c[0] for c in subset), Counter(c[1] for c in subset)
             dom_vals = [doms.get(d, 0) for d in {c[0] for c in cells}]
             src_vals = [srcs.get(s, 0) for s in {c[1] for c in cells}]
             return (max(dom_vals) - min(dom_vals)) + (max(src_vals) - min(src_vals))
+
         subsets = list(combinations(cells, extra))
         best = min(map(spread, subsets))
         chosen = [s for s in subsets if spread(s) == best]
@@ -45,8 +48,9 @@ def _quotas(cells: list[tuple[str, str]], n: int, index: int) -> dict[tuple[str,
     return quota
 
 
-def sender_design(starters: Sequence[dict], systems: Sequence[str], n: int, seed: int,
-                  index: int) -> list[tuple[str, str]]:
+def sender_design(
+    starters: Sequence[dict], systems: Sequence[str], n: int, seed: int, index: int
+) -> list[tuple[str, str]]:
     """(starter_id, system_id) pairs of design block `index` (the index-th sender of a cell).
 
     Each stratum is a seeded shuffle of its starters consumed cyclically by successive

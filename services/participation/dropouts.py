@@ -9,6 +9,7 @@ answered goes to the raters' pool (baseline, then informed, by one rater: perspe
 'third'), their recordings not yet made go to a sender of the same cell
 (services/participation/reassignment.withdraw_and_reassign). What they answered stays theirs.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -27,15 +28,16 @@ def drop_out(database, participant_id: int, actor: str, reason: str) -> Reassign
     if p is None:
         raise DropoutError(f"There is no participant {participant_id}.")
     if p["role"] != "sender":
-        raise DropoutError(f"Participant {p['id']} is a {p['role']}: only senders drop out of the four phases "
-                           "(deactivate and reassign other roles).")
+        raise DropoutError(
+            f"Participant {p['id']} is a {p['role']}: only senders drop out of the four phases "
+            "(deactivate and reassign other roles)."
+        )
     if p["excluded_at"]:
         raise DropoutError(f"Participant {p['id']} was excluded ({p['excluded_reason']}).")
     with database.write() as db:
         pool.mark_dropped_out(db, p["id"], reason)
         database.log(actor, "drop_out", "participants", p["id"], {"reason": reason})
-        return withdraw_and_reassign(db, database, required(participants.get(database, p["id"]), "participant"),
-                                     actor)
+        return withdraw_and_reassign(db, database, required(participants.get(database, p["id"]), "participant"), actor)
 
 
 def detect_inactive(database, study_id: str, now: dt.datetime | None = None) -> list[int]:

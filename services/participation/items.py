@@ -4,6 +4,7 @@ get_view() is what every tab calls on load and after each submit; it only ever b
 the fields the participant's role may see (the receiver's view has no source text). What it
 says (progress, waiting and finishing messages, refusals) is in the page's language
 (services/study/texts.py: the receiver's page is in European Portuguese)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -62,7 +63,7 @@ def limit_requests(participant: dict) -> None:
 @dataclass
 class ItemView:
     tab: str
-    status: str                      # "item" | "waiting" | "complete" | consent.pending_stage()
+    status: str  # "item" | "waiting" | "complete" | consent.pending_stage()
     message: str = ""
     done: int = 0
     total: int = 0
@@ -71,7 +72,7 @@ class ItemView:
     content: dict = field(default_factory=dict)
     completion_code: str = ""
     redirect_url: str = ""
-    ready: int | None = None         # items ready for the participant now (the one shown included)
+    ready: int | None = None  # items ready for the participant now (the one shown included)
     lang: str = "en"
     # the page's words around the item, in its language: progress, ready, completion_code, redirect
     labels: dict = field(default_factory=dict)
@@ -136,8 +137,9 @@ def _total(database, p, study, tab, counts) -> int:
         # a rater's work comes from senders who drop out: like a receiver they wait for it (up to
         # a sender's share), rather than finishing, and being paid, at 0 of 0
         c = assignments.counts(database, p["id"], ("survey_baseline",))
-        cap = workflow.capacity(cfg["usability"], "survey_baseline") if "usability" in cfg and p["role"] == "rater" \
-            else 0
+        cap = (
+            workflow.capacity(cfg["usability"], "survey_baseline") if "usability" in cfg and p["role"] == "rater" else 0
+        )
         return 2 * max(cap, c["open"] + c["done"])
     return counts["done"] + counts["open"]
 
@@ -154,63 +156,108 @@ def _content(database, study, p, a) -> dict:
         # (every phase after the recording is offered once the exchange is translated)
         tr = required(results.translation(database, ex["id"]), "translation of a translated exchange")
         words = texts(study)["receiver"]
-        return {"translation": tr["text"], "questions": [{"idx": q["idx"], "pt": q["pt"]} for q in qs],
-                "instruction": words["instruction"], "unanswerable_label": words["unanswerable"],
-                "translation_heading": words["translation_heading"], "answer_label": words["answer"],
-                "submit": words["submit"]}
+        return {
+            "translation": tr["text"],
+            "questions": [{"idx": q["idx"], "pt": q["pt"]} for q in qs],
+            "instruction": words["instruction"],
+            "unanswerable_label": words["unanswerable"],
+            "translation_heading": words["translation_heading"],
+            "answer_label": words["answer"],
+            "submit": words["submit"],
+        }
     st = required(studies.starter(database, sid, ex["starter_id"]), "starter of an exchange")
     if phase == "record":
         words = texts(study)["record"]
-        return {"starter_html": bold_key_spans(st["text"], st["key_spans"]),
-                "instruction": words["instruction"], "microphone_help": words["microphone_help"],
-                # a recording of it was rejected in review: the sender is told why it is back
-                "record_again": words["record_again"] if (a.get("meta") or {}).get("record_again") else "",
-                "max_seconds": study["config"]["usability"]["max_recording_seconds"]}
+        return {
+            "starter_html": bold_key_spans(st["text"], st["key_spans"]),
+            "instruction": words["instruction"],
+            "microphone_help": words["microphone_help"],
+            # a recording of it was rejected in review: the sender is told why it is back
+            "record_again": words["record_again"] if (a.get("meta") or {}).get("record_again") else "",
+            "max_seconds": study["config"]["usability"]["max_recording_seconds"],
+        }
     tr = required(results.translation(database, ex["id"]), "translation of a translated exchange")
     if phase == "validate":
         receive = required(assignments.assignment(database, int(a["item_id"])), "receive item of a validation")
         # the expected answer: the reference answer of the question's accepted draft, where it has one
         expected = question_drafts.reference_answers(database, sid, ex["starter_id"])
-        return {"source": st["text"], "translation": tr["text"],
-                "questions": [{"idx": q["idx"], "en": q["en"], "pt": q["pt"], "expected": expected.get(q["idx"], "")}
-                              for q in qs],
-                "answers": results.answers(database, receive["id"]),
-                "sqm": texts(study)["sqm"], "flagged_help": texts(study)["validator"]["flagged"],
-                "instruction": texts(study)["validator"]["instruction"]}
+        return {
+            "source": st["text"],
+            "translation": tr["text"],
+            "questions": [
+                {"idx": q["idx"], "en": q["en"], "pt": q["pt"], "expected": expected.get(q["idx"], "")} for q in qs
+            ],
+            "answers": results.answers(database, receive["id"]),
+            "sqm": texts(study)["sqm"],
+            "flagged_help": texts(study)["validator"]["flagged"],
+            "instruction": texts(study)["validator"]["instruction"],
+        }
     # surveys
     rec = results.recording_for_exchange(database, ex["id"])
     perspective = "first" if ex["sender_id"] == p["id"] else "third"
     survey = texts(study)["survey"]
     wording = (lambda k: survey[k]) if perspective == "first" else (lambda k: survey[f"{k}_third"])
-    content = {"stage": "baseline" if phase == "survey_baseline" else "informed",
-               "perspective": perspective,
-               "source_html": bold_key_spans(st["text"], st["key_spans"]),
-               "translation": tr["text"],
-               "recording": rec["path_original"] if rec and perspective == "first" else None,
-               "statements": {k: wording(k) for k in ("satisfaction", "trust", "reliance")},
-               "heading": wording("heading"), "instruction": wording("instruction"),
-               "likert": survey["likert"],
-               "flagged": {k: survey[k] for k in ("flagged", "flagged_accepted", "flagged_refused", "outcome_correct",
-                                                  "outcome_incorrect", "outcome_accepted", "question_label",
-                                                  "answer_label", "score_label")}}
+    content = {
+        "stage": "baseline" if phase == "survey_baseline" else "informed",
+        "perspective": perspective,
+        "source_html": bold_key_spans(st["text"], st["key_spans"]),
+        "translation": tr["text"],
+        "recording": rec["path_original"] if rec and perspective == "first" else None,
+        "statements": {k: wording(k) for k in ("satisfaction", "trust", "reliance")},
+        "heading": wording("heading"),
+        "instruction": wording("instruction"),
+        "likert": survey["likert"],
+        "flagged": {
+            k: survey[k]
+            for k in (
+                "flagged",
+                "flagged_accepted",
+                "flagged_refused",
+                "outcome_correct",
+                "outcome_incorrect",
+                "outcome_accepted",
+                "question_label",
+                "answer_label",
+                "score_label",
+            )
+        },
+    }
     if phase == "survey_informed":
         outcomes = []
         for v in results.validations_for_exchange(database, ex["id"]):
             ans = {x["idx"]: x for x in results.answers(database, v["receive_assignment_id"])}
-            outcomes.append({
-                "qa_score": v["qa_score"], "translation_score": v["translation_score"],
-                "label": sqm_label(v["translation_score"], study),
-                "answers": [{"idx": q["idx"], "en": q["en"], "answer": ans.get(q["idx"], {}).get("text", ""),
-                             "unanswerable": bool(ans.get(q["idx"], {}).get("unanswerable")),
-                             "correct": v["marks"].get(q["idx"])} for q in qs]})
+            outcomes.append(
+                {
+                    "qa_score": v["qa_score"],
+                    "translation_score": v["translation_score"],
+                    "label": sqm_label(v["translation_score"], study),
+                    "answers": [
+                        {
+                            "idx": q["idx"],
+                            "en": q["en"],
+                            "answer": ans.get(q["idx"], {}).get("text", ""),
+                            "unanswerable": bool(ans.get(q["idx"], {}).get("unanswerable")),
+                            "correct": v["marks"].get(q["idx"]),
+                        }
+                        for q in qs
+                    ],
+                }
+            )
         content["outcomes"] = outcomes
         content["sqm"] = [{"value": s["value"], "label": s["label"]} for s in texts(study)["sqm"]]
     return content
 
 
 @one_at_a_time
-def get_view(database, token: str | None, tab: str, touch: bool = True, media_dir=None,
-             limited: bool = True, lang: str | None = None) -> ItemView:
+def get_view(
+    database,
+    token: str | None,
+    tab: str,
+    touch: bool = True,
+    media_dir=None,
+    limited: bool = True,
+    lang: str | None = None,
+) -> ItemView:
     """limited=False: the view a submit returns (the submit was counted against the limit).
     lang: the language of what it says (default: the tab's page language)."""
     voice = Voice(lang or page_language(tab))
@@ -271,10 +318,18 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
         writes.add(lambda db: participants.touch(db, p["id"]))
     phases = TAB_PHASES[tab]
     stage = consent.pending_stage(database, p, study)
-    if stage:      # no item (nor anything of one) before consent and the demographics form
+    if stage:  # no item (nor anything of one) before consent and the demographics form
         counts = assignments.counts(database, p["id"], phases, INSTRUCTION_ITEMS.get(tab, ()))
-        return ItemView(tab, stage, voice(stage), counts["done"], _total(database, p, study, tab, counts),
-                        content=consent.page(study, p["role"], stage), lang=lang, labels=_labels(voice))
+        return ItemView(
+            tab,
+            stage,
+            voice(stage),
+            counts["done"],
+            _total(database, p, study, tab, counts),
+            content=consent.page(study, p["role"], stage),
+            lang=lang,
+            labels=_labels(voice),
+        )
     a = assignments.next_open(database, p["id"], phases)
     shown = False
     if a is None and touch and workflow.takes_from_pool(p, tab) and workflow.may_take(database, p, study):
@@ -290,21 +345,49 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
             if not _finished_elsewhere(database, p, study, tab):
                 # "your other tab" read as another browser tab: the page's tab is named
                 other = next((TAB_LABELS.get(t, t) for t in tabs_for(p) if t != tab), "")
-                return ItemView(tab, "complete", voice("finished_tab", tab=other), counts["done"], total,
-                                lang=lang, labels=_labels(voice))
-            if touch and not p["completed_at"]:      # the completion-code list's time (admin)
+                return ItemView(
+                    tab,
+                    "complete",
+                    voice("finished_tab", tab=other),
+                    counts["done"],
+                    total,
+                    lang=lang,
+                    labels=_labels(voice),
+                )
+            if touch and not p["completed_at"]:  # the completion-code list's time (admin)
                 writes.add(lambda db: participants.mark_completed(db, p["id"]))
-            return ItemView(tab, "complete", voice("finished"), counts["done"], total,
-                            completion_code=cfg["completion_code"], redirect_url=cfg["redirect_url"],
-                            lang=lang, labels=_labels(voice))
-        return ItemView(tab, "waiting", _waiting_message(database, p, tab, voice), counts["done"], total,
-                        lang=lang, labels=_labels(voice))
+            return ItemView(
+                tab,
+                "complete",
+                voice("finished"),
+                counts["done"],
+                total,
+                completion_code=cfg["completion_code"],
+                redirect_url=cfg["redirect_url"],
+                lang=lang,
+                labels=_labels(voice),
+            )
+        return ItemView(
+            tab,
+            "waiting",
+            _waiting_message(database, p, tab, voice),
+            counts["done"],
+            total,
+            lang=lang,
+            labels=_labels(voice),
+        )
     if a["phase"] == "da":
-
         content = da_campaign.item_content(database, study, a, media_dir or Settings.from_env().media_dir)
         if content is None:
-            return ItemView(tab, "waiting", "Your items' audio is being prepared. This page checks again "
-                            "every few seconds.", counts["done"], total, lang=lang, labels=_labels(voice))
+            return ItemView(
+                tab,
+                "waiting",
+                "Your items' audio is being prepared. This page checks again every few seconds.",
+                counts["done"],
+                total,
+                lang=lang,
+                labels=_labels(voice),
+            )
         key = "instruction_audio" if content["modality"] == "audio" else "instruction"
         content["instruction"] = texts(study)["da"][key]
     else:
@@ -312,11 +395,22 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
     if touch and not a["first_shown_at"] and not shown:
         writes.add(lambda db: assignments.mark_shown(db, a["id"]))
     ready = None
-    if workflow.takes_from_pool(p, tab):       # items come one at a time: say how many are ready now
+    if workflow.takes_from_pool(p, tab):  # items come one at a time: say how many are ready now
         more = workflow.ready_in_pool(database, p, study)
         ready = None if more is None else counts["open"] + more
-    return ItemView(tab, "item", "", counts["done"], total, a["phase"], item_key(tab, a), content,
-                    ready=ready, lang=lang, labels=_labels(voice, ready))
+    return ItemView(
+        tab,
+        "item",
+        "",
+        counts["done"],
+        total,
+        a["phase"],
+        item_key(tab, a),
+        content,
+        ready=ready,
+        lang=lang,
+        labels=_labels(voice, ready),
+    )
 
 
 def take_and_show(db, database, p: dict, study: dict, tab: str) -> dict | None:
@@ -339,7 +433,7 @@ def ready_next(db, database, p: dict, study: dict, tab: str) -> None:
         participants.touch(db, p["id"])
 
 
-TOUCH_EVERY_S = 60          # last_seen_at's resolution: a view within a minute of the last writes nothing
+TOUCH_EVERY_S = 60  # last_seen_at's resolution: a view within a minute of the last writes nothing
 
 
 def _stale(last_seen: str | None) -> bool:
@@ -355,21 +449,29 @@ def _waiting_message(database, p: dict, tab: str, voice: Voice | None = None) ->
         return (voice or Voice())("waiting")
     state = assignments.sender_recording_state(database, p["id"])
     if state["unrecorded"]:
-        return (f"Your surveys open once your messages are recorded and translated: {state['unrecorded']} "
-                "still to record on the Record tab.")
+        return (
+            f"Your surveys open once your messages are recorded and translated: {state['unrecorded']} "
+            "still to record on the Record tab."
+        )
     if state["in_review"]:
         n = state["in_review"]
         said = "1 of your recordings waits" if n == 1 else f"{n} of your recordings wait"
-        return (f"{said} for a check by the study team; {'its survey opens' if n == 1 else 'their surveys open'} "
-                "once it is done. This page checks again by itself.")
+        return (
+            f"{said} for a check by the study team; {'its survey opens' if n == 1 else 'their surveys open'} "
+            "once it is done. This page checks again by itself."
+        )
     if state["processing"]:
         n = state["processing"]
         said = "1 of your recordings is" if n == 1 else f"{n} of your recordings are"
-        return (f"{said} being checked and translated; {'its survey opens' if n == 1 else 'their surveys open'} "
-                "in a moment. This page checks again by itself.")
-    return ("Your next survey opens once the other participants have answered questions about your "
-            "translations and a bilingual validator has checked them. This can take a while: "
-            "you can come back later with the same link.")
+        return (
+            f"{said} being checked and translated; {'its survey opens' if n == 1 else 'their surveys open'} "
+            "in a moment. This page checks again by itself."
+        )
+    return (
+        "Your next survey opens once the other participants have answered questions about your "
+        "translations and a bilingual validator has checked them. This can take a while: "
+        "you can come back later with the same link."
+    )
 
 
 def _finished_elsewhere(database, p, study, tab) -> bool:
@@ -379,8 +481,9 @@ def _finished_elsewhere(database, p, study, tab) -> bool:
             continue
         phases = TAB_PHASES[other]
         counts = assignments.counts(database, p["id"], phases, INSTRUCTION_ITEMS.get(other, ()))
-        if assignments.next_open(database, p["id"], phases) is not None or \
-                counts["done"] < _total(database, p, study, other, counts):
+        if assignments.next_open(database, p["id"], phases) is not None or counts["done"] < _total(
+            database, p, study, other, counts
+        ):
             return False
     return True
 

@@ -2,6 +2,7 @@
 senders inactive past the study's limit are dropped out (services/participation/dropouts.py), then the
 workflow's repair (services/participation/workflow.refresh) adds anything an event missed (a crash between
 two writes, a database from before the work pool). Never part of a participant's request."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -27,8 +28,9 @@ def schedule_all(database) -> int:
     n = 0
     with database.write() as db:
         for s in studies.list_studies(database):
-            if "usability" in s["config"]["study"]["protocols"] and \
-                    not jobs.pending_with_key_prefix(database, _key(s["id"])):
+            if "usability" in s["config"]["study"]["protocols"] and not jobs.pending_with_key_prefix(
+                database, _key(s["id"])
+            ):
                 n += schedule(db, s["id"]) is not None
     return n
 

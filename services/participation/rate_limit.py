@@ -10,6 +10,7 @@ per token, default 20; 0 turns it off; the burst is twice the rate): configure()
 calls the services in-process (the command line, the benchmarks, the tests) is not limited
 unless it configures a rate itself.
 """
+
 from __future__ import annotations
 
 import threading
@@ -18,14 +19,14 @@ import time
 ENV = "TRADLAB_RATE_LIMIT"
 DEFAULT_PER_SECOND = 20.0
 MESSAGE = "Too many requests from this link: please slow down and try again in a moment."
-MAX_BUCKETS = 100_000          # forget idle tokens beyond this many (memory stays bounded)
+MAX_BUCKETS = 100_000  # forget idle tokens beyond this many (memory stays bounded)
 
 
 class TokenBuckets:
     def __init__(self, rate: float | None = None, burst: float | None = None, clock=time.monotonic):
         self.rate, self.burst, self.clock = rate, burst, clock
         self._lock = threading.Lock()
-        self._buckets: dict[str, tuple[float, float]] = {}     # token -> (tokens left, last time)
+        self._buckets: dict[str, tuple[float, float]] = {}  # token -> (tokens left, last time)
 
     def allow(self, key: str) -> bool:
         rate = self.rate

@@ -9,6 +9,7 @@ benchmarks/usability/study_sim.py --http). One at a time, each runs through in i
 couple of milliseconds; the waiting is in a FIFO line instead of a scramble, so the slowest
 participant waits about as long as the median one.
 """
+
 from __future__ import annotations
 
 import collections
@@ -22,7 +23,7 @@ class FairLock:
 
     def __init__(self):
         self._mutex = threading.Lock()
-        self._line: collections.deque = collections.deque()     # (thread id, its gate), in order
+        self._line: collections.deque = collections.deque()  # (thread id, its gate), in order
         self._owner: int | None = None
         self._depth = 0
 
@@ -38,7 +39,7 @@ class FairLock:
             gate = threading.Lock()
             gate.acquire()
             self._line.append((me, gate))
-        gate.acquire()          # the owner before us opens it, having made us the owner
+        gate.acquire()  # the owner before us opens it, having made us the owner
         return self
 
     def __exit__(self, *exc):
@@ -60,8 +61,10 @@ ACTIONS = FairLock()
 
 def one_at_a_time(fn):
     """Run fn under ACTIONS (a participant action that calls another holds it once)."""
+
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
         with ACTIONS:
             return fn(*args, **kwargs)
+
     return wrapped

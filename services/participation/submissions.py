@@ -5,6 +5,7 @@ was already submitted (a double click or a reconnect writes nothing twice), and 
 validates the payload for the item's phase and stores it with the assignment's timing in
 one transaction, with the downstream work it opens for that exchange (services/participation/workflow.py).
 What it says back (the notice, a refusal) is in the page's language (services/study/texts.py)."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -33,14 +34,15 @@ from services.usability.audio_intake import IntakeError, store_recording
 from storage import assignments, jobs, participants, results, studies
 from storage.db import now, required
 
-MAX_TEXT = 2000            # characters in one free-text answer
-IDLE_CLAMP_S = 600.0       # time on an item beyond this counts as idle
+MAX_TEXT = 2000  # characters in one free-text answer
+IDLE_CLAMP_S = 600.0  # time on an item beyond this counts as idle
 
 
 class SubmissionError(ValueError):
     """The answer cannot be saved as it is; the message names what to fix. `fields`: the form
     fields it refuses, each with what is wrong with it (the page marks each in place), e.g.
     {"answer-3": ..., "mark-2": ..., "score": ...}: the field names of the item forms."""
+
     fields: dict = {}
 
 
@@ -49,13 +51,16 @@ def _refuse_all(parts: list, fields: dict) -> None:
     {form field: its problem}; each an exception (a refusal() with its key, reworded for the
     page) or words. Nothing is raised when there is no problem."""
     if parts:
-        raise refusals(SubmissionError, [p if isinstance(p, Exception) else SubmissionError(p) for p in parts],
-                       {f: p if isinstance(p, Exception) else SubmissionError(p) for f, p in fields.items()})
+        raise refusals(
+            SubmissionError,
+            [p if isinstance(p, Exception) else SubmissionError(p) for p in parts],
+            {f: p if isinstance(p, Exception) else SubmissionError(p) for f, p in fields.items()},
+        )
 
 
 @dataclass
 class SubmitResult:
-    saved: bool              # False when the item had been saved before (nothing written)
+    saved: bool  # False when the item had been saved before (nothing written)
     message: str
     stored: dict = field(default_factory=dict)
     next: ItemView | None = None
@@ -64,7 +69,7 @@ class SubmitResult:
 def _number(value, name, lo, hi, untouched_msg):
     if value is None or (isinstance(value, str) and not value.strip()):
         raise untouched_msg if isinstance(untouched_msg, SubmissionError) else SubmissionError(untouched_msg)
-    if isinstance(value, bool):          # JSON true is not a score of 1
+    if isinstance(value, bool):  # JSON true is not a score of 1
         raise SubmissionError(f"{name} must be a number.")
     try:
         x = float(value)
@@ -113,22 +118,23 @@ def _validate_receive(database, a, payload) -> dict:
         i = q["idx"]
         g = given.get(i, {})
         text, flag = g.get("text"), g.get("unanswerable")
-        if not isinstance(text, (str, type(None))):    # a form field is text: no list, no number
+        if not isinstance(text, (str, type(None))):  # a form field is text: no list, no number
             parts.append(fields.setdefault(f"answer-{i}", refusal(SubmissionError, "answer_not_text", idx=i)))
             continue
         text = (text or "").strip()
-        if flag not in (None, False, True):     # a checkbox sends a boolean: "false" must not count as ticked
+        if flag not in (None, False, True):  # a checkbox sends a boolean: "false" must not count as ticked
             parts.append(fields.setdefault(f"flag-{i}", refusal(SubmissionError, "flag_not_boolean", idx=i)))
             continue
         flag = bool(flag)
         if len(text) > MAX_TEXT:
-            parts.append(fields.setdefault(f"answer-{i}", refusal(SubmissionError, "answer_too_long", idx=i,
-                                                                  limit=MAX_TEXT)))
+            parts.append(
+                fields.setdefault(f"answer-{i}", refusal(SubmissionError, "answer_too_long", idx=i, limit=MAX_TEXT))
+            )
         elif not text and not flag:
             missing.append(i)
             fields[f"answer-{i}"] = refusal(SubmissionError, "answer_missing_here")
         clean.append({"idx": i, "text": text, "unanswerable": flag})
-    if missing:     # one sentence for every unanswered question, first
+    if missing:  # one sentence for every unanswered question, first
         parts.insert(0, refusal(SubmissionError, "answers_missing", missing=", ".join(map(str, missing))))
     _refuse_all(parts, fields)
     return {"answers": clean}
@@ -136,8 +142,9 @@ def _validate_receive(database, a, payload) -> dict:
 
 def _validate_validate(database, a, payload) -> dict:
     parts, fields = [], {}
-    score, problem = _checked_value(_number, payload.get("score"), "The translation score", 0, 100,
-                                    refusal(SubmissionError, "score_missing"))
+    score, problem = _checked_value(
+        _number, payload.get("score"), "The translation score", 0, 100, refusal(SubmissionError, "score_missing")
+    )
     if problem:
         parts.append(problem)
         fields["score"] = problem
@@ -162,8 +169,7 @@ def _validate_validate(database, a, payload) -> dict:
         else:
             parts.append(fields.setdefault(f"mark-{i}", f"The mark of answer {i} must be correct or incorrect."))
     if missing:
-        parts.append("Please mark every answer as correct or incorrect "
-                     f"(missing: {', '.join(map(str, missing))}).")
+        parts.append(f"Please mark every answer as correct or incorrect (missing: {', '.join(map(str, missing))}).")
     _refuse_all(parts, fields)
     qa = sum(marks.values()) / len(marks) if marks else 0.0
     return {"score": score, "marks": marks, "qa_score": qa, "receive_assignment_id": receive["id"]}
@@ -190,13 +196,14 @@ def _validate_survey(database, a, payload) -> dict:
 
 
 def _validate_da(database, a, payload) -> dict:
-    score, problem = _checked_value(_number, payload.get("score"), "The score", 0, 100,
-                                    refusal(SubmissionError, "score_missing"))
+    score, problem = _checked_value(
+        _number, payload.get("score"), "The score", 0, 100, refusal(SubmissionError, "score_missing")
+    )
     _refuse_all([problem] if problem else [], {"score": problem} if problem else {})
     return {"score": score}
 
 
-SD_FIELD = "pair:"          # the form field of a scale: "pair:<slot>" (tabs/sd.py)
+SD_FIELD = "pair:"  # the form field of a scale: "pair:<slot>" (tabs/sd.py)
 
 
 def _validate_sd(database, a, payload) -> dict:
@@ -226,8 +233,14 @@ def _validate_sd(database, a, payload) -> dict:
             continue
         # position 1 is nearest the left adjective; canonical +3 is the positive adjective
         value = (4 - pos) if entry["positive_left"] else (pos - 4)
-        out.append({"pair_id": entry["pair_id"], "value": value, "positive_left": entry["positive_left"],
-                    "is_repeat": bool(entry.get("repeat"))})
+        out.append(
+            {
+                "pair_id": entry["pair_id"],
+                "value": value,
+                "positive_left": entry["positive_left"],
+                "is_repeat": bool(entry.get("repeat")),
+            }
+        )
     if missing:
         parts.insert(0, f"Please answer every scale (missing: {', '.join(map(str, missing))}).")
     suggestion = str(payload.get("suggestion") or "").strip()
@@ -267,8 +280,12 @@ def _out_of_order(tab: str) -> SubmissionError:
 def _already_saved(database, a: dict, token, tab: str, media_dir, voice: Voice) -> SubmitResult:
     """A double click or a reconnect: nothing is written, the saved state comes back."""
     words = "" if a["item_id"] in INSTRUCTION_ITEMS.get(tab, ()) else voice("already_saved")
-    return SubmitResult(False, words, _stored(database, a),
-                        get_view(database, token, tab, media_dir=media_dir, limited=False, lang=voice.lang))
+    return SubmitResult(
+        False,
+        words,
+        _stored(database, a),
+        get_view(database, token, tab, media_dir=media_dir, limited=False, lang=voice.lang),
+    )
 
 
 def _refuse_in_write(database, p: dict, a: dict, fresh: dict | None, tab: str) -> None:
@@ -285,8 +302,16 @@ def _refuse_in_write(database, p: dict, a: dict, fresh: dict | None, tab: str) -
         raise _out_of_order(tab)
 
 
-def submit(database, token: str | None, tab: str, item_id, payload: dict, media_dir=None,
-           actor: str | None = None, lang: str | None = None) -> SubmitResult:
+def submit(
+    database,
+    token: str | None,
+    tab: str,
+    item_id,
+    payload: dict,
+    media_dir=None,
+    actor: str | None = None,
+    lang: str | None = None,
+) -> SubmitResult:
     """lang: the language of the notice and of a refusal (default: the tab's page language).
     The checks and the save run in the line of participant actions (services/participation/
     serial.py); a recording is decoded between the two, outside it, so that a long recording
@@ -304,9 +329,14 @@ def submit(database, token: str | None, tab: str, item_id, payload: dict, media_
             try:
                 ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
                 starter = required(studies.starter(database, study["id"], ex["starter_id"]), "starter of an exchange")
-                data = {"audio": store_recording(payload.get("audio") or "", media_dir,
-                                                 study["config"]["usability"]["max_recording_seconds"],
-                                                 starter["text"])}
+                data = {
+                    "audio": store_recording(
+                        payload.get("audio") or "",
+                        media_dir,
+                        study["config"]["usability"]["max_recording_seconds"],
+                        starter["text"],
+                    )
+                }
             except IntakeError as e:
                 raise SubmissionError(str(e)) from e
         with ACTIONS:
@@ -335,7 +365,7 @@ def _checked(database, token, tab, item_id, media_dir, voice: Voice):
     if a["status"] == "done":
         return _already_saved(database, a, token, tab, media_dir, voice)
     nxt = assignments.next_open(database, p["id"], TAB_PHASES[tab])
-    if nxt is None or nxt["id"] != a["id"]:       # checked again inside the write
+    if nxt is None or nxt["id"] != a["id"]:  # checked again inside the write
         # a concurrent double submit saved it
         if required(assignments.assignment(database, a["id"]), "assignment")["status"] == "done":
             return _already_saved(database, a, token, tab, media_dir, voice)
@@ -343,8 +373,19 @@ def _checked(database, token, tab, item_id, media_dir, voice: Voice):
     return p, study, a
 
 
-def _save(database, token, tab, p: dict, study: dict, a: dict, payload: dict, data: dict | None, media_dir,
-          actor, voice: Voice) -> SubmitResult:
+def _save(
+    database,
+    token,
+    tab,
+    p: dict,
+    study: dict,
+    a: dict,
+    payload: dict,
+    data: dict | None,
+    media_dir,
+    actor,
+    voice: Voice,
+) -> SubmitResult:
     """The answer's own checks and its write (data: the stored recording of a record item)."""
     phase = a["phase"]
     if phase != "record":
@@ -353,9 +394,14 @@ def _save(database, token, tab, p: dict, study: dict, a: dict, payload: dict, da
                 da_campaign.check_judgment(database, study, a, media_dir)
             except da_campaign.DAError as e:
                 raise SubmissionError(str(e)) from e
-        data = {"receive": _validate_receive, "validate": _validate_validate,
-                "survey_baseline": _validate_survey, "survey_informed": _validate_survey,
-                "da": _validate_da, "sd": _validate_sd}[phase](database, a, payload)
+        data = {
+            "receive": _validate_receive,
+            "validate": _validate_validate,
+            "survey_baseline": _validate_survey,
+            "survey_informed": _validate_survey,
+            "da": _validate_da,
+            "sd": _validate_sd,
+        }[phase](database, a, payload)
     assert data is not None, "a record item's data is the stored recording submit() passes"
     with database.write() as db:
         fresh = assignments.assignment(database, a["id"])
@@ -364,37 +410,59 @@ def _save(database, token, tab, p: dict, study: dict, a: dict, payload: dict, da
         _refuse_in_write(database, p, a, fresh, tab)
         if phase == "record":
             au = data["audio"]
-            rid = results.insert_recording(db, a["id"], a["exchange_id"], au.sha256, au.path_original,
-                                           au.path_16k, au.duration_s)
-            jobs.enqueue(db, "process_recording", {"recording_id": rid, "exchange_id": a["exchange_id"]},
-                         dedupe_key=f"process_recording:{rid}")
+            rid = results.insert_recording(
+                db, a["id"], a["exchange_id"], au.sha256, au.path_original, au.path_16k, au.duration_s
+            )
+            jobs.enqueue(
+                db,
+                "process_recording",
+                {"recording_id": rid, "exchange_id": a["exchange_id"]},
+                dedupe_key=f"process_recording:{rid}",
+            )
         elif phase == "receive":
             results.insert_answers(db, a["id"], a["exchange_id"], data["answers"])
         elif phase == "validate":
-            results.insert_validation(db, a["id"], data["receive_assignment_id"], a["exchange_id"],
-                                      data["score"], data["qa_score"], data["marks"])
+            results.insert_validation(
+                db,
+                a["id"],
+                data["receive_assignment_id"],
+                a["exchange_id"],
+                data["score"],
+                data["qa_score"],
+                data["marks"],
+            )
         elif phase.startswith("survey"):
             ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
             perspective = "first" if ex["sender_id"] == p["id"] else "third"
-            results.insert_survey(db, a["id"], a["exchange_id"], phase.split("_")[1], perspective,
-                                  data["satisfaction"], data["trust"], data["reliance"])
+            results.insert_survey(
+                db,
+                a["id"],
+                a["exchange_id"],
+                phase.split("_")[1],
+                perspective,
+                data["satisfaction"],
+                data["trust"],
+                data["reliance"],
+            )
         elif phase == "da":
             it = required(studies.da_hit_item(database, int(a["item_id"])), "HIT item of a DA assignment")
-            results.insert_da_judgment(db, a["id"], it["segment_row"], data["score"], it["id"],
-                                       a["meta"]["modality"])
+            results.insert_da_judgment(db, a["id"], it["segment_row"], data["score"], it["id"], a["meta"]["modality"])
         elif "suitability" in data:
             results.insert_sd_suitability(db, a["id"], data["suitability"], data["suggestion"])
         else:
             results.insert_sd_ratings(db, a["id"], data["ratings"])
         assignments.mark_done(db, a["id"], _active_seconds(a))
-        if phase == "da":      # the rater's last item: their HIT is judged, and rerun if it failed
+        if phase == "da":  # the rater's last item: their HIT is judged, and rerun if it failed
             da_campaign.hit_completed(db, database, study, a)
-        database.log(actor or f"participant:{p['id']}", "submit", phase, a["id"],
-                     {"item": a["item_id"], "at": now()})
-        if tab in WORKFLOW_TABS:     # a DA or SD answer opens no downstream work
+        database.log(actor or f"participant:{p['id']}", "submit", phase, a["id"], {"item": a["item_id"], "at": now()})
+        if tab in WORKFLOW_TABS:  # a DA or SD answer opens no downstream work
             workflow.after_submit(db, database, study, a)
             ready_next(db, database, p, study, tab)
     # an instruction page (the SD welcome and example) saves no answer, so it says no "Saved."
     words = "" if a["item_id"] in INSTRUCTION_ITEMS.get(tab, ()) else voice("saved")
-    return SubmitResult(True, words, _stored(database, assignments.assignment(database, a["id"])),
-                        get_view(database, token, tab, media_dir=media_dir, limited=False, lang=voice.lang))
+    return SubmitResult(
+        True,
+        words,
+        _stored(database, assignments.assignment(database, a["id"])),
+        get_view(database, token, tab, media_dir=media_dir, limited=False, lang=voice.lang),
+    )

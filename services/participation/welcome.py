@@ -6,6 +6,7 @@ role = minutes), else an estimate: the role's items times SECONDS_PER_ITEM, roun
 minutes. Only paper 002 gives a time (about 10 minutes for the semantic differential, its
 `sd.expected_seconds`); the other seconds per item are this project's estimates: a study that
 measured its own pilot sets expected_minutes."""
+
 from __future__ import annotations
 
 import math
@@ -26,10 +27,14 @@ def items_of(study: dict, role: str) -> int:
     """The items a role's participant answers, by the study's settings."""
     cfg = study["config"]
     us, da = cfg.get("usability") or {}, cfg.get("da") or {}
-    return {"sender": us.get("items_per_sender", 0), "receiver": us.get("items_per_receiver", 0),
-            "validator": us.get("items_per_validator", 0), "rater": us.get("items_per_sender", 0),
-            "da": da.get("hit_size", 0),
-            "sd": (cfg.get("sd") or {}).get("sentences_per_participant", 0)}.get(role, 0)
+    return {
+        "sender": us.get("items_per_sender", 0),
+        "receiver": us.get("items_per_receiver", 0),
+        "validator": us.get("items_per_validator", 0),
+        "rater": us.get("items_per_sender", 0),
+        "da": da.get("hit_size", 0),
+        "sd": (cfg.get("sd") or {}).get("sentences_per_participant", 0),
+    }.get(role, 0)
 
 
 def expected_minutes(study: dict, role: str) -> int:
@@ -43,8 +48,7 @@ def expected_minutes(study: dict, role: str) -> int:
 
 def welcome(study: dict, role: str, lang: str) -> str:
     """The role's welcome in the page's language (assets/texts/<language>.toml welcome_<role>)."""
-    return Voice(lang, study)(f"welcome_{role}", items=items_of(study, role),
-                              minutes=expected_minutes(study, role))
+    return Voice(lang, study)(f"welcome_{role}", items=items_of(study, role), minutes=expected_minutes(study, role))
 
 
 def page_welcome(database, participant: dict, lang: str) -> str:
@@ -53,5 +57,8 @@ def page_welcome(database, participant: dict, lang: str) -> str:
     phases = tuple(ph for tab in ROLE_TABS[participant["role"]] for ph in TAB_PHASES[tab])
     if assignments.counts(database, participant["id"], phases)["done"]:
         return ""
-    return welcome(required(studies.get_study(database, participant["study_id"]), "study of a participant"),
-                   participant["role"], lang)
+    return welcome(
+        required(studies.get_study(database, participant["study_id"]), "study of a participant"),
+        participant["role"],
+        lang,
+    )

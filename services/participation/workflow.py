@@ -22,6 +22,7 @@ refresh(study) is the repair, not part of any request: it walks the study in chu
 its own short write, so others get a turn) and adds what the events would have added. The
 worker runs it periodically (services/participation/maintenance.py) and the admin tab on demand.
 """
+
 from __future__ import annotations
 
 from services.common.seeded import order_key, seeded_rng
@@ -31,10 +32,9 @@ from storage.db import required
 # the pooled phase a role takes work from, and the study setting that caps it per person
 POOL_OF_ROLE = {"receiver": "receive", "validator": "validate", "rater": "survey_baseline"}
 TAB_OF_ROLE = {"receiver": "receiver", "validator": "validator", "rater": "survey"}
-CAPACITY = {"receive": "items_per_receiver", "validate": "items_per_validator",
-            "survey_baseline": "items_per_rater"}
-SCAN = 16                  # candidates looked at per stratum before trying the next one
-REPAIR_CHUNK = 200         # exchanges per write transaction of the repair
+CAPACITY = {"receive": "items_per_receiver", "validate": "items_per_validator", "survey_baseline": "items_per_rater"}
+SCAN = 16  # candidates looked at per stratum before trying the next one
+REPAIR_CHUNK = 200  # exchanges per write transaction of the repair
 
 
 def capacity(us: dict, phase: str) -> int:
@@ -90,11 +90,15 @@ def _rater_holders(database, ex: dict) -> int:
     """Third persons who hold the exchange's surveys: active ones, and gone ones who finished
     both (one gone between the two leaves the exchange to another rater)."""
     informed = {h["participant_id"] for h in pool.survey_holders(database, ex["id"], "survey_informed", "done")}
-    return sum(1 for h in pool.survey_holders(database, ex["id"], "survey_baseline")
-               if h["participant_id"] != ex["sender_id"] and (h["active"] or h["participant_id"] in informed))
+    return sum(
+        1
+        for h in pool.survey_holders(database, ex["id"], "survey_baseline")
+        if h["participant_id"] != ex["sender_id"] and (h["active"] or h["participant_id"] in informed)
+    )
 
 
 # -- events ------------------------------------------------------------------------------------
+
 
 def exchange_ready(database, exchange_id: int) -> int:
     """After a translation, a QC result or a review: opens what the exchange now allows.
@@ -133,14 +137,19 @@ def _open_exchange(db, database, study: dict, ex: dict) -> int:
         need = max(0, us["redundancy"] - pool.holder_count(database, sid, "receive", eid))
         row = pool.entry(database, sid, "receive", eid)
         if row is None:
-            added += pool.offer(db, sid, "receive", eid, eid, where, _sender_identity(ex), need,
-                                order_key(seed, "receive", eid))
-        elif row["need"] != need:        # e.g. its questions were withdrawn, then accepted again
+            added += pool.offer(
+                db, sid, "receive", eid, eid, where, _sender_identity(ex), need, order_key(seed, "receive", eid)
+            )
+        elif row["need"] != need:  # e.g. its questions were withdrawn, then accepted again
             pool.set_need(db, sid, "receive", eid, need)
             added += 1
     if ex["sender_id"] and not ex["dropped_out_at"]:
-        added += assignments.insert_assignment(db, sid, ex["sender_id"], "survey_baseline", eid,
-                                         order_key(seed, ex["sender_id"], eid), exchange_id=eid) is not None
+        added += (
+            assignments.insert_assignment(
+                db, sid, ex["sender_id"], "survey_baseline", eid, order_key(seed, ex["sender_id"], eid), exchange_id=eid
+            )
+            is not None
+        )
     elif _needs_rater(database, ex):
         added += _offer_rater(db, database, study, ex)
     return added
@@ -153,8 +162,19 @@ def _offer_rater(db, database, study: dict, ex: dict) -> int:
     need = max(0, 1 - _rater_holders(database, ex))
     row = pool.entry(database, sid, "survey_baseline", eid)
     if row is None:
-        return int(pool.offer(db, sid, "survey_baseline", eid, eid, stratum(ex["grp"], ex["system_id"]),
-                              _sender_identity(ex), need, order_key(_seed(study), "survey", eid)))
+        return int(
+            pool.offer(
+                db,
+                sid,
+                "survey_baseline",
+                eid,
+                eid,
+                stratum(ex["grp"], ex["system_id"]),
+                _sender_identity(ex),
+                need,
+                order_key(_seed(study), "survey", eid),
+            )
+        )
     if row["need"] != need:
         pool.set_need(db, sid, "survey_baseline", eid, need)
         return 1
@@ -197,8 +217,19 @@ def _offer_validation(db, database, study: dict, receive_id: int) -> int:
     ex = required(pool.exchange_state(database, r["exchange_id"]), "exchange of a receive item")
     producers = _sender_identity(ex) | set(participants.identities(database, [r["receiver_id"]])[r["receiver_id"]])
     need = study["config"]["usability"]["redundancy"] - pool.holder_count(database, study["id"], "validate", r["id"])
-    return int(pool.offer(db, study["id"], "validate", r["id"], ex["id"], stratum(ex["grp"], ex["system_id"]),
-                          producers, need, order_key(_seed(study), "validate", r["id"])))
+    return int(
+        pool.offer(
+            db,
+            study["id"],
+            "validate",
+            r["id"],
+            ex["id"],
+            stratum(ex["grp"], ex["system_id"]),
+            producers,
+            need,
+            order_key(_seed(study), "validate", r["id"]),
+        )
+    )
 
 
 def _open_informed(db, database, study: dict, exchange_id: int, only: int | None = None) -> int:
@@ -212,13 +243,23 @@ def _open_informed(db, database, study: dict, exchange_id: int, only: int | None
         # keeps theirs, for when they are reactivated)
         if h["dropped_out_at"] or (not h["active"] and h["role"] != "sender"):
             continue
-        added += assignments.insert_assignment(db, study["id"], h["participant_id"], "survey_informed", exchange_id,
-                                         order_key(_seed(study), h["participant_id"], exchange_id),
-                                         exchange_id=exchange_id) is not None
+        added += (
+            assignments.insert_assignment(
+                db,
+                study["id"],
+                h["participant_id"],
+                "survey_informed",
+                exchange_id,
+                order_key(_seed(study), h["participant_id"], exchange_id),
+                exchange_id=exchange_id,
+            )
+            is not None
+        )
     return added
 
 
 # -- a participant takes work --------------------------------------------------------------------
+
 
 def _strata(database, study: dict) -> list[str]:
     groups = [*study["config"]["study"]["groups"], ""]
@@ -259,8 +300,16 @@ def ready_in_pool(database, p: dict, study: dict) -> int | None:
     if room <= 0:
         return 0
     mine = participants.identities(database, [p["id"]])[p["id"]]
-    return pool.takeable(database, study["id"], phase, p["id"], mine, room, scan=room + load + SCAN,
-                         distinct_starters=distinct_starters(study, phase))
+    return pool.takeable(
+        database,
+        study["id"],
+        phase,
+        p["id"],
+        mine,
+        room,
+        scan=room + load + SCAN,
+        distinct_starters=distinct_starters(study, phase),
+    )
 
 
 def next_item(db, database, p: dict, study: dict) -> dict | None:
@@ -281,13 +330,27 @@ def next_item(db, database, p: dict, study: dict) -> dict | None:
     other_group = (lambda s: s.split("|")[0] != p["grp"]) if p["role"] == "rater" and p["grp"] else (lambda s: False)
     mine = participants.identities(database, [pid])[pid]
     for s in sorted(available, key=lambda s: (other_group(s), held.get(s, 0), jitter[s])):
-        for c in pool.candidates(database, sid, phase, s, SCAN, pid,     # none they held or had
-                                 distinct_starters=distinct_starters(study, phase)):
+        for c in pool.candidates(
+            database,
+            sid,
+            phase,
+            s,
+            SCAN,
+            pid,  # none they held or had
+            distinct_starters=distinct_starters(study, phase),
+        ):
             if c["producers"] & mine:
                 continue
             if pool.take(db, sid, phase, c["item_id"]):
-                aid = assignments.insert_assignment(db, sid, pid, phase, c["item_id"],
-                                              order_key(_seed(study), pid, c["item_id"]), exchange_id=c["exchange_id"])
+                aid = assignments.insert_assignment(
+                    db,
+                    sid,
+                    pid,
+                    phase,
+                    c["item_id"],
+                    order_key(_seed(study), pid, c["item_id"]),
+                    exchange_id=c["exchange_id"],
+                )
                 # None: they already had it (the candidates leave those out)
                 return None if aid is None else assignments.assignment(database, aid)
     return None
@@ -300,11 +363,21 @@ def release(db, database, a: dict) -> bool:
 
 # -- a sender design cell's withdrawn recordings --------------------------------------------------
 
+
 def orphan_recording(db, database, study: dict, leaving: dict, exchange: dict) -> None:
     """A recording item withdrawn from a sender that no other sender of their cell can take
     now: it waits for the next sender who enrols in that cell (adopt_cell_orphans)."""
-    pool.offer(db, study["id"], "record", exchange["id"], exchange["id"], cell(leaving["grp"], leaving["gender"]),
-               [], 1, order_key(_seed(study), "record", exchange["id"]))
+    pool.offer(
+        db,
+        study["id"],
+        "record",
+        exchange["id"],
+        exchange["id"],
+        cell(leaving["grp"], leaving["gender"]),
+        [],
+        1,
+        order_key(_seed(study), "record", exchange["id"]),
+    )
 
 
 def adopt_cell_orphans(db, database, study: dict, sender_id: int, group, gender) -> list[int]:
@@ -312,18 +385,21 @@ def adopt_cell_orphans(db, database, study: dict, sender_id: int, group, gender)
     already theirs), so the cell's design stays complete. Returns the new exchanges."""
     sid, made = study["id"], []
     for o in pool.cell_orphans(database, sid, cell(group, gender)):
-        if (o["starter_id"] in assignments.sender_starters(database, sender_id)
-                or not pool.take(db, sid, "record", o["item_id"])):
+        if o["starter_id"] in assignments.sender_starters(database, sender_id) or not pool.take(
+            db, sid, "record", o["item_id"]
+        ):
             continue
         eid = assignments.insert_exchange(db, sid, o["starter_id"], o["system_id"], sender_id)
-        assignments.insert_assignment(db, sid, sender_id, "record", eid, order_key(_seed(study), sender_id, eid),
-                                exchange_id=eid)
+        assignments.insert_assignment(
+            db, sid, sender_id, "record", eid, order_key(_seed(study), sender_id, eid), exchange_id=eid
+        )
         database.log("workflow", "adopt", "exchanges", o["exchange_id"], {"new_exchange": eid, "to": sender_id})
         made.append(eid)
     return made
 
 
 # -- the repair ------------------------------------------------------------------------------
+
 
 def refresh(database, study_id: str) -> int:
     """Adds whatever the events should have opened and puts each pooled item's places right;

@@ -72,6 +72,7 @@ receives the PAIRS ``context`` column as its contexts, with context mode "none".
 
 Pure functions; statistics from scipy/numpy/pandas, figures from plotly.
 """
+
 from __future__ import annotations
 
 import math
@@ -99,18 +100,52 @@ GOLD = ("F", "M")
 CONFIDENCE = 0.95
 N_RESAMPLES = 1000
 SEED = 0
-DEFAULT_UNIT_THRESHOLD = 0.8     # the paper's CometKiwi filtering threshold (figure 3)
-MEAN = "mean"                    # the paper's "mean results across languages" rows (Tables 1, 4)
-POOLED = "pooled"                # every language's instances pooled into one sample (not in the paper)
-ALL = MEAN                       # the aggregate row the summaries lead with
+DEFAULT_UNIT_THRESHOLD = 0.8  # the paper's CometKiwi filtering threshold (figure 3)
+MEAN = "mean"  # the paper's "mean results across languages" rows (Tables 1, 4)
+POOLED = "pooled"  # every language's instances pooled into one sample (not in the paper)
+ALL = MEAN  # the aggregate row the summaries lead with
 AGGREGATES = {MEAN: "mean across languages", POOLED: "pooled instances"}
-SOURCE_LANG = "en"               # MT-GenEval, GATE and GeNTE sources are English
+SOURCE_LANG = "en"  # MT-GenEval, GATE and GeNTE sources are English
 
-RATIO_COLUMNS_TEMPLATE = ["lang", "contrast", "source_gender", "n", "n_missing", "n_dropped", "mean_{a}", "mean_{b}",
-                          "mean_ratio", "sd_ratio", "ci_low", "ci_high", "t", "p_value", "aggregate"]
-ERROR_COLUMNS = ["lang", "n", "n_f", "n_m", "n_missing", "errors_f", "errors_m", "er", "er_f", "er_m", "phi",
-                 "phi_ci_low", "phi_ci_high", "phi_ci_note", "ties", "tie_rate", "phi_p_value", "phi_test",
-                 "phi_p_greater", "aggregate"]
+RATIO_COLUMNS_TEMPLATE = [
+    "lang",
+    "contrast",
+    "source_gender",
+    "n",
+    "n_missing",
+    "n_dropped",
+    "mean_{a}",
+    "mean_{b}",
+    "mean_ratio",
+    "sd_ratio",
+    "ci_low",
+    "ci_high",
+    "t",
+    "p_value",
+    "aggregate",
+]
+ERROR_COLUMNS = [
+    "lang",
+    "n",
+    "n_f",
+    "n_m",
+    "n_missing",
+    "errors_f",
+    "errors_m",
+    "er",
+    "er_f",
+    "er_m",
+    "phi",
+    "phi_ci_low",
+    "phi_ci_high",
+    "phi_ci_note",
+    "ties",
+    "tie_rate",
+    "phi_p_value",
+    "phi_test",
+    "phi_p_greater",
+    "aggregate",
+]
 
 
 class QEInputError(InputError):
@@ -119,6 +154,7 @@ class QEInputError(InputError):
 
 # ---------------------------------------------------------------------------------------------
 # input
+
 
 def contrast_of(frame: pd.DataFrame) -> str:
     """'F/M' or 'N/G' from a frame's hypothesis columns."""
@@ -145,13 +181,22 @@ def _normalise(df: pd.DataFrame, source: str) -> pd.DataFrame:
     cols = list(df.columns)
     missing = [c for c in BASE if c not in cols]
     if missing:
-        raise QEInputError(source, 1, missing[0], f"missing column (required: {', '.join(BASE)}, and hyp_f + hyp_m "
-                                                  f"or hyp_n + hyp_g; missing: {', '.join(missing)})")
+        raise QEInputError(
+            source,
+            1,
+            missing[0],
+            f"missing column (required: {', '.join(BASE)}, and hyp_f + hyp_m "
+            f"or hyp_n + hyp_g; missing: {', '.join(missing)})",
+        )
     present = {name: [f"hyp_{x}" for x in forms if f"hyp_{x}" in cols] for name, forms in CONTRASTS.items()}
     if present["F/M"] and present["N/G"]:
-        raise QEInputError(source, 1, present["N/G"][0],
-                           "both contrasts mixed: a PAIRS file holds either hyp_f + hyp_m (feminine/masculine) or "
-                           "hyp_n + hyp_g (neutral/gendered), not both")
+        raise QEInputError(
+            source,
+            1,
+            present["N/G"][0],
+            "both contrasts mixed: a PAIRS file holds either hyp_f + hyp_m (feminine/masculine) or "
+            "hyp_n + hyp_g (neutral/gendered), not both",
+        )
     if not present["F/M"] and not present["N/G"]:
         raise QEInputError(source, 1, "hyp_f", "missing column (the hypotheses: hyp_f + hyp_m, or hyp_n + hyp_g)")
     contrast = "F/M" if present["F/M"] else "N/G"
@@ -162,15 +207,24 @@ def _normalise(df: pd.DataFrame, source: str) -> pd.DataFrame:
     other = [x for x in CONTRASTS["N/G" if contrast == "F/M" else "F/M"]]
     wrong_scores = [f"score_{x}" for x in other if f"score_{x}" in cols]
     if wrong_scores:
-        raise QEInputError(source, 1, wrong_scores[0],
-                           f"both contrasts mixed: {wrong_scores[0]} with hyp_{a}/hyp_{b} (scores of contrast "
-                           f"{contrast} are score_{a} and score_{b})")
+        raise QEInputError(
+            source,
+            1,
+            wrong_scores[0],
+            f"both contrasts mixed: {wrong_scores[0]} with hyp_{a}/hyp_{b} (scores of contrast "
+            f"{contrast} are score_{a} and score_{b})",
+        )
     score_cols = [f"score_{x}" for x in (a, b)]
     given = [c for c in score_cols if c in cols]
     if len(given) == 1:
         lacking = [c for c in score_cols if c not in given][0]
-        raise QEInputError(source, 1, lacking, f"missing column: precomputed scores need both {score_cols[0]} and "
-                                               f"{score_cols[1]} (or neither, to run a metric)")
+        raise QEInputError(
+            source,
+            1,
+            lacking,
+            f"missing column: precomputed scores need both {score_cols[0]} and "
+            f"{score_cols[1]} (or neither, to run a metric)",
+        )
 
     df = df.reset_index(drop=True)
     out = pd.DataFrame(index=df.index)
@@ -186,11 +240,19 @@ def _normalise(df: pd.DataFrame, source: str) -> pd.DataFrame:
     if "gold" in cols:
         gold = _cells(df["gold"]).str.upper()
         if (gold != "").any():
-            problems.flag("gold", (gold != "") & ~gold.isin(GOLD),
-                          lambda pos: f"gold {str(df['gold'].iloc[pos]).strip()!r} is not F or M")
-            problems.flag("gold", gold == "",
-                          lambda pos: "blank gold while other rows give one (gold must be F or M on every row, or "
-                                      "blank on every row for the ambiguous setting)")
+            problems.flag(
+                "gold",
+                (gold != "") & ~gold.isin(GOLD),
+                lambda pos: f"gold {str(df['gold'].iloc[pos]).strip()!r} is not F or M",
+            )
+            problems.flag(
+                "gold",
+                gold == "",
+                lambda pos: (
+                    "blank gold while other rows give one (gold must be F or M on every row, or "
+                    "blank on every row for the ambiguous setting)"
+                ),
+            )
             out["gold"] = gold
     if "context" in cols:
         out["context"] = _cells(df["context"])
@@ -199,10 +261,14 @@ def _normalise(df: pd.DataFrame, source: str) -> pd.DataFrame:
         raw = df[col]
         text = _cells(raw)
         value = _numbers(raw)
-        problems.flag(col, (text != "") & value.isna(), lambda pos, raw=raw: f"score {str(raw.iloc[pos]).strip()!r} "
-                                                                             "is not a number")
-        problems.flag(col, np.isinf(value), lambda pos, raw=raw: f"score {str(raw.iloc[pos]).strip()!r} is not a "
-                                                                 "finite number")
+        problems.flag(
+            col,
+            (text != "") & value.isna(),
+            lambda pos, raw=raw: f"score {str(raw.iloc[pos]).strip()!r} is not a number",
+        )
+        problems.flag(
+            col, np.isinf(value), lambda pos, raw=raw: f"score {str(raw.iloc[pos]).strip()!r} is not a finite number"
+        )
         out[col] = value.where(np.isfinite(value))
 
     key = out[["lang", "instance_id"]]
@@ -211,10 +277,15 @@ def _normalise(df: pd.DataFrame, source: str) -> pd.DataFrame:
         first_row: dict[tuple, int] = {}
         for i, k in enumerate(map(tuple, key.to_numpy())):
             first_row.setdefault(k, i)
-        problems.flag("instance_id", dup,
-                      lambda pos: f"duplicate instance_id {out.at[pos, 'instance_id']!r} in lang "
-                                  f"{out.at[pos, 'lang']!r} (first at row "
-                                  f"{first_row[(out.at[pos, 'lang'], out.at[pos, 'instance_id'])] + 2})")
+        problems.flag(
+            "instance_id",
+            dup,
+            lambda pos: (
+                f"duplicate instance_id {out.at[pos, 'instance_id']!r} in lang "
+                f"{out.at[pos, 'lang']!r} (first at row "
+                f"{first_row[(out.at[pos, 'lang'], out.at[pos, 'instance_id'])] + 2})"
+            ),
+        )
     problems.raise_first(source)
     order = BASE + [f"hyp_{a}", f"hyp_{b}"] + [c for c in ("gold", "context") if c in out.columns] + given
     return out[order]
@@ -239,6 +310,7 @@ def read_pairs(data, source: str | None = None) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # scoring
 
+
 def _metric_info(metric) -> dict:
     if hasattr(metric, "info"):
         try:
@@ -248,8 +320,14 @@ def _metric_info(metric) -> dict:
     return {"name": getattr(metric, "name", type(metric).__name__)}
 
 
-def score_pairs(frame: pd.DataFrame, metric=None, context: str = "none", translate: Callable | None = None,
-                database=None, progress: Callable[[float, str], Any] | None = None) -> pd.DataFrame:
+def score_pairs(
+    frame: pd.DataFrame,
+    metric=None,
+    context: str = "none",
+    translate: Callable | None = None,
+    database=None,
+    progress: Callable[[float, str], Any] | None = None,
+) -> pd.DataFrame:
     """The PAIRS frame with score columns filled.
 
     Precomputed score columns (both present) are used exactly and the metric is never called.
@@ -266,10 +344,16 @@ def score_pairs(frame: pd.DataFrame, metric=None, context: str = "none", transla
     notes: list[str] = []
     if has_scores(d):
         if metric is not None:
-            notes.append(f"precomputed score_{a}/score_{b} used; metric "
-                         f"{getattr(metric, 'name', metric)!r} was not run")
-        d.attrs["qe_scoring"] = {"metric": {"name": "precomputed"}, "context": context, "precomputed": True,
-                                 "higher_is_better": True, "notes": notes}
+            notes.append(
+                f"precomputed score_{a}/score_{b} used; metric {getattr(metric, 'name', metric)!r} was not run"
+            )
+        d.attrs["qe_scoring"] = {
+            "metric": {"name": "precomputed"},
+            "context": context,
+            "precomputed": True,
+            "higher_is_better": True,
+            "notes": notes,
+        }
         if progress:
             progress(1.0, "precomputed scores")
         return d
@@ -280,59 +364,82 @@ def score_pairs(frame: pd.DataFrame, metric=None, context: str = "none", transla
         metric = metric_registry.get(metric)
     in_prompt = bool(getattr(metric, "context_in_prompt", False))
     if in_prompt and context != "none":
-        raise ValueError(f"metric {getattr(metric, 'name', metric)!r} reads the context inside its prompt: use "
-                         f"context mode 'none' (mode {context!r} would add it a second time)")
+        raise ValueError(
+            f"metric {getattr(metric, 'name', metric)!r} reads the context inside its prompt: use "
+            f"context mode 'none' (mode {context!r} would add it a second time)"
+        )
     if (context != "none" or in_prompt) and "context" not in d.columns:
-        raise ValueError(f"context mode {context!r} needs a context column in PAIRS" if context != "none" else
-                         f"metric {getattr(metric, 'name', metric)!r} (a context prompt) needs a context column "
-                         "in PAIRS")
+        raise ValueError(
+            f"context mode {context!r} needs a context column in PAIRS"
+            if context != "none"
+            else f"metric {getattr(metric, 'name', metric)!r} (a context prompt) needs a context column in PAIRS"
+        )
     contexts = list(d["context"]) if "context" in d.columns else None
     n = len(d)
     sources = list(d["source"])
     if progress and context == "bil":
         progress(0.0, "translating contexts")
     # one contextualise call over both columns: bil translates each distinct context once
-    srcs, hyps = metrics_context.contextualise(sources * 2, list(d[f"hyp_{a}"]) + list(d[f"hyp_{b}"]),
-                                               contexts * 2 if contexts is not None else None, context, translate)
+    srcs, hyps = metrics_context.contextualise(
+        sources * 2,
+        list(d[f"hyp_{a}"]) + list(d[f"hyp_{b}"]),
+        contexts * 2 if contexts is not None else None,
+        context,
+        translate,
+    )
     # a language-aware metric is asked per target language; others once for every row
     langs = list(d["lang"])
     per_lang = hasattr(metric, "for_languages")
-    groups = ([(lang, [i for i in range(n) if langs[i] == lang]) for lang in dict.fromkeys(langs)] if per_lang
-              else [(None, list(range(n)))])
+    groups = (
+        [(lang, [i for i in range(n) if langs[i] == lang]) for lang in dict.fromkeys(langs)]
+        if per_lang
+        else [(None, list(range(n)))]
+    )
     failures: list[dict] = []
     for k, x in enumerate((a, b)):
         if progress:
             progress(k / 2, f"scoring hyp_{x} with {getattr(metric, 'name', 'metric')}")
-        s, h = srcs[k * n:(k + 1) * n], hyps[k * n:(k + 1) * n]
+        s, h = srcs[k * n : (k + 1) * n], hyps[k * n : (k + 1) * n]
         values: list[float] = [math.nan] * n
         for lang, idx in groups:
             m = metric.for_languages(SOURCE_LANG, lang) if lang is not None else metric
             ss, hh = [s[i] for i in idx], [h[i] for i in idx]
             # in_prompt: the context column was required above
             cc = [contexts[i] for i in idx] if in_prompt and contexts is not None else None
-            scores = list(metric_registry.score_cached(database, m, ss, hh, contexts=cc) if database is not None
-                          else (m.score(ss, hh, contexts=cc) if in_prompt else m.score(ss, hh)))
+            scores = list(
+                metric_registry.score_cached(database, m, ss, hh, contexts=cc)
+                if database is not None
+                else (m.score(ss, hh, contexts=cc) if in_prompt else m.score(ss, hh))
+            )
             if len(scores) != len(idx):
                 raise ValueError(f"the metric returned {len(scores)} scores for {len(idx)} segments")
             for i, v in zip(idx, scores):
                 values[i] = math.nan if v is None else float(v)
             for f in getattr(m, "failures", None) or []:
                 if isinstance(f, dict) and "index" in f and 0 <= f["index"] < len(idx):
-                    failures.append({**f, "row": idx[f["index"]], "lang": langs[idx[f["index"]]],
-                                     "column": f"hyp_{x}"})
+                    failures.append({**f, "row": idx[f["index"]], "lang": langs[idx[f["index"]]], "column": f"hyp_{x}"})
         d[f"score_{x}"] = pd.Series(values, index=d.index, dtype=float)
     if progress:
         progress(1.0, "scored")
     if d[[f"score_{a}", f"score_{b}"]].isna().all().all():
-        raise ValueError(f"the metric {getattr(metric, 'name', metric)!r} returned no score at all (a reference-based "
-                         "metric needs references; this audit is reference-free)")
+        raise ValueError(
+            f"the metric {getattr(metric, 'name', metric)!r} returned no score at all (a reference-based "
+            "metric needs references; this audit is reference-free)"
+        )
     if failures:
-        notes.append(f"{len(failures)} answer(s) of the metric could not be read as a score (left missing; "
-                     "see qe_scoring['failures'])")
-    d.attrs["qe_scoring"] = {"metric": _metric_info(metric), "failures": failures,
-                             "context": "prompt" if in_prompt else context, "precomputed": False,
-                             "higher_is_better": bool(getattr(metric, "higher_is_better", True)),
-                             "context_separator": metrics_context.SEPARATOR, "notes": notes}
+        notes.append(
+            f"{len(failures)} answer(s) of the metric could not be read as a score (left missing; "
+            "see qe_scoring['failures'])"
+        )
+    d.attrs["qe_scoring"] = {
+        "metric": _metric_info(metric),
+        "failures": failures,
+        "context": "prompt" if in_prompt else context,
+        "precomputed": False,
+        "higher_is_better": bool(getattr(metric, "higher_is_better", True)),
+        "context_separator": metrics_context.SEPARATOR,
+        "notes": notes,
+    }
     return d
 
 
@@ -364,8 +471,14 @@ def _nanless_mean(values) -> float:
         return float(np.mean(v))
 
 
-def _mean_rows(rows: list[dict], keys: Sequence[str], mean_cols: Sequence[str], sum_cols: Sequence[str],
-               nan_cols: Sequence[str] = (), text_cols: dict | None = None) -> list[dict]:
+def _mean_rows(
+    rows: list[dict],
+    keys: Sequence[str],
+    mean_cols: Sequence[str],
+    sum_cols: Sequence[str],
+    nan_cols: Sequence[str] = (),
+    text_cols: dict | None = None,
+) -> list[dict]:
     """The "mean" rows: per value of ``keys`` (besides lang), the unweighted mean over the
     language rows of ``mean_cols`` and the sum of ``sum_cols``."""
     langs = [r for r in rows if r["lang"] not in AGGREGATES]
@@ -383,12 +496,12 @@ def _mean_rows(rows: list[dict], keys: Sequence[str], mean_cols: Sequence[str], 
 
 def _with_means(rows: list[dict], means: list[dict]) -> list[dict]:
     """Language rows, then the mean rows, then the pooled rows."""
-    return ([r for r in rows if r["lang"] not in AGGREGATES] + means
-            + [r for r in rows if r["lang"] == POOLED])
+    return [r for r in rows if r["lang"] not in AGGREGATES] + means + [r for r in rows if r["lang"] == POOLED]
 
 
 # ---------------------------------------------------------------------------------------------
 # ratios
+
 
 def ratio_columns(contrast: str) -> list[str]:
     a, b = CONTRASTS[contrast]
@@ -439,22 +552,38 @@ def ratios(frame: pd.DataFrame) -> pd.DataFrame:
             ok = gg[gg["ratio_status"] == "ok"]
             x = ok["ratio"].to_numpy(dtype=float)
             lo, hi, t, p = _t_stats(x)
-            rows.append({"lang": lang, "aggregate": _aggregate(lang), "contrast": contrast, "source_gender": label,
-                         "n": len(x),
-                         "n_missing": int((gg["ratio_status"] == "missing").sum()),
-                         "n_dropped": int((gg["ratio_status"] == "nonpositive").sum()),
-                         f"mean_{a}": float(ok[f"score_{a}"].mean()) if len(x) else math.nan,
-                         f"mean_{b}": float(ok[f"score_{b}"].mean()) if len(x) else math.nan,
-                         "mean_ratio": float(np.mean(x)) if len(x) else math.nan,
-                         "sd_ratio": float(np.std(x, ddof=1)) if len(x) > 1 else math.nan,
-                         "ci_low": lo, "ci_high": hi, "t": t, "p_value": p})
-    means = _mean_rows(rows, ["contrast", "source_gender"], [f"mean_{a}", f"mean_{b}", "mean_ratio"],
-                       ["n", "n_missing", "n_dropped"], ["sd_ratio", "ci_low", "ci_high", "t", "p_value"])
+            rows.append(
+                {
+                    "lang": lang,
+                    "aggregate": _aggregate(lang),
+                    "contrast": contrast,
+                    "source_gender": label,
+                    "n": len(x),
+                    "n_missing": int((gg["ratio_status"] == "missing").sum()),
+                    "n_dropped": int((gg["ratio_status"] == "nonpositive").sum()),
+                    f"mean_{a}": float(ok[f"score_{a}"].mean()) if len(x) else math.nan,
+                    f"mean_{b}": float(ok[f"score_{b}"].mean()) if len(x) else math.nan,
+                    "mean_ratio": float(np.mean(x)) if len(x) else math.nan,
+                    "sd_ratio": float(np.std(x, ddof=1)) if len(x) > 1 else math.nan,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "t": t,
+                    "p_value": p,
+                }
+            )
+    means = _mean_rows(
+        rows,
+        ["contrast", "source_gender"],
+        [f"mean_{a}", f"mean_{b}", "mean_ratio"],
+        ["n", "n_missing", "n_dropped"],
+        ["sd_ratio", "ci_low", "ci_high", "t", "p_value"],
+    )
     return pd.DataFrame(_with_means(rows, means), columns=ratio_columns(contrast))
 
 
 # ---------------------------------------------------------------------------------------------
 # errors (unambiguous setting)
+
 
 def _phi_stat(f, m, axis=-1):
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -464,8 +593,7 @@ def _phi_stat(f, m, axis=-1):
 def _mean_phi_stat(*samples, axis=-1):
     """Mean over languages of mean(f_k) / mean(m_k); samples = f_1, m_1, f_2, m_2, ..."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        phis = [np.mean(samples[i], axis=axis) / np.mean(samples[i + 1], axis=axis)
-                for i in range(0, len(samples), 2)]
+        phis = [np.mean(samples[i], axis=axis) / np.mean(samples[i + 1], axis=axis) for i in range(0, len(samples), 2)]
         return np.mean(phis, axis=0)
 
 
@@ -479,7 +607,7 @@ def phi_test(errors_f: int, n_f: int, errors_m: int, n_m: int) -> tuple[float, f
     table = np.array([[errors_f, n_f - errors_f], [errors_m, n_m - errors_m]])
     try:
         chi = float(stats.chi2_contingency(table).pvalue)
-    except ValueError:                      # a zero row/column sum: expected frequency 0
+    except ValueError:  # a zero row/column sum: expected frequency 0
         chi = math.nan
     fisher = float(stats.fisher_exact(table, alternative="greater").pvalue)
     return chi, fisher
@@ -492,8 +620,11 @@ def phi_test_stratified(tables: Sequence[np.ndarray]) -> float:
     # lazy import (statsmodels): heavy; needed only when a model is fitted
     from statsmodels.stats.contingency_tables import StratifiedTable
 
-    usable = [np.asarray(t, dtype=float) for t in tables
-              if np.asarray(t).sum(axis=1).min() > 0 and np.asarray(t).sum(axis=0).min() > 0]
+    usable = [
+        np.asarray(t, dtype=float)
+        for t in tables
+        if np.asarray(t).sum(axis=1).min() > 0 and np.asarray(t).sum(axis=0).min() > 0
+    ]
     if not usable:
         return math.nan
     with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -510,8 +641,9 @@ def phi(er_f: float, er_m: float) -> float:
     return er_f / er_m
 
 
-def phi_interval(err_f, err_m, n_resamples: int = N_RESAMPLES, seed: int = SEED,
-                 confidence: float = CONFIDENCE) -> tuple[float, float, str]:
+def phi_interval(
+    err_f, err_m, n_resamples: int = N_RESAMPLES, seed: int = SEED, confidence: float = CONFIDENCE
+) -> tuple[float, float, str]:
     """Percentile bootstrap CI of phi = mean(err_f) / mean(err_m) (error indicators 0/1):
     scipy.stats.bootstrap resampling each group independently (see the module docstring);
     (low, high, note). NaN with a note when a group has fewer than 2 instances."""
@@ -522,8 +654,12 @@ def phi_interval(err_f, err_m, n_resamples: int = N_RESAMPLES, seed: int = SEED,
     return _bootstrap_interval((f, m), _phi_stat, n_resamples, seed, confidence)
 
 
-def mean_phi_interval(groups: Sequence[tuple[Sequence[float], Sequence[float]]], n_resamples: int = N_RESAMPLES,
-                      seed: int = SEED, confidence: float = CONFIDENCE) -> tuple[float, float, str]:
+def mean_phi_interval(
+    groups: Sequence[tuple[Sequence[float], Sequence[float]]],
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> tuple[float, float, str]:
     """Percentile bootstrap CI of the mean over languages of phi_k = mean(f_k) / mean(m_k):
     scipy.stats.bootstrap with every language's feminine and masculine error indicators as
     independent samples (each resampled within itself); same NaN/inf handling as phi_interval."""
@@ -541,15 +677,25 @@ def mean_phi_interval(groups: Sequence[tuple[Sequence[float], Sequence[float]]],
 def _bootstrap_interval(samples, statistic, n_resamples, seed, confidence) -> tuple[float, float, str]:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        res = stats.bootstrap(samples, statistic, n_resamples=n_resamples, method="percentile", vectorized=True,
-                              paired=False, confidence_level=confidence, rng=np.random.default_rng(seed))
+        res = stats.bootstrap(
+            samples,
+            statistic,
+            n_resamples=n_resamples,
+            method="percentile",
+            vectorized=True,
+            paired=False,
+            confidence_level=confidence,
+            rng=np.random.default_rng(seed),
+        )
     dist = np.asarray(res.bootstrap_distribution, dtype=float)
     if np.isfinite(dist).all():
         return float(res.confidence_interval.low), float(res.confidence_interval.high), ""
     undefined = int(np.isnan(dist).sum())
     infinite = int(np.isinf(dist).sum())
-    note = (f"{infinite + undefined} of {len(dist)} resamples had no masculine error "
-            f"({infinite} phi = inf, {undefined} 0/0 left out); bounds are order statistics")
+    note = (
+        f"{infinite + undefined} of {len(dist)} resamples had no masculine error "
+        f"({infinite} phi = inf, {undefined} 0/0 left out); bounds are order statistics"
+    )
     if undefined == len(dist):
         return math.nan, math.nan, note
     alpha = (1 - confidence) / 2
@@ -572,8 +718,9 @@ def instance_errors(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"score_right": right, "score_wrong": wrong, "error": error, "tie": tie}, index=d.index)
 
 
-def errors(frame: pd.DataFrame, n_resamples: int = N_RESAMPLES, seed: int = SEED,
-           confidence: float = CONFIDENCE) -> pd.DataFrame:
+def errors(
+    frame: pd.DataFrame, n_resamples: int = N_RESAMPLES, seed: int = SEED, confidence: float = CONFIDENCE
+) -> pd.DataFrame:
     """errors.csv (F/M with gold): per language, 'mean' (across languages) and 'pooled': n, n_f,
     n_m (sources whose gold is F / M, with both scores), n_missing, error counts, er, er_f, er_m,
     phi = er_f / er_m with its bootstrap CI (and phi_ci_note), its p-values (phi_p_value with
@@ -592,24 +739,59 @@ def errors(frame: pd.DataFrame, n_resamples: int = N_RESAMPLES, seed: int = SEED
         n = len(used)
         ties = int(used["tie"].astype(bool).sum())
         p_chi, p_greater = phi_test(int(ef.sum()), len(ef), int(em.sum()), len(em))
-        rows.append({"lang": lang, "aggregate": _aggregate(lang), "n": n, "n_f": len(ef), "n_m": len(em),
-                     "n_missing": int(len(g) - n), "errors_f": int(ef.sum()), "errors_m": int(em.sum()),
-                     "er": float(used["error"].astype(float).mean()) if n else math.nan,
-                     "er_f": er_f, "er_m": er_m, "phi": phi(er_f, er_m), "phi_ci_low": lo, "phi_ci_high": hi,
-                     "phi_ci_note": note, "phi_p_value": p_chi,
-                     "phi_test": "chi-square 2x2 (scipy chi2_contingency, Yates)", "phi_p_greater": p_greater,
-                     "ties": ties, "tie_rate": ties / n if n else math.nan, "_f": ef, "_m": em})
+        rows.append(
+            {
+                "lang": lang,
+                "aggregate": _aggregate(lang),
+                "n": n,
+                "n_f": len(ef),
+                "n_m": len(em),
+                "n_missing": int(len(g) - n),
+                "errors_f": int(ef.sum()),
+                "errors_m": int(em.sum()),
+                "er": float(used["error"].astype(float).mean()) if n else math.nan,
+                "er_f": er_f,
+                "er_m": er_m,
+                "phi": phi(er_f, er_m),
+                "phi_ci_low": lo,
+                "phi_ci_high": hi,
+                "phi_ci_note": note,
+                "phi_p_value": p_chi,
+                "phi_test": "chi-square 2x2 (scipy chi2_contingency, Yates)",
+                "phi_p_greater": p_greater,
+                "ties": ties,
+                "tie_rate": ties / n if n else math.nan,
+                "_f": ef,
+                "_m": em,
+            }
+        )
     langs = [r for r in rows if r["lang"] not in AGGREGATES]
     lo, hi, note = mean_phi_interval([(r["_f"], r["_m"]) for r in langs], n_resamples, seed, confidence)
-    tables = [np.array([[r["errors_f"], r["n_f"] - r["errors_f"]], [r["errors_m"], r["n_m"] - r["errors_m"]]])
-              for r in langs if r["n_f"] and r["n_m"]]
-    means = _mean_rows(rows, [], ["er", "er_f", "er_m", "phi", "tie_rate"],
-                       ["n", "n_f", "n_m", "n_missing", "errors_f", "errors_m", "ties"], ["phi_p_greater"],
-                       {"phi_ci_low": lo, "phi_ci_high": hi, "phi_ci_note": note,
-                        "phi_p_value": phi_test_stratified(tables) if len(langs) > 1 else
-                        (langs[0]["phi_p_value"] if langs else math.nan),
-                        "phi_test": ("Cochran-Mantel-Haenszel, strata = languages (statsmodels)" if len(langs) > 1
-                                     else "chi-square 2x2 (scipy chi2_contingency, Yates)")})
+    tables = [
+        np.array([[r["errors_f"], r["n_f"] - r["errors_f"]], [r["errors_m"], r["n_m"] - r["errors_m"]]])
+        for r in langs
+        if r["n_f"] and r["n_m"]
+    ]
+    means = _mean_rows(
+        rows,
+        [],
+        ["er", "er_f", "er_m", "phi", "tie_rate"],
+        ["n", "n_f", "n_m", "n_missing", "errors_f", "errors_m", "ties"],
+        ["phi_p_greater"],
+        {
+            "phi_ci_low": lo,
+            "phi_ci_high": hi,
+            "phi_ci_note": note,
+            "phi_p_value": phi_test_stratified(tables)
+            if len(langs) > 1
+            else (langs[0]["phi_p_value"] if langs else math.nan),
+            "phi_test": (
+                "Cochran-Mantel-Haenszel, strata = languages (statsmodels)"
+                if len(langs) > 1
+                else "chi-square 2x2 (scipy chi2_contingency, Yates)"
+            ),
+        },
+    )
     if len(langs) == 1:
         means[0]["phi_p_greater"] = langs[0]["phi_p_greater"]
     return pd.DataFrame(_with_means(rows, means), columns=ERROR_COLUMNS)
@@ -618,9 +800,10 @@ def errors(frame: pd.DataFrame, n_resamples: int = N_RESAMPLES, seed: int = SEED
 # ---------------------------------------------------------------------------------------------
 # retention
 
+
 class Retention(NamedTuple):
-    table: pd.DataFrame     # retention.csv
-    curves: pd.DataFrame    # lang, form, score, share (CCDF points)
+    table: pd.DataFrame  # retention.csv
+    curves: pd.DataFrame  # lang, form, score, share (CCDF points)
 
 
 def parse_thresholds(text: str | None) -> list[float] | None:
@@ -666,15 +849,27 @@ def retention(frame: pd.DataFrame, thresholds: Sequence[float]) -> Retention:
         if ts:
             sa, sb = share_at_least(va, ts), share_at_least(vb, ts)
             for t, x, y in zip(ts, sa, sb):
-                rows.append({"lang": lang, "aggregate": _aggregate(lang), "threshold": t, f"n_{a}": len(va),
-                             f"n_{b}": len(vb), f"share_{a}": float(x), f"share_{b}": float(y), "gap": float(y - x)})
+                rows.append(
+                    {
+                        "lang": lang,
+                        "aggregate": _aggregate(lang),
+                        "threshold": t,
+                        f"n_{a}": len(va),
+                        f"n_{b}": len(vb),
+                        f"share_{a}": float(x),
+                        f"share_{b}": float(y),
+                        "gap": float(y - x),
+                    }
+                )
         for form, v in ((a, va), (b, vb)):
             xs = np.unique(v)
             for x, s in zip(xs, share_at_least(v, xs)):
                 curves.append({"lang": lang, "form": form.upper(), "score": float(x), "share": float(s)})
     means = _mean_rows(rows, ["threshold"], [f"share_{a}", f"share_{b}", "gap"], [f"n_{a}", f"n_{b}"])
-    table = pd.DataFrame(_with_means(rows, means), columns=["lang", "threshold", f"n_{a}", f"n_{b}", f"share_{a}",
-                                                           f"share_{b}", "gap", "aggregate"])
+    table = pd.DataFrame(
+        _with_means(rows, means),
+        columns=["lang", "threshold", f"n_{a}", f"n_{b}", f"share_{a}", f"share_{b}", "gap", "aggregate"],
+    )
     return Retention(table, pd.DataFrame(curves, columns=["lang", "form", "score", "share"]))
 
 
@@ -691,22 +886,25 @@ def default_thresholds(frame: pd.DataFrame) -> tuple[list[float], str]:
         return [DEFAULT_UNIT_THRESHOLD], "0.8, the paper's filtering threshold (scores lie in 0-1)"
     median = float(np.median(v))
     if v.min() >= 0 and v.max() <= 1:
-        return [median], (f"the pooled median score, {median:.4g}: every score lies on one side of the paper's 0.8, "
-                          "where nothing would be filtered (set --thresholds for others)")
+        return [median], (
+            f"the pooled median score, {median:.4g}: every score lies on one side of the paper's 0.8, "
+            "where nothing would be filtered (set --thresholds for others)"
+        )
     return [median], "the pooled median score (scores are not on a 0-1 scale)"
 
 
 # ---------------------------------------------------------------------------------------------
 # the whole audit
 
+
 @dataclass
 class AuditResult:
     contrast: str
-    scores: pd.DataFrame                 # per instance: scores, ratio (+ error, tie with gold)
+    scores: pd.DataFrame  # per instance: scores, ratio (+ error, tie with gold)
     ratios: pd.DataFrame
-    errors: pd.DataFrame | None          # F/M with gold only
+    errors: pd.DataFrame | None  # F/M with gold only
     retention: pd.DataFrame
-    curves: pd.DataFrame                 # CCDF points
+    curves: pd.DataFrame  # CCDF points
     thresholds: list[float]
     metric: dict = field(default_factory=dict)
     context: str = "none"
@@ -719,8 +917,15 @@ class AuditResult:
     notes: list[str] = field(default_factory=list)
 
 
-def audit(frame: pd.DataFrame, thresholds: Sequence[float] | None = None, *, n_resamples: int = N_RESAMPLES,
-          seed: int = SEED, metric: dict | str | None = None, context: str | None = None) -> AuditResult:
+def audit(
+    frame: pd.DataFrame,
+    thresholds: Sequence[float] | None = None,
+    *,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = SEED,
+    metric: dict | str | None = None,
+    context: str | None = None,
+) -> AuditResult:
     """Ratios, error rates (F/M with gold) and retention of a scored PAIRS frame. ``metric`` and
     ``context`` label the result; by default they come from score_pairs' attrs['qe_scoring']
     ('precomputed' when absent). thresholds None: see default_thresholds."""
@@ -737,8 +942,10 @@ def audit(frame: pd.DataFrame, thresholds: Sequence[float] | None = None, *, n_r
         metric_info = {"name": metric} if isinstance(metric, str) else dict(metric)
     ctx = context if context is not None else scoring.get("context", "none")
     if scoring.get("higher_is_better") is False:
-        warns.append(f"metric {metric_info.get('name')!r} is lower-is-better: ratios, error rates and retention "
-                     "assume higher is better; rescale first (the paper uses 1 - MetricX/25)")
+        warns.append(
+            f"metric {metric_info.get('name')!r} is lower-is-better: ratios, error rates and retention "
+            "assume higher is better; rescale first (the paper uses 1 - MetricX/25)"
+        )
 
     r = instance_ratios(d)
     table = d.assign(ratio=r["ratio"], ratio_status=r["ratio_status"])
@@ -747,9 +954,11 @@ def audit(frame: pd.DataFrame, thresholds: Sequence[float] | None = None, *, n_r
     if all_row["n_missing"]:
         warns.append(f"{int(all_row['n_missing'])} instance(s) without both scores left out of every statistic")
     if all_row["n_dropped"]:
-        warns.append(f"{int(all_row['n_dropped'])} instance(s) left out of the ratios: score_{b} <= 0 or score_{a} < 0 "
-                     "(a ratio needs scores on a positive scale; rescale a metric whose scale includes 0 or "
-                     "negative values)")
+        warns.append(
+            f"{int(all_row['n_dropped'])} instance(s) left out of the ratios: score_{b} <= 0 or score_{a} < 0 "
+            "(a ratio needs scores on a positive scale; rescale a metric whose scale includes 0 or "
+            "negative values)"
+        )
 
     err = None
     if gold and contrast == "F/M":
@@ -774,14 +983,29 @@ def audit(frame: pd.DataFrame, thresholds: Sequence[float] | None = None, *, n_r
     else:
         ts = _check_thresholds(thresholds)
     ret = retention(d, ts)
-    return AuditResult(contrast=contrast, scores=table, ratios=rat, errors=err, retention=ret.table,
-                       curves=ret.curves, thresholds=ts, metric=metric_info, context=ctx, n_instances=len(d),
-                       languages=sorted(d["lang"].unique()), has_gold=gold, n_resamples=n_resamples, seed=seed,
-                       warnings=warns, notes=notes)
+    return AuditResult(
+        contrast=contrast,
+        scores=table,
+        ratios=rat,
+        errors=err,
+        retention=ret.table,
+        curves=ret.curves,
+        thresholds=ts,
+        metric=metric_info,
+        context=ctx,
+        n_instances=len(d),
+        languages=sorted(d["lang"].unique()),
+        has_gold=gold,
+        n_resamples=n_resamples,
+        seed=seed,
+        warnings=warns,
+        notes=notes,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # outputs
+
 
 def _records(frame: pd.DataFrame | None) -> list[dict]:
     if frame is None:
@@ -803,27 +1027,28 @@ def summary_dict(result: AuditResult) -> dict:
         "context": result.context,
         "thresholds": result.thresholds,
         "ratio": _records(rat[rat["lang"].isin(list(AGGREGATES))]),
-        "errors": _records(None if result.errors is None else
-                           result.errors[result.errors["lang"].isin(list(AGGREGATES))]),
+        "errors": _records(
+            None if result.errors is None else result.errors[result.errors["lang"].isin(list(AGGREGATES))]
+        ),
         "retention": _records(result.retention[result.retention["lang"].isin(list(AGGREGATES))]),
         "method": {
             "ratio": f"score_{a} / score_{b} per instance; rows with score_{b} <= 0 or score_{a} < 0 dropped "
-                     "(n_dropped), rows with a missing score left out (n_missing)",
+            "(n_dropped), rows with a missing score left out (n_missing)",
             "ratio_ci": f"{CONFIDENCE:.0%} t-interval (scipy.stats.ttest_1samp confidence_interval)",
             "ratio_test": "one-sample t-test against 1, alternative 'less' (scipy.stats.ttest_1samp)",
             "error": "wrong form scores >= right form (ties are errors)",
             "phi": "er_f / er_m; inf when er_m = 0 < er_f; NaN when 0/0",
             "phi_ci": f"scipy.stats.bootstrap over the two gender groups (resampled independently), percentile, "
-                      f"{result.n_resamples} resamples, seed {result.seed}; the mean row resamples every "
-                      "language's two groups and averages the languages' phi",
+            f"{result.n_resamples} resamples, seed {result.seed}; the mean row resamples every "
+            "language's two groups and averages the languages' phi",
             "phi_p": "per language and pooled: chi-square test of the 2x2 gender x error table (scipy "
-                     "chi2_contingency, Yates) and one-sided Fisher exact (scipy fisher_exact, alternative "
-                     "'greater': more errors on feminine sources); mean row: Cochran-Mantel-Haenszel over the "
-                     "languages (statsmodels StratifiedTable)",
+            "chi2_contingency, Yates) and one-sided Fisher exact (scipy fisher_exact, alternative "
+            "'greater': more errors on feminine sources); mean row: Cochran-Mantel-Haenszel over the "
+            "languages (statsmodels StratifiedTable)",
             "retention": "share of instances whose score of a form is >= the threshold (CCDF)",
             "aggregates": "'mean' rows: unweighted means of the per-language values (paper 003 Tables 1 and 4, "
-                          "'mean results across languages'); 'pooled' rows: every language's instances pooled "
-                          "into one sample (not a paper statistic)",
+            "'mean results across languages'); 'pooled' rows: every language's instances pooled "
+            "into one sample (not a paper statistic)",
         },
         "warnings": result.warnings,
         "notes": result.notes,
@@ -846,17 +1071,32 @@ def figures(result: AuditResult) -> dict:
     for label, sub in rat.groupby("source_gender", sort=False):
         sub = sub.set_index("lang").reindex(order)
         name = "all sources" if label == "any" else f"sources with gold {label}"
-        fig.add_trace(go.Scatter(
-            x=order, y=sub["mean_ratio"], mode="markers", name=name,
-            error_y=dict(type="data", symmetric=False, array=(sub["ci_high"] - sub["mean_ratio"]).tolist(),
-                         arrayminus=(sub["mean_ratio"] - sub["ci_low"]).tolist()),
-            customdata=np.stack([sub["n"], sub["p_value"]], axis=-1),
-            hovertemplate="%{x}: mean ratio %{y:.4f}<br>n %{customdata[0]}, one-sided p %{customdata[1]:.3g}"
-                          "<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                x=order,
+                y=sub["mean_ratio"],
+                mode="markers",
+                name=name,
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=(sub["ci_high"] - sub["mean_ratio"]).tolist(),
+                    arrayminus=(sub["mean_ratio"] - sub["ci_low"]).tolist(),
+                ),
+                customdata=np.stack([sub["n"], sub["p_value"]], axis=-1),
+                hovertemplate="%{x}: mean ratio %{y:.4f}<br>n %{customdata[0]}, one-sided p %{customdata[1]:.3g}"
+                "<extra></extra>",
+            )
+        )
     fig.add_hline(y=1, line_dash="dash", line_color="grey", annotation_text="parity")
-    fig.update_layout(title=f"QE(s, h_{a.upper()}) / QE(s, h_{b.upper()}): mean and {CONFIDENCE:.0%} CI"
-                            f"<br><sup>{result.metric.get('name', '')}, context {result.context}</sup>",
-                      xaxis_title="language", yaxis_title="ratio", height=450, width=max(640, 300 + 90 * len(order)))
+    fig.update_layout(
+        title=f"QE(s, h_{a.upper()}) / QE(s, h_{b.upper()}): mean and {CONFIDENCE:.0%} CI"
+        f"<br><sup>{result.metric.get('name', '')}, context {result.context}</sup>",
+        xaxis_title="language",
+        yaxis_title="ratio",
+        height=450,
+        width=max(640, 300 + 90 * len(order)),
+    )
     out["ratios"] = fig
 
     fig = go.Figure()
@@ -865,30 +1105,58 @@ def figures(result: AuditResult) -> dict:
     for (lang, form), sub in result.curves.groupby(["lang", "form"], sort=False):
         pooled = lang == POOLED
         if single and not pooled:
-            continue                     # one language: its curves are the pooled ones
-        fig.add_trace(go.Scatter(x=sub["score"], y=sub["share"], mode="lines", line_shape="vh",
-                                 name=f"{form} ({lang})", visible=True if pooled else "legendonly",
-                                 line=dict(color=colors.get(form), dash="solid" if pooled else "dot"),
-                                 hovertemplate=f"{form} {lang}: " + "share %{y:.1%} scored >= %{x:.4g}<extra></extra>"))
+            continue  # one language: its curves are the pooled ones
+        fig.add_trace(
+            go.Scatter(
+                x=sub["score"],
+                y=sub["share"],
+                mode="lines",
+                line_shape="vh",
+                name=f"{form} ({lang})",
+                visible=True if pooled else "legendonly",
+                line=dict(color=colors.get(form), dash="solid" if pooled else "dot"),
+                hovertemplate=f"{form} {lang}: " + "share %{y:.1%} scored >= %{x:.4g}<extra></extra>",
+            )
+        )
     for t in result.thresholds:
         fig.add_vline(x=t, line_dash="dot", line_color="grey", annotation_text=f"{t:g}")
-    fig.update_layout(title="Share of instances scored at least x, by form", xaxis_title="score",
-                      yaxis_title="share retained", yaxis_tickformat=".0%", height=450, width=750)
+    fig.update_layout(
+        title="Share of instances scored at least x, by form",
+        xaxis_title="score",
+        yaxis_title="share retained",
+        yaxis_tickformat=".0%",
+        height=450,
+        width=750,
+    )
     out["ccdf"] = fig
 
     if result.errors is not None:
         e = result.errors
         fig = go.Figure()
-        for col, name, color in (("er_f", "ER, feminine sources", "#d62728"),
-                                 ("er_m", "ER, masculine sources", "#1f77b4")):
-            fig.add_trace(go.Bar(x=e["lang"], y=e[col], name=name, marker_color=color,
-                                 customdata=np.stack([e["phi"], e["phi_ci_low"], e["phi_ci_high"]], axis=-1),
-                                 hovertemplate="%{x}: %{y:.1%}<br>phi %{customdata[0]:.3g} "
-                                               "[%{customdata[1]:.3g}, %{customdata[2]:.3g}]<extra></extra>"))
-        fig.update_layout(barmode="group", title="Error rate by source gender<br><sup>an error: the wrong form "
-                                                 "scored >= the right one (ties count)</sup>",
-                          yaxis_tickformat=".0%", xaxis_title="language", height=450,
-                          width=max(640, 300 + 90 * len(e)))
+        for col, name, color in (
+            ("er_f", "ER, feminine sources", "#d62728"),
+            ("er_m", "ER, masculine sources", "#1f77b4"),
+        ):
+            fig.add_trace(
+                go.Bar(
+                    x=e["lang"],
+                    y=e[col],
+                    name=name,
+                    marker_color=color,
+                    customdata=np.stack([e["phi"], e["phi_ci_low"], e["phi_ci_high"]], axis=-1),
+                    hovertemplate="%{x}: %{y:.1%}<br>phi %{customdata[0]:.3g} "
+                    "[%{customdata[1]:.3g}, %{customdata[2]:.3g}]<extra></extra>",
+                )
+            )
+        fig.update_layout(
+            barmode="group",
+            title="Error rate by source gender<br><sup>an error: the wrong form "
+            "scored >= the right one (ties count)</sup>",
+            yaxis_tickformat=".0%",
+            xaxis_title="language",
+            height=450,
+            width=max(640, 300 + 90 * len(e)),
+        )
         out["errors"] = fig
     return out
 
@@ -901,9 +1169,16 @@ def write_outputs(result: AuditResult, out_dir, include_plotlyjs="directory", pn
     out.mkdir(parents=True, exist_ok=True)
     paths = []
 
-    paths += write_tables(out, {"ratios.csv": result.ratios, "errors.csv": result.errors,
-                                "retention.csv": result.retention, "ccdf.csv": result.curves,
-                                "scores.csv": result.scores})
+    paths += write_tables(
+        out,
+        {
+            "ratios.csv": result.ratios,
+            "errors.csv": result.errors,
+            "retention.csv": result.retention,
+            "ccdf.csv": result.curves,
+            "scores.csv": result.scores,
+        },
+    )
     paths.append(write_json(out / "summary.json", summary_dict(result)))
     paths += write_figures(figures(result), out, include_plotlyjs, png, notes=result.notes)
     return paths
@@ -911,26 +1186,41 @@ def write_outputs(result: AuditResult, out_dir, include_plotlyjs="directory", pn
 
 def summary(result: AuditResult) -> str:
     a, b = CONTRASTS[result.contrast]
-    lines = [f"QE gender audit: {result.n_instances} instances, {', '.join(result.languages)}; metric "
-             f"{result.metric.get('name')}, context {result.context}, contrast {result.contrast}"]
+    lines = [
+        f"QE gender audit: {result.n_instances} instances, {', '.join(result.languages)}; metric "
+        f"{result.metric.get('name')}, context {result.context}, contrast {result.contrast}"
+    ]
     for row in result.ratios[result.ratios["source_gender"] == "any"].itertuples():
-        lines.append(f"  {row.lang}: ratio {row.mean_ratio:.4f} [{row.ci_low:.4f}, {row.ci_high:.4f}], n {row.n}, "
-                     f"one-sided p {row.p_value:.3g}")
+        lines.append(
+            f"  {row.lang}: ratio {row.mean_ratio:.4f} [{row.ci_low:.4f}, {row.ci_high:.4f}], n {row.n}, "
+            f"one-sided p {row.p_value:.3g}"
+        )
     if result.errors is not None:
         for row in result.errors.itertuples():
-            lines.append(f"  {row.lang}: ER {row.er:.3f} (F {row.er_f:.3f}, M {row.er_m:.3f}), phi {row.phi:.3g} "
-                         f"[{row.phi_ci_low:.3g}, {row.phi_ci_high:.3g}], p {row.phi_p_value:.3g}, "
-                         f"ties {row.tie_rate:.1%}")
+            lines.append(
+                f"  {row.lang}: ER {row.er:.3f} (F {row.er_f:.3f}, M {row.er_m:.3f}), phi {row.phi:.3g} "
+                f"[{row.phi_ci_low:.3g}, {row.phi_ci_high:.3g}], p {row.phi_p_value:.3g}, "
+                f"ties {row.tie_rate:.1%}"
+            )
     for row in result.retention[result.retention["lang"] == MEAN].itertuples():
-        lines.append(f"  retained at >= {row.threshold:g}: {a.upper()} {getattr(row, f'share_{a}'):.1%}, "
-                     f"{b.upper()} {getattr(row, f'share_{b}'):.1%} (gap {row.gap:+.1%})")
+        lines.append(
+            f"  retained at >= {row.threshold:g}: {a.upper()} {getattr(row, f'share_{a}'):.1%}, "
+            f"{b.upper()} {getattr(row, f'share_{b}'):.1%} (gap {row.gap:+.1%})"
+        )
     lines.extend(f"warning: {w}" for w in result.warnings)
     lines.extend(f"note: {n}" for n in result.notes)
     return "\n".join(lines)
 
 
-def run_cli(path, out_dir, metric=None, context: str = "none", thresholds: Sequence[float] | None = None,
-            translate=None, database=None) -> str:
+def run_cli(
+    path,
+    out_dir,
+    metric=None,
+    context: str = "none",
+    thresholds: Sequence[float] | None = None,
+    translate=None,
+    database=None,
+) -> str:
     """Read PAIRS, score (unless precomputed), audit, write outputs; a short human summary."""
     d = read_pairs(path)
     scored = score_pairs(d, metric=metric, context=context, translate=translate, database=database)

@@ -34,6 +34,7 @@ so the audit splits the ratios by source gender; rows without F/M are left out a
 Frames carry provenance columns that read_pairs ignores and ``attrs["gate"]`` /
 ``attrs["gente"]`` with the counts.
 """
+
 from __future__ import annotations
 
 import csv
@@ -53,8 +54,7 @@ class BenchmarkMissing(FileNotFoundError):
 
 def _read_tsv(path: Path) -> pd.DataFrame:
     try:
-        df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=csv.QUOTE_NONE,
-                         encoding="utf-8-sig")
+        df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=csv.QUOTE_NONE, encoding="utf-8-sig")
     except pd.errors.EmptyDataError:
         raise ValueError(f"{path}: empty file (expected a header row)") from None
     except pd.errors.ParserError as e:
@@ -82,6 +82,7 @@ def _columns(df: pd.DataFrame, path: Path, required: dict[str, str], optional: d
 # ---------------------------------------------------------------------------------------------
 # GATE
 
+
 def gate_path(root, lang: str, split: str = "test") -> Path:
     """The two-variant file of ``lang`` under a GATE repository folder (or ``root`` itself when
     it is a file)."""
@@ -93,14 +94,19 @@ def gate_path(root, lang: str, split: str = "test") -> Path:
     if split not in GATE_SPLITS:
         raise ValueError(f"unknown GATE split {split!r} (one of: {', '.join(GATE_SPLITS)})")
     up = lang.upper()
-    candidates = {"test": [f"data/test_set/{up}/{up}_2_variants.txt"],
-                  "dev": [f"data/dev_test_split/{up}/{up}_2_variants_split.txt"],
-                  "all": [f"data/{up}/{up}_2_variants.tsv", f"data/{up}/{up}_2_variants.txt"]}[split]
+    candidates = {
+        "test": [f"data/test_set/{up}/{up}_2_variants.txt"],
+        "dev": [f"data/dev_test_split/{up}/{up}_2_variants_split.txt"],
+        "all": [f"data/{up}/{up}_2_variants.tsv", f"data/{up}/{up}_2_variants.txt"],
+    }[split]
     for rel in candidates:
         if (root / rel).is_file():
             return root / rel
-    raise BenchmarkMissing(f"GATE {split} file for en-{lang} not found under {root}: expected "
-                           + " or ".join(candidates) + " (the GATE repository's layout)")
+    raise BenchmarkMissing(
+        f"GATE {split} file for en-{lang} not found under {root}: expected "
+        + " or ".join(candidates)
+        + " (the GATE repository's layout)"
+    )
 
 
 def gate(root, lang: str, split: str = "test") -> pd.DataFrame:
@@ -111,22 +117,39 @@ def gate(root, lang: str, split: str = "test") -> pd.DataFrame:
     rows, blank, identical = [], 0, 0
     for pos in range(len(df)):
         rec = df.iloc[pos]
-        line = pos + 2                                   # the header is line 1
+        line = pos + 2  # the header is line 1
         src, f, m = (str(rec[cols[k]]).strip() for k in ("source", "f", "m"))
         if not (src and f and m):
             blank += 1
             continue
         identical += f == m
-        rows.append({"instance_id": f"gate-{split}-{line:05d}", "lang": lang, "source": src, "hyp_f": f, "hyp_m": m,
-                     "line": line, "labels": str(rec[cols["labels"]]).strip() if "labels" in cols else ""})
+        rows.append(
+            {
+                "instance_id": f"gate-{split}-{line:05d}",
+                "lang": lang,
+                "source": src,
+                "hyp_f": f,
+                "hyp_m": m,
+                "line": line,
+                "labels": str(rec[cols["labels"]]).strip() if "labels" in cols else "",
+            }
+        )
     out = pd.DataFrame(rows, columns=["instance_id", "lang", "source", "hyp_f", "hyp_m", "line", "labels"])
-    out.attrs["gate"] = {"file": str(path), "lang": lang, "split": split, "rows": len(df), "instances": len(out),
-                         "blank_dropped": blank, "identical_forms": int(identical)}
+    out.attrs["gate"] = {
+        "file": str(path),
+        "lang": lang,
+        "split": split,
+        "rows": len(df),
+        "instances": len(out),
+        "blank_dropped": blank,
+        "identical_forms": int(identical),
+    }
     return out
 
 
 # ---------------------------------------------------------------------------------------------
 # GeNTE
+
 
 def gente_path(root) -> Path:
     root = Path(root)
@@ -149,8 +172,9 @@ def gente(root, subset: str = "set-n") -> pd.DataFrame:
         raise ValueError(f"unknown GeNTE subset {subset!r} (one of: {', '.join(GENTE_SUBSETS)})")
     path = gente_path(root)
     df = _read_tsv(path)
-    cols = _columns(df, path, {"set": "SET", "source": "SRC", "ref_g": "REF-G", "ref_n": "REF-N"},
-                    {"id": "ID", "gender": "GENDER"})
+    cols = _columns(
+        df, path, {"set": "SET", "source": "SRC", "ref_g": "REF-G", "ref_n": "REF-N"}, {"id": "ID", "gender": "GENDER"}
+    )
     rows, unknown_set, no_gender = [], 0, 0
     for pos in range(len(df)):
         rec = df.iloc[pos]
@@ -166,15 +190,31 @@ def gente(root, subset: str = "set-n") -> pd.DataFrame:
             no_gender += 1
             continue
         ident = str(rec[cols["id"]]).strip() if "id" in cols else ""
-        row = {"instance_id": f"gente-{ident or pos + 2}", "lang": "it", "source": str(rec[cols["source"]]).strip(),
-               "hyp_n": str(rec[cols["ref_n"]]).strip(), "hyp_g": str(rec[cols["ref_g"]]).strip(), "set": which,
-               "line": pos + 2, "referent_gender": gender}
+        row = {
+            "instance_id": f"gente-{ident or pos + 2}",
+            "lang": "it",
+            "source": str(rec[cols["source"]]).strip(),
+            "hyp_n": str(rec[cols["ref_n"]]).strip(),
+            "hyp_g": str(rec[cols["ref_g"]]).strip(),
+            "set": which,
+            "line": pos + 2,
+            "referent_gender": gender,
+        }
         if subset == "set-g":
             row["gold"] = gender
         rows.append(row)
-    columns = ["instance_id", "lang", "source", "hyp_n", "hyp_g"] + (["gold"] if subset == "set-g" else []) \
+    columns = (
+        ["instance_id", "lang", "source", "hyp_n", "hyp_g"]
+        + (["gold"] if subset == "set-g" else [])
         + ["set", "line", "referent_gender"]
+    )
     out = pd.DataFrame(rows, columns=columns)
-    out.attrs["gente"] = {"file": str(path), "subset": subset, "rows": len(df), "instances": len(out),
-                          "unknown_set": unknown_set, "no_gender_dropped": no_gender}
+    out.attrs["gente"] = {
+        "file": str(path),
+        "subset": subset,
+        "rows": len(df),
+        "instances": len(out),
+        "unknown_set": unknown_set,
+        "no_gender_dropped": no_gender,
+    }
     return out

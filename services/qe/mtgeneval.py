@@ -61,6 +61,7 @@ contextual subset) that read_pairs ignores, and ``attrs["mtgeneval"]`` with the 
 
 The MT-GenEval gender accuracy of a translation (accuracy_metric.py) is :func:`gender_decision`.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -79,31 +80,30 @@ REFERENCE_RULES = ("es", "fr", "it", "pt")
 
 _FEM_WORDS = {
     "pt": "a as uma umas ela elas dela delas nela nelas na nas da das pela pelas à às esta estas essa essas aquela "
-          "aquelas nesta nessa naquela desta dessa daquela àquela sua suas minha minhas nossa nossas própria "
-          "próprias "
-          "mesma mesmas toda todas outra outras alguma algumas nenhuma muita muitas",
+    "aquelas nesta nessa naquela desta dessa daquela àquela sua suas minha minhas nossa nossas própria "
+    "próprias "
+    "mesma mesmas toda todas outra outras alguma algumas nenhuma muita muitas",
     "es": "la las una unas ella ellas esta estas esa esas aquella aquellas nuestra nuestras vuestra misma mismas toda "
-          "todas otra otras alguna algunas ninguna muchas mucha propia propias suya suyas",
+    "todas otra otras alguna algunas ninguna muchas mucha propia propias suya suyas",
     "it": "la le una un' lei ella della delle alla alle dalla dalle nella nelle sulla sulle questa queste quella "
-          "quelle stessa stesse tutta tutte altra altre alcuna nessuna sua sue propria proprie",
+    "quelle stessa stesse tutta tutte altra altre alcuna nessuna sua sue propria proprie",
     "fr": "la une elle elles cette celle celles laquelle lesquelles toute toutes",
 }
 _MASC_WORDS = {
     "pt": "o os um uns ele eles dele deles nele neles no nos do dos pelo pelos ao aos este estes esse esses aquele "
-          "aqueles neste nesse naquele deste desse daquele àquele seu seus meu meus nosso nossos próprio próprios "
-          "mesmo mesmos todo todos outro outros algum alguns nenhum muito muitos",
+    "aqueles neste nesse naquele deste desse daquele àquele seu seus meu meus nosso nossos próprio próprios "
+    "mesmo mesmos todo todos outro outros algum alguns nenhum muito muitos",
     "es": "el los un unos uno él ellos este estos ese esos aquel aquellos nuestro nuestros vuestro mismo mismos todo "
-          "todos otro otros algún alguno algunos ningún ninguno muchos mucho propio propios suyo suyos del al",
+    "todos otro otros algún alguno algunos ningún ninguno muchos mucho propio propios suyo suyos del al",
     "it": "il lo i gli un uno lui egli dello degli allo agli dallo dagli nello negli sullo sugli del dei al ai dal "
-          "dai nel nei sul sui questo questi quello quelli quel stesso stessi tutto tutti altro altri alcun alcuno "
-          "nessun nessuno suo suoi proprio propri",
+    "dai nel nei sul sui questo questi quello quelli quel stesso stessi tutto tutti altro altri alcun alcuno "
+    "nessun nessuno suo suoi proprio propri",
     "fr": "le un il ils ce cet celui ceux lequel lesquels tout tous",
 }
 FEMININE_WORDS = {k: frozenset(v.split()) for k, v in _FEM_WORDS.items()}
 MASCULINE_WORDS = {k: frozenset(v.split()) for k, v in _MASC_WORDS.items()}
 _FEM_ENDINGS = ("a", "as", "ã", "ãs", "trice", "trici", "triz", "essa", "esse")
-_FR_FEM_ENDINGS = ("euse", "euses", "rice", "rices", "esse", "esses", "ière", "ières", "enne", "ennes", "elle",
-                   "elles")
+_FR_FEM_ENDINGS = ("euse", "euses", "rice", "rices", "esse", "esses", "ière", "ières", "enne", "ennes", "elle", "elles")
 
 _MASC_PRONOUNS = re.compile(r"\b(he|him|his|himself)\b", re.IGNORECASE)
 _FEM_PRONOUNS = re.compile(r"\b(she|her|hers|herself)\b", re.IGNORECASE)
@@ -120,6 +120,7 @@ class MTGenEvalMissing(FileNotFoundError):
 # ---------------------------------------------------------------------------------------------
 # MT-GenEval's accuracy (accuracy_metric.py)
 
+
 def clean_line(line: str) -> str:
     """Lower-case, ASCII punctuation replaced by spaces, stripped (accuracy_metric.clean_line)."""
     return str(line).lower().translate(_STRIP_PUNCT).strip()
@@ -129,8 +130,9 @@ def words(line: str) -> set[str]:
     return set(clean_line(line).split())
 
 
-def gender_decision(hypothesis: str, correct_ref: str, wrong_ref: str,
-                    require_correct: bool = False) -> tuple[bool, set[str], set[str]]:
+def gender_decision(
+    hypothesis: str, correct_ref: str, wrong_ref: str, require_correct: bool = False
+) -> tuple[bool, set[str], set[str]]:
     """MT-GenEval's gender accuracy of one translation: the words unique to the correct reference
     (vs the wrong one) and unique to the wrong one, after clean_line; the translation is correct
     when it contains none of the wrong reference's unique words (the published script's rule).
@@ -145,6 +147,7 @@ def gender_decision(hypothesis: str, correct_ref: str, wrong_ref: str,
 
 # ---------------------------------------------------------------------------------------------
 # gender signals
+
 
 def context_gender(text: str) -> str:
     """'M' / 'F' by the majority of English he/him/his/himself vs she/her/hers/herself; '' when
@@ -181,7 +184,7 @@ def _pair_vote(x: str, y: str, lang: str) -> int:
         fx, fy = x.endswith(_FR_FEM_ENDINGS), y.endswith(_FR_FEM_ENDINGS)
     else:
         if lang == "it" and len(x) == len(y) > 1 and x[:-1] == y[:-1] and {x[-1], y[-1]} == {"e", "i"}:
-            return 1 if x.endswith("e") else -1       # plural: professoresse / professori
+            return 1 if x.endswith("e") else -1  # plural: professoresse / professori
         fx, fy = x.endswith(_FEM_ENDINGS), y.endswith(_FEM_ENDINGS)
     if fx != fy:
         return 1 if fx else -1
@@ -209,13 +212,17 @@ def reference_gender(original: str, flipped: str, lang: str) -> str:
             g = _word_gender(y, lang)
             vote -= 1 if g == "F" else -1 if g == "M" else 0
         if op == "replace":
-            vote += sum(_pair_vote(x, y, lang) for x, y in zip(xs, ys)
-                        if not _word_gender(x, lang) and not _word_gender(y, lang))
+            vote += sum(
+                _pair_vote(x, y, lang)
+                for x, y in zip(xs, ys)
+                if not _word_gender(x, lang) and not _word_gender(y, lang)
+            )
     return "F" if vote > 0 else "M" if vote < 0 else ""
 
 
 # ---------------------------------------------------------------------------------------------
 # files
+
 
 def data_root(root) -> Path:
     """The folder holding context/ and sentences/ (``root`` itself or root/data)."""
@@ -228,14 +235,18 @@ def data_root(root) -> Path:
 def _paths(root: Path, lang: str, subset: str, split: str) -> dict[str, Path]:
     if subset == "contextual":
         c = root / "context"
-        return {"context_sentence": c / f"geneval-context-wikiprofessions-2to1-{split}.en_{lang}.en",
-                "original": c / f"geneval-context-wikiprofessions-original-{split}.en_{lang}.{lang}",
-                "flipped": c / f"geneval-context-wikiprofessions-flipped-{split}.en_{lang}.{lang}"}
+        return {
+            "context_sentence": c / f"geneval-context-wikiprofessions-2to1-{split}.en_{lang}.en",
+            "original": c / f"geneval-context-wikiprofessions-original-{split}.en_{lang}.{lang}",
+            "flipped": c / f"geneval-context-wikiprofessions-flipped-{split}.en_{lang}.{lang}",
+        }
     s = root / "sentences" / split
-    return {"source_f": s / f"geneval-sentences-feminine-{split}.en_{lang}.en",
-            "source_m": s / f"geneval-sentences-masculine-{split}.en_{lang}.en",
-            "ref_f": s / f"geneval-sentences-feminine-{split}.en_{lang}.{lang}",
-            "ref_m": s / f"geneval-sentences-masculine-{split}.en_{lang}.{lang}"}
+    return {
+        "source_f": s / f"geneval-sentences-feminine-{split}.en_{lang}.en",
+        "source_m": s / f"geneval-sentences-masculine-{split}.en_{lang}.en",
+        "ref_f": s / f"geneval-sentences-feminine-{split}.en_{lang}.{lang}",
+        "ref_m": s / f"geneval-sentences-masculine-{split}.en_{lang}.{lang}",
+    }
 
 
 def read_lines(path: Path) -> list[str]:
@@ -261,15 +272,19 @@ def _read_aligned(root, lang: str, subset: str, split: str) -> tuple[dict[str, l
     paths = _paths(base, lang, subset, split)
     missing = [p for p in paths.values() if not p.is_file()]
     if missing:
-        raise MTGenEvalMissing(f"MT-GenEval {subset} {split} files for en-{lang} not found under {base}: "
-                               + ", ".join(str(p.relative_to(base)) if p.is_relative_to(base) else str(p)
-                                           for p in missing)
-                               + " (expected the dataset's data/ folder with context/ and sentences/)")
+        raise MTGenEvalMissing(
+            f"MT-GenEval {subset} {split} files for en-{lang} not found under {base}: "
+            + ", ".join(str(p.relative_to(base)) if p.is_relative_to(base) else str(p) for p in missing)
+            + " (expected the dataset's data/ folder with context/ and sentences/)"
+        )
     lines = {k: read_lines(p) for k, p in paths.items()}
     counts = {k: len(v) for k, v in lines.items()}
     if len(set(counts.values())) != 1:
-        raise ValueError(f"MT-GenEval {subset} {split} en-{lang}: the files are not line-aligned ("
-                         + ", ".join(f"{paths[k].name}: {n} lines" for k, n in counts.items()) + ")")
+        raise ValueError(
+            f"MT-GenEval {subset} {split} en-{lang}: the files are not line-aligned ("
+            + ", ".join(f"{paths[k].name}: {n} lines" for k, n in counts.items())
+            + ")"
+        )
     return lines, paths
 
 
@@ -281,21 +296,36 @@ def contextual_lines(root, lang: str, split: str = "test") -> pd.DataFrame:
     for i, (cs, o, fl) in enumerate(zip(f["context_sentence"], f["original"], f["flipped"])):
         parts = cs.split(SEP)
         if len(parts) != 2:
-            raise ValueError(f"{paths['context_sentence']}, line {i + 1}: expected 'context {SEP} sentence', "
-                             f"found {len(parts) - 1} {SEP}")
+            raise ValueError(
+                f"{paths['context_sentence']}, line {i + 1}: expected 'context {SEP} sentence', "
+                f"found {len(parts) - 1} {SEP}"
+            )
         context, sentence = parts[0].strip(), parts[1].strip()
-        rows.append({"line": i + 1, "context": context, "sentence": sentence, "original": o.strip(),
-                     "flipped": fl.strip(), "context_gender": context_gender(context),
-                     "target_gender": reference_gender(o, fl, lang)})
-    return pd.DataFrame(rows, columns=["line", "context", "sentence", "original", "flipped", "context_gender",
-                                       "target_gender"])
+        rows.append(
+            {
+                "line": i + 1,
+                "context": context,
+                "sentence": sentence,
+                "original": o.strip(),
+                "flipped": fl.strip(),
+                "context_gender": context_gender(context),
+                "target_gender": reference_gender(o, fl, lang),
+            }
+        )
+    return pd.DataFrame(
+        rows, columns=["line", "context", "sentence", "original", "flipped", "context_gender", "target_gender"]
+    )
 
 
 def counterfactual_lines(root, lang: str, split: str = "test") -> pd.DataFrame:
     """The counterfactual subset line by line: line, source_f, source_m, ref_f, ref_m."""
     f, _ = _read_aligned(root, lang, "counterfactual", split)
-    return pd.DataFrame({"line": range(1, len(f["source_f"]) + 1),
-                         **{k: [x.strip() for x in f[k]] for k in ("source_f", "source_m", "ref_f", "ref_m")}})
+    return pd.DataFrame(
+        {
+            "line": range(1, len(f["source_f"]) + 1),
+            **{k: [x.strip() for x in f[k]] for k in ("source_f", "source_m", "ref_f", "ref_m")},
+        }
+    )
 
 
 def _contextual(root, lang, split, setting, keep_conflicts) -> pd.DataFrame:
@@ -309,20 +339,27 @@ def _contextual(root, lang, split, setting, keep_conflicts) -> pd.DataFrame:
     evidence[(tg != "") & (cg == "")] = "target"
     evidence[(tg == "") & (cg != "")] = "context"
     evidence[conflict] = "target (context disagrees)"
-    counts = {"lines": len(lines), "target+context": int((both & ~conflict).sum()),
-              "target_only": int(((tg != "") & (cg == "")).sum()), "context_only": int(((tg == "") & (cg != "")).sum()),
-              "conflict": int(conflict.sum()), "undecided": int((gender == "").sum())}
+    counts = {
+        "lines": len(lines),
+        "target+context": int((both & ~conflict).sum()),
+        "target_only": int(((tg != "") & (cg == "")).sum()),
+        "context_only": int(((tg == "") & (cg != "")).sum()),
+        "conflict": int(conflict.sum()),
+        "undecided": int((gender == "").sum()),
+    }
     keep = gender != ""
     if setting == "unambiguous" and not keep_conflicts:
         keep &= ~conflict
     fem = gender == "F"
-    out = pd.DataFrame({
-        "instance_id": [f"ctx-{split}-{n:04d}" for n in lines["line"]],
-        "lang": lang,
-        "source": lines["sentence"],
-        "hyp_f": lines["original"].where(fem, lines["flipped"]),
-        "hyp_m": lines["flipped"].where(fem, lines["original"]),
-    })
+    out = pd.DataFrame(
+        {
+            "instance_id": [f"ctx-{split}-{n:04d}" for n in lines["line"]],
+            "lang": lang,
+            "source": lines["sentence"],
+            "hyp_f": lines["original"].where(fem, lines["flipped"]),
+            "hyp_m": lines["flipped"].where(fem, lines["original"]),
+        }
+    )
     if setting == "unambiguous":
         out["gold"] = gender
         out["context"] = lines["context"]
@@ -342,16 +379,37 @@ def _counterfactual(root, lang, split) -> pd.DataFrame:
     rows = []
     for r in lines.itertuples():
         for gold, src in (("F", r.source_f), ("M", r.source_m)):
-            rows.append({"instance_id": f"cf-{split}-{r.line:04d}-{gold}", "lang": lang, "source": src,
-                         "hyp_f": r.ref_f, "hyp_m": r.ref_m, "gold": gold, "line": r.line})
+            rows.append(
+                {
+                    "instance_id": f"cf-{split}-{r.line:04d}-{gold}",
+                    "lang": lang,
+                    "source": src,
+                    "hyp_f": r.ref_f,
+                    "hyp_m": r.ref_m,
+                    "gold": gold,
+                    "line": r.line,
+                }
+            )
     out = pd.DataFrame(rows, columns=["instance_id", "lang", "source", "hyp_f", "hyp_m", "gold", "line"])
-    out.attrs["mtgeneval"] = {"subset": "counterfactual", "setting": "unambiguous", "split": split, "lang": lang,
-                              "lines": len(lines), "instances": len(out)}
+    out.attrs["mtgeneval"] = {
+        "subset": "counterfactual",
+        "setting": "unambiguous",
+        "split": split,
+        "lang": lang,
+        "lines": len(lines),
+        "instances": len(out),
+    }
     return out
 
 
-def convert(root, lang: str, subset: str = "contextual", split: str = "test", setting: str = "unambiguous",
-            keep_conflicts: bool = False) -> pd.DataFrame:
+def convert(
+    root,
+    lang: str,
+    subset: str = "contextual",
+    split: str = "test",
+    setting: str = "unambiguous",
+    keep_conflicts: bool = False,
+) -> pd.DataFrame:
     """A PAIRS frame from MT-GenEval (see the module docstring): subset 'contextual' (setting
     'ambiguous' or 'unambiguous') or 'counterfactual' (unambiguous only). Raises
     MTGenEvalMissing naming the files when they are not there."""

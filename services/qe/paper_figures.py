@@ -36,6 +36,7 @@ Figures 6 and 9 (appendix B.1): the raw scores of every ambiguous run, per metri
 
 Pure functions; statistics from scipy/numpy/pandas, figures from plotly.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,23 +52,23 @@ from services.common.analysis_output import write_json, write_tables
 from services.common.figure_files import write_figures
 from services.qe import audit as Q
 
-ALPHA = 0.05                     # the paper's warning marks: p < .05 (Tables 5, 8, 9)
+ALPHA = 0.05  # the paper's warning marks: p < .05 (Tables 5, 8, 9)
 WARNING_MARK, NO_MARK = "⚠", "-"
-REFERENCES = "references"        # Table 8's left block; its right block is an MT system's output ("GT")
+REFERENCES = "references"  # Table 8's left block; its right block is an MT system's output ("GT")
 KINDS = ("ambiguous", "unambiguous", "counterfactual")
 
 CAPTIONS = {
     "table8": "Table 8 (paper 003, appendix B.5): the matched ratio QE(s_F, h_F) / QE(s_M, h_M) on counterfactual "
-              "pairs, per metric, hypotheses and language; ⚠ where the one-sided t-test against 1 gives p < .05 "
-              "(feminine pairs scored significantly lower), - elsewhere.",
+    "pairs, per metric, hypotheses and language; ⚠ where the one-sided t-test against 1 gives p < .05 "
+    "(feminine pairs scored significantly lower), - elsewhere.",
     "fig4_tradeoff": "Figure 4 (paper 003, section 6): each metric's total error rate ER on unambiguous sources "
-                     "against its distance from parity, |1 - mean ratio QE(s, h_F) / QE(s, h_M)| on ambiguous "
-                     "sources (left) and |1 - Phi| on unambiguous ones (right); means across languages. The best "
-                     "case is (0, 0); the dashed line joins the Pareto frontier (the metrics no other metric beats "
-                     "on both axes).",
+    "against its distance from parity, |1 - mean ratio QE(s, h_F) / QE(s, h_M)| on ambiguous "
+    "sources (left) and |1 - Phi| on unambiguous ones (right); means across languages. The best "
+    "case is (0, 0); the dashed line joins the Pareto frontier (the metrics no other metric beats "
+    "on both axes).",
     "fig9_score_distributions": "Figures 6 and 9 (paper 003, appendix B.1): the raw scores QE(s, h_F) and "
-                                "QE(s, h_M) of every metric on ambiguous sources, all languages together; boxes "
-                                "span the quartiles, whiskers 1.5 IQR.",
+    "QE(s, h_M) of every metric on ambiguous sources, all languages together; boxes "
+    "span the quartiles, whiskers 1.5 IQR.",
 }
 
 
@@ -77,11 +78,11 @@ class PaperInputError(ValueError):
 
 @dataclass
 class Run:
-    metric: str                      # the metric as the audit names it
-    context: str                     # none | mon | bil | prompt
-    scores: pd.DataFrame             # the scored PAIRS (read_pairs-checked)
-    hypotheses: str = REFERENCES     # Table 8's block: human references or an MT system's name
-    source: str = ""                 # where the run came from (for messages)
+    metric: str  # the metric as the audit names it
+    context: str  # none | mon | bil | prompt
+    scores: pd.DataFrame  # the scored PAIRS (read_pairs-checked)
+    hypotheses: str = REFERENCES  # Table 8's block: human references or an MT system's name
+    source: str = ""  # where the run came from (for messages)
 
     @property
     def label(self) -> str:
@@ -106,16 +107,22 @@ def run_kind(frame: pd.DataFrame) -> str:
 
 
 def run_from_result(result: Q.AuditResult, hypotheses: str = REFERENCES, source: str = "") -> Run:
-    return Run(metric=str(result.metric.get("name", "precomputed")), context=result.context,
-               scores=result.scores, hypotheses=hypotheses or REFERENCES, source=source)
+    return Run(
+        metric=str(result.metric.get("name", "precomputed")),
+        context=result.context,
+        scores=result.scores,
+        hypotheses=hypotheses or REFERENCES,
+        source=source,
+    )
 
 
 def load_run(folder, hypotheses: str | None = None) -> Run:
     """A Run from an audit output folder (its scores.csv and summary.json, as the audit writes them)."""
     path = Path(folder)
     if not path.is_dir():
-        raise PaperInputError(f"{path}: not a folder (expected an audit output folder with scores.csv and "
-                              "summary.json)")
+        raise PaperInputError(
+            f"{path}: not a folder (expected an audit output folder with scores.csv and summary.json)"
+        )
     for name in ("scores.csv", "summary.json"):
         if not (path / name).is_file():
             raise PaperInputError(f"{path}: no {name} (is this a qe-audit output folder?)")
@@ -124,8 +131,13 @@ def load_run(folder, hypotheses: str | None = None) -> Run:
     except json.JSONDecodeError as e:
         raise PaperInputError(f"{path / 'summary.json'}: not JSON ({e})") from None
     metric = (summary.get("metric") or {}).get("name") or "precomputed"
-    return Run(metric=str(metric), context=str(summary.get("context", "none")),
-               scores=Q.read_pairs(path / "scores.csv"), hypotheses=hypotheses or REFERENCES, source=str(path))
+    return Run(
+        metric=str(metric),
+        context=str(summary.get("context", "none")),
+        scores=Q.read_pairs(path / "scores.csv"),
+        hypotheses=hypotheses or REFERENCES,
+        source=str(path),
+    )
 
 
 def parse_run_argument(text: str) -> tuple[str | None, str]:
@@ -138,6 +150,7 @@ def parse_run_argument(text: str) -> tuple[str | None, str]:
 
 # ---------------------------------------------------------------------------------------------
 # Table 8
+
 
 def matched_pairs(frame: pd.DataFrame) -> pd.DataFrame:
     """Per counterfactual line (the F-gold and M-gold rows of one language sharing hyp_f and
@@ -154,13 +167,37 @@ def matched_pairs(frame: pd.DataFrame) -> pd.DataFrame:
     status = np.where(missing, "missing", np.where(nonpos, "nonpositive", "ok"))
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = (sa / sb).where(status == "ok")
-    return pd.DataFrame({"lang": both["lang"], "instance_f": both["instance_id_F"],
-                         "instance_m": both["instance_id_M"], "score_ff": sa, "score_mm": sb, "ratio": ratio,
-                         "ratio_status": status})
+    return pd.DataFrame(
+        {
+            "lang": both["lang"],
+            "instance_f": both["instance_id_F"],
+            "instance_m": both["instance_id_M"],
+            "score_ff": sa,
+            "score_mm": sb,
+            "ratio": ratio,
+            "ratio_status": status,
+        }
+    )
 
 
-TABLE8_COLUMNS = ["metric", "hypotheses", "lang", "aggregate", "n_pairs", "n_missing", "n_dropped", "mean_ff",
-                  "mean_mm", "mean_ratio", "sd_ratio", "ci_low", "ci_high", "t", "p_value", "warning"]
+TABLE8_COLUMNS = [
+    "metric",
+    "hypotheses",
+    "lang",
+    "aggregate",
+    "n_pairs",
+    "n_missing",
+    "n_dropped",
+    "mean_ff",
+    "mean_mm",
+    "mean_ratio",
+    "sd_ratio",
+    "ci_low",
+    "ci_high",
+    "t",
+    "p_value",
+    "warning",
+]
 
 
 def _ratio_row(m: pd.DataFrame) -> dict:
@@ -168,14 +205,20 @@ def _ratio_row(m: pd.DataFrame) -> dict:
     x = ok["ratio"].to_numpy(dtype=float)
     # the audit's own ratio test (section 4.3: "the same ... fairness measures" as section 3)
     lo, hi, t, p = Q._t_stats(x)
-    return {"n_pairs": len(x), "n_missing": int((m["ratio_status"] == "missing").sum()),
-            "n_dropped": int((m["ratio_status"] == "nonpositive").sum()),
-            "mean_ff": float(ok["score_ff"].mean()) if len(x) else math.nan,
-            "mean_mm": float(ok["score_mm"].mean()) if len(x) else math.nan,
-            "mean_ratio": float(np.mean(x)) if len(x) else math.nan,
-            "sd_ratio": float(np.std(x, ddof=1)) if len(x) > 1 else math.nan,
-            "ci_low": lo, "ci_high": hi, "t": t, "p_value": p,
-            "warning": bool(p < ALPHA) if math.isfinite(p) else False}
+    return {
+        "n_pairs": len(x),
+        "n_missing": int((m["ratio_status"] == "missing").sum()),
+        "n_dropped": int((m["ratio_status"] == "nonpositive").sum()),
+        "mean_ff": float(ok["score_ff"].mean()) if len(x) else math.nan,
+        "mean_mm": float(ok["score_mm"].mean()) if len(x) else math.nan,
+        "mean_ratio": float(np.mean(x)) if len(x) else math.nan,
+        "sd_ratio": float(np.std(x, ddof=1)) if len(x) > 1 else math.nan,
+        "ci_low": lo,
+        "ci_high": hi,
+        "t": t,
+        "p_value": p,
+        "warning": bool(p < ALPHA) if math.isfinite(p) else False,
+    }
 
 
 def table8(runs: Sequence[Run]) -> pd.DataFrame:
@@ -208,10 +251,12 @@ def table8_marks(table: pd.DataFrame) -> pd.DataFrame:
     langs = table[table["aggregate"] == "language"]
     if langs.empty:
         return pd.DataFrame(columns=["metric"])
-    cell = langs.assign(mark=np.where(langs["warning"], WARNING_MARK, NO_MARK),
-                        column=langs["hypotheses"] + " " + langs["lang"])
-    order = list(dict.fromkeys(cell.sort_values(["hypotheses"], key=lambda s: s != REFERENCES, kind="stable")
-                               ["column"]))
+    cell = langs.assign(
+        mark=np.where(langs["warning"], WARNING_MARK, NO_MARK), column=langs["hypotheses"] + " " + langs["lang"]
+    )
+    order = list(
+        dict.fromkeys(cell.sort_values(["hypotheses"], key=lambda s: s != REFERENCES, kind="stable")["column"])
+    )
     wide = cell.pivot_table(index="metric", columns="column", values="mark", aggfunc="first", sort=False)
     return wide.reindex(columns=order).fillna("").reset_index().rename_axis(columns=None)
 
@@ -219,20 +264,34 @@ def table8_marks(table: pd.DataFrame) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # Figure 4
 
+
 def pareto_front(x, y) -> np.ndarray:
     """Which points (x_i, y_i) are Pareto-optimal when both are minimised: no other point has
     x_j <= x_i and y_j <= y_i with one of them strictly smaller. Points with a NaN are neither
     on the front nor dominate others; equal points are all on the front."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     ok = ~(np.isnan(x) | np.isnan(y))
-    le = (x[None, :] <= x[:, None]) & (y[None, :] <= y[:, None])        # [i, j]: j at least as good as i
+    le = (x[None, :] <= x[:, None]) & (y[None, :] <= y[:, None])  # [i, j]: j at least as good as i
     lt = (x[None, :] < x[:, None]) | (y[None, :] < y[:, None])
     dominated = (le & lt & ok[None, :]).any(axis=1)
     return ok & ~dominated
 
 
-TRADEOFF_COLUMNS = ["metric", "context", "label", "n_languages", "er", "er_f", "er_m", "phi", "gap_unambiguous",
-                    "ambiguous_ratio", "gap_ambiguous", "pareto_ambiguous", "pareto_unambiguous"]
+TRADEOFF_COLUMNS = [
+    "metric",
+    "context",
+    "label",
+    "n_languages",
+    "er",
+    "er_f",
+    "er_m",
+    "phi",
+    "gap_unambiguous",
+    "ambiguous_ratio",
+    "gap_ambiguous",
+    "pareto_ambiguous",
+    "pareto_unambiguous",
+]
 
 
 def tradeoff(runs: Sequence[Run], n_resamples: int = Q.N_RESAMPLES, seed: int = Q.SEED) -> pd.DataFrame:
@@ -244,11 +303,14 @@ def tradeoff(runs: Sequence[Run], n_resamples: int = Q.N_RESAMPLES, seed: int = 
         if run.kind != "ambiguous" or Q.contrast_of(Q.read_pairs(run.scores)) != "F/M":
             continue
         if run.metric in ambiguous:
-            raise PaperInputError(f"two ambiguous runs of metric {run.metric!r} ({run.source or 'a run'}): Figure 4 "
-                                  "takes one ambiguous ratio per metric")
+            raise PaperInputError(
+                f"two ambiguous runs of metric {run.metric!r} ({run.source or 'a run'}): Figure 4 "
+                "takes one ambiguous ratio per metric"
+            )
         rat = Q.ratios(run.scores)
-        ambiguous[run.metric] = float(rat[(rat["lang"] == Q.MEAN) & (rat["source_gender"] == "any")]
-                                      ["mean_ratio"].iloc[0])
+        ambiguous[run.metric] = float(
+            rat[(rat["lang"] == Q.MEAN) & (rat["source_gender"] == "any")]["mean_ratio"].iloc[0]
+        )
     rows = []
     for run in runs:
         if run.kind != "unambiguous":
@@ -256,11 +318,21 @@ def tradeoff(runs: Sequence[Run], n_resamples: int = Q.N_RESAMPLES, seed: int = 
         err = Q.errors(run.scores, n_resamples=n_resamples, seed=seed).set_index("lang")
         mean = err.loc[Q.MEAN]
         ratio = ambiguous.get(run.metric, math.nan)
-        rows.append({"metric": run.metric, "context": run.context, "label": run.label,
-                     "n_languages": int((err["aggregate"] == "language").sum()),
-                     "er": mean["er"], "er_f": mean["er_f"], "er_m": mean["er_m"], "phi": mean["phi"],
-                     "gap_unambiguous": abs(1 - mean["phi"]), "ambiguous_ratio": ratio,
-                     "gap_ambiguous": abs(1 - ratio)})
+        rows.append(
+            {
+                "metric": run.metric,
+                "context": run.context,
+                "label": run.label,
+                "n_languages": int((err["aggregate"] == "language").sum()),
+                "er": mean["er"],
+                "er_f": mean["er_f"],
+                "er_m": mean["er_m"],
+                "phi": mean["phi"],
+                "gap_unambiguous": abs(1 - mean["phi"]),
+                "ambiguous_ratio": ratio,
+                "gap_ambiguous": abs(1 - ratio),
+            }
+        )
     out = pd.DataFrame(rows, columns=TRADEOFF_COLUMNS)
     out["pareto_ambiguous"] = pareto_front(out["gap_ambiguous"], out["er"]) if len(out) else []
     out["pareto_unambiguous"] = pareto_front(out["gap_unambiguous"], out["er"]) if len(out) else []
@@ -281,8 +353,9 @@ def score_long(runs: Sequence[Run]) -> pd.DataFrame:
             continue
         d = Q.read_pairs(run.scores)
         for x in Q.CONTRASTS[Q.contrast_of(d)]:
-            parts.append(pd.DataFrame({"metric": run.label, "lang": d["lang"], "form": x.upper(),
-                                       "score": d[f"score_{x}"]}))
+            parts.append(
+                pd.DataFrame({"metric": run.label, "lang": d["lang"], "form": x.upper(), "score": d[f"score_{x}"]})
+            )
     if not parts:
         return pd.DataFrame(columns=["metric", "lang", "form", "score"])
     return pd.concat(parts, ignore_index=True).dropna(subset=["score"])
@@ -304,13 +377,14 @@ def score_distributions(runs: Sequence[Run]) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # the whole set
 
+
 @dataclass
 class PaperResult:
     table8: pd.DataFrame
     table8_marks: pd.DataFrame
     tradeoff: pd.DataFrame
     distributions: pd.DataFrame
-    scores: pd.DataFrame                         # the long scores behind the box plots
+    scores: pd.DataFrame  # the long scores behind the box plots
     runs: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -324,8 +398,10 @@ def paper_results(runs: Sequence[Run], n_resamples: int = Q.N_RESAMPLES, seed: i
     notes = []
     t8 = table8(runs)
     if "counterfactual" not in kinds:
-        notes.append("Table 8 needs a counterfactual run (MT-GenEval's counterfactual subset: python app.py data "
-                     "mt-geneval --subset counterfactual)")
+        notes.append(
+            "Table 8 needs a counterfactual run (MT-GenEval's counterfactual subset: python app.py data "
+            "mt-geneval --subset counterfactual)"
+        )
     fig4 = tradeoff(runs, n_resamples=n_resamples, seed=seed)
     if fig4.empty:
         notes.append("Figure 4 needs an unambiguous run (gold, e.g. MT-GenEval contextual --setting unambiguous)")
@@ -335,20 +411,47 @@ def paper_results(runs: Sequence[Run], n_resamples: int = Q.N_RESAMPLES, seed: i
     dist = score_distributions(runs)
     if dist.empty:
         notes.append("Figures 6/9 need an ambiguous run (no gold)")
-    described = [{"metric": r.metric, "context": r.context, "hypotheses": r.hypotheses, "kind": k,
-                  "instances": len(r.scores), "source": r.source} for r, k in zip(runs, kinds)]
-    return PaperResult(table8=t8, table8_marks=table8_marks(t8), tradeoff=fig4, distributions=dist,
-                       scores=score_long(runs), runs=described, notes=notes)
+    described = [
+        {
+            "metric": r.metric,
+            "context": r.context,
+            "hypotheses": r.hypotheses,
+            "kind": k,
+            "instances": len(r.scores),
+            "source": r.source,
+        }
+        for r, k in zip(runs, kinds)
+    ]
+    return PaperResult(
+        table8=t8,
+        table8_marks=table8_marks(t8),
+        tradeoff=fig4,
+        distributions=dist,
+        scores=score_long(runs),
+        runs=described,
+        notes=notes,
+    )
 
 
 def _caption(fig, text: str) -> None:
-    fig.add_annotation(text=text, xref="paper", yref="paper", x=0, y=-0.22, xanchor="left", yanchor="top",
-                       showarrow=False, align="left", font=dict(size=11))
+    fig.add_annotation(
+        text=text,
+        xref="paper",
+        yref="paper",
+        x=0,
+        y=-0.22,
+        xanchor="left",
+        yanchor="top",
+        showarrow=False,
+        align="left",
+        font=dict(size=11),
+    )
     fig.update_layout(margin=dict(b=150))
 
 
 def _wrap(text: str, width: int = 110) -> str:
     import textwrap
+
     return "<br>".join(textwrap.wrap(text, width))
 
 
@@ -362,19 +465,45 @@ def figures(result: PaperResult) -> dict:
     out = {}
     t = result.tradeoff
     if not t.empty:
-        fig = make_subplots(rows=1, cols=2, shared_yaxes=True, horizontal_spacing=0.06,
-                            subplot_titles=("ambiguous: |1 - QE(s, h_F) / QE(s, h_M)|", "unambiguous: |1 - Phi|"))
-        for col, (gap, front) in enumerate((("gap_ambiguous", "pareto_ambiguous"),
-                                            ("gap_unambiguous", "pareto_unambiguous")), start=1):
+        fig = make_subplots(
+            rows=1,
+            cols=2,
+            shared_yaxes=True,
+            horizontal_spacing=0.06,
+            subplot_titles=("ambiguous: |1 - QE(s, h_F) / QE(s, h_M)|", "unambiguous: |1 - Phi|"),
+        )
+        for col, (gap, front) in enumerate(
+            (("gap_ambiguous", "pareto_ambiguous"), ("gap_unambiguous", "pareto_unambiguous")), start=1
+        ):
             shown = t[np.isfinite(t[gap].astype(float))]
-            fig.add_trace(go.Scatter(x=shown[gap], y=shown["er"], mode="markers+text", text=shown["label"],
-                                     textposition="top center", showlegend=False, marker=dict(size=9),
-                                     hovertemplate="%{text}: distance %{x:.4f}, ER %{y:.3f}<extra></extra>"),
-                          row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=shown[gap],
+                    y=shown["er"],
+                    mode="markers+text",
+                    text=shown["label"],
+                    textposition="top center",
+                    showlegend=False,
+                    marker=dict(size=9),
+                    hovertemplate="%{text}: distance %{x:.4f}, ER %{y:.3f}<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
             f = shown[shown[front].astype(bool)].sort_values(gap)
-            fig.add_trace(go.Scatter(x=f[gap], y=f["er"], mode="lines", line=dict(dash="dash", color="grey"),
-                                     name="Pareto frontier", showlegend=col == 1, hoverinfo="skip"),
-                          row=1, col=col)
+            fig.add_trace(
+                go.Scatter(
+                    x=f[gap],
+                    y=f["er"],
+                    mode="lines",
+                    line=dict(dash="dash", color="grey"),
+                    name="Pareto frontier",
+                    showlegend=col == 1,
+                    hoverinfo="skip",
+                ),
+                row=1,
+                col=col,
+            )
             fig.update_xaxes(title_text="distance from parity", rangemode="tozero", row=1, col=col)
         fig.update_yaxes(title_text="ER (unambiguous)", rangemode="tozero", row=1, col=1)
         fig.update_layout(title="Gender error rate vs gap from parity", height=560, width=1000)
@@ -386,28 +515,42 @@ def figures(result: PaperResult) -> dict:
         fig = go.Figure()
         colors = {"F": "#d62728", "M": "#1f77b4", "N": "#2ca02c", "G": "#9467bd"}
         for form, sub in s.groupby("form", sort=False):
-            fig.add_trace(go.Box(x=sub["metric"], y=sub["score"], name=f"h_{form}", marker_color=colors.get(form),
-                                 boxpoints=False))
-        fig.update_layout(boxmode="group", title="Raw scores per metric and form (ambiguous sources)",
-                          xaxis_title="metric", yaxis_title="score", height=540,
-                          width=max(700, 300 + 120 * s["metric"].nunique()))
+            fig.add_trace(
+                go.Box(
+                    x=sub["metric"], y=sub["score"], name=f"h_{form}", marker_color=colors.get(form), boxpoints=False
+                )
+            )
+        fig.update_layout(
+            boxmode="group",
+            title="Raw scores per metric and form (ambiguous sources)",
+            xaxis_title="metric",
+            yaxis_title="score",
+            height=540,
+            width=max(700, 300 + 120 * s["metric"].nunique()),
+        )
         _caption(fig, _wrap(CAPTIONS["fig9_score_distributions"]))
         out["fig9_score_distributions"] = fig
     return out
 
 
 def summary(result: PaperResult) -> str:
-    lines = [f"paper 003 tables from {len(result.runs)} audit run(s): "
-             + ", ".join(f"{r['metric']} ({r['kind']}, {r['context']}, {r['hypotheses']})" for r in result.runs)]
+    lines = [
+        f"paper 003 tables from {len(result.runs)} audit run(s): "
+        + ", ".join(f"{r['metric']} ({r['kind']}, {r['context']}, {r['hypotheses']})" for r in result.runs)
+    ]
     for row in result.table8.itertuples():
         if row.aggregate == "language" or row.lang == Q.MEAN:
             mark = f" {WARNING_MARK}" if row.warning else ""
-            lines.append(f"  Table 8 {row.metric} [{row.hypotheses}] {row.lang}: QE(s_F,h_F)/QE(s_M,h_M) "
-                         f"{row.mean_ratio:.4f}, n {row.n_pairs}, one-sided p {row.p_value:.3g}{mark}")
+            lines.append(
+                f"  Table 8 {row.metric} [{row.hypotheses}] {row.lang}: QE(s_F,h_F)/QE(s_M,h_M) "
+                f"{row.mean_ratio:.4f}, n {row.n_pairs}, one-sided p {row.p_value:.3g}{mark}"
+            )
     for row in result.tradeoff.itertuples():
-        lines.append(f"  Figure 4 {row.label}: ER {row.er:.3f}, |1 - ratio| {row.gap_ambiguous:.4f}"
-                     f"{' (Pareto)' if row.pareto_ambiguous else ''}, |1 - Phi| {row.gap_unambiguous:.3f}"
-                     f"{' (Pareto)' if row.pareto_unambiguous else ''}")
+        lines.append(
+            f"  Figure 4 {row.label}: ER {row.er:.3f}, |1 - ratio| {row.gap_ambiguous:.4f}"
+            f"{' (Pareto)' if row.pareto_ambiguous else ''}, |1 - Phi| {row.gap_unambiguous:.3f}"
+            f"{' (Pareto)' if row.pareto_unambiguous else ''}"
+        )
     lines.extend(f"note: {n}" for n in result.notes)
     return "\n".join(lines)
 
@@ -417,21 +560,29 @@ def write_outputs(result: PaperResult, out_dir, include_plotlyjs="directory", pn
     runs, captions and notes), captions.md and the figures."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = write_tables(out, {"table8.csv": result.table8, "table8_marks.csv": result.table8_marks,
-                               "fig4_tradeoff.csv": result.tradeoff,
-                               "score_distributions.csv": result.distributions})
+    paths = write_tables(
+        out,
+        {
+            "table8.csv": result.table8,
+            "table8_marks.csv": result.table8_marks,
+            "fig4_tradeoff.csv": result.tradeoff,
+            "score_distributions.csv": result.distributions,
+        },
+    )
     figs = figures(result)
     paths.append(write_json(out / "paper.json", {"runs": result.runs, "captions": CAPTIONS, "notes": result.notes}))
     caption_lines = [f"- `{name}`: {CAPTIONS[name]}" for name in ("table8", *figs)]
-    (out / "captions.md").write_text("# Paper 003 tables and figures\n\n" + "\n".join(caption_lines) + "\n",
-                                     encoding="utf-8")
+    (out / "captions.md").write_text(
+        "# Paper 003 tables and figures\n\n" + "\n".join(caption_lines) + "\n", encoding="utf-8"
+    )
     paths.append(out / "captions.md")
     paths += write_figures(figs, out, include_plotlyjs, png, notes=result.notes)
     return paths
 
 
-def run_cli(folders: Sequence[str], out_dir, n_resamples: int = Q.N_RESAMPLES, seed: int = Q.SEED,
-            png: bool | None = None) -> tuple[PaperResult, list[Path]]:
+def run_cli(
+    folders: Sequence[str], out_dir, n_resamples: int = Q.N_RESAMPLES, seed: int = Q.SEED, png: bool | None = None
+) -> tuple[PaperResult, list[Path]]:
     """The runs named on the command line ('FOLDER' or 'HYPOTHESES=FOLDER') -> outputs."""
     runs = []
     for text in folders:

@@ -49,6 +49,7 @@ Rows: per method, each language, then "mean" (the unweighted mean of the languag
 as the paper's multi-language results; counts are sums) and "pooled" (every language's outputs
 as one sample; BLEU there is one corpus BLEU over all of them).
 """
+
 from __future__ import annotations
 
 import math
@@ -103,15 +104,20 @@ def read_candidates(data, source: str | None = None) -> pd.DataFrame:
         out[col] = _cells(df[col])
         problems.flag(col, out[col] == "", lambda pos: "empty value")
     gold = _cells(df["gold"]).str.upper()
-    problems.flag("gold", ~gold.isin(["F", "M"]),
-                  lambda pos: f"gold {str(df['gold'].iloc[pos]).strip()!r} is not F or M")
+    problems.flag(
+        "gold", ~gold.isin(["F", "M"]), lambda pos: f"gold {str(df['gold'].iloc[pos]).strip()!r} is not F or M"
+    )
     out["gold"] = gold
-    out["hypothesis"] = df["hypothesis"].map(lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v))
-                                             else str(v).strip())
+    out["hypothesis"] = df["hypothesis"].map(
+        lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v).strip()
+    )
     if "is_greedy" in df.columns:
         g = _cells(df["is_greedy"]).str.lower()
-        problems.flag("is_greedy", ~g.isin(_TRUE | _FALSE),
-                      lambda pos: f"is_greedy {str(df['is_greedy'].iloc[pos]).strip()!r} is not 1/0 or true/false")
+        problems.flag(
+            "is_greedy",
+            ~g.isin(_TRUE | _FALSE),
+            lambda pos: f"is_greedy {str(df['is_greedy'].iloc[pos]).strip()!r} is not 1/0 or true/false",
+        )
         out["is_greedy"] = g.isin(_TRUE)
     for col in ("ref_f", "ref_m", "context"):
         if col in df.columns:
@@ -119,9 +125,11 @@ def read_candidates(data, source: str | None = None) -> pd.DataFrame:
     key = ["lang", "instance_id"]
     for col in ("source", "gold"):
         first = out.groupby(key, sort=False)[col].transform("first")
-        problems.flag(col, out[col] != first,
-                      lambda pos, col=col, first=first: f"{col} differs from this instance's first row "
-                                                        f"({first.iloc[pos]!r})")
+        problems.flag(
+            col,
+            out[col] != first,
+            lambda pos, col=col, first=first: f"{col} differs from this instance's first row ({first.iloc[pos]!r})",
+        )
     if "is_greedy" in out.columns:
         twice = out["is_greedy"] & out[out["is_greedy"]].duplicated(key).reindex(out.index, fill_value=False)
         problems.flag("is_greedy", twice, lambda pos: "a second greedy hypothesis for this instance")
@@ -144,9 +152,13 @@ def attach_references(candidates: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataF
     return out
 
 
-def sample_candidates(pairs: pd.DataFrame, sampler: Callable[[str, int], Sequence[str]], n: int,
-                      greedy: Callable[[str], str] | None = None,
-                      progress: Callable[[float, str], Any] | None = None) -> pd.DataFrame:
+def sample_candidates(
+    pairs: pd.DataFrame,
+    sampler: Callable[[str, int], Sequence[str]],
+    n: int,
+    greedy: Callable[[str], str] | None = None,
+    progress: Callable[[float, str], Any] | None = None,
+) -> pd.DataFrame:
     """Candidates for every PAIRS row with gold: greedy(source) first (is_greedy True) when
     given, then sampler(source, n); references and context carried over."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
@@ -158,8 +170,14 @@ def sample_candidates(pairs: pd.DataFrame, sampler: Callable[[str, int], Sequenc
     for k, r in enumerate(pairs.itertuples(index=False)):
         if progress:
             progress(k / max(total, 1), f"sampling {k + 1}/{total}")
-        base = {"instance_id": r.instance_id, "lang": r.lang, "source": r.source, "gold": r.gold,
-                "ref_f": r.hyp_f, "ref_m": r.hyp_m}
+        base = {
+            "instance_id": r.instance_id,
+            "lang": r.lang,
+            "source": r.source,
+            "gold": r.gold,
+            "ref_f": r.hyp_f,
+            "ref_m": r.hyp_m,
+        }
         if "context" in pairs.columns:
             base["context"] = getattr(r, "context")
         if greedy is not None:
@@ -183,8 +201,9 @@ def _scorer(score) -> tuple[Callable[[list[str], list[str]], Sequence[Any]], boo
     raise TypeError("score must be a callable (sources, hypotheses) -> scores or an object with a score() method")
 
 
-def select(candidates: pd.DataFrame, score=None, context: str = "none", translate=None,
-           include_greedy: bool = False) -> pd.DataFrame:
+def select(
+    candidates: pd.DataFrame, score=None, context: str = "none", translate=None, include_greedy: bool = False
+) -> pd.DataFrame:
     """One row per (lang, instance_id, method): the greedy output (when is_greedy rows exist)
     and the reranked one (best score). Columns: method, lang, instance_id, source, gold,
     hypothesis, score (NaN for greedy), candidate, n_candidates, plus ref_f/ref_m when present.
@@ -202,9 +221,13 @@ def select(candidates: pd.DataFrame, score=None, context: str = "none", translat
         pool = pool.copy()
         fn, higher = _scorer(score)
         srcs, hyps = metrics_context.contextualise(
-            list(pool["source"]), list(pool["hypothesis"]),
-            list(pool["context"]) if "context" in pool.columns else None, context, translate)
-        if hasattr(score, "for_languages"):       # a judge that names the languages (GEMBA-DA): per language
+            list(pool["source"]),
+            list(pool["hypothesis"]),
+            list(pool["context"]) if "context" in pool.columns else None,
+            context,
+            translate,
+        )
+        if hasattr(score, "for_languages"):  # a judge that names the languages (GEMBA-DA): per language
             langs = list(pool["lang"])
             values = [None] * len(pool)
             for lang in dict.fromkeys(langs):
@@ -227,8 +250,17 @@ def select(candidates: pd.DataFrame, score=None, context: str = "none", translat
     if not parts:
         raise ValueError("nothing to select: no is_greedy rows and no score function")
     out = pd.concat(parts, ignore_index=True)
-    cols = ["method", "lang", "instance_id", "source", "gold", "hypothesis", "score", "candidate",
-            "n_candidates"] + refs
+    cols = [
+        "method",
+        "lang",
+        "instance_id",
+        "source",
+        "gold",
+        "hypothesis",
+        "score",
+        "candidate",
+        "n_candidates",
+    ] + refs
     return out[cols]
 
 
@@ -242,8 +274,15 @@ def judge(selected: pd.DataFrame, require_correct: bool = False) -> pd.DataFrame
     for r in selected.itertuples(index=False):
         pf, fw_f, ww_f = gender_decision(r.hypothesis, r.ref_f, r.ref_m, require_correct)
         pm, fw_m, ww_m = gender_decision(r.hypothesis, r.ref_m, r.ref_f, require_correct)
-        rows.append({"passes_f": pf, "passes_m": pm, "correct": pf if r.gold == "F" else pm,
-                     "feminine_words": " ".join(sorted(fw_f)), "masculine_words": " ".join(sorted(fw_m))})
+        rows.append(
+            {
+                "passes_f": pf,
+                "passes_m": pm,
+                "correct": pf if r.gold == "F" else pm,
+                "feminine_words": " ".join(sorted(fw_f)),
+                "masculine_words": " ".join(sorted(fw_m)),
+            }
+        )
     return pd.concat([selected.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
 
 
@@ -275,20 +314,34 @@ def _bleu(hypotheses, references) -> float:
 
 def _group_row(g: pd.DataFrame, bleu: bool, comet: bool) -> dict:
     f, m = g[g["gold"] == "F"], g[g["gold"] == "M"]
-    row = {"n": len(g), "n_f": len(f), "n_m": len(m),
-           "acc_f": float(f["passes_f"].mean()) if len(f) else math.nan,
-           "acc_m": float(m["passes_m"].mean()) if len(m) else math.nan,
-           "acc_all": float(g["correct"].mean()) if len(g) else math.nan,
-           "f_as_m": float(f["passes_m"].mean()) if len(f) else math.nan,
-           "m_as_f": float(m["passes_f"].mean()) if len(m) else math.nan}
+    row = {
+        "n": len(g),
+        "n_f": len(f),
+        "n_m": len(m),
+        "acc_f": float(f["passes_f"].mean()) if len(f) else math.nan,
+        "acc_m": float(m["passes_m"].mean()) if len(m) else math.nan,
+        "acc_all": float(g["correct"].mean()) if len(g) else math.nan,
+        "f_as_m": float(f["passes_m"].mean()) if len(f) else math.nan,
+        "m_as_f": float(m["passes_f"].mean()) if len(m) else math.nan,
+    }
     if comet:
-        row.update({"comet_f": 100 * float(f["comet_vs_f"].mean()) if len(f) else math.nan,
-                    "comet_f_vs_m": 100 * float(f["comet_vs_m"].mean()) if len(f) else math.nan,
-                    "comet_m": 100 * float(m["comet_vs_m"].mean()) if len(m) else math.nan,
-                    "comet_m_vs_f": 100 * float(m["comet_vs_f"].mean()) if len(m) else math.nan})
+        row.update(
+            {
+                "comet_f": 100 * float(f["comet_vs_f"].mean()) if len(f) else math.nan,
+                "comet_f_vs_m": 100 * float(f["comet_vs_m"].mean()) if len(f) else math.nan,
+                "comet_m": 100 * float(m["comet_vs_m"].mean()) if len(m) else math.nan,
+                "comet_m_vs_f": 100 * float(m["comet_vs_f"].mean()) if len(m) else math.nan,
+            }
+        )
     if bleu:
-        row.update({"bleu_f": _bleu(f["hypothesis"], f["ref_f"]), "bleu_f_vs_m": _bleu(f["hypothesis"], f["ref_m"]),
-                    "bleu_m": _bleu(m["hypothesis"], m["ref_m"]), "bleu_m_vs_f": _bleu(m["hypothesis"], m["ref_f"])})
+        row.update(
+            {
+                "bleu_f": _bleu(f["hypothesis"], f["ref_f"]),
+                "bleu_f_vs_m": _bleu(f["hypothesis"], f["ref_m"]),
+                "bleu_m": _bleu(m["hypothesis"], m["ref_m"]),
+                "bleu_m_vs_f": _bleu(m["hypothesis"], m["ref_f"]),
+            }
+        )
     return row
 
 
@@ -304,8 +357,9 @@ def accuracy(selected: pd.DataFrame, require_correct: bool = False, bleu: bool =
     for method in methods:
         jm = j[j["method"] == method]
         langs = sorted(jm["lang"].unique())
-        per_lang = [{"method": method, "lang": lang, **_group_row(jm[jm["lang"] == lang], bleu, comet)}
-                    for lang in langs]
+        per_lang = [
+            {"method": method, "lang": lang, **_group_row(jm[jm["lang"] == lang], bleu, comet)} for lang in langs
+        ]
         mean = {"method": method, "lang": MEAN}
         for col in columns[2:]:
             values = [r[col] for r in per_lang]
@@ -320,12 +374,12 @@ def accuracy(selected: pd.DataFrame, require_correct: bool = False, bleu: bool =
 
 @dataclass
 class RerankResult:
-    selected: pd.DataFrame          # judged outputs per method
-    table: pd.DataFrame             # accuracy per method
+    selected: pd.DataFrame  # judged outputs per method
+    table: pd.DataFrame  # accuracy per method
     n_sources: int = 0
-    n_unscored: int = 0             # sources with no scored candidate (no reranked output)
+    n_unscored: int = 0  # sources with no scored candidate (no reranked output)
     notes: list[str] = field(default_factory=list)
-    quality: list[str] = field(default_factory=list)   # the quality metrics in the table (bleu, comet)
+    quality: list[str] = field(default_factory=list)  # the quality metrics in the table (bleu, comet)
 
 
 def _comet_metric(comet, notes: list[str]):
@@ -343,9 +397,17 @@ def _comet_metric(comet, notes: list[str]):
         return None
 
 
-def evaluate(candidates: pd.DataFrame, score, pairs: pd.DataFrame | None = None, context: str = "none",
-             translate=None, include_greedy: bool = False, require_correct: bool = False, bleu: bool = True,
-             comet="auto") -> RerankResult:
+def evaluate(
+    candidates: pd.DataFrame,
+    score,
+    pairs: pd.DataFrame | None = None,
+    context: str = "none",
+    translate=None,
+    include_greedy: bool = False,
+    require_correct: bool = False,
+    bleu: bool = True,
+    comet="auto",
+) -> RerankResult:
     """read_candidates, attach_references (when pairs is given), select, accuracy; with the
     references known, the quality columns of the paper's Table 2: BLEU (sacrebleu, unless
     bleu=False) and COMET (``comet``: a reference-based Metric, "auto" for the registry's
@@ -369,6 +431,11 @@ def evaluate(candidates: pd.DataFrame, score, pairs: pd.DataFrame | None = None,
             quality.append(f"comet ({getattr(metric, 'name', 'comet')}, x100)")
         if bleu:
             quality.append("bleu (sacrebleu corpus BLEU)")
-    return RerankResult(selected=judge(sel, require_correct),
-                        table=accuracy(sel, require_correct, bleu=bool(bleu) and has_refs),
-                        n_sources=n_sources, n_unscored=unscored, notes=notes, quality=quality)
+    return RerankResult(
+        selected=judge(sel, require_correct),
+        table=accuracy(sel, require_correct, bleu=bool(bleu) and has_refs),
+        n_sources=n_sources,
+        n_unscored=unscored,
+        notes=notes,
+        quality=quality,
+    )

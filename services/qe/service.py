@@ -15,6 +15,7 @@ cached. The statistics themselves are in services.qe.audit and services.qe.reran
   the wrappers here (QualityOriented, CachedScorer), so the audit and the reranking ask it about
   each PAIRS / candidate row's ``lang``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -47,9 +48,10 @@ class QualityOriented(metrics.Metric):
         self.scale = f"1 - {inner.name}/{self.worst:g} (higher is better)"
         self.supports_context = getattr(inner, "supports_context", False)
         self.context_in_prompt = getattr(inner, "context_in_prompt", False)
-        if hasattr(inner, "for_languages"):     # a judge that names the languages stays one (per-language)
-            self.for_languages = lambda src_lang, tgt_lang: QualityOriented(inner.for_languages(src_lang, tgt_lang),
-                                                                            self.worst)
+        if hasattr(inner, "for_languages"):  # a judge that names the languages stays one (per-language)
+            self.for_languages = lambda src_lang, tgt_lang: QualityOriented(
+                inner.for_languages(src_lang, tgt_lang), self.worst
+            )
 
     @property
     def failures(self):
@@ -67,8 +69,9 @@ def audit_metric(name_or_metric) -> metrics.Metric:
         return m
     worst = getattr(m, "worst", None)
     if worst is None:
-        raise ValueError(f"metric {m.name!r} is lower-is-better with no known worst score: cannot orient it for "
-                         "the audit")
+        raise ValueError(
+            f"metric {m.name!r} is lower-is-better with no known worst score: cannot orient it for the audit"
+        )
     return QualityOriented(m, worst)
 
 
@@ -85,19 +88,20 @@ def context_translator(lang: str) -> Callable[[list[str]], list[str]]:
     """English -> lang translation of contexts, for the 'bil' variant."""
     model = current_settings().qe_context_mt.strip()
     if model:
-
         code = _lang_codes().get(lang, lang)
         return TransformersSeq2SeqMT(model, tgt_lang=code, src_lang=_lang_codes().get("en")).translate
     if lang == "pt":
-
         return BergamotMT("en-pt").translate
-    raise BackendUnavailable(f"the 'bil' context variant needs English->{lang} MT: Bergamot here does en-pt only; "
-                             f"set {ENV_CONTEXT_MT} to a local seq2seq model folder (e.g. NLLB) and "
-                             f"{ENV_CONTEXT_MT_LANGS} (e.g. {lang}=...) for its language codes")
+    raise BackendUnavailable(
+        f"the 'bil' context variant needs English->{lang} MT: Bergamot here does en-pt only; "
+        f"set {ENV_CONTEXT_MT} to a local seq2seq model folder (e.g. NLLB) and "
+        f"{ENV_CONTEXT_MT_LANGS} (e.g. {lang}=...) for its language codes"
+    )
 
 
-def score(frame: pd.DataFrame, metric=None, context: str = "none", database=None,
-          progress: Callable | None = None) -> pd.DataFrame:
+def score(
+    frame: pd.DataFrame, metric=None, context: str = "none", database=None, progress: Callable | None = None
+) -> pd.DataFrame:
     """qe_audit.score_pairs with the metric oriented and, for 'bil', each language's contexts
     translated by its own MT; rows keep their order."""
     d = qe_audit.read_pairs(frame)
@@ -114,18 +118,28 @@ def score(frame: pd.DataFrame, metric=None, context: str = "none", database=None
             if progress:
                 progress((k + f) / len(langs), f"{lang}: {desc}")
 
-        part = qe_audit.score_pairs(sub, metric=m, context="bil", translate=context_translator(lang),
-                                    database=database, progress=sub_progress)
-        part.index = sub.index                     # score_pairs renumbers its rows
+        part = qe_audit.score_pairs(
+            sub, metric=m, context="bil", translate=context_translator(lang), database=database, progress=sub_progress
+        )
+        part.index = sub.index  # score_pairs renumbers its rows
         parts.append(part)
     out = pd.concat(parts).loc[d.index]
     out.attrs["qe_scoring"] = parts[0].attrs.get("qe_scoring", {})
     return out
 
 
-def run_audit(frame_or_path, out_dir=None, metric=None, context: str = "none", thresholds=None, database=None,
-              progress: Callable | None = None, n_resamples: int = qe_audit.N_RESAMPLES,
-              seed: int = qe_audit.SEED, png: bool | None = None) -> tuple[qe_audit.AuditResult, list[Path]]:
+def run_audit(
+    frame_or_path,
+    out_dir=None,
+    metric=None,
+    context: str = "none",
+    thresholds=None,
+    database=None,
+    progress: Callable | None = None,
+    n_resamples: int = qe_audit.N_RESAMPLES,
+    seed: int = qe_audit.SEED,
+    png: bool | None = None,
+) -> tuple[qe_audit.AuditResult, list[Path]]:
     """Read PAIRS (a path or a frame), score unless precomputed, audit, write outputs (PNG
     copies of the figures: see services.common.figure_files)."""
     d = qe_audit.read_pairs(frame_or_path)
@@ -135,8 +149,14 @@ def run_audit(frame_or_path, out_dir=None, metric=None, context: str = "none", t
     return result, files
 
 
-def mt_sampler(model: str, kind: str = "seq2seq", prompt: str | None = None, epsilon: float = 0.02,
-               seed: int = 0, tgt_lang: str | None = None):
+def mt_sampler(
+    model: str,
+    kind: str = "seq2seq",
+    prompt: str | None = None,
+    epsilon: float = 0.02,
+    seed: int = 0,
+    tgt_lang: str | None = None,
+):
     """(sampler(source, n) -> list[str], greedy(source) -> str) from a local transformers MT
     model: epsilon sampling as the paper's quality-aware decoding (50 samples, eps 0.02)."""
 
@@ -149,8 +169,10 @@ def mt_sampler(model: str, kind: str = "seq2seq", prompt: str | None = None, eps
         mt = hf.TransformersSeq2SeqMT(model, tgt_lang=tgt_lang)
     else:
         raise ValueError(f"unknown MT kind {kind!r} (seq2seq or causal)")
-    return (lambda source, n: mt.sample([source], n, epsilon=epsilon, seed=seed)[0],
-            lambda source: mt.translate([source])[0])
+    return (
+        lambda source, n: mt.sample([source], n, epsilon=epsilon, seed=seed)[0],
+        lambda source: mt.translate([source])[0],
+    )
 
 
 class CachedScorer:
@@ -164,8 +186,9 @@ class CachedScorer:
         self.higher_is_better = bool(getattr(metric, "higher_is_better", True))
         self.name = getattr(metric, "name", type(metric).__name__)
         if hasattr(metric, "for_languages"):
-            self.for_languages = lambda src_lang, tgt_lang: CachedScorer(metric.for_languages(src_lang, tgt_lang),
-                                                                         database)
+            self.for_languages = lambda src_lang, tgt_lang: CachedScorer(
+                metric.for_languages(src_lang, tgt_lang), database
+            )
 
     def score(self, sources, hypotheses):
         if self.database is not None:
@@ -173,9 +196,17 @@ class CachedScorer:
         return self.metric.score(sources, hypotheses)
 
 
-def run_rerank(candidates: pd.DataFrame | None, metric, pairs: pd.DataFrame | None = None, out_dir=None,
-               context: str = "none", sampler=None, n: int = 50, database=None,
-               include_greedy: bool = False) -> qe_rerank.RerankResult:
+def run_rerank(
+    candidates: pd.DataFrame | None,
+    metric,
+    pairs: pd.DataFrame | None = None,
+    out_dir=None,
+    context: str = "none",
+    sampler=None,
+    n: int = 50,
+    database=None,
+    include_greedy: bool = False,
+) -> qe_rerank.RerankResult:
     """Rerank given candidates, or candidates sampled for the PAIRS' sources, by a metric;
     gender accuracy of greedy vs reranked outputs."""
     m = audit_metric(metric)
@@ -192,8 +223,9 @@ def run_rerank(candidates: pd.DataFrame | None, metric, pairs: pd.DataFrame | No
         if len(langs) != 1:
             raise ValueError("'bil' reranking runs one target language at a time")
         translate = context_translator(langs.pop())
-    result = qe_rerank.evaluate(candidates, scorer, pairs=pairs, context=context, translate=translate,
-                                include_greedy=include_greedy)
+    result = qe_rerank.evaluate(
+        candidates, scorer, pairs=pairs, context=context, translate=translate, include_greedy=include_greedy
+    )
     if out_dir is not None:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)

@@ -15,6 +15,7 @@ stores nothing. An unreachable server or a missing model stops the run (every st
 fail the same way); an HTTP error or malformed reply for one starter is reported and the run
 goes on.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from services.questions import settings as question_settings
 from storage import question_drafts, studies
 from storage.db import required
 
-SNIPPET = 200          # how much of an unusable LLM answer a report quotes
+SNIPPET = 200  # how much of an unusable LLM answer a report quotes
 
 
 @dataclass
@@ -44,15 +45,17 @@ class Candidate:
 @dataclass
 class StarterReport:
     starter_id: str
-    parsed: int = 0                       # questions read out of the LLM's answer
+    parsed: int = 0  # questions read out of the LLM's answer
     duplicates: list[str] = field(default_factory=list)
     unanswerable: list[str] = field(default_factory=list)
-    stored: list[int] = field(default_factory=list)      # draft ids
-    problem: str = ""                     # why nothing (or less) was stored
+    stored: list[int] = field(default_factory=list)  # draft ids
+    problem: str = ""  # why nothing (or less) was stored
 
     def summary(self) -> str:
-        s = (f"{self.starter_id}: {len(self.stored)} stored ({self.parsed} parsed, {len(self.duplicates)} "
-             f"near-duplicates, {len(self.unanswerable)} not answerable from the starter)")
+        s = (
+            f"{self.starter_id}: {len(self.stored)} stored ({self.parsed} parsed, {len(self.duplicates)} "
+            f"near-duplicates, {len(self.unanswerable)} not answerable from the starter)"
+        )
         return s + (f": {self.problem}" if self.problem else "")
 
 
@@ -69,8 +72,10 @@ class GenerationReport:
     def summary(self) -> str:
         if not self.starters:
             return "Every starter already has questions or drafts: nothing to generate."
-        return (f"{self.stored} draft question(s) for {len(self.starters)} starter(s), written by {self.model}. "
-                "Review and accept them before they are used.")
+        return (
+            f"{self.stored} draft question(s) for {len(self.starters)} starter(s), written by {self.model}. "
+            "Review and accept them before they are used."
+        )
 
 
 class Generator:
@@ -84,7 +89,7 @@ class Generator:
         self.prompts = {name: question_settings.prompt(cfg, name) for name in question_settings.PROMPTS}
         if translator is None and question_settings.translator(cfg) == "mt":
             translator = systems.build_mt({"mt": "bergamot"}, cache)
-        self.translator = translator           # None: the LLM translates
+        self.translator = translator  # None: the LLM translates
         mt = getattr(translator, "name", "the LLM") if translator is not None else "the LLM"
         # the Portuguese variant of the questions: the MT's own (Bergamot: pt-BR), or the one the
         # LLM's prompt asks for
@@ -95,9 +100,12 @@ class Generator:
     def ask_questions(self, starter: dict, n: int, avoid: list[str]) -> tuple[list[str], str]:
         """(parsed questions, raw answer)."""
         prompt = question_settings.fill(
-            self.prompts["generate"], starter=starter["text"], n=n,
+            self.prompts["generate"],
+            starter=starter["text"],
+            n=n,
             key_information="; ".join(starter.get("key_spans") or []) or "(not marked)",
-            avoid="\n".join(f"- {q}" for q in avoid) or "(none)")
+            avoid="\n".join(f"- {q}" for q in avoid) or "(none)",
+        )
         raw = self.llm.complete([prompt])[0]
         return question_parse.parse_questions(raw), raw
 
@@ -116,8 +124,9 @@ class Generator:
             out = [question_parse.clean_answer(a) for a in self.llm.complete(prompts)]
         return [(t or "").strip() for t in out]
 
-    def candidates(self, starter: dict, n: int, existing: list[str], report: StarterReport,
-                   ask: int | None = None) -> list[Candidate]:
+    def candidates(
+        self, starter: dict, n: int, existing: list[str], report: StarterReport, ask: int | None = None
+    ) -> list[Candidate]:
         """Up to n new, distinct, answerable questions with their reference answers and Portuguese
         (the LLM is asked for `ask` questions, default n)."""
         questions, raw = self.ask_questions(starter, ask or n, existing)
@@ -151,9 +160,13 @@ def starters_to_do(database, study_id: str) -> list[str]:
     """Starters with no questions in use and no draft waiting for review."""
     in_use = question_drafts.question_counts(database, study_id)
     drafts = question_drafts.counts(database, study_id)
-    return [s["id"] for s in studies.starters(database, study_id)
-            if not in_use.get(s["id"]) and not drafts.get(s["id"], {}).get("draft")
-            and not drafts.get(s["id"], {}).get("accepted")]
+    return [
+        s["id"]
+        for s in studies.starters(database, study_id)
+        if not in_use.get(s["id"])
+        and not drafts.get(s["id"], {}).get("draft")
+        and not drafts.get(s["id"], {}).get("accepted")
+    ]
 
 
 def _study(database, study_id: str) -> dict:
@@ -168,14 +181,22 @@ def _study(database, study_id: str) -> dict:
 def _n(study: dict, n: int | None) -> int:
     n = question_settings.section(study["config"])["n"] if n is None else n
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= question_settings.MAX_QUESTIONS:
-        raise ValueError(f"n must be a whole number from 1 to {question_settings.MAX_QUESTIONS} "
-                         f"(questions are numbered 1-10), not {n!r}")
+        raise ValueError(
+            f"n must be a whole number from 1 to {question_settings.MAX_QUESTIONS} "
+            f"(questions are numbered 1-10), not {n!r}"
+        )
     return n
 
 
-def generate(database, study_id: str, n: int | None = None, starter_id: str | None = None,
-             generator: Generator | None = None, progress: Callable[[int, int, str], None] | None = None,
-             actor: str = "cli") -> GenerationReport:
+def generate(
+    database,
+    study_id: str,
+    n: int | None = None,
+    starter_id: str | None = None,
+    generator: Generator | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+    actor: str = "cli",
+) -> GenerationReport:
     """Drafts for every starter without questions or drafts (or for `starter_id` alone, whatever
     it has: new questions then differ from its existing ones). progress(done, total, starter_id)."""
     study = _study(database, study_id)
@@ -208,17 +229,23 @@ def _one(database, gen: Generator, study_id: str, starter_id: str, n: int, actor
     try:
         found = gen.candidates(starter, n, _existing(database, study_id, starter_id), rep)
     except BackendUnavailable:
-        raise                              # nothing will work: say so once
-    except RuntimeError as e:              # this starter's request failed (HTTP error, bad reply)
+        raise  # nothing will work: say so once
+    except RuntimeError as e:  # this starter's request failed (HTTP error, bad reply)
         rep.problem = str(e)
         return rep
     with database.write() as db:
         for c in found:
-            rep.stored.append(question_drafts.insert(db, study_id, starter_id, c.en, c.pt, c.answer_en,
-                                                     "generated", gen.model))
+            rep.stored.append(
+                question_drafts.insert(db, study_id, starter_id, c.en, c.pt, c.answer_en, "generated", gen.model)
+            )
         if found:
-            database.log(actor, "generate_questions", "starter", f"{study_id}/{starter_id}",
-                         {"drafts": rep.stored, "model": gen.model})
+            database.log(
+                actor,
+                "generate_questions",
+                "starter",
+                f"{study_id}/{starter_id}",
+                {"drafts": rep.stored, "model": gen.model},
+            )
     return rep
 
 
@@ -226,7 +253,7 @@ def regenerate(database, draft_id: int, generator: Generator | None = None, acto
     """A new question in place of draft `draft_id` (which becomes a draft again, with the new text).
     The starter's questions are rebuilt when it was accepted (refused when receivers have them)."""
     d = question_review.draft_or_error(database, draft_id)
-    if d["status"] == "accepted":          # refused before the LLM is asked, not after
+    if d["status"] == "accepted":  # refused before the LLM is asked, not after
         question_review.check_unlocked(database, d["study_id"], d["starter_id"])
     study = _study(database, d["study_id"])
     gen = generator or Generator(study)

@@ -9,6 +9,7 @@ Only list items and lines that end with "?" count as questions, so chatter is le
 normalise() is the text compared to find near-duplicates and exact answer matches;
 is_unanswerable() recognises "not stated" and its equivalents in English and Portuguese.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -17,27 +18,61 @@ import re
 import unicodedata
 from typing import Sequence
 
-MAX_CHARS = 300              # a longer "question" is a paragraph, not a question
-NEAR_DUPLICATE = 0.9         # difflib ratio of normalised texts at which two questions are one
+MAX_CHARS = 300  # a longer "question" is a paragraph, not a question
+NEAR_DUPLICATE = 0.9  # difflib ratio of normalised texts at which two questions are one
 
 _FENCE = re.compile(r"```[\w-]*\s*\n?(.*?)```", re.S)
-_ITEM = re.compile(r"""^\s*(?:
+_ITEM = re.compile(
+    r"""^\s*(?:
         (?:\*\*)?(?:q(?:uestion)?|pergunta)\s*\#?\s*\d{1,2}\s*(?:\*\*)?\s*[:.)\-–—]\s*(?:\*\*)?  # Q1: / **Q1.**
       | \(?\d{1,2}\s*[.)\]:]\s*(?!\d)                                                            # 1. 1) (1) 1:
       | [-*•·▪‣–]\s+                                                                                # bullets
-    )""", re.I | re.X)
+    )""",
+    re.I | re.X,
+)
 _WRAP = re.compile(r'^[\s"“”\'`*_]+|[\s"“”\'`*_]+$')
 _LEAD_LABEL = re.compile(r"^(?:q(?:uestion)?|pergunta)\s*:\s*", re.I)
-_QUESTION_WORD = re.compile(r"^(?:what|who|whom|whose|when|where|why|which|how|is|are|was|were|do|does|did|can|"
-                            r"could|has|have|had|will|would|should|may|must)\b", re.I)
+_QUESTION_WORD = re.compile(
+    r"^(?:what|who|whom|whose|when|where|why|which|how|is|are|was|were|do|does|did|can|"
+    r"could|has|have|had|will|would|should|may|must)\b",
+    re.I,
+)
 
 _NOT_STATED = [
-    "not stated", "not mentioned", "not given", "not specified", "not provided", "not in the text",
-    "not available", "unknown", "unanswerable", "cannot be answered", "can't be answered", "cannot answer",
-    "no answer", "no information", "not answerable", "the text does not", "it does not say", "n/a", "none given",
-    "não consta", "não é mencionad", "não mencionad", "não é dit", "não é indicad", "não indicad",
-    "não informad", "não especificad", "não é possível responder", "não se sabe", "não sei",
-    "sem resposta", "sem informação", "desconhecid", "o texto não",
+    "not stated",
+    "not mentioned",
+    "not given",
+    "not specified",
+    "not provided",
+    "not in the text",
+    "not available",
+    "unknown",
+    "unanswerable",
+    "cannot be answered",
+    "can't be answered",
+    "cannot answer",
+    "no answer",
+    "no information",
+    "not answerable",
+    "the text does not",
+    "it does not say",
+    "n/a",
+    "none given",
+    "não consta",
+    "não é mencionad",
+    "não mencionad",
+    "não é dit",
+    "não é indicad",
+    "não indicad",
+    "não informad",
+    "não especificad",
+    "não é possível responder",
+    "não se sabe",
+    "não sei",
+    "sem resposta",
+    "sem informação",
+    "desconhecid",
+    "o texto não",
 ]
 
 
@@ -55,7 +90,7 @@ def is_unanswerable(answer: str | None) -> bool:
     a = _clean(answer or "").lower().strip(" .!")
     if not a or not normalise(a):
         return True
-    if len(a) > 80:                # a long answer that quotes the text is an answer
+    if len(a) > 80:  # a long answer that quotes the text is an answer
         return any(a.startswith(p) for p in _NOT_STATED)
     return any(p in a for p in _NOT_STATED)
 
@@ -88,7 +123,7 @@ def _from_json(text: str) -> list[str] | None:
         if start == -1 or end <= start:
             continue
         try:
-            data = json.loads(text[start:end + 1])
+            data = json.loads(text[start : end + 1])
         except ValueError:
             continue
         if isinstance(data, dict):

@@ -16,6 +16,7 @@ that draft is updated (text changed -> origin "edited"); status draft | accepted
 (default draft); origin is ignored (the app sets it). The whole file is checked first; nothing
 is written unless every row is valid.
 """
+
 from __future__ import annotations
 
 import csv
@@ -55,11 +56,14 @@ class ImportSummary:
     starters_rebuilt: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        return (f"Imported: {self.created} new draft(s), {self.updated} updated, {self.unchanged} unchanged; "
-                f"questions rewritten for {len(self.starters_rebuilt)} starter(s).")
+        return (
+            f"Imported: {self.created} new draft(s), {self.updated} updated, {self.unchanged} unchanged; "
+            f"questions rewritten for {len(self.starters_rebuilt)} starter(s)."
+        )
 
 
 # -- checks ---------------------------------------------------------------------------------
+
 
 def draft_or_error(database, draft_id) -> dict:
     try:
@@ -74,13 +78,16 @@ def draft_or_error(database, draft_id) -> dict:
 
 def check_unlocked(database, study_id: str, starter_id: str) -> None:
     if starter_id in question_drafts.starters_in_use(database, study_id):
-        raise ReviewError(f"The questions of starter '{starter_id}' are in use: receivers have seen or answered "
-                          "them, so they cannot change any more (the answers would point at other questions). "
-                          "Edit drafts of other starters, or give a changed study a new id.")
+        raise ReviewError(
+            f"The questions of starter '{starter_id}' are in use: receivers have seen or answered "
+            "them, so they cannot change any more (the answers would point at other questions). "
+            "Edit drafts of other starters, or give a changed study a new id."
+        )
 
 
 class _Revision(TypedDict):
     """A draft as a row of the review CSV gives it."""
+
     en: str
     pt: str
     answer_en: str | None
@@ -97,6 +104,7 @@ def _text(value, what: str, required: bool = True) -> str:
 
 
 # -- the rule: questions = accepted drafts -----------------------------------------------------
+
 
 def adopt(database, study_id: str, starter_id: str | None = None) -> None:
     """Make the drafts agree with the questions in use before any review: a question in use
@@ -123,14 +131,17 @@ def adopt(database, study_id: str, starter_id: str | None = None) -> None:
             for q, key in zip(live, live_keys):
                 standing = by_key.get(key)
                 if standing is None or standing["id"] in used:
-                    ids.append(question_drafts.insert(db, study_id, sid, q["en"], q["pt"], None, "imported",
-                                                      "study folder", status="accepted"))
+                    ids.append(
+                        question_drafts.insert(
+                            db, study_id, sid, q["en"], q["pt"], None, "imported", "study folder", status="accepted"
+                        )
+                    )
                     continue
                 if standing["status"] != "accepted":
                     question_drafts.update(db, standing["id"], status="accepted")
                 used.add(standing["id"])
                 ids.append(standing["id"])
-            for d in accepted:           # accepted but no longer in use: back to draft
+            for d in accepted:  # accepted but no longer in use: back to draft
                 if d["id"] not in used:
                     question_drafts.update(db, d["id"], status="draft")
             question_drafts.order_accepted(db, study_id, sid, ids)
@@ -139,26 +150,32 @@ def adopt(database, study_id: str, starter_id: str | None = None) -> None:
 def _rebuild(db, database, study_id: str, starter_id: str) -> None:
     accepted = [d for d in question_drafts.for_starter(database, study_id, starter_id) if d["status"] == "accepted"]
     if len(accepted) > question_settings.MAX_QUESTIONS:
-        raise ReviewError(f"Starter '{starter_id}' would have {len(accepted)} accepted questions; at most "
-                          f"{question_settings.MAX_QUESTIONS}. Reject or un-accept some first.")
+        raise ReviewError(
+            f"Starter '{starter_id}' would have {len(accepted)} accepted questions; at most "
+            f"{question_settings.MAX_QUESTIONS}. Reject or un-accept some first."
+        )
     if not accepted and question_drafts.has_receive_items(database, study_id, starter_id):
-        raise ReviewError(f"Starter '{starter_id}' would have no questions, but receivers already have its "
-                          "translations in their queue: keep at least one accepted question.")
+        raise ReviewError(
+            f"Starter '{starter_id}' would have no questions, but receivers already have its "
+            "translations in their queue: keep at least one accepted question."
+        )
     question_drafts.replace_questions(db, study_id, starter_id, accepted)
-    workflow.starter_changed(db, database, study_id, starter_id)     # its exchanges may go to receivers now
+    workflow.starter_changed(db, database, study_id, starter_id)  # its exchanges may go to receivers now
 
 
 def _change(database, draft_id, actor: str, action: str, **fields) -> dict:
     """Update one draft and, when its starter's accepted set or text changed, its questions."""
     d = draft_or_error(database, draft_id)
     if studies.starter(database, d["study_id"], d["starter_id"]) is None:
-        raise ReviewError(f"Starter '{d['starter_id']}' is no longer in study '{d['study_id']}' (it was "
-                          "re-imported without it): its drafts cannot be used.")
+        raise ReviewError(
+            f"Starter '{d['starter_id']}' is no longer in study '{d['study_id']}' (it was "
+            "re-imported without it): its drafts cannot be used."
+        )
     adopt(database, d["study_id"], d["starter_id"])
-    d = required(question_drafts.get(database, d["id"]), "draft")       # drafts are never deleted
+    d = required(question_drafts.get(database, d["id"]), "draft")  # drafts are never deleted
     touches_questions = d["status"] == "accepted" or fields.get("status") == "accepted"
     with database.write() as db:
-        if touches_questions:     # in the write: no receiver is shown the item in between
+        if touches_questions:  # in the write: no receiver is shown the item in between
             check_unlocked(database, d["study_id"], d["starter_id"])
         question_drafts.update(db, d["id"], **fields)
         if touches_questions:
@@ -196,15 +213,26 @@ def unaccept(database, draft_id, actor: str = "admin") -> dict:
     return _change(database, draft_or_error(database, draft_id)["id"], actor, "unaccept_question", status="draft")
 
 
-def replace_text(database, draft_id, en: str, pt: str, answer_en: str | None, origin: str, model: str,
-                 actor: str = "admin") -> dict:
+def replace_text(
+    database, draft_id, en: str, pt: str, answer_en: str | None, origin: str, model: str, actor: str = "admin"
+) -> dict:
     """A regenerated question in place of a draft; it is a draft again, to be reviewed."""
-    return _change(database, draft_id, actor, "regenerate_question", en=_text(en, "English question"),
-                   pt=_text(pt, "Portuguese question", required=False), answer_en=answer_en, origin=origin,
-                   model=model, status="draft")
+    return _change(
+        database,
+        draft_id,
+        actor,
+        "regenerate_question",
+        en=_text(en, "English question"),
+        pt=_text(pt, "Portuguese question", required=False),
+        answer_en=answer_en,
+        origin=origin,
+        model=model,
+        status="draft",
+    )
 
 
 # -- what the review view shows ------------------------------------------------------------
+
 
 def study_config(database, study_id: str) -> dict | None:
     study = studies.get_study(database, study_id)
@@ -229,16 +257,23 @@ def starter_table(database, study_id: str, page: int = 1, page_size: int = PAGE_
     in_use = question_drafts.question_counts(database, study_id)
     counts = question_drafts.counts(database, study_id)
     locked = question_drafts.starters_in_use(database, study_id)
-    rows = [{"starter": s["id"], "in use": in_use.get(s["id"], 0),
-             "drafts": counts.get(s["id"], {}).get("draft", 0),
-             "accepted": counts.get(s["id"], {}).get("accepted", 0),
-             "rejected": counts.get(s["id"], {}).get("rejected", 0),
-             "receivers have them": "yes" if s["id"] in locked else ""}
-            for s in studies.starters(database, study_id)]
+    rows = [
+        {
+            "starter": s["id"],
+            "in use": in_use.get(s["id"], 0),
+            "drafts": counts.get(s["id"], {}).get("draft", 0),
+            "accepted": counts.get(s["id"], {}).get("accepted", 0),
+            "rejected": counts.get(s["id"], {}).get("rejected", 0),
+            "receivers have them": "yes" if s["id"] in locked else "",
+        }
+        for s in studies.starters(database, study_id)
+    ]
     pages = max(1, -(-len(rows) // page_size))
     start = (min(max(int(page or 1), 1), pages) - 1) * page_size
-    return pd.DataFrame(rows[start:start + page_size],
-                        columns=["starter", "in use", "drafts", "accepted", "rejected", "receivers have them"])
+    return pd.DataFrame(
+        rows[start : start + page_size],
+        columns=["starter", "in use", "drafts", "accepted", "rejected", "receivers have them"],
+    )
 
 
 def page_count(database, study_id: str, page_size: int = PAGE_SIZE) -> int:
@@ -258,13 +293,16 @@ def starter_view(database, study_id: str, starter_id: str | None) -> dict:
     order = {"accepted": 0, "draft": 1, "rejected": 2}
     rows.sort(key=lambda d: (order[d["status"]], d["position"], d["id"]))
     locked = starter_id in question_drafts.starters_in_use(database, study_id)
-    note = (" <em>(receivers have these questions: they can no longer change)</em>" if locked else "")
-    return {"html": f"<p><b>{starter_id}</b>{note}</p><p>{bold_key_spans(st['text'], st['key_spans'])}</p>",
-            "drafts": pd.DataFrame([{k: d[k] for k in DRAFT_COLUMNS} for d in rows], columns=DRAFT_COLUMNS),
-            "locked": locked}
+    note = " <em>(receivers have these questions: they can no longer change)</em>" if locked else ""
+    return {
+        "html": f"<p><b>{starter_id}</b>{note}</p><p>{bold_key_spans(st['text'], st['key_spans'])}</p>",
+        "drafts": pd.DataFrame([{k: d[k] for k in DRAFT_COLUMNS} for d in rows], columns=DRAFT_COLUMNS),
+        "locked": locked,
+    }
 
 
 # -- CSV ----------------------------------------------------------------------------------------
+
 
 def _cell(value) -> str:
     return neutralise("" if value is None else str(value))
@@ -302,8 +340,9 @@ def _read_csv(path) -> list[tuple[int, dict]]:
     if not header:
         raise ReviewError(f"The file is empty: it needs a header row ({', '.join(CSV_COLUMNS)}).")
     problems = [f"row 1: missing column '{c}'" for c in REQUIRED if c not in header]
-    problems += [f"row 1: unknown column '{c}' (expected {', '.join(CSV_COLUMNS)})" for c in header
-                 if c not in CSV_COLUMNS]
+    problems += [
+        f"row 1: unknown column '{c}' (expected {', '.join(CSV_COLUMNS)})" for c in header if c not in CSV_COLUMNS
+    ]
     if len(set(header)) != len(header):
         problems.append("row 1: duplicate column names")
     if problems:
@@ -313,8 +352,9 @@ def _read_csv(path) -> list[tuple[int, dict]]:
         if not any(v.strip() for v in values):
             continue
         if len(values) != len(header):
-            raise ReviewError(f"Nothing was imported:\n- row {rowno}: {len(values)} cells, "
-                              f"the header has {len(header)}")
+            raise ReviewError(
+                f"Nothing was imported:\n- row {rowno}: {len(values)} cells, the header has {len(header)}"
+            )
         rows.append((rowno, {h: _unguard(v.strip()) for h, v in zip(header, values)}))
     return rows
 
@@ -330,8 +370,10 @@ def import_csv(database, study_id: str, path, actor: str = "admin") -> ImportSum
     locked = question_drafts.starters_in_use(database, study_id)
     problems, plan, seen = [], [], set()
     for rowno, r in rows:
+
         def bad(msg, col=None):
             problems.append(f"row {rowno}" + (f", column '{col}'" if col else "") + f": {msg}")
+
         sid = r.get("starter_id", "")
         if sid not in starters:
             bad(f"unknown starter '{sid}'" if sid else "must not be empty", "starter_id")
@@ -371,7 +413,8 @@ def import_csv(database, study_id: str, path, actor: str = "admin") -> ImportSum
         new: _Revision = {"en": en, "pt": pt, "answer_en": answer, "status": status}
         changed = old is None or any(old[k] != v for k, v in new.items())
         touches = (status == "accepted" or (old is not None and old["status"] == "accepted")) and (
-            old is None or old["status"] != status or (status == "accepted" and (old["en"], old["pt"]) != (en, pt)))
+            old is None or old["status"] != status or (status == "accepted" and (old["en"], old["pt"]) != (en, pt))
+        )
         if touches and sid in locked:
             bad(f"the questions of starter '{sid}' are in use by receivers and cannot change")
             continue
@@ -388,8 +431,9 @@ def import_csv(database, study_id: str, path, actor: str = "admin") -> ImportSum
             accepted[sid].add(key)
     for sid, ids in sorted(accepted.items()):
         if len(ids) > question_settings.MAX_QUESTIONS:
-            problems.append(f"starter '{sid}' would have {len(ids)} accepted questions; at most "
-                            f"{question_settings.MAX_QUESTIONS}")
+            problems.append(
+                f"starter '{sid}' would have {len(ids)} accepted questions; at most {question_settings.MAX_QUESTIONS}"
+            )
     if problems:
         raise ReviewError("Nothing was imported:\n" + "\n".join(f"- {p}" for p in problems[:50]))
     out = ImportSummary()
@@ -397,8 +441,17 @@ def import_csv(database, study_id: str, path, actor: str = "admin") -> ImportSum
     with database.write() as db:
         for old, sid, new, changed, touches in plan:
             if old is None:
-                question_drafts.insert(db, study_id, sid, new["en"], new["pt"], new["answer_en"], "imported",
-                                       "CSV import", status=new["status"])
+                question_drafts.insert(
+                    db,
+                    study_id,
+                    sid,
+                    new["en"],
+                    new["pt"],
+                    new["answer_en"],
+                    "imported",
+                    "CSV import",
+                    status=new["status"],
+                )
                 out.created += 1
             elif changed:
                 text_changed = any(old[k] != new[k] for k in ("en", "pt", "answer_en"))
@@ -410,7 +463,12 @@ def import_csv(database, study_id: str, path, actor: str = "admin") -> ImportSum
                 rebuild.add(sid)
         for sid in sorted(rebuild):
             _rebuild(db, database, study_id, sid)
-        database.log(actor, "import_questions", "study", study_id,
-                     {"created": out.created, "updated": out.updated, "rebuilt": sorted(rebuild)})
+        database.log(
+            actor,
+            "import_questions",
+            "study",
+            study_id,
+            {"created": out.created, "updated": out.updated, "rebuilt": sorted(rebuild)},
+        )
     out.starters_rebuilt = sorted(rebuild)
     return out

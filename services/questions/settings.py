@@ -23,6 +23,7 @@ A prompt may also hold the study's Portuguese variant (services/common/variants.
 ("Portuguese (Portugal)" / "Portuguese (Brazil)"), {target_language_pt}, {target_variant};
 prompt() fills them from the study's [usability] target_variant.
 """
+
 from __future__ import annotations
 
 import re
@@ -38,9 +39,18 @@ MODES = ("pt", "backtranslation")
 METHODS = ("exact", "chrf", "e5")
 TRANSLATORS = ("auto", "mt", "llm")
 
-DEFAULTS = {"n": MAX_QUESTIONS, "translate": "auto", "prompt_generate": "", "prompt_answer": "",
-            "prompt_answer_pt": "", "prompt_translate": "", "auto_qa_mode": "pt", "auto_qa_method": "chrf",
-            "chrf_threshold": 50.0, "e5_threshold": 0.9}
+DEFAULTS = {
+    "n": MAX_QUESTIONS,
+    "translate": "auto",
+    "prompt_generate": "",
+    "prompt_answer": "",
+    "prompt_answer_pt": "",
+    "prompt_translate": "",
+    "auto_qa_mode": "pt",
+    "auto_qa_method": "chrf",
+    "chrf_threshold": 50.0,
+    "e5_threshold": 0.9,
+}
 
 # prompt name -> (default file, placeholders it must contain)
 PROMPTS = {
@@ -120,7 +130,7 @@ def prompt(study_config: dict | None, name: str) -> str:
 
 
 def translator(study_config: dict | None) -> str:
-    """"mt" or "llm": who translates generated questions ("auto" resolved for the study's variant)."""
+    """ "mt" or "llm": who translates generated questions ("auto" resolved for the study's variant)."""
     how = section(study_config)["translate"]
     if how != "auto":
         return how

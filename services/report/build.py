@@ -3,6 +3,7 @@
 .da, .sd; .qe from audit folders), the analyses' own files (CSV, ...) in a folder per protocol beside
 it. A protocol whose analysis fails says why in each of its items; the report itself is always
 written."""
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -39,8 +40,9 @@ class Report:
 def app_version() -> str:
     """git describe of the checkout, else "unknown" (the app is not packaged: no version elsewhere)."""
     try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty", "--tags"], cwd=ROOT, capture_output=True,
-                             text=True, timeout=5)
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--tags"], cwd=ROOT, capture_output=True, text=True, timeout=5
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown (git not available)"
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown (not a git checkout)"
@@ -81,24 +83,32 @@ def build_report(database, study_id: str, out_dir, qe_audits=()) -> Report:
     parts = []
     for protocol, (module, _) in BUILDERS.items():
         if protocol not in protocols:
-            parts.append(Part(protocol, module.TITLE, summary=f"This study has no {protocol} part "
-                                                              "(study.protocols)."))
+            parts.append(Part(protocol, module.TITLE, summary=f"This study has no {protocol} part (study.protocols)."))
             continue
         try:
             parts.append(module.build(database, study_id, out))
-        except Exception as e:      # one protocol's failure must not take the others' results with it
+        except Exception as e:  # one protocol's failure must not take the others' results with it
             parts.append(_failed(protocol, e))
     try:
         parts.append(qe.build(list(qe_audits), out))
-    except ValueError as e:         # PaperInputError, a folder that is not an audit's: named in the message
-        parts.append(Part("qe", qe.TITLE, fill(qe.ITEMS, {}, f"The audit folders could not be read: {e}"),
-                          summary=str(e)))
+    except ValueError as e:  # PaperInputError, a folder that is not an audit's: named in the message
+        parts.append(
+            Part("qe", qe.TITLE, fill(qe.ITEMS, {}, f"The audit folders could not be read: {e}"), summary=str(e))
+        )
     files = [Path(f) for p in parts for f in p.files]
     name = study.get("name") or config.get("study", {}).get("name") or study_id
-    header = [f"Study {study_id}: {name}",
-              f"Generated {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by app {app_version()}"]
-    page = render(f"Results report: {name}", header, parts, config, versions(database, study_id, config),
-                  [f.relative_to(out).as_posix() for f in files if f.suffix in (".csv", ".txt", ".json")])
+    header = [
+        f"Study {study_id}: {name}",
+        f"Generated {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by app {app_version()}",
+    ]
+    page = render(
+        f"Results report: {name}",
+        header,
+        parts,
+        config,
+        versions(database, study_id, config),
+        [f.relative_to(out).as_posix() for f in files if f.suffix in (".csv", ".txt", ".json")],
+    )
     path = out / f"report-{study_id}.html"
     path.write_text(page, encoding="utf-8")
     return Report(path, files, parts, time.perf_counter() - t0)

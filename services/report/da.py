@@ -2,6 +2,7 @@
 Table 2 (2.4), Figure 3 (2.4), Table 3 (3), Figure 4 (3.1), Figure 5 (3.2), then appendix A's
 head-to-head matrices, Tables 4-6. Precision as printed: one decimal for Table 1's document
 length, two for Table 2's percentages, Table 3's scores and the matrices' z differences."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,42 +16,80 @@ from services.report.sections import Part, fill
 
 TITLE = "Direct assessment, text-only vs audio (paper 001)"
 ITEMS = [
-    ("Table 1", "Number of segments and average document length (#segments per document) of the data "
-                "assessed, per domain.", "2.1"),
-    ("Table 2", "Numbers of workers and translations, before and after quality control, per modality "
-                "(approved: the workers whose judgments are used; pass QC: the reliability test).", "2.4"),
-    ("Figure 3", "Score distributions of reliable workers across the quality-control segments: bad_reference, "
-                 "ask_again, and original system outputs.", "2.4"),
-    ("Table 3", "System rankings from the text-only and multimodal (text + audio) setups: raw average, average "
-                "z and order; ordered by z, ties to two decimals broken by the raw average.", "3"),
-    ("Figure 4", "Significance test outcomes (one-sided Mann-Whitney / Wilcoxon rank-sum on z): z(row) - "
-                 "z(column), * p < .05, ** p < .01, *** p < .001.", "3.1"),
-    ("Figure 5", "Correlation (Pearson r) of system z between two runs of the same modality (self-replication) "
-                 "and between text-only and multimodal.", "3.2"),
-    ("Table 4", "Head-to-head comparison matrix of text-only judgments with significance levels and number "
-                "of judgments.", "appendix A"),
-    ("Table 5", "Head-to-head comparison matrix of multimodal annotations with significance levels and number "
-                "of judgments.", "appendix A"),
+    (
+        "Table 1",
+        "Number of segments and average document length (#segments per document) of the data assessed, per domain.",
+        "2.1",
+    ),
+    (
+        "Table 2",
+        "Numbers of workers and translations, before and after quality control, per modality "
+        "(approved: the workers whose judgments are used; pass QC: the reliability test).",
+        "2.4",
+    ),
+    (
+        "Figure 3",
+        "Score distributions of reliable workers across the quality-control segments: bad_reference, "
+        "ask_again, and original system outputs.",
+        "2.4",
+    ),
+    (
+        "Table 3",
+        "System rankings from the text-only and multimodal (text + audio) setups: raw average, average "
+        "z and order; ordered by z, ties to two decimals broken by the raw average.",
+        "3",
+    ),
+    (
+        "Figure 4",
+        "Significance test outcomes (one-sided Mann-Whitney / Wilcoxon rank-sum on z): z(row) - "
+        "z(column), * p < .05, ** p < .01, *** p < .001.",
+        "3.1",
+    ),
+    (
+        "Figure 5",
+        "Correlation (Pearson r) of system z between two runs of the same modality (self-replication) "
+        "and between text-only and multimodal.",
+        "3.2",
+    ),
+    (
+        "Table 4",
+        "Head-to-head comparison matrix of text-only judgments with significance levels and number of judgments.",
+        "appendix A",
+    ),
+    (
+        "Table 5",
+        "Head-to-head comparison matrix of multimodal annotations with significance levels and number of judgments.",
+        "appendix A",
+    ),
     ("Table 6", "Head-to-head comparison matrix of WMT22 official rankings.", "appendix A"),
 ]
 DECIMALS = {"Table 1": 1}
 NO_DATA = "No DA judgments yet: this fills once raters have done HITs of the campaign."
-NO_RELIABLE = ("No DA judgments from reliable raters yet: this fills once a rater passes the reliability test "
-               "(section 2.4).")
-WMT22 = ("WMT22's official judgments are not part of a study's data: `python app.py analyze da FILE --wmt` "
-         "analyses WMT's published scores (its head-to-head table is written there).")
+NO_RELIABLE = (
+    "No DA judgments from reliable raters yet: this fills once a rater passes the reliability test (section 2.4)."
+)
+WMT22 = (
+    "WMT22's official judgments are not part of a study's data: `python app.py analyze da FILE --wmt` "
+    "analyses WMT's published scores (its head-to-head table is written there)."
+)
 
 
 def table2(qc: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for r in qc.itertuples():
-        rows.append({"modality": r.modality, "workers total": r.workers_total, "workers approved": r.workers_kept,
-                     "workers pass QC": r.workers_reliable,
-                     "pass QC %": 100 * r.workers_reliable / r.workers_total if r.workers_total else np.nan,
-                     "translations total": r.judgments_total, "translations approved": r.judgments_kept,
-                     "translations pass QC": r.judgments_scored,
-                     "translations pass QC %": 100 * r.judgments_scored / r.judgments_total
-                     if r.judgments_total else np.nan})
+        rows.append(
+            {
+                "modality": r.modality,
+                "workers total": r.workers_total,
+                "workers approved": r.workers_kept,
+                "workers pass QC": r.workers_reliable,
+                "pass QC %": 100 * r.workers_reliable / r.workers_total if r.workers_total else np.nan,
+                "translations total": r.judgments_total,
+                "translations approved": r.judgments_kept,
+                "translations pass QC": r.judgments_scored,
+                "translations pass QC %": 100 * r.judgments_scored / r.judgments_total if r.judgments_total else np.nan,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -63,9 +102,10 @@ def table3(systems: pd.DataFrame) -> pd.DataFrame:
     for (m, run), g in systems.groupby(["modality", "run"], sort=False):
         label = f"{m}" if systems["run"].nunique() == 1 else f"{m} run {run}"
         g = g.sort_values("rank")[["system", "raw_mean", "z_mean", "rank"]].rename(
-            columns={"raw_mean": f"{label} raw ave.", "z_mean": f"{label} ave. z", "rank": f"{label} order"})
+            columns={"raw_mean": f"{label} raw ave.", "z_mean": f"{label} ave. z", "rank": f"{label} order"}
+        )
         out = g if out is None else out.merge(g, on="system", how="outer", sort=False)
-    assert out is not None      # systems is not empty: the loop ran at least once
+    assert out is not None  # systems is not empty: the loop ran at least once
     return out.reset_index(drop=True)
 
 
@@ -80,11 +120,18 @@ def h2h_matrix(h2h: pd.DataFrame, modality: str, run: int = 1) -> pd.DataFrame:
     if h.empty:
         return pd.DataFrame()
     names = sorted(set(h["system_a"]) | set(h["system_b"]))
-    cell = {(a, b): f"{z:.2f}{_stars(p)}" for a, b, z, p in zip(h["system_a"], h["system_b"], h["z_diff"],
-                                                               h["p_value"])}
+    cell = {
+        (a, b): f"{z:.2f}{_stars(p)}" for a, b, z, p in zip(h["system_a"], h["system_b"], h["z_diff"], h["p_value"])
+    }
     judged = h.groupby("system_a")["n_a"].first()
-    rows = [{"": a, **{b: "–" if a == b else cell.get((a, b), "") for b in names},
-             "No. of Judgments": int(judged.get(a, 0))} for a in names]
+    rows = [
+        {
+            "": a,
+            **{b: "–" if a == b else cell.get((a, b), "") for b in names},
+            "No. of Judgments": int(judged.get(a, 0)),
+        }
+        for a in names
+    ]
     return pd.DataFrame(rows)
 
 
@@ -106,12 +153,21 @@ def build(database, study_id: str, out_dir: Path, alpha: float | None = None) ->
     content["Figure 3"] = figs.get("score_distribution", NO_RELIABLE)
     content["Table 3"] = table3(res.systems) if len(res.systems) else NO_RELIABLE
     content["Figure 4"] = figs.get("head_to_head", NO_RELIABLE)
-    content["Figure 5"] = figs.get("replication", "No second run and no second modality to correlate: a study "
-                                                  "with runs = 2 or modality \"both\" fills it (section 3.2).")
+    content["Figure 5"] = figs.get(
+        "replication",
+        "No second run and no second modality to correlate: a study "
+        'with runs = 2 or modality "both" fills it (section 3.2).',
+    )
     for number, modality in (("Table 4", "text"), ("Table 5", "audio")):
         m = h2h_matrix(res.head_to_head, modality)
-        content[number] = m if len(m) else (f"No {modality} judgments from reliable raters yet: this fills once "
-                                            f"a {modality} rater passes the reliability test.")
+        content[number] = (
+            m
+            if len(m)
+            else (
+                f"No {modality} judgments from reliable raters yet: this fills once "
+                f"a {modality} rater passes the reliability test."
+            )
+        )
     part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
     df = done.judgments
     part.summary = f"{len(df)} judgments by {df['worker_id'].nunique()} raters."

@@ -5,6 +5,7 @@ part is made only from audit output folders (`app.py analyze qe-audit ... --out 
 the report; each table reads the audit's own files (errors.csv, ratios.csv, ccdf.csv) and the
 cross-metric ones services.qe.paper_figures. Error rates, ratios and Phi to three decimals as
 printed, ratios to four where the gap from parity is small."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -16,28 +17,52 @@ from services.report.sections import Part, fill
 
 TITLE = "Gender audit of QE metrics (paper 003)"
 ITEMS = [
-    ("Table 1", "Total error rate (ER) and ratio between gender groups Φ = ER(F)/ER(M) on sources with gold, "
-                "no context; per metric and language, and the mean across languages.", "3"),
-    ("Figure 2", "Ratio QE(s, h_F) / QE(s, h_M) on ambiguous sources: average and 95% confidence interval by "
-                 "language, per metric.", "3"),
-    ("Figure 3", "Share of instances scored at least the value on the x-axis, by form (the first run given); "
-                 "dotted lines at the filtering thresholds.", "3.1"),
+    (
+        "Table 1",
+        "Total error rate (ER) and ratio between gender groups Φ = ER(F)/ER(M) on sources with gold, "
+        "no context; per metric and language, and the mean across languages.",
+        "3",
+    ),
+    (
+        "Figure 2",
+        "Ratio QE(s, h_F) / QE(s, h_M) on ambiguous sources: average and 95% confidence interval by "
+        "language, per metric.",
+        "3",
+    ),
+    (
+        "Figure 3",
+        "Share of instances scored at least the value on the x-axis, by form (the first run given); "
+        "dotted lines at the filtering thresholds.",
+        "3.1",
+    ),
     ("Table 4", "Results of the context-aware variants (mon, bil, prompt): ER and Φ.", "4.2"),
     ("Table 5", "Statistical significance of Φ on the unambiguous runs (test and p).", "4.2"),
     ("Table 6", "Tie rates of the context-aware variants (the two forms scored the same).", "4.2"),
-    ("Figure 4", "Gender error rate vs gaps from fairness: ER against |1 - ratio| (ambiguous) and |1 - Φ| "
-                 "(unambiguous); dashed: the Pareto frontier.", "6"),
+    (
+        "Figure 4",
+        "Gender error rate vs gaps from fairness: ER against |1 - ratio| (ambiguous) and |1 - Φ| "
+        "(unambiguous); dashed: the Pareto frontier.",
+        "6",
+    ),
     ("Figure 5", "Results on GATE: ratio QE(s, h_F) / QE(s, h_M), average and 95% CI by language.", "appendix B.1"),
-    ("Table 8", "MT-GenEval counterfactual results: ⚠ where QE(s_F, h_F) is significantly lower than "
-                "QE(s_M, h_M) (one-sided t-test, p < .05).", "appendix B.5"),
+    (
+        "Table 8",
+        "MT-GenEval counterfactual results: ⚠ where QE(s_F, h_F) is significantly lower than "
+        "QE(s_M, h_M) (one-sided t-test, p < .05).",
+        "appendix B.5",
+    ),
     ("Table 9", "Statistical significance of Φ on the counterfactual subset.", "appendix B.5"),
 ]
 DECIMALS = {n: 3 for n, _, _ in ITEMS}
-NO_AUDIT = ("The QE audit keeps no study data (it runs on files): pass its output folders to the report "
-            "(`python app.py report --study S --qe-audit DIR ...`, each DIR from `app.py analyze qe-audit "
-            "PAIRS.csv --out DIR`) to fill this.")
-GATE = ("Figure 5 is Figure 2's plot on GATE's pairs (`app.py data gate`): the report cannot tell a GATE "
-        "folder from an MT-GenEval one, so it is not drawn here; Figure 2 shows every ambiguous run given.")
+NO_AUDIT = (
+    "The QE audit keeps no study data (it runs on files): pass its output folders to the report "
+    "(`python app.py report --study S --qe-audit DIR ...`, each DIR from `app.py analyze qe-audit "
+    "PAIRS.csv --out DIR`) to fill this."
+)
+GATE = (
+    "Figure 5 is Figure 2's plot on GATE's pairs (`app.py data gate`): the report cannot tell a GATE "
+    "folder from an MT-GenEval one, so it is not drawn here; Figure 2 shows every ambiguous run given."
+)
 
 
 def _read(folder: Path, name: str) -> pd.DataFrame | None:
@@ -52,12 +77,28 @@ def _ratio_figure(frames: list[tuple[str, pd.DataFrame]]):
     fig = go.Figure()
     for label, r in frames:
         r = r[(r["source_gender"] == "any") & (r["lang"] != "pooled")]
-        fig.add_trace(go.Scatter(x=r["lang"], y=r["mean_ratio"], mode="markers", name=label,
-                                 error_y=dict(type="data", symmetric=False, array=r["ci_high"] - r["mean_ratio"],
-                                              arrayminus=r["mean_ratio"] - r["ci_low"])))
+        fig.add_trace(
+            go.Scatter(
+                x=r["lang"],
+                y=r["mean_ratio"],
+                mode="markers",
+                name=label,
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=r["ci_high"] - r["mean_ratio"],
+                    arrayminus=r["mean_ratio"] - r["ci_low"],
+                ),
+            )
+        )
     fig.add_hline(y=1, line_dash="dash", line_color="grey", annotation_text="parity")
-    fig.update_layout(title="QE(s, h_F) / QE(s, h_M): mean and 95% CI", xaxis_title="language",
-                      yaxis_title="ratio", height=450, width=800)
+    fig.update_layout(
+        title="QE(s, h_F) / QE(s, h_M): mean and 95% CI",
+        xaxis_title="language",
+        yaxis_title="ratio",
+        height=450,
+        width=800,
+    )
     return fig
 
 
@@ -68,8 +109,14 @@ def _ccdf_figure(label: str, c: pd.DataFrame):
     fig = go.Figure()
     for form, sub in c[c["lang"] == "pooled"].groupby("form", sort=False):
         fig.add_trace(go.Scatter(x=sub["score"], y=sub["share"], mode="lines", line_shape="vh", name=f"h_{form}"))
-    fig.update_layout(title=f"Share of instances scored at least x ({label})", xaxis_title="score",
-                      yaxis_title="share retained", yaxis_tickformat=".0%", height=450, width=750)
+    fig.update_layout(
+        title=f"Share of instances scored at least x ({label})",
+        xaxis_title="score",
+        yaxis_title="share retained",
+        yaxis_tickformat=".0%",
+        height=450,
+        width=750,
+    )
     return fig
 
 
@@ -99,7 +146,7 @@ def build(folders, out_dir: Path) -> Part:
         if r is not None and run.kind == "ambiguous":
             ratios.append((run.label, r))
     cols = ["metric", "lang", "n", "er", "er_f", "er_m", "phi", "phi_ci_low", "phi_ci_high"]
-    cat = (lambda fs: pd.concat(fs, ignore_index=True) if fs else pd.DataFrame())   # noqa: E731
+    cat = lambda fs: pd.concat(fs, ignore_index=True) if fs else pd.DataFrame()  # noqa: E731
     no_gold = "No audit run with gold given (MT-GenEval contextual with its context, or counterfactual)."
     no_context = "No context-aware run given (`app.py analyze qe-audit --context mon|bil|prompt`)."
     content = {
@@ -107,11 +154,13 @@ def build(folders, out_dir: Path) -> Part:
         "Table 4": cat(ties)[cols] if ties else no_context,
         "Table 6": cat(ties)[["metric", "lang", "n", "ties", "tie_rate"]] if ties else no_context,
         "Figure 2": _ratio_figure(ratios) if ratios else "No ambiguous run (no gold) given.",
-        "Figure 4": figs.get("fig4_tradeoff", " ".join(n for n in res.notes if n.startswith("Figure 4"))
-                             or "No unambiguous run given."),
+        "Figure 4": figs.get(
+            "fig4_tradeoff", " ".join(n for n in res.notes if n.startswith("Figure 4")) or "No unambiguous run given."
+        ),
         "Figure 5": GATE,
-        "Table 8": res.table8_marks if len(res.table8_marks) else "No counterfactual run given (MT-GenEval's "
-                                                                  "counterfactual subset).",
+        "Table 8": res.table8_marks
+        if len(res.table8_marks)
+        else "No counterfactual run given (MT-GenEval's counterfactual subset).",
     }
     sig_cols = ["metric", "lang", "phi", "phi_test", "phi_p_value"]
     for number, kind in (("Table 5", "unambiguous"), ("Table 9", "counterfactual")):

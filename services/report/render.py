@@ -2,6 +2,7 @@
 CDN: it opens offline), every figure a div drawn by it, tables rounded to the paper's precision,
 the notes in a short box at the top, the study's settings and the versions at the end, and CSS
 for print (a section is not split across pages)."""
+
 from __future__ import annotations
 
 import html
@@ -11,7 +12,7 @@ import re
 from services.common.analysis_output import rounded
 from services.report.sections import Part, Section
 
-NOTES_SHOWN = 4          # per part: the rest fold into "n more" (a box, not a wall)
+NOTES_SHOWN = 4  # per part: the rest fold into "n more" (a box, not a wall)
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;margin:2em auto;
@@ -40,8 +41,10 @@ def slug(text: str) -> str:
 def _section(part: Part, s: Section, figure_html) -> str:
     anchor = f"{part.protocol}-{slug(s.number)}"
     where = f' <span class="where">(paper section {html.escape(s.where)})</span>' if s.where else ""
-    head = (f'<figure id="{anchor}" data-item="{html.escape(s.number)}"><figcaption><b>{html.escape(s.number)}.'
-            f'</b> {html.escape(s.caption)}{where}</figcaption>')
+    head = (
+        f'<figure id="{anchor}" data-item="{html.escape(s.number)}"><figcaption><b>{html.escape(s.number)}.'
+        f"</b> {html.escape(s.caption)}{where}</figcaption>"
+    )
     if s.table is not None:
         body = rounded(s.table, s.decimals).to_html(index=False, na_rep="", escape=True, border=0)
     elif s.figure is not None:
@@ -58,23 +61,27 @@ def _notes(parts: list[Part]) -> str:
             continue
         items = [f"<li>{html.escape(n)}</li>" for n in p.notes]
         shown, rest = items[:NOTES_SHOWN], items[NOTES_SHOWN:]
-        more = (f"<details><summary>{len(rest)} more</summary><ul>{''.join(rest)}</ul></details>" if rest else "")
+        more = f"<details><summary>{len(rest)} more</summary><ul>{''.join(rest)}</ul></details>" if rest else ""
         blocks.append(f"<h3>{html.escape(p.title)}</h3><ul>{''.join(shown)}</ul>{more}")
     if not blocks:
         return ""
     return '<div class="notes" id="notes"><b>Departures from the papers and notes</b>' + "".join(blocks) + "</div>"
 
 
-def render(title: str, header: list[str], parts: list[Part], settings: dict, versions: dict,
-           files: list[str]) -> str:
+def render(title: str, header: list[str], parts: list[Part], settings: dict, versions: dict, files: list[str]) -> str:
     """The whole page as one string."""
     # lazy import (plotly): heavy; its bundled JS is inlined once, each figure is a div after it
     import plotly.io as pio
     from plotly.offline import get_plotlyjs
 
     def figure_html(fig) -> str:
-        return pio.to_html(fig, full_html=False, include_plotlyjs=False, include_mathjax=False,
-                           config={"displaylogo": False, "responsive": True})
+        return pio.to_html(
+            fig,
+            full_html=False,
+            include_plotlyjs=False,
+            include_mathjax=False,
+            config={"displaylogo": False, "responsive": True},
+        )
 
     toc, body = [], []
     for p in parts:
@@ -86,13 +93,18 @@ def render(title: str, header: list[str], parts: list[Part], settings: dict, ver
         body.append("</section>")
     vrows = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>" for k, v in versions.items())
     flist = "".join(f'<li><a href="{html.escape(f)}">{html.escape(f)}</a></li>' for f in files)
-    return "".join([
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>',
-        f"<style>{CSS}</style><script>{get_plotlyjs()}</script></head><body>",
-        f"<h1>{html.escape(title)}</h1>", "".join(f'<p class="meta">{html.escape(h)}</p>' for h in header),
-        _notes(parts), f'<ul class="toc">{"".join(toc)}<li><a href="#settings">Settings and versions</a></li></ul>',
-        *body,
-        '<section id="settings"><h2>Settings and versions</h2><h3>Versions, models and metrics</h3>',
-        f"<table>{vrows}</table><h3>The study's settings</h3>",
-        f"<pre>{html.escape(json.dumps(settings, indent=2, ensure_ascii=False, default=str))}</pre>",
-        f"<h3>Files beside this report</h3><ul>{flist}</ul></section></body></html>"])
+    return "".join(
+        [
+            f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>',
+            f"<style>{CSS}</style><script>{get_plotlyjs()}</script></head><body>",
+            f"<h1>{html.escape(title)}</h1>",
+            "".join(f'<p class="meta">{html.escape(h)}</p>' for h in header),
+            _notes(parts),
+            f'<ul class="toc">{"".join(toc)}<li><a href="#settings">Settings and versions</a></li></ul>',
+            *body,
+            '<section id="settings"><h2>Settings and versions</h2><h3>Versions, models and metrics</h3>',
+            f"<table>{vrows}</table><h3>The study's settings</h3>",
+            f"<pre>{html.escape(json.dumps(settings, indent=2, ensure_ascii=False, default=str))}</pre>",
+            f"<h3>Files beside this report</h3><ul>{flist}</ul></section></body></html>",
+        ]
+    )

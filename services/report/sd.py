@@ -3,6 +3,7 @@
 loadings on the factors and each factor's share of variance) and Table 2 (the final list of pairs
 and those removed during the factor analysis). Loadings to two decimals, shares of variance in
 percent to one (as the text: "F1 explains 53.2% of the variance")."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,13 +16,25 @@ from services.sd import study_analysis as sd_study
 
 TITLE = "Semantic differential (paper 002)"
 ITEMS = [
-    ("Section 4.1", "Data cleansing per step (too fast, straight-lining, inconsistency), beside the paper's "
-                    "figure (6,800 of 21,000 ratings removed).", "4.1"),
+    (
+        "Section 4.1",
+        "Data cleansing per step (too fast, straight-lining, inconsistency), beside the paper's "
+        "figure (6,800 of 21,000 ratings removed).",
+        "4.1",
+    ),
     ("Section 4.2", "Scree plot with the parallel-analysis criterion (K chosen by the rule in the notes).", "4.2"),
-    ("Table 1", "Distribution of the adjective pairs on the factors (pattern loadings after promax rotation, "
-                "communality) and the share of variance each factor explains (last row, %).", "4.2"),
-    ("Table 2", "Group 1: the final list of adjective pairs loading on the factors; group 2: the pairs removed "
-                "during the factor analysis, with the step and reason.", "4.2"),
+    (
+        "Table 1",
+        "Distribution of the adjective pairs on the factors (pattern loadings after promax rotation, "
+        "communality) and the share of variance each factor explains (last row, %).",
+        "4.2",
+    ),
+    (
+        "Table 2",
+        "Group 1: the final list of adjective pairs loading on the factors; group 2: the pairs removed "
+        "during the factor analysis, with the step and reason.",
+        "4.2",
+    ),
 ]
 DECIMALS = {"Section 4.1": 3}
 NO_DATA = "No SD ratings yet: this fills once participants have rated the study's sentences."
@@ -29,24 +42,32 @@ NO_DATA = "No SD ratings yet: this fills once participants have rated the study'
 
 def table1(loadings: pd.DataFrame, variance: pd.DataFrame) -> pd.DataFrame:
     kept = loadings[loadings["kept"].astype(bool)].drop(columns=["kept"])
-    share = {"pair_id": "variance explained (%)",
-             **{f: 100 * s for f, s in zip(variance["factor"], variance["rotated_share"])}}
+    share = {
+        "pair_id": "variance explained (%)",
+        **{f: 100 * s for f, s in zip(variance["factor"], variance["rotated_share"])},
+    }
     return pd.concat([kept, pd.DataFrame([share])], ignore_index=True)
 
 
 def table2(efa) -> pd.DataFrame:
     rows = [{"group": "1: final", "pair_id": p, "step": None, "reason": ""} for p in efa.items]
-    rows += [{"group": "2: removed", "pair_id": s["item"], "step": s["step"], "reason": s["reason"]}
-             for s in efa.pruned]
+    rows += [
+        {"group": "2: removed", "pair_id": s["item"], "step": s["step"], "reason": s["reason"]} for s in efa.pruned
+    ]
     return pd.DataFrame(rows)
 
 
-def build(database, study_id: str, out_dir: Path, n_factors: int | None = None, prune: bool = True,
-          factor_rule: str | None = None) -> Part:
+def build(
+    database,
+    study_id: str,
+    out_dir: Path,
+    n_factors: int | None = None,
+    prune: bool = True,
+    factor_rule: str | None = None,
+) -> Part:
     """Paper 002's part; the defaults are the paper's (as the tab's): K by eigenvalue > 1, pruning on."""
     part = Part("sd", TITLE)
-    done = sd_study.analyse(database, study_id, n_factors, prune,
-                            factor_rule or sd_analysis.FACTOR_RULE)
+    done = sd_study.analyse(database, study_id, n_factors, prune, factor_rule or sd_analysis.FACTOR_RULE)
     part.detail = done
     if isinstance(done, str):
         part.summary = done.replace(" (pick the study above and press Show first)", "")
@@ -54,18 +75,24 @@ def build(database, study_id: str, out_dir: Path, n_factors: int | None = None, 
         return part
     res = done.result
     efa_missing = f"The factor analysis did not run: {res.efa_error}" if res.efa is None else None
-    content = {"Section 4.1": done.cleansing_report,
-               "Section 4.2": done.figures.get("scree", efa_missing),
-               "Table 1": table1(done.loadings, sd_analysis.variance_table(res)) if res.efa is not None
-               else efa_missing,
-               "Table 2": table2(res.efa) if res.efa is not None else efa_missing}
+    content = {
+        "Section 4.1": done.cleansing_report,
+        "Section 4.2": done.figures.get("scree", efa_missing),
+        "Table 1": table1(done.loadings, sd_analysis.variance_table(res)) if res.efa is not None else efa_missing,
+        "Table 2": table2(res.efa) if res.efa is not None else efa_missing,
+    }
     part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
-    part.summary = (f"{res.n_participants} participants, {res.n_kept} kept after cleansing; {res.n_ratings} "
-                    f"ratings, {res.n_ratings_kept} kept.")
+    part.summary = (
+        f"{res.n_participants} participants, {res.n_kept} kept after cleansing; {res.n_ratings} "
+        f"ratings, {res.n_ratings_kept} kept."
+    )
     e = res.efa
-    if e is not None:       # how K was chosen and whether pairs were pruned: the defaults a reader checks first
-        pruning = (f"pruning (section 4.2): {len([x for x in e.pruned if x['step']])} pair(s) removed" if e.prune
-                   else "pruning off (paper 002 pruned, section 4.2)")
+    if e is not None:  # how K was chosen and whether pairs were pruned: the defaults a reader checks first
+        pruning = (
+            f"pruning (section 4.2): {len([x for x in e.pruned if x['step']])} pair(s) removed"
+            if e.prune
+            else "pruning off (paper 002 pruned, section 4.2)"
+        )
         part.summary += f" EFA: {e.n_factors} factor(s) ({e.n_factors_source}); {pruning}."
     part.notes = list(res.efa.notes) if res.efa is not None else []
     part.files = sd_analysis.write_outputs(res, Path(out_dir) / "sd", png=False)

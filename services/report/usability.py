@@ -2,6 +2,7 @@
 2a-c (4.1-4.2), Figures 3a-c (4.3), Table 2 (4.4), Figure 4 (5), then the appendix: Table 3,
 Figure 10, Figure 11 (C.1) and Table 4 (C.2). Precision as the paper prints it: two decimals in
 Tables 1-3, three in Table 4."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,30 +19,49 @@ from storage import studies
 
 TITLE = "Usability of the four-phase study (paper 000)"
 ITEMS = [
-    ("Table 1", "5-point Likert usability scores by language group: satisfaction (S), trust (T) and reliance "
-                "(R) averaged into u; group mean μ(u), standard deviation σ(u) and the shift Δu from the "
-                "baseline survey; the baseline (b) beneath each group.", "2.5"),
+    (
+        "Table 1",
+        "5-point Likert usability scores by language group: satisfaction (S), trust (T) and reliance "
+        "(R) averaged into u; group mean μ(u), standard deviation σ(u) and the shift Δu from the "
+        "baseline survey; the baseline (b) beneath each group.",
+        "2.5",
+    ),
     ("Figure 2a", "Distribution of the usability u by language group and gender (informed survey).", "4.1"),
     ("Figure 2b", "Usability LMM: fixed effects on u with 95% Wald CIs (full table: Table 4).", "4.2"),
     ("Figure 2c", "Marginal means of u per group x gender estimated by the LMM (95% CI).", "4.2"),
     ("Figure 3a", "LMM of the validator's SQM score: fixed effects with 95% Wald CIs.", "4.3"),
     ("Figure 3b", "Marginal means of the validator's score per group x gender (95% CI).", "4.3"),
     ("Figure 3c", "The validator's score (and the QA score) by translation model and topic.", "4.3"),
-    ("Table 2", "Quality metrics' effect on usability u: from an LMM (e) and from OLS fits within the low, "
-                "medium and high translation-score tertiles; each metric rescaled to [0, 1] (worst to best "
-                "observed), covariates held constant.", "4.4"),
-    ("Figure 4", "Quality signals mapped onto usability: isotonic fit of u on each signal and where it "
-                 "crosses u = 4.", "5"),
-    ("Table 3", "Starters per domain x corpus: words, key-information spans and questions per starter "
-                "(mean, sd).", "appendix, 2.2"),
+    (
+        "Table 2",
+        "Quality metrics' effect on usability u: from an LMM (e) and from OLS fits within the low, "
+        "medium and high translation-score tertiles; each metric rescaled to [0, 1] (worst to best "
+        "observed), covariates held constant.",
+        "4.4",
+    ),
+    (
+        "Figure 4",
+        "Quality signals mapped onto usability: isotonic fit of u on each signal and where it crosses u = 4.",
+        "5",
+    ),
+    (
+        "Table 3",
+        "Starters per domain x corpus: words, key-information spans and questions per starter (mean, sd).",
+        "appendix, 2.2",
+    ),
     ("Figure 10", "Mean usability μ(u) per translation model (95% t interval).", "appendix, 4.2"),
     ("Figure 11", "Spearman's ρ between usability u and the translation quality metrics.", "appendix C.1"),
-    ("Table 4", "Fixed-effect estimates of the LMM predicting u; 95% Wald CIs (p: Wald z, see the notes).",
-     "appendix C.2"),
+    (
+        "Table 4",
+        "Fixed-effect estimates of the LMM predicting u; 95% Wald CIs (p: Wald z, see the notes).",
+        "appendix C.2",
+    ),
 ]
 DECIMALS = {"Table 4": 3}
-NO_DATA = ("No exchanges with both surveys and a validation yet: this fills once senders have recorded, "
-           "receivers answered, validators scored and senders rated at least 3 exchanges.")
+NO_DATA = (
+    "No exchanges with both surveys and a validation yet: this fills once senders have recorded, "
+    "receivers answered, validators scored and senders rated at least 3 exchanges."
+)
 
 
 def table1(groups: pd.DataFrame, order: list[str] | None = None) -> pd.DataFrame:
@@ -52,22 +72,50 @@ def table1(groups: pd.DataFrame, order: list[str] | None = None) -> pd.DataFrame
     rows = []
     for lv in levels:
         r = g.loc[lv]
-        rows.append({"group": lv, "S": r["S"], "T": r["T"], "R": r["R"], "μ(u)": r["mu_u"], "σ(u)": r["sigma_u"],
-                     "Δu": r["delta_u"], "n": int(r["n"])})
-        rows.append({"group": "b", "S": r["S_b"], "T": r["T_b"], "R": r["R_b"], "μ(u)": r["mu_ub"],
-                     "σ(u)": r["sigma_ub"], "Δu": float("nan"), "n": int(r["n"])})
+        rows.append(
+            {
+                "group": lv,
+                "S": r["S"],
+                "T": r["T"],
+                "R": r["R"],
+                "μ(u)": r["mu_u"],
+                "σ(u)": r["sigma_u"],
+                "Δu": r["delta_u"],
+                "n": int(r["n"]),
+            }
+        )
+        rows.append(
+            {
+                "group": "b",
+                "S": r["S_b"],
+                "T": r["T_b"],
+                "R": r["R_b"],
+                "μ(u)": r["mu_ub"],
+                "σ(u)": r["sigma_ub"],
+                "Δu": float("nan"),
+                "n": int(r["n"]),
+            }
+        )
     return pd.DataFrame(rows, columns=["group", "S", "T", "R", "μ(u)", "σ(u)", "Δu", "n"])
 
 
 def table2(effects: pd.DataFrame) -> pd.DataFrame:
-    e = effects.rename(columns={"effect_lmm": "e", "effect_low": "e_low", "effect_mid": "e_med",
-                                "effect_high": "e_high"})
+    e = effects.rename(
+        columns={"effect_lmm": "e", "effect_low": "e_low", "effect_mid": "e_med", "effect_high": "e_high"}
+    )
     return e[["signal", "e", "e_low", "e_med", "e_high", "p_lmm", "p_low", "p_mid", "p_high"]]
 
 
 def table4(fit) -> pd.DataFrame:
-    t = fit.table.rename(columns={"estimate": "Estimate", "std_error": "Std. Error", "p_value": "p",
-                                  "ci_low": "2.5%", "ci_high": "97.5%"})
+    t = fit.table.rename(
+        columns={
+            "estimate": "Estimate",
+            "std_error": "Std. Error",
+            "p_value": "p",
+            "ci_low": "2.5%",
+            "ci_high": "97.5%",
+        }
+    )
     return t[["term", "Estimate", "Std. Error", "z", "p", "2.5%", "97.5%"]]
 
 
@@ -118,9 +166,11 @@ def build(database, study_id: str, out_dir: Path, png: bool = False) -> Part:
     content["Table 4"] = table4(res.lmm) if res.lmm is not None else lmm_missing
     part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
     d = res.data
-    part.summary = (f"{len(d)} exchanges, {d.loc[d['sender_id'] != '', 'sender_id'].nunique()} senders, "
-                    f"{d['receiver_id'].nunique()} receivers, {d['validator_id'].nunique()} validators; "
-                    f"signals: {', '.join(res.signals) or 'none'}.")
+    part.summary = (
+        f"{len(d)} exchanges, {d.loc[d['sender_id'] != '', 'sender_id'].nunique()} senders, "
+        f"{d['receiver_id'].nunique()} receivers, {d['validator_id'].nunique()} validators; "
+        f"signals: {', '.join(res.signals) or 'none'}."
+    )
     part.notes = [usability_analysis.LME4_NOTE, *res.notes, *metric_lines]
     if res.lmm is not None and usability_analysis.small_sample_warning(res.lmm):
         part.notes.insert(0, usability_analysis.small_sample_warning(res.lmm))

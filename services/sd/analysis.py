@@ -81,6 +81,7 @@ Pure functions; ML from statsmodels, rotation, KMO and Bartlett from factor_anal
 on first use: it pulls in scikit-learn), BLAS thread limits from threadpoolctl, tables from
 pandas, figures from plotly.
 """
+
 from __future__ import annotations
 
 import json
@@ -103,19 +104,28 @@ from services.common.figure_files import write_figures
 
 REQUIRED = ["participant_id", "sentence_id", "pair_id", "value", "is_repeat", "duration_s"]
 SUITABILITY_REQUIRED = ["participant_id", "pair_id", "suitability"]
-CLEANSING_COLUMNS = ["participant_id", "duration_s", "too_fast", "straight_liner", "inconsistency", "outlier",
-                     "kept"]
+CLEANSING_COLUMNS = ["participant_id", "duration_s", "too_fast", "straight_liner", "inconsistency", "outlier", "kept"]
 SUITABILITY_COLUMNS = ["pair_id", "n", "mean", "sd", "kept"]
-CLEANSING_REPORT_COLUMNS = ["step", "rule", "raters_removed", "ratings_removed", "ratings_removed_share",
-                            "paper_002"]
-SUMMARY_KEYS = ["n_participants", "n_kept", "kmo", "bartlett_chi2", "bartlett_p", "factors", "variance_explained",
-                "chi2", "dof", "p", "pruned_items"]
+CLEANSING_REPORT_COLUMNS = ["step", "rule", "raters_removed", "ratings_removed", "ratings_removed_share", "paper_002"]
+SUMMARY_KEYS = [
+    "n_participants",
+    "n_kept",
+    "kmo",
+    "bartlett_chi2",
+    "bartlett_p",
+    "factors",
+    "variance_explained",
+    "chi2",
+    "dof",
+    "p",
+    "pruned_items",
+]
 
 EXPECTED_SECONDS = 600.0
-FAST_SHARE = 0.4             # too fast: duration_s <= FAST_SHARE * expected seconds
-FENCE_IQR = 1.5              # outlier: inconsistency > Q3 + FENCE_IQR * IQR
-MIN_COMMUNALITY = 0.3        # pruning: communality below this
-MIN_LOADING_GAP = 0.2        # pruning: two largest |loadings| differing by less than this
+FAST_SHARE = 0.4  # too fast: duration_s <= FAST_SHARE * expected seconds
+FENCE_IQR = 1.5  # outlier: inconsistency > Q3 + FENCE_IQR * IQR
+MIN_COMMUNALITY = 0.3  # pruning: communality below this
+MIN_LOADING_GAP = 0.2  # pruning: two largest |loadings| differing by less than this
 PROMAX_POWER = 4
 PA_ITERATIONS = 500
 # how K is chosen when no number is given; "kaiser" is SPSS's default (paper 002, section 4.2)
@@ -124,13 +134,13 @@ FACTOR_RULE = "kaiser"
 # paper 002, section 4.1: "The data cleansing removed 6,800 ratings, resulting in 14,200 ratings"
 PAPER_RATINGS = 21_000
 PAPER_RATINGS_REMOVED = 6_800
-PAPER_PARTICIPANTS = 141     # section 3.2: "141 crowdworkers participated"
-ML_STARTS = 4                # ML fits from this many starting points; the best is kept
+PAPER_PARTICIPANTS = 141  # section 3.2: "141 crowdworkers participated"
+ML_STARTS = 4  # ML fits from this many starting points; the best is kept
 _ML_OPTIONS = {"gtol": 1e-9, "ftol": 1e-15}
 SEED = 0
 SUITABILITY_MIN_MEAN = 3.2
 SUITABILITY_MAX_SD = 1.2
-_EPS = 1e-9                  # boundary comparisons: a value equal to the boundary in decimal is on it
+_EPS = 1e-9  # boundary comparisons: a value equal to the boundary in decimal is on it
 
 
 def _mean_abs(first: np.ndarray, repeat: np.ndarray) -> float:
@@ -142,8 +152,8 @@ def _rms(first: np.ndarray, repeat: np.ndarray) -> float:
 
 
 INCONSISTENCY_MEASURES: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
-    "mean_abs": _mean_abs,   # the default: mean |first - repeat|
-    "rms": _rms,             # root mean square of first - repeat
+    "mean_abs": _mean_abs,  # the default: mean |first - repeat|
+    "rms": _rms,  # root mean square of first - repeat
 }
 
 
@@ -157,16 +167,16 @@ class EFAError(ValueError):
 
 @dataclass
 class EFAResult:
-    items: list[str]                     # the items of the final model
-    loadings: pd.DataFrame               # pattern matrix: index items, columns factor_1..K
-    communality: pd.Series               # 1 - uniqueness, final items
+    items: list[str]  # the items of the final model
+    loadings: pd.DataFrame  # pattern matrix: index items, columns factor_1..K
+    communality: pd.Series  # 1 - uniqueness, final items
     uniqueness: pd.Series
-    factor_correlations: pd.DataFrame    # Phi, K x K
-    variance_explained: list[float]      # share of the final items' total variance, per rotated factor
+    factor_correlations: pd.DataFrame  # Phi, K x K
+    variance_explained: list[float]  # share of the final items' total variance, per rotated factor
     n_factors: int
-    n_factors_source: str                # "given", "eigenvalue > 1" or "parallel analysis" (+ ", capped ...")
-    eigenvalues: list[float]             # of the correlation matrix of all analysed items
-    pa_eigenvalues: list[float]          # parallel analysis criterion (random mean or percentile)
+    n_factors_source: str  # "given", "eigenvalue > 1" or "parallel analysis" (+ ", capped ...")
+    eigenvalues: list[float]  # of the correlation matrix of all analysed items
+    pa_eigenvalues: list[float]  # parallel analysis criterion (random mean or percentile)
     pa_percentile: float | None
     pa_iterations: int
     kmo: float
@@ -176,9 +186,9 @@ class EFAResult:
     chi2: float
     dof: int
     p: float
-    n_rows: int                          # rows used (complete on every analysed item)
-    n_rows_dropped: int                  # rows left out for a missing item
-    all_items: list[str]                 # every column of the input matrix, in order
+    n_rows: int  # rows used (complete on every analysed item)
+    n_rows_dropped: int  # rows left out for a missing item
+    all_items: list[str]  # every column of the input matrix, in order
     pruned: list[dict] = field(default_factory=list)
     seed: int = SEED
     notes: list[str] = field(default_factory=list)
@@ -189,8 +199,8 @@ class EFAResult:
     extraction_ss: list[float] = field(default_factory=list)
     extraction_variance: list[float] = field(default_factory=list)
     extraction_cumulative: list[float] = field(default_factory=list)
-    factor_rule: str = FACTOR_RULE       # the rule that chose K when it was not given
-    kaiser_count: int = 0                # eigenvalues > 1 of the correlation matrix of all analysed items
+    factor_rule: str = FACTOR_RULE  # the rule that chose K when it was not given
+    kaiser_count: int = 0  # eigenvalues > 1 of the correlation matrix of all analysed items
     prune: bool = True
     min_communality: float = MIN_COMMUNALITY
     min_gap: float = MIN_LOADING_GAP
@@ -208,11 +218,12 @@ class SDResult:
     inconsistency_fence: float = math.nan
     inconsistency_measure: str = "mean_abs"
     efa_error: str | None = None
-    ratings_per_participant: pd.Series | None = None   # index participant_id: the rows (ratings) of each
+    ratings_per_participant: pd.Series | None = None  # index participant_id: the rows (ratings) of each
 
 
 # ---------------------------------------------------------------------------------------------
 # input
+
 
 def _Problems(columns) -> Problems:
     return Problems(columns, SDInputError)
@@ -227,8 +238,9 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
     or a repeat without a first rating."""
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
-        raise SDInputError(source, 1, missing[0],
-                           f"missing column (required: {', '.join(REQUIRED)}; missing: {', '.join(missing)})")
+        raise SDInputError(
+            source, 1, missing[0], f"missing column (required: {', '.join(REQUIRED)}; missing: {', '.join(missing)})"
+        )
     df = df.reset_index(drop=True)
     out = pd.DataFrame(index=df.index)
     problems = _Problems(df.columns)
@@ -240,8 +252,9 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
     value = _numbers(raw)
     not_number = ~np.isfinite(value)
     problems.flag("value", not_number, lambda pos: f"value {str(raw.iloc[pos])!r} is not a number")
-    problems.flag("value", ~not_number & ((value < -3) | (value > 3)),
-                  lambda pos: f"value {value.iloc[pos]:g} is outside -3..3")
+    problems.flag(
+        "value", ~not_number & ((value < -3) | (value > 3)), lambda pos: f"value {value.iloc[pos]:g} is outside -3..3"
+    )
     out["value"] = value
 
     raw_rep = df["is_repeat"]
@@ -260,23 +273,38 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
     # one duration per participant: the first valid row's
     first_dur = dur.where(ok).groupby(out["participant_id"]).transform("first")
     differs = ok & (dur != first_dur)
-    problems.flag("duration_s", differs,
-                  lambda pos: f"duration_s {dur.iloc[pos]:g} differs from {first_dur.iloc[pos]:g} on this "
-                              f"participant's earlier rows (duration_s is the participant's total)")
+    problems.flag(
+        "duration_s",
+        differs,
+        lambda pos: (
+            f"duration_s {dur.iloc[pos]:g} differs from {first_dur.iloc[pos]:g} on this "
+            f"participant's earlier rows (duration_s is the participant's total)"
+        ),
+    )
     key = ["participant_id", "sentence_id", "pair_id"]
     firsts = ok & (out["is_repeat"] == 0)
     dup = firsts & out[key].where(firsts).duplicated(keep="first")
-    problems.flag("is_repeat", dup,
-                  lambda pos: f"a second first rating (is_repeat 0) of sentence {out.at[pos, 'sentence_id']!r}, "
-                              f"pair {out.at[pos, 'pair_id']!r} by participant {out.at[pos, 'participant_id']!r}; "
-                              "mark repeats with is_repeat 1")
+    problems.flag(
+        "is_repeat",
+        dup,
+        lambda pos: (
+            f"a second first rating (is_repeat 0) of sentence {out.at[pos, 'sentence_id']!r}, "
+            f"pair {out.at[pos, 'pair_id']!r} by participant {out.at[pos, 'participant_id']!r}; "
+            "mark repeats with is_repeat 1"
+        ),
+    )
     first_keys = pd.MultiIndex.from_frame(out.loc[firsts, key])
     repeats = ok & (out["is_repeat"] == 1)
     orphan = repeats & ~pd.MultiIndex.from_frame(out[key]).isin(first_keys)
-    problems.flag("is_repeat", orphan,
-                  lambda pos: f"a repeat (is_repeat 1) of sentence {out.at[pos, 'sentence_id']!r}, pair "
-                              f"{out.at[pos, 'pair_id']!r} by participant {out.at[pos, 'participant_id']!r} "
-                              "without a first rating (is_repeat 0)")
+    problems.flag(
+        "is_repeat",
+        orphan,
+        lambda pos: (
+            f"a repeat (is_repeat 1) of sentence {out.at[pos, 'sentence_id']!r}, pair "
+            f"{out.at[pos, 'pair_id']!r} by participant {out.at[pos, 'participant_id']!r} "
+            "without a first rating (is_repeat 0)"
+        ),
+    )
     problems.raise_first(source)
     return out[REQUIRED]
 
@@ -294,6 +322,7 @@ def read_ratings(path) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # cleansing
 
+
 def inconsistency_fence(values) -> float:
     """Upper Tukey fence Q3 + 1.5 IQR of the finite values (NaN when there are none)."""
     v = np.asarray(pd.Series(values, dtype=float).dropna(), dtype=float)
@@ -304,8 +333,12 @@ def inconsistency_fence(values) -> float:
 
 
 def _check_expected(expected_seconds) -> None:
-    if isinstance(expected_seconds, bool) or not isinstance(expected_seconds, numbers.Real) \
-            or not math.isfinite(expected_seconds) or expected_seconds <= 0:
+    if (
+        isinstance(expected_seconds, bool)
+        or not isinstance(expected_seconds, numbers.Real)
+        or not math.isfinite(expected_seconds)
+        or expected_seconds <= 0
+    ):
         raise ValueError(f"expected_seconds must be a number > 0, not {expected_seconds!r}")
 
 
@@ -313,13 +346,20 @@ def _measure(inconsistency) -> tuple[str, Callable[[np.ndarray, np.ndarray], flo
     if callable(inconsistency):
         return getattr(inconsistency, "__name__", "custom"), inconsistency
     if inconsistency not in INCONSISTENCY_MEASURES:
-        raise ValueError(f"unknown inconsistency measure {inconsistency!r} "
-                         f"(one of: {', '.join(INCONSISTENCY_MEASURES)}, or a function (first, repeat) -> float)")
+        raise ValueError(
+            f"unknown inconsistency measure {inconsistency!r} "
+            f"(one of: {', '.join(INCONSISTENCY_MEASURES)}, or a function (first, repeat) -> float)"
+        )
     return inconsistency, INCONSISTENCY_MEASURES[inconsistency]
 
 
-def cleanse(df: pd.DataFrame, expected_seconds: float = EXPECTED_SECONDS, inconsistency="mean_abs", *,
-            source: str = "<DataFrame>") -> pd.DataFrame:
+def cleanse(
+    df: pd.DataFrame,
+    expected_seconds: float = EXPECTED_SECONDS,
+    inconsistency="mean_abs",
+    *,
+    source: str = "<DataFrame>",
+) -> pd.DataFrame:
     """One row per participant (sorted by participant_id) with CLEANSING_COLUMNS: the too_fast,
     straight_liner and outlier flags, the inconsistency score and kept (none of the three).
     See the module docstring for the rules; ``inconsistency`` is a name from
@@ -337,8 +377,10 @@ def _cleanse(d: pd.DataFrame, expected_seconds: float, fn) -> pd.DataFrame:
     out["duration_s"] = d.groupby("participant_id", sort=True)["duration_s"].first()
     out["too_fast"] = out["duration_s"] <= expected_seconds * FAST_SHARE + _EPS * expected_seconds
     pairs = d[d["is_repeat"] == 1].merge(firsts[key + ["value"]], on=key, suffixes=("_repeat", "_first"))
-    scores = {pid: fn(grp["value_first"].to_numpy(), grp["value_repeat"].to_numpy())
-              for pid, grp in pairs.groupby("participant_id", sort=False)}
+    scores = {
+        pid: fn(grp["value_first"].to_numpy(), grp["value_repeat"].to_numpy())
+        for pid, grp in pairs.groupby("participant_id", sort=False)
+    }
     out["inconsistency"] = pd.Series(scores, dtype=float).reindex(out.index)
     fence = inconsistency_fence(out["inconsistency"])
     out["outlier"] = (out["inconsistency"] > fence).fillna(False).astype(bool) if math.isfinite(fence) else False
@@ -363,6 +405,7 @@ def rating_matrix(df: pd.DataFrame, participants=None) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # factor analysis
 
+
 def _dof(p: int, k: int) -> int:
     return ((p - k) ** 2 - (p + k)) // 2
 
@@ -375,8 +418,9 @@ def max_factors(p: int) -> int:
     return k
 
 
-def parallel_analysis(x: np.ndarray, iterations: int = PA_ITERATIONS, seed: int = SEED,
-                      percentile: float | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+def parallel_analysis(
+    x: np.ndarray, iterations: int = PA_ITERATIONS, seed: int = SEED, percentile: float | None = None
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Horn's parallel analysis: (observed eigenvalues of x's correlation matrix, descending;
     the criterion: the mean, or the given percentile, of the eigenvalues of ``iterations``
     correlation matrices of seeded standard-normal data of x's shape; the number of leading
@@ -407,8 +451,9 @@ def _check_rule(factor_rule) -> None:
         raise EFAError(f"factor_rule must be one of {', '.join(FACTOR_RULES)} ({rules}), not {factor_rule!r}")
 
 
-def ml_fit_statistics(corr: np.ndarray, loadings: np.ndarray, uniqueness: np.ndarray,
-                      n: int) -> tuple[float, int, float]:
+def ml_fit_statistics(
+    corr: np.ndarray, loadings: np.ndarray, uniqueness: np.ndarray, n: int
+) -> tuple[float, int, float]:
     """(chi2, dof, p) of an ML factor solution (unrotated or rotated loadings: L L' is the same
     for orthogonal rotations; pass the unrotated ones): Bartlett-corrected
     chi2 = (n - 1 - (2p + 5)/6 - 2k/3) * (tr(S^-1 R) - ln det(S^-1 R) - p), S = L L' + diag(Psi)."""
@@ -446,8 +491,9 @@ def _principal_start(r: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sqrt(psi)[:, None] * v * np.sqrt(np.clip(e - 1, 1e-6, None)), psi
 
 
-def ml_extract(r: np.ndarray, k: int, n: int, seed: int = SEED, starts: int = ML_STARTS,
-               notes: list[str] | None = None):
+def ml_extract(
+    r: np.ndarray, k: int, n: int, seed: int = SEED, starts: int = ML_STARTS, notes: list[str] | None = None
+):
     """Maximum-likelihood extraction of k factors from the correlation matrix r (n rows) with
     statsmodels' Factor(method="ml"), from ``starts`` starting points (factanal's deterministic
     one, then statsmodels' seeded EM starts with seeds seed, seed + 1, ...): the solution with
@@ -465,7 +511,8 @@ def ml_extract(r: np.ndarray, k: int, n: int, seed: int = SEED, starts: int = ML
             warnings.simplefilter("always")
             try:
                 res = Factor(corr=r, n_factor=k, method="ml", nobs=n).fit(
-                    start=start, rng=seed + max(i - 1, 0), opt_method="L-BFGS-B", opt=_ML_OPTIONS)
+                    start=start, rng=seed + max(i - 1, 0), opt_method="L-BFGS-B", opt=_ML_OPTIONS
+                )
             except (np.linalg.LinAlgError, ValueError) as e:
                 failures.append(f"start {i + 1}: {e}")
                 continue
@@ -506,8 +553,9 @@ def _fit(x: np.ndarray, k: int, seed: int, notes: list[str]) -> dict:
     ss = np.diag(phi @ pattern.T @ pattern)
     order = np.argsort(-ss, kind="stable")
     pattern, phi, ss = pattern[:, order], phi[np.ix_(order, order)], ss[order]
-    return dict(pattern=pattern, phi=phi, uniqueness=uniq, communality=1 - uniq, unrotated=unrot, corr=r,
-                variance=ss / p, n=n)
+    return dict(
+        pattern=pattern, phi=phi, uniqueness=uniq, communality=1 - uniq, unrotated=unrot, corr=r, variance=ss / p, n=n
+    )
 
 
 def canonical_order(loadings: np.ndarray, uniqueness: np.ndarray) -> np.ndarray:
@@ -541,8 +589,13 @@ def _prune_candidate(fit: dict, items: list[str], min_communality: float, min_ga
     names = _factor_names(fit["pattern"].shape[1])
     if len(low):
         i = int(low[np.argmin(h2[low])])
-        return dict(item=items[i], reason="low_communality", communality=float(h2[i]), loading_gap=None,
-                    detail=f"communality {h2[i]:.3f} < {min_communality:g}")
+        return dict(
+            item=items[i],
+            reason="low_communality",
+            communality=float(h2[i]),
+            loading_gap=None,
+            detail=f"communality {h2[i]:.3f} < {min_communality:g}",
+        )
     if fit["pattern"].shape[1] < 2:
         return None
     a = np.abs(fit["pattern"])
@@ -554,14 +607,28 @@ def _prune_candidate(fit: dict, items: list[str], min_communality: float, min_ga
     if not len(cross):
         return None
     i = int(cross[np.argmin(gap[cross])])
-    return dict(item=items[i], reason="cross_loading", communality=float(h2[i]), loading_gap=float(gap[i]),
-                detail=f"|loadings| {first[i]:.3f} on {names[top[i, 0]]} and {second[i]:.3f} on {names[top[i, 1]]} "
-                       f"differ by {gap[i]:.3f} < {min_gap:g}")
+    return dict(
+        item=items[i],
+        reason="cross_loading",
+        communality=float(h2[i]),
+        loading_gap=float(gap[i]),
+        detail=f"|loadings| {first[i]:.3f} on {names[top[i, 0]]} and {second[i]:.3f} on {names[top[i, 1]]} "
+        f"differ by {gap[i]:.3f} < {min_gap:g}",
+    )
 
 
-def efa(matrix, n_factors: int | None = None, prune: bool = True, seed: int = SEED, *,
-        factor_rule: str = FACTOR_RULE, pa_iterations: int = PA_ITERATIONS, pa_percentile: float | None = None,
-        min_communality: float = MIN_COMMUNALITY, min_gap: float = MIN_LOADING_GAP) -> EFAResult:
+def efa(
+    matrix,
+    n_factors: int | None = None,
+    prune: bool = True,
+    seed: int = SEED,
+    *,
+    factor_rule: str = FACTOR_RULE,
+    pa_iterations: int = PA_ITERATIONS,
+    pa_percentile: float | None = None,
+    min_communality: float = MIN_COMMUNALITY,
+    min_gap: float = MIN_LOADING_GAP,
+) -> EFAResult:
     """Exploratory factor analysis of ``matrix`` (rows = observations, columns = items; a
     DataFrame, or an array whose items are named item_1..): ML extraction, promax rotation,
     K by ``factor_rule`` (eigenvalue > 1 by default, or parallel analysis) unless ``n_factors``;
@@ -575,12 +642,12 @@ def efa(matrix, n_factors: int | None = None, prune: bool = True, seed: int = SE
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
-        return _efa(matrix, n_factors, prune, seed, factor_rule, pa_iterations, pa_percentile, min_communality,
-                    min_gap)
+        return _efa(matrix, n_factors, prune, seed, factor_rule, pa_iterations, pa_percentile, min_communality, min_gap)
 
 
-def _efa(matrix, n_factors, prune, seed, factor_rule, pa_iterations, pa_percentile, min_communality,
-         min_gap) -> EFAResult:
+def _efa(
+    matrix, n_factors, prune, seed, factor_rule, pa_iterations, pa_percentile, min_communality, min_gap
+) -> EFAResult:
     # lazy import (factor_analyzer): heavy; needed only when a model is fitted
     from factor_analyzer import calculate_bartlett_sphericity, calculate_kmo
 
@@ -595,7 +662,7 @@ def _efa(matrix, n_factors, prune, seed, factor_rule, pa_iterations, pa_percenti
     _check_rule(factor_rule)
     if not isinstance(pa_iterations, (int, np.integer)) or pa_iterations < 1:
         raise EFAError(f"pa_iterations must be a whole number >= 1, not {pa_iterations!r}")
-    pa_iterations = int(pa_iterations)      # a numpy integer would not go into summary.json
+    pa_iterations = int(pa_iterations)  # a numpy integer would not go into summary.json
     all_items = list(frame.columns)
     if len(set(all_items)) != len(all_items):
         raise EFAError("item names must be unique")
@@ -607,8 +674,16 @@ def _efa(matrix, n_factors, prune, seed, factor_rule, pa_iterations, pa_percenti
     sd = complete.std(ddof=0) if len(complete) else pd.Series(0.0, index=all_items)
     for item in all_items:
         if not sd[item] > 0:
-            pruned.append(dict(step=0, item=item, reason="zero_variance", communality=None, loading_gap=None,
-                               detail="the same value in every row"))
+            pruned.append(
+                dict(
+                    step=0,
+                    item=item,
+                    reason="zero_variance",
+                    communality=None,
+                    loading_gap=None,
+                    detail="the same value in every row",
+                )
+            )
     items = [c for c in all_items if sd[c] > 0]
     x = complete[items].to_numpy()
     n, p = x.shape
@@ -648,20 +723,24 @@ def _efa(matrix, n_factors, prune, seed, factor_rule, pa_iterations, pa_percenti
         if cand is None:
             break
         if _dof(p - 1, k) < 0 or p - 1 < 3:
-            notes.append(f"pruning stopped before removing {cand['item']} ({cand['detail']}): "
-                         f"{p - 1} items cannot identify {k} factors")
+            notes.append(
+                f"pruning stopped before removing {cand['item']} ({cand['detail']}): "
+                f"{p - 1} items cannot identify {k} factors"
+            )
             break
         step += 1
         pruned.append(dict(step=step, **cand))
         j = items.index(cand["item"])
-        items = items[:j] + items[j + 1:]
+        items = items[:j] + items[j + 1 :]
         x = np.delete(x, j, axis=1)
         p -= 1
 
     if prune and pruned and n_factors is None and factor_rule == "kaiser" and kaiser_count(x) != k:
-        notes.append(f"eigenvalue > 1 on the {p} pairs left after pruning gives {kaiser_count(x)} factor(s), not "
-                     f"the {k} kept while pruning (an SPSS re-run on them would extract {kaiser_count(x)}): set "
-                     "the number of factors to compare")
+        notes.append(
+            f"eigenvalue > 1 on the {p} pairs left after pruning gives {kaiser_count(x)} factor(s), not "
+            f"the {k} kept while pruning (an SPSS re-run on them would extract {kaiser_count(x)}): set "
+            "the number of factors to compare"
+        )
     heywood = [f"{item} ({u:.4f})" for item, u in zip(items, fit["uniqueness"]) if u < 0.005]
     if heywood:
         notes.append("Heywood case: uniqueness near 0 (communality near 1) for " + ", ".join(heywood))
@@ -679,26 +758,53 @@ def _efa(matrix, n_factors, prune, seed, factor_rule, pa_iterations, pa_percenti
         uniqueness=pd.Series(fit["uniqueness"], index=items, name="uniqueness"),
         factor_correlations=pd.DataFrame(fit["phi"], index=names, columns=names),
         variance_explained=[float(v) for v in fit["variance"]],
-        n_factors=k, n_factors_source=source,
-        eigenvalues=[float(v) for v in eig], pa_eigenvalues=[float(v) for v in crit],
-        pa_percentile=pa_percentile, pa_iterations=pa_iterations,
-        kmo=float(kmo_total), kmo_per_item=pd.Series(np.asarray(kmo_items, dtype=float), index=items, name="kmo"),
-        bartlett_chi2=float(bart_chi2), bartlett_p=float(bart_p),
-        chi2=chi2, dof=dof, p=pval, n_rows=n, n_rows_dropped=n_dropped, all_items=all_items,
-        pruned=pruned, seed=seed, notes=notes,
+        n_factors=k,
+        n_factors_source=source,
+        eigenvalues=[float(v) for v in eig],
+        pa_eigenvalues=[float(v) for v in crit],
+        pa_percentile=pa_percentile,
+        pa_iterations=pa_iterations,
+        kmo=float(kmo_total),
+        kmo_per_item=pd.Series(np.asarray(kmo_items, dtype=float), index=items, name="kmo"),
+        bartlett_chi2=float(bart_chi2),
+        bartlett_p=float(bart_p),
+        chi2=chi2,
+        dof=dof,
+        p=pval,
+        n_rows=n,
+        n_rows_dropped=n_dropped,
+        all_items=all_items,
+        pruned=pruned,
+        seed=seed,
+        notes=notes,
         unrotated_loadings=pd.DataFrame(fit["unrotated"], index=pd.Index(items, name="pair_id"), columns=names),
-        extraction_ss=[float(v) for v in ss], extraction_variance=[float(v) for v in share],
+        extraction_ss=[float(v) for v in ss],
+        extraction_variance=[float(v) for v in share],
         extraction_cumulative=[float(v) for v in cumulative],
-        factor_rule=factor_rule, kaiser_count=k_kaiser, prune=bool(prune), min_communality=float(min_communality),
-        min_gap=float(min_gap))
+        factor_rule=factor_rule,
+        kaiser_count=k_kaiser,
+        prune=bool(prune),
+        min_communality=float(min_communality),
+        min_gap=float(min_gap),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # the whole analysis
 
-def analyze(df: pd.DataFrame, expected_seconds: float = EXPECTED_SECONDS, n_factors: int | None = None,
-            prune: bool = True, *, factor_rule: str = FACTOR_RULE, inconsistency="mean_abs", seed: int = SEED,
-            source: str = "<DataFrame>", **efa_options) -> SDResult:
+
+def analyze(
+    df: pd.DataFrame,
+    expected_seconds: float = EXPECTED_SECONDS,
+    n_factors: int | None = None,
+    prune: bool = True,
+    *,
+    factor_rule: str = FACTOR_RULE,
+    inconsistency="mean_abs",
+    seed: int = SEED,
+    source: str = "<DataFrame>",
+    **efa_options,
+) -> SDResult:
     """Cleansing, then the EFA of the kept participants' first ratings; the defaults are paper
     002's procedure (pruning on, K by eigenvalue > 1 unless given). When the EFA cannot run
     (e.g. every participant dropped) the result has efa None and efa_error saying why."""
@@ -708,27 +814,40 @@ def analyze(df: pd.DataFrame, expected_seconds: float = EXPECTED_SECONDS, n_fact
     d = normalise(df, source)
     cl = _cleanse(d, expected_seconds, fn)
     kept = cl.loc[cl["kept"], "participant_id"]
-    result = SDResult(cleansing=cl, efa=None, n_participants=len(cl), n_kept=int(cl["kept"].sum()),
-                      n_ratings=len(d), n_ratings_kept=int(d["participant_id"].isin(set(kept)).sum()),
-                      expected_seconds=float(expected_seconds),
-                      inconsistency_fence=inconsistency_fence(cl["inconsistency"]), inconsistency_measure=name,
-                      ratings_per_participant=d.groupby("participant_id").size())
-    if n_factors is not None and (isinstance(n_factors, bool) or not isinstance(n_factors, (int, np.integer))
-                                  or n_factors < 1):
+    result = SDResult(
+        cleansing=cl,
+        efa=None,
+        n_participants=len(cl),
+        n_kept=int(cl["kept"].sum()),
+        n_ratings=len(d),
+        n_ratings_kept=int(d["participant_id"].isin(set(kept)).sum()),
+        expected_seconds=float(expected_seconds),
+        inconsistency_fence=inconsistency_fence(cl["inconsistency"]),
+        inconsistency_measure=name,
+        ratings_per_participant=d.groupby("participant_id").size(),
+    )
+    if n_factors is not None and (
+        isinstance(n_factors, bool) or not isinstance(n_factors, (int, np.integer)) or n_factors < 1
+    ):
         raise ValueError(f"n_factors must be a whole number >= 1, not {n_factors!r}")
     if kept.empty:
         result.efa_error = "no participant passed the cleansing"
         return result
     try:
-        result.efa = efa(rating_matrix(d, kept), n_factors=n_factors, prune=prune, seed=seed, factor_rule=factor_rule,
-                         **efa_options)
+        result.efa = efa(
+            rating_matrix(d, kept), n_factors=n_factors, prune=prune, seed=seed, factor_rule=factor_rule, **efa_options
+        )
     except EFAError as e:
         result.efa_error = str(e)
     return result
 
 
-def suitability_filter(df: pd.DataFrame, min_mean: float = SUITABILITY_MIN_MEAN, max_sd: float = SUITABILITY_MAX_SD,
-                       drop_if: str = "either") -> pd.DataFrame:
+def suitability_filter(
+    df: pd.DataFrame,
+    min_mean: float = SUITABILITY_MIN_MEAN,
+    max_sd: float = SUITABILITY_MAX_SD,
+    drop_if: str = "either",
+) -> pd.DataFrame:
     """Preliminary-study filter on suitability ratings (columns participant_id, pair_id,
     suitability 1-5): per pair n, mean, sd (sample, ddof 1; NaN for a single rating, which is
     then not kept) and kept = mean >= min_mean and sd <= max_sd (drop_if="either", the
@@ -749,8 +868,9 @@ def suitability_filter(df: pd.DataFrame, min_mean: float = SUITABILITY_MIN_MEAN,
     raw = df["suitability"]
     v = _numbers(raw)
     problems.flag("suitability", ~np.isfinite(v), lambda pos: f"suitability {str(raw.iloc[pos])!r} is not a number")
-    problems.flag("suitability", np.isfinite(v) & ((v < 1) | (v > 5)),
-                  lambda pos: f"suitability {v.iloc[pos]:g} is outside 1-5")
+    problems.flag(
+        "suitability", np.isfinite(v) & ((v < 1) | (v > 5)), lambda pos: f"suitability {v.iloc[pos]:g} is outside 1-5"
+    )
     problems.raise_first(source)
     g = pd.DataFrame({"pair_id": ids["pair_id"], "suitability": v}).groupby("pair_id", sort=True)["suitability"]
     out = pd.DataFrame({"n": g.size(), "mean": g.mean(), "sd": g.std(ddof=1)}).reset_index()
@@ -765,6 +885,7 @@ def suitability_filter(df: pd.DataFrame, min_mean: float = SUITABILITY_MIN_MEAN,
 # ---------------------------------------------------------------------------------------------
 # outputs
 
+
 def _num(v):
     if v is None:
         return None
@@ -777,8 +898,10 @@ def _num(v):
 
 
 def _paper_cleansing() -> str:
-    return (f"{PAPER_RATINGS_REMOVED:,} of {PAPER_RATINGS:,} ratings removed "
-            f"({PAPER_RATINGS_REMOVED / PAPER_RATINGS:.0%}; section 4.1)")
+    return (
+        f"{PAPER_RATINGS_REMOVED:,} of {PAPER_RATINGS:,} ratings removed "
+        f"({PAPER_RATINGS_REMOVED / PAPER_RATINGS:.0%}; section 4.1)"
+    )
 
 
 def cleansing_report(result: SDResult) -> pd.DataFrame:
@@ -799,17 +922,34 @@ def cleansing_report(result: SDResult) -> pd.DataFrame:
 
     fence = result.inconsistency_fence
     cut = f"{fence:.3f}" if math.isfinite(fence) else "none (no participant has repeats)"
-    rows = [row("too_fast", f"duration_s <= {result.expected_seconds * FAST_SHARE:g} s "
-                            f"({FAST_SHARE:.0%} of {result.expected_seconds:g} s)", cl["too_fast"],
-                "240 s or less (40% of the expected 10 minutes)"),
-            row("straight_liner", "the same value on every pair of every sentence", cl["straight_liner"],
-                "the same value for every adjective pair for every sentence"),
-            row("inconsistency", f"inconsistency ({result.inconsistency_measure}) > {cut} "
-                                 f"(Q3 + {FENCE_IQR:g} IQR of all raters')", cl["outlier"],
-                "the IS (Naderi 2018); its formula and cut-off are not given"),
-            row("total", f"{int((~cl['kept']).sum())} of {result.n_participants} raters, {result.n_ratings} ratings",
-                ~cl["kept"].astype(bool), f"{_paper_cleansing()}; {PAPER_PARTICIPANTS} crowdworkers took part, "
-                                          "the paper gives no rater count removed")]
+    rows = [
+        row(
+            "too_fast",
+            f"duration_s <= {result.expected_seconds * FAST_SHARE:g} s "
+            f"({FAST_SHARE:.0%} of {result.expected_seconds:g} s)",
+            cl["too_fast"],
+            "240 s or less (40% of the expected 10 minutes)",
+        ),
+        row(
+            "straight_liner",
+            "the same value on every pair of every sentence",
+            cl["straight_liner"],
+            "the same value for every adjective pair for every sentence",
+        ),
+        row(
+            "inconsistency",
+            f"inconsistency ({result.inconsistency_measure}) > {cut} (Q3 + {FENCE_IQR:g} IQR of all raters')",
+            cl["outlier"],
+            "the IS (Naderi 2018); its formula and cut-off are not given",
+        ),
+        row(
+            "total",
+            f"{int((~cl['kept']).sum())} of {result.n_participants} raters, {result.n_ratings} ratings",
+            ~cl["kept"].astype(bool),
+            f"{_paper_cleansing()}; {PAPER_PARTICIPANTS} crowdworkers took part, "
+            "the paper gives no rater count removed",
+        ),
+    ]
     return pd.DataFrame(rows, columns=CLEANSING_REPORT_COLUMNS)
 
 
@@ -822,43 +962,69 @@ def summary_dict(result: SDResult) -> dict:
     out.update({k: None for k in SUMMARY_KEYS[2:]})
     out["pruned_items"] = []
     if e is not None:
-        out.update(kmo=_num(e.kmo), bartlett_chi2=_num(e.bartlett_chi2), bartlett_p=_num(e.bartlett_p),
-                   factors=e.n_factors, variance_explained=[_num(v) for v in e.variance_explained],
-                   chi2=_num(e.chi2), dof=e.dof, p=_num(e.p),
-                   pruned_items=[{k: (_num(v) if k in ("communality", "loading_gap", "step") else v)
-                                  for k, v in step.items()} for step in e.pruned])
+        out.update(
+            kmo=_num(e.kmo),
+            bartlett_chi2=_num(e.bartlett_chi2),
+            bartlett_p=_num(e.bartlett_p),
+            factors=e.n_factors,
+            variance_explained=[_num(v) for v in e.variance_explained],
+            chi2=_num(e.chi2),
+            dof=e.dof,
+            p=_num(e.p),
+            pruned_items=[
+                {k: (_num(v) if k in ("communality", "loading_gap", "step") else v) for k, v in step.items()}
+                for step in e.pruned
+            ],
+        )
     out["cleansing"] = {
-        "expected_seconds": result.expected_seconds, "too_fast_at_or_below_s": result.expected_seconds * FAST_SHARE,
-        "too_fast": int(cl["too_fast"].sum()), "straight_liner": int(cl["straight_liner"].sum()),
-        "outlier": int(cl["outlier"].sum()), "inconsistency_measure": result.inconsistency_measure,
-        "inconsistency_fence": _num(result.inconsistency_fence), "n_ratings": result.n_ratings,
+        "expected_seconds": result.expected_seconds,
+        "too_fast_at_or_below_s": result.expected_seconds * FAST_SHARE,
+        "too_fast": int(cl["too_fast"].sum()),
+        "straight_liner": int(cl["straight_liner"].sum()),
+        "outlier": int(cl["outlier"].sum()),
+        "inconsistency_measure": result.inconsistency_measure,
+        "inconsistency_fence": _num(result.inconsistency_fence),
+        "n_ratings": result.n_ratings,
         "n_ratings_kept": result.n_ratings_kept,
         "raters_removed": result.n_participants - result.n_kept,
         "ratings_removed": result.n_ratings - result.n_ratings_kept,
         "ratings_removed_share": _num((result.n_ratings - result.n_ratings_kept) / result.n_ratings)
-        if result.n_ratings else None,
+        if result.n_ratings
+        else None,
         # section 4.1: "The data cleansing removed 6,800 ratings, resulting in 14,200 ratings"
-        "paper_002": {"ratings": PAPER_RATINGS, "ratings_removed": PAPER_RATINGS_REMOVED,
-                      "ratings_removed_share": PAPER_RATINGS_REMOVED / PAPER_RATINGS,
-                      "participants": PAPER_PARTICIPANTS},
+        "paper_002": {
+            "ratings": PAPER_RATINGS,
+            "ratings_removed": PAPER_RATINGS_REMOVED,
+            "ratings_removed_share": PAPER_RATINGS_REMOVED / PAPER_RATINGS,
+            "participants": PAPER_PARTICIPANTS,
+        },
     }
     if e is not None:
         out["efa"] = {
-            "n_rows": e.n_rows, "n_rows_dropped_incomplete": e.n_rows_dropped, "n_items": len(e.all_items),
-            "items": e.items, "factors_source": e.n_factors_source, "factor_rule": e.factor_rule,
+            "n_rows": e.n_rows,
+            "n_rows_dropped_incomplete": e.n_rows_dropped,
+            "n_items": len(e.all_items),
+            "items": e.items,
+            "factors_source": e.n_factors_source,
+            "factor_rule": e.factor_rule,
             "kaiser_count": e.kaiser_count,
             "pruning": {"on": e.prune, "min_communality": e.min_communality, "min_loading_gap": e.min_gap},
             "variance_explained_total": _num(sum(e.variance_explained)),
             # SPSS's "Extraction Sums of Squared Loadings" (before rotation; paper 002's Table 1)
-            "variance_before_rotation": {"ss_loadings": [_num(v) for v in e.extraction_ss],
-                                         "share": [_num(v) for v in e.extraction_variance],
-                                         "cumulative": [_num(v) for v in e.extraction_cumulative]},
+            "variance_before_rotation": {
+                "ss_loadings": [_num(v) for v in e.extraction_ss],
+                "share": [_num(v) for v in e.extraction_variance],
+                "cumulative": [_num(v) for v in e.extraction_cumulative],
+            },
             "extraction": "maximum likelihood (statsmodels)",
             "rotation": f"promax, Kaiser normalisation, power {PROMAX_POWER} (factor_analyzer)",
-            "parallel_analysis": {"criterion": "mean" if e.pa_percentile is None else f"percentile {e.pa_percentile:g}",
-                                  "iterations": e.pa_iterations, "seed": e.seed,
-                                  "eigenvalues": [_num(v) for v in e.eigenvalues],
-                                  "random": [_num(v) for v in e.pa_eigenvalues]},
+            "parallel_analysis": {
+                "criterion": "mean" if e.pa_percentile is None else f"percentile {e.pa_percentile:g}",
+                "iterations": e.pa_iterations,
+                "seed": e.seed,
+                "eigenvalues": [_num(v) for v in e.eigenvalues],
+                "random": [_num(v) for v in e.pa_eigenvalues],
+            },
             "factor_correlations": [[_num(v) for v in row] for row in e.factor_correlations.to_numpy()],
             "notes": e.notes,
         }
@@ -897,9 +1063,15 @@ def variance_table(result: SDResult) -> pd.DataFrame:
     e = result.efa
     if e is None:
         return pd.DataFrame(columns=VARIANCE_COLUMNS)
-    return pd.DataFrame({"factor": _factor_names(e.n_factors), "rotated_share": e.variance_explained,
-                         "extraction_ss": e.extraction_ss, "extraction_share": e.extraction_variance,
-                         "extraction_cumulative": e.extraction_cumulative})[VARIANCE_COLUMNS]
+    return pd.DataFrame(
+        {
+            "factor": _factor_names(e.n_factors),
+            "rotated_share": e.variance_explained,
+            "extraction_ss": e.extraction_ss,
+            "extraction_share": e.extraction_variance,
+            "extraction_cumulative": e.extraction_cumulative,
+        }
+    )[VARIANCE_COLUMNS]
 
 
 def figures(result: SDResult) -> dict:
@@ -920,26 +1092,52 @@ def figures(result: SDResult) -> dict:
     lo = lo.iloc[order]
     labels = [f"{item} (h² {e.communality[item]:.2f})" for item in lo.index]
     names = [f"{c} ({v:.1%})" for c, v in zip(lo.columns, e.variance_explained)]
-    fig = go.Figure(go.Heatmap(z=lo.to_numpy(), x=names, y=labels, colorscale="RdBu", zmid=0, zmin=-1, zmax=1,
-                               text=np.vectorize(lambda v: f"{v:.2f}")(lo.to_numpy()), texttemplate="%{text}",
-                               hovertemplate="%{y}<br>%{x}<br>loading %{z:.3f}<extra></extra>"))
+    fig = go.Figure(
+        go.Heatmap(
+            z=lo.to_numpy(),
+            x=names,
+            y=labels,
+            colorscale="RdBu",
+            zmid=0,
+            zmin=-1,
+            zmax=1,
+            text=np.vectorize(lambda v: f"{v:.2f}")(lo.to_numpy()),
+            texttemplate="%{text}",
+            hovertemplate="%{y}<br>%{x}<br>loading %{z:.3f}<extra></extra>",
+        )
+    )
     fig.update_yaxes(autorange="reversed")
-    fig.update_layout(title=f"Pattern loadings (ML, promax), {e.n_factors} factor(s), {e.n_rows} rows; "
-                            f"KMO {e.kmo:.3f}",
-                      height=max(400, 60 + 32 * len(lo)), width=max(500, 260 + 130 * e.n_factors))
+    fig.update_layout(
+        title=f"Pattern loadings (ML, promax), {e.n_factors} factor(s), {e.n_rows} rows; KMO {e.kmo:.3f}",
+        height=max(400, 60 + 32 * len(lo)),
+        width=max(500, 260 + 130 * e.n_factors),
+    )
     out["loadings"] = fig
 
     x = list(range(1, len(e.eigenvalues) + 1))
     crit = "mean" if e.pa_percentile is None else f"{e.pa_percentile:g}th percentile"
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=x, y=e.eigenvalues, mode="lines+markers", name="observed"))
-    fig.add_trace(go.Scatter(x=x, y=e.pa_eigenvalues, mode="lines", line=dict(dash="dash"),
-                             name=f"parallel analysis ({crit} of {e.pa_iterations} random sets)"))
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=e.pa_eigenvalues,
+            mode="lines",
+            line=dict(dash="dash"),
+            name=f"parallel analysis ({crit} of {e.pa_iterations} random sets)",
+        )
+    )
     fig.add_hline(y=1, line_dash="dot", line_color="firebrick", annotation_text="eigenvalue 1 (Kaiser, SPSS's default)")
-    fig.add_vline(x=e.n_factors, line_dash="dot", line_color="grey",
-                  annotation_text=f"K = {e.n_factors} ({e.n_factors_source})")
-    fig.update_layout(title=f"Scree plot of the {len(e.eigenvalues)} analysed pairs", xaxis_title="component",
-                      yaxis_title="eigenvalue", height=450, width=750)
+    fig.add_vline(
+        x=e.n_factors, line_dash="dot", line_color="grey", annotation_text=f"K = {e.n_factors} ({e.n_factors_source})"
+    )
+    fig.update_layout(
+        title=f"Scree plot of the {len(e.eigenvalues)} analysed pairs",
+        xaxis_title="component",
+        yaxis_title="eigenvalue",
+        height=450,
+        width=750,
+    )
     out["scree"] = fig
     return out
 
@@ -972,31 +1170,46 @@ def write_outputs(result: SDResult, out_dir, include_plotlyjs="directory", png: 
 
 def summary(result: SDResult) -> str:
     cl = result.cleansing
-    lines = [f"{result.n_participants} participants, {result.n_ratings} ratings; kept {result.n_kept} "
-             f"(too fast <= {result.expected_seconds * FAST_SHARE:g} s: {int(cl['too_fast'].sum())}, "
-             f"straight-liners: {int(cl['straight_liner'].sum())}, inconsistency outliers: {int(cl['outlier'].sum())})"]
+    lines = [
+        f"{result.n_participants} participants, {result.n_ratings} ratings; kept {result.n_kept} "
+        f"(too fast <= {result.expected_seconds * FAST_SHARE:g} s: {int(cl['too_fast'].sum())}, "
+        f"straight-liners: {int(cl['straight_liner'].sum())}, inconsistency outliers: {int(cl['outlier'].sum())})"
+    ]
     fence = result.inconsistency_fence
     removed = result.n_ratings - result.n_ratings_kept
     share = f" ({removed / result.n_ratings:.1%})" if result.n_ratings else ""
-    lines.append(f"cleansing removed {result.n_participants - result.n_kept} of {result.n_participants} raters and "
-                 f"{removed:,} of {result.n_ratings:,} ratings{share}; inconsistency cut-off "
-                 + (f"{fence:.3f} ({result.inconsistency_measure} > Q3 + {FENCE_IQR:g} IQR)" if math.isfinite(fence)
-                    else "none (no repeats)") + f"; paper 002: {_paper_cleansing()}")
+    lines.append(
+        f"cleansing removed {result.n_participants - result.n_kept} of {result.n_participants} raters and "
+        f"{removed:,} of {result.n_ratings:,} ratings{share}; inconsistency cut-off "
+        + (
+            f"{fence:.3f} ({result.inconsistency_measure} > Q3 + {FENCE_IQR:g} IQR)"
+            if math.isfinite(fence)
+            else "none (no repeats)"
+        )
+        + f"; paper 002: {_paper_cleansing()}"
+    )
     e = result.efa
     if e is None:
         lines.append(f"EFA not run: {result.efa_error}")
         return "\n".join(lines)
-    lines.append(f"EFA on {e.n_rows} rows x {len(e.items)} pairs: {e.n_factors} factor(s) ({e.n_factors_source}); "
-                 f"KMO {e.kmo:.3f}; Bartlett chi2 {e.bartlett_chi2:.1f}, p {e.bartlett_p:.3g}")
+    lines.append(
+        f"EFA on {e.n_rows} rows x {len(e.items)} pairs: {e.n_factors} factor(s) ({e.n_factors_source}); "
+        f"KMO {e.kmo:.3f}; Bartlett chi2 {e.bartlett_chi2:.1f}, p {e.bartlett_p:.3g}"
+    )
     p = "n/a" if not math.isfinite(e.p) else f"{e.p:.3g}"
-    lines.append(f"fit: chi2 {e.chi2:.2f}, dof {e.dof}, p {p}; variance explained "
-                 + ", ".join(f"F{i + 1} {v:.1%}" for i, v in enumerate(e.variance_explained))
-                 + f" (total {sum(e.variance_explained):.1%}); before rotation (SPSS's extraction sums of "
-                 "squared loadings) " + ", ".join(f"F{i + 1} {v:.1%}" for i, v in enumerate(e.extraction_variance))
-                 + (f" (cumulative {e.extraction_cumulative[-1]:.1%})" if e.extraction_cumulative else ""))
+    lines.append(
+        f"fit: chi2 {e.chi2:.2f}, dof {e.dof}, p {p}; variance explained "
+        + ", ".join(f"F{i + 1} {v:.1%}" for i, v in enumerate(e.variance_explained))
+        + f" (total {sum(e.variance_explained):.1%}); before rotation (SPSS's extraction sums of "
+        "squared loadings) "
+        + ", ".join(f"F{i + 1} {v:.1%}" for i, v in enumerate(e.extraction_variance))
+        + (f" (cumulative {e.extraction_cumulative[-1]:.1%})" if e.extraction_cumulative else "")
+    )
     if e.prune:
-        lines.append(f"pruning (section 4.2): communality < {e.min_communality:g} or the two largest |loadings| "
-                     f"differing by < {e.min_gap:g}; {len([s for s in e.pruned if s['step']])} pair(s) removed")
+        lines.append(
+            f"pruning (section 4.2): communality < {e.min_communality:g} or the two largest |loadings| "
+            f"differing by < {e.min_gap:g}; {len([s for s in e.pruned if s['step']])} pair(s) removed"
+        )
     else:
         lines.append("pruning off (paper 002, section 4.2, removed pairs with low communalities or cross-loadings)")
     for s in e.pruned:
@@ -1009,12 +1222,24 @@ def summary(result: SDResult) -> str:
     return "\n".join(lines)
 
 
-def run_cli(path, out_dir, n_factors: int | None = None, expected_seconds: float = EXPECTED_SECONDS,
-            prune: bool = True, factor_rule: str = FACTOR_RULE) -> str:
+def run_cli(
+    path,
+    out_dir,
+    n_factors: int | None = None,
+    expected_seconds: float = EXPECTED_SECONDS,
+    prune: bool = True,
+    factor_rule: str = FACTOR_RULE,
+) -> str:
     """Read ratings, analyse, write outputs to out_dir and return a short human summary.
     n_factors None or 0: the factor rule chooses."""
     df = read_ratings(path)
-    result = analyze(df, expected_seconds=expected_seconds, n_factors=n_factors or None, prune=prune,
-                     factor_rule=factor_rule, source=str(path))
+    result = analyze(
+        df,
+        expected_seconds=expected_seconds,
+        n_factors=n_factors or None,
+        prune=prune,
+        factor_rule=factor_rule,
+        source=str(path),
+    )
     files = write_outputs(result, out_dir)
     return f"SD analysis of {path}\n" + summary(result) + f"\n{len(files)} files written to {out_dir}"

@@ -25,6 +25,7 @@ A page's entries carry a `slot` (pair id, or pair id + REPEAT_SUFFIX for a repea
 repeated pair has its own answer. Values are stored canonically: +3 = the positive adjective.
 The welcome and example pages have no scales (an empty `pairs`): submitting them stores nothing.
 """
+
 from __future__ import annotations
 
 from services.common.seeded import seeded_rng
@@ -75,7 +76,7 @@ def sentence_entries(layout: list[dict], repeats: int, rng, last_page_size: int 
 def pages(entries: list[dict], per_page: int = 0, n_pages: int = 1) -> list[list[dict]]:
     out, i = [], 0
     for size in page_sizes(len(entries), per_page, n_pages):
-        out.append(entries[i:i + size])
+        out.append(entries[i : i + size])
         i += size
     return out
 
@@ -93,7 +94,7 @@ def setup_queue(db, database, study, pid: int) -> None:
     use = assignments.segment_use(database, sid, "sd")
     sents.sort(key=lambda s: (use.get(f"{s['id']}#1", 0), rng.random()))
     layout = participant_layout([p["id"] for p in studies.sd_pairs(database, sid, sd["language"])], rng)
-    chosen = sents[:sd["sentences_per_participant"]]
+    chosen = sents[: sd["sentences_per_participant"]]
     sizes = _layout_sizes(sd, len(layout))
     # the welcome (instructions) and the example, each on its own page, before the first sentence
     assignments.insert_assignment(db, sid, pid, "sd", WELCOME_ITEM, -0.002, meta={"kind": "welcome", "pairs": []})
@@ -103,12 +104,19 @@ def setup_queue(db, database, study, pid: int) -> None:
         entries = sentence_entries(layout, sd["repeats_per_sentence"], srng, last_page_size=sizes[-1])
         parts = pages(entries, sd.get("pairs_per_page", 0), sd.get("pages_per_sentence", 1))
         for k, page in enumerate(parts, start=1):
-            assignments.insert_assignment(db, sid, pid, "sd", f"{s['id']}#{k}", rank + k / 1000,
-                                    meta={"kind": "ratings", "sentence_id": s["id"], "page": k,
-                                          "pages": len(parts), "pairs": page})
+            assignments.insert_assignment(
+                db,
+                sid,
+                pid,
+                "sd",
+                f"{s['id']}#{k}",
+                rank + k / 1000,
+                meta={"kind": "ratings", "sentence_id": s["id"], "page": k, "pages": len(parts), "pairs": page},
+            )
     if sd["mode"] == "preliminary":
-        assignments.insert_assignment(db, sid, pid, "sd", SUITABILITY_ITEM, len(chosen) + 1,
-                                meta={"kind": "suitability", "pairs": layout})
+        assignments.insert_assignment(
+            db, sid, pid, "sd", SUITABILITY_ITEM, len(chosen) + 1, meta={"kind": "suitability", "pairs": layout}
+        )
 
 
 def instructions_language(sd: dict) -> str:
@@ -157,18 +165,41 @@ def page_content(database, study, a, wording: dict) -> dict:
         text = fill(_word(wording, _instruction_key("welcome", sd), lang), instruction_values(sd, len(pairs)))
         return {"kind": "welcome", "instruction": text, "example": "", "pairs": [], "language": lang}
     if kind == "example":
-        return {"kind": "example", "instruction": "", "example": _word(wording, "example", lang), "pairs": [],
-                "language": lang}
+        return {
+            "kind": "example",
+            "instruction": "",
+            "example": _word(wording, "example", lang),
+            "pairs": [],
+            "language": lang,
+        }
     if kind == "suitability":
-        return {"kind": "suitability", "instruction": wording["suitability_instruction"],
-                "pairs": [{"slot": e["pair_id"], "pair_id": e["pair_id"], "left": pairs[e["pair_id"]]["positive"],
-                           "right": pairs[e["pair_id"]]["negative"]} for e in meta["pairs"]]}
+        return {
+            "kind": "suitability",
+            "instruction": wording["suitability_instruction"],
+            "pairs": [
+                {
+                    "slot": e["pair_id"],
+                    "pair_id": e["pair_id"],
+                    "left": pairs[e["pair_id"]]["positive"],
+                    "right": pairs[e["pair_id"]]["negative"],
+                }
+                for e in meta["pairs"]
+            ],
+        }
     sent = required(studies.sd_sentence(database, sid, meta.get("sentence_id", a["item_id"])), "sentence of an SD page")
     shown = []
     for e in meta["pairs"]:
         q = pairs[e["pair_id"]]
         left, right = (q["positive"], q["negative"]) if e["positive_left"] else (q["negative"], q["positive"])
         shown.append({"slot": e.get("slot", e["pair_id"]), "pair_id": q["id"], "left": left, "right": right})
-    return {"kind": "ratings", "sentence": sent["text"], "pairs": shown,
-            "instruction": _word(wording, _instruction_key("instruction", sd), lang), "example": "",
-            "page": meta.get("page", 1), "pages": meta.get("pages", 1), "language": lang, "input": input_kind(sd)}
+    return {
+        "kind": "ratings",
+        "sentence": sent["text"],
+        "pairs": shown,
+        "instruction": _word(wording, _instruction_key("instruction", sd), lang),
+        "example": "",
+        "page": meta.get("page", 1),
+        "pages": meta.get("pages", 1),
+        "language": lang,
+        "input": input_kind(sd),
+    }

@@ -1,4 +1,5 @@
 """The semantic-differential analysis of a stored study, as the Analysis tab shows it."""
+
 from __future__ import annotations
 
 import math
@@ -15,14 +16,17 @@ from storage.db import required
 class StudyAnalysis:
     result: sd_analysis.SDResult
     figures: dict
-    loadings: pd.DataFrame | None          # None when no factor analysis ran
-    suitability: pd.DataFrame | None       # None without suitability ratings (preliminary study)
-    cleansing_report: pd.DataFrame | None = None   # per cleansing step, beside paper 002's figure
+    loadings: pd.DataFrame | None  # None when no factor analysis ran
+    suitability: pd.DataFrame | None  # None without suitability ratings (preliminary study)
+    cleansing_report: pd.DataFrame | None = None  # per cleansing step, beside paper 002's figure
 
 
 # the Analysis tab's choice of how many factors: the two rules, or the number in its Factors field
-FACTOR_CHOICES = [("eigenvalue > 1 (SPSS's default, paper 002)", "kaiser"), ("parallel analysis", "parallel"),
-                  ("the number in Factors", "given")]
+FACTOR_CHOICES = [
+    ("eigenvalue > 1 (SPSS's default, paper 002)", "kaiser"),
+    ("parallel analysis", "parallel"),
+    ("the number in Factors", "given"),
+]
 
 
 def factor_count(n_factors, factor_rule: str = sd_analysis.FACTOR_RULE) -> tuple[int | None, str] | str:
@@ -37,12 +41,19 @@ def factor_count(n_factors, factor_rule: str = sd_analysis.FACTOR_RULE) -> tuple
         return f"Factors: {n_factors:g} is not a whole number >= 1 (empty or 0: the rule chosen beside it)."
     if factor_rule not in (*sd_analysis.FACTOR_RULES, "given"):
         return f"Unknown factor rule {factor_rule!r} (choose {', '.join(label for label, _ in FACTOR_CHOICES)})."
-    return (int(n_factors) if n_factors is not None else None,
-            sd_analysis.FACTOR_RULE if factor_rule == "given" else factor_rule)
+    return (
+        int(n_factors) if n_factors is not None else None,
+        sd_analysis.FACTOR_RULE if factor_rule == "given" else factor_rule,
+    )
 
 
-def analyse(database, study_id: str, n_factors: int | None = None, prune: bool = True,
-            factor_rule: str = sd_analysis.FACTOR_RULE) -> StudyAnalysis | str:
+def analyse(
+    database,
+    study_id: str,
+    n_factors: int | None = None,
+    prune: bool = True,
+    factor_rule: str = sd_analysis.FACTOR_RULE,
+) -> StudyAnalysis | str:
     """The study's ratings, their analysis (the study's expected seconds per page; paper 002's
     defaults: pruning on, K by eigenvalue > 1 unless a number is given), figures and the
     suitability of each pair, or the message to show instead."""
@@ -53,10 +64,18 @@ def analyse(database, study_id: str, n_factors: int | None = None, prune: bool =
     if not rows:
         return "No SD ratings yet (pick the study above and press Show first)."
     study = required(studies.get_study(database, study_id), "study with SD ratings")
-    res = sd_analysis.analyze(pd.DataFrame(rows), expected_seconds=study["config"]["sd"]["expected_seconds"],
-                              n_factors=count[0], prune=bool(prune), factor_rule=count[1])
+    res = sd_analysis.analyze(
+        pd.DataFrame(rows),
+        expected_seconds=study["config"]["sd"]["expected_seconds"],
+        n_factors=count[0],
+        prune=bool(prune),
+        factor_rule=count[1],
+    )
     suit = results.sd_suitability_rows(database, study_id)
-    return StudyAnalysis(res, sd_analysis.figures(res),
-                         sd_analysis.loadings_table(res) if res.efa is not None else None,
-                         sd_analysis.suitability_filter(pd.DataFrame(suit)) if suit else None,
-                         sd_analysis.cleansing_report(res))
+    return StudyAnalysis(
+        res,
+        sd_analysis.figures(res),
+        sd_analysis.loadings_table(res) if res.efa is not None else None,
+        sd_analysis.suitability_filter(pd.DataFrame(suit)) if suit else None,
+        sd_analysis.cleansing_report(res),
+    )

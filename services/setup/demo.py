@@ -7,6 +7,7 @@ starters read by the project's TTS, through the same intake as a browser's recor
 out (services/participation/dropouts.py): the worker translates the recordings, a receiver and a
 validator get them beside the demo sender's, and the rater answers their surveys.
 """
+
 from __future__ import annotations
 
 import io
@@ -23,8 +24,8 @@ from services.setup.enrolment import add_participants
 from storage import assignments, studies
 from storage.db import required
 
-GROUP, GENDER = "USB", "Man"      # not the demo sender's cell (web.serving.ensure_demo: USW, Woman)
-LEAD_S = 0.5                       # silence before the reading, as after pressing record
+GROUP, GENDER = "USB", "Man"  # not the demo sender's cell (web.serving.ensure_demo: USW, Woman)
+LEAD_S = 0.5  # silence before the reading, as after pressing record
 REASON = "demo: stopped after their first recordings (their surveys go to the rater)"
 
 
@@ -36,7 +37,7 @@ def _reading(text: str, media_dir: Path) -> Path:
 
     try:
         wav = tts.speak(text, "en", media_dir)
-    except Exception:   # a missing voice or backend, whichever: the one on the machine will do
+    except Exception:  # a missing voice or backend, whichever: the one on the machine will do
         wav = tts.speak(text, "en", media_dir, backend=tts.EspeakTTS(voice="en-us"))
     x, rate = sf.read(io.BytesIO(Path(wav).read_bytes()), dtype="float32", always_2d=False)
     out = Path(media_dir) / "tts" / f"demo-dropout-{Path(wav).stem}.wav"
@@ -50,28 +51,33 @@ def add_dropped_out_sender(database, study_id: str, media_dir: Path, stays: int)
     once. Returns what was done, in words."""
     study = required(studies.get_study(database, study_id), "demo study")
     n = study["config"].get("usability", {}).get("items_per_rater")
-    if not n:     # a study of the paper's shares (a rater replaces a whole sender): nobody is added
+    if not n:  # a study of the paper's shares (a rater replaces a whole sender): nobody is added
         return "no dropped-out sender: the demo study sets no usability.items_per_rater"
     # the design block after the demo sender's: other starters (every cell's block 0 has the same ones)
     p = add_participants(database, study_id, "sender", 1, GROUP, GENDER, actor="demo", design_index=1)[0]
     taken = assignments.sender_starters(database, stays)
     mine = [a for a in assignments.open_assignments(database, p.id) if a["phase"] == "record"]
-    picks = [a for a in mine
-             if required(assignments.exchange(database, a["exchange_id"]), "exchange")["starter_id"] not in taken][:n]
+    picks = [
+        a
+        for a in mine
+        if required(assignments.exchange(database, a["exchange_id"]), "exchange")["starter_id"] not in taken
+    ][:n]
     made = []
     try:
         for a in picks:
             exchange = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
             starter = required(studies.starter(database, study_id, exchange["starter_id"]), "starter of an exchange")
             wav = _reading(re.sub(r"\s+", " ", starter["text"]), Path(media_dir))
-            with database.write() as db:     # this starter next (the ones left are withdrawn below)
+            with database.write() as db:  # this starter next (the ones left are withdrawn below)
                 assignments.put_first(db, a["id"])
-            view = get_view(database, p.token, "record", media_dir=media_dir)     # the page, as a sender opens it
+            view = get_view(database, p.token, "record", media_dir=media_dir)  # the page, as a sender opens it
             submit(database, p.token, "record", view.item_id, {"audio": str(wav)}, media_dir=media_dir, actor="demo")
             made.append(starter["id"])
-    except Exception as e:    # no TTS at all: the demo runs with less (or nothing) for the rater
+    except Exception as e:  # no TTS at all: the demo runs with less (or nothing) for the rater
         drop_out(database, p.id, "demo", REASON)
         return f"the dropped-out sender could not record ({type(e).__name__}: {e}); recorded: {made or 'none'}"
     drop_out(database, p.id, "demo", REASON)
-    return (f"sender {p.id} recorded {', '.join(made)} and dropped out: the rater answers their surveys, "
-            "once a receiver and the validator have done their part")
+    return (
+        f"sender {p.id} recorded {', '.join(made)} and dropped out: the rater answers their surveys, "
+        "once a receiver and the validator have done their part"
+    )

@@ -11,6 +11,7 @@ not once the team made them a new link; new enrolments per minute are capped per
 and per client (study.enrol_per_client_per_minute, in memory). Refusals are counted per (study,
 role, reason, minute) in enrol_refusals (RefusalCounts) and store nothing else.
 """
+
 from __future__ import annotations
 
 import base64
@@ -58,8 +59,14 @@ def _study(database, study_id):
 def _check_role(study, role, group, gender):
     cfg = study["config"]
     protocols = cfg["study"]["protocols"]
-    needs = {"sender": "usability", "receiver": "usability", "validator": "usability",
-             "rater": "usability", "da": "da", "sd": "sd"}
+    needs = {
+        "sender": "usability",
+        "receiver": "usability",
+        "validator": "usability",
+        "rater": "usability",
+        "da": "da",
+        "sd": "sd",
+    }
     if role not in ROLES:
         raise ParticipantError(f"unknown role '{role}' (one of {', '.join(ROLES)})")
     if needs[role] not in protocols:
@@ -83,8 +90,9 @@ def _setup_queue(db, database, study, pid: int, role: str, group, gender, design
         index = participants.next_design_index(db, sid, group, gender) if design_index is None else design_index
         participants.set_design_index(db, pid, index)
         systems = [s["id"] for s in studies.systems(database, sid) if s["config"]["assign"]]
-        for starter_id, system_id in sender_design(studies.starters(database, sid), systems,
-                                                   us["items_per_sender"], seed, index):
+        for starter_id, system_id in sender_design(
+            studies.starters(database, sid), systems, us["items_per_sender"], seed, index
+        ):
             eid = assignments.insert_exchange(db, sid, starter_id, system_id, pid)
             assignments.insert_assignment(db, sid, pid, "record", eid, order_key(seed, pid, eid), exchange_id=eid)
         # recordings withdrawn from a sender of this cell that no sender of it could take
@@ -105,10 +113,18 @@ class NewParticipant:
     token: str
 
 
-def add_participants(database, study_id: str, role: str, count: int = 1, group: str | None = None,
-                     gender: str | None = None, external_ids: Sequence[str | None] | None = None,
-                     actor: str = "cli", self_enrol: bool = False,
-                     design_index: int | None = None) -> list[NewParticipant]:
+def add_participants(
+    database,
+    study_id: str,
+    role: str,
+    count: int = 1,
+    group: str | None = None,
+    gender: str | None = None,
+    external_ids: Sequence[str | None] | None = None,
+    actor: str = "cli",
+    self_enrol: bool = False,
+    design_index: int | None = None,
+) -> list[NewParticipant]:
     """Slots with their queues. self_enrol: slots only a Prolific newcomer (a signed enrolment
     URL) can take; otherwise private-link slots, which self-enrolment never hands out.
     design_index: a sender's design block (default: their cell's next; the demo's dropped-out
@@ -117,8 +133,9 @@ def add_participants(database, study_id: str, role: str, count: int = 1, group: 
     _check_role(study, role, group, gender)
     if self_enrol:
         if role not in study["config"]["study"]["self_enrol"]:
-            raise ParticipantError(f"study '{study_id}' does not take {role} participants from Prolific "
-                                   "(add the role to study.self_enrol)")
+            raise ParticipantError(
+                f"study '{study_id}' does not take {role} participants from Prolific (add the role to study.self_enrol)"
+            )
         if external_ids is not None and any(external_ids):
             raise ParticipantError("self-enrolment slots take no external ids (Prolific fills them in)")
     if external_ids is None:
@@ -129,12 +146,26 @@ def add_participants(database, study_id: str, role: str, count: int = 1, group: 
     with database.write() as db:
         for ext in external_ids:
             token = new_token()
-            pid = participants.insert(db, {"study_id": study_id, "role": role, "grp": group,
-                                           "gender": gender, "external_id": ext, "token": token,
-                                           "self_enrol": 1 if self_enrol else 0})
+            pid = participants.insert(
+                db,
+                {
+                    "study_id": study_id,
+                    "role": role,
+                    "grp": group,
+                    "gender": gender,
+                    "external_id": ext,
+                    "token": token,
+                    "self_enrol": 1 if self_enrol else 0,
+                },
+            )
             _setup_queue(db, database, study, pid, role, group, gender, design_index)
-            database.log(actor, "add", "participant", pid, {"role": role, "group": group, "gender": gender,
-                                                            "self_enrol": bool(self_enrol)})
+            database.log(
+                actor,
+                "add",
+                "participant",
+                pid,
+                {"role": role, "group": group, "gender": gender, "self_enrol": bool(self_enrol)},
+            )
             made.append(NewParticipant(pid, role, group, gender, ext, token))
     return made
 
@@ -151,8 +182,12 @@ def add_from_csv(database, study_id: str, path: str | Path, actor: str = "cli") 
         if "role" not in r:
             raise ParticipantError(f"{path.name}: missing column 'role'")
         try:
-            _check_role(study, (r.get("role") or "").strip(), (r.get("group") or "").strip() or None,
-                        (r.get("gender") or "").strip() or None)
+            _check_role(
+                study,
+                (r.get("role") or "").strip(),
+                (r.get("group") or "").strip() or None,
+                (r.get("gender") or "").strip() or None,
+            )
         except ParticipantError as e:
             problems.append(f"{path.name}, row {n}: {e}")
     if problems:
@@ -160,10 +195,16 @@ def add_from_csv(database, study_id: str, path: str | Path, actor: str = "cli") 
     made = []
     with database.write():
         for r in rows:
-            made += add_participants(database, study_id, r["role"].strip(), 1,
-                                     (r.get("group") or "").strip() or None,
-                                     (r.get("gender") or "").strip() or None,
-                                     [(r.get("external_id") or "").strip() or None], actor)
+            made += add_participants(
+                database,
+                study_id,
+                r["role"].strip(),
+                1,
+                (r.get("group") or "").strip() or None,
+                (r.get("gender") or "").strip() or None,
+                [(r.get("external_id") or "").strip() or None],
+                actor,
+            )
     return made
 
 
@@ -173,12 +214,20 @@ def link(public_url: str, token: str) -> str:
 
 def links(database, study_id: str, public_url: str) -> list[dict]:
     _study(database, study_id)
-    return [{"id": p["id"], "role": p["role"], "group": p["grp"], "gender": p["gender"],
-             "external_id": p["external_id"] or p["prolific_pid"], "url": link(public_url, p["token"])}
-            for p in participants.list_for_study(database, study_id)]
+    return [
+        {
+            "id": p["id"],
+            "role": p["role"],
+            "group": p["grp"],
+            "gender": p["gender"],
+            "external_id": p["external_id"] or p["prolific_pid"],
+            "url": link(public_url, p["token"]),
+        }
+        for p in participants.list_for_study(database, study_id)
+    ]
 
 
-SIGNED = ("study", "role", "group", "gender")      # what the signature covers
+SIGNED = ("study", "role", "group", "gender")  # what the signature covers
 PROLIFIC = "&PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
 
 
@@ -202,8 +251,9 @@ def sign(secret: bytes, study_id: str, role: str, group: str | None = None, gend
     return base64.urlsafe_b64encode(mac).decode().rstrip("=")
 
 
-def prolific_link(database, public_url: str, study_id: str, role: str, group: str | None = None,
-                  gender: str | None = None) -> str:
+def prolific_link(
+    database, public_url: str, study_id: str, role: str, group: str | None = None, gender: str | None = None
+) -> str:
     """The signed URL to paste into Prolific; Prolific fills the {{%...%}} placeholders."""
     q = {"study": study_id, "role": role}
     if group:
@@ -221,12 +271,21 @@ def prolific_links(database, study_id: str, public_url: str) -> list[dict]:
     cfg = study["config"]["study"]
     out = []
     for role in cfg["self_enrol"]:
-        cells = ([(g, gen) for g in cfg["groups"] for gen in (cfg["genders"] or [None])]
-                 if role == "sender" and cfg["groups"] else [(None, None)])
+        cells = (
+            [(g, gen) for g in cfg["groups"] for gen in (cfg["genders"] or [None])]
+            if role == "sender" and cfg["groups"]
+            else [(None, None)]
+        )
         for g, gen in cells:
-            out.append({"role": role, "group": g, "gender": gen,
-                        "open": participants.open_self_enrol_count(database, study_id, role, g, gen),
-                        "url": prolific_link(database, public_url, study_id, role, g, gen)})
+            out.append(
+                {
+                    "role": role,
+                    "group": g,
+                    "gender": gen,
+                    "open": participants.open_self_enrol_count(database, study_id, role, g, gen),
+                    "url": prolific_link(database, public_url, study_id, role, g, gen),
+                }
+            )
     return out
 
 
@@ -241,8 +300,10 @@ class EnrolRefused(ParticipantError):
         self.key, self.values = f"enrol_{reason}", values
 
 
-TAMPERED = ("This study link is incomplete or has been changed. Please open the study again "
-            "from Prolific, without editing its address.")
+TAMPERED = (
+    "This study link is incomplete or has been changed. Please open the study again "
+    "from Prolific, without editing its address."
+)
 
 
 def _clean(v) -> str | None:
@@ -257,13 +318,16 @@ def enrol_from_link(database, query: dict, client: str | None = None) -> dict:
     per-client cap on new enrolments."""
     study_id, role = _clean(query.get("study")) or "", _clean(query.get("role")) or ""
     group, gender = _clean(query.get("group")), _clean(query.get("gender"))
-    pid, pstudy, session = _clean(query.get("PROLIFIC_PID")), _clean(query.get("STUDY_ID")), \
-        _clean(query.get("SESSION_ID"))
+    pid, pstudy, session = (
+        _clean(query.get("PROLIFIC_PID")),
+        _clean(query.get("STUDY_ID")),
+        _clean(query.get("SESSION_ID")),
+    )
     given = _clean(query.get("sig")) or ""
     expected = sign(link_secret(database), study_id, role, group, gender)
     if not hmac.compare_digest(given.encode(), expected.encode()):
         reason = "unsigned" if not given else "bad_signature"
-        _count_refusal(database, "", "", reason)        # its study and role are the caller's to invent
+        _count_refusal(database, "", "", reason)  # its study and role are the caller's to invent
         raise EnrolRefused(TAMPERED, reason)
     return enrol(database, study_id, role, pid or "", pstudy, session, group, gender, client=client)
 
@@ -282,7 +346,7 @@ class RefusalCounts:
     def __init__(self, clock=time.monotonic):
         self.clock = clock
         self._lock = threading.Lock()
-        self._pending: dict[int, tuple[object, Counter]] = {}     # per database object
+        self._pending: dict[int, tuple[object, Counter]] = {}  # per database object
         self._flushed: dict[int, float] = {}
         self._timers: dict[int, threading.Timer] = {}
 
@@ -376,9 +440,17 @@ def _valid_id(v: str | None) -> bool:
     return v is not None and 0 < len(v) <= 64 and v.replace("_", "").replace("-", "").isalnum()
 
 
-def enrol(database, study_id: str, role: str, prolific_pid: str, prolific_study: str | None = None,
-          session: str | None = None, group: str | None = None, gender: str | None = None,
-          client: str | None = None) -> dict:
+def enrol(
+    database,
+    study_id: str,
+    role: str,
+    prolific_pid: str,
+    prolific_study: str | None = None,
+    session: str | None = None,
+    group: str | None = None,
+    gender: str | None = None,
+    client: str | None = None,
+) -> dict:
     """A Prolific newcomer takes an open self-enrolment slot of a self-enrolling role; a
     returning one gets their own slot back only with the SESSION_ID it was claimed with (a
     Prolific id alone is no key: anyone with the role's URL could type someone's id), and not
@@ -397,56 +469,76 @@ def _enrol(database, study_id, role, prolific_pid, prolific_study, session, grou
         raise EnrolRefused(f"unknown study '{study_id}'", "unknown_study", study=study_id)
     cfg = study["config"]
     if role not in cfg["study"]["self_enrol"]:
-        raise EnrolRefused(f"this study does not take {role} participants from Prolific links", "role_closed",
-                           role=role)
+        raise EnrolRefused(
+            f"this study does not take {role} participants from Prolific links", "role_closed", role=role
+        )
     pid = (prolific_pid or "").strip()
     if not _valid_id(pid):
         raise EnrolRefused("the PROLIFIC_PID in this link is not valid", "bad_pid")
     session = (session or "").strip()
     if not _valid_id(session):
-        raise EnrolRefused("the SESSION_ID in this link is missing or not valid; please open the study "
-                           "from Prolific again", "bad_session")
+        raise EnrolRefused(
+            "the SESSION_ID in this link is missing or not valid; please open the study from Prolific again",
+            "bad_session",
+        )
     bound = _bound_ids(cfg, role)
     if bound and (prolific_study or "") not in bound:
-        raise EnrolRefused("this link belongs to another Prolific study; please open the study from "
-                           "Prolific again", "study_id_mismatch")
+        raise EnrolRefused(
+            "this link belongs to another Prolific study; please open the study from Prolific again",
+            "study_id_mismatch",
+        )
     with database.write() as db:
         held = participants.holders_of(db, study_id, pid)
         mine = [p for p in held if p["role"] == role and p["prolific_pid"] == pid]
         if mine:
             existing = mine[0]
             if existing["prolific_return_revoked_at"]:
-                raise EnrolRefused("the study team has given you a new personal link for this study; "
-                                   "please use that link", "link_renewed")
+                raise EnrolRefused(
+                    "the study team has given you a new personal link for this study; please use that link",
+                    "link_renewed",
+                )
             if not hmac.compare_digest(session.encode(), (existing["prolific_session_id"] or "").encode()):
-                raise EnrolRefused("this Prolific account has already started this study in another Prolific "
-                                   "session; please continue from the study's page on Prolific, or write to "
-                                   "the study team", "other_session")
+                raise EnrolRefused(
+                    "this Prolific account has already started this study in another Prolific "
+                    "session; please continue from the study's page on Prolific, or write to "
+                    "the study team",
+                    "other_session",
+                )
             return required(participants.get(database, existing["id"]), "participant")
         if held and held[0]["role"] == role:
-            raise EnrolRefused("you already have a personal link for this study; please use that link",
-                               "has_private_link")
+            raise EnrolRefused(
+                "you already have a personal link for this study; please use that link", "has_private_link"
+            )
         if held:
-            raise EnrolRefused(f"this Prolific account already takes part in this study as a {held[0]['role']}; "
-                               "one person can hold only one role, so please return this study on Prolific",
-                               "second_role", role=held[0]["role"])
+            raise EnrolRefused(
+                f"this Prolific account already takes part in this study as a {held[0]['role']}; "
+                "one person can hold only one role, so please return this study on Prolific",
+                "second_role",
+                role=held[0]["role"],
+            )
         per_client = cfg["study"].get("enrol_per_client_per_minute", 3)
         if per_client and client and CLIENT_CLAIMS.count(study_id, client) >= per_client:
-            raise EnrolRefused("many people are joining from your network right now; please reload this "
-                               "page in a minute", "client_rate_limited", role=role)
+            raise EnrolRefused(
+                "many people are joining from your network right now; please reload this page in a minute",
+                "client_rate_limited",
+                role=role,
+            )
         limit = cfg["study"].get("enrol_per_minute", 60)
         if limit:
             since = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=60)).isoformat(timespec="milliseconds")
             if participants.claims_since(db, study_id, since) >= limit:
-                raise EnrolRefused("many people are joining right now; please reload this page in a minute",
-                                   "rate_limited")
+                raise EnrolRefused(
+                    "many people are joining right now; please reload this page in a minute", "rate_limited"
+                )
         slot = participants.open_slot(db, study_id, role, group, gender)
         if not slot:
-            raise EnrolRefused("there is no open place in this study right now; "
-                               "please return the study on Prolific", "no_slot")
+            raise EnrolRefused(
+                "there is no open place in this study right now; please return the study on Prolific", "no_slot"
+            )
         participants.claim(db, slot["id"], pid, prolific_study, session)
-        database.log(f"prolific:{pid}", "enrol", "participant", slot["id"],
-                     {"study": prolific_study, "session": session})
+        database.log(
+            f"prolific:{pid}", "enrol", "participant", slot["id"], {"study": prolific_study, "session": session}
+        )
         if client:
             CLIENT_CLAIMS.add(study_id, client)
     return required(participants.get(database, slot["id"]), "claimed participant")

@@ -1,4 +1,5 @@
 """Import a study folder into storage in one transaction; re-importing the same files is a no-op."""
+
 from __future__ import annotations
 
 import tempfile
@@ -16,7 +17,7 @@ from storage import assignments, results, studies
 @dataclass
 class ImportResult:
     study_id: str
-    status: str          # "created" | "updated" | "unchanged"
+    status: str  # "created" | "updated" | "unchanged"
     counts: dict
 
 
@@ -26,9 +27,14 @@ def build_campaign(bundle) -> list[list[dict]]:
     da = bundle.config["da"]
     items = [{"row": i, **s} for i, s in enumerate(bundle.da_segments)]
     try:
-        return build_hits(items, seed=bundle.config["study"]["seed"], hit_size=da["hit_size"],
-                          n_controls=da["controls"], min_gap=da["min_gap"],
-                          reference_controls=da["reference_controls"])
+        return build_hits(
+            items,
+            seed=bundle.config["study"]["seed"],
+            hit_size=da["hit_size"],
+            n_controls=da["controls"],
+            min_gap=da["min_gap"],
+            reference_controls=da["reference_controls"],
+        )
     except ValueError as e:
         raise StudyValidationError([StudyError("study.toml", None, "da.hit_size", str(e))]) from e
 
@@ -38,29 +44,47 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
     if "da" in bundle.config:
         bundle.da_hits = build_campaign(bundle)
     existing = studies.get_study(database, bundle.id)
-    counts = {"starters": len(bundle.starters), "questions": len(bundle.questions),
-              "systems": len(bundle.systems), "exchanges": len(bundle.exchanges),
-              "references": len(bundle.references),
-              "da_segments": len(bundle.da_segments), "da_hits": len(bundle.da_hits),
-              "sd_sentences": len(bundle.sd_sentences),
-              "sd_pairs": len(bundle.sd_pairs)}
+    counts = {
+        "starters": len(bundle.starters),
+        "questions": len(bundle.questions),
+        "systems": len(bundle.systems),
+        "exchanges": len(bundle.exchanges),
+        "references": len(bundle.references),
+        "da_segments": len(bundle.da_segments),
+        "da_hits": len(bundle.da_hits),
+        "sd_sentences": len(bundle.sd_sentences),
+        "sd_pairs": len(bundle.sd_pairs),
+    }
     if existing and existing["content_hash"] == bundle.content_hash:
         return ImportResult(bundle.id, "unchanged", counts)
     if existing and studies.has_participants(database, bundle.id):
-        raise StudyValidationError([StudyError(
-            "study.toml", None, "study.id",
-            f"study '{bundle.id}' already exists with different content and has participants; "
-            "give the changed study a new id (its collected data stays with the old one)")])
+        raise StudyValidationError(
+            [
+                StudyError(
+                    "study.toml",
+                    None,
+                    "study.id",
+                    f"study '{bundle.id}' already exists with different content and has participants; "
+                    "give the changed study a new id (its collected data stays with the old one)",
+                )
+            ]
+        )
     with database.write() as db:
         studies.replace_study(db, bundle)
         for ex in bundle.exchanges:
-            eid = assignments.insert_exchange(db, bundle.id, ex["starter_id"], ex["system"], None,
-                                        import_key=f"{bundle.id}:{ex['starter_id']}:{ex['system']}")
-            results.insert_translation(db, eid, ex["system"], ex["translation"],
-                                       meta='{"origin": "imported"}')
+            eid = assignments.insert_exchange(
+                db,
+                bundle.id,
+                ex["starter_id"],
+                ex["system"],
+                None,
+                import_key=f"{bundle.id}:{ex['starter_id']}:{ex['system']}",
+            )
+            results.insert_translation(db, eid, ex["system"], ex["translation"], meta='{"origin": "imported"}')
             exchange_metrics.enqueue(db, eid)
-        database.log(actor, "import" if not existing else "reimport", "study", bundle.id,
-                     {"hash": bundle.content_hash, **counts})
+        database.log(
+            actor, "import" if not existing else "reimport", "study", bundle.id, {"hash": bundle.content_hash, **counts}
+        )
         workflow.refresh(database, bundle.id)
     return ImportResult(bundle.id, "updated" if existing else "created", counts)
 
@@ -76,7 +100,7 @@ def import_zip(database, zip_path, actor: str = "admin") -> ImportResult:
         if sum(zf.getinfo(n).file_size for n in names) > 200 * 2**20:
             raise StudyValidationError([StudyError("zip", None, None, "unpacks to more than 200 MB")])
         for n in names:
-            if n.startswith("/") or ".." in Path(n).parts:      # no writing outside the folder
+            if n.startswith("/") or ".." in Path(n).parts:  # no writing outside the folder
                 raise StudyValidationError([StudyError("zip", None, None, f"unsafe path {n!r}")])
         zf.extractall(tmp)
         tomls = sorted(Path(tmp).rglob("study.toml"), key=lambda p: len(p.parts))

@@ -20,6 +20,7 @@ later change of wording is visible in the data.
     max = 99
     roles = ["sender", "receiver"]
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,6 +36,7 @@ KINDS = ("number", "choice", "text")
 FIELD_KEYS = {"id", "label", "kind", "choices", "min", "max", "required", "roles", "max_chars"}
 MAX_FIELDS = 20
 MAX_TEXT = 500
+
 
 class ConsentError(ValueError):
     """A consent decision or a demographics answer that cannot be saved; the message says why."""
@@ -53,14 +55,18 @@ def config_problems(cfg: dict) -> list[tuple[str, str]]:
             if not isinstance(c.get(k), str):
                 out.append((f"consent.{k}", "must be a string"))
         if isinstance(c.get("text"), str) and not c["text"].strip():
-            out.append(("consent.text", "give the consent text (text = \"...\" or file = \"consent.md\")"))
+            out.append(("consent.text", 'give the consent text (text = "..." or file = "consent.md")'))
         if not _roles_ok(c.get("roles")):
             out.append(("consent.roles", f"must be a list of roles ({', '.join(ROLES)})"))
     d = cfg.get("demographics")
     if d is not None:
         if not isinstance(d.get("submit"), str):
-            out.append(("demographics.submit", "must be the label of the form's button (empty: the page "
-                                               "language's \"Continue\")"))
+            out.append(
+                (
+                    "demographics.submit",
+                    "must be the label of the form's button (empty: the page language's \"Continue\")",
+                )
+            )
         fields = d.get("fields")
         if not isinstance(fields, list) or not fields:
             return out + [("demographics.fields", "must be a non-empty list of [[demographics.fields]]")]
@@ -87,8 +93,12 @@ def config_problems(cfg: dict) -> list[tuple[str, str]]:
                 out.append((f"{key}.kind", f"must be one of {', '.join(KINDS)}"))
             if kind == "choice":
                 ch = f.get("choices")
-                if (not isinstance(ch, list) or len(ch) < 2 or len(set(map(str, ch))) != len(ch)
-                        or not all(isinstance(x, str) and x.strip() for x in ch)):
+                if (
+                    not isinstance(ch, list)
+                    or len(ch) < 2
+                    or len(set(map(str, ch))) != len(ch)
+                    or not all(isinstance(x, str) and x.strip() for x in ch)
+                ):
                     out.append((f"{key}.choices", "a choice field needs a list of at least two distinct strings"))
             elif "choices" in f:
                 out.append((f"{key}.choices", "only a choice field has choices"))
@@ -97,8 +107,11 @@ def config_problems(cfg: dict) -> list[tuple[str, str]]:
                     v = f.get(b)
                     if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
                         out.append((f"{key}.{b}", "must be a number"))
-                if isinstance(f.get("min"), (int, float)) and isinstance(f.get("max"), (int, float)) \
-                        and f["min"] > f["max"]:
+                if (
+                    isinstance(f.get("min"), (int, float))
+                    and isinstance(f.get("max"), (int, float))
+                    and f["min"] > f["max"]
+                ):
                     out.append((f"{key}.min", "is larger than max"))
             if "required" in f and not isinstance(f["required"], bool):
                 out.append((f"{key}.required", "must be true or false"))
@@ -121,10 +134,20 @@ def consent_config(study: dict, role: str) -> dict | None:
 def form_fields(study: dict, role: str) -> list[dict]:
     """The demographics fields a role answers, with defaults filled in."""
     fields = (study["config"].get("demographics") or {}).get("fields") or []
-    return [{"id": f["id"], "label": f["label"], "kind": f["kind"], "choices": list(f.get("choices") or []),
-             "min": f.get("min"), "max": f.get("max"), "required": f.get("required", True),
-             "max_chars": f.get("max_chars", MAX_TEXT)}
-            for f in fields if _for_role(f.get("roles"), role)]
+    return [
+        {
+            "id": f["id"],
+            "label": f["label"],
+            "kind": f["kind"],
+            "choices": list(f.get("choices") or []),
+            "min": f.get("min"),
+            "max": f.get("max"),
+            "required": f.get("required", True),
+            "max_chars": f.get("max_chars", MAX_TEXT),
+        }
+        for f in fields
+        if _for_role(f.get("roles"), role)
+    ]
 
 
 def text_hash(text: str) -> str:
@@ -132,7 +155,7 @@ def text_hash(text: str) -> str:
 
 
 def pending_stage(database, participant: dict, study: dict | None = None) -> str | None:
-    """"consent", "declined" or "demographics" while the participant may not see items; else None."""
+    """ "consent", "declined" or "demographics" while the participant may not see items; else None."""
     study = study or required(studies.get_study(database, participant["study_id"]), "study of a participant")
     if consent_config(study, participant["role"]):
         row = store.get(database, participant["id"])
@@ -172,8 +195,13 @@ def record_consent(database, participant: dict, agreed: bool, actor: str | None 
             raise refusal(ConsentError, "consent_already_agreed")
         store.record(db, participant["id"], study["id"], agreed, text_hash(c["text"]))
         if not before or before["agreed"] != int(agreed):
-            database.log(actor or f"participant:{participant['id']}", "agree" if agreed else "decline",
-                         "consent", participant["id"], {"text_hash": text_hash(c["text"])})
+            database.log(
+                actor or f"participant:{participant['id']}",
+                "agree" if agreed else "decline",
+                "consent",
+                participant["id"],
+                {"text_hash": text_hash(c["text"])},
+            )
     return pending_stage(database, participant, study)
 
 
@@ -192,8 +220,13 @@ def _clean_answer(f: dict, value):
             raise refusal(ConsentError, "demographics_number", label=label)
         lo, hi = f["min"], f["max"]
         if (lo is not None and x < lo) or (hi is not None and x > hi):
-            raise refusal(ConsentError, "demographics_range", label=label, lo=lo if lo is not None else "-∞",
-                          hi=hi if hi is not None else "∞")
+            raise refusal(
+                ConsentError,
+                "demographics_range",
+                label=label,
+                lo=lo if lo is not None else "-∞",
+                hi=hi if hi is not None else "∞",
+            )
         return int(x) if x == int(x) else x
     value = str(value).strip()
     if f["kind"] == "choice":
@@ -211,7 +244,7 @@ def submit_demographics(database, participant: dict, answers: dict, actor: str |
     study = required(studies.get_study(database, participant["study_id"]), "study of a participant")
     stage = pending_stage(database, participant, study)
     if stage in ("consent", "declined"):
-        raise refusal(ConsentError, stage)     # the stage's words (assets/texts/<language>.toml)
+        raise refusal(ConsentError, stage)  # the stage's words (assets/texts/<language>.toml)
     fields = form_fields(study, participant["role"])
     if not fields:
         raise refusal(ConsentError, "demographics_none_for_role")
@@ -223,8 +256,7 @@ def submit_demographics(database, participant: dict, answers: dict, actor: str |
     clean = {f["id"]: _clean_answer(f, answers.get(f["id"])) for f in fields}
     with database.write() as db:
         if store.save_demographics(db, participant["id"], study["id"], clean):
-            database.log(actor or f"participant:{participant['id']}", "submit", "demographics",
-                         participant["id"], {})
+            database.log(actor or f"participant:{participant['id']}", "submit", "demographics", participant["id"], {})
     return pending_stage(database, participant, study)
 
 

@@ -20,6 +20,7 @@ for the admin tab's download button.
 - CSV cells of text columns that a spreadsheet would run as a formula (= + - @ tab CR) get a
   leading single quote; jsonl and parquet keep the text as it is.
 """
+
 from __future__ import annotations
 
 import csv
@@ -58,24 +59,48 @@ TEXT_TYPES = ("string", "json", "timestamp")
 # (double underscore: prolific_pid is an external id, not one of these)
 PID = "__pid"
 # event details keep only these fields: the rest may name a Prolific study/session or a host
-SAFE_DETAIL_KEYS = {"role", "group", "gender", "item", "at", "decision", "status", "wer", "system", "reason",
-                    "new_exchange"}
+SAFE_DETAIL_KEYS = {
+    "role",
+    "group",
+    "gender",
+    "item",
+    "at",
+    "decision",
+    "status",
+    "wer",
+    "system",
+    "reason",
+    "new_exchange",
+}
 
 # table -> storage query; the order here is the order of the files in the README
 QUERIES = {
-    "participants": exports.participant_rows, "consents": exports.consent_rows,
-    "demographics": exports.demographic_rows, "assignments": exports.assignment_rows,
-    "exchanges": exports.exchange_rows, "recordings": exports.recording_rows, "answers": exports.answer_rows,
-    "validations": exports.validation_rows, "validation_marks": exports.validation_mark_rows,
-    "surveys": exports.survey_rows, "exchange_metrics": exports.exchange_metric_rows,
-    "da_judgments": exports.da_judgment_rows, "da_feedback": exports.da_feedback_rows,
-    "sd_ratings": exports.sd_rating_rows, "sd_suitability": exports.sd_suitability_rows,
-    "sd_suggestions": exports.sd_suggestion_rows, "systems": exports.system_rows,
-    "starters": exports.starter_rows, "reference_translations": exports.reference_translation_rows,
+    "participants": exports.participant_rows,
+    "consents": exports.consent_rows,
+    "demographics": exports.demographic_rows,
+    "assignments": exports.assignment_rows,
+    "exchanges": exports.exchange_rows,
+    "recordings": exports.recording_rows,
+    "answers": exports.answer_rows,
+    "validations": exports.validation_rows,
+    "validation_marks": exports.validation_mark_rows,
+    "surveys": exports.survey_rows,
+    "exchange_metrics": exports.exchange_metric_rows,
+    "da_judgments": exports.da_judgment_rows,
+    "da_feedback": exports.da_feedback_rows,
+    "sd_ratings": exports.sd_rating_rows,
+    "sd_suitability": exports.sd_suitability_rows,
+    "sd_suggestions": exports.sd_suggestion_rows,
+    "systems": exports.system_rows,
+    "starters": exports.starter_rows,
+    "reference_translations": exports.reference_translation_rows,
     "questions": exports.question_rows,
-    "question_drafts": exports.question_draft_rows, "da_segments": exports.da_segment_rows,
-    "da_hit_items": exports.da_hit_item_rows, "sd_sentences": exports.sd_sentence_rows,
-    "sd_pairs": exports.sd_pair_rows, "events": exports.event_rows,
+    "question_drafts": exports.question_draft_rows,
+    "da_segments": exports.da_segment_rows,
+    "da_hit_items": exports.da_hit_item_rows,
+    "sd_sentences": exports.sd_sentence_rows,
+    "sd_pairs": exports.sd_pair_rows,
+    "events": exports.event_rows,
 }
 
 
@@ -89,8 +114,8 @@ class ExportResult:
     format: str
     rows: dict[str, int]
     audio_files: int = 0
-    missing_audio: list[int] = field(default_factory=list)   # recording ids whose file is gone
-    warnings: list[str] = field(default_factory=list)        # also in README.md and manifest.json
+    missing_audio: list[int] = field(default_factory=list)  # recording ids whose file is gone
+    warnings: list[str] = field(default_factory=list)  # also in README.md and manifest.json
 
     def summary(self) -> str:
         counts = ", ".join(f"{t} {n}" for t, n in self.rows.items() if n)
@@ -114,10 +139,12 @@ def mixed_metric_models(rows) -> dict[str, list[str]]:
 
 def metric_warnings(mixed: dict[str, list[str]]) -> list[str]:
     """One warning per metric whose scores mix models (see mixed_metric_models)."""
-    return [f"metric {name!r} mixes scores of {len(models)} models (version | model: "
-            f"{'; '.join(models)}): compare its scores only within one model (the model of each score is "
-            "in its model column), or re-score the stale exchanges first (exchange_metrics.rescore_stale)"
-            for name, models in mixed.items()]
+    return [
+        f"metric {name!r} mixes scores of {len(models)} models (version | model: "
+        f"{'; '.join(models)}): compare its scores only within one model (the model of each score is "
+        "in its model column), or re-score the stale exchanges first (exchange_metrics.rescore_stale)"
+        for name, models in mixed.items()
+    ]
 
 
 def exportable_participants(database, study_id: str) -> set[int]:
@@ -131,8 +158,11 @@ def exportable_participants(database, study_id: str) -> set[int]:
     if study is None:
         raise ExportError(f"unknown study '{study_id}'")
     agreed = consent.consented_ids(database, study) or set()
-    return {r["participant__pid"] for r in exports.participant_rows(database, study_id)
-            if consent.consent_config(study, r["role"]) is None or r["participant__pid"] in agreed}
+    return {
+        r["participant__pid"]
+        for r in exports.participant_rows(database, study_id)
+        if consent.consent_config(study, r["role"]) is None or r["participant__pid"] in agreed
+    }
 
 
 def pseudonyms(participant_rows: list[dict]) -> dict[int, str]:
@@ -152,6 +182,7 @@ def neutralise(text: str) -> str:
 
 # -- building the tables -------------------------------------------------------------------
 
+
 def _coerce(kind: str, value):
     if value is None:
         return None
@@ -163,8 +194,9 @@ def _coerce(kind: str, value):
     return str(value)
 
 
-def _finish(table: str, rows: list[dict], names: dict[int, str], allowed: set[int],
-            include_external_ids: bool) -> list[dict]:
+def _finish(
+    table: str, rows: list[dict], names: dict[int, str], allowed: set[int], include_external_ids: bool
+) -> list[dict]:
     """Rows of one table as exported: those involving only exportable participants, every
     *__pid column turned into the pseudonym column of the same name, the dictionary's columns
     in its order and types."""
@@ -175,16 +207,23 @@ def _finish(table: str, rows: list[dict], names: dict[int, str], allowed: set[in
         if any(r[k] is not None and r[k] not in allowed for k in pid_keys):
             continue
         for k in pid_keys:
-            if k[:-len(PID)] in cols:
-                r[k[:-len(PID)]] = names.get(r[k]) if r[k] is not None else None
+            if k[: -len(PID)] in cols:
+                r[k[: -len(PID)]] = names.get(r[k]) if r[k] is not None else None
         out.append({c: _coerce(dictionary.column_type(table, c), r[c]) for c in cols})
     return out
 
 
 def _participant_extras(rows: list[dict]) -> None:
     for r in rows:
-        r["status"] = ("excluded" if r["excluded_at"] else "dropped_out" if r.get("dropped_out_at")
-                       else "active" if r["active"] else "inactive")
+        r["status"] = (
+            "excluded"
+            if r["excluded_at"]
+            else "dropped_out"
+            if r.get("dropped_out_at")
+            else "active"
+            if r["active"]
+            else "inactive"
+        )
         r["self_enrolled"] = int(r["claimed_at"] is not None)
 
 
@@ -220,9 +259,10 @@ def system_variants(database, study_id: str) -> dict[str, str]:
     for row in studies.systems(database, study_id):
         cfg = row["config"]
         try:
-            out[row["id"]] = system_registry.produced_variant(system_registry.study_system_config(cfg),
-                                                       cfg.get("target_variant") or target)
-        except (KeyError, ValueError):        # a preset this version no longer has
+            out[row["id"]] = system_registry.produced_variant(
+                system_registry.study_system_config(cfg), cfg.get("target_variant") or target
+            )
+        except (KeyError, ValueError):  # a preset this version no longer has
             out[row["id"]] = ""
     return out
 
@@ -234,7 +274,7 @@ def _event_extras(rows: list[dict], names: dict[int, str]) -> None:
         if actor.startswith("participant:"):
             r["actor_kind"] = "participant"
             r["actor__pid"] = int(actor.split(":", 1)[1]) if actor.split(":", 1)[1].isdigit() else -1
-        elif actor.startswith("prolific:"):       # a self-enrolment: the actor is the slot's new holder
+        elif actor.startswith("prolific:"):  # a self-enrolment: the actor is the slot's new holder
             r["actor_kind"], r["actor__pid"] = "participant", r["owner__pid"]
         elif actor.startswith("admin"):
             r["actor_kind"] = "admin"
@@ -255,10 +295,10 @@ def _safe_detail(r: dict, names: dict[int, str]):
     detail = json.loads(r["detail"])
     if not isinstance(detail, dict):
         return None
-    if r["entity"] == "study":               # an import: the content hash and row counts
+    if r["entity"] == "study":  # an import: the content hash and row counts
         return json.dumps(detail, ensure_ascii=False)
     keep = {k: v for k, v in detail.items() if k in SAFE_DETAIL_KEYS}
-    if "to" in detail:                       # a reassignment names the new sender by internal id
+    if "to" in detail:  # a reassignment names the new sender by internal id
         r["to__pid"] = detail["to"]
         keep["to"] = names.get(detail["to"])
     return json.dumps(keep, ensure_ascii=False) if keep else None
@@ -277,11 +317,12 @@ def _audio_source(stored: str, media_dir: Path | None) -> Path | None:
     return p if p.is_file() and p.is_relative_to(media) else None
 
 
-def _recording_extras(rows: list[dict], names: dict[int, str], media_dir, include_audio: bool,
-                      copies: list, missing: list) -> None:
+def _recording_extras(
+    rows: list[dict], names: dict[int, str], media_dir, include_audio: bool, copies: list, missing: list
+) -> None:
     for r in rows:
         status = r["qc_status"]
-        r["qc_result"] = "flagged" if status in ("accepted", "rejected") else status   # only flagged ones are reviewed
+        r["qc_result"] = "flagged" if status in ("accepted", "rejected") else status  # only flagged ones are reviewed
         r["review_decision"] = status if status in ("accepted", "rejected") else None
         r["file_name"] = None
         if not include_audio:
@@ -295,8 +336,14 @@ def _recording_extras(rows: list[dict], names: dict[int, str], media_dir, includ
         copies.append((src, r["file_name"]))
 
 
-def build_tables(database, study_id: str, media_dir=None, include_external_ids: bool = False,
-                 include_events: bool = False, include_audio: bool = True) -> tuple[dict, list, list]:
+def build_tables(
+    database,
+    study_id: str,
+    media_dir=None,
+    include_external_ids: bool = False,
+    include_events: bool = False,
+    include_audio: bool = True,
+) -> tuple[dict, list, list]:
     """({table: rows}, [(source audio, file name in the export)], [recording ids without audio])."""
     if not exports.study_exists(database, study_id):
         known = ", ".join(exports.study_ids(database)) or "none"
@@ -347,19 +394,34 @@ def hf_metadata(tables: dict) -> list[dict]:
         ex = exchanges[rec["exchange_id"]]
         person = people.get(rec["sender"], {})
         st = starters.get(ex["starter_id"], {})
-        out.append({
-            "file_name": rec["file_name"], "recording_id": rec["recording_id"], "exchange_id": rec["exchange_id"],
-            "sender": rec["sender"], "sender_group": person.get("group"), "sender_gender": person.get("gender"),
-            "starter_id": ex["starter_id"], "domain": st.get("domain"), "starter_source": st.get("source"),
-            "prompt": st.get("text"), "duration_s": rec["duration_s"], "qc_result": rec["qc_result"],
-            "review_decision": rec["review_decision"], "qc_transcript": rec["qc_transcript"], "wer": rec["wer"],
-            "system": ex["system"], "translation": ex["translation"],
-            "translation_transcript": ex["translation_transcript"]})
+        out.append(
+            {
+                "file_name": rec["file_name"],
+                "recording_id": rec["recording_id"],
+                "exchange_id": rec["exchange_id"],
+                "sender": rec["sender"],
+                "sender_group": person.get("group"),
+                "sender_gender": person.get("gender"),
+                "starter_id": ex["starter_id"],
+                "domain": st.get("domain"),
+                "starter_source": st.get("source"),
+                "prompt": st.get("text"),
+                "duration_s": rec["duration_s"],
+                "qc_result": rec["qc_result"],
+                "review_decision": rec["review_decision"],
+                "qc_transcript": rec["qc_transcript"],
+                "wer": rec["wer"],
+                "system": ex["system"],
+                "translation": ex["translation"],
+                "translation_transcript": ex["translation_transcript"],
+            }
+        )
     assert all(list(r) == dictionary.columns("metadata") for r in out)
     return out
 
 
 # -- writing -------------------------------------------------------------------------------
+
 
 def _csv_cell(kind: str, value) -> str:
     if value is None:
@@ -384,8 +446,14 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
             f.write(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n")
 
 
-PANDAS_DTYPE = {"integer": "Int64", "boolean": "Int64", "number": "Float64", "string": "string",
-                "json": "string", "timestamp": "string"}
+PANDAS_DTYPE = {
+    "integer": "Int64",
+    "boolean": "Int64",
+    "number": "Float64",
+    "string": "string",
+    "json": "string",
+    "timestamp": "string",
+}
 
 
 def write_parquet(path: Path, table: str, rows: list[dict], cols: list[str]) -> None:
@@ -395,8 +463,9 @@ def write_parquet(path: Path, table: str, rows: list[dict], cols: list[str]) -> 
         raise ExportError("the parquet format needs pyarrow (pip install -r requirements.txt)") from None
 
     # typed columns, so an empty table still has its schema and a missing number stays null
-    frame = pd.DataFrame({c: pd.Series([r[c] for r in rows], dtype=PANDAS_DTYPE[dictionary.column_type(table, c)])
-                          for c in cols})
+    frame = pd.DataFrame(
+        {c: pd.Series([r[c] for r in rows], dtype=PANDAS_DTYPE[dictionary.column_type(table, c)]) for c in cols}
+    )
     frame.to_parquet(path, index=False, engine="pyarrow")
 
 
@@ -420,7 +489,7 @@ def _new_folder(out: Path) -> Path:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ExportError(f"{out} already exists and is not empty: export into a new folder")
     out.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))   # 0700: personal data
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))  # 0700: personal data
 
 
 def _private(folder: Path) -> None:
@@ -437,9 +506,16 @@ def _study_variant(database, study_id: str) -> str:
     return variants.of_study(study["config"]) if study and "usability" in study["config"] else ""
 
 
-def export_study(database, study_id: str, out_dir, fmt: str = "csv", media_dir=None,
-                 include_external_ids: bool = False, include_events: bool = False,
-                 include_audio: bool = True) -> ExportResult:
+def export_study(
+    database,
+    study_id: str,
+    out_dir,
+    fmt: str = "csv",
+    media_dir=None,
+    include_external_ids: bool = False,
+    include_events: bool = False,
+    include_audio: bool = True,
+) -> ExportResult:
     """Write the study's tables, audio, README.md (data dictionary) and manifest.json to out_dir.
     media_dir: where the recordings are (default: the TRADLAB_MEDIA setting)."""
     if media_dir is None:
@@ -448,46 +524,61 @@ def export_study(database, study_id: str, out_dir, fmt: str = "csv", media_dir=N
         raise ExportError(f"unknown format '{fmt}' (one of {', '.join(FORMATS)})")
     if fmt == "hf-audio" and not include_audio:
         raise ExportError("the hf-audio format is the audio itself: it cannot be made without audio")
-    tables, audio, missing = build_tables(database, study_id, media_dir, include_external_ids, include_events,
-                                          include_audio)
+    tables, audio, missing = build_tables(
+        database, study_id, media_dir, include_external_ids, include_events, include_audio
+    )
     audio_dir = f"{HF_SPLIT_DIR}/" if fmt == "hf-audio" else ""
     out = Path(out_dir)
     tmp = _new_folder(out)
     try:
         files = {}
         for table, rows in tables.items():
-            if table == "recordings" and audio_dir:     # where the file is inside this export
-                rows = [{**r, "file_name": audio_dir + r["file_name"] if r["file_name"] else r["file_name"]}
-                        for r in rows]
+            if table == "recordings" and audio_dir:  # where the file is inside this export
+                rows = [
+                    {**r, "file_name": audio_dir + r["file_name"] if r["file_name"] else r["file_name"]} for r in rows
+                ]
             files[table] = _write_table(tmp, fmt, table, rows, dictionary.columns(table, include_external_ids))
         for src, name in audio:
             (tmp / audio_dir / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, tmp / audio_dir / name)
         counts = {t: len(r) for t, r in tables.items()}
         if fmt == "hf-audio":
-            meta = hf_metadata(tables)     # file_name relative to metadata.jsonl, as datasets reads it
+            meta = hf_metadata(tables)  # file_name relative to metadata.jsonl, as datasets reads it
             write_jsonl(tmp / HF_SPLIT_DIR / "metadata.jsonl", meta)
             files["metadata"], counts["metadata"] = f"{HF_SPLIT_DIR}/metadata.jsonl", len(meta)
         study = dict(required(exports.study_row(database, study_id), "study (checked above)"))
         study["target_variant"] = _study_variant(database, study_id)
-        options = {"format": fmt, "include_external_ids": include_external_ids, "include_events": include_events,
-                   "include_audio": include_audio}
+        options = {
+            "format": fmt,
+            "include_external_ids": include_external_ids,
+            "include_events": include_events,
+            "include_audio": include_audio,
+        }
         exported_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         warnings = metric_warnings(mixed_metric_models(tables["exchange_metrics"]))
-        (tmp / "README.md").write_text(dictionary.readme(study, files, counts, options, exported_at, len(audio),
-                                                         missing, warnings), encoding="utf-8")
-        manifest = {"study": study_id, "name": study["name"], "target_variant": study["target_variant"],
-                    "exported_at": exported_at, **options,
-                    "files": files, "rows": counts, "audio_files": len(audio), "missing_audio": missing,
-                    "warnings": warnings}
+        (tmp / "README.md").write_text(
+            dictionary.readme(study, files, counts, options, exported_at, len(audio), missing, warnings),
+            encoding="utf-8",
+        )
+        manifest = {
+            "study": study_id,
+            "name": study["name"],
+            "target_variant": study["target_variant"],
+            "exported_at": exported_at,
+            **options,
+            "files": files,
+            "rows": counts,
+            "audio_files": len(audio),
+            "missing_audio": missing,
+            "warnings": warnings,
+        }
         # which metrics ran, in which mode, and how many exchanges each skipped and why
         if "usability" in required(studies.get_study(database, study_id), "study")["config"]:
             manifest["metrics"] = exchange_metrics.metrics_report(database, study_id)
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n",
-                                           encoding="utf-8")
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         _private(tmp)
         if out.exists():
-            out.rmdir()                          # empty (checked): replaced by the finished folder
+            out.rmdir()  # empty (checked): replaced by the finished folder
         os.replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -495,8 +586,15 @@ def export_study(database, study_id: str, out_dir, fmt: str = "csv", media_dir=N
     return ExportResult(out, fmt, counts, len(audio), missing, warnings)
 
 
-def export_zip(database, study_id: str, media_dir=None, fmt: str = "csv", include_external_ids: bool = False,
-               include_events: bool = False, include_audio: bool = True) -> Path:
+def export_zip(
+    database,
+    study_id: str,
+    media_dir=None,
+    fmt: str = "csv",
+    include_external_ids: bool = False,
+    include_events: bool = False,
+    include_audio: bool = True,
+) -> Path:
     """The export as one .zip in a fresh private temporary folder (the admin tab's download
     button hands the path to gradio, which serves a copy); the folder is left to the caller."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", study_id)
@@ -504,8 +602,9 @@ def export_zip(database, study_id: str, media_dir=None, fmt: str = "csv", includ
     name = f"{safe}-export-{fmt}-{stamp}"
     work = Path(tempfile.mkdtemp(prefix="tradlab-export-"))
     try:
-        res = export_study(database, study_id, work / name, fmt, media_dir, include_external_ids, include_events,
-                           include_audio)
+        res = export_study(
+            database, study_id, work / name, fmt, media_dir, include_external_ids, include_events, include_audio
+        )
         target = work / f"{name}.zip"
         with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
             for path in sorted(p for p in res.folder.rglob("*") if p.is_file()):

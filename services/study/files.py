@@ -4,6 +4,7 @@ Every problem is collected as a StudyError naming file, row and field, so a desi
 fixes a file in one pass; load_study raises them all at once and nothing is imported.
 Rows are numbered as a spreadsheet shows them (CSV header = row 1) and JSONL by line.
 """
+
 from __future__ import annotations
 
 import csv
@@ -65,9 +66,9 @@ class StudyBundle:
     starters: list[dict] = field(default_factory=list)
     questions: list[dict] = field(default_factory=list)
     exchanges: list[dict] = field(default_factory=list)
-    references: list[dict] = field(default_factory=list)        # human reference translations per starter
+    references: list[dict] = field(default_factory=list)  # human reference translations per starter
     da_segments: list[dict] = field(default_factory=list)
-    da_hits: list[list[dict]] = field(default_factory=list)     # built at import (services/da/hits.py)
+    da_hits: list[list[dict]] = field(default_factory=list)  # built at import (services/da/hits.py)
     sd_sentences: list[dict] = field(default_factory=list)
     sd_pairs: list[dict] = field(default_factory=list)
 
@@ -75,66 +76,105 @@ class StudyBundle:
 # Defaults for every optional key; a key not listed here is an error (catches typos).
 # each section's keys with their defaults (None: required)
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "study": {"id": None, "name": None, "protocols": None, "seed": 0, "completion_code": "",
-              "redirect_url": "", "groups": [], "genders": [], "self_enrol": [],
-              "description": "",
-              # Prolific self-enrolment: role -> its Prolific STUDY_ID (or a list of them); a URL
-              # arriving with another STUDY_ID is refused. Roles not listed are not bound.
-              "prolific_study_ids": {},
-              # new self-enrolments taken per minute in this study, at most (0: no limit)
-              "enrol_per_minute": 60,
-              # new self-enrolments one client (address) takes per minute, at most (0: no limit)
-              "enrol_per_client_per_minute": 3,
-              # role -> minutes the role's welcome says it takes (services/study/welcome.py);
-              # a role not listed gets the estimate from its number of items
-              "expected_minutes": {}},
-    "usability": {"starters": None, "questions": None, "exchanges": "", "items_per_sender": 10, "metrics": [],
-                  "references": "",
-                  "items_per_receiver": 30, "items_per_validator": 30, "redundancy": 1,
-                  # exchanges a third-person rater takes (0: items_per_sender, one sender's share)
-                  "items_per_rater": 0,
-                  # false: a receiver gets at most one exchange of each starter (its questions once;
-                  # paper 000 section 2.5.1 assigns receivers translations at random and models the
-                  # receiver as a random intercept, which assumes their answer sets independent)
-                  "receiver_repeat_starters": False,
-                  "max_recording_seconds": 30, "starter_words": [40, 60],
-                  # the Portuguese the receivers read: pt-PT (the paper's, in Portugal) or pt-BR
-                  # (services/common/variants.py: reaches the LLM prompts and the systems that take it)
-                  "target_variant": variants.DEFAULT,
-                  # a sender not seen for this many days while surveys wait counts as dropped out
-                  # (services/participation/dropouts.py); 0: only when the study team says so
-                  "dropout_after_days": 0,
-                  # the reference level of the analysis's corpus factor (Table 4's "Source"); "":
-                  # the paper's BConTrasT when a starter has it, else the first corpus in sorted order
-                  "corpus_reference": "",
-                  # the one ASR whose transcript every recording's QC checks, whatever system
-                  # translates it (services/usability/recording_qc.py); fields as a cascade's asr_* params
-                  "qc_asr": {},
-                  # the QC ASR's second opinion on the prompt's edge words (recording_qc.py)
-                  **SECOND_OPINION_DEFAULTS},
+    "study": {
+        "id": None,
+        "name": None,
+        "protocols": None,
+        "seed": 0,
+        "completion_code": "",
+        "redirect_url": "",
+        "groups": [],
+        "genders": [],
+        "self_enrol": [],
+        "description": "",
+        # Prolific self-enrolment: role -> its Prolific STUDY_ID (or a list of them); a URL
+        # arriving with another STUDY_ID is refused. Roles not listed are not bound.
+        "prolific_study_ids": {},
+        # new self-enrolments taken per minute in this study, at most (0: no limit)
+        "enrol_per_minute": 60,
+        # new self-enrolments one client (address) takes per minute, at most (0: no limit)
+        "enrol_per_client_per_minute": 3,
+        # role -> minutes the role's welcome says it takes (services/study/welcome.py);
+        # a role not listed gets the estimate from its number of items
+        "expected_minutes": {},
+    },
+    "usability": {
+        "starters": None,
+        "questions": None,
+        "exchanges": "",
+        "items_per_sender": 10,
+        "metrics": [],
+        "references": "",
+        "items_per_receiver": 30,
+        "items_per_validator": 30,
+        "redundancy": 1,
+        # exchanges a third-person rater takes (0: items_per_sender, one sender's share)
+        "items_per_rater": 0,
+        # false: a receiver gets at most one exchange of each starter (its questions once;
+        # paper 000 section 2.5.1 assigns receivers translations at random and models the
+        # receiver as a random intercept, which assumes their answer sets independent)
+        "receiver_repeat_starters": False,
+        "max_recording_seconds": 30,
+        "starter_words": [40, 60],
+        # the Portuguese the receivers read: pt-PT (the paper's, in Portugal) or pt-BR
+        # (services/common/variants.py: reaches the LLM prompts and the systems that take it)
+        "target_variant": variants.DEFAULT,
+        # a sender not seen for this many days while surveys wait counts as dropped out
+        # (services/participation/dropouts.py); 0: only when the study team says so
+        "dropout_after_days": 0,
+        # the reference level of the analysis's corpus factor (Table 4's "Source"); "":
+        # the paper's BConTrasT when a starter has it, else the first corpus in sorted order
+        "corpus_reference": "",
+        # the one ASR whose transcript every recording's QC checks, whatever system
+        # translates it (services/usability/recording_qc.py); fields as a cascade's asr_* params
+        "qc_asr": {},
+        # the QC ASR's second opinion on the prompt's edge words (recording_qc.py)
+        **SECOND_OPINION_DEFAULTS,
+    },
     # paper 001: lock_until_played false (section 2.2, Figure 2: the rater "can use audio control
     # to listen" and moves the slider, nothing waits for the audio); runs: independent runs of
     # the same HITs by other raters, for self-replication (section 3.2: "two independent runs")
-    "da": {"segments": None, "modality": "text", "hit_size": 100, "controls": 20, "min_gap": 30,
-           "reference_controls": 0, "language": "en", "tts_backend": "auto", "lock_until_played": False,
-           "runs": 1,
-           # section 2.2.3: "Rejected HITs were rescheduled to obtain fresh judgments"; Ethics: HITs
-           # "completed in an unrealistically short time" were rejected. reruns: fresh raters a
-           # failed HIT gets (2, so a HIT has at most three tries, as reruns stay bounded); the paper
-           # names no time threshold: fast_item_s is the median seconds per item below which a HIT
-           # is too fast, and its judgments leave the scores unless keep_fast
-           "reruns": 2, "fast_item_s": 2.0, "keep_fast": False,
-           # section 2.2.3: reliable when p < 0.05 (the rerun decision's test; a HIT with few
-           # controls cannot reach it: with 2 bad_reference and 2 ask_again pairs p >= 1/6)
-           "reliability_alpha": 0.05},
+    "da": {
+        "segments": None,
+        "modality": "text",
+        "hit_size": 100,
+        "controls": 20,
+        "min_gap": 30,
+        "reference_controls": 0,
+        "language": "en",
+        "tts_backend": "auto",
+        "lock_until_played": False,
+        "runs": 1,
+        # section 2.2.3: "Rejected HITs were rescheduled to obtain fresh judgments"; Ethics: HITs
+        # "completed in an unrealistically short time" were rejected. reruns: fresh raters a
+        # failed HIT gets (2, so a HIT has at most three tries, as reruns stay bounded); the paper
+        # names no time threshold: fast_item_s is the median seconds per item below which a HIT
+        # is too fast, and its judgments leave the scores unless keep_fast
+        "reruns": 2,
+        "fast_item_s": 2.0,
+        "keep_fast": False,
+        # section 2.2.3: reliable when p < 0.05 (the rerun decision's test; a HIT with few
+        # controls cannot reach it: with 2 bad_reference and 2 ask_again pairs p >= 1/6)
+        "reliability_alpha": 0.05,
+    },
     # paper 002 (section 3.2, Table 3): 3 sentences each, 20 pairs + 2 repeats (22 scales) per
     # sentence over 4 pages, the instructions in English or the German original (""): the
     # pairs' language when it is de, else English), about 10 minutes (sections 3.2, 4.1); input:
     # a slider per pair from -3 to +3 in seven steps (Table 3: "move the slider"), or "radio":
     # seven points per pair, for labs that prefer them (the instructions follow)
-    "sd": {"sentences": None, "pairs": None, "language": "en", "sentences_per_participant": 3,
-           "repeats_per_sentence": 2, "pages_per_sentence": 4, "pairs_per_page": 0, "mode": "main",
-           "instructions_language": "", "expected_seconds": 600, "input": "slider"},
+    "sd": {
+        "sentences": None,
+        "pairs": None,
+        "language": "en",
+        "sentences_per_participant": 3,
+        "repeats_per_sentence": 2,
+        "pages_per_sentence": 4,
+        "pairs_per_page": 0,
+        "mode": "main",
+        "instructions_language": "",
+        "expected_seconds": 600,
+        "input": "slider",
+    },
     # before a participant's first item (services/study/consent.py checks these sections)
     # empty labels: the page's language's (assets/texts: consent_agree, consent_decline, demographics_submit)
     "consent": {"text": "", "file": "", "agree": "", "decline": "", "roles": []},
@@ -296,8 +336,7 @@ def _check_config(raw: dict, err: _Collector) -> dict:
         err.add(f, None, "study.name", "must be a non-empty string")
     protocols = st.get("protocols")
     if protocols is not None:
-        if (not isinstance(protocols, list) or not protocols
-                or any(p not in PROTOCOLS for p in protocols)):
+        if not isinstance(protocols, list) or not protocols or any(p not in PROTOCOLS for p in protocols):
             err.add(f, None, "study.protocols", f"must be a non-empty list of {', '.join(PROTOCOLS)}")
         else:
             for p in protocols:
@@ -329,10 +368,13 @@ def _check_config(raw: dict, err: _Collector) -> dict:
             if not ids or any(not isinstance(x, str) or not x.strip() for x in ids):
                 err.add(f, None, f"study.prolific_study_ids.{r}", "must be a non-empty string or list of strings")
     em = st.get("expected_minutes", {})
-    if not isinstance(em, dict) or any(r not in ROLES or isinstance(v, bool) or not isinstance(v, (int, float))
-                                       or not 0 < v <= 600 for r, v in em.items()):
-        err.add(f, None, "study.expected_minutes",
-                f"must be a table of role = minutes (1-600; roles: {', '.join(ROLES)})")
+    if not isinstance(em, dict) or any(
+        r not in ROLES or isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 600
+        for r, v in em.items()
+    ):
+        err.add(
+            f, None, "study.expected_minutes", f"must be a table of role = minutes (1-600; roles: {', '.join(ROLES)})"
+        )
     for key in ("enrol_per_minute", "enrol_per_client_per_minute"):
         epm = st.get(key, 0)
         if not isinstance(epm, int) or isinstance(epm, bool) or epm < 0:
@@ -345,30 +387,43 @@ def _check_config(raw: dict, err: _Collector) -> dict:
         err.add(f, None, "study.redirect_url", "must start with http:// or https://")
     us = cfg.get("usability")
     if us:
-        for k, lo in (("items_per_sender", 1), ("items_per_receiver", 1),
-                      ("items_per_validator", 1), ("redundancy", 1), ("max_recording_seconds", 1),
-                      ("dropout_after_days", 0), ("items_per_rater", 0)):
+        for k, lo in (
+            ("items_per_sender", 1),
+            ("items_per_receiver", 1),
+            ("items_per_validator", 1),
+            ("redundancy", 1),
+            ("max_recording_seconds", 1),
+            ("dropout_after_days", 0),
+            ("items_per_rater", 0),
+        ):
             v = us.get(k)
             if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 err.add(f, None, f"usability.{k}", f"must be an integer >= {lo}")
         if not isinstance(us.get("receiver_repeat_starters"), bool):
-            err.add(f, None, "usability.receiver_repeat_starters",
-                    "must be true or false (false: a receiver never gets two exchanges of one starter)")
+            err.add(
+                f,
+                None,
+                "usability.receiver_repeat_starters",
+                "must be true or false (false: a receiver never gets two exchanges of one starter)",
+            )
         ms = us.get("metrics")
         if not isinstance(ms, list) or not all(isinstance(m, str) for m in ms):
             err.add(f, None, "usability.metrics", "must be a list of metric names")
         else:
             for m in ms:
                 if m.strip().lower() not in metric_registry.names():
-                    err.add(f, None, "usability.metrics",
-                            f"unknown metric '{m}' (known: {', '.join(metric_registry.names())})")
+                    err.add(
+                        f,
+                        None,
+                        "usability.metrics",
+                        f"unknown metric '{m}' (known: {', '.join(metric_registry.names())})",
+                    )
         for k, m in qc_asr_problems(us.get("qc_asr")):
             err.add(f, None, f"usability.qc_asr{'.' + k if k else ''}", m)
         for k, m in second_opinion_problems(us):
             err.add(f, None, f"usability.{k}", m)
         sw = us.get("starter_words")
-        if not (isinstance(sw, list) and len(sw) == 2 and all(isinstance(x, int) for x in sw)
-                and 0 < sw[0] <= sw[1]):
+        if not (isinstance(sw, list) and len(sw) == 2 and all(isinstance(x, int) for x in sw) and 0 < sw[0] <= sw[1]):
             err.add(f, None, "usability.starter_words", "must be [min, max] word counts")
         if not isinstance(us.get("corpus_reference"), str):
             err.add(f, None, "usability.corpus_reference", "must be a string (a corpus of the starters)")
@@ -378,8 +433,14 @@ def _check_config(raw: dict, err: _Collector) -> dict:
     if da:
         if da.get("modality") not in ("text", "audio", "both"):
             err.add(f, None, "da.modality", "must be text, audio or both")
-        for k, lo in (("hit_size", 2), ("controls", 0), ("min_gap", 1), ("reference_controls", 0), ("runs", 1),
-                      ("reruns", 0)):
+        for k, lo in (
+            ("hit_size", 2),
+            ("controls", 0),
+            ("min_gap", 1),
+            ("reference_controls", 0),
+            ("runs", 1),
+            ("reruns", 0),
+        ):
             v = da.get(k)
             if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 err.add(f, None, f"da.{k}", f"must be an integer >= {lo}")
@@ -391,37 +452,70 @@ def _check_config(raw: dict, err: _Collector) -> dict:
         if da.get("tts_backend") not in ("auto", "google", "piper", "espeak"):
             err.add(f, None, "da.tts_backend", "must be auto, google, piper or espeak")
         if not isinstance(da.get("lock_until_played"), bool):
-            err.add(f, None, "da.lock_until_played", "must be true (audio mode: the slider stays locked until the "
-                    "candidate has played to its end) or false (paper 001: not locked)")
+            err.add(
+                f,
+                None,
+                "da.lock_until_played",
+                "must be true (audio mode: the slider stays locked until the "
+                "candidate has played to its end) or false (paper 001: not locked)",
+            )
         if not isinstance(da.get("language"), str) or not da["language"].strip():
             err.add(f, None, "da.language", "must be the language of the MT outputs (e.g. en, pt)")
         fast = da.get("fast_item_s")
         if isinstance(fast, bool) or not isinstance(fast, (int, float)) or not fast > 0:
-            err.add(f, None, "da.fast_item_s", f"must be a number of seconds > 0 (the median seconds per item "
-                    f"below which a HIT is unrealistically fast), got {fast!r}")
+            err.add(
+                f,
+                None,
+                "da.fast_item_s",
+                f"must be a number of seconds > 0 (the median seconds per item "
+                f"below which a HIT is unrealistically fast), got {fast!r}",
+            )
         alpha = da.get("reliability_alpha")
         if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-            err.add(f, None, "da.reliability_alpha", f"must be a significance level between 0 and 1 (paper 001: "
-                    f"0.05), got {alpha!r}")
+            err.add(
+                f,
+                None,
+                "da.reliability_alpha",
+                f"must be a significance level between 0 and 1 (paper 001: 0.05), got {alpha!r}",
+            )
         if not isinstance(da.get("keep_fast"), bool):
-            err.add(f, None, "da.keep_fast", "must be true (unrealistically fast HITs stay in the scores) or "
-                    "false (paper 001, Ethics: they are rejected)")
+            err.add(
+                f,
+                None,
+                "da.keep_fast",
+                "must be true (unrealistically fast HITs stay in the scores) or "
+                "false (paper 001, Ethics: they are rejected)",
+            )
     sd = cfg.get("sd")
     if sd:
-        for k, lo in (("sentences_per_participant", 1), ("expected_seconds", 1), ("repeats_per_sentence", 0),
-                      ("pairs_per_page", 0), ("pages_per_sentence", 1)):
+        for k, lo in (
+            ("sentences_per_participant", 1),
+            ("expected_seconds", 1),
+            ("repeats_per_sentence", 0),
+            ("pairs_per_page", 0),
+            ("pages_per_sentence", 1),
+        ):
             v = sd.get(k)
             if not isinstance(v, int) or isinstance(v, bool) or v < lo:
                 err.add(f, None, f"sd.{k}", f"must be an integer >= {lo}")
         if sd.get("mode") not in ("main", "preliminary"):
             err.add(f, None, "sd.mode", "must be main or preliminary (suitability ratings of each pair at the end)")
         if sd.get("input") not in ("slider", "radio"):
-            err.add(f, None, "sd.input", f'must be "slider" (paper 002: one slider per pair, -3 to +3) or "radio" '
-                    f"(seven points per pair), got {sd.get('input')!r}")
+            err.add(
+                f,
+                None,
+                "sd.input",
+                f'must be "slider" (paper 002: one slider per pair, -3 to +3) or "radio" '
+                f"(seven points per pair), got {sd.get('input')!r}",
+            )
         if sd.get("instructions_language") not in ("", "en", "de"):
-            err.add(f, None, "sd.instructions_language",
-                    'must be "en" (the paper\'s English translation), "de" (its German original) or "" '
-                    "(de when sd.language is de, else en)")
+            err.add(
+                f,
+                None,
+                "sd.instructions_language",
+                'must be "en" (the paper\'s English translation), "de" (its German original) or "" '
+                "(de when sd.language is de, else en)",
+            )
     return cfg
 
 
@@ -434,12 +528,20 @@ def _check_system_params(f, where, kind, params, err) -> None:
     preset = params.pop("preset", None)
     if preset is not None:
         if preset not in system_registry.presets():
-            err.add(f, None, f"{where}.params.preset",
-                    f"unknown preset '{preset}' (known: {', '.join(system_registry.presets())})")
+            err.add(
+                f,
+                None,
+                f"{where}.params.preset",
+                f"unknown preset '{preset}' (known: {', '.join(system_registry.presets())})",
+            )
             return
         if system_registry.presets()[preset]["kind"] != kind:
-            err.add(f, None, f"{where}.kind", f"preset '{preset}' is a {system_registry.presets()[preset]['kind']} "
-                    f"system, not {kind}")
+            err.add(
+                f,
+                None,
+                f"{where}.kind",
+                f"preset '{preset}' is a {system_registry.presets()[preset]['kind']} system, not {kind}",
+            )
             return
     for field_, message in system_registry.problems(system_registry.resolve(kind, params, preset)):
         err.add(f, None, f"{where}.params.{field_}", message)
@@ -458,8 +560,12 @@ def _check_system_trust(f, where, params, err) -> None:
     if "api_key_env" in params and not isinstance(key, str):
         err.add(f, None, f"{where}.params.api_key_env", "must be the name of an environment variable")
     if params.get("trust_remote_code") not in (None, False) and not Settings.from_env().allow_remote_code:
-        err.add(f, None, f"{where}.params.trust_remote_code",
-                "a study file may not run a model's own code: the server must allow it (TRADLAB_ALLOW_REMOTE_CODE=1)")
+        err.add(
+            f,
+            None,
+            f"{where}.params.trust_remote_code",
+            "a study file may not run a model's own code: the server must allow it (TRADLAB_ALLOW_REMOTE_CODE=1)",
+        )
 
 
 def _check_systems(raw: dict, cfg: dict, err: _Collector) -> list[dict]:
@@ -499,19 +605,25 @@ def _check_systems(raw: dict, cfg: dict, err: _Collector) -> list[dict]:
             err.add(f, None, f"{where}.params", "must be a table")
             params = {}
         _check_system_params(f, where, kind, params, err)
-        out.append({"id": sid, "label": str(label), "kind": kind, "assign": bool(assign),
-                    "params": params})
+        out.append({"id": sid, "label": str(label), "kind": kind, "assign": bool(assign), "params": params})
     if "usability" in cfg and not any(s["assign"] for s in out):
-        err.add(f, None, "systems",
-                "the usability protocol needs at least one [[systems]] entry that senders are assigned to")
+        err.add(
+            f,
+            None,
+            "systems",
+            "the usability protocol needs at least one [[systems]] entry that senders are assigned to",
+        )
     return out
 
 
 def _hash_inputs(folder: Path, cfg: dict) -> str:
     h = hashlib.sha256()
     h.update((folder / "study.toml").read_bytes())
-    for section, keys in (("usability", ("starters", "questions", "exchanges", "references")),
-                          ("da", ("segments",)), ("sd", ("sentences", "pairs"))):
+    for section, keys in (
+        ("usability", ("starters", "questions", "exchanges", "references")),
+        ("da", ("segments",)),
+        ("sd", ("sentences", "pairs")),
+    ):
         for k in keys:
             name = cfg.get(section, {}).get(k)
             if name and (folder / name).is_file():
@@ -569,8 +681,9 @@ def _load_usability(folder, cfg, systems, bundle, err):
                 ok = False
             words = len(row["text"].split())
             if not lo <= words <= hi:
-                err.add(name, rowno, "text",
-                        f"has {words} words; starters must have {lo}-{hi} (usability.starter_words)")
+                err.add(
+                    name, rowno, "text", f"has {words} words; starters must have {lo}-{hi} (usability.starter_words)"
+                )
                 ok = False
             spans = row.get("key_spans", "")
             spans = spans if isinstance(spans, list) else [s.strip() for s in spans.split("|") if s.strip()]
@@ -582,8 +695,14 @@ def _load_usability(folder, cfg, systems, bundle, err):
                     err.add(name, rowno, "key_spans", f"span '{s}' does not occur in the text")
                     ok = False
             if ok:
-                starters[sid] = {"id": sid, "domain": row["domain"], "source": row["source"],
-                                 "corpus": row["corpus"], "text": row["text"], "key_spans": spans}
+                starters[sid] = {
+                    "id": sid,
+                    "domain": row["domain"],
+                    "source": row["source"],
+                    "corpus": row["corpus"],
+                    "text": row["text"],
+                    "key_spans": spans,
+                }
         if not starters and not any(e.file == name for e in err.errors):
             err.add(name, None, None, "has no starters")
     if qpath:
@@ -603,8 +722,7 @@ def _load_usability(folder, cfg, systems, bundle, err):
                 err.add(name, rowno, "index", f"duplicate question {idx} for starter '{row['starter_id']}'")
                 continue
             seen.add(key)
-            bundle.questions.append({"starter_id": row["starter_id"], "idx": idx,
-                                     "en": row["en"], "pt": row["pt"]})
+            bundle.questions.append({"starter_id": row["starter_id"], "idx": idx, "en": row["en"], "pt": row["pt"]})
         for sid in starters:
             # with a [questions] section, missing questions are generated and reviewed in the app
             if "questions" not in cfg and not any(q["starter_id"] == sid for q in bundle.questions):
@@ -635,14 +753,26 @@ def _load_usability(folder, cfg, systems, bundle, err):
         _load_references(folder, us["references"], starters, bundle, err)
     ref = us.get("corpus_reference")
     corpora = sorted({s["corpus"] for s in starters.values()})
-    if isinstance(ref, str) and ref.strip() and starters and ref.strip().casefold() not in {
-            c.casefold() for c in corpora}:
-        err.add("study.toml", None, "usability.corpus_reference",
-                f"'{ref}' is not the corpus of any starter (corpora: {', '.join(corpora)})")
+    if (
+        isinstance(ref, str)
+        and ref.strip()
+        and starters
+        and ref.strip().casefold() not in {c.casefold() for c in corpora}
+    ):
+        err.add(
+            "study.toml",
+            None,
+            "usability.corpus_reference",
+            f"'{ref}' is not the corpus of any starter (corpora: {', '.join(corpora)})",
+        )
     n = us.get("items_per_sender")
     if isinstance(n, int) and starters and n > len(starters):
-        err.add("study.toml", None, "usability.items_per_sender",
-                f"{n} starters per sender but the corpus has only {len(starters)}")
+        err.add(
+            "study.toml",
+            None,
+            "usability.items_per_sender",
+            f"{n} starters per sender but the corpus has only {len(starters)}",
+        )
 
 
 def _load_references(folder, value, starters, bundle, err):
@@ -663,9 +793,14 @@ def _load_references(folder, value, starters, bundle, err):
             continue
         translator = row.get("translator") or ""
         if (sid, translator) in seen:
-            err.add(name, rowno, "translator",
-                    f"duplicate reference for starter '{sid}' by translator '{translator}'" if translator else
-                    f"duplicate reference for starter '{sid}' (give each reference of a starter its own translator)")
+            err.add(
+                name,
+                rowno,
+                "translator",
+                f"duplicate reference for starter '{sid}' by translator '{translator}'"
+                if translator
+                else f"duplicate reference for starter '{sid}' (give each reference of a starter its own translator)",
+            )
             continue
         seen.add((sid, translator))
         bundle.references.append({"starter_id": sid, "translator": translator, "translation": row["translation"]})
@@ -708,12 +843,17 @@ def _load_sd(folder, cfg, bundle, err):
                 err.add(name, rowno, "sentence_id", f"duplicate sentence id '{row['sentence_id']}'")
                 continue
             seen.add(row["sentence_id"])
-            bundle.sd_sentences.append({"id": row["sentence_id"], "text": row["text"],
-                                        "source": row.get("source") or None})
+            bundle.sd_sentences.append(
+                {"id": row["sentence_id"], "text": row["text"], "source": row.get("source") or None}
+            )
         k = sd.get("sentences_per_participant")
         if isinstance(k, int) and bundle.sd_sentences and k > len(bundle.sd_sentences):
-            err.add("study.toml", None, "sd.sentences_per_participant",
-                    f"{k} sentences per participant but only {len(bundle.sd_sentences)} sentences")
+            err.add(
+                "study.toml",
+                None,
+                "sd.sentences_per_participant",
+                f"{k} sentences per participant but only {len(bundle.sd_sentences)} sentences",
+            )
     if ppath:
         name, seen = ppath.name, set()
         for rowno, row in _read_rows(ppath, "sd_pairs", err):
@@ -724,9 +864,15 @@ def _load_sd(folder, cfg, bundle, err):
                 err.add(name, rowno, "pair_id", f"duplicate pair '{key[0]}' for language '{key[1]}'")
                 continue
             seen.add(key)
-            bundle.sd_pairs.append({"id": row["pair_id"], "language": row["language"],
-                                    "positive": row["positive"], "negative": row["negative"],
-                                    "note": row.get("note") or None})
+            bundle.sd_pairs.append(
+                {
+                    "id": row["pair_id"],
+                    "language": row["language"],
+                    "positive": row["positive"],
+                    "negative": row["negative"],
+                    "note": row.get("note") or None,
+                }
+            )
         if not any(p["language"] == sd.get("language") for p in bundle.sd_pairs):
             err.add(name, None, "language", f"no adjective pairs in language '{sd.get('language')}' (sd.language)")
 
@@ -788,12 +934,13 @@ def load_study(folder: str | Path) -> StudyBundle:
         raise StudyValidationError([StudyError("study.toml", None, None, f"not valid TOML: {e}")])
     cfg = _check_config(raw, err)
     systems = _check_systems(raw, cfg, err)
-    if "llm" in cfg:      # where the study may send requests and which key (services/models/llm.py)
+    if "llm" in cfg:  # where the study may send requests and which key (services/models/llm.py)
         for key, message in llm_settings.study_problems(cfg["llm"]):
             err.add("study.toml", None, f"llm.{key}", message)
     st = cfg.get("study", {})
-    bundle = StudyBundle(id=str(st.get("id", "")), name=str(st.get("name", "")), config=cfg,
-                         content_hash="", systems=systems)
+    bundle = StudyBundle(
+        id=str(st.get("id", "")), name=str(st.get("name", "")), config=cfg, content_hash="", systems=systems
+    )
     if err.errors:  # the corpus cannot be checked against a broken config
         raise StudyValidationError(err.errors)
     if "usability" in cfg:
@@ -808,7 +955,7 @@ def load_study(folder: str | Path) -> StudyBundle:
     if err.errors:
         raise StudyValidationError(err.errors)
     cfg["systems"] = systems
-    for s in systems:                 # what the worker builds each system for (services/models/systems.py)
+    for s in systems:  # what the worker builds each system for (services/models/systems.py)
         s["target_variant"] = variants.of_study(cfg)
     bundle.content_hash = _hash_inputs(folder, cfg)
     return bundle

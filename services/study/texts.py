@@ -9,6 +9,7 @@
 Services word what they return with a Voice (a language and the study's overrides); a refusal
 raised where the language is not known yet is made with refusal() (English, with its key) and
 reworded in the page's language where it leaves the service (reword())."""
+
 from __future__ import annotations
 
 import functools
@@ -20,7 +21,7 @@ from typing import TypeVar
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 TEXTS = ASSETS / "texts"
 DEFAULT_LANGUAGE = "en"
-PAGE_LANGUAGE = {"receiver": "pt-PT"}        # tabs whose page is not in English
+PAGE_LANGUAGE = {"receiver": "pt-PT"}  # tabs whose page is not in English
 # the caller's exception class, which refusal() and refusals() return
 E = TypeVar("E", bound=Exception)
 
@@ -32,8 +33,9 @@ def page_language(tab: str) -> str:
 @functools.lru_cache(maxsize=1)
 def defaults() -> dict:
     base = tomllib.loads((ASSETS / "scales.toml").read_text(encoding="utf-8"))
-    base["page"] = {f.name.removesuffix(".toml"): tomllib.loads(f.read_text(encoding="utf-8"))
-                    for f in sorted(TEXTS.glob("*.toml"))}
+    base["page"] = {
+        f.name.removesuffix(".toml"): tomllib.loads(f.read_text(encoding="utf-8")) for f in sorted(TEXTS.glob("*.toml"))
+    }
     return base
 
 
@@ -91,10 +93,14 @@ def problems(override: dict) -> list[tuple[str, str]]:
             # a tick that is missing or not a number is the same mistake, not a failed sort
             ticks = [e.get("tick") for e in value if isinstance(e, dict)] if isinstance(value, list) else []
             numbers = [t for t in ticks if isinstance(t, (int, float))]
-            if len(numbers) != len(ticks) or sorted(numbers) != [0, 2, 4, 6] or \
-                    any(set(e) != {"tick", "value", "label", "description"} for e in value):
-                out.append(("sqm",
-                            "must be four [[sqm]] tables (tick 0, 2, 4, 6) with tick, value, label, description"))
+            if (
+                len(numbers) != len(ticks)
+                or sorted(numbers) != [0, 2, 4, 6]
+                or any(set(e) != {"tick", "value", "label", "description"} for e in value)
+            ):
+                out.append(
+                    ("sqm", "must be four [[sqm]] tables (tick 0, 2, 4, 6) with tick, value, label, description")
+                )
     return out
 
 
@@ -143,7 +149,7 @@ def refusals(cls: type[E], parts: list[Exception], fields: dict[str, Exception])
     each form field's problem as words (the parts and fields are refusal()s or plain errors)."""
     e = cls(" ".join(map(str, parts)))
     _mark(e, parts=parts, field_errors=fields, fields={f: str(x) for f, x in fields.items()})
-    if len(parts) == 1 and getattr(parts[0], "key", None):      # one refusal: the page may react to its key
+    if len(parts) == 1 and getattr(parts[0], "key", None):  # one refusal: the page may react to its key
         _mark(e, key=getattr(parts[0], "key"), values=getattr(parts[0], "values", {}))
     return e
 

@@ -105,6 +105,7 @@ concurrent fits each ran 1.5-1.8x slower, memory-bound, for no net gain.)
 Pure functions; statistics from statsmodels, scipy, factor_analyzer and pandas; figures
 from plotly.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -139,21 +140,34 @@ FACTOR_COLUMNS = ["group", "gender", "system", "topic", "source"]
 ITEMS = ["satisfaction", "trust", "reliance"]
 BASELINE_ITEMS = ["satisfaction_b", "trust_b", "reliance_b"]
 REQUIRED = ID_COLUMNS + FACTOR_COLUMNS + ITEMS + BASELINE_ITEMS + ["translation_score", "qa_score"]
-OPTIONAL = ["perspective", "starter_id", "respondent_id", "respondent_role", "respondent_group", "respondent_gender",
-            "corpus"]
+OPTIONAL = [
+    "perspective",
+    "starter_id",
+    "respondent_id",
+    "respondent_role",
+    "respondent_group",
+    "respondent_gender",
+    "corpus",
+]
 METRIC_PREFIX = "metric_"
 PERSPECTIVES = ("first", "third")
-SENDER_ATTRIBUTES = ("group", "gender")      # fixed per sender (between-subjects cells)
-SPEAKER_COLUMNS = ("sender_id",) + SENDER_ATTRIBUTES     # empty for an exchange without a sender
-NONE_LEVEL = "(none)"                        # an empty group, gender or perspective in the tables
+SENDER_ATTRIBUTES = ("group", "gender")  # fixed per sender (between-subjects cells)
+SPEAKER_COLUMNS = ("sender_id",) + SENDER_ATTRIBUTES  # empty for an exchange without a sender
+NONE_LEVEL = "(none)"  # an empty group, gender or perspective in the tables
 # what a model needs of a row, in the order the reasons are counted (column, reason when empty)
 SPEAKER_NEEDS = (("sender_id", "no sender"), ("group", "no group"), ("gender", "no gender"))
 MODEL_NEEDS = SPEAKER_NEEDS + (("corpus", "no corpus"),)
 PERSPECTIVE_NEEDS = (("perspective", "no perspective"),) + SPEAKER_NEEDS + (("starter_id", "no starter_id"),)
 
 # the paper's reference levels (Table 4); "source" only stands in when there is no corpus column
-DEFAULT_REFERENCE = {"group": "Hindi", "gender": "Man", "system": "DeSTA2", "topic": "Everyday",
-                     "corpus": "BConTrasT", "source": "natural"}
+DEFAULT_REFERENCE = {
+    "group": "Hindi",
+    "gender": "Man",
+    "system": "DeSTA2",
+    "topic": "Everyday",
+    "corpus": "BConTrasT",
+    "source": "natural",
+}
 USABLE = 4.0
 PA_ITERATIONS = 500
 PA_PERCENTILE = 95.0
@@ -165,9 +179,11 @@ FORMULA = "u ~ system + topic + corpus + u_b + group * gender"
 SCORE_FORMULA = "translation_score ~ system + topic + corpus + group * gender"
 WALD_Z = "Wald z (statsmodels MixedLM, REML; normal reference)"
 OLS_T = "t (statsmodels OLS)"
-LME4_NOTE = ("The paper fitted lme4 through pymer4, whose p-values are Satterthwaite t tests (lmerTest); "
-             "statsmodels has no Satterthwaite approximation, so these are Wald z: the same estimates and "
-             "SEs (REML), a slightly smaller p in small samples.")
+LME4_NOTE = (
+    "The paper fitted lme4 through pymer4, whose p-values are Satterthwaite t tests (lmerTest); "
+    "statsmodels has no Satterthwaite approximation, so these are Wald z: the same estimates and "
+    "SEs (REML), a slightly smaller p in small samples."
+)
 # Below this many senders the Wald z p-values of the group and gender terms (between-sender
 # factors) are anti-conservative: benchmarks/usability/small_sample.py (null effects, the paper's
 # crossed design) measured a false-positive rate at alpha .05 above 0.06 for every size under it
@@ -177,16 +193,62 @@ PERSPECTIVE_EFFECTS = (("respondent", "respondent_id"), ("starter", "starter_id"
 PERSPECTIVE_FORMULA = "u ~ perspective + translation_score + qa_score + system + gender + group"
 TERTILES = ("low", "mid", "high")
 
-GROUP_COLUMNS = ["by", "level", "n", "S", "T", "R", "mu_u", "sigma_u", "mu_ub", "delta_u", "usable_share",
-                 "S_b", "T_b", "R_b", "sigma_ub", "usable_share_b"]
+GROUP_COLUMNS = [
+    "by",
+    "level",
+    "n",
+    "S",
+    "T",
+    "R",
+    "mu_u",
+    "sigma_u",
+    "mu_ub",
+    "delta_u",
+    "usable_share",
+    "S_b",
+    "T_b",
+    "R_b",
+    "sigma_ub",
+    "usable_share_b",
+]
 CORRELATION_COLUMNS = ["signal", "higher_is_better", "spearman_rho", "spearman_rho_raw", "p_value", "n"]
 LMM_COLUMNS = ["term", "estimate", "std_error", "z", "p_value", "ci_low", "ci_high", "test", "reference"]
-EFFECT_COLUMNS = ["signal", "effect_lmm", "effect_low", "effect_mid", "effect_high", "p_lmm", "p_low", "p_mid",
-                  "p_high", "n_lmm", "n_low", "n_mid", "n_high", "orientation", "min", "max", "higher_is_better"]
+EFFECT_COLUMNS = [
+    "signal",
+    "effect_lmm",
+    "effect_low",
+    "effect_mid",
+    "effect_high",
+    "p_lmm",
+    "p_low",
+    "p_mid",
+    "p_high",
+    "n_lmm",
+    "n_low",
+    "n_mid",
+    "n_high",
+    "orientation",
+    "min",
+    "max",
+    "higher_is_better",
+]
 THRESHOLD_COLUMNS = ["signal", "value_at_u4", "orientation", "n", "note", "higher_is_better"]
 MARGINAL_COLUMNS = ["group", "gender", "mean", "std_error", "ci_low", "ci_high", "n"]
-ESTIMATE_COLUMNS = ["signal", "fit", "estimate", "std_error", "statistic", "p_value", "ci_low", "ci_high", "n", "test",
-                    "covariates", "higher_is_better", "estimate_raw"]
+ESTIMATE_COLUMNS = [
+    "signal",
+    "fit",
+    "estimate",
+    "std_error",
+    "statistic",
+    "p_value",
+    "ci_low",
+    "ci_high",
+    "n",
+    "test",
+    "covariates",
+    "higher_is_better",
+    "estimate_raw",
+]
 PERSPECTIVE_COLUMNS = ["term", "estimate", "std_error", "z", "p_value", "ci_low", "ci_high", "n_first", "n_third"]
 _EPS = 1e-9
 
@@ -201,23 +263,23 @@ class UsabilityAnalysisError(ValueError):
 
 @dataclass
 class LMMFit:
-    table: pd.DataFrame                 # LMM_COLUMNS, fixed effects
-    terms: list[str]                    # design columns (readable names), in order
+    table: pd.DataFrame  # LMM_COLUMNS, fixed effects
+    terms: list[str]  # design columns (readable names), in order
     formula: str
     n: int
-    variance_components: dict           # name -> {"variance", "levels"}
+    variance_components: dict  # name -> {"variance", "levels"}
     residual_variance: float
     converged: bool
     llf: float
     reference: dict
     dropped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    factors: dict = field(default_factory=dict)   # factor -> levels (reference first) in the model
+    factors: dict = field(default_factory=dict)  # factor -> levels (reference first) in the model
     u_b_mean: float = math.nan
-    result: Any = None                             # statsmodels MixedLMResults (statsmodels has no types)
+    result: Any = None  # statsmodels MixedLMResults (statsmodels has no types)
     seconds: float = 0.0
-    rows_left_out: dict = field(default_factory=dict)   # reason -> rows the model could not use
-    rows_total: int = 0                                 # rows before those were left out
+    rows_left_out: dict = field(default_factory=dict)  # reason -> rows the model could not use
+    rows_total: int = 0  # rows before those were left out
     outcome: str = "u"
     covariate_means: dict = field(default_factory=dict)  # numeric covariate -> its mean (marginal means' grid)
     reference_notes: list = field(default_factory=list)  # reference levels absent from the data (who stands in)
@@ -226,15 +288,16 @@ class LMMFit:
 @dataclass
 class PerspectiveResult:
     """Paper 000 appendix A.1: first- vs third-person surveys."""
-    table: pd.DataFrame                 # PERSPECTIVE_COLUMNS; empty when not fitted
+
+    table: pd.DataFrame  # PERSPECTIVE_COLUMNS; empty when not fitted
     fit: LMMFit | None
-    counts: dict                        # perspective -> surveys in the data
-    note: str = ""                      # why it was not fitted
+    counts: dict  # perspective -> surveys in the data
+    note: str = ""  # why it was not fitted
 
 
 @dataclass
 class UsabilityResult:
-    data: pd.DataFrame                  # normalised input with u and u_b
+    data: pd.DataFrame  # normalised input with u and u_b
     signals: list[str]
     groups: pd.DataFrame
     correlations: pd.DataFrame
@@ -243,13 +306,13 @@ class UsabilityResult:
     marginal_means: pd.DataFrame
     metric_effects: pd.DataFrame
     thresholds: pd.DataFrame
-    threshold_curves: dict              # signal -> DataFrame(x, u) of the monotone curve
+    threshold_curves: dict  # signal -> DataFrame(x, u) of the monotone curve
     factor: dict
     notes: list[str] = field(default_factory=list)
     lmm_error: str | None = None
     timings: dict = field(default_factory=dict)
     perspective: PerspectiveResult | None = None
-    score_lmm: LMMFit | None = None             # section 4.3: the validator's score (DA+SQM)
+    score_lmm: LMMFit | None = None  # section 4.3: the validator's score (DA+SQM)
     score_lmm_error: str | None = None
     score_marginal_means: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MARGINAL_COLUMNS))
     contrasts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=C.CONTRAST_COLUMNS))
@@ -259,6 +322,7 @@ class UsabilityResult:
 
 # ---------------------------------------------------------------------------------------------
 # input
+
 
 def _Problems(columns) -> Problems:
     return Problems(columns, UsabilityInputError)
@@ -281,8 +345,9 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
     group or gender differs between rows."""
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
-        raise UsabilityInputError(source, 1, missing[0],
-                                  f"missing column (required: {', '.join(REQUIRED)}; missing: {', '.join(missing)})")
+        raise UsabilityInputError(
+            source, 1, missing[0], f"missing column (required: {', '.join(REQUIRED)}; missing: {', '.join(missing)})"
+        )
     df = df.reset_index(drop=True)
     out = pd.DataFrame(index=df.index)
     problems = _Problems(df.columns)
@@ -290,15 +355,19 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
         out[col] = _cells(df[col])
         if col not in SPEAKER_COLUMNS:
             problems.flag(col, out[col] == "", lambda pos: "empty value")
-    for col in OPTIONAL[1:]:          # (perspective is checked below)
+    for col in OPTIONAL[1:]:  # (perspective is checked below)
         out[col] = _cells(df[col]) if col in df.columns else ""
     if "respondent_id" in df.columns:
-        problems.flag("respondent_id", out["respondent_id"] == "",
-                      lambda pos: "empty value (who answered the surveys?)")
+        problems.flag(
+            "respondent_id", out["respondent_id"] == "", lambda pos: "empty value (who answered the surveys?)"
+        )
     else:
         out["respondent_id"] = out["sender_id"]
-        problems.flag("sender_id", out["sender_id"] == "",
-                      lambda pos: "empty value (without a respondent_id column the sender answered the surveys)")
+        problems.flag(
+            "sender_id",
+            out["sender_id"] == "",
+            lambda pos: "empty value (without a respondent_id column the sender answered the surveys)",
+        )
     dup = (out["exchange_id"] != "") & out["exchange_id"].duplicated(keep="first")
     problems.flag("exchange_id", dup, lambda pos: f"exchange_id {out.at[pos, 'exchange_id']!r} repeats an earlier row")
 
@@ -308,8 +377,13 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
         v = _numbers(raw)
         empty = (cells == "") if cells is not None else raw.isna()
         bad_num = ~np.isfinite(v) & ~(empty & allow_empty)
-        problems.flag(col, bad_num, lambda pos: (f"{col} is empty" if bool(np.asarray(empty)[pos])
-                                                 else f"{col} {str(raw.iloc[pos])!r} is not a number"))
+        problems.flag(
+            col,
+            bad_num,
+            lambda pos: (
+                f"{col} is empty" if bool(np.asarray(empty)[pos]) else f"{col} {str(raw.iloc[pos])!r} is not a number"
+            ),
+        )
         if lo is not None:
             fin = np.isfinite(v)
             out_range = fin & ((v < lo) | (v > hi) | ((v != np.round(v)) if whole else False))
@@ -326,17 +400,26 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
         number(col, None, None, allow_empty=True)
     if "perspective" in df.columns:
         p = _cells(df["perspective"]).str.lower()
-        problems.flag("perspective", ~p.isin(PERSPECTIVES + ("",)),
-                      lambda pos: f"perspective {str(df['perspective'].iloc[pos])!r} is not first or third")
+        problems.flag(
+            "perspective",
+            ~p.isin(PERSPECTIVES + ("",)),
+            lambda pos: f"perspective {str(df['perspective'].iloc[pos])!r} is not first or third",
+        )
         out["perspective"] = p
     for col in SENDER_ATTRIBUTES:
         ok = (out["sender_id"] != "") & (out[col] != "")
         first = out[col].where(ok).groupby(out["sender_id"]).transform("first")
         differs = ok & (out[col] != first)
-        problems.flag(col, differs, lambda pos, col=col: f"{col} {out.at[pos, col]!r} differs from "
-                                                         f"{first.iloc[pos]!r} on sender "
-                                                         f"{out.at[pos, 'sender_id']!r}'s "
-                                                         f"earlier rows (a sender belongs to one {col})")
+        problems.flag(
+            col,
+            differs,
+            lambda pos, col=col: (
+                f"{col} {out.at[pos, col]!r} differs from "
+                f"{first.iloc[pos]!r} on sender "
+                f"{out.at[pos, 'sender_id']!r}'s "
+                f"earlier rows (a sender belongs to one {col})"
+            ),
+        )
     problems.raise_first(source)
     out["u"] = out[ITEMS].mean(axis=1)
     out["u_b"] = out[BASELINE_ITEMS].mean(axis=1)
@@ -364,6 +447,7 @@ def _prepared(df: pd.DataFrame, source: str) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # descriptive tables
 
+
 def labelled(s: pd.Series) -> pd.Series:
     """A factor as the tables and figures show it: an empty value is NONE_LEVEL."""
     return s.where(s != "", NONE_LEVEL)
@@ -373,23 +457,43 @@ def group_table(d: pd.DataFrame) -> pd.DataFrame:
     """groups.csv (GROUP_COLUMNS): 'all', then per group, group x gender, gender, system, topic,
     source and perspective (when present); levels sorted, an empty one as NONE_LEVEL; several
     keys joined with ' x '."""
-    dims = [("all", []), ("group", ["group"]), ("group x gender", ["group", "gender"]), ("gender", ["gender"]),
-            ("system", ["system"]), ("topic", ["topic"]), ("source", ["source"])]
+    dims = [
+        ("all", []),
+        ("group", ["group"]),
+        ("group x gender", ["group", "gender"]),
+        ("gender", ["gender"]),
+        ("system", ["system"]),
+        ("topic", ["topic"]),
+        ("source", ["source"]),
+    ]
     if "perspective" in d.columns and (d["perspective"] != "").any():
         dims.append(("perspective", ["perspective"]))
     frames = []
-    x = d.assign(_usable=(d["u"] >= USABLE - _EPS).astype(float), _usable_b=(d["u_b"] >= USABLE - _EPS).astype(float),
-                 _all="all")
+    x = d.assign(
+        _usable=(d["u"] >= USABLE - _EPS).astype(float), _usable_b=(d["u_b"] >= USABLE - _EPS).astype(float), _all="all"
+    )
     for k in ("group", "gender", "perspective"):
         if k in x.columns:
             x[k] = labelled(x[k])
     for by, keys in dims:
         g = x.groupby(keys or ["_all"], sort=True)
-        t = pd.DataFrame({
-            "n": g.size(), "S": g["satisfaction"].mean(), "T": g["trust"].mean(), "R": g["reliance"].mean(),
-            "mu_u": g["u"].mean(), "sigma_u": g["u"].std(ddof=1), "mu_ub": g["u_b"].mean(),
-            "usable_share": g["_usable"].mean(), "S_b": g["satisfaction_b"].mean(), "T_b": g["trust_b"].mean(),
-            "R_b": g["reliance_b"].mean(), "sigma_ub": g["u_b"].std(ddof=1), "usable_share_b": g["_usable_b"].mean()})
+        t = pd.DataFrame(
+            {
+                "n": g.size(),
+                "S": g["satisfaction"].mean(),
+                "T": g["trust"].mean(),
+                "R": g["reliance"].mean(),
+                "mu_u": g["u"].mean(),
+                "sigma_u": g["u"].std(ddof=1),
+                "mu_ub": g["u_b"].mean(),
+                "usable_share": g["_usable"].mean(),
+                "S_b": g["satisfaction_b"].mean(),
+                "T_b": g["trust_b"].mean(),
+                "R_b": g["reliance_b"].mean(),
+                "sigma_ub": g["u_b"].std(ddof=1),
+                "usable_share_b": g["_usable_b"].mean(),
+            }
+        )
         t["delta_u"] = t["mu_u"] - t["mu_ub"]
         idx = t.index
         t["level"] = [" x ".join(map(str, k)) if isinstance(k, tuple) else str(k) for k in idx]
@@ -417,11 +521,13 @@ def signal_directions(signals, lower_is_better=None, notes: list[str] | None = N
         elif not s.startswith(METRIC_PREFIX):
             out[s] = True
         else:
-            known = metric_registry.higher_is_better(s[len(METRIC_PREFIX):])
+            known = metric_registry.higher_is_better(s[len(METRIC_PREFIX) :])
             out[s] = True if known is None else known
             if known is None and notes is not None:
-                notes.append(f"{s}: a metric the registry does not know; taken as higher is better (pass "
-                             f"lower_is_better to say otherwise)")
+                notes.append(
+                    f"{s}: a metric the registry does not know; taken as higher is better (pass "
+                    f"lower_is_better to say otherwise)"
+                )
     return out
 
 
@@ -448,8 +554,9 @@ def correlations(d: pd.DataFrame, signals: list[str] | None = None, directions: 
     return pd.DataFrame(rows, columns=CORRELATION_COLUMNS)
 
 
-def correlation_matrix(d: pd.DataFrame, signals: list[str] | None = None, directions: dict | None = None,
-                       oriented: bool = True) -> pd.DataFrame:
+def correlation_matrix(
+    d: pd.DataFrame, signals: list[str] | None = None, directions: dict | None = None, oriented: bool = True
+) -> pd.DataFrame:
     """Pairwise Spearman (pandas) of u, u_b and the signals; oriented (default): a lower-is-better
     signal's row and column negated, so every signal reads higher = better (Figure 11)."""
     signals = signals if signals is not None else signal_columns(d)
@@ -530,8 +637,7 @@ def match_level(levels: list[str], want, factor: str = "") -> str | None:
         names, labels = _system_names(lv)
         if any(_spelling(n) == _spelling(want) for n in names):
             by_name.append(lv)
-        elif w and any(any(ws[i:i + len(w)] == w for i in range(len(ws) - len(w) + 1))
-                       for ws in map(_words, labels)):
+        elif w and any(any(ws[i : i + len(w)] == w for i in range(len(ws) - len(w) + 1)) for ws in map(_words, labels)):
             by_label.append(lv)
     if by_name:
         return by_name[0]
@@ -558,6 +664,7 @@ def corpus_factor(rows: pd.DataFrame) -> str:
 class ModelSpec:
     """One of the paper's LMMs: outcome ~ system + topic + corpus [+ covariates] + group * gender
     with crossed random intercepts (``effects``: (name, id column) pairs)."""
+
     outcome: str
     covariates: tuple
     effects: tuple
@@ -570,8 +677,8 @@ class ModelSpec:
         return f"{self.outcome} ~ " + " + ".join([*context, *self.covariates, "group * gender"])
 
 
-USABILITY_MODEL = ModelSpec("u", ("u_b",), RANDOM_EFFECTS, "the LMM")                    # section 4.2, Table 4
-SCORE_MODEL = ModelSpec("translation_score", (), SCORE_EFFECTS, "the score LMM")        # section 4.3, Figure 3
+USABILITY_MODEL = ModelSpec("u", ("u_b",), RANDOM_EFFECTS, "the LMM")  # section 4.2, Table 4
+SCORE_MODEL = ModelSpec("translation_score", (), SCORE_EFFECTS, "the score LMM")  # section 4.3, Figure 3
 
 
 def _design(rows: pd.DataFrame, factors: dict, covariates=("u_b",)) -> pd.DataFrame:
@@ -596,7 +703,7 @@ def _design(rows: pd.DataFrame, factors: dict, covariates=("u_b",)) -> pd.DataFr
 
 
 def _full_rank_columns(x: np.ndarray, names: list[str]) -> tuple[list[int], list[str]]:
-    if np.linalg.matrix_rank(x) == x.shape[1]:          # the usual case: one SVD, not one per column
+    if np.linalg.matrix_rank(x) == x.shape[1]:  # the usual case: one SVD, not one per column
         return list(range(x.shape[1])), []
     keep: list[int] = []
     dropped: list[str] = []
@@ -635,8 +742,13 @@ def _fit_mixedlm(d: pd.DataFrame, exog: pd.DataFrame, start=None, effects=RANDOM
     vc, names = _vc_spec(d, caught_notes, effects)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = MixedLM(d[outcome].to_numpy(dtype=float), exog, groups=np.zeros(len(d), dtype=int),
-                        exog_re=np.zeros((len(d), 0)), exog_vc=vc)
+        model = MixedLM(
+            d[outcome].to_numpy(dtype=float),
+            exog,
+            groups=np.zeros(len(d), dtype=int),
+            exog_re=np.zeros((len(d), 0)),
+            exog_vc=vc,
+        )
         with fast_mixedlm():
             res = model.fit(reml=True, start_params=start)
     for w in caught:
@@ -697,8 +809,9 @@ def _factor_levels(rows: pd.DataFrame, columns, reference: dict) -> tuple[dict, 
     return factors, dropped
 
 
-def _fit_design(rows: pd.DataFrame, exog: pd.DataFrame, dropped: list[str], effects, start, what: str,
-                outcome: str = "u"):
+def _fit_design(
+    rows: pd.DataFrame, exog: pd.DataFrame, dropped: list[str], effects, start, what: str, outcome: str = "u"
+):
     """REML fit of ``outcome`` on the full-rank columns of exog (collinear ones appended to ``dropped``)
     with a variance component per entry of ``effects``: (exog kept, MixedLMResults, fixed-effects
     table (LMM_COLUMNS), variance components, warnings)."""
@@ -715,11 +828,18 @@ def _fit_design(rows: pd.DataFrame, exog: pd.DataFrame, dropped: list[str], effe
     model, res, vc_names, notes = _fit_mixedlm(rows, exog, _start_params(start, exog.shape[1]), effects, outcome)
     k = exog.shape[1]
     ci = np.asarray(res.conf_int())[:k]
-    table = pd.DataFrame({"term": list(exog.columns), "estimate": np.asarray(res.fe_params, dtype=float),
-                          "std_error": np.asarray(res.bse_fe, dtype=float),
-                          "z": np.asarray(res.tvalues, dtype=float)[:k],
-                          "p_value": np.asarray(res.pvalues, dtype=float)[:k],
-                          "ci_low": ci[:, 0], "ci_high": ci[:, 1], "test": WALD_Z})
+    table = pd.DataFrame(
+        {
+            "term": list(exog.columns),
+            "estimate": np.asarray(res.fe_params, dtype=float),
+            "std_error": np.asarray(res.bse_fe, dtype=float),
+            "z": np.asarray(res.tvalues, dtype=float)[:k],
+            "p_value": np.asarray(res.pvalues, dtype=float)[:k],
+            "ci_low": ci[:, 0],
+            "ci_high": ci[:, 1],
+            "test": WALD_Z,
+        }
+    )
     vcomp = np.asarray(res.vcomp, dtype=float)
     comps = {}
     for name, v in zip(vc_names, vcomp):
@@ -737,8 +857,10 @@ def _reference_notes(factors: dict, reference: dict, asked: dict) -> list[str]:
         lv = factors.get(f)
         if lv and len(lv) >= 2 and want not in (None, "") and match_level(lv, want, f) is None:
             whose = "asked for" if asked.get(f) not in (None, "") else "the paper's, Table 4"
-            out.append(f"reference level {want!r} of {f} is not in the data ({whose}): the first in sorted order, "
-                       f"{lv[0]!r}, is the reference")
+            out.append(
+                f"reference level {want!r} of {f} is not in the data ({whose}): the first in sorted order, "
+                f"{lv[0]!r}, is the reference"
+            )
     return out
 
 
@@ -758,8 +880,15 @@ def reference_column(terms, reference: dict) -> list[str]:
     return out
 
 
-def fit_model(d: pd.DataFrame, spec: ModelSpec, reference: dict | None = None, extra: pd.Series | None = None,
-              extra_name: str = "signal", start: LMMFit | tuple | None = None, llf: bool = True) -> LMMFit:
+def fit_model(
+    d: pd.DataFrame,
+    spec: ModelSpec,
+    reference: dict | None = None,
+    extra: pd.Series | None = None,
+    extra_name: str = "signal",
+    start: LMMFit | tuple | None = None,
+    llf: bool = True,
+) -> LMMFit:
     """REML fit of ``spec`` (+ ``extra`` as a covariate, on the rows where it is present) with
     its crossed random intercepts (statsmodels MixedLM: one all-covering group, one variance
     component per id), on the rows with the speaker's sender, group and gender and a corpus
@@ -784,22 +913,44 @@ def fit_model(d: pd.DataFrame, spec: ModelSpec, reference: dict | None = None, e
     ref_notes = _reference_notes(factors, {f: reference.get(f) for f in factors}, asked)
     notes = ref_notes + notes
     if context[-1] == "source":
-        notes.append("no corpus column: the starter's source (natural/synthetic) stands in for Table 4's "
-                     "Source, the corpus")
+        notes.append(
+            "no corpus column: the starter's source (natural/synthetic) stands in for Table 4's Source, the corpus"
+        )
     formula = spec.formula(context) + (f" + {extra_name}" if extra is not None else "")
     used = {f: lv[0] for f, lv in model_factors.items()}
     table["reference"] = reference_column(table["term"], used)
-    return LMMFit(table=table, terms=list(exog.columns), formula=formula, n=len(rows), variance_components=comps,
-                  residual_variance=float(res.scale), converged=bool(res.converged),
-                  llf=float(res.llf) if llf else math.nan,
-                  reference={f: lv[0] for f, lv in factors.items() if lv}, dropped=dropped, warnings=notes,
-                  factors=model_factors, u_b_mean=float(rows["u_b"].mean()), result=res,
-                  seconds=time.perf_counter() - t0, rows_left_out=left, rows_total=len(d), outcome=spec.outcome,
-                  covariate_means={c: float(rows[c].mean()) for c in spec.covariates}, reference_notes=ref_notes)
+    return LMMFit(
+        table=table,
+        terms=list(exog.columns),
+        formula=formula,
+        n=len(rows),
+        variance_components=comps,
+        residual_variance=float(res.scale),
+        converged=bool(res.converged),
+        llf=float(res.llf) if llf else math.nan,
+        reference={f: lv[0] for f, lv in factors.items() if lv},
+        dropped=dropped,
+        warnings=notes,
+        factors=model_factors,
+        u_b_mean=float(rows["u_b"].mean()),
+        result=res,
+        seconds=time.perf_counter() - t0,
+        rows_left_out=left,
+        rows_total=len(d),
+        outcome=spec.outcome,
+        covariate_means={c: float(rows[c].mean()) for c in spec.covariates},
+        reference_notes=ref_notes,
+    )
 
 
-def fit_lmm(d: pd.DataFrame, reference: dict | None = None, extra: pd.Series | None = None,
-            extra_name: str = "signal", start: LMMFit | tuple | None = None, llf: bool = True) -> LMMFit:
+def fit_lmm(
+    d: pd.DataFrame,
+    reference: dict | None = None,
+    extra: pd.Series | None = None,
+    extra_name: str = "signal",
+    start: LMMFit | tuple | None = None,
+    llf: bool = True,
+) -> LMMFit:
     """Section 4.2 / Table 4: FORMULA with crossed random intercepts for sender, validator and
     receiver (fit_model with USABILITY_MODEL)."""
     return fit_model(d, USABILITY_MODEL, reference, extra, extra_name, start, llf)
@@ -823,7 +974,7 @@ def marginal_grid(fit: LMMFit, d: pd.DataFrame) -> tuple[list[tuple], np.ndarray
     cells, rows = [], []
     for g, s in itertools.product(sorted(d["group"].unique()), sorted(d["gender"].unique())):
         if not n.get((g, s), 0):
-            continue               # not estimable: its interaction column was dropped
+            continue  # not estimable: its interaction column was dropped
         grid = pd.DataFrame([dict(zip(others, c)) for c in combos] or [{}])
         grid["group"], grid["gender"] = g, s
         for c, m in fit.covariate_means.items():
@@ -843,19 +994,30 @@ def marginal_means(fit: LMMFit, d: pd.DataFrame, grid: tuple | None = None) -> p
     exchanges (of the rows the model used)."""
     cells, L, n = grid or marginal_grid(fit, d)
     w = C.wald(fit.result, L)
-    out = pd.DataFrame({"group": [c[0] for c in cells], "gender": [c[1] for c in cells], "mean": w["estimate"],
-                        "std_error": w["std_error"], "ci_low": w["ci_low"], "ci_high": w["ci_high"], "n": n})
+    out = pd.DataFrame(
+        {
+            "group": [c[0] for c in cells],
+            "gender": [c[1] for c in cells],
+            "mean": w["estimate"],
+            "std_error": w["std_error"],
+            "ci_low": w["ci_low"],
+            "ci_high": w["ci_high"],
+            "n": n,
+        }
+    )
     return out[MARGINAL_COLUMNS]
 
 
-def cell_contrasts(fit: LMMFit, d: pd.DataFrame, grid: tuple | None = None,
-                   holm_family: str = C.DEFAULT_HOLM_FAMILY) -> pd.DataFrame:
+def cell_contrasts(
+    fit: LMMFit, d: pd.DataFrame, grid: tuple | None = None, holm_family: str = C.DEFAULT_HOLM_FAMILY
+) -> pd.DataFrame:
     """Section 4.2: pairwise differences of the group x gender marginal means, Wald z, Holm-adjusted
     within each family (contrasts.cell_families: by default the pairs within each gender and
     within each group, as the paper reads them; "all": one family of every pair)."""
     cells, L, _ = grid or marginal_grid(fit, d)
-    return C.pairwise(fit.result, L, [f"{g} x {s}" for g, s in cells], fit.outcome,
-                      families=C.cell_families(cells, holm_family))
+    return C.pairwise(
+        fit.result, L, [f"{g} x {s}" for g, s in cells], fit.outcome, families=C.cell_families(cells, holm_family)
+    )
 
 
 def small_sample_warning(fit: LMMFit) -> str:
@@ -864,33 +1026,39 @@ def small_sample_warning(fit: LMMFit) -> str:
     senders = fit.variance_components.get("sender", {}).get("levels")
     if senders is None or senders >= SMALL_SAMPLE_SENDERS:
         return ""
-    return (f"only {senders} senders (under {SMALL_SAMPLE_SENDERS}): the Wald z p-values of the group and gender "
-            f"terms and contrasts are anti-conservative here (simulated null studies of this design reject "
-            f"more often than 5% at alpha .05; the paper's lme4/Satterthwaite t would give larger p): read them "
-            f"with care (benchmarks/usability/small_sample.py)")
+    return (
+        f"only {senders} senders (under {SMALL_SAMPLE_SENDERS}): the Wald z p-values of the group and gender "
+        f"terms and contrasts are anti-conservative here (simulated null studies of this design reject "
+        f"more often than 5% at alpha .05; the paper's lme4/Satterthwaite t would give larger p): read them "
+        f"with care (benchmarks/usability/small_sample.py)"
+    )
 
 
 def lmm_text(fit: LMMFit) -> str:
-    lines = ["Linear mixed model (statsmodels MixedLM, REML)",
-             f"formula: {fit.formula}",
-             f"observations: {fit.n}" + (f" ({left_out_text(fit.rows_left_out, fit.rows_total)})"
-                                         if fit.rows_left_out else ""),
-             "groups: one all-covering group (a constant); crossed random intercepts as variance components:"]
+    lines = [
+        "Linear mixed model (statsmodels MixedLM, REML)",
+        f"formula: {fit.formula}",
+        f"observations: {fit.n}"
+        + (f" ({left_out_text(fit.rows_left_out, fit.rows_total)})" if fit.rows_left_out else ""),
+        "groups: one all-covering group (a constant); crossed random intercepts as variance components:",
+    ]
     for name, vc in fit.variance_components.items():
-        sd = math.sqrt(max(vc['variance'], 0))
+        sd = math.sqrt(max(vc["variance"], 0))
         lines.append(f"  {name}: {vc['levels']} levels, variance {vc['variance']:.4f} (sd {sd:.4f})")
     if not fit.variance_components:
         lines.append("  (none)")
     lines.append(f"residual variance: {fit.residual_variance:.4f}")
     lines.append(f"REML log-likelihood: {fit.llf:.3f}")
     lines.append(f"converged: {'yes' if fit.converged else 'NO'}")
-    lines.append("reference levels: " + ", ".join(f"{k} = {v}" for k, v in fit.reference.items())
-                 + " (the paper's where present, else the first in sorted order; corpus: the study's "
-                   "usability.corpus_reference when set)")
+    lines.append(
+        "reference levels: "
+        + ", ".join(f"{k} = {v}" for k, v in fit.reference.items())
+        + " (the paper's where present, else the first in sorted order; corpus: the study's "
+        "usability.corpus_reference when set)"
+    )
     if "corpus" in fit.reference:
         lines.append("corpus: the starter's corpus, the factor the paper's Table 4 calls Source")
-    lines.append(f"coding: treatment (dummy) coding; test: {WALD_Z}, 95% Wald confidence intervals. "
-                 f"{LME4_NOTE}")
+    lines.append(f"coding: treatment (dummy) coding; test: {WALD_Z}, 95% Wald confidence intervals. {LME4_NOTE}")
     if small_sample_warning(fit):
         lines.append(f"WARNING: {small_sample_warning(fit)}")
     for dr in fit.dropped:
@@ -901,8 +1069,10 @@ def lmm_text(fit: LMMFit) -> str:
     lines.append("fixed effects:")
     width = max(len(t) for t in fit.table["term"])
     for r in fit.table.itertuples():
-        lines.append(f"  {r.term:<{width}}  {r.estimate:+.3f}  SE {r.std_error:.3f}  z {r.z:+.2f}  p {r.p_value:.3g}  "
-                     f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}]")
+        lines.append(
+            f"  {r.term:<{width}}  {r.estimate:+.3f}  SE {r.std_error:.3f}  z {r.z:+.2f}  p {r.p_value:.3g}  "
+            f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}]"
+        )
     if fit.result is not None:
         lines += ["", "statsmodels summary:", fit.result.summary().as_text()]
     return "\n".join(lines) + "\n"
@@ -917,7 +1087,8 @@ PERSPECTIVE_DEPARTURES = (
     "would test with t and Satterthwaite degrees of freedom (a slightly larger p in small samples, the same "
     "at the paper's 1,738 surveys). translation_score enters per point (0-100) and qa_score per unit (0-1): "
     "the paper does not give its scales, so only the perspective coefficient compares with its "
-    "beta = 0.009, p = .873.")
+    "beta = 0.009, p = .873."
+)
 
 
 def _perspective_design(rows: pd.DataFrame, factors: dict) -> pd.DataFrame:
@@ -951,22 +1122,37 @@ def fit_perspective(d: pd.DataFrame, reference: dict | None = None) -> Perspecti
     for k in ("third", "first"):
         if not used[k]:
             why = f" ({left_out_text(left, len(d))})" if left else ""
-            return PerspectiveResult(empty, None, counts,
-                                     f"no {k}-person surveys among the rows the model can use{why}")
+            return PerspectiveResult(
+                empty, None, counts, f"no {k}-person surveys among the rows the model can use{why}"
+            )
     factors, dropped = _factor_levels(rows, ("perspective", "system", "gender", "group"), reference)
     model_factors = {f: lv for f, lv in factors.items() if len(lv) >= 2}
     try:
-        exog, res, table, comps, notes = _fit_design(rows, _perspective_design(rows, model_factors), dropped,
-                                                     PERSPECTIVE_EFFECTS, None, "the perspective model")
+        exog, res, table, comps, notes = _fit_design(
+            rows, _perspective_design(rows, model_factors), dropped, PERSPECTIVE_EFFECTS, None, "the perspective model"
+        )
     except (UsabilityAnalysisError, np.linalg.LinAlgError, ValueError) as e:
         return PerspectiveResult(empty, None, counts, f"the model could not be fitted: {e}")
     table["n_first"], table["n_third"] = used["first"], used["third"]
     table["reference"] = reference_column(table["term"], {f: lv[0] for f, lv in model_factors.items()})
-    fit = LMMFit(table=table[LMM_COLUMNS], terms=list(exog.columns), formula=PERSPECTIVE_FORMULA, n=len(rows),
-                 variance_components=comps, residual_variance=float(res.scale), converged=bool(res.converged),
-                 llf=float(res.llf), reference={f: lv[0] for f, lv in factors.items() if lv}, dropped=dropped,
-                 warnings=notes, factors=model_factors, result=res, seconds=time.perf_counter() - t0,
-                 rows_left_out=left, rows_total=len(d))
+    fit = LMMFit(
+        table=table[LMM_COLUMNS],
+        terms=list(exog.columns),
+        formula=PERSPECTIVE_FORMULA,
+        n=len(rows),
+        variance_components=comps,
+        residual_variance=float(res.scale),
+        converged=bool(res.converged),
+        llf=float(res.llf),
+        reference={f: lv[0] for f, lv in factors.items() if lv},
+        dropped=dropped,
+        warnings=notes,
+        factors=model_factors,
+        result=res,
+        seconds=time.perf_counter() - t0,
+        rows_left_out=left,
+        rows_total=len(d),
+    )
     return PerspectiveResult(table[PERSPECTIVE_COLUMNS], fit, counts)
 
 
@@ -975,21 +1161,27 @@ def perspective_line(pr: PerspectiveResult) -> str:
     if pr.fit is None:
         return f"perspective (A.1): not fitted: {pr.note}"
     r = pr.table.set_index("term").loc["perspective: third"]
-    return (f"perspective (A.1, informed u; Wald z): third vs first person {r['estimate']:+.3f} "
-            f"(SE {r['std_error']:.3f}, z {r['z']:.2f}, p {r['p_value']:.3g}; "
-            f"n first {int(r['n_first'])}, third {int(r['n_third'])})")
+    return (
+        f"perspective (A.1, informed u; Wald z): third vs first person {r['estimate']:+.3f} "
+        f"(SE {r['std_error']:.3f}, z {r['z']:.2f}, p {r['p_value']:.3g}; "
+        f"n first {int(r['n_first'])}, third {int(r['n_third'])})"
+    )
 
 
 def perspective_text(pr: PerspectiveResult) -> str:
     """perspective.txt: what was fitted, on which surveys, the perspective coefficient, the
     departures from the paper, then the model (lmm_text)."""
-    lines = ["First- vs third-person surveys (paper 000 appendix A.1)",
-             "outcome: u = mean(satisfaction, trust, reliance) of the informed survey",
-             "group and gender: the speaker's (the exchange's sender), on third-person rows too",
-             "random intercepts: the respondent (who answered the survey) and the starter, crossed",
-             "test: Wald z (statsmodels MixedLM, REML; normal reference); 95% Wald confidence intervals",
-             f"surveys in the data: {pr.counts['first']} first-person, {pr.counts['third']} third-person",
-             f"departures from the paper: {PERSPECTIVE_DEPARTURES}", "", perspective_line(pr)]
+    lines = [
+        "First- vs third-person surveys (paper 000 appendix A.1)",
+        "outcome: u = mean(satisfaction, trust, reliance) of the informed survey",
+        "group and gender: the speaker's (the exchange's sender), on third-person rows too",
+        "random intercepts: the respondent (who answered the survey) and the starter, crossed",
+        "test: Wald z (statsmodels MixedLM, REML; normal reference); 95% Wald confidence intervals",
+        f"surveys in the data: {pr.counts['first']} first-person, {pr.counts['third']} third-person",
+        f"departures from the paper: {PERSPECTIVE_DEPARTURES}",
+        "",
+        perspective_line(pr),
+    ]
     if pr.fit is not None:
         lines += ["", lmm_text(pr.fit)]
     return "\n".join(lines) + "\n"
@@ -997,6 +1189,7 @@ def perspective_text(pr: PerspectiveResult) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # quality signals
+
 
 def rescale(x: pd.Series, lower_better: bool = False) -> pd.Series:
     """Min-max rescale to [0, 1] by the observed values (1 - that for lower-is-better)."""
@@ -1014,14 +1207,26 @@ def tertiles(d: pd.DataFrame) -> tuple[pd.Series, str]:
         return pd.qcut(d["translation_score"], 3, labels=list(TERTILES)).astype(str), "qcut on translation_score"
     except ValueError:
         r = d["translation_score"].rank(method="first")
-        return (pd.qcut(r, 3, labels=list(TERTILES)).astype(str),
-                "qcut on the rank of translation_score (tied scores made cut points coincide)")
+        return (
+            pd.qcut(r, 3, labels=list(TERTILES)).astype(str),
+            "qcut on the rank of translation_score (tied scores made cut points coincide)",
+        )
 
 
 def _estimate_row(signal: str, fit: str, r, statistic: float, n: int, test: str, covariates: str) -> dict:
-    return {"signal": signal, "fit": fit, "estimate": float(r["estimate"]), "std_error": float(r["std_error"]),
-            "statistic": float(statistic), "p_value": float(r["p_value"]), "ci_low": float(r["ci_low"]),
-            "ci_high": float(r["ci_high"]), "n": int(n), "test": test, "covariates": covariates}
+    return {
+        "signal": signal,
+        "fit": fit,
+        "estimate": float(r["estimate"]),
+        "std_error": float(r["std_error"]),
+        "statistic": float(statistic),
+        "p_value": float(r["p_value"]),
+        "ci_low": float(r["ci_low"]),
+        "ci_high": float(r["ci_high"]),
+        "n": int(n),
+        "test": test,
+        "covariates": covariates,
+    }
 
 
 def _signal_lmm(d: pd.DataFrame, reference: dict | None, x: pd.Series, signal: str, start: tuple | None) -> dict:
@@ -1036,9 +1241,11 @@ def _signal_lmm(d: pd.DataFrame, reference: dict | None, x: pd.Series, signal: s
         r = t.loc[signal]
         rhs = f.formula.split(" ~ ", 1)[1].rsplit(" + ", 1)[0]
         random = ", ".join(f.variance_components)
-        out.update(effect_lmm=float(r["estimate"]), p_lmm=float(r["p_value"]),
-                   estimate=_estimate_row(signal, "lmm", r, r["z"], f.n, WALD_Z,
-                                          f"{rhs}; random intercepts: {random}"))
+        out.update(
+            effect_lmm=float(r["estimate"]),
+            p_lmm=float(r["p_value"]),
+            estimate=_estimate_row(signal, "lmm", r, r["z"], f.n, WALD_Z, f"{rhs}; random intercepts: {random}"),
+        )
     return out
 
 
@@ -1059,7 +1266,7 @@ def tertile_ols(d: pd.DataFrame, x: pd.Series, signal: str, rows: pd.Series, ref
     context = USABILITY_MODEL.context(use)
     factors, _ = _factor_levels(use, SENDER_ATTRIBUTES + context, reference)
     design = _design(use, {f: lv for f, lv in factors.items() if len(lv) >= 2}, USABILITY_MODEL.covariates)
-    design.insert(1, signal, x[use.index].to_numpy(dtype=float))   # before the covariates: kept first
+    design.insert(1, signal, x[use.index].to_numpy(dtype=float))  # before the covariates: kept first
     keep, collinear = _full_rank_columns(design.to_numpy(), list(design.columns))
     design = design.iloc[:, keep]
     if signal not in design.columns:
@@ -1068,16 +1275,26 @@ def tertile_ols(d: pd.DataFrame, x: pd.Series, signal: str, rows: pd.Series, ref
         return None, f"{len(use)} rows for {design.shape[1]} coefficients: too few", len(use)
     res = sm.OLS(use["u"].to_numpy(dtype=float), design).fit()
     ci = res.conf_int().loc[signal]
-    r = {"estimate": res.params[signal], "std_error": res.bse[signal], "p_value": res.pvalues[signal],
-         "ci_low": ci.iloc[0], "ci_high": ci.iloc[1]}
+    r = {
+        "estimate": res.params[signal],
+        "std_error": res.bse[signal],
+        "p_value": res.pvalues[signal],
+        "ci_low": ci.iloc[0],
+        "ci_high": ci.iloc[1],
+    }
     rhs = " + ".join([*context, *USABILITY_MODEL.covariates, "group * gender"])
     left = f" (left out: {', '.join(collinear)})" if collinear else ""
     return _estimate_row(signal, "", r, res.tvalues[signal], len(use), OLS_T, rhs + left), "", len(use)
 
 
-def metric_effect_tables(d: pd.DataFrame, base: LMMFit | None, signals: list[str], reference: dict | None = None,
-                         lower_is_better=None,
-                         notes: list[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def metric_effect_tables(
+    d: pd.DataFrame,
+    base: LMMFit | None,
+    signals: list[str],
+    reference: dict | None = None,
+    lower_is_better=None,
+    notes: list[str] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """metric_effects.csv (Table 2: per signal effect_lmm, its coefficient, rescaled to [0,1],
     added to the LMM, and effect_low/mid/high, tertile_ols within the translation-score
     tertiles, with p-values and row counts) and metric_effect_estimates.csv (ESTIMATE_COLUMNS:
@@ -1097,8 +1314,13 @@ def metric_effect_tables(d: pd.DataFrame, base: LMMFit | None, signals: list[str
     rows, estimates = [], []
     for s in signals:
         x = scaled[s]
-        row = {"signal": s, "orientation": _orientation(higher[s]), "higher_is_better": higher[s],
-               "min": float(d[s].min()), "max": float(d[s].max())}
+        row = {
+            "signal": s,
+            "orientation": _orientation(higher[s]),
+            "higher_is_better": higher[s],
+            "min": float(d[s].min()),
+            "max": float(d[s].max()),
+        }
         fitted = lmm.get(s, {})
         if "error" in fitted:
             if notes is not None:
@@ -1130,8 +1352,14 @@ def metric_effect_tables(d: pd.DataFrame, base: LMMFit | None, signals: list[str
     return out, est
 
 
-def metric_effects(d: pd.DataFrame, base: LMMFit | None, signals: list[str], reference: dict | None = None,
-                   lower_is_better=None, notes: list[str] | None = None) -> pd.DataFrame:
+def metric_effects(
+    d: pd.DataFrame,
+    base: LMMFit | None,
+    signals: list[str],
+    reference: dict | None = None,
+    lower_is_better=None,
+    notes: list[str] | None = None,
+) -> pd.DataFrame:
     """metric_effects.csv alone (metric_effect_tables)."""
     return metric_effect_tables(d, base, signals, reference, lower_is_better, notes)[0]
 
@@ -1168,8 +1396,9 @@ def crossing(curve: pd.DataFrame, level: float = USABLE, increasing: bool = True
     return float(x0 + (level - y0) * (x1 - x0) / (y1 - y0)), ""
 
 
-def thresholds(d: pd.DataFrame, signals: list[str], lower_is_better=None,
-               level: float = USABLE) -> tuple[pd.DataFrame, dict]:
+def thresholds(
+    d: pd.DataFrame, signals: list[str], lower_is_better=None, level: float = USABLE
+) -> tuple[pd.DataFrame, dict]:
     """thresholds.csv and the curves: per signal the value (on the raw signal's scale) where the
     monotone curve of u on the signal, increasing or decreasing as signal_directions says,
     reaches u = 4."""
@@ -1187,6 +1416,7 @@ def thresholds(d: pd.DataFrame, signals: list[str], lower_is_better=None,
 
 # ---------------------------------------------------------------------------------------------
 # factor analysis
+
 
 def _factor_level(x: np.ndarray, seed: int, pa_iterations: int, pa_percentile: float) -> dict:
     # lazy import (factor_analyzer): heavy; needed only when a model is fitted
@@ -1208,28 +1438,42 @@ def _factor_level(x: np.ndarray, seed: int, pa_iterations: int, pa_percentile: f
     try:
         load, uniq, _ = SD.ml_extract(r, 1, n, seed, notes=notes)
         load = load[:, 0] * (1 if load[:, 0].sum() >= 0 else -1)
-        ml = {"loadings": dict(zip(ITEMS, map(float, load))), "uniqueness": dict(zip(ITEMS, map(float, uniq))),
-              "variance_explained": float(np.sum(load ** 2) / p)}
+        ml = {
+            "loadings": dict(zip(ITEMS, map(float, load))),
+            "uniqueness": dict(zip(ITEMS, map(float, uniq))),
+            "variance_explained": float(np.sum(load**2) / p),
+        }
     except SD.EFAError as e:
         ml = {"error": str(e)}
-    out.update({
-        "bartlett_chi2": float(chi2), "bartlett_dof": p * (p - 1) // 2, "bartlett_p": float(pval),
-        "kmo": float(kmo), "kmo_per_item": dict(zip(ITEMS, map(float, kmo_items))),
-        "parallel_analysis": {"iterations": pa_iterations, "percentile": pa_percentile, "seed": seed,
-                              "eigenvalues": [float(v) for v in eig], "criterion": [float(v) for v in crit],
-                              "factors_retained": int(k)},
-        "one_factor_ml": ml,
-        "variance_explained_one_factor": ml.get("variance_explained"),
-        "first_eigenvalue_share": float(eig[0] / p),
-        "correlations": [[float(v) for v in row] for row in r],
-    })
+    out.update(
+        {
+            "bartlett_chi2": float(chi2),
+            "bartlett_dof": p * (p - 1) // 2,
+            "bartlett_p": float(pval),
+            "kmo": float(kmo),
+            "kmo_per_item": dict(zip(ITEMS, map(float, kmo_items))),
+            "parallel_analysis": {
+                "iterations": pa_iterations,
+                "percentile": pa_percentile,
+                "seed": seed,
+                "eigenvalues": [float(v) for v in eig],
+                "criterion": [float(v) for v in crit],
+                "factors_retained": int(k),
+            },
+            "one_factor_ml": ml,
+            "variance_explained_one_factor": ml.get("variance_explained"),
+            "first_eigenvalue_share": float(eig[0] / p),
+            "correlations": [[float(v) for v in row] for row in r],
+        }
+    )
     if notes:
         out["notes"] = notes
     return out
 
 
-def factor_analysis(d: pd.DataFrame, seed: int = SEED, pa_iterations: int = PA_ITERATIONS,
-                    pa_percentile: float = PA_PERCENTILE) -> dict:
+def factor_analysis(
+    d: pd.DataFrame, seed: int = SEED, pa_iterations: int = PA_ITERATIONS, pa_percentile: float = PA_PERCENTILE
+) -> dict:
     """factor.json: S/T/R (informed) within respondents (respondent-mean-centred scores) and
     between them (respondent means); the respondent is the sender on first-person surveys."""
     x = d[ITEMS].astype(float)
@@ -1241,13 +1485,17 @@ def factor_analysis(d: pd.DataFrame, seed: int = SEED, pa_iterations: int = PA_I
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
-        return {"items": ITEMS, "person": person.name,
-                "within": _factor_level(within, seed, pa_iterations, pa_percentile),
-                "between": _factor_level(between, seed, pa_iterations, pa_percentile)}
+        return {
+            "items": ITEMS,
+            "person": person.name,
+            "within": _factor_level(within, seed, pa_iterations, pa_percentile),
+            "between": _factor_level(between, seed, pa_iterations, pa_percentile),
+        }
 
 
 # ---------------------------------------------------------------------------------------------
 # the whole analysis
+
 
 def _timed(fn, *args):
     t = time.perf_counter()
@@ -1255,8 +1503,9 @@ def _timed(fn, *args):
     return out, time.perf_counter() - t
 
 
-def _model_with_means(d: pd.DataFrame, spec: ModelSpec, reference: dict | None, notes: list[str],
-                      holm_family: str = C.DEFAULT_HOLM_FAMILY):
+def _model_with_means(
+    d: pd.DataFrame, spec: ModelSpec, reference: dict | None, notes: list[str], holm_family: str = C.DEFAULT_HOLM_FAMILY
+):
     """(fit, group x gender marginal means, their Holm contrasts, error) of one model; fit None
     and the error noted when it cannot be fitted. A reference level absent from the data is noted
     (once for both models)."""
@@ -1273,9 +1522,17 @@ def _model_with_means(d: pd.DataFrame, spec: ModelSpec, reference: dict | None, 
     return fit, mm, contrasts, None
 
 
-def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | None = None,
-            lower_is_better=None, seed: int = SEED, pa_iterations: int = PA_ITERATIONS,
-            metric_lmm: bool = True, holm_family: str = C.DEFAULT_HOLM_FAMILY) -> UsabilityResult:
+def analyze(
+    df: pd.DataFrame,
+    *,
+    source: str = "<DataFrame>",
+    reference: dict | None = None,
+    lower_is_better=None,
+    seed: int = SEED,
+    pa_iterations: int = PA_ITERATIONS,
+    metric_lmm: bool = True,
+    holm_family: str = C.DEFAULT_HOLM_FAMILY,
+) -> UsabilityResult:
     """The whole usability analysis of an exchanges table (see the module docstring). When the
     LMM cannot be fitted the result has lmm None and lmm_error saying why (the rest still
     runs; the score LMM likewise, score_lmm_error); the perspective model says so in its note.
@@ -1302,11 +1559,15 @@ def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | 
     fit, mm, contrasts, lmm_error = _model_with_means(d, USABILITY_MODEL, reference, notes, holm_family)
     _, left = model_rows(d)
     if left:
-        notes.append(f"LMM: {left_out_text(left, len(d))}: it needs the speaker's sender, group and gender "
-                     f"(and the starter's corpus when the data have one)")
+        notes.append(
+            f"LMM: {left_out_text(left, len(d))}: it needs the speaker's sender, group and gender "
+            f"(and the starter's corpus when the data have one)"
+        )
     if corpus_factor(model_rows(d)[0]) == "source":
-        notes.append("no corpus column: the starter's source (natural/synthetic) stands in for Table 4's Source "
-                     "(the corpus) in the models")
+        notes.append(
+            "no corpus column: the starter's source (natural/synthetic) stands in for Table 4's Source "
+            "(the corpus) in the models"
+        )
     timings["lmm_s"] = time.perf_counter() - t
     t = time.perf_counter()
     score, score_mm, score_contrasts, score_error = _model_with_means(d, SCORE_MODEL, reference, notes, holm_family)
@@ -1315,24 +1576,44 @@ def analyze(df: pd.DataFrame, *, source: str = "<DataFrame>", reference: dict | 
     if persp.fit is not None and not persp.fit.converged:
         notes.append("the perspective model did not converge")
     t = time.perf_counter()
-    effects, estimates = metric_effect_tables(d, fit if metric_lmm else None, signals, reference, lower_is_better,
-                                              notes)
+    effects, estimates = metric_effect_tables(
+        d, fit if metric_lmm else None, signals, reference, lower_is_better, notes
+    )
     timings["metric_effects_s"] = time.perf_counter() - t
     (thr, curves), timings["thresholds_s"] = _timed(thresholds, d, signals, lower_is_better)
     factor, timings["factor_s"] = _timed(factor_analysis, d, seed, pa_iterations)
     timings["total_s"] = time.perf_counter() - t_start
-    return UsabilityResult(data=d, signals=signals, groups=groups, correlations=corr, correlation_matrix=cmat,
-                           lmm=fit, marginal_means=mm, metric_effects=effects, thresholds=thr,
-                           threshold_curves=curves, factor=factor, notes=notes, lmm_error=lmm_error, timings=timings,
-                           perspective=persp, score_lmm=score, score_lmm_error=score_error,
-                           score_marginal_means=score_mm,
-                           contrasts=pd.concat([c for c in (contrasts, score_contrasts) if len(c)]
-                                               or [pd.DataFrame(columns=C.CONTRAST_COLUMNS)], ignore_index=True),
-                           effect_estimates=estimates, holm_family=holm_family)
+    return UsabilityResult(
+        data=d,
+        signals=signals,
+        groups=groups,
+        correlations=corr,
+        correlation_matrix=cmat,
+        lmm=fit,
+        marginal_means=mm,
+        metric_effects=effects,
+        thresholds=thr,
+        threshold_curves=curves,
+        factor=factor,
+        notes=notes,
+        lmm_error=lmm_error,
+        timings=timings,
+        perspective=persp,
+        score_lmm=score,
+        score_lmm_error=score_error,
+        score_marginal_means=score_mm,
+        contrasts=pd.concat(
+            [c for c in (contrasts, score_contrasts) if len(c)] or [pd.DataFrame(columns=C.CONTRAST_COLUMNS)],
+            ignore_index=True,
+        ),
+        effect_estimates=estimates,
+        holm_family=holm_family,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # figures
+
 
 def figures(result: UsabilityResult) -> dict:
     """Plotly figures for the dashboard: u_distribution, baseline_shift, usable_share, quality,
@@ -1352,30 +1633,76 @@ def figures(result: UsabilityResult) -> dict:
     fig = go.Figure()
     for i, s in enumerate(genders):
         x = d[d["gender"] == s]
-        fig.add_trace(go.Violin(x=x["group"], y=x["u"], name=s, box_visible=True, meanline_visible=True,
-                                points=False, line_color=palette[i % len(palette)]))
+        fig.add_trace(
+            go.Violin(
+                x=x["group"],
+                y=x["u"],
+                name=s,
+                box_visible=True,
+                meanline_visible=True,
+                points=False,
+                line_color=palette[i % len(palette)],
+            )
+        )
     fig.add_hline(y=USABLE, line_dash="dot", line_color="grey", annotation_text="u = 4")
-    fig.update_layout(title="Usability u by language group and gender (informed survey)", violinmode="group",
-                      yaxis_title="u", xaxis_title="group", yaxis_range=[0.8, 5.2], height=480, width=850)
+    fig.update_layout(
+        title="Usability u by language group and gender (informed survey)",
+        violinmode="group",
+        yaxis_title="u",
+        xaxis_title="group",
+        yaxis_range=[0.8, 5.2],
+        height=480,
+        width=850,
+    )
     out["u_distribution"] = fig
 
     g = result.groups[result.groups["by"] == "group"]
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=g["level"], y=g["mu_ub"], name="baseline (u_b)",
-                         error_y=dict(type="data", array=g["sigma_ub"] / np.sqrt(g["n"]))))
-    fig.add_trace(go.Bar(x=g["level"], y=g["mu_u"], name="informed (u)", text=[f"Δ {v:+.2f}" for v in g["delta_u"]],
-                         textposition="outside", error_y=dict(type="data", array=g["sigma_u"] / np.sqrt(g["n"]))))
-    fig.update_layout(title="Baseline vs informed usability by group (mean ± SE; label: Δu)", barmode="group",
-                      yaxis_title="mean u", yaxis_range=[1, 5.3], height=450, width=750)
+    fig.add_trace(
+        go.Bar(
+            x=g["level"],
+            y=g["mu_ub"],
+            name="baseline (u_b)",
+            error_y=dict(type="data", array=g["sigma_ub"] / np.sqrt(g["n"])),
+        )
+    )
+    fig.add_trace(
+        go.Bar(
+            x=g["level"],
+            y=g["mu_u"],
+            name="informed (u)",
+            text=[f"Δ {v:+.2f}" for v in g["delta_u"]],
+            textposition="outside",
+            error_y=dict(type="data", array=g["sigma_u"] / np.sqrt(g["n"])),
+        )
+    )
+    fig.update_layout(
+        title="Baseline vs informed usability by group (mean ± SE; label: Δu)",
+        barmode="group",
+        yaxis_title="mean u",
+        yaxis_range=[1, 5.3],
+        height=450,
+        width=750,
+    )
     out["baseline_shift"] = fig
 
     fig = make_subplots(rows=1, cols=2, subplot_titles=["by group", "by system"])
     for col, by in ((1, "group"), (2, "system")):
         g = result.groups[result.groups["by"] == by]
-        fig.add_trace(go.Bar(x=g["level"], y=g["usable_share"], text=[f"{v:.0%}" for v in g["usable_share"]],
-                             textposition="outside", showlegend=False, marker_color=palette[col - 1],
-                             customdata=g["n"], hovertemplate="%{x}<br>%{y:.1%} of %{customdata}<extra></extra>"),
-                      row=1, col=col)
+        fig.add_trace(
+            go.Bar(
+                x=g["level"],
+                y=g["usable_share"],
+                text=[f"{v:.0%}" for v in g["usable_share"]],
+                textposition="outside",
+                showlegend=False,
+                marker_color=palette[col - 1],
+                customdata=g["n"],
+                hovertemplate="%{x}<br>%{y:.1%} of %{customdata}<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
     fig.update_yaxes(range=[0, 1.1], tickformat=".0%")
     fig.update_layout(title="Share of exchanges rated usable (u ≥ 4)", height=450, width=950)
     out["usable_share"] = fig
@@ -1385,21 +1712,45 @@ def figures(result: UsabilityResult) -> dict:
     for row, score in ((1, "translation_score"), (2, "qa_score")):
         for i, tp in enumerate(topics):
             x = d[d["topic"] == tp]
-            fig.add_trace(go.Box(x=x["system"], y=x[score], name=tp, legendgroup=tp, showlegend=(row == 1),
-                                 marker_color=palette[i % len(palette)], boxmean=True), row=row, col=1)
+            fig.add_trace(
+                go.Box(
+                    x=x["system"],
+                    y=x[score],
+                    name=tp,
+                    legendgroup=tp,
+                    showlegend=(row == 1),
+                    marker_color=palette[i % len(palette)],
+                    boxmean=True,
+                ),
+                row=row,
+                col=1,
+            )
     fig.update_layout(title="Translation quality by system and topic", boxmode="group", height=750, width=900)
     out["quality"] = fig
 
     m = result.correlation_matrix
-    fig = go.Figure(go.Heatmap(z=m.to_numpy(), x=list(m.columns), y=list(m.index), colorscale="RdBu", zmid=0,
-                               zmin=-1, zmax=1, text=np.vectorize(lambda v: f"{v:.2f}")(m.to_numpy()),
-                               texttemplate="%{text}", hovertemplate="%{y} vs %{x}<br>ρ %{z:.3f}<extra></extra>"))
+    fig = go.Figure(
+        go.Heatmap(
+            z=m.to_numpy(),
+            x=list(m.columns),
+            y=list(m.index),
+            colorscale="RdBu",
+            zmid=0,
+            zmin=-1,
+            zmax=1,
+            text=np.vectorize(lambda v: f"{v:.2f}")(m.to_numpy()),
+            texttemplate="%{text}",
+            hovertemplate="%{y} vs %{x}<br>ρ %{z:.3f}<extra></extra>",
+        )
+    )
     fig.update_yaxes(autorange="reversed")
     flipped = [s for s, h in zip(result.correlations["signal"], result.correlations["higher_is_better"]) if not h]
-    fig.update_layout(title="Spearman correlation matrix" + (f" (oriented: sign flipped for the lower-is-better "
-                                                             f"{', '.join(flipped)})" if flipped else ""),
-                      height=max(420, 60 * len(m) + 120),
-                      width=max(500, 70 * len(m) + 220))
+    fig.update_layout(
+        title="Spearman correlation matrix"
+        + (f" (oriented: sign flipped for the lower-is-better {', '.join(flipped)})" if flipped else ""),
+        height=max(420, 60 * len(m) + 120),
+        width=max(500, 70 * len(m) + 220),
+    )
     out["correlations"] = fig
 
     sig = result.signals
@@ -1407,49 +1758,79 @@ def figures(result: UsabilityResult) -> dict:
         ncols = min(3, len(sig))
         nrows = math.ceil(len(sig) / ncols)
         thr = result.thresholds.set_index("signal")
-        titles = [f"{s} (u=4 at {thr.at[s, 'value_at_u4']:.3g})" if pd.notna(thr.at[s, "value_at_u4"]) else s
-                  for s in sig]
+        titles = [
+            f"{s} (u=4 at {thr.at[s, 'value_at_u4']:.3g})" if pd.notna(thr.at[s, "value_at_u4"]) else s for s in sig
+        ]
         fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=titles)
         for i, s in enumerate(sig):
             r, c = i // ncols + 1, i % ncols + 1
             ok = d[s].notna()
-            fig.add_trace(go.Scattergl(x=d.loc[ok, s], y=d.loc[ok, "u"], mode="markers", showlegend=False,
-                                       marker=dict(size=4, opacity=0.25, color="grey"),
-                                       hovertemplate=f"{s} %{{x}}<br>u %{{y:.2f}}<extra></extra>"), row=r, col=c)
+            fig.add_trace(
+                go.Scattergl(
+                    x=d.loc[ok, s],
+                    y=d.loc[ok, "u"],
+                    mode="markers",
+                    showlegend=False,
+                    marker=dict(size=4, opacity=0.25, color="grey"),
+                    hovertemplate=f"{s} %{{x}}<br>u %{{y:.2f}}<extra></extra>",
+                ),
+                row=r,
+                col=c,
+            )
             curve = result.threshold_curves.get(s)
             if curve is not None and len(curve):
-                fig.add_trace(go.Scatter(x=curve["x"], y=curve["u"], mode="lines", showlegend=False,
-                                         line=dict(color=palette[0], width=3), name="isotonic"), row=r, col=c)
+                fig.add_trace(
+                    go.Scatter(
+                        x=curve["x"],
+                        y=curve["u"],
+                        mode="lines",
+                        showlegend=False,
+                        line=dict(color=palette[0], width=3),
+                        name="isotonic",
+                    ),
+                    row=r,
+                    col=c,
+                )
             fig.add_hline(y=USABLE, line_dash="dash", line_color="red", row=r, col=c)
             v = thr.at[s, "value_at_u4"]
             if pd.notna(v):
                 fig.add_vline(x=v, line_dash="dot", line_color="red", row=r, col=c)
-        fig.update_layout(title="u against each quality signal: isotonic fit and the u = 4 line",
-                          height=330 * nrows, width=380 * ncols + 100)
+        fig.update_layout(
+            title="u against each quality signal: isotonic fit and the u = 4 line",
+            height=330 * nrows,
+            width=380 * ncols + 100,
+        )
         out["thresholds"] = fig
 
     if len(result.marginal_means):
-        out["marginal_means"] = _means_figure(result.marginal_means, genders, groups, "u",
-                                              "LMM marginal means of u by group and gender (95% CI)")
+        out["marginal_means"] = _means_figure(
+            result.marginal_means, genders, groups, "u", "LMM marginal means of u by group and gender (95% CI)"
+        )
     if result.score_lmm is not None:
-        out["score_lmm"] = _coefficient_figure(result.score_lmm, "Validator's score (DA+SQM, 0-100): LMM fixed "
-                                                                 "effects with 95% Wald CI (section 4.3)")
+        out["score_lmm"] = _coefficient_figure(
+            result.score_lmm, "Validator's score (DA+SQM, 0-100): LMM fixed effects with 95% Wald CI (section 4.3)"
+        )
     if len(result.score_marginal_means):
-        out["score_marginal_means"] = _means_figure(result.score_marginal_means, genders, groups, "translation score",
-                                                    "LMM marginal means of the validator's score by group and "
-                                                    "gender (95% CI)")
+        out["score_marginal_means"] = _means_figure(
+            result.score_marginal_means,
+            genders,
+            groups,
+            "translation score",
+            "LMM marginal means of the validator's score by group and gender (95% CI)",
+        )
     if len(result.contrasts):
         out["contrasts"] = _contrasts_figure(result.contrasts)
     if len(result.effect_estimates):
         out["metric_effects"] = _effects_figure(result.effect_estimates)
-    out.update(paper_figures.figures(result))      # Figures 2b (lmm_coefficients) and 10 (model_means)
+    out.update(paper_figures.figures(result))  # Figures 2b (lmm_coefficients) and 10 (model_means)
     return out
 
 
 def _ci_bars(frame: pd.DataFrame, col: str = "estimate") -> dict:
     """Asymmetric error bars from ci_low/ci_high around ``col`` (for error_x or error_y)."""
-    return dict(type="data", symmetric=False, array=frame["ci_high"] - frame[col],
-                arrayminus=frame[col] - frame["ci_low"])
+    return dict(
+        type="data", symmetric=False, array=frame["ci_high"] - frame[col], arrayminus=frame[col] - frame["ci_low"]
+    )
 
 
 def _means_figure(mm: pd.DataFrame, genders, groups, yaxis: str, title: str):
@@ -1461,12 +1842,26 @@ def _means_figure(mm: pd.DataFrame, genders, groups, yaxis: str, title: str):
     fig = go.Figure()
     for i, s in enumerate(genders):
         x = mm[mm["gender"] == s]
-        fig.add_trace(go.Scatter(x=x["group"], y=x["mean"], mode="markers+lines", name=s,
-                                 marker=dict(size=10, color=palette[i % len(palette)]),
-                                 error_y=_ci_bars(x, "mean")))
+        fig.add_trace(
+            go.Scatter(
+                x=x["group"],
+                y=x["mean"],
+                mode="markers+lines",
+                name=s,
+                marker=dict(size=10, color=palette[i % len(palette)]),
+                error_y=_ci_bars(x, "mean"),
+            )
+        )
     # ticks to two decimals at most (plotly printed a bound as 2.8333333333333326)
-    fig.update_layout(title=title, xaxis_title="group", yaxis_title=yaxis, height=450, width=700,
-                      xaxis=dict(categoryorder="array", categoryarray=groups), yaxis=dict(tickformat=".2~f"))
+    fig.update_layout(
+        title=title,
+        xaxis_title="group",
+        yaxis_title=yaxis,
+        height=450,
+        width=700,
+        xaxis=dict(categoryorder="array", categoryarray=groups),
+        yaxis=dict(tickformat=".2~f"),
+    )
     return fig
 
 
@@ -1476,12 +1871,23 @@ def _coefficient_figure(fit: LMMFit, title: str):
     import plotly.graph_objects as go
 
     t = fit.table[fit.table["term"] != "Intercept"].iloc[::-1]
-    fig = go.Figure(go.Scatter(x=t["estimate"], y=t["term"], mode="markers", error_x=_ci_bars(t),
-                               customdata=t[["p_value"]],
-                               hovertemplate="%{y}: %{x:.2f} (p %{customdata[0]:.3g})<extra></extra>"))
+    fig = go.Figure(
+        go.Scatter(
+            x=t["estimate"],
+            y=t["term"],
+            mode="markers",
+            error_x=_ci_bars(t),
+            customdata=t[["p_value"]],
+            hovertemplate="%{y}: %{x:.2f} (p %{customdata[0]:.3g})<extra></extra>",
+        )
+    )
     fig.add_vline(x=0, line_dash="dot", line_color="grey")
-    fig.update_layout(title=title, xaxis_title="estimate (reference: " + ", ".join(fit.reference.values()) + ")",
-                      height=max(400, 28 * len(t) + 160), width=850)
+    fig.update_layout(
+        title=title,
+        xaxis_title="estimate (reference: " + ", ".join(fit.reference.values()) + ")",
+        height=max(400, 28 * len(t) + 160),
+        width=850,
+    )
     return fig
 
 
@@ -1496,15 +1902,27 @@ def _contrasts_figure(contrasts: pd.DataFrame):
     for i, o in enumerate(outcomes):
         c = contrasts[contrasts["outcome"] == o].iloc[::-1]
         label = c["a"] + " − " + c["b"]
-        fig.add_trace(go.Scatter(x=c["estimate"], y=label, mode="markers", error_x=_ci_bars(c), showlegend=False,
-                                 marker=dict(color=np.where(c["p_holm"] < 0.05, "crimson", "grey")),
-                                 customdata=c[["p_value", "p_holm"]],
-                                 hovertemplate="%{y}: %{x:.2f}<br>p %{customdata[0]:.3g}, Holm %{customdata[1]:.3g}"
-                                               "<extra></extra>"), row=1, col=i + 1)
+        fig.add_trace(
+            go.Scatter(
+                x=c["estimate"],
+                y=label,
+                mode="markers",
+                error_x=_ci_bars(c),
+                showlegend=False,
+                marker=dict(color=np.where(c["p_holm"] < 0.05, "crimson", "grey")),
+                customdata=c[["p_value", "p_holm"]],
+                hovertemplate="%{y}: %{x:.2f}<br>p %{customdata[0]:.3g}, Holm %{customdata[1]:.3g}<extra></extra>",
+            ),
+            row=1,
+            col=i + 1,
+        )
         fig.add_vline(x=0, line_dash="dot", line_color="grey", row=1, col=i + 1)
     n = contrasts.groupby("outcome").size().max()
-    fig.update_layout(title="Pairwise differences of the marginal means (95% CI; red: Holm-adjusted p < 0.05)",
-                      height=max(420, 26 * n + 180), width=520 * len(outcomes) + 120)
+    fig.update_layout(
+        title="Pairwise differences of the marginal means (95% CI; red: Holm-adjusted p < 0.05)",
+        height=max(420, 26 * n + 180),
+        width=520 * len(outcomes) + 120,
+    )
     return fig
 
 
@@ -1519,21 +1937,34 @@ def _effects_figure(estimates: pd.DataFrame):
     for i, f in enumerate(("lmm",) + TERTILES):
         e = estimates[estimates["fit"] == f]
         if len(e):
-            fig.add_trace(go.Scatter(x=e["signal"], y=e["estimate"], mode="markers",
-                                     name="LMM" if f == "lmm" else f"OLS, {f} tertile",
-                                     marker=dict(size=9, color=qualitative.Plotly[i]), error_y=_ci_bars(e)))
+            fig.add_trace(
+                go.Scatter(
+                    x=e["signal"],
+                    y=e["estimate"],
+                    mode="markers",
+                    name="LMM" if f == "lmm" else f"OLS, {f} tertile",
+                    marker=dict(size=9, color=qualitative.Plotly[i]),
+                    error_y=_ci_bars(e),
+                )
+            )
     fig.add_hline(y=0, line_dash="dot", line_color="grey")
-    fig.update_layout(title="Effect of each quality signal on u (worst to best observed; 95% CI), covariates held "
-                            "constant", scattermode="group", yaxis_title="effect on u (1-5 scale)",
-                      height=480, width=max(700, 140 * estimates["signal"].nunique() + 200))
+    fig.update_layout(
+        title="Effect of each quality signal on u (worst to best observed; 95% CI), covariates held constant",
+        scattermode="group",
+        yaxis_title="effect on u (1-5 scale)",
+        height=480,
+        width=max(700, 140 * estimates["signal"].nunique() + 200),
+    )
     return fig
 
 
 # ---------------------------------------------------------------------------------------------
 # outputs
 
-def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory",
-                  png: bool | None = None) -> list[Path]:
+
+def write_outputs(
+    result: UsabilityResult, out_dir, include_plotlyjs="directory", png: bool | None = None
+) -> list[Path]:
     """Write groups.csv, correlations.csv, lmm.csv, lmm.txt, marginal_means.csv,
     metric_effects.csv, thresholds.csv, metric_effect_estimates.csv, score_lmm.csv,
     score_lmm.txt, score_marginal_means.csv, contrasts.csv, perspective.csv, perspective.txt,
@@ -1543,24 +1974,41 @@ def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory"
     out.mkdir(parents=True, exist_ok=True)
     paths = []
 
-    paths += write_tables(out, {
-        "groups.csv": result.groups, "correlations.csv": result.correlations,
-        "lmm.csv": result.lmm.table if result.lmm is not None else pd.DataFrame(columns=LMM_COLUMNS)})
+    paths += write_tables(
+        out,
+        {
+            "groups.csv": result.groups,
+            "correlations.csv": result.correlations,
+            "lmm.csv": result.lmm.table if result.lmm is not None else pd.DataFrame(columns=LMM_COLUMNS),
+        },
+    )
     p = out / "lmm.txt"
-    p.write_text(lmm_text(result.lmm) if result.lmm is not None else f"LMM not fitted: {result.lmm_error}\n",
-                 encoding="utf-8")
+    p.write_text(
+        lmm_text(result.lmm) if result.lmm is not None else f"LMM not fitted: {result.lmm_error}\n", encoding="utf-8"
+    )
     paths.append(p)
-    paths += write_tables(out, {"marginal_means.csv": result.marginal_means,
-                                "metric_effects.csv": result.metric_effects, "thresholds.csv": result.thresholds,
-                                "metric_effect_estimates.csv": result.effect_estimates,
-                                "score_lmm.csv": result.score_lmm.table if result.score_lmm is not None
-                                else pd.DataFrame(columns=LMM_COLUMNS),
-                                "score_marginal_means.csv": result.score_marginal_means,
-                                "contrasts.csv": result.contrasts,
-                                "model_means.csv": paper_figures.model_means(result.data)})    # Figure 10
+    paths += write_tables(
+        out,
+        {
+            "marginal_means.csv": result.marginal_means,
+            "metric_effects.csv": result.metric_effects,
+            "thresholds.csv": result.thresholds,
+            "metric_effect_estimates.csv": result.effect_estimates,
+            "score_lmm.csv": result.score_lmm.table
+            if result.score_lmm is not None
+            else pd.DataFrame(columns=LMM_COLUMNS),
+            "score_marginal_means.csv": result.score_marginal_means,
+            "contrasts.csv": result.contrasts,
+            "model_means.csv": paper_figures.model_means(result.data),
+        },
+    )  # Figure 10
     p = out / "score_lmm.txt"
-    p.write_text(lmm_text(result.score_lmm) if result.score_lmm is not None
-                 else f"Score LMM not fitted: {result.score_lmm_error}\n", encoding="utf-8")
+    p.write_text(
+        lmm_text(result.score_lmm)
+        if result.score_lmm is not None
+        else f"Score LMM not fitted: {result.score_lmm_error}\n",
+        encoding="utf-8",
+    )
     paths.append(p)
     if result.perspective is not None:
         paths += write_tables(out, {"perspective.csv": result.perspective.table})
@@ -1575,17 +2023,23 @@ def write_outputs(result: UsabilityResult, out_dir, include_plotlyjs="directory"
 def summary(result: UsabilityResult) -> str:
     d = result.data
     senders = d.loc[d["sender_id"] != "", "sender_id"].nunique()
-    lines = [f"{len(d)} exchanges, {senders} senders, {d['receiver_id'].nunique()} receivers, "
-             f"{d['validator_id'].nunique()} validators, {d['respondent_id'].nunique()} survey respondents; "
-             f"signals: {', '.join(result.signals)}"]
+    lines = [
+        f"{len(d)} exchanges, {senders} senders, {d['receiver_id'].nunique()} receivers, "
+        f"{d['validator_id'].nunique()} validators, {d['respondent_id'].nunique()} survey respondents; "
+        f"signals: {', '.join(result.signals)}"
+    ]
     for r in result.groups[result.groups["by"].isin(["all", "group"])].itertuples():
-        lines.append(f"  {r.level}: n {r.n}, mu(u) {r.mu_u:.2f}, sigma(u) {r.sigma_u:.2f}, Δu {r.delta_u:+.2f}, "
-                     f"usable {r.usable_share:.0%}")
+        lines.append(
+            f"  {r.level}: n {r.n}, mu(u) {r.mu_u:.2f}, sigma(u) {r.sigma_u:.2f}, Δu {r.delta_u:+.2f}, "
+            f"usable {r.usable_share:.0%}"
+        )
     if result.lmm is not None:
         f = result.lmm
         vc = ", ".join(f"{k} {v['variance']:.3f}" for k, v in f.variance_components.items())
-        lines.append(f"LMM (REML, n {f.n}, {'converged' if f.converged else 'NOT converged'}); variance components: "
-                     f"{vc}; residual {f.residual_variance:.3f}")
+        lines.append(
+            f"LMM (REML, n {f.n}, {'converged' if f.converged else 'NOT converged'}); variance components: "
+            f"{vc}; residual {f.residual_variance:.3f}"
+        )
         if small_sample_warning(f):
             lines.append(f"WARNING: {small_sample_warning(f)}")
     else:
@@ -1593,16 +2047,23 @@ def summary(result: UsabilityResult) -> str:
     if result.score_lmm is not None:
         t = result.score_lmm.table
         groups = t[t["term"].str.startswith("group: ") & ~t["term"].str.contains(" x gender: ", regex=False)]
-        lines.append(f"score LMM (validator's DA+SQM, n {result.score_lmm.n}; Wald z): " + (", ".join(
-            f"{r.term} {r.estimate:+.2f} (p {r.p_value:.3g})" for r in groups.itertuples()) or "no group effects"))
+        lines.append(
+            f"score LMM (validator's DA+SQM, n {result.score_lmm.n}; Wald z): "
+            + (
+                ", ".join(f"{r.term} {r.estimate:+.2f} (p {r.p_value:.3g})" for r in groups.itertuples())
+                or "no group effects"
+            )
+        )
     else:
         lines.append(f"score LMM not fitted: {result.score_lmm_error}")
     sig = result.contrasts[result.contrasts["p_holm"] < 0.05]
     fams = result.contrasts.groupby("outcome")["family"].nunique().max() if len(result.contrasts) else 0
-    lines.append(f"pairwise contrasts of the group x gender marginal means: {len(sig)} of {len(result.contrasts)} "
-                 f"with Holm-adjusted p < 0.05 (Holm within each of {fams} families per model: "
-                 f"{result.holm_family})" + "".join(f"\n  {r.outcome}: {r.a} − {r.b} {r.estimate:+.2f} "
-                                                           f"(Holm p {r.p_holm:.3g})" for r in sig.itertuples()))
+    lines.append(
+        f"pairwise contrasts of the group x gender marginal means: {len(sig)} of {len(result.contrasts)} "
+        f"with Holm-adjusted p < 0.05 (Holm within each of {fams} families per model: "
+        f"{result.holm_family})"
+        + "".join(f"\n  {r.outcome}: {r.a} − {r.b} {r.estimate:+.2f} (Holm p {r.p_holm:.3g})" for r in sig.itertuples())
+    )
     if result.perspective is not None:
         lines.append(perspective_line(result.perspective))
     for r in result.correlations.itertuples():
@@ -1617,9 +2078,11 @@ def summary(result: UsabilityResult) -> str:
             lines.append(f"factor analysis ({level}): {f['error']}")
         else:
             ve = f.get("variance_explained_one_factor")
-            lines.append(f"factor analysis ({level}, n {f['n']}): KMO {f['kmo']:.3f}, Bartlett chi2 "
-                         f"{f['bartlett_chi2']:.1f}, {f['parallel_analysis']['factors_retained']} factor(s) retained, "
-                         f"one factor explains " + ("n/a" if ve is None else f"{ve:.1%}"))
+            lines.append(
+                f"factor analysis ({level}, n {f['n']}): KMO {f['kmo']:.3f}, Bartlett chi2 "
+                f"{f['bartlett_chi2']:.1f}, {f['parallel_analysis']['factors_retained']} factor(s) retained, "
+                f"one factor explains " + ("n/a" if ve is None else f"{ve:.1%}")
+            )
     lines.extend(f"note: {n}" for n in result.notes)
     return "\n".join(lines)
 
@@ -1636,7 +2099,11 @@ def run_cli(path, out_dir, corpus_reference: str = "", holm_family: str = C.DEFA
     present, else the first corpus in sorted order); holm_family: the contrasts' Holm families
     (analyze)."""
     df = read_exchanges(path)
-    result = analyze(df, source=str(path), reference={"corpus": corpus_reference} if corpus_reference else None,
-                     holm_family=holm_family)
+    result = analyze(
+        df,
+        source=str(path),
+        reference={"corpus": corpus_reference} if corpus_reference else None,
+        holm_family=holm_family,
+    )
     files = write_outputs(result, out_dir)
     return f"Usability analysis of {path}\n" + summary(result) + f"\n{len(files)} files written to {out_dir}"

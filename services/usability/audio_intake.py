@@ -5,6 +5,7 @@ WAV for ASR. Refusals are phrased for the sender, who records again; nothing is 
 Decoding, bounded before it starts, is services/common/audio_decode.py's (model batches decode
 files with it too).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -16,14 +17,14 @@ import numpy as np
 from services.common.audio_decode import IntakeError, decode, to_16k_wav, too_long
 from services.common.media_files import atomic_write
 
-SILENCE_DBFS = -45.0      # a recording whose loudest 50 ms window is quieter is silent
-MIN_SECONDS = 1.0         # whatever the text, a recording shorter than this holds nothing
+SILENCE_DBFS = -45.0  # a recording whose loudest 50 ms window is quieter is silent
+MIN_SECONDS = 1.0  # whatever the text, a recording shorter than this holds nothing
 # A recording shorter than this many seconds per word of its text cannot hold it: half the
 # fastest reading of the demo's starters by espeak-ng at 450 words per minute (0.116 s a word;
 # benchmarks/usability/reading_floor.py), so no honest reading comes near it.
 MIN_SECONDS_PER_WORD = 0.058
-LEAD_S = 0.1              # the first 100 ms must not already be speech
-LEAD_LOUD_DBFS = -30.0    # ... i.e. louder than this and close to the loudest part
+LEAD_S = 0.1  # the first 100 ms must not already be speech
+LEAD_LOUD_DBFS = -30.0  # ... i.e. louder than this and close to the loudest part
 LEAD_MARGIN_DB = 12.0
 
 
@@ -55,7 +56,7 @@ def starts_mid_speech(samples: np.ndarray, rate: int) -> bool:
     if len(lead) == 0:
         return False
     with np.errstate(divide="ignore"):
-        lead_db = 20 * np.log10(float(np.sqrt(np.mean(lead ** 2))))
+        lead_db = 20 * np.log10(float(np.sqrt(np.mean(lead**2))))
     return lead_db > LEAD_LOUD_DBFS and lead_db > loudest_dbfs(samples, rate) - LEAD_MARGIN_DB
 
 
@@ -80,18 +81,24 @@ def check(samples: np.ndarray, rate: int, max_seconds: float, text: str | None =
         raise IntakeError("The recording is silent. Check that your microphone is on and record again.")
     floor = min_seconds_for(text)
     if duration < floor:
-        said = (f"; reading these {words(text)} words aloud takes well over {floor:.0f} s" if text
-                and floor > MIN_SECONDS else "")
-        raise IntakeError(f"The recording is too short ({duration:.1f} s{said}), so it cannot hold the "
-                          "whole text. Nothing was saved: please record again, reading the whole text.")
+        said = (
+            f"; reading these {words(text)} words aloud takes well over {floor:.0f} s"
+            if text and floor > MIN_SECONDS
+            else ""
+        )
+        raise IntakeError(
+            f"The recording is too short ({duration:.1f} s{said}), so it cannot hold the "
+            "whole text. Nothing was saved: please record again, reading the whole text."
+        )
     if starts_mid_speech(samples, rate):
-        raise IntakeError("The start of your recording is cut off: you were already speaking when it "
-                          "began. Press record, wait a moment, then start reading.")
+        raise IntakeError(
+            "The start of your recording is cut off: you were already speaking when it "
+            "began. Press record, wait a moment, then start reading."
+        )
     return duration
 
 
-def store_recording(src: str | Path, media_dir: str | Path, max_seconds: float,
-                    text: str | None = None) -> StoredAudio:
+def store_recording(src: str | Path, media_dir: str | Path, max_seconds: float, text: str | None = None) -> StoredAudio:
     """text: what the sender read (a recording too short to hold it is refused)."""
     path = Path(src) if src else None
     if path is None or not path.is_file() or path.stat().st_size == 0:

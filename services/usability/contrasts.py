@@ -19,6 +19,7 @@ statsmodels'.
 
 Pure functions; no gradio.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -26,10 +27,22 @@ import itertools
 import numpy as np
 import pandas as pd
 
-CONTRAST_COLUMNS = ["outcome", "a", "b", "estimate", "std_error", "z", "p_value", "p_holm", "ci_low", "ci_high",
-                    "test", "family"]
+CONTRAST_COLUMNS = [
+    "outcome",
+    "a",
+    "b",
+    "estimate",
+    "std_error",
+    "z",
+    "p_value",
+    "p_holm",
+    "ci_low",
+    "ci_high",
+    "test",
+    "family",
+]
 HOLM_FAMILIES = ("within", "all")
-DEFAULT_HOLM_FAMILY = "within"     # paper 000 section 4.2 (see the module docstring)
+DEFAULT_HOLM_FAMILY = "within"  # paper 000 section 4.2 (see the module docstring)
 WALD_Z = "Wald z (statsmodels MixedLM, REML; normal reference)"
 
 
@@ -39,11 +52,16 @@ def wald(result, L: np.ndarray, alpha: float = 0.05) -> pd.DataFrame:
     L = np.atleast_2d(np.asarray(L, dtype=float))
     tt = result.t_test(L)
     ci = np.asarray(tt.conf_int(alpha=alpha), dtype=float).reshape(-1, 2)
-    return pd.DataFrame({"estimate": np.atleast_1d(np.asarray(tt.effect, dtype=float)).ravel(),
-                         "std_error": np.atleast_1d(np.asarray(tt.sd, dtype=float)).ravel(),
-                         "z": np.atleast_1d(np.asarray(tt.tvalue, dtype=float)).ravel(),
-                         "p_value": np.atleast_1d(np.asarray(tt.pvalue, dtype=float)).ravel(),
-                         "ci_low": ci[:, 0], "ci_high": ci[:, 1]})
+    return pd.DataFrame(
+        {
+            "estimate": np.atleast_1d(np.asarray(tt.effect, dtype=float)).ravel(),
+            "std_error": np.atleast_1d(np.asarray(tt.sd, dtype=float)).ravel(),
+            "z": np.atleast_1d(np.asarray(tt.tvalue, dtype=float)).ravel(),
+            "p_value": np.atleast_1d(np.asarray(tt.pvalue, dtype=float)).ravel(),
+            "ci_low": ci[:, 0],
+            "ci_high": ci[:, 1],
+        }
+    )
 
 
 def cell_families(cells: list[tuple[str, str]], family: str = DEFAULT_HOLM_FAMILY) -> list[tuple[str, list]]:
@@ -64,8 +82,15 @@ def cell_families(cells: list[tuple[str, str]], family: str = DEFAULT_HOLM_FAMIL
     return out
 
 
-def pairwise(result, L: np.ndarray, labels: list[str], outcome: str, test: str = WALD_Z,
-             alpha: float = 0.05, families: list[tuple[str, list]] | None = None) -> pd.DataFrame:
+def pairwise(
+    result,
+    L: np.ndarray,
+    labels: list[str],
+    outcome: str,
+    test: str = WALD_Z,
+    alpha: float = 0.05,
+    families: list[tuple[str, list]] | None = None,
+) -> pd.DataFrame:
     """The pairs (a, b) of the rows of L, a before b in the given order: the difference a - b
     with Wald SE, z, p and an unadjusted 95% CI, and p_holm, Holm's adjustment within its family
     (multipletests, one call per family; ``family`` names it). ``families``: (name, [(i, j),

@@ -2,6 +2,7 @@
 mixed model): fast_mixedlm() swaps statsmodels' Woodbury kernels for ones that keep the sparse
 designs sparse and factor a dense Cholesky (same algebra; dense designs use statsmodels' own),
 with BLAS single-threaded, and puts them back afterwards."""
+
 from __future__ import annotations
 
 import contextlib
@@ -57,15 +58,15 @@ def _sparse_smw_solver(original):
         m = Qi.shape[0]
         q[0:m, 0:m] += Qi
         dim = q.shape[0]
-        q.flat[m * (dim + 1)::dim + 1] += di
+        q.flat[m * (dim + 1) :: dim + 1] += di
         chol = linalg.cho_factor(q, lower=True, check_finite=False)
         at = _transpose(A)
 
         def solver(rhs):
             atr = _projected(at, rhs)
             out = A @ linalg.cho_solve(chol, atr, check_finite=False)
-            out *= -1.0 / s ** 2
-            if sparse.issparse(rhs):           # add rhs / s in place: no dense copy of rhs
+            out *= -1.0 / s**2
+            if sparse.issparse(rhs):  # add rhs / s in place: no dense copy of rhs
                 c = rhs.tocoo()
                 np.add.at(out, (c.row, c.col), c.data / s)
             else:

@@ -17,6 +17,7 @@ not draw, each from the app's own data:
 
 Each figure's title is its caption: what it shows, its interval and its data.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,8 +28,19 @@ from scipy import stats
 from services.common.analysis_output import write_tables
 from storage import studies
 
-STARTER_COLUMNS = ["domain", "corpus", "source", "starters", "words_mean", "words_sd", "key_spans_mean",
-                   "key_spans_sd", "questions_mean", "questions_sd", "questions_total"]
+STARTER_COLUMNS = [
+    "domain",
+    "corpus",
+    "source",
+    "starters",
+    "words_mean",
+    "words_sd",
+    "key_spans_mean",
+    "key_spans_sd",
+    "questions_mean",
+    "questions_sd",
+    "questions_total",
+]
 MODEL_MEAN_COLUMNS = ["system", "n", "mu_u", "sigma_u", "ci_low", "ci_high"]
 ALL = "(all)"
 
@@ -40,6 +52,7 @@ class PaperTableError(ValueError):
 # ---------------------------------------------------------------------------------------------
 # Table 3
 
+
 def starter_statistics(starters: pd.DataFrame, question_counts: pd.DataFrame | None = None) -> pd.DataFrame:
     """Table 3's statistics (STARTER_COLUMNS). starters: id, domain, source, corpus, text,
     key_spans (a list per starter); question_counts: starter_id, questions (a starter without a
@@ -49,27 +62,38 @@ def starter_statistics(starters: pd.DataFrame, question_counts: pd.DataFrame | N
         raise PaperTableError(f"starters: missing column(s) {', '.join(missing)}")
     if starters.empty:
         raise PaperTableError("no starters: the study has none to describe")
-    s = starters.assign(words=starters["text"].str.split().str.len(),
-                        key_spans_n=starters["key_spans"].map(len))
-    counts = (question_counts.set_index("starter_id")["questions"] if question_counts is not None
-              and len(question_counts) else pd.Series(dtype=float))
+    s = starters.assign(words=starters["text"].str.split().str.len(), key_spans_n=starters["key_spans"].map(len))
+    counts = (
+        question_counts.set_index("starter_id")["questions"]
+        if question_counts is not None and len(question_counts)
+        else pd.Series(dtype=float)
+    )
     s["questions_n"] = s["id"].map(counts).fillna(0).astype(int)
     s["corpus"] = s["corpus"].fillna("").replace("", "(none)")
 
     def describe(g: pd.DataFrame) -> dict:
-        return {"starters": len(g), "words_mean": g["words"].mean(), "words_sd": g["words"].std(),
-                "key_spans_mean": g["key_spans_n"].mean(), "key_spans_sd": g["key_spans_n"].std(),
-                "questions_mean": g["questions_n"].mean(), "questions_sd": g["questions_n"].std(),
-                "questions_total": int(g["questions_n"].sum())}
+        return {
+            "starters": len(g),
+            "words_mean": g["words"].mean(),
+            "words_sd": g["words"].std(),
+            "key_spans_mean": g["key_spans_n"].mean(),
+            "key_spans_sd": g["key_spans_n"].std(),
+            "questions_mean": g["questions_n"].mean(),
+            "questions_sd": g["questions_n"].std(),
+            "questions_total": int(g["questions_n"].sum()),
+        }
 
-    rows = [{"domain": d, "corpus": c, "source": src, **describe(g)}
-            for (d, c, src), g in s.groupby(["domain", "corpus", "source"], sort=True)]
+    rows = [
+        {"domain": d, "corpus": c, "source": src, **describe(g)}
+        for (d, c, src), g in s.groupby(["domain", "corpus", "source"], sort=True)
+    ]
     rows.append({"domain": ALL, "corpus": ALL, "source": ALL, **describe(s)})
     return pd.DataFrame(rows, columns=STARTER_COLUMNS)
 
 
 # ---------------------------------------------------------------------------------------------
 # Figure 10
+
 
 def model_means(d: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     """Mean u per system (MODEL_MEAN_COLUMNS), best first: n, mean, sd (ddof 1) and the t
@@ -80,8 +104,9 @@ def model_means(d: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
     rows = []
     for system, u in d.dropna(subset=["u"]).groupby("system")["u"]:
         n, mu, sd = len(u), u.mean(), u.std()
-        lo, hi = (stats.t.interval(confidence, n - 1, loc=mu, scale=stats.sem(u)) if n > 1
-                  else (float("nan"), float("nan")))
+        lo, hi = (
+            stats.t.interval(confidence, n - 1, loc=mu, scale=stats.sem(u)) if n > 1 else (float("nan"), float("nan"))
+        )
         rows.append({"system": system, "n": n, "mu_u": mu, "sigma_u": sd, "ci_low": lo, "ci_high": hi})
     out = pd.DataFrame(rows, columns=MODEL_MEAN_COLUMNS)
     return out.sort_values(["mu_u", "system"], ascending=[False, True], kind="stable").reset_index(drop=True)
@@ -90,9 +115,11 @@ def model_means(d: pd.DataFrame, confidence: float = 0.95) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # figures
 
+
 def _bars(frame: pd.DataFrame, col: str) -> dict:
-    return dict(type="data", symmetric=False, array=frame["ci_high"] - frame[col],
-                arrayminus=frame[col] - frame["ci_low"])
+    return dict(
+        type="data", symmetric=False, array=frame["ci_high"] - frame[col], arrayminus=frame[col] - frame["ci_low"]
+    )
 
 
 def lmm_coefficients_figure(table: pd.DataFrame, n: int, reference: dict):
@@ -100,17 +127,27 @@ def lmm_coefficients_figure(table: pd.DataFrame, n: int, reference: dict):
     # lazy import (plotly): heavy; needed only when figures are drawn
     import plotly.graph_objects as go
 
-    t = table[table["term"] != "Intercept"].iloc[::-1]        # Table 4's first term on top
-    fig = go.Figure(go.Scatter(x=t["estimate"], y=t["term"], mode="markers", error_x=_bars(t, "estimate"),
-                               customdata=t[["p_value"]],
-                               hovertemplate="%{y}: %{x:.3f} (p %{customdata[0]:.3g})<extra></extra>"))
+    t = table[table["term"] != "Intercept"].iloc[::-1]  # Table 4's first term on top
+    fig = go.Figure(
+        go.Scatter(
+            x=t["estimate"],
+            y=t["term"],
+            mode="markers",
+            error_x=_bars(t, "estimate"),
+            customdata=t[["p_value"]],
+            hovertemplate="%{y}: %{x:.3f} (p %{customdata[0]:.3g})<extra></extra>",
+        )
+    )
     fig.add_vline(x=0, line_dash="dot", line_color="grey")
     ref = ", ".join(f"{k} {v}" for k, v in reference.items())
     fig.update_layout(
         title="Figure 2b (paper 000): usability LMM, fixed effects on u with 95% Wald CIs"
-              f"<br><sup>REML, {n} exchanges; each term against the reference level ({ref}); "
-              "the intercept is left out; all terms shown</sup>",
-        xaxis_title="effect on u (1-5 scale)", height=max(420, 28 * len(t) + 180), width=900)
+        f"<br><sup>REML, {n} exchanges; each term against the reference level ({ref}); "
+        "the intercept is left out; all terms shown</sup>",
+        xaxis_title="effect on u (1-5 scale)",
+        height=max(420, 28 * len(t) + 180),
+        width=900,
+    )
     return fig
 
 
@@ -119,14 +156,25 @@ def model_means_figure(means: pd.DataFrame):
     # lazy import (plotly): heavy; needed only when figures are drawn
     import plotly.graph_objects as go
 
-    fig = go.Figure(go.Bar(x=means["system"], y=means["mu_u"], error_y=_bars(means, "mu_u"),
-                           text=[f"{v:.2f}" for v in means["mu_u"]], textposition="outside",
-                           customdata=means[["n"]], hovertemplate="%{x}: %{y:.3f} (n %{customdata[0]})"
-                                                                  "<extra></extra>"))
+    fig = go.Figure(
+        go.Bar(
+            x=means["system"],
+            y=means["mu_u"],
+            error_y=_bars(means, "mu_u"),
+            text=[f"{v:.2f}" for v in means["mu_u"]],
+            textposition="outside",
+            customdata=means[["n"]],
+            hovertemplate="%{x}: %{y:.3f} (n %{customdata[0]})<extra></extra>",
+        )
+    )
     fig.update_layout(
         title="Figure 10 (paper 000): mean usability u per translation model"
-              "<br><sup>informed survey, every exchange; bars: 95% t interval of the mean; best first</sup>",
-        yaxis_title="mean u", yaxis_range=[1, 5.3], height=450, width=max(600, 120 * len(means) + 200))
+        "<br><sup>informed survey, every exchange; bars: 95% t interval of the mean; best first</sup>",
+        yaxis_title="mean u",
+        yaxis_range=[1, 5.3],
+        height=450,
+        width=max(600, 120 * len(means) + 200),
+    )
     return fig
 
 
@@ -142,6 +190,7 @@ def figures(result) -> dict:
 
 # ---------------------------------------------------------------------------------------------
 # the stored study
+
 
 def study_starter_statistics(database, study_id: str) -> pd.DataFrame:
     """Table 3 of a stored study: its starters and the questions in use per starter."""

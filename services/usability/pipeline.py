@@ -11,6 +11,7 @@ and a QC ASR that can score a text (faster-whisper), the QC ASR also scores the 
 the audio: on the encoder output of its own transcription, or in a pass of its own when the
 transcript was lent and the paper's rule raised an edge flag (else nothing could change).
 """
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,14 @@ def process_recording(database, recording_id: int, cache=CACHE) -> dict:
     result = None
     if not done["translation"]:
         result = st.translate_audio(rec["path_16k"])
-        save_translation(database, rec, ex, result.translation, result.transcript,
-                         {"models": result.models, "seconds": result.seconds, "audio_s": rec["duration_s"]})
+        save_translation(
+            database,
+            rec,
+            ex,
+            result.translation,
+            result.transcript,
+            {"models": result.models, "seconds": result.seconds, "audio_s": rec["duration_s"]},
+        )
     if not done["qc"]:
         usability = study["config"].get("usability")
         qc_asr = recording_qc.qc_asr_config(usability)
@@ -52,8 +59,11 @@ def process_recording(database, recording_id: int, cache=CACHE) -> dict:
         params = dict(system.get("params") or {})
         cfg = systems.resolve(system["kind"], params, params.pop("preset", None))
         if cfg.get("kind") == "cascade" and recording_qc.same_asr(cfg, qc_asr):
-            transcript = (result.transcript if result is not None
-                          else required(results.translation(database, ex["id"]), "translation")["transcript"])
+            transcript = (
+                result.transcript
+                if result is not None
+                else required(results.translation(database, ex["id"]), "translation")["transcript"]
+            )
         asr = None
         if transcript is None:
             asr = systems.build_asr(qc_asr, cache)
@@ -64,8 +74,7 @@ def process_recording(database, recording_id: int, cache=CACHE) -> dict:
         elif opinion["on"] and recording_qc.needs_second_opinion(recording_qc.check(starter["text"], transcript)):
             asr = systems.build_asr(qc_asr, cache)
             scored = asr.score(rec["path_16k"], starter["text"]) if getattr(asr, "can_score", False) else None
-        save_qc(database, rec, starter["text"], transcript, qc_asr,
-                recording_qc.edge_probabilities(scored), opinion)
+        save_qc(database, rec, starter["text"], transcript, qc_asr, recording_qc.edge_probabilities(scored), opinion)
     workflow.exchange_ready(database, ex["id"])
     return {"skipped": False}
 
@@ -78,15 +87,26 @@ def save_translation(database, rec: dict, ex: dict, text: str, transcript: str |
         exchange_metrics.enqueue(db, ex["id"])
 
 
-def save_qc(database, rec: dict, starter_text: str, transcript: str,
-            asr: dict | None = None, edges: dict | None = None,
-            opinion: dict | None = None) -> recording_qc.QCResult:
+def save_qc(
+    database,
+    rec: dict,
+    starter_text: str,
+    transcript: str,
+    asr: dict | None = None,
+    edges: dict | None = None,
+    opinion: dict | None = None,
+) -> recording_qc.QCResult:
     qc = recording_qc.check(starter_text, transcript, edges=edges, settings=opinion)
     with database.write() as db:
         results.set_recording_qc(db, rec["id"], qc.status, transcript, qc.wer, qc.flags, qc.edges_record())
         # which ASR wrote the transcript QC read (None: a caller's own transcript)
-        database.log("worker", "qc", "recordings", rec["id"], {"status": qc.status, "wer": qc.wer, "asr": asr,
-                                                                  "forgiven": qc.forgiven})
+        database.log(
+            "worker",
+            "qc",
+            "recordings",
+            rec["id"],
+            {"status": qc.status, "wer": qc.wer, "asr": asr, "forgiven": qc.forgiven},
+        )
     return qc
 
 
@@ -112,10 +132,14 @@ def record_outcome(database, recording_id: int, translation: str, transcript: st
 def handlers(database, cache=CACHE, media_dir=None) -> dict:
     """The job kinds the app's worker runs."""
 
-    return {"process_recording": lambda payload: process_recording(database, payload["recording_id"], cache),
-            "render_da_audio": lambda payload: da_campaign.render_hit_audio(
-                database, payload["study_id"], payload["hit_id"], media_dir),
-            "render_da_images": lambda payload: da_campaign.render_hit_images(
-                database, payload["study_id"], payload["hit_id"], media_dir),
-            "score_exchange": lambda payload: exchange_metrics.score_exchange(database, payload["exchange_id"], cache),
-            maintenance.KIND: lambda payload: maintenance.run(database, payload["study_id"])}
+    return {
+        "process_recording": lambda payload: process_recording(database, payload["recording_id"], cache),
+        "render_da_audio": lambda payload: da_campaign.render_hit_audio(
+            database, payload["study_id"], payload["hit_id"], media_dir
+        ),
+        "render_da_images": lambda payload: da_campaign.render_hit_images(
+            database, payload["study_id"], payload["hit_id"], media_dir
+        ),
+        "score_exchange": lambda payload: exchange_metrics.score_exchange(database, payload["exchange_id"], cache),
+        maintenance.KIND: lambda payload: maintenance.run(database, payload["study_id"]),
+    }

@@ -26,6 +26,7 @@ The normaliser is transformers' EnglishTextNormalizer; its British->American spe
 is Whisper's english.json (MIT, OpenAI), read from the whisper-normalizer package, which
 ships the same file byte for byte.
 """
+
 from __future__ import annotations
 
 import json
@@ -39,7 +40,7 @@ from services.models import systems
 
 EDGE_WORDS = 3
 MAX_WER = 0.6
-MAX_REJECTED = 3          # a sender with more rejected recordings than this is excluded
+MAX_REJECTED = 3  # a sender with more rejected recordings than this is excluded
 # the second opinion's study settings ([usability] qc_second_opinion, qc_first_word_min_p,
 # qc_last_word_min_p); "auto": on unless the QC ASR is the paper's Whisper large-v3, whose
 # transcripts the paper's rule was made for
@@ -53,8 +54,15 @@ DEFAULT_QC_ASR = {"asr": "faster-whisper", "asr_model": "", "asr_beam_size": 5, 
 QC_ASR_KEYS = ("asr", "asr_model", "asr_beam_size", "asr_dtype", "asr_base_url", "api_key_env", "language")
 # what build_asr assumes for a field a config leaves out: two configs that differ only in
 # spelling a default out make the same transcript
-_ASR_FIELD_DEFAULTS = {"asr": "faster-whisper", "asr_model": "", "asr_beam_size": 5, "asr_dtype": "auto",
-                       "asr_base_url": "", "api_key_env": "", "language": "en"}
+_ASR_FIELD_DEFAULTS = {
+    "asr": "faster-whisper",
+    "asr_model": "",
+    "asr_beam_size": 5,
+    "asr_dtype": "auto",
+    "asr_base_url": "",
+    "api_key_env": "",
+    "language": "en",
+}
 
 
 @lru_cache(maxsize=1)
@@ -83,8 +91,8 @@ def words(text: str) -> list[str]:
 class QCResult:
     wer: float
     flags: list[str] = field(default_factory=list)
-    forgiven: list[str] = field(default_factory=list)    # the paper's flags the second opinion removed
-    edges: dict | None = None                              # edge_probabilities(), when scored
+    forgiven: list[str] = field(default_factory=list)  # the paper's flags the second opinion removed
+    edges: dict | None = None  # edge_probabilities(), when scored
 
     @property
     def status(self) -> str:
@@ -105,12 +113,22 @@ def edge_probabilities(scored: list | None) -> dict | None:
     if not kept:
         return None
     (first, fp), (last, lp) = kept[0], kept[-1]
-    return {"first_word": first, "first_p": round(float(fp[0]), 4),
-            "last_word": last, "last_p": round(float(sum(lp) / len(lp)), 4)}
+    return {
+        "first_word": first,
+        "first_p": round(float(fp[0]), 4),
+        "last_word": last,
+        "last_p": round(float(sum(lp) / len(lp)), 4),
+    }
 
 
-def check(prompt: str, transcript: str, max_wer: float = MAX_WER, edge: int = EDGE_WORDS,
-          edges: dict | None = None, settings: dict | None = None) -> QCResult:
+def check(
+    prompt: str,
+    transcript: str,
+    max_wer: float = MAX_WER,
+    edge: int = EDGE_WORDS,
+    edges: dict | None = None,
+    settings: dict | None = None,
+) -> QCResult:
     """The paper's rule; with edges (edge_probabilities()) and settings (second_opinion())
     switched on, a start or end mismatch is kept only when that edge word is unlikely."""
     ref, hyp = words(prompt), words(transcript)
@@ -145,8 +163,11 @@ def second_opinion(usability: dict | None) -> dict:
     if on == "auto":
         asr = qc_asr_config(usability)
         on = "large-v3" not in str(asr.get("asr_model", "")).lower()
-    return {"on": bool(on), "first_word_min_p": float(us["qc_first_word_min_p"]),
-            "last_word_min_p": float(us["qc_last_word_min_p"])}
+    return {
+        "on": bool(on),
+        "first_word_min_p": float(us["qc_first_word_min_p"]),
+        "last_word_min_p": float(us["qc_last_word_min_p"]),
+    }
 
 
 def second_opinion_problems(usability: dict) -> list[tuple[str, str]]:
@@ -168,11 +189,18 @@ def align(prompt: str, transcript: str) -> list[dict]:
     words, "transcript": words}, in order. The admin's review shows them side by side."""
     ref, hyp = words(prompt), words(transcript)
     if not ref or not hyp:
-        return ([{"op": "delete", "prompt": " ".join(ref), "transcript": ""}] if ref else []) + \
-               ([{"op": "insert", "prompt": "", "transcript": " ".join(hyp)}] if hyp else [])
+        return ([{"op": "delete", "prompt": " ".join(ref), "transcript": ""}] if ref else []) + (
+            [{"op": "insert", "prompt": "", "transcript": " ".join(hyp)}] if hyp else []
+        )
     out = jiwer.process_words(" ".join(ref), " ".join(hyp))
-    return [{"op": c.type, "prompt": " ".join(ref[c.ref_start_idx:c.ref_end_idx]),
-             "transcript": " ".join(hyp[c.hyp_start_idx:c.hyp_end_idx])} for c in out.alignments[0]]
+    return [
+        {
+            "op": c.type,
+            "prompt": " ".join(ref[c.ref_start_idx : c.ref_end_idx]),
+            "transcript": " ".join(hyp[c.hyp_start_idx : c.hyp_end_idx]),
+        }
+        for c in out.alignments[0]
+    ]
 
 
 def qc_asr_config(usability: dict | None) -> dict:
@@ -185,11 +213,10 @@ def qc_asr_problems(cfg) -> list[tuple[str, str]]:
     """(field, message) for each mistake in a [usability] qc_asr table; checked at import."""
 
     if not isinstance(cfg, dict):
-        return [("", "must be a table, e.g. {asr = \"faster-whisper\", asr_beam_size = 5}")]
+        return [("", 'must be a table, e.g. {asr = "faster-whisper", asr_beam_size = 5}')]
     out = [(k, f"unknown field (expected {', '.join(QC_ASR_KEYS)})") for k in cfg if k not in QC_ASR_KEYS]
     # the same rules as a cascade's ASR fields; the MT half is not there to check
-    out += [(k, m) for k, m in systems.problems({"kind": "cascade", **DEFAULT_QC_ASR, **cfg})
-            if k in QC_ASR_KEYS]
+    out += [(k, m) for k, m in systems.problems({"kind": "cascade", **DEFAULT_QC_ASR, **cfg}) if k in QC_ASR_KEYS]
     return out
 
 
@@ -199,8 +226,12 @@ def same_asr(a: dict, b: dict) -> bool:
     return all(a.get(k, d) == b.get(k, d) for k, d in _ASR_FIELD_DEFAULTS.items())
 
 
-FLAG_TEXT = {"empty_transcript": "nothing was recognised", "start_differs": "the first three words differ",
-             "end_differs": "the last three words differ", "high_wer": "word error rate above 0.6"}
+FLAG_TEXT = {
+    "empty_transcript": "nothing was recognised",
+    "start_differs": "the first three words differ",
+    "end_differs": "the last three words differ",
+    "high_wer": "word error rate above 0.6",
+}
 
 
 def edges_text(edges: dict | None) -> str:
@@ -208,8 +239,10 @@ def edges_text(edges: dict | None) -> str:
     of the paper's flags it removed."""
     if not edges:
         return ""
-    out = f"first word \u201c{edges['first_word']}\u201d p={edges['first_p']:.2f}; " \
-          f"last word \u201c{edges['last_word']}\u201d p={edges['last_p']:.2f}"
+    out = (
+        f"first word \u201c{edges['first_word']}\u201d p={edges['first_p']:.2f}; "
+        f"last word \u201c{edges['last_word']}\u201d p={edges['last_p']:.2f}"
+    )
     if edges.get("forgiven"):
         out += "; forgiven: " + ", ".join(FLAG_TEXT.get(f, f) for f in edges["forgiven"])
     return out

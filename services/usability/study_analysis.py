@@ -1,5 +1,6 @@
 """The usability analysis of a stored study, as the Analysis tab shows it: the exchanges' frame,
 the study's reference corpus, the analysis, its figures and its files (a fresh temporary folder)."""
+
 from __future__ import annotations
 
 import tempfile
@@ -32,5 +33,5 @@ def analyse(database, study_id: str, png: bool = False, out_dir=None):
     out_dir = out_dir or tempfile.mkdtemp(prefix=f"usability-{study_id}-")
     # PNG copies take kaleido ~1 s a figure: on request only (each plot's camera button saves one too)
     files = [str(p) for p in usability_analysis.write_outputs(res, out_dir, png=bool(png))]
-    files.append(str(paper_figures.write_study_starter_statistics(database, study_id, out_dir)))   # Table 3
+    files.append(str(paper_figures.write_study_starter_statistics(database, study_id, out_dir)))  # Table 3
     return res, figs, files

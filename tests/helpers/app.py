@@ -1,5 +1,6 @@
 """Talking to the app from a test: its command line run in process, gradio_client sessions on
 its pages, an admin session, the token of a participant's link."""
+
 from __future__ import annotations
 
 import os
@@ -30,7 +31,7 @@ def run_cli(*args, env: dict | None = None) -> subprocess.CompletedProcess:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 code = cli.main([str(a) for a in args])
-            except SystemExit as e:          # argparse's errors (2) and commands that exit
+            except SystemExit as e:  # argparse's errors (2) and commands that exit
                 code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
                 if not isinstance(e.code, int) and e.code is not None:
                     print(e.code, file=sys.stderr)

@@ -1,4 +1,5 @@
 """Audio for tests: WAV files of a voice-like tone, raw samples, WebM/Opus as a browser records it."""
+
 from __future__ import annotations
 
 import io
@@ -44,7 +45,7 @@ def webm_bytes(x, rate) -> bytes:
         stream = out.add_stream("libopus", rate=48000, layout="mono")
         pcm = (x * 32767).astype(np.int16)
         for start in range(0, len(pcm), 960):
-            frame = av.AudioFrame.from_ndarray(pcm[None, start:start + 960], format="s16", layout="mono")
+            frame = av.AudioFrame.from_ndarray(pcm[None, start : start + 960], format="s16", layout="mono")
             frame.sample_rate = rate
             for packet in stream.encode(frame):
                 out.mux(packet)

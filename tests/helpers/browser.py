@@ -1,6 +1,7 @@
 """Headless Chromium for the browser tests: where it is, how it is launched, the widths pages are
 checked at, and where screenshots go. Tests take it through conftest's `browser` and `page`
 fixtures, or `chromium()` for a browser of their own."""
+
 from __future__ import annotations
 
 import contextlib
@@ -11,10 +12,19 @@ import pytest
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-WIDTHS = {"desktop": {"viewport": {"width": 1280, "height": 900}},
-          "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}}
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WIDTHS = {
+    "desktop": {"viewport": {"width": 1280, "height": 900}},
+    "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True},
+}
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
 """Login throttling on a clock the test moves: the admin's enforced waits advance the clock
 instead of sleeping, so hours of waiting take no time."""
+
 from __future__ import annotations
 
 from services.admin.auth import AdminAuth, LoginThrottle

@@ -1,5 +1,6 @@
 """Direct assessment data: simulated judgments with planted system effects, the demo DA study
 with other settings, and a careful rater's score."""
+
 from __future__ import annotations
 
 import re
@@ -13,9 +14,17 @@ from harness.demo import DEMO
 from services.setup.importer import import_study
 
 
-def make_judgments(seed: int = 0, systems=None, n_segments: int = 30, workers: int = 8, unreliable: int = 2,
-                   modalities=("text",), runs=(1,), items_per_worker: int = 60,
-                   durations: bool = False) -> pd.DataFrame:
+def make_judgments(
+    seed: int = 0,
+    systems=None,
+    n_segments: int = 30,
+    workers: int = 8,
+    unreliable: int = 2,
+    modalities=("text",),
+    runs=(1,),
+    items_per_worker: int = 60,
+    durations: bool = False,
+) -> pd.DataFrame:
     """Workers judge random (system, segment) items; reliable ones score quality + noise and
     give bad_reference copies ~30 less and ask_again repeats about the same; unreliable ones
     score at random. Adds a duplicate system judgment and an unpaired control per worker."""
@@ -36,23 +45,35 @@ def make_judgments(seed: int = 0, systems=None, n_segments: int = 30, workers: i
                 picks = rng.choice(len(pool), size=min(items_per_worker, len(pool)), replace=False)
 
                 def add(kind, s, g, x):
-                    rows.append(dict(worker_id=w, hit_id=hit, modality=m, system=names[s], segment_id=f"s{g:03d}",
-                                     item_type=kind, score=float(np.clip(round(x), 0, 100)), run=r,
-                                     duration_s=float(rng.uniform(0.5, 3) if durations and wi == 0
-                                                      else rng.uniform(4, 30))))
+                    rows.append(
+                        dict(
+                            worker_id=w,
+                            hit_id=hit,
+                            modality=m,
+                            system=names[s],
+                            segment_id=f"s{g:03d}",
+                            item_type=kind,
+                            score=float(np.clip(round(x), 0, 100)),
+                            run=r,
+                            duration_s=float(rng.uniform(0.5, 3) if durations and wi == 0 else rng.uniform(4, 30)),
+                        )
+                    )
 
                 judged = []
                 for k in picks:
                     s, g = pool[k]
-                    x = (50 + spread * (systems[names[s]] + shift[s] + seg_effect[g] - 50) + bias
-                         + rng.normal(0, 6)) if good else rng.uniform(0, 100)
+                    x = (
+                        (50 + spread * (systems[names[s]] + shift[s] + seg_effect[g] - 50) + bias + rng.normal(0, 6))
+                        if good
+                        else rng.uniform(0, 100)
+                    )
                     add("system", s, g, x)
                     judged.append((s, g, x))
                 for s, g, x in judged[: len(judged) // 8]:
                     add("bad_reference", s, g, x - 30 + rng.normal(0, 5) if good else rng.uniform(0, 100))
-                for s, g, x in judged[len(judged) // 8: len(judged) // 4]:
+                for s, g, x in judged[len(judged) // 8 : len(judged) // 4]:
                     add("ask_again", s, g, x + rng.normal(0, 3) if good else rng.uniform(0, 100))
-                for s, g, x in judged[len(judged) // 4: len(judged) // 4 + 3]:
+                for s, g, x in judged[len(judged) // 4 : len(judged) // 4 + 3]:
                     add("reference", s, g, 90 + rng.normal(0, 5))
                 s, g, x = judged[0]  # it has a bad_reference copy: pairs with the mean of both
                 add("system", s, g, x + rng.normal(0, 4))  # a second system judgment of the same item

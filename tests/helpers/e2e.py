@@ -1,4 +1,5 @@
 """What an end-to-end test reads from a launched app: the links it printed and its database rows."""
+
 from __future__ import annotations
 
 import re

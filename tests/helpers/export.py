@@ -1,4 +1,5 @@
 """The demo study with a little of everything for the export tests, and an export of it."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ from storage import participants as participant_store
 from storage import results
 from tests.helpers.audio import write_wav
 
-FORMULAS = ['=HYPERLINK("http://evil.example","x")', "+1+2", "-2+3", "@SUM(A1)"]   # answers are stripped
+FORMULAS = ['=HYPERLINK("http://evil.example","x")', "+1+2", "-2+3", "@SUM(A1)"]  # answers are stripped
 
 EXCLUSION_REASON = "\t=test exclusion"
 
@@ -24,9 +25,26 @@ S2_TRANSLATION = "zebra quokka traducao do segundo remetente"
 
 REVIEWER = "admin@reviewer-host.example"
 
-METADATA = ["file_name", "recording_id", "exchange_id", "sender", "sender_group", "sender_gender", "starter_id",
-            "domain", "starter_source", "prompt", "duration_s", "qc_result", "review_decision", "qc_transcript", "wer",
-            "system", "translation", "translation_transcript"]
+METADATA = [
+    "file_name",
+    "recording_id",
+    "exchange_id",
+    "sender",
+    "sender_group",
+    "sender_gender",
+    "starter_id",
+    "domain",
+    "starter_source",
+    "prompt",
+    "duration_s",
+    "qc_result",
+    "review_decision",
+    "qc_transcript",
+    "wer",
+    "system",
+    "translation",
+    "translation_transcript",
+]
 
 
 def export(study, fmt, name=None, **kw):
@@ -40,7 +58,7 @@ def _record(db, person, wav, media, transcript, translation, qc_status, flags):
     res = submit(db, person.token, "record", v.item_id, {"audio": str(wav)}, media_dir=media)
     rid, ex_id = res.stored["id"], int(v.item_id)
     system = db.scalar("SELECT system_id FROM exchanges WHERE id = ?", [ex_id])
-    with db.write() as w:      # what the worker would store, without running the models
+    with db.write() as w:  # what the worker would store, without running the models
         results.set_recording_qc(w, rid, qc_status, transcript, 0.4, flags)
         results.insert_translation(w, ex_id, system, translation, transcript, json.dumps({"models": {"mt": "test"}}))
         results.put_exchange_metric(w, ex_id, "chrf", "1", "sacrebleu", 42.5)
@@ -68,17 +86,28 @@ def exported_study(tmp) -> dict:
     with db.write() as w:
         participant_store.exclude(w, excluded.id, EXCLUSION_REASON)
 
-    rid1, ex1 = _record(db, people["sender"], write_wav(tmp / "a.wav", seconds=4.0), media,
-                        "first sender transcript", "primeira traducao", "flagged", ["high_wer"])
+    rid1, ex1 = _record(
+        db,
+        people["sender"],
+        write_wav(tmp / "a.wav", seconds=4.0),
+        media,
+        "first sender transcript",
+        "primeira traducao",
+        "flagged",
+        ["high_wer"],
+    )
     decide(db, rid1, "accept", REVIEWER)
-    rid2, ex2 = _record(db, slot, write_wav(tmp / "b.wav", seconds=4.5), media,
-                        S2_TRANSCRIPT, S2_TRANSLATION, "passed", [])
+    rid2, ex2 = _record(
+        db, slot, write_wav(tmp / "b.wav", seconds=4.5), media, S2_TRANSCRIPT, S2_TRANSLATION, "passed", []
+    )
     workflow.refresh(db, "demo")
 
     rtok = people["receiver"].token
     v = get_view(db, rtok, "receiver", media_dir=media)
-    answers = [{"idx": q["idx"], "text": FORMULAS[i % len(FORMULAS)], "unanswerable": False}
-               for i, q in enumerate(v.content["questions"])]
+    answers = [
+        {"idx": q["idx"], "text": FORMULAS[i % len(FORMULAS)], "unanswerable": False}
+        for i, q in enumerate(v.content["questions"])
+    ]
     submit(db, rtok, "receiver", v.item_id, {"answers": answers}, media_dir=media)
     val = get_view(db, people["validator"].token, "validator", media_dir=media)
     marks = {a["idx"]: i % 2 == 0 for i, a in enumerate(val.content["answers"])}
@@ -87,19 +116,39 @@ def exported_study(tmp) -> dict:
     for _ in range(2):
         if sv.status != "item":
             break
-        sv = submit(db, people["rater"].token, "survey", sv.item_id,
-                    {"satisfaction": 4, "trust": 3, "reliance": 2}, media_dir=media).next
+        sv = submit(
+            db,
+            people["rater"].token,
+            "survey",
+            sv.item_id,
+            {"satisfaction": 4, "trust": 3, "reliance": 2},
+            media_dir=media,
+        ).next
     dv = get_view(db, people["da"].token, "da", media_dir=media)
     submit(db, people["da"].token, "da", dv.item_id, {"score": 61}, media_dir=media)
     save_feedback(db, people["da"].id, "=cmd|' /C calc'!A0 the slider was fine")
     s = get_view(db, people["sd"].token, "sd", media_dir=media)
-    while s.content["kind"] in ("welcome", "example"):       # the pages before the scales store nothing
+    while s.content["kind"] in ("welcome", "example"):  # the pages before the scales store nothing
         s = submit(db, people["sd"].token, "sd", s.item_id, {"values": {}}, media_dir=media).next
-    submit(db, people["sd"].token, "sd", s.item_id, {"values": {p["pair_id"]: 7 for p in s.content["pairs"]}},
-           media_dir=media)
+    submit(
+        db,
+        people["sd"].token,
+        "sd",
+        s.item_id,
+        {"values": {p["pair_id"]: 7 for p in s.content["pairs"]}},
+        media_dir=media,
+    )
 
     tokens = [p["token"] for p in participant_store.list_for_study(db, "demo")]
     externals = ["EXT-SENDER-1", "EXT-RECEIVER-2", "PROLIFICPID0123456789", "PSTUDY0123456789", "PSESSION0123456789"]
-    return {"db": db, "media": media, "tmp": tmp, "people": people, "tokens": tokens, "externals": externals,
-            "s2": {"id": slot.id, "exchange": ex2, "recording": rid2}, "s1": {"exchange": ex1, "recording": rid1},
-            "excluded": excluded.id}
+    return {
+        "db": db,
+        "media": media,
+        "tmp": tmp,
+        "people": people,
+        "tokens": tokens,
+        "externals": externals,
+        "s2": {"id": slot.id, "exchange": ex2, "recording": rid2},
+        "s1": {"exchange": ex1, "recording": rid1},
+        "excluded": excluded.id,
+    }

@@ -1,6 +1,7 @@
 """Which of the markers `app` and `browser` a test earns by what it starts: its function and its
 fixtures, and the repository's own functions and classes they name, followed transitively. `make
 test-fast` leaves those tests out; conftest.py adds the markers at collection."""
+
 from __future__ import annotations
 
 from harness.app import ROOT, RunningApp
@@ -14,17 +15,21 @@ def reaches(fn) -> frozenset:
     """The markers ("app", "browser") a function's code reaches, through the repository's own
     functions and classes it names (a name imported inside a function counts too)."""
     code = getattr(fn, "__code__", None)
-    if code is None or not code.co_filename.startswith(str(ROOT)) or "/.venv/" in code.co_filename \
-            or code.co_filename == __file__:            # this module names RunningApp but starts nothing
+    if (
+        code is None
+        or not code.co_filename.startswith(str(ROOT))
+        or "/.venv/" in code.co_filename
+        or code.co_filename == __file__
+    ):  # this module names RunningApp but starts nothing
         return frozenset()
     if code in _REACHES:
         return _REACHES[code]
-    _REACHES[code] = frozenset()            # a cycle adds nothing
+    _REACHES[code] = frozenset()  # a cycle adds nothing
     found: set = set()
     codes = [code]
     while codes:
         c = codes.pop()
-        codes += [k for k in c.co_consts if hasattr(k, "co_names")]        # nested functions, lambdas
+        codes += [k for k in c.co_consts if hasattr(k, "co_names")]  # nested functions, lambdas
         names = set(c.co_names)
         if names & APP_NAMES:
             found.add("app")

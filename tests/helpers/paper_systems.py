@@ -1,4 +1,5 @@
 """The demo study with one more system, and a recording routed to it (paper systems' tests)."""
+
 from __future__ import annotations
 
 import json  # noqa: E402
@@ -33,6 +34,7 @@ def record_for(database, system_id: str, wav: Path, media: Path) -> tuple[int, i
         # an assignment of a sender for the record phase (the demo's exchanges have none yet)
         a = w.execute("SELECT id FROM assignments WHERE exchange_id = ? AND phase = 'record'", [ex_id]).fetchone()
         st = store_recording(wav, media, 60)
-        rid = results.insert_recording(w, a[0] if a else None, ex_id, st.sha256, st.path_original, st.path_16k,
-                                       st.duration_s)
+        rid = results.insert_recording(
+            w, a[0] if a else None, ex_id, st.sha256, st.path_original, st.path_16k, st.duration_s
+        )
     return ex_id, rid

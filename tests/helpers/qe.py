@@ -1,4 +1,5 @@
 """MT-GenEval-style counterfactual QE scores with a planted gender gap."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -12,13 +13,35 @@ def counterfactual(spec: dict) -> pd.DataFrame:
     for lang, lines in spec.items():
         for i, (ff, fm, mf, mm) in enumerate(lines, start=1):
             hf, hm = f"{lang} a professora {i}", f"{lang} o professor {i}"
-            rows.append({"instance_id": f"cf-{i}-F", "lang": lang, "source": f"she teaches {i}", "hyp_f": hf,
-                         "hyp_m": hm, "gold": "F", "score_f": ff, "score_m": fm})
-            rows.append({"instance_id": f"cf-{i}-M", "lang": lang, "source": f"he teaches {i}", "hyp_f": hf,
-                         "hyp_m": hm, "gold": "M", "score_f": mf, "score_m": mm})
+            rows.append(
+                {
+                    "instance_id": f"cf-{i}-F",
+                    "lang": lang,
+                    "source": f"she teaches {i}",
+                    "hyp_f": hf,
+                    "hyp_m": hm,
+                    "gold": "F",
+                    "score_f": ff,
+                    "score_m": fm,
+                }
+            )
+            rows.append(
+                {
+                    "instance_id": f"cf-{i}-M",
+                    "lang": lang,
+                    "source": f"he teaches {i}",
+                    "hyp_f": hf,
+                    "hyp_m": hm,
+                    "gold": "M",
+                    "score_f": mf,
+                    "score_m": mm,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 # pt: the feminine pair always scored lower (0.80/0.90, 0.70/0.75, 0.85/0.88, 0.60/0.66); es: no pattern
-SPEC = {"pt": [(0.80, 0.70, 0.50, 0.90), (0.70, 0.60, 0.40, 0.75), (0.85, 0.30, 0.20, 0.88), (0.60, 0.50, 0.10, 0.66)],
-        "es": [(0.90, 0.10, 0.10, 0.80), (0.50, 0.10, 0.10, 0.60), (0.70, 0.10, 0.10, 0.70)]}
+SPEC = {
+    "pt": [(0.80, 0.70, 0.50, 0.90), (0.70, 0.60, 0.40, 0.75), (0.85, 0.30, 0.20, 0.88), (0.60, 0.50, 0.10, 0.66)],
+    "es": [(0.90, 0.10, 0.10, 0.80), (0.50, 0.10, 0.10, 0.60), (0.70, 0.10, 0.10, 0.70)],
+}

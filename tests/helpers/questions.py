@@ -1,5 +1,6 @@
 """A deterministic LLM that writes and answers comprehension questions (the responder of
 tests/openai_server.py), and the demo study with some starters' questions left to it."""
+
 from __future__ import annotations
 
 import re
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from harness.demo import DEMO
 
-NEW = ("s01", "s02")                          # starters imported without questions
+NEW = ("s01", "s02")  # starters imported without questions
 
 # A small world the fake-free LLM answers from: question -> the answer, which it gives only when
 # that answer occurs in the text it reads (English questions from the starter or a back-
@@ -20,7 +21,7 @@ EN = {
     "For how many days has she had a fever?": "three days",
     "Which antibiotic is she allergic to?": "penicillin",
     "How many milligrams of paracetamol does she take?": "250",
-    "What is the father's name?": "Peter",                      # not in s01: unanswerable there
+    "What is the father's name?": "Peter",  # not in s01: unanswerable there
 }
 
 PT = {
@@ -43,16 +44,23 @@ Q4: What is the daughter's favourite colour?
 
 I hope these help! Let me know if you need more."""
 
+
 def _between(text: str, start: str, end: str) -> str:
     m = re.search(re.escape(start) + r"(.*?)" + re.escape(end), text, re.S)
     return m.group(1) if m else ""
 
+
 STUDY = "qgen"
 
 
-GENERATED = ["What is the name of the daughter?", "How old is the daughter?", "How high is the fever?",
-             "For how many days has she had a fever?", "Which antibiotic is she allergic to?",
-             "How many milligrams of paracetamol does she take?"]
+GENERATED = [
+    "What is the name of the daughter?",
+    "How old is the daughter?",
+    "How high is the fever?",
+    "For how many days has she had a fever?",
+    "Which antibiotic is she allergic to?",
+    "How many milligrams of paracetamol does she take?",
+]
 
 
 def respond(text: str, body: dict) -> str | None:

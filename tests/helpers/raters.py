@@ -1,6 +1,7 @@
 """Simulated DA raters on the load study (harness/load_app.py): each works through its HIT with
 double submits, concurrent second tabs and reconnects; then what the database holds is checked
 against what the server acknowledged."""
+
 from __future__ import annotations
 
 import random
@@ -20,16 +21,16 @@ ALREADY = "This answer was already saved."
 @dataclass
 class RaterLog:
     token: str
-    acks: dict[str, float] = field(default_factory=dict)        # item -> score the server said "Saved." to
-    sent: dict[str, set] = field(default_factory=dict)          # item -> every score sent for it
-    unknown: list[str] = field(default_factory=list)            # items whose request the server may or may not have run
+    acks: dict[str, float] = field(default_factory=dict)  # item -> score the server said "Saved." to
+    sent: dict[str, set] = field(default_factory=dict)  # item -> every score sent for it
+    unknown: list[str] = field(default_factory=list)  # items whose request the server may or may not have run
     already: int = 0
     doubles: int = 0
     concurrent_doubles: int = 0
     reconnects: int = 0
     server_gone: int = 0
-    errors: list[str] = field(default_factory=list)             # anything unexpected
-    latencies: list[float] = field(default_factory=list)        # seconds per step (a submit, or a double)
+    errors: list[str] = field(default_factory=list)  # anything unexpected
+    latencies: list[float] = field(default_factory=list)  # seconds per step (a submit, or a double)
     final: dict | None = None
 
 
@@ -38,10 +39,19 @@ class Rater:
     (again afterwards, or concurrently from a second tab), reconnects (a new session, then
     /view to resume) and, when the server disappears, waiting for it and resuming."""
 
-    def __init__(self, url: str, token: str, seed: int, p_double: float = 0.1, p_concurrent: float = 0.1,
-                 p_reconnect: float = 0.1, deadline: float | None = None, gate: threading.Event | None = None):
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        seed: int,
+        p_double: float = 0.1,
+        p_concurrent: float = 0.1,
+        p_reconnect: float = 0.1,
+        deadline: float | None = None,
+        gate: threading.Event | None = None,
+    ):
         self.url, self.token = url, token
-        self.gate = gate            # cleared: the rater holds before its next step (a test's pause)
+        self.gate = gate  # cleared: the rater holds before its next step (a test's pause)
         self.rng = random.Random(seed)
         self.p_double, self.p_concurrent, self.p_reconnect = p_double, p_concurrent, p_reconnect
         self.deadline = deadline or time.time() + 600
@@ -91,7 +101,7 @@ class Rater:
     def run(self) -> RaterLog:
         client, view = self._reconnect(None)
         try:
-            for _ in range(ITEMS_PER_RATER * 4):               # bounded: every step saves an item or recovers
+            for _ in range(ITEMS_PER_RATER * 4):  # bounded: every step saves an item or recovers
                 if self.gate is not None:
                     self.gate.wait(max(0.0, self.deadline - time.time()))
                 if view is None or time.time() > self.deadline:
@@ -105,7 +115,7 @@ class Rater:
                 score = self.rng.randint(0, 100)
                 r = self.rng.random()
                 t0 = time.perf_counter()
-                if r < self.p_concurrent:                      # a second tab submits the same item at once
+                if r < self.p_concurrent:  # a second tab submits the same item at once
                     self.log.concurrent_doubles += 1
                     other = GradioHTTP(self.url)
                     second = {}
@@ -116,7 +126,7 @@ class Rater:
                     th.join(120)
                     other.close()
                     states = [state, second.get("s")]
-                elif r < self.p_concurrent + self.p_double:    # a double click: the same item again afterwards
+                elif r < self.p_concurrent + self.p_double:  # a double click: the same item again afterwards
                     self.log.doubles += 1
                     state = self._submit(client, item, score)
                     states = [state, self._submit(client, item, self.rng.randint(0, 100))]
@@ -131,7 +141,7 @@ class Rater:
                 nxt = next((s for s in states if s and s.get("notice") == SAVED), states[0])
                 if nxt is None:
                     break
-                if self.rng.random() < self.p_reconnect:       # a reload: new session, resume where we were
+                if self.rng.random() < self.p_reconnect:  # a reload: new session, resume where we were
                     self.log.reconnects += 1
                     expected = nxt.get("item_id") if nxt.get("status") == "item" else None
                     client, view = self._reconnect(client)
@@ -153,7 +163,7 @@ def run_raters(url: str, tokens: list[str], seed: int, deadline: float, **kw) ->
     def work(i):
         try:
             logs[i] = raters[i].run()
-        except Exception as e:       # a crash in the simulation is a test failure, not a hang
+        except Exception as e:  # a crash in the simulation is a test failure, not a hang
             raters[i].log.errors.append(f"rater crashed: {type(e).__name__}: {e}")
             logs[i] = raters[i].log
 
@@ -169,8 +179,10 @@ def stored_scores(app: LoadApp) -> dict[tuple[str, str], list[float]]:
     """(token, item) -> every judgment stored for that rater's assignment."""
     out: dict[tuple[str, str], list[float]] = {}
     for tok, item, score in app.db(
-            "SELECT p.token, a.item_id, j.score FROM da_judgments j JOIN assignments a ON a.id = j.assignment_id "
-            "JOIN participants p ON p.id = a.participant_id WHERE a.study_id = ?", (STUDY_ID,)):
+        "SELECT p.token, a.item_id, j.score FROM da_judgments j JOIN assignments a ON a.id = j.assignment_id "
+        "JOIN participants p ON p.id = a.participant_id WHERE a.study_id = ?",
+        (STUDY_ID,),
+    ):
         out.setdefault((tok, item), []).append(score)
     return out
 
@@ -189,10 +201,14 @@ def check_consistency(app: LoadApp, logs: list[RaterLog]) -> list[str]:
         problems.append(f"assignments with more than one judgment: {list(dup.items())[:5]}")
     done_without = app.db(
         "SELECT COUNT(*) FROM assignments a WHERE a.study_id = ? AND a.phase = 'da' AND a.status = 'done' "
-        "AND NOT EXISTS (SELECT 1 FROM da_judgments j WHERE j.assignment_id = a.id)", (STUDY_ID,))[0][0]
+        "AND NOT EXISTS (SELECT 1 FROM da_judgments j WHERE j.assignment_id = a.id)",
+        (STUDY_ID,),
+    )[0][0]
     judged_open = app.db(
         "SELECT COUNT(*) FROM da_judgments j JOIN assignments a ON a.id = j.assignment_id "
-        "WHERE a.study_id = ? AND a.status != 'done'", (STUDY_ID,))[0][0]
+        "WHERE a.study_id = ? AND a.status != 'done'",
+        (STUDY_ID,),
+    )[0][0]
     if done_without or judged_open:
         problems.append(f"{done_without} done assignments without a judgment, {judged_open} judgments of open ones")
     for lg in logs:

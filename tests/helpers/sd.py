@@ -1,5 +1,6 @@
 """Semantic differential data: the demo SD study, a page answered, simulated ratings with a
 planted factor structure and a check that a fit recovers it."""
+
 from __future__ import annotations
 
 import re
@@ -17,6 +18,7 @@ PER_GROUP = 4
 GROUPS = 4
 
 PHI = np.full((GROUPS, GROUPS), 0.3) + 0.7 * np.eye(GROUPS)
+
 
 def true_loadings(rng, weak: bool = False, cross: bool = False) -> tuple[np.ndarray, list[str], list[int]]:
     """16 items, 4 per factor (loadings 0.65-0.85); optionally a weak item (0.25 on factor 1)
@@ -73,10 +75,12 @@ def factor_data(n: int = 800, seed: int = 0, weak: bool = False, cross: bool = F
 
 def rating_rows(pid, duration, values: dict, repeats: dict | None = None) -> list[dict]:
     """values {(sentence, pair): v}; repeats {(sentence, pair): v or [v, ...]}."""
-    rows = [dict(participant_id=pid, sentence_id=s, pair_id=p, value=v, is_repeat=0, duration_s=duration)
-            for (s, p), v in values.items()]
+    rows = [
+        dict(participant_id=pid, sentence_id=s, pair_id=p, value=v, is_repeat=0, duration_s=duration)
+        for (s, p), v in values.items()
+    ]
     for (s, p), vs in (repeats or {}).items():
-        for v in (vs if isinstance(vs, list) else [vs]):
+        for v in vs if isinstance(vs, list) else [vs]:
             rows.append(dict(participant_id=pid, sentence_id=s, pair_id=p, value=v, is_repeat=1, duration_s=duration))
     return rows
 

@@ -1,4 +1,5 @@
 """The SQL statements a database connection runs while a block runs."""
+
 from __future__ import annotations
 
 

@@ -1,4 +1,5 @@
 """The demo study copied with extra [study] keys, its own scales, or consent sections."""
+
 from __future__ import annotations
 
 import shutil
@@ -7,7 +8,7 @@ from harness.demo import DEMO
 
 CONSENT_MD = "# Information\n\nYou will record short requests. Your voice is stored for research.\n"
 
-SECTIONS = '''
+SECTIONS = """
 [consent]
 file = "consent.md"
 agree = "Concordo / I agree"
@@ -37,7 +38,7 @@ kind = "text"
 required = false
 max_chars = 20
 roles = ["receiver"]
-'''
+"""
 
 
 def study_with_keys(tmp_path, extra: str):

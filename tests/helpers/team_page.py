@@ -1,5 +1,6 @@
 """The team page built in process (gr.Blocks events called as the browser calls them), and
 DA and SD answers to show on it."""
+
 from __future__ import annotations
 
 import asyncio
@@ -46,7 +47,7 @@ class TeamPage:
             elif isinstance(c, gr.Dropdown) and label == "Study":
                 inputs.append("demo")
             elif isinstance(c, gr.Number):
-                inputs.append(0 if c.value is None else c.value)      # what the browser shows and sends
+                inputs.append(0 if c.value is None else c.value)  # what the browser shows and sends
             elif isinstance(c, gr.State):
                 inputs.append(None)
             else:
@@ -64,8 +65,14 @@ def rate_da_and_sd(db, media) -> None:
     """The demo's DA and SD parts done: four DA raters (careful) and six SD raters (random)."""
     for r in add_participants(db, "demo", "da", 4):
         while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
-            submit(db, r.token, "da", v.item_id, {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
-                   media_dir=media)
+            submit(
+                db,
+                r.token,
+                "da",
+                v.item_id,
+                {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
+                media_dir=media,
+            )
     rng = random.Random(1)
     for p in add_participants(db, "demo", "sd", 6):
         while (v := get_view(db, p.token, "sd")).status == "item":

@@ -1,5 +1,6 @@
 """Simulated usability-study data with the paper's planted effects, and Holm's adjustment
 written out by hand."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,8 +36,9 @@ def items_for(rng, latent):
     return np.stack([base + (rest > 0), base + (rest > 1), base], axis=1)
 
 
-def generate(seed=0, senders_per_cell=29, per_sender=10, receivers=60, validators=69, sd_sender=0.35,
-             sd_other=0.15, sd_resid=0.6):
+def generate(
+    seed=0, senders_per_cell=29, per_sender=10, receivers=60, validators=69, sd_sender=0.35, sd_other=0.15, sd_resid=0.6
+):
     rng = np.random.default_rng(seed)
     rows, sfx = [], {}
     combos = [(a, b, c) for a in SYSTEMS for b in TOPICS for c in CORPORA]
@@ -46,9 +48,17 @@ def generate(seed=0, senders_per_cell=29, per_sender=10, receivers=60, validator
                 sid = f"{g}-{s}-{j}"
                 sfx[sid] = rng.normal(0, sd_sender)
                 for k in rng.choice(len(combos), per_sender, replace=False):
-                    rows.append(dict(sender_id=sid, group=g, gender=s, system=combos[k][0], topic=combos[k][1],
-                                     source="natural" if combos[k][2] in NATURAL else "synthetic",
-                                     corpus=combos[k][2]))
+                    rows.append(
+                        dict(
+                            sender_id=sid,
+                            group=g,
+                            gender=s,
+                            system=combos[k][0],
+                            topic=combos[k][1],
+                            source="natural" if combos[k][2] in NATURAL else "synthetic",
+                            corpus=combos[k][2],
+                        )
+                    )
     d = pd.DataFrame(rows)
     n = len(d)
     d.insert(0, "exchange_id", [f"E{i}" for i in range(n)])
@@ -58,11 +68,22 @@ def generate(seed=0, senders_per_cell=29, per_sender=10, receivers=60, validator
     vfx = rng.normal(0, sd_other, validators)
     base = items_for(rng, np.clip(rng.normal(3.7, 0.75, n), 1, 5))
     u_b = base.mean(axis=1)
-    fixed = (INTERCEPT + d["system"].map(SYSTEMS) + d["topic"].map(TOPICS) + d["corpus"].map(CORPORA)
-             + d["group"].map(GROUP_FX) + (d["gender"] == "Woman") * (WOMAN + d["group"].map(INTERACTION).fillna(0))
-             + U_B * u_b).to_numpy()
-    latent = (fixed + d["sender_id"].map(sfx).to_numpy() + rfx[d["receiver_id"].str[1:].astype(int)]
-              + vfx[d["validator_id"].str[1:].astype(int)] + rng.normal(0, sd_resid, n))
+    fixed = (
+        INTERCEPT
+        + d["system"].map(SYSTEMS)
+        + d["topic"].map(TOPICS)
+        + d["corpus"].map(CORPORA)
+        + d["group"].map(GROUP_FX)
+        + (d["gender"] == "Woman") * (WOMAN + d["group"].map(INTERACTION).fillna(0))
+        + U_B * u_b
+    ).to_numpy()
+    latent = (
+        fixed
+        + d["sender_id"].map(sfx).to_numpy()
+        + rfx[d["receiver_id"].str[1:].astype(int)]
+        + vfx[d["validator_id"].str[1:].astype(int)]
+        + rng.normal(0, sd_resid, n)
+    )
     it = items_for(rng, np.clip(latent, 1, 5))
     for j, c in enumerate(U.ITEMS):
         d[c] = it[:, j]

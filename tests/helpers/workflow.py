@@ -1,6 +1,7 @@
 """Driving the four-phase workflow in tests: senders record, the worker's outcome is stored as
 the worker would store it (services/usability/pipeline.record_outcome: no model runs), and receivers,
 validators and raters answer through the same calls the tabs make."""
+
 from __future__ import annotations
 
 import re
@@ -42,8 +43,11 @@ def record_all(db, sender, media: Path, wav: Path) -> list[int]:
     while (v := get_view(db, sender.token, "record")).status == "item":
         res = submit(db, sender.token, "record", v.item_id, {"audio": str(wav)}, media_dir=media)
         rec = res.stored
-        starter = db.one("SELECT s.text FROM exchanges e JOIN starters s ON s.study_id = e.study_id "
-                         "AND s.id = e.starter_id WHERE e.id = ?", [rec["exchange_id"]])["text"]
+        starter = db.one(
+            "SELECT s.text FROM exchanges e JOIN starters s ON s.study_id = e.study_id "
+            "AND s.id = e.starter_id WHERE e.id = ?",
+            [rec["exchange_id"]],
+        )["text"]
         assert pipeline.record_outcome(db, rec["id"], "Tradução de teste.", starter) == "passed"
         done.append(rec["exchange_id"])
     return done
@@ -53,8 +57,13 @@ def answer_receiver(db, token) -> dict | None:
     v = get_view(db, token, "receiver")
     if v.status != "item":
         return None
-    submit(db, token, "receiver", v.item_id,
-           {"answers": [{"idx": q["idx"], "text": "resposta", "unanswerable": False} for q in v.content["questions"]]})
+    submit(
+        db,
+        token,
+        "receiver",
+        v.item_id,
+        {"answers": [{"idx": q["idx"], "text": "resposta", "unanswerable": False} for q in v.content["questions"]]},
+    )
     return {"item": v.item_id}
 
 
@@ -81,11 +90,21 @@ def rate_imported_exchanges(db, rater, receiver, validator, mark=lambda idx: "co
     while (b := get_view(db, rater.token, "survey")).status == "item" and b.item_id.startswith("survey_baseline"):
         submit(db, rater.token, "survey", b.item_id, {"satisfaction": 4, "trust": 4, "reliance": 5})
     while (v := get_view(db, receiver.token, "receiver")).status == "item":
-        submit(db, receiver.token, "receiver", v.item_id,
-               {"answers": [{"idx": q["idx"], "text": "x"} for q in v.content["questions"]]})
+        submit(
+            db,
+            receiver.token,
+            "receiver",
+            v.item_id,
+            {"answers": [{"idx": q["idx"], "text": "x"} for q in v.content["questions"]]},
+        )
     while (val := get_view(db, validator.token, "validator")).status == "item":
-        submit(db, validator.token, "validator", val.item_id,
-               {"score": 55, "marks": {q["idx"]: mark(q["idx"]) for q in val.content["questions"]}})
+        submit(
+            db,
+            validator.token,
+            "validator",
+            val.item_id,
+            {"score": 55, "marks": {q["idx"]: mark(q["idx"]) for q in val.content["questions"]}},
+        )
     informed = []
     while (s := get_view(db, rater.token, "survey")).status == "item":
         assert s.item_id.startswith("survey_informed")
@@ -127,8 +146,10 @@ def answer_everything(db, people):
                 elif tab == "receiver":
                     payload = {"answers": [{"idx": q["idx"], "text": "x"} for q in v.content["questions"]]}
                 else:
-                    payload = {"score": 20 + 7 * k % 80, "marks": {q["idx"]: (q["idx"] + k) % 3 > 0
-                                                                   for q in v.content["questions"]}}
+                    payload = {
+                        "score": 20 + 7 * k % 80,
+                        "marks": {q["idx"]: (q["idx"] + k) % 3 > 0 for q in v.content["questions"]},
+                    }
                 v = submit(db, p.token, tab, v.item_id, payload).next
                 moved = True
 
@@ -146,7 +167,8 @@ def mixed_study(db, tmp_path):
         record_all(db, s, tmp_path / "media", audio)
     for s in senders[2:]:
         dropouts.drop_out(db, s.id, "test", "did not come back")
-    people = senders[:2] + [p for role in ("rater", "receiver", "validator")
-                            for p in add_participants(db, "demo", role, 6)]
+    people = senders[:2] + [
+        p for role in ("rater", "receiver", "validator") for p in add_participants(db, "demo", role, 6)
+    ]
     answer_everything(db, people)
     return db, senders

@@ -3,6 +3,7 @@ new values (no layout updates: they cost Gradio a component per update and made 
 no-op event at 50 raters, see benchmarks/load.py), so this checks the page still moves on
 right: the next image or audio, the slider back at 0 and untouched (audio: locked until the
 candidate has played), a double submit, and the full page again at the end (feedback box)."""
+
 from __future__ import annotations
 
 import time
@@ -46,15 +47,19 @@ def page():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM,
-                                    args=FLAGS + ["--autoplay-policy=no-user-gesture-required"])
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM, args=FLAGS + ["--autoplay-policy=no-user-gesture-required"]
+        )
         yield browser.new_page(viewport={"width": 1200, "height": 1000})
         browser.close()
 
 
 def rater(app, modality: str) -> str:
-    return app.rows("SELECT p.token FROM participants p JOIN assignments a ON a.participant_id = p.id "
-                    "WHERE a.phase = 'da' AND json_extract(a.meta, '$.modality') = ? LIMIT 1", (modality,))[0][0]
+    return app.rows(
+        "SELECT p.token FROM participants p JOIN assignments a ON a.participant_id = p.id "
+        "WHERE a.phase = 'da' AND json_extract(a.meta, '$.modality') = ? LIMIT 1",
+        (modality,),
+    )[0][0]
 
 
 def progress(page) -> str:
@@ -76,7 +81,7 @@ def test_text_items_follow_each_other_and_the_last_shows_the_feedback_box(demo_a
         assert page.locator(".msg.ok:visible").first.inner_text() == "Saved."
         assert page.locator("#da-image img").first.get_attribute("src") != src
         assert slider(page).input_value() == "0"
-        submit(page)                                    # the slider is untouched again
+        submit(page)  # the slider is untouched again
         page.locator(".msg.error:visible").first.wait_for(timeout=15000)
         assert "move the slider" in page.locator(".msg.error:visible").first.inner_text()
     # another tab rates all but the last item; this page's item was saved there meanwhile
@@ -101,15 +106,15 @@ def test_text_items_follow_each_other_and_the_last_shows_the_feedback_box(demo_a
 def test_audio_items_lock_the_slider_again_for_each_candidate(demo_app, page):
     tok = rater(demo_app, "audio")
     page.goto(f"{demo_app.url}/?t={tok}")
-    deadline = time.time() + 120                        # the HIT's audio is rendered by the worker
+    deadline = time.time() + 120  # the HIT's audio is rendered by the worker
     while "being prepared" in page.content() and time.time() < deadline:
         time.sleep(1)
     progress(page)
     for k in range(2):
-        reference = page.locator("#da-image img").first.get_attribute("src")     # the reference's image
+        reference = page.locator("#da-image img").first.get_attribute("src")  # the reference's image
         assert slider(page).is_disabled()
         page.locator("#da-audio audio").evaluate("a => a.play()")
-        for _ in range(150):                            # unlocked when the candidate has played to its end
+        for _ in range(150):  # unlocked when the candidate has played to its end
             if not slider(page).is_disabled():
                 break
             time.sleep(0.2)

@@ -4,6 +4,7 @@ hammering one participant link, an answer out of order (forged Prolific links an
 DNS-rebinding Host header are refused in tests/test_enrolment.py and test_admin_hardening.py,
 against the launched app too). It ends with nothing stored by the attacker, nothing lost from the
 honest raters (every acknowledged answer stored once), and the server's memory bounded."""
+
 from __future__ import annotations
 
 import http.server
@@ -26,8 +27,12 @@ HONEST = 4
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    a = prepared_app(tmp_path_factory.mktemp("hostile"), HONEST, extra_roles=True,
-                     env_extra={"TRADLAB_WORKER": "0", "TRADLAB_ADMIN_PASSWORD": PASSWORD})
+    a = prepared_app(
+        tmp_path_factory.mktemp("hostile"),
+        HONEST,
+        extra_roles=True,
+        env_extra={"TRADLAB_WORKER": "0", "TRADLAB_ADMIN_PASSWORD": PASSWORD},
+    )
     a.start()
     yield a
     a.stop()
@@ -59,9 +64,14 @@ class Counter(http.server.BaseHTTPRequestHandler):
 def counts(app) -> dict:
     def q(sql):
         return app.db(sql)[0][0]
-    return {"participants": q("SELECT COUNT(*) FROM participants"), "recordings": q("SELECT COUNT(*) FROM recordings"),
-            "answers": q("SELECT COUNT(*) FROM answers"), "surveys": q("SELECT COUNT(*) FROM surveys"),
-            "jobs": q("SELECT COUNT(*) FROM jobs")}
+
+    return {
+        "participants": q("SELECT COUNT(*) FROM participants"),
+        "recordings": q("SELECT COUNT(*) FROM recordings"),
+        "answers": q("SELECT COUNT(*) FROM answers"),
+        "surveys": q("SELECT COUNT(*) FROM surveys"),
+        "jobs": q("SELECT COUNT(*) FROM jobs"),
+    }
 
 
 def refused(fn) -> str:
@@ -81,8 +91,9 @@ def test_hostile_traffic_stores_nothing_and_honest_raters_lose_nothing(app):
     before = counts(app)
     honest = app.tokens("da")[:HONEST]
     logs: list = []
-    runner = threading.Thread(target=lambda: logs.extend(run_raters(app.url, honest, seed=17,
-                                                                    deadline=time.time() + 120)), daemon=True)
+    runner = threading.Thread(
+        target=lambda: logs.extend(run_raters(app.url, honest, seed=17, deadline=time.time() + 120)), daemon=True
+    )
     runner.start()
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Counter)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -97,14 +108,22 @@ def test_hostile_traffic_stores_nothing_and_honest_raters_lose_nothing(app):
             up = c.upload(flac, f"long{k}.flac", "audio/flac")
             said["12-hour FLAC"] = refused(lambda: c.predict(sender, item, up, api_name="/record_submit"))
         # a file the server would fetch from elsewhere
-        said["remote file"] = refused(lambda: c.predict(sender, item, file_data(remote, "voice.wav"),
-                                                        api_name="/record_submit"))
+        said["remote file"] = refused(
+            lambda: c.predict(sender, item, file_data(remote, "voice.wav"), api_name="/record_submit")
+        )
         # a later record item before the first (the order holds)
         rater = app.tokens("rater")[0]
         v = c.predict(rater, "survey", api_name="/view")
-        said["informed before baseline"] = refused(lambda: c.predict(
-            rater, {"item_id": v["item_id"].replace("baseline", "informed"),
-                    "answer": {"satisfaction": "3", "trust": "3", "reliance": "3"}}, api_name="/survey_submit"))
+        said["informed before baseline"] = refused(
+            lambda: c.predict(
+                rater,
+                {
+                    "item_id": v["item_id"].replace("baseline", "informed"),
+                    "answer": {"satisfaction": "3", "trust": "3", "reliance": "3"},
+                },
+                api_name="/survey_submit",
+            )
+        )
         # guessing the admin password
         guesses = []
         for k in range(8):
@@ -118,8 +137,10 @@ def test_hostile_traffic_stores_nothing_and_honest_raters_lose_nothing(app):
     runner.join(180)
     after = counts(app)
     peak = peak_rss_mb(app.proc.pid)
-    print(f"\nhostile: idle peak {idle:.0f} MB, after {peak:.0f} MB; outbound {Counter.hits}; refusals {said}; "
-          f"hammering refused {slow} of 80")
+    print(
+        f"\nhostile: idle peak {idle:.0f} MB, after {peak:.0f} MB; outbound {Counter.hits}; refusals {said}; "
+        f"hammering refused {slow} of 80"
+    )
 
     assert "too long" in said["12-hour FLAC"], said
     assert "Only files uploaded to this server" in said["remote file"] and Counter.hits == 0, said

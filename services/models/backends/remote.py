@@ -15,6 +15,7 @@ Errors: an unreachable server or a missing key variable raises BackendUnavailabl
 to start or configure); an HTTP error, a timeout or a malformed reply raises RuntimeError
 with the server's own words. There is no retry loop here: the job worker retries.
 """
+
 from __future__ import annotations
 
 import base64
@@ -28,14 +29,14 @@ from services.common.settings import SETTINGS, Settings
 from services.common.settings import current as current_settings
 from services.models.backends import BackendUnavailable, ServerUnreachable
 
-ERROR_CHARS = 300        # how much of a server's error message an exception quotes
+ERROR_CHARS = 300  # how much of a server's error message an exception quotes
 
 
 # Variables that are never an API key: the app's own settings (the admin password among them)
 # and well-known credentials of other services. A key variable naming one is refused at
 # request time, whatever configured it.
 NEVER_KEYS = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS", "AWS_SECRET_ACCESS_KEY")
-SERVER_URL_VARS = ("TRADLAB_LLM_BASE_URL", "TRADLAB_GEMBA_BASE_URL")   # set by the server's operator
+SERVER_URL_VARS = ("TRADLAB_LLM_BASE_URL", "TRADLAB_GEMBA_BASE_URL")  # set by the server's operator
 
 
 def _host_port(url: str) -> tuple[str, int | None]:
@@ -65,8 +66,7 @@ def allowed_hosts(environ=None) -> set[str]:
     TRADLAB_REMOTE_HOSTS allow-list and the hosts of the server's own model URLs."""
 
     env = _settings(environ)
-    out = {h.strip().lower().rstrip(".") for h in env.remote_hosts.replace(" ", ",").split(",")
-           if h.strip()}
+    out = {h.strip().lower().rstrip(".") for h in env.remote_hosts.replace(" ", ",").split(",") if h.strip()}
     for var in SERVER_URL_VARS:
         host, port = _host_port(env.get(var))
         if host:
@@ -87,8 +87,10 @@ def host_allowed(url: str, environ=None) -> bool:
 
 def host_refusal(url: str) -> str:
     host, _ = _host_port(url)
-    return (f"the host '{host or url}' is not allowed: model requests go only to loopback or to hosts the "
-            f"server allows in TRADLAB_REMOTE_HOSTS")
+    return (
+        f"the host '{host or url}' is not allowed: model requests go only to loopback or to hosts the "
+        f"server allows in TRADLAB_REMOTE_HOSTS"
+    )
 
 
 def key_env_problem(name: str, environ=None) -> str | None:
@@ -99,8 +101,10 @@ def key_env_problem(name: str, environ=None) -> str | None:
         return None
     prefix = _settings(environ).key_prefix
     if not isinstance(name, str) or not name.startswith(prefix) or name == prefix:
-        return (f"'{name}' is not allowed: a study's API-key variable must start with {prefix} "
-                f"(the server's TRADLAB_KEY_PREFIX)")
+        return (
+            f"'{name}' is not allowed: a study's API-key variable must start with {prefix} "
+            f"(the server's TRADLAB_KEY_PREFIX)"
+        )
     return None
 
 
@@ -125,8 +129,10 @@ def _never_key(name: str) -> bool:
 def _base(url: str) -> str:
     url = (url or "").strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
-        raise BackendUnavailable(f"Remote backend URL {url!r} must start with http:// or https:// "
-                                 "and end with the API version, e.g. http://gpu-box:8000/v1")
+        raise BackendUnavailable(
+            f"Remote backend URL {url!r} must start with http:// or https:// "
+            "and end with the API version, e.g. http://gpu-box:8000/v1"
+        )
     return url
 
 
@@ -166,13 +172,16 @@ class _RemoteBase:
         if not self.api_key_env:
             return {}
         if _never_key(self.api_key_env):
-            raise BackendUnavailable(f"Environment variable {self.api_key_env} is a server setting or "
-                                     f"another service's credential, never sent as an API key")
+            raise BackendUnavailable(
+                f"Environment variable {self.api_key_env} is a server setting or "
+                f"another service's credential, never sent as an API key"
+            )
         # Read at call time so a key set after start-up (or rotated) is used.
         key = current_settings().get(self.api_key_env).strip()
         if not key:
-            raise BackendUnavailable(f"Environment variable {self.api_key_env} (the API key for "
-                                     f"{self.base_url}) is not set")
+            raise BackendUnavailable(
+                f"Environment variable {self.api_key_env} (the API key for {self.base_url}) is not set"
+            )
         return {"Authorization": f"Bearer {key}"}
 
     def _client(self) -> httpx.Client:
@@ -182,60 +191,83 @@ class _RemoteBase:
 
     def _post(self, client: httpx.Client, path: str, **kwargs) -> dict:
         url = f"{self.base_url}{path}"
-        if not host_allowed(self.base_url):        # checked at import too; again before anything is sent
+        if not host_allowed(self.base_url):  # checked at import too; again before anything is sent
             raise BackendUnavailable(f"Refused to send a request to {self.base_url}: {host_refusal(self.base_url)}")
         try:
             resp = client.post(url, headers=self._headers(), **kwargs)
         except httpx.ConnectTimeout as e:
-            raise ServerUnreachable(f"Could not connect to {url} within {client.timeout.connect:g} s: "
-                                     "the model server must be running and reachable") from e
+            raise ServerUnreachable(
+                f"Could not connect to {url} within {client.timeout.connect:g} s: "
+                "the model server must be running and reachable"
+            ) from e
         except httpx.ConnectError as e:
-            raise ServerUnreachable(f"Could not connect to {url} ({e}): the model server must be "
-                                     "running and reachable") from e
+            raise ServerUnreachable(
+                f"Could not connect to {url} ({e}): the model server must be running and reachable"
+            ) from e
         except httpx.TimeoutException as e:
-            raise RuntimeError(f"{url} did not answer within the {self.timeout_s:g} s timeout "
-                               f"({type(e).__name__})") from e
+            raise RuntimeError(
+                f"{url} did not answer within the {self.timeout_s:g} s timeout ({type(e).__name__})"
+            ) from e
         except httpx.TransportError as e:
             raise RuntimeError(f"Request to {url} failed: {type(e).__name__}: {e}") from e
         if resp.status_code >= 400:
             msg = _server_message(resp)
             # A bare 404 usually means the path is wrong, not the model.
-            hint = (" (is the base URL right, ending in the API version such as /v1?)"
-                    if resp.status_code == 404 and "model" not in msg.lower() else "")
+            hint = (
+                " (is the base URL right, ending in the API version such as /v1?)"
+                if resp.status_code == 404 and "model" not in msg.lower()
+                else ""
+            )
             raise RuntimeError(f"{url} answered HTTP {resp.status_code}: {msg}{hint}")
         try:
             body = resp.json()
         except ValueError as e:
-            raise RuntimeError(f"{url} answered with something that is not JSON: "
-                               f"{resp.text[:ERROR_CHARS]!r}") from e
+            raise RuntimeError(f"{url} answered with something that is not JSON: {resp.text[:ERROR_CHARS]!r}") from e
         if not isinstance(body, dict):
             raise RuntimeError(f"{url} answered with malformed JSON (not an object): {str(body)[:ERROR_CHARS]}")
         return body
 
     def _chat(self, client: httpx.Client, content, max_tokens: int, **sampling) -> str:
         # sampling: e.g. temperature, seed (services/models/llm.py); greedy unless given
-        payload = {"model": self.model, "messages": [{"role": "user", "content": content}],
-                   "temperature": 0, "max_tokens": int(max_tokens), **sampling}
+        payload = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": content}],
+            "temperature": 0,
+            "max_tokens": int(max_tokens),
+            **sampling,
+        }
         body = self._post(client, "/chat/completions", json=payload)
         try:
             text = body["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError) as e:
-            raise RuntimeError(f"Malformed chat completion from {self.base_url} (no choices[0].message"
-                               f".content): {str(body)[:ERROR_CHARS]}") from e
-        if isinstance(text, list):   # some servers return content as a list of text parts
+            raise RuntimeError(
+                f"Malformed chat completion from {self.base_url} (no choices[0].message"
+                f".content): {str(body)[:ERROR_CHARS]}"
+            ) from e
+        if isinstance(text, list):  # some servers return content as a list of text parts
             text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
         if not isinstance(text, str):
-            raise RuntimeError(f"Malformed chat completion from {self.base_url} (message content is "
-                               f"{type(text).__name__}, not text): {str(body)[:ERROR_CHARS]}")
+            raise RuntimeError(
+                f"Malformed chat completion from {self.base_url} (message content is "
+                f"{type(text).__name__}, not text): {str(body)[:ERROR_CHARS]}"
+            )
         return text.strip()
 
 
 class RemoteSpeechLLM(_RemoteBase):
     """A speech LLM (e.g. Voxtral) that hears the recording and follows `prompt`."""
+
     kind = "remote-speech-llm"
 
-    def __init__(self, base_url: str, model: str, prompt: str, api_key_env: str = "",
-                 timeout_s: float = 120, max_tokens: int = 512):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        prompt: str,
+        api_key_env: str = "",
+        timeout_s: float = 120,
+        max_tokens: int = 512,
+    ):
         super().__init__(base_url, model, api_key_env, timeout_s)
         self.prompt = prompt
         self.max_tokens = int(max_tokens)
@@ -243,8 +275,10 @@ class RemoteSpeechLLM(_RemoteBase):
     def translate_audio(self, wav16k_path: str) -> str:
         # OpenAI's input_audio part: raw base64 (no data: URL prefix) plus a format literal.
         data = base64.b64encode(Path(wav16k_path).read_bytes()).decode("ascii")
-        content = [{"type": "input_audio", "input_audio": {"data": data, "format": "wav"}},
-                   {"type": "text", "text": self.prompt}]
+        content = [
+            {"type": "input_audio", "input_audio": {"data": data, "format": "wav"}},
+            {"type": "text", "text": self.prompt},
+        ]
         with self._client() as client:
             return self._chat(client, content, self.max_tokens)
 
@@ -252,8 +286,7 @@ class RemoteSpeechLLM(_RemoteBase):
 class RemoteASR(_RemoteBase):
     kind = "remote-asr"
 
-    def __init__(self, base_url: str, model: str, api_key_env: str = "", language: str = "en",
-                 timeout_s: float = 120):
+    def __init__(self, base_url: str, model: str, api_key_env: str = "", language: str = "en", timeout_s: float = 120):
         super().__init__(base_url, model, api_key_env, timeout_s)
         self.language = language
 
@@ -263,8 +296,12 @@ class RemoteASR(_RemoteBase):
         if self.language:
             fields["language"] = self.language
         with self._client() as client:
-            body = self._post(client, "/audio/transcriptions", data=fields,
-                              files={"file": (path.name, path.read_bytes(), "audio/wav")})
+            body = self._post(
+                client,
+                "/audio/transcriptions",
+                data=fields,
+                files={"file": (path.name, path.read_bytes(), "audio/wav")},
+            )
         text = body.get("text")
         if not isinstance(text, str):
             raise RuntimeError(f"Malformed transcription from {self.base_url} (no text): {str(body)[:ERROR_CHARS]}")
@@ -273,10 +310,18 @@ class RemoteASR(_RemoteBase):
 
 class RemoteMT(_RemoteBase):
     """An instruction LLM used as MT: `prompt` holds {text}, replaced by each source text."""
+
     kind = "remote-mt"
 
-    def __init__(self, base_url: str, model: str, prompt: str, api_key_env: str = "",
-                 timeout_s: float = 120, max_tokens: int = 512):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        prompt: str,
+        api_key_env: str = "",
+        timeout_s: float = 120,
+        max_tokens: int = 512,
+    ):
         super().__init__(base_url, model, api_key_env, timeout_s)
         if "{text}" not in prompt:
             raise BackendUnavailable("The remote MT prompt must contain {text} where the source text goes")
@@ -285,9 +330,8 @@ class RemoteMT(_RemoteBase):
 
     def translate(self, texts: list[str]) -> list[str]:
         out = []
-        with self._client() as client:   # one connection kept alive across the texts
+        with self._client() as client:  # one connection kept alive across the texts
             for t in texts:
                 # str.replace, not str.format: prompts may contain other braces (JSON examples).
-                out.append(self._chat(client, self.prompt.replace("{text}", t), self.max_tokens)
-                           if t.strip() else "")
+                out.append(self._chat(client, self.prompt.replace("{text}", t), self.max_tokens) if t.strip() else "")
         return out
