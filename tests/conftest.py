@@ -10,7 +10,6 @@ import pytest
 
 from harness.app import RunningApp
 from harness.demo import DEMO
-from tests.helpers import workflow
 from tests.helpers.browser import chromium
 from tests.helpers.markers import markers_for
 
@@ -119,6 +118,8 @@ def one_torch_thread():
 def mixed_study(demo_db, tmp_path):
     """The demo study with four senders' recordings and every survey, receiver and validator item
     answered (tests/helpers/workflow.py mixed_study says who): (database, senders)."""
+    from tests.helpers import workflow  # here, not at the top: .venv-phi4 runs a test file without the app's storage
+
     return workflow.mixed_study(demo_db, tmp_path)
 
 
