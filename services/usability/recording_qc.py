@@ -44,7 +44,7 @@ MAX_REJECTED = 3  # a sender with more rejected recordings than this is excluded
 # the second opinion's study settings ([usability] qc_second_opinion, qc_first_word_min_p,
 # qc_last_word_min_p); "auto": on unless the QC ASR is the paper's Whisper large-v3, whose
 # transcripts the paper's rule was made for
-SECOND_OPINION_DEFAULTS = {"qc_second_opinion": "auto", "qc_first_word_min_p": 0.2, "qc_last_word_min_p": 0.4}
+SECOND_OPINION_DEFAULTS = {"qc_second_opinion": "auto", "qc_first_word_min_p": 0.4, "qc_last_word_min_p": 0.2}
 
 # The QC ASR when a study names none: the best Whisper that runs offline here (tiny.en through
 # faster-whisper, beam 5). A GPU host with the weights sets the paper's, e.g.
