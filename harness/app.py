@@ -54,6 +54,15 @@ class RunningApp:
             [sys.executable, "app.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120
         )
 
+    def add_participants(self, role: str, count: int, group: str = "", gender: str = "", study: str = "demo") -> None:
+        """`app.py participants add` for `count` participants of `role` (a sender with its group and
+        gender); fails on a non-zero exit with what the CLI printed."""
+        args = ["participants", "add", "--study", study, "--role", role, "--count", str(count)]
+        if group:
+            args += ["--group", group, "--gender", gender]
+        res = self.cli(*args)
+        assert res.returncode == 0, res.stderr
+
     def start(self, *args):
         self.log = open(self.tmp / "server.log", "w")
         self.proc = subprocess.Popen(

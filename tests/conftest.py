@@ -82,21 +82,7 @@ def app_server(tmp_path_factory):
     for role in ("receiver", "validator", "rater", "da", "sd"):
         res = app.cli("participants", "add", "--study", "demo", "--role", role, "--count", "2")
         assert res.returncode == 0, res.stderr
-    res = app.cli(
-        "participants",
-        "add",
-        "--study",
-        "demo",
-        "--role",
-        "sender",
-        "--group",
-        "USW",
-        "--gender",
-        "Woman",
-        "--count",
-        "2",
-    )
-    assert res.returncode == 0, res.stderr
+    app.add_participants("sender", 2, "USW", "Woman")
     app.start()
     yield app
     app.stop()

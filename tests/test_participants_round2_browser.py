@@ -22,23 +22,7 @@ def app(tmp_path_factory):
     assert a.cli("import", str(DEMO)).returncode == 0
     for role in ("receiver", "validator", "sd", "da"):
         assert a.cli("participants", "add", "--study", "demo", "--role", role, "--count", "2").returncode == 0
-    assert (
-        a.cli(
-            "participants",
-            "add",
-            "--study",
-            "demo",
-            "--role",
-            "sender",
-            "--group",
-            "USW",
-            "--gender",
-            "Woman",
-            "--count",
-            "1",
-        ).returncode
-        == 0
-    )
+    a.add_participants("sender", 1, "USW", "Woman")
     # every question with an expected answer (the reviewed questions' reference answers)
     a.rows(
         "INSERT INTO question_drafts (study_id, starter_id, position, en, pt, answer_en, status, origin, "

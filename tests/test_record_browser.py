@@ -24,21 +24,7 @@ SENDER = {"desktop": 0, "phone": 1}  # one sender per width: their pages do not 
 def app(tmp_path_factory):
     app = RunningApp(tmp_path_factory.mktemp("record"))
     assert app.cli("import", str(DEMO)).returncode == 0
-    res = app.cli(
-        "participants",
-        "add",
-        "--study",
-        "demo",
-        "--role",
-        "sender",
-        "--group",
-        "USW",
-        "--gender",
-        "Woman",
-        "--count",
-        "2",
-    )
-    assert res.returncode == 0, res.stderr
+    app.add_participants("sender", 2, "USW", "Woman")
     app.start()
     yield app
     app.stop()

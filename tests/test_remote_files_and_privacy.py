@@ -87,21 +87,7 @@ def app(tmp_path_factory, counter):
     assert app.cli("import", str(DEMO)).returncode == 0
     for role in ("receiver", "rater"):
         assert app.cli("participants", "add", "--study", "demo", "--role", role, "--count", "1").returncode == 0
-    res = app.cli(
-        "participants",
-        "add",
-        "--study",
-        "demo",
-        "--role",
-        "sender",
-        "--group",
-        "USW",
-        "--gender",
-        "Woman",
-        "--count",
-        "1",
-    )
-    assert res.returncode == 0, res.stderr
+    app.add_participants("sender", 1, "USW", "Woman")
     app.start()
     yield app
     app.stop()
