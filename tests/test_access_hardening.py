@@ -101,6 +101,30 @@ def test_one_client_cannot_hoard_self_enrolment_slots(demo_db):
     print(f"one client, 10 invented ids in a minute: {taken} slots taken, {refused} refused")
 
 
+def test_a_direct_client_forging_x_forwarded_for_is_still_one_client(demo_db, monkeypatch):
+    """Finding 10 again: a client reaching the server directly (not through a proxy on this
+    machine) put a new X-Forwarded-For on each request and got a new key each time: 10 of 10
+    slots with invented ids past the cap of 3. Its header is now ignored; a Space's proxy's is not."""
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    add_participants(demo_db, "demo", "receiver", 12, self_enrol=True)
+    taken = 0
+    for i in range(10):
+        forged = throttle_key("192.0.2.2", {"x-forwarded-for": f"10.1.1.{i}"})
+        try:
+            enrol_from_link(demo_db, _query(_url(demo_db), f"forged{i:04d}", f"fsess{i:04d}"), client=forged)
+            taken += 1
+        except ParticipantError as e:
+            assert "from your network" in str(e)
+    assert taken == 3, taken
+    # behind the proxy on this machine and on a Space, the address the proxy appended tells clients apart
+    assert throttle_key("127.0.0.1", {"x-forwarded-for": "1.2.3.4, 203.0.113.9"}) != throttle_key(
+        "127.0.0.1", {"x-forwarded-for": "1.2.3.4, 203.0.113.10"}
+    )
+    monkeypatch.setenv("SPACE_ID", "lab/tradlab")
+    assert throttle_key("10.0.0.5", [(b"x-forwarded-for", b"203.0.113.9")]) == "10.0.0.5|203.0.113.9"
+    print(f"a direct client forging X-Forwarded-For, 10 invented ids: {taken} slots taken (before: 10)")
+
+
 def test_the_per_client_cap_is_a_study_setting(database, tmp_path):
     from services.setup.importer import import_study
     from services.study.files import StudyValidationError
@@ -170,9 +194,9 @@ def test_forged_clients_cannot_make_the_right_password_wait_for_long():
     """Finding 9: 40 failures from forged X-Forwarded-For keys refused the team's right password
     (the global wait). Now they only pace checks: the right password waits its turn, then opens."""
     auth, clock = paced_auth("the right one")
-    for i in range(40):
+    for i in range(40):  # from this machine, where the header is trusted as a proxy's
         with pytest.raises(PermissionError, match="Wrong password"):
-            auth.login("guess", "198.51.100.1", throttle_key("198.51.100.1", {"x-forwarded-for": f"10.9.0.{i}"}))
+            auth.login("guess", "127.0.0.1", throttle_key("127.0.0.1", {"x-forwarded-for": f"10.9.0.{i}"}))
     before = clock()
     session = auth.login("the right one", "192.0.2.10", throttle_key("192.0.2.10"))
     auth.check(session, "192.0.2.10")

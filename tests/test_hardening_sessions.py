@@ -118,6 +118,49 @@ def test_uploads_are_bounded_per_client_in_count_and_bytes(tmp_path):
     assert budget.admit("A", 600) is None
 
 
+def guard_uploads(clients: list[tuple[str, bytes | None]], per_minute: int = 2) -> list[int]:
+    """Uploads through Guard in process (its answer as Gradio's would be), one per (peer,
+    X-Forwarded-For) given: the status each got."""
+    import asyncio
+
+    from web.guard import Guard
+    from web.uploads import UploadBudget
+
+    async def gradio(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"[]"})
+
+    guard = Guard(gradio, upload_pages=("sender",), uploads=UploadBudget(per_minute, 10**9, 10**10))
+
+    async def one(peer: str, forwarded: bytes | None) -> int:
+        headers = [(b"content-length", b"4")] + ([(b"x-forwarded-for", forwarded)] if forwarded else [])
+        scope = {"type": "http", "method": "POST", "path": "/sender/gradio_api/upload", "headers": headers}
+        sent: list = []
+
+        async def receive():
+            return {"type": "http.request", "body": b"RIFF", "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        await guard({**scope, "client": (peer, 5000)}, receive, send)
+        return sent[0]["status"]
+
+    return [asyncio.run(one(peer, fwd)) for peer, fwd in clients]
+
+
+def test_upload_budget_tells_a_spaces_visitors_apart_and_ignores_a_direct_clients_header(monkeypatch):
+    """Guard read the client's key from the ASGI headers as if they were a mapping, found none, and
+    so on a Space (its proxy is one peer for everyone) all senders shared one allowance: the third
+    visitor's upload in a minute was refused. A direct client's own X-Forwarded-For names no one."""
+    monkeypatch.setenv("SPACE_ID", "lab/tradlab")
+    visitors = [("10.0.0.5", f"203.0.113.{i}".encode()) for i in range(1, 5)]
+    assert guard_uploads(visitors) == [200] * 4
+    monkeypatch.delenv("SPACE_ID")
+    forging = [("192.0.2.2", f"10.1.1.{i}".encode()) for i in range(1, 5)]
+    assert guard_uploads(forging) == [200, 200, 429, 429]
+
+
 # -- the launched app ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):

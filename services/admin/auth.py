@@ -11,6 +11,8 @@ import threading
 import time
 from typing import Callable
 
+from services.common.settings import on_space
+
 LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 SESSION_SECONDS = 12 * 3600
 
@@ -23,6 +25,8 @@ NOT_LOCAL = "forwarded"  # what client_address calls a caller that must use the 
 def _header_map(headers) -> dict[str, str]:
     if headers is None:
         return {}
+    if isinstance(headers, (list, tuple)):  # an ASGI scope's (name, value) byte pairs (web.guard)
+        return {bytes(k).decode("latin-1").lower(): bytes(v).decode("latin-1") for k, v in headers}
     try:
         return {str(k).lower(): str(v) for k, v in headers.items()}
     except AttributeError:
@@ -61,13 +65,18 @@ def client_address(host: str | None, headers=None) -> str | None:
 
 
 def throttle_key(host: str | None, headers=None) -> str:
-    """Whose failed logins count together: the socket's peer, and behind a proxy the address the
-    proxy itself appended (the last X-Forwarded-For entry; earlier ones are the client's to
-    forge). A direct client forging that header gets a fresh key each time, which the global
-    limit of LoginThrottle still catches."""
+    """Whose failed logins, uploads and new enrolments count together: the socket's peer, and
+    behind a proxy on this machine or a Space's the address the proxy itself appended (the last
+    X-Forwarded-For entry; earlier ones are the client's to forge). From any other peer the
+    header is the client's own and is ignored: a direct client forging it got a fresh key each
+    request (10 of 10 self-enrolments with invented ids past a cap of 3). A proxy on another
+    machine: uvicorn's FORWARDED_ALLOW_IPS names it, and uvicorn then gives the client's address
+    as the peer."""
     h = _header_map(headers)
     hop = h.get("x-forwarded-for", "").split(",")[-1].strip() or h.get("x-real-ip", "").strip()
-    return f"{host or '?'}|{hop}" if hop else (host or "?")
+    if hop and ((host or "") in LOOPBACK or on_space()):
+        return f"{host or '?'}|{hop}"
+    return host or "?"
 
 
 class LoginThrottle:

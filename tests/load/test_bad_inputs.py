@@ -658,6 +658,57 @@ def test_a_huge_or_complex_body_is_refused_before_gradio_and_others_stay_fast(ap
     assert peak - idle < 40, (idle, peak)
 
 
+def escaped_quotes(n: int) -> bytes:
+    """A body deeper than the limit whose one text never ends: n escaped quotes. A regex taking a
+    whole text at once scans from each quote to the end (n squared steps)."""
+    return b'{"data": [' + b"[" * 40 + b'"' + b'\\"' * n
+
+
+def test_a_bodys_shape_is_judged_in_linear_time():
+    """Guard judges a body's depth and values with its texts taken out. Before, the texts were
+    taken out by one regex, quadratic on a text of escaped quotes with no end: 32 KB took 8 s,
+    128 KB 115 s, all of it holding the interpreter (every other request waited)."""
+    from web.guard import MAX_JSON_VALUES, json_problem
+
+    for body in (escaped_quotes(24_000), escaped_quotes(500_000), b"[" * 33 + b'"a' * 500_000):
+        t0 = time.perf_counter()
+        problem = json_problem(body)
+        assert problem and time.perf_counter() - t0 < 1.0, (len(body), problem, time.perf_counter() - t0)
+    # what a text holds is no structure, escaped or not; a real quote after an escaped backslash ends it
+    assert json_problem(b'{"data": ["' + b"[" * 100 + b'\\"[' * 100 + b'"]}') is None
+    assert json_problem(b'{"data": ["\\\\"' + b", [" * 40 + b"]" * 40 + b"]}") == "nested deeper than 32 levels"
+    assert json_problem(b"[" + b'"a",' * (MAX_JSON_VALUES + 1) + b"[]]") == f"more than {MAX_JSON_VALUES:,} values"
+
+
+def test_a_body_of_escaped_quotes_does_not_stall_the_server(app):
+    """The same body (48 KB) sent to the launched app is refused at once while an honest rater's
+    views go on; before, the server was stuck on it for 18 s or more."""
+    import threading
+
+    import httpx
+
+    honest = tokens(app, "da")[1]  # [3] is deactivated by the first test
+    views_ms(app, honest, 3)  # warm: a page's first item renders its fonts
+    said: dict = {}
+
+    def send():
+        t0 = time.perf_counter()
+        r = httpx.post(
+            app.url + "/da/gradio_api/api/view",
+            content=escaped_quotes(24_000),
+            headers={"content-type": "application/json"},
+            timeout=120,
+        )
+        said.update(status=r.status_code, text=r.text, s=time.perf_counter() - t0)
+
+    sender = threading.Thread(target=send)
+    sender.start()
+    views = views_ms(app, honest, 10)
+    sender.join(120)
+    assert said["status"] == 413 and "nested deeper" in said["text"], said
+    assert said["s"] < 3 and max(views) < 2000, (said, views)
+
+
 CLOSED = [
     ("GET", "/gradio_api/file/https://example.com/x.wav"),
     ("GET", "/da/gradio_api/file/etc/passwd"),
