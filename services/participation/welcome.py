@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from services.participation.items import ROLE_TABS, TAB_PHASES
+from services.common import protocols
 from services.study.texts import Voice
 from storage import assignments, studies
 from storage.db import required
@@ -54,7 +54,7 @@ def welcome(study: dict, role: str, lang: str) -> str:
 def page_welcome(database, participant: dict, lang: str) -> str:
     """The welcome of a participant's page while they have answered nothing yet ("" after): the
     time is what they decide to start on; after their first item the progress line says the rest."""
-    phases = tuple(ph for tab in ROLE_TABS[participant["role"]] for ph in TAB_PHASES[tab])
+    phases = tuple(ph for tab in protocols.role(participant["role"]).tabs for ph in protocols.tab(tab).phases)
     if assignments.counts(database, participant["id"], phases)["done"]:
         return ""
     return welcome(
