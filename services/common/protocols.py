@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -25,6 +26,8 @@ from typing import Any, Callable, Mapping
 # the order of registration is the order roles, tabs, sections and tables are listed in
 BUILTIN = ("services.usability.protocol", "services.da.protocol", "services.sd.protocol")
 PLUGINS_ENV = "TRADLAB_PLUGINS"
+# a role, tab or phase name: a URL path (/<role>/), an API name (/<tab>_submit) and a stored value
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,7 @@ class Tab:
     total: Callable[..., int] | None = None
     waiting: Callable[..., str | None] | None = None
     refusal_out_of_order: str = "out_of_order"
+    lang: str = "en"  # the language of the page (a role's page speaks its first tab's)
 
 
 @dataclass(frozen=True)
@@ -91,12 +95,21 @@ class Role:
     """A participant's role: their page (/<name>/, titled page_title) and its tabs.
 
     setup(db, database, study, participant_id, group, gender, design_index): the role's queue
-    made at enrolment (None: the items come later, e.g. from a pool)."""
+        made at enrolment (None: the items come later, e.g. from a pool)
+    grouped: enrolled per group x gender cell of the study (a sender: study.groups, genders)
+    items(config) -> the number of items the role's welcome names (services/participation/welcome.py)
+    seconds_per_item: the estimate of the welcome's minutes, per item
+    minutes(config) -> the welcome's minutes where the protocol gives them (None: the estimate)
+    The welcome's words are the page text `welcome_<role>` (Protocol.texts for a new role)."""
 
     name: str
     tabs: tuple[str, ...]
     page_title: str
     setup: Callable[..., None] | None = None
+    grouped: bool = False
+    items: Callable[[dict], int] | None = None
+    seconds_per_item: int = 60
+    minutes: Callable[[dict], float] | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +134,8 @@ class Protocol:
     load(folder, cfg, systems, bundle, err): reads and checks the corpus files the section
         names into the StudyBundle (services/study/files.py), errors through err.add
     export_tables: the protocol's tables written by the export, beside the common ones
+    texts: {language: {key: words}}: page words the protocol adds to assets/texts/<language>.toml
+        (a new role's welcome_<role>, its refusals); a key the assets have keeps theirs
     """
 
     name: str
@@ -131,6 +146,7 @@ class Protocol:
     check: Callable[[dict], list[tuple[str, str]]] | None = None
     load: Callable[..., None] | None = None
     export_tables: Mapping[str, ExportTable] = field(default_factory=dict)
+    texts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 class UnknownName(KeyError):
@@ -153,6 +169,12 @@ def register(protocol: Protocol) -> Protocol:
             return protocol
         if old is not None:
             del _registered[protocol.name]  # a module imported again (a reload): its new spec
+        for kind in ("roles", "tabs", "phases"):
+            for x in getattr(protocol, kind):
+                if not NAME_RE.match(x.name):
+                    raise ValueError(
+                        f"protocol '{protocol.name}': {kind} name {x.name!r} is not lower-case letters, digits, _"
+                    )
         taken = {
             kind: {x.name for p in _registered.values() for x in getattr(p, kind)}
             for kind in ("roles", "tabs", "phases")
@@ -244,6 +266,10 @@ def phase(name: str) -> Phase:
         return _index("phases")[name][1]
     except KeyError:
         raise UnknownName(name) from None
+
+
+def phases() -> tuple[str, ...]:
+    return tuple(_index("phases"))
 
 
 def role_tabs() -> dict[str, tuple[str, ...]]:

@@ -151,7 +151,16 @@ def setup_rater(db, database, study, pid: int, group, gender, design_index=None)
 PROTOCOL = protocols.register(
     Protocol(
         name="da",
-        roles=(Role("da", ("da",), "Direct assessment", setup_rater),),
+        roles=(
+            Role(
+                "da",
+                ("da",),
+                "Direct assessment",
+                setup_rater,
+                items=lambda cfg: (cfg.get("da") or {}).get("hit_size", 0),
+                seconds_per_item=10,  # the welcome's estimate: one DA segment (paper 001: 100 per HIT)
+            ),
+        ),
         tabs=(Tab("da", ("da",), "tabs.da:build", refusal_out_of_order="out_of_order_da"),),
         phases=(
             Phase(

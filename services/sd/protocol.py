@@ -141,7 +141,17 @@ def setup_participant(db, database, study, pid: int, group, gender, design_index
 PROTOCOL = protocols.register(
     Protocol(
         name="sd",
-        roles=(Role("sd", ("sd",), "Ratings", setup_participant),),
+        roles=(
+            Role(
+                "sd",
+                ("sd",),
+                "Ratings",
+                setup_participant,
+                items=lambda cfg: (cfg.get("sd") or {}).get("sentences_per_participant", 0),
+                # paper 002 gives the time: about 10 minutes (sd.expected_seconds)
+                minutes=lambda cfg: cfg["sd"]["expected_seconds"] / 60,
+            ),
+        ),
         # items that are instructions, not work: not counted as progress, and a submit says no "Saved."
         tabs=(Tab("sd", ("sd",), "tabs.sd:build", instruction_items=(sd_form.WELCOME_ITEM, sd_form.EXAMPLE_ITEM)),),
         phases=(Phase("sd", content, validate, save, stored),),

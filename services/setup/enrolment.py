@@ -64,10 +64,11 @@ def _check_role(study, role, group, gender):
         raise ParticipantError(f"unknown group '{group}' (study groups: {', '.join(groups)})")
     if gender is not None and genders and gender not in genders:
         raise ParticipantError(f"unknown gender '{gender}' (study genders: {', '.join(genders)})")
-    if role == "sender" and groups and group is None:
-        raise ParticipantError(f"senders need a group (one of {', '.join(groups)})")
-    if role == "sender" and genders and gender is None:
-        raise ParticipantError(f"senders need a gender (one of {', '.join(genders)})")
+    grouped = registry.role(role).grouped
+    if grouped and groups and group is None:
+        raise ParticipantError(f"{role}s need a group (one of {', '.join(groups)})")
+    if grouped and genders and gender is None:
+        raise ParticipantError(f"{role}s need a gender (one of {', '.join(genders)})")
 
 
 def _setup_queue(db, database, study, pid: int, role: str, group, gender, design_index: int | None = None) -> None:
@@ -247,7 +248,7 @@ def prolific_links(database, study_id: str, public_url: str) -> list[dict]:
     for role in cfg["self_enrol"]:
         cells = (
             [(g, gen) for g in cfg["groups"] for gen in (cfg["genders"] or [None])]
-            if role == "sender" and cfg["groups"]
+            if registry.role(role).grouped and cfg["groups"]
             else [(None, None)]
         )
         for g, gen in cells:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from services.common import variants
+from services.common import protocols, variants
 from services.common.settings import Settings
 from services.metrics import exchange as exchange_metrics
 from services.models import systems as system_registry
@@ -100,7 +100,8 @@ QUERIES = {
     "da_hit_items": exports.da_hit_item_rows,
     "sd_sentences": exports.sd_sentence_rows,
     "sd_pairs": exports.sd_pair_rows,
-    "events": exports.event_rows,
+    # a submit's event names its phase: every registered protocol's
+    "events": lambda database, study_id: exports.event_rows(database, study_id, protocols.phases()),
 }
 
 

@@ -363,15 +363,46 @@ def setup_sender(db, database, study, pid: int, group, gender, design_index: int
 PROTOCOL = protocols.register(
     Protocol(
         name="usability",
+        # seconds_per_item: the welcome's estimates (no paper gives one): reading and recording a
+        # 40-60 word starter, up to two tries, and its two surveys; reading a translation and
+        # answering up to 10 short questions; reading source and translation, a score and up to 10
+        # marks; two surveys of someone else's message
         roles=(
-            Role("sender", ("record", "survey"), "Sender", setup_sender),
-            Role("receiver", ("receiver",), "Receptor"),
-            Role("validator", ("validator",), "Validator"),
-            Role("rater", ("survey",), "Rater"),
+            Role(
+                "sender",
+                ("record", "survey"),
+                "Sender",
+                setup_sender,
+                grouped=True,
+                items=lambda cfg: (cfg.get("usability") or {}).get("items_per_sender", 0),
+                seconds_per_item=150,
+            ),
+            Role(
+                "receiver",
+                ("receiver",),
+                "Receptor",
+                items=lambda cfg: (cfg.get("usability") or {}).get("items_per_receiver", 0),
+                seconds_per_item=150,
+            ),
+            Role(
+                "validator",
+                ("validator",),
+                "Validator",
+                items=lambda cfg: (cfg.get("usability") or {}).get("items_per_validator", 0),
+                seconds_per_item=180,
+            ),
+            Role(
+                "rater",
+                ("survey",),
+                "Rater",
+                items=lambda cfg: (cfg.get("usability") or {}).get("items_per_sender", 0),
+                seconds_per_item=60,
+            ),
         ),
         tabs=(
             Tab("record", ("record",), "tabs.record:build", label="Record", workflow=True),
-            Tab("receiver", ("receive",), "tabs.receiver:build", workflow=True, total=receiver_total),
+            # the receiver's page is in European Portuguese, as the paper's receivers
+            Tab("receiver", ("receive",), "tabs.receiver:build", workflow=True, total=receiver_total, lang="pt-PT"),
             Tab("validator", ("validate",), "tabs.validator:build", workflow=True, total=validator_total),
             Tab(
                 "survey",
