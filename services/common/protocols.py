@@ -9,9 +9,11 @@ instead of naming phases, and never import a protocol package: each spec names i
 The built-in protocols register from their packages (services/usability/protocol.py,
 services/da/protocol.py, services/sd/protocol.py), imported on first use by module path (as
 the metric registry imports its metrics); more come from the modules named in the
-TRADLAB_PLUGINS environment variable (comma-separated module paths, each calling register()
-when imported), read on first use too, so a launched app sees the same protocols as the
-process that started it. The recipe is in docs/development.md, "Add a protocol".
+TRADLAB_PLUGINS environment variable, read on first use too, so that a launched app (and each
+command of cli.py) sees the same protocols as the process that started it: comma-separated
+entries, each a module path (a module that calls register() when imported) or
+"module:attribute" (a module's Protocol, registered here). The recipe is in
+docs/development.md, "Add a protocol".
 """
 
 from __future__ import annotations
@@ -190,6 +192,13 @@ def register(protocol: Protocol) -> Protocol:
     return protocol
 
 
+def unregister(name: str) -> None:
+    """Removes a protocol (a test's own, after the test); its studies' data stays in storage."""
+    with _lock:
+        _registered.pop(name, None)
+        _cache.clear()
+
+
 def _load() -> None:
     global _loaded
     if _loaded:
@@ -197,9 +206,16 @@ def _load() -> None:
     with _lock:
         if _loaded:
             return
-        _loaded = True  # set first: a module being imported may read the registry
-        for module in BUILTIN + tuple(m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip()):
-            importlib.import_module(module)
+        _loaded = True  # set first: a module being imported registers through register()
+        plugins = tuple(m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip())
+        for entry in BUILTIN + plugins:
+            module, _, attribute = entry.partition(":")
+            imported = importlib.import_module(module)
+            if attribute:
+                spec = getattr(imported, attribute)
+                if not isinstance(spec, Protocol):
+                    raise TypeError(f"{PLUGINS_ENV}: {entry} is not a Protocol")
+                register(spec)
 
 
 _cache: dict[str, Any] = {}

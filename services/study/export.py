@@ -105,6 +105,14 @@ QUERIES = {
 }
 
 
+def queries() -> dict:
+    """QUERIES with each registered protocol's own tables (its spec's export_tables) before the events."""
+    out = {t: q for t, q in QUERIES.items() if t != "events"}
+    out.update({t: spec.query for t, spec in protocols.export_tables().items() if t not in QUERIES})
+    out["events"] = QUERIES["events"]
+    return out
+
+
 class ExportError(ValueError):
     """The export cannot be made; the message says why."""
 
@@ -356,7 +364,7 @@ def build_tables(
     tables: dict[str, list[dict]] = {}
     runs: dict = {}
     variants_by_system = system_variants(database, study_id)
-    for table, query in QUERIES.items():
+    for table, query in queries().items():
         if table == "events" and not include_events:
             continue
         rows = query(database, study_id)
