@@ -135,6 +135,8 @@ class Protocol:
     check(section) -> [(key, message)]: problems of the merged section (key relative to it)
     load(folder, cfg, systems, bundle, err): reads and checks the corpus files the section
         names into the StudyBundle (services/study/files.py), errors through err.add
+    prepare(bundle): at import, before anything is stored, what the protocol builds from its
+        checked files (DA's HITs); raises StudyValidationError to refuse the import
     export_tables: the protocol's tables written by the export, beside the common ones
     texts: {language: {key: words}}: page words the protocol adds to assets/texts/<language>.toml
         (a new role's welcome_<role>, its refusals); a key the assets have keeps theirs
@@ -147,6 +149,7 @@ class Protocol:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     check: Callable[[dict], list[tuple[str, str]]] | None = None
     load: Callable[..., None] | None = None
+    prepare: Callable[..., None] | None = None
     export_tables: Mapping[str, ExportTable] = field(default_factory=dict)
     texts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 

@@ -10,8 +10,10 @@ from services.common import protocols
 from services.common.protocols import Phase, Protocol, Role, Tab
 from services.common.settings import Settings
 from services.da import campaign as da_campaign
+from services.da.hits import build_hits
 from services.participation.submissions import SubmissionError, checked_value, number_in, refuse_all
 from services.study import files
+from services.study.files import StudyError, StudyValidationError
 from services.study.texts import refusal, texts
 from storage import results, studies
 from storage.db import required
@@ -105,6 +107,28 @@ def load(folder, cfg, systems, bundle, err) -> None:
     files.load_da(folder, cfg, bundle, err)
 
 
+def build_campaign(bundle) -> list[list[dict]]:
+    """The study's DA HITs, seeded by the study: rebuilt identically on every import."""
+
+    da = bundle.config["da"]
+    items = [{"row": i, **s} for i, s in enumerate(bundle.da_segments)]
+    try:
+        return build_hits(
+            items,
+            seed=bundle.config["study"]["seed"],
+            hit_size=da["hit_size"],
+            n_controls=da["controls"],
+            min_gap=da["min_gap"],
+            reference_controls=da["reference_controls"],
+        )
+    except ValueError as e:
+        raise StudyValidationError([StudyError("study.toml", None, "da.hit_size", str(e))]) from e
+
+
+def prepare(bundle) -> None:
+    bundle.da_hits = build_campaign(bundle)
+
+
 def content(database, study, p, a, media_dir) -> dict | None:
     """The candidate (text or audio) with its reference, None while its audio is rendered."""
     out = da_campaign.item_content(database, study, a, media_dir or Settings.from_env().media_dir)
@@ -177,5 +201,6 @@ PROTOCOL = protocols.register(
         defaults=DEFAULTS,
         check=check,
         load=load,
+        prepare=prepare,
     )
 )
