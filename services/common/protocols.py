@@ -19,15 +19,16 @@ docs/development.md, "Add a protocol".
 from __future__ import annotations
 
 import importlib
-import os
 import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from services.common import settings
+
 # the order of registration is the order roles, tabs, sections and tables are listed in
 BUILTIN = ("services.usability.protocol", "services.da.protocol", "services.sd.protocol")
-PLUGINS_ENV = "TRADLAB_PLUGINS"
+PLUGINS_ENV = "TRADLAB_PLUGINS"  # read through services/common/settings.py (Settings.plugins)
 # a role, tab or phase name: a URL path (/<role>/), an API name (/<tab>_submit) and a stored value
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 
@@ -210,7 +211,7 @@ def _load() -> None:
         if _loaded:
             return
         _loaded = True  # set first: a module being imported registers through register()
-        plugins = tuple(m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip())
+        plugins = tuple(m.strip() for m in settings.current().plugins.split(",") if m.strip())
         for entry in BUILTIN + plugins:
             module, _, attribute = entry.partition(":")
             imported = importlib.import_module(module)
