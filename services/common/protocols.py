@@ -136,6 +136,8 @@ class Protocol:
     check(section) -> [(key, message)]: problems of the merged section (key relative to it)
     load(folder, cfg, systems, bundle, err): reads and checks the corpus files the section
         names into the StudyBundle (services/study/files.py), errors through err.add
+    corpus_files: the section's keys that name corpus files (their bytes are part of the study's
+        content hash: a changed file is a changed study)
     prepare(bundle): at import, before anything is stored, what the protocol builds from its
         checked files (DA's HITs); raises StudyValidationError to refuse the import
     export_tables: the protocol's tables written by the export, beside the common ones
@@ -151,6 +153,7 @@ class Protocol:
     check: Callable[[dict], list[tuple[str, str]]] | None = None
     load: Callable[..., None] | None = None
     prepare: Callable[..., None] | None = None
+    corpus_files: tuple[str, ...] = ()
     export_tables: Mapping[str, ExportTable] = field(default_factory=dict)
     texts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 

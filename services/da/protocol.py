@@ -202,5 +202,6 @@ PROTOCOL = protocols.register(
         check=check,
         load=load,
         prepare=prepare,
+        corpus_files=("segments",),
     )
 )

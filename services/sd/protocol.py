@@ -158,5 +158,6 @@ PROTOCOL = protocols.register(
         defaults=DEFAULTS,
         check=check,
         load=load,
+        corpus_files=("sentences", "pairs"),
     )
 )

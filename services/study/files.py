@@ -425,13 +425,9 @@ def _check_systems(raw: dict, cfg: dict, err: _Collector) -> list[dict]:
 def _hash_inputs(folder: Path, cfg: dict) -> str:
     h = hashlib.sha256()
     h.update((folder / "study.toml").read_bytes())
-    for section, keys in (
-        ("usability", ("starters", "questions", "exchanges", "references")),
-        ("da", ("segments",)),
-        ("sd", ("sentences", "pairs")),
-    ):
-        for k in keys:
-            name = cfg.get(section, {}).get(k)
+    for spec in protocols.protocols():  # the corpus files each protocol's section names
+        for k in spec.corpus_files:
+            name = cfg.get(spec.name, {}).get(k)
             if name and (folder / name).is_file():
                 h.update(name.encode())
                 h.update((folder / name).read_bytes())

@@ -424,5 +424,6 @@ PROTOCOL = protocols.register(
         defaults=DEFAULTS,
         check=check,
         load=load,
+        corpus_files=("starters", "questions", "exchanges", "references"),
     )
 )
