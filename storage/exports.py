@@ -253,14 +253,14 @@ def sd_pair_rows(database: Database, study_id: str) -> list[dict]:
     )
 
 
-def event_rows(database: Database, study_id: str) -> list[dict]:
+def event_rows(database: Database, study_id: str, phases: tuple[str, ...]) -> list[dict]:
     """Audit-log events that belong to the study. The events table has no study column, so an
-    event belongs through its entity: the study itself, one of its participants, assignments,
-    recordings or exchanges. Job events (the worker's bookkeeping) belong to no study.
+    event belongs through its entity: the study itself, one of its participants, assignments
+    (a submit's entity is its phase: `phases`, every registered one), recordings or exchanges.
+    Job events (the worker's bookkeeping) belong to no study.
     owner__pid: the participant the entity belongs to; sender__pid: the sender of its exchange."""
-    phases = ",".join(
-        f"'{p}'" for p in ("record", "receive", "validate", "survey_baseline", "survey_informed", "da", "sd")
-    )
+    phases = tuple(p for p in phases if p.replace("_", "").isalnum())  # names, quoted into the SQL below
+    marks = ",".join(f"'{p}'" for p in phases)
     return database.query(
         f"""SELECT ev.id AS event_id, ev.ts, ev.actor, ev.action, ev.entity, ev.entity_id, ev.detail,
                    COALESCE(p.id, a.participant_id) AS owner__pid,
@@ -268,7 +268,7 @@ def event_rows(database: Database, study_id: str) -> list[dict]:
             FROM events ev
             LEFT JOIN participants p ON ev.entity IN ('participant', 'participants', 'da_feedback')
                  AND p.id = CAST(ev.entity_id AS INTEGER) AND p.study_id = :s
-            LEFT JOIN assignments a ON ev.entity IN ({phases}) AND a.id = CAST(ev.entity_id AS INTEGER)
+            LEFT JOIN assignments a ON ev.entity IN ({marks}) AND a.id = CAST(ev.entity_id AS INTEGER)
                  AND a.study_id = :s
             LEFT JOIN exchanges ea ON ea.id = a.exchange_id
             LEFT JOIN recordings r ON ev.entity = 'recordings' AND r.id = CAST(ev.entity_id AS INTEGER)

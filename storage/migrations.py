@@ -581,3 +581,47 @@ def m015_recording_qc_edge_probabilities(db) -> None:
     # edge words' probabilities under the audio and the flags they removed (JSON; NULL where
     # the prompt was not scored), shown to the reviewer beside the word diff.
     _run_script(db, "ALTER TABLE recordings ADD COLUMN qc_edges TEXT")
+
+
+# The column checks that enumerate the built-in roles and phases, as m001 wrote them; m016
+# makes them checks of a name, so that a registered protocol's own (services/common/protocols.py)
+# can be stored without a migration of its own.
+_ENUMERATED = {
+    "participants": (r"CHECK \(role IN \([^)]*\)\)", "CHECK (length(role) BETWEEN 1 AND 32)"),
+    "assignments": (r"CHECK \(phase IN \([^)]*\)\)", "CHECK (length(phase) BETWEEN 1 AND 32)"),
+}
+
+
+@migrations()
+def m016_registered_protocols(db) -> None:
+    # SQLite cannot alter a CHECK; SQLite's own procedure for a change that leaves the stored
+    # format as it is (https://www.sqlite.org/lang_altertable.html, "other kinds of table schema
+    # changes") edits the table's CREATE statement in sqlite_schema and bumps the schema version,
+    # in this migration's transaction. Rebuilding the two tables instead would mean rebuilding
+    # every table whose foreign keys point at them.
+    import re
+
+    version = db.execute("PRAGMA schema_version").fetchone()[0]
+    db.execute("PRAGMA writable_schema = ON")
+    try:
+        for table, (pattern, replacement) in _ENUMERATED.items():
+            sql = db.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", [table]).fetchone()[0]
+            new, n = re.subn(pattern, replacement, sql)
+            if n != 1:
+                raise RuntimeError(f"m016: the {table} table's check is not the one m001 wrote")
+            db.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?", [new, table])
+        db.execute(f"PRAGMA schema_version = {version + 1}")
+    finally:
+        db.execute("PRAGMA writable_schema = OFF")
+    # the answers of a registered protocol's phase that has no table of its own: the data its
+    # validation returned, as JSON (storage/responses.py)
+    _run_script(
+        db,
+        """
+        CREATE TABLE responses (
+            assignment_id INTEGER PRIMARY KEY REFERENCES assignments(id),
+            data TEXT NOT NULL,
+            created_at TEXT NOT NULL
+        )
+        """,
+    )

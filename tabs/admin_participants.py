@@ -12,7 +12,7 @@ import gradio as gr
 from services.admin import auth as admin
 from services.admin import participants as participant_admin
 from services.admin.participants import STATUSES, whole_number
-from services.common.vocabulary import ROLES
+from services.common import protocols
 from services.setup.enrolment import link
 from tabs.admin_common import admin_only, blank_number, download, host, pager, pick_row
 from tabs.common import Ctx
@@ -46,7 +46,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
     db = ctx.database
     with gr.Accordion("Participants", open=False):
         with gr.Row():
-            role_filter = gr.Dropdown(label="Role", choices=[ALL, *ROLES], value=ALL)
+            role_filter = gr.Dropdown(label="Role", choices=[ALL, *protocols.roles()], value=ALL)
             status_filter = gr.Dropdown(label="Status", choices=[ALL, *STATUSES], value=ALL)
         people = pager(
             "Participants (links shortened; show one in full below, or download them all)",
@@ -80,7 +80,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
             links_file = gr.File(label="Links", interactive=False, height=90)
         with gr.Accordion("Add participants", open=False):
             with gr.Row():
-                role = gr.Dropdown(label="Role", choices=list(ROLES), value=None)
+                role = gr.Dropdown(label="Role", choices=list(protocols.roles()), value=None)
                 count = blank_number(
                     label="How many (ignored when external ids are given; empty: 1)", value=1, blank=1, precision=0
                 )

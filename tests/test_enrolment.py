@@ -270,13 +270,14 @@ def test_a_returning_participant_gets_their_own_slot_back(demo_db):
 
 
 def test_refusal_events_keep_prolific_ids_out_of_exports(demo_db):
+    from services.common import protocols
     from storage.exports import event_rows
 
     add_participants(demo_db, "demo", "receiver", 1, self_enrol=True)
     q = {**_link(demo_db, "receiver", pid="SECRETPID0001", study="SECRETSTUDY"), "role": "sender"}
     _refused(demo_db, q, "changed", "bad_signature")
     assert [(r["study_id"], r["role"]) for r in refusal_counts(demo_db)] == [("", "")]  # untrusted: not kept
-    text = json.dumps(event_rows(demo_db, "demo")) + json.dumps(refusal_counts(demo_db))
+    text = json.dumps(event_rows(demo_db, "demo", protocols.phases())) + json.dumps(refusal_counts(demo_db))
     assert "SECRETPID0001" not in text and "SECRETSTUDY" not in text
 
 

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import wave
 import zipfile
@@ -20,15 +21,17 @@ import pytest
 from markdown_it import MarkdownIt
 
 from harness.demo import DEMO_ASSETS
+from services.common import protocols
 from services.da import campaign as da_campaign
 from services.models.backends import BackendUnavailable
 from services.models.backends.remote import RemoteMT, host_allowed
-from services.participation import rate_limit, submissions
+from services.participation import rate_limit
 from services.participation.items import AccessError, ItemView, TooManyRequests, get_view
 from services.participation.submissions import SubmissionError, submit
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_zip
 from services.study.files import StudyValidationError, load_study
+from services.usability import protocol as usability_protocol
 from storage import assignments, participants
 
 PIXEL = "http://127.0.0.1:9/pixel"
@@ -271,14 +274,14 @@ def test_a_record_item_withdrawn_during_the_submit_is_refused_and_starts_no_job(
     tok, pid = people["sender"].token, people["sender"].id
     shown = get_view(demo_db, tok, "record")
     a = assignments.find_assignment(demo_db, pid, "record", shown.item_id)
-    original = submissions.store_recording
+    original = usability_protocol.store_recording
 
     def withdrawn_meanwhile(*args, **kwargs):  # the admin withdraws it while the audio is checked
         with demo_db.write() as db:
             assignments.withdraw(db, a["id"])
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(submissions, "store_recording", withdrawn_meanwhile)
+    monkeypatch.setattr(usability_protocol, "store_recording", withdrawn_meanwhile)
     with pytest.raises(SubmissionError, match="withdrawn"):
         submit(
             demo_db,
@@ -293,18 +296,25 @@ def test_a_record_item_withdrawn_during_the_submit_is_refused_and_starts_no_job(
     assert assignments.assignment(demo_db, a["id"])["status"] == "withdrawn"
 
 
+def patch_validate(monkeypatch, phase: str, validate) -> None:
+    """The phase's validation replaced for one test, in the registry's index (restored after)."""
+    index = protocols._index("phases")
+    spec, found = index[phase]
+    monkeypatch.setitem(index, phase, (spec, dataclasses.replace(found, validate=validate)))
+
+
 def test_a_receive_item_withdrawn_during_the_submit_opens_nothing(demo_db, people, monkeypatch):
     tok, pid = people["receiver"].token, people["receiver"].id
     shown = get_view(demo_db, tok, "receiver")
     a = assignments.find_assignment(demo_db, pid, "receive", shown.item_id)
-    original = submissions._validate_receive
+    original = protocols.phase("receive").validate
 
     def withdrawn_meanwhile(database, a_, payload):
         with demo_db.write() as db:
             assignments.withdraw(db, a["id"])
         return original(database, a_, payload)
 
-    monkeypatch.setattr(submissions, "_validate_receive", withdrawn_meanwhile)
+    patch_validate(monkeypatch, "receive", withdrawn_meanwhile)
     with pytest.raises(SubmissionError, match="withdrawn"):
         submit(demo_db, tok, "receiver", shown.item_id, answers_for(shown), lang="en")
     assert count(demo_db, "SELECT COUNT(*) FROM answers") == 0
@@ -314,14 +324,14 @@ def test_a_receive_item_withdrawn_during_the_submit_opens_nothing(demo_db, peopl
 def test_a_participant_deactivated_during_the_submit_is_refused(demo_db, people, monkeypatch):
     tok, pid = people["receiver"].token, people["receiver"].id
     shown = get_view(demo_db, tok, "receiver")
-    original = submissions._validate_receive
+    original = protocols.phase("receive").validate
 
     def deactivated_meanwhile(database, a, payload):
         with demo_db.write() as db:
             participants.set_active(db, pid, False)
         return original(database, a, payload)
 
-    monkeypatch.setattr(submissions, "_validate_receive", deactivated_meanwhile)
+    patch_validate(monkeypatch, "receive", deactivated_meanwhile)
     with pytest.raises(AccessError, match="deactivated"):
         submit(demo_db, tok, "receiver", shown.item_id, answers_for(shown), lang="en")
     assert count(demo_db, "SELECT COUNT(*) FROM answers") == 0

@@ -39,6 +39,7 @@ EXPECTED_TABLES = {
     "sd_suggestions",
     "metric_scores",
     "exchange_metrics",
+    "responses",
 }
 
 
@@ -161,6 +162,29 @@ def test_check_constraints_are_enforced(database):
                 "INSERT INTO starters (study_id, id, domain, source, corpus, text, key_spans) "
                 "VALUES ('s1', 'st', 'law', 'natural', 'c', 't', '[]')"
             )
+
+
+def test_roles_and_phases_are_names_checked_not_listed(database):
+    """m016: a registered protocol's role and phase are stored without a migration of their own;
+    an empty or over-long name is still refused."""
+    with database.write() as db:
+        _insert_study(db)
+        db.execute(
+            "INSERT INTO participants (id, study_id, role, token, created_at) VALUES (1, 's1', 'yesno', 't', 'now')"
+        )
+        db.execute(
+            "INSERT INTO assignments (study_id, participant_id, phase, item_id, position, created_at) "
+            "VALUES ('s1', 1, 'yesno', '0', 0.5, 'now')"
+        )
+    for sql in (
+        "INSERT INTO participants (study_id, role, token, created_at) VALUES ('s1', '', 't2', 'now')",
+        "INSERT INTO assignments (study_id, participant_id, phase, item_id, position, created_at) "
+        f"VALUES ('s1', 1, '{'x' * 33}', '1', 0.5, 'now')",
+    ):
+        with pytest.raises(sqlite3.IntegrityError, match="CHECK"):
+            with database.write() as db:
+                db.execute(sql)
+    assert database.query("PRAGMA integrity_check") == [{"integrity_check": "ok"}]
 
 
 def test_nested_write_is_a_savepoint(database):

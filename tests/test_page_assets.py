@@ -16,7 +16,7 @@ import pytest
 
 from tabs import preload
 from web.fast_pages import PreloadHints, StaticAssets, lang_pin_html
-from web.site import ROLE_PAGES
+from web.site import role_pages
 
 
 def test_the_installed_gradio_bundle_is_read():
@@ -47,7 +47,7 @@ def test_unknown_types_add_nothing_and_tags_match_vites_own():
 
 
 def test_each_role_page_names_its_scripts_and_the_team_page_is_left_alone(app_server):
-    for role in ROLE_PAGES:
+    for role in role_pages():
         with urllib.request.urlopen(f"{app_server.url}/{role}/", timeout=30) as r:
             page = r.read().decode()
         hrefs = re.findall(r'<link rel="(?:modulepreload|preload)"[^>]*href="([^"]+)"', page)

@@ -11,7 +11,7 @@ import pytest
 
 from services.admin.participant_view import ITEM_COLUMNS
 from tests.helpers.app import AppClient, admin_session, token_of
-from web.site import ROLE_PAGES
+from web.site import role_pages
 
 EVENTS = {
     "admin_participant_view": ["demo", "1"],
@@ -38,7 +38,7 @@ def test_a_forged_session_or_a_participants_token_gets_nothing(client, session, 
             text = json.dumps(out, default=str)
             assert "log in" in text.lower() and "Participant 1 " not in text, (api, out)
     assert app_server.rows("SELECT COUNT(*), SUM(active), GROUP_CONCAT(token) FROM participants") == before
-    for role in ROLE_PAGES:  # no participant page serves the section's events
+    for role in role_pages():  # no participant page serves the section's events
         with urllib.request.urlopen(f"{app_server.url}/{role}/config", timeout=30) as r:
             apis = {d.get("api_name") for d in json.load(r)["dependencies"]}
         assert not apis & set(EVENTS), role

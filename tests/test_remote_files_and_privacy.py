@@ -171,9 +171,9 @@ def admin(session: Session) -> str:
 
 
 def test_no_file_event_fetches_a_url(app, counter):
-    from web.site import ROLE_PAGES
+    from web.site import role_pages
 
-    sessions = [Session(app.url, page) for page in ("", *ROLE_PAGES)]
+    sessions = [Session(app.url, page) for page in ("", *role_pages())]
     events = [(s, i, dep) for s in sessions for i, dep in file_events(s.config)]
     names = {d.get("api_name") for _, _, d in events}
     # the app's upload inputs: a sender's recording, the study zip, a system try-out, a questions CSV

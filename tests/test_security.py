@@ -51,14 +51,14 @@ def receiver(app_server):
 
 
 def test_no_event_gives_a_receiver_the_source(app_server, receiver):
-    from web.site import ROLE_PAGES
+    from web.site import role_pages
 
     secrets = _secrets()
     called, refused = [], []
     pages = AppClient(app_server.url)
     events = [
         (page, index, dep)
-        for page in ("", *ROLE_PAGES)
+        for page in ("", *role_pages())
         for index, dep in enumerate(pages.page(page).config["dependencies"])
     ]
     for page, index, dep in events:  # every page's every event

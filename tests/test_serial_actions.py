@@ -87,19 +87,19 @@ def test_a_submit_writes_once_and_the_views_after_it_write_nothing(demo_db):
 def test_a_recording_is_decoded_outside_the_line(demo_db, tmp_path, monkeypatch):
     """Decoding and resampling a long recording must not hold up other participants' clicks:
     the submit leaves the line of actions while it stores the audio."""
-    from services.participation import submissions
     from services.participation.serial import ACTIONS
+    from services.usability import protocol as usability_protocol  # the record phase's intake
     from tests.helpers.audio import write_wav
 
     (sender,) = add_participants(demo_db, "demo", "sender", 1, "USW", "Woman")
     owners = []
-    real = submissions.store_recording
+    real = usability_protocol.store_recording
 
     def spy(*args, **kwargs):
         owners.append(ACTIONS._owner)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(submissions, "store_recording", spy)
+    monkeypatch.setattr(usability_protocol, "store_recording", spy)
     v = get_view(demo_db, sender.token, "record")
     res = submit(
         demo_db,

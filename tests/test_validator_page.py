@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 
+from services.da.protocol import validate as validate_da
 from services.participation.items import ItemView
-from services.participation.submissions import SubmissionError, _validate_da
+from services.participation.submissions import SubmissionError
 from services.study.texts import defaults
 from tabs.common import header_html, refusal_text
 from tabs.item_form import FORM_JS
@@ -24,7 +25,7 @@ def test_the_ticks_are_numbered_on_the_0_to_100_score():
 
 def test_a_move_the_slider_error_is_marked_so_moving_the_slider_takes_it_away():
     try:
-        _validate_da(None, {}, {"score": None})  # the same refusal as the validator's (its own: test_form_errors)
+        validate_da(None, {}, {"score": None})  # the same refusal as the validator's (its own: test_form_errors)
     except SubmissionError as e:
         error = refusal_text(e)
     assert error.key == "score_missing" and "move the slider" in error

@@ -8,7 +8,7 @@ from web.gradio_patches import refuse_remote_files
 from web.guard import guard
 from web.middleware import compression, refuse_remote_files_middleware, role_redirect, security_headers
 from web.pages import KEYBOARD_JS, page_theme, role_page, team_page
-from web.site import ROLE_PAGES, Site
+from web.site import Site, role_pages
 from web.uploads import forget_strangers_uploads
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,7 +21,7 @@ def build_app(settings, database) -> Site:
     refuse_remote_files()
     site = Site(
         team_page(settings, database, auth),
-        {role: role_page(database, settings, role, label) for role, label in ROLE_PAGES.items()},
+        {role: role_page(database, settings, role, label) for role, label in role_pages().items()},
         auth,
     )
     for blocks in site.blocks:

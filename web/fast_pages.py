@@ -4,16 +4,16 @@ role page's HTML with preload hints and its language pinned (PreloadHints)."""
 import json
 import re
 
+from services.common import protocols
 from web.middleware import app_path
-from web.site import ROLE_PAGES
+from web.site import role_pages
 
 
 def role_language(role: str) -> str:
     """The language of a role's page: its first tab's (the receiver's is European Portuguese)."""
-    from services.participation.items import ROLE_TABS
     from services.study.texts import page_language
 
-    return page_language(ROLE_TABS[role][0])
+    return page_language(protocols.role(role).tabs[0])
 
 
 def lang_pin_html(lang: str) -> str:
@@ -137,7 +137,7 @@ class StaticAssets:
 def static_assets():
     from starlette.middleware import Middleware
 
-    return Middleware(StaticAssets, pages=tuple(ROLE_PAGES))
+    return Middleware(StaticAssets, pages=tuple(role_pages()))
 
 
 def preload_hints(site):

@@ -5,7 +5,7 @@ import re
 
 from web.middleware import app_path
 from web.sessions import Callers
-from web.site import ROLE_PAGES, Site
+from web.site import Site, role_pages
 from web.uploads import UploadBudget, upload_pages
 
 # -- bounded work per request, only the routes the pages use ------------------------------------
@@ -107,7 +107,7 @@ class Guard:
         """(page, path within it) of a request."""
         path = app_path(scope)
         head, _, rest = path[1:].partition("/")
-        if head in ROLE_PAGES:
+        if head in role_pages():
             return head, "/" + rest if rest or path.endswith("/") else ""
         return "", path
 

@@ -2,7 +2,7 @@
 a participant's link sent on to its role's page (RoleRedirect), remote files refused
 (RefuseRemoteFiles); each with its Starlette Middleware factory. Guard is web/guard.py."""
 
-from web.site import ROLE_PAGES
+from web.site import role_pages
 from web.uploads import is_remote_path
 
 
@@ -73,8 +73,9 @@ class RoleRedirect:
 
         from storage import participants
 
+        pages = role_pages()
         here = path.rstrip("/").rsplit("/", 1)[-1]
-        if here and (here not in ROLE_PAGES or path.rstrip("/") != "/" + here):
+        if here and (here not in pages or path.rstrip("/") != "/" + here):
             return None
         q = parse_qs(query)
         role = None
@@ -84,7 +85,7 @@ class RoleRedirect:
         elif q.get("PROLIFIC_PID") and q.get("role"):
             role = q["role"][0]
         slash = path.endswith("/") and bool(here)
-        if role not in ROLE_PAGES:
+        if role not in pages:
             role = here or None
         if role is None or (role == here and slash):
             return None

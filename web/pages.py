@@ -153,22 +153,13 @@ def role_page(database, settings, role: str, title: str):
     sender's Record and Survey; everyone else's one tab), and the participant calls."""
     import gradio as gr
 
-    from services.participation.items import ROLE_TABS
+    from services.common import protocols
     from services.participation.welcome import page_welcome
     from services.study.texts import Voice, page_language
     from tabs import consent as consent_tab
-    from tabs import da, receiver, record, sd, survey, validator
     from tabs.common import PARTICIPANT_EVENT, Ctx, plain_html
 
-    builders = {
-        "record": record.build,
-        "receiver": receiver.build,
-        "validator": validator.build,
-        "survey": survey.build,
-        "da": da.build,
-        "sd": sd.build,
-    }
-    names = ROLE_TABS[role]
+    names = protocols.role(role).tabs
     lang = page_language(names[0])  # the receiver's page is in European Portuguese
     with gr.Blocks(title=title, delete_cache=UPLOADS_EXPIRE) as page:
         token = gr.Textbox(visible=False, elem_id="participant-token")
@@ -176,7 +167,7 @@ def role_page(database, settings, role: str, title: str):
         ctx = Ctx(database, settings, token, lang=lang)
         consent_ui = consent_tab.build(ctx)
         with gr.Tabs() as tabset:
-            uis = [builders[name](ctx) for name in names]
+            uis = [tab_builder(protocols.tab(name).build)(ctx) for name in names]
 
         def on_load(request: gr.Request):
             tok, problem, participant = resolve_link(database, request, lang)
@@ -218,6 +209,17 @@ def role_page(database, settings, role: str, title: str):
             ui.outputs[0].change(None, ui.outputs[0], None, js=REDIRECT_JS)
         participant_api(database, settings)
     return page
+
+
+def tab_builder(build):
+    """A tab's builder as its protocol names it: a callable, or "module:name" (a module of tabs/
+    or a plugin's), imported here: services never import tabs."""
+    if callable(build):
+        return build
+    import importlib
+
+    module, _, name = build.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def page_theme():

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from services.common import protocols
 from services.common.paging import Page, page_bounds
-from services.common.vocabulary import ROLES
 from services.participation.reassignment import Reassignment, withdraw_and_reassign
 from services.setup.enrolment import NewParticipant, add_participants, link, links, new_token
 from services.study.export import neutralise
@@ -74,16 +74,8 @@ def form_options(database, study_id: str | None) -> dict:
     if not study:
         return {"roles": [], "groups": [], "genders": []}
     cfg = study["config"]["study"]
-    needs = {
-        "sender": "usability",
-        "receiver": "usability",
-        "validator": "usability",
-        "rater": "usability",
-        "da": "da",
-        "sd": "sd",
-    }
     return {
-        "roles": [r for r in ROLES if needs[r] in cfg["protocols"]],
+        "roles": [r for r in protocols.roles() if protocols.protocol_of_role(r).name in cfg["protocols"]],
         "groups": list(cfg["groups"]),
         "genders": list(cfg["genders"]),
     }
@@ -123,7 +115,7 @@ def add(
     if not study_id:
         raise ParticipantAdminError("Pick a study first.")
     if not role:
-        raise ParticipantAdminError(f"Choose a role ({', '.join(ROLES)}).")
+        raise ParticipantAdminError(f"Choose a role ({', '.join(protocols.roles())}).")
     ids = parse_external_ids(external_ids_text)
     if ids and self_enrol:
         raise ParticipantAdminError("Self-enrolment slots take no external ids: Prolific fills them in.")
@@ -236,8 +228,8 @@ PARTICIPANT_COLUMNS = [
 
 
 def _check_filters(role: str | None, status: str | None) -> None:
-    if role and role not in ROLES:
-        raise ParticipantAdminError(f"Unknown role '{role}' (one of {', '.join(ROLES)}).")
+    if role and role not in protocols.roles():
+        raise ParticipantAdminError(f"Unknown role '{role}' (one of {', '.join(protocols.roles())}).")
     if status and status not in STATUSES:
         raise ParticipantAdminError(f"Unknown status '{status}' (one of {', '.join(STATUSES)}).")
 

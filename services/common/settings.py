@@ -265,6 +265,12 @@ class Settings:
         "Google Cloud's own credentials variable (read like TRADLAB_GOOGLE_CREDENTIALS)",
         default="",
     )
+    plugins: str = _s(
+        "TRADLAB_PLUGINS",
+        "",
+        "protocols to register beside the built-in ones: comma-separated module paths or module:attribute (docs/development.md, Add a protocol)",
+        default="",
+    )
     space_id: str = _s(
         "SPACE_ID", "", "set by Hugging Face on a Space: changes the defaults above (see below)", default=""
     )

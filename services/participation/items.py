@@ -11,37 +11,17 @@ import datetime as dt
 import html
 from dataclasses import dataclass, field
 
-from services.common.settings import Settings
-from services.da import campaign as da_campaign
+from services.common import protocols
 from services.participation import rate_limit, workflow
 from services.participation.serial import one_at_a_time
-from services.sd import form as sd_form
 from services.study import consent
-from services.study.texts import Voice, page_language, refusal, reword, sqm_label, texts
-from storage import assignments, participants, question_drafts, results, studies
+from services.study.texts import Voice, page_language, refusal, reword
+from storage import assignments, participants, studies
 from storage.db import required
 
-TAB_PHASES = {
-    "record": ("record",),
-    "receiver": ("receive",),
-    "validator": ("validate",),
-    "survey": ("survey_baseline", "survey_informed"),
-    "da": ("da",),
-    "sd": ("sd",),
-}
-WORKFLOW_TABS = ("record", "receiver", "validator", "survey")
-# items that are instructions, not work: not counted as progress, and a submit says no "Saved."
-INSTRUCTION_ITEMS = {"sd": (sd_form.WELCOME_ITEM, sd_form.EXAMPLE_ITEM)}
-# the names of a sender's two tabs at the top of their page (tabs/record.py, tabs/survey.py)
-TAB_LABELS = {"record": "Record", "survey": "Survey"}
-ROLE_TABS = {
-    "sender": ("record", "survey"),
-    "receiver": ("receiver",),
-    "validator": ("validator",),
-    "rater": ("survey",),
-    "da": ("da",),
-    "sd": ("sd",),
-}
+
+def _instruction_items(tab: str) -> tuple[str, ...]:
+    return protocols.tab(tab).instruction_items
 
 
 class AccessError(PermissionError):
@@ -102,7 +82,7 @@ def ready_participant(database, token: str | None) -> dict:
 
 
 def tabs_for(participant: dict) -> tuple[str, ...]:
-    return ROLE_TABS[participant["role"]]
+    return protocols.role(participant["role"]).tabs
 
 
 def bold_key_spans(text: str, spans: list[str]) -> str:
@@ -126,126 +106,8 @@ def bold_key_spans(text: str, spans: list[str]) -> str:
 
 
 def _total(database, p, study, tab, counts) -> int:
-    cfg = study["config"]
-    if tab == "receiver":
-        return max(cfg["usability"]["items_per_receiver"], counts["done"] + counts["open"])
-    if tab == "validator":
-        return max(cfg["usability"]["items_per_validator"], counts["done"] + counts["open"])
-    if tab == "survey" and p["role"] == "sender":
-        return 2 * cfg["usability"]["items_per_sender"]
-    if tab == "survey":
-        # a rater's work comes from senders who drop out: like a receiver they wait for it (up to
-        # a sender's share), rather than finishing, and being paid, at 0 of 0
-        c = assignments.counts(database, p["id"], ("survey_baseline",))
-        cap = (
-            workflow.capacity(cfg["usability"], "survey_baseline") if "usability" in cfg and p["role"] == "rater" else 0
-        )
-        return 2 * max(cap, c["open"] + c["done"])
-    return counts["done"] + counts["open"]
-
-
-def _content(database, study, p, a) -> dict:
-    phase = a["phase"]
-    sid = study["id"]
-    if phase == "sd":
-        return sd_form.page_content(database, study, a, texts(study)["sd"])
-    ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
-    qs = studies.questions(database, sid, ex["starter_id"])
-    if phase == "receive":
-        # Only the translation and the Portuguese questions: never source, audio or transcript.
-        # (every phase after the recording is offered once the exchange is translated)
-        tr = required(results.translation(database, ex["id"]), "translation of a translated exchange")
-        words = texts(study)["receiver"]
-        return {
-            "translation": tr["text"],
-            "questions": [{"idx": q["idx"], "pt": q["pt"]} for q in qs],
-            "instruction": words["instruction"],
-            "unanswerable_label": words["unanswerable"],
-            "translation_heading": words["translation_heading"],
-            "answer_label": words["answer"],
-            "submit": words["submit"],
-        }
-    st = required(studies.starter(database, sid, ex["starter_id"]), "starter of an exchange")
-    if phase == "record":
-        words = texts(study)["record"]
-        return {
-            "starter_html": bold_key_spans(st["text"], st["key_spans"]),
-            "instruction": words["instruction"],
-            "microphone_help": words["microphone_help"],
-            # a recording of it was rejected in review: the sender is told why it is back
-            "record_again": words["record_again"] if (a.get("meta") or {}).get("record_again") else "",
-            "max_seconds": study["config"]["usability"]["max_recording_seconds"],
-        }
-    tr = required(results.translation(database, ex["id"]), "translation of a translated exchange")
-    if phase == "validate":
-        receive = required(assignments.assignment(database, int(a["item_id"])), "receive item of a validation")
-        # the expected answer: the reference answer of the question's accepted draft, where it has one
-        expected = question_drafts.reference_answers(database, sid, ex["starter_id"])
-        return {
-            "source": st["text"],
-            "translation": tr["text"],
-            "questions": [
-                {"idx": q["idx"], "en": q["en"], "pt": q["pt"], "expected": expected.get(q["idx"], "")} for q in qs
-            ],
-            "answers": results.answers(database, receive["id"]),
-            "sqm": texts(study)["sqm"],
-            "flagged_help": texts(study)["validator"]["flagged"],
-            "instruction": texts(study)["validator"]["instruction"],
-        }
-    # surveys
-    rec = results.recording_for_exchange(database, ex["id"])
-    perspective = "first" if ex["sender_id"] == p["id"] else "third"
-    survey = texts(study)["survey"]
-    wording = (lambda k: survey[k]) if perspective == "first" else (lambda k: survey[f"{k}_third"])
-    content = {
-        "stage": "baseline" if phase == "survey_baseline" else "informed",
-        "perspective": perspective,
-        "source_html": bold_key_spans(st["text"], st["key_spans"]),
-        "translation": tr["text"],
-        "recording": rec["path_original"] if rec and perspective == "first" else None,
-        "statements": {k: wording(k) for k in ("satisfaction", "trust", "reliance")},
-        "heading": wording("heading"),
-        "instruction": wording("instruction"),
-        "likert": survey["likert"],
-        "flagged": {
-            k: survey[k]
-            for k in (
-                "flagged",
-                "flagged_accepted",
-                "flagged_refused",
-                "outcome_correct",
-                "outcome_incorrect",
-                "outcome_accepted",
-                "question_label",
-                "answer_label",
-                "score_label",
-            )
-        },
-    }
-    if phase == "survey_informed":
-        outcomes = []
-        for v in results.validations_for_exchange(database, ex["id"]):
-            ans = {x["idx"]: x for x in results.answers(database, v["receive_assignment_id"])}
-            outcomes.append(
-                {
-                    "qa_score": v["qa_score"],
-                    "translation_score": v["translation_score"],
-                    "label": sqm_label(v["translation_score"], study),
-                    "answers": [
-                        {
-                            "idx": q["idx"],
-                            "en": q["en"],
-                            "answer": ans.get(q["idx"], {}).get("text", ""),
-                            "unanswerable": bool(ans.get(q["idx"], {}).get("unanswerable")),
-                            "correct": v["marks"].get(q["idx"]),
-                        }
-                        for q in qs
-                    ],
-                }
-            )
-        content["outcomes"] = outcomes
-        content["sqm"] = [{"value": s["value"], "label": s["label"]} for s in texts(study)["sqm"]]
-    return content
+    total = protocols.tab(tab).total
+    return total(database, p, study, counts) if total else counts["done"] + counts["open"]
 
 
 @one_at_a_time
@@ -316,10 +178,10 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
     cfg = study["config"]["study"]
     if touch and _stale(p["last_seen_at"]):
         writes.add(lambda db: participants.touch(db, p["id"]))
-    phases = TAB_PHASES[tab]
+    phases = protocols.tab(tab).phases
     stage = consent.pending_stage(database, p, study)
     if stage:  # no item (nor anything of one) before consent and the demographics form
-        counts = assignments.counts(database, p["id"], phases, INSTRUCTION_ITEMS.get(tab, ()))
+        counts = assignments.counts(database, p["id"], phases, _instruction_items(tab))
         return ItemView(
             tab,
             stage,
@@ -338,13 +200,13 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
             a = take_and_show(db, database, p, study, tab)
             shown = a is not None
             writes.run_in(db)
-    counts = assignments.counts(database, p["id"], phases, INSTRUCTION_ITEMS.get(tab, ()))
+    counts = assignments.counts(database, p["id"], phases, _instruction_items(tab))
     total = _total(database, p, study, tab, counts)
     if a is None:
         if counts["done"] >= total:
             if not _finished_elsewhere(database, p, study, tab):
                 # "your other tab" read as another browser tab: the page's tab is named
-                other = next((TAB_LABELS.get(t, t) for t in tabs_for(p) if t != tab), "")
+                other = next((protocols.tab(t).label or t for t in tabs_for(p) if t != tab), "")
                 return ItemView(
                     tab,
                     "complete",
@@ -376,22 +238,18 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
             lang=lang,
             labels=_labels(voice),
         )
-    if a["phase"] == "da":
-        content = da_campaign.item_content(database, study, a, media_dir or Settings.from_env().media_dir)
-        if content is None:
-            return ItemView(
-                tab,
-                "waiting",
-                "Your items' audio is being prepared. This page checks again every few seconds.",
-                counts["done"],
-                total,
-                lang=lang,
-                labels=_labels(voice),
-            )
-        key = "instruction_audio" if content["modality"] == "audio" else "instruction"
-        content["instruction"] = texts(study)["da"][key]
-    else:
-        content = _content(database, study, p, a)
+    phase = protocols.phase(a["phase"])
+    content = phase.content(database, study, p, a, media_dir)
+    if content is None:  # not ready yet (a DA item's audio being rendered)
+        return ItemView(
+            tab,
+            "waiting",
+            phase.not_ready,
+            counts["done"],
+            total,
+            lang=lang,
+            labels=_labels(voice),
+        )
     if touch and not a["first_shown_at"] and not shown:
         writes.add(lambda db: assignments.mark_shown(db, a["id"]))
     ready = None
@@ -416,7 +274,7 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
 def take_and_show(db, database, p: dict, study: dict, tab: str) -> dict | None:
     """Inside a write: the participant's next open item of the tab, or one taken from the pool
     (next_item checks their room and the pool), marked shown from now."""
-    a = assignments.next_open(database, p["id"], TAB_PHASES[tab])
+    a = assignments.next_open(database, p["id"], protocols.tab(tab).phases)
     if a is None and workflow.takes_from_pool(p, tab):
         a = workflow.next_item(db, database, p, study)
     if a is not None and not a["first_shown_at"]:
@@ -444,34 +302,10 @@ def _stale(last_seen: str | None) -> bool:
 
 
 def _waiting_message(database, p: dict, tab: str, voice: Voice | None = None) -> str:
-    """Why a sender's survey is not ready yet, when the reason is theirs to know."""
-    if tab != "survey" or p["role"] != "sender":
-        return (voice or Voice())("waiting")
-    state = assignments.sender_recording_state(database, p["id"])
-    if state["unrecorded"]:
-        return (
-            f"Your surveys open once your messages are recorded and translated: {state['unrecorded']} "
-            "still to record on the Record tab."
-        )
-    if state["in_review"]:
-        n = state["in_review"]
-        said = "1 of your recordings waits" if n == 1 else f"{n} of your recordings wait"
-        return (
-            f"{said} for a check by the study team; {'its survey opens' if n == 1 else 'their surveys open'} "
-            "once it is done. This page checks again by itself."
-        )
-    if state["processing"]:
-        n = state["processing"]
-        said = "1 of your recordings is" if n == 1 else f"{n} of your recordings are"
-        return (
-            f"{said} being checked and translated; {'its survey opens' if n == 1 else 'their surveys open'} "
-            "in a moment. This page checks again by itself."
-        )
-    return (
-        "Your next survey opens once the other participants have answered questions about your "
-        "translations and a bilingual validator has checked them. This can take a while: "
-        "you can come back later with the same link."
-    )
+    """Why the tab waits: the tab's own words when the reason is the participant's to know."""
+    waiting = protocols.tab(tab).waiting
+    said = waiting(database, p, voice) if waiting else None
+    return said if said is not None else (voice or Voice())("waiting")
 
 
 def _finished_elsewhere(database, p, study, tab) -> bool:
@@ -479,8 +313,8 @@ def _finished_elsewhere(database, p, study, tab) -> bool:
     for other in tabs_for(p):
         if other == tab:
             continue
-        phases = TAB_PHASES[other]
-        counts = assignments.counts(database, p["id"], phases, INSTRUCTION_ITEMS.get(other, ()))
+        phases = protocols.tab(other).phases
+        counts = assignments.counts(database, p["id"], phases, _instruction_items(other))
         if assignments.next_open(database, p["id"], phases) is not None or counts["done"] < _total(
             database, p, study, other, counts
         ):
@@ -491,13 +325,13 @@ def _finished_elsewhere(database, p, study, tab) -> bool:
 def item_key(tab: str, a: dict) -> str:
     """The id a tab submits: on a tab with several phases (the survey's baseline and
     informed stages of one exchange) the phase is part of it."""
-    return a["item_id"] if len(TAB_PHASES[tab]) == 1 else f"{a['phase']}:{a['item_id']}"
+    return a["item_id"] if len(protocols.tab(tab).phases) == 1 else f"{a['phase']}:{a['item_id']}"
 
 
 def parse_item_key(tab: str, key) -> list[tuple[str, str]]:
     """(phase, item_id) candidates for a submitted key."""
     key = str(key or "")
-    phases = TAB_PHASES[tab]
+    phases = protocols.tab(tab).phases
     if len(phases) == 1:
         return [(phases[0], key)]
     phase, _, item = key.partition(":")

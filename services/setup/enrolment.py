@@ -30,14 +30,9 @@ from pathlib import Path
 from typing import Sequence
 from urllib.parse import urlencode
 
-from services.common.seeded import order_key
+from services.common import protocols as registry
 from services.common.settings import current as current_settings
-from services.common.vocabulary import ROLES
-from services.da import campaign as da_campaign
-from services.participation import workflow
-from services.participation.assignment import sender_design
-from services.sd import form as sd_form
-from storage import assignments, participants, studies
+from storage import participants, studies
 from storage.db import required
 
 
@@ -59,48 +54,28 @@ def _study(database, study_id):
 def _check_role(study, role, group, gender):
     cfg = study["config"]
     protocols = cfg["study"]["protocols"]
-    needs = {
-        "sender": "usability",
-        "receiver": "usability",
-        "validator": "usability",
-        "rater": "usability",
-        "da": "da",
-        "sd": "sd",
-    }
-    if role not in ROLES:
-        raise ParticipantError(f"unknown role '{role}' (one of {', '.join(ROLES)})")
-    if needs[role] not in protocols:
-        raise ParticipantError(f"study '{study['id']}' has no {needs[role]} protocol, so no {role} role")
+    if role not in registry.roles():
+        raise ParticipantError(f"unknown role '{role}' (one of {', '.join(registry.roles())})")
+    needs = registry.protocol_of_role(role).name
+    if needs not in protocols:
+        raise ParticipantError(f"study '{study['id']}' has no {needs} protocol, so no {role} role")
     groups, genders = cfg["study"]["groups"], cfg["study"]["genders"]
     if group is not None and groups and group not in groups:
         raise ParticipantError(f"unknown group '{group}' (study groups: {', '.join(groups)})")
     if gender is not None and genders and gender not in genders:
         raise ParticipantError(f"unknown gender '{gender}' (study genders: {', '.join(genders)})")
-    if role == "sender" and groups and group is None:
-        raise ParticipantError(f"senders need a group (one of {', '.join(groups)})")
-    if role == "sender" and genders and gender is None:
-        raise ParticipantError(f"senders need a gender (one of {', '.join(genders)})")
+    grouped = registry.role(role).grouped
+    if grouped and groups and group is None:
+        raise ParticipantError(f"{role}s need a group (one of {', '.join(groups)})")
+    if grouped and genders and gender is None:
+        raise ParticipantError(f"{role}s need a gender (one of {', '.join(genders)})")
 
 
 def _setup_queue(db, database, study, pid: int, role: str, group, gender, design_index: int | None = None) -> None:
-    cfg, sid = study["config"], study["id"]
-    seed = cfg["study"]["seed"]
-    if role == "sender":
-        us = cfg["usability"]
-        index = participants.next_design_index(db, sid, group, gender) if design_index is None else design_index
-        participants.set_design_index(db, pid, index)
-        systems = [s["id"] for s in studies.systems(database, sid) if s["config"]["assign"]]
-        for starter_id, system_id in sender_design(
-            studies.starters(database, sid), systems, us["items_per_sender"], seed, index
-        ):
-            eid = assignments.insert_exchange(db, sid, starter_id, system_id, pid)
-            assignments.insert_assignment(db, sid, pid, "record", eid, order_key(seed, pid, eid), exchange_id=eid)
-        # recordings withdrawn from a sender of this cell that no sender of it could take
-        workflow.adopt_cell_orphans(db, database, study, pid, group, gender)
-    elif role == "da":
-        da_campaign.assign_hit(db, database, study, pid)
-    elif role == "sd":
-        sd_form.setup_queue(db, database, study, pid)
+    """The role's queue at enrolment, as its protocol makes it (none for a role whose items come later)."""
+    setup = registry.role(role).setup
+    if setup is not None:
+        setup(db, database, study, pid, group, gender, design_index)
 
 
 @dataclass
@@ -273,7 +248,7 @@ def prolific_links(database, study_id: str, public_url: str) -> list[dict]:
     for role in cfg["self_enrol"]:
         cells = (
             [(g, gen) for g in cfg["groups"] for gen in (cfg["genders"] or [None])]
-            if role == "sender" and cfg["groups"]
+            if registry.role(role).grouped and cfg["groups"]
             else [(None, None)]
         )
         for g, gen in cells:

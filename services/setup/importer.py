@@ -7,7 +7,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.da.hits import build_hits
+from services.common import protocols
 from services.metrics import exchange as exchange_metrics
 from services.participation import workflow
 from services.study.files import StudyError, StudyValidationError, load_study
@@ -21,28 +21,11 @@ class ImportResult:
     counts: dict
 
 
-def build_campaign(bundle) -> list[list[dict]]:
-    """The study's DA HITs, seeded by the study: rebuilt identically on every import."""
-
-    da = bundle.config["da"]
-    items = [{"row": i, **s} for i, s in enumerate(bundle.da_segments)]
-    try:
-        return build_hits(
-            items,
-            seed=bundle.config["study"]["seed"],
-            hit_size=da["hit_size"],
-            n_controls=da["controls"],
-            min_gap=da["min_gap"],
-            reference_controls=da["reference_controls"],
-        )
-    except ValueError as e:
-        raise StudyValidationError([StudyError("study.toml", None, "da.hit_size", str(e))]) from e
-
-
 def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResult:
     bundle = load_study(folder)
-    if "da" in bundle.config:
-        bundle.da_hits = build_campaign(bundle)
+    for spec in protocols.protocols():  # what each protocol builds from its checked files (DA's HITs)
+        if spec.prepare is not None and spec.name in bundle.config:
+            spec.prepare(bundle)
     existing = studies.get_study(database, bundle.id)
     counts = {
         "starters": len(bundle.starters),

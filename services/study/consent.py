@@ -26,7 +26,8 @@ from __future__ import annotations
 import hashlib
 import math
 
-from services.common.vocabulary import ID_RE, ROLES
+from services.common import protocols
+from services.common.vocabulary import ID_RE
 from services.study.texts import refusal
 from storage import consent as store
 from storage import studies
@@ -43,7 +44,7 @@ class ConsentError(ValueError):
 
 
 def _roles_ok(roles) -> bool:
-    return isinstance(roles, list) and all(r in ROLES for r in roles)
+    return isinstance(roles, list) and all(r in protocols.roles() for r in roles)
 
 
 def config_problems(cfg: dict) -> list[tuple[str, str]]:
@@ -57,7 +58,7 @@ def config_problems(cfg: dict) -> list[tuple[str, str]]:
         if isinstance(c.get("text"), str) and not c["text"].strip():
             out.append(("consent.text", 'give the consent text (text = "..." or file = "consent.md")'))
         if not _roles_ok(c.get("roles")):
-            out.append(("consent.roles", f"must be a list of roles ({', '.join(ROLES)})"))
+            out.append(("consent.roles", f"must be a list of roles ({', '.join(protocols.roles())})"))
     d = cfg.get("demographics")
     if d is not None:
         if not isinstance(d.get("submit"), str):
@@ -118,7 +119,7 @@ def config_problems(cfg: dict) -> list[tuple[str, str]]:
             if "max_chars" in f and (not isinstance(f["max_chars"], int) or not 1 <= f["max_chars"] <= MAX_TEXT):
                 out.append((f"{key}.max_chars", f"must be an integer 1..{MAX_TEXT}"))
             if not _roles_ok(f.get("roles", [])):
-                out.append((f"{key}.roles", f"must be a list of roles ({', '.join(ROLES)})"))
+                out.append((f"{key}.roles", f"must be a list of roles ({', '.join(protocols.roles())})"))
     return out
 
 

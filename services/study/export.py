@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from services.common import variants
+from services.common import protocols, variants
 from services.common.settings import Settings
 from services.metrics import exchange as exchange_metrics
 from services.models import systems as system_registry
@@ -100,8 +100,17 @@ QUERIES = {
     "da_hit_items": exports.da_hit_item_rows,
     "sd_sentences": exports.sd_sentence_rows,
     "sd_pairs": exports.sd_pair_rows,
-    "events": exports.event_rows,
+    # a submit's event names its phase: every registered protocol's
+    "events": lambda database, study_id: exports.event_rows(database, study_id, protocols.phases()),
 }
+
+
+def queries() -> dict:
+    """QUERIES with each registered protocol's own tables (its spec's export_tables) before the events."""
+    out = {t: q for t, q in QUERIES.items() if t != "events"}
+    out.update({t: spec.query for t, spec in protocols.export_tables().items() if t not in QUERIES})
+    out["events"] = QUERIES["events"]
+    return out
 
 
 class ExportError(ValueError):
@@ -355,7 +364,7 @@ def build_tables(
     tables: dict[str, list[dict]] = {}
     runs: dict = {}
     variants_by_system = system_variants(database, study_id)
-    for table, query in QUERIES.items():
+    for table, query in queries().items():
         if table == "events" and not include_events:
             continue
         rows = query(database, study_id)

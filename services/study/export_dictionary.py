@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+from services.common import protocols
+
 # Types as written: integer and number cells are plain numbers (empty in CSV / null in JSON
 # when missing); boolean is 0 or 1; timestamp is ISO 8601 in UTC; json is a JSON document in a
 # string cell; string is text.
@@ -539,14 +541,23 @@ EXTERNAL_COLUMNS = {"participants": ("external_id", "prolific_pid", "prolific_st
 OPTIONAL_TABLES = {"events": "--include-events", "metadata": "--format hf-audio"}
 
 
+def table_entry(table: str) -> tuple[str, dict[str, tuple[str, str]]]:
+    """(description, {column: (type, meaning)}) of an exported table: the common tables' here, a
+    registered protocol's from its spec (services/common/protocols.py ExportTable)."""
+    if table in TABLES:
+        return TABLES[table]
+    spec = protocols.export_tables()[table]
+    return spec.description, dict(spec.columns)
+
+
 def columns(table: str, include_external_ids: bool = False) -> list[str]:
     """The columns of a table as exported, in order."""
     hidden = () if include_external_ids else EXTERNAL_COLUMNS.get(table, ())
-    return [c for c in TABLES[table][1] if c not in hidden]
+    return [c for c in table_entry(table)[1] if c not in hidden]
 
 
 def column_type(table: str, column: str) -> str:
-    return TABLES[table][1][column][0]
+    return table_entry(table)[1][column][0]
 
 
 def analysis_columns(table: str) -> list[str]:
@@ -622,7 +633,7 @@ def readme(
         out += ["## Warnings", ""] + [f"- {w}" for w in warnings] + [""]
     out += ["## Files", "", "| file | rows | what |", "| --- | --- | --- |"]
     for table, rel in files.items():
-        out.append(f"| `{rel}` | {counts[table]} | {_cell(TABLES[table][0])} |")
+        out.append(f"| `{rel}` | {counts[table]} | {_cell(table_entry(table)[0])} |")
     if options["include_audio"]:
         audio_dir = "train/audio/" if fmt == "hf-audio" else "audio/"
         out.append(
@@ -681,7 +692,7 @@ def readme(
     out += [f"| {t} | {_cell(m)} |" for t, m in TYPES.items()]
     out += ["", "## Columns", ""]
     for table, rel in files.items():
-        description, cols = TABLES[table]
+        description, cols = table_entry(table)
         out += [f"### `{rel}`", "", description, "", "| column | type | meaning |", "| --- | --- | --- |"]
         out += [f"| `{c}` | {cols[c][0]} | {_cell(cols[c][1])} |" for c in columns(table, external)]
         out.append("")

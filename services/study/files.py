@@ -17,18 +17,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from services.common import variants
+from services.common import protocols, variants
 from services.common.settings import Settings
-from services.common.vocabulary import ID_RE, MAX_QUESTIONS, ROLES
-from services.metrics import registry as metric_registry
+from services.common.vocabulary import ID_RE, MAX_QUESTIONS
 from services.models import llm as llm_settings
 from services.models import systems as system_registry
 from services.models.backends.remote import endpoint_problems
 from services.questions import settings as question_settings
 from services.study import consent, texts
-from services.usability.recording_qc import SECOND_OPINION_DEFAULTS, qc_asr_problems, second_opinion_problems
 
-PROTOCOLS = ("usability", "da", "sd")
 DOMAINS = ("health", "everyday")
 SOURCES = ("natural", "synthetic")
 SYSTEM_KINDS = ("cascade", "direct", "remote", "human")
@@ -74,7 +71,8 @@ class StudyBundle:
 
 
 # Defaults for every optional key; a key not listed here is an error (catches typos).
-# each section's keys with their defaults (None: required)
+# each section's keys with their defaults (None: required); each protocol's section comes from
+# its spec (services/common/protocols.py) and sits after [study] (sections())
 DEFAULTS: dict[str, dict[str, Any]] = {
     "study": {
         "id": None,
@@ -98,83 +96,6 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         # a role not listed gets the estimate from its number of items
         "expected_minutes": {},
     },
-    "usability": {
-        "starters": None,
-        "questions": None,
-        "exchanges": "",
-        "items_per_sender": 10,
-        "metrics": [],
-        "references": "",
-        "items_per_receiver": 30,
-        "items_per_validator": 30,
-        "redundancy": 1,
-        # exchanges a third-person rater takes (0: items_per_sender, one sender's share)
-        "items_per_rater": 0,
-        # false: a receiver gets at most one exchange of each starter (its questions once;
-        # paper 000 section 2.5.1 assigns receivers translations at random and models the
-        # receiver as a random intercept, which assumes their answer sets independent)
-        "receiver_repeat_starters": False,
-        "max_recording_seconds": 30,
-        "starter_words": [40, 60],
-        # the Portuguese the receivers read: pt-PT (the paper's, in Portugal) or pt-BR
-        # (services/common/variants.py: reaches the LLM prompts and the systems that take it)
-        "target_variant": variants.DEFAULT,
-        # a sender not seen for this many days while surveys wait counts as dropped out
-        # (services/participation/dropouts.py); 0: only when the study team says so
-        "dropout_after_days": 0,
-        # the reference level of the analysis's corpus factor (Table 4's "Source"); "":
-        # the paper's BConTrasT when a starter has it, else the first corpus in sorted order
-        "corpus_reference": "",
-        # the one ASR whose transcript every recording's QC checks, whatever system
-        # translates it (services/usability/recording_qc.py); fields as a cascade's asr_* params
-        "qc_asr": {},
-        # the QC ASR's second opinion on the prompt's edge words (recording_qc.py)
-        **SECOND_OPINION_DEFAULTS,
-    },
-    # paper 001: lock_until_played false (section 2.2, Figure 2: the rater "can use audio control
-    # to listen" and moves the slider, nothing waits for the audio); runs: independent runs of
-    # the same HITs by other raters, for self-replication (section 3.2: "two independent runs")
-    "da": {
-        "segments": None,
-        "modality": "text",
-        "hit_size": 100,
-        "controls": 20,
-        "min_gap": 30,
-        "reference_controls": 0,
-        "language": "en",
-        "tts_backend": "auto",
-        "lock_until_played": False,
-        "runs": 1,
-        # section 2.2.3: "Rejected HITs were rescheduled to obtain fresh judgments"; Ethics: HITs
-        # "completed in an unrealistically short time" were rejected. reruns: fresh raters a
-        # failed HIT gets (2, so a HIT has at most three tries, as reruns stay bounded); the paper
-        # names no time threshold: fast_item_s is the median seconds per item below which a HIT
-        # is too fast, and its judgments leave the scores unless keep_fast
-        "reruns": 2,
-        "fast_item_s": 2.0,
-        "keep_fast": False,
-        # section 2.2.3: reliable when p < 0.05 (the rerun decision's test; a HIT with few
-        # controls cannot reach it: with 2 bad_reference and 2 ask_again pairs p >= 1/6)
-        "reliability_alpha": 0.05,
-    },
-    # paper 002 (section 3.2, Table 3): 3 sentences each, 20 pairs + 2 repeats (22 scales) per
-    # sentence over 4 pages, the instructions in English or the German original (""): the
-    # pairs' language when it is de, else English), about 10 minutes (sections 3.2, 4.1); input:
-    # a slider per pair from -3 to +3 in seven steps (Table 3: "move the slider"), or "radio":
-    # seven points per pair, for labs that prefer them (the instructions follow)
-    "sd": {
-        "sentences": None,
-        "pairs": None,
-        "language": "en",
-        "sentences_per_participant": 3,
-        "repeats_per_sentence": 2,
-        "pages_per_sentence": 4,
-        "pairs_per_page": 0,
-        "mode": "main",
-        "instructions_language": "",
-        "expected_seconds": 600,
-        "input": "slider",
-    },
     # before a participant's first item (services/study/consent.py checks these sections)
     # empty labels: the page's language's (assets/texts: consent_agree, consent_decline, demographics_submit)
     "consent": {"text": "", "file": "", "agree": "", "decline": "", "roles": []},
@@ -185,6 +106,15 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "questions": dict(question_settings.DEFAULTS),
 }
 SYSTEM_KEYS = {"id", "label", "kind", "assign", "params"}
+
+
+def sections() -> dict[str, dict[str, Any]]:
+    """Every section of study.toml with its defaults: [study], each registered protocol's, the rest."""
+    out = {"study": DEFAULTS["study"]}
+    out.update({p.name: dict(p.defaults) for p in protocols.protocols()})
+    out.update({k: v for k, v in DEFAULTS.items() if k != "study"})
+    return out
+
 
 CSV_COLUMNS = {
     "starters": (["id", "domain", "source", "corpus", "text", "key_spans"], []),
@@ -305,10 +235,12 @@ def _int(err, name, rowno, fld, value, lo=None, hi=None):
 def _check_config(raw: dict, err: _Collector) -> dict:
     f = "study.toml"
     cfg: dict = {}
+    known = sections()
+    roles = protocols.roles()
     for key in raw:
-        if key not in DEFAULTS and key != "systems":
-            err.add(f, None, key, f"unknown section (expected {', '.join(list(DEFAULTS) + ['systems'])})")
-    for section, defaults in DEFAULTS.items():
+        if key not in known and key != "systems":
+            err.add(f, None, key, f"unknown section (expected {', '.join(list(known) + ['systems'])})")
+    for section, defaults in known.items():
         given = raw.get(section)
         if given is None:
             if section == "study":
@@ -334,16 +266,17 @@ def _check_config(raw: dict, err: _Collector) -> dict:
         err.add(f, None, "study.id", "must be 1-64 letters, digits, '_', '-' or '.'")
     if "name" in st and (not isinstance(st["name"], str) or not st["name"].strip()):
         err.add(f, None, "study.name", "must be a non-empty string")
-    protocols = st.get("protocols")
-    if protocols is not None:
-        if not isinstance(protocols, list) or not protocols or any(p not in PROTOCOLS for p in protocols):
-            err.add(f, None, "study.protocols", f"must be a non-empty list of {', '.join(PROTOCOLS)}")
+    listed = st.get("protocols")
+    names = protocols.names()
+    if listed is not None:
+        if not isinstance(listed, list) or not listed or any(p not in names for p in listed):
+            err.add(f, None, "study.protocols", f"must be a non-empty list of {', '.join(names)}")
         else:
-            for p in protocols:
+            for p in listed:
                 if p not in cfg:
                     err.add(f, None, p, f"protocol '{p}' is listed but section [{p}] is missing")
-            for p in PROTOCOLS:
-                if p in cfg and p not in protocols:
+            for p in names:
+                if p in cfg and p not in listed:
                     err.add(f, None, p, f"section [{p}] given but '{p}' is not in study.protocols")
     if "seed" in st and (not isinstance(st["seed"], int) or isinstance(st["seed"], bool)):
         err.add(f, None, "study.seed", "must be an integer")
@@ -355,8 +288,8 @@ def _check_config(raw: dict, err: _Collector) -> dict:
             err.add(f, None, f"study.{k}", "has duplicates")
     if isinstance(st.get("self_enrol"), list):
         for r in st["self_enrol"]:
-            if r not in ROLES:
-                err.add(f, None, "study.self_enrol", f"'{r}' is not a role ({', '.join(ROLES)})")
+            if r not in roles:
+                err.add(f, None, "study.self_enrol", f"'{r}' is not a role ({', '.join(roles)})")
     psi = st.get("prolific_study_ids", {})
     if not isinstance(psi, dict):
         err.add(f, None, "study.prolific_study_ids", 'must be a table: role = "STUDY_ID" (or a list of ids)')
@@ -369,11 +302,11 @@ def _check_config(raw: dict, err: _Collector) -> dict:
                 err.add(f, None, f"study.prolific_study_ids.{r}", "must be a non-empty string or list of strings")
     em = st.get("expected_minutes", {})
     if not isinstance(em, dict) or any(
-        r not in ROLES or isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 600
+        r not in roles or isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 600
         for r, v in em.items()
     ):
         err.add(
-            f, None, "study.expected_minutes", f"must be a table of role = minutes (1-600; roles: {', '.join(ROLES)})"
+            f, None, "study.expected_minutes", f"must be a table of role = minutes (1-600; roles: {', '.join(roles)})"
         )
     for key in ("enrol_per_minute", "enrol_per_client_per_minute"):
         epm = st.get(key, 0)
@@ -385,137 +318,10 @@ def _check_config(raw: dict, err: _Collector) -> dict:
     url = st.get("redirect_url", "")
     if isinstance(url, str) and url and not re.match(r"^https?://", url):
         err.add(f, None, "study.redirect_url", "must start with http:// or https://")
-    us = cfg.get("usability")
-    if us:
-        for k, lo in (
-            ("items_per_sender", 1),
-            ("items_per_receiver", 1),
-            ("items_per_validator", 1),
-            ("redundancy", 1),
-            ("max_recording_seconds", 1),
-            ("dropout_after_days", 0),
-            ("items_per_rater", 0),
-        ):
-            v = us.get(k)
-            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
-                err.add(f, None, f"usability.{k}", f"must be an integer >= {lo}")
-        if not isinstance(us.get("receiver_repeat_starters"), bool):
-            err.add(
-                f,
-                None,
-                "usability.receiver_repeat_starters",
-                "must be true or false (false: a receiver never gets two exchanges of one starter)",
-            )
-        ms = us.get("metrics")
-        if not isinstance(ms, list) or not all(isinstance(m, str) for m in ms):
-            err.add(f, None, "usability.metrics", "must be a list of metric names")
-        else:
-            for m in ms:
-                if m.strip().lower() not in metric_registry.names():
-                    err.add(
-                        f,
-                        None,
-                        "usability.metrics",
-                        f"unknown metric '{m}' (known: {', '.join(metric_registry.names())})",
-                    )
-        for k, m in qc_asr_problems(us.get("qc_asr")):
-            err.add(f, None, f"usability.qc_asr{'.' + k if k else ''}", m)
-        for k, m in second_opinion_problems(us):
-            err.add(f, None, f"usability.{k}", m)
-        sw = us.get("starter_words")
-        if not (isinstance(sw, list) and len(sw) == 2 and all(isinstance(x, int) for x in sw) and 0 < sw[0] <= sw[1]):
-            err.add(f, None, "usability.starter_words", "must be [min, max] word counts")
-        if not isinstance(us.get("corpus_reference"), str):
-            err.add(f, None, "usability.corpus_reference", "must be a string (a corpus of the starters)")
-        if variants.check(us.get("target_variant")):
-            err.add(f, None, "usability.target_variant", variants.check(us.get("target_variant")))
-    da = cfg.get("da")
-    if da:
-        if da.get("modality") not in ("text", "audio", "both"):
-            err.add(f, None, "da.modality", "must be text, audio or both")
-        for k, lo in (
-            ("hit_size", 2),
-            ("controls", 0),
-            ("min_gap", 1),
-            ("reference_controls", 0),
-            ("runs", 1),
-            ("reruns", 0),
-        ):
-            v = da.get(k)
-            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
-                err.add(f, None, f"da.{k}", f"must be an integer >= {lo}")
-        if all(isinstance(da.get(k), int) for k in ("hit_size", "controls", "reference_controls")):
-            if da["controls"] >= da["hit_size"]:
-                err.add(f, None, "da.controls", "controls must leave room for system items in a HIT")
-            if da["reference_controls"] > da["controls"]:
-                err.add(f, None, "da.reference_controls", "is a share of the controls: at most `controls`")
-        if da.get("tts_backend") not in ("auto", "google", "piper", "espeak"):
-            err.add(f, None, "da.tts_backend", "must be auto, google, piper or espeak")
-        if not isinstance(da.get("lock_until_played"), bool):
-            err.add(
-                f,
-                None,
-                "da.lock_until_played",
-                "must be true (audio mode: the slider stays locked until the "
-                "candidate has played to its end) or false (paper 001: not locked)",
-            )
-        if not isinstance(da.get("language"), str) or not da["language"].strip():
-            err.add(f, None, "da.language", "must be the language of the MT outputs (e.g. en, pt)")
-        fast = da.get("fast_item_s")
-        if isinstance(fast, bool) or not isinstance(fast, (int, float)) or not fast > 0:
-            err.add(
-                f,
-                None,
-                "da.fast_item_s",
-                f"must be a number of seconds > 0 (the median seconds per item "
-                f"below which a HIT is unrealistically fast), got {fast!r}",
-            )
-        alpha = da.get("reliability_alpha")
-        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
-            err.add(
-                f,
-                None,
-                "da.reliability_alpha",
-                f"must be a significance level between 0 and 1 (paper 001: 0.05), got {alpha!r}",
-            )
-        if not isinstance(da.get("keep_fast"), bool):
-            err.add(
-                f,
-                None,
-                "da.keep_fast",
-                "must be true (unrealistically fast HITs stay in the scores) or "
-                "false (paper 001, Ethics: they are rejected)",
-            )
-    sd = cfg.get("sd")
-    if sd:
-        for k, lo in (
-            ("sentences_per_participant", 1),
-            ("expected_seconds", 1),
-            ("repeats_per_sentence", 0),
-            ("pairs_per_page", 0),
-            ("pages_per_sentence", 1),
-        ):
-            v = sd.get(k)
-            if not isinstance(v, int) or isinstance(v, bool) or v < lo:
-                err.add(f, None, f"sd.{k}", f"must be an integer >= {lo}")
-        if sd.get("mode") not in ("main", "preliminary"):
-            err.add(f, None, "sd.mode", "must be main or preliminary (suitability ratings of each pair at the end)")
-        if sd.get("input") not in ("slider", "radio"):
-            err.add(
-                f,
-                None,
-                "sd.input",
-                f'must be "slider" (paper 002: one slider per pair, -3 to +3) or "radio" '
-                f"(seven points per pair), got {sd.get('input')!r}",
-            )
-        if sd.get("instructions_language") not in ("", "en", "de"):
-            err.add(
-                f,
-                None,
-                "sd.instructions_language",
-                'must be "en" (the paper\'s English translation), "de" (its German original) or "" '
-                "(de when sd.language is de, else en)",
-            )
+    for spec in protocols.protocols():
+        if spec.check is not None and cfg.get(spec.name):
+            for key, message in spec.check(cfg[spec.name]):
+                err.add(f, None, key, message)
     return cfg
 
 
@@ -619,13 +425,9 @@ def _check_systems(raw: dict, cfg: dict, err: _Collector) -> list[dict]:
 def _hash_inputs(folder: Path, cfg: dict) -> str:
     h = hashlib.sha256()
     h.update((folder / "study.toml").read_bytes())
-    for section, keys in (
-        ("usability", ("starters", "questions", "exchanges", "references")),
-        ("da", ("segments",)),
-        ("sd", ("sentences", "pairs")),
-    ):
-        for k in keys:
-            name = cfg.get(section, {}).get(k)
+    for spec in protocols.protocols():  # the corpus files each protocol's section names
+        for k in spec.corpus_files:
+            name = cfg.get(spec.name, {}).get(k)
             if name and (folder / name).is_file():
                 h.update(name.encode())
                 h.update((folder / name).read_bytes())
@@ -653,7 +455,7 @@ def _safe_file(folder: Path, value, key: str, err: _Collector) -> Path | None:
     return p
 
 
-def _load_usability(folder, cfg, systems, bundle, err):
+def load_usability(folder, cfg, systems, bundle, err):
     us = cfg["usability"]
     spath = _safe_file(folder, us["starters"], "usability.starters", err)
     qpath = _safe_file(folder, us["questions"], "usability.questions", err)
@@ -808,7 +610,7 @@ def _load_references(folder, value, starters, bundle, err):
         err.add(name, None, None, "has no references (leave usability.references out for none)")
 
 
-def _load_da(folder, cfg, bundle, err):
+def load_da(folder, cfg, bundle, err):
     path = _safe_file(folder, cfg["da"]["segments"], "da.segments", err)
     if not path:
         return
@@ -830,7 +632,7 @@ def _load_da(folder, cfg, bundle, err):
         err.add(name, None, None, "has no segments")
 
 
-def _load_sd(folder, cfg, bundle, err):
+def load_sd(folder, cfg, bundle, err):
     sd = cfg["sd"]
     spath = _safe_file(folder, sd["sentences"], "sd.sentences", err)
     ppath = _safe_file(folder, sd["pairs"], "sd.pairs", err)
@@ -943,12 +745,9 @@ def load_study(folder: str | Path) -> StudyBundle:
     )
     if err.errors:  # the corpus cannot be checked against a broken config
         raise StudyValidationError(err.errors)
-    if "usability" in cfg:
-        _load_usability(folder, cfg, systems, bundle, err)
-    if "da" in cfg:
-        _load_da(folder, cfg, bundle, err)
-    if "sd" in cfg:
-        _load_sd(folder, cfg, bundle, err)
+    for spec in protocols.protocols():
+        if spec.load is not None and spec.name in cfg:
+            spec.load(folder, cfg, systems, bundle, err)
     _load_texts(folder, cfg, err)
     _load_consent(folder, cfg, err)
     _load_questions(folder, cfg, err)

@@ -18,24 +18,39 @@ import tomllib
 from pathlib import Path
 from typing import TypeVar
 
+from services.common import protocols
+
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 TEXTS = ASSETS / "texts"
 DEFAULT_LANGUAGE = "en"
-PAGE_LANGUAGE = {"receiver": "pt-PT"}  # tabs whose page is not in English
 # the caller's exception class, which refusal() and refusals() return
 E = TypeVar("E", bound=Exception)
 
 
 def page_language(tab: str) -> str:
-    return PAGE_LANGUAGE.get(tab, DEFAULT_LANGUAGE)
+    """The language of a tab's page, as its protocol says (the receiver's is European Portuguese)."""
+    try:
+        return protocols.tab(tab).lang
+    except protocols.UnknownName:
+        return DEFAULT_LANGUAGE
 
 
-@functools.lru_cache(maxsize=1)
 def defaults() -> dict:
+    """The default wording: the assets' files and the page words each registered protocol adds."""
+    return _defaults(protocols.names())
+
+
+@functools.lru_cache(maxsize=4)
+def _defaults(names: tuple[str, ...]) -> dict:
     base = tomllib.loads((ASSETS / "scales.toml").read_text(encoding="utf-8"))
     base["page"] = {
         f.name.removesuffix(".toml"): tomllib.loads(f.read_text(encoding="utf-8")) for f in sorted(TEXTS.glob("*.toml"))
     }
+    for name in names:
+        for lang, words in protocols.protocol(name).texts.items():
+            page = base["page"].setdefault(lang, {})
+            for key, text in words.items():
+                page.setdefault(key, text)
     return base
 
 

@@ -1,0 +1,308 @@
+"""The registry of protocols: one Protocol per evaluation protocol, registered once.
+
+A Protocol says what the shared packages need of it (its roles, their tabs, each tab's phases,
+each phase's content, validation, save and stored answer, its study.toml section with its
+defaults and checks, its corpus files, its export tables with their data dictionary), so that
+services.participation, services.study, services.setup, storage and web iterate the registry
+instead of naming phases, and never import a protocol package: each spec names its functions.
+
+The built-in protocols register from their packages (services/usability/protocol.py,
+services/da/protocol.py, services/sd/protocol.py), imported on first use by module path (as
+the metric registry imports its metrics); more come from the modules named in the
+TRADLAB_PLUGINS environment variable, read on first use too, so that a launched app (and each
+command of cli.py) sees the same protocols as the process that started it: comma-separated
+entries, each a module path (a module that calls register() when imported) or
+"module:attribute" (a module's Protocol, registered here). The recipe is in
+docs/development.md, "Add a protocol".
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from services.common import settings
+
+# the order of registration is the order roles, tabs, sections and tables are listed in
+BUILTIN = ("services.usability.protocol", "services.da.protocol", "services.sd.protocol")
+PLUGINS_ENV = "TRADLAB_PLUGINS"  # read through services/common/settings.py (Settings.plugins)
+# a role, tab or phase name: a URL path (/<role>/), an API name (/<tab>_submit) and a stored value
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One kind of item: what a participant sees of it and what answering it stores.
+
+    content(database, study, participant, assignment, media_dir) -> the item's fields as the
+        page shows them (only what the role may see), or None while it is not ready (the page
+        waits, saying `not_ready`)
+    validate(database, assignment, payload) -> the data to save; raises
+        services.participation.submissions.SubmissionError naming what to fix
+    check(database, study, assignment, media_dir), optional: refuses (SubmissionError) an answer
+        the item cannot take yet, before validate (a DA candidate whose audio is not played)
+    save(db, database, study, participant, assignment, data): the data written inside the
+        submit's write (storage functions only)
+    stored(database, assignment) -> the saved answer, as a submit returns it
+    intake(database, study, assignment, payload, media_dir) -> data, optional: work done outside
+        the line of participant actions before the save (a recording's decoding); it replaces
+        validate
+    after_save(db, database, study, assignment), optional: inside the write, after the item is
+        marked done (a DA rater's finished HIT is judged)
+    """
+
+    name: str
+    content: Callable[..., dict | None]
+    validate: Callable[..., dict] | None
+    save: Callable[..., None]
+    stored: Callable[..., dict]
+    check: Callable[..., None] | None = None
+    intake: Callable[..., dict] | None = None
+    after_save: Callable[..., None] | None = None
+    not_ready: str = ""
+
+
+@dataclass(frozen=True)
+class Tab:
+    """A participant's tab: the phases whose items it shows, in one queue.
+
+    build: the tab's builder in tabs/ (ctx -> tabs.common.TabUI), a callable or "module:name"
+        (imported by web only: services never import tabs)
+    label: the tab's name as the other tab of the same role names it ("your Survey tab")
+    workflow: a submit opens downstream work (services/participation/workflow.py)
+    instruction_items: item ids that are instructions, not work (not counted, no "Saved.")
+    total(database, participant, study, counts) -> the items the progress counts (default:
+        done + open)
+    waiting(database, participant, voice) -> why the tab waits, when that is the
+        participant's to know (None: the common words)
+    refusal_out_of_order: the texts key of a submit that is not the next open item
+    """
+
+    name: str
+    phases: tuple[str, ...]
+    build: Callable[..., Any] | str
+    label: str = ""
+    workflow: bool = False
+    instruction_items: tuple[str, ...] = ()
+    total: Callable[..., int] | None = None
+    waiting: Callable[..., str | None] | None = None
+    refusal_out_of_order: str = "out_of_order"
+    lang: str = "en"  # the language of the page (a role's page speaks its first tab's)
+
+
+@dataclass(frozen=True)
+class Role:
+    """A participant's role: their page (/<name>/, titled page_title) and its tabs.
+
+    setup(db, database, study, participant_id, group, gender, design_index): the role's queue
+        made at enrolment (None: the items come later, e.g. from a pool)
+    grouped: enrolled per group x gender cell of the study (a sender: study.groups, genders)
+    items(config) -> the number of items the role's welcome names (services/participation/welcome.py)
+    seconds_per_item: the estimate of the welcome's minutes, per item
+    minutes(config) -> the welcome's minutes where the protocol gives them (None: the estimate)
+    The welcome's words are the page text `welcome_<role>` (Protocol.texts for a new role)."""
+
+    name: str
+    tabs: tuple[str, ...]
+    page_title: str
+    setup: Callable[..., None] | None = None
+    grouped: bool = False
+    items: Callable[[dict], int] | None = None
+    seconds_per_item: int = 60
+    minutes: Callable[[dict], float] | None = None
+
+
+@dataclass(frozen=True)
+class ExportTable:
+    """One exported table: query(database, study_id) -> rows (storage's; a column holding an
+    internal participant id ends in `__pid` and is exported as the pseudonym column without
+    it), its description and {column: (type, meaning)} in the order written
+    (services/study/export_dictionary.py TYPES)."""
+
+    query: Callable[..., list[dict]]
+    description: str
+    columns: Mapping[str, tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One protocol, named as study.protocols lists it and as its study.toml section.
+
+    defaults: the section's keys with their defaults (None: required; a key not listed is an
+        error)
+    check(section) -> [(key, message)]: problems of the merged section (key relative to it)
+    load(folder, cfg, systems, bundle, err): reads and checks the corpus files the section
+        names into the StudyBundle (services/study/files.py), errors through err.add
+    corpus_files: the section's keys that name corpus files (their bytes are part of the study's
+        content hash: a changed file is a changed study)
+    prepare(bundle): at import, before anything is stored, what the protocol builds from its
+        checked files (DA's HITs); raises StudyValidationError to refuse the import
+    export_tables: the protocol's tables written by the export, beside the common ones
+    texts: {language: {key: words}}: page words the protocol adds to assets/texts/<language>.toml
+        (a new role's welcome_<role>, its refusals); a key the assets have keeps theirs
+    """
+
+    name: str
+    roles: tuple[Role, ...]
+    tabs: tuple[Tab, ...]
+    phases: tuple[Phase, ...]
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    check: Callable[[dict], list[tuple[str, str]]] | None = None
+    load: Callable[..., None] | None = None
+    prepare: Callable[..., None] | None = None
+    corpus_files: tuple[str, ...] = ()
+    export_tables: Mapping[str, ExportTable] = field(default_factory=dict)
+    texts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+class UnknownName(KeyError):
+    """A role, tab or phase no registered protocol has."""
+
+
+_lock = threading.RLock()
+_registered: dict[str, Protocol] = {}
+_loaded = False
+
+
+def register(protocol: Protocol) -> Protocol:
+    """Adds a protocol (the same spec again is a no-op). Its roles, tabs and phases must be new:
+    two protocols never share one, so each name dispatches to one spec. The built-in protocols
+    are registered first, so a plugin's come after them wherever protocols are listed."""
+    _load()
+    with _lock:
+        old = _registered.get(protocol.name)
+        if old is not None and old == protocol:
+            return protocol
+        if old is not None:
+            del _registered[protocol.name]  # a module imported again (a reload): its new spec
+        for kind in ("roles", "tabs", "phases"):
+            for x in getattr(protocol, kind):
+                if not NAME_RE.match(x.name):
+                    raise ValueError(
+                        f"protocol '{protocol.name}': {kind} name {x.name!r} is not lower-case letters, digits, _"
+                    )
+        taken = {
+            kind: {x.name for p in _registered.values() for x in getattr(p, kind)}
+            for kind in ("roles", "tabs", "phases")
+        }
+        for kind in ("roles", "tabs", "phases"):
+            clash = {x.name for x in getattr(protocol, kind)} & taken[kind]
+            if clash:
+                if old is not None:
+                    _registered[protocol.name] = old
+                raise ValueError(f"protocol '{protocol.name}': {kind} {', '.join(sorted(clash))} already registered")
+        _registered[protocol.name] = protocol
+        _cache.clear()
+    return protocol
+
+
+def unregister(name: str) -> None:
+    """Removes a protocol (a test's own, after the test); its studies' data stays in storage."""
+    with _lock:
+        _registered.pop(name, None)
+        _cache.clear()
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    with _lock:
+        if _loaded:
+            return
+        _loaded = True  # set first: a module being imported registers through register()
+        plugins = tuple(m.strip() for m in settings.current().plugins.split(",") if m.strip())
+        for entry in BUILTIN + plugins:
+            module, _, attribute = entry.partition(":")
+            imported = importlib.import_module(module)
+            if attribute:
+                spec = getattr(imported, attribute)
+                if not isinstance(spec, Protocol):
+                    raise TypeError(f"{PLUGINS_ENV}: {entry} is not a Protocol")
+                register(spec)
+
+
+_cache: dict[str, Any] = {}
+
+
+def protocols() -> tuple[Protocol, ...]:
+    _load()
+    return tuple(_registered.values())
+
+
+def _index(kind: str) -> dict:
+    key = kind
+    found = _cache.get(key)
+    if found is None:
+        found = {x.name: (p, x) for p in protocols() for x in getattr(p, kind)}
+        _cache[key] = found
+    return found
+
+
+def protocol(name: str) -> Protocol:
+    _load()
+    try:
+        return _registered[name]
+    except KeyError:
+        raise UnknownName(name) from None
+
+
+def names() -> tuple[str, ...]:
+    """The protocols a study may list in study.protocols, in registration order."""
+    return tuple(p.name for p in protocols())
+
+
+def roles() -> tuple[str, ...]:
+    return tuple(_index("roles"))
+
+
+def role(name: str) -> Role:
+    try:
+        return _index("roles")[name][1]
+    except KeyError:
+        raise UnknownName(name) from None
+
+
+def protocol_of_role(name: str) -> Protocol:
+    try:
+        return _index("roles")[name][0]
+    except KeyError:
+        raise UnknownName(name) from None
+
+
+def tab(name: str) -> Tab:
+    try:
+        return _index("tabs")[name][1]
+    except KeyError:
+        raise UnknownName(name) from None
+
+
+def tabs() -> tuple[str, ...]:
+    return tuple(_index("tabs"))
+
+
+def phase(name: str) -> Phase:
+    try:
+        return _index("phases")[name][1]
+    except KeyError:
+        raise UnknownName(name) from None
+
+
+def phases() -> tuple[str, ...]:
+    return tuple(_index("phases"))
+
+
+def role_tabs() -> dict[str, tuple[str, ...]]:
+    """role -> its tabs, in order (the first is the page's language's)."""
+    return {r: role(r).tabs for r in roles()}
+
+
+def tab_phases() -> dict[str, tuple[str, ...]]:
+    return {t: tab(t).phases for t in tabs()}
+
+
+def export_tables() -> dict[str, ExportTable]:
+    return {name: t for p in protocols() for name, t in p.export_tables.items()}

@@ -1,0 +1,207 @@
+"""Direct assessment (paper 001) as a protocol: a rater judges a HIT of candidates on a 0-100
+slider, one item at a time (services/da/campaign.py). Registered with
+services/common/protocols.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.common import protocols
+from services.common.protocols import Phase, Protocol, Role, Tab
+from services.common.settings import Settings
+from services.da import campaign as da_campaign
+from services.da.hits import build_hits
+from services.participation.submissions import SubmissionError, checked_value, number_in, refuse_all
+from services.study import files
+from services.study.files import StudyError, StudyValidationError
+from services.study.texts import refusal, texts
+from storage import results, studies
+from storage.db import required
+
+# paper 001: lock_until_played false (section 2.2, Figure 2: the rater "can use audio control
+# to listen" and moves the slider, nothing waits for the audio); runs: independent runs of
+# the same HITs by other raters, for self-replication (section 3.2: "two independent runs")
+DEFAULTS: dict[str, Any] = {
+    "segments": None,
+    "modality": "text",
+    "hit_size": 100,
+    "controls": 20,
+    "min_gap": 30,
+    "reference_controls": 0,
+    "language": "en",
+    "tts_backend": "auto",
+    "lock_until_played": False,
+    "runs": 1,
+    # section 2.2.3: "Rejected HITs were rescheduled to obtain fresh judgments"; Ethics: HITs
+    # "completed in an unrealistically short time" were rejected. reruns: fresh raters a
+    # failed HIT gets (2, so a HIT has at most three tries, as reruns stay bounded); the paper
+    # names no time threshold: fast_item_s is the median seconds per item below which a HIT
+    # is too fast, and its judgments leave the scores unless keep_fast
+    "reruns": 2,
+    "fast_item_s": 2.0,
+    "keep_fast": False,
+    # section 2.2.3: reliable when p < 0.05 (the rerun decision's test; a HIT with few
+    # controls cannot reach it: with 2 bad_reference and 2 ask_again pairs p >= 1/6)
+    "reliability_alpha": 0.05,
+}
+
+
+def check(da: dict) -> list[tuple[str, str]]:
+    """(field, message) for every mistake in the merged [da] section."""
+    out: list[tuple[str, str]] = []
+
+    def add(key: str, message: str) -> None:
+        out.append((key, message))
+
+    if da.get("modality") not in ("text", "audio", "both"):
+        add("da.modality", "must be text, audio or both")
+    for k, lo in (
+        ("hit_size", 2),
+        ("controls", 0),
+        ("min_gap", 1),
+        ("reference_controls", 0),
+        ("runs", 1),
+        ("reruns", 0),
+    ):
+        v = da.get(k)
+        if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+            add(f"da.{k}", f"must be an integer >= {lo}")
+    if all(isinstance(da.get(k), int) for k in ("hit_size", "controls", "reference_controls")):
+        if da["controls"] >= da["hit_size"]:
+            add("da.controls", "controls must leave room for system items in a HIT")
+        if da["reference_controls"] > da["controls"]:
+            add("da.reference_controls", "is a share of the controls: at most `controls`")
+    if da.get("tts_backend") not in ("auto", "google", "piper", "espeak"):
+        add("da.tts_backend", "must be auto, google, piper or espeak")
+    if not isinstance(da.get("lock_until_played"), bool):
+        add(
+            "da.lock_until_played",
+            "must be true (audio mode: the slider stays locked until the "
+            "candidate has played to its end) or false (paper 001: not locked)",
+        )
+    if not isinstance(da.get("language"), str) or not da["language"].strip():
+        add("da.language", "must be the language of the MT outputs (e.g. en, pt)")
+    fast = da.get("fast_item_s")
+    if isinstance(fast, bool) or not isinstance(fast, (int, float)) or not fast > 0:
+        add(
+            "da.fast_item_s",
+            f"must be a number of seconds > 0 (the median seconds per item "
+            f"below which a HIT is unrealistically fast), got {fast!r}",
+        )
+    alpha = da.get("reliability_alpha")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        add(
+            "da.reliability_alpha",
+            f"must be a significance level between 0 and 1 (paper 001: 0.05), got {alpha!r}",
+        )
+    if not isinstance(da.get("keep_fast"), bool):
+        add(
+            "da.keep_fast",
+            "must be true (unrealistically fast HITs stay in the scores) or "
+            "false (paper 001, Ethics: they are rejected)",
+        )
+    return out
+
+
+def load(folder, cfg, systems, bundle, err) -> None:
+    files.load_da(folder, cfg, bundle, err)
+
+
+def build_campaign(bundle) -> list[list[dict]]:
+    """The study's DA HITs, seeded by the study: rebuilt identically on every import."""
+
+    da = bundle.config["da"]
+    items = [{"row": i, **s} for i, s in enumerate(bundle.da_segments)]
+    try:
+        return build_hits(
+            items,
+            seed=bundle.config["study"]["seed"],
+            hit_size=da["hit_size"],
+            n_controls=da["controls"],
+            min_gap=da["min_gap"],
+            reference_controls=da["reference_controls"],
+        )
+    except ValueError as e:
+        raise StudyValidationError([StudyError("study.toml", None, "da.hit_size", str(e))]) from e
+
+
+def prepare(bundle) -> None:
+    bundle.da_hits = build_campaign(bundle)
+
+
+def content(database, study, p, a, media_dir) -> dict | None:
+    """The candidate (text or audio) with its reference, None while its audio is rendered."""
+    out = da_campaign.item_content(database, study, a, media_dir or Settings.from_env().media_dir)
+    if out is None:
+        return None
+    key = "instruction_audio" if out["modality"] == "audio" else "instruction"
+    out["instruction"] = texts(study)["da"][key]
+    return out
+
+
+def check_answer(database, study, a, media_dir) -> None:
+    try:
+        da_campaign.check_judgment(database, study, a, media_dir)
+    except da_campaign.DAError as e:
+        raise SubmissionError(str(e)) from e
+
+
+def validate(database, a, payload) -> dict:
+    score, problem = checked_value(
+        number_in, payload.get("score"), "The score", 0, 100, refusal(SubmissionError, "score_missing")
+    )
+    refuse_all([problem] if problem else [], {"score": problem} if problem else {})
+    return {"score": score}
+
+
+def save(db, database, study, p, a, data) -> None:
+    it = required(studies.da_hit_item(database, int(a["item_id"])), "HIT item of a DA assignment")
+    results.insert_da_judgment(db, a["id"], it["segment_row"], data["score"], it["id"], a["meta"]["modality"])
+
+
+def stored(database, a) -> dict:
+    return results.da_judgment(database, a["id"]) or {}
+
+
+def after_save(db, database, study, a) -> None:
+    """The rater's last item: their HIT is judged, and rerun if it failed."""
+    da_campaign.hit_completed(db, database, study, a)
+
+
+def setup_rater(db, database, study, pid: int, group, gender, design_index=None) -> None:
+    da_campaign.assign_hit(db, database, study, pid)
+
+
+PROTOCOL = protocols.register(
+    Protocol(
+        name="da",
+        roles=(
+            Role(
+                "da",
+                ("da",),
+                "Direct assessment",
+                setup_rater,
+                items=lambda cfg: (cfg.get("da") or {}).get("hit_size", 0),
+                seconds_per_item=10,  # the welcome's estimate: one DA segment (paper 001: 100 per HIT)
+            ),
+        ),
+        tabs=(Tab("da", ("da",), "tabs.da:build", refusal_out_of_order="out_of_order_da"),),
+        phases=(
+            Phase(
+                "da",
+                content,
+                validate,
+                save,
+                stored,
+                check=check_answer,
+                after_save=after_save,
+                not_ready="Your items' audio is being prepared. This page checks again every few seconds.",
+            ),
+        ),
+        defaults=DEFAULTS,
+        check=check,
+        load=load,
+        prepare=prepare,
+        corpus_files=("segments",),
+    )
+)

@@ -1,0 +1,429 @@
+"""The four-phase usability study (paper 000) as a protocol: the sender records, the receiver
+answers questions from the translation, the validator marks the answers, the sender (or a
+third-person rater) takes the surveys. Registered with services/common/protocols.py; the
+workflow between the phases is services/participation/workflow.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.common import protocols, variants
+from services.common.protocols import Phase, Protocol, Role, Tab
+from services.common.seeded import order_key
+from services.metrics import registry as metric_registry
+from services.participation import workflow
+from services.participation.assignment import sender_design
+from services.participation.items import bold_key_spans
+from services.participation.submissions import SubmissionError
+from services.study import files
+from services.study.texts import Voice, sqm_label, texts
+from services.usability import answers
+from services.usability.audio_intake import IntakeError, store_recording
+from services.usability.recording_qc import SECOND_OPINION_DEFAULTS, qc_asr_problems, second_opinion_problems
+from storage import assignments, jobs, participants, question_drafts, results, studies
+from storage.db import required
+
+# the [usability] section's keys with their defaults (None: required)
+DEFAULTS: dict[str, Any] = {
+    "starters": None,
+    "questions": None,
+    "exchanges": "",
+    "items_per_sender": 10,
+    "metrics": [],
+    "references": "",
+    "items_per_receiver": 30,
+    "items_per_validator": 30,
+    "redundancy": 1,
+    # exchanges a third-person rater takes (0: items_per_sender, one sender's share)
+    "items_per_rater": 0,
+    # false: a receiver gets at most one exchange of each starter (its questions once;
+    # paper 000 section 2.5.1 assigns receivers translations at random and models the
+    # receiver as a random intercept, which assumes their answer sets independent)
+    "receiver_repeat_starters": False,
+    "max_recording_seconds": 30,
+    "starter_words": [40, 60],
+    # the Portuguese the receivers read: pt-PT (the paper's, in Portugal) or pt-BR
+    # (services/common/variants.py: reaches the LLM prompts and the systems that take it)
+    "target_variant": variants.DEFAULT,
+    # a sender not seen for this many days while surveys wait counts as dropped out
+    # (services/participation/dropouts.py); 0: only when the study team says so
+    "dropout_after_days": 0,
+    # the reference level of the analysis's corpus factor (Table 4's "Source"); "":
+    # the paper's BConTrasT when a starter has it, else the first corpus in sorted order
+    "corpus_reference": "",
+    # the one ASR whose transcript every recording's QC checks, whatever system
+    # translates it (services/usability/recording_qc.py); fields as a cascade's asr_* params
+    "qc_asr": {},
+    # the QC ASR's second opinion on the prompt's edge words (recording_qc.py)
+    **SECOND_OPINION_DEFAULTS,
+}
+
+
+def check(us: dict) -> list[tuple[str, str]]:
+    """(field, message) for every mistake in the merged [usability] section."""
+    out: list[tuple[str, str]] = []
+
+    def add(key: str, message: str) -> None:
+        out.append((key, message))
+
+    for k, lo in (
+        ("items_per_sender", 1),
+        ("items_per_receiver", 1),
+        ("items_per_validator", 1),
+        ("redundancy", 1),
+        ("max_recording_seconds", 1),
+        ("dropout_after_days", 0),
+        ("items_per_rater", 0),
+    ):
+        v = us.get(k)
+        if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+            add(f"usability.{k}", f"must be an integer >= {lo}")
+    if not isinstance(us.get("receiver_repeat_starters"), bool):
+        add(
+            "usability.receiver_repeat_starters",
+            "must be true or false (false: a receiver never gets two exchanges of one starter)",
+        )
+    ms = us.get("metrics")
+    if not isinstance(ms, list) or not all(isinstance(m, str) for m in ms):
+        add("usability.metrics", "must be a list of metric names")
+    else:
+        for m in ms:
+            if m.strip().lower() not in metric_registry.names():
+                add(
+                    "usability.metrics",
+                    f"unknown metric '{m}' (known: {', '.join(metric_registry.names())})",
+                )
+    for k, m in qc_asr_problems(us.get("qc_asr")):
+        add(f"usability.qc_asr{'.' + k if k else ''}", m)
+    for k, m in second_opinion_problems(us):
+        add(f"usability.{k}", m)
+    sw = us.get("starter_words")
+    if not (isinstance(sw, list) and len(sw) == 2 and all(isinstance(x, int) for x in sw) and 0 < sw[0] <= sw[1]):
+        add("usability.starter_words", "must be [min, max] word counts")
+    if not isinstance(us.get("corpus_reference"), str):
+        add("usability.corpus_reference", "must be a string (a corpus of the starters)")
+    variant_problem = variants.check(us.get("target_variant"))
+    if variant_problem:
+        add("usability.target_variant", variant_problem)
+    return out
+
+
+def load(folder, cfg, systems, bundle, err) -> None:
+    files.load_usability(folder, cfg, systems, bundle, err)
+
+
+def content(database, study, p, a, media_dir=None) -> dict:
+    """The item of a record, receive, validate or survey phase, as the role may see it."""
+    phase = a["phase"]
+    sid = study["id"]
+    ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
+    qs = studies.questions(database, sid, ex["starter_id"])
+    if phase == "receive":
+        # Only the translation and the Portuguese questions: never source, audio or transcript.
+        # (every phase after the recording is offered once the exchange is translated)
+        tr = required(results.translation(database, ex["id"]), "translation of a translated exchange")
+        words = texts(study)["receiver"]
+        return {
+            "translation": tr["text"],
+            "questions": [{"idx": q["idx"], "pt": q["pt"]} for q in qs],
+            "instruction": words["instruction"],
+            "unanswerable_label": words["unanswerable"],
+            "translation_heading": words["translation_heading"],
+            "answer_label": words["answer"],
+            "submit": words["submit"],
+        }
+    st = required(studies.starter(database, sid, ex["starter_id"]), "starter of an exchange")
+    if phase == "record":
+        words = texts(study)["record"]
+        return {
+            "starter_html": bold_key_spans(st["text"], st["key_spans"]),
+            "instruction": words["instruction"],
+            "microphone_help": words["microphone_help"],
+            # a recording of it was rejected in review: the sender is told why it is back
+            "record_again": words["record_again"] if (a.get("meta") or {}).get("record_again") else "",
+            "max_seconds": study["config"]["usability"]["max_recording_seconds"],
+        }
+    tr = required(results.translation(database, ex["id"]), "translation of a translated exchange")
+    if phase == "validate":
+        receive = required(assignments.assignment(database, int(a["item_id"])), "receive item of a validation")
+        # the expected answer: the reference answer of the question's accepted draft, where it has one
+        expected = question_drafts.reference_answers(database, sid, ex["starter_id"])
+        return {
+            "source": st["text"],
+            "translation": tr["text"],
+            "questions": [
+                {"idx": q["idx"], "en": q["en"], "pt": q["pt"], "expected": expected.get(q["idx"], "")} for q in qs
+            ],
+            "answers": results.answers(database, receive["id"]),
+            "sqm": texts(study)["sqm"],
+            "flagged_help": texts(study)["validator"]["flagged"],
+            "instruction": texts(study)["validator"]["instruction"],
+        }
+    # surveys
+    rec = results.recording_for_exchange(database, ex["id"])
+    perspective = "first" if ex["sender_id"] == p["id"] else "third"
+    survey = texts(study)["survey"]
+    wording = (lambda k: survey[k]) if perspective == "first" else (lambda k: survey[f"{k}_third"])
+    content = {
+        "stage": "baseline" if phase == "survey_baseline" else "informed",
+        "perspective": perspective,
+        "source_html": bold_key_spans(st["text"], st["key_spans"]),
+        "translation": tr["text"],
+        "recording": rec["path_original"] if rec and perspective == "first" else None,
+        "statements": {k: wording(k) for k in ("satisfaction", "trust", "reliance")},
+        "heading": wording("heading"),
+        "instruction": wording("instruction"),
+        "likert": survey["likert"],
+        "flagged": {
+            k: survey[k]
+            for k in (
+                "flagged",
+                "flagged_accepted",
+                "flagged_refused",
+                "outcome_correct",
+                "outcome_incorrect",
+                "outcome_accepted",
+                "question_label",
+                "answer_label",
+                "score_label",
+            )
+        },
+    }
+    if phase == "survey_informed":
+        outcomes = []
+        for v in results.validations_for_exchange(database, ex["id"]):
+            ans = {x["idx"]: x for x in results.answers(database, v["receive_assignment_id"])}
+            outcomes.append(
+                {
+                    "qa_score": v["qa_score"],
+                    "translation_score": v["translation_score"],
+                    "label": sqm_label(v["translation_score"], study),
+                    "answers": [
+                        {
+                            "idx": q["idx"],
+                            "en": q["en"],
+                            "answer": ans.get(q["idx"], {}).get("text", ""),
+                            "unanswerable": bool(ans.get(q["idx"], {}).get("unanswerable")),
+                            "correct": v["marks"].get(q["idx"]),
+                        }
+                        for q in qs
+                    ],
+                }
+            )
+        content["outcomes"] = outcomes
+        content["sqm"] = [{"value": s["value"], "label": s["label"]} for s in texts(study)["sqm"]]
+    return content
+
+
+def intake_recording(database, study, a, payload, media_dir) -> dict:
+    """The recording decoded and stored outside the line of participant actions."""
+    try:
+        ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
+        starter = required(studies.starter(database, study["id"], ex["starter_id"]), "starter of an exchange")
+        return {
+            "audio": store_recording(
+                payload.get("audio") or "",
+                media_dir,
+                study["config"]["usability"]["max_recording_seconds"],
+                starter["text"],
+            )
+        }
+    except IntakeError as e:
+        raise SubmissionError(str(e)) from e
+
+
+def save_recording(db, database, study, p, a, data) -> None:
+    au = data["audio"]
+    rid = results.insert_recording(
+        db, a["id"], a["exchange_id"], au.sha256, au.path_original, au.path_16k, au.duration_s
+    )
+    jobs.enqueue(
+        db,
+        "process_recording",
+        {"recording_id": rid, "exchange_id": a["exchange_id"]},
+        dedupe_key=f"process_recording:{rid}",
+    )
+
+
+def save_answers(db, database, study, p, a, data) -> None:
+    results.insert_answers(db, a["id"], a["exchange_id"], data["answers"])
+
+
+def save_validation(db, database, study, p, a, data) -> None:
+    results.insert_validation(
+        db,
+        a["id"],
+        data["receive_assignment_id"],
+        a["exchange_id"],
+        data["score"],
+        data["qa_score"],
+        data["marks"],
+    )
+
+
+def save_survey(db, database, study, p, a, data) -> None:
+    ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
+    perspective = "first" if ex["sender_id"] == p["id"] else "third"
+    results.insert_survey(
+        db,
+        a["id"],
+        a["exchange_id"],
+        a["phase"].split("_")[1],
+        perspective,
+        data["satisfaction"],
+        data["trust"],
+        data["reliance"],
+    )
+
+
+def stored_recording(database, a) -> dict:
+    return results.recording_for_assignment(database, a["id"]) or {}
+
+
+def stored_answers(database, a) -> dict:
+    return {"answers": results.answers(database, a["id"])}
+
+
+def stored_validation(database, a) -> dict:
+    return results.validation(database, a["id"]) or {}
+
+
+def stored_survey(database, a) -> dict:
+    return results.survey(database, a["id"]) or {}
+
+
+def receiver_total(database, p, study, counts) -> int:
+    return max(study["config"]["usability"]["items_per_receiver"], counts["done"] + counts["open"])
+
+
+def validator_total(database, p, study, counts) -> int:
+    return max(study["config"]["usability"]["items_per_validator"], counts["done"] + counts["open"])
+
+
+def survey_total(database, p, study, counts) -> int:
+    cfg = study["config"]
+    if p["role"] == "sender":
+        return 2 * cfg["usability"]["items_per_sender"]
+    # a rater's work comes from senders who drop out: like a receiver they wait for it (up to
+    # a sender's share), rather than finishing, and being paid, at 0 of 0
+    c = assignments.counts(database, p["id"], ("survey_baseline",))
+    cap = workflow.capacity(cfg["usability"], "survey_baseline") if "usability" in cfg and p["role"] == "rater" else 0
+    return 2 * max(cap, c["open"] + c["done"])
+
+
+def waiting_message(database, p: dict, voice: Voice | None = None) -> str | None:
+    """Why a sender's survey is not ready yet, when the reason is theirs to know (None: a
+    rater's, in the common words)."""
+    if p["role"] != "sender":
+        return None
+    state = assignments.sender_recording_state(database, p["id"])
+    if state["unrecorded"]:
+        return (
+            f"Your surveys open once your messages are recorded and translated: {state['unrecorded']} "
+            "still to record on the Record tab."
+        )
+    if state["in_review"]:
+        n = state["in_review"]
+        said = "1 of your recordings waits" if n == 1 else f"{n} of your recordings wait"
+        return (
+            f"{said} for a check by the study team; {'its survey opens' if n == 1 else 'their surveys open'} "
+            "once it is done. This page checks again by itself."
+        )
+    if state["processing"]:
+        n = state["processing"]
+        said = "1 of your recordings is" if n == 1 else f"{n} of your recordings are"
+        return (
+            f"{said} being checked and translated; {'its survey opens' if n == 1 else 'their surveys open'} "
+            "in a moment. This page checks again by itself."
+        )
+    return (
+        "Your next survey opens once the other participants have answered questions about your "
+        "translations and a bilingual validator has checked them. This can take a while: "
+        "you can come back later with the same link."
+    )
+
+
+def setup_sender(db, database, study, pid: int, group, gender, design_index: int | None = None) -> None:
+    """A sender's record items: their design block's starters, each with its system."""
+    cfg, sid = study["config"], study["id"]
+    seed = cfg["study"]["seed"]
+    us = cfg["usability"]
+    index = participants.next_design_index(db, sid, group, gender) if design_index is None else design_index
+    participants.set_design_index(db, pid, index)
+    systems = [s["id"] for s in studies.systems(database, sid) if s["config"]["assign"]]
+    for starter_id, system_id in sender_design(
+        studies.starters(database, sid), systems, us["items_per_sender"], seed, index
+    ):
+        eid = assignments.insert_exchange(db, sid, starter_id, system_id, pid)
+        assignments.insert_assignment(db, sid, pid, "record", eid, order_key(seed, pid, eid), exchange_id=eid)
+    # recordings withdrawn from a sender of this cell that no sender of it could take
+    workflow.adopt_cell_orphans(db, database, study, pid, group, gender)
+
+
+PROTOCOL = protocols.register(
+    Protocol(
+        name="usability",
+        # seconds_per_item: the welcome's estimates (no paper gives one): reading and recording a
+        # 40-60 word starter, up to two tries, and its two surveys; reading a translation and
+        # answering up to 10 short questions; reading source and translation, a score and up to 10
+        # marks; two surveys of someone else's message
+        roles=(
+            Role(
+                "sender",
+                ("record", "survey"),
+                "Sender",
+                setup_sender,
+                grouped=True,
+                items=lambda cfg: (cfg.get("usability") or {}).get("items_per_sender", 0),
+                seconds_per_item=150,
+            ),
+            Role(
+                "receiver",
+                ("receiver",),
+                "Receptor",
+                items=lambda cfg: (cfg.get("usability") or {}).get("items_per_receiver", 0),
+                seconds_per_item=150,
+            ),
+            Role(
+                "validator",
+                ("validator",),
+                "Validator",
+                items=lambda cfg: (cfg.get("usability") or {}).get("items_per_validator", 0),
+                seconds_per_item=180,
+            ),
+            Role(
+                "rater",
+                ("survey",),
+                "Rater",
+                items=lambda cfg: (cfg.get("usability") or {}).get("items_per_sender", 0),
+                seconds_per_item=60,
+            ),
+        ),
+        tabs=(
+            Tab("record", ("record",), "tabs.record:build", label="Record", workflow=True),
+            # the receiver's page is in European Portuguese, as the paper's receivers
+            Tab("receiver", ("receive",), "tabs.receiver:build", workflow=True, total=receiver_total, lang="pt-PT"),
+            Tab("validator", ("validate",), "tabs.validator:build", workflow=True, total=validator_total),
+            Tab(
+                "survey",
+                ("survey_baseline", "survey_informed"),
+                "tabs.survey:build",
+                label="Survey",
+                workflow=True,
+                total=survey_total,
+                waiting=waiting_message,
+            ),
+        ),
+        phases=(
+            Phase("record", content, None, save_recording, stored_recording, intake=intake_recording),
+            Phase("receive", content, answers.validate_receive, save_answers, stored_answers),
+            Phase("validate", content, answers.validate_validate, save_validation, stored_validation),
+            Phase("survey_baseline", content, answers.validate_survey, save_survey, stored_survey),
+            Phase("survey_informed", content, answers.validate_survey, save_survey, stored_survey),
+        ),
+        defaults=DEFAULTS,
+        check=check,
+        load=load,
+        corpus_files=("starters", "questions", "exchanges", "references"),
+    )
+)

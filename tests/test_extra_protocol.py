@@ -1,0 +1,208 @@
+"""A protocol is a unit of the code: this file alone registers a small extra protocol (one phase:
+a text and a yes/no question), a study that uses it is imported, answered over HTTP on the
+launched app and exported, with no core file naming it (services/common/protocols.py; the
+recipe is docs/development.md, "Add a protocol").
+
+The launched app is another process: it registers the same spec through TRADLAB_PLUGINS
+("module:attribute"), as a deployment would name its own protocol's module."""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from harness.app import RunningApp
+from services.common import protocols
+from services.common.protocols import ExportTable, Phase, Protocol, Role, Tab
+from services.common.seeded import order_key
+from services.participation.submissions import SubmissionError
+from services.study.files import StudyValidationError, load_study
+from storage import assignments, responses
+from tests.helpers.app import AppClient, token_of
+
+NAME = "yesno"
+PLUGIN = "tests.test_extra_protocol:PROTOCOL"
+
+
+# -- the protocol, as its own package would hold it -------------------------------------------
+
+
+def check(section: dict) -> list[tuple[str, str]]:
+    texts = section.get("texts")
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) and t.strip() for t in texts):
+        return [("yesno.texts", "must be a non-empty list of texts")]
+    return []
+
+
+def setup(db, database, study, pid: int, group, gender, design_index=None) -> None:
+    """One item per text, in the study's seeded order."""
+    seed = study["config"]["study"]["seed"]
+    for i, _ in enumerate(study["config"][NAME]["texts"]):
+        assignments.insert_assignment(db, study["id"], pid, NAME, str(i), order_key(seed, pid, i))
+
+
+def content(database, study, p, a, media_dir=None) -> dict:
+    cfg = study["config"][NAME]
+    return {"text": cfg["texts"][int(a["item_id"])], "question": cfg["question"]}
+
+
+def validate(database, a, payload) -> dict:
+    answer = payload.get("answer")
+    if answer not in ("yes", "no"):
+        raise SubmissionError("Please answer yes or no.")
+    return {"answer": answer}
+
+
+def save(db, database, study, p, a, data) -> None:
+    responses.insert_response(db, a["id"], data)
+
+
+def stored(database, a) -> dict:
+    return responses.response(database, a["id"]) or {}
+
+
+def answer_rows(database, study_id: str) -> list[dict]:
+    return [{**r, "answer": json.loads(r["data"])["answer"]} for r in responses.response_rows(database, study_id, NAME)]
+
+
+def body_html(c: dict, typed: dict | None = None) -> str:
+    choices = "".join(f'<label><input type="radio" name="answer" value="{v}"> {v}</label>' for v in ("yes", "no"))
+    return (
+        f'<form class="yesno-item"><p>{html.escape(c.get("text", ""))}</p>'
+        f"<fieldset><legend>{html.escape(c.get('question', ''))}</legend>{choices}</fieldset>"
+        '<button type="submit" class="submit-btn lg primary">Submit</button></form>'
+    )
+
+
+def build_tab(ctx):
+    from tabs.item_form import form_tab  # gradio: only where the page is built
+
+    return form_tab(ctx, NAME, "Yes or no", body_html, lambda fields: {"answer": fields.get("answer")})
+
+
+PROTOCOL = Protocol(
+    name=NAME,
+    roles=(Role(NAME, (NAME,), "Yes or no", setup, items=lambda cfg: len(cfg[NAME]["texts"]), seconds_per_item=5),),
+    tabs=(Tab(NAME, (NAME,), build_tab),),
+    phases=(Phase(NAME, content, validate, save, stored),),
+    defaults={"texts": None, "question": "Is this sentence good English?"},
+    check=check,
+    export_tables={
+        "yesno_answers": ExportTable(
+            answer_rows,
+            "One row per yes/no answer.",
+            {
+                "assignment_id": ("integer", "the item's assignment"),
+                "participant": ("string", "pseudonym of the participant who answered"),
+                "item_id": ("string", "the text's position in [yesno] texts, from 0"),
+                "answer": ("string", "yes or no"),
+                "active_seconds": ("number", "seconds the item was on screen (idle time clamped)"),
+                "created_at": ("timestamp", "when the answer was saved"),
+            },
+        )
+    },
+    texts={
+        "en": {
+            "welcome_yesno": "Welcome. You will answer {items} yes/no questions; about {minutes} minutes.",
+        }
+    },
+)
+
+TEXTS = ["The cat sat on the mat.", "Mat the on sat cat the."]
+
+
+def write_study(folder, texts_line: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "study.toml").write_text(
+        f'[study]\nid = "yn"\nname = "Yes or no"\nprotocols = ["{NAME}"]\nseed = 3\n\n[{NAME}]\n{texts_line}\n',
+        encoding="utf-8",
+    )
+
+
+@pytest.fixture
+def registered():
+    protocols.register(PROTOCOL)
+    yield PROTOCOL
+    protocols.unregister(NAME)
+
+
+def test_the_section_is_checked_and_defaulted_by_the_spec(registered, tmp_path):
+    write_study(tmp_path / "bad", "texts = []\ncolour = 1")
+    with pytest.raises(StudyValidationError) as e:
+        load_study(tmp_path / "bad")
+    assert [str(x) for x in e.value.errors] == [  # every problem at once, the spec's own among them
+        "study.toml, field 'yesno.colour': unknown key",
+        "study.toml, field 'yesno.texts': must be a non-empty list of texts",
+    ]
+    write_study(tmp_path / "good", f"texts = {json.dumps(TEXTS)}")
+    bundle = load_study(tmp_path / "good")
+    assert bundle.config[NAME] == {"texts": TEXTS, "question": "Is this sentence good English?"}
+    assert protocols.roles()[-1] == NAME  # after the built-in roles, wherever roles are listed
+
+
+def test_an_unregistered_protocol_is_refused(tmp_path):
+    write_study(tmp_path / "s", f"texts = {json.dumps(TEXTS)}")
+    with pytest.raises(StudyValidationError, match="study.protocols.*must be a non-empty list of usability, da, sd"):
+        load_study(tmp_path / "s")
+
+
+def test_imported_answered_over_http_and_exported(registered, tmp_path):
+    app = RunningApp(tmp_path, {protocols.PLUGINS_ENV: PLUGIN})
+    write_study(tmp_path / "study", f"texts = {json.dumps(TEXTS)}")
+    res = app.cli("import", str(tmp_path / "study"))
+    assert res.returncode == 0, res.stderr
+    res = app.cli("participants", "add", "--study", "yn", "--role", NAME, "--count", "1")
+    assert res.returncode == 0, res.stderr
+    res = app.cli("links", "--study", "yn")
+    url = next(line.split("\t")[5] for line in res.stdout.splitlines()[1:] if f"\t{NAME}\t" in line)
+    token = token_of(url)
+    app.start()
+    try:
+        with urllib.request.urlopen(url, timeout=30) as page:  # the link goes on to the role's page
+            assert page.status == 200 and urllib.parse.urlsplit(page.geturl()).path == f"/{NAME}/"
+        client = AppClient(app.url)
+        first = client.predict(token, NAME, api_name="/view")
+        assert first["status"] == "item" and first["progress"] == "0 / 2"
+        assert first["content"]["text"] in TEXTS and first["content"]["question"] == "Is this sentence good English?"
+        # a refused answer names what is wrong and stores nothing
+        refused = client.predict(
+            token, {"item_id": first["item_id"], "answer": {"answer": "maybe"}}, api_name="/yesno_submit"
+        )[0]  # the form's value (the next item, or this one with the error); then the wait timer
+        assert refused["error"] == "Please answer yes or no." and refused["item_id"] == first["item_id"]
+        assert app.rows("SELECT COUNT(*) FROM responses") == [(0,)]
+        given = {}
+        view = first
+        for answer in ("yes", "no"):
+            given[view["content"]["text"]] = answer
+            out = client.predict(
+                token, {"item_id": view["item_id"], "answer": {"answer": answer}}, api_name="/yesno_submit"
+            )[0]
+            assert out["notice"] == "Saved.", out
+            view = out
+        assert view["status"] == "complete" and view["progress"] == "2 / 2"
+    finally:
+        app.stop()
+    stored = app.rows(
+        "SELECT a.item_id, r.data FROM responses r JOIN assignments a ON a.id = r.assignment_id ORDER BY 1"
+    )
+    assert [(int(i), json.loads(d)["answer"]) for i, d in stored] == sorted(
+        (TEXTS.index(t), a) for t, a in given.items()
+    )
+    out = tmp_path / "export"
+    res = app.cli("export", "--study", "yn", "--out", str(out), "--format", "csv", "--include-events")
+    assert res.returncode == 0, res.stderr
+    with open(out / "yesno_answers.csv", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["assignment_id", "participant", "item_id", "answer", "active_seconds", "created_at"]
+    assert sorted((TEXTS[int(r["item_id"])], r["answer"]) for r in rows) == sorted(given.items())
+    assert {r["participant"] for r in rows} == {f"{NAME}-001"}
+    assert "One row per yes/no answer." in (out / "README.md").read_text(encoding="utf-8")
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["rows"]["yesno_answers"] == 2 and manifest["rows"]["assignments"] == 2
+    with open(out / "events.csv", encoding="utf-8") as f:  # a submit's event names the new phase
+        assert sum(1 for e in csv.DictReader(f) if e["action"] == "submit" and e["entity"] == NAME) == 2
