@@ -91,15 +91,16 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         with gr.Accordion("Direct assessment (paper 001)", open=False):
             # empty (the browser sends 0 for an untouched empty field, and 0 is no level): the study's
             # da.reliability_alpha (paper 001: 0.05), the level its reruns were decided at; the range
-            # (0, 0.5] is checked by the analysis, which names the field
+            # (0, 0.5] is checked by the analysis, which names the field (no minimum here: the 0
+            # the browser shows in the empty field was drawn red, as if refused; a fine step, so
+            # 0.001 is not drawn red either)
             da_alpha = blank_number(
                 label="Significance level (worker reliability, clusters; empty: the "
                 "study's reliability_alpha, paper 001: 0.05)",
                 value=None,
                 blank=None,
                 zero_is_blank=True,
-                minimum=0.0001,
-                maximum=0.5,
+                step=0.0001,
             )
             da_run = gr.Button("Analyse the campaign")
             da_notice = gr.Markdown(NOT_RUN, elem_classes=["paper-notes"])
@@ -222,7 +223,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             notes += "\n\n**No score distributions (Figure 3):** no judgments from reliable raters yet."
         if "ranking" not in figs:
             notes += "\n\n**No ranking or head to head:** no system has judgments from reliable raters yet."
-        reliable = "No DA judgments from reliable raters yet: this fills once a rater passes the reliability test."
+        reliable = da_report.no_scores(res.qc_summary)
         return {
             da_notice: paper_view.notes_markdown(part),
             da_part: part,
