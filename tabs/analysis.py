@@ -144,7 +144,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                 sd_heat = gr.Plot(label="Loadings", visible=False)
                 sd_scree = gr.Plot(label="Scree plot with parallel analysis", visible=False)
                 sd_suit = _table(label="Suitability of each pair (preliminary study)", interactive=False)
-        qe_audit_tab.build(ctx, auth, session)
+        # the QE audits run in this session (paper 003 keeps no study data): the report includes them
+        qe_runs, qe_run_list = qe_audit_tab.build(ctx, auth, session)
 
     def _study(study_id):
         """The chosen study, else the first one (the dropdown shows it before Show is pressed)."""
@@ -180,19 +181,26 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
 
     @admin_only(auth, notice)
     @shows_failure(notice, "The report")
-    def run_report(sess, study_id, request: gr.Request):
+    def run_report(sess, study_id, past, table, request: gr.Request):
         study_id = _study(study_id)
         import tempfile
 
         from services.report.build import ReportError, build_report  # the analyses' heavy imports: on use
 
         try:
-            rep = build_report(ctx.database, study_id, tempfile.mkdtemp(prefix=f"report-{study_id}-"))
+            rep = build_report(
+                ctx.database,
+                study_id,
+                tempfile.mkdtemp(prefix=f"report-{study_id}-"),
+                qe_audits=qe_audit_tab.audit_folders(past, table),
+            )
         except ReportError as e:
             return {notice: str(e)}
         return {notice: f"Report written in {rep.seconds:.1f} s.", report_files: [str(rep.html), *map(str, rep.files)]}
 
-    report_run.click(run_report, [session, study], [notice, report_files], api_visibility="private")
+    report_run.click(
+        run_report, [session, study, qe_runs, qe_run_list], [notice, report_files], api_visibility="private"
+    )
 
     da_tables = (da_qc, da_systems, da_dist_table, da_workers, da_hits, da_table1)
 

@@ -260,11 +260,11 @@ def test_the_analysis_tab_report_button_writes_the_report(demo_db):
         analysis.build(Ctx(demo_db, None, gr.Textbox(visible=False)), auth, session)
     (event,) = [f for f in page.fns.values() if getattr(f.fn, "__name__", "") == "run_report"]
     files = [c for c in event.outputs if isinstance(c, gr.File)]
-    out = event.fn(auth.login("pw", None), "demo", None)
+    out = event.fn(auth.login("pw", None), "demo", None, None, None)
     paths = out[files[0]]
     assert paths[0].endswith("report-demo.html") and "Table 1" in open(paths[0], encoding="utf-8").read()
     notice = [c for c in event.outputs if isinstance(c, gr.Markdown)][0]
-    assert "no study 'nope'" in event.fn(auth.login("pw", None), "nope", None)[notice]
+    assert "no study 'nope'" in event.fn(auth.login("pw", None), "nope", None, None, None)[notice]
 
 
 def test_da_items_say_when_reliable_raters_were_left_out_for_speed(database, tmp_path):
