@@ -15,8 +15,9 @@ COLUMNS = ["id", "sender", "starter", "system", "seconds", "WER", "flags", "edge
 DATATYPES = ["number", "number", "str", "str", "number", "number", "str", "str", "html"]
 # fixed widths (Gradio sizes an "auto" column to its header only; shares of a phone's width broke
 # words letter by letter): on a narrow screen the table scrolls sideways instead
-# (1,170 px in all: one desktop screen, the diff two fifths of it)
-COLUMN_WIDTHS = ["52px", "64px", "80px", "104px", "64px", "56px", "120px", "150px", "480px"]
+# (1,170 px in all: one desktop screen, the diff two fifths of it; "seconds" needs 72 px and a WER
+# of 0.020 64 px, or the header is cut and the number broken over two lines)
+COLUMN_WIDTHS = ["52px", "72px", "80px", "104px", "76px", "64px", "112px", "130px", "480px"]
 LEGEND = (
     '<span class="qc-legend"><del class="qc-prompt">struck: in the prompt, not heard</del> '
     '<ins class="qc-heard">underlined: heard, not in the prompt</ins></span>'

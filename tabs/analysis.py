@@ -91,15 +91,16 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         with gr.Accordion("Direct assessment (paper 001)", open=False):
             # empty (the browser sends 0 for an untouched empty field, and 0 is no level): the study's
             # da.reliability_alpha (paper 001: 0.05), the level its reruns were decided at; the range
-            # (0, 0.5] is checked by the analysis, which names the field
+            # (0, 0.5] is checked by the analysis, which names the field (no minimum here: the 0
+            # the browser shows in the empty field was drawn red, as if refused; a fine step, so
+            # 0.001 is not drawn red either)
             da_alpha = blank_number(
                 label="Significance level (worker reliability, clusters; empty: the "
                 "study's reliability_alpha, paper 001: 0.05)",
                 value=None,
                 blank=None,
                 zero_is_blank=True,
-                minimum=0.0001,
-                maximum=0.5,
+                step=0.0001,
             )
             da_run = gr.Button("Analyse the campaign")
             da_notice = gr.Markdown(NOT_RUN, elem_classes=["paper-notes"])
@@ -143,7 +144,8 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                 sd_heat = gr.Plot(label="Loadings", visible=False)
                 sd_scree = gr.Plot(label="Scree plot with parallel analysis", visible=False)
                 sd_suit = _table(label="Suitability of each pair (preliminary study)", interactive=False)
-        qe_audit_tab.build(ctx, auth, session)
+        # the QE audits run in this session (paper 003 keeps no study data): the report includes them
+        qe_runs, qe_run_list = qe_audit_tab.build(ctx, auth, session)
 
     def _study(study_id):
         """The chosen study, else the first one (the dropdown shows it before Show is pressed)."""
@@ -179,19 +181,26 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
 
     @admin_only(auth, notice)
     @shows_failure(notice, "The report")
-    def run_report(sess, study_id, request: gr.Request):
+    def run_report(sess, study_id, past, table, request: gr.Request):
         study_id = _study(study_id)
         import tempfile
 
         from services.report.build import ReportError, build_report  # the analyses' heavy imports: on use
 
         try:
-            rep = build_report(ctx.database, study_id, tempfile.mkdtemp(prefix=f"report-{study_id}-"))
+            rep = build_report(
+                ctx.database,
+                study_id,
+                tempfile.mkdtemp(prefix=f"report-{study_id}-"),
+                qe_audits=qe_audit_tab.audit_folders(past, table),
+            )
         except ReportError as e:
             return {notice: str(e)}
         return {notice: f"Report written in {rep.seconds:.1f} s.", report_files: [str(rep.html), *map(str, rep.files)]}
 
-    report_run.click(run_report, [session, study], [notice, report_files], api_visibility="private")
+    report_run.click(
+        run_report, [session, study, qe_runs, qe_run_list], [notice, report_files], api_visibility="private"
+    )
 
     da_tables = (da_qc, da_systems, da_dist_table, da_workers, da_hits, da_table1)
 
@@ -222,7 +231,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             notes += "\n\n**No score distributions (Figure 3):** no judgments from reliable raters yet."
         if "ranking" not in figs:
             notes += "\n\n**No ranking or head to head:** no system has judgments from reliable raters yet."
-        reliable = "No DA judgments from reliable raters yet: this fills once a rater passes the reliability test."
+        reliable = da_report.no_scores(res.qc_summary)
         return {
             da_notice: paper_view.notes_markdown(part),
             da_part: part,

@@ -10,6 +10,7 @@ import gradio as gr
 from services.admin import auth as admin
 from services.models.cache import MODEL_QUEUE
 from services.models.zerogpu import gpu
+from tabs import paper_view
 from tabs.admin_common import admin_only, shows_failure
 from tabs.common import Ctx, shown_table
 
@@ -17,6 +18,7 @@ from tabs.common import Ctx, shown_table
 NOT_RUN = "Not run yet: press the button above."
 QE_DECIMALS = 3  # paper 003's ratios, error rates and Phi: three decimals (services/report/qe.py)
 NO_T8 = "No Table 8: it needs a counterfactual run (MT-GenEval's counterfactual subset)."
+FILES_PX = 150  # the file list scrolls in a short box: the results come first (tabs/analysis.py)
 
 
 @gpu(duration=600)
@@ -74,36 +76,49 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         plots = [gr.Plot(visible=False) for _ in range(3)]
         files = gr.File(label="Tables (CSV) and figures", file_count="multiple", interactive=False)
         runs = gr.State([])  # this session's audit runs, for the paper's cross-metric tables
-        with gr.Accordion("Paper 003's tables across metrics: Table 8, Figure 4, Figures 6/9", open=False):
+        with gr.Accordion(
+            "Paper 003's tables across metrics, in the paper's order: Tables 1, 4-6, 8-9, Figures 2-5", open=False
+        ):
             gr.Markdown(
-                "Built from the audits run above in this session (one metric each): counterfactual runs "
-                "make Table 8, ambiguous + unambiguous runs Figure 4, ambiguous runs Figures 6/9. Name "
+                "Built from the audits run above in this session (one metric each): runs with gold make "
+                "Tables 1 and 5, context-aware ones Tables 4 and 6, counterfactual runs Tables 8 and 9, "
+                "ambiguous runs Figure 2 (and Figures 6/9), ambiguous + unambiguous runs Figure 4. Name "
                 "a run's hypotheses in the table (`references`, or the MT system, e.g. `GT`): Table 8 "
-                "has a block for each."
+                "has a block for each. The Report button above includes these runs."
             )
             run_list = gr.Dataframe(
                 headers=PAPER_RUN_HEADERS, label="Audit runs of this session (edit 'hypotheses')", interactive=True
             )
             paper_run = gr.Button("Build the paper's tables and figures")
-            paper_notice = gr.Markdown()
-            table8 = gr.Dataframe(
-                label="Table 8: matched ratio QE(s_F, h_F) / QE(s_M, h_M) per language; warning "
-                "where the one-sided t-test against 1 gives p < .05",
-                interactive=False,
-                value=shown_table(None, NOT_RUN),
-            )
-            table8_marks = gr.Dataframe(
-                label="Table 8 as the paper prints it (⚠: p < .05)", interactive=False, value=shown_table(None, NOT_RUN)
-            )
-            tradeoff = gr.Dataframe(
-                label="Figure 4's points: ER vs distance from parity, Pareto frontier flags",
-                interactive=False,
-                value=shown_table(None, NOT_RUN),
-            )
-            paper_plots = [gr.Plot(visible=False) for _ in range(2)]
+            # the short box: the part's summary and its notes (services.report.qe, as the report)
+            paper_notice = gr.Markdown(elem_classes=["paper-notes"])
             paper_files = gr.File(
-                label="Paper tables (CSV), captions and figures", file_count="multiple", interactive=False
+                label="Paper tables (CSV), captions and figures",
+                file_count="multiple",
+                interactive=False,
+                height=FILES_PX,
             )
+            qe_part = gr.State(None)
+            paper_view.build(qe_part)  # paper 003's Tables 1, 4-6, 8-9 and Figures 2-5, in its order
+            with gr.Accordion("Table 8, Figure 4's points and Figures 6/9 as the audit writes them", open=False):
+                paper_full = gr.Markdown()
+                table8 = gr.Dataframe(
+                    label="Table 8: matched ratio QE(s_F, h_F) / QE(s_M, h_M) per language; warning "
+                    "where the one-sided t-test against 1 gives p < .05",
+                    interactive=False,
+                    value=shown_table(None, NOT_RUN),
+                )
+                table8_marks = gr.Dataframe(
+                    label="Table 8 as the paper prints it (⚠: p < .05)",
+                    interactive=False,
+                    value=shown_table(None, NOT_RUN),
+                )
+                tradeoff = gr.Dataframe(
+                    label="Figure 4's points: ER vs distance from parity, Pareto frontier flags",
+                    interactive=False,
+                    value=shown_table(None, NOT_RUN),
+                )
+                paper_plots = [gr.Plot(visible=False) for _ in range(2)]
 
     @admin_only(auth, notice)
     @shows_failure(notice, "The audit")
@@ -181,6 +196,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
     @shows_failure(paper_notice, "The paper's tables")
     def do_paper(sess, past, table, request: gr.Request = None):
         from services.qe import paper_figures
+        from services.report import qe as qe_report
 
         if not past:
             first = "No audit runs yet: run the audit above on at least one metric first."
@@ -188,15 +204,13 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                 paper_notice: "Run the audit above on at least one metric first.",
                 **{t: shown_table(None, first) for t in (table8, table8_marks, tradeoff)},
             }
-        labels = list(table["hypotheses"]) if table is not None and "hypotheses" in table else []
         try:
-            found = [
-                paper_figures.load_run(r["dir"], labels[i] if i < len(labels) else None) for i, r in enumerate(past)
-            ]
-            result = paper_figures.paper_results(found)
+            # paper 003's part as the report lays it out (services.report.qe); its result fills the
+            # tables below
+            part = qe_report.build(audit_folders(past, table), tempfile.mkdtemp(prefix="qe-paper-"))
         except ValueError as e:
             return {paper_notice: f"**The paper's tables could not be built:** {e}"}
-        written = paper_figures.write_outputs(result, tempfile.mkdtemp(prefix="qe-paper-"))
+        result = part.detail
         figs = list(paper_figures.figures(result).items())
         shown = {
             p: gr.update(
@@ -207,25 +221,38 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             for i, p in enumerate(paper_plots)
         }
         captions = "  \n".join(f"**{name}**: {paper_figures.CAPTIONS[name]}" for name in ("table8", *dict(figs)))
-        text = paper_figures.summary(result).replace("\n", "  \n") + "\n\n" + captions
         return {
-            paper_notice: text,
+            paper_notice: paper_view.notes_markdown(part),
             table8: shown_table(result.table8, NO_T8, QE_DECIMALS),
             table8_marks: shown_table(result.table8_marks, NO_T8),
             tradeoff: shown_table(
                 result.tradeoff, "No Figure 4 points: they need an unambiguous run (with gold).", QE_DECIMALS
             ),
-            paper_files: [str(p) for p in written],
+            paper_files: [str(p) for p in part.files],
             **shown,
+            paper_full: paper_figures.summary(result).replace("\n", "  \n") + "\n\n" + captions,
+            qe_part: part,
         }
 
     paper_run.click(
         do_paper,
         [session, runs, run_list],
-        [paper_notice, table8, table8_marks, tradeoff, paper_files, *paper_plots],
+        [paper_notice, table8, table8_marks, tradeoff, paper_files, *paper_plots, paper_full, qe_part],
         api_name="analysis_qe_paper",
         api_visibility="undocumented",
     )
+    return runs, run_list
+
+
+def audit_folders(past: list[dict] | None, table) -> list[str]:
+    """The session's audit runs as services.report.qe takes them: 'HYPOTHESES=FOLDER', the
+    hypotheses as named in the run list (a run without a name: its folder alone, 'references')."""
+    labels = list(table["hypotheses"]) if table is not None and "hypotheses" in table else []
+    out = []
+    for i, r in enumerate(past or []):
+        label = str(labels[i]).strip() if i < len(labels) and labels[i] is not None else ""
+        out.append(f"{label}={r['dir']}" if label else r["dir"])
+    return out
 
 
 PAPER_RUN_HEADERS = ["run", "metric", "context", "languages", "instances", "hypotheses"]

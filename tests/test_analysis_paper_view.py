@@ -82,3 +82,43 @@ def test_on_an_empty_study_every_section_says_what_would_fill_it(database, tmp_p
         assert [s.number for s in part.sections] == [n for n, _, _ in module.ITEMS], event
         empty = [s for s in part.sections if not s.filled]
         assert empty and all("this fills once" in s.missing or s.missing.endswith(".") for s in empty), event
+
+
+def test_paper_003_in_its_order_from_the_sessions_audits_and_in_the_report(database, tmp_path):
+    """Paper 003: Tables 1, 4-6, 8-9, Figures 2-5, from the audits run in the session. Before, the
+    tab's QE section showed Table 8, Figure 4's points and Figures 6/9 unnumbered, and the tab's
+    report said of every paper 003 item that it needs audit folders from the command line."""
+    import re
+
+    import pandas as pd
+
+    from services.report import qe as qe_report
+    from tests.helpers.da import da_study
+
+    db, _ = da_study(database, tmp_path, modality='"text"', keep_fast="true")
+    page = TeamPage(db)
+    page.show()
+    # counterfactual pairs with precomputed scores (no metric runs): each line's F-gold and M-gold rows
+    rows = []
+    for i, (ff, mm) in enumerate([(0.8, 0.9), (0.7, 0.75), (0.85, 0.88), (0.6, 0.66)]):
+        rows += [(f"{i}F", f"she {i}", "F", ff, 0.1), (f"{i}M", f"he {i}", "M", 0.1, mm)]
+    pairs = tmp_path / "cf.csv"
+    frame = pd.DataFrame(rows, columns=["instance_id", "source", "gold", "score_f", "score_m"])
+    frame.assign(lang="pt", hyp_f=[f"a {i // 2}" for i in range(8)], hyp_m=[f"o {i // 2}" for i in range(8)]).to_csv(
+        pairs, index=False
+    )
+    page.click("do_audit", **{"PAIRS.csv": {"path": str(pairs), "meta": {"_type": "gradio.FileData"}}})
+    part = _part(page, "do_paper", "qe")
+    assert [s.number for s in part.sections] == [n for n, _, _ in qe_report.ITEMS]
+    got = {s.number: s for s in part.sections}
+    assert got["Table 1"].filled and got["Table 9"].filled
+    assert got["Table 8"].filled and "⚠" in got["Table 8"].table.to_string()
+    assert not got["Table 4"].filled and "context-aware" in got["Table 4"].missing
+    # the tab's report holds the session's audit: paper 003's Table 1 drawn, not the CLI sentence
+    out = page.click("run_report")
+    (files,) = [v for c, v in out.items() if isinstance(c, gr.File)]
+    html = open(files[0]["path"], encoding="utf-8").read()
+    section = re.search(r'<section id="qe">(.*?)</section>', html, re.S).group(1)
+    items = dict(re.findall(r'<figure id="[^"]*" data-item="([^"]+)">(.*?)</figure>', section, re.S))
+    assert 'class="missing"' not in items["Table 1"] and 'class="missing"' not in items["Table 8"]
+    assert qe_report.NO_AUDIT.split(":")[0] not in section

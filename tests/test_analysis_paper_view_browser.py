@@ -45,6 +45,14 @@ def simulated_app(mixed_study, tmp_path):  # noqa: F811
     app.stop()
 
 
+# figures wider than their block whose block does not scroll (Gradio's block hides overflow)
+CUT_FIGURES = """() => [...document.querySelectorAll('#analysis-panel .js-plotly-plot')].filter(e => e.offsetParent)
+  .map(e => [e.closest('.block'), e.querySelector('svg.main-svg')])
+  .filter(([b, svg]) => svg && svg.getBoundingClientRect().width > b.clientWidth + 1
+    && !['auto', 'scroll'].includes(getComputedStyle(b).overflowX))
+  .map(([b, svg]) => `${Math.round(svg.getBoundingClientRect().width)} px in ${b.clientWidth} px`)"""
+
+
 def _run_every_analysis(pg, width: int) -> None:
     pg.get_by_role("tab", name="Analysis").click()
     done = 0
@@ -85,6 +93,12 @@ def test_the_analysis_page_reads_like_the_papers_at_desktop_and_phone_width(simu
             # each notes box is short: a few bullets, the rest folded
             for box in pg.locator(".paper-notes").all():
                 assert box.locator("ul:not(details ul) > li").count() <= NOTES_SHOWN
+            # an untouched field does not look refused: the DA level's empty field (sent as 0)
+            # was drawn red under its minimum 0.0001
+            assert pg.locator("#analysis-panel input:invalid").count() == 0
+            # every figure can be seen whole: it fits its box, or the box scrolls sideways (on a
+            # phone the figures, 500-900 px wide, were cut at 300 px with no way to the rest)
+            assert pg.evaluate(CUT_FIGURES) == [], width
             if phone:
                 assert pg.evaluate("document.documentElement.scrollWidth") <= width + 1
             context.close()

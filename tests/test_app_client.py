@@ -377,7 +377,8 @@ def test_admin_builds_paper_003_tables_from_the_sessions_audits(client, tmp_path
     assert [r[0] for r in run_list["data"]] == [1, 2]
     run_list["data"][0][-1] = "GT"
     notice, t8, marks = own.predict(session, run_list, api_name="/analysis_qe_paper")[:3]
-    assert "Table 8" in notice and "Figure 4 needs an unambiguous run" in notice
+    # the notes box of paper 003's part (issue 28): its title, the runs, what a missing item needs
+    assert "(paper 003)" in notice and "2 audit run(s)" in notice and "Figure 4 needs an unambiguous run" in notice
     t8 = pd.DataFrame(t8["data"], columns=t8["headers"]).set_index("lang")
     assert t8.loc["pt", "hypotheses"] == "GT"
     # shown to paper 003's three decimals (the CSV keeps every digit)

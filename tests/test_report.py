@@ -260,8 +260,34 @@ def test_the_analysis_tab_report_button_writes_the_report(demo_db):
         analysis.build(Ctx(demo_db, None, gr.Textbox(visible=False)), auth, session)
     (event,) = [f for f in page.fns.values() if getattr(f.fn, "__name__", "") == "run_report"]
     files = [c for c in event.outputs if isinstance(c, gr.File)]
-    out = event.fn(auth.login("pw", None), "demo", None)
+    out = event.fn(auth.login("pw", None), "demo", None, None, None)
     paths = out[files[0]]
     assert paths[0].endswith("report-demo.html") and "Table 1" in open(paths[0], encoding="utf-8").read()
     notice = [c for c in event.outputs if isinstance(c, gr.Markdown)][0]
-    assert "no study 'nope'" in event.fn(auth.login("pw", None), "nope", None)[notice]
+    assert "no study 'nope'" in event.fn(auth.login("pw", None), "nope", None, None, None)[notice]
+
+
+def test_da_items_say_when_reliable_raters_were_left_out_for_speed(database, tmp_path):
+    """Paper 001, Ethics: HITs "completed in an unrealistically short time" were rejected. Raters
+    who pass the reliability test but only did fast HITs (simulated raters take no time) leave
+    no scores; before, the items said "no judgments from reliable raters yet: this fills once a
+    rater passes the reliability test" beside a Table 2 counting the raters who passed."""
+    db, media = da_study(database, tmp_path, modality='"text"', controls="10", min_gap="2")
+    for r in add_participants(db, "demo", "da", 2):
+        while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
+            submit(
+                db,
+                r.token,
+                "da",
+                v.item_id,
+                {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
+                media_dir=media,
+            )
+    part = report_da.build(db, "demo", tmp_path / "out")
+    got = {s.number: s for s in part.sections}
+    passed = int(got["Table 2"].table["workers pass QC"].sum())
+    assert passed == 2
+    for number in ("Figure 3", "Table 3", "Figure 4", "Table 4"):
+        why = got[number].missing
+        assert "2 rater(s) passed the reliability test" in why and "unrealistically fast" in why, (number, why)
+    assert "once an audio rater passes" in got["Table 5"].missing

@@ -68,6 +68,31 @@ NO_DATA = "No DA judgments yet: this fills once raters have done HITs of the cam
 NO_RELIABLE = (
     "No DA judgments from reliable raters yet: this fills once a rater passes the reliability test (section 2.4)."
 )
+
+
+def no_scores(qc: pd.DataFrame, modality: str | None = None) -> str:
+    """Why no system has scores (of one modality): nobody passed the reliability test yet, or the
+    raters who did had only unrealistically fast HITs, which paper 001 (Ethics) rejected and the
+    analysis leaves out of the scores (before, both read "no ... reliable raters yet", also when
+    the QC table beside it counted raters who passed)."""
+    q = qc if modality is None else qc[qc["modality"] == modality]
+    reliable, fast = int(q["workers_reliable"].sum()), int(q["hits_fast_excluded"].sum())
+    what = f"{modality} judgments" if modality else "DA judgments"
+    if reliable and fast and not int(q["judgments_scored"].sum()):
+        return (
+            f"No {what} in the scores yet: {reliable} rater(s) passed the reliability test, but "
+            f"their HITs were unrealistically fast and are left out (paper 001, Ethics; {fast} HIT(s), "
+            "see the notes): this fills once a reliable rater does a HIT at a realistic pace."
+        )
+    if modality:
+        article = "an" if modality[0] in "aeiou" else "a"
+        return (
+            f"No {what} from reliable raters yet: this fills once {article} {modality} rater passes "
+            "the reliability test."
+        )
+    return NO_RELIABLE
+
+
 WMT22 = (
     "WMT22's official judgments are not part of a study's data: `python app.py analyze da FILE --wmt` "
     "analyses WMT's published scores (its head-to-head table is written there)."
@@ -150,9 +175,10 @@ def build(database, study_id: str, out_dir: Path, alpha: float | None = None) ->
     res = done.result
     figs = done.figures
     content["Table 2"] = table2(res.qc_summary)
-    content["Figure 3"] = figs.get("score_distribution", NO_RELIABLE)
-    content["Table 3"] = table3(res.systems) if len(res.systems) else NO_RELIABLE
-    content["Figure 4"] = figs.get("head_to_head", NO_RELIABLE)
+    why = no_scores(res.qc_summary)
+    content["Figure 3"] = figs.get("score_distribution", why)
+    content["Table 3"] = table3(res.systems) if len(res.systems) else why
+    content["Figure 4"] = figs.get("head_to_head", why)
     content["Figure 5"] = figs.get(
         "replication",
         "No second run and no second modality to correlate: a study "
@@ -160,14 +186,7 @@ def build(database, study_id: str, out_dir: Path, alpha: float | None = None) ->
     )
     for number, modality in (("Table 4", "text"), ("Table 5", "audio")):
         m = h2h_matrix(res.head_to_head, modality)
-        content[number] = (
-            m
-            if len(m)
-            else (
-                f"No {modality} judgments from reliable raters yet: this fills once "
-                f"a {modality} rater passes the reliability test."
-            )
-        )
+        content[number] = m if len(m) else no_scores(res.qc_summary, modality)
     part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
     df = done.judgments
     part.summary = f"{len(df)} judgments by {df['worker_id'].nunique()} raters."

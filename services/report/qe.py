@@ -130,6 +130,7 @@ def build(folders, out_dir: Path) -> Part:
         return part
     runs = [paper_figures.load_run(folder, label) for label, folder in map(paper_figures.parse_run_argument, folders)]
     res = paper_figures.paper_results(runs)
+    part.detail = res  # the Analysis tab shows its cross-metric tables without a rerun
     figs = paper_figures.figures(res)
     errors: list[pd.DataFrame] = []
     ties: list[pd.DataFrame] = []

@@ -48,3 +48,25 @@ def progress(page) -> str:
     loc = page.locator(".progress:visible").first
     loc.wait_for(timeout=15000)
     return loc.inner_text()
+
+
+# Words drawn across two lines (a column too narrow breaks them letter by letter: "hote|l"), in
+# the text under the element given; a break at a space or a hyphen is reading, not breaking.
+BROKEN_WORDS = """(root) => {
+  const out = [], walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let n; (n = walker.nextNode()); ) {
+    for (const m of n.data.matchAll(/[^\\s\\-]+/g)) {
+      const r = document.createRange();
+      r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+      const tops = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
+      if (tops.size > 1) out.push(m[0]);
+    }
+  }
+  return out;
+}"""
+# Table headers whose text runs past their cell (cut off, or drawn over the next header)
+CLIPPED_HEADERS = """(table) => [...table.querySelectorAll('th')].filter(th => {
+  const r = document.createRange(); r.selectNodeContents(th);
+  const text = r.getBoundingClientRect(), box = th.getBoundingClientRect();
+  return text.width > 0 && (text.right > box.right + 0.5 || text.left < box.left - 0.5);
+}).map(th => th.innerText.trim())"""
