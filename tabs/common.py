@@ -53,7 +53,10 @@ def shown_table(df, empty: str, decimals: int | dict = 3):
         return df
     places = {}
     for col, s in df.items():
-        if pd.api.types.is_float_dtype(s) and s.isna().any() and (s.dropna() % 1 == 0).all():
+        named = isinstance(decimals, dict) and col in decimals
+        whole = s.dropna() if pd.api.types.is_float_dtype(s) else None
+        # counts with gaps; a measure that is whole by chance (a Δu of 0 in every group) is not one
+        if not named and whole is not None and s.isna().any() and (whole % 1 == 0).all() and (whole != 0).any():
             places[col] = 0
         else:
             places[col] = decimals.get(col, 3) if isinstance(decimals, dict) else decimals

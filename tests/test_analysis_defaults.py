@@ -262,3 +262,7 @@ def test_a_table_is_rounded_for_reading_and_its_csv_keeps_every_digit(tmp_path):
     assert pd.read_csv(path)["z"].tolist() == df["z"].tolist()
     assert list(shown_table(df.iloc[:0], "No systems yet.").columns) == ["No systems yet."]
     assert list(shown_table(None, "No systems yet.").columns) == ["No systems yet."]
+    # paper 000's Table 1: Δu is blank on the baseline rows and 0 in every group of a flat study;
+    # it is a measure to the paper's 2 decimals, not a count
+    table1 = pd.DataFrame({"Δu": [0.0, None, 0.0, None], "n": [4, 4, 5, 5]})
+    assert shown_table(table1, "No groups yet.", 2)["Δu"].tolist() == ["0.00", "", "0.00", ""]
