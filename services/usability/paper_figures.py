@@ -142,10 +142,13 @@ def lmm_coefficients_figure(table: pd.DataFrame, n: int, reference: dict):
     ref = ", ".join(f"{k} {v}" for k, v in reference.items())
     fig.update_layout(
         title="Figure 2b (paper 000): usability LMM, fixed effects on u with 95% Wald CIs"
-        f"<br><sup>REML, {n} exchanges; each term against the reference level ({ref}); "
-        "the intercept is left out; all terms shown</sup>",
+        # plotly does not wrap a title: the reference levels (as many as the model's factors) get
+        # a line of their own so the subtitle stays inside the figure
+        f"<br><sup>REML, {n} exchanges; the intercept is left out; all terms shown"
+        f"<br>each term against the reference level: {ref}</sup>",
         xaxis_title="effect on u (1-5 scale)",
-        height=max(420, 28 * len(t) + 180),
+        height=max(420, 28 * len(t) + 200),
+        margin=dict(t=110),
         width=900,
     )
     return fig
