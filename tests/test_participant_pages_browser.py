@@ -121,6 +121,17 @@ def test_sd_is_one_slider_per_pair_from_minus_3_to_plus_3_and_unmoved_is_unanswe
         assert values == [0] * (n - 1) + [2]
         # the next page's sliders start unmoved again
         assert page.locator(".sd-row input.moved").count() == 0
+        # the first sentence's other pages: every one of its pairs shown, none cut ("unprofessional"
+        # was cut at 390 px), no sideways scroll
+        seen = set()
+        for k in range(3):
+            page.locator(".sd-page", has_text=f"page {k + 2} of 4").wait_for(timeout=15000)
+            assert clipped(page) == [] and no_sideways_scroll(page), k
+            seen |= set(page.locator(".sd-left, .sd-right").all_inner_texts())
+            for i in range(rows.count()):
+                rows.nth(i).locator("input[type=range]").click()
+            page.get_by_role("button", name="Next").click()
+        assert "unprofessional" in seen, seen
     finally:
         ctx.close()
 

@@ -190,6 +190,7 @@ def test_survey_names_every_missing_statement_and_its_choices_survive_reload_and
     groups.first.wait_for(timeout=30000)
     n = groups.count()
     assert n == 3
+    assert "about 4 minutes" in page.locator(".role-welcome").inner_text()  # the rater's time too
     # an empty survey: one refusal naming every statement, each marked, the focus on the first
     page.get_by_role("button", name="Submit").click()
     page.locator("#survey-form .msg.error").wait_for(timeout=15000)
