@@ -16,6 +16,11 @@ from services.study.texts import Voice, reword
 from storage import studies
 from tabs.common import Ctx, markdown_html
 
+FOCUS_FIRST_INVALID = """() => setTimeout(() => {
+  const el = document.querySelector('#consent-page .field-invalid input, #consent-page .field-invalid textarea');
+  if (el) { el.focus({preventScroll: true}); el.scrollIntoView({block: 'center'}); }
+}, 50)"""
+
 
 @dataclass
 class ConsentUI:
@@ -45,18 +50,20 @@ def build(ctx: Ctx) -> ConsentUI:
         def form(pg):
             if not pg or pg.get("stage") != "demographics":
                 return
-            comps = []
+            comps, infos = [], []
             for f in pg["fields"]:
                 label = f["label"] if f["required"] else f"{f['label']} {pg['words']['demographics_optional']}"
+                span = None
                 if f["kind"] == "choice":
                     comps.append(gr.Radio(f["choices"], label=label, value=None, key=f"demo-{f['id']}"))
                 elif f["kind"] == "number":
                     # the range is checked by the service (its message names the field); gr.Number's
                     # own minimum would fail the whole event with a bare toast
-                    span = "" if f["min"] is None or f["max"] is None else f"{f['min']:g} to {f['max']:g}"
-                    comps.append(gr.Number(label=label, value=None, info=span or None, key=f"demo-{f['id']}"))
+                    span = None if f["min"] is None or f["max"] is None else f"{f['min']:g} to {f['max']:g}"
+                    comps.append(gr.Number(label=label, value=None, info=span, key=f"demo-{f['id']}"))
                 else:
                     comps.append(gr.Textbox(label=label, max_length=f["max_chars"], key=f"demo-{f['id']}"))
+                infos.append(span)
             go = gr.Button(
                 pg.get("submit") or pg["words"]["demographics_submit"], variant="primary", elem_id="demographics-submit"
             )
@@ -68,10 +75,23 @@ def build(ctx: Ctx) -> ConsentUI:
                     p = participant_for_token(ctx.database, token)
                     stage = submit_demographics(ctx.database, p, answers)
                 except (ConsentError, AccessError) as e:
-                    return {msg: _error(e, p)}
+                    said = _error(e, p)  # reworded in place: e.fields in the page's language too
+                    bad = getattr(e, "fields", None) or {}
+                    # every refused field marked in place, its problem as its note; the others as they
+                    # were ("" clears a note: None would leave the last refusal's in place)
+                    marks = {
+                        c: gr.update(
+                            elem_classes=["field-invalid"] if f["id"] in bad else [], info=bad.get(f["id"], info or "")
+                        )
+                        for f, c, info in zip(pg["fields"], comps, infos)
+                    }
+                    return {msg: said, **marks}
                 return _next(token, p, stage)
 
-            go.click(send, [ctx.token] + comps, ui.outputs, api_visibility="private")
+            # then the focus on the first refused field (none once the form is done)
+            go.click(send, [ctx.token] + comps, ui.outputs + comps, api_visibility="private").then(
+                None, js=FOCUS_FIRST_INVALID
+            )
 
     def _error(e: Exception, p: dict | None) -> str:
         """The refusal in the page's language (a study's own wording where it has one)."""

@@ -21,6 +21,11 @@ from services.participation.items import AccessError, ready_participant
 from tabs.common import PARTICIPANT_EVENT, Ctx, TabUI, file_url, plain_html, safe_submit, timer_update
 from tabs.item_form import answer_of, form_value, item_form
 
+# once the feedback is saved, a study's Prolific link is followed (the page waited for it)
+FOLLOW_REDIRECT_JS = """() => setTimeout(() => {
+  const a = document.querySelector('#redirect-link');
+  if (a && document.querySelector('.feedback-saved')) window.location.href = a.href;
+}, 1500)"""
 FEEDBACK_FAILED = "Your feedback could not be saved: please check it for unusual characters and send it again."
 
 
@@ -72,8 +77,13 @@ def build(ctx: Ctx) -> TabUI:
     with gr.Tab("Direct assessment", id="da", visible=False) as tab:
         form = item_form("da-form")
         with gr.Group(visible=False) as feedback_box:
+            # .holds-redirect: a Prolific redirect waits for it (web/pages.py REDIRECT_JS)
             feedback = gr.Textbox(
-                label="Any comments on this task? (optional)", lines=4, max_length=5000, elem_id="da-feedback"
+                label="Any comments on this task? (optional)",
+                lines=4,
+                max_length=5000,
+                elem_id="da-feedback",
+                elem_classes=["holds-redirect"],
             )
             send_feedback = gr.Button("Send feedback")
         feedback_msg = gr.HTML()
@@ -104,7 +114,7 @@ def build(ctx: Ctx) -> TabUI:
         except Exception:  # anything else (a lone surrogate the database cannot encode): no raw text
             logging.getLogger(__name__).exception("DA feedback not saved")
             return plain_html(FEEDBACK_FAILED)
-        return plain_html("Thank you: your feedback is saved.")
+        return '<span class="feedback-saved">Thank you: your feedback is saved.</span>'
 
     outputs = [form, feedback_box, timer]
     form.submit(
@@ -117,7 +127,7 @@ def build(ctx: Ctx) -> TabUI:
         api_name="da_feedback",
         api_visibility="undocumented",
         **PARTICIPANT_EVENT,
-    )
+    ).then(None, js=FOLLOW_REDIRECT_JS)
     ui = TabUI("da", tab, outputs, render)
     timer.tick(on_tick, ctx.token, outputs, api_visibility="private", **PARTICIPANT_EVENT)
     return ui

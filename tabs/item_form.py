@@ -20,6 +20,8 @@ In the browser (FORM_JS, the same for every tab):
 - a refused answer names every wrong field at once: the error's data-fields
   ({field name: what is wrong}) marks each field's box in place (aria-invalid, its note under it)
   and the focus goes to the first; a mark goes once its field is answered, the error once all are;
+  an input whose name is not the service's field name carries that name in data-field (the
+  semantic differential's slider sends -3..+3 as scale:<slot>, the service names pair:<slot>);
 - what is typed is kept as a draft in the browser's localStorage, per page, link and item, and
   written back in when the same item is shown again (a reload, a second tab of the same link);
   the draft goes once the item is saved. The browser, not the server: a draft on the server
@@ -110,6 +112,10 @@ function send(form) {
 }
 // a refused field's box: its question, its choice group, its scale row or its slider
 function boxOf(el) { return el.closest('li, fieldset, .sd-row, .form-slider') || el; }
+// the inputs of a field the service names: by their name, or their data-field where that differs
+function inputsOf(root, name) {
+  return [...root.querySelectorAll('[name]')].filter(x => x.name === name || x.dataset.field === name);
+}
 function unmark(root) {
   root.querySelectorAll('.field-error').forEach(x => x.remove());
   [root, ...root.querySelectorAll('.field-invalid')].forEach(x => x.classList.remove('field-invalid'));
@@ -125,7 +131,7 @@ function clearMark(box) {
     let fields = {};
     try { fields = JSON.parse(err.dataset.fields); } catch (e) { return; }
     const left = Object.entries(fields).filter(([name]) => {
-      const els = [...element.querySelectorAll('[name]')].filter(x => x.name === name);
+      const els = inputsOf(element, name);
       return !els.length || els.some(x => x.getAttribute('aria-invalid') === 'true');
     });
     if (!left.length) err.remove();
@@ -138,7 +144,7 @@ function markFields(form) {
   let fields = {};
   try { fields = JSON.parse(err.dataset.fields); } catch (e) { return null; }
   for (const [name, words] of Object.entries(fields)) {
-    const els = [...form.elements].filter(x => x.name === name);
+    const els = inputsOf(form, name);
     if (!els.length) continue;
     const box = boxOf(els[0]);
     box.classList.add('field-invalid');

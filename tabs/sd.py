@@ -32,11 +32,12 @@ def _points(name: str, n: int, typed, labels: tuple[str, str]) -> str:
     )
 
 
-def _slider(name: str, typed, labels: tuple[str, str]) -> str:
+def _slider(name: str, field: str, typed, labels: tuple[str, str]) -> str:
     """Paper 002's slider: -3 (the left adjective) to +3 (the right one) in seven steps, its
     points numbered under it. It starts in the middle and counts only once moved (or clicked:
     data-click-sets, tabs/item_form.py), shown grey until then; a refused page's value comes back
-    written in and counts as moved."""
+    written in and counts as moved. field: the scale's name in the service's refusals
+    (data-field: the page marks this slider's row when it is refused)."""
     attr = html.escape(name, quote=True)
     sid = html.escape("sd-" + name.replace(":", "-").replace("~", "-"), quote=True)
     value = _slider_value(typed)
@@ -45,7 +46,8 @@ def _slider(name: str, typed, labels: tuple[str, str]) -> str:
     label = html.escape(f"{labels[0]} (-3) to {labels[1]} (+3)", quote=True)
     return (
         f'<input type="range" class="sd-slider" id="{sid}" name="{attr}" min="-3" max="3" step="1" '
-        f'value="{0 if value is None else value}" data-click-sets{moved} aria-label="{label}">'
+        f'value="{0 if value is None else value}" data-field="{html.escape(field, quote=True)}" '
+        f'data-click-sets{moved} aria-label="{label}">'
         f'<div class="sd-ticks" aria-hidden="true">{ticks}</div>'
     )
 
@@ -63,7 +65,7 @@ def _row(p: dict, typed, suitability: bool, slider: bool = False) -> str:
     if slider:
         return (
             f'<div class="sd-row sd-slider-row"><div class="sd-left">{plain_html(p["left"])}</div>'
-            f'<div class="sd-scale">{_slider(SLIDER + str(p["slot"]), typed, (p["left"], p["right"]))}</div>'
+            f'<div class="sd-scale">{_slider(SLIDER + str(p["slot"]), name, typed, (p["left"], p["right"]))}</div>'
             f'<div class="sd-right">{plain_html(p["right"])}</div></div>'
         )
     if suitability:  # how suitable the pair is, 1-5, the pair named on the left

@@ -157,6 +157,25 @@ def test_bad_demographics_are_refused_and_nothing_stored(consent_db, answers, me
     assert counts(database) == before
 
 
+def test_every_bad_demographics_field_is_named_at_once_in_the_pages_language(consent_db):
+    from services.study.consent import ConsentError, record_consent, submit_demographics
+    from services.study.texts import Voice, reword
+
+    database, tokens = consent_db
+    p = participant(database, tokens["receiver"][0])
+    record_consent(database, p, True)
+    before = counts(database)
+    with pytest.raises(ConsentError) as e:
+        submit_demographics(database, p, {"age": 12, "first_language": None, "comments": "x" * 21})
+    said = str(e.value)
+    assert "between 18 and 99" in said and "Please answer “First language”" in said and "too long" in said
+    assert set(e.value.fields) == {"age", "first_language", "comments"}
+    assert counts(database) == before
+    pt = reword(e.value, Voice("pt-PT"))
+    assert "tem de estar entre 18 e 99" in str(pt) and "Responda a “First language”" in str(pt)
+    assert pt.fields["first_language"] == "Responda a “First language”."
+
+
 def test_demographics_per_role_then_items(consent_db):
     from services.participation.items import get_view
     from services.study.consent import ConsentError, page, pending_stage, record_consent, submit_demographics

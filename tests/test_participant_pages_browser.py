@@ -86,6 +86,17 @@ def test_sd_is_one_slider_per_pair_from_minus_3_to_plus_3_and_unmoved_is_unanswe
             "SELECT count(*) FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id WHERE a.participant_id = ?"
         )
         assert app_server.rows(stored, (pid,))[0][0] == 0
+        # every unmoved slider's row marked in place, the focus on the first
+        assert page.locator(".sd-row.field-invalid").count() == n
+        assert page.locator(".sd-row .field-error").count() == n
+        widths = page.evaluate("""() => [...document.querySelectorAll('.sd-row .field-error')]
+            .map(e => e.getBoundingClientRect().width / e.parentElement.getBoundingClientRect().width)""")
+        assert min(widths) > 0.9, widths  # each note under its whole row, not in one cell
+        first_id = rows.nth(0).locator("input[type=range]").get_attribute("id")
+        page.wait_for_function(
+            "id => document.activeElement && document.activeElement.id === id", arg=first_id, timeout=5000
+        )
+        page.screenshot(path=str(ARTIFACTS / f"round2-sd-slider-refused-{width}.png"), full_page=True)
         # the first slider to +2 by keys, the others clicked where they stand (the middle: 0)
         first = rows.nth(0).locator("input[type=range]")
         first.focus()
@@ -94,6 +105,8 @@ def test_sd_is_one_slider_per_pair_from_minus_3_to_plus_3_and_unmoved_is_unanswe
         for i in range(1, n):
             rows.nth(i).locator("input[type=range]").click()
         assert first.evaluate("e => e.classList.contains('moved')")
+        # all moved: the marks and the error are gone
+        assert page.locator(".sd-row.field-invalid").count() == 0 and page.locator(".msg.error").count() == 0
         page.screenshot(path=str(ARTIFACTS / f"round2-sd-slider-moved-{width}.png"), full_page=True)
         page.get_by_role("button", name="Next").click()
         page.locator(".msg.ok").wait_for(timeout=15000)
@@ -108,6 +121,17 @@ def test_sd_is_one_slider_per_pair_from_minus_3_to_plus_3_and_unmoved_is_unanswe
         assert values == [0] * (n - 1) + [2]
         # the next page's sliders start unmoved again
         assert page.locator(".sd-row input.moved").count() == 0
+        # the first sentence's other pages: every one of its pairs shown, none cut ("unprofessional"
+        # was cut at 390 px), no sideways scroll
+        seen = set()
+        for k in range(3):
+            page.locator(".sd-page", has_text=f"page {k + 2} of 4").wait_for(timeout=15000)
+            assert clipped(page) == [] and no_sideways_scroll(page), k
+            seen |= set(page.locator(".sd-left, .sd-right").all_inner_texts())
+            for i in range(rows.count()):
+                rows.nth(i).locator("input[type=range]").click()
+            page.get_by_role("button", name="Next").click()
+        assert "unprofessional" in seen, seen
     finally:
         ctx.close()
 

@@ -20,7 +20,7 @@ SIZES = [pytest.param((1280, 900), id="1280"), pytest.param((390, 844), id="390"
 def app(tmp_path_factory):
     a = RunningApp(tmp_path_factory.mktemp("round2"), env_extra={"TRADLAB_WORKER": "0"})
     assert a.cli("import", str(DEMO)).returncode == 0
-    for role in ("receiver", "validator", "sd", "da"):
+    for role in ("receiver", "validator", "rater", "sd", "da"):
         assert a.cli("participants", "add", "--study", "demo", "--role", role, "--count", "2").returncode == 0
     a.add_participants("sender", 1, "USW", "Woman")
     # every question with an expected answer (the reviewed questions' reference answers)
@@ -141,6 +141,90 @@ def test_validator_reads_what_to_do_and_every_unmarked_field_is_named(app, brows
     assert dialogs == ["beforeunload"]
     assert marks.nth(1).locator("input[value=incorrect]").is_checked()
     page.screenshot(path=str(ARTIFACTS / f"round2-validator-top-{size[0]}.png"))
+    # a second tab of the same link, mid-item: the same two marks
+    second = ctx.new_page()
+    second.goto(link(app, "validator", size))
+    second.wait_for_function(
+        "() => document.querySelectorAll('#validator-form input[type=radio]:checked').length == 2", timeout=30000
+    )
+    assert second.locator("#validator-form fieldset.answer-mark").nth(1).locator("input[value=incorrect]").is_checked()
+    second.close()
+    ctx.close()
+
+
+def test_a_refused_validators_marks_fit_their_cards_on_a_phone(app, browser):
+    """At 390 px each refused answer's mark and its note stay inside the answer's card, the note
+    under the two choices (not squeezed into a column beside them)."""
+    ctx = context(browser, (390, 844))
+    page = ctx.new_page()
+    page.goto(link(app, "validator", (390, 844)))
+    page.locator("#validator-form fieldset.answer-mark").first.wait_for(timeout=30000)
+    page.get_by_role("button", name="Submit validation").click()
+    page.locator("#validator-form fieldset.answer-mark.field-invalid").first.wait_for(timeout=15000)
+    boxes = page.evaluate("""() => [...document.querySelectorAll('#validator-form fieldset.answer-mark.field-invalid')]
+        .map(f => { const card = f.closest('li').getBoundingClientRect(), r = f.getBoundingClientRect(),
+                    note = f.querySelector('.field-error').getBoundingClientRect(),
+                    radios = [...f.querySelectorAll('input[type=radio]')].map(x => x.getBoundingClientRect());
+                    return {inside: r.left >= card.left - 1 && r.right <= card.right + 1,
+                            under: note.top >= Math.max(...radios.map(x => x.bottom))}; })""")
+    assert boxes and all(b["inside"] for b in boxes), boxes
+    assert all(b["under"] for b in boxes), boxes
+    # and each answer's two choices share one line
+    rows = page.evaluate("""() => [...document.querySelectorAll('#validator-form fieldset.answer-mark')]
+        .map(f => [...f.querySelectorAll('input[type=radio]')].map(x => Math.round(x.getBoundingClientRect().top)))""")
+    assert all(len(set(r)) == 1 for r in rows), rows
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    page.locator("#validator-form fieldset.answer-mark.field-invalid").first.screenshot(
+        path=str(ARTIFACTS / "round2-validator-mark-390.png")
+    )
+    ctx.close()
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_survey_names_every_missing_statement_and_its_choices_survive_reload_and_second_tab(app, browser, size):
+    ctx = context(browser, size)
+    page = ctx.new_page()
+    url = link(app, "rater", size)
+    page.goto(url)
+    groups = page.locator("#survey-form fieldset.likert")
+    groups.first.wait_for(timeout=30000)
+    n = groups.count()
+    assert n == 3
+    assert "about 4 minutes" in page.locator(".role-welcome").inner_text()  # the rater's time too
+    # an empty survey: one refusal naming every statement, each marked, the focus on the first
+    page.get_by_role("button", name="Submit").click()
+    page.locator("#survey-form .msg.error").wait_for(timeout=15000)
+    assert "missing: satisfaction, trust, reliance" in page.locator("#survey-form .msg.error").inner_text()
+    assert page.locator("#survey-form fieldset.likert.field-invalid").count() == n
+    assert page.locator("#survey-form .field-error").count() == n
+    page.wait_for_function(
+        "() => document.activeElement && document.activeElement.name === 'satisfaction'", timeout=5000
+    )
+    page.screenshot(path=str(ARTIFACTS / f"round2-survey-errors-{size[0]}.png"), full_page=True)
+    # one statement answered: its mark goes; a reload keeps the choice and asks first
+    groups.nth(1).locator("input[value='4']").check()
+    assert page.locator("#survey-form fieldset.likert.field-invalid").count() == n - 1
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.type), d.accept()))
+    page.reload()
+    groups.first.wait_for(timeout=30000)
+    page.wait_for_function("() => document.querySelector('#likert-trust input[value=\"4\"]').checked", timeout=10000)
+    assert dialogs == ["beforeunload"]
+    assert page.locator("#survey-form input[type=radio]:checked").count() == 1
+    # a second tab of the same link, mid-item: the same choice
+    second = ctx.new_page()
+    second.goto(url)
+    second.locator("#survey-form fieldset.likert").first.wait_for(timeout=30000)
+    second.wait_for_function("() => document.querySelector('#likert-trust input[value=\"4\"]').checked", timeout=10000)
+    second.close()
+    # the rest answered and sent: saved, the next survey starts empty and no draft is left
+    groups.nth(0).locator("input[value='3']").check()
+    groups.nth(2).locator("input[value='5']").check()
+    page.get_by_role("button", name="Submit").click()
+    page.locator("#survey-form .msg.ok").wait_for(timeout=15000)
+    assert page.locator("#survey-form input[type=radio]:checked").count() == 0
+    left = page.evaluate("() => Object.keys(localStorage).filter(k => k.startsWith('tradlab-draft:'))")
+    assert left == [], left
     ctx.close()
 
 

@@ -38,8 +38,14 @@ document.addEventListener('click', async (e) => {
   b.classList.toggle('copied', ok);
 }); }"""
 
+# A page that still offers something to fill in (the DA's optional feedback box, marked
+# .holds-redirect) does not leave by itself: 3 s is too short to write feedback, and it would be
+# lost; the page follows the link once it is sent (tabs/da.py), or the participant clicks it.
 REDIRECT_JS = """(s) => { if (s && s.status === 'complete' && s.redirect_url) {
-  setTimeout(() => { window.location.href = s.redirect_url; }, 3000); } }"""
+  setTimeout(() => {
+    if ([...document.querySelectorAll('.holds-redirect')].some(e => e.offsetParent)) return;
+    window.location.href = s.redirect_url;
+  }, 3000); } }"""
 
 
 def participant_api(database, settings) -> None:

@@ -28,7 +28,7 @@ import math
 
 from services.common import protocols
 from services.common.vocabulary import ID_RE
-from services.study.texts import refusal
+from services.study.texts import refusal, refusals
 from storage import consent as store
 from storage import studies
 from storage.db import required
@@ -254,7 +254,17 @@ def submit_demographics(database, participant: dict, answers: dict, actor: str |
     unknown = sorted(set(answers) - {f["id"] for f in fields})
     if unknown:
         raise refusal(ConsentError, "demographics_unknown_field", field=unknown[0])
-    clean = {f["id"]: _clean_answer(f, answers.get(f["id"])) for f in fields}
+    # every field's problem in one refusal (e.fields: {field id: its words}), so the page can mark
+    # each field and one retry can fix them all
+    clean: dict = {}
+    problems: dict[str, Exception] = {}
+    for f in fields:
+        try:
+            clean[f["id"]] = _clean_answer(f, answers.get(f["id"]))
+        except ConsentError as e:
+            problems[f["id"]] = e
+    if problems:
+        raise refusals(ConsentError, list(problems.values()), problems)
     with database.write() as db:
         if store.save_demographics(db, participant["id"], study["id"], clean):
             database.log(actor or f"participant:{participant['id']}", "submit", "demographics", participant["id"], {})
