@@ -60,8 +60,11 @@ def test_repeats_get_their_own_scale_and_are_marked(database, tmp_path):
     assert len(repeats) == 2 and len(slots) == 20 + 2
     assert all(slots.index(r) > slots.index(r[: -len(REPEAT_SUFFIX)]) for r in repeats)  # after the first
     # leaving a repeat unanswered is refused
-    with pytest.raises(SubmissionError, match="answer every scale"):
+    with pytest.raises(SubmissionError, match="answer every scale") as refused:
         submit(db, p.token, "sd", v.item_id, {"values": {s: 4 for s in slots if s != repeats[0]}})
+    # the mark beside the scale fits the default slider as well as the radio points
+    (mark,) = refused.value.fields.values()
+    assert "has no answer yet" in mark and "point" not in mark
     answer_page(db, p.token, v, lambda x: 2 if x["slot"].endswith(REPEAT_SUFFIX) else 4)
     rows = db.query("SELECT pair_id, is_repeat, value FROM sd_ratings ORDER BY is_repeat")
     assert sum(r["is_repeat"] for r in rows) == 2 and len(rows) == 22

@@ -92,7 +92,7 @@ def validate(database, a, payload) -> dict:
         v = given.get(slot)
         if v is None or v == "":
             missing.append(n)
-            fields[SD_FIELD + str(slot)] = f"Choose a point on this scale (scale {n})."
+            fields[SD_FIELD + str(slot)] = f"Scale {n} has no answer yet: rate it."  # slider or points: words for both
             continue
         try:
             pos = int(v)
