@@ -14,7 +14,6 @@ import pytest
 
 from benchmarks.usability import study_sim
 from services.participation.items import get_view
-from services.participation.submissions import submit
 from services.report import build as report_build
 from services.report import da as report_da
 from services.report import qe as report_qe
@@ -23,9 +22,9 @@ from services.report import usability as report_usability
 from services.sd import analysis as sd_analysis
 from services.setup.enrolment import add_participants
 from services.usability import export as usability_export
-from storage import open_database, studies
+from storage import open_database
 from tests.helpers.app import run_cli
-from tests.helpers.da import careful, da_study
+from tests.helpers.da import careful_raters, da_study
 from tests.helpers.sd import answer_page
 
 pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
@@ -63,16 +62,7 @@ def demo(tmp_path_factory):
     db, media = da_study(
         open_database(tmp / "t.db"), tmp, modality='"text"', keep_fast="true", controls="10", min_gap="2"
     )
-    for r in add_participants(db, "demo", "da", 4):
-        while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
-            submit(
-                db,
-                r.token,
-                "da",
-                v.item_id,
-                {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
-                media_dir=media,
-            )
+    careful_raters(db, "demo", 4, media)
     rng = np.random.default_rng(5)
     base = {}
     for p in add_participants(db, "demo", "sd", 12):
@@ -273,16 +263,7 @@ def test_da_items_say_when_reliable_raters_were_left_out_for_speed(database, tmp
     no scores; before, the items said "no judgments from reliable raters yet: this fills once a
     rater passes the reliability test" beside a Table 2 counting the raters who passed."""
     db, media = da_study(database, tmp_path, modality='"text"', controls="10", min_gap="2")
-    for r in add_participants(db, "demo", "da", 2):
-        while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
-            submit(
-                db,
-                r.token,
-                "da",
-                v.item_id,
-                {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
-                media_dir=media,
-            )
+    careful_raters(db, "demo", 2, media)
     part = report_da.build(db, "demo", tmp_path / "out")
     got = {s.number: s for s in part.sections}
     passed = int(got["Table 2"].table["workers pass QC"].sum())

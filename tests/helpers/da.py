@@ -105,3 +105,22 @@ def careful(it) -> int:
     if it["type"] == "bad_reference":
         return 10
     return 50 + zlib.crc32(f"{it['system']}|{it['segment_row']}".encode()) % 40
+
+
+def careful_raters(db, study: str, n: int, media) -> None:
+    """n DA raters enrolled in `study`, each answering every item of their HIT carefully."""
+    from services.participation.items import get_view
+    from services.participation.submissions import submit
+    from services.setup.enrolment import add_participants
+    from storage import studies
+
+    for r in add_participants(db, study, "da", n):
+        while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
+            submit(
+                db,
+                r.token,
+                "da",
+                v.item_id,
+                {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
+                media_dir=media,
+            )

@@ -15,8 +15,7 @@ from services.common.settings import Settings
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
-from storage import studies
-from tests.helpers.da import careful
+from tests.helpers.da import careful_raters
 
 
 class TeamPage:
@@ -63,16 +62,7 @@ class TeamPage:
 
 def rate_da_and_sd(db, media) -> None:
     """The demo's DA and SD parts done: four DA raters (careful) and six SD raters (random)."""
-    for r in add_participants(db, "demo", "da", 4):
-        while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
-            submit(
-                db,
-                r.token,
-                "da",
-                v.item_id,
-                {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
-                media_dir=media,
-            )
+    careful_raters(db, "demo", 4, media)
     rng = random.Random(1)
     for p in add_participants(db, "demo", "sd", 6):
         while (v := get_view(db, p.token, "sd")).status == "item":
