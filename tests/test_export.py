@@ -218,9 +218,10 @@ def test_every_table_has_its_expected_columns_all_documented(study):
         assert dictionary.columns(table) == cols
         section = readme.split(f"### `{table}.csv`", 1)[1].split("### ", 1)[0]
         for c in cols:
-            assert c in dictionary.TABLES[table][1]
+            assert c in dictionary.table_entry(table)[1]
             assert f"| `{c}` | {dictionary.column_type(table, c)} |" in section, (table, c)
-    assert set(dictionary.TYPES) >= {t for _, cols in dictionary.TABLES.values() for t, _ in cols.values()}
+    documented = [dictionary.table_entry(t)[1] for t in [*EXPECTED, "metadata"]]
+    assert set(dictionary.TYPES) >= {t for cols in documented for t, _ in cols.values()}
     # every usability / DA / SD table got rows from the fixture
     for table in (
         "participants",
@@ -244,6 +245,21 @@ def test_every_table_has_its_expected_columns_all_documented(study):
     assert variant[study["s1"]["exchange"]] == variant[study["s2"]["exchange"]] == "pt-BR"
     assert set(variant.values()) == {"pt-BR", ""}
     assert json.loads((res.folder / "manifest.json").read_text())["target_variant"] == "pt-PT"
+
+
+def test_each_protocol_owns_its_tables_and_the_study_package_only_the_common_ones():
+    """A protocol's tables are its spec's (services/<protocol>/export_tables.py); the export's own
+    dictionary holds only the tables no protocol has, and lists them in the README's order."""
+    from services.common import protocols
+
+    owner = {t: p.name for p in protocols.protocols() for t in p.export_tables}
+    assert set(dictionary.TABLES) == {"participants", "consents", "demographics", "assignments", "events", "metadata"}
+    assert not set(dictionary.TABLES) & set(owner)
+    assert {t for t in EXPECTED if t not in dictionary.TABLES} == set(owner)
+    assert owner["recordings"] == owner["starters"] == "usability"
+    assert owner["da_judgments"] == owner["da_segments"] == "da" and owner["sd_pairs"] == "sd"
+    # data tables of every protocol, then every protocol's study content, the events last
+    assert list(export_service.queries()) == list(EXPECTED)
 
 
 def test_references_are_their_own_table_and_in_no_other(tmp_path):

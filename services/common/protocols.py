@@ -120,11 +120,24 @@ class ExportTable:
     """One exported table: query(database, study_id) -> rows (storage's; a column holding an
     internal participant id ends in `__pid` and is exported as the pseudonym column without
     it), its description and {column: (type, meaning)} in the order written
-    (services/study/export_dictionary.py TYPES)."""
+    (services/study/export_dictionary.py TYPES).
+
+    extras(rows, ctx), optional: fills the columns the query does not give, on the rows as
+        queried, before the rows of participants not exported are dropped; ctx is a
+        services/study/export.py ExportContext (pseudonyms, the media folder, the rows of the
+        tables built before, the audio files to copy)
+    warnings(rows) -> [text], optional: what the README and manifest warn of, from the rows as
+        exported (a metric whose scores mix two models)
+    content: study content (its corpus, systems, questions), not participants' data: listed
+        after every protocol's data tables, as the README groups them
+    """
 
     query: Callable[..., list[dict]]
     description: str
     columns: Mapping[str, tuple[str, str]]
+    extras: Callable[..., None] | None = None
+    warnings: Callable[[list[dict]], list[str]] | None = None
+    content: bool = False
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from services.common import protocols
 from services.common.protocols import Phase, Protocol, Role, Tab
 from services.common.settings import Settings
 from services.da import campaign as da_campaign
+from services.da import export_tables
 from services.da.hits import build_hits
 from services.participation.submissions import SubmissionError, checked_value, number_in, refuse_all
 from services.study import files
@@ -203,5 +204,6 @@ PROTOCOL = protocols.register(
         load=load,
         prepare=prepare,
         corpus_files=("segments",),
+        export_tables=export_tables.TABLES,
     )
 )

@@ -9,6 +9,7 @@ from typing import Any
 from services.common import protocols
 from services.common.protocols import Phase, Protocol, Role, Tab
 from services.participation.submissions import MAX_TEXT, SubmissionError, refuse_all
+from services.sd import export_tables
 from services.sd import form as sd_form
 from services.study import files
 from services.study.texts import texts
@@ -159,5 +160,6 @@ PROTOCOL = protocols.register(
         check=check,
         load=load,
         corpus_files=("sentences", "pairs"),
+        export_tables=export_tables.TABLES,
     )
 )

@@ -40,7 +40,6 @@ import pandas as pd
 from services.common import protocols, variants
 from services.common.settings import Settings
 from services.metrics import exchange as exchange_metrics
-from services.models import systems as system_registry
 from services.study import consent
 from services.study import export_dictionary as dictionary
 from storage import exports, studies
@@ -73,42 +72,30 @@ SAFE_DETAIL_KEYS = {
     "new_exchange",
 }
 
-# table -> storage query; the order here is the order of the files in the README
+# the common tables -> storage query; each protocol's own are its spec's export_tables
 QUERIES = {
     "participants": exports.participant_rows,
     "consents": exports.consent_rows,
     "demographics": exports.demographic_rows,
     "assignments": exports.assignment_rows,
-    "exchanges": exports.exchange_rows,
-    "recordings": exports.recording_rows,
-    "answers": exports.answer_rows,
-    "validations": exports.validation_rows,
-    "validation_marks": exports.validation_mark_rows,
-    "surveys": exports.survey_rows,
-    "exchange_metrics": exports.exchange_metric_rows,
-    "da_judgments": exports.da_judgment_rows,
-    "da_feedback": exports.da_feedback_rows,
-    "sd_ratings": exports.sd_rating_rows,
-    "sd_suitability": exports.sd_suitability_rows,
-    "sd_suggestions": exports.sd_suggestion_rows,
-    "systems": exports.system_rows,
-    "starters": exports.starter_rows,
-    "reference_translations": exports.reference_translation_rows,
-    "questions": exports.question_rows,
-    "question_drafts": exports.question_draft_rows,
-    "da_segments": exports.da_segment_rows,
-    "da_hit_items": exports.da_hit_item_rows,
-    "sd_sentences": exports.sd_sentence_rows,
-    "sd_pairs": exports.sd_pair_rows,
     # a submit's event names its phase: every registered protocol's
     "events": lambda database, study_id: exports.event_rows(database, study_id, protocols.phases()),
 }
 
 
+def protocol_tables() -> dict[str, protocols.ExportTable]:
+    """The registered protocols' tables (a name the common tables have stays the common one's)."""
+    return {t: spec for t, spec in protocols.export_tables().items() if t not in QUERIES}
+
+
 def queries() -> dict:
-    """QUERIES with each registered protocol's own tables (its spec's export_tables) before the events."""
+    """Every table's query, in the order of the files in the README: the common tables of the
+    participants and their queues, every protocol's data tables, every protocol's study content
+    (ExportTable.content), the events last."""
+    specs = protocol_tables()
     out = {t: q for t, q in QUERIES.items() if t != "events"}
-    out.update({t: spec.query for t, spec in protocols.export_tables().items() if t not in QUERIES})
+    out.update({t: spec.query for t, spec in specs.items() if not spec.content})
+    out.update({t: spec.query for t, spec in specs.items() if spec.content})
     out["events"] = QUERIES["events"]
     return out
 
@@ -136,24 +123,26 @@ class ExportResult:
         return text
 
 
-def mixed_metric_models(rows) -> dict[str, list[str]]:
-    """{metric: its distinct "version | model"} for each metric whose exchange scores among rows
-    (dicts with metric, version, model) come from more than one model or version: a checkpoint
-    changed mid-study (services/metrics/exchange.py: mixed_models, rescore_stale)."""
-    seen: dict[str, set[str]] = {}
-    for r in rows:
-        seen.setdefault(str(r["metric"]), set()).add(f"{r['version']} | {r['model']}")
-    return {k: sorted(v) for k, v in sorted(seen.items()) if len(v) > 1}
+@dataclass
+class ExportContext:
+    """What a table's extras (services/common/protocols.py ExportTable.extras) read and add to."""
 
+    database: object
+    study_id: str
+    names: dict[int, str]  # internal participant id -> pseudonym
+    media_dir: Path | None
+    include_audio: bool
+    rows: dict[str, list[dict]] = field(default_factory=dict)  # the tables built before, as queried
+    audio: list[tuple[dict, Path, str]] = field(default_factory=list)
+    missing: list[tuple[dict, int]] = field(default_factory=list)
 
-def metric_warnings(mixed: dict[str, list[str]]) -> list[str]:
-    """One warning per metric whose scores mix models (see mixed_metric_models)."""
-    return [
-        f"metric {name!r} mixes scores of {len(models)} models (version | model: "
-        f"{'; '.join(models)}): compare its scores only within one model (the model of each score is "
-        "in its model column), or re-score the stale exchanges first (exchange_metrics.rescore_stale)"
-        for name, models in mixed.items()
-    ]
+    def audio_file(self, row: dict, source: Path, file_name: str) -> None:
+        """The row's audio, copied to file_name in the export when the row is exported."""
+        self.audio.append((row, source, file_name))
+
+    def missing_audio(self, row: dict, recording_id: int) -> None:
+        """The row's audio is not in the media folder (named in the README when it is exported)."""
+        self.missing.append((row, recording_id))
 
 
 def exportable_participants(database, study_id: str) -> set[int]:
@@ -203,6 +192,11 @@ def _coerce(kind: str, value):
     return str(value)
 
 
+def _exportable(row: dict, allowed: set[int]) -> bool:
+    """Every participant the row involves (its *__pid columns) is exportable."""
+    return all(row[k] is None or row[k] in allowed for k in row if k.endswith(PID))
+
+
 def _finish(
     table: str, rows: list[dict], names: dict[int, str], allowed: set[int], include_external_ids: bool
 ) -> list[dict]:
@@ -212,10 +206,9 @@ def _finish(
     cols = dictionary.columns(table, include_external_ids)
     out = []
     for r in rows:
-        pid_keys = [k for k in r if k.endswith(PID)]
-        if any(r[k] is not None and r[k] not in allowed for k in pid_keys):
+        if not _exportable(r, allowed):
             continue
-        for k in pid_keys:
+        for k in [k for k in r if k.endswith(PID)]:
             if k[: -len(PID)] in cols:
                 r[k[: -len(PID)]] = names.get(r[k]) if r[k] is not None else None
         out.append({c: _coerce(dictionary.column_type(table, c), r[c]) for c in cols})
@@ -234,46 +227,6 @@ def _participant_extras(rows: list[dict]) -> None:
             else "inactive"
         )
         r["self_enrolled"] = int(r["claimed_at"] is not None)
-
-
-def _assignment_runs(rows: list[dict]) -> dict[int, int]:
-    """assignment id -> the DA run stored in its meta (services/da/campaign.py: assign_hit);
-    1 for an assignment from before runs existed (one run), as the DA analysis reads it."""
-    out = {}
-    for r in rows:
-        meta = r.get("meta")
-        try:
-            meta = json.loads(meta) if isinstance(meta, str) else (meta or {})
-        except ValueError:
-            meta = {}
-        run = meta.get("run") if isinstance(meta, dict) else None
-        out[r["assignment_id"]] = int(run) if run is not None else 1
-    return out
-
-
-def _exchange_extras(rows: list[dict], variants_by_system: dict[str, str]) -> None:
-    for r in rows:
-        r["origin"] = "recorded" if r["sender__pid"] is not None else "imported"
-        r["target_variant"] = variants_by_system.get(r["system"], "")
-
-
-def system_variants(database, study_id: str) -> dict[str, str]:
-    """system id -> the Portuguese variant it produced for this study (services/common/variants.py):
-    pt-PT, pt-BR, or "" where nothing named one (a prompt saying only "Portuguese", NLLB's
-    por_Latn, translations imported from elsewhere)."""
-
-    study = studies.get_study(database, study_id)
-    target = variants.of_study(study["config"] if study else None)
-    out = {}
-    for row in studies.systems(database, study_id):
-        cfg = row["config"]
-        try:
-            out[row["id"]] = system_registry.produced_variant(
-                system_registry.study_system_config(cfg), cfg.get("target_variant") or target
-            )
-        except (KeyError, ValueError):  # a preset this version no longer has
-            out[row["id"]] = ""
-    return out
 
 
 def _event_extras(rows: list[dict], names: dict[int, str]) -> None:
@@ -313,38 +266,6 @@ def _safe_detail(r: dict, names: dict[int, str]):
     return json.dumps(keep, ensure_ascii=False) if keep else None
 
 
-def _audio_source(stored: str, media_dir: Path | None) -> Path | None:
-    """The stored 16 kHz file: looked up in the media folder first (the database may have moved
-    with a relative or stale path), else the stored path when it lies inside the media folder."""
-    if not stored or media_dir is None:
-        return None
-    media = Path(media_dir).resolve()
-    candidate = media / "recordings" / Path(stored).name
-    if candidate.is_file():
-        return candidate
-    p = Path(stored).resolve()
-    return p if p.is_file() and p.is_relative_to(media) else None
-
-
-def _recording_extras(
-    rows: list[dict], names: dict[int, str], media_dir, include_audio: bool, copies: list, missing: list
-) -> None:
-    for r in rows:
-        status = r["qc_status"]
-        r["qc_result"] = "flagged" if status in ("accepted", "rejected") else status  # only flagged ones are reviewed
-        r["review_decision"] = status if status in ("accepted", "rejected") else None
-        r["file_name"] = None
-        if not include_audio:
-            continue
-        src = _audio_source(r["path_16k"], media_dir)
-        if src is None:
-            missing.append(r["recording_id"])
-            continue
-        name = names.get(r["sender__pid"], "unknown")
-        r["file_name"] = f"audio/{name}-ex{r['exchange_id']}-rec{r['recording_id']}.wav"
-        copies.append((src, r["file_name"]))
-
-
 def build_tables(
     database,
     study_id: str,
@@ -359,36 +280,34 @@ def build_tables(
         raise ExportError(f"unknown study '{study_id}' (studies in this database: {known})")
     allowed = exportable_participants(database, study_id)
     names = pseudonyms(exports.participant_rows(database, study_id))
-    copies: list[tuple[Path, str]] = []
-    missing: list[int] = []
+    ctx = ExportContext(database, study_id, names, media_dir, include_audio)
+    specs = protocol_tables()
+    common_extras = {
+        "participants": lambda rows, ctx: _participant_extras(rows),
+        "events": lambda rows, ctx: _event_extras(rows, ctx.names),
+    }
     tables: dict[str, list[dict]] = {}
-    runs: dict = {}
-    variants_by_system = system_variants(database, study_id)
     for table, query in queries().items():
         if table == "events" and not include_events:
             continue
         rows = query(database, study_id)
-        if table == "assignments":
-            runs = _assignment_runs(rows)
-        if table == "participants":
-            _participant_extras(rows)
-        elif table == "exchanges":
-            _exchange_extras(rows, variants_by_system)
-        elif table == "systems":
-            for r in rows:
-                r["target_variant"] = variants_by_system.get(r["system"], "")
-        elif table == "da_judgments":
-            for r in rows:
-                r["run"] = runs.get(r["assignment_id"], 1)
-        elif table == "recordings":
-            _recording_extras(rows, names, media_dir, include_audio, copies, missing)
-        elif table == "events":
-            _event_extras(rows, names)
+        extras = common_extras.get(table) or (specs[table].extras if table in specs else None)
+        if extras is not None:
+            extras(rows, ctx)
+        ctx.rows[table] = rows
         tables[table] = _finish(table, rows, names, allowed, include_external_ids)
-    # only the audio of recordings that made it into the table (the same people rule)
-    kept = {r["file_name"] for r in tables["recordings"]}
-    kept_ids = {r["recording_id"] for r in tables["recordings"]}
-    return tables, [(src, name) for src, name in copies if name in kept], [m for m in missing if m in kept_ids]
+    # only the audio of rows that made it into their table (the same people rule)
+    audio = [(src, name) for row, src, name in ctx.audio if _exportable(row, allowed)]
+    return tables, audio, [rid for row, rid in ctx.missing if _exportable(row, allowed)]
+
+
+def table_warnings(tables: dict) -> list[str]:
+    """The warnings of the protocols' tables (ExportTable.warnings), in registration order."""
+    out: list[str] = []
+    for table, spec in protocol_tables().items():
+        if spec.warnings is not None and table in tables:
+            out += spec.warnings(tables[table])
+    return out
 
 
 def hf_metadata(tables: dict) -> list[dict]:
@@ -542,7 +461,7 @@ def export_study(
     try:
         files = {}
         for table, rows in tables.items():
-            if table == "recordings" and audio_dir:  # where the file is inside this export
+            if audio_dir and "file_name" in dictionary.columns(table):  # where the file is inside this export
                 rows = [
                     {**r, "file_name": audio_dir + r["file_name"] if r["file_name"] else r["file_name"]} for r in rows
                 ]
@@ -564,7 +483,7 @@ def export_study(
             "include_audio": include_audio,
         }
         exported_at = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        warnings = metric_warnings(mixed_metric_models(tables["exchange_metrics"]))
+        warnings = table_warnings(tables)
         (tmp / "README.md").write_text(
             dictionary.readme(study, files, counts, options, exported_at, len(audio), missing, warnings),
             encoding="utf-8",

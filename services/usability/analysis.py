@@ -10,8 +10,8 @@ correctly answered questions (0-1). sender_id, group and gender are the exchange
 without a sender (imported). The survey's respondent is respondent_id (without that column:
 sender_id, every survey first-person), with their own role, group and gender in
 respondent_role/_group/_gender (carried, not modelled); perspective is first|third;
-starter_id the starter read, corpus its corpus (services/study/export_dictionary.py,
-ANALYSIS_TABLES["usability"], documents the columns the app writes).
+starter_id the starter read, corpus its corpus (services/usability/export_tables.py,
+ANALYSIS_TABLE, documents the columns the app writes).
 
 Definitions (:func:`analyze`):
 

@@ -2,7 +2,7 @@
 
 The exchange's speaker (its sender: sender_id, group, gender; empty for an exchange without a
 sender) and the survey's respondent (the sender, or a third-person rater: respondent_*) are
-separate columns; services/study/export_dictionary.py (ANALYSIS_TABLES["usability"]) documents them.
+separate columns; services/usability/export_tables.py (ANALYSIS_TABLE) documents them.
 
 Each automatic metric gives a metric_<name> column (its score) and a <name>_model column (the
 model that produced each score; ANALYSIS_PATTERN_COLUMNS documents both). A metric whose
@@ -15,10 +15,10 @@ import warnings
 
 import pandas as pd
 
-from services.study import export, export_dictionary
+from services.usability import export_tables
 from storage import exports, participants, results
 
-COLUMNS = export_dictionary.analysis_columns("usability")
+COLUMNS = list(export_tables.ANALYSIS_TABLE[1])
 # storage.results.usability_rows: its sender_id, group and gender are the respondent's
 _ROWS = [
     "exchange_id",
@@ -92,7 +92,7 @@ def exchanges_frame(database, study_id: str) -> pd.DataFrame:
     )
     out = df.merge(wide.reset_index(), on="exchange_id", how="left")
     shown = m[m["exchange_id"].isin(out["exchange_id"])]  # the rows the frame's columns hold
-    out.attrs["warnings"] = export.metric_warnings(export.mixed_metric_models(shown.to_dict("records")))
+    out.attrs["warnings"] = export_tables.metric_warnings(export_tables.mixed_metric_models(shown.to_dict("records")))
     for w in out.attrs["warnings"]:
         warnings.warn(f"study {study_id!r}: {w}", UserWarning, stacklevel=2)
     return out

@@ -17,7 +17,7 @@ from services.participation.items import bold_key_spans
 from services.participation.submissions import SubmissionError
 from services.study import files
 from services.study.texts import Voice, sqm_label, texts
-from services.usability import answers
+from services.usability import answers, export_tables
 from services.usability.audio_intake import IntakeError, store_recording
 from services.usability.recording_qc import SECOND_OPINION_DEFAULTS, qc_asr_problems, second_opinion_problems
 from storage import assignments, jobs, participants, question_drafts, results, studies
@@ -425,5 +425,6 @@ PROTOCOL = protocols.register(
         check=check,
         load=load,
         corpus_files=("starters", "questions", "exchanges", "references"),
+        export_tables=export_tables.TABLES,
     )
 )
