@@ -10,10 +10,9 @@ from services.common import protocols
 from services.common.protocols import Phase, Protocol, Role, Tab
 from services.common.settings import Settings
 from services.da import campaign as da_campaign
-from services.da import export_tables
+from services.da import corpus, export_tables
 from services.da.hits import build_hits
 from services.participation.submissions import SubmissionError, checked_value, number_in, refuse_all
-from services.study import files
 from services.study.files import StudyError, StudyValidationError
 from services.study.texts import refusal, texts
 from storage import results, studies
@@ -102,10 +101,6 @@ def check(da: dict) -> list[tuple[str, str]]:
             "false (paper 001, Ethics: they are rejected)",
         )
     return out
-
-
-def load(folder, cfg, systems, bundle, err) -> None:
-    files.load_da(folder, cfg, bundle, err)
 
 
 def build_campaign(bundle) -> list[list[dict]]:
@@ -201,7 +196,7 @@ PROTOCOL = protocols.register(
         ),
         defaults=DEFAULTS,
         check=check,
-        load=load,
+        load=corpus.load,
         prepare=prepare,
         corpus_files=("segments",),
         export_tables=export_tables.TABLES,

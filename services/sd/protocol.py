@@ -9,9 +9,8 @@ from typing import Any
 from services.common import protocols
 from services.common.protocols import Phase, Protocol, Role, Tab
 from services.participation.submissions import MAX_TEXT, SubmissionError, refuse_all
-from services.sd import export_tables
+from services.sd import corpus, export_tables
 from services.sd import form as sd_form
-from services.study import files
 from services.study.texts import texts
 from storage import results
 
@@ -67,10 +66,6 @@ def check(sd: dict) -> list[tuple[str, str]]:
             "(de when sd.language is de, else en)",
         )
     return out
-
-
-def load(folder, cfg, systems, bundle, err) -> None:
-    files.load_sd(folder, cfg, bundle, err)
 
 
 def content(database, study, p, a, media_dir=None) -> dict:
@@ -158,7 +153,7 @@ PROTOCOL = protocols.register(
         phases=(Phase("sd", content, validate, save, stored),),
         defaults=DEFAULTS,
         check=check,
-        load=load,
+        load=corpus.load,
         corpus_files=("sentences", "pairs"),
         export_tables=export_tables.TABLES,
     )

@@ -19,15 +19,13 @@ from typing import Any
 
 from services.common import protocols, variants
 from services.common.settings import Settings
-from services.common.vocabulary import ID_RE, MAX_QUESTIONS
+from services.common.vocabulary import ID_RE
 from services.models import llm as llm_settings
 from services.models import systems as system_registry
 from services.models.backends.remote import endpoint_problems
 from services.questions import settings as question_settings
 from services.study import consent, texts
 
-DOMAINS = ("health", "everyday")
-SOURCES = ("natural", "synthetic")
 SYSTEM_KINDS = ("cascade", "direct", "remote", "human")
 
 
@@ -116,17 +114,6 @@ def sections() -> dict[str, dict[str, Any]]:
     return out
 
 
-CSV_COLUMNS = {
-    "starters": (["id", "domain", "source", "corpus", "text", "key_spans"], []),
-    "questions": (["starter_id", "index", "en", "pt"], []),
-    "exchanges": (["starter_id", "system", "translation"], []),
-    "references": (["starter_id", "translation"], ["translator"]),
-    "da_segments": (["segment_id", "doc_id", "position", "source", "reference", "system", "output"], ["domain"]),
-    "sd_sentences": (["sentence_id", "text"], ["source"]),
-    "sd_pairs": (["pair_id", "language", "positive", "negative"], ["note"]),
-}
-
-
 class _Collector:
     def __init__(self):
         self.errors: list[StudyError] = []
@@ -135,13 +122,14 @@ class _Collector:
         self.errors.append(StudyError(file, row, fld, message))
 
 
-def _read_rows(path: Path, kind: str, err: _Collector) -> list[tuple[int, dict]]:
-    """Rows of a CSV or JSONL corpus file as (row number, dict of stripped strings)."""
+def read_rows(path: Path, columns: tuple[list[str], list[str]], err: _Collector) -> list[tuple[int, dict]]:
+    """Rows of a CSV or JSONL corpus file as (row number, dict of stripped strings); columns:
+    (required, optional), the file's own (each protocol's loader names them)."""
     name = path.name
     if not path.is_file():
         err.add(name, None, None, "file not found")
         return []
-    required, optional = CSV_COLUMNS[kind]
+    required, optional = columns
     rows: list[tuple[int, dict]] = []
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -210,7 +198,7 @@ def _read_rows(path: Path, kind: str, err: _Collector) -> list[tuple[int, dict]]
     return rows
 
 
-def _require_text(err, name, rowno, row, *cols):
+def require_text(err, name, rowno, row, *cols):
     ok = True
     for c in cols:
         if not isinstance(row.get(c), str) or not row[c]:
@@ -219,7 +207,7 @@ def _require_text(err, name, rowno, row, *cols):
     return ok
 
 
-def _int(err, name, rowno, fld, value, lo=None, hi=None):
+def whole_number(err, name, rowno, fld, value, lo=None, hi=None):
     try:
         n = int(str(value).strip())
     except ValueError:
@@ -444,7 +432,7 @@ def _hash_inputs(folder: Path, cfg: dict) -> str:
     return h.hexdigest()
 
 
-def _safe_file(folder: Path, value, key: str, err: _Collector) -> Path | None:
+def safe_file(folder: Path, value, key: str, err: _Collector) -> Path | None:
     if not isinstance(value, str) or not value:
         err.add("study.toml", None, key, "must name a file in the study folder")
         return None
@@ -453,230 +441,6 @@ def _safe_file(folder: Path, value, key: str, err: _Collector) -> Path | None:
         err.add("study.toml", None, key, f"'{value}' is outside the study folder")
         return None
     return p
-
-
-def load_usability(folder, cfg, systems, bundle, err):
-    us = cfg["usability"]
-    spath = _safe_file(folder, us["starters"], "usability.starters", err)
-    qpath = _safe_file(folder, us["questions"], "usability.questions", err)
-    given = us.get("starter_words")
-    lo, hi = given if isinstance(given, list) and len(given) == 2 else (40, 60)
-    starters = {}
-    if spath:
-        name = spath.name
-        for rowno, row in _read_rows(spath, "starters", err):
-            if not _require_text(err, name, rowno, row, "id", "domain", "source", "corpus", "text"):
-                continue
-            sid = row["id"]
-            if not ID_RE.match(sid):
-                err.add(name, rowno, "id", f"'{sid}' must be letters, digits, '_', '-' or '.'")
-                continue
-            if sid in starters:
-                err.add(name, rowno, "id", f"duplicate starter id '{sid}'")
-                continue
-            ok = True
-            if row["domain"] not in DOMAINS:
-                err.add(name, rowno, "domain", f"'{row['domain']}' is not one of {', '.join(DOMAINS)}")
-                ok = False
-            if row["source"] not in SOURCES:
-                err.add(name, rowno, "source", f"'{row['source']}' is not one of {', '.join(SOURCES)}")
-                ok = False
-            words = len(row["text"].split())
-            if not lo <= words <= hi:
-                err.add(
-                    name, rowno, "text", f"has {words} words; starters must have {lo}-{hi} (usability.starter_words)"
-                )
-                ok = False
-            spans = row.get("key_spans", "")
-            spans = spans if isinstance(spans, list) else [s.strip() for s in spans.split("|") if s.strip()]
-            if not spans:
-                err.add(name, rowno, "key_spans", "must list at least one key span (separate spans with |)")
-                ok = False
-            for s in spans:
-                if not isinstance(s, str) or s not in row["text"]:
-                    err.add(name, rowno, "key_spans", f"span '{s}' does not occur in the text")
-                    ok = False
-            if ok:
-                starters[sid] = {
-                    "id": sid,
-                    "domain": row["domain"],
-                    "source": row["source"],
-                    "corpus": row["corpus"],
-                    "text": row["text"],
-                    "key_spans": spans,
-                }
-        if not starters and not any(e.file == name for e in err.errors):
-            err.add(name, None, None, "has no starters")
-    if qpath:
-        name = qpath.name
-        seen = set()
-        for rowno, row in _read_rows(qpath, "questions", err):
-            if not _require_text(err, name, rowno, row, "starter_id", "index", "en", "pt"):
-                continue
-            if spath and row["starter_id"] not in starters:
-                err.add(name, rowno, "starter_id", f"unknown starter '{row['starter_id']}'")
-                continue
-            idx = _int(err, name, rowno, "index", row["index"], 1, MAX_QUESTIONS)
-            if idx is None:
-                continue
-            key = (row["starter_id"], idx)
-            if key in seen:
-                err.add(name, rowno, "index", f"duplicate question {idx} for starter '{row['starter_id']}'")
-                continue
-            seen.add(key)
-            bundle.questions.append({"starter_id": row["starter_id"], "idx": idx, "en": row["en"], "pt": row["pt"]})
-        for sid in starters:
-            # with a [questions] section, missing questions are generated and reviewed in the app
-            if "questions" not in cfg and not any(q["starter_id"] == sid for q in bundle.questions):
-                err.add(name, None, "starter_id", f"starter '{sid}' has no questions")
-    bundle.starters = list(starters.values())
-    if us.get("exchanges"):
-        epath = _safe_file(folder, us["exchanges"], "usability.exchanges", err)
-        if epath:
-            name = epath.name
-            system_ids = {s["id"] for s in systems}
-            seen = set()
-            for rowno, row in _read_rows(epath, "exchanges", err):
-                if not _require_text(err, name, rowno, row, "starter_id", "system", "translation"):
-                    continue
-                if row["starter_id"] not in starters:
-                    err.add(name, rowno, "starter_id", f"unknown starter '{row['starter_id']}'")
-                    continue
-                if row["system"] not in system_ids:
-                    err.add(name, rowno, "system", f"unknown system '{row['system']}' (declare it in [[systems]])")
-                    continue
-                key = (row["starter_id"], row["system"])
-                if key in seen:
-                    err.add(name, rowno, None, f"duplicate exchange for starter '{key[0]}' and system '{key[1]}'")
-                    continue
-                seen.add(key)
-                bundle.exchanges.append(dict(row))
-    if us.get("references"):
-        _load_references(folder, us["references"], starters, bundle, err)
-    ref = us.get("corpus_reference")
-    corpora = sorted({s["corpus"] for s in starters.values()})
-    if (
-        isinstance(ref, str)
-        and ref.strip()
-        and starters
-        and ref.strip().casefold() not in {c.casefold() for c in corpora}
-    ):
-        err.add(
-            "study.toml",
-            None,
-            "usability.corpus_reference",
-            f"'{ref}' is not the corpus of any starter (corpora: {', '.join(corpora)})",
-        )
-    n = us.get("items_per_sender")
-    if isinstance(n, int) and starters and n > len(starters):
-        err.add(
-            "study.toml",
-            None,
-            "usability.items_per_sender",
-            f"{n} starters per sender but the corpus has only {len(starters)}",
-        )
-
-
-def _load_references(folder, value, starters, bundle, err):
-    """Human reference translations of the starters: a corpus for reference-based metrics,
-    never shown to participants and never a system. Several per starter are allowed, told
-    apart by `translator` (empty for one unnamed reference)."""
-    path = _safe_file(folder, value, "usability.references", err)
-    if not path:
-        return
-    name = path.name
-    seen = set()
-    for rowno, row in _read_rows(path, "references", err):
-        if not _require_text(err, name, rowno, row, "starter_id", "translation"):
-            continue
-        sid = row["starter_id"]
-        if sid not in starters:
-            err.add(name, rowno, "starter_id", f"unknown starter '{sid}'")
-            continue
-        translator = row.get("translator") or ""
-        if (sid, translator) in seen:
-            err.add(
-                name,
-                rowno,
-                "translator",
-                f"duplicate reference for starter '{sid}' by translator '{translator}'"
-                if translator
-                else f"duplicate reference for starter '{sid}' (give each reference of a starter its own translator)",
-            )
-            continue
-        seen.add((sid, translator))
-        bundle.references.append({"starter_id": sid, "translator": translator, "translation": row["translation"]})
-    if not bundle.references and not any(e.file == name for e in err.errors):
-        err.add(name, None, None, "has no references (leave usability.references out for none)")
-
-
-def load_da(folder, cfg, bundle, err):
-    path = _safe_file(folder, cfg["da"]["segments"], "da.segments", err)
-    if not path:
-        return
-    name = path.name
-    seen = set()
-    for rowno, row in _read_rows(path, "da_segments", err):
-        if not _require_text(err, name, rowno, row, *CSV_COLUMNS["da_segments"][0]):
-            continue
-        pos = _int(err, name, rowno, "position", row["position"], 0)
-        if pos is None:
-            continue
-        key = (row["segment_id"], row["system"])
-        if key in seen:
-            err.add(name, rowno, None, f"duplicate output of system '{key[1]}' for segment '{key[0]}'")
-            continue
-        seen.add(key)
-        bundle.da_segments.append({**row, "position": pos})
-    if not bundle.da_segments and not any(e.file == name for e in err.errors):
-        err.add(name, None, None, "has no segments")
-
-
-def load_sd(folder, cfg, bundle, err):
-    sd = cfg["sd"]
-    spath = _safe_file(folder, sd["sentences"], "sd.sentences", err)
-    ppath = _safe_file(folder, sd["pairs"], "sd.pairs", err)
-    if spath:
-        name, seen = spath.name, set()
-        for rowno, row in _read_rows(spath, "sd_sentences", err):
-            if not _require_text(err, name, rowno, row, "sentence_id", "text"):
-                continue
-            if row["sentence_id"] in seen:
-                err.add(name, rowno, "sentence_id", f"duplicate sentence id '{row['sentence_id']}'")
-                continue
-            seen.add(row["sentence_id"])
-            bundle.sd_sentences.append(
-                {"id": row["sentence_id"], "text": row["text"], "source": row.get("source") or None}
-            )
-        k = sd.get("sentences_per_participant")
-        if isinstance(k, int) and bundle.sd_sentences and k > len(bundle.sd_sentences):
-            err.add(
-                "study.toml",
-                None,
-                "sd.sentences_per_participant",
-                f"{k} sentences per participant but only {len(bundle.sd_sentences)} sentences",
-            )
-    if ppath:
-        name, seen = ppath.name, set()
-        for rowno, row in _read_rows(ppath, "sd_pairs", err):
-            if not _require_text(err, name, rowno, row, "pair_id", "language", "positive", "negative"):
-                continue
-            key = (row["pair_id"], row["language"])
-            if key in seen:
-                err.add(name, rowno, "pair_id", f"duplicate pair '{key[0]}' for language '{key[1]}'")
-                continue
-            seen.add(key)
-            bundle.sd_pairs.append(
-                {
-                    "id": row["pair_id"],
-                    "language": row["language"],
-                    "positive": row["positive"],
-                    "negative": row["negative"],
-                    "note": row.get("note") or None,
-                }
-            )
-        if not any(p["language"] == sd.get("language") for p in bundle.sd_pairs):
-            err.add(name, None, "language", f"no adjective pairs in language '{sd.get('language')}' (sd.language)")
 
 
 def _load_texts(folder: Path, cfg: dict, err: _Collector) -> None:
@@ -701,7 +465,7 @@ def _load_consent(folder: Path, cfg: dict, err: _Collector) -> None:
 
     c = cfg.get("consent")
     if c is not None and isinstance(c.get("file"), str) and c["file"]:
-        path = _safe_file(folder, c["file"], "consent.file", err)
+        path = safe_file(folder, c["file"], "consent.file", err)
         if path is not None:
             try:
                 c["text"] = path.read_text(encoding="utf-8")
@@ -718,7 +482,7 @@ def _load_questions(folder: Path, cfg: dict, err: _Collector) -> None:
         for key, message in check(cfg[name]) if name in cfg else []:
             err.add("study.toml", None, f"{name}.{key}", message)
     if "questions" in cfg:
-        resolve = lambda file, key: _safe_file(folder, file, f"questions.{key}", err)  # noqa: E731
+        resolve = lambda file, key: safe_file(folder, file, f"questions.{key}", err)  # noqa: E731
         for key, message in question_settings.read_prompts(cfg["questions"], resolve):
             err.add("study.toml", None, f"questions.{key}", message)
 

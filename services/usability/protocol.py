@@ -15,9 +15,8 @@ from services.participation import workflow
 from services.participation.assignment import sender_design
 from services.participation.items import bold_key_spans
 from services.participation.submissions import SubmissionError
-from services.study import files
 from services.study.texts import Voice, sqm_label, texts
-from services.usability import answers, export_tables
+from services.usability import answers, corpus, export_tables
 from services.usability.audio_intake import IntakeError, store_recording
 from services.usability.recording_qc import SECOND_OPINION_DEFAULTS, qc_asr_problems, second_opinion_problems
 from storage import assignments, jobs, participants, question_drafts, results, studies
@@ -106,10 +105,6 @@ def check(us: dict) -> list[tuple[str, str]]:
     if variant_problem:
         add("usability.target_variant", variant_problem)
     return out
-
-
-def load(folder, cfg, systems, bundle, err) -> None:
-    files.load_usability(folder, cfg, systems, bundle, err)
 
 
 def content(database, study, p, a, media_dir=None) -> dict:
@@ -423,7 +418,7 @@ PROTOCOL = protocols.register(
         ),
         defaults=DEFAULTS,
         check=check,
-        load=load,
+        load=corpus.load,
         corpus_files=("starters", "questions", "exchanges", "references"),
         export_tables=export_tables.TABLES,
     )
