@@ -79,6 +79,21 @@ def body_html(c: dict, typed: dict | None = None) -> str:
     )
 
 
+# its part of the study report (Protocol.report_section): TITLE and ITEMS beside the function
+TITLE = "Yes or no answers"
+ITEMS = [("Table 1", "Answers per text: yes and no.", "1")]
+
+
+def report_section(database, study_id: str, out_dir, inputs):
+    import pandas as pd
+
+    from services.report.sections import Part, fill  # the report's blocks: only where it is built
+
+    rows = pd.DataFrame(answer_rows(database, study_id))
+    table = rows.groupby(["item_id", "answer"]).size().unstack(fill_value=0) if len(rows) else rows
+    return Part(NAME, TITLE, fill(ITEMS, {"Table 1": table.reset_index()}, "No answers yet."), summary="Answers.")
+
+
 def build_tab(ctx):
     from tabs.item_form import form_tab  # gradio: only where the page is built
 
@@ -90,6 +105,7 @@ PROTOCOL = Protocol(
     roles=(Role(NAME, (NAME,), "Yes or no", setup, items=lambda cfg: len(cfg[NAME]["texts"]), seconds_per_item=5),),
     tabs=(Tab(NAME, (NAME,), build_tab),),
     phases=(Phase(NAME, content, validate, save, stored),),
+    report_section=report_section,
     defaults={"texts": None, "question": "Is this sentence good English?"},
     check=check,
     export_tables={
@@ -143,6 +159,37 @@ def test_the_section_is_checked_and_defaulted_by_the_spec(registered, tmp_path):
     bundle = load_study(tmp_path / "good")
     assert bundle.config[NAME] == {"texts": TEXTS, "question": "Is this sentence good English?"}
     assert protocols.roles()[-1] == NAME  # after the built-in roles, wherever roles are listed
+
+
+def test_its_report_part_comes_after_the_built_in_ones(registered, tmp_path):
+    """The report iterates the registry: the extra protocol's part, from the test file alone, after
+    the built-in protocols' parts (the QE audit's last of them), the study's unlisted ones said so."""
+    from services.report.build import build_report
+    from services.setup.importer import import_study
+    from storage import open_database
+
+    database = open_database(tmp_path / "t.db")
+    write_study(tmp_path / "study", f"texts = {json.dumps(TEXTS)}")
+    import_study(database, tmp_path / "study")
+    rep = build_report(database, "yn", tmp_path / "report")
+    assert [p.protocol for p in rep.parts] == ["usability", "da", "sd", "qe", NAME]
+    assert rep.parts[1].summary == "This study has no da part (study.protocols)."
+    assert rep.parts[-1].title == TITLE and rep.parts[-1].sections[0].missing == "No answers yet."
+    page = rep.html.read_text(encoding="utf-8")
+    assert page.index("Gender audit of QE metrics (paper 003)") < page.index(TITLE)
+
+
+def test_the_qe_audit_is_a_protocol_a_study_does_not_list(tmp_path):
+    """Paper 003's audit keeps no study data: registered with no roles, tabs or phases, it is not
+    one of study.protocols' names, and a study that lists it is told why."""
+    qe = protocols.protocol("qe")
+    assert (qe.roles, qe.tabs, qe.phases, qe.in_studies) == ((), (), (), False)
+    assert [p.name for p in protocols.protocols()][:4] == ["usability", "da", "sd", "qe"]
+    assert "qe" not in protocols.names() and "qe" not in protocols.roles()
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "study.toml").write_text('[study]\nid = "q"\nname = "Q"\nprotocols = ["qe"]\n', encoding="utf-8")
+    with pytest.raises(StudyValidationError, match="'qe' keeps no study data.*list only usability, da, sd"):
+        load_study(tmp_path / "s")
 
 
 def test_an_unregistered_protocol_is_refused(tmp_path):

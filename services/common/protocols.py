@@ -7,7 +7,7 @@ services.participation, services.study, services.setup, storage and web iterate 
 instead of naming phases, and never import a protocol package: each spec names its functions.
 
 The built-in protocols register from their packages (services/usability/protocol.py,
-services/da/protocol.py, services/sd/protocol.py), imported on first use by module path (as
+services/da/protocol.py, services/sd/protocol.py, services/qe/protocol.py), imported on first use by module path (as
 the metric registry imports its metrics); more come from the modules named in the
 TRADLAB_PLUGINS environment variable, read on first use too, so that a launched app (and each
 command of cli.py) sees the same protocols as the process that started it: comma-separated
@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 from services.common import settings
 
 # the order of registration is the order roles, tabs, sections and tables are listed in
-BUILTIN = ("services.usability.protocol", "services.da.protocol", "services.sd.protocol")
+BUILTIN = ("services.usability.protocol", "services.da.protocol", "services.sd.protocol", "services.qe.protocol")
 PLUGINS_ENV = "TRADLAB_PLUGINS"  # read through services/common/settings.py (Settings.plugins)
 # a role, tab or phase name: a URL path (/<role>/), an API name (/<tab>_submit) and a stored value
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -156,12 +156,21 @@ class Protocol:
     export_tables: the protocol's tables written by the export, beside the common ones
     texts: {language: {key: words}}: page words the protocol adds to assets/texts/<language>.toml
         (a new role's welcome_<role>, its refusals); a key the assets have keeps theirs
+    in_studies: a study lists it in study.protocols, with its [<name>] section (False: the
+        protocol keeps no study data, as paper 003's QE audit, which runs on files; it has no
+        roles, tabs or phases, and its report section is made from the report's inputs)
+    report_section: its part of the per-study report (services/report/build.py), a callable or
+        "module:function" (resolve(); services.common imports no protocol or report module):
+        (database, study_id, out_dir, inputs) -> services.report.sections.Part, where inputs is
+        the report's extra inputs ({"qe_audits": [folders]}); the function's module holds TITLE
+        and ITEMS, the part's title and numbered items, which a failed analysis fills with its
+        reason. None: no part in the report
     """
 
     name: str
-    roles: tuple[Role, ...]
-    tabs: tuple[Tab, ...]
-    phases: tuple[Phase, ...]
+    roles: tuple[Role, ...] = ()
+    tabs: tuple[Tab, ...] = ()
+    phases: tuple[Phase, ...] = ()
     defaults: Mapping[str, Any] = field(default_factory=dict)
     check: Callable[[dict], list[tuple[str, str]]] | None = None
     load: Callable[..., None] | None = None
@@ -169,6 +178,8 @@ class Protocol:
     corpus_files: tuple[str, ...] = ()
     export_tables: Mapping[str, ExportTable] = field(default_factory=dict)
     texts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    in_studies: bool = True
+    report_section: Callable[..., Any] | str | None = None
 
 
 class UnknownName(KeyError):
@@ -265,7 +276,16 @@ def protocol(name: str) -> Protocol:
 
 def names() -> tuple[str, ...]:
     """The protocols a study may list in study.protocols, in registration order."""
-    return tuple(p.name for p in protocols())
+    return tuple(p.name for p in protocols() if p.in_studies)
+
+
+def resolve(ref: Callable[..., Any] | str) -> Callable[..., Any]:
+    """A spec's callable, or the one its "module:name" names (imported on first use, so the
+    registry never imports what sits above it)."""
+    if callable(ref):
+        return ref
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 def roles() -> tuple[str, ...]:

@@ -171,6 +171,7 @@ def setup_rater(db, database, study, pid: int, group, gender, design_index=None)
 PROTOCOL = protocols.register(
     Protocol(
         name="da",
+        report_section="services.report.da:section",  # its paper's part of the study report
         roles=(
             Role(
                 "da",

@@ -1,11 +1,13 @@
 """`python app.py report --study S` and the Analysis tab's Report button: one HTML file per study
-(report-<study>.html) with each protocol of the study in its paper's order (services.report.usability,
-.da, .sd; .qe from audit folders), the analyses' own files (CSV, ...) in a folder per protocol beside
-it. A protocol whose analysis fails says why in each of its items; the report itself is always
-written."""
+(report-<study>.html) with a part per registered protocol, in registration order, each its
+paper's results in the paper's order (the protocol's report_section: services.report.usability,
+.da, .sd; .qe from audit folders), the analyses' own files (CSV, ...) in a folder per protocol
+beside it. A protocol whose analysis fails says why in each of its items; the report itself is
+always written."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import platform
 import subprocess
@@ -14,14 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from services.common import protocols as registry
 from services.metrics import exchange as exchange_metrics
-from services.report import da, qe, sd, usability
 from services.report.render import render
 from services.report.sections import Part, fill
 from storage import studies
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILDERS = {"usability": (usability, usability.ITEMS), "da": (da, da.ITEMS), "sd": (sd, sd.ITEMS)}
 PACKAGES = ("gradio", "pandas", "numpy", "scipy", "statsmodels", "factor_analyzer", "plotly", "sqlite-utils")
 
 
@@ -64,10 +65,10 @@ def versions(database, study_id: str, config: dict) -> dict:
     return out
 
 
-def _failed(protocol: str, error: Exception) -> Part:
-    module, items = BUILDERS[protocol]
+def _failed(protocol: str, section, error: Exception) -> Part:
+    module = importlib.import_module(section.__module__)  # its TITLE and ITEMS (Protocol.report_section)
     why = f"The {protocol} analysis failed ({type(error).__name__}: {error}); the rest of the report stands."
-    return Part(protocol, module.TITLE, fill(items, {}, why), summary=why)
+    return Part(protocol, module.TITLE, fill(module.ITEMS, {}, why), summary=why)
 
 
 def build_report(database, study_id: str, out_dir, qe_audits=()) -> Report:
@@ -79,22 +80,21 @@ def build_report(database, study_id: str, out_dir, qe_audits=()) -> Report:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     config = study["config"]
-    protocols = config.get("study", {}).get("protocols") or []
+    listed = config.get("study", {}).get("protocols") or []
+    inputs = {"qe_audits": list(qe_audits)}  # the report's inputs beside the study (Protocol.report_section)
     parts = []
-    for protocol, (module, _) in BUILDERS.items():
-        if protocol not in protocols:
-            parts.append(Part(protocol, module.TITLE, summary=f"This study has no {protocol} part (study.protocols)."))
+    for spec in registry.protocols():
+        if spec.report_section is None:
+            continue
+        section = registry.resolve(spec.report_section)
+        if spec.in_studies and spec.name not in listed:
+            title = importlib.import_module(section.__module__).TITLE
+            parts.append(Part(spec.name, title, summary=f"This study has no {spec.name} part (study.protocols)."))
             continue
         try:
-            parts.append(module.build(database, study_id, out))
+            parts.append(section(database, study_id, out, inputs))
         except Exception as e:  # one protocol's failure must not take the others' results with it
-            parts.append(_failed(protocol, e))
-    try:
-        parts.append(qe.build(list(qe_audits), out))
-    except ValueError as e:  # PaperInputError, a folder that is not an audit's: named in the message
-        parts.append(
-            Part("qe", qe.TITLE, fill(qe.ITEMS, {}, f"The audit folders could not be read: {e}"), summary=str(e))
-        )
+            parts.append(_failed(spec.name, section, e))
     files = [Path(f) for p in parts for f in p.files]
     name = study.get("name") or config.get("study", {}).get("name") or study_id
     header = [

@@ -197,3 +197,8 @@ def build(database, study_id: str, out_dir: Path, alpha: float | None = None) ->
         table.to_csv(folder / f"{name}.csv", index=False)
         part.files.append(folder / f"{name}.csv")
     return part
+
+
+def section(database, study_id: str, out_dir: Path, inputs) -> Part:
+    """The report's call (services/common/protocols.py, Protocol.report_section): the defaults."""
+    return build(database, study_id, out_dir)

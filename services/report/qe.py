@@ -175,3 +175,13 @@ def build(folders, out_dir: Path) -> Part:
     part.notes = list(res.notes)
     part.files = paper_figures.write_outputs(res, Path(out_dir) / "qe", png=False)
     return part
+
+
+def section(database, study_id: str, out_dir: Path, inputs) -> Part:
+    """The report's call (services/common/protocols.py, Protocol.report_section): the part from
+    the audit folders given to the report (inputs["qe_audits"]), whatever the study."""
+    folders = list(inputs.get("qe_audits") or ())
+    try:
+        return build(folders, out_dir)
+    except ValueError as e:  # PaperInputError, a folder that is not an audit's: named in the message
+        return Part("qe", TITLE, fill(ITEMS, {}, f"The audit folders could not be read: {e}"), summary=str(e))

@@ -97,3 +97,8 @@ def build(
     part.notes = list(res.efa.notes) if res.efa is not None else []
     part.files = sd_analysis.write_outputs(res, Path(out_dir) / "sd", png=False)
     return part
+
+
+def section(database, study_id: str, out_dir: Path, inputs) -> Part:
+    """The report's call (services/common/protocols.py, Protocol.report_section): the defaults."""
+    return build(database, study_id, out_dir)

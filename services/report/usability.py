@@ -176,3 +176,8 @@ def build(database, study_id: str, out_dir: Path, png: bool = False) -> Part:
         part.notes.insert(0, usability_analysis.small_sample_warning(res.lmm))
     part.files = [Path(f) for f in files]
     return part
+
+
+def section(database, study_id: str, out_dir: Path, inputs) -> Part:
+    """The report's call (services/common/protocols.py, Protocol.report_section): the defaults."""
+    return build(database, study_id, out_dir)

@@ -137,6 +137,7 @@ def setup_participant(db, database, study, pid: int, group, gender, design_index
 PROTOCOL = protocols.register(
     Protocol(
         name="sd",
+        report_section="services.report.sd:section",  # its paper's part of the study report
         roles=(
             Role(
                 "sd",

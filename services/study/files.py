@@ -109,7 +109,7 @@ SYSTEM_KEYS = {"id", "label", "kind", "assign", "params"}
 def sections() -> dict[str, dict[str, Any]]:
     """Every section of study.toml with its defaults: [study], each registered protocol's, the rest."""
     out = {"study": DEFAULTS["study"]}
-    out.update({p.name: dict(p.defaults) for p in protocols.protocols()})
+    out.update({p.name: dict(p.defaults) for p in protocols.protocols() if p.in_studies})
     out.update({k: v for k, v in DEFAULTS.items() if k != "study"})
     return out
 
@@ -257,7 +257,18 @@ def _check_config(raw: dict, err: _Collector) -> dict:
     listed = st.get("protocols")
     names = protocols.names()
     if listed is not None:
-        if not isinstance(listed, list) or not listed or any(p not in names for p in listed):
+        unlisted = {spec.name for spec in protocols.protocols()} - set(names)
+        elsewhere = [p for p in (listed if isinstance(listed, list) else []) if isinstance(p, str) and p in unlisted]
+        if elsewhere:
+            # a registered protocol that keeps no study data (paper 003's audit runs on files)
+            err.add(
+                f,
+                None,
+                "study.protocols",
+                f"'{elsewhere[0]}' keeps no study data and is not listed (its part of the report comes "
+                f"from its own runs); list only {', '.join(names)}",
+            )
+        elif not isinstance(listed, list) or not listed or any(p not in names for p in listed):
             err.add(f, None, "study.protocols", f"must be a non-empty list of {', '.join(names)}")
         else:
             for p in listed:

@@ -37,7 +37,7 @@ def page_language(tab: str) -> str:
 
 def defaults() -> dict:
     """The default wording: the assets' files and the page words each registered protocol adds."""
-    return _defaults(protocols.names())
+    return _defaults(tuple(p.name for p in protocols.protocols()))
 
 
 @functools.lru_cache(maxsize=4)
