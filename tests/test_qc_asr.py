@@ -253,3 +253,29 @@ def test_each_bad_kind_stays_flagged_with_the_second_opinion(s12_readings, kind)
     assert edges is not None
     qc = recording_qc.check(text, transcript, edges=edges, settings=recording_qc.second_opinion({}))
     assert qc.status == "flagged", (kind, edges, transcript)
+
+
+def test_a_reading_over_one_whisper_window_gets_its_second_opinion(tmp_path):
+    """Whisper hears 30 s at a time: the demo's s04 read slowly (espeak-ng en-us at 130 words a
+    minute) lasts 30.1 s, and tiny.en hears its phone number as "I'm hundred twelve...". Its
+    first word is scored on the first window, its last on the last one, so the good reading
+    passes; the same reading without its last word stays flagged."""
+    import csv
+
+    from benchmarks.usability import qc_flags
+    from harness.demo import DEMO_ASSETS
+
+    with open(DEMO_ASSETS / "starters.csv", newline="", encoding="utf-8") as f:
+        text = next(r["text"] for r in csv.DictReader(f) if r["id"] == "s04")
+    asr = systems.build_asr(recording_qc.DEFAULT_QC_ASR, CACHE)
+    tts = qc_flags.voice("espeak-en-us-slow")
+    good = qc_flags.read_and_score(asr, text, *qc_flags.speech(tts, text), tmp_path, "good")
+    short = qc_flags.read_and_score(asr, text, *qc_flags.speech(tts, " ".join(text.split()[:-1])), tmp_path, "short")
+    assert good["audio_s"] > 30.0 and good["edges"] is not None, good
+    assert good["edges"]["first_word"] == "I" and good["edges"]["last_word"] == "678"
+    settings = recording_qc.second_opinion({})
+    assert recording_qc.check(text, good["transcript"]).flags, "the paper's rule alone passes it: not the case tested"
+    assert recording_qc.check(text, good["transcript"], edges=good["edges"], settings=settings).status == "passed"
+    assert recording_qc.check(text, short["transcript"], edges=short["edges"], settings=settings).status == "flagged"
+    # score() (a transcript that came from elsewhere) reads the two windows the same way
+    assert recording_qc.edge_probabilities(asr.score(good["path"], text)) == good["edges"]

@@ -3,7 +3,7 @@ paper's rule alone and with the QC ASR's second opinion (services/usability/reco
 its thresholds chosen leave one voice out.
 
     .venv/bin/python benchmarks/usability/qc_flags.py [--voices joe,joe-noise,espeak-en-us,...]
-        [--starters N] [--from benchmarks/results/qc_flags.json]
+        [--starters N] [--from benchmarks/results/qc_flags.json] [--reuse benchmarks/results/qc_flags.json]
 
 Demo starters are read by several voices (Piper's joe, joe with its prosody noise, espeak-ng
 en-us and en-gb, espeak-ng en-us at a slower rate), after 0.4 s of silence as a participant
@@ -17,7 +17,9 @@ The thresholds for each voice's readings are chosen on the other voices' reading
 search: every bad kind flagged at least 95% there, the fewest good ones flagged); the
 thresholds chosen on all voices are the defaults' recommendation. Cost: seconds per recording
 of QC without the scoring, with it on the transcription's encoder output, and as a pass of its
-own. --from recomputes the figures from a results file's readings (no model runs).
+own. --from recomputes the figures from a results file's readings (no model runs); --reuse runs
+only --voices and takes the other voices' readings from a results file (none of them may be over
+30 s, one Whisper window, whose scoring changed when long recordings got a second opinion).
 Writes benchmarks/results/qc_flags.json.
 """
 
@@ -312,11 +314,24 @@ def report(args, asr_name: str, starters: list[dict], readings: list[dict], seco
     return out
 
 
+def reused(path: str, voices: list[str], starters: list[dict]) -> list[dict]:
+    """The readings of a results file's other voices, each as it was measured."""
+    old = json.loads(Path(path).read_text(encoding="utf-8"))
+    if set(old["starters"]) != {s["id"] for s in starters}:
+        raise SystemExit(f"{path} read other starters ({', '.join(old['starters'])})")
+    out = [r for r in old["readings"] if r["voice"] not in voices]
+    long = [f"{r['voice']} {r['starter']} {r['kind']}" for r in out if r["audio_s"] > 30.0]
+    if long:
+        raise SystemExit(f"{path}: readings over 30 s are scored otherwise now, run their voices: {', '.join(long)}")
+    return [{k: v for k, v in r.items() if not k.startswith("flags_")} for r in out]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--voices", default="joe,joe-noise,espeak-en-us,espeak-en-gb,espeak-en-us-slow")
     ap.add_argument("--starters", type=int, default=0, help="N starters spread over the demo's (0: all)")
     ap.add_argument("--from", dest="src", default="", help="recompute from this results file's readings")
+    ap.add_argument("--reuse", default="", help="take the voices not in --voices from this results file")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "qc_flags.json"))
     args = ap.parse_args()
     with open(ROOT / "assets" / "demo_study" / "starters.csv", newline="", encoding="utf-8") as f:
@@ -331,7 +346,7 @@ def main() -> None:
             step = len(starters) / args.starters
             starters = [starters[int(i * step)] for i in range(args.starters)]
         asr = systems.build_asr(recording_qc.DEFAULT_QC_ASR)
-        readings: list[dict] = []
+        readings: list[dict] = reused(args.reuse, args.voices.split(","), starters) if args.reuse else []
         t_start = time.perf_counter()
         with tempfile.TemporaryDirectory() as tmp:
             # load the model before anything is timed

@@ -44,7 +44,7 @@ MAX_REJECTED = 3  # a sender with more rejected recordings than this is excluded
 # the second opinion's study settings ([usability] qc_second_opinion, qc_first_word_min_p,
 # qc_last_word_min_p); "auto": on unless the QC ASR is the paper's Whisper large-v3, whose
 # transcripts the paper's rule was made for
-SECOND_OPINION_DEFAULTS = {"qc_second_opinion": "auto", "qc_first_word_min_p": 0.4, "qc_last_word_min_p": 0.2}
+SECOND_OPINION_DEFAULTS = {"qc_second_opinion": "auto", "qc_first_word_min_p": 0.5, "qc_last_word_min_p": 0.25}
 
 # The QC ASR when a study names none: the best Whisper that runs offline here (tiny.en through
 # faster-whisper, beam 5). A GPU host with the weights sets the paper's, e.g.
@@ -76,15 +76,22 @@ def normaliser():
 
 
 def words(text: str) -> list[str]:
+    return list(_words(text or ""))
+
+
+@lru_cache(maxsize=4096)
+def _words(text: str) -> tuple[str, ...]:
+    # cached: every recording of a starter normalises the same prompt (the normaliser's
+    # regular expressions take about a millisecond a text)
     out: list[str] = []
-    for w in normaliser()(text or "").split():
+    for w in normaliser()(text).split():
         # digit grouping is spelling, not speech: a phone number is "912 345 678", "912-345-678"
         # or, read digit by digit, "912345678" after the normaliser
         if w.isdigit() and out and out[-1].isdigit():
             out[-1] += w
         else:
             out.append(w)
-    return out
+    return tuple(out)
 
 
 @dataclass

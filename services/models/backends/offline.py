@@ -27,6 +27,11 @@ BERGAMOT_EN_PT_VARIANT = "pt-BR"
 # it (a thread-local: on CPU several threads share one cached model)
 _ENCODED = threading.local()
 _MAX_SCORED_TOKENS = 440  # Whisper's decoder holds 448 positions, the start sequence included
+WINDOW_S = 30.0  # Whisper hears 30 s at a time
+# over a longer recording the prompt's last word is scored on the last window with the prompt's
+# tail; its share of the words (at the reading's mean rate) is cut to this, as a tail that starts
+# before the window only lowers its first tokens, while one that starts too late loses nothing
+_TAIL_SHARE = 0.8
 
 
 @lru_cache(maxsize=1)
@@ -84,8 +89,8 @@ class FasterWhisperASR:
 
     def transcribe_scored(self, wav16k_path: str, prompt: str | None) -> tuple[str, list | None]:
         """The transcript and, when prompt is given, the prompt scored on the same encoder output
-        (score()'s words; None when the recording is over 30 s, one window, or the prompt is too
-        long to score)."""
+        (score()'s words; over 30 s, one window, the last window is encoded once more for the
+        prompt's tail; None when the prompt is too long to score)."""
         model = self._model()
         with self.cache.exclusive():
             _ENCODED.kept = [] if prompt else None
@@ -101,32 +106,69 @@ class FasterWhisperASR:
                 kept = _ENCODED.kept
             finally:
                 _ENCODED.kept = None
-            if not prompt or not kept or info.duration > 30.0:
+            if not prompt or not kept:
                 return text, None
-            return text, self._align(model, kept[0], prompt, info.duration)
+            if info.duration <= WINDOW_S:
+                return text, self._align(model, kept[0], prompt, info.duration)
+            return text, self._score_long(model, kept[0], self._audio(model, wav16k_path), prompt)
 
     def score(self, wav16k_path: str, prompt: str) -> list | None:
         """The prompt as Whisper's tokenizer splits it into words, each (word, [the probability
         the model gives each of its tokens under the audio]); one encoding of its own (for a
-        transcript that came from elsewhere). None as transcribe_scored says."""
-        fw = require("faster_whisper", "faster-whisper")
+        transcript that came from elsewhere). Over 30 s: _score_long(). None when the audio is
+        empty or the prompt too long to score."""
         model = self._model()
         with self.cache.exclusive():
-            audio = fw.decode_audio(str(wav16k_path), sampling_rate=model.feature_extractor.sampling_rate)
-            duration = len(audio) / model.feature_extractor.sampling_rate
-            if duration > 30.0 or not len(audio):
+            audio = self._audio(model, wav16k_path)
+            if not len(audio):
                 return None
-            features = model.feature_extractor(audio)
-            encoded = model.encode(fw.audio.pad_or_trim(features[:, : model.feature_extractor.nb_max_frames]))
-            return self._align(model, encoded, prompt, duration)
+            duration = len(audio) / model.feature_extractor.sampling_rate
+            encoded = self._encode(model, audio)
+            if duration <= WINDOW_S:
+                return self._align(model, encoded, prompt, duration)
+            return self._score_long(model, encoded, audio, prompt)
 
-    def _align(self, model, encoded, prompt: str, duration: float) -> list | None:
+    @staticmethod
+    def _audio(model, wav16k_path: str):
+        fw = require("faster_whisper", "faster-whisper")
+        return fw.decode_audio(str(wav16k_path), sampling_rate=model.feature_extractor.sampling_rate)
+
+    @staticmethod
+    def _encode(model, audio):
+        """The encoder output of audio's first window."""
+        fw = require("faster_whisper", "faster-whisper")
+        features = model.feature_extractor(audio)
+        return model.encode(fw.audio.pad_or_trim(features[:, : model.feature_extractor.nb_max_frames]))
+
+    def _score_long(self, model, first_window, audio, prompt: str) -> list | None:
+        """A recording over one window: the prompt's first word scored on the first window (the
+        decoder reads left to right: the words the window does not hold change nothing before
+        them), its last word on the last window with the prompt's tail. The words between are
+        left out: [the head's first word, the tail's words]."""
+        rate = model.feature_extractor.sampling_rate
+        duration = len(audio) / rate
+        head = self._align(model, first_window, prompt, WINDOW_S, truncate=True)
+        words = prompt.split()
+        k = max(1, int(len(words) * WINDOW_S / duration * _TAIL_SHARE))
+        last_window = self._encode(model, audio[-int(WINDOW_S * rate) :])
+        tail = self._align(model, last_window, " ".join(words[-k:]), WINDOW_S)
+        if not head or not tail:
+            return None
+        first = next((w for w in head if w[1] and any(ch.isalnum() for ch in w[0])), None)
+        return ([first] if first else []) + tail
+
+    def _align(self, model, encoded, prompt: str, duration: float, truncate: bool = False) -> list | None:
+        """score()'s words; a prompt over the decoder's length is None, or with truncate its
+        first tokens that fit (the first word's probability does not depend on the rest)."""
         fw = require("faster_whisper", "faster-whisper")
         tok = fw.tokenizer.Tokenizer(
             model.hf_tokenizer, model.model.is_multilingual, task="transcribe", language=self.language
         )
         ids = tok.encode(" " + prompt.strip())
-        if not ids or len(ids) + len(tok.sot_sequence) > _MAX_SCORED_TOKENS:
+        room = _MAX_SCORED_TOKENS - len(tok.sot_sequence)
+        if truncate:
+            ids = ids[:room]
+        if not ids or len(ids) > room:
             return None
         frames = min(int(duration * model.frames_per_second), model.feature_extractor.nb_max_frames)
         probs = list(model.model.align(encoded, tok.sot_sequence, [ids], max(frames, 1))[0].text_token_probs)
