@@ -285,6 +285,10 @@ def test_references_are_their_own_table_and_in_no_other(tmp_path):
     for g in given:
         assert g["translation"].encode() not in others, g["starter_id"]
     assert "### `reference_translations.csv`" in (res.folder / "README.md").read_text()
+    # no recordings yet: the audiofolder is refused with its reason, and no folder is left behind
+    with pytest.raises(ExportError, match="the study has no recordings to export"):
+        export_study(db, "demo", tmp_path / "hf", "hf-audio", media_dir=tmp_path / "media")
+    assert not (tmp_path / "hf").exists()
 
 
 def test_external_ids_only_on_request_and_tokens_never(study):
@@ -506,6 +510,8 @@ def test_missing_audio_and_no_audio(study, tmp_path):
     assert sorted(res.missing_audio) == sorted([study["s1"]["recording"], study["s2"]["recording"]])
     assert all(r["file_name"] == "" for r in read_csv(res.folder / "recordings.csv"))
     assert "audio was missing" in (res.folder / "README.md").read_text()
+    with pytest.raises(ExportError, match="none of its 2 recordings' files is in .*nowhere"):
+        export_study(study["db"], "demo", tmp_path / "hf", "hf-audio", media_dir=tmp_path / "nowhere")
     res = export(study, "jsonl", include_audio=False, include_events=False)
     assert not (res.folder / "audio").exists() and "events" not in res.rows
     assert all(r["file_name"] is None for r in read_jsonl(res.folder / "recordings.jsonl"))

@@ -253,3 +253,28 @@ def test_imported_answered_over_http_and_exported(registered, tmp_path):
     assert manifest["rows"]["yesno_answers"] == 2 and manifest["rows"]["assignments"] == 2
     with open(out / "events.csv", encoding="utf-8") as f:  # a submit's event names the new phase
         assert sum(1 for e in csv.DictReader(f) if e["action"] == "submit" and e["entity"] == NAME) == 2
+
+
+def test_a_table_name_taken_is_refused(tmp_path):
+    """An exported table is one file: a second protocol's table of the same name is refused at
+    registration, and one named as a common table is refused by the export with its name."""
+    import dataclasses
+
+    from harness.demo import DEMO_ASSETS
+    from services.setup.importer import import_study
+    from services.study.export import ExportError, export_study
+    from storage import open_database
+
+    table = PROTOCOL.export_tables["yesno_answers"]
+    other = dataclasses.replace(PROTOCOL, name="yesno2", roles=(), tabs=(), phases=())
+    with pytest.raises(ValueError, match="'yesno2': export tables da_judgments already registered"):
+        protocols.register(dataclasses.replace(other, export_tables={"da_judgments": table}))
+    assert "yesno2" not in protocols.names()
+    protocols.register(dataclasses.replace(other, export_tables={"participants": table}))
+    try:
+        db = open_database(tmp_path / "s.db")
+        import_study(db, DEMO_ASSETS)
+        with pytest.raises(ExportError, match="protocol 'yesno2' exports a table named 'participants'"):
+            export_study(db, "demo", tmp_path / "out", "csv", media_dir=tmp_path / "media")
+    finally:
+        protocols.unregister("yesno2")

@@ -212,8 +212,11 @@ def register(protocol: Protocol) -> Protocol:
             kind: {x.name for p in _registered.values() for x in getattr(p, kind)}
             for kind in ("roles", "tabs", "phases")
         }
-        for kind in ("roles", "tabs", "phases"):
-            clash = {x.name for x in getattr(protocol, kind)} & taken[kind]
+        # an exported table is one file: two protocols never write the same one
+        taken["export tables"] = {t for p in _registered.values() for t in p.export_tables}
+        for kind in ("roles", "tabs", "phases", "export tables"):
+            mine = set(protocol.export_tables) if kind == "export tables" else {x.name for x in getattr(protocol, kind)}
+            clash = mine & taken[kind]
             if clash:
                 if old is not None:
                     _registered[protocol.name] = old

@@ -84,8 +84,16 @@ QUERIES = {
 
 
 def protocol_tables() -> dict[str, protocols.ExportTable]:
-    """The registered protocols' tables (a name the common tables have stays the common one's)."""
-    return {t: spec for t, spec in protocols.export_tables().items() if t not in QUERIES}
+    """The registered protocols' tables; a protocol's table may not take a common table's name
+    (its file would replace the common one's)."""
+    tables = protocols.export_tables()
+    clash = sorted(set(tables) & set(QUERIES))
+    if clash:
+        owner = next(p.name for p in protocols.protocols() if clash[0] in p.export_tables)
+        raise ExportError(
+            f"protocol '{owner}' exports a table named '{clash[0]}', the name of a common table: rename it"
+        )
+    return tables
 
 
 def queries() -> dict:
@@ -455,6 +463,14 @@ def export_study(
     tables, audio, missing = build_tables(
         database, study_id, media_dir, include_external_ids, include_events, include_audio
     )
+    if fmt == "hf-audio" and not audio:
+        # an audiofolder of no audio is no dataset: say why, before a folder is made
+        why = (
+            f"none of its {len(missing)} recordings' files is in {media_dir}"
+            if missing
+            else "the study has no recordings to export"
+        )
+        raise ExportError(f"the hf-audio format is the audio itself: {why} (use csv, jsonl or parquet)")
     audio_dir = f"{HF_SPLIT_DIR}/" if fmt == "hf-audio" else ""
     out = Path(out_dir)
     tmp = _new_folder(out)
