@@ -159,6 +159,8 @@ class Protocol:
     in_studies: a study lists it in study.protocols, with its [<name>] section (False: the
         protocol keeps no study data, as paper 003's QE audit, which runs on files; it has no
         roles, tabs or phases, and its report section is made from the report's inputs)
+    assigned_systems: who is assigned one of the study's [[systems]] (a study of the protocol
+        needs one with assign = true); "": the protocol assigns no system
     report_section: its part of the per-study report (services/report/build.py), a callable or
         "module:function" (resolve(); services.common imports no protocol or report module):
         (database, study_id, out_dir, inputs) -> services.report.sections.Part, where inputs is
@@ -179,6 +181,7 @@ class Protocol:
     export_tables: Mapping[str, ExportTable] = field(default_factory=dict)
     texts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     in_studies: bool = True
+    assigned_systems: str = ""
     report_section: Callable[..., Any] | str | None = None
 
 

@@ -411,13 +411,15 @@ def _check_systems(raw: dict, cfg: dict, err: _Collector) -> list[dict]:
             params = {}
         _check_system_params(f, where, kind, params, err)
         out.append({"id": sid, "label": str(label), "kind": kind, "assign": bool(assign), "params": params})
-    if "usability" in cfg and not any(s["assign"] for s in out):
-        err.add(
-            f,
-            None,
-            "systems",
-            "the usability protocol needs at least one [[systems]] entry that senders are assigned to",
-        )
+    for spec in protocols.protocols():
+        if spec.assigned_systems and spec.name in cfg and not any(s["assign"] for s in out):
+            err.add(
+                f,
+                None,
+                "systems",
+                f"the {spec.name} protocol needs at least one [[systems]] entry that "
+                f"{spec.assigned_systems} are assigned to",
+            )
     return out
 
 
