@@ -161,6 +161,9 @@ class Protocol:
         roles, tabs or phases, and its report section is made from the report's inputs)
     assigned_systems: who is assigned one of the study's [[systems]] (a study of the protocol
         needs one with assign = true); "": the protocol assigns no system
+    metrics_report: (database, study_id) -> which automatic metrics ran on a study of the
+        protocol, in which mode, and what each skipped (services/metrics/exchange.py's shape),
+        a callable or "module:function": the export manifest's `metrics` and the report's versions
     report_section: its part of the per-study report (services/report/build.py), a callable or
         "module:function" (resolve(); services.common imports no protocol or report module):
         (database, study_id, out_dir, inputs) -> services.report.sections.Part, where inputs is
@@ -182,6 +185,7 @@ class Protocol:
     texts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     in_studies: bool = True
     assigned_systems: str = ""
+    metrics_report: Callable[..., dict] | str | None = None
     report_section: Callable[..., Any] | str | None = None
 
 

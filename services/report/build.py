@@ -58,8 +58,11 @@ def versions(database, study_id: str, config: dict) -> dict:
             out[name] = "not installed"
     for s in config.get("systems") or []:
         out[f"system {s.get('id')}"] = s.get("label") or s.get("kind", "")
-    if "usability" in (config.get("study", {}).get("protocols") or []):
-        for line in exchange_metrics.report_lines(exchange_metrics.metrics_report(database, study_id)):
+    listed = config.get("study", {}).get("protocols") or []
+    for spec in registry.protocols():
+        if spec.metrics_report is None or spec.name not in listed:
+            continue
+        for line in exchange_metrics.report_lines(registry.resolve(spec.metrics_report)(database, study_id)):
             key, _, rest = line.strip().partition(":")
             out[key] = rest.strip()
     return out

@@ -39,7 +39,6 @@ import pandas as pd
 
 from services.common import protocols, variants
 from services.common.settings import Settings
-from services.metrics import exchange as exchange_metrics
 from services.study import consent
 from services.study import export_dictionary as dictionary
 from storage import exports, studies
@@ -517,8 +516,10 @@ def export_study(
             "warnings": warnings,
         }
         # which metrics ran, in which mode, and how many exchanges each skipped and why
-        if "usability" in required(studies.get_study(database, study_id), "study")["config"]:
-            manifest["metrics"] = exchange_metrics.metrics_report(database, study_id)
+        config = required(studies.get_study(database, study_id), "study")["config"]
+        for spec in protocols.protocols():
+            if spec.metrics_report is not None and spec.name in config:
+                manifest["metrics"] = protocols.resolve(spec.metrics_report)(database, study_id)
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         _private(tmp)
         if out.exists():

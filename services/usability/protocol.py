@@ -360,6 +360,7 @@ PROTOCOL = protocols.register(
         name="usability",
         report_section="services.report.usability:section",  # its paper's part of the study report
         assigned_systems="senders",  # each sender's recordings go through one system
+        metrics_report="services.metrics.exchange:metrics_report",  # the exchanges' metrics
         # seconds_per_item: the welcome's estimates (no paper gives one): reading and recording a
         # 40-60 word starter, up to two tries, and its two surveys; reading a translation and
         # answering up to 10 short questions; reading source and translation, a score and up to 10
