@@ -617,9 +617,17 @@ class Sim:
                     r["sender_id"] not in self.rejected.values()
                     and seeded(self.seed, "reject", r["exchange_id"]).random() < REJECT_SHARE
                 )
-                self.t("admin/review_decide", decide, self.db, r["id"], "reject" if reject else "accept", "sim-admin")
+                out = self.t(
+                    "admin/review_decide", decide, self.db, r["id"], "reject" if reject else "accept", "sim-admin"
+                )
                 if reject:
                     self.rejected[r["exchange_id"]] = r["sender_id"]
+                if out.record_again:
+                    # the text is back on the sender's record tab: a sender who had moved on to the
+                    # survey tab, or finished, comes back to it (the page shows it on their next visit)
+                    back = next((q for q in self.people if q.pid == r["sender_id"]), None)
+                    if back is not None and back.status in ("active", "retired"):
+                        back.status, back.tab_i, back.last = "active", back.tabs.index("record"), "new"
                 else:
                     self.accepted.append(r["exchange_id"])
 
