@@ -411,7 +411,7 @@ def m008_question_drafts(db) -> None:
 def m009_work_pool(db) -> None:
     # Items waiting for people (receive, validate, third-person baseline surveys, a withdrawn
     # recording waiting for a sender of its cell): a participant who needs work picks one here
-    # (services/participation/workflow.next_item), so no request scans the study. need = people still to
+    # (services/usability/workflow.next_item), so no request scans the study. need = people still to
     # assign; stratum = what allocation balances over (the speaker's group and the system; for
     # 'record', the sender cell group|gender); rkey = seeded random order. The other indexes
     # serve the per-exchange checks that a submit runs (no SCAN of a study-sized table).

@@ -2,7 +2,7 @@
 
 Every query here is bounded by one exchange, one participant or one stratum's first rows
 (indexes of migration m009), so its cost does not grow with the study; the study-wide ones
-are marked and serve only the repair (services/participation/workflow.refresh) and the worker.
+are marked and serve only the repair (services/usability/workflow.refresh) and the worker.
 """
 
 from __future__ import annotations

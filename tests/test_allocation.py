@@ -215,7 +215,7 @@ def test_a_study_may_let_receivers_repeat_starters(tmp_path):
 def test_the_ready_count_leaves_out_starters_the_receiver_had(tmp_path):
     """The page's "n ready" (workflow.ready_in_pool) counts what next_item would give: after one
     of each starter, none of the four open exchanges is theirs to take."""
-    from services.participation import workflow
+    from services.usability import workflow
     from storage import participants, studies
 
     db = _two_senders_one_design(tmp_path)

@@ -7,10 +7,11 @@ import datetime as dt
 import pytest
 
 from services.admin import participants as pa
-from services.participation import dropouts, workflow
+from services.participation import dropouts
 from services.participation.items import AccessError, get_view
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
+from services.usability import workflow
 from storage import open_database, pool
 from tests.helpers.workflow import (
     answer_receiver,

@@ -1,12 +1,13 @@
-"""The workflow's repair (services/participation/workflow.refresh), run by the worker and from the admin tab:
+"""The workflow's repair (services/usability/workflow.refresh), run by the worker and from the admin tab:
 it puts back what an event missed and changes nothing when nothing is missing."""
 
 from __future__ import annotations
 
 from services.admin import progress as admin_progress
-from services.participation import maintenance, workflow
+from services.participation import maintenance
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
+from services.usability import workflow
 from storage import jobs, open_database, pool
 from tests.helpers.workflow import (
     answer_receiver,

@@ -35,7 +35,7 @@ dithered rounding of it (benchmarks/usability/analysis.py's rule); the baseline 
 quality. The end of each run checks: every exchange of an active or replaced (dropped-out)
 sender whose recording was not rejected has answers, a validation and both surveys by one
 person; the design cells are balanced (the table is printed); nothing is stored twice; a final
-services.participation.workflow.refresh adds nothing; the deactivated receiver's items were done by others;
+services.usability.workflow.refresh adds nothing; the deactivated receiver's items were done by others;
 and (unless --no-analysis) `python app.py analyze usability` on the app's export of the study
 (services/usability/export.exchanges_frame, the analysis tab's input, as CSV) recovers the
 planted system, topic and u_b effects within their 95% CIs; the tidy export
@@ -890,7 +890,7 @@ def check_reassignment(db, sim: Sim) -> tuple[dict, list[str]]:
 
 
 def repair_adds_nothing(db, timer: Timer) -> tuple[dict, list[str]]:
-    from services.participation import workflow
+    from services.usability import workflow
 
     before = count_rows(db)
     open_before = db.scalar("SELECT COUNT(*) FROM assignments WHERE status = 'open'")
@@ -1094,9 +1094,9 @@ def measure(snapshot: Path, per_tab: int = 25, refreshes: int = 5, seed: int = 1
     participants holding open items (the same sample on every checkout: chosen by SQL on the copy
     before any call)."""
     import services
-    from services.participation import workflow
     from services.participation.items import get_view
     from services.participation.submissions import submit
+    from services.usability import workflow
     from storage import open_database
     from storage.backup import backup
 

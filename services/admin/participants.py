@@ -2,7 +2,8 @@
 hand a deactivated participant's open items to others, issue a new link, and the list of
 those who finished (to approve submissions on Prolific). Every change goes to the audit log.
 
-Where open items go when they are reassigned: services/participation/reassignment.py.
+Where open items go when they are reassigned: services/participation/reassignment.py, which
+asks the participant's role (the usability roles: services/usability/reassignment.py).
 """
 
 from __future__ import annotations

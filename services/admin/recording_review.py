@@ -5,7 +5,8 @@ goes on to the receivers) or rejects (it never does). A sender with more than th
 rejected recordings is excluded from analyses (participants.excluded_at) and their open
 items are withdrawn; each withdrawn recording item goes to another active sender, of the
 same group and gender where possible, who has not had that starter
-(services/participation/reassignment.withdraw_and_reassign, which the admin's reassign also uses).
+(services/participation/reassignment.withdraw_and_reassign, which the admin's reassign also uses,
+handing them on through the usability roles' on_leave: services/usability/reassignment.py).
 A rejected recording of a sender who still takes part goes back to them as "record again": a
 new record item of the same exchange, first in their queue, whose page says why (the rejected
 recording and its translation are kept: results.supersede_translation).
@@ -16,8 +17,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from services.participation import workflow
 from services.participation.reassignment import withdraw_and_reassign
+from services.usability import workflow
 from services.usability.recording_qc import FLAG_TEXT, MAX_REJECTED, align, edges_text
 from storage import assignments, participants, results
 from storage.db import required

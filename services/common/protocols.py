@@ -52,6 +52,9 @@ class Phase:
         validate
     after_save(db, database, study, assignment), optional: inside the write, after the item is
         marked done (a DA rater's finished HIT is judged)
+    not_handed_on: why an open item of the phase is withdrawn, not handed on, when its
+        participant leaves and their role's on_leave does not hand it on (the reassignment's
+        summary; default: the phase's name)
     """
 
     name: str
@@ -63,6 +66,7 @@ class Phase:
     intake: Callable[..., dict] | None = None
     after_save: Callable[..., None] | None = None
     not_ready: str = ""
+    not_handed_on: str = ""
 
 
 @dataclass(frozen=True)
@@ -72,7 +76,10 @@ class Tab:
     build: the tab's builder in tabs/ (ctx -> tabs.common.TabUI), a callable or "module:name"
         (imported by web only: services never import tabs)
     label: the tab's name as the other tab of the same role names it ("your Survey tab")
-    workflow: a submit opens downstream work (services/participation/workflow.py)
+    on_submit(db, database, study, assignment), optional: inside the answer's write, after the
+        phase's save and after_save: the downstream work the answer opens (the usability study's
+        next phase); a tab with one also readies the participant's next item in that write (the
+        item a pool gives, its first-shown time), so that the view after the submit writes nothing
     instruction_items: item ids that are instructions, not work (not counted, no "Saved.")
     total(database, participant, study, counts) -> the items the progress counts (default:
         done + open)
@@ -85,12 +92,32 @@ class Tab:
     phases: tuple[str, ...]
     build: Callable[..., Any] | str
     label: str = ""
-    workflow: bool = False
+    on_submit: Callable[..., Any] | None = None
     instruction_items: tuple[str, ...] = ()
     total: Callable[..., int] | None = None
     waiting: Callable[..., str | None] | None = None
     refusal_out_of_order: str = "out_of_order"
     lang: str = "en"  # the language of the page (a role's page speaks its first tab's)
+
+
+@dataclass(frozen=True)
+class Pool:
+    """How a role takes its work from a pool shared by the study, one item at a time as its page
+    asks for work, rather than from a queue made at enrolment.
+
+    tab: the role's tab whose items come from the pool
+    may_take(database, participant, study) -> bool: whether taking an item is worth the write
+        lock (the participant has room and something they may take waits); cheap reads only
+    ready(database, participant, study) -> int | None: how many more items the participant could
+        take now (the page's "n ready"); None: nothing comes from the pool for them
+    take(db, database, participant, study) -> the assignment taken (storage's row), or None when
+        there is no room or nothing they may take; inside the caller's write
+    """
+
+    tab: str
+    may_take: Callable[..., bool]
+    ready: Callable[..., int | None]
+    take: Callable[..., dict | None]
 
 
 @dataclass(frozen=True)
@@ -103,6 +130,14 @@ class Role:
     items(config) -> the number of items the role's welcome names (services/participation/welcome.py)
     seconds_per_item: the estimate of the welcome's minutes, per item
     minutes(config) -> the welcome's minutes where the protocol gives them (None: the estimate)
+    pool: a Pool when the role takes its work one item at a time from the study's pool (None:
+        its items are in its queue)
+    on_leave(db, database, study, participant, withdrawn, actor, out), optional: a participant
+        of the role leaves (deactivated and reassigned, dropped out, excluded): `withdrawn` are
+        their open items, already withdrawn, inside the caller's write; it hands on what it can
+        and says so in `out` (services/participation/reassignment.py Reassignment: moved,
+        waiting, dropped). None: nothing is handed on (each item is dropped, with its phase's
+        not_handed_on)
     The welcome's words are the page text `welcome_<role>` (Protocol.texts for a new role)."""
 
     name: str
@@ -113,6 +148,8 @@ class Role:
     items: Callable[[dict], int] | None = None
     seconds_per_item: int = 60
     minutes: Callable[[dict], float] | None = None
+    pool: Pool | None = None
+    on_leave: Callable[..., None] | None = None
 
 
 @dataclass(frozen=True)
@@ -170,6 +207,14 @@ class Protocol:
         the report's extra inputs ({"qe_audits": [folders]}); the function's module holds TITLE
         and ITEMS, the part's title and numbered items, which a failed analysis fills with its
         reason. None: no part in the report
+    repair(database, study_id) -> int, optional: the protocol's periodic repair, adding what its
+        events should have opened (idempotent; the count of things it added or changed, 0: none
+        missing); run by the worker's upkeep (services/participation/maintenance.py) and after a
+        study's import, for every registered protocol that has one (a study without the
+        protocol: 0). A callable or "module:function" (resolve())
+    questions_changed(db, database, study_id, starter_id), optional: inside the caller's write,
+        a starter's accepted comprehension questions changed (services/questions/review.py); a
+        callable or "module:function" (resolve())
     """
 
     name: str
@@ -187,6 +232,8 @@ class Protocol:
     assigned_systems: str = ""
     metrics_report: Callable[..., dict] | str | None = None
     report_section: Callable[..., Any] | str | None = None
+    repair: Callable[..., int] | str | None = None
+    questions_changed: Callable[..., None] | str | None = None
 
 
 class UnknownName(KeyError):
@@ -345,6 +392,12 @@ def role_tabs() -> dict[str, tuple[str, ...]]:
 
 def tab_phases() -> dict[str, tuple[str, ...]]:
     return {t: tab(t).phases for t in tabs()}
+
+
+def with_hook(hook: str) -> tuple[tuple[Protocol, Callable[..., Any]], ...]:
+    """(protocol, its resolved callable) of every registered protocol that has the hook (a
+    field of Protocol: "repair", "questions_changed"), in registration order."""
+    return tuple((p, resolve(getattr(p, hook))) for p in protocols() if getattr(p, hook) is not None)
 
 
 def export_tables() -> dict[str, ExportTable]:

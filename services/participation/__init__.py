@@ -1,1 +1,1 @@
-"""What a participant does: their items, submissions, the workflow, assignment, dropouts, request limits."""
+"""What a participant does: their items, submissions, assignment, reassignment, dropouts, upkeep, request limits."""

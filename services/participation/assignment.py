@@ -3,7 +3,7 @@
 - sender_design: a sender's starters, stratified over domain x source, with systems
   balanced within the sender; design block i is the same in every group x gender cell, so
   the stimuli are shared across groups (between-subjects on the cell, within on starters).
-- (receivers, validators and raters take items from the work pool: services/participation/workflow.next_item)
+- (receivers, validators and raters take items from the work pool: services/usability/workflow.next_item)
 - order_key (services/common/seeded.py): a per-participant random order of items.
 """
 

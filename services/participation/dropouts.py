@@ -7,7 +7,8 @@ while surveys wait for them (detect_inactive, run by the worker: services/partic
 Their link stops working; each of their exchanges whose informed survey they have not
 answered goes to the raters' pool (baseline, then informed, by one rater: perspective
 'third'), their recordings not yet made go to a sender of the same cell
-(services/participation/reassignment.withdraw_and_reassign). What they answered stays theirs.
+(services/participation/reassignment.withdraw_and_reassign, through the sender role's on_leave:
+services/usability/reassignment.py). What they answered stays theirs.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import html
 from dataclasses import dataclass, field
 
 from services.common import protocols
-from services.participation import rate_limit, workflow
+from services.participation import rate_limit
 from services.participation.serial import one_at_a_time
 from services.study import consent
 from services.study.texts import Voice, page_language, refusal, reword
@@ -22,6 +22,13 @@ from storage.db import required
 
 def _instruction_items(tab: str) -> tuple[str, ...]:
     return protocols.tab(tab).instruction_items
+
+
+def _pool(p: dict, tab: str) -> protocols.Pool | None:
+    """The pool the participant's role takes this tab's items from, one at a time (None: the
+    tab's items are all in their queue)."""
+    pool = protocols.role(p["role"]).pool
+    return pool if pool is not None and pool.tab == tab else None
 
 
 class AccessError(PermissionError):
@@ -194,7 +201,8 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
         )
     a = assignments.next_open(database, p["id"], phases)
     shown = False
-    if a is None and touch and workflow.takes_from_pool(p, tab) and workflow.may_take(database, p, study):
+    pool = _pool(p, tab)
+    if a is None and touch and pool is not None and pool.may_take(database, p, study):
         # taking one item from the pool (never a DA item: its content may not be ready), shown now
         with database.write() as db:
             a = take_and_show(db, database, p, study, tab)
@@ -253,8 +261,8 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
     if touch and not a["first_shown_at"] and not shown:
         writes.add(lambda db: assignments.mark_shown(db, a["id"]))
     ready = None
-    if workflow.takes_from_pool(p, tab):  # items come one at a time: say how many are ready now
-        more = workflow.ready_in_pool(database, p, study)
+    if pool is not None:  # items come one at a time: say how many are ready now
+        more = pool.ready(database, p, study)
         ready = None if more is None else counts["open"] + more
     return ItemView(
         tab,
@@ -273,10 +281,11 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
 
 def take_and_show(db, database, p: dict, study: dict, tab: str) -> dict | None:
     """Inside a write: the participant's next open item of the tab, or one taken from the pool
-    (next_item checks their room and the pool), marked shown from now."""
+    (the role's Pool.take checks their room and the pool), marked shown from now."""
     a = assignments.next_open(database, p["id"], protocols.tab(tab).phases)
-    if a is None and workflow.takes_from_pool(p, tab):
-        a = workflow.next_item(db, database, p, study)
+    pool = _pool(p, tab)
+    if a is None and pool is not None:
+        a = pool.take(db, database, p, study)
     if a is not None and not a["first_shown_at"]:
         assignments.mark_shown(db, a["id"])
     return a

@@ -3,7 +3,7 @@
 submit() refuses items outside the caller's queue, returns the saved state when the item
 was already submitted (a double click or a reconnect writes nothing twice), and otherwise
 validates the payload for the item's phase and stores it with the assignment's timing in
-one transaction, with the downstream work it opens for that exchange (services/participation/workflow.py).
+one transaction, with the downstream work it opens (the tab's on_submit: services/common/protocols.py).
 What it says back (the notice, a refusal) is in the page's language (services/study/texts.py)."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass, field
 
 from services.common import protocols
-from services.participation import workflow
 from services.participation.items import (
     AccessError,
     ItemView,
@@ -227,8 +226,9 @@ def _save(
         database.log(
             actor or f"participant:{p['id']}", "submit", spec.name, a["id"], {"item": a["item_id"], "at": now()}
         )
-        if protocols.tab(tab).workflow:  # a DA or SD answer opens no downstream work
-            workflow.after_submit(db, database, study, a)
+        on_submit = protocols.tab(tab).on_submit
+        if on_submit is not None:  # a DA or SD answer opens no downstream work
+            on_submit(db, database, study, a)
             ready_next(db, database, p, study, tab)
     # an instruction page (the SD welcome and example) saves no answer, so it says no "Saved."
     words = "" if a["item_id"] in protocols.tab(tab).instruction_items else voice("saved")

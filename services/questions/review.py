@@ -29,8 +29,8 @@ from typing import TypedDict
 
 import pandas as pd
 
+from services.common import protocols
 from services.models import llm
-from services.participation import workflow
 from services.participation.items import bold_key_spans
 from services.questions import settings as question_settings
 from services.study.export import FORMULA_START, neutralise
@@ -160,7 +160,8 @@ def _rebuild(db, database, study_id: str, starter_id: str) -> None:
             "translations in their queue: keep at least one accepted question."
         )
     question_drafts.replace_questions(db, study_id, starter_id, accepted)
-    workflow.starter_changed(db, database, study_id, starter_id)  # its exchanges may go to receivers now
+    for _, changed in protocols.with_hook("questions_changed"):  # its exchanges may go to receivers now
+        changed(db, database, study_id, starter_id)
 
 
 def _change(database, draft_id, actor: str, action: str, **fields) -> dict:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from services.common import protocols
 from services.metrics import exchange as exchange_metrics
-from services.participation import workflow
+from services.participation import maintenance
 from services.study.files import StudyError, StudyValidationError, load_study
 from storage import assignments, results, studies
 
@@ -68,7 +68,7 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
         database.log(
             actor, "import" if not existing else "reimport", "study", bundle.id, {"hash": bundle.content_hash, **counts}
         )
-        workflow.refresh(database, bundle.id)
+        maintenance.repair(database, bundle.id)  # each protocol opens what the imported exchanges allow
     return ImportResult(bundle.id, "updated" if existing else "created", counts)
 
 

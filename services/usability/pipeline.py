@@ -20,8 +20,8 @@ from services.da import campaign as da_campaign
 from services.metrics import exchange as exchange_metrics
 from services.models import systems
 from services.models.cache import CACHE
-from services.participation import maintenance, workflow
-from services.usability import recording_qc
+from services.participation import maintenance
+from services.usability import recording_qc, workflow
 from storage import assignments, results, studies
 from storage.db import required
 

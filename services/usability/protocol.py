@@ -1,22 +1,22 @@
 """The four-phase usability study (paper 000) as a protocol: the sender records, the receiver
 answers questions from the translation, the validator marks the answers, the sender (or a
 third-person rater) takes the surveys. Registered with services/common/protocols.py; the
-workflow between the phases is services/participation/workflow.py."""
+workflow between the phases is services/usability/workflow.py, where a leaving participant's
+items go is services/usability/reassignment.py."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from services.common import protocols, variants
-from services.common.protocols import Phase, Protocol, Role, Tab
+from services.common.protocols import Phase, Pool, Protocol, Role, Tab
 from services.common.seeded import order_key
 from services.metrics import registry as metric_registry
-from services.participation import workflow
 from services.participation.assignment import sender_design
 from services.participation.items import bold_key_spans
 from services.participation.submissions import SubmissionError
 from services.study.texts import Voice, sqm_label, texts
-from services.usability import answers, corpus, export_tables
+from services.usability import answers, corpus, export_tables, reassignment, workflow
 from services.usability.audio_intake import IntakeError, store_recording
 from services.usability.recording_qc import SECOND_OPINION_DEFAULTS, qc_asr_problems, second_opinion_problems
 from storage import assignments, jobs, participants, question_drafts, results, studies
@@ -355,6 +355,11 @@ def setup_sender(db, database, study, pid: int, group, gender, design_index: int
     workflow.adopt_cell_orphans(db, database, study, pid, group, gender)
 
 
+def _pool(tab: str) -> Pool:
+    """A pooled role's work, taken on `tab` (workflow.POOL_OF_ROLE names the role's phase)."""
+    return Pool(tab, workflow.may_take, workflow.ready_in_pool, workflow.next_item)
+
+
 PROTOCOL = protocols.register(
     Protocol(
         name="usability",
@@ -365,6 +370,8 @@ PROTOCOL = protocols.register(
         # 40-60 word starter, up to two tries, and its two surveys; reading a translation and
         # answering up to 10 short questions; reading source and translation, a score and up to 10
         # marks; two surveys of someone else's message
+        # a leaving participant's open items are handed on by every role (reassignment.on_leave);
+        # receivers, validators and raters take their work from the pool, one item at a time
         roles=(
             Role(
                 "sender",
@@ -374,6 +381,7 @@ PROTOCOL = protocols.register(
                 grouped=True,
                 items=lambda cfg: (cfg.get("usability") or {}).get("items_per_sender", 0),
                 seconds_per_item=150,
+                on_leave=reassignment.on_leave,
             ),
             Role(
                 "receiver",
@@ -381,6 +389,8 @@ PROTOCOL = protocols.register(
                 "Receptor",
                 items=lambda cfg: (cfg.get("usability") or {}).get("items_per_receiver", 0),
                 seconds_per_item=150,
+                pool=_pool("receiver"),
+                on_leave=reassignment.on_leave,
             ),
             Role(
                 "validator",
@@ -388,6 +398,8 @@ PROTOCOL = protocols.register(
                 "Validator",
                 items=lambda cfg: (cfg.get("usability") or {}).get("items_per_validator", 0),
                 seconds_per_item=180,
+                pool=_pool("validator"),
+                on_leave=reassignment.on_leave,
             ),
             Role(
                 "rater",
@@ -395,19 +407,34 @@ PROTOCOL = protocols.register(
                 "Rater",
                 items=lambda cfg: (cfg.get("usability") or {}).get("items_per_sender", 0),
                 seconds_per_item=60,
+                pool=_pool("survey"),
+                on_leave=reassignment.on_leave,
             ),
         ),
         tabs=(
-            Tab("record", ("record",), "tabs.record:build", label="Record", workflow=True),
+            Tab("record", ("record",), "tabs.record:build", label="Record", on_submit=workflow.after_submit),
             # the receiver's page is in European Portuguese, as the paper's receivers
-            Tab("receiver", ("receive",), "tabs.receiver:build", workflow=True, total=receiver_total, lang="pt-PT"),
-            Tab("validator", ("validate",), "tabs.validator:build", workflow=True, total=validator_total),
+            Tab(
+                "receiver",
+                ("receive",),
+                "tabs.receiver:build",
+                on_submit=workflow.after_submit,
+                total=receiver_total,
+                lang="pt-PT",
+            ),
+            Tab(
+                "validator",
+                ("validate",),
+                "tabs.validator:build",
+                on_submit=workflow.after_submit,
+                total=validator_total,
+            ),
             Tab(
                 "survey",
                 ("survey_baseline", "survey_informed"),
                 "tabs.survey:build",
                 label="Survey",
-                workflow=True,
+                on_submit=workflow.after_submit,
                 total=survey_total,
                 waiting=waiting_message,
             ),
@@ -417,12 +444,21 @@ PROTOCOL = protocols.register(
             Phase("receive", content, answers.validate_receive, save_answers, stored_answers),
             Phase("validate", content, answers.validate_validate, save_validation, stored_validation),
             Phase("survey_baseline", content, answers.validate_survey, save_survey, stored_survey),
-            Phase("survey_informed", content, answers.validate_survey, save_survey, stored_survey),
+            Phase(
+                "survey_informed",
+                content,
+                answers.validate_survey,
+                save_survey,
+                stored_survey,
+                not_handed_on="an informed survey follows the person's own baseline",
+            ),
         ),
         defaults=DEFAULTS,
         check=check,
         load=corpus.load,
         corpus_files=("starters", "questions", "exchanges", "references"),
         export_tables=export_tables.TABLES,
+        repair=workflow.refresh,
+        questions_changed=workflow.starter_changed,
     )
 )

@@ -70,8 +70,8 @@ def exported_study(tmp) -> dict:
     reviewer, one from a Prolific self-enrolment), answers with formula-like text, a validation,
     third-person surveys, a DA judgment with feedback, SD ratings, metrics, an exclusion; its
     human translations are both references and exchanges of a listed human system."""
-    from services.participation import workflow
     from services.setup.importer import import_study
+    from services.usability import workflow
     from storage import open_database
 
     media = tmp / "media"

@@ -21,6 +21,9 @@ bounded by one exchange, one participant or the first rows of one stratum):
 refresh(study) is the repair, not part of any request: it walks the study in chunks (each
 its own short write, so others get a turn) and adds what the events would have added. The
 worker runs it periodically (services/participation/maintenance.py) and the admin tab on demand.
+services/usability/protocol.py registers these functions as the protocol's hooks
+(services/common/protocols.py): after_submit as its tabs' on_submit, may_take, ready_in_pool and
+next_item as its pooled roles' Pool, refresh as its repair, starter_changed as questions_changed.
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ from storage.db import required
 
 # the pooled phase a role takes work from, and the study setting that caps it per person
 POOL_OF_ROLE = {"receiver": "receive", "validator": "validate", "rater": "survey_baseline"}
-TAB_OF_ROLE = {"receiver": "receiver", "validator": "validator", "rater": "survey"}
 CAPACITY = {"receive": "items_per_receiver", "validate": "items_per_validator", "survey_baseline": "items_per_rater"}
 SCAN = 16  # candidates looked at per stratum before trying the next one
 REPAIR_CHUNK = 200  # exchanges per write transaction of the repair
@@ -272,10 +274,6 @@ def distinct_starters(study: dict, phase: str) -> bool:
     again, so the second answer set would not be independent of the first (the LMM's receiver
     intercept assumes it is). A study stored before the setting existed has the default (false)."""
     return phase == "receive" and not study["config"]["usability"].get("receiver_repeat_starters", False)
-
-
-def takes_from_pool(p: dict, tab: str) -> bool:
-    return TAB_OF_ROLE.get(p["role"]) == tab
 
 
 def may_take(database, p: dict, study: dict) -> bool:
