@@ -170,6 +170,8 @@ class Protocol:
         the report's extra inputs ({"qe_audits": [folders]}); the function's module holds TITLE
         and ITEMS, the part's title and numbered items, which a failed analysis fills with its
         reason. None: no part in the report
+    analysis_panel: its panel of the Analysis tab, a "module:function" in tabs/ (resolved by the
+        tab: services never import tabs) taking a tabs.analysis_common.Panel; "": no panel
     """
 
     name: str
@@ -187,6 +189,7 @@ class Protocol:
     assigned_systems: str = ""
     metrics_report: Callable[..., dict] | str | None = None
     report_section: Callable[..., Any] | str | None = None
+    analysis_panel: str = ""
 
 
 class UnknownName(KeyError):
