@@ -18,7 +18,7 @@ from tabs.common import Ctx, shown_table
 NOT_RUN = "Not run yet: press the button above."
 QE_DECIMALS = 3  # paper 003's ratios, error rates and Phi: three decimals (services/report/qe.py)
 NO_T8 = "No Table 8: it needs a counterfactual run (MT-GenEval's counterfactual subset)."
-FILES_PX = 150  # the file list scrolls in a short box: the results come first (tabs/analysis.py)
+FILES_PX = 150  # the file list scrolls in a short box: the results come first (tabs/analysis_common.py)
 
 
 @gpu(duration=600)

@@ -100,8 +100,24 @@ def build_tab(ctx):
     return form_tab(ctx, NAME, "Yes or no", body_html, lambda fields: {"answer": fields.get("answer")})
 
 
+def analysis_panel(shared):
+    """Its panel of the Analysis tab: the chosen study's answers counted."""
+    import gradio as gr  # only where the page is built
+
+    with gr.Accordion("Yes or no answers", open=False):
+        count = gr.Button("Count the answers")
+        shown = gr.Markdown()
+
+    def run_yesno(sess, study_id):
+        study_id = shared.study_id(study_id)
+        return f"{len(answer_rows(shared.ctx.database, study_id))} answers in {study_id}"
+
+    count.click(run_yesno, [shared.session, shared.study], shown, api_visibility="private")
+
+
 PROTOCOL = Protocol(
     name=NAME,
+    analysis_panel="tests.test_extra_protocol:analysis_panel",
     roles=(Role(NAME, (NAME,), "Yes or no", setup, items=lambda cfg: len(cfg[NAME]["texts"]), seconds_per_item=5),),
     tabs=(Tab(NAME, (NAME,), build_tab),),
     phases=(Phase(NAME, content, validate, save, stored),),
@@ -177,6 +193,36 @@ def test_its_report_part_comes_after_the_built_in_ones(registered, tmp_path):
     assert rep.parts[-1].title == TITLE and rep.parts[-1].sections[0].missing == "No answers yet."
     page = rep.html.read_text(encoding="utf-8")
     assert page.index("Gender audit of QE metrics (paper 003)") < page.index(TITLE)
+
+
+def test_its_analysis_panel_comes_after_the_built_in_ones(registered, tmp_path):
+    """The Analysis tab iterates the registry: the extra protocol's panel, named by its spec,
+    after the built-in protocols' panels and before the QE audit, wired to the tab's study."""
+    import gradio as gr
+
+    from services.admin import auth as admin
+    from services.setup.importer import import_study
+    from storage import open_database
+    from tabs import analysis
+    from tabs.common import Ctx
+
+    database = open_database(tmp_path / "t.db")
+    write_study(tmp_path / "study", f"texts = {json.dumps(TEXTS)}")
+    import_study(database, tmp_path / "study")
+    with gr.Blocks() as demo:
+        session = gr.Textbox()
+        analysis.build(Ctx(database, None, gr.Textbox(visible=False)), admin.AdminAuth("pw"), session)
+    tab = next(b for b in demo.blocks.values() if isinstance(b, gr.Tab) and b.label == "Analysis")
+    assert [c.label for c in tab.children if isinstance(c, gr.Accordion)] == [
+        "Usability of the four-phase study (paper 000)",
+        "Direct assessment (paper 001)",
+        "Semantic differential (paper 002)",
+        "Yes or no answers",
+        "Gender audit of a QE metric (paper 003)",
+    ]
+    (event,) = [f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "run_yesno"]
+    assert event.inputs[0] is session and isinstance(event.inputs[1], gr.Dropdown)
+    assert event.fn("any", None) == "0 answers in yn"  # no study chosen: the first one
 
 
 def test_the_qe_audit_is_a_protocol_a_study_does_not_list(tmp_path):

@@ -177,7 +177,7 @@ def test_the_tabs_button_runs_on_its_defaults(database, tmp_path):
     """Issue 28: "Analyse the ratings" on its defaults gave "Value 0 is less than minimum value 1"
     (the browser sends 0 for the empty Factors field). Each input is preprocessed as Gradio does
     with what the page sends on its defaults, then the handler runs paper 002's procedure."""
-    from tabs import analysis
+    from tabs import analysis, analysis_sd
 
     db = make_sd_study(database, tmp_path)
     rng = np.random.default_rng(6)
@@ -196,7 +196,7 @@ def test_the_tabs_button_runs_on_its_defaults(database, tmp_path):
     factors, prune, rule = event.inputs[2:5]
     assert isinstance(factors, gr.Number) and "eigenvalue > 1" in factors.label
     assert prune.value is True and rule.value == "kaiser"
-    assert analysis.SD_FACTOR_CHOICES == sd_study.FACTOR_CHOICES
+    assert analysis_sd.SD_FACTOR_CHOICES == sd_study.FACTOR_CHOICES
     sent = {factors: 0}  # what the browser sends for an empty field
     args = [c.preprocess(sent.get(c, c.value)) for c in (factors, prune, rule)]
     out = event.fn(auth.login("pw", None), "demo", *args, None)

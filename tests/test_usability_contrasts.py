@@ -361,7 +361,7 @@ def demo_db(database, tmp_path):
 
 def test_the_tab_fits_the_studys_reference_corpus(mixed_study):
     from services.usability.study_analysis import analyse as analyse_usability
-    from tabs.analysis import US_PLOTS
+    from tabs.analysis_usability import US_PLOTS
 
     db, _ = mixed_study
     res, figs, files = analyse_usability(db, "demo")

@@ -215,6 +215,8 @@ class Protocol:
     questions_changed(db, database, study_id, starter_id), optional: inside the caller's write,
         a starter's accepted comprehension questions changed (services/questions/review.py); a
         callable or "module:function" (resolve())
+    analysis_panel: its panel of the Analysis tab, a "module:function" in tabs/ (resolved by the
+        tab: services never import tabs) taking a tabs.analysis_common.Panel; "": no panel
     """
 
     name: str
@@ -234,6 +236,7 @@ class Protocol:
     report_section: Callable[..., Any] | str | None = None
     repair: Callable[..., int] | str | None = None
     questions_changed: Callable[..., None] | str | None = None
+    analysis_panel: str = ""
 
 
 class UnknownName(KeyError):

@@ -138,6 +138,7 @@ PROTOCOL = protocols.register(
     Protocol(
         name="sd",
         report_section="services.report.sd:section",  # its paper's part of the study report
+        analysis_panel="tabs.analysis_sd:panel",  # its section of the Analysis tab
         roles=(
             Role(
                 "sd",

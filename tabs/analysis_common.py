@@ -1,0 +1,47 @@
+"""What the Analysis tab's protocol panels share: the tab's study chooser and session, handed to
+each panel, and the helpers their sections use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from services.admin import auth as admin
+from services.admin import progress as admin_progress
+from tabs.common import Ctx, shown_table
+
+# what an analysis table shows before its button is pressed (never Gradio's "1 2 3")
+NOT_RUN = "Not analysed yet: press the section's button above."
+# the paper's precision where it prints one (services/report: Section.decimals), 3 elsewhere
+PAPER_2 = 2  # paper 000 Tables 1-3; paper 001 Table 2, Table 3's scores; paper 002 Table 1's loadings
+FILES_PX = 150  # a protocol's file list scrolls in a short box: the results come first
+
+
+@dataclass(frozen=True)
+class Panel:
+    """What a protocol's panel builder (Protocol.analysis_panel) is given: the tab's context, the
+    admin login it checks, the session box its handlers take first, and the study dropdown."""
+
+    ctx: Ctx
+    auth: admin.AdminAuth
+    session: gr.Textbox
+    study: gr.Dropdown
+
+    def study_id(self, chosen: str | None) -> str | None:
+        """The chosen study, else the first one (the dropdown shows it before Show is pressed)."""
+        if chosen:
+            return chosen
+        choices = admin_progress.study_choices(self.ctx.database)
+        return choices[0][1] if choices else None
+
+
+def run_folder(protocol: str, study_id: str) -> str:
+    """A fresh folder for one run's files (the report's layout: <folder>/<protocol>/)."""
+    import tempfile
+
+    return tempfile.mkdtemp(prefix=f"{protocol}-{study_id}-")
+
+
+def not_run_table(**kw) -> gr.Dataframe:
+    return gr.Dataframe(value=shown_table(None, NOT_RUN), **kw)
