@@ -63,3 +63,22 @@ def test_the_admin_repair_says_what_it_did(demo_db):
         w.execute("DELETE FROM work_pool WHERE phase = 'receive' AND item_id = (SELECT MIN(item_id) FROM work_pool)")
     assert admin_progress.repair_workflow(demo_db, "demo").startswith("Repair done: 1 missing")
     assert pool.any_open(demo_db, "demo", "receive")
+
+
+def test_the_admin_repair_of_a_study_without_a_workflow_says_so(tmp_path):
+    """A study that lists no protocol with a repair (here DA and SD only) is told which have one."""
+    import shutil
+
+    from harness.demo import DEMO_ASSETS
+
+    folder = tmp_path / "study"
+    shutil.copytree(DEMO_ASSETS, folder)
+    toml = (folder / "study.toml").read_text(encoding="utf-8")
+    head, _, rest = toml.partition("\n[usability]\n")
+    toml = head + "\n[" + rest.partition("\n[")[2]  # the [usability] section cut
+    (folder / "study.toml").write_text(toml.replace('["usability", "da", "sd"]', '["da", "sd"]'), encoding="utf-8")
+    db = open_database(tmp_path / "x.db")
+    import_study(db, folder)
+    assert admin_progress.repair_workflow(db, "demo") == (
+        "Study 'demo' lists no protocol with a workflow to repair (protocols with one: usability)."
+    )

@@ -8,6 +8,7 @@ import json
 import pandas as pd
 
 from services.admin.recording_review import queue_for_review
+from services.common import protocols
 from services.common.paging import Page, page_bounds
 from services.participation import maintenance
 from services.usability.recording_qc import FLAG_TEXT, align, edges_text
@@ -65,8 +66,10 @@ def repair_workflow(database, study_id: str | None) -> str:
     study = studies.get_study(database, study_id) if study_id else None
     if not study:
         return "Pick a study first."
-    if "usability" not in study["config"]["study"]["protocols"]:
-        return f"Study '{study_id}' has no four-phase workflow to repair."
+    repaired = [spec.name for spec, _ in protocols.with_hook("repair")]
+    if not set(repaired) & set(study["config"]["study"]["protocols"]):
+        with_one = ", ".join(repaired)
+        return f"Study '{study_id}' lists no protocol with a workflow to repair (protocols with one: {with_one})."
     out = maintenance.run(database, study["id"], every_s=0)
     dropped = f"; {len(out['dropped_out'])} inactive sender(s) marked as dropped out" if out["dropped_out"] else ""
     return (
