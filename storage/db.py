@@ -9,6 +9,7 @@ processes (the CLI while the app runs) wait on busy_timeout.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -129,6 +130,17 @@ def _after_fork(database: Database | None) -> None:
         database._after_fork()
 
 
+@dataclasses.dataclass(frozen=True)
+class Transaction:
+    """An open write transaction on this thread's connection (Database.transaction()): `db` runs
+    the statements, `database` serves the helpers and the storage functions that take a
+    Database. A function given one writes inside it; it passes it down rather than opening
+    another write, so a request's writes commit or roll back together."""
+
+    db: sqlite_utils.Database
+    database: Database
+
+
 class Database:
     """A SQLite file opened per thread through sqlite-utils."""
 
@@ -190,6 +202,12 @@ class Database:
                 raise
             else:
                 d.conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Transaction]:
+        """write(), its connection and this Database as one handle to pass down."""
+        with self.write() as d:
+            yield Transaction(d, self)
 
     # -- helpers used by the storage modules --------------------------------
     def query(self, sql: str, params: Any = ()) -> list[dict]:

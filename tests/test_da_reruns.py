@@ -116,8 +116,8 @@ def test_the_rerun_decision_is_made_once(database, tmp_path):
     before = db.query("SELECT * FROM da_hit_outcomes ORDER BY participant_id")
     last = db.one("SELECT * FROM assignments WHERE participant_id = ? ORDER BY position DESC LIMIT 1", [failed.id])
     last["meta"] = json.loads(last["meta"])
-    with db.write() as w:
-        assert da_campaign.hit_completed(w, db, studies.get_study(db, "demo"), last) is None
+    with db.transaction() as tx:
+        assert da_campaign.hit_completed(tx, studies.get_study(db, "demo"), last) is None
     assert db.query("SELECT * FROM da_hit_outcomes ORDER BY participant_id") == before
 
 

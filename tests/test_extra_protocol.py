@@ -23,6 +23,7 @@ from services.common.seeded import order_key
 from services.participation.submissions import SubmissionError
 from services.study.files import StudyValidationError, load_study
 from storage import assignments, responses
+from storage.db import Transaction
 from tests.helpers.app import AppClient, token_of
 
 NAME = "yesno"
@@ -39,11 +40,11 @@ def check(section: dict) -> list[tuple[str, str]]:
     return []
 
 
-def setup(db, database, study, pid: int, group, gender, design_index=None) -> None:
+def setup(tx: Transaction, study, pid: int, group, gender, design_index=None) -> None:
     """One item per text, in the study's seeded order."""
     seed = study["config"]["study"]["seed"]
     for i, _ in enumerate(study["config"][NAME]["texts"]):
-        assignments.insert_assignment(db, study["id"], pid, NAME, str(i), order_key(seed, pid, i))
+        assignments.insert_assignment(tx.db, study["id"], pid, NAME, str(i), order_key(seed, pid, i))
 
 
 def content(database, study, p, a, media_dir=None) -> dict:
@@ -58,8 +59,8 @@ def validate(database, a, payload) -> dict:
     return {"answer": answer}
 
 
-def save(db, database, study, p, a, data) -> None:
-    responses.insert_response(db, a["id"], data)
+def save(tx: Transaction, study, p, a, data) -> None:
+    responses.insert_response(tx.db, a["id"], data)
 
 
 def stored(database, a) -> dict:

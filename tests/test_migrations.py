@@ -198,6 +198,26 @@ def test_nested_write_is_a_savepoint(database):
     assert ids == {"outer"}
 
 
+def test_a_transaction_is_the_write_and_its_database(database):
+    """transaction() is write() with the Database beside it: it commits, rolls back on an
+    error, and a write opened inside it is a savepoint of the same connection."""
+    with database.transaction() as tx:
+        assert tx.database is database and tx.db is database.db
+        assert tx.db.conn.in_transaction
+        _insert_study(tx.db, "kept")
+        with pytest.raises(RuntimeError):
+            with tx.database.write() as inner:
+                assert inner is tx.db
+                _insert_study(inner, "inner")
+                raise RuntimeError("boom")
+    with pytest.raises(RuntimeError):
+        with database.transaction() as tx:
+            _insert_study(tx.db, "rolled back")
+            raise RuntimeError("boom")
+    assert {r["id"] for r in database.query("SELECT id FROM studies")} == {"kept"}
+    assert not database.db.conn.in_transaction
+
+
 # -- journal mode --------------------------------------------------------------------------
 
 

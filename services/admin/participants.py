@@ -193,10 +193,10 @@ def reassign_open_items(database, study_id: str | None, participant_id, actor: s
         raise ParticipantAdminError(
             f"Participant {p['id']} is active: deactivate them first, then reassign their open items."
         )
-    with database.write() as db:
+    with database.transaction() as tx:
         if p["role"] == "sender" and not p["excluded_at"]:  # a sender whose items are handed on has dropped out
-            pool.mark_dropped_out(db, p["id"], "deactivated by the study team, items reassigned")
-        out = withdraw_and_reassign(db, database, p, actor)
+            pool.mark_dropped_out(tx.db, p["id"], "deactivated by the study team, items reassigned")
+        out = withdraw_and_reassign(tx, p, actor)
         database.log(
             actor,
             "reassign_open_items",

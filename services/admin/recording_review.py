@@ -21,7 +21,7 @@ from services.participation.reassignment import withdraw_and_reassign
 from services.usability import workflow
 from services.usability.recording_qc import FLAG_TEXT, MAX_REJECTED, align, edges_text
 from storage import assignments, participants, results
-from storage.db import required
+from storage.db import Transaction, required
 
 
 class ReviewError(ValueError):
@@ -69,8 +69,8 @@ def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewO
     status = "accepted" if decision == "accept" else "rejected"
     ex = required(assignments.exchange(database, rec["exchange_id"]), "exchange of a recording")
     out = ReviewOutcome(rec["id"], status)
-    with database.write() as db:
-        results.review_recording(db, rec["id"], status, reviewer)
+    with database.transaction() as tx:
+        results.review_recording(tx.db, rec["id"], status, reviewer)
         database.log(reviewer, "review", "recordings", rec["id"], {"decision": status})
         sender = participants.get(database, ex["sender_id"]) if ex["sender_id"] else None
         if (
@@ -79,7 +79,7 @@ def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewO
             and sender["excluded_at"] is None
             and results.rejected_count(database, sender["id"]) > MAX_REJECTED
         ):
-            _exclude_and_reassign(db, database, sender, reviewer, out)
+            _exclude_and_reassign(tx, sender, reviewer, out)
         elif (
             status == "rejected"
             and sender
@@ -87,33 +87,31 @@ def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewO
             and sender["excluded_at"] is None
             and not sender["dropped_out_at"]
         ):
-            _record_again(db, database, rec, ex, sender, reviewer, out)
+            _record_again(tx, rec, ex, sender, reviewer, out)
         workflow.exchange_ready(database, ex["id"])
     return out
 
 
-def _exclude_and_reassign(db, database, sender, reviewer, out: ReviewOutcome) -> None:
-    participants.exclude(db, sender["id"], f"more than {MAX_REJECTED} rejected recordings")
-    for a in assignments.open_assignments(database, sender["id"]):
+def _exclude_and_reassign(tx: Transaction, sender, reviewer, out: ReviewOutcome) -> None:
+    participants.exclude(tx.db, sender["id"], f"more than {MAX_REJECTED} rejected recordings")
+    for a in assignments.open_assignments(tx.database, sender["id"]):
         # their texts to record again are not handed on: a rejected exchange ends with the exclusion
         if a["phase"] == "record" and "record_again" in json.loads(a["meta"] or "{}"):
-            assignments.withdraw(db, a["id"])
-    database.log(reviewer, "exclude", "participants", sender["id"], {"reason": "rejected recordings"})
+            assignments.withdraw(tx.db, a["id"])
+    tx.database.log(reviewer, "exclude", "participants", sender["id"], {"reason": "rejected recordings"})
     out.sender_excluded = True
-    moved = withdraw_and_reassign(
-        db, database, required(participants.get(database, sender["id"]), "participant"), reviewer
-    )
+    moved = withdraw_and_reassign(tx, required(participants.get(tx.database, sender["id"]), "participant"), reviewer)
     out.reassigned = [m for m in moved.moved if m["phase"] == "record"]
     out.unassigned = [d["exchange"] for d in moved.dropped if d["phase"] == "record"]
 
 
-def _record_again(db, database, rec, ex, sender, reviewer, out: ReviewOutcome) -> None:
+def _record_again(tx: Transaction, rec, ex, sender, reviewer, out: ReviewOutcome) -> None:
     """The sender records the exchange again: a new record item, before their other ones."""
-    attempt = results.recording_count(database, ex["id"]) + 1
-    results.supersede_translation(db, ex["id"], rec["id"])
+    attempt = results.recording_count(tx.database, ex["id"]) + 1
+    results.supersede_translation(tx.db, ex["id"], rec["id"])
     position = -1.0  # below every seeded order key (0..1): the item to redo comes first
     aid = assignments.insert_assignment(
-        db,
+        tx.db,
         ex["study_id"],
         sender["id"],
         "record",
@@ -122,5 +120,5 @@ def _record_again(db, database, rec, ex, sender, reviewer, out: ReviewOutcome) -
         exchange_id=ex["id"],
         meta={"record_again": rec["id"]},
     )
-    database.log(reviewer, "record_again", "assignments", aid, {"recording": rec["id"]})
+    tx.database.log(reviewer, "record_again", "assignments", aid, {"recording": rec["id"]})
     out.record_again = aid is not None

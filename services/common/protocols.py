@@ -14,6 +14,10 @@ command of cli.py) sees the same protocols as the process that started it: comma
 entries, each a module path (a module that calls register() when imported) or
 "module:attribute" (a module's Protocol, registered here). The recipe is in
 docs/development.md, "Add a protocol".
+
+A hook whose signature starts with `tx` runs inside the caller's write: tx is its
+storage.db.Transaction (tx.db for storage's writes, tx.database for reads and log()), passed on
+to whatever else writes rather than another write opened.
 """
 
 from __future__ import annotations
@@ -44,13 +48,13 @@ class Phase:
         services.participation.submissions.SubmissionError naming what to fix
     check(database, study, assignment, media_dir), optional: refuses (SubmissionError) an answer
         the item cannot take yet, before validate (a DA candidate whose audio is not played)
-    save(db, database, study, participant, assignment, data): the data written inside the
+    save(tx, study, participant, assignment, data): the data written inside the
         submit's write (storage functions only)
     stored(database, assignment) -> the saved answer, as a submit returns it
     intake(database, study, assignment, payload, media_dir) -> data, optional: work done outside
         the line of participant actions before the save (a recording's decoding); it replaces
         validate
-    after_save(db, database, study, assignment), optional: inside the write, after the item is
+    after_save(tx, study, assignment), optional: inside the write, after the item is
         marked done (a DA rater's finished HIT is judged)
     not_handed_on: why an open item of the phase is withdrawn, not handed on, when its
         participant leaves and their role's on_leave does not hand it on (the reassignment's
@@ -76,7 +80,7 @@ class Tab:
     build: the tab's builder in tabs/ (ctx -> tabs.common.TabUI), a callable or "module:name"
         (imported by web only: services never import tabs)
     label: the tab's name as the other tab of the same role names it ("your Survey tab")
-    on_submit(db, database, study, assignment), optional: inside the answer's write, after the
+    on_submit(tx, study, assignment), optional: inside the answer's write, after the
         phase's save and after_save: the downstream work the answer opens (the usability study's
         next phase); a tab with one also readies the participant's next item in that write (the
         item a pool gives, its first-shown time), so that the view after the submit writes nothing
@@ -110,7 +114,7 @@ class Pool:
         lock (the participant has room and something they may take waits); cheap reads only
     ready(database, participant, study) -> int | None: how many more items the participant could
         take now (the page's "n ready"); None: nothing comes from the pool for them
-    take(db, database, participant, study) -> the assignment taken (storage's row), or None when
+    take(tx, participant, study) -> the assignment taken (storage's row), or None when
         there is no room or nothing they may take; inside the caller's write
     """
 
@@ -124,7 +128,7 @@ class Pool:
 class Role:
     """A participant's role: their page (/<name>/, titled page_title) and its tabs.
 
-    setup(db, database, study, participant_id, group, gender, design_index): the role's queue
+    setup(tx, study, participant_id, group, gender, design_index): the role's queue
         made at enrolment (None: the items come later, e.g. from a pool)
     grouped: enrolled per group x gender cell of the study (a sender: study.groups, genders)
     items(config) -> the number of items the role's welcome names (services/participation/welcome.py)
@@ -132,7 +136,7 @@ class Role:
     minutes(config) -> the welcome's minutes where the protocol gives them (None: the estimate)
     pool: a Pool when the role takes its work one item at a time from the study's pool (None:
         its items are in its queue)
-    on_leave(db, database, study, participant, withdrawn, actor, out), optional: a participant
+    on_leave(tx, study, participant, withdrawn, actor, out), optional: a participant
         of the role leaves (deactivated and reassigned, dropped out, excluded): `withdrawn` are
         their open items, already withdrawn, inside the caller's write; it hands on what it can
         and says so in `out` (services/participation/reassignment.py Reassignment: moved,
@@ -212,7 +216,7 @@ class Protocol:
         missing); run by the worker's upkeep (services/participation/maintenance.py) and after a
         study's import, for every registered protocol that has one (a study without the
         protocol: 0). A callable or "module:function" (resolve())
-    questions_changed(db, database, study_id, starter_id), optional: inside the caller's write,
+    questions_changed(tx, study_id, starter_id), optional: inside the caller's write,
         a starter's accepted comprehension questions changed (services/questions/review.py); a
         callable or "module:function" (resolve())
     analysis_panel: its panel of the Analysis tab, a "module:function" in tabs/ (resolved by the

@@ -42,7 +42,7 @@ from services.da.render import render_item_images
 from services.models import tts
 from services.study.texts import texts
 from storage import assignments, jobs, participants, results, studies
-from storage.db import required
+from storage.db import Transaction, required
 
 MAX_FEEDBACK = 5000
 LISTEN_TOLERANCE_S = 0.5
@@ -70,21 +70,21 @@ def modality_counts(loads: dict) -> dict[str, int]:
     return counts
 
 
-def assign_hit(db, database, study, pid: int) -> None:
+def assign_hit(tx: Transaction, study, pid: int) -> None:
     sid = study["id"]
-    hits = studies.da_hits(database, sid)
+    hits = studies.da_hits(tx.database, sid)
     if not hits:
         return
-    loads = assignments.da_hit_loads(database, sid)  # read once: the modality comes from it too
+    loads = assignments.da_hit_loads(tx.database, sid)  # read once: the modality comes from it too
     modality = choose_modality(study, loads)
     runs = range(1, int(study["config"]["da"].get("runs", 1)) + 1)
     run, hit = min(
         ((r, h) for r in runs for h in hits),
         key=lambda rh: (loads.get((rh[1]["id"], modality, rh[0]), 0), rh[0], rh[1]["idx"]),
     )
-    for it in studies.da_hit_items(database, hit["id"]):
+    for it in studies.da_hit_items(tx.database, hit["id"]):
         assignments.insert_assignment(
-            db,
+            tx.db,
             sid,
             pid,
             "da",
@@ -95,20 +95,20 @@ def assign_hit(db, database, study, pid: int) -> None:
     # the worker renders the HIT ahead of the rater: audio must exist before an item is shown;
     # images would otherwise be drawn inside the rater's submit (about 14 ms each)
     kind = "render_da_audio" if modality == "audio" else "render_da_images"
-    jobs.enqueue(db, kind, {"study_id": sid, "hit_id": hit["id"]}, dedupe_key=f"{kind}:{hit['id']}")
+    jobs.enqueue(tx.db, kind, {"study_id": sid, "hit_id": hit["id"]}, dedupe_key=f"{kind}:{hit['id']}")
 
 
-def hit_completed(db, database, study, a) -> dict | None:
+def hit_completed(tx: Transaction, study, a) -> dict | None:
     """After a DA judgment is saved (inside its write): when it was the rater's last open item,
     the rater's HIT is judged (reliability test at p < reliability_alpha, section 2.2.3; speed,
     Ethics) and,
     if it failed and this (HIT, modality, run) has had fewer than `reruns` reruns, released for a
     fresh rater. Idempotent: one outcome per rater, written once."""
     pid = a["participant_id"]
-    if assignments.counts(database, pid, ("da",))["open"] or results.da_hit_outcome(database, pid):
+    if assignments.counts(tx.database, pid, ("da",))["open"] or results.da_hit_outcome(tx.database, pid):
         return None
     da = study["config"]["da"]
-    judged = pd.DataFrame(results.da_rater_judgment_rows(database, pid))
+    judged = pd.DataFrame(results.da_rater_judgment_rows(tx.database, pid))
     if judged.empty:
         return None
     keep_fast = bool(da.get("keep_fast", False))
@@ -120,7 +120,7 @@ def hit_completed(db, database, study, a) -> dict | None:
     failed = not verdict["reliable"] or (verdict["fast"] and not keep_fast)
     meta = a["meta"]
     modality, run = meta["modality"], int(meta.get("run", 1))
-    rerun = failed and results.da_hit_reruns(database, meta["hit_id"], modality, run) < int(da.get("reruns", 2))
+    rerun = failed and results.da_hit_reruns(tx.database, meta["hit_id"], modality, run) < int(da.get("reruns", 2))
     row = {
         "participant_id": pid,
         "study_id": study["id"],
@@ -132,8 +132,8 @@ def hit_completed(db, database, study, a) -> dict | None:
         "fast": int(verdict["fast"]),
         "rerun": int(rerun),
     }
-    if results.insert_da_hit_outcome(db, row):
-        database.log(
+    if results.insert_da_hit_outcome(tx.db, row):
+        tx.database.log(
             f"participant:{pid}",
             "da_hit_outcome",
             "da_hits",

@@ -16,7 +16,7 @@ from services.participation.submissions import SubmissionError, checked_value, n
 from services.study.files import StudyError, StudyValidationError
 from services.study.texts import refusal, texts
 from storage import results, studies
-from storage.db import required
+from storage.db import Transaction, required
 
 # paper 001: lock_until_played false (section 2.2, Figure 2: the rater "can use audio control
 # to listen" and moves the slider, nothing waits for the audio); runs: independent runs of
@@ -150,22 +150,22 @@ def validate(database, a, payload) -> dict:
     return {"score": score}
 
 
-def save(db, database, study, p, a, data) -> None:
-    it = required(studies.da_hit_item(database, int(a["item_id"])), "HIT item of a DA assignment")
-    results.insert_da_judgment(db, a["id"], it["segment_row"], data["score"], it["id"], a["meta"]["modality"])
+def save(tx: Transaction, study, p, a, data) -> None:
+    it = required(studies.da_hit_item(tx.database, int(a["item_id"])), "HIT item of a DA assignment")
+    results.insert_da_judgment(tx.db, a["id"], it["segment_row"], data["score"], it["id"], a["meta"]["modality"])
 
 
 def stored(database, a) -> dict:
     return results.da_judgment(database, a["id"]) or {}
 
 
-def after_save(db, database, study, a) -> None:
+def after_save(tx: Transaction, study, a) -> None:
     """The rater's last item: their HIT is judged, and rerun if it failed."""
-    da_campaign.hit_completed(db, database, study, a)
+    da_campaign.hit_completed(tx, study, a)
 
 
-def setup_rater(db, database, study, pid: int, group, gender, design_index=None) -> None:
-    da_campaign.assign_hit(db, database, study, pid)
+def setup_rater(tx: Transaction, study, pid: int, group, gender, design_index=None) -> None:
+    da_campaign.assign_hit(tx, study, pid)
 
 
 PROTOCOL = protocols.register(

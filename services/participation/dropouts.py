@@ -35,10 +35,10 @@ def drop_out(database, participant_id: int, actor: str, reason: str) -> Reassign
         )
     if p["excluded_at"]:
         raise DropoutError(f"Participant {p['id']} was excluded ({p['excluded_reason']}).")
-    with database.write() as db:
-        pool.mark_dropped_out(db, p["id"], reason)
+    with database.transaction() as tx:
+        pool.mark_dropped_out(tx.db, p["id"], reason)
         database.log(actor, "drop_out", "participants", p["id"], {"reason": reason})
-        return withdraw_and_reassign(db, database, required(participants.get(database, p["id"]), "participant"), actor)
+        return withdraw_and_reassign(tx, required(participants.get(database, p["id"]), "participant"), actor)
 
 
 def detect_inactive(database, study_id: str, now: dt.datetime | None = None) -> list[int]:

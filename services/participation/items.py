@@ -17,7 +17,7 @@ from services.participation.serial import one_at_a_time
 from services.study import consent
 from services.study.texts import Voice, page_language, refusal, reword
 from storage import assignments, participants, studies
-from storage.db import required
+from storage.db import Transaction, required
 
 
 def _instruction_items(tab: str) -> tuple[str, ...]:
@@ -204,10 +204,10 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
     pool = _pool(p, tab)
     if a is None and touch and pool is not None and pool.may_take(database, p, study):
         # taking one item from the pool (never a DA item: its content may not be ready), shown now
-        with database.write() as db:
-            a = take_and_show(db, database, p, study, tab)
+        with database.transaction() as tx:
+            a = take_and_show(tx, p, study, tab)
             shown = a is not None
-            writes.run_in(db)
+            writes.run_in(tx.db)
     counts = assignments.counts(database, p["id"], phases, _instruction_items(tab))
     total = _total(database, p, study, tab, counts)
     if a is None:
@@ -279,25 +279,25 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
     )
 
 
-def take_and_show(db, database, p: dict, study: dict, tab: str) -> dict | None:
+def take_and_show(tx: Transaction, p: dict, study: dict, tab: str) -> dict | None:
     """Inside a write: the participant's next open item of the tab, or one taken from the pool
     (the role's Pool.take checks their room and the pool), marked shown from now."""
-    a = assignments.next_open(database, p["id"], protocols.tab(tab).phases)
+    a = assignments.next_open(tx.database, p["id"], protocols.tab(tab).phases)
     pool = _pool(p, tab)
     if a is None and pool is not None:
-        a = pool.take(db, database, p, study)
+        a = pool.take(tx, p, study)
     if a is not None and not a["first_shown_at"]:
-        assignments.mark_shown(db, a["id"])
+        assignments.mark_shown(tx.db, a["id"])
     return a
 
 
-def ready_next(db, database, p: dict, study: dict, tab: str) -> None:
+def ready_next(tx: Transaction, p: dict, study: dict, tab: str) -> None:
     """Inside a submit's write: what the view that follows it would write (the next item taken
     from the pool, that item's first-shown time, the participant's last-seen time), so that
     the view writes nothing and a submit takes the write lock once, not twice."""
-    take_and_show(db, database, p, study, tab)
+    take_and_show(tx, p, study, tab)
     if _stale(p["last_seen_at"]):
-        participants.touch(db, p["id"])
+        participants.touch(tx.db, p["id"])
 
 
 TOUCH_EVERY_S = 60  # last_seen_at's resolution: a view within a minute of the last writes nothing

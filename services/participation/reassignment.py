@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from services.common import protocols
 from storage import assignments, studies
-from storage.db import required
+from storage.db import Transaction, required
 
 
 @dataclass
@@ -44,20 +44,20 @@ class Reassignment:
         self.dropped.append({"phase": a["phase"], "item": a["item_id"], "why": why})
 
 
-def withdraw_and_reassign(db, database, p: dict, actor: str) -> Reassignment:
+def withdraw_and_reassign(tx: Transaction, p: dict, actor: str) -> Reassignment:
     """Withdraws every open item of an inactive participant and hands on what can be handed
     on (see the module's docstring). Runs inside the caller's write transaction; also used
     when a sender is excluded after rejected recordings (services/admin/recording_review) or drops
     out (services/participation/dropouts)."""
-    study = required(studies.get_study(database, p["study_id"]), "study of a participant")
+    study = required(studies.get_study(tx.database, p["study_id"]), "study of a participant")
     out = Reassignment(p["id"])
-    withdrawn = assignments.open_assignments(database, p["id"])
+    withdrawn = assignments.open_assignments(tx.database, p["id"])
     for a in withdrawn:
-        assignments.withdraw(db, a["id"])
+        assignments.withdraw(tx.db, a["id"])
     on_leave = protocols.role(p["role"]).on_leave
     if on_leave is None:
         for a in withdrawn:
             out.drop(a)
     else:
-        on_leave(db, database, study, p, withdrawn, actor, out)
+        on_leave(tx, study, p, withdrawn, actor, out)
     return out

@@ -214,22 +214,22 @@ def _save(
         assert spec.validate is not None, f"phase {spec.name} has neither intake nor validate"
         data = spec.validate(database, a, payload)
     assert data is not None, "an intake phase's data is what submit() passes"
-    with database.write() as db:
+    with database.transaction() as tx:
         fresh = assignments.assignment(database, a["id"])
         if fresh is not None and fresh["status"] == "done":  # a concurrent double submit got here first
             return _already_saved(database, a, token, tab, media_dir, voice)
         _refuse_in_write(database, p, a, fresh, tab)
-        spec.save(db, database, study, p, a, data)
-        assignments.mark_done(db, a["id"], _active_seconds(a))
+        spec.save(tx, study, p, a, data)
+        assignments.mark_done(tx.db, a["id"], _active_seconds(a))
         if spec.after_save is not None:
-            spec.after_save(db, database, study, a)
+            spec.after_save(tx, study, a)
         database.log(
             actor or f"participant:{p['id']}", "submit", spec.name, a["id"], {"item": a["item_id"], "at": now()}
         )
         on_submit = protocols.tab(tab).on_submit
         if on_submit is not None:  # a DA or SD answer opens no downstream work
-            on_submit(db, database, study, a)
-            ready_next(db, database, p, study, tab)
+            on_submit(tx, study, a)
+            ready_next(tx, p, study, tab)
     # an instruction page (the SD welcome and example) saves no answer, so it says no "Saved."
     words = "" if a["item_id"] in protocols.tab(tab).instruction_items else voice("saved")
     return SubmitResult(

@@ -35,7 +35,7 @@ from services.participation.items import bold_key_spans
 from services.questions import settings as question_settings
 from services.study.export import FORMULA_START, neutralise
 from storage import question_drafts, studies
-from storage.db import required
+from storage.db import Transaction, required
 
 CSV_COLUMNS = ["draft_id", "starter_id", "status", "origin", "en", "pt", "answer_en"]
 REQUIRED = ["starter_id", "en"]
@@ -147,21 +147,21 @@ def adopt(database, study_id: str, starter_id: str | None = None) -> None:
             question_drafts.order_accepted(db, study_id, sid, ids)
 
 
-def _rebuild(db, database, study_id: str, starter_id: str) -> None:
-    accepted = [d for d in question_drafts.for_starter(database, study_id, starter_id) if d["status"] == "accepted"]
+def _rebuild(tx: Transaction, study_id: str, starter_id: str) -> None:
+    accepted = [d for d in question_drafts.for_starter(tx.database, study_id, starter_id) if d["status"] == "accepted"]
     if len(accepted) > question_settings.MAX_QUESTIONS:
         raise ReviewError(
             f"Starter '{starter_id}' would have {len(accepted)} accepted questions; at most "
             f"{question_settings.MAX_QUESTIONS}. Reject or un-accept some first."
         )
-    if not accepted and question_drafts.has_receive_items(database, study_id, starter_id):
+    if not accepted and question_drafts.has_receive_items(tx.database, study_id, starter_id):
         raise ReviewError(
             f"Starter '{starter_id}' would have no questions, but receivers already have its "
             "translations in their queue: keep at least one accepted question."
         )
-    question_drafts.replace_questions(db, study_id, starter_id, accepted)
+    question_drafts.replace_questions(tx.db, study_id, starter_id, accepted)
     for _, changed in protocols.with_hook("questions_changed"):  # its exchanges may go to receivers now
-        changed(db, database, study_id, starter_id)
+        changed(tx, study_id, starter_id)
 
 
 def _change(database, draft_id, actor: str, action: str, **fields) -> dict:
@@ -175,12 +175,12 @@ def _change(database, draft_id, actor: str, action: str, **fields) -> dict:
     adopt(database, d["study_id"], d["starter_id"])
     d = required(question_drafts.get(database, d["id"]), "draft")  # drafts are never deleted
     touches_questions = d["status"] == "accepted" or fields.get("status") == "accepted"
-    with database.write() as db:
+    with database.transaction() as tx:
         if touches_questions:  # in the write: no receiver is shown the item in between
             check_unlocked(database, d["study_id"], d["starter_id"])
-        question_drafts.update(db, d["id"], **fields)
+        question_drafts.update(tx.db, d["id"], **fields)
         if touches_questions:
-            _rebuild(db, database, d["study_id"], d["starter_id"])
+            _rebuild(tx, d["study_id"], d["starter_id"])
         database.log(actor, action, "question_draft", d["id"], fields)
     return required(question_drafts.get(database, d["id"]), "draft")
 
@@ -439,11 +439,11 @@ def import_csv(database, study_id: str, path, actor: str = "admin") -> ImportSum
         raise ReviewError("Nothing was imported:\n" + "\n".join(f"- {p}" for p in problems[:50]))
     out = ImportSummary()
     rebuild = set()
-    with database.write() as db:
+    with database.transaction() as tx:
         for old, sid, new, changed, touches in plan:
             if old is None:
                 question_drafts.insert(
-                    db,
+                    tx.db,
                     study_id,
                     sid,
                     new["en"],
@@ -456,14 +456,14 @@ def import_csv(database, study_id: str, path, actor: str = "admin") -> ImportSum
                 out.created += 1
             elif changed:
                 text_changed = any(old[k] != new[k] for k in ("en", "pt", "answer_en"))
-                question_drafts.update(db, old["id"], **new, **({"origin": "edited"} if text_changed else {}))
+                question_drafts.update(tx.db, old["id"], **new, **({"origin": "edited"} if text_changed else {}))
                 out.updated += 1
             else:
                 out.unchanged += 1
             if touches:
                 rebuild.add(sid)
         for sid in sorted(rebuild):
-            _rebuild(db, database, study_id, sid)
+            _rebuild(tx, study_id, sid)
         database.log(
             actor,
             "import_questions",

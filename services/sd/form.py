@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from services.common.seeded import seeded_rng
 from storage import assignments, studies
-from storage.db import required
+from storage.db import Transaction, required
 
 REPEAT_SUFFIX = "~repeat"
 SUITABILITY_ITEM = "suitability"
@@ -86,26 +86,26 @@ def _layout_sizes(sd: dict, n_pairs: int) -> list[int]:
     return page_sizes(n_pairs + repeats, sd.get("pairs_per_page", 0), sd.get("pages_per_sentence", 1))
 
 
-def setup_queue(db, database, study, pid: int) -> None:
+def setup_queue(tx: Transaction, study, pid: int) -> None:
     sid, cfg = study["id"], study["config"]
     sd, seed = cfg["sd"], cfg["study"]["seed"]
     rng = seeded_rng("sd", seed, pid)
-    sents = studies.sd_sentences(database, sid)
-    use = assignments.segment_use(database, sid, "sd")
+    sents = studies.sd_sentences(tx.database, sid)
+    use = assignments.segment_use(tx.database, sid, "sd")
     sents.sort(key=lambda s: (use.get(f"{s['id']}#1", 0), rng.random()))
-    layout = participant_layout([p["id"] for p in studies.sd_pairs(database, sid, sd["language"])], rng)
+    layout = participant_layout([p["id"] for p in studies.sd_pairs(tx.database, sid, sd["language"])], rng)
     chosen = sents[: sd["sentences_per_participant"]]
     sizes = _layout_sizes(sd, len(layout))
     # the welcome (instructions) and the example, each on its own page, before the first sentence
-    assignments.insert_assignment(db, sid, pid, "sd", WELCOME_ITEM, -0.002, meta={"kind": "welcome", "pairs": []})
-    assignments.insert_assignment(db, sid, pid, "sd", EXAMPLE_ITEM, -0.001, meta={"kind": "example", "pairs": []})
+    assignments.insert_assignment(tx.db, sid, pid, "sd", WELCOME_ITEM, -0.002, meta={"kind": "welcome", "pairs": []})
+    assignments.insert_assignment(tx.db, sid, pid, "sd", EXAMPLE_ITEM, -0.001, meta={"kind": "example", "pairs": []})
     for rank, s in enumerate(chosen):
         srng = seeded_rng("sd-repeats", seed, pid, s["id"])
         entries = sentence_entries(layout, sd["repeats_per_sentence"], srng, last_page_size=sizes[-1])
         parts = pages(entries, sd.get("pairs_per_page", 0), sd.get("pages_per_sentence", 1))
         for k, page in enumerate(parts, start=1):
             assignments.insert_assignment(
-                db,
+                tx.db,
                 sid,
                 pid,
                 "sd",
@@ -115,7 +115,7 @@ def setup_queue(db, database, study, pid: int) -> None:
             )
     if sd["mode"] == "preliminary":
         assignments.insert_assignment(
-            db, sid, pid, "sd", SUITABILITY_ITEM, len(chosen) + 1, meta={"kind": "suitability", "pairs": layout}
+            tx.db, sid, pid, "sd", SUITABILITY_ITEM, len(chosen) + 1, meta={"kind": "suitability", "pairs": layout}
         )
 
 

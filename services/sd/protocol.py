@@ -13,6 +13,7 @@ from services.sd import corpus, export_tables
 from services.sd import form as sd_form
 from services.study.texts import texts
 from storage import results
+from storage.db import Transaction
 
 # paper 002 (section 3.2, Table 3): 3 sentences each, 20 pairs + 2 repeats (22 scales) per
 # sentence over 4 pages, the instructions in English or the German original (""): the
@@ -119,19 +120,19 @@ def validate(database, a, payload) -> dict:
     return {"suitability": out, "suggestion": suggestion} if suitability else {"ratings": out}
 
 
-def save(db, database, study, p, a, data) -> None:
+def save(tx: Transaction, study, p, a, data) -> None:
     if "suitability" in data:
-        results.insert_sd_suitability(db, a["id"], data["suitability"], data["suggestion"])
+        results.insert_sd_suitability(tx.db, a["id"], data["suitability"], data["suggestion"])
     else:
-        results.insert_sd_ratings(db, a["id"], data["ratings"])
+        results.insert_sd_ratings(tx.db, a["id"], data["ratings"])
 
 
 def stored(database, a) -> dict:
     return {"ratings": results.sd_ratings(database, a["id"])}
 
 
-def setup_participant(db, database, study, pid: int, group, gender, design_index=None) -> None:
-    sd_form.setup_queue(db, database, study, pid)
+def setup_participant(tx: Transaction, study, pid: int, group, gender, design_index=None) -> None:
+    sd_form.setup_queue(tx, study, pid)
 
 
 PROTOCOL = protocols.register(

@@ -33,7 +33,7 @@ from urllib.parse import urlencode
 from services.common import protocols as registry
 from services.common.settings import current as current_settings
 from storage import participants, studies
-from storage.db import required
+from storage.db import Transaction, required
 
 
 class ParticipantError(ValueError):
@@ -71,11 +71,11 @@ def _check_role(study, role, group, gender):
         raise ParticipantError(f"{role}s need a gender (one of {', '.join(genders)})")
 
 
-def _setup_queue(db, database, study, pid: int, role: str, group, gender, design_index: int | None = None) -> None:
+def _setup_queue(tx: Transaction, study, pid: int, role: str, group, gender, design_index: int | None = None) -> None:
     """The role's queue at enrolment, as its protocol makes it (none for a role whose items come later)."""
     setup = registry.role(role).setup
     if setup is not None:
-        setup(db, database, study, pid, group, gender, design_index)
+        setup(tx, study, pid, group, gender, design_index)
 
 
 @dataclass
@@ -118,11 +118,11 @@ def add_participants(
             raise ParticipantError("count must be at least 1")
         external_ids = [None] * count
     made = []
-    with database.write() as db:
+    with database.transaction() as tx:
         for ext in external_ids:
             token = new_token()
             pid = participants.insert(
-                db,
+                tx.db,
                 {
                     "study_id": study_id,
                     "role": role,
@@ -133,7 +133,7 @@ def add_participants(
                     "self_enrol": 1 if self_enrol else 0,
                 },
             )
-            _setup_queue(db, database, study, pid, role, group, gender, design_index)
+            _setup_queue(tx, study, pid, role, group, gender, design_index)
             database.log(
                 actor,
                 "add",

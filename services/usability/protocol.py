@@ -20,7 +20,7 @@ from services.usability import answers, corpus, export_tables, reassignment, wor
 from services.usability.audio_intake import IntakeError, store_recording
 from services.usability.recording_qc import SECOND_OPINION_DEFAULTS, qc_asr_problems, second_opinion_problems
 from storage import assignments, jobs, participants, question_drafts, results, studies
-from storage.db import required
+from storage.db import Transaction, required
 
 # the [usability] section's keys with their defaults (None: required)
 DEFAULTS: dict[str, Any] = {
@@ -227,26 +227,26 @@ def intake_recording(database, study, a, payload, media_dir) -> dict:
         raise SubmissionError(str(e)) from e
 
 
-def save_recording(db, database, study, p, a, data) -> None:
+def save_recording(tx: Transaction, study, p, a, data) -> None:
     au = data["audio"]
     rid = results.insert_recording(
-        db, a["id"], a["exchange_id"], au.sha256, au.path_original, au.path_16k, au.duration_s
+        tx.db, a["id"], a["exchange_id"], au.sha256, au.path_original, au.path_16k, au.duration_s
     )
     jobs.enqueue(
-        db,
+        tx.db,
         "process_recording",
         {"recording_id": rid, "exchange_id": a["exchange_id"]},
         dedupe_key=f"process_recording:{rid}",
     )
 
 
-def save_answers(db, database, study, p, a, data) -> None:
-    results.insert_answers(db, a["id"], a["exchange_id"], data["answers"])
+def save_answers(tx: Transaction, study, p, a, data) -> None:
+    results.insert_answers(tx.db, a["id"], a["exchange_id"], data["answers"])
 
 
-def save_validation(db, database, study, p, a, data) -> None:
+def save_validation(tx: Transaction, study, p, a, data) -> None:
     results.insert_validation(
-        db,
+        tx.db,
         a["id"],
         data["receive_assignment_id"],
         a["exchange_id"],
@@ -256,11 +256,11 @@ def save_validation(db, database, study, p, a, data) -> None:
     )
 
 
-def save_survey(db, database, study, p, a, data) -> None:
-    ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
+def save_survey(tx: Transaction, study, p, a, data) -> None:
+    ex = required(assignments.exchange(tx.database, a["exchange_id"]), "exchange of an assignment")
     perspective = "first" if ex["sender_id"] == p["id"] else "third"
     results.insert_survey(
-        db,
+        tx.db,
         a["id"],
         a["exchange_id"],
         a["phase"].split("_")[1],
@@ -338,21 +338,21 @@ def waiting_message(database, p: dict, voice: Voice | None = None) -> str | None
     )
 
 
-def setup_sender(db, database, study, pid: int, group, gender, design_index: int | None = None) -> None:
+def setup_sender(tx: Transaction, study, pid: int, group, gender, design_index: int | None = None) -> None:
     """A sender's record items: their design block's starters, each with its system."""
     cfg, sid = study["config"], study["id"]
     seed = cfg["study"]["seed"]
     us = cfg["usability"]
-    index = participants.next_design_index(db, sid, group, gender) if design_index is None else design_index
-    participants.set_design_index(db, pid, index)
-    systems = [s["id"] for s in studies.systems(database, sid) if s["config"]["assign"]]
+    index = participants.next_design_index(tx.db, sid, group, gender) if design_index is None else design_index
+    participants.set_design_index(tx.db, pid, index)
+    systems = [s["id"] for s in studies.systems(tx.database, sid) if s["config"]["assign"]]
     for starter_id, system_id in sender_design(
-        studies.starters(database, sid), systems, us["items_per_sender"], seed, index
+        studies.starters(tx.database, sid), systems, us["items_per_sender"], seed, index
     ):
-        eid = assignments.insert_exchange(db, sid, starter_id, system_id, pid)
-        assignments.insert_assignment(db, sid, pid, "record", eid, order_key(seed, pid, eid), exchange_id=eid)
+        eid = assignments.insert_exchange(tx.db, sid, starter_id, system_id, pid)
+        assignments.insert_assignment(tx.db, sid, pid, "record", eid, order_key(seed, pid, eid), exchange_id=eid)
     # recordings withdrawn from a sender of this cell that no sender of it could take
-    workflow.adopt_cell_orphans(db, database, study, pid, group, gender)
+    workflow.adopt_cell_orphans(tx, study, pid, group, gender)
 
 
 def _pool(tab: str) -> Pool:

@@ -20,38 +20,38 @@ from services.common.seeded import order_key
 from services.participation.reassignment import Reassignment
 from services.usability import workflow
 from storage import assignments, participants
-from storage.db import required
+from storage.db import Transaction, required
 
 POOLED = {"receive", "validate"}  # their places go back to the work pool
 
 
-def on_leave(db, database, study: dict, p: dict, withdrawn: list[dict], actor: str, out: Reassignment) -> None:
+def on_leave(tx: Transaction, study: dict, p: dict, withdrawn: list[dict], actor: str, out: Reassignment) -> None:
     """Hands on a leaving sender's, receiver's, validator's or rater's withdrawn items (see
     the module's docstring)."""
     for a in withdrawn:
         phase, item = a["phase"], a["item_id"]
         if phase == "record":
-            _move_recording_item(db, database, study, p, a, actor, out)
+            _move_recording_item(tx, study, p, a, actor, out)
         elif phase in POOLED or (phase == "survey_baseline" and p["role"] == "rater"):
-            workflow.release(db, database, a)
+            workflow.release(tx, a)
             out.waiting.append({"phase": phase, "item": item})
-            database.log(actor, "reassign", "assignments", a["id"], {"item": item, "to": "pool"})
+            tx.database.log(actor, "reassign", "assignments", a["id"], {"item": item, "to": "pool"})
         elif p["role"] == "sender" and phase.startswith("survey"):
             pass  # the exchange goes to the raters below, baseline and informed together
         else:
             out.drop(a)
     if p["role"] in ("sender", "rater") and "usability" in study["config"]:
         # surveys nobody will finish: the exchange goes (back) to the raters' pool (third person)
-        for eid in workflow.hand_surveys_to_raters(db, database, study, p):
+        for eid in workflow.hand_surveys_to_raters(tx, study, p):
             out.waiting.append({"phase": "survey_baseline", "item": str(eid), "third_person": True})
 
 
-def _move_recording_item(db, database, study, p, a, actor, out: Reassignment) -> None:
-    ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
-    taker = replacement_sender(database, study["id"], p, ex["starter_id"])
+def _move_recording_item(tx: Transaction, study, p, a, actor, out: Reassignment) -> None:
+    ex = required(assignments.exchange(tx.database, a["exchange_id"]), "exchange of an assignment")
+    taker = replacement_sender(tx.database, study["id"], p, ex["starter_id"])
     if taker is None:
         # the design stays balanced: the item waits for the next sender enrolled in the same cell
-        workflow.orphan_recording(db, database, study, p, ex)
+        workflow.orphan_recording(tx, study, p, ex)
         out.waiting.append(
             {
                 "phase": "record",
@@ -63,9 +63,9 @@ def _move_recording_item(db, database, study, p, a, actor, out: Reassignment) ->
         return
     seed = study["config"]["study"]["seed"]
     sid = study["id"]
-    eid = assignments.insert_exchange(db, sid, ex["starter_id"], ex["system_id"], taker)
-    assignments.insert_assignment(db, sid, taker, "record", eid, order_key(seed, taker, eid), exchange_id=eid)
-    database.log(actor, "reassign", "exchanges", ex["id"], {"new_exchange": eid, "to": taker})
+    eid = assignments.insert_exchange(tx.db, sid, ex["starter_id"], ex["system_id"], taker)
+    assignments.insert_assignment(tx.db, sid, taker, "record", eid, order_key(seed, taker, eid), exchange_id=eid)
+    tx.database.log(actor, "reassign", "exchanges", ex["id"], {"new_exchange": eid, "to": taker})
     out.moved.append({"phase": "record", "item": a["item_id"], "exchange": ex["id"], "new_exchange": eid, "to": taker})
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from services.common.seeded import order_key, seeded_rng
 from storage import assignments, participants, pool, studies
-from storage.db import required
+from storage.db import Transaction, required
 
 # the pooled phase a role takes work from, and the study setting that caps it per person
 POOL_OF_ROLE = {"receiver": "receive", "validator": "validate", "rater": "survey_baseline"}
@@ -111,62 +111,68 @@ def exchange_ready(database, exchange_id: int) -> int:
     found = _usability(database, ex["study_id"])
     if not found:
         return 0
-    with database.write() as db:
-        return _open_exchange(db, database, found[0], ex)
+    with database.transaction() as tx:
+        return _open_exchange(tx, found[0], ex)
 
 
-def starter_changed(db, database, study_id: str, starter_id: str) -> None:
+def starter_changed(tx: Transaction, study_id: str, starter_id: str) -> None:
     """A starter's accepted questions changed (inside the caller's write): its ready exchanges
     open their receive items, or, when it has none left, close the places nobody took."""
-    found = _usability(database, study_id)
+    found = _usability(tx.database, study_id)
     if not found:
         return
-    for eid in pool.starter_exchanges(database, study_id, starter_id):
-        ex = required(pool.exchange_state(database, eid), "exchange")
+    for eid in pool.starter_exchanges(tx.database, study_id, starter_id):
+        ex = required(pool.exchange_state(tx.database, eid), "exchange")
         if ex["has_questions"]:
-            _open_exchange(db, database, found[0], ex)
-        elif pool.entry(database, study_id, "receive", eid):
-            pool.set_need(db, study_id, "receive", eid, 0)
+            _open_exchange(tx, found[0], ex)
+        elif pool.entry(tx.database, study_id, "receive", eid):
+            pool.set_need(tx.db, study_id, "receive", eid, 0)
 
 
-def _open_exchange(db, database, study: dict, ex: dict) -> int:
+def _open_exchange(tx: Transaction, study: dict, ex: dict) -> int:
     if not ex["translated"] or not ex["qc_ok"] or ex["excluded_at"]:
         return 0
     sid, seed, us = study["id"], _seed(study), study["config"]["usability"]
     eid, where = ex["id"], stratum(ex["grp"], ex["system_id"])
     added = 0
     if ex["has_questions"]:
-        need = max(0, us["redundancy"] - pool.holder_count(database, sid, "receive", eid))
-        row = pool.entry(database, sid, "receive", eid)
+        need = max(0, us["redundancy"] - pool.holder_count(tx.database, sid, "receive", eid))
+        row = pool.entry(tx.database, sid, "receive", eid)
         if row is None:
             added += pool.offer(
-                db, sid, "receive", eid, eid, where, _sender_identity(ex), need, order_key(seed, "receive", eid)
+                tx.db, sid, "receive", eid, eid, where, _sender_identity(ex), need, order_key(seed, "receive", eid)
             )
         elif row["need"] != need:  # e.g. its questions were withdrawn, then accepted again
-            pool.set_need(db, sid, "receive", eid, need)
+            pool.set_need(tx.db, sid, "receive", eid, need)
             added += 1
     if ex["sender_id"] and not ex["dropped_out_at"]:
         added += (
             assignments.insert_assignment(
-                db, sid, ex["sender_id"], "survey_baseline", eid, order_key(seed, ex["sender_id"], eid), exchange_id=eid
+                tx.db,
+                sid,
+                ex["sender_id"],
+                "survey_baseline",
+                eid,
+                order_key(seed, ex["sender_id"], eid),
+                exchange_id=eid,
             )
             is not None
         )
-    elif _needs_rater(database, ex):
-        added += _offer_rater(db, database, study, ex)
+    elif _needs_rater(tx.database, ex):
+        added += _offer_rater(tx, study, ex)
     return added
 
 
-def _offer_rater(db, database, study: dict, ex: dict) -> int:
+def _offer_rater(tx: Transaction, study: dict, ex: dict) -> int:
     """Puts the exchange's surveys in the raters' pool, or puts its places right; 1 when that
     changed anything."""
     sid, eid = study["id"], ex["id"]
-    need = max(0, 1 - _rater_holders(database, ex))
-    row = pool.entry(database, sid, "survey_baseline", eid)
+    need = max(0, 1 - _rater_holders(tx.database, ex))
+    row = pool.entry(tx.database, sid, "survey_baseline", eid)
     if row is None:
         return int(
             pool.offer(
-                db,
+                tx.db,
                 sid,
                 "survey_baseline",
                 eid,
@@ -178,50 +184,50 @@ def _offer_rater(db, database, study: dict, ex: dict) -> int:
             )
         )
     if row["need"] != need:
-        pool.set_need(db, sid, "survey_baseline", eid, need)
+        pool.set_need(tx.db, sid, "survey_baseline", eid, need)
         return 1
     return 0
 
 
-def hand_surveys_to_raters(db, database, study: dict, p: dict) -> list[int]:
+def hand_surveys_to_raters(tx: Transaction, study: dict, p: dict) -> list[int]:
     """A sender or rater who is gone (inside the caller's write): every exchange whose informed
     survey they will not answer goes (back) to the raters' pool. Returns those exchanges."""
     if p["role"] == "sender":
-        eids = pool.sender_exchanges(database, p["id"])
+        eids = pool.sender_exchanges(tx.database, p["id"])
     else:
-        eids = pool.survey_exchanges(database, p["id"], "survey_baseline", "done")
+        eids = pool.survey_exchanges(tx.database, p["id"], "survey_baseline", "done")
     out = []
     for eid in eids:
-        ex = required(pool.exchange_state(database, eid), "exchange")
-        if ex["translated"] and ex["qc_ok"] and not ex["excluded_at"] and _needs_rater(database, ex):
-            _offer_rater(db, database, study, ex)
-            if required(pool.entry(database, study["id"], "survey_baseline", eid), "offered survey")["need"] > 0:
+        ex = required(pool.exchange_state(tx.database, eid), "exchange")
+        if ex["translated"] and ex["qc_ok"] and not ex["excluded_at"] and _needs_rater(tx.database, ex):
+            _offer_rater(tx, study, ex)
+            if required(pool.entry(tx.database, study["id"], "survey_baseline", eid), "offered survey")["need"] > 0:
                 out.append(eid)
     return out
 
 
-def after_submit(db, database, study: dict, a: dict) -> int:
+def after_submit(tx: Transaction, study: dict, a: dict) -> int:
     """What a just-saved answer opens (inside its write transaction)."""
     phase = a["phase"]
     if phase == "receive":
-        return _offer_validation(db, database, study, a["id"])
+        return _offer_validation(tx, study, a["id"])
     if phase == "validate":
-        return _open_informed(db, database, study, a["exchange_id"])
+        return _open_informed(tx, study, a["exchange_id"])
     if phase == "survey_baseline":
-        return _open_informed(db, database, study, a["exchange_id"], only=a["participant_id"])
+        return _open_informed(tx, study, a["exchange_id"], only=a["participant_id"])
     return 0
 
 
-def _offer_validation(db, database, study: dict, receive_id: int) -> int:
-    r = pool.receive_assignment_state(database, receive_id)
+def _offer_validation(tx: Transaction, study: dict, receive_id: int) -> int:
+    r = pool.receive_assignment_state(tx.database, receive_id)
     if not r or r["status"] != "done":
         return 0
-    ex = required(pool.exchange_state(database, r["exchange_id"]), "exchange of a receive item")
-    producers = _sender_identity(ex) | set(participants.identities(database, [r["receiver_id"]])[r["receiver_id"]])
-    need = study["config"]["usability"]["redundancy"] - pool.holder_count(database, study["id"], "validate", r["id"])
+    ex = required(pool.exchange_state(tx.database, r["exchange_id"]), "exchange of a receive item")
+    producers = _sender_identity(ex) | set(participants.identities(tx.database, [r["receiver_id"]])[r["receiver_id"]])
+    need = study["config"]["usability"]["redundancy"] - pool.holder_count(tx.database, study["id"], "validate", r["id"])
     return int(
         pool.offer(
-            db,
+            tx.db,
             study["id"],
             "validate",
             r["id"],
@@ -234,11 +240,11 @@ def _offer_validation(db, database, study: dict, receive_id: int) -> int:
     )
 
 
-def _open_informed(db, database, study: dict, exchange_id: int, only: int | None = None) -> int:
-    if not pool.exchange_validated(database, exchange_id):
+def _open_informed(tx: Transaction, study: dict, exchange_id: int, only: int | None = None) -> int:
+    if not pool.exchange_validated(tx.database, exchange_id):
         return 0
     added = 0
-    for h in pool.survey_holders(database, exchange_id, "survey_baseline", "done"):
+    for h in pool.survey_holders(tx.database, exchange_id, "survey_baseline", "done"):
         if only is not None and h["participant_id"] != only:
             continue
         # gone: a sender who dropped out, a rater whose items were handed on (a paused sender
@@ -247,7 +253,7 @@ def _open_informed(db, database, study: dict, exchange_id: int, only: int | None
             continue
         added += (
             assignments.insert_assignment(
-                db,
+                tx.db,
                 study["id"],
                 h["participant_id"],
                 "survey_informed",
@@ -310,26 +316,26 @@ def ready_in_pool(database, p: dict, study: dict) -> int | None:
     )
 
 
-def next_item(db, database, p: dict, study: dict) -> dict | None:
+def next_item(tx: Transaction, p: dict, study: dict) -> dict | None:
     """One pooled item for a participant who has nothing open in their phase (inside a write),
     or None: no room left, or nothing they may take is waiting."""
     phase = POOL_OF_ROLE.get(p["role"])
     if phase is None or "usability" not in study["config"]:
         return None
     sid, pid = study["id"], p["id"]
-    if pool.phase_load(database, pid, phase) >= capacity(study["config"]["usability"], phase):
+    if pool.phase_load(tx.database, pid, phase) >= capacity(study["config"]["usability"], phase):
         return None
-    available = pool.open_strata(database, sid, phase, _strata(database, study))
+    available = pool.open_strata(tx.database, sid, phase, _strata(tx.database, study))
     if not available:
         return None
-    held = pool.held_strata(database, pid, phase)
+    held = pool.held_strata(tx.database, pid, phase)
     rng = seeded_rng("pick", _seed(study), pid, sum(held.values()))
     jitter = {s: rng.random() for s in available}
     other_group = (lambda s: s.split("|")[0] != p["grp"]) if p["role"] == "rater" and p["grp"] else (lambda s: False)
-    mine = participants.identities(database, [pid])[pid]
+    mine = participants.identities(tx.database, [pid])[pid]
     for s in sorted(available, key=lambda s: (other_group(s), held.get(s, 0), jitter[s])):
         for c in pool.candidates(
-            database,
+            tx.database,
             sid,
             phase,
             s,
@@ -339,9 +345,9 @@ def next_item(db, database, p: dict, study: dict) -> dict | None:
         ):
             if c["producers"] & mine:
                 continue
-            if pool.take(db, sid, phase, c["item_id"]):
+            if pool.take(tx.db, sid, phase, c["item_id"]):
                 aid = assignments.insert_assignment(
-                    db,
+                    tx.db,
                     sid,
                     pid,
                     phase,
@@ -350,23 +356,23 @@ def next_item(db, database, p: dict, study: dict) -> dict | None:
                     exchange_id=c["exchange_id"],
                 )
                 # None: they already had it (the candidates leave those out)
-                return None if aid is None else assignments.assignment(database, aid)
+                return None if aid is None else assignments.assignment(tx.database, aid)
     return None
 
 
-def release(db, database, a: dict) -> bool:
+def release(tx: Transaction, a: dict) -> bool:
     """A withdrawn assignment's place goes back to the pool (pooled phases only)."""
-    return pool.give_back(db, a["study_id"], a["phase"], a["item_id"])
+    return pool.give_back(tx.db, a["study_id"], a["phase"], a["item_id"])
 
 
 # -- a sender design cell's withdrawn recordings --------------------------------------------------
 
 
-def orphan_recording(db, database, study: dict, leaving: dict, exchange: dict) -> None:
+def orphan_recording(tx: Transaction, study: dict, leaving: dict, exchange: dict) -> None:
     """A recording item withdrawn from a sender that no other sender of their cell can take
     now: it waits for the next sender who enrols in that cell (adopt_cell_orphans)."""
     pool.offer(
-        db,
+        tx.db,
         study["id"],
         "record",
         exchange["id"],
@@ -378,20 +384,20 @@ def orphan_recording(db, database, study: dict, leaving: dict, exchange: dict) -
     )
 
 
-def adopt_cell_orphans(db, database, study: dict, sender_id: int, group, gender) -> list[int]:
+def adopt_cell_orphans(tx: Transaction, study: dict, sender_id: int, group, gender) -> list[int]:
     """A new sender of a cell also records the cell's waiting items (those whose starter is not
     already theirs), so the cell's design stays complete. Returns the new exchanges."""
     sid, made = study["id"], []
-    for o in pool.cell_orphans(database, sid, cell(group, gender)):
-        if o["starter_id"] in assignments.sender_starters(database, sender_id) or not pool.take(
-            db, sid, "record", o["item_id"]
+    for o in pool.cell_orphans(tx.database, sid, cell(group, gender)):
+        if o["starter_id"] in assignments.sender_starters(tx.database, sender_id) or not pool.take(
+            tx.db, sid, "record", o["item_id"]
         ):
             continue
-        eid = assignments.insert_exchange(db, sid, o["starter_id"], o["system_id"], sender_id)
+        eid = assignments.insert_exchange(tx.db, sid, o["starter_id"], o["system_id"], sender_id)
         assignments.insert_assignment(
-            db, sid, sender_id, "record", eid, order_key(_seed(study), sender_id, eid), exchange_id=eid
+            tx.db, sid, sender_id, "record", eid, order_key(_seed(study), sender_id, eid), exchange_id=eid
         )
-        database.log("workflow", "adopt", "exchanges", o["exchange_id"], {"new_exchange": eid, "to": sender_id})
+        tx.database.log("workflow", "adopt", "exchanges", o["exchange_id"], {"new_exchange": eid, "to": sender_id})
         made.append(eid)
     return made
 
@@ -408,12 +414,12 @@ def refresh(database, study_id: str) -> int:
     study = found[0]
     changed, after = 0, 0
     while ids := pool.study_exchange_ids(database, study_id, after, REPAIR_CHUNK):
-        with database.write() as db:
+        with database.transaction() as tx:
             for eid in ids:
-                changed += _open_exchange(db, database, study, required(pool.exchange_state(database, eid), "exchange"))
+                changed += _open_exchange(tx, study, required(pool.exchange_state(database, eid), "exchange"))
                 for rid in pool.done_receive_ids(database, eid):
-                    changed += _offer_validation(db, database, study, rid)
-                changed += _open_informed(db, database, study, eid)
+                    changed += _offer_validation(tx, study, rid)
+                changed += _open_informed(tx, study, eid)
         after = ids[-1]
     key = ("", "")
     while rows := pool.pool_entries(database, study_id, key, REPAIR_CHUNK):
