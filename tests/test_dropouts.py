@@ -7,11 +7,10 @@ import datetime as dt
 import pytest
 
 from services.admin import participants as pa
-from services.participation import dropouts
 from services.participation.items import AccessError, get_view
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
-from services.usability import workflow
+from services.usability import dropouts, workflow
 from storage import open_database, pool
 from tests.helpers.workflow import (
     answer_receiver,
@@ -147,3 +146,16 @@ def test_a_rater_with_no_work_yet_waits_instead_of_finishing(demo_db):
     assert v.status == "waiting", (v.status, v.message)
     assert not v.completion_code
     assert v.done == 0 and v.total > 0
+
+
+def test_the_workers_upkeep_drops_out_the_inactive_sender_through_the_protocols_hook(study):
+    """maintenance.run names no protocol: the usability spec's drop_inactive does the work."""
+    from services.participation import maintenance
+
+    db, s1, s2, ex = study
+    get_view(db, s2.token, "survey")
+    old = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=4)).isoformat()
+    with db.write() as w:
+        w.execute("UPDATE participants SET last_seen_at = ? WHERE id = ?", [old, s1.id])
+    assert maintenance.run(db, "demo", every_s=0) == {"dropped_out": [s1.id], "repaired": 0}
+    assert maintenance.run(db, "demo", every_s=0) == {"dropped_out": [], "repaired": 0}

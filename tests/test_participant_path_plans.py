@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import re
 
-from services.participation import dropouts
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
-from services.usability import pipeline
+from services.usability import dropouts, pipeline
 from tests.helpers.audio import write_wav
 from tests.helpers.sql_trace import Trace
 

@@ -25,7 +25,7 @@ def run(tmp_path_factory):
 
 def test_the_simulation_used_the_contract_calls(run):
     assert run["model_step"] == "services.usability.pipeline.record_outcome"
-    assert run["dropout_call"], "services.participation.dropouts.drop_out is missing"
+    assert run["dropout_call"], "services.usability.dropouts.drop_out is missing"
     assert run["dropped_out"] == run["sizes"]["dropouts"] == 3
     assert run["flagged"] >= 1 and run["double_submits"] >= 1
 

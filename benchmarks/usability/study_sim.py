@@ -23,7 +23,7 @@ is simulated: after a recording is saved, services.usability.pipeline.record_out
 translation and the QC of a transcript (the starter's text, or for 5% of the readings the text
 without its first three words, which QC flags); the admin reviews the flagged recordings
 (services.admin.recording_review: accept, reject about 15%, never a sender's second). 21% of the
-senders drop out after recording (services.participation.dropouts.drop_out); their exchanges' surveys go to
+senders drop out after recording (services.usability.dropouts.drop_out); their exchanges' surveys go to
 raters. Halfway one receiver with open items is deactivated and their open items reassigned
 (services.admin.participants). The database is copied (storage/backup.py) halfway and at the end.
 
@@ -403,7 +403,7 @@ class Sim:
         self.t("admin/import_study", import_study, self.db, self.dir / "study", actor="sim")
         self.wav = write_wav(self.dir / "reading.wav")
         self.answers = Answerer(self.db, self.seed, self.wav)
-        from services.participation.dropouts import drop_out
+        from services.usability.dropouts import drop_out
         from services.usability.pipeline import record_outcome
 
         self.model_step, self.model_step_name = record_outcome, "services.usability.pipeline.record_outcome"
@@ -1011,7 +1011,7 @@ def simulate(
     log(
         f"scale {scale}: {sizes.starters} starters, {sizes.senders} senders ({sizes.dropouts} drop out), "
         f"{sizes.receivers} receivers, {sizes.validators} validators, {sizes.raters} raters; "
-        f"model step: {sim.model_step_name}; dropout: services.participation.dropouts.drop_out"
+        f"model step: {sim.model_step_name}; dropout: services.usability.dropouts.drop_out"
     )
     sim.run()
     log(f"  done in {sim.rounds} rounds, {sim.wall_s:.1f} s: {sim.submits} submits, {sim.views} views")

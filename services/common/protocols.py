@@ -211,6 +211,9 @@ class Protocol:
         the report's extra inputs ({"qe_audits": [folders]}); the function's module holds TITLE
         and ITEMS, the part's title and numbered items, which a failed analysis fills with its
         reason. None: no part in the report
+    drop_inactive(database, study_id) -> [participant ids], optional: the upkeep's drop-out of
+        participants who stopped coming back (its own study setting; run before the repair). A
+        callable or "module:function" (resolve())
     repair(database, study_id) -> int, optional: the protocol's periodic repair, adding what its
         events should have opened (idempotent; the count of things it added or changed, 0: none
         missing); run by the worker's upkeep (services/participation/maintenance.py) and after a
@@ -238,6 +241,7 @@ class Protocol:
     assigned_systems: str = ""
     metrics_report: Callable[..., dict] | str | None = None
     report_section: Callable[..., Any] | str | None = None
+    drop_inactive: Callable[..., list[int]] | str | None = None
     repair: Callable[..., int] | str | None = None
     questions_changed: Callable[..., None] | str | None = None
     analysis_panel: str = ""

@@ -1,1 +1,1 @@
-"""What a participant does: their items, submissions, assignment, reassignment, dropouts, upkeep, request limits."""
+"""What a participant does: their items, submissions, assignment, reassignment, upkeep, request limits."""

@@ -1,15 +1,15 @@
 """The study's periodic upkeep, run by the worker as a job that schedules its next run:
-senders inactive past the study's limit are dropped out (services/participation/dropouts.py), then
-each registered protocol's repair (Protocol.repair, services/common/protocols.py; the usability
-workflow's refresh) adds anything an event missed (a crash between two writes, a database from
-before the work pool). Never part of a participant's request."""
+participants inactive past the study's limit are dropped out (Protocol.drop_inactive: the
+usability senders, services/usability/dropouts.py), then each registered protocol's repair
+(Protocol.repair, services/common/protocols.py; the usability workflow's refresh) adds anything
+an event missed (a crash between two writes, a database from before the work pool). Never part
+of a participant's request."""
 
 from __future__ import annotations
 
 import datetime as dt
 
 from services.common import protocols
-from services.participation import dropouts
 from storage import jobs, studies
 
 KIND = "study_maintenance"
@@ -46,7 +46,7 @@ def repair(database, study_id: str) -> int:
 
 
 def run(database, study_id: str, every_s: float = EVERY_S) -> dict:
-    dropped = dropouts.detect_inactive(database, study_id)
+    dropped = [pid for _, fn in protocols.with_hook("drop_inactive") for pid in fn(database, study_id)]
     repaired = repair(database, study_id)
     if every_s:
         with database.write() as db:

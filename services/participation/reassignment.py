@@ -48,7 +48,7 @@ def withdraw_and_reassign(tx: Transaction, p: dict, actor: str) -> Reassignment:
     """Withdraws every open item of an inactive participant and hands on what can be handed
     on (see the module's docstring). Runs inside the caller's write transaction; also used
     when a sender is excluded after rejected recordings (services/admin/recording_review) or drops
-    out (services/participation/dropouts)."""
+    out (services/usability/dropouts)."""
     study = required(studies.get_study(tx.database, p["study_id"]), "study of a participant")
     out = Reassignment(p["id"])
     withdrawn = assignments.open_assignments(tx.database, p["id"])

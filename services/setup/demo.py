@@ -4,7 +4,7 @@ A rater's work comes only from senders who drop out (paper 000, A.1: third-perso
 demo's sender who stays would leave the rater nothing to do. This sender, of another design
 cell (so that none of their starters moves to the demo sender), records the rater's share of
 starters read by the project's TTS, through the same intake as a browser's recording, then drops
-out (services/participation/dropouts.py): the worker translates the recordings, a receiver and a
+out (services/usability/dropouts.py): the worker translates the recordings, a receiver and a
 validator get them beside the demo sender's, and the rater answers their surveys.
 """
 
@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 
 from services.models import tts
-from services.participation.dropouts import drop_out
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
+from services.usability.dropouts import drop_out
 from storage import assignments, studies
 from storage.db import required
 

@@ -16,7 +16,7 @@ from services.participation.assignment import sender_design
 from services.participation.items import bold_key_spans
 from services.participation.submissions import SubmissionError
 from services.study.texts import Voice, sqm_label, texts
-from services.usability import answers, corpus, export_tables, reassignment, workflow
+from services.usability import answers, corpus, dropouts, export_tables, reassignment, workflow
 from services.usability.audio_intake import IntakeError, store_recording
 from services.usability.recording_qc import SECOND_OPINION_DEFAULTS, qc_asr_problems, second_opinion_problems
 from storage import assignments, jobs, participants, question_drafts, results, studies
@@ -45,7 +45,7 @@ DEFAULTS: dict[str, Any] = {
     # (services/common/variants.py: reaches the LLM prompts and the systems that take it)
     "target_variant": variants.DEFAULT,
     # a sender not seen for this many days while surveys wait counts as dropped out
-    # (services/participation/dropouts.py); 0: only when the study team says so
+    # (services/usability/dropouts.py); 0: only when the study team says so
     "dropout_after_days": 0,
     # the reference level of the analysis's corpus factor (Table 4's "Source"); "":
     # the paper's BConTrasT when a starter has it, else the first corpus in sorted order
@@ -459,6 +459,7 @@ PROTOCOL = protocols.register(
         load=corpus.load,
         corpus_files=("starters", "questions", "exchanges", "references"),
         export_tables=export_tables.TABLES,
+        drop_inactive=dropouts.detect_inactive,  # senders gone quiet
         repair=workflow.refresh,
         questions_changed=workflow.starter_changed,
     )

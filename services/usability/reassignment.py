@@ -5,7 +5,7 @@ caller's write):
   design cell, so the stratified design stays exactly balanced) who has not had that starter,
   least loaded (a new exchange; the old one stays withdrawn); when the cell has nobody, the
   item waits for the next sender enrolled in that cell, who records it besides their own;
-- a sender's surveys: the sender has dropped out (services/participation/dropouts.py): each exchange whose
+- a sender's surveys: the sender has dropped out (services/usability/dropouts.py): each exchange whose
   informed survey they have not answered goes to the raters' pool, baseline and informed
   together (third-person perspective, paper 000 appendix A.1);
 - receiver and validator items, and a rater's surveys: back to the pool, where the next

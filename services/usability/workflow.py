@@ -7,7 +7,7 @@ bounded by one exchange, one participant or the first rows of one stratum):
   reviewer accepted it. The receive item goes to the pool (once its starter has accepted
   questions: services/questions/review.py calls starter_changed) and the baseline survey to
   its sender; when there is no active sender (an imported exchange, a sender who dropped
-  out: services/participation/dropouts.py) the baseline goes to the raters' pool (third-person perspective).
+  out: services/usability/dropouts.py) the baseline goes to the raters' pool (third-person perspective).
 - after_submit(assignment), inside the answer's transaction: a finished answer set puts its
   validation in the pool; a validation, once every finished answer set of the exchange is
   validated, opens the informed survey of whoever answered its baseline; a baseline answered
@@ -78,7 +78,7 @@ def _sender_identity(ex: dict) -> set[str]:
 
 def _needs_rater(database, ex: dict) -> bool:
     """The exchange's surveys need a third person: no sender, or a sender who dropped out
-    (services/participation/dropouts.py) before answering its informed survey. A sender who is only
+    (services/usability/dropouts.py) before answering its informed survey. A sender who is only
     deactivated (a pause: reactivation gives the queue back) keeps their surveys."""
     if not ex["sender_id"]:
         return True

@@ -9,11 +9,10 @@ import shutil
 from pathlib import Path
 
 from harness.demo import DEMO_ASSETS
-from services.participation import dropouts
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
-from services.usability import pipeline
+from services.usability import dropouts, pipeline
 from tests.helpers.audio import write_wav
 
 # the bundled demo study itself (no imported exchanges): senders record every exchange
