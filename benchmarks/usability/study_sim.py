@@ -1096,9 +1096,13 @@ def measure(snapshot: Path, per_tab: int = 25, refreshes: int = 5, seed: int = 1
     import services
     from services.participation.items import get_view
     from services.participation.submissions import submit
-    from services.usability import workflow
     from storage import open_database
     from storage.backup import backup
+
+    try:
+        from services.usability import workflow
+    except ImportError:  # a checkout from before the workflow moved into its protocol's package
+        from services.participation import workflow  # type: ignore[no-redef]
 
     tmp = Path(tempfile.mkdtemp(prefix="study-sim-measure-"))
     try:
