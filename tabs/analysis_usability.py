@@ -9,7 +9,7 @@ from services.metrics import exchange as exchange_metrics
 from tabs import paper_view
 from tabs.admin_common import admin_only, shows_failure
 from tabs.analysis_common import FILES_PX, NOT_RUN, PAPER_2, Panel, not_run_table, run_folder
-from tabs.common import shown_plot, shown_table, summary_markdown
+from tabs.common import shown_figures, shown_plot, shown_table, summary_markdown
 
 US_PLOTS = 14  # plot slots for the usability figures (services.usability.analysis.figures: 13 at most)
 
@@ -88,14 +88,7 @@ def panel(shared: Panel) -> None:
         res, figs, files = done
         from services.usability import paper_figures  # with the analysis above: on first use only
 
-        plots = {
-            p: gr.update(
-                visible=i < len(figs),
-                value=figs[i][1] if i < len(figs) else None,
-                label=figs[i][0] if i < len(figs) else None,
-            )
-            for i, p in enumerate(us_plots)
-        }
+        plots = shown_figures(us_plots, figs)
         no_fit = "The model could not be fitted: the message above says why."
         return {
             us_notice: paper_view.notes_markdown(part),

@@ -68,6 +68,19 @@ def shown_plot(fig):
     return gr.update(value=fig, visible=fig is not None)
 
 
+def shown_figures(slots, figs: list) -> dict:
+    """Plot slots' updates for a list of (label, figure): the first len(figs) slots show them, the
+    rest are hidden."""
+    return {
+        p: gr.update(
+            visible=i < len(figs),
+            value=figs[i][1] if i < len(figs) else None,
+            label=figs[i][0] if i < len(figs) else None,
+        )
+        for i, p in enumerate(slots)
+    }
+
+
 def file_url(path: str) -> str:
     """A media file as the page fetches it (gradio serves the app's allowed media folder);
     relative, so it holds behind a proxy's path prefix and on each role's page."""

@@ -12,7 +12,7 @@ from services.models.cache import MODEL_QUEUE
 from services.models.zerogpu import gpu
 from tabs import paper_view
 from tabs.admin_common import admin_only, shows_failure
-from tabs.common import Ctx, shown_table
+from tabs.common import Ctx, shown_figures, shown_table
 
 # what a table shows before its button is pressed (never Gradio's "1 2 3")
 NOT_RUN = "Not run yet: press the button above."
@@ -160,14 +160,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         except (ValueError, KeyError, BackendUnavailable) as e:
             return {notice: f"**The audit could not run:** {e}"}
         figs = list(qe_audit.figures(result).items())
-        shown = {
-            p: gr.update(
-                visible=i < len(figs),
-                value=figs[i][1] if i < len(figs) else None,
-                label=figs[i][0] if i < len(figs) else None,
-            )
-            for i, p in enumerate(plots)
-        }
+        shown = shown_figures(plots, figs)
         text = qe_audit.summary(result).replace("\n", "  \n")
         past = list(past or []) + [paper_run_entry(result, out_dir)]
         return {
@@ -212,14 +205,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             return {paper_notice: f"**The paper's tables could not be built:** {e}"}
         result = part.detail
         figs = list(paper_figures.figures(result).items())
-        shown = {
-            p: gr.update(
-                visible=i < len(figs),
-                value=figs[i][1] if i < len(figs) else None,
-                label=figs[i][0] if i < len(figs) else None,
-            )
-            for i, p in enumerate(paper_plots)
-        }
+        shown = shown_figures(paper_plots, figs)
         captions = "  \n".join(f"**{name}**: {paper_figures.CAPTIONS[name]}" for name in ("table8", *dict(figs)))
         return {
             paper_notice: paper_view.notes_markdown(part),
