@@ -120,12 +120,12 @@ def render_hits(app) -> int:
     queues it): draw each HIT's text images, so a submit does not draw the next one. Run here,
     before the timing, because the app runs without its worker (see the module docstring)."""
     from services.common.jobs_worker import Worker
-    from services.usability import pipeline
+    from services.participation import worker_jobs
     from storage import open_database
 
     database = open_database(app.env["TRADLAB_DB"])
     media = Path(app.env["TRADLAB_MEDIA"])
-    handler = pipeline.handlers(database, media_dir=media)["render_da_images"]
+    handler = worker_jobs.handlers(database, media_dir=media)["render_da_images"]
     done = Worker(database, {"render_da_images": handler}).run_until_idle()
     assert all(j["status"] == "done" for j in done), done
     return len(done)

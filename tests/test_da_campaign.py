@@ -13,11 +13,11 @@ from harness.demo import DEMO
 from services.common.jobs_worker import Worker
 from services.da import campaign as da_campaign
 from services.da import render as da_render
+from services.participation import worker_jobs
 from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
-from services.usability import pipeline
 from storage import studies
 
 pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
@@ -90,7 +90,9 @@ def test_a_text_hit_is_drawn_by_the_worker_ahead_of_the_rater(campaign):
     hit_id = json.loads(job["payload"])["hit_id"]
     items = studies.da_hit_items(db, hit_id)
     assert not any(da_render.image_path(i["reference"], i["candidate"], media).exists() for i in items)
-    done = Worker(db, {"render_da_images": pipeline.handlers(db, media_dir=media)["render_da_images"]}).run_until_idle()
+    done = Worker(
+        db, {"render_da_images": worker_jobs.handlers(db, media_dir=media)["render_da_images"]}
+    ).run_until_idle()
     assert [j["status"] for j in done] == ["done"]
     for width in (da_render.DEFAULT_WIDTH, da_render.NARROW_WIDTH):  # the phone's copy too
         assert all(da_render.image_path(i["reference"], i["candidate"], media, width).is_file() for i in items)
@@ -123,7 +125,7 @@ def test_audio_items_wait_for_rendering_and_need_listening_when_locked(database,
     v = get_view(db, audio_rater.token, "da", media_dir=media)
     assert v.status == "waiting" and "audio" in v.message
     assert db.scalar("SELECT COUNT(*) FROM jobs WHERE kind = 'render_da_audio'") == 1
-    render = pipeline.handlers(db, media_dir=media)["render_da_audio"]
+    render = worker_jobs.handlers(db, media_dir=media)["render_da_audio"]
     done = Worker(db, {"render_da_audio": render}).run_until_idle()
     assert [j["status"] for j in done] == ["done"]
     v = get_view(db, audio_rater.token, "da", media_dir=media)

@@ -13,10 +13,10 @@ from services.common.jobs_worker import Worker
 from services.da import analysis as da_analysis
 from services.da import campaign as da_campaign
 from services.da import render as da_render
+from services.participation import worker_jobs
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
-from services.usability import pipeline
 from storage import studies
 from tabs.da import body_html
 from tests.helpers.da import careful, da_study, make_judgments
@@ -28,7 +28,7 @@ def audio_item(db, media):
     """The first item of an audio rater (the demo's modality "both": the second rater), rendered."""
     add_participants(db, "demo", "da", 1)  # text
     rater = add_participants(db, "demo", "da", 1)[0]  # audio
-    Worker(db, {"render_da_audio": pipeline.handlers(db, media_dir=media)["render_da_audio"]}).run_until_idle()
+    Worker(db, {"render_da_audio": worker_jobs.handlers(db, media_dir=media)["render_da_audio"]}).run_until_idle()
     v = get_view(db, rater.token, "da", media_dir=media)
     assert v.status == "item" and v.content["modality"] == "audio"
     return rater, v

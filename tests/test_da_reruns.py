@@ -19,11 +19,11 @@ from services.da import analysis as da_analysis
 from services.da import campaign as da_campaign
 from services.da import study_analysis as da_study
 from services.models import tts
+from services.participation import worker_jobs
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
 from services.study.files import StudyValidationError, load_study
-from services.usability import pipeline
 from storage import exports, studies
 from tests.helpers.da import careful, make_judgments
 from tests.helpers.da import da_study as make_study
@@ -177,7 +177,7 @@ def test_the_tts_engine_and_voice_reach_the_data_and_the_analysis(database, tmp_
     monkeypatch.setattr(tts, "choose", lambda lang, backend=None, voice=None: FakeTTS())
     db, media = make_study(database, tmp_path, modality='"audio"', keep_fast="true", reliability_alpha="0.5")
     (rater,) = add_participants(db, "demo", "da", 1)
-    Worker(db, {"render_da_audio": pipeline.handlers(db, media_dir=media)["render_da_audio"]}).run_until_idle()
+    Worker(db, {"render_da_audio": worker_jobs.handlers(db, media_dir=media)["render_da_audio"]}).run_until_idle()
     hit = held_hit(db, rater.id)
     assert {(i["tts_engine"], i["tts_voice"]) for i in studies.da_hit_items(db, hit)} == {("piper", "en_US-joe-medium")}
     rate(db, media, rater, careful)

@@ -8,7 +8,7 @@ import pytest
 from services.common.jobs_worker import Worker
 from services.metrics import exchange as exchange_metrics
 from services.models.cache import ModelCache
-from services.usability import pipeline
+from services.participation import worker_jobs
 from storage import results
 
 CACHE = ModelCache(device="cpu")
@@ -24,7 +24,7 @@ def test_imported_exchanges_are_scored_by_the_worker(demo_db):
     db = demo_db
     queued = db.scalar("SELECT COUNT(*) FROM jobs WHERE kind = 'score_exchange'")
     assert queued == 12  # one per imported translation
-    score = pipeline.handlers(db, CACHE)["score_exchange"]
+    score = worker_jobs.handlers(db, CACHE)["score_exchange"]
     done = Worker(db, {"score_exchange": score}).run_until_idle(limit=3)
     assert [j["status"] for j in done] == ["done"] * 3
     rows = results.exchange_metric_rows(db, "demo")

@@ -325,3 +325,33 @@ def test_a_table_name_taken_is_refused(tmp_path):
             export_study(db, "demo", tmp_path / "out", "csv", media_dir=tmp_path / "media")
     finally:
         protocols.unregister("yesno2")
+
+
+def test_its_jobs_join_the_workers_table(tmp_path):
+    """A protocol's background jobs (Protocol.jobs) run by the app's worker, beside the built-in
+    protocols' and the upkeep's; a kind another protocol already has is refused by its name."""
+    import dataclasses
+
+    from services.common.jobs_worker import Worker
+    from services.participation import worker_jobs
+    from storage import jobs, open_database
+
+    done = []
+    other = dataclasses.replace(
+        PROTOCOL, name="yesno2", roles=(), tabs=(), phases=(), export_tables={},
+        jobs=lambda database, cache, media_dir: {"yesno_tally": lambda payload: done.append(payload["n"])},
+    )  # fmt: skip
+    db = open_database(tmp_path / "s.db")
+    protocols.register(other)
+    try:
+        table = worker_jobs.handlers(db, media_dir=tmp_path)
+        assert {"yesno_tally", "study_maintenance", "process_recording", "render_da_audio"} <= set(table)
+        with db.write() as w:
+            jobs.enqueue(w, "yesno_tally", {"n": 7})
+        Worker(db, table).run_until_idle()
+        assert done == [7]
+        protocols.register(dataclasses.replace(other, jobs=lambda d, c, m: {"render_da_audio": print}))
+        with pytest.raises(ValueError, match="'yesno2': job kind 'render_da_audio' is already taken"):
+            worker_jobs.handlers(db, media_dir=tmp_path)
+    finally:
+        protocols.unregister("yesno2")

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from services.comprehension import settings as question_settings
 from services.models import llm
 from services.models.backends import BackendUnavailable
-from services.questions import settings as question_settings
 from services.study.files import StudyValidationError, load_study
 from tests.openai_server import OpenAIServer
 

@@ -10,6 +10,7 @@ import pytest
 from services.admin.recording_review import decide, queue_for_review
 from services.common.jobs_worker import Worker
 from services.models.cache import ModelCache
+from services.participation import worker_jobs
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
@@ -31,7 +32,7 @@ def study(demo_db):
 
 def only_recordings(db):
     """The recording job alone: the metric jobs that imports and translations queue are tested elsewhere."""
-    return {"process_recording": pipeline.handlers(db, CACHE)["process_recording"]}
+    return {"process_recording": worker_jobs.handlers(db, CACHE)["process_recording"]}
 
 
 QC_CLEAN = ("s08", "s09", "s11", "s05", "s03", "s02")  # starters Piper + tiny.en read back cleanly

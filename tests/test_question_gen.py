@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from services.comprehension.parse import is_unanswerable
 from services.models import llm
 from services.participation.items import get_view
 from services.questions import gen as question_gen
 from services.questions import review as question_review
-from services.questions.parse import is_unanswerable
 from services.questions.review import ReviewError
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study

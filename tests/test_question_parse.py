@@ -1,10 +1,10 @@
-"""Reading questions and answers out of messy LLM output (services/questions/parse.py)."""
+"""Reading questions and answers out of messy LLM output (services/comprehension/parse.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from services.questions.parse import (
+from services.comprehension.parse import (
     clean_answer,
     drop_near_duplicates,
     is_unanswerable,

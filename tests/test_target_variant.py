@@ -12,8 +12,8 @@ import pytest
 
 from harness.demo import DEMO_ASSETS
 from services.common import variants
+from services.comprehension import settings as question_settings
 from services.models import systems
-from services.questions import settings as question_settings
 from services.setup.importer import import_study
 from services.study.files import StudyValidationError, load_study
 from storage import studies

@@ -132,11 +132,10 @@ def serve(args, settings, connect):
     # timeout, and launch() gives up ("localhost is not accessible")
     if settings.worker:
         from services.common.jobs_worker import Worker
-        from services.participation import maintenance
-        from services.usability import pipeline
+        from services.participation import maintenance, worker_jobs
 
         maintenance.schedule_all(database)  # drop-out detection and the workflow's repair, periodic
-        Worker(database, pipeline.handlers(database, media_dir=settings.media_dir)).start()
+        Worker(database, worker_jobs.handlers(database, media_dir=settings.media_dir)).start()
     demo.block_thread()
 
 

@@ -224,6 +224,9 @@ class Protocol:
         callable or "module:function" (resolve())
     analysis_panel: its panel of the Analysis tab, a "module:function" in tabs/ (resolved by the
         tab: services never import tabs) taking a tabs.analysis_common.Panel; "": no panel
+    jobs(database, cache, media_dir) -> {kind: handler(payload)}, optional: the background jobs
+        its events queue, which the app's worker runs (services/participation/worker_jobs.py); a
+        callable or "module:function" (resolve()). Two protocols never name the same kind
     """
 
     name: str
@@ -245,6 +248,7 @@ class Protocol:
     repair: Callable[..., int] | str | None = None
     questions_changed: Callable[..., None] | str | None = None
     analysis_panel: str = ""
+    jobs: Callable[..., dict] | str | None = None
 
 
 class UnknownName(KeyError):

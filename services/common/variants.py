@@ -4,7 +4,7 @@ Paper 000's receivers are L1 Portuguese speakers in Portugal, its cascade asks T
 "Portuguese (Portugal)" and it calls its language pair "English - European Portuguese": a
 study's `[usability] target_variant` defaults to "pt-PT". The setting is what the study's
 receivers read; it reaches
-- the LLM prompts (services/questions/settings.py fills the placeholders below), so generated
+- the LLM prompts (services/comprehension/settings.py fills the placeholders below), so generated
   questions are translated into that variant;
 - the systems whose prompt or language code can name a variant (services/models/systems.py fills the
   placeholders in `prompt` / `mt_prompt`); a model that produces one variant only (Bergamot

@@ -211,6 +211,19 @@ def check_judgment(database, study, a, media_dir) -> None:
         raise DAError("Please listen to the whole recording before you score it.")
 
 
+def background_jobs(database, cache=None, media_dir=None) -> dict:
+    """The DA campaign's background jobs (Protocol.jobs): a HIT's items rendered as images, or
+    spoken (the audio mode)."""
+    return {
+        "render_da_audio": lambda payload: render_hit_audio(
+            database, payload["study_id"], payload["hit_id"], media_dir
+        ),
+        "render_da_images": lambda payload: render_hit_images(
+            database, payload["study_id"], payload["hit_id"], media_dir
+        ),
+    }
+
+
 def render_hit_images(database, study_id: str, hit_id: int, media_dir) -> int:
     """Draw every text-mode image of a HIT (each once: the image cache)."""
     items = studies.da_hit_items(database, hit_id)

@@ -172,6 +172,7 @@ PROTOCOL = protocols.register(
     Protocol(
         name="da",
         report_section="services.report.da:section",  # its paper's part of the study report
+        jobs="services.da.campaign:background_jobs",  # what the worker runs for it
         analysis_panel="tabs.analysis_da:panel",  # its section of the Analysis tab
         roles=(
             Role(

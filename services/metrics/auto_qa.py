@@ -28,12 +28,12 @@ from __future__ import annotations
 import hashlib
 import json
 
+from services.comprehension import parse as question_parse
+from services.comprehension import settings as question_settings
 from services.metrics import registry as metrics
 from services.models import llm as llm_service
 from services.models.backends.offline import BergamotMT
 from services.models.cache import CACHE
-from services.questions import parse as question_parse
-from services.questions import settings as question_settings
 
 NAME = "auto-qa"
 

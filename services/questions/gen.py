@@ -1,12 +1,12 @@
 """Comprehension questions written by an LLM for starters that have none (paper 000, section 2.3).
 
 For one starter: the LLM is asked for up to n questions in English grounded in the starter's
-key information (prompt "generate"); the answer is parsed (services/questions/parse.py);
+key information (prompt "generate"); the answer is parsed (services/comprehension/parse.py);
 near-duplicates of each other or of the starter's existing questions and drafts are dropped;
 each question is answered by the LLM from the starter alone (prompt "answer") and dropped when
 the answer is empty or "not stated" (the kept answer is stored as the reference answer); the
 rest are translated to Portuguese (by the LLM into the study's target variant, or by Bergamot
-en->pt, which writes Brazilian Portuguese: [questions] translate, services/questions/settings.py)
+en->pt, which writes Brazilian Portuguese: [questions] translate, services/comprehension/settings.py)
 and stored as drafts, their model naming the variant. Nothing reaches the study's questions
 before a person accepts it (services/questions/review.py).
 
@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from services.common import variants
+from services.comprehension import parse as question_parse
+from services.comprehension import settings as question_settings
 from services.models import llm as llm_service
 from services.models import systems
 from services.models.backends import BackendUnavailable
 from services.models.cache import CACHE
-from services.questions import parse as question_parse
 from services.questions import review as question_review
-from services.questions import settings as question_settings
 from storage import question_drafts, studies
 from storage.db import required
 

@@ -30,9 +30,9 @@ from typing import TypedDict
 import pandas as pd
 
 from services.common import protocols
+from services.comprehension import settings as question_settings
 from services.models import llm
 from services.participation.items import bold_key_spans
-from services.questions import settings as question_settings
 from services.study.export import FORMULA_START, neutralise
 from storage import question_drafts, studies
 from storage.db import Transaction, required

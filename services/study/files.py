@@ -20,10 +20,10 @@ from typing import Any
 from services.common import protocols, variants
 from services.common.settings import Settings
 from services.common.vocabulary import ID_RE
+from services.comprehension import settings as question_settings
 from services.models import llm as llm_settings
 from services.models import systems as system_registry
 from services.models.backends.remote import endpoint_problems
-from services.questions import settings as question_settings
 from services.study import consent, texts
 
 SYSTEM_KINDS = ("cascade", "direct", "remote", "human")
@@ -99,7 +99,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "consent": {"text": "", "file": "", "agree": "", "decline": "", "roles": []},
     "demographics": {"fields": [], "submit": ""},
     # comprehension questions: the LLM and the question settings (services/models/llm.py,
-    # services/questions/settings.py)
+    # services/comprehension/settings.py)
     "llm": dict(llm_settings.DEFAULTS),
     "questions": dict(question_settings.DEFAULTS),
 }

@@ -86,8 +86,9 @@ Definitions (:func:`analyze`):
   it); empty when the curve never crosses 4 (or starts at or above it), with a note.
 * factor analysis of S/T/R (informed) within respondents (respondent-mean-centred) and between
   them (respondent means): Bartlett's sphericity and KMO (factor_analyzer), Horn's parallel analysis
-  (500 iterations, 95th percentile) and a one-factor ML solution (services.sd.analysis), whose
-  variance explained is the sum of squared loadings / 3 (also the first eigenvalue's share).
+  (500 iterations, 95th percentile) and a one-factor ML solution (the extraction shared with
+  the semantic-differential EFA, services/common/factor_extraction.py), whose variance
+  explained is the sum of squared loadings / 3 (also the first eigenvalue's share).
 
 Speed. statsmodels computes MixedLM's likelihood through a Woodbury solve that, for dense
 variance-component designs, multiplies the full n x q design at every step (about 4-15 s per
@@ -122,6 +123,7 @@ import pandas as pd
 from scipy import sparse, stats
 from scipy.optimize import isotonic_regression
 
+from services.common import factor_extraction as FE
 from services.common.analysis_input import InputError, Problems
 from services.common.analysis_input import cells as _cells
 from services.common.analysis_input import numbers as _numbers
@@ -130,7 +132,6 @@ from services.common.analysis_output import write_json, write_tables
 from services.common.figure_files import write_figures
 from services.metrics import registry as metric_registry
 from services.models import systems as st_systems
-from services.sd import analysis as SD
 from services.usability import contrasts as C
 from services.usability import paper_figures
 from services.usability.mixedlm import fast_mixedlm
@@ -1432,18 +1433,18 @@ def _factor_level(x: np.ndarray, seed: int, pa_iterations: int, pa_percentile: f
         frame = pd.DataFrame(x, columns=ITEMS)
         chi2, pval = calculate_bartlett_sphericity(frame)
         kmo_items, kmo = calculate_kmo(frame)
-    eig, crit, k = SD.parallel_analysis(x, pa_iterations, seed, pa_percentile)
+    eig, crit, k = FE.parallel_analysis(x, pa_iterations, seed, pa_percentile)
     r = np.corrcoef(x, rowvar=False)
     notes: list[str] = []
     try:
-        load, uniq, _ = SD.ml_extract(r, 1, n, seed, notes=notes)
+        load, uniq, _ = FE.ml_extract(r, 1, n, seed, notes=notes)
         load = load[:, 0] * (1 if load[:, 0].sum() >= 0 else -1)
         ml = {
             "loadings": dict(zip(ITEMS, map(float, load))),
             "uniqueness": dict(zip(ITEMS, map(float, uniq))),
             "variance_explained": float(np.sum(load**2) / p),
         }
-    except SD.EFAError as e:
+    except FE.EFAError as e:
         ml = {"error": str(e)}
     out.update(
         {

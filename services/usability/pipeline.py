@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import json
 
-from services.da import campaign as da_campaign
 from services.metrics import exchange as exchange_metrics
 from services.models import systems
 from services.models.cache import CACHE
-from services.participation import maintenance
 from services.usability import recording_qc, workflow
 from storage import assignments, results, studies
 from storage.db import required
@@ -129,17 +127,10 @@ def record_outcome(database, recording_id: int, translation: str, transcript: st
     return status
 
 
-def handlers(database, cache=CACHE, media_dir=None) -> dict:
-    """The job kinds the app's worker runs."""
-
+def background_jobs(database, cache=CACHE, media_dir=None) -> dict:
+    """The usability study's background jobs (Protocol.jobs): a recording's system run and QC,
+    an exchange's automatic metrics."""
     return {
         "process_recording": lambda payload: process_recording(database, payload["recording_id"], cache),
-        "render_da_audio": lambda payload: da_campaign.render_hit_audio(
-            database, payload["study_id"], payload["hit_id"], media_dir
-        ),
-        "render_da_images": lambda payload: da_campaign.render_hit_images(
-            database, payload["study_id"], payload["hit_id"], media_dir
-        ),
         "score_exchange": lambda payload: exchange_metrics.score_exchange(database, payload["exchange_id"], cache),
-        maintenance.KIND: lambda payload: maintenance.run(database, payload["study_id"]),
     }

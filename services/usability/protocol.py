@@ -364,6 +364,7 @@ PROTOCOL = protocols.register(
     Protocol(
         name="usability",
         report_section="services.report.usability:section",  # its paper's part of the study report
+        jobs="services.usability.pipeline:background_jobs",  # what the worker runs for it
         analysis_panel="tabs.analysis_usability:panel",  # its section of the Analysis tab
         assigned_systems="senders",  # each sender's recordings go through one system
         metrics_report="services.metrics.exchange:metrics_report",  # the exchanges' metrics
