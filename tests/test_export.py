@@ -253,7 +253,8 @@ def test_each_protocol_owns_its_tables_and_the_study_package_only_the_common_one
     from services.common import protocols
 
     owner = {t: p.name for p in protocols.protocols() for t in p.export_tables}
-    assert set(dictionary.TABLES) == {"participants", "consents", "demographics", "assignments", "events", "metadata"}
+    assert set(dictionary.TABLES) == {"participants", "consents", "demographics", "assignments", "events"}
+    assert [p.name for p in protocols.protocols() if p.audio_metadata] == ["usability"]  # hf-audio's metadata
     assert not set(dictionary.TABLES) & set(owner)
     assert {t for t in EXPECTED if t not in dictionary.TABLES} == set(owner)
     assert owner["recordings"] == owner["starters"] == "usability"
@@ -500,7 +501,7 @@ def test_hf_audio_folder(study):
     assert (folder / "tables" / "answers.jsonl").is_file()
     assert "### `train/metadata.jsonl`" in readme and "| `train/audio/` | 2 |" in readme
     for c in METADATA:
-        assert c in dictionary.TABLES["metadata"][1]
+        assert c in dictionary.table_entry("metadata")[1]
     with pytest.raises(ExportError, match="without audio"):
         export(study, "hf-audio", include_audio=False)
 

@@ -317,6 +317,10 @@ def test_a_table_name_taken_is_refused(tmp_path):
     with pytest.raises(ValueError, match="'yesno2': export tables da_judgments already registered"):
         protocols.register(dataclasses.replace(other, export_tables={"da_judgments": table}))
     assert "yesno2" not in protocols.names()
+    # the hf-audio format's metadata.jsonl is one file too: usability's
+    audio = protocols.AudioMetadata(lambda tables: [], "its recordings", {"file_name": ("string", "the file")})
+    with pytest.raises(ValueError, match="'yesno2': export tables metadata already registered"):
+        protocols.register(dataclasses.replace(other, audio_metadata=audio))
     protocols.register(dataclasses.replace(other, export_tables={"participants": table}))
     try:
         db = open_database(tmp_path / "s.db")

@@ -35,6 +35,7 @@ BUILTIN = ("services.usability.protocol", "services.da.protocol", "services.sd.p
 PLUGINS_ENV = "TRADLAB_PLUGINS"  # read through services/common/settings.py (Settings.plugins)
 # a role, tab or phase name: a URL path (/<role>/), an API name (/<tab>_submit) and a stored value
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+AUDIO_METADATA = "metadata"  # the export's name of the hf-audio format's metadata.jsonl
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,19 @@ class ExportTable:
 
 
 @dataclass(frozen=True)
+class AudioMetadata:
+    """The hf-audio export format's train/metadata.jsonl, the Hugging Face audiofolder view of a
+    protocol's recordings: rows(tables) -> one row per exported recording that has its audio
+    file, made from the exported tables ({table: rows}; file_name as in its table, relative to
+    train/), with its README description and {column: (type, meaning)} in the order written.
+    The export names it "metadata", one file: two protocols never both have one."""
+
+    rows: Callable[[dict], list[dict]]
+    description: str
+    columns: Mapping[str, tuple[str, str]]
+
+
+@dataclass(frozen=True)
 class Protocol:
     """One protocol, named as study.protocols lists it and as its study.toml section.
 
@@ -224,6 +238,8 @@ class Protocol:
         callable or "module:function" (resolve())
     analysis_panel: its panel of the Analysis tab, a "module:function" in tabs/ (resolved by the
         tab: services never import tabs) taking a tabs.analysis_common.Panel; "": no panel
+    audio_metadata: its recordings' hf-audio metadata (AudioMetadata), optional; the export's
+        hf-audio format needs a protocol that has it
     jobs(database, cache, media_dir) -> {kind: handler(payload)}, optional: the background jobs
         its events queue, which the app's worker runs (services/participation/worker_jobs.py); a
         callable or "module:function" (resolve()). Two protocols never name the same kind
@@ -249,6 +265,7 @@ class Protocol:
     questions_changed: Callable[..., None] | str | None = None
     analysis_panel: str = ""
     jobs: Callable[..., dict] | str | None = None
+    audio_metadata: AudioMetadata | None = None
 
 
 class UnknownName(KeyError):
@@ -282,9 +299,11 @@ def register(protocol: Protocol) -> Protocol:
             for kind in ("roles", "tabs", "phases")
         }
         # an exported table is one file: two protocols never write the same one
-        taken["export tables"] = {t for p in _registered.values() for t in p.export_tables}
+        taken["export tables"] = {t for p in _registered.values() for t in _tables_written(p)}
         for kind in ("roles", "tabs", "phases", "export tables"):
-            mine = set(protocol.export_tables) if kind == "export tables" else {x.name for x in getattr(protocol, kind)}
+            mine = (
+                set(_tables_written(protocol)) if kind == "export tables" else {x.name for x in getattr(protocol, kind)}
+            )
             clash = mine & taken[kind]
             if clash:
                 if old is not None:
@@ -293,6 +312,10 @@ def register(protocol: Protocol) -> Protocol:
         _registered[protocol.name] = protocol
         _cache.clear()
     return protocol
+
+
+def _tables_written(protocol: Protocol) -> list[str]:
+    return [*protocol.export_tables, *([AUDIO_METADATA] if protocol.audio_metadata else [])]
 
 
 def unregister(name: str) -> None:
@@ -413,6 +436,11 @@ def with_hook(hook: str) -> tuple[tuple[Protocol, Callable[..., Any]], ...]:
     """(protocol, its resolved callable) of every registered protocol that has the hook (a
     field of Protocol: "repair", "questions_changed"), in registration order."""
     return tuple((p, resolve(getattr(p, hook))) for p in protocols() if getattr(p, hook) is not None)
+
+
+def audio_metadata() -> AudioMetadata | None:
+    """The registered protocols' hf-audio metadata (at most one protocol has it)."""
+    return next((p.audio_metadata for p in protocols() if p.audio_metadata is not None), None)
 
 
 def export_tables() -> dict[str, ExportTable]:

@@ -317,44 +317,6 @@ def table_warnings(tables: dict) -> list[str]:
     return out
 
 
-def hf_metadata(tables: dict) -> list[dict]:
-    """The audiofolder view: one row per exported recording that has its audio file."""
-    exchanges = {r["exchange_id"]: r for r in tables["exchanges"]}
-    people = {r["participant"]: r for r in tables["participants"]}
-    starters = {r["starter_id"]: r for r in tables["starters"]}
-    out = []
-    for rec in tables["recordings"]:
-        if not rec["file_name"]:
-            continue
-        ex = exchanges[rec["exchange_id"]]
-        person = people.get(rec["sender"], {})
-        st = starters.get(ex["starter_id"], {})
-        out.append(
-            {
-                "file_name": rec["file_name"],
-                "recording_id": rec["recording_id"],
-                "exchange_id": rec["exchange_id"],
-                "sender": rec["sender"],
-                "sender_group": person.get("group"),
-                "sender_gender": person.get("gender"),
-                "starter_id": ex["starter_id"],
-                "domain": st.get("domain"),
-                "starter_source": st.get("source"),
-                "prompt": st.get("text"),
-                "duration_s": rec["duration_s"],
-                "qc_result": rec["qc_result"],
-                "review_decision": rec["review_decision"],
-                "qc_transcript": rec["qc_transcript"],
-                "wer": rec["wer"],
-                "system": ex["system"],
-                "translation": ex["translation"],
-                "translation_transcript": ex["translation_transcript"],
-            }
-        )
-    assert all(list(r) == dictionary.columns("metadata") for r in out)
-    return out
-
-
 # -- writing -------------------------------------------------------------------------------
 
 
@@ -459,6 +421,9 @@ def export_study(
         raise ExportError(f"unknown format '{fmt}' (one of {', '.join(FORMATS)})")
     if fmt == "hf-audio" and not include_audio:
         raise ExportError("the hf-audio format is the audio itself: it cannot be made without audio")
+    hf_audio = protocols.audio_metadata()
+    if fmt == "hf-audio" and hf_audio is None:
+        raise ExportError("the hf-audio format needs a protocol with recordings; none is registered")
     tables, audio, missing = build_tables(
         database, study_id, media_dir, include_external_ids, include_events, include_audio
     )
@@ -486,7 +451,8 @@ def export_study(
             shutil.copyfile(src, tmp / audio_dir / name)
         counts = {t: len(r) for t, r in tables.items()}
         if fmt == "hf-audio":
-            meta = hf_metadata(tables)  # file_name relative to metadata.jsonl, as datasets reads it
+            # file_name relative to metadata.jsonl, as datasets reads it
+            meta = required(hf_audio, "audio metadata (checked above)").rows(tables)
             write_jsonl(tmp / HF_SPLIT_DIR / "metadata.jsonl", meta)
             files["metadata"], counts["metadata"] = f"{HF_SPLIT_DIR}/metadata.jsonl", len(meta)
         study = dict(required(exports.study_row(database, study_id), "study (checked above)"))

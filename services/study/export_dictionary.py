@@ -135,43 +135,23 @@ TABLES: dict[str, tuple[str, dict[str, tuple[str, str]]]] = {
             "detail": ("json", "details, reduced to fields that identify nobody"),
         },
     ),
-    "metadata": (
-        "hf-audio only (train/metadata.jsonl): one row per exported recording, the Hugging Face audiofolder "
-        "metadata; file_name links the row to its audio file.",
-        {
-            "file_name": ("string", "the audio file, relative to this file's folder (train/), as datasets reads it"),
-            "recording_id": ("integer", "the recording (see recordings)"),
-            "exchange_id": ("integer", "the exchange (see exchanges)"),
-            "sender": ("string", "pseudonym of the sender"),
-            "sender_group": ("string", "the sender's group"),
-            "sender_gender": ("string", "the sender's gender"),
-            "starter_id": ("string", "the starter read"),
-            "domain": ("string", "the starter's domain: health or everyday"),
-            "starter_source": ("string", "the starter's source: natural or synthetic"),
-            "prompt": ("string", "the English text the sender read"),
-            "duration_s": ("number", "length of the recording in seconds"),
-            "qc_result": ("string", "pending, passed or flagged"),
-            "review_decision": ("string", "accepted or rejected after review; empty when not reviewed"),
-            "qc_transcript": ("string", "the ASR transcript of the quality check"),
-            "wer": ("number", "word error rate of qc_transcript against the prompt"),
-            "system": ("string", "the speech-translation system"),
-            "translation": ("string", "its Portuguese translation"),
-            "translation_transcript": ("string", "the system's own English transcript (cascades)"),
-        },
-    ),
 }
 
 # columns written only on request (--include-external-ids)
 EXTERNAL_COLUMNS = {"participants": ("external_id", "prolific_pid", "prolific_study_id", "prolific_session_id")}
 # tables written only on request, or only in one format
-OPTIONAL_TABLES = {"events": "--include-events", "metadata": "--format hf-audio"}
+OPTIONAL_TABLES = {"events": "--include-events", protocols.AUDIO_METADATA: "--format hf-audio"}
 
 
 def table_entry(table: str) -> tuple[str, dict[str, tuple[str, str]]]:
     """(description, {column: (type, meaning)}) of an exported table: the common tables' here, a
-    registered protocol's from its spec (services/common/protocols.py ExportTable)."""
+    registered protocol's from its spec (services/common/protocols.py ExportTable, and
+    AudioMetadata for the hf-audio format's metadata)."""
     if table in TABLES:
         return TABLES[table]
+    audio = protocols.audio_metadata() if table == protocols.AUDIO_METADATA else None
+    if audio is not None:
+        return audio.description, dict(audio.columns)
     spec = protocols.export_tables()[table]
     return spec.description, dict(spec.columns)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from services.common import variants
-from services.common.protocols import ExportTable
+from services.common.protocols import AudioMetadata, ExportTable
 from services.models import systems as system_registry
 from services.study.export import ExportContext
 from storage import exports, studies
@@ -376,3 +376,71 @@ ANALYSIS_PATTERN_COLUMNS: dict[str, tuple[str, str]] = {
         "Not a metric_ column, so the analysis does not read it as a signal",
     ),
 }
+
+AUDIO_METADATA_COLUMNS = {
+    "file_name": ("string", "the audio file, relative to this file's folder (train/), as datasets reads it"),
+    "recording_id": ("integer", "the recording (see recordings)"),
+    "exchange_id": ("integer", "the exchange (see exchanges)"),
+    "sender": ("string", "pseudonym of the sender"),
+    "sender_group": ("string", "the sender's group"),
+    "sender_gender": ("string", "the sender's gender"),
+    "starter_id": ("string", "the starter read"),
+    "domain": ("string", "the starter's domain: health or everyday"),
+    "starter_source": ("string", "the starter's source: natural or synthetic"),
+    "prompt": ("string", "the English text the sender read"),
+    "duration_s": ("number", "length of the recording in seconds"),
+    "qc_result": ("string", "pending, passed or flagged"),
+    "review_decision": ("string", "accepted or rejected after review; empty when not reviewed"),
+    "qc_transcript": ("string", "the ASR transcript of the quality check"),
+    "wer": ("number", "word error rate of qc_transcript against the prompt"),
+    "system": ("string", "the speech-translation system"),
+    "translation": ("string", "its Portuguese translation"),
+    "translation_transcript": ("string", "the system's own English transcript (cascades)"),
+}
+
+
+def audio_metadata_rows(tables: dict) -> list[dict]:
+    """The audiofolder view: one row per exported recording that has its audio file."""
+    exchanges = {r["exchange_id"]: r for r in tables["exchanges"]}
+    people = {r["participant"]: r for r in tables["participants"]}
+    starters = {r["starter_id"]: r for r in tables["starters"]}
+    out = []
+    for rec in tables["recordings"]:
+        if not rec["file_name"]:
+            continue
+        ex = exchanges[rec["exchange_id"]]
+        person = people.get(rec["sender"], {})
+        st = starters.get(ex["starter_id"], {})
+        out.append(
+            {
+                "file_name": rec["file_name"],
+                "recording_id": rec["recording_id"],
+                "exchange_id": rec["exchange_id"],
+                "sender": rec["sender"],
+                "sender_group": person.get("group"),
+                "sender_gender": person.get("gender"),
+                "starter_id": ex["starter_id"],
+                "domain": st.get("domain"),
+                "starter_source": st.get("source"),
+                "prompt": st.get("text"),
+                "duration_s": rec["duration_s"],
+                "qc_result": rec["qc_result"],
+                "review_decision": rec["review_decision"],
+                "qc_transcript": rec["qc_transcript"],
+                "wer": rec["wer"],
+                "system": ex["system"],
+                "translation": ex["translation"],
+                "translation_transcript": ex["translation_transcript"],
+            }
+        )
+    assert all(list(r) == list(AUDIO_METADATA_COLUMNS) for r in out)
+    return out
+
+
+# the hf-audio format's train/metadata.jsonl (Protocol.audio_metadata)
+AUDIO_METADATA = AudioMetadata(
+    audio_metadata_rows,
+    "hf-audio only (train/metadata.jsonl): one row per exported recording, the Hugging Face audiofolder "
+    "metadata; file_name links the row to its audio file.",
+    AUDIO_METADATA_COLUMNS,
+)

@@ -460,6 +460,7 @@ PROTOCOL = protocols.register(
         load=corpus.load,
         corpus_files=("starters", "questions", "exchanges", "references"),
         export_tables=export_tables.TABLES,
+        audio_metadata=export_tables.AUDIO_METADATA,  # the hf-audio format
         drop_inactive=dropouts.detect_inactive,  # senders gone quiet
         repair=workflow.refresh,
         questions_changed=workflow.starter_changed,
