@@ -1,5 +1,5 @@
 """The analysis tab: per-study progress and the report, then each protocol's panel (its spec's
-analysis_panel, in registration order), then the QE audit."""
+analysis_panel, in registration order: the papers' studies, then the QE audit)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import gradio as gr
 from services.admin import auth as admin
 from services.admin import progress as admin_progress
 from services.common import protocols
-from tabs import qe_audit as qe_audit_tab
 from tabs.admin_common import admin_only, shows_failure
-from tabs.analysis_common import Panel, not_run_table
+from tabs.analysis_common import Panel, ReportInputs, not_run_table
 from tabs.common import Ctx, shown_plot, shown_table
 
 
@@ -27,11 +26,13 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             )
         table = not_run_table(interactive=False)
         shared = Panel(ctx, auth, session, study)
+        # what the report reads of the panels (the QE audits run in this session)
+        report_inputs: list[ReportInputs] = []
         for spec in protocols.protocols():
             if spec.analysis_panel:
-                protocols.resolve(spec.analysis_panel)(shared)
-        # the QE audits run in this session (paper 003 keeps no study data): the report includes them
-        qe_runs, qe_run_list = qe_audit_tab.build(ctx, auth, session)
+                given = protocols.resolve(spec.analysis_panel)(shared)
+                if given is not None:
+                    report_inputs.append(given)
 
     @admin_only(auth, notice)
     @shows_failure(notice, "The progress chart")
@@ -60,8 +61,12 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
 
     @admin_only(auth, notice)
     @shows_failure(notice, "The report")
-    def run_report(sess, study_id, past, table, request: gr.Request):
+    def run_report(sess, study_id, request: gr.Request, *values):  # gradio puts the request third
         study_id = shared.study_id(study_id)
+        inputs, at = {}, 0
+        for given in report_inputs:
+            inputs.update(given.inputs(*values[at : at + len(given.components)]))
+            at += len(given.components)
         import tempfile
 
         from services.report.build import ReportError, build_report  # the analyses' heavy imports: on use
@@ -71,13 +76,12 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                 ctx.database,
                 study_id,
                 tempfile.mkdtemp(prefix=f"report-{study_id}-"),
-                qe_audits=qe_audit_tab.audit_folders(past, table),
+                inputs=inputs,
             )
         except ReportError as e:
             return {notice: str(e)}
         return {notice: f"Report written in {rep.seconds:.1f} s.", report_files: [str(rep.html), *map(str, rep.files)]}
 
-    report_run.click(
-        run_report, [session, study, qe_runs, qe_run_list], [notice, report_files], api_visibility="private"
-    )
+    read = [c for given in report_inputs for c in given.components]
+    report_run.click(run_report, [session, study, *read], [notice, report_files], api_visibility="private")
     return tab

@@ -4,6 +4,7 @@ each panel, and the helpers their sections use."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import gradio as gr
 
@@ -20,7 +21,8 @@ FILES_PX = 150  # a protocol's file list scrolls in a short box: the results com
 
 @dataclass(frozen=True)
 class Panel:
-    """What a protocol's panel builder (Protocol.analysis_panel) is given: the tab's context, the
+    """What a protocol's panel builder (Protocol.analysis_panel) is given (it returns a
+    ReportInputs when the report needs something of its panel, else None): the tab's context, the
     admin login it checks, the session box its handlers take first, and the study dropdown."""
 
     ctx: Ctx
@@ -34,6 +36,17 @@ class Panel:
             return chosen
         choices = admin_progress.study_choices(self.ctx.database)
         return choices[0][1] if choices else None
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """What a panel gives the tab's report button, if anything: its components whose values the
+    button reads, and inputs(*values) -> {name: value}, the report's inputs its protocol's
+    section takes (services/report/build.py build_report's inputs: the QE audit's runs of this
+    session)."""
+
+    components: tuple[Any, ...]
+    inputs: Callable[..., dict]
 
 
 def run_folder(protocol: str, study_id: str) -> str:

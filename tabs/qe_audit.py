@@ -12,6 +12,7 @@ from services.models.cache import MODEL_QUEUE
 from services.models.zerogpu import gpu
 from tabs import paper_view
 from tabs.admin_common import admin_only, shows_failure
+from tabs.analysis_common import Panel, ReportInputs
 from tabs.common import Ctx, shown_figures, shown_table
 
 # what a table shows before its button is pressed (never Gradio's "1 2 3")
@@ -228,6 +229,13 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         api_visibility="undocumented",
     )
     return runs, run_list
+
+
+def analysis_panel(shared: Panel) -> ReportInputs:
+    """The QE protocol's panel (Protocol.analysis_panel): the audit, whose runs of this session
+    the report includes."""
+    runs, run_list = build(shared.ctx, shared.auth, shared.session)
+    return ReportInputs((runs, run_list), lambda past, table: {"qe_audits": audit_folders(past, table)})
 
 
 def audit_folders(past: list[dict] | None, table) -> list[str]:

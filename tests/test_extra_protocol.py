@@ -198,7 +198,7 @@ def test_its_report_part_comes_after_the_built_in_ones(registered, tmp_path):
 
 def test_its_analysis_panel_comes_after_the_built_in_ones(registered, tmp_path):
     """The Analysis tab iterates the registry: the extra protocol's panel, named by its spec,
-    after the built-in protocols' panels and before the QE audit, wired to the tab's study."""
+    after the built-in protocols' panels (the QE audit's among them), wired to the tab's study."""
     import gradio as gr
 
     from services.admin import auth as admin
@@ -218,8 +218,8 @@ def test_its_analysis_panel_comes_after_the_built_in_ones(registered, tmp_path):
         "Usability of the four-phase study (paper 000)",
         "Direct assessment (paper 001)",
         "Semantic differential (paper 002)",
-        "Yes or no answers",
         "Gender audit of a QE metric (paper 003)",
+        "Yes or no answers",
     ]
     (event,) = [f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "run_yesno"]
     assert event.inputs[0] is session and isinstance(event.inputs[1], gr.Dropdown)

@@ -13,5 +13,6 @@ PROTOCOL = protocols.register(
         name="qe",
         in_studies=False,
         report_section="services.report.qe:section",
+        analysis_panel="tabs.qe_audit:analysis_panel",  # the audit, run on files in the tab
     )
 )
