@@ -21,6 +21,7 @@ BUTTONS = [
     "Analyse the ratings",
     "Run the audit",
     "Build the paper's tables and figures",
+    "Report: every paper's tables and figures, one HTML file",
 ]
 
 
@@ -54,6 +55,7 @@ def test_the_analysis_buttons_on_an_empty_study_show_no_error(empty_app, page):
         "Upload a PAIRS.csv first.",
         "Run the audit above on at least one metric first.",
         "too few for the analysis (it needs 3)",
+        "Report written in",
     ):
         page.get_by_text(text).first.wait_for(timeout=60000)
     page.wait_for_timeout(1000)
