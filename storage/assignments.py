@@ -78,14 +78,17 @@ def find_assignment(database: Database, participant_id: int, phase: str, item_id
     )
 
 
-def next_open(database: Database, participant_id: int, phases: tuple[str, ...]) -> dict | None:
+def next_open(database: Database, participant_id: int, phases: tuple[str, ...], last: tuple[str, ...]) -> dict | None:
+    """The participant's next open item of the phases: those of the `last` phases after all the
+    others (services/common/protocols.py served_last), otherwise the random position decides."""
     marks = ",".join("?" * len(phases))
-    # Baseline surveys come before informed ones; otherwise the random position decides.
+    # the CASE stays when `last` is empty (IN (NULL) is never true): one statement, one plan
+    last_marks = ",".join("?" * len(last)) or "NULL"
     return _decode(
         database.one(
             f"SELECT * FROM assignments WHERE participant_id = ? AND status = 'open' AND phase IN ({marks}) "
-            "ORDER BY CASE phase WHEN 'survey_informed' THEN 1 ELSE 0 END, position, id LIMIT 1",
-            [participant_id, *phases],
+            f"ORDER BY CASE WHEN phase IN ({last_marks}) THEN 1 ELSE 0 END, position, id LIMIT 1",
+            [participant_id, *phases, *last],
         )
     )
 

@@ -77,11 +77,12 @@ def list_for_study(database: Database, study_id: str, role: str | None = None) -
     return database.query("SELECT * FROM participants WHERE study_id = ? ORDER BY role, id", [study_id])
 
 
-def next_design_index(db, study_id: str, grp: str | None, gender: str | None) -> int:
+def next_design_index(db, study_id: str, role: str, grp: str | None, gender: str | None) -> int:
+    """The next design cell index of a grouped role (services/common/protocols.py Role.grouped)."""
     row = db.execute(
         "SELECT COALESCE(MAX(design_index) + 1, 0) FROM participants "
-        "WHERE study_id = ? AND role = 'sender' AND grp IS ? AND gender IS ?",
-        [study_id, grp, gender],
+        "WHERE study_id = ? AND role = ? AND grp IS ? AND gender IS ?",
+        [study_id, role, grp, gender],
     ).fetchone()
     return row[0]
 

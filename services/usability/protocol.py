@@ -343,7 +343,9 @@ def setup_sender(tx: Transaction, study, pid: int, group, gender, design_index: 
     cfg, sid = study["config"], study["id"]
     seed = cfg["study"]["seed"]
     us = cfg["usability"]
-    index = participants.next_design_index(tx.db, sid, group, gender) if design_index is None else design_index
+    index = (
+        participants.next_design_index(tx.db, sid, "sender", group, gender) if design_index is None else design_index
+    )
     participants.set_design_index(tx.db, pid, index)
     systems = [s["id"] for s in studies.systems(tx.database, sid) if s["config"]["assign"]]
     for starter_id, system_id in sender_design(
@@ -452,6 +454,7 @@ PROTOCOL = protocols.register(
                 save_survey,
                 stored_survey,
                 not_handed_on="an informed survey follows the person's own baseline",
+                served_last=True,  # after every baseline of the survey tab
             ),
         ),
         defaults=DEFAULTS,
