@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from storage.db import Database, now, rows
+from storage.db import Database, now
 
 
 def insert_exchange(
@@ -282,42 +282,3 @@ def exchange_phases(database: Database, study_id: str, limit: int = 200, offset:
            WHERE e.study_id = ? ORDER BY e.id LIMIT ? OFFSET ?""",
         [study_id, limit, offset],
     )
-
-
-# A rater holds a whole HIT (services/da/campaign.assign_hit gives every item of one HIT at once),
-# so the rater's assignment of the HIT's first item stands for the HIT: one indexed row per
-# rater, instead of every row of the study's DA phase (raters x items) for each new rater. CROSS
-# JOIN keeps the HITs outside (SQLite's planner otherwise walks the whole DA phase of the study).
-_DA_HOLDERS = """
-    SELECT h.id AS hit, json_extract(a.meta, '$.modality') AS modality,
-           COALESCE(json_extract(a.meta, '$.run'), 1) AS run, a.participant_id AS pid
-    FROM da_hits h
-    CROSS JOIN assignments a ON a.study_id = h.study_id AND a.phase = 'da'
-         AND a.item_id = CAST((SELECT i.id FROM da_hit_items i WHERE i.hit_id = h.id ORDER BY i.pos LIMIT 1) AS TEXT)
-    WHERE h.study_id = ? AND a.status != 'withdrawn'
-      AND NOT EXISTS (SELECT 1 FROM assignments w WHERE w.participant_id = a.participant_id
-                      AND w.status = 'withdrawn' AND w.phase = 'da')"""
-
-
-def da_hit_loads(database: Database, study_id: str) -> dict[tuple[int, str, int], int]:
-    """How many raters hold each (HIT, modality, run) (an assignment from before runs were
-    stored counts as run 1). A rater whose HIT was withdrawn part-way
-    (services/admin/participants) no longer counts, so the HIT goes in full to a new rater."""
-    found = rows(
-        database.db.conn,
-        f"SELECT hit, modality, run, COUNT(DISTINCT pid) AS n FROM ({_DA_HOLDERS}) GROUP BY hit, modality, run",
-        [study_id],
-    )
-    loads = {(r["hit"], r["modality"], r["run"]): r["n"] for r in found}
-    # a HIT whose rater failed quality control went back to the pool (services/da/campaign.py:
-    # hit_completed): that rater is no coverage. Per HIT through the partial index, not the study.
-    for r in rows(
-        database.db.conn,
-        "SELECT o.hit_id AS hit, o.modality, o.run, COUNT(*) AS n FROM da_hits h "
-        "CROSS JOIN da_hit_outcomes o ON o.hit_id = h.id AND o.rerun = 1 "
-        "WHERE h.study_id = ? GROUP BY o.hit_id, o.modality, o.run",
-        [study_id],
-    ):
-        key = (r["hit"], r["modality"], r["run"])
-        loads[key] = max(0, loads.get(key, 0) - r["n"])
-    return loads

@@ -1,4 +1,5 @@
-"""The rows of a study's data export (services/study/export.py), one query per exported table.
+"""The rows of a study's data export (services/study/export.py), one query per exported table
+(DA's and SD's are in storage/<protocol>/exports.py, with the same rules).
 
 Each row carries the internal ids of every participant it involves in columns ending in
 `__pid` (the author, and the sender of the exchange it is about). The service decides from
@@ -136,54 +137,6 @@ def exchange_metric_rows(database: Database, study_id: str) -> list[dict]:
     )
 
 
-def da_judgment_rows(database: Database, study_id: str) -> list[dict]:
-    # LEFT JOINs: a judgment saved before DA campaigns (m003) has no HIT item
-    return database.query(
-        "SELECT j.id AS judgment_id, j.assignment_id, a.participant_id AS rater__pid, h.idx AS hit, i.pos, "
-        "i.type AS item_type, i.of_pos, j.modality, s.segment_id, s.system, s.doc_id, j.score, a.first_shown_at, "
-        "a.submitted_at, a.active_seconds, j.created_at, i.tts_engine, i.tts_voice FROM da_judgments j "
-        "JOIN assignments a ON a.id = j.assignment_id "
-        "JOIN da_segments s ON s.id = j.segment_row LEFT JOIN da_hit_items i ON i.id = j.hit_item_id "
-        "LEFT JOIN da_hits h ON h.id = i.hit_id WHERE a.study_id = ? ORDER BY j.id",
-        [study_id],
-    )
-
-
-def da_feedback_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query(
-        "SELECT f.participant_id AS participant__pid, f.text, f.updated_at FROM da_feedback f "
-        "JOIN participants p ON p.id = f.participant_id WHERE p.study_id = ? ORDER BY f.participant_id",
-        [study_id],
-    )
-
-
-def sd_rating_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query(
-        "SELECT r.assignment_id, a.participant_id AS participant__pid, json_extract(a.meta, '$.sentence_id') AS "
-        "sentence_id, json_extract(a.meta, '$.page') AS page, r.pair_id, r.is_repeat, r.value, r.positive_left, "
-        "r.created_at FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id WHERE a.study_id = ? "
-        "ORDER BY r.assignment_id, r.pair_id, r.is_repeat",
-        [study_id],
-    )
-
-
-def sd_suitability_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query(
-        "SELECT s.assignment_id, a.participant_id AS participant__pid, s.pair_id, s.suitability, s.created_at "
-        "FROM sd_suitability s JOIN assignments a ON a.id = s.assignment_id WHERE a.study_id = ? "
-        "ORDER BY s.assignment_id, s.pair_id",
-        [study_id],
-    )
-
-
-def sd_suggestion_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query(
-        "SELECT s.assignment_id, a.participant_id AS participant__pid, s.text, s.created_at FROM sd_suggestions s "
-        "JOIN assignments a ON a.id = s.assignment_id WHERE a.study_id = ? ORDER BY s.assignment_id",
-        [study_id],
-    )
-
-
 def system_rows(database: Database, study_id: str) -> list[dict]:
     # not the config: a remote system's settings (URLs, model paths) are the lab's, not the data's
     return database.query("SELECT id AS system, label, kind FROM systems WHERE study_id = ? ORDER BY id", [study_id])
@@ -217,38 +170,6 @@ def question_draft_rows(database: Database, study_id: str) -> list[dict]:
         "SELECT id AS draft_id, starter_id, position, en, pt, answer_en, status, origin, model, "
         "created_at, updated_at FROM question_drafts WHERE study_id = ? "
         "ORDER BY starter_id, position, id",
-        [study_id],
-    )
-
-
-def da_segment_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query(
-        "SELECT segment_id, system, doc_id, position, source, reference, output, domain "
-        "FROM da_segments "
-        "WHERE study_id = ? ORDER BY doc_id, position, system",
-        [study_id],
-    )
-
-
-def da_hit_item_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query(
-        "SELECT h.idx AS hit, i.pos, i.type AS item_type, i.of_pos, s.segment_id, s.system, i.candidate "
-        "FROM da_hit_items i JOIN da_hits h ON h.id = i.hit_id JOIN da_segments s ON s.id = i.segment_row "
-        "WHERE h.study_id = ? ORDER BY h.idx, i.pos",
-        [study_id],
-    )
-
-
-def sd_sentence_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query(
-        "SELECT id AS sentence_id, text, source FROM sd_sentences WHERE study_id = ? ORDER BY id", [study_id]
-    )
-
-
-def sd_pair_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query(
-        "SELECT id AS pair_id, language, positive, negative, note FROM sd_pairs "
-        "WHERE study_id = ? ORDER BY id, language",
         [study_id],
     )
 

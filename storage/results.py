@@ -1,5 +1,6 @@
-"""What participants submit: recordings, translations, answers, validations, surveys,
-DA judgments and SD ratings. One row set per assignment (UNIQUE keys make saves idempotent)."""
+"""What participants submit: recordings, translations, answers, validations, surveys (DA's
+judgments and SD's ratings are in storage/da/ and storage/sd/). One row set per assignment
+(UNIQUE keys make saves idempotent)."""
 
 from __future__ import annotations
 
@@ -151,52 +152,6 @@ def survey(database: Database, assignment_id: int) -> dict | None:
     return database.one("SELECT * FROM surveys WHERE assignment_id = ?", [assignment_id])
 
 
-def insert_da_judgment(
-    db, assignment_id: int, segment_row: int, score: float, hit_item_id: int | None = None, modality: str | None = None
-) -> int:
-    return insert_row(
-        db,
-        "da_judgments",
-        {
-            "assignment_id": assignment_id,
-            "segment_row": segment_row,
-            "score": score,
-            "hit_item_id": hit_item_id,
-            "modality": modality,
-            "created_at": now(),
-        },
-    )
-
-
-def da_judgment(database: Database, assignment_id: int) -> dict | None:
-    return database.one("SELECT * FROM da_judgments WHERE assignment_id = ?", [assignment_id])
-
-
-def insert_sd_ratings(db, assignment_id: int, ratings: list[dict]) -> None:
-    at = now()
-    insert_rows(
-        db,
-        "sd_ratings",
-        [
-            {
-                "assignment_id": assignment_id,
-                "pair_id": r["pair_id"],
-                "is_repeat": int(r.get("is_repeat", 0)),
-                "value": r["value"],
-                "positive_left": int(r["positive_left"]),
-                "created_at": at,
-            }
-            for r in ratings
-        ],
-    )
-
-
-def sd_ratings(database: Database, assignment_id: int) -> list[dict]:
-    return database.query(
-        "SELECT pair_id, value, positive_left FROM sd_ratings WHERE assignment_id = ? ORDER BY pair_id", [assignment_id]
-    )
-
-
 def table_counts(database: Database, study_id: str) -> dict[str, int]:
     q = {
         "recordings": "SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id WHERE e.study_id = ?",
@@ -277,128 +232,6 @@ def rejected_count(database: Database, sender_id: int) -> int:
         "SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
         "WHERE e.sender_id = ? AND r.qc_status = 'rejected'",
         [sender_id],
-    )
-
-
-def da_judgment_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query(
-        "SELECT a.participant_id AS worker_id, h.idx AS hit_id, j.modality, s.system, s.segment_id, "
-        "i.type AS item_type, j.score, COALESCE(json_extract(a.meta, '$.run'), 1) AS run, "
-        "a.active_seconds AS duration_s, i.tts_engine, i.tts_voice FROM da_judgments j "
-        "JOIN assignments a ON a.id = j.assignment_id JOIN da_hit_items i ON i.id = j.hit_item_id "
-        "JOIN da_hits h ON h.id = i.hit_id JOIN da_segments s ON s.id = i.segment_row "
-        "WHERE a.study_id = ? ORDER BY j.id",
-        [study_id],
-    )
-
-
-def da_rater_judgment_rows(database: Database, participant_id: int) -> list[dict]:
-    """One rater's judgments (their HIT, about 100 rows) in the analysis's columns."""
-    return database.query(
-        "SELECT a.participant_id AS worker_id, h.idx AS hit_id, j.modality, s.system, s.segment_id, "
-        "i.type AS item_type, j.score, COALESCE(json_extract(a.meta, '$.run'), 1) AS run, "
-        "a.active_seconds AS duration_s FROM assignments a JOIN da_judgments j ON j.assignment_id = a.id "
-        "JOIN da_hit_items i ON i.id = j.hit_item_id JOIN da_hits h ON h.id = i.hit_id "
-        "JOIN da_segments s ON s.id = i.segment_row WHERE a.participant_id = ? AND a.phase = 'da' ORDER BY j.id",
-        [participant_id],
-    )
-
-
-def da_hit_outcome(database: Database, participant_id: int) -> dict | None:
-    return database.one("SELECT * FROM da_hit_outcomes WHERE participant_id = ?", [participant_id])
-
-
-def da_hit_reruns(database: Database, hit_id: int, modality: str, run: int) -> int:
-    """How many raters' failed HITs already went back to the pool for this (HIT, modality, run)."""
-    return database.scalar(
-        "SELECT COUNT(*) FROM da_hit_outcomes WHERE hit_id = ? AND modality = ? AND run = ? AND rerun = 1",
-        [hit_id, modality, run],
-    )
-
-
-def insert_da_hit_outcome(db, row: dict) -> bool:
-    """The rater's HIT outcome, once (a second call for the same rater changes nothing)."""
-    cols = [
-        "participant_id",
-        "study_id",
-        "hit_id",
-        "modality",
-        "run",
-        "p_value",
-        "reliable",
-        "fast",
-        "median_item_s",
-        "rerun",
-    ]
-    cur = db.execute(
-        f"INSERT OR IGNORE INTO da_hit_outcomes ({', '.join(cols)}, decided_at) "
-        f"VALUES ({', '.join('?' * len(cols))}, ?)",
-        [row[c] for c in cols] + [now()],
-    )
-    return bool(cur.rowcount)
-
-
-def da_hit_outcome_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query(
-        "SELECT o.participant_id AS worker_id, h.idx AS hit_id, o.modality, o.run, o.p_value, o.reliable, o.fast, "
-        "o.median_item_s, o.rerun, o.decided_at FROM da_hit_outcomes o JOIN da_hits h ON h.id = o.hit_id "
-        "WHERE o.study_id = ? ORDER BY h.idx, o.modality, o.run, o.decided_at",
-        [study_id],
-    )
-
-
-def set_da_item_tts(db, item_ids: list[int], engine: str, voice: str) -> None:
-    """The TTS engine and voice that spoke these audio items (render time)."""
-    db.execute(
-        f"UPDATE da_hit_items SET tts_engine = ?, tts_voice = ? WHERE id IN ({','.join('?' * len(item_ids))})",
-        [engine, voice, *item_ids],
-    )
-
-
-def da_feedback(database: Database, participant_id: int) -> dict | None:
-    return database.one("SELECT * FROM da_feedback WHERE participant_id = ?", [participant_id])
-
-
-def save_da_feedback(db, participant_id: int, text: str) -> None:
-    """A DA rater's one feedback text: a later save replaces it."""
-    db.execute(
-        "INSERT INTO da_feedback (participant_id, text, updated_at) VALUES (?,?,?) "
-        "ON CONFLICT (participant_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
-        [participant_id, text, now()],
-    )
-
-
-def insert_sd_suitability(db, assignment_id: int, ratings: list[dict], suggestion: str) -> None:
-    at = now()
-    insert_rows(
-        db,
-        "sd_suitability",
-        [
-            {"assignment_id": assignment_id, "pair_id": r["pair_id"], "suitability": r["suitability"], "created_at": at}
-            for r in ratings
-        ],
-    )
-    if suggestion:
-        insert_row(db, "sd_suggestions", {"assignment_id": assignment_id, "text": suggestion, "created_at": now()})
-
-
-def sd_rating_rows(database: Database, study_id: str) -> list[dict]:
-    """Ratings in the SD analysis's input columns; duration_s = the participant's total active time."""
-    return database.query(
-        "SELECT a.participant_id, json_extract(a.meta, '$.sentence_id') AS sentence_id, r.pair_id, r.value, "
-        "r.is_repeat, (SELECT COALESCE(SUM(active_seconds), 0) FROM assignments b "
-        "WHERE b.participant_id = a.participant_id "
-        "AND b.phase = 'sd') AS duration_s FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id "
-        "WHERE a.study_id = ? ORDER BY a.participant_id, a.position, r.rowid",
-        [study_id],
-    )
-
-
-def sd_suitability_rows(database: Database, study_id: str) -> list[dict]:
-    return database.query(
-        "SELECT a.participant_id, s.pair_id, s.suitability FROM sd_suitability s "
-        "JOIN assignments a ON a.id = s.assignment_id WHERE a.study_id = ? ORDER BY a.participant_id",
-        [study_id],
     )
 
 

@@ -17,6 +17,7 @@ from services.participation.items import AccessError, get_view, participant_for_
 from services.setup.enrolment import ParticipantError, add_participants
 from storage import assignments, jobs, pool, results
 from storage import participants as pstore
+from storage.da import hits
 
 ACTOR = "admin@test"
 
@@ -256,12 +257,12 @@ def test_hit_loads_read_one_row_per_rater_and_agree_with_the_whole_phase(demo_db
             ["demo", "demo"],
         )
     }
-    assert assignments.da_hit_loads(db, "demo") == loads and sum(loads.values()) == 7
-    assert da_campaign.modality_counts(assignments.da_hit_loads(db, "demo")) == modalities
+    assert hits.da_hit_loads(db, "demo") == loads and sum(loads.values()) == 7
+    assert da_campaign.modality_counts(hits.da_hit_loads(db, "demo")) == modalities
     plan = [
         r[-1]
         for r in db.db.conn.execute(
-            f"EXPLAIN QUERY PLAN SELECT COUNT(*) FROM ({assignments._DA_HOLDERS})", ["demo"]
+            f"EXPLAIN QUERY PLAN SELECT COUNT(*) FROM ({hits._DA_HOLDERS})", ["demo"]
         ).fetchall()
     ]
     assert not [p for p in plan if p.startswith("SCAN") or p.endswith("(study_id=? AND phase=?)")], plan

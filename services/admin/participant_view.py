@@ -19,7 +19,9 @@ from services.study import consent
 from storage import consent as consent_store
 from storage import participant_view as store
 from storage import participants, studies
+from storage.da import participant_view as da_view
 from storage.db import required
+from storage.sd import participant_view as sd_view
 
 PHASE_LABELS = {
     "record": "recording",
@@ -274,12 +276,12 @@ def _by_assignment(database, role: str, pid: int) -> dict:
             f"satisfaction {r['satisfaction']}, trust {r['trust']}, reliance {r['reliance']}"
             f" ({r['perspective']} person)"
         )
-    for r in store.da_items(database, pid):
+    for r in da_view.da_items(database, pid):
         da[r["assignment_id"]] = r
         if r["score"] is not None:
             text[r["assignment_id"]] = f"score {r['score']:g}"
     sd: dict[int, list[str]] = defaultdict(list)
-    for r in store.sd_ratings(database, pid):
+    for r in sd_view.sd_ratings(database, pid):
         if r["suitability"] is not None:
             sd[r["assignment_id"]].append(f"{r['pair_id']} suitability {r['suitability']}")
         else:
