@@ -1,6 +1,6 @@
 """One participant's record for the team's participant page (services/admin/participant_view.py):
-their assignments and, per kind of answer, everything they gave, one query each (DA's and SD's
-in storage/<protocol>/participant_view.py). Every query starts from assignments.participant_id
+their assignments; what they gave, per kind of answer, is each protocol's
+(storage/<protocol>/participant_view.py). Every query starts from assignments.participant_id
 (index assignments_queue) and reaches the answer tables through their assignment_id keys, so a
 participant's page never scans a study."""
 
@@ -16,44 +16,5 @@ def assignments(database: Database, participant_id: int) -> list[dict]:
         "a.first_shown_at, a.submitted_at, a.active_seconds, e.starter_id, e.system_id, e.sender_id "
         "FROM assignments a LEFT JOIN exchanges e ON e.id = a.exchange_id WHERE a.participant_id = ? "
         "ORDER BY a.id",
-        [participant_id],
-    )
-
-
-def recordings(database: Database, participant_id: int) -> list[dict]:
-    return database.query(
-        "SELECT r.assignment_id, r.id, r.duration_s, r.qc_status, r.wer, r.qc_flags, r.reviewed_by "
-        "FROM assignments a JOIN recordings r ON r.assignment_id = a.id "
-        "WHERE a.participant_id = ? AND a.phase = 'record'",
-        [participant_id],
-    )
-
-
-def answers(database: Database, participant_id: int) -> list[dict]:
-    """A receiver's answers, question by question."""
-    return database.query(
-        "SELECT an.assignment_id, an.question_idx AS idx, an.text, an.unanswerable "
-        "FROM assignments a JOIN answers an ON an.assignment_id = a.id "
-        "WHERE a.participant_id = ? AND a.phase = 'receive' ORDER BY an.assignment_id, an.question_idx",
-        [participant_id],
-    )
-
-
-def validations(database: Database, participant_id: int) -> list[dict]:
-    """A validator's scores, one row per mark (question_idx NULL: a validation without marks)."""
-    return database.query(
-        "SELECT v.assignment_id, v.receive_assignment_id, v.translation_score, v.qa_score, "
-        "m.question_idx, m.correct FROM assignments a JOIN validations v ON v.assignment_id = a.id "
-        "LEFT JOIN validation_marks m ON m.validation_id = v.id "
-        "WHERE a.participant_id = ? AND a.phase = 'validate' ORDER BY v.assignment_id, m.question_idx",
-        [participant_id],
-    )
-
-
-def surveys(database: Database, participant_id: int) -> list[dict]:
-    return database.query(
-        "SELECT s.assignment_id, s.stage, s.perspective, s.satisfaction, s.trust, s.reliance "
-        "FROM assignments a JOIN surveys s ON s.assignment_id = a.id "
-        "WHERE a.participant_id = ? AND a.phase IN ('survey_baseline', 'survey_informed')",
         [participant_id],
     )

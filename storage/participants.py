@@ -137,6 +137,14 @@ def exclude(db, participant_id: int, reason: str) -> None:
     )
 
 
+def mark_dropped_out(db, participant_id: int, reason: str) -> None:
+    db.execute(
+        "UPDATE participants SET active = 0, dropped_out_at = COALESCE(dropped_out_at, ?), "
+        "dropped_out_reason = COALESCE(dropped_out_reason, ?) WHERE id = ?",
+        [now(), reason, participant_id],
+    )
+
+
 def set_design_index(db, participant_id: int, index: int) -> None:
     """A sender's cell of the usability design (services/participation/assignment.py)."""
     db.execute("UPDATE participants SET design_index = ? WHERE id = ?", [index, participant_id])

@@ -246,16 +246,17 @@ def test_every_query_of_the_page_is_index_backed(demo_db):
     from storage import participant_view as store
     from storage.da import participant_view as da_view
     from storage.sd import participant_view as sd_view
+    from storage.usability import participant_view as usability_view
 
     class Spy:
         def query(self, sql, params=()):
             self.sql, self.params = sql, params
             return []
 
-    # the shared module's, and each protocol's
+    # the shared module's assignments, and each protocol's answers
     kinds = [
         fn
-        for module in (store, da_view, sd_view)
+        for module in (store, usability_view, da_view, sd_view)
         for _, fn in inspect.getmembers(module, inspect.isfunction)
         if fn.__module__ == module.__name__
     ]

@@ -22,6 +22,7 @@ from storage import participants, studies
 from storage.da import participant_view as da_view
 from storage.db import required
 from storage.sd import participant_view as sd_view
+from storage.usability import participant_view as usability_view
 
 PHASE_LABELS = {
     "record": "recording",
@@ -247,7 +248,7 @@ def _by_assignment(database, role: str, pid: int) -> dict:
     items' descriptions under "da"."""
     text: dict[int, str] = {}
     da: dict[int, dict] = {}
-    for r in store.recordings(database, pid):
+    for r in usability_view.recordings(database, pid):
         flags = ", ".join(json.loads(r["qc_flags"])) if r["qc_flags"] else ""
         words = f"recording {r['duration_s']:.1f} s, QC {r['qc_status']}"
         if r["wer"] is not None:
@@ -258,12 +259,12 @@ def _by_assignment(database, role: str, pid: int) -> dict:
             words += f"; reviewed by {r['reviewed_by']}"
         text[r["assignment_id"]] = words
     per: dict[int, list[str]] = defaultdict(list)
-    for r in store.answers(database, pid):
+    for r in usability_view.answers(database, pid):
         per[r["assignment_id"]].append(f"Q{r['idx']}: " + ("(unanswerable)" if r["unanswerable"] else r["text"]))
     text.update({k: "; ".join(v) for k, v in per.items()})
     marks: dict[int, list[str]] = defaultdict(list)
     scores: dict[int, dict] = {}
-    for r in store.validations(database, pid):
+    for r in usability_view.validations(database, pid):
         scores[r["assignment_id"]] = r
         if r["question_idx"] is not None:
             marks[r["assignment_id"]].append(f"Q{r['question_idx']} {'correct' if r['correct'] else 'wrong'}")
@@ -271,7 +272,7 @@ def _by_assignment(database, role: str, pid: int) -> dict:
         text[aid] = f"translation {r['translation_score']:g}/100; QA {r['qa_score']:.2f}" + (
             f"; {', '.join(marks[aid])}" if marks[aid] else ""
         )
-    for r in store.surveys(database, pid):
+    for r in usability_view.surveys(database, pid):
         text[r["assignment_id"]] = (
             f"satisfaction {r['satisfaction']}, trust {r['trust']}, reliance {r['reliance']}"
             f" ({r['perspective']} person)"
