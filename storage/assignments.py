@@ -1,33 +1,13 @@
-"""Exchanges and assignments: who has which item in which phase, and its state."""
+"""Assignments: who has which item in which phase, and its state; the team's progress tables.
+
+No protocol's phase or role is named here (tests/test_storage_names_no_phase.py): a query that
+needs one takes it from the caller, and a protocol's own queries are in storage/<protocol>/."""
 
 from __future__ import annotations
 
 import json
 
-from storage.db import Database, now, rows
-
-
-def insert_exchange(
-    db, study_id: str, starter_id: str, system_id: str, sender_id: int | None, import_key: str | None = None
-) -> int:
-    return (
-        db["exchanges"]
-        .insert(
-            {
-                "study_id": study_id,
-                "starter_id": starter_id,
-                "system_id": system_id,
-                "sender_id": sender_id,
-                "import_key": import_key,
-                "created_at": now(),
-            }
-        )
-        .last_pk
-    )
-
-
-def exchange(database: Database, exchange_id: int) -> dict | None:
-    return database.one("SELECT * FROM exchanges WHERE id = ?", [exchange_id])
+from storage.db import Database, now
 
 
 def insert_assignment(
@@ -78,14 +58,17 @@ def find_assignment(database: Database, participant_id: int, phase: str, item_id
     )
 
 
-def next_open(database: Database, participant_id: int, phases: tuple[str, ...]) -> dict | None:
+def next_open(database: Database, participant_id: int, phases: tuple[str, ...], last: tuple[str, ...]) -> dict | None:
+    """The participant's next open item of the phases: those of the `last` phases after all the
+    others (services/common/protocols.py served_last), otherwise the random position decides."""
     marks = ",".join("?" * len(phases))
-    # Baseline surveys come before informed ones; otherwise the random position decides.
+    # the CASE stays when `last` is empty (IN (NULL) is never true): one statement, one plan
+    last_marks = ",".join("?" * len(last)) or "NULL"
     return _decode(
         database.one(
             f"SELECT * FROM assignments WHERE participant_id = ? AND status = 'open' AND phase IN ({marks}) "
-            "ORDER BY CASE phase WHEN 'survey_informed' THEN 1 ELSE 0 END, position, id LIMIT 1",
-            [participant_id, *phases],
+            f"ORDER BY CASE WHEN phase IN ({last_marks}) THEN 1 ELSE 0 END, position, id LIMIT 1",
+            [participant_id, *phases, *last],
         )
     )
 
@@ -114,23 +97,6 @@ def mark_done(db, assignment_id: int, active_seconds: float | None) -> None:
     db.execute(
         "UPDATE assignments SET status = 'done', submitted_at = ?, active_seconds = ? WHERE id = ? AND status = 'open'",
         [now(), active_seconds, assignment_id],
-    )
-
-
-def translated_exchanges(database: Database, study_id: str) -> list[dict]:
-    """Translated exchanges whose recording is past QC (passed, or accepted by a reviewer) and
-    whose sender is not excluded; has_questions: their starter has accepted questions (only
-    then can receivers answer)."""
-    return database.query(
-        "SELECT e.id, e.sender_id, EXISTS (SELECT 1 FROM questions q WHERE q.study_id = e.study_id "
-        "AND q.starter_id = e.starter_id) AS has_questions FROM exchanges e "
-        "JOIN translations t ON t.exchange_id = e.id "
-        "LEFT JOIN participants p ON p.id = e.sender_id "
-        "WHERE e.study_id = ? AND (p.id IS NULL OR p.excluded_at IS NULL) "
-        # the latest recording decides: one rejected and recorded again no longer holds it up
-        "AND COALESCE((SELECT r.qc_status IN ('passed', 'accepted') FROM recordings r "
-        "              WHERE r.exchange_id = e.id ORDER BY r.id DESC LIMIT 1), 1) ORDER BY e.id",
-        [study_id],
     )
 
 
@@ -196,21 +162,6 @@ def participant_count(database: Database, study_id: str, role: str | None = None
     return database.scalar(f"SELECT COUNT(*) FROM participants p WHERE {where}", params)
 
 
-def exchange_count(database: Database, study_id: str) -> int:
-    return database.scalar("SELECT COUNT(*) FROM exchanges WHERE study_id = ?", [study_id])
-
-
-def sent_back(database: Database, exchange_id: int, recording_id: int) -> bool:
-    """The recording was rejected and its sender given the exchange to record again."""
-    return bool(
-        database.scalar(
-            "SELECT EXISTS (SELECT 1 FROM assignments WHERE exchange_id = ? AND phase = 'record' "
-            "AND json_extract(meta, '$.record_again') = ?)",
-            [exchange_id, recording_id],
-        )
-    )
-
-
 def put_first(db, assignment_id: int) -> None:
     """The item comes before the participant's others (positions are 0..1)."""
     db.execute("UPDATE assignments SET position = -1 WHERE id = ?", [assignment_id])
@@ -224,97 +175,3 @@ def open_assignments(database: Database, participant_id: int) -> list[dict]:
 
 def withdraw(db, assignment_id: int) -> None:
     db.execute("UPDATE assignments SET status = 'withdrawn' WHERE id = ? AND status = 'open'", [assignment_id])
-
-
-def sender_recording_state(database: Database, participant_id: int) -> dict:
-    """A sender's recordings that hold up their surveys: not recorded yet, flagged for review,
-    still in QC or translation (one sender's ten or so rows)."""
-    return database.one_row(
-        """SELECT (SELECT COUNT(*) FROM assignments WHERE participant_id = :p AND phase = 'record'
-                   AND status = 'open') AS unrecorded,
-                  (SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id
-                   WHERE e.sender_id = :p AND r.qc_status = 'flagged') AS in_review,
-                  (SELECT COUNT(*) FROM assignments a WHERE a.participant_id = :p AND a.phase = 'record'
-                   AND a.status = 'done'
-                   AND NOT EXISTS (SELECT 1 FROM recordings r WHERE r.assignment_id = a.id
-                                   AND r.qc_status = 'rejected')
-                   AND (NOT EXISTS (SELECT 1 FROM translations t WHERE t.exchange_id = a.exchange_id)
-                       OR EXISTS (SELECT 1 FROM recordings r WHERE r.exchange_id = a.exchange_id
-                                  AND r.qc_status = 'pending'))) AS processing""",
-        {"p": participant_id},
-    )
-
-
-def sender_starters(database: Database, participant_id: int) -> set[str]:
-    rows = database.query("SELECT starter_id FROM exchanges WHERE sender_id = ?", [participant_id])
-    return {r["starter_id"] for r in rows}
-
-
-def record_load(database: Database, participant_id: int) -> int:
-    """Record items a sender holds (open or done)."""
-    return database.scalar(
-        "SELECT COUNT(*) FROM assignments WHERE participant_id = ? AND phase = 'record' AND status != 'withdrawn'",
-        [participant_id],
-    )
-
-
-def exchange_phases(database: Database, study_id: str, limit: int = 200, offset: int = 0) -> list[dict]:
-    """Each exchange with what exists of every phase, for the admin tab."""
-    return database.query(
-        """SELECT e.id AS exchange, e.sender_id AS sender, e.starter_id AS starter, e.system_id AS system,
-                  r.qc_status AS recording, r.wer,
-                  (t.id IS NOT NULL) AS translated,
-                  (SELECT COUNT(*) FROM assignments a WHERE a.exchange_id = e.id AND a.phase = 'receive'
-                     AND a.status = 'done') AS answered,
-                  (SELECT COUNT(*) FROM validations v WHERE v.exchange_id = e.id) AS validated,
-                  (SELECT COUNT(*) FROM assignments a WHERE a.exchange_id = e.id AND a.phase = 'survey_baseline'
-                     AND a.status = 'done') AS baseline,
-                  (SELECT COUNT(*) FROM assignments a WHERE a.exchange_id = e.id AND a.phase = 'survey_informed'
-                     AND a.status = 'done') AS informed,
-                  (SELECT COUNT(*) FROM assignments a WHERE a.exchange_id = e.id AND a.phase = 'record'
-                     AND a.status = 'withdrawn') AS withdrawn
-           FROM exchanges e
-           LEFT JOIN recordings r ON r.id = (SELECT MAX(id) FROM recordings WHERE exchange_id = e.id)
-           LEFT JOIN translations t ON t.exchange_id = e.id
-           WHERE e.study_id = ? ORDER BY e.id LIMIT ? OFFSET ?""",
-        [study_id, limit, offset],
-    )
-
-
-# A rater holds a whole HIT (services/da/campaign.assign_hit gives every item of one HIT at once),
-# so the rater's assignment of the HIT's first item stands for the HIT: one indexed row per
-# rater, instead of every row of the study's DA phase (raters x items) for each new rater. CROSS
-# JOIN keeps the HITs outside (SQLite's planner otherwise walks the whole DA phase of the study).
-_DA_HOLDERS = """
-    SELECT h.id AS hit, json_extract(a.meta, '$.modality') AS modality,
-           COALESCE(json_extract(a.meta, '$.run'), 1) AS run, a.participant_id AS pid
-    FROM da_hits h
-    CROSS JOIN assignments a ON a.study_id = h.study_id AND a.phase = 'da'
-         AND a.item_id = CAST((SELECT i.id FROM da_hit_items i WHERE i.hit_id = h.id ORDER BY i.pos LIMIT 1) AS TEXT)
-    WHERE h.study_id = ? AND a.status != 'withdrawn'
-      AND NOT EXISTS (SELECT 1 FROM assignments w WHERE w.participant_id = a.participant_id
-                      AND w.status = 'withdrawn' AND w.phase = 'da')"""
-
-
-def da_hit_loads(database: Database, study_id: str) -> dict[tuple[int, str, int], int]:
-    """How many raters hold each (HIT, modality, run) (an assignment from before runs were
-    stored counts as run 1). A rater whose HIT was withdrawn part-way
-    (services/admin/participants) no longer counts, so the HIT goes in full to a new rater."""
-    found = rows(
-        database.db.conn,
-        f"SELECT hit, modality, run, COUNT(DISTINCT pid) AS n FROM ({_DA_HOLDERS}) GROUP BY hit, modality, run",
-        [study_id],
-    )
-    loads = {(r["hit"], r["modality"], r["run"]): r["n"] for r in found}
-    # a HIT whose rater failed quality control went back to the pool (services/da/campaign.py:
-    # hit_completed): that rater is no coverage. Per HIT through the partial index, not the study.
-    for r in rows(
-        database.db.conn,
-        "SELECT o.hit_id AS hit, o.modality, o.run, COUNT(*) AS n FROM da_hits h "
-        "CROSS JOIN da_hit_outcomes o ON o.hit_id = h.id AND o.rerun = 1 "
-        "WHERE h.study_id = ? GROUP BY o.hit_id, o.modality, o.run",
-        [study_id],
-    ):
-        key = (r["hit"], r["modality"], r["run"])
-        loads[key] = max(0, loads.get(key, 0) - r["n"])
-    return loads

@@ -1,7 +1,8 @@
 """One participant's record for the team's participant page (services/admin/participant_view.py):
-their assignments and, per kind of answer, everything they gave, one query each. Every query
-starts from assignments.participant_id (index assignments_queue) and reaches the answer tables
-through their assignment_id keys, so a participant's page never scans a study."""
+their assignments; what they gave, per kind of answer, is each protocol's
+(storage/<protocol>/participant_view.py). Every query starts from assignments.participant_id
+(index assignments_queue) and reaches the answer tables through their assignment_id keys, so a
+participant's page never scans a study."""
 
 from __future__ import annotations
 
@@ -16,67 +17,4 @@ def assignments(database: Database, participant_id: int) -> list[dict]:
         "FROM assignments a LEFT JOIN exchanges e ON e.id = a.exchange_id WHERE a.participant_id = ? "
         "ORDER BY a.id",
         [participant_id],
-    )
-
-
-def recordings(database: Database, participant_id: int) -> list[dict]:
-    return database.query(
-        "SELECT r.assignment_id, r.id, r.duration_s, r.qc_status, r.wer, r.qc_flags, r.reviewed_by "
-        "FROM assignments a JOIN recordings r ON r.assignment_id = a.id "
-        "WHERE a.participant_id = ? AND a.phase = 'record'",
-        [participant_id],
-    )
-
-
-def answers(database: Database, participant_id: int) -> list[dict]:
-    """A receiver's answers, question by question."""
-    return database.query(
-        "SELECT an.assignment_id, an.question_idx AS idx, an.text, an.unanswerable "
-        "FROM assignments a JOIN answers an ON an.assignment_id = a.id "
-        "WHERE a.participant_id = ? AND a.phase = 'receive' ORDER BY an.assignment_id, an.question_idx",
-        [participant_id],
-    )
-
-
-def validations(database: Database, participant_id: int) -> list[dict]:
-    """A validator's scores, one row per mark (question_idx NULL: a validation without marks)."""
-    return database.query(
-        "SELECT v.assignment_id, v.receive_assignment_id, v.translation_score, v.qa_score, "
-        "m.question_idx, m.correct FROM assignments a JOIN validations v ON v.assignment_id = a.id "
-        "LEFT JOIN validation_marks m ON m.validation_id = v.id "
-        "WHERE a.participant_id = ? AND a.phase = 'validate' ORDER BY v.assignment_id, m.question_idx",
-        [participant_id],
-    )
-
-
-def surveys(database: Database, participant_id: int) -> list[dict]:
-    return database.query(
-        "SELECT s.assignment_id, s.stage, s.perspective, s.satisfaction, s.trust, s.reliance "
-        "FROM assignments a JOIN surveys s ON s.assignment_id = a.id "
-        "WHERE a.participant_id = ? AND a.phase IN ('survey_baseline', 'survey_informed')",
-        [participant_id],
-    )
-
-
-def da_items(database: Database, participant_id: int) -> list[dict]:
-    """A DA rater's HIT items (what each one was) with the score when given."""
-    return database.query(
-        "SELECT a.id AS assignment_id, h.idx AS hit, i.pos, i.type, s.segment_id, s.system, j.score, j.modality "
-        "FROM assignments a JOIN da_hit_items i ON i.id = CAST(a.item_id AS INTEGER) "
-        "JOIN da_hits h ON h.id = i.hit_id JOIN da_segments s ON s.id = i.segment_row "
-        "LEFT JOIN da_judgments j ON j.assignment_id = a.id WHERE a.participant_id = ? AND a.phase = 'da'",
-        [participant_id],
-    )
-
-
-def sd_ratings(database: Database, participant_id: int) -> list[dict]:
-    """An SD participant's ratings (value: canonical, +3 = the positive pole) and suitability
-    answers (value NULL, suitability set), page by page."""
-    return database.query(
-        "SELECT r.assignment_id, r.pair_id, r.is_repeat, r.value, NULL AS suitability "
-        "FROM assignments a JOIN sd_ratings r ON r.assignment_id = a.id WHERE a.participant_id = ? AND a.phase = 'sd' "
-        "UNION ALL SELECT u.assignment_id, u.pair_id, 0, NULL, u.suitability "
-        "FROM assignments a JOIN sd_suitability u ON u.assignment_id = a.id WHERE a.participant_id = ? "
-        "AND a.phase = 'sd' ORDER BY 1, 2, 3",
-        [participant_id, participant_id],
     )

@@ -77,11 +77,12 @@ def list_for_study(database: Database, study_id: str, role: str | None = None) -
     return database.query("SELECT * FROM participants WHERE study_id = ? ORDER BY role, id", [study_id])
 
 
-def next_design_index(db, study_id: str, grp: str | None, gender: str | None) -> int:
+def next_design_index(db, study_id: str, role: str, grp: str | None, gender: str | None) -> int:
+    """The next design cell index of a grouped role (services/common/protocols.py Role.grouped)."""
     row = db.execute(
         "SELECT COALESCE(MAX(design_index) + 1, 0) FROM participants "
-        "WHERE study_id = ? AND role = 'sender' AND grp IS ? AND gender IS ?",
-        [study_id, grp, gender],
+        "WHERE study_id = ? AND role = ? AND grp IS ? AND gender IS ?",
+        [study_id, role, grp, gender],
     ).fetchone()
     return row[0]
 
@@ -132,6 +133,14 @@ def identities(database: Database, participant_ids: list[int]) -> dict[int, froz
 def exclude(db, participant_id: int, reason: str) -> None:
     db.execute(
         "UPDATE participants SET active = 0, excluded_at = ?, excluded_reason = ? WHERE id = ?",
+        [now(), reason, participant_id],
+    )
+
+
+def mark_dropped_out(db, participant_id: int, reason: str) -> None:
+    db.execute(
+        "UPDATE participants SET active = 0, dropped_out_at = COALESCE(dropped_out_at, ?), "
+        "dropped_out_reason = COALESCE(dropped_out_reason, ?) WHERE id = ?",
         [now(), reason, participant_id],
     )
 

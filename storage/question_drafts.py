@@ -132,30 +132,3 @@ def replace_questions(db, study_id: str, starter_id: str, rows: list[dict]) -> N
         {"study_id": study_id, "starter_id": starter_id, "idx": i, "en": r["en"], "pt": r["pt"]}
         for i, r in enumerate(rows, start=1)
     )
-
-
-def has_receive_items(database: Database, study_id: str, starter_id: str) -> bool:
-    """Whether receivers hold (open or done) an item of one of the starter's exchanges."""
-    return (
-        database.one_row(
-            "SELECT EXISTS (SELECT 1 FROM assignments s JOIN exchanges e ON e.id = s.exchange_id WHERE "
-            "e.study_id = ? AND e.starter_id = ? AND s.phase = 'receive' AND s.status != 'withdrawn') AS x",
-            [study_id, starter_id],
-        )["x"]
-        == 1
-    )
-
-
-def starters_in_use(database: Database, study_id: str) -> set[str]:
-    """Starters whose questions a receiver has seen or answered: a receive item was shown, or
-    answers exist, for one of their exchanges. Their questions must not change any more."""
-    return {
-        r["starter_id"]
-        for r in database.query(
-            "SELECT DISTINCT e.starter_id FROM exchanges e WHERE e.study_id = ? AND ("
-            " EXISTS (SELECT 1 FROM answers a WHERE a.exchange_id = e.id) OR"
-            " EXISTS (SELECT 1 FROM assignments s WHERE s.exchange_id = e.id AND s.phase = 'receive'"
-            "         AND s.first_shown_at IS NOT NULL))",
-            [study_id],
-        )
-    }

@@ -1,5 +1,6 @@
-"""Studies and their corpus: starters, questions, reference translations, systems, DA segments,
-SD sentences/pairs."""
+"""Studies and their corpus: written whole at import (DA segments and HITs, SD sentences and
+pairs too); read here: starters, questions, reference translations, systems. DA's and SD's
+reads are in storage/da/hits.py and storage/sd/corpus.py."""
 
 from __future__ import annotations
 
@@ -146,53 +147,6 @@ def systems(database: Database, study_id: str) -> list[dict]:
     for r in rows:
         r["config"] = json.loads(r["config"])
     return rows
-
-
-def da_segments(database: Database, study_id: str) -> list[dict]:
-    return database.query("SELECT * FROM da_segments WHERE study_id = ? ORDER BY doc_id, position, system", [study_id])
-
-
-def sd_sentences(database: Database, study_id: str) -> list[dict]:
-    return database.query("SELECT * FROM sd_sentences WHERE study_id = ? ORDER BY id", [study_id])
-
-
-def sd_sentence(database: Database, study_id: str, sentence_id: str) -> dict | None:
-    return database.one("SELECT * FROM sd_sentences WHERE study_id = ? AND id = ?", [study_id, sentence_id])
-
-
-def sd_pairs(database: Database, study_id: str, language: str) -> list[dict]:
-    return database.query(
-        "SELECT * FROM sd_pairs WHERE study_id = ? AND language = ? ORDER BY id", [study_id, language]
-    )
-
-
-def da_hits(database: Database, study_id: str) -> list[dict]:
-    return database.query("SELECT * FROM da_hits WHERE study_id = ? ORDER BY idx", [study_id])
-
-
-def da_hit_items(database: Database, hit_id: int) -> list[dict]:
-    return database.query(
-        "SELECT i.*, s.segment_id, s.system, s.doc_id, s.reference, s.source, s.output FROM da_hit_items i "
-        "JOIN da_segments s ON s.id = i.segment_row WHERE i.hit_id = ? ORDER BY i.pos",
-        [hit_id],
-    )
-
-
-def da_hit_item(database: Database, item_id: int) -> dict | None:
-    return database.one(
-        "SELECT i.*, h.study_id, h.idx AS hit_idx, s.segment_id, s.system, s.doc_id, s.reference, s.output "
-        "FROM da_hit_items i JOIN da_hits h ON h.id = i.hit_id JOIN da_segments s ON s.id = i.segment_row "
-        "WHERE i.id = ?",
-        [item_id],
-    )
-
-
-def da_campaign_items(database: Database, study_id: str) -> list[dict]:
-    return database.query(
-        "SELECT i.id, i.candidate, s.reference FROM da_hit_items i JOIN da_hits h ON h.id = i.hit_id "
-        "JOIN da_segments s ON s.id = i.segment_row WHERE h.study_id = ? ORDER BY h.idx, i.pos",
-        [study_id],
-    )
 
 
 def question_counts(database: Database, study_id: str) -> list[dict]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from services.admin import progress as admin_progress
 from services.admin.recording_review import queue_for_review
 from services.setup.enrolment import add_participants
-from storage import assignments, results
+from storage import assignments
+from storage.usability import recordings
 from tabs import admin_review
 
 
@@ -14,8 +15,8 @@ def flagged(db, transcript: str) -> tuple[int, str]:
     (s,) = add_participants(db, "demo", "sender", 1, "USW", "Woman")
     a = assignments.open_assignments(db, s.id)[0]
     with db.write() as w:
-        rid = results.insert_recording(w, a["id"], a["exchange_id"], "sha", "x.wav", "x16.wav", 3.0)
-        results.set_recording_qc(w, rid, "flagged", transcript, 0.5, ["start_differs"])
+        rid = recordings.insert_recording(w, a["id"], a["exchange_id"], "sha", "x.wav", "x16.wav", 3.0)
+        recordings.set_recording_qc(w, rid, "flagged", transcript, 0.5, ["start_differs"])
     prompt = db.scalar(
         "SELECT s.text FROM exchanges e JOIN starters s ON s.study_id = e.study_id "
         "AND s.id = e.starter_id WHERE e.id = ?",
@@ -55,7 +56,7 @@ def test_a_clipped_start_is_struck_and_the_rest_is_plain(demo_db):
     rid, prompt = flagged(demo_db, "")
     heard = " ".join(prompt.split()[3:])  # the first three words lost
     with demo_db.write() as w:
-        results.set_recording_qc(w, rid, "flagged", heard, 0.1, ["start_differs"])
+        recordings.set_recording_qc(w, rid, "flagged", heard, 0.1, ["start_differs"])
     page = admin_review.review_table(admin_progress.review_page(demo_db, "demo", 1))
     cell = page.rows.iloc[0]["prompt vs transcript"]
     first = " ".join(prompt.lower().replace(",", "").replace(".", "").split()[:3])
@@ -86,14 +87,14 @@ def test_the_review_shows_each_edge_word_s_probability_beside_the_diff(demo_db):
     from services.usability import pipeline
 
     rid, prompt = flagged(demo_db, "")
-    rec = results.recording(demo_db, rid)
+    rec = recordings.recording(demo_db, rid)
     first, last = prompt.split()[0].strip(",."), prompt.split()[-1].strip(",.?!")
     heard = " ".join(prompt.split()[1:])  # the first word not heard
     edges = {"first_word": first, "first_p": 0.004, "last_word": last, "last_p": 0.91}
     opinion = {"on": True, "first_word_min_p": 0.05, "last_word_min_p": 0.2}
     qc = pipeline.save_qc(demo_db, rec, prompt, heard, None, edges, opinion)
     assert qc.flags == ["start_differs"]
-    stored = results.recording(demo_db, rid)
+    stored = recordings.recording(demo_db, rid)
     assert stored["qc_status"] == "flagged" and stored["qc_edges"]
     page = admin_review.review_table(admin_progress.review_page(demo_db, "demo", 1))
     cell = page.rows.iloc[0]["edge words"]

@@ -6,7 +6,7 @@ from services.admin import progress as admin_progress
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
-from storage import results
+from storage.usability import recordings
 
 
 def phases(db):
@@ -50,7 +50,7 @@ def test_exchange_phase_follows_the_workflow(demo_db, tmp_path):
     assert phases(db)[int(rv.item_id)] == "1 recorded: QC and translation queued"
     rid = db.scalar("SELECT id FROM recordings")
     with db.write() as w:
-        results.set_recording_qc(w, rid, "flagged", "hm", 1.0, ["high_wer"])
+        recordings.set_recording_qc(w, rid, "flagged", "hm", 1.0, ["high_wer"])
     assert phases(db)[int(rv.item_id)] == "recording flagged: review"
 
 

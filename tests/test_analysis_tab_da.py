@@ -12,7 +12,7 @@ from services.da import analysis as da_analysis
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
-from storage import studies
+from storage.da import hits
 from tabs.common import Ctx
 from tests.helpers.da import careful, da_study
 
@@ -30,7 +30,7 @@ def test_the_da_section_shows_the_score_distributions(database, tmp_path):
                 r.token,
                 "da",
                 v.item_id,
-                {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
+                {"score": careful(hits.da_hit_item(db, int(v.item_id)))},
                 media_dir=media,
             )
     auth = admin.AdminAuth("pw")

@@ -18,7 +18,7 @@ from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
-from storage import studies
+from storage.da import hits as hit_store
 
 pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
@@ -42,9 +42,9 @@ def campaign(database, tmp_path):
 
 def test_hits_are_built_at_import_and_reproducible(campaign, tmp_path):
     db, _ = campaign
-    hits = studies.da_hits(db, "demo")
+    hits = hit_store.da_hits(db, "demo")
     assert hits
-    items = studies.da_hit_items(db, hits[0]["id"])
+    items = hit_store.da_hit_items(db, hits[0]["id"])
     assert [it["pos"] for it in items] == list(range(1, len(items) + 1))
     types = [it["type"] for it in items]
     assert types.count("bad_reference") + types.count("ask_again") == 4 and len(items) == 24
@@ -53,7 +53,7 @@ def test_hits_are_built_at_import_and_reproducible(campaign, tmp_path):
 
     other = open_database(tmp_path / "other.db")
     import_study(other, tmp_path / "study")
-    again = studies.da_hit_items(other, studies.da_hits(other, "demo")[0]["id"])
+    again = hit_store.da_hit_items(other, hit_store.da_hits(other, "demo")[0]["id"])
     assert [(i["type"], i["candidate"]) for i in again] == [(i["type"], i["candidate"]) for i in items]
 
 
@@ -65,12 +65,12 @@ def test_modality_alternates_between_raters_and_hits_spread(campaign):
         a = db.one("SELECT meta FROM assignments WHERE participant_id = ? AND phase = 'da' LIMIT 1", [r.id])
         metas.append(json.loads(a["meta"]))
     assert [m["modality"] for m in metas] == ["text", "audio", "text", "audio"]
-    n_hits = len(studies.da_hits(db, "demo"))
+    n_hits = len(hit_store.da_hits(db, "demo"))
     if n_hits > 1:
         assert metas[0]["hit_id"] != metas[2]["hit_id"]  # the next text rater gets the other HIT
     # every rater has the whole HIT, in its order
     n = db.scalar("SELECT COUNT(*) FROM assignments WHERE participant_id = ?", [raters[0].id])
-    assert n == len(studies.da_hit_items(db, metas[0]["hit_id"]))
+    assert n == len(hit_store.da_hit_items(db, metas[0]["hit_id"]))
 
 
 def test_text_items_show_an_image_and_never_the_candidate(campaign):
@@ -78,7 +78,7 @@ def test_text_items_show_an_image_and_never_the_candidate(campaign):
     text_rater = add_participants(db, "demo", "da", 1)[0]
     v = get_view(db, text_rater.token, "da", media_dir=media)
     assert v.status == "item" and v.content["modality"] == "text" and v.content["image"].endswith(".png")
-    it = studies.da_hit_item(db, int(v.item_id))
+    it = hit_store.da_hit_item(db, int(v.item_id))
     assert it["candidate"] not in json.dumps(v.content, ensure_ascii=False)
     assert v.progress == f"0 / {v.total}"
 
@@ -88,7 +88,7 @@ def test_a_text_hit_is_drawn_by_the_worker_ahead_of_the_rater(campaign):
     rater = add_participants(db, "demo", "da", 1)[0]
     job = db.one("SELECT * FROM jobs WHERE kind = 'render_da_images'")
     hit_id = json.loads(job["payload"])["hit_id"]
-    items = studies.da_hit_items(db, hit_id)
+    items = hit_store.da_hit_items(db, hit_id)
     assert not any(da_render.image_path(i["reference"], i["candidate"], media).exists() for i in items)
     done = Worker(
         db, {"render_da_images": worker_jobs.handlers(db, media_dir=media)["render_da_images"]}
@@ -97,7 +97,7 @@ def test_a_text_hit_is_drawn_by_the_worker_ahead_of_the_rater(campaign):
     for width in (da_render.DEFAULT_WIDTH, da_render.NARROW_WIDTH):  # the phone's copy too
         assert all(da_render.image_path(i["reference"], i["candidate"], media, width).is_file() for i in items)
     v = get_view(db, rater.token, "da", media_dir=media)
-    it = studies.da_hit_item(db, int(v.item_id))
+    it = hit_store.da_hit_item(db, int(v.item_id))
     assert v.content["image"] == str(da_render.image_path(it["reference"], it["candidate"], media))
     assert v.content["image_narrow"] == str(
         da_render.image_path(it["reference"], it["candidate"], media, da_render.NARROW_WIDTH)
@@ -131,7 +131,7 @@ def test_audio_items_wait_for_rendering_and_need_listening_when_locked(database,
     v = get_view(db, audio_rater.token, "da", media_dir=media)
     assert v.status == "item" and v.content["audio"].endswith(".wav") and v.content["audio_seconds"] > 1
     assert v.content["image"].endswith(".png") and v.content["lock"] and v.content["audio_note"]
-    it = studies.da_hit_item(db, int(v.item_id))
+    it = hit_store.da_hit_item(db, int(v.item_id))
     assert it["candidate"] not in json.dumps(v.content, ensure_ascii=False)
     assert it["reference"] not in json.dumps(v.content, ensure_ascii=False)
     # a score before the audio could have played to its end is refused
@@ -206,7 +206,7 @@ def test_the_campaigns_judgments_go_through_the_analysis(campaign):
     raters = add_participants(db, "demo", "da", 2)  # one text, one audio rater
     r = raters[0]
     while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
-        it = studies.da_hit_item(db, int(v.item_id))
+        it = hit_store.da_hit_item(db, int(v.item_id))
         # a careful rater: bad references scored low, repeats like their originals
         score = 20 if it["type"] == "bad_reference" else 60 + (hash(it["system"]) % 30)
         submit(db, r.token, "da", v.item_id, {"score": score}, media_dir=media)

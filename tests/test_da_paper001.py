@@ -17,7 +17,7 @@ from services.participation import worker_jobs
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
-from storage import studies
+from storage.da import hits
 from tabs.da import body_html
 from tests.helpers.da import careful, da_study, make_judgments
 
@@ -41,7 +41,7 @@ def test_audio_mode_shows_the_reference_as_an_image(database, tmp_path):
     Web Browsers to read-aloud the translations"."""
     db, media = da_study(database, tmp_path)
     _, v = audio_item(db, media)
-    it = studies.da_hit_item(db, int(v.item_id))
+    it = hits.da_hit_item(db, int(v.item_id))
     assert v.content["image"] == str(da_render.image_path(it["reference"], "", media))
     assert (media / "da").joinpath(v.content["image"].rsplit("/", 1)[-1]).is_file()
     shown = json.dumps(v.content, ensure_ascii=False)
@@ -87,7 +87,7 @@ def test_a_second_run_of_the_same_hits_by_other_raters(database, tmp_path):
     the study's raters fill run 1 of every HIT, then run 2 of the same HITs; the run is stored
     with each rater's assignments and reaches the analysis."""
     db, media = da_study(database, tmp_path, modality='"text"', runs="2")
-    n_hits = len(studies.da_hits(db, "demo"))
+    n_hits = len(hits.da_hits(db, "demo"))
     raters = add_participants(db, "demo", "da", 2 * n_hits)
     held = []
     for r in raters:
@@ -103,7 +103,7 @@ def test_a_second_run_of_the_same_hits_by_other_raters(database, tmp_path):
                 r.token,
                 "da",
                 v.item_id,
-                {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
+                {"score": careful(hits.da_hit_item(db, int(v.item_id)))},
                 media_dir=media,
             )
     df = da_campaign.judgments_frame(db, "demo")

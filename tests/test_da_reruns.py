@@ -24,7 +24,8 @@ from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
 from services.study.files import StudyValidationError, load_study
-from storage import exports, studies
+from storage import studies
+from storage.da import exports, hits
 from tests.helpers.da import careful, make_judgments
 from tests.helpers.da import da_study as make_study
 
@@ -43,7 +44,7 @@ def careless(it) -> int:
 def rate(db, media, rater, how):
     while (v := get_view(db, rater.token, "da", media_dir=media)).status == "item":
         res = submit(
-            db, rater.token, "da", v.item_id, {"score": how(studies.da_hit_item(db, int(v.item_id)))}, media_dir=media
+            db, rater.token, "da", v.item_id, {"score": how(hits.da_hit_item(db, int(v.item_id)))}, media_dir=media
         )
         assert res.saved
 
@@ -55,7 +56,7 @@ def held_hit(db, pid) -> int:
 def campaign_with_one_careless_rater(database, tmp_path, **settings):
     """Every HIT rated once; the rater of the last HIT is careless."""
     db, media = make_study(database, tmp_path, **{**SMALL_HIT, "keep_fast": "true", **settings})
-    n_hits = len(studies.da_hits(db, "demo"))
+    n_hits = len(hits.da_hits(db, "demo"))
     assert n_hits >= 2
     raters = add_participants(db, "demo", "da", n_hits)
     for r in raters[:-1]:
@@ -75,7 +76,7 @@ def test_a_failed_hit_goes_back_to_the_pool_for_a_fresh_rater(database, tmp_path
     failed = raters[-1]
     outcome = db.one("SELECT * FROM da_hit_outcomes WHERE participant_id = ?", [failed.id])
     assert outcome["reliable"] == 0 and outcome["rerun"] == 1 and outcome["hit_id"] == held_hit(db, failed.id)
-    items = {it["pos"]: it for it in studies.da_hit_items(db, outcome["hit_id"])}
+    items = {it["pos"]: it for it in hits.da_hit_items(db, outcome["hit_id"])}
     score = {it["pos"]: careless(it) for it in items.values()}
     diff = {
         t: [score[it["of_pos"]] - score[p] for p, it in items.items() if it["type"] == t]
@@ -88,7 +89,7 @@ def test_a_failed_hit_goes_back_to_the_pool_for_a_fresh_rater(database, tmp_path
     passed = db.query("SELECT reliable, rerun FROM da_hit_outcomes WHERE participant_id != ?", [failed.id])
     assert len(passed) == len(raters) - 1 and all(r["reliable"] == 1 and r["rerun"] == 0 for r in passed)
     (fresh,) = add_participants(db, "demo", "da", 1)
-    assert held_hit(db, fresh.id) == outcome["hit_id"] != studies.da_hits(db, "demo")[0]["id"]
+    assert held_hit(db, fresh.id) == outcome["hit_id"] != hits.da_hits(db, "demo")[0]["id"]
 
 
 def test_reruns_stop_at_the_setting_and_the_analysis_says_so(database, tmp_path):
@@ -101,9 +102,9 @@ def test_reruns_stop_at_the_setting_and_the_analysis_says_so(database, tmp_path)
     rate(db, media, second, careless)
     assert db.scalar("SELECT rerun FROM da_hit_outcomes WHERE participant_id = ?", [second.id]) == 0
     (third,) = add_participants(db, "demo", "da", 1)
-    assert held_hit(db, third.id) == studies.da_hits(db, "demo")[0]["id"]
+    assert held_hit(db, third.id) == hits.da_hits(db, "demo")[0]["id"]
     done = da_study.analyse(db, "demo", 0.5)
-    idx = next(h["idx"] for h in studies.da_hits(db, "demo") if h["id"] == hit)
+    idx = next(h["idx"] for h in hits.da_hits(db, "demo") if h["id"] == hit)
     note = f"HIT {idx} (text, run 1): 1 reruns used (reruns = 1), no rater passed"
     assert any(n.startswith(note) for n in done.notes)
     assert len(done.hit_outcomes) == len(raters) + 1
@@ -179,7 +180,7 @@ def test_the_tts_engine_and_voice_reach_the_data_and_the_analysis(database, tmp_
     (rater,) = add_participants(db, "demo", "da", 1)
     Worker(db, {"render_da_audio": worker_jobs.handlers(db, media_dir=media)["render_da_audio"]}).run_until_idle()
     hit = held_hit(db, rater.id)
-    assert {(i["tts_engine"], i["tts_voice"]) for i in studies.da_hit_items(db, hit)} == {("piper", "en_US-joe-medium")}
+    assert {(i["tts_engine"], i["tts_voice"]) for i in hits.da_hit_items(db, hit)} == {("piper", "en_US-joe-medium")}
     rate(db, media, rater, careful)
     df = da_campaign.judgments_frame(db, "demo")
     assert set(zip(df["tts_engine"], df["tts_voice"])) == {("piper", "en_US-joe-medium")}

@@ -40,7 +40,7 @@ from services.models.backends.remote import RemoteSpeechLLM  # noqa: E402
 from services.models.cache import ModelCache  # noqa: E402
 from services.setup.enrolment import add_participants  # noqa: E402
 from services.usability import pipeline  # noqa: E402
-from storage import results  # noqa: E402
+from storage.usability import recordings  # noqa: E402
 from tests.helpers.paper_systems import record_for, study_with  # noqa: E402
 from tools.desta2_server import Desta2Server, load  # noqa: E402
 
@@ -87,7 +87,7 @@ def test_remote_desta2_preset_translates_a_recording_through_the_server(database
 
     pipeline.process_recording(database, rid, ModelCache(device="cpu"))
 
-    tr = results.translation(database, ex_id)
+    tr = recordings.translation(database, ex_id)
     assert (tr["system_id"], tr["text"], tr["transcript"]) == ("remote-desta2", "Bom dia a todos.", None)
     # DeSTA2's own message format, the preset's prompt, greedy (the app sends temperature 0)
     ((messages, kw),) = chats
@@ -135,7 +135,7 @@ def test_paper_desta2_preset_runs_in_process_on_the_twin(database, desta, tmp_pa
 
     pipeline.process_recording(database, rid, cache)
 
-    tr = results.translation(database, ex_id)
+    tr = recordings.translation(database, ex_id)
     assert (tr["system_id"], tr["text"]) == ("paper-desta2", "Olá mundo.")
     (entry,) = [e for k, e in cache._entries.items() if k.startswith("st/transformers/")]
     assert entry.value.family == "desta" and type(entry.value.model).__name__ == "TinyDestaModel"
@@ -274,7 +274,7 @@ def test_remote_desta2_preset_translates_through_the_server_in_its_pinned_venv(
 
     pipeline.process_recording(database, rid, ModelCache(device="cpu"))
 
-    tr = results.translation(database, ex_id)
+    tr = recordings.translation(database, ex_id)
     assert (tr["system_id"], tr["text"], tr["transcript"]) == ("remote-desta2", "Bom dia a todos.", None), (
         pinned_server.output()
     )

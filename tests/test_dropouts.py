@@ -11,7 +11,8 @@ from services.participation.items import AccessError, get_view
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from services.usability import dropouts, workflow
-from storage import open_database, pool
+from storage import open_database
+from storage.usability import pool
 from tests.helpers.workflow import (
     answer_receiver,
     answer_survey,

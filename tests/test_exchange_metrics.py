@@ -9,7 +9,8 @@ from services.common.jobs_worker import Worker
 from services.metrics import exchange as exchange_metrics
 from services.models.cache import ModelCache
 from services.participation import worker_jobs
-from storage import results
+from storage.usability import exchange_metrics as metric_store
+from storage.usability import recordings
 
 CACHE = ModelCache(device="cpu")
 # Lightning 2.6 under torch 2.13 warns about a torch pytree deprecation on every COMET predict
@@ -27,7 +28,7 @@ def test_imported_exchanges_are_scored_by_the_worker(demo_db):
     score = worker_jobs.handlers(db, CACHE)["score_exchange"]
     done = Worker(db, {"score_exchange": score}).run_until_idle(limit=3)
     assert [j["status"] for j in done] == ["done"] * 3
-    rows = results.exchange_metric_rows(db, "demo")
+    rows = metric_store.exchange_metric_rows(db, "demo")
     by_metric = {r["metric"] for r in rows}
     # no second human reference of the same starter: chrF/BLEU have nothing to compare with
     assert by_metric == {"e5-cosine", "backtranslation-chrf"}
@@ -164,16 +165,17 @@ def test_without_a_reference_xcomet_and_metricx_score_reference_free(demo_db, pa
 
     from services.metrics import registry as metrics
     from services.metrics.metricx import metricx_input
-    from storage import assignments, studies
+    from storage import studies
+    from storage.usability import exchanges
 
     paper_env("comet-22", "xcomet-xl", "metricx-24-xl")
     db = demo_db
-    eid = assignments.translated_exchanges(db, "demo")[0]["id"]
+    eid = exchanges.translated_exchanges(db, "demo")[0]["id"]
     got = exchange_metrics.score_exchange(db, eid, CACHE)
     assert set(got) == {"xcomet-xl-qe", "metricx-24-xl-qe"}
-    ex = assignments.exchange(db, eid)
+    ex = exchanges.exchange(db, eid)
     src = studies.starter(db, "demo", ex["starter_id"])["text"]
-    hyp = results.translation(db, eid)["text"]
+    hyp = recordings.translation(db, eid)["text"]
     # independently: comet's own predict on a src+mt sample (XCOMET's QE input), and MetricX-24's
     # reference-free input through the model's encoder-decoder head (MT5ForRegression: the score
     # token's logit after one decoder step, clipped to 0..25)
@@ -194,7 +196,7 @@ def test_without_a_reference_xcomet_and_metricx_score_reference_free(demo_db, pa
         logits = model(input_ids=torch.tensor([ids]), decoder_input_ids=torch.zeros((1, 1), dtype=torch.long)).logits
     want_m = float(torch.clamp(logits[0, 0, tiny_models["score_token_id"]], 0, 25))
     assert got["metricx-24-xl-qe"] == pytest.approx(want_m, abs=1e-4)
-    stored = {r["metric"] for r in results.exchange_metric_rows(db, "demo")}
+    stored = {r["metric"] for r in metric_store.exchange_metric_rows(db, "demo")}
     assert stored == {"xcomet-xl-qe", "metricx-24-xl-qe"}  # never under the reference-based name
     assert json.loads(json.dumps(got))  # plain numbers
 
@@ -209,7 +211,8 @@ def test_the_report_counts_every_skip_by_reason(tmp_path, database, paper_env, n
     from harness.demo import demo_with_exchanges
     from services.setup.importer import import_study
     from services.study import export
-    from storage import assignments, jobs
+    from storage import jobs
+    from storage.usability import exchanges
 
     folder = demo_with_exchanges(tmp_path / "demo", keep_references=True)
     with open(folder / "references.csv", encoding="utf-8", newline="") as f:
@@ -218,12 +221,12 @@ def test_the_report_counts_every_skip_by_reason(tmp_path, database, paper_env, n
         csv.writer(f).writerows(rows[:3])  # references for two starters only
     import_study(database, folder)
     paper_env("comet-22", "xcomet-xl")
-    ids = [e["id"] for e in assignments.translated_exchanges(database, "demo")]
+    ids = [e["id"] for e in exchanges.translated_exchanges(database, "demo")]
     with_ref = {
         e
         for e in ids
-        if results.reference_translation(
-            database, "demo", assignments.exchange(database, e)["starter_id"], "human-reference"
+        if metric_store.reference_translation(
+            database, "demo", exchanges.exchange(database, e)["starter_id"], "human-reference"
         )
         is not None
     }

@@ -15,7 +15,8 @@ from services.setup.enrolment import add_participants
 from services.study import export
 from services.study import export_dictionary as dictionary
 from services.usability.export import exchanges_frame
-from storage import results, studies
+from storage.da import hits
+from storage.usability import exchange_metrics
 from tests.helpers.da import da_study
 from tests.helpers.workflow import rate_imported_exchanges
 
@@ -34,7 +35,7 @@ def rated_exchanges(db) -> list[int]:
 def score(db, exchange_ids, metric, model, value=0.5, version="2.2"):
     with db.write() as w:
         for eid in exchange_ids:
-            results.put_exchange_metric(w, eid, metric, version, model, value)
+            exchange_metrics.put_exchange_metric(w, eid, metric, version, model, value)
 
 
 def test_the_frame_names_the_model_of_each_score_and_warns_when_one_metric_mixes_two(demo_db):
@@ -101,7 +102,7 @@ def test_an_export_with_one_model_per_metric_has_no_warnings(demo_db, tmp_path):
 
 def test_da_judgments_carry_their_run(database, tmp_path):
     db, media = da_study(database, tmp_path, modality='"text"', runs="2")
-    n_hits = len(studies.da_hits(db, "demo"))
+    n_hits = len(hits.da_hits(db, "demo"))
     raters = add_participants(db, "demo", "da", 2 * n_hits)
     for r in raters:  # the first item of each rater's HIT
         v = get_view(db, r.token, "da", media_dir=media)

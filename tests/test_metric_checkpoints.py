@@ -24,7 +24,9 @@ from services.metrics import registry as metrics
 from services.metrics.metricx import metricx_input
 from services.models.backends import BackendUnavailable
 from services.models.cache import ModelCache
-from storage import assignments, metric_cache, results
+from storage import metric_cache
+from storage.usability import exchange_metrics as metric_store
+from storage.usability import exchanges
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tiny_metric_models as tmm  # noqa: E402
@@ -372,10 +374,10 @@ def test_exchange_scores_name_their_checkpoint_and_a_change_is_found(tiny, tmp_p
     )
     cache = ModelCache(device="cpu")
     names = ["metricx-23-qe-l", "metricx-23-qe-xl"]
-    ids = [e["id"] for e in assignments.translated_exchanges(db, "demo")][:3]
+    ids = [e["id"] for e in exchanges.translated_exchanges(db, "demo")][:3]
     for eid in ids[:2]:
         exchange_metrics.score_exchange(db, eid, cache, names=names)
-    rows = [r for r in results.exchange_metric_rows(db, "demo") if r["metric"] in names]
+    rows = [r for r in metric_store.exchange_metric_rows(db, "demo") if r["metric"] in names]
     assert len(rows) == 4
     by = {(r["exchange_id"], r["metric"]): r for r in rows}
     assert "metricx-23-qe-large-v2p0" in by[ids[0], "metricx-23-qe-l"]["model"]

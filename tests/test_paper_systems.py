@@ -35,7 +35,7 @@ from services.models.backends import BackendUnavailable, hf  # noqa: E402
 from services.models.cache import ModelCache  # noqa: E402
 from services.setup.enrolment import add_participants  # noqa: E402
 from services.usability import pipeline  # noqa: E402
-from storage import results  # noqa: E402
+from storage.usability import recordings  # noqa: E402
 from tests.helpers.paper_systems import record_for, study_with  # noqa: E402
 from vllm_server import VLLMServer  # noqa: E402
 
@@ -98,7 +98,7 @@ def test_paper_cascade_preset_translates_a_recording_on_its_tiny_twin(database, 
 
     pipeline.process_recording(database, rid, cache)
 
-    tr = results.translation(database, ex_id)
+    tr = recordings.translation(database, ex_id)
     assert tr["system_id"] == "paper-cascade"
     assert tr["transcript"] == "Good morning everyone."
     assert tr["text"] == "Bom dia a todos."
@@ -128,7 +128,7 @@ def test_paper_cascade_preset_translates_a_recording_on_its_tiny_twin(database, 
     )
     assert type(tok).__name__ == "GemmaTokenizer"
     # QC still read the study's own QC ASR (the offline tiny.en), not the system's Whisper
-    assert results.recording(database, rid)["transcript"]
+    assert recordings.recording(database, rid)["transcript"]
 
 
 def test_paper_cascade_twin_translates_each_clip_differently(twins):
@@ -170,7 +170,7 @@ def test_paper_voxtral_preset_translates_a_recording_on_its_tiny_twin(database, 
 
     pipeline.process_recording(database, rid, cache)
 
-    tr = results.translation(database, ex_id)
+    tr = recordings.translation(database, ex_id)
     assert (tr["system_id"], tr["text"], tr["transcript"]) == ("paper-voxtral", "Bom dia a todos.", None)
     assert json.loads(tr["meta"])["models"] == {"st": f"transformers-speechllm:{voxtral}"}
     # loaded as the full model would be: its own classes, the preset's dtype
@@ -258,7 +258,7 @@ def test_remote_preset_requests_are_what_vllm_accepts(database, twins, vllm, tmp
 
     pipeline.process_recording(database, rid, ModelCache(device="cpu"))
 
-    tr = results.translation(database, ex_id)
+    tr = recordings.translation(database, ex_id)
     assert (tr["system_id"], tr["text"]) == (preset, "Olá mundo.")
     sent = [r for srv in vllm.values() for r in srv.requests]
     assert all(r.headers["authorization"] == f"Bearer {KEY}" for r in sent)

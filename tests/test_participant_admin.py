@@ -15,8 +15,10 @@ from services.common import paging
 from services.da import campaign as da_campaign
 from services.participation.items import AccessError, get_view, participant_for_token
 from services.setup.enrolment import ParticipantError, add_participants
-from storage import assignments, jobs, pool, results
+from storage import assignments, jobs
 from storage import participants as pstore
+from storage.da import hits
+from storage.usability import exchanges, pool, recordings
 
 ACTOR = "admin@test"
 
@@ -168,8 +170,8 @@ def test_a_senders_recording_items_go_to_a_sender_of_the_same_cell(demo_db):
     assert len(out.moved) == 4 and not out.dropped and not out.waiting
     for m in out.moved:
         assert m["to"] == b.id
-        new = assignments.exchange(db, m["new_exchange"])
-        old = assignments.exchange(db, m["exchange"])
+        new = exchanges.exchange(db, m["new_exchange"])
+        old = exchanges.exchange(db, m["exchange"])
         assert new["sender_id"] == b.id
         assert (new["starter_id"], new["system_id"]) == (old["starter_id"], old["system_id"])
     assert assignments.counts(db, other.id, ("record",)) == {"open": 4, "done": 0}  # never another cell
@@ -256,12 +258,12 @@ def test_hit_loads_read_one_row_per_rater_and_agree_with_the_whole_phase(demo_db
             ["demo", "demo"],
         )
     }
-    assert assignments.da_hit_loads(db, "demo") == loads and sum(loads.values()) == 7
-    assert da_campaign.modality_counts(assignments.da_hit_loads(db, "demo")) == modalities
+    assert hits.da_hit_loads(db, "demo") == loads and sum(loads.values()) == 7
+    assert da_campaign.modality_counts(hits.da_hit_loads(db, "demo")) == modalities
     plan = [
         r[-1]
         for r in db.db.conn.execute(
-            f"EXPLAIN QUERY PLAN SELECT COUNT(*) FROM ({assignments._DA_HOLDERS})", ["demo"]
+            f"EXPLAIN QUERY PLAN SELECT COUNT(*) FROM ({hits._DA_HOLDERS})", ["demo"]
         ).fetchall()
     ]
     assert not [p for p in plan if p.startswith("SCAN") or p.endswith("(study_id=? AND phase=?)")], plan
@@ -334,8 +336,8 @@ def test_review_and_jobs_pages(demo_db):
     (s,) = add_participants(db, "demo", "sender", 1, "USW", "Woman")
     with db.write() as w:
         for a in assignments.open_assignments(db, s.id):
-            rid = results.insert_recording(w, a["id"], a["exchange_id"], f"sha{a['id']}", "x.wav", "x16.wav", 3.0)
-            results.set_recording_qc(w, rid, "flagged", "hm", 1.0, ["high_wer"])
+            rid = recordings.insert_recording(w, a["id"], a["exchange_id"], f"sha{a['id']}", "x.wav", "x16.wav", 3.0)
+            recordings.set_recording_qc(w, rid, "flagged", "hm", 1.0, ["high_wer"])
         ids = [jobs.enqueue(w, "noop", {"n": n}) for n in range(7)]
         w.execute("UPDATE jobs SET status = 'failed' WHERE id IN (?, ?)", [ids[1], ids[4]])
     rv = admin_progress.review_page(db, "demo", 2, page_size=3)

@@ -38,7 +38,7 @@ STUDY_SIZED = {
 
 # an index search that only narrows to the study (or its phase) reads every row of it: a scan too
 # (how queue.da_hit_loads read every DA assignment for each new rater). Not work_pool_open: a
-# partial index of the open items only, which storage/pool.py always reads with a LIMIT.
+# partial index of the open items only, which storage/usability/pool.py always reads with a LIMIT.
 WHOLE_STUDY = re.compile(
     r"SEARCH (\w+) USING (?:COVERING )?INDEX (?!work_pool_open )\w+ "
     r"\(study_id=\?(?: AND phase=\?)?\)$"

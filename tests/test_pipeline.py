@@ -16,7 +16,7 @@ from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
 from services.usability import pipeline
 from speech import spoken_wav
-from storage import assignments, pool, results
+from storage.usability import exchanges, pool, recordings
 
 pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
@@ -66,13 +66,13 @@ def test_a_clear_reading_is_translated_and_reaches_the_receiver(study, tmp_path)
         and db.scalar("SELECT COUNT(*) FROM jobs WHERE kind = 'process_recording' AND status = 'pending'") == 1
     )
     # nothing ran in the request: no transcript or translation yet
-    assert results.translation(db, ex_id) is None
+    assert recordings.translation(db, ex_id) is None
     done = Worker(db, only_recordings(db)).run_until_idle()
     assert [j["status"] for j in done] == ["done"]
     rec = db.one("SELECT * FROM recordings WHERE exchange_id = ?", [ex_id])
     assert rec["qc_status"] == "passed", (rec["transcript"], rec["qc_flags"])
     assert rec["wer"] < 0.35 and json.loads(rec["qc_flags"]) == []
-    tr = results.translation(db, ex_id)
+    tr = recordings.translation(db, ex_id)
     meta = json.loads(tr["meta"])
     assert meta["models"]["asr"].startswith("faster-whisper") and "bergamot" in meta["models"]["mt"]
     # QC reads the study's QC ASR (tiny.en, beam 5): the beam-5 cascade lends its own transcript,
@@ -93,7 +93,7 @@ def test_a_clear_reading_is_translated_and_reaches_the_receiver(study, tmp_path)
     assert len(found) >= len(keys) / 2, (keys, tr["text"])
     # ready for receivers: its receive item waits in the pool for one receiver, and its sender's
     # baseline survey is open
-    assert ex_id in {e["id"] for e in assignments.translated_exchanges(db, "demo")}
+    assert ex_id in {e["id"] for e in exchanges.translated_exchanges(db, "demo")}
     assert pool.entry(db, "demo", "receive", ex_id)["need"] == 1
     assert (
         db.scalar(
@@ -116,14 +116,14 @@ def test_a_wrong_reading_is_flagged_held_back_and_reviewed(study, tmp_path):
     rec = db.one("SELECT * FROM recordings WHERE exchange_id = ?", [ex_id])
     assert rec["qc_status"] == "flagged"
     assert set(json.loads(rec["qc_flags"])) >= {"start_differs", "end_differs", "high_wer"}
-    assert results.translation(db, ex_id) is not None  # translated, but held back:
-    assert ex_id not in {e["id"] for e in assignments.translated_exchanges(db, "demo")}
+    assert recordings.translation(db, ex_id) is not None  # translated, but held back:
+    assert ex_id not in {e["id"] for e in exchanges.translated_exchanges(db, "demo")}
     [row] = queue_for_review(db, "demo")
     assert row["id"] == rec["id"] and "bottle of water" in row["transcript"].lower()
     assert "word error rate" in row["flags"]
     out = decide(db, rec["id"], "accept", "admin@test")
     assert out.status == "accepted" and not out.sender_excluded
-    assert ex_id in {e["id"] for e in assignments.translated_exchanges(db, "demo")}
+    assert ex_id in {e["id"] for e in exchanges.translated_exchanges(db, "demo")}
     assert queue_for_review(db, "demo") == []
     assert db.scalar("SELECT COUNT(*) FROM events WHERE action = 'review'") == 1
 
@@ -133,7 +133,7 @@ def test_more_than_three_rejections_exclude_the_sender_and_reassign_open_items(d
 
     from harness.demo import DEMO
     from services.setup.importer import import_study
-    from storage import results as res
+    from storage.usability import recordings
     from tests.helpers.audio import write_wav
 
     folder = tmp_path / "study"
@@ -152,7 +152,7 @@ def test_more_than_three_rejections_exclude_the_sender_and_reassign_open_items(d
         submit(db, bad.token, "record", v.item_id, {"audio": str(wav)}, media_dir=tmp_path / "media")
         rid = db.scalar("SELECT id FROM recordings WHERE exchange_id = ?", [int(v.item_id)])
         with db.write() as w:  # what the worker would store for a tone: nothing recognised
-            res.set_recording_qc(w, rid, "flagged", "", 1.0, ["empty_transcript"])
+            recordings.set_recording_qc(w, rid, "flagged", "", 1.0, ["empty_transcript"])
         rec_ids.append(rid)
     open_before = db.query(
         "SELECT e.starter_id, e.system_id FROM assignments a "
@@ -187,5 +187,5 @@ def test_more_than_three_rejections_exclude_the_sender_and_reassign_open_items(d
             == 1
         )
     # rejected exchanges never reach receivers
-    ready = {e["id"] for e in assignments.translated_exchanges(db, "demo")}
+    ready = {e["id"] for e in exchanges.translated_exchanges(db, "demo")}
     assert not ready & {db.scalar("SELECT exchange_id FROM recordings WHERE id = ?", [r]) for r in rec_ids}

@@ -16,7 +16,7 @@ from services.setup.importer import import_study
 from services.study.files import StudyValidationError, load_study
 from services.usability import pipeline, recording_qc
 from speech import spoken_wav
-from storage import results
+from storage.usability import recordings
 
 pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
@@ -120,18 +120,18 @@ def test_every_system_gets_its_qc_transcript_from_the_qc_asr(database, tmp_path,
                 "SELECT id FROM assignments WHERE exchange_id = ? AND phase = 'record'", [e["id"]]
             ).fetchone()[0]
             st = store_recording(spoken_wav(e["text"], tmp_path / f"{system}.wav", cache=CACHE), tmp_path / "m", 60)
-            rid = results.insert_recording(w, a, e["id"], st.sha256, st.path_original, st.path_16k, st.duration_s)
+            rid = recordings.insert_recording(w, a, e["id"], st.sha256, st.path_original, st.path_16k, st.duration_s)
         pipeline.process_recording(db, rid, CACHE)
         qc_builds = [c for c in built if c.get("kind") != "cascade"]
         if system in reused:
             # no second transcription (the QC ASR may score the starter when the paper's rule
             # raised an edge flag on the lent transcript: issue 31's second opinion)
             assert transcribed == [], built
-            assert not qc_builds or results.recording(db, rid)["qc_edges"], built
-            assert results.recording(db, rid)["transcript"] == results.translation(db, e["id"])["transcript"]
+            assert not qc_builds or recordings.recording(db, rid)["qc_edges"], built
+            assert recordings.recording(db, rid)["transcript"] == recordings.translation(db, e["id"])["transcript"]
         else:
             assert [c["asr_beam_size"] for c in qc_builds] == [qc_beam], built
-        rec = results.recording(db, rid)
+        rec = recordings.recording(db, rid)
         assert rec["qc_status"] in ("passed", "flagged") and rec["transcript"]
         if system not in reused:  # the QC ASR scored the starter on its own transcription's encoding
             assert json.loads(rec["qc_edges"])["first_p"] > 0, rec["qc_edges"]

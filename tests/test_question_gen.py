@@ -18,7 +18,9 @@ from services.questions import review as question_review
 from services.questions.review import ReviewError
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
-from storage import assignments, pool, question_drafts, studies
+from storage import assignments, question_drafts, studies
+from storage.usability import exchanges as usability_exchanges
+from storage.usability import pool
 from tests.openai_server import OpenAIServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tiny_models, whatever the import mode
@@ -251,7 +253,7 @@ def hold_exchange_of(db, starter) -> int:
             if v.status != "item":
                 break
             a = assignments.find_assignment(db, r.id, "receive", v.item_id)
-            if assignments.exchange(db, a["exchange_id"])["starter_id"] == starter:
+            if usability_exchanges.exchange(db, a["exchange_id"])["starter_id"] == starter:
                 return a["id"]
             with db.write() as w:
                 assignments.mark_done(w, a["id"], 1.0)
@@ -289,7 +291,7 @@ def test_a_starter_whose_questions_are_all_withdrawn_leaves_the_pool(gen_db, llm
     (r,) = add_participants(db, STUDY, "receiver", 1)
     for _ in range(6):
         v = get_view(db, r.token, "receiver")
-        assert assignments.exchange(db, int(v.item_id))["starter_id"] != "s01"
+        assert usability_exchanges.exchange(db, int(v.item_id))["starter_id"] != "s01"
         with db.write() as w:
             assignments.mark_done(w, assignments.find_assignment(db, r.id, "receive", v.item_id)["id"], 1.0)
     question_review.accept(db, ids[1])

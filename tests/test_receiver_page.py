@@ -138,7 +138,7 @@ def test_mistakes_in_a_studys_page_wording_are_named(tmp_path, scales, field):
 def test_counting_the_ready_items_reads_a_bounded_part_of_the_pool(demo_db):
     """The count is a capped, indexed read: however large the pool, at most room + held + a
     margin of its rows (work_pool_open)."""
-    from storage import pool
+    from storage.usability import pool
 
     plans = []
     real = demo_db.scalar
@@ -154,7 +154,7 @@ def test_counting_the_ready_items_reads_a_bounded_part_of_the_pool(demo_db):
         get_view(demo_db, r.token, "receiver")
     finally:
         del demo_db.scalar
-    assert plans, "the ready count did not use storage.pool.takeable"
+    assert plans, "the ready count did not use storage.usability.pool.takeable"
     details = " ".join(row["detail"] for plan in plans for row in plan)
     assert "SEARCH work_pool USING INDEX work_pool_open" in details and "SCAN work_pool" not in details
     assert pool.takeable(demo_db, "demo", "receive", r.id, {"id:%d" % r.id}, 0, 10) == 0

@@ -10,7 +10,8 @@ from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
 from services.setup.enrolment import add_participants
 from services.usability import audio_intake, pipeline
-from storage import exports, pool, studies
+from storage import studies
+from storage.usability import exports, pool
 from tests.helpers.audio import write_wav
 
 

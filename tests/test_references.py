@@ -20,7 +20,9 @@ from services.participation.items import get_view
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from services.study.files import StudyValidationError, load_study
-from storage import assignments, results, studies
+from storage import studies
+from storage.usability import exchange_metrics as metric_store
+from storage.usability import exchanges, recordings
 
 HYPOTHESIS = (
     "Olá, bom dia. Preciso de ver um médico hoje. A minha filha Sofia, de sete anos, tem febre de 39 "
@@ -67,8 +69,8 @@ def edit_toml(folder: Path, old: str, new: str) -> None:
 def add_exchange(db, starter: str, system: str, text: str, study_id: str = "demo") -> int:
     """An exchange with its translation, as the pipeline stores one (without the models)."""
     with db.write() as w:
-        eid = assignments.insert_exchange(w, study_id, starter, system, None, import_key=f"test:{starter}:{system}")
-        results.insert_translation(w, eid, system, text)
+        eid = exchanges.insert_exchange(w, study_id, starter, system, None, import_key=f"test:{starter}:{system}")
+        recordings.insert_translation(w, eid, system, text)
     return eid
 
 
@@ -244,12 +246,12 @@ def test_chrf_and_bleu_of_an_exchange_use_the_reference(database, study):
     import_study(database, study)
     ref = reference_of(study, "s01")
     eid = add_exchange(database, "s01", "cascade-beam", HYPOTHESIS)
-    assert results.reference_translation(database, "demo", "s01", "cascade-beam") == ref
+    assert metric_store.reference_translation(database, "demo", "s01", "cascade-beam") == ref
     got = exchange_metrics.score_exchange(database, eid, names=["chrf", "bleu"])
     assert got["chrf"] == pytest.approx(sacrebleu.sentence_chrf(HYPOTHESIS, [ref]).score)
     assert got["bleu"] == pytest.approx(sacrebleu.sentence_bleu(HYPOTHESIS, [ref]).score)
     assert 0 < got["chrf"] < 100
-    stored = {r["metric"]: r["score"] for r in results.exchange_metric_rows(database, "demo")}
+    stored = {r["metric"]: r["score"] for r in metric_store.exchange_metric_rows(database, "demo")}
     assert stored == pytest.approx(got)
 
 
@@ -263,8 +265,8 @@ def test_several_references_are_one_multi_reference_cell(database, study):
     )
     import_study(database, study)
     refs = [rows[1][1], OTHER_REFERENCE]
-    assert results.reference_translation(database, "demo", "s01", "cascade-beam") == refs
-    assert results.reference_translation(database, "demo", "s02", "cascade-beam") == rows[2][1]
+    assert metric_store.reference_translation(database, "demo", "s01", "cascade-beam") == refs
+    assert metric_store.reference_translation(database, "demo", "s02", "cascade-beam") == rows[2][1]
     eid = add_exchange(database, "s01", "cascade-beam", HYPOTHESIS)
     got = exchange_metrics.score_exchange(database, eid, names=["chrf", "bleu"])
     assert got["chrf"] == pytest.approx(sacrebleu.sentence_chrf(HYPOTHESIS, refs).score)
@@ -280,9 +282,9 @@ def test_without_references_a_listed_human_system_is_the_reference(database, tmp
         "SELECT t.text FROM exchanges e JOIN translations t ON t.exchange_id = e.id "
         "WHERE e.starter_id = 's01' AND e.system_id = 'human-reference'"
     )
-    assert results.reference_translation(database, "demo", "s01", "cascade-beam") == human
+    assert metric_store.reference_translation(database, "demo", "s01", "cascade-beam") == human
     # the human system's own exchange has no other reference
-    assert results.reference_translation(database, "demo", "s01", "human-reference") is None
+    assert metric_store.reference_translation(database, "demo", "s01", "human-reference") is None
     eid = add_exchange(database, "s01", "cascade-beam", HYPOTHESIS)
     got = exchange_metrics.score_exchange(database, eid, names=["chrf"])
     assert got["chrf"] == pytest.approx(sacrebleu.sentence_chrf(HYPOTHESIS, [human]).score)
@@ -293,20 +295,20 @@ def test_references_come_first_and_the_human_system_fills_the_gaps(database, tmp
     rows = read_rows(folder)
     write_rows(folder, [rows[0], ["s01", OTHER_REFERENCE]])  # s01 only
     import_study(database, folder)
-    assert results.reference_translation(database, "demo", "s01", "cascade-beam") == OTHER_REFERENCE
-    assert results.reference_translation(database, "demo", "s01", "human-reference") == OTHER_REFERENCE
+    assert metric_store.reference_translation(database, "demo", "s01", "cascade-beam") == OTHER_REFERENCE
+    assert metric_store.reference_translation(database, "demo", "s01", "human-reference") == OTHER_REFERENCE
     human_s02 = database.scalar(
         "SELECT t.text FROM exchanges e JOIN translations t ON t.exchange_id = e.id "
         "WHERE e.starter_id = 's02' AND e.system_id = 'human-reference'"
     )
-    assert results.reference_translation(database, "demo", "s02", "cascade-beam") == human_s02
+    assert metric_store.reference_translation(database, "demo", "s02", "cascade-beam") == human_s02
 
 
 def test_no_reference_no_reference_based_score(database, study):
     edit_toml(study, 'references = "references.csv"\n', "")
     import_study(database, study)
     eid = add_exchange(database, "s01", "cascade-beam", HYPOTHESIS)
-    assert results.reference_translation(database, "demo", "s01", "cascade-beam") is None
+    assert metric_store.reference_translation(database, "demo", "s01", "cascade-beam") is None
     assert exchange_metrics.score_exchange(database, eid, names=["chrf", "bleu"]) == {}
 
 

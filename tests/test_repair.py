@@ -8,7 +8,8 @@ from services.participation import maintenance
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from services.usability import workflow
-from storage import jobs, open_database, pool
+from storage import jobs, open_database
+from storage.usability import pool
 from tests.helpers.workflow import (
     answer_receiver,
     answer_survey,

@@ -9,7 +9,7 @@ from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
 from services.sd.form import REPEAT_SUFFIX
 from services.setup.enrolment import add_participants
-from storage import results
+from storage.sd import ratings
 from tests.helpers.app import run_cli
 from tests.helpers.sd import answer_page, sd_study
 
@@ -108,7 +108,7 @@ def test_preliminary_mode_asks_suitability_last(database, tmp_path):
         {"values": {x["slot"]: 4 for x in v.content["pairs"]}, "suggestion": "add 'natural - unnatural'"},
     )
     assert res.saved and res.next.status == "complete"
-    assert len(results.sd_suitability_rows(db, "demo")) == 20
+    assert len(ratings.sd_suitability_rows(db, "demo")) == 20
     assert db.scalar("SELECT text FROM sd_suggestions") == "add 'natural - unnatural'"
 
 
@@ -117,7 +117,7 @@ def test_ratings_frame_for_the_analysis(database, tmp_path):
     p = add_participants(db, "demo", "sd", 1)[0]
     while (v := get_view(db, p.token, "sd")).status == "item":
         answer_page(db, p.token, v, lambda x: 5)
-    rows = results.sd_rating_rows(db, "demo")
+    rows = ratings.sd_rating_rows(db, "demo")
     assert len(rows) == 3 * 21
     assert set(rows[0]) == {"participant_id", "sentence_id", "pair_id", "value", "is_repeat", "duration_s"}
     assert all(r["sentence_id"] for r in rows)
@@ -135,7 +135,7 @@ def test_app_ratings_go_through_the_analysis_and_the_command(database, tmp_path)
     for p in add_participants(db, "demo", "sd", 4):
         while (v := get_view(db, p.token, "sd")).status == "item":
             answer_page(db, p.token, v, lambda x: int(rng.integers(1, 8)))
-    frame = pd.DataFrame(results.sd_rating_rows(db, "demo"))
+    frame = pd.DataFrame(ratings.sd_rating_rows(db, "demo"))
     res = sd_analysis.analyze(frame, expected_seconds=600)
     assert res.n_participants == 4 and len(res.cleansing) == 4
     assert set(res.cleansing.columns) >= {

@@ -23,7 +23,7 @@ from services.sd import analysis as sd_analysis
 from services.sd import form as sd_form
 from services.sd.form import REPEAT_SUFFIX
 from services.setup.enrolment import add_participants
-from storage import results
+from storage.sd import ratings as sd_ratings
 from tests.helpers.sd import answer_page, sd_study
 
 # Table 3, verbatim from the paper (English translation, then the German original)
@@ -174,7 +174,7 @@ def test_inconsistency_score_is_computed_by_default(database, tmp_path):
     for p in add_participants(db, "demo", "sd", 3):
         while (v := get_view(db, p.token, "sd")).status == "item":
             answer_page(db, p.token, v, lambda x: int(rng.integers(1, 8)))
-    frame = pd.DataFrame(results.sd_rating_rows(db, "demo"))
+    frame = pd.DataFrame(sd_ratings.sd_rating_rows(db, "demo"))
     assert len(frame) == 3 * 3 * 22 and int(frame["is_repeat"].sum()) == 3 * 3 * 2
     cl = sd_analysis.cleanse(frame)
     assert cl["inconsistency"].notna().all()

@@ -4,7 +4,7 @@
 
 The demo study's DA campaign (modality both, 24-item HITs) with 10, 100 and 1000 raters
 enrolled (24 DA assignments each); at each size, the median of 20 calls of
-storage.assignments.da_hit_loads and the modality counts derived from it (one indexed row per rater:
+storage.da.hits.da_hit_loads and the modality counts derived from it (one indexed row per rater:
 the rater's first item of their HIT) against the same counts from every DA assignment of the
 study (the two queries they replaced, run here as the before), and the median of 5 arrivals (add_participants of one
 rater: the counts, the HIT's 24 assignments and its render job). Writes
@@ -28,7 +28,8 @@ from benchmarks.common import machine  # noqa: E402
 from services.da.campaign import modality_counts  # noqa: E402
 from services.setup.enrolment import add_participants  # noqa: E402
 from services.setup.importer import import_study  # noqa: E402
-from storage import assignments, open_database  # noqa: E402
+from storage import open_database  # noqa: E402
+from storage.da import hits  # noqa: E402
 
 WHOLE_PHASE = (
     "FROM assignments WHERE study_id = ? AND phase = 'da' AND status != 'withdrawn' AND participant_id "
@@ -53,7 +54,7 @@ def before(db, sid: str):
 
 
 def after(db, sid: str):
-    loads = assignments.da_hit_loads(db, sid)
+    loads = hits.da_hit_loads(db, sid)
     return loads, modality_counts(loads)
 
 

@@ -56,7 +56,8 @@ def _candidates(sim, used: set) -> dict:
         people = [p for p in sim.active() if p.role == role and p.tab == tab and p.pid not in used]
         if tab in ("record", "survey") and role == "sender":
             phases = ("record",) if tab == "record" else ("survey_baseline", "survey_informed")
-            people = [p for p in people if assignments.next_open(sim.db, p.pid, phases) is not None]
+            # whether one is open, not which: no phase is served last
+            people = [p for p in people if assignments.next_open(sim.db, p.pid, phases, ()) is not None]
         sim.rng.shuffle(people)
         out[(role, tab)] = people
     return out

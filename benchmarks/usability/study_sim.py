@@ -246,9 +246,14 @@ class Answerer:
     def exchange(self, exchange_id: int) -> dict:
         info = self._ex.get(exchange_id)
         if info is None:
-            from storage import assignments, studies
+            from storage import studies
 
-            ex = assignments.exchange(self.db, exchange_id)
+            try:
+                from storage.usability.exchanges import exchange
+            except ImportError:  # a checkout from before the usability study's SQL moved to storage/usability/
+                from storage.assignments import exchange  # type: ignore[no-redef]
+
+            ex = exchange(self.db, exchange_id)
             st = studies.starter(self.db, ex["study_id"], ex["starter_id"])
             info = {
                 "system": ex["system_id"],
@@ -264,10 +269,15 @@ class Answerer:
         return seeded(self.seed, "person", pid, kind).gauss(0, sd)
 
     def stored_baseline(self, pid: int, exchange_id: int) -> list[int]:
-        from storage import assignments, results
+        from storage import assignments
+
+        try:
+            from storage.usability.answers import survey
+        except ImportError:  # a checkout from before the usability study's SQL moved to storage/usability/
+            from storage.results import survey  # type: ignore[no-redef]
 
         a = assignments.find_assignment(self.db, pid, "survey_baseline", exchange_id)
-        s = results.survey(self.db, a["id"]) if a else None
+        s = survey(self.db, a["id"]) if a else None
         if not s:
             raise RuntimeError(f"informed survey of exchange {exchange_id} for {pid} without a stored baseline")
         return [s["satisfaction"], s["trust"], s["reliance"]]
@@ -568,9 +578,9 @@ class Sim:
 
     def record_outcome(self, exchange_id: int, key: str = "") -> str:
         """The worker's model step, simulated: a stand-in translation, QC from a transcript."""
-        from storage import results
+        from storage.usability import recordings
 
-        rec = results.recording_for_exchange(self.db, exchange_id)
+        rec = recordings.recording_for_exchange(self.db, exchange_id)
         info = self.answers.exchange(exchange_id)
         flagged = seeded(self.seed, "flag", key if "-" in key else exchange_id).random() < FLAG_SHARE
         transcript = " ".join(info["text"].split()[3:]) if flagged else info["text"]

@@ -20,7 +20,7 @@ from storage import dashboard as store
 STALL_MINUTES = 30
 SHOWN = 5  # failing jobs and stalled participants listed by name (the counts are complete)
 
-# who takes a place left in the work pool (storage.pool): the next person of the role with room
+# who takes a place left in the work pool (storage.usability.pool): the next person of the role with room
 POOL_TAKER = {
     "record": "a new sender of the same group and gender",
     "receive": "a receiver with room",

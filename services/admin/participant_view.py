@@ -19,7 +19,10 @@ from services.study import consent
 from storage import consent as consent_store
 from storage import participant_view as store
 from storage import participants, studies
+from storage.da import participant_view as da_view
 from storage.db import required
+from storage.sd import participant_view as sd_view
+from storage.usability import participant_view as usability_view
 
 PHASE_LABELS = {
     "record": "recording",
@@ -245,7 +248,7 @@ def _by_assignment(database, role: str, pid: int) -> dict:
     items' descriptions under "da"."""
     text: dict[int, str] = {}
     da: dict[int, dict] = {}
-    for r in store.recordings(database, pid):
+    for r in usability_view.recordings(database, pid):
         flags = ", ".join(json.loads(r["qc_flags"])) if r["qc_flags"] else ""
         words = f"recording {r['duration_s']:.1f} s, QC {r['qc_status']}"
         if r["wer"] is not None:
@@ -256,12 +259,12 @@ def _by_assignment(database, role: str, pid: int) -> dict:
             words += f"; reviewed by {r['reviewed_by']}"
         text[r["assignment_id"]] = words
     per: dict[int, list[str]] = defaultdict(list)
-    for r in store.answers(database, pid):
+    for r in usability_view.answers(database, pid):
         per[r["assignment_id"]].append(f"Q{r['idx']}: " + ("(unanswerable)" if r["unanswerable"] else r["text"]))
     text.update({k: "; ".join(v) for k, v in per.items()})
     marks: dict[int, list[str]] = defaultdict(list)
     scores: dict[int, dict] = {}
-    for r in store.validations(database, pid):
+    for r in usability_view.validations(database, pid):
         scores[r["assignment_id"]] = r
         if r["question_idx"] is not None:
             marks[r["assignment_id"]].append(f"Q{r['question_idx']} {'correct' if r['correct'] else 'wrong'}")
@@ -269,17 +272,17 @@ def _by_assignment(database, role: str, pid: int) -> dict:
         text[aid] = f"translation {r['translation_score']:g}/100; QA {r['qa_score']:.2f}" + (
             f"; {', '.join(marks[aid])}" if marks[aid] else ""
         )
-    for r in store.surveys(database, pid):
+    for r in usability_view.surveys(database, pid):
         text[r["assignment_id"]] = (
             f"satisfaction {r['satisfaction']}, trust {r['trust']}, reliance {r['reliance']}"
             f" ({r['perspective']} person)"
         )
-    for r in store.da_items(database, pid):
+    for r in da_view.da_items(database, pid):
         da[r["assignment_id"]] = r
         if r["score"] is not None:
             text[r["assignment_id"]] = f"score {r['score']:g}"
     sd: dict[int, list[str]] = defaultdict(list)
-    for r in store.sd_ratings(database, pid):
+    for r in sd_view.sd_ratings(database, pid):
         if r["suitability"] is not None:
             sd[r["assignment_id"]].append(f"{r['pair_id']} suitability {r['suitability']}")
         else:

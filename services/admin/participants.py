@@ -20,7 +20,7 @@ from services.common.paging import Page, page_bounds
 from services.participation.reassignment import Reassignment, withdraw_and_reassign
 from services.setup.enrolment import NewParticipant, add_participants, link, links, new_token
 from services.study.export import neutralise
-from storage import assignments, participants, pool, studies
+from storage import assignments, participants, studies
 
 STATUSES = tuple(assignments.PARTICIPANT_STATUS)  # deactivated, completed, active
 MAX_ADD = 500  # one form submit; more is almost surely a typo
@@ -195,7 +195,7 @@ def reassign_open_items(database, study_id: str | None, participant_id, actor: s
         )
     with database.transaction() as tx:
         if p["role"] == "sender" and not p["excluded_at"]:  # a sender whose items are handed on has dropped out
-            pool.mark_dropped_out(tx.db, p["id"], "deactivated by the study team, items reassigned")
+            participants.mark_dropped_out(tx.db, p["id"], "deactivated by the study team, items reassigned")
         out = withdraw_and_reassign(tx, p, actor)
         database.log(
             actor,

@@ -14,6 +14,7 @@ from services.participation import maintenance
 from services.usability.recording_qc import FLAG_TEXT, align, edges_text
 from storage import assignments, jobs, results, studies
 from storage.db import required
+from storage.usability import exchanges, recordings
 
 
 def study_choices(database) -> list[tuple[str, str]]:
@@ -94,7 +95,7 @@ def models_table(cache) -> pd.DataFrame:
 
 def review_page(database, study_id: str, page=1, page_size: int = 20) -> Page:
 
-    total = results.review_count(database, study_id)
+    total = recordings.review_count(database, study_id)
     page, pages, offset = page_bounds(total, page, page_size)
     # alignment: the prompt and transcript word by word (recording_qc.align), which the tab draws
     cols = ["id", "sender_id", "starter_id", "system_id", "duration_s", "wer", "flags", "edges", "alignment"]
@@ -107,12 +108,12 @@ def review_item(database, recording_id) -> dict | None:
     words and the two aligned word by word (recording_qc.align)."""
 
     try:
-        rec = results.recording(database, int(recording_id))
+        rec = recordings.recording(database, int(recording_id))
     except (TypeError, ValueError):
         return None
     if rec is None:
         return None
-    ex = required(assignments.exchange(database, rec["exchange_id"]), "exchange of a recording")
+    ex = required(exchanges.exchange(database, rec["exchange_id"]), "exchange of a recording")
     starter = required(studies.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
     flags = json.loads(rec["qc_flags"] or "[]")
     return {
@@ -153,7 +154,7 @@ def exchange_phase(row: dict) -> str:
 
 
 def exchanges_table(database, study_id: str, page: int = 1, page_size: int = 100) -> pd.DataFrame:
-    rows = assignments.exchange_phases(database, study_id, page_size, (max(page, 1) - 1) * page_size)
+    rows = exchanges.exchange_phases(database, study_id, page_size, (max(page, 1) - 1) * page_size)
     for r in rows:
         r["phase"] = exchange_phase(r)
         r["sender"] = "" if r["sender"] is None else str(r["sender"])  # imported exchanges have none
@@ -176,6 +177,6 @@ def exchanges_table(database, study_id: str, page: int = 1, page_size: int = 100
 
 
 def exchanges_page(database, study_id: str, page=1, page_size: int = 100) -> Page:
-    total = assignments.exchange_count(database, study_id)
+    total = exchanges.exchange_count(database, study_id)
     page, pages, _ = page_bounds(total, page, page_size)
     return Page(exchanges_table(database, study_id, page, page_size), page, pages, total)

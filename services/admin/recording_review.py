@@ -9,7 +9,7 @@ same group and gender where possible, who has not had that starter
 handing them on through the usability roles' on_leave: services/usability/reassignment.py).
 A rejected recording of a sender who still takes part goes back to them as "record again": a
 new record item of the same exchange, first in their queue, whose page says why (the rejected
-recording and its translation are kept: results.supersede_translation).
+recording and its translation are kept: storage.usability.recordings.supersede_translation).
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from services.participation.reassignment import withdraw_and_reassign
 from services.usability import workflow
 from services.usability.recording_qc import FLAG_TEXT, MAX_REJECTED, align, edges_text
-from storage import assignments, participants, results
+from storage import assignments, participants
 from storage.db import Transaction, required
+from storage.usability import exchanges, recordings
 
 
 class ReviewError(ValueError):
@@ -44,7 +45,7 @@ def queue_for_review(
     """The recordings to review, each with its flags in words and the normalised prompt and
     transcript aligned word by word (recording_qc.align: what QC compared), and the QC ASR's
     second opinion on the edge words (recording_qc.edges_text; "" where it did not score)."""
-    rows = results.recordings_for_review(database, study_id, status, limit, offset)
+    rows = recordings.recordings_for_review(database, study_id, status, limit, offset)
     for r in rows:
         flags = json.loads(r["qc_flags"] or "[]")
         r["flags"] = ", ".join(FLAG_TEXT.get(f, f) for f in flags)
@@ -56,28 +57,28 @@ def queue_for_review(
 def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewOutcome:
     if decision not in ("accept", "reject"):
         raise ReviewError("decision must be 'accept' or 'reject'")
-    rec = results.recording(database, int(recording_id))
+    rec = recordings.recording(database, int(recording_id))
     if rec is None:
         raise ReviewError(f"there is no recording {recording_id}")
     if rec["qc_status"] not in ("flagged", "accepted", "rejected"):
         raise ReviewError(f"recording {recording_id} is {rec['qc_status']}: only flagged recordings are reviewed")
-    if assignments.sent_back(database, rec["exchange_id"], rec["id"]):
+    if exchanges.sent_back(database, rec["exchange_id"], rec["id"]):
         raise ReviewError(
             f"recording {recording_id} was rejected and its sender asked to record it again: "
             "review the new recording instead"
         )
     status = "accepted" if decision == "accept" else "rejected"
-    ex = required(assignments.exchange(database, rec["exchange_id"]), "exchange of a recording")
+    ex = required(exchanges.exchange(database, rec["exchange_id"]), "exchange of a recording")
     out = ReviewOutcome(rec["id"], status)
     with database.transaction() as tx:
-        results.review_recording(tx.db, rec["id"], status, reviewer)
+        recordings.review_recording(tx.db, rec["id"], status, reviewer)
         database.log(reviewer, "review", "recordings", rec["id"], {"decision": status})
         sender = participants.get(database, ex["sender_id"]) if ex["sender_id"] else None
         if (
             status == "rejected"
             and sender
             and sender["excluded_at"] is None
-            and results.rejected_count(database, sender["id"]) > MAX_REJECTED
+            and recordings.rejected_count(database, sender["id"]) > MAX_REJECTED
         ):
             _exclude_and_reassign(tx, sender, reviewer, out)
         elif (
@@ -107,8 +108,8 @@ def _exclude_and_reassign(tx: Transaction, sender, reviewer, out: ReviewOutcome)
 
 def _record_again(tx: Transaction, rec, ex, sender, reviewer, out: ReviewOutcome) -> None:
     """The sender records the exchange again: a new record item, before their other ones."""
-    attempt = results.recording_count(tx.database, ex["id"]) + 1
-    results.supersede_translation(tx.db, ex["id"], rec["id"])
+    attempt = recordings.recording_count(tx.database, ex["id"]) + 1
+    recordings.supersede_translation(tx.db, ex["id"], rec["id"])
     position = -1.0  # below every seeded order key (0..1): the item to redo comes first
     aid = assignments.insert_assignment(
         tx.db,

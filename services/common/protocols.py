@@ -60,6 +60,8 @@ class Phase:
     not_handed_on: why an open item of the phase is withdrawn, not handed on, when its
         participant leaves and their role's on_leave does not hand it on (the reassignment's
         summary; default: the phase's name)
+    served_last: the tab shows the phase's open items after those of its other phases, whatever
+        their random positions (the usability study's informed surveys, after the baselines)
     """
 
     name: str
@@ -72,6 +74,7 @@ class Phase:
     after_save: Callable[..., None] | None = None
     not_ready: str = ""
     not_handed_on: str = ""
+    served_last: bool = False
 
 
 @dataclass(frozen=True)
@@ -421,6 +424,11 @@ def phase(name: str) -> Phase:
 
 def phases() -> tuple[str, ...]:
     return tuple(_index("phases"))
+
+
+def served_last(phases: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of the phases whose open items come after the others' (Phase.served_last)."""
+    return tuple(p for p in phases if phase(p).served_last)
 
 
 def role_tabs() -> dict[str, tuple[str, ...]]:

@@ -41,7 +41,9 @@ from services.da import analysis as da_analysis
 from services.da.render import render_item_images
 from services.models import tts
 from services.study.texts import texts
-from storage import assignments, jobs, participants, results, studies
+from storage import assignments, jobs, participants, studies
+from storage.da import hits as hit_store
+from storage.da import judgments
 from storage.db import Transaction, required
 
 MAX_FEEDBACK = 5000
@@ -53,7 +55,7 @@ class DAError(ValueError):
 
 
 def choose_modality(study, loads: dict) -> str:
-    """The study's modality; with "both", the one fewer raters hold (loads: assignments.da_hit_loads,
+    """The study's modality; with "both", the one fewer raters hold (loads: storage.da.hits.da_hit_loads,
     each rater holding one HIT in one modality)."""
     m = study["config"]["da"]["modality"]
     if m != "both":
@@ -72,17 +74,17 @@ def modality_counts(loads: dict) -> dict[str, int]:
 
 def assign_hit(tx: Transaction, study, pid: int) -> None:
     sid = study["id"]
-    hits = studies.da_hits(tx.database, sid)
+    hits = hit_store.da_hits(tx.database, sid)
     if not hits:
         return
-    loads = assignments.da_hit_loads(tx.database, sid)  # read once: the modality comes from it too
+    loads = hit_store.da_hit_loads(tx.database, sid)  # read once: the modality comes from it too
     modality = choose_modality(study, loads)
     runs = range(1, int(study["config"]["da"].get("runs", 1)) + 1)
     run, hit = min(
         ((r, h) for r in runs for h in hits),
         key=lambda rh: (loads.get((rh[1]["id"], modality, rh[0]), 0), rh[0], rh[1]["idx"]),
     )
-    for it in studies.da_hit_items(tx.database, hit["id"]):
+    for it in hit_store.da_hit_items(tx.database, hit["id"]):
         assignments.insert_assignment(
             tx.db,
             sid,
@@ -105,10 +107,10 @@ def hit_completed(tx: Transaction, study, a) -> dict | None:
     if it failed and this (HIT, modality, run) has had fewer than `reruns` reruns, released for a
     fresh rater. Idempotent: one outcome per rater, written once."""
     pid = a["participant_id"]
-    if assignments.counts(tx.database, pid, ("da",))["open"] or results.da_hit_outcome(tx.database, pid):
+    if assignments.counts(tx.database, pid, ("da",))["open"] or hit_store.da_hit_outcome(tx.database, pid):
         return None
     da = study["config"]["da"]
-    judged = pd.DataFrame(results.da_rater_judgment_rows(tx.database, pid))
+    judged = pd.DataFrame(judgments.da_rater_judgment_rows(tx.database, pid))
     if judged.empty:
         return None
     keep_fast = bool(da.get("keep_fast", False))
@@ -120,7 +122,7 @@ def hit_completed(tx: Transaction, study, a) -> dict | None:
     failed = not verdict["reliable"] or (verdict["fast"] and not keep_fast)
     meta = a["meta"]
     modality, run = meta["modality"], int(meta.get("run", 1))
-    rerun = failed and results.da_hit_reruns(tx.database, meta["hit_id"], modality, run) < int(da.get("reruns", 2))
+    rerun = failed and hit_store.da_hit_reruns(tx.database, meta["hit_id"], modality, run) < int(da.get("reruns", 2))
     row = {
         "participant_id": pid,
         "study_id": study["id"],
@@ -132,7 +134,7 @@ def hit_completed(tx: Transaction, study, a) -> dict | None:
         "fast": int(verdict["fast"]),
         "rerun": int(rerun),
     }
-    if results.insert_da_hit_outcome(tx.db, row):
+    if hit_store.insert_da_hit_outcome(tx.db, row):
         tx.database.log(
             f"participant:{pid}",
             "da_hit_outcome",
@@ -171,7 +173,7 @@ def reference_image(reference: str, media_dir) -> tuple[Path, Path] | None:
 def item_content(database, study, a, media_dir) -> dict | None:
     """What the rating tab shows for an assignment; None while its audio is not rendered yet.
     Neither mode carries the reference or the candidate as text."""
-    it = required(studies.da_hit_item(database, int(a["item_id"])), "HIT item of a DA assignment")
+    it = required(hit_store.da_hit_item(database, int(a["item_id"])), "HIT item of a DA assignment")
     modality = a["meta"]["modality"]
     words = texts(study)["da"]
     # the slider's end labels (paper 001, Figures 1 and 2: the question's answer at either end)
@@ -201,7 +203,7 @@ def check_judgment(database, study, a, media_dir) -> None:
     item was shown."""
     if a["meta"]["modality"] != "audio" or not a["first_shown_at"] or not locked(study):
         return
-    it = required(studies.da_hit_item(database, int(a["item_id"])), "HIT item of a DA assignment")
+    it = required(hit_store.da_hit_item(database, int(a["item_id"])), "HIT item of a DA assignment")
     path = _audio_path(study, it["candidate"], media_dir)
     if not path.is_file():
         raise DAError("This item's audio is not ready yet. Please reload the page.")
@@ -226,7 +228,7 @@ def background_jobs(database, cache=None, media_dir=None) -> dict:
 
 def render_hit_images(database, study_id: str, hit_id: int, media_dir) -> int:
     """Draw every text-mode image of a HIT (each once: the image cache)."""
-    items = studies.da_hit_items(database, hit_id)
+    items = hit_store.da_hit_items(database, hit_id)
     for it in items:
         render_item_images(it["reference"], it["candidate"], media_dir)
     return len(items)
@@ -237,7 +239,7 @@ def render_hit_audio(database, study_id: str, hit_id: int, media_dir, progress=N
     references' images."""
     study = required(studies.get_study(database, study_id), "study of a HIT")
     da = study["config"]["da"]
-    items = studies.da_hit_items(database, hit_id)
+    items = hit_store.da_hit_items(database, hit_id)
     engine = tts.choose(da["language"], _backend(da))  # one engine for the HIT, stored with its items
     for i, it in enumerate(items, start=1):
         reference_image(it["reference"], media_dir)
@@ -251,7 +253,7 @@ def render_hit_audio(database, study_id: str, hit_id: int, media_dir, progress=N
 def _store_tts(database, item_ids: list[int], engine) -> None:
     if item_ids:
         with database.write() as db:
-            results.set_da_item_tts(db, item_ids, engine.name, engine.voice)
+            hit_store.set_da_item_tts(db, item_ids, engine.name, engine.voice)
 
 
 def prerender(database, study_id: str, media_dir, progress=None) -> dict:
@@ -261,7 +263,7 @@ def prerender(database, study_id: str, media_dir, progress=None) -> dict:
     if study is None:
         raise DAError(f"There is no study '{study_id}'.")
     da = study["config"]["da"]
-    items = studies.da_campaign_items(database, study_id)
+    items = hit_store.da_campaign_items(database, study_id)
     texts = sorted({it["candidate"] for it in items})
     refs = (
         sorted({it["reference"] for it in items if (it["reference"] or "").strip()}) if da["modality"] != "text" else []
@@ -313,13 +315,13 @@ def save_feedback(database, participant_id: int, text: str) -> None:
     if not text:
         raise DAError("Please write something before sending your feedback (or simply close the page).")
     with database.write() as db:
-        results.save_da_feedback(db, participant_id, text)
+        judgments.save_da_feedback(db, participant_id, text)
         database.log(f"participant:{participant_id}", "feedback", "da_feedback", participant_id)
 
 
 def judgments_frame(database, study_id: str) -> pd.DataFrame:
     """The campaign's judgments in the analysis's input columns (services/da/analysis.py)."""
-    rows = results.da_judgment_rows(database, study_id)
+    rows = judgments.da_judgment_rows(database, study_id)
     return pd.DataFrame(
         rows,
         columns=[

@@ -8,7 +8,7 @@ import json
 from services.common.protocols import ExportTable
 from services.study.export import ExportContext
 from services.study.export_dictionary import PARTICIPANT
-from storage import exports
+from storage.da import exports
 
 
 def assignment_runs(rows: list[dict]) -> dict[int, int]:

@@ -15,7 +15,7 @@ from services.da.hits import build_hits
 from services.participation.submissions import SubmissionError, checked_value, number_in, refuse_all
 from services.study.files import StudyError, StudyValidationError
 from services.study.texts import refusal, texts
-from storage import results, studies
+from storage.da import hits, judgments
 from storage.db import Transaction, required
 
 # paper 001: lock_until_played false (section 2.2, Figure 2: the rater "can use audio control
@@ -151,12 +151,12 @@ def validate(database, a, payload) -> dict:
 
 
 def save(tx: Transaction, study, p, a, data) -> None:
-    it = required(studies.da_hit_item(tx.database, int(a["item_id"])), "HIT item of a DA assignment")
-    results.insert_da_judgment(tx.db, a["id"], it["segment_row"], data["score"], it["id"], a["meta"]["modality"])
+    it = required(hits.da_hit_item(tx.database, int(a["item_id"])), "HIT item of a DA assignment")
+    judgments.insert_da_judgment(tx.db, a["id"], it["segment_row"], data["score"], it["id"], a["meta"]["modality"])
 
 
 def stored(database, a) -> dict:
-    return results.da_judgment(database, a["id"]) or {}
+    return judgments.da_judgment(database, a["id"]) or {}
 
 
 def after_save(tx: Transaction, study, a) -> None:

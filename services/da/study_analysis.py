@@ -12,7 +12,8 @@ import pandas as pd
 
 from services.da import analysis as da_analysis
 from services.da import campaign as da_campaign
-from storage import results, studies
+from storage import studies
+from storage.da import hits
 from storage.db import required
 
 # section 2.2.2: "we used the Google Cloud Text-to-Speech (TTS) Service (GCS)"; tts_backend
@@ -44,7 +45,7 @@ class CampaignAnalysis:
 
 def segments_table1(database, study_id: str) -> pd.DataFrame:
     """Paper 001's Table 1 from the study's imported DA segments."""
-    segs = pd.DataFrame(studies.da_segments(database, study_id))
+    segs = pd.DataFrame(hits.da_segments(database, study_id))
     return da_analysis.table1(segs) if len(segs) else pd.DataFrame(columns=da_analysis.TABLE1_COLUMNS)
 
 
@@ -97,7 +98,7 @@ def analyse(database, study_id: str, alpha: float | None = None) -> CampaignAnal
         fast_item_s=float(da.get("fast_item_s", da_analysis.FAST_ITEM_S)),
         keep_fast=bool(da.get("keep_fast", False)),
     )
-    outcomes = pd.DataFrame(results.da_hit_outcome_rows(database, study_id), columns=HIT_OUTCOME_COLUMNS)
+    outcomes = pd.DataFrame(hits.da_hit_outcome_rows(database, study_id), columns=HIT_OUTCOME_COLUMNS)
     notes = rerun_notes(outcomes, int(da.get("reruns", 2))) + tts_notes(df, da)
     return CampaignAnalysis(df, res, da_analysis.figures(res), segments_table1(database, study_id), outcomes, notes)
 

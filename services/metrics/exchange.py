@@ -29,8 +29,9 @@ from services.metrics import auto_qa
 from services.metrics import registry as metrics
 from services.models.backends import BackendUnavailable
 from services.models.cache import CACHE
-from storage import assignments, jobs, results, studies
+from storage import jobs, studies
 from storage.db import required
+from storage.usability import exchange_metrics, exchanges, recordings
 
 # what runs without any weights configured (no network): the fallback when none of the paper's is set
 OFFLINE_METRICS = ["e5-cosine", "backtranslation-chrf", "chrf", "bleu"]
@@ -121,7 +122,7 @@ def mixed_models(database, study_id: str) -> dict[str, list[str]]:
     """{metric: its distinct "version | model"} for each metric whose stored scores in this study
     come from more than one model (a checkpoint changed mid-study): not one column's numbers."""
     seen: dict[str, set[str]] = {}
-    for r in results.exchange_metric_rows(database, study_id):
+    for r in exchange_metrics.exchange_metric_rows(database, study_id):
         seen.setdefault(r["metric"], set()).add(f"{r['version']} | {r['model']}")
     return {k: sorted(v) for k, v in seen.items() if len(v) > 1}
 
@@ -135,7 +136,7 @@ def stale_exchanges(database, study_id: str, cache=CACHE, names: list[str] | Non
     wanted = set(names or study_metrics(study))
     current: dict[str, tuple[str, str] | None] = {}
     out: dict[str, list[int]] = {}
-    for r in results.exchange_metric_rows(database, study_id):
+    for r in exchange_metrics.exchange_metric_rows(database, study_id):
         base = base_name(r["metric"])  # a QE-mode column is its metric's, scored by the same model
         if base not in wanted:
             continue
@@ -162,15 +163,15 @@ def rescore_stale(database, study_id: str, cache=CACHE, names: list[str] | None 
 
 def score_exchange(database, exchange_id: int, cache=CACHE, names: list[str] | None = None) -> dict:
     """The study's metrics (or `names`) for one exchange, each stored as it comes."""
-    ex = assignments.exchange(database, int(exchange_id))
+    ex = exchanges.exchange(database, int(exchange_id))
     if ex is None:
         raise ValueError(f"exchange {exchange_id} does not exist")
-    tr = results.translation(database, ex["id"])
+    tr = recordings.translation(database, ex["id"])
     if tr is None:
         raise ValueError(f"exchange {exchange_id} has no translation yet")
     study = required(studies.get_study(database, ex["study_id"]), "study of an exchange")
     starter = required(studies.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
-    ref = results.reference_translation(database, ex["study_id"], ex["starter_id"], ex["system_id"])
+    ref = exchange_metrics.reference_translation(database, ex["study_id"], ex["starter_id"], ex["system_id"])
     out, errors = {}, {}
     for name in names or study_metrics(study, cache):
         # one metric's failure does not cost the others their scores; it fails the job below
@@ -192,7 +193,7 @@ def score_exchange(database, exchange_id: int, cache=CACHE, names: list[str] | N
             errors[name] = e
             continue
         with database.write() as db:
-            results.put_exchange_metric(db, ex["id"], column, m.version, m.model, score)
+            exchange_metrics.put_exchange_metric(db, ex["id"], column, m.version, m.model, score)
         out[column] = score
     if len(errors) == 1:
         raise next(iter(errors.values()))
@@ -210,7 +211,7 @@ def score_auto_qa(database, study_id: str, cache=CACHE, progress=None) -> dict:
     stored with the other exchange metrics. {"scored", "none", "mean"}; progress(done, total)."""
     if studies.get_study(database, study_id) is None:
         raise ValueError(f"There is no study '{study_id}'.")
-    ids = [e["id"] for e in assignments.translated_exchanges(database, study_id)]
+    ids = [e["id"] for e in exchanges.translated_exchanges(database, study_id)]
     scores = []
     for done, eid in enumerate(ids):
         if progress:
@@ -285,14 +286,16 @@ def metrics_report(database, study_id: str, cache=CACHE) -> dict:
         planned, notes = default_metrics(study, cache)
         source = "paper 000" if planned != OFFLINE_METRICS else "offline"
         shown = list(dict.fromkeys(PAPER_METRICS + planned))  # the unconfigured paper metrics too
-    ids = [int(e["id"]) for e in assignments.translated_exchanges(database, study_id)]
+    ids = [int(e["id"]) for e in exchanges.translated_exchanges(database, study_id)]
     stored: dict[tuple[int, str], float | None] = {}
-    for r in results.exchange_metric_rows(database, study_id):
+    for r in exchange_metrics.exchange_metric_rows(database, study_id):
         stored[int(r["exchange_id"]), r["metric"]] = r["score"]
     has_ref = {}
     for eid in ids:
-        ex = required(assignments.exchange(database, eid), "translated exchange")
-        has_ref[eid] = results.reference_translation(database, study_id, ex["starter_id"], ex["system_id"]) is not None
+        ex = required(exchanges.exchange(database, eid), "translated exchange")
+        has_ref[eid] = (
+            exchange_metrics.reference_translation(database, study_id, ex["starter_id"], ex["system_id"]) is not None
+        )
     job_of = jobs.by_key_prefix(database, "score_exchange:")
     columns: dict[str, tuple[str, str, str | None, bool]] = {}  # column -> (base, mode, why not, hybrid)
     for name in shown + [base_name(c) for _, c in stored]:

@@ -39,6 +39,11 @@ class TooManyRequests(AccessError):
     """More views and submits for one link than services/participation/rate_limit.py allows."""
 
 
+def next_open(database, participant_id: int, phases: tuple[str, ...]) -> dict | None:
+    """The participant's next open item of the phases, those of a served_last phase last."""
+    return assignments.next_open(database, participant_id, phases, protocols.served_last(phases))
+
+
 def limit_requests(participant: dict) -> None:
     """The per-link request limit of views and submits (services/participation/rate_limit.py, in
     memory), keyed by the participant found: a made-up token is refused by its lookup and leaves
@@ -199,7 +204,7 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
             lang=lang,
             labels=_labels(voice),
         )
-    a = assignments.next_open(database, p["id"], phases)
+    a = next_open(database, p["id"], phases)
     shown = False
     pool = _pool(p, tab)
     if a is None and touch and pool is not None and pool.may_take(database, p, study):
@@ -282,7 +287,7 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
 def take_and_show(tx: Transaction, p: dict, study: dict, tab: str) -> dict | None:
     """Inside a write: the participant's next open item of the tab, or one taken from the pool
     (the role's Pool.take checks their room and the pool), marked shown from now."""
-    a = assignments.next_open(tx.database, p["id"], protocols.tab(tab).phases)
+    a = next_open(tx.database, p["id"], protocols.tab(tab).phases)
     pool = _pool(p, tab)
     if a is None and pool is not None:
         a = pool.take(tx, p, study)
@@ -324,7 +329,7 @@ def _finished_elsewhere(database, p, study, tab) -> bool:
             continue
         phases = protocols.tab(other).phases
         counts = assignments.counts(database, p["id"], phases, _instruction_items(other))
-        if assignments.next_open(database, p["id"], phases) is not None or counts["done"] < _total(
+        if next_open(database, p["id"], phases) is not None or counts["done"] < _total(
             database, p, study, other, counts
         ):
             return False

@@ -18,6 +18,7 @@ from services.participation.items import (
     ItemView,
     get_view,
     limit_requests,
+    next_open,
     parse_item_key,
     participant_for_token,
     ready_next,
@@ -129,7 +130,7 @@ def _refuse_in_write(database, p: dict, a: dict, fresh: dict | None, tab: str) -
         raise refusal(AccessError, "deactivated")
     if fresh is None or fresh["status"] == "withdrawn":
         raise refusal(SubmissionError, "withdrawn")
-    nxt = assignments.next_open(database, p["id"], protocols.tab(tab).phases)
+    nxt = next_open(database, p["id"], protocols.tab(tab).phases)
     if nxt is None or nxt["id"] != a["id"]:
         raise _out_of_order(tab)
 
@@ -183,7 +184,7 @@ def _checked(database, token, tab, item_id, media_dir, voice: Voice):
         raise refusal(AccessError, "not_in_queue")
     if a["status"] == "done":
         return _already_saved(database, a, token, tab, media_dir, voice)
-    nxt = assignments.next_open(database, p["id"], protocols.tab(tab).phases)
+    nxt = next_open(database, p["id"], protocols.tab(tab).phases)
     if nxt is None or nxt["id"] != a["id"]:  # checked again inside the write
         # a concurrent double submit saved it
         if required(assignments.assignment(database, a["id"]), "assignment")["status"] == "done":

@@ -36,6 +36,7 @@ from services.participation.items import bold_key_spans
 from services.study.export import FORMULA_START, neutralise
 from storage import question_drafts, studies
 from storage.db import Transaction, required
+from storage.usability import exchanges
 
 CSV_COLUMNS = ["draft_id", "starter_id", "status", "origin", "en", "pt", "answer_en"]
 REQUIRED = ["starter_id", "en"]
@@ -77,7 +78,7 @@ def draft_or_error(database, draft_id) -> dict:
 
 
 def check_unlocked(database, study_id: str, starter_id: str) -> None:
-    if starter_id in question_drafts.starters_in_use(database, study_id):
+    if starter_id in exchanges.starters_in_use(database, study_id):
         raise ReviewError(
             f"The questions of starter '{starter_id}' are in use: receivers have seen or answered "
             "them, so they cannot change any more (the answers would point at other questions). "
@@ -154,7 +155,7 @@ def _rebuild(tx: Transaction, study_id: str, starter_id: str) -> None:
             f"Starter '{starter_id}' would have {len(accepted)} accepted questions; at most "
             f"{question_settings.MAX_QUESTIONS}. Reject or un-accept some first."
         )
-    if not accepted and question_drafts.has_receive_items(tx.database, study_id, starter_id):
+    if not accepted and exchanges.has_receive_items(tx.database, study_id, starter_id):
         raise ReviewError(
             f"Starter '{starter_id}' would have no questions, but receivers already have its "
             "translations in their queue: keep at least one accepted question."
@@ -257,7 +258,7 @@ def starter_table(database, study_id: str, page: int = 1, page_size: int = PAGE_
     """One row per starter: questions in use, drafts by status, whether receivers have them."""
     in_use = question_drafts.question_counts(database, study_id)
     counts = question_drafts.counts(database, study_id)
-    locked = question_drafts.starters_in_use(database, study_id)
+    locked = exchanges.starters_in_use(database, study_id)
     rows = [
         {
             "starter": s["id"],
@@ -293,7 +294,7 @@ def starter_view(database, study_id: str, starter_id: str | None) -> dict:
     rows = question_drafts.for_starter(database, study_id, starter_id)
     order = {"accepted": 0, "draft": 1, "rejected": 2}
     rows.sort(key=lambda d: (order[d["status"]], d["position"], d["id"]))
-    locked = starter_id in question_drafts.starters_in_use(database, study_id)
+    locked = starter_id in exchanges.starters_in_use(database, study_id)
     note = " <em>(receivers have these questions: they can no longer change)</em>" if locked else ""
     return {
         "html": f"<p><b>{starter_id}</b>{note}</p><p>{bold_key_spans(st['text'], st['key_spans'])}</p>",
@@ -368,7 +369,7 @@ def import_csv(database, study_id: str, path, actor: str = "admin") -> ImportSum
     adopt(database, study_id)
     starters = {s["id"] for s in studies.starters(database, study_id)}
     drafts = {d["id"]: d for d in question_drafts.for_study(database, study_id)}
-    locked = question_drafts.starters_in_use(database, study_id)
+    locked = exchanges.starters_in_use(database, study_id)
     problems, plan, seen = [], [], set()
     for rowno, r in rows:
 

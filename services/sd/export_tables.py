@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from services.common.protocols import ExportTable
 from services.study.export_dictionary import PARTICIPANT
-from storage import exports
+from storage.sd import exports
 
 TABLES: dict[str, ExportTable] = {
     "sd_ratings": ExportTable(

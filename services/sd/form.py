@@ -29,8 +29,9 @@ The welcome and example pages have no scales (an empty `pairs`): submitting them
 from __future__ import annotations
 
 from services.common.seeded import seeded_rng
-from storage import assignments, studies
+from storage import assignments
 from storage.db import Transaction, required
+from storage.sd import corpus
 
 REPEAT_SUFFIX = "~repeat"
 SUITABILITY_ITEM = "suitability"
@@ -90,10 +91,10 @@ def setup_queue(tx: Transaction, study, pid: int) -> None:
     sid, cfg = study["id"], study["config"]
     sd, seed = cfg["sd"], cfg["study"]["seed"]
     rng = seeded_rng("sd", seed, pid)
-    sents = studies.sd_sentences(tx.database, sid)
+    sents = corpus.sd_sentences(tx.database, sid)
     use = assignments.segment_use(tx.database, sid, "sd")
     sents.sort(key=lambda s: (use.get(f"{s['id']}#1", 0), rng.random()))
-    layout = participant_layout([p["id"] for p in studies.sd_pairs(tx.database, sid, sd["language"])], rng)
+    layout = participant_layout([p["id"] for p in corpus.sd_pairs(tx.database, sid, sd["language"])], rng)
     chosen = sents[: sd["sentences_per_participant"]]
     sizes = _layout_sizes(sd, len(layout))
     # the welcome (instructions) and the example, each on its own page, before the first sentence
@@ -158,7 +159,7 @@ def instruction_values(sd: dict, n_pairs: int) -> dict:
 
 def page_content(database, study, a, wording: dict) -> dict:
     meta, sid, sd = a["meta"], study["id"], study["config"]["sd"]
-    pairs = {q["id"]: q for q in studies.sd_pairs(database, sid, sd["language"])}
+    pairs = {q["id"]: q for q in corpus.sd_pairs(database, sid, sd["language"])}
     lang = instructions_language(sd)
     kind = meta.get("kind")
     if kind == "welcome":
@@ -186,7 +187,7 @@ def page_content(database, study, a, wording: dict) -> dict:
                 for e in meta["pairs"]
             ],
         }
-    sent = required(studies.sd_sentence(database, sid, meta.get("sentence_id", a["item_id"])), "sentence of an SD page")
+    sent = required(corpus.sd_sentence(database, sid, meta.get("sentence_id", a["item_id"])), "sentence of an SD page")
     shown = []
     for e in meta["pairs"]:
         q = pairs[e["pair_id"]]

@@ -12,8 +12,8 @@ from services.participation.submissions import MAX_TEXT, SubmissionError, refuse
 from services.sd import corpus, export_tables
 from services.sd import form as sd_form
 from services.study.texts import texts
-from storage import results
 from storage.db import Transaction
+from storage.sd import ratings
 
 # paper 002 (section 3.2, Table 3): 3 sentences each, 20 pairs + 2 repeats (22 scales) per
 # sentence over 4 pages, the instructions in English or the German original (""): the
@@ -122,13 +122,13 @@ def validate(database, a, payload) -> dict:
 
 def save(tx: Transaction, study, p, a, data) -> None:
     if "suitability" in data:
-        results.insert_sd_suitability(tx.db, a["id"], data["suitability"], data["suggestion"])
+        ratings.insert_sd_suitability(tx.db, a["id"], data["suitability"], data["suggestion"])
     else:
-        results.insert_sd_ratings(tx.db, a["id"], data["ratings"])
+        ratings.insert_sd_ratings(tx.db, a["id"], data["ratings"])
 
 
 def stored(database, a) -> dict:
-    return {"ratings": results.sd_ratings(database, a["id"])}
+    return {"ratings": ratings.sd_ratings(database, a["id"])}
 
 
 def setup_participant(tx: Transaction, study, pid: int, group, gender, design_index=None) -> None:

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from services.sd import analysis as sd_analysis
-from storage import results, studies
+from storage import studies
 from storage.db import required
+from storage.sd import ratings
 
 
 @dataclass
@@ -60,7 +61,7 @@ def analyse(
     count = factor_count(n_factors, factor_rule)
     if isinstance(count, str):
         return count
-    rows = results.sd_rating_rows(database, study_id) if study_id else []
+    rows = ratings.sd_rating_rows(database, study_id) if study_id else []
     if not rows:
         return "No SD ratings yet (pick the study above and press Show first)."
     study = required(studies.get_study(database, study_id), "study with SD ratings")
@@ -71,7 +72,7 @@ def analyse(
         prune=bool(prune),
         factor_rule=count[1],
     )
-    suit = results.sd_suitability_rows(database, study_id)
+    suit = ratings.sd_suitability_rows(database, study_id)
     return StudyAnalysis(
         res,
         sd_analysis.figures(res),

@@ -23,6 +23,7 @@ from services.setup.enrolment import add_participants
 from services.usability.dropouts import drop_out
 from storage import assignments, studies
 from storage.db import required
+from storage.usability import exchanges
 
 GROUP, GENDER = "USB", "Man"  # not the demo sender's cell (web.serving.ensure_demo: USW, Woman)
 LEAD_S = 0.5  # silence before the reading, as after pressing record
@@ -55,17 +56,17 @@ def add_dropped_out_sender(database, study_id: str, media_dir: Path, stays: int)
         return "no dropped-out sender: the demo study sets no usability.items_per_rater"
     # the design block after the demo sender's: other starters (every cell's block 0 has the same ones)
     p = add_participants(database, study_id, "sender", 1, GROUP, GENDER, actor="demo", design_index=1)[0]
-    taken = assignments.sender_starters(database, stays)
+    taken = exchanges.sender_starters(database, stays)
     mine = [a for a in assignments.open_assignments(database, p.id) if a["phase"] == "record"]
     picks = [
         a
         for a in mine
-        if required(assignments.exchange(database, a["exchange_id"]), "exchange")["starter_id"] not in taken
+        if required(exchanges.exchange(database, a["exchange_id"]), "exchange")["starter_id"] not in taken
     ][:n]
     made = []
     try:
         for a in picks:
-            exchange = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
+            exchange = required(exchanges.exchange(database, a["exchange_id"]), "exchange of an assignment")
             starter = required(studies.starter(database, study_id, exchange["starter_id"]), "starter of an exchange")
             wav = _reading(re.sub(r"\s+", " ", starter["text"]), Path(media_dir))
             with database.write() as db:  # this starter next (the ones left are withdrawn below)

@@ -11,7 +11,8 @@ from services.common import protocols
 from services.metrics import exchange as exchange_metrics
 from services.participation import maintenance
 from services.study.files import StudyError, StudyValidationError, load_study
-from storage import assignments, results, studies
+from storage import studies
+from storage.usability import exchanges, recordings
 
 
 @dataclass
@@ -55,7 +56,7 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
     with database.write() as db:
         studies.replace_study(db, bundle)
         for ex in bundle.exchanges:
-            eid = assignments.insert_exchange(
+            eid = exchanges.insert_exchange(
                 db,
                 bundle.id,
                 ex["starter_id"],
@@ -63,7 +64,7 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
                 None,
                 import_key=f"{bundle.id}:{ex['starter_id']}:{ex['system']}",
             )
-            results.insert_translation(db, eid, ex["system"], ex["translation"], meta='{"origin": "imported"}')
+            recordings.insert_translation(db, eid, ex["system"], ex["translation"], meta='{"origin": "imported"}')
             exchange_metrics.enqueue(db, eid)
         database.log(
             actor, "import" if not existing else "reimport", "study", bundle.id, {"hash": bundle.content_hash, **counts}

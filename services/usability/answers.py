@@ -12,8 +12,9 @@ from services.participation.submissions import (
     refuse_all,
 )
 from services.study.texts import refusal
-from storage import assignments, results, studies
+from storage import assignments, studies
 from storage.db import required
+from storage.usability import answers, exchanges
 
 
 def likert(value, name):
@@ -24,7 +25,7 @@ def likert(value, name):
 
 
 def validate_receive(database, a, payload) -> dict:
-    ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
+    ex = required(exchanges.exchange(database, a["exchange_id"]), "exchange of an assignment")
     qs = studies.questions(database, ex["study_id"], ex["starter_id"])
     given = idx_map(payload.get("answers"))
     unknown = set(given) - {q["idx"] for q in qs}
@@ -67,7 +68,7 @@ def validate_validate(database, a, payload) -> dict:
         parts.append(problem)
         fields["score"] = problem
     receive = required(assignments.assignment(database, int(a["item_id"])), "receive item of a validation")
-    idxs = [x["idx"] for x in results.answers(database, receive["id"])]
+    idxs = [x["idx"] for x in answers.answers(database, receive["id"])]
     marks_in = payload.get("marks") or {}
     if not isinstance(marks_in, dict):
         raise SubmissionError("The marks must be given per answer number.")

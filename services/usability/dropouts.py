@@ -16,8 +16,9 @@ from __future__ import annotations
 import datetime as dt
 
 from services.participation.reassignment import Reassignment, withdraw_and_reassign
-from storage import participants, pool, studies
+from storage import participants, studies
 from storage.db import required
+from storage.usability import pool
 
 
 class DropoutError(ValueError):
@@ -36,7 +37,7 @@ def drop_out(database, participant_id: int, actor: str, reason: str) -> Reassign
     if p["excluded_at"]:
         raise DropoutError(f"Participant {p['id']} was excluded ({p['excluded_reason']}).")
     with database.transaction() as tx:
-        pool.mark_dropped_out(tx.db, p["id"], reason)
+        participants.mark_dropped_out(tx.db, p["id"], reason)
         database.log(actor, "drop_out", "participants", p["id"], {"reason": reason})
         return withdraw_and_reassign(tx, required(participants.get(database, p["id"]), "participant"), actor)
 

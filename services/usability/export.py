@@ -16,10 +16,11 @@ import warnings
 import pandas as pd
 
 from services.usability import export_tables
-from storage import exports, participants, results
+from storage import participants
+from storage.usability import answers, exchange_metrics, exports
 
 COLUMNS = list(export_tables.ANALYSIS_TABLE[1])
-# storage.results.usability_rows: its sender_id, group and gender are the respondent's
+# storage.usability.answers.usability_rows: its sender_id, group and gender are the respondent's
 _ROWS = [
     "exchange_id",
     "sender_id",
@@ -51,7 +52,7 @@ def _column_name(metric: str) -> str:
 def exchanges_frame(database, study_id: str) -> pd.DataFrame:
     """One row per validated answer set, plus metric_<name> and <name>_model columns per
     automatic metric; attrs["warnings"] names each metric whose scores mix models."""
-    df = pd.DataFrame(results.usability_rows(database, study_id), columns=_ROWS)
+    df = pd.DataFrame(answers.usability_rows(database, study_id), columns=_ROWS)
     df = df.rename(columns={"sender_id": "respondent_id", "group": "respondent_group", "gender": "respondent_gender"})
     ex = pd.DataFrame(exports.exchange_rows(database, study_id), columns=["exchange_id", "starter_id", "sender__pid"])
     people = pd.DataFrame(participants.list_for_study(database, study_id), columns=["id", "role", "grp", "gender"])
@@ -73,7 +74,8 @@ def exchanges_frame(database, study_id: str) -> pd.DataFrame:
     # with redundancy > 1 the first validated answer set stands for the exchange
     df = df.drop_duplicates("exchange_id", keep="first").reset_index(drop=True)
     m = pd.DataFrame(
-        results.exchange_metric_rows(database, study_id), columns=["exchange_id", "metric", "version", "model", "score"]
+        exchange_metrics.exchange_metric_rows(database, study_id),
+        columns=["exchange_id", "metric", "version", "model", "score"],
     )
     df.attrs["warnings"] = []
     if df.empty or m.empty:

@@ -10,7 +10,8 @@ from services.common import variants
 from services.common.protocols import AudioMetadata, ExportTable
 from services.models import systems as system_registry
 from services.study.export import ExportContext
-from storage import exports, studies
+from storage import studies
+from storage.usability import exports
 
 
 def system_variants(database, study_id: str) -> dict[str, str]:

@@ -20,21 +20,22 @@ from services.metrics import exchange as exchange_metrics
 from services.models import systems
 from services.models.cache import CACHE
 from services.usability import recording_qc, workflow
-from storage import assignments, results, studies
+from storage import studies
 from storage.db import required
+from storage.usability import exchanges, recordings
 
 
 def process_recording(database, recording_id: int, cache=CACHE) -> dict:
-    rec = results.recording(database, int(recording_id))
+    rec = recordings.recording(database, int(recording_id))
     if rec is None:
         raise ValueError(f"recording {recording_id} does not exist")
-    ex = required(assignments.exchange(database, rec["exchange_id"]), "exchange of a recording")
+    ex = required(exchanges.exchange(database, rec["exchange_id"]), "exchange of a recording")
     study = required(studies.get_study(database, ex["study_id"]), "study of an exchange")
     system = next((s for s in study["config"]["systems"] if s["id"] == ex["system_id"]), None)
     if system is None:
         raise ValueError(f"system '{ex['system_id']}' is not in study '{ex['study_id']}'")
     starter = required(studies.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
-    done = {"qc": rec["transcript"] is not None, "translation": results.translation(database, ex["id"]) is not None}
+    done = {"qc": rec["transcript"] is not None, "translation": recordings.translation(database, ex["id"]) is not None}
     if all(done.values()):
         return {"skipped": True}
     st = systems.from_study_system(system, cache)
@@ -60,7 +61,7 @@ def process_recording(database, recording_id: int, cache=CACHE) -> dict:
             transcript = (
                 result.transcript
                 if result is not None
-                else required(results.translation(database, ex["id"]), "translation")["transcript"]
+                else required(recordings.translation(database, ex["id"]), "translation")["transcript"]
             )
         asr = None
         if transcript is None:
@@ -80,7 +81,7 @@ def process_recording(database, recording_id: int, cache=CACHE) -> dict:
 def save_translation(database, rec: dict, ex: dict, text: str, transcript: str | None, meta: dict) -> None:
     """Stores a system's output for the exchange and queues its automatic metrics."""
     with database.write() as db:
-        results.insert_translation(db, ex["id"], ex["system_id"], text, transcript, json.dumps(meta))
+        recordings.insert_translation(db, ex["id"], ex["system_id"], text, transcript, json.dumps(meta))
         database.log("worker", "translate", "exchanges", ex["id"], {"system": ex["system_id"]})
         exchange_metrics.enqueue(db, ex["id"])
 
@@ -96,7 +97,7 @@ def save_qc(
 ) -> recording_qc.QCResult:
     qc = recording_qc.check(starter_text, transcript, edges=edges, settings=opinion)
     with database.write() as db:
-        results.set_recording_qc(db, rec["id"], qc.status, transcript, qc.wer, qc.flags, qc.edges_record())
+        recordings.set_recording_qc(db, rec["id"], qc.status, transcript, qc.wer, qc.flags, qc.edges_record())
         # which ASR wrote the transcript QC read (None: a caller's own transcript)
         database.log(
             "worker",
@@ -113,12 +114,12 @@ def record_outcome(database, recording_id: int, translation: str, transcript: st
     transcript) and the work it opens; for callers that already have the system's output
     (the study simulation in benchmarks/, an import of outputs computed elsewhere). Returns the
     QC status."""
-    rec = results.recording(database, int(recording_id))
+    rec = recordings.recording(database, int(recording_id))
     if rec is None:
         raise ValueError(f"recording {recording_id} does not exist")
-    ex = required(assignments.exchange(database, rec["exchange_id"]), "exchange of a recording")
+    ex = required(exchanges.exchange(database, rec["exchange_id"]), "exchange of a recording")
     starter = required(studies.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
-    if results.translation(database, ex["id"]) is None:
+    if recordings.translation(database, ex["id"]) is None:
         save_translation(database, rec, ex, translation, transcript, meta or {})
     status = rec["qc_status"]
     if rec["transcript"] is None:

@@ -19,8 +19,10 @@ from services.study.texts import Voice, sqm_label, texts
 from services.usability import answers, corpus, dropouts, export_tables, reassignment, workflow
 from services.usability.audio_intake import IntakeError, store_recording
 from services.usability.recording_qc import SECOND_OPINION_DEFAULTS, qc_asr_problems, second_opinion_problems
-from storage import assignments, jobs, participants, question_drafts, results, studies
+from storage import assignments, jobs, participants, question_drafts, studies
 from storage.db import Transaction, required
+from storage.usability import answers as answer_store
+from storage.usability import exchanges, recordings
 
 # the [usability] section's keys with their defaults (None: required)
 DEFAULTS: dict[str, Any] = {
@@ -111,12 +113,12 @@ def content(database, study, p, a, media_dir=None) -> dict:
     """The item of a record, receive, validate or survey phase, as the role may see it."""
     phase = a["phase"]
     sid = study["id"]
-    ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
+    ex = required(exchanges.exchange(database, a["exchange_id"]), "exchange of an assignment")
     qs = studies.questions(database, sid, ex["starter_id"])
     if phase == "receive":
         # Only the translation and the Portuguese questions: never source, audio or transcript.
         # (every phase after the recording is offered once the exchange is translated)
-        tr = required(results.translation(database, ex["id"]), "translation of a translated exchange")
+        tr = required(recordings.translation(database, ex["id"]), "translation of a translated exchange")
         words = texts(study)["receiver"]
         return {
             "translation": tr["text"],
@@ -138,7 +140,7 @@ def content(database, study, p, a, media_dir=None) -> dict:
             "record_again": words["record_again"] if (a.get("meta") or {}).get("record_again") else "",
             "max_seconds": study["config"]["usability"]["max_recording_seconds"],
         }
-    tr = required(results.translation(database, ex["id"]), "translation of a translated exchange")
+    tr = required(recordings.translation(database, ex["id"]), "translation of a translated exchange")
     if phase == "validate":
         receive = required(assignments.assignment(database, int(a["item_id"])), "receive item of a validation")
         # the expected answer: the reference answer of the question's accepted draft, where it has one
@@ -149,13 +151,13 @@ def content(database, study, p, a, media_dir=None) -> dict:
             "questions": [
                 {"idx": q["idx"], "en": q["en"], "pt": q["pt"], "expected": expected.get(q["idx"], "")} for q in qs
             ],
-            "answers": results.answers(database, receive["id"]),
+            "answers": answer_store.answers(database, receive["id"]),
             "sqm": texts(study)["sqm"],
             "flagged_help": texts(study)["validator"]["flagged"],
             "instruction": texts(study)["validator"]["instruction"],
         }
     # surveys
-    rec = results.recording_for_exchange(database, ex["id"])
+    rec = recordings.recording_for_exchange(database, ex["id"])
     perspective = "first" if ex["sender_id"] == p["id"] else "third"
     survey = texts(study)["survey"]
     wording = (lambda k: survey[k]) if perspective == "first" else (lambda k: survey[f"{k}_third"])
@@ -186,8 +188,8 @@ def content(database, study, p, a, media_dir=None) -> dict:
     }
     if phase == "survey_informed":
         outcomes = []
-        for v in results.validations_for_exchange(database, ex["id"]):
-            ans = {x["idx"]: x for x in results.answers(database, v["receive_assignment_id"])}
+        for v in answer_store.validations_for_exchange(database, ex["id"]):
+            ans = {x["idx"]: x for x in answer_store.answers(database, v["receive_assignment_id"])}
             outcomes.append(
                 {
                     "qa_score": v["qa_score"],
@@ -213,7 +215,7 @@ def content(database, study, p, a, media_dir=None) -> dict:
 def intake_recording(database, study, a, payload, media_dir) -> dict:
     """The recording decoded and stored outside the line of participant actions."""
     try:
-        ex = required(assignments.exchange(database, a["exchange_id"]), "exchange of an assignment")
+        ex = required(exchanges.exchange(database, a["exchange_id"]), "exchange of an assignment")
         starter = required(studies.starter(database, study["id"], ex["starter_id"]), "starter of an exchange")
         return {
             "audio": store_recording(
@@ -229,7 +231,7 @@ def intake_recording(database, study, a, payload, media_dir) -> dict:
 
 def save_recording(tx: Transaction, study, p, a, data) -> None:
     au = data["audio"]
-    rid = results.insert_recording(
+    rid = recordings.insert_recording(
         tx.db, a["id"], a["exchange_id"], au.sha256, au.path_original, au.path_16k, au.duration_s
     )
     jobs.enqueue(
@@ -241,11 +243,11 @@ def save_recording(tx: Transaction, study, p, a, data) -> None:
 
 
 def save_answers(tx: Transaction, study, p, a, data) -> None:
-    results.insert_answers(tx.db, a["id"], a["exchange_id"], data["answers"])
+    answer_store.insert_answers(tx.db, a["id"], a["exchange_id"], data["answers"])
 
 
 def save_validation(tx: Transaction, study, p, a, data) -> None:
-    results.insert_validation(
+    answer_store.insert_validation(
         tx.db,
         a["id"],
         data["receive_assignment_id"],
@@ -257,9 +259,9 @@ def save_validation(tx: Transaction, study, p, a, data) -> None:
 
 
 def save_survey(tx: Transaction, study, p, a, data) -> None:
-    ex = required(assignments.exchange(tx.database, a["exchange_id"]), "exchange of an assignment")
+    ex = required(exchanges.exchange(tx.database, a["exchange_id"]), "exchange of an assignment")
     perspective = "first" if ex["sender_id"] == p["id"] else "third"
-    results.insert_survey(
+    answer_store.insert_survey(
         tx.db,
         a["id"],
         a["exchange_id"],
@@ -272,19 +274,19 @@ def save_survey(tx: Transaction, study, p, a, data) -> None:
 
 
 def stored_recording(database, a) -> dict:
-    return results.recording_for_assignment(database, a["id"]) or {}
+    return recordings.recording_for_assignment(database, a["id"]) or {}
 
 
 def stored_answers(database, a) -> dict:
-    return {"answers": results.answers(database, a["id"])}
+    return {"answers": answer_store.answers(database, a["id"])}
 
 
 def stored_validation(database, a) -> dict:
-    return results.validation(database, a["id"]) or {}
+    return answer_store.validation(database, a["id"]) or {}
 
 
 def stored_survey(database, a) -> dict:
-    return results.survey(database, a["id"]) or {}
+    return answer_store.survey(database, a["id"]) or {}
 
 
 def receiver_total(database, p, study, counts) -> int:
@@ -311,7 +313,7 @@ def waiting_message(database, p: dict, voice: Voice | None = None) -> str | None
     rater's, in the common words)."""
     if p["role"] != "sender":
         return None
-    state = assignments.sender_recording_state(database, p["id"])
+    state = exchanges.sender_recording_state(database, p["id"])
     if state["unrecorded"]:
         return (
             f"Your surveys open once your messages are recorded and translated: {state['unrecorded']} "
@@ -343,13 +345,15 @@ def setup_sender(tx: Transaction, study, pid: int, group, gender, design_index: 
     cfg, sid = study["config"], study["id"]
     seed = cfg["study"]["seed"]
     us = cfg["usability"]
-    index = participants.next_design_index(tx.db, sid, group, gender) if design_index is None else design_index
+    index = (
+        participants.next_design_index(tx.db, sid, "sender", group, gender) if design_index is None else design_index
+    )
     participants.set_design_index(tx.db, pid, index)
     systems = [s["id"] for s in studies.systems(tx.database, sid) if s["config"]["assign"]]
     for starter_id, system_id in sender_design(
         studies.starters(tx.database, sid), systems, us["items_per_sender"], seed, index
     ):
-        eid = assignments.insert_exchange(tx.db, sid, starter_id, system_id, pid)
+        eid = exchanges.insert_exchange(tx.db, sid, starter_id, system_id, pid)
         assignments.insert_assignment(tx.db, sid, pid, "record", eid, order_key(seed, pid, eid), exchange_id=eid)
     # recordings withdrawn from a sender of this cell that no sender of it could take
     workflow.adopt_cell_orphans(tx, study, pid, group, gender)
@@ -453,6 +457,7 @@ PROTOCOL = protocols.register(
                 save_survey,
                 stored_survey,
                 not_handed_on="an informed survey follows the person's own baseline",
+                served_last=True,  # after every baseline of the survey tab
             ),
         ),
         defaults=DEFAULTS,

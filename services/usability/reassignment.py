@@ -21,6 +21,7 @@ from services.participation.reassignment import Reassignment
 from services.usability import workflow
 from storage import assignments, participants
 from storage.db import Transaction, required
+from storage.usability import exchanges
 
 POOLED = {"receive", "validate"}  # their places go back to the work pool
 
@@ -47,7 +48,7 @@ def on_leave(tx: Transaction, study: dict, p: dict, withdrawn: list[dict], actor
 
 
 def _move_recording_item(tx: Transaction, study, p, a, actor, out: Reassignment) -> None:
-    ex = required(assignments.exchange(tx.database, a["exchange_id"]), "exchange of an assignment")
+    ex = required(exchanges.exchange(tx.database, a["exchange_id"]), "exchange of an assignment")
     taker = replacement_sender(tx.database, study["id"], p, ex["starter_id"])
     if taker is None:
         # the design stays balanced: the item waits for the next sender enrolled in the same cell
@@ -63,7 +64,7 @@ def _move_recording_item(tx: Transaction, study, p, a, actor, out: Reassignment)
         return
     seed = study["config"]["study"]["seed"]
     sid = study["id"]
-    eid = assignments.insert_exchange(tx.db, sid, ex["starter_id"], ex["system_id"], taker)
+    eid = exchanges.insert_exchange(tx.db, sid, ex["starter_id"], ex["system_id"], taker)
     assignments.insert_assignment(tx.db, sid, taker, "record", eid, order_key(seed, taker, eid), exchange_id=eid)
     tx.database.log(actor, "reassign", "exchanges", ex["id"], {"new_exchange": eid, "to": taker})
     out.moved.append({"phase": "record", "item": a["item_id"], "exchange": ex["id"], "new_exchange": eid, "to": taker})
@@ -79,10 +80,10 @@ def replacement_sender(database, study_id: str, leaving: dict, starter_id: str) 
         if s["active"]
         and s["id"] != leaving["id"]
         and (s["grp"], s["gender"]) == (leaving["grp"], leaving["gender"])
-        and starter_id not in assignments.sender_starters(database, s["id"])
+        and starter_id not in exchanges.sender_starters(database, s["id"])
     ]
     if not takers:
         return None
     # each taker's own load (an index lookup), not every sender's record items of the study
-    takers.sort(key=lambda s: (assignments.record_load(database, s["id"]), s["id"]))
+    takers.sort(key=lambda s: (exchanges.record_load(database, s["id"]), s["id"]))
     return takers[0]["id"]

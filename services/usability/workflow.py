@@ -1,7 +1,7 @@
 """The four-phase workflow, event by event: each finished step opens the next one for the
 exchange it advances, and a participant who needs work takes one item from the pool.
 
-Every event costs the same however large the study is (storage/pool.py's queries are
+Every event costs the same however large the study is (storage/usability/pool.py's queries are
 bounded by one exchange, one participant or the first rows of one stratum):
 - exchange_ready(exchange): its translation exists and its recording passed QC or a
   reviewer accepted it. The receive item goes to the pool (once its starter has accepted
@@ -29,8 +29,9 @@ next_item as its pooled roles' Pool, refresh as its repair, starter_changed as q
 from __future__ import annotations
 
 from services.common.seeded import order_key, seeded_rng
-from storage import assignments, participants, pool, studies
+from storage import assignments, participants, studies
 from storage.db import Transaction, required
+from storage.usability import exchanges, pool
 
 # the pooled phase a role takes work from, and the study setting that caps it per person
 POOL_OF_ROLE = {"receiver": "receive", "validator": "validate", "rater": "survey_baseline"}
@@ -389,11 +390,11 @@ def adopt_cell_orphans(tx: Transaction, study: dict, sender_id: int, group, gend
     already theirs), so the cell's design stays complete. Returns the new exchanges."""
     sid, made = study["id"], []
     for o in pool.cell_orphans(tx.database, sid, cell(group, gender)):
-        if o["starter_id"] in assignments.sender_starters(tx.database, sender_id) or not pool.take(
+        if o["starter_id"] in exchanges.sender_starters(tx.database, sender_id) or not pool.take(
             tx.db, sid, "record", o["item_id"]
         ):
             continue
-        eid = assignments.insert_exchange(tx.db, sid, o["starter_id"], o["system_id"], sender_id)
+        eid = exchanges.insert_exchange(tx.db, sid, o["starter_id"], o["system_id"], sender_id)
         assignments.insert_assignment(
             tx.db, sid, sender_id, "record", eid, order_key(_seed(study), sender_id, eid), exchange_id=eid
         )

@@ -112,7 +112,7 @@ def careful_raters(db, study: str, n: int, media) -> None:
     from services.participation.items import get_view
     from services.participation.submissions import submit
     from services.setup.enrolment import add_participants
-    from storage import studies
+    from storage.da import hits
 
     for r in add_participants(db, study, "da", n):
         while (v := get_view(db, r.token, "da", media_dir=media)).status == "item":
@@ -121,6 +121,6 @@ def careful_raters(db, study: str, n: int, media) -> None:
                 r.token,
                 "da",
                 v.item_id,
-                {"score": careful(studies.da_hit_item(db, int(v.item_id)))},
+                {"score": careful(hits.da_hit_item(db, int(v.item_id)))},
                 media_dir=media,
             )

@@ -12,7 +12,7 @@ from services.participation.submissions import submit
 from services.setup.enrolment import add_participants, enrol
 from services.study.export import export_study
 from storage import participants as participant_store
-from storage import results
+from storage.usability import exchange_metrics, recordings
 from tests.helpers.audio import write_wav
 
 FORMULAS = ['=HYPERLINK("http://evil.example","x")', "+1+2", "-2+3", "@SUM(A1)"]  # answers are stripped
@@ -59,9 +59,9 @@ def _record(db, person, wav, media, transcript, translation, qc_status, flags):
     rid, ex_id = res.stored["id"], int(v.item_id)
     system = db.scalar("SELECT system_id FROM exchanges WHERE id = ?", [ex_id])
     with db.write() as w:  # what the worker would store, without running the models
-        results.set_recording_qc(w, rid, qc_status, transcript, 0.4, flags)
-        results.insert_translation(w, ex_id, system, translation, transcript, json.dumps({"models": {"mt": "test"}}))
-        results.put_exchange_metric(w, ex_id, "chrf", "1", "sacrebleu", 42.5)
+        recordings.set_recording_qc(w, rid, qc_status, transcript, 0.4, flags)
+        recordings.insert_translation(w, ex_id, system, translation, transcript, json.dumps({"models": {"mt": "test"}}))
+        exchange_metrics.put_exchange_metric(w, ex_id, "chrf", "1", "sacrebleu", 42.5)
     return rid, ex_id
 
 

@@ -9,7 +9,7 @@ from pathlib import Path  # noqa: E402
 from harness.demo import DEMO_ASSETS  # noqa: E402
 from services.setup.importer import import_study  # noqa: E402
 from services.usability.audio_intake import store_recording  # noqa: E402
-from storage import results  # noqa: E402
+from storage.usability import recordings  # noqa: E402
 
 
 def study_with(database, tmp_path, system_id: str, params: dict, kind: str = "cascade") -> None:
@@ -34,7 +34,7 @@ def record_for(database, system_id: str, wav: Path, media: Path) -> tuple[int, i
         # an assignment of a sender for the record phase (the demo's exchanges have none yet)
         a = w.execute("SELECT id FROM assignments WHERE exchange_id = ? AND phase = 'record'", [ex_id]).fetchone()
         st = store_recording(wav, media, 60)
-        rid = results.insert_recording(
+        rid = recordings.insert_recording(
             w, a[0] if a else None, ex_id, st.sha256, st.path_original, st.path_16k, st.duration_s
         )
     return ex_id, rid

@@ -132,7 +132,8 @@ def test_concurrent_raters_with_double_submits_and_reconnects(tmp_path):
 
 @pytest.mark.timeout(480)
 def test_kill_9_mid_run_loses_no_acknowledged_answer_and_resumes_jobs(tmp_path):
-    from storage import jobs, open_database, studies
+    from storage import jobs, open_database
+    from storage.da import hits
 
     app = prepared_app(tmp_path, CRASH_CLIENTS, env_extra={"TRADLAB_WORKER": "1"})
     total = CRASH_CLIENTS * ITEMS_PER_RATER
@@ -157,7 +158,7 @@ def test_kill_9_mid_run_loses_no_acknowledged_answer_and_resumes_jobs(tmp_path):
         # HIT (what the admin's prerender or an audio rater's assignment queues)
         database = open_database(app.env["TRADLAB_DB"])
         with database.write() as db:
-            for hit in studies.da_hits(database, STUDY_ID):
+            for hit in hits.da_hits(database, STUDY_ID):
                 jobs.enqueue(
                     db,
                     "render_da_audio",

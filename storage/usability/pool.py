@@ -301,11 +301,3 @@ def inactive_senders(database: Database, study_id: str, before: str) -> list[dic
         "WHERE a.participant_id = p.id AND a.status = 'open' AND a.phase IN ('survey_baseline', 'survey_informed'))",
         [study_id, before],
     )
-
-
-def mark_dropped_out(db, participant_id: int, reason: str) -> None:
-    db.execute(
-        "UPDATE participants SET active = 0, dropped_out_at = COALESCE(dropped_out_at, ?), "
-        "dropped_out_reason = COALESCE(dropped_out_reason, ?) WHERE id = ?",
-        [now(), reason, participant_id],
-    )

@@ -1,0 +1,113 @@
+"""The usability study's recordings, their QC and review, and the translations made of them."""
+
+from __future__ import annotations
+
+import json
+
+from storage.db import Database, insert_row, now
+
+
+def insert_recording(
+    db, assignment_id: int, exchange_id: int, sha256: str, path_original: str, path_16k: str, duration_s: float
+) -> int:
+    return insert_row(
+        db,
+        "recordings",
+        {
+            "assignment_id": assignment_id,
+            "exchange_id": exchange_id,
+            "sha256": sha256,
+            "path_original": path_original,
+            "path_16k": path_16k,
+            "duration_s": duration_s,
+            "created_at": now(),
+        },
+    )
+
+
+def recording_for_assignment(database: Database, assignment_id: int) -> dict | None:
+    return database.one("SELECT * FROM recordings WHERE assignment_id = ?", [assignment_id])
+
+
+def recording_for_exchange(database: Database, exchange_id: int) -> dict | None:
+    return database.one("SELECT * FROM recordings WHERE exchange_id = ? ORDER BY id DESC LIMIT 1", [exchange_id])
+
+
+def recording(database: Database, recording_id: int) -> dict | None:
+    return database.one("SELECT * FROM recordings WHERE id = ?", [recording_id])
+
+
+def recording_count(database: Database, exchange_id: int) -> int:
+    return database.scalar("SELECT COUNT(*) FROM recordings WHERE exchange_id = ?", [exchange_id])
+
+
+def rejected_count(database: Database, sender_id: int) -> int:
+    return database.scalar(
+        "SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
+        "WHERE e.sender_id = ? AND r.qc_status = 'rejected'",
+        [sender_id],
+    )
+
+
+def set_recording_qc(
+    db, recording_id: int, status: str, transcript: str, wer: float, flags: list[str], edges: dict | None = None
+) -> None:
+    db.execute(
+        "UPDATE recordings SET qc_status = ?, transcript = ?, wer = ?, qc_flags = ?, qc_edges = ? WHERE id = ?",
+        [status, transcript, wer, json.dumps(flags), None if edges is None else json.dumps(edges), recording_id],
+    )
+
+
+def review_recording(db, recording_id: int, status: str, reviewer: str) -> None:
+    db.execute(
+        "UPDATE recordings SET qc_status = ?, reviewed_by = ?, reviewed_at = ? WHERE id = ?",
+        [status, reviewer, now(), recording_id],
+    )
+
+
+def recordings_for_review(
+    database: Database, study_id: str | None = None, status: str = "flagged", limit: int = 100, offset: int = 0
+) -> list[dict]:
+    """Recordings waiting for (or given) a review, with what the reviewer compares."""
+    return database.query(
+        "SELECT r.id, r.exchange_id, r.path_original, r.path_16k, r.duration_s, r.transcript, r.wer, "
+        "r.qc_flags, r.qc_edges, r.qc_status, r.reviewed_by, r.created_at, e.study_id, e.sender_id, e.starter_id, "
+        "e.system_id, s.text AS prompt FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
+        "JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
+        "WHERE r.qc_status = ? AND (? IS NULL OR e.study_id = ?) ORDER BY r.id LIMIT ? OFFSET ?",
+        [status, study_id, study_id, limit, offset],
+    )
+
+
+def review_count(database: Database, study_id: str | None = None, status: str = "flagged") -> int:
+    return database.scalar(
+        "SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
+        "WHERE r.qc_status = ? AND (? IS NULL OR e.study_id = ?)",
+        [status, study_id, study_id],
+    )
+
+
+def insert_translation(
+    db, exchange_id: int, system_id: str, text: str, transcript: str | None = None, meta: str | None = None
+) -> int | None:
+    cur = db.execute(
+        "INSERT OR IGNORE INTO translations (exchange_id, system_id, text, transcript, meta, "
+        "created_at) VALUES (?,?,?,?,?,?)",
+        [exchange_id, system_id, text, transcript, meta, now()],
+    )
+    return cur.lastrowid if cur.rowcount else None
+
+
+def translation(database: Database, exchange_id: int) -> dict | None:
+    return database.one("SELECT * FROM translations WHERE exchange_id = ?", [exchange_id])
+
+
+def supersede_translation(db, exchange_id: int, recording_id: int) -> None:
+    """The exchange's translation (of a rejected recording) moves to superseded_translations."""
+    db.execute(
+        "INSERT INTO superseded_translations (exchange_id, recording_id, system_id, text, transcript, meta, "
+        "created_at, superseded_at) SELECT exchange_id, ?, system_id, text, transcript, meta, created_at, ? "
+        "FROM translations WHERE exchange_id = ?",
+        [recording_id, now(), exchange_id],
+    )
+    db.execute("DELETE FROM translations WHERE exchange_id = ?", [exchange_id])
