@@ -47,24 +47,24 @@ def setup(tx: Transaction, study, pid: int, group, gender, design_index=None) ->
         assignments.insert_assignment(tx.db, study["id"], pid, NAME, str(i), order_key(seed, pid, i))
 
 
-def content(database, study, p, a, media_dir=None) -> dict:
+def content(database, study, participant, assignment, media_dir=None) -> dict:
     cfg = study["config"][NAME]
-    return {"text": cfg["texts"][int(a["item_id"])], "question": cfg["question"]}
+    return {"text": cfg["texts"][int(assignment["item_id"])], "question": cfg["question"]}
 
 
-def validate(database, a, payload) -> dict:
+def validate(database, assignment, payload) -> dict:
     answer = payload.get("answer")
     if answer not in ("yes", "no"):
         raise SubmissionError("Please answer yes or no.")
     return {"answer": answer}
 
 
-def save(tx: Transaction, study, p, a, data) -> None:
-    responses.insert_response(tx.db, a["id"], data)
+def save(tx: Transaction, study, participant, assignment, data) -> None:
+    responses.insert_response(tx.db, assignment["id"], data)
 
 
-def stored(database, a) -> dict:
-    return responses.response(database, a["id"]) or {}
+def stored(database, assignment) -> dict:
+    return responses.response(database, assignment["id"]) or {}
 
 
 def answer_rows(database, study_id: str) -> list[dict]:

@@ -199,18 +199,18 @@ def _status(p: dict) -> tuple[str, str]:
     return "active", "the link works and items remain"
 
 
-def _consent_state(database, study: dict, p: dict) -> str:
-    row = consent_store.get(database, p["id"])
+def _consent_state(database, study: dict, participant: dict) -> str:
+    row = consent_store.get(database, participant["id"])
     if row is not None:
         return f"{'agreed' if row['agreed'] else 'declined'} {_time(row['created_at'])}"
-    return "not yet" if consent.consent_config(study, p["role"]) else "not asked in this study"
+    return "not yet" if consent.consent_config(study, participant["role"]) else "not asked in this study"
 
 
-def _demographics_state(database, study: dict, p: dict) -> str:
-    row = consent_store.demographics(database, p["id"])
+def _demographics_state(database, study: dict, participant: dict) -> str:
+    row = consent_store.demographics(database, participant["id"])
     if row is not None:
         return f"answered {_time(row['created_at'])}"
-    return "not yet" if consent.form_fields(study, p["role"]) else "not asked in this study"
+    return "not yet" if consent.form_fields(study, participant["role"]) else "not asked in this study"
 
 
 def _time(iso: str | None) -> str:
@@ -218,9 +218,9 @@ def _time(iso: str | None) -> str:
     return iso[:19].replace("T", " ") if iso else ""
 
 
-def _items(database, p: dict) -> list[dict]:
-    pid = p["id"]
-    answers = _by_assignment(database, p["role"], pid)
+def _items(database, participant: dict) -> list[dict]:
+    pid = participant["id"]
+    answers = _by_assignment(database, participant["role"], pid)
     out = []
     for a in store.assignments(database, pid):
         meta = json.loads(a["meta"]) if a["meta"] else {}
@@ -291,19 +291,20 @@ def _by_assignment(database, role: str, pid: int) -> dict:
     return {"text": text, "da": da}
 
 
-def _what(a: dict, meta: dict, answers: dict) -> str:
-    phase = a["phase"]
+def _what(assignment: dict, meta: dict, answers: dict) -> str:
+    phase = assignment["phase"]
     if phase in ("record", "receive", "survey_baseline", "survey_informed"):
+        a = assignment
         return f"exchange {a['exchange_id']}: starter {a['starter_id']}, system {a['system_id']}"
     if phase == "validate":
         return (
-            f"answers of receiver item {a['item_id']} on exchange {a['exchange_id']} "
-            f"(starter {a['starter_id']}, system {a['system_id']})"
+            f"answers of receiver item {assignment['item_id']} on exchange {assignment['exchange_id']} "
+            f"(starter {assignment['starter_id']}, system {assignment['system_id']})"
         )
     if phase == "da":
-        d = answers["da"].get(a["id"])
+        d = answers["da"].get(assignment["id"])
         if d is None:
-            return f"HIT item {a['item_id']}"
+            return f"HIT item {assignment['item_id']}"
         return (
             f"HIT {d['hit']} item {d['pos']} ({meta.get('modality', d['modality']) or 'text'}): "
             f"{d['type']} item, segment {d['segment_id']}, system {d['system']}"

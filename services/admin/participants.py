@@ -59,10 +59,10 @@ def participant(database, study_id: str | None, participant_id) -> dict:
     return p
 
 
-def status_of(p: dict) -> str:
-    if not p["active"]:
+def status_of(participant: dict) -> str:
+    if not participant["active"]:
         return "deactivated"
-    return "completed" if p.get("completed_at") else "active"
+    return "completed" if participant.get("completed_at") else "active"
 
 
 def short_link(token: str) -> str:

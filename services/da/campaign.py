@@ -100,13 +100,13 @@ def assign_hit(tx: Transaction, study, pid: int) -> None:
     jobs.enqueue(tx.db, kind, {"study_id": sid, "hit_id": hit["id"]}, dedupe_key=f"{kind}:{hit['id']}")
 
 
-def hit_completed(tx: Transaction, study, a) -> dict | None:
+def hit_completed(tx: Transaction, study, assignment) -> dict | None:
     """After a DA judgment is saved (inside its write): when it was the rater's last open item,
     the rater's HIT is judged (reliability test at p < reliability_alpha, section 2.2.3; speed,
     Ethics) and,
     if it failed and this (HIT, modality, run) has had fewer than `reruns` reruns, released for a
     fresh rater. Idempotent: one outcome per rater, written once."""
-    pid = a["participant_id"]
+    pid = assignment["participant_id"]
     if assignments.counts(tx.database, pid, ("da",))["open"] or hit_store.da_hit_outcome(tx.database, pid):
         return None
     da = study["config"]["da"]
@@ -120,7 +120,7 @@ def hit_completed(tx: Transaction, study, a) -> dict | None:
         fast_item_s=float(da.get("fast_item_s", da_analysis.FAST_ITEM_S)),
     )
     failed = not verdict["reliable"] or (verdict["fast"] and not keep_fast)
-    meta = a["meta"]
+    meta = assignment["meta"]
     modality, run = meta["modality"], int(meta.get("run", 1))
     rerun = failed and hit_store.da_hit_reruns(tx.database, meta["hit_id"], modality, run) < int(da.get("reruns", 2))
     row = {
@@ -170,11 +170,11 @@ def reference_image(reference: str, media_dir) -> tuple[Path, Path] | None:
     return render_item_images(reference, "", media_dir) if (reference or "").strip() else None
 
 
-def item_content(database, study, a, media_dir) -> dict | None:
+def item_content(database, study, assignment, media_dir) -> dict | None:
     """What the rating tab shows for an assignment; None while its audio is not rendered yet.
     Neither mode carries the reference or the candidate as text."""
-    it = required(hit_store.da_hit_item(database, int(a["item_id"])), "HIT item of a DA assignment")
-    modality = a["meta"]["modality"]
+    it = required(hit_store.da_hit_item(database, int(assignment["item_id"])), "HIT item of a DA assignment")
+    modality = assignment["meta"]["modality"]
     words = texts(study)["da"]
     # the slider's end labels (paper 001, Figures 1 and 2: the question's answer at either end)
     base = {"modality": modality, "pos": it["pos"], "scale_low": words["scale_low"], "scale_high": words["scale_high"]}
@@ -198,16 +198,16 @@ def item_content(database, study, a, media_dir) -> dict | None:
     return out
 
 
-def check_judgment(database, study, a, media_dir) -> None:
+def check_judgment(database, study, assignment, media_dir) -> None:
     """Audio mode with lock_until_played: the whole audio must have had time to play since the
     item was shown."""
-    if a["meta"]["modality"] != "audio" or not a["first_shown_at"] or not locked(study):
+    if assignment["meta"]["modality"] != "audio" or not assignment["first_shown_at"] or not locked(study):
         return
-    it = required(hit_store.da_hit_item(database, int(a["item_id"])), "HIT item of a DA assignment")
+    it = required(hit_store.da_hit_item(database, int(assignment["item_id"])), "HIT item of a DA assignment")
     path = _audio_path(study, it["candidate"], media_dir)
     if not path.is_file():
         raise DAError("This item's audio is not ready yet. Please reload the page.")
-    shown = dt.datetime.fromisoformat(a["first_shown_at"])
+    shown = dt.datetime.fromisoformat(assignment["first_shown_at"])
     elapsed = (dt.datetime.now(dt.timezone.utc) - shown).total_seconds()
     if elapsed + LISTEN_TOLERANCE_S < wav_seconds(path):
         raise DAError("Please listen to the whole recording before you score it.")

@@ -125,9 +125,9 @@ def prepare(bundle) -> None:
     bundle.da_hits = build_campaign(bundle)
 
 
-def content(database, study, p, a, media_dir) -> dict | None:
+def content(database, study, participant, assignment, media_dir) -> dict | None:
     """The candidate (text or audio) with its reference, None while its audio is rendered."""
-    out = da_campaign.item_content(database, study, a, media_dir or Settings.from_env().media_dir)
+    out = da_campaign.item_content(database, study, assignment, media_dir or Settings.from_env().media_dir)
     if out is None:
         return None
     key = "instruction_audio" if out["modality"] == "audio" else "instruction"
@@ -135,14 +135,14 @@ def content(database, study, p, a, media_dir) -> dict | None:
     return out
 
 
-def check_answer(database, study, a, media_dir) -> None:
+def check_answer(database, study, assignment, media_dir) -> None:
     try:
-        da_campaign.check_judgment(database, study, a, media_dir)
+        da_campaign.check_judgment(database, study, assignment, media_dir)
     except da_campaign.DAError as e:
         raise SubmissionError(str(e)) from e
 
 
-def validate(database, a, payload) -> dict:
+def validate(database, assignment, payload) -> dict:
     score, problem = checked_value(
         number_in, payload.get("score"), "The score", 0, 100, refusal(SubmissionError, "score_missing")
     )
@@ -150,18 +150,20 @@ def validate(database, a, payload) -> dict:
     return {"score": score}
 
 
-def save(tx: Transaction, study, p, a, data) -> None:
-    it = required(hits.da_hit_item(tx.database, int(a["item_id"])), "HIT item of a DA assignment")
-    judgments.insert_da_judgment(tx.db, a["id"], it["segment_row"], data["score"], it["id"], a["meta"]["modality"])
+def save(tx: Transaction, study, participant, assignment, data) -> None:
+    it = required(hits.da_hit_item(tx.database, int(assignment["item_id"])), "HIT item of a DA assignment")
+    judgments.insert_da_judgment(
+        tx.db, assignment["id"], it["segment_row"], data["score"], it["id"], assignment["meta"]["modality"]
+    )
 
 
-def stored(database, a) -> dict:
-    return judgments.da_judgment(database, a["id"]) or {}
+def stored(database, assignment) -> dict:
+    return judgments.da_judgment(database, assignment["id"]) or {}
 
 
-def after_save(tx: Transaction, study, a) -> None:
+def after_save(tx: Transaction, study, assignment) -> None:
     """The rater's last item: their HIT is judged, and rerun if it failed."""
-    da_campaign.hit_completed(tx, study, a)
+    da_campaign.hit_completed(tx, study, assignment)
 
 
 def setup_rater(tx: Transaction, study, pid: int, group, gender, design_index=None) -> None:

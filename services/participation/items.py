@@ -24,10 +24,10 @@ def _instruction_items(tab: str) -> tuple[str, ...]:
     return protocols.tab(tab).instruction_items
 
 
-def _pool(p: dict, tab: str) -> protocols.Pool | None:
+def _pool(participant: dict, tab: str) -> protocols.Pool | None:
     """The pool the participant's role takes this tab's items from, one at a time (None: the
     tab's items are all in their queue)."""
-    pool = protocols.role(p["role"]).pool
+    pool = protocols.role(participant["role"]).pool
     return pool if pool is not None and pool.tab == tab else None
 
 
@@ -117,9 +117,9 @@ def bold_key_spans(text: str, spans: list[str]) -> str:
     return "".join(out)
 
 
-def _total(database, p, study, tab, counts) -> int:
+def _total(database, participant, study, tab, counts) -> int:
     total = protocols.tab(tab).total
-    return total(database, p, study, counts) if total else counts["done"] + counts["open"]
+    return total(database, participant, study, counts) if total else counts["done"] + counts["open"]
 
 
 @one_at_a_time
@@ -284,25 +284,25 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
     )
 
 
-def take_and_show(tx: Transaction, p: dict, study: dict, tab: str) -> dict | None:
+def take_and_show(tx: Transaction, participant: dict, study: dict, tab: str) -> dict | None:
     """Inside a write: the participant's next open item of the tab, or one taken from the pool
     (the role's Pool.take checks their room and the pool), marked shown from now."""
-    a = next_open(tx.database, p["id"], protocols.tab(tab).phases)
-    pool = _pool(p, tab)
+    a = next_open(tx.database, participant["id"], protocols.tab(tab).phases)
+    pool = _pool(participant, tab)
     if a is None and pool is not None:
-        a = pool.take(tx, p, study)
+        a = pool.take(tx, participant, study)
     if a is not None and not a["first_shown_at"]:
         assignments.mark_shown(tx.db, a["id"])
     return a
 
 
-def ready_next(tx: Transaction, p: dict, study: dict, tab: str) -> None:
+def ready_next(tx: Transaction, participant: dict, study: dict, tab: str) -> None:
     """Inside a submit's write: what the view that follows it would write (the next item taken
     from the pool, that item's first-shown time, the participant's last-seen time), so that
     the view writes nothing and a submit takes the write lock once, not twice."""
-    take_and_show(tx, p, study, tab)
-    if _stale(p["last_seen_at"]):
-        participants.touch(tx.db, p["id"])
+    take_and_show(tx, participant, study, tab)
+    if _stale(participant["last_seen_at"]):
+        participants.touch(tx.db, participant["id"])
 
 
 TOUCH_EVERY_S = 60  # last_seen_at's resolution: a view within a minute of the last writes nothing
@@ -315,31 +315,35 @@ def _stale(last_seen: str | None) -> bool:
     return (dt.datetime.now(dt.timezone.utc) - seen).total_seconds() >= TOUCH_EVERY_S
 
 
-def _waiting_message(database, p: dict, tab: str, voice: Voice | None = None) -> str:
+def _waiting_message(database, participant: dict, tab: str, voice: Voice | None = None) -> str:
     """Why the tab waits: the tab's own words when the reason is the participant's to know."""
     waiting = protocols.tab(tab).waiting
-    said = waiting(database, p, voice) if waiting else None
+    said = waiting(database, participant, voice) if waiting else None
     return said if said is not None else (voice or Voice())("waiting")
 
 
-def _finished_elsewhere(database, p, study, tab) -> bool:
+def _finished_elsewhere(database, participant, study, tab) -> bool:
     """The completion code (and Prolific redirect) come only when every tab of the role is done."""
-    for other in tabs_for(p):
+    for other in tabs_for(participant):
         if other == tab:
             continue
         phases = protocols.tab(other).phases
-        counts = assignments.counts(database, p["id"], phases, _instruction_items(other))
-        if next_open(database, p["id"], phases) is not None or counts["done"] < _total(
-            database, p, study, other, counts
+        counts = assignments.counts(database, participant["id"], phases, _instruction_items(other))
+        if next_open(database, participant["id"], phases) is not None or counts["done"] < _total(
+            database, participant, study, other, counts
         ):
             return False
     return True
 
 
-def item_key(tab: str, a: dict) -> str:
+def item_key(tab: str, assignment: dict) -> str:
     """The id a tab submits: on a tab with several phases (the survey's baseline and
     informed stages of one exchange) the phase is part of it."""
-    return a["item_id"] if len(protocols.tab(tab).phases) == 1 else f"{a['phase']}:{a['item_id']}"
+    return (
+        assignment["item_id"]
+        if len(protocols.tab(tab).phases) == 1
+        else f"{assignment['phase']}:{assignment['item_id']}"
+    )
 
 
 def parse_item_key(tab: str, key) -> list[tuple[str, str]]:

@@ -38,26 +38,26 @@ class Reassignment:
             parts.append(f"{len(self.dropped)} were withdrawn without a successor ({'; '.join(whys)})")
         return "; ".join(parts) + "."
 
-    def drop(self, a: dict) -> None:
+    def drop(self, assignment: dict) -> None:
         """An open item withdrawn and not handed on, with its phase's reason."""
-        why = protocols.phase(a["phase"]).not_handed_on or a["phase"]
-        self.dropped.append({"phase": a["phase"], "item": a["item_id"], "why": why})
+        why = protocols.phase(assignment["phase"]).not_handed_on or assignment["phase"]
+        self.dropped.append({"phase": assignment["phase"], "item": assignment["item_id"], "why": why})
 
 
-def withdraw_and_reassign(tx: Transaction, p: dict, actor: str) -> Reassignment:
+def withdraw_and_reassign(tx: Transaction, participant: dict, actor: str) -> Reassignment:
     """Withdraws every open item of an inactive participant and hands on what can be handed
     on (see the module's docstring). Runs inside the caller's write transaction; also used
     when a sender is excluded after rejected recordings (services/admin/recording_review) or drops
     out (services/usability/dropouts)."""
-    study = required(studies.get_study(tx.database, p["study_id"]), "study of a participant")
-    out = Reassignment(p["id"])
-    withdrawn = assignments.open_assignments(tx.database, p["id"])
+    study = required(studies.get_study(tx.database, participant["study_id"]), "study of a participant")
+    out = Reassignment(participant["id"])
+    withdrawn = assignments.open_assignments(tx.database, participant["id"])
     for a in withdrawn:
         assignments.withdraw(tx.db, a["id"])
-    on_leave = protocols.role(p["role"]).on_leave
+    on_leave = protocols.role(participant["role"]).on_leave
     if on_leave is None:
         for a in withdrawn:
             out.drop(a)
     else:
-        on_leave(tx, study, p, withdrawn, actor, out)
+        on_leave(tx, study, participant, withdrawn, actor, out)
     return out

@@ -94,14 +94,14 @@ def idx_map(items, key="idx") -> dict:
     return out
 
 
-def _stored(database, a) -> dict:
-    return protocols.phase(a["phase"]).stored(database, a)
+def _stored(database, assignment) -> dict:
+    return protocols.phase(assignment["phase"]).stored(database, assignment)
 
 
-def _active_seconds(a) -> float | None:
-    if not a["first_shown_at"]:
+def _active_seconds(assignment) -> float | None:
+    if not assignment["first_shown_at"]:
         return None
-    shown = dt.datetime.fromisoformat(a["first_shown_at"])
+    shown = dt.datetime.fromisoformat(assignment["first_shown_at"])
     elapsed = (dt.datetime.now(dt.timezone.utc) - shown).total_seconds()
     return round(min(max(elapsed, 0.0), IDLE_CLAMP_S), 3)
 
@@ -110,28 +110,28 @@ def _out_of_order(tab: str) -> SubmissionError:
     return refusal(SubmissionError, protocols.tab(tab).refusal_out_of_order)
 
 
-def _already_saved(database, a: dict, token, tab: str, media_dir, voice: Voice) -> SubmitResult:
+def _already_saved(database, assignment: dict, token, tab: str, media_dir, voice: Voice) -> SubmitResult:
     """A double click or a reconnect: nothing is written, the saved state comes back."""
-    words = "" if a["item_id"] in protocols.tab(tab).instruction_items else voice("already_saved")
+    words = "" if assignment["item_id"] in protocols.tab(tab).instruction_items else voice("already_saved")
     return SubmitResult(
         False,
         words,
-        _stored(database, a),
+        _stored(database, assignment),
         get_view(database, token, tab, media_dir=media_dir, limited=False, lang=voice.lang),
     )
 
 
-def _refuse_in_write(database, p: dict, a: dict, fresh: dict | None, tab: str) -> None:
+def _refuse_in_write(database, participant: dict, assignment: dict, fresh: dict | None, tab: str) -> None:
     """Inside the write: the participant is still active, the item (`fresh`, as read in the
     write) still open, not withdrawn meanwhile, and the caller's next open item of the tab;
     else nothing is written."""
-    now_p = participants.get(database, p["id"])
+    now_p = participants.get(database, participant["id"])
     if not now_p or not now_p["active"]:
         raise refusal(AccessError, "deactivated")
     if fresh is None or fresh["status"] == "withdrawn":
         raise refusal(SubmissionError, "withdrawn")
-    nxt = next_open(database, p["id"], protocols.tab(tab).phases)
-    if nxt is None or nxt["id"] != a["id"]:
+    nxt = next_open(database, participant["id"], protocols.tab(tab).phases)
+    if nxt is None or nxt["id"] != assignment["id"]:
         raise _out_of_order(tab)
 
 
@@ -197,9 +197,9 @@ def _save(
     database,
     token,
     tab,
-    p: dict,
+    participant: dict,
     study: dict,
-    a: dict,
+    assignment: dict,
     payload: dict,
     data: dict | None,
     media_dir,
@@ -208,34 +208,38 @@ def _save(
 ) -> SubmitResult:
     """The answer's own checks and its write (data: what the phase's intake made, e.g. the
     stored recording of a record item)."""
-    spec = protocols.phase(a["phase"])
+    spec = protocols.phase(assignment["phase"])
     if spec.intake is None:
         if spec.check is not None:
-            spec.check(database, study, a, media_dir)
+            spec.check(database, study, assignment, media_dir)
         assert spec.validate is not None, f"phase {spec.name} has neither intake nor validate"
-        data = spec.validate(database, a, payload)
+        data = spec.validate(database, assignment, payload)
     assert data is not None, "an intake phase's data is what submit() passes"
     with database.transaction() as tx:
-        fresh = assignments.assignment(database, a["id"])
+        fresh = assignments.assignment(database, assignment["id"])
         if fresh is not None and fresh["status"] == "done":  # a concurrent double submit got here first
-            return _already_saved(database, a, token, tab, media_dir, voice)
-        _refuse_in_write(database, p, a, fresh, tab)
-        spec.save(tx, study, p, a, data)
-        assignments.mark_done(tx.db, a["id"], _active_seconds(a))
+            return _already_saved(database, assignment, token, tab, media_dir, voice)
+        _refuse_in_write(database, participant, assignment, fresh, tab)
+        spec.save(tx, study, participant, assignment, data)
+        assignments.mark_done(tx.db, assignment["id"], _active_seconds(assignment))
         if spec.after_save is not None:
-            spec.after_save(tx, study, a)
+            spec.after_save(tx, study, assignment)
         database.log(
-            actor or f"participant:{p['id']}", "submit", spec.name, a["id"], {"item": a["item_id"], "at": now()}
+            actor or f"participant:{participant['id']}",
+            "submit",
+            spec.name,
+            assignment["id"],
+            {"item": assignment["item_id"], "at": now()},
         )
         on_submit = protocols.tab(tab).on_submit
         if on_submit is not None:  # a DA or SD answer opens no downstream work
-            on_submit(tx, study, a)
-            ready_next(tx, p, study, tab)
+            on_submit(tx, study, assignment)
+            ready_next(tx, participant, study, tab)
     # an instruction page (the SD welcome and example) saves no answer, so it says no "Saved."
-    words = "" if a["item_id"] in protocols.tab(tab).instruction_items else voice("saved")
+    words = "" if assignment["item_id"] in protocols.tab(tab).instruction_items else voice("saved")
     return SubmitResult(
         True,
         words,
-        _stored(database, assignments.assignment(database, a["id"])),
+        _stored(database, assignments.assignment(database, assignment["id"])),
         get_view(database, token, tab, media_dir=media_dir, limited=False, lang=voice.lang),
     )

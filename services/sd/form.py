@@ -157,8 +157,8 @@ def instruction_values(sd: dict, n_pairs: int) -> dict:
     return {"sentences": sd["sentences_per_participant"], "pages": len(sizes), "pairs": sum(sizes)}
 
 
-def page_content(database, study, a, wording: dict) -> dict:
-    meta, sid, sd = a["meta"], study["id"], study["config"]["sd"]
+def page_content(database, study, assignment, wording: dict) -> dict:
+    meta, sid, sd = assignment["meta"], study["id"], study["config"]["sd"]
     pairs = {q["id"]: q for q in corpus.sd_pairs(database, sid, sd["language"])}
     lang = instructions_language(sd)
     kind = meta.get("kind")
@@ -187,7 +187,9 @@ def page_content(database, study, a, wording: dict) -> dict:
                 for e in meta["pairs"]
             ],
         }
-    sent = required(corpus.sd_sentence(database, sid, meta.get("sentence_id", a["item_id"])), "sentence of an SD page")
+    sent = required(
+        corpus.sd_sentence(database, sid, meta.get("sentence_id", assignment["item_id"])), "sentence of an SD page"
+    )
     shown = []
     for e in meta["pairs"]:
         q = pairs[e["pair_id"]]

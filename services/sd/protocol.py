@@ -69,16 +69,16 @@ def check(sd: dict) -> list[tuple[str, str]]:
     return out
 
 
-def content(database, study, p, a, media_dir=None) -> dict:
-    return sd_form.page_content(database, study, a, texts(study)["sd"])
+def content(database, study, participant, assignment, media_dir=None) -> dict:
+    return sd_form.page_content(database, study, assignment, texts(study)["sd"])
 
 
 SD_FIELD = "pair:"  # the form field of a scale: "pair:<slot>" (tabs/sd.py)
 
 
-def validate(database, a, payload) -> dict:
-    layout = a["meta"]["pairs"]
-    suitability = a["meta"].get("kind") == "suitability"
+def validate(database, assignment, payload) -> dict:
+    layout = assignment["meta"]["pairs"]
+    suitability = assignment["meta"].get("kind") == "suitability"
     top = 5 if suitability else 7
     given = payload.get("values") or {}
     if set(given) - {e.get("slot", e["pair_id"]) for e in layout}:
@@ -120,15 +120,15 @@ def validate(database, a, payload) -> dict:
     return {"suitability": out, "suggestion": suggestion} if suitability else {"ratings": out}
 
 
-def save(tx: Transaction, study, p, a, data) -> None:
+def save(tx: Transaction, study, participant, assignment, data) -> None:
     if "suitability" in data:
-        ratings.insert_sd_suitability(tx.db, a["id"], data["suitability"], data["suggestion"])
+        ratings.insert_sd_suitability(tx.db, assignment["id"], data["suitability"], data["suggestion"])
     else:
-        ratings.insert_sd_ratings(tx.db, a["id"], data["ratings"])
+        ratings.insert_sd_ratings(tx.db, assignment["id"], data["ratings"])
 
 
-def stored(database, a) -> dict:
-    return {"ratings": ratings.sd_ratings(database, a["id"])}
+def stored(database, assignment) -> dict:
+    return {"ratings": ratings.sd_ratings(database, assignment["id"])}
 
 
 def setup_participant(tx: Transaction, study, pid: int, group, gender, design_index=None) -> None:

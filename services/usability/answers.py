@@ -24,8 +24,8 @@ def likert(value, name):
     return int(x)
 
 
-def validate_receive(database, a, payload) -> dict:
-    ex = required(exchanges.exchange(database, a["exchange_id"]), "exchange of an assignment")
+def validate_receive(database, assignment, payload) -> dict:
+    ex = required(exchanges.exchange(database, assignment["exchange_id"]), "exchange of an assignment")
     qs = studies.questions(database, ex["study_id"], ex["starter_id"])
     given = idx_map(payload.get("answers"))
     unknown = set(given) - {q["idx"] for q in qs}
@@ -59,7 +59,7 @@ def validate_receive(database, a, payload) -> dict:
     return {"answers": clean}
 
 
-def validate_validate(database, a, payload) -> dict:
+def validate_validate(database, assignment, payload) -> dict:
     parts, fields = [], {}
     score, problem = checked_value(
         number_in, payload.get("score"), "The translation score", 0, 100, refusal(SubmissionError, "score_missing")
@@ -67,7 +67,7 @@ def validate_validate(database, a, payload) -> dict:
     if problem:
         parts.append(problem)
         fields["score"] = problem
-    receive = required(assignments.assignment(database, int(a["item_id"])), "receive item of a validation")
+    receive = required(assignments.assignment(database, int(assignment["item_id"])), "receive item of a validation")
     idxs = [x["idx"] for x in answers.answers(database, receive["id"])]
     marks_in = payload.get("marks") or {}
     if not isinstance(marks_in, dict):
@@ -97,7 +97,7 @@ def validate_validate(database, a, payload) -> dict:
 SURVEY_DIMENSIONS = ("satisfaction", "trust", "reliance")
 
 
-def validate_survey(database, a, payload) -> dict:
+def validate_survey(database, assignment, payload) -> dict:
     out, missing, parts, fields = {}, [], [], {}
     for k in SURVEY_DIMENSIONS:
         value = payload.get(k)

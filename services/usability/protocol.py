@@ -109,11 +109,11 @@ def check(us: dict) -> list[tuple[str, str]]:
     return out
 
 
-def content(database, study, p, a, media_dir=None) -> dict:
+def content(database, study, participant, assignment, media_dir=None) -> dict:
     """The item of a record, receive, validate or survey phase, as the role may see it."""
-    phase = a["phase"]
+    phase = assignment["phase"]
     sid = study["id"]
-    ex = required(exchanges.exchange(database, a["exchange_id"]), "exchange of an assignment")
+    ex = required(exchanges.exchange(database, assignment["exchange_id"]), "exchange of an assignment")
     qs = studies.questions(database, sid, ex["starter_id"])
     if phase == "receive":
         # Only the translation and the Portuguese questions: never source, audio or transcript.
@@ -137,12 +137,12 @@ def content(database, study, p, a, media_dir=None) -> dict:
             "instruction": words["instruction"],
             "microphone_help": words["microphone_help"],
             # a recording of it was rejected in review: the sender is told why it is back
-            "record_again": words["record_again"] if (a.get("meta") or {}).get("record_again") else "",
+            "record_again": words["record_again"] if (assignment.get("meta") or {}).get("record_again") else "",
             "max_seconds": study["config"]["usability"]["max_recording_seconds"],
         }
     tr = required(recordings.translation(database, ex["id"]), "translation of a translated exchange")
     if phase == "validate":
-        receive = required(assignments.assignment(database, int(a["item_id"])), "receive item of a validation")
+        receive = required(assignments.assignment(database, int(assignment["item_id"])), "receive item of a validation")
         # the expected answer: the reference answer of the question's accepted draft, where it has one
         expected = question_drafts.reference_answers(database, sid, ex["starter_id"])
         return {
@@ -158,7 +158,7 @@ def content(database, study, p, a, media_dir=None) -> dict:
         }
     # surveys
     rec = recordings.recording_for_exchange(database, ex["id"])
-    perspective = "first" if ex["sender_id"] == p["id"] else "third"
+    perspective = "first" if ex["sender_id"] == participant["id"] else "third"
     survey = texts(study)["survey"]
     wording = (lambda k: survey[k]) if perspective == "first" else (lambda k: survey[f"{k}_third"])
     content = {
@@ -212,10 +212,10 @@ def content(database, study, p, a, media_dir=None) -> dict:
     return content
 
 
-def intake_recording(database, study, a, payload, media_dir) -> dict:
+def intake_recording(database, study, assignment, payload, media_dir) -> dict:
     """The recording decoded and stored outside the line of participant actions."""
     try:
-        ex = required(exchanges.exchange(database, a["exchange_id"]), "exchange of an assignment")
+        ex = required(exchanges.exchange(database, assignment["exchange_id"]), "exchange of an assignment")
         starter = required(studies.starter(database, study["id"], ex["starter_id"]), "starter of an exchange")
         return {
             "audio": store_recording(
@@ -229,43 +229,43 @@ def intake_recording(database, study, a, payload, media_dir) -> dict:
         raise SubmissionError(str(e)) from e
 
 
-def save_recording(tx: Transaction, study, p, a, data) -> None:
+def save_recording(tx: Transaction, study, participant, assignment, data) -> None:
     au = data["audio"]
     rid = recordings.insert_recording(
-        tx.db, a["id"], a["exchange_id"], au.sha256, au.path_original, au.path_16k, au.duration_s
+        tx.db, assignment["id"], assignment["exchange_id"], au.sha256, au.path_original, au.path_16k, au.duration_s
     )
     jobs.enqueue(
         tx.db,
         "process_recording",
-        {"recording_id": rid, "exchange_id": a["exchange_id"]},
+        {"recording_id": rid, "exchange_id": assignment["exchange_id"]},
         dedupe_key=f"process_recording:{rid}",
     )
 
 
-def save_answers(tx: Transaction, study, p, a, data) -> None:
-    answer_store.insert_answers(tx.db, a["id"], a["exchange_id"], data["answers"])
+def save_answers(tx: Transaction, study, participant, assignment, data) -> None:
+    answer_store.insert_answers(tx.db, assignment["id"], assignment["exchange_id"], data["answers"])
 
 
-def save_validation(tx: Transaction, study, p, a, data) -> None:
+def save_validation(tx: Transaction, study, participant, assignment, data) -> None:
     answer_store.insert_validation(
         tx.db,
-        a["id"],
+        assignment["id"],
         data["receive_assignment_id"],
-        a["exchange_id"],
+        assignment["exchange_id"],
         data["score"],
         data["qa_score"],
         data["marks"],
     )
 
 
-def save_survey(tx: Transaction, study, p, a, data) -> None:
-    ex = required(exchanges.exchange(tx.database, a["exchange_id"]), "exchange of an assignment")
-    perspective = "first" if ex["sender_id"] == p["id"] else "third"
+def save_survey(tx: Transaction, study, participant, assignment, data) -> None:
+    ex = required(exchanges.exchange(tx.database, assignment["exchange_id"]), "exchange of an assignment")
+    perspective = "first" if ex["sender_id"] == participant["id"] else "third"
     answer_store.insert_survey(
         tx.db,
-        a["id"],
-        a["exchange_id"],
-        a["phase"].split("_")[1],
+        assignment["id"],
+        assignment["exchange_id"],
+        assignment["phase"].split("_")[1],
         perspective,
         data["satisfaction"],
         data["trust"],
@@ -273,47 +273,51 @@ def save_survey(tx: Transaction, study, p, a, data) -> None:
     )
 
 
-def stored_recording(database, a) -> dict:
-    return recordings.recording_for_assignment(database, a["id"]) or {}
+def stored_recording(database, assignment) -> dict:
+    return recordings.recording_for_assignment(database, assignment["id"]) or {}
 
 
-def stored_answers(database, a) -> dict:
-    return {"answers": answer_store.answers(database, a["id"])}
+def stored_answers(database, assignment) -> dict:
+    return {"answers": answer_store.answers(database, assignment["id"])}
 
 
-def stored_validation(database, a) -> dict:
-    return answer_store.validation(database, a["id"]) or {}
+def stored_validation(database, assignment) -> dict:
+    return answer_store.validation(database, assignment["id"]) or {}
 
 
-def stored_survey(database, a) -> dict:
-    return answer_store.survey(database, a["id"]) or {}
+def stored_survey(database, assignment) -> dict:
+    return answer_store.survey(database, assignment["id"]) or {}
 
 
-def receiver_total(database, p, study, counts) -> int:
+def receiver_total(database, participant, study, counts) -> int:
     return max(study["config"]["usability"]["items_per_receiver"], counts["done"] + counts["open"])
 
 
-def validator_total(database, p, study, counts) -> int:
+def validator_total(database, participant, study, counts) -> int:
     return max(study["config"]["usability"]["items_per_validator"], counts["done"] + counts["open"])
 
 
-def survey_total(database, p, study, counts) -> int:
+def survey_total(database, participant, study, counts) -> int:
     cfg = study["config"]
-    if p["role"] == "sender":
+    if participant["role"] == "sender":
         return 2 * cfg["usability"]["items_per_sender"]
     # a rater's work comes from senders who drop out: like a receiver they wait for it (up to
     # a sender's share), rather than finishing, and being paid, at 0 of 0
-    c = assignments.counts(database, p["id"], ("survey_baseline",))
-    cap = workflow.capacity(cfg["usability"], "survey_baseline") if "usability" in cfg and p["role"] == "rater" else 0
+    c = assignments.counts(database, participant["id"], ("survey_baseline",))
+    cap = (
+        workflow.capacity(cfg["usability"], "survey_baseline")
+        if "usability" in cfg and participant["role"] == "rater"
+        else 0
+    )
     return 2 * max(cap, c["open"] + c["done"])
 
 
-def waiting_message(database, p: dict, voice: Voice | None = None) -> str | None:
+def waiting_message(database, participant: dict, voice: Voice | None = None) -> str | None:
     """Why a sender's survey is not ready yet, when the reason is theirs to know (None: a
     rater's, in the common words)."""
-    if p["role"] != "sender":
+    if participant["role"] != "sender":
         return None
-    state = exchanges.sender_recording_state(database, p["id"])
+    state = exchanges.sender_recording_state(database, participant["id"])
     if state["unrecorded"]:
         return (
             f"Your surveys open once your messages are recorded and translated: {state['unrecorded']} "

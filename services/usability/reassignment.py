@@ -26,39 +26,41 @@ from storage.usability import exchanges
 POOLED = {"receive", "validate"}  # their places go back to the work pool
 
 
-def on_leave(tx: Transaction, study: dict, p: dict, withdrawn: list[dict], actor: str, out: Reassignment) -> None:
+def on_leave(
+    tx: Transaction, study: dict, participant: dict, withdrawn: list[dict], actor: str, out: Reassignment
+) -> None:
     """Hands on a leaving sender's, receiver's, validator's or rater's withdrawn items (see
     the module's docstring)."""
     for a in withdrawn:
         phase, item = a["phase"], a["item_id"]
         if phase == "record":
-            _move_recording_item(tx, study, p, a, actor, out)
-        elif phase in POOLED or (phase == "survey_baseline" and p["role"] == "rater"):
+            _move_recording_item(tx, study, participant, a, actor, out)
+        elif phase in POOLED or (phase == "survey_baseline" and participant["role"] == "rater"):
             workflow.release(tx, a)
             out.waiting.append({"phase": phase, "item": item})
             tx.database.log(actor, "reassign", "assignments", a["id"], {"item": item, "to": "pool"})
-        elif p["role"] == "sender" and phase.startswith("survey"):
+        elif participant["role"] == "sender" and phase.startswith("survey"):
             pass  # the exchange goes to the raters below, baseline and informed together
         else:
             out.drop(a)
-    if p["role"] in ("sender", "rater") and "usability" in study["config"]:
+    if participant["role"] in ("sender", "rater") and "usability" in study["config"]:
         # surveys nobody will finish: the exchange goes (back) to the raters' pool (third person)
-        for eid in workflow.hand_surveys_to_raters(tx, study, p):
+        for eid in workflow.hand_surveys_to_raters(tx, study, participant):
             out.waiting.append({"phase": "survey_baseline", "item": str(eid), "third_person": True})
 
 
-def _move_recording_item(tx: Transaction, study, p, a, actor, out: Reassignment) -> None:
-    ex = required(exchanges.exchange(tx.database, a["exchange_id"]), "exchange of an assignment")
-    taker = replacement_sender(tx.database, study["id"], p, ex["starter_id"])
+def _move_recording_item(tx: Transaction, study, participant, assignment, actor, out: Reassignment) -> None:
+    ex = required(exchanges.exchange(tx.database, assignment["exchange_id"]), "exchange of an assignment")
+    taker = replacement_sender(tx.database, study["id"], participant, ex["starter_id"])
     if taker is None:
         # the design stays balanced: the item waits for the next sender enrolled in the same cell
-        workflow.orphan_recording(tx, study, p, ex)
+        workflow.orphan_recording(tx, study, participant, ex)
         out.waiting.append(
             {
                 "phase": "record",
-                "item": a["item_id"],
+                "item": assignment["item_id"],
                 "exchange": ex["id"],
-                "cell": workflow.cell(p["grp"], p["gender"]),
+                "cell": workflow.cell(participant["grp"], participant["gender"]),
             }
         )
         return
@@ -67,7 +69,9 @@ def _move_recording_item(tx: Transaction, study, p, a, actor, out: Reassignment)
     eid = exchanges.insert_exchange(tx.db, sid, ex["starter_id"], ex["system_id"], taker)
     assignments.insert_assignment(tx.db, sid, taker, "record", eid, order_key(seed, taker, eid), exchange_id=eid)
     tx.database.log(actor, "reassign", "exchanges", ex["id"], {"new_exchange": eid, "to": taker})
-    out.moved.append({"phase": "record", "item": a["item_id"], "exchange": ex["id"], "new_exchange": eid, "to": taker})
+    out.moved.append(
+        {"phase": "record", "item": assignment["item_id"], "exchange": ex["id"], "new_exchange": eid, "to": taker}
+    )
 
 
 def replacement_sender(database, study_id: str, leaving: dict, starter_id: str) -> int | None:

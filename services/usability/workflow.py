@@ -190,13 +190,13 @@ def _offer_rater(tx: Transaction, study: dict, ex: dict) -> int:
     return 0
 
 
-def hand_surveys_to_raters(tx: Transaction, study: dict, p: dict) -> list[int]:
+def hand_surveys_to_raters(tx: Transaction, study: dict, participant: dict) -> list[int]:
     """A sender or rater who is gone (inside the caller's write): every exchange whose informed
     survey they will not answer goes (back) to the raters' pool. Returns those exchanges."""
-    if p["role"] == "sender":
-        eids = pool.sender_exchanges(tx.database, p["id"])
+    if participant["role"] == "sender":
+        eids = pool.sender_exchanges(tx.database, participant["id"])
     else:
-        eids = pool.survey_exchanges(tx.database, p["id"], "survey_baseline", "done")
+        eids = pool.survey_exchanges(tx.database, participant["id"], "survey_baseline", "done")
     out = []
     for eid in eids:
         ex = required(pool.exchange_state(tx.database, eid), "exchange")
@@ -207,15 +207,15 @@ def hand_surveys_to_raters(tx: Transaction, study: dict, p: dict) -> list[int]:
     return out
 
 
-def after_submit(tx: Transaction, study: dict, a: dict) -> int:
+def after_submit(tx: Transaction, study: dict, assignment: dict) -> int:
     """What a just-saved answer opens (inside its write transaction)."""
-    phase = a["phase"]
+    phase = assignment["phase"]
     if phase == "receive":
-        return _offer_validation(tx, study, a["id"])
+        return _offer_validation(tx, study, assignment["id"])
     if phase == "validate":
-        return _open_informed(tx, study, a["exchange_id"])
+        return _open_informed(tx, study, assignment["exchange_id"])
     if phase == "survey_baseline":
-        return _open_informed(tx, study, a["exchange_id"], only=a["participant_id"])
+        return _open_informed(tx, study, assignment["exchange_id"], only=assignment["participant_id"])
     return 0
 
 
@@ -283,33 +283,33 @@ def distinct_starters(study: dict, phase: str) -> bool:
     return phase == "receive" and not study["config"]["usability"].get("receiver_repeat_starters", False)
 
 
-def may_take(database, p: dict, study: dict) -> bool:
+def may_take(database, participant: dict, study: dict) -> bool:
     """Whether taking an item is worth the write lock: the participant has room and something of
     their phase waits (two indexed reads; a page polling while it waits writes nothing)."""
-    phase = POOL_OF_ROLE.get(p["role"])
+    phase = POOL_OF_ROLE.get(participant["role"])
     if phase is None or "usability" not in study["config"]:
         return False
-    if pool.phase_load(database, p["id"], phase) >= capacity(study["config"]["usability"], phase):
+    if pool.phase_load(database, participant["id"], phase) >= capacity(study["config"]["usability"], phase):
         return False
     return pool.any_open(database, study["id"], phase)
 
 
-def ready_in_pool(database, p: dict, study: dict) -> int | None:
+def ready_in_pool(database, participant: dict, study: dict) -> int | None:
     """How many more items the participant could take from the pool now, at most their room left
     (None: their role takes nothing from it). A few indexed reads, however large the study."""
-    phase = POOL_OF_ROLE.get(p["role"])
+    phase = POOL_OF_ROLE.get(participant["role"])
     if phase is None or "usability" not in study["config"]:
         return None
-    load = pool.phase_load(database, p["id"], phase)
+    load = pool.phase_load(database, participant["id"], phase)
     room = capacity(study["config"]["usability"], phase) - load
     if room <= 0:
         return 0
-    mine = participants.identities(database, [p["id"]])[p["id"]]
+    mine = participants.identities(database, [participant["id"]])[participant["id"]]
     return pool.takeable(
         database,
         study["id"],
         phase,
-        p["id"],
+        participant["id"],
         mine,
         room,
         scan=room + load + SCAN,
@@ -317,13 +317,13 @@ def ready_in_pool(database, p: dict, study: dict) -> int | None:
     )
 
 
-def next_item(tx: Transaction, p: dict, study: dict) -> dict | None:
+def next_item(tx: Transaction, participant: dict, study: dict) -> dict | None:
     """One pooled item for a participant who has nothing open in their phase (inside a write),
     or None: no room left, or nothing they may take is waiting."""
-    phase = POOL_OF_ROLE.get(p["role"])
+    phase = POOL_OF_ROLE.get(participant["role"])
     if phase is None or "usability" not in study["config"]:
         return None
-    sid, pid = study["id"], p["id"]
+    sid, pid = study["id"], participant["id"]
     if pool.phase_load(tx.database, pid, phase) >= capacity(study["config"]["usability"], phase):
         return None
     available = pool.open_strata(tx.database, sid, phase, _strata(tx.database, study))
@@ -332,7 +332,11 @@ def next_item(tx: Transaction, p: dict, study: dict) -> dict | None:
     held = pool.held_strata(tx.database, pid, phase)
     rng = seeded_rng("pick", _seed(study), pid, sum(held.values()))
     jitter = {s: rng.random() for s in available}
-    other_group = (lambda s: s.split("|")[0] != p["grp"]) if p["role"] == "rater" and p["grp"] else (lambda s: False)
+    other_group = (
+        (lambda s: s.split("|")[0] != participant["grp"])
+        if participant["role"] == "rater" and participant["grp"]
+        else (lambda s: False)
+    )
     mine = participants.identities(tx.database, [pid])[pid]
     for s in sorted(available, key=lambda s: (other_group(s), held.get(s, 0), jitter[s])):
         for c in pool.candidates(
@@ -361,9 +365,9 @@ def next_item(tx: Transaction, p: dict, study: dict) -> dict | None:
     return None
 
 
-def release(tx: Transaction, a: dict) -> bool:
+def release(tx: Transaction, assignment: dict) -> bool:
     """A withdrawn assignment's place goes back to the pool (pooled phases only)."""
-    return pool.give_back(tx.db, a["study_id"], a["phase"], a["item_id"])
+    return pool.give_back(tx.db, assignment["study_id"], assignment["phase"], assignment["item_id"])
 
 
 # -- a sender design cell's withdrawn recordings --------------------------------------------------
