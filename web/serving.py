@@ -179,7 +179,7 @@ def warm_pages(pages: dict, get) -> list[str]:
 
 def ensure_demo(database, settings):
     """Import the demo study and give it one participant per role (only the first time)."""
-    from services.setup.enrolment import add_participants, links
+    from services.setup.enrolment import links
     from services.setup.importer import import_study
     from services.study.files import StudyValidationError
     from storage import participants
@@ -194,13 +194,9 @@ def ensure_demo(database, settings):
         if not participants.list_for_study(database, sid):
             raise
     if not participants.list_for_study(database, sid):
-        stays = add_participants(database, sid, "sender", 1, "USW", "Woman", actor="demo")[0]
-        for role in ("receiver", "validator", "rater", "da", "sd"):
-            add_participants(database, sid, role, 1, actor="demo")
-        # the rater's work: a sender who dropped out after one recording
-        from services.setup.demo import add_dropped_out_sender
+        from services.setup.demo import add_demo_participants
 
-        print("Demo: " + add_dropped_out_sender(database, sid, settings.media_dir, stays.id))
+        print("Demo: " + add_demo_participants(database, sid, settings.media_dir))
     print(f"Demo study '{sid}' ({status}). One link per role:")
     seen = set()
     for row in links(database, sid, settings.public_url):

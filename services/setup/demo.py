@@ -25,7 +25,8 @@ from storage import assignments, studies
 from storage.db import required
 from storage.usability import exchanges
 
-GROUP, GENDER = "USB", "Man"  # not the demo sender's cell (web.serving.ensure_demo: USW, Woman)
+STAYS = ("USW", "Woman")  # the demo sender's cell
+GROUP, GENDER = "USB", "Man"  # the dropped-out sender's: not the demo sender's cell
 LEAD_S = 0.5  # silence before the reading, as after pressing record
 REASON = "demo: stopped after their first recordings (their surveys go to the rater)"
 
@@ -44,6 +45,15 @@ def _reading(text: str, media_dir: Path) -> Path:
     out = Path(media_dir) / "tts" / f"demo-dropout-{Path(wav).stem}.wav"
     sf.write(str(out), np.concatenate([np.zeros(int(LEAD_S * rate), np.float32), x]), rate, subtype="PCM_16")
     return out
+
+
+def add_demo_participants(database, study_id: str, media_dir: Path) -> str:
+    """The demo's people: one participant per role of its study, and the rater's work, a
+    sender who dropped out after one recording; what that sender did, as the start prints it."""
+    stays = add_participants(database, study_id, "sender", 1, *STAYS, actor="demo")[0]
+    for role in ("receiver", "validator", "rater", "da", "sd"):
+        add_participants(database, study_id, role, 1, actor="demo")
+    return add_dropped_out_sender(database, study_id, media_dir, stays.id)
 
 
 def add_dropped_out_sender(database, study_id: str, media_dir: Path, stays: int) -> str:
