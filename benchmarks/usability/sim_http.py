@@ -27,7 +27,8 @@ import threading
 import time
 from pathlib import Path
 
-LEVELS = (16, 50)
+# SIM_HTTP_LEVELS="50": one level only (a profile of that level)
+LEVELS = tuple(int(x) for x in os.environ.get("SIM_HTTP_LEVELS", "16,50").split(","))
 SUBMITS = 4
 ROUNDS = 2
 DEADLINE_S = 300
