@@ -358,7 +358,7 @@ def cmd_report(args, settings):
 
         settings = replace(settings, db_path=Path(args.db))
     try:
-        rep = build_report(open_db(settings), args.study, args.out, qe_audits=args.qe_audit or ())
+        rep = build_report(open_db(settings), args.study, args.out, inputs={"qe_audits": args.qe_audit or []})
     except (ReportError, OSError) as e:
         return refused(e)
     print(f"report of study {args.study}: {rep.html} ({len(rep.files)} files beside it, {rep.seconds:.1f} s)")

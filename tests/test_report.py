@@ -205,9 +205,9 @@ def test_a_failing_analysis_says_so_and_the_report_is_still_written(demo_db, tmp
 def test_unknown_study_and_bad_audit_folder_are_named(demo_db, tmp_path):
     with pytest.raises(report_build.ReportError, match="no study 'nope'"):
         report_build.build_report(demo_db, "nope", tmp_path)
-    page = report_build.build_report(demo_db, "demo", tmp_path, qe_audits=[str(tmp_path / "missing")]).html.read_text(
-        encoding="utf-8"
-    )
+    page = report_build.build_report(
+        demo_db, "demo", tmp_path, inputs={"qe_audits": [str(tmp_path / "missing")]}
+    ).html.read_text(encoding="utf-8")
     assert "not a folder" in items_in(page, "qe")["Table 1"]
 
 

@@ -74,11 +74,11 @@ def _failed(protocol: str, section, error: Exception) -> Part:
     return Part(protocol, module.TITLE, fill(module.ITEMS, {}, why), summary=why)
 
 
-def build_report(database, study_id: str, out_dir, qe_audits=(), inputs: dict | None = None) -> Report:
+def build_report(database, study_id: str, out_dir, inputs: dict | None = None) -> Report:
     """Write out_dir/report-<study>.html and the analyses' files under out_dir/<protocol>/.
     inputs: the report's inputs beside the study that a protocol's section reads (the Analysis
-    tab's panels give theirs, tabs.analysis_common.ReportInputs); qe_audits: the QE audit's
-    folders, as the command line names them."""
+    tab's panels give theirs, tabs.analysis_common.ReportInputs; the command line its
+    --qe-audit folders as {"qe_audits": [...]})."""
     t0 = time.perf_counter()
     study = studies.get_study(database, study_id) if study_id else None
     if study is None:
@@ -87,8 +87,7 @@ def build_report(database, study_id: str, out_dir, qe_audits=(), inputs: dict | 
     out.mkdir(parents=True, exist_ok=True)
     config = study["config"]
     listed = config.get("study", {}).get("protocols") or []
-    # the report's inputs beside the study (Protocol.report_section)
-    inputs = {"qe_audits": list(qe_audits), **(inputs or {})}
+    inputs = dict(inputs or {})  # the report's inputs beside the study (Protocol.report_section)
     parts = []
     for spec in registry.protocols():
         if spec.report_section is None:
