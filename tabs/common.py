@@ -256,7 +256,7 @@ def poll_while_waiting(ctx: Ctx, name: str, timer: gr.Timer, outputs: list, rend
 
     def tick(token):
         view, err = safe_view(ctx, token, name)
-        return render(view, "", err)
+        return render(view, "", err, token=token)
 
     timer.tick(tick, ctx.token, outputs, api_visibility="private", **PARTICIPANT_EVENT)
 
@@ -266,8 +266,11 @@ class TabUI:
     name: str
     tab: gr.Tab
     outputs: list  # components render() updates, state first
-    render: Callable[[ItemView | None, str, str], dict]
+    render: Callable[..., dict]  # (view, notice, error) -> updates; a form's also takes token=
+    # an item form's calls as plain functions (tabs/item_form.FormRoutes), which the page also
+    # serves as JSON routes (web/form_routes.py); None for a tab that is no item form
+    form: object = None
 
     def show(self, ctx: Ctx, token: str) -> dict:
         view, err = safe_view(ctx, token, self.name)
-        return self.render(view, "", err)
+        return self.render(view, "", err, token=token) if self.form is not None else self.render(view, "", err)

@@ -18,8 +18,8 @@ import gradio as gr
 
 from services.da import campaign as da_campaign
 from services.participation.items import AccessError, ready_participant
-from tabs.common import PARTICIPANT_EVENT, Ctx, TabUI, file_url, plain_html, safe_submit, timer_update
-from tabs.item_form import answer_of, form_value, item_form
+from tabs.common import PARTICIPANT_EVENT, Ctx, TabUI, file_url, plain_html, safe_submit, safe_view, timer_update
+from tabs.item_form import FormRoutes, answer_of, form_value, item_form
 
 # once the feedback is saved, a study's Prolific link is followed (the page waited for it)
 FOLLOW_REDIRECT_JS = """() => setTimeout(() => {
@@ -89,21 +89,30 @@ def build(ctx: Ctx) -> TabUI:
         feedback_msg = gr.HTML()
         timer = gr.Timer(4, active=False)  # while the worker renders the HIT's audio or images
 
-    def render(view, notice="", error=""):
+    def value_of(view, notice="", error="", token=""):
         has = view is not None and view.status == "item"
+        return form_value(view, notice, error, body_html(view.content) if has else "", "da", token)
+
+    def render(view, notice="", error="", token=""):
         return {
-            form: form_value(view, notice, error, body_html(view.content) if has else ""),
+            form: value_of(view, notice, error, token),
             feedback_box: gr.update(visible=view is not None and view.status == "complete"),
             timer: timer_update(view),
         }
 
-    def on_submit(token, value):
+    def submitted(token, value):
         item_id, answer = answer_of(value)
-        view, notice, error = safe_submit(ctx, token, "da", item_id, {"score": answer.get("score")})
-        return render(view, notice, error)
+        return safe_submit(ctx, token, "da", item_id, {"score": answer.get("score")})
+
+    def on_submit(token, value):
+        return render(*submitted(token, value), token=token)
 
     def on_tick(token):
         return ui.show(ctx, token)
+
+    def viewed(token):
+        view, err = safe_view(ctx, token, "da")
+        return value_of(view, "", err, token)
 
     def on_feedback(token, text):
         try:
@@ -128,6 +137,14 @@ def build(ctx: Ctx) -> TabUI:
         api_visibility="undocumented",
         **PARTICIPANT_EVENT,
     ).then(None, js=FOLLOW_REDIRECT_JS)
-    ui = TabUI("da", tab, outputs, render)
+    ui = TabUI(
+        "da",
+        tab,
+        outputs,
+        render,
+        form=FormRoutes(viewed, lambda token, value: value_of(*submitted(token, value), token)),
+    )
     timer.tick(on_tick, ctx.token, outputs, api_visibility="private", **PARTICIPANT_EVENT)
+    # the page's script asks for this once a JSON submit ends the HIT or starts a wait
+    form.edit(on_tick, ctx.token, outputs, api_visibility="private", **PARTICIPANT_EVENT)
     return ui

@@ -33,6 +33,8 @@ In the browser (FORM_JS, the same for every tab):
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 import gradio as gr
 
@@ -43,6 +45,7 @@ from tabs.common import (
     header_html,
     poll_while_waiting,
     safe_submit,
+    safe_view,
     timer_update,
     view_dict,
     wait_timer,
@@ -102,13 +105,37 @@ function restoreDraft(form) {
     else if (typeof v === 'string') el.value = v;
   }
 }
+function viaGradio(answer) {      // the tab's Gradio event: the same service and checks
+  props.value = {...props.value, answer};
+  trigger('submit');
+}
 function send(form) {
   if (form.dataset.sending) return;
   form.dataset.sending = '1';
   const btn = form.querySelector('button[type=submit]');
   if (btn) btn.disabled = true;
-  props.value = {...props.value, answer: fieldsOf(form)};
-  trigger('submit');
+  const answer = fieldsOf(form), v = props.value || {};
+  if (!v.form || !v.token || !window.fetch) return viaGradio(answer);
+  // the page's own JSON route (web/form_routes.py), one POST; anything but its answer (an old
+  // server, a proxy that drops the path, a network error) goes the Gradio way, and an answer
+  // saved twice is saved once (the services' submits are idempotent)
+  fetch(window.location.pathname.replace(/\/?$/, '/') + 'form/' + v.form + '/submit', {
+    method: 'POST', headers: {'content-type': 'application/json'}, credentials: 'same-origin',
+    body: JSON.stringify({token: v.token, value: {item_id: v.item_id, answer}}),
+  }).then(r => r.ok ? r.json() : Promise.reject(new Error('HTTP ' + r.status)))
+    .then(out => {
+      if (!out || typeof out.value !== 'object') throw new Error('no form value');
+      // a value set here is no server update: watch() stays quiet, and the component writes
+      // the new HTML in a microtask it queues now, so shown() goes in the one after it
+      props.value = out.value;
+      queueMicrotask(() => {
+        shown();
+        // the end of the tab's items or a wait: the tab's other parts (its waiting timer, a
+        // feedback box, a Prolific redirect) come from the Gradio event that shows it afresh
+        if (out.value.status !== 'item') trigger('edit');
+      });
+    })
+    .catch(() => viaGradio(answer));
 }
 // a refused field's box: its question, its choice group, its scale row or its slider
 function boxOf(el) { return el.closest('li, fieldset, .sd-row, .form-slider') || el; }
@@ -248,10 +275,12 @@ shown();
 """
 
 
-def form_value(view, notice: str = "", error: str = "", body: str = "") -> dict:
+def form_value(view, notice: str = "", error: str = "", body: str = "", form: str = "", token: str = "") -> dict:
     """The form component's value: what the page state held (view_dict: status, item, progress,
     notice, error, redirect), the header (progress, notice or error, waiting or end message) and
-    the item's form HTML (empty when there is no item)."""
+    the item's form HTML (empty when there is no item). form and token: the tab whose JSON route
+    (web/form_routes.py) the page's script posts the answer to, and the participant's token it
+    sends (a Prolific newcomer's link has none: the token is made on the first load)."""
     # "shown": each answer differs from the last, so the page re-renders (and re-enables its
     # Submit) even when a refusal repeats the previous one word for word
     return {
@@ -259,7 +288,17 @@ def form_value(view, notice: str = "", error: str = "", body: str = "") -> dict:
         "header": header_html(view, notice, error),
         "html": body,
         "shown": time.monotonic_ns(),
+        **({"form": form, "token": token} if form and token else {}),
     }
+
+
+@dataclass(frozen=True)
+class FormRoutes:
+    """An item form's two calls as plain functions, served as JSON beside its Gradio events
+    (web/form_routes.py): view(token) and submit(token, value) each return the form's value."""
+
+    view: Callable[[str], dict]
+    submit: Callable[[str, object], dict]
 
 
 def item_form(elem_id: str) -> gr.HTML:
@@ -284,24 +323,37 @@ def answer_of(value) -> tuple[str | None, dict]:
 def form_tab(ctx: Ctx, name: str, label: str, body_html, payload_of) -> TabUI:
     """A tab that is one item form and a waiting timer (the receiver's and validator's):
     body_html(content, typed) renders an item, payload_of(fields) makes the service's payload;
-    a refused answer is rendered again with the fields as typed. Its submit is /<name>_submit."""
+    a refused answer is rendered again with the fields as typed. Its submit is /<name>_submit,
+    and as JSON the page's form/<name>/submit (TabUI.form)."""
     with gr.Tab(label, id=name, visible=False) as tab:
         form = item_form(f"{name}-form")
         timer = wait_timer()
 
-    def render(view, notice="", error="", typed=None):
+    def value_of(view, notice="", error="", typed=None, token=""):
         has = view is not None and view.status == "item"
-        return {
-            form: form_value(view, notice, error, body_html(view.content, typed) if has else ""),
-            timer: timer_update(view),
-        }
+        return form_value(view, notice, error, body_html(view.content, typed) if has else "", name, token)
 
-    def on_submit(token, value):
+    def render(view, notice="", error="", typed=None, token=""):
+        return {form: value_of(view, notice, error, typed, token), timer: timer_update(view)}
+
+    def submitted(token, value):
+        """(view, the form's value) after a submit of the form's value."""
         item_id, answer = answer_of(value)
         view, notice, error = safe_submit(ctx, token, name, item_id, payload_of(answer))
-        return render(view, notice, error, answer if error else None)
+        return view, value_of(view, notice, error, answer if error else None, token)
+
+    def on_submit(token, value):
+        view, shown = submitted(token, value)
+        return {form: shown, timer: timer_update(view)}
+
+    def viewed(token):
+        view, err = safe_view(ctx, token, name)
+        return value_of(view, "", err, token=token)
 
     outputs = [form, timer]
     form.submit(on_submit, [ctx.token, form], outputs, **ctx.api_name(f"{name}_submit"), **PARTICIPANT_EVENT)
+    ui = TabUI(name, tab, outputs, render, form=FormRoutes(viewed, lambda token, value: submitted(token, value)[1]))
+    # the page's script asks for this once a JSON submit ends the items or starts a wait
+    form.edit(lambda token: ui.show(ctx, token), ctx.token, outputs, api_visibility="private", **PARTICIPANT_EVENT)
     poll_while_waiting(ctx, name, timer, outputs, render)
-    return TabUI(name, tab, outputs, render)
+    return ui

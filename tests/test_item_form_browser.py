@@ -19,8 +19,8 @@ pytestmark = pytest.mark.browser
 def app(tmp_path_factory):
     a = RunningApp(tmp_path_factory.mktemp("forms"), env_extra={"TRADLAB_WORKER": "0"})
     assert a.cli("import", str(DEMO)).returncode == 0
-    for role in ("receiver", "da"):
-        assert a.cli("participants", "add", "--study", "demo", "--role", role, "--count", "1").returncode == 0
+    for role, n in (("receiver", "1"), ("da", "3")):
+        assert a.cli("participants", "add", "--study", "demo", "--role", role, "--count", n).returncode == 0
     a.start()
     yield a
     a.stop()
@@ -94,8 +94,53 @@ def test_da_by_keyboard_alone(app, page):
     assert "1 / " in page.locator(".progress").inner_text()
     page.wait_for_function("() => document.activeElement && document.activeElement.id === 'da-score'", timeout=5000)
     assert slider.input_value() == "0" and page.locator("#da-slider output").inner_text() == "–"
-    [(score,)] = app.rows("SELECT score FROM da_judgments")
+    [(score,)] = app.rows(DA_SCORES, [da_id(app, 0)])
     assert score == 7
+
+
+DA_SCORES = (
+    "SELECT j.score FROM da_judgments j JOIN assignments a ON a.id = j.assignment_id"
+    " WHERE a.participant_id = ? ORDER BY j.id"
+)
+
+
+def da_id(app, k: int) -> int:
+    from tests.helpers.app import token_of
+
+    [(pid,)] = app.rows("SELECT id FROM participants WHERE token = ?", [token_of(app.links()["da"][k])])
+    return pid
+
+
+def test_answers_go_by_the_json_route_and_the_event_when_it_fails(app, page):
+    """The page posts each answer to its form's JSON route (web/form_routes.py); when that
+    fails (here: the request is cut), the same answer goes by the tab's Gradio event, once."""
+    posts = []
+    page.on("request", lambda r: posts.append(r.url.split("?")[0].split("/da/", 1)[-1]) if r.method == "POST" else None)
+    page.goto(app.links()["da"][2])  # [1] hears the candidate (the demo's modality "both")
+    slider = page.locator("#da-slider input[type=range]")
+    slider.wait_for(timeout=30000)
+    page.wait_for_function("() => document.activeElement && document.activeElement.id === 'da-score'", timeout=5000)
+
+    def answer(n: int, score: int) -> None:
+        for _ in range(score):
+            page.keyboard.press("ArrowRight")
+        page.keyboard.press("Enter")
+        page.wait_for_function(f"() => /(^|\\D){n} \\/ /.test(document.querySelector('#da-form .progress').innerText)")
+        page.wait_for_function("() => document.activeElement && document.activeElement.id === 'da-score'")
+
+    posts.clear()
+    answer(1, 3)
+    assert posts == ["form/da/submit"]
+    page.route("**/form/da/submit", lambda route: route.abort())
+    posts.clear()
+    answer(2, 5)
+    assert posts == ["form/da/submit", "gradio_api/run/predict"]  # cut, then the event
+    page.unroute("**/form/da/submit")
+    posts.clear()
+    answer(3, 8)
+    assert posts == ["form/da/submit"]
+    scores = app.rows(DA_SCORES, [da_id(app, 2)])
+    assert [s for (s,) in scores] == [3, 5, 8]
 
 
 def test_the_page_loads_only_hinted_scripts_each_once(app, page):

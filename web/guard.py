@@ -25,7 +25,10 @@ OPEN_GET = re.compile(
     r"/?|/config/?|/theme\.css|/favicon\.ico|/robots\.txt|/(?:assets|static)/.+|"
     r"/gradio_api/(?:info/?|heartbeat/[^/]+|queue/data|call/[^/]+/[^/]+|file=.+|startup-events)"
 )
-OPEN_POST = re.compile(r"/gradio_api/(?:queue/join|api/[^/]+/?|call/[^/]+/?|run/[^/]+/?|cancel|reset/?)")
+OPEN_POST = re.compile(
+    r"/gradio_api/(?:queue/join|api/[^/]+/?|call/[^/]+/?|run/[^/]+/?|cancel|reset/?)|"
+    r"/form/[a-z0-9_]+/(?:submit|view)"  # the item forms' JSON routes (web/form_routes.py)
+)
 UPLOAD = re.compile(r"/gradio_api/(?:upload|upload_progress)")
 
 

@@ -214,6 +214,8 @@ def role_page(database, settings, role: str, title: str):
         for ui in uis:  # a finished queue with a Prolific URL sends the participant back there
             ui.outputs[0].change(None, ui.outputs[0], None, js=REDIRECT_JS)
         participant_api(database, settings)
+    # the item forms' calls, which web/form_routes.py serves as JSON at /<role>/form/<tab>/...
+    page.item_forms = {ui.name: ui.form for ui in uis if ui.form is not None}
     return page
 
 

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 from web.app import build_app, middleware, mount_pages, page_options
+from web.form_routes import form_routes
 from web.gradio_patches import (
     few_files_per_upload,
     lean_sessions,
@@ -118,7 +119,7 @@ def serve(args, settings, connect):
         ssl_verify=not certfile,
         root_path=args.root_path,
         **options,
-        app_kwargs={"routes": mounts, "middleware": middleware(site, settings, database)},
+        app_kwargs={"routes": form_routes(site.pages) + mounts, "middleware": middleware(site, settings, database)},
         prevent_thread_lock=True,
     )
     for blocks in site.blocks:

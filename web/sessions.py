@@ -179,6 +179,8 @@ class Callers:
         sid = m.group(1).decode("latin-1") if m else None
         if sid and holder is not None and sid in holder.known:
             return None
+        if page and not sid:  # a role page's call with no session (an item form's JSON route)
+            return None  # has none to vouch for, and role pages refuse nobody here
         valid = self.valid(query, body)
         if valid and sid and holder is not None:
             holder.vouch(sid)

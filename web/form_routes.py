@@ -1,0 +1,78 @@
+"""The item forms' submit and view as plain JSON routes beside Gradio's events.
+
+POST /<role>/form/<tab>/submit {"token": ..., "value": {"item_id": ..., "answer": {...}}} and
+POST /<role>/form/<tab>/view {"token": ...} answer {"value": <the form's value>}: what the tab's
+Gradio event (/<tab>_submit) puts in the form, from the same functions (tabs/item_form.FormRoutes:
+the same services, checks, refusals and tokens). At 50 participants at once a Gradio event costs
+the server about 6 ms of CPU before and after the handler's own 1 ms (its routing, session state,
+pre- and postprocessing; benchmarks/README.md), so the page's script (tabs/item_form.py FORM_JS)
+posts here and falls back to the Gradio event on anything but an answer.
+
+Only a page's own tabs are served on it (the rater's page has no receiver route); the services
+check the token's role and item as for the Gradio event. Guard (web/guard.py) bounds the body as
+for any event; a body that is not JSON, or not sent as application/json (a cross-site form post),
+is refused with a message that says so."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+log = logging.getLogger(__name__)
+MAX_TOKEN = 200
+
+
+def refusal(status: int, text: str):
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"error": text}, status_code=status)
+
+
+def read_call(body: bytes, content_type: str) -> tuple[dict | None, int, str]:
+    """(the call's JSON object, 200, "") or (None, the HTTP status, why it is refused)."""
+    if content_type.split(";", 1)[0].strip().lower() != "application/json":
+        return None, 415, "The request must be sent as application/json."
+    try:
+        call = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None, 400, "The request is not valid JSON."
+    if not isinstance(call, dict):
+        return None, 400, "The request must be a JSON object."
+    token = call.get("token")
+    if not isinstance(token, str) or not token or len(token) > MAX_TOKEN:
+        return None, 400, "The request names no participant link (token)."
+    return call, 200, ""
+
+
+def endpoint(fn, takes_value: bool):
+    """An async route that reads the call and runs fn(token[, value]) in a worker thread, as
+    Gradio runs a sync handler (the services hold the participants' write line)."""
+    import anyio
+    from starlette.responses import JSONResponse
+
+    async def route(request):
+        call, status, problem = read_call(await request.body(), request.headers.get("content-type", ""))
+        if call is None:
+            return refusal(status, problem)
+        args = (call["token"], call.get("value")) if takes_value else (call["token"],)
+        try:
+            value = await anyio.to_thread.run_sync(fn, *args)
+        except Exception:  # as Gradio with show_error=False: no exception's text reaches a participant
+            log.exception("item form call failed")
+            return refusal(500, "Error")
+        return JSONResponse({"value": value})
+
+    return route
+
+
+def form_routes(pages: dict) -> list:
+    """The JSON routes of every role page's item forms: pages is role -> its Blocks (whose
+    item_forms web/pages.role_page sets: tab -> FormRoutes)."""
+    from starlette.routing import Route
+
+    routes = []
+    for role, page in pages.items():
+        for tab, form in getattr(page, "item_forms", {}).items():
+            routes.append(Route(f"/{role}/form/{tab}/submit", endpoint(form.submit, True), methods=["POST"]))
+            routes.append(Route(f"/{role}/form/{tab}/view", endpoint(form.view, False), methods=["POST"]))
+    return routes
