@@ -21,6 +21,22 @@ In one headless Chromium (the project's, /usr/bin/chromium), per page and run:
   the page the Submit button is clicked and a MutationObserver waits for the progress line to
   show the next count with the next item's input enabled; the time between, in the page's clock.
 Writes p50/p95 per page to --out, with the machine's description and load average.
+
+Potato beside the app (benchmarks/potato_tasks.py): when Potato 2.12.1 is installed in its own
+venv (`.venv/bin/python -m venv .potato && .potato/bin/pip install potato-annotation==2.12.1`;
+env POTATO_PYTHON names another Python), each run also loads two Potato tasks, each served by
+`potato start CONFIG` on a free loopback port, config and data written into the temp folder:
+potato_da (the demo DA campaign's 36 candidates, one 0-100 slider) and potato_receiver (36
+Portuguese texts, ten text boxes each with a "cannot be answered" checkbox). A participant logs
+in by URL (`?participant=NAME`, no password), which redirects to the first item: first usable
+page is timed the same way, from that navigation's start. Potato's Next saves the answer and
+asks for the next item (two POSTs), then reloads the page; the click is timed in the browser's
+clock across the load: Date.now() before the click, kept in sessionStorage, and in the new page
+an init script's MutationObserver that notes Date.now() when the next item's text is shown with
+its first input enabled (click_to_navigation_ms: the part before the new page's navigation
+start). The result's vs_potato block sets the app's click p50s against Potato's and every first
+usable page median against the floor's. Without Potato the run says how to install it and goes
+on without its pages. --screenshots DIR keeps each Potato page's first item.
 """
 
 from __future__ import annotations
@@ -37,6 +53,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import potato_tasks  # noqa: E402
 from benchmarks.common import machine, start_script_server  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -91,6 +108,69 @@ async ([button, sel, n, ready]) => {
 """
 
 
+# Potato's pages have no progress line to wait on, and its Next reloads the page: is the page
+# showing an item other than `prev` (the hidden #instance_id), its text shown and its first
+# input shown and enabled? Potato shows the item (#main-content) only once its script has read
+# the item and its saved answers.
+POTATO_READY_JS = """
+(sel, prev) => {
+  const id = document.getElementById('instance_id');
+  if (!id || !id.value || id.value === prev) return false;
+  const text = document.getElementById('instance-text');
+  if (!text || !text.offsetParent || !text.innerText.trim()) return false;
+  const inp = [...document.querySelectorAll(sel)].find(e => e.offsetParent);
+  return !!inp && !inp.disabled;
+}
+"""
+
+# Before the click: the browser's clock (Date.now(), the same clock in both documents) and the
+# item shown, kept in sessionStorage across Next's page load.
+POTATO_CLICK_JS = """
+([button, sel]) => {
+  delete window.__benchClickMs;
+  const btn = [...document.querySelectorAll(button)].find(e => e.offsetParent);
+  sessionStorage.setItem('__benchClick', JSON.stringify(
+    {t0: Date.now(), prev: document.getElementById('instance_id').value, sel}));
+  btn.click();
+}
+"""
+
+# In every document of a Potato context, before its scripts: after a click, a MutationObserver
+# notes when the next item is usable (click to then, and click to this document's navigation
+# start: Next's two requests before the reload).
+POTATO_NEXT_SCRIPT = (
+    """
+(() => {
+  const pending = sessionStorage.getItem('__benchClick');
+  if (!pending) return;
+  sessionStorage.removeItem('__benchClick');
+  const {t0, prev, sel} = JSON.parse(pending);
+  const isReady = """
+    + POTATO_READY_JS.strip()
+    + """;
+  const obs = new MutationObserver(() => {
+    if (!isReady(sel, prev)) return;
+    obs.disconnect();
+    const now = Date.now();
+    window.__benchNavMs = now - performance.now() - t0;
+    window.__benchClickMs = now - t0;
+  });
+  obs.observe(document, {subtree: true, childList: true, characterData: true, attributes: true});
+})();
+"""
+)
+
+LOAD_JS = """() => {
+      const res = performance.getEntriesByType('resource');
+      const nav = performance.getEntriesByType('navigation')[0];
+      return {requests: res.length + 1,
+              transfer_kb: Math.round((res.reduce((a, e) => a + (e.transferSize || 0), 0)
+                                      + (nav ? nav.transferSize : 0)) / 1024),
+              long_tasks: window.__longtasks.length,
+              long_task_ms: Math.round(window.__longtasks.reduce((a, b) => a + b, 0))};
+    }"""
+
+
 # --- the pages: how to reach them, fill an item, and what to wait for -----------------------------
 
 
@@ -138,6 +218,34 @@ class FloorPage(Page):
         DAPage.fill(self, page, i)
 
 
+class PotatoPage(Page):
+    """A Potato task's annotation page (benchmarks/potato_tasks.py): the server renders each item;
+    Next saves the answer (POST /updateinstance), asks for the next item (POST /annotate) and
+    reloads the page."""
+
+    button = "#next-btn"
+
+
+class PotatoDAPage(PotatoPage):
+    name = "potato_da"
+    first_input = "input.custom-slider-input[type=range]"
+
+    def fill(self, page, i: int) -> None:
+        # a click on the slider's track, as a rater's mouse would: Potato registers a slider's
+        # answer on its click (keyboard moves change the value, which its save does not read)
+        s = page.locator(self.first_input).first
+        box = s.bounding_box()
+        s.click(position={"x": box["width"] * (0.1 + (i % 8) / 10), "y": box["height"] / 2})
+
+
+class PotatoReceiverPage(PotatoPage):
+    name = "potato_receiver"
+    first_input = "textarea.annotation-input"
+
+    def fill(self, page, i: int) -> None:
+        ReceiverPage.fill(self, page, i)
+
+
 def measure(browser, url: str, spec: Page, items: int) -> dict:
     """First usable page, then click-to-next-item over `items` items."""
     ctx = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -147,15 +255,7 @@ def measure(browser, url: str, spec: Page, items: int) -> dict:
     start = _progress_count(page)
     page.wait_for_function(f"({READY_JS})({json.dumps(spec.first_input)}, {start})", timeout=30000)
     first = page.evaluate("performance.now()")
-    load = page.evaluate("""() => {
-      const res = performance.getEntriesByType('resource');
-      const nav = performance.getEntriesByType('navigation')[0];
-      return {requests: res.length + 1,
-              transfer_kb: Math.round((res.reduce((a, e) => a + (e.transferSize || 0), 0)
-                                      + (nav ? nav.transferSize : 0)) / 1024),
-              long_tasks: window.__longtasks.length,
-              long_task_ms: Math.round(window.__longtasks.reduce((a, b) => a + b, 0))};
-    }""")
+    load = page.evaluate(LOAD_JS)
     # the page's scripts may still be wiring events when its input first shows: let them settle
     # before the first answer (not part of the timed click)
     if items:
@@ -175,6 +275,41 @@ def _progress_count(page) -> int:
     loc.wait_for(timeout=30000)
     m = re.search(r"(\d+) / \d+", loc.inner_text())
     return int(m.group(1)) if m else 0
+
+
+def measure_potato(browser, url: str, spec: PotatoPage, items: int, shot: Path | None = None) -> dict:
+    """measure()'s figures on a Potato page: first usable page the same way; each click timed
+    from the click to the next page's item being usable (POTATO_NEXT_SCRIPT)."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    ctx.add_init_script(INIT_SCRIPT)
+    ctx.add_init_script(POTATO_NEXT_SCRIPT)
+    page = ctx.new_page()
+    page.goto(url)  # logs in (?participant=) and redirects to the first item: both in the load
+    page.wait_for_function(f"({POTATO_READY_JS})({json.dumps(spec.first_input)}, '')", timeout=30000)
+    first = page.evaluate("performance.now()")
+    load = page.evaluate(LOAD_JS)
+    if shot:
+        page.screenshot(path=str(shot), full_page=True)
+    if items:
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(1000)
+    clicks, navs = [], []
+    for i in range(items):
+        # each item is a fresh page: let its loads finish before the answer (not timed)
+        page.wait_for_load_state("networkidle")
+        spec.fill(page, i)
+        page.evaluate(POTATO_CLICK_JS, [spec.button, spec.first_input])
+        page.wait_for_function("window.__benchClickMs !== undefined", timeout=20000)
+        click, nav = page.evaluate("[window.__benchClickMs, window.__benchNavMs]")
+        clicks.append(click)
+        navs.append(nav)
+    ctx.close()
+    return {
+        "first_usable_ms": round(first, 1),
+        **load,
+        "click_ms": [round(x, 1) for x in clicks],
+        "click_to_navigation_ms": [round(x, 1) for x in navs],
+    }
 
 
 # --- the studies and the servers --------------------------------------------------------------------
@@ -284,11 +419,63 @@ def summarise(runs: list[dict]) -> dict:
     }
 
 
+def start_potato(tmp: Path) -> dict:
+    """Potato's two tasks, each its own server: {task: (process, log file, url)}; {} when Potato
+    is not installed (the run goes on without its pages)."""
+    from harness.app import free_port
+
+    python = potato_tasks.potato_python()
+    if python is None:
+        print(
+            "Potato is not installed: the run has no Potato pages. To add them, from the repository root:\n  "
+            + potato_tasks.INSTALL
+            + "\n(or set POTATO_PYTHON to a Python with potato-annotation installed)",
+            flush=True,
+        )
+        return {}
+    servers: dict = {}
+    try:
+        for task in potato_tasks.TASKS:
+            servers[task] = potato_tasks.start(python, potato_tasks.write_task(tmp / "potato", task), free_port())
+    except BaseException:
+        for proc, log, _ in servers.values():
+            proc.terminate()
+            log.close()
+        raise
+    return servers
+
+
+def vs_potato(out: dict) -> dict | None:
+    """The app's pages against Potato's: click p50s, and first usable page medians each against
+    the floor's (a ratio over 1: slower than the floor)."""
+    if "potato_da" not in out:
+        return None
+
+    def ratio(a, b):
+        return round(a / b, 2) if a is not None and b else None
+
+    clicks = {
+        "da": out["da"]["click_p50_ms"],
+        "potato_da": out["potato_da"]["click_p50_ms"],
+        "da_over_potato_da": ratio(out["da"]["click_p50_ms"], out["potato_da"]["click_p50_ms"]),
+        "receiver": out["receiver"]["click_p50_ms"],
+        "potato_receiver": out["potato_receiver"]["click_p50_ms"],
+        "receiver_over_potato_receiver": ratio(out["receiver"]["click_p50_ms"], out["potato_receiver"]["click_p50_ms"]),
+    }
+    floor = out["floor"]["first_usable_median_ms"]
+    first: dict = {"floor": floor}
+    for name in ("da", "potato_da", "receiver", "potato_receiver"):
+        first[name] = out[name]["first_usable_median_ms"]
+        first[f"{name}_over_floor"] = ratio(first[name], floor)
+    return {"potato_version": potato_tasks.POTATO_VERSION, "click_p50_ms": clicks, "first_usable_median_ms": first}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--items", type=int, default=20)
     ap.add_argument("--runs", type=int, default=2, help="participants per page (each a fresh browser context)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "browser.json"))
+    ap.add_argument("--screenshots", help="a folder for a screenshot of each Potato page's first item (first run)")
     ap.add_argument("--floor-server", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.floor_server:
@@ -298,12 +485,14 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="tradlab-browser-bench-"))
     app = plain = floor = None
+    potato: dict = {}
     try:
         app = start_app(tmp / "app", args.runs)
         # the same app without the preload hints and the in-memory bundle (TRADLAB_FAST_PAGES=0):
         # first loads only, the before/after of both in the same run
         plain = start_app(tmp / "plain", args.runs, fast=False)
         floor = start_floor(tmp)
+        potato = start_potato(tmp)
         pages = {
             "floor": (FloorPage(), [floor[2]] * args.runs, args.items),
             "da": (DAPage(), links(app, "demo", "da")[: args.runs], args.items),
@@ -311,6 +500,12 @@ def main() -> None:
             "da_fast_pages_off": (DAPage(), links(plain, "demo", "da")[: args.runs], 0),
             "receiver_fast_pages_off": (ReceiverPage(), links(plain, "recv30", "receiver")[: args.runs], 0),
         }
+        potato_specs = {"potato_da": PotatoDAPage(), "potato_receiver": PotatoReceiverPage()}
+        for task, (_, _, url) in potato.items():
+            pages[task] = (potato_specs[task], potato_tasks.participant_urls(url, task, args.runs), args.items)
+        shots = Path(args.screenshots) if args.screenshots else None
+        if shots:
+            shots.mkdir(parents=True, exist_ok=True)
         out: dict = {name: [] for name in pages}
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
@@ -318,7 +513,11 @@ def main() -> None:
             # every page alike rather than on one page's loads
             for i in range(args.runs):
                 for name, (spec, urls, items) in pages.items():
-                    out[name].append(measure(browser, urls[i], spec, items))
+                    if isinstance(spec, PotatoPage):
+                        shot = shots / f"{name}.png" if shots and i == 0 else None
+                        out[name].append(measure_potato(browser, urls[i], spec, items, shot))
+                    else:
+                        out[name].append(measure(browser, urls[i], spec, items))
             browser.close()
         for name in pages:
             out[name] = summarise(out[name])
@@ -329,13 +528,18 @@ def main() -> None:
             "runs": args.runs,
             "pages": out,
             "targets": {"click_p50_ms": 250, "click_p95_ms": 400, "first_usable_ms": 1500},
+            "vs_potato": vs_potato(out),
         }
+        if result["vs_potato"]:
+            print("vs_potato", result["vs_potato"], flush=True)
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
         print("wrote", args.out)
     finally:
-        if floor:
-            floor[0].terminate()
-            floor[1].close()
+        for server in [floor, *potato.values()]:
+            if server:
+                server[0].terminate()
+                server[0].wait(10)
+                server[1].close()
         for a in (app, plain):
             if a:
                 a.stop()
