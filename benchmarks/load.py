@@ -42,21 +42,36 @@ ITEMS = 20
 
 def noop_server(port: int) -> None:
     """The bare Gradio app: one event, no state, the same inputs as /da_submit (the token and
-    the item form's JSON value)."""
+    the item form's JSON value), outside the queue as the app's participant events are
+    (tabs/common.PARTICIPANT_EVENT); and the same no-op as a plain JSON route beside it
+    (POST /form/noop/submit, as web/form_routes.py serves the item forms)."""
     import gradio as gr
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    def noop(t, f):
+        return {"status": "item", "item_id": (f or {}).get("item_id"), "notice": "Saved."}
+
+    async def noop_json(request):
+        import json
+
+        import anyio
+
+        call = json.loads(await request.body())
+        # in a worker thread, as the app's routes and Gradio run a sync handler
+        return JSONResponse({"value": await anyio.to_thread.run_sync(noop, call.get("token"), call.get("value"))})
 
     with gr.Blocks() as demo:
         token, form = gr.Textbox(visible=False), gr.JSON(visible=False)
         out = gr.JSON(visible=False)
         go = gr.Button("Submit")
-        go.click(
-            lambda t, f: {"status": "item", "item_id": f.get("item_id"), "notice": "Saved."},
-            [token, form],
-            out,
-            api_name="noop",
-        )
+        go.click(noop, [token, form], out, api_name="noop", queue=False)
     demo.queue(default_concurrency_limit=16)
-    demo.launch(server_name="127.0.0.1", server_port=port)
+    demo.launch(
+        server_name="127.0.0.1",
+        server_port=port,
+        app_kwargs={"routes": [Route("/form/noop/submit", noop_json, methods=["POST"])]},
+    )
 
 
 def start_noop(tmp: Path):

@@ -331,7 +331,8 @@ def form_tab(ctx: Ctx, name: str, label: str, body_html, payload_of) -> TabUI:
 
     def value_of(view, notice="", error="", typed=None, token=""):
         has = view is not None and view.status == "item"
-        return form_value(view, notice, error, body_html(view.content, typed) if has else "", name, token)
+        route = name if ctx.settings.form_routes else ""
+        return form_value(view, notice, error, body_html(view.content, typed) if has else "", route, token)
 
     def render(view, notice="", error="", typed=None, token=""):
         return {form: value_of(view, notice, error, typed, token), timer: timer_update(view)}

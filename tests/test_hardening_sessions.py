@@ -314,3 +314,41 @@ def test_honest_pages_keep_their_sessions_through_a_flood_of_strangers(app):
             pg.close()
             admin.close()
         browser.close()
+
+
+def test_a_lean_session_builds_no_block_config_on_events(monkeypatch):
+    """Gradio rebuilt a block's config for each input of a session's first event and each output
+    a gr.update() changes, on every event; a LeanSession keeps none (only deep links, closed,
+    read it) and the event's outputs, updates and state are as gradio's own session gives."""
+    import anyio
+    import gradio as gr
+    from gradio.blocks import BlocksConfig
+    from gradio.state_holder import SessionState
+
+    from web.sessions import session_classes
+
+    lean, _ = session_classes()
+    with gr.Blocks() as demo:
+        text, count = gr.Textbox(), gr.State(0)
+        shown, button = gr.HTML(), gr.Button(visible=False)
+        go = gr.Button("Go")
+
+        def step(t, n):
+            return {shown: f"<b>{t}</b>", button: gr.update(visible=n >= 1), count: n + 1}
+
+        go.click(step, [text, count], [shown, button, count])
+    fn = next(iter(demo.fns.values()))
+
+    def run(session):
+        outs = [anyio.run(lambda: demo.process_api(fn, ["hi", None], state=session)) for _ in range(2)]
+        return [o["data"] for o in outs]
+
+    expected = run(SessionState(demo))
+    built = []
+    real = BlocksConfig.config_for_block
+    monkeypatch.setattr(BlocksConfig, "config_for_block", lambda *a, **k: built.append(a) or real(*a, **k))
+    session = lean(demo)
+    assert run(session) == expected
+    assert built == [] and session.config_values == {}
+    assert session[count._id] == 2 and session._state_ttl  # the State kept as gradio keeps it
+    assert session[button._id].visible is True  # the update's new block, for the next event

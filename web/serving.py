@@ -119,7 +119,7 @@ def serve(args, settings, connect):
         ssl_verify=not certfile,
         root_path=args.root_path,
         **options,
-        app_kwargs={"routes": form_routes(site.pages) + mounts, "middleware": middleware(site, settings, database)},
+        app_kwargs={"routes": (form_routes(site.pages) if settings.form_routes else []) + mounts, "middleware": middleware(site, settings, database)},
         prevent_thread_lock=True,
     )
     for blocks in site.blocks:

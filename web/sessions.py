@@ -63,6 +63,29 @@ def session_classes() -> tuple:
             # gradio's own __init__, given no blocks to copy the config of up front
             super().__init__(SimpleNamespace(default_config=blocks.default_config, blocks={}))
 
+        # Nor later: gradio rebuilds a block's config (its get_config walks the constructor's
+        # signature, its api_info makes pydantic JSON schemas) for every input of a session's
+        # first event and for every output a gr.update() changes, on every event: a quarter of
+        # the server's CPU at 50 clients (benchmarks/README.md). The config is only read back for
+        # deep links, closed here (web/guard.py), so none is kept.
+        def __setitem__(self, key: int, value) -> None:
+            import datetime
+
+            from gradio.components import State
+
+            block = self.blocks_config.blocks.get(key)
+            if isinstance(block, State):  # gradio's own, without the config
+                self._state_ttl[key] = (block.time_to_live, datetime.datetime.now())
+                self.state_data[key] = value
+            else:
+                self.blocks_config.blocks[key] = value
+
+        def _update_config(self, key: int) -> None:
+            pass
+
+        def _update_value_in_config(self, key: int, value) -> None:
+            pass
+
     class CallerSessions(StateHolder):
         def __init__(
             self,

@@ -104,7 +104,9 @@ def one_run(scale: float, clients: int, mode: str, work: Path) -> tuple[dict, Pa
     sim = subprocess.Popen(
         [sys.executable, "benchmarks/usability/study_sim.py", "one", "--scale", str(scale), "--http",
          "--no-analysis", "--workdir", str(work / f"sim-{scale}-{mode}"), "--out", str(out)],
-        cwd=ROOT, env={**os.environ, "SIM_HTTP_LEVELS": str(clients)},
+        cwd=ROOT,
+        env={**os.environ, "SIM_HTTP_LEVELS": str(clients),
+             "SIM_HTTP_ROUTES": os.environ.get("SIM_HTTP_ROUTES", "json")},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     pid, deadline = None, time.time() + 900
@@ -125,6 +127,7 @@ def one_run(scale: float, clients: int, mode: str, work: Path) -> tuple[dict, Pa
         raise RuntimeError(f"the simulation at scale {scale} failed")
     spy.wait(timeout=60)
     level = json.loads(out.read_text())["http"]["levels"][0]
+    level = {**level, **next(iter(level["modes"].values()))}  # one way of calling the app: SIM_HTTP_ROUTES
     return level, prof
 
 

@@ -20,6 +20,7 @@ and DEADLINE_S per level; only 127.0.0.1 is contacted.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -29,6 +30,12 @@ from pathlib import Path
 
 # SIM_HTTP_LEVELS="50": one level only (a profile of that level)
 LEVELS = tuple(int(x) for x in os.environ.get("SIM_HTTP_LEVELS", "16,50").split(","))
+# how the item forms are called: "json", as the page's script calls them (web/form_routes.py:
+# /<role>/form/<tab>/view and /submit); "gradio", through the tabs' Gradio events (/view, then
+# /<tab>_submit), as the page did before and still does when a JSON call fails. Both by default,
+# in turn within each round, with other participants: the before and after in one run.
+MODES = tuple(os.environ.get("SIM_HTTP_ROUTES", "json,gradio").split(","))
+FORM_TABS = ("receiver", "validator", "survey")  # the record tab has no item form (an upload)
 SUBMITS = 4
 ROUNDS = 2
 DEADLINE_S = 300
@@ -97,18 +104,41 @@ def _inputs(tab: str, token: str, view: dict, payload: dict, client, wav: bytes,
     return [token, {"item_id": item, "answer": {k: str(payload[k]) for k in ("satisfaction", "trust", "reliance")}}]
 
 
-def _drive(sim, url: str, person, wav: bytes, deadline: float, start: threading.Barrier, out: dict) -> None:
-    """One participant's session on the app: /view, then up to SUBMITS submits."""
+def form_call(c, url: str, role: str, tab: str, what: str, body: dict) -> dict:
+    """An item form's JSON route on the participant's page, as the page's script calls it."""
+    from harness.gradio_http import AppError
+
+    r = c.http.post(
+        "/".join([url.rstrip("/"), *([role] if role else []), "form", tab, what]),
+        content=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
+    if r.status_code != 200:
+        raise AppError(f"HTTP {r.status_code}: {r.text[:500]}")
+    return r.json()["value"]
+
+
+def _drive(
+    sim, url: str, person, wav: bytes, deadline: float, start: threading.Barrier, out: dict, mode: str = "gradio"
+) -> None:
+    """One participant's session on the app: a view, then up to SUBMITS submits, then a view."""
     from harness.gradio_http import GradioHTTP
     from services.study.texts import Voice, page_language
 
     lat, errors, recorded = [], [], []
     tab = person.tab
+    json_form = mode == "json" and tab in FORM_TABS
+
+    def view_call():
+        if json_form:
+            return form_call(c, url, person.role, tab, "view", {"token": person.token})
+        return c.predict(person.token, tab, api_name="/view")
+
     with GradioHTTP(url, timeout=120) as c:
         try:
             start.wait(120)
             t0 = time.perf_counter()
-            view = c.predict(person.token, tab, api_name="/view")
+            view = view_call()
             lat.append(("view", time.perf_counter() - t0))
             for _ in range(SUBMITS):
                 if view.get("status") != "item" or time.time() > deadline:
@@ -116,7 +146,10 @@ def _drive(sim, url: str, person, wav: bytes, deadline: float, start: threading.
                 payload = sim.answers.answer(person.pid, view["phase"], view["item_id"], view["content"])
                 args = _inputs(tab, person.token, view, payload, c, wav, lat)
                 t0 = time.perf_counter()
-                res = c.predict(*args, api_name=ENDPOINT[tab])
+                if json_form:
+                    res = form_call(c, url, person.role, tab, "submit", {"token": args[0], "value": args[1]})
+                else:
+                    res = c.predict(*args, api_name=ENDPOINT[tab])
                 lat.append((ENDPOINT[tab].lstrip("/"), time.perf_counter() - t0))
                 state = res[0] if isinstance(res, list) else res
                 if state.get("notice") != Voice(page_language(tab))("saved"):  # "Guardado." for a receiver
@@ -129,14 +162,15 @@ def _drive(sim, url: str, person, wav: bytes, deadline: float, start: threading.
             # the view again, now that the session exists (a reload): the first one above also
             # pays for setting up the session
             t0 = time.perf_counter()
-            c.predict(person.token, tab, api_name="/view")
+            view_call()
             lat.append(("view_again", time.perf_counter() - t0))
         except Exception as e:  # reported, never hidden
             errors.append(f"{person.role} {person.pid} {tab}: {type(e).__name__}: {e}")
     out[person.pid] = {"lat": lat, "errors": errors, "recorded": recorded, "calls": len(lat)}
 
 
-def _noop(url: str, person, calls: int, start: threading.Barrier, out: dict) -> None:
+def _noop(url: str, person, calls: int, start: threading.Barrier, out: dict, mode: str = "gradio") -> None:
+    """The no-op's calls: its Gradio event (/noop), or with mode "json" its plain JSON route."""
     from harness.gradio_http import GradioHTTP
 
     lat, errors = [], []
@@ -144,8 +178,12 @@ def _noop(url: str, person, calls: int, start: threading.Barrier, out: dict) -> 
         try:
             start.wait(120)
             for k in range(calls):
+                value = {"item_id": str(k), "answer": {"score": 1 + k}}
                 t0 = time.perf_counter()
-                c.predict(person.token, {"item_id": str(k), "answer": {"score": 1 + k}}, api_name="/noop")
+                if mode == "json":
+                    form_call(c, url, "", "noop", "submit", {"token": person.token, "value": value})
+                else:
+                    c.predict(person.token, value, api_name="/noop")
                 # the first call of a session, all clients at once, is the /view's counterpart
                 lat.append(("noop_first" if k == 0 else "noop_next", time.perf_counter() - t0))
         except Exception as e:
@@ -180,10 +218,53 @@ def _summary(xs: list[float], wall: float) -> dict:
     return {**summarise(xs), "wall_s": round(wall, 2), "calls_per_s": round(len(xs) / wall, 1) if wall else None}
 
 
-def http_sample(sim, levels=LEVELS) -> dict:
+def _latencies(outs: dict) -> dict[str, list[float]]:
+    by: dict[str, list[float]] = {}
+    for o in outs.values():
+        for k, x in o["lat"]:
+            by.setdefault(k, []).append(x)
+    return by
+
+
+def _mode_row(app_out: dict, noop_by: dict, wall: float, cpu: float, client: float) -> dict:
+    """One way of calling the app at one level: latency per endpoint, against the no-op's."""
+    from harness.measure import percentile
+
+    by = _latencies(app_out)
+    calls = [x for k, xs in by.items() if k != "upload" for x in xs]
+    subs = [x for k, xs in by.items() if k not in ("view", "view_again", "upload") for x in xs]
+    n_calls = max(1, sum(len(o["lat"]) for o in app_out.values()))
+    row = {
+        "app": _summary(calls, wall),
+        "submits": _summary(subs, wall),
+        "submits_per_s": round(len(subs) / wall, 1) if wall else None,
+        "per_endpoint": {k: _summary(xs, wall) for k, xs in sorted(by.items())},
+        "server_cpu_ms_per_call": round(1000 * cpu / n_calls, 2),
+        "client_cpu_ms_per_call": round(1000 * client / n_calls, 2),
+    }
+    for noop, suffix in (("noop", ""), ("noop_json", "_json")):
+        first, nxt = noop_by.get(f"{noop}_first"), noop_by.get(f"{noop}_next")
+        if first and "view" in by:
+            row[f"view_vs_first_noop{suffix}_p95"] = round(1000 * percentile(by["view"], 95) / _p95(first), 2)
+        if nxt and subs:
+            row[f"submits_vs_later_noops{suffix}_p95"] = round(1000 * percentile(subs, 95) / _p95(nxt), 2)
+        if nxt and "view_again" in by:
+            row[f"view_again_vs_later_noops{suffix}_p95"] = round(
+                1000 * percentile(by["view_again"], 95) / _p95(nxt), 2
+            )
+    return row
+
+
+def _p95(xs: list[float]) -> float:
+    from harness.measure import percentile
+
+    return 1000 * percentile(xs, 95)
+
+
+def http_sample(sim, levels=LEVELS, modes=MODES) -> dict:
     from benchmarks.load import start_noop, stop_noop
     from harness.load_app import LoadApp
-    from harness.measure import peak_rss_mb, percentile
+    from harness.measure import peak_rss_mb
 
     tmp = Path(tempfile.mkdtemp(prefix="study-sim-http-"))
     app = LoadApp(
@@ -196,7 +277,12 @@ def http_sample(sim, levels=LEVELS) -> dict:
         },
     )
     wav = Path(sim.wav).read_bytes()
-    result = {"levels": [], "submits_per_client": SUBMITS, "client": "harness/gradio_http.py GradioHTTP"}
+    result = {
+        "levels": [],
+        "modes": list(modes),
+        "submits_per_client": SUBMITS,
+        "client": "harness/gradio_http.py GradioHTTP",
+    }
     noop = None
     used: set = set()
     try:
@@ -205,93 +291,79 @@ def http_sample(sim, levels=LEVELS) -> dict:
         result["app_start_s"] = round(time.time() - t0, 1)
         noop, noop_log, noop_url = start_noop(tmp)
         for n in levels:
-            noop_out, app_out, roles = {}, {}, {}
-            noop_wall = app_wall = noop_cpu = noop_client = app_cpu = app_client = 0.0
+            noop_out: dict = {}
+            app_out: dict = {m: {} for m in modes}
+            wall = {m: 0.0 for m in modes}
+            cpu = {m: 0.0 for m in modes}
+            client = {m: 0.0 for m in modes}
+            noop_wall = noop_cpu = 0.0
+            roles: dict = {}
             recorded = []
-            # ROUNDS rounds of n different participants each: a p95 over one round's n first views
-            # would be their maximum
-            for _ in range(ROUNDS):
-                people = pick(sim, n, used)
-                if len(people) < 2:
-                    break
-                for p in people:
-                    roles[f"{p.role}/{p.tab}"] = roles.get(f"{p.role}/{p.tab}", 0) + 1
-                deadline = time.time() + DEADLINE_S
-                c0, k0 = cpu_s(noop.pid), time.process_time()
-                out, wall = _run(lambda p, start, out: _noop(noop_url, p, 2 + SUBMITS, start, out), people)
-                noop_out.update(out)
-                noop_wall += wall
-                noop_cpu, noop_client = noop_cpu + cpu_s(noop.pid) - c0, noop_client + time.process_time() - k0
-                c0, k0 = cpu_s(app.proc.pid), time.process_time()
-                out, wall = _run(lambda p, start, out: _drive(sim, app.url, p, wav, deadline, start, out), people)
-                app_out.update(out)
-                app_wall += wall
-                app_cpu, app_client = app_cpu + cpu_s(app.proc.pid) - c0, app_client + time.process_time() - k0
-                # the worker's part, then the admin's review, for what was recorded over HTTP
-                made = [e for o in out.values() for e in o["recorded"]]
-                for eid in made:
-                    sim.record_outcome(eid)
-                sim.review()
-                recorded += made
-            if not app_out:
+            # ROUNDS rounds; in each, the no-op's two kinds of call, then each way of calling the
+            # app with n other participants, the order turned round each round
+            for r in range(ROUNDS):
+                order = list(modes) if r % 2 == 0 else list(reversed(modes))
+                for m in order:
+                    people = pick(sim, n, used)
+                    if len(people) < 2:
+                        break
+                    for p in people:
+                        roles[f"{p.role}/{p.tab}"] = roles.get(f"{p.role}/{p.tab}", 0) + 1
+                    for kind in ("gradio", "json"):
+                        c0 = cpu_s(noop.pid)
+                        out, w = _run(
+                            lambda p, start, out, kind=kind: _noop(noop_url, p, 2 + SUBMITS, start, out, kind), people
+                        )
+                        name = "noop" if kind == "gradio" else "noop_json"
+                        for pid, o in out.items():
+                            noop_out[(name, pid)] = {**o, "lat": [(name + k[4:], x) for k, x in o["lat"]]}
+                        noop_wall += w
+                        noop_cpu += cpu_s(noop.pid) - c0
+                    deadline = time.time() + DEADLINE_S
+                    c0, k0 = cpu_s(app.proc.pid), time.process_time()
+                    out, w = _run(
+                        lambda p, start, out, m=m: _drive(sim, app.url, p, wav, deadline, start, out, m), people
+                    )
+                    app_out[m].update(out)
+                    wall[m] += w
+                    cpu[m] += cpu_s(app.proc.pid) - c0
+                    client[m] += time.process_time() - k0
+                    # the worker's part, then the admin's review, for what was recorded over HTTP
+                    made = [e for o in out.values() for e in o["recorded"]]
+                    for eid in made:
+                        sim.record_outcome(eid)
+                    sim.review()
+                    recorded += made
+            if not any(app_out.values()):
                 result["levels"].append({"clients": n, "skipped": "fewer than 2 participants have work"})
                 continue
-            by: dict[str, list[float]] = {}
-            for o in app_out.values():
-                for k, x in o["lat"]:
-                    by.setdefault(k, []).append(x)
-            calls = [x for k, xs in by.items() if k != "upload" for x in xs]
-            noops = [x for o in noop_out.values() for _, x in o["lat"]]
-            noop_by: dict[str, list[float]] = {}
-            for o in noop_out.values():
-                for k, x in o["lat"]:
-                    noop_by.setdefault(k, []).append(x)
-            errors = [e for o in [*app_out.values(), *noop_out.values()] for e in o["errors"]]
+            noop_by = _latencies(noop_out)
+            errors = [e for outs in [*app_out.values(), noop_out] for o in outs.values() for e in o["errors"]]
             row = {
                 "clients": n,
                 "rounds": ROUNDS,
                 "roles": roles,
-                "app": _summary(calls, app_wall),
-                "noop": _summary(noops, noop_wall),
-                "per_endpoint": {k: _summary(xs, app_wall) for k, xs in sorted(by.items())},
                 "noop_per_call": {k: _summary(xs, noop_wall) for k, xs in sorted(noop_by.items())},
-                # the servers' own CPU per call (the clients run on the same cores)
-                "server_cpu_ms_per_call": {
-                    "app": round(1000 * app_cpu / max(1, sum(len(o["lat"]) for o in app_out.values())), 2),
-                    "noop": round(1000 * noop_cpu / max(1, sum(len(o["lat"]) for o in noop_out.values())), 2),
-                },
-                # and the clients' (this process: the HTTP client, and for the app the answers)
-                "client_cpu_ms_per_call": {
-                    "app": round(1000 * app_client / max(1, sum(len(o["lat"]) for o in app_out.values())), 2),
-                    "noop": round(1000 * noop_client / max(1, sum(len(o["lat"]) for o in noop_out.values())), 2),
-                },
+                "noop_server_cpu_ms_per_call": round(
+                    1000 * noop_cpu / max(1, sum(len(o["lat"]) for o in noop_out.values())), 2
+                ),
+                "modes": {m: _mode_row(app_out[m], noop_by, wall[m], cpu[m], client[m]) for m in modes if app_out[m]},
                 "recorded_over_http": len(recorded),
                 "errors": errors[:10],
                 "n_errors": len(errors),
                 "load_average": [round(x, 2) for x in os.getloadavg()],
             }
-            if calls and noops:
-                row["ratio_p50"] = round(row["app"]["p50_ms"] / row["noop"]["p50_ms"], 2)
-                row["ratio_p95"] = round(row["app"]["p95_ms"] / row["noop"]["p95_ms"], 2)
-                first, nxt = row["noop_per_call"].get("noop_first"), row["noop_per_call"].get("noop_next")
-                subs = [x for k, xs in by.items() if k not in ("view", "view_again", "upload") for x in xs]
-                if first and "view" in by:
-                    row["view_vs_first_noop_p95"] = round(row["per_endpoint"]["view"]["p95_ms"] / first["p95_ms"], 2)
-                if nxt and subs:
-                    row["submits_vs_later_noops_p95"] = round(1000 * percentile(subs, 95) / nxt["p95_ms"], 2)
-                if nxt and "view_again" in by:
-                    row["view_again_vs_later_noops_p95"] = round(
-                        row["per_endpoint"]["view_again"]["p95_ms"] / nxt["p95_ms"], 2
-                    )
             result["levels"].append(row)
-            sim.log(
-                f"  HTTP, {n} clients x {ROUNDS} rounds {roles}: app p50 {row['app'].get('p50_ms')} ms "
-                f"p95 {row['app'].get('p95_ms')} ms | no-op p50 {row['noop'].get('p50_ms')} ms "
-                f"p95 {row['noop'].get('p95_ms')} ms | ratio p95 {row.get('ratio_p95')} (views vs first no-ops "
-                f"{row.get('view_vs_first_noop_p95')}, "
-                f"submits vs later no-ops {row.get('submits_vs_later_noops_p95')})"
-                + (f" | {len(errors)} errors: {errors[:2]}" if errors else "")
-            )
+            for m, mr in row["modes"].items():
+                sim.log(
+                    f"  HTTP {m}, {n} clients x {ROUNDS} rounds: submits p50 {mr['submits'].get('p50_ms')} ms "
+                    f"p95 {mr['submits'].get('p95_ms')} ms, {mr['submits_per_s']}/s | submits vs later no-ops p95 "
+                    f"{mr.get('submits_vs_later_noops_p95')} (JSON no-op {mr.get('submits_vs_later_noops_json_p95')}), "
+                    f"views vs first no-ops {mr.get('view_vs_first_noop_p95')}, server CPU/call "
+                    f"{mr['server_cpu_ms_per_call']} ms (no-op {row['noop_server_cpu_ms_per_call']})"
+                )
+            if errors:
+                sim.log(f"  HTTP, {n} clients: {len(errors)} errors: {errors[:2]}")
             sim.problems += [f"HTTP: {e}" for e in errors]
         result["app_peak_rss_mb"] = peak_rss_mb(app.proc.pid) if app.proc else None
     finally:

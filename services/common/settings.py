@@ -127,6 +127,12 @@ class Settings:
         "1 names every script a participant page loads in its HTML, so the browser fetches them at once (tabs/preload.py), and serves Gradio's hashed script files from memory, compressed once and cached by the browser for a year; 0 leaves both to Gradio",
         default=True,
     )
+    form_routes: bool = _s(
+        "TRADLAB_FORM_ROUTES",
+        "1",
+        "1 lets a participant page post its item form's answers to a plain JSON route beside Gradio's event (web/form_routes.py: the same checks, a sixth of a Gradio event's server time); 0 sends them by the Gradio event only (a proxy that passes only Gradio's paths)",
+        default=True,
+    )
     frame_ancestors: str = _s(
         "TRADLAB_FRAME_ANCESTORS",
         "'self'",
@@ -322,6 +328,7 @@ class Settings:
                 "uploads_per_minute": int(_float(get["TRADLAB_UPLOADS_PER_MINUTE"], 10.0)) or 10,
                 "upload_mb_per_client": _float(get["TRADLAB_UPLOAD_MB_PER_CLIENT"], 200.0) or 200.0,
                 "fast_pages": get["TRADLAB_FAST_PAGES"].strip() not in ("0", "false", "no"),
+                "form_routes": get["TRADLAB_FORM_ROUTES"].strip() not in ("0", "false", "no"),
                 "frame_ancestors": " ".join(get["TRADLAB_FRAME_ANCESTORS"].split()) or "'self'",
                 "environ": dict(env),
             }
