@@ -109,6 +109,7 @@ def serve(args, settings, connect):
     mounts = mount_pages(
         site, root_path=args.root_path, server_name=host, server_port=args.port or settings.port, **options
     )
+    routes = form_routes(site.pages) if settings.form_routes else []  # ahead of their pages' mounts
     demo.launch(
         server_name=host,
         server_port=args.port or settings.port,
@@ -119,7 +120,7 @@ def serve(args, settings, connect):
         ssl_verify=not certfile,
         root_path=args.root_path,
         **options,
-        app_kwargs={"routes": (form_routes(site.pages) if settings.form_routes else []) + mounts, "middleware": middleware(site, settings, database)},
+        app_kwargs={"routes": routes + mounts, "middleware": middleware(site, settings, database)},
         prevent_thread_lock=True,
     )
     for blocks in site.blocks:
