@@ -43,8 +43,8 @@ ITEMS = 20
 def noop_server(port: int) -> None:
     """The bare Gradio app: one event, no state, the same inputs as /da_submit (the token and
     the item form's JSON value), outside the queue as the app's participant events are
-    (tabs/common.PARTICIPANT_EVENT); and the same no-op as a plain JSON route beside it
-    (POST /form/noop/submit, as web/form_routes.py serves the item forms)."""
+    (tabs/common.PARTICIPANT_EVENT); the same through the queue (/noop_queued); and as a plain
+    JSON route beside them (POST /form/noop/submit, as web/form_routes.py serves the forms)."""
     import gradio as gr
     from starlette.responses import JSONResponse
     from starlette.routing import Route
@@ -64,8 +64,11 @@ def noop_server(port: int) -> None:
     with gr.Blocks() as demo:
         token, form = gr.Textbox(visible=False), gr.JSON(visible=False)
         out = gr.JSON(visible=False)
-        go = gr.Button("Submit")
+        go, queued = gr.Button("Submit"), gr.Button("Submit (queued)")
         go.click(noop, [token, form], out, api_name="noop", queue=False)
+        # through Gradio's queue (a join, then the event stream): the no-op these benchmarks
+        # compared with until 2026-12-03, while the app's events went outside the queue
+        queued.click(noop, [token, form], out, api_name="noop_queued")
     demo.queue(default_concurrency_limit=16)
     demo.launch(
         server_name="127.0.0.1",

@@ -20,14 +20,20 @@ ITEMS_PER_RATER = 20  # the study's hit_size
 
 # -- the app -----------------------------------------------------------------------------------
 class LoadApp(RunningApp):
-    """RunningApp that keeps one log across restarts and can be killed with SIGKILL."""
+    """RunningApp that keeps one log across restarts and can be killed with SIGKILL; root: another
+    checkout of the app to launch instead of this one (a before/after in one benchmark run)."""
+
+    def __init__(self, tmp: Path, env_extra: dict | None = None, root: Path | None = None):
+        super().__init__(tmp, env_extra)
+        self.root = Path(root) if root else ROOT
 
     def start(self, *args):
+        self.tmp.mkdir(parents=True, exist_ok=True)
         self.log = open(self.tmp / "server.log", "a")
         self.log.write(f"\n=== start {time.strftime('%H:%M:%S')} ===\n")
         self.log.flush()
         self.proc = subprocess.Popen(
-            [sys.executable, "app.py", *args], cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT
+            [sys.executable, "app.py", *args], cwd=self.root, env=self.env, stdout=self.log, stderr=subprocess.STDOUT
         )
         deadline = time.time() + 90
         while time.time() < deadline:

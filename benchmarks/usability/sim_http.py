@@ -35,7 +35,14 @@ LEVELS = tuple(int(x) for x in os.environ.get("SIM_HTTP_LEVELS", "16,50").split(
 # /<tab>_submit), as the page did before and still does when a JSON call fails. Both by default,
 # in turn within each round, with other participants: the before and after in one run.
 MODES = tuple(os.environ.get("SIM_HTTP_ROUTES", "json,gradio").split(","))
-FORM_TABS = ("receiver", "validator", "survey")  # the record tab has no item form (an upload)
+# SIM_HTTP_BEFORE=<another checkout>: that code's app too, on the same database, called through
+# the Gradio events (mode "before"), in turn with the others: the before and after in one run
+BEFORE = os.environ.get("SIM_HTTP_BEFORE", "")
+FORM_TABS = ("receiver", "validator", "survey")
+# the no-op's three ways: its Gradio event outside the queue (the app's participant events'
+# kind), its plain JSON route (the item forms' kind), and its event through Gradio's queue (what
+# the no-op was until 2026-12-03: the issue's figures were taken against it)
+NOOPS = ("gradio", "json", "queued")  # the record tab has no item form (an upload)
 SUBMITS = 4
 ROUNDS = 2
 DEADLINE_S = 300
@@ -183,7 +190,7 @@ def _noop(url: str, person, calls: int, start: threading.Barrier, out: dict, mod
                 if mode == "json":
                     form_call(c, url, "", "noop", "submit", {"token": person.token, "value": value})
                 else:
-                    c.predict(person.token, value, api_name="/noop")
+                    c.predict(person.token, value, api_name="/noop_queued" if mode == "queued" else "/noop")
                 # the first call of a session, all clients at once, is the /view's counterpart
                 lat.append(("noop_first" if k == 0 else "noop_next", time.perf_counter() - t0))
         except Exception as e:
@@ -242,7 +249,7 @@ def _mode_row(app_out: dict, noop_by: dict, wall: float, cpu: float, client: flo
         "server_cpu_ms_per_call": round(1000 * cpu / n_calls, 2),
         "client_cpu_ms_per_call": round(1000 * client / n_calls, 2),
     }
-    for noop, suffix in (("noop", ""), ("noop_json", "_json")):
+    for noop, suffix in (("noop", ""), ("noop_json", "_json"), ("noop_queued", "_queued")):
         first, nxt = noop_by.get(f"{noop}_first"), noop_by.get(f"{noop}_next")
         if first and "view" in by:
             row[f"view_vs_first_noop{suffix}_p95"] = round(1000 * percentile(by["view"], 95) / _p95(first), 2)
@@ -255,27 +262,41 @@ def _mode_row(app_out: dict, noop_by: dict, wall: float, cpu: float, client: flo
     return row
 
 
+def _commit(root: str) -> str:
+    import subprocess
+
+    out = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def kind_of(name: str) -> str:
+    """The no-op's kind of a latency's name: noop_json_next -> json, noop_first -> gradio."""
+    return next((k for k in ("json", "queued") if name.startswith(f"noop_{k}_")), "gradio")
+
+
 def _p95(xs: list[float]) -> float:
     from harness.measure import percentile
 
     return 1000 * percentile(xs, 95)
 
 
-def http_sample(sim, levels=LEVELS, modes=MODES) -> dict:
+def http_sample(sim, levels=LEVELS, modes=MODES, before: str = BEFORE) -> dict:
     from benchmarks.load import start_noop, stop_noop
     from harness.load_app import LoadApp
     from harness.measure import peak_rss_mb
 
     tmp = Path(tempfile.mkdtemp(prefix="study-sim-http-"))
-    app = LoadApp(
-        tmp,
-        {
-            "TRADLAB_DB": str(sim.db_path),
-            "TRADLAB_MEDIA": str(sim.media),
-            "TRADLAB_WORKER": "0",
-            "TRADLAB_FIGURE_PNG": "0",
-        },
-    )
+    env = {
+        "TRADLAB_DB": str(sim.db_path),
+        "TRADLAB_MEDIA": str(sim.media),
+        "TRADLAB_WORKER": "0",
+        "TRADLAB_FIGURE_PNG": "0",
+    }
+    app = LoadApp(tmp, env)
+    old = None
+    if before:
+        modes = (*modes, "before")
+        old = LoadApp(tmp / "before", env, root=Path(before))
     wav = Path(sim.wav).read_bytes()
     result = {
         "levels": [],
@@ -289,6 +310,9 @@ def http_sample(sim, levels=LEVELS, modes=MODES) -> dict:
         t0 = time.time()
         app.start()
         result["app_start_s"] = round(time.time() - t0, 1)
+        if old is not None:
+            old.start()
+            result["before"] = {"code": before, "commit": _commit(before)}
         noop, noop_log, noop_url = start_noop(tmp)
         for n in levels:
             noop_out: dict = {}
@@ -296,10 +320,11 @@ def http_sample(sim, levels=LEVELS, modes=MODES) -> dict:
             wall = {m: 0.0 for m in modes}
             cpu = {m: 0.0 for m in modes}
             client = {m: 0.0 for m in modes}
-            noop_wall = noop_cpu = 0.0
+            noop_wall = {k: 0.0 for k in NOOPS}
+            noop_cpu = {k: 0.0 for k in NOOPS}
             roles: dict = {}
             recorded = []
-            # ROUNDS rounds; in each, the no-op's two kinds of call, then each way of calling the
+            # ROUNDS rounds; in each, the no-op's kinds of call, then each way of calling the
             # app with n other participants, the order turned round each round
             for r in range(ROUNDS):
                 order = list(modes) if r % 2 == 0 else list(reversed(modes))
@@ -309,24 +334,27 @@ def http_sample(sim, levels=LEVELS, modes=MODES) -> dict:
                         break
                     for p in people:
                         roles[f"{p.role}/{p.tab}"] = roles.get(f"{p.role}/{p.tab}", 0) + 1
-                    for kind in ("gradio", "json"):
+                    for kind in NOOPS:
                         c0 = cpu_s(noop.pid)
                         out, w = _run(
                             lambda p, start, out, kind=kind: _noop(noop_url, p, 2 + SUBMITS, start, out, kind), people
                         )
-                        name = "noop" if kind == "gradio" else "noop_json"
+                        name = {"gradio": "noop", "json": "noop_json", "queued": "noop_queued"}[kind]
                         for pid, o in out.items():
                             noop_out[(name, pid)] = {**o, "lat": [(name + k[4:], x) for k, x in o["lat"]]}
-                        noop_wall += w
-                        noop_cpu += cpu_s(noop.pid) - c0
+                        noop_wall[kind] += w
+                        noop_cpu[kind] += cpu_s(noop.pid) - c0
                     deadline = time.time() + DEADLINE_S
-                    c0, k0 = cpu_s(app.proc.pid), time.process_time()
+                    server = old if m == "before" else app
+                    c0, k0 = cpu_s(server.proc.pid), time.process_time()
+                    way = "gradio" if m == "before" else m
                     out, w = _run(
-                        lambda p, start, out, m=m: _drive(sim, app.url, p, wav, deadline, start, out, m), people
+                        lambda p, start, out, way=way: _drive(sim, server.url, p, wav, deadline, start, out, way),
+                        people,
                     )
                     app_out[m].update(out)
                     wall[m] += w
-                    cpu[m] += cpu_s(app.proc.pid) - c0
+                    cpu[m] += cpu_s(server.proc.pid) - c0
                     client[m] += time.process_time() - k0
                     # the worker's part, then the admin's review, for what was recorded over HTTP
                     made = [e for o in out.values() for e in o["recorded"]]
@@ -343,10 +371,14 @@ def http_sample(sim, levels=LEVELS, modes=MODES) -> dict:
                 "clients": n,
                 "rounds": ROUNDS,
                 "roles": roles,
-                "noop_per_call": {k: _summary(xs, noop_wall) for k, xs in sorted(noop_by.items())},
-                "noop_server_cpu_ms_per_call": round(
-                    1000 * noop_cpu / max(1, sum(len(o["lat"]) for o in noop_out.values())), 2
-                ),
+                "noop_per_call": {k: _summary(xs, noop_wall[kind_of(k)]) for k, xs in sorted(noop_by.items())},
+                "noop_server_cpu_ms_per_call": {
+                    kind: round(
+                        1000 * noop_cpu[kind] / max(1, sum(len(xs) for k, xs in noop_by.items() if kind_of(k) == kind)),
+                        2,
+                    )
+                    for kind in NOOPS
+                },
                 "modes": {m: _mode_row(app_out[m], noop_by, wall[m], cpu[m], client[m]) for m in modes if app_out[m]},
                 "recorded_over_http": len(recorded),
                 "errors": errors[:10],
@@ -358,9 +390,11 @@ def http_sample(sim, levels=LEVELS, modes=MODES) -> dict:
                 sim.log(
                     f"  HTTP {m}, {n} clients x {ROUNDS} rounds: submits p50 {mr['submits'].get('p50_ms')} ms "
                     f"p95 {mr['submits'].get('p95_ms')} ms, {mr['submits_per_s']}/s | submits vs later no-ops p95 "
-                    f"{mr.get('submits_vs_later_noops_p95')} (JSON no-op {mr.get('submits_vs_later_noops_json_p95')}), "
-                    f"views vs first no-ops {mr.get('view_vs_first_noop_p95')}, server CPU/call "
-                    f"{mr['server_cpu_ms_per_call']} ms (no-op {row['noop_server_cpu_ms_per_call']})"
+                    f"{mr.get('submits_vs_later_noops_p95')} (JSON no-op {mr.get('submits_vs_later_noops_json_p95')}, "
+                    f"queued no-op {mr.get('submits_vs_later_noops_queued_p95')}), "
+                    f"views vs first no-ops {mr.get('view_vs_first_noop_p95')} (queued "
+                    f"{mr.get('view_vs_first_noop_queued_p95')}), server CPU/call "
+                    f"{mr['server_cpu_ms_per_call']} ms (no-ops {row['noop_server_cpu_ms_per_call']})"
                 )
             if errors:
                 sim.log(f"  HTTP, {n} clients: {len(errors)} errors: {errors[:2]}")
@@ -368,6 +402,8 @@ def http_sample(sim, levels=LEVELS, modes=MODES) -> dict:
         result["app_peak_rss_mb"] = peak_rss_mb(app.proc.pid) if app.proc else None
     finally:
         app.stop()
+        if old is not None:
+            old.stop()
         if noop is not None:
             stop_noop(noop, noop_log)
         if sim.problems and any(p.startswith("HTTP") for p in sim.problems):
