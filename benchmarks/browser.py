@@ -37,6 +37,11 @@ its first input enabled (click_to_navigation_ms: the part before the new page's 
 start). The result's vs_potato block sets the app's click p50s against Potato's and every first
 usable page median against the floor's. Without Potato the run says how to install it and goes
 on without its pages. --screenshots DIR keeps each Potato page's first item.
+
+--before CHECKOUT: that checkout's app too (a git worktree of an older commit, its .venv a link
+to this one's), with the same two studies: its DA and receiver pages are measured in turn with
+the others (da_before, receiver_before), so a change to the pages has its before and after in
+one run.
 """
 
 from __future__ import annotations
@@ -373,12 +378,15 @@ def da_text_study(dest: Path) -> Path:
     return dest
 
 
-def start_app(tmp: Path, runs: int, fast: bool = True):
+def start_app(tmp: Path, runs: int, fast: bool = True, root: Path | None = None):
+    """The app with its two studies; root: another checkout's app (--before)."""
     from harness.app import RunningApp
 
     tmp.mkdir(parents=True, exist_ok=True)
     app = RunningApp(
-        tmp, env_extra={"TRADLAB_WORKER": "0", "TRADLAB_RATE_LIMIT": "0", "TRADLAB_FAST_PAGES": "1" if fast else "0"}
+        tmp,
+        env_extra={"TRADLAB_WORKER": "0", "TRADLAB_RATE_LIMIT": "0", "TRADLAB_FAST_PAGES": "1" if fast else "0"},
+        root=root,
     )
     for folder in (da_text_study(tmp / "demo"), receiver_study(tmp / "recv30", runs)):
         res = app.cli("import", str(folder))
@@ -445,6 +453,14 @@ def start_potato(tmp: Path) -> dict:
     return servers
 
 
+def _commit(root: str) -> str:
+    import subprocess
+
+    return subprocess.run(
+        ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+
+
 def vs_potato(out: dict) -> dict | None:
     """The app's pages against Potato's: click p50s, and first usable page medians each against
     the floor's (a ratio over 1: slower than the floor)."""
@@ -476,6 +492,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2, help="participants per page (each a fresh browser context)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "browser.json"))
     ap.add_argument("--screenshots", help="a folder for a screenshot of each Potato page's first item (first run)")
+    ap.add_argument(
+        "--before", help="another checkout of the app: its DA and receiver pages too (da_before, receiver_before)"
+    )
     ap.add_argument("--floor-server", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.floor_server:
@@ -484,7 +503,7 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     tmp = Path(tempfile.mkdtemp(prefix="tradlab-browser-bench-"))
-    app = plain = floor = None
+    app = plain = floor = old = None
     potato: dict = {}
     try:
         app = start_app(tmp / "app", args.runs)
@@ -493,6 +512,8 @@ def main() -> None:
         plain = start_app(tmp / "plain", args.runs, fast=False)
         floor = start_floor(tmp)
         potato = start_potato(tmp)
+        if args.before:
+            old = start_app(tmp / "before", args.runs, root=Path(args.before))
         pages = {
             "floor": (FloorPage(), [floor[2]] * args.runs, args.items),
             "da": (DAPage(), links(app, "demo", "da")[: args.runs], args.items),
@@ -500,6 +521,9 @@ def main() -> None:
             "da_fast_pages_off": (DAPage(), links(plain, "demo", "da")[: args.runs], 0),
             "receiver_fast_pages_off": (ReceiverPage(), links(plain, "recv30", "receiver")[: args.runs], 0),
         }
+        if old is not None:
+            pages["da_before"] = (DAPage(), links(old, "demo", "da")[: args.runs], args.items)
+            pages["receiver_before"] = (ReceiverPage(), links(old, "recv30", "receiver")[: args.runs], args.items)
         potato_specs = {"potato_da": PotatoDAPage(), "potato_receiver": PotatoReceiverPage()}
         for task, (_, _, url) in potato.items():
             pages[task] = (potato_specs[task], potato_tasks.participant_urls(url, task, args.runs), args.items)
@@ -530,6 +554,8 @@ def main() -> None:
             "targets": {"click_p50_ms": 250, "click_p95_ms": 400, "first_usable_ms": 1500},
             "vs_potato": vs_potato(out),
         }
+        if old is not None:
+            result["before"] = {"code": args.before, "commit": _commit(args.before)}
         if result["vs_potato"]:
             print("vs_potato", result["vs_potato"], flush=True)
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
@@ -540,7 +566,7 @@ def main() -> None:
                 server[0].terminate()
                 server[0].wait(10)
                 server[1].close()
-        for a in (app, plain):
+        for a in (app, plain, old):
             if a:
                 a.stop()
         shutil.rmtree(tmp, ignore_errors=True)

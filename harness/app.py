@@ -27,7 +27,9 @@ def free_port() -> int:
 
 
 class RunningApp:
-    def __init__(self, tmp: Path, env_extra: dict | None = None):
+    def __init__(self, tmp: Path, env_extra: dict | None = None, root: Path | None = None):
+        """root: another checkout of the app to run instead of this one (a benchmark's before)."""
+        self.root = Path(root) if root else ROOT
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.tmp = tmp
@@ -51,7 +53,7 @@ class RunningApp:
 
     def cli(self, *args) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "app.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120
+            [sys.executable, "app.py", *args], cwd=self.root, env=self.env, capture_output=True, text=True, timeout=120
         )
 
     def add_participants(self, role: str, count: int, group: str = "", gender: str = "", study: str = "demo") -> None:
@@ -66,7 +68,7 @@ class RunningApp:
     def start(self, *args):
         self.log = open(self.tmp / "server.log", "w")
         self.proc = subprocess.Popen(
-            [sys.executable, "app.py", *args], cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT
+            [sys.executable, "app.py", *args], cwd=self.root, env=self.env, stdout=self.log, stderr=subprocess.STDOUT
         )
         deadline = time.time() + 90
         while time.time() < deadline:

@@ -11,7 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from harness.app import ROOT, RunningApp
+from harness.app import RunningApp
 
 STUDY = Path(__file__).resolve().parent / "load-study"
 STUDY_ID = "load"
@@ -20,12 +20,7 @@ ITEMS_PER_RATER = 20  # the study's hit_size
 
 # -- the app -----------------------------------------------------------------------------------
 class LoadApp(RunningApp):
-    """RunningApp that keeps one log across restarts and can be killed with SIGKILL; root: another
-    checkout of the app to launch instead of this one (a before/after in one benchmark run)."""
-
-    def __init__(self, tmp: Path, env_extra: dict | None = None, root: Path | None = None):
-        super().__init__(tmp, env_extra)
-        self.root = Path(root) if root else ROOT
+    """RunningApp that keeps one log across restarts and can be killed with SIGKILL."""
 
     def start(self, *args):
         self.tmp.mkdir(parents=True, exist_ok=True)
