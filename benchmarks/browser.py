@@ -59,7 +59,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import potato_tasks  # noqa: E402
-from benchmarks.common import machine, start_script_server  # noqa: E402
+from benchmarks.common import commit_of, machine, start_script_server  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = [
@@ -453,14 +453,6 @@ def start_potato(tmp: Path) -> dict:
     return servers
 
 
-def _commit(root: str) -> str:
-    import subprocess
-
-    return subprocess.run(
-        ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
-
-
 def vs_potato(out: dict) -> dict | None:
     """The app's pages against Potato's: click p50s, and first usable page medians each against
     the floor's (a ratio over 1: slower than the floor)."""
@@ -555,7 +547,7 @@ def main() -> None:
             "vs_potato": vs_potato(out),
         }
         if old is not None:
-            result["before"] = {"code": args.before, "commit": _commit(args.before)}
+            result["before"] = {"code": args.before, "commit": commit_of(args.before)}
         if result["vs_potato"]:
             print("vs_potato", result["vs_potato"], flush=True)
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

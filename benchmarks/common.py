@@ -17,6 +17,15 @@ def timed(fn, repeats: int) -> list[float]:
     return out
 
 
+def commit_of(root) -> str:
+    """The short commit of a checkout (another one's, measured beside this one: a benchmark's before)."""
+    import subprocess
+
+    return subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+
+
 def machine(**extra) -> dict:
     """Cores, platform, Python, library versions and the load average (a busy machine skews figures)."""
     import numpy as np

@@ -262,13 +262,6 @@ def _mode_row(app_out: dict, noop_by: dict, wall: float, cpu: float, client: flo
     return row
 
 
-def _commit(root: str) -> str:
-    import subprocess
-
-    out = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return out.stdout.strip()
-
-
 def kind_of(name: str) -> str:
     """The no-op's kind of a latency's name: noop_json_next -> json, noop_first -> gradio."""
     return next((k for k in ("json", "queued") if name.startswith(f"noop_{k}_")), "gradio")
@@ -312,7 +305,9 @@ def http_sample(sim, levels=LEVELS, modes=MODES, before: str = BEFORE) -> dict:
         result["app_start_s"] = round(time.time() - t0, 1)
         if old is not None:
             old.start()
-            result["before"] = {"code": before, "commit": _commit(before)}
+            from benchmarks.common import commit_of
+
+            result["before"] = {"code": before, "commit": commit_of(before)}
         noop, noop_log, noop_url = start_noop(tmp)
         for n in levels:
             noop_out: dict = {}
