@@ -36,6 +36,12 @@ class Ctx:
     api: bool = True
     lang: str = "en"  # the page's language (services/study/texts.py page_language)
 
+    @property
+    def form_routes(self) -> bool:
+        """Whether the page's item forms post to their JSON routes (web/form_routes.py): the
+        setting, off where there are no settings (a tab built on its own, as tests build one)."""
+        return bool(getattr(self.settings, "form_routes", False))
+
     def api_name(self, name: str) -> dict:
         return {"api_name": name, "api_visibility": "undocumented"} if self.api else {"api_visibility": "private"}
 

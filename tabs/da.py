@@ -91,7 +91,7 @@ def build(ctx: Ctx) -> TabUI:
 
     def value_of(view, notice="", error="", token=""):
         has = view is not None and view.status == "item"
-        route = "da" if ctx.settings.form_routes else ""
+        route = "da" if ctx.form_routes else ""
         return form_value(view, notice, error, body_html(view.content) if has else "", route, token)
 
     def render(view, notice="", error="", token=""):

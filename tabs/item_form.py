@@ -331,7 +331,7 @@ def form_tab(ctx: Ctx, name: str, label: str, body_html, payload_of) -> TabUI:
 
     def value_of(view, notice="", error="", typed=None, token=""):
         has = view is not None and view.status == "item"
-        route = name if ctx.settings.form_routes else ""
+        route = name if ctx.form_routes else ""
         return form_value(view, notice, error, body_html(view.content, typed) if has else "", route, token)
 
     def render(view, notice="", error="", typed=None, token=""):
