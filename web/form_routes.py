@@ -3,10 +3,11 @@
 POST /<role>/form/<tab>/submit {"token": ..., "value": {"item_id": ..., "answer": {...}}} and
 POST /<role>/form/<tab>/view {"token": ...} answer {"value": <the form's value>}: what the tab's
 Gradio event (/<tab>_submit) puts in the form, from the same functions (tabs/item_form.FormRoutes:
-the same services, checks, refusals and tokens). At 50 participants at once a Gradio event costs
-the server about 6 ms of CPU before and after the handler's own 1 ms (its routing, session state,
-pre- and postprocessing; benchmarks/README.md), so the page's script (tabs/item_form.py FORM_JS)
-posts here and falls back to the Gradio event on anything but an answer.
+the same services, checks, refusals and tokens), without Gradio's event processing (its routing,
+session state, pre- and postprocessing): at 50 participants at once 3.9 ms of server CPU a call
+against 5.7 through the events, and 133 submits a second against 86 (benchmarks/README.md, issue
+34's section). So the page's script (tabs/item_form.py FORM_JS) posts here and falls back to the
+Gradio event on anything but an answer.
 
 Only a page's own tabs are served on it (the rater's page has no receiver route); the services
 check the token's role and item as for the Gradio event. Guard (web/guard.py) bounds the body as

@@ -130,7 +130,7 @@ class Settings:
     form_routes: bool = _s(
         "TRADLAB_FORM_ROUTES",
         "1",
-        "1 lets a participant page post its item form's answers to a plain JSON route beside Gradio's event (web/form_routes.py: the same checks, a sixth of a Gradio event's server time); 0 sends them by the Gradio event only (a proxy that passes only Gradio's paths)",
+        "1 lets a participant page post its item form's answers to a plain JSON route beside Gradio's event (web/form_routes.py: the same checks, without Gradio's event processing); 0 sends them by the Gradio event only (a proxy that passes only Gradio's paths)",
         default=True,
     )
     frame_ancestors: str = _s(
