@@ -37,12 +37,16 @@ def build(ctx: Ctx) -> TabUI:
         instruction = gr.HTML(elem_id="record-instruction")
         # the box is the HTML's own <div class="starter">: a class on the component as well drew
         # the border twice
-        starter = gr.HTML(elem_id="starter")
-        audio = gr.Audio(
-            sources=["microphone", "upload"], type="filepath", label="Your recording", elem_id="recorder", visible=False
-        )
-        mic_help = gr.HTML(elem_id="mic-help", js_on_load=MIC_JS, visible=False)
-        send = gr.Button("Submit recording", variant="primary", visible=False)
+        # what only an item shows, shown and hidden as one: Gradio builds a new component for
+        # every gr.update() in an event's answer (0.3-0.7 ms each), so one Column's visibility is
+        # updated and the parts get plain values
+        with gr.Column(visible=False, elem_id="record-item") as item_box:
+            starter = gr.HTML(elem_id="starter")
+            audio = gr.Audio(
+                sources=["microphone", "upload"], type="filepath", label="Your recording", elem_id="recorder"
+            )
+            mic_help = gr.HTML(elem_id="mic-help", js_on_load=MIC_JS)
+            send = gr.Button("Submit recording", variant="primary")
 
     def render(view, notice="", error=""):
         has = view is not None and view.status == "item"
@@ -58,21 +62,17 @@ def build(ctx: Ctx) -> TabUI:
             header: header_html(view, notice, error),
             item: view.item_id if has else "",
             instruction: again + words,
-            starter: gr.update(
-                value=f'<div class="starter">{c.get("starter_html", "")}</div>' if has else "", visible=has
-            ),
-            audio: gr.update(value=None, visible=has),
-            mic_help: gr.update(
-                value=f'<p class="mic-help">{plain_html(c.get("microphone_help", ""))}</p>', visible=has
-            ),
-            send: gr.update(visible=has),
+            item_box: gr.update(visible=has),
+            starter: f'<div class="starter">{c.get("starter_html", "")}</div>' if has else "",
+            audio: None,  # the last recording cleared
+            mic_help: f'<p class="mic-help">{plain_html(c.get("microphone_help", ""))}</p>' if has else "",
         }
 
     def on_submit(token, item_id, audio_path):
         view, notice, error = safe_submit(ctx, token, "record", item_id, {"audio": audio_path})
         return render(view, notice, error)
 
-    outputs = [state, header, item, instruction, starter, audio, mic_help, send]
+    outputs = [state, header, item, instruction, item_box, starter, audio, mic_help]
     send.click(
         on_submit,
         [ctx.token, item, audio],

@@ -20,6 +20,7 @@ and DEADLINE_S per level; only 127.0.0.1 is contacted.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -28,8 +29,8 @@ import threading
 import time
 from pathlib import Path
 
-# SIM_HTTP_LEVELS="50": one level only (a profile of that level)
-LEVELS = tuple(int(x) for x in os.environ.get("SIM_HTTP_LEVELS", "16,50").split(","))
+# SIM_HTTP_LEVELS="50": one level only (a profile of that level); "": none (SIM_HTTP_COSTS only)
+LEVELS = tuple(int(x) for x in os.environ.get("SIM_HTTP_LEVELS", "16,50").split(",") if x.strip())
 # how the item forms are called: "json", as the page's script calls them (web/form_routes.py:
 # /<role>/form/<tab>/view and /submit); "gradio", through the tabs' Gradio events (/view, then
 # /<tab>_submit), as the page did before and still does when a JSON call fails. Both by default,
@@ -38,6 +39,9 @@ MODES = tuple(os.environ.get("SIM_HTTP_ROUTES", "json,gradio").split(","))
 # SIM_HTTP_BEFORE=<another checkout>: that code's app too, on the same database, called through
 # the Gradio events (mode "before"), in turn with the others: the before and after in one run
 BEFORE = os.environ.get("SIM_HTTP_BEFORE", "")
+# how that checkout's app is called: "gradio" (its Gradio events; any checkout) or "json" (its
+# item forms' JSON routes, as its page calls them: a checkout from 2026-12-03 on)
+BEFORE_WAY = os.environ.get("SIM_HTTP_BEFORE_WAY", "gradio")
 FORM_TABS = ("receiver", "validator", "survey")
 # the no-op's three ways: its Gradio event outside the queue (the app's participant events'
 # kind), its plain JSON route (the item forms' kind), and its event through Gradio's queue (what
@@ -45,6 +49,9 @@ FORM_TABS = ("receiver", "validator", "survey")
 NOOPS = ("gradio", "json", "queued")  # the record tab has no item form (an upload)
 SUBMITS = 4
 ROUNDS = 2
+# SIM_HTTP_COSTS=N: first N participants (per way of calling the app) act one at a time, each
+# call's server CPU kept (Meter): what each kind of call costs the server, alone. 0: none
+COSTS = int(os.environ.get("SIM_HTTP_COSTS", "0"))
 DEADLINE_S = 300
 ENDPOINT = {
     "record": "/record_submit",
@@ -125,27 +132,84 @@ def form_call(c, url: str, role: str, tab: str, what: str, body: dict) -> dict:
     return r.json()["value"]
 
 
+def server_cpu_ns(pid: int) -> int:
+    """A process's time on a CPU so far, all threads, in ns (the scheduler's own count,
+    /proc/<pid>/task/*/schedstat: precise enough to time one call, where /proc/<pid>/stat counts
+    10 ms ticks)."""
+    total = 0
+    for f in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(f.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass  # a thread that ended meanwhile
+    return total
+
+
+class Meter:
+    """Each call's server CPU and wall, by the call's name, for calls made one at a time (the
+    cost sample: nothing else runs on the server, so its CPU over a call is the call's)."""
+
+    def __init__(self, pid: int):
+        self.pid, self.by = pid, {}
+
+    def __call__(self, name: str, fn, *args, **kwargs):
+        c0, t0 = server_cpu_ns(self.pid), time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            wall, cpu = time.perf_counter() - t0, (server_cpu_ns(self.pid) - c0) / 1e9
+            self.by.setdefault(name, []).append((wall, cpu))
+
+    def table(self) -> dict:
+        from statistics import mean, median
+
+        return {
+            k: {
+                "n": len(v),
+                "server_cpu_ms_mean": round(1000 * mean(c for _, c in v), 3),
+                "server_cpu_ms_p50": round(1000 * median(c for _, c in v), 3),
+                "wall_ms_p50": round(1000 * median(w for w, _ in v), 3),
+            }
+            for k, v in sorted(self.by.items())
+        }
+
+
+def _untimed(name: str, fn, *args, **kwargs):
+    return fn(*args, **kwargs)
+
+
 def _drive(
-    sim, url: str, person, wav: bytes, deadline: float, start: threading.Barrier, out: dict, mode: str = "gradio"
+    sim,
+    url: str,
+    person,
+    wav: bytes,
+    deadline: float,
+    start: threading.Barrier,
+    out: dict,
+    mode: str = "gradio",
+    meter=_untimed,
 ) -> None:
-    """One participant's session on the app: a view, then up to SUBMITS submits, then a view."""
+    """One participant's session on the app: a view, then up to SUBMITS submits, then a view.
+    meter(name, fn, *args): how each call is made (a Meter: its server CPU is kept)."""
     from harness.gradio_http import GradioHTTP
     from services.study.texts import Voice, page_language
 
     lat, errors, recorded = [], [], []
     tab = person.tab
     json_form = mode == "json" and tab in FORM_TABS
+    way = "json" if json_form else "gradio"
 
-    def view_call():
+    def view_call(name):
         if json_form:
-            return form_call(c, url, person.role, tab, "view", {"token": person.token})
-        return c.predict(person.token, tab, api_name="/view")
+            return meter(f"{way} {name} {tab}", form_call, c, url, person.role, tab, "view", {"token": person.token})
+        return meter(f"{way} {name} {tab}", c.predict, person.token, tab, api_name="/view")
 
     with GradioHTTP(url, timeout=120) as c:
+        c.upload = functools.partial(meter, "gradio upload record", c.upload)  # type: ignore[method-assign]
         try:
             start.wait(120)
             t0 = time.perf_counter()
-            view = view_call()
+            view = view_call("view")
             lat.append(("view", time.perf_counter() - t0))
             for _ in range(SUBMITS):
                 if view.get("status") != "item" or time.time() > deadline:
@@ -153,10 +217,13 @@ def _drive(
                 payload = sim.answers.answer(person.pid, view["phase"], view["item_id"], view["content"])
                 args = _inputs(tab, person.token, view, payload, c, wav, lat)
                 t0 = time.perf_counter()
+                name = f"{way} submit {tab}"
                 if json_form:
-                    res = form_call(c, url, person.role, tab, "submit", {"token": args[0], "value": args[1]})
+                    res = meter(
+                        name, form_call, c, url, person.role, tab, "submit", {"token": args[0], "value": args[1]}
+                    )
                 else:
-                    res = c.predict(*args, api_name=ENDPOINT[tab])
+                    res = meter(name, c.predict, *args, api_name=ENDPOINT[tab])
                 lat.append((ENDPOINT[tab].lstrip("/"), time.perf_counter() - t0))
                 state = res[0] if isinstance(res, list) else res
                 if state.get("notice") != Voice(page_language(tab))("saved"):  # "Guardado." for a receiver
@@ -169,14 +236,16 @@ def _drive(
             # the view again, now that the session exists (a reload): the first one above also
             # pays for setting up the session
             t0 = time.perf_counter()
-            view_call()
+            view_call("view_again")
             lat.append(("view_again", time.perf_counter() - t0))
         except Exception as e:  # reported, never hidden
             errors.append(f"{person.role} {person.pid} {tab}: {type(e).__name__}: {e}")
     out[person.pid] = {"lat": lat, "errors": errors, "recorded": recorded, "calls": len(lat)}
 
 
-def _noop(url: str, person, calls: int, start: threading.Barrier, out: dict, mode: str = "gradio") -> None:
+def _noop(
+    url: str, person, calls: int, start: threading.Barrier, out: dict, mode: str = "gradio", meter=_untimed
+) -> None:
     """The no-op's calls: its Gradio event (/noop), or with mode "json" its plain JSON route."""
     from harness.gradio_http import GradioHTTP
 
@@ -187,10 +256,12 @@ def _noop(url: str, person, calls: int, start: threading.Barrier, out: dict, mod
             for k in range(calls):
                 value = {"item_id": str(k), "answer": {"score": 1 + k}}
                 t0 = time.perf_counter()
+                name = f"noop {mode} {'first' if k == 0 else 'next'}"
                 if mode == "json":
-                    form_call(c, url, "", "noop", "submit", {"token": person.token, "value": value})
+                    meter(name, form_call, c, url, "", "noop", "submit", {"token": person.token, "value": value})
                 else:
-                    c.predict(person.token, value, api_name="/noop_queued" if mode == "queued" else "/noop")
+                    api = "/noop_queued" if mode == "queued" else "/noop"
+                    meter(name, c.predict, person.token, value, api_name=api)
                 # the first call of a session, all clients at once, is the /view's counterpart
                 lat.append(("noop_first" if k == 0 else "noop_next", time.perf_counter() - t0))
         except Exception as e:
@@ -273,6 +344,35 @@ def _p95(xs: list[float]) -> float:
     return 1000 * percentile(xs, 95)
 
 
+def cost_sample(sim, app, old, noop, noop_url: str, modes, wav: bytes, used: set, n: int = 0) -> dict:
+    """Every call alone: per way of calling the app, n (COSTS) other participants of the level's
+    mix act one after another, and the no-op's calls likewise; each call's server CPU and wall
+    (Meter), by the call's name ("json submit receiver", "gradio upload record", "noop gradio
+    next"). The figures a p95 under load is made of: at a closed loop's saturation a call's
+    latency is about the clients' number times the mean server CPU of the calls in flight."""
+    n = n or COSTS
+    out: dict = {}
+    for m in modes:
+        server = old if m == "before" else app
+        meter = Meter(server.proc.pid)
+        way = BEFORE_WAY if m == "before" else m
+        for p in pick(sim, n, used):
+            res: dict = {}
+            _drive(sim, server.url, p, wav, time.time() + DEADLINE_S, threading.Barrier(1), res, way, meter)
+            for eid in res[p.pid]["recorded"]:
+                sim.record_outcome(eid)
+            if res[p.pid]["errors"]:
+                sim.problems += [f"HTTP: {e}" for e in res[p.pid]["errors"]]
+        out[m] = meter.table()
+    meter = Meter(noop.pid)
+    for p in pick(sim, min(n, 10), set(used)):
+        for kind in NOOPS:
+            _noop(noop_url, p, 2 + SUBMITS, threading.Barrier(1), {}, kind, meter)
+    out["noop"] = meter.table()
+    sim.review()
+    return out
+
+
 def http_sample(sim, levels=LEVELS, modes=MODES, before: str = BEFORE) -> dict:
     from benchmarks.load import start_noop, stop_noop
     from harness.load_app import LoadApp
@@ -307,8 +407,10 @@ def http_sample(sim, levels=LEVELS, modes=MODES, before: str = BEFORE) -> dict:
             old.start()
             from benchmarks.common import commit_of
 
-            result["before"] = {"code": before, "commit": commit_of(before)}
+            result["before"] = {"code": before, "commit": commit_of(before), "called_by": BEFORE_WAY}
         noop, noop_log, noop_url = start_noop(tmp)
+        if COSTS:
+            result["costs"] = cost_sample(sim, app, old, noop, noop_url, modes, wav, used)
         for n in levels:
             noop_out: dict = {}
             app_out: dict = {m: {} for m in modes}
@@ -342,7 +444,7 @@ def http_sample(sim, levels=LEVELS, modes=MODES, before: str = BEFORE) -> dict:
                     deadline = time.time() + DEADLINE_S
                     server = old if m == "before" else app
                     c0, k0 = cpu_s(server.proc.pid), time.process_time()
-                    way = "gradio" if m == "before" else m
+                    way = BEFORE_WAY if m == "before" else m
                     out, w = _run(
                         lambda p, start, out, way=way: _drive(sim, server.url, p, wav, deadline, start, out, way),
                         people,

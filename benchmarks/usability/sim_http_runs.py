@@ -1,0 +1,154 @@
+"""The simulation's HTTP sample, several runs per size alternated, and the medians across runs.
+
+    .venv/bin/python benchmarks/usability/sim_http_runs.py --runs 3 --scales 1,2 \
+        --before <a worktree of the commit before> --out benchmarks/results/study_sim_http_X.json
+
+Each run is `study_sim.py one --scale S --http --no-analysis` in its own process and folder (the
+sizes alternated: 1, 2, 1, 2, ...), so that a drift of the machine falls on both sizes alike;
+with --before, SIM_HTTP_BEFORE names that checkout (its app runs beside this one, on the same
+database, mode "before"), called as SIM_HTTP_BEFORE_WAY says (--before-way). SIM_HTTP_COSTS
+(--costs) adds each run's cost sample: every kind of call alone, its server CPU. Writes every
+run's HTTP figures and, per size, level and way of calling the app, the medians across runs with
+their ranges: submit p50 / p95, first view and view-again p95, submits/s, server CPU per call,
+and each p95 over the no-op's p95 in the same run (submits and views again against its later
+calls, first views against its first), for each kind of no-op; the cost sample's medians; and
+every p95's 200% / 100% ratio. A single run's p95 over a few hundred calls moves by more than
+10% between runs of the same size, so a 1.1 target needs the medians of several.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import machine  # noqa: E402
+
+NOOP_KINDS = {"noop": "", "noop_json": "_json", "noop_queued": "_queued"}
+
+
+def one_run(scale: float, work: Path, env: dict) -> dict:
+    out = work / f"run-{scale:g}.json"
+    res = subprocess.run(
+        [sys.executable, "benchmarks/usability/study_sim.py", "one", "--scale", str(scale), "--http",
+         "--no-analysis", "--workdir", str(work / "sim"), "--out", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    if not out.exists():
+        raise RuntimeError(f"the simulation at scale {scale} wrote nothing: {res.stderr[-3000:]}")
+    run = json.loads(out.read_text())
+    return {"scale": scale, "machine": run.get("machine"), "http": run["http"], "checks_ok": run["ok"],
+            "n_problems": run["n_problems"], "problems": run["problems"][:10]}  # fmt: skip
+
+
+def figures(level: dict, mode: str) -> dict:
+    """One run's figures for one level and way of calling the app."""
+    mr = level["modes"][mode]
+    pe = mr["per_endpoint"]
+    noop = level["noop_per_call"]
+    out = {
+        "sub_p50": mr["submits"].get("p50_ms"),
+        "sub_p95": mr["submits"].get("p95_ms"),
+        "view_p95": pe.get("view", {}).get("p95_ms"),
+        "view_again_p95": pe.get("view_again", {}).get("p95_ms"),
+        "subs_s": mr["submits_per_s"],
+        "cpu": mr["server_cpu_ms_per_call"],
+    }
+    for kind, suffix in NOOP_KINDS.items():
+        nxt, first = noop.get(f"{kind}_next", {}).get("p95_ms"), noop.get(f"{kind}_first", {}).get("p95_ms")
+        name = kind.replace("noop", "").lstrip("_") or "gradio"
+        if nxt and out["sub_p95"]:
+            out[f"sub_vs_{name}"] = round(out["sub_p95"] / nxt, 2)
+        if nxt and out["view_again_p95"]:
+            out[f"view_again_vs_{name}"] = round(out["view_again_p95"] / nxt, 2)
+        if first and out["view_p95"]:
+            out[f"view_vs_{name}"] = round(out["view_p95"] / first, 2)
+    return out
+
+
+def medians(rows: list[dict]) -> dict:
+    keys = sorted({k for r in rows for k in r})
+    out: dict = {"runs": len(rows)}
+    for k in keys:
+        xs = [r[k] for r in rows if r.get(k) is not None]
+        if xs:
+            out[k] = round(statistics.median(xs), 2)
+            out.setdefault("ranges", {})[k] = [min(xs), max(xs)]
+    return out
+
+
+def cost_medians(runs: list[dict]) -> dict:
+    """Per size, way and call kind: the median across runs of the cost sample's server CPU p50."""
+    by: dict = {}
+    for run in runs:
+        for way, table in (run["http"].get("costs") or {}).items():
+            for call, row in table.items():
+                by.setdefault(f"{run['scale']:g}", {}).setdefault(way, {}).setdefault(call, []).append(
+                    row["server_cpu_ms_p50"]
+                )
+    return {
+        s: {w: {c: round(statistics.median(v), 2) for c, v in sorted(t.items())} for w, t in ways.items()}
+        for s, ways in by.items()
+    }
+
+
+def summarise(runs: list[dict]) -> dict:
+    cells: dict = {}
+    for run in runs:
+        for level in run["http"]["levels"]:
+            for mode in level.get("modes", {}):
+                key = f"{run['scale']:g}/{level['clients']}/{mode}"
+                cells.setdefault(key, []).append(figures(level, mode))
+    summary = {k: medians(v) for k, v in sorted(cells.items())}
+    growth: dict = {}
+    for key, row in summary.items():
+        scale, clients, mode = key.split("/")
+        other = summary.get(f"2/{clients}/{mode}") if scale == "1" else None
+        if other:
+            growth[f"{clients}/{mode}"] = {
+                p: round(other[p] / row[p], 2)
+                for p in ("sub_p95", "view_p95", "view_again_p95")
+                if row.get(p) and other.get(p)
+            }
+    return {"summary": summary, "p95_200_over_100": growth, "costs": cost_medians(runs)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=3, help="runs per size")
+    ap.add_argument("--scales", default="1,2", help="fractions of the paper's size, alternated")
+    ap.add_argument("--before", default="", help="another checkout, run beside this one (mode 'before')")
+    ap.add_argument("--before-way", default="gradio", choices=("gradio", "json"))
+    ap.add_argument("--costs", type=int, default=30, help="participants per way in each run's cost sample (0: none)")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    env = {**os.environ, "SIM_HTTP_COSTS": str(args.costs)}
+    if args.before:
+        env.update(SIM_HTTP_BEFORE=args.before, SIM_HTTP_BEFORE_WAY=args.before_way)
+    scales = [float(s) for s in args.scales.split(",")]
+    runs, result = [], {"machine": machine(), "runs_per_size": args.runs, "scales": scales}
+    with tempfile.TemporaryDirectory(prefix="sim-http-runs-") as tmp:
+        for i in range(args.runs):
+            for scale in scales:
+                work = Path(tmp) / f"{i}-{scale:g}"
+                work.mkdir()
+                run = one_run(scale, work, env)
+                runs.append(run)
+                print(f"run {i + 1} at {scale:g}: checks {'passed' if run['checks_ok'] else 'FAILED'}", file=sys.stderr)
+                result.update(summarise(runs), runs=runs, machine_after=machine())
+                Path(args.out).write_text(json.dumps(result, indent=1) + "\n")  # kept as it goes
+    print(json.dumps({"summary": result["summary"], "p95_200_over_100": result["p95_200_over_100"]}, indent=1))
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0 if all(r["checks_ok"] for r in runs) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
