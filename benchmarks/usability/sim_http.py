@@ -52,6 +52,7 @@ ROUNDS = 2
 # SIM_HTTP_COSTS=N: first N participants (per way of calling the app) act one at a time, each
 # call's server CPU kept (Meter): what each kind of call costs the server, alone. 0: none
 COSTS = int(os.environ.get("SIM_HTTP_COSTS", "0"))
+COST_WARMUP = 5  # participants per way, untimed, before the cost sample's
 DEADLINE_S = 300
 ENDPOINT = {
     "record": "/record_submit",
@@ -356,9 +357,12 @@ def cost_sample(sim, app, old, noop, noop_url: str, modes, wav: bytes, used: set
         server = old if m == "before" else app
         meter = Meter(server.proc.pid)
         way = BEFORE_WAY if m == "before" else m
-        for p in pick(sim, n, used):
+        # a few of every kind untimed first: a fresh app's first calls (its caches, SQLite's pages)
+        # would otherwise fall on whichever way of calling it comes first
+        warm = [(p, _untimed) for p in pick(sim, COST_WARMUP, used)]
+        for p, timer in [*warm, *[(p, meter) for p in pick(sim, n, used)]]:
             res: dict = {}
-            _drive(sim, server.url, p, wav, time.time() + DEADLINE_S, threading.Barrier(1), res, way, meter)
+            _drive(sim, server.url, p, wav, time.time() + DEADLINE_S, threading.Barrier(1), res, way, timer)
             for eid in res[p.pid]["recorded"]:
                 sim.record_outcome(eid)
             if res[p.pid]["errors"]:

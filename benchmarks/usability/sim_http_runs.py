@@ -128,9 +128,12 @@ def main(argv=None) -> int:
     ap.add_argument("--before", default="", help="another checkout, run beside this one (mode 'before')")
     ap.add_argument("--before-way", default="gradio", choices=("gradio", "json"))
     ap.add_argument("--costs", type=int, default=30, help="participants per way in each run's cost sample (0: none)")
+    ap.add_argument("--levels", default=None, help="SIM_HTTP_LEVELS (default 16,50; '' for the cost sample only)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     env = {**os.environ, "SIM_HTTP_COSTS": str(args.costs)}
+    if args.levels is not None:
+        env["SIM_HTTP_LEVELS"] = args.levels
     if args.before:
         env.update(SIM_HTTP_BEFORE=args.before, SIM_HTTP_BEFORE_WAY=args.before_way)
     scales = [float(s) for s in args.scales.split(",")]
