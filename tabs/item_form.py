@@ -299,6 +299,9 @@ class FormRoutes:
 
     view: Callable[[str], dict]
     submit: Callable[[str, object], dict]
+    # the value's field that names an upload (the record tab's "audio"): the route passes on
+    # only a path this page's recorder uploaded (web/form_routes.py)
+    upload_field: str | None = None
 
 
 def item_form(elem_id: str) -> gr.HTML:

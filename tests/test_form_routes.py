@@ -103,3 +103,53 @@ def test_malformed_calls_are_refused_with_a_reason(app_server, http):
 def test_read_call(body, ctype, status):
     call_, got, why = read_call(body, ctype)
     assert got == status and (call_ is not None) == (status == 200) and bool(why) == (status != 200)
+
+
+def upload(http, data: bytes, name: str, page: str = "sender") -> str:
+    """A file sent as the recorder sends it, to the page's own upload route: its path there."""
+    r = http.post(f"/{page}/gradio_api/upload", files=[("files", (name, data, "audio/wav"))])
+    assert r.status_code == 200, r.text
+    return r.json()[0]
+
+
+def test_a_recording_is_taken_only_as_the_path_its_page_uploaded(app_server, http, tmp_path):
+    import re
+
+    import numpy as np
+    import soundfile as sf
+
+    from tests.speech import spoken_wav
+
+    tok = token_of(app_server.links()["sender"][0])
+    shown = value(call(http, "/sender/form/record/view", {"token": tok}))
+    assert shown["status"] == "item" and shown["form"] == "record" and shown["token"] == tok
+    assert 'class="starter"' in shown["html"]
+    ex = int(shown["item_id"])
+
+    def stored() -> int:
+        return app_server.rows("SELECT COUNT(*) FROM recordings WHERE exchange_id = ?", (ex,))[0][0]
+
+    def submit(audio):
+        body = {"token": tok, "value": {"item_id": shown["item_id"], "audio": audio}}
+        return call(http, "/sender/form/record/submit", body)
+
+    # a server path the page never uploaded, or no path at all: refused before the service
+    for forged in ["/etc/passwd", str(app_server.root), 12, ["/etc/passwd"]]:
+        r = submit(forged)
+        assert r.status_code == 400 and r.json()["error"] == "Only files uploaded to this server are accepted."
+    # the service's own checks, as for the Gradio event: the reason, the item kept, nothing stored
+    silent = tmp_path / "silent.wav"
+    sf.write(str(silent), np.zeros(48000 * 3, np.float32), 48000)
+    out = value(submit(upload(http, silent.read_bytes(), "silent.wav")))
+    assert "silent" in out["error"] and out["item_id"] == shown["item_id"]
+    missing = value(submit(None))
+    assert missing["error"] and missing["item_id"] == shown["item_id"]
+    assert stored() == 0
+    # a spoken reading of the starter: saved, and the next item's words come back
+    text = re.sub(r"<[^>]+>", "", shown["content"]["starter_html"])
+    path = upload(http, spoken_wav(text, tmp_path / "read.wav").read_bytes(), "audio.wav")
+    saved = value(submit(path))
+    assert saved["notice"] == "Saved." and saved["progress"].startswith("1 /") and saved["item_id"] != shown["item_id"]
+    assert stored() == 1
+    again = value(submit(path))
+    assert again["progress"] == saved["progress"] and stored() == 1  # saved once

@@ -2,7 +2,8 @@
 box around the starter, no "record again" before a recording, the microphone help with the
 upload picked when the browser has no microphone, a recording too short for its text refused
 at once (the item still there after a reload and in a second tab), and a recording rejected in
-review back on the sender's page with why."""
+review back on the sender's page with why; the submit by the page's JSON route, and by the
+Gradio event when the route fails."""
 
 from __future__ import annotations
 
@@ -17,14 +18,14 @@ from tests.helpers.audio import write_wav
 from tests.helpers.browser import ARTIFACTS, WIDTHS, progress
 
 pytestmark = pytest.mark.browser
-SENDER = {"desktop": 0, "phone": 1}  # one sender per width: their pages do not mix
+SENDER = {"desktop": 0, "phone": 1, "routes": 2}  # one sender per test width: their pages do not mix
 
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     app = RunningApp(tmp_path_factory.mktemp("record"))
     assert app.cli("import", str(DEMO)).returncode == 0
-    app.add_participants("sender", 2, "USW", "Woman")
+    app.add_participants("sender", 3, "USW", "Woman")
     app.start()
     yield app
     app.stop()
@@ -150,3 +151,38 @@ def test_a_recording_rejected_in_review_comes_back_to_its_sender(app, browser, w
         assert [s for _, s in recordings(app, width)][0] == "rejected" and len(recordings(app, width)) == 2
     finally:
         ctx.close()
+
+
+def test_the_submit_goes_by_the_json_route_and_by_gradio_when_the_route_fails(app, browser, tmp_path):
+    """One POST per recording to the page's JSON route (web/form_routes.py), the next item shown
+    from its answer and the recorder cleared; with the route gone (a proxy that drops it) the
+    tab's Gradio event saves it; with nothing recorded the event says so."""
+    page = browser.new_page()
+    posts = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    try:
+        page.goto(sender_url(app, "routes"))
+        assert "0 / 4" in progress(page)
+        upload(page, write_wav(tmp_path / "one.wav", seconds=5.0))
+        posts.clear()
+        page.get_by_role("button", name="Submit recording").click()
+        page.locator(".progress:visible", has_text="1 / 4").wait_for(timeout=30000)
+        assert [u.split("/", 3)[3] for u in posts] == ["sender/form/record/submit"], posts
+        assert "Saved." in page.locator("#record-words").inner_text()
+        assert page.locator("#recorder a[data-testid=download-link]").count() == 0  # cleared for the next
+        assert len(recordings(app, "routes")) == 1
+        page.route("**/form/record/submit", lambda route: route.abort())
+        upload(page, write_wav(tmp_path / "two.wav", seconds=5.0))
+        posts.clear()
+        page.get_by_role("button", name="Submit recording").click()
+        page.locator(".progress:visible", has_text="2 / 4").wait_for(timeout=30000)
+        assert any("/sender/gradio_api/" in u for u in posts), posts  # the event, after the route failed
+        assert len(recordings(app, "routes")) == 2
+        page.get_by_role("button", name="Submit recording").click()  # nothing recorded
+        error = page.locator(".msg.error")
+        error.wait_for(timeout=30000)
+        assert "2 / 4" in progress(page) and len(recordings(app, "routes")) == 2
+        assert "recording is empty" in error.inner_text()
+        page.screenshot(path=str(ARTIFACTS / "record-nothing-recorded.png"), full_page=True)
+    finally:
+        page.close()

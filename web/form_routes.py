@@ -10,9 +10,13 @@ against 5.7 through the events, and 133 submits a second against 86 (benchmarks/
 Gradio event on anything but an answer.
 
 Only a page's own tabs are served on it (the rater's page has no receiver route); the services
-check the token's role and item as for the Gradio event. Guard (web/guard.py) bounds the body as
-for any event; a body that is not JSON, or not sent as application/json (a cross-site form post),
-is refused with a message that says so."""
+check the token's role and item as for the Gradio event. The record tab's submit names its
+recording by the path the page's recorder uploaded it to: only a path this page's upload route
+stored (Blocks.upload_file_set, what Gradio's upload adds) is passed on, as Gradio's event takes
+only files in its upload folder; any other is refused with REMOTE_FILE (web/uploads.py). A
+stranger's upload that no route or event takes expires with UNUSED_UPLOAD_S, as one never sent
+is. Guard (web/guard.py) bounds the body as for any event; a body that is not JSON, or not sent
+as application/json (a cross-site form post), is refused with a message that says so."""
 
 from __future__ import annotations
 
@@ -58,12 +62,33 @@ def endpoint(fn, takes_value: bool):
         args = (call["token"], call.get("value")) if takes_value else (call["token"],)
         try:
             value = await anyio.to_thread.run_sync(fn, *args)
+        except UploadRefused:
+            from web.uploads import REMOTE_FILE
+
+            return refusal(400, REMOTE_FILE)
         except Exception:  # as Gradio with show_error=False: no exception's text reaches a participant
             log.exception("item form call failed")
             return refusal(500, "Error")
         return JSONResponse({"value": value})
 
     return route
+
+
+class UploadRefused(Exception):
+    """A value's upload field names no file this page's upload route stored."""
+
+
+def uploads_only(fn, page, field: str):
+    """fn(token, value) that refuses (UploadRefused) a value whose `field` is not None and not a
+    path the page's upload route stored."""
+
+    def submit(token, value):
+        path = value.get(field) if isinstance(value, dict) else None
+        if path is not None and (not isinstance(path, str) or path not in page.upload_file_set):
+            raise UploadRefused()
+        return fn(token, value)
+
+    return submit
 
 
 def form_routes(pages: dict) -> list:
@@ -74,6 +99,7 @@ def form_routes(pages: dict) -> list:
     routes = []
     for role, page in pages.items():
         for tab, form in getattr(page, "item_forms", {}).items():
-            routes.append(Route(f"/{role}/form/{tab}/submit", endpoint(form.submit, True), methods=["POST"]))
+            submit = uploads_only(form.submit, page, form.upload_field) if form.upload_field else form.submit
+            routes.append(Route(f"/{role}/form/{tab}/submit", endpoint(submit, True), methods=["POST"]))
             routes.append(Route(f"/{role}/form/{tab}/view", endpoint(form.view, False), methods=["POST"]))
     return routes

@@ -39,14 +39,18 @@ MODES = tuple(os.environ.get("SIM_HTTP_ROUTES", "json,gradio").split(","))
 # SIM_HTTP_BEFORE=<another checkout>: that code's app too, on the same database, called through
 # the Gradio events (mode "before"), in turn with the others: the before and after in one run
 BEFORE = os.environ.get("SIM_HTTP_BEFORE", "")
-# how that checkout's app is called: "gradio" (its Gradio events; any checkout) or "json" (its
-# item forms' JSON routes, as its page calls them: a checkout from 2026-12-03 on)
+# how that checkout's app is called: "gradio" (its Gradio events; any checkout), "json-forms"
+# (its item forms' JSON routes, its record tab by the Gradio event, as its page calls them: a
+# checkout from 2026-12-03 to 5b3f11b) or "json" (the record tab's JSON route too: from the
+# commit after 5b3f11b on)
 BEFORE_WAY = os.environ.get("SIM_HTTP_BEFORE_WAY", "gradio")
 FORM_TABS = ("receiver", "validator", "survey")
+# the tabs each way calls by their JSON routes (the record tab: an upload, then its route)
+JSON_TABS = {"json": (*FORM_TABS, "record"), "json-forms": FORM_TABS}
 # the no-op's three ways: its Gradio event outside the queue (the app's participant events'
 # kind), its plain JSON route (the item forms' kind), and its event through Gradio's queue (what
 # the no-op was until 2026-12-03: the issue's figures were taken against it)
-NOOPS = ("gradio", "json", "queued")  # the record tab has no item form (an upload)
+NOOPS = ("gradio", "json", "queued")
 SUBMITS = 4
 ROUNDS = 2
 # SIM_HTTP_COSTS=N: first N participants (per way of calling the app) act one at a time, each
@@ -105,7 +109,7 @@ def _inputs(tab: str, token: str, view: dict, payload: dict, client, wav: bytes,
         t0 = time.perf_counter()
         fd = client.upload(wav, "reading.wav", "audio/wav")
         lat.append(("upload", time.perf_counter() - t0))
-        return [token, item, fd]
+        return [token, item, fd]  # the JSON route takes the upload's path (harness/gradio_http.file_data)
     # the receiver's, validator's and survey's pages send their item form's fields as one value
     # (tabs/item_form.py)
     if tab == "receiver":
@@ -197,7 +201,7 @@ def _drive(
 
     lat, errors, recorded = [], [], []
     tab = person.tab
-    json_form = mode == "json" and tab in FORM_TABS
+    json_form = tab in JSON_TABS.get(mode, ())
     way = "json" if json_form else "gradio"
 
     def view_call(name):
@@ -220,9 +224,8 @@ def _drive(
                 t0 = time.perf_counter()
                 name = f"{way} submit {tab}"
                 if json_form:
-                    res = meter(
-                        name, form_call, c, url, person.role, tab, "submit", {"token": args[0], "value": args[1]}
-                    )
+                    value = args[1] if tab != "record" else {"item_id": args[1], "audio": args[2]["path"]}
+                    res = meter(name, form_call, c, url, person.role, tab, "submit", {"token": args[0], "value": value})
                 else:
                     res = meter(name, c.predict, *args, api_name=ENDPOINT[tab])
                 lat.append((ENDPOINT[tab].lstrip("/"), time.perf_counter() - t0))

@@ -126,7 +126,7 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="runs per size")
     ap.add_argument("--scales", default="1,2", help="fractions of the paper's size, alternated")
     ap.add_argument("--before", default="", help="another checkout, run beside this one (mode 'before')")
-    ap.add_argument("--before-way", default="gradio", choices=("gradio", "json"))
+    ap.add_argument("--before-way", default="gradio", choices=("gradio", "json-forms", "json"))
     ap.add_argument("--costs", type=int, default=30, help="participants per way in each run's cost sample (0: none)")
     ap.add_argument("--levels", default=None, help="SIM_HTTP_LEVELS (default 16,50; '' for the cost sample only)")
     ap.add_argument("--out", required=True)
