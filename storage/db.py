@@ -203,6 +203,27 @@ class Database:
             else:
                 d.conn.execute("COMMIT")
 
+    def tune_this_thread(self, busy_ms: int, cache_kib: int) -> None:
+        """This thread's connection waits at most busy_ms for another process's lock (30 s by
+        default) and keeps up to cache_kib of the database's pages (SQLite's default: 2 MiB). The
+        event loop's connection, which runs nearly every participant's action and serves everyone,
+        waits less and keeps more (web/action_line.py)."""
+        if getattr(self._local, "tuned", None) != (busy_ms, cache_kib):
+            self.db.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
+            self.db.execute(f"PRAGMA cache_size = -{int(cache_kib)}")
+            self._local.tuned = (busy_ms, cache_kib)
+
+    @contextlib.contextmanager
+    def writes_if_free(self) -> Iterator[bool]:
+        """True, holding this process's write lock, when no other thread held it; False (holding
+        nothing) when one did: never waits (services/participation/serial.right_away)."""
+        got = self._write_lock.acquire(blocking=False)
+        try:
+            yield got
+        finally:
+            if got:
+                self._write_lock.release()
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Transaction]:
         """write(), its connection and this Database as one handle to pass down."""

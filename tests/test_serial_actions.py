@@ -128,3 +128,49 @@ def test_a_first_view_writes_once(demo_db):
     with Trace(db) as t:
         assert get_view(db, receiver.token, "receiver").item_id == v.item_id
     assert _writes(t.sql) == 0
+
+
+def test_try_enter_takes_a_free_lock_at_once_and_never_waits_for_a_held_one():
+    lock, got = FairLock(), []
+    assert lock.try_enter() and lock.try_enter()  # free, then reentrant for its owner
+    th = threading.Thread(target=lambda: got.append(lock.try_enter()))
+    th.start()
+    th.join(5)
+    assert got == [False] and not lock._line  # another thread: refused, not queued
+    lock.__exit__(None, None, None)
+    lock.__exit__(None, None, None)
+    assert lock._owner is None
+
+
+def test_right_away_holds_the_line_and_the_write_lock_only_when_both_are_free(database):
+    from services.participation.serial import ACTIONS, right_away
+
+    with right_away(database) as free:
+        assert free and ACTIONS._owner == threading.get_ident()
+        seen = []
+        th = threading.Thread(target=lambda: seen.append(database._write_lock.acquire(blocking=False)))
+        th.start()
+        th.join(5)
+        assert seen == [False]  # the write lock is held for the action too
+    assert ACTIONS._owner is None
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold(ctx):
+        with ctx:
+            held.set()
+            release.wait(5)
+
+    for ctx in (ACTIONS, database.write()):  # the participants' line, then a long write elsewhere
+        held.clear()
+        release.clear()
+        th = threading.Thread(target=hold, args=(ctx,))
+        th.start()
+        held.wait(5)
+        with right_away(database) as free:
+            assert not free
+        assert ACTIONS._owner != threading.get_ident()  # nothing kept when refused
+        release.set()
+        th.join(5)
+    with right_away(database) as free:
+        assert free

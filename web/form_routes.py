@@ -7,7 +7,8 @@ the same services, checks, refusals and tokens), without Gradio's event processi
 session state, pre- and postprocessing): at 50 participants at once 3.9 ms of server CPU a call
 against 5.7 through the events, and 133 submits a second against 86 (benchmarks/README.md, issue
 34's section). So the page's script (tabs/item_form.py FORM_JS) posts here and falls back to the
-Gradio event on anything but an answer.
+Gradio event on anything but an answer. The actions run on the event loop in turns
+(web/action_line.py), a recording larger than INLINE_UPLOAD_BYTES on a worker thread.
 
 Only a page's own tabs are served on it (the rater's page has no receiver route); the services
 check the token's role and item as for the Gradio event. The record tab's submit names its
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 import json
 import logging
+
+from web.action_line import run_action
 
 log = logging.getLogger(__name__)
 MAX_TOKEN = 200
@@ -49,10 +52,15 @@ def read_call(body: bytes, content_type: str) -> tuple[dict | None, int, str]:
     return call, 200, ""
 
 
-def endpoint(fn, takes_value: bool):
-    """An async route that reads the call and runs fn(token[, value]) in a worker thread, as
-    Gradio runs a sync handler (the services hold the participants' write line)."""
-    import anyio
+# A recording up to this size is decoded and stored on the event loop like any other action
+# (a 16-bit mono WAV of 48 kHz: about 10 s; an honest reading of a starter is 2-8 s): a few
+# milliseconds; a larger one goes to a worker thread so that it never holds up the others.
+INLINE_UPLOAD_BYTES = 1024 * 1024
+
+
+def endpoint(fn, takes_value: bool, database=None, on_loop=lambda value: True):
+    """An async route that reads the call and runs fn(token[, value]) (run_action: on the event
+    loop when on_loop(value) and nothing would make it wait, else in a worker thread)."""
     from starlette.responses import JSONResponse
 
     async def route(request):
@@ -61,7 +69,7 @@ def endpoint(fn, takes_value: bool):
             return refusal(status, problem)
         args = (call["token"], call.get("value")) if takes_value else (call["token"],)
         try:
-            value = await anyio.to_thread.run_sync(fn, *args)
+            value = await run_action(fn, args, database, on_loop(call.get("value")))
         except UploadRefused:
             from web.uploads import REMOTE_FILE
 
@@ -91,15 +99,38 @@ def uploads_only(fn, page, field: str):
     return submit
 
 
-def form_routes(pages: dict) -> list:
+def small_upload(page, field: str):
+    """on_loop for an upload's submit: its file is one this page stored, of at most
+    INLINE_UPLOAD_BYTES (anything else goes to a thread, where uploads_only refuses a stranger's)."""
+    import os
+
+    def small(value) -> bool:
+        path = value.get(field) if isinstance(value, dict) else None
+        if not isinstance(path, str) or path not in page.upload_file_set:
+            return False
+        try:
+            return os.stat(path).st_size <= INLINE_UPLOAD_BYTES
+        except OSError:
+            return False
+
+    return small
+
+
+def form_routes(pages: dict, database=None) -> list:
     """The JSON routes of every role page's item forms: pages is role -> its Blocks (whose
-    item_forms web/pages.role_page sets: tab -> FormRoutes)."""
+    item_forms web/pages.role_page sets: tab -> FormRoutes); database, the app's (None: every
+    action in a worker thread)."""
     from starlette.routing import Route
 
     routes = []
     for role, page in pages.items():
         for tab, form in getattr(page, "item_forms", {}).items():
-            submit = uploads_only(form.submit, page, form.upload_field) if form.upload_field else form.submit
-            routes.append(Route(f"/{role}/form/{tab}/submit", endpoint(submit, True), methods=["POST"]))
-            routes.append(Route(f"/{role}/form/{tab}/view", endpoint(form.view, False), methods=["POST"]))
+            if form.upload_field:
+                submit = uploads_only(form.submit, page, form.upload_field)
+                on_loop = small_upload(page, form.upload_field)
+                submit_route = endpoint(submit, True, database, on_loop)
+            else:
+                submit_route = endpoint(form.submit, True, database)
+            routes.append(Route(f"/{role}/form/{tab}/submit", submit_route, methods=["POST"]))
+            routes.append(Route(f"/{role}/form/{tab}/view", endpoint(form.view, False, database), methods=["POST"]))
     return routes

@@ -90,6 +90,30 @@ def few_files_per_upload() -> None:
     route_utils.GradioMultiPartParser = Bounded
 
 
+def upload_parts_on_loop() -> None:
+    """Gradio's upload parser writes each part of a file that arrives to its temporary file in a
+    worker thread, and seeks it back in another (starlette's UploadFile, for a file on disk): each
+    a turn of the event loop to come back from, which the item forms' actions share
+    (web/action_line.py), so a recording's upload waited several turns of actions (p95 218-405 ms
+    at 16-50 clients against 27-155 before the actions ran there). A part is at most what one
+    read of the socket brought (a few hundred KB at most) and a write of it to a local file takes
+    microseconds: done on the loop."""
+    from gradio import route_utils
+
+    base = route_utils.GradioUploadFile
+    if getattr(base, "parts_on_loop", False):
+        return
+
+    class PartsOnLoop(base):  # type: ignore[valid-type,misc]
+        parts_on_loop = True
+
+        @property
+        def _in_memory(self) -> bool:  # starlette's switch between a call here and a worker thread
+            return True
+
+    route_utils.GradioUploadFile = PartsOnLoop
+
+
 def slow_clients_cut_off(header_timeout: float, max_connections: int) -> None:
     """uvicorn (as Gradio starts it) waits for a request's headers forever and takes any number of
     connections: each connection now has header_timeout seconds to send its request line and
@@ -141,6 +165,12 @@ def slow_clients_cut_off(header_timeout: float, max_connections: int) -> None:
         def __init__(self, *args, **kwargs):
             kwargs.setdefault("http", TimedHTTP)
             kwargs.setdefault("limit_concurrency", max_connections)
+            # asyncio's own loop, not uvloop (which uvicorn takes when it is installed): uvloop
+            # accepts one new connection per turn of the loop, and the item forms' actions run on
+            # the loop (web/action_line.py), so fifty participants arriving at once waited up to
+            # fifty turns to be let in (a first view's p95 672 against 176 ms on asyncio's loop,
+            # benchmarks/README.md, issue 34's fourth pass); asyncio's accepts all that wait
+            kwargs.setdefault("loop", "asyncio")
             super().__init__(*args, **kwargs)
 
     uvicorn.Config = Config

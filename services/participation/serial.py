@@ -13,8 +13,10 @@ participant waits about as long as the median one.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import threading
+from typing import Iterator
 
 
 class FairLock:
@@ -42,6 +44,18 @@ class FairLock:
         gate.acquire()  # the owner before us opens it, having made us the owner
         return self
 
+    def try_enter(self) -> bool:
+        """Take the lock only if nobody holds it (or this thread does already): never waits."""
+        me = threading.get_ident()
+        with self._mutex:
+            if self._owner == me:
+                self._depth += 1
+                return True
+            if self._owner is None:
+                self._owner, self._depth = me, 1
+                return True
+        return False
+
     def __exit__(self, *exc):
         with self._mutex:
             self._depth -= 1
@@ -68,3 +82,23 @@ def one_at_a_time(fn):
             return fn(*args, **kwargs)
 
     return wrapped
+
+
+@contextlib.contextmanager
+def right_away(database) -> Iterator[bool]:
+    """True, holding the participants' line and this process's write lock on the database, when
+    both were free: an action run inside then waits on no other thread of this process (only on
+    another process's write, as any action does). False, holding neither, when either was taken.
+
+    The item forms' JSON routes run an action on the event loop when this says True
+    (web/action_line.py says why); when a long write of the worker's (the workflow's repair) or
+    an action on a worker thread makes it False, the action goes to a worker thread as a Gradio
+    event's does, so the loop never waits on them."""
+    if not ACTIONS.try_enter():
+        yield False
+        return
+    try:
+        with database.writes_if_free() as free:
+            yield free
+    finally:
+        ACTIONS.__exit__(None, None, None)
