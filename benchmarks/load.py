@@ -40,6 +40,20 @@ from benchmarks.common import machine, start_script_server  # noqa: E402
 ITEMS = 20
 
 
+def asyncio_loop() -> None:
+    """uvicorn on asyncio's own loop, as the app runs (web/gradio_patches.slow_clients_cut_off),
+    whether or not uvloop is installed: the no-op's figures do not depend on the machine's packages
+    (until 2026-12-06 the no-op ran on uvloop, as the app did then)."""
+    import uvicorn
+
+    class Config(uvicorn.Config):
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("loop", "asyncio")
+            super().__init__(*args, **kwargs)
+
+    uvicorn.Config = Config  # type: ignore[misc]
+
+
 def noop_server(port: int) -> None:
     """The bare Gradio app: one event, no state, the same inputs as /da_submit (the token and
     the item form's JSON value), outside the queue as the app's participant events are
@@ -55,11 +69,9 @@ def noop_server(port: int) -> None:
     async def noop_json(request):
         import json
 
-        import anyio
-
         call = json.loads(await request.body())
-        # in a worker thread, as the app's routes and Gradio run a sync handler
-        return JSONResponse({"value": await anyio.to_thread.run_sync(noop, call.get("token"), call.get("value"))})
+        # on the event loop, as the app's routes run an action (web/action_line.py)
+        return JSONResponse({"value": noop(call.get("token"), call.get("value"))})
 
     with gr.Blocks() as demo:
         token, form = gr.Textbox(visible=False), gr.JSON(visible=False)
@@ -70,6 +82,7 @@ def noop_server(port: int) -> None:
         # compared with until 2026-12-03, while the app's events went outside the queue
         queued.click(noop, [token, form], out, api_name="noop_queued")
     demo.queue(default_concurrency_limit=16)
+    asyncio_loop()
     demo.launch(
         server_name="127.0.0.1",
         server_port=port,
