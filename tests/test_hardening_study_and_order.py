@@ -411,3 +411,19 @@ def test_text_from_speech_and_studies_is_shown_as_typed_on_every_page():
     for name in ("receiver", "survey", "admin"):
         src = (Path(__file__).resolve().parents[1] / "tabs" / f"{name}.py").read_text()
         assert "plain_markdown(" in src or "plain_html(" in src, name
+
+
+def test_an_item_on_screen_is_answered_when_a_newcomer_takes_a_place_before_it(demo_db, people):
+    """A survey handed to a rater while another is on their screen may sort before it: the one
+    shown is saved, the newcomer comes next (the 200% simulation's rater 397 was refused)."""
+    tok, pid = people["rater"].token, people["rater"].id
+    shown = get_view(demo_db, tok, "survey")
+    assert shown.phase == "survey_baseline"
+    other = int(
+        demo_db.scalar("SELECT id FROM exchanges WHERE id != ? ORDER BY id LIMIT 1", [int(shown.item_id.split(":")[1])])
+    )
+    with demo_db.write() as db:
+        assignments.insert_assignment(db, "demo", pid, "survey_baseline", other, -1.0, exchange_id=other)
+    res = submit(demo_db, tok, "survey", shown.item_id, {"satisfaction": 3, "trust": 3, "reliance": 3})
+    assert res.saved and res.next.item_id == f"survey_baseline:{other}"
+    assert count(demo_db, "SELECT COUNT(*) FROM surveys") == 1

@@ -106,6 +106,15 @@ def _active_seconds(assignment) -> float | None:
     return round(min(max(elapsed, 0.0), IDLE_CLAMP_S), 3)
 
 
+def _in_turn(nxt: dict | None, assignment: dict) -> bool:
+    """Whether the item may be answered now: it is the participant's next open item, or one they
+    have been shown already. An item that joins their queue while one is on their screen (a
+    dropped-out sender's survey handed to a rater) may take a place before it; the one shown is
+    still answered, and the newcomer comes next. One never shown stays refused (no skipping
+    ahead by naming another item)."""
+    return nxt is not None and (nxt["id"] == assignment["id"] or bool(assignment["first_shown_at"]))
+
+
 def _out_of_order(tab: str) -> SubmissionError:
     return refusal(SubmissionError, protocols.tab(tab).refusal_out_of_order)
 
@@ -131,7 +140,7 @@ def _refuse_in_write(database, participant: dict, assignment: dict, fresh: dict 
     if fresh is None or fresh["status"] == "withdrawn":
         raise refusal(SubmissionError, "withdrawn")
     nxt = next_open(database, participant["id"], protocols.tab(tab).phases)
-    if nxt is None or nxt["id"] != assignment["id"]:
+    if not _in_turn(nxt, fresh):
         raise _out_of_order(tab)
 
 
@@ -185,7 +194,7 @@ def _checked(database, token, tab, item_id, media_dir, voice: Voice):
     if a["status"] == "done":
         return _already_saved(database, a, token, tab, media_dir, voice)
     nxt = next_open(database, p["id"], protocols.tab(tab).phases)
-    if nxt is None or nxt["id"] != a["id"]:  # checked again inside the write
+    if not _in_turn(nxt, a):  # checked again inside the write
         # a concurrent double submit saved it
         if required(assignments.assignment(database, a["id"]), "assignment")["status"] == "done":
             return _already_saved(database, a, token, tab, media_dir, voice)
