@@ -274,16 +274,27 @@ def _noop(
 
 
 def _run(target, people) -> tuple[dict, float]:
-    """target(person, start barrier, out dict) on a thread per person, all started together."""
+    """target(person, start barrier, out dict) on a thread per person, all started together.
+    The clients' process collects no garbage meanwhile: its full passes over the simulation's
+    objects took 80-104 ms, every client frozen, so every call in flight looked stalled by as much
+    (a window in which nothing completed: submit p95 120-170 ms at 16 clients against a p50 of
+    25-30, benchmarks/README.md, issue 34's fourth pass)."""
+    import gc
+
     out: dict = {}
     start = threading.Barrier(len(people))
     threads = [threading.Thread(target=target, args=(p, start, out), daemon=True) for p in people]
-    t0 = time.perf_counter()
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(DEADLINE_S + 60)
-    return out, time.perf_counter() - t0
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(DEADLINE_S + 60)
+        return out, time.perf_counter() - t0
+    finally:
+        gc.enable()
 
 
 def cpu_s(pid: int) -> float:
