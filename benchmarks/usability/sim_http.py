@@ -375,7 +375,8 @@ def warm_up(sim, server, mode: str, wav: bytes, used: set) -> None:
     fresh app (its SQLite pages read in, its code's first paths, the start-up's collection) fall
     on none of the timed ones. Before a level that is the sample's first call to the app, the
     first level (16 clients) paid for them, more at 200% (a larger database to read in): its server
-    CPU a call was 1.80-2.16 ms at 100% and 2.17-2.61 at 200%, the same (2.36) after a warm-up."""
+    CPU a call was 1.80-2.16 ms at 100% and 2.17-2.61 at 200%; after the cost sample (35
+    participants a way) 2.36 at both; after these five, 2.09 and 2.57 (medians of three runs)."""
     _one_at_a_time(sim, server, mode, wav, pick(sim, COST_WARMUP, used), _untimed)
 
 
