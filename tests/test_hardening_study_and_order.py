@@ -255,15 +255,22 @@ def test_a_senders_later_record_item_is_refused_while_an_earlier_one_is_next(dem
     ).saved
 
 
+def survey_placed_first(db, pid: int, shown, phase: str) -> int:
+    """Another exchange's survey of `phase` given to the participant ahead of every item in their
+    queue (position -1); its exchange id."""
+    other = int(
+        db.scalar("SELECT id FROM exchanges WHERE id != ? ORDER BY id LIMIT 1", [int(shown.item_id.split(":")[1])])
+    )
+    with db.write() as d:
+        assignments.insert_assignment(d, "demo", pid, phase, other, -1.0, exchange_id=other)
+    return other
+
+
 def test_an_informed_survey_before_the_baseline_is_refused(demo_db, people):
     tok, pid = people["rater"].token, people["rater"].id
     base = get_view(demo_db, tok, "survey")
     assert base.phase == "survey_baseline"
-    other = int(
-        demo_db.scalar("SELECT id FROM exchanges WHERE id != ? ORDER BY id LIMIT 1", [int(base.item_id.split(":")[1])])
-    )
-    with demo_db.write() as db:
-        assignments.insert_assignment(db, "demo", pid, "survey_informed", other, -1.0, exchange_id=other)
+    other = survey_placed_first(demo_db, pid, base, "survey_informed")
     with pytest.raises(SubmissionError, match="in order"):
         submit(demo_db, tok, "survey", f"survey_informed:{other}", {"satisfaction": 3, "trust": 3, "reliance": 3})
     assert count(demo_db, "SELECT COUNT(*) FROM surveys") == 0
@@ -419,11 +426,7 @@ def test_an_item_on_screen_is_answered_when_a_newcomer_takes_a_place_before_it(d
     tok, pid = people["rater"].token, people["rater"].id
     shown = get_view(demo_db, tok, "survey")
     assert shown.phase == "survey_baseline"
-    other = int(
-        demo_db.scalar("SELECT id FROM exchanges WHERE id != ? ORDER BY id LIMIT 1", [int(shown.item_id.split(":")[1])])
-    )
-    with demo_db.write() as db:
-        assignments.insert_assignment(db, "demo", pid, "survey_baseline", other, -1.0, exchange_id=other)
+    other = survey_placed_first(demo_db, pid, shown, "survey_baseline")
     res = submit(demo_db, tok, "survey", shown.item_id, {"satisfaction": 3, "trust": 3, "reliance": 3})
     assert res.saved and res.next.item_id == f"survey_baseline:{other}"
     assert count(demo_db, "SELECT COUNT(*) FROM surveys") == 1

@@ -29,14 +29,20 @@ class FairLock:
         self._owner: int | None = None
         self._depth = 0
 
+    def _take(self, me: int) -> bool:
+        """Under _mutex: take the lock if it is free or already this thread's."""
+        if self._owner == me:
+            self._depth += 1
+            return True
+        if self._owner is None:
+            self._owner, self._depth = me, 1
+            return True
+        return False
+
     def __enter__(self):
         me = threading.get_ident()
         with self._mutex:
-            if self._owner == me:
-                self._depth += 1
-                return self
-            if self._owner is None:
-                self._owner, self._depth = me, 1
+            if self._take(me):
                 return self
             gate = threading.Lock()
             gate.acquire()
@@ -46,15 +52,8 @@ class FairLock:
 
     def try_enter(self) -> bool:
         """Take the lock only if nobody holds it (or this thread does already): never waits."""
-        me = threading.get_ident()
         with self._mutex:
-            if self._owner == me:
-                self._depth += 1
-                return True
-            if self._owner is None:
-                self._owner, self._depth = me, 1
-                return True
-        return False
+            return self._take(threading.get_ident())
 
     def __exit__(self, *exc):
         with self._mutex:
