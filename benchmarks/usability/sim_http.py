@@ -56,7 +56,8 @@ ROUNDS = 2
 # SIM_HTTP_COSTS=N: first N participants (per way of calling the app) act one at a time, each
 # call's server CPU kept (Meter): what each kind of call costs the server, alone. 0: none
 COSTS = int(os.environ.get("SIM_HTTP_COSTS", "0"))
-COST_WARMUP = 5  # participants per way, untimed, before the cost sample or the first level (warm_up)
+# participants per way, untimed, before the cost sample or the first level (warm_up)
+COST_WARMUP = int(os.environ.get("SIM_HTTP_WARMUP", "5"))
 DEADLINE_S = 300
 ENDPOINT = {
     "record": "/record_submit",
@@ -303,6 +304,17 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def io_reads(pid: int) -> tuple[int, int]:
+    """A process's read calls and bytes read so far (/proc/<pid>/io syscr, rchar): SQLite reads a
+    page it does not hold with one pread, from the OS's cache or the disk."""
+    fields = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    return int(fields["syscr"]), int(fields["rchar"])
+
+
+def _ms(by: dict[str, list[float]]) -> dict[str, list[float]]:
+    return {k: [round(1000 * x, 2) for x in xs] for k, xs in by.items()}
+
+
 def _summary(xs: list[float], wall: float) -> dict:
     from benchmarks.usability.study_sim import summarise
 
@@ -319,7 +331,7 @@ def _latencies(outs: dict) -> dict[str, list[float]]:
     return by
 
 
-def _mode_row(app_out: dict, noop_by: dict, wall: float, cpu: float, client: float) -> dict:
+def _mode_row(app_out: dict, noop_by: dict, wall: float, cpu: float, client: float, reads=(0, 0)) -> dict:
     """One way of calling the app at one level: latency per endpoint, against the no-op's."""
     from harness.measure import percentile
 
@@ -334,6 +346,9 @@ def _mode_row(app_out: dict, noop_by: dict, wall: float, cpu: float, client: flo
         "per_endpoint": {k: _summary(xs, wall) for k, xs in sorted(by.items())},
         "server_cpu_ms_per_call": round(1000 * cpu / n_calls, 2),
         "client_cpu_ms_per_call": round(1000 * client / n_calls, 2),
+        # the server's read calls and KiB read a call (sockets' included): pages read in
+        "server_reads_per_call": round(reads[0] / n_calls, 1),
+        "server_read_kib_per_call": round(reads[1] / 1024 / n_calls, 1),
     }
     for noop, suffix in (("noop", ""), ("noop_json", "_json"), ("noop_queued", "_queued")):
         first, nxt = noop_by.get(f"{noop}_first"), noop_by.get(f"{noop}_next")
@@ -452,6 +467,7 @@ def http_sample(sim, levels=LEVELS, modes=MODES, before: str = BEFORE) -> dict:
             wall = {m: 0.0 for m in modes}
             cpu = {m: 0.0 for m in modes}
             client = {m: 0.0 for m in modes}
+            reads = {m: (0, 0) for m in modes}
             noop_wall = {k: 0.0 for k in NOOPS}
             noop_cpu = {k: 0.0 for k in NOOPS}
             roles: dict = {}
@@ -478,7 +494,7 @@ def http_sample(sim, levels=LEVELS, modes=MODES, before: str = BEFORE) -> dict:
                         noop_cpu[kind] += cpu_s(noop.pid) - c0
                     deadline = time.time() + DEADLINE_S
                     server = old if m == "before" else app
-                    c0, k0 = cpu_s(server.proc.pid), time.process_time()
+                    c0, k0, r0 = cpu_s(server.proc.pid), time.process_time(), io_reads(server.proc.pid)
                     way = BEFORE_WAY if m == "before" else m
                     out, w = _run(
                         lambda p, start, out, way=way: _drive(sim, server.url, p, wav, deadline, start, out, way),
@@ -488,6 +504,8 @@ def http_sample(sim, levels=LEVELS, modes=MODES, before: str = BEFORE) -> dict:
                     wall[m] += w
                     cpu[m] += cpu_s(server.proc.pid) - c0
                     client[m] += time.process_time() - k0
+                    r1 = io_reads(server.proc.pid)
+                    reads[m] = (reads[m][0] + r1[0] - r0[0], reads[m][1] + r1[1] - r0[1])
                     # the worker's part, then the admin's review, for what was recorded over HTTP
                     made = [e for o in out.values() for e in o["recorded"]]
                     for eid in made:
@@ -511,7 +529,15 @@ def http_sample(sim, levels=LEVELS, modes=MODES, before: str = BEFORE) -> dict:
                     )
                     for kind in NOOPS
                 },
-                "modes": {m: _mode_row(app_out[m], noop_by, wall[m], cpu[m], client[m]) for m in modes if app_out[m]},
+                "modes": {
+                    m: _mode_row(app_out[m], noop_by, wall[m], cpu[m], client[m], reads[m]) for m in modes if app_out[m]
+                },
+                # every call's latency (ms), for pooling the runs of a size (sim_http_runs.pooled): the
+                # app's per way and endpoint, the no-op event's (the kind the ratios are against)
+                "latencies_ms": {
+                    **{m: _ms(_latencies(app_out[m])) for m in modes},
+                    "noop": _ms({k: noop_by[k] for k in ("noop_first", "noop_next") if k in noop_by}),
+                },
                 "recorded_over_http": len(recorded),
                 "errors": errors[:10],
                 "n_errors": len(errors),
@@ -526,7 +552,8 @@ def http_sample(sim, levels=LEVELS, modes=MODES, before: str = BEFORE) -> dict:
                     f"queued no-op {mr.get('submits_vs_later_noops_queued_p95')}), "
                     f"views vs first no-ops {mr.get('view_vs_first_noop_p95')} (queued "
                     f"{mr.get('view_vs_first_noop_queued_p95')}), server CPU/call "
-                    f"{mr['server_cpu_ms_per_call']} ms (no-ops {row['noop_server_cpu_ms_per_call']})"
+                    f"{mr['server_cpu_ms_per_call']} ms (no-ops {row['noop_server_cpu_ms_per_call']}), "
+                    f"reads/call {mr['server_reads_per_call']} ({mr['server_read_kib_per_call']} KiB)"
                 )
             if errors:
                 sim.log(f"  HTTP, {n} clients: {len(errors)} errors: {errors[:2]}")

@@ -1,0 +1,65 @@
+"""benchmarks/usability/sim_http_runs.py: the runs of a size pooled, and the 200% / 100% ratios."""
+
+import random
+
+from benchmarks.usability.sim_http_runs import calls, p95, pooled
+
+
+def _run(scale, sub, view, view_again, noop_next, noop_first, clients=16):
+    lat = {"json": {"receiver_submit": sub, "view": view, "view_again": view_again, "upload": [9999.0]}}
+    lat["noop"] = {"noop_next": noop_next, "noop_first": noop_first}
+    return {"scale": scale, "http": {"levels": [{"clients": clients, "latencies_ms": lat}]}}
+
+
+def test_p95_is_the_nearest_rank():
+    assert p95(list(range(1, 101))) == 95  # 95 of the 100 calls at or below it
+    assert p95([float(x) for x in range(1, 21)]) == 19  # ceil(0.95 * 20) = 19th
+    assert p95([5.0]) == 5.0
+
+
+def test_calls_keeps_submits_apart_from_views_and_uploads():
+    lat = {"receiver_submit": [1.0], "survey_submit": [2.0], "view": [3.0], "view_again": [4.0], "upload": [5.0]}
+    assert sorted(calls(lat, "sub")) == [1.0, 2.0]
+    assert calls(lat, "view") == [3.0] and calls(lat, "view_again") == [4.0]
+
+
+def test_runs_of_a_size_are_pooled_before_the_p95():
+    # two runs of 50 calls each: the pool's p95 is the 95th of the 100 together, not a median of two
+    a, b = [float(x) for x in range(1, 51)], [float(x) for x in range(51, 101)]
+    flat = [10.0] * 100
+    runs = [_run(1.0, a, a, a, flat, flat), _run(1.0, b, b, b, flat, flat)]
+    cell = pooled(runs, resamples=200)["sizes"]["1/16/json"]
+    assert cell["sub_p95"] == 95.0 and cell["sub_n"] == 100
+    assert cell["sub_vs_noop"] == 9.5
+    assert cell["view_p95"] == 95.0 and cell["view_again_p95"] == 95.0
+
+
+def test_a_study_twice_as_slow_shows_in_the_ratio_and_its_interval():
+    rng = random.Random(3)
+    base = [rng.lognormvariate(3.4, 0.3) for _ in range(600)]
+    noop = [rng.lognormvariate(3.6, 0.3) for _ in range(600)]
+    runs = [_run(1.0, base, base, base, noop, noop), _run(2.0, [2 * x for x in base], base, base, noop, noop)]
+    g = pooled(runs, resamples=500)["p95_200_over_100"]["16/json"]
+    assert g["sub"]["ratio"] == 2.0 and g["sub"]["over_noop"] == 2.0
+    assert 1.1 < g["sub"]["ci95"][0] <= 2.0 <= g["sub"]["ci95"][1]
+    # the same calls at both sizes: a ratio of 1, its interval around it
+    assert g["view"]["ratio"] == 1.0 and g["view"]["ci95"][0] <= 1.0 <= g["view"]["ci95"][1]
+
+
+def test_the_ratio_over_the_noop_cancels_a_slower_machine():
+    rng = random.Random(4)
+    base = [rng.lognormvariate(3.4, 0.3) for _ in range(400)]
+    noop = [rng.lognormvariate(3.6, 0.3) for _ in range(400)]
+    # the 200% runs on a machine 1.3x slower for everyone, the no-op included
+    slow = [1.3 * x for x in base]
+    runs = [_run(1.0, base, base, base, noop, noop), _run(2.0, slow, slow, slow, [1.3 * x for x in noop], noop)]
+    g = pooled(runs, resamples=300)["p95_200_over_100"]["16/json"]
+    assert g["sub"]["ratio"] == 1.3
+    assert g["sub"]["over_noop"] == 1.0
+    # first views are against the no-op's first calls, which were not slower here
+    assert g["view"]["over_noop"] == 1.3
+
+
+def test_a_level_without_latencies_is_left_out():
+    run = {"scale": 1.0, "http": {"levels": [{"clients": 16, "skipped": "fewer than 2 participants have work"}]}}
+    assert pooled([run]) == {"sizes": {}, "p95_200_over_100": {}}
