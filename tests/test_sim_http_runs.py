@@ -1,8 +1,9 @@
 """benchmarks/usability/sim_http_runs.py: the runs of a size pooled, and the 200% / 100% ratios."""
 
+import json
 import random
 
-from benchmarks.usability.sim_http_runs import calls, p95, pooled
+from benchmarks.usability.sim_http_runs import calls, dumps, p95, pooled
 
 
 def _run(scale, sub, view, view_again, noop_next, noop_first, clients=16):
@@ -63,3 +64,43 @@ def test_the_ratio_over_the_noop_cancels_a_slower_machine():
 def test_a_level_without_latencies_is_left_out():
     run = {"scale": 1.0, "http": {"levels": [{"clients": 16, "skipped": "fewer than 2 participants have work"}]}}
     assert pooled([run]) == {"sizes": {}, "p95_200_over_100": {}}
+
+
+def test_results_keep_each_list_of_numbers_on_one_line():
+    result = {"levels": [{"latencies_ms": {"view": [12.5, 3.25, 1e-05]}, "roles": {"a": 1}}], "empty": []}
+    text = dumps(result)
+    assert json.loads(text) == result
+    assert '"view": [12.5, 3.25, 1e-05]' in text
+
+
+def test_the_calls_in_flight_by_littles_law():
+    # two participants, each a view, four submits and a view again of 100 ms back to back: 0.6 s
+    # of level, two calls in flight all along; an upload keeps its client busy too
+    lat = {"json": {"view": [100.0] * 2, "survey_submit": [100.0] * 8, "view_again": [100.0] * 2}}
+    level = {"clients": 2, "latencies_ms": lat, "modes": {"json": {"app": {"wall_s": 0.6}}}}
+    cell = pooled([{"scale": 1.0, "http": {"levels": [level]}}])["sizes"]["1/2/json"]
+    assert cell["in_flight"] == 2.0 and cell["calls_per_participant"] == 6.0
+    # one of them had one submit to make: it left early, the other ran alone
+    lat = {"json": {"view": [100.0] * 2, "survey_submit": [100.0] * 5, "view_again": [100.0] * 2}}
+    level = {"clients": 2, "latencies_ms": lat, "modes": {"json": {"app": {"wall_s": 0.6}}}}
+    cell = pooled([{"scale": 1.0, "http": {"levels": [level]}}])["sizes"]["1/2/json"]
+    assert cell["in_flight"] == 1.5 and cell["calls_per_participant"] == 4.5
+
+
+def test_paired_runs_give_each_pairs_own_ratio():
+    from benchmarks.usability.sim_http_runs import paired
+
+    def run(scale, pair, sub):
+        lat = {"json": {"survey_submit": sub, "view": [10.0], "view_again": [10.0]}, "noop": {"noop_next": [5.0]}}
+        level = {"clients": 16, "latencies_ms": lat, "modes": {"json": {"app": {"wall_s": 1.0}}}}
+        return {"scale": scale, "pair": pair, "http": {"levels": [level]}}
+
+    xs = [float(x) for x in range(1, 101)]
+    # pair 0 on a fast machine, pair 1 on one twice as slow for both sizes: each pair's ratio is 1.1
+    runs = [run(1.0, 0, xs), run(2.0, 0, [1.1 * x for x in xs]), run(1.0, 1, [2 * x for x in xs])]
+    runs.append(run(2.0, 1, [2.2 * x for x in xs]))
+    got = paired(runs)["16/json"]
+    assert got["sub"] == {"each": [1.1, 1.1], "median": 1.1, "range": [1.1, 1.1]}
+    assert got["view"]["median"] == 1.0
+    # runs of one size each (not paired) give none
+    assert paired([{k: v for k, v in r.items() if k != "pair"} for r in runs]) == {}

@@ -421,152 +421,213 @@ def cost_sample(sim, app, old, noop, noop_url: str, modes, wav: bytes, used: set
 
 
 def http_sample(sim, levels=LEVELS, modes=MODES, before: str = BEFORE) -> dict:
+    """The HTTP sample of one simulated study (study_sim.py one --http)."""
+    return http_samples([sim], levels, modes, before)[0]
+
+
+class _Size:
+    """One simulated study in the sample: its app (and the before checkout's), the participants
+    already used, and its levels' figures as they are measured."""
+
+    def __init__(self, sim, tmp: Path, before: str):
+        from harness.load_app import LoadApp
+
+        env = {
+            "TRADLAB_DB": str(sim.db_path),
+            "TRADLAB_MEDIA": str(sim.media),
+            "TRADLAB_WORKER": "0",
+            "TRADLAB_FIGURE_PNG": "0",
+        }
+        self.sim, self.tmp = sim, tmp
+        self.app = LoadApp(tmp, env)
+        self.old = LoadApp(tmp / "before", env, root=Path(before)) if before else None
+        self.wav = Path(sim.wav).read_bytes()
+        self.used: set = set()
+
+    def server(self, mode: str):
+        return self.old if mode == "before" else self.app
+
+    def stop(self) -> None:
+        self.app.stop()
+        if self.old is not None:
+            self.old.stop()
+
+
+class _Level:
+    """One level's accumulators for one study: per way of calling the app and for the no-op."""
+
+    def __init__(self, modes):
+        self.noop_out: dict = {}
+        self.app_out: dict = {m: {} for m in modes}
+        self.wall = {m: 0.0 for m in modes}
+        self.cpu = {m: 0.0 for m in modes}
+        self.client = {m: 0.0 for m in modes}
+        self.reads = {m: (0, 0) for m in modes}
+        self.noop_wall = {k: 0.0 for k in NOOPS}
+        self.noop_cpu = {k: 0.0 for k in NOOPS}
+        self.roles: dict = {}
+        self.recorded: list = []
+
+
+def _round(size: _Size, lv: _Level, m: str, n: int, noop, noop_url: str) -> bool:
+    """n participants of one study act on one way of calling its app, all at once, after the same
+    clients' no-op calls; False when fewer than two have work."""
+    sim = size.sim
+    people = pick(sim, n, size.used)
+    if len(people) < 2:
+        return False
+    for p in people:
+        lv.roles[f"{p.role}/{p.tab}"] = lv.roles.get(f"{p.role}/{p.tab}", 0) + 1
+    for kind in NOOPS:
+        c0 = cpu_s(noop.pid)
+        out, w = _run(lambda p, start, out, kind=kind: _noop(noop_url, p, 2 + SUBMITS, start, out, kind), people)
+        name = {"gradio": "noop", "json": "noop_json", "queued": "noop_queued"}[kind]
+        for pid, o in out.items():
+            lv.noop_out[(name, pid)] = {**o, "lat": [(name + k[4:], x) for k, x in o["lat"]]}
+        lv.noop_wall[kind] += w
+        lv.noop_cpu[kind] += cpu_s(noop.pid) - c0
+    deadline = time.time() + DEADLINE_S
+    server = size.server(m)
+    c0, k0, r0 = cpu_s(server.proc.pid), time.process_time(), io_reads(server.proc.pid)
+    way = BEFORE_WAY if m == "before" else m
+    wav = size.wav
+    out, w = _run(lambda p, start, out: _drive(sim, server.url, p, wav, deadline, start, out, way), people)
+    lv.app_out[m].update(out)
+    lv.wall[m] += w
+    lv.cpu[m] += cpu_s(server.proc.pid) - c0
+    lv.client[m] += time.process_time() - k0
+    r1 = io_reads(server.proc.pid)
+    lv.reads[m] = (lv.reads[m][0] + r1[0] - r0[0], lv.reads[m][1] + r1[1] - r0[1])
+    # the worker's part, then the admin's review, for what was recorded over HTTP
+    made = [e for o in out.values() for e in o["recorded"]]
+    for eid in made:
+        sim.record_outcome(eid)
+    sim.review()
+    lv.recorded += made
+    return True
+
+
+def _level_row(n: int, lv: _Level, modes) -> dict:
+    noop_by = _latencies(lv.noop_out)
+    errors = [e for outs in [*lv.app_out.values(), lv.noop_out] for o in outs.values() for e in o["errors"]]
+    return {
+        "clients": n,
+        "rounds": ROUNDS,
+        "roles": lv.roles,
+        "noop_per_call": {k: _summary(xs, lv.noop_wall[kind_of(k)]) for k, xs in sorted(noop_by.items())},
+        "noop_server_cpu_ms_per_call": {
+            kind: round(
+                1000 * lv.noop_cpu[kind] / max(1, sum(len(xs) for k, xs in noop_by.items() if kind_of(k) == kind)),
+                2,
+            )
+            for kind in NOOPS
+        },
+        "modes": {
+            m: _mode_row(lv.app_out[m], noop_by, lv.wall[m], lv.cpu[m], lv.client[m], lv.reads[m])
+            for m in modes
+            if lv.app_out[m]
+        },
+        # every call's latency (ms), for pooling the runs of a size (sim_http_runs.pooled): the
+        # app's per way and endpoint, the no-op event's (the kind the ratios are against)
+        "latencies_ms": {
+            **{m: _ms(_latencies(lv.app_out[m])) for m in modes},
+            "noop": _ms({k: noop_by[k] for k in ("noop_first", "noop_next") if k in noop_by}),
+        },
+        "recorded_over_http": len(lv.recorded),
+        "errors": errors[:10],
+        "n_errors": len(errors),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def http_samples(sims: list, levels=LEVELS, modes=MODES, before: str = BEFORE) -> list[dict]:
+    """The HTTP sample of one or more simulated studies (of different sizes), each with its own app
+    (and the before checkout's) beside one no-op server, their rounds in turn: the sizes measured in
+    one run, so that the machine's drift between runs (the no-op's own server CPU a call moved
+    from 1.72 to 2.92 ms between runs of one code) falls on each alike. One result per study."""
     from benchmarks.load import start_noop, stop_noop
-    from harness.load_app import LoadApp
     from harness.measure import peak_rss_mb
 
     tmp = Path(tempfile.mkdtemp(prefix="study-sim-http-"))
-    env = {
-        "TRADLAB_DB": str(sim.db_path),
-        "TRADLAB_MEDIA": str(sim.media),
-        "TRADLAB_WORKER": "0",
-        "TRADLAB_FIGURE_PNG": "0",
-    }
-    app = LoadApp(tmp, env)
-    old = None
     if before:
         modes = (*modes, "before")
-        old = LoadApp(tmp / "before", env, root=Path(before))
-    wav = Path(sim.wav).read_bytes()
-    result = {
-        "levels": [],
-        "modes": list(modes),
-        "submits_per_client": SUBMITS,
-        "client": "harness/gradio_http.py GradioHTTP",
-    }
+    sizes = [_Size(sim, tmp / f"size-{i}", before) for i, sim in enumerate(sims)]
+    results = [
+        {
+            "levels": [],
+            "modes": list(modes),
+            "submits_per_client": SUBMITS,
+            "client": "harness/gradio_http.py GradioHTTP",
+        }
+        for _ in sims
+    ]
+    if len(sims) > 1:
+        for res in results:
+            res["measured_with"] = [sim.sizes.scale for sim in sims]
     noop = None
-    used: set = set()
     try:
-        t0 = time.time()
-        app.start()
-        result["app_start_s"] = round(time.time() - t0, 1)
-        if old is not None:
-            old.start()
-            from benchmarks.common import commit_of
+        for size, res in zip(sizes, results):
+            t0 = time.time()
+            size.app.start()
+            res["app_start_s"] = round(time.time() - t0, 1)
+            if size.old is not None:
+                size.old.start()
+                from benchmarks.common import commit_of
 
-            result["before"] = {"code": before, "commit": commit_of(before), "called_by": BEFORE_WAY}
+                res["before"] = {"code": before, "commit": commit_of(before), "called_by": BEFORE_WAY}
         noop, noop_log, noop_url = start_noop(tmp)
-        if COSTS:
-            result["costs"] = cost_sample(sim, app, old, noop, noop_url, modes, wav, used)
-        else:
-            for m in modes:
-                warm_up(sim, old if m == "before" else app, m, wav, used)
+        for size, res in zip(sizes, results):
+            if COSTS:
+                res["costs"] = cost_sample(size.sim, size.app, size.old, noop, noop_url, modes, size.wav, size.used)
+            else:
+                for m in modes:
+                    warm_up(size.sim, size.server(m), m, size.wav, size.used)
         for n in levels:
-            noop_out: dict = {}
-            app_out: dict = {m: {} for m in modes}
-            wall = {m: 0.0 for m in modes}
-            cpu = {m: 0.0 for m in modes}
-            client = {m: 0.0 for m in modes}
-            reads = {m: (0, 0) for m in modes}
-            noop_wall = {k: 0.0 for k in NOOPS}
-            noop_cpu = {k: 0.0 for k in NOOPS}
-            roles: dict = {}
-            recorded = []
-            # ROUNDS rounds; in each, the no-op's kinds of call, then each way of calling the
-            # app with n other participants, the order turned round each round
+            lvs = [_Level(modes) for _ in sizes]
+            # ROUNDS rounds; in each, for each way of calling the app and each study, the no-op's
+            # kinds of call, then that app with n other participants; the orders turned round
+            # each round
             for r in range(ROUNDS):
                 order = list(modes) if r % 2 == 0 else list(reversed(modes))
+                turn = list(range(len(sizes))) if r % 2 == 0 else list(reversed(range(len(sizes))))
                 for m in order:
-                    people = pick(sim, n, used)
-                    if len(people) < 2:
-                        break
-                    for p in people:
-                        roles[f"{p.role}/{p.tab}"] = roles.get(f"{p.role}/{p.tab}", 0) + 1
-                    for kind in NOOPS:
-                        c0 = cpu_s(noop.pid)
-                        out, w = _run(
-                            lambda p, start, out, kind=kind: _noop(noop_url, p, 2 + SUBMITS, start, out, kind), people
-                        )
-                        name = {"gradio": "noop", "json": "noop_json", "queued": "noop_queued"}[kind]
-                        for pid, o in out.items():
-                            noop_out[(name, pid)] = {**o, "lat": [(name + k[4:], x) for k, x in o["lat"]]}
-                        noop_wall[kind] += w
-                        noop_cpu[kind] += cpu_s(noop.pid) - c0
-                    deadline = time.time() + DEADLINE_S
-                    server = old if m == "before" else app
-                    c0, k0, r0 = cpu_s(server.proc.pid), time.process_time(), io_reads(server.proc.pid)
-                    way = BEFORE_WAY if m == "before" else m
-                    out, w = _run(
-                        lambda p, start, out, way=way: _drive(sim, server.url, p, wav, deadline, start, out, way),
-                        people,
+                    for i in turn:
+                        _round(sizes[i], lvs[i], m, n, noop, noop_url)
+            for size, lv, res in zip(sizes, lvs, results):
+                sim = size.sim
+                if not any(lv.app_out.values()):
+                    res["levels"].append({"clients": n, "skipped": "fewer than 2 participants have work"})
+                    continue
+                row = _level_row(n, lv, modes)
+                res["levels"].append(row)
+                for m, mr in row["modes"].items():
+                    sim.log(
+                        f"  HTTP {m}, {n} clients x {ROUNDS} rounds: submits p50 {mr['submits'].get('p50_ms')} ms "
+                        f"p95 {mr['submits'].get('p95_ms')} ms, {mr['submits_per_s']}/s | submits vs later no-ops "
+                        f"p95 {mr.get('submits_vs_later_noops_p95')} (JSON no-op "
+                        f"{mr.get('submits_vs_later_noops_json_p95')}, queued no-op "
+                        f"{mr.get('submits_vs_later_noops_queued_p95')}), views vs first no-ops "
+                        f"{mr.get('view_vs_first_noop_p95')} (queued {mr.get('view_vs_first_noop_queued_p95')}), "
+                        f"server CPU/call {mr['server_cpu_ms_per_call']} ms (no-ops "
+                        f"{row['noop_server_cpu_ms_per_call']}), reads/call {mr['server_reads_per_call']} "
+                        f"({mr['server_read_kib_per_call']} KiB)"
                     )
-                    app_out[m].update(out)
-                    wall[m] += w
-                    cpu[m] += cpu_s(server.proc.pid) - c0
-                    client[m] += time.process_time() - k0
-                    r1 = io_reads(server.proc.pid)
-                    reads[m] = (reads[m][0] + r1[0] - r0[0], reads[m][1] + r1[1] - r0[1])
-                    # the worker's part, then the admin's review, for what was recorded over HTTP
-                    made = [e for o in out.values() for e in o["recorded"]]
-                    for eid in made:
-                        sim.record_outcome(eid)
-                    sim.review()
-                    recorded += made
-            if not any(app_out.values()):
-                result["levels"].append({"clients": n, "skipped": "fewer than 2 participants have work"})
-                continue
-            noop_by = _latencies(noop_out)
-            errors = [e for outs in [*app_out.values(), noop_out] for o in outs.values() for e in o["errors"]]
-            row = {
-                "clients": n,
-                "rounds": ROUNDS,
-                "roles": roles,
-                "noop_per_call": {k: _summary(xs, noop_wall[kind_of(k)]) for k, xs in sorted(noop_by.items())},
-                "noop_server_cpu_ms_per_call": {
-                    kind: round(
-                        1000 * noop_cpu[kind] / max(1, sum(len(xs) for k, xs in noop_by.items() if kind_of(k) == kind)),
-                        2,
-                    )
-                    for kind in NOOPS
-                },
-                "modes": {
-                    m: _mode_row(app_out[m], noop_by, wall[m], cpu[m], client[m], reads[m]) for m in modes if app_out[m]
-                },
-                # every call's latency (ms), for pooling the runs of a size (sim_http_runs.pooled): the
-                # app's per way and endpoint, the no-op event's (the kind the ratios are against)
-                "latencies_ms": {
-                    **{m: _ms(_latencies(app_out[m])) for m in modes},
-                    "noop": _ms({k: noop_by[k] for k in ("noop_first", "noop_next") if k in noop_by}),
-                },
-                "recorded_over_http": len(recorded),
-                "errors": errors[:10],
-                "n_errors": len(errors),
-                "load_average": [round(x, 2) for x in os.getloadavg()],
-            }
-            result["levels"].append(row)
-            for m, mr in row["modes"].items():
-                sim.log(
-                    f"  HTTP {m}, {n} clients x {ROUNDS} rounds: submits p50 {mr['submits'].get('p50_ms')} ms "
-                    f"p95 {mr['submits'].get('p95_ms')} ms, {mr['submits_per_s']}/s | submits vs later no-ops p95 "
-                    f"{mr.get('submits_vs_later_noops_p95')} (JSON no-op {mr.get('submits_vs_later_noops_json_p95')}, "
-                    f"queued no-op {mr.get('submits_vs_later_noops_queued_p95')}), "
-                    f"views vs first no-ops {mr.get('view_vs_first_noop_p95')} (queued "
-                    f"{mr.get('view_vs_first_noop_queued_p95')}), server CPU/call "
-                    f"{mr['server_cpu_ms_per_call']} ms (no-ops {row['noop_server_cpu_ms_per_call']}), "
-                    f"reads/call {mr['server_reads_per_call']} ({mr['server_read_kib_per_call']} KiB)"
-                )
-            if errors:
-                sim.log(f"  HTTP, {n} clients: {len(errors)} errors: {errors[:2]}")
-            sim.problems += [f"HTTP: {e}" for e in errors]
-        result["app_peak_rss_mb"] = peak_rss_mb(app.proc.pid) if app.proc else None
+                if row["errors"]:
+                    sim.log(f"  HTTP, {n} clients: {row['n_errors']} errors: {row['errors'][:2]}")
+                sim.problems += [
+                    f"HTTP: {e}" for outs in lv.app_out.values() for o in outs.values() for e in o["errors"]
+                ]
+                sim.problems += [f"HTTP: {e}" for o in lv.noop_out.values() for e in o["errors"]]
+        for size, res in zip(sizes, results):
+            res["app_peak_rss_mb"] = peak_rss_mb(size.app.proc.pid) if size.app.proc else None
     finally:
-        app.stop()
-        if old is not None:
-            old.stop()
+        for size in sizes:
+            size.stop()
         if noop is not None:
             stop_noop(noop, noop_log)
-        if sim.problems and any(p.startswith("HTTP") for p in sim.problems):
-            result["server_logs"] = str(tmp)
+        if any(p.startswith("HTTP") for size in sizes for p in size.sim.problems):
+            for res in results:
+                res["server_logs"] = str(tmp)
         else:
             shutil.rmtree(tmp, ignore_errors=True)
-    return result
+    return results

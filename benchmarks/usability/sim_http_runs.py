@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -34,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import machine  # noqa: E402
 
+NUMBERS = re.compile(r"\[\s+([-0-9.e,\s]+?)\s+\]")  # a list of numbers, one to a line
 NOOP_KINDS = {"noop": "", "noop_json": "_json", "noop_queued": "_queued"}
 
 
@@ -49,6 +51,53 @@ def one_run(scale: float, work: Path, env: dict) -> dict:
     run = json.loads(out.read_text())
     return {"scale": scale, "machine": run.get("machine"), "http": run["http"], "checks_ok": run["ok"],
             "n_problems": run["n_problems"], "problems": run["problems"][:10]}  # fmt: skip
+
+
+def one_pair(scales: list[float], work: Path, env: dict, pair: int) -> list[dict]:
+    """`study_sim.py pair`: the sizes simulated at once, their HTTP samples taken together."""
+    out = work / "pair.json"
+    res = subprocess.run(
+        [sys.executable, "benchmarks/usability/study_sim.py", "pair", "--scales", ",".join(f"{s:g}" for s in scales),
+         "--workdir", str(work / "sim"), "--out", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True,
+    )  # fmt: skip
+    if not out.exists():
+        raise RuntimeError(f"the paired simulation wrote nothing: {res.stderr[-3000:]}")
+    got = json.loads(out.read_text())
+    return [
+        {"scale": run["scale"], "pair": pair, "machine": got.get("machine"), "http": run.get("http") or {"levels": []},
+         "checks_ok": run["ok"], "n_problems": run["n_problems"], "problems": run["problems"][:10]}
+        for run in got["runs"]
+    ]  # fmt: skip
+
+
+def paired(runs: list[dict]) -> dict:
+    """Each target's p95 at 200% over its p95 at 100% within one paired run (both sizes measured in
+    turn, beside one no-op): per level and way, every pair's ratio, their median and range."""
+    by: dict = {}
+    for run in runs:
+        if "pair" not in run:
+            continue
+        for level in run["http"]["levels"]:
+            for mode, lat in (level.get("latencies_ms") or {}).items():
+                if mode != "noop":
+                    by.setdefault((run["pair"], level["clients"], mode), {})[f"{run['scale']:g}"] = lat
+    ratios: dict = {}
+    for (_, clients, mode), sizes in sorted(by.items()):
+        if "1" not in sizes or "2" not in sizes:
+            continue
+        cell = ratios.setdefault(f"{clients}/{mode}", {})
+        for what, _ in TARGETS:
+            a, b = calls(sizes["2"], what), calls(sizes["1"], what)
+            if a and b:
+                cell.setdefault(what, []).append(round(p95(a) / p95(b), 3))
+    return {
+        key: {
+            what: {"each": xs, "median": round(statistics.median(xs), 3), "range": [min(xs), max(xs)]}
+            for what, xs in cell.items()
+        }
+        for key, cell in ratios.items()
+    }
 
 
 def figures(level: dict, mode: str) -> dict:
@@ -139,8 +188,11 @@ def pooled(runs: list[dict], resamples: int = 2000, seed: int = 1) -> dict:
     the no-op's (what grows with the study, not with the machine's state during a run), with 95%
     bootstrap intervals. A run's p95 at 16 clients is the sixth slowest of about 115 submits, and
     moved from 28 to 56 ms between runs of the same code and size (results/
-    study_sim_http_issue34_s6_levels.json); the pool of five runs holds about 575."""
+    study_sim_http_issue34_s6_levels.json); the pool of five runs holds about 575. And the load the
+    closed loop offered: the calls in flight on average and the calls a participant made (one with
+    less work left leaves the level early, and the others' calls wait on fewer)."""
     pool: dict = {}
+    busy: dict = {}  # (size, clients, way) -> [seconds of calls, seconds of levels, calls, participants]
     for run in runs:
         for level in run["http"]["levels"]:
             lat = level.get("latencies_ms")
@@ -150,6 +202,13 @@ def pooled(runs: list[dict], resamples: int = 2000, seed: int = 1) -> dict:
                 cell = pool.setdefault((f"{run['scale']:g}", level["clients"], mode), {})
                 for k, xs in by.items():
                     cell.setdefault(k, []).extend(xs)
+                if mode in level.get("modes", {}):
+                    # Little's law: the calls in flight on average, each call's time over the level's
+                    load = busy.setdefault((f"{run['scale']:g}", level["clients"], mode), [0.0, 0.0, 0, 0])
+                    load[0] += sum(x for xs in by.values() for x in xs) / 1000
+                    load[1] += level["modes"][mode]["app"]["wall_s"]
+                    load[2] += sum(len(xs) for k, xs in by.items() if k != "upload")
+                    load[3] += len(by.get("view", []))  # each participant's first call
     out: dict = {"sizes": {}, "p95_200_over_100": {}}
     for (scale, clients, mode), by in sorted(pool.items()):
         if mode == "noop":
@@ -163,6 +222,12 @@ def pooled(runs: list[dict], resamples: int = 2000, seed: int = 1) -> dict:
                 row[f"{what}_n"] = len(xs)
                 if noop.get(against):
                     row[f"{what}_vs_noop"] = round(p95(xs) / p95(noop[against]), 2)
+        if (scale, clients, mode) in busy:
+            calls_s, wall_s, n, people = busy[(scale, clients, mode)]
+            # what the closed loop offered the server: more calls a participant (more work left)
+            # keep more of the level's clients in flight, each call's latency up as much
+            row["in_flight"] = round(calls_s / wall_s, 1) if wall_s else None
+            row["calls_per_participant"] = round(n / people, 2) if people else None
         out["sizes"][f"{scale}/{clients}/{mode}"] = row
         if scale != "1" or ("2", clients, mode) not in pool:
             continue
@@ -204,7 +269,20 @@ def summarise(runs: list[dict]) -> dict:
                 for p in ("sub_p95", "view_p95", "view_again_p95")
                 if row.get(p) and other.get(p)
             }
-    return {"summary": summary, "p95_200_over_100": growth, "pooled": pooled(runs), "costs": cost_medians(runs)}
+    out = {"summary": summary, "p95_200_over_100": growth, "pooled": pooled(runs), "costs": cost_medians(runs)}
+    if any("pair" in r for r in runs):
+        out["paired_p95_200_over_100"] = paired(runs)
+    return out
+
+
+def dumps(result: dict) -> str:
+    """Indented JSON with each list of numbers (a level's latencies) on one line."""
+    return (
+        NUMBERS.sub(
+            lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", json.dumps(result, indent=1)
+        )
+        + "\n"
+    )
 
 
 def main(argv=None) -> int:
@@ -216,7 +294,18 @@ def main(argv=None) -> int:
     ap.add_argument("--costs", type=int, default=30, help="participants per way in each run's cost sample (0: none)")
     ap.add_argument("--levels", default=None, help="SIM_HTTP_LEVELS (default 16,50; '' for the cost sample only)")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--paired", action="store_true", help="each run simulates the sizes at once (study_sim.py pair)")
+    ap.add_argument(
+        "--merge", nargs="+", metavar="RESULTS", help="run nothing: summarise these files' runs together (pooled)"
+    )
     args = ap.parse_args(argv)
+    if args.merge:
+        files = [json.loads(Path(f).read_text()) for f in args.merge]
+        runs = [run for f in files for run in f["runs"]]
+        result = {"merged": args.merge, "machine": files[0].get("machine"), **summarise(runs)}
+        Path(args.out).write_text(dumps(result))
+        print(json.dumps({k: result[k] for k in ("p95_200_over_100", "pooled") if k in result}, indent=1))
+        return 0
     env = {**os.environ, "SIM_HTTP_COSTS": str(args.costs)}
     if args.levels is not None:
         env["SIM_HTTP_LEVELS"] = args.levels
@@ -226,6 +315,16 @@ def main(argv=None) -> int:
     runs, result = [], {"machine": machine(), "runs_per_size": args.runs, "scales": scales}
     with tempfile.TemporaryDirectory(prefix="sim-http-runs-") as tmp:
         for i in range(args.runs):
+            if args.paired:
+                work = Path(tmp) / f"{i}"
+                work.mkdir()
+                got = one_pair(scales, work, env, i)
+                runs += got
+                ok = all(r["checks_ok"] for r in got)
+                print(f"paired run {i + 1}: checks {'passed' if ok else 'FAILED'}", file=sys.stderr)
+                result.update(summarise(runs), runs=runs, machine_after=machine())
+                Path(args.out).write_text(dumps(result))  # kept as it goes
+                continue
             for scale in scales:
                 work = Path(tmp) / f"{i}-{scale:g}"
                 work.mkdir()
@@ -233,8 +332,13 @@ def main(argv=None) -> int:
                 runs.append(run)
                 print(f"run {i + 1} at {scale:g}: checks {'passed' if run['checks_ok'] else 'FAILED'}", file=sys.stderr)
                 result.update(summarise(runs), runs=runs, machine_after=machine())
-                Path(args.out).write_text(json.dumps(result, indent=1) + "\n")  # kept as it goes
-    print(json.dumps({k: result[k] for k in ("summary", "p95_200_over_100", "pooled")}, indent=1))
+                Path(args.out).write_text(dumps(result))  # kept as it goes
+    print(
+        json.dumps(
+            {k: result[k] for k in ("summary", "p95_200_over_100", "pooled", "paired_p95_200_over_100") if k in result},
+            indent=1,
+        )
+    )
     print(f"wrote {args.out}", file=sys.stderr)
     return 0 if all(r["checks_ok"] for r in runs) else 1
 

@@ -69,6 +69,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import wave
 from collections import Counter, defaultdict
@@ -382,6 +383,7 @@ class Sim:
         self.deactivated: dict | None = None
         self.http = http_scale
         self.http_result: dict | None = None
+        self.rendezvous: Rendezvous | None = None  # the sizes measured together (study_sim.py pair)
         self.submits = 0
         self.views = 0
         self.paused_s = 0.0
@@ -504,7 +506,10 @@ class Sim:
                 from benchmarks.usability import sim_http
 
                 t0 = time.perf_counter()
-                self.http_result = sim_http.http_sample(self)
+                if self.rendezvous is not None:
+                    self.rendezvous(self)
+                else:
+                    self.http_result = sim_http.http_sample(self)
                 self.paused_s += time.perf_counter() - t0  # not part of the in-process figures
             fired = True
             if quiet:
@@ -1009,14 +1014,62 @@ def analysis(sim: Sim) -> tuple[dict, list[str]]:
     return info, problems
 
 
+class Rendezvous:
+    """Simulations of several sizes, each on its own thread (study_sim.py pair), meet halfway: the
+    last to arrive runs the HTTP sample of all of them together (sim_http.http_samples) while the
+    others wait, then each goes on to its end and its checks. One that ends without arriving (an
+    error) lets the others go on without a sample."""
+
+    def __init__(self, n: int):
+        self.n, self.arrived, self.done = n, [], False
+        self.cv = threading.Condition()
+        # one setup at a time: the study import fills the protocol registry on first use
+        self.setup_lock = threading.Lock()
+
+    def __call__(self, sim) -> None:
+        from benchmarks.usability import sim_http
+
+        with self.cv:
+            self.arrived.append(sim)
+            if len(self.arrived) < self.n:
+                self.cv.wait_for(lambda: self.done)
+                return
+        try:
+            sims = sorted(self.arrived, key=lambda x: x.sizes.scale)
+            for one, res in zip(sims, sim_http.http_samples(sims)):
+                one.http_result = res
+        finally:
+            with self.cv:
+                self.done = True
+                self.cv.notify_all()
+
+    def leave(self, scale: float) -> None:
+        """A simulation's thread ended, whether or not it arrived."""
+        with self.cv:
+            if not any(s.sizes.scale == scale for s in self.arrived):
+                self.done = True
+                self.cv.notify_all()
+
+
 def simulate(
-    workdir: Path, scale: float = 0.05, seed: int = 1, analyse: bool = True, http: bool = False, log=print
+    workdir: Path,
+    scale: float = 0.05,
+    seed: int = 1,
+    analyse: bool = True,
+    http: bool = False,
+    log=print,
+    rendezvous: Rendezvous | None = None,
 ) -> dict:
     """One simulated study at `scale` of the paper's size; returns its figures and checks."""
     sizes = Sizes.at(scale)
     sim = Sim(workdir, sizes, seed, http, log)
+    sim.rendezvous = rendezvous
     t0 = time.perf_counter()
-    sim.setup()
+    if rendezvous is not None:
+        with rendezvous.setup_lock:
+            sim.setup()
+    else:
+        sim.setup()
     setup_s = time.perf_counter() - t0
     log(
         f"scale {scale}: {sizes.starters} starters, {sizes.senders} senders ({sizes.dropouts} drop out), "
@@ -1233,6 +1286,46 @@ def cmd_one(args) -> int:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def cmd_pair(args) -> int:
+    """The sizes simulated at once, each on its own thread and database, their HTTP samples taken
+    together halfway (Rendezvous): the 200% / 100% ratios within one run."""
+    scales = [float(x) for x in args.scales.split(",") if x.strip()]
+    work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="study-sim-pair-"))
+    rendezvous, results = Rendezvous(len(scales)), {}
+
+    def one(scale: float) -> None:
+        try:
+            results[scale] = simulate(
+                work / f"{scale:g}", scale, args.seed, analyse=False, http=True,
+                log=lambda *a: _err(f"[{scale:g}]", *a), rendezvous=rendezvous,
+            )  # fmt: skip
+        except Exception as e:  # reported in the run's result, never hidden
+            results[scale] = {"scale": scale, "ok": False, "problems": [f"{type(e).__name__}: {e}"], "n_problems": 1}
+        finally:
+            rendezvous.leave(scale)
+
+    try:
+        threads = [threading.Thread(target=one, args=(s,)) for s in scales]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        runs = [results[s] for s in scales]
+        for r in runs:
+            if r.get("ok") and not r.get("http"):
+                r.update(ok=False, problems=["no HTTP sample: another size ended first"], n_problems=1)
+        out = {"pair": scales, "machine": _machine(), "runs": runs}
+        Path(args.out).write_text(json.dumps(out, indent=2, default=str) + "\n")
+        for r in runs:
+            _err(f"scale {r['scale']:g}: {'all checks passed' if r['ok'] else str(r['n_problems']) + ' problems'}")
+            for p in r["problems"][:10]:
+                _err("  PROBLEM:", p)
+        return 0 if all(r["ok"] for r in runs) else 1
+    finally:
+        if not args.workdir:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def _machine() -> dict:
     from benchmarks.common import machine
 
@@ -1374,6 +1467,11 @@ def main(argv=None) -> int:
     o.add_argument("--workdir", help="keep the run's files here (default: a temporary folder, removed)")
     o.add_argument("--keep-snapshots", help="copy the snapshots to this folder")
     o.add_argument("--out")
+    pr = sub.add_parser("pair", help="sizes at once, their HTTP samples taken together halfway (no analysis)")
+    pr.add_argument("--scales", default="1,2", help="fractions of the paper's size")
+    pr.add_argument("--seed", type=int, default=1)
+    pr.add_argument("--workdir", help="keep the run's files here (default: a temporary folder, removed)")
+    pr.add_argument("--out", required=True)
     m = sub.add_parser("measure", help="time a seeded sample of calls on a copy of a snapshot")
     m.add_argument("snapshot")
     m.add_argument("--per-tab", type=int, default=25, help="participants sampled per role and tab")
@@ -1381,7 +1479,7 @@ def main(argv=None) -> int:
     m.add_argument("--code", action="append", help="another checkout to measure too (PYTHONPATH); repeatable")
     m.add_argument("--out", default=str(RESULTS / "study_sim_measure.json"))
     args = ap.parse_args(argv)
-    return {"run": cmd_run, "one": cmd_one, "measure": cmd_measure}[args.cmd](args)
+    return {"run": cmd_run, "one": cmd_one, "pair": cmd_pair, "measure": cmd_measure}[args.cmd](args)
 
 
 if __name__ == "__main__":
