@@ -37,14 +37,34 @@ def test_runs_of_a_size_are_pooled_before_the_p95():
 
 def test_a_study_twice_as_slow_shows_in_the_ratio_and_its_interval():
     rng = random.Random(3)
-    base = [rng.lognormvariate(3.4, 0.3) for _ in range(600)]
-    noop = [rng.lognormvariate(3.6, 0.3) for _ in range(600)]
-    runs = [_run(1.0, base, base, base, noop, noop), _run(2.0, [2 * x for x in base], base, base, noop, noop)]
+
+    def calls_(mu, k=200):
+        return [rng.lognormvariate(mu, 0.3) for _ in range(k)]
+
+    # three runs a size, each on a machine a little faster or slower than the others
+    runs = []
+    for speed in (0.9, 1.0, 1.1):
+        base, noop = [speed * x for x in calls_(3.4)], [speed * x for x in calls_(3.6)]
+        runs.append(_run(1.0, base, base, base, noop, noop))
+        runs.append(_run(2.0, [2 * x for x in base], base, base, noop, noop))
     g = pooled(runs, resamples=500)["p95_200_over_100"]["16/json"]
-    assert g["sub"]["ratio"] == 2.0 and g["sub"]["over_noop"] == 2.0
-    assert 1.1 < g["sub"]["ci95"][0] <= 2.0 <= g["sub"]["ci95"][1]
-    # the same calls at both sizes: a ratio of 1, its interval around it
-    assert g["view"]["ratio"] == 1.0 and g["view"]["ci95"][0] <= 1.0 <= g["view"]["ci95"][1]
+    assert 1.9 < g["sub"]["ratio"] < 2.1 and 1.9 < g["sub"]["over_noop"] < 2.1
+    assert 1.1 < g["sub"]["ci95"][0] <= g["sub"]["ratio"] <= g["sub"]["ci95"][1]
+    # the same kind of calls at both sizes: a ratio near 1, its interval around it
+    assert g["view"]["ci95"][0] <= 1.0 <= g["view"]["ci95"][1]
+
+
+def test_the_interval_resamples_runs_not_calls():
+    # two runs a size, one on a machine 1.5x slower: the runs disagree, and the interval says so
+    # (resampling the calls one by one would give a narrow interval around the pooled ratio)
+    xs = [float(x) for x in range(1, 401)]
+    runs = [_run(1.0, xs, xs, xs, xs, xs), _run(1.0, [1.5 * x for x in xs], xs, xs, xs, xs)]
+    runs += [_run(2.0, xs, xs, xs, xs, xs), _run(2.0, [1.5 * x for x in xs], xs, xs, xs, xs)]
+    g = pooled(runs, resamples=500)["p95_200_over_100"]["16/json"]["sub"]
+    assert g["ratio"] == 1.0
+    assert g["ci95"][0] <= 0.7 and g["ci95"][1] >= 1.4
+    # one run of a size: no interval
+    assert pooled(runs[:1] + runs[2:3])["p95_200_over_100"]["16/json"]["sub"]["ci95"] is None
 
 
 def test_the_ratio_over_the_noop_cancels_a_slower_machine():

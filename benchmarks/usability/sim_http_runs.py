@@ -15,7 +15,11 @@ calls, first views against its first), for each kind of no-op; the cost sample's
 every p95's 200% / 100% ratio. A single run's p95 over a few hundred calls moves by more than
 10% between runs of the same size, so a 1.1 target needs several runs: besides the medians of the
 runs' p95s, every run of a size is pooled (`pooled`: each p95 over all the size's calls, and the
-200% / 100% ratios with 95% bootstrap intervals, raw and over the no-op's).
+200% / 100% ratios with 95% intervals from resampling whole runs, raw and over the no-op's).
+
+--paired: each run is `study_sim.py pair`, both sizes simulated at once and their HTTP samples
+taken in turn, round by round, beside one no-op (`paired`: each run's own 200% / 100% ratios).
+--merge A.json B.json ...: no run; the given files' runs summarised together.
 """
 
 from __future__ import annotations
@@ -170,14 +174,19 @@ def calls(latencies: dict, what: str) -> list[float]:
     return list(latencies.get(what, []))
 
 
-def _ci(samples: tuple, statistic, resamples: int, seed: int) -> list[float]:
-    """95% percentile-bootstrap interval of statistic(*samples), each sample resampled on its own
-    (scipy.stats.bootstrap)."""
+def _ci(runs: tuple, statistic, resamples: int, seed: int) -> list[float] | None:
+    """95% percentile-bootstrap interval of statistic(*index arrays), resampling whole runs (each
+    size's runs on their own, scipy.stats.bootstrap): the calls of one run share its machine's
+    state, so resampling calls one by one would give an interval far too narrow. None with fewer
+    than two runs of a size."""
+    import numpy as np
     from scipy.stats import bootstrap
 
+    if min(runs) < 2:
+        return None
     res = bootstrap(
-        samples, statistic, n_resamples=resamples, vectorized=False, paired=False,
-        method="percentile", random_state=seed,
+        tuple(np.arange(n) for n in runs), statistic, n_resamples=resamples, vectorized=False,
+        paired=False, method="percentile", random_state=seed,
     )  # fmt: skip
     return [round(float(res.confidence_interval.low), 3), round(float(res.confidence_interval.high), 3)]
 
@@ -185,13 +194,15 @@ def _ci(samples: tuple, statistic, resamples: int, seed: int) -> list[float]:
 def pooled(runs: list[dict], resamples: int = 2000, seed: int = 1) -> dict:
     """Every run of a size pooled: per level and way, each target's p95 over all its calls and over
     the no-op's in the same runs; and between the sizes, each p95's 200% / 100% ratio, raw and over
-    the no-op's (what grows with the study, not with the machine's state during a run), with 95%
-    bootstrap intervals. A run's p95 at 16 clients is the sixth slowest of about 115 submits, and
-    moved from 28 to 56 ms between runs of the same code and size (results/
-    study_sim_http_issue34_s6_levels.json); the pool of five runs holds about 575. And the load the
-    closed loop offered: the calls in flight on average and the calls a participant made (one with
-    less work left leaves the level early, and the others' calls wait on fewer)."""
-    pool: dict = {}
+    the no-op's, with 95% intervals from resampling the runs. A run's p95 at 16 clients is the
+    sixth slowest of about 115 submits, and moved from 28 to 56 ms between runs of the same code
+    and size (results/study_sim_http_issue34_s6_levels.json); the pool of five runs holds about
+    575. And the load the closed loop offered: the calls in flight on average and the calls a
+    participant made (one with less work left leaves the level early, and the others' calls wait
+    on fewer)."""
+    import numpy as np
+
+    per_run: dict = {}  # (size, clients, way) -> [(its latencies by endpoint, the no-op's), one per run]
     busy: dict = {}  # (size, clients, way) -> [seconds of calls, seconds of levels, calls, participants]
     for run in runs:
         for level in run["http"]["levels"]:
@@ -199,53 +210,69 @@ def pooled(runs: list[dict], resamples: int = 2000, seed: int = 1) -> dict:
             if not lat:
                 continue
             for mode, by in lat.items():
-                cell = pool.setdefault((f"{run['scale']:g}", level["clients"], mode), {})
-                for k, xs in by.items():
-                    cell.setdefault(k, []).extend(xs)
+                if mode == "noop":
+                    continue
+                key = (f"{run['scale']:g}", level["clients"], mode)
+                per_run.setdefault(key, []).append((by, lat.get("noop", {})))
                 if mode in level.get("modes", {}):
                     # Little's law: the calls in flight on average, each call's time over the level's
-                    load = busy.setdefault((f"{run['scale']:g}", level["clients"], mode), [0.0, 0.0, 0, 0])
+                    load = busy.setdefault(key, [0.0, 0.0, 0, 0])
                     load[0] += sum(x for xs in by.values() for x in xs) / 1000
                     load[1] += level["modes"][mode]["app"]["wall_s"]
                     load[2] += sum(len(xs) for k, xs in by.items() if k != "upload")
                     load[3] += len(by.get("view", []))  # each participant's first call
+
+    def arrays(key, what, against):
+        """Per run: the target's calls and the no-op's it is compared with, as arrays."""
+        return (
+            [np.asarray(calls(by, what), dtype=float) for by, _ in per_run[key]],
+            [np.asarray(noop.get(against, []), dtype=float) for _, noop in per_run[key]],
+        )
+
+    def p95_of(xs: list, idx) -> float:
+        joined = np.concatenate([xs[i] for i in idx])
+        return p95(joined) if joined.size else float("nan")
+
     out: dict = {"sizes": {}, "p95_200_over_100": {}}
-    for (scale, clients, mode), by in sorted(pool.items()):
-        if mode == "noop":
-            continue
-        noop = pool.get((scale, clients, "noop"), {})
-        row = {}
+    for scale, clients, mode in sorted(per_run):
+        key = (scale, clients, mode)
+        row = {"runs": len(per_run[key])}
         for what, against in TARGETS:
-            xs = calls(by, what)
-            if xs:
-                row[f"{what}_p95"] = round(p95(xs), 2)
-                row[f"{what}_n"] = len(xs)
-                if noop.get(against):
-                    row[f"{what}_vs_noop"] = round(p95(xs) / p95(noop[against]), 2)
-        if (scale, clients, mode) in busy:
-            calls_s, wall_s, n, people = busy[(scale, clients, mode)]
+            xs, noops = arrays(key, what, against)
+            everyone = range(len(xs))
+            if sum(x.size for x in xs):
+                row[f"{what}_p95"] = round(p95_of(xs, everyone), 2)
+                row[f"{what}_n"] = int(sum(x.size for x in xs))
+                if sum(x.size for x in noops):
+                    row[f"{what}_vs_noop"] = round(p95_of(xs, everyone) / p95_of(noops, everyone), 2)
+        if key in busy:
+            calls_s, wall_s, n, people = busy[key]
             # what the closed loop offered the server: more calls a participant (more work left)
             # keep more of the level's clients in flight, each call's latency up as much
             row["in_flight"] = round(calls_s / wall_s, 1) if wall_s else None
             row["calls_per_participant"] = round(n / people, 2) if people else None
         out["sizes"][f"{scale}/{clients}/{mode}"] = row
-        if scale != "1" or ("2", clients, mode) not in pool:
+        big_key = ("2", clients, mode)
+        if scale != "1" or big_key not in per_run:
             continue
-        big, big_noop = pool[("2", clients, mode)], pool.get(("2", clients, "noop"), {})
         growth = {}
         for what, against in TARGETS:
-            a, b = calls(big, what), calls(by, what)
-            if not (a and b):
+            (a, na), (b, nb) = arrays(big_key, what, against), arrays(key, what, against)
+            if not (sum(x.size for x in a) and sum(x.size for x in b)):
                 continue
-            g = {"ratio": round(p95(a) / p95(b), 3), "ci95": _ci((a, b), lambda x, y: p95(x) / p95(y), resamples, seed)}
-            na, nb = big_noop.get(against), noop.get(against)
-            if na and nb:
 
-                def over_noop(x, nx, y, ny):
-                    return (p95(x) / p95(nx)) / (p95(y) / p95(ny))
+            def ratio(ia, ib, a=a, b=b):
+                return p95_of(a, ia) / p95_of(b, ib)
 
-                g["over_noop"] = round(over_noop(a, na, b, nb), 3)
-                g["over_noop_ci95"] = _ci((a, na, b, nb), over_noop, resamples, seed)
+            sizes = (len(a), len(b))
+            g = {"ratio": round(ratio(range(len(a)), range(len(b))), 3), "ci95": _ci(sizes, ratio, resamples, seed)}
+            if sum(x.size for x in na) and sum(x.size for x in nb):
+
+                def over_noop(ia, ib, a=a, na=na, b=b, nb=nb):
+                    return (p95_of(a, ia) / p95_of(na, ia)) / (p95_of(b, ib) / p95_of(nb, ib))
+
+                g["over_noop"] = round(over_noop(range(len(a)), range(len(b))), 3)
+                g["over_noop_ci95"] = _ci(sizes, over_noop, resamples, seed)
             growth[what] = g
         out["p95_200_over_100"][f"{clients}/{mode}"] = growth
     return out
