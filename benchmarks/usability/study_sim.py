@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/usability/study_sim.py run [--scales 0.1,0.5,1,2] [--http 1]
     .venv/bin/python benchmarks/usability/study_sim.py one --scale 0.05      # one size, printed
+    .venv/bin/python benchmarks/usability/study_sim.py pair --scales 1,2 --out F.json  # HTTP, together
     .venv/bin/python benchmarks/usability/study_sim.py measure SNAPSHOT.db [--code /tmp/old]
 
 `run` simulates the study at each size (a fraction of the paper's: 1 = 200 starters, 174
@@ -47,7 +48,9 @@ launched on a free loopback port against the simulation's database (TRADLAB_WORK
 then 50 participants of every role at once drive the same endpoints the tabs use (/view,
 /record_submit with an upload, /receiver_submit, /validator_submit, /survey_submit; see
 sim_http.py), timed against a bare Gradio no-op event (benchmarks/load.py's) with the same
-clients.
+clients. `pair --scales 1,2 --out F` simulates the sizes at once, each on its own thread and
+database, and takes their HTTP samples together halfway, round by round in turn (Rendezvous,
+sim_http.http_samples): the 200% / 100% ratios within one run (no analysis).
 
 `measure SNAPSHOT` times, on a copy of a snapshot, a fixed seeded sample of views and submits of
 every role and some workflow.refresh calls, using only those three calls, so the same command
