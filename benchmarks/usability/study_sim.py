@@ -1026,8 +1026,6 @@ class Rendezvous:
     def __init__(self, n: int):
         self.n, self.arrived, self.done = n, [], False
         self.cv = threading.Condition()
-        # one setup at a time: the study import fills the protocol registry on first use
-        self.setup_lock = threading.Lock()
 
     def __call__(self, sim) -> None:
         from benchmarks.usability import sim_http
@@ -1068,11 +1066,7 @@ def simulate(
     sim = Sim(workdir, sizes, seed, http, log)
     sim.rendezvous = rendezvous
     t0 = time.perf_counter()
-    if rendezvous is not None:
-        with rendezvous.setup_lock:
-            sim.setup()
-    else:
-        sim.setup()
+    sim.setup()
     setup_s = time.perf_counter() - t0
     log(
         f"scale {scale}: {sizes.starters} starters, {sizes.senders} senders ({sizes.dropouts} drop out), "

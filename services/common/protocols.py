@@ -277,7 +277,8 @@ class UnknownName(KeyError):
 
 _lock = threading.RLock()
 _registered: dict[str, Protocol] = {}
-_loaded = False
+_loaded = False  # every built-in and plugin module imported, its protocols registered
+_loading = False  # the first load under way: its modules' own register() calls come back to _load
 
 
 def register(protocol: Protocol) -> Protocol:
@@ -329,22 +330,30 @@ def unregister(name: str) -> None:
 
 
 def _load() -> None:
-    global _loaded
+    """Imports the built-in and plugin protocols' modules once. Another thread that asks meanwhile
+    waits for the whole registry (the lock is held throughout): it once saw a part of it, and a
+    study naming a protocol not yet registered was refused (two simulations importing their
+    studies at once, benchmarks/usability/study_sim.py pair)."""
+    global _loaded, _loading
     if _loaded:
         return
     with _lock:
-        if _loaded:
-            return
-        _loaded = True  # set first: a module being imported registers through register()
-        plugins = tuple(m.strip() for m in settings.current().plugins.split(",") if m.strip())
-        for entry in BUILTIN + plugins:
-            module, _, attribute = entry.partition(":")
-            imported = importlib.import_module(module)
-            if attribute:
-                spec = getattr(imported, attribute)
-                if not isinstance(spec, Protocol):
-                    raise TypeError(f"{PLUGINS_ENV}: {entry} is not a Protocol")
-                register(spec)
+        if _loaded or _loading:
+            return  # loaded meanwhile, or a module this load imports registering itself
+        _loading = True
+        try:
+            plugins = tuple(m.strip() for m in settings.current().plugins.split(",") if m.strip())
+            for entry in BUILTIN + plugins:
+                module, _, attribute = entry.partition(":")
+                imported = importlib.import_module(module)
+                if attribute:
+                    spec = getattr(imported, attribute)
+                    if not isinstance(spec, Protocol):
+                        raise TypeError(f"{PLUGINS_ENV}: {entry} is not a Protocol")
+                    register(spec)
+            _loaded = True
+        finally:
+            _loading = False
 
 
 _cache: dict[str, Any] = {}

@@ -1,0 +1,63 @@
+"""services/common/protocols.py: the registry's first load, asked for by two threads at once."""
+
+from __future__ import annotations
+
+import importlib
+import threading
+import time
+import types
+
+from services.common import protocols
+
+BUILTIN = (
+    "services.usability.protocol:PROTOCOL",
+    "services.da.protocol:PROTOCOL",
+    "services.sd.protocol:PROTOCOL",
+    "services.qe.protocol:PROTOCOL",
+)
+
+
+def _fresh_registry(monkeypatch, slow_s: float) -> threading.Event:
+    """The registry as a new process has it, its first import slow; set once that import began.
+    (The built-in modules are imported already, so the load registers their specs by name.)"""
+    monkeypatch.setattr(protocols, "_registered", {})
+    monkeypatch.setattr(protocols, "_cache", {})
+    monkeypatch.setattr(protocols, "_loaded", False)
+    monkeypatch.setattr(protocols, "_loading", False, raising=False)
+    monkeypatch.setattr(protocols, "BUILTIN", BUILTIN)
+    began = threading.Event()
+
+    def slow(name, package=None):
+        began.set()
+        time.sleep(slow_s)
+        return importlib.import_module(name, package)
+
+    # the registry's own imports only, not the interpreter's
+    monkeypatch.setattr(protocols, "importlib", types.SimpleNamespace(import_module=slow))
+    return began
+
+
+def test_a_thread_asking_during_the_first_load_gets_the_whole_registry(monkeypatch):
+    began = _fresh_registry(monkeypatch, 0.05)
+    first = threading.Thread(target=protocols.protocols)
+    first.start()
+    assert began.wait(5)
+    # the first thread is importing the first module: this one waits for every protocol
+    got = protocols.protocol("sd")
+    first.join(5)
+    assert got.name == "sd"
+    assert {p.name for p in protocols.protocols()} >= {"usability", "da", "sd", "qe"}
+
+
+def test_a_load_that_failed_is_tried_again(monkeypatch):
+    _fresh_registry(monkeypatch, 0)
+    monkeypatch.setattr(protocols, "BUILTIN", (*BUILTIN, "services.common.settings:current"))
+    try:
+        protocols.protocols()
+    except TypeError as e:
+        assert "services.common.settings:current is not a Protocol" in str(e)
+    else:
+        raise AssertionError("a plugin that is not a Protocol was taken")
+    assert protocols._loaded is False and protocols._loading is False
+    monkeypatch.setattr(protocols, "BUILTIN", BUILTIN)
+    assert protocols.protocol("qe").name == "qe"
