@@ -444,7 +444,7 @@ class _Size:
             "TRADLAB_WORKER": "0",
             "TRADLAB_FIGURE_PNG": "0",
         }
-        self.sim, self.tmp = sim, tmp
+        self.sim = sim
         self.app = LoadApp(tmp, env)
         self.old = LoadApp(tmp / "before", env, root=Path(before)) if before else None
         self.wav = Path(sim.wav).read_bytes()
@@ -474,14 +474,17 @@ class _Level:
         self.roles: dict = {}
         self.recorded: list = []
 
+    def errors(self) -> list[str]:
+        return [e for outs in [*self.app_out.values(), self.noop_out] for o in outs.values() for e in o["errors"]]
 
-def _round(size: _Size, lv: _Level, m: str, n: int, noop, noop_url: str) -> bool:
+
+def _round(size: _Size, lv: _Level, m: str, n: int, noop, noop_url: str) -> None:
     """n participants of one study act on one way of calling its app, all at once, after the same
-    clients' no-op calls; False when fewer than two have work."""
+    clients' no-op calls; none when fewer than two have work."""
     sim = size.sim
     people = pick(sim, n, size.used)
     if len(people) < 2:
-        return False
+        return
     for p in people:
         lv.roles[f"{p.role}/{p.tab}"] = lv.roles.get(f"{p.role}/{p.tab}", 0) + 1
     for kind in NOOPS:
@@ -510,12 +513,11 @@ def _round(size: _Size, lv: _Level, m: str, n: int, noop, noop_url: str) -> bool
         sim.record_outcome(eid)
     sim.review()
     lv.recorded += made
-    return True
 
 
 def _level_row(n: int, lv: _Level, modes) -> dict:
     noop_by = _latencies(lv.noop_out)
-    errors = [e for outs in [*lv.app_out.values(), lv.noop_out] for o in outs.values() for e in o["errors"]]
+    errors = lv.errors()
     return {
         "clients": n,
         "rounds": ROUNDS,
@@ -621,10 +623,7 @@ def http_samples(sims: list, levels=LEVELS, modes=MODES, before: str = BEFORE) -
                     )
                 if row["errors"]:
                     sim.log(f"  HTTP, {n} clients: {row['n_errors']} errors: {row['errors'][:2]}")
-                sim.problems += [
-                    f"HTTP: {e}" for outs in lv.app_out.values() for o in outs.values() for e in o["errors"]
-                ]
-                sim.problems += [f"HTTP: {e}" for o in lv.noop_out.values() for e in o["errors"]]
+                sim.problems += [f"HTTP: {e}" for e in lv.errors()]
         for size, res in zip(sizes, results):
             res["app_peak_rss_mb"] = peak_rss_mb(size.app.proc.pid) if size.app.proc else None
     finally:
