@@ -110,6 +110,55 @@ def pick(sim, n: int, used: set) -> list:
     return picked
 
 
+def most_submits(tab: str) -> int:
+    return RECORDINGS if tab == "record" else SUBMITS
+
+
+def capacity(sim, person) -> int:
+    """How many items the participant could submit on their tab now: their open ones, and what
+    their role's pool would give them (its `ready`, the page's "n ready": two items of one new
+    starter both count for a receiver, who may take one; a sender's baseline survey can open the
+    informed one). Reads only. The levels report the submits planned and made."""
+    from services.common import protocols
+    from storage import assignments, participants, studies
+
+    phases = protocols.tab(person.tab).phases
+    n = assignments.counts(sim.db, person.pid, phases, protocols.tab(person.tab).instruction_items)["open"]
+    pool = protocols.role(person.role).pool
+    if pool is not None and pool.tab == person.tab:
+        row = participants.get(sim.db, person.pid)
+        n += pool.ready(sim.db, row, studies.get_study(sim.db, row["study_id"])) or 0
+    return n
+
+
+def matched(sims: list, useds: list, n: int) -> list[tuple[list, dict]]:
+    """The participants of a round for each study, with the submits each makes (pid -> k): the
+    first study's n picked as for one study, each to make as many as it can up to the tab's most
+    (most_submits); every other study's the same plan, a participant of the same role and tab
+    who can make as many for each. Halfway through a larger study its participants have more
+    left, so unmatched its clients made more calls each (4.90 against 4.65 at 50 clients) and had
+    more competitors in flight: the levels' mix, not the study's size (issue 34, fifth pass)."""
+    ref = pick(sims[0], n, useds[0])
+    plan = [(p.role, p.tab, min(most_submits(p.tab), capacity(sims[0], p))) for p in ref]
+    out = [(ref, {p.pid: k for p, (_, _, k) in zip(ref, plan)})]
+    for sim, used in zip(sims[1:], useds[1:]):
+        cands = _candidates(sim, used)
+        people, work = [], {}
+        for role, tab, k in plan:
+            pool, got = cands[(role, tab)], None
+            for i, q in enumerate(pool):
+                if capacity(sim, q) >= k:
+                    got = pool.pop(i)
+                    break
+            if got is None:  # reported by the level: the plans differ
+                continue
+            people.append(got)
+            work[got.pid] = k
+            used.add(got.pid)
+        out.append((people, work))
+    return out
+
+
 def _inputs(tab: str, token: str, view: dict, payload: dict, client, wav: bytes, lat: list) -> list:
     item = view["item_id"]
     if tab == "record":
@@ -200,9 +249,11 @@ def _drive(
     out: dict,
     mode: str = "gradio",
     meter=_untimed,
+    work: int | None = None,
 ) -> None:
-    """One participant's session on the app: a view, then up to SUBMITS submits, then a view.
-    meter(name, fn, *args): how each call is made (a Meter: its server CPU is kept)."""
+    """One participant's session on the app: a view, then up to `work` submits (default the
+    tab's most_submits), then a view. meter(name, fn, *args): how each call is made (a Meter:
+    its server CPU is kept)."""
     from harness.gradio_http import GradioHTTP
     from services.study.texts import Voice, page_language
 
@@ -223,7 +274,7 @@ def _drive(
             t0 = time.perf_counter()
             view = view_call("view")
             lat.append(("view", time.perf_counter() - t0))
-            for _ in range(RECORDINGS if tab == "record" else SUBMITS):
+            for _ in range(most_submits(tab) if work is None else work):
                 if view.get("status") != "item" or time.time() > deadline:
                     break
                 payload = sim.answers.answer(person.pid, view["phase"], view["item_id"], view["content"])
@@ -473,18 +524,20 @@ class _Level:
         self.noop_cpu = {k: 0.0 for k in NOOPS}
         self.roles: dict = {}
         self.recorded: list = []
+        self.planned = self.made = 0  # submits
+        self.unmatched = 0  # participants of the first study's plan no one here could match
 
     def errors(self) -> list[str]:
         return [e for outs in [*self.app_out.values(), self.noop_out] for o in outs.values() for e in o["errors"]]
 
 
-def _round(size: _Size, lv: _Level, m: str, n: int, noop, noop_url: str) -> None:
-    """n participants of one study act on one way of calling its app, all at once, after the same
-    clients' no-op calls; none when fewer than two have work."""
+def _round(size: _Size, lv: _Level, m: str, people: list, work: dict, noop, noop_url: str) -> None:
+    """The participants of one study act on one way of calling its app, all at once, each making
+    its `work` (pid -> submits), after the same clients' no-op calls; none when fewer than two."""
     sim = size.sim
-    people = pick(sim, n, size.used)
     if len(people) < 2:
         return
+    lv.planned += sum(work.values())
     for p in people:
         lv.roles[f"{p.role}/{p.tab}"] = lv.roles.get(f"{p.role}/{p.tab}", 0) + 1
     for kind in NOOPS:
@@ -500,7 +553,10 @@ def _round(size: _Size, lv: _Level, m: str, n: int, noop, noop_url: str) -> None
     c0, k0, r0 = cpu_s(server.proc.pid), time.process_time(), io_reads(server.proc.pid)
     way = BEFORE_WAY if m == "before" else m
     wav = size.wav
-    out, w = _run(lambda p, start, out: _drive(sim, server.url, p, wav, deadline, start, out, way), people)
+    out, w = _run(
+        lambda p, start, out: _drive(sim, server.url, p, wav, deadline, start, out, way, work=work[p.pid]), people
+    )
+    lv.made += sum(len([k for k, _ in o["lat"] if k not in ("view", "view_again", "upload")]) for o in out.values())
     lv.app_out[m].update(out)
     lv.wall[m] += w
     lv.cpu[m] += cpu_s(server.proc.pid) - c0
@@ -542,6 +598,10 @@ def _level_row(n: int, lv: _Level, modes) -> dict:
             "noop": _ms({k: noop_by[k] for k in ("noop_first", "noop_next") if k in noop_by}),
         },
         "recorded_over_http": len(lv.recorded),
+        # the submits planned (matched across the studies measured together) and made
+        "submits_planned": lv.planned,
+        "submits_made": lv.made,
+        "unmatched": lv.unmatched,
         "errors": errors[:10],
         "n_errors": len(errors),
         "load_average": [round(x, 2) for x in os.getloadavg()],
@@ -594,14 +654,17 @@ def http_samples(sims: list, levels=LEVELS, modes=MODES, before: str = BEFORE) -
         for n in levels:
             lvs = [_Level(modes) for _ in sizes]
             # ROUNDS rounds; in each, for each way of calling the app and each study, the no-op's
-            # kinds of call, then that app with n other participants; the orders turned round
-            # each round
+            # kinds of call, then that app with n other participants, the same plan of work in
+            # every study (matched); the orders turned round each round
             for r in range(ROUNDS):
                 order = list(modes) if r % 2 == 0 else list(reversed(modes))
                 turn = list(range(len(sizes))) if r % 2 == 0 else list(reversed(range(len(sizes))))
                 for m in order:
+                    plans = matched([sz.sim for sz in sizes], [sz.used for sz in sizes], n)
+                    for lv, (people, _) in zip(lvs[1:], plans[1:]):
+                        lv.unmatched += len(plans[0][0]) - len(people)
                     for i in turn:
-                        _round(sizes[i], lvs[i], m, n, noop, noop_url)
+                        _round(sizes[i], lvs[i], m, *plans[i], noop, noop_url)
             for size, lv, res in zip(sizes, lvs, results):
                 sim = size.sim
                 if not any(lv.app_out.values()):
