@@ -105,6 +105,20 @@ def test_the_calls_in_flight_by_littles_law():
     level = {"clients": 2, "latencies_ms": lat, "modes": {"json": {"app": {"wall_s": 0.6}}}}
     cell = pooled([{"scale": 1.0, "http": {"levels": [level]}}])["sizes"]["1/2/json"]
     assert cell["in_flight"] == 1.5 and cell["calls_per_participant"] == 4.5
+    assert "submits_planned" not in cell  # a level of runs before the plan was kept
+
+
+def test_the_submits_planned_and_made_are_summed_over_runs():
+    lat = {"json": {"view": [1.0], "survey_submit": [1.0] * 3}, "before": {"view": [1.0]}}
+
+    def level(planned, made):
+        return {"clients": 16, "latencies_ms": lat, "submits_planned": planned, "submits_made": made}
+
+    runs = [{"scale": 1.0, "http": {"levels": [level(90, 88)]}}, {"scale": 1.0, "http": {"levels": [level(93, 93)]}}]
+    cells = pooled(runs, resamples=50)["sizes"]
+    # the plan is the level's, every way of calling the app together
+    for way in ("json", "before"):
+        assert cells[f"1/16/{way}"]["submits_planned"] == 183 and cells[f"1/16/{way}"]["submits_made"] == 181
 
 
 def test_paired_runs_give_each_pairs_own_ratio():
@@ -124,3 +138,17 @@ def test_paired_runs_give_each_pairs_own_ratio():
     assert got["view"]["median"] == 1.0
     # runs of one size each (not paired) give none
     assert paired([{k: v for k, v in r.items() if k != "pair"} for r in runs]) == {}
+
+
+def test_merged_files_keep_their_pairs_apart():
+    from benchmarks.usability.sim_http_runs import merged_runs, paired
+
+    def run(scale, pair, f):
+        lat = {"json": {"survey_submit": [f * 10.0] * 20, "view": [1.0], "view_again": [1.0]}}
+        return {"scale": scale, "pair": pair, "http": {"levels": [{"clients": 16, "latencies_ms": lat}]}}
+
+    # two files, each numbering its one pair 0: ratios 2.0 and 0.5, not one pair mixed of both
+    a = {"runs": [run(1.0, 0, 1), run(2.0, 0, 2)]}
+    b = {"runs": [run(1.0, 0, 4), run(2.0, 0, 2)]}
+    got = paired(merged_runs([a, b]))["16/json"]["sub"]
+    assert sorted(got["each"]) == [0.5, 2.0]

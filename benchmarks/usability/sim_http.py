@@ -13,7 +13,10 @@ the session) through the endpoint their tab's button calls (/record_submit after
 upload, /receiver_submit, /validator_submit, /survey_submit), each answer the one the in-process
 participants would give (study_sim.Answerer). First the same clients call the no-op as many
 times, all at once, then the app; each level runs ROUNDS times with other participants, so
-that a p95 is not just the maximum of 16 first views. Latency: from sending the call to holding its result (for a
+that a p95 is not just the maximum of 16 first views. Studies of several sizes measured together
+(study_sim.py pair) act on one plan of work each round (matched): the same roles, tabs and
+submits per client, so that their 200% / 100% ratios compare the studies, not how much work
+their participants had left. Latency: from sending the call to holding its result (for a
 submit, the next item). Everything is bounded: participants per level, calls per participant,
 and DEADLINE_S per level; only 127.0.0.1 is contacted.
 """

@@ -75,6 +75,16 @@ def one_pair(scales: list[float], work: Path, env: dict, pair: int) -> list[dict
     ]  # fmt: skip
 
 
+def merged_runs(files: list[dict]) -> list[dict]:
+    """The runs of several result files, a paired run's pair named by its file too (each file
+    numbers its pairs from 0)."""
+    return [
+        {**run, "pair": f"{i}/{run['pair']}"} if "pair" in run else run
+        for i, f in enumerate(files)
+        for run in f["runs"]
+    ]
+
+
 def paired(runs: list[dict]) -> dict:
     """Each target's p95 at 200% over its p95 at 100% within one paired run (both sizes measured in
     turn, beside one no-op): per level and way, every pair's ratio, their median and range."""
@@ -204,11 +214,16 @@ def pooled(runs: list[dict], resamples: int = 2000, seed: int = 1) -> dict:
 
     per_run: dict = {}  # (size, clients, way) -> [(its latencies by endpoint, the no-op's), one per run]
     busy: dict = {}  # (size, clients, way) -> [seconds of calls, seconds of levels, calls, participants]
+    plan: dict = {}  # (size, clients) -> [submits planned, made], every way together (sim_http.matched)
     for run in runs:
         for level in run["http"]["levels"]:
             lat = level.get("latencies_ms")
             if not lat:
                 continue
+            if "submits_planned" in level:
+                got = plan.setdefault((f"{run['scale']:g}", level["clients"]), [0, 0])
+                got[0] += level["submits_planned"]
+                got[1] += level["submits_made"]
             for mode, by in lat.items():
                 if mode == "noop":
                     continue
@@ -251,6 +266,9 @@ def pooled(runs: list[dict], resamples: int = 2000, seed: int = 1) -> dict:
             # keep more of the level's clients in flight, each call's latency up as much
             row["in_flight"] = round(calls_s / wall_s, 1) if wall_s else None
             row["calls_per_participant"] = round(n / people, 2) if people else None
+        if plan.get((scale, clients), [0])[0]:
+            planned, made = plan[(scale, clients)]
+            row["submits_planned"], row["submits_made"] = planned, made
         out["sizes"][f"{scale}/{clients}/{mode}"] = row
         big_key = ("2", clients, mode)
         if scale != "1" or big_key not in per_run:
@@ -328,7 +346,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.merge:
         files = [json.loads(Path(f).read_text()) for f in args.merge]
-        runs = [run for f in files for run in f["runs"]]
+        runs = merged_runs(files)
         result = {"merged": args.merge, "machine": files[0].get("machine"), **summarise(runs)}
         Path(args.out).write_text(dumps(result))
         print(json.dumps({k: result[k] for k in ("p95_200_over_100", "pooled") if k in result}, indent=1))
