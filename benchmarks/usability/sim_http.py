@@ -62,6 +62,9 @@ SUBMITS = 4
 # pass). One each gives both sizes the same mix.
 RECORDINGS = int(os.environ.get("SIM_HTTP_RECORDINGS", "1"))
 ROUNDS = 2
+# SIM_HTTP_TURN=flipped: studies measured together take their turns the other way round (the
+# largest first in the first round): each round's first and last places go to the other study
+FLIP = int(os.environ.get("SIM_HTTP_TURN", "") == "flipped")
 # SIM_HTTP_COSTS=N: first N participants (per way of calling the app) act one at a time, each
 # call's server CPU kept (Meter): what each kind of call costs the server, alone. 0: none
 COSTS = int(os.environ.get("SIM_HTTP_COSTS", "0"))
@@ -661,7 +664,7 @@ def http_samples(sims: list, levels=LEVELS, modes=MODES, before: str = BEFORE) -
             # every study (matched); the orders turned round each round
             for r in range(ROUNDS):
                 order = list(modes) if r % 2 == 0 else list(reversed(modes))
-                turn = list(range(len(sizes))) if r % 2 == 0 else list(reversed(range(len(sizes))))
+                turn = list(range(len(sizes))) if (r + FLIP) % 2 == 0 else list(reversed(range(len(sizes))))
                 for m in order:
                     plans = matched([sz.sim for sz in sizes], [sz.used for sz in sizes], n)
                     for lv, (people, _) in zip(lvs[1:], plans[1:]):
