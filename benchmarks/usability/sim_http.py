@@ -116,6 +116,11 @@ def pick(sim, n: int, used: set) -> list:
     return picked
 
 
+def is_submit(name: str) -> bool:
+    """A latency's name that is a submit's (the others: the views and the record tab's upload)."""
+    return name not in ("view", "view_again", "upload")
+
+
 def most_submits(tab: str) -> int:
     return RECORDINGS if tab == "record" else SUBMITS
 
@@ -128,8 +133,8 @@ def capacity(sim, person) -> int:
     from services.common import protocols
     from storage import assignments, participants, studies
 
-    phases = protocols.tab(person.tab).phases
-    n = assignments.counts(sim.db, person.pid, phases, protocols.tab(person.tab).instruction_items)["open"]
+    tab = protocols.tab(person.tab)
+    n = assignments.counts(sim.db, person.pid, tab.phases, tab.instruction_items)["open"]
     pool = protocols.role(person.role).pool
     if pool is not None and pool.tab == person.tab:
         row = participants.get(sim.db, person.pid)
@@ -400,7 +405,7 @@ def _mode_row(app_out: dict, noop_by: dict, wall: float, cpu: float, client: flo
 
     by = _latencies(app_out)
     calls = [x for k, xs in by.items() if k != "upload" for x in xs]
-    subs = [x for k, xs in by.items() if k not in ("view", "view_again", "upload") for x in xs]
+    subs = [x for k, xs in by.items() if is_submit(k) for x in xs]
     n_calls = max(1, sum(len(o["lat"]) for o in app_out.values()))
     row = {
         "app": _summary(calls, wall),
@@ -530,7 +535,7 @@ class _Level:
         self.noop_cpu = {k: 0.0 for k in NOOPS}
         self.roles: dict = {}
         self.recorded: list = []
-        self.planned = self.made = 0  # submits
+        self.planned = 0  # submits (those made are the submits' latencies)
         self.unmatched = 0  # participants of the first study's plan no one here could match
 
     def errors(self) -> list[str]:
@@ -562,7 +567,6 @@ def _round(size: _Size, lv: _Level, m: str, people: list, work: dict, noop, noop
     out, w = _run(
         lambda p, start, out: _drive(sim, server.url, p, wav, deadline, start, out, way, work=work[p.pid]), people
     )
-    lv.made += sum(len([k for k, _ in o["lat"] if k not in ("view", "view_again", "upload")]) for o in out.values())
     lv.app_out[m].update(out)
     lv.wall[m] += w
     lv.cpu[m] += cpu_s(server.proc.pid) - c0
@@ -606,7 +610,7 @@ def _level_row(n: int, lv: _Level, modes) -> dict:
         "recorded_over_http": len(lv.recorded),
         # the submits planned (matched across the studies measured together) and made
         "submits_planned": lv.planned,
-        "submits_made": lv.made,
+        "submits_made": sum(len(xs) for m in modes for k, xs in _latencies(lv.app_out[m]).items() if is_submit(k)),
         "unmatched": lv.unmatched,
         "errors": errors[:10],
         "n_errors": len(errors),

@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import machine  # noqa: E402
+from benchmarks.usability.sim_http import is_submit  # noqa: E402
 
 NUMBERS = re.compile(r"\[\s+([-0-9.e,\s]+?)\s+\]")  # a list of numbers, one to a line
 NOOP_KINDS = {"noop": "", "noop_json": "_json", "noop_queued": "_queued"}
@@ -180,7 +181,7 @@ def p95(xs) -> float:
 def calls(latencies: dict, what: str) -> list[float]:
     """One way's latencies of a kind: "sub" (every submit endpoint), "view", "view_again"."""
     if what == "sub":
-        return [x for k, xs in latencies.items() if k not in ("view", "view_again", "upload") for x in xs]
+        return [x for k, xs in latencies.items() if is_submit(k) for x in xs]
     return list(latencies.get(what, []))
 
 
@@ -330,6 +331,12 @@ def dumps(result: dict) -> str:
     )
 
 
+def keep(result: dict, runs: list[dict], out: str) -> None:
+    """The result so far, written after each run (a long series stopped midway keeps its runs)."""
+    result.update(summarise(runs), runs=runs, machine_after=machine())
+    Path(out).write_text(dumps(result))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3, help="runs per size")
@@ -367,8 +374,7 @@ def main(argv=None) -> int:
                 runs += got
                 ok = all(r["checks_ok"] for r in got)
                 print(f"paired run {i + 1}: checks {'passed' if ok else 'FAILED'}", file=sys.stderr)
-                result.update(summarise(runs), runs=runs, machine_after=machine())
-                Path(args.out).write_text(dumps(result))  # kept as it goes
+                keep(result, runs, args.out)
                 continue
             for scale in scales:
                 work = Path(tmp) / f"{i}-{scale:g}"
@@ -376,8 +382,7 @@ def main(argv=None) -> int:
                 run = one_run(scale, work, env)
                 runs.append(run)
                 print(f"run {i + 1} at {scale:g}: checks {'passed' if run['checks_ok'] else 'FAILED'}", file=sys.stderr)
-                result.update(summarise(runs), runs=runs, machine_after=machine())
-                Path(args.out).write_text(dumps(result))  # kept as it goes
+                keep(result, runs, args.out)
     print(
         json.dumps(
             {k: result[k] for k in ("summary", "p95_200_over_100", "pooled", "paired_p95_200_over_100") if k in result},
