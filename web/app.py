@@ -4,7 +4,7 @@
 from pathlib import Path
 
 from web.fast_pages import preload_hints, static_assets
-from web.gradio_patches import refuse_remote_files
+from web.gradio_patches import no_app_until_queued, refuse_remote_files
 from web.guard import guard
 from web.middleware import compression, refuse_remote_files_middleware, role_redirect, security_headers
 from web.pages import KEYBOARD_JS, page_theme, role_page, team_page
@@ -19,11 +19,12 @@ def build_app(settings, database) -> Site:
 
     auth = admin.AdminAuth(settings.admin_password, database, local_secret=settings.admin_secret)
     refuse_remote_files()
-    site = Site(
-        team_page(settings, database, auth),
-        {role: role_page(database, settings, role, label) for role, label in role_pages().items()},
-        auth,
-    )
+    with no_app_until_queued():
+        site = Site(
+            team_page(settings, database, auth),
+            {role: role_page(database, settings, role, label) for role, label in role_pages().items()},
+            auth,
+        )
     for blocks in site.blocks:
         forget_strangers_uploads(blocks, database, auth)
     return site

@@ -3,6 +3,7 @@ place. Written for gradio>=6.21,<7 (requirements.txt's pin): each relies on inte
 range (processing_utils, route_utils, routes, state_holder, networking, Queue attributes, the
 Blocks config) and is where to look first when the pin moves. Each patch is idempotent."""
 
+import contextlib
 import re
 
 from web.sessions import session_classes
@@ -31,6 +32,34 @@ def quiet_queues(site: Site, seconds: float = QUEUE_POLL_S) -> None:
 # async_ssrf_protected_download, which refuses private addresses but lets any public host and
 # hf.co / huggingface.co through). No launch() or GRADIO_* setting turns that off (allowed_paths
 # and blocked_paths only concern local paths), so the check sits in front of that step.
+# Gradio makes a Blocks' FastAPI app when its `with` block ends (Blocks.__exit__), again at queue()
+# and once more at launch() or mount_gradio_app: each time FastAPI and pydantic analyse the
+# signature of all ~80 routes (about 0.1 s). The first is replaced by the second before anything
+# reads it, for each of the seven pages and for every nested Blocks a tab builds: 14 of the 28 apps
+# a start made, 1-2 s of it on the 2-core reference machine.
+@contextlib.contextmanager
+def no_app_until_queued():
+    """While the pages are built: a Blocks' `with` block ends without making an app (its `app` is
+    None until queue(), which web.serving and web.app.mount_pages call before serving)."""
+    import gradio.blocks
+
+    real = gradio.blocks.App
+
+    class NotYet:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        @staticmethod
+        def create_app(blocks, *args, **kwargs):
+            return None
+
+    gradio.blocks.App = NotYet()
+    try:
+        yield
+    finally:
+        gradio.blocks.App = real
+
+
 def refuse_remote_files() -> None:
     """Every event input that carries a file whose path is a URL (any scheme) is refused with
     gr.Error before gradio fetches or copies anything; uploads (paths on this server) pass."""
