@@ -76,27 +76,9 @@ def prepared_app(tmp: Path, raters: int, extra_roles: bool = False, env_extra: d
     """The load study imported through the CLI, `raters` DA raters (and two of every other role
     when extra_roles), not started yet."""
     app = LoadApp(tmp, env_extra)
-    res = app.cli("import", str(STUDY))
-    assert res.returncode == 0, res.stderr
-    res = app.cli("participants", "add", "--study", STUDY_ID, "--role", "da", "--count", str(raters))
-    assert res.returncode == 0, res.stderr
+    add = ("participants", "add", "--study", STUDY_ID)
+    app.prepare(("import", str(STUDY)), (*add, "--role", "da", "--count", str(raters)))
     if extra_roles:
-        for role in ("receiver", "validator", "rater", "sd"):
-            res = app.cli("participants", "add", "--study", STUDY_ID, "--role", role, "--count", "2")
-            assert res.returncode == 0, res.stderr
-        res = app.cli(
-            "participants",
-            "add",
-            "--study",
-            STUDY_ID,
-            "--role",
-            "sender",
-            "--group",
-            "USW",
-            "--gender",
-            "Woman",
-            "--count",
-            "2",
-        )
-        assert res.returncode == 0, res.stderr
+        app.prepare(*((*add, "--role", role, "--count", "2") for role in ("receiver", "validator", "rater", "sd")))
+        app.prepare((*add, "--role", "sender", "--group", "USW", "--gender", "Woman", "--count", "2"))
     return app

@@ -48,7 +48,7 @@ def app(tmp_path_factory, llm_server):
             "TRADLAB_LLM_API_KEY_ENV": "",
         },
     )
-    res = app.cli("import", str(make_study(tmp / "study")))
+    res = app.setup_cli("import", str(make_study(tmp / "study")))
     assert res.returncode == 0, res.stderr
     app.start()
     yield app

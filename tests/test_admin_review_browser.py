@@ -23,7 +23,7 @@ def page():
         pytest.fail("Chromium is not installed: `make test` installs it (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         yield browser.new_page(viewport={"width": WIDTH, "height": 1000})

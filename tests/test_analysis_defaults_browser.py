@@ -28,7 +28,7 @@ BUTTONS = [
 @pytest.fixture(scope="module")
 def empty_app(tmp_path_factory):
     app = RunningApp(tmp_path_factory.mktemp("empty"), {"TRADLAB_WORKER": "0"})
-    assert app.cli("import", str(DEMO)).returncode == 0
+    assert app.setup_cli("import", str(DEMO)).returncode == 0
     app.start()
     yield app
     app.stop()

@@ -74,11 +74,11 @@ def test_forged_link_says_so(app_server, page):
 
 
 def test_prolific_url_enrols_into_an_open_slot(app_server, page):
-    res = app_server.cli("participants", "add", "--study", "demo", "--role", "da", "--self-enrol")
+    res = app_server.setup_cli("participants", "add", "--study", "demo", "--role", "da", "--self-enrol")
     assert res.returncode == 0, res.stderr
     signed = next(
         line.split("\t")[3]
-        for line in app_server.cli("links", "--study", "demo").stdout.splitlines()
+        for line in app_server.setup_cli("links", "--study", "demo").stdout.splitlines()
         if line.startswith("da (")
     )
     url = (

@@ -1,5 +1,5 @@
 """The consent page and demographics form in the launched app: through gradio_client, and as a
-participant in headless Chromium (screenshots in test-artifacts/)."""
+participant in headless Chromium (screenshots: tests/helpers/browser.py ARTIFACTS)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from tests.helpers.studies import study_with_consent
 def consent_app(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("consent")
     app = RunningApp(tmp)
-    assert app.cli("import", str(study_with_consent(tmp))).returncode == 0
-    assert app.cli("participants", "add", "--study", "demo", "--role", "receiver", "--count", "3").returncode == 0
+    assert app.setup_cli("import", str(study_with_consent(tmp))).returncode == 0
+    assert app.setup_cli("participants", "add", "--study", "demo", "--role", "receiver", "--count", "3").returncode == 0
     app.start()
     yield app
     app.stop()

@@ -7,7 +7,7 @@ of each of their four starters (Piper), the worker transcribes and translates al
 recordings, the admin accepts any QC flagged (the Admin tab's review), then the receiver answers
 all six translations, the validator validates all six answer sets, the sender answers their
 eight surveys, the rater their four and the DA rater their HIT of 24: each page ends with the
-completion code. The last page of each role is also shot at 390 px (test-artifacts/alone-*.png).
+completion code. The last page of each role is also shot at 390 px (alone-*.png).
 The SD rater moves every slider of every page by keyboard.
 """
 

@@ -8,7 +8,7 @@ spoken by Piper; the app's worker transcribes and translates it with the default
 system; the receiver's and the validator's pages, opened while they still wait, show the new
 work by themselves (no reload); the receiver answers, the validator scores and marks, the
 sender answers the baseline and informed surveys, and the Survey tab then says that recordings
-are still waiting on the Record tab. Screenshots of every phase go to test-artifacts/e2e-*.png.
+are still waiting on the Record tab. Screenshots of every phase: e2e-*.png.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def e2e(tmp_path_factory):
 
 
 def shot(page, name):
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"e2e-{name}.png"), full_page=True)
 
 

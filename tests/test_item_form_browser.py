@@ -18,9 +18,9 @@ pytestmark = pytest.mark.browser
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     a = RunningApp(tmp_path_factory.mktemp("forms"), env_extra={"TRADLAB_WORKER": "0"})
-    assert a.cli("import", str(DEMO)).returncode == 0
+    assert a.setup_cli("import", str(DEMO)).returncode == 0
     for role, n in (("receiver", "1"), ("da", "3")):
-        assert a.cli("participants", "add", "--study", "demo", "--role", role, "--count", n).returncode == 0
+        assert a.setup_cli("participants", "add", "--study", "demo", "--role", role, "--count", n).returncode == 0
     a.start()
     yield a
     a.stop()

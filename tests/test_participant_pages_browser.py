@@ -1,7 +1,7 @@
 """Issue 29, second round, in headless Chromium at 1280 and 390 px: the semantic differential's
 sliders (and the radio setting), the informed survey's outcomes, one language per page (Prolific
 refusals and <html lang>), the completion code's copy button and the DA slider's end labels.
-Screenshots go to test-artifacts/round2-*.png."""
+Screenshots: round2-*.png (tests/helpers/browser.py ARTIFACTS)."""
 
 from __future__ import annotations
 
@@ -146,8 +146,8 @@ def radio_app(tmp_path_factory):
     assert "\n[sd]\n" in toml
     (folder / "study.toml").write_text(toml.replace("\n[sd]\n", '\n[sd]\ninput = "radio"\n', 1), encoding="utf-8")
     app = RunningApp(tmp)
-    assert app.cli("import", str(folder)).returncode == 0
-    assert app.cli("participants", "add", "--study", "demo", "--role", "sd", "--count", "2").returncode == 0
+    assert app.setup_cli("import", str(folder)).returncode == 0
+    assert app.setup_cli("participants", "add", "--study", "demo", "--role", "sd", "--count", "2").returncode == 0
     app.start()
     yield app
     app.stop()

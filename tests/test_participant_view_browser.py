@@ -1,5 +1,5 @@
 """The admin's "A participant" section in headless Chromium: a pasted link finds the participant
-and the page shows their status block and items table (screenshot in test-artifacts/)."""
+and the page shows their status block and items table (a screenshot)."""
 
 from __future__ import annotations
 

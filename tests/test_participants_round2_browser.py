@@ -19,9 +19,9 @@ SIZES = [pytest.param((1280, 900), id="1280"), pytest.param((390, 844), id="390"
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     a = RunningApp(tmp_path_factory.mktemp("round2"), env_extra={"TRADLAB_WORKER": "0"})
-    assert a.cli("import", str(DEMO)).returncode == 0
+    assert a.setup_cli("import", str(DEMO)).returncode == 0
     for role in ("receiver", "validator", "rater", "sd", "da"):
-        assert a.cli("participants", "add", "--study", "demo", "--role", role, "--count", "2").returncode == 0
+        assert a.setup_cli("participants", "add", "--study", "demo", "--role", role, "--count", "2").returncode == 0
     a.add_participants("sender", 1, "USW", "Woman")
     # every question with an expected answer (the reviewed questions' reference answers)
     a.rows(

@@ -24,7 +24,7 @@ SENDER = {"desktop": 0, "phone": 1, "routes": 2}  # one sender per test width: t
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     app = RunningApp(tmp_path_factory.mktemp("record"))
-    assert app.cli("import", str(DEMO)).returncode == 0
+    assert app.setup_cli("import", str(DEMO)).returncode == 0
     app.add_participants("sender", 3, "USW", "Woman")
     app.start()
     yield app

@@ -26,9 +26,9 @@ def redirect_app(tmp_path_factory):
     toml = toml.replace("hit_size = 24", "hit_size = 2").replace("controls = 4", "controls = 0")
     toml = toml.replace('modality = "both"', 'modality = "text"')
     (study / "study.toml").write_text(toml)
-    res = app.cli("import", str(study))
+    res = app.setup_cli("import", str(study))
     assert res.returncode == 0, res.stderr
-    assert app.cli("participants", "add", "--study", "demo", "--role", "da", "--count", "2").returncode == 0
+    assert app.setup_cli("participants", "add", "--study", "demo", "--role", "da", "--count", "2").returncode == 0
     app.start()
     yield app
     app.stop()

@@ -47,7 +47,7 @@ def test_the_review_shows_the_edge_words_probabilities(app_server, width):
         flag_one(app_server)
     (rid,) = app_server.rows("SELECT id FROM recordings WHERE path_original LIKE '%review-test.wav'")[0]
     first = json.loads(app_server.rows("SELECT qc_edges FROM recordings WHERE id = ?", (rid,))[0][0])["first_word"]
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         page = browser.new_page(viewport={"width": width, "height": 900})

@@ -3,44 +3,7 @@ its pages, an admin session, the token of a participant's link."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
-from harness.app import ADMIN_SECRET, ROOT
-
-
-def run_cli(*args, env: dict | None = None) -> subprocess.CompletedProcess:
-    """`python app.py ARGS` run in this process (cli.main): env, when given, is the whole
-    environment during the call (as a subprocess's env would be); returns what the process would
-    have (returncode, stdout, stderr). The working directory, environment and umask are restored."""
-    import contextlib
-    import io
-
-    import cli
-
-    out, err = io.StringIO(), io.StringIO()
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
-    saved_umask = os.umask(0o022)
-    os.umask(saved_umask)
-    try:
-        if env is not None:
-            os.environ.clear()
-            os.environ.update(env)
-        os.chdir(ROOT)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = cli.main([str(a) for a in args])
-            except SystemExit as e:  # argparse's errors (2) and commands that exit
-                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-                if not isinstance(e.code, int) and e.code is not None:
-                    print(e.code, file=sys.stderr)
-    finally:
-        os.chdir(saved_cwd)
-        os.environ.clear()
-        os.environ.update(saved_env)
-        os.umask(saved_umask)
-    return subprocess.CompletedProcess(["app.py", *map(str, args)], code or 0, out.getvalue(), err.getvalue())
+from harness.app import ADMIN_SECRET, run_cli  # noqa: F401  (run_cli: the tests import it from here)
 
 
 class AppClient:

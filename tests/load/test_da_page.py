@@ -33,8 +33,8 @@ def demo_app(tmp_path_factory):
     toml = (study / "study.toml").read_text()
     (study / "study.toml").write_text(toml.replace("[da]\n", "[da]\nlock_until_played = true\n", 1))
     app = RunningApp(root)
-    assert app.cli("import", str(study)).returncode == 0
-    assert app.cli("participants", "add", "--study", "demo", "--role", "da", "--count", "2").returncode == 0
+    assert app.setup_cli("import", str(study)).returncode == 0
+    assert app.setup_cli("participants", "add", "--study", "demo", "--role", "da", "--count", "2").returncode == 0
     app.start()
     yield app
     app.stop()
