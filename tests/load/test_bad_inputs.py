@@ -653,8 +653,10 @@ def test_a_huge_or_complex_body_is_refused_before_gradio_and_others_stay_fast(ap
     # the target is 1.5x; measured here 1.5-4.5x on a shared 2-core machine (p95 14-17 ms
     # quiet, 27-78 ms beside the bodies; before: a stall of seconds). benchmarks/hardening.py, with
     # the conditions in turn over several rounds and the sender paced, measures 0.85-1.04x: the
-    # spread here is the machine's (the sender's CPU, one round each), so this bound stays loose
-    assert b95 <= max(5 * q95, 150), (q95, b95)
+    # spread here is the machine's (the sender's CPU, one round each), so this bound stays loose:
+    # under `make test` two other workers share the cores, and their bursts alone put a p95 at
+    # 170 ms; 400 ms still fails the stall of seconds this guards against
+    assert b95 <= max(5 * q95, 400), (q95, b95)
     assert peak - idle < 40, (idle, peak)
 
 
