@@ -274,16 +274,15 @@ def test_honest_pages_keep_their_sessions_through_a_flood_of_strangers(app):
     Refresh (which sends the study the login chose, checked against that session's own choices)
     shows no error."""
     import shutil
-    from pathlib import Path
 
     from playwright.sync_api import sync_playwright
 
+    from tests.helpers.browser import ARTIFACTS as artifacts
     from tests.helpers.da_page import move, slider, submit, wait_progress
     from web.sessions import STRANGER_SESSIONS
 
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
-    artifacts = Path(__file__).resolve().parent.parent / "test-artifacts"
-    artifacts.mkdir(exist_ok=True)
+    artifacts.mkdir(parents=True, exist_ok=True)
     flags = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
     rater = app.tokens("da")[2]
     with sync_playwright() as p:

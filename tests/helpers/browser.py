@@ -5,13 +5,15 @@ fixtures, or `chromium()` for a browser of their own."""
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+# outside the checkout (tests/helpers/session.py sets it before this module is imported)
+ARTIFACTS = Path(os.environ.get("TRADLAB_TEST_ARTIFACTS") or "/tmp/tradlab-test-artifacts")
 FLAGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -35,7 +37,7 @@ def chromium(args: list[str] | None = None, **launch):
         pytest.fail("Chromium is not installed: `make test` installs it (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
-    ARTIFACTS.mkdir(exist_ok=True)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS + (args or []), **launch)
         try:
