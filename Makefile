@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test test-fast lint setup setup-test system-deps clean
+.PHONY: run test test-fast test-changed lint setup setup-test system-deps clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -20,9 +20,13 @@ setup: $(BIN)/python
 	$(BIN)/pip install -q -r requirements.txt
 	$(BIN)/pip install -q --no-deps $(COMET) $(MISTRAL_COMMON)
 
-setup-test: $(BIN)/python
+# A stamp, as the extra environments have: `make lint` and `make test` both need the test venv, and
+# pip's check that nothing is missing takes seconds; a changed requirements file installs again.
+setup-test: $(VENV)/.test-installed
+$(VENV)/.test-installed: requirements.txt requirements-test.txt | $(BIN)/python
 	$(BIN)/pip install -q -r requirements-test.txt
 	$(BIN)/pip install -q --no-deps $(COMET) $(MISTRAL_COMMON)
+	touch $@
 
 # Debian/Ubuntu packages the tests use (headless Chromium, espeak-ng, FFmpeg for datasets' audio
 # loading through torchcodec); skipped where apt is absent.
@@ -48,14 +52,33 @@ lint: setup-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# `make test` and `make test-changed` run the tests in TEST_WORKERS pytest-xdist processes, a test
+# file to one worker (its module fixtures, an app or a browser, made once), in the order the workers
+# collect them (heaviest first: tests/helpers/session.py), not xdist's by test count: 3 on the
+# 2-core reference machine, where the app and browser tests wait on their subprocesses much of the
+# time (docs/development.md, Running the tests). TEST_WORKERS=0 runs them in one process.
+TEST_WORKERS ?= 3
+PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
+# The whole suite (CI's command): prints the 15 slowest tests and the suite's wall time, and fails
+# past its budget on CI (tests/helpers/session.py).
 test: system-deps setup-test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) --durations=15
 
 # The suite without browser tests, tests that launch the app (a subprocess server) and the few
 # marked slow (markers: pytest.ini, given by tests/conftest.py); after `make setup-test`. Under two
-# minutes on a 2-core machine (docs/development.md); CI runs `make test`.
+# minutes on a 2-core machine in TEST_WORKERS processes (100 s; 137 s in one: docs/development.md);
+# CI runs `make test`.
 test-fast:
-	$(BIN)/python -m pytest -m "not browser and not app and not slow" -q --durations=15
+	$(BIN)/python -m pytest -m "not browser and not app and not slow" -q $(PYTEST_PARALLEL) --durations=15
+
+# The tests of the packages a change touches (tools/changed_tests.py: the files that differ from the
+# merge base with origin/main, or from BASE=<commit>, untracked ones included), in TEST_WORKERS
+# processes; FAST=1 leaves out the browser, app and slow tests as test-fast does.
+test-changed:
+	@files="$$($(BIN)/python tools/changed_tests.py $(if $(BASE),--base $(BASE)))"; \
+	if [ -z "$$files" ]; then echo "no test file imports what changed"; \
+	else $(BIN)/python -m pytest -q $(PYTEST_PARALLEL) --durations=15 $(if $(FAST),-m "not browser and not app and not slow") $$files; fi
 
 clean:
 	rm -rf $(VENV) data .pytest_cache

@@ -81,7 +81,14 @@ def test_make_test_fast_deselects_registered_markers():
     recipe = re.search(r"^test-fast:.*\n\t(.+)$", make, flags=re.M).group(1)
     expr = re.search(r'-m "([^"]+)"', recipe).group(1)
     assert expr == "not browser and not app and not slow" and "--durations=15" in recipe
-    assert re.search(r"^test: .*\n\t\$\(BIN\)/python -m pytest -q$", make, flags=re.M)  # CI's: the whole suite
+    # CI's: the whole suite, in parallel, its 15 slowest tests printed
+    assert re.search(
+        r"^test: .*\n\t\$\(BIN\)/python -m pytest -q \$\(PYTEST_PARALLEL\) --durations=15$", make, flags=re.M
+    )
+    # files in the order the workers collect them (heaviest first: tests/helpers/session.py), not by their test counts
+    assert re.search(
+        r"^PYTEST_PARALLEL = -n \$\(TEST_WORKERS\) --dist loadfile --no-loadscope-reorder$", make, flags=re.M
+    )
 
 
 def test_the_pre_commit_config_runs_the_lint_checks_and_the_fixers():
