@@ -11,9 +11,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-# What a test run may add to the checkout: pytest's cache, the virtual environments and Python's
-# byte-code caches (written by any import, the app's subprocesses' included).
-ALLOWED_NAMES = {".pytest_cache", "__pycache__"}
+# What a test run may add to the checkout: pytest's cache, the virtual environments, Python's
+# byte-code caches (written by any import, the app's subprocesses' included) and the caches of the
+# lint tools, which .ci/run runs beside the suite (a cache, written by the tool, not by a test).
+ALLOWED_NAMES = {".pytest_cache", "__pycache__", ".mypy_cache", ".ruff_cache", ".import_linter_cache"}
 ALLOWED_PREFIXES = (".venv",)
 ROOT_VARIABLE = "TRADLAB_TEST_ROOT"
 # Screenshots the browser tests take, kept after the session for a look: outside the checkout, in
