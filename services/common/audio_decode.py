@@ -22,6 +22,7 @@ from math import gcd
 from pathlib import Path
 
 import numpy as np
+from scipy.signal import resample_poly
 
 TARGET_RATE = 16000
 HEADER_SLACK_S = 0.5  # a container duration this close to the cap is decoded and measured instead
@@ -258,12 +259,7 @@ def _read_wav_stdlib(data: bytes, max_seconds: float | None = None) -> tuple[np.
 
 def to_16k_wav(samples: np.ndarray, rate: int, dest: Path) -> None:
     g = gcd(TARGET_RATE, rate)
-    if rate == TARGET_RATE:
-        pcm = samples
-    else:
-        from scipy.signal import resample_poly  # 1.5 s to import: not on every start of the app
-
-        pcm = resample_poly(samples, TARGET_RATE // g, rate // g)
+    pcm = resample_poly(samples, TARGET_RATE // g, rate // g) if rate != TARGET_RATE else samples
     pcm16 = (np.clip(pcm, -1, 1) * 32767).astype("<i2")
     tmp = dest.with_suffix(".tmp")
     with wave.open(str(tmp), "wb") as w:
