@@ -155,6 +155,22 @@ class TinyDestaModel(PreTrainedModel):
         labels = torch.cat([torch.full((1, embeds.shape[1]), -100), ans], dim=1)
         return self.llama(inputs_embeds=full, labels=labels).loss
 
+    @torch.no_grad()
+    def margin(self, messages, answer: str) -> float:
+        """The smallest gap, over the answer's tokens read as the model would greedily write them,
+        between the right token's logit and the best wrong one's: a twin trained to a wide gap
+        answers the same whatever the thread count or kernel that sums its floats."""
+        audio_path, feats = self.load_audio(messages)
+        transcript, audio_features = self.perceive(feats)
+        embeds, _ = self.inputs(messages, audio_path, transcript, audio_features)
+        eot = self.tokenizer.convert_tokens_to_ids("<|eot_id|>")
+        ans = torch.tensor([self.tokenizer(answer, add_special_tokens=False).input_ids + [eot]])
+        full = torch.cat([embeds, self.llama.get_input_embeddings()(ans)], dim=1)
+        logits = self.llama(inputs_embeds=full).logits[0, embeds.shape[1] - 1 : -1]
+        right = logits.gather(1, ans[0].unsqueeze(1)).squeeze(1)
+        wrong = logits.scatter(1, ans[0].unsqueeze(1), float("-inf")).max(dim=1).values
+        return float((right - wrong).min())
+
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
         config = TinyDestaConfig.from_pretrained(pretrained_model_name_or_path)

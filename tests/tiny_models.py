@@ -760,6 +760,9 @@ def desta_messages(wav: Path, prompt: str = DESTA_PROMPT) -> list[dict]:
     ]
 
 
+DESTA_MARGIN = 2.0  # logits: far above the float noise of another thread count or kernel
+
+
 def build_tiny_desta(out: Path, clips: dict[str, Path], whisper: Path, steps: int = 80) -> Path:
     """A folder loaded by AutoModel.from_pretrained(out, trust_remote_code=True): config.json with
     an auto_map to modeling_tiny_desta.py, qformer_connector.pth, and its Whisper (out/whisper, a
@@ -833,13 +836,22 @@ def build_tiny_desta(out: Path, clips: dict[str, Path], whisper: Path, steps: in
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny: a second thread only adds overhead (see _train)
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=5e-3, weight_decay=0.0)
-    model.train()
-    for step in range(steps):
+    # `steps` first, then on until every answer wins by a wide logit gap (TinyDestaModel.margin). The
+    # vocabulary, and so the training, differs per build (the corpus holds the temporary path): 80
+    # steps alone left the smallest gap anywhere from -0.5 to 5 logits, so a test failed at random.
+    for step in range(steps * 4):
+        if step >= steps and step % len(examples) == 0:
+            model.eval()
+            if min(model.margin(m, a) for m, a in examples) >= DESTA_MARGIN:
+                break
+        model.train()
         messages, answer = examples[step % len(examples)]
         loss = model.loss(messages, answer)
         opt.zero_grad()
         loss.backward()
         opt.step()
+    else:
+        raise AssertionError(f"the DeSTA twin did not reach a logit margin of {DESTA_MARGIN} in {steps * 4} steps")
     model.eval()
     torch.set_num_threads(threads)
     model.llama.save_pretrained(out / "llama")
