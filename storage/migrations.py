@@ -625,3 +625,10 @@ def m016_registered_protocols(db) -> None:
         )
         """,
     )
+
+
+@migrations()
+def m017_recordings_by_content(db) -> None:
+    # a discarded intake's files are removed only when no row names their content
+    # (services/usability/audio_intake.discard), looked up on every double submit of a recording
+    db.execute("CREATE INDEX IF NOT EXISTS recordings_sha256 ON recordings (sha256)")

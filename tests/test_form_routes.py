@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.helpers.app import AppClient, receiver_inputs, token_of
-from web.form_routes import INLINE_UPLOAD_BYTES, read_call, small_upload
+from web.form_routes import read_call
 
 
 @pytest.fixture(scope="module")
@@ -153,26 +153,9 @@ def test_a_recording_is_taken_only_as_the_path_its_page_uploaded(app_server, htt
     assert stored() == 1
     again = value(submit(path))
     assert again["progress"] == saved["progress"] and stored() == 1  # saved once
-    # a recording over INLINE_UPLOAD_BYTES goes to a worker thread: the same checks and answer
+    # a longer recording (over 1 MB): the same checks and answer
     long_silent = tmp_path / "long.wav"
     sf.write(str(long_silent), np.zeros(48000 * 12, np.int16), 48000, subtype="PCM_16")
-    assert long_silent.stat().st_size > INLINE_UPLOAD_BYTES
     out = value(call(http, "/sender/form/record/submit", {"token": tok, "value": {
         "item_id": saved["item_id"], "audio": upload(http, long_silent.read_bytes(), "long.wav")}}))  # fmt: skip
     assert "silent" in out["error"] and out["item_id"] == saved["item_id"] and stored() == 1
-
-
-def test_small_upload_says_which_recordings_are_decoded_on_the_loop(tmp_path):
-    from types import SimpleNamespace
-
-    small, big, elsewhere = tmp_path / "small.wav", tmp_path / "big.wav", tmp_path / "other.wav"
-    small.write_bytes(b"x" * 1000)
-    big.write_bytes(b"x" * (INLINE_UPLOAD_BYTES + 1))
-    elsewhere.write_bytes(b"x")
-    page = SimpleNamespace(upload_file_set={str(small), str(big), str(tmp_path / "gone.wav")})
-    on_loop = small_upload(page, "audio")
-    assert on_loop({"audio": str(small)})
-    assert not on_loop({"audio": str(big)})  # a worker thread decodes it
-    # not this page's upload, none, or gone: a worker thread, where the route refuses it
-    for value_ in ({"audio": str(elsewhere)}, {"audio": str(tmp_path / "gone.wav")}, {"audio": None}, None, {}):
-        assert not on_loop(value_)

@@ -8,7 +8,8 @@ session state, pre- and postprocessing): at 50 participants at once 3.9 ms of se
 against 5.7 through the events, and 133 submits a second against 86 (benchmarks/README.md, issue
 34's section). So the page's script (tabs/item_form.py FORM_JS) posts here and falls back to the
 Gradio event on anything but an answer. The actions run on the event loop in turns
-(web/action_line.py), a recording larger than INLINE_UPLOAD_BYTES on a worker thread.
+(web/action_line.py); a recording's submit always on a worker thread (its decoding, bounded as it
+is, takes milliseconds to a second, which on the loop every other request would wait through).
 
 Only a page's own tabs are served on it (the rater's page has no receiver route); the services
 check the token's role and item as for the Gradio event. The record tab's submit names its
@@ -52,12 +53,6 @@ def read_call(body: bytes, content_type: str) -> tuple[dict | None, int, str]:
     return call, 200, ""
 
 
-# A recording up to this size is decoded and stored on the event loop like any other action
-# (a 16-bit mono WAV of 48 kHz: about 10 s; an honest reading of a starter is 2-8 s): a few
-# milliseconds; a larger one goes to a worker thread so that it never holds up the others.
-INLINE_UPLOAD_BYTES = 1024 * 1024
-
-
 def endpoint(fn, takes_value: bool, database=None, on_loop=lambda value: True):
     """An async route that reads the call and runs fn(token[, value]) (run_action: on the event
     loop when on_loop(value) and nothing would make it wait, else in a worker thread)."""
@@ -99,23 +94,6 @@ def uploads_only(fn, page, field: str):
     return submit
 
 
-def small_upload(page, field: str):
-    """on_loop for an upload's submit: its file is one this page stored, of at most
-    INLINE_UPLOAD_BYTES (anything else goes to a thread, where uploads_only refuses a stranger's)."""
-    import os
-
-    def small(value) -> bool:
-        path = value.get(field) if isinstance(value, dict) else None
-        if not isinstance(path, str) or path not in page.upload_file_set:
-            return False
-        try:
-            return os.stat(path).st_size <= INLINE_UPLOAD_BYTES
-        except OSError:
-            return False
-
-    return small
-
-
 def form_routes(pages: dict, database=None) -> list:
     """The JSON routes of every role page's item forms: pages is role -> its Blocks (whose
     item_forms web/pages.role_page sets: tab -> FormRoutes); database, the app's (None: every
@@ -127,8 +105,7 @@ def form_routes(pages: dict, database=None) -> list:
         for tab, form in getattr(page, "item_forms", {}).items():
             if form.upload_field:
                 submit = uploads_only(form.submit, page, form.upload_field)
-                on_loop = small_upload(page, form.upload_field)
-                submit_route = endpoint(submit, True, database, on_loop)
+                submit_route = endpoint(submit, True, database, on_loop=lambda value: False)
             else:
                 submit_route = endpoint(form.submit, True, database)
             routes.append(Route(f"/{role}/form/{tab}/submit", submit_route, methods=["POST"]))

@@ -7,9 +7,13 @@ else the ffmpeg program. Without either the sender is told so.
 Bounded before decoded: the upload is at most TRADLAB_MAX_UPLOAD_MB, but a few MB of compressed
 audio can hold hours. The container's own duration is checked against the study's cap first;
 decoding then reads block by block and stops one frame past the cap, so a header that lies (or
-gives no length, as a browser's WebM does) cannot get further. FFmpeg is told the format the
+gives no length, as a browser's WebM does) cannot get further. A cap in seconds is not one in
+samples: 29 s of FLAC silence at 655,350 Hz in 8 channels is 161 KB and 152 million samples, so
+the header's sample rate and channel count are bounded too (MAX_RATE, MAX_CHANNELS: what any
+microphone or recorder app makes), before a sample is read. FFmpeg is told the format the
 bytes show (no probing: a file cannot turn into a playlist or an SDP session) and may use only
-the file and pipe protocols.
+the file and pipe protocols. At most DECODES_AT_ONCE recordings decode at a time in a process,
+one per key (a participant's link) at a time (decode_slot).
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from __future__ import annotations
 import io
 import shutil
 import subprocess
+import threading
 import wave
+from contextlib import contextmanager
 from math import gcd
 from pathlib import Path
 
@@ -25,6 +31,10 @@ import numpy as np
 from scipy.signal import resample_poly
 
 TARGET_RATE = 16000
+MAX_RATE = 96_000  # Hz: studio recorders go to 96 kHz; browsers record at 44.1 or 48 kHz
+MAX_CHANNELS = 2  # a phone, headset or laptop microphone is mono or stereo
+DECODES_AT_ONCE = 2  # recordings decoding at a time in the process (the 2-core reference machine)
+DECODE_WAIT_S = 20.0  # how long a recording waits for a turn before the sender is asked to retry
 HEADER_SLACK_S = 0.5  # a container duration this close to the cap is decoded and measured instead
 DECODE_MARGIN_S = 0.5  # the ffmpeg program decodes at most cap + this (-t), so "too long" is seen
 _SF_UNKNOWN_FRAMES = 1 << 62  # libsndfile's frame count for a FLAC whose header gives no length
@@ -43,6 +53,53 @@ def too_long(max_seconds: float, duration: float | None = None) -> IntakeError:
     return IntakeError(
         f"The recording is too long ({said}; the limit is {max_seconds:.0f} s). Please record again, a little faster."
     )
+
+
+def unusual_format(rate: int, channels: int) -> IntakeError | None:
+    """The refusal of a header beyond any ordinary recording (None: it may be decoded)."""
+    if 0 < rate <= MAX_RATE and 0 < channels <= MAX_CHANNELS:
+        return None
+    return IntakeError(
+        f"This recording's format is not one we take ({rate:,} Hz, {channels} channels; at most "
+        f"{MAX_RATE:,} Hz and {MAX_CHANNELS} channels). Please record again with the page's recorder."
+    )
+
+
+def _bounded(rate: int, channels: int) -> None:
+    refusal = unusual_format(rate, channels)
+    if refusal is not None:
+        raise refusal
+
+
+class Busy(IntakeError):
+    """No decoding turn came in time, or the same link is decoding another recording."""
+
+
+_turns = threading.BoundedSemaphore(DECODES_AT_ONCE)
+_decoding: set = set()  # the keys with a decode under way
+_decoding_lock = threading.Lock()
+
+
+@contextmanager
+def decode_slot(key, wait_s: float = DECODE_WAIT_S):
+    """A turn to decode: one at a time per key (a second recording from the same link while the
+    first decodes is refused at once) and at most DECODES_AT_ONCE in the process, waiting up to
+    wait_s for one. A burst from many links then queues here instead of decoding side by side
+    (six at once had taken +1.3 GB before the header bounds; now each is at most ~40 MB)."""
+    with _decoding_lock:
+        if key in _decoding:
+            raise Busy("Your previous recording is still being checked. Please wait a moment before submitting again.")
+        _decoding.add(key)
+    try:
+        if not _turns.acquire(timeout=wait_s):
+            raise Busy("The server is busy checking other recordings. Please submit again in a minute.")
+        try:
+            yield
+        finally:
+            _turns.release()
+    finally:
+        with _decoding_lock:
+            _decoding.discard(key)
 
 
 def _cap_frames(rate: int, max_seconds: float | None) -> int | None:
@@ -86,6 +143,7 @@ def _decode_sndfile(data: bytes, fmt: str, max_seconds: float | None) -> tuple[n
         rate = int(f.samplerate)
         if rate <= 0:
             raise ValueError("no sample rate")
+        _bounded(rate, int(f.channels))
         known = f.frames if 0 < f.frames < _SF_UNKNOWN_FRAMES else None  # FLAC may say "unknown"
         _header_check(known / rate if known else None, max_seconds)
         cap = _cap_frames(rate, max_seconds)
@@ -120,6 +178,7 @@ def _decode_pyav(data: bytes, fmt: str, max_seconds: float | None) -> tuple[np.n
             seconds = None  # a browser's WebM has none: the cap below decides
         _header_check(seconds, max_seconds)
         rate = int(stream.rate or 48000)
+        _bounded(rate, int(stream.channels or 1))
         resampler = av.AudioResampler(format="flt", layout="mono", rate=rate)
         out = _Mono(_cap_frames(rate, max_seconds), max_seconds)
         for frame in container.decode(stream):
@@ -132,7 +191,8 @@ def _decode_pyav(data: bytes, fmt: str, max_seconds: float | None) -> tuple[np.n
 
 def _decode_ffmpeg_program(data: bytes, fmt: str, max_seconds: float | None) -> tuple[np.ndarray, int]:
     """The ffmpeg program, fed through a pipe: the demuxer named with -f, protocols limited to
-    file and pipe, output cut with -t just past the cap and converted to 16 kHz mono float."""
+    file and pipe, output cut with -t just past the cap and converted to 16 kHz mono float (so its
+    output is bounded whatever the input's rate and channels; it streams, holding little)."""
     cmd = [
         "ffmpeg",
         "-nostdin",
@@ -241,6 +301,7 @@ def _read_wav_stdlib(data: bytes, max_seconds: float | None = None) -> tuple[np.
     try:
         with wave.open(io.BytesIO(data), "rb") as w:
             rate, width, channels = w.getframerate(), w.getsampwidth(), w.getnchannels()
+            _bounded(rate, channels)
             cap = _cap_frames(rate, max_seconds)
             n = w.getnframes() if cap is None else min(w.getnframes(), cap + 1)
             raw = w.readframes(n)

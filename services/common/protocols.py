@@ -55,6 +55,10 @@ class Phase:
     intake(database, study, assignment, payload, media_dir) -> data, optional: work done outside
         the line of participant actions before the save (a recording's decoding); it replaces
         validate
+    discard(database, data), optional: the intake's data when its save did not take it (a
+        double submit, a refusal or a failure in the write), called in the line of participant
+        actions (no save runs meanwhile): removes what the intake made outside the database (a
+        recording's staged files)
     after_save(tx, study, assignment), optional: inside the write, after the item is
         marked done (a DA rater's finished HIT is judged)
     not_handed_on: why an open item of the phase is withdrawn, not handed on, when its
@@ -71,6 +75,7 @@ class Phase:
     stored: Callable[..., dict]
     check: Callable[..., None] | None = None
     intake: Callable[..., dict] | None = None
+    discard: Callable[..., None] | None = None
     after_save: Callable[..., None] | None = None
     not_ready: str = ""
     not_handed_on: str = ""

@@ -166,10 +166,17 @@ def submit(
             return found
         p, study, a = found
         payload = payload or {}
-        intake = protocols.phase(a["phase"]).intake
-        data = intake(database, study, a, payload, media_dir) if intake else None
+        spec = protocols.phase(a["phase"])
+        data = spec.intake(database, study, a, payload, media_dir) if spec.intake else None
         with ACTIONS:
-            return _save(database, token, tab, p, study, a, payload, data, media_dir, actor, voice)
+            taken = False
+            try:
+                result = _save(database, token, tab, p, study, a, payload, data, media_dir, actor, voice)
+                taken = result.saved
+                return result
+            finally:
+                if data is not None and not taken and spec.discard is not None:
+                    spec.discard(database, data)
     except (AccessError, SubmissionError) as e:
         raise reword(e, voice)
 

@@ -14,13 +14,14 @@ transcript was lent and the paper's rule raised an edge flag (else nothing could
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 from services.metrics import exchange as exchange_metrics
 from services.models import systems
 from services.models.cache import CACHE
-from services.usability import recording_qc, workflow
-from storage import studies
+from services.usability import audio_intake, recording_qc, workflow
+from storage import jobs, studies
 from storage.db import required
 from storage.usability import exchanges, recordings
 
@@ -128,10 +129,33 @@ def record_outcome(database, recording_id: int, translation: str, transcript: st
     return status
 
 
+SWEEP_KIND = "sweep_recordings"
+
+
+def sweep_recordings(database, media_dir) -> int:
+    """The recording files no row names, once an hour old, removed (audio_intake.sweep): what a
+    crash between an intake and its save left behind."""
+    if media_dir is None:
+        return 0
+    return audio_intake.sweep(media_dir, recordings.file_names(database))
+
+
+def schedule_sweep(database, study_id: str) -> int:
+    """The study upkeep's (Protocol.repair): refreshes the workflow and queues the media sweep, at
+    most once an hour whatever the number of studies (its dedupe key is the hour). Counts what the
+    refresh added or changed."""
+    changed = workflow.refresh(database, study_id)
+    hour = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H")
+    with database.write() as db:
+        jobs.enqueue(db, SWEEP_KIND, {}, dedupe_key=f"{SWEEP_KIND}:{hour}")
+    return changed
+
+
 def background_jobs(database, cache=CACHE, media_dir=None) -> dict:
     """The usability study's background jobs (Protocol.jobs): a recording's system run and QC,
-    an exchange's automatic metrics."""
+    an exchange's automatic metrics, the hourly sweep of recording files no row names."""
     return {
         "process_recording": lambda payload: process_recording(database, payload["recording_id"], cache),
         "score_exchange": lambda payload: exchange_metrics.score_exchange(database, payload["exchange_id"], cache),
+        SWEEP_KIND: lambda payload: sweep_recordings(database, media_dir),
     }

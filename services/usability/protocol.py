@@ -16,7 +16,7 @@ from services.participation.assignment import sender_design
 from services.participation.items import bold_key_spans
 from services.participation.submissions import SubmissionError
 from services.study.texts import Voice, sqm_label, texts
-from services.usability import answers, corpus, dropouts, export_tables, reassignment, workflow
+from services.usability import answers, audio_intake, corpus, dropouts, export_tables, reassignment, workflow
 from services.usability.audio_intake import IntakeError, store_recording
 from services.usability.recording_qc import SECOND_OPINION_DEFAULTS, qc_asr_problems, second_opinion_problems
 from storage import assignments, jobs, participants, question_drafts, studies
@@ -223,14 +223,23 @@ def intake_recording(database, study, assignment, payload, media_dir) -> dict:
                 media_dir,
                 study["config"]["usability"]["max_recording_seconds"],
                 starter["text"],
+                key=assignment["participant_id"],
+                staged=True,
             )
         }
     except IntakeError as e:
         raise SubmissionError(str(e)) from e
 
 
-def save_recording(tx: Transaction, study, participant, assignment, data) -> None:
+def discard_recording(database, data) -> None:
+    """The staged files of a recording its save did not take, and its content-named files when
+    no row names them (a write that failed after placing them)."""
     au = data["audio"]
+    audio_intake.discard(au, recordings.content_named(database, au.sha256))
+
+
+def save_recording(tx: Transaction, study, participant, assignment, data) -> None:
+    au = audio_intake.place(data["audio"])
     rid = recordings.insert_recording(
         tx.db, assignment["id"], assignment["exchange_id"], au.sha256, au.path_original, au.path_16k, au.duration_s
     )
@@ -450,7 +459,15 @@ PROTOCOL = protocols.register(
             ),
         ),
         phases=(
-            Phase("record", content, None, save_recording, stored_recording, intake=intake_recording),
+            Phase(
+                "record",
+                content,
+                None,
+                save_recording,
+                stored_recording,
+                intake=intake_recording,
+                discard=discard_recording,
+            ),
             Phase("receive", content, answers.validate_receive, save_answers, stored_answers),
             Phase("validate", content, answers.validate_validate, save_validation, stored_validation),
             Phase("survey_baseline", content, answers.validate_survey, save_survey, stored_survey),
@@ -471,7 +488,7 @@ PROTOCOL = protocols.register(
         export_tables=export_tables.TABLES,
         audio_metadata=export_tables.AUDIO_METADATA,  # the hf-audio format
         drop_inactive=dropouts.detect_inactive,  # senders gone quiet
-        repair=workflow.refresh,
+        repair="services.usability.pipeline:schedule_sweep",  # the workflow's refresh, the media sweep
         questions_changed=workflow.starter_changed,
     )
 )

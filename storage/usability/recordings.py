@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from storage.db import Database, insert_row, now
 
@@ -23,6 +24,17 @@ def insert_recording(
             "created_at": now(),
         },
     )
+
+
+def content_named(database: Database, sha256: str) -> bool:
+    """Whether a recording row names the files of this content (recordings_sha256)."""
+    return database.one("SELECT 1 AS x FROM recordings WHERE sha256 = ? LIMIT 1", [sha256]) is not None
+
+
+def file_names(database: Database) -> set[str]:
+    """The names of every file a recording row holds (the media sweep's; not a participant's)."""
+    rows = database.query("SELECT path_original, path_16k FROM recordings")
+    return {Path(r[k]).name for r in rows for k in ("path_original", "path_16k") if r[k]}
 
 
 def recording_for_assignment(database: Database, assignment_id: int) -> dict | None:
