@@ -6,6 +6,7 @@ import importlib
 import threading
 import time
 import types
+from pathlib import Path
 
 from services.common import protocols
 
@@ -61,3 +62,24 @@ def test_a_load_that_failed_is_tried_again(monkeypatch):
     assert protocols._loaded is False and protocols._loading is False
     monkeypatch.setattr(protocols, "BUILTIN", BUILTIN)
     assert protocols.protocol("qe").name == "qe"
+
+
+def test_built_ins_keep_their_order_whichever_module_is_imported_first():
+    """A built-in protocol's module imported first registers after the load it starts; it had
+    then come last, and a test run of a few files saw another order than the suite."""
+    import subprocess
+    import sys
+
+    code = (
+        "import {first}\nfrom services.common import protocols\nprint(','.join(p.name for p in protocols.protocols()))"
+    )
+    for first in ("services.da.protocol", "services.sd.protocol", "services.qe.protocol"):
+        run = subprocess.run(
+            [sys.executable, "-c", code.format(first=first)],
+            cwd=Path(__file__).resolve().parents[1],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        assert run.stdout.strip().splitlines()[-1] == "usability,da,sd,qe", (first, run.stdout, run.stderr[-500:])

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -282,6 +283,14 @@ class UnknownName(KeyError):
 
 _lock = threading.RLock()
 _registered: dict[str, Protocol] = {}
+_rank: dict[str, int] = {}  # a protocol's place: its module's in BUILTIN, plugins after
+
+
+def _builtin_rank(module: str) -> int:
+    modules = [entry.partition(":")[0] for entry in BUILTIN]
+    return modules.index(module) if module in modules else len(BUILTIN)
+
+
 _loaded = False  # every built-in and plugin module imported, its protocols registered
 _loading = False  # the first load under way: its modules' own register() calls come back to _load
 
@@ -319,6 +328,12 @@ def register(protocol: Protocol) -> Protocol:
                     _registered[protocol.name] = old
                 raise ValueError(f"protocol '{protocol.name}': {kind} {', '.join(sorted(clash))} already registered")
         _registered[protocol.name] = protocol
+        # built-ins in BUILTIN's order, then plugins as registered: a module imported first (a
+        # test's `import services.da.protocol`) registers after the load it starts, and had come last
+        _rank[protocol.name] = _builtin_rank(sys._getframe(1).f_globals.get("__name__", ""))
+        ordered = sorted(_registered.items(), key=lambda item: _rank.get(item[0], len(BUILTIN)))
+        _registered.clear()
+        _registered.update(ordered)
         _cache.clear()
     return protocol
 
