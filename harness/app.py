@@ -119,7 +119,9 @@ class RunningApp:
         self.proc = subprocess.Popen(
             [sys.executable, "app.py", *args], cwd=self.root, env=self.env, stdout=self.log, stderr=subprocess.STDOUT
         )
-        deadline = time.time() + 90
+        # `--demo` records and translates its dropped-out sender's starters before it serves:
+        # 60-90 s on two cores busy with other tests (a 90 s wait once ran out in a full run)
+        deadline = time.time() + 180
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("app exited: " + (self.tmp / "server.log").read_text())
