@@ -1,6 +1,6 @@
-"""The plain ASGI middlewares around every page: compression, frame protection (SecurityHeaders),
-a participant's link sent on to its role's page (RoleRedirect), remote files refused
-(RefuseRemoteFiles); each with its Starlette Middleware factory. Guard is web/guard.py."""
+"""The plain ASGI middlewares around every page: compression, frame protection and no referrer
+(SecurityHeaders), a participant's link sent on to its role's page (RoleRedirect), remote files
+refused (RefuseRemoteFiles); each with its Starlette Middleware factory. Guard is web/guard.py."""
 
 from web.site import role_pages
 from web.uploads import is_remote_path
@@ -23,12 +23,18 @@ class SecurityHeaders:
     Space lets https://huggingface.co frame it) and, where that maps onto it, X-Frame-Options for
     older browsers ('self' -> SAMEORIGIN, 'none' -> DENY; other origins: CSP only, since
     X-Frame-Options cannot name them). No other page can show the app's pages in a frame and
-    trick the designer or a participant into clicks (clickjacking)."""
+    trick the designer or a participant into clicks (clickjacking). And Referrer-Policy:
+    no-referrer: a page's address carries its key (a participant's ?t=TOKEN, the admin link's
+    ?admin=SECRET), which a browser would otherwise send on to every other site it loads from
+    or links to."""
 
     def __init__(self, app, frame_ancestors: str = "'self'"):
         self.app = app
         value = " ".join(frame_ancestors.replace(";", " ").replace(",", " ").split()) or "'self'"
-        self.headers = [(b"content-security-policy", f"frame-ancestors {value}".encode("latin-1"))]
+        self.headers = [
+            (b"content-security-policy", f"frame-ancestors {value}".encode("latin-1")),
+            (b"referrer-policy", b"no-referrer"),
+        ]
         xfo = {"'self'": b"SAMEORIGIN", "'none'": b"DENY"}.get(value)
         if xfo:
             self.headers.append((b"x-frame-options", xfo))
