@@ -31,6 +31,34 @@ def app(tmp_path_factory):
     a.stop()
 
 
+def test_other_origins_cannot_read_the_app_and_its_own_can(app):
+    """Gradio's CORS middleware gave any Origin Access-Control-Allow-Origin with credentials
+    whenever the Host was not localhost (a page elsewhere could read a participant's answers
+    with their cookies). Now a foreign Origin gets no CORS header on any route (its preflight a
+    403), the app's own origin and those TRADLAB_FRAME_ANCESTORS names (a Space: huggingface.co)
+    are allowed; a request without an Origin (gradio_client) is untouched."""
+    host = {"host": "study.example.org"}
+    evil = {**host, "origin": "https://evil.example"}
+    for path in ("/config", "/da/config", "/gradio_api/info", "/da/", "/nope"):
+        r = httpx.get(app.url + path, headers=evil, timeout=30)
+        cors = {k: v for k, v in r.headers.items() if k.startswith("access-control")}
+        assert cors == {} and "origin" in r.headers.get("vary", "").lower(), (path, r.status_code, cors)
+    asked = {"access-control-request-method": "POST", "access-control-request-headers": "content-type"}
+    for path in ("/gradio_api/queue/join", "/da/gradio_api/api/view"):
+        r = httpx.options(app.url + path, headers={**evil, **asked})
+        assert r.status_code == 403 and "access-control-allow-origin" not in r.headers, (path, r.headers)
+    own = {**host, "origin": "https://study.example.org"}
+    r = httpx.get(app.url + "/da/config", headers=own, timeout=30)
+    assert r.headers.get("access-control-allow-origin") == "https://study.example.org", r.headers
+    r = httpx.options(app.url + "/da/gradio_api/api/view", headers={**own, **asked})
+    assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "https://study.example.org"
+    from services.common.settings import Settings
+    from web.middleware import trusted_origins
+
+    space = Settings.from_env({"SPACE_ID": "lab/tradlab", "SPACE_HOST": "lab-tradlab.hf.space"}, data_root="/none")
+    assert trusted_origins(space) == ("https://lab-tradlab.hf.space", "https://huggingface.co")
+
+
 def test_every_answer_says_no_referrer(app):
     """The admin link carries its secret in its address (?admin=SECRET), a participant's link its
     token: every answer, Guard's refusals included, says Referrer-Policy: no-referrer."""

@@ -91,6 +91,22 @@ def refuse_remote_files() -> None:
     processing_utils.async_move_files_to_cache = guarded
 
 
+def same_origin_cors(origins: tuple = ()) -> None:
+    """Every gradio App built after this answers cross-origin requests with
+    web.middleware.SameOriginCORS (a request's own origin and `origins` only) instead of gradio's
+    CustomCORSMiddleware, which allowed any origin, credentials included, unless the Host was
+    localhost; gradio has no option for that (strict_cors concerns the origin "null" only)."""
+    from gradio import routes
+
+    from web.middleware import SameOriginCORS
+
+    class Configured(SameOriginCORS):
+        def __init__(self, app, **gradio_options):
+            super().__init__(app, origins)
+
+    routes.CustomCORSMiddleware = Configured
+
+
 def lean_sessions() -> None:
     """Every gradio App built after this keeps its sessions in CallerSessions, and a request
     without a session hash gets a LeanSession (gradio builds one for it and throws it away)."""
