@@ -5,12 +5,17 @@ for the module) and, for the stream cut-offs, uvicorn in process."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import httpx
 import pytest
 
 from harness.load_app import prepared_app
 
 pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
+
+MB = 1024 * 1024
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +71,53 @@ def test_every_answer_says_no_referrer(app):
     for path in paths:
         r = httpx.get(app.url + path, timeout=30)
         assert r.headers.get("referrer-policy") == "no-referrer", (path, r.status_code, dict(r.headers))
+
+
+def chunked_upload(app, size: int, client: str) -> tuple[int | str, str]:
+    """A file of `size` bytes uploaded to the sender's page without a Content-Length."""
+    boundary = "tradlab-chunked"
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="r.wav"\r\n'
+        "Content-Type: audio/wav\r\n\r\nRIFF"
+    ).encode()
+
+    def body():
+        yield head
+        for _ in range(size // (64 * 1024)):
+            yield b"\0" * (64 * 1024)
+        yield f"\r\n--{boundary}--\r\n".encode()
+
+    try:
+        r = httpx.post(
+            f"{app.url}/sender/gradio_api/upload",
+            content=body(),
+            headers={"content-type": f"multipart/form-data; boundary={boundary}", "x-forwarded-for": client},
+            timeout=60,
+        )
+    except httpx.TransportError as e:  # cut off while sending
+        return type(e).__name__, str(e)
+    return r.status_code, r.text
+
+
+def test_a_chunked_upload_counts_as_it_arrives(app):
+    """An upload without a Content-Length counted as 0 bytes against its client's allowance
+    (TRADLAB_UPLOAD_MB_PER_CLIENT, 3 MB here): a 5 MB one was stored, and any number arriving at
+    once passed. Now its bytes count as they arrive, and past the allowance it is cut off with
+    a 429; a sender elsewhere still uploads."""
+    t0 = time.perf_counter()
+    status, text = chunked_upload(app, 5 * MB, "203.0.113.20")
+    ms = (time.perf_counter() - t0) * 1000
+    assert status == 429 and "limit is 3 MB" in text, (status, text[:200])
+    stored = [p for p in (app.tmp / "uploads").rglob("*") if p.is_file() and p.stat().st_size > 4 * MB]
+    assert stored == [], stored
+    # two at once from one client, 2 MB each: the second passes the allowance while both arrive
+    said: list = []
+    both = [threading.Thread(target=lambda: said.append(chunked_upload(app, 2 * MB, "203.0.113.21"))) for _ in "ab"]
+    for t in both:
+        t.start()
+    for t in both:
+        t.join(60)
+    assert sorted(str(s) for s, _ in said) == ["200", "429"], said
+    status, text = chunked_upload(app, 1 * MB, "203.0.113.22")  # another sender
+    assert status == 200, text[:200]
+    print(f"\n5 MB chunked upload past a 3 MB allowance: 429 after {ms:.0f} ms; two 2 MB at once: one taken")

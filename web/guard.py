@@ -71,7 +71,7 @@ class Guard:
     body_timeout seconds, and a JSON body no deeper than MAX_JSON_DEPTH with at most
     MAX_JSON_VALUES values. Then an event's caller is looked at (Callers: a known session, or the
     team page's participant calls refused to strangers) and an upload counted against its
-    client's UploadBudget. Refusals answer at once and close the connection."""
+    client's UploadBudget as it arrives. Refusals answer at once and close the connection."""
 
     def __init__(
         self,
@@ -146,14 +146,7 @@ class Guard:
             refusal = self.uploads.admit(client, int(length) if length is not None else 0)
             if refusal:
                 return await self.refuse(send, 429, refusal)
-            stream, seen = self.bounded_stream(receive, limit), [0]
-
-            async def counted():
-                message = await stream()
-                seen[0] += len(message.get("body", b""))
-                return message
-
-            return await self.app(scope, counted, self.kept_uploads(client, send, seen))
+            return await self.counted_upload(scope, receive, send, client, limit)
         import anyio
 
         body = bytearray()
@@ -189,6 +182,40 @@ class Guard:
             return await receive()
 
         return await self.app(scope, replay, send)
+
+    async def counted_upload(self, scope, receive, send, client: str, limit: int):
+        """An admitted upload, its bytes counted against the client's budget as they arrive: past
+        it the body is cut off (Gradio drops it) and the client answered 429 instead of Gradio."""
+        stream, seen, cut = self.bounded_stream(receive, limit), [0], []
+
+        async def counted():
+            message = await stream()
+            size = len(message.get("body", b""))
+            if size and not cut:
+                seen[0] += size
+                refusal = self.uploads.arrive(client, size)  # type: ignore[union-attr]
+                if refusal:  # its bytes leave the count now, not once Gradio has dropped it
+                    cut.append(refusal)
+                    self.uploads.leave(client, seen[0])  # type: ignore[union-attr]
+                    seen[0] = 0
+                    return {"type": "http.disconnect"}
+            return message
+
+        noting = self.kept_uploads(client, send, seen)
+
+        async def answer(message):
+            if not cut:
+                await noting(message)
+
+        try:
+            await self.app(scope, counted, answer)
+        except Exception:
+            if not cut:  # Gradio's own failure; a cut body's is expected (its parser's ClientDisconnect)
+                raise
+        finally:
+            self.uploads.leave(client, seen[0])  # type: ignore[union-attr]
+        if cut:
+            await self.refuse(send, 429, cut[0])
 
     def kept_uploads(self, client: str, send, seen: list):
         """send, noting the files an upload's answer names (a JSON list of their paths) as the
