@@ -5,17 +5,23 @@ for the module) and, for the stream cut-offs, uvicorn in process."""
 
 from __future__ import annotations
 
+import socket
+import statistics
 import threading
 import time
+import uuid
 
 import httpx
 import pytest
 
 from harness.load_app import prepared_app
+from tests.helpers.app import AppClient
 
 pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 
+SHARE = 100  # TRADLAB_CONNECTIONS_PER_CLIENT's default (checked below)
 MB = 1024 * 1024
+STRANGER = "203.0.113.9"  # a visitor behind a proxy on this machine (as a Space's visitors are)
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +33,7 @@ def app(tmp_path_factory):
         extra_roles=True,
         env_extra={
             "TRADLAB_WORKER": "0",
+            "TRADLAB_CONNECTIONS_PER_CLIENT": str(SHARE),  # the default, which RunningApp raises
             "TRADLAB_UPLOAD_MB_PER_CLIENT": "3",
             "GRADIO_TEMP_DIR": str(tmp / "uploads"),
         },
@@ -34,6 +41,175 @@ def app(tmp_path_factory):
     a.start()
     yield a
     a.stop()
+
+
+def first_line(s: socket.socket) -> str:
+    """The status line a raw request got ("closed" when the server closed it unanswered)."""
+    try:
+        data = s.recv(256)
+    except (socket.timeout, ConnectionResetError) as e:
+        return type(e).__name__
+    return data.split(b"\r\n", 1)[0].decode() if data else "closed"
+
+
+def get_raw(app, path: str, headers: str = "", source: str | None = None) -> socket.socket:
+    s = socket.socket()
+    if source:
+        s.bind((source, 0))
+    s.settimeout(10)
+    s.connect(("127.0.0.1", app.port))
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n{headers}\r\n".encode())
+    return s
+
+
+def view_ms(app, token: str, n: int) -> list[float]:
+    out = []
+    with httpx.Client(base_url=app.url, timeout=30) as c:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            r = c.post("/da/gradio_api/api/view", json={"data": [token, "da"], "session_hash": "honest-view"})
+            out.append((time.perf_counter() - t0) * 1000)
+            assert r.status_code == 200 and r.json()["data"][0]["status"] == "item", r.text[:300]
+    return out
+
+
+def test_one_address_holds_only_its_share_of_streams_and_participants_are_served(app):
+    """Before, one address opened 999 heartbeat streams (each for any session hash, never
+    ending) and every participant got 503 while it held them. Now a client (throttle_key: a
+    proxy's visitor by the address the proxy appended, a direct peer by its own address, its
+    X-Forwarded-For ignored) has at most TRADLAB_CONNECTIONS_PER_CLIENT (100) requests and
+    connections at once: past them 429, while a participant's page is served as before."""
+    honest = app.tokens("da")[0]
+    quiet = view_ms(app, honest, 10)
+    # the stranger's sessions: a stranger's event on "/" that Gradio runs, one session each
+    sessions = [uuid.uuid4().hex[:11] for _ in range(SHARE + 30)]
+    with httpx.Client(base_url=app.url, headers={"x-forwarded-for": STRANGER}, timeout=30) as c:
+        for sid in sessions:
+            assert c.post("/gradio_api/api/admin_repair", json={"data": ["x", None], "session_hash": sid}).is_success
+    t0 = time.perf_counter()
+    streams = [get_raw(app, f"/gradio_api/heartbeat/{sid}", f"X-Forwarded-For: {STRANGER}\r\n") for sid in sessions]
+    said = [first_line(s) for s in streams]
+    opened_s = time.perf_counter() - t0
+    held = said.count("HTTP/1.1 200 OK")
+    assert held == SHARE and said.count("HTTP/1.1 429 Too Many Requests") == 30, {k: said.count(k) for k in said}
+    # meanwhile a participant's page: gradio_client (no Origin, its own heartbeat) and plain views
+    t0 = time.perf_counter()
+    view = AppClient(app.url).predict(honest, "da", api_name="/view")
+    client_ms = (time.perf_counter() - t0) * 1000
+    assert view["status"] == "item", view
+    during = view_ms(app, honest, 10)
+    # a direct client: its forged X-Forwarded-For names no one, its connections are counted as
+    # they open (one that sends nothing holds one too)
+    direct = [get_raw(app, "/config", f"X-Forwarded-For: 10.0.0.{k % 250}\r\n", "127.0.0.2") for k in range(SHARE + 20)]
+    said_direct = [first_line(s) for s in direct]
+    assert said_direct.count("HTTP/1.1 200 OK") == SHARE, {k: said_direct.count(k) for k in said_direct}
+    assert said_direct.count("HTTP/1.1 429 Too Many Requests") == 20, {k: said_direct.count(k) for k in said_direct}
+    for s in streams + direct:
+        s.close()
+    time.sleep(0.5)
+    again = get_raw(app, f"/gradio_api/heartbeat/{sessions[-1]}", f"X-Forwarded-For: {STRANGER}\r\n")
+    assert first_line(again) == "HTTP/1.1 200 OK"  # a share given back is there to take again
+    again.close()
+    print(
+        f"\none address: {held} of {len(sessions)} streams held (opened in {opened_s:.2f} s), a direct peer "
+        f"{SHARE} of {len(direct)} connections; honest view "
+        f"p50 {statistics.median(quiet):.1f} ms quiet, {statistics.median(during):.1f} ms while held "
+        f"(max {max(during):.1f}); gradio_client's first view {client_ms:.0f} ms"
+    )
+    assert statistics.median(during) < 3 * statistics.median(quiet) + 20, (quiet, during)
+    from services.common.settings import Settings
+
+    assert Settings.from_env({}).connections_per_client == SHARE  # the default the module runs with
+
+
+def test_a_stream_the_client_does_not_read_is_closed():
+    """uvicorn waited for ever on a client that reads nothing of a stream (its buffers full) and
+    kept a stream that sends nothing. timed_protocol drops a connection whose writes waited
+    write_timeout seconds and closes a started response with nothing written for idle_timeout
+    seconds; a stream the client reads, writing more often than that, stays open. In process:
+    uvicorn with the protocol and a three-route app."""
+    import asyncio
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    from web.gradio_patches import timed_protocol
+
+    ended: dict[str, float] = {}
+
+    def stream(name: str, chunk: bytes, pause: float):
+        async def body():
+            try:
+                yield b"data: start\n\n"
+                while True:
+                    await asyncio.sleep(pause)
+                    yield chunk
+            finally:
+                ended[name] = time.monotonic()
+
+        return lambda request: StreamingResponse(body(), media_type="text/event-stream")
+
+    routes = [
+        Route("/flood", stream("flood", b"x" * 65536, 0)),  # the client reads none of it
+        Route("/quiet", stream("quiet", b"", 3600)),  # nothing after its start
+        Route("/beat", stream("beat", b"data: ALIVE\n\n", 0.3)),  # read by its client
+    ]
+    port = free_port()
+    config = uvicorn.Config(
+        Starlette(routes=routes),
+        host="127.0.0.1",
+        port=port,
+        http=timed_protocol(5, write_timeout=1.0, idle_timeout=1.5),
+        lifespan="off",
+        log_level="warning",
+        loop="asyncio",
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.time() + 10
+        while not server.started and time.time() < deadline:
+            time.sleep(0.05)
+        flood = socket.socket()
+        flood.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        flood.connect(("127.0.0.1", port))
+        flood.sendall(b"GET /flood HTTP/1.1\r\nHost: x\r\n\r\n")
+        t0 = time.monotonic()
+        quiet = socket.create_connection(("127.0.0.1", port), timeout=10)
+        quiet.sendall(b"GET /quiet HTTP/1.1\r\nHost: x\r\n\r\n")
+        beat = socket.create_connection(("127.0.0.1", port), timeout=10)
+        beat.sendall(b"GET /beat HTTP/1.1\r\nHost: x\r\n\r\n")
+        read, beat_open = b"", True
+        while time.monotonic() - t0 < 4:
+            read += beat.recv(4096)  # read as it comes
+            if not read:
+                beat_open = False
+                break
+        deadline = time.time() + 20
+        while ("flood" not in ended or "quiet" not in ended) and time.time() < deadline:
+            time.sleep(0.1)
+        assert "flood" in ended and "quiet" in ended, ended
+        quiet_end = b"".join(iter(lambda: quiet.recv(4096), b""))  # the server closed it: recv ends
+        assert b"data: start" in quiet_end
+        assert beat_open and "beat" not in ended and read.count(b"ALIVE") >= 8, (beat_open, ended, read[-200:])
+        print(
+            f"\nunread stream dropped after {ended['flood'] - t0:.1f} s (write timeout 1 s), quiet one closed "
+            f"after {ended['quiet'] - t0:.1f} s (idle timeout 1.5 s); a read stream stayed open 4 s"
+        )
+        for s in (flood, quiet, beat):
+            s.close()
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def test_other_origins_cannot_read_the_app_and_its_own_can(app):

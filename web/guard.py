@@ -3,6 +3,7 @@
 import json
 import re
 
+from services.admin.auth import throttle_key
 from web.middleware import app_path
 from web.sessions import Callers
 from web.site import Site, role_pages
@@ -70,8 +71,9 @@ class Guard:
     here first: at most max_body bytes (an upload: one file of max_upload bytes) within
     body_timeout seconds, and a JSON body no deeper than MAX_JSON_DEPTH with at most
     MAX_JSON_VALUES values. Then an event's caller is looked at (Callers: a known session, or the
-    team page's participant calls refused to strangers) and an upload counted against its
-    client's UploadBudget as it arrives. Refusals answer at once and close the connection."""
+    team page's participant calls refused to strangers), an upload counted against its client's
+    UploadBudget as it arrives. One client (throttle_key) has at most per_client requests in
+    progress (streams included; 0: no share). Refusals answer at once and close the connection."""
 
     def __init__(
         self,
@@ -82,11 +84,14 @@ class Guard:
         upload_pages: tuple = (),
         callers: "Callers | None" = None,
         uploads: "UploadBudget | None" = None,
+        per_client: int = 0,
     ):
         self.app, self.max_body, self.body_timeout = app, max_body, body_timeout
         self.max_upload = max_upload + UPLOAD_OVERHEAD
         self.upload_pages = set(upload_pages)
         self.callers, self.uploads = callers, uploads
+        self.per_client = per_client
+        self.busy: dict[str, int] = {}  # client -> its requests in progress
 
     @staticmethod
     async def refuse(send, status: int, text: str, as_json: bool = False) -> None:
@@ -128,6 +133,31 @@ class Guard:
             or method not in ("GET", "HEAD", "POST")
         ):
             return await self.refuse(send, 404, "Not found.")
+        client = throttle_key((scope.get("client") or ("?",))[0], scope.get("headers", []))
+        if not self.per_client:
+            return await self.admitted(scope, receive, send, page, path, upload, client)
+        # Gradio's streams (a heartbeat, an event's) last as long as the client keeps them, and
+        # the server's connections (TRADLAB_MAX_CONNECTIONS) were anyone's to take: one address
+        # held them all. A client's share is counted here, where a proxy's visitors are told
+        # apart; a direct peer's connections are also counted before any request (timed_protocol).
+        busy = self.busy.get(client, 0)
+        if busy >= self.per_client:
+            return await self.refuse(
+                send, 429, f"Too many requests at once from your address (at most {self.per_client})."
+            )
+        self.busy[client] = busy + 1
+        try:
+            return await self.admitted(scope, receive, send, page, path, upload, client)
+        finally:
+            left = self.busy[client] - 1
+            if left:
+                self.busy[client] = left
+            else:
+                del self.busy[client]
+
+    async def admitted(self, scope, receive, send, page: str, path: str, upload: bool, client: str):
+        """A request on an open route, within its client's share."""
+        method = scope["method"]
         if method != "POST":
             return await self.app(scope, receive, send)
         limit = self.max_upload if upload else self.max_body
@@ -140,9 +170,6 @@ class Guard:
         if upload:
             if self.uploads is None:
                 return await self.app(scope, self.bounded_stream(receive, limit), send)
-            from services.admin.auth import throttle_key
-
-            client = throttle_key((scope.get("client") or ("?",))[0], scope.get("headers", []))
             refusal = self.uploads.admit(client, int(length) if length is not None else 0)
             if refusal:
                 return await self.refuse(send, 429, refusal)
@@ -271,4 +298,5 @@ def guard(site: Site, settings, database=None):
         upload_pages=upload_pages(site),
         callers=Callers(site, database) if database is not None else None,
         uploads=UploadBudget(settings.uploads_per_minute, held, 20 * held),
+        per_client=settings.connections_per_client,
     )

@@ -107,7 +107,9 @@ def serve(args, settings, connect):
     demo.queue(default_concurrency_limit=16)
     patient_start_probe()
     lean_sessions()
-    slow_clients_cut_off(settings.header_timeout, settings.max_connections)
+    slow_clients_cut_off(
+        settings.header_timeout, settings.max_connections, settings.connections_per_client, settings.body_timeout
+    )
     few_files_per_upload()
     upload_parts_on_loop()
     options = page_options(settings)
