@@ -110,9 +110,11 @@ def test_one_address_holds_only_its_share_of_streams_and_participants_are_served
     again = get_raw(app, f"/gradio_api/heartbeat/{sessions[-1]}", f"X-Forwarded-For: {STRANGER}\r\n")
     assert first_line(again) == "HTTP/1.1 200 OK"  # a share given back is there to take again
     again.close()
+    from web.guard import HEARTBEAT_WAIT_S
+
     print(
-        f"\none address: {held} of {len(sessions)} streams held (opened in {opened_s:.2f} s), a direct peer "
-        f"{SHARE} of {len(direct)} connections; honest view "
+        f"\none address: {held} of {len(sessions)} streams held (opened in {opened_s:.2f} s, forged heartbeats "
+        f"wait {HEARTBEAT_WAIT_S:g} s at most), a direct peer {SHARE} of {len(direct)} connections; honest view "
         f"p50 {statistics.median(quiet):.1f} ms quiet, {statistics.median(during):.1f} ms while held "
         f"(max {max(during):.1f}); gradio_client's first view {client_ms:.0f} ms"
     )
@@ -120,6 +122,83 @@ def test_one_address_holds_only_its_share_of_streams_and_participants_are_served
     from services.common.settings import Settings
 
     assert Settings.from_env({}).connections_per_client == SHARE  # the default the module runs with
+
+
+def heartbeat(app, page: str, sid: str, got: dict, headers: dict | None = None) -> threading.Thread:
+    """A heartbeat opened in the background, as a page opens it: its status and first line in got."""
+
+    def run():
+        t0 = time.perf_counter()
+        with httpx.stream("GET", f"{app.url}{page}/gradio_api/heartbeat/{sid}", headers=headers, timeout=30) as r:
+            got["status"], got["s"] = r.status_code, time.perf_counter() - t0
+            lines = r.iter_lines()  # kept: a dropped iterator closes the stream
+            got["line"] = next(lines, "")
+            got["hold"].wait(30)
+
+    got["hold"] = threading.Event()
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_heartbeat_needs_a_session_its_page_opened(app):
+    """Gradio's heartbeat streamed "ALIVE" to any session hash for ever. A page opens it together
+    with its first event (gradio's client: open_heartbeat() in submit()), so it may arrive first:
+    it is served once the page's state holder knows the session (a valid link vouched for it,
+    or Gradio ran an event for it) and refused (404) after HEARTBEAT_WAIT_S otherwise; a second
+    heartbeat of one session is refused at once."""
+    t0 = time.perf_counter()
+    with httpx.stream("GET", f"{app.url}/da/gradio_api/heartbeat/{uuid.uuid4().hex[:11]}", timeout=30) as r:
+        forged_s = time.perf_counter() - t0
+        assert r.status_code == 404, (r.status_code, next(r.iter_lines(), ""))
+    from web.guard import HEARTBEAT_WAIT_S
+
+    assert forged_s < HEARTBEAT_WAIT_S + 2, forged_s
+
+    honest = app.tokens("da")[1]
+    sid, got = uuid.uuid4().hex[:11], {}
+    beat = heartbeat(app, "/da", sid, got)
+    time.sleep(0.3)  # the heartbeat first, then the page's first event with its link's token
+    view = httpx.post(f"{app.url}/da/gradio_api/api/view", json={"data": [honest, "da"], "session_hash": sid})
+    assert view.status_code == 200, view.text[:200]
+    deadline = time.time() + 10
+    while "line" not in got and time.time() < deadline:
+        time.sleep(0.05)
+    assert got.get("status") == 200 and got.get("line") == "data: ALIVE", got
+    second = httpx.get(f"{app.url}/da/gradio_api/heartbeat/{sid}", timeout=10)
+    assert second.status_code == 409, second.text[:100]
+    got["hold"].set()
+    beat.join(10)
+
+    # "/": a stranger's event Gradio runs (the team page's own, before a login) opens the session
+    sid, got = uuid.uuid4().hex[:11], {}
+    beat = heartbeat(app, "", sid, got)
+    time.sleep(0.3)
+    httpx.post(f"{app.url}/gradio_api/api/admin_repair", json={"data": ["x", None], "session_hash": sid})
+    deadline = time.time() + 10
+    while "line" not in got and time.time() < deadline:
+        time.sleep(0.05)
+    assert got.get("status") == 200 and got.get("line") == "data: ALIVE", got
+    got["hold"].set()
+    beat.join(10)
+    print(f"\nforged heartbeat refused after {forged_s:.2f} s; the page's heartbeat served after {got['s']:.2f} s")
+
+
+def test_real_pages_get_their_heartbeat_in_the_browser(app, browser):
+    """A participant's page (/da/?t=) and the team page opened with the admin link, in Chromium:
+    each page's heartbeat is answered 200 (gradio's frontend opens it with the page's first
+    event) and the page shows its task."""
+    pages = {"da": f"{app.url}/da/?t={app.tokens('da')[1]}", "team": app.admin_url}
+    seen: dict[str, list[int]] = {}
+    for name, url in pages.items():
+        page = browser.new_page()
+        page.on("response", lambda r, name=name: "/heartbeat/" in r.url and seen.setdefault(name, []).append(r.status))
+        page.goto(url)
+        deadline = time.time() + 30
+        while not seen.get(name) and time.time() < deadline:
+            page.wait_for_timeout(200)
+        page.close()
+    assert seen == {"da": [200], "team": [200]}, seen
 
 
 def test_a_stream_the_client_does_not_read_is_closed():

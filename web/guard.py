@@ -31,6 +31,13 @@ OPEN_POST = re.compile(
     r"/form/[a-z0-9_]+/(?:submit|view)"  # the item forms' JSON routes (web/form_routes.py)
 )
 UPLOAD = re.compile(r"/gradio_api/(?:upload|upload_progress)")
+# Gradio's heartbeat answered any session hash with a stream that never ends (one address held
+# 999 of them, the server's every connection). A page opens its heartbeat together with its first
+# event, so the heartbeat may come first: it waits up to HEARTBEAT_WAIT_S for its page's state
+# holder to know the session (an event with a valid link vouched for it, or Gradio ran one for
+# it), and is refused (404) otherwise; one heartbeat a session.
+HEARTBEAT = re.compile(r"/gradio_api/heartbeat/([^/]+)")
+HEARTBEAT_WAIT_S = 5.0
 
 
 # An escape pair (a backslash and the byte after it) never ends a text. Texts are taken out by
@@ -72,8 +79,9 @@ class Guard:
     body_timeout seconds, and a JSON body no deeper than MAX_JSON_DEPTH with at most
     MAX_JSON_VALUES values. Then an event's caller is looked at (Callers: a known session, or the
     team page's participant calls refused to strangers), an upload counted against its client's
-    UploadBudget as it arrives. One client (throttle_key) has at most per_client requests in
-    progress (streams included; 0: no share). Refusals answer at once and close the connection."""
+    UploadBudget as it arrives and a heartbeat served only for a session its page has. One client
+    (throttle_key) has at most per_client requests in progress (streams included; 0: no share).
+    Refusals answer at once and close the connection."""
 
     def __init__(
         self,
@@ -92,6 +100,7 @@ class Guard:
         self.callers, self.uploads = callers, uploads
         self.per_client = per_client
         self.busy: dict[str, int] = {}  # client -> its requests in progress
+        self.beating: set[tuple[str, str]] = set()  # (page, session) of each open heartbeat
 
     @staticmethod
     async def refuse(send, status: int, text: str, as_json: bool = False) -> None:
@@ -159,6 +168,9 @@ class Guard:
         """A request on an open route, within its client's share."""
         method = scope["method"]
         if method != "POST":
+            beat = HEARTBEAT.fullmatch(path) if self.callers is not None else None
+            if beat:
+                return await self.heartbeat(scope, receive, send, page, beat.group(1))
             return await self.app(scope, receive, send)
         limit = self.max_upload if upload else self.max_body
         length = dict(scope.get("headers", [])).get(b"content-length")
@@ -209,6 +221,25 @@ class Guard:
             return await receive()
 
         return await self.app(scope, replay, send)
+
+    async def heartbeat(self, scope, receive, send, page: str, session: str):
+        """Gradio's heartbeat stream, for a session its page has (HEARTBEAT_WAIT_S), once."""
+        import anyio
+
+        key = (page, session)
+        if key in self.beating:
+            return await self.refuse(send, 409, "This session already has its heartbeat.")
+        self.beating.add(key)
+        try:
+            waited, pause = 0.0, 0.02
+            while not self.callers.opened(page, session):  # type: ignore[union-attr]
+                if waited >= HEARTBEAT_WAIT_S:
+                    return await self.refuse(send, 404, "No such session.")
+                await anyio.sleep(pause)
+                waited, pause = waited + pause, min(2 * pause, 0.25)
+            return await self.app(scope, receive, send)
+        finally:
+            self.beating.discard(key)
 
     async def counted_upload(self, scope, receive, send, client: str, limit: int):
         """An admitted upload, its bytes counted against the client's budget as they arrive: past
