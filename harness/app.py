@@ -74,8 +74,10 @@ class RunningApp:
             "TRADLAB_PUBLIC_URL": self.url,
             "TRADLAB_PORT": str(self.port),
             "GRADIO_ANALYTICS_ENABLED": "False",
-            # the tests' one address stands for many participants and the admin (server.UploadBudget)
+            # the tests' one address stands for many participants and the admin (web.uploads.UploadBudget,
+            # the per-client share of connections: web.guard.Guard, web.gradio_patches.timed_protocol)
             "TRADLAB_UPLOADS_PER_MINUTE": "1000",
+            "TRADLAB_CONNECTIONS_PER_CLIENT": "1000",
             **(env_extra or {}),
         }
         self.proc = None

@@ -75,11 +75,12 @@ def page_options(settings) -> dict:
 
 
 def middleware(site: Site, settings, database) -> list:
-    """The served app's middleware stack, outermost first: Guard; static_assets next, since a
-    bundle file needs none of the others."""
+    """The served app's middleware stack, outermost first: SecurityHeaders, so that every answer
+    carries them (Guard's refusals too); Guard; static_assets next, since a bundle file needs
+    none of the others. (Gradio puts its CORS and Brotli middleware around all of these.)"""
     return (
-        [guard(site, settings, database)]
+        [security_headers(settings), guard(site, settings, database)]
         + ([static_assets()] if settings.fast_pages else [])
-        + [role_redirect(database), refuse_remote_files_middleware(), compression(), security_headers(settings)]
+        + [role_redirect(database), refuse_remote_files_middleware(), compression()]
         + ([preload_hints(site)] if settings.fast_pages else [])
     )

@@ -91,6 +91,22 @@ def refuse_remote_files() -> None:
     processing_utils.async_move_files_to_cache = guarded
 
 
+def same_origin_cors(origins: tuple = ()) -> None:
+    """Every gradio App built after this answers cross-origin requests with
+    web.middleware.SameOriginCORS (a request's own origin and `origins` only) instead of gradio's
+    CustomCORSMiddleware, which allowed any origin, credentials included, unless the Host was
+    localhost; gradio has no option for that (strict_cors concerns the origin "null" only)."""
+    from gradio import routes
+
+    from web.middleware import SameOriginCORS
+
+    class Configured(SameOriginCORS):
+        def __init__(self, app, **gradio_options):
+            super().__init__(app, origins)
+
+    routes.CustomCORSMiddleware = Configured
+
+
 def lean_sessions() -> None:
     """Every gradio App built after this keeps its sessions in CallerSessions, and a request
     without a session hash gets a LeanSession (gradio builds one for it and throws it away)."""
@@ -143,18 +159,30 @@ def upload_parts_on_loop() -> None:
     route_utils.GradioUploadFile = PartsOnLoop
 
 
-def slow_clients_cut_off(header_timeout: float, max_connections: int) -> None:
-    """uvicorn (as Gradio starts it) waits for a request's headers forever and takes any number of
-    connections: each connection now has header_timeout seconds to send its request line and
-    headers (a new one, and a kept-alive one from its next byte), and past max_connections open
-    connections a request is answered 503 (uvicorn's limit_concurrency). The body's limit is
-    Guard's."""
+# A response the client does not read fills the socket's buffers, then uvicorn's, and its send
+# waits for the client for ever: the stream kept its connection and its task. Writes that have
+# waited write_timeout seconds (asyncio's buffer past 64 KB and not yet back under 16 KB: at 30 s,
+# a client reading under 1.6 KB/s), or a started response with nothing written for STREAM_IDLE_S
+# (Gradio's streams write every 15 s: its heartbeat interval), close the connection.
+STREAM_IDLE_S = 60.0
+OVER_SHARE_S = 1.0  # what a connection past its client's share has to send its request
+
+
+def timed_protocol(header_timeout: float, per_client: int = 0, write_timeout: float = 30.0, idle_timeout: float = 0.0):
+    """uvicorn's HTTP protocol class with the cut-offs of slow_clients_cut_off: header_timeout,
+    write_timeout and idle_timeout (0: STREAM_IDLE_S, or four of Gradio's heartbeats if longer)
+    seconds, and at most per_client open connections from one peer (0: no share) unless that
+    peer forwards for others (services.admin.auth.forwards_for_others, or uvicorn's
+    FORWARDED_ALLOW_IPS): a connection past it is answered 429 and closed."""
     import asyncio
+    import time
 
-    import uvicorn
+    from gradio import utils
+    from uvicorn.middleware.proxy_headers import _TrustedHosts
 
-    if getattr(uvicorn.Config, "cuts_slow_clients", False):
-        return
+    from services.admin.auth import forwards_for_others
+
+    idle_timeout = idle_timeout or max(STREAM_IDLE_S, 4 * utils.get_heartbeat_rate())
     # httptools (C) parses a request in a fraction of h11's (pure Python) time, on the event loop
     # that every request shares; both protocols create a request's cycle once its headers are in
     try:
@@ -162,12 +190,59 @@ def slow_clients_cut_off(header_timeout: float, max_connections: int) -> None:
     except ImportError:  # httptools not installed: uvicorn's pure-Python parser
         from uvicorn.protocols.http.h11_impl import H11Protocol as Protocol
 
+    held: dict[str, int] = {}  # a direct peer -> its open connections
+    proxies: list = []  # uvicorn's FORWARDED_ALLOW_IPS, read from the server's config once
+
+    async def too_many(scope, receive, send):
+        body = f"Too many connections from your address (at most {per_client} at once).".encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 429,
+                "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    class Written:
+        """The transport, noting when the server last wrote to it (the idle cut-off)."""
+
+        def __init__(self, transport):
+            self.transport, self.at = transport, time.monotonic()
+
+        def write(self, data) -> None:
+            self.at = time.monotonic()
+            self.transport.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self.transport, name)
+
     class TimedHTTP(Protocol):  # type: ignore[valid-type,misc]
         header_timer: asyncio.TimerHandle | None = None
+        write_timer: asyncio.TimerHandle | None = None
+        idle_timer: asyncio.TimerHandle | None = None
+        peer: str | None = None
 
         def connection_made(self, transport):
-            super().connection_made(transport)
-            self.header_timer = self.loop.call_later(header_timeout, self.too_slow)
+            super().connection_made(Written(transport))
+            over = False
+            peer = self.client[0] if self.client else None
+            if per_client and peer and not self.forwards(peer):
+                self.peer = peer
+                held[peer] = held.get(peer, 0) + 1
+                over = held[peer] > per_client
+            if over:  # its request, when it comes, gets the 429 (a refusal sent before it would be lost)
+                self.app = too_many
+            self.header_timer = self.loop.call_later(OVER_SHARE_S if over else header_timeout, self.too_slow)
+
+        def forwards(self, peer: str) -> bool:
+            if not proxies:
+                proxies.append(_TrustedHosts(self.config.forwarded_allow_ips) if self.config.proxy_headers else ())
+            return forwards_for_others(peer) or peer in proxies[0]
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
@@ -177,22 +252,83 @@ def slow_clients_cut_off(header_timeout: float, max_connections: int) -> None:
                 self.header_timer = None
             elif waiting and self.header_timer is None and not self.transport.is_closing():
                 self.header_timer = self.loop.call_later(header_timeout, self.too_slow)
+            if not waiting and self.idle_timer is None:
+                self.idle_timer = self.loop.call_later(idle_timeout, self.idle)
 
         def too_slow(self) -> None:
             self.header_timer = None
             if (self.cycle is None or self.cycle.response_complete) and not self.transport.is_closing():
                 self.transport.close()
 
+        def idle(self) -> None:
+            """A started response with nothing written for idle_timeout seconds is closed."""
+            self.idle_timer = None
+            cycle = self.cycle
+            if cycle is None or cycle.response_complete or self.transport.is_closing():
+                return
+            quiet = time.monotonic() - self.transport.at
+            if cycle.response_started and quiet >= idle_timeout:
+                self.transport.close()
+            else:
+                self.idle_timer = self.loop.call_later(
+                    idle_timeout - quiet if cycle.response_started else idle_timeout, self.idle
+                )
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            if self.write_timer is None:
+                self.write_timer = self.loop.call_later(write_timeout, self.not_read)
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            if self.write_timer is not None:
+                self.write_timer.cancel()
+                self.write_timer = None
+
+        def not_read(self) -> None:
+            """The client read nothing of what waits for it for write_timeout seconds: dropped
+            with what it left unread (closing would wait for it to read)."""
+            self.write_timer = None
+            self.transport.abort()
+
         def connection_lost(self, exc):
-            if self.header_timer is not None:
-                self.header_timer.cancel()
+            for timer in (self.header_timer, self.write_timer, self.idle_timer):
+                if timer is not None:
+                    timer.cancel()
+            self.header_timer = self.write_timer = self.idle_timer = None
+            if self.peer is not None:
+                left = held.get(self.peer, 1) - 1
+                if left > 0:
+                    held[self.peer] = left
+                else:
+                    held.pop(self.peer, None)
+                self.peer = None
             super().connection_lost(exc)
+
+    return TimedHTTP
+
+
+def slow_clients_cut_off(
+    header_timeout: float, max_connections: int, per_client: int = 0, write_timeout: float = 30.0
+) -> None:
+    """uvicorn (as Gradio starts it) waits for a request's headers forever, for a client to read
+    a response forever, and takes any number of connections from anyone: each connection now has
+    header_timeout seconds to send its request line and headers (a new one, and a kept-alive one
+    from its next byte), a response write_timeout seconds for each wait on the client
+    (timed_protocol) and past max_connections open connections a request is answered 503
+    (uvicorn's limit_concurrency); one peer holds at most per_client of them. The body's limit
+    and the share of a client behind a proxy are Guard's."""
+    import uvicorn
+
+    if getattr(uvicorn.Config, "cuts_slow_clients", False):
+        return
+    http = timed_protocol(header_timeout, per_client, write_timeout)
 
     class Config(uvicorn.Config):
         cuts_slow_clients = True
 
         def __init__(self, *args, **kwargs):
-            kwargs.setdefault("http", TimedHTTP)
+            kwargs.setdefault("http", http)
             kwargs.setdefault("limit_concurrency", max_connections)
             # asyncio's own loop, not uvloop (which uvicorn takes when it is installed): uvloop
             # accepts one new connection per turn of the loop, and the item forms' actions run on

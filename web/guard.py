@@ -3,6 +3,7 @@
 import json
 import re
 
+from services.admin.auth import throttle_key
 from web.middleware import app_path
 from web.sessions import Callers
 from web.site import Site, role_pages
@@ -30,6 +31,13 @@ OPEN_POST = re.compile(
     r"/form/[a-z0-9_]+/(?:submit|view)"  # the item forms' JSON routes (web/form_routes.py)
 )
 UPLOAD = re.compile(r"/gradio_api/(?:upload|upload_progress)")
+# Gradio's heartbeat answered any session hash with a stream that never ends (one address held
+# 999 of them, the server's every connection). A page opens its heartbeat together with its first
+# event, so the heartbeat may come first: it waits up to HEARTBEAT_WAIT_S for its page's state
+# holder to know the session (an event with a valid link vouched for it, or Gradio ran one for
+# it), and is refused (404) otherwise; one heartbeat a session.
+HEARTBEAT = re.compile(r"/gradio_api/heartbeat/([^/]+)")
+HEARTBEAT_WAIT_S = 5.0
 
 
 # An escape pair (a backslash and the byte after it) never ends a text. Texts are taken out by
@@ -70,8 +78,10 @@ class Guard:
     here first: at most max_body bytes (an upload: one file of max_upload bytes) within
     body_timeout seconds, and a JSON body no deeper than MAX_JSON_DEPTH with at most
     MAX_JSON_VALUES values. Then an event's caller is looked at (Callers: a known session, or the
-    team page's participant calls refused to strangers) and an upload counted against its
-    client's UploadBudget. Refusals answer at once and close the connection."""
+    team page's participant calls refused to strangers), an upload counted against its client's
+    UploadBudget as it arrives and a heartbeat served only for a session its page has. One client
+    (throttle_key) has at most per_client requests in progress (streams included; 0: no share).
+    Refusals answer at once and close the connection."""
 
     def __init__(
         self,
@@ -82,11 +92,15 @@ class Guard:
         upload_pages: tuple = (),
         callers: "Callers | None" = None,
         uploads: "UploadBudget | None" = None,
+        per_client: int = 0,
     ):
         self.app, self.max_body, self.body_timeout = app, max_body, body_timeout
         self.max_upload = max_upload + UPLOAD_OVERHEAD
         self.upload_pages = set(upload_pages)
         self.callers, self.uploads = callers, uploads
+        self.per_client = per_client
+        self.busy: dict[str, int] = {}  # client -> its requests in progress
+        self.beating: set[tuple[str, str]] = set()  # (page, session) of each open heartbeat
 
     @staticmethod
     async def refuse(send, status: int, text: str, as_json: bool = False) -> None:
@@ -128,7 +142,35 @@ class Guard:
             or method not in ("GET", "HEAD", "POST")
         ):
             return await self.refuse(send, 404, "Not found.")
+        client = throttle_key((scope.get("client") or ("?",))[0], scope.get("headers", []))
+        if not self.per_client:
+            return await self.admitted(scope, receive, send, page, path, upload, client)
+        # Gradio's streams (a heartbeat, an event's) last as long as the client keeps them, and
+        # the server's connections (TRADLAB_MAX_CONNECTIONS) were anyone's to take: one address
+        # held them all. A client's share is counted here, where a proxy's visitors are told
+        # apart; a direct peer's connections are also counted before any request (timed_protocol).
+        busy = self.busy.get(client, 0)
+        if busy >= self.per_client:
+            return await self.refuse(
+                send, 429, f"Too many requests at once from your address (at most {self.per_client})."
+            )
+        self.busy[client] = busy + 1
+        try:
+            return await self.admitted(scope, receive, send, page, path, upload, client)
+        finally:
+            left = self.busy[client] - 1
+            if left:
+                self.busy[client] = left
+            else:
+                del self.busy[client]
+
+    async def admitted(self, scope, receive, send, page: str, path: str, upload: bool, client: str):
+        """A request on an open route, within its client's share."""
+        method = scope["method"]
         if method != "POST":
+            beat = HEARTBEAT.fullmatch(path) if self.callers is not None else None
+            if beat:
+                return await self.heartbeat(scope, receive, send, page, beat.group(1))
             return await self.app(scope, receive, send)
         limit = self.max_upload if upload else self.max_body
         length = dict(scope.get("headers", [])).get(b"content-length")
@@ -140,20 +182,10 @@ class Guard:
         if upload:
             if self.uploads is None:
                 return await self.app(scope, self.bounded_stream(receive, limit), send)
-            from services.admin.auth import throttle_key
-
-            client = throttle_key((scope.get("client") or ("?",))[0], scope.get("headers", []))
             refusal = self.uploads.admit(client, int(length) if length is not None else 0)
             if refusal:
                 return await self.refuse(send, 429, refusal)
-            stream, seen = self.bounded_stream(receive, limit), [0]
-
-            async def counted():
-                message = await stream()
-                seen[0] += len(message.get("body", b""))
-                return message
-
-            return await self.app(scope, counted, self.kept_uploads(client, send, seen))
+            return await self.counted_upload(scope, receive, send, client, limit)
         import anyio
 
         body = bytearray()
@@ -189,6 +221,59 @@ class Guard:
             return await receive()
 
         return await self.app(scope, replay, send)
+
+    async def heartbeat(self, scope, receive, send, page: str, session: str):
+        """Gradio's heartbeat stream, for a session its page has (HEARTBEAT_WAIT_S), once."""
+        import anyio
+
+        key = (page, session)
+        if key in self.beating:
+            return await self.refuse(send, 409, "This session already has its heartbeat.")
+        self.beating.add(key)
+        try:
+            waited, pause = 0.0, 0.02
+            while not self.callers.opened(page, session):  # type: ignore[union-attr]
+                if waited >= HEARTBEAT_WAIT_S:
+                    return await self.refuse(send, 404, "No such session.")
+                await anyio.sleep(pause)
+                waited, pause = waited + pause, min(2 * pause, 0.25)
+            return await self.app(scope, receive, send)
+        finally:
+            self.beating.discard(key)
+
+    async def counted_upload(self, scope, receive, send, client: str, limit: int):
+        """An admitted upload, its bytes counted against the client's budget as they arrive: past
+        it the body is cut off (Gradio drops it) and the client answered 429 instead of Gradio."""
+        stream, seen, cut = self.bounded_stream(receive, limit), [0], []
+
+        async def counted():
+            message = await stream()
+            size = len(message.get("body", b""))
+            if size and not cut:
+                seen[0] += size
+                refusal = self.uploads.arrive(client, size)  # type: ignore[union-attr]
+                if refusal:  # its bytes leave the count now, not once Gradio has dropped it
+                    cut.append(refusal)
+                    self.uploads.leave(client, seen[0])  # type: ignore[union-attr]
+                    seen[0] = 0
+                    return {"type": "http.disconnect"}
+            return message
+
+        noting = self.kept_uploads(client, send, seen)
+
+        async def answer(message):
+            if not cut:
+                await noting(message)
+
+        try:
+            await self.app(scope, counted, answer)
+        except Exception:
+            if not cut:  # Gradio's own failure; a cut body's is expected (its parser's ClientDisconnect)
+                raise
+        finally:
+            self.uploads.leave(client, seen[0])  # type: ignore[union-attr]
+        if cut:
+            await self.refuse(send, 429, cut[0])
 
     def kept_uploads(self, client: str, send, seen: list):
         """send, noting the files an upload's answer names (a JSON list of their paths) as the
@@ -244,4 +329,5 @@ def guard(site: Site, settings, database=None):
         upload_pages=upload_pages(site),
         callers=Callers(site, database) if database is not None else None,
         uploads=UploadBudget(settings.uploads_per_minute, held, 20 * held),
+        per_client=settings.connections_per_client,
     )

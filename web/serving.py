@@ -11,10 +11,12 @@ from web.gradio_patches import (
     lean_sessions,
     patient_start_probe,
     quiet_queues,
+    same_origin_cors,
     slow_clients_cut_off,
     upload_parts_on_loop,
     without_addresses,
 )
+from web.middleware import trusted_origins
 from web.site import Site
 from web.uploads import expire_unused_uploads
 
@@ -101,10 +103,13 @@ def serve(args, settings, connect):
         print(admin_link(settings), flush=True)
     site = build_app(settings, database)
     demo = site.team
+    same_origin_cors(trusted_origins(settings))  # before any page's app is made (queue, mount, launch)
     demo.queue(default_concurrency_limit=16)
     patient_start_probe()
     lean_sessions()
-    slow_clients_cut_off(settings.header_timeout, settings.max_connections)
+    slow_clients_cut_off(
+        settings.header_timeout, settings.max_connections, settings.connections_per_client, settings.body_timeout
+    )
     few_files_per_upload()
     upload_parts_on_loop()
     options = page_options(settings)

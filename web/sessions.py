@@ -175,6 +175,12 @@ class Callers:
         holder = getattr(blocks, "state_holder", None)
         return holder if hasattr(holder, "vouch") else None
 
+    def opened(self, page: str, session: str) -> bool:
+        """Whether page's state holder knows the session (a valid caller's) or has it (Gradio ran
+        an event for it); a page without a CallerSessions: always."""
+        holder = self.holder(page)
+        return holder is None or session in holder.known or session in holder.session_data
+
     def valid(self, query: bytes, body: bytes) -> bool:
         import hmac
         from urllib.parse import parse_qs

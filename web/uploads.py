@@ -78,10 +78,11 @@ def forget_strangers_uploads(demo, database, auth) -> None:
 # -- uploads per client: the upload request carries no session hash ------------------------------
 class UploadBudget:
     """Uploads per client address (services.admin.auth.throttle_key: behind a proxy, the address
-    it appended): at most per_minute a minute, and at most held bytes of its uploads still on the
-    server (an upload leaves when its event is done with it or after UNUSED_UPLOAD_S); all clients
-    together at most total bytes (a direct client forging X-Forwarded-For gets a new key each
-    time). An honest sender uploads one or two recordings an item. In memory."""
+    it appended): at most per_minute a minute, and at most held bytes of its uploads on the server
+    (an upload counts from its first byte, as it arrives, until it leaves: when its event is done
+    with it or after UNUSED_UPLOAD_S); all clients together at most total bytes (a direct client
+    forging X-Forwarded-For gets a new key each time). An honest sender uploads one or two
+    recordings an item. In memory."""
 
     def __init__(self, per_minute: int, held: int, total: int, clock=None):
         import time
@@ -90,6 +91,10 @@ class UploadBudget:
         self.clock = clock or time.monotonic
         self.recent: dict[str, list[float]] = {}  # client -> times of its uploads this minute
         self.files: dict[str, list[tuple]] = {}  # client -> (paths, bytes, when) of each upload
+        # bytes of the uploads still arriving, per client: a chunked upload (no Content-Length)
+        # had counted as 0 until it was stored, and any number arriving at once as nothing
+        self.arriving: dict[str, int] = {}
+        self.stored = 0  # everyone's bytes stored, as the last admit saw them
 
     def _held(self, client: str) -> int:
         import os
@@ -103,8 +108,19 @@ class UploadBudget:
             self.files.pop(client, None)
         return sum(f[1] for f in kept)
 
+    def _too_much(self, held: int) -> str:
+        mb = 1024 * 1024
+        return (
+            f"Your address already has {held / mb:.1f} MB of uploads on the server, and the limit is "
+            f"{self.held_cap / mb:.0f} MB: they are removed within {UNUSED_UPLOAD_S // 60} minutes. "
+            "Please try again then."
+        )
+
+    FULL = "The server holds too many uploads just now. Please try again in a few minutes."
+
     def admit(self, client: str, incoming: int = 0) -> str | None:
-        """None (counted as one upload) or why the upload is refused."""
+        """None (counted as one upload) or why the upload is refused; incoming: its declared
+        length (0 when it came without one: it is counted as it arrives, arrive())."""
         now = self.clock()
         recent = [t for t in self.recent.get(client, []) if now - t < 60]
         if len(self.recent) > 10_000:  # forget the clients with nothing this minute
@@ -115,18 +131,34 @@ class UploadBudget:
                 f"Too many uploads from your address: at most {self.per_minute} a minute. "
                 "Please wait a minute and try again."
             )
-        mb = 1024 * 1024
-        held = self._held(client)
+        held = self._held(client) + self.arriving.get(client, 0)
         if held + incoming > self.held_cap:
-            return (
-                f"Your address already has {held / mb:.1f} MB of uploads on the server, and the limit is "
-                f"{self.held_cap / mb:.0f} MB: they are removed within {UNUSED_UPLOAD_S // 60} minutes. "
-                "Please try again then."
-            )
-        if sum(self._held(k) for k in list(self.files)) + incoming > self.total_cap:
-            return "The server holds too many uploads just now. Please try again in a few minutes."
+            return self._too_much(held)
+        stored = sum(self._held(k) for k in list(self.files))
+        if stored + sum(self.arriving.values()) + incoming > self.total_cap:
+            return self.FULL
         self.recent[client] = recent + [now]
+        self.stored = stored
         return None
+
+    def arrive(self, client: str, size: int) -> str | None:
+        """size more bytes of an admitted upload of client's arrived: None, or why it is cut off
+        (its files stored and everyone's as the last admit saw them, and every upload arriving)."""
+        self.arriving[client] = self.arriving.get(client, 0) + size
+        mine = self._held(client) if client in self.files else 0
+        if mine + self.arriving[client] > self.held_cap:
+            return self._too_much(mine + self.arriving[client] - size)
+        if self.stored + sum(self.arriving.values()) > self.total_cap:
+            return self.FULL
+        return None
+
+    def leave(self, client: str, size: int) -> None:
+        """An upload that arrive() counted size bytes of is over (stored, kept() or cut off)."""
+        left = self.arriving.get(client, 0) - size
+        if left > 0:
+            self.arriving[client] = left
+        else:
+            self.arriving.pop(client, None)
 
     def keep(self, client: str, paths: list, size: int) -> None:
         """An upload the server stored: its files count against the client while they exist."""

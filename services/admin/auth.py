@@ -64,6 +64,12 @@ def client_address(host: str | None, headers=None) -> str | None:
     return host
 
 
+def forwards_for_others(host: str | None) -> bool:
+    """Whether a peer's requests may be other people's, named in its X-Forwarded-For: a proxy on
+    this machine, or a Space's."""
+    return (host or "") in LOOPBACK or on_space()
+
+
 def throttle_key(host: str | None, headers=None) -> str:
     """Whose failed logins, uploads and new enrolments count together: the socket's peer, and
     behind a proxy on this machine or a Space's the address the proxy itself appended (the last
@@ -74,7 +80,7 @@ def throttle_key(host: str | None, headers=None) -> str:
     as the peer."""
     h = _header_map(headers)
     hop = h.get("x-forwarded-for", "").split(",")[-1].strip() or h.get("x-real-ip", "").strip()
-    if hop and ((host or "") in LOOPBACK or on_space()):
+    if hop and forwards_for_others(host):
         return f"{host or '?'}|{hop}"
     return host or "?"
 

@@ -154,7 +154,7 @@ class Settings:
     body_timeout: float = _s(
         "TRADLAB_BODY_TIMEOUT",
         "30",
-        "seconds a request's body may take to arrive (an upload: the longest pause between its parts); a slower one is cut off",
+        "seconds a request's body may take to arrive (an upload: the longest pause between its parts), and a response may wait for the client to read it; a slower one is cut off",
         default=30.0,
     )
     header_timeout: float = _s(
@@ -180,6 +180,12 @@ class Settings:
         "1000",
         "open connections past which a request is answered 503 (behind a proxy: the proxy's connections)",
         default=1000,
+    )
+    connections_per_client: int = _s(
+        "TRADLAB_CONNECTIONS_PER_CLIENT",
+        "100",
+        "connections and requests one client address may hold open at once (a participant's page holds 2-6: its heartbeat, its event stream, a few requests); more are answered 429. A class behind one address shares it",
+        default=100,
     )
     link_secret: str = _s(
         "TRADLAB_LINK_SECRET",
@@ -325,6 +331,7 @@ class Settings:
                 "body_timeout": _float(get["TRADLAB_BODY_TIMEOUT"], 30.0) or 30.0,
                 "header_timeout": _float(get["TRADLAB_HEADER_TIMEOUT"], 10.0) or 10.0,
                 "max_connections": int(_float(get["TRADLAB_MAX_CONNECTIONS"], 1000.0)) or 1000,
+                "connections_per_client": int(_float(get["TRADLAB_CONNECTIONS_PER_CLIENT"], 100.0)) or 100,
                 "uploads_per_minute": int(_float(get["TRADLAB_UPLOADS_PER_MINUTE"], 10.0)) or 10,
                 "upload_mb_per_client": _float(get["TRADLAB_UPLOAD_MB_PER_CLIENT"], 200.0) or 200.0,
                 "fast_pages": get["TRADLAB_FAST_PAGES"].strip() not in ("0", "false", "no"),
