@@ -141,6 +141,56 @@ def test_the_per_client_cap_is_a_study_setting(database, tmp_path):
         enrol_from_link(database, _query(_url(database), f"lab{i:04d}", f"s{i:04d}"), client="10.0.0.1")
 
 
+def test_one_client_is_bounded_per_hour_too(tmp_path, monkeypatch):
+    """Issue 49: under the minute's cap one address still took 2-3 slots a minute with made-up
+    Prolific ids (about 150 an hour). Now also at most study.enrol_per_client_per_hour (default
+    10) an hour; the next hour it may join again; 0 lifts the cap. The minutes pass on a clock."""
+    from services.setup.importer import import_study
+    from services.study.files import StudyValidationError
+    from storage import open_database
+    from tests.helpers.clock import FakeClock
+    from tests.helpers.studies import study_with_keys
+
+    clock = FakeClock()
+    monkeypatch.setattr(enrolment, "CLIENT_CLAIMS", enrolment.ClientClaims(clock))
+
+    def minutes(db, n: int, client: str, tag: str = "a") -> int:
+        taken = 0
+        for m in range(n):  # 3 tries a minute: what the minute's cap lets through
+            for i in range(3):
+                try:
+                    pid = f"{tag}{client.replace('.', '')}m{m:03d}i{i}"
+                    enrol_from_link(db, _query(_url(db), pid, f"s{m:03d}{i}"), client=client)
+                    taken += 1
+                except ParticipantError as e:
+                    assert "from your network" in str(e)
+            clock.advance(61)
+        return taken
+
+    db = open_database(tmp_path / "default.db")
+    import_study(db, study_with_keys(tmp_path / "default", ""))
+    add_participants(db, "demo", "receiver", 60, self_enrol=True)
+    taken = minutes(db, 15, "198.51.100.9")  # 45 new Prolific ids over 15 minutes
+    assert taken == 10, taken  # before: 45
+    with pytest.raises(ParticipantError, match="in the last hour"):
+        enrol_from_link(db, _query(_url(db), "late", "late1"), client="198.51.100.9")
+    assert minutes(db, 1, "203.0.113.4") == 3  # another address is not held up
+    clock.advance(3600)
+    assert minutes(db, 1, "198.51.100.9", "b") == 3  # an hour later: the minute's cap again
+    assert _reasons(db)["client_hourly_limited"] == 35 + 1
+
+    with pytest.raises(StudyValidationError) as e:
+        import_study(
+            open_database(tmp_path / "bad.db"), study_with_keys(tmp_path / "bad", "enrol_per_client_per_hour = -1")
+        )
+    assert any("study.enrol_per_client_per_hour" in str(err) for err in e.value.errors)
+    free = open_database(tmp_path / "free.db")
+    import_study(free, study_with_keys(tmp_path / "free", "enrol_per_client_per_hour = 0"))  # 0: no limit
+    add_participants(free, "demo", "receiver", 45, self_enrol=True)
+    assert minutes(free, 15, "198.51.100.9") == 45
+    print(f"one address, 3 invented ids a minute for 15 minutes: {taken} slots taken (before: 45)")
+
+
 # -- point 7: refusals are cheap -----------------------------------------------------------------
 
 
