@@ -21,11 +21,10 @@ import datetime as dt
 import hashlib
 import hmac
 import json
-import math
 import secrets
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -33,6 +32,7 @@ from urllib.parse import urlencode
 
 from services.common import protocols as registry
 from services.common.settings import current as current_settings
+from services.common.tally import Tally
 from storage import participants, studies
 from storage.db import Transaction, required
 
@@ -308,52 +308,22 @@ def enrol_from_link(database, query: dict, client: str | None = None) -> dict:
     return enrol(database, study_id, role, pid or "", pstudy, session, group, gender, client=client)
 
 
-class RefusalCounts:
+class RefusalCounts(Tally):
     """Refused enrolments counted per (study, role, reason, minute) in memory and written at most
     once every FLUSH_S seconds (one upsert per key, storage.participants.add_refusals): a client
     reloading a refused URL 30 times a second costs one small write every few seconds, not a
-    write under the answers' lock each time. A count that is not written
-    at once is written by a timer FLUSH_S seconds later, so a quiet spell never leaves counts
-    only in memory: a crash loses at most the last FLUSH_S seconds; counts() writes what is
-    pending first."""
+    write under the answers' lock each time (services.common.tally: a timer writes what is
+    pending); counts() writes what is pending first."""
 
     FLUSH_S = 2.0
 
-    def __init__(self, clock=time.monotonic):
-        self.clock = clock
-        self._lock = threading.Lock()
-        self._pending: dict[int, tuple[object, Counter]] = {}  # per database object
-        self._flushed: dict[int, float] = {}
-        self._timers: dict[int, threading.Timer] = {}
-
     def add(self, database, study_id: str, role: str, reason: str) -> None:
         minute = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M")
-        now = self.clock()
-        with self._lock:
-            _, counts = self._pending.setdefault(id(database), (database, Counter()))
-            counts[(study_id[:64], role[:20], reason, minute)] += 1
-            wait = self.FLUSH_S - (now - self._flushed.get(id(database), -math.inf))
-            due = wait <= 0
-            if due:
-                self._flushed[id(database)] = now
-            elif id(database) not in self._timers:
-                timer = threading.Timer(wait, self.flush, [database])
-                timer.daemon = True
-                self._timers[id(database)] = timer
-                timer.start()
-        if due:
-            self.flush(database)
+        self.tally(database, (study_id[:64], role[:20], reason, minute))
 
-    def flush(self, database) -> None:
-        with self._lock:
-            _, counts = self._pending.pop(id(database), (None, Counter()))
-            self._flushed[id(database)] = self.clock()
-            timer = self._timers.pop(id(database), None)
-            if timer is not None and timer is not threading.current_thread():
-                timer.cancel()
-        if counts:
-            with database.write() as db:
-                participants.add_refusals(db, dict(counts))
+    def write(self, database, counts: dict) -> None:
+        with database.write() as db:
+            participants.add_refusals(db, counts)
 
     def counts(self, database, study_id: str | None = None) -> list[dict]:
         self.flush(database)
