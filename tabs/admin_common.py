@@ -136,6 +136,19 @@ def download(
     return handler
 
 
+def _cache_folder():
+    """A fresh 0700 folder in gradio's cache, which gradio serves from without a copy and expires
+    (app.UPLOADS_EXPIRE: an hour after, and when the server stops)."""
+    import tempfile
+    from pathlib import Path
+
+    from gradio.utils import get_upload_folder
+
+    cache = Path(get_upload_folder())
+    cache.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="download-", dir=cache))
+
+
 def hand_over(path) -> str:
     """Moves a file made for download from its private temporary folder into gradio's cache (a
     fresh 0700 folder there), and removes that temporary folder when nothing else is left in it.
@@ -147,12 +160,8 @@ def hand_over(path) -> str:
     import tempfile
     from pathlib import Path
 
-    from gradio.utils import get_upload_folder
-
     src = Path(path)
-    cache = Path(get_upload_folder())
-    cache.mkdir(parents=True, exist_ok=True)
-    target = Path(tempfile.mkdtemp(prefix="download-", dir=cache)) / src.name
+    target = _cache_folder() / src.name
     shutil.move(str(src), target)
     os.chmod(target, 0o600)
     if src.parent.name.startswith(("tradlab-", "questions-")) and Path(tempfile.gettempdir()) in src.parent.parents:
@@ -161,6 +170,26 @@ def hand_over(path) -> str:
         except OSError:
             pass
     return str(target)
+
+
+def served(files, folder) -> list[str]:
+    """The files a run wrote under `folder` moved, as hand_over moves a download, into one fresh
+    folder of gradio's cache, each at its path under `folder` (two protocols' tables may share a
+    name; the report's links to them stay right): what gr.File is given then has no copy left in
+    the temporary folder (gradio had copied the report and left the study's results and settings
+    there for ever). The caller removes `folder` (tabs.analysis_common.run_folder)."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    root, target, out = Path(folder).resolve(), _cache_folder(), []
+    for f in map(Path, files):
+        dest = target / f.resolve().relative_to(root)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(f), dest)
+        os.chmod(dest, 0o600)
+        out.append(str(dest))
+    return out
 
 
 def host(request: gr.Request | None) -> str | None:

@@ -8,8 +8,8 @@ import gradio as gr
 from services.admin import auth as admin
 from services.admin import progress as admin_progress
 from services.common import protocols
-from tabs.admin_common import admin_only, shows_failure
-from tabs.analysis_common import Panel, ReportInputs, not_run_table
+from tabs.admin_common import admin_only, served, shows_failure
+from tabs.analysis_common import Panel, ReportInputs, not_run_table, run_folder
 from tabs.common import Ctx, shown_plot, shown_table
 
 
@@ -67,20 +67,17 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         for given in report_inputs:
             inputs.update(given.inputs(*values[at : at + len(given.components)]))
             at += len(given.components)
-        import tempfile
-
         from services.report.build import ReportError, build_report  # the analyses' heavy imports: on use
 
-        try:
-            rep = build_report(
-                ctx.database,
-                study_id,
-                tempfile.mkdtemp(prefix=f"report-{study_id}-"),
-                inputs=inputs,
-            )
-        except ReportError as e:
-            return {notice: str(e)}
-        return {notice: f"Report written in {rep.seconds:.1f} s.", report_files: [str(rep.html), *map(str, rep.files)]}
+        # the report (the study's results and settings) is served from gradio's cache, which
+        # expires it; its temporary folder goes when the run ends (gradio's copy had left it there)
+        with run_folder("report", study_id) as folder:
+            try:
+                rep = build_report(ctx.database, study_id, folder, inputs=inputs)
+            except ReportError as e:
+                return {notice: str(e)}
+            files = served([rep.html, *rep.files], folder)
+        return {notice: f"Report written in {rep.seconds:.1f} s.", report_files: files}
 
     read = [c for given in report_inputs for c in given.components]
     report_run.click(run_report, [session, study, *read], [notice, report_files], api_visibility="private")

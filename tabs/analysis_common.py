@@ -3,8 +3,11 @@ each panel, and the helpers their sections use."""
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tempfile
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import gradio as gr
 
@@ -49,11 +52,16 @@ class ReportInputs:
     inputs: Callable[..., dict]
 
 
-def run_folder(protocol: str, study_id: str) -> str:
-    """A fresh folder for one run's files (the report's layout: <folder>/<protocol>/)."""
-    import tempfile
-
-    return tempfile.mkdtemp(prefix=f"{protocol}-{study_id}-")
+@contextlib.contextmanager
+def run_folder(protocol: str, study_id: str | None) -> Iterator[str]:
+    """A fresh private folder for one run's files (the report's layout: <folder>/<protocol>/),
+    removed with whatever is in it when the run ends, refused or failed too: what the tab shows
+    is moved into gradio's cache first (tabs.admin_common.served)."""
+    folder = tempfile.mkdtemp(prefix=f"{protocol}-{study_id}-" if study_id else f"{protocol}-")
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def not_run_table(**kw) -> gr.Dataframe:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from tabs import paper_view
-from tabs.admin_common import admin_only, blank_number, shows_failure
+from tabs.admin_common import admin_only, blank_number, served, shows_failure
 from tabs.analysis_common import FILES_PX, NOT_RUN, PAPER_2, Panel, not_run_table, run_folder
 from tabs.common import shown_plot, shown_table
 
@@ -59,8 +59,11 @@ def panel(shared: Panel) -> None:
         from services.da import study_analysis as da_study
         from services.report import da as da_report
 
-        # paper 001's part as the report lays it out; its analysis fills the tables below
-        part = da_report.build(shared.ctx.database, study_id, run_folder("da", study_id), alpha) if study_id else None
+        # paper 001's part as the report lays it out; its analysis fills the tables below; its files
+        # are served from gradio's cache and its folder is removed (run_folder)
+        with run_folder("da", study_id) as folder:
+            part = da_report.build(shared.ctx.database, study_id, folder, alpha) if study_id else None
+            files = served(part.files, folder) if part else []
         done = part.detail if part else da_study.analyse(shared.ctx.database, study_id, alpha)
         if isinstance(done, str):
             return {
@@ -82,7 +85,7 @@ def panel(shared: Panel) -> None:
         return {
             da_notice: paper_view.notes_markdown(part),
             da_part: part,
-            da_files: [str(f) for f in part.files],
+            da_files: files,
             da_full: f"{len(df)} judgments by {df['worker_id'].nunique()} raters.{notes}",
             da_hits: shown_table(done.hit_outcomes, "No HITs done yet."),
             da_table1: shown_table(done.table1, "No segments in this campaign.", DA_TABLE1),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gradio as gr
 
 from tabs import paper_view
-from tabs.admin_common import admin_only, blank_number, shows_failure
+from tabs.admin_common import admin_only, blank_number, served, shows_failure
 from tabs.analysis_common import FILES_PX, NOT_RUN, PAPER_2, Panel, not_run_table, run_folder
 from tabs.common import shown_plot, shown_table
 
@@ -54,12 +54,11 @@ def panel(shared: Panel) -> None:
         from services.sd import analysis as sd_analysis  # scipy and plotly: on first use only
         from services.sd import study_analysis as sd_study
 
-        # paper 002's part as the report lays it out; its analysis fills the tables below
-        part = (
-            sd_report_part.build(shared.ctx.database, study_id, run_folder("sd", study_id), k, prune, rule)
-            if study_id
-            else None
-        )
+        # paper 002's part as the report lays it out; its analysis fills the tables below; its files
+        # are served from gradio's cache and its folder is removed (run_folder)
+        with run_folder("sd", study_id) as folder:
+            part = sd_report_part.build(shared.ctx.database, study_id, folder, k, prune, rule) if study_id else None
+            files = served(part.files, folder) if part else []
         done = part.detail if part else sd_study.analyse(shared.ctx.database, study_id, k, prune, rule)
         tables = (sd_cleansing, sd_report, sd_loadings, sd_suit)
         if isinstance(done, str):
@@ -78,7 +77,7 @@ def panel(shared: Panel) -> None:
         return {
             sd_notice: paper_view.notes_markdown(part),
             sd_part: part,
-            sd_files: [str(f) for f in part.files],
+            sd_files: files,
             sd_full: sd_analysis.summary(done.result) + why,
             sd_cleansing: shown_table(done.result.cleansing, "No participants' ratings to cleanse yet."),
             sd_loadings: shown_table(done.loadings, no_fa, PAPER_2),

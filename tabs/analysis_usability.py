@@ -7,7 +7,7 @@ import gradio as gr
 
 from services.metrics import exchange as exchange_metrics
 from tabs import paper_view
-from tabs.admin_common import admin_only, shows_failure
+from tabs.admin_common import admin_only, served, shows_failure
 from tabs.analysis_common import FILES_PX, NOT_RUN, PAPER_2, Panel, not_run_table, run_folder
 from tabs.common import shown_figures, shown_plot, shown_table, summary_markdown
 
@@ -62,12 +62,11 @@ def panel(shared: Panel) -> None:
         from services.usability import analysis as usability_analysis
         from services.usability import study_analysis as usability_study
 
-        # paper 000's part as the report lays it out; its analysis fills the tables below
-        part = (
-            usability_report.build(shared.ctx.database, study_id, run_folder("usability", study_id), png)
-            if study_id
-            else None
-        )
+        # paper 000's part as the report lays it out; its analysis fills the tables below; its files
+        # are served from gradio's cache and its folder is removed (run_folder)
+        with run_folder("usability", study_id) as folder:
+            part = usability_report.build(shared.ctx.database, study_id, folder, png) if study_id else None
+            served_files = served(part.files, folder) if part else []
         done = part.detail if part else usability_study.analyse(shared.ctx.database, study_id, png)
         # which automatic metrics ran, in which mode, and what each skipped (shown even without an analysis)
         metric_lines = (
@@ -85,7 +84,7 @@ def panel(shared: Panel) -> None:
                 **{t: shown_table(None, done) for t in us_tables},
                 **{p: shown_plot(None) for p in us_plots},
             }
-        res, figs, files = done
+        res, figs, _ = done  # its files: served_files (moved)
         from services.usability import paper_figures  # with the analysis above: on first use only
 
         plots = shown_figures(us_plots, figs)
@@ -108,7 +107,7 @@ def panel(shared: Panel) -> None:
                 "No starters in this study.",
                 PAPER_2,
             ),
-            us_files: files,
+            us_files: served_files,
             **plots,
         }
 

@@ -11,8 +11,8 @@ from services.admin import auth as admin
 from services.models.cache import MODEL_QUEUE
 from services.models.zerogpu import gpu
 from tabs import paper_view
-from tabs.admin_common import admin_only, shows_failure
-from tabs.analysis_common import Panel, ReportInputs
+from tabs.admin_common import admin_only, served, shows_failure
+from tabs.analysis_common import Panel, ReportInputs, run_folder
 from tabs.common import Ctx, shown_figures, shown_table
 
 # what a table shows before its button is pressed (never Gradio's "1 2 3")
@@ -198,12 +198,14 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                 paper_notice: "Run the audit above on at least one metric first.",
                 **{t: shown_table(None, first) for t in (table8, table8_marks, tradeoff)},
             }
-        try:
-            # paper 003's part as the report lays it out (services.report.qe); its result fills the
-            # tables below
-            part = qe_report.build(audit_folders(past, table), tempfile.mkdtemp(prefix="qe-paper-"))
-        except ValueError as e:
-            return {paper_notice: f"**The paper's tables could not be built:** {e}"}
+        # paper 003's part as the report lays it out (services.report.qe); its result fills the
+        # tables below; its files are served from gradio's cache and its folder is removed
+        with run_folder("qe-paper", None) as folder:
+            try:
+                part = qe_report.build(audit_folders(past, table), folder)
+            except ValueError as e:
+                return {paper_notice: f"**The paper's tables could not be built:** {e}"}
+            files = served(part.files, folder)
         result = part.detail
         figs = list(paper_figures.figures(result).items())
         shown = shown_figures(paper_plots, figs)
@@ -215,7 +217,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
             tradeoff: shown_table(
                 result.tradeoff, "No Figure 4 points: they need an unambiguous run (with gold).", QE_DECIMALS
             ),
-            paper_files: [str(p) for p in part.files],
+            paper_files: files,
             **shown,
             paper_full: paper_figures.summary(result).replace("\n", "  \n") + "\n\n" + captions,
             qe_part: part,

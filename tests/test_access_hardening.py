@@ -1,16 +1,20 @@
 """Issue 30, points 4-7: a Prolific id is no password, the passwordless admin belongs to whoever
-started the server, nobody locks the team out of the admin, and refused enrolments are cheap."""
+started the server, nobody locks the team out of the admin, and refused enrolments are cheap.
+Issue 49: wrong admin links hold nobody up and write little; one address is capped per hour."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import threading
 import time
+import uuid
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
+import httpx
 import pytest
 
 from harness.app import RunningApp
@@ -141,6 +145,56 @@ def test_the_per_client_cap_is_a_study_setting(database, tmp_path):
         enrol_from_link(database, _query(_url(database), f"lab{i:04d}", f"s{i:04d}"), client="10.0.0.1")
 
 
+def test_one_client_is_bounded_per_hour_too(tmp_path, monkeypatch):
+    """Issue 49: under the minute's cap one address still took 2-3 slots a minute with made-up
+    Prolific ids (about 150 an hour). Now also at most study.enrol_per_client_per_hour (default
+    10) an hour; the next hour it may join again; 0 lifts the cap. The minutes pass on a clock."""
+    from services.setup.importer import import_study
+    from services.study.files import StudyValidationError
+    from storage import open_database
+    from tests.helpers.clock import FakeClock
+    from tests.helpers.studies import study_with_keys
+
+    clock = FakeClock()
+    monkeypatch.setattr(enrolment, "CLIENT_CLAIMS", enrolment.ClientClaims(clock))
+
+    def minutes(db, n: int, client: str, tag: str = "a") -> int:
+        taken = 0
+        for m in range(n):  # 3 tries a minute: what the minute's cap lets through
+            for i in range(3):
+                try:
+                    pid = f"{tag}{client.replace('.', '')}m{m:03d}i{i}"
+                    enrol_from_link(db, _query(_url(db), pid, f"s{m:03d}{i}"), client=client)
+                    taken += 1
+                except ParticipantError as e:
+                    assert "from your network" in str(e)
+            clock.advance(61)
+        return taken
+
+    db = open_database(tmp_path / "default.db")
+    import_study(db, study_with_keys(tmp_path / "default", ""))
+    add_participants(db, "demo", "receiver", 60, self_enrol=True)
+    taken = minutes(db, 15, "198.51.100.9")  # 45 new Prolific ids over 15 minutes
+    assert taken == 10, taken  # before: 45
+    with pytest.raises(ParticipantError, match="in the last hour"):
+        enrol_from_link(db, _query(_url(db), "late", "late1"), client="198.51.100.9")
+    assert minutes(db, 1, "203.0.113.4") == 3  # another address is not held up
+    clock.advance(3600)
+    assert minutes(db, 1, "198.51.100.9", "b") == 3  # an hour later: the minute's cap again
+    assert _reasons(db)["client_hourly_limited"] == 35 + 1
+
+    with pytest.raises(StudyValidationError) as e:
+        import_study(
+            open_database(tmp_path / "bad.db"), study_with_keys(tmp_path / "bad", "enrol_per_client_per_hour = -1")
+        )
+    assert any("study.enrol_per_client_per_hour" in str(err) for err in e.value.errors)
+    free = open_database(tmp_path / "free.db")
+    import_study(free, study_with_keys(tmp_path / "free", "enrol_per_client_per_hour = 0"))  # 0: no limit
+    add_participants(free, "demo", "receiver", 45, self_enrol=True)
+    assert minutes(free, 15, "198.51.100.9") == 45
+    print(f"one address, 3 invented ids a minute for 15 minutes: {taken} slots taken (before: 45)")
+
+
 # -- point 7: refusals are cheap -----------------------------------------------------------------
 
 
@@ -209,6 +263,27 @@ def test_forged_clients_cannot_make_the_right_password_wait_for_long():
     session = auth.login("the right one", "192.0.2.10", throttle_key("192.0.2.10"))
     auth.check(session, "192.0.2.10")
     assert clock() - before <= auth.throttle.global_interval + 1e-9  # one turn at most
+
+
+def test_wrong_admin_links_are_neither_paced_nor_written_one_by_one(database):
+    """Issue 49: with no password, a wrong ?admin= secret took a paced turn (0.6 s each while a
+    failure was under a minute old) and an audit row: 1,000 page loads with wrong secrets held the
+    designer's own link about 10 minutes. The 192-bit secret is now checked at once and the
+    wrong ones are counted, one audit row per flush (WrongLinks), not one each."""
+    link = "the-printed-admin-link-secret-of-this-test"
+    auth, clock = paced_auth("", database, local_secret=link)
+    start = clock()
+    for i in range(1000):
+        with pytest.raises(PermissionError, match="admin link"):
+            auth.login(f"wrong-{i}", "127.0.0.1")
+    auth.check(auth.login(link, "127.0.0.1"), "127.0.0.1")
+    waited = clock() - start
+    assert waited == 0, waited  # before: 600 s of paced turns before the right link opened
+    auth.wrong_links.flush(database)
+    rows = database.query("SELECT actor, detail FROM events WHERE action = 'admin_login_failed'")
+    assert sum(json.loads(r["detail"])["count"] for r in rows) == 1000
+    assert len(rows) <= 3 and rows[0]["actor"] == "admin@127.0.0.1"  # before: 1,000 rows
+    print(f"1,000 wrong admin links: the right one waited {waited:.1f} s; {len(rows)} audit rows")
 
 
 def test_a_stranger_cannot_lock_the_team_out_of_the_running_app(tmp_path):
@@ -371,3 +446,71 @@ def test_the_admin_link_works_only_from_this_machine():
     with pytest.raises(PermissionError, match="localhost") as e:
         auth.login("s" * 32, admin.NOT_LOCAL)
     assert "admin link" not in str(e.value)
+
+
+def _team_page_load(http, url: str, config: dict, query: str) -> list:
+    """The team page's load events called as the page calls them (a queued one through the queue,
+    the others with one POST), with the page's query (?admin=...): each one's output data."""
+    sid, out = uuid.uuid4().hex[:11], []
+    for dep in config["dependencies"]:
+        if not dep["backend_fn"] or not any(t[1] == "load" for t in dep["targets"]):
+            continue
+        body = {"data": [], "fn_index": dep["id"], "session_hash": sid, "event_data": None, "trigger_id": None}
+        if dep["queue"] is False:
+            r = http.post(f"{url}/gradio_api/run/predict?{query}", json=body)
+            assert r.status_code == 200, r.text
+            out.append(r.json()["data"])
+            continue
+        assert http.post(f"{url}/gradio_api/queue/join?{query}", json=body).status_code == 200
+        with http.stream("GET", f"{url}/gradio_api/queue/data", params={"session_hash": sid}) as events:
+            for line in events.iter_lines():
+                msg = json.loads(line[5:]) if line.startswith("data:") else {}
+                if msg.get("msg") == "process_completed":
+                    out.append(msg["output"].get("data"))
+                    break
+    return out
+
+
+def test_page_loads_with_wrong_secrets_do_not_hold_the_admin_link(own_secret_app):
+    """Issue 49 in the running app (another account on the machine): the team page's load logged
+    in with the request's ?admin= inside the shared queue and the login pacing; 120 page loads
+    with wrong secrets held the designer's own link 71 s, and a loop kept it shut. Now the loads
+    run outside the queue and the secret is checked before any pacing: after 120 page loads with
+    wrong secrets sent through the queue at once, the right link opens in under 2 s."""
+    app = own_secret_app
+    secret = _printed_secret(app)
+    config = httpx.get(app.url + "/config", timeout=30).json()
+    loads = [d["id"] for d in config["dependencies"] if d["backend_fn"] and any(t[1] == "load" for t in d["targets"])]
+    failed = "SELECT detail FROM events WHERE action = 'admin_login_failed' AND rowid > ?"
+    before = app.rows("SELECT COALESCE(MAX(rowid), 0) FROM events")[0][0]  # earlier tests' wrong links
+    flood, start = uuid.uuid4().hex[:11], time.perf_counter()
+    with httpx.Client(timeout=30, trust_env=False) as http:
+        for i in range(120):  # a script's page loads: every load event joins the queue, nobody waits
+            for fn in loads:
+                body = {"data": [], "fn_index": fn, "session_hash": flood, "event_data": None, "trigger_id": None}
+                assert http.post(f"{app.url}/gradio_api/queue/join?admin=wrong-{i}", json=body).status_code == 200
+    with httpx.Client(timeout=10, trust_env=False) as http:  # the designer's page, as the browser calls it
+        t0 = time.perf_counter()
+        out = _team_page_load(http, app.url, config, f"admin={secret}")
+        took = time.perf_counter() - t0
+    session = next(v for data in out for v in data if isinstance(v, str) and len(v) == 32)
+    said = str(AppClient(app.url).predict(session, None, api_name="/admin_retry_job")[0])
+    assert "log in" not in said.lower(), said  # a live admin session
+    assert took < 2, took  # before: behind 120 paced turns of 0.6 s (72 s)
+    done = 0
+    with httpx.Client(timeout=120, trust_env=False) as http:  # the flood's loads all answered
+        with http.stream("GET", f"{app.url}/gradio_api/queue/data", params={"session_hash": flood}) as events:
+            for line in events.iter_lines():
+                done += '"process_completed"' in line
+                if done == 120 * len(loads):
+                    break
+    spent = time.perf_counter() - start
+    while sum(json.loads(d)["count"] for (d,) in app.rows(failed, (before,))) < 120:  # the counts' timer
+        assert time.perf_counter() - start < spent + 3 * admin.WrongLinks.FLUSH_S, app.rows(failed, (before,))
+        time.sleep(0.5)
+    rows = len(app.rows(failed, (before,)))
+    assert rows <= spent / admin.WrongLinks.FLUSH_S + 2, (rows, spent)  # before: one per wrong load
+    print(
+        f"120 wrong-secret page loads queued: the right link opened in {took:.2f} s; "
+        f"the flood answered in {spent:.1f} s, logged in {rows} audit row(s)"
+    )

@@ -353,6 +353,36 @@ def test_da_feedback_only_from_da_raters(demo_db, people):
     assert count(demo_db, "SELECT COUNT(*) FROM da_feedback") == 1
 
 
+def test_da_feedback_is_rate_limited_and_written_only_when_it_changes(demo_db, people, monkeypatch):
+    """Issue 49: one DA link posted feedback 216-336 times a second, each an upsert and an audit
+    row under the write lock. Now the same text again takes no write at all, a change is one
+    upsert and one audit row, and the link's request limit (as views and submits) refuses a flood."""
+    pid = people["da"].id
+    writes = []
+    real = demo_db.write
+    monkeypatch.setattr(demo_db, "write", lambda: writes.append(1) or real())
+    logged = "SELECT COUNT(*) FROM events WHERE action = 'feedback'"
+    for _ in range(200):
+        da_campaign.save_feedback(demo_db, pid, "The audio was clear.")
+    assert (len(writes), count(demo_db, logged)) == (1, 1)  # before: 200 writes, 200 audit rows
+    identical = len(writes)
+    assert not da_campaign.save_feedback(demo_db, pid, "  The audio was clear.\n")  # the same once stripped
+    assert da_campaign.save_feedback(demo_db, pid, "Clear, but long.")
+    assert (len(writes), count(demo_db, logged)) == (2, 2)
+    assert demo_db.one("SELECT text FROM da_feedback WHERE participant_id = ?", [pid])["text"] == "Clear, but long."
+    rate_limit.configure(1)  # 1 per second, a burst of 2
+    refused = 0
+    for i in range(20):
+        try:
+            da_campaign.save_feedback(demo_db, pid, f"Version {i}.")
+        except TooManyRequests as e:
+            assert "slow down" in str(e)
+            refused += 1
+    assert refused >= 17, refused  # before: none refused
+    assert count(demo_db, logged) <= 2 + 3
+    print(f"200 identical feedbacks: {identical} write; 20 changed ones at once, 1/s allowed: {refused} refused")
+
+
 # -- 8 (part): a per-token request limit -------------------------------------------------------
 
 

@@ -306,3 +306,61 @@ def test_media_files_are_written_for_the_apps_user_only(tmp_path):
 
     path = atomic_write(tmp_path / "media" / "recordings" / "x.wav", b"RIFF")
     assert _mode(path) == 0o600, oct(_mode(path))
+
+
+def test_the_report_and_analysis_files_leave_no_temporary_copy(demo_db, tmp_path, monkeypatch):
+    """Issue 49: the Analysis tab's report (the study's results and settings) stayed in the app's
+    temporary folder for ever after Gradio took its copy. The report's and each panel's files are
+    now moved into gradio's cache (0600, expired with it) and the run's folder is removed, also
+    when the run is refused."""
+    import tempfile
+
+    import gradio as gr
+
+    from services.admin import auth as admin_auth
+    from tabs import analysis
+    from tabs.common import Ctx
+
+    tmp, cache = tmp_path / "tmp", tmp_path / "gradio"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(cache))
+    auth = admin_auth.AdminAuth("pw")
+    with gr.Blocks() as page:
+        analysis.build(Ctx(demo_db, None, gr.Textbox(visible=False)), auth, gr.Textbox())
+    events = {getattr(f.fn, "__name__", ""): f for f in page.fns.values()}
+    session = auth.login("pw", None)
+    served = 0
+    for name, args in (
+        ("run_report", ("demo", None, None, None)),
+        ("run_report", ("nope", None, None, None)),  # refused: "no study 'nope'"
+        ("run_da", ("demo", None, None)),
+        ("run_sd", ("demo", None, True, "kaiser")),
+    ):
+        out = events[name].fn(session, *args)
+        files = [p for c, v in out.items() if isinstance(c, gr.File) and v for p in v]
+        assert all(cache in Path(p).parents and _mode(p) == 0o600 for p in files), (name, files)
+        assert list(tmp.iterdir()) == [], (name, list(tmp.iterdir()))  # before: report-demo-..., da-demo-...
+        served += len(files)
+    report = [
+        p
+        for c, v in events["run_report"].fn(session, "demo", None, None, None).items()
+        if isinstance(c, gr.File)
+        for p in v
+    ]
+    assert report[0].endswith("report-demo.html") and "Table 1" in Path(report[0]).read_text(encoding="utf-8")
+    # the demo has no judgments yet, so its panels write no tables: two protocols' tables of one name
+    from tabs.admin_common import served as serve
+    from tabs.analysis_common import run_folder
+
+    with run_folder("report", "demo") as folder:
+        for sub in ("da", "sd"):
+            (Path(folder) / sub).mkdir()
+            (Path(folder) / sub / "systems.csv").write_text(sub)
+        moved = serve([Path(folder) / "da" / "systems.csv", Path(folder) / "sd" / "systems.csv"], folder)
+    assert [Path(p).read_text() for p in moved] == ["da", "sd"] and list(tmp.iterdir()) == []
+    assert [Path(p).relative_to(Path(moved[0]).parents[1]).as_posix() for p in moved] == [
+        "da/systems.csv",
+        "sd/systems.csv",
+    ]
+    print(f"report and panels: {served} files served from gradio's cache, 0 left in the temporary folder")

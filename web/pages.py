@@ -125,7 +125,14 @@ def team_page(settings, database, auth):
                 tabset: gr.update(selected="admin"),
             }
 
-        demo.load(on_root_load, None, [token, welcome, admin_tab_obj, analysis_obj, tabset], api_visibility="private")
+        # outside the queue, as the role pages' load: the admin link's page shows its tab without a turn
+        demo.load(
+            on_root_load,
+            None,
+            [token, welcome, admin_tab_obj, analysis_obj, tabset],
+            api_visibility="private",
+            queue=False,
+        )
         participant_api(database, settings)
     return demo
 

@@ -40,6 +40,7 @@ import pandas as pd
 from services.da import analysis as da_analysis
 from services.da.render import render_item_images
 from services.models import tts
+from services.participation.items import limit_requests
 from services.study.texts import texts
 from storage import assignments, jobs, participants, studies
 from storage.da import hits as hit_store
@@ -295,12 +296,16 @@ def prerender(database, study_id: str, media_dir, progress=None) -> dict:
     }
 
 
-def save_feedback(database, participant_id: int, text: str) -> None:
-    """A DA rater's comments on the task (the DA tab's last page); no other role gives DA feedback."""
+def save_feedback(database, participant_id: int, text: str) -> bool:
+    """A DA rater's comments on the task (the DA tab's last page); no other role gives DA feedback.
+    Limited per link as views and submits are (limit_requests: one link had posted 216-336 times
+    a second), and the same text again writes nothing: a change is one upsert and one audit row.
+    Whether it changed the stored text."""
 
     p = participants.get(database, participant_id)
     if not p or p["role"] != "da" or not p["active"]:
         raise DAError("Feedback on the rating task is only for its raters.")
+    limit_requests(p)
     if text is not None and not isinstance(text, str):
         raise DAError("Your feedback must be text.")
     text = (text or "").strip()
@@ -314,9 +319,14 @@ def save_feedback(database, participant_id: int, text: str) -> None:
         raise DAError(f"Your feedback is too long (at most {MAX_FEEDBACK} characters).")
     if not text:
         raise DAError("Please write something before sending your feedback (or simply close the page).")
+    saved = judgments.da_feedback(database, participant_id)
+    if saved is not None and saved["text"] == text:  # a resend: read without the write lock
+        return False
     with database.write() as db:
-        judgments.save_da_feedback(db, participant_id, text)
-        database.log(f"participant:{participant_id}", "feedback", "da_feedback", participant_id)
+        changed = judgments.save_da_feedback(db, participant_id, text)  # checked again inside the write
+        if changed:
+            database.log(f"participant:{participant_id}", "feedback", "da_feedback", participant_id)
+    return changed
 
 
 def judgments_frame(database, study_id: str) -> pd.DataFrame:

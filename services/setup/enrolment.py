@@ -8,8 +8,9 @@ self_enrol=True)`), never one made for a private link; one Prolific id holds one
 study; a returning one gets their slot back only with the SESSION_ID it was claimed with, and
 not once the team made them a new link; new enrolments per minute are capped per study
 (study.enrol_per_minute, counted from participants.claimed_at, so a restart forgets nothing)
-and per client (study.enrol_per_client_per_minute, in memory). Refusals are counted per (study,
-role, reason, minute) in enrol_refusals (RefusalCounts) and store nothing else.
+and per client (study.enrol_per_client_per_minute and enrol_per_client_per_hour, in memory).
+Refusals are counted per (study, role, reason, minute) in enrol_refusals (RefusalCounts) and
+store nothing else.
 """
 
 from __future__ import annotations
@@ -20,11 +21,10 @@ import datetime as dt
 import hashlib
 import hmac
 import json
-import math
 import secrets
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -32,6 +32,7 @@ from urllib.parse import urlencode
 
 from services.common import protocols as registry
 from services.common.settings import current as current_settings
+from services.common.tally import Tally
 from storage import participants, studies
 from storage.db import Transaction, required
 
@@ -307,52 +308,22 @@ def enrol_from_link(database, query: dict, client: str | None = None) -> dict:
     return enrol(database, study_id, role, pid or "", pstudy, session, group, gender, client=client)
 
 
-class RefusalCounts:
+class RefusalCounts(Tally):
     """Refused enrolments counted per (study, role, reason, minute) in memory and written at most
     once every FLUSH_S seconds (one upsert per key, storage.participants.add_refusals): a client
     reloading a refused URL 30 times a second costs one small write every few seconds, not a
-    write under the answers' lock each time. A count that is not written
-    at once is written by a timer FLUSH_S seconds later, so a quiet spell never leaves counts
-    only in memory: a crash loses at most the last FLUSH_S seconds; counts() writes what is
-    pending first."""
+    write under the answers' lock each time (services.common.tally: a timer writes what is
+    pending); counts() writes what is pending first."""
 
     FLUSH_S = 2.0
 
-    def __init__(self, clock=time.monotonic):
-        self.clock = clock
-        self._lock = threading.Lock()
-        self._pending: dict[int, tuple[object, Counter]] = {}  # per database object
-        self._flushed: dict[int, float] = {}
-        self._timers: dict[int, threading.Timer] = {}
-
     def add(self, database, study_id: str, role: str, reason: str) -> None:
         minute = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M")
-        now = self.clock()
-        with self._lock:
-            _, counts = self._pending.setdefault(id(database), (database, Counter()))
-            counts[(study_id[:64], role[:20], reason, minute)] += 1
-            wait = self.FLUSH_S - (now - self._flushed.get(id(database), -math.inf))
-            due = wait <= 0
-            if due:
-                self._flushed[id(database)] = now
-            elif id(database) not in self._timers:
-                timer = threading.Timer(wait, self.flush, [database])
-                timer.daemon = True
-                self._timers[id(database)] = timer
-                timer.start()
-        if due:
-            self.flush(database)
+        self.tally(database, (study_id[:64], role[:20], reason, minute))
 
-    def flush(self, database) -> None:
-        with self._lock:
-            _, counts = self._pending.pop(id(database), (None, Counter()))
-            self._flushed[id(database)] = self.clock()
-            timer = self._timers.pop(id(database), None)
-            if timer is not None and timer is not threading.current_thread():
-                timer.cancel()
-        if counts:
-            with database.write() as db:
-                participants.add_refusals(db, dict(counts))
+    def write(self, database, counts: dict) -> None:
+        with database.write() as db:
+            participants.add_refusals(db, counts)
 
     def counts(self, database, study_id: str | None = None) -> list[dict]:
         self.flush(database)
@@ -372,12 +343,15 @@ def _count_refusal(database, study_id: str, role: str, reason: str) -> None:
 
 
 class ClientClaims:
-    """New enrolments per (study, client) over the last 60 s, in this process's memory (a restart
+    """New enrolments per (study, client) over the last hour, in this process's memory (a restart
     forgets them; the per-study cap, counted from the database, still holds): one client taking
-    slot after slot with invented Prolific ids is stopped at study.enrol_per_client_per_minute.
-    Bounded: past MAX_KEYS clients the idle ones are dropped."""
+    slot after slot with invented Prolific ids is stopped at study.enrol_per_client_per_minute,
+    and over an hour at study.enrol_per_client_per_hour (the minute's cap alone let one address
+    take 2-3 a minute, about 150 an hour). A client's times are at most its hourly cap (a refusal
+    adds none). Bounded: past MAX_KEYS clients the idle ones are dropped."""
 
     MAX_KEYS = 10_000
+    WINDOW_S = 3600.0
 
     def __init__(self, clock=time.monotonic):
         self.clock = clock
@@ -386,19 +360,21 @@ class ClientClaims:
 
     def _recent(self, key, now) -> deque:
         q = self._times.setdefault(key, deque())
-        while q and now - q[0] >= 60.0:
+        while q and now - q[0] >= self.WINDOW_S:
             q.popleft()
         return q
 
-    def count(self, study_id: str, client: str) -> int:
+    def count(self, study_id: str, client: str, seconds: float = 60.0) -> int:
+        """The client's new enrolments in the study over the last `seconds` (at most an hour)."""
+        now = self.clock()
         with self._lock:
-            return len(self._recent((study_id, client), self.clock()))
+            return sum(1 for t in self._recent((study_id, client), now) if now - t < seconds)
 
     def add(self, study_id: str, client: str) -> None:
         now = self.clock()
         with self._lock:
             if len(self._times) > self.MAX_KEYS:
-                for k in [k for k, q in self._times.items() if not q or now - q[-1] >= 60.0]:
+                for k in [k for k, q in self._times.items() if not q or now - q[-1] >= self.WINDOW_S]:
                     del self._times[k]
             self._recent((study_id, client), now).append(now)
 
@@ -496,6 +472,13 @@ def _enrol(database, study_id, role, prolific_pid, prolific_study, session, grou
             raise EnrolRefused(
                 "many people are joining from your network right now; please reload this page in a minute",
                 "client_rate_limited",
+                role=role,
+            )
+        per_hour = cfg["study"].get("enrol_per_client_per_hour", 10)
+        if per_hour and client and CLIENT_CLAIMS.count(study_id, client, 3600.0) >= per_hour:
+            raise EnrolRefused(
+                "many people have joined from your network in the last hour; please try again later",
+                "client_hourly_limited",
                 role=role,
             )
         limit = cfg["study"].get("enrol_per_minute", 60)

@@ -90,6 +90,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "enrol_per_minute": 60,
         # new self-enrolments one client (address) takes per minute, at most (0: no limit)
         "enrol_per_client_per_minute": 3,
+        # ... and per hour, at most (0: no limit): the minute's cap alone allowed about 150 an hour
+        "enrol_per_client_per_hour": 10,
         # role -> minutes the role's welcome says it takes (services/study/welcome.py);
         # a role not listed gets the estimate from its number of items
         "expected_minutes": {},
@@ -307,7 +309,7 @@ def _check_config(raw: dict, err: _Collector) -> dict:
         err.add(
             f, None, "study.expected_minutes", f"must be a table of role = minutes (1-600; roles: {', '.join(roles)})"
         )
-    for key in ("enrol_per_minute", "enrol_per_client_per_minute"):
+    for key in ("enrol_per_minute", "enrol_per_client_per_minute", "enrol_per_client_per_hour"):
         epm = st.get(key, 0)
         if not isinstance(epm, int) or isinstance(epm, bool) or epm < 0:
             err.add(f, None, f"study.{key}", "must be an integer >= 0 (0: no limit)")

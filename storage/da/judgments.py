@@ -54,10 +54,13 @@ def da_feedback(database: Database, participant_id: int) -> dict | None:
     return database.one("SELECT * FROM da_feedback WHERE participant_id = ?", [participant_id])
 
 
-def save_da_feedback(db, participant_id: int, text: str) -> None:
-    """A DA rater's one feedback text: a later save replaces it."""
-    db.execute(
+def save_da_feedback(db, participant_id: int, text: str) -> bool:
+    """A DA rater's one feedback text: a later save replaces it. Whether it changed anything: the
+    same text again writes nothing (its audit row goes with a change only)."""
+    cur = db.execute(
         "INSERT INTO da_feedback (participant_id, text, updated_at) VALUES (?,?,?) "
-        "ON CONFLICT (participant_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at",
+        "ON CONFLICT (participant_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at "
+        "WHERE da_feedback.text IS NOT excluded.text",
         [participant_id, text, now()],
     )
+    return cur.rowcount > 0
