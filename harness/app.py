@@ -132,6 +132,7 @@ class RunningApp:
                 return self
             except OSError:
                 time.sleep(0.5)
+        self.stop()  # a fixture that fails never calls stop: the server had lived on past the suite
         raise RuntimeError("app did not start: " + (self.tmp / "server.log").read_text())
 
     def stop(self):
