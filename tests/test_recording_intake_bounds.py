@@ -26,7 +26,7 @@ from services.usability import audio_intake
 from services.usability import protocol as usability_protocol
 from services.usability.audio_intake import IntakeError, store_recording
 from tests.helpers.audio import write_wav
-from tests.test_bounded_decode import refuse_in_child
+from tests.helpers.intake_memory import refuse_in_child
 
 
 def _flac(path: Path, seconds: float, rate: int, channels: int) -> Path:
