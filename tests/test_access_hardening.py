@@ -509,7 +509,8 @@ def test_page_loads_with_wrong_secrets_do_not_hold_the_admin_link(own_secret_app
         assert time.perf_counter() - start < spent + 3 * admin.WrongLinks.FLUSH_S, app.rows(failed, (before,))
         time.sleep(0.5)
     rows = len(app.rows(failed, (before,)))
-    assert rows <= spent / admin.WrongLinks.FLUSH_S + 2, (rows, spent)  # before: one per wrong load
+    # one row per (client, minute) each FLUSH_S at most; a flood that crosses a minute has two minutes
+    assert rows <= 2 * (spent / admin.WrongLinks.FLUSH_S + 2), (rows, spent)  # before: one per wrong load
     print(
         f"120 wrong-secret page loads queued: the right link opened in {took:.2f} s; "
         f"the flood answered in {spent:.1f} s, logged in {rows} audit row(s)"
