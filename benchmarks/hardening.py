@@ -85,6 +85,14 @@ def pct(xs: list[float], q: float) -> float:
     return round(percentile(xs, q), 1)
 
 
+def view_summary(times: dict[str, list[float]]) -> dict:
+    """Each condition's views: n, p50, p95 and max in ms."""
+    return {
+        k: {"n": len(v), "p50_ms": round(statistics.median(v), 1), "p95_ms": pct(v, 95), "max_ms": round(max(v), 1)}
+        for k, v in times.items()
+    }
+
+
 def views_ms(url: str, token: str, n: int) -> list[float]:
     from harness.gradio_http import GradioHTTP
 
@@ -175,10 +183,7 @@ def main() -> None:
                 print(
                     f"round {r + 1} {kind}: p50 {statistics.median(t):.1f} p95 {pct(t, 95)} ms {said or ''}", flush=True
                 )
-        views = {
-            k: {"n": len(v), "p50_ms": round(statistics.median(v), 1), "p95_ms": pct(v, 95), "max_ms": round(max(v), 1)}
-            for k, v in times.items()
-        }
+        views = view_summary(times)
         ratios = {
             "20 MB / quiet (p95)": round(views["20 MB"]["p95_ms"] / views["quiet"]["p95_ms"], 2),
             "20 MB / small (p95)": round(views["20 MB"]["p95_ms"] / views["small"]["p95_ms"], 2),

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import machine  # noqa: E402
-from benchmarks.hardening import pct, rss_mb, views_ms  # noqa: E402
+from benchmarks.hardening import pct, rss_mb, view_summary, views_ms  # noqa: E402
 
 STRANGER = r"""
 import json, socket, sys, threading, time, uuid
@@ -225,10 +225,7 @@ def main() -> None:
                     flush=True,
                 )
                 time.sleep(2)
-        views = {
-            k: {"n": len(v), "p50_ms": round(statistics.median(v), 1), "p95_ms": pct(v, 95), "max_ms": round(max(v), 1)}
-            for k, v in times.items()
-        }
+        views = view_summary(times)
         result = {
             "machine": machine(),
             "args": vars(args),
