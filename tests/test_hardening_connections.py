@@ -56,7 +56,7 @@ def get_raw(app, path: str, headers: str = "", source: str | None = None) -> soc
     s = socket.socket()
     if source:
         s.bind((source, 0))
-    s.settimeout(10)
+    s.settimeout(30)  # a loaded 2-core CI machine once took more than 10 s to answer the first
     s.connect(("127.0.0.1", app.port))
     s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n{headers}\r\n".encode())
     return s
