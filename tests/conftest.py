@@ -147,6 +147,14 @@ def pytest_collection_modifyitems(config, items):
         test_session.heaviest_files_first(items)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    try:
+        return (yield)
+    finally:
+        test_session.settle_the_heap()
+
+
 _STARTED = pytest.StashKey[float]()
 _CHECKOUT = pytest.StashKey["set[str] | None"]()
 _PROBLEMS = pytest.StashKey["list[str]"]()

@@ -170,3 +170,22 @@ def test_xdist_takes_the_heaviest_files_first_and_a_files_tests_stay_together():
         ("a.py", ()),
         ("e.py", ()),
     ]
+
+
+def test_after_a_test_its_garbage_is_collected_and_what_lives_on_is_frozen():
+    """settle_the_heap (run after every test's teardown): a cycle no one holds is freed, not
+    frozen for the worker's life; what is still held leaves the collector's later passes."""
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    dropped, kept = Node(), Node()
+    dropped.me, kept.me = dropped, kept  # cycles: only the collector frees the dropped one
+    gone = weakref.ref(dropped)
+    del dropped
+    frozen = gc.get_freeze_count()
+    session.settle_the_heap()
+    assert gone() is None
+    assert gc.get_freeze_count() > frozen and not any(o is kept for o in gc.get_objects())
