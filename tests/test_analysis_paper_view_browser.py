@@ -31,10 +31,19 @@ RUNS = (
 CAPTIONS = "[...document.querySelectorAll('.paper-caption')].filter(e => !e.parentElement.closest('.paper-caption'))"
 
 
-@pytest.fixture
-def simulated_app(mixed_study, tmp_path):  # noqa: F811
-    """The app serving the demo after its participants did every phase, DA and SD included."""
-    db, _ = mixed_study
+@pytest.fixture(scope="module")
+def simulated_app(tmp_path_factory):
+    """The app serving the demo after its participants did every phase, DA and SD included; one
+    for the module (the dashboard test only watches it: 50 s of set-up once, not twice)."""
+    from harness.demo import DEMO
+    from services.setup.importer import import_study
+    from storage import open_database
+    from tests.helpers import workflow
+
+    tmp_path = tmp_path_factory.mktemp("paper-view")
+    db = open_database(tmp_path / "test.db")
+    import_study(db, DEMO)
+    workflow.mixed_study(db, tmp_path)
     rate_da_and_sd(db, tmp_path / "media")
     app = RunningApp(
         tmp_path,
