@@ -11,7 +11,9 @@ Input: one row per judgment (see REQUIRED; optional ``run`` defaulting to 1 and
   (median duration_s per item of a HIT below ``fast_item_s``). Paper 001 (Ethics) rejected HITs
   "completed in an unrealistically short time": by default (keep_fast=False; wmt=True keeps
   them, as WMT's published scores do) a fast HIT's judgments leave the z-scores and the scores,
-  and qc_summary counts them (hits_fast_excluded, judgments_fast_excluded).
+  and qc_summary counts them (hits_fast_excluded, judgments_fast_excluded). Judgments without a
+  time cannot be judged so: qc_summary counts them (judgments_untimed, and hits_untimed: HITs with
+  no timed judgment) and summary_notes says that those HITs were not checked.
 * z-scores: reliable workers only (wmt=True: every worker); per (worker, modality, run)
   z = (x - mean) / sd over all that worker's judgments (every item type), sample sd; a worker
   with a single judgment or sd 0 is dropped.
@@ -100,6 +102,8 @@ QC_COLUMNS = [
     "workers_fast",
     "hits_fast_excluded",
     "judgments_fast_excluded",
+    "hits_untimed",
+    "judgments_untimed",
 ]
 TABLE1_COLUMNS = [
     "domain",
@@ -521,6 +525,9 @@ def _qc_summary(d, workers, j, scored, fast) -> pd.DataFrame:
                 wm.loc[wm["fast"], "worker_id"].nunique(),
                 len(fast.loc[fast["modality"] == m, _KEY + ["hit_id"]].drop_duplicates()),
                 int((fast["modality"] == m).sum()),
+                # HITs none of whose judgments has a time: the speed rule cannot judge them
+                int((~dm["duration_s"].notna().groupby([dm[k] for k in _KEY + ["hit_id"]]).any()).sum()),
+                int(dm["duration_s"].isna().sum()),
             )
         )
     return pd.DataFrame(rows, columns=QC_COLUMNS)
@@ -723,6 +730,13 @@ def summary_notes(result: DAResult) -> list[str]:
             lines.append(
                 f"{row.modality}: {row.workers_fast} workers with unrealistically fast HITs kept "
                 "in the scores (keep_fast; paper 001, Ethics, rejected them)"
+            )
+        if row.hits_untimed:
+            lines.append(
+                f"{row.modality}: {row.judgments_untimed} of {row.judgments_total} judgments have no "
+                f"per-item time (duration_s), so {row.hits_untimed} HITs could not be checked for an "
+                f"unrealistically fast pace (median under {result.fast_item_s:g} s per item; paper 001, "
+                "Ethics): none of them is left out for speed"
             )
     return lines
 
