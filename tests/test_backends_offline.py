@@ -80,6 +80,8 @@ def test_piper_speech_through_the_default_cascade(tmp_path):
     low = res.translation.lower()
     assert "mesa" in low and ("quatro" in low or "4" in low) and "noite" in low
     assert set(res.seconds) == {"asr", "mt"} and res.models["asr"].startswith("faster-whisper")
+    # the precision each stage ran in, as stored with the output (issue 50, point 1)
+    assert res.precision == {"asr": "int8", "mt": "int8 (intgemm, the model as shipped)"} and res.cut == ""
     # the greedy preset is a distinct configuration of the same models: no second load
     loads = cache.loads
     res2 = from_preset("offline-cascade-greedy", cache).translate_audio(stored.path_16k)

@@ -217,10 +217,17 @@ def test_causal_mt_plain_prompt_without_chat_template(tiny, cache):
     assert isinstance(out[0], str) and "\n" not in out[0]
 
 
-def test_first_paragraph_keeps_the_translation_only():
-    assert hf._first_paragraph(" Olá mundo.\nEnglish: next one", "Hello world.") == "Olá mundo."
-    assert hf._first_paragraph("Olá.\nAdeus.\n\nNote: informal", "Hi.\nBye.") == "Olá.\nAdeus."
-    assert hf._first_paragraph("\n\nOlá mundo.", "Hello world.") == "Olá mundo."
+def test_run_on_keeps_the_translation_and_cuts_a_new_turn_only():
+    """(tests/test_mt_output_whole.py has the rest: issue 50, point 2)"""
+    assert hf.run_on(" Olá mundo.\nEnglish: next one", "Hello world.", "English:") == (
+        "Olá mundo.",
+        "English: next one",
+    )
+    assert hf.run_on("Olá.\nAdeus.\n\nNote: informal", "Hi.\nBye.", "English:") == (
+        "Olá.\nAdeus.\n\nNote: informal",
+        "",
+    )
+    assert hf.run_on("\n\nOlá mundo.", "Hello world.", "English:") == ("Olá mundo.", "")
 
 
 def test_causal_prompt_needs_placeholder():

@@ -134,7 +134,9 @@ def test_device_and_dtype_chosen_once(monkeypatch):
     assert cache.device == "cpu"  # chosen once per process
     assert cache.dtype("bfloat16") == torch.float32  # bf16 only where it is fast (CUDA)
     gpu = ModelCache(device="cuda")
-    assert gpu.dtype("bfloat16") == torch.bfloat16 and gpu.dtype(None) == torch.float32
+    assert gpu.dtype("bfloat16") == torch.bfloat16
+    # the checkpoint's own where nothing is asked (transformers reads it from the config)
+    assert gpu.dtype(None) == gpu.dtype("auto") == "auto" and cache.dtype("auto") == torch.float32
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

@@ -11,6 +11,7 @@ tests/test_paper_systems.py runs it there from the main suite.
 
 from __future__ import annotations
 
+import json
 import os
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -42,18 +43,26 @@ def offline(no_network):
 
 
 class BF16Cache(ModelCache):
-    """The app's CUDA dtype policy (the preset's bf16 as configured) on CPU, so the preset runs
-    in the dtype it names."""
+    """The app's CUDA dtype policy on CPU (bf16 as configured, "auto" the checkpoint's own), so
+    the preset runs in the dtype it names."""
 
     def dtype(self, requested=None):
-        return torch.bfloat16 if requested in ("bfloat16", "bf16") else torch.float32
+        if requested in ("bfloat16", "bf16"):
+            return torch.bfloat16
+        return "auto" if requested in (None, "", "auto") else torch.float32
 
 
 @pytest.fixture(scope="module")
 def twin(tmp_path_factory):
     root = tmp_path_factory.mktemp("phi4_twin")
     clips = tm.make_clips(root / "clips", lead_s=0.4)
-    return {"clips": clips, "phi4": tm.build_phi4(root / "phi4", clips)}
+    folder = tm.build_phi4(root / "phi4", clips)
+    # stored as a bf16 checkpoint: the preset's "auto" (paper 000 names no precision for Phi-4)
+    # loads what the checkpoint's config says
+    config = json.loads((folder / "config.json").read_text())
+    config["dtype"] = "bfloat16"
+    (folder / "config.json").write_text(json.dumps(config))
+    return {"clips": clips, "phi4": folder}
 
 
 def _system(folder: Path, cache):
@@ -61,12 +70,12 @@ def _system(folder: Path, cache):
 
 
 def test_paper_phi4_preset_translates_each_recording_on_its_tiny_twin(twin, monkeypatch):
-    """Each clip gets its own Portuguese, through the speech adapter, in the preset's bf16, with
+    """Each clip gets its own Portuguese, through the speech adapter, in the checkpoint's bf16, with
     the preset's prompt inside Phi-4's chat format and one audio token per audio embedding."""
     from transformers import Phi4MultimodalForCausalLM
 
     preset = systems.presets()["paper-phi4"]
-    assert (preset["kind"], preset["dtype"]) == ("direct", "bfloat16")
+    assert (preset["kind"], preset["dtype"]) == ("direct", "auto")
     seen = []
     real = Phi4MultimodalForCausalLM.generate
     monkeypatch.setattr(
@@ -83,7 +92,7 @@ def test_paper_phi4_preset_translates_each_recording_on_its_tiny_twin(twin, monk
     (entry,) = [e.value for k, e in cache._entries.items() if k.startswith("st/transformers/")]
     model, proc = entry.model, entry.processor
     assert type(model) is Phi4MultimodalForCausalLM and type(proc).__name__ == "Phi4MultimodalProcessor"
-    assert model.dtype == torch.bfloat16
+    assert model.dtype == torch.bfloat16 and out["hello"].precision == {"st": "bfloat16"}
     assert model.active_adapters() == ["speech"]
     # the prompt: Phi-4's user turn with the audio expanded to its embeddings, then the preset's text
     ids = seen[0]["input_ids"][0]

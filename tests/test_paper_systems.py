@@ -48,11 +48,14 @@ def offline(no_network):
 
 
 class BF16Cache(ModelCache):
-    """The app's CUDA dtype policy (the preset's bf16 as configured) on CPU, so the presets run
-    in the dtype they name: CPU bf16 is slow, but these models are tiny."""
+    """The app's CUDA dtype policy on CPU (the preset's bf16 as configured, "auto" the
+    checkpoint's own), so the presets run in the dtype they name: CPU bf16 is slow, but these
+    models are tiny."""
 
     def dtype(self, requested=None):
-        return torch.bfloat16 if requested in ("bfloat16", "bf16") else torch.float32
+        if requested in ("bfloat16", "bf16"):
+            return torch.bfloat16
+        return "auto" if requested in (None, "", "auto") else torch.float32
 
 
 @pytest.fixture(scope="module")
@@ -114,8 +117,10 @@ def test_paper_cascade_preset_translates_a_recording_on_its_tiny_twin(database, 
         if k.startswith(("asr/transformers/", "mt/transformers-causal/"))
     }
     assert set(loaded) == {"asr", "mt"}
-    assert {v.model.dtype for v in loaded.values()} == {torch.bfloat16}
-    assert preset["asr_dtype"] == preset["mt_dtype"] == "bfloat16"
+    # appendix B.4: Whisper v3 in bfloat16; Tower+ as its checkpoint is stored (the twin's: float32)
+    assert preset["asr_dtype"] == "bfloat16" and preset["mt_dtype"] == "auto"
+    assert (loaded["asr"].model.dtype, loaded["mt"].model.dtype) == (torch.bfloat16, torch.float32)
+    assert meta["precision"] == {"asr": "bfloat16", "mt": "float32"}
     assert asr_in[0]["input_features"].shape[1] == 128 and asr_in[0]["input_features"].dtype == torch.bfloat16
     assert asr_in[0]["language"] == "en" and asr_in[0]["task"] == "transcribe"
     # Tower+ got the paper's prompt (pt-PT, the demo's variant) as Gemma 2's user turn

@@ -228,6 +228,9 @@ class Protocol:
     metrics_report: (database, study_id) -> which automatic metrics ran on a study of the
         protocol, in which mode, and what each skipped (services/metrics/exchange.py's shape),
         a callable or "module:function": the export manifest's `metrics` and the report's versions
+    systems_report: (database, study_id) -> {system id: how its outputs were made}, optional: a
+        line per system for the report's versions (the usability study: the precision each stage
+        ran in, how many outputs, how many a guard cut); a callable or "module:function"
     report_section: its part of the per-study report (services/report/build.py), a callable or
         "module:function" (resolve(); services.common imports no protocol or report module):
         (database, study_id, out_dir, inputs) -> services.report.sections.Part, where inputs is
@@ -268,6 +271,7 @@ class Protocol:
     in_studies: bool = True
     assigned_systems: str = ""
     metrics_report: Callable[..., dict] | str | None = None
+    systems_report: Callable[..., dict] | str | None = None
     report_section: Callable[..., Any] | str | None = None
     drop_inactive: Callable[..., list[int]] | str | None = None
     repair: Callable[..., int] | str | None = None

@@ -40,6 +40,8 @@ def translate_files(paths: list[str], system: str = systems.DEFAULT_SYSTEM, cach
                     "total_s": round(total, 3),
                     "real_time_factor": round(total / audio_s, 3) if audio_s else None,
                     "models": res.models,
+                    "precision": res.precision,
+                    **({"cut": res.cut} if res.cut else {}),
                 }
             )
     return out

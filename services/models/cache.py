@@ -2,7 +2,8 @@
 
 - get(key, loader) loads once; a per-key lock makes concurrent callers wait for that one load.
 - The device (CUDA when present) is chosen once per process; dtype() maps a config's
-  "bfloat16" to torch's dtype on CUDA and to float32 on CPU, where bf16 is slow.
+  "bfloat16" to torch's dtype on CUDA ("auto": the checkpoint's own) and to float32 on CPU,
+  where bf16 is slow.
 - Least-recently-used entries are evicted when the loaded total passes the memory budget
   (GPU memory on CUDA, RAM otherwise); unload() frees GPU memory.
 - report() says what is loaded, where, and how big (the admin tab shows it).
@@ -98,12 +99,16 @@ class ModelCache:
         return self._device
 
     def dtype(self, requested: str | None = None):
-        """torch dtype for a config's dtype name: as asked on CUDA, float32 on CPU."""
+        """torch dtype for a config's dtype name: float32 on CPU (bf16 is slow there); on CUDA as
+        asked, and "auto" (or none) the checkpoint's own, as its config gives it (transformers'
+        dtype="auto"): what the paper ran where it names no precision."""
         torch = _torch()
         if torch is None:
             return None
-        if self.device == "cpu" or not requested or requested == "auto":
+        if self.device == "cpu":
             return torch.float32
+        if not requested or requested == "auto":
+            return "auto"
         return {
             "bfloat16": torch.bfloat16,
             "bf16": torch.bfloat16,

@@ -193,6 +193,12 @@ def produced_variant(cfg: dict, target_variant: str | None = None) -> str:
     return variant if variants.asks_for_variant(prompt) else variants.named_in(prompt)
 
 
+def precision_of(component) -> str:
+    """The precision a model component ran in ("" where it cannot say: a model served elsewhere)."""
+    precision = getattr(component, "precision", None)
+    return precision() if callable(precision) else ""
+
+
 class Cascade:
     def __init__(self, system_id: str, cfg: dict, cache=CACHE, target_variant: str | None = None):
         self.id, self.cfg = system_id, cfg
@@ -203,7 +209,10 @@ class Cascade:
         t0 = time.perf_counter()
         transcript = self.asr.transcribe(wav16k_path)
         t1 = time.perf_counter()
-        translation = self.mt.translate([transcript])[0] if transcript.strip() else ""
+        translation, cut = "", ""
+        if transcript.strip():
+            with_cuts = getattr(self.mt, "translate_with_cuts", None)  # an LLM's run-on guard
+            translation, cut = with_cuts([transcript])[0] if with_cuts else (self.mt.translate([transcript])[0], "")
         t2 = time.perf_counter()
         return STResult(
             translation,
@@ -212,6 +221,8 @@ class Cascade:
             self.id,
             {"asr": self.asr.name, "mt": self.mt.name},
             self.variant,
+            cut,
+            {"asr": precision_of(self.asr), "mt": precision_of(self.mt) if transcript.strip() else ""},
         )
 
 
@@ -249,6 +260,7 @@ class Direct:
             self.id,
             {"st": self.model.name},
             self.variant,
+            precision={"st": precision_of(self.model)},
         )
 
 

@@ -56,9 +56,14 @@ def versions(database, study_id: str, config: dict) -> dict:
             out[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             out[name] = "not installed"
-    for s in config.get("systems") or []:
-        out[f"system {s.get('id')}"] = s.get("label") or s.get("kind", "")
     listed = config.get("study", {}).get("protocols") or []
+    runs: dict[str, str] = {}  # how each system's outputs were made (Protocol.systems_report)
+    for spec in registry.protocols():
+        if spec.systems_report is not None and spec.name in listed:
+            runs.update(registry.resolve(spec.systems_report)(database, study_id))
+    for s in config.get("systems") or []:
+        line = s.get("label") or s.get("kind", "")
+        out[f"system {s.get('id')}"] = f"{line}; {runs[s.get('id')]}" if s.get("id") in runs else line
     for spec in registry.protocols():
         if spec.metrics_report is None or spec.name not in listed:
             continue

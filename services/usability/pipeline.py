@@ -49,7 +49,13 @@ def process_recording(database, recording_id: int, cache=CACHE) -> dict:
             ex,
             result.translation,
             result.transcript,
-            {"models": result.models, "seconds": result.seconds, "audio_s": rec["duration_s"]},
+            {
+                "models": result.models,
+                "seconds": result.seconds,
+                "audio_s": rec["duration_s"],
+                "precision": result.precision,
+                **({"cut": result.cut} if result.cut else {}),
+            },
         )
     if not done["qc"]:
         usability = study["config"].get("usability")

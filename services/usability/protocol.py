@@ -385,6 +385,7 @@ PROTOCOL = protocols.register(
         analysis_panel="tabs.analysis_usability:panel",  # its section of the Analysis tab
         assigned_systems="senders",  # each sender's recordings go through one system
         metrics_report="services.metrics.exchange:metrics_report",  # the exchanges' metrics
+        systems_report="services.usability.outputs:systems_report",  # precision, outputs, cuts
         # seconds_per_item: the welcome's estimates (no paper gives one): reading and recording a
         # 40-60 word starter, up to two tries, and its two surveys; reading a translation and
         # answering up to 10 short questions; reading source and translation, a score and up to 10

@@ -123,3 +123,23 @@ def supersede_translation(db, exchange_id: int, recording_id: int) -> None:
         [recording_id, now(), exchange_id],
     )
     db.execute("DELETE FROM translations WHERE exchange_id = ?", [exchange_id])
+
+
+def system_outputs(database: Database, study_id: str) -> dict[str, dict]:
+    """Per system of the study: {"n": translations stored, "cut": those whose meta records a
+    cut, "precision": the distinct meta.precision values (JSON text)}, for the report's versions
+    (services/usability/outputs.py)."""
+    rows = database.query(
+        "SELECT t.system_id, COUNT(*) AS n, SUM(json_extract(t.meta, '$.cut') IS NOT NULL) AS cut, "
+        "json_group_array(DISTINCT json_extract(t.meta, '$.precision')) AS precision "
+        "FROM translations t JOIN exchanges e ON e.id = t.exchange_id WHERE e.study_id = ? GROUP BY t.system_id",
+        [study_id],
+    )
+    return {
+        r["system_id"]: {
+            "n": int(r["n"]),
+            "cut": int(r["cut"] or 0),
+            "precision": [p for p in json.loads(r["precision"]) if p is not None],
+        }
+        for r in rows
+    }

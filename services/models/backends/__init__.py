@@ -33,6 +33,10 @@ class STResult:
     models: dict[str, str] = field(default_factory=dict)  # stage -> model id, for provenance
     # pt-PT, pt-BR, or "" when nothing asked for one (services/common/variants.py)
     variant: str = ""
+    # what a guard cut from the model's output (a run-on into a new prompt turn), "" when nothing
+    cut: str = ""
+    # stage -> the precision its weights ran in ("bfloat16", "float32", "int8 ..."; "" as served)
+    precision: dict[str, str] = field(default_factory=dict)
 
 
 def require(module: str, install: str):

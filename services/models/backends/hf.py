@@ -132,6 +132,27 @@ def _key(kind: str, model: str, dtype: str) -> str:
     return f"{kind}/{model}" + ("" if dtype in (None, "", "auto") else f"@{dtype}")
 
 
+class _Weights:
+    """A transformers backend's loaded bundle (KIND: its cache key's prefix) and the precision
+    its weights are in, as loaded: what ran, for the stored output and the report."""
+
+    KIND = ""
+    model: str
+    dtype: str
+    cache: Any
+
+    def _bundle(self):
+        return self.cache.get(_key(self.KIND, self.model, self.dtype), self._load)  # type: ignore[attr-defined]
+
+    def precision(self) -> str:
+        """The loaded weights' dtype ("bfloat16"); "not loaded" when the cache holds none (asking
+        does not load a model)."""
+        if _key(self.KIND, self.model, self.dtype) not in self.cache:
+            return "not loaded"
+        dtype = getattr(self._bundle().model, "dtype", None)
+        return str(dtype).removeprefix("torch.") if dtype is not None else "unknown"
+
+
 def _new_tokens(out, input_ids):
     """generate() output without the prompt (decoder-only models echo it; some return only new tokens)."""
     # lazy import (torch): heavy model library; loaded only when a model runs
@@ -144,7 +165,9 @@ def _new_tokens(out, input_ids):
 
 
 # -- ASR ------------------------------------------------------------------------------------
-class TransformersWhisperASR:
+class TransformersWhisperASR(_Weights):
+    KIND = "asr/transformers"
+
     def __init__(
         self, model: str, dtype: str = "auto", language: str | None = "en", max_new_tokens: int = 225, cache=CACHE
     ):
@@ -168,7 +191,7 @@ class TransformersWhisperASR:
         # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
 
-        b = self.cache.get(_key("asr/transformers", self.model, self.dtype), self._load)
+        b = self._bundle()
         model, proc = b.model, b.processor
         audio = _read_wav16k(wav16k_path)
         if audio.size == 0:
@@ -212,11 +235,13 @@ def _chunks(items, n):
         yield items[i : i + n]
 
 
-class TransformersSeq2SeqMT:
+class TransformersSeq2SeqMT(_Weights):
     """Encoder-decoder MT. transformers 5 has no translation pipeline: tokenize, generate, decode.
 
     Target language, when given: OPUS-MT multi-target models take a ">>pt<<" source prefix;
     M2M100 and NLLB/mBART force the target code as first token (forced_bos_token_id)."""
+
+    KIND = "mt/transformers"
 
     def __init__(
         self,
@@ -275,7 +300,7 @@ class TransformersSeq2SeqMT:
         # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
 
-        b = self.cache.get(_key("mt/transformers", self.model, self.dtype), self._load)
+        b = self._bundle()
         model, tok = b.model, b.tokenizer
         prefix, forced_bos = self._target(tok)
         out: list[list[str]] = [[] for _ in texts]
@@ -324,20 +349,36 @@ def _seed(gen: dict) -> None:
         transformers.set_seed(gen["seed"])
 
 
-def _first_paragraph(output: str, source: str) -> str:
-    """LLMs may go on after the translation (a blank line, a note, a new 'English:' turn):
-    keep the first paragraph, and no more lines than the source has (normally one)."""
-    para = re.split(r"\n\s*\n", output.strip(), maxsplit=1)[0]
-    lines = para.split("\n")[: source.strip().count("\n") + 1]
-    return "\n".join(lines).strip()
+def source_label(prompt: str) -> str:
+    """The label before {text} on its line of a plain prompt ("English:" in the paper's Tower+
+    prompt), "" when {text} starts its line: what a model that runs on writes to start a turn."""
+    line = prompt.split("{text}", 1)[0].rsplit("\n", 1)[-1]
+    return line.strip()
 
 
-class TransformersCausalMT:
+def run_on(output: str, source: str, label: str) -> tuple[str, str]:
+    """(translation, cut): the whole output, stripped, unless a model ran on into a new prompt
+    turn, a line after the first that starts with the prompt's source label ("English:"): that
+    line and what follows are cut and returned. A translation of this source cannot start such a
+    line unless the source has one, and then nothing is cut (nor without a label)."""
+    text = output.strip()
+    if not label or any(line.strip().startswith(label) for line in source.splitlines()):
+        return text, ""
+    lines = text.split("\n")
+    for i, line in enumerate(lines[1:], start=1):
+        if line.strip().startswith(label):
+            return "\n".join(lines[:i]).strip(), "\n".join(lines[i:]).strip()
+    return text, ""
+
+
+class TransformersCausalMT(_Weights):
     """Decoder-only MT: `prompt` (with a {text} placeholder) as the user message of the model's chat
     template when it has one (plain prompt otherwise), greedy, left-padded batches, new tokens only.
     Tower-Plus prompt in the paper:
     "Translate the following English source text to Portuguese (Portugal):\\nEnglish: {text}\\nPortuguese (Portugal): "
     """
+
+    KIND = "mt/transformers-causal"
 
     def __init__(
         self,
@@ -381,24 +422,30 @@ class TransformersCausalMT:
         return user
 
     def translate(self, texts: list[str]) -> list[str]:
-        return [h[0] if h else "" for h in self._generate(texts, {"do_sample": False}, 1)]
+        return [text for text, _ in self.translate_with_cuts(texts)]
+
+    def translate_with_cuts(self, texts: list[str]) -> list[tuple[str, str]]:
+        """(translation, cut) per text, greedy: the whole output as generated, less a run-on into a
+        new prompt turn (run_on), which is returned as cut ("" for none) to be stored and counted."""
+        return [hs[0] if hs else ("", "") for hs in self._generate(texts, {"do_sample": False}, 1)]
 
     def sample(self, texts: list[str], n: int, epsilon: float = 0.02, seed: int = 0) -> list[list[str]]:
         """n epsilon-sampled translations per text (see TransformersSeq2SeqMT.sample)."""
-        return self._generate(texts, _sampling(n, epsilon, seed), n)
+        return [[text for text, _ in hs] for hs in self._generate(texts, _sampling(n, epsilon, seed), n)]
 
-    def _generate(self, texts: list[str], gen: dict, n: int) -> list[list[str]]:
+    def _generate(self, texts: list[str], gen: dict, n: int) -> list[list[tuple[str, str]]]:
         texts = [t.strip() if t else "" for t in texts]
         raw = self.raw_generate(texts, gen, n)
-        return [[_first_paragraph(s, src) for s in hs] for hs, src in zip(raw, texts)]
+        label = source_label(self.prompt)
+        return [[run_on(s, src, label) for s in hs] for hs, src in zip(raw, texts)]
 
     def raw_generate(self, texts: list[str], gen: dict, n: int = 1) -> list[list[str]]:
-        """n whole continuations per text (new tokens only, decoded, no first-paragraph cut),
+        """n whole continuations per text (new tokens only, decoded, no run-on cut),
         [] for a blank text: what LLM callers (GEMBA-DA, services/models/llm.py) read."""
         # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
 
-        b = self.cache.get(_key("mt/transformers-causal", self.model, self.dtype), self._load)
+        b = self._bundle()
         model, tok = b.model, b.tokenizer
         out: list[list[str]] = [[] for _ in texts]
         todo = [(i, t) for i, t in enumerate(texts) if t and t.strip()]
@@ -454,7 +501,7 @@ def _peft_too_old() -> str | None:
     return wanted if wanted and Version(version("peft")) < Version(wanted) else None
 
 
-class TransformersSpeechLLM:
+class TransformersSpeechLLM(_Weights):
     """An audio LLM asked to translate a clip (batch size 1, the model's default decoding).
 
     Paper models: microsoft/Phi-4-multimodal-instruct (the transformers-native weights; the hub's
@@ -463,6 +510,8 @@ class TransformersSpeechLLM:
     (trust_remote_code=True; its remote code targets transformers 4.x: tools/desta2_server.py).
     Prompt in the paper: "Translate the audio to Portuguese."
     """
+
+    KIND = "st/transformers"
 
     def __init__(
         self,
@@ -568,7 +617,7 @@ class TransformersSpeechLLM:
         # lazy import (torch): heavy model library; loaded only when a model runs
         import torch
 
-        b = self.cache.get(_key("st/transformers", self.model, self.dtype), self._load)
+        b = self._bundle()
         model, proc = b.model, b.processor
         if b.family == "desta":
             messages = [

