@@ -132,3 +132,13 @@ def replace_questions(db, study_id: str, starter_id: str, rows: list[dict]) -> N
         {"study_id": study_id, "starter_id": starter_id, "idx": i, "en": r["en"], "pt": r["pt"]}
         for i, r in enumerate(rows, start=1)
     )
+
+
+def accepted_origins(database: Database, study_id: str) -> list[dict]:
+    """The accepted drafts by origin (generated, imported, edited) and model: [{origin, model, n}],
+    for the report's note on where the questions in use came from."""
+    return database.query(
+        "SELECT origin, COALESCE(model, '') AS model, COUNT(*) AS n FROM question_drafts "
+        "WHERE study_id = ? AND status = 'accepted' GROUP BY origin, model ORDER BY origin, model",
+        [study_id],
+    )
