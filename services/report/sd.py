@@ -32,10 +32,17 @@ ITEMS = [
     (
         "Table 2",
         "Group 1: the final list of adjective pairs loading on the factors; group 2: the pairs removed "
-        "during the factor analysis, with the step and reason.",
-        "4.2",
+        "during the factor analysis, with the step and reason; group 3: the pairs removed after the "
+        "preliminary study (its suitability ratings, section 3.1).",
+        "3.1, 4.2",
     ),
 ]
+NO_PRELIMINARY = (
+    "Table 2 has no group 3: this study has no suitability ratings (a study run with sd.mode = "
+    '"preliminary" has them, and its report lists the pairs they removed: mean suitability under '
+    "3.2 or sd over 1.2, section 3.1). Paper 002's Table 2 lists the 18 of its 38 pairs removed after "
+    "its preliminary study."
+)
 DECIMALS = {"Section 4.1": 3}
 NO_DATA = "No SD ratings yet: this fills once participants have rated the study's sentences."
 
@@ -49,12 +56,28 @@ def table1(loadings: pd.DataFrame, variance: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([kept, pd.DataFrame([share])], ignore_index=True)
 
 
-def table2(efa) -> pd.DataFrame:
-    rows = [{"group": "1: final", "pair_id": p, "step": None, "reason": ""} for p in efa.items]
-    rows += [
-        {"group": "2: removed", "pair_id": s["item"], "step": s["step"], "reason": s["reason"]} for s in efa.pruned
-    ]
-    return pd.DataFrame(rows)
+def table2(efa, suitability: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Paper 002's Table 2: group 1 the pairs kept by the factor analysis, group 2 those it removed,
+    group 3 those the preliminary study's suitability filter removed (sd_analysis.suitability_filter;
+    issue 50, point 6). efa None: group 3 alone."""
+    rows = []
+    if efa is not None:
+        rows += [{"group": "1: final", "pair_id": p, "step": None, "reason": ""} for p in efa.items]
+        rows += [
+            {"group": "2: removed", "pair_id": s["item"], "step": s["step"], "reason": s["reason"]} for s in efa.pruned
+        ]
+    if suitability is not None:
+        rows += [
+            {
+                "group": "3: removed after the preliminary study",
+                "pair_id": r.pair_id,
+                "step": None,
+                "reason": f"suitability mean {r.mean:.2f}, sd {r.sd:.2f} over {r.n} ratings (kept: mean >= "
+                f"{sd_analysis.SUITABILITY_MIN_MEAN:g} and sd <= {sd_analysis.SUITABILITY_MAX_SD:g})",
+            }
+            for r in suitability[~suitability["kept"]].itertuples()
+        ]
+    return pd.DataFrame(rows, columns=["group", "pair_id", "step", "reason"])
 
 
 def build(
@@ -79,7 +102,9 @@ def build(
         "Section 4.1": done.cleansing_report,
         "Section 4.2": done.figures.get("scree", efa_missing),
         "Table 1": table1(done.loadings, sd_analysis.variance_table(res)) if res.efa is not None else efa_missing,
-        "Table 2": table2(res.efa) if res.efa is not None else efa_missing,
+        "Table 2": table2(res.efa, done.suitability)
+        if res.efa is not None or done.suitability is not None
+        else efa_missing,
     }
     part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
     part.summary = (
@@ -95,6 +120,8 @@ def build(
         )
         part.summary += f" EFA: {e.n_factors} factor(s) ({e.n_factors_source}); {pruning}."
     part.notes = list(res.efa.notes) if res.efa is not None else []
+    if done.suitability is None:
+        part.notes.append(NO_PRELIMINARY)
     part.files = sd_analysis.write_outputs(res, Path(out_dir) / "sd", png=False)
     return part
 
