@@ -26,7 +26,9 @@ from tests.helpers.app import AppClient, admin_session
 from tests.helpers.browser import ARTIFACTS, CHROMIUM, FLAGS, WIDTHS
 from tests.helpers.e2e import printed_links, rows
 
-pytestmark = pytest.mark.browser
+# every role to its end in one test (the demo's start counted in: 58 + 242 s on a loaded CI run):
+# twice the suite's hang guard (pytest.ini's 300 s)
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]
 CODE = "DEMO-2026"
 
 
