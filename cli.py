@@ -44,6 +44,8 @@ def cmd_import(args, settings):
             print(f"  {err}", file=sys.stderr)
         return 2
     print(f"study '{res.study_id}': {res.status} " + ", ".join(f"{k} {v}" for k, v in res.counts.items()))
+    for note in res.notes:  # what the design needs to finish (services/usability/plan.py)
+        print(f"  {note}")
     return 0
 
 

@@ -406,8 +406,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             lines = "\n".join(f"- {err}" for err in e.errors[:50])
             return {import_msg: f"**Nothing was imported.** Fix these and upload again:\n{lines}"}
         counts = ", ".join(f"{k} {v}" for k, v in res.counts.items() if v)
+        notes = "".join(f"\n- {n}" for n in res.notes)  # what the design needs to finish
         return {
-            import_msg: f"Study **{res.study_id}** {res.status} ({counts}).",
+            import_msg: f"Study **{res.study_id}** {res.status} ({counts}).{notes}",
             study: gr.update(choices=admin_progress.study_choices(ctx.database), value=res.study_id),
         }
 

@@ -128,6 +128,7 @@ LATE_SHARE = 0.10  # receivers, validators, raters joining halfway
 SENDER_WAVES = (0.0, 0.2, 0.4)  # recordings done (share of all) when each third of the senders joins
 MIDPOINT = 0.5  # late joiners, mid-study snapshot; the deactivation and HTTP sample follow
 MAX_ROUNDS = 5000
+MORE_RECEIVER_CALLS = 3  # times the lab adds receivers when the dashboard lists blocked places
 
 
 # -- sizes -------------------------------------------------------------------------------------
@@ -150,12 +151,10 @@ class Sizes:
         senders = per_cell * len(GROUPS) * len(GENDERS)
         exchanges = senders * PAPER["items_per_sender"]
         dropouts = round(DROPOUT * senders)
-        # the paper's ratios, with room for every exchange (one receiver is deactivated midway); a
-        # receiver takes one exchange of each starter at most (usability.receiver_repeat_starters)
+        # the paper's ratios; the receivers are raised to what the import says the design needs
+        # (Sim.setup: services/usability/plan.py, a receiver takes one exchange of each starter)
         starters = max(20, round(PAPER["starters"] * scale))
-        receivers = max(
-            round(PAPER["receivers"] * scale), math.ceil(exchanges / min(PAPER["items_per_receiver"], starters)) + 2
-        )
+        receivers = round(PAPER["receivers"] * scale)
         validators = max(round(PAPER["validators"] * scale), math.ceil(exchanges / PAPER["items_per_validator"]) + 1)
         raters = max(round(PAPER["raters"] * scale), dropouts, 1)
         return cls(scale, starters, per_cell, receivers, validators, raters, dropouts)
@@ -391,6 +390,8 @@ class Sim:
         self.views = 0
         self.paused_s = 0.0
         self.rounds = 0
+        self.more_receiver_calls = 0
+        self.plan_notes: list[str] = []
         self.model_step, self.model_step_name = None, None
 
     # setup ---------------------------------------------------------------------------------
@@ -415,7 +416,11 @@ class Sim:
             s.items_per_validator,
         )
         self.db = open_database(self.db_path)
-        self.t("admin/import_study", import_study, self.db, self.dir / "study", actor="sim")
+        imported = self.t("admin/import_study", import_study, self.db, self.dir / "study", actor="sim")
+        # the lab reads the import's plan: at least the receivers the design needs at this many
+        # senders per cell, and one more for the receiver deactivated midway
+        s.receivers = max(s.receivers, self.receivers_needed() + 1)
+        self.plan_notes = imported.notes
         self.wav = write_wav(self.dir / "reading.wav")
         self.answers = Answerer(self.db, self.seed, self.wav)
         from services.usability.dropouts import drop_out
@@ -440,6 +445,36 @@ class Sim:
         self.pending += [("late", None, MIDPOINT), ("snapshot", "mid", MIDPOINT), ("deactivate", None, MIDPOINT + 0.05)]
         if self.http:
             self.pending.append(("http", None, MIDPOINT + 0.1))
+
+    def receivers_needed(self) -> int:
+        """What the import's plan says for this many senders per cell (plan.design_lines)."""
+        from services.usability import plan
+        from storage import studies
+
+        study = studies.get_study(self.db, STUDY_ID)
+        starters = studies.starters(self.db, STUDY_ID)
+        systems = [x["id"] for x in studies.systems(self.db, STUDY_ID) if x["config"]["assign"]]
+        per_starter = plan.planned_exchanges(study, starters, systems, self.sizes.senders_per_cell)
+        return plan.receivers_needed(per_starter, study["config"]["usability"], len(starters))
+
+    def follow_the_dashboard(self) -> bool:
+        """The study went quiet with receive places no receiver with room may take: the lab adds
+        the receivers the dashboard asks for (plan.blocked; at most MORE_RECEIVER_CALLS times)."""
+        from services.usability import plan
+        from storage import studies
+
+        if self.more_receiver_calls >= MORE_RECEIVER_CALLS:
+            return False
+        b = plan.blocked(self.db, studies.get_study(self.db, STUDY_ID))
+        if b is None:
+            return False
+        self.more_receiver_calls += 1
+        self.add("receiver", b.more_receivers, late=True)
+        self.events.append(
+            {"event": "more_receivers", "arg": b.more_receivers, "blocked_places": b.places, "round": self.rounds}
+        )
+        self.log(f"  round {self.rounds}: {b.places} receive places blocked: {b.more_receivers} more receiver(s)")
+        return True
 
     @staticmethod
     def late_count(n: int) -> int:
@@ -668,7 +703,7 @@ class Sim:
                 # a quiet round: everyone still in the study looks once; then the next event, if any
                 n = sum(self.visit(p) for p in self.active())
                 self.review()
-                if n == 0 and not self.fire_events(quiet=True):
+                if n == 0 and not self.fire_events(quiet=True) and not self.follow_the_dashboard():
                     break
             if self.rounds % 10 == 0:
                 self.log(
@@ -1119,6 +1154,7 @@ def simulate(
         "rejected": len(sim.rejected),
         "dropped_out": len(sim.dropped),
         "events": sim.events,
+        "plan": sim.plan_notes,  # what the import said the design needs (the receivers above follow it)
         "rows": count_rows(sim.db),
         "db_mb": round(sim.db_path.stat().st_size / 2**20, 2),
         "snapshots": sim.snapshots,

@@ -15,6 +15,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from services.admin.progress import progress_table
+from services.common import protocols
 from storage import dashboard as store
 
 STALL_MINUTES = 30
@@ -140,6 +141,8 @@ def dashboard(database, study_id: str, now: dt.datetime | None = None, stall_min
         stalled_total,
         stall_minutes,
     )
+    # what keeps work from anyone who could take it, and what would release it (Protocol.plan)
+    waiting += [line for _, plan in protocols.with_hook("plan") for line in plan(database, study_id)]
     return Dashboard(
         study_id=study_id,
         as_of=now.isoformat(timespec="seconds"),

@@ -245,6 +245,11 @@ class Protocol:
         missing); run by the worker's upkeep (services/participation/maintenance.py) and after a
         study's import, for every registered protocol that has one (a study without the
         protocol: 0). A callable or "module:function" (resolve())
+    plan(database, study_id) -> [str], optional: whether a study of the protocol can finish, in
+        the designer's words: before anyone enrolled, what its design needs (the import's result
+        shows it); while it runs, what keeps work from anyone who could take it and what would
+        release it (the admin's dashboard). [] when nothing is wanting. A callable or
+        "module:function" (resolve())
     questions_changed(tx, study_id, starter_id), optional: inside the caller's write,
         a starter's accepted comprehension questions changed (services/questions/review.py); a
         callable or "module:function" (resolve())
@@ -275,6 +280,7 @@ class Protocol:
     report_section: Callable[..., Any] | str | None = None
     drop_inactive: Callable[..., list[int]] | str | None = None
     repair: Callable[..., int] | str | None = None
+    plan: Callable[..., list[str]] | str | None = None
     questions_changed: Callable[..., None] | str | None = None
     analysis_panel: str = ""
     jobs: Callable[..., dict] | str | None = None

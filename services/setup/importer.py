@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tempfile
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.common import protocols
@@ -20,6 +20,9 @@ class ImportResult:
     study_id: str
     status: str  # "created" | "updated" | "unchanged"
     counts: dict
+    # what the study's design needs to finish (each protocol's plan hook: a usability study's
+    # receivers per sender cell), for the designer to read before enrolling anyone
+    notes: list[str] = field(default_factory=list)
 
 
 def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResult:
@@ -40,7 +43,7 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
         "sd_pairs": len(bundle.sd_pairs),
     }
     if existing and existing["content_hash"] == bundle.content_hash:
-        return ImportResult(bundle.id, "unchanged", counts)
+        return ImportResult(bundle.id, "unchanged", counts, plan_notes(database, bundle.id))
     if existing and studies.has_participants(database, bundle.id):
         raise StudyValidationError(
             [
@@ -70,7 +73,12 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
             actor, "import" if not existing else "reimport", "study", bundle.id, {"hash": bundle.content_hash, **counts}
         )
         maintenance.repair(database, bundle.id)  # each protocol opens what the imported exchanges allow
-    return ImportResult(bundle.id, "updated" if existing else "created", counts)
+    return ImportResult(bundle.id, "updated" if existing else "created", counts, plan_notes(database, bundle.id))
+
+
+def plan_notes(database, study_id: str) -> list[str]:
+    """Each protocol's plan of the study (Protocol.plan): what its design needs to finish."""
+    return [line for _, plan in protocols.with_hook("plan") for line in plan(database, study_id)]
 
 
 def import_zip(database, zip_path, actor: str = "admin") -> ImportResult:

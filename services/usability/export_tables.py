@@ -166,6 +166,11 @@ TABLES: dict[str, ExportTable] = {
             "question_idx": ("integer", "the question (see questions: starter_id + question_idx)"),
             "text": ("string", "the answer as typed"),
             "unanswerable": ("boolean", "1: the receiver ticked 'cannot be answered from the text'"),
+            "repeat_starter": (
+                "boolean",
+                "1: the receiver had read another exchange of this starter (its questions) before; given "
+                "only after the exchange waited [usability] receiver_repeat_after_minutes for anyone else",
+            ),
             "created_at": ("timestamp", "when the answers were saved"),
         },
     ),

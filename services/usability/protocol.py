@@ -41,6 +41,10 @@ DEFAULTS: dict[str, Any] = {
     # paper 000 section 2.5.1 assigns receivers translations at random and models the
     # receiver as a random intercept, which assumes their answer sets independent)
     "receiver_repeat_starters": False,
+    # minutes an exchange waits in the pool before a receiver who had its starter may take it,
+    # when no other is left for them (0: never). Without it an exchange that every receiver with
+    # room has read the starter of waits until more receivers join (services/usability/plan.py)
+    "receiver_repeat_after_minutes": 0,
     "max_recording_seconds": 30,
     "starter_words": [40, 60],
     # the Portuguese the receivers read: pt-PT (the paper's, in Portugal) or pt-BR
@@ -75,6 +79,7 @@ def check(us: dict) -> list[tuple[str, str]]:
         ("max_recording_seconds", 1),
         ("dropout_after_days", 0),
         ("items_per_rater", 0),
+        ("receiver_repeat_after_minutes", 0),
     ):
         v = us.get(k)
         if not isinstance(v, int) or isinstance(v, bool) or v < lo:
@@ -386,6 +391,7 @@ PROTOCOL = protocols.register(
         assigned_systems="senders",  # each sender's recordings go through one system
         metrics_report="services.metrics.exchange:metrics_report",  # the exchanges' metrics
         systems_report="services.usability.outputs:systems_report",  # precision, outputs, cuts
+        plan="services.usability.plan:plan",  # the receivers its design needs; exchanges left waiting
         # seconds_per_item: the welcome's estimates (no paper gives one): reading and recording a
         # 40-60 word starter, up to two tries, and its two surveys; reading a translation and
         # answering up to 10 short questions; reading source and translation, a score and up to 10

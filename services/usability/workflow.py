@@ -28,6 +28,8 @@ next_item as its pooled roles' Pool, refresh as its repair, starter_changed as q
 
 from __future__ import annotations
 
+import datetime as dt
+
 from services.common.seeded import order_key, seeded_rng
 from storage import assignments, participants, studies
 from storage.db import Transaction, required
@@ -283,6 +285,19 @@ def distinct_starters(study: dict, phase: str) -> bool:
     return phase == "receive" and not study["config"]["usability"].get("receiver_repeat_starters", False)
 
 
+def repeat_cutoff(study: dict, phase: str, now: dt.datetime | None = None) -> str | None:
+    """With distinct starters and [usability] receiver_repeat_after_minutes > 0: the time before
+    which an item must have entered the pool for a receiver who had its starter to take it (an
+    exchange no other receiver could take would otherwise wait for ever: services/usability/plan.py);
+    None: never. The receiver gets such an item only when nothing else is left for them
+    (next_item), and the assignment records it (meta repeat_starter, the answers' export)."""
+    minutes = study["config"]["usability"].get("receiver_repeat_after_minutes", 0)
+    if not minutes or not distinct_starters(study, phase):
+        return None
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return (now - dt.timedelta(minutes=minutes)).isoformat(timespec="milliseconds")
+
+
 def may_take(database, participant: dict, study: dict) -> bool:
     """Whether taking an item is worth the write lock: the participant has room and something of
     their phase waits (two indexed reads; a page polling while it waits writes nothing)."""
@@ -314,6 +329,7 @@ def ready_in_pool(database, participant: dict, study: dict) -> int | None:
         room,
         scan=room + load + SCAN,
         distinct_starters=distinct_starters(study, phase),
+        repeat_before=repeat_cutoff(study, phase),
     )
 
 
@@ -338,31 +354,48 @@ def next_item(tx: Transaction, participant: dict, study: dict) -> dict | None:
         else (lambda s: False)
     )
     mine = participants.identities(tx.database, [pid])[pid]
-    for s in sorted(available, key=lambda s: (other_group(s), held.get(s, 0), jitter[s])):
-        for c in pool.candidates(
-            tx.database,
-            sid,
-            phase,
-            s,
-            SCAN,
-            pid,  # none they held or had
-            distinct_starters=distinct_starters(study, phase),
-        ):
-            if c["producers"] & mine:
-                continue
-            if pool.take(tx.db, sid, phase, c["item_id"]):
-                aid = assignments.insert_assignment(
-                    tx.db,
-                    sid,
-                    pid,
-                    phase,
-                    c["item_id"],
-                    order_key(_seed(study), pid, c["item_id"]),
-                    exchange_id=c["exchange_id"],
-                )
-                # None: they already had it (the candidates leave those out)
-                return None if aid is None else assignments.assignment(tx.database, aid)
+    order = sorted(available, key=lambda s: (other_group(s), held.get(s, 0), jitter[s]))
+    # a starter they had comes back only when nothing else is left for them, after the wait
+    cutoff = repeat_cutoff(study, phase)
+    for repeat_before in (None, cutoff) if cutoff else (None,):
+        for s in order:
+            for c in pool.candidates(
+                tx.database,
+                sid,
+                phase,
+                s,
+                SCAN,
+                pid,  # none they held or had
+                distinct_starters=distinct_starters(study, phase),
+                repeat_before=repeat_before,
+            ):
+                if c["producers"] & mine:
+                    continue
+                if pool.take(tx.db, sid, phase, c["item_id"]):
+                    meta = _repeat_meta(c) if c["repeat"] else None
+                    aid = assignments.insert_assignment(
+                        tx.db,
+                        sid,
+                        pid,
+                        phase,
+                        c["item_id"],
+                        order_key(_seed(study), pid, c["item_id"]),
+                        exchange_id=c["exchange_id"],
+                        meta=meta,
+                    )
+                    if aid is not None and meta:
+                        tx.database.log("workflow", "repeat_starter", "assignments", aid, meta)
+                    # None: they already had it (the candidates leave those out)
+                    return None if aid is None else assignments.assignment(tx.database, aid)
     return None
+
+
+def _repeat_meta(candidate: dict) -> dict:
+    """What an assignment records when its receiver had the starter before: how long the item
+    had waited in the pool (minutes)."""
+    since = dt.datetime.fromisoformat(candidate["created_at"])
+    waited = (dt.datetime.now(dt.timezone.utc) - since).total_seconds() / 60
+    return {"repeat_starter": True, "waited_minutes": round(waited, 1)}
 
 
 def release(tx: Transaction, assignment: dict) -> bool:

@@ -31,7 +31,8 @@ def recording_rows(database: Database, study_id: str) -> list[dict]:
 def answer_rows(database: Database, study_id: str) -> list[dict]:
     return database.query(
         "SELECT an.id AS answer_id, an.assignment_id AS answer_set, an.exchange_id, a.participant_id AS receiver__pid, "
-        "e.sender_id AS sender__pid, an.question_idx, an.text, an.unanswerable, an.created_at FROM answers an "
+        "e.sender_id AS sender__pid, an.question_idx, an.text, an.unanswerable, "
+        "COALESCE(json_extract(a.meta, '$.repeat_starter'), 0) AS repeat_starter, an.created_at FROM answers an "
         "JOIN assignments a ON a.id = an.assignment_id JOIN exchanges e ON e.id = an.exchange_id "
         "WHERE e.study_id = ? ORDER BY an.id",
         [study_id],

@@ -60,11 +60,22 @@ def give_back(db, study_id: str, phase: str, item_id) -> bool:
 # would not be independent of the first. CROSS JOIN keeps the participant's own assignments
 # outside (index on participant_id, phase: at most their capacity, each exchange by its key),
 # never the starter's exchanges (which grow with the senders).
-_SAME_STARTER = (
-    " AND NOT EXISTS (SELECT 1 FROM assignments s CROSS JOIN exchanges se ON se.id = s.exchange_id "
+_HAD_STARTER = (
+    "EXISTS (SELECT 1 FROM assignments s CROSS JOIN exchanges se ON se.id = s.exchange_id "
     "WHERE s.participant_id = ? AND s.phase = w.phase AND se.starter_id = "
     "(SELECT we.starter_id FROM exchanges we WHERE we.id = w.exchange_id))"
 )
+
+
+def _starter_rule(participant_id: int, distinct_starters: bool, repeat_before: str | None) -> tuple[str, list]:
+    """The WHERE clause (and its parameters) that keeps a starter the participant had out; with
+    repeat_before (a time), an item waiting in the pool since before it passes anyway (the
+    study's receiver_repeat_after_minutes: services/usability/workflow.repeat_cutoff)."""
+    if not distinct_starters:
+        return "", []
+    if repeat_before is None:
+        return " AND NOT " + _HAD_STARTER, [participant_id]
+    return f" AND (w.created_at <= ? OR NOT {_HAD_STARTER})", [repeat_before, participant_id]
 
 
 def candidates(
@@ -75,21 +86,34 @@ def candidates(
     limit: int,
     participant_id: int,
     distinct_starters: bool = False,
+    repeat_before: str | None = None,
 ) -> list[dict]:
     """The first open items of one stratum that the participant never held: started items first
     (fewest places left), then the seeded random order (index work_pool_open). Those they held are
     skipped in the scan, not after the LIMIT: with redundancy > 1 the other places of the items a
     receiver already answered stay open, and would fill the first rows; the scan passes at most
     the participant's own items (their capacity), whatever the pool's size. distinct_starters: nor
-    any item of a starter they already had (_SAME_STARTER), skipped in the scan too; it passes at
-    most the open items of those starters in this stratum."""
+    any item of a starter they already had (_HAD_STARTER), skipped in the scan too; it passes at
+    most the open items of those starters in this stratum. repeat_before: such an item passes
+    when it has waited since before that time; its row's `repeat` says so (1), to be recorded."""
+    rule, params = _starter_rule(participant_id, distinct_starters, repeat_before)
+    marked = distinct_starters and repeat_before is not None
     rows = database.query(
-        "SELECT item_id, exchange_id, stratum, producers, need FROM work_pool w WHERE study_id = ? AND phase = ? "
-        "AND stratum = ? AND need > 0 AND NOT EXISTS (SELECT 1 FROM assignments a WHERE a.participant_id = ? "
-        "AND a.phase = w.phase AND a.item_id = w.item_id)"
-        + (_SAME_STARTER if distinct_starters else "")
+        f"SELECT item_id, exchange_id, stratum, producers, need, created_at, {_HAD_STARTER if marked else 0} AS repeat "
+        "FROM work_pool w "
+        "WHERE study_id = ? AND phase = ? AND stratum = ? AND need > 0 AND NOT EXISTS (SELECT 1 FROM assignments a "
+        "WHERE a.participant_id = ? AND a.phase = w.phase AND a.item_id = w.item_id)"
+        + rule
         + " ORDER BY need, rkey LIMIT ?",
-        [study_id, phase, stratum, participant_id, *([participant_id] if distinct_starters else []), limit],
+        [
+            *([participant_id] if marked else []),
+            study_id,
+            phase,
+            stratum,
+            participant_id,
+            *params,
+            limit,
+        ],
     )
     for r in rows:
         r["producers"] = frozenset(json.loads(r["producers"]))
@@ -113,6 +137,7 @@ def takeable(
     limit: int,
     scan: int,
     distinct_starters: bool = False,
+    repeat_before: str | None = None,
 ) -> int:
     """How many open items of a phase the participant could take (none they hold or had, none
     that is their own work, and with distinct_starters none of a starter they had), counting at
@@ -120,19 +145,20 @@ def takeable(
     with the pool). Two open items of one new starter both count: a ready count, not a promise."""
     if limit <= 0:
         return 0
+    rule, params = _starter_rule(participant_id, distinct_starters, repeat_before)
     ids = sorted(identities)
     marks = ",".join("?" * len(ids)) or "NULL"
     return database.scalar(
         f"""SELECT COUNT(*) FROM (
-              SELECT 1 FROM (SELECT phase, item_id, exchange_id, producers FROM work_pool
+              SELECT 1 FROM (SELECT phase, item_id, exchange_id, producers, created_at FROM work_pool
                              WHERE study_id = ? AND phase = ? AND need > 0 LIMIT ?) w
               WHERE NOT EXISTS (SELECT 1 FROM assignments a WHERE a.participant_id = ? AND a.phase = w.phase
                                 AND a.item_id = w.item_id)
                 AND NOT EXISTS (SELECT 1 FROM json_each(w.producers) j WHERE j.value IN ({marks}))"""
-        + (_SAME_STARTER if distinct_starters else "")
+        + rule
         + """
               LIMIT ?)""",
-        [study_id, phase, scan, participant_id, *ids, *([participant_id] if distinct_starters else []), limit],
+        [study_id, phase, scan, participant_id, *ids, *params, limit],
     )
 
 
@@ -300,4 +326,56 @@ def inactive_senders(database: Database, study_id: str, before: str) -> list[dic
         "AND COALESCE(p.last_seen_at, p.created_at) < ? AND EXISTS (SELECT 1 FROM assignments a "
         "WHERE a.participant_id = p.id AND a.status = 'open' AND a.phase IN ('survey_baseline', 'survey_informed'))",
         [study_id, before],
+    )
+
+
+# -- study-wide: the design's plan (import and the admin's dashboard, never a participant) ------
+
+
+def exchanges_per_starter(database: Database, study_id: str) -> dict[str, int]:
+    """Exchanges that want answers, per starter: imported ones and those of senders still in the
+    study (not excluded; a sender who dropped out keeps theirs: a rater takes their surveys)."""
+    rows = database.query(
+        "SELECT e.starter_id, COUNT(*) AS n FROM exchanges e LEFT JOIN participants p ON p.id = e.sender_id "
+        "WHERE e.study_id = ? AND (e.sender_id IS NULL OR p.excluded_at IS NULL) GROUP BY e.starter_id",
+        [study_id],
+    )
+    return {r["starter_id"]: r["n"] for r in rows}
+
+
+def receivers_enrolled(database: Database, study_id: str) -> int:
+    """Receivers enrolled and not excluded (finished ones too: they count towards the design)."""
+    return database.scalar(
+        "SELECT COUNT(*) FROM participants WHERE study_id = ? AND role = 'receiver' AND excluded_at IS NULL",
+        [study_id],
+    )
+
+
+_FREE_RECEIVERS = """
+    SELECT p.id FROM participants p WHERE p.study_id = ? AND p.role = 'receiver' AND p.active = 1
+      AND p.completed_at IS NULL AND p.excluded_at IS NULL AND p.dropped_out_at IS NULL
+      AND (SELECT COUNT(*) FROM assignments a WHERE a.participant_id = p.id AND a.phase = 'receive'
+           AND a.status != 'withdrawn') < ?"""
+
+
+def receivers_with_room(database: Database, study_id: str, capacity: int) -> int:
+    """Enrolled receivers who can still take an exchange (active, not finished, room left)."""
+    return database.scalar(f"SELECT COUNT(*) FROM ({_FREE_RECEIVERS})", [study_id, capacity])
+
+
+def open_receive_by_starter(database: Database, study_id: str, capacity: int) -> list[dict]:
+    """The receive places open in the pool, per starter: how many (places), their exchanges, the
+    oldest one's time in the pool, and how many receivers with room already had the starter
+    (had: they may not take it, workflow.distinct_starters)."""
+    return database.query(
+        f"""WITH free AS ({_FREE_RECEIVERS}),
+           had AS (SELECT se.starter_id, COUNT(DISTINCT s.participant_id) AS n FROM free f
+                   JOIN assignments s ON s.participant_id = f.id AND s.phase = 'receive'
+                   JOIN exchanges se ON se.id = s.exchange_id GROUP BY se.starter_id)
+        SELECT e.starter_id, SUM(w.need) AS places, json_group_array(w.exchange_id) AS exchanges,
+               MIN(w.created_at) AS oldest, COALESCE(MAX(h.n), 0) AS had
+        FROM work_pool w JOIN exchanges e ON e.id = w.exchange_id LEFT JOIN had h ON h.starter_id = e.starter_id
+        WHERE w.study_id = ? AND w.phase = 'receive' AND w.need > 0
+        GROUP BY e.starter_id ORDER BY e.starter_id""",
+        [study_id, capacity, study_id],
     )
