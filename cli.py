@@ -294,6 +294,8 @@ def cmd_data(args, settings):
         elif args.dataset == "gente":
             frame = gate_gente.gente(args.root, subset=args.subset)
             what = f"GeNTE {args.subset}, en-it"
+        elif args.mt_f or args.mt_m:
+            return _machine_pairs(args, mtgeneval)
         else:
             frame = mtgeneval.convert(args.root, args.lang, subset=args.subset, split=args.split, setting=args.setting)
             what = f"MT-GenEval {args.subset}, {args.setting}, en-{args.lang}, {args.split}"
@@ -303,6 +305,38 @@ def cmd_data(args, settings):
     frame.to_csv(args.out, index=False)
     gold = frame["gold"].value_counts().to_dict() if "gold" in frame.columns else {}
     print(f"{args.out}: {len(frame)} instances ({what}){'; gold ' + str(gold) if gold else ''}")
+    return 0
+
+
+def _machine_pairs(args, mtgeneval) -> int:
+    """`data mt-geneval --mt-f F --mt-m M`: paper 003 appendix B.5's machine-translated pairs,
+    filtered (mtgeneval.machine_pairs), with Table 7 beside them."""
+    import json
+
+    import pandas as pd
+
+    if args.subset != "counterfactual" or not (args.mt_f and args.mt_m):
+        raise ValueError(
+            "--mt-f and --mt-m (the machine translations of the feminine and the masculine English "
+            "sentences, one per line) go together, with --subset counterfactual"
+        )
+    lines = mtgeneval.counterfactual_lines(args.root, args.lang, args.split)
+    frame, info = mtgeneval.machine_pairs(
+        lines, mtgeneval.read_translations(args.mt_f), mtgeneval.read_translations(args.mt_m), args.lang
+    )
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out, index=False)
+    table7 = pd.DataFrame(info["table7"])
+    table7.to_csv(out.with_name(out.stem + "-table7.csv"), index=False)
+    out.with_name(out.stem + "-table7.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
+    print(table7.to_string(index=False))
+    w = info["wilcoxon_bleu"]
+    print(
+        f"{out}: {len(frame)} instances from {info['stage2']} of {info['lines']} lines (MT-GenEval counterfactual, "
+        f"en-{args.lang}, {args.split}, machine translations); BLEU of the kept feminine vs masculine "
+        f"translations, Wilcoxon p {w['p_value']:.3g}; Table 7 in {out.stem}-table7.csv"
+    )
     return 0
 
 
@@ -628,6 +662,12 @@ def build_parser() -> argparse.ArgumentParser:
     mg.add_argument("--subset", default="contextual", choices=["contextual", "counterfactual"])
     mg.add_argument("--setting", default="ambiguous", choices=["ambiguous", "unambiguous"])
     mg.add_argument("--split", default="test", choices=["test", "dev"])
+    mg.add_argument(
+        "--mt-f",
+        help="with --subset counterfactual: a system's translations of the feminine English sentences, one a line "
+        "(paper 003 B.5: the pairs are then these, filtered by gender accuracy and BLEU bucket; Table 7 beside)",
+    )
+    mg.add_argument("--mt-m", help="the same system's translations of the masculine English sentences")
     mg.add_argument("--out", required=True)
     ga = dsub.add_parser("gate", help="GATE (two-variant files) -> PAIRS.csv of F/M instances (paper 003, B.1)")
     ga.add_argument("--root", required=True, help="the GATE repository folder, or one of its files")

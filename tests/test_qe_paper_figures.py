@@ -98,6 +98,30 @@ def test_table8_marks_are_laid_out_as_the_paper_prints_them():
     assert marks.loc["xcomet"].tolist() == ["⚠", "-", "", ""]
 
 
+def test_figure11_is_each_groups_error_rate_averaged_over_languages():
+    """ER(S^F): the feminine sources whose masculine form scores >= the feminine one (ties are
+    errors); ER(S^M) the mirror; worked by hand per line, then the mean of the two languages."""
+    # (QE(s_F, h_F), QE(s_F, h_M), QE(s_M, h_F), QE(s_M, h_M)) and whether each source errs
+    refs = {
+        "pt": [(0.8, 0.9, 0.5, 0.9), (0.7, 0.6, 0.8, 0.75), (0.6, 0.6, 0.2, 0.9), (0.9, 0.1, 0.1, 0.8)],
+        "es": [(0.5, 0.4, 0.6, 0.5), (0.3, 0.9, 0.9, 0.95)],
+    }
+    # pt: F errs on lines 1 and 3 (0.9 >= 0.8, a tie), M on line 2: 2/4 and 1/4; es: 1/2 and 1/2
+    mt = {"pt": [(0.9, 0.1, 0.1, 0.9), (0.2, 0.8, 0.3, 0.6)]}  # F errs once, M never: 1/2 and 0
+    runs = [P.Run("kiwi", "none", counterfactual(refs)), P.Run("kiwi", "none", counterfactual(mt), hypotheses="GT")]
+    t = P.figure11(runs, n_resamples=20).set_index(["hypotheses", "lang"])
+    assert t.loc[("references", "pt"), ["er_f", "er_m", "n_f", "n_m"]].tolist() == [0.5, 0.25, 4, 4]
+    assert t.loc[("references", "es"), ["er_f", "er_m"]].tolist() == [0.5, 0.5]
+    assert t.loc[("references", "mean"), "er_f"] == pytest.approx(0.5)
+    assert t.loc[("references", "mean"), "er_m"] == pytest.approx((0.25 + 0.5) / 2)
+    assert t.loc[("GT", "mean"), ["er_f", "er_m"]].tolist() == [0.5, 0.0]
+    assert "pooled" not in t.index.get_level_values("lang")
+    fig = P.figures(P.paper_results(runs, n_resamples=20))["fig11_group_error_rates"]
+    bars = {(tr.name, tr.xaxis): list(tr.y) for tr in fig.data}
+    assert bars[("ER(S^F)", "x")] == [0.5] and bars[("ER(S^M)", "x")] == [0.375]  # references, the mean
+    assert bars[("ER(S^F)", "x2")] == [0.5] and bars[("ER(S^M)", "x2")] == [0.0]  # GT
+
+
 def test_pareto_front_on_a_hand_worked_example():
     """Section 6, Figure 4: "The best case is (0,0). The dashed lines indicate the Pareto
     frontier." By hand, minimising both coordinates: A (0.1, 0.5), B (0.2, 0.2) and C (0.3, 0.1)
@@ -227,7 +251,7 @@ def test_results_figures_have_captions_and_notes_name_what_is_missing(tmp_path):
     result = P.paper_results(runs, n_resamples=50)
     assert result.notes == [] and [r["kind"] for r in result.runs] == ["counterfactual", "ambiguous", "unambiguous"]
     figs = P.figures(result)
-    assert set(figs) == {"fig4_tradeoff", "fig9_score_distributions"}
+    assert set(figs) == {"fig4_tradeoff", "fig9_score_distributions", "fig11_group_error_rates"}
     for name, fig in figs.items():
         caption = " ".join(a.text for a in fig.layout.annotations).replace("<br>", " ")
         assert P.CAPTIONS[name][:60] in caption
@@ -237,6 +261,7 @@ def test_results_figures_have_captions_and_notes_name_what_is_missing(tmp_path):
     assert {
         "table8.csv",
         "table8_marks.csv",
+        "figure11.csv",
         "fig4_tradeoff.csv",
         "score_distributions.csv",
         "captions.md",
@@ -245,7 +270,7 @@ def test_results_figures_have_captions_and_notes_name_what_is_missing(tmp_path):
     } <= paths
     assert "Table 8" in (tmp_path / "captions.md").read_text(encoding="utf-8")
     only = P.paper_results([P.Run("kiwi", "none", _ambiguous(0.9))])
-    assert any("Table 8 needs a counterfactual run" in n for n in only.notes)
+    assert any("Table 8 and Figure 11 need a counterfactual run" in n for n in only.notes)
     assert any("Figure 4 needs an unambiguous run" in n for n in only.notes)
     with pytest.raises(P.PaperInputError, match="no audit runs"):
         P.paper_results([])

@@ -422,3 +422,112 @@ def convert(
     if subset == "contextual":
         return _contextual(root, lang, split, setting, keep_conflicts)
     raise ValueError(f"unknown MT-GenEval subset {subset!r} (one of: {', '.join(SUBSETS)})")
+
+
+# ---------------------------------------------------------------------------------------------
+# machine-written hypotheses (paper 003, appendix B.5, Table 7)
+
+# Lavie (2011)'s BLEU quality buckets, as Table 7 labels them: (name, lowest score)
+BLEU_BUCKETS = (
+    ("Excellent (50+)", 50),
+    ("Very Good (40-50)", 40),
+    ("Good (30-40)", 30),
+    ("Fair (20-30)", 20),
+    ("Poor (<20)", 0),
+)
+
+
+def bleu_bucket(score: float) -> str:
+    return next(name for name, low in BLEU_BUCKETS if score >= low)
+
+
+def machine_pairs(lines: pd.DataFrame, mt_f: list[str], mt_m: list[str], lang: str) -> tuple[pd.DataFrame, dict]:
+    """Appendix B.5's counterfactual pairs of machine translations (s_F, MT_F) and (s_M, MT_M),
+    filtered in two stages: (1) correct gender form: MT_F must be correct against (ref_f, ref_m)
+    and MT_M against (ref_m, ref_f) by MT-GenEval's accuracy (gender_decision, the published
+    script's rule); (2) translation quality: each translation's sentence BLEU against its own
+    reference (sacrebleu, effective order, as its sentence_bleu), mapped to Lavie's buckets, and
+    only the lines whose two translations are both correct and in the same bucket kept. Returns
+    the kept lines as a PAIRS frame (two rows a line, gold F and gold M over hyp_f = MT_F,
+    hyp_m = MT_M, as _counterfactual) and the Table 7 figures: per bucket the feminine and the
+    masculine translations that pass stage 1 (each side on its own: the paper's F and M columns
+    differ) and the lines kept after stage 2, with the Wilcoxon signed-rank test of the kept lines' BLEU
+    (MT_F vs MT_M, scipy, two-sided), which the paper reports as no difference at p 0.05."""
+    from sacrebleu.metrics import BLEU
+    from scipy import stats
+
+    if not (len(mt_f) == len(mt_m) == len(lines)):
+        raise ValueError(
+            f"the machine translations must have one line per MT-GenEval line: {len(lines)} lines, "
+            f"{len(mt_f)} feminine and {len(mt_m)} masculine translations"
+        )
+    bleu = BLEU(effective_order=True)  # sentence-level BLEU, as sacrebleu's sentence_bleu
+    rows: list[dict] = []
+    stage1: dict[str, dict[str, int]] = {"F": {}, "M": {}}
+    kept_scores: list[tuple[str, float, float]] = []
+    counts = {"lines": len(lines), "stage1_f": 0, "stage1_m": 0, "stage2": 0}
+    for r, hf, hm in zip(lines.itertuples(), mt_f, mt_m):
+        hf, hm = str(hf).strip(), str(hm).strip()
+        # stage 1, each translation on its own (Table 7 counts the two sides apart)
+        ok = {"F": gender_decision(hf, r.ref_f, r.ref_m)[0], "M": gender_decision(hm, r.ref_m, r.ref_f)[0]}
+        score = {"F": bleu.sentence_score(hf, [r.ref_f]).score, "M": bleu.sentence_score(hm, [r.ref_m]).score}
+        for gender in ("F", "M"):
+            if ok[gender]:
+                counts[f"stage1_{gender.lower()}"] += 1
+                b = bleu_bucket(score[gender])
+                stage1[gender][b] = stage1[gender].get(b, 0) + 1
+        # stage 2: the line, when both are correct and in the same quality bucket
+        bf, bm = score["F"], score["M"]
+        if not (ok["F"] and ok["M"]) or bleu_bucket(bf) != bleu_bucket(bm):
+            continue
+        counts["stage2"] += 1
+        kept_scores.append((bleu_bucket(bf), bf, bm))
+        for gold, src in (("F", r.source_f), ("M", r.source_m)):
+            rows.append(
+                {
+                    "instance_id": f"mt-{r.line:04d}-{gold}",
+                    "lang": lang,
+                    "source": src,
+                    "hyp_f": hf,
+                    "hyp_m": hm,
+                    "gold": gold,
+                    "line": r.line,
+                    "bleu_f": round(bf, 2),
+                    "bleu_m": round(bm, 2),
+                }
+            )
+    table = [
+        {
+            "quality": name,
+            "stage1_f": stage1["F"].get(name, 0),
+            "stage1_m": stage1["M"].get(name, 0),
+            "stage2": sum(1 for b, _, _ in kept_scores if b == name),
+        }
+        for name, _ in BLEU_BUCKETS
+    ]
+    table.append(
+        {
+            "quality": "Total",
+            "stage1_f": counts["stage1_f"],
+            "stage1_m": counts["stage1_m"],
+            "stage2": counts["stage2"],
+        }
+    )
+    diffs = [bf - bm for _, bf, bm in kept_scores]
+    if len(diffs) >= 2 and any(diffs):
+        w = stats.wilcoxon([bf for _, bf, _ in kept_scores], [bm for _, _, bm in kept_scores])
+        wilcoxon = {"statistic": float(w.statistic), "p_value": float(w.pvalue)}
+    else:
+        wilcoxon = {"statistic": float("nan"), "p_value": float("nan")}
+    out = pd.DataFrame(
+        rows, columns=["instance_id", "lang", "source", "hyp_f", "hyp_m", "gold", "line", "bleu_f", "bleu_m"]
+    )
+    return out, {"lang": lang, **counts, "table7": table, "wilcoxon_bleu": wilcoxon}
+
+
+def read_translations(path) -> list[str]:
+    """A file of machine translations, one per line (line i translates the i-th English line)."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no such file of machine translations (one translation per line)")
+    return p.read_text(encoding="utf-8").splitlines()

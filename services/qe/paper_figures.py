@@ -31,6 +31,13 @@ one point per unambiguous run (a metric's context variants are separate points, 
 metric's one ambiguous ratio). The dashed line joins the Pareto frontier: the points no other
 point dominates in (ER, distance), both minimised (:func:`pareto_front`).
 
+Figure 11 (appendix B.5, counterfactual runs): per metric and hypotheses (references, ER_R, or an
+MT system's output, ER_GT), the error rates per source group, ER(S^F) and ER(S^M): the share
+of F-gold (M-gold) rows whose wrong form scores >= the right one, i.e. not QE(s_F, t_F) >
+QE(s_F, t_M) (ties are errors, as the audit's error rates), "averaged across all languages":
+the audit's mean rows (services.qe.audit.errors: the unweighted mean of the languages' rates);
+``figure11.csv`` also holds each language's.
+
 Figures 6 and 9 (appendix B.1): the raw scores of every ambiguous run, per metric and form
 (h_F, h_M), as box plots, with their quartiles in ``score_distributions.csv`` (pandas describe).
 
@@ -66,6 +73,10 @@ CAPTIONS = {
     "sources (left) and |1 - Phi| on unambiguous ones (right); means across languages. The best "
     "case is (0, 0); the dashed line joins the Pareto frontier (the metrics no other metric beats "
     "on both axes).",
+    "fig11_group_error_rates": "Figure 11 (paper 003, appendix B.5): per-group error rates on MT-GenEval's "
+    "counterfactual pairs, ER(S^F) and ER(S^M) (the share of sources whose wrong gender form scores at least "
+    "as high as the right one), on human references (ER_R) and on an MT system's translations (ER_GT); "
+    "means across languages.",
     "fig9_score_distributions": "Figures 6 and 9 (paper 003, appendix B.1): the raw scores QE(s, h_F) and "
     "QE(s, h_M) of every metric on ambiguous sources, all languages together; boxes "
     "span the quartiles, whiskers 1.5 IQR.",
@@ -245,6 +256,23 @@ def table8(runs: Sequence[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=TABLE8_COLUMNS)
 
 
+FIGURE11_COLUMNS = ["metric", "hypotheses", "lang", "aggregate", "n_f", "n_m", "errors_f", "errors_m", "er_f", "er_m"]
+
+
+def figure11(runs: Sequence[Run], n_resamples: int = Q.N_RESAMPLES, seed: int = Q.SEED) -> pd.DataFrame:
+    """figure11.csv: for every counterfactual run, its per-group error rates per language and
+    their mean across languages: the audit's own errors table (services.qe.audit.errors), without
+    its pooled row."""
+    frames = []
+    for run in runs:
+        if run.kind != "counterfactual":
+            continue
+        e = Q.errors(run.scores, n_resamples=n_resamples, seed=seed)
+        e = e[e["lang"] != Q.POOLED].assign(metric=run.label, hypotheses=run.hypotheses)
+        frames.append(e[FIGURE11_COLUMNS])
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FIGURE11_COLUMNS)
+
+
 def table8_marks(table: pd.DataFrame) -> pd.DataFrame:
     """Table 8 as the paper prints it: one row per metric, a column per hypotheses block and
     language ("references de", ..., "GT de", ...), "⚠" where p < .05, "-" elsewhere."""
@@ -382,6 +410,7 @@ def score_distributions(runs: Sequence[Run]) -> pd.DataFrame:
 class PaperResult:
     table8: pd.DataFrame
     table8_marks: pd.DataFrame
+    figure11: pd.DataFrame
     tradeoff: pd.DataFrame
     distributions: pd.DataFrame
     scores: pd.DataFrame  # the long scores behind the box plots
@@ -399,7 +428,7 @@ def paper_results(runs: Sequence[Run], n_resamples: int = Q.N_RESAMPLES, seed: i
     t8 = table8(runs)
     if "counterfactual" not in kinds:
         notes.append(
-            "Table 8 needs a counterfactual run (MT-GenEval's counterfactual subset: python app.py data "
+            "Table 8 and Figure 11 need a counterfactual run (MT-GenEval's counterfactual subset: python app.py data "
             "mt-geneval --subset counterfactual)"
         )
     fig4 = tradeoff(runs, n_resamples=n_resamples, seed=seed)
@@ -425,6 +454,7 @@ def paper_results(runs: Sequence[Run], n_resamples: int = Q.N_RESAMPLES, seed: i
     return PaperResult(
         table8=t8,
         table8_marks=table8_marks(t8),
+        figure11=figure11(runs, n_resamples=n_resamples, seed=seed),
         tradeoff=fig4,
         distributions=dist,
         scores=score_long(runs),
@@ -510,6 +540,42 @@ def figures(result: PaperResult) -> dict:
         _caption(fig, _wrap(CAPTIONS["fig4_tradeoff"], 150))
         out["fig4_tradeoff"] = fig
 
+    e = result.figure11
+    e = e[e["lang"] == Q.MEAN] if not e.empty else e
+    if not e.empty:
+        blocks = list(dict.fromkeys(e["hypotheses"]))
+        fig = make_subplots(
+            rows=1,
+            cols=len(blocks),
+            shared_yaxes=True,
+            horizontal_spacing=0.06,
+            subplot_titles=[f"ER_R ({b})" if b == REFERENCES else f"ER_GT ({b})" for b in blocks],
+        )
+        for col, block in enumerate(blocks, start=1):
+            sub = e[e["hypotheses"] == block]
+            for group, column, color in (("S^F", "er_f", "#d62728"), ("S^M", "er_m", "#1f77b4")):
+                fig.add_trace(
+                    go.Bar(
+                        x=sub["metric"],
+                        y=sub[column],
+                        name=f"ER({group})",
+                        marker_color=color,
+                        showlegend=col == 1,
+                        hovertemplate=f"%{{x}}: ER({group}) %{{y:.3f}}<extra></extra>",
+                    ),
+                    row=1,
+                    col=col,
+                )
+        fig.update_yaxes(title_text="error rate", rangemode="tozero", row=1, col=1)
+        fig.update_layout(
+            barmode="group",
+            title="Per-group error rates, counterfactual pairs (mean across languages)",
+            height=520,
+            width=max(700, 250 + 160 * e["metric"].nunique() * len(blocks)),
+        )
+        _caption(fig, _wrap(CAPTIONS["fig11_group_error_rates"]))
+        out["fig11_group_error_rates"] = fig
+
     s = result.scores
     if not s.empty:
         fig = go.Figure()
@@ -545,6 +611,12 @@ def summary(result: PaperResult) -> str:
                 f"  Table 8 {row.metric} [{row.hypotheses}] {row.lang}: QE(s_F,h_F)/QE(s_M,h_M) "
                 f"{row.mean_ratio:.4f}, n {row.n_pairs}, one-sided p {row.p_value:.3g}{mark}"
             )
+    for row in result.figure11.itertuples():
+        if row.lang == Q.MEAN:
+            lines.append(
+                f"  Figure 11 {row.metric} [{row.hypotheses}]: ER(S^F) {row.er_f:.3f}, ER(S^M) {row.er_m:.3f} "
+                f"(n {row.n_f} / {row.n_m}, mean across languages)"
+            )
     for row in result.tradeoff.itertuples():
         lines.append(
             f"  Figure 4 {row.label}: ER {row.er:.3f}, |1 - ratio| {row.gap_ambiguous:.4f}"
@@ -556,7 +628,7 @@ def summary(result: PaperResult) -> str:
 
 
 def write_outputs(result: PaperResult, out_dir, include_plotlyjs="directory", png: bool | None = None) -> list[Path]:
-    """table8.csv, table8_marks.csv, fig4_tradeoff.csv, score_distributions.csv, paper.json (the
+    """table8.csv, table8_marks.csv, figure11.csv, fig4_tradeoff.csv, score_distributions.csv, paper.json (the
     runs, captions and notes), captions.md and the figures."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -565,6 +637,7 @@ def write_outputs(result: PaperResult, out_dir, include_plotlyjs="directory", pn
         {
             "table8.csv": result.table8,
             "table8_marks.csv": result.table8_marks,
+            "figure11.csv": result.figure11,
             "fig4_tradeoff.csv": result.tradeoff,
             "score_distributions.csv": result.distributions,
         },

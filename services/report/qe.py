@@ -51,6 +51,12 @@ ITEMS = [
         "QE(s_M, h_M) (one-sided t-test, p < .05).",
         "appendix B.5",
     ),
+    (
+        "Figure 11",
+        "Per-group error rates ER(S^F) and ER(S^M) on MT-GenEval's counterfactual pairs, on references "
+        "(ER_R) and on an MT system's translations (ER_GT), averaged across languages.",
+        "appendix B.5",
+    ),
     ("Table 9", "Statistical significance of Φ on the counterfactual subset.", "appendix B.5"),
 ]
 DECIMALS = {n: 3 for n, _, _ in ITEMS}
@@ -162,6 +168,11 @@ def build(folders, out_dir: Path) -> Part:
         "Table 8": res.table8_marks
         if len(res.table8_marks)
         else "No counterfactual run given (MT-GenEval's counterfactual subset).",
+        # an MT system's pairs (ER_GT): `app.py data mt-geneval --subset counterfactual --mt-f F --mt-m M`,
+        # which filters them as appendix B.5 does and writes its Table 7 beside them
+        "Figure 11": figs.get(
+            "fig11_group_error_rates", "No counterfactual run given (MT-GenEval's counterfactual subset)."
+        ),
     }
     sig_cols = ["metric", "lang", "phi", "phi_test", "phi_p_value"]
     for number, kind in (("Table 5", "unambiguous"), ("Table 9", "counterfactual")):
