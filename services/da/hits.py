@@ -6,6 +6,9 @@
       n = 1 -> 1 (the word)      2 -> 1 (2nd word)     3 -> 1 (middle)     4 -> 2 (middle two)
       5 -> 2    6-7 -> 3    8-14 -> 4    15-19 -> 5    >= 20 -> floor(n / 4)
   For n >= 5 the span starts at a random position that keeps the first and the last word.
+- sample_documents: paper 001 section 2.1's subset, whole documents drawn at random within each
+  domain until the domain has `per_domain` segments, in their corpus order (every system's
+  outputs of a drawn document come along).
 - build_hits: HITs of hit_size items: hit_size - n_controls system outputs in document order
   and n_controls quality controls at random positions, each control at least min_gap
   positions after its original (never before it):
@@ -34,6 +37,39 @@ CONTROL_TYPES = (BAD_REFERENCE, ASK_AGAIN, REFERENCE)
 REFERENCE_SYSTEM = "reference"  # the "system" of a reference control item
 _LAYOUT_TRIES = 200  # random control layouts tried before the always-valid one
 _DONOR_TRIES = 30  # random donors tried for a degradation that changes the text
+
+
+# -- paper 001's domain-balanced sample ------------------------------------------------------
+def sample_documents(items: list[dict], per_domain: int, seed) -> tuple[list[dict], dict[str, dict]]:
+    """The items of whole documents drawn at random (seeded) within each domain until the
+    domain holds at least `per_domain` segments ("to ensure balanced domain representation while
+    preserving document order, a subset of documents was randomly sampled from each domain",
+    paper 001 section 2.1; its Table 1: 462-515 segments a domain). A segment is a segment_id
+    (its outputs by every system count once); a document is drawn whole, so a domain may end a
+    little above the target, and a domain smaller than it is taken whole. Returns the kept items
+    in their original order and, per domain, the documents and segments it had and kept."""
+    segments: dict[str, dict[str, set]] = defaultdict(lambda: defaultdict(set))  # domain -> doc -> segment ids
+    for it in items:
+        segments[str(it.get("domain") or "")][str(it["doc_id"])].add(str(it["segment_id"]))
+    kept_docs: set[tuple[str, str]] = set()
+    report = {}
+    for domain in sorted(segments):
+        docs = sorted(segments[domain])
+        seeded_rng("da-sample", seed, domain).shuffle(docs)
+        n = 0
+        for doc in docs:
+            if n >= per_domain:
+                break
+            kept_docs.add((domain, doc))
+            n += len(segments[domain][doc])
+        report[domain] = {
+            "documents": len(docs),
+            "segments": sum(len(v) for v in segments[domain].values()),
+            "documents_kept": sum(1 for d, _ in kept_docs if d == domain),
+            "segments_kept": n,
+        }
+    kept = [it for it in items if (str(it.get("domain") or ""), str(it["doc_id"])) in kept_docs]
+    return kept, report
 
 
 # -- the Graham et al. degradation -----------------------------------------------------------

@@ -11,7 +11,7 @@ from services.common.protocols import Phase, Protocol, Role, Tab
 from services.common.settings import Settings
 from services.da import campaign as da_campaign
 from services.da import corpus, export_tables
-from services.da.hits import build_hits
+from services.da.hits import build_hits, sample_documents
 from services.participation.submissions import SubmissionError, checked_value, number_in, refuse_all
 from services.study.files import StudyError, StudyValidationError
 from services.study.texts import refusal, texts
@@ -43,6 +43,9 @@ DEFAULTS: dict[str, Any] = {
     # section 2.2.3: reliable when p < 0.05 (the rerun decision's test; a HIT with few
     # controls cannot reach it: with 2 bad_reference and 2 ask_again pairs p >= 1/6)
     "reliability_alpha": 0.05,
+    # section 2.1: documents sampled at random within each domain for balance (Table 1: about
+    # 500 segments a domain); 0: every segment of the file (the HITs hold them all)
+    "segments_per_domain": 0,
 }
 
 
@@ -62,6 +65,7 @@ def check(da: dict) -> list[tuple[str, str]]:
         ("reference_controls", 0),
         ("runs", 1),
         ("reruns", 0),
+        ("segments_per_domain", 0),
     ):
         v = da.get(k)
         if not isinstance(v, int) or isinstance(v, bool) or v < lo:
@@ -108,6 +112,19 @@ def build_campaign(bundle) -> list[list[dict]]:
 
     da = bundle.config["da"]
     items = [{"row": i, **s} for i, s in enumerate(bundle.da_segments)]
+    if da.get("segments_per_domain"):
+        if not any(it.get("domain") for it in items):
+            raise StudyValidationError(
+                [
+                    StudyError(
+                        "study.toml",
+                        None,
+                        "da.segments_per_domain",
+                        f"samples documents per domain, but {da['segments']} has no domain column (or it is empty)",
+                    )
+                ]
+            )
+        items, bundle.da_sample = sample_documents(items, da["segments_per_domain"], bundle.config["study"]["seed"])
     try:
         return build_hits(
             items,

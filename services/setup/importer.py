@@ -42,6 +42,8 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
         "sd_sentences": len(bundle.sd_sentences),
         "sd_pairs": len(bundle.sd_pairs),
     }
+    if bundle.da_sample:  # paper 001's domain-balanced subset: the segments the HITs hold
+        counts["da_segments_sampled"] = sum(d["segments_kept"] for d in bundle.da_sample.values())
     if existing and existing["content_hash"] == bundle.content_hash:
         return ImportResult(bundle.id, "unchanged", counts, plan_notes(database, bundle.id))
     if existing and studies.has_participants(database, bundle.id):

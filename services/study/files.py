@@ -64,6 +64,8 @@ class StudyBundle:
     references: list[dict] = field(default_factory=list)  # human reference translations per starter
     da_segments: list[dict] = field(default_factory=list)
     da_hits: list[list[dict]] = field(default_factory=list)  # built at import (services/da/hits.py)
+    # [da] segments_per_domain: per domain, the documents and segments it had and kept
+    da_sample: dict = field(default_factory=dict)
     sd_sentences: list[dict] = field(default_factory=list)
     sd_pairs: list[dict] = field(default_factory=list)
 
