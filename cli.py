@@ -87,6 +87,17 @@ def cmd_links(args, settings):
     except ParticipantError as e:
         print(e, file=sys.stderr)
         return 2
+    # where the links' address comes from (stderr: the table stays machine-readable)
+    if "TRADLAB_PUBLIC_URL" in settings.environ:
+        source = "TRADLAB_PUBLIC_URL"
+    elif settings.on_space:
+        source = "the Space's own address"
+    else:
+        source = (
+            "the address a server started with these settings listens on (TRADLAB_HOST, TRADLAB_PORT); "
+            "set TRADLAB_PUBLIC_URL to the address participants reach (a tunnel, a domain)"
+        )
+    print(f"# links on {settings.public_url}: {source}", file=sys.stderr)
     print("id\trole\tgroup\tgender\texternal_id\turl")
     for r in rows:
         print(f"{r['id']}\t{r['role']}\t{r['group'] or ''}\t{r['gender'] or ''}\t{r['external_id'] or ''}\t{r['url']}")

@@ -66,6 +66,24 @@ def link_base(settings, host: str | None, port: int | None, tls: bool) -> str:
     return "https://" + url[len("http://") :] if tls else url
 
 
+def port_taken(host: str, port: int) -> str:
+    """A one-line message when the address cannot be served on (something listens there already,
+    often the app itself started earlier), naming how to pick another port; "" when it is free."""
+    import socket
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: a closed server's port is free
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            return (
+                f"Port {port} on {host} is already in use ({e.strerror}): is the app already running? "
+                f"Stop it, or serve on another port: TRADLAB_PORT={port + 1} python app.py (make run "
+                f"TRADLAB_PORT={port + 1}), or python app.py --port {port + 1}."
+            )
+    return ""
+
+
 def serve(args, settings, connect):
     """Serve the app until stopped: args are `serve`'s options, connect() opens the database."""
     import dataclasses
@@ -86,6 +104,11 @@ def serve(args, settings, connect):
     if warning:
         print(warning, file=sys.stderr)
     host = args.host or settings.host
+    port = args.port or settings.port
+    taken = port_taken(host, port)
+    if taken:  # before the demo's minute of set-up; gradio's own error names a variable this app ignores
+        print(taken, file=sys.stderr)
+        return 2
     from services.admin.auth import exposure_warning
 
     exposed = exposure_warning(host, settings.admin_password, settings.on_space, args.root_path)
@@ -113,13 +136,11 @@ def serve(args, settings, connect):
     few_files_per_upload()
     upload_parts_on_loop()
     options = page_options(settings)
-    mounts = mount_pages(
-        site, root_path=args.root_path, server_name=host, server_port=args.port or settings.port, **options
-    )
+    mounts = mount_pages(site, root_path=args.root_path, server_name=host, server_port=port, **options)
     routes = form_routes(site.pages, database) if settings.form_routes else []  # ahead of their pages' mounts
     demo.launch(
         server_name=host,
-        server_port=args.port or settings.port,
+        server_port=port,
         # ssl_verify only concerns gradio's start-up probe of its own local URL
         # (https://localhost:PORT), which a self-signed or a public-name certificate fails
         ssl_certfile=certfile,
