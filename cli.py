@@ -46,6 +46,12 @@ def cmd_import(args, settings):
     print(f"study '{res.study_id}': {res.status} " + ", ".join(f"{k} {v}" for k, v in res.counts.items()))
     for note in res.notes:  # what the design needs to finish (services/usability/plan.py)
         print(f"  {note}")
+    from services.admin.participants import prolific_summary, prolific_text, prolific_urls
+
+    urls = prolific_urls(database, res.study_id, settings.public_url)
+    if urls:  # what each Prolific study is given (docs/deployment.md)
+        print(prolific_summary(urls))
+        print(prolific_text(urls))
     return 0
 
 

@@ -9,6 +9,7 @@ import gradio as gr
 
 from services.admin import auth as admin
 from services.admin import dashboard as admin_dashboard_data
+from services.admin import participants as participants_admin
 from services.admin import progress as admin_progress
 from services.admin.recording_review import ReviewError, decide
 from services.models import systems
@@ -407,6 +408,11 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return {import_msg: f"**Nothing was imported.** Fix these and upload again:\n{lines}"}
         counts = ", ".join(f"{k} {v}" for k, v in res.counts.items() if v)
         notes = "".join(f"\n- {n}" for n in res.notes)  # what the design needs to finish
+        urls = participants_admin.prolific_urls(ctx.database, res.study_id, ctx.settings.public_url)
+        if urls:  # the signed study URLs to give Prolific (also under Participants, with a copy button)
+            notes += (
+                f"\n\n{participants_admin.prolific_summary(urls)}\n```\n{participants_admin.prolific_text(urls)}\n```"
+            )
         return {
             import_msg: f"Study **{res.study_id}** {res.status} ({counts}).{notes}",
             study: gr.update(choices=admin_progress.study_choices(ctx.database), value=res.study_id),

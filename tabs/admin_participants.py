@@ -78,6 +78,18 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
         with gr.Row():
             links_go = gr.Button("Download every link (CSV)")
             links_file = gr.File(label="Links", interactive=False, height=90)
+        # the signed study URLs a Prolific study is given (per self-enrolling role; senders per cell)
+        with gr.Row():
+            prolific_go = gr.Button("Prolific study URLs")
+            prolific_csv_go = gr.Button("Download the Prolific URLs (CSV)")
+            prolific_file = gr.File(label="Prolific URLs", interactive=False, height=90)
+        prolific_box = gr.Textbox(
+            label="Prolific study URLs (with the open self-enrolment slots of each)",
+            interactive=False,
+            buttons=["copy"],
+            max_lines=24,
+            elem_id="prolific-urls",
+        )
         with gr.Accordion("Add participants", open=False):
             with gr.Row():
                 role = gr.Dropdown(label="Role", choices=list(protocols.roles()), value=None)
@@ -204,14 +216,20 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
                 )
             except ERRORS as e:
                 return {msg: str(e)}
-            urls = "\n".join(link(ctx.settings.public_url, m.token) for m in made)
             ids_text = ", ".join(str(m.id) for m in made[:20]) + (", …" if len(made) > 20 else "")
-            kind = "self-enrolment slot(s) for the signed Prolific URL" if self_enrol else "participant(s)"
+            shown = {ext_ids: "", **people.show(people_page(page_no, study_id, role_f, status_f))}
+            if self_enrol:  # slots are filled through the study's signed URL, not private links
+                rows = participant_admin.prolific_urls(db, study_id, ctx.settings.public_url)
+                return {
+                    **shown,
+                    msg: f"Added {len(made)} {role_v} self-enrolment slot(s) (ids {ids_text}); give Prolific the "
+                    "study URL below (copy it with the button).",
+                    prolific_box: participant_admin.prolific_text(rows),
+                }
             return {
-                msg: f"Added {len(made)} {role_v} {kind} (ids {ids_text}); their links are in the box above.",
-                full_link: urls,
-                ext_ids: "",
-                **people.show(people_page(page_no, study_id, role_f, status_f)),
+                **shown,
+                msg: f"Added {len(made)} {role_v} participant(s) (ids {ids_text}); their links are in the box above.",
+                full_link: "\n".join(link(ctx.settings.public_url, m.token) for m in made),
             }
 
         return on_add
@@ -223,7 +241,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
         button.click(
             adder(self_enrol),
             [session, study, role, count, group, gender, ext_ids, *table_state],
-            [msg, full_link, ext_ids, *people.outputs],
+            [msg, full_link, prolific_box, ext_ids, *people.outputs],
             api_name=api,
             api_visibility="undocumented",
         )
@@ -235,6 +253,34 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
         [session, study],
         [msg, links_file],
         api_name="admin_participants_links_csv",
+        api_visibility="undocumented",
+    )
+
+    @admin_only(auth, msg)
+    def on_prolific(sess, study_id, request: gr.Request):
+        try:
+            rows = participant_admin.prolific_urls(db, study_id, ctx.settings.public_url)
+        except ERRORS as e:
+            return {msg: str(e)}
+        return {msg: participant_admin.prolific_summary(rows), prolific_box: participant_admin.prolific_text(rows)}
+
+    prolific_go.click(
+        on_prolific,
+        [session, study],
+        [msg, prolific_box],
+        api_name="admin_prolific_urls",
+        api_visibility="undocumented",
+    )
+    prolific_csv_go.click(
+        download(
+            auth,
+            prolific_file,
+            msg,
+            lambda sid: (participant_admin.prolific_csv(db, sid, ctx.settings.public_url), ""),
+        ),
+        [session, study],
+        [msg, prolific_file],
+        api_name="admin_prolific_urls_csv",
         api_visibility="undocumented",
     )
     done_go.click(

@@ -1,7 +1,8 @@
-"""Issue 28, point 4: the admin page in headless Chromium after a simulated stretch of the demo
-study, at desktop (1280 px) and phone (390 px) width: the dashboard fits one screen and refreshes
-by itself, the sections below it stay closed until opened, headers read on one line, timestamps
-are shown in the browser's time zone, and the page has no sideways scroll on a phone."""
+"""Issue 28, point 4 (and issue 51, point 1: the Prolific study URLs): the admin page in headless
+Chromium after a simulated stretch of the demo study, at desktop (1280 px) and phone (390 px)
+width: the dashboard fits one screen and refreshes by itself, the sections below it stay closed
+until opened, headers read on one line, timestamps are shown in the browser's time zone, and the
+page has no sideways scroll on a phone."""
 
 from __future__ import annotations
 
@@ -175,3 +176,43 @@ def test_the_dashboard_endpoint_needs_an_admin_session(app_server):
     assert html == "Please log in.", html
     html, _ = client.predict(session, "demo", api_name="/admin_dashboard")
     assert 'class="dash"' in html and "recordings to review" in html
+
+
+@pytest.fixture(scope="module")
+def receiver_slots(app_server):
+    """Three receiver self-enrolment slots added with the admin's own button; its outputs."""
+    client = AppClient(app_server.url)
+    session = admin_session(client)
+    out = client.predict(
+        session, "demo", "receiver", 3, "", "", "", "all", "all", 1, api_name="/admin_participants_add_self_enrol"
+    )
+    return client, session, out
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_prolific_study_urls_are_in_the_admin_with_their_open_slots(app_server, receiver_slots, browser, width):
+    """Issue 51, point 1: a lab on a Space (no terminal) gets the signed Prolific study URLs from
+    the admin: per role (senders per group x gender), with the open self-enrolment slots, a copy
+    button, and a CSV; adding self-enrolment slots shows them too."""
+    client, session, out = receiver_slots
+    assert "give Prolific the study URL below" in out[0] and "# receiver (3 open slots)" in out[2], out
+    assert "sig=" in out[2] and "PROLIFIC_PID={{%PROLIFIC_PID%}}" in out[2]
+    if width == 1280:
+        csv_out = client.predict(session, "demo", api_name="/admin_prolific_urls_csv")
+        text = Path(csv_out[1] if isinstance(csv_out[1], str) else csv_out[1]["path"]).read_text(encoding="utf-8")
+        assert text.startswith("role,group,gender,open_slots,url") and "receiver,,,3," in text
+    context = browser.new_context(viewport={"width": width, "height": 900}, is_mobile=width < 600)
+    pg = context.new_page()
+    log_in(pg, app_server.admin_url)
+    pg.get_by_text("Participants", exact=True).click()
+    pg.get_by_role("button", name="Prolific study URLs").click()
+    pg.wait_for_function("() => (document.querySelector('#prolific-urls textarea') || {}).value?.includes('sig=')")
+    urls = pg.locator("#prolific-urls textarea").input_value()
+    assert "# receiver (3 open slots)" in urls and "# sender USW Woman (0 open slots)" in urls
+    assert urls.count("sig=") == 11  # six sender cells and five other roles (the demo's self_enrol)
+    msg = pg.locator("#participants-msg").inner_text()
+    assert "11 Prolific study URLs" in msg and "No open slot yet for: sender USW Man" in msg
+    assert pg.locator("#prolific-urls button").count() >= 1  # the copy button
+    assert pg.evaluate("document.documentElement.scrollWidth") <= width
+    pg.screenshot(path=str(ARTIFACTS / f"admin-prolific-{width}.png"), full_page=True)
+    context.close()

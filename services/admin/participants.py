@@ -18,7 +18,7 @@ import pandas as pd
 from services.common import protocols
 from services.common.paging import Page, page_bounds
 from services.participation.reassignment import Reassignment, withdraw_and_reassign
-from services.setup.enrolment import NewParticipant, add_participants, link, links, new_token
+from services.setup.enrolment import NewParticipant, add_participants, link, links, new_token, prolific_links
 from services.study.export import neutralise
 from storage import assignments, participants, studies
 
@@ -298,6 +298,60 @@ def completion_csv(database, study_id: str) -> Path:
     if not studies.get_study(database, study_id or ""):
         raise ParticipantAdminError("Pick a study first.")
     return _write_csv(f"{study_id}-completions.csv", COMPLETION_COLUMNS, _completion_rows(database, study_id, None))
+
+
+PROLIFIC_COLUMNS = ["role", "group", "gender", "open_slots", "url"]
+
+
+def prolific_urls(database, study_id: str, public_url: str) -> list[dict]:
+    """The signed Prolific study URL of each self-enrolling role (senders: per group x gender
+    cell, to pair with Prolific's screeners) with its open self-enrolment slots: what a study on
+    Prolific is given as its study URL (services/setup/enrolment.prolific_links)."""
+    if not studies.get_study(database, study_id or ""):
+        raise ParticipantAdminError("Pick a study first.")
+    return [
+        {
+            "role": r["role"],
+            "group": r["group"] or "",
+            "gender": r["gender"] or "",
+            "open_slots": r["open"],
+            "url": r["url"],
+        }
+        for r in prolific_links(database, study_id, public_url)
+    ]
+
+
+def prolific_text(rows: list[dict]) -> str:
+    """The URLs for the copy box, one block a role (and cell): its open slots, then the URL."""
+    if not rows:
+        return ""
+    out = []
+    for r in rows:
+        cell = " ".join(x for x in (r["group"], r["gender"]) if x)
+        slots = f"{r['open_slots']} open slot{'s' if r['open_slots'] != 1 else ''}"
+        out.append(f"# {r['role']}{' ' + cell if cell else ''} ({slots})\n{r['url']}")
+    return "\n".join(out)
+
+
+def prolific_summary(rows: list[dict]) -> str:
+    """A sentence for the page: how many URLs, and the roles whose slots are all taken."""
+    if not rows:
+        return (
+            "This study takes nobody from Prolific links: list the roles in [study] self_enrol "
+            '(e.g. self_enrol = ["receiver"]) and add self-enrolment slots.'
+        )
+    empty = [f"{r['role']} {r['group']} {r['gender']}".strip() for r in rows if not r["open_slots"]]
+    line = (
+        f"{len(rows)} Prolific study URL{'s' if len(rows) != 1 else ''} (give each to its Prolific study; Prolific "
+        "fills in PROLIFIC_PID, STUDY_ID and SESSION_ID)."
+    )
+    if empty:
+        line += f" No open slot yet for: {', '.join(empty)}: add self-enrolment slots, or the URL refuses newcomers."
+    return line
+
+
+def prolific_csv(database, study_id: str, public_url: str) -> Path:
+    return _write_csv(f"{study_id}-prolific-urls.csv", PROLIFIC_COLUMNS, prolific_urls(database, study_id, public_url))
 
 
 def links_csv(database, study_id: str, public_url: str) -> Path:
