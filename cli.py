@@ -373,8 +373,8 @@ def cmd_backup(args, settings):
     from storage import backup
 
     try:
-        info = backup.backup(settings.db_path, args.out)
-    except (FileNotFoundError, ValueError, RuntimeError) as e:
+        info = backup.backup(settings.db_path, args.out, replace=args.replace)
+    except (FileNotFoundError, FileExistsError, ValueError, RuntimeError) as e:
         return refused(e)
     print(f"{info['path']}: {info['bytes']} bytes, {info['tables']} tables (a consistent copy of {settings.db_path})")
     return 0
@@ -721,7 +721,10 @@ def build_parser() -> argparse.ArgumentParser:
     ge.add_argument("--out", required=True)
     bk = sub.add_parser("backup", help="copy the live database (SQLite online backup), safe while the app runs")
     bk.set_defaults(func=cmd_backup)
-    bk.add_argument("out", help="the copy's file path, or a folder for tradlab-backup.db")
+    bk.add_argument(
+        "out", help="the copy's file path, or a folder (ending in /, made if missing) for a new time-stamped copy"
+    )
+    bk.add_argument("--replace", action="store_true", help="overwrite the file path when it exists")
     ex = sub.add_parser(
         "export",
         help="export a study's data: one tidy table per entity, pseudonymous, with a data dictionary (README.md)",

@@ -8,21 +8,29 @@ interrupted backup never leaves a half file under the target's name.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import sqlite3
 from pathlib import Path
 
 
-def backup(source: str | Path, target: str | Path, pages_per_step: int = 1024) -> dict:
-    """Copy the database at source to target (a file path; an existing folder gets
-    tradlab-backup.db inside). Returns {"path", "bytes", "pages", "tables"}."""
-    source, target = Path(source), Path(target)
+def backup(source: str | Path, target: str | Path, pages_per_step: int = 1024, replace: bool = False) -> dict:
+    """Copy the database at source to target: a file path, or a folder (one that exists, or a
+    path ending in a slash, made if missing) that gets tradlab-backup-<UTC time>.db inside, a new
+    name each time. An existing file is not overwritten unless replace. Returns {"path", "bytes",
+    "pages", "tables"}."""
+    source, given = Path(source), str(target)
+    target = Path(target)
     if not source.exists():
         raise FileNotFoundError(f"no database at {source}")
-    if target.is_dir():
-        target = target / "tradlab-backup.db"
     if target.resolve() == source.resolve():
         raise ValueError("the backup target is the database itself: choose another path")
+    if target.is_dir() or given.endswith(("/", os.sep)):
+        target = _new_name(target)
+    elif target.exists() and not replace:
+        raise FileExistsError(
+            f"{target} exists: give a new file name, or a folder (ending in /) for a time-stamped copy"
+        )
     target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".partial")
     tmp.unlink(missing_ok=True)
@@ -50,3 +58,13 @@ def backup(source: str | Path, target: str | Path, pages_per_step: int = 1024) -
     os.chmod(tmp, 0o600)
     os.replace(tmp, target)
     return {"path": str(target), "bytes": target.stat().st_size, "pages": int(pages), "tables": int(tables)}
+
+
+def _new_name(folder: Path) -> Path:
+    """tradlab-backup-YYYYmmdd-HHMMSS.db in folder (-2, -3, ... when taken within the second)."""
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    path, n = folder / f"tradlab-backup-{stamp}.db", 1
+    while path.exists():
+        n += 1
+        path = folder / f"tradlab-backup-{stamp}-{n}.db"
+    return path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -40,7 +41,7 @@ def test_backup_while_writing_is_consistent(tmp_path):
     finally:
         stop.set()
         t.join()
-    copy = tmp_path / "copies" / "tradlab-backup.db"
+    [copy] = (tmp_path / "copies").glob("tradlab-backup-*.db")
     assert info["path"] == str(copy) and info["bytes"] == copy.stat().st_size and info["tables"] > 5
     n = _count(copy)
     assert 200 <= n <= len(written)  # a prefix of the writes, none half-done
@@ -67,3 +68,19 @@ def test_backup_command(tmp_path):
     assert "b.db" in r.stdout and (tmp_path / "b.db").exists()
     r = run_cli("backup", tmp_path / "b.db", env={**env, "TRADLAB_DB": str(tmp_path / "nope.db")})
     assert r.returncode == 2 and "no database" in r.stderr
+
+
+def test_a_folder_gets_a_new_copy_each_time_and_a_file_is_not_overwritten(tmp_path):
+    """Issue 51, point 11: `backup backups/` made a file named backups when the folder was
+    missing, and a second backup overwrote the first."""
+    open_database(tmp_path / "live.db")
+    first = backup.backup(tmp_path / "live.db", str(tmp_path / "backups") + "/")  # missing: made
+    second = backup.backup(tmp_path / "live.db", tmp_path / "backups")  # now a folder
+    assert (tmp_path / "backups").is_dir() and first["path"] != second["path"]
+    assert sorted(p.name for p in (tmp_path / "backups").iterdir()) == sorted(
+        Path(x["path"]).name for x in (first, second)
+    )
+    backup.backup(tmp_path / "live.db", tmp_path / "one.db")
+    with pytest.raises(FileExistsError, match="one.db exists"):
+        backup.backup(tmp_path / "live.db", tmp_path / "one.db")
+    assert backup.backup(tmp_path / "live.db", tmp_path / "one.db", replace=True)["path"] == str(tmp_path / "one.db")
