@@ -98,6 +98,7 @@ EXPECTED = {
         "question_idx",
         "text",
         "unanswerable",
+        "repeat_starter",
         "created_at",
     ],
     "validations": [
