@@ -192,6 +192,18 @@ def mark_completed(db, participant_id: int) -> bool:
     return cur.rowcount == 1
 
 
+def external_id_roles(database: Database, study_id: str, ids: list[str]) -> dict[str, str]:
+    """Which of these external ids already hold a link in the study, and in which role."""
+    if not ids:
+        return {}
+    marks = ",".join("?" * len(ids))
+    rows = database.query(
+        f"SELECT external_id, role FROM participants WHERE study_id = ? AND external_id IN ({marks})",
+        [study_id, *ids],
+    )
+    return {r["external_id"]: r["role"] for r in rows}
+
+
 def external_ids(database: Database, study_id: str, role: str) -> set[str]:
     rows = database.query(
         "SELECT external_id FROM participants WHERE study_id = ? AND role = ? AND external_id IS NOT NULL",

@@ -234,6 +234,13 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
 
         return on_add
 
+    # a new role starts with no group and gender: the last sender's cell stuck to the receivers
+    # added next (issue 51, point 6); the designer picks them again where the role has them
+    def fresh_cell(_role):
+        return "", ""
+
+    role.change(fresh_cell, [role], [group, gender], api_visibility="private", queue=False)
+
     for button, self_enrol, api in (
         (add_go, False, "admin_participants_add"),
         (add_self_go, True, "admin_participants_add_self_enrol"),

@@ -66,7 +66,7 @@ def body_html(c: dict) -> str:
         f'<p class="instruction">{plain_html(c.get("instruction", ""))}</p>'
         f'{shown}<div id="da-slider" class="form-slider"><label for="da-score">Score (0-100): move the slider'
         f'<output for="da-score" aria-live="off">–</output></label>'
-        f'<input type="range" id="da-score" name="score" min="0" max="100" step="1" value="0"{lock}>'
+        f'<input type="range" id="da-score" name="score" min="0" max="100" step="1" value="0" data-click-sets{lock}>'
         f'<div class="form-slider-ends"><span><b>0</b> {plain_html(c.get("scale_low", ""))}</span>'
         f"<span>{plain_html(c.get('scale_high', ''))} <b>100</b></span></div></div>"
         f'<button type="submit" class="submit-btn lg primary">Submit</button></form>'

@@ -205,7 +205,8 @@ element.addEventListener('input', (e) => {
 });
 element.addEventListener('change', edited);
 // a click on an unmoved slider at the value it shows fires no input event, yet is a choice
-// (the semantic differential's sliders start in the middle: data-click-sets)
+// (data-click-sets: the semantic differential's sliders start in the middle, the validator's and
+// DA's at 0, where a click on the track's start is a score of 0)
 element.addEventListener('pointerup', (e) => {
   const t = e.target;
   if (t.type === 'range' && 'clickSets' in t.dataset && !t.disabled && !moved.has(t.name))

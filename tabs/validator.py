@@ -103,7 +103,8 @@ def body_html(c: dict, typed: dict | None = None) -> str:
         f'<label for="sqm-score">Translation quality (0-100): move the slider'
         f'<output for="sqm-score" aria-live="off">–</output></label>'
         f'<input type="range" id="sqm-score" name="score" min="0" max="100" step="1" '
-        f'value="{int(score) if moved else 0}"{" data-moved" if moved else ""}>'
+        # data-click-sets: a click on the track's 0 (where it starts) is a score too (item_form.py)
+        f'value="{int(score) if moved else 0}" data-click-sets{" data-moved" if moved else ""}>'
         f'<div id="sqm-scale">{_sqm_html(c.get("sqm", []))}</div></div>'
         f'<ol class="answers">{rows}</ol>'
         f'<button type="submit" class="submit-btn lg primary">Submit validation</button></form>'

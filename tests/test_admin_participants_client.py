@@ -21,6 +21,9 @@ NEW_EVENTS = {
     "admin_participants_new_link": ["demo", 1, "all", "all", 1],
     "admin_participants_add": ["demo", "receiver", 1, "", "", "", "all", "all", 1],
     "admin_participants_links_csv": ["demo"],
+    "admin_participants_add_self_enrol": ["demo", "receiver", 1, "", "", "", "all", "all", 1],
+    "admin_prolific_urls": ["demo"],
+    "admin_prolific_urls_csv": ["demo"],
     "admin_completions_csv": ["demo"],
     "admin_review_page": [1, "demo"],
     "admin_exchanges_page": [1, "demo"],
@@ -152,3 +155,15 @@ def test_the_completion_list_and_its_csv(client, session, links, app_server):
     with open(path_of(f), encoding="utf-8") as fh:
         urls = {r["url"] for r in csv.DictReader(fh)}
     assert set(links["validator"]) <= urls
+
+
+def test_a_new_role_in_the_add_form_starts_with_no_group_or_gender(demo_db):
+    """Issue 51, point 6: the Add form kept the last sender's group and gender, so the receivers
+    added next were stored as USW / Man. Choosing a role now clears both (the page's event)."""
+    from tests.helpers.team_page import TeamPage
+
+    page = TeamPage(demo_db)
+    fn = page.fn("fresh_cell")
+    assert [getattr(c, "label", None) for c in fn.inputs] == ["Role"]
+    assert [getattr(c, "label", None) for c in fn.outputs] == ["Group", "Gender"]
+    assert list(page.click("fresh_cell", Role="receiver").values()) == ["", ""]

@@ -371,6 +371,9 @@ def test_adding_participants_checks_everything_before_storing(demo_db):
     assert [m.external_id for m in made] == ["P-1", "P-2", "P-3"] and count() == before + 3
     with pytest.raises(ParticipantAdminError, match="'P-2' already has a receiver link"):
         pa.add(db, "demo", "receiver", 1, "", "", "P-9\nP-2", ACTOR)
+    # nor in another role: one person, one role (issue 51, point 6)
+    with pytest.raises(ParticipantAdminError, match="'P-3' already has a receiver link .* one person takes one role"):
+        pa.add(db, "demo", "validator", 1, "", "", "P-3", ACTOR)
     assert len(pa.add(db, "demo", "validator", "2", "", "", "", ACTOR)) == 2
     assert count() == before + 5
 

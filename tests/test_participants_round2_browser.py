@@ -129,6 +129,13 @@ def test_validator_reads_what_to_do_and_every_unmarked_field_is_named(app, brows
     page.wait_for_function("() => document.activeElement && document.activeElement.id === 'sqm-score'", timeout=5000)
     assert marks.nth(0).locator("input[value=correct]").is_checked()  # kept
     page.screenshot(path=str(ARTIFACTS / f"round2-validator-errors-{size[0]}.png"), full_page=True)
+    # a click on the track's start, where the unmoved slider sits, is a score of 0 (issue 51,
+    # point 6: it fired no input event and the validator was told to move the slider)
+    slider = page.locator("#sqm-score")
+    box = slider.bounding_box()
+    slider.click(position={"x": 1, "y": box["height"] / 2})
+    page.wait_for_function("() => document.querySelector('#sqm-score').classList.contains('moved')", timeout=5000)
+    assert page.locator("output[for=sqm-score]").inner_text().strip() == "0" and slider.input_value() == "0"
     # a reload keeps the marks chosen (the draft) and asks first
     marks.nth(1).locator("input[value=incorrect]").check()
     dialogs = []

@@ -121,9 +121,15 @@ def add(
     if ids and self_enrol:
         raise ParticipantAdminError("Self-enrolment slots take no external ids: Prolific fills them in.")
     if ids:
-        taken = sorted(set(ids) & participants.external_ids(database, study_id, role))
-        if taken:
-            raise ParticipantAdminError(f"External id '{taken[0]}' already has a {role} link in this study.")
+        # one person, one role (as a Prolific id: services/setup/enrolment.enrol): the same id in a
+        # second role would let them judge their own work and count twice (issue 51, point 6)
+        held = participants.external_id_roles(database, study_id, ids)
+        if held:
+            first = sorted(held)[0]
+            raise ParticipantAdminError(
+                f"External id '{first}' already has a {held[first]} link in this study "
+                f"({len(held)} of the ids given are taken); one person takes one role."
+            )
         if len(ids) > MAX_ADD:
             raise ParticipantAdminError(f"At most {MAX_ADD} participants at a time ({len(ids)} ids given).")
         return add_participants(database, study_id, role, len(ids), group or None, gender or None, ids, actor)
