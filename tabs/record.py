@@ -86,6 +86,13 @@ document.addEventListener('click', (e) => {
     })
     .catch(() => { done(btn); trigger('submit'); });
 }, true);
+// leaving with a recording made but not submitted asks first, as the text forms do with a
+// draft: the recording is not kept on a reload (issue 51, point 6)
+window.addEventListener('beforeunload', (e) => {
+  if (sending || !uploaded() || !(props.value || {}).item_id) return;
+  e.preventDefault();
+  e.returnValue = '';
+});
 """
 
 
