@@ -138,7 +138,13 @@ def read_rows(path: Path, columns: tuple[list[str], list[str]], err: _Collector)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:
-        err.add(name, None, None, f"not UTF-8 text ({e.reason} at byte {e.start})")
+        err.add(
+            name,
+            None,
+            None,
+            f"not UTF-8 text ({e.reason} at byte {e.start}): save it as UTF-8 (in Excel: Save As, "
+            "CSV UTF-8 (Comma delimited); in LibreOffice: Character set Unicode (UTF-8))",
+        )
         return []
     if path.suffix.lower() in (".jsonl", ".ndjson"):
         for lineno, line in enumerate(text.splitlines(), start=1):
@@ -182,6 +188,19 @@ def read_rows(path: Path, columns: tuple[list[str], list[str]], err: _Collector)
     except StopIteration:
         err.add(name, None, None, "empty file (a header row is required)")
         return []
+    if len(header) == 1 and header[0] not in required + optional:
+        # one column whose name holds the others': another separator (a spreadsheet set to ; or tab)
+        sep = next((d for d in (";", "\t", "|") if d in header[0]), None)
+        if sep is not None:
+            shown = {"\t": "tabs", ";": "semicolons", "|": "bars"}[sep]
+            err.add(
+                name,
+                1,
+                None,
+                f"the columns are separated by {shown}, not commas: save it as CSV with commas (in Excel: "
+                "CSV UTF-8 (Comma delimited); in LibreOffice: Field delimiter ,)",
+            )
+            return []
     missing = [c for c in required if c not in header]
     unknown = [c for c in header if c not in required + optional]
     for c in missing:
@@ -273,7 +292,20 @@ def _check_config(raw: dict, err: _Collector) -> dict:
                 f"from its own runs); list only {', '.join(names)}",
             )
         elif not isinstance(listed, list) or not listed or any(p not in names for p in listed):
-            err.add(f, None, "study.protocols", f"must be a non-empty list of {', '.join(names)}")
+            import difflib
+
+            wrong = [p for p in listed if p not in names] if isinstance(listed, list) else []
+            hints = [
+                f"'{w}' is not one (did you mean '{close[0]}'?)" if close else f"'{w}' is not one"
+                for w in wrong
+                for close in [difflib.get_close_matches(str(w), names, n=1)]
+            ]
+            err.add(
+                f,
+                None,
+                "study.protocols",
+                f"must be a non-empty list of {', '.join(names)}" + (f": {'; '.join(hints)}" if hints else ""),
+            )
         else:
             for p in listed:
                 if p not in cfg:

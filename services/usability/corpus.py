@@ -26,10 +26,14 @@ def load(folder, cfg, systems, bundle, err) -> None:
     qpath = files.safe_file(folder, us["questions"], "usability.questions", err)
     given = us.get("starter_words")
     lo, hi = given if isinstance(given, list) and len(given) == 2 else (40, 60)
-    starters = {}
+    starters: dict[str, dict] = {}
+    refs = _StarterRefs(starters, spath.name if spath else None)
     if spath:
         name = spath.name
-        for rowno, row in files.read_rows(spath, COLUMNS["starters"], err):
+        rows = files.read_rows(spath, COLUMNS["starters"], err)
+        refs.unread = not rows and any(e.file == name for e in err.errors)
+        for rowno, row in rows:
+            refs.named.add(row.get("id") or "")
             if not files.require_text(err, name, rowno, row, "id", "domain", "source", "corpus", "text"):
                 continue
             sid = row["id"]
@@ -78,8 +82,7 @@ def load(folder, cfg, systems, bundle, err) -> None:
         for rowno, row in files.read_rows(qpath, COLUMNS["questions"], err):
             if not files.require_text(err, name, rowno, row, "starter_id", "index", "en", "pt"):
                 continue
-            if spath and row["starter_id"] not in starters:
-                err.add(name, rowno, "starter_id", f"unknown starter '{row['starter_id']}'")
+            if spath and refs.unknown(err, name, rowno, row["starter_id"]):
                 continue
             idx = files.whole_number(err, name, rowno, "index", row["index"], 1, MAX_QUESTIONS)
             if idx is None:
@@ -90,7 +93,7 @@ def load(folder, cfg, systems, bundle, err) -> None:
                 continue
             seen.add(key)
             bundle.questions.append({"starter_id": row["starter_id"], "idx": idx, "en": row["en"], "pt": row["pt"]})
-        for sid in starters:
+        for sid in starters if not refs.unread else ():
             # with a [questions] section, missing questions are generated and reviewed in the app
             if "questions" not in cfg and not any(q["starter_id"] == sid for q in bundle.questions):
                 err.add(name, None, "starter_id", f"starter '{sid}' has no questions")
@@ -104,8 +107,7 @@ def load(folder, cfg, systems, bundle, err) -> None:
             for rowno, row in files.read_rows(epath, COLUMNS["exchanges"], err):
                 if not files.require_text(err, name, rowno, row, "starter_id", "system", "translation"):
                     continue
-                if row["starter_id"] not in starters:
-                    err.add(name, rowno, "starter_id", f"unknown starter '{row['starter_id']}'")
+                if refs.unknown(err, name, rowno, row["starter_id"]):
                     continue
                 if row["system"] not in system_ids:
                     err.add(name, rowno, "system", f"unknown system '{row['system']}' (declare it in [[systems]])")
@@ -117,7 +119,7 @@ def load(folder, cfg, systems, bundle, err) -> None:
                 seen.add(key)
                 bundle.exchanges.append(dict(row))
     if us.get("references"):
-        _load_references(folder, us["references"], starters, bundle, err)
+        _load_references(folder, us["references"], refs, bundle, err)
     ref = us.get("corpus_reference")
     corpora = sorted({s["corpus"] for s in starters.values()})
     if (
@@ -142,7 +144,31 @@ def load(folder, cfg, systems, bundle, err) -> None:
         )
 
 
-def _load_references(folder, value, starters, bundle, err):
+class _StarterRefs:
+    """The other files' starter ids checked against the starters file without follow-on errors:
+    an id whose own row in the starters file was refused is not reported again, and when the
+    starters file could not be read at all (not UTF-8, wrong separator) each file that names
+    starters gets one line saying its ids were not checked, instead of one per row."""
+
+    def __init__(self, starters: dict, starters_file: str | None):
+        self.starters, self.file = starters, starters_file
+        self.named: set[str] = set()  # ids in the starters file, refused rows' too
+        self.unread = False
+        self.skipped: set[str] = set()  # files whose ids went unchecked
+
+    def unknown(self, err, name: str, rowno: int, sid: str) -> bool:
+        if sid in self.starters:
+            return False
+        if self.unread:
+            if name not in self.skipped:
+                self.skipped.add(name)
+                err.add(name, None, "starter_id", f"not checked: {self.file} could not be read (see above)")
+        elif sid not in self.named:
+            err.add(name, rowno, "starter_id", f"unknown starter '{sid}'")
+        return True
+
+
+def _load_references(folder, value, refs: "_StarterRefs", bundle, err):
     """Human reference translations of the starters: a corpus for reference-based metrics,
     never shown to participants and never a system. Several per starter are allowed, told
     apart by `translator` (empty for one unnamed reference)."""
@@ -155,8 +181,7 @@ def _load_references(folder, value, starters, bundle, err):
         if not files.require_text(err, name, rowno, row, "starter_id", "translation"):
             continue
         sid = row["starter_id"]
-        if sid not in starters:
-            err.add(name, rowno, "starter_id", f"unknown starter '{sid}'")
+        if refs.unknown(err, name, rowno, sid):
             continue
         translator = row.get("translator") or ""
         if (sid, translator) in seen:
