@@ -105,6 +105,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
                 add_go = gr.Button("Add", variant="primary")
                 # slots only the signed Prolific URL fills; plain "Add" makes private-link slots
                 add_self_go = gr.Button("Add as Prolific self-enrolment slots (no external ids)")
+            # a refusal shows here, under the buttons, where the eye is (the table's message is
+            # far above: issue 51, point 7)
+            add_msg = gr.Markdown(elem_id="add-msg")
     with gr.Accordion("Finished participants and the completion code", open=False):
         gr.Markdown(
             "Everyone who finished every part of their role, with the time they finished and their "
@@ -215,9 +218,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
                     db, study_id, role_v, n, group_v, gender_v, ids, f"admin@{host(request)}", self_enrol=self_enrol
                 )
             except ERRORS as e:
-                return {msg: str(e)}
+                return {add_msg: f"**Nothing was added:** {e}"}
             ids_text = ", ".join(str(m.id) for m in made[:20]) + (", …" if len(made) > 20 else "")
-            shown = {ext_ids: "", **people.show(people_page(page_no, study_id, role_f, status_f))}
+            shown = {ext_ids: "", add_msg: "", **people.show(people_page(page_no, study_id, role_f, status_f))}
             if self_enrol:  # slots are filled through the study's signed URL, not private links
                 rows = participant_admin.prolific_urls(db, study_id, ctx.settings.public_url)
                 return {
@@ -248,7 +251,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
         button.click(
             adder(self_enrol),
             [session, study, role, count, group, gender, ext_ids, *table_state],
-            [msg, full_link, prolific_box, ext_ids, *people.outputs],
+            [msg, full_link, prolific_box, ext_ids, *people.outputs, add_msg],
             api_name=api,
             api_visibility="undocumented",
         )

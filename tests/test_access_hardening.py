@@ -385,6 +385,10 @@ def test_the_admin_link_opens_the_admin_in_the_browser_and_the_bare_page_says_wh
             assert pg.locator("#admin-dashboard .dash").count() == 0
             assert pg.get_by_label("Admin password").count() == 0 or not pg.get_by_label("Admin password").is_visible()
             pg.screenshot(path=str(ARTIFACTS / f"admin-needs-link-{width}.png"), full_page=True)
+            # a link from an earlier start says so (issue 51, point 7), and opens nothing
+            pg.goto(f"{own_secret_app.url}/?admin=from-an-earlier-start")
+            pg.get_by_text("not the one the server printed at its latest start").wait_for(timeout=30000)
+            assert pg.locator("#admin-dashboard .dash").count() == 0
             pg.goto(f"{own_secret_app.url}/?admin={secret}")
             pg.locator("#admin-dashboard .dash").wait_for(timeout=30000)
             pg.screenshot(path=str(ARTIFACTS / f"admin-by-link-{width}.png"), full_page=True)

@@ -167,6 +167,12 @@ def test_the_add_message_points_to_where_the_links_are(app_server):
     )
     assert "Added 1 rater" in out[0] and "above" in out[0] and "below" not in out[0], out[0]
     assert out[1].startswith(app_server.url)
+    # a refusal is said under the Add buttons (the form's own message, the last output), not in
+    # the table's message far above them (issue 51, point 7)
+    out = client.predict(
+        admin_session(client), "demo", "receiver", 0, "", "", "", "all", "all", 1, api_name="/admin_participants_add"
+    )
+    assert out[-1].startswith("**Nothing was added:**") and "between 1 and 500" in out[-1], out
 
 
 def test_the_dashboard_endpoint_needs_an_admin_session(app_server):

@@ -192,6 +192,15 @@ NEEDS_ADMIN_LINK = (
     "Open that link in this browser; whoever started the server can see it."
 )
 
+# what an admin link whose secret is not the server's gets (no password set): most often a link
+# from an earlier start, since each start prints a new one (issue 51, point 7)
+STALE_ADMIN_LINK = (
+    "This admin link is not the one the server printed at its latest start: the link changes each "
+    'time the server starts, so an older one stops working. Open the newest "Admin link: '
+    ".../?admin=...\" line from the server's terminal (or set TRADLAB_ADMIN_SECRET to keep one link "
+    "across restarts)."
+)
+
 
 class AdminAuth:
     """Admin sessions: a password from the settings; with none set, the server's local secret
@@ -275,7 +284,7 @@ class AdminAuth:
         if self.database is not None:
             minute = time.strftime("%Y-%m-%dT%H:%M", time.gmtime())
             self.wrong_links.tally(self.database, (client_host or "?", key, minute))
-        raise PermissionError(NEEDS_ADMIN_LINK)
+        raise PermissionError(STALE_ADMIN_LINK if secret else NEEDS_ADMIN_LINK)
 
     def _open(self) -> str:
         session = secrets.token_urlsafe(24)
