@@ -22,7 +22,9 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         with gr.Row():
             report_run = gr.Button("Report: every paper's tables and figures, one HTML file")
             report_files = gr.File(
-                label="Report (HTML) and the analyses' files", file_count="multiple", interactive=False
+                label="Report (HTML), and a .zip of it with the analyses' files",
+                file_count="multiple",
+                interactive=False,
             )
         table = not_run_table(interactive=False)
         shared = Panel(ctx, auth, session, study)
@@ -67,7 +69,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
         for given in report_inputs:
             inputs.update(given.inputs(*values[at : at + len(given.components)]))
             at += len(given.components)
-        from services.report.build import ReportError, build_report  # the analyses' heavy imports: on use
+        from services.report.build import ReportError, build_report, zip_report  # heavy imports: on use
 
         # the report (the study's results and settings) is served from gradio's cache, which
         # expires it; its temporary folder goes when the run ends (gradio's copy had left it there)
@@ -76,8 +78,13 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session: gr.Textbox):
                 rep = build_report(ctx.database, study_id, folder, inputs=inputs)
             except ReportError as e:
                 return {notice: str(e)}
-            files = served([rep.html, *rep.files], folder)
-        return {notice: f"Report written in {rep.seconds:.1f} s.", report_files: files}
+            # the HTML to read at once, and one .zip of it with its folders (its links work unpacked)
+            files = served([rep.html, zip_report(rep, folder)], folder)
+        return {
+            notice: f"Report written in {rep.seconds:.1f} s: the HTML, and a .zip of it with its "
+            f"{len(rep.files)} tables and figures in their folders (its links work once unpacked).",
+            report_files: files,
+        }
 
     read = [c for given in report_inputs for c in given.components]
     report_run.click(run_report, [session, study, *read], [notice, report_files], api_visibility="private")

@@ -122,3 +122,9 @@ def test_paper_003_in_its_order_from_the_sessions_audits_and_in_the_report(datab
     items = dict(re.findall(r'<figure id="[^"]*" data-item="([^"]+)">(.*?)</figure>', section, re.S))
     assert 'class="missing"' not in items["Table 1"] and 'class="missing"' not in items["Table 8"]
     assert qe_report.NO_AUDIT.split(":")[0] not in section
+    # the .zip beside the HTML holds every file its links name, at the linked path (issue 51, point 9)
+    import zipfile
+
+    names = set(zipfile.ZipFile(files[1]["path"]).namelist())
+    links = {h for h in re.findall(r'href="([^"#:]+)"', html) if not h.startswith("/")}
+    assert any(x.startswith("qe/") for x in links) and links <= names, sorted(links - names)[:5]

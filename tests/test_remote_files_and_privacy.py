@@ -349,6 +349,16 @@ def test_the_report_and_analysis_files_leave_no_temporary_copy(demo_db, tmp_path
         for p in v
     ]
     assert report[0].endswith("report-demo.html") and "Table 1" in Path(report[0]).read_text(encoding="utf-8")
+    # two downloads, not one flat file each: the HTML and a .zip of it with its folders, in which
+    # every relative link of the HTML resolves (issue 51, point 9)
+    import re
+    import zipfile
+
+    assert len(report) == 2 and report[1].endswith("report-demo.zip")
+    names = set(zipfile.ZipFile(report[1]).namelist())
+    html = Path(report[0]).read_text(encoding="utf-8")
+    links = {h for h in re.findall(r'href="([^"#:]+)"', html) if not h.startswith("/")}
+    assert "report-demo.html" in names and links <= names, sorted(links - names)[:5]
     # the demo has no judgments yet, so its panels write no tables: two protocols' tables of one name
     from tabs.admin_common import served as serve
     from tabs.analysis_common import run_folder

@@ -12,6 +12,7 @@ import importlib.metadata
 import platform
 import subprocess
 import time
+import zipfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -77,6 +78,18 @@ def _failed(protocol: str, section, error: Exception) -> Part:
     module = importlib.import_module(section.__module__)  # its TITLE and ITEMS (Protocol.report_section)
     why = f"The {protocol} analysis failed ({type(error).__name__}: {error}); the rest of the report stands."
     return Part(protocol, module.TITLE, fill(module.ITEMS, {}, why), summary=why)
+
+
+def zip_report(rep: Report, out_dir) -> Path:
+    """The report and its files as one .zip beside them (report-<study>.zip), each at its path
+    under out_dir, so the HTML's links to its tables and figures work once unpacked (the
+    Analysis tab hands this over, not each file flat: their links were dead)."""
+    root = Path(out_dir).resolve()
+    path = root / (Path(rep.html).stem + ".zip")
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for f in [rep.html, *rep.files]:
+            z.write(f, Path(f).resolve().relative_to(root).as_posix())
+    return path
 
 
 def build_report(database, study_id: str, out_dir, inputs: dict | None = None) -> Report:
