@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from services.common.vocabulary import count
 from tabs import paper_view
 from tabs.admin_common import admin_only, blank_number, served, shows_failure
 from tabs.analysis_common import FILES_PX, NOT_RUN, PAPER_2, Panel, not_run_table, run_folder
@@ -86,7 +87,7 @@ def panel(shared: Panel) -> None:
             da_notice: paper_view.notes_markdown(part),
             da_part: part,
             da_files: files,
-            da_full: f"{len(df)} judgments by {df['worker_id'].nunique()} raters.{notes}",
+            da_full: f"{count(len(df), 'judgment')} by {count(df['worker_id'].nunique(), 'rater')}.{notes}",
             da_hits: shown_table(done.hit_outcomes, "No HITs done yet."),
             da_table1: shown_table(done.table1, "No segments in this campaign.", DA_TABLE1),
             da_qc: shown_table(res.qc_summary, "No judgments to check yet.", PAPER_2),

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from services.common.vocabulary import count
 from services.da import analysis as da_analysis
 from services.da import study_analysis as da_study
 from services.report.sections import Part, fill
@@ -189,7 +190,7 @@ def build(database, study_id: str, out_dir: Path, alpha: float | None = None) ->
         content[number] = m if len(m) else no_scores(res.qc_summary, modality)
     part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
     df = done.judgments
-    part.summary = f"{len(df)} judgments by {df['worker_id'].nunique()} raters."
+    part.summary = f"{count(len(df), 'judgment')} by {count(df['worker_id'].nunique(), 'rater')}."
     part.notes = [*done.notes, *da_analysis.summary_notes(res)]
     folder = Path(out_dir) / "da"
     part.files = da_analysis.write_outputs(res, folder, png=False)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from services.common.vocabulary import count
 from services.report.sections import Part, fill
 from services.sd import analysis as sd_analysis
 from services.sd import study_analysis as sd_study
@@ -108,7 +109,7 @@ def build(
     }
     part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
     part.summary = (
-        f"{res.n_participants} participants, {res.n_kept} kept after cleansing; {res.n_ratings} "
+        f"{count(res.n_participants, 'participant')}, {res.n_kept} kept after cleansing; {res.n_ratings} "
         f"ratings, {res.n_ratings_kept} kept."
     )
     e = res.efa

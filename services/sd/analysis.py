@@ -113,6 +113,7 @@ from services.common.factor_extraction import (  # the extraction shared with th
     parallel_analysis,
 )
 from services.common.figure_files import write_figures
+from services.common.vocabulary import count
 
 REQUIRED = ["participant_id", "sentence_id", "pair_id", "value", "is_repeat", "duration_s"]
 SUITABILITY_REQUIRED = ["participant_id", "pair_id", "suitability"]
@@ -1035,7 +1036,7 @@ def write_outputs(result: SDResult, out_dir, include_plotlyjs="directory", png: 
 def summary(result: SDResult) -> str:
     cl = result.cleansing
     lines = [
-        f"{result.n_participants} participants, {result.n_ratings} ratings; kept {result.n_kept} "
+        f"{count(result.n_participants, 'participant')}, {count(result.n_ratings, 'rating')}; kept {result.n_kept} "
         f"(too fast <= {result.expected_seconds * FAST_SHARE:g} s: {int(cl['too_fast'].sum())}, "
         f"straight-liners: {int(cl['straight_liner'].sum())}, inconsistency outliers: {int(cl['outlier'].sum())})"
     ]

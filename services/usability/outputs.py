@@ -5,6 +5,7 @@ and how many a guard cut where the model ran on into a new prompt turn (issue 50
 
 from __future__ import annotations
 
+from services.common.vocabulary import count
 from storage import studies
 from storage.usability import recordings
 
@@ -24,7 +25,7 @@ def systems_report(database, study_id: str) -> dict[str, str]:
             continue
         ran = "; ".join(precision_text(p) for p in made["precision"] if isinstance(p, dict)) or "not recorded"
         out[system] = (
-            f"ran in {ran}; {made['n']} translations, {made['n'] - made['cut']} used whole as generated, "
+            f"ran in {ran}; {count(made['n'], 'translation')}, {made['n'] - made['cut']} used whole as generated, "
             f"{made['cut']} cut where the model ran on into a new prompt turn (meta.cut)"
         )
     return out
