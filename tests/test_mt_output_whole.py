@@ -99,7 +99,8 @@ def test_the_reports_versions_count_each_systems_cuts_and_say_its_precision(demo
         made.append(demo_db.one("SELECT system_id FROM exchanges WHERE id = ?", [rec["exchange_id"]])["system_id"])
     cuts = {s: int(s == made[0]) for s in made}
     expected = {
-        s: f"ran in asr bfloat16, mt float32; {made.count(s)} translations, {made.count(s) - cuts[s]} used "
+        s: f"ran in asr bfloat16, mt float32; {made.count(s)} translation{'s' * (made.count(s) != 1)}, "
+        f"{made.count(s) - cuts[s]} used "
         f"whole as generated, {cuts[s]} cut where the model ran on into a new prompt turn (meta.cut)"
         for s in made
     }
