@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from services.admin.progress import progress_table
 from services.common import protocols
+from services.common.vocabulary import count
 from storage import dashboard as store
 
 STALL_MINUTES = 30
@@ -53,10 +54,6 @@ class Dashboard:
     stalled: list[dict] = field(default_factory=list)  # {"id", "role", "open", "last_seen_at"}
 
 
-def _n(count: int, one: str, many: str | None = None) -> str:
-    return f"{count} {one if count == 1 else (many or one + 's')}"
-
-
 def _wait(count: int) -> str:
     return "waits" if count == 1 else "wait"
 
@@ -79,36 +76,36 @@ def waiting_lines(
     lines = []
     if recordings.get("flagged"):
         lines.append(
-            f"{_n(recordings['flagged'], 'recording')} flagged by QC {_wait(recordings['flagged'])} on "
+            f"{count(recordings['flagged'], 'recording')} flagged by QC {_wait(recordings['flagged'])} on "
             "the study team: "
             "review them under Recordings to review."
         )
     if jobs.get("failed"):
         lines.append(
-            f"{_n(jobs['failed'], 'background job')} failed: retry them under Background jobs "
+            f"{count(jobs['failed'], 'background job')} failed: retry them under Background jobs "
             "(their errors are listed there)."
         )
     if recordings.get("pending"):
         queued = jobs.get("pending", 0) + jobs.get("running", 0)
         lines.append(
-            f"{_n(recordings['pending'], 'recording')} {_wait(recordings['pending'])} on the worker for QC "
+            f"{count(recordings['pending'], 'recording')} {_wait(recordings['pending'])} on the worker for QC "
             "and translation "
-            f"({_n(queued, 'job')} queued or running)."
+            f"({count(queued, 'job')} queued or running)."
         )
     for r in open_roles:
-        who = _n(r["people"], ROLE_SINGULAR.get(r["role"], r["role"]), ROLE_PLURAL.get(r["role"]))
-        line = f"{_n(r['items'], 'open item')} {_wait(r['items'])} on {who}"
+        who = count(r["people"], ROLE_SINGULAR.get(r["role"], r["role"]), ROLE_PLURAL.get(r["role"]))
+        line = f"{count(r['items'], 'open item')} {_wait(r['items'])} on {who}"
         lines.append(line + (f" ({r['not_started']} not started yet)." if r["not_started"] else "."))
     for p in pool:
         taker = POOL_TAKER.get(p["phase"], f"someone for {p['phase']}")
         lines.append(
-            f"{_n(p['places'], p['phase'] + ' place')} ({_n(p['items'], 'item')}) {_wait(p['places'])} for "
+            f"{count(p['places'], p['phase'] + ' place')} ({count(p['items'], 'item')}) {_wait(p['places'])} for "
             f"{taker}: "
             "the next one who opens their link takes them."
         )
     if stalled_total:
         lines.append(
-            f"{_n(stalled_total, 'participant')} stalled: open items, not seen for {stall_minutes} minutes or more."
+            f"{count(stalled_total, 'participant')} stalled: open items, not seen for {stall_minutes} minutes or more."
         )
     return lines
 

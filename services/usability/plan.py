@@ -25,6 +25,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
+from services.common.vocabulary import count
 from services.participation.assignment import sender_design
 from services.usability import workflow
 from storage import studies
@@ -107,14 +108,14 @@ def running_lines(database, study: dict, now: dt.datetime | None = None) -> list
             f"(the busiest starter has {max(per_starter.values())}); {enrolled} are enrolled: "
             f"add {need - enrolled} more."
         )
-    b = blocked(database, study)
+    b = blocked(database, study, n_starters)
     if b is None:
         return lines
     shown = ", ".join(map(str, b.exchanges[:10])) + (" ..." if len(b.exchanges) > 10 else "")
     line = (
-        f"{_n(b.places, 'receive place')} of {_n(len(b.starters), 'starter')} (exchanges {shown}) wait for a "
+        f"{count(b.places, 'receive place')} of {count(len(b.starters), 'starter')} (exchanges {shown}) wait for a "
         f"receiver who has not read the starter: every receiver with room already has. "
-        f"{_n(b.more_receivers, 'more receiver')} would take them"
+        f"{count(b.more_receivers, 'more receiver')} would take them"
     )
     minutes = us.get("receiver_repeat_after_minutes", 0)
     if minutes and b.oldest:
@@ -128,10 +129,6 @@ def running_lines(database, study: dict, now: dt.datetime | None = None) -> list
     return [*lines, line]
 
 
-def _n(count: int, one: str) -> str:
-    return f"{count} {one if count == 1 else one + 's'}"
-
-
 @dataclass
 class Blocked:
     """Receive places no enrolled receiver with room may take: they all read the starter."""
@@ -143,7 +140,7 @@ class Blocked:
     oldest: str | None  # when the longest-waiting of them entered the pool
 
 
-def blocked(database, study: dict) -> Blocked | None:
+def blocked(database, study: dict, n_starters: int | None = None) -> Blocked | None:
     """The receive places that wait for a receiver who has not read their starter (None: none,
     or the study lets receivers repeat starters). A starter's open places beyond the receivers
     with room who never had it are blocked; each new receiver takes one of each starter, up to
@@ -165,7 +162,7 @@ def blocked(database, study: dict) -> Blocked | None:
     if not starters:
         return None
     places = sum(starters.values())
-    k = min(cap, len(studies.starters(database, sid)))
+    k = min(cap, n_starters if n_starters is not None else len(studies.starters(database, sid)))
     more = max(max(starters.values()), math.ceil(places / k))
     return Blocked(places, starters, exchanges, more, oldest)
 
