@@ -96,3 +96,25 @@ def test_the_wait_must_be_whole_minutes(tmp_path):
 
     with pytest.raises(StudyValidationError, match=r"usability.receiver_repeat_after_minutes.*integer >= 0"):
         load_study(study_folder(tmp_path, receiver_repeat_after_minutes="-5"))
+
+
+def test_a_sender_who_left_counts_only_what_they_recorded(tmp_path):
+    """Tried as a user: the demo (a sender and one who dropped out after two readings, one
+    receiver with room for six) said 'the 8 exchanges need at least 2 receivers': the leaver's
+    two unrecorded texts wait for another sender, who records them as new exchanges."""
+    from services.participation.submissions import submit
+    from services.usability import dropouts, pipeline
+
+    db = open_database(tmp_path / "s.db")
+    import_study(db, study_folder(tmp_path / "study"))
+    # as the demo makes them (services/setup/demo.py): another cell, design block 1 (other starters)
+    (stay,) = add_participants(db, "demo", "sender", 1, "USW", "Woman")
+    (leave,) = add_participants(db, "demo", "sender", 1, "Hindi", "Man", design_index=1)
+    for _ in range(2):
+        v = get_view(db, leave.token, "record")
+        rec = submit(db, leave.token, "record", v.item_id, {"audio": str(wav(tmp_path))}, media_dir=tmp_path).stored
+        pipeline.record_outcome(db, rec["id"], "Tradução de teste.", "texto")
+    dropouts.drop_out(db, leave.id, "test", "did not come back")
+    add_participants(db, "demo", "receiver", 1)
+    # the stayer's 4 and the leaver's 2 recorded: one receiver with room for 6 takes them all
+    assert [line for line in dashboard(db, "demo").waiting if "need at least" in line] == []

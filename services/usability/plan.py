@@ -105,7 +105,7 @@ def running_lines(database, study: dict, now: dt.datetime | None = None) -> list
     if need > enrolled:
         lines.append(
             f"The {sum(per_starter.values())} exchanges need at least {need} receivers "
-            f"(the busiest starter has {max(per_starter.values())}); {enrolled} are enrolled: "
+            f"(the busiest starter has {max(per_starter.values())}); {count(enrolled, 'receiver')} enrolled: "
             f"add {need - enrolled} more."
         )
     b = blocked(database, study, n_starters)

@@ -333,11 +333,15 @@ def inactive_senders(database: Database, study_id: str, before: str) -> list[dic
 
 
 def exchanges_per_starter(database: Database, study_id: str) -> dict[str, int]:
-    """Exchanges that want answers, per starter: imported ones and those of senders still in the
-    study (not excluded; a sender who dropped out keeps theirs: a rater takes their surveys)."""
+    """Exchanges that want answers, per starter: imported ones, recorded ones (a sender who dropped
+    out keeps theirs: a rater takes their surveys) and those an active sender is still to record.
+    Not the unrecorded ones of a sender who left: their texts wait for another sender of the cell,
+    who records them as new exchanges (workflow.adopt_cell_orphans)."""
     rows = database.query(
         "SELECT e.starter_id, COUNT(*) AS n FROM exchanges e LEFT JOIN participants p ON p.id = e.sender_id "
-        "WHERE e.study_id = ? AND (e.sender_id IS NULL OR p.excluded_at IS NULL) GROUP BY e.starter_id",
+        "WHERE e.study_id = ? AND (e.sender_id IS NULL OR EXISTS (SELECT 1 FROM recordings r "
+        "WHERE r.exchange_id = e.id) OR (p.active = 1 AND p.excluded_at IS NULL AND p.dropped_out_at IS NULL)) "
+        "GROUP BY e.starter_id",
         [study_id],
     )
     return {r["starter_id"]: r["n"] for r in rows}
