@@ -178,7 +178,11 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="hardening3-"))
     flac = wide_flac(tmp / "wide.flac")
-    shares = {"TRADLAB_UPLOADS_PER_MINUTE": "10", "TRADLAB_CONNECTIONS_PER_CLIENT": "100"}  # the defaults
+    shares = {  # the defaults, which the tests' RunningApp raises
+        "TRADLAB_UPLOADS_PER_MINUTE": "10",
+        "TRADLAB_CONNECTIONS_PER_CLIENT": "100",
+        "TRADLAB_STRANGER_REQUESTS_PER_MINUTE": "120",
+    }
     app = prepared_app(tmp, 2, extra_roles=True, env_extra={"TRADLAB_WORKER": "0", **shares})
     app.start()
     try:

@@ -78,6 +78,7 @@ class RunningApp:
             # the per-client share of connections: web.guard.Guard, web.gradio_patches.timed_protocol)
             "TRADLAB_UPLOADS_PER_MINUTE": "1000",
             "TRADLAB_CONNECTIONS_PER_CLIENT": "1000",
+            "TRADLAB_STRANGER_REQUESTS_PER_MINUTE": "0",  # web.sessions.Callers: tests of it set it
             **(env_extra or {}),
         }
         self.proc = None

@@ -38,6 +38,9 @@ UPLOAD = re.compile(r"/gradio_api/(?:upload|upload_progress)")
 # it), and is refused (404) otherwise; one heartbeat a session.
 HEARTBEAT = re.compile(r"/gradio_api/heartbeat/([^/]+)")
 HEARTBEAT_WAIT_S = 5.0
+# What a page load costs Gradio (its HTML: about 48 ms of CPU on "/"; its config), counted
+# against a stranger's share (Callers.admit_page); assets and the rest are cheap.
+PAGE_LOAD = re.compile(r"/?|/config/?")
 
 
 # An escape pair (a backslash and the byte after it) never ends a text. Texts are taken out by
@@ -171,6 +174,10 @@ class Guard:
             beat = HEARTBEAT.fullmatch(path) if self.callers is not None else None
             if beat:
                 return await self.heartbeat(scope, receive, send, page, beat.group(1))
+            if self.callers is not None and PAGE_LOAD.fullmatch(path):
+                refusal = self.callers.admit_page(scope.get("query_string", b""), client)
+                if refusal:
+                    return await self.refuse(send, *refusal)
             return await self.app(scope, receive, send)
         limit = self.max_upload if upload else self.max_body
         length = dict(scope.get("headers", [])).get(b"content-length")
@@ -208,9 +215,10 @@ class Guard:
         problem = await anyio.to_thread.run_sync(json_problem, body) if len(body) > 4096 else json_problem(body)
         if problem:
             return await self.refuse(send, 413, f"The request's data is too complex ({problem}).")
-        refusal = self.callers.admit(page, path, scope.get("query_string", b""), body) if self.callers else None
+        query = scope.get("query_string", b"")
+        refusal = self.callers.admit(page, path, query, body, client) if self.callers else None
         if refusal:
-            return await self.refuse(send, 403, refusal, as_json=True)
+            return await self.refuse(send, *refusal, as_json=True)
         sent = False
 
         async def replay():
@@ -327,7 +335,7 @@ def guard(site: Site, settings, database=None):
         max_upload=int(settings.max_upload_mb * 1024 * 1024),
         body_timeout=settings.body_timeout,
         upload_pages=upload_pages(site),
-        callers=Callers(site, database) if database is not None else None,
+        callers=Callers(site, database, settings.stranger_requests_per_minute) if database is not None else None,
         uploads=UploadBudget(settings.uploads_per_minute, held, 20 * held),
         per_client=settings.connections_per_client,
     )

@@ -163,9 +163,22 @@ class Callers:
     its role's page by RoleRedirect)."""
 
     MAX_LOOKUPS = 8  # token-shaped strings looked up per request, at most
+    TOO_MANY = (
+        "Too many requests from your address without a valid link: please wait a minute and try "
+        "again, or open the personal link you were given."
+    )
 
-    def __init__(self, site: Site, database):
+    def __init__(self, site: Site, database, strangers_per_minute: int = 0):
+        from services.participation.rate_limit import TokenBuckets
+
         self.site, self.database = site, database
+        # A stranger's page load and events cost Gradio 5-50 ms of CPU each whatever they carry
+        # (the team page's six load events with made-up ?admin= secrets, 24 a second, took the
+        # two cores' share an honest view waits for: its p95 2.7x). Per client address, events
+        # and page loads that come with no valid link or admin session spend a bucket of
+        # strangers_per_minute (the burst too: a class self-enrolling behind one address).
+        rate = strangers_per_minute / 60
+        self.strangers = TokenBuckets(rate, float(strangers_per_minute)) if rate else None
         self.team_calls = {
             i for i, fn in getattr(site.team, "fns", {}).items() if getattr(fn, "api_name", None) in PARTICIPANT_CALLS
         }
@@ -200,19 +213,32 @@ class Callers:
         m = FN_INDEX.search(body)
         return bool(m) and int(m.group(1)) in self.team_calls
 
-    def admit(self, page: str, path: str, query: bytes, body: bytes) -> str | None:
+    def spend(self, client: str) -> bool:
+        """Whether client may send one more request without a valid caller (strangers' bucket)."""
+        return self.strangers is None or self.strangers.allow(client)
+
+    def admit_page(self, query: bytes, client: str) -> tuple[int, str] | None:
+        """A page load (its HTML or config): None, or (status, text) when a client without a
+        valid link or admin secret in the URL has spent its share."""
+        if self.strangers is None or self.valid(query, b""):
+            return None
+        return None if self.spend(client) else (429, self.TOO_MANY)
+
+    def admit(self, page: str, path: str, query: bytes, body: bytes, client: str = "") -> tuple[int, str] | None:
         """None: on to Gradio (the session marked known when it came with a valid caller);
-        else the refusal's text."""
+        else (status, the refusal's text)."""
         holder = self.holder(page)
         m = SESSION_HASH.search(body)
         sid = m.group(1).decode("latin-1") if m else None
         if sid and holder is not None and sid in holder.known:
             return None
-        if page and not sid:  # a role page's call with no session (an item form's JSON route)
-            return None  # has none to vouch for, and role pages refuse nobody here
+        if page and not sid:  # a role page's call with no session (an item form's JSON route:
+            return None  # its token is looked up and paced per link by the service)
         valid = self.valid(query, body)
         if valid and sid and holder is not None:
             holder.vouch(sid)
         if not valid and not page and self.participant_call(path, body):
-            return NOT_YOUR_LINK
+            return 403, NOT_YOUR_LINK
+        if not valid and not self.spend(client):
+            return 429, self.TOO_MANY
         return None

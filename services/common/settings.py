@@ -187,6 +187,12 @@ class Settings:
         "connections and requests one client address may hold open at once (a participant's page holds 2-6: its heartbeat, its event stream, a few requests); more are answered 429. A class behind one address shares it",
         default=100,
     )
+    stranger_requests_per_minute: int = _s(
+        "TRADLAB_STRANGER_REQUESTS_PER_MINUTE",
+        "120",
+        "page loads and events one client address may send a minute without a valid link or admin session (the burst: as many at once); more are answered 429. A designer's login costs about 8, a Prolific newcomer's first page about 3; 0 turns the limit off",
+        default=120,
+    )
     link_secret: str = _s(
         "TRADLAB_LINK_SECRET",
         "",
@@ -333,6 +339,7 @@ class Settings:
                 "max_connections": int(_float(get["TRADLAB_MAX_CONNECTIONS"], 1000.0)) or 1000,
                 "connections_per_client": int(_float(get["TRADLAB_CONNECTIONS_PER_CLIENT"], 100.0)) or 100,
                 "uploads_per_minute": int(_float(get["TRADLAB_UPLOADS_PER_MINUTE"], 10.0)) or 10,
+                "stranger_requests_per_minute": max(0, int(_float(get["TRADLAB_STRANGER_REQUESTS_PER_MINUTE"], 120.0))),
                 "upload_mb_per_client": _float(get["TRADLAB_UPLOAD_MB_PER_CLIENT"], 200.0) or 200.0,
                 "fast_pages": get["TRADLAB_FAST_PAGES"].strip() not in ("0", "false", "no"),
                 "form_routes": get["TRADLAB_FORM_ROUTES"].strip() not in ("0", "false", "no"),
