@@ -144,3 +144,15 @@ def test_an_export_without_da_judgments_names_what_is_missing(campaigns, tmp_pat
     assert cli.main(["analyze", "da", str(folder), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "da_judgments.csv" in err and "hit" in err
+
+
+def test_a_judgments_file_copied_out_of_its_export(campaigns, tmp_path, monkeypatch, capsys):
+    """The export's da_judgments.csv on its own (no manifest beside it) is recognised by its
+    columns (rater, hit, ...) and analyses the same."""
+    tmp, db, media = campaigns
+    loose = tmp_path / "judgments.csv"
+    shutil.copyfile(f"{_export(tmp, tmp / 't.db', media, 'study-a', 'csv', monkeypatch)}/da_judgments.csv", loose)
+    systems, workers = _analyse([str(loose)], tmp_path / "out", monkeypatch, capsys)
+    want = da_analysis.analyze(da_campaign.judgments_frame(db, "study-a"), alpha=0.05, keep_fast=True)
+    _same_systems(systems, want.systems)
+    _same_workers(workers, want.workers)

@@ -145,7 +145,8 @@ class DAResult:
 
 
 def detect_format(path) -> str:
-    """'csv' (this project's schema), 'wmt' (WMT DA TSV) or 'appraise' (Appraise CSV export)."""
+    """'csv' (this project's schema), 'export' (an export's da_judgments.csv), 'wmt' (WMT DA TSV) or
+    'appraise' (Appraise CSV export)."""
     path = Path(path)
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -159,6 +160,8 @@ def detect_format(path) -> str:
     fields = [x.strip().strip('"') for x in first.split(",")]
     if {"worker_id", "item_type", "score"} <= set(fields):
         return "csv"
+    if da_export.is_table(fields):
+        return "export"
     if (len(fields) >= 7 and fields[3].upper() in ("TGT", "BAD", "REF", "CHK")) or {"username", "itemType"} <= set(
         fields
     ):
@@ -181,11 +184,13 @@ def load_judgments(path, fmt: str = "auto") -> pd.DataFrame:
     fmt = detect_format(path) if fmt == "auto" else fmt
     if fmt == "csv":
         return read_judgments(path)
+    if fmt == "export":
+        return da_export.read_file(path)
     if fmt == "wmt":
         return da_import.from_wmt_tsv(path)
     if fmt == "appraise":
         return da_import.from_appraise_csv(path)
-    raise ValueError(f"unknown format {fmt!r} (auto, csv, wmt, appraise)")
+    raise ValueError(f"unknown format {fmt!r} (auto, csv, export, wmt, appraise)")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from services.da.judgments import normalise
+from services.da.judgments import DAInputError, normalise
 from services.study import export_reader
 
 TABLE = "da_judgments"
@@ -34,11 +34,27 @@ COLUMNS = {
 
 def judgments(export: export_reader.Export) -> pd.DataFrame:
     """The export's judgments in the analysis's columns, checked (services/da/judgments.py)."""
-    raw = export_reader.read_table(export, TABLE, tuple(COLUMNS))
+    return from_table(export_reader.read_table(export, TABLE), str(export.path(TABLE)))
+
+
+def is_table(header: list[str]) -> bool:
+    """A CSV header that is the export's da_judgments (also copied out of its folder)."""
+    return {"rater", "hit", "item_type", "score"} <= set(header)
+
+
+def read_file(path) -> pd.DataFrame:
+    """An export's da_judgments.csv on its own, without its folder's manifest."""
+    return from_table(export_reader.read_csv(path, TABLE), str(path))
+
+
+def from_table(raw: pd.DataFrame, source: str) -> pd.DataFrame:
+    missing = [c for c in COLUMNS if c not in raw.columns]
+    if missing:
+        raise DAInputError(source, 1, missing[0], f"missing column(s) of the export's {TABLE}: {', '.join(missing)}")
     # a judgment saved before DA campaigns (m003) has no HIT: the app's analysis leaves it out too
     raw = raw[raw["hit"] != ""]
     frame = raw[list(COLUMNS)].rename(columns=COLUMNS)
-    return normalise(frame, str(export.path(TABLE)))
+    return normalise(frame, source)
 
 
 def label(path, export: export_reader.Export | None) -> str:

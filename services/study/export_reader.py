@@ -110,15 +110,22 @@ def read_table(export: Export, table: str, needed: tuple[str, ...] = ()) -> pd.D
                 rows = [json.loads(line) for line in f if line.strip()]
             frame = pd.DataFrame(rows, columns=list(rows[0]) if rows else dictionary.columns(table)).map(_text)
         else:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-            text = [c for c in frame.columns if c in dictionary.columns(table) and _kind(table, c) in TEXT_TYPES]
-            for c in text:  # written with the formula guard (export.write_csv)
-                frame[c] = frame[c].map(_unguard)
+            frame = read_csv(path, table)
     except (OSError, ValueError) as e:
         raise ExportReadError(path, None, None, f"not readable ({e})") from None
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         raise ExportReadError(path, 1, missing[0], f"missing column(s) {', '.join(missing)} of the {table} table")
+    return frame
+
+
+def read_csv(path, table: str) -> pd.DataFrame:
+    """One exported CSV table as strings, its text cells without the formula guard
+    (export.write_csv); also a table copied out of its export folder."""
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    for c in frame.columns:
+        if c in dictionary.columns(table) and _kind(table, c) in TEXT_TYPES:
+            frame[c] = frame[c].map(_unguard)
     return frame
 
 
