@@ -180,7 +180,7 @@ def cmd_analyze(args, settings):
 
             print(da_study.run_cli(open_db(settings), args.study, args.out, alpha=args.alpha))
         elif not args.judgments:
-            return refused(ValueError("analyze da needs a judgments file or --study STUDY_ID"))
+            return refused(ValueError("analyze da needs a judgments file, an export folder or --study STUDY_ID"))
         else:
             print(
                 da_analysis.run_cli(
@@ -191,6 +191,7 @@ def cmd_analyze(args, settings):
                     fmt=args.format,
                     keep_fast=args.keep_fast or None,
                     fast_item_s=args.fast_item_s,
+                    runs_from_inputs=args.runs_from_inputs,
                 )
             )
     except (ValueError, FileNotFoundError) as e:  # DAInputError names file, row and column
@@ -563,9 +564,11 @@ def build_parser() -> argparse.ArgumentParser:
     da = asub.add_parser("da", help="direct assessment (paper 001): reliability, z-scores, rankings")
     da.add_argument(
         "judgments",
-        nargs="?",
+        nargs="*",
         help="CSV (worker_id, hit_id, modality, system, segment_id, item_type, "
-        "score), a WMT DA TSV or an Appraise CSV export",
+        "score), a WMT DA TSV, an Appraise CSV export, or a study's export (`app.py export`: its folder "
+        "or its da_judgments file, any format); several are merged into one campaign, each one's "
+        "worker and HIT ids prefixed by its study id (an export) or file name",
     )
     da.add_argument(
         "--study",
@@ -593,8 +596,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     da.add_argument("--wmt", action="store_true", help="score as WMT publishes: system + repeat items, every worker")
     da.add_argument("--format", default="auto", choices=["auto", "csv", "wmt", "appraise"])
+    da.add_argument(
+        "--runs-from-inputs",
+        action="store_true",
+        help="number the inputs as runs 1, 2, ... (each input one run): two studies compared as "
+        "paper 001's self-replication",
+    )
     sdp = asub.add_parser("sd", help="semantic differential (paper 002): cleansing and factor analysis")
-    sdp.add_argument("ratings", help="CSV: participant_id, sentence_id, pair_id, value (-3..3), is_repeat, duration_s")
+    sdp.add_argument(
+        "ratings",
+        help="CSV: participant_id, sentence_id, pair_id, value (-3..3), is_repeat, duration_s; or a study's "
+        "export (`app.py export`: its folder or its sd_ratings file, any format; duration_s from its assignments)",
+    )
     sdp.add_argument("--out", required=True)
     sdp.add_argument(
         "--factors",
@@ -624,7 +637,9 @@ def build_parser() -> argparse.ArgumentParser:
         "topic, source, satisfaction, trust, reliance, *_b, translation_score, qa_score, "
         "metric_* columns; optional starter_id, perspective and respondent_id, "
         "respondent_role, respondent_group, respondent_gender (group and gender "
-        "are then the speaker's), corpus (the models' Source factor, Table 4)",
+        "are then the speaker's), corpus (the models' Source factor, Table 4); or a study's export "
+        "(`app.py export`: its folder or its exchanges file, any format; the surveys, validations, "
+        "starters and metrics joined from its other tables)",
     )
     us.add_argument("--out", required=True)
     us.add_argument(

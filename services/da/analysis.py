@@ -54,6 +54,7 @@ import pandas as pd
 from scipy import stats
 
 from services.common.figure_files import write_figures
+from services.da import export_input as da_export
 from services.da import importer as da_import
 from services.da.judgments import (  # noqa: F401 (re-exported)
     CONTROL_TYPES,
@@ -65,6 +66,7 @@ from services.da.judgments import (  # noqa: F401 (re-exported)
     normalise,
     read_judgments,
 )
+from services.study import export_reader
 
 FAST_ITEM_S = 2.0  # a HIT whose median seconds per item is below this is flagged as implausibly fast
 
@@ -143,7 +145,8 @@ class DAResult:
 
 
 def detect_format(path) -> str:
-    """'csv' (this project's schema), 'wmt' (WMT DA TSV) or 'appraise' (Appraise CSV export)."""
+    """'csv' (this project's schema), 'export' (an export's da_judgments.csv), 'wmt' (WMT DA TSV) or
+    'appraise' (Appraise CSV export)."""
     path = Path(path)
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
@@ -157,6 +160,8 @@ def detect_format(path) -> str:
     fields = [x.strip().strip('"') for x in first.split(",")]
     if {"worker_id", "item_type", "score"} <= set(fields):
         return "csv"
+    if da_export.is_table(fields):
+        return "export"
     if (len(fields) >= 7 and fields[3].upper() in ("TGT", "BAD", "REF", "CHK")) or {"username", "itemType"} <= set(
         fields
     ):
@@ -171,15 +176,21 @@ def detect_format(path) -> str:
 
 
 def load_judgments(path, fmt: str = "auto") -> pd.DataFrame:
-    """Read judgments in any supported format (fmt: auto, csv, wmt, appraise)."""
+    """Read judgments in any supported format (fmt: auto, csv, wmt, appraise), or a study's export
+    (its folder or its da_judgments table, in any of the export's formats)."""
+    export = export_reader.find(path)
+    if export is not None and export.table in (None, da_export.TABLE):
+        return da_export.judgments(export)
     fmt = detect_format(path) if fmt == "auto" else fmt
     if fmt == "csv":
         return read_judgments(path)
+    if fmt == "export":
+        return da_export.read_file(path)
     if fmt == "wmt":
         return da_import.from_wmt_tsv(path)
     if fmt == "appraise":
         return da_import.from_appraise_csv(path)
-    raise ValueError(f"unknown format {fmt!r} (auto, csv, wmt, appraise)")
+    raise ValueError(f"unknown format {fmt!r} (auto, csv, export, wmt, appraise)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -766,6 +777,17 @@ def summary(result: DAResult) -> str:
     return "\n".join(lines)
 
 
+def load_inputs(paths, fmt: str = "auto", runs_from_inputs: bool = False) -> pd.DataFrame:
+    """One input's judgments (load_judgments), or several merged into one campaign, their worker
+    and HIT ids prefixed by study id or file name (services/da/export_input.py: merge)."""
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    if len(paths) == 1 and not runs_from_inputs:
+        return load_judgments(paths[0], fmt)
+    frames = [load_judgments(p, fmt) for p in paths]
+    labels = [da_export.label(p, export_reader.find(p)) for p in paths]
+    return da_export.merge(frames, labels, runs_from_inputs)
+
+
 def run_cli(
     path,
     out_dir,
@@ -774,11 +796,14 @@ def run_cli(
     fmt: str = "auto",
     keep_fast: bool | None = None,
     fast_item_s: float = FAST_ITEM_S,
+    runs_from_inputs: bool = False,
 ) -> str:
-    """Read judgments (fmt: auto, csv, wmt, appraise), analyse, write outputs to out_dir and
-    return a short human summary."""
-    df = load_judgments(path, fmt)
-    result = analyze(df, alpha=alpha, wmt=wmt, keep_fast=keep_fast, fast_item_s=fast_item_s, source=str(path))
+    """Read judgments (fmt: auto, csv, wmt, appraise; or an export; several paths: merged),
+    analyse, write outputs to out_dir and return a short human summary."""
+    paths = [path] if isinstance(path, (str, Path)) else list(path)
+    df = load_inputs(paths, fmt, runs_from_inputs)
+    named = ", ".join(map(str, paths))
+    result = analyze(df, alpha=alpha, wmt=wmt, keep_fast=keep_fast, fast_item_s=fast_item_s, source=named)
     files = write_outputs(result, out_dir)
     mode = " (WMT method: all workers, system + ask_again items)" if wmt else ""
-    return f"DA analysis of {path}{mode}\n" + summary(result) + f"\n{len(files)} files written to {out_dir}"
+    return f"DA analysis of {named}{mode}\n" + summary(result) + f"\n{len(files)} files written to {out_dir}"

@@ -114,6 +114,8 @@ from services.common.factor_extraction import (  # the extraction shared with th
 )
 from services.common.figure_files import write_figures
 from services.common.vocabulary import count
+from services.sd import export_input
+from services.study import export_reader
 
 REQUIRED = ["participant_id", "sentence_id", "pair_id", "value", "is_repeat", "duration_s"]
 SUITABILITY_REQUIRED = ["participant_id", "pair_id", "suitability"]
@@ -315,9 +317,15 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
 
 
 def read_ratings(path) -> pd.DataFrame:
-    """Read a semantic-differential ratings CSV (REQUIRED columns; others are ignored)."""
+    """Read a semantic-differential ratings CSV (REQUIRED columns; others are ignored), or a
+    study's export (its folder or its sd_ratings table, any of the export's formats)."""
     path = Path(path)
-    df = _read_csv(path, SDInputError)
+    export = export_reader.find(path)
+    if export is not None and export.table in (None, export_input.TABLE):
+        path = export.path(export_input.TABLE) if export.has(export_input.TABLE) else export.folder
+        df = export_input.ratings(export)
+    else:
+        df = _read_csv(path, SDInputError)
     out = normalise(df, str(path))
     if out.empty:
         raise SDInputError(path, 2, None, "no ratings (only a header row)")

@@ -132,8 +132,9 @@ from services.common.analysis_output import write_json, write_tables
 from services.common.figure_files import write_figures
 from services.metrics import registry as metric_registry
 from services.models import systems as st_systems
+from services.study import export_reader
 from services.usability import contrasts as C
-from services.usability import paper_figures
+from services.usability import export_input, paper_figures
 from services.usability.mixedlm import fast_mixedlm
 
 ID_COLUMNS = ["exchange_id", "sender_id", "receiver_id", "validator_id"]
@@ -428,9 +429,16 @@ def normalise(df: pd.DataFrame, source: str = "<DataFrame>") -> pd.DataFrame:
 
 
 def read_exchanges(path) -> pd.DataFrame:
-    """Read an exchanges CSV and normalise it (REQUIRED columns; unknown columns are ignored)."""
+    """Read an exchanges CSV and normalise it (REQUIRED columns; unknown columns are ignored), or
+    a study's export (its folder or its exchanges table, any of the export's formats: the
+    ratings and scores joined from its other tables, services/usability/export_input.py)."""
     path = Path(path)
-    df = _read_csv(path, UsabilityInputError)
+    export = export_reader.find(path)
+    if export is not None and export.table in (None, export_input.TABLE):
+        df = export_input.exchanges(export)
+        path = export.folder
+    else:
+        df = _read_csv(path, UsabilityInputError)
     out = normalise(df, str(path))
     if out.empty:
         raise UsabilityInputError(path, 2, None, "no exchanges (only a header row)")
