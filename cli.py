@@ -43,7 +43,7 @@ def cmd_import(args, settings):
         for err in e.errors:
             print(f"  {err}", file=sys.stderr)
         return 2
-    print(f"study '{res.study_id}': {res.status} " + ", ".join(f"{k} {v}" for k, v in res.counts.items()))
+    print(res.summary())
     for note in res.notes:  # what the design needs to finish (services/usability/plan.py)
         print(f"  {note}")
     from services.admin.participants import prolific_summary, prolific_text, prolific_urls

@@ -38,9 +38,10 @@ def has_participants(database: Database, study_id: str) -> bool:
     return bool(database.scalar("SELECT 1 FROM participants WHERE study_id = ? LIMIT 1", [study_id]))
 
 
-def replace_study(db, bundle) -> None:
-    """Write a validated StudyBundle, replacing earlier content of the same study.
-    Called inside a write transaction."""
+def replace_study(db, bundle, corpus_hash: str | None = None) -> None:
+    """Write a validated StudyBundle, replacing earlier content of the same study; corpus_hash:
+    its corpus parts' hashes (services/study/lifecycle.corpus_hashes, JSON). Called inside a
+    write transaction."""
     sid = bundle.id
     if db.execute("SELECT 1 FROM studies WHERE id = ?", [sid]).fetchone():
         # the imported exchanges go, with what refers to them (a re-import has no participants:
@@ -57,8 +58,8 @@ def replace_study(db, bundle) -> None:
         for t in CONTENT_TABLES:
             db.execute(f"DELETE FROM {t} WHERE study_id = ?", [sid])
         db.execute(
-            "UPDATE studies SET name = ?, config = ?, content_hash = ? WHERE id = ?",
-            [bundle.name, json.dumps(bundle.config), bundle.content_hash, sid],
+            "UPDATE studies SET name = ?, config = ?, content_hash = ?, corpus_hash = ? WHERE id = ?",
+            [bundle.name, json.dumps(bundle.config), bundle.content_hash, corpus_hash, sid],
         )
     else:
         db["studies"].insert(
@@ -67,6 +68,7 @@ def replace_study(db, bundle) -> None:
                 "name": bundle.name,
                 "config": json.dumps(bundle.config),
                 "content_hash": bundle.content_hash,
+                "corpus_hash": corpus_hash,
                 "created_at": now(),
             }
         )
@@ -111,6 +113,14 @@ def replace_study(db, bundle) -> None:
         )
     db["sd_sentences"].insert_all({"study_id": sid, **s} for s in bundle.sd_sentences)
     db["sd_pairs"].insert_all({"study_id": sid, **p} for p in bundle.sd_pairs)
+
+
+def update_settings(db, study_id: str, name: str, config: dict, content_hash: str) -> None:
+    """A study's settings changed in place: its content and collected data stay as they are."""
+    db.execute(
+        "UPDATE studies SET name = ?, config = ?, content_hash = ? WHERE id = ?",
+        [name, json.dumps(config), content_hash, study_id],
+    )
 
 
 def starters(database: Database, study_id: str) -> list[dict]:

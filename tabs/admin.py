@@ -413,8 +413,17 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             notes += (
                 f"\n\n{participants_admin.prolific_summary(urls)}\n```\n{participants_admin.prolific_text(urls)}\n```"
             )
+        if res.status == "updated in place":  # settings only: name each one changed
+            n = len(res.settings_changed)
+            said = (
+                f"Study **{res.study_id}** updated {n} setting{'s' if n != 1 else ''} in place: "
+                + ", ".join(f"`{k}`" for k in res.settings_changed)
+                + " (every collected answer kept; the audit log has the old and new values)."
+            )
+        else:
+            said = f"Study **{res.study_id}** {res.status} ({counts})."
         return {
-            import_msg: f"Study **{res.study_id}** {res.status} ({counts}).{notes}",
+            import_msg: said + notes,
             study: gr.update(choices=admin_progress.study_choices(ctx.database), value=res.study_id),
         }
 
