@@ -11,7 +11,8 @@ from services.admin import auth as admin
 from services.admin import dashboard as admin_dashboard_data
 from services.admin import participants as participants_admin
 from services.admin import progress as admin_progress
-from services.admin.recording_review import ReviewError, decide
+from services.admin.participants import whole_number
+from services.admin.recording_review import MAX_REASON, ReviewError, decide
 from services.models import systems
 from services.models.batch import translate_files
 from services.models.cache import CACHE, MODEL_QUEUE
@@ -97,8 +98,21 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 rec_align = gr.HTML(elem_id="review-align")
                 with gr.Row():
                     accept = gr.Button("Accept", variant="primary")
-                    reject = gr.Button("Reject", variant="stop")
-                review_msg = gr.Markdown()
+                    reject = gr.Button("Reject", variant="stop", elem_id="review-reject")
+                # Reject sends the recording back to its sender (or excludes them): it asks first,
+                # with a reason the sender is shown (issue 51, point 7)
+                with gr.Column(visible=False, elem_id="reject-confirm") as reject_box:
+                    reject_q = gr.Markdown(elem_id="reject-question")
+                    reject_reason = gr.Textbox(
+                        label="Reason for the sender (optional; shown on their Record page and exported)",
+                        lines=2,
+                        max_length=MAX_REASON,
+                        elem_id="reject-reason",
+                    )
+                    with gr.Row():
+                        reject_yes = gr.Button("Yes, reject", variant="stop", elem_id="reject-yes")
+                        reject_no = gr.Button("Cancel", elem_id="reject-cancel")
+                review_msg = gr.Markdown(elem_id="review-msg")
             with gr.Accordion("Background jobs", open=False):
                 jobs = pager(
                     "Jobs (failed first)",
@@ -265,27 +279,48 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             rec_align: admin_review.item_html(item),
         }
 
-    def decide_on(decision):
-        @admin_only(auth, review_msg)
-        def handler(sess, rid, study_id, request: gr.Request):
-            if rid is None:
-                return {review_msg: PICK_RECORDING}
-            try:
-                out = decide(ctx.database, rid, decision, f"admin@{_host(request)}")
-            except (PermissionError, ReviewError, TypeError, ValueError) as e:
-                return {review_msg: str(e)}
-            msg = f"Recording {out.recording_id} {out.status}."
-            if out.sender_excluded:
-                msg += (
-                    f" Its sender has more than three rejected recordings and is excluded; "
-                    f"{len(out.reassigned)} open item(s) went to other senders"
-                )
-                msg += f", {len(out.unassigned)} found nobody." if out.unassigned else "."
-            if out.record_again:
-                msg += " Its sender is asked to record it again (their Record tab says why)."
-            return {review_msg: msg}  # the table reloads its page next (.then below)
+    @admin_only(auth, review_msg)
+    def ask_reject(sess, rid, request: gr.Request):
+        """Reject's first step: the recording named, a box for the reason, and the button that acts."""
+        if rid is None:
+            return {review_msg: PICK_RECORDING, reject_box: gr.update(visible=False)}
+        item = admin_progress.review_item(ctx.database, rid)
+        if item is None:
+            return {review_msg: f"There is no recording {rid}.", reject_box: gr.update(visible=False)}
+        return {
+            review_msg: "",
+            reject_q: f"**Reject recording {whole_number(rid)}?** Its sender is asked to record the text again "
+            "(or, past three rejections, excluded).",
+            reject_box: gr.update(visible=True),
+            reject_yes: gr.update(value=f"Yes, reject recording {whole_number(rid)}"),
+        }
 
-        return handler
+    def decided(rid, decision: str, reviewer: str, reason: str = "") -> dict:
+        if rid is None:
+            return {review_msg: PICK_RECORDING}
+        try:
+            out = decide(ctx.database, rid, decision, reviewer, reason)
+        except (PermissionError, ReviewError, TypeError, ValueError) as e:
+            return {review_msg: str(e)}
+        msg = f"Recording {out.recording_id} {out.status}."
+        if out.sender_excluded:
+            msg += (
+                f" Its sender has more than three rejected recordings and is excluded; "
+                f"{len(out.reassigned)} open item(s) went to other senders"
+            )
+            msg += f", {len(out.unassigned)} found nobody." if out.unassigned else "."
+        if out.record_again:
+            msg += " Its sender is asked to record it again (their Record tab says why)."
+        # the table reloads its page next (.then below)
+        return {review_msg: msg, reject_box: gr.update(visible=False), reject_reason: ""}
+
+    @admin_only(auth, review_msg)
+    def do_accept(sess, rid, study_id, request: gr.Request):
+        return decided(rid, "accept", f"admin@{_host(request)}")
+
+    @admin_only(auth, review_msg)
+    def do_reject(sess, rid, study_id, reason, request: gr.Request):
+        return decided(rid, "reject", f"admin@{_host(request)}", reason)
 
     @admin_only(auth, job_msg)
     def do_retry(sess, jid, request: gr.Request):
@@ -388,11 +423,20 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         api_name="admin_open_recording",
         api_visibility="undocumented",
     )
-    for button, decision in ((accept, "accept"), (reject, "reject")):
+    reject.click(
+        ask_reject, [session, rec_id], [review_msg, reject_q, reject_box, reject_yes], api_visibility="private"
+    )
+    reject_no.click(lambda: (gr.update(visible=False), ""), None, [reject_box, review_msg], api_visibility="private")
+    # another recording picked: the question asked about the last one goes
+    rec_id.change(lambda: gr.update(visible=False), None, reject_box, api_visibility="private", queue=False)
+    for button, decision, handler, inputs in (
+        (accept, "accept", do_accept, [session, rec_id, study]),
+        (reject_yes, "reject", do_reject, [session, rec_id, study, reject_reason]),
+    ):
         button.click(
-            decide_on(decision),
-            [session, rec_id, study],
-            [review_msg, review.table],
+            handler,
+            inputs,
+            [review_msg, review.table, reject_box, reject_reason],
             api_name=f"admin_{decision}_recording",
             api_visibility="undocumented",
         ).then(reload_review, [session, review.page, study], [review_msg, *review.outputs], api_visibility="private")
