@@ -18,6 +18,7 @@ from services.models.batch import translate_files
 from services.models.cache import CACHE, MODEL_QUEUE
 from services.models.zerogpu import gpu
 from services.setup.importer import import_zip
+from services.study import lifecycle
 from services.study.files import StudyValidationError
 from tabs import admin_dashboard, admin_participants, admin_questions, admin_review
 from tabs.admin_common import admin_only, blank_number, details_for_admin, download, pager, pick_row
@@ -141,6 +142,27 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 )
                 do_import = gr.Button("Validate and import")
                 import_msg = gr.Markdown(elem_id="import-msg")
+            with gr.Accordion("Archive or delete the study", open=False):
+                gr.Markdown(
+                    "Archiving hides the study from the study list and closes its links (they say the study "
+                    "is closed); its data stays and Unarchive brings it back. Deleting removes the study, "
+                    "every answer and its recordings' files for good: it asks first, with the number of "
+                    "answers lost. `python app.py study archive|unarchive|delete ID` does the same."
+                )
+                show_archived = gr.Checkbox(label="List archived studies too", value=False, elem_id="show-archived")
+                with gr.Row():
+                    archive_go = gr.Button("Archive", elem_id="study-archive")
+                    unarchive_go = gr.Button("Unarchive", elem_id="study-unarchive")
+                    delete_go = gr.Button("Delete…", variant="stop", elem_id="study-delete")
+                with gr.Column(visible=False, elem_id="delete-confirm") as delete_box:
+                    delete_q = gr.Markdown(elem_id="delete-question")
+                    # the study and count asked about: Yes deletes that one, whatever is picked since
+                    delete_sid = gr.State(None)
+                    delete_n = gr.Number(visible=False, precision=0)
+                    with gr.Row():
+                        delete_yes = gr.Button("Yes, delete", variant="stop", elem_id="delete-yes")
+                        delete_no = gr.Button("Cancel", elem_id="delete-cancel")
+                lifecycle_msg = gr.Markdown(elem_id="lifecycle-msg")
             with gr.Accordion("Direct-assessment campaign", open=False):
                 gr.Markdown(
                     "HITs are built when the study is imported. Raters in audio mode wait until "
@@ -440,6 +462,83 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             api_name=f"admin_{decision}_recording",
             api_visibility="undocumented",
         ).then(reload_review, [session, review.page, study], [review_msg, *review.outputs], api_visibility="private")
+
+    def listed(show: bool, value=None) -> dict:
+        choices = admin_progress.study_choices(ctx.database, bool(show))
+        ids = [c[1] for c in choices]
+        return gr.update(choices=choices, value=value if value in ids else (ids[0] if ids else None))
+
+    @admin_only(auth, lifecycle_msg)
+    def on_archive(sess, study_id, show, request: gr.Request):
+        try:
+            said = lifecycle.archive(ctx.database, study_id, f"admin@{_host(request)}")
+        except lifecycle.LifecycleError as e:
+            return {lifecycle_msg: str(e)}
+        return {lifecycle_msg: said, study: listed(show, study_id)}
+
+    @admin_only(auth, lifecycle_msg)
+    def on_unarchive(sess, study_id, show, request: gr.Request):
+        try:
+            said = lifecycle.unarchive(ctx.database, study_id, f"admin@{_host(request)}")
+        except lifecycle.LifecycleError as e:
+            return {lifecycle_msg: str(e)}
+        return {lifecycle_msg: said, study: listed(show, study_id)}
+
+    @admin_only(auth, lifecycle_msg)
+    def ask_delete(sess, study_id, request: gr.Request):
+        """Delete's first step: what is lost, and a button that names the study and the count."""
+        try:
+            question, n = lifecycle.deletion_question(ctx.database, study_id)
+        except lifecycle.LifecycleError as e:
+            return {lifecycle_msg: str(e), delete_box: gr.update(visible=False)}
+        return {
+            lifecycle_msg: "",
+            delete_q: f"**{question}**",
+            delete_n: n,
+            delete_sid: study_id,
+            delete_box: gr.update(visible=True),
+            delete_yes: gr.update(value=f"Yes, delete study {study_id} ({n} answer{'s' if n != 1 else ''})"),
+        }
+
+    @admin_only(auth, lifecycle_msg)
+    def on_delete(sess, study_id, n, show, request: gr.Request):
+        try:
+            said = lifecycle.delete(ctx.database, study_id, f"admin@{_host(request)}", None if n is None else int(n))
+        except lifecycle.LifecycleError as e:
+            return {lifecycle_msg: str(e), delete_box: gr.update(visible=False)}
+        return {lifecycle_msg: said, delete_box: gr.update(visible=False), study: listed(show)}
+
+    show_archived.change(
+        lambda sess, show, sid: listed(show, sid), [session, show_archived, study], study, api_visibility="private"
+    )
+    archive_go.click(
+        on_archive,
+        [session, study, show_archived],
+        [lifecycle_msg, study],
+        api_name="admin_study_archive",
+        api_visibility="undocumented",
+    )
+    unarchive_go.click(
+        on_unarchive,
+        [session, study, show_archived],
+        [lifecycle_msg, study],
+        api_name="admin_study_unarchive",
+        api_visibility="undocumented",
+    )
+    delete_go.click(
+        ask_delete,
+        [session, study],
+        [lifecycle_msg, delete_q, delete_n, delete_sid, delete_box, delete_yes],
+        api_visibility="private",
+    )
+    delete_no.click(lambda: gr.update(visible=False), None, delete_box, api_visibility="private")
+    delete_yes.click(
+        on_delete,
+        [session, delete_sid, delete_n, show_archived],
+        [lifecycle_msg, delete_box, study],
+        api_name="admin_study_delete",
+        api_visibility="undocumented",
+    )
 
     @admin_only(auth, import_msg)
     def on_import(sess, path, request: gr.Request):

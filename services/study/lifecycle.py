@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
+
+from storage import studies
+from storage.db import now
 
 # setting (a dotted key of study.toml, or a prefix of them) -> why changing it touches no collected item
 SAFE_SETTINGS: dict[str, str] = {
@@ -108,3 +112,77 @@ def refusals(changes: list[tuple[str, Any, Any]], parts: list[str] | None) -> li
 def _short(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+class LifecycleError(ValueError):
+    pass
+
+
+def _study(database, study_id: str | None) -> dict:
+    s = studies.get_study(database, study_id) if study_id else None
+    if s is None:
+        raise LifecycleError(f"There is no study '{study_id}'.")
+    return s
+
+
+def archive(database, study_id: str | None, actor: str) -> str:
+    """Out of the dropdowns and the dashboard, its links closed; every row kept (unarchive undoes it)."""
+    s = _study(database, study_id)
+    if s["archived_at"]:
+        raise LifecycleError(f"Study '{s['id']}' is already archived.")
+    with database.write() as db:
+        studies.set_archived(db, s["id"], now())
+        database.log(actor, "archive", "study", s["id"])
+    return f"Study '{s['id']}' is archived: its links say it is closed; its data stays (unarchive brings it back)."
+
+
+def unarchive(database, study_id: str | None, actor: str) -> str:
+    s = _study(database, study_id)
+    if not s["archived_at"]:
+        raise LifecycleError(f"Study '{s['id']}' is not archived.")
+    with database.write() as db:
+        studies.set_archived(db, s["id"], None)
+        database.log(actor, "unarchive", "study", s["id"])
+    return f"Study '{s['id']}' is back: in the dropdowns, its links open again."
+
+
+def deletion_question(database, study_id: str | None) -> tuple[str, int]:
+    """What deleting the study loses, in words, and its number of submitted items (the
+    confirmation passes that number back to delete)."""
+    s = _study(database, study_id)
+    n = studies.collected_count(database, s["id"])
+    people = studies.participant_count(database, s["id"])
+    said = (
+        f"Delete study '{s['id']}' ({s['name']}) for good? {n} submitted answer{'s' if n != 1 else ''} "
+        f"from {people} participant{'s' if people != 1 else ''}, its corpus and its recordings' files are "
+        "removed; nothing can bring them back (export the data first). Archiving keeps them."
+    )
+    return said, n
+
+
+def delete(database, study_id: str | None, actor: str, answers_confirmed: int | None) -> str:
+    """Every row of the study in every table and its recording files, once confirmed for the
+    number of answers it has now (answers_confirmed: the number the person was shown; answers
+    that arrived since mean a new question)."""
+    s = _study(database, study_id)
+    n = studies.collected_count(database, s["id"])
+    if answers_confirmed != n:
+        raise LifecycleError(
+            f"Study '{s['id']}' has {n} submitted answer{'s' if n != 1 else ''}: confirm the deletion "
+            f"for {n} (the confirmation given was for {answers_confirmed})."
+        )
+    files = studies.study_media(database, s["id"])
+    with database.write() as db:
+        counts = studies.delete_study(db, s["id"])
+        database.log(actor, "delete", "study", s["id"], {"answers": n, "rows": counts, "files": len(files)})
+    # after the commit: a failed deletion keeps the files its rows name
+    removed = 0
+    for f in files:
+        p = Path(f)
+        if p.is_file():
+            p.unlink()
+            removed += 1
+    return (
+        f"Study '{s['id']}' is deleted: {sum(counts.values())} rows ({n} submitted answers) "
+        f"and {removed} recording files removed."
+    )
