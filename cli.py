@@ -43,7 +43,7 @@ def cmd_import(args, settings):
         for err in e.errors:
             print(f"  {err}", file=sys.stderr)
         return 2
-    print(f"study '{res.study_id}': {res.status} " + ", ".join(f"{k} {v}" for k, v in res.counts.items()))
+    print(res.summary())
     for note in res.notes:  # what the design needs to finish (services/usability/plan.py)
         print(f"  {note}")
     from services.admin.participants import prolific_summary, prolific_text, prolific_urls
@@ -52,6 +52,28 @@ def cmd_import(args, settings):
     if urls:  # what each Prolific study is given (docs/deployment.md)
         print(prolific_summary(urls))
         print(prolific_text(urls))
+    return 0
+
+
+def cmd_study(args, settings):
+    from services.study import lifecycle
+
+    database = open_db(settings)
+    actor = "cli"
+    try:
+        if args.action == "archive":
+            print(lifecycle.archive(database, args.study_id, actor))
+        elif args.action == "unarchive":
+            print(lifecycle.unarchive(database, args.study_id, actor))
+        else:
+            question, answers = lifecycle.deletion_question(database, args.study_id)
+            if not args.yes:  # the question, and how to answer it
+                print(question, file=sys.stderr)
+                print(f"Nothing was deleted: run again with --yes to delete '{args.study_id}'.", file=sys.stderr)
+                return 2
+            print(lifecycle.delete(database, args.study_id, actor, answers))
+    except lifecycle.LifecycleError as e:
+        return refused(e)
     return 0
 
 
@@ -520,6 +542,20 @@ def build_parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", help="validate and import a study folder")
     imp.add_argument("folder")
     imp.set_defaults(func=cmd_import)
+    sy = sub.add_parser("study", help="archive, unarchive or delete a study")
+    sysub = sy.add_subparsers(dest="action", required=True)
+    for name, about in (
+        ("archive", "hide a study from the dropdowns and close its links; its data stays"),
+        ("unarchive", "bring an archived study back"),
+        ("delete", "remove a study and all its data and recordings (asks first: --yes to do it)"),
+    ):
+        sp_ = sysub.add_parser(name, help=about)
+        sp_.add_argument("study_id")
+        if name == "delete":
+            sp_.add_argument(
+                "--yes", action="store_true", help="delete without asking (the count of answers is printed)"
+            )
+        sp_.set_defaults(func=cmd_study)
     part = sub.add_parser("participants", help="manage participants")
     psub = part.add_subparsers(dest="action", required=True)
     add = psub.add_parser("add", help="add participants (or slots for Prolific self-enrolment)")

@@ -632,3 +632,19 @@ def m017_recordings_by_content(db) -> None:
     # a discarded intake's files are removed only when no row names their content
     # (services/usability/audio_intake.discard), looked up on every double submit of a recording
     db.execute("CREATE INDEX IF NOT EXISTS recordings_sha256 ON recordings (sha256)")
+
+
+@migrations()
+def m018_study_lifecycle_and_review_reasons(db) -> None:
+    # corpus_hash: each corpus part's hash at import (JSON), so a re-import that changes only
+    # settings that touch no collected item updates the study in place (services/study/lifecycle.py);
+    # archived_at: an archived study leaves the dropdowns and its links say it is closed;
+    # review_reason: why a reviewer rejected a recording, shown to its sender and exported
+    _run_script(
+        db,
+        """
+        ALTER TABLE studies ADD COLUMN corpus_hash TEXT;
+        ALTER TABLE studies ADD COLUMN archived_at TEXT;
+        ALTER TABLE recordings ADD COLUMN review_reason TEXT
+        """,
+    )

@@ -14,7 +14,13 @@ def get(database: Database, participant_id: int) -> dict | None:
 
 
 def by_token(database: Database, token: str) -> dict | None:
-    return database.one("SELECT * FROM participants WHERE token = ?", [token])
+    """The link's participant, with whether their study is archived (study_archived_at): one
+    statement, the study by its primary key."""
+    return database.one(
+        "SELECT p.*, s.archived_at AS study_archived_at FROM participants p JOIN studies s ON s.id = p.study_id "
+        "WHERE p.token = ?",
+        [token],
+    )
 
 
 def holders_of(db, study_id: str, pid: str) -> list[dict]:

@@ -27,8 +27,11 @@ def get_study(database: Database, study_id: str) -> dict | None:
     return row
 
 
-def list_studies(database: Database) -> list[dict]:
-    rows = database.query("SELECT * FROM studies ORDER BY created_at")
+def list_studies(database: Database, archived: bool = False) -> list[dict]:
+    """The studies in the dropdowns (archived ones too when asked)."""
+    rows = database.query(
+        "SELECT * FROM studies" + ("" if archived else " WHERE archived_at IS NULL") + " ORDER BY created_at"
+    )
     for r in rows:
         r["config"] = json.loads(r["config"])
     return rows
@@ -38,9 +41,10 @@ def has_participants(database: Database, study_id: str) -> bool:
     return bool(database.scalar("SELECT 1 FROM participants WHERE study_id = ? LIMIT 1", [study_id]))
 
 
-def replace_study(db, bundle) -> None:
-    """Write a validated StudyBundle, replacing earlier content of the same study.
-    Called inside a write transaction."""
+def replace_study(db, bundle, corpus_hash: str | None = None) -> None:
+    """Write a validated StudyBundle, replacing earlier content of the same study; corpus_hash:
+    its corpus parts' hashes (services/study/lifecycle.corpus_hashes, JSON). Called inside a
+    write transaction."""
     sid = bundle.id
     if db.execute("SELECT 1 FROM studies WHERE id = ?", [sid]).fetchone():
         # the imported exchanges go, with what refers to them (a re-import has no participants:
@@ -57,8 +61,8 @@ def replace_study(db, bundle) -> None:
         for t in CONTENT_TABLES:
             db.execute(f"DELETE FROM {t} WHERE study_id = ?", [sid])
         db.execute(
-            "UPDATE studies SET name = ?, config = ?, content_hash = ? WHERE id = ?",
-            [bundle.name, json.dumps(bundle.config), bundle.content_hash, sid],
+            "UPDATE studies SET name = ?, config = ?, content_hash = ?, corpus_hash = ? WHERE id = ?",
+            [bundle.name, json.dumps(bundle.config), bundle.content_hash, corpus_hash, sid],
         )
     else:
         db["studies"].insert(
@@ -67,6 +71,7 @@ def replace_study(db, bundle) -> None:
                 "name": bundle.name,
                 "config": json.dumps(bundle.config),
                 "content_hash": bundle.content_hash,
+                "corpus_hash": corpus_hash,
                 "created_at": now(),
             }
         )
@@ -113,6 +118,14 @@ def replace_study(db, bundle) -> None:
     db["sd_pairs"].insert_all({"study_id": sid, **p} for p in bundle.sd_pairs)
 
 
+def update_settings(db, study_id: str, name: str, config: dict, content_hash: str) -> None:
+    """A study's settings changed in place: its content and collected data stay as they are."""
+    db.execute(
+        "UPDATE studies SET name = ?, config = ?, content_hash = ? WHERE id = ?",
+        [name, json.dumps(config), content_hash, study_id],
+    )
+
+
 def starters(database: Database, study_id: str) -> list[dict]:
     rows = database.query("SELECT * FROM starters WHERE study_id = ? ORDER BY id", [study_id])
     for r in rows:
@@ -156,3 +169,90 @@ def question_counts(database: Database, study_id: str) -> list[dict]:
         "GROUP BY starter_id ORDER BY starter_id",
         [study_id],
     )
+
+
+def set_archived(db, study_id: str, when: str | None) -> None:
+    """Archived (when: the time) or back in the dropdowns (None); its data stays."""
+    db.execute("UPDATE studies SET archived_at = ? WHERE id = ?", [when, study_id])
+
+
+def collected_count(database: Database, study_id: str) -> int:
+    """Items participants have submitted in the study: what deleting it loses."""
+    return database.scalar("SELECT COUNT(*) FROM assignments WHERE study_id = ? AND status = 'done'", [study_id])
+
+
+def participant_count(database: Database, study_id: str) -> int:
+    return database.scalar("SELECT COUNT(*) FROM participants WHERE study_id = ?", [study_id])
+
+
+def _study_rows(db) -> tuple[dict[str, str], list[str]]:
+    """Each table that holds a study's rows, with the WHERE that finds them (a `study_id` column,
+    or a single-column foreign key to such a table), and the order to delete them: children
+    first. Read from the schema, so a table added later is covered without a change here."""
+    tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'studies'")]
+    cols = {t: {c[1] for c in db.execute(f"PRAGMA table_info({t})")} for t in tables}
+    fks: dict[str, list[tuple[str, str, str]]] = {}
+    for t in tables:
+        by_id: dict[int, list] = {}
+        for f in db.execute(f"PRAGMA foreign_key_list({t})"):
+            by_id.setdefault(f[0], []).append(f)
+        # (column, parent table, parent column): single-column keys (the composite ones carry study_id)
+        fks[t] = [(f[0][3], f[0][2], f[0][4] or "rowid") for f in by_id.values() if len(f) == 1]
+    where: dict[str, str] = {}
+
+    def find(t: str, seen: tuple = ()) -> str | None:
+        if t in where:
+            return where[t]
+        parts = ["study_id = :sid"] if "study_id" in cols.get(t, ()) else []
+        for col, parent, pcol in fks.get(t, []):
+            if parent == "studies":
+                continue
+            sub = find(parent, seen + (t,)) if parent not in seen else None
+            if sub:
+                parts.append(f"{col} IN (SELECT {pcol} FROM {parent} WHERE {sub})")
+        if parts:
+            where[t] = " OR ".join(f"({p})" for p in parts)
+        return where.get(t)
+
+    for t in tables:
+        find(t)
+    order: list[str] = []
+    left = set(where)
+    while left:  # a table goes once no table still to delete refers to it
+        ready = sorted(t for t in left if not any(p == t for c in left - {t} for _, p, _ in fks.get(c, [])))
+        if not ready:
+            raise RuntimeError(f"foreign keys in a cycle among {sorted(left)}")
+        order += ready
+        left -= set(ready)
+    return where, order
+
+
+def study_media(database: Database, study_id: str) -> list[str]:
+    """The recording files of the study's rows that no other study's row names."""
+    rows = database.query(
+        "SELECT r.path_original, r.path_16k, r.sha256 FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
+        "WHERE e.study_id = ? AND NOT EXISTS (SELECT 1 FROM recordings o JOIN exchanges oe ON oe.id = o.exchange_id "
+        "WHERE o.sha256 = r.sha256 AND oe.study_id != ?)",
+        [study_id, study_id],
+    )
+    return [p for r in rows for p in (r["path_original"], r["path_16k"]) if p]
+
+
+def delete_study(db, study_id: str) -> dict[str, int]:
+    """Every row of the study, in every table, then the study: {table: rows deleted}. The audit
+    log (events) stays: it is the record of what was done, the deletion included. Called inside
+    a write transaction."""
+    where, order = _study_rows(db)
+    # tables keyed by (study_id, id) pairs go in any order: their keys are checked at commit
+    db.execute("PRAGMA defer_foreign_keys = ON")
+    counts = {}
+    jobs = (
+        "json_extract(payload, '$.study_id') = :sid OR json_extract(payload, '$.exchange_id') IN "
+        "(SELECT id FROM exchanges WHERE study_id = :sid) OR json_extract(payload, '$.recording_id') IN "
+        "(SELECT r.id FROM recordings r JOIN exchanges e ON e.id = r.exchange_id WHERE e.study_id = :sid)"
+    )
+    counts["jobs"] = db.execute(f"DELETE FROM jobs WHERE {jobs}", {"sid": study_id}).rowcount
+    for t in order:
+        counts[t] = db.execute(f"DELETE FROM {t} WHERE {where[t]}", {"sid": study_id}).rowcount
+    counts["studies"] = db.execute("DELETE FROM studies WHERE id = ?", [study_id]).rowcount
+    return {t: n for t, n in counts.items() if n}

@@ -11,12 +11,14 @@ from services.admin import auth as admin
 from services.admin import dashboard as admin_dashboard_data
 from services.admin import participants as participants_admin
 from services.admin import progress as admin_progress
-from services.admin.recording_review import ReviewError, decide
+from services.admin.participants import whole_number
+from services.admin.recording_review import MAX_REASON, ReviewError, decide
 from services.models import systems
 from services.models.batch import translate_files
 from services.models.cache import CACHE, MODEL_QUEUE
 from services.models.zerogpu import gpu
 from services.setup.importer import import_zip
+from services.study import lifecycle
 from services.study.files import StudyValidationError
 from tabs import admin_dashboard, admin_participants, admin_questions, admin_review
 from tabs.admin_common import admin_only, blank_number, details_for_admin, download, pager, pick_row
@@ -97,8 +99,21 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 rec_align = gr.HTML(elem_id="review-align")
                 with gr.Row():
                     accept = gr.Button("Accept", variant="primary")
-                    reject = gr.Button("Reject", variant="stop")
-                review_msg = gr.Markdown()
+                    reject = gr.Button("Reject", variant="stop", elem_id="review-reject")
+                # Reject sends the recording back to its sender (or excludes them): it asks first,
+                # with a reason the sender is shown (issue 51, point 7)
+                with gr.Column(visible=False, elem_id="reject-confirm") as reject_box:
+                    reject_q = gr.Markdown(elem_id="reject-question")
+                    reject_reason = gr.Textbox(
+                        label="Reason for the sender (optional; shown on their Record page and exported)",
+                        lines=2,
+                        max_length=MAX_REASON,
+                        elem_id="reject-reason",
+                    )
+                    with gr.Row():
+                        reject_yes = gr.Button("Yes, reject", variant="stop", elem_id="reject-yes")
+                        reject_no = gr.Button("Cancel", elem_id="reject-cancel")
+                review_msg = gr.Markdown(elem_id="review-msg")
             with gr.Accordion("Background jobs", open=False):
                 jobs = pager(
                     "Jobs (failed first)",
@@ -127,6 +142,27 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 )
                 do_import = gr.Button("Validate and import")
                 import_msg = gr.Markdown(elem_id="import-msg")
+            with gr.Accordion("Archive or delete the study", open=False):
+                gr.Markdown(
+                    "Archiving hides the study from the study list and closes its links (they say the study "
+                    "is closed); its data stays and Unarchive brings it back. Deleting removes the study, "
+                    "every answer and its recordings' files for good: it asks first, with the number of "
+                    "answers lost. `python app.py study archive|unarchive|delete ID` does the same."
+                )
+                show_archived = gr.Checkbox(label="List archived studies too", value=False, elem_id="show-archived")
+                with gr.Row():
+                    archive_go = gr.Button("Archive", elem_id="study-archive")
+                    unarchive_go = gr.Button("Unarchive", elem_id="study-unarchive")
+                    delete_go = gr.Button("Delete…", variant="stop", elem_id="study-delete")
+                with gr.Column(visible=False, elem_id="delete-confirm") as delete_box:
+                    delete_q = gr.Markdown(elem_id="delete-question")
+                    # the study and count asked about: Yes deletes that one, whatever is picked since
+                    delete_sid = gr.State(None)
+                    delete_n = gr.Number(visible=False, precision=0)
+                    with gr.Row():
+                        delete_yes = gr.Button("Yes, delete", variant="stop", elem_id="delete-yes")
+                        delete_no = gr.Button("Cancel", elem_id="delete-cancel")
+                lifecycle_msg = gr.Markdown(elem_id="lifecycle-msg")
             with gr.Accordion("Direct-assessment campaign", open=False):
                 gr.Markdown(
                     "HITs are built when the study is imported. Raters in audio mode wait until "
@@ -265,27 +301,48 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             rec_align: admin_review.item_html(item),
         }
 
-    def decide_on(decision):
-        @admin_only(auth, review_msg)
-        def handler(sess, rid, study_id, request: gr.Request):
-            if rid is None:
-                return {review_msg: PICK_RECORDING}
-            try:
-                out = decide(ctx.database, rid, decision, f"admin@{_host(request)}")
-            except (PermissionError, ReviewError, TypeError, ValueError) as e:
-                return {review_msg: str(e)}
-            msg = f"Recording {out.recording_id} {out.status}."
-            if out.sender_excluded:
-                msg += (
-                    f" Its sender has more than three rejected recordings and is excluded; "
-                    f"{len(out.reassigned)} open item(s) went to other senders"
-                )
-                msg += f", {len(out.unassigned)} found nobody." if out.unassigned else "."
-            if out.record_again:
-                msg += " Its sender is asked to record it again (their Record tab says why)."
-            return {review_msg: msg}  # the table reloads its page next (.then below)
+    @admin_only(auth, review_msg)
+    def ask_reject(sess, rid, request: gr.Request):
+        """Reject's first step: the recording named, a box for the reason, and the button that acts."""
+        if rid is None:
+            return {review_msg: PICK_RECORDING, reject_box: gr.update(visible=False)}
+        item = admin_progress.review_item(ctx.database, rid)
+        if item is None:
+            return {review_msg: f"There is no recording {rid}.", reject_box: gr.update(visible=False)}
+        return {
+            review_msg: "",
+            reject_q: f"**Reject recording {whole_number(rid)}?** Its sender is asked to record the text again "
+            "(or, past three rejections, excluded).",
+            reject_box: gr.update(visible=True),
+            reject_yes: gr.update(value=f"Yes, reject recording {whole_number(rid)}"),
+        }
 
-        return handler
+    def decided(rid, decision: str, reviewer: str, reason: str = "") -> dict:
+        if rid is None:
+            return {review_msg: PICK_RECORDING}
+        try:
+            out = decide(ctx.database, rid, decision, reviewer, reason)
+        except (PermissionError, ReviewError, TypeError, ValueError) as e:
+            return {review_msg: str(e)}
+        msg = f"Recording {out.recording_id} {out.status}."
+        if out.sender_excluded:
+            msg += (
+                f" Its sender has more than three rejected recordings and is excluded; "
+                f"{len(out.reassigned)} open item(s) went to other senders"
+            )
+            msg += f", {len(out.unassigned)} found nobody." if out.unassigned else "."
+        if out.record_again:
+            msg += " Its sender is asked to record it again (their Record tab says why)."
+        # the table reloads its page next (.then below)
+        return {review_msg: msg, reject_box: gr.update(visible=False), reject_reason: ""}
+
+    @admin_only(auth, review_msg)
+    def do_accept(sess, rid, study_id, request: gr.Request):
+        return decided(rid, "accept", f"admin@{_host(request)}")
+
+    @admin_only(auth, review_msg)
+    def do_reject(sess, rid, study_id, reason, request: gr.Request):
+        return decided(rid, "reject", f"admin@{_host(request)}", reason)
 
     @admin_only(auth, job_msg)
     def do_retry(sess, jid, request: gr.Request):
@@ -388,14 +445,100 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         api_name="admin_open_recording",
         api_visibility="undocumented",
     )
-    for button, decision in ((accept, "accept"), (reject, "reject")):
+    reject.click(
+        ask_reject, [session, rec_id], [review_msg, reject_q, reject_box, reject_yes], api_visibility="private"
+    )
+    reject_no.click(lambda: (gr.update(visible=False), ""), None, [reject_box, review_msg], api_visibility="private")
+    # another recording picked: the question asked about the last one goes
+    rec_id.change(lambda: gr.update(visible=False), None, reject_box, api_visibility="private", queue=False)
+    for button, decision, handler, inputs in (
+        (accept, "accept", do_accept, [session, rec_id, study]),
+        (reject_yes, "reject", do_reject, [session, rec_id, study, reject_reason]),
+    ):
         button.click(
-            decide_on(decision),
-            [session, rec_id, study],
-            [review_msg, review.table],
+            handler,
+            inputs,
+            [review_msg, review.table, reject_box, reject_reason],
             api_name=f"admin_{decision}_recording",
             api_visibility="undocumented",
         ).then(reload_review, [session, review.page, study], [review_msg, *review.outputs], api_visibility="private")
+
+    def listed(show: bool, value=None) -> dict:
+        choices = admin_progress.study_choices(ctx.database, bool(show))
+        ids = [c[1] for c in choices]
+        return gr.update(choices=choices, value=value if value in ids else (ids[0] if ids else None))
+
+    @admin_only(auth, lifecycle_msg)
+    def on_archive(sess, study_id, show, request: gr.Request):
+        try:
+            said = lifecycle.archive(ctx.database, study_id, f"admin@{_host(request)}")
+        except lifecycle.LifecycleError as e:
+            return {lifecycle_msg: str(e)}
+        return {lifecycle_msg: said, study: listed(show, study_id)}
+
+    @admin_only(auth, lifecycle_msg)
+    def on_unarchive(sess, study_id, show, request: gr.Request):
+        try:
+            said = lifecycle.unarchive(ctx.database, study_id, f"admin@{_host(request)}")
+        except lifecycle.LifecycleError as e:
+            return {lifecycle_msg: str(e)}
+        return {lifecycle_msg: said, study: listed(show, study_id)}
+
+    @admin_only(auth, lifecycle_msg)
+    def ask_delete(sess, study_id, request: gr.Request):
+        """Delete's first step: what is lost, and a button that names the study and the count."""
+        try:
+            question, n = lifecycle.deletion_question(ctx.database, study_id)
+        except lifecycle.LifecycleError as e:
+            return {lifecycle_msg: str(e), delete_box: gr.update(visible=False)}
+        return {
+            lifecycle_msg: "",
+            delete_q: f"**{question}**",
+            delete_n: n,
+            delete_sid: study_id,
+            delete_box: gr.update(visible=True),
+            delete_yes: gr.update(value=f"Yes, delete study {study_id} ({n} answer{'s' if n != 1 else ''})"),
+        }
+
+    @admin_only(auth, lifecycle_msg)
+    def on_delete(sess, study_id, n, show, request: gr.Request):
+        try:
+            said = lifecycle.delete(ctx.database, study_id, f"admin@{_host(request)}", None if n is None else int(n))
+        except lifecycle.LifecycleError as e:
+            return {lifecycle_msg: str(e), delete_box: gr.update(visible=False)}
+        return {lifecycle_msg: said, delete_box: gr.update(visible=False), study: listed(show)}
+
+    show_archived.change(
+        lambda sess, show, sid: listed(show, sid), [session, show_archived, study], study, api_visibility="private"
+    )
+    archive_go.click(
+        on_archive,
+        [session, study, show_archived],
+        [lifecycle_msg, study],
+        api_name="admin_study_archive",
+        api_visibility="undocumented",
+    )
+    unarchive_go.click(
+        on_unarchive,
+        [session, study, show_archived],
+        [lifecycle_msg, study],
+        api_name="admin_study_unarchive",
+        api_visibility="undocumented",
+    )
+    delete_go.click(
+        ask_delete,
+        [session, study],
+        [lifecycle_msg, delete_q, delete_n, delete_sid, delete_box, delete_yes],
+        api_visibility="private",
+    )
+    delete_no.click(lambda: gr.update(visible=False), None, delete_box, api_visibility="private")
+    delete_yes.click(
+        on_delete,
+        [session, delete_sid, delete_n, show_archived],
+        [lifecycle_msg, delete_box, study],
+        api_name="admin_study_delete",
+        api_visibility="undocumented",
+    )
 
     @admin_only(auth, import_msg)
     def on_import(sess, path, request: gr.Request):
@@ -413,8 +556,17 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             notes += (
                 f"\n\n{participants_admin.prolific_summary(urls)}\n```\n{participants_admin.prolific_text(urls)}\n```"
             )
+        if res.status == "updated in place":  # settings only: name each one changed
+            n = len(res.settings_changed)
+            said = (
+                f"Study **{res.study_id}** updated {n} setting{'s' if n != 1 else ''} in place: "
+                + ", ".join(f"`{k}`" for k in res.settings_changed)
+                + " (every collected answer kept; the audit log has the old and new values)."
+            )
+        else:
+            said = f"Study **{res.study_id}** {res.status} ({counts})."
         return {
-            import_msg: f"Study **{res.study_id}** {res.status} ({counts}).{notes}",
+            import_msg: said + notes,
             study: gr.update(choices=admin_progress.study_choices(ctx.database), value=res.study_id),
         }
 

@@ -60,10 +60,16 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
                 label="Participant id (click its row above)", zero_is_blank=True, precision=0, min_width=150
             )
             show = gr.Button("Show link", size="md", min_width=100)
-            deactivate = gr.Button("Deactivate", variant="stop", size="md", min_width=100)
+            deactivate = gr.Button("Deactivate", variant="stop", size="md", min_width=100, elem_id="deactivate")
             reactivate = gr.Button("Reactivate", size="md", min_width=100)
             reassign = gr.Button("Reassign open items", size="md", min_width=100)
             renew = gr.Button("New link", size="md", min_width=100)
+        # Deactivate stops someone's link mid-study: it asks first, naming them (issue 51, point 7)
+        with gr.Column(visible=False, elem_id="deactivate-confirm") as deactivate_box:
+            deactivate_q = gr.Markdown(elem_id="deactivate-question")
+            with gr.Row():
+                deactivate_yes = gr.Button("Yes, deactivate", variant="stop", size="md", elem_id="deactivate-yes")
+                deactivate_no = gr.Button("Cancel", size="md", elem_id="deactivate-cancel")
         gr.Markdown(
             "Deactivating stops a link at once and keeps the queue; reassigning (of a deactivated "
             "participant) hands their open items to others: recordings to another sender, receiver and "
@@ -191,13 +197,42 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
                     text = f"Participant {whole_number(participant_id)} has a new link; the old one no longer works."
             except ERRORS as e:
                 return {msg: str(e)}
-            return {msg: text, full_link: url, **people.show(people_page(page_no, study_id, role_f, status_f))}
+            return {
+                msg: text,
+                full_link: url,
+                deactivate_box: gr.update(visible=False),
+                **people.show(people_page(page_no, study_id, role_f, status_f)),
+            }
 
         return handler
 
+    @admin_only(auth, msg)
+    def ask_deactivate(sess, study_id, participant_id, request: gr.Request):
+        """Deactivate's first step: who it is, and the button that acts."""
+        try:
+            p = participant_admin.participant(db, study_id, participant_id)
+        except ERRORS as e:
+            return {msg: str(e), deactivate_box: gr.update(visible=False)}
+        return {
+            msg: "",
+            deactivate_q: f"**Deactivate participant {p['id']} ({p['role']})?** Their link stops working at once; "
+            "their queue is kept (Reactivate restores it).",
+            deactivate_box: gr.update(visible=True),
+            deactivate_yes: gr.update(value=f"Yes, deactivate participant {p['id']}"),
+        }
+
+    deactivate.click(
+        ask_deactivate,
+        [session, study, pid],
+        [msg, deactivate_q, deactivate_box, deactivate_yes],
+        api_visibility="private",
+    )
+    deactivate_no.click(lambda: (gr.update(visible=False), ""), None, [deactivate_box, msg], api_visibility="private")
+    # another participant picked: the question asked about the last one goes
+    pid.change(lambda: gr.update(visible=False), None, deactivate_box, api_visibility="private", queue=False)
     outs = [msg, full_link, *people.outputs]
     for button, kind in (
-        (deactivate, "deactivate"),
+        (deactivate_yes, "deactivate"),
         (reactivate, "reactivate"),
         (reassign, "reassign"),
         (renew, "new_link"),
@@ -205,7 +240,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
         button.click(
             action(kind),
             [session, study, pid, *table_state],
-            outs,
+            [*outs, deactivate_box],
             api_name=f"admin_participants_{kind}",
             api_visibility="undocumented",
         )

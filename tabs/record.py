@@ -123,8 +123,16 @@ def build(ctx: Ctx) -> TabUI:
         body = ""
         if has:
             c = view.content
+            # the reviewer's reason inside the same box: one message, read at once
+            reason = (
+                f'<span class="record-again-reason">{plain_html(c["record_again_reason"])}</span>'
+                if c.get("record_again_reason")
+                else ""
+            )
             again = (
-                f'<p class="record-again msg info">{plain_html(c["record_again"])}</p>' if c.get("record_again") else ""
+                f'<p class="record-again msg info">{plain_html(c["record_again"])}{reason}</p>'
+                if c.get("record_again")
+                else ""
             )
             # the box is the starter's own <div class="starter">: a class on its holder as well
             # drew the border twice

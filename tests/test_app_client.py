@@ -164,12 +164,12 @@ def test_recording_runs_in_the_background_and_is_reviewed_in_the_admin_tab(clien
     opened = client.predict(session, rid, api_name="/admin_open_recording")
     assert opened[0] == "" and opened[1] and "water" in opened[2].lower() and "**Prompt:**" in opened[2]
     # a forged session cannot review
-    refused = client.predict("forged", rid, "demo", api_name="/admin_reject_recording")
+    refused = client.predict("forged", rid, "demo", "", api_name="/admin_reject_recording")
     assert "log in" in refused[0].lower()
-    done = client.predict(session, rid, "demo", api_name="/admin_reject_recording")
+    done = client.predict(session, rid, "demo", "", api_name="/admin_reject_recording")
     assert "rejected" in done[0]
     assert app_server.rows("SELECT qc_status, reviewed_by FROM recordings WHERE id = ?", (rid,))[0][0] == "rejected"
-    again = client.predict(session, 99999, "demo", api_name="/admin_reject_recording")
+    again = client.predict(session, 99999, "demo", "", api_name="/admin_reject_recording")
     assert "no recording 99999" in again[0]
 
 

@@ -85,6 +85,7 @@ EXPECTED = {
         "qc_result",
         "review_decision",
         "reviewed_at",
+        "review_reason",
         "qc_transcript",
         "wer",
         "qc_flags",

@@ -141,7 +141,7 @@ def test_a_recording_rejected_in_review_comes_back_to_its_sender(app, browser, w
     [(rid, status)] = recordings(app, width)
     assert status == "flagged"
     client = AppClient(app.url)
-    said = client.predict(admin_session(client), rid, "demo", api_name="/admin_reject_recording")[0]
+    said = client.predict(admin_session(client), rid, "demo", "", api_name="/admin_reject_recording")[0]
     assert "asked to record it again" in str(said)
     ctx = browser.new_context(**WIDTHS[width])
     page = ctx.new_page()

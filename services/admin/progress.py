@@ -17,8 +17,12 @@ from storage.db import required
 from storage.usability import exchanges, recordings
 
 
-def study_choices(database) -> list[tuple[str, str]]:
-    return [(f"{s['name']} ({s['id']})", s["id"]) for s in studies.list_studies(database)]
+def study_choices(database, archived: bool = False) -> list[tuple[str, str]]:
+    """The study dropdown's entries; archived studies only when asked (marked so)."""
+    return [
+        (f"{s['name']} ({s['id']})" + (" [archived]" if s["archived_at"] else ""), s["id"])
+        for s in studies.list_studies(database, archived)
+    ]
 
 
 def progress_chart(database, study_id: str):

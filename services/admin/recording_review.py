@@ -8,8 +8,9 @@ same group and gender where possible, who has not had that starter
 (services/participation/reassignment.withdraw_and_reassign, which the admin's reassign also uses,
 handing them on through the usability roles' on_leave: services/usability/reassignment.py).
 A rejected recording of a sender who still takes part goes back to them as "record again": a
-new record item of the same exchange, first in their queue, whose page says why (the rejected
-recording and its translation are kept: storage.usability.recordings.supersede_translation).
+new record item of the same exchange, first in their queue, whose page says why, with the
+reviewer's reason where they gave one (the rejected recording and its translation are kept:
+storage.usability.recordings.supersede_translation).
 """
 
 from __future__ import annotations
@@ -54,9 +55,18 @@ def queue_for_review(
     return rows
 
 
-def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewOutcome:
+# a reason is a sentence or two for the sender, not a letter
+MAX_REASON = 500
+
+
+def decide(database, recording_id: int, decision: str, reviewer: str, reason: str | None = None) -> ReviewOutcome:
+    """reason: why a recording is rejected (optional), stored with it, exported and shown to the
+    sender who records it again."""
     if decision not in ("accept", "reject"):
         raise ReviewError("decision must be 'accept' or 'reject'")
+    reason = (" ".join((reason or "").split()) or None) if decision == "reject" else None
+    if reason and len(reason) > MAX_REASON:
+        raise ReviewError(f"the reason is {len(reason)} characters long; at most {MAX_REASON}")
     rec = recordings.recording(database, int(recording_id))
     if rec is None:
         raise ReviewError(f"there is no recording {recording_id}")
@@ -71,8 +81,10 @@ def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewO
     ex = required(exchanges.exchange(database, rec["exchange_id"]), "exchange of a recording")
     out = ReviewOutcome(rec["id"], status)
     with database.transaction() as tx:
-        recordings.review_recording(tx.db, rec["id"], status, reviewer)
-        database.log(reviewer, "review", "recordings", rec["id"], {"decision": status})
+        recordings.review_recording(tx.db, rec["id"], status, reviewer, reason)
+        database.log(
+            reviewer, "review", "recordings", rec["id"], {"decision": status, **({"reason": reason} if reason else {})}
+        )
         sender = participants.get(database, ex["sender_id"]) if ex["sender_id"] else None
         if (
             status == "rejected"
@@ -88,7 +100,7 @@ def decide(database, recording_id: int, decision: str, reviewer: str) -> ReviewO
             and sender["excluded_at"] is None
             and not sender["dropped_out_at"]
         ):
-            _record_again(tx, rec, ex, sender, reviewer, out)
+            _record_again(tx, rec, ex, sender, reviewer, out, reason)
         workflow.exchange_ready(database, ex["id"])
     return out
 
@@ -106,8 +118,9 @@ def _exclude_and_reassign(tx: Transaction, sender, reviewer, out: ReviewOutcome)
     out.unassigned = [d["exchange"] for d in moved.dropped if d["phase"] == "record"]
 
 
-def _record_again(tx: Transaction, rec, ex, sender, reviewer, out: ReviewOutcome) -> None:
-    """The sender records the exchange again: a new record item, before their other ones."""
+def _record_again(tx: Transaction, rec, ex, sender, reviewer, out: ReviewOutcome, reason: str | None) -> None:
+    """The sender records the exchange again: a new record item, before their other ones (the
+    reason rides in its meta: their page reads it with the item, no other lookup)."""
     attempt = recordings.recording_count(tx.database, ex["id"]) + 1
     recordings.supersede_translation(tx.db, ex["id"], rec["id"])
     position = -1.0  # below every seeded order key (0..1): the item to redo comes first
@@ -119,7 +132,7 @@ def _record_again(tx: Transaction, rec, ex, sender, reviewer, out: ReviewOutcome
         f"{ex['id']}-{attempt}",
         position,
         exchange_id=ex["id"],
-        meta={"record_again": rec["id"]},
+        meta={"record_again": rec["id"], **({"reason": reason} if reason else {})},
     )
     tx.database.log(reviewer, "record_again", "assignments", aid, {"recording": rec["id"]})
     out.record_again = aid is not None

@@ -80,6 +80,8 @@ def participant_for_token(database, token: str | None) -> dict:
         raise refusal(AccessError, "invalid_link")
     if not p["active"]:
         raise refusal(AccessError, "deactivated")
+    if p.get("study_archived_at"):  # the team archived the study (services/study/lifecycle.archive)
+        raise refusal(AccessError, "study_closed")
     return p
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from pathlib import Path
 from services.common import protocols
 from services.metrics import exchange as exchange_metrics
 from services.participation import maintenance
+from services.study import lifecycle
 from services.study.files import StudyError, StudyValidationError, load_study
 from storage import studies
 from storage.usability import exchanges, recordings
@@ -18,11 +20,24 @@ from storage.usability import exchanges, recordings
 @dataclass
 class ImportResult:
     study_id: str
-    status: str  # "created" | "updated" | "unchanged"
+    status: str  # "created" | "updated" | "updated in place" | "unchanged"
     counts: dict
     # what the study's design needs to finish (each protocol's plan hook: a usability study's
     # receivers per sender cell), for the designer to read before enrolling anyone
     notes: list[str] = field(default_factory=list)
+    # "updated in place": the settings changed, collected data kept (services/study/lifecycle.py)
+    settings_changed: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """What the import did, in one line (the CLI and the admin's import box)."""
+        if self.status == "updated in place":
+            n = len(self.settings_changed)
+            return (
+                f"study '{self.study_id}': updated {n} setting{'s' if n != 1 else ''} in place: "
+                + ", ".join(self.settings_changed)
+                + " (every collected answer kept)"
+            )
+        return f"study '{self.study_id}': {self.status} " + ", ".join(f"{k} {v}" for k, v in self.counts.items())
 
 
 def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResult:
@@ -46,20 +61,30 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
         counts["da_segments_sampled"] = sum(d["segments_kept"] for d in bundle.da_sample.values())
     if existing and existing["content_hash"] == bundle.content_hash:
         return ImportResult(bundle.id, "unchanged", counts, plan_notes(database, bundle.id))
-    if existing and studies.has_participants(database, bundle.id):
-        raise StudyValidationError(
-            [
-                StudyError(
-                    "study.toml",
-                    None,
-                    "study.id",
-                    f"study '{bundle.id}' already exists with different content and has participants; "
-                    "give the changed study a new id (its collected data stays with the old one)",
-                )
-            ]
-        )
+    hashes = lifecycle.corpus_hashes(bundle)
+    if existing:
+        changes = lifecycle.setting_changes(existing["config"], bundle.config)
+        parts = lifecycle.changed_parts(existing["corpus_hash"], bundle)
+        refused = lifecycle.refusals(changes, parts)
+        if not refused:  # only settings that touch no collected item: the study stays as it is
+            return _update_in_place(database, bundle, changes, counts, actor)
+        if studies.has_participants(database, bundle.id):
+            raise StudyValidationError(
+                [
+                    StudyError(
+                        "study.toml",
+                        None,
+                        "study.id",
+                        f"study '{bundle.id}' already exists with different content and has participants, "
+                        f"so only settings that touch no collected item may change in place; {why}. "
+                        "Undo that change, or give the changed study a new id (its collected data stays "
+                        "with the old one)",
+                    )
+                    for why in refused
+                ]
+            )
     with database.write() as db:
-        studies.replace_study(db, bundle)
+        studies.replace_study(db, bundle, json.dumps(hashes))
         for ex in bundle.exchanges:
             eid = exchanges.insert_exchange(
                 db,
@@ -76,6 +101,17 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
         )
         maintenance.repair(database, bundle.id)  # each protocol opens what the imported exchanges allow
     return ImportResult(bundle.id, "updated" if existing else "created", counts, plan_notes(database, bundle.id))
+
+
+def _update_in_place(database, bundle, changes, counts, actor: str) -> ImportResult:
+    """The changed settings written over the stored ones, one audit-log row each (old -> new)."""
+    with database.write() as db:
+        studies.update_settings(db, bundle.id, bundle.name, bundle.config, bundle.content_hash)
+        for key, old, new in changes:
+            database.log(actor, "setting_changed", "study", bundle.id, {"setting": key, "old": old, "new": new})
+    return ImportResult(
+        bundle.id, "updated in place", counts, plan_notes(database, bundle.id), [k for k, _, _ in changes]
+    )
 
 
 def plan_notes(database, study_id: str) -> list[str]:

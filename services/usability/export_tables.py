@@ -148,6 +148,7 @@ TABLES: dict[str, ExportTable] = {
                 "a reviewer's decision on a flagged recording: accepted or rejected; empty when not reviewed",
             ),
             "reviewed_at": ("timestamp", "when it was reviewed"),
+            "review_reason": ("string", "why the reviewer rejected it, as the sender was shown; empty if none given"),
             "qc_transcript": ("string", "the ASR transcript the quality check compared with the starter"),
             "wer": ("number", "word error rate of qc_transcript against the starter text"),
             "qc_flags": ("json", "list of the quality check's flags (e.g. high_wer, start_differs)"),

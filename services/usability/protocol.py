@@ -137,12 +137,16 @@ def content(database, study, participant, assignment, media_dir=None) -> dict:
     st = required(studies.starter(database, sid, ex["starter_id"]), "starter of an exchange")
     if phase == "record":
         words = texts(study)["record"]
+        again = (assignment.get("meta") or {}).get("record_again")
+        reason = (assignment.get("meta") or {}).get("reason") if again else None
         return {
             "starter_html": bold_key_spans(st["text"], st["key_spans"]),
             "instruction": words["instruction"],
             "microphone_help": words["microphone_help"],
             # a recording of it was rejected in review: the sender is told why it is back
-            "record_again": words["record_again"] if (assignment.get("meta") or {}).get("record_again") else "",
+            "record_again": words["record_again"] if again else "",
+            # the reviewer's reason, where they gave one
+            "record_again_reason": f"{words['record_again_reason']} {reason}" if reason else "",
             "max_seconds": study["config"]["usability"]["max_recording_seconds"],
         }
     tr = required(recordings.translation(database, ex["id"]), "translation of a translated exchange")

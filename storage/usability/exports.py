@@ -22,7 +22,7 @@ def recording_rows(database: Database, study_id: str) -> list[dict]:
     """Recordings with the stored 16 kHz file's path (the service copies it into the export)."""
     return database.query(
         "SELECT r.id AS recording_id, r.exchange_id, e.sender_id AS sender__pid, r.path_16k, r.duration_s, "
-        "r.qc_status, r.reviewed_at, r.transcript AS qc_transcript, r.wer, r.qc_flags, r.created_at "
+        "r.qc_status, r.reviewed_at, r.review_reason, r.transcript AS qc_transcript, r.wer, r.qc_flags, r.created_at "
         "FROM recordings r JOIN exchanges e ON e.id = r.exchange_id WHERE e.study_id = ? ORDER BY r.id",
         [study_id],
     )

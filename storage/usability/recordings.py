@@ -70,10 +70,10 @@ def set_recording_qc(
     )
 
 
-def review_recording(db, recording_id: int, status: str, reviewer: str) -> None:
+def review_recording(db, recording_id: int, status: str, reviewer: str, reason: str | None = None) -> None:
     db.execute(
-        "UPDATE recordings SET qc_status = ?, reviewed_by = ?, reviewed_at = ? WHERE id = ?",
-        [status, reviewer, now(), recording_id],
+        "UPDATE recordings SET qc_status = ?, reviewed_by = ?, reviewed_at = ?, review_reason = ? WHERE id = ?",
+        [status, reviewer, now(), reason, recording_id],
     )
 
 
