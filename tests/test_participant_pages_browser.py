@@ -379,3 +379,34 @@ def test_the_prolific_redirect_has_its_own_copy_button():
     page = header_html(view)
     assert page.count('class="copy-btn"') == 2
     assert 'data-copy="DEMO-2026"' in page and f'data-copy="{url}"' in page
+
+
+ANNOUNCED = """
+window.__said = [];
+new MutationObserver(() => document.querySelectorAll('[aria-live]').forEach(e => {
+  const t = e.textContent.trim();
+  if (t && window.__said.at(-1) !== t) window.__said.push(t);
+})).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_screen_readers_hear_words_not_gradios_keys(app_server, browser, width):
+    """Issue 51: Gradio's status region announced a finished event as the raw key
+    "common.complete" (no language of Gradio's has it); now "Done", "Concluído" in Portuguese."""
+    phone = width < 640
+    for locale, word in (("en-US", "Done"), ("pt-PT", "Concluído")):
+        ctx = browser.new_context(viewport={"width": width, "height": 900}, is_mobile=phone, locale=locale)
+        try:
+            page = ctx.new_page()
+            page.add_init_script(ANNOUNCED)
+            page.goto(app_server.links()["receiver"][0])
+            # past the load's "Loading" and "Progresso" lines, the event's end is announced
+            page.wait_for_function(
+                "window.__said.some(s => !/^(Loading|A carregar|Progress)/.test(s))", timeout=20000
+            )
+            said = page.evaluate("window.__said")
+            assert not [s for s in said if s.startswith(("common.", "status."))], said
+            assert word in said, said
+        finally:
+            ctx.close()

@@ -71,7 +71,19 @@ def page_options(settings) -> dict:
         run_history=False,
         # gradio refuses a larger upload before it is stored or decoded
         max_file_size=int(settings.max_upload_mb * 1024 * 1024),
+        i18n=status_words(),
     )
+
+
+# Gradio's status tracker announces a finished event to screen readers (its aria-live region)
+# as i18n("common.complete"), a key none of its own languages has: the raw key was read out.
+STATUS_WORDS = {"en": "Done", "pt": "Concluído", "pt-BR": "Concluído"}
+
+
+def status_words():
+    import gradio as gr
+
+    return gr.I18n(**{lang: {"common.complete": word} for lang, word in STATUS_WORDS.items()})
 
 
 def middleware(site: Site, settings, database) -> list:
