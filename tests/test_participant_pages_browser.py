@@ -402,9 +402,7 @@ def test_screen_readers_hear_words_not_gradios_keys(app_server, browser, width):
             page.add_init_script(ANNOUNCED)
             page.goto(app_server.links()["receiver"][0])
             # past the load's "Loading" and "Progresso" lines, the event's end is announced
-            page.wait_for_function(
-                "window.__said.some(s => !/^(Loading|A carregar|Progress)/.test(s))", timeout=20000
-            )
+            page.wait_for_function("window.__said.some(s => !/^(Loading|A carregar|Progress)/.test(s))", timeout=20000)
             said = page.evaluate("window.__said")
             assert not [s for s in said if s.startswith(("common.", "status."))], said
             assert word in said, said

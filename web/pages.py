@@ -143,7 +143,7 @@ def resolve_link(database, request, lang: str = "en") -> tuple[str, str, dict | 
     gender is checked first). The problem is in the page's language `lang`."""
     from services.setup.enrolment import ParticipantError, enrol_from_link
     from services.study.texts import Voice, reword
-    from storage import participants
+    from storage import participants, studies
 
     q = dict(request.query_params) if request else {}
     tok, problem = q.get("t") or "", ""
@@ -154,7 +154,10 @@ def resolve_link(database, request, lang: str = "en") -> tuple[str, str, dict | 
             client = throttle_key(request.client.host if request.client else None, getattr(request, "headers", None))
             tok = enrol_from_link(database, q, client=client)["token"]
         except ParticipantError as e:
-            problem = str(reword(e, Voice(lang)))  # a refusal's key (enrol_<reason>) in the page's words
+            # a refusal's key (enrol_<reason>) in the page's words, the study's own (its contact) where
+            # the URL names a real one
+            study = studies.get_study(database, str(q.get("study") or "")[:200])
+            problem = str(reword(e, Voice(lang, study)))
     participant = participants.by_token(database, tok) if tok else None
     if tok and participant is None:
         problem = Voice(lang)("invalid_link")

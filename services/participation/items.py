@@ -78,8 +78,9 @@ def participant_for_token(database, token: str | None) -> dict:
     p = participants.by_token(database, token) if token else None
     if not p:
         raise refusal(AccessError, "invalid_link")
-    if not p["active"]:
-        raise refusal(AccessError, "deactivated")
+    if not p["active"]:  # the study's contact, where it gives one (a lookup on this path only)
+        study = studies.get_study(database, p["study_id"])
+        raise refusal(AccessError, "deactivated", contact=Voice(study=study).contact)
     if p.get("study_archived_at"):  # the team archived the study (services/study/lifecycle.archive)
         raise refusal(AccessError, "study_closed")
     return p

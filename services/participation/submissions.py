@@ -136,7 +136,8 @@ def _refuse_in_write(database, participant: dict, assignment: dict, fresh: dict 
     else nothing is written."""
     now_p = participants.get(database, participant["id"])
     if not now_p or not now_p["active"]:
-        raise refusal(AccessError, "deactivated")
+        study = studies.get_study(database, participant["study_id"])
+        raise refusal(AccessError, "deactivated", contact=Voice(study=study).contact)
     if fresh is None or fresh["status"] == "withdrawn":
         raise refusal(SubmissionError, "withdrawn")
     nxt = next_open(database, participant["id"], protocols.tab(tab).phases)

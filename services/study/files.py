@@ -85,6 +85,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
         "genders": [],
         "self_enrol": [],
         "description": "",
+        # how participants reach the team (an e-mail address or a URL): said wherever a page
+        # tells them to contact the study team
+        "contact": "",
         # Prolific self-enrolment: role -> its Prolific STUDY_ID (or a list of them); a URL
         # arriving with another STUDY_ID is refused. Roles not listed are not bound.
         "prolific_study_ids": {},
@@ -350,6 +353,9 @@ def _check_config(raw: dict, err: _Collector) -> dict:
     for k in ("completion_code", "redirect_url", "description"):
         if k in st and not isinstance(st[k], str):
             err.add(f, None, f"study.{k}", "must be a string")
+    contact = st.get("contact", "")
+    if not isinstance(contact, str) or len(contact) > 200 or re.search(r"[<>\[\]\n\r]", contact):
+        err.add(f, None, "study.contact", "must be an e-mail address or URL of at most 200 characters, no markup")
     url = st.get("redirect_url", "")
     if isinstance(url, str) and url and not re.match(r"^https?://", url):
         err.add(f, None, "study.redirect_url", "must start with http:// or https://")

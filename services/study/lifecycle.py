@@ -23,6 +23,7 @@ SAFE_SETTINGS: dict[str, str] = {
     "study.description": "the study's description, shown on the welcome page",
     "study.completion_code": "the code shown when a participant finishes",
     "study.redirect_url": "where a participant who finishes is sent",
+    "study.contact": "how participants reach the team, said where a page tells them to",
     "study.expected_minutes": "the time the welcome page announces",
     "study.enrol_per_minute": "a self-enrolment rate limit",
     "study.enrol_per_client_per_minute": "a self-enrolment rate limit",

@@ -145,7 +145,13 @@ class Voice:
         return texts(self.study)["page"][self.lang]
 
     def __call__(self, key: str, **values) -> str:
-        return self.words[key].format(**values)
+        return self.words[key].format(**{"contact": self.contact, **values})
+
+    @property
+    def contact(self) -> str:
+        """ " (ADDRESS)" after "the study team" where the study gives [study] contact, else ""."""
+        contact = (((self.study or {}).get("config") or {}).get("study") or {}).get("contact") or ""
+        return f" ({contact})" if contact else ""
 
     def ready(self, n: int) -> str:
         return self("ready_one" if n == 1 else "ready_other", n=n)
