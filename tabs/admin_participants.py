@@ -117,9 +117,18 @@ def build(ctx: Ctx, auth: admin.AdminAuth, session, study) -> ParticipantsUI:
     with gr.Accordion("Finished participants and the completion code", open=False):
         gr.Markdown(
             "Everyone who finished every part of their role, with the time they finished and their "
-            "Prolific / external id; the CSV has them all, to approve the submissions on Prolific."
+            "Prolific / external id; the CSV has them all, to approve the submissions on Prolific. "
+            "**QC outcome** says what quality control found, to decide payment: a DA rater's "
+            "reliability test and speed (and whether their HIT was re-run), an SD rater's "
+            "cleansing, a sender's rejected recordings; *kept (pilot)* where the study keeps "
+            "every worker (`[da] keep_every_worker`)."
         )
-        done = pager("Finished participants", "No one has finished yet.", elem_id="completions")
+        done = pager(
+            "Finished participants",
+            "No one has finished yet.",
+            elem_id="completions",
+            headers={"qc": "QC outcome"},
+        )
         with gr.Row():
             done_go = gr.Button("Download the list (CSV)")
             done_file = gr.File(label="Finished participants", interactive=False, height=90)

@@ -10,6 +10,7 @@ from services.setup.enrolment import add_participants
 from services.usability import dropouts, pipeline
 from tests.helpers.audio import write_wav
 from tests.helpers.sql_trace import Trace, scans
+from tests.helpers.workflow import stand_in_translation
 
 
 def act(database, token, tab, answer, media=None):
@@ -44,7 +45,7 @@ def test_no_participant_action_scans_a_study_sized_table(demo_db, tmp_path):
         [rec["exchange_id"]],
     )["text"]
     with Trace(db) as t:
-        pipeline.record_outcome(db, rec["id"], "Olá, preciso de ajuda.", starter)
+        pipeline.record_outcome(db, rec["id"], stand_in_translation(starter), starter)
     statements += t.sql
 
     def answers(v):

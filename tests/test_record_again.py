@@ -13,6 +13,7 @@ from services.usability import audio_intake, pipeline
 from storage import studies
 from storage.usability import exports, pool
 from tests.helpers.audio import write_wav
+from tests.helpers.workflow import stand_in_translation
 
 
 def starter_of(db, item_id) -> dict:
@@ -79,8 +80,9 @@ def test_a_rejected_recording_goes_back_to_its_sender_and_both_are_kept(demo_db,
     )
     rid2 = second.stored["id"]
     assert rid2 != rid1
-    assert pipeline.record_outcome(db, rid2, "a nova tradução", text) == "passed"
-    assert db.scalar("SELECT text FROM translations WHERE exchange_id = ?", [ex_id]) == "a nova tradução"
+    new = "a nova tradução " + stand_in_translation(text)  # as long as the reading
+    assert pipeline.record_outcome(db, rid2, new, text) == "passed"
+    assert db.scalar("SELECT text FROM translations WHERE exchange_id = ?", [ex_id]) == new
     assert db.scalar("SELECT text FROM superseded_translations WHERE recording_id = ?", [rid1]) == "uma tradução"
     state = pool.exchange_state(db, ex_id)
     assert state["translated"] and state["qc_ok"]
@@ -107,12 +109,8 @@ def test_the_senders_messages_name_the_survey_tab_and_count_one_recording(demo_d
     me = participants.get(db, sender.id)
     assert _waiting_message(db, me, "survey").startswith("4 of your recordings are being checked")
     for rid in done[:3]:
-        pipeline.record_outcome(
-            db,
-            rid,
-            "uma tradução",
-            starter_of(db, db.scalar("SELECT exchange_id FROM recordings WHERE id = ?", [rid]))["text"],
-        )
+        text = starter_of(db, db.scalar("SELECT exchange_id FROM recordings WHERE id = ?", [rid]))["text"]
+        pipeline.record_outcome(db, rid, stand_in_translation(text), text)
     assert _waiting_message(db, me, "survey").startswith(
         "1 of your recordings is being checked and translated; its survey opens"
     )

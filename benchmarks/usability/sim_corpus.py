@@ -261,7 +261,11 @@ def translation(starter_row: dict, system: str, exchange_id: int) -> str:
     """A stand-in for a system's Portuguese output (no model runs in the simulation)."""
     spans = starter_row["key_spans"]  # a list in storage, "a | b" in the CSV row
     keys = spans if isinstance(spans, list) else [k.strip() for k in spans.split("|")]
-    return f"Olá, preciso de ajuda ({system}, troca {exchange_id}). " + "; ".join(keys) + ". Obrigado."
+    said = f"Olá, preciso de ajuda ({system}, troca {exchange_id}). " + "; ".join(keys) + ". Obrigado."
+    # as many words as the reading, as a real translation has: QC flags one far shorter than its
+    # transcript (services/usability/recording_qc.translation_short)
+    short = len(str(starter_row.get("text", "")).split()) - len(said.split())
+    return said + "".join(" e mais" for _ in range(max(0, short) // 2 + 1))
 
 
 STUDY_TOML = """# Written by benchmarks/usability/sim_corpus.py: the study simulation's generated study.

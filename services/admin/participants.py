@@ -17,10 +17,14 @@ import pandas as pd
 
 from services.common import protocols
 from services.common.paging import Page, page_bounds
+from services.da import study_analysis as da_study
 from services.participation.reassignment import Reassignment, withdraw_and_reassign
+from services.sd import study_analysis as sd_study
 from services.setup.enrolment import NewParticipant, add_participants, link, links, new_token, prolific_links
 from services.study.export import neutralise
 from storage import assignments, participants, studies
+from storage.da import hits as da_hits
+from storage.usability import recordings
 
 STATUSES = tuple(assignments.PARTICIPANT_STATUS)  # deactivated, completed, active
 MAX_ADD = 500  # one form submit; more is almost surely a typo
@@ -264,8 +268,38 @@ COMPLETION_COLUMNS = [
     "prolific_session_id",
     "completed_at",
     "status",
+    "qc",
     "completion_code",
 ]
+NO_QC = "no QC for this role"
+
+
+def qc_outcomes(database, study: dict, rows: list[dict]) -> dict[int, str]:
+    """Each listed participant's quality-control outcome, in the words a payer acts on, by id.
+    Read from what the protocols' own QC decided or computes (never a statistic of its own): a
+    DA rater's stored HIT outcome (services/da/study_analysis.qc_outcome), an SD rater's
+    cleansing (services/sd/study_analysis.qc_outcomes, once per call: its fence needs every
+    rater), a sender's rejected recordings and exclusion (services/admin/recording_review.decide)."""
+    ids = {role: [r["id"] for r in rows if r["role"] == role] for role in ("da", "sd", "sender")}
+    out = {r["id"]: NO_QC for r in rows}
+    if ids["da"]:
+        found = da_hits.da_hit_outcomes_of(database, ids["da"])
+        da_cfg = study["config"].get("da") or {}
+        out.update({pid: da_study.qc_outcome(found.get(pid), da_cfg) for pid in ids["da"]})
+    if ids["sd"]:
+        cleansed = sd_study.qc_outcomes(database, study["id"])
+        out.update({pid: cleansed.get(pid, "no ratings") for pid in ids["sd"]})
+    if ids["sender"]:
+        rejected = recordings.rejected_counts(database, ids["sender"])
+        for r in rows:
+            if r["role"] != "sender":
+                continue
+            n = rejected.get(r["id"], 0)
+            if r["excluded_at"]:
+                out[r["id"]] = f"excluded: {r.get('excluded_reason') or 'by the study team'}"
+            else:
+                out[r["id"]] = f"passed ({n} recording{'s' if n != 1 else ''} rejected)" if n else "passed"
+    return out
 
 
 def _completion_rows(database, study_id: str, limit: int | None, offset: int = 0) -> list[dict]:
@@ -274,8 +308,10 @@ def _completion_rows(database, study_id: str, limit: int | None, offset: int = 0
         raise ParticipantAdminError("Pick a study first.")
     code = study["config"]["study"]["completion_code"]
     rows = participants.completed(database, study_id, limit, offset)
+    qc = qc_outcomes(database, study, rows)  # once per page or CSV, not per row
     for r in rows:
         r["status"] = "excluded" if r["excluded_at"] else status_of(r)
+        r["qc"] = qc[r["id"]]
         r["completion_code"] = code
     return rows
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from services.participation.reassignment import withdraw_and_reassign
 from services.usability import workflow
-from services.usability.recording_qc import FLAG_TEXT, MAX_REJECTED, align, edges_text
+from services.usability.recording_qc import MAX_REJECTED, align, edges_text, flags_text
 from storage import assignments, participants
 from storage.db import Transaction, required
 from storage.usability import exchanges, recordings
@@ -49,7 +49,7 @@ def queue_for_review(
     rows = recordings.recordings_for_review(database, study_id, status, limit, offset)
     for r in rows:
         flags = json.loads(r["qc_flags"] or "[]")
-        r["flags"] = ", ".join(FLAG_TEXT.get(f, f) for f in flags)
+        r["flags"] = flags_text(flags, r["transcript"], r["translation"])
         r["alignment"] = align(r["prompt"], r["transcript"] or "")
         r["edges"] = edges_text(json.loads(r["qc_edges"]) if r.get("qc_edges") else None)
     return rows

@@ -123,7 +123,13 @@ def hit_completed(tx: Transaction, study, assignment) -> dict | None:
     failed = not verdict["reliable"] or (verdict["fast"] and not keep_fast)
     meta = assignment["meta"]
     modality, run = meta["modality"], int(meta.get("run", 1))
-    rerun = failed and hit_store.da_hit_reruns(tx.database, meta["hit_id"], modality, run) < int(da.get("reruns", 2))
+    # a pilot that keeps every worker pays no second rater for judgments it keeps anyway
+    keep_every = bool(da.get("keep_every_worker", False))
+    rerun = (
+        failed
+        and not keep_every
+        and hit_store.da_hit_reruns(tx.database, meta["hit_id"], modality, run) < int(da.get("reruns", 2))
+    )
     row = {
         "participant_id": pid,
         "study_id": study["id"],

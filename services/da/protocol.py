@@ -40,6 +40,9 @@ DEFAULTS: dict[str, Any] = {
     "reruns": 2,
     "fast_item_s": 2.0,
     "keep_fast": False,
+    # a pilot's choice, as `analyze da --wmt` (WMT's method): every worker stays in the scores
+    # whatever the reliability test says, and a failed HIT is not re-run (its judgments count)
+    "keep_every_worker": False,
     # section 2.2.3: reliable when p < 0.05 (the rerun decision's test; a HIT with few
     # controls cannot reach it: with 2 bad_reference and 2 ask_again pairs p >= 1/6)
     "reliability_alpha": 0.05,
@@ -103,6 +106,12 @@ def check(da: dict) -> list[tuple[str, str]]:
             "da.keep_fast",
             "must be true (unrealistically fast HITs stay in the scores) or "
             "false (paper 001, Ethics: they are rejected)",
+        )
+    if not isinstance(da.get("keep_every_worker"), bool):
+        add(
+            "da.keep_every_worker",
+            "must be true (a pilot: every worker stays in the scores, as `analyze da --wmt`) or "
+            "false (paper 001: only workers who pass the reliability test)",
         )
     return out
 

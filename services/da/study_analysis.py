@@ -33,6 +33,12 @@ HIT_OUTCOME_COLUMNS = [
 ]
 
 
+PILOT_NOTE = (
+    "pilot: keep_every_worker = true, so every worker is kept whatever the reliability test says "
+    "(WMT's method, as `analyze da --wmt`: system and ask_again items scored, fast HITs kept, ranked by z)"
+)
+
+
 @dataclass
 class CampaignAnalysis:
     judgments: pd.DataFrame
@@ -92,15 +98,42 @@ def analyse(database, study_id: str, alpha: float | None = None) -> CampaignAnal
     da = required(studies.get_study(database, study_id), "study with DA judgments")["config"]["da"]
     if alpha is None:
         alpha = da_analysis.check_alpha(float(da.get("reliability_alpha", 0.05)))
+    keep_every = bool(da.get("keep_every_worker", False))
     res = da_analysis.analyze(
         df,
         alpha=alpha,
+        wmt=keep_every,  # a pilot keeps every worker, as `analyze da --wmt` does
         fast_item_s=float(da.get("fast_item_s", da_analysis.FAST_ITEM_S)),
-        keep_fast=bool(da.get("keep_fast", False)),
+        keep_fast=bool(da.get("keep_fast", False)) or keep_every,
     )
     outcomes = pd.DataFrame(hits.da_hit_outcome_rows(database, study_id), columns=HIT_OUTCOME_COLUMNS)
-    notes = rerun_notes(outcomes, int(da.get("reruns", 2))) + tts_notes(df, da)
+    notes = [PILOT_NOTE] if keep_every else []
+    notes += rerun_notes(outcomes, int(da.get("reruns", 2))) + tts_notes(df, da)
     return CampaignAnalysis(df, res, da_analysis.figures(res), segments_table1(database, study_id), outcomes, notes)
+
+
+def _p(p) -> str:
+    return "no control pairs" if p is None else ("p < 0.001" if p < 0.001 else f"p = {p:.2g}")
+
+
+def qc_outcome(outcome: dict | None, da: dict) -> str:
+    """A DA rater's HIT outcome (da_hit_outcomes, decided by analysis.hit_verdict when the HIT was
+    done) in the words a payer acts on: "passed (p = 0.003)", "failed reliability test
+    (p = 0.41); HIT re-run", "too fast (median 1.2 s per item)"; a pilot that keeps every worker
+    (da.keep_every_worker) adds "kept (pilot)" to a failed one; with keep_fast a fast HIT is no failure."""
+    if outcome is None:
+        return "not judged (HIT not finished)"
+    s = outcome["median_item_s"]
+    speed = f"too fast (median {s:.1f} s per item)" if s is not None else "too fast"
+    failures = [] if outcome["reliable"] else [f"failed reliability test ({_p(outcome['p_value'])})"]
+    if outcome["fast"] and not da.get("keep_fast"):
+        failures.append(speed)
+    if not failures:
+        kept_fast = f"; {speed} but kept (keep_fast)" if outcome["fast"] else ""
+        return f"passed ({_p(outcome['p_value'])}){kept_fast}"
+    if da.get("keep_every_worker"):
+        return "; ".join(failures) + "; kept (pilot)"
+    return "; ".join(failures) + ("; HIT re-run" if outcome["rerun"] else "; HIT not re-run (reruns spent)")
 
 
 def run_cli(database, study_id: str, out_dir, alpha: float | None = None) -> str:

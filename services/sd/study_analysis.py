@@ -80,3 +80,21 @@ def analyse(
         sd_analysis.suitability_filter(pd.DataFrame(suit)) if suit else None,
         sd_analysis.cleansing_report(res),
     )
+
+
+def qc_outcomes(database, study_id: str) -> dict[int, str]:
+    """Each SD rater's cleansing outcome (analysis.cleanse, the analysis's own steps, on the whole
+    study: the outlier fence needs every rater) in the words a payer acts on, by participant id:
+    "passed", "too fast (200 s, expected 600 s)", "straight-liner", "inconsistent repeats"."""
+    rows = ratings.sd_rating_rows(database, study_id)
+    if not rows:
+        return {}
+    study = required(studies.get_study(database, study_id), "study with SD ratings")
+    expected = float(study["config"]["sd"]["expected_seconds"])
+    out = {}
+    for r in sd_analysis.cleanse(pd.DataFrame(rows), expected_seconds=expected).itertuples():
+        parts = [f"too fast ({r.duration_s:.0f} s, expected {expected:.0f} s)"] if r.too_fast else []
+        parts += ["straight-liner (one answer everywhere)"] if r.straight_liner else []
+        parts += [f"inconsistent repeats (score {r.inconsistency:.2f})"] if r.outlier else []
+        out[int(r.participant_id)] = "; ".join(parts) or "passed"
+    return out

@@ -80,7 +80,9 @@ def process_recording(database, recording_id: int, cache=CACHE) -> dict:
         elif opinion["on"] and recording_qc.needs_second_opinion(recording_qc.check(starter["text"], transcript)):
             asr = systems.build_asr(qc_asr, cache)
             scored = asr.score(rec["path_16k"], starter["text"]) if getattr(asr, "can_score", False) else None
-        save_qc(database, rec, starter["text"], transcript, qc_asr, recording_qc.edge_probabilities(scored), opinion)
+        translated = required(recordings.translation(database, ex["id"]), "translation")["text"]
+        edges = recording_qc.edge_probabilities(scored)
+        save_qc(database, rec, starter["text"], transcript, qc_asr, edges, opinion, translated, usability)
     workflow.exchange_ready(database, ex["id"])
     return {"skipped": False}
 
@@ -101,8 +103,14 @@ def save_qc(
     asr: dict | None = None,
     edges: dict | None = None,
     opinion: dict | None = None,
+    translation: str | None = None,
+    usability: dict | None = None,
 ) -> recording_qc.QCResult:
-    qc = recording_qc.check(starter_text, transcript, edges=edges, settings=opinion)
+    """QC of the recording (and, given the system's translation, of its length against the
+    transcript: recording_qc.translation_short), stored and logged."""
+    qc = recording_qc.check(
+        starter_text, transcript, edges=edges, settings=opinion, translation=translation, usability=usability
+    )
     with database.write() as db:
         recordings.set_recording_qc(db, rec["id"], qc.status, transcript, qc.wer, qc.flags, qc.edges_record())
         # which ASR wrote the transcript QC read (None: a caller's own transcript)
@@ -130,7 +138,9 @@ def record_outcome(database, recording_id: int, translation: str, transcript: st
         save_translation(database, rec, ex, translation, transcript, meta or {})
     status = rec["qc_status"]
     if rec["transcript"] is None:
-        status = save_qc(database, rec, starter["text"], transcript).status
+        usability = required(studies.get_study(database, ex["study_id"]), "study")["config"].get("usability")
+        translated = required(recordings.translation(database, ex["id"]), "translation")["text"]
+        status = save_qc(database, rec, starter["text"], transcript, None, None, None, translated, usability).status
     workflow.exchange_ready(database, ex["id"])
     return status
 

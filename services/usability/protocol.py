@@ -18,7 +18,13 @@ from services.participation.submissions import SubmissionError
 from services.study.texts import Voice, sqm_label, texts
 from services.usability import answers, audio_intake, corpus, dropouts, export_tables, reassignment, workflow
 from services.usability.audio_intake import IntakeError, store_recording
-from services.usability.recording_qc import SECOND_OPINION_DEFAULTS, qc_asr_problems, second_opinion_problems
+from services.usability.recording_qc import (
+    SECOND_OPINION_DEFAULTS,
+    TRANSLATION_LENGTH_DEFAULTS,
+    qc_asr_problems,
+    second_opinion_problems,
+    translation_length_problems,
+)
 from storage import assignments, jobs, participants, question_drafts, studies
 from storage.db import Transaction, required
 from storage.usability import answers as answer_store
@@ -61,6 +67,8 @@ DEFAULTS: dict[str, Any] = {
     "qc_asr": {},
     # the QC ASR's second opinion on the prompt's edge words (recording_qc.py)
     **SECOND_OPINION_DEFAULTS,
+    # a translation far shorter than the transcript goes to the review queue (recording_qc.py)
+    **TRANSLATION_LENGTH_DEFAULTS,
 }
 
 
@@ -101,7 +109,7 @@ def check(us: dict) -> list[tuple[str, str]]:
                 )
     for k, m in qc_asr_problems(us.get("qc_asr")):
         add(f"usability.qc_asr{'.' + k if k else ''}", m)
-    for k, m in second_opinion_problems(us):
+    for k, m in second_opinion_problems(us) + translation_length_problems(us):
         add(f"usability.{k}", m)
     sw = us.get("starter_words")
     if not (isinstance(sw, list) and len(sw) == 2 and all(isinstance(x, int) for x in sw) and 0 < sw[0] <= sw[1]):

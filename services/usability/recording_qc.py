@@ -45,6 +45,12 @@ MAX_REJECTED = 3  # a sender with more rejected recordings than this is excluded
 # qc_last_word_min_p); "auto": on unless the QC ASR is the paper's Whisper large-v3, whose
 # transcripts the paper's rule was made for
 SECOND_OPINION_DEFAULTS = {"qc_second_opinion": "auto", "qc_first_word_min_p": 0.5, "qc_last_word_min_p": 0.25}
+# issue 51, point 12: tiny.en and greedy decoding turned a 56-word reading into a 6-word
+# translation, and QC (which checks the recording) passed it. A translation with fewer words than
+# qc_translation_min_ratio x the transcript's is flagged for review (0: never); English to
+# Portuguese keeps about as many words, so half is far off. Transcripts under
+# qc_translation_min_words are not checked: a short utterance's translation may be a word or two.
+TRANSLATION_LENGTH_DEFAULTS = {"qc_translation_min_ratio": 0.5, "qc_translation_min_words": 20}
 
 # The QC ASR when a study names none: the best Whisper that runs offline here (tiny.en through
 # faster-whisper, beam 5). A GPU host with the weights sets the paper's, e.g.
@@ -94,6 +100,41 @@ def _words(text: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def word_count(text: str | None) -> int:
+    """Words of any language: whitespace tokens with a letter or digit (not a lone dash)."""
+    return sum(1 for w in (text or "").split() if any(ch.isalnum() for ch in w))
+
+
+def translation_short(
+    transcript: str, translation: str | None, usability: dict | None = None
+) -> tuple[int, int] | None:
+    """(translation words, transcript words) when the translation is far shorter than the
+    transcript (TRANSLATION_LENGTH_DEFAULTS, or the study's [usability] settings); None otherwise
+    (also without a translation, or for a short transcript)."""
+    us = {
+        **TRANSLATION_LENGTH_DEFAULTS,
+        **{k: v for k, v in (usability or {}).items() if k in TRANSLATION_LENGTH_DEFAULTS},
+    }
+    if translation is None:
+        return None
+    said, got = word_count(transcript), word_count(translation)
+    if said < us["qc_translation_min_words"] or got >= us["qc_translation_min_ratio"] * said:
+        return None
+    return got, said
+
+
+def translation_length_problems(usability: dict) -> list[tuple[str, str]]:
+    """(field, message) for each wrong translation-length setting; checked at import."""
+    out = []
+    ratio = usability.get("qc_translation_min_ratio", TRANSLATION_LENGTH_DEFAULTS["qc_translation_min_ratio"])
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
+        out.append(("qc_translation_min_ratio", "must be a share between 0 (no check) and 1, e.g. 0.5"))
+    n = usability.get("qc_translation_min_words", TRANSLATION_LENGTH_DEFAULTS["qc_translation_min_words"])
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        out.append(("qc_translation_min_words", "must be a whole number of words >= 1"))
+    return out
+
+
 @dataclass
 class QCResult:
     wer: float
@@ -135,9 +176,12 @@ def check(
     edge: int = EDGE_WORDS,
     edges: dict | None = None,
     settings: dict | None = None,
+    translation: str | None = None,
+    usability: dict | None = None,
 ) -> QCResult:
     """The paper's rule; with edges (edge_probabilities()) and settings (second_opinion())
-    switched on, a start or end mismatch is kept only when that edge word is unlikely."""
+    switched on, a start or end mismatch is kept only when that edge word is unlikely. With the
+    system's translation, one far shorter than the transcript is flagged too (translation_short)."""
     ref, hyp = words(prompt), words(transcript)
     if not hyp:
         return QCResult(1.0, ["empty_transcript"], edges=edges)
@@ -155,7 +199,10 @@ def check(
             forgiven.append("start_differs")
         if "end_differs" in flags and edges["last_p"] >= settings["last_word_min_p"]:
             forgiven.append("end_differs")
-    return QCResult(round(wer, 4), [f for f in flags if f not in forgiven], forgiven, edges)
+    kept = [f for f in flags if f not in forgiven]
+    if translation_short(transcript, translation, usability):
+        kept.append("translation_short")
+    return QCResult(round(wer, 4), kept, forgiven, edges)
 
 
 def needs_second_opinion(result: QCResult) -> bool:
@@ -238,7 +285,20 @@ FLAG_TEXT = {
     "start_differs": "the first three words differ",
     "end_differs": "the last three words differ",
     "high_wer": "word error rate above 0.6",
+    "translation_short": "translation far shorter than transcript",
 }
+
+
+def flags_text(flags: list[str], transcript: str | None = None, translation: str | None = None) -> str:
+    """The flags in words for the reviewer; a short translation with its word counts, e.g.
+    "translation far shorter than transcript (6 vs 56 words)"."""
+    out = []
+    for f in flags:
+        text = FLAG_TEXT.get(f, f)
+        if f == "translation_short" and translation is not None:
+            text += f" ({word_count(translation)} vs {word_count(transcript)} words)"
+        out.append(text)
+    return ", ".join(out)
 
 
 def edges_text(edges: dict | None) -> str:

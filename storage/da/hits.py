@@ -48,6 +48,17 @@ def da_hit_outcome(database: Database, participant_id: int) -> dict | None:
     return database.one("SELECT * FROM da_hit_outcomes WHERE participant_id = ?", [participant_id])
 
 
+def da_hit_outcomes_of(database: Database, participant_ids: list[int]) -> dict[int, dict]:
+    """The HIT outcomes of these raters (one page of a list), by participant id."""
+    if not participant_ids:
+        return {}
+    found = database.query(
+        f"SELECT * FROM da_hit_outcomes WHERE participant_id IN ({','.join('?' * len(participant_ids))})",
+        list(participant_ids),
+    )
+    return {r["participant_id"]: r for r in found}
+
+
 def da_hit_reruns(database: Database, hit_id: int, modality: str, run: int) -> int:
     """How many raters' failed HITs already went back to the pool for this (HIT, modality, run)."""
     return database.scalar(

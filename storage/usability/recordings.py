@@ -61,6 +61,18 @@ def rejected_count(database: Database, sender_id: int) -> int:
     )
 
 
+def rejected_counts(database: Database, sender_ids: list[int]) -> dict[int, int]:
+    """Rejected recordings per sender, for these senders (one page of a list); 0s left out."""
+    if not sender_ids:
+        return {}
+    found = database.query(
+        "SELECT e.sender_id, COUNT(*) AS n FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
+        f"WHERE e.sender_id IN ({','.join('?' * len(sender_ids))}) AND r.qc_status = 'rejected' GROUP BY e.sender_id",
+        list(sender_ids),
+    )
+    return {r["sender_id"]: r["n"] for r in found}
+
+
 def set_recording_qc(
     db, recording_id: int, status: str, transcript: str, wer: float, flags: list[str], edges: dict | None = None
 ) -> None:
@@ -84,8 +96,10 @@ def recordings_for_review(
     return database.query(
         "SELECT r.id, r.exchange_id, r.path_original, r.path_16k, r.duration_s, r.transcript, r.wer, "
         "r.qc_flags, r.qc_edges, r.qc_status, r.reviewed_by, r.created_at, e.study_id, e.sender_id, e.starter_id, "
-        "e.system_id, s.text AS prompt FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
+        "e.system_id, s.text AS prompt, t.text AS translation FROM recordings r "
+        "JOIN exchanges e ON e.id = r.exchange_id "
         "JOIN starters s ON s.study_id = e.study_id AND s.id = e.starter_id "
+        "LEFT JOIN translations t ON t.exchange_id = r.exchange_id "
         "WHERE r.qc_status = ? AND (? IS NULL OR e.study_id = ?) ORDER BY r.id LIMIT ? OFFSET ?",
         [status, study_id, study_id, limit, offset],
     )
