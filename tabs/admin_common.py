@@ -40,23 +40,52 @@ def details_for_admin(fn):
     return handler
 
 
-def blank_number(*, blank=None, zero_is_blank: bool = False, **kwargs) -> gr.Number:
-    """A gr.Number whose blank means `blank` (the default it stands for). Gradio's page shows an
-    empty number field as 0 and sends 0 until something is typed (its Number sets a missing value
-    to 0), and sends null once cleared: null and NaN are blank, and so is 0 where zero_is_blank
-    (an id, a page, a count, which start at 1). No range check here: Gradio's ("Value 0 is less
-    than minimum value 1") names no field and turns every output into "Error"; the handler checks
-    the range and says which field is wrong. (The instance's preprocess is replaced, not
-    subclassed: gradio writes a .pyi file beside every Component subclass's module.)"""
-    number = gr.Number(**kwargs)
+def blank_number(
+    *,
+    blank=None,
+    zero_is_blank: bool = False,
+    precision: int | None = None,
+    value=None,
+    minimum=None,
+    maximum=None,
+    step=None,
+    **kwargs,
+) -> gr.Textbox | gr.Number:
+    """A number field whose blank means `blank` (the default it stands for). Gradio 6's Number
+    draws a missing value as 0 and sends 0 until something is typed, so the admin saw "0" in
+    fields whose blank means "the study's alpha" or "eigenvalue > 1": a field with no value is a
+    one-line text field read as a number, shown blank; one with a value stays Gradio's Number.
+    Blank, null and NaN are blank, and so is 0 where zero_is_blank
+    (an id, a page, a count, which start at 1); text that is no number is refused naming the
+    field. No range check here (Gradio's "Value 0 is less than minimum value 1" named no field):
+    the handler checks the range and says which field is wrong."""
+    label = kwargs.get("label") or "A number field"
+    if value is not None:  # never shown blank (a page, a count): Gradio's Number, its spinner and keypad
+        field = gr.Number(value=value, precision=precision, minimum=minimum, maximum=maximum, step=step, **kwargs)
+    else:
+        field = gr.Textbox(value=None, max_lines=1, **kwargs)
 
     def preprocess(payload):
-        if payload is None or (isinstance(payload, float) and math.isnan(payload)) or (zero_is_blank and payload == 0):
+        if payload is None or isinstance(payload, bool):
             return blank
-        return number.round_to_precision(payload, number.precision)
+        if isinstance(payload, (int, float)):
+            number = float(payload)
+        else:
+            text = str(payload).strip()
+            if not text:
+                return blank
+            try:
+                number = float(text)
+            except ValueError:
+                raise gr.Error(f"{label}: {text[:40]!r} is not a number.") from None
+        if math.isnan(number) or (zero_is_blank and number == 0):
+            return blank
+        if precision == 0:
+            return int(round(number))
+        return round(number, precision) if precision is not None else number
 
-    number.preprocess = preprocess
-    return number
+    field.preprocess = preprocess
+    return field
 
 
 def shows_failure(out, what: str, refused: tuple = (ValueError,)):

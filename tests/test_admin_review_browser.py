@@ -52,8 +52,9 @@ def test_the_review_table_reads_at_desktop_width(app_server, page):
     assert "<b>" not in page.locator("#review-table").inner_html().replace("&lt;b&gt;", "")
     rid = page.locator("#review-table [data-testid='cell-1-0']").inner_text().strip()
     assert int(rid) in ids
-    page.locator("#review-table [data-testid='cell-1-1']").click()  # any cell picks its row
     field = page.get_by_label("Recording id (click its row above)")
+    assert field.input_value() == ""  # blank until a row is picked (Gradio's Number drew 0: issue 51)
+    page.locator("#review-table [data-testid='cell-1-1']").click()  # any cell picks its row
     page.wait_for_function("([el, v]) => el.value === v", arg=[field.element_handle(), rid], timeout=15000)
     page.get_by_role("button", name="Open", exact=True).click()
     aligned = page.locator("#review-align table.qc-align")
