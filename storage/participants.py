@@ -214,7 +214,7 @@ def external_ids(database: Database, study_id: str, role: str) -> set[str]:
 
 COMPLETED_COLUMNS = (
     "id, role, grp, gender, external_id, prolific_pid, prolific_study_id, prolific_session_id, "
-    "completed_at, active, excluded_at"
+    "completed_at, active, excluded_at, dropped_out_at"
 )
 
 
