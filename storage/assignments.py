@@ -6,8 +6,23 @@ needs one takes it from the caller, and a protocol's own queries are in storage/
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 
 from storage.db import Database, now
+
+# {phase: item ids} that are instructions, not items (services/participation/progress.py says which)
+Skip = Mapping[str, Sequence[str]]
+
+
+def _not_skipped(skip: Skip | None, alias: str = "") -> tuple[str, list]:
+    """The " AND ..." that leaves out the instruction items, and its parameters."""
+    col = f"{alias}." if alias else ""
+    sql, params = "", []
+    for phase, items in (skip or {}).items():
+        if items:
+            sql += f" AND NOT ({col}phase = ? AND {col}item_id IN ({','.join('?' * len(items))}))"
+            params += [phase, *items]
+    return sql, params
 
 
 def insert_assignment(
@@ -73,15 +88,15 @@ def next_open(database: Database, participant_id: int, phases: tuple[str, ...], 
     )
 
 
-def counts(database: Database, participant_id: int, phases: tuple[str, ...], skip_items: tuple[str, ...] = ()) -> dict:
-    """Open and done assignments; skip_items: item ids that are not counted (the semantic
+def counts(database: Database, participant_id: int, phases: tuple[str, ...], skip: Skip | None = None) -> dict:
+    """Open and done assignments; skip: the items that are not counted (the semantic
     differential's instruction pages are not progress)."""
     marks = ",".join("?" * len(phases))
-    skip = f" AND item_id NOT IN ({','.join('?' * len(skip_items))})" if skip_items else ""
+    not_skipped, skipped = _not_skipped(skip)
     rows = database.query(
-        f"SELECT status, COUNT(*) AS n FROM assignments WHERE participant_id = ? AND phase IN ({marks}){skip} "
+        f"SELECT status, COUNT(*) AS n FROM assignments WHERE participant_id = ? AND phase IN ({marks}){not_skipped} "
         "GROUP BY status",
-        [participant_id, *phases, *skip_items],
+        [participant_id, *phases, *skipped],
     )
     c = {r["status"]: r["n"] for r in rows}
     return {"open": c.get("open", 0), "done": c.get("done", 0)}
@@ -109,20 +124,24 @@ def segment_use(database: Database, study_id: str, phase: str) -> dict[str, int]
     return {r["item_id"]: r["n"] for r in rows}
 
 
-def study_progress(database: Database, study_id: str) -> list[dict]:
+def study_progress(database: Database, study_id: str, skip: Skip | None = None) -> list[dict]:
+    not_skipped, skipped = _not_skipped(skip, "a")
     return database.query(
         "SELECT p.role, a.phase, a.status, COUNT(*) AS n FROM assignments a "
-        "JOIN participants p ON p.id = a.participant_id WHERE a.study_id = ? "
+        f"JOIN participants p ON p.id = a.participant_id WHERE a.study_id = ?{not_skipped} "
         "GROUP BY p.role, a.phase, a.status ORDER BY p.role, a.phase, a.status",
-        [study_id],
+        [study_id, *skipped],
     )
 
 
-# a participant's status in the admin tab: one of these, in this order of precedence
+# a participant's status in the admin tab: exactly one of these holds (services/admin/participants.status_of)
+_STAYED = "p.excluded_at IS NULL AND p.dropped_out_at IS NULL"
 PARTICIPANT_STATUS = {
-    "deactivated": "p.active = 0",
-    "completed": "p.active = 1 AND p.completed_at IS NOT NULL",
-    "active": "p.active = 1 AND p.completed_at IS NULL",
+    "excluded": "p.excluded_at IS NOT NULL",  # by the team or QC: left out of the analyses
+    "dropped out": "p.excluded_at IS NULL AND p.dropped_out_at IS NOT NULL",  # what they answered stays in
+    "deactivated": f"p.active = 0 AND {_STAYED}",
+    "completed": f"p.active = 1 AND p.completed_at IS NOT NULL AND {_STAYED}",
+    "active": f"p.active = 1 AND p.completed_at IS NULL AND {_STAYED}",
 }
 
 
@@ -143,17 +162,21 @@ def participant_progress(
     offset: int = 0,
     role: str | None = None,
     status: str | None = None,
+    skip: Skip | None = None,
 ) -> list[dict]:
     # the page of participants is chosen first; counts are per row (index on participant_id)
     where, params = _participant_filter(study_id, role, status)
+    not_skipped, skipped = _not_skipped(skip, "a")
     return database.query(
         f"""SELECT p.id, p.token, p.role, p.grp, p.gender, p.external_id, p.prolific_pid, p.active, p.last_seen_at,
-                  p.completed_at, p.excluded_at,
-                  (SELECT COUNT(*) FROM assignments a WHERE a.participant_id = p.id AND a.status = 'done') AS done,
-                  (SELECT COUNT(*) FROM assignments a WHERE a.participant_id = p.id AND a.status = 'open') AS open,
+                  p.completed_at, p.excluded_at, p.dropped_out_at,
+                  (SELECT COUNT(*) FROM assignments a WHERE a.participant_id = p.id AND a.status = 'done'{not_skipped})
+                    AS done,
+                  (SELECT COUNT(*) FROM assignments a WHERE a.participant_id = p.id AND a.status = 'open'{not_skipped})
+                    AS open,
                   (SELECT MAX(a.submitted_at) FROM assignments a WHERE a.participant_id = p.id) AS last_submitted
            FROM participants p WHERE {where} ORDER BY p.role, p.id LIMIT ? OFFSET ?""",
-        [*params, limit, offset],
+        [*skipped, *skipped, *params, limit, offset],
     )
 
 

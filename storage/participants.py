@@ -220,7 +220,7 @@ def external_ids(database: Database, study_id: str, role: str) -> set[str]:
 
 COMPLETED_COLUMNS = (
     "id, role, grp, gender, external_id, prolific_pid, prolific_study_id, prolific_session_id, "
-    "completed_at, active, excluded_at, excluded_reason"
+    "completed_at, active, excluded_at, excluded_reason, dropped_out_at"
 )
 
 

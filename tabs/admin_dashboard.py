@@ -88,19 +88,32 @@ def _card(label: str, value, note: str, alert: bool) -> str:
     )
 
 
+def _total(r: dict) -> int:
+    return r["open"] + r["done"] + r["waiting"]
+
+
+# what done / total counts, as the participant's page counts it (services/participation/progress.py)
+PROGRESS_NOTE = (
+    "Done of all items of the phase: those people hold (open or done) and the places in the pool "
+    "no one has taken yet; instruction pages are not items."
+)
+
+
 def _progress(rows: list[dict]) -> str:
     if not rows:
         return '<p class="dash-empty">No items assigned yet: add participants (Participants, below).</p>'
     body = []
     for r in rows:
-        total = r["open"] + r["done"]
+        total = _total(r)
         share = round(100 * r["done"] / total) if total else 0
+        waiting = f"<small> · {r['waiting']} not taken yet</small>" if r["waiting"] else ""
         body.append(
             f"<tr><td>{_e(r['role'])}</td><td>{_e(r['phase'])}</td>"
             f'<td class="num">{r["done"]} / {total}</td>'
-            f'<td class="bar"><span style="width:{share}%"></span><b>{share}%</b></td></tr>'
+            f'<td class="bar"><span style="width:{share}%"></span><b>{share}%</b>{waiting}</td></tr>'
         )
     return (
+        f'<p class="dash-note">{_e(PROGRESS_NOTE)}</p>'
         '<table class="dash-table"><thead><tr><th>role</th><th>phase</th><th>done</th><th>progress</th></tr>'
         f"</thead><tbody>{''.join(body)}</tbody></table>"
     )
@@ -114,7 +127,7 @@ def _list(items: list[str], empty: str) -> str:
 
 def render(d: Dashboard) -> str:
     done = sum(r["done"] for r in d.progress)
-    total = done + sum(r["open"] for r in d.progress)
+    total = sum(_total(r) for r in d.progress)
     overall = f"{round(100 * done / total)}%" if total else "–"
     cards = "".join(
         [

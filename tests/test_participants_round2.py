@@ -104,18 +104,12 @@ def test_validator_page_says_what_correct_means_and_shows_the_expected_answer(de
         [people["receiver"].id],
     )
     qs = studies.questions(demo_db, "demo", ex["starter_id"])
-    with demo_db.write() as db:  # the starter's questions as accepted drafts, the second with an answer
-        for q in qs:
-            question_drafts.insert(
-                db,
-                "demo",
-                ex["starter_id"],
-                q["en"],
-                q["pt"],
-                "Maria" if q["idx"] == 2 else None,
-                "imported",
-                status="accepted",
-            )
+    # the starter's questions are accepted drafts from the import (issue 51): the second gets an answer
+    drafts = {(d["en"], d["pt"]): d for d in question_drafts.for_starter(demo_db, "demo", ex["starter_id"])}
+    with demo_db.write() as db:
+        second = drafts[next((q["en"], q["pt"]) for q in qs if q["idx"] == 2)]
+        assert second["status"] == "accepted"
+        question_drafts.update(db, second["id"], answer_en="Maria")
     submit(
         demo_db,
         r,

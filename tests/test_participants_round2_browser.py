@@ -24,10 +24,11 @@ def app(tmp_path_factory):
         assert a.setup_cli("participants", "add", "--study", "demo", "--role", role, "--count", "2").returncode == 0
     a.add_participants("sender", 1, "USW", "Woman")
     # every question with an expected answer (the reviewed questions' reference answers)
+    # (the import made them accepted drafts, issue 51: each gets its answer)
     a.rows(
-        "INSERT INTO question_drafts (study_id, starter_id, position, en, pt, answer_en, status, origin, "
-        "created_at, updated_at) SELECT study_id, starter_id, idx, en, pt, 'expected ' || idx, 'accepted', "
-        "'imported', '2026-01-01', '2026-01-01' FROM questions"
+        "UPDATE question_drafts SET answer_en = 'expected ' || (SELECT q.idx FROM questions q "
+        "WHERE q.study_id = question_drafts.study_id AND q.starter_id = question_drafts.starter_id "
+        "AND q.en = question_drafts.en AND q.pt = question_drafts.pt) WHERE status = 'accepted'"
     )
     a.start()
     yield a

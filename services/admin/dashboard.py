@@ -20,6 +20,7 @@ from services.common.vocabulary import count
 from storage import dashboard as store
 
 STALL_MINUTES = 30
+COUNTS = ("open", "done", "waiting")
 SHOWN = 5  # failing jobs and stalled participants listed by name (the counts are complete)
 
 # who takes a place left in the work pool (storage.usability.pool): the next person of the role with room
@@ -45,7 +46,8 @@ class Dashboard:
     study_id: str
     as_of: str  # ISO time in UTC
     stall_minutes: int
-    progress: list[dict] = field(default_factory=list)  # {"role", "phase", "open", "done"}
+    # {"role", "phase", "open", "done", "waiting"}: services/participation/progress.py, as the page counts
+    progress: list[dict] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)  # one line each: what waits, on whom, why
     flagged: int = 0  # recordings QC flagged, waiting for a review
     failed_jobs: int = 0
@@ -144,7 +146,7 @@ def dashboard(database, study_id: str, now: dt.datetime | None = None, stall_min
         study_id=study_id,
         as_of=now.isoformat(timespec="seconds"),
         stall_minutes=stall_minutes,
-        progress=[{k: (int(v) if k in ("open", "done") else v) for k, v in r.items()} for r in progress],
+        progress=[{k: (int(v) if k in COUNTS else v) for k, v in r.items()} for r in progress],
         waiting=waiting,
         flagged=recordings.get("flagged", 0),
         failed_jobs=jobs.get("failed", 0),

@@ -18,6 +18,7 @@ import pandas as pd
 from services.common import protocols
 from services.common.paging import Page, page_bounds
 from services.da import study_analysis as da_study
+from services.participation.progress import participant_rows
 from services.participation.reassignment import Reassignment, withdraw_and_reassign
 from services.sd import study_analysis as sd_study
 from services.setup.enrolment import NewParticipant, add_participants, link, links, new_token, prolific_links
@@ -26,7 +27,7 @@ from storage import assignments, participants, studies
 from storage.da import hits as da_hits
 from storage.usability import recordings
 
-STATUSES = tuple(assignments.PARTICIPANT_STATUS)  # deactivated, completed, active
+STATUSES = tuple(assignments.PARTICIPANT_STATUS)  # excluded, dropped out, deactivated, completed, active
 MAX_ADD = 500  # one form submit; more is almost surely a typo
 MAX_EXTERNAL_ID = 64
 EXTERNAL_ID_RE = re.compile(r"^[A-Za-z0-9_.:@-]+$")
@@ -64,6 +65,12 @@ def participant(database, study_id: str | None, participant_id) -> dict:
 
 
 def status_of(participant: dict) -> str:
+    """The participant's one status (storage.assignments.PARTICIPANT_STATUS, the table's filter): a
+    dropped-out sender is not excluded (what they answered stays in the analyses)."""
+    if participant.get("excluded_at"):
+        return "excluded"
+    if participant.get("dropped_out_at"):
+        return "dropped out"
     if not participant["active"]:
         return "deactivated"
     return "completed" if participant.get("completed_at") else "active"
@@ -253,7 +260,7 @@ def participants_page(
     _check_filters(role, status)
     total = assignments.participant_count(database, study_id, role or None, status or None)
     page, pages, offset = page_bounds(total, page, page_size)
-    rows = assignments.participant_progress(database, study_id, page_size, offset, role or None, status or None)
+    rows = participant_rows(database, study_id, page_size, offset, role or None, status or None)
     for r in rows:
         r["status"] = status_of(r)
         r["link"] = short_link(r.pop("token"))
@@ -310,7 +317,7 @@ def _completion_rows(database, study_id: str, limit: int | None, offset: int = 0
     rows = participants.completed(database, study_id, limit, offset)
     qc = qc_outcomes(database, study, rows)  # once per page or CSV, not per row
     for r in rows:
-        r["status"] = "excluded" if r["excluded_at"] else status_of(r)
+        r["status"] = status_of(r)
         r["qc"] = qc[r["id"]]
         r["completion_code"] = code
     return rows

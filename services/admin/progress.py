@@ -11,8 +11,9 @@ from services.admin.recording_review import queue_for_review
 from services.common import protocols
 from services.common.paging import Page, page_bounds
 from services.participation import maintenance
+from services.participation.progress import study_counts
 from services.usability.recording_qc import FLAG_TEXT, align, edges_text
-from storage import assignments, jobs, results, studies
+from storage import jobs, results, studies
 from storage.db import required
 from storage.usability import exchanges, recordings
 
@@ -31,24 +32,17 @@ def progress_chart(database, study_id: str):
     import plotly.express as px  # heavy (~1 s): only the Analysis tab draws this chart
 
     df = progress_table(database, study_id)
-    long = df.melt(id_vars=["role", "phase"], value_vars=["done", "open"], var_name="status", value_name="items")
+    long = df.melt(
+        id_vars=["role", "phase"], value_vars=["done", "open", "waiting"], var_name="status", value_name="items"
+    )
     fig = px.bar(long, x="phase", y="items", color="status", barmode="stack", title=f"Progress of study {study_id}")
     return df, fig
 
 
 def progress_table(database, study_id: str) -> pd.DataFrame:
-    rows = assignments.study_progress(database, study_id)
-    if not rows:
-        return pd.DataFrame(columns=["role", "phase", "open", "done"])
-    df = (
-        pd.DataFrame(rows)
-        .pivot_table(index=["role", "phase"], columns="status", values="n", aggfunc="sum", fill_value=0)
-        .reset_index()
-    )
-    for col in ("open", "done"):
-        if col not in df:
-            df[col] = 0
-    return df[["role", "phase", "open", "done"]]
+    """Items per role and phase: open, done and waiting (pool places no one has taken yet), as
+    services/participation/progress.py defines them for the participant's page too."""
+    return pd.DataFrame(study_counts(database, study_id), columns=["role", "phase", "open", "done", "waiting"])
 
 
 def collected_counts(database, study_id: str) -> pd.DataFrame:
@@ -136,8 +130,8 @@ def review_item(database, recording_id) -> dict | None:
 
 def exchange_phase(row: dict) -> str:
     """Where an exchange stands in the four phases, in the designer's words."""
-    if row["withdrawn"]:
-        return "withdrawn (sender excluded)"
+    if row["withdrawn"]:  # the sender left: excluded by the team or QC, or dropped out
+        return f"withdrawn (sender {row['sender_left'] or 'left'})"
     if row["sender"] is not None and row["recording"] is None:
         return "1 to record"
     if row["recording"] == "rejected":

@@ -13,15 +13,12 @@ from dataclasses import dataclass, field
 
 from services.common import protocols
 from services.participation import rate_limit
+from services.participation.progress import participant_counts
 from services.participation.serial import one_at_a_time
 from services.study import consent
 from services.study.texts import Voice, page_language, refusal, reword
 from storage import assignments, participants, studies
 from storage.db import Transaction, required
-
-
-def _instruction_items(tab: str) -> tuple[str, ...]:
-    return protocols.tab(tab).instruction_items
 
 
 def _pool(participant: dict, tab: str) -> protocols.Pool | None:
@@ -196,7 +193,7 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
     phases = protocols.tab(tab).phases
     stage = consent.pending_stage(database, p, study)
     if stage:  # no item (nor anything of one) before consent and the demographics form
-        counts = assignments.counts(database, p["id"], phases, _instruction_items(tab))
+        counts = participant_counts(database, p["id"], tab)
         return ItemView(
             tab,
             stage,
@@ -216,7 +213,7 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
             a = take_and_show(tx, p, study, tab)
             shown = a is not None
             writes.run_in(tx.db)
-    counts = assignments.counts(database, p["id"], phases, _instruction_items(tab))
+    counts = participant_counts(database, p["id"], tab)
     total = _total(database, p, study, tab, counts)
     if a is None:
         if counts["done"] >= total:
@@ -331,7 +328,7 @@ def _finished_elsewhere(database, participant, study, tab) -> bool:
         if other == tab:
             continue
         phases = protocols.tab(other).phases
-        counts = assignments.counts(database, participant["id"], phases, _instruction_items(other))
+        counts = participant_counts(database, participant["id"], other)
         if next_open(database, participant["id"], phases) is not None or counts["done"] < _total(
             database, participant, study, other, counts
         ):

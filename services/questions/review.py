@@ -113,39 +113,47 @@ def adopt(database, study_id: str, starter_id: str | None = None) -> None:
     draft with the same text is accepted again, otherwise a new one of origin "imported"); an
     accepted draft that is no longer in use (a re-import replaced it) goes back to draft. The
     accepted drafts then take the order of the questions in use, so the next review action
-    does not renumber them."""
+    does not renumber them. The import calls it (services/setup/importer.py), so the study
+    folder's questions are accepted drafts, and exported, before anyone opens a starter."""
     targets = [starter_id] if starter_id else [s["id"] for s in studies.starters(database, study_id)]
+    changes = []
     for sid in targets:
         live = studies.questions(database, study_id, sid)
         drafts = question_drafts.for_starter(database, study_id, sid)
         accepted = [d for d in drafts if d["status"] == "accepted"]
-        live_keys = [(q["en"], q["pt"]) for q in live]
-        if [(d["en"], d["pt"]) for d in accepted] == live_keys:
+        if [(d["en"], d["pt"]) for d in accepted] != [(q["en"], q["pt"]) for q in live]:
+            changes.append((sid, live, drafts, accepted))
+    if not changes:
+        return
+    with database.write() as db:  # one write for the study, not one per starter
+        for sid, live, drafts, accepted in changes:
+            _adopt_starter(db, study_id, sid, live, drafts, accepted)
+
+
+def _adopt_starter(db, study_id: str, sid: str, live: list[dict], drafts: list[dict], accepted: list[dict]) -> None:
+    # the draft that stands for each text: an accepted one first, then the earliest
+    by_key: dict[tuple, dict] = {}
+    for d in sorted(drafts, key=lambda d: (d["status"] != "accepted", d["position"], d["id"])):
+        by_key.setdefault((d["en"], d["pt"]), d)
+    used: set[int] = set()
+    ids = []
+    for q in live:
+        standing = by_key.get((q["en"], q["pt"]))
+        if standing is None or standing["id"] in used:
+            ids.append(
+                question_drafts.insert(
+                    db, study_id, sid, q["en"], q["pt"], None, "imported", "study folder", status="accepted"
+                )
+            )
             continue
-        # the draft that stands for each text: an accepted one first, then the earliest
-        by_key: dict[tuple, dict] = {}
-        for d in sorted(drafts, key=lambda d: (d["status"] != "accepted", d["position"], d["id"])):
-            by_key.setdefault((d["en"], d["pt"]), d)
-        with database.write() as db:
-            used: set[int] = set()
-            ids = []
-            for q, key in zip(live, live_keys):
-                standing = by_key.get(key)
-                if standing is None or standing["id"] in used:
-                    ids.append(
-                        question_drafts.insert(
-                            db, study_id, sid, q["en"], q["pt"], None, "imported", "study folder", status="accepted"
-                        )
-                    )
-                    continue
-                if standing["status"] != "accepted":
-                    question_drafts.update(db, standing["id"], status="accepted")
-                used.add(standing["id"])
-                ids.append(standing["id"])
-            for d in accepted:  # accepted but no longer in use: back to draft
-                if d["id"] not in used:
-                    question_drafts.update(db, d["id"], status="draft")
-            question_drafts.order_accepted(db, study_id, sid, ids)
+        if standing["status"] != "accepted":
+            question_drafts.update(db, standing["id"], status="accepted")
+        used.add(standing["id"])
+        ids.append(standing["id"])
+    for d in accepted:  # accepted but no longer in use: back to draft
+        if d["id"] not in used:
+            question_drafts.update(db, d["id"], status="draft")
+    question_drafts.order_accepted(db, study_id, sid, ids)
 
 
 def _rebuild(tx: Transaction, study_id: str, starter_id: str) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from services.common import protocols
 from services.metrics import exchange as exchange_metrics
 from services.participation import maintenance
+from services.questions import review as question_review
 from services.study import lifecycle
 from services.study.files import StudyError, StudyValidationError, load_study
 from storage import studies
@@ -60,6 +61,7 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
     if bundle.da_sample:  # paper 001's domain-balanced subset: the segments the HITs hold
         counts["da_segments_sampled"] = sum(d["segments_kept"] for d in bundle.da_sample.values())
     if existing and existing["content_hash"] == bundle.content_hash:
+        question_review.adopt(database, bundle.id)  # a database from before the import adopted them
         return ImportResult(bundle.id, "unchanged", counts, plan_notes(database, bundle.id))
     hashes = lifecycle.corpus_hashes(bundle)
     if existing:
@@ -100,6 +102,9 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
             actor, "import" if not existing else "reimport", "study", bundle.id, {"hash": bundle.content_hash, **counts}
         )
         maintenance.repair(database, bundle.id)  # each protocol opens what the imported exchanges allow
+    # the folder's comprehension questions are accepted drafts from now, not once a starter is
+    # opened in the Questions tab: counted as accepted and exported (issue 51)
+    question_review.adopt(database, bundle.id)
     return ImportResult(bundle.id, "updated" if existing else "created", counts, plan_notes(database, bundle.id))
 
 

@@ -76,7 +76,10 @@ def exchange_phases(database: Database, study_id: str, limit: int = 200, offset:
                   (SELECT COUNT(*) FROM assignments a WHERE a.exchange_id = e.id AND a.phase = 'survey_informed'
                      AND a.status = 'done') AS informed,
                   (SELECT COUNT(*) FROM assignments a WHERE a.exchange_id = e.id AND a.phase = 'record'
-                     AND a.status = 'withdrawn') AS withdrawn
+                     AND a.status = 'withdrawn') AS withdrawn,
+                  (SELECT CASE WHEN sp.excluded_at IS NOT NULL THEN 'excluded'
+                               WHEN sp.dropped_out_at IS NOT NULL THEN 'dropped out' END
+                     FROM participants sp WHERE sp.id = e.sender_id) AS sender_left
            FROM exchanges e
            LEFT JOIN recordings r ON r.id = (SELECT MAX(id) FROM recordings WHERE exchange_id = e.id)
            LEFT JOIN translations t ON t.exchange_id = e.id
