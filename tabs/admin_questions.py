@@ -92,7 +92,8 @@ def build(ctx, auth, session, study):
         pages = question_review.page_count(db, study_id)
         page_no = min(max(int(page_no or 1), 1), pages)
         return {
-            status: question_review.llm_status(cfg) + f" Starters page {page_no} of {pages}.",
+            # the pager on its own line: after the LLM's notice it read as part of it
+            status: question_review.llm_status(cfg) + f"\n\nStarters page {page_no} of {pages}.",
             summary: shown_table(question_review.starter_table(db, study_id, page_no), "No starters in this study."),
             starter: gr.update(choices=choices, value=starter_id),
             starter_text: one["html"],

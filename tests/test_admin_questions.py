@@ -86,7 +86,7 @@ def drafts_of(out) -> list[dict]:
 
 def test_generate_review_and_export_import(client, session, app, tmp_path):
     out = call(client, "admin_questions_view", session, STUDY, "s01", 1)
-    assert "qa-llm" in out[0] and "Starters page 1 of 1" in out[0]
+    assert "qa-llm" in out[0] and out[0].endswith("\n\nStarters page 1 of 1.")  # its own line
     assert {r[0] for r in out[1]["data"]} >= {"s01", "s02"}
     assert "<strong>Sofia</strong>" in out[3] and drafts_of(out) == []
 
@@ -221,3 +221,12 @@ def test_every_questions_event_refuses_without_the_admin_session(client, app):
         text = str(out).lower()
         assert "log in" in text, (api, text[:200])
     assert app.rows("SELECT COUNT(*) FROM events WHERE actor = 'forged'")[0][0] == 0
+
+
+def test_without_an_llm_the_notice_and_the_pager_are_apart():
+    """Issue 51: "... with model = ... Starters page 1 of 1." read as one sentence, and the
+    example URL in the notice became a link."""
+    from services.questions.review import llm_status
+
+    said = llm_status({})
+    assert said.startswith("**Generating questions is off:**") and "`TRADLAB_LLM_BASE_URL=http://host:port/v1`" in said

@@ -56,10 +56,10 @@ class LLMNotConfigured(BackendUnavailable):
 
 
 HOW_TO_CONFIGURE = (
-    f"set {ENV_MODEL} (a local model folder or hub id with {ENV_BACKEND}=transformers, or "
-    f"a served model name with {ENV_BASE_URL}=http://host:port/v1 for an OpenAI-compatible "
-    f"server; {ENV_API_KEY_ENV} names the variable holding its API key), or give the study "
-    f"an [llm] section with model = ..."
+    f"set `{ENV_MODEL}` (a local model folder or hub id with `{ENV_BACKEND}=transformers`, or "
+    f"a served model name with `{ENV_BASE_URL}=http://host:port/v1` for an OpenAI-compatible "
+    f"server; `{ENV_API_KEY_ENV}` names the variable holding its API key), or give the study "
+    f"an `[llm]` section with `model = ...`."
 )
 
 
