@@ -33,6 +33,30 @@ def png_wanted(png: bool | None = None) -> bool:
     return kaleido_installed()
 
 
+def wrapped_title(fig, chars: int | None = None):
+    """The figure with its title broken into lines (<br>) of at most `chars` characters (default:
+    what its width holds, about 9 px a character): plotly never wraps a title and cut a long one
+    at the figure's edge ("... (system outpu"). Each of its lines (<br>) is wrapped on its own."""
+    import re
+    import textwrap
+
+    text = fig.layout.title.text
+    chars = chars or max(30, int((fig.layout.width or 700) / 9))
+    if not text:
+        return fig
+    lines = re.split(r"<br\s*/?>", text)
+    if all(len(re.sub(r"<[^>]+>", "", line)) <= chars for line in lines):
+        return fig
+    # a line's markup (<sup>, <b>) stays whole: textwrap breaks only at spaces
+    text = "<br>".join("<br>".join(textwrap.wrap(line, chars)) or line for line in lines)
+    # the title lives in the top margin: room for every line (about 20 px each), else it covers the plot
+    top = max(fig.layout.margin.t if fig.layout.margin.t is not None else 100, 30 + 24 * (text.count("<br>") + 1))
+    fig.update_layout(
+        title_text=text, title_y=1, title_yref="container", title_yanchor="top", title_pad_t=12, margin_t=top
+    )
+    return fig
+
+
 def write_figures(
     figures: dict,
     out_dir,
@@ -45,6 +69,7 @@ def write_figures(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
+    figures = {name: wrapped_title(fig) for name, fig in figures.items()}
     for name, fig in figures.items():
         p = out / f"{name}.html"
         fig.write_html(str(p), include_plotlyjs=include_plotlyjs, full_html=True)
