@@ -105,17 +105,14 @@ def page_files(types: set[str]) -> list[str]:
     return ordered
 
 
-def hint_html(types: set[str], theme_url: str = "", shown: set[str] | None = None) -> str:
+def hint_html(types: set[str], theme_url: str = "") -> str:
     """The <link> tags for a page: modulepreload for scripts, preload for stylesheets (with the
-    crossorigin Vite's own links use, so the browser reuses what it fetched). shown: the types
-    the page renders at first (default: all); a stylesheet only they use is preloaded, others
-    not: the browser warned of each preloaded one left unused for seconds (a hidden textbox's)."""
-    styled = set(page_files(types if shown is None else shown))
+    crossorigin Vite's own links use, so the browser reuses what it fetched)."""
     tags = []
     for f in page_files(types):
         if f.endswith(".js"):
             tags.append(f'<link rel="modulepreload" crossorigin href="./assets/{f}">')
-        elif f in styled:
+        else:
             tags.append(f'<link rel="preload" as="style" crossorigin href="./assets/{f}">')
     if theme_url:
         tags.append(f'<link rel="preload" as="style" href="{theme_url}">')
@@ -125,24 +122,3 @@ def hint_html(types: set[str], theme_url: str = "", shown: set[str] | None = Non
 def config_types(blocks) -> set[str]:
     """The component types in a Blocks' config (what the page will ask the core chunk for)."""
     return {c.get("type") for c in blocks.get_config_file().get("components", []) if c.get("type")}
-
-
-def shown_types(blocks) -> set[str]:
-    """The component types a Blocks renders at first: those in its layout outside any component
-    made with visible=False."""
-    config = blocks.get_config_file()
-    by_id = {c["id"]: c for c in config.get("components", []) if "id" in c}
-    out: set[str] = set()
-
-    def walk(node: dict) -> None:
-        comp = by_id.get(node.get("id"))
-        if comp is not None:
-            if comp.get("props", {}).get("visible") is False:
-                return
-            if comp.get("type"):
-                out.add(comp["type"])
-        for child in node.get("children", []) or []:
-            walk(child)
-
-    walk(config.get("layout", {}))
-    return out

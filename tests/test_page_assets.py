@@ -69,10 +69,7 @@ class _Page:
     theme_hash = "t1"
 
     def get_config_file(self):
-        return {
-            "components": [{"id": 1, "type": "html"}, {"id": 2, "type": "button"}],
-            "layout": {"id": 0, "children": [{"id": 1}, {"id": 2}]},
-        }
+        return {"components": [{"type": "html"}, {"type": "button"}]}
 
 
 PAGE = (b'<html><head><base href="./" /><title>', b"x</title></head></html>")
@@ -208,21 +205,3 @@ def test_the_warm_up_asks_for_each_page_and_each_named_file_once(monkeypatch):
     files = [p.rsplit("/", 1)[-1] for p in asked if "/assets/" in p]
     assert len(files) == len(set(files))  # each file once, whichever page named it
     assert set(files) == set(preload.page_files({"html", "button"})) | set(preload.page_files({"html", "textbox"}))
-
-
-def test_a_stylesheet_only_hidden_components_use_is_not_preloaded():
-    """Issue 51: every role page's console had warnings for stylesheets preloaded and left unused
-    (a hidden textbox's, a hidden row's): a component made visible=False renders nothing at
-    first. Their scripts are still preloaded (Gradio imports every component's module)."""
-    import gradio as gr
-
-    with gr.Blocks() as page:
-        gr.HTML("shown")
-        with gr.Row(visible=False):
-            gr.Textbox()
-    assert preload.shown_types(page) >= {"html"} and not preload.shown_types(page) & {"row", "textbox"}
-    html = preload.hint_html(preload.config_types(page), "", preload.shown_types(page))
-    only_hidden = set(preload.page_files({"html", "row", "textbox"})) - set(preload.page_files({"html"}))
-    for f in only_hidden:
-        assert (f'href="./assets/{f}"' in html) == f.endswith(".js"), f
-    assert any(f.endswith(".css") for f in only_hidden)

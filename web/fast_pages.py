@@ -44,8 +44,7 @@ class PreloadHints:
             page = self.site.pages[role]
             theme = f"./theme.css?v={page.theme_hash}" if getattr(page, "theme_hash", None) else ""
             self.hints[role] = (
-                preload.hint_html(preload.config_types(page), theme, preload.shown_types(page))
-                + lang_pin_html(role_language(role))
+                preload.hint_html(preload.config_types(page), theme) + lang_pin_html(role_language(role))
             ).encode("utf-8")
         return self.hints[role]
 
