@@ -44,11 +44,14 @@ run: setup
 
 # The layering contracts (import-linter, pyproject.toml), the types of services and storage (mypy,
 # pyproject.toml [tool.mypy]), no cycle between services' packages nor a function-local project
-# import (tools/import_graph.py), ruff check and ruff format --check; CI runs this before the tests.
+# import (tools/import_graph.py), ruff check and ruff format --check, and `node --check` of the
+# pages' scripts (assets/js, each wrapped as the browser runs it: tools/check_scripts.py); CI runs
+# this before the tests.
 lint: setup-test
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/python tools/import_graph.py
+	$(BIN)/python tools/check_scripts.py
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 

@@ -15,11 +15,9 @@ from services.study.consent import ConsentError, page, pending_stage, record_con
 from services.study.texts import Voice, reword
 from storage import studies
 from tabs.common import Ctx, markdown_html
+from tabs.static import script
 
-FOCUS_FIRST_INVALID = """() => setTimeout(() => {
-  const el = document.querySelector('#consent-page .field-invalid input, #consent-page .field-invalid textarea');
-  if (el) { el.focus({preventScroll: true}); el.scrollIntoView({block: 'center'}); }
-}, 50)"""
+FOCUS_FIRST_INVALID = script("function/focus_first_invalid")
 
 
 @dataclass

@@ -20,12 +20,10 @@ from services.da import campaign as da_campaign
 from services.participation.items import AccessError, ready_participant
 from tabs.common import PARTICIPANT_EVENT, Ctx, TabUI, file_url, plain_html, safe_submit, safe_view, timer_update
 from tabs.item_form import FormRoutes, answer_of, form_value, item_form
+from tabs.static import script
 
 # once the feedback is saved, a study's Prolific link is followed (the page waited for it)
-FOLLOW_REDIRECT_JS = """() => setTimeout(() => {
-  const a = document.querySelector('#redirect-link');
-  if (a && document.querySelector('.feedback-saved')) window.location.href = a.href;
-}, 1500)"""
+FOLLOW_REDIRECT_JS = script("function/follow_redirect")
 FEEDBACK_FAILED = "Your feedback could not be saved: please check it for unusual characters and send it again."
 
 

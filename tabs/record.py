@@ -3,7 +3,7 @@
 The tab's words (progress, the instruction, the starter) are one gr.HTML whose value is the
 item, as an item form's (tabs/item_form.py); the recorder is Gradio's own gr.Audio, which uploads
 a recording when it stops. The Submit sends the item and that upload's path: on a page with
-JSON routes, the page's script (RECORD_JS) posts them to /sender/form/record/submit
+JSON routes, the page's script (RECORD_JS: assets/js/on_load/record.js) posts them to /sender/form/record/submit
 (web/form_routes.py: the same service and checks, only this page's uploads accepted) and shows
 the next item from its answer, without Gradio's event processing (12 ms of server CPU a submit
 through the event: benchmarks/README.md, issue 34); anything but an answer goes by the Gradio
@@ -15,85 +15,18 @@ import gradio as gr
 
 from tabs.common import PARTICIPANT_EVENT, Ctx, TabUI, plain_html, safe_submit, safe_view, view_dict
 from tabs.item_form import FormRoutes, form_value
+from tabs.static import script
 
 # A browser that blocks the microphone (or has none) only says "No microphone found" in the
 # recorder: the help under it is marked so that it stands out, and the upload is picked.
-MIC_JS = """
-const trouble = () => {
-  if (element.classList.contains('mic-trouble')) return;
-  element.classList.add('mic-trouble');
-  const upload = document.querySelector('#recorder button[aria-label="Upload file"]');
-  if (upload) upload.click();
-};
-if (!navigator.mediaDevices || !navigator.mediaDevices.enumerateDevices) { trouble(); }
-else {
-  navigator.mediaDevices.enumerateDevices()
-    .then(ds => { if (!ds.some(d => d.kind === 'audioinput')) trouble(); }).catch(trouble);
-}
-if (navigator.permissions && navigator.permissions.query) {
-  navigator.permissions.query({name: 'microphone'}).then(s => {
-    if (s.state === 'denied') trouble();
-    s.onchange = () => { if (s.state === 'denied') trouble(); };
-  }).catch(() => {});
-}
-"""
+MIC_JS = script("on_load/mic")
 
 # The Submit's click, caught before Gradio's: with the page's JSON route (the value names it)
 # and an uploaded recording, one POST; without a recording, or on anything but the route's
 # answer (an old server, a proxy that drops the path), the tab's Gradio event with the item this
 # value shows (trigger('submit')), which says what is missing. An answer saved twice is saved
 # once (the service's submit is idempotent).
-RECORD_JS = r"""
-// the recorder's upload: its download link is /gradio_api/file=<the path on the server>
-function uploaded() {
-  const a = document.querySelector('#recorder a[data-testid="download-link"]');
-  const at = a && a.href ? a.href.indexOf('/gradio_api/file=') : -1;
-  if (at < 0) return null;
-  try { return decodeURIComponent(new URL(a.href).pathname.split('/gradio_api/file=')[1]); }
-  catch (e) { return null; }
-}
-function clearRecorder() {
-  const clear = document.querySelector('#recorder button[aria-label="Clear"]');
-  if (clear) clear.click();
-}
-let sending = false;
-function done(btn) { sending = false; btn.disabled = false; }
-document.addEventListener('click', (e) => {
-  const btn = e.target.closest && e.target.closest('#record-send');
-  if (!btn) return;
-  const v = props.value || {};
-  if (!v.form || !v.token || !window.fetch) return;   // the Gradio event, as on a page without the routes
-  e.preventDefault();
-  e.stopImmediatePropagation();
-  if (sending) return;
-  const path = uploaded();
-  if (!path) { trigger('submit'); return; }           // nothing uploaded: the event says what is missing
-  sending = true;
-  btn.disabled = true;
-  fetch(window.location.pathname.replace(/\/?$/, '/') + 'form/' + v.form + '/submit', {
-    method: 'POST', headers: {'content-type': 'application/json'}, credentials: 'same-origin',
-    body: JSON.stringify({token: v.token, value: {item_id: v.item_id, audio: path}}),
-  }).then(r => r.ok ? r.json() : Promise.reject(new Error('HTTP ' + r.status)))
-    .then(out => {
-      if (!out || typeof out.value !== 'object') throw new Error('no recording value');
-      props.value = out.value;
-      done(btn);
-      clearRecorder();                                   // as the event's answer clears it, refused or not
-      window.scrollTo({top: 0});
-      // the end: the tab's other parts (the recorder hidden, a Prolific redirect) come from
-      // the Gradio event that shows it afresh
-      if (out.value.status !== 'item') trigger('edit');
-    })
-    .catch(() => { done(btn); trigger('submit'); });
-}, true);
-// leaving with a recording made but not submitted asks first, as the text forms do with a
-// draft: the recording is not kept on a reload (issue 51, point 6)
-window.addEventListener('beforeunload', (e) => {
-  if (sending || !uploaded() || !(props.value || {}).item_id) return;
-  e.preventDefault();
-  e.returnValue = '';
-});
-"""
+RECORD_JS = script("on_load/record")
 
 
 def build(ctx: Ctx) -> TabUI:

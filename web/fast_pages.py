@@ -1,10 +1,11 @@
 """The middlewares of TRADLAB_FAST_PAGES: Gradio's bundle files from memory (StaticAssets) and each
 role page's HTML with preload hints and its language pinned (PreloadHints)."""
 
-import json
+import html
 import re
 
 from services.common import protocols
+from tabs.static import script
 from web.middleware import app_path
 from web.site import role_pages
 
@@ -19,12 +20,9 @@ def role_language(role: str) -> str:
 def lang_pin_html(lang: str) -> str:
     """A script that keeps <html lang> at the page's language: Gradio's front end sets it to the
     browser's locale once it starts, and a screen reader or hyphenation then reads Portuguese as
-    English (or the other way round)."""
-    return (
-        "<script>(() => { const l = %s, d = document.documentElement; const pin = () => "
-        "{ if (d.lang !== l) d.lang = l; }; pin(); new MutationObserver(pin).observe(d, "
-        "{attributes: true, attributeFilter: ['lang']}); })();</script>"
-    ) % json.dumps(lang)
+    English (or the other way round). The language is the element's data-lang, which the script
+    reads (document.currentScript): its text stays the file's, with no value formatted into it."""
+    return f'<script data-lang="{html.escape(lang, quote=True)}">{script("script/lang_pin")}</script>'
 
 
 class PreloadHints:

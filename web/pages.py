@@ -1,6 +1,7 @@
 """The pages: the team's at "/" (landing page, Admin, Analysis) and each role's, with the
 participant calls every page has and the page's theme and scripts."""
 
+from tabs.static import script
 from web.uploads import UPLOADS_EXPIRE
 
 HELP_NO_LINK = (
@@ -11,41 +12,12 @@ HELP_NO_LINK = (
 
 # Enter submits the visible tab's form when focus is on a slider, a radio or the page itself,
 # never from a text box (an answer being typed is not lost to a stray Enter); copy buttons copy.
-KEYBOARD_JS = """() => { document.addEventListener('keydown', (e) => {
-  if (e.key !== 'Enter' || e.shiftKey || e.ctrlKey || e.altKey || e.metaKey || e.isComposing) return;
-  const t = e.target;
-  if (t && (t.tagName === 'TEXTAREA' || t.tagName === 'BUTTON' || t.tagName === 'SELECT' ||
-      (t.tagName === 'INPUT' && !['range', 'radio', 'checkbox'].includes(t.type)))) return;
-  const btn = [...document.querySelectorAll('.submit-btn button, button.submit-btn')]
-    .find(b => b.offsetParent !== null);
-  if (btn) { e.preventDefault(); btn.click(); }
-});
-// a copy button (tabs/common.py copy_button): the Clipboard API where the page is a secure
-// context, else the selection and execCommand (a plain-http study server on a LAN)
-document.addEventListener('click', async (e) => {
-  const b = e.target.closest && e.target.closest('button.copy-btn[data-copy]');
-  if (!b) return;
-  const text = b.dataset.copy;
-  let ok = false;
-  try { await navigator.clipboard.writeText(text); ok = true; } catch (err) {
-    const t = document.createElement('textarea');
-    t.value = text; t.setAttribute('readonly', ''); t.style.position = 'fixed'; t.style.opacity = '0';
-    document.body.appendChild(t); t.select();
-    try { ok = document.execCommand('copy'); } catch (err2) { ok = false; }
-    t.remove();
-  }
-  b.textContent = ok ? b.dataset.copied : (b.dataset.failed || b.textContent);
-  b.classList.toggle('copied', ok);
-}); }"""
+KEYBOARD_JS = script("function/keyboard")
 
 # A page that still offers something to fill in (the DA's optional feedback box, marked
 # .holds-redirect) does not leave by itself: 3 s is too short to write feedback, and it would be
 # lost; the page follows the link once it is sent (tabs/da.py), or the participant clicks it.
-REDIRECT_JS = """(s) => { if (s && s.status === 'complete' && s.redirect_url) {
-  setTimeout(() => {
-    if ([...document.querySelectorAll('.holds-redirect')].some(e => e.offsetParent)) return;
-    window.location.href = s.redirect_url;
-  }, 3000); } }"""
+REDIRECT_JS = script("function/redirect")
 
 
 def participant_api(database, settings) -> None:

@@ -8,33 +8,15 @@ from __future__ import annotations
 import html
 import json
 import re
+from pathlib import Path
 
 from services.common.analysis_output import rounded
 from services.report.sections import Part, Section
 
 NOTES_SHOWN = 4  # per part: the rest fold into "n more" (a box, not a wall)
 
-CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;max-width:1100px;margin:2em auto;
- padding:0 1em;color:#1b1b1b;line-height:1.45}
-h1{font-size:1.6em;margin-bottom:.2em} h2{border-bottom:2px solid #ccc;padding-bottom:.2em;margin-top:2em}
-.meta{color:#555;font-size:.9em}
-.notes{background:#fff8e1;border-left:4px solid #f0b400;padding:.6em 1em;margin:1em 0;font-size:.92em}
-.notes h3{margin:.2em 0 .4em;font-size:1em} .notes ul{margin:.2em 0 .4em 1.2em;padding:0}
-figure{margin:1.5em 0;break-inside:avoid;page-break-inside:avoid}
-.table-wrap{overflow-x:auto} .plotly-graph-div{max-width:100%}
-.blank-why{color:#555;font-size:.85em;margin:.3em 0}
-.fig-title{color:#2a3f5f;margin:.6em 0 0;font-size:1.05em} .fig-title small{color:#555}
-figcaption{margin-bottom:.5em} figcaption .where{color:#777;font-size:.85em}
-table{border-collapse:collapse;font-size:.85em;font-variant-numeric:tabular-nums}
-th,td{border-bottom:1px solid #ddd;padding:.2em .6em;text-align:right} th{background:#f3f3f3}
-td:first-child,th:first-child{text-align:left}
-.missing{color:#8a4b00;background:#fdf1e6;padding:.5em .8em;border-radius:4px}
-pre{background:#f6f6f6;padding:.8em;overflow-x:auto;font-size:.8em}
-.toc{columns:2;font-size:.9em}
-@media print{body{max-width:none;margin:0} h2{page-break-before:always} .notes{break-inside:avoid}
- details>*{display:block} a{color:inherit;text-decoration:none}}
-"""
+# the report's stylesheet, a file as the pages' scripts are (tabs/static.py)
+CSS = (Path(__file__).resolve().parents[2] / "assets" / "css" / "report.css").read_text(encoding="utf-8")
 
 
 NOT_ESTIMABLE = "–"

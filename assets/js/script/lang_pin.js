@@ -1,0 +1,1 @@
+(() => { const l = document.currentScript.dataset.lang, d = document.documentElement; const pin = () => { if (d.lang !== l) d.lang = l; }; pin(); new MutationObserver(pin).observe(d, {attributes: true, attributeFilter: ['lang']}); })();

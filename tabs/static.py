@@ -1,0 +1,28 @@
+"""The pages' JavaScript, kept in files under assets/js (not in Python strings, so that an editor,
+a linter and `node --check` see it as code) and read from them once.
+
+A folder per way the browser runs a script, as tools/check_scripts.py checks each:
+- function/: a function expression, Gradio's js= (an event's, or the page's in launch()), which
+  Gradio runs as `(text)(...args)`;
+- on_load/: the body of a gr.HTML's js_on_load, which Gradio runs as
+  Function("element", "trigger", "props", "server", "upload", "watch", text);
+- script/: a classic script that a page's HTML holds in a <script> element.
+A value a script needs from the server reaches it by the page (a data- attribute, the
+component's value), never by formatting the script's text."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+JS_DIR = Path(__file__).resolve().parents[1] / "assets" / "js"
+KINDS = ("function", "on_load", "script")
+
+
+@lru_cache(maxsize=None)
+def script(name: str) -> str:
+    """The text of assets/js/<kind>/<name>.js, e.g. script("function/keyboard")."""
+    kind, _, _ = name.partition("/")
+    if kind not in KINDS:
+        raise ValueError(f"{name!r}: a script is <kind>/<name>, its kind one of {', '.join(KINDS)}")
+    return (JS_DIR / f"{name}.js").read_text(encoding="utf-8")
