@@ -21,7 +21,9 @@ typing.Protocol each that mypy checks the specs' functions against; docs/hooks.m
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import inspect
 import re
 import sys
 import threading
@@ -423,3 +425,71 @@ def audio_metadata() -> AudioMetadata | None:
 
 def export_tables() -> dict[str, ExportTable]:
     return {name: t for p in protocols() for name, t in p.export_tables.items()}
+
+
+# the specs' dataclasses in the order docs/hooks.md lists their hooks
+HOOK_OWNERS = (Phase, Tab, Pool, Role, ExportTable, AudioMetadata, Protocol)
+
+
+def hooks() -> list[tuple[str, str, type, bool, bool]]:
+    """(dataclass, field, its spec in services/common/hookspecs.py, whether it may be left out,
+    whether it also takes "module:name") of every hook, read from the fields' annotations."""
+    out = []
+    for owner in HOOK_OWNERS:
+        for f in dataclasses.fields(owner):
+            found = re.search(r"\bhookspecs\.(\w+)", str(f.type))
+            if found:
+                alternatives = {a.strip() for a in str(f.type).split("|")}
+                optional = "None" in alternatives or f.default is not dataclasses.MISSING
+                out.append(
+                    (owner.__name__, f.name, getattr(hookspecs, found.group(1)), optional, "str" in alternatives)
+                )
+    return out
+
+
+def hooks_markdown() -> str:
+    """docs/hooks.md: every hook with its signature (its spec's __call__), whether it runs inside
+    the caller's write (a first parameter tx), whether it may be left out, and its spec's
+    docstring (`python app.py docs hooks`)."""
+    lines = [
+        "# Protocol hooks",
+        "",
+        "<!-- Generated from services/common/hookspecs.py by `python app.py docs hooks > docs/hooks.md`;"
+        " tests/test_hookspecs.py fails when it is stale. -->",
+        "",
+        inspect.cleandoc(hookspecs.__doc__ or ""),
+        "",
+        "The types the signatures name: Database and Transaction are storage.db's, Path is pathlib's;",
+        "those of the layers above services.common are Any to mypy:",
+        "",
+        # the aliases' comments say where each type lives (hookspecs' source, read as text)
+        *(
+            f"- {alias}: {where}"
+            for alias, where in re.findall(r"^(\w+): TypeAlias = Any  # (.+)$", inspect.getsource(hookspecs), re.M)
+        ),
+        "",
+    ]
+    owner = ""
+    for name, field_name, spec, optional, named in hooks():
+        if name != owner:
+            owner = name
+            lines += [f"## {name}", ""]
+        params = list(inspect.signature(spec.__call__).parameters.values())[1:]  # without self
+        shown = ", ".join(f"{p.name}: {p.annotation}" for p in params)
+        returns = inspect.signature(spec.__call__).return_annotation
+        notes = [
+            "optional" if optional else "required",
+            *(["inside the caller's write"] if params and params[0].name == "tx" else []),
+            *(['or "module:name"'] if named else []),
+        ]
+        lines += [
+            f"### {name}.{field_name}",
+            "",
+            f"`{field_name}({shown}) -> {returns}`",
+            "",
+            f"{spec.__name__}: {'; '.join(notes)}.",
+            "",
+            inspect.cleandoc(spec.__doc__ or ""),
+            "",
+        ]
+    return "\n".join(lines).rstrip() + "\n"
