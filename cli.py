@@ -841,9 +841,15 @@ def build_parser() -> argparse.ArgumentParser:
     maq.set_defaults(func=cmd_metrics)
     maq.add_argument("--study", required=True)
     dc = sub.add_parser(
-        "docs", help="print docs/reference.md's settings table and CLI reference (generated from the code)"
+        "docs",
+        help="print docs/reference.md's settings table and CLI reference, or docs/hooks.md (generated from the code)",
     )
-    dc.add_argument("section", nargs="?", choices=["settings", "cli"], help="only this section (default: both)")
+    dc.add_argument(
+        "section",
+        nargs="?",
+        choices=["settings", "cli", "hooks"],
+        help="only this section, or hooks: docs/hooks.md, the protocols' hooks (default: settings and cli)",
+    )
     dc.set_defaults(func=cmd_docs)
     return parser
 
@@ -855,6 +861,8 @@ def cmd_docs(args, settings):
         print()
     if args.section in (None, "cli"):
         print(cli_markdown())
+    if args.section == "hooks":
+        print(hooks_markdown(), end="")  # the whole page, its final newline included
     return 0
 
 
@@ -863,6 +871,13 @@ def settings_markdown() -> str:
     from services.common.settings import settings_table_markdown
 
     return settings_table_markdown()
+
+
+def hooks_markdown() -> str:
+    """docs/hooks.md: every hook a protocol's spec gives, from services/common/hookspecs.py."""
+    from services.common.protocols import hooks_markdown
+
+    return hooks_markdown()
 
 
 def cli_markdown() -> str:

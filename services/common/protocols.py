@@ -15,21 +15,22 @@ entries, each a module path (a module that calls register() when imported) or
 "module:attribute" (a module's Protocol, registered here). The recipe is in
 docs/development.md, "Add a protocol".
 
-A hook whose signature starts with `tx` runs inside the caller's write: tx is its
-storage.db.Transaction (tx.db for storage's writes, tx.database for reads and log()), passed on
-to whatever else writes rather than another write opened.
+Every hook (a function a spec gives) is specified in services/common/hookspecs.py, a
+typing.Protocol each that mypy checks the specs' functions against; docs/hooks.md lists them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import inspect
 import re
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Literal, Mapping, TypeVar, overload
 
-from services.common import settings
+from services.common import hookspecs, settings
 
 # the order of registration is the order roles, tabs, sections and tables are listed in
 BUILTIN = ("services.usability.protocol", "services.da.protocol", "services.sd.protocol", "services.qe.protocol")
@@ -41,27 +42,11 @@ AUDIO_METADATA = "metadata"  # the export's name of the hf-audio format's metada
 
 @dataclass(frozen=True)
 class Phase:
-    """One kind of item: what a participant sees of it and what answering it stores.
+    """One kind of item: what a participant sees of it and what answering it stores. Its hooks
+    (content, validate, check, save, stored, intake, discard, after_save) are specified in
+    services/common/hookspecs.py (docs/hooks.md).
 
-    content(database, study, participant, assignment, media_dir) -> the item's fields as the
-        page shows them (only what the role may see), or None while it is not ready (the page
-        waits, saying `not_ready`)
-    validate(database, assignment, payload) -> the data to save; raises
-        services.participation.submissions.SubmissionError naming what to fix
-    check(database, study, assignment, media_dir), optional: refuses (SubmissionError) an answer
-        the item cannot take yet, before validate (a DA candidate whose audio is not played)
-    save(tx, study, participant, assignment, data): the data written inside the
-        submit's write (storage functions only)
-    stored(database, assignment) -> the saved answer, as a submit returns it
-    intake(database, study, assignment, payload, media_dir) -> data, optional: work done outside
-        the line of participant actions before the save (a recording's decoding); it replaces
-        validate
-    discard(database, data), optional: the intake's data when its save did not take it (a
-        double submit, a refusal or a failure in the write), called in the line of participant
-        actions (no save runs meanwhile): removes what the intake made outside the database (a
-        recording's staged files)
-    after_save(tx, study, assignment), optional: inside the write, after the item is
-        marked done (a DA rater's finished HIT is judged)
+    not_ready: what the page says while content returns None (the item is not ready)
     not_handed_on: why an open item of the phase is withdrawn, not handed on, when its
         participant leaves and their role's on_leave does not hand it on (the reassignment's
         summary; default: the phase's name)
@@ -70,14 +55,14 @@ class Phase:
     """
 
     name: str
-    content: Callable[..., dict | None]
-    validate: Callable[..., dict] | None
-    save: Callable[..., None]
-    stored: Callable[..., dict]
-    check: Callable[..., None] | None = None
-    intake: Callable[..., dict] | None = None
-    discard: Callable[..., None] | None = None
-    after_save: Callable[..., None] | None = None
+    content: hookspecs.PhaseContent
+    validate: hookspecs.PhaseValidate | None
+    save: hookspecs.PhaseSave
+    stored: hookspecs.PhaseStored
+    check: hookspecs.PhaseCheck | None = None
+    intake: hookspecs.PhaseIntake | None = None
+    discard: hookspecs.PhaseDiscard | None = None
+    after_save: hookspecs.PhaseAfterSave | None = None
     not_ready: str = ""
     not_handed_on: str = ""
     served_last: bool = False
@@ -85,31 +70,22 @@ class Phase:
 
 @dataclass(frozen=True)
 class Tab:
-    """A participant's tab: the phases whose items it shows, in one queue.
+    """A participant's tab: the phases whose items it shows, in one queue. Its hooks (build,
+    on_submit, total, waiting) are specified in services/common/hookspecs.py (docs/hooks.md).
 
-    build: the tab's builder in tabs/ (ctx -> tabs.common.TabUI), a callable or "module:name"
-        (imported by web only: services never import tabs)
     label: the tab's name as the other tab of the same role names it ("your Survey tab")
-    on_submit(tx, study, assignment), optional: inside the answer's write, after the
-        phase's save and after_save: the downstream work the answer opens (the usability study's
-        next phase); a tab with one also readies the participant's next item in that write (the
-        item a pool gives, its first-shown time), so that the view after the submit writes nothing
     instruction_items: item ids that are instructions, not work (not counted, no "Saved.")
-    total(database, participant, study, counts) -> the items the progress counts (default:
-        done + open)
-    waiting(database, participant, voice) -> why the tab waits, when that is the
-        participant's to know (None: the common words)
     refusal_out_of_order: the texts key of a submit that is not the next open item
     """
 
     name: str
     phases: tuple[str, ...]
-    build: Callable[..., Any] | str
+    build: hookspecs.TabBuild | str
     label: str = ""
-    on_submit: Callable[..., Any] | None = None
+    on_submit: hookspecs.TabOnSubmit | None = None
     instruction_items: tuple[str, ...] = ()
-    total: Callable[..., int] | None = None
-    waiting: Callable[..., str | None] | None = None
+    total: hookspecs.TabTotal | None = None
+    waiting: hookspecs.TabWaiting | None = None
     refusal_out_of_order: str = "out_of_order"
     lang: str = "en"  # the language of the page (a role's page speaks its first tab's)
 
@@ -117,106 +93,81 @@ class Tab:
 @dataclass(frozen=True)
 class Pool:
     """How a role takes its work from a pool shared by the study, one item at a time as its page
-    asks for work, rather than from a queue made at enrolment.
-
-    tab: the role's tab whose items come from the pool
-    may_take(database, participant, study) -> bool: whether taking an item is worth the write
-        lock (the participant has room and something they may take waits); cheap reads only
-    ready(database, participant, study) -> int | None: how many more items the participant could
-        take now (the page's "n ready"); None: nothing comes from the pool for them
-    take(tx, participant, study) -> the assignment taken (storage's row), or None when
-        there is no room or nothing they may take; inside the caller's write
-    """
+    asks for work, rather than from a queue made at enrolment: on the role's tab `tab`, through
+    may_take, ready and take (services/common/hookspecs.py, docs/hooks.md)."""
 
     tab: str
-    may_take: Callable[..., bool]
-    ready: Callable[..., int | None]
-    take: Callable[..., dict | None]
+    may_take: hookspecs.PoolMayTake
+    ready: hookspecs.PoolReady
+    take: hookspecs.PoolTake
 
 
 @dataclass(frozen=True)
 class Role:
-    """A participant's role: their page (/<name>/, titled page_title) and its tabs.
+    """A participant's role: their page (/<name>/, titled page_title) and its tabs. Its hooks
+    (setup, items, minutes, on_leave) are specified in services/common/hookspecs.py
+    (docs/hooks.md).
 
-    setup(tx, study, participant_id, group, gender, design_index): the role's queue
-        made at enrolment (None: the items come later, e.g. from a pool)
     grouped: enrolled per group x gender cell of the study (a sender: study.groups, genders)
-    items(config) -> the number of items the role's welcome names (services/participation/welcome.py)
     seconds_per_item: the estimate of the welcome's minutes, per item
-    minutes(config) -> the welcome's minutes where the protocol gives them (None: the estimate)
     pool: a Pool when the role takes its work one item at a time from the study's pool (None:
         its items are in its queue)
-    on_leave(tx, study, participant, withdrawn, actor, out), optional: a participant
-        of the role leaves (deactivated and reassigned, dropped out, excluded): `withdrawn` are
-        their open items, already withdrawn, inside the caller's write; it hands on what it can
-        and says so in `out` (services/participation/reassignment.py Reassignment: moved,
-        waiting, dropped). None: nothing is handed on (each item is dropped, with its phase's
-        not_handed_on)
     The welcome's words are the page text `welcome_<role>` (Protocol.texts for a new role)."""
 
     name: str
     tabs: tuple[str, ...]
     page_title: str
-    setup: Callable[..., None] | None = None
+    setup: hookspecs.RoleSetup | None = None
     grouped: bool = False
-    items: Callable[[dict], int] | None = None
+    items: hookspecs.RoleItems | None = None
     seconds_per_item: int = 60
-    minutes: Callable[[dict], float] | None = None
+    minutes: hookspecs.RoleMinutes | None = None
     pool: Pool | None = None
-    on_leave: Callable[..., None] | None = None
+    on_leave: hookspecs.RoleOnLeave | None = None
 
 
 @dataclass(frozen=True)
 class ExportTable:
-    """One exported table: query(database, study_id) -> rows (storage's; a column holding an
-    internal participant id ends in `__pid` and is exported as the pseudonym column without
-    it), its description and {column: (type, meaning)} in the order written
-    (services/study/export_dictionary.py TYPES).
+    """One exported table: its rows (query, then extras; warnings from them: hooks specified in
+    services/common/hookspecs.py, docs/hooks.md), its description and {column: (type, meaning)}
+    in the order written (services/study/export_dictionary.py TYPES).
 
-    extras(rows, ctx), optional: fills the columns the query does not give, on the rows as
-        queried, before the rows of participants not exported are dropped; ctx is a
-        services/study/export.py ExportContext (pseudonyms, the media folder, the rows of the
-        tables built before, the audio files to copy)
-    warnings(rows) -> [text], optional: what the README and manifest warn of, from the rows as
-        exported (a metric whose scores mix two models)
     content: study content (its corpus, systems, questions), not participants' data: listed
         after every protocol's data tables, as the README groups them
     """
 
-    query: Callable[..., list[dict]]
+    query: hookspecs.TableQuery
     description: str
     columns: Mapping[str, tuple[str, str]]
-    extras: Callable[..., None] | None = None
-    warnings: Callable[[list[dict]], list[str]] | None = None
+    extras: hookspecs.TableExtras | None = None
+    warnings: hookspecs.TableWarnings | None = None
     content: bool = False
 
 
 @dataclass(frozen=True)
 class AudioMetadata:
     """The hf-audio export format's train/metadata.jsonl, the Hugging Face audiofolder view of a
-    protocol's recordings: rows(tables) -> one row per exported recording that has its audio
-    file, made from the exported tables ({table: rows}; file_name as in its table, relative to
-    train/), with its README description and {column: (type, meaning)} in the order written.
-    The export names it "metadata", one file: two protocols never both have one."""
+    protocol's recordings: its rows (services/common/hookspecs.py, docs/hooks.md), with its
+    README description and {column: (type, meaning)} in the order written. The export names it
+    "metadata", one file: two protocols never both have one."""
 
-    rows: Callable[[dict], list[dict]]
+    rows: hookspecs.AudioMetadataRows
     description: str
     columns: Mapping[str, tuple[str, str]]
 
 
 @dataclass(frozen=True)
 class Protocol:
-    """One protocol, named as study.protocols lists it and as its study.toml section.
+    """One protocol, named as study.protocols lists it and as its study.toml section. Its hooks
+    (check, load, prepare, metrics_report, systems_report, report_section, drop_inactive,
+    repair, plan, questions_changed, analysis_panel, jobs) are specified in
+    services/common/hookspecs.py (docs/hooks.md); those that also take "module:name" are
+    imported on first use (resolve(); services.common imports no protocol, report or tab module).
 
     defaults: the section's keys with their defaults (None: required; a key not listed is an
         error)
-    check(section) -> [(key, message)]: problems of the merged section (key relative to it)
-    load(folder, cfg, systems, bundle, err): reads and checks the corpus files the section
-        names into the StudyBundle (services/study/files.py), errors through err.add
     corpus_files: the section's keys that name corpus files (their bytes are part of the study's
         content hash: a changed file is a changed study)
-    prepare(bundle): at import, before anything is stored, what the protocol builds from its
-        checked files (DA's HITs); raises StudyValidationError to refuse the import
     export_tables: the protocol's tables written by the export, beside the common ones
     texts: {language: {key: words}}: page words the protocol adds to assets/texts/<language>.toml
         (a new role's welcome_<role>, its refusals); a key the assets have keeps theirs
@@ -225,41 +176,9 @@ class Protocol:
         roles, tabs or phases, and its report section is made from the report's inputs)
     assigned_systems: who is assigned one of the study's [[systems]] (a study of the protocol
         needs one with assign = true); "": the protocol assigns no system
-    metrics_report: (database, study_id) -> which automatic metrics ran on a study of the
-        protocol, in which mode, and what each skipped (services/metrics/exchange.py's shape),
-        a callable or "module:function": the export manifest's `metrics` and the report's versions
-    systems_report: (database, study_id) -> {system id: how its outputs were made}, optional: a
-        line per system for the report's versions (the usability study: the precision each stage
-        ran in, how many outputs, how many a guard cut); a callable or "module:function"
-    report_section: its part of the per-study report (services/report/build.py), a callable or
-        "module:function" (resolve(); services.common imports no protocol or report module):
-        (database, study_id, out_dir, inputs) -> services.report.sections.Part, where inputs is
-        the report's extra inputs ({"qe_audits": [folders]}); the function's module holds TITLE
-        and ITEMS, the part's title and numbered items, which a failed analysis fills with its
-        reason. None: no part in the report
-    drop_inactive(database, study_id) -> [participant ids], optional: the upkeep's drop-out of
-        participants who stopped coming back (its own study setting; run before the repair). A
-        callable or "module:function" (resolve())
-    repair(database, study_id) -> int, optional: the protocol's periodic repair, adding what its
-        events should have opened (idempotent; the count of things it added or changed, 0: none
-        missing); run by the worker's upkeep (services/participation/maintenance.py) and after a
-        study's import, for every registered protocol that has one (a study without the
-        protocol: 0). A callable or "module:function" (resolve())
-    plan(database, study_id) -> [str], optional: whether a study of the protocol can finish, in
-        the designer's words: before anyone enrolled, what its design needs (the import's result
-        shows it); while it runs, what keeps work from anyone who could take it and what would
-        release it (the admin's dashboard). [] when nothing is wanting. A callable or
-        "module:function" (resolve())
-    questions_changed(tx, study_id, starter_id), optional: inside the caller's write,
-        a starter's accepted comprehension questions changed (services/questions/review.py); a
-        callable or "module:function" (resolve())
-    analysis_panel: its panel of the Analysis tab, a "module:function" in tabs/ (resolved by the
-        tab: services never import tabs) taking a tabs.analysis_common.Panel; "": no panel
+    analysis_panel: "": no panel in the Analysis tab
     audio_metadata: its recordings' hf-audio metadata (AudioMetadata), optional; the export's
         hf-audio format needs a protocol that has it
-    jobs(database, cache, media_dir) -> {kind: handler(payload)}, optional: the background jobs
-        its events queue, which the app's worker runs (services/participation/worker_jobs.py); a
-        callable or "module:function" (resolve()). Two protocols never name the same kind
     """
 
     name: str
@@ -267,23 +186,23 @@ class Protocol:
     tabs: tuple[Tab, ...] = ()
     phases: tuple[Phase, ...] = ()
     defaults: Mapping[str, Any] = field(default_factory=dict)
-    check: Callable[[dict], list[tuple[str, str]]] | None = None
-    load: Callable[..., None] | None = None
-    prepare: Callable[..., None] | None = None
+    check: hookspecs.SectionCheck | None = None
+    load: hookspecs.CorpusLoad | None = None
+    prepare: hookspecs.Prepare | None = None
     corpus_files: tuple[str, ...] = ()
     export_tables: Mapping[str, ExportTable] = field(default_factory=dict)
     texts: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     in_studies: bool = True
     assigned_systems: str = ""
-    metrics_report: Callable[..., dict] | str | None = None
-    systems_report: Callable[..., dict] | str | None = None
-    report_section: Callable[..., Any] | str | None = None
-    drop_inactive: Callable[..., list[int]] | str | None = None
-    repair: Callable[..., int] | str | None = None
-    plan: Callable[..., list[str]] | str | None = None
-    questions_changed: Callable[..., None] | str | None = None
-    analysis_panel: str = ""
-    jobs: Callable[..., dict] | str | None = None
+    metrics_report: hookspecs.MetricsReport | str | None = None
+    systems_report: hookspecs.SystemsReport | str | None = None
+    report_section: hookspecs.ReportSection | str | None = None
+    drop_inactive: hookspecs.DropInactive | str | None = None
+    repair: hookspecs.Repair | str | None = None
+    plan: hookspecs.Plan | str | None = None
+    questions_changed: hookspecs.QuestionsChanged | str | None = None
+    analysis_panel: hookspecs.AnalysisPanel | str = ""
+    jobs: hookspecs.Jobs | str | None = None
     audio_metadata: AudioMetadata | None = None
 
 
@@ -416,10 +335,13 @@ def names() -> tuple[str, ...]:
     return tuple(p.name for p in protocols() if p.in_studies)
 
 
-def resolve(ref: Callable[..., Any] | str) -> Callable[..., Any]:
+H = TypeVar("H")
+
+
+def resolve(ref: H | str) -> H:
     """A spec's callable, or the one its "module:name" names (imported on first use, so the
     registry never imports what sits above it)."""
-    if callable(ref):
+    if not isinstance(ref, str):
         return ref
     module, _, name = ref.partition(":")
     return getattr(importlib.import_module(module), name)
@@ -479,6 +401,17 @@ def tab_phases() -> dict[str, tuple[str, ...]]:
     return {t: tab(t).phases for t in tabs()}
 
 
+# with_hook's hooks, each with its spec, so that mypy checks the calls the core makes
+@overload
+def with_hook(hook: Literal["drop_inactive"]) -> tuple[tuple[Protocol, hookspecs.DropInactive], ...]: ...
+@overload
+def with_hook(hook: Literal["repair"]) -> tuple[tuple[Protocol, hookspecs.Repair], ...]: ...
+@overload
+def with_hook(hook: Literal["plan"]) -> tuple[tuple[Protocol, hookspecs.Plan], ...]: ...
+@overload
+def with_hook(hook: Literal["questions_changed"]) -> tuple[tuple[Protocol, hookspecs.QuestionsChanged], ...]: ...
+@overload
+def with_hook(hook: Literal["jobs"]) -> tuple[tuple[Protocol, hookspecs.Jobs], ...]: ...
 def with_hook(hook: str) -> tuple[tuple[Protocol, Callable[..., Any]], ...]:
     """(protocol, its resolved callable) of every registered protocol that has the hook (a
     field of Protocol: "repair", "questions_changed"), in registration order."""
@@ -492,3 +425,71 @@ def audio_metadata() -> AudioMetadata | None:
 
 def export_tables() -> dict[str, ExportTable]:
     return {name: t for p in protocols() for name, t in p.export_tables.items()}
+
+
+# the specs' dataclasses in the order docs/hooks.md lists their hooks
+HOOK_OWNERS = (Phase, Tab, Pool, Role, ExportTable, AudioMetadata, Protocol)
+
+
+def hooks() -> list[tuple[str, str, type, bool, bool]]:
+    """(dataclass, field, its spec in services/common/hookspecs.py, whether it may be left out,
+    whether it also takes "module:name") of every hook, read from the fields' annotations."""
+    out = []
+    for owner in HOOK_OWNERS:
+        for f in dataclasses.fields(owner):
+            found = re.search(r"\bhookspecs\.(\w+)", str(f.type))
+            if found:
+                alternatives = {a.strip() for a in str(f.type).split("|")}
+                optional = "None" in alternatives or f.default is not dataclasses.MISSING
+                out.append(
+                    (owner.__name__, f.name, getattr(hookspecs, found.group(1)), optional, "str" in alternatives)
+                )
+    return out
+
+
+def hooks_markdown() -> str:
+    """docs/hooks.md: every hook with its signature (its spec's __call__), whether it runs inside
+    the caller's write (a first parameter tx), whether it may be left out, and its spec's
+    docstring (`python app.py docs hooks`)."""
+    lines = [
+        "# Protocol hooks",
+        "",
+        "<!-- Generated from services/common/hookspecs.py by `python app.py docs hooks > docs/hooks.md`;"
+        " tests/test_hookspecs.py fails when it is stale. -->",
+        "",
+        inspect.cleandoc(hookspecs.__doc__ or ""),
+        "",
+        "The types the signatures name: Database and Transaction are storage.db's, Path is pathlib's;",
+        "those of the layers above services.common are Any to mypy:",
+        "",
+        # the aliases' comments say where each type lives (hookspecs' source, read as text)
+        *(
+            f"- {alias}: {where}"
+            for alias, where in re.findall(r"^(\w+): TypeAlias = Any  # (.+)$", inspect.getsource(hookspecs), re.M)
+        ),
+        "",
+    ]
+    owner = ""
+    for name, field_name, spec, optional, named in hooks():
+        if name != owner:
+            owner = name
+            lines += [f"## {name}", ""]
+        params = list(inspect.signature(spec.__call__).parameters.values())[1:]  # without self
+        shown = ", ".join(f"{p.name}: {p.annotation}" for p in params)
+        returns = inspect.signature(spec.__call__).return_annotation
+        notes = [
+            "optional" if optional else "required",
+            *(["inside the caller's write"] if params and params[0].name == "tx" else []),
+            *(['or "module:name"'] if named else []),
+        ]
+        lines += [
+            f"### {name}.{field_name}",
+            "",
+            f"`{field_name}({shown}) -> {returns}`",
+            "",
+            f"{spec.__name__}: {'; '.join(notes)}.",
+            "",
+            inspect.cleandoc(spec.__doc__ or ""),
+            "",
+        ]
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,335 @@
+"""The hook specifications: every function a protocol gives the registry
+(services/common/protocols.py), as a typing.Protocol whose __call__ is the call the core makes,
+so that mypy checks each spec's functions against it (`make lint`) and a reader sees what a hook
+is given and returns. docs/hooks.md is generated from this module (`python app.py docs hooks`).
+
+The core passes every argument by position: the parameters are positional-only, named as the
+core names what it passes, and a hook may name its own as it likes (a role's setup takes `pid`).
+A hook whose first parameter is `tx` runs inside the caller's write: tx is its
+storage.db.Transaction (tx.db for storage's writes, tx.database for reads and log()), passed on
+to whatever else writes rather than another write opened.
+
+A field typed `Hook | str` also takes "module:name", imported on first use by
+protocols.resolve() (web's tab_builder for Tab.build), so that the registry never imports what
+sits above it (services.report, tabs).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeAlias
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from storage.db import Database, Transaction
+
+# The types of the layers above services.common, which it may not import, not even for mypy (the
+# services-layers contract and tools/import_graph.py count TYPE_CHECKING imports): Any to mypy,
+# named here for the reader (and docs/hooks.md) with where each lives.
+StudyBundle: TypeAlias = Any  # services.study.files.StudyBundle
+StudyErrors: TypeAlias = Any  # services.study.files' collector: err.add(file, row, field, message)
+ExportContext: TypeAlias = Any  # services.study.export.ExportContext
+Reassignment: TypeAlias = Any  # services.participation.reassignment.Reassignment
+Voice: TypeAlias = Any  # services.study.texts.Voice
+ModelCache: TypeAlias = Any  # services.models.cache.ModelCache
+ReportPart: TypeAlias = Any  # services.report.sections.Part
+TabContext: TypeAlias = Any  # tabs.common.Ctx
+TabUI: TypeAlias = Any  # tabs.common.TabUI
+Panel: TypeAlias = Any  # tabs.analysis_common.Panel
+ReportInputs: TypeAlias = Any  # tabs.analysis_common.ReportInputs
+
+
+# -- Phase: one kind of item ------------------------------------------------------------------
+
+
+class PhaseContent(Protocol):
+    """The item's fields as the page shows them (only what the role may see), or None while it
+    is not ready (the page waits, saying the phase's `not_ready`)."""
+
+    def __call__(
+        self, database: Database, study: dict, participant: dict, assignment: dict, media_dir: Path | None, /
+    ) -> dict | None: ...
+
+
+class PhaseValidate(Protocol):
+    """The data to save, from the submitted payload; raises
+    services.participation.submissions.SubmissionError naming what to fix. None in the spec
+    when the phase has an intake, which replaces it."""
+
+    def __call__(self, database: Database, assignment: dict, payload: dict, /) -> dict: ...
+
+
+class PhaseCheck(Protocol):
+    """Refuses (SubmissionError) an answer the item cannot take yet, before validate (a DA
+    candidate whose audio is not played)."""
+
+    def __call__(self, database: Database, study: dict, assignment: dict, media_dir: Path | None, /) -> None: ...
+
+
+class PhaseSave(Protocol):
+    """Writes the data (validate's or intake's) inside the submit's write, through storage's
+    functions only; the item is marked done after it."""
+
+    def __call__(self, tx: Transaction, study: dict, participant: dict, assignment: dict, data: dict, /) -> None: ...
+
+
+class PhaseStored(Protocol):
+    """The saved answer of a done item, as a submit returns it."""
+
+    def __call__(self, database: Database, assignment: dict, /) -> dict: ...
+
+
+class PhaseIntake(Protocol):
+    """The data to save, made outside the line of participant actions before the save (a
+    recording's decoding); it replaces validate. Raises SubmissionError as validate does."""
+
+    def __call__(
+        self, database: Database, study: dict, assignment: dict, payload: dict, media_dir: Path | None, /
+    ) -> dict: ...
+
+
+class PhaseDiscard(Protocol):
+    """The intake's data when its save did not take it (a double submit, a refusal or a failure
+    in the write), called in the line of participant actions (no save runs meanwhile): removes
+    what the intake made outside the database (a recording's staged files)."""
+
+    def __call__(self, database: Database, data: dict, /) -> None: ...
+
+
+class PhaseAfterSave(Protocol):
+    """Inside the submit's write, after the item is marked done (a DA rater's finished HIT is
+    judged)."""
+
+    def __call__(self, tx: Transaction, study: dict, assignment: dict, /) -> None: ...
+
+
+# -- Tab: a participant's tab -----------------------------------------------------------------
+
+
+class TabBuild(Protocol):
+    """The tab's Gradio builder in tabs/ (or a plugin's module), called by web only when the page
+    is built: services never import tabs. Most tabs are one item form,
+    tabs.item_form.form_tab(ctx, name, label, body_html, payload_of)."""
+
+    def __call__(self, ctx: TabContext, /) -> TabUI: ...
+
+
+class TabOnSubmit(Protocol):
+    """Inside the answer's write, after the phase's save and after_save: the downstream work the
+    answer opens (the usability study's next phase); its result is ignored. A tab with one also
+    readies the participant's next item in that write (the item a pool gives, its first-shown
+    time), so that the view after the submit writes nothing."""
+
+    def __call__(self, tx: Transaction, study: dict, assignment: dict, /) -> object: ...
+
+
+class TabTotal(Protocol):
+    """The number of items the tab's progress counts; counts is {"open", "done"} of the
+    participant's items of the tab. Without one: done + open."""
+
+    def __call__(self, database: Database, participant: dict, study: dict, counts: dict[str, int], /) -> int: ...
+
+
+class TabWaiting(Protocol):
+    """Why the tab waits, when that is the participant's to know, in the page's voice (None:
+    the common words)."""
+
+    def __call__(self, database: Database, participant: dict, voice: Voice | None, /) -> str | None: ...
+
+
+# -- Pool: a role's work taken one item at a time ---------------------------------------------
+
+
+class PoolMayTake(Protocol):
+    """Whether taking an item is worth the write lock (the participant has room and something
+    they may take waits); cheap reads only: a page polling while it waits writes nothing."""
+
+    def __call__(self, database: Database, participant: dict, study: dict, /) -> bool: ...
+
+
+class PoolReady(Protocol):
+    """How many more items the participant could take now (the page's "n ready"); None: nothing
+    comes from the pool for them."""
+
+    def __call__(self, database: Database, participant: dict, study: dict, /) -> int | None: ...
+
+
+class PoolTake(Protocol):
+    """The assignment taken (storage's row) inside the caller's write, or None when there is no
+    room or nothing they may take."""
+
+    def __call__(self, tx: Transaction, participant: dict, study: dict, /) -> dict | None: ...
+
+
+# -- Role: a participant's role ---------------------------------------------------------------
+
+
+class RoleSetup(Protocol):
+    """The role's queue, made at enrolment inside its write (design_index None: the next one of
+    the participant's cell). Without one the items come later, e.g. from a pool."""
+
+    def __call__(
+        self,
+        tx: Transaction,
+        study: dict,
+        participant_id: int,
+        group: str | None,
+        gender: str | None,
+        design_index: int | None,
+        /,
+    ) -> None: ...
+
+
+class RoleItems(Protocol):
+    """The number of items the role's welcome names (services/participation/welcome.py), from
+    the study's config."""
+
+    def __call__(self, config: dict, /) -> int: ...
+
+
+class RoleMinutes(Protocol):
+    """The welcome's minutes where the protocol gives them, from the study's config (without
+    one: the items times seconds_per_item)."""
+
+    def __call__(self, config: dict, /) -> float: ...
+
+
+class RoleOnLeave(Protocol):
+    """A participant of the role leaves (deactivated and reassigned, dropped out, excluded):
+    `withdrawn` are their open items, already withdrawn, inside the caller's write; it hands on
+    what it can and says so in `out` (moved, waiting, dropped). Without one nothing is handed on
+    (each item is dropped, with its phase's not_handed_on)."""
+
+    def __call__(
+        self, tx: Transaction, study: dict, participant: dict, withdrawn: list[dict], actor: str, out: Reassignment, /
+    ) -> None: ...
+
+
+# -- ExportTable and AudioMetadata: what the export writes ------------------------------------
+
+
+class TableQuery(Protocol):
+    """The table's rows (storage's); a column holding an internal participant id ends in `__pid`
+    and is exported as the pseudonym column without it."""
+
+    def __call__(self, database: Database, study_id: str, /) -> list[dict]: ...
+
+
+class TableExtras(Protocol):
+    """Fills the columns the query does not give, on the rows as queried, before the rows of
+    participants not exported are dropped; ctx holds the pseudonyms, the media folder, the rows
+    of the tables built before and the audio files to copy."""
+
+    def __call__(self, rows: list[dict], ctx: ExportContext, /) -> None: ...
+
+
+class TableWarnings(Protocol):
+    """What the README and manifest warn of, from the rows as exported (a metric whose scores
+    mix two models)."""
+
+    def __call__(self, rows: list[dict], /) -> list[str]: ...
+
+
+class AudioMetadataRows(Protocol):
+    """One row per exported recording that has its audio file (the hf-audio format's
+    train/metadata.jsonl), made from the exported tables ({table: rows}; file_name as in its
+    table, relative to train/)."""
+
+    def __call__(self, tables: dict[str, list[dict]], /) -> list[dict]: ...
+
+
+# -- Protocol: the protocol's study section, corpus, upkeep, report ---------------------------
+
+
+class SectionCheck(Protocol):
+    """Problems of the study's merged [<protocol>] section, as (key, message); the key is the
+    setting's full name (`da.hit_size`)."""
+
+    def __call__(self, section: dict, /) -> list[tuple[str, str]]: ...
+
+
+class CorpusLoad(Protocol):
+    """Reads and checks the corpus files the section names into the bundle, errors through
+    err.add(file, row, field, message)."""
+
+    def __call__(
+        self, folder: Path, config: dict, systems: list[dict], bundle: StudyBundle, err: StudyErrors, /
+    ) -> None: ...
+
+
+class Prepare(Protocol):
+    """At import, before anything is stored, what the protocol builds from its checked files
+    (DA's HITs) into the bundle; raises StudyValidationError to refuse the import."""
+
+    def __call__(self, bundle: StudyBundle, /) -> None: ...
+
+
+class MetricsReport(Protocol):
+    """Which automatic metrics ran on a study of the protocol, in which mode, and what each
+    skipped (services/metrics/exchange.py's shape): the export manifest's `metrics` and the
+    report's versions."""
+
+    def __call__(self, database: Database, study_id: str, /) -> dict: ...
+
+
+class SystemsReport(Protocol):
+    """{system id: how its outputs were made}: a line per system for the report's versions (the
+    usability study: the precision each stage ran in, how many outputs, how many a guard cut)."""
+
+    def __call__(self, database: Database, study_id: str, /) -> dict[str, str]: ...
+
+
+class ReportSection(Protocol):
+    """The protocol's part of the per-study report (services/report/build.py); inputs are the
+    report's extra inputs ({"qe_audits": [folders]}). The function's module holds TITLE and
+    ITEMS, the part's title and numbered items, which a failed analysis fills with its reason."""
+
+    def __call__(self, database: Database, study_id: str, out_dir: Path, inputs: dict, /) -> ReportPart: ...
+
+
+class DropInactive(Protocol):
+    """The ids of the participants dropped out for not coming back (its own study setting):
+    the worker's upkeep, run before the repair."""
+
+    def __call__(self, database: Database, study_id: str, /) -> list[int]: ...
+
+
+class Repair(Protocol):
+    """The protocol's periodic repair, adding what its events should have opened (idempotent;
+    the count of things it added or changed, 0: none missing): run by the worker's upkeep
+    (services/participation/maintenance.py) and after a study's import, for every registered
+    protocol that has one (a study without the protocol: 0)."""
+
+    def __call__(self, database: Database, study_id: str, /) -> int: ...
+
+
+class Plan(Protocol):
+    """Whether a study of the protocol can finish, in the designer's words: before anyone
+    enrolled, what its design needs (the import's result shows it); while it runs, what keeps
+    work from anyone who could take it and what would release it (the admin's dashboard). []
+    when nothing is wanting."""
+
+    def __call__(self, database: Database, study_id: str, /) -> list[str]: ...
+
+
+class QuestionsChanged(Protocol):
+    """A starter's accepted comprehension questions changed (services/questions/review.py),
+    inside the caller's write."""
+
+    def __call__(self, tx: Transaction, study_id: str, starter_id: str, /) -> None: ...
+
+
+class AnalysisPanel(Protocol):
+    """The protocol's panel of the Analysis tab, built in tabs/ (resolved by the tab: services
+    never import tabs); it returns what the report button needs of the panel, else None."""
+
+    def __call__(self, shared: Panel, /) -> ReportInputs | None: ...
+
+
+class Jobs(Protocol):
+    """The background jobs its events queue, {kind: handler(payload)}, which the app's worker
+    runs (services/participation/worker_jobs.py). Two protocols never name the same kind."""
+
+    def __call__(
+        self, database: Database, cache: ModelCache, media_dir: Path | None, /
+    ) -> dict[str, Callable[[dict], object]]: ...
