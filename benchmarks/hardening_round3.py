@@ -155,6 +155,15 @@ def wide_flac(path: Path) -> Path:
     return path
 
 
+def cpu_s(pid: int) -> float:
+    """A process's user + system CPU seconds so far (/proc/<pid>/stat)."""
+    import os
+
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def sampled_peak(pid: int, stop: threading.Event, out: list) -> None:
     peak = 0.0
     while not stop.is_set():
@@ -199,10 +208,15 @@ def main() -> None:
         times: dict[str, list[float]] = {k: [] for k in conditions}
         peaks: dict[str, list[float]] = {k: [] for k in list(conditions)[1:]}
         said: dict[str, list[dict]] = {k: [] for k in list(conditions)[1:]}
+        # CPU seconds a second of wall: the server's, and the stranger's own (on the same 2 cores)
+        server_cpu: dict[str, list[float]] = {k: [] for k in conditions}
+        stranger_cpu: dict[str, list[float]] = {k: [] for k in list(conditions)[1:]}
         for r in range(args.rounds):
             for name, rate in conditions.items():
+                c0, w0 = cpu_s(app.proc.pid), time.time()
                 if rate is None:
                     t = views_ms(app.url, honest, args.views)
+                    server_cpu[name].append(round((cpu_s(app.proc.pid) - c0) / (time.time() - w0), 3))
                     times[name] += t
                     print(f"round {r + 1} {name}: p50 {statistics.median(t):.1f} p95 {pct(t, 95)} ms", flush=True)
                     continue
@@ -217,7 +231,11 @@ def main() -> None:
                 sampler = threading.Thread(target=sampled_peak, args=(app.proc.pid, stop, peak))
                 sampler.start()
                 time.sleep(3)  # the stranger's loops under way, its streams open
+                c0, w0, s0 = cpu_s(app.proc.pid), time.time(), cpu_s(stranger.pid)
                 t = views_ms(app.url, honest, args.views)
+                wall = time.time() - w0
+                server_cpu[name].append(round((cpu_s(app.proc.pid) - c0) / wall, 3))
+                stranger_cpu[name].append(round((cpu_s(stranger.pid) - s0) / wall, 3))
                 times[name] += t
                 said[name].append(json.loads(stranger.communicate(timeout=300)[0]))
                 stop.set()
@@ -237,6 +255,8 @@ def main() -> None:
             "p95_ratios": {k: round(views[k]["p95_ms"] / views["quiet"]["p95_ms"], 2) for k in peaks},
             "server_idle_rss_mb": round(idle, 1),
             "server_peak_above_idle_mb": peaks,
+            "server_cpu_s_per_s_while_measured": server_cpu,
+            "stranger_cpu_s_per_s_while_measured": stranger_cpu,
             "stranger": said,
             "recordings_stored": app.db("SELECT COUNT(*) FROM recordings")[0][0],
             "feedback_rows": app.db("SELECT COUNT(*) FROM da_feedback")[0][0],

@@ -106,8 +106,10 @@ class Guard:
         self.beating: set[tuple[str, str]] = set()  # (page, session) of each open heartbeat
 
     @staticmethod
-    async def refuse(send, status: int, text: str, as_json: bool = False) -> None:
-        # an event's refusal as JSON {"error": ...}, which gradio's clients show as the call's error
+    async def refuse(send, status: int, text: str, as_json: bool = False, close: bool = True) -> None:
+        # an event's refusal as JSON {"error": ...}, which gradio's clients show as the call's error;
+        # close=False where the request was read whole (a stranger over its share: a new connection
+        # for each of its next requests cost the server more than the refusal)
         body = json.dumps({"error": text}).encode() if as_json else text.encode()
         kind = b"application/json" if as_json else b"text/plain; charset=utf-8"
         await send(
@@ -116,7 +118,7 @@ class Guard:
                 "status": status,
                 "headers": [
                     (b"content-type", kind),
-                    (b"connection", b"close"),
+                    *([(b"connection", b"close")] if close else []),
                     (b"content-length", str(len(body)).encode()),
                 ],
             }
@@ -177,7 +179,7 @@ class Guard:
             if self.callers is not None and PAGE_LOAD.fullmatch(path):
                 refusal = self.callers.admit_page(scope.get("query_string", b""), client)
                 if refusal:
-                    return await self.refuse(send, *refusal)
+                    return await self.refuse(send, *refusal, close=False)
             return await self.app(scope, receive, send)
         limit = self.max_upload if upload else self.max_body
         length = dict(scope.get("headers", [])).get(b"content-length")
@@ -218,7 +220,7 @@ class Guard:
         query = scope.get("query_string", b"")
         refusal = self.callers.admit(page, path, query, body, client) if self.callers else None
         if refusal:
-            return await self.refuse(send, *refusal, as_json=True)
+            return await self.refuse(send, *refusal, as_json=True, close=refusal[0] != 429)
         sent = False
 
         async def replay():

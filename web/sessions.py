@@ -176,9 +176,11 @@ class Callers:
         # (the team page's six load events with made-up ?admin= secrets, 24 a second, took the
         # two cores' share an honest view waits for: its p95 2.7x). Per client address, events
         # and page loads that come with no valid link or admin session spend a bucket of
-        # strangers_per_minute (the burst too: a class self-enrolling behind one address).
+        # strangers_per_minute, its burst a quarter of that (a whole minute's at once had let a
+        # flood through for its first 5 s; a designer's login spends about 8, a Prolific
+        # newcomer's first page about 3).
         rate = strangers_per_minute / 60
-        self.strangers = TokenBuckets(rate, float(strangers_per_minute)) if rate else None
+        self.strangers = TokenBuckets(rate, max(10.0, strangers_per_minute / 4)) if rate else None
         self.team_calls = {
             i for i, fn in getattr(site.team, "fns", {}).items() if getattr(fn, "api_name", None) in PARTICIPANT_CALLS
         }

@@ -190,7 +190,7 @@ class Settings:
     stranger_requests_per_minute: int = _s(
         "TRADLAB_STRANGER_REQUESTS_PER_MINUTE",
         "120",
-        "page loads and events one client address may send a minute without a valid link or admin session (the burst: as many at once); more are answered 429. A designer's login costs about 8, a Prolific newcomer's first page about 3; 0 turns the limit off",
+        "page loads and events one client address may send a minute without a valid link or admin session (at once: a quarter of that, at least 10); more are answered 429. A designer's login costs about 8, a Prolific newcomer's first page about 3; 0 turns the limit off",
         default=120,
     )
     link_secret: str = _s(
