@@ -40,6 +40,11 @@ def details_for_admin(fn):
     return handler
 
 
+class NotANumber(str):
+    """What a blank_number field holds when its text is no number: the message naming the field,
+    which admin_only answers with after its admin check (a stranger learns nothing of the form)."""
+
+
 def blank_number(
     *,
     blank=None,
@@ -76,8 +81,8 @@ def blank_number(
                 return blank
             try:
                 number = float(text)
-            except ValueError:
-                raise gr.Error(f"{label}: {text[:40]!r} is not a number.") from None
+            except ValueError:  # said once the admin check has passed (admin_only), not before it
+                return NotANumber(f"{label}: {text[:40]!r} is not a number.")
         if math.isnan(number) or (zero_is_blank and number == 0):
             return blank
         if precision == 0:
@@ -138,6 +143,11 @@ def admin_only(auth: admin.AdminAuth, out=None, *, refused: Callable[[str], obje
                 if refused is not None:
                     return refused(str(e))
                 return str(e) if out is None else {out: str(e)}
+            wrong = next((v for v in [*args, *kwargs.values()] if isinstance(v, NotANumber)), None)
+            if wrong is not None:  # a number field's text that is no number (blank_number)
+                if refused is not None:
+                    return refused(str(wrong))
+                return str(wrong) if out is None else {out: str(wrong)}
             return fn(*args, **kwargs)
 
         return details_for_admin(checked)

@@ -20,49 +20,15 @@ from services.da import campaign as da_campaign
 from services.da import study_analysis as da_study
 from services.models import tts
 from services.participation import worker_jobs
-from services.participation.items import get_view
-from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
 from services.study.files import StudyValidationError, load_study
 from storage import studies
 from storage.da import exports, hits
 from tests.helpers.da import careful, make_judgments
 from tests.helpers.da import da_study as make_study
+from tests.helpers.da_reruns import SMALL_HIT, campaign_with_one_careless_rater, careless, held_hit, rate
 
 pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
-
-# the demo's HITs hold 2 bad_reference and 2 ask_again pairs: the smallest one-sided
-# Mann-Whitney p is then 1/6, so these tests test reliability at 0.5
-SMALL_HIT = {"modality": '"text"', "reliability_alpha": "0.5"}
-
-
-def careless(it) -> int:
-    """A rater who scores degraded copies above everything else: fails the reliability test."""
-    return 95 if it["type"] == "bad_reference" else 5 + (it["pos"] % 7)
-
-
-def rate(db, media, rater, how):
-    while (v := get_view(db, rater.token, "da", media_dir=media)).status == "item":
-        res = submit(
-            db, rater.token, "da", v.item_id, {"score": how(hits.da_hit_item(db, int(v.item_id)))}, media_dir=media
-        )
-        assert res.saved
-
-
-def held_hit(db, pid) -> int:
-    return json.loads(db.scalar("SELECT meta FROM assignments WHERE participant_id = ? LIMIT 1", [pid]))["hit_id"]
-
-
-def campaign_with_one_careless_rater(database, tmp_path, **settings):
-    """Every HIT rated once; the rater of the last HIT is careless."""
-    db, media = make_study(database, tmp_path, **{**SMALL_HIT, "keep_fast": "true", **settings})
-    n_hits = len(hits.da_hits(db, "demo"))
-    assert n_hits >= 2
-    raters = add_participants(db, "demo", "da", n_hits)
-    for r in raters[:-1]:
-        rate(db, media, r, careful)
-    rate(db, media, raters[-1], careless)
-    return db, media, raters
 
 
 def test_a_failed_hit_goes_back_to_the_pool_for_a_fresh_rater(database, tmp_path):

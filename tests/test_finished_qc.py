@@ -17,7 +17,7 @@ from services.da import study_analysis as da_study
 from services.setup.enrolment import add_participants
 from services.study.files import StudyValidationError, load_study
 from storage import participants
-from tests.test_da_reruns import campaign_with_one_careless_rater
+from tests.helpers.da_reruns import campaign_with_one_careless_rater
 
 pytestmark = pytest.mark.slow  # out of `make test-fast` (docs/development.md)
 

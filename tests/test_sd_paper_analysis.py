@@ -191,10 +191,10 @@ def test_the_tabs_button_runs_on_its_defaults(database, tmp_path):
         session = gr.Textbox()
         analysis.build(Ctx(db, None, gr.Textbox(visible=False)), auth, session)
     (event,) = [f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "run_sd"]
-    (factors,) = [c for c in event.inputs if isinstance(c, gr.Number)]
-    assert factors.preprocess(0) is None or factors.preprocess(0) == 0  # 0 is accepted, not "less than minimum"
     factors, prune, rule = event.inputs[2:5]
-    assert isinstance(factors, gr.Number) and "eigenvalue > 1" in factors.label
+    # shown blank (issue 51: Gradio's Number drew 0), read as a number; 0 is blank, not "less than minimum"
+    assert isinstance(factors, gr.Textbox) and "eigenvalue > 1" in factors.label
+    assert factors.preprocess(0) is None and factors.preprocess("") is None and factors.preprocess("2") == 2
     assert prune.value is True and rule.value == "kaiser"
     assert analysis_sd.SD_FACTOR_CHOICES == sd_study.FACTOR_CHOICES
     sent = {factors: 0}  # what the browser sends for an empty field
