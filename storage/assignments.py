@@ -14,7 +14,7 @@ from storage.db import Database, now
 Skip = Mapping[str, Sequence[str]]
 
 
-def _not_skipped(skip: Skip | None, alias: str = "") -> tuple[str, list]:
+def not_skipped_clause(skip: Skip | None, alias: str = "") -> tuple[str, list]:
     """The " AND ..." that leaves out the instruction items, and its parameters."""
     col = f"{alias}." if alias else ""
     sql, params = "", []
@@ -92,7 +92,7 @@ def counts(database: Database, participant_id: int, phases: tuple[str, ...], ski
     """Open and done assignments; skip: the items that are not counted (the semantic
     differential's instruction pages are not progress)."""
     marks = ",".join("?" * len(phases))
-    not_skipped, skipped = _not_skipped(skip)
+    not_skipped, skipped = not_skipped_clause(skip)
     rows = database.query(
         f"SELECT status, COUNT(*) AS n FROM assignments WHERE participant_id = ? AND phase IN ({marks}){not_skipped} "
         "GROUP BY status",
@@ -125,7 +125,7 @@ def segment_use(database: Database, study_id: str, phase: str) -> dict[str, int]
 
 
 def study_progress(database: Database, study_id: str, skip: Skip | None = None) -> list[dict]:
-    not_skipped, skipped = _not_skipped(skip, "a")
+    not_skipped, skipped = not_skipped_clause(skip, "a")
     return database.query(
         "SELECT p.role, a.phase, a.status, COUNT(*) AS n FROM assignments a "
         f"JOIN participants p ON p.id = a.participant_id WHERE a.study_id = ?{not_skipped} "
@@ -166,7 +166,7 @@ def participant_progress(
 ) -> list[dict]:
     # the page of participants is chosen first; counts are per row (index on participant_id)
     where, params = _participant_filter(study_id, role, status)
-    not_skipped, skipped = _not_skipped(skip, "a")
+    not_skipped, skipped = not_skipped_clause(skip, "a")
     return database.query(
         f"""SELECT p.id, p.token, p.role, p.grp, p.gender, p.external_id, p.prolific_pid, p.active, p.last_seen_at,
                   p.completed_at, p.excluded_at, p.dropped_out_at,

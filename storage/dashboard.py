@@ -4,6 +4,7 @@ query plans)."""
 
 from __future__ import annotations
 
+from storage.assignments import Skip, not_skipped_clause
 from storage.db import Database
 
 # a participant who still owes work: active, not finished, not excluded nor dropped out
@@ -42,8 +43,12 @@ QUERIES = {
 }
 
 
-def open_by_role(database: Database, study_id: str) -> list[dict]:
-    return database.query(QUERIES["open_by_role"], [study_id])
+def open_by_role(database: Database, study_id: str, skip: Skip | None = None) -> list[dict]:
+    """Open items per role and who holds them; skip: the instruction pages, which are not items
+    (services/participation/progress.py), as the progress table counts them."""
+    clause, params = not_skipped_clause(skip, "a")
+    sql = QUERIES["open_by_role"].replace("a.status = 'open'))", f"a.status = 'open'{clause}))", 1)
+    return database.query(sql, [*params, study_id])
 
 
 def pool_waiting(database: Database, study_id: str) -> list[dict]:

@@ -222,3 +222,49 @@ def test_the_prolific_study_urls_are_in_the_admin_with_their_open_slots(app_serv
     assert pg.evaluate("document.documentElement.scrollWidth") <= width
     pg.screenshot(path=str(ARTIFACTS / f"admin-prolific-{width}.png"), full_page=True)
     context.close()
+
+
+@pytest.fixture(scope="module")
+def dropped_out_sender(app_server) -> int:
+    """One of the demo's senders dropped out (as the worker marks one past dropout_after_days):
+    their open record items go back to the pool."""
+    from services.usability.dropouts import drop_out
+    from storage import open_database
+
+    db = open_database(app_server.env["TRADLAB_DB"])
+    pid = db.scalar("SELECT id FROM participants WHERE role = 'sender' AND study_id = 'demo' ORDER BY id LIMIT 1")
+    drop_out(db, pid, "test", "no activity")
+    return pid
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_dashboards_counts_agree_with_each_other(app_server, dropped_out_sender, browser, width):
+    """Issue 51.8: the SD row said "0 / 14" (the welcome and example pages counted) while the page
+    said 12, the record row said 100% beside "2 record places wait", and the waiting lines
+    counted the SD instruction pages too. Now each phase's open items in the table are those the
+    waiting lines name, each row's "not taken yet" is its pool places, and a dropped-out sender is
+    "dropped out" in the participants table, not "excluded"."""
+    context = browser.new_context(viewport={"width": width, "height": 900}, is_mobile=width < 640)
+    pg = context.new_page()
+    log_in(pg, app_server.admin_url)
+    text = pg.locator("#admin-dashboard").inner_text()
+    rows = {
+        m[1]: (int(m[2]), int(m[3]), int(m[4] or 0))
+        for m in re.findall(r"\n(\w+)\t(\w+)\t(\d+) / (\d+)\s*\n\d+%(?: · (\d+) not taken yet)?", text)
+    }
+    waits = {
+        m[1]: int(m[0]) for m in re.findall(r"(\d+) open items? wait on \d+ (SD|DA) (?:participants?|raters?)", text)
+    }
+    places = {m[1]: int(m[0]) for m in re.findall(r"(\d+) (\w+) places? \(\d+ items?\) wait", text)}
+    assert {"sd", "da", "record"} <= set(rows) and {"SD", "DA"} <= set(waits), text
+    for phase, who in (("sd", "SD"), ("da", "DA")):
+        done, total, pooled = rows[phase]
+        assert waits[who] == total - done - pooled, (phase, rows, waits)
+    assert rows["sd"][1] % 12 == 0  # twelve rating pages a participant, no instruction page
+    assert {p: r[2] for p, r in rows.items() if r[2]} == places and places, (rows, places)
+    pg.get_by_text("Participants", exact=True).click()
+    pg.locator("#participants [data-testid='cell-1-0']:visible").first.wait_for(timeout=15000)
+    cells = [c.strip() for c in pg.locator("#participants [data-testid^='cell-']:visible").all_inner_texts()]
+    assert "dropped out" in cells and "excluded" not in cells, cells
+    pg.screenshot(path=str(ARTIFACTS / f"admin-counts-{width}.png"), full_page=True)
+    context.close()

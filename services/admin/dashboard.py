@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from services.admin.progress import progress_table
 from services.common import protocols
 from services.common.vocabulary import count
+from services.participation.progress import instruction_items
 from storage import dashboard as store
 
 STALL_MINUTES = 30
@@ -133,7 +134,7 @@ def dashboard(database, study_id: str, now: dt.datetime | None = None, stall_min
         for j in store.failed_jobs(database, SHOWN)
     ]
     waiting = waiting_lines(
-        store.open_by_role(database, study_id),
+        store.open_by_role(database, study_id, instruction_items()),
         store.pool_waiting(database, study_id),
         recordings,
         jobs,
