@@ -29,15 +29,17 @@ $(VENV)/.test-installed: requirements.txt requirements-test.txt | $(BIN)/python
 	touch $@
 
 # Debian/Ubuntu packages the tests use (headless Chromium, espeak-ng, FFmpeg for datasets' audio
-# loading through torchcodec); skipped where apt is absent.
+# loading through torchcodec) and lint's syntax check of the pages' scripts (Node.js); skipped where
+# apt is absent.
 system-deps:
 	@if command -v apt-get >/dev/null 2>&1; then \
 	  if ! command -v chromium >/dev/null 2>&1 || ! command -v espeak-ng >/dev/null 2>&1 || ! command -v ffmpeg >/dev/null 2>&1 \
-	     || [ ! -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; then \
+	     || ! command -v node >/dev/null 2>&1 || [ ! -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; then \
 	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	    $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium espeak-ng sox ffmpeg fonts-dejavu-core >/dev/null; \
+	    NODE=$$(command -v node >/dev/null 2>&1 || echo nodejs); \
+	    $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium espeak-ng sox ffmpeg fonts-dejavu-core $$NODE >/dev/null; \
 	  fi; \
-	else echo "no apt-get: install Chromium and espeak-ng yourself (e.g. brew install --cask chromium; brew install espeak-ng)"; fi
+	else echo "no apt-get: install Chromium, espeak-ng and Node.js yourself (e.g. brew install --cask chromium; brew install espeak-ng node)"; fi
 
 run: setup
 	$(BIN)/python app.py --demo
