@@ -468,21 +468,20 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         ids = [c[1] for c in choices]
         return gr.update(choices=choices, value=value if value in ids else (ids[0] if ids else None))
 
-    @admin_only(auth, lifecycle_msg)
-    def on_archive(sess, study_id, show, request: gr.Request):
-        try:
-            said = lifecycle.archive(ctx.database, study_id, f"admin@{_host(request)}")
-        except lifecycle.LifecycleError as e:
-            return {lifecycle_msg: str(e)}
-        return {lifecycle_msg: said, study: listed(show, study_id)}
+    def archiving(act):
+        """The handler of Archive (act: lifecycle.archive) or Unarchive (lifecycle.unarchive)."""
 
-    @admin_only(auth, lifecycle_msg)
-    def on_unarchive(sess, study_id, show, request: gr.Request):
-        try:
-            said = lifecycle.unarchive(ctx.database, study_id, f"admin@{_host(request)}")
-        except lifecycle.LifecycleError as e:
-            return {lifecycle_msg: str(e)}
-        return {lifecycle_msg: said, study: listed(show, study_id)}
+        @admin_only(auth, lifecycle_msg)
+        def handler(sess, study_id, show, request: gr.Request):
+            try:
+                said = act(ctx.database, study_id, f"admin@{_host(request)}")
+            except lifecycle.LifecycleError as e:
+                return {lifecycle_msg: str(e)}
+            return {lifecycle_msg: said, study: listed(show, study_id)}
+
+        return handler
+
+    on_archive, on_unarchive = archiving(lifecycle.archive), archiving(lifecycle.unarchive)
 
     @admin_only(auth, lifecycle_msg)
     def ask_delete(sess, study_id, request: gr.Request):

@@ -19,6 +19,7 @@ from services.da import campaign as da_campaign
 from services.setup.importer import import_study
 from storage import open_database
 from tests.helpers.da import careful_raters
+from tests.helpers.export import cli_export
 
 STUDIES = ("study-a", "study-b")
 SYSTEM_COLS = ["modality", "run", "system", "n_judgments", "raw_mean", "z_mean", "rank", "cluster", "n_segments"]
@@ -52,15 +53,6 @@ def campaigns(tmp_path_factory):
     return tmp, db, media
 
 
-def _export(tmp, db_path, media, study, fmt, monkeypatch) -> str:
-    out = tmp / f"export-{study}-{fmt}"
-    if not out.exists():
-        monkeypatch.setenv("TRADLAB_DB", str(db_path))
-        monkeypatch.setenv("TRADLAB_MEDIA", str(media))
-        assert cli.main(["export", "--study", study, "--out", str(out), "--format", fmt, "--no-audio"]) == 0
-    return str(out)
-
-
 def _analyse(args, out, monkeypatch, capsys) -> tuple[pd.DataFrame, pd.DataFrame]:
     capsys.readouterr()
     done = cli.main(["analyze", "da", *args, "--out", str(out), "--alpha", "0.05", "--keep-fast"])
@@ -89,7 +81,7 @@ def test_an_export_analyses_as_the_database_does(campaigns, fmt, given, tmp_path
     """The export's folder, or its da_judgments file, analyses to the scores and worker tests of
     the database's own judgments (da_campaign.judgments_frame, the Analysis tab's input)."""
     tmp, db, media = campaigns
-    folder = _export(tmp, tmp / "t.db", media, "study-a", fmt, monkeypatch)
+    folder = cli_export(tmp, tmp / "t.db", media, "study-a", fmt, monkeypatch)
     arg = folder if given == "folder" else f"{folder}/da_judgments.{fmt}"
     systems, workers = _analyse([arg], tmp_path / "out", monkeypatch, capsys)
     want = da_analysis.analyze(da_campaign.judgments_frame(db, "study-a"), alpha=0.05, keep_fast=True)
@@ -103,7 +95,7 @@ def test_two_studies_exports_merge_into_one_campaign(campaigns, tmp_path, monkey
     da-001...) and HITs (both count from 1) stay apart, prefixed by study id; the scores are the
     analysis of both databases' judgments pooled, ids made apart by hand here."""
     tmp, db, media = campaigns
-    folders = [_export(tmp, tmp / "t.db", media, sid, "csv", monkeypatch) for sid in STUDIES]
+    folders = [cli_export(tmp, tmp / "t.db", media, sid, "csv", monkeypatch) for sid in STUDIES]
     systems, workers = _analyse(folders, tmp_path / "out", monkeypatch, capsys)
     pooled = []
     for sid in STUDIES:
@@ -126,7 +118,7 @@ def test_two_studies_compared_as_two_runs(campaigns, tmp_path, monkeypatch, caps
     """--runs-from-inputs: the first study is run 1, the second run 2 (paper 001's
     self-replication across two studies); the replication table correlates them."""
     tmp, db, media = campaigns
-    folders = [_export(tmp, tmp / "t.db", media, sid, "csv", monkeypatch) for sid in STUDIES]
+    folders = [cli_export(tmp, tmp / "t.db", media, sid, "csv", monkeypatch) for sid in STUDIES]
     systems, _ = _analyse([*folders, "--runs-from-inputs"], tmp_path / "out", monkeypatch, capsys)
     assert sorted(set(systems["run"])) == [1, 2]
     rep = pd.read_csv(tmp_path / "out" / "replication.csv")
@@ -137,7 +129,7 @@ def test_an_export_without_da_judgments_names_what_is_missing(campaigns, tmp_pat
     """A da_judgments table lacking a column the analysis needs is refused, the column named."""
     tmp, db, media = campaigns
     folder = tmp_path / "copy"
-    shutil.copytree(_export(tmp, tmp / "t.db", media, "study-a", "csv", monkeypatch), folder)
+    shutil.copytree(cli_export(tmp, tmp / "t.db", media, "study-a", "csv", monkeypatch), folder)
     table = pd.read_csv(folder / "da_judgments.csv").drop(columns=["hit"])
     table.to_csv(folder / "da_judgments.csv", index=False)
     capsys.readouterr()
@@ -151,7 +143,7 @@ def test_a_judgments_file_copied_out_of_its_export(campaigns, tmp_path, monkeypa
     columns (rater, hit, ...) and analyses the same."""
     tmp, db, media = campaigns
     loose = tmp_path / "judgments.csv"
-    shutil.copyfile(f"{_export(tmp, tmp / 't.db', media, 'study-a', 'csv', monkeypatch)}/da_judgments.csv", loose)
+    shutil.copyfile(f"{cli_export(tmp, tmp / 't.db', media, 'study-a', 'csv', monkeypatch)}/da_judgments.csv", loose)
     systems, workers = _analyse([str(loose)], tmp_path / "out", monkeypatch, capsys)
     want = da_analysis.analyze(da_campaign.judgments_frame(db, "study-a"), alpha=0.05, keep_fast=True)
     _same_systems(systems, want.systems)

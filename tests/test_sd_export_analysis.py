@@ -17,6 +17,7 @@ from services.sd import analysis as sd_analysis
 from services.setup.enrolment import add_participants
 from storage import open_database
 from storage.sd import ratings
+from tests.helpers.export import cli_export
 from tests.helpers.sd import answer_page, sd_study
 
 CLEANSING = ["duration_s", "too_fast", "straight_liner", "inconsistency", "outlier", "kept"]
@@ -51,15 +52,6 @@ def study(tmp_path_factory):
     return tmp, db
 
 
-def _export(tmp, fmt, monkeypatch) -> str:
-    out = tmp / f"export-{fmt}"
-    if not out.exists():
-        monkeypatch.setenv("TRADLAB_DB", str(tmp / "t.db"))
-        monkeypatch.setenv("TRADLAB_MEDIA", str(tmp / "media"))
-        assert cli.main(["export", "--study", "demo", "--out", str(out), "--format", fmt, "--no-audio"]) == 0
-    return str(out)
-
-
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
 @pytest.mark.parametrize("given", ["folder", "table"])
 def test_an_export_analyses_as_the_database_does(study, fmt, given, tmp_path, monkeypatch, capsys):
@@ -67,7 +59,7 @@ def test_an_export_analyses_as_the_database_does(study, fmt, given, tmp_path, mo
     the export equal those of the database's ratings (storage/sd/ratings.py: sd_rating_rows, the
     Analysis tab's input)."""
     tmp, db = study
-    folder = _export(tmp, fmt, monkeypatch)
+    folder = cli_export(tmp, tmp / "t.db", tmp / "media", "demo", fmt, monkeypatch)
     arg = folder if given == "folder" else f"{folder}/sd_ratings.{fmt}"
     out = tmp_path / "out"
     capsys.readouterr()
@@ -93,7 +85,7 @@ def test_an_export_without_its_assignments_names_the_missing_table(study, tmp_pa
     """duration_s comes from the export's assignments: without that table the analysis says so."""
     tmp, _ = study
     folder = tmp_path / "copy"
-    shutil.copytree(_export(tmp, "csv", monkeypatch), folder)
+    shutil.copytree(cli_export(tmp, tmp / "t.db", tmp / "media", "demo", "csv", monkeypatch), folder)
     (folder / "assignments.csv").unlink()
     capsys.readouterr()
     assert cli.main(["analyze", "sd", str(folder), "--out", str(tmp_path / "out")]) == 2

@@ -16,6 +16,7 @@ from services.usability import analysis as usability_analysis
 from services.usability.export import exchanges_frame
 from storage import open_database
 from storage.usability import exchange_metrics
+from tests.helpers.export import cli_export
 from tests.helpers.workflow import mixed_study, study_folder
 
 TABLES = (
@@ -48,21 +49,12 @@ def study(tmp_path_factory):
     return tmp, frame, want
 
 
-def _export(tmp, fmt, monkeypatch) -> str:
-    out = tmp / f"export-{fmt}"
-    if not out.exists():
-        monkeypatch.setenv("TRADLAB_DB", str(tmp / "t.db"))
-        monkeypatch.setenv("TRADLAB_MEDIA", str(tmp / "media"))
-        assert cli.main(["export", "--study", "demo", "--out", str(out), "--format", fmt, "--no-audio"]) == 0
-    return str(out)
-
-
 @pytest.mark.parametrize("fmt, given", [("csv", "table"), ("jsonl", "folder"), ("parquet", "table")])
 def test_an_export_analyses_as_the_database_does(study, fmt, given, tmp_path, monkeypatch, capsys):
     """Groups, correlations (chrF included), the usability and score models and the perspective
     model of the export equal the database's."""
     tmp, frame, want = study
-    folder = _export(tmp, fmt, monkeypatch)
+    folder = cli_export(tmp, tmp / "t.db", tmp / "media", "demo", fmt, monkeypatch)
     arg = folder if given == "folder" else f"{folder}/exchanges.{fmt}"
     out = tmp_path / "out"
     capsys.readouterr()
@@ -84,7 +76,7 @@ def test_an_export_without_its_surveys_names_the_missing_table(study, tmp_path, 
     """The ratings come from the export's surveys: without that table the analysis says so."""
     tmp, _, _ = study
     folder = tmp_path / "copy"
-    shutil.copytree(_export(tmp, "csv", monkeypatch), folder)
+    shutil.copytree(cli_export(tmp, tmp / "t.db", tmp / "media", "demo", "csv", monkeypatch), folder)
     (folder / "surveys.csv").unlink()
     capsys.readouterr()
     assert cli.main(["analyze", "usability", f"{folder}/exchanges.csv", "--out", str(tmp_path / "out")]) == 2

@@ -152,3 +152,16 @@ def exported_study(tmp) -> dict:
         "s1": {"exchange": ex1, "recording": rid1},
         "excluded": excluded.id,
     }
+
+
+def cli_export(tmp, db_path, media, study: str, fmt: str, monkeypatch) -> str:
+    """`python app.py export` of a study into tmp/export-STUDY-FMT (once: later calls reuse it),
+    the database and media given through the environment as the CLI reads them."""
+    import cli
+
+    out = tmp / f"export-{study}-{fmt}"
+    if not out.exists():
+        monkeypatch.setenv("TRADLAB_DB", str(db_path))
+        monkeypatch.setenv("TRADLAB_MEDIA", str(media))
+        assert cli.main(["export", "--study", study, "--out", str(out), "--format", fmt, "--no-audio"]) == 0
+    return str(out)
