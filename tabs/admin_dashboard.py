@@ -35,7 +35,9 @@ def utc_label(iso: str | None) -> str:
 def _time(iso: str | None) -> str:
     if not iso:
         return "never"
-    return f'<time datetime="{html.escape(iso, quote=True)}">{utc_label(iso)}</time>'
+    # the stored time is the tooltip from the start, so a refresh never shows one without it
+    attr = html.escape(iso, quote=True)
+    return f'<time datetime="{attr}" title="{attr}">{utc_label(iso)}</time>'
 
 
 def _e(value) -> str:

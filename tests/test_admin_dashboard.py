@@ -141,6 +141,9 @@ def test_the_html_names_times_in_utc_and_escapes(demo_db):
     page = admin_dashboard.render(dashboard(db, "demo", now=NOW))
     assert "<script>" not in page and "&lt;script&gt;" in page
     # until the browser's script puts it in its own zone, a time reads "YYYY-MM-DD HH:MM UTC"
-    assert '<time datetime="2026-03-02T12:00:00+00:00">2026-03-02 12:00 UTC</time>' in page
+    assert (
+        '<time datetime="2026-03-02T12:00:00+00:00" title="2026-03-02T12:00:00+00:00">2026-03-02 12:00 UTC</time>'
+        in page
+    )
     assert admin_dashboard.utc_label("2026-03-02T09:30:15.123-03:00") == "2026-03-02 12:30 UTC"
     assert admin_dashboard.utc_label(None) == ""

@@ -106,8 +106,16 @@ def test_the_dashboard_fits_a_desktop_screen_and_refreshes_by_itself(app_server,
     # the stalled receiver's last visit, in the browser's zone (not UTC), the stored time as tooltip
     seen = dash.locator("li", has_text=f"participant {simulated['stalled']}").locator("time")
     want = dt.datetime.fromisoformat(simulated["away"]).astimezone(ZoneInfo(ZONE)).strftime("%Y-%m-%d %H:%M")
-    assert seen.inner_text().startswith(want + " ") and "UTC" not in seen.inner_text()
-    assert seen.get_attribute("title") == simulated["away"]
+    # the dashboard re-renders itself every few seconds: read text and tooltip of one element at once
+    seen.wait_for(timeout=15000)
+    shown, title = pg.wait_for_function(
+        "([sel, want]) => { const t = [...document.querySelectorAll(sel)]"
+        ".find((t) => t.textContent.startsWith(want + ' ')); return t && [t.textContent, t.title]; }",
+        arg=["#admin-dashboard li time", want],
+        timeout=15000,
+    ).json_value()
+    assert shown.startswith(want + " ") and "UTC" not in shown
+    assert title == simulated["away"]
     # one screen: the dashboard ends above the fold, everything else is closed below it
     box = dash.bounding_box()
     pg.wait_for_timeout(1500)
