@@ -205,6 +205,17 @@ class RoleOnLeave(Protocol):
     ) -> None: ...
 
 
+class RoleQC(Protocol):
+    """The quality-control outcome of each of `rows` (finished participants of the role, as the
+    Finished list reads them: their id, excluded_at and excluded_reason among the columns), by id,
+    in the words a payer acts on ("passed", "failed reliability test (p = 0.41); HIT re-run").
+    Read from what the protocol's own QC decided or computes, never a statistic of its own; called
+    once per page or CSV with all of the role's rows. Without one the list says "no QC for this
+    role"."""
+
+    def __call__(self, database: Database, study: dict, rows: list[dict], /) -> dict[int, str]: ...
+
+
 # -- ExportTable and AudioMetadata: what the export writes ------------------------------------
 
 

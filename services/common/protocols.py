@@ -105,7 +105,7 @@ class Pool:
 @dataclass(frozen=True)
 class Role:
     """A participant's role: their page (/<name>/, titled page_title) and its tabs. Its hooks
-    (setup, items, minutes, on_leave) are specified in services/common/hookspecs.py
+    (setup, items, minutes, on_leave, qc) are specified in services/common/hookspecs.py
     (docs/hooks.md).
 
     grouped: enrolled per group x gender cell of the study (a sender: study.groups, genders)
@@ -124,6 +124,7 @@ class Role:
     minutes: hookspecs.RoleMinutes | None = None
     pool: Pool | None = None
     on_leave: hookspecs.RoleOnLeave | None = None
+    qc: hookspecs.RoleQC | None = None
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,16 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+def payment_qc(database, study: dict, rows: list[dict]) -> dict[int, str]:
+    """Each finished rater's stored HIT outcome (decided by analysis.hit_verdict when the HIT was
+    done) in a payer's words (study_analysis.qc_outcome; imported here on first use: it brings
+    the analysis)."""
+    from services.da.study_analysis import qc_outcome
+
+    found = hits.da_hit_outcomes_of(database, [r["id"] for r in rows])
+    return {r["id"]: qc_outcome(found.get(r["id"]), study["config"].get("da") or {}) for r in rows}
+
+
 def check(da: dict) -> list[tuple[str, str]]:
     """(field, message) for every mistake in the merged [da] section."""
     out: list[tuple[str, str]] = []
@@ -210,6 +220,7 @@ PROTOCOL = protocols.register(
                 setup_rater,
                 items=lambda cfg: (cfg.get("da") or {}).get("hit_size", 0),
                 seconds_per_item=10,  # the welcome's estimate: one DA segment (paper 001: 100 per HIT)
+                qc=payment_qc,
             ),
         ),
         tabs=(Tab("da", ("da",), "tabs.da:build", refusal_out_of_order="out_of_order_da"),),

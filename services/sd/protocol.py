@@ -35,6 +35,15 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+def payment_qc(database, study: dict, rows: list[dict]) -> dict[int, str]:
+    """Each finished rater's cleansing outcome (study_analysis.qc_outcomes, on the whole study:
+    its outlier fence needs every rater; imported on first use, it brings the analysis)."""
+    from services.sd.study_analysis import qc_outcomes
+
+    cleansed = qc_outcomes(database, study["id"])
+    return {r["id"]: cleansed.get(r["id"], "no ratings") for r in rows}
+
+
 def check(sd: dict) -> list[tuple[str, str]]:
     """(field, message) for every mistake in the merged [sd] section."""
     out: list[tuple[str, str]] = []
@@ -149,6 +158,7 @@ PROTOCOL = protocols.register(
                 items=lambda cfg: (cfg.get("sd") or {}).get("sentences_per_participant", 0),
                 # paper 002 gives the time: about 10 minutes (sd.expected_seconds)
                 minutes=lambda cfg: cfg["sd"]["expected_seconds"] / 60,
+                qc=payment_qc,
             ),
         ),
         # items that are instructions, not work: not counted as progress, and a submit says no "Saved."
