@@ -51,17 +51,6 @@ DEBT: dict[str, dict[str, int]] = {
         "validate": 1,
         "validator": 1,
     },
-    # the demo makes one study with one person of each built-in role
-    "services/setup/demo.py": {
-        "da": 1,
-        "rater": 1,
-        "receiver": 1,
-        "record": 3,
-        "sd": 1,
-        "sender": 2,
-        "usability": 1,
-        "validator": 1,
-    },
     # the exchanges' table of the Progress tab and the recording review are the usability study's
     "services/admin/progress.py": {"sender": 5},
     "services/admin/recording_review.py": {"record": 4},

@@ -330,6 +330,14 @@ class QuestionsChanged(Protocol):
     def __call__(self, tx: Transaction, study_id: str, starter_id: str, /) -> None: ...
 
 
+class Demo(Protocol):
+    """The protocol's people in the demo study (`app.py --demo` on a new database): whoever one
+    person needs to play every role to the end, and their work so far; returns what was done,
+    in words, as the start prints it. Without one the demo enrols one participant per role."""
+
+    def __call__(self, database: Database, study_id: str, media_dir: Path, /) -> str: ...
+
+
 class AnalysisPanel(Protocol):
     """The protocol's panel of the Analysis tab, built in tabs/ (resolved by the tab: services
     never import tabs); it returns what the report button needs of the panel, else None."""

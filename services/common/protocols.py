@@ -161,7 +161,7 @@ class AudioMetadata:
 class Protocol:
     """One protocol, named as study.protocols lists it and as its study.toml section. Its hooks
     (check, load, prepare, metrics_report, systems_report, report_section, drop_inactive,
-    repair, plan, questions_changed, analysis_panel, jobs) are specified in
+    repair, plan, questions_changed, analysis_panel, jobs, demo) are specified in
     services/common/hookspecs.py (docs/hooks.md); those that also take "module:name" are
     imported on first use (resolve(); services.common imports no protocol, report or tab module).
 
@@ -204,6 +204,7 @@ class Protocol:
     questions_changed: hookspecs.QuestionsChanged | str | None = None
     analysis_panel: hookspecs.AnalysisPanel | str = ""
     jobs: hookspecs.Jobs | str | None = None
+    demo: hookspecs.Demo | str | None = None
     audio_metadata: AudioMetadata | None = None
 
 

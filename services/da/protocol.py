@@ -12,6 +12,7 @@ from services.common.settings import Settings
 from services.da import campaign as da_campaign
 from services.da import corpus, export_tables
 from services.da.hits import build_hits, sample_documents
+from services.da.study_analysis import qc_outcome
 from services.participation.submissions import SubmissionError, checked_value, number_in, refuse_all
 from services.study.files import StudyError, StudyValidationError
 from services.study.texts import refusal, texts
@@ -54,10 +55,7 @@ DEFAULTS: dict[str, Any] = {
 
 def payment_qc(database, study: dict, rows: list[dict]) -> dict[int, str]:
     """Each finished rater's stored HIT outcome (decided by analysis.hit_verdict when the HIT was
-    done) in a payer's words (study_analysis.qc_outcome; imported here on first use: it brings
-    the analysis)."""
-    from services.da.study_analysis import qc_outcome
-
+    done) in a payer's words (study_analysis.qc_outcome)."""
     found = hits.da_hit_outcomes_of(database, [r["id"] for r in rows])
     return {r["id"]: qc_outcome(found.get(r["id"]), study["config"].get("da") or {}) for r in rows}
 

@@ -11,6 +11,7 @@ from services.common.protocols import Phase, Protocol, Role, Tab
 from services.participation.submissions import MAX_TEXT, SubmissionError, refuse_all
 from services.sd import corpus, export_tables
 from services.sd import form as sd_form
+from services.sd.study_analysis import qc_outcomes
 from services.study.texts import texts
 from storage.db import Transaction
 from storage.sd import ratings
@@ -37,9 +38,7 @@ DEFAULTS: dict[str, Any] = {
 
 def payment_qc(database, study: dict, rows: list[dict]) -> dict[int, str]:
     """Each finished rater's cleansing outcome (study_analysis.qc_outcomes, on the whole study:
-    its outlier fence needs every rater; imported on first use, it brings the analysis)."""
-    from services.sd.study_analysis import qc_outcomes
-
+    its outlier fence needs every rater)."""
     cleansed = qc_outcomes(database, study["id"])
     return {r["id"]: cleansed.get(r["id"], "no ratings") for r in rows}
 

@@ -414,6 +414,8 @@ PROTOCOL = protocols.register(
         name="usability",
         report_section="services.report.usability:section",  # its paper's part of the study report
         jobs="services.usability.pipeline:background_jobs",  # what the worker runs for it
+        # the demo enrols it from services.setup, a layer above the protocols: named, imported on use
+        demo="services.setup.usability_demo:add_people",
         analysis_panel="tabs.analysis_usability:panel",  # its section of the Analysis tab
         assigned_systems="senders",  # each sender's recordings go through one system
         metrics_report="services.metrics.exchange:metrics_report",  # the exchanges' metrics
