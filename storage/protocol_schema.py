@@ -243,55 +243,74 @@ def migrate(database, schemas: Iterable[Schema]) -> list[str]:
     schemas = list(schemas)
     if not schemas:
         return []
-    stored = stored_versions(database)
     done = []
+    stored = stored_versions(database)
     for schema in schemas:
         wrong = problems(schema)
         if wrong:
             raise SchemaError(f"protocol '{schema.owner}': " + "; ".join(wrong))
-        had = stored.get(schema.owner)
-        if had is not None and had["version"] == schema.version:
+        if _at(schema, stored.get(schema.owner)):
             continue
-        if had is not None and had["version"] > schema.version:
-            raise SchemaError(
-                f"protocol '{schema.owner}': the database holds its tables at schema version {had['version']}, "
-                f"newer than this code's {schema.version}: run the version of the protocol that made them "
-                "(a database is never migrated down)"
-            )
         with database.write() as db:
-            if had is None:
-                changes: list[Table | AddColumn | AddIndex] = list(schema.tables)
-                owned: set[str] = set()
-            else:
-                changes = [c for s in schema.steps if s.version > had["version"] for c in s.changes]
-                owned = set(had["tables"])
-            existing = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
-            for change in changes:
-                new = [change.name] if isinstance(change, Table) else []
-                new += [index_name(change.name, i) for i in change.indexes] if isinstance(change, Table) else []
-                new += [index_name(change.table, change.index)] if isinstance(change, AddIndex) else []
-                taken = sorted(n for n in new if n in existing and n not in owned)
-                if taken:
-                    raise SchemaError(
-                        f"protocol '{schema.owner}': {', '.join(taken)} already exists in the database, a core "
-                        "table's or another protocol's: rename it"
-                    )
-                for sql in change_sql(change):
-                    db.execute(sql)
-                owned |= {change.name} if isinstance(change, Table) else set()
-            _check_made(db, schema)
-            db.execute(
-                "INSERT INTO protocol_schemas (protocol, version, tables, updated_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (protocol) DO UPDATE SET version = excluded.version, tables = excluded.tables, "
-                "updated_at = excluded.updated_at",
-                [schema.owner, schema.version, json.dumps(sorted(owned | {t.name for t in schema.tables})), _now()],
-            )
+            had = stored_versions(database).get(schema.owner)  # again, under the write lock:
+            if _at(schema, had):  # another process (the app, a command) made them meanwhile
+                continue
+            _apply(db, schema, had)
         done.append(
             f"{schema.owner}: created at {schema.version}"
             if had is None
             else f"{schema.owner}: {had['version']} -> {schema.version}"
         )
     return done
+
+
+def _at(schema: Schema, had: dict | None) -> bool:
+    """Whether the stored version is the declared one; a newer one is refused."""
+    if had is not None and had["version"] > schema.version:
+        raise SchemaError(
+            f"protocol '{schema.owner}': the database holds its tables at schema version {had['version']}, "
+            f"newer than this code's {schema.version}: run the version of the protocol that made them "
+            "(a database is never migrated down)"
+        )
+    return had is not None and had["version"] == schema.version
+
+
+def _made_by(change: Table | AddColumn | AddIndex) -> list[str]:
+    """The tables and indexes a change makes."""
+    if isinstance(change, Table):
+        return [change.name, *(index_name(change.name, i) for i in change.indexes)]
+    if isinstance(change, AddIndex):
+        return [index_name(change.table, change.index)]
+    return []
+
+
+def _apply(db, schema: Schema, had: dict | None) -> None:
+    """Inside the write: the tables made (had None) or the steps after the stored version run,
+    checked, and the version recorded."""
+    if had is None:
+        changes: list[Table | AddColumn | AddIndex] = list(schema.tables)
+        owned: set[str] = set()
+    else:
+        changes = [c for s in schema.steps if s.version > had["version"] for c in s.changes]
+        owned = set(had["tables"])
+    existing = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
+    for change in changes:
+        taken = sorted(n for n in _made_by(change) if n in existing and n not in owned)
+        if taken:
+            raise SchemaError(
+                f"protocol '{schema.owner}': {', '.join(taken)} already exists in the database, a core "
+                "table's or another protocol's: rename it"
+            )
+        for sql in change_sql(change):
+            db.execute(sql)
+        owned |= {change.name} if isinstance(change, Table) else set()
+    _check_made(db, schema)
+    db.execute(
+        "INSERT INTO protocol_schemas (protocol, version, tables, updated_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (protocol) DO UPDATE SET version = excluded.version, tables = excluded.tables, "
+        "updated_at = excluded.updated_at",
+        [schema.owner, schema.version, json.dumps(sorted(owned | {t.name for t in schema.tables})), _now()],
+    )
 
 
 def _check_made(db, schema: Schema) -> None:

@@ -160,9 +160,9 @@ def test_a_table_name_that_is_not_its_own_is_refused(tmp_path):
     try:
         with pytest.raises(SchemaError, match="'work': work_pool already exists in the database, a core table's"):
             opened(tmp_path / "w.db")
-        # another registered protocol's table
+        # another registered protocol's table: "work" declares work_x_t, which "work_x" may name too
+        protocols.register(dataclasses.replace(work, tables=(Table("work_x_t", (col,)),)))
         with pytest.raises(ValueError, match="'work_x': tables work_x_t already registered"):
-            protocols.register(dataclasses.replace(work, tables=(Table("work_x_t", (col,)),)))
             protocols.register(protocols.Protocol(name="work_x", tables=(Table("work_x_t", (col,)),)))
     finally:
         protocols.unregister("work")
@@ -218,7 +218,7 @@ def test_its_corpus_and_answers_are_its_own_rows_exported_alone_and_deleted(regi
     assert "### `tproof_answers.csv`" in readme and "### `tproof_items.csv`" in readme
     assert "### `da_judgments.csv`" not in readme and "### `recordings.csv`" not in readme
     # deleted with the study, every row of its tables
-    said, n = lifecycle.deletion_question(db, "tp")
+    _, n = lifecycle.deletion_question(db, "tp")
     lifecycle.delete(db, "tp", "test", n)
     assert db.scalar("SELECT COUNT(*) FROM tproof_items") == db.scalar("SELECT COUNT(*) FROM tproof_answers") == 0
 
