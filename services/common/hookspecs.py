@@ -275,6 +275,24 @@ class Prepare(Protocol):
     def __call__(self, bundle: StudyBundle, /) -> None: ...
 
 
+class StoreCorpus(Protocol):
+    """Inside the import's write, the protocol's corpus stored in its own tables (Protocol.tables)
+    through storage's functions (storage/protocol_rows.py insert_many): `corpus` is what its load
+    put in bundle.corpus[<protocol>] (None: nothing). Called for a study that lists the protocol
+    when its content is written (a new study, or a re-import that replaces it: the study's rows
+    in the protocol's tables are deleted first)."""
+
+    def __call__(self, tx: Transaction, study_id: str, corpus: Any, /) -> None: ...
+
+
+class CountCorpus(Protocol):
+    """{label: n} of the study's stored corpus (`my_items`: 12), shown after the built-in counts
+    in the import's summary (`app.py import`, the admin's import box) and kept in its audit-log
+    row; a label the summary already has is shown as `<protocol>.<label>`."""
+
+    def __call__(self, database: Database, study_id: str, /) -> dict[str, int]: ...
+
+
 class MetricsReport(Protocol):
     """Which automatic metrics ran on a study of the protocol, in which mode, and what each
     skipped (services/metrics/exchange.py's shape): the export manifest's `metrics` and the
