@@ -11,8 +11,7 @@ from services.admin import auth as admin
 from services.admin import dashboard as admin_dashboard_data
 from services.admin import participants as participants_admin
 from services.admin import progress as admin_progress
-from services.admin.participants import whole_number
-from services.admin.recording_review import MAX_REASON, ReviewError, decide
+from services.common import protocols
 from services.models import systems
 from services.models.batch import translate_files
 from services.models.cache import CACHE, MODEL_QUEUE
@@ -20,11 +19,11 @@ from services.models.zerogpu import gpu
 from services.setup.importer import import_zip
 from services.study import lifecycle
 from services.study.files import StudyValidationError
-from tabs import admin_dashboard, admin_participants, admin_questions, admin_review
+from tabs import admin_dashboard, admin_participants, admin_questions
 from tabs.admin_common import admin_only, blank_number, details_for_admin, download, pager, pick_row
 from tabs.admin_common import host as _host
 from tabs.admin_participant_view import build as build_participant_view
-from tabs.common import Ctx, plain_markdown, shown_table
+from tabs.common import Ctx, shown_table
 
 # model calls a Gradio event makes get a GPU on ZeroGPU (the identity elsewhere: services/models/zerogpu.py)
 _translate_on_gpu = gpu(translate_files)
@@ -35,7 +34,6 @@ LOGIN_WHY = (
     "needed because with one set the Admin and Analysis tabs answer from any machine, not only from "
     "localhost. Enter it to open them."
 )
-PICK_RECORDING = "Pick a recording first: click its row in the table above."
 NO_STUDY = "No study shown yet: import one, or pick it above."
 NO_MODELS = "No models loaded yet: the first recording or translation loads them."
 
@@ -75,45 +73,16 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                     label="Progress by role and phase", interactive=False, value=shown_table(None, NO_STUDY)
                 )
                 collected = gr.Dataframe(label="Data collected", interactive=False, value=shown_table(None, NO_STUDY))
-            with gr.Accordion("Exchanges and their phase", open=False):
-                exchanges = pager(
-                    "Exchanges", "No exchanges yet: they start when a sender records.", elem_id="exchanges"
-                )
-            with gr.Accordion("Recordings to review (flagged by QC)", open=False):
-                review = pager(
-                    "Flagged recordings",
-                    "No flagged recordings: QC has flagged none to review.",
-                    wrap=True,
-                    datatype=admin_review.DATATYPES,
-                    column_widths=admin_review.COLUMN_WIDTHS,
-                    elem_id="review-table",
-                )
-                gr.HTML(admin_review.LEGEND)
-                with gr.Row():
-                    rec_id = blank_number(
-                        label="Recording id (click its row above)", zero_is_blank=True, precision=0, scale=1
-                    )
-                    show_rec = gr.Button("Open", scale=1)
-                rec_audio = gr.Audio(label="Recording", type="filepath", interactive=False, elem_id="review-audio")
-                rec_text = gr.Markdown(elem_id="review-text")
-                rec_align = gr.HTML(elem_id="review-align")
-                with gr.Row():
-                    accept = gr.Button("Accept", variant="primary")
-                    reject = gr.Button("Reject", variant="stop", elem_id="review-reject")
-                # Reject sends the recording back to its sender (or excludes them): it asks first,
-                # with a reason the sender is shown (issue 51, point 7)
-                with gr.Column(visible=False, elem_id="reject-confirm") as reject_box:
-                    reject_q = gr.Markdown(elem_id="reject-question")
-                    reject_reason = gr.Textbox(
-                        label="Reason for the sender (optional; shown on their Record page and exported)",
-                        lines=2,
-                        max_length=MAX_REASON,
-                        elem_id="reject-reason",
-                    )
-                    with gr.Row():
-                        reject_yes = gr.Button("Yes, reject", variant="stop", elem_id="reject-yes")
-                        reject_no = gr.Button("Cancel", elem_id="reject-cancel")
-                review_msg = gr.Markdown(elem_id="review-msg")
+            # each protocol's own sections (Protocol.admin_section: the usability study's exchanges and
+            # recording review), in registration order, between the progress tables and the jobs
+            sections = [
+                protocols.resolve(p.admin_section)(ctx, auth, session, study)
+                for p in protocols.protocols()
+                if p.admin_section
+            ]
+            section_inputs = [c for sec in sections for c in sec.inputs]
+            section_outputs = [c for sec in sections for c in sec.outputs]
+            section_initial = [v for sec in sections for v in sec.initial]
             with gr.Accordion("Background jobs", open=False):
                 jobs = pager(
                     "Jobs (failed first)",
@@ -215,22 +184,26 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
     )
 
     @admin_only(auth, notice)
-    def tables(request: gr.Request, sess, study_id, ex_page, rev_page, job_page, *people_state):
+    def tables(request: gr.Request, sess, study_id, job_page, *values):
+        """values: each section's inputs, then the participants' (filters and pages)."""
         if not study_id:
             return {notice: "No study imported yet: run `python app.py import FOLDER`.", dash: dashboard_html(None)}
-        return {
+        out = {
             notice: "",
             dash: dashboard_html(study_id),
             progress: shown_table(
                 admin_progress.progress_table(ctx.database, study_id), "No items yet: participants' links make them."
             ),
             collected: shown_table(admin_progress.collected_counts(ctx.database, study_id), "Nothing collected yet."),
-            **exchanges.show(admin_progress.exchanges_page(ctx.database, study_id, ex_page)),
-            **review.show(admin_review.review_table(admin_progress.review_page(ctx.database, study_id, rev_page))),
             **jobs.show(admin_progress.jobs_page(ctx.database, job_page)),
             models: shown_table(admin_progress.models_table(CACHE), NO_MODELS),
-            **people.refresh(study_id, *people_state),
         }
+        at = 0
+        for sec in sections:
+            out.update(sec.refresh(study_id, *values[at : at + len(sec.inputs)]))
+            at += len(sec.inputs)
+        out.update(people.refresh(study_id, *values[at:]))
+        return out
 
     @details_for_admin
     def do_login(pw, request: gr.Request):
@@ -247,7 +220,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             panel: gr.update(visible=True),
             study: gr.update(choices=choices, value=first),
             dash_timer: gr.Timer(active=True),
-            **tables(request, sess, first, 1, 1, 1, "all", "all", 1, 1),
+            **tables(request, sess, first, 1, *section_initial, "all", "all", 1, 1),
         }
 
     def do_logout(sess, request: gr.Request):
@@ -286,64 +259,6 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             return {notice: shown}
         return do_login(secret, request)
 
-    @admin_only(auth, review_msg)
-    def open_recording(sess, rid, request: gr.Request):
-        if rid is None:
-            return {review_msg: PICK_RECORDING, rec_audio: None, rec_text: "", rec_align: ""}
-        item = admin_progress.review_item(ctx.database, rid)
-        if item is None:
-            return {review_msg: f"There is no recording {rid}.", rec_audio: None, rec_text: "", rec_align: ""}
-        return {
-            review_msg: "",
-            rec_audio: item["audio"],
-            rec_text: f"**Prompt:** {plain_markdown(item['prompt'])}\n\n"
-            f"**Transcript:** {plain_markdown(item['transcript'])}",
-            rec_align: admin_review.item_html(item),
-        }
-
-    @admin_only(auth, review_msg)
-    def ask_reject(sess, rid, request: gr.Request):
-        """Reject's first step: the recording named, a box for the reason, and the button that acts."""
-        if rid is None:
-            return {review_msg: PICK_RECORDING, reject_box: gr.update(visible=False)}
-        item = admin_progress.review_item(ctx.database, rid)
-        if item is None:
-            return {review_msg: f"There is no recording {rid}.", reject_box: gr.update(visible=False)}
-        return {
-            review_msg: "",
-            reject_q: f"**Reject recording {whole_number(rid)}?** Its sender is asked to record the text again "
-            "(or, past three rejections, excluded).",
-            reject_box: gr.update(visible=True),
-            reject_yes: gr.update(value=f"Yes, reject recording {whole_number(rid)}"),
-        }
-
-    def decided(rid, decision: str, reviewer: str, reason: str = "") -> dict:
-        if rid is None:
-            return {review_msg: PICK_RECORDING}
-        try:
-            out = decide(ctx.database, rid, decision, reviewer, reason)
-        except (PermissionError, ReviewError, TypeError, ValueError) as e:
-            return {review_msg: str(e)}
-        msg = f"Recording {out.recording_id} {out.status}."
-        if out.sender_excluded:
-            msg += (
-                f" Its sender has more than three rejected recordings and is excluded; "
-                f"{len(out.reassigned)} open item(s) went to other senders"
-            )
-            msg += f", {len(out.unassigned)} found nobody." if out.unassigned else "."
-        if out.record_again:
-            msg += " Its sender is asked to record it again (their Record tab says why)."
-        # the table reloads its page next (.then below)
-        return {review_msg: msg, reject_box: gr.update(visible=False), reject_reason: ""}
-
-    @admin_only(auth, review_msg)
-    def do_accept(sess, rid, study_id, request: gr.Request):
-        return decided(rid, "accept", f"admin@{_host(request)}")
-
-    @admin_only(auth, review_msg)
-    def do_reject(sess, rid, study_id, reason, request: gr.Request):
-        return decided(rid, "reject", f"admin@{_host(request)}", reason)
-
     @admin_only(auth, job_msg)
     def do_retry(sess, jid, request: gr.Request):
         return {job_msg: admin_progress.retry_job(ctx.database, jid)}
@@ -371,8 +286,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         notice,
         progress,
         collected,
-        *exchanges.outputs,
-        *review.outputs,
+        *section_outputs,
         *jobs.outputs,
         models,
         *people.outputs,
@@ -408,7 +322,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         # "minimal": the dashboard stays readable while it refreshes (no grey overlay over it)
         trigger(
             tables,
-            [session, study, exchanges.page, review.page, jobs.page, *people.inputs],
+            [session, study, jobs.page, *section_inputs, *people.inputs],
             table_outs,
             api_visibility="private",
             show_progress="minimal",
@@ -421,47 +335,10 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
     if isinstance(tab.parent, gr.Tabs):
         tab.parent.select(dashboard_in_view, [session], [dash_timer], show_progress="hidden", api_visibility="private")
 
-    def review_page(no, sid):
-        return admin_review.review_table(admin_progress.review_page(ctx.database, sid, no))
-
-    reload_review = review.wire(auth, session, [study], review_page, review_msg, "admin_review_page")
-    exchanges.wire(
-        auth,
-        session,
-        [study],
-        lambda no, sid: admin_progress.exchanges_page(ctx.database, sid, no),
-        notice,
-        "admin_exchanges_page",
-    )
     reload_jobs = jobs.wire(
         auth, session, [], lambda no: admin_progress.jobs_page(ctx.database, no), job_msg, "admin_jobs_page"
     )
-    pick_row(review.table, rec_id)
     pick_row(jobs.table, job_id)
-    show_rec.click(
-        open_recording,
-        [session, rec_id],
-        [review_msg, rec_audio, rec_text, rec_align],
-        api_name="admin_open_recording",
-        api_visibility="undocumented",
-    )
-    reject.click(
-        ask_reject, [session, rec_id], [review_msg, reject_q, reject_box, reject_yes], api_visibility="private"
-    )
-    reject_no.click(lambda: (gr.update(visible=False), ""), None, [reject_box, review_msg], api_visibility="private")
-    # another recording picked: the question asked about the last one goes
-    rec_id.change(lambda: gr.update(visible=False), None, reject_box, api_visibility="private", queue=False)
-    for button, decision, handler, inputs in (
-        (accept, "accept", do_accept, [session, rec_id, study]),
-        (reject_yes, "reject", do_reject, [session, rec_id, study, reject_reason]),
-    ):
-        button.click(
-            handler,
-            inputs,
-            [review_msg, review.table, reject_box, reject_reason],
-            api_name=f"admin_{decision}_recording",
-            api_visibility="undocumented",
-        ).then(reload_review, [session, review.page, study], [review_msg, *review.outputs], api_visibility="private")
 
     def listed(show: bool, value=None) -> dict:
         choices = admin_progress.study_choices(ctx.database, bool(show))

@@ -19,6 +19,17 @@ from tabs.common import shown_table
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class SectionUI:
+    """A section of the Admin tab that its refresh fills (on login, Refresh and a change of study):
+    a protocol's own (Protocol.admin_section, services/common/hookspecs.py AdminSection)."""
+
+    inputs: list  # what refresh() reads after the study: its pages, its filters
+    outputs: list  # what refresh() updates
+    refresh: Callable[..., dict]  # refresh(study_id, *values of inputs), after the admin's check
+    initial: list  # the values of inputs on login (page 1, no filter)
+
+
 def details_for_admin(fn):
     """An event handler whose unexpected exception the admin sees in full (a gr.Error with its
     type and text) once the handler's AdminAuth.check has passed; before that (a stranger, a

@@ -3,12 +3,12 @@ differing words highlighted, in a table of short columns and one diff column."""
 
 from __future__ import annotations
 
-from services.admin import progress as admin_progress
-from services.admin.recording_review import queue_for_review
+from services.admin import usability_review
+from services.admin.usability_review import queue_for_review
 from services.setup.enrolment import add_participants
 from storage import assignments
 from storage.usability import recordings
-from tabs import admin_review
+from tabs import admin_usability
 
 
 def flagged(db, transcript: str) -> tuple[int, str]:
@@ -41,12 +41,12 @@ def test_the_review_queue_carries_the_alignment(demo_db):
 
 def test_the_review_table_has_short_columns_and_one_diff(demo_db):
     flagged(demo_db, "")
-    page = admin_review.review_table(admin_progress.review_page(demo_db, "demo", 1))
-    assert list(page.rows.columns) == admin_review.COLUMNS
-    assert len(admin_review.DATATYPES) == len(admin_review.COLUMNS) == len(admin_review.COLUMN_WIDTHS)
-    assert admin_review.DATATYPES[-1] == "html"
+    page = admin_usability.review_table(usability_review.review_page(demo_db, "demo", 1))
+    assert list(page.rows.columns) == admin_usability.COLUMNS
+    assert len(admin_usability.DATATYPES) == len(admin_usability.COLUMNS) == len(admin_usability.COLUMN_WIDTHS)
+    assert admin_usability.DATATYPES[-1] == "html"
     # fixed widths, the diff the widest: shares of a 390 px phone broke words letter by letter (issue 28)
-    widths = [int(w.removesuffix("px")) for w in admin_review.COLUMN_WIDTHS]
+    widths = [int(w.removesuffix("px")) for w in admin_usability.COLUMN_WIDTHS]
     assert min(widths) >= 52 and widths[-1] == max(widths)
     cell = page.rows.iloc[0]["prompt vs transcript"]
     assert cell.startswith('<span class="qc-diff">') and '<del class="qc-prompt">' in cell  # nothing was heard
@@ -57,14 +57,14 @@ def test_a_clipped_start_is_struck_and_the_rest_is_plain(demo_db):
     heard = " ".join(prompt.split()[3:])  # the first three words lost
     with demo_db.write() as w:
         recordings.set_recording_qc(w, rid, "flagged", heard, 0.1, ["start_differs"])
-    page = admin_review.review_table(admin_progress.review_page(demo_db, "demo", 1))
+    page = admin_usability.review_table(usability_review.review_page(demo_db, "demo", 1))
     cell = page.rows.iloc[0]["prompt vs transcript"]
     first = " ".join(prompt.lower().replace(",", "").replace(".", "").split()[:3])
     assert cell.startswith(f'<span class="qc-diff"><del class="qc-prompt">{first}</del> ')
     assert "<ins" not in cell  # everything else was heard as written
-    item = admin_progress.review_item(demo_db, rid)
+    item = usability_review.review_item(demo_db, rid)
     assert item["flags"] == ["the first three words differ"]
-    shown = admin_review.item_html(item)
+    shown = admin_usability.item_html(item)
     assert '<tr class="qc-differs"><td><del class="qc-prompt">' + first in shown and "not heard" in shown
     assert shown.count('<tr class="qc-differs">') == 1
 
@@ -75,7 +75,7 @@ def test_participant_words_are_escaped():
         {"op": "substitute", "prompt": "x", "transcript": "<img src=x onerror=alert(1)>"},
         {"op": "insert", "prompt": "", "transcript": '"quoted" & more'},
     ]
-    for html in (admin_review.inline_diff(chunks), admin_review.aligned_table(chunks)):
+    for html in (admin_usability.inline_diff(chunks), admin_usability.aligned_table(chunks)):
         assert "<img" not in html and "<b>" not in html
         assert "&lt;img src=x onerror=alert(1)&gt;" in html and "&quot;quoted&quot; &amp; more" in html
 
@@ -96,14 +96,14 @@ def test_the_review_shows_each_edge_word_s_probability_beside_the_diff(demo_db):
     assert qc.flags == ["start_differs"]
     stored = recordings.recording(demo_db, rid)
     assert stored["qc_status"] == "flagged" and stored["qc_edges"]
-    page = admin_review.review_table(admin_progress.review_page(demo_db, "demo", 1))
+    page = admin_usability.review_table(usability_review.review_page(demo_db, "demo", 1))
     cell = page.rows.iloc[0]["edge words"]
     assert f"first word \u201c{first}\u201d p=0.00" in cell and f"last word \u201c{last}\u201d p=0.91" in cell
-    shown = admin_review.item_html(admin_progress.review_item(demo_db, rid))
+    shown = admin_usability.item_html(usability_review.review_item(demo_db, rid))
     assert 'class="qc-edges"' in shown and "p=0.91" in shown
 
     # the same reading with its first word likely under the audio passes, and says why
     qc = pipeline.save_qc(demo_db, rec, prompt, heard, None, {**edges, "first_p": 0.6}, opinion)
     assert qc.status == "passed" and qc.forgiven == ["start_differs"]
-    item = admin_progress.review_item(demo_db, rid)
+    item = usability_review.review_item(demo_db, rid)
     assert item["status"] == "passed" and "forgiven: the first three words differ" in item["edges"]

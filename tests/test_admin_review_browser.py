@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tabs import admin_review
+from tabs import admin_usability
 from tests.helpers.admin_review import flag_two_recordings
 from tests.helpers.browser import ARTIFACTS, CHROMIUM, FLAGS
 
@@ -44,7 +44,7 @@ def test_the_review_table_reads_at_desktop_width(app_server, page):
     # every header on one line: the height of one line of text, not a column of letters
     heads = table.locator("thead th")
     heights = [heads.nth(i).bounding_box()["height"] for i in range(heads.count())]
-    assert heads.count() == len(admin_review.COLUMNS) and max(heights) < 60, heights
+    assert heads.count() == len(admin_usability.COLUMNS) and max(heights) < 60, heights
     # the diff column has most of the width and the table fits the page
     assert heads.last.bounding_box()["width"] > 0.4 * box["width"]
     assert box["x"] + box["width"] <= WIDTH

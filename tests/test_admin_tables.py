@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.admin import progress as admin_progress
+from services.admin import usability_progress
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
@@ -10,7 +10,7 @@ from storage.usability import recordings
 
 
 def phases(db):
-    return {r["exchange"]: r["phase"] for r in admin_progress.exchanges_table(db, "demo").to_dict("records")}
+    return {r["exchange"]: r["phase"] for r in usability_progress.exchanges_table(db, "demo").to_dict("records")}
 
 
 def test_exchange_phase_follows_the_workflow(demo_db, tmp_path):
@@ -18,7 +18,9 @@ def test_exchange_phase_follows_the_workflow(demo_db, tmp_path):
     sender = add_participants(db, "demo", "sender", 1, "USW", "Woman")[0]
     receiver = add_participants(db, "demo", "receiver", 1)[0]
     validator = add_participants(db, "demo", "validator", 1)[0]
-    mine = [r for r in admin_progress.exchanges_table(db, "demo").to_dict("records") if r["sender"] == str(sender.id)]
+    mine = [
+        r for r in usability_progress.exchanges_table(db, "demo").to_dict("records") if r["sender"] == str(sender.id)
+    ]
     assert {r["phase"] for r in mine} == {"1 to record"}
     # an imported exchange: answered by the receiver, then validated
     v = get_view(db, receiver.token, "receiver")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from services.admin.dashboard import dashboard
 from services.admin.participant_view import participant_view
 from services.admin.participants import participants_page
-from services.admin.progress import exchanges_table
+from services.admin.usability_progress import exchanges_table
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.questions.review import starter_table

@@ -10,6 +10,7 @@ import pytest
 
 from services.admin import participants as pa
 from services.admin import progress as admin_progress
+from services.admin import usability_progress, usability_review
 from services.admin.participants import ParticipantAdminError
 from services.common import paging
 from services.da import campaign as da_campaign
@@ -322,9 +323,11 @@ def test_pages_have_the_right_slices_and_totals(demo_db):
     assert link == rec[0].token[:6] + "…" and "?t=" not in link  # never the whole token
     with pytest.raises(ParticipantAdminError, match="Unknown status 'gone'"):
         pa.participants_page(db, "demo", status="gone")
-    ex = admin_progress.exchanges_page(db, "demo", 2, page_size=5)
+    ex = usability_progress.exchanges_page(db, "demo", 2, page_size=5)
     every = [
-        int(x) for n in (1, 2, 3) for x in admin_progress.exchanges_page(db, "demo", n, page_size=5).rows["exchange"]
+        int(x)
+        for n in (1, 2, 3)
+        for x in usability_progress.exchanges_page(db, "demo", n, page_size=5).rows["exchange"]
     ]
     assert (ex.total, ex.pages, ex.page) == (12, 3, 2) and every == sorted(set(every)) and len(every) == 12
     assert [int(x) for x in ex.rows["exchange"]] == every[5:10]
@@ -340,7 +343,7 @@ def test_review_and_jobs_pages(demo_db):
             recordings.set_recording_qc(w, rid, "flagged", "hm", 1.0, ["high_wer"])
         ids = [jobs.enqueue(w, "noop", {"n": n}) for n in range(7)]
         w.execute("UPDATE jobs SET status = 'failed' WHERE id IN (?, ?)", [ids[1], ids[4]])
-    rv = admin_progress.review_page(db, "demo", 2, page_size=3)
+    rv = usability_review.review_page(db, "demo", 2, page_size=3)
     assert (rv.total, rv.pages, len(rv.rows)) == (4, 2, 1)
     total = jobs.count(db)
     first = admin_progress.jobs_page(db, 1, page_size=3)

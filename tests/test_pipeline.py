@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from services.admin.recording_review import decide, queue_for_review
+from services.admin.usability_review import decide, queue_for_review
 from services.common.jobs_worker import Worker
 from services.models.cache import ModelCache
 from services.participation import worker_jobs

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.admin.recording_review import ReviewError, decide
+from services.admin.usability_review import ReviewError, decide
 from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
 from services.setup.enrolment import add_participants

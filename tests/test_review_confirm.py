@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from services.admin.recording_review import decide
+from services.admin.usability_review import decide
 from services.participation import items
 from services.setup.enrolment import add_participants, link
 from storage import assignments

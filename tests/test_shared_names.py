@@ -3,8 +3,10 @@
 The names come from the registry (every registered protocol's own, its roles', tabs' and phases');
 shared code is every module of services/, storage/, tabs/ and web/, cli.py and app.py that no
 protocol owns. A protocol owns its packages (the protocol layer of pyproject.toml's
-services-layers contract, and storage/<name>/) and every module its spec names (a tab's build, its
-report section, its analysis panel, any hook). A name counts where the code uses it as a value: a
+services-layers contract, and storage/<name>/), every module its spec names (a tab's build, its
+report section, its analysis panel, any hook), and a module of a shared layer that carries its
+name (`services/report/da.py`, `tabs/admin_usability.py`, `services/setup/usability_demo.py`): such
+a module names no other protocol's names. A name counts where the code uses it as a value: a
 string that is the name, or that quotes it as SQL does ('record'); a docstring does not count.
 
 What shared code still names is listed in DEBT, file by file, with why: the list may only
@@ -51,10 +53,6 @@ DEBT: dict[str, dict[str, int]] = {
         "validate": 1,
         "validator": 1,
     },
-    # the exchanges' table of the Progress tab and the recording review are the usability study's
-    "services/admin/progress.py": {"sender": 5},
-    "services/admin/recording_review.py": {"record": 4},
-    "tabs/admin_review.py": {"sender": 2},
     # `analyze da|sd|usability`: each protocol's analysis command, until a protocol adds its own
     "cli.py": {"da": 1, "sd": 2, "usability": 2},
     # the study's target variant, read from its [usability] section
@@ -65,14 +63,15 @@ DEBT: dict[str, dict[str, int]] = {
 }
 
 
+# a string that is an English word, not the role it shares a name with
+WORDS = {
+    "services/report/da.py": {"rater"},  # "2,000 judgments by 30 raters" (count() pluralises)
+    "tabs/analysis_da.py": {"rater"},
+}
+
+
 def registry_names() -> set[str]:
-    names: set[str] = set()
-    for p in protocols.protocols():
-        names.add(p.name)
-        names.update(r.name for r in p.roles)
-        names.update(t.name for t in p.tabs)
-        names.update(ph.name for ph in p.phases)
-    return names
+    return {n for p in protocols.protocols() for n in own_names(p)}
 
 
 def _module_of(value) -> str | None:
@@ -112,6 +111,25 @@ def owned_modules() -> set[str]:
     return owned
 
 
+def protocol_in_name(module: str) -> str | None:
+    """The protocol a module's own name carries (`da`, `analysis_da`, `usability_demo`), if any."""
+    last = module.rsplit(".", 1)[-1]
+    for p in protocols.protocols():
+        if last == p.name or last.startswith(p.name + "_") or last.endswith("_" + p.name):
+            return p.name
+    return None
+
+
+def own_names(protocol: protocols.Protocol) -> set[str]:
+    return {protocol.name, *(r.name for r in protocol.roles), *(t.name for t in protocol.tabs)} | {
+        ph.name for ph in protocol.phases
+    }
+
+
+def _module(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix().removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+
+
 def shared_files() -> list[Path]:
     owned = owned_modules()
     files = [ROOT / "cli.py", ROOT / "app.py"]
@@ -122,6 +140,8 @@ def shared_files() -> list[Path]:
         rel = f.relative_to(ROOT).as_posix()
         module = rel.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
         if rel in NOT_CODE or any(module == o or module.startswith(o + ".") for o in owned):
+            continue
+        if protocol_in_name(module):
             continue
         out.append(f)
     return out
@@ -155,6 +175,7 @@ def test_the_names_come_from_the_registry_and_the_owners_from_the_specs():
     # a tab's build, a report section and an analysis panel, named by string or by function
     assert {"tabs.record", "services.report.da", "tabs.analysis_sd", "services.usability"} <= owned
     shared = {f.relative_to(ROOT).as_posix() for f in shared_files()}
+    assert protocol_in_name("tabs.analysis_da") == "da" and protocol_in_name("tabs.admin") is None
     assert "services/participation/submissions.py" in shared and "tabs/item_form.py" in shared
     assert "tabs/record.py" not in shared and "services/da/hits.py" not in shared
 
@@ -188,3 +209,22 @@ def test_shared_code_names_no_protocol_phase_or_role_beyond_its_listed_debt():
             paid.append(f"{rel}: {dict(allowed - found)}")
     assert not new, "shared code names a protocol, phase or role:\n" + "\n".join(new)
     assert not paid, "DEBT lists names the code no longer has (remove them):\n" + "\n".join(paid)
+
+
+def test_a_module_named_for_a_protocol_names_no_other_protocols_names():
+    names = registry_names()
+    checked, wrong = [], []
+    for top in ("services", "storage", "tabs", "web"):
+        for f in sorted((ROOT / top).rglob("*.py")):
+            owner = protocol_in_name(_module(f))
+            if owner is None or f.relative_to(ROOT).as_posix() in NOT_CODE:
+                continue
+            checked.append(f.relative_to(ROOT).as_posix())
+            mine = own_names(protocols.protocol(owner))
+            # a name two protocols share (the DA protocol's role "da") counts as the owner's
+            words = WORDS.get(f.relative_to(ROOT).as_posix(), set())
+            foreign = {n for n in named(f.read_text(), names) if n not in mine and n not in words}
+            if foreign:
+                wrong.append(f"{f.relative_to(ROOT).as_posix()} ({owner}): {sorted(foreign)}")
+    assert {"tabs/admin_usability.py", "services/report/da.py", "services/setup/usability_demo.py"} <= set(checked)
+    assert not wrong, "a module named for one protocol names another's:\n" + "\n".join(wrong)

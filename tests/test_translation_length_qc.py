@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from harness.demo import DEMO
-from services.admin.recording_review import queue_for_review
+from services.admin.usability_review import queue_for_review
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants

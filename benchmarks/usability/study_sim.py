@@ -23,7 +23,7 @@ visit opens the participant's tab (a view) and submits 1-4 items in a row, each 
 is simulated: after a recording is saved, services.usability.pipeline.record_outcome stores a stand-in
 translation and the QC of a transcript (the starter's text, or for 5% of the readings the text
 without its first three words, which QC flags); the admin reviews the flagged recordings
-(services.admin.recording_review: accept, reject about 15%, never a sender's second). 21% of the
+(services.admin.usability_review: accept, reject about 15%, never a sender's second). 21% of the
 senders drop out after recording (services.usability.dropouts.drop_out); their exchanges' surveys go to
 raters. Halfway one receiver with open items is deactivated and their open items reassigned
 (services.admin.participants). The database is copied (storage/backup.py) halfway and at the end.
@@ -659,7 +659,7 @@ class Sim:
         self.t("sender/drop_out", self.drop_out, self.db, p.pid, actor="sim", reason="dropped out")
 
     def review(self) -> None:
-        from services.admin.recording_review import decide, queue_for_review
+        from services.admin.usability_review import decide, queue_for_review
 
         while True:
             rows = self.t("admin/review_queue", queue_for_review, self.db, STUDY_ID, limit=200)

@@ -3,19 +3,13 @@ models, the recording review queue and the exchanges, as paged tables."""
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 
-from services.admin.recording_review import queue_for_review
 from services.common import protocols
 from services.common.paging import Page, page_bounds
 from services.participation import maintenance
 from services.participation.progress import study_counts
-from services.usability.recording_qc import FLAG_TEXT, align, edges_text
 from storage import jobs, results, studies
-from storage.db import required
-from storage.usability import exchanges, recordings
 
 
 def study_choices(database, archived: bool = False) -> list[tuple[str, str]]:
@@ -89,92 +83,3 @@ def retry_job(database, job_id) -> str:
 def models_table(cache) -> pd.DataFrame:
     cols = ["model", "device", "size_mb", "load_s", "uses", "last_used"]
     return pd.DataFrame(cache.report(), columns=cols)
-
-
-def review_page(database, study_id: str, page=1, page_size: int = 20) -> Page:
-
-    total = recordings.review_count(database, study_id)
-    page, pages, offset = page_bounds(total, page, page_size)
-    # alignment: the prompt and transcript word by word (recording_qc.align), which the tab draws
-    cols = ["id", "sender_id", "starter_id", "system_id", "duration_s", "wer", "flags", "edges", "alignment"]
-    rows = pd.DataFrame(queue_for_review(database, study_id, limit=page_size, offset=offset), columns=cols)
-    return Page(rows, page, pages, total)
-
-
-def review_item(database, recording_id) -> dict | None:
-    """What the reviewer compares for one recording: audio, prompt and transcript, its flags in
-    words and the two aligned word by word (recording_qc.align)."""
-
-    try:
-        rec = recordings.recording(database, int(recording_id))
-    except (TypeError, ValueError):
-        return None
-    if rec is None:
-        return None
-    ex = required(exchanges.exchange(database, rec["exchange_id"]), "exchange of a recording")
-    starter = required(studies.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
-    flags = json.loads(rec["qc_flags"] or "[]")
-    return {
-        "id": rec["id"],
-        "audio": rec["path_original"],
-        "prompt": starter["text"],
-        "transcript": rec["transcript"] or "",
-        "wer": rec["wer"],
-        "status": rec["qc_status"],
-        "flags": [FLAG_TEXT.get(f, f) for f in flags],
-        # the QC ASR's second opinion: why a start/end mismatch passed or waits
-        "edges": edges_text(json.loads(rec["qc_edges"]) if rec.get("qc_edges") else None),
-        "alignment": align(starter["text"], rec["transcript"] or ""),
-    }
-
-
-def exchange_phase(row: dict) -> str:
-    """Where an exchange stands in the four phases, in the designer's words."""
-    if row["withdrawn"]:  # the sender left: excluded by the team or QC, or dropped out
-        return f"withdrawn (sender {row['sender_left'] or 'left'})"
-    if row["sender"] is not None and row["recording"] is None:
-        return "1 to record"
-    if row["recording"] == "rejected":
-        return "recording rejected"
-    if row["recording"] == "flagged":
-        return "recording flagged: review"
-    if not row["translated"]:
-        return "1 recorded: QC and translation queued"
-    if row["recording"] == "pending":
-        return "1 translated: QC queued"
-    if not row["answered"]:
-        return "2 with receivers"
-    if row["validated"] < row["answered"]:
-        return "3 with validators"
-    if not row["informed"]:
-        return "4 surveys" + (" (baseline done)" if row["baseline"] else "")
-    return "complete"
-
-
-def exchanges_table(database, study_id: str, page: int = 1, page_size: int = 100) -> pd.DataFrame:
-    rows = exchanges.exchange_phases(database, study_id, page_size, (max(page, 1) - 1) * page_size)
-    for r in rows:
-        r["phase"] = exchange_phase(r)
-        r["sender"] = "" if r["sender"] is None else str(r["sender"])  # imported exchanges have none
-        r["recording"] = r["recording"] or ""
-        r["wer"] = "" if r["wer"] is None else f"{r['wer']:.2f}"
-    cols = [
-        "exchange",
-        "phase",
-        "sender",
-        "starter",
-        "system",
-        "recording",
-        "wer",
-        "answered",
-        "validated",
-        "baseline",
-        "informed",
-    ]
-    return pd.DataFrame(rows, columns=cols)
-
-
-def exchanges_page(database, study_id: str, page=1, page_size: int = 100) -> Page:
-    total = exchanges.exchange_count(database, study_id)
-    page, pages, _ = page_bounds(total, page, page_size)
-    return Page(exchanges_table(database, study_id, page, page_size), page, pages, total)

@@ -37,6 +37,7 @@ TabContext: TypeAlias = Any  # tabs.common.Ctx
 TabUI: TypeAlias = Any  # tabs.common.TabUI
 Panel: TypeAlias = Any  # tabs.analysis_common.Panel
 ReportInputs: TypeAlias = Any  # tabs.analysis_common.ReportInputs
+SectionUI: TypeAlias = Any  # tabs.admin_common.SectionUI
 
 
 # -- Phase: one kind of item ------------------------------------------------------------------
@@ -346,6 +347,18 @@ class QuestionsChanged(Protocol):
     inside the caller's write."""
 
     def __call__(self, tx: Transaction, study_id: str, starter_id: str, /) -> None: ...
+
+
+class AdminSection(Protocol):
+    """The protocol's own sections of the team's Admin tab (accordions between the progress
+    tables and the background jobs), built inside the admin panel: given the tab's context, the
+    admin's auth, the session and the study dropdown, it builds its components and wires its
+    events (each behind tabs.admin_common.admin_only) and returns a tabs.admin_common.SectionUI:
+    its inputs, outputs, the inputs' values on login, and refresh(study_id, *values) -> {component:
+    value}, which login, Refresh and a change of study call (the usability study's exchanges and
+    recording review, tabs/admin_usability.py)."""
+
+    def __call__(self, ctx: TabContext, auth: Any, session: Any, study: Any, /) -> SectionUI: ...
 
 
 class Demo(Protocol):

@@ -166,7 +166,7 @@ class AudioMetadata:
 class Protocol:
     """One protocol, named as study.protocols lists it and as its study.toml section. Its hooks
     (check, load, prepare, metrics_report, systems_report, report_section, drop_inactive,
-    repair, plan, questions_changed, analysis_panel, jobs, demo) are specified in
+    repair, plan, questions_changed, analysis_panel, jobs, demo, admin_section) are specified in
     services/common/hookspecs.py (docs/hooks.md); those that also take "module:name" are
     imported on first use (resolve(); services.common imports no protocol, report or tab module).
 
@@ -183,6 +183,7 @@ class Protocol:
     assigned_systems: who is assigned one of the study's [[systems]] (a study of the protocol
         needs one with assign = true); "": the protocol assigns no system
     analysis_panel: "": no panel in the Analysis tab
+    admin_section: "": no section of its own in the Admin tab
     audio_metadata: its recordings' hf-audio metadata (AudioMetadata), optional; the export's
         hf-audio format needs a protocol that has it
     tables: its own tables (storage/protocol_schema.py Table: columns, primary key, indexes), each
@@ -220,6 +221,7 @@ class Protocol:
     analysis_panel: hookspecs.AnalysisPanel | str = ""
     jobs: hookspecs.Jobs | str | None = None
     demo: hookspecs.Demo | str | None = None
+    admin_section: hookspecs.AdminSection | str = ""
     audio_metadata: AudioMetadata | None = None
     tables: tuple[Table, ...] = ()
     schema_version: int = 1

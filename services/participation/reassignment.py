@@ -47,7 +47,7 @@ class Reassignment:
 def withdraw_and_reassign(tx: Transaction, participant: dict, actor: str) -> Reassignment:
     """Withdraws every open item of an inactive participant and hands on what can be handed
     on (see the module's docstring). Runs inside the caller's write transaction; also used
-    when a sender is excluded after rejected recordings (services/admin/recording_review) or drops
+    when a sender is excluded after rejected recordings (services/admin/usability_review) or drops
     out (services/usability/dropouts)."""
     study = required(studies.get_study(tx.database, participant["study_id"]), "study of a participant")
     out = Reassignment(participant["id"])

@@ -75,7 +75,7 @@ DEFAULTS: dict[str, Any] = {
 def sender_qc(database, study: dict, rows: list[dict]) -> dict[int, str]:
     """A finished sender's recording QC in a payer's words: excluded (more than three rejected
     recordings, or by the team), or passed with the count of their recordings the team rejected
-    (services/admin/recording_review.decide)."""
+    (services/admin/usability_review.decide)."""
     rejected = recordings.rejected_counts(database, [r["id"] for r in rows])
     out = {}
     for r in rows:
@@ -416,6 +416,7 @@ PROTOCOL = protocols.register(
         jobs="services.usability.pipeline:background_jobs",  # what the worker runs for it
         # the demo enrols it from services.setup, a layer above the protocols: named, imported on use
         demo="services.setup.usability_demo:add_people",
+        admin_section="tabs.admin_usability:section",  # its exchanges and the recording review
         analysis_panel="tabs.analysis_usability:panel",  # its section of the Analysis tab
         assigned_systems="senders",  # each sender's recordings go through one system
         metrics_report="services.metrics.exchange:metrics_report",  # the exchanges' metrics

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from harness.demo import demo_with_exchanges
-from services.admin.recording_review import decide
+from services.admin.usability_review import decide
 from services.da.campaign import save_feedback
 from services.participation.items import get_view
 from services.participation.submissions import submit

@@ -18,10 +18,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+import pandas as pd
+
+from services.common.paging import Page, page_bounds
 from services.participation.reassignment import withdraw_and_reassign
 from services.usability import workflow
-from services.usability.recording_qc import MAX_REJECTED, align, edges_text, flags_text
-from storage import assignments, participants
+from services.usability.recording_qc import FLAG_TEXT, MAX_REJECTED, align, edges_text, flags_text
+from storage import assignments, participants, studies
 from storage.db import Transaction, required
 from storage.usability import exchanges, recordings
 
@@ -136,3 +139,40 @@ def _record_again(tx: Transaction, rec, ex, sender, reviewer, out: ReviewOutcome
     )
     tx.database.log(reviewer, "record_again", "assignments", aid, {"recording": rec["id"]})
     out.record_again = aid is not None
+
+
+def review_page(database, study_id: str, page=1, page_size: int = 20) -> Page:
+
+    total = recordings.review_count(database, study_id)
+    page, pages, offset = page_bounds(total, page, page_size)
+    # alignment: the prompt and transcript word by word (recording_qc.align), which the tab draws
+    cols = ["id", "sender_id", "starter_id", "system_id", "duration_s", "wer", "flags", "edges", "alignment"]
+    rows = pd.DataFrame(queue_for_review(database, study_id, limit=page_size, offset=offset), columns=cols)
+    return Page(rows, page, pages, total)
+
+
+def review_item(database, recording_id) -> dict | None:
+    """What the reviewer compares for one recording: audio, prompt and transcript, its flags in
+    words and the two aligned word by word (recording_qc.align)."""
+
+    try:
+        rec = recordings.recording(database, int(recording_id))
+    except (TypeError, ValueError):
+        return None
+    if rec is None:
+        return None
+    ex = required(exchanges.exchange(database, rec["exchange_id"]), "exchange of a recording")
+    starter = required(studies.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
+    flags = json.loads(rec["qc_flags"] or "[]")
+    return {
+        "id": rec["id"],
+        "audio": rec["path_original"],
+        "prompt": starter["text"],
+        "transcript": rec["transcript"] or "",
+        "wer": rec["wer"],
+        "status": rec["qc_status"],
+        "flags": [FLAG_TEXT.get(f, f) for f in flags],
+        # the QC ASR's second opinion: why a start/end mismatch passed or waits
+        "edges": edges_text(json.loads(rec["qc_edges"]) if rec.get("qc_edges") else None),
+        "alignment": align(starter["text"], rec["transcript"] or ""),
+    }
