@@ -152,7 +152,15 @@ PROTOCOL = protocols.register(
             ),
         ),
         # items that are instructions, not work: not counted as progress, and a submit says no "Saved."
-        tabs=(Tab("sd", ("sd",), "tabs.sd:build", instruction_items=(sd_form.WELCOME_ITEM, sd_form.EXAMPLE_ITEM)),),
+        tabs=(
+            Tab(
+                "sd",
+                ("sd",),
+                "tabs.sd:build",
+                instruction_items=(sd_form.WELCOME_ITEM, sd_form.EXAMPLE_ITEM),
+                styles=("assets/css/sd.css",),  # its page's own layout (the seven points, the sliders)
+            ),
+        ),
         phases=(
             Phase(
                 "sd",
