@@ -66,7 +66,8 @@ def test_spans_marked_by_dragging_are_stored_as_offsets_and_said_to_the_admin(re
             assert head.count('data-page-asset="spans_proof.js"') == (1 if mine else 0), role
             assert (".spans-ch.spans-major" in css) == mine, role
         with chromium() as browser:
-            page = browser.new_context(viewport={"width": 1100, "height": 800}).new_page()
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = context.new_page()
             page.goto(url)
             form = page.locator("form.spans-item")
             # the plugin's script turned the sentence into one element per character
@@ -123,7 +124,7 @@ def test_spans_marked_by_dragging_are_stored_as_offsets_and_said_to_the_admin(re
             assert json.loads(data) == {"spans": expected, "score": 70}
 
             # the admin's "A participant" page: the role's and phase's labels, the answer in words
-            admin = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+            admin = context.new_page()
             admin.goto(app.admin_url)
             admin.locator("#admin-dashboard .dash").wait_for(timeout=30000)
             admin.get_by_text("A participant", exact=True).click()
