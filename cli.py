@@ -19,10 +19,12 @@ def refused(e: Exception) -> int:
 
 
 def open_db(settings):
-    """The app database, migrated, in the configured journal mode (every command opens it here)."""
+    """The app database, migrated (the core's tables and each registered protocol's own), in the
+    configured journal mode (every command opens it here)."""
+    from services.common import protocols
     from storage import open_database
 
-    return open_database(settings.db_path, settings.journal_mode)
+    return open_database(settings.db_path, settings.journal_mode, protocols.schemas())
 
 
 def cmd_serve(args, settings):

@@ -17,11 +17,12 @@ import sqlite3
 import threading
 import weakref
 from pathlib import Path
-from typing import Any, Iterator, TypeVar
+from typing import Any, Iterable, Iterator, TypeVar
 
 import sqlite_utils
 from sqlite_utils.utils import dedupe_keys
 
+from storage import protocol_schema
 from storage.migrations import migrate
 
 # File systems on which WAL's shared-memory index is unsafe (WAL needs a local disk).
@@ -261,8 +262,12 @@ class Database:
         )
 
 
-def open_database(path: str | Path, journal_mode: str = "auto") -> Database:
-    """Open (creating if needed) and migrate the database."""
+def open_database(
+    path: str | Path, journal_mode: str = "auto", schemas: Iterable[protocol_schema.Schema] = ()
+) -> Database:
+    """Open (creating if needed) and migrate the database: the core's tables, then each
+    protocol's own (schemas: the registry's, services.common.protocols.schemas())."""
     database = Database(path, journal_mode)
     migrate(database)
+    protocol_schema.migrate(database, schemas)
     return database

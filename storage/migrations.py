@@ -648,3 +648,20 @@ def m018_study_lifecycle_and_review_reasons(db) -> None:
         ALTER TABLE recordings ADD COLUMN review_reason TEXT
         """,
     )
+
+
+@migrations()
+def m019_protocol_schemas(db) -> None:
+    # a protocol's own tables (storage/protocol_schema.py): the schema version each registered
+    # protocol's tables are at in this file, and the tables it made (JSON list)
+    _run_script(
+        db,
+        """
+        CREATE TABLE protocol_schemas (
+            protocol TEXT PRIMARY KEY,
+            version INTEGER NOT NULL CHECK (version >= 1),
+            tables TEXT NOT NULL,
+            updated_at TEXT NOT NULL
+        )
+        """,
+    )

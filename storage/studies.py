@@ -5,8 +5,10 @@ reads are in storage/da/hits.py and storage/sd/corpus.py."""
 from __future__ import annotations
 
 import json
+from typing import Iterable
 
 from storage.db import Database, now
+from storage.schema import study_rows
 
 # deleted in this order on re-import (the first two refer to starters)
 CONTENT_TABLES = (
@@ -41,12 +43,14 @@ def has_participants(database: Database, study_id: str) -> bool:
     return bool(database.scalar("SELECT 1 FROM participants WHERE study_id = ? LIMIT 1", [study_id]))
 
 
-def replace_study(db, bundle, corpus_hash: str | None = None) -> None:
+def replace_study(db, bundle, corpus_hash: str | None = None, protocol_tables: Iterable[str] = ()) -> None:
     """Write a validated StudyBundle, replacing earlier content of the same study; corpus_hash:
-    its corpus parts' hashes (services/study/lifecycle.corpus_hashes, JSON). Called inside a
-    write transaction."""
+    its corpus parts' hashes (services/study/lifecycle.corpus_hashes, JSON); protocol_tables:
+    the registered protocols' own tables, whose rows of the study go too (each protocol's
+    store_corpus writes its content after this). Called inside a write transaction."""
     sid = bundle.id
     if db.execute("SELECT 1 FROM studies WHERE id = ?", [sid]).fetchone():
+        delete_study_rows(db, sid, protocol_tables)
         # the imported exchanges go, with what refers to them (a re-import has no participants:
         # their pool items and scores are rebuilt by the import's workflow refresh and jobs)
         for t in ("work_pool", "exchange_metrics", "translations"):
@@ -185,48 +189,6 @@ def participant_count(database: Database, study_id: str) -> int:
     return database.scalar("SELECT COUNT(*) FROM participants WHERE study_id = ?", [study_id])
 
 
-def _study_rows(db) -> tuple[dict[str, str], list[str]]:
-    """Each table that holds a study's rows, with the WHERE that finds them (a `study_id` column,
-    or a single-column foreign key to such a table), and the order to delete them: children
-    first. Read from the schema, so a table added later is covered without a change here."""
-    tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'studies'")]
-    cols = {t: {c[1] for c in db.execute(f"PRAGMA table_info({t})")} for t in tables}
-    fks: dict[str, list[tuple[str, str, str]]] = {}
-    for t in tables:
-        by_id: dict[int, list] = {}
-        for f in db.execute(f"PRAGMA foreign_key_list({t})"):
-            by_id.setdefault(f[0], []).append(f)
-        # (column, parent table, parent column): single-column keys (the composite ones carry study_id)
-        fks[t] = [(f[0][3], f[0][2], f[0][4] or "rowid") for f in by_id.values() if len(f) == 1]
-    where: dict[str, str] = {}
-
-    def find(t: str, seen: tuple = ()) -> str | None:
-        if t in where:
-            return where[t]
-        parts = ["study_id = :sid"] if "study_id" in cols.get(t, ()) else []
-        for col, parent, pcol in fks.get(t, []):
-            if parent == "studies":
-                continue
-            sub = find(parent, seen + (t,)) if parent not in seen else None
-            if sub:
-                parts.append(f"{col} IN (SELECT {pcol} FROM {parent} WHERE {sub})")
-        if parts:
-            where[t] = " OR ".join(f"({p})" for p in parts)
-        return where.get(t)
-
-    for t in tables:
-        find(t)
-    order: list[str] = []
-    left = set(where)
-    while left:  # a table goes once no table still to delete refers to it
-        ready = sorted(t for t in left if not any(p == t for c in left - {t} for _, p, _ in fks.get(c, [])))
-        if not ready:
-            raise RuntimeError(f"foreign keys in a cycle among {sorted(left)}")
-        order += ready
-        left -= set(ready)
-    return where, order
-
-
 def study_media(database: Database, study_id: str) -> list[str]:
     """The recording files of the study's rows that no other study's row names."""
     rows = database.query(
@@ -238,11 +200,24 @@ def study_media(database: Database, study_id: str) -> list[str]:
     return [p for r in rows for p in (r["path_original"], r["path_16k"]) if p]
 
 
+def delete_study_rows(db, study_id: str, tables: Iterable[str]) -> dict[str, int]:
+    """The study's rows in these tables (found as delete_study finds them), children first:
+    {table: rows deleted}. Called inside a write transaction."""
+    wanted = set(tables)
+    if not wanted:
+        return {}
+    where, order = study_rows(db)
+    counts = {
+        t: db.execute(f"DELETE FROM {t} WHERE {where[t]}", {"sid": study_id}).rowcount for t in order if t in wanted
+    }
+    return {t: n for t, n in counts.items() if n}
+
+
 def delete_study(db, study_id: str) -> dict[str, int]:
     """Every row of the study, in every table, then the study: {table: rows deleted}. The audit
     log (events) stays: it is the record of what was done, the deletion included. Called inside
     a write transaction."""
-    where, order = _study_rows(db)
+    where, order = study_rows(db)
     # tables keyed by (study_id, id) pairs go in any order: their keys are checked at commit
     db.execute("PRAGMA defer_foreign_keys = ON")
     counts = {}

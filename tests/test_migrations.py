@@ -40,6 +40,7 @@ EXPECTED_TABLES = {
     "metric_scores",
     "exchange_metrics",
     "responses",
+    "protocol_schemas",
 }
 
 

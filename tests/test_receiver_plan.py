@@ -107,7 +107,7 @@ def test_a_sender_who_left_counts_only_what_they_recorded(tmp_path):
 
     db = open_database(tmp_path / "s.db")
     import_study(db, study_folder(tmp_path / "study"))
-    # as the demo makes them (services/setup/demo.py): another cell, design block 1 (other starters)
+    # as the demo makes them (services/setup/usability_demo.py): another cell, design block 1 (other starters)
     (stay,) = add_participants(db, "demo", "sender", 1, "USW", "Woman")
     (leave,) = add_participants(db, "demo", "sender", 1, "Hindi", "Man", design_index=1)
     for _ in range(2):

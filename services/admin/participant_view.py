@@ -35,9 +35,6 @@ ITEM_COLUMNS = [
     "Active seconds",
     "Answer",
 ]
-# the phases whose answers _by_assignment says, one query per kind of answer (the built-in
-# protocols'); another phase's done item is said by its spec (Phase.answer_words, _answer_words)
-SAID_HERE = frozenset({"record", "receive", "validate", "survey_baseline", "survey_informed", "da", "sd"})
 MAX_QUERY = 2000  # a pasted link is well under this; more is not a participant key
 
 
@@ -290,8 +287,9 @@ def _by_assignment(database, role: str, pid: int) -> dict:
 
 def _answer_words(database, assignment: dict) -> str:
     """A done item's answer that the queries above do not say (a phase of a protocol other than the
-    built-in ones): its phase's answer_words, else its stored answer as compact JSON."""
-    if assignment["status"] != "done" or assignment["phase"] in SAID_HERE:
+    built-in ones): its phase's answer_words, else its stored answer as compact JSON (nothing when
+    it holds nothing: a page that only reads, as the semantic differential's welcome)."""
+    if assignment["status"] != "done":
         return ""
     try:
         spec = protocols.phase(assignment["phase"])
@@ -301,7 +299,9 @@ def _answer_words(database, assignment: dict) -> str:
     stored = spec.stored(database, row)
     if spec.answer_words is not None:
         return spec.answer_words(database, row, stored)
-    return json.dumps(stored, ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str) if stored else ""
+    if not any(v not in (None, "", [], {}) for v in stored.values()):
+        return ""
+    return json.dumps(stored, ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str)
 
 
 def _what(assignment: dict, meta: dict, answers: dict) -> str:
@@ -322,7 +322,7 @@ def _what(assignment: dict, meta: dict, answers: dict) -> str:
             f"HIT {d['hit']} item {d['pos']} ({meta.get('modality', d['modality']) or 'text'}): "
             f"{d['type']} item, segment {d['segment_id']}, system {d['system']}"
         )
-    if phase != "sd":
+    if "kind" not in meta and "sentence_id" not in meta:  # no page of sentences: another protocol's item
         return f"item {assignment['item_id']}"
     kind = meta.get("kind", "ratings")
     if kind == "ratings":

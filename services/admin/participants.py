@@ -17,15 +17,11 @@ import pandas as pd
 
 from services.common import protocols
 from services.common.paging import Page, page_bounds
-from services.da import study_analysis as da_study
 from services.participation.progress import participant_rows
 from services.participation.reassignment import Reassignment, withdraw_and_reassign
-from services.sd import study_analysis as sd_study
 from services.setup.enrolment import NewParticipant, add_participants, link, links, new_token, prolific_links
 from services.study.export import neutralise
 from storage import assignments, participants, studies
-from storage.da import hits as da_hits
-from storage.usability import recordings
 
 STATUSES = tuple(assignments.PARTICIPANT_STATUS)  # excluded, dropped out, deactivated, completed, active
 MAX_ADD = 500  # one form submit; more is almost surely a typo
@@ -211,9 +207,7 @@ def reassign_open_items(database, study_id: str | None, participant_id, actor: s
             f"Participant {p['id']} is active: deactivate them first, then reassign their open items."
         )
     with database.transaction() as tx:
-        if p["role"] == "sender" and not p["excluded_at"]:  # a sender whose items are handed on has dropped out
-            participants.mark_dropped_out(tx.db, p["id"], "deactivated by the study team, items reassigned")
-        out = withdraw_and_reassign(tx, p, actor)
+        out = withdraw_and_reassign(tx, p, actor)  # the role's on_leave says what leaving means for it
         database.log(
             actor,
             "reassign_open_items",
@@ -282,30 +276,17 @@ NO_QC = "no QC for this role"
 
 
 def qc_outcomes(database, study: dict, rows: list[dict]) -> dict[int, str]:
-    """Each listed participant's quality-control outcome, in the words a payer acts on, by id.
-    Read from what the protocols' own QC decided or computes (never a statistic of its own): a
-    DA rater's stored HIT outcome (services/da/study_analysis.qc_outcome), an SD rater's
-    cleansing (services/sd/study_analysis.qc_outcomes, once per call: its fence needs every
-    rater), a sender's rejected recordings and exclusion (services/admin/recording_review.decide)."""
-    ids = {role: [r["id"] for r in rows if r["role"] == role] for role in ("da", "sd", "sender")}
+    """Each listed participant's quality-control outcome, in the words a payer acts on, by id:
+    their role's qc hook (Role.qc: what the protocol's own QC decided), called once with all of
+    the role's rows; "no QC for this role" without one."""
+    by_role: dict[str, list[dict]] = {}
+    for r in rows:
+        by_role.setdefault(r["role"], []).append(r)
     out = {r["id"]: NO_QC for r in rows}
-    if ids["da"]:
-        found = da_hits.da_hit_outcomes_of(database, ids["da"])
-        da_cfg = study["config"].get("da") or {}
-        out.update({pid: da_study.qc_outcome(found.get(pid), da_cfg) for pid in ids["da"]})
-    if ids["sd"]:
-        cleansed = sd_study.qc_outcomes(database, study["id"])
-        out.update({pid: cleansed.get(pid, "no ratings") for pid in ids["sd"]})
-    if ids["sender"]:
-        rejected = recordings.rejected_counts(database, ids["sender"])
-        for r in rows:
-            if r["role"] != "sender":
-                continue
-            n = rejected.get(r["id"], 0)
-            if r["excluded_at"]:
-                out[r["id"]] = f"excluded: {r.get('excluded_reason') or 'by the study team'}"
-            else:
-                out[r["id"]] = f"passed ({n} recording{'s' if n != 1 else ''} rejected)" if n else "passed"
+    for name, group in by_role.items():
+        qc = protocols.role(name).qc if name in protocols.roles() else None
+        if qc is not None:
+            out.update(qc(database, study, group))
     return out
 
 

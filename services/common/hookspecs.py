@@ -215,6 +215,17 @@ class RoleOnLeave(Protocol):
     ) -> None: ...
 
 
+class RoleQC(Protocol):
+    """The quality-control outcome of each of `rows` (finished participants of the role, as the
+    Finished list reads them: their id, excluded_at and excluded_reason among the columns), by id,
+    in the words a payer acts on ("passed", "failed reliability test (p = 0.41); HIT re-run").
+    Read from what the protocol's own QC decided or computes, never a statistic of its own; called
+    once per page or CSV with all of the role's rows. Without one the list says "no QC for this
+    role"."""
+
+    def __call__(self, database: Database, study: dict, rows: list[dict], /) -> dict[int, str]: ...
+
+
 # -- ExportTable and AudioMetadata: what the export writes ------------------------------------
 
 
@@ -274,6 +285,24 @@ class Prepare(Protocol):
     def __call__(self, bundle: StudyBundle, /) -> None: ...
 
 
+class StoreCorpus(Protocol):
+    """Inside the import's write, the protocol's corpus stored in its own tables (Protocol.tables)
+    through storage's functions (storage/protocol_rows.py insert_many): `corpus` is what its load
+    put in bundle.corpus[<protocol>] (None: nothing). Called for a study that lists the protocol
+    when its content is written (a new study, or a re-import that replaces it: the study's rows
+    in the protocol's tables are deleted first)."""
+
+    def __call__(self, tx: Transaction, study_id: str, corpus: Any, /) -> None: ...
+
+
+class CountCorpus(Protocol):
+    """{label: n} of the study's stored corpus (`my_items`: 12), shown after the built-in counts
+    in the import's summary (`app.py import`, the admin's import box) and kept in its audit-log
+    row; a label the summary already has is shown as `<protocol>.<label>`."""
+
+    def __call__(self, database: Database, study_id: str, /) -> dict[str, int]: ...
+
+
 class MetricsReport(Protocol):
     """Which automatic metrics ran on a study of the protocol, in which mode, and what each
     skipped (services/metrics/exchange.py's shape): the export manifest's `metrics` and the
@@ -327,6 +356,14 @@ class QuestionsChanged(Protocol):
     inside the caller's write."""
 
     def __call__(self, tx: Transaction, study_id: str, starter_id: str, /) -> None: ...
+
+
+class Demo(Protocol):
+    """The protocol's people in the demo study (`app.py --demo` on a new database): whoever one
+    person needs to play every role to the end, and their work so far; returns what was done,
+    in words, as the start prints it. Without one the demo enrols one participant per role."""
+
+    def __call__(self, database: Database, study_id: str, media_dir: Path, /) -> str: ...
 
 
 class AnalysisPanel(Protocol):

@@ -32,6 +32,11 @@ from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, TypeVar, overload
 
 from services.common import hookspecs, settings
+from storage.protocol_schema import AddColumn as AddColumn  # a protocol's own tables are declared with
+from storage.protocol_schema import AddIndex as AddIndex  # storage's dataclasses (storage/protocol_schema.py)
+from storage.protocol_schema import Column as Column
+from storage.protocol_schema import Index as Index
+from storage.protocol_schema import Schema, SchemaStep, Table, problems
 
 # the order of registration is the order roles, tabs, sections and tables are listed in
 BUILTIN = ("services.usability.protocol", "services.da.protocol", "services.sd.protocol", "services.qe.protocol")
@@ -121,7 +126,7 @@ class Pool:
 @dataclass(frozen=True)
 class Role:
     """A participant's role: their page (/<name>/, titled page_title) and its tabs. Its hooks
-    (setup, items, minutes, on_leave) are specified in services/common/hookspecs.py
+    (setup, items, minutes, on_leave, qc) are specified in services/common/hookspecs.py
     (docs/hooks.md).
 
     grouped: enrolled per group x gender cell of the study (a sender: study.groups, genders)
@@ -142,6 +147,7 @@ class Role:
     minutes: hookspecs.RoleMinutes | None = None
     pool: Pool | None = None
     on_leave: hookspecs.RoleOnLeave | None = None
+    qc: hookspecs.RoleQC | None = None
     label: str = ""
 
 
@@ -179,7 +185,7 @@ class AudioMetadata:
 class Protocol:
     """One protocol, named as study.protocols lists it and as its study.toml section. Its hooks
     (check, load, prepare, metrics_report, systems_report, report_section, drop_inactive,
-    repair, plan, questions_changed, analysis_panel, jobs, cli) are specified in
+    repair, plan, questions_changed, analysis_panel, jobs, demo, cli) are specified in
     services/common/hookspecs.py (docs/hooks.md); those that also take "module:name" are
     imported on first use (resolve(); services.common imports no protocol, report or tab module).
 
@@ -198,6 +204,16 @@ class Protocol:
     analysis_panel: "": no panel in the Analysis tab
     audio_metadata: its recordings' hf-audio metadata (AudioMetadata), optional; the export's
         hf-audio format needs a protocol that has it
+    tables: its own tables (storage/protocol_schema.py Table: columns, primary key, indexes), each
+        named <protocol>_<name>, as its schema_version has them; the core creates them in the
+        app's database at start and migrates them by schema_steps (each a SchemaStep to its
+        version: new tables, columns, indexes), recording the version per protocol. Its hooks
+        read and write them through storage/protocol_rows.py. (The built-in protocols' tables are
+        the core's migrations, storage/migrations.py.)
+    schema_version: the version tables describe (1 until a step is added)
+    schema_steps: the steps from version 1 to schema_version, in order
+    store_corpus, count_corpus: its corpus (what its load put in bundle.corpus[<name>]) stored
+        in its tables at import, and counted for the import's summary
     """
 
     name: str
@@ -222,7 +238,13 @@ class Protocol:
     questions_changed: hookspecs.QuestionsChanged | str | None = None
     analysis_panel: hookspecs.AnalysisPanel | str = ""
     jobs: hookspecs.Jobs | str | None = None
+    demo: hookspecs.Demo | str | None = None
     audio_metadata: AudioMetadata | None = None
+    tables: tuple[Table, ...] = ()
+    schema_version: int = 1
+    schema_steps: tuple[SchemaStep, ...] = ()
+    store_corpus: hookspecs.StoreCorpus | None = None
+    count_corpus: hookspecs.CountCorpus | None = None
     cli: hookspecs.CliCommands | str | None = None
 
 
@@ -269,13 +291,18 @@ def register(protocol: Protocol) -> Protocol:
                         raise ValueError(
                             f"protocol '{protocol.name}': tab {t.name}'s {kind} {str(path)!r} is not a {suffix} file"
                         )
+        wrong = problems(schema(protocol))
+        if wrong:
+            if old is not None:
+                _registered[protocol.name] = old
+            raise ValueError(f"protocol '{protocol.name}': " + "; ".join(wrong))
         taken = {
             kind: {x.name for p in _registered.values() for x in getattr(p, kind)}
-            for kind in ("roles", "tabs", "phases")
+            for kind in ("roles", "tabs", "phases", "tables")
         }
         # an exported table is one file: two protocols never write the same one
         taken["export tables"] = {t for p in _registered.values() for t in _tables_written(p)}
-        for kind in ("roles", "tabs", "phases", "export tables"):
+        for kind in ("roles", "tabs", "phases", "tables", "export tables"):
             mine = (
                 set(_tables_written(protocol)) if kind == "export tables" else {x.name for x in getattr(protocol, kind)}
             )
@@ -297,6 +324,23 @@ def register(protocol: Protocol) -> Protocol:
 
 def _tables_written(protocol: Protocol) -> list[str]:
     return [*protocol.export_tables, *([AUDIO_METADATA] if protocol.audio_metadata else [])]
+
+
+def schema(protocol: Protocol) -> Schema:
+    """The protocol's own tables as storage makes them (storage/protocol_schema.py)."""
+    return Schema(protocol.name, protocol.schema_version, protocol.tables, protocol.schema_steps)
+
+
+def schemas() -> tuple[Schema, ...]:
+    """The registered protocols' own tables, for open_database (cli.open_db), in registration
+    order: the core creates and migrates them where it migrates its own."""
+    return tuple(schema(p) for p in protocols() if p.tables)
+
+
+def tables() -> tuple[Table, ...]:
+    """Every registered protocol's own tables (the participant-path plan checks read which are
+    study_sized)."""
+    return tuple(t for p in protocols() for t in p.tables)
 
 
 def unregister(name: str) -> None:

@@ -12,6 +12,7 @@ from services.common.settings import Settings
 from services.da import campaign as da_campaign
 from services.da import corpus, export_tables
 from services.da.hits import build_hits, sample_documents
+from services.da.study_analysis import qc_outcome
 from services.participation.submissions import SubmissionError, checked_value, number_in, refuse_all
 from services.study.files import StudyError, StudyValidationError
 from services.study.texts import refusal, texts
@@ -50,6 +51,13 @@ DEFAULTS: dict[str, Any] = {
     # 500 segments a domain); 0: every segment of the file (the HITs hold them all)
     "segments_per_domain": 0,
 }
+
+
+def payment_qc(database, study: dict, rows: list[dict]) -> dict[int, str]:
+    """Each finished rater's stored HIT outcome (decided by analysis.hit_verdict when the HIT was
+    done) in a payer's words (study_analysis.qc_outcome)."""
+    found = hits.da_hit_outcomes_of(database, [r["id"] for r in rows])
+    return {r["id"]: qc_outcome(found.get(r["id"]), study["config"].get("da") or {}) for r in rows}
 
 
 def check(da: dict) -> list[tuple[str, str]]:
@@ -210,6 +218,7 @@ PROTOCOL = protocols.register(
                 setup_rater,
                 items=lambda cfg: (cfg.get("da") or {}).get("hit_size", 0),
                 seconds_per_item=10,  # the welcome's estimate: one DA segment (paper 001: 100 per HIT)
+                qc=payment_qc,
             ),
         ),
         tabs=(Tab("da", ("da",), "tabs.da:build", refusal_out_of_order="out_of_order_da"),),

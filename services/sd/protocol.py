@@ -11,6 +11,7 @@ from services.common.protocols import Phase, Protocol, Role, Tab
 from services.participation.submissions import MAX_TEXT, SubmissionError, refuse_all
 from services.sd import corpus, export_tables
 from services.sd import form as sd_form
+from services.sd.study_analysis import qc_outcomes
 from services.study.texts import texts
 from storage.db import Transaction
 from storage.sd import ratings
@@ -33,6 +34,13 @@ DEFAULTS: dict[str, Any] = {
     "expected_seconds": 600,
     "input": "slider",
 }
+
+
+def payment_qc(database, study: dict, rows: list[dict]) -> dict[int, str]:
+    """Each finished rater's cleansing outcome (study_analysis.qc_outcomes, on the whole study:
+    its outlier fence needs every rater)."""
+    cleansed = qc_outcomes(database, study["id"])
+    return {r["id"]: cleansed.get(r["id"], "no ratings") for r in rows}
 
 
 def check(sd: dict) -> list[tuple[str, str]]:
@@ -149,6 +157,7 @@ PROTOCOL = protocols.register(
                 items=lambda cfg: (cfg.get("sd") or {}).get("sentences_per_participant", 0),
                 # paper 002 gives the time: about 10 minutes (sd.expected_seconds)
                 minutes=lambda cfg: cfg["sd"]["expected_seconds"] / 60,
+                qc=payment_qc,
             ),
         ),
         # items that are instructions, not work: not counted as progress, and a submit says no "Saved."

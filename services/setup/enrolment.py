@@ -104,7 +104,7 @@ def add_participants(
     """Slots with their queues. self_enrol: slots only a Prolific newcomer (a signed enrolment
     URL) can take; otherwise private-link slots, which self-enrolment never hands out.
     design_index: a sender's design block (default: their cell's next; the demo's dropped-out
-    sender takes another block than the demo sender's, services/setup/demo.py)."""
+    sender takes another block than the demo sender's, services/setup/usability_demo.py)."""
     study = _study(database, study_id)
     _check_role(study, role, group, gender)
     if self_enrol:

@@ -62,6 +62,7 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
         counts["da_segments_sampled"] = sum(d["segments_kept"] for d in bundle.da_sample.values())
     if existing and existing["content_hash"] == bundle.content_hash:
         question_review.adopt(database, bundle.id)  # a database from before the import adopted them
+        counts = with_protocol_counts(database, bundle, counts)
         return ImportResult(bundle.id, "unchanged", counts, plan_notes(database, bundle.id))
     hashes = lifecycle.corpus_hashes(bundle)
     if existing:
@@ -69,7 +70,7 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
         parts = lifecycle.changed_parts(existing["corpus_hash"], bundle)
         refused = lifecycle.refusals(changes, parts)
         if not refused:  # only settings that touch no collected item: the study stays as it is
-            return _update_in_place(database, bundle, changes, counts, actor)
+            return _update_in_place(database, bundle, changes, with_protocol_counts(database, bundle, counts), actor)
         if studies.has_participants(database, bundle.id):
             raise StudyValidationError(
                 [
@@ -85,8 +86,9 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
                     for why in refused
                 ]
             )
-    with database.write() as db:
-        studies.replace_study(db, bundle, json.dumps(hashes))
+    with database.transaction() as tx:
+        db = tx.db
+        studies.replace_study(db, bundle, json.dumps(hashes), [t.name for t in protocols.tables()])
         for ex in bundle.exchanges:
             eid = exchanges.insert_exchange(
                 db,
@@ -98,6 +100,10 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
             )
             recordings.insert_translation(db, eid, ex["system"], ex["translation"], meta='{"origin": "imported"}')
             exchange_metrics.enqueue(db, eid)
+        for spec in listed(bundle):  # each protocol's own corpus, into its own tables
+            if spec.store_corpus is not None:
+                spec.store_corpus(tx, bundle.id, bundle.corpus.get(spec.name))
+        counts = with_protocol_counts(database, bundle, counts)
         database.log(
             actor, "import" if not existing else "reimport", "study", bundle.id, {"hash": bundle.content_hash, **counts}
         )
@@ -117,6 +123,22 @@ def _update_in_place(database, bundle, changes, counts, actor: str) -> ImportRes
     return ImportResult(
         bundle.id, "updated in place", counts, plan_notes(database, bundle.id), [k for k, _, _ in changes]
     )
+
+
+def listed(bundle) -> list[protocols.Protocol]:
+    """The registered protocols the study lists, in registration order."""
+    return [spec for spec in protocols.protocols() if spec.name in bundle.config.get("study", {}).get("protocols", ())]
+
+
+def with_protocol_counts(database, bundle, counts: dict) -> dict:
+    """The built-in counts, then each listed protocol's count of its stored corpus
+    (Protocol.count_corpus); a label already shown is given as `<protocol>.<label>`."""
+    out = dict(counts)
+    for spec in listed(bundle):
+        if spec.count_corpus is not None:
+            for label, n in spec.count_corpus(database, bundle.id).items():
+                out[f"{spec.name}.{label}" if label in out else label] = n
+    return out
 
 
 def plan_notes(database, study_id: str) -> list[str]:

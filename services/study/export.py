@@ -34,6 +34,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 import pandas as pd
 
@@ -82,10 +83,14 @@ QUERIES = {
 }
 
 
-def protocol_tables() -> dict[str, protocols.ExportTable]:
-    """The registered protocols' tables; a protocol's table may not take a common table's name
-    (its file would replace the common one's)."""
+def protocol_tables(listed: Iterable[str] | None = None) -> dict[str, protocols.ExportTable]:
+    """The registered protocols' tables (listed: only those of these protocols, a study's
+    study.protocols); a protocol's table may not take a common table's name (its file would
+    replace the common one's)."""
     tables = protocols.export_tables()
+    if listed is not None:
+        keep = set(listed)
+        tables = {t: spec for p in protocols.protocols() if p.name in keep for t, spec in p.export_tables.items()}
     clash = sorted(set(tables) & set(QUERIES))
     if clash:
         owner = next(p.name for p in protocols.protocols() if clash[0] in p.export_tables)
@@ -95,11 +100,12 @@ def protocol_tables() -> dict[str, protocols.ExportTable]:
     return tables
 
 
-def queries() -> dict:
+def queries(listed: Iterable[str] | None = None) -> dict:
     """Every table's query, in the order of the files in the README: the common tables of the
     participants and their queues, every protocol's data tables, every protocol's study content
-    (ExportTable.content), the events last."""
-    specs = protocol_tables()
+    (ExportTable.content), the events last. listed: only these protocols' tables (the study's
+    study.protocols; None: every registered protocol's)."""
+    specs = protocol_tables(listed)
     out = {t: q for t, q in QUERIES.items() if t != "events"}
     out.update({t: spec.query for t, spec in specs.items() if not spec.content})
     out.update({t: spec.query for t, spec in specs.items() if spec.content})
@@ -150,6 +156,14 @@ class ExportContext:
     def missing_audio(self, row: dict, recording_id: int) -> None:
         """The row's audio is not in the media folder (named in the README when it is exported)."""
         self.missing.append((row, recording_id))
+
+
+def study_protocols(database, study_id: str) -> list[str]:
+    """The protocols the study lists (study.protocols): the export writes their tables only."""
+    study = studies.get_study(database, study_id)
+    if study is None:
+        raise ExportError(f"unknown study '{study_id}'")
+    return list(study["config"].get("study", {}).get("protocols", []))
 
 
 def exportable_participants(database, study_id: str) -> set[int]:
@@ -288,13 +302,14 @@ def build_tables(
     allowed = exportable_participants(database, study_id)
     names = pseudonyms(exports.participant_rows(database, study_id))
     ctx = ExportContext(database, study_id, names, media_dir, include_audio)
-    specs = protocol_tables()
+    listed = study_protocols(database, study_id)
+    specs = protocol_tables(listed)
     common_extras = {
         "participants": lambda rows, ctx: _participant_extras(rows),
         "events": lambda rows, ctx: _event_extras(rows, ctx.names),
     }
     tables: dict[str, list[dict]] = {}
-    for table, query in queries().items():
+    for table, query in queries(listed).items():
         if table == "events" and not include_events:
             continue
         rows = query(database, study_id)

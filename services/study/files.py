@@ -68,6 +68,9 @@ class StudyBundle:
     da_sample: dict = field(default_factory=dict)
     sd_sentences: list[dict] = field(default_factory=list)
     sd_pairs: list[dict] = field(default_factory=list)
+    # each protocol's own corpus, by its name: what its load put here, stored in its own tables
+    # by its store_corpus at import (services/common/protocols.py)
+    corpus: dict[str, Any] = field(default_factory=dict)
 
 
 # Defaults for every optional key; a key not listed here is an error (catches typos).

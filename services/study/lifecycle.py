@@ -55,14 +55,16 @@ CORPUS_PARTS = (
 )
 
 
+def _hash(content: Any) -> str:
+    return hashlib.sha256(json.dumps(content, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+
+
 def corpus_hashes(bundle) -> dict[str, str]:
-    """Each part of the bundle's imported content, hashed: what a re-import compares."""
-    return {
-        part: hashlib.sha256(
-            json.dumps(getattr(bundle, part), sort_keys=True, ensure_ascii=False, default=str).encode()
-        ).hexdigest()
-        for part in CORPUS_PARTS
-    }
+    """Each part of the bundle's imported content, hashed: what a re-import compares; a
+    protocol's own corpus (bundle.corpus) is the part `<protocol> corpus`."""
+    out = {part: _hash(getattr(bundle, part)) for part in CORPUS_PARTS}
+    out.update({f"{name} corpus": _hash(content) for name, content in sorted(bundle.corpus.items())})
+    return out
 
 
 def _flat(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
@@ -92,7 +94,8 @@ def changed_parts(stored_hashes: str | None, bundle) -> list[str] | None:
         return None
     old = json.loads(stored_hashes)
     new = corpus_hashes(bundle)
-    return [p for p in CORPUS_PARTS if old.get(p) != new[p]]
+    own = sorted((old.keys() | new.keys()) - set(CORPUS_PARTS))  # the protocols' own corpora
+    return [p for p in (*CORPUS_PARTS, *own) if old.get(p) != new.get(p)]
 
 
 def refusals(changes: list[tuple[str, Any, Any]], parts: list[str] | None) -> list[str]:

@@ -72,6 +72,21 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
+def sender_qc(database, study: dict, rows: list[dict]) -> dict[int, str]:
+    """A finished sender's recording QC in a payer's words: excluded (more than three rejected
+    recordings, or by the team), or passed with the count of their recordings the team rejected
+    (services/admin/recording_review.decide)."""
+    rejected = recordings.rejected_counts(database, [r["id"] for r in rows])
+    out = {}
+    for r in rows:
+        n = rejected.get(r["id"], 0)
+        if r["excluded_at"]:
+            out[r["id"]] = f"excluded: {r.get('excluded_reason') or 'by the study team'}"
+        else:
+            out[r["id"]] = f"passed ({n} recording{'s' if n != 1 else ''} rejected)" if n else "passed"
+    return out
+
+
 def check(us: dict) -> list[tuple[str, str]]:
     """(field, message) for every mistake in the merged [usability] section."""
     out: list[tuple[str, str]] = []
@@ -399,6 +414,8 @@ PROTOCOL = protocols.register(
         name="usability",
         report_section="services.report.usability:section",  # its paper's part of the study report
         jobs="services.usability.pipeline:background_jobs",  # what the worker runs for it
+        # the demo enrols it from services.setup, a layer above the protocols: named, imported on use
+        demo="services.setup.usability_demo:add_people",
         analysis_panel="tabs.analysis_usability:panel",  # its section of the Analysis tab
         assigned_systems="senders",  # each sender's recordings go through one system
         metrics_report="services.metrics.exchange:metrics_report",  # the exchanges' metrics
@@ -420,6 +437,7 @@ PROTOCOL = protocols.register(
                 items=lambda cfg: (cfg.get("usability") or {}).get("items_per_sender", 0),
                 seconds_per_item=150,
                 on_leave=reassignment.on_leave,
+                qc=sender_qc,
             ),
             Role(
                 "receiver",

@@ -30,7 +30,10 @@ def on_leave(
     tx: Transaction, study: dict, participant: dict, withdrawn: list[dict], actor: str, out: Reassignment
 ) -> None:
     """Hands on a leaving sender's, receiver's, validator's or rater's withdrawn items (see
-    the module's docstring)."""
+    the module's docstring). A sender the team deactivated and whose items it hands on has
+    dropped out (one who dropped out or was excluded is marked so already)."""
+    if participant["role"] == "sender" and not participant["excluded_at"] and not participant["dropped_out_at"]:
+        participants.mark_dropped_out(tx.db, participant["id"], "deactivated by the study team, items reassigned")
     for a in withdrawn:
         phase, item = a["phase"], a["item_id"]
         if phase == "record":

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from services.common import protocols
+
 
 class Trace:
     def __init__(self, database):
@@ -18,7 +20,8 @@ class Trace:
         self.database.db.conn.set_trace_callback(None)
 
 
-# tables whose size grows with participants, exchanges or answers
+# tables whose size grows with participants, exchanges or answers (and each registered protocol's
+# own tables that say so: Table.study_sized, study_sized())
 STUDY_SIZED = {
     "participants",
     "exchanges",
@@ -62,8 +65,14 @@ def aliases(sql: str) -> dict[str, str]:
     return out
 
 
+def study_sized() -> set[str]:
+    """The core's study-sized tables and the registered protocols' (services/common/protocols.py)."""
+    return STUDY_SIZED | {t.name for t in protocols.tables() if t.study_sized}
+
+
 def scans(database, statements) -> list[tuple[str, str]]:
     bad = []
+    sized = study_sized()
     for sql in statements:
         head = sql.lstrip().split(None, 1)[0].upper()
         if head not in ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH"):
@@ -72,6 +81,6 @@ def scans(database, statements) -> list[tuple[str, str]]:
         for row in database.db.conn.execute("EXPLAIN QUERY PLAN " + sql).fetchall():
             detail = row[-1]
             m = re.match(r"SCAN (\w+)", detail) or WHOLE_STUDY.match(detail)
-            if m and names.get(m.group(1), m.group(1)) in STUDY_SIZED:
+            if m and names.get(m.group(1), m.group(1)) in sized:
                 bad.append((detail, sql[:300]))
     return bad

@@ -1,0 +1,189 @@
+"""Issue 52, point 1: shared code names no protocol, phase, tab or role.
+
+The names come from the registry (every registered protocol's own, its roles', tabs' and phases');
+shared code is every module of services/, storage/, tabs/ and web/, cli.py and app.py that no
+protocol owns. A protocol owns its packages (the protocol layer of pyproject.toml's
+services-layers contract, and storage/<name>/) and every module its spec names (a tab's build, its
+report section, its analysis panel, any hook). A name counts where the code uses it as a value: a
+string that is the name, or that quotes it as SQL does ('record'); a docstring does not count.
+
+What shared code still names is listed in DEBT, file by file, with why: the list may only
+shrink. A new name in shared code fails the test, and so does an entry of DEBT that the code no
+longer needs (remove it).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+from services.common import protocols
+
+ROOT = Path(__file__).resolve().parent.parent
+# storage/migrations.py is history: its steps made the built-in tables as they were, never edited
+NOT_CODE = {"storage/migrations.py"}
+
+DEBT: dict[str, dict[str, int]] = {
+    # the participant page's words for the built-in protocols' items (its labels are the registry's)
+    "services/admin/participant_view.py": {
+        "da": 3,
+        "receive": 1,
+        "record": 1,
+        "survey_baseline": 1,
+        "survey_informed": 1,
+        "validate": 1,
+    },
+    # the dashboard's words for the pool's takers and for the roles
+    "services/admin/dashboard.py": {
+        "da": 2,
+        "rater": 1,
+        "receive": 1,
+        "receiver": 1,
+        "record": 1,
+        "sd": 2,
+        "sender": 1,
+        "survey_baseline": 1,
+        "validate": 1,
+        "validator": 1,
+    },
+    # the exchanges' table of the Progress tab and the recording review are the usability study's
+    "services/admin/progress.py": {"sender": 5},
+    "services/admin/recording_review.py": {"record": 4},
+    "tabs/admin_review.py": {"sender": 2},
+    # `analyze da|sd|usability`: each protocol's analysis command, until a protocol adds its own
+    "cli.py": {"da": 1, "sd": 2, "usability": 2},
+    # the study's target variant, read from its [usability] section
+    "services/common/variants.py": {"usability": 1},
+    "services/study/export.py": {"usability": 1},
+    # not a protocol: Danish, a language code of GEMBA's prompt
+    "services/metrics/gemba.py": {"da": 1},
+}
+
+
+def registry_names() -> set[str]:
+    names: set[str] = set()
+    for p in protocols.protocols():
+        names.add(p.name)
+        names.update(r.name for r in p.roles)
+        names.update(t.name for t in p.tabs)
+        names.update(ph.name for ph in p.phases)
+    return names
+
+
+def _module_of(value) -> str | None:
+    if isinstance(value, str) and re.fullmatch(r"[\w.]+:\w+", value):
+        return value.split(":")[0]
+    module = getattr(value, "__module__", None)
+    return module if callable(value) and module else None
+
+
+def owned_modules() -> set[str]:
+    """Every module a registered protocol's spec names, and its packages."""
+    owned: set[str] = set()
+
+    def walk(obj) -> None:
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            for f in dataclasses.fields(obj):
+                walk(getattr(obj, f.name))
+        elif isinstance(obj, (tuple, list)):
+            for v in obj:
+                walk(v)
+        elif isinstance(obj, dict):
+            for v in obj.values():
+                walk(v)
+        else:
+            module = _module_of(obj)
+            if module:
+                owned.add(module)
+
+    for p in protocols.protocols():
+        walk(p)
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c.get("id") == "services-layers")["layers"]
+    protocol_layer = next(layer for layer in layers if "usability" in layer.split(" | "))
+    for package in protocol_layer.split(" | "):
+        owned.add(f"services.{package}")
+        owned.add(f"storage.{package}")
+    return owned
+
+
+def shared_files() -> list[Path]:
+    owned = owned_modules()
+    files = [ROOT / "cli.py", ROOT / "app.py"]
+    for top in ("services", "storage", "tabs", "web"):
+        files += sorted((ROOT / top).rglob("*.py"))
+    out = []
+    for f in files:
+        rel = f.relative_to(ROOT).as_posix()
+        module = rel.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        if rel in NOT_CODE or any(module == o or module.startswith(o + ".") for o in owned):
+            continue
+        out.append(f)
+    return out
+
+
+def named(source: str, names: set[str]) -> Counter:
+    """The registry's names that `source` uses as values (docstrings left out)."""
+    tree = ast.parse(source)
+    docstrings = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body:
+            first = body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                docstrings.add(id(first.value))
+    quoted = re.compile(r"'(%s)'" % "|".join(map(re.escape, sorted(names, key=len, reverse=True))))
+    found: Counter = Counter()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            if node.value in names:
+                found[node.value] += 1
+            else:
+                found.update(quoted.findall(node.value))
+    return found
+
+
+def test_the_names_come_from_the_registry_and_the_owners_from_the_specs():
+    names = registry_names()
+    assert {"usability", "da", "sd", "sender", "record", "survey_informed"} <= names
+    owned = owned_modules()
+    # a tab's build, a report section and an analysis panel, named by string or by function
+    assert {"tabs.record", "services.report.da", "tabs.analysis_sd", "services.usability"} <= owned
+    shared = {f.relative_to(ROOT).as_posix() for f in shared_files()}
+    assert "services/participation/submissions.py" in shared and "tabs/item_form.py" in shared
+    assert "tabs/record.py" not in shared and "services/da/hits.py" not in shared
+
+
+def test_a_planted_name_is_found_and_a_docstring_is_not():
+    names = registry_names()
+    planted = (
+        '"""The record phase is named here, in words."""\n'
+        "def route(phase, db):\n"
+        '    """Its docstring may say survey_informed."""\n'
+        '    if phase == "record":\n'
+        "        return 1\n"
+        "    return db.execute(\"SELECT 1 FROM assignments WHERE phase = 'survey_informed'\")\n"
+        'LABELS = {"sender": "a sender"}\n'
+    )
+    assert named(planted, names) == Counter({"record": 1, "survey_informed": 1, "sender": 1})
+    assert named('"""Only words: da, record."""\nX = "recorded"\n', names) == Counter()
+
+
+def test_shared_code_names_no_protocol_phase_or_role_beyond_its_listed_debt():
+    names = registry_names()
+    new, paid = [], []
+    for f in shared_files():
+        rel = f.relative_to(ROOT).as_posix()
+        found = named(f.read_text(), names)
+        allowed = Counter(DEBT.get(rel, {}))
+        over = found - allowed
+        if over:
+            new.append(f"{rel}: {dict(over)}")
+        if allowed - found:
+            paid.append(f"{rel}: {dict(allowed - found)}")
+    assert not new, "shared code names a protocol, phase or role:\n" + "\n".join(new)
+    assert not paid, "DEBT lists names the code no longer has (remove them):\n" + "\n".join(paid)
