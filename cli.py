@@ -518,7 +518,9 @@ def cmd_metrics(args, settings):
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(protocol_commands: bool = True) -> argparse.ArgumentParser:
+    """The command line: the built-in commands, then (protocol_commands) those the registered
+    protocols add (Protocol.cli, services/common/hookspecs.py CliCommands)."""
     parser = argparse.ArgumentParser(prog="app.py", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command")
     parser.set_defaults(func=cmd_serve)
@@ -853,7 +855,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="only this section, or hooks: docs/hooks.md, the protocols' hooks (default: settings and cli)",
     )
     dc.set_defaults(func=cmd_docs)
+    if protocol_commands:
+        add_protocol_commands(sub)
     return parser
+
+
+def add_protocol_commands(sub) -> None:
+    """Each registered protocol's own commands (Protocol.cli), after the built-in ones; a name
+    already taken is refused with the protocol's name."""
+    from services.common import protocols
+
+    for protocol, add in protocols.with_hook("cli"):
+        try:
+            add(sub)
+        except argparse.ArgumentError as e:
+            raise ValueError(f"protocol '{protocol.name}' adds a command the command line has: {e}") from None
+
+
+def _command_names(parser: argparse.ArgumentParser) -> set[str]:
+    return {name for a in parser._actions if isinstance(a, argparse._SubParsersAction) for name in a.choices}
 
 
 def cmd_docs(args, settings):
@@ -917,7 +937,13 @@ def main(argv=None):
     leave_stubs_alone()  # before anything imports gradio: 2-3 s less of every start
     from services.common.settings import Settings
 
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # a built-in command (or serving) needs no protocol's commands: the protocols' modules are
+    # imported only for a word the built-in parser does not know, or the whole --help
+    parser = build_parser(protocol_commands=False)
+    words = [a for a in argv if not a.startswith("-")]
+    if (words and words[0] not in _command_names(parser)) or (not words and {"-h", "--help"} & set(argv)):
+        parser = build_parser()
     args = parser.parse_args(argv)
     return args.func(args, Settings.from_env())
 

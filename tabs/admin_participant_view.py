@@ -31,7 +31,7 @@ def status_markdown(v: pview.ParticipantView) -> str:
     )
     return "\n".join(
         [
-            f"### Participant {v.id} ({plain_markdown(v.role)}), found by {plain_markdown(v.found_by)}",
+            f"### Participant {v.id} ({plain_markdown(v.role_label)}), found by {plain_markdown(v.found_by)}",
             line("Status", f"{v.status}: {v.status_detail}"),
             line("Group / gender", f"{v.group or '—'} / {v.gender or '—'}"),
             line("Prolific / external id", f"{v.prolific_pid or '—'} / {v.external_id or '—'}"),

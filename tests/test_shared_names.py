@@ -30,15 +30,14 @@ ROOT = Path(__file__).resolve().parent.parent
 NOT_CODE = {"storage/migrations.py"}
 
 DEBT: dict[str, dict[str, int]] = {
-    # the participant page's phase words: the registry's labels replace them
+    # the participant page's words for the built-in protocols' items (its labels are the registry's)
     "services/admin/participant_view.py": {
-        "da": 4,
-        "receive": 2,
-        "record": 2,
-        "sd": 1,
-        "survey_baseline": 2,
-        "survey_informed": 2,
-        "validate": 2,
+        "da": 3,
+        "receive": 1,
+        "record": 1,
+        "survey_baseline": 1,
+        "survey_informed": 1,
+        "validate": 1,
     },
     # the dashboard's words for the pool's takers and for the roles
     "services/admin/dashboard.py": {

@@ -43,7 +43,11 @@ def mount_pages(site: Site, **options) -> list:
         page.queue(default_concurrency_limit=16)
         holder = FastAPI()
         gr.mount_gradio_app(
-            holder, page, f"/{role}", root_path=f"{root_path.rstrip('/')}/{role}" if root_path else None, **options
+            holder,
+            page,
+            f"/{role}",
+            root_path=f"{root_path.rstrip('/')}/{role}" if root_path else None,
+            **{**options, **page_assets(role, options)},
         )
         # gradio checks an input's file paths (only uploads to this server) once its Blocks "has
         # launched", which launch() marks and mount_gradio_app does not: without this a page's
@@ -51,6 +55,22 @@ def mount_pages(site: Site, **options) -> list:
         page.has_launched = True
         mounts.append(holder.routes[-1])
     return mounts
+
+
+def page_assets(role: str, options: dict) -> dict:
+    """The options that load a role page's own page code (its tabs' Tab.scripts and Tab.styles):
+    its stylesheets after the app's (options' css_paths), its scripts in the page's head; a role
+    without any: none."""
+    from services.common import protocols
+    from tabs.static import page_head
+
+    scripts, styles = protocols.page_assets(role)
+    out: dict = {}
+    if styles:
+        out["css_paths"] = [*options.get("css_paths", []), *styles]
+    if scripts:
+        out["head"] = options.get("head", "") + page_head(scripts)
+    return out
 
 
 def page_options(settings) -> dict:

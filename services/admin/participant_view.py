@@ -15,24 +15,16 @@ from urllib.parse import parse_qs, urlsplit
 import pandas as pd
 
 from services.admin.participants import ParticipantAdminError, short_link, whole_number
+from services.common import protocols
 from services.study import consent
+from storage import assignments, participants, studies
 from storage import consent as consent_store
 from storage import participant_view as store
-from storage import participants, studies
 from storage.da import participant_view as da_view
 from storage.db import required
 from storage.sd import participant_view as sd_view
 from storage.usability import participant_view as usability_view
 
-PHASE_LABELS = {
-    "record": "recording",
-    "receive": "receiver answers",
-    "validate": "validation",
-    "survey_baseline": "survey (baseline)",
-    "survey_informed": "survey (informed)",
-    "da": "DA judgment",
-    "sd": "SD page",
-}
 ITEM_COLUMNS = [
     "Phase",
     "Item",
@@ -67,6 +59,7 @@ class ParticipantView:
     link: str  # shortened: the whole link is shown by "Show link" only
     found_by: str
     items: list[dict] = field(default_factory=list)
+    role_label: str = ""  # the role as the team reads it (Role.label, else its name humanised)
 
     @property
     def completion_shown(self) -> bool:
@@ -182,6 +175,7 @@ def participant_view(database, study_id: str | None, query) -> ParticipantView:
         link=short_link(p["token"]),
         found_by=how,
         items=_items(database, p),
+        role_label=protocols.role_label(p["role"]),
     )
 
 
@@ -228,14 +222,14 @@ def _items(database, participant: dict) -> list[dict]:
             {
                 "assignment_id": a["id"],
                 "phase": a["phase"],
-                "phase_label": PHASE_LABELS[a["phase"]],
+                "phase_label": protocols.phase_label(a["phase"]),
                 "item_id": a["item_id"],
                 "what": _what(a, meta, answers),
                 "status": a["status"],
                 "first_shown": _time(a["first_shown_at"]),
                 "submitted": _time(a["submitted_at"]),
                 "active_seconds": None if a["active_seconds"] is None else round(a["active_seconds"], 1),
-                "answer": answers["text"].get(a["id"], ""),
+                "answer": answers["text"].get(a["id"]) or _answer_words(database, a),
             }
         )
     # what they did, in the order they did it; then what is still to come, in their queue's order
@@ -291,6 +285,25 @@ def _by_assignment(database, role: str, pid: int) -> dict:
     return {"text": text, "da": da}
 
 
+def _answer_words(database, assignment: dict) -> str:
+    """A done item's answer that the queries above do not say (a phase of a protocol other than the
+    built-in ones): its phase's answer_words, else its stored answer as compact JSON (nothing when
+    it holds nothing: a page that only reads, as the semantic differential's welcome)."""
+    if assignment["status"] != "done":
+        return ""
+    try:
+        spec = protocols.phase(assignment["phase"])
+    except protocols.UnknownName:
+        return ""  # a phase no protocol registers any more: its answer cannot be read
+    row = required(assignments.assignment(database, assignment["id"]), "a participant's item")  # as hooks get it
+    stored = spec.stored(database, row)
+    if spec.answer_words is not None:
+        return spec.answer_words(database, row, stored)
+    if not any(v not in (None, "", [], {}) for v in stored.values()):
+        return ""
+    return json.dumps(stored, ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str)
+
+
 def _what(assignment: dict, meta: dict, answers: dict) -> str:
     phase = assignment["phase"]
     if phase in ("record", "receive", "survey_baseline", "survey_informed"):
@@ -309,6 +322,8 @@ def _what(assignment: dict, meta: dict, answers: dict) -> str:
             f"HIT {d['hit']} item {d['pos']} ({meta.get('modality', d['modality']) or 'text'}): "
             f"{d['type']} item, segment {d['segment_id']}, system {d['system']}"
         )
+    if "kind" not in meta and "sentence_id" not in meta:  # no page of sentences: another protocol's item
+        return f"item {assignment['item_id']}"
     kind = meta.get("kind", "ratings")
     if kind == "ratings":
         return f"sentence {meta.get('sentence_id')}, page {meta.get('page')} of {meta.get('pages')}"

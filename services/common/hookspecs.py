@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeAlias
 
 if TYPE_CHECKING:
+    import argparse
     from pathlib import Path
 
     from storage.db import Database, Transaction
@@ -102,6 +103,15 @@ class PhaseAfterSave(Protocol):
     judged)."""
 
     def __call__(self, tx: Transaction, study: dict, assignment: dict, /) -> None: ...
+
+
+class PhaseAnswerWords(Protocol):
+    """A done item's answer in words, as the admin's "A participant" page lists it beside the
+    item (services/admin/participant_view.py): `stored` is what the phase's stored returns for the
+    item. Without one the page shows that stored answer as compact JSON. A phase of the built-in
+    protocols is said by that module's own queries, one per kind of answer."""
+
+    def __call__(self, database: Database, assignment: dict, stored: dict, /) -> str: ...
 
 
 # -- Tab: a participant's tab -----------------------------------------------------------------
@@ -383,3 +393,14 @@ class Jobs(Protocol):
     def __call__(
         self, database: Database, cache: ModelCache, media_dir: Path | None, /
     ) -> dict[str, Callable[[dict], object]]: ...
+
+
+class CliCommands(Protocol):
+    """The protocol's commands of `python app.py` (cli.build_parser, after the built-in ones):
+    adds its parsers to the command line's subparsers, `subparsers.add_parser(name, help=...)`,
+    each with set_defaults(func=handler); handler(args, settings) returns the exit status, the
+    database opened as every command opens it, storage.open_database(settings.db_path,
+    settings.journal_mode). A name another command has is refused with the protocol's name.
+    docs/reference.md's CLI section (cli.cli_markdown) lists them while the protocol is loaded."""
+
+    def __call__(self, subparsers: argparse._SubParsersAction, /) -> None: ...

@@ -28,6 +28,7 @@ import re
 import sys
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, TypeVar, overload
 
 from services.common import hookspecs, settings
@@ -43,6 +44,8 @@ PLUGINS_ENV = "TRADLAB_PLUGINS"  # read through services/common/settings.py (Set
 # a role, tab or phase name: a URL path (/<role>/), an API name (/<tab>_submit) and a stored value
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 AUDIO_METADATA = "metadata"  # the export's name of the hf-audio format's metadata.jsonl
+ROOT = Path(__file__).resolve().parents[2]  # a page asset's relative path is from here
+PAGE_ASSET_SUFFIXES = {"scripts": ".js", "styles": ".css"}
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,10 @@ class Phase:
         summary; default: the phase's name)
     served_last: the tab shows the phase's open items after those of its other phases, whatever
         their random positions (the usability study's informed surveys, after the baselines)
+    label: the phase as the study team reads it (the admin's "A participant" items); default:
+        its name humanised (phase_label())
+    answer_words: a done item's stored answer in words for the admin's "A participant" page
+        (default: the stored answer's JSON, compact)
     """
 
     name: str
@@ -71,6 +78,8 @@ class Phase:
     not_ready: str = ""
     not_handed_on: str = ""
     served_last: bool = False
+    label: str = ""
+    answer_words: hookspecs.PhaseAnswerWords | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +90,11 @@ class Tab:
     label: the tab's name as the other tab of the same role names it ("your Survey tab")
     instruction_items: item ids that are instructions, not work (not counted, no "Saved.")
     refusal_out_of_order: the texts key of a submit that is not the next open item
+    scripts, styles: the tab's own page code, static files (.js, .css) of its package or plugin
+        folder (a relative path is from the repository's root, as assets/...; a plugin gives
+        Path(__file__).with_name(...)): its role's page loads each once, in its head (a classic
+        script) and its stylesheet, and no other page does (page_assets()). A script relies on
+        the item-form contract of docs/development.md ("A protocol's page code")
     """
 
     name: str
@@ -93,6 +107,8 @@ class Tab:
     waiting: hookspecs.TabWaiting | None = None
     refusal_out_of_order: str = "out_of_order"
     lang: str = "en"  # the language of the page (a role's page speaks its first tab's)
+    scripts: tuple[str | Path, ...] = ()
+    styles: tuple[str | Path, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -117,6 +133,8 @@ class Role:
     seconds_per_item: the estimate of the welcome's minutes, per item
     pool: a Pool when the role takes its work one item at a time from the study's pool (None:
         its items are in its queue)
+    label: the role as the study team reads it (the admin's pages); default: its name humanised
+        (role_label())
     The welcome's words are the page text `welcome_<role>` (Protocol.texts for a new role)."""
 
     name: str
@@ -130,6 +148,7 @@ class Role:
     pool: Pool | None = None
     on_leave: hookspecs.RoleOnLeave | None = None
     qc: hookspecs.RoleQC | None = None
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -166,7 +185,7 @@ class AudioMetadata:
 class Protocol:
     """One protocol, named as study.protocols lists it and as its study.toml section. Its hooks
     (check, load, prepare, metrics_report, systems_report, report_section, drop_inactive,
-    repair, plan, questions_changed, analysis_panel, jobs, demo, admin_section) are specified in
+    repair, plan, questions_changed, analysis_panel, jobs, demo, admin_section, cli) are specified in
     services/common/hookspecs.py (docs/hooks.md); those that also take "module:name" are
     imported on first use (resolve(); services.common imports no protocol, report or tab module).
 
@@ -228,6 +247,7 @@ class Protocol:
     schema_steps: tuple[SchemaStep, ...] = ()
     store_corpus: hookspecs.StoreCorpus | None = None
     count_corpus: hookspecs.CountCorpus | None = None
+    cli: hookspecs.CliCommands | str | None = None
 
 
 class UnknownName(KeyError):
@@ -265,6 +285,14 @@ def register(protocol: Protocol) -> Protocol:
                     raise ValueError(
                         f"protocol '{protocol.name}': {kind} name {x.name!r} is not lower-case letters, digits, _"
                     )
+        for t in protocol.tabs:
+            for kind, suffix in PAGE_ASSET_SUFFIXES.items():
+                for path in getattr(t, kind):
+                    found = asset_path(path)
+                    if found.suffix != suffix or not found.is_file():
+                        raise ValueError(
+                            f"protocol '{protocol.name}': tab {t.name}'s {kind} {str(path)!r} is not a {suffix} file"
+                        )
         wrong = problems(schema(protocol))
         if wrong:
             if old is not None:
@@ -433,6 +461,43 @@ def phases() -> tuple[str, ...]:
     return tuple(_index("phases"))
 
 
+def humanised(name: str) -> str:
+    """A role's or phase's name as words: survey_baseline -> survey baseline."""
+    return name.replace("_", " ")
+
+
+def phase_label(name: str) -> str:
+    """The phase as the study team reads it: its spec's label, else its name humanised (a phase
+    no protocol registers any more, of a study stored before: its name humanised)."""
+    try:
+        return phase(name).label or humanised(name)
+    except UnknownName:
+        return humanised(name)
+
+
+def role_label(name: str) -> str:
+    """The role as the study team reads it: its spec's label, else its name humanised."""
+    try:
+        return role(name).label or humanised(name)
+    except UnknownName:
+        return humanised(name)
+
+
+def asset_path(path: str | Path) -> Path:
+    """A page asset's file: an absolute path as given, a relative one from the repository's root."""
+    found = Path(path)
+    return found if found.is_absolute() else ROOT / found
+
+
+def page_assets(role_name: str) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """(scripts, styles) of a role's page: its tabs' own page code (Tab.scripts, Tab.styles), in
+    the tabs' order, each file once."""
+    tabs_of = [tab(t) for t in role(role_name).tabs]
+    scripts = dict.fromkeys(asset_path(p) for t in tabs_of for p in t.scripts)
+    styles = dict.fromkeys(asset_path(p) for t in tabs_of for p in t.styles)
+    return tuple(scripts), tuple(styles)
+
+
 def served_last(phases: tuple[str, ...]) -> tuple[str, ...]:
     """Those of the phases whose open items come after the others' (Phase.served_last)."""
     return tuple(p for p in phases if phase(p).served_last)
@@ -458,6 +523,8 @@ def with_hook(hook: Literal["plan"]) -> tuple[tuple[Protocol, hookspecs.Plan], .
 def with_hook(hook: Literal["questions_changed"]) -> tuple[tuple[Protocol, hookspecs.QuestionsChanged], ...]: ...
 @overload
 def with_hook(hook: Literal["jobs"]) -> tuple[tuple[Protocol, hookspecs.Jobs], ...]: ...
+@overload
+def with_hook(hook: Literal["cli"]) -> tuple[tuple[Protocol, hookspecs.CliCommands], ...]: ...
 def with_hook(hook: str) -> tuple[tuple[Protocol, Callable[..., Any]], ...]:
     """(protocol, its resolved callable) of every registered protocol that has the hook (a
     field of Protocol: "repair", "questions_changed"), in registration order."""

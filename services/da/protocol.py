@@ -234,6 +234,7 @@ PROTOCOL = protocols.register(
                 not_ready="Your items' audio is being prepared. This page checks again every few seconds.",
                 # a leaving rater's partial HIT stops counting as held: the next rater added gets it whole
                 not_handed_on="a DA HIT is rated whole by one rater: the next DA rater added gets it",
+                label="DA judgment",
             ),
         ),
         defaults=DEFAULTS,

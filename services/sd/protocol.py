@@ -161,8 +161,26 @@ PROTOCOL = protocols.register(
             ),
         ),
         # items that are instructions, not work: not counted as progress, and a submit says no "Saved."
-        tabs=(Tab("sd", ("sd",), "tabs.sd:build", instruction_items=(sd_form.WELCOME_ITEM, sd_form.EXAMPLE_ITEM)),),
-        phases=(Phase("sd", content, validate, save, stored, not_handed_on="an SD participant's pages are their own"),),
+        tabs=(
+            Tab(
+                "sd",
+                ("sd",),
+                "tabs.sd:build",
+                instruction_items=(sd_form.WELCOME_ITEM, sd_form.EXAMPLE_ITEM),
+                styles=("assets/css/sd.css",),  # its page's own layout (the seven points, the sliders)
+            ),
+        ),
+        phases=(
+            Phase(
+                "sd",
+                content,
+                validate,
+                save,
+                stored,
+                not_handed_on="an SD participant's pages are their own",
+                label="SD page",
+            ),
+        ),
         defaults=DEFAULTS,
         check=check,
         load=corpus.load,

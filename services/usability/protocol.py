@@ -505,10 +505,20 @@ PROTOCOL = protocols.register(
                 stored_recording,
                 intake=intake_recording,
                 discard=discard_recording,
+                label="recording",
             ),
-            Phase("receive", content, answers.validate_receive, save_answers, stored_answers),
-            Phase("validate", content, answers.validate_validate, save_validation, stored_validation),
-            Phase("survey_baseline", content, answers.validate_survey, save_survey, stored_survey),
+            Phase("receive", content, answers.validate_receive, save_answers, stored_answers, label="receiver answers"),
+            Phase(
+                "validate", content, answers.validate_validate, save_validation, stored_validation, label="validation"
+            ),
+            Phase(
+                "survey_baseline",
+                content,
+                answers.validate_survey,
+                save_survey,
+                stored_survey,
+                label="survey (baseline)",
+            ),
             Phase(
                 "survey_informed",
                 content,
@@ -517,6 +527,7 @@ PROTOCOL = protocols.register(
                 stored_survey,
                 not_handed_on="an informed survey follows the person's own baseline",
                 served_last=True,  # after every baseline of the survey tab
+                label="survey (informed)",
             ),
         ),
         defaults=DEFAULTS,

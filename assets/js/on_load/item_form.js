@@ -204,9 +204,17 @@ function shown() {
   });
   restoreDraft(form);
   const invalid = markFields(form);
-  if (invalid) {      // a refusal: the first field it names, in view
-    invalid.focus({preventScroll: true});
-    invalid.scrollIntoView({block: 'center'});
+  // a protocol's own page script (Tab.scripts) attaches to the new item here: the form's fields
+  // hold the values shown (the server's, a refused answer's, the draft's), the refusal is marked
+  const v = props.value || {};
+  form.dispatchEvent(new CustomEvent('tradlab:item', {bubbles: true, detail: {
+    form, itemId: v.item_id, status: v.status, refused: !!invalid || !!element.querySelector('.msg.error')}}));
+  if (invalid) {      // a refusal: the first field it names, in view (a hidden field: its box's first input)
+    const box = boxOf(invalid);
+    const shownField = invalid.type === 'hidden' ?
+      box.querySelector('[tabindex], input:not([type=hidden]), textarea, select, button') || box : invalid;
+    shownField.focus({preventScroll: true});
+    shownField.scrollIntoView({block: 'center'});
     return;
   }
   const top = element.getBoundingClientRect().top;

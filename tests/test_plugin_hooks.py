@@ -1,0 +1,156 @@
+"""A protocol's page code and admin hooks, in process (issue 52): its tabs' scripts and stylesheets
+go to its role's page only (web.app.page_assets), checked when it registers; phase and role labels
+come from the registry (Phase.label, Role.label, else the name humanised); the admin's "A
+participant" page lists a plugin phase's items with their answers in words (Phase.answer_words,
+else the stored answer's JSON); and a protocol's own commands join the command line and its
+generated reference (Protocol.cli). The plugin is tests/plugins/spans_proof.py; its page in a
+browser is tests/test_plugin_page.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+import cli
+from harness.app import run_cli
+from services.admin.participant_view import participant_view
+from services.common import protocols
+from services.participation.items import get_view
+from services.participation.submissions import SubmissionError, submit
+from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
+from tests.plugins import spans_proof
+from web.app import page_assets
+
+TEXT = "The cat sit on teh mat."
+
+
+@pytest.fixture
+def registered():
+    protocols.register(spans_proof.PROTOCOL)
+    yield spans_proof.PROTOCOL
+    protocols.unregister(spans_proof.NAME)
+
+
+@pytest.fixture
+def study(registered, database, tmp_path):
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "study.toml").write_text(
+        f'[study]\nid = "esa"\nname = "Spans"\nprotocols = ["spans"]\nseed = 1\n\n[spans]\ntexts = ["{TEXT}"]\n',
+        encoding="utf-8",
+    )
+    import_study(database, folder)
+    return database
+
+
+def test_labels_come_from_the_registry_and_default_to_the_name_humanised(registered):
+    assert [protocols.phase_label(p) for p in ("record", "survey_informed", "da", "sd", "spans")] == [
+        "recording",
+        "survey (informed)",
+        "DA judgment",
+        "SD page",
+        "error spans",
+    ]
+    assert (protocols.role_label("spans"), protocols.role_label("sender")) == ("span annotator", "sender")
+    assert protocols.phase_label("no_such_phase") == "no such phase"  # of a study stored before
+    plain = dataclasses.replace(
+        spans_proof.PROTOCOL,
+        roles=tuple(dataclasses.replace(r, label="") for r in spans_proof.PROTOCOL.roles),
+        phases=tuple(dataclasses.replace(p, label="", name="span_marks") for p in spans_proof.PROTOCOL.phases),
+        tabs=tuple(dataclasses.replace(t, phases=("span_marks",)) for t in spans_proof.PROTOCOL.tabs),
+    )
+    protocols.register(plain)
+    assert (protocols.phase_label("span_marks"), protocols.role_label("spans")) == ("span marks", "spans")
+
+
+def test_a_plugin_phase_is_shown_with_its_label_and_its_answer_in_words(study):
+    database = study
+    (p,) = add_participants(database, "esa", "spans", 1)
+    view = get_view(database, p.token, "spans")
+    answer = {"spans": json.dumps([{"start": 4, "end": 7, "severity": "minor"}]), "score": 70}
+    assert submit(database, p.token, "spans", view.item_id, answer).saved
+    shown = participant_view(database, "esa", str(p.id))
+    assert shown.role_label == "span annotator"
+    (item,) = shown.items
+    assert (item["phase_label"], item["what"], item["status"]) == ("error spans", "item 0", "done")
+    assert item["answer"] == 'score 70; minor 4-7 "cat"'
+    # a phase without answer_words: its stored answer as compact JSON
+    protocols.register(
+        dataclasses.replace(
+            spans_proof.PROTOCOL,
+            phases=tuple(dataclasses.replace(x, answer_words=None) for x in spans_proof.PROTOCOL.phases),
+        )
+    )
+    (item,) = participant_view(database, "esa", str(p.id)).items
+    assert item["answer"] == '{"score":70,"spans":[{"end":7,"severity":"minor","start":4}]}'
+
+
+@pytest.mark.parametrize(
+    "spans, words",
+    [
+        ([{"start": 20, "end": 24, "severity": "minor"}], "Span 1 (20-24) is outside the sentence's 23 characters."),
+        ([{"start": 3, "end": 3, "severity": "major"}], "Span 1 (3-3) is outside the sentence's 23 characters."),
+        (
+            [{"start": 4, "end": 8, "severity": "minor"}, {"start": 6, "end": 10, "severity": "major"}],
+            "Spans 4-8 and 6-10 overlap: mark each error once.",
+        ),
+        ([{"start": 4, "end": 8, "severity": "bad"}], "Span 1 is not a start, an end and minor or major."),
+    ],
+)
+def test_spans_out_of_range_or_overlapping_are_refused_by_name(study, spans, words):
+    database = study
+    (p,) = add_participants(database, "esa", "spans", 1)
+    view = get_view(database, p.token, "spans")
+    with pytest.raises(SubmissionError) as e:
+        submit(database, p.token, "spans", view.item_id, {"spans": json.dumps(spans), "score": 40})
+    assert str(e.value) == words and e.value.fields == {"spans": words}
+    assert database.query("SELECT COUNT(*) AS n FROM responses")[0]["n"] == 0
+
+
+def test_a_tabs_page_code_goes_to_its_role_page_only(registered, tmp_path):
+    opts = page_assets("spans", {"css_paths": ["assets/style.css"]})
+    assert [str(p) for p in opts["css_paths"]] == ["assets/style.css", str(spans_proof.HERE / "spans_proof.css")]
+    script = (spans_proof.HERE / "spans_proof.js").read_text(encoding="utf-8")
+    assert opts["head"].count("<script") == 1 and script in opts["head"]
+    assert 'data-page-asset="spans_proof.js"' in opts["head"]
+    # a built-in tab's stylesheet is declared the same way: the semantic differential's layout
+    sd = page_assets("sd", {"css_paths": ["assets/style.css"]})
+    assert sd == {"css_paths": ["assets/style.css", protocols.ROOT / "assets" / "css" / "sd.css"]}
+    assert ".sd-row" not in (protocols.ROOT / "assets" / "style.css").read_text(encoding="utf-8")
+    for role in protocols.roles():
+        if role not in ("spans", "sd"):
+            assert page_assets(role, {"css_paths": ["assets/style.css"]}) == {}, role
+    # what is not a script or stylesheet file is refused when the protocol registers
+    tab = spans_proof.PROTOCOL.tabs[0]
+    for bad, words in (
+        ({"scripts": (tmp_path / "missing.js",)}, "scripts .*missing.js' is not a .js file"),
+        ({"styles": (spans_proof.HERE / "spans_proof.js",)}, "styles .*spans_proof.js' is not a .css file"),
+    ):
+        other = dataclasses.replace(spans_proof.PROTOCOL, tabs=(dataclasses.replace(tab, **bad),))
+        with pytest.raises(ValueError, match=f"protocol 'spans': tab spans's {words}"):
+            protocols.register(other)
+    # a script that would end its <script> element is refused by its file's name
+    from tabs.static import page_head
+
+    closing = tmp_path / "closing.js"
+    closing.write_text("console.log('</script>');\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="closing.js: a page script may not hold '</script'"):
+        page_head((closing,))
+
+
+def test_a_protocols_commands_join_the_command_line_and_its_reference(registered, tmp_path):
+    assert "spans-summary" in cli._command_names(cli.build_parser())
+    assert "spans-summary" not in cli._command_names(cli.build_parser(protocol_commands=False))
+    assert "### `python app.py spans-summary`" in cli.cli_markdown()
+    assert "- `--study`: the study's id" in cli.cli_markdown()
+    env = {"TRADLAB_DB": str(tmp_path / "a.db"), "TRADLAB_MEDIA": str(tmp_path / "m"), "PATH": "/usr/bin"}
+    res = run_cli("spans-summary", "--study", "none", env=env)
+    assert (res.returncode, res.stdout) == (0, "study none: 0 answers, 0 spans (0 minor, 0 major)\n")
+    # a name the command line has is refused with the protocol's name
+    taken = dataclasses.replace(spans_proof.PROTOCOL, cli=lambda sub: sub.add_parser("export", help="a second export"))
+    protocols.register(taken)
+    with pytest.raises(ValueError, match="protocol 'spans' adds a command the command line has: .*export"):
+        cli.build_parser()
