@@ -23,7 +23,7 @@ Input: one row per judgment (see REQUIRED; optional ``run`` defaulting to 1 and
   as WMT does).
 * head_to_head: every ordered pair, one-sided Mann-Whitney on the judgments' z (h2h_level=
   "segment": on segment mean z, WMT's unit); clusters with a boundary after rank i when every
-  system ranked <= i beats every system ranked > i (p < alpha).
+  system ranked <= i beats every system ranked > i (p < alpha); both from services/common/ranking.py.
 * replication: Pearson r of system (level "system") and segment (level "segment") z between
   run 1 and run 2 per modality and between text and audio per run, where both sides exist.
 * qc_summary: per modality, workers total / reliable / kept, judgments total / kept (all
@@ -53,6 +53,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from services.common import ranking
 from services.common.figure_files import write_figures
 from services.da import export_input as da_export
 from services.da import importer as da_import
@@ -197,14 +198,6 @@ def load_judgments(path, fmt: str = "auto") -> pd.DataFrame:
 # analysis
 
 
-def _mwu(x, y, alternative: str) -> float:
-    if len(x) == 0 or len(y) == 0:
-        return math.nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return float(stats.mannwhitneyu(x, y, alternative=alternative).pvalue)
-
-
 def _paired_t(x, y) -> float:
     if len(x) < 2:
         return math.nan
@@ -255,7 +248,7 @@ def _workers(d: pd.DataFrame, alpha: float, fast_item_s: float, reliability: str
         d_bad = grp.loc[grp["item_type"] == "bad_reference", "diff"].to_numpy()
         d_rep = grp.loc[grp["item_type"] == "ask_again", "diff"].to_numpy()
         if reliability == "rank_sum":
-            p_values[key] = _mwu(d_rep, d_bad, "less")
+            p_values[key] = ranking.rank_sum_p(d_rep, d_bad, "less")
         else:  # WMT's check: paired one-sided t-test, bad_reference scores below their originals
             bad = grp[grp["item_type"] == "bad_reference"]
             p_values[key] = _paired_t(bad["score"].to_numpy(), bad["original"].to_numpy())
@@ -402,15 +395,12 @@ def analyze(
         grp = rank_systems(grp, tie_decimals)
         names = grp["system"].tolist()
         zmean = dict(zip(grp["system"], grp["z_mean"]))
-        rows = []
-        for a in names:
-            for b in names:
-                if a == b:
-                    continue
-                za, zb = z_by_system[(modality, run, a)], z_by_system[(modality, run, b)]
-                rows.append((modality, run, a, b, zmean[a] - zmean[b], _mwu(za, zb, "greater"), len(za), len(zb)))
-        h2h = pd.DataFrame(rows, columns=H2H_COLUMNS)
-        grp["cluster"] = _clusters(names, h2h, alpha)
+        h2h = ranking.pairwise(names, {s: z_by_system[(modality, run, s)] for s in names}, zmean)
+        h2h = h2h.rename(columns={"diff": "z_diff"})
+        h2h.insert(0, "run", run)
+        h2h.insert(0, "modality", modality)
+        h2h = h2h[H2H_COLUMNS]
+        grp["cluster"] = ranking.clusters(names, h2h, alpha)
         ranked.append(grp)
         h2h_parts.append(h2h)
     systems = pd.concat(ranked) if ranked else pd.DataFrame(columns=SYSTEM_COLUMNS)
@@ -481,18 +471,6 @@ def _sorted(df: pd.DataFrame, then: list[str]) -> pd.DataFrame:
         return df.reset_index(drop=True)
     df = _modality_order(df).sort_values(["_m", "run"] + then, kind="stable")
     return df.drop(columns="_m").reset_index(drop=True)
-
-
-def _clusters(names: list[str], h2h: pd.DataFrame, alpha: float) -> list[int]:
-    """Cluster numbers in rank order: a boundary after rank i when every system ranked <= i
-    beats every system ranked > i with p < alpha."""
-    sig = {(a, b): p < alpha for a, b, p in zip(h2h["system_a"], h2h["system_b"], h2h["p_value"])}
-    clusters, current = [], 1
-    for i, name in enumerate(names):
-        clusters.append(current)
-        if i < len(names) - 1 and all(sig[(a, b)] for a in names[: i + 1] for b in names[i + 1 :]):
-            current += 1
-    return clusters
 
 
 def _replication(systems: pd.DataFrame, segments: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,60 @@
+"""Span agreement between two annotators of the same output: character-level F1.
+
+Each character of the output, and the [MISSING] token after it (position len(text)), is marked or
+not by each annotator. With A's marks as the reference and B's as the prediction, F1 =
+2 |A and B| / (|A| + |B|), which is symmetric. With severity=True a character agrees only when both
+mark it with the same severity (micro-averaged over the severities, unmarked characters being the
+negative class). Two annotators who mark nothing agree fully (1.0).
+
+Computed on the spans' intervals, so a long output costs nothing per character; the tests check it
+against scikit-learn's f1_score on per-character labels. Scores' agreement (Krippendorff's alpha)
+is in services/common/agreement.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import combinations
+
+import pandas as pd
+
+from services.esa.spans import Span
+
+PAIR_COLUMNS = ["system", "segment_id", "annotator_a", "annotator_b", "f1", "f1_severity"]
+
+
+def _intervals(spans: Iterable[Span], length: int) -> list[tuple[int, int, str]]:
+    """(start, end, severity) per span; an omission is the token's one position, length."""
+    return [(length, length + 1, s.severity) if s.missing else (s.start, s.end, s.severity) for s in spans]
+
+
+def _size(iv: list[tuple[int, int, str]]) -> int:
+    return sum(e - s for s, e, _ in iv)
+
+
+def char_f1(a: Iterable[Span], b: Iterable[Span], length: int, *, severity: bool = False) -> float:
+    """Character-level F1 of two annotators' spans on one output of `length` characters (spans
+    checked: none overlaps another of the same annotator)."""
+    ia, ib = _intervals(a, length), _intervals(b, length)
+    na, nb = _size(ia), _size(ib)
+    if na + nb == 0:
+        return 1.0
+    both = sum(max(0, min(ea, eb) - max(sa, sb)) for sa, ea, va in ia for sb, eb, vb in ib if not severity or va == vb)
+    return 2 * both / (na + nb)
+
+
+def span_agreement(judgments: pd.DataFrame) -> pd.DataFrame:
+    """Every pair of annotators of the same (system, segment_id): char_f1 without and with
+    severities. Judgments: columns system, segment_id, annotator, text (the output) and spans."""
+    missing = [c for c in ("system", "segment_id", "annotator", "text", "spans") if c not in judgments]
+    if missing:
+        raise ValueError(f"span agreement needs the columns {', '.join(missing)}")
+    rows = []
+    for (system, segment_id), g in judgments.groupby(["system", "segment_id"], sort=True):
+        texts = set(g["text"])
+        if len(texts) > 1:
+            raise ValueError(f"{system} {segment_id}: the annotators saw different texts")
+        length = len(texts.pop())
+        for (ra, sa), (rb, sb) in combinations(zip(g["annotator"], g["spans"]), 2):
+            rows.append((system, segment_id, ra, rb, char_f1(sa, sb, length), char_f1(sa, sb, length, severity=True)))
+    return pd.DataFrame(rows, columns=PAIR_COLUMNS)
