@@ -21,8 +21,13 @@ BUILTIN = (
 def _fresh_registry(monkeypatch, slow_s: float) -> threading.Event:
     """The registry as a new process has it, its first import slow; set once that import began.
     (The built-in modules are imported already, so the load registers their specs by name.)"""
+    # loaded first, so that what monkeypatch puts back is a whole registry: restored unloaded, the
+    # next load would import the built-in modules again, which Python does not re-run (they
+    # register at import), and every later test of the process would find no protocol
+    protocols.protocols()
     monkeypatch.setattr(protocols, "_registered", {})
     monkeypatch.setattr(protocols, "_cache", {})
+    monkeypatch.setattr(protocols, "_rank", {})  # the order this load gives, put back after
     monkeypatch.setattr(protocols, "_loaded", False)
     monkeypatch.setattr(protocols, "_loading", False, raising=False)
     monkeypatch.setattr(protocols, "BUILTIN", BUILTIN)
