@@ -20,7 +20,7 @@ def test_a_pasted_link_shows_the_participant(app_server, page):
     page.locator("#participant-query textarea").fill(url)
     page.get_by_role("button", name="Find", exact=True).click()
     status = page.locator("#participant-view-status")
-    status.get_by_text(f"Participant {pid} (sd), found by link").wait_for(timeout=15000)
+    status.get_by_text(f"Participant {pid} (SD participant), found by link").wait_for(timeout=15000)
     assert "not started" in status.inner_text()
     page.locator("#participant-items").get_by_text("welcome page").first.wait_for(timeout=15000)
     page.locator("#participant-view-status").scroll_into_view_if_needed()

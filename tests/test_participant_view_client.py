@@ -50,7 +50,9 @@ def test_search_shows_the_status_and_items_and_the_actions_act(client, session, 
     pid = app_server.rows("SELECT id FROM participants WHERE token = ?", (token,))[0][0]
     msg, status, table, found = client.predict(session, "demo", url, api_name="/admin_participant_view")
     assert msg == "" and found == pid
-    assert f"Participant {pid} (da), found by link" in status and "not shown yet" in status and token not in status
+    assert (
+        f"Participant {pid} (DA rater), found by link" in status and "not shown yet" in status and token not in status
+    )
     assert table["headers"] == ITEM_COLUMNS
     n = app_server.rows("SELECT COUNT(*) FROM assignments WHERE participant_id = ?", (pid,))[0][0]
     assert len(table["data"]) == n > 0 and {r[0] for r in table["data"]} == {"DA judgment"}

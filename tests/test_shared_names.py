@@ -30,28 +30,6 @@ ROOT = Path(__file__).resolve().parent.parent
 NOT_CODE = {"storage/migrations.py"}
 
 DEBT: dict[str, dict[str, int]] = {
-    # the participant page's words for the built-in protocols' items (its labels are the registry's)
-    "services/admin/participant_view.py": {
-        "da": 3,
-        "receive": 1,
-        "record": 1,
-        "survey_baseline": 1,
-        "survey_informed": 1,
-        "validate": 1,
-    },
-    # the dashboard's words for the pool's takers and for the roles
-    "services/admin/dashboard.py": {
-        "da": 2,
-        "rater": 1,
-        "receive": 1,
-        "receiver": 1,
-        "record": 1,
-        "sd": 2,
-        "sender": 1,
-        "survey_baseline": 1,
-        "validate": 1,
-        "validator": 1,
-    },
     # `analyze da|sd|usability`: each protocol's analysis command, until a protocol adds its own
     "cli.py": {"da": 1, "sd": 2, "usability": 2},
     # the study's target variant, read from its [usability] section

@@ -24,23 +24,6 @@ STALL_MINUTES = 30
 COUNTS = ("open", "done", "waiting")
 SHOWN = 5  # failing jobs and stalled participants listed by name (the counts are complete)
 
-# who takes a place left in the work pool (storage.usability.pool): the next person of the role with room
-POOL_TAKER = {
-    "record": "a new sender of the same group and gender",
-    "receive": "a receiver with room",
-    "validate": "a validator with room",
-    "survey_baseline": "a rater with room (third-person surveys)",
-}
-ROLE_SINGULAR = {"da": "DA rater", "sd": "SD participant"}
-ROLE_PLURAL = {
-    "sender": "senders",
-    "receiver": "receivers",
-    "validator": "validators",
-    "rater": "raters",
-    "da": "DA raters",
-    "sd": "SD participants",
-}
-
 
 @dataclass
 class Dashboard:
@@ -96,11 +79,11 @@ def waiting_lines(
             f"({count(queued, 'job')} queued or running)."
         )
     for r in open_roles:
-        who = count(r["people"], ROLE_SINGULAR.get(r["role"], r["role"]), ROLE_PLURAL.get(r["role"]))
+        who = count(r["people"], protocols.role_label(r["role"]))
         line = f"{count(r['items'], 'open item')} {_wait(r['items'])} on {who}"
         lines.append(line + (f" ({r['not_started']} not started yet)." if r["not_started"] else "."))
     for p in pool:
-        taker = POOL_TAKER.get(p["phase"], f"someone for {p['phase']}")
+        taker = protocols.pool_taker(p["phase"])
         lines.append(
             f"{count(p['places'], p['phase'] + ' place')} ({count(p['items'], 'item')}) {_wait(p['places'])} for "
             f"{taker}: "

@@ -8,7 +8,6 @@ services/admin/participants.py; this module only reads."""
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlsplit
 
@@ -20,10 +19,7 @@ from services.study import consent
 from storage import assignments, participants, studies
 from storage import consent as consent_store
 from storage import participant_view as store
-from storage.da import participant_view as da_view
 from storage.db import required
-from storage.sd import participant_view as sd_view
-from storage.usability import participant_view as usability_view
 
 ITEM_COLUMNS = [
     "Phase",
@@ -213,76 +209,37 @@ def _time(iso: str | None) -> str:
 
 
 def _items(database, participant: dict) -> list[dict]:
-    pid = participant["id"]
-    answers = _by_assignment(database, participant["role"], pid)
+    rows = [
+        {**a, "meta": json.loads(a["meta"]) if a["meta"] else {}}
+        for a in store.assignments(database, participant["id"])
+    ]
+    # each protocol says its own items, in one query per kind of answer (Protocol.participant_items)
+    words = (
+        protocols.protocol_of_role(participant["role"]).participant_items
+        if participant["role"] in protocols.roles()
+        else None
+    )
+    described = words(database, participant, rows) if words is not None else {}
     out = []
-    for a in store.assignments(database, pid):
-        meta = json.loads(a["meta"]) if a["meta"] else {}
+    for a in rows:
+        what, answer = described.get(a["id"], (f"item {a['item_id']}", ""))
         out.append(
             {
                 "assignment_id": a["id"],
                 "phase": a["phase"],
                 "phase_label": protocols.phase_label(a["phase"]),
                 "item_id": a["item_id"],
-                "what": _what(a, meta, answers),
+                "what": what,
                 "status": a["status"],
                 "first_shown": _time(a["first_shown_at"]),
                 "submitted": _time(a["submitted_at"]),
                 "active_seconds": None if a["active_seconds"] is None else round(a["active_seconds"], 1),
-                "answer": answers["text"].get(a["id"]) or _answer_words(database, a),
+                "answer": answer or _answer_words(database, a),
             }
         )
     # what they did, in the order they did it; then what is still to come, in their queue's order
     out.sort(key=lambda it: (it["submitted"] == "", it["submitted"] or it["first_shown"] or "~", it["assignment_id"]))
     return out
-
-
-def _by_assignment(database, role: str, pid: int) -> dict:
-    """Each kind of answer of the participant, one query each, in words by assignment id; the DA
-    items' descriptions under "da"."""
-    text: dict[int, str] = {}
-    da: dict[int, dict] = {}
-    for r in usability_view.recordings(database, pid):
-        flags = ", ".join(json.loads(r["qc_flags"])) if r["qc_flags"] else ""
-        words = f"recording {r['duration_s']:.1f} s, QC {r['qc_status']}"
-        if r["wer"] is not None:
-            words += f" (WER {r['wer']:.2f})"
-        if flags:
-            words += f"; flags: {flags}"
-        if r["reviewed_by"]:
-            words += f"; reviewed by {r['reviewed_by']}"
-        text[r["assignment_id"]] = words
-    per: dict[int, list[str]] = defaultdict(list)
-    for r in usability_view.answers(database, pid):
-        per[r["assignment_id"]].append(f"Q{r['idx']}: " + ("(unanswerable)" if r["unanswerable"] else r["text"]))
-    text.update({k: "; ".join(v) for k, v in per.items()})
-    marks: dict[int, list[str]] = defaultdict(list)
-    scores: dict[int, dict] = {}
-    for r in usability_view.validations(database, pid):
-        scores[r["assignment_id"]] = r
-        if r["question_idx"] is not None:
-            marks[r["assignment_id"]].append(f"Q{r['question_idx']} {'correct' if r['correct'] else 'wrong'}")
-    for aid, r in scores.items():
-        text[aid] = f"translation {r['translation_score']:g}/100; QA {r['qa_score']:.2f}" + (
-            f"; {', '.join(marks[aid])}" if marks[aid] else ""
-        )
-    for r in usability_view.surveys(database, pid):
-        text[r["assignment_id"]] = (
-            f"satisfaction {r['satisfaction']}, trust {r['trust']}, reliance {r['reliance']}"
-            f" ({r['perspective']} person)"
-        )
-    for r in da_view.da_items(database, pid):
-        da[r["assignment_id"]] = r
-        if r["score"] is not None:
-            text[r["assignment_id"]] = f"score {r['score']:g}"
-    sd: dict[int, list[str]] = defaultdict(list)
-    for r in sd_view.sd_ratings(database, pid):
-        if r["suitability"] is not None:
-            sd[r["assignment_id"]].append(f"{r['pair_id']} suitability {r['suitability']}")
-        else:
-            sd[r["assignment_id"]].append(f"{r['pair_id']}{' (repeat)' if r['is_repeat'] else ''} {r['value']:+d}")
-    text.update({k: "; ".join(v) for k, v in sd.items()})
-    return {"text": text, "da": da}
 
 
 def _answer_words(database, assignment: dict) -> str:
@@ -302,29 +259,3 @@ def _answer_words(database, assignment: dict) -> str:
     if not any(v not in (None, "", [], {}) for v in stored.values()):
         return ""
     return json.dumps(stored, ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str)
-
-
-def _what(assignment: dict, meta: dict, answers: dict) -> str:
-    phase = assignment["phase"]
-    if phase in ("record", "receive", "survey_baseline", "survey_informed"):
-        a = assignment
-        return f"exchange {a['exchange_id']}: starter {a['starter_id']}, system {a['system_id']}"
-    if phase == "validate":
-        return (
-            f"answers of receiver item {assignment['item_id']} on exchange {assignment['exchange_id']} "
-            f"(starter {assignment['starter_id']}, system {assignment['system_id']})"
-        )
-    if phase == "da":
-        d = answers["da"].get(assignment["id"])
-        if d is None:
-            return f"HIT item {assignment['item_id']}"
-        return (
-            f"HIT {d['hit']} item {d['pos']} ({meta.get('modality', d['modality']) or 'text'}): "
-            f"{d['type']} item, segment {d['segment_id']}, system {d['system']}"
-        )
-    if "kind" not in meta and "sentence_id" not in meta:  # no page of sentences: another protocol's item
-        return f"item {assignment['item_id']}"
-    kind = meta.get("kind", "ratings")
-    if kind == "ratings":
-        return f"sentence {meta.get('sentence_id')}, page {meta.get('page')} of {meta.get('pages')}"
-    return f"{kind} page"

@@ -371,6 +371,15 @@ class AdminSection(Protocol):
     def __call__(self, ctx: TabContext, auth: Any, session: Any, study: Any, /) -> SectionUI: ...
 
 
+class ParticipantItems(Protocol):
+    """The admin's "A participant" page: each of the participant's items of the protocol in the
+    team's words, {assignment id: (what it was, the answer)}, in one query per kind of answer (not
+    one per item). `items` are their assignment rows, each with its `meta` parsed; an item left
+    out is "item <id>" with its phase's answer_words (or its stored answer as compact JSON)."""
+
+    def __call__(self, database: Database, participant: dict, items: list[dict], /) -> dict[int, tuple[str, str]]: ...
+
+
 class Demo(Protocol):
     """The protocol's people in the demo study (`app.py --demo` on a new database): whoever one
     person needs to play every role to the end, and their work so far; returns what was done,

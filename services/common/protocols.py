@@ -64,6 +64,8 @@ class Phase:
         its name humanised (phase_label())
     answer_words: a done item's stored answer in words for the admin's "A participant" page
         (default: the stored answer's JSON, compact)
+    pool_taker: who takes a place of the phase left in the study's work pool, as the dashboard
+        says it ("a receiver with room"); default: "someone for <name>"
     """
 
     name: str
@@ -80,6 +82,7 @@ class Phase:
     served_last: bool = False
     label: str = ""
     answer_words: hookspecs.PhaseAnswerWords | None = None
+    pool_taker: str = ""
 
 
 @dataclass(frozen=True)
@@ -203,6 +206,7 @@ class Protocol:
         needs one with assign = true); "": the protocol assigns no system
     analysis_panel: "": no panel in the Analysis tab
     admin_section: "": no section of its own in the Admin tab
+    participant_items: its participants' items in words for the admin's "A participant" page
     audio_metadata: its recordings' hf-audio metadata (AudioMetadata), optional; the export's
         hf-audio format needs a protocol that has it
     tables: its own tables (storage/protocol_schema.py Table: columns, primary key, indexes), each
@@ -241,6 +245,7 @@ class Protocol:
     jobs: hookspecs.Jobs | str | None = None
     demo: hookspecs.Demo | str | None = None
     admin_section: hookspecs.AdminSection | str = ""
+    participant_items: hookspecs.ParticipantItems | None = None
     audio_metadata: AudioMetadata | None = None
     tables: tuple[Table, ...] = ()
     schema_version: int = 1
@@ -473,6 +478,14 @@ def phase_label(name: str) -> str:
         return phase(name).label or humanised(name)
     except UnknownName:
         return humanised(name)
+
+
+def pool_taker(phase_name: str) -> str:
+    """Who takes a place of the phase left in the work pool, in the dashboard's words."""
+    try:
+        return phase(phase_name).pool_taker or f"someone for {phase_name}"
+    except UnknownName:
+        return f"someone for {phase_name}"
 
 
 def role_label(name: str) -> str:

@@ -11,6 +11,7 @@ from services.common.protocols import Phase, Protocol, Role, Tab
 from services.common.settings import Settings
 from services.da import campaign as da_campaign
 from services.da import corpus, export_tables
+from services.da.admin_words import items_in_words
 from services.da.hits import build_hits, sample_documents
 from services.da.study_analysis import qc_outcome
 from services.participation.submissions import SubmissionError, checked_value, number_in, refuse_all
@@ -219,6 +220,7 @@ PROTOCOL = protocols.register(
                 items=lambda cfg: (cfg.get("da") or {}).get("hit_size", 0),
                 seconds_per_item=10,  # the welcome's estimate: one DA segment (paper 001: 100 per HIT)
                 qc=payment_qc,
+                label="DA rater",
             ),
         ),
         tabs=(Tab("da", ("da",), "tabs.da:build", refusal_out_of_order="out_of_order_da"),),
@@ -237,6 +239,7 @@ PROTOCOL = protocols.register(
                 label="DA judgment",
             ),
         ),
+        participant_items=items_in_words,  # the admin's "A participant" page
         defaults=DEFAULTS,
         check=check,
         load=corpus.load,

@@ -11,6 +11,7 @@ from services.common.protocols import Phase, Protocol, Role, Tab
 from services.participation.submissions import MAX_TEXT, SubmissionError, refuse_all
 from services.sd import corpus, export_tables
 from services.sd import form as sd_form
+from services.sd.admin_words import items_in_words
 from services.sd.study_analysis import qc_outcomes
 from services.study.texts import texts
 from storage.db import Transaction
@@ -158,6 +159,7 @@ PROTOCOL = protocols.register(
                 # paper 002 gives the time: about 10 minutes (sd.expected_seconds)
                 minutes=lambda cfg: cfg["sd"]["expected_seconds"] / 60,
                 qc=payment_qc,
+                label="SD participant",
             ),
         ),
         # items that are instructions, not work: not counted as progress, and a submit says no "Saved."
@@ -181,6 +183,7 @@ PROTOCOL = protocols.register(
                 label="SD page",
             ),
         ),
+        participant_items=items_in_words,  # the admin's "A participant" page
         defaults=DEFAULTS,
         check=check,
         load=corpus.load,

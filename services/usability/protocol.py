@@ -17,6 +17,7 @@ from services.participation.items import bold_key_spans
 from services.participation.submissions import SubmissionError
 from services.study.texts import Voice, sqm_label, texts
 from services.usability import answers, audio_intake, corpus, dropouts, export_tables, reassignment, workflow
+from services.usability.admin_words import items_in_words
 from services.usability.audio_intake import IntakeError, store_recording
 from services.usability.recording_qc import (
     SECOND_OPINION_DEFAULTS,
@@ -506,10 +507,25 @@ PROTOCOL = protocols.register(
                 intake=intake_recording,
                 discard=discard_recording,
                 label="recording",
+                pool_taker="a new sender of the same group and gender",  # an orphaned recording item
             ),
-            Phase("receive", content, answers.validate_receive, save_answers, stored_answers, label="receiver answers"),
             Phase(
-                "validate", content, answers.validate_validate, save_validation, stored_validation, label="validation"
+                "receive",
+                content,
+                answers.validate_receive,
+                save_answers,
+                stored_answers,
+                label="receiver answers",
+                pool_taker="a receiver with room",
+            ),
+            Phase(
+                "validate",
+                content,
+                answers.validate_validate,
+                save_validation,
+                stored_validation,
+                label="validation",
+                pool_taker="a validator with room",
             ),
             Phase(
                 "survey_baseline",
@@ -518,6 +534,7 @@ PROTOCOL = protocols.register(
                 save_survey,
                 stored_survey,
                 label="survey (baseline)",
+                pool_taker="a rater with room (third-person surveys)",
             ),
             Phase(
                 "survey_informed",
@@ -530,6 +547,7 @@ PROTOCOL = protocols.register(
                 label="survey (informed)",
             ),
         ),
+        participant_items=items_in_words,  # the admin's "A participant" page
         defaults=DEFAULTS,
         check=check,
         load=corpus.load,
