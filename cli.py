@@ -167,73 +167,17 @@ def cmd_translate(args, settings):
 
 
 def cmd_analyze(args, settings):
-    from services.da import analysis as da_analysis
-    from services.sd import analysis as sd_analysis
-
+    """`app.py analyze <name>`: a protocol's own analysis (Protocol.analyze puts its run in
+    args.analyze), or paper 003's QE audit and reranking, which run on files."""
     try:
         if args.analysis == "qe-audit":
             return cmd_qe_audit(args, settings)
         if args.analysis == "qe-rerank":
             return cmd_qe_rerank(args, settings)
-        if args.analysis == "usability":
-            from services.usability import analysis as usability_analysis
-
-            print(
-                usability_analysis.run_cli(
-                    args.exchanges, args.out, corpus_reference=args.corpus_reference, holm_family=args.holm_family
-                )
-            )
-            if args.study:  # Table 3 needs the starters: from the stored study
-                from services.usability import paper_figures
-
-                path = paper_figures.write_study_starter_statistics(open_db(settings), args.study, args.out)
-                print(f"Table 3 (starter statistics of study {args.study}): {path}")
-        elif args.analysis == "sd":
-            print(
-                sd_analysis.run_cli(
-                    args.ratings,
-                    args.out,
-                    n_factors=args.factors,
-                    expected_seconds=args.expected_seconds,
-                    prune=args.prune,
-                    factor_rule=args.factor_rule,
-                )
-            )
-        elif args.study:  # the app's own campaign, with its settings, HIT outcomes and Table 1
-            from services.da import study_analysis as da_study
-
-            print(da_study.run_cli(open_db(settings), args.study, args.out, alpha=args.alpha))
-        elif not args.judgments:
-            return refused(ValueError("analyze da needs a judgments file, an export folder or --study STUDY_ID"))
-        else:
-            print(
-                da_analysis.run_cli(
-                    args.judgments,
-                    args.out,
-                    alpha=0.05 if args.alpha is None else args.alpha,
-                    wmt=args.wmt,
-                    fmt=args.format,
-                    keep_fast=args.keep_fast or None,
-                    fast_item_s=args.fast_item_s,
-                    runs_from_inputs=args.runs_from_inputs,
-                )
-            )
+        print(args.analyze(args, lambda: open_db(settings)))
     except (ValueError, FileNotFoundError) as e:  # DAInputError names file, row and column
         return refused(e)
     return 0
-
-
-def _factor_count(text: str) -> int | None:
-    """--factors: a whole number >= 1, or empty / 0 for the factor rule."""
-    if text.strip() in ("", "0"):
-        return None
-    try:
-        k = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (empty or 0: the rule)") from None
-    if k < 1:
-        raise argparse.ArgumentTypeError(f"{k} is not a number of factors >= 1 (empty or 0: --factor-rule chooses)")
-    return k
 
 
 def _progress_printer():
@@ -601,107 +545,8 @@ def build_parser(protocol_commands: bool = True) -> argparse.ArgumentParser:
     an = sub.add_parser("analyze", help="run a protocol's analysis on a file of judgments")
     an.set_defaults(func=cmd_analyze)  # dispatches on args.analysis
     asub = an.add_subparsers(dest="analysis", required=True)
-    da = asub.add_parser("da", help="direct assessment (paper 001): reliability, z-scores, rankings")
-    da.add_argument(
-        "judgments",
-        nargs="*",
-        help="CSV (worker_id, hit_id, modality, system, segment_id, item_type, "
-        "score), a WMT DA TSV, an Appraise CSV export, or a study's export (`app.py export`: its folder "
-        "or its da_judgments file, any format); several are merged into one campaign, each one's "
-        "worker and HIT ids prefixed by its study id (an export) or file name",
-    )
-    da.add_argument(
-        "--study",
-        help="analyse this imported study's campaign instead of a file (its settings, "
-        "HIT outcomes and paper 001's Table 1)",
-    )
-    da.add_argument(
-        "--keep-fast",
-        action="store_true",
-        help="keep unrealistically fast HITs in the scores (paper 001 rejected them)",
-    )
-    da.add_argument(
-        "--fast-item-s",
-        type=float,
-        default=2.0,
-        help="median seconds per item below which a HIT is unrealistically fast",
-    )
-    da.add_argument("--out", required=True, help="folder for the CSV tables and HTML figures")
-    da.add_argument(
-        "--alpha",
-        type=float,
-        default=None,
-        help="significance level of the worker reliability test "
-        "and the clusters (default: a stored study's da.reliability_alpha, else paper 001's 0.05)",
-    )
-    da.add_argument("--wmt", action="store_true", help="score as WMT publishes: system + repeat items, every worker")
-    da.add_argument("--format", default="auto", choices=["auto", "csv", "wmt", "appraise"])
-    da.add_argument(
-        "--runs-from-inputs",
-        action="store_true",
-        help="number the inputs as runs 1, 2, ... (each input one run): two studies compared as "
-        "paper 001's self-replication",
-    )
-    sdp = asub.add_parser("sd", help="semantic differential (paper 002): cleansing and factor analysis")
-    sdp.add_argument(
-        "ratings",
-        help="CSV: participant_id, sentence_id, pair_id, value (-3..3), is_repeat, duration_s; or a study's "
-        "export (`app.py export`: its folder or its sd_ratings file, any format; duration_s from its assignments)",
-    )
-    sdp.add_argument("--out", required=True)
-    sdp.add_argument(
-        "--factors",
-        type=_factor_count,
-        default=None,
-        help="number of factors (empty or 0, the default: --factor-rule chooses)",
-    )
-    sdp.add_argument(
-        "--factor-rule",
-        choices=["kaiser", "parallel"],
-        default="kaiser",
-        help="how K is chosen without --factors: kaiser = eigenvalue > 1 (SPSS's default, paper 002), "
-        "parallel = parallel analysis",
-    )
-    sdp.add_argument("--expected-seconds", type=float, default=600)
-    sdp.add_argument(
-        "--prune",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="drop items with communality < 0.3 or cross-loadings within 0.2, one at a time "
-        "(paper 002, section 4.2; on by default)",
-    )
-    us = asub.add_parser("usability", help="the four-phase study (paper 000): groups, correlations, LMM, thresholds")
-    us.add_argument(
-        "exchanges",
-        help="CSV: exchange_id, sender_id, receiver_id, validator_id, group, gender, system, "
-        "topic, source, satisfaction, trust, reliance, *_b, translation_score, qa_score, "
-        "metric_* columns; optional starter_id, perspective and respondent_id, "
-        "respondent_role, respondent_group, respondent_gender (group and gender "
-        "are then the speaker's), corpus (the models' Source factor, Table 4); or a study's export "
-        "(`app.py export`: its folder or its exchanges file, any format; the surveys, validations, "
-        "starters and metrics joined from its other tables)",
-    )
-    us.add_argument("--out", required=True)
-    us.add_argument(
-        "--study",
-        default="",
-        help="a stored study's id: also write Table 3 (starter statistics per "
-        "domain x corpus) from its starters and questions",
-    )
-    us.add_argument(
-        "--corpus-reference",
-        default="",
-        help="reference level of the corpus factor (default: "
-        "BConTrasT when present, else the first corpus in "
-        "sorted order)",
-    )
-    us.add_argument(
-        "--holm-family",
-        default="within",
-        choices=["within", "all"],
-        help="Holm families of the group x gender contrasts: within (default, paper 000 section 4.2: "
-        "the pairs within each gender and within each group) or all (one family of every pair)",
-    )
+    if protocol_commands:  # each protocol's own analysis (Protocol.analyze), in registration order
+        add_protocol_analyses(asub)
     qa = asub.add_parser("qe-audit", help="gender audit of a QE metric (paper 003): ratios, error rates, retention")
     qa.add_argument(
         "pairs",
@@ -872,6 +717,21 @@ def add_protocol_commands(sub) -> None:
             raise ValueError(f"protocol '{protocol.name}' adds a command the command line has: {e}") from None
 
 
+def add_protocol_analyses(asub) -> None:
+    """`app.py analyze <name>`: each registered protocol's analysis commands (Protocol.analyze)."""
+    from services.common import protocols
+
+    for protocol, add in protocols.with_hook("analyze"):
+        try:
+            add(asub)
+        except argparse.ArgumentError as e:
+            raise ValueError(f"protocol '{protocol.name}' adds an analysis `analyze` has: {e}") from None
+
+
+# built-in commands whose subcommands come from the protocols: their parser needs the registry
+WITH_PROTOCOLS = {"analyze"}
+
+
 def _command_names(parser: argparse.ArgumentParser) -> set[str]:
     return {name for a in parser._actions if isinstance(a, argparse._SubParsersAction) for name in a.choices}
 
@@ -942,7 +802,9 @@ def main(argv=None):
     # imported only for a word the built-in parser does not know, or the whole --help
     parser = build_parser(protocol_commands=False)
     words = [a for a in argv if not a.startswith("-")]
-    if (words and words[0] not in _command_names(parser)) or (not words and {"-h", "--help"} & set(argv)):
+    if (words and (words[0] not in _command_names(parser) or words[0] in WITH_PROTOCOLS)) or (
+        not words and {"-h", "--help"} & set(argv)
+    ):
         parser = build_parser()
     args = parser.parse_args(argv)
     return args.func(args, Settings.from_env())

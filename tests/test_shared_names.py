@@ -30,8 +30,6 @@ ROOT = Path(__file__).resolve().parent.parent
 NOT_CODE = {"storage/migrations.py"}
 
 DEBT: dict[str, dict[str, int]] = {
-    # `analyze da|sd|usability`: each protocol's analysis command, until a protocol adds its own
-    "cli.py": {"da": 1, "sd": 2, "usability": 2},
     # the study's target variant, read from its [usability] section
     "services/common/variants.py": {"usability": 1},
     "services/study/export.py": {"usability": 1},

@@ -404,6 +404,16 @@ class Jobs(Protocol):
     ) -> dict[str, Callable[[dict], object]]: ...
 
 
+class AnalyzeCommand(Protocol):
+    """`python app.py analyze <name>`: adds the protocol's analysis command(s) to analyze's
+    subparsers, `analyze.add_parser(name, help=...)` with its arguments, each with
+    set_defaults(analyze=run): run(args, open_database) returns the summary the command prints
+    and raises ValueError or FileNotFoundError naming what is wrong (printed as a refusal, exit
+    status 2); open_database() opens the app's database, for a stored study's analysis."""
+
+    def __call__(self, analyze: argparse._SubParsersAction, /) -> None: ...
+
+
 class CliCommands(Protocol):
     """The protocol's commands of `python app.py` (cli.build_parser, after the built-in ones):
     adds its parsers to the command line's subparsers, `subparsers.add_parser(name, help=...)`,

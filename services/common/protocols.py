@@ -207,6 +207,8 @@ class Protocol:
     analysis_panel: "": no panel in the Analysis tab
     admin_section: "": no section of its own in the Admin tab
     participant_items: its participants' items in words for the admin's "A participant" page
+    analyze: its `app.py analyze <name>` command(s) (module:name, imported when the command line
+        is built for analyze: an analysis brings its statistics libraries)
     audio_metadata: its recordings' hf-audio metadata (AudioMetadata), optional; the export's
         hf-audio format needs a protocol that has it
     tables: its own tables (storage/protocol_schema.py Table: columns, primary key, indexes), each
@@ -246,6 +248,7 @@ class Protocol:
     demo: hookspecs.Demo | str | None = None
     admin_section: hookspecs.AdminSection | str = ""
     participant_items: hookspecs.ParticipantItems | None = None
+    analyze: hookspecs.AnalyzeCommand | str | None = None
     audio_metadata: AudioMetadata | None = None
     tables: tuple[Table, ...] = ()
     schema_version: int = 1
@@ -538,6 +541,8 @@ def with_hook(hook: Literal["questions_changed"]) -> tuple[tuple[Protocol, hooks
 def with_hook(hook: Literal["jobs"]) -> tuple[tuple[Protocol, hookspecs.Jobs], ...]: ...
 @overload
 def with_hook(hook: Literal["cli"]) -> tuple[tuple[Protocol, hookspecs.CliCommands], ...]: ...
+@overload
+def with_hook(hook: Literal["analyze"]) -> tuple[tuple[Protocol, hookspecs.AnalyzeCommand], ...]: ...
 def with_hook(hook: str) -> tuple[tuple[Protocol, Callable[..., Any]], ...]:
     """(protocol, its resolved callable) of every registered protocol that has the hook (a
     field of Protocol: "repair", "questions_changed"), in registration order."""

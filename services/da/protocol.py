@@ -240,6 +240,7 @@ PROTOCOL = protocols.register(
             ),
         ),
         participant_items=items_in_words,  # the admin's "A participant" page
+        analyze="services.da.cli:add_analyze",  # `app.py analyze da`
         defaults=DEFAULTS,
         check=check,
         load=corpus.load,

@@ -184,6 +184,7 @@ PROTOCOL = protocols.register(
             ),
         ),
         participant_items=items_in_words,  # the admin's "A participant" page
+        analyze="services.sd.cli:add_analyze",  # `app.py analyze sd`
         defaults=DEFAULTS,
         check=check,
         load=corpus.load,

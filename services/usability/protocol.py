@@ -548,6 +548,7 @@ PROTOCOL = protocols.register(
             ),
         ),
         participant_items=items_in_words,  # the admin's "A participant" page
+        analyze="services.usability.cli:add_analyze",  # `app.py analyze usability`
         defaults=DEFAULTS,
         check=check,
         load=corpus.load,
