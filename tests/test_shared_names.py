@@ -9,9 +9,8 @@ name (`services/report/da.py`, `tabs/admin_usability.py`, `services/setup/usabil
 a module names no other protocol's names. A name counts where the code uses it as a value: a
 string that is the name, or that quotes it as SQL does ('record'); a docstring does not count.
 
-What shared code still names is listed in DEBT, file by file, with why: the list may only
-shrink. A new name in shared code fails the test, and so does an entry of DEBT that the code no
-longer needs (remove it).
+A string that equals a name but means something else (an English word, a language code) is
+listed in WORDS, file by file, with what it is; an entry the code no longer needs fails too.
 """
 
 from __future__ import annotations
@@ -29,19 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # storage/migrations.py is history: its steps made the built-in tables as they were, never edited
 NOT_CODE = {"storage/migrations.py"}
 
-DEBT: dict[str, dict[str, int]] = {
-    # the study's target variant, read from its [usability] section
-    "services/common/variants.py": {"usability": 1},
-    "services/study/export.py": {"usability": 1},
-    # not a protocol: Danish, a language code of GEMBA's prompt
-    "services/metrics/gemba.py": {"da": 1},
-}
-
-
-# a string that is an English word, not the role it shares a name with
-WORDS = {
+# a string that equals a name and means something else
+WORDS: dict[str, set[str]] = {
     "services/report/da.py": {"rater"},  # "2,000 judgments by 30 raters" (count() pluralises)
     "tabs/analysis_da.py": {"rater"},
+    "services/metrics/gemba.py": {"da"},  # Danish, a language code of GEMBA's prompt
 }
 
 
@@ -170,20 +161,19 @@ def test_a_planted_name_is_found_and_a_docstring_is_not():
     assert named('"""Only words: da, record."""\nX = "recorded"\n', names) == Counter()
 
 
-def test_shared_code_names_no_protocol_phase_or_role_beyond_its_listed_debt():
+def test_shared_code_names_no_protocol_phase_or_role():
     names = registry_names()
-    new, paid = [], []
+    new, stale = [], []
     for f in shared_files():
         rel = f.relative_to(ROOT).as_posix()
-        found = named(f.read_text(), names)
-        allowed = Counter(DEBT.get(rel, {}))
-        over = found - allowed
-        if over:
-            new.append(f"{rel}: {dict(over)}")
-        if allowed - found:
-            paid.append(f"{rel}: {dict(allowed - found)}")
+        found = set(named(f.read_text(), names))
+        words = WORDS.get(rel, set())
+        if found - words:
+            new.append(f"{rel}: {sorted(found - words)}")
+        if words - found:
+            stale.append(f"{rel}: {sorted(words - found)}")
     assert not new, "shared code names a protocol, phase or role:\n" + "\n".join(new)
-    assert not paid, "DEBT lists names the code no longer has (remove them):\n" + "\n".join(paid)
+    assert not stale, "WORDS lists strings the code no longer has (remove them):\n" + "\n".join(stale)
 
 
 def test_a_module_named_for_a_protocol_names_no_other_protocols_names():

@@ -2,7 +2,8 @@
 
 Paper 000's receivers are L1 Portuguese speakers in Portugal, its cascade asks Tower+ for
 "Portuguese (Portugal)" and it calls its language pair "English - European Portuguese": a
-study's `[usability] target_variant` defaults to "pt-PT". The setting is what the study's
+study's `[usability] target_variant` defaults to "pt-PT" (any protocol whose section has a
+`target_variant` setting sets its studies' variant: declared()). The setting is what the study's
 receivers read; it reaches
 - the LLM prompts (services/comprehension/settings.py fills the placeholders below), so generated
   questions are translated into that variant;
@@ -18,16 +19,30 @@ from __future__ import annotations
 
 import re
 
+from services.common import protocols
+
 VARIANTS = ("pt-PT", "pt-BR")
 DEFAULT = "pt-PT"
 NAMES = {"pt-PT": "Portuguese (Portugal)", "pt-BR": "Portuguese (Brazil)"}
 NAMES_PT = {"pt-PT": "português europeu (de Portugal)", "pt-BR": "português do Brasil"}
 PLACEHOLDERS = ("{target_language}", "{target_language_pt}", "{target_variant}")
+# a protocol whose section has this setting (a key of its defaults) sets its studies' variant
+SETTING = "target_variant"
+
+
+def declared(study_config: dict | None) -> str | None:
+    """The target variant the section of a protocol the study lists sets (its target_variant, or
+    that setting's default); None when no protocol of the study has the setting."""
+    cfg = study_config or {}
+    for p in protocols.protocols():
+        if SETTING in p.defaults and p.name in cfg:
+            return (cfg[p.name] or {}).get(SETTING) or p.defaults[SETTING]
+    return None
 
 
 def of_study(study_config: dict | None) -> str:
-    """The study's target variant (its [usability] target_variant; the default without one)."""
-    v = ((study_config or {}).get("usability") or {}).get("target_variant")
+    """The study's target variant (a listed protocol's target_variant; the default without one)."""
+    v = declared(study_config)
     return v if v in VARIANTS else DEFAULT
 
 

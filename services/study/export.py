@@ -415,7 +415,7 @@ def _study_variant(database, study_id: str) -> str:
     """The Portuguese variant the study targets (its receivers read), for the README and manifest."""
 
     study = studies.get_study(database, study_id)
-    return variants.of_study(study["config"]) if study and "usability" in study["config"] else ""
+    return variants.of_study(study["config"]) if study and variants.declared(study["config"]) is not None else ""
 
 
 def export_study(
