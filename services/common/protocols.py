@@ -97,7 +97,7 @@ class Tab:
         folder (a relative path is from the repository's root, as assets/...; a plugin gives
         Path(__file__).with_name(...)): its role's page loads each once, in its head (a classic
         script) and its stylesheet, and no other page does (page_assets()). A script relies on
-        the item-form contract of docs/development.md ("A protocol's page code")
+        the item-form contract of docs/plugins.md ("Its page code")
     """
 
     name: str
