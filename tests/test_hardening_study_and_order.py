@@ -445,7 +445,7 @@ def test_text_from_speech_and_studies_is_shown_as_typed_on_every_page():
     rendered = MarkdownIt("commonmark").render(plain_markdown(hostile))
     assert "<img" not in rendered and "<a " not in rendered and "<strong>" not in rendered, rendered
     assert MarkdownIt("commonmark").render(hostile).count("<img") == 2  # the check can fail
-    for name in ("receiver", "survey", "admin"):
+    for name in ("receiver", "survey", "admin_usability"):  # the review of recordings: admin_usability
         src = (Path(__file__).resolve().parents[1] / "tabs" / f"{name}.py").read_text()
         assert "plain_markdown(" in src or "plain_html(" in src, name
 
