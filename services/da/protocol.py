@@ -19,6 +19,7 @@ from services.study.files import StudyError, StudyValidationError
 from services.study.texts import refusal, texts
 from storage.da import hits, judgments
 from storage.db import Transaction, required
+from storage.rows import StudyRow
 
 # paper 001: lock_until_played false (section 2.2, Figure 2: the rater "can use audio control
 # to listen" and moves the slider, nothing waits for the audio); runs: independent runs of
@@ -54,7 +55,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def payment_qc(database, study: dict, rows: list[dict]) -> dict[int, str]:
+def payment_qc(database, study: StudyRow, rows: list[dict]) -> dict[int, str]:
     """Each finished rater's stored HIT outcome (decided by analysis.hit_verdict when the HIT was
     done) in a payer's words (study_analysis.qc_outcome)."""
     found = hits.da_hit_outcomes_of(database, [r["id"] for r in rows])

@@ -15,6 +15,7 @@ from services.sd.admin_words import items_in_words
 from services.sd.study_analysis import qc_outcomes
 from services.study.texts import texts
 from storage.db import Transaction
+from storage.rows import StudyRow
 from storage.sd import ratings
 
 # paper 002 (section 3.2, Table 3): 3 sentences each, 20 pairs + 2 repeats (22 scales) per
@@ -37,7 +38,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def payment_qc(database, study: dict, rows: list[dict]) -> dict[int, str]:
+def payment_qc(database, study: StudyRow, rows: list[dict]) -> dict[int, str]:
     """Each finished rater's cleansing outcome (study_analysis.qc_outcomes, on the whole study:
     its outlier fence needs every rater)."""
     cleansed = qc_outcomes(database, study["id"])

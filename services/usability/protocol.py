@@ -28,6 +28,7 @@ from services.usability.recording_qc import (
 )
 from storage import assignments, jobs, participants, question_drafts, studies
 from storage.db import Transaction, required
+from storage.rows import ParticipantRow, StudyRow
 from storage.usability import answers as answer_store
 from storage.usability import exchanges, recordings
 
@@ -73,7 +74,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def sender_qc(database, study: dict, rows: list[dict]) -> dict[int, str]:
+def sender_qc(database, study: StudyRow, rows: list[dict]) -> dict[int, str]:
     """A finished sender's recording QC in a payer's words: excluded (more than three rejected
     recordings, or by the team), or passed with the count of their recordings the team rejected
     (services/admin/usability_review.decide)."""
@@ -354,7 +355,7 @@ def survey_total(database, participant, study, counts) -> int:
     return 2 * max(cap, c["open"] + c["done"])
 
 
-def waiting_message(database, participant: dict, voice: Voice | None = None) -> str | None:
+def waiting_message(database, participant: ParticipantRow, voice: Voice | None = None) -> str | None:
     """Why a sender's survey is not ready yet, when the reason is theirs to know (None: a
     rater's, in the common words)."""
     if participant["role"] != "sender":
