@@ -85,10 +85,31 @@ class AssignmentRecord(_AssignmentColumns):
     meta: str | None
 
 
+class ConsentRow(TypedDict):
+    """A row of `consents` (storage/consent.get): the participant's decision."""
+
+    participant_id: int
+    study_id: str
+    agreed: int
+    text_hash: str
+    created_at: str
+
+
+class DemographicsRow(TypedDict):
+    """A row of `demographics`, its answers parsed (storage/consent.demographics)."""
+
+    participant_id: int
+    study_id: str
+    answers: dict[str, Any]
+    created_at: str
+
+
 # {TypedDict: its table}: what tests/test_row_types.py checks against the schema
 TABLES: dict[type, str] = {
     StudyRow: "studies",
     ParticipantRow: "participants",
     AssignmentRow: "assignments",
     AssignmentRecord: "assignments",
+    ConsentRow: "consents",
+    DemographicsRow: "demographics",
 }

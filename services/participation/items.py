@@ -171,7 +171,7 @@ class _Writes:
                 self.run_in(db)
 
 
-def _view(database, token, tab, touch, media_dir, limited, voice: Voice) -> ItemView:
+def _view(database, token: str | None, tab: str, touch: bool, media_dir, limited: bool, voice: Voice) -> ItemView:
     writes = _Writes(database)
     try:
         return _build_view(database, token, tab, touch, media_dir, limited, voice, writes)
@@ -179,7 +179,9 @@ def _view(database, token, tab, touch, media_dir, limited, voice: Voice) -> Item
         writes.flush()
 
 
-def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, writes: _Writes) -> ItemView:
+def _build_view(
+    database, token: str | None, tab: str, touch: bool, media_dir, limited: bool, voice: Voice, writes: _Writes
+) -> ItemView:
     p = participant_for_token(database, token)
     if limited:
         limit_requests(p)

@@ -29,7 +29,7 @@ from services.study import consent
 from services.study.texts import Voice, page_language, refusal, refusals, reword
 from storage import assignments, participants, studies
 from storage.db import now, required
-from storage.rows import AssignmentRow, ParticipantRow, StudyRow
+from storage.rows import AssignmentRow, LinkParticipant, ParticipantRow, StudyRow
 
 MAX_TEXT = 2000  # characters in one free-text answer
 IDLE_CLAMP_S = 600.0  # time on an item beyond this counts as idle
@@ -185,7 +185,9 @@ def submit(
         raise reword(e, voice)
 
 
-def _checked(database, token, tab, item_id, media_dir, voice: Voice):
+def _checked(
+    database, token, tab: str, item_id, media_dir, voice: Voice
+) -> SubmitResult | tuple[LinkParticipant, StudyRow, AssignmentRow]:
     """(participant, study, assignment) of a submit that may go ahead, or the saved state of one
     that was already saved; refusals raise."""
     p = participant_for_token(database, token)
