@@ -397,7 +397,9 @@ class ParticipantItems(Protocol):
     one per item). `items` are their assignment rows, each with its `meta` parsed; an item left
     out is "item <id>" with its phase's answer_words (or its stored answer as compact JSON)."""
 
-    def __call__(self, database: Database, participant: dict, items: list[dict], /) -> dict[int, tuple[str, str]]: ...
+    def __call__(
+        self, database: Database, participant: ParticipantRow, items: list[dict], /
+    ) -> dict[int, tuple[str, str]]: ...
 
 
 class Demo(Protocol):
