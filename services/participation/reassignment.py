@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from services.common import protocols
 from storage import assignments, studies
 from storage.db import Transaction, required
-from storage.rows import AssignmentRow, ParticipantRow
+from storage.rows import AssignmentRecord, AssignmentRow, ParticipantRow
 
 
 @dataclass
@@ -39,7 +39,7 @@ class Reassignment:
             parts.append(f"{len(self.dropped)} were withdrawn without a successor ({'; '.join(whys)})")
         return "; ".join(parts) + "."
 
-    def drop(self, assignment: AssignmentRow) -> None:
+    def drop(self, assignment: AssignmentRow | AssignmentRecord) -> None:
         """An open item withdrawn and not handed on, with its phase's reason."""
         why = protocols.phase(assignment["phase"]).not_handed_on or assignment["phase"]
         self.dropped.append({"phase": assignment["phase"], "item": assignment["item_id"], "why": why})

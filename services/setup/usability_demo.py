@@ -73,16 +73,12 @@ def add_dropped_out_sender(database, study_id: str, media_dir: Path, stays: int)
     picks = [
         a
         for a in mine
-        if required(exchanges.exchange(database, required(a["exchange_id"], "exchange")), "exchange")["starter_id"]
-        not in taken
+        if required(exchanges.exchange(database, a["exchange_id"]), "exchange")["starter_id"] not in taken
     ][:n]
     made = []
     try:
         for a in picks:
-            exchange = required(
-                exchanges.exchange(database, required(a["exchange_id"], "exchange of an assignment")),
-                "exchange of an assignment",
-            )
+            exchange = required(exchanges.exchange(database, a["exchange_id"]), "exchange of an assignment")
             starter = required(studies.starter(database, study_id, exchange["starter_id"]), "starter of an exchange")
             wav = _reading(re.sub(r"\s+", " ", starter["text"]), Path(media_dir))
             with database.write() as db:  # this starter next (the ones left are withdrawn below)

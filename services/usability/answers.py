@@ -26,10 +26,7 @@ def likert(value, name):
 
 
 def validate_receive(database, assignment: AssignmentRow, payload) -> dict:
-    ex = required(
-        exchanges.exchange(database, required(assignment["exchange_id"], "exchange of an assignment")),
-        "exchange of an assignment",
-    )
+    ex = required(exchanges.exchange(database, assignment["exchange_id"]), "exchange of an assignment")
     qs = studies.questions(database, ex["study_id"], ex["starter_id"])
     given = idx_map(payload.get("answers"))
     unknown = set(given) - {q["idx"] for q in qs}

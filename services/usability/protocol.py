@@ -140,7 +140,8 @@ def check(us: dict) -> list[tuple[str, str]]:
 
 
 def exchange_of(assignment: AssignmentRow) -> int:
-    """The exchange of a usability item: every record, receive, validate and survey item names one."""
+    """The exchange id of a usability item, to store beside its answer: every record, receive,
+    validate and survey item names one."""
     return required(assignment["exchange_id"], "exchange of an assignment")
 
 
@@ -148,7 +149,7 @@ def content(database, study: StudyRow, participant: ParticipantRow, assignment: 
     """The item of a record, receive, validate or survey phase, as the role may see it."""
     phase = assignment["phase"]
     sid = study["id"]
-    ex = required(exchanges.exchange(database, exchange_of(assignment)), "exchange of an assignment")
+    ex = required(exchanges.exchange(database, assignment["exchange_id"]), "exchange of an assignment")
     qs = studies.questions(database, sid, ex["starter_id"])
     if phase == "receive":
         # Only the translation and the Portuguese questions: never source, audio or transcript.
@@ -254,7 +255,7 @@ def content(database, study: StudyRow, participant: ParticipantRow, assignment: 
 def intake_recording(database, study: StudyRow, assignment: AssignmentRow, payload, media_dir) -> dict:
     """The recording decoded and stored outside the line of participant actions."""
     try:
-        ex = required(exchanges.exchange(database, exchange_of(assignment)), "exchange of an assignment")
+        ex = required(exchanges.exchange(database, assignment["exchange_id"]), "exchange of an assignment")
         starter = required(studies.starter(database, study["id"], ex["starter_id"]), "starter of an exchange")
         return {
             "audio": store_recording(
@@ -313,7 +314,7 @@ def save_validation(
 
 
 def save_survey(tx: Transaction, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, data) -> None:
-    ex = required(exchanges.exchange(tx.database, exchange_of(assignment)), "exchange of an assignment")
+    ex = required(exchanges.exchange(tx.database, assignment["exchange_id"]), "exchange of an assignment")
     perspective = "first" if ex["sender_id"] == participant["id"] else "third"
     answer_store.insert_survey(
         tx.db,

@@ -33,7 +33,7 @@ import datetime as dt
 from services.common.seeded import order_key, seeded_rng
 from storage import assignments, participants, studies
 from storage.db import Transaction, required
-from storage.rows import AssignmentRow, ParticipantRow, StudyRow
+from storage.rows import AssignmentRecord, AssignmentRow, ParticipantRow, StudyRow
 from storage.usability import exchanges, pool
 
 # the pooled phase a role takes work from, and the study setting that caps it per person
@@ -401,7 +401,7 @@ def _repeat_meta(candidate: dict) -> dict:
     return {"repeat_starter": True, "waited_minutes": round(waited, 1)}
 
 
-def release(tx: Transaction, assignment: AssignmentRow) -> bool:
+def release(tx: Transaction, assignment: AssignmentRow | AssignmentRecord) -> bool:
     """A withdrawn assignment's place goes back to the pool (pooled phases only)."""
     return pool.give_back(tx.db, assignment["study_id"], assignment["phase"], assignment["item_id"])
 
