@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 from storage.db import Database, now
+from storage.rows import AssignmentRecord, AssignmentRow
 
 # {phase: item ids} that are instructions, not items (services/participation/progress.py says which)
 Skip = Mapping[str, Sequence[str]]
@@ -53,17 +55,18 @@ def insert_assignment(
     return cur.lastrowid if cur.rowcount else None
 
 
-def _decode(row: dict | None) -> dict | None:
+def _decode(row: dict | None) -> AssignmentRow | None:
+    """The row with its meta parsed (SELECT * FROM assignments)."""
     if row and row.get("meta"):
         row["meta"] = json.loads(row["meta"])
-    return row
+    return cast("AssignmentRow | None", row)
 
 
-def assignment(database: Database, assignment_id: int) -> dict | None:
+def assignment(database: Database, assignment_id: int) -> AssignmentRow | None:
     return _decode(database.one("SELECT * FROM assignments WHERE id = ?", [assignment_id]))
 
 
-def find_assignment(database: Database, participant_id: int, phase: str, item_id) -> dict | None:
+def find_assignment(database: Database, participant_id: int, phase: str, item_id) -> AssignmentRow | None:
     return _decode(
         database.one(
             "SELECT * FROM assignments WHERE participant_id = ? AND phase = ? AND item_id = ? "
@@ -73,7 +76,9 @@ def find_assignment(database: Database, participant_id: int, phase: str, item_id
     )
 
 
-def next_open(database: Database, participant_id: int, phases: tuple[str, ...], last: tuple[str, ...]) -> dict | None:
+def next_open(
+    database: Database, participant_id: int, phases: tuple[str, ...], last: tuple[str, ...]
+) -> AssignmentRow | None:
     """The participant's next open item of the phases: those of the `last` phases after all the
     others (services/common/protocols.py served_last), otherwise the random position decides."""
     marks = ",".join("?" * len(phases))
@@ -190,9 +195,13 @@ def put_first(db, assignment_id: int) -> None:
     db.execute("UPDATE assignments SET position = -1 WHERE id = ?", [assignment_id])
 
 
-def open_assignments(database: Database, participant_id: int) -> list[dict]:
-    return database.query(
-        "SELECT * FROM assignments WHERE participant_id = ? AND status = 'open' ORDER BY id", [participant_id]
+def open_assignments(database: Database, participant_id: int) -> list[AssignmentRecord]:
+    """The participant's open items, their meta as stored (JSON text)."""
+    return cast(
+        "list[AssignmentRecord]",
+        database.query(
+            "SELECT * FROM assignments WHERE participant_id = ? AND status = 'open' ORDER BY id", [participant_id]
+        ),
     )
 
 

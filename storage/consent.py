@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from storage.db import Database, now
+from storage.rows import ConsentRow, DemographicsRow
 
 
-def get(database: Database, participant_id: int) -> dict | None:
-    return database.one("SELECT * FROM consents WHERE participant_id = ?", [participant_id])
+def get(database: Database, participant_id: int) -> ConsentRow | None:
+    return cast("ConsentRow | None", database.one("SELECT * FROM consents WHERE participant_id = ?", [participant_id]))
 
 
 def record(db, participant_id: int, study_id: str, agreed: bool, text_hash: str) -> None:
@@ -23,11 +25,11 @@ def record(db, participant_id: int, study_id: str, agreed: bool, text_hash: str)
     )
 
 
-def demographics(database: Database, participant_id: int) -> dict | None:
+def demographics(database: Database, participant_id: int) -> DemographicsRow | None:
     row = database.one("SELECT * FROM demographics WHERE participant_id = ?", [participant_id])
     if row:
         row["answers"] = json.loads(row["answers"])
-    return row
+    return cast("DemographicsRow | None", row)
 
 
 def save_demographics(db, participant_id: int, study_id: str, answers: dict) -> bool:

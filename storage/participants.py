@@ -2,33 +2,42 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from storage.db import Database, now, rows
+from storage.rows import LinkParticipant, ParticipantRow
 
 
 def insert(db, row: dict) -> int:
     return db["participants"].insert({**row, "created_at": now()}).last_pk
 
 
-def get(database: Database, participant_id: int) -> dict | None:
-    return database.one("SELECT * FROM participants WHERE id = ?", [participant_id])
+def get(database: Database, participant_id: int) -> ParticipantRow | None:
+    return cast("ParticipantRow | None", database.one("SELECT * FROM participants WHERE id = ?", [participant_id]))
 
 
-def by_token(database: Database, token: str) -> dict | None:
+def by_token(database: Database, token: str) -> LinkParticipant | None:
     """The link's participant, with whether their study is archived (study_archived_at): one
     statement, the study by its primary key."""
-    return database.one(
-        "SELECT p.*, s.archived_at AS study_archived_at FROM participants p JOIN studies s ON s.id = p.study_id "
-        "WHERE p.token = ?",
-        [token],
+    return cast(
+        "LinkParticipant | None",
+        database.one(
+            "SELECT p.*, s.archived_at AS study_archived_at FROM participants p JOIN studies s ON s.id = p.study_id "
+            "WHERE p.token = ?",
+            [token],
+        ),
     )
 
 
-def holders_of(db, study_id: str, pid: str) -> list[dict]:
+def holders_of(db, study_id: str, pid: str) -> list[ParticipantRow]:
     """Every slot of the study this Prolific / external id already holds (any role)."""
-    return rows(
-        db.conn,
-        "SELECT * FROM participants WHERE study_id = ? AND (prolific_pid = ? OR external_id = ?) ORDER BY id",
-        [study_id, pid, pid],
+    return cast(
+        "list[ParticipantRow]",
+        rows(
+            db.conn,
+            "SELECT * FROM participants WHERE study_id = ? AND (prolific_pid = ? OR external_id = ?) ORDER BY id",
+            [study_id, pid, pid],
+        ),
     )
 
 
@@ -75,12 +84,14 @@ def open_self_enrol_count(database: Database, study_id: str, role: str, grp: str
     return database.scalar(f"SELECT COUNT(*) FROM participants WHERE {where}", params)
 
 
-def list_for_study(database: Database, study_id: str, role: str | None = None) -> list[dict]:
+def list_for_study(database: Database, study_id: str, role: str | None = None) -> list[ParticipantRow]:
     if role:
-        return database.query(
+        found = database.query(
             "SELECT * FROM participants WHERE study_id = ? AND role = ? ORDER BY id", [study_id, role]
         )
-    return database.query("SELECT * FROM participants WHERE study_id = ? ORDER BY role, id", [study_id])
+    else:
+        found = database.query("SELECT * FROM participants WHERE study_id = ? ORDER BY role, id", [study_id])
+    return cast("list[ParticipantRow]", found)
 
 
 def next_design_index(db, study_id: str, role: str, grp: str | None, gender: str | None) -> int:
@@ -93,11 +104,11 @@ def next_design_index(db, study_id: str, role: str, grp: str | None, gender: str
     return row[0]
 
 
-def open_slot(db, study_id: str, role: str, grp: str | None, gender: str | None) -> dict | None:
+def open_slot(db, study_id: str, role: str, grp: str | None, gender: str | None) -> ParticipantRow | None:
     """The oldest self-enrolment slot nobody has used (_open_slots)."""
     where, params = _open_slots(study_id, role, grp, gender)
     found = rows(db.conn, f"SELECT * FROM participants WHERE {where} ORDER BY id LIMIT 1", params)
-    return found[0] if found else None
+    return cast("ParticipantRow", found[0]) if found else None
 
 
 def claim(db, participant_id: int, pid: str, prolific_study: str | None, session: str | None) -> None:

@@ -5,9 +5,10 @@ reads are in storage/da/hits.py and storage/sd/corpus.py."""
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from typing import Iterable, cast
 
 from storage.db import Database, now
+from storage.rows import StudyRow
 from storage.schema import study_rows
 
 # deleted in this order on re-import (the first two refer to starters)
@@ -22,21 +23,21 @@ CONTENT_TABLES = (
 )
 
 
-def get_study(database: Database, study_id: str) -> dict | None:
+def get_study(database: Database, study_id: str) -> StudyRow | None:
     row = database.one("SELECT * FROM studies WHERE id = ?", [study_id])
     if row:
         row["config"] = json.loads(row["config"])
-    return row
+    return cast("StudyRow | None", row)
 
 
-def list_studies(database: Database, archived: bool = False) -> list[dict]:
+def list_studies(database: Database, archived: bool = False) -> list[StudyRow]:
     """The studies in the dropdowns (archived ones too when asked)."""
     rows = database.query(
         "SELECT * FROM studies" + ("" if archived else " WHERE archived_at IS NULL") + " ORDER BY created_at"
     )
     for r in rows:
         r["config"] = json.loads(r["config"])
-    return rows
+    return cast("list[StudyRow]", rows)
 
 
 def has_participants(database: Database, study_id: str) -> bool:

@@ -20,6 +20,7 @@ from storage import assignments, participants, studies
 from storage import consent as consent_store
 from storage import participant_view as store
 from storage.db import required
+from storage.rows import ParticipantRow, StudyRow
 
 ITEM_COLUMNS = [
     "Phase",
@@ -89,7 +90,7 @@ def _token_in(query: str) -> str | None:
     return tokens[0] if tokens else None
 
 
-def find(database, study_id: str | None, query) -> tuple[dict, str]:
+def find(database, study_id: str | None, query) -> tuple[ParticipantRow, str]:
     """The study's participant the query names, and by what (id, link, token, Prolific id).
     Several participants match (e.g. one Prolific id holding two roles): an error listing them."""
     if not study_id or not studies.get_study(database, study_id):
@@ -99,11 +100,11 @@ def find(database, study_id: str | None, query) -> tuple[dict, str]:
         raise ParticipantAdminError("Type a participant id, their link (or its token) or their Prolific id.")
     if len(q) > MAX_QUERY:
         raise ParticipantAdminError(f"That is not a participant id, link or Prolific id ({len(q)} characters).")
-    found: dict[int, tuple[dict, str]] = {}
+    found: dict[int, tuple[ParticipantRow, str]] = {}
     elsewhere = []
     token = _token_in(q)
     if token is not None:
-        keys = [("link", participants.by_token(database, token))]
+        keys: list[tuple[str, ParticipantRow | None]] = [("link", participants.by_token(database, token))]
     else:
         pid = whole_number(q)
         keys = [
@@ -175,7 +176,7 @@ def participant_view(database, study_id: str | None, query) -> ParticipantView:
     )
 
 
-def _status(p: dict) -> tuple[str, str]:
+def _status(p: ParticipantRow) -> tuple[str, str]:
     if p["excluded_at"]:
         return "excluded", f"excluded {_time(p['excluded_at'])}: {p['excluded_reason']}"
     if p["dropped_out_at"]:
@@ -189,14 +190,14 @@ def _status(p: dict) -> tuple[str, str]:
     return "active", "the link works and items remain"
 
 
-def _consent_state(database, study: dict, participant: dict) -> str:
+def _consent_state(database, study: StudyRow, participant: ParticipantRow) -> str:
     row = consent_store.get(database, participant["id"])
     if row is not None:
         return f"{'agreed' if row['agreed'] else 'declined'} {_time(row['created_at'])}"
     return "not yet" if consent.consent_config(study, participant["role"]) else "not asked in this study"
 
 
-def _demographics_state(database, study: dict, participant: dict) -> str:
+def _demographics_state(database, study: StudyRow, participant: ParticipantRow) -> str:
     row = consent_store.demographics(database, participant["id"])
     if row is not None:
         return f"answered {_time(row['created_at'])}"
@@ -208,7 +209,7 @@ def _time(iso: str | None) -> str:
     return iso[:19].replace("T", " ") if iso else ""
 
 
-def _items(database, participant: dict) -> list[dict]:
+def _items(database, participant: ParticipantRow) -> list[dict]:
     rows = [
         {**a, "meta": json.loads(a["meta"]) if a["meta"] else {}}
         for a in store.assignments(database, participant["id"])

@@ -12,6 +12,7 @@ import csv
 import re
 import tempfile
 from pathlib import Path
+from typing import Any, Mapping
 
 import pandas as pd
 
@@ -22,6 +23,7 @@ from services.participation.reassignment import Reassignment, withdraw_and_reass
 from services.setup.enrolment import NewParticipant, add_participants, link, links, new_token, prolific_links
 from services.study.export import neutralise
 from storage import assignments, participants, studies
+from storage.rows import ParticipantRow, StudyRow
 
 STATUSES = tuple(assignments.PARTICIPANT_STATUS)  # excluded, dropped out, deactivated, completed, active
 MAX_ADD = 500  # one form submit; more is almost surely a typo
@@ -47,7 +49,7 @@ def whole_number(value) -> int | None:
     return n if float(str(value).strip()) == n else None
 
 
-def participant(database, study_id: str | None, participant_id) -> dict:
+def participant(database, study_id: str | None, participant_id) -> ParticipantRow:
     """The participant of the selected study with this id, or an error that says why not."""
     pid = whole_number(participant_id)
     if pid is None:
@@ -60,7 +62,7 @@ def participant(database, study_id: str | None, participant_id) -> dict:
     return p
 
 
-def status_of(participant: dict) -> str:
+def status_of(participant: Mapping[str, Any]) -> str:
     """The participant's one status (storage.assignments.PARTICIPANT_STATUS, the table's filter): a
     dropped-out sender is not excluded (what they answered stays in the analyses)."""
     if participant.get("excluded_at"):
@@ -275,7 +277,7 @@ COMPLETION_COLUMNS = [
 NO_QC = "no QC for this role"
 
 
-def qc_outcomes(database, study: dict, rows: list[dict]) -> dict[int, str]:
+def qc_outcomes(database, study: StudyRow, rows: list[dict]) -> dict[int, str]:
     """Each listed participant's quality-control outcome, in the words a payer acts on, by id:
     their role's qc hook (Role.qc: what the protocol's own QC decided), called once with all of
     the role's rows; "no QC for this role" without one."""

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from storage.db import Database, Transaction
+    from storage.rows import AssignmentRecord, AssignmentRow, ParticipantRow, StudyRow
 
 # The types of the layers above services.common, which it may not import, not even for mypy (the
 # services-layers contract and tools/import_graph.py count TYPE_CHECKING imports): Any to mypy,
@@ -49,7 +50,13 @@ class PhaseContent(Protocol):
     is not ready (the page waits, saying the phase's `not_ready`)."""
 
     def __call__(
-        self, database: Database, study: dict, participant: dict, assignment: dict, media_dir: Path | None, /
+        self,
+        database: Database,
+        study: StudyRow,
+        participant: ParticipantRow,
+        assignment: AssignmentRow,
+        media_dir: Path | None,
+        /,
     ) -> dict | None: ...
 
 
@@ -58,27 +65,31 @@ class PhaseValidate(Protocol):
     services.participation.submissions.SubmissionError naming what to fix. None in the spec
     when the phase has an intake, which replaces it."""
 
-    def __call__(self, database: Database, assignment: dict, payload: dict, /) -> dict: ...
+    def __call__(self, database: Database, assignment: AssignmentRow, payload: dict, /) -> dict: ...
 
 
 class PhaseCheck(Protocol):
     """Refuses (SubmissionError) an answer the item cannot take yet, before validate (a DA
     candidate whose audio is not played)."""
 
-    def __call__(self, database: Database, study: dict, assignment: dict, media_dir: Path | None, /) -> None: ...
+    def __call__(
+        self, database: Database, study: StudyRow, assignment: AssignmentRow, media_dir: Path | None, /
+    ) -> None: ...
 
 
 class PhaseSave(Protocol):
     """Writes the data (validate's or intake's) inside the submit's write, through storage's
     functions only; the item is marked done after it."""
 
-    def __call__(self, tx: Transaction, study: dict, participant: dict, assignment: dict, data: dict, /) -> None: ...
+    def __call__(
+        self, tx: Transaction, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, data: dict, /
+    ) -> None: ...
 
 
 class PhaseStored(Protocol):
     """The saved answer of a done item, as a submit returns it."""
 
-    def __call__(self, database: Database, assignment: dict, /) -> dict: ...
+    def __call__(self, database: Database, assignment: AssignmentRow, /) -> dict: ...
 
 
 class PhaseIntake(Protocol):
@@ -86,7 +97,7 @@ class PhaseIntake(Protocol):
     recording's decoding); it replaces validate. Raises SubmissionError as validate does."""
 
     def __call__(
-        self, database: Database, study: dict, assignment: dict, payload: dict, media_dir: Path | None, /
+        self, database: Database, study: StudyRow, assignment: AssignmentRow, payload: dict, media_dir: Path | None, /
     ) -> dict: ...
 
 
@@ -102,7 +113,7 @@ class PhaseAfterSave(Protocol):
     """Inside the submit's write, after the item is marked done (a DA rater's finished HIT is
     judged)."""
 
-    def __call__(self, tx: Transaction, study: dict, assignment: dict, /) -> None: ...
+    def __call__(self, tx: Transaction, study: StudyRow, assignment: AssignmentRow, /) -> None: ...
 
 
 class PhaseAnswerWords(Protocol):
@@ -111,7 +122,7 @@ class PhaseAnswerWords(Protocol):
     item. Without one the page shows that stored answer as compact JSON. A phase of the built-in
     protocols is said by that module's own queries, one per kind of answer."""
 
-    def __call__(self, database: Database, assignment: dict, stored: dict, /) -> str: ...
+    def __call__(self, database: Database, assignment: AssignmentRow, stored: dict, /) -> str: ...
 
 
 # -- Tab: a participant's tab -----------------------------------------------------------------
@@ -131,21 +142,23 @@ class TabOnSubmit(Protocol):
     readies the participant's next item in that write (the item a pool gives, its first-shown
     time), so that the view after the submit writes nothing."""
 
-    def __call__(self, tx: Transaction, study: dict, assignment: dict, /) -> object: ...
+    def __call__(self, tx: Transaction, study: StudyRow, assignment: AssignmentRow, /) -> object: ...
 
 
 class TabTotal(Protocol):
     """The number of items the tab's progress counts; counts is {"open", "done"} of the
     participant's items of the tab. Without one: done + open."""
 
-    def __call__(self, database: Database, participant: dict, study: dict, counts: dict[str, int], /) -> int: ...
+    def __call__(
+        self, database: Database, participant: ParticipantRow, study: StudyRow, counts: dict[str, int], /
+    ) -> int: ...
 
 
 class TabWaiting(Protocol):
     """Why the tab waits, when that is the participant's to know, in the page's voice (None:
     the common words)."""
 
-    def __call__(self, database: Database, participant: dict, voice: Voice | None, /) -> str | None: ...
+    def __call__(self, database: Database, participant: ParticipantRow, voice: Voice | None, /) -> str | None: ...
 
 
 # -- Pool: a role's work taken one item at a time ---------------------------------------------
@@ -155,21 +168,21 @@ class PoolMayTake(Protocol):
     """Whether taking an item is worth the write lock (the participant has room and something
     they may take waits); cheap reads only: a page polling while it waits writes nothing."""
 
-    def __call__(self, database: Database, participant: dict, study: dict, /) -> bool: ...
+    def __call__(self, database: Database, participant: ParticipantRow, study: StudyRow, /) -> bool: ...
 
 
 class PoolReady(Protocol):
     """How many more items the participant could take now (the page's "n ready"); None: nothing
     comes from the pool for them."""
 
-    def __call__(self, database: Database, participant: dict, study: dict, /) -> int | None: ...
+    def __call__(self, database: Database, participant: ParticipantRow, study: StudyRow, /) -> int | None: ...
 
 
 class PoolTake(Protocol):
     """The assignment taken (storage's row) inside the caller's write, or None when there is no
     room or nothing they may take."""
 
-    def __call__(self, tx: Transaction, participant: dict, study: dict, /) -> dict | None: ...
+    def __call__(self, tx: Transaction, participant: ParticipantRow, study: StudyRow, /) -> AssignmentRow | None: ...
 
 
 # -- Role: a participant's role ---------------------------------------------------------------
@@ -182,7 +195,7 @@ class RoleSetup(Protocol):
     def __call__(
         self,
         tx: Transaction,
-        study: dict,
+        study: StudyRow,
         participant_id: int,
         group: str | None,
         gender: str | None,
@@ -212,7 +225,14 @@ class RoleOnLeave(Protocol):
     (each item is dropped, with its phase's not_handed_on)."""
 
     def __call__(
-        self, tx: Transaction, study: dict, participant: dict, withdrawn: list[dict], actor: str, out: Reassignment, /
+        self,
+        tx: Transaction,
+        study: StudyRow,
+        participant: ParticipantRow,
+        withdrawn: list[AssignmentRecord],
+        actor: str,
+        out: Reassignment,
+        /,
     ) -> None: ...
 
 
@@ -224,7 +244,7 @@ class RoleQC(Protocol):
     once per page or CSV with all of the role's rows. Without one the list says "no QC for this
     role"."""
 
-    def __call__(self, database: Database, study: dict, rows: list[dict], /) -> dict[int, str]: ...
+    def __call__(self, database: Database, study: StudyRow, rows: list[dict], /) -> dict[int, str]: ...
 
 
 # -- ExportTable and AudioMetadata: what the export writes ------------------------------------
@@ -377,7 +397,9 @@ class ParticipantItems(Protocol):
     one per item). `items` are their assignment rows, each with its `meta` parsed; an item left
     out is "item <id>" with its phase's answer_words (or its stored answer as compact JSON)."""
 
-    def __call__(self, database: Database, participant: dict, items: list[dict], /) -> dict[int, tuple[str, str]]: ...
+    def __call__(
+        self, database: Database, participant: ParticipantRow, items: list[dict], /
+    ) -> dict[int, tuple[str, str]]: ...
 
 
 class Demo(Protocol):

@@ -590,8 +590,10 @@ def hooks_markdown() -> str:
         "",
         inspect.cleandoc(hookspecs.__doc__ or ""),
         "",
-        "The types the signatures name: Database and Transaction are storage.db's, Path is pathlib's;",
-        "those of the layers above services.common are Any to mypy:",
+        "The types the signatures name: Database and Transaction are storage.db's; StudyRow,",
+        "ParticipantRow, AssignmentRow and AssignmentRecord are storage.rows' (a row as storage returns",
+        "it, a TypedDict with every column of its table); Path is pathlib's; those of the layers above",
+        "services.common are Any to mypy:",
         "",
         # the aliases' comments say where each type lives (hookspecs' source, read as text)
         *(

@@ -4,9 +4,10 @@ participant_items): the HIT, the item's place and type, its segment and system; 
 from __future__ import annotations
 
 from storage.da import participant_view as store
+from storage.rows import ParticipantRow
 
 
-def items_in_words(database, participant: dict, items: list[dict]) -> dict[int, tuple[str, str]]:
+def items_in_words(database, participant: ParticipantRow, items: list[dict]) -> dict[int, tuple[str, str]]:
     found = {r["assignment_id"]: r for r in store.da_items(database, participant["id"])}
     out = {}
     for a in items:

@@ -46,6 +46,7 @@ from storage import assignments, jobs, participants, studies
 from storage.da import hits as hit_store
 from storage.da import judgments
 from storage.db import Transaction, required
+from storage.rows import AssignmentRow, StudyRow
 
 MAX_FEEDBACK = 5000
 LISTEN_TOLERANCE_S = 0.5
@@ -55,7 +56,7 @@ class DAError(ValueError):
     pass
 
 
-def choose_modality(study, loads: dict) -> str:
+def choose_modality(study: StudyRow, loads: dict) -> str:
     """The study's modality; with "both", the one fewer raters hold (loads: storage.da.hits.da_hit_loads,
     each rater holding one HIT in one modality)."""
     m = study["config"]["da"]["modality"]
@@ -73,7 +74,7 @@ def modality_counts(loads: dict) -> dict[str, int]:
     return counts
 
 
-def assign_hit(tx: Transaction, study, pid: int) -> None:
+def assign_hit(tx: Transaction, study: StudyRow, pid: int) -> None:
     sid = study["id"]
     hits = hit_store.da_hits(tx.database, sid)
     if not hits:
@@ -101,7 +102,7 @@ def assign_hit(tx: Transaction, study, pid: int) -> None:
     jobs.enqueue(tx.db, kind, {"study_id": sid, "hit_id": hit["id"]}, dedupe_key=f"{kind}:{hit['id']}")
 
 
-def hit_completed(tx: Transaction, study, assignment) -> dict | None:
+def hit_completed(tx: Transaction, study: StudyRow, assignment: AssignmentRow) -> dict | None:
     """After a DA judgment is saved (inside its write): when it was the rater's last open item,
     the rater's HIT is judged (reliability test at p < reliability_alpha, section 2.2.3; speed,
     Ethics) and,
@@ -152,7 +153,7 @@ def hit_completed(tx: Transaction, study, assignment) -> dict | None:
     return row
 
 
-def _audio_path(study, candidate: str, media_dir) -> Path:
+def _audio_path(study: StudyRow, candidate: str, media_dir) -> Path:
     da = study["config"]["da"]
     return tts.cached_path(candidate, da["language"], media_dir, _backend(da))
 
@@ -166,7 +167,7 @@ def wav_seconds(path: Path) -> float:
         return w.getnframes() / w.getframerate()
 
 
-def locked(study) -> bool:
+def locked(study: StudyRow) -> bool:
     """Audio mode: does the slider wait until the candidate has played to its end?"""
     return bool(study["config"]["da"].get("lock_until_played", False))
 
@@ -177,7 +178,7 @@ def reference_image(reference: str, media_dir) -> tuple[Path, Path] | None:
     return render_item_images(reference, "", media_dir) if (reference or "").strip() else None
 
 
-def item_content(database, study, assignment, media_dir) -> dict | None:
+def item_content(database, study: StudyRow, assignment: AssignmentRow, media_dir) -> dict | None:
     """What the rating tab shows for an assignment; None while its audio is not rendered yet.
     Neither mode carries the reference or the candidate as text."""
     it = required(hit_store.da_hit_item(database, int(assignment["item_id"])), "HIT item of a DA assignment")
@@ -205,7 +206,7 @@ def item_content(database, study, assignment, media_dir) -> dict | None:
     return out
 
 
-def check_judgment(database, study, assignment, media_dir) -> None:
+def check_judgment(database, study: StudyRow, assignment: AssignmentRow, media_dir) -> None:
     """Audio mode with lock_until_played: the whole audio must have had time to play since the
     item was shown."""
     if assignment["meta"]["modality"] != "audio" or not assignment["first_shown_at"] or not locked(study):

@@ -19,6 +19,7 @@ from services.study.files import StudyError, StudyValidationError
 from services.study.texts import refusal, texts
 from storage.da import hits, judgments
 from storage.db import Transaction, required
+from storage.rows import AssignmentRow, ParticipantRow, StudyRow
 
 # paper 001: lock_until_played false (section 2.2, Figure 2: the rater "can use audio control
 # to listen" and moves the slider, nothing waits for the audio); runs: independent runs of
@@ -54,7 +55,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def payment_qc(database, study: dict, rows: list[dict]) -> dict[int, str]:
+def payment_qc(database, study: StudyRow, rows: list[dict]) -> dict[int, str]:
     """Each finished rater's stored HIT outcome (decided by analysis.hit_verdict when the HIT was
     done) in a payer's words (study_analysis.qc_outcome)."""
     found = hits.da_hit_outcomes_of(database, [r["id"] for r in rows])
@@ -160,7 +161,9 @@ def prepare(bundle) -> None:
     bundle.da_hits = build_campaign(bundle)
 
 
-def content(database, study, participant, assignment, media_dir) -> dict | None:
+def content(
+    database, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, media_dir
+) -> dict | None:
     """The candidate (text or audio) with its reference, None while its audio is rendered."""
     out = da_campaign.item_content(database, study, assignment, media_dir or Settings.from_env().media_dir)
     if out is None:
@@ -170,14 +173,14 @@ def content(database, study, participant, assignment, media_dir) -> dict | None:
     return out
 
 
-def check_answer(database, study, assignment, media_dir) -> None:
+def check_answer(database, study: StudyRow, assignment: AssignmentRow, media_dir) -> None:
     try:
         da_campaign.check_judgment(database, study, assignment, media_dir)
     except da_campaign.DAError as e:
         raise SubmissionError(str(e)) from e
 
 
-def validate(database, assignment, payload) -> dict:
+def validate(database, assignment: AssignmentRow, payload) -> dict:
     score, problem = checked_value(
         number_in, payload.get("score"), "The score", 0, 100, refusal(SubmissionError, "score_missing")
     )
@@ -185,23 +188,23 @@ def validate(database, assignment, payload) -> dict:
     return {"score": score}
 
 
-def save(tx: Transaction, study, participant, assignment, data) -> None:
+def save(tx: Transaction, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, data) -> None:
     it = required(hits.da_hit_item(tx.database, int(assignment["item_id"])), "HIT item of a DA assignment")
     judgments.insert_da_judgment(
         tx.db, assignment["id"], it["segment_row"], data["score"], it["id"], assignment["meta"]["modality"]
     )
 
 
-def stored(database, assignment) -> dict:
+def stored(database, assignment: AssignmentRow) -> dict:
     return judgments.da_judgment(database, assignment["id"]) or {}
 
 
-def after_save(tx: Transaction, study, assignment) -> None:
+def after_save(tx: Transaction, study: StudyRow, assignment: AssignmentRow) -> None:
     """The rater's last item: their HIT is judged, and rerun if it failed."""
     da_campaign.hit_completed(tx, study, assignment)
 
 
-def setup_rater(tx: Transaction, study, pid: int, group, gender, design_index=None) -> None:
+def setup_rater(tx: Transaction, study: StudyRow, pid: int, group, gender, design_index=None) -> None:
     da_campaign.assign_hit(tx, study, pid)
 
 

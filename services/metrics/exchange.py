@@ -25,6 +25,8 @@ Analysis tab and the export manifest show it, so no metric is ever skipped silen
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from services.metrics import auto_qa
 from services.metrics import registry as metrics
 from services.models.backends import BackendUnavailable
@@ -71,7 +73,7 @@ def not_configured(name: str, error: Exception) -> str:
     return f"not configured ({str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__})"
 
 
-def _unavailable(name: str, study: dict, cache=CACHE) -> str | None:
+def _unavailable(name: str, study: Mapping[str, Any], cache=CACHE) -> str | None:
     """None when the metric builds now with its packages installed, else the skip reason. Loads no model."""
     try:
         m = _metric(name, study, cache)
@@ -81,7 +83,7 @@ def _unavailable(name: str, study: dict, cache=CACHE) -> str | None:
     return f"not installed ({', '.join(missing)})" if missing else None
 
 
-def default_metrics(study: dict | None = None, cache=CACHE) -> tuple[list[str], list[str]]:
+def default_metrics(study: Mapping[str, Any] | None = None, cache=CACHE) -> tuple[list[str], list[str]]:
     """(metrics, notes) for a study without usability.metrics: paper 000's metrics whose weights are
     configured, the others named as not configured; none configured: the offline set."""
     study = study or {"config": {}}
@@ -101,7 +103,7 @@ def default_metrics(study: dict | None = None, cache=CACHE) -> tuple[list[str], 
     return (ready or list(OFFLINE_METRICS)), notes
 
 
-def study_metrics(study: dict, cache=CACHE) -> list[str]:
+def study_metrics(study: Mapping[str, Any], cache=CACHE) -> list[str]:
     return study["config"].get("usability", {}).get("metrics") or default_metrics(study, cache)[0]
 
 
@@ -109,7 +111,7 @@ def enqueue(db, exchange_id: int) -> None:
     jobs.enqueue(db, "score_exchange", {"exchange_id": exchange_id}, dedupe_key=f"score_exchange:{exchange_id}")
 
 
-def _metric(name: str, study: dict, cache=CACHE) -> metrics.Metric:
+def _metric(name: str, study: Mapping[str, Any], cache=CACHE) -> metrics.Metric:
     """The metric as the study configures it (the checkpoint now set for its name)."""
     if name == "auto-qa":  # the LLM and its settings come from the study
         return metrics.get(name, cache=cache, study_config=study["config"])

@@ -19,9 +19,10 @@ from services.study import consent
 from services.study.texts import Voice, page_language, refusal, reword
 from storage import assignments, participants, studies
 from storage.db import Transaction, required
+from storage.rows import AssignmentRow, LinkParticipant, ParticipantRow, StudyRow
 
 
-def _pool(participant: dict, tab: str) -> protocols.Pool | None:
+def _pool(participant: ParticipantRow, tab: str) -> protocols.Pool | None:
     """The pool the participant's role takes this tab's items from, one at a time (None: the
     tab's items are all in their queue)."""
     pool = protocols.role(participant["role"]).pool
@@ -36,12 +37,12 @@ class TooManyRequests(AccessError):
     """More views and submits for one link than services/participation/rate_limit.py allows."""
 
 
-def next_open(database, participant_id: int, phases: tuple[str, ...]) -> dict | None:
+def next_open(database, participant_id: int, phases: tuple[str, ...]) -> AssignmentRow | None:
     """The participant's next open item of the phases, those of a served_last phase last."""
     return assignments.next_open(database, participant_id, phases, protocols.served_last(phases))
 
 
-def limit_requests(participant: dict) -> None:
+def limit_requests(participant: ParticipantRow) -> None:
     """The per-link request limit of views and submits (services/participation/rate_limit.py, in
     memory), keyed by the participant found: a made-up token is refused by its lookup and leaves
     nothing behind (a bucket per token string kept 75 MB for 40 forged 2 MB tokens)."""
@@ -71,7 +72,7 @@ class ItemView:
         return f"{self.done} / {self.total}"
 
 
-def participant_for_token(database, token: str | None) -> dict:
+def participant_for_token(database, token: str | None) -> LinkParticipant:
     p = participants.by_token(database, token) if token else None
     if not p:
         raise refusal(AccessError, "invalid_link")
@@ -83,7 +84,7 @@ def participant_for_token(database, token: str | None) -> dict:
     return p
 
 
-def ready_participant(database, token: str | None) -> dict:
+def ready_participant(database, token: str | None) -> LinkParticipant:
     """The token's participant once consent and the demographics form are done (for side
     endpoints such as DA feedback; get_view and submit check the same stage themselves)."""
     p = participant_for_token(database, token)
@@ -93,7 +94,7 @@ def ready_participant(database, token: str | None) -> dict:
     return p
 
 
-def tabs_for(participant: dict) -> tuple[str, ...]:
+def tabs_for(participant: ParticipantRow) -> tuple[str, ...]:
     return protocols.role(participant["role"]).tabs
 
 
@@ -117,7 +118,7 @@ def bold_key_spans(text: str, spans: list[str]) -> str:
     return "".join(out)
 
 
-def _total(database, participant, study, tab, counts) -> int:
+def _total(database, participant: ParticipantRow, study: StudyRow, tab: str, counts: dict[str, int]) -> int:
     total = protocols.tab(tab).total
     return total(database, participant, study, counts) if total else counts["done"] + counts["open"]
 
@@ -170,7 +171,7 @@ class _Writes:
                 self.run_in(db)
 
 
-def _view(database, token, tab, touch, media_dir, limited, voice: Voice) -> ItemView:
+def _view(database, token: str | None, tab: str, touch: bool, media_dir, limited: bool, voice: Voice) -> ItemView:
     writes = _Writes(database)
     try:
         return _build_view(database, token, tab, touch, media_dir, limited, voice, writes)
@@ -178,7 +179,9 @@ def _view(database, token, tab, touch, media_dir, limited, voice: Voice) -> Item
         writes.flush()
 
 
-def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, writes: _Writes) -> ItemView:
+def _build_view(
+    database, token: str | None, tab: str, touch: bool, media_dir, limited: bool, voice: Voice, writes: _Writes
+) -> ItemView:
     p = participant_for_token(database, token)
     if limited:
         limit_requests(p)
@@ -284,7 +287,7 @@ def _build_view(database, token, tab, touch, media_dir, limited, voice: Voice, w
     )
 
 
-def take_and_show(tx: Transaction, participant: dict, study: dict, tab: str) -> dict | None:
+def take_and_show(tx: Transaction, participant: ParticipantRow, study: StudyRow, tab: str) -> AssignmentRow | None:
     """Inside a write: the participant's next open item of the tab, or one taken from the pool
     (the role's Pool.take checks their room and the pool), marked shown from now."""
     a = next_open(tx.database, participant["id"], protocols.tab(tab).phases)
@@ -296,7 +299,7 @@ def take_and_show(tx: Transaction, participant: dict, study: dict, tab: str) -> 
     return a
 
 
-def ready_next(tx: Transaction, participant: dict, study: dict, tab: str) -> None:
+def ready_next(tx: Transaction, participant: ParticipantRow, study: StudyRow, tab: str) -> None:
     """Inside a submit's write: what the view that follows it would write (the next item taken
     from the pool, that item's first-shown time, the participant's last-seen time), so that
     the view writes nothing and a submit takes the write lock once, not twice."""
@@ -315,14 +318,14 @@ def _stale(last_seen: str | None) -> bool:
     return (dt.datetime.now(dt.timezone.utc) - seen).total_seconds() >= TOUCH_EVERY_S
 
 
-def _waiting_message(database, participant: dict, tab: str, voice: Voice | None = None) -> str:
+def _waiting_message(database, participant: ParticipantRow, tab: str, voice: Voice | None = None) -> str:
     """Why the tab waits: the tab's own words when the reason is the participant's to know."""
     waiting = protocols.tab(tab).waiting
     said = waiting(database, participant, voice) if waiting else None
     return said if said is not None else (voice or Voice())("waiting")
 
 
-def _finished_elsewhere(database, participant, study, tab) -> bool:
+def _finished_elsewhere(database, participant: ParticipantRow, study: StudyRow, tab: str) -> bool:
     """The completion code (and Prolific redirect) come only when every tab of the role is done."""
     for other in tabs_for(participant):
         if other == tab:
@@ -336,7 +339,7 @@ def _finished_elsewhere(database, participant, study, tab) -> bool:
     return True
 
 
-def item_key(tab: str, assignment: dict) -> str:
+def item_key(tab: str, assignment: AssignmentRow) -> str:
     """The id a tab submits: on a tab with several phases (the survey's baseline and
     informed stages of one exchange) the phase is part of it."""
     return (

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from services.common import protocols
 from storage import assignments, studies
 from storage.db import Transaction, required
+from storage.rows import AssignmentRecord, AssignmentRow, ParticipantRow
 
 
 @dataclass
@@ -38,13 +39,13 @@ class Reassignment:
             parts.append(f"{len(self.dropped)} were withdrawn without a successor ({'; '.join(whys)})")
         return "; ".join(parts) + "."
 
-    def drop(self, assignment: dict) -> None:
+    def drop(self, assignment: AssignmentRow | AssignmentRecord) -> None:
         """An open item withdrawn and not handed on, with its phase's reason."""
         why = protocols.phase(assignment["phase"]).not_handed_on or assignment["phase"]
         self.dropped.append({"phase": assignment["phase"], "item": assignment["item_id"], "why": why})
 
 
-def withdraw_and_reassign(tx: Transaction, participant: dict, actor: str) -> Reassignment:
+def withdraw_and_reassign(tx: Transaction, participant: ParticipantRow, actor: str) -> Reassignment:
     """Withdraws every open item of an inactive participant and hands on what can be handed
     on (see the module's docstring). Runs inside the caller's write transaction; also used
     when a sender is excluded after rejected recordings (services/admin/usability_review) or drops

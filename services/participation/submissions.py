@@ -29,6 +29,7 @@ from services.study import consent
 from services.study.texts import Voice, page_language, refusal, refusals, reword
 from storage import assignments, participants, studies
 from storage.db import now, required
+from storage.rows import AssignmentRow, LinkParticipant, ParticipantRow, StudyRow
 
 MAX_TEXT = 2000  # characters in one free-text answer
 IDLE_CLAMP_S = 600.0  # time on an item beyond this counts as idle
@@ -106,7 +107,7 @@ def _active_seconds(assignment) -> float | None:
     return round(min(max(elapsed, 0.0), IDLE_CLAMP_S), 3)
 
 
-def _in_turn(nxt: dict | None, assignment: dict) -> bool:
+def _in_turn(nxt: AssignmentRow | None, assignment: AssignmentRow) -> bool:
     """Whether the item may be answered now: it is the participant's next open item, or one they
     have been shown already. An item that joins their queue while one is on their screen (a
     dropped-out sender's survey handed to a rater) may take a place before it; the one shown is
@@ -119,7 +120,7 @@ def _out_of_order(tab: str) -> SubmissionError:
     return refusal(SubmissionError, protocols.tab(tab).refusal_out_of_order)
 
 
-def _already_saved(database, assignment: dict, token, tab: str, media_dir, voice: Voice) -> SubmitResult:
+def _already_saved(database, assignment: AssignmentRow, token, tab: str, media_dir, voice: Voice) -> SubmitResult:
     """A double click or a reconnect: nothing is written, the saved state comes back."""
     words = "" if assignment["item_id"] in protocols.tab(tab).instruction_items else voice("already_saved")
     return SubmitResult(
@@ -130,7 +131,9 @@ def _already_saved(database, assignment: dict, token, tab: str, media_dir, voice
     )
 
 
-def _refuse_in_write(database, participant: dict, assignment: dict, fresh: dict | None, tab: str) -> None:
+def _refuse_in_write(
+    database, participant: ParticipantRow, assignment: AssignmentRow, fresh: AssignmentRow | None, tab: str
+) -> None:
     """Inside the write: the participant is still active, the item (`fresh`, as read in the
     write) still open, not withdrawn meanwhile, and the caller's next open item of the tab;
     else nothing is written."""
@@ -182,7 +185,9 @@ def submit(
         raise reword(e, voice)
 
 
-def _checked(database, token, tab, item_id, media_dir, voice: Voice):
+def _checked(
+    database, token, tab: str, item_id, media_dir, voice: Voice
+) -> SubmitResult | tuple[LinkParticipant, StudyRow, AssignmentRow]:
     """(participant, study, assignment) of a submit that may go ahead, or the saved state of one
     that was already saved; refusals raise."""
     p = participant_for_token(database, token)
@@ -214,9 +219,9 @@ def _save(
     database,
     token,
     tab,
-    participant: dict,
-    study: dict,
-    assignment: dict,
+    participant: ParticipantRow,
+    study: StudyRow,
+    assignment: AssignmentRow,
     payload: dict,
     data: dict | None,
     media_dir,

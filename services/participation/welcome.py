@@ -15,15 +15,16 @@ from services.common import protocols
 from services.study.texts import Voice
 from storage import assignments, studies
 from storage.db import required
+from storage.rows import ParticipantRow, StudyRow
 
 
-def items_of(study: dict, role: str) -> int:
+def items_of(study: StudyRow, role: str) -> int:
     """The items a role's participant answers, by the study's settings (its protocol's Role.items)."""
     items = protocols.role(role).items
     return items(study["config"]) if items else 0
 
 
-def expected_minutes(study: dict, role: str) -> int:
+def expected_minutes(study: StudyRow, role: str) -> int:
     given = (study["config"]["study"].get("expected_minutes") or {}).get(role)
     if given:
         return int(math.ceil(given))
@@ -33,12 +34,12 @@ def expected_minutes(study: dict, role: str) -> int:
     return max(1, int(math.ceil(items_of(study, role) * spec.seconds_per_item / 60)))
 
 
-def welcome(study: dict, role: str, lang: str) -> str:
+def welcome(study: StudyRow, role: str, lang: str) -> str:
     """The role's welcome in the page's language (assets/texts/<language>.toml welcome_<role>)."""
     return Voice(lang, study)(f"welcome_{role}", items=items_of(study, role), minutes=expected_minutes(study, role))
 
 
-def page_welcome(database, participant: dict, lang: str) -> str:
+def page_welcome(database, participant: ParticipantRow, lang: str) -> str:
     """The welcome of a participant's page while they have answered nothing yet ("" after): the
     time is what they decide to start on; after their first item the progress line says the rest."""
     phases = tuple(ph for tab in protocols.role(participant["role"]).tabs for ph in protocols.tab(tab).phases)

@@ -31,6 +31,7 @@ from services.models.cache import CACHE
 from services.questions import review as question_review
 from storage import question_drafts, studies
 from storage.db import required
+from storage.rows import StudyRow
 
 SNIPPET = 200  # how much of an unusable LLM answer a report quotes
 
@@ -81,7 +82,7 @@ class GenerationReport:
 class Generator:
     """The LLM, the translator and the prompts of one study."""
 
-    def __init__(self, study: dict, llm=None, translator=None, cache=CACHE):
+    def __init__(self, study: StudyRow, llm=None, translator=None, cache=CACHE):
         self.study = study
         cfg = study["config"]
         self.settings = question_settings.section(cfg)
@@ -169,7 +170,7 @@ def starters_to_do(database, study_id: str) -> list[str]:
     ]
 
 
-def _study(database, study_id: str) -> dict:
+def _study(database, study_id: str) -> StudyRow:
     study = studies.get_study(database, study_id)
     if study is None:
         raise ValueError(f"There is no study '{study_id}'.")
@@ -178,7 +179,7 @@ def _study(database, study_id: str) -> dict:
     return study
 
 
-def _n(study: dict, n: int | None) -> int:
+def _n(study: StudyRow, n: int | None) -> int:
     n = question_settings.section(study["config"])["n"] if n is None else n
     if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= question_settings.MAX_QUESTIONS:
         raise ValueError(

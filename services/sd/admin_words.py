@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from storage.rows import ParticipantRow
 from storage.sd import participant_view as store
 
 
-def items_in_words(database, participant: dict, items: list[dict]) -> dict[int, tuple[str, str]]:
+def items_in_words(database, participant: ParticipantRow, items: list[dict]) -> dict[int, tuple[str, str]]:
     said: dict[int, list[str]] = defaultdict(list)
     for r in store.sd_ratings(database, participant["id"]):
         if r["suitability"] is not None:

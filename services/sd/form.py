@@ -31,6 +31,7 @@ from __future__ import annotations
 from services.common.seeded import seeded_rng
 from storage import assignments
 from storage.db import Transaction, required
+from storage.rows import AssignmentRow, StudyRow
 from storage.sd import corpus
 
 REPEAT_SUFFIX = "~repeat"
@@ -87,7 +88,7 @@ def _layout_sizes(sd: dict, n_pairs: int) -> list[int]:
     return page_sizes(n_pairs + repeats, sd.get("pairs_per_page", 0), sd.get("pages_per_sentence", 1))
 
 
-def setup_queue(tx: Transaction, study, pid: int) -> None:
+def setup_queue(tx: Transaction, study: StudyRow, pid: int) -> None:
     sid, cfg = study["id"], study["config"]
     sd, seed = cfg["sd"], cfg["study"]["seed"]
     rng = seeded_rng("sd", seed, pid)
@@ -157,7 +158,7 @@ def instruction_values(sd: dict, n_pairs: int) -> dict:
     return {"sentences": sd["sentences_per_participant"], "pages": len(sizes), "pairs": sum(sizes)}
 
 
-def page_content(database, study, assignment, wording: dict) -> dict:
+def page_content(database, study: StudyRow, assignment: AssignmentRow, wording: dict) -> dict:
     meta, sid, sd = assignment["meta"], study["id"], study["config"]["sd"]
     pairs = {q["id"]: q for q in corpus.sd_pairs(database, sid, sd["language"])}
     lang = instructions_language(sd)

@@ -15,6 +15,7 @@ from services.sd.admin_words import items_in_words
 from services.sd.study_analysis import qc_outcomes
 from services.study.texts import texts
 from storage.db import Transaction
+from storage.rows import AssignmentRow, ParticipantRow, StudyRow
 from storage.sd import ratings
 
 # paper 002 (section 3.2, Table 3): 3 sentences each, 20 pairs + 2 repeats (22 scales) per
@@ -37,7 +38,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def payment_qc(database, study: dict, rows: list[dict]) -> dict[int, str]:
+def payment_qc(database, study: StudyRow, rows: list[dict]) -> dict[int, str]:
     """Each finished rater's cleansing outcome (study_analysis.qc_outcomes, on the whole study:
     its outlier fence needs every rater)."""
     cleansed = qc_outcomes(database, study["id"])
@@ -78,14 +79,14 @@ def check(sd: dict) -> list[tuple[str, str]]:
     return out
 
 
-def content(database, study, participant, assignment, media_dir=None) -> dict:
+def content(database, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, media_dir=None) -> dict:
     return sd_form.page_content(database, study, assignment, texts(study)["sd"])
 
 
 SD_FIELD = "pair:"  # the form field of a scale: "pair:<slot>" (tabs/sd.py)
 
 
-def validate(database, assignment, payload) -> dict:
+def validate(database, assignment: AssignmentRow, payload) -> dict:
     layout = assignment["meta"]["pairs"]
     suitability = assignment["meta"].get("kind") == "suitability"
     top = 5 if suitability else 7
@@ -129,18 +130,18 @@ def validate(database, assignment, payload) -> dict:
     return {"suitability": out, "suggestion": suggestion} if suitability else {"ratings": out}
 
 
-def save(tx: Transaction, study, participant, assignment, data) -> None:
+def save(tx: Transaction, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, data) -> None:
     if "suitability" in data:
         ratings.insert_sd_suitability(tx.db, assignment["id"], data["suitability"], data["suggestion"])
     else:
         ratings.insert_sd_ratings(tx.db, assignment["id"], data["ratings"])
 
 
-def stored(database, assignment) -> dict:
+def stored(database, assignment: AssignmentRow) -> dict:
     return {"ratings": ratings.sd_ratings(database, assignment["id"])}
 
 
-def setup_participant(tx: Transaction, study, pid: int, group, gender, design_index=None) -> None:
+def setup_participant(tx: Transaction, study: StudyRow, pid: int, group, gender, design_index=None) -> None:
     sd_form.setup_queue(tx, study, pid)
 
 

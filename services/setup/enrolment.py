@@ -35,6 +35,7 @@ from services.common.settings import current as current_settings
 from services.common.tally import Tally
 from storage import participants, studies
 from storage.db import Transaction, required
+from storage.rows import ParticipantRow
 
 
 class ParticipantError(ValueError):
@@ -287,7 +288,7 @@ def _clean(v) -> str | None:
     return v or None
 
 
-def enrol_from_link(database, query: dict, client: str | None = None) -> dict:
+def enrol_from_link(database, query: dict, client: str | None = None) -> ParticipantRow:
     """A Prolific URL's query parameters -> the participant (see enrol). Refused, counted and
     nothing stored when its signature does not match its study, role, group and gender.
     client: who is asking (the caller's address, services.admin.auth.throttle_key), for the
@@ -401,7 +402,7 @@ def enrol(
     group: str | None = None,
     gender: str | None = None,
     client: str | None = None,
-) -> dict:
+) -> ParticipantRow:
     """A Prolific newcomer takes an open self-enrolment slot of a self-enrolling role; a
     returning one gets their own slot back only with the SESSION_ID it was claimed with (a
     Prolific id alone is no key: anyone with the role's URL could type someone's id), and not
@@ -414,7 +415,7 @@ def enrol(
         raise
 
 
-def _enrol(database, study_id, role, prolific_pid, prolific_study, session, group, gender, client) -> dict:
+def _enrol(database, study_id, role, prolific_pid, prolific_study, session, group, gender, client) -> ParticipantRow:
     study = studies.get_study(database, study_id)
     if not study:
         raise EnrolRefused(f"unknown study '{study_id}'", "unknown_study", study=study_id)

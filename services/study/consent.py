@@ -32,6 +32,7 @@ from services.study.texts import refusal, refusals
 from storage import consent as store
 from storage import studies
 from storage.db import required
+from storage.rows import ParticipantRow, StudyRow
 
 KINDS = ("number", "choice", "text")
 FIELD_KEYS = {"id", "label", "kind", "choices", "min", "max", "required", "roles", "max_chars"}
@@ -127,12 +128,12 @@ def _for_role(roles, role: str) -> bool:
     return not roles or role in roles
 
 
-def consent_config(study: dict, role: str) -> dict | None:
+def consent_config(study: StudyRow, role: str) -> dict | None:
     c = study["config"].get("consent")
     return c if c and _for_role(c.get("roles"), role) else None
 
 
-def form_fields(study: dict, role: str) -> list[dict]:
+def form_fields(study: StudyRow, role: str) -> list[dict]:
     """The demographics fields a role answers, with defaults filled in."""
     fields = (study["config"].get("demographics") or {}).get("fields") or []
     return [
@@ -155,7 +156,7 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def pending_stage(database, participant: dict, study: dict | None = None) -> str | None:
+def pending_stage(database, participant: ParticipantRow, study: StudyRow | None = None) -> str | None:
     """ "consent", "declined" or "demographics" while the participant may not see items; else None."""
     study = study or required(studies.get_study(database, participant["study_id"]), "study of a participant")
     if consent_config(study, participant["role"]):
@@ -169,7 +170,7 @@ def pending_stage(database, participant: dict, study: dict | None = None) -> str
     return None
 
 
-def page(study: dict, role: str, stage: str) -> dict:
+def page(study: StudyRow, role: str, stage: str) -> dict:
     """What the consent / demographics page shows (nothing of any item)."""
     c = consent_config(study, role) or {}
     out: dict = {"stage": stage}
@@ -181,7 +182,7 @@ def page(study: dict, role: str, stage: str) -> dict:
     return out
 
 
-def record_consent(database, participant: dict, agreed: bool, actor: str | None = None) -> str | None:
+def record_consent(database, participant: ParticipantRow, agreed: bool, actor: str | None = None) -> str | None:
     """Saves the decision; returns the next pending stage. Agreeing twice (a double click, a
     reload) changes nothing; an agreement cannot be turned into a decline here."""
     if not isinstance(agreed, bool):
@@ -239,7 +240,7 @@ def _clean_answer(f: dict, value):
     return value
 
 
-def submit_demographics(database, participant: dict, answers: dict, actor: str | None = None) -> str | None:
+def submit_demographics(database, participant: ParticipantRow, answers: dict, actor: str | None = None) -> str | None:
     """Validates every field, then saves them all at once; returns the next pending stage.
     A second submission (a double click, a reconnect) keeps the first answers."""
     study = required(studies.get_study(database, participant["study_id"]), "study of a participant")
@@ -271,7 +272,7 @@ def submit_demographics(database, participant: dict, answers: dict, actor: str |
     return pending_stage(database, participant, study)
 
 
-def consented_ids(database, study: dict) -> set[int] | None:
+def consented_ids(database, study: StudyRow) -> set[int] | None:
     """Participants who agreed, or None when the study asks no role for consent."""
     if not study["config"].get("consent"):
         return None

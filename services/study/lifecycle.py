@@ -16,6 +16,7 @@ from typing import Any
 
 from storage import studies
 from storage.db import now
+from storage.rows import StudyRow
 
 # setting (a dotted key of study.toml, or a prefix of them) -> why changing it touches no collected item
 SAFE_SETTINGS: dict[str, str] = {
@@ -122,7 +123,7 @@ class LifecycleError(ValueError):
     pass
 
 
-def _study(database, study_id: str | None) -> dict:
+def _study(database, study_id: str | None) -> StudyRow:
     s = studies.get_study(database, study_id) if study_id else None
     if s is None:
         raise LifecycleError(f"There is no study '{study_id}'.")

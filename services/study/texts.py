@@ -16,7 +16,7 @@ import functools
 import string
 import tomllib
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Mapping, TypeVar
 
 from services.common import protocols
 
@@ -119,7 +119,7 @@ def problems(override: dict) -> list[tuple[str, str]]:
     return out
 
 
-def texts(study: dict | None = None) -> dict:
+def texts(study: Mapping[str, Any] | None = None) -> dict:
     """The wording a study shows: the defaults, with the study's scales.toml over them."""
     base = defaults()
     override = ((study or {}).get("config") or {}).get("texts") or {}
@@ -137,7 +137,7 @@ def texts(study: dict | None = None) -> dict:
 class Voice:
     """A page's wording in one language, the study's own over the defaults: voice(key, **values)."""
 
-    def __init__(self, lang: str = DEFAULT_LANGUAGE, study: dict | None = None):
+    def __init__(self, lang: str = DEFAULT_LANGUAGE, study: Mapping[str, Any] | None = None):
         self.lang, self.study = lang, study
 
     @property
@@ -198,7 +198,7 @@ def reword(e: Exception, voice: Voice) -> Exception:
     return e
 
 
-def sqm_label(score: float, study: dict | None = None) -> str:
+def sqm_label(score: float, study: Mapping[str, Any] | None = None) -> str:
     """The DA+SQM label nearest to a 0-100 score (ticks 0, 2, 4, 6 carry labels; halfway
     between two labels, the lower one)."""
     labels = sorted(texts(study)["sqm"], key=lambda s: s["value"])

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
+from storage.rows import ParticipantRow
 from storage.usability import participant_view as store
 
 
-def items_in_words(database, participant: dict, items: list[dict]) -> dict[int, tuple[str, str]]:
+def items_in_words(database, participant: ParticipantRow, items: list[dict]) -> dict[int, tuple[str, str]]:
     pid = participant["id"]
     text: dict[int, str] = {}
     for r in store.recordings(database, pid):

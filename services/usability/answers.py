@@ -14,6 +14,7 @@ from services.participation.submissions import (
 from services.study.texts import refusal
 from storage import assignments, studies
 from storage.db import required
+from storage.rows import AssignmentRow
 from storage.usability import answers, exchanges
 
 
@@ -24,7 +25,7 @@ def likert(value, name):
     return int(x)
 
 
-def validate_receive(database, assignment, payload) -> dict:
+def validate_receive(database, assignment: AssignmentRow, payload) -> dict:
     ex = required(exchanges.exchange(database, assignment["exchange_id"]), "exchange of an assignment")
     qs = studies.questions(database, ex["study_id"], ex["starter_id"])
     given = idx_map(payload.get("answers"))
@@ -59,7 +60,7 @@ def validate_receive(database, assignment, payload) -> dict:
     return {"answers": clean}
 
 
-def validate_validate(database, assignment, payload) -> dict:
+def validate_validate(database, assignment: AssignmentRow, payload) -> dict:
     parts, fields = [], {}
     score, problem = checked_value(
         number_in, payload.get("score"), "The translation score", 0, 100, refusal(SubmissionError, "score_missing")
@@ -97,7 +98,7 @@ def validate_validate(database, assignment, payload) -> dict:
 SURVEY_DIMENSIONS = ("satisfaction", "trust", "reliance")
 
 
-def validate_survey(database, assignment, payload) -> dict:
+def validate_survey(database, assignment: AssignmentRow, payload) -> dict:
     out, missing, parts, fields = {}, [], [], {}
     for k in SURVEY_DIMENSIONS:
         value = payload.get(k)

@@ -29,6 +29,7 @@ from services.common.vocabulary import count
 from services.participation.assignment import sender_design
 from services.usability import workflow
 from storage import studies
+from storage.rows import StudyRow
 from storage.usability import pool
 
 # senders per design cell the import's plan shows the receivers needed for (30: about the
@@ -49,7 +50,7 @@ def receivers_needed(per_starter: dict[str, int], us: dict, n_starters: int) -> 
     return max(math.ceil(total / k), max(per_starter.values()) * r)
 
 
-def planned_exchanges(study: dict, starters: list[dict], systems: list[str], per_cell: int) -> Counter:
+def planned_exchanges(study: StudyRow, starters: list[dict], systems: list[str], per_cell: int) -> Counter:
     """Exchanges per starter once every design cell has `per_cell` senders (sender_design's
     blocks 0..per_cell-1, the same in each cell)."""
     cfg, cells = study["config"], _cells(study)
@@ -62,12 +63,12 @@ def planned_exchanges(study: dict, starters: list[dict], systems: list[str], per
     return out
 
 
-def _cells(study: dict) -> int:
+def _cells(study: StudyRow) -> int:
     cfg = study["config"]["study"]
     return max(1, len(cfg["groups"] or [None])) * max(1, len(cfg["genders"] or [None]))
 
 
-def design_lines(database, study: dict) -> list[str]:
+def design_lines(database, study: StudyRow) -> list[str]:
     """At import: the receivers the design needs for a few sizes of the sender cells."""
     sid, us = study["id"], study["config"]["usability"]
     starters = studies.starters(database, sid)
@@ -93,7 +94,7 @@ def design_lines(database, study: dict) -> list[str]:
     ]
 
 
-def running_lines(database, study: dict, now: dt.datetime | None = None) -> list[str]:
+def running_lines(database, study: StudyRow, now: dt.datetime | None = None) -> list[str]:
     """While the study runs: whether the enrolled receivers can answer the exchanges there are,
     and the exchanges no receiver with room may take, with what would release them."""
     sid, us = study["id"], study["config"]["usability"]
@@ -140,7 +141,7 @@ class Blocked:
     oldest: str | None  # when the longest-waiting of them entered the pool
 
 
-def blocked(database, study: dict, n_starters: int | None = None) -> Blocked | None:
+def blocked(database, study: StudyRow, n_starters: int | None = None) -> Blocked | None:
     """The receive places that wait for a receiver who has not read their starter (None: none,
     or the study lets receivers repeat starters). A starter's open places beyond the receivers
     with room who never had it are blocked; each new receiver takes one of each starter, up to

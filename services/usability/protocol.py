@@ -28,6 +28,7 @@ from services.usability.recording_qc import (
 )
 from storage import assignments, jobs, participants, question_drafts, studies
 from storage.db import Transaction, required
+from storage.rows import AssignmentRow, ParticipantRow, StudyRow
 from storage.usability import answers as answer_store
 from storage.usability import exchanges, recordings
 
@@ -73,7 +74,7 @@ DEFAULTS: dict[str, Any] = {
 }
 
 
-def sender_qc(database, study: dict, rows: list[dict]) -> dict[int, str]:
+def sender_qc(database, study: StudyRow, rows: list[dict]) -> dict[int, str]:
     """A finished sender's recording QC in a payer's words: excluded (more than three rejected
     recordings, or by the team), or passed with the count of their recordings the team rejected
     (services/admin/usability_review.decide)."""
@@ -138,7 +139,13 @@ def check(us: dict) -> list[tuple[str, str]]:
     return out
 
 
-def content(database, study, participant, assignment, media_dir=None) -> dict:
+def exchange_of(assignment: AssignmentRow) -> int:
+    """The exchange id of a usability item, to store beside its answer: every record, receive,
+    validate and survey item names one."""
+    return required(assignment["exchange_id"], "exchange of an assignment")
+
+
+def content(database, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, media_dir=None) -> dict:
     """The item of a record, receive, validate or survey phase, as the role may see it."""
     phase = assignment["phase"]
     sid = study["id"]
@@ -245,7 +252,7 @@ def content(database, study, participant, assignment, media_dir=None) -> dict:
     return content
 
 
-def intake_recording(database, study, assignment, payload, media_dir) -> dict:
+def intake_recording(database, study: StudyRow, assignment: AssignmentRow, payload, media_dir) -> dict:
     """The recording decoded and stored outside the line of participant actions."""
     try:
         ex = required(exchanges.exchange(database, assignment["exchange_id"]), "exchange of an assignment")
@@ -271,10 +278,12 @@ def discard_recording(database, data) -> None:
     audio_intake.discard(au, recordings.content_named(database, au.sha256))
 
 
-def save_recording(tx: Transaction, study, participant, assignment, data) -> None:
+def save_recording(
+    tx: Transaction, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, data
+) -> None:
     au = audio_intake.place(data["audio"])
     rid = recordings.insert_recording(
-        tx.db, assignment["id"], assignment["exchange_id"], au.sha256, au.path_original, au.path_16k, au.duration_s
+        tx.db, assignment["id"], exchange_of(assignment), au.sha256, au.path_original, au.path_16k, au.duration_s
     )
     jobs.enqueue(
         tx.db,
@@ -284,29 +293,33 @@ def save_recording(tx: Transaction, study, participant, assignment, data) -> Non
     )
 
 
-def save_answers(tx: Transaction, study, participant, assignment, data) -> None:
-    answer_store.insert_answers(tx.db, assignment["id"], assignment["exchange_id"], data["answers"])
+def save_answers(
+    tx: Transaction, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, data
+) -> None:
+    answer_store.insert_answers(tx.db, assignment["id"], exchange_of(assignment), data["answers"])
 
 
-def save_validation(tx: Transaction, study, participant, assignment, data) -> None:
+def save_validation(
+    tx: Transaction, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, data
+) -> None:
     answer_store.insert_validation(
         tx.db,
         assignment["id"],
         data["receive_assignment_id"],
-        assignment["exchange_id"],
+        exchange_of(assignment),
         data["score"],
         data["qa_score"],
         data["marks"],
     )
 
 
-def save_survey(tx: Transaction, study, participant, assignment, data) -> None:
+def save_survey(tx: Transaction, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, data) -> None:
     ex = required(exchanges.exchange(tx.database, assignment["exchange_id"]), "exchange of an assignment")
     perspective = "first" if ex["sender_id"] == participant["id"] else "third"
     answer_store.insert_survey(
         tx.db,
         assignment["id"],
-        assignment["exchange_id"],
+        exchange_of(assignment),
         assignment["phase"].split("_")[1],
         perspective,
         data["satisfaction"],
@@ -315,31 +328,31 @@ def save_survey(tx: Transaction, study, participant, assignment, data) -> None:
     )
 
 
-def stored_recording(database, assignment) -> dict:
+def stored_recording(database, assignment: AssignmentRow) -> dict:
     return recordings.recording_for_assignment(database, assignment["id"]) or {}
 
 
-def stored_answers(database, assignment) -> dict:
+def stored_answers(database, assignment: AssignmentRow) -> dict:
     return {"answers": answer_store.answers(database, assignment["id"])}
 
 
-def stored_validation(database, assignment) -> dict:
+def stored_validation(database, assignment: AssignmentRow) -> dict:
     return answer_store.validation(database, assignment["id"]) or {}
 
 
-def stored_survey(database, assignment) -> dict:
+def stored_survey(database, assignment: AssignmentRow) -> dict:
     return answer_store.survey(database, assignment["id"]) or {}
 
 
-def receiver_total(database, participant, study, counts) -> int:
+def receiver_total(database, participant: ParticipantRow, study: StudyRow, counts: dict[str, int]) -> int:
     return max(study["config"]["usability"]["items_per_receiver"], counts["done"] + counts["open"])
 
 
-def validator_total(database, participant, study, counts) -> int:
+def validator_total(database, participant: ParticipantRow, study: StudyRow, counts: dict[str, int]) -> int:
     return max(study["config"]["usability"]["items_per_validator"], counts["done"] + counts["open"])
 
 
-def survey_total(database, participant, study, counts) -> int:
+def survey_total(database, participant: ParticipantRow, study: StudyRow, counts: dict[str, int]) -> int:
     cfg = study["config"]
     if participant["role"] == "sender":
         return 2 * cfg["usability"]["items_per_sender"]
@@ -354,7 +367,7 @@ def survey_total(database, participant, study, counts) -> int:
     return 2 * max(cap, c["open"] + c["done"])
 
 
-def waiting_message(database, participant: dict, voice: Voice | None = None) -> str | None:
+def waiting_message(database, participant: ParticipantRow, voice: Voice | None = None) -> str | None:
     """Why a sender's survey is not ready yet, when the reason is theirs to know (None: a
     rater's, in the common words)."""
     if participant["role"] != "sender":
@@ -386,7 +399,7 @@ def waiting_message(database, participant: dict, voice: Voice | None = None) -> 
     )
 
 
-def setup_sender(tx: Transaction, study, pid: int, group, gender, design_index: int | None = None) -> None:
+def setup_sender(tx: Transaction, study: StudyRow, pid: int, group, gender, design_index: int | None = None) -> None:
     """A sender's record items: their design block's starters, each with its system."""
     cfg, sid = study["config"], study["id"]
     seed = cfg["study"]["seed"]

@@ -21,13 +21,19 @@ from services.participation.reassignment import Reassignment
 from services.usability import workflow
 from storage import assignments, participants
 from storage.db import Transaction, required
+from storage.rows import AssignmentRecord, ParticipantRow, StudyRow
 from storage.usability import exchanges
 
 POOLED = {"receive", "validate"}  # their places go back to the work pool
 
 
 def on_leave(
-    tx: Transaction, study: dict, participant: dict, withdrawn: list[dict], actor: str, out: Reassignment
+    tx: Transaction,
+    study: StudyRow,
+    participant: ParticipantRow,
+    withdrawn: list[AssignmentRecord],
+    actor: str,
+    out: Reassignment,
 ) -> None:
     """Hands on a leaving sender's, receiver's, validator's or rater's withdrawn items (see
     the module's docstring). A sender the team deactivated and whose items it hands on has
@@ -77,7 +83,7 @@ def _move_recording_item(tx: Transaction, study, participant, assignment, actor,
     )
 
 
-def replacement_sender(database, study_id: str, leaving: dict, starter_id: str) -> int | None:
+def replacement_sender(database, study_id: str, leaving: ParticipantRow, starter_id: str) -> int | None:
     """An active sender of the same group and gender (the design cell: the stratified design
     stays exactly balanced) who has not had this starter, the least loaded first; None when
     the cell has nobody who can take it."""

@@ -14,8 +14,8 @@ from storage import studies
 def study_reference(database, study_id: str) -> dict | None:
     """The usability models' reference levels a study sets: its usability.corpus_reference
     (None when unset, or for a study imported before the setting: the analysis's default)."""
-    study = studies.get_study(database, study_id) or {}
-    ref = study.get("config", {}).get("usability", {}).get("corpus_reference", "")
+    study = studies.get_study(database, study_id)
+    ref = (study["config"] if study else {}).get("usability", {}).get("corpus_reference", "")
     return {"corpus": ref} if ref else None
 
 

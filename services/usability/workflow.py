@@ -33,6 +33,7 @@ import datetime as dt
 from services.common.seeded import order_key, seeded_rng
 from storage import assignments, participants, studies
 from storage.db import Transaction, required
+from storage.rows import AssignmentRecord, AssignmentRow, ParticipantRow, StudyRow
 from storage.usability import exchanges, pool
 
 # the pooled phase a role takes work from, and the study setting that caps it per person
@@ -60,7 +61,7 @@ def cell(group: str | None, gender: str | None) -> str:
     return f"{group or ''}|{gender or ''}"
 
 
-def _usability(database, study_id: str) -> tuple[dict, dict] | None:
+def _usability(database, study_id: str) -> tuple[StudyRow, dict] | None:
     study = studies.get_study(database, study_id)
     if not study or "usability" not in study["config"]:
         return None
@@ -132,7 +133,7 @@ def starter_changed(tx: Transaction, study_id: str, starter_id: str) -> None:
             pool.set_need(tx.db, study_id, "receive", eid, 0)
 
 
-def _open_exchange(tx: Transaction, study: dict, ex: dict) -> int:
+def _open_exchange(tx: Transaction, study: StudyRow, ex: dict) -> int:
     if not ex["translated"] or not ex["qc_ok"] or ex["excluded_at"]:
         return 0
     sid, seed, us = study["id"], _seed(study), study["config"]["usability"]
@@ -166,7 +167,7 @@ def _open_exchange(tx: Transaction, study: dict, ex: dict) -> int:
     return added
 
 
-def _offer_rater(tx: Transaction, study: dict, ex: dict) -> int:
+def _offer_rater(tx: Transaction, study: StudyRow, ex: dict) -> int:
     """Puts the exchange's surveys in the raters' pool, or puts its places right; 1 when that
     changed anything."""
     sid, eid = study["id"], ex["id"]
@@ -192,7 +193,7 @@ def _offer_rater(tx: Transaction, study: dict, ex: dict) -> int:
     return 0
 
 
-def hand_surveys_to_raters(tx: Transaction, study: dict, participant: dict) -> list[int]:
+def hand_surveys_to_raters(tx: Transaction, study: StudyRow, participant: ParticipantRow) -> list[int]:
     """A sender or rater who is gone (inside the caller's write): every exchange whose informed
     survey they will not answer goes (back) to the raters' pool. Returns those exchanges."""
     if participant["role"] == "sender":
@@ -209,19 +210,21 @@ def hand_surveys_to_raters(tx: Transaction, study: dict, participant: dict) -> l
     return out
 
 
-def after_submit(tx: Transaction, study: dict, assignment: dict) -> int:
+def after_submit(tx: Transaction, study: StudyRow, assignment: AssignmentRow) -> int:
     """What a just-saved answer opens (inside its write transaction)."""
-    phase = assignment["phase"]
+    phase, exchange_id = assignment["phase"], assignment["exchange_id"]
     if phase == "receive":
         return _offer_validation(tx, study, assignment["id"])
+    if exchange_id is None:  # a validate or survey item always names its exchange
+        return 0
     if phase == "validate":
-        return _open_informed(tx, study, assignment["exchange_id"])
+        return _open_informed(tx, study, exchange_id)
     if phase == "survey_baseline":
-        return _open_informed(tx, study, assignment["exchange_id"], only=assignment["participant_id"])
+        return _open_informed(tx, study, exchange_id, only=assignment["participant_id"])
     return 0
 
 
-def _offer_validation(tx: Transaction, study: dict, receive_id: int) -> int:
+def _offer_validation(tx: Transaction, study: StudyRow, receive_id: int) -> int:
     r = pool.receive_assignment_state(tx.database, receive_id)
     if not r or r["status"] != "done":
         return 0
@@ -243,7 +246,7 @@ def _offer_validation(tx: Transaction, study: dict, receive_id: int) -> int:
     )
 
 
-def _open_informed(tx: Transaction, study: dict, exchange_id: int, only: int | None = None) -> int:
+def _open_informed(tx: Transaction, study: StudyRow, exchange_id: int, only: int | None = None) -> int:
     if not pool.exchange_validated(tx.database, exchange_id):
         return 0
     added = 0
@@ -272,20 +275,20 @@ def _open_informed(tx: Transaction, study: dict, exchange_id: int, only: int | N
 # -- a participant takes work --------------------------------------------------------------------
 
 
-def _strata(database, study: dict) -> list[str]:
+def _strata(database, study: StudyRow) -> list[str]:
     groups = [*study["config"]["study"]["groups"], ""]
     systems = studies.systems(database, study["id"])
     return [stratum(g, s["id"]) for g in groups for s in systems]
 
 
-def distinct_starters(study: dict, phase: str) -> bool:
+def distinct_starters(study: StudyRow, phase: str) -> bool:
     """Whether a receiver may get no second exchange of a starter they had: the same questions
     again, so the second answer set would not be independent of the first (the LMM's receiver
     intercept assumes it is). A study stored before the setting existed has the default (false)."""
     return phase == "receive" and not study["config"]["usability"].get("receiver_repeat_starters", False)
 
 
-def repeat_cutoff(study: dict, phase: str, now: dt.datetime | None = None) -> str | None:
+def repeat_cutoff(study: StudyRow, phase: str, now: dt.datetime | None = None) -> str | None:
     """With distinct starters and [usability] receiver_repeat_after_minutes > 0: the time before
     which an item must have entered the pool for a receiver who had its starter to take it (an
     exchange no other receiver could take would otherwise wait for ever: services/usability/plan.py);
@@ -298,7 +301,7 @@ def repeat_cutoff(study: dict, phase: str, now: dt.datetime | None = None) -> st
     return (now - dt.timedelta(minutes=minutes)).isoformat(timespec="milliseconds")
 
 
-def may_take(database, participant: dict, study: dict) -> bool:
+def may_take(database, participant: ParticipantRow, study: StudyRow) -> bool:
     """Whether taking an item is worth the write lock: the participant has room and something of
     their phase waits (two indexed reads; a page polling while it waits writes nothing)."""
     phase = POOL_OF_ROLE.get(participant["role"])
@@ -309,7 +312,7 @@ def may_take(database, participant: dict, study: dict) -> bool:
     return pool.any_open(database, study["id"], phase)
 
 
-def ready_in_pool(database, participant: dict, study: dict) -> int | None:
+def ready_in_pool(database, participant: ParticipantRow, study: StudyRow) -> int | None:
     """How many more items the participant could take from the pool now, at most their room left
     (None: their role takes nothing from it). A few indexed reads, however large the study."""
     phase = POOL_OF_ROLE.get(participant["role"])
@@ -333,7 +336,7 @@ def ready_in_pool(database, participant: dict, study: dict) -> int | None:
     )
 
 
-def next_item(tx: Transaction, participant: dict, study: dict) -> dict | None:
+def next_item(tx: Transaction, participant: ParticipantRow, study: StudyRow) -> AssignmentRow | None:
     """One pooled item for a participant who has nothing open in their phase (inside a write),
     or None: no room left, or nothing they may take is waiting."""
     phase = POOL_OF_ROLE.get(participant["role"])
@@ -398,7 +401,7 @@ def _repeat_meta(candidate: dict) -> dict:
     return {"repeat_starter": True, "waited_minutes": round(waited, 1)}
 
 
-def release(tx: Transaction, assignment: dict) -> bool:
+def release(tx: Transaction, assignment: AssignmentRow | AssignmentRecord) -> bool:
     """A withdrawn assignment's place goes back to the pool (pooled phases only)."""
     return pool.give_back(tx.db, assignment["study_id"], assignment["phase"], assignment["item_id"])
 
@@ -406,7 +409,7 @@ def release(tx: Transaction, assignment: dict) -> bool:
 # -- a sender design cell's withdrawn recordings --------------------------------------------------
 
 
-def orphan_recording(tx: Transaction, study: dict, leaving: dict, exchange: dict) -> None:
+def orphan_recording(tx: Transaction, study: StudyRow, leaving: ParticipantRow, exchange: dict) -> None:
     """A recording item withdrawn from a sender that no other sender of their cell can take
     now: it waits for the next sender who enrols in that cell (adopt_cell_orphans)."""
     pool.offer(
@@ -422,7 +425,7 @@ def orphan_recording(tx: Transaction, study: dict, leaving: dict, exchange: dict
     )
 
 
-def adopt_cell_orphans(tx: Transaction, study: dict, sender_id: int, group, gender) -> list[int]:
+def adopt_cell_orphans(tx: Transaction, study: StudyRow, sender_id: int, group, gender) -> list[int]:
     """A new sender of a cell also records the cell's waiting items (those whose starter is not
     already theirs), so the cell's design stays complete. Returns the new exchanges."""
     sid, made = study["id"], []
@@ -471,7 +474,7 @@ def refresh(database, study_id: str) -> int:
     return changed
 
 
-def _need(database, study: dict, row: dict) -> int | None:
+def _need(database, study: StudyRow, row: dict) -> int | None:
     """How many more people a pooled item should get; None: leave it as it is."""
     redundancy = study["config"]["usability"]["redundancy"]
     if row["phase"] == "validate":

@@ -26,7 +26,8 @@ def insert_exchange(
     )
 
 
-def exchange(database: Database, exchange_id: int) -> dict | None:
+def exchange(database: Database, exchange_id: int | None) -> dict | None:
+    """The exchange (None: there is none, or an assignment's exchange_id was NULL)."""
     return database.one("SELECT * FROM exchanges WHERE id = ?", [exchange_id])
 
 
