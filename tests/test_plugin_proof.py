@@ -64,7 +64,7 @@ def test_one_plugin_uses_every_hook_in_the_browser(registered, tmp_path):
     app = RunningApp(tmp_path, {protocols.PLUGINS_ENV: PLUGIN, "TRADLAB_WORKER": "0"})
     res = app.setup_cli("import", str(proof.STUDY))
     assert res.returncode == 0, res.stderr
-    assert "study 'proof': created" in res.stdout and "proof segments 2" in res.stdout  # count_corpus
+    assert "study 'proof': created" in res.stdout and "proof_segments 2" in res.stdout  # count_corpus
     assert app.rows("SELECT segment_id FROM proof_segments WHERE study_id = 'proof' ORDER BY 1") == [("s1",), ("s2",)]
     app.prepare(("participants", "add", "--study", "proof", "--role", "proof", "--count", "1"))
     url = app.setup_cli("links", "--study", "proof").stdout.splitlines()[1].split("\t")[5]

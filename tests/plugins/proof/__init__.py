@@ -139,7 +139,7 @@ def store_corpus(tx: Transaction, study_id: str, corpus) -> None:
 
 
 def count_corpus(database, study_id: str) -> dict[str, int]:
-    return {"proof segments": protocol_rows.count(database, SEGMENTS, {"study_id": study_id})}
+    return {SEGMENTS: protocol_rows.count(database, SEGMENTS, {"study_id": study_id})}
 
 
 def segment(database, study_id: str, segment_id: str) -> dict:
@@ -310,9 +310,11 @@ def add_commands(subparsers) -> None:
 
 
 def proof_summary(args, settings) -> int:
+    from services.common import protocols
     from storage import open_database
 
-    print(summary_words(open_database(settings.db_path, settings.journal_mode), args.study))
+    database = open_database(settings.db_path, settings.journal_mode, protocols.schemas())  # its tables too
+    print(summary_words(database, args.study))
     return 0
 
 
