@@ -191,12 +191,12 @@ def test_its_corpus_and_answers_are_its_own_rows_exported_alone_and_deleted(regi
     (person,) = add_participants(db, "tp", NAME, 1)
     statements = []
     given = {}
-    for score in (30, 60, 90):
+    for score in (100, 60, 90):
         with Trace(db) as t:
             view = get_view(db, person.token, NAME)
             assert view.status == "item"
             given[view.item_id] = score
-            spans = [{"start": 0, "end": 1, "severity": "minor"}] if score == 30 else []
+            spans = [{"start": 0, "end": 1, "severity": "minor"}] if score == 100 else []
             done = submit(db, person.token, NAME, view.item_id, {"spans": json.dumps(spans), "score": score})
             assert done.saved
         statements += t.sql
@@ -226,6 +226,7 @@ def test_its_corpus_and_answers_are_its_own_rows_exported_alone_and_deleted(regi
     )
     readme = (out.folder / "README.md").read_text(encoding="utf-8")
     assert "### `proof_answers.csv`" in readme and "### `proof_segments.csv`" in readme
+    assert "1 of 3 answers mark errors yet score 100" in readme  # its warnings, from its extras' column
     assert "### `da_judgments.csv`" not in readme and "### `recordings.csv`" not in readme
     # deleted with the study, every row of its tables (its QC decided after the last answer too)
     assert [db.scalar(f"SELECT COUNT(*) FROM {t}") for t in sorted(mine_of(db))] == [3, 1, 3, 1]

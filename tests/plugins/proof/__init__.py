@@ -338,7 +338,7 @@ def spans_counted(rows: list[dict], ctx) -> None:
 
 def contradictions(rows: list[dict]) -> list[str]:
     odd = [r for r in rows if r["spans"] and r["score"] == 100]
-    return [f"{len(odd)} answers mark errors yet score 100: check them before averaging."] if odd else []
+    return [f"{len(odd)} of {len(rows)} answers mark errors yet score 100: check them before averaging."] if odd else []
 
 
 EXPORT_TABLES = {
