@@ -4,13 +4,19 @@ SCAN a table that grows with the study (only SEARCH through an index)."""
 
 from __future__ import annotations
 
+import json
+
+from services.common import protocols
 from services.participation.items import get_view
 from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
+from services.setup.importer import import_study
 from services.usability import dropouts, pipeline
+from storage import open_database
 from tests.helpers.audio import write_wav
 from tests.helpers.sql_trace import Trace, scans
 from tests.helpers.workflow import stand_in_translation
+from tests.plugins import proof
 
 
 def act(database, token, tab, answer, media=None):
@@ -137,3 +143,30 @@ def test_a_da_raters_last_item_and_the_next_arrival_scan_nothing_study_sized(dem
     statements += t.sql
     assert any("da_hit_outcomes" in s for s in t.sql)
     assert scans(db, statements) == []
+
+
+def test_a_plugins_participant_scans_nothing_of_its_study_sized_tables(tmp_path):
+    """The proof plugin (tests/plugins/proof/: its answers, spans and QC tables are study_sized):
+    each view and submit, its last answer's QC decided inside the submit (Phase.after_save), reach
+    them through their indexes only; a query of them on a column no index has is a scan."""
+    protocols.register(proof.PROTOCOL)
+    try:
+        db = open_database(tmp_path / "p.db", schemas=protocols.schemas())
+        import_study(db, proof.STUDY)
+        add_participants(db, "proof", proof.NAME, 2)  # another participant's items beside theirs
+        (person,) = add_participants(db, "proof", proof.NAME, 1)
+        statements, spans = [], json.dumps([{"start": 0, "end": 1, "severity": "major"}])
+        for _ in range(2):
+            sql, after = act(db, person.token, proof.NAME, lambda v: {"spans": spans, "score": 30})
+            statements += sql
+        assert after.status == "complete"
+        assert db.scalar("SELECT outcome FROM proof_qc WHERE participant_id = ?", [person.id]) == "passed"
+        mine = [s for s in statements if any(t in s for t in (proof.ANSWERS, proof.SPANS, proof.QC))]
+        assert len(mine) >= 6
+        assert scans(db, statements) == []
+        plans = {row[-1] for s in mine for row in db.db.conn.execute("EXPLAIN QUERY PLAN " + s)}
+        assert "SEARCH proof_answers USING INDEX proof_answers_participant_id (participant_id=?)" in plans
+        assert any(p.startswith("SEARCH proof_spans USING INDEX proof_spans_assignment_id_start_char") for p in plans)
+        assert scans(db, ["SELECT * FROM proof_spans WHERE severity = 'major'"])
+    finally:
+        protocols.unregister(proof.NAME)

@@ -1,10 +1,11 @@
-"""Issue 52, part A: a protocol is a plugin with tables of its own. A plugin file kept outside the
-packages (tests/plugins/tables_proof.py) declares its tables and indexes; the core makes and
+"""Issue 52, part A: a protocol is a plugin with tables of its own. A plugin kept outside the
+packages (tests/plugins/proof/) declares its tables and indexes; the core makes and
 migrates them per protocol where it migrates its own (a version per protocol, a restart a no-op,
 a newer database refused), reads its corpus file into its table at import and counts it in the
 summary, saves its phase's answers into its other table (a participant's view and submit reach
 them through its index), exports them and only the tables of the study's protocols, and deletes
-them with the study."""
+them with the study. In process, fast: the edge cases (schema steps, refusals, a re-import); the
+plugin end to end in a browser is tests/test_plugin_proof.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import json
 
 import pytest
 
-from harness.app import RunningApp
 from services.common import protocols
 from services.common.protocols import AddColumn, AddIndex, Column, Index, SchemaStep, Table
 from services.participation.items import get_view
@@ -27,10 +27,14 @@ from services.study.files import StudyValidationError
 from storage import open_database, protocol_schema
 from storage.protocol_schema import SchemaError
 from tests.helpers.sql_trace import Trace, scans
-from tests.plugins import tables_proof as proof
+from tests.plugins import proof
 
 NAME = proof.NAME
-ITEMS = [("a1", "The cat sat on the mat."), ("a2", "Mat the on sat cat the."), ("a3", "A dog barked.")]
+ITEMS = [
+    ("a1", "Le chat.", "The cat sat on the mat."),
+    ("a2", "Le tapis.", "Mat the on sat cat."),
+    ("a3", "Un chien.", "A dog."),
+]
 BUILT_IN_TABLES = {t for p in ("usability", "da", "sd") for t in protocols.protocol(p).export_tables}
 
 
@@ -38,12 +42,12 @@ def write_study(folder, items=ITEMS, study_id="tp"):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "study.toml").write_text(
         f'[study]\nid = "{study_id}"\nname = "Tables proof"\nprotocols = ["{NAME}"]\nseed = 3\n\n'
-        f'[{NAME}]\nitems = "items.csv"\n',
+        f'[{NAME}]\nsegments = "segments.csv"\n',
         encoding="utf-8",
     )
-    with open(folder / "items.csv", "w", encoding="utf-8", newline="") as f:
+    with open(folder / "segments.csv", "w", encoding="utf-8", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["id", "text"])
+        w.writerow(["id", "source", "target"])
         w.writerows(items)
     return folder
 
@@ -59,6 +63,10 @@ def opened(path):
     return open_database(path, schemas=protocols.schemas())
 
 
+def mine_of(database) -> set[str]:
+    return {t for t in tables_of(database) if t in {proof.SEGMENTS, proof.ANSWERS, proof.SPANS, proof.QC}}
+
+
 def tables_of(database) -> set[str]:
     return {r["name"] for r in database.query("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
 
@@ -70,11 +78,11 @@ def test_tables_are_made_once_and_migrated_step_by_step(registered, tmp_path):
     path = tmp_path / "t.db"
     db = opened(path)
     import_study(db, write_study(tmp_path / "study"))
-    assert {proof.ITEMS, proof.ANSWERS, "tproof_items_study_id_item_id", "tproof_answers_assignment_id"} <= tables_of(
-        db
-    )
+    mine = {proof.SEGMENTS, proof.ANSWERS, proof.SPANS, proof.QC}
+    indexes = {"proof_segments_study_id_segment_id", "proof_answers_assignment_id", "proof_answers_participant_id"}
+    assert mine | indexes | {"proof_spans_assignment_id_start_char", "proof_qc_participant_id"} <= tables_of(db)
     assert db.query("SELECT protocol, version, tables FROM protocol_schemas") == [
-        {"protocol": NAME, "version": 1, "tables": json.dumps(sorted([proof.ANSWERS, proof.ITEMS]))}
+        {"protocol": NAME, "version": 1, "tables": json.dumps(sorted(mine))}
     ]
     stamp = db.scalar("SELECT updated_at FROM protocol_schemas")
     # a restart: nothing to do, no write (the write lock is never asked for)
@@ -85,28 +93,28 @@ def test_tables_are_made_once_and_migrated_step_by_step(registered, tmp_path):
     assert again.scalar("SELECT updated_at FROM protocol_schemas") == stamp
     # version 2: a new column and index on the answers and a new table; only the new step runs
     note = Column("note", "TEXT", not_null=True, default="")
-    by_answer = Index(("answer",))
-    flags = Table("tproof_flags", (Column("assignment_id", "INTEGER", references="assignments.id"),))
+    by_score = Index(("score",))
+    flags = Table("proof_flags", (Column("assignment_id", "INTEGER", references="assignments.id"),))
     answers2 = dataclasses.replace(
         proof.ANSWERS_TABLE,
         columns=(*proof.ANSWERS_TABLE.columns, note),
-        indexes=(*proof.ANSWERS_TABLE.indexes, by_answer),
+        indexes=(*proof.ANSWERS_TABLE.indexes, by_score),
     )
     v2 = dataclasses.replace(
         proof.PROTOCOL,
         schema_version=2,
-        tables=(proof.ITEMS_TABLE, answers2, flags),
-        schema_steps=(SchemaStep(2, (AddColumn(proof.ANSWERS, note), AddIndex(proof.ANSWERS, by_answer), flags)),),
+        tables=(proof.SEGMENTS_TABLE, answers2, proof.SPANS_TABLE, proof.QC_TABLE, flags),
+        schema_steps=(SchemaStep(2, (AddColumn(proof.ANSWERS, note), AddIndex(proof.ANSWERS, by_score), flags)),),
     )
     protocols.register(v2)
     db2 = opened(path)
     assert db2.scalar("SELECT version FROM protocol_schemas WHERE protocol = ?", [NAME]) == 2
-    assert "note" in {c[1] for c in db2.db.execute("PRAGMA table_info(tproof_answers)")}
-    assert {"tproof_flags", "tproof_answers_answer"} <= tables_of(db2)
-    assert db2.scalar("SELECT COUNT(*) FROM tproof_items") == 3  # the rows made at version 1 stay
+    assert "note" in {c[1] for c in db2.db.execute("PRAGMA table_info(proof_answers)")}
+    assert {"proof_flags", "proof_answers_score"} <= tables_of(db2)
+    assert db2.scalar("SELECT COUNT(*) FROM proof_segments") == 3  # the rows made at version 1 stay
     # the plugin of version 1 again: refused, naming both versions, the database left as it is
     protocols.register(proof.PROTOCOL)
-    with pytest.raises(SchemaError, match="'tproof'.*schema version 2, newer than this code's 1"):
+    with pytest.raises(SchemaError, match="'proof'.*schema version 2, newer than this code's 1"):
         opened(path)
     assert open_database(path).scalar("SELECT version FROM protocol_schemas") == 2
 
@@ -116,43 +124,43 @@ def test_a_step_left_out_is_refused_and_nothing_changes(registered, tmp_path):
     path = tmp_path / "t.db"
     opened(path)
     extra = Column("extra", "TEXT")
-    by_answer = Index(("answer",), name="tproof_by_answer")
+    by_score = Index(("score",), name="proof_by_score")
     answers2 = dataclasses.replace(
         proof.ANSWERS_TABLE,
         columns=(*proof.ANSWERS_TABLE.columns, extra),
-        indexes=(*proof.ANSWERS_TABLE.indexes, by_answer),
+        indexes=(*proof.ANSWERS_TABLE.indexes, by_score),
     )
-    with pytest.raises(ValueError, match="schema step 2 changes tproof_nothing"):
+    with pytest.raises(ValueError, match="schema step 2 changes proof_nothing"):
         protocols.register(
             dataclasses.replace(
                 proof.PROTOCOL,
                 schema_version=2,
-                tables=(proof.ITEMS_TABLE, answers2),
-                schema_steps=(SchemaStep(2, (AddIndex("tproof_nothing", Index(("x",))),)),),
+                tables=(proof.SEGMENTS_TABLE, answers2, proof.SPANS_TABLE, proof.QC_TABLE),
+                schema_steps=(SchemaStep(2, (AddIndex("proof_nothing", Index(("x",))),)),),
             )
         )
     protocols.register(
         dataclasses.replace(
             proof.PROTOCOL,
             schema_version=2,
-            tables=(proof.ITEMS_TABLE, answers2),
-            schema_steps=(SchemaStep(2, (AddIndex(proof.ANSWERS, by_answer),)),),  # no AddColumn of extra
+            tables=(proof.SEGMENTS_TABLE, answers2, proof.SPANS_TABLE, proof.QC_TABLE),
+            schema_steps=(SchemaStep(2, (AddIndex(proof.ANSWERS, by_score),)),),  # no AddColumn of extra
         )
     )
-    with pytest.raises(SchemaError, match="leave tproof_answers without extra: add a step"):
+    with pytest.raises(SchemaError, match="leave proof_answers without extra: add a step"):
         opened(path)
     assert open_database(path).scalar("SELECT version FROM protocol_schemas") == 1
-    assert "tproof_by_answer" not in tables_of(open_database(path))
+    assert "proof_by_score" not in tables_of(open_database(path))
 
 
 def test_a_table_name_that_is_not_its_own_is_refused(tmp_path):
     """A table named outside the protocol's prefix, one that another protocol already declares,
     one that exists as a core table, and one whose rows no study reaches: each refused by name."""
     col = Column("study_id", "TEXT", not_null=True)
-    with pytest.raises(ValueError, match="'tproof': table 'answers' must be named tproof_<name>"):
+    with pytest.raises(ValueError, match="'proof': table 'answers' must be named proof_<name>"):
         protocols.register(dataclasses.replace(proof.PROTOCOL, tables=(Table("answers", (col,)),)))
-    with pytest.raises(ValueError, match="table tproof_loose holds no study's rows"):
-        protocols.register(dataclasses.replace(proof.PROTOCOL, tables=(Table("tproof_loose", (Column("x"),)),)))
+    with pytest.raises(ValueError, match="table proof_loose holds no study's rows"):
+        protocols.register(dataclasses.replace(proof.PROTOCOL, tables=(Table("proof_loose", (Column("x"),)),)))
     assert NAME not in protocols.names()
     # the core's work_pool, claimed by a protocol named "work"
     work = protocols.Protocol(name="work", tables=(Table("work_pool", (col,)),), in_studies=False)
@@ -175,27 +183,28 @@ def test_a_table_name_that_is_not_its_own_is_refused(tmp_path):
 def test_its_corpus_and_answers_are_its_own_rows_exported_alone_and_deleted(registered, tmp_path):
     db = opened(tmp_path / "t.db")
     res = import_study(db, write_study(tmp_path / "study"))
-    assert res.counts[proof.ITEMS] == 3 and "tproof_items 3" in res.summary()
-    assert db.query("SELECT item_id, text FROM tproof_items WHERE study_id = 'tp' ORDER BY item_id") == [
-        {"item_id": i, "text": t} for i, t in ITEMS
+    assert res.counts[proof.SEGMENTS] == 3 and "proof_segments 3" in res.summary()
+    assert db.query("SELECT segment_id, source, target FROM proof_segments WHERE study_id = 'tp' ORDER BY 1") == [
+        {"segment_id": i, "source": s, "target": t} for i, s, t in ITEMS
     ]
-    assert import_study(db, tmp_path / "study").counts[proof.ITEMS] == 3  # unchanged: counted from storage
+    assert import_study(db, tmp_path / "study").counts[proof.SEGMENTS] == 3  # unchanged: counted from storage
     (person,) = add_participants(db, "tp", NAME, 1)
     statements = []
     given = {}
-    for answer in ("yes", "no", "yes"):
+    for score in (100, 60, 90):
         with Trace(db) as t:
             view = get_view(db, person.token, NAME)
             assert view.status == "item"
-            given[view.item_id] = answer
-            done = submit(db, person.token, NAME, view.item_id, {"answer": answer})
+            given[view.item_id] = score
+            spans = [{"start": 0, "end": 1, "severity": "minor"}] if score == 100 else []
+            done = submit(db, person.token, NAME, view.item_id, {"spans": json.dumps(spans), "score": score})
             assert done.saved
         statements += t.sql
     assert done.next.status == "complete"
     stored = db.query(
-        "SELECT a.item_id, t.answer FROM tproof_answers t JOIN assignments a ON a.id = t.assignment_id ORDER BY 1"
+        "SELECT a.item_id, t.score FROM proof_answers t JOIN assignments a ON a.id = t.assignment_id ORDER BY 1"
     )
-    assert {r["item_id"]: r["answer"] for r in stored} == given
+    assert {r["item_id"]: r["score"] for r in stored} == given
     # its participant's path reaches its tables through their indexes: no scan, its index searched
     assert scans(db, statements) == []
     plans = [
@@ -204,23 +213,26 @@ def test_its_corpus_and_answers_are_its_own_rows_exported_alone_and_deleted(regi
         if proof.ANSWERS in s and s.lstrip().upper().startswith("SELECT")
         for row in db.db.conn.execute("EXPLAIN QUERY PLAN " + s)
     ]
-    assert "SEARCH tproof_answers USING INDEX tproof_answers_assignment_id (assignment_id=?)" in plans
+    assert "SEARCH proof_answers USING INDEX proof_answers_assignment_id (assignment_id=?)" in plans
     # exported through its export_tables; no table of a protocol the study does not list
     out = export_study(db, "tp", tmp_path / "export", "csv", media_dir=tmp_path / "media")
-    assert set(out.rows) == {"participants", "consents", "demographics", "assignments", proof.ANSWERS, proof.ITEMS}
+    common = {"participants", "consents", "demographics", "assignments"}
+    assert set(out.rows) == common | {proof.ANSWERS, proof.SPANS, proof.SEGMENTS}
     assert not {f"{t}.csv" for t in BUILT_IN_TABLES} & {p.name for p in out.folder.iterdir()}
-    with open(out.folder / "tproof_answers.csv", encoding="utf-8") as f:
+    with open(out.folder / "proof_answers.csv", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    assert sorted((r["item_id"], r["answer"], r["participant"]) for r in rows) == sorted(
+    assert sorted((r["item_id"], int(r["score"]), r["participant"]) for r in rows) == sorted(
         (i, a, f"{NAME}-001") for i, a in given.items()
     )
     readme = (out.folder / "README.md").read_text(encoding="utf-8")
-    assert "### `tproof_answers.csv`" in readme and "### `tproof_items.csv`" in readme
+    assert "### `proof_answers.csv`" in readme and "### `proof_segments.csv`" in readme
+    assert "1 of 3 answers mark errors yet score 100" in readme  # its warnings, from its extras' column
     assert "### `da_judgments.csv`" not in readme and "### `recordings.csv`" not in readme
-    # deleted with the study, every row of its tables
+    # deleted with the study, every row of its tables (its QC decided after the last answer too)
+    assert [db.scalar(f"SELECT COUNT(*) FROM {t}") for t in sorted(mine_of(db))] == [3, 1, 3, 1]
     _, n = lifecycle.deletion_question(db, "tp")
     lifecycle.delete(db, "tp", "test", n)
-    assert db.scalar("SELECT COUNT(*) FROM tproof_items") == db.scalar("SELECT COUNT(*) FROM tproof_answers") == 0
+    assert [db.scalar(f"SELECT COUNT(*) FROM {t}") for t in sorted(mine_of(db))] == [0, 0, 0, 0]
 
 
 def test_a_reimport_replaces_its_corpus(registered, tmp_path):
@@ -228,27 +240,16 @@ def test_a_reimport_replaces_its_corpus(registered, tmp_path):
     study without participants replaces its rows, and a study with participants refuses it."""
     db = opened(tmp_path / "t.db")
     import_study(db, write_study(tmp_path / "study"))
-    res = import_study(db, write_study(tmp_path / "study", ITEMS[:2] + [("b9", "New.")]))
-    assert res.status == "updated" and res.counts[proof.ITEMS] == 3
-    assert [r["item_id"] for r in db.query("SELECT item_id FROM tproof_items ORDER BY 1")] == ["a1", "a2", "b9"]
+    res = import_study(db, write_study(tmp_path / "study", ITEMS[:2] + [("b9", "Neuf.", "New.")]))
+    assert res.status == "updated" and res.counts[proof.SEGMENTS] == 3
+    assert [r["segment_id"] for r in db.query("SELECT segment_id FROM proof_segments ORDER BY 1")] == ["a1", "a2", "b9"]
     add_participants(db, "tp", NAME, 1)
-    with pytest.raises(StudyValidationError, match=r"the corpus changed \(tproof corpus\)"):
+    with pytest.raises(StudyValidationError, match=r"the corpus changed \(proof corpus\)"):
         import_study(db, write_study(tmp_path / "study", ITEMS))
 
 
 def test_the_plan_check_applies_to_its_tables(registered, tmp_path):
     """A query of its study-sized table on a column no index has is a scan the check reports."""
     db = opened(tmp_path / "t.db")
-    assert scans(db, ["SELECT * FROM tproof_answers WHERE answer = 'yes'"])
-    assert scans(db, ["SELECT * FROM tproof_answers WHERE assignment_id = 3"]) == []
-
-
-def test_the_cli_makes_its_tables_and_prints_its_count(tmp_path):
-    """`app.py import` on an app that names the plugin in TRADLAB_PLUGINS (a launched command:
-    the registry reads it on first use): its tables made at start, its count in the summary."""
-    app = RunningApp(tmp_path, {protocols.PLUGINS_ENV: "tests.plugins.tables_proof:PROTOCOL"})
-    res = app.cli("import", str(write_study(tmp_path / "study")))
-    assert res.returncode == 0, res.stderr
-    assert "study 'tp': created" in res.stdout and "tproof_items 3" in res.stdout
-    assert app.rows("SELECT protocol, version FROM protocol_schemas") == [(NAME, 1)]
-    assert app.rows("SELECT COUNT(*) FROM tproof_items") == [(3,)]
+    assert scans(db, ["SELECT * FROM proof_answers WHERE score = 100"])
+    assert scans(db, ["SELECT * FROM proof_answers WHERE assignment_id = 3"]) == []

@@ -440,8 +440,10 @@ class CliCommands(Protocol):
     """The protocol's commands of `python app.py` (cli.build_parser, after the built-in ones):
     adds its parsers to the command line's subparsers, `subparsers.add_parser(name, help=...)`,
     each with set_defaults(func=handler); handler(args, settings) returns the exit status, the
-    database opened as every command opens it, storage.open_database(settings.db_path,
-    settings.journal_mode). A name another command has is refused with the protocol's name.
+    database opened as every command opens it (cli.open_db), storage.open_database(settings.db_path,
+    settings.journal_mode, protocols.schemas()): without the schemas a database that has not
+    had the protocol's tables yet is not given them. A name another command has is refused with
+    the protocol's name.
     docs/reference.md's CLI section (cli.cli_markdown) lists them while the protocol is loaded."""
 
     def __call__(self, subparsers: argparse._SubParsersAction, /) -> None: ...
