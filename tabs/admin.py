@@ -74,15 +74,17 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
                 )
                 collected = gr.Dataframe(label="Data collected", interactive=False, value=shown_table(None, NO_STUDY))
             # each protocol's own sections (Protocol.admin_section: the usability study's exchanges and
-            # recording review), in registration order, between the progress tables and the jobs
-            sections = [
-                protocols.resolve(p.admin_section)(ctx, auth, session, study)
-                for p in protocols.protocols()
-                if p.admin_section
-            ]
-            section_inputs = [c for sec in sections for c in sec.inputs]
-            section_outputs = [c for sec in sections for c in sec.outputs]
-            section_initial = [v for sec in sections for v in sec.initial]
+            # recording review), in registration order, between the progress tables and the jobs; each
+            # in a box shown only while the study picked lists its protocol
+            sections = []
+            for p in protocols.protocols():
+                if p.admin_section:
+                    with gr.Column(visible=False) as box:
+                        sections.append((p.name, box, protocols.resolve(p.admin_section)(ctx, auth, session, study)))
+            section_boxes = [box for _, box, _ in sections]
+            section_inputs = [c for _, _, sec in sections for c in sec.inputs]
+            section_outputs = [c for _, _, sec in sections for c in sec.outputs]
+            section_initial = [v for _, _, sec in sections for v in sec.initial]
             with gr.Accordion("Background jobs", open=False):
                 jobs = pager(
                     "Jobs (failed first)",
@@ -198,9 +200,12 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
             **jobs.show(admin_progress.jobs_page(ctx.database, job_page)),
             models: shown_table(admin_progress.models_table(CACHE), NO_MODELS),
         }
+        listed = admin_progress.study_protocols(ctx.database, study_id)
         at = 0
-        for sec in sections:
-            out.update(sec.refresh(study_id, *values[at : at + len(sec.inputs)]))
+        for name, box, sec in sections:
+            out[box] = gr.update(visible=name in listed)
+            if name in listed:  # another protocol's section stays hidden and unread
+                out.update(sec.refresh(study_id, *values[at : at + len(sec.inputs)]))
             at += len(sec.inputs)
         out.update(people.refresh(study_id, *values[at:]))
         return out
@@ -291,6 +296,7 @@ def build(ctx: Ctx, auth: admin.AdminAuth):
         models,
         *people.outputs,
         dash,
+        *section_boxes,
     ]
     outs = [session, notice, login_row, panel, study, *table_outs[1:], dash_timer]
     for trigger in (login.click, password.submit):

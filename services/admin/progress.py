@@ -20,6 +20,12 @@ def study_choices(database, archived: bool = False) -> list[tuple[str, str]]:
     ]
 
 
+def study_protocols(database, study_id: str | None) -> list[str]:
+    """The protocols the study lists (none for no study)."""
+    study = studies.get_study(database, study_id) if study_id else None
+    return list(study["config"]["study"]["protocols"]) if study else []
+
+
 def progress_chart(database, study_id: str):
     """The progress table and its stacked bar chart of items done and open per phase (the
     Analysis tab's first figure)."""
