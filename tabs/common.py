@@ -255,11 +255,6 @@ def safe_submit(ctx: Ctx, token: str, tab: str, item_id: str, payload: dict):
         return view, "", refusal_text(e) if not err else err
 
 
-def wait_timer() -> gr.Timer:
-    """The timer of a page that can wait for other participants' work: active only while it waits."""
-    return gr.Timer(WAIT_POLL_S, active=False)
-
-
 def timer_update(view: ItemView | None) -> gr.Timer:
     # Gradio builds a new gr.Timer for this update too (0.3 ms: it copies every updated block for
     # the session); only the Gradio events pay it, the item forms' JSON routes send no timer

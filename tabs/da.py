@@ -18,8 +18,8 @@ import gradio as gr
 
 from services.da import campaign as da_campaign
 from services.participation.items import AccessError, ready_participant
-from tabs.common import PARTICIPANT_EVENT, Ctx, TabUI, file_url, plain_html, safe_submit, safe_view, timer_update
-from tabs.item_form import FormRoutes, answer_of, form_value, item_form
+from tabs.common import PARTICIPANT_EVENT, Ctx, TabUI, file_url, plain_html
+from tabs.item_form import Beside, form_tab
 from tabs.static import script
 
 # once the feedback is saved, a study's Prolific link is followed (the page waited for it)
@@ -41,10 +41,11 @@ def picture(c: dict, alt: str) -> str:
     )
 
 
-def body_html(c: dict) -> str:
+def body_html(c: dict, typed: dict | None = None) -> str:
     """The item's form: the reference and candidate (one image; or the reference's image and
     the candidate's audio), the slider (in audio mode locked until the candidate has played when
-    the study says so: content "lock") and Submit."""
+    the study says so: content "lock") and Submit. typed, a refused answer's fields, is not
+    written in: the page's draft brings a moved slider back."""
     if c.get("modality") == "audio":
         ref = picture(c, "The reference translation (grey)") if c.get("image") else ""
         note = (
@@ -72,9 +73,10 @@ def body_html(c: dict) -> str:
 
 
 def build(ctx: Ctx) -> TabUI:
-    with gr.Tab("Direct assessment", id="da", visible=False) as tab:
-        form = item_form("da-form")
-        with gr.Group(visible=False) as feedback_box:
+    """The HIT's item form (tabs/item_form.form_tab), and after its last item the feedback box."""
+
+    def feedback_box() -> Beside:
+        with gr.Group(visible=False) as box:
             # .holds-redirect: a Prolific redirect waits for it (web/pages.py REDIRECT_JS)
             feedback = gr.Textbox(
                 label="Any comments on this task? (optional)",
@@ -85,33 +87,15 @@ def build(ctx: Ctx) -> TabUI:
             )
             send_feedback = gr.Button("Send feedback")
         feedback_msg = gr.HTML()
-        timer = gr.Timer(4, active=False)  # while the worker renders the HIT's audio or images
-
-    def value_of(view, notice="", error="", token=""):
-        has = view is not None and view.status == "item"
-        route = "da" if ctx.form_routes else ""
-        return form_value(view, notice, error, body_html(view.content) if has else "", route, token)
-
-    def render(view, notice="", error="", token=""):
-        return {
-            form: value_of(view, notice, error, token),
-            feedback_box: gr.update(visible=view is not None and view.status == "complete"),
-            timer: timer_update(view),
-        }
-
-    def submitted(token, value):
-        item_id, answer = answer_of(value)
-        return safe_submit(ctx, token, "da", item_id, {"score": answer.get("score")})
-
-    def on_submit(token, value):
-        return render(*submitted(token, value), token=token)
-
-    def on_tick(token):
-        return ui.show(ctx, token)
-
-    def viewed(token):
-        view, err = safe_view(ctx, token, "da")
-        return value_of(view, "", err, token)
+        send_feedback.click(
+            on_feedback,
+            [ctx.token, feedback],
+            feedback_msg,
+            api_name="da_feedback",
+            api_visibility="undocumented",
+            **PARTICIPANT_EVENT,
+        ).then(None, js=FOLLOW_REDIRECT_JS)
+        return Beside([box], lambda view: {box: gr.update(visible=view is not None and view.status == "complete")})
 
     def on_feedback(token, text):
         try:
@@ -124,26 +108,13 @@ def build(ctx: Ctx) -> TabUI:
             return plain_html(FEEDBACK_FAILED)
         return '<span class="feedback-saved">Thank you: your feedback is saved.</span>'
 
-    outputs = [form, feedback_box, timer]
-    form.submit(
-        on_submit, [ctx.token, form], outputs, api_name="da_submit", api_visibility="undocumented", **PARTICIPANT_EVENT
-    )
-    send_feedback.click(
-        on_feedback,
-        [ctx.token, feedback],
-        feedback_msg,
-        api_name="da_feedback",
-        api_visibility="undocumented",
-        **PARTICIPANT_EVENT,
-    ).then(None, js=FOLLOW_REDIRECT_JS)
-    ui = TabUI(
+    # the timer asks again while the worker renders the HIT's audio or images
+    return form_tab(
+        ctx,
         "da",
-        tab,
-        outputs,
-        render,
-        form=FormRoutes(viewed, lambda token, value: value_of(*submitted(token, value), token)),
+        "Direct assessment",
+        body_html,
+        lambda fields: {"score": fields.get("score")},
+        beside=feedback_box,
+        poll_s=4,
     )
-    timer.tick(on_tick, ctx.token, outputs, api_visibility="private", **PARTICIPANT_EVENT)
-    # the page's script asks for this once a JSON submit ends the HIT or starts a wait
-    form.edit(on_tick, ctx.token, outputs, api_visibility="private", **PARTICIPANT_EVENT)
-    return ui

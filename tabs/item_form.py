@@ -33,13 +33,15 @@ In the browser (FORM_JS: assets/js/on_load/item_form.js, the same for every tab)
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import gradio as gr
 
+from services.participation.items import ItemView
 from tabs.common import (
     PARTICIPANT_EVENT,
+    WAIT_POLL_S,
     Ctx,
     TabUI,
     header_html,
@@ -48,7 +50,6 @@ from tabs.common import (
     safe_view,
     timer_update,
     view_dict,
-    wait_timer,
 )
 from tabs.static import script
 
@@ -75,7 +76,8 @@ def form_value(view, notice: str = "", error: str = "", body: str = "", form: st
 @dataclass(frozen=True)
 class FormRoutes:
     """An item form's two calls as plain functions, served as JSON beside its Gradio events
-    (web/form_routes.py): view(token) and submit(token, value) each return the form's value."""
+    (web/form_routes.py): view(token) and submit(token, value) each return the form's value.
+    Only form_tab makes them (tests/test_item_form_path.py)."""
 
     view: Callable[[str], dict]
     submit: Callable[[str, object], dict]
@@ -84,11 +86,24 @@ class FormRoutes:
     upload_field: str | None = None
 
 
-def item_form(elem_id: str) -> gr.HTML:
+@dataclass
+class Beside:
+    """What a tab holds beside its item form (form_tab's beside=, built in the tab under the form):
+    outputs, the components its render also updates, render(view) their updates; upload, a file
+    component whose value its submit also sends, as (the JSON route's field for it, the
+    component): payload_of(fields, path), the path from the component in the Gradio event and
+    from value[field] on the route (the record tab's recorder)."""
+
+    outputs: list = field(default_factory=list)
+    render: Callable[[ItemView | None], dict] = lambda view: {}
+    upload: tuple[str, gr.components.Component] | None = None
+
+
+def item_form(elem_id: str, js: str = FORM_JS) -> gr.HTML:
     return gr.HTML(
         value=None,
         html_template="{{#if value}}{{{value.header}}}{{{value.html}}}{{/if}}",
-        js_on_load=FORM_JS,
+        js_on_load=js,
         elem_id=elem_id,
         elem_classes=["item-form"],
         apply_default_css=False,
@@ -96,21 +111,43 @@ def item_form(elem_id: str) -> gr.HTML:
 
 
 def answer_of(value) -> tuple[str | None, dict]:
-    """(item id, the form's fields) of a submitted value; anything else reads as no answer."""
+    """(item id, the form's fields) of a submitted value; a bare item id (the record tab's API,
+    /record_submit(token, item_id, audio)) reads as that item with no fields; anything else as
+    no answer."""
+    if isinstance(value, str):
+        return value, {}
     value = value if isinstance(value, dict) else {}
     answer = value.get("answer")
     item = value.get("item_id")
     return (item if isinstance(item, str) else None), (answer if isinstance(answer, dict) else {})
 
 
-def form_tab(ctx: Ctx, name: str, label: str, body_html, payload_of) -> TabUI:
-    """A tab that is one item form and a waiting timer (the receiver's and validator's):
+def form_tab(
+    ctx: Ctx,
+    name: str,
+    label: str,
+    body_html,
+    payload_of,
+    *,
+    beside: Callable[[], Beside] | None = None,
+    poll_s: float | None = WAIT_POLL_S,
+    elem_id: str = "",
+    js: str = FORM_JS,
+) -> TabUI:
+    """A tab that is one item form (every participant tab: tests/test_item_form_path.py):
     body_html(content, typed) renders an item, payload_of(fields) makes the service's payload;
     a refused answer is rendered again with the fields as typed. Its submit is /<name>_submit,
-    and as JSON the page's form/<name>/submit (TabUI.form)."""
+    and as JSON the page's form/<name>/submit (TabUI.form).
+
+    beside: what the tab holds besides the form (Beside: DA's feedback box, the record tab's
+    recorder), made under it; poll_s: how often a waiting tab asks again (DA's, while its HIT's
+    media are rendered: 4 s), None for a tab that never waits (no timer); elem_id, js: the form
+    component's id (<name>-form) and page script (FORM_JS; the record tab's words have their own)."""
     with gr.Tab(label, id=name, visible=False) as tab:
-        form = item_form(f"{name}-form")
-        timer = wait_timer()
+        form = item_form(elem_id or f"{name}-form", js)
+        extra = beside() if beside is not None else Beside()
+        timer = gr.Timer(poll_s, active=False) if poll_s else None
+    upload_field, upload = extra.upload or (None, None)
 
     def value_of(view, notice="", error="", typed=None, token=""):
         has = view is not None and view.status == "item"
@@ -118,26 +155,37 @@ def form_tab(ctx: Ctx, name: str, label: str, body_html, payload_of) -> TabUI:
         return form_value(view, notice, error, body_html(view.content, typed) if has else "", route, token)
 
     def render(view, notice="", error="", typed=None, token=""):
-        return {form: value_of(view, notice, error, typed, token), timer: timer_update(view)}
+        out = {form: value_of(view, notice, error, typed, token), **extra.render(view)}
+        if timer is not None:
+            out[timer] = timer_update(view)
+        return out
 
-    def submitted(token, value):
-        """(view, the form's value) after a submit of the form's value."""
+    def submitted(token, value, *upload_path):
+        """(view, notice, error, the fields as typed) after a submit of the form's value (and the
+        upload's path, where the tab has one)."""
         item_id, answer = answer_of(value)
-        view, notice, error = safe_submit(ctx, token, name, item_id, payload_of(answer))
-        return view, value_of(view, notice, error, answer if error else None, token)
+        view, notice, error = safe_submit(ctx, token, name, item_id, payload_of(answer, *upload_path))
+        return view, notice, error, answer if error else None
 
-    def on_submit(token, value):
-        view, shown = submitted(token, value)
-        return {form: shown, timer: timer_update(view)}
+    def on_submit(token, value, *upload_path):
+        view, notice, error, typed = submitted(token, value, *upload_path)
+        return render(view, notice, error, typed, token=token)
+
+    def json_submit(token, value):
+        path = (value.get(upload_field) if isinstance(value, dict) else None,) if upload is not None else ()
+        view, notice, error, typed = submitted(token, value, *path)
+        return value_of(view, notice, error, typed, token)
 
     def viewed(token):
         view, err = safe_view(ctx, token, name)
         return value_of(view, "", err, token=token)
 
-    outputs = [form, timer]
-    form.submit(on_submit, [ctx.token, form], outputs, **ctx.api_name(f"{name}_submit"), **PARTICIPANT_EVENT)
-    ui = TabUI(name, tab, outputs, render, form=FormRoutes(viewed, lambda token, value: submitted(token, value)[1]))
+    outputs = [form, *extra.outputs] + ([timer] if timer is not None else [])
+    inputs = [ctx.token, form] + ([upload] if upload is not None else [])
+    form.submit(on_submit, inputs, outputs, **ctx.api_name(f"{name}_submit"), **PARTICIPANT_EVENT)
+    ui = TabUI(name, tab, outputs, render, form=FormRoutes(viewed, json_submit, upload_field))
     # the page's script asks for this once a JSON submit ends the items or starts a wait
     form.edit(lambda token: ui.show(ctx, token), ctx.token, outputs, api_visibility="private", **PARTICIPANT_EVENT)
-    poll_while_waiting(ctx, name, timer, outputs, render)
+    if timer is not None:
+        poll_while_waiting(ctx, name, timer, outputs, render)
     return ui

@@ -15,13 +15,12 @@ function done(btn) { sending = false; btn.disabled = false; }
 document.addEventListener('click', (e) => {
   const btn = e.target.closest && e.target.closest('#record-send');
   if (!btn) return;
-  const v = props.value || {};
-  if (!v.form || !v.token || !window.fetch) return;   // the Gradio event, as on a page without the routes
   e.preventDefault();
   e.stopImmediatePropagation();
   if (sending) return;
-  const path = uploaded();
-  if (!path) { trigger('submit'); return; }           // nothing uploaded: the event says what is missing
+  const v = props.value || {}, path = uploaded();
+  // the form's Gradio event: on a page without the routes, or with nothing uploaded (it says so)
+  if (!v.form || !v.token || !window.fetch || !path) { trigger('submit'); return; }
   sending = true;
   btn.disabled = true;
   fetch(window.location.pathname.replace(/\/?$/, '/') + 'form/' + v.form + '/submit', {
