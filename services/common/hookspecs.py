@@ -130,8 +130,9 @@ class PhaseAnswerWords(Protocol):
 
 class TabBuild(Protocol):
     """The tab's Gradio builder in tabs/ (or a plugin's module), called by web only when the page
-    is built: services never import tabs. Most tabs are one item form,
-    tabs.item_form.form_tab(ctx, name, label, body_html, payload_of)."""
+    is built: services never import tabs. Every tab is one item form,
+    tabs.item_form.form_tab(ctx, name, label, body_html, payload_of), with what sits beside it (DA's
+    feedback box, the sender's recorder) as its `beside` (tests/test_item_form_path.py)."""
 
     def __call__(self, ctx: TabContext, /) -> TabUI: ...
 
