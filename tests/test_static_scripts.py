@@ -118,3 +118,18 @@ def test_the_check_finds_a_broken_script_of_each_kind(tmp_path):
     (tmp_path / "loose.js").write_text("1;\n")  # outside the kinds' folders
     found = "\n".join(check_scripts.problems(tmp_path))
     assert all(f"{kind}/bad.js" in found for kind in bad) and "loose.js" in found and "good.js" not in found
+
+
+@pytest.mark.skipif(not shutil.which("node"), reason="node is not installed")
+def test_a_protocols_own_page_script_is_checked_too(tmp_path, monkeypatch):
+    """Tab.scripts outside assets/js (a plugin's, the proof plugin's) go through node as well."""
+    shown = {p.relative_to(ROOT).as_posix() for p in check_scripts.page_scripts()}
+    assert "tests/plugins/proof/proof.js" in shown
+    broken = tmp_path / "broken.js"
+    broken.write_text("document.addEventListener('tradlab:item', (e) => { if (e { });\n")
+    monkeypatch.setattr(check_scripts, "page_scripts", lambda: [ROOT / "tests" / "plugins" / "proof" / "proof.js"])
+    assert check_scripts.problems() == []
+    monkeypatch.setattr(check_scripts, "page_scripts", lambda: [broken])
+    monkeypatch.setattr(check_scripts, "ROOT", tmp_path)  # named from the folder it is in
+    (found,) = check_scripts.problems()
+    assert found.startswith("broken.js:") and "SyntaxError" in found

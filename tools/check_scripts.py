@@ -8,6 +8,9 @@ one expression, and a js_on_load body (on_load/) may `return`. Each is checked a
 it: wrapped as Gradio wraps it (its text inside parentheses; the body of a function with
 js_on_load's arguments), written to a temporary file, the wrapper's start on the script's first
 line so that node's line numbers are the file's. A classic script (script/) is checked as it is.
+A protocol's own page scripts (Tab.scripts: classic scripts, loaded in its role page's head)
+are checked as they are too: every registered protocol's, and the test plugins' under
+tests/plugins/, whose proof plugin is the example of docs/plugins.md.
 Node is the only dependency: any version that has --check (v20 here).
 """
 
@@ -34,6 +37,17 @@ def scripts(js_dir: Path = JS_DIR) -> list[Path]:
     return sorted(js_dir.rglob("*.js"))
 
 
+def page_scripts() -> list[Path]:
+    """The protocols' own page scripts (Tab.scripts) outside assets/js, and the test plugins'."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from services.common import protocols
+
+    found = {protocols.asset_path(f) for p in protocols.protocols() for t in p.tabs for f in t.scripts}
+    found |= set((ROOT / "tests" / "plugins").rglob("*.js"))
+    return sorted(f.resolve() for f in found if not f.resolve().is_relative_to(JS_DIR))
+
+
 def problems(js_dir: Path = JS_DIR, node: str | None = None) -> list[str]:
     """What is wrong with the scripts under js_dir: one line (or node's message) per script."""
     node = node or shutil.which("node")
@@ -53,6 +67,11 @@ def problems(js_dir: Path = JS_DIR, node: str | None = None) -> list[str]:
             done = subprocess.run([node, "--check", str(checked)], capture_output=True, text=True)
             if done.returncode:
                 out.append(f"{rel}:\n" + (done.stderr or done.stdout).replace(str(checked), str(path)).strip())
+        if js_dir == JS_DIR:
+            for path in page_scripts():  # classic scripts, checked as they are
+                done = subprocess.run([node, "--check", str(path)], capture_output=True, text=True)
+                if done.returncode:
+                    out.append(f"{path.relative_to(ROOT)}:\n" + (done.stderr or done.stdout).strip())
     return out
 
 
@@ -61,7 +80,10 @@ def main() -> int:
     for p in found:
         print(p, file=sys.stderr)
     if not found:
-        print(f"{len(scripts())} scripts under {JS_DIR.relative_to(ROOT)}: syntax OK")
+        print(
+            f"{len(scripts())} scripts under {JS_DIR.relative_to(ROOT)} and {len(page_scripts())} "
+            "protocols' page scripts beside them: syntax OK"
+        )
     return 1 if found else 0
 
 
