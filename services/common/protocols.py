@@ -7,8 +7,9 @@ services.participation, services.study, services.setup, storage and web iterate 
 instead of naming phases, and never import a protocol package: each spec names its functions.
 
 The built-in protocols register from their packages (services/usability/protocol.py,
-services/da/protocol.py, services/sd/protocol.py, services/qe/protocol.py), imported on first use by module path (as
-the metric registry imports its metrics); more come from the modules named in the
+services/da/protocol.py, services/sd/protocol.py, services/qe/protocol.py,
+services/esa/protocol.py), imported on first use by module path (as the metric registry imports
+its metrics); more come from the modules named in the
 TRADLAB_PLUGINS environment variable, read on first use too, so that a launched app (and each
 command of cli.py) sees the same protocols as the process that started it: comma-separated
 entries, each a module path (a module that calls register() when imported) or
@@ -39,7 +40,13 @@ from storage.protocol_schema import Index as Index
 from storage.protocol_schema import Schema, SchemaStep, Table, problems
 
 # the order of registration is the order roles, tabs, sections and tables are listed in
-BUILTIN = ("services.usability.protocol", "services.da.protocol", "services.sd.protocol", "services.qe.protocol")
+BUILTIN = (
+    "services.usability.protocol",
+    "services.da.protocol",
+    "services.sd.protocol",
+    "services.qe.protocol",
+    "services.esa.protocol",
+)
 PLUGINS_ENV = "TRADLAB_PLUGINS"  # read through services/common/settings.py (Settings.plugins)
 # a role, tab or phase name: a URL path (/<role>/), an API name (/<tab>_submit) and a stored value
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,31}$")

@@ -1,0 +1,257 @@
+// Error Span Annotation's page code (tabs/esa.py, services/esa/protocol.py): a classic script that
+// the ESA annotator's page loads once (Tab.scripts). It relies on the item-form contract
+// (docs/plugins.md, "Its page code"): the page says `tradlab:item` on each new item's form, the
+// answer is the form's named fields, and the spans go in the hidden field `spans` (JSON), which
+// says `change` once set so that the draft is kept and a refusal's mark goes.
+//
+// The translation (its text in .esa-output's data-text) is shown one element per character, code
+// points as the server counts them, and a [MISSING] token after it (index = the text's length).
+// A selection is marked by dragging with a mouse, a pen or a finger (pointer events; shift+click
+// extends), or with the keyboard on the focused translation: arrow keys move the caret, Shift
+// extends, Ctrl/Alt jump by word, Home/End; then m (minor) or M (major), or the Minor/Major
+// buttons, make it a span. Each span in the list below has a button to toggle its severity and
+// one to remove it. Spans never overlap (Appraise refuses that too); the [MISSING] token holds
+// one span at most, and marking it again changes its severity.
+(function () {
+  'use strict';
+  const state = new WeakMap();  // form -> {anchor, caret, sel: [lo, hi] inclusive, or null}
+  let drag = null;  // the drag under way: {form, from, to}
+
+  function outputOf(form) { return form.querySelector('.esa-output'); }
+  function charsOf(form) { return Array.from(outputOf(form).dataset.text || ''); }
+  function stateOf(form) {
+    let s = state.get(form);
+    if (!s) { s = {anchor: null, caret: null, sel: null}; state.set(form, s); }
+    return s;
+  }
+  function spansOf(form) {
+    try {
+      const v = JSON.parse(form.elements.spans.value || '[]');
+      return Array.isArray(v) ? v.filter(s => s && typeof s === 'object') : [];
+    } catch (e) { return []; }
+  }
+  function ordered(spans) {
+    return spans.slice().sort((a, b) => (a.missing ? 1 : 0) - (b.missing ? 1 : 0) || a.start - b.start || a.end - b.end);
+  }
+  function quoted(s) { return s.missing ? '[MISSING]' : '“' + s.text + '”'; }
+
+  // the selection as a span record: the [MISSING] token alone is an omission; a selection that
+  // reaches the token stops at the text's end; spaces at its edges are left out
+  function spanOf(form, severity) {
+    const sel = stateOf(form).sel;
+    if (!sel) return null;
+    const chars = charsOf(form), n = chars.length;
+    let [lo, hi] = sel;
+    if (lo >= n) return {start: n, end: n, text: '', severity: severity, missing: true};
+    hi = Math.min(hi, n - 1);
+    let a = lo, b = hi;
+    while (a < b && /\s/.test(chars[a])) a++;
+    while (b > a && /\s/.test(chars[b])) b--;
+    return {start: a, end: b + 1, text: chars.slice(a, b + 1).join(''), severity: severity, missing: false};
+  }
+
+  function paint(form) {
+    const out = outputOf(form);
+    if (!out) return;
+    const st = stateOf(form), spans = ordered(spansOf(form));
+    const cells = out.querySelectorAll('.esa-ch');
+    cells.forEach(c => c.classList.remove('esa-minor', 'esa-major', 'esa-sel', 'esa-caret'));
+    spans.forEach(s => {
+      if (s.missing) { if (cells[cells.length - 1]) cells[cells.length - 1].classList.add('esa-' + s.severity); return; }
+      for (let i = s.start; i < s.end && i < cells.length - 1; i++) cells[i].classList.add('esa-' + s.severity);
+    });
+    if (st.sel) for (let i = st.sel[0]; i <= st.sel[1] && i < cells.length; i++) cells[i].classList.add('esa-sel');
+    if (st.caret !== null && cells[st.caret]) cells[st.caret].classList.add('esa-caret');
+    const picked = form.querySelector('.esa-picked'), chosen = spanOf(form, 'minor');
+    picked.textContent = chosen ? 'Selected: ' + quoted(chosen) : 'Select an error first.';
+    form.querySelectorAll('.esa-mark').forEach(b => { b.disabled = !chosen; });
+    const list = form.querySelector('.esa-spans');
+    list.textContent = '';
+    spans.forEach((s, k) => {
+      const li = document.createElement('li');
+      li.className = 'esa-span esa-span-' + s.severity;
+      const sev = document.createElement('span');
+      sev.className = 'esa-sev';
+      sev.textContent = s.severity === 'major' ? 'Major' : 'Minor';
+      li.appendChild(sev);
+      li.appendChild(document.createTextNode(' ' + quoted(s) + ' '));
+      const other = s.severity === 'major' ? 'minor' : 'major';
+      [['esa-toggle', 'Make ' + other, 'Make ' + quoted(s) + ' a ' + other + ' error'],
+       ['esa-remove', 'Remove', 'Remove the ' + s.severity + ' error ' + quoted(s)]].forEach(([cls, words, label]) => {
+        const b = document.createElement('button');
+        b.type = 'button';
+        b.className = cls;
+        b.dataset.span = String(k);
+        b.textContent = words;
+        b.setAttribute('aria-label', label);
+        li.appendChild(b);
+      });
+      list.appendChild(li);
+    });
+  }
+
+  function note(form, words) { form.querySelector('.esa-note').textContent = words; }
+
+  function write(form, spans) {
+    const field = form.elements.spans;
+    field.value = JSON.stringify(ordered(spans));
+    field.dispatchEvent(new Event('change', {bubbles: true}));  // the draft, the refusal's mark
+    paint(form);
+  }
+
+  function mark(form, severity) {
+    const span = spanOf(form, severity);
+    if (!span) { note(form, 'Select an error first: drag across it, or use the arrow keys.'); return; }
+    const spans = ordered(spansOf(form));
+    if (span.missing) {
+      const had = spans.find(s => s.missing);
+      if (had) had.severity = severity; else spans.push(span);
+    } else {
+      const clash = spans.find(s => !s.missing && s.start < span.end && span.start < s.end);
+      if (clash) {
+        note(form, 'This overlaps the error ' + quoted(clash) + ': remove that one first, or mark another part.');
+        return;
+      }
+      spans.push(span);
+    }
+    const st = stateOf(form);
+    st.sel = null;
+    st.anchor = st.caret;
+    note(form, 'Marked ' + quoted(span) + ' as a ' + severity + ' error.');
+    write(form, spans);
+  }
+
+  // the translation as one element per character, then the [MISSING] token
+  function render(form) {
+    const out = outputOf(form);
+    if (!out) return;
+    state.set(form, {anchor: null, caret: null, sel: null});
+    out.textContent = '';
+    const text = document.createElement('span');
+    text.className = 'esa-text';
+    charsOf(form).forEach((ch, i) => {
+      const c = document.createElement('span');
+      c.className = 'esa-ch';
+      c.dataset.i = String(i);
+      c.textContent = ch;
+      text.appendChild(c);
+    });
+    out.appendChild(text);
+    out.appendChild(document.createTextNode(' '));
+    const missing = document.createElement('span');
+    missing.className = 'esa-ch esa-missing';
+    missing.dataset.i = String(charsOf(form).length);
+    missing.textContent = '[MISSING]';
+    out.appendChild(missing);
+    note(form, '');
+    paint(form);
+  }
+
+  function select(form, anchor, caret) {
+    const st = stateOf(form);
+    st.anchor = anchor;
+    st.caret = caret;
+    st.sel = [Math.min(anchor, caret), Math.max(anchor, caret)];
+    paint(form);
+  }
+
+  function cellAt(x, y, out) {
+    const el = document.elementFromPoint(x, y);
+    const c = el && el.closest && el.closest('.esa-ch');
+    return c && out.contains(c) ? c : null;
+  }
+
+  document.addEventListener('tradlab:item', (e) => {
+    if (e.target.classList && e.target.classList.contains('esa-item')) render(e.target);
+  });
+  document.addEventListener('pointerdown', (e) => {
+    const c = e.target.closest && e.target.closest('.esa-output .esa-ch');
+    if (!c || e.button !== 0) return;
+    e.preventDefault();  // a drag marks characters: no text selection, no scrolling
+    const form = c.closest('form'), i = Number(c.dataset.i), st = stateOf(form);
+    const from = e.shiftKey && st.anchor !== null ? st.anchor : i;
+    drag = {form: form, from: from, to: i};
+    outputOf(form).focus({preventScroll: true});
+    select(form, from, i);
+  });
+  document.addEventListener('pointermove', (e) => {
+    if (!drag) return;
+    const c = cellAt(e.clientX, e.clientY, outputOf(drag.form));
+    if (c && Number(c.dataset.i) !== drag.to) {
+      drag.to = Number(c.dataset.i);
+      select(drag.form, drag.from, drag.to);
+    }
+  });
+  function endDrag() { drag = null; }
+  document.addEventListener('pointerup', endDrag);
+  document.addEventListener('pointercancel', endDrag);
+
+  document.addEventListener('focusin', (e) => {
+    const out = e.target.classList && e.target.classList.contains('esa-output') ? e.target : null;
+    if (!out) return;
+    const form = out.closest('form'), st = stateOf(form);
+    if (st.caret === null) select(form, 0, 0);
+  });
+
+  function wordStep(chars, i, dir) {
+    const n = chars.length;
+    const word = k => k >= 0 && k < n && /[\p{L}\p{N}]/u.test(chars[k]);
+    if (dir > 0) {
+      while (i < n && word(i)) i++;
+      while (i < n && !word(i)) i++;
+      return i;
+    }
+    i--;
+    while (i > 0 && !word(i)) i--;
+    while (i > 0 && word(i - 1)) i--;
+    return Math.max(0, i);
+  }
+
+  document.addEventListener('keydown', (e) => {
+    const out = e.target.classList && e.target.classList.contains('esa-output') ? e.target : null;
+    if (!out) return;
+    const form = out.closest('form'), st = stateOf(form), chars = charsOf(form), n = chars.length;
+    const caret = st.caret === null ? 0 : st.caret;
+    let next = null;
+    if (e.key === 'ArrowRight') next = e.ctrlKey || e.altKey ? wordStep(chars, caret, 1) : caret + 1;
+    else if (e.key === 'ArrowLeft') next = e.ctrlKey || e.altKey ? wordStep(chars, caret, -1) : caret - 1;
+    else if (e.key === 'Home') next = 0;
+    else if (e.key === 'End') next = n;
+    if (next !== null) {
+      e.preventDefault();
+      next = Math.max(0, Math.min(n, next));
+      select(form, e.shiftKey && st.anchor !== null ? st.anchor : next, next);
+      return;
+    }
+    if ((e.key === 'm' || e.key === 'M') && !e.ctrlKey && !e.metaKey && !e.altKey) {
+      e.preventDefault();
+      mark(form, e.key === 'M' ? 'major' : 'minor');
+    } else if (e.key === 'Escape' && st.sel) {
+      st.sel = null;
+      paint(form);
+    }
+  });
+
+  document.addEventListener('click', (e) => {
+    const b = e.target.closest && e.target.closest('.esa-item button[type=button]');
+    if (!b) return;
+    const form = b.closest('form');
+    if (b.classList.contains('esa-mark')) { mark(form, b.dataset.severity); return; }
+    const spans = ordered(spansOf(form)), k = Number(b.dataset.span);
+    if (!spans[k]) return;
+    if (b.classList.contains('esa-toggle')) {
+      spans[k].severity = spans[k].severity === 'major' ? 'minor' : 'major';
+      note(form, quoted(spans[k]) + ' is now a ' + spans[k].severity + ' error.');
+    } else if (b.classList.contains('esa-remove')) {
+      note(form, 'Removed the error ' + quoted(spans[k]) + '.');
+      spans.splice(k, 1);
+    } else return;
+    write(form, spans);
+    // the focus stays in the list (the button at the same place, else the translation)
+    const again = form.querySelectorAll('.esa-spans button.' + b.className)[k];
+    (again || outputOf(form)).focus({preventScroll: true});
+  });
+
+  // an item rendered before this script ran
+  document.querySelectorAll('form.esa-item').forEach(render);
+})();

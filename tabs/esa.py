@@ -1,0 +1,100 @@
+"""Error Span Annotation's page (services/esa/protocol.py): one item form per segment
+(tabs/item_form.py form_tab). The document's neighbouring segments are shown around the current
+one (source and translation each, the current one highlighted); in the current one the annotator
+marks error spans in the translation and a [MISSING] token after it (assets/js/script/esa.js:
+by dragging with a mouse or a finger, or with the keyboard), each minor or major, then scores the
+translation on a 0-100 slider with the study's labelled ticks.
+
+The spans travel as JSON in the hidden field `spans` (the item-form contract, docs/plugins.md),
+checked by the service against the exact translation (character offsets, end exclusive, with the
+span's text); the translation's text reaches the script in the output's data-text attribute.
+Every text of the corpus and the study is escaped."""
+
+from __future__ import annotations
+
+import html
+
+from services.esa.spans import MISSING_TOKEN
+from tabs.common import Ctx, TabUI, markdown_html, plain_html
+from tabs.item_form import form_tab
+
+NAME = "esa"
+
+
+def _attr(text) -> str:
+    return html.escape(str(text or ""), quote=True)
+
+
+def _lang(code) -> str:
+    return f' lang="{_attr(code)}"' if code else ""
+
+
+def _neighbour(seg: dict, c: dict) -> str:
+    return (
+        f'<li class="esa-seg"><div class="esa-src"{_lang(c.get("source_lang"))}>{plain_html(seg["source"])}</div>'
+        f'<div class="esa-mt"{_lang(c.get("target_lang"))}>{plain_html(seg["target"])}</div></li>'
+    )
+
+
+def _ticks(labels) -> str:
+    return "".join(
+        f'<span class="esa-tick" style="left: {int(v)}%"><b>{int(v)}</b> {plain_html(label)}</span>'
+        for v, label in labels
+    )
+
+
+def _score(typed) -> int | None:
+    if isinstance(typed, bool) or not isinstance(typed, (int, float)):
+        return None
+    return int(typed) if 0 <= typed <= 100 else None
+
+
+def body_html(c: dict, typed: dict | None = None) -> str:
+    """The item's form; typed: the fields of a refused answer (the spans and the score), written
+    back in."""
+    typed = typed or {}
+    spans = typed.get("spans") if isinstance(typed.get("spans"), str) else "[]"
+    score = _score(typed.get("score"))
+    before = "".join(_neighbour(s, c) for s in c.get("before", []))
+    after = "".join(_neighbour(s, c) for s in c.get("after", []))
+    where = f"Segment {int(c.get('doc_pos', 1))} of {int(c.get('doc_len', 1))} of this document"
+    labels = [(int(v), str(label)) for v, label in c.get("labels", [])]
+    current = (
+        f'<li class="esa-seg esa-current" aria-current="true"><fieldset class="esa-box">'
+        f"<legend>{plain_html(where)}: mark its errors</legend>"
+        f'<div class="esa-src"{_lang(c.get("source_lang"))}>{plain_html(c.get("source", ""))}</div>'
+        f'<div class="esa-output" tabindex="0" role="group" aria-roledescription="error marking"'
+        f' aria-label="The translation: drag across an error, or move with the arrow keys and extend with Shift;'
+        f' then M for major or m for minor" data-text="{_attr(c.get("target", ""))}"{_lang(c.get("target_lang"))}>'
+        f'<span class="esa-text">{plain_html(c.get("target", ""))}</span> '
+        f'<span class="esa-missing">{MISSING_TOKEN}</span></div>'
+        f'<div class="esa-tools"><span class="esa-picked" aria-live="polite">Select an error first.</span>'
+        f'<button type="button" class="esa-mark" data-severity="minor" disabled>Minor (m)</button>'
+        f'<button type="button" class="esa-mark" data-severity="major" disabled>Major (M)</button></div>'
+        f'<p class="esa-note" aria-live="polite"></p>'
+        f'<ol class="esa-spans" aria-label="Your error spans"></ol>'
+        f'<input type="hidden" name="spans" value="{_attr(spans)}"></fieldset></li>'
+    )
+    return (
+        f'<form class="esa-item" autocomplete="off">'
+        f'<details class="instruction esa-instructions" open><summary>Instructions</summary>'
+        f"{markdown_html(c.get('instructions', ''))}</details>"
+        f'<ol class="esa-doc" aria-label="The document: source and translation">{before}{current}{after}</ol>'
+        f'<div class="form-slider esa-slider"><label for="esa-score">Score this translation (0-100): move the slider'
+        f'<output for="esa-score" aria-live="off">–</output></label>'
+        f'<input type="range" id="esa-score" name="score" min="0" max="100" step="1" '
+        f'value="{score if score is not None else 0}" data-click-sets{" data-moved" if score is not None else ""}'
+        f' aria-describedby="esa-ticks">'
+        f'<div class="esa-ticks" id="esa-ticks">{_ticks(labels)}</div></div>'
+        f'<button type="submit" class="submit-btn lg primary">Submit</button></form>'
+    )
+
+
+def payload_of(fields: dict) -> dict:
+    """The service's payload: the spans' JSON as the hidden field holds it, the score (null
+    while the slider was not moved)."""
+    return {"spans": fields.get("spans"), "score": fields.get("score")}
+
+
+def build(ctx: Ctx) -> TabUI:
+    return form_tab(ctx, NAME, "Error spans", body_html, payload_of)
