@@ -112,7 +112,7 @@ def check(section: dict) -> list[tuple[str, str]]:
     if not _whole(section.get("hit_size")) or section["hit_size"] < 1:
         out.append(("esa.hit_size", "must be a whole number of segments >= 1 (WMT 2024: 100)"))
     ctx = section.get("context")
-    if ctx != "all" and (not _whole(ctx) or ctx < 0):
+    if ctx != "all" and not (isinstance(ctx, int) and not isinstance(ctx, bool) and ctx >= 0):
         out.append(("esa.context", 'must be "all" (the whole document) or a whole number of segments >= 0'))
     labels = section.get("score_labels")
     if not isinstance(labels, dict) or not labels:
@@ -233,6 +233,7 @@ def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
         parts.append(words)
         fields["score"] = words
     refuse_all(parts, fields)
+    assert isinstance(score, (int, float))  # refused above otherwise
     ordered = sorted(spans, key=lambda s: (s.missing, s.start, s.end))
     return {"spans": [s.to_dict() for s in ordered], "score": int(round(score)), "segment_row": seg["segment_row"]}
 
