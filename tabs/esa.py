@@ -36,9 +36,15 @@ def _neighbour(seg: dict, c: dict) -> str:
     )
 
 
+def _breakable(label) -> str:
+    return plain_html(label).replace("/", "/<wbr>")
+
+
 def _ticks(labels) -> str:
+    """The slider's labelled values, each at its place on the track; a label may break after a
+    slash on a phone ("Broken/poor")."""
     return "".join(
-        f'<span class="esa-tick" style="left: {int(v)}%"><b>{int(v)}</b> {plain_html(label)}</span>'
+        f'<span class="esa-tick" style="left: {int(v)}%"><b>{int(v)}</b> {_breakable(label)}</span>'
         for v, label in labels
     )
 

@@ -367,7 +367,7 @@ PROTOCOL = protocols.register(
         analyze="services.esa.study_analysis:add_analyze",
         texts={
             "en": {
-                "welcome_esa": "Welcome. You will mark the errors in the translations of {items} segments, "
+                "welcome_esa": "Welcome. You will mark the errors in the translations of about {items} segments, "
                 "document by document, and score each one. It takes about {minutes} minutes; you can stop "
                 "and come back later with the same link."
             }
