@@ -127,8 +127,12 @@ def test_a_tabs_page_code_goes_to_its_role_page_only(registered, tmp_path):
     sd = page_assets("sd", {"css_paths": ["assets/style.css"]})
     assert sd == {"css_paths": ["assets/style.css", protocols.ROOT / "assets" / "css" / "sd.css"]}
     assert ".sd-row" not in (protocols.ROOT / "assets" / "style.css").read_text(encoding="utf-8")
+    # and ESA's script and stylesheet (services/esa/protocol.py), as a plugin's
+    esa = page_assets("esa", {"css_paths": ["assets/style.css"]})
+    assert esa["css_paths"] == ["assets/style.css", protocols.ROOT / "assets" / "css" / "esa.css"]
+    assert esa["head"].count("<script") == 1 and 'data-page-asset="esa.js"' in esa["head"]
     for role in protocols.roles():
-        if role not in ("proof", "sd"):
+        if role not in ("proof", "sd", "esa"):
             assert page_assets(role, {"css_paths": ["assets/style.css"]}) == {}, role
     # what is not a script or stylesheet file is refused when the protocol registers
     tab = proof.PROTOCOL.tabs[0]

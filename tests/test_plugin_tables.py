@@ -81,16 +81,16 @@ def test_tables_are_made_once_and_migrated_step_by_step(registered, tmp_path):
     mine = {proof.SEGMENTS, proof.ANSWERS, proof.SPANS, proof.QC}
     indexes = {"proof_segments_study_id_segment_id", "proof_answers_assignment_id", "proof_answers_participant_id"}
     assert mine | indexes | {"proof_spans_assignment_id_start_char", "proof_qc_participant_id"} <= tables_of(db)
-    assert db.query("SELECT protocol, version, tables FROM protocol_schemas") == [
+    assert db.query("SELECT protocol, version, tables FROM protocol_schemas WHERE protocol = ?", [NAME]) == [
         {"protocol": NAME, "version": 1, "tables": json.dumps(sorted(mine))}
     ]
-    stamp = db.scalar("SELECT updated_at FROM protocol_schemas")
+    stamp = db.scalar("SELECT updated_at FROM protocol_schemas WHERE protocol = ?", [NAME])
     # a restart: nothing to do, no write (the write lock is never asked for)
     again = open_database(path)
     with Trace(again) as t:
         assert protocol_schema.migrate(again, protocols.schemas()) == []
     assert [s for s in t.sql if not s.lstrip().upper().startswith("SELECT")] == []
-    assert again.scalar("SELECT updated_at FROM protocol_schemas") == stamp
+    assert again.scalar("SELECT updated_at FROM protocol_schemas WHERE protocol = ?", [NAME]) == stamp
     # version 2: a new column and index on the answers and a new table; only the new step runs
     note = Column("note", "TEXT", not_null=True, default="")
     by_score = Index(("score",))
@@ -116,7 +116,7 @@ def test_tables_are_made_once_and_migrated_step_by_step(registered, tmp_path):
     protocols.register(proof.PROTOCOL)
     with pytest.raises(SchemaError, match="'proof'.*schema version 2, newer than this code's 1"):
         opened(path)
-    assert open_database(path).scalar("SELECT version FROM protocol_schemas") == 2
+    assert open_database(path).scalar("SELECT version FROM protocol_schemas WHERE protocol = ?", [NAME]) == 2
 
 
 def test_a_step_left_out_is_refused_and_nothing_changes(registered, tmp_path):
@@ -149,7 +149,7 @@ def test_a_step_left_out_is_refused_and_nothing_changes(registered, tmp_path):
     )
     with pytest.raises(SchemaError, match="leave proof_answers without extra: add a step"):
         opened(path)
-    assert open_database(path).scalar("SELECT version FROM protocol_schemas") == 1
+    assert open_database(path).scalar("SELECT version FROM protocol_schemas WHERE protocol = ?", [NAME]) == 1
     assert "proof_by_score" not in tables_of(open_database(path))
 
 
