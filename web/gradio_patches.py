@@ -12,14 +12,16 @@ from web.uploads import MAX_FILES_PER_UPLOAD, REMOTE_FILE, UPLOAD_KINDS, is_remo
 
 # Each Blocks has its own event queue, and a free queue looks for work every millisecond (gradio's
 # Queue.sleep_when_free on Linux): with "/" and six role pages that was 7,000 wake-ups a second,
-# about 13% of a core with nobody on the site. Every 7 ms per queue keeps the total at one page's
-# old rate; an event waits at most 7 ms more to start (3.5 ms on average). The participant pages
-# show no progress bars, so their progress loop (every 10 ms) runs every 70 ms.
-QUEUE_POLL_S = 0.007
+# about 13% of a core with nobody on the site. Every n ms per queue, n the pages served ("/" and a
+# page per role: 8 with ESA's), keeps the total at one page's old rate; an event waits at most n
+# ms more to start (n/2 on average). The participant pages show no progress bars, so their
+# progress loop (every 10 ms) runs every 70 ms.
+QUEUE_POLL_S = 0.001  # one page's queue's (gradio's), shared out among the pages
 PROGRESS_POLL_S = 0.07
 
 
-def quiet_queues(site: Site, seconds: float = QUEUE_POLL_S) -> None:
+def quiet_queues(site: Site, seconds: float | None = None) -> None:
+    seconds = seconds or QUEUE_POLL_S * len(site.blocks)
     for blocks in site.blocks:
         blocks._queue.sleep_when_free = seconds
     for page in site.pages.values():

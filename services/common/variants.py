@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import re
 
-from services.common import protocols
-
 VARIANTS = ("pt-PT", "pt-BR")
 DEFAULT = "pt-PT"
 NAMES = {"pt-PT": "Portuguese (Portugal)", "pt-BR": "Portuguese (Brazil)"}
@@ -31,12 +29,16 @@ SETTING = "target_variant"
 
 
 def declared(study_config: dict | None) -> str | None:
-    """The target variant the section of a protocol the study lists sets (its target_variant, or
-    that setting's default); None when no protocol of the study has the setting."""
+    """The target variant the section of a protocol the study lists sets (a section with a
+    target_variant setting; the stored config has each section's defaults); None when none of
+    the study's protocols has the setting. Read from the config alone: the model backends' venvs
+    import this module without the registry (or sqlite-utils)."""
     cfg = study_config or {}
-    for p in protocols.protocols():
-        if SETTING in p.defaults and p.name in cfg:
-            return (cfg[p.name] or {}).get(SETTING) or p.defaults[SETTING]
+    listed = (cfg.get("study") or {}).get("protocols") or list(cfg)
+    for name in listed:
+        section = cfg.get(name)
+        if isinstance(section, dict) and SETTING in section:
+            return section[SETTING]
     return None
 
 

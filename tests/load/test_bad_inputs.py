@@ -247,7 +247,9 @@ def test_survey_refuses_missing_and_out_of_range_values(app, client):
                 [r0, {"item_id": item, "answer": ["3", "3", "3"]}],
                 ["satisfaction"],
             ),
-            ("inputs missing", "/survey_submit", [r0, item], HIDDEN + ["not in your queue"]),
+            # a bare item id is that item with no answer (form_tab takes one, as the record tab's API
+            # always did): refused naming what is missing
+            ("inputs missing", "/survey_submit", [r0, item], HIDDEN + ["please answer every statement"]),
             ("forged token", "/survey_submit", form("forged-token", item, "3", "3", "3"), ["link is not valid"]),
             ("another rater's item", "/survey_submit", form(r0, v1["item_id"], "3", "3", "3"), ["not in your queue"]),
             (
