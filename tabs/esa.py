@@ -13,6 +13,7 @@ Every text of the corpus and the study is escaped."""
 from __future__ import annotations
 
 import html
+import json
 
 from services.esa.spans import MISSING_TOKEN
 from tabs.common import Ctx, TabUI, markdown_html, plain_html
@@ -55,11 +56,18 @@ def _score(typed) -> int | None:
     return int(typed) if 0 <= typed <= 100 else None
 
 
+def _prefilled_json(c: dict) -> str:
+    """ESA-AI: the pre-filled spans as the form starts with them, each with its index (`prefill`),
+    which the page keeps on a span the annotator keeps or edits (services/esa/prefill.py)."""
+    keys = ("start", "end", "text", "severity", "missing", "prefill")
+    return json.dumps([{k: s.get(k) for k in keys} for s in c.get("prefill") or []], ensure_ascii=False)
+
+
 def body_html(c: dict, typed: dict | None = None) -> str:
     """The item's form; typed: the fields of a refused answer (the spans and the score), written
     back in."""
     typed = typed or {}
-    spans = typed.get("spans") if isinstance(typed.get("spans"), str) else "[]"
+    spans = typed.get("spans") if isinstance(typed.get("spans"), str) else _prefilled_json(c)
     score = _score(typed.get("score"))
     before = "".join(_neighbour(s, c) for s in c.get("before", []))
     after = "".join(_neighbour(s, c) for s in c.get("after", []))
@@ -71,7 +79,8 @@ def body_html(c: dict, typed: dict | None = None) -> str:
         f'<div class="esa-src"{_lang(c.get("source_lang"))}>{plain_html(c.get("source", ""))}</div>'
         f'<div class="esa-output" tabindex="0" role="group" aria-roledescription="error marking"'
         f' aria-label="The translation: drag across an error, or move with the arrow keys and extend with Shift;'
-        f' then M for major or m for minor" data-text="{_attr(c.get("target", ""))}"{_lang(c.get("target_lang"))}>'
+        f' then M for major or m for minor" data-text="{_attr(c.get("target", ""))}"{_lang(c.get("target_lang"))}'
+        f' data-prefill="{_attr(_prefilled_json(c))}">'
         f'<span class="esa-text">{plain_html(c.get("target", ""))}</span> '
         f'<span class="esa-missing">{MISSING_TOKEN}</span></div>'
         f'<div class="esa-tools"><span class="esa-picked" aria-live="polite">Select an error first.</span>'

@@ -335,16 +335,19 @@ CHAT_TEMPLATE = (
 )
 
 
-def build_chat_lm(out: Path, pairs: list[tuple[str, str]], steps: int, max_positions: int = 128) -> Path:
+def build_chat_lm(
+    out: Path, pairs: list[tuple[str, str]], steps: int, max_positions: int = 128, vocab_size: int = 400
+) -> Path:
     """A tiny Llama with a Gemma-style chat template, trained to answer each user message of
-    `pairs` with its answer (left-padded batches, as the backends generate)."""
+    `pairs` with its answer (left-padded batches, as the backends generate); a larger vocab_size
+    shortens long prompts (fewer tokens, faster training)."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     seed_all(0)
     corpus = [m + a for m, a in pairs] + ["user\nmodel\n"]
-    vocab, merges = _byte_bpe(corpus * 4, vocab_size=400)
+    vocab, merges = _byte_bpe(corpus * 4, vocab_size=vocab_size)
     specials = ["<bos>", "<eos>", "<pad>", "<start_of_turn>", "<end_of_turn>"]
     for s in specials:
         vocab[s] = len(vocab)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from services.esa import prefill_store
 from services.esa.corpus import ANSWERS, SEGMENTS
 from services.esa.spans import ESA_SEVERITIES
 from storage import protocol_rows
@@ -30,6 +31,7 @@ def answer_rows(database, study_id: str) -> list[dict]:
                 "system": s.get("system"),
                 **{f"n_{sev}": sum(x["severity"] == sev and not x["missing"] for x in spans) for sev in ESA_SEVERITIES},
                 "omission": next((x["severity"] for x in spans if x["missing"]), ""),
+                **prefill_store.outcome_columns(r),
             }
         )
     return out

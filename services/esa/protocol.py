@@ -12,12 +12,12 @@ from typing import Any
 
 from services.common import protocols
 from services.common.protocols import Column, ExportTable, Index, Phase, Protocol, Role, Tab, Table
-from services.esa import corpus
+from services.esa import corpus, prefill_store
 from services.esa.answers import answer_rows, segment_rows
 from services.esa.corpus import ANSWERS, HITS, NAME, SEGMENTS, TAKERS
 from services.esa.spans import MISSING_TOKEN, Span, SpanError, check_spans
 from services.participation.submissions import refuse_all
-from storage import assignments, protocol_rows
+from storage import assignments, protocol_rows, studies
 from storage.db import Transaction, now, required
 from storage.rows import AssignmentRow, ParticipantRow, StudyRow
 
@@ -31,6 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "context": "all",
     "score_labels": SCORE_LABELS,
     "instructions": "",
+    "prefill": "",  # ESA-AI: "xcomet" or "gemba-mqm" pre-fills the spans (services/esa/prefill.py)
 }
 # the page's instructions, after Appraise's ESA template (docs/esa.md); [esa] instructions replaces them
 INSTRUCTIONS = (
@@ -96,6 +97,7 @@ ANSWERS_TABLE = Table(
         Column("spans", "TEXT", not_null=True),  # JSON: [Span.to_dict()], ordered as marked in the text
         Column("score", "INTEGER", not_null=True),
         Column("created_at", "TEXT", not_null=True),
+        prefill_store.ANSWER_COLUMN,  # schema version 2
     ),
     indexes=(Index(("assignment_id",), unique=True),),
     study_sized=True,
@@ -126,7 +128,7 @@ def check(section: dict) -> list[tuple[str, str]]:
                 out.append(("esa.score_labels", f"the label of {k} must be a non-empty string"))
     if not isinstance(section.get("instructions"), str):
         out.append(("esa.instructions", "must be a string (Markdown; empty: the built-in instructions)"))
-    return out
+    return out + prefill_store.check(section)
 
 
 # -- the queue: one HIT per annotator ---------------------------------------------------------
@@ -165,11 +167,17 @@ def labels_of(section: dict) -> list[tuple[int, str]]:
     return sorted((int(k), str(v)) for k, v in (section.get("score_labels") or {}).items())
 
 
-def content(database, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, media_dir) -> dict:
+def content(
+    database, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, media_dir
+) -> dict | None:
     """The segment (its source and the output to mark), its document's neighbours within
-    `context` segments (source and output each), the slider's labels and the instructions."""
+    `context` segments (source and output each), the slider's labels and the instructions; in an
+    ESA-AI study its pre-filled spans, None (not ready) until they are stored."""
     section = study["config"][NAME]
     seg = segment_of(database, study["id"], assignment)
+    pre = prefill_store.spans_of(database, study["id"], seg["segment_row"]) if section.get("prefill") else []
+    if pre is None:
+        return None
     doc = protocol_rows.select(database, SEGMENTS, {"study_id": study["id"], "doc": seg["doc"]}, order_by=("doc_pos",))
     reach = len(doc) if section.get("context", "all") == "all" else int(section["context"])
     k = seg["doc_pos"]
@@ -188,6 +196,7 @@ def content(database, study: StudyRow, participant: ParticipantRow, assignment: 
         "doc_len": len(doc),
         "labels": labels_of(section),
         "instructions": section.get("instructions") or INSTRUCTIONS,
+        "prefill": pre,
     }
 
 
@@ -222,6 +231,9 @@ def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
     every problem at once, each field marked."""
     seg = segment_of(database, assignment["study_id"], assignment)
     spans, problems = parse_spans(payload.get("spans"), seg["target"])
+    study = required(studies.get_study(database, assignment["study_id"]), "study of an ESA answer")
+    record, links = prefill_store.answer_record(database, study, seg, payload.get("spans"), spans)
+    problems = problems or links
     score = payload.get("score")
     parts, fields = [], {}
     if problems:
@@ -235,7 +247,8 @@ def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
     refuse_all(parts, fields)
     assert isinstance(score, (int, float))  # refused above otherwise
     ordered = sorted(spans, key=lambda s: (s.missing, s.start, s.end))
-    return {"spans": [s.to_dict() for s in ordered], "score": int(round(score)), "segment_row": seg["segment_row"]}
+    out = {"spans": [s.to_dict() for s in ordered], "score": int(round(score)), "segment_row": seg["segment_row"]}
+    return {**out, "prefill": record} if record is not None else out
 
 
 def save(tx: Transaction, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, data) -> None:
@@ -245,13 +258,17 @@ def save(tx: Transaction, study: StudyRow, participant: ParticipantRow, assignme
         "spans": json.dumps(data["spans"], ensure_ascii=False),
         "score": data["score"],
         "created_at": now(),
+        "prefill": json.dumps(data["prefill"], ensure_ascii=False) if data.get("prefill") is not None else "",
     }
     protocol_rows.insert(tx.db, ANSWERS, row)
 
 
 def stored(database, assignment: AssignmentRow) -> dict:
     row = protocol_rows.one(database, ANSWERS, {"assignment_id": assignment["id"]})
-    return {"spans": json.loads(row["spans"]), "score": row["score"]} if row else {}
+    if not row:
+        return {}
+    out = {"spans": json.loads(row["spans"]), "score": row["score"]}
+    return {**out, "prefill": json.loads(row["prefill"])} if row.get("prefill") else out
 
 
 def span_words(s: dict) -> str:
@@ -264,7 +281,8 @@ def answer_words(database, assignment: AssignmentRow, answer: dict) -> str:
     if not answer:
         return ""
     spans = ", ".join(span_words(s) for s in answer.get("spans", []))
-    return f"score {answer['score']}; " + (spans or "no error marked")
+    pre = prefill_store.words(answer.get("prefill"))
+    return f"score {answer['score']}; " + (spans or "no error marked") + (f"; {pre}" if pre else "")
 
 
 # -- the export ------------------------------------------------------------------------------
@@ -294,6 +312,7 @@ EXPORT_TABLES = {
             "n_minor": ("integer", "minor spans, the omission apart"),
             "n_major": ("integer", "major spans, the omission apart"),
             "omission": ("string", "the [MISSING] span's severity, empty when none was marked"),
+            **prefill_store.ANSWER_DICTIONARY,
             "active_seconds": ("number", "seconds between first shown and submitted, clamped at 600"),
             "created_at": ("timestamp", "when the answer was saved"),
         },
@@ -316,6 +335,7 @@ EXPORT_TABLES = {
         },
         content=True,
     ),
+    prefill_store.PREFILL: prefill_store.EXPORT_TABLE,
 }
 
 
@@ -351,6 +371,7 @@ PROTOCOL = protocols.register(
                 save,
                 stored,
                 label="ESA segment",
+                not_ready=prefill_store.NOT_READY,
                 answer_words=answer_words,
                 not_handed_on="an ESA HIT is annotated whole by one annotator: the next annotator added gets a HIT",
             ),
@@ -358,11 +379,14 @@ PROTOCOL = protocols.register(
         defaults=DEFAULTS,
         check=check,
         load=corpus.load,
-        prepare=corpus.prepare,
+        prepare=prefill_store.prepare,
         corpus_files=("segments",),
-        store_corpus=corpus.store,
+        store_corpus=prefill_store.store,
         count_corpus=corpus.count,
-        tables=(SEGMENTS_TABLE, HITS_TABLE, TAKERS_TABLE, ANSWERS_TABLE),
+        tables=(SEGMENTS_TABLE, HITS_TABLE, TAKERS_TABLE, ANSWERS_TABLE, prefill_store.PREFILL_TABLE),
+        schema_version=2,
+        schema_steps=(prefill_store.SCHEMA_STEP,),
+        jobs="services.esa.prefill_store:background_jobs",  # ESA-AI's pre-fill
         export_tables=EXPORT_TABLES,
         analyze="services.esa.study_analysis:add_analyze",
         texts={

@@ -15,6 +15,7 @@ from services.common.analysis_output import write_tables
 from services.esa import analysis
 from services.esa.answers import answer_rows
 from services.esa.corpus import ANSWERS, NAME
+from services.esa.prefill import OUTCOMES
 from services.esa.spans import Span
 from services.study import export_reader
 
@@ -91,4 +92,43 @@ def run(args: argparse.Namespace, open_database: Callable) -> str:
         rows = frame.to_dict("records")
     else:
         raise ValueError(f"analyze {NAME} needs an export (folder or its {ANSWERS} file) or --study STUDY_ID")
-    return analyse(judgments_of_rows(rows), Path(args.out), alpha=args.alpha, by=args.by)
+    summary = analyse(judgments_of_rows(rows), Path(args.out), alpha=args.alpha, by=args.by)
+    return summary + prefill_summary(rows, Path(args.out))
+
+
+COUNTS = ("n_prefilled", *(f"prefill_{o}" for o in OUTCOMES), "n_added")
+
+
+def prefill_outcomes(rows: list[dict]) -> pd.DataFrame:
+    """ESA-AI: per system and overall, the pre-filled spans and what became of them (kept,
+    severity changed, edited, deleted, each also as a share of the pre-filled spans) and the spans
+    the annotators added; empty when no answer had pre-filled spans."""
+    frame = pd.DataFrame([{"system": str(r["system"]), **{c: r.get(c) for c in COUNTS}} for r in rows])
+    if frame.empty or any(c not in frame for c in COUNTS):
+        return pd.DataFrame()
+    for c in COUNTS:
+        frame[c] = pd.to_numeric(frame[c], errors="coerce")
+    frame = frame.dropna(subset=list(COUNTS))
+    if frame.empty:
+        return pd.DataFrame()
+    table = pd.concat([frame.groupby("system")[list(COUNTS)].sum(), frame[list(COUNTS)].sum().to_frame("all").T])
+    table.insert(0, "answers", [*frame.groupby("system").size(), len(frame)])
+    for o in OUTCOMES:
+        total = table["n_prefilled"].where(table["n_prefilled"] > 0)
+        table[f"share_{o}"] = table[f"prefill_{o}"] / total
+    return table.rename_axis("system").reset_index()
+
+
+def prefill_summary(rows: list[dict], out: Path) -> str:
+    """The ESA-AI lines of the summary, prefill.csv written; "" for plain ESA."""
+    table = prefill_outcomes(rows)
+    if table.empty:
+        return ""
+    write_tables(out, {"prefill.csv": table})
+    a = table[table["system"] == "all"].iloc[0]
+    n = int(a["n_prefilled"])
+    parts = ", ".join(f"{o} {int(a[f'prefill_{o}'])}" + (f" ({a[f'share_{o}']:.0%})" if n else "") for o in OUTCOMES)
+    return (
+        f"\nESA-AI: {n} pre-filled spans in {int(a['answers'])} answers: {parts}; "
+        f"{int(a['n_added'])} spans added by annotators (per system: prefill.csv)"
+    )

@@ -342,6 +342,20 @@ class CometMetric(metrics.Metric):
             )
         return [float(s) for s in out.scores]
 
+    def error_spans(self, samples: list[dict]) -> list[list[dict]]:
+        """xCOMET's error spans per sample ({"src", "mt"[, "ref"]}; without "ref": its QE mode), as
+        comet's predict gives them in metadata.error_spans: {text, start, end (character offsets in
+        "mt"), severity (minor, major, critical), confidence} (services/esa/prefill.py uses them)."""
+        if self.family != "xcomet":
+            raise ValueError(f"metric {self.name!r} gives no error spans: only xCOMET does")
+        handle = self.loaded()
+        gpus = 1 if self.cache.device == "cuda" else 0
+        with handle.lock, self.cache.exclusive():
+            out = handle.model.predict(
+                samples, batch_size=self.batch_size, gpus=gpus, progress_bar=False, num_workers=0
+            )
+        return [list(spans) for spans in out.metadata.error_spans]
+
     # -- scoring --------------------------------------------------------------------------
     def reference_mode(self, references) -> bool:
         """Whether this call scores against references."""

@@ -35,6 +35,49 @@
   }
   function quoted(s) { return s.missing ? '[MISSING]' : '“' + s.text + '”'; }
 
+  // ESA-AI (services/esa/prefill.py): the pre-filled spans are in .esa-output's data-prefill, each
+  // with its index `prefill`, which a span keeps while the annotator keeps, re-grades or resizes
+  // it (the server works out kept / severity / edited / deleted from it). A span is shown as
+  // pre-filled until touched: while its offsets and severity are the pre-filled ones.
+  function prefillOf(form) {
+    try {
+      const v = JSON.parse(outputOf(form).dataset.prefill || '[]');
+      return Array.isArray(v) ? v : [];
+    } catch (e) { return []; }
+  }
+  function untouched(form, s) {
+    if (s.prefill === undefined || s.prefill === null) return false;
+    const p = prefillOf(form)[s.prefill];
+    return !!p && p.start === s.start && p.end === s.end && p.severity === s.severity && !!p.missing === !!s.missing;
+  }
+  function paintPrefilled(form, spans, cells) {
+    spans.forEach(s => {
+      if (!untouched(form, s)) return;
+      if (s.missing) { if (cells[cells.length - 1]) cells[cells.length - 1].classList.add('esa-prefilled'); return; }
+      for (let i = s.start; i < s.end && i < cells.length - 1; i++) cells[i].classList.add('esa-prefilled');
+    });
+  }
+  function originLabel(form, s, li) {
+    if (!untouched(form, s)) return;
+    li.classList.add('esa-span-prefilled');
+    const tag = document.createElement('span');
+    tag.className = 'esa-origin';
+    tag.textContent = 'pre-filled';
+    li.appendChild(tag);
+    li.appendChild(document.createTextNode(' '));
+  }
+  // a new selection over one pre-filled span (kept or edited) resizes it: it takes the span's
+  // place and its index; false when it overlaps anything else
+  function resize(form, spans, span) {
+    const clashes = spans.filter(s => !s.missing && s.start < span.end && span.start < s.end);
+    const old = clashes[0];
+    if (clashes.length !== 1 || old.prefill === undefined || old.prefill === null) return false;
+    span.prefill = old.prefill;
+    spans.splice(spans.indexOf(old), 1, span);
+    note(form, 'Resized the pre-filled error ' + quoted(old) + ' to ' + quoted(span) + ', ' + span.severity + '.');
+    return true;
+  }
+
   // the selection as a span record: the [MISSING] token alone is an omission; a selection that
   // reaches the token stops at the text's end; spaces at its edges are left out
   function spanOf(form, severity) {
@@ -55,11 +98,12 @@
     if (!out) return;
     const st = stateOf(form), spans = ordered(spansOf(form));
     const cells = out.querySelectorAll('.esa-ch');
-    cells.forEach(c => c.classList.remove('esa-minor', 'esa-major', 'esa-sel', 'esa-caret'));
+    cells.forEach(c => c.classList.remove('esa-minor', 'esa-major', 'esa-sel', 'esa-caret', 'esa-prefilled'));
     spans.forEach(s => {
       if (s.missing) { if (cells[cells.length - 1]) cells[cells.length - 1].classList.add('esa-' + s.severity); return; }
       for (let i = s.start; i < s.end && i < cells.length - 1; i++) cells[i].classList.add('esa-' + s.severity);
     });
+    paintPrefilled(form, spans, cells);
     if (st.sel) for (let i = st.sel[0]; i <= st.sel[1] && i < cells.length; i++) cells[i].classList.add('esa-sel');
     if (st.caret !== null && cells[st.caret]) cells[st.caret].classList.add('esa-caret');
     const picked = form.querySelector('.esa-picked'), chosen = spanOf(form, 'minor');
@@ -75,6 +119,7 @@
       sev.textContent = s.severity === 'major' ? 'Major' : 'Minor';
       li.appendChild(sev);
       li.appendChild(document.createTextNode(' ' + quoted(s) + ' '));
+      originLabel(form, s, li);
       const other = s.severity === 'major' ? 'minor' : 'major';
       [['esa-toggle', 'Make ' + other, 'Make ' + quoted(s) + ' a ' + other + ' error'],
        ['esa-remove', 'Remove', 'Remove the ' + s.severity + ' error ' + quoted(s)]].forEach(([cls, words, label]) => {
@@ -108,16 +153,16 @@
       if (had) had.severity = severity; else spans.push(span);
     } else {
       const clash = spans.find(s => !s.missing && s.start < span.end && span.start < s.end);
-      if (clash) {
+      if (clash && !resize(form, spans, span)) {
         note(form, 'This overlaps the error ' + quoted(clash) + ': remove that one first, or mark another part.');
         return;
       }
-      spans.push(span);
+      if (!clash) spans.push(span);
     }
     const st = stateOf(form);
     st.sel = null;
     st.anchor = st.caret;
-    note(form, 'Marked ' + quoted(span) + ' as a ' + severity + ' error.');
+    if (!span.prefill && span.prefill !== 0) note(form, 'Marked ' + quoted(span) + ' as a ' + severity + ' error.');
     write(form, spans);
   }
 
