@@ -4,18 +4,30 @@ annotator in headless Chromium. At 1280 px: a span dragged with the mouse and ma
 [MISSING] token marked, a span marked with the keyboard (arrows, Shift+arrows, m), a severity
 toggled, a span removed, the score refused while the slider is unmoved, then set by a click and
 submitted; the stored offsets are the output's characters. At 390 px (a phone, touch): the next
-item's document and controls fit the width, and a tap marks [MISSING]. Screenshots in the tests'
-artifacts folder."""
+item's document and controls fit the width, and a tap marks [MISSING]. ESA-AI, in a second study of
+the same app pre-filled by the tiny xCOMET of tests/tiny_metric_models.py: the pre-filled spans
+shown as such until touched, one resized by re-marking, one re-graded, the rest removed, and the
+outcomes stored. Screenshots in the tests' artifacts folder."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from harness.app import RunningApp
+from services.common import protocols
+from services.esa import prefill, prefill_store
+from services.metrics import registry as metrics
+from services.models.cache import ModelCache
+from storage import open_database
 from tests.helpers.browser import ARTIFACTS, WIDTHS, chromium
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tiny_metric_models as tmm  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -37,10 +49,74 @@ def spans_of(form) -> list[dict]:
     return json.loads(form.locator('input[name="spans"]').input_value())
 
 
+AI_STUDY = "esa-ai-example"
+
+
+def prefilled_study(app: RunningApp, tmp_path: Path) -> str:
+    """The example as a second study with prefill = "xcomet", pre-filled before the app starts by
+    the tiny xCOMET (the job's own code, prefill_store.run); its annotator's link."""
+    folder = tmp_path / "esa-ai"
+    shutil.copytree(EXAMPLE, folder)
+    toml = (folder / "study.toml").read_text(encoding="utf-8").replace(f'id = "{STUDY}"', f'id = "{AI_STUDY}"')
+    (folder / "study.toml").write_text(toml.replace("hit_size = 4\n", 'hit_size = 4\nprefill = "xcomet"\n'))
+    app.prepare(("import", str(folder)), ("participants", "add", "--study", AI_STUDY, "--role", "esa", "--count", "1"))
+    with tmm.offline():
+        checkpoint = tmm.build_comet(tmp_path / "comet")["xcomet"]
+    backend = prefill.XcometPrefill(metrics.get("xcomet", checkpoint=str(checkpoint), cache=ModelCache(device="cpu")))
+    database = open_database(Path(app.env["TRADLAB_DB"]), schemas=protocols.schemas())
+    assert prefill_store.run(database, AI_STUDY, backend=backend) == 10
+    return app.setup_cli("links", "--study", AI_STUDY).stdout.splitlines()[1].split("\t")[5]
+
+
+def edit_prefilled(app: RunningApp, browser, url: str) -> None:
+    """The first segment's pre-filled spans: each shown as pre-filled; one resized by a drag over
+    part of it (edited), another re-graded (severity), the others removed (deleted)."""
+    context = browser.new_context(**WIDTHS["desktop"])
+    page = context.new_page()
+    page.goto(url)
+    form = page.locator("form.esa-item")
+    form.locator('.esa-output .esa-ch[data-i="0"]').wait_for(timeout=30000)
+    pre = json.loads(form.locator(".esa-output").get_attribute("data-prefill"))
+    assert pre and spans_of(form) == pre and [s["prefill"] for s in pre] == list(range(len(pre)))
+    assert form.locator(".esa-spans li .esa-origin").count() == len(pre)
+    covered = sum(s["end"] - s["start"] for s in pre if not s["missing"])
+    assert form.locator(".esa-output .esa-prefilled").count() == covered
+    page.screenshot(path=str(ARTIFACTS / "esa-ai-prefilled.png"), full_page=True)
+    outcomes = ["deleted"] * len(pre)
+    # resized: the first span of two characters or more, its first character left out
+    r = next(k for k, s in enumerate(pre) if s["end"] - s["start"] >= 2 and not s["missing"])
+    drag(page, form, pre[r]["start"] + 1, pre[r]["end"] - 1)
+    page.keyboard.press("M" if pre[r]["severity"] == "major" else "m")
+    assert "Resized the pre-filled error" in form.locator(".esa-note").inner_text()
+    outcomes[r] = "edited"
+    g = next((k for k in range(len(pre)) if k != r), None)
+    if g is not None:  # another one re-graded
+        other = "minor" if pre[g]["severity"] == "major" else "major"
+        label = "“" + pre[g]["text"] + "”" if not pre[g]["missing"] else "[MISSING]"
+        form.get_by_role("button", name=f"Make {label} a {other} error").click()
+        outcomes[g] = "severity"
+    assert form.locator(".esa-spans li .esa-origin").count() == len(pre) - sum(o != "deleted" for o in outcomes)
+    while form.locator(".esa-spans li.esa-span-prefilled .esa-remove").count():  # the untouched ones
+        form.locator(".esa-spans li.esa-span-prefilled .esa-remove").first.click()
+    page.screenshot(path=str(ARTIFACTS / "esa-ai-edited.png"), full_page=True)
+    slider = form.locator('input[name="score"]')
+    box = slider.bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.5, box["y"] + box["height"] / 2)
+    form.locator("button[type=submit]").click()
+    page.locator(".progress:visible").get_by_text("1 / ").wait_for(timeout=15000)
+    [(record,)] = app.rows(
+        "SELECT a.prefill FROM esa_answers a JOIN assignments s ON s.id = a.assignment_id WHERE s.study_id = ?",
+        (AI_STUDY,),
+    )
+    assert [r["outcome"] for r in json.loads(record)["spans"]] == outcomes
+    context.close()
+
+
 def test_an_annotator_marks_spans_by_mouse_and_keyboard_and_scores(tmp_path):
     app = RunningApp(tmp_path, {})
     app.prepare(("import", str(EXAMPLE)), ("participants", "add", "--study", STUDY, "--role", "esa", "--count", "1"))
     url = app.setup_cli("links", "--study", STUDY).stdout.splitlines()[1].split("\t")[5]
+    ai_url = prefilled_study(app, tmp_path)
     app.start()
     try:
         with chromium() as browser:
@@ -154,5 +230,6 @@ def test_an_annotator_marks_spans_by_mouse_and_keyboard_and_scores(tmp_path):
             assert [s["missing"] for s in spans_of(form)] == [True]
             page.screenshot(path=str(ARTIFACTS / "esa-phone.png"), full_page=True)
             phone.close()
+            edit_prefilled(app, browser, ai_url)
     finally:
         app.stop()

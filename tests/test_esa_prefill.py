@@ -274,7 +274,7 @@ def test_a_prefilled_study_end_to_end(served_lm, tmp_path, no_network):
     # "domingo" and adds "O"; in segment 1 re-grades "flor"
     for _ in TRAINED:
         v = get_view(db, p.token, "esa")
-        assert v.status == "item"
+        assert v.status == "item" and "already marked" in v.content["instructions"]
         pre = v.content["prefill"]
         expected = json.loads(stored[int(v.item_id)]["spans"])
         assert [(s["text"], s["severity"], s["prefill"]) for s in pre] == [

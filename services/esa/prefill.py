@@ -356,18 +356,18 @@ def outcomes(prefilled: Sequence[dict], final: Sequence[Span], links: Sequence[i
             problems.append(f"{name} does not overlap the pre-filled span {k} it is said to come from")
         came.setdefault(k, j)
     records = []
-    for k, p in enumerate(prefilled):
-        j = came.get(k)
-        if j is None:
+    for k, pre in enumerate(prefilled):
+        at = came.get(k)
+        if at is None:
             outcome = "deleted"
-        elif (final[j].start, final[j].end) != (int(p["start"]), int(p["end"])):
+        elif (final[at].start, final[at].end) != (int(pre["start"]), int(pre["end"])):
             outcome = "edited"
-        elif final[j].severity != p["severity"]:
+        elif final[at].severity != pre["severity"]:
             outcome = "severity"
         else:
             outcome = "kept"
         keys = ("start", "end", "text", "severity", "category", "missing")
-        records.append({**{key: p.get(key) for key in keys}, "outcome": outcome, "final": j})
+        records.append({**{key: pre.get(key) for key in keys}, "outcome": outcome, "final": at})
     return {"spans": records, "origin": list(links)}, problems
 
 

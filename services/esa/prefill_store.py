@@ -26,6 +26,7 @@ from services.models.cache import CACHE
 from storage import jobs, protocol_rows, studies
 from storage.db import Transaction, now, required
 from storage.protocol_schema import AddColumn, Column, Index, SchemaStep, Table
+from storage.rows import StudyRow
 
 PREFILL = f"{NAME}_prefill"
 KIND = f"{NAME}_prefill"
@@ -54,6 +55,19 @@ SCHEMA_STEP = SchemaStep(2, (PREFILL_TABLE, AddColumn(ANSWERS, ANSWER_COLUMN)))
 
 def backend_of(section: dict) -> str:
     return str(section.get("prefill") or "")
+
+
+# ESA-AI's page: what the pre-filled spans are and what the annotator does with them
+PREFILL_INSTRUCTIONS = (
+    "\n\n**Some errors are already marked** by an automatic system (shown as *pre-filled*). Check each "
+    "one: keep it if it is right, change its severity, mark it again over the right words to resize it, "
+    "or remove it if it is not an error; then mark the errors it missed."
+)
+
+
+def instructions(section: dict) -> str:
+    """The words added to the instructions of an ESA-AI study ("" for plain ESA)."""
+    return PREFILL_INSTRUCTIONS if backend_of(section) else ""
 
 
 def check(section: dict) -> list[tuple[str, str]]:
@@ -145,7 +159,7 @@ def spans_of(database, study_id: str, segment_row: int) -> list[dict] | None:
     return [{**s, "prefill": k} for k, s in enumerate(json.loads(row["spans"]))]
 
 
-def answer_record(database, study: dict, seg: dict, raw, spans: list[Span]) -> tuple[dict | None, list[str]]:
+def answer_record(database, study: StudyRow, seg: dict, raw, spans: list[Span]) -> tuple[dict | None, list[str]]:
     """The outcomes of an answer to a segment of a pre-filled study (None for plain ESA), and the
     problems of the spans' `prefill` links; spans as parse_spans gave them (in raw's order), the
     record in the order the answer stores them (protocol.validate's)."""

@@ -195,7 +195,7 @@ def content(
         "doc_pos": k + 1,
         "doc_len": len(doc),
         "labels": labels_of(section),
-        "instructions": section.get("instructions") or INSTRUCTIONS,
+        "instructions": (section.get("instructions") or INSTRUCTIONS) + prefill_store.instructions(section),
         "prefill": pre,
     }
 
