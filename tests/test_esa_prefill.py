@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import shutil
 import sys
@@ -20,8 +21,11 @@ import pytest
 
 from services.common import protocols
 from services.esa import prefill, prefill_store, study_analysis
+from services.esa import protocol as esa
 from services.esa.spans import Span
+from services.metrics import comet
 from services.models import llm
+from services.models.backends import BackendUnavailable
 from services.models.cache import ModelCache
 from services.participation import worker_jobs
 from services.participation.items import get_view
@@ -31,6 +35,7 @@ from services.setup.importer import import_study
 from services.study.export import export_study
 from services.study.files import StudyValidationError, load_study
 from storage import open_database
+from storage.protocol_schema import Schema
 from tests.openai_server import OpenAIServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -172,8 +177,6 @@ def test_outcomes_kept_severity_edited_deleted_and_added():
 
 @pytest.fixture(scope="module")
 def tiny_comet(tmp_path_factory):
-    from services.metrics import comet
-
     if not comet._package_version():
         pytest.skip("unbabel-comet is not installed")
     with tmm.offline():
@@ -327,8 +330,6 @@ def test_prefill_must_name_a_backend(tmp_path):
 
 
 def test_a_job_without_a_configured_backend_says_what_to_set(tmp_path, monkeypatch):
-    from services.models.backends import BackendUnavailable
-
     for var in ("TRADLAB_LLM_MODEL", "TRADLAB_LLM_BASE_URL", "TRADLAB_LLM_BACKEND"):
         monkeypatch.delenv(var, raising=False)
     folder = tmp_path / "s"
@@ -340,3 +341,15 @@ def test_a_job_without_a_configured_backend_says_what_to_set(tmp_path, monkeypat
     with pytest.raises(BackendUnavailable, match="TRADLAB_LLM_MODEL"):
         prefill_store.run(db, STUDY)
     assert db.scalar("SELECT COUNT(*) FROM esa_prefill") == 0
+
+
+def test_a_database_at_schema_1_gets_the_prefill_table_and_column(tmp_path):
+    before = dataclasses.replace(esa.ANSWERS_TABLE, columns=esa.ANSWERS_TABLE.columns[:-1])  # without prefill
+    others = [s for s in protocols.schemas() if s.owner != "esa"]
+    v1 = Schema("esa", 1, (esa.SEGMENTS_TABLE, esa.HITS_TABLE, esa.TAKERS_TABLE, before))
+    old = open_database(tmp_path / "x.db", schemas=[*others, v1])
+    assert "esa_prefill" not in old.db.table_names()
+    db = open_database(tmp_path / "x.db", schemas=protocols.schemas())
+    assert db.scalar("SELECT version FROM protocol_schemas WHERE protocol = 'esa'") == 2
+    assert "esa_prefill" in db.db.table_names()
+    assert "prefill" in [c[1] for c in db.db.execute("PRAGMA table_info(esa_answers)")]
