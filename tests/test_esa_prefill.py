@@ -165,6 +165,7 @@ def test_outcomes_kept_severity_edited_deleted_and_added():
         "prefill_deleted": 1,
         "n_added": 1,
     }
+    assert prefill_store.words(record) == "pre-filled 4: kept 1, severity 1, edited 1, deleted 1; added 1"
     # a claimed origin that does not overlap, or one claimed twice, is refused naming the span
     _, bad = prefill.outcomes(pre, [Span.over(out, 26, 35, "minor"), Span.over(out, 2, 10, "minor")], [2, 2])
     assert "does not overlap the pre-filled span 2" in bad[0] and "both come from pre-filled span 2" in bad[1]
