@@ -194,7 +194,7 @@ class AudioMetadata:
 @dataclass(frozen=True)
 class Protocol:
     """One protocol, named as study.protocols lists it and as its study.toml section. Its hooks
-    (check, load, prepare, metrics_report, systems_report, report_section, drop_inactive,
+    (check, load, prepare, metrics_report, systems_report, report_section, drop_inactive, forget,
     repair, plan, questions_changed, analysis_panel, jobs, demo, admin_section, cli) are specified in
     services/common/hookspecs.py (docs/hooks.md); those that also take "module:name" are
     imported on first use (resolve(); services.common imports no protocol, report or tab module).
@@ -228,6 +228,7 @@ class Protocol:
     schema_steps: the steps from version 1 to schema_version, in order
     store_corpus, count_corpus: its corpus (what its load put in bundle.corpus[<name>]) stored
         in its tables at import, and counted for the import's summary
+    count_collected: what its participants gave, counted for the team's progress tab
     """
 
     name: str
@@ -247,6 +248,7 @@ class Protocol:
     systems_report: hookspecs.SystemsReport | str | None = None
     report_section: hookspecs.ReportSection | str | None = None
     drop_inactive: hookspecs.DropInactive | str | None = None
+    forget: hookspecs.Forget | str | None = None
     repair: hookspecs.Repair | str | None = None
     plan: hookspecs.Plan | str | None = None
     questions_changed: hookspecs.QuestionsChanged | str | None = None
@@ -262,6 +264,7 @@ class Protocol:
     schema_steps: tuple[SchemaStep, ...] = ()
     store_corpus: hookspecs.StoreCorpus | None = None
     count_corpus: hookspecs.CountCorpus | None = None
+    count_collected: hookspecs.CountCollected | None = None
     cli: hookspecs.CliCommands | str | None = None
 
 
@@ -538,6 +541,8 @@ def tab_phases() -> dict[str, tuple[str, ...]]:
 # with_hook's hooks, each with its spec, so that mypy checks the calls the core makes
 @overload
 def with_hook(hook: Literal["drop_inactive"]) -> tuple[tuple[Protocol, hookspecs.DropInactive], ...]: ...
+@overload
+def with_hook(hook: Literal["forget"]) -> tuple[tuple[Protocol, hookspecs.Forget], ...]: ...
 @overload
 def with_hook(hook: Literal["repair"]) -> tuple[tuple[Protocol, hookspecs.Repair], ...]: ...
 @overload

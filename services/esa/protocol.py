@@ -249,6 +249,11 @@ def save(tx: Transaction, study: StudyRow, participant: ParticipantRow, assignme
     protocol_rows.insert(tx.db, ANSWERS, row)
 
 
+def collected(database, study_id: str) -> dict[str, int]:
+    """The team's progress tab: the segments annotated (one esa_answers row each)."""
+    return {"ESA answers": assignments.done_count(database, study_id, NAME)}
+
+
 def stored(database, assignment: AssignmentRow) -> dict:
     row = protocol_rows.one(database, ANSWERS, {"assignment_id": assignment["id"]})
     return {"spans": json.loads(row["spans"]), "score": row["score"]} if row else {}
@@ -362,6 +367,7 @@ PROTOCOL = protocols.register(
         corpus_files=("segments",),
         store_corpus=corpus.store,
         count_corpus=corpus.count,
+        count_collected=collected,
         tables=(SEGMENTS_TABLE, HITS_TABLE, TAKERS_TABLE, ANSWERS_TABLE),
         export_tables=EXPORT_TABLES,
         analyze="services.esa.study_analysis:add_analyze",
