@@ -78,9 +78,7 @@ def test_scales_wording_and_checks():
 
 
 def test_continuous_summary_against_numpy_and_scipy():
-    rows = pd.DataFrame(
-        dict(condition=["ref"] * 5 + ["sys"] * 6, value=[100, 95, 92, 100, 88, 40, 55, 61, 47, 70, 52])
-    )
+    rows = pd.DataFrame(dict(condition=["ref"] * 5 + ["sys"] * 6, value=[100, 95, 92, 100, 88, 40, 55, 61, 47, 70, 52]))
     s = condition_summary(rows, scale=SCALES["mushra"]).set_index("condition")
     v = [40, 55, 61, 47, 70, 52]
     lo, hi = stats.t.interval(0.95, 5, loc=statistics.mean(v), scale=stats.sem(v))

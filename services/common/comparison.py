@@ -245,7 +245,7 @@ def plackett_luce(rankings: pd.DataFrame, *, alpha: float = 0.01) -> pd.Series:
     for (item, annotator), g in rankings.groupby(["item", "annotator"], sort=False):
         if g["rank"].duplicated().any():
             raise ValueError(f"item {item!r} by {annotator!r} has equal ranks: Plackett-Luce takes strict rankings")
-        data.append([index[s] for s in g.sort_values("rank")["system"]])
+        data.append(tuple(index[s] for s in g.sort_values("rank")["system"]))
     if not data:
         raise ValueError("no rankings: nothing to fit")
     params = choix.ilsr_rankings(len(systems), data, alpha=alpha, max_iter=1000)
@@ -295,6 +295,6 @@ def best_choice_strengths(trials: pd.DataFrame, *, alpha: float = 0.01) -> pd.Se
     _check_trials(trials)
     systems = sorted({s for group in trials["shown"] for s in group})
     index = {s: i for i, s in enumerate(systems)}
-    data = [(index[b], [index[s] for s in shown if s != b]) for shown, b in zip(trials["shown"], trials["best"])]
+    data = [(index[b], tuple(index[s] for s in shown if s != b)) for shown, b in zip(trials["shown"], trials["best"])]
     params = choix.ilsr_top1(len(systems), data, alpha=alpha, max_iter=1000)
     return pd.Series(params, index=systems, name="strength").sort_values(ascending=False)

@@ -67,14 +67,14 @@ def load_scales(path: Path = SCALES_FILE) -> dict[str, Scale]:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     out = {}
     for key, s in data.items():
-        bounds = tuple(s["continuous"]) if "continuous" in s else None
+        bounds = (float(s["continuous"][0]), float(s["continuous"][1])) if "continuous" in s else None
         out[key] = Scale(
             key=key,
             name=s["name"],
             source=s["source"],
             mean_name=s["mean_name"],
             points=tuple((p["value"], p["label"]) for p in s["points"]),
-            bounds=bounds,  # type: ignore[arg-type]  # a two-item list in the file
+            bounds=bounds,
         )
     return out
 

@@ -72,7 +72,8 @@ def fleiss_kappa(ratings: pd.DataFrame) -> dict:
     """Fleiss' kappa on the units rated by the most common number of annotators (at least two):
     kappa, n units used, n units left out, the number of ratings per unit. A ValueError when no
     unit has two ratings."""
-    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa as sm_fleiss  # heavy: see above
+    from statsmodels.stats.inter_rater import aggregate_raters  # heavy: see above
+    from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
 
     matrix = reliability_matrix(ratings)
     counts = matrix.notna().sum(axis=0)
