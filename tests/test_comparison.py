@@ -127,6 +127,11 @@ def test_bootstrap_is_seeded_and_clusters_follow_it():
     assert list(table["cluster"]) == [1, 1, 2]  # A and B too close to separate, C clearly below
     p_bc = pairs[(pairs.system_a == table.system[1]) & (pairs.system_b == "C")].p_value.iloc[0]
     assert p_bc < 0.05
+    # a resample is the drawn items' rows put together and fitted again
+    items = [g for _, g in outcomes.groupby("item", sort=True)]
+    drawn = np.random.default_rng(11).integers(0, len(items), len(items))
+    again = bradley_terry(pd.concat([items[i] for i in drawn]))
+    np.testing.assert_allclose(bootstrap_strengths(outcomes, n_boot=1, seed=11).iloc[0][again.index], again, atol=1e-6)
     by_annotator = bootstrap_strengths(outcomes, by="annotator", n_boot=20, seed=1)
     assert by_annotator.shape == (20, 3)
     with pytest.raises(ValueError, match="bootstrap over 'segment'"):

@@ -101,29 +101,29 @@ def bradley_terry(outcomes: pd.DataFrame, *, alpha: float = 0.01) -> pd.Series:
     return pd.Series(_fit(outcomes, systems, alpha), index=systems, name="strength").sort_values(ascending=False)
 
 
-def _resamples(outcomes: pd.DataFrame, by: str, n_boot: int, seed: int):
-    if by not in BY:
-        raise ValueError(f"bootstrap over {by!r}: one of {', '.join(BY)}")
-    groups = {k: g for k, g in outcomes.groupby(by, sort=True)}
-    keys = list(groups)
-    rng = np.random.default_rng(seed)
-    for _ in range(n_boot):
-        picked = rng.integers(0, len(keys), len(keys))
-        yield pd.concat([groups[keys[i]] for i in picked], ignore_index=True)
-
-
 def bootstrap_strengths(
     outcomes: pd.DataFrame, *, by: str = "item", n_boot: int = 1000, seed: int = 0, alpha: float = 0.01
 ) -> pd.DataFrame:
     """Bradley-Terry strengths of `n_boot` resamples of whole items (or annotators): one row per
     resample, one column per system, NaN where a resample lacks the system."""
+    if by not in BY:
+        raise ValueError(f"bootstrap over {by!r}: one of {', '.join(BY)}")
     outcomes = check_outcomes(outcomes)
     systems = systems_of(outcomes)
+    # each group's win matrix and systems once; a resample's matrix is their sum weighted by how
+    # often the resample drew each group (the same as concatenating the drawn groups' rows)
+    groups = [g for _, g in outcomes.groupby(by, sort=True)]
+    matrices = np.stack([win_matrix(g, systems) for g in groups])
+    shown = np.stack([np.isin(systems, systems_of(g)) for g in groups]).astype(float)
+    rng = np.random.default_rng(seed)
     rows = []
-    for sample in _resamples(outcomes, by, n_boot, seed):
-        present = systems_of(sample)
-        fitted = dict(zip(present, _fit(sample, present, alpha)))
-        rows.append([fitted.get(s, math.nan) for s in systems])
+    for _ in range(n_boot):
+        drawn = np.bincount(rng.integers(0, len(groups), len(groups)), minlength=len(groups)).astype(float)
+        m = np.tensordot(drawn, matrices, axes=1)
+        present = np.flatnonzero(drawn @ shown > 0)
+        row = np.full(len(systems), math.nan)
+        row[present] = choix.ilsr_pairwise_dense(m[np.ix_(present, present)], alpha=alpha, max_iter=1000)
+        rows.append(row)
     return pd.DataFrame(rows, columns=systems)
 
 
