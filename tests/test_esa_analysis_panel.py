@@ -169,9 +169,17 @@ def test_no_segment_with_two_annotators_is_said_plainly():
     alone = [r for r in ROWS if r["participant"] == "u1"]
     res = results.results(alone)
     assert res.agreement.why == results.NO_SHARED and math.isnan(res.agreement.alpha)
-    assert res.lines()[-1] == f"Agreement: {results.NO_SHARED}"
+    assert res.lines()[-1] == "Agreement: n" + results.NO_SHARED[1:]
     with pytest.raises(ValueError, match="no ESA answers"):
         results.results([])
+
+
+def test_answers_without_any_span_have_zero_counts():
+    # no span marked anywhere: the breakdown counts zeros (it once failed on an empty span table)
+    bare = [{**r, "spans": "[]"} for r in ROWS]
+    sev = results.results(bare).severities
+    assert list(sev["system"]) == ["A", "B"] and sev[["minor", "major", "missing", "n_spans"]].sum().sum() == 0
+    assert results.results(bare).agreement.f1 == 1.0  # nobody marks anything: full agreement
 
 
 # -- one study: the panel, the report and the command line on its export ------------------------
@@ -239,6 +247,8 @@ def test_a_study_without_answers_says_so_in_the_panel_and_the_report(db, tmp_pat
     assert part.summary == esa_report.NO_DATA
     assert [s.filled for s in part.sections] == [False, False, False, True]
     assert shown(part)["summary"].startswith("No ESA answers yet")
+    other = esa_report.build(db, "no-such-study", tmp_path)
+    assert other.summary == esa_report.NOT_LISTED and shown(other)["summary"].startswith("This study has no esa")
 
 
 # -- the welcome's count, and a leaving annotator's HIT --------------------------------------------

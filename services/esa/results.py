@@ -59,7 +59,7 @@ class Agreement:
 
     def line(self) -> str:
         if self.why:
-            return f"Agreement: {self.why}"
+            return f"Agreement: {self.why[0].lower()}{self.why[1:]}"
         alpha = "not estimable (no variation in the scores)" if math.isnan(self.alpha) else f"{self.alpha:.3f}"
         return (
             f"Agreement: {self.shared_segments} segment(s) with two or more annotators, {len(self.pairs)} pair(s): "

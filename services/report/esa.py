@@ -11,7 +11,9 @@ import pandas as pd
 
 from services.common.analysis_output import write_tables
 from services.esa import results, study_analysis
+from services.esa.corpus import NAME
 from services.report.sections import Part, fill
+from storage import studies
 
 TITLE = "Error span annotation (ESA, Kocmi et al. 2024)"
 ITEMS = [
@@ -40,6 +42,7 @@ ITEMS = [
 ]
 DECIMALS = {"Table 1": 2, "Table 2": 2, "Table 3": 3}
 NO_DATA = "No ESA answers yet: this fills once annotators have scored segments of the study's HITs."
+NOT_LISTED = f"This study has no {NAME} part (study.protocols)."
 SOURCES = "wmt-conference/ErrorSpanAnnotation"
 DEFAULTS = pd.DataFrame(
     [
@@ -87,11 +90,14 @@ def build(database, study_id: str, out_dir: Path, alpha: float = 0.05) -> Part:
     """ESA's part; part.detail is the Results (or the sentence saying why there are none)."""
     part = Part("esa", TITLE, notes=list(DEPARTURES))
     content: dict = {"Table 4": DEFAULTS}
-    rows = study_analysis.stored_rows(database, study_id)
+    study = studies.get_study(database, study_id)
+    listed = study is not None and NAME in (study["config"].get("study", {}).get("protocols") or [])
+    rows = study_analysis.stored_rows(database, study_id) if listed else []
     if not rows:
-        part.detail = NO_DATA
-        part.summary = NO_DATA
-        part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
+        # the report leaves out a study's unlisted protocols itself; the Analysis tab says why
+        why = NO_DATA if listed else NOT_LISTED
+        part.detail = part.summary = why
+        part.sections = fill(ITEMS, content, why, DECIMALS)
         return part
     res = results.results(rows, alpha=alpha)
     part.detail = res
