@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import gradio as gr
 
-from services.esa.results import Results
-from services.report import esa as esa_report
 from tabs import paper_view
 from tabs.admin_common import admin_only, served, shows_failure
 from tabs.analysis_common import FILES_PX, NOT_RUN, Panel, not_run_table, run_folder
@@ -21,8 +19,8 @@ def shown(part) -> dict:
     the agreement), the pairs' span agreement and the head-to-head tests, each with the sentence
     saying why it is empty."""
     done = part.detail
-    if not isinstance(done, Results):
-        why = str(done or esa_report.NO_DATA)
+    if isinstance(done, str):  # the sentence saying why there are no results
+        why = done
         return {"summary": plain_markdown(why), "pairs": shown_table(None, why), "h2h": shown_table(None, why)}
     return {
         "summary": "\n\n".join(plain_markdown(line.strip()) for line in done.lines()),
@@ -50,6 +48,10 @@ def panel(shared: Panel) -> None:
         if not study_id:
             why = "No study imported yet."
             return {esa_notice: why, esa_part: None, esa_files: None, esa_summary: why}
+        # scipy and krippendorff: on first use only (at the module's top they added 1.4 s to
+        # every start of the app)
+        from services.report import esa as esa_report
+
         # the report's part, so the tab and the HTML file never differ; its files are served from
         # gradio's cache and its folder is removed (run_folder)
         with run_folder("esa", study_id) as folder:
