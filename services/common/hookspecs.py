@@ -212,6 +212,15 @@ class RoleItems(Protocol):
     def __call__(self, config: dict, /) -> int: ...
 
 
+class RoleHeldItems(Protocol):
+    """The number of items one participant's welcome names, from what they hold (their own
+    queue), where the protocol knows it better than Role.items' study-wide count: a HIT made
+    of whole documents may hold more or fewer items than the study's HIT size. The welcome's
+    minutes follow it."""
+
+    def __call__(self, database: Database, study: StudyRow, participant: ParticipantRow, /) -> int: ...
+
+
 class RoleMinutes(Protocol):
     """The welcome's minutes where the protocol gives them, from the study's config (without
     one: the items times seconds_per_item)."""

@@ -136,7 +136,7 @@ class Pool:
 @dataclass(frozen=True)
 class Role:
     """A participant's role: their page (/<name>/, titled page_title) and its tabs. Its hooks
-    (setup, items, minutes, on_leave, qc) are specified in services/common/hookspecs.py
+    (setup, items, held_items, minutes, on_leave, qc) are specified in services/common/hookspecs.py
     (docs/hooks.md).
 
     grouped: enrolled per group x gender cell of the study (a sender: study.groups, genders)
@@ -153,6 +153,7 @@ class Role:
     setup: hookspecs.RoleSetup | None = None
     grouped: bool = False
     items: hookspecs.RoleItems | None = None
+    held_items: hookspecs.RoleHeldItems | None = None
     seconds_per_item: int = 60
     minutes: hookspecs.RoleMinutes | None = None
     pool: Pool | None = None

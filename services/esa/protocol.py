@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from services.common import protocols
+from services.common.hookspecs import Reassignment
 from services.common.protocols import Column, ExportTable, Index, Phase, Protocol, Role, Tab, Table
 from services.esa import corpus
 from services.esa.answers import answer_rows, segment_rows
@@ -19,7 +20,7 @@ from services.esa.spans import MISSING_TOKEN, Span, SpanError, check_spans
 from services.participation.submissions import refuse_all
 from storage import assignments, protocol_rows
 from storage.db import Transaction, now, required
-from storage.rows import AssignmentRow, ParticipantRow, StudyRow
+from storage.rows import AssignmentRecord, AssignmentRow, ParticipantRow, StudyRow
 
 # Appraise's ESA template (AppraiseDev/Appraise EvalView/templates/EvalView/_instructions-esa.html):
 # the slider's four described levels
@@ -151,6 +152,36 @@ def setup(tx: Transaction, study: StudyRow, pid: int, group, gender, design_inde
 
 def items(config: dict) -> int:
     return int((config.get(NAME) or {}).get("hit_size", 0))
+
+
+def held_items(database, study: StudyRow, participant: ParticipantRow) -> int:
+    """The segments of the HIT the annotator holds (whole documents: more or fewer than
+    hit_size); before they hold one, the study's mean HIT size, rounded; without HITs, hit_size."""
+    taker = protocol_rows.one(database, TAKERS, {"participant_id": participant["id"]})
+    if taker is not None:
+        hit = protocol_rows.one(database, HITS, {"study_id": study["id"], "hit": taker["hit"]})
+        if hit is not None:
+            return int(hit["n_segments"])
+    sizes = [h["n_segments"] for h in protocol_rows.select(database, HITS, {"study_id": study["id"]})]
+    return int(round(sum(sizes) / len(sizes))) if sizes else items(study["config"])
+
+
+def on_leave(
+    tx: Transaction,
+    study: StudyRow,
+    participant: ParticipantRow,
+    withdrawn: list[AssignmentRecord],
+    actor: str,
+    out: Reassignment,
+) -> None:
+    """An annotator leaves (deactivated and reassigned, removed): a HIT they left unfinished is
+    no longer theirs, so the next annotator added may get it whole (setup gives the least-held
+    HIT); their saved answers stay. A finished HIT (nothing withdrawn) stays counted as held."""
+    if not withdrawn:
+        return
+    protocol_rows.delete(tx.db, TAKERS, {"participant_id": participant["id"]})
+    for a in withdrawn:
+        out.waiting.append({"phase": a["phase"], "item": a["item_id"]})
 
 
 # -- an item ----------------------------------------------------------------------------------
@@ -334,6 +365,8 @@ PROTOCOL = protocols.register(
                 "Error span annotation",
                 setup,
                 items=items,
+                held_items=held_items,  # the welcome counts the annotator's own HIT
+                on_leave=on_leave,  # an unfinished HIT is free again for the next annotator
                 seconds_per_item=40,  # the welcome's estimate per segment
                 label="ESA annotator",
             ),
@@ -357,7 +390,7 @@ PROTOCOL = protocols.register(
                 stored,
                 label="ESA segment",
                 answer_words=answer_words,
-                not_handed_on="an ESA HIT is annotated whole by one annotator: the next annotator added gets a HIT",
+                not_handed_on="an ESA HIT is annotated whole by one annotator: the next annotator added gets it",
             ),
         ),
         defaults=DEFAULTS,
@@ -371,6 +404,8 @@ PROTOCOL = protocols.register(
         tables=(SEGMENTS_TABLE, HITS_TABLE, TAKERS_TABLE, ANSWERS_TABLE),
         export_tables=EXPORT_TABLES,
         analyze="services.esa.study_analysis:add_analyze",
+        report_section="services.report.esa:section",  # services/report sits above the protocols
+        analysis_panel="tabs.analysis_esa:panel",
         texts={
             "en": {
                 "welcome_esa": "Welcome. You will mark the errors in the translations of about {items} segments, "
