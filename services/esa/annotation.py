@@ -26,7 +26,7 @@ def queue_problems(name: str, section: dict) -> list[tuple[str, str]]:
     if not whole(section.get("hit_size")) or section["hit_size"] < 1:
         out.append((f"{name}.hit_size", "must be a whole number of segments >= 1 (WMT 2024: 100)"))
     ctx = section.get("context")
-    if ctx != "all" and not (whole(ctx) and ctx >= 0):
+    if ctx != "all" and not (isinstance(ctx, int) and not isinstance(ctx, bool) and ctx >= 0):
         out.append((f"{name}.context", 'must be "all" (the whole document) or a whole number of segments >= 0'))
     return out
 
