@@ -31,6 +31,7 @@ from services.setup.importer import import_study
 from services.study.export import export_study
 from services.study.files import StudyValidationError
 from storage import open_database, protocol_rows, studies
+from tests.helpers.sql_trace import Trace, scans
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "mqm"
 STUDY = "mqm-example"
@@ -325,3 +326,21 @@ def test_export_has_the_scores_and_spans_and_analyze_ranks_the_systems(db, tmp_p
 def test_analyze_mqm_is_a_command_of_the_app():
     args = cli.build_parser().parse_args(["analyze", "mqm", "--study", STUDY, "--out", "x"])
     assert args.analyze is mqm_analysis.run
+
+
+def test_an_annotators_path_scans_no_study_sized_table(db):
+    add_participants(db, STUDY, "mqm", 2)  # both HITs held
+    with Trace(db) as t:
+        (p,) = add_participants(db, STUDY, "mqm", 1)
+    statements = list(t.sql)
+    while True:  # a whole HIT: views, a refusal, submits (the study's taxonomy read by its id)
+        with Trace(db) as t:
+            v = get_view(db, p.token, "mqm")
+            if v.status != "item":
+                break
+            with pytest.raises(SubmissionError):
+                submit(db, p.token, "mqm", v.item_id, {"spans": "[{}]"})
+            submit(db, p.token, "mqm", v.item_id, {"spans": "[]"})
+        statements += t.sql
+    assert any("mqm_answers" in s for s in statements) and any("mqm_takers" in s for s in statements)
+    assert scans(db, statements) == []
