@@ -207,3 +207,10 @@ def open_assignments(database: Database, participant_id: int) -> list[Assignment
 
 def withdraw(db, assignment_id: int) -> None:
     db.execute("UPDATE assignments SET status = 'withdrawn' WHERE id = ? AND status = 'open'", [assignment_id])
+
+
+def done_count(database: Database, study_id: str, phase: str) -> int:
+    """The study's submitted items of one phase."""
+    return database.scalar(
+        "SELECT COUNT(*) FROM assignments WHERE study_id = ? AND phase = ? AND status = 'done'", [study_id, phase]
+    )

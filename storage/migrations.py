@@ -3,6 +3,9 @@ an applied one."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from sqlite_utils import Migrations
 
 migrations = Migrations("tradlab")
@@ -665,3 +668,31 @@ def m019_protocol_schemas(db) -> None:
         )
         """,
     )
+
+
+# the corpus parts' hashes as the built-in protocols name them since their corpora moved into
+# bundle.corpus (services/study/lifecycle.corpus_parts); an empty part is no part any more
+_CORPUS_PART_NAMES = {
+    "starters": "usability.starters",
+    "questions": "usability.questions",
+    "exchanges": "usability.exchanges",
+    "references": "usability.references",
+    "da_segments": "da.segments",
+    "da_hits": "da.hits",
+    "sd_sentences": "sd.sentences",
+    "sd_pairs": "sd.pairs",
+}
+_EMPTY_PART = hashlib.sha256(b"[]").hexdigest()
+
+
+@migrations()
+def m020_corpus_parts_by_protocol(db) -> None:
+    # a study imported before keeps comparing equal on a settings-only re-import
+    for sid, stored in db.execute("SELECT id, corpus_hash FROM studies WHERE corpus_hash IS NOT NULL").fetchall():
+        old = json.loads(stored)
+        new = {
+            _CORPUS_PART_NAMES.get(k, k): v
+            for k, v in old.items()
+            if not (k in _CORPUS_PART_NAMES and v == _EMPTY_PART)
+        }
+        db.execute("UPDATE studies SET corpus_hash = ? WHERE id = ?", [json.dumps(new), sid])

@@ -58,6 +58,16 @@ def count(database: Database, table: str, where: Mapping[str, Any]) -> int:
     return database.db.execute(f"SELECT COUNT(*) FROM {table}{sql}", params).fetchone()[0]
 
 
+def delete(db, table: str, where: Mapping[str, Any]) -> int:
+    """Delete a protocol's rows whose columns equal where's values (inside the caller's write:
+    tx.db; where may not be empty, so a table is never emptied by mistake); how many went."""
+    if not where:
+        raise ValueError(f"deleting from {table} needs a condition")
+    _ident(table)
+    sql, params = _where(where)
+    return db.execute(f"DELETE FROM {table}{sql}", params).rowcount
+
+
 def answer_rows(database: Database, table: str, study_id: str) -> list[dict]:
     """The rows of a protocol's table of answers (an assignment_id column) in the study, with
     their item: participant__pid (the author, which the export swaps for the pseudonym),

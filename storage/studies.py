@@ -1,6 +1,5 @@
-"""Studies and their corpus: written whole at import (DA segments and HITs, SD sentences and
-pairs too); read here: starters, questions, reference translations, systems. DA's and SD's
-reads are in storage/da/hits.py and storage/sd/corpus.py."""
+"""Studies: their row, settings and systems, written at import; each protocol's corpus is stored
+and read by its own storage module (storage/<protocol>/)."""
 
 from __future__ import annotations
 
@@ -11,16 +10,8 @@ from storage.db import Database, now
 from storage.rows import StudyRow
 from storage.schema import study_rows
 
-# deleted in this order on re-import (the first two refer to starters)
-CONTENT_TABLES = (
-    "reference_translations",
-    "questions",
-    "starters",
-    "systems",
-    "da_segments",
-    "sd_sentences",
-    "sd_pairs",
-)
+# the study content the core holds, deleted on re-import (each protocol clears its own corpus)
+CONTENT_TABLES = ("systems",)
 
 
 def get_study(database: Database, study_id: str) -> StudyRow | None:
@@ -45,24 +36,14 @@ def has_participants(database: Database, study_id: str) -> bool:
 
 
 def replace_study(db, bundle, corpus_hash: str | None = None, protocol_tables: Iterable[str] = ()) -> None:
-    """Write a validated StudyBundle, replacing earlier content of the same study; corpus_hash:
-    its corpus parts' hashes (services/study/lifecycle.corpus_hashes, JSON); protocol_tables:
-    the registered protocols' own tables, whose rows of the study go too (each protocol's
-    store_corpus writes its content after this). Called inside a write transaction."""
+    """Write a validated StudyBundle's study row and systems, replacing earlier content of the
+    same study; corpus_hash: its corpus parts' hashes (services/study/lifecycle.corpus_hashes,
+    JSON); protocol_tables: the registered protocols' own tables, whose rows of the study go too.
+    Each protocol's corpus is its store_corpus's to clear (before this) and write (after this):
+    services/setup/importer.py. Called inside a write transaction."""
     sid = bundle.id
     if db.execute("SELECT 1 FROM studies WHERE id = ?", [sid]).fetchone():
         delete_study_rows(db, sid, protocol_tables)
-        # the imported exchanges go, with what refers to them (a re-import has no participants:
-        # their pool items and scores are rebuilt by the import's workflow refresh and jobs)
-        for t in ("work_pool", "exchange_metrics", "translations"):
-            db.execute(
-                f"DELETE FROM {t} WHERE exchange_id IN "
-                "(SELECT id FROM exchanges WHERE study_id = ? AND sender_id IS NULL)",
-                [sid],
-            )
-        db.execute("DELETE FROM exchanges WHERE study_id = ? AND sender_id IS NULL", [sid])
-        db.execute("DELETE FROM da_hit_items WHERE hit_id IN (SELECT id FROM da_hits WHERE study_id = ?)", [sid])
-        db.execute("DELETE FROM da_hits WHERE study_id = ?", [sid])
         for t in CONTENT_TABLES:
             db.execute(f"DELETE FROM {t} WHERE study_id = ?", [sid])
         db.execute(
@@ -84,43 +65,6 @@ def replace_study(db, bundle, corpus_hash: str | None = None, protocol_tables: I
         {"study_id": sid, "id": s["id"], "label": s["label"], "kind": s["kind"], "config": json.dumps(s)}
         for s in bundle.systems
     )
-    db["starters"].insert_all(
-        {
-            "study_id": sid,
-            **{k: s[k] for k in ("id", "domain", "source", "corpus", "text")},
-            "key_spans": json.dumps(s["key_spans"], ensure_ascii=False),
-        }
-        for s in bundle.starters
-    )
-    db["questions"].insert_all({"study_id": sid, **q} for q in bundle.questions)
-    numbered: dict[str, int] = {}
-    for r in bundle.references:  # idx: the starter's references in file order, from 1
-        numbered[r["starter_id"]] = numbered.get(r["starter_id"], 0) + 1
-        db["reference_translations"].insert(
-            {
-                "study_id": sid,
-                "starter_id": r["starter_id"],
-                "idx": numbered[r["starter_id"]],
-                "translator": r["translator"],
-                "text": r["translation"],
-            }
-        )
-    rows = [db["da_segments"].insert({"study_id": sid, **s}).last_pk for s in bundle.da_segments]
-    for idx, hit in enumerate(bundle.da_hits, start=1):
-        hid = db["da_hits"].insert({"study_id": sid, "idx": idx}).last_pk
-        db["da_hit_items"].insert_all(
-            {
-                "hit_id": hid,
-                "pos": it["pos"],
-                "type": it["type"],
-                "segment_row": rows[it["row"]],
-                "of_pos": it["of_pos"],
-                "candidate": it["candidate"],
-            }
-            for it in hit
-        )
-    db["sd_sentences"].insert_all({"study_id": sid, **s} for s in bundle.sd_sentences)
-    db["sd_pairs"].insert_all({"study_id": sid, **p} for p in bundle.sd_pairs)
 
 
 def update_settings(db, study_id: str, name: str, config: dict, content_hash: str) -> None:
@@ -131,49 +75,11 @@ def update_settings(db, study_id: str, name: str, config: dict, content_hash: st
     )
 
 
-def starters(database: Database, study_id: str) -> list[dict]:
-    rows = database.query("SELECT * FROM starters WHERE study_id = ? ORDER BY id", [study_id])
-    for r in rows:
-        r["key_spans"] = json.loads(r["key_spans"])
-    return rows
-
-
-def starter(database: Database, study_id: str, starter_id: str) -> dict | None:
-    r = database.one("SELECT * FROM starters WHERE study_id = ? AND id = ?", [study_id, starter_id])
-    if r:
-        r["key_spans"] = json.loads(r["key_spans"])
-    return r
-
-
-def questions(database: Database, study_id: str, starter_id: str) -> list[dict]:
-    return database.query(
-        "SELECT idx, en, pt FROM questions WHERE study_id = ? AND starter_id = ? ORDER BY idx", [study_id, starter_id]
-    )
-
-
-def reference_translations(database: Database, study_id: str) -> list[dict]:
-    """The study's human reference translations (references.csv), per starter in file order."""
-    return database.query(
-        "SELECT starter_id, idx, translator, text FROM reference_translations "
-        "WHERE study_id = ? ORDER BY starter_id, idx",
-        [study_id],
-    )
-
-
 def systems(database: Database, study_id: str) -> list[dict]:
     rows = database.query("SELECT * FROM systems WHERE study_id = ? ORDER BY id", [study_id])
     for r in rows:
         r["config"] = json.loads(r["config"])
     return rows
-
-
-def question_counts(database: Database, study_id: str) -> list[dict]:
-    """Questions in use per starter (starters without any have no row): paper 000's Table 3."""
-    return database.query(
-        "SELECT starter_id, COUNT(*) AS questions FROM questions WHERE study_id = ? "
-        "GROUP BY starter_id ORDER BY starter_id",
-        [study_id],
-    )
 
 
 def set_archived(db, study_id: str, when: str | None) -> None:
@@ -190,17 +96,6 @@ def participant_count(database: Database, study_id: str) -> int:
     return database.scalar("SELECT COUNT(*) FROM participants WHERE study_id = ?", [study_id])
 
 
-def study_media(database: Database, study_id: str) -> list[str]:
-    """The recording files of the study's rows that no other study's row names."""
-    rows = database.query(
-        "SELECT r.path_original, r.path_16k, r.sha256 FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
-        "WHERE e.study_id = ? AND NOT EXISTS (SELECT 1 FROM recordings o JOIN exchanges oe ON oe.id = o.exchange_id "
-        "WHERE o.sha256 = r.sha256 AND oe.study_id != ?)",
-        [study_id, study_id],
-    )
-    return [p for r in rows for p in (r["path_original"], r["path_16k"]) if p]
-
-
 def delete_study_rows(db, study_id: str, tables: Iterable[str]) -> dict[str, int]:
     """The study's rows in these tables (found as delete_study finds them), children first:
     {table: rows deleted}. Called inside a write transaction."""
@@ -215,19 +110,18 @@ def delete_study_rows(db, study_id: str, tables: Iterable[str]) -> dict[str, int
 
 
 def delete_study(db, study_id: str) -> dict[str, int]:
-    """Every row of the study, in every table, then the study: {table: rows deleted}. The audit
+    """Every row of the study, in every table that holds its id (each protocol's Protocol.forget
+    first deletes what it keeps otherwise), then the study: {table: rows deleted}. The audit
     log (events) stays: it is the record of what was done, the deletion included. Called inside
     a write transaction."""
     where, order = study_rows(db)
     # tables keyed by (study_id, id) pairs go in any order: their keys are checked at commit
     db.execute("PRAGMA defer_foreign_keys = ON")
     counts = {}
-    jobs = (
-        "json_extract(payload, '$.study_id') = :sid OR json_extract(payload, '$.exchange_id') IN "
-        "(SELECT id FROM exchanges WHERE study_id = :sid) OR json_extract(payload, '$.recording_id') IN "
-        "(SELECT r.id FROM recordings r JOIN exchanges e ON e.id = r.exchange_id WHERE e.study_id = :sid)"
-    )
-    counts["jobs"] = db.execute(f"DELETE FROM jobs WHERE {jobs}", {"sid": study_id}).rowcount
+    # the jobs of the study (what a protocol's jobs name otherwise is its Protocol.forget's)
+    counts["jobs"] = db.execute(
+        "DELETE FROM jobs WHERE json_extract(payload, '$.study_id') = :sid", {"sid": study_id}
+    ).rowcount
     for t in order:
         counts[t] = db.execute(f"DELETE FROM {t} WHERE {where[t]}", {"sid": study_id}).rowcount
     counts["studies"] = db.execute("DELETE FROM studies WHERE id = ?", [study_id]).rowcount

@@ -63,39 +63,62 @@ def _prefilled_json(c: dict) -> str:
     return json.dumps([{k: s.get(k) for k in keys} for s in c.get("prefill") or []], ensure_ascii=False)
 
 
-def body_html(c: dict, typed: dict | None = None) -> str:
-    """The item's form; typed: the fields of a refused answer (the spans and the score), written
-    back in."""
-    typed = typed or {}
+def _prefill_attr(c: dict) -> str:
+    """The output's data-prefill (ESA-AI's pre-filled spans, which assets/js/script/esa.js shows as
+    such until touched); none on a page without them."""
+    return f' data-prefill="{_attr(_prefilled_json(c))}"' if c.get("prefill") else ""
+
+
+def document_html(c: dict, typed: dict, tools: str, form_attrs: str = 'class="esa-item"', label: str = "") -> str:
+    """The form's instructions and document, the current segment's output to mark with `tools`
+    (the severity buttons; MQM's category picker too) and the hidden spans field: what ESA's and
+    MQM's pages share (tabs/mqm.py); form_attrs: the form's attributes, escaped; typed: a
+    refused answer's fields, written back in; without them, the spans field starts with ESA-AI's
+    pre-filled spans (c's `prefill`, none on MQM's page)."""
     spans = typed.get("spans") if isinstance(typed.get("spans"), str) else _prefilled_json(c)
-    score = _score(typed.get("score"))
     before = "".join(_neighbour(s, c) for s in c.get("before", []))
     after = "".join(_neighbour(s, c) for s in c.get("after", []))
     where = f"Segment {int(c.get('doc_pos', 1))} of {int(c.get('doc_len', 1))} of this document"
-    labels = [(int(v), str(label)) for v, label in c.get("labels", [])]
+    label = label or (
+        "The translation: drag across an error, or move with the arrow keys and extend with Shift;"
+        " then M for major or m for minor"
+    )
     current = (
         f'<li class="esa-seg esa-current" aria-current="true"><fieldset class="esa-box">'
         f"<legend>{plain_html(where)}: mark its errors</legend>"
         f'<div class="esa-src"{_lang(c.get("source_lang"))}>{plain_html(c.get("source", ""))}</div>'
         f'<div class="esa-output" tabindex="0" role="group" aria-roledescription="error marking"'
-        f' aria-label="The translation: drag across an error, or move with the arrow keys and extend with Shift;'
-        f' then M for major or m for minor" data-text="{_attr(c.get("target", ""))}"{_lang(c.get("target_lang"))}'
-        f' data-prefill="{_attr(_prefilled_json(c))}">'
+        f' aria-label="{_attr(label)}" data-text="{_attr(c.get("target", ""))}"{_lang(c.get("target_lang"))}'
+        f"{_prefill_attr(c)}>"
         f'<span class="esa-text">{plain_html(c.get("target", ""))}</span> '
         f'<span class="esa-missing">{MISSING_TOKEN}</span></div>'
         f'<div class="esa-tools"><span class="esa-picked" aria-live="polite">Select an error first.</span>'
-        f'<button type="button" class="esa-mark" data-severity="minor" disabled>Minor (m)</button>'
-        f'<button type="button" class="esa-mark" data-severity="major" disabled>Major (M)</button></div>'
+        f"{tools}</div>"
         f'<p class="esa-note" aria-live="polite"></p>'
         f'<ol class="esa-spans" aria-label="Your error spans"></ol>'
         f'<input type="hidden" name="spans" value="{_attr(spans)}"></fieldset></li>'
     )
     return (
-        f'<form class="esa-item" autocomplete="off">'
+        f'<form {form_attrs} autocomplete="off">'
         f'<details class="instruction esa-instructions" open><summary>Instructions</summary>'
         f"{markdown_html(c.get('instructions', ''))}</details>"
         f'<ol class="esa-doc" aria-label="The document: source and translation">{before}{current}{after}</ol>'
-        f'<div class="form-slider esa-slider"><label for="esa-score">Score this translation (0-100): move the slider'
+    )
+
+
+def body_html(c: dict, typed: dict | None = None) -> str:
+    """The item's form; typed: the fields of a refused answer (the spans and the score), written
+    back in."""
+    typed = typed or {}
+    score = _score(typed.get("score"))
+    labels = [(int(v), str(label)) for v, label in c.get("labels", [])]
+    tools = (
+        '<button type="button" class="esa-mark" data-severity="minor" disabled>Minor (m)</button>'
+        '<button type="button" class="esa-mark" data-severity="major" disabled>Major (M)</button>'
+    )
+    return (
+        document_html(c, typed, tools)
+        + f'<div class="form-slider esa-slider"><label for="esa-score">Score this translation (0-100): move the slider'
         f'<output for="esa-score" aria-live="off">–</output></label>'
         f'<input type="range" id="esa-score" name="score" min="0" max="100" step="1" '
         f'value="{score if score is not None else 0}" data-click-sets{" data-moved" if score is not None else ""}'

@@ -21,6 +21,7 @@ BUTTONS = [
     "Analyse the ratings",
     "Run the audit",
     "Build the paper's tables and figures",
+    "Analyse the ESA answers",
     "Report: every paper's tables and figures, one HTML file",
 ]
 
@@ -43,6 +44,7 @@ def test_the_analysis_buttons_on_an_empty_study_show_no_error(empty_app, page):
         "Direct assessment (paper 001)",
         "Semantic differential (paper 002)",
         "Gender audit of a QE metric (paper 003)",
+        "Error span annotation (ESA, Kocmi et al. 2024)",
     ):
         page.get_by_text(name).first.click()
     page.get_by_text("Paper 003's tables across metrics").first.click()
@@ -56,6 +58,7 @@ def test_the_analysis_buttons_on_an_empty_study_show_no_error(empty_app, page):
         "Run the audit above on at least one metric first.",
         "too few for the analysis (it needs 3)",
         "Report written in",
+        "This study has no esa part",
     ):
         page.get_by_text(text).first.wait_for(timeout=60000)
     page.wait_for_timeout(1000)

@@ -19,6 +19,7 @@ from services.models import llm
 from services.questions import review as question_review
 from services.setup.importer import import_study
 from storage import studies
+from storage.usability import corpus as usability_corpus
 from tests.helpers.app import run_cli
 from tests.helpers.questions import STUDY, make_study, respond  # noqa: F401  (respond: the LLM)
 from tests.openai_server import OpenAIServer
@@ -119,7 +120,7 @@ def test_scores_follow_the_information_kept(qa_db, llm_env):
 def test_the_details_show_each_answer(qa_db, llm_env):
     cfg = studies.get_study(qa_db, STUDY)["config"]
     m = metrics.get("auto-qa", study_config=cfg)
-    starter = studies.starter(qa_db, STUDY, "s01")["text"]
+    starter = usability_corpus.starter(qa_db, STUDY, "s01")["text"]
     ctx = auto_qa.questions_context([{"en": en, "pt": pt} for en, pt in QUESTIONS])
     assert m.score([starter], [PARTIAL], contexts=[ctx]) == [pytest.approx(1 / 3)]
     d = {x["question_en"]: x for x in m.details}
@@ -147,7 +148,7 @@ def test_scores_are_cached_until_the_questions_change(qa_db, llm_env):
 def test_every_mode_and_method_separates_good_from_bad(qa_db, llm_env, mode, method):
     cfg = studies.get_study(qa_db, STUDY)["config"]
     m = metrics.get("auto-qa", study_config=cfg, mode=mode, method=method)
-    starter = studies.starter(qa_db, STUDY, "s01")["text"]
+    starter = usability_corpus.starter(qa_db, STUDY, "s01")["text"]
     ctx = auto_qa.questions_context([{"en": en, "pt": pt} for en, pt in QUESTIONS])
     assert m.score([starter, starter], [GOOD, BAD], contexts=[ctx, ctx]) == [1.0, 0.0]
     assert f"mode {mode}" in m.model and (method in m.model or "exact match" in m.model)

@@ -19,7 +19,7 @@ from services.setup.importer import import_study
 from services.study.export import build_tables
 from services.usability import dropouts
 from storage import participants as participant_store
-from storage import studies
+from storage.usability import corpus as usability_corpus
 from tabs.admin_dashboard import render
 from tests.helpers.sql_trace import Trace, scans
 from tests.helpers.workflow import DEMO, wav
@@ -108,7 +108,7 @@ def test_a_dropped_out_sender_is_dropped_out_not_excluded(database, tmp_path):
 def test_imported_questions_are_accepted_and_exported_from_the_import(database, tmp_path):
     db = database
     import_study(db, DEMO)
-    in_folder = sum(len(studies.questions(db, "demo", s["id"])) for s in studies.starters(db, "demo"))
+    in_folder = sum(len(usability_corpus.questions(db, "demo", s["id"])) for s in usability_corpus.starters(db, "demo"))
     assert in_folder > 0
     # no starter opened in the Questions tab: the table already counts them as accepted
     table = starter_table(db, "demo", page_size=1000)

@@ -14,7 +14,7 @@ from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from services.study.files import load_study
 from services.study.texts import texts
-from storage import studies
+from storage.usability import corpus as usability_corpus
 
 # filled pauses and discourse fillers of speech; "so" / "right" / "well" only as a clause opener
 FILLERS_EN = re.compile(
@@ -30,12 +30,12 @@ def test_starters_are_clean_and_within_the_word_limits():
     bundle = load_study(DEMO_ASSETS)
     lo, hi = bundle.config["usability"]["starter_words"]
     assert (lo, hi) == (40, 60)
-    assert {s["source"] for s in bundle.starters} == {"natural", "synthetic"}
-    for s in bundle.starters:
+    assert {s["source"] for s in bundle.corpus["usability"]["starters"]} == {"natural", "synthetic"}
+    for s in bundle.corpus["usability"]["starters"]:
         assert lo <= len(s["text"].split()) <= hi, s["id"]
         assert not FILLERS_EN.search(s["text"]), (s["id"], FILLERS_EN.search(s["text"]).group(0))
         assert not REPEATED.search(s["text"]), (s["id"], REPEATED.search(s["text"]).group(0))
-    for r in bundle.references:
+    for r in bundle.corpus["usability"]["references"]:
         assert not FILLERS_PT.search(r["translation"]), (r["starter_id"], FILLERS_PT.search(r["translation"]).group(0))
     # the sender is told to read without fillers: the text they read has none to drop
     assert "without pauses or fillers" in texts({"config": bundle.config})["record"]["instruction"]
@@ -47,7 +47,7 @@ def _bold_parts(shown: str) -> list[str]:
 
 def test_the_sender_sees_every_key_span_in_bold(database, tmp_path):
     import_study(database, DEMO_ASSETS)
-    starters = studies.starters(database, "demo")
+    starters = usability_corpus.starters(database, "demo")
     assert sum(s["source"] == "natural" for s in starters) == 6
     for s in starters:
         shown = bold_key_spans(s["text"], s["key_spans"])
@@ -58,6 +58,6 @@ def test_the_sender_sees_every_key_span_in_bold(database, tmp_path):
     sender = add_participants(database, "demo", "sender", 1, "USW", "Man")[0]
     v = get_view(database, sender.token, "record", media_dir=tmp_path)
     ex = database.one("SELECT starter_id FROM exchanges WHERE id = ?", [int(v.item_id)])
-    st = studies.starter(database, "demo", ex["starter_id"])
+    st = usability_corpus.starter(database, "demo", ex["starter_id"])
     assert v.content["starter_html"] == bold_key_spans(st["text"], st["key_spans"])
     assert all(span in " ".join(_bold_parts(v.content["starter_html"])) for span in st["key_spans"])

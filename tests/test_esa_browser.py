@@ -4,10 +4,12 @@ annotator in headless Chromium. At 1280 px: a span dragged with the mouse and ma
 [MISSING] token marked, a span marked with the keyboard (arrows, Shift+arrows, m), a severity
 toggled, a span removed, the score refused while the slider is unmoved, then set by a click and
 submitted; the stored offsets are the output's characters. At 390 px (a phone, touch): the next
-item's document and controls fit the width, and a tap marks [MISSING]. ESA-AI, in a second study of
-the same app pre-filled by the tiny xCOMET of tests/tiny_metric_models.py: the pre-filled spans
-shown as such until touched, one resized by re-marking, one re-graded, the rest removed, and the
-outcomes stored. Screenshots in the tests' artifacts folder."""
+item's document and controls fit the width, and a tap marks [MISSING]. The welcome names the
+segments of the annotator's HIT; the team's Analysis tab analyses the answer (its ESA section).
+ESA-AI, in a second study of the same app pre-filled by the tiny xCOMET of
+tests/tiny_metric_models.py: the pre-filled spans shown as such until touched, one resized by
+re-marking, one re-graded, the rest removed, and the outcomes stored. Screenshots in the tests'
+artifacts folder."""
 
 from __future__ import annotations
 
@@ -127,6 +129,13 @@ def test_an_annotator_marks_spans_by_mouse_and_keyboard_and_scores(tmp_path):
             form.locator('.esa-output .esa-ch[data-i="0"]').wait_for(timeout=30000)
             text = form.locator(".esa-output").get_attribute("data-text")
             n = len(text)
+            # the welcome names the segments of the annotator's own HIT (whole documents), not hit_size
+            [(held,)] = app.rows(
+                "SELECT h.n_segments FROM esa_takers t JOIN esa_hits h ON h.study_id = t.study_id AND h.hit = t.hit"
+                " WHERE t.study_id = ?",
+                (STUDY,),
+            )
+            assert page.get_by_text(f"about {held} segments").first.is_visible()
             assert form.locator(".esa-output .esa-ch").count() == n + 1  # the characters and [MISSING]
             assert form.locator(".esa-seg.esa-current").count() == 1
             words = text.split(" ")
@@ -230,6 +239,24 @@ def test_an_annotator_marks_spans_by_mouse_and_keyboard_and_scores(tmp_path):
             assert [s["missing"] for s in spans_of(form)] == [True]
             page.screenshot(path=str(ARTIFACTS / "esa-phone.png"), full_page=True)
             phone.close()
+
+            # the team's Analysis tab: the ESA section on the one answer (tabs/analysis_esa.py)
+            team = browser.new_context(**WIDTHS["desktop"])
+            page = team.new_page()
+            page.goto(app.admin_url)
+            page.get_by_role("tab", name="Analysis").click()
+            page.get_by_text("Error span annotation (ESA, Kocmi et al. 2024)").first.click()
+            page.get_by_role("button", name="Analyse the ESA answers", exact=True).click()
+            page.get_by_text("1 judgments by 1 annotators").first.wait_for(timeout=60000)
+            panel = page.locator("#esa-analysis")
+            panel.get_by_text("The analysis's defaults and where they come from.").wait_for(timeout=30000)
+            shown = panel.inner_text()
+            assert "Agreement: no segment has two annotators yet" in shown
+            assert all(f"Table {k}." in shown for k in (1, 2, 3, 4))  # as the report's part
+            assert page.locator(".toast-body").count() == 0
+            panel.screenshot(path=str(ARTIFACTS / "esa-analysis-panel.png"))
+            team.close()
+
             edit_prefilled(app, browser, ai_url)
     finally:
         app.stop()

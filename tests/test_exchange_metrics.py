@@ -9,6 +9,7 @@ from services.common.jobs_worker import Worker
 from services.metrics import exchange as exchange_metrics
 from services.models.cache import ModelCache
 from services.participation import worker_jobs
+from storage.usability import corpus as usability_corpus
 from storage.usability import exchange_metrics as metric_store
 from storage.usability import recordings
 
@@ -165,7 +166,6 @@ def test_without_a_reference_xcomet_and_metricx_score_reference_free(demo_db, pa
 
     from services.metrics import registry as metrics
     from services.metrics.metricx import metricx_input
-    from storage import studies
     from storage.usability import exchanges
 
     paper_env("comet-22", "xcomet-xl", "metricx-24-xl")
@@ -174,7 +174,7 @@ def test_without_a_reference_xcomet_and_metricx_score_reference_free(demo_db, pa
     got = exchange_metrics.score_exchange(db, eid, CACHE)
     assert set(got) == {"xcomet-xl-qe", "metricx-24-xl-qe"}
     ex = exchanges.exchange(db, eid)
-    src = studies.starter(db, "demo", ex["starter_id"])["text"]
+    src = usability_corpus.starter(db, "demo", ex["starter_id"])["text"]
     hyp = recordings.translation(db, eid)["text"]
     # independently: comet's own predict on a src+mt sample (XCOMET's QE input), and MetricX-24's
     # reference-free input through the model's encoder-decoder head (MT5ForRegression: the score

@@ -261,4 +261,4 @@ def test_starters_without_questions_need_the_questions_section(study):
     assert "starter_id" in errors_of(study)  # as before: every starter needs questions
     append(study, "[questions]")
     bundle = load_study(study)
-    assert not [q for q in bundle.questions if q["starter_id"] == "s01"]
+    assert not [q for q in bundle.corpus["usability"]["questions"] if q["starter_id"] == "s01"]

@@ -10,7 +10,9 @@ import pytest
 from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
 from services.setup.enrolment import add_participants
-from storage import question_drafts, studies
+from storage import studies
+from storage.usability import corpus as usability_corpus
+from storage.usability import question_drafts
 
 
 @pytest.fixture
@@ -103,7 +105,7 @@ def test_validator_page_says_what_correct_means_and_shows_the_expected_answer(de
         "WHERE a.participant_id = ? AND a.phase = 'receive'",
         [people["receiver"].id],
     )
-    qs = studies.questions(demo_db, "demo", ex["starter_id"])
+    qs = usability_corpus.questions(demo_db, "demo", ex["starter_id"])
     # the starter's questions are accepted drafts from the import (issue 51): the second gets an answer
     drafts = {(d["en"], d["pt"]): d for d in question_drafts.for_starter(demo_db, "demo", ex["starter_id"])}
     with demo_db.write() as db:

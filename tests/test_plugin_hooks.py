@@ -132,7 +132,7 @@ def test_a_tabs_page_code_goes_to_its_role_page_only(registered, tmp_path):
     assert esa["css_paths"] == ["assets/style.css", protocols.ROOT / "assets" / "css" / "esa.css"]
     assert esa["head"].count("<script") == 1 and 'data-page-asset="esa.js"' in esa["head"]
     for role in protocols.roles():
-        if role not in ("proof", "sd", "esa"):
+        if role not in ("proof", "sd", "esa", "mqm"):  # MQM: ESA's script, its stylesheet and mqm.css
             assert page_assets(role, {"css_paths": ["assets/style.css"]}) == {}, role
     # what is not a script or stylesheet file is refused when the protocol registers
     tab = proof.PROTOCOL.tabs[0]

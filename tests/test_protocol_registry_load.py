@@ -78,7 +78,13 @@ def test_built_ins_keep_their_order_whichever_module_is_imported_first():
     code = (
         "import {first}\nfrom services.common import protocols\nprint(','.join(p.name for p in protocols.protocols()))"
     )
-    for first in ("services.da.protocol", "services.sd.protocol", "services.qe.protocol", "services.esa.protocol"):
+    for first in (
+        "services.da.protocol",
+        "services.sd.protocol",
+        "services.qe.protocol",
+        "services.esa.protocol",
+        "services.esa.mqm_protocol",
+    ):
         run = subprocess.run(
             [sys.executable, "-c", code.format(first=first)],
             cwd=Path(__file__).resolve().parents[1],
@@ -87,4 +93,8 @@ def test_built_ins_keep_their_order_whichever_module_is_imported_first():
             timeout=120,
             check=True,
         )
-        assert run.stdout.strip().splitlines()[-1] == "usability,da,sd,qe,esa", (first, run.stdout, run.stderr[-500:])
+        assert run.stdout.strip().splitlines()[-1] == "usability,da,sd,qe,esa,mqm", (
+            first,
+            run.stdout,
+            run.stderr[-500:],
+        )

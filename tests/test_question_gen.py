@@ -18,9 +18,10 @@ from services.questions import review as question_review
 from services.questions.review import ReviewError
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
-from storage import assignments, question_drafts, studies
+from storage import assignments, studies
+from storage.usability import corpus as usability_corpus
 from storage.usability import exchanges as usability_exchanges
-from storage.usability import pool
+from storage.usability import pool, question_drafts
 from tests.openai_server import OpenAIServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tiny_models, whatever the import mode
@@ -44,7 +45,7 @@ def gen_db(database, tmp_path):
 
 
 def in_use(db, starter: str) -> list[tuple[int, str, str]]:
-    return [(q["idx"], q["en"], q["pt"]) for q in studies.questions(db, STUDY, starter)]
+    return [(q["idx"], q["en"], q["pt"]) for q in usability_corpus.questions(db, STUDY, starter)]
 
 
 # -- generation -----------------------------------------------------------------------------
@@ -52,7 +53,7 @@ def in_use(db, starter: str) -> list[tuple[int, str, str]]:
 
 def test_generation_writes_drafts_and_nothing_else(gen_db, llm_env):
     db = gen_db
-    before = {s["id"]: in_use(db, s["id"]) for s in studies.starters(db, STUDY)}
+    before = {s["id"]: in_use(db, s["id"]) for s in usability_corpus.starters(db, STUDY)}
     assert question_gen.starters_to_do(db, STUDY) == list(NEW)
     seen = []
     report = question_gen.generate(db, STUDY, progress=lambda done, total, sid: seen.append((done, total, sid)))
@@ -72,7 +73,7 @@ def test_generation_writes_drafts_and_nothing_else(gen_db, llm_env):
     assert all("qa-llm" in d["model"] and d["model"].endswith("; pt by the LLM (pt-PT)") for d in drafts)
     assert question_drafts.for_starter(db, STUDY, "s02") == []
     # nothing reached the questions of any starter
-    assert {s["id"]: in_use(db, s["id"]) for s in studies.starters(db, STUDY)} == before
+    assert {s["id"]: in_use(db, s["id"]) for s in usability_corpus.starters(db, STUDY)} == before
     assert in_use(db, "s01") == [] and in_use(db, "s02") == []
     # a second run leaves s01 (drafts wait for review) and tries s02 again
     assert question_gen.starters_to_do(db, STUDY) == ["s02"]

@@ -6,7 +6,7 @@ use by where they came from. Before, neither the report nor the defaults table s
 from __future__ import annotations
 
 from services.report import usability as usability_report
-from storage import question_drafts
+from storage.usability import question_drafts
 
 
 def test_the_note_names_the_papers_model_and_where_the_studys_questions_came_from(demo_db):

@@ -10,7 +10,7 @@ from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
 from services.setup.enrolment import add_participants
 from services.usability import audio_intake, pipeline
-from storage import studies
+from storage.usability import corpus as usability_corpus
 from storage.usability import exports, pool
 from tests.helpers.audio import write_wav
 from tests.helpers.workflow import stand_in_translation
@@ -18,7 +18,7 @@ from tests.helpers.workflow import stand_in_translation
 
 def starter_of(db, item_id) -> dict:
     ex = db.one("SELECT * FROM exchanges WHERE id = ?", [int(str(item_id).split("-")[0])])
-    return studies.starter(db, "demo", ex["starter_id"])
+    return usability_corpus.starter(db, "demo", ex["starter_id"])
 
 
 def test_a_recording_too_short_for_its_starter_is_refused_and_nothing_is_stored(demo_db, tmp_path):

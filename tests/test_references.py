@@ -21,6 +21,7 @@ from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from services.study.files import StudyValidationError, load_study
 from storage import studies
+from storage.usability import corpus as usability_corpus
 from storage.usability import exchange_metrics as metric_store
 from storage.usability import exchanges, recordings
 
@@ -179,13 +180,13 @@ def test_the_references_key_is_optional(database, study):
     (study / "references.csv").unlink()
     result = import_study(database, study)
     assert result.counts["references"] == 0
-    assert studies.reference_translations(database, "demo") == []
+    assert usability_corpus.reference_translations(database, "demo") == []
 
 
 def test_references_import_into_their_own_table(database, study):
     result = import_study(database, study)
     assert result.status == "created" and result.counts["references"] == 12
-    rows = studies.reference_translations(database, "demo")
+    rows = usability_corpus.reference_translations(database, "demo")
     assert [r["starter_id"] for r in rows] == [f"s{i:02d}" for i in range(1, 13)]
     assert all(r["idx"] == 1 and r["translator"] == "" for r in rows)
     assert rows[0]["text"] == reference_of(study, "s01")
@@ -204,7 +205,7 @@ def test_jsonl_references_with_several_per_starter(database, study):
     (study / "references.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     edit_toml(study, 'references = "references.csv"', 'references = "references.jsonl"')
     import_study(database, study)
-    rows = studies.reference_translations(database, "demo")
+    rows = usability_corpus.reference_translations(database, "demo")
     assert [(r["starter_id"], r["idx"], r["translator"], r["text"]) for r in rows] == [
         ("s01", 1, "ana", "Primeira."),
         ("s01", 2, "rui", "Segunda."),
@@ -219,7 +220,7 @@ def test_reimport_replaces_the_references(database, study):
     write_rows(study, [rows[0]] + [["s01", "Nova referência."]] + rows[2:5])
     result = import_study(database, study)
     assert result.status == "updated" and result.counts["references"] == 4
-    got = {r["starter_id"]: r["text"] for r in studies.reference_translations(database, "demo")}
+    got = {r["starter_id"]: r["text"] for r in usability_corpus.reference_translations(database, "demo")}
     assert got == {"s01": "Nova referência.", "s02": rows[2][1], "s03": rows[3][1], "s04": rows[4][1]}
     # without the key, the study has none left
     edit_toml(study, 'references = "references.csv"\n', "")
@@ -235,8 +236,8 @@ def test_reimport_keeps_other_studies_references(database, study, tmp_path):
     import_study(database, study)
     write_rows(study, read_rows(study)[:2])
     import_study(database, study)
-    assert len(studies.reference_translations(database, "demo")) == 1
-    assert len(studies.reference_translations(database, "other")) == 12
+    assert len(usability_corpus.reference_translations(database, "demo")) == 1
+    assert len(usability_corpus.reference_translations(database, "other")) == 12
 
 
 # -- the metrics read them -----------------------------------------------------------------------
@@ -323,5 +324,5 @@ def test_receivers_and_validators_never_get_references(database, study, tmp_path
         assert view.status == "waiting", (tab, view)
     assert database.scalar("SELECT COUNT(*) FROM assignments WHERE phase IN ('receive', 'validate')") == 0
     assert database.scalar("SELECT COUNT(*) FROM exchanges") == 0
-    texts = {r["text"] for r in studies.reference_translations(database, "demo")}
+    texts = {r["text"] for r in usability_corpus.reference_translations(database, "demo")}
     assert not texts & {r["text"] for r in database.query("SELECT text FROM translations")}

@@ -36,6 +36,42 @@ WORDS: dict[str, set[str]] = {
 }
 
 
+# a protocol's tables (its own, Protocol.tables, and the export tables it declares) that shared
+# code still reads, file by file, with why; the corpus path (study files, import, storage of a
+# study and its deletion) is in none of them. "systems" is the study's own (every protocol's
+# [[systems]]), never a protocol's.
+TABLES_LEFT: dict[str, set[str]] = {
+    # the assignments table's exchange_id column predates the registry: the export of assignments,
+    # the audit log's entities and the admin's participant page join it for the exchange's study
+    "storage/exports.py": {"exchanges", "recordings"},
+    "storage/participant_view.py": {"exchanges"},
+    # the dashboard's recordings waiting for QC (the worker or the team)
+    "storage/dashboard.py": {"exchanges", "recordings"},
+    # words, not the tables: the study file's [questions] section (question generation), and a
+    # consent row's answers column
+    "services/study/files.py": {"questions"},
+    "storage/consent.py": {"answers"},
+}
+SQL_TABLE = r"\b(?:FROM|JOIN|INTO|UPDATE|TABLE|EXISTS)\s+(%s)\b"
+
+
+def protocol_tables() -> set[str]:
+    """Every registered protocol's tables: its own and those its export declares."""
+    return {n for p in protocols.protocols() for n in (*p.export_tables, *(t.name for t in p.tables))} - {"systems"}
+
+
+def tables_named(source: str, tables: set[str]) -> set[str]:
+    """The tables `source` reads or writes: in SQL (FROM/JOIN/INTO/UPDATE name) or as db["name"]."""
+    sql = re.compile(SQL_TABLE % "|".join(map(re.escape, sorted(tables, key=len, reverse=True))), re.I)
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value in tables:
+            found.add(node.slice.value)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.update(sql.findall(node.value))
+    return found
+
+
 def registry_names() -> set[str]:
     return {n for p in protocols.protocols() for n in own_names(p)}
 
@@ -193,3 +229,29 @@ def test_a_module_named_for_a_protocol_names_no_other_protocols_names():
                 wrong.append(f"{f.relative_to(ROOT).as_posix()} ({owner}): {sorted(foreign)}")
     assert {"tabs/admin_usability.py", "services/report/da.py", "services/setup/usability_demo.py"} <= set(checked)
     assert not wrong, "a module named for one protocol names another's:\n" + "\n".join(wrong)
+
+
+def test_a_planted_table_is_found():
+    tables = protocol_tables()
+    assert {"da_segments", "starters", "sd_pairs", "esa_answers"} <= tables
+    planted = (
+        'ROWS = "SELECT s.id FROM studies s JOIN da_segments d ON d.study_id = s.id"\n'
+        'def put(db, row):\n    db["sd_pairs"].insert(row)\n'
+        'WORDS = "the starters of a study"\n'
+    )
+    assert tables_named(planted, tables) == {"da_segments", "sd_pairs"}
+
+
+def test_shared_code_reads_no_protocols_table_but_those_listed():
+    tables = protocol_tables()
+    new, stale = [], []
+    for f in shared_files():
+        rel = f.relative_to(ROOT).as_posix()
+        found = tables_named(f.read_text(), tables)
+        left = TABLES_LEFT.get(rel, set())
+        if found - left:
+            new.append(f"{rel}: {sorted(found - left)}")
+        if left - found:
+            stale.append(f"{rel}: {sorted(left - found)}")
+    assert not new, "shared code reads a protocol's tables (move it to the protocol's storage):\n" + "\n".join(new)
+    assert not stale, "TABLES_LEFT lists tables the code no longer reads (remove them):\n" + "\n".join(stale)

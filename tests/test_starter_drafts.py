@@ -105,7 +105,7 @@ def test_sampled_entries_rephrased_then_imported_after_review(server, tmp_path):
         )
         w.writerows(drafts)
     bundle = load_study(study)
-    assert set(ids) <= {s["id"] for s in bundle.starters}
+    assert set(ids) <= {s["id"] for s in bundle.corpus["usability"]["starters"]}
 
 
 def test_generated_starters_carry_their_problems_and_bad_input_is_refused(server, tmp_path):

@@ -82,7 +82,7 @@ def test_a_corpus_change_is_refused_naming_the_part(database, study):
     piloted(database, study)
     path = study / "questions.csv"
     path.write_text(path.read_text(encoding="utf-8").replace("?", " ?", 1), encoding="utf-8")
-    with pytest.raises(StudyValidationError, match=r"the corpus changed \(questions\)"):
+    with pytest.raises(StudyValidationError, match=r"the corpus changed \(usability.questions\)"):
         import_study(database, study)
 
 

@@ -191,14 +191,14 @@ EXPECTED_COUNTS = {
 def test_demo_study_loads():
     bundle = load_study(DEMO)
     assert bundle.id == "demo"
-    assert len(bundle.starters) == 12
+    assert len(bundle.corpus["usability"]["starters"]) == 12
     # the human translations are references, not a system, and no exchange is imported
     assert [s["id"] for s in bundle.systems] == ["cascade-beam", "cascade-greedy"]
     assert [s["assign"] for s in bundle.systems] == [True, True]
-    assert bundle.exchanges == []
-    assert len(bundle.references) == 12 and {r["starter_id"] for r in bundle.references} == {
-        s["id"] for s in bundle.starters
-    }
+    assert bundle.corpus["usability"]["exchanges"] == []
+    assert len(bundle.corpus["usability"]["references"]) == 12 and {
+        r["starter_id"] for r in bundle.corpus["usability"]["references"]
+    } == {s["id"] for s in bundle.corpus["usability"]["starters"]}
     assert bundle.content_hash and len(bundle.content_hash) == 64
     # defaults are filled in and the systems are part of the stored config
     assert bundle.config["study"]["seed"] == 20261130

@@ -16,7 +16,7 @@ from services.participation.submissions import submit
 from services.setup.enrolment import add_participants
 from services.study.files import StudyValidationError, load_study
 from services.usability import pipeline, recording_qc
-from storage import studies
+from storage.usability import corpus as usability_corpus
 from tests.helpers.audio import write_wav
 
 READING = " ".join(["word"] * 56)
@@ -36,7 +36,7 @@ def recorded(db, tmp_path):
     sender = add_participants(db, "demo", "sender", 1, "USB", "Man")[0]
     v = get_view(db, sender.token, "record")
     ex = db.one("SELECT * FROM exchanges WHERE id = ?", [int(v.item_id)])
-    text = studies.starter(db, "demo", ex["starter_id"])["text"]
+    text = usability_corpus.starter(db, "demo", ex["starter_id"])["text"]
     res = submit(
         db, sender.token, "record", v.item_id, {"audio": str(write_wav(tmp_path / "a.wav"))}, media_dir=tmp_path
     )

@@ -88,6 +88,11 @@ if str(ROOT) not in sys.path:
 from benchmarks.usability import sim_corpus  # noqa: E402
 from harness.measure import percentile  # noqa: E402
 
+try:  # where the starters are read: storage/usability/corpus.py since issue 52's corpus move
+    from storage.usability import corpus as usability_corpus
+except ImportError:  # an older checkout measured with --code
+    from storage import studies as usability_corpus  # type: ignore[no-redef]
+
 RESULTS = ROOT / "benchmarks" / "results"
 STUDY_ID = "sim"
 GROUPS = ("USW", "USB", "Hindi")
@@ -249,15 +254,13 @@ class Answerer:
     def exchange(self, exchange_id: int) -> dict:
         info = self._ex.get(exchange_id)
         if info is None:
-            from storage import studies
-
             try:
                 from storage.usability.exchanges import exchange
             except ImportError:  # a checkout from before the usability study's SQL moved to storage/usability/
                 from storage.assignments import exchange  # type: ignore[no-redef]
 
             ex = exchange(self.db, exchange_id)
-            st = studies.starter(self.db, ex["study_id"], ex["starter_id"])
+            st = usability_corpus.starter(self.db, ex["study_id"], ex["starter_id"])
             info = {
                 "system": ex["system_id"],
                 "domain": st["domain"],
@@ -452,7 +455,7 @@ class Sim:
         from storage import studies
 
         study = studies.get_study(self.db, STUDY_ID)
-        starters = studies.starters(self.db, STUDY_ID)
+        starters = usability_corpus.starters(self.db, STUDY_ID)
         systems = [x["id"] for x in studies.systems(self.db, STUDY_ID) if x["config"]["assign"]]
         per_starter = plan.planned_exchanges(study, starters, systems, self.sizes.senders_per_cell)
         return plan.receivers_needed(per_starter, study["config"]["usability"], len(starters))

@@ -9,7 +9,7 @@ from services.common import protocols
 from services.common.paging import Page, page_bounds
 from services.participation import maintenance
 from services.participation.progress import study_counts
-from storage import jobs, results, studies
+from storage import jobs, studies
 
 
 def study_choices(database, archived: bool = False) -> list[tuple[str, str]]:
@@ -46,7 +46,13 @@ def progress_table(database, study_id: str) -> pd.DataFrame:
 
 
 def collected_counts(database, study_id: str) -> pd.DataFrame:
-    c = results.table_counts(database, study_id)
+    """What participants gave, per kind: each protocol the study lists (Protocol.count_collected)."""
+    study = studies.get_study(database, study_id)
+    listed = study["config"]["study"]["protocols"] if study else ()
+    c: dict[str, int] = {}
+    for spec in protocols.protocols():
+        if spec.name in listed and spec.count_collected is not None:
+            c.update(spec.count_collected(database, study_id))
     return pd.DataFrame({"what": list(c), "rows": list(c.values())})
 
 

@@ -24,8 +24,9 @@ from services.common.paging import Page, page_bounds
 from services.participation.reassignment import withdraw_and_reassign
 from services.usability import workflow
 from services.usability.recording_qc import FLAG_TEXT, MAX_REJECTED, align, edges_text, flags_text
-from storage import assignments, participants, studies
+from storage import assignments, participants
 from storage.db import Transaction, required
+from storage.usability import corpus as usability_corpus
 from storage.usability import exchanges, recordings
 
 
@@ -162,7 +163,7 @@ def review_item(database, recording_id) -> dict | None:
     if rec is None:
         return None
     ex = required(exchanges.exchange(database, rec["exchange_id"]), "exchange of a recording")
-    starter = required(studies.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
+    starter = required(usability_corpus.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
     flags = json.loads(rec["qc_flags"] or "[]")
     return {
         "id": rec["id"],

@@ -212,6 +212,15 @@ class RoleItems(Protocol):
     def __call__(self, config: dict, /) -> int: ...
 
 
+class RoleHeldItems(Protocol):
+    """The number of items one participant's welcome names, from what they hold (their own
+    queue), where the protocol knows it better than Role.items' study-wide count: a HIT made
+    of whole documents may hold more or fewer items than the study's HIT size. The welcome's
+    minutes follow it."""
+
+    def __call__(self, database: Database, study: StudyRow, participant: ParticipantRow, /) -> int: ...
+
+
 class RoleMinutes(Protocol):
     """The welcome's minutes where the protocol gives them, from the study's config (without
     one: the items times seconds_per_item)."""
@@ -308,19 +317,28 @@ class Prepare(Protocol):
 
 
 class StoreCorpus(Protocol):
-    """Inside the import's write, the protocol's corpus stored in its own tables (Protocol.tables)
-    through storage's functions (storage/protocol_rows.py insert_many): `corpus` is what its load
-    put in bundle.corpus[<protocol>] (None: nothing). Called for a study that lists the protocol
-    when its content is written (a new study, or a re-import that replaces it: the study's rows
-    in the protocol's tables are deleted first)."""
+    """Inside the import's write, the protocol's corpus stored in its tables (its own,
+    Protocol.tables, through storage/protocol_rows.py insert_many; a built-in's through its
+    storage module): `corpus` is what its load (and prepare) put in bundle.corpus[<protocol>].
+    When a study's content is replaced (a re-import that changes it), first called with None for
+    every registered protocol (remove the study's corpus: a protocol's own tables are emptied of
+    the study's rows by the core before its call with the corpus), then with the corpus for each
+    protocol the study lists."""
 
     def __call__(self, tx: Transaction, study_id: str, corpus: Any, /) -> None: ...
 
 
 class CountCorpus(Protocol):
-    """{label: n} of the study's stored corpus (`my_items`: 12), shown after the built-in counts
+    """{label: n} of the study's stored corpus (`my_items`: 12), shown after the study's systems
     in the import's summary (`app.py import`, the admin's import box) and kept in its audit-log
     row; a label the summary already has is shown as `<protocol>.<label>`."""
+
+    def __call__(self, database: Database, study_id: str, /) -> dict[str, int]: ...
+
+
+class CountCollected(Protocol):
+    """{label: n} of what the study's participants gave the protocol (`my answers`: 40), for the
+    team's progress tab (Collected), after each earlier listed protocol's."""
 
     def __call__(self, database: Database, study_id: str, /) -> dict[str, int]: ...
 
@@ -346,6 +364,15 @@ class ReportSection(Protocol):
     ITEMS, the part's title and numbered items, which a failed analysis fills with its reason."""
 
     def __call__(self, database: Database, study_id: str, out_dir: Path, inputs: dict, /) -> ReportPart: ...
+
+
+class Forget(Protocol):
+    """Inside a study's deletion's write, before the core deletes the study's rows from every
+    table that holds its id: what the protocol keeps that the core cannot find by the study's id
+    (jobs whose payload names only its items) deleted; returns its media files that no other
+    study's row names, removed after the commit (services/study/lifecycle.delete)."""
+
+    def __call__(self, db: Any, study_id: str, /) -> list[str]: ...
 
 
 class DropInactive(Protocol):

@@ -8,8 +8,8 @@ instead of naming phases, and never import a protocol package: each spec names i
 
 The built-in protocols register from their packages (services/usability/protocol.py,
 services/da/protocol.py, services/sd/protocol.py, services/qe/protocol.py,
-services/esa/protocol.py), imported on first use by module path (as the metric registry imports
-its metrics); more come from the modules named in the
+services/esa/protocol.py, services/esa/mqm_protocol.py), imported on first use by module path (as
+the metric registry imports its metrics); more come from the modules named in the
 TRADLAB_PLUGINS environment variable, read on first use too, so that a launched app (and each
 command of cli.py) sees the same protocols as the process that started it: comma-separated
 entries, each a module path (a module that calls register() when imported) or
@@ -46,6 +46,7 @@ BUILTIN = (
     "services.sd.protocol",
     "services.qe.protocol",
     "services.esa.protocol",
+    "services.esa.mqm_protocol",
 )
 PLUGINS_ENV = "TRADLAB_PLUGINS"  # read through services/common/settings.py (Settings.plugins)
 # a role, tab or phase name: a URL path (/<role>/), an API name (/<tab>_submit) and a stored value
@@ -136,7 +137,7 @@ class Pool:
 @dataclass(frozen=True)
 class Role:
     """A participant's role: their page (/<name>/, titled page_title) and its tabs. Its hooks
-    (setup, items, minutes, on_leave, qc) are specified in services/common/hookspecs.py
+    (setup, items, held_items, minutes, on_leave, qc) are specified in services/common/hookspecs.py
     (docs/hooks.md).
 
     grouped: enrolled per group x gender cell of the study (a sender: study.groups, genders)
@@ -153,6 +154,7 @@ class Role:
     setup: hookspecs.RoleSetup | None = None
     grouped: bool = False
     items: hookspecs.RoleItems | None = None
+    held_items: hookspecs.RoleHeldItems | None = None
     seconds_per_item: int = 60
     minutes: hookspecs.RoleMinutes | None = None
     pool: Pool | None = None
@@ -194,7 +196,7 @@ class AudioMetadata:
 @dataclass(frozen=True)
 class Protocol:
     """One protocol, named as study.protocols lists it and as its study.toml section. Its hooks
-    (check, load, prepare, metrics_report, systems_report, report_section, drop_inactive,
+    (check, load, prepare, metrics_report, systems_report, report_section, drop_inactive, forget,
     repair, plan, questions_changed, analysis_panel, jobs, demo, admin_section, cli) are specified in
     services/common/hookspecs.py (docs/hooks.md); those that also take "module:name" are
     imported on first use (resolve(); services.common imports no protocol, report or tab module).
@@ -228,6 +230,7 @@ class Protocol:
     schema_steps: the steps from version 1 to schema_version, in order
     store_corpus, count_corpus: its corpus (what its load put in bundle.corpus[<name>]) stored
         in its tables at import, and counted for the import's summary
+    count_collected: what its participants gave, counted for the team's progress tab
     """
 
     name: str
@@ -247,6 +250,7 @@ class Protocol:
     systems_report: hookspecs.SystemsReport | str | None = None
     report_section: hookspecs.ReportSection | str | None = None
     drop_inactive: hookspecs.DropInactive | str | None = None
+    forget: hookspecs.Forget | str | None = None
     repair: hookspecs.Repair | str | None = None
     plan: hookspecs.Plan | str | None = None
     questions_changed: hookspecs.QuestionsChanged | str | None = None
@@ -262,6 +266,7 @@ class Protocol:
     schema_steps: tuple[SchemaStep, ...] = ()
     store_corpus: hookspecs.StoreCorpus | None = None
     count_corpus: hookspecs.CountCorpus | None = None
+    count_collected: hookspecs.CountCollected | None = None
     cli: hookspecs.CliCommands | str | None = None
 
 
@@ -538,6 +543,8 @@ def tab_phases() -> dict[str, tuple[str, ...]]:
 # with_hook's hooks, each with its spec, so that mypy checks the calls the core makes
 @overload
 def with_hook(hook: Literal["drop_inactive"]) -> tuple[tuple[Protocol, hookspecs.DropInactive], ...]: ...
+@overload
+def with_hook(hook: Literal["forget"]) -> tuple[tuple[Protocol, hookspecs.Forget], ...]: ...
 @overload
 def with_hook(hook: Literal["repair"]) -> tuple[tuple[Protocol, hookspecs.Repair], ...]: ...
 @overload

@@ -130,7 +130,7 @@ def build_campaign(bundle) -> list[list[dict]]:
     """The study's DA HITs, seeded by the study: rebuilt identically on every import."""
 
     da = bundle.config["da"]
-    items = [{"row": i, **s} for i, s in enumerate(bundle.da_segments)]
+    items = [{"row": i, **s} for i, s in enumerate(bundle.corpus[corpus.NAME]["segments"])]
     if da.get("segments_per_domain"):
         if not any(it.get("domain") for it in items):
             raise StudyValidationError(
@@ -143,7 +143,7 @@ def build_campaign(bundle) -> list[list[dict]]:
                     )
                 ]
             )
-        items, bundle.da_sample = sample_documents(items, da["segments_per_domain"], bundle.config["study"]["seed"])
+        items, _ = sample_documents(items, da["segments_per_domain"], bundle.config["study"]["seed"])
     try:
         return build_hits(
             items,
@@ -158,7 +158,8 @@ def build_campaign(bundle) -> list[list[dict]]:
 
 
 def prepare(bundle) -> None:
-    bundle.da_hits = build_campaign(bundle)
+    if corpus.NAME in bundle.corpus:  # the segments file was read
+        bundle.corpus[corpus.NAME]["hits"] = build_campaign(bundle)
 
 
 def content(
@@ -247,6 +248,9 @@ PROTOCOL = protocols.register(
         defaults=DEFAULTS,
         check=check,
         load=corpus.load,
+        store_corpus=corpus.store,
+        count_corpus=corpus.count,
+        count_collected=judgments.collected_counts,
         prepare=prepare,
         corpus_files=("segments",),
         export_tables=export_tables.TABLES,

@@ -133,7 +133,8 @@ def severity_breakdown(df: pd.DataFrame, severities=("minor", "major")) -> pd.Da
     out = pd.DataFrame(n)
     for sev in list(severities) + sorted(set(sp["severity"]) - set(severities)):
         out[sev] = counts[sev].reindex(out.index).fillna(0).astype(int) if sev in counts else 0
-    out["missing"] = sp[sp["missing"]].groupby("system").size().reindex(out.index).fillna(0).astype(int)
+    # astype(bool): with no span at all the column is empty objects, which pandas reads as labels
+    out["missing"] = sp[sp["missing"].astype(bool)].groupby("system").size().reindex(out.index).fillna(0).astype(int)
     out["n_spans"] = sp.groupby("system").size().reindex(out.index).fillna(0).astype(int)
     out["spans_per_judgment"] = out["n_spans"] / out["n_judgments"]
     return out.reset_index()

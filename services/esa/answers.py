@@ -1,25 +1,27 @@
-"""ESA's rows as the export and the analysis read them: the segments and the saved answers, each
-answer with its segment (document, segment, system) and its spans counted."""
+"""The rows of ESA and MQM as the export and the analysis read them: the segments and the saved
+answers, each answer with its segment (document, segment, system) and its spans counted."""
 
 from __future__ import annotations
 
 import json
 
-from services.esa import prefill_store
-from services.esa.corpus import ANSWERS, SEGMENTS
+from services.esa.corpus import ESA, Corpus
 from services.esa.spans import ESA_SEVERITIES
 from storage import protocol_rows
 
 
-def segment_rows(database, study_id: str) -> list[dict]:
-    return protocol_rows.select(database, SEGMENTS, {"study_id": study_id}, order_by=("segment_row",))
+def segment_rows(database, study_id: str, corpus: Corpus = ESA) -> list[dict]:
+    return protocol_rows.select(database, corpus.segments, {"study_id": study_id}, order_by=("segment_row",))
 
 
-def answer_rows(database, study_id: str) -> list[dict]:
-    """Each saved answer with its segment (document, segment, system) and its spans counted."""
-    segs = {s["segment_row"]: s for s in segment_rows(database, study_id)}
+def answer_rows(
+    database, study_id: str, corpus: Corpus = ESA, severities: tuple[str, ...] = ESA_SEVERITIES
+) -> list[dict]:
+    """Each saved answer with its segment (document, segment, system) and its spans counted per
+    severity (the omission apart)."""
+    segs = {s["segment_row"]: s for s in segment_rows(database, study_id, corpus)}
     out = []
-    for r in protocol_rows.answer_rows(database, ANSWERS, study_id):
+    for r in protocol_rows.answer_rows(database, corpus.answers, study_id):
         s = segs.get(r["segment_row"], {})
         spans = json.loads(r["spans"])
         out.append(
@@ -29,9 +31,8 @@ def answer_rows(database, study_id: str) -> list[dict]:
                 "doc_id": s.get("doc_id"),
                 "segment_id": s.get("segment_id"),
                 "system": s.get("system"),
-                **{f"n_{sev}": sum(x["severity"] == sev and not x["missing"] for x in spans) for sev in ESA_SEVERITIES},
+                **{f"n_{sev}": sum(x["severity"] == sev and not x["missing"] for x in spans) for sev in severities},
                 "omission": next((x["severity"] for x in spans if x["missing"]), ""),
-                **prefill_store.outcome_columns(r),
             }
         )
     return out

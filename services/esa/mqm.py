@@ -33,6 +33,15 @@ def check_mqm_spans(
 ) -> list[S.Span]:
     """The spans of one segment, or a SpanError naming every problem (check_spans' and MQM's)."""
     spans = list(spans)
+    whole = [
+        i
+        for i, s in enumerate(spans)
+        if isinstance(s, S.Span)
+        and taxonomy.whole_segment
+        and taxonomy.canonical(s.category or "") == taxonomy.whole_segment
+    ]
+    if whole and len(spans) > 1:  # said first: its span covers the output, so the others overlap it too
+        raise S.SpanError([f"span {whole[0]}: {taxonomy.whole_segment} replaces every other error; remove the others"])
     S.check_spans(spans, output, source=source, severities=taxonomy.severities, categories=taxonomy.names(audio=audio))
     problems = []
     if taxonomy.max_errors and len(spans) > taxonomy.max_errors:
@@ -50,8 +59,6 @@ def check_mqm_spans(
         if taxonomy.whole_segment and taxonomy.canonical(s.category or "") == taxonomy.whole_segment:
             if s.missing or (s.start, s.end) != (0, len(output)):
                 problems.append(f"{name}: {taxonomy.whole_segment} spans the whole output (0-{len(output)})")
-            if len(spans) > 1:
-                problems.append(f"{name}: {taxonomy.whole_segment} replaces every other error; remove the others")
     if problems:
         raise S.SpanError(problems)
     return spans

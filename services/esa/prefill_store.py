@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 
 from services.common.protocols import ExportTable
-from services.esa import corpus, prefill
+from services.esa import answers, corpus, prefill
 from services.esa.corpus import ANSWERS, NAME, SEGMENTS
 from services.esa.spans import Span
 from services.models.cache import CACHE
@@ -180,6 +180,12 @@ def outcome_columns(row: dict) -> dict:
     if record is None:  # plain ESA: the columns empty
         return {k: None for k in ANSWER_DICTIONARY}
     return {"prefill": record, **prefill.counts(record)}
+
+
+def answer_rows(database, study_id: str) -> list[dict]:
+    """ESA's answers as the export and the analysis read them (services/esa/answers.py), each with
+    its pre-fill outcomes' columns (outcome_columns)."""
+    return [{**r, **outcome_columns(r)} for r in answers.answer_rows(database, study_id)]
 
 
 def prefill_rows(database, study_id: str) -> list[dict]:

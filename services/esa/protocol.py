@@ -2,23 +2,23 @@
 whole documents and, segment by segment, marks the translation's error spans (minor or major, a
 [MISSING] token for omissions) and then scores it 0-100 (docs/esa.md). Registered with
 services/common/protocols.py through the same hooks a plugin has (docs/plugins.md): its tables are
-its own (Protocol.tables), its rows go through storage/protocol_rows.py, its page is tabs/esa.py
-with assets/js/script/esa.js and assets/css/esa.css."""
+its own (Protocol.tables, shaped as MQM's: services/esa/annotation.py), its rows go through
+storage/protocol_rows.py, its page is tabs/esa.py with
+assets/js/script/esa.js and assets/css/esa.css."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from services.common import protocols
-from services.common.protocols import Column, ExportTable, Index, Phase, Protocol, Role, Tab, Table
-from services.esa import corpus, prefill_store
-from services.esa.answers import answer_rows, segment_rows
-from services.esa.corpus import ANSWERS, HITS, NAME, SEGMENTS, TAKERS
-from services.esa.spans import MISSING_TOKEN, Span, SpanError, check_spans
+from services.common.protocols import Column, ExportTable, Phase, Protocol, Role, Tab
+from services.esa import annotation, corpus, prefill_store
+from services.esa.answers import segment_rows
+from services.esa.corpus import ANSWERS, NAME, SEGMENTS
+from services.esa.spans import MISSING_TOKEN
 from services.participation.submissions import refuse_all
-from storage import assignments, protocol_rows, studies
-from storage.db import Transaction, now, required
+from storage import studies
+from storage.db import required
 from storage.rows import AssignmentRow, ParticipantRow, StudyRow
 
 # Appraise's ESA template (AppraiseDev/Appraise EvalView/templates/EvalView/_instructions-esa.html):
@@ -44,78 +44,16 @@ INSTRUCTIONS = (
     "**Then score the translation** on the slider: its meaning and its general quality."
 )
 
-SEGMENTS_TABLE = Table(
-    SEGMENTS,
-    (
-        Column("study_id", "TEXT", not_null=True, references="studies.id"),
-        Column("segment_row", "INTEGER", not_null=True),  # its row in the file, from 0: the item's id
-        Column("hit", "INTEGER", not_null=True),
-        Column("pos", "INTEGER", not_null=True),  # its place in its HIT
-        Column("doc", "INTEGER", not_null=True),  # its document's number in the study
-        Column("doc_pos", "INTEGER", not_null=True),  # its place in its document
-        Column("doc_id", "TEXT", not_null=True),
-        Column("segment_id", "TEXT", not_null=True),
-        Column("system", "TEXT", not_null=True),
-        Column("source", "TEXT", not_null=True),
-        Column("target", "TEXT", not_null=True),
-        Column("source_lang", "TEXT", not_null=True, default=""),
-        Column("target_lang", "TEXT", not_null=True, default=""),
-    ),
-    indexes=(
-        Index(("study_id", "segment_row"), unique=True),
-        Index(("study_id", "hit", "pos")),
-        Index(("study_id", "doc", "doc_pos")),
-    ),
-    study_sized=True,
+# the answers' prefill column (schema version 2): ESA-AI's outcomes (services/esa/prefill_store.py)
+SPANS = annotation.SpanAnnotation(corpus.ESA, "score", extra=(prefill_store.ANSWER_COLUMN.name,))
+SEGMENTS_TABLE, HITS_TABLE, TAKERS_TABLE, ANSWERS_TABLE = annotation.tables(
+    corpus.ESA, Column("score", "INTEGER", not_null=True), extra=(prefill_store.ANSWER_COLUMN,)
 )
-HITS_TABLE = Table(
-    HITS,
-    (
-        Column("study_id", "TEXT", not_null=True, references="studies.id"),
-        Column("hit", "INTEGER", not_null=True),
-        Column("n_segments", "INTEGER", not_null=True),
-        Column("n_documents", "INTEGER", not_null=True),
-    ),
-    indexes=(Index(("study_id", "hit"), unique=True),),
-)
-TAKERS_TABLE = Table(  # who took which HIT: a newcomer gets the HIT fewest annotators hold
-    TAKERS,
-    (
-        Column("study_id", "TEXT", not_null=True, references="studies.id"),
-        Column("hit", "INTEGER", not_null=True),
-        Column("participant_id", "INTEGER", not_null=True, references="participants.id"),
-        Column("created_at", "TEXT", not_null=True),
-    ),
-    indexes=(Index(("study_id", "hit")), Index(("participant_id",), unique=True)),
-    study_sized=True,
-)
-ANSWERS_TABLE = Table(
-    ANSWERS,
-    (
-        Column("assignment_id", "INTEGER", not_null=True, references="assignments.id"),
-        Column("segment_row", "INTEGER", not_null=True),
-        Column("spans", "TEXT", not_null=True),  # JSON: [Span.to_dict()], ordered as marked in the text
-        Column("score", "INTEGER", not_null=True),
-        Column("created_at", "TEXT", not_null=True),
-        prefill_store.ANSWER_COLUMN,  # schema version 2
-    ),
-    indexes=(Index(("assignment_id",), unique=True),),
-    study_sized=True,
-)
-
-
-def _whole(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def check(section: dict) -> list[tuple[str, str]]:
     """(field, message) for every mistake in the merged [esa] section."""
-    out: list[tuple[str, str]] = []
-    if not _whole(section.get("hit_size")) or section["hit_size"] < 1:
-        out.append(("esa.hit_size", "must be a whole number of segments >= 1 (WMT 2024: 100)"))
-    ctx = section.get("context")
-    if ctx != "all" and not (isinstance(ctx, int) and not isinstance(ctx, bool) and ctx >= 0):
-        out.append(("esa.context", 'must be "all" (the whole document) or a whole number of segments >= 0'))
+    out = annotation.queue_problems(NAME, section)
     labels = section.get("score_labels")
     if not isinstance(labels, dict) or not labels:
         example = '{0 = "Broken/poor", 100 = "Perfect"}'
@@ -131,36 +69,12 @@ def check(section: dict) -> list[tuple[str, str]]:
     return out + prefill_store.check(section)
 
 
-# -- the queue: one HIT per annotator ---------------------------------------------------------
+# -- the queue, the item, the answer (services/esa/annotation.py) -----------------------------
 
-
-def setup(tx: Transaction, study: StudyRow, pid: int, group, gender, design_index=None) -> None:
-    """The annotator's queue is one HIT, the one fewest annotators hold (ties: the first), its
-    segments in the HIT's order (each document's segments together, in their order)."""
-    sid = study["id"]
-    hits = protocol_rows.select(tx.database, HITS, {"study_id": sid}, order_by=("hit",))
-    if not hits:
-        return
-    held = {h["hit"]: protocol_rows.count(tx.database, TAKERS, {"study_id": sid, "hit": h["hit"]}) for h in hits}
-    hit = min(hits, key=lambda h: (held[h["hit"]], h["hit"]))
-    segs = protocol_rows.select(tx.database, SEGMENTS, {"study_id": sid, "hit": hit["hit"]}, order_by=("pos",))
-    for s in segs:
-        meta = {"hit": hit["hit"], "pos": s["pos"]}
-        assignments.insert_assignment(tx.db, sid, pid, NAME, s["segment_row"], s["pos"], meta=meta)
-    row = {"study_id": sid, "hit": hit["hit"], "participant_id": pid, "created_at": now()}
-    protocol_rows.insert(tx.db, TAKERS, row)
-
-
-def items(config: dict) -> int:
-    return int((config.get(NAME) or {}).get("hit_size", 0))
-
-
-# -- an item ----------------------------------------------------------------------------------
-
-
-def segment_of(database, study_id: str, assignment: AssignmentRow) -> dict:
-    where = {"study_id": study_id, "segment_row": int(assignment["item_id"])}
-    return required(protocol_rows.one(database, SEGMENTS, where), "ESA segment of an assignment")
+setup, items, segment_of, save, stored = SPANS.setup, SPANS.items, SPANS.segment_of, SPANS.save, SPANS.stored
+held_items, on_leave, collected = SPANS.held_items, SPANS.on_leave, SPANS.collected
+parse_spans = annotation.parse_esa_spans
+span_words = annotation.span_words
 
 
 def labels_of(section: dict) -> list[tuple[int, str]]:
@@ -174,56 +88,17 @@ def content(
     `context` segments (source and output each), the slider's labels and the instructions; in an
     ESA-AI study its pre-filled spans, None (not ready) until they are stored."""
     section = study["config"][NAME]
-    seg = segment_of(database, study["id"], assignment)
-    pre = prefill_store.spans_of(database, study["id"], seg["segment_row"]) if section.get("prefill") else []
+    pre: list[dict] | None = []
+    if section.get("prefill"):
+        pre = prefill_store.spans_of(database, study["id"], int(assignment["item_id"]))
     if pre is None:
         return None
-    doc = protocol_rows.select(database, SEGMENTS, {"study_id": study["id"], "doc": seg["doc"]}, order_by=("doc_pos",))
-    reach = len(doc) if section.get("context", "all") == "all" else int(section["context"])
-    k = seg["doc_pos"]
-
-    def shown(rows):
-        return [{"source": r["source"], "target": r["target"]} for r in rows]
-
     return {
-        "source": seg["source"],
-        "target": seg["target"],
-        "source_lang": seg["source_lang"],
-        "target_lang": seg["target_lang"],
-        "before": shown(doc[max(0, k - reach) : k]),
-        "after": shown(doc[k + 1 : k + 1 + reach]),
-        "doc_pos": k + 1,
-        "doc_len": len(doc),
+        **SPANS.document(database, study, assignment),
         "labels": labels_of(section),
         "instructions": (section.get("instructions") or INSTRUCTIONS) + prefill_store.instructions(section),
         "prefill": pre,
     }
-
-
-def parse_spans(raw, target: str) -> tuple[list[Span], list[str]]:
-    """The hidden field's spans (JSON: [{start, end, text, severity, missing}]) checked against the
-    exact output (services/esa/spans.check_spans), and every problem, each naming its span."""
-    try:
-        found = json.loads(raw) if isinstance(raw, str) and raw.strip() else (raw or [])
-    except ValueError:
-        return [], ["The error spans could not be read: mark them again."]
-    if not isinstance(found, list):
-        return [], ["The error spans could not be read: mark them again."]
-    spans, problems = [], []
-    for i, d in enumerate(found):
-        try:
-            if not isinstance(d, dict) or not all(_whole(d.get(k)) for k in ("start", "end")):
-                raise ValueError("not a start and an end in characters")
-            spans.append(Span.from_dict({**d, "category": None, "side": "target"}))
-        except (KeyError, TypeError, ValueError) as e:
-            problems.append(f"span {i}: {e}")
-    if problems:
-        return [], problems
-    try:
-        check_spans(spans, target)
-    except SpanError as e:
-        return [], e.problems
-    return spans, []
 
 
 def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
@@ -251,31 +126,6 @@ def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
     return {**out, "prefill": record} if record is not None else out
 
 
-def save(tx: Transaction, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, data) -> None:
-    row = {
-        "assignment_id": assignment["id"],
-        "segment_row": data["segment_row"],
-        "spans": json.dumps(data["spans"], ensure_ascii=False),
-        "score": data["score"],
-        "created_at": now(),
-        "prefill": json.dumps(data["prefill"], ensure_ascii=False) if data.get("prefill") is not None else "",
-    }
-    protocol_rows.insert(tx.db, ANSWERS, row)
-
-
-def stored(database, assignment: AssignmentRow) -> dict:
-    row = protocol_rows.one(database, ANSWERS, {"assignment_id": assignment["id"]})
-    if not row:
-        return {}
-    out = {"spans": json.loads(row["spans"]), "score": row["score"]}
-    return {**out, "prefill": json.loads(row["prefill"])} if row.get("prefill") else out
-
-
-def span_words(s: dict) -> str:
-    where = MISSING_TOKEN if s.get("missing") else f"{s['start']}-{s['end']} {json.dumps(s.get('text', ''))}"
-    return f"{s['severity']} {where}"
-
-
 def answer_words(database, assignment: AssignmentRow, answer: dict) -> str:
     """score 70; major 4-7 "cat", minor [MISSING]."""
     if not answer:
@@ -290,7 +140,7 @@ def answer_words(database, assignment: AssignmentRow, answer: dict) -> str:
 
 EXPORT_TABLES = {
     ANSWERS: ExportTable(
-        answer_rows,
+        prefill_store.answer_rows,
         "One row per ESA answer: the error spans an annotator marked in one segment's translation "
         "and the 0-100 score they gave it (docs/esa.md).",
         {
@@ -349,6 +199,8 @@ PROTOCOL = protocols.register(
                 "Error span annotation",
                 setup,
                 items=items,
+                held_items=held_items,  # the welcome counts the annotator's own HIT
+                on_leave=on_leave,  # an unfinished HIT is free again for the next annotator
                 seconds_per_item=40,  # the welcome's estimate per segment
                 label="ESA annotator",
             ),
@@ -373,7 +225,7 @@ PROTOCOL = protocols.register(
                 label="ESA segment",
                 not_ready=prefill_store.NOT_READY,
                 answer_words=answer_words,
-                not_handed_on="an ESA HIT is annotated whole by one annotator: the next annotator added gets a HIT",
+                not_handed_on="an ESA HIT is annotated whole by one annotator: the next annotator added gets it",
             ),
         ),
         defaults=DEFAULTS,
@@ -383,12 +235,15 @@ PROTOCOL = protocols.register(
         corpus_files=("segments",),
         store_corpus=prefill_store.store,
         count_corpus=corpus.count,
+        count_collected=collected,
         tables=(SEGMENTS_TABLE, HITS_TABLE, TAKERS_TABLE, ANSWERS_TABLE, prefill_store.PREFILL_TABLE),
         schema_version=2,
         schema_steps=(prefill_store.SCHEMA_STEP,),
         jobs="services.esa.prefill_store:background_jobs",  # ESA-AI's pre-fill
         export_tables=EXPORT_TABLES,
         analyze="services.esa.study_analysis:add_analyze",
+        report_section="services.report.esa:section",  # services/report sits above the protocols
+        analysis_panel="tabs.analysis_esa:panel",
         texts={
             "en": {
                 "welcome_esa": "Welcome. You will mark the errors in the translations of about {items} segments, "

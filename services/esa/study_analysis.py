@@ -1,22 +1,21 @@
-"""`app.py analyze esa`: the ESA analysis (services/esa/analysis.py: z-scores, system scores,
-rankings with significance clusters, error breakdowns) of a stored study or of its export (the
-ESA spec's analyze hook)."""
+"""`app.py analyze esa`: the ESA analysis (services/esa/results.py: z-scores, system scores,
+rankings with significance clusters, error breakdowns, agreement) of a stored study or of its
+export (the ESA spec's analyze hook), the same figures as the Analysis tab's panel and the
+report's part."""
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Callable
 
 import pandas as pd
 
 from services.common.analysis_output import write_tables
-from services.esa import analysis
-from services.esa.answers import answer_rows
-from services.esa.corpus import ANSWERS, NAME
+from services.esa import prefill_store, results
+from services.esa.answers import segment_rows
+from services.esa.corpus import ANSWERS, NAME, SEGMENTS
 from services.esa.prefill import OUTCOMES
-from services.esa.spans import Span
 from services.study import export_reader
 
 NEEDED = ("participant", "system", "doc_id", "segment_id", "score", "spans")
@@ -32,67 +31,64 @@ def add_analyze(asub) -> None:
     esa.set_defaults(analyze=run)
 
 
-def judgments_of_rows(rows: list[dict]) -> pd.DataFrame:
-    """The analysis's input (annotator, system, segment_id, score, spans) from the answers as the
-    export writes them: a segment is its document and id (two documents may reuse an id)."""
-    return pd.DataFrame(
-        {
-            "annotator": [str(r["participant"]) for r in rows],
-            "system": [str(r["system"]) for r in rows],
-            "segment_id": [f"{r['doc_id']}/{r['segment_id']}" for r in rows],
-            "score": [r["score"] for r in rows],
-            "spans": [
-                [Span.from_dict(s) for s in (json.loads(r["spans"]) if isinstance(r["spans"], str) else r["spans"])]
-                for r in rows
-            ],
-        },
-        columns=["annotator", "system", "segment_id", "score", "spans"],
-    )
-
-
 def stored_rows(database, study_id: str) -> list[dict]:
-    """The study's answers as the export has them (the annotator by internal id)."""
-    return [{**r, "participant": r["participant__pid"]} for r in answer_rows(database, study_id)]
-
-
-def analyse(judgments: pd.DataFrame, out: Path, alpha: float = 0.05, by: str = "mean") -> str:
-    """The tables written to out (systems.csv, segments.csv, head_to_head.csv, severities.csv)
-    and a summary: systems ranked, with their cluster."""
-    if judgments.empty:
-        raise ValueError("there are no ESA answers to analyse")
-    result = analysis.analyze(judgments, alpha=alpha, by=by)
-    out.mkdir(parents=True, exist_ok=True)
-    write_tables(
-        out,
-        {
-            "systems.csv": result.systems,
-            "segments.csv": result.segments,
-            "head_to_head.csv": result.head_to_head,
-            "severities.csv": analysis.severity_breakdown(judgments),
-        },
-    )
-    lines = [
-        f"ESA: {len(judgments)} judgments by {judgments['annotator'].nunique()} annotators, "
-        f"{result.systems.shape[0]} systems (ranked by {'mean score' if by == 'mean' else 'mean z'}, "
-        f"clusters at p < {alpha:g}); tables in {out}"
+    """The study's answers as the export has them (the annotator by internal id, ESA-AI's outcome
+    columns), each with its segment's target."""
+    target = {s["segment_row"]: s["target"] for s in segment_rows(database, study_id)}
+    return [
+        {**r, "participant": r["participant__pid"], "target": target.get(r["segment_row"])}
+        for r in prefill_store.answer_rows(database, study_id)
     ]
-    for r in result.systems.itertuples():
-        z = "" if pd.isna(r.z_mean) else f", z {r.z_mean:+.3f}"
-        lines.append(f"  {r.rank}. {r.system}: {r.mean:.1f}{z} (cluster {r.cluster}, {r.n_segments} segments)")
-    return "\n".join(lines)
+
+
+def export_rows(path) -> list[dict]:
+    """The answers of an export (its folder or its esa_answers file, any format the export
+    writes), each with its segment's target where the export has esa_segments (the span
+    agreement's output length)."""
+    export = export_reader.require(path)
+    frame = export_reader.read_table(export, ANSWERS, NEEDED)
+    frame["score"] = pd.to_numeric(frame["score"], errors="coerce")
+    rows = frame.to_dict("records")
+    if export.has(SEGMENTS) and "segment_row" in frame:
+        segs = export_reader.read_table(export, SEGMENTS, ("segment_row", "target"))
+        target = dict(zip(segs["segment_row"], segs["target"]))
+        for r in rows:
+            if r["segment_row"] in target:
+                r["target"] = target[r["segment_row"]]
+    return rows
+
+
+def analyse(rows: list[dict], out: Path, alpha: float = 0.05, by: str = "mean") -> str:
+    """The tables written to out (systems.csv, segments.csv, head_to_head.csv, severities.csv,
+    agreement.csv, agreement_pairs.csv) and the summary services/esa/results.py says, which the
+    Analysis tab and the report show too."""
+    res = results.results(rows, alpha=alpha, by=by)
+    out.mkdir(parents=True, exist_ok=True)
+    write_tables(out, tables(res))
+    first, *rest = res.lines()
+    return "\n".join([f"{first}; tables in {out}", *rest])
+
+
+def tables(res: results.Results) -> dict:
+    """The analysis's CSV files by name."""
+    return {
+        "systems.csv": res.systems,
+        "segments.csv": res.result.segments,
+        "head_to_head.csv": res.result.head_to_head,
+        "severities.csv": res.severities,
+        "agreement.csv": res.agreement.table(),
+        "agreement_pairs.csv": res.agreement.pairs,
+    }
 
 
 def run(args: argparse.Namespace, open_database: Callable) -> str:
     if args.study:
         rows = stored_rows(open_database(), args.study)
     elif args.export:
-        export = export_reader.require(args.export)
-        frame = export_reader.read_table(export, ANSWERS, NEEDED)
-        frame["score"] = pd.to_numeric(frame["score"], errors="coerce")
-        rows = frame.to_dict("records")
+        rows = export_rows(args.export)
     else:
         raise ValueError(f"analyze {NAME} needs an export (folder or its {ANSWERS} file) or --study STUDY_ID")
-    summary = analyse(judgments_of_rows(rows), Path(args.out), alpha=args.alpha, by=args.by)
+    summary = analyse(rows, Path(args.out), alpha=args.alpha, by=args.by)
     return summary + prefill_summary(rows, Path(args.out))
 
 

@@ -33,6 +33,7 @@ from services.models.backends import BackendUnavailable
 from services.models.cache import CACHE
 from storage import jobs, studies
 from storage.db import required
+from storage.usability import corpus as usability_corpus
 from storage.usability import exchange_metrics, exchanges, recordings
 
 # what runs without any weights configured (no network): the fallback when none of the paper's is set
@@ -172,7 +173,7 @@ def score_exchange(database, exchange_id: int, cache=CACHE, names: list[str] | N
     if tr is None:
         raise ValueError(f"exchange {exchange_id} has no translation yet")
     study = required(studies.get_study(database, ex["study_id"]), "study of an exchange")
-    starter = required(studies.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
+    starter = required(usability_corpus.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
     ref = exchange_metrics.reference_translation(database, ex["study_id"], ex["starter_id"], ex["system_id"])
     out, errors = {}, {}
     for name in names or study_metrics(study, cache):
@@ -186,7 +187,7 @@ def score_exchange(database, exchange_id: int, cache=CACHE, names: list[str] | N
                 column, refs = qe_column(m.name), None  # XCOMET / MetricX-24: their reference-free mode
             # a metric that reads the exchange's questions (auto-qa) gets them as its context
             ctx = (
-                [auto_qa.questions_context(studies.questions(database, ex["study_id"], ex["starter_id"]))]
+                [auto_qa.questions_context(usability_corpus.questions(database, ex["study_id"], ex["starter_id"]))]
                 if getattr(m, "needs_questions", False)
                 else None
             )

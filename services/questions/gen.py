@@ -29,9 +29,11 @@ from services.models import systems
 from services.models.backends import BackendUnavailable
 from services.models.cache import CACHE
 from services.questions import review as question_review
-from storage import question_drafts, studies
+from storage import studies
 from storage.db import required
 from storage.rows import StudyRow
+from storage.usability import corpus as usability_corpus
+from storage.usability import question_drafts
 
 SNIPPET = 200  # how much of an unusable LLM answer a report quotes
 
@@ -153,7 +155,7 @@ class Generator:
 def _existing(database, study_id: str, starter_id: str) -> list[str]:
     """English questions the starter has (in use, or drafts, rejected ones too: a rejected
     question is not proposed again): new ones must differ."""
-    qs = [q["en"] for q in studies.questions(database, study_id, starter_id)]
+    qs = [q["en"] for q in usability_corpus.questions(database, study_id, starter_id)]
     return qs + [d["en"] for d in question_drafts.for_starter(database, study_id, starter_id) if d["en"] not in qs]
 
 
@@ -163,7 +165,7 @@ def starters_to_do(database, study_id: str) -> list[str]:
     drafts = question_drafts.counts(database, study_id)
     return [
         s["id"]
-        for s in studies.starters(database, study_id)
+        for s in usability_corpus.starters(database, study_id)
         if not in_use.get(s["id"])
         and not drafts.get(s["id"], {}).get("draft")
         and not drafts.get(s["id"], {}).get("accepted")
@@ -203,7 +205,7 @@ def generate(
     study = _study(database, study_id)
     n = _n(study, n)
     if starter_id is not None:
-        if studies.starter(database, study_id, starter_id) is None:
+        if usability_corpus.starter(database, study_id, starter_id) is None:
             raise ValueError(f"Study '{study_id}' has no starter '{starter_id}'.")
         todo = [starter_id]
     else:
@@ -223,7 +225,7 @@ def generate(
 
 def _one(database, gen: Generator, study_id: str, starter_id: str, n: int, actor: str) -> StarterReport:
     rep = StarterReport(starter_id)
-    starter = required(studies.starter(database, study_id, starter_id), "starter to write questions for")
+    starter = required(usability_corpus.starter(database, study_id, starter_id), "starter to write questions for")
     # the starter's questions from the study folder join the review first, so accepting a new
     # draft adds to them instead of replacing them
     question_review.adopt(database, study_id, starter_id)
@@ -259,7 +261,7 @@ def regenerate(database, draft_id: int, generator: Generator | None = None, acto
     study = _study(database, d["study_id"])
     gen = generator or Generator(study)
     rep = StarterReport(d["starter_id"])
-    starter = studies.starter(database, d["study_id"], d["starter_id"])
+    starter = usability_corpus.starter(database, d["study_id"], d["starter_id"])
     if starter is None:
         raise ValueError(f"Starter '{d['starter_id']}' is no longer in study '{d['study_id']}'.")
     # a few asked for, the first new and answerable one kept (the draft's own text counts as existing)

@@ -34,9 +34,10 @@ from services.comprehension import settings as question_settings
 from services.models import llm
 from services.participation.items import bold_key_spans
 from services.study.export import FORMULA_START, neutralise
-from storage import question_drafts, studies
+from storage import studies
 from storage.db import Transaction, required
-from storage.usability import exchanges
+from storage.usability import corpus as usability_corpus
+from storage.usability import exchanges, question_drafts
 
 CSV_COLUMNS = ["draft_id", "starter_id", "status", "origin", "en", "pt", "answer_en"]
 REQUIRED = ["starter_id", "en"]
@@ -115,10 +116,10 @@ def adopt(database, study_id: str, starter_id: str | None = None) -> None:
     accepted drafts then take the order of the questions in use, so the next review action
     does not renumber them. The import calls it (services/setup/importer.py), so the study
     folder's questions are accepted drafts, and exported, before anyone opens a starter."""
-    targets = [starter_id] if starter_id else [s["id"] for s in studies.starters(database, study_id)]
+    targets = [starter_id] if starter_id else [s["id"] for s in usability_corpus.starters(database, study_id)]
     changes = []
     for sid in targets:
-        live = studies.questions(database, study_id, sid)
+        live = usability_corpus.questions(database, study_id, sid)
         drafts = question_drafts.for_starter(database, study_id, sid)
         accepted = [d for d in drafts if d["status"] == "accepted"]
         if [(d["en"], d["pt"]) for d in accepted] != [(q["en"], q["pt"]) for q in live]:
@@ -176,7 +177,7 @@ def _rebuild(tx: Transaction, study_id: str, starter_id: str) -> None:
 def _change(database, draft_id, actor: str, action: str, **fields) -> dict:
     """Update one draft and, when its starter's accepted set or text changed, its questions."""
     d = draft_or_error(database, draft_id)
-    if studies.starter(database, d["study_id"], d["starter_id"]) is None:
+    if usability_corpus.starter(database, d["study_id"], d["starter_id"]) is None:
         raise ReviewError(
             f"Starter '{d['starter_id']}' is no longer in study '{d['study_id']}' (it was "
             "re-imported without it): its drafts cannot be used."
@@ -259,7 +260,9 @@ def llm_status(study_config: dict | None) -> str:
 
 def starter_choices(database, study_id: str) -> list[tuple[str, str]]:
     in_use = question_drafts.question_counts(database, study_id)
-    return [(f"{s['id']} ({in_use.get(s['id'], 0)} in use)", s["id"]) for s in studies.starters(database, study_id)]
+    return [
+        (f"{s['id']} ({in_use.get(s['id'], 0)} in use)", s["id"]) for s in usability_corpus.starters(database, study_id)
+    ]
 
 
 def starter_table(database, study_id: str, page: int = 1, page_size: int = PAGE_SIZE) -> pd.DataFrame:
@@ -276,7 +279,7 @@ def starter_table(database, study_id: str, page: int = 1, page_size: int = PAGE_
             "rejected": counts.get(s["id"], {}).get("rejected", 0),
             "receivers have them": "yes" if s["id"] in locked else "",
         }
-        for s in studies.starters(database, study_id)
+        for s in usability_corpus.starters(database, study_id)
     ]
     pages = max(1, -(-len(rows) // page_size))
     start = (min(max(int(page or 1), 1), pages) - 1) * page_size
@@ -287,7 +290,7 @@ def starter_table(database, study_id: str, page: int = 1, page_size: int = PAGE_
 
 
 def page_count(database, study_id: str, page_size: int = PAGE_SIZE) -> int:
-    return max(1, -(-len(studies.starters(database, study_id)) // page_size))
+    return max(1, -(-len(usability_corpus.starters(database, study_id)) // page_size))
 
 
 def starter_view(database, study_id: str, starter_id: str | None) -> dict:
@@ -295,7 +298,7 @@ def starter_view(database, study_id: str, starter_id: str | None) -> dict:
     empty = pd.DataFrame(columns=DRAFT_COLUMNS)
     if not starter_id:
         return {"html": "", "drafts": empty, "locked": False}
-    st = studies.starter(database, study_id, starter_id)
+    st = usability_corpus.starter(database, study_id, starter_id)
     if st is None:
         raise ReviewError(f"Study '{study_id}' has no starter '{starter_id}'.")
     adopt(database, study_id, starter_id)
@@ -375,7 +378,7 @@ def import_csv(database, study_id: str, path, actor: str = "admin") -> ImportSum
         raise ReviewError(f"There is no study '{study_id}'.")
     rows = _read_csv(path)
     adopt(database, study_id)
-    starters = {s["id"] for s in studies.starters(database, study_id)}
+    starters = {s["id"] for s in usability_corpus.starters(database, study_id)}
     drafts = {d["id"]: d for d in question_drafts.for_study(database, study_id)}
     locked = exchanges.starters_in_use(database, study_id)
     problems, plan, seen = [], [], set()

@@ -15,7 +15,8 @@ from services.usability import analysis as usability_analysis
 from services.usability import export as usability_export
 from services.usability import paper_figures
 from services.usability import study_analysis as usability_study
-from storage import question_drafts, studies
+from storage import studies
+from storage.usability import question_drafts
 
 TITLE = "Usability of the four-phase study (paper 000)"
 ITEMS = [

@@ -189,6 +189,9 @@ PROTOCOL = protocols.register(
         defaults=DEFAULTS,
         check=check,
         load=corpus.load,
+        store_corpus=corpus.store,
+        count_corpus=corpus.count,
+        count_collected=ratings.collected_counts,
         corpus_files=("sentences", "pairs"),
         export_tables=export_tables.TABLES,
     )

@@ -9,13 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.common import protocols
-from services.metrics import exchange as exchange_metrics
 from services.participation import maintenance
 from services.questions import review as question_review
 from services.study import lifecycle
 from services.study.files import StudyError, StudyValidationError, load_study
 from storage import studies
-from storage.usability import exchanges, recordings
 
 
 @dataclass
@@ -41,25 +39,20 @@ class ImportResult:
         return f"study '{self.study_id}': {self.status} " + ", ".join(f"{k} {v}" for k, v in self.counts.items())
 
 
-def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResult:
+def prepared(folder: str | Path):
+    """The study folder read and checked (load_study), with what each protocol builds from its
+    checked files (Protocol.prepare: DA's and ESA's HITs): the bundle an import stores."""
     bundle = load_study(folder)
-    for spec in protocols.protocols():  # what each protocol builds from its checked files (DA's HITs)
+    for spec in protocols.protocols():
         if spec.prepare is not None and spec.name in bundle.config:
             spec.prepare(bundle)
+    return bundle
+
+
+def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResult:
+    bundle = prepared(folder)
     existing = studies.get_study(database, bundle.id)
-    counts = {
-        "starters": len(bundle.starters),
-        "questions": len(bundle.questions),
-        "systems": len(bundle.systems),
-        "exchanges": len(bundle.exchanges),
-        "references": len(bundle.references),
-        "da_segments": len(bundle.da_segments),
-        "da_hits": len(bundle.da_hits),
-        "sd_sentences": len(bundle.sd_sentences),
-        "sd_pairs": len(bundle.sd_pairs),
-    }
-    if bundle.da_sample:  # paper 001's domain-balanced subset: the segments the HITs hold
-        counts["da_segments_sampled"] = sum(d["segments_kept"] for d in bundle.da_sample.values())
+    counts = {"systems": len(bundle.systems)}  # then each listed protocol's (with_protocol_counts)
     if existing and existing["content_hash"] == bundle.content_hash:
         question_review.adopt(database, bundle.id)  # a database from before the import adopted them
         counts = with_protocol_counts(database, bundle, counts)
@@ -88,19 +81,12 @@ def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResu
             )
     with database.transaction() as tx:
         db = tx.db
+        if existing:  # every protocol's corpus of the study goes, a listed one's or not
+            for spec in protocols.protocols():
+                if spec.store_corpus is not None:
+                    spec.store_corpus(tx, bundle.id, None)
         studies.replace_study(db, bundle, json.dumps(hashes), [t.name for t in protocols.tables()])
-        for ex in bundle.exchanges:
-            eid = exchanges.insert_exchange(
-                db,
-                bundle.id,
-                ex["starter_id"],
-                ex["system"],
-                None,
-                import_key=f"{bundle.id}:{ex['starter_id']}:{ex['system']}",
-            )
-            recordings.insert_translation(db, eid, ex["system"], ex["translation"], meta='{"origin": "imported"}')
-            exchange_metrics.enqueue(db, eid)
-        for spec in listed(bundle):  # each protocol's own corpus, into its own tables
+        for spec in listed(bundle):  # each protocol's corpus, into its tables
             if spec.store_corpus is not None:
                 spec.store_corpus(tx, bundle.id, bundle.corpus.get(spec.name))
         counts = with_protocol_counts(database, bundle, counts)
@@ -131,8 +117,8 @@ def listed(bundle) -> list[protocols.Protocol]:
 
 
 def with_protocol_counts(database, bundle, counts: dict) -> dict:
-    """The built-in counts, then each listed protocol's count of its stored corpus
-    (Protocol.count_corpus); a label already shown is given as `<protocol>.<label>`."""
+    """The study's own counts (systems), then each listed protocol's count of its stored
+    corpus (Protocol.count_corpus); a label already shown is given as `<protocol>.<label>`."""
     out = dict(counts)
     for spec in listed(bundle):
         if spec.count_corpus is not None:

@@ -24,6 +24,7 @@ from services.setup.enrolment import add_participants
 from services.usability.dropouts import drop_out
 from storage import assignments, studies
 from storage.db import required
+from storage.usability import corpus as usability_corpus
 from storage.usability import exchanges
 
 STAYS = ("USW", "Woman")  # the demo sender's cell
@@ -79,7 +80,9 @@ def add_dropped_out_sender(database, study_id: str, media_dir: Path, stays: int)
     try:
         for a in picks:
             exchange = required(exchanges.exchange(database, a["exchange_id"]), "exchange of an assignment")
-            starter = required(studies.starter(database, study_id, exchange["starter_id"]), "starter of an exchange")
+            starter = required(
+                usability_corpus.starter(database, study_id, exchange["starter_id"]), "starter of an exchange"
+            )
             wav = _reading(re.sub(r"\s+", " ", starter["text"]), Path(media_dir))
             with database.write() as db:  # this starter next (the ones left are withdrawn below)
                 assignments.put_first(db, a["id"])

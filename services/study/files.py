@@ -58,18 +58,8 @@ class StudyBundle:
     config: dict
     content_hash: str
     systems: list[dict] = field(default_factory=list)
-    starters: list[dict] = field(default_factory=list)
-    questions: list[dict] = field(default_factory=list)
-    exchanges: list[dict] = field(default_factory=list)
-    references: list[dict] = field(default_factory=list)  # human reference translations per starter
-    da_segments: list[dict] = field(default_factory=list)
-    da_hits: list[list[dict]] = field(default_factory=list)  # built at import (services/da/hits.py)
-    # [da] segments_per_domain: per domain, the documents and segments it had and kept
-    da_sample: dict = field(default_factory=dict)
-    sd_sentences: list[dict] = field(default_factory=list)
-    sd_pairs: list[dict] = field(default_factory=list)
-    # each protocol's own corpus, by its name: what its load put here, stored in its own tables
-    # by its store_corpus at import (services/common/protocols.py)
+    # each protocol's corpus, by its name: what its load (and prepare) put here, stored in its
+    # tables by its store_corpus at import (services/common/protocols.py)
     corpus: dict[str, Any] = field(default_factory=dict)
 
 

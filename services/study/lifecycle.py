@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from services.common import protocols
 from storage import studies
 from storage.db import now
 from storage.rows import StudyRow
@@ -42,30 +43,31 @@ SAFE_SETTINGS: dict[str, str] = {
     "sd.expected_seconds": "the time the welcome page announces",
 }
 
-# the imported content a study's items are made of (StudyBundle fields), each hashed on its own
-CORPUS_PARTS = (
-    "systems",
-    "starters",
-    "questions",
-    "exchanges",
-    "references",
-    "da_segments",
-    "da_hits",
-    "sd_sentences",
-    "sd_pairs",
-)
+# the imported content the study itself holds; each protocol's corpus adds its parts (corpus_parts)
+CORPUS_PARTS = ("systems",)
 
 
 def _hash(content: Any) -> str:
     return hashlib.sha256(json.dumps(content, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
 
 
-def corpus_hashes(bundle) -> dict[str, str]:
-    """Each part of the bundle's imported content, hashed: what a re-import compares; a
-    protocol's own corpus (bundle.corpus) is the part `<protocol> corpus`."""
-    out = {part: _hash(getattr(bundle, part)) for part in CORPUS_PARTS}
-    out.update({f"{name} corpus": _hash(content) for name, content in sorted(bundle.corpus.items())})
+def corpus_parts(bundle) -> dict[str, Any]:
+    """The parts of the bundle's imported content: its systems, and each protocol's corpus
+    (bundle.corpus) by its keys when it is a table of parts (`<protocol>.<key>`), else whole
+    (`<protocol> corpus`). An empty part is no part: a study that lists no such content hashes
+    as one that never could."""
+    out: dict[str, Any] = {part: getattr(bundle, part) for part in CORPUS_PARTS}
+    for name, content in sorted(bundle.corpus.items()):
+        if isinstance(content, dict):
+            out.update({f"{name}.{key}": v for key, v in sorted(content.items()) if v})
+        elif content:
+            out[f"{name} corpus"] = content
     return out
+
+
+def corpus_hashes(bundle) -> dict[str, str]:
+    """Each part of the bundle's imported content, hashed: what a re-import compares."""
+    return {part: _hash(content) for part, content in corpus_parts(bundle).items()}
 
 
 def _flat(value: Any, prefix: str, out: dict[str, Any]) -> dict[str, Any]:
@@ -95,7 +97,7 @@ def changed_parts(stored_hashes: str | None, bundle) -> list[str] | None:
         return None
     old = json.loads(stored_hashes)
     new = corpus_hashes(bundle)
-    own = sorted((old.keys() | new.keys()) - set(CORPUS_PARTS))  # the protocols' own corpora
+    own = sorted((old.keys() | new.keys()) - set(CORPUS_PARTS))  # the protocols' corpora
     return [p for p in (*CORPUS_PARTS, *own) if old.get(p) != new.get(p)]
 
 
@@ -176,8 +178,9 @@ def delete(database, study_id: str | None, actor: str, answers_confirmed: int | 
             f"Study '{s['id']}' has {n} submitted answer{'s' if n != 1 else ''}: confirm the deletion "
             f"for {n} (the confirmation given was for {answers_confirmed})."
         )
-    files = studies.study_media(database, s["id"])
     with database.write() as db:
+        # each protocol's rows the core cannot find by the study's id, and its files (Protocol.forget)
+        files = [f for _, forget in protocols.with_hook("forget") for f in forget(db, s["id"])]
         counts = studies.delete_study(db, s["id"])
         database.log(actor, "delete", "study", s["id"], {"answers": n, "rows": counts, "files": len(files)})
     # after the commit: a failed deletion keeps the files its rows name

@@ -12,10 +12,11 @@ from services.participation.submissions import (
     refuse_all,
 )
 from services.study.texts import refusal
-from storage import assignments, studies
+from storage import assignments
 from storage.db import required
 from storage.rows import AssignmentRow
 from storage.usability import answers, exchanges
+from storage.usability import corpus as usability_corpus
 
 
 def likert(value, name):
@@ -27,7 +28,7 @@ def likert(value, name):
 
 def validate_receive(database, assignment: AssignmentRow, payload) -> dict:
     ex = required(exchanges.exchange(database, assignment["exchange_id"]), "exchange of an assignment")
-    qs = studies.questions(database, ex["study_id"], ex["starter_id"])
+    qs = usability_corpus.questions(database, ex["study_id"], ex["starter_id"])
     given = idx_map(payload.get("answers"))
     unknown = set(given) - {q["idx"] for q in qs}
     if unknown:

@@ -4,8 +4,28 @@ every protocol's loader are services/study/files.py's."""
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from services.common.vocabulary import ID_RE, MAX_QUESTIONS
+from services.metrics import exchange as exchange_metrics
 from services.study import files
+from storage.db import Transaction
+from storage.usability import corpus as stored
+from storage.usability import exchanges as stored_exchanges
+from storage.usability import recordings
+
+NAME = "usability"
+
+
+class Corpus(TypedDict):
+    """What load puts in bundle.corpus["usability"]; each list is a part of the study's corpus
+    hash (services/study/lifecycle.py: `usability.starters`...)."""
+
+    starters: list[dict]
+    questions: list[dict]
+    exchanges: list[dict]  # imported translations: {starter_id, system, translation}
+    references: list[dict]  # {starter_id, translator, translation}
+
 
 DOMAINS = ("health", "everyday")
 SOURCES = ("natural", "synthetic")
@@ -22,6 +42,8 @@ def load(folder, cfg, systems, bundle, err) -> None:
     """The [usability] section's corpus files (Protocol.load): starters, questions, imported
     exchanges and reference translations, checked into the bundle."""
     us = cfg["usability"]
+    corpus: Corpus = {"starters": [], "questions": [], "exchanges": [], "references": []}
+    bundle.corpus[NAME] = corpus
     spath = files.safe_file(folder, us["starters"], "usability.starters", err)
     qpath = files.safe_file(folder, us["questions"], "usability.questions", err)
     given = us.get("starter_words")
@@ -92,12 +114,12 @@ def load(folder, cfg, systems, bundle, err) -> None:
                 err.add(name, rowno, "index", f"duplicate question {idx} for starter '{row['starter_id']}'")
                 continue
             seen.add(key)
-            bundle.questions.append({"starter_id": row["starter_id"], "idx": idx, "en": row["en"], "pt": row["pt"]})
+            corpus["questions"].append({"starter_id": row["starter_id"], "idx": idx, "en": row["en"], "pt": row["pt"]})
         for sid in starters if not refs.unread else ():
             # with a [questions] section, missing questions are generated and reviewed in the app
-            if "questions" not in cfg and not any(q["starter_id"] == sid for q in bundle.questions):
+            if "questions" not in cfg and not any(q["starter_id"] == sid for q in corpus["questions"]):
                 err.add(name, None, "starter_id", f"starter '{sid}' has no questions")
-    bundle.starters = list(starters.values())
+    corpus["starters"] = list(starters.values())
     if us.get("exchanges"):
         epath = files.safe_file(folder, us["exchanges"], "usability.exchanges", err)
         if epath:
@@ -117,9 +139,9 @@ def load(folder, cfg, systems, bundle, err) -> None:
                     err.add(name, rowno, None, f"duplicate exchange for starter '{key[0]}' and system '{key[1]}'")
                     continue
                 seen.add(key)
-                bundle.exchanges.append(dict(row))
+                corpus["exchanges"].append(dict(row))
     if us.get("references"):
-        _load_references(folder, us["references"], refs, bundle, err)
+        _load_references(folder, us["references"], refs, corpus["references"], err)
     ref = us.get("corpus_reference")
     corpora = sorted({s["corpus"] for s in starters.values()})
     if (
@@ -168,7 +190,7 @@ class _StarterRefs:
         return True
 
 
-def _load_references(folder, value, refs: "_StarterRefs", bundle, err):
+def _load_references(folder, value, refs: "_StarterRefs", out: list[dict], err):
     """Human reference translations of the starters: a corpus for reference-based metrics,
     never shown to participants and never a system. Several per starter are allowed, told
     apart by `translator` (empty for one unnamed reference)."""
@@ -195,6 +217,32 @@ def _load_references(folder, value, refs: "_StarterRefs", bundle, err):
             )
             continue
         seen.add((sid, translator))
-        bundle.references.append({"starter_id": sid, "translator": translator, "translation": row["translation"]})
-    if not bundle.references and not any(e.file == name for e in err.errors):
+        out.append({"starter_id": sid, "translator": translator, "translation": row["translation"]})
+    if not out and not any(e.file == name for e in err.errors):
         err.add(name, None, None, "has no references (leave usability.references out for none)")
+
+
+def store(tx: Transaction, study_id: str, corpus: Corpus | None) -> None:
+    """Protocol.store_corpus: None clears the study's corpus (its imported exchanges with their
+    scores and pool places, references, questions, starters); a corpus is written, each
+    imported exchange with its translation and its metrics job."""
+    if corpus is None:
+        stored.clear(tx.db, study_id)
+        return
+    stored.insert(tx.db, study_id, corpus["starters"], corpus["questions"], corpus["references"])
+    for ex in corpus["exchanges"]:
+        eid = stored_exchanges.insert_exchange(
+            tx.db,
+            study_id,
+            ex["starter_id"],
+            ex["system"],
+            None,
+            import_key=f"{study_id}:{ex['starter_id']}:{ex['system']}",
+        )
+        recordings.insert_translation(tx.db, eid, ex["system"], ex["translation"], meta='{"origin": "imported"}')
+        exchange_metrics.enqueue(tx.db, eid)
+
+
+def count(database, study_id: str) -> dict[str, int]:
+    """Protocol.count_corpus: starters, questions, imported exchanges, references."""
+    return stored.counts(database, study_id)

@@ -26,7 +26,7 @@ import pandas as pd
 from scipy import stats
 
 from services.common.analysis_output import write_tables
-from storage import studies
+from storage.usability import corpus as usability_corpus
 
 STARTER_COLUMNS = [
     "domain",
@@ -197,10 +197,10 @@ def figures(result) -> dict:
 
 def study_starter_statistics(database, study_id: str) -> pd.DataFrame:
     """Table 3 of a stored study: its starters and the questions in use per starter."""
-    starters = pd.DataFrame(studies.starters(database, study_id))
+    starters = pd.DataFrame(usability_corpus.starters(database, study_id))
     if starters.empty:
         raise PaperTableError(f"study {study_id!r} has no starters")
-    counts = pd.DataFrame(studies.question_counts(database, study_id), columns=["starter_id", "questions"])
+    counts = pd.DataFrame(usability_corpus.question_counts(database, study_id), columns=["starter_id", "questions"])
     return starter_statistics(starters, counts)
 
 

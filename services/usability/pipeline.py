@@ -23,6 +23,7 @@ from services.models.cache import CACHE
 from services.usability import audio_intake, recording_qc, workflow
 from storage import jobs, studies
 from storage.db import required
+from storage.usability import corpus as usability_corpus
 from storage.usability import exchanges, recordings
 
 
@@ -35,7 +36,7 @@ def process_recording(database, recording_id: int, cache=CACHE) -> dict:
     system = next((s for s in study["config"]["systems"] if s["id"] == ex["system_id"]), None)
     if system is None:
         raise ValueError(f"system '{ex['system_id']}' is not in study '{ex['study_id']}'")
-    starter = required(studies.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
+    starter = required(usability_corpus.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
     done = {"qc": rec["transcript"] is not None, "translation": recordings.translation(database, ex["id"]) is not None}
     if all(done.values()):
         return {"skipped": True}
@@ -133,7 +134,7 @@ def record_outcome(database, recording_id: int, translation: str, transcript: st
     if rec is None:
         raise ValueError(f"recording {recording_id} does not exist")
     ex = required(exchanges.exchange(database, rec["exchange_id"]), "exchange of a recording")
-    starter = required(studies.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
+    starter = required(usability_corpus.starter(database, ex["study_id"], ex["starter_id"]), "starter of an exchange")
     if recordings.translation(database, ex["id"]) is None:
         save_translation(database, rec, ex, translation, transcript, meta or {})
     status = rec["qc_status"]

@@ -30,6 +30,7 @@ from services.participation.assignment import sender_design
 from services.usability import workflow
 from storage import studies
 from storage.rows import StudyRow
+from storage.usability import corpus as usability_corpus
 from storage.usability import pool
 
 # senders per design cell the import's plan shows the receivers needed for (30: about the
@@ -71,7 +72,7 @@ def _cells(study: StudyRow) -> int:
 def design_lines(database, study: StudyRow) -> list[str]:
     """At import: the receivers the design needs for a few sizes of the sender cells."""
     sid, us = study["id"], study["config"]["usability"]
-    starters = studies.starters(database, sid)
+    starters = usability_corpus.starters(database, sid)
     systems = [s["id"] for s in studies.systems(database, sid) if s["config"]["assign"]]
     if not starters or not systems or us["items_per_sender"] > len(starters):
         return []
@@ -98,7 +99,7 @@ def running_lines(database, study: StudyRow, now: dt.datetime | None = None) -> 
     """While the study runs: whether the enrolled receivers can answer the exchanges there are,
     and the exchanges no receiver with room may take, with what would release them."""
     sid, us = study["id"], study["config"]["usability"]
-    n_starters = len(studies.starters(database, sid))
+    n_starters = len(usability_corpus.starters(database, sid))
     lines = []
     per_starter = pool.exchanges_per_starter(database, sid)
     need = receivers_needed(per_starter, us, n_starters)
@@ -163,7 +164,7 @@ def blocked(database, study: StudyRow, n_starters: int | None = None) -> Blocked
     if not starters:
         return None
     places = sum(starters.values())
-    k = min(cap, n_starters if n_starters is not None else len(studies.starters(database, sid)))
+    k = min(cap, n_starters if n_starters is not None else len(usability_corpus.starters(database, sid)))
     more = max(max(starters.values()), math.ceil(places / k))
     return Blocked(places, starters, exchanges, more, oldest)
 

@@ -26,11 +26,12 @@ from services.usability.recording_qc import (
     second_opinion_problems,
     translation_length_problems,
 )
-from storage import assignments, jobs, participants, question_drafts, studies
+from storage import assignments, jobs, participants, studies
 from storage.db import Transaction, required
 from storage.rows import AssignmentRow, ParticipantRow, StudyRow
 from storage.usability import answers as answer_store
-from storage.usability import exchanges, recordings
+from storage.usability import corpus as usability_corpus
+from storage.usability import exchanges, question_drafts, recordings
 
 # the [usability] section's keys with their defaults (None: required)
 DEFAULTS: dict[str, Any] = {
@@ -150,7 +151,7 @@ def content(database, study: StudyRow, participant: ParticipantRow, assignment: 
     phase = assignment["phase"]
     sid = study["id"]
     ex = required(exchanges.exchange(database, assignment["exchange_id"]), "exchange of an assignment")
-    qs = studies.questions(database, sid, ex["starter_id"])
+    qs = usability_corpus.questions(database, sid, ex["starter_id"])
     if phase == "receive":
         # Only the translation and the Portuguese questions: never source, audio or transcript.
         # (every phase after the recording is offered once the exchange is translated)
@@ -165,7 +166,7 @@ def content(database, study: StudyRow, participant: ParticipantRow, assignment: 
             "answer_label": words["answer"],
             "submit": words["submit"],
         }
-    st = required(studies.starter(database, sid, ex["starter_id"]), "starter of an exchange")
+    st = required(usability_corpus.starter(database, sid, ex["starter_id"]), "starter of an exchange")
     if phase == "record":
         words = texts(study)["record"]
         again = (assignment.get("meta") or {}).get("record_again")
@@ -256,7 +257,7 @@ def intake_recording(database, study: StudyRow, assignment: AssignmentRow, paylo
     """The recording decoded and stored outside the line of participant actions."""
     try:
         ex = required(exchanges.exchange(database, assignment["exchange_id"]), "exchange of an assignment")
-        starter = required(studies.starter(database, study["id"], ex["starter_id"]), "starter of an exchange")
+        starter = required(usability_corpus.starter(database, study["id"], ex["starter_id"]), "starter of an exchange")
         return {
             "audio": store_recording(
                 payload.get("audio") or "",
@@ -410,7 +411,7 @@ def setup_sender(tx: Transaction, study: StudyRow, pid: int, group, gender, desi
     participants.set_design_index(tx.db, pid, index)
     systems = [s["id"] for s in studies.systems(tx.database, sid) if s["config"]["assign"]]
     for starter_id, system_id in sender_design(
-        studies.starters(tx.database, sid), systems, us["items_per_sender"], seed, index
+        usability_corpus.starters(tx.database, sid), systems, us["items_per_sender"], seed, index
     ):
         eid = exchanges.insert_exchange(tx.db, sid, starter_id, system_id, pid)
         assignments.insert_assignment(tx.db, sid, pid, "record", eid, order_key(seed, pid, eid), exchange_id=eid)
@@ -562,9 +563,14 @@ PROTOCOL = protocols.register(
         ),
         participant_items=items_in_words,  # the admin's "A participant" page
         analyze="services.usability.cli:add_analyze",  # `app.py analyze usability`
+        cli="services.setup.usability_commands:add_commands",  # `app.py starters|questions|metrics`
         defaults=DEFAULTS,
         check=check,
         load=corpus.load,
+        store_corpus=corpus.store,
+        count_corpus=corpus.count,
+        count_collected=exchanges.collected_counts,
+        forget=recordings.forget_study,
         corpus_files=("starters", "questions", "exchanges", "references"),
         export_tables=export_tables.TABLES,
         audio_metadata=export_tables.AUDIO_METADATA,  # the hf-audio format

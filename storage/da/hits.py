@@ -137,3 +137,42 @@ def da_campaign_items(database: Database, study_id: str) -> list[dict]:
         "JOIN da_segments s ON s.id = i.segment_row WHERE h.study_id = ? ORDER BY h.idx, i.pos",
         [study_id],
     )
+
+
+def clear_corpus(db, study_id: str) -> None:
+    """The study's DA segments and HITs (a re-import has no participants). In a write transaction."""
+    db.execute("DELETE FROM da_hit_items WHERE hit_id IN (SELECT id FROM da_hits WHERE study_id = ?)", [study_id])
+    db.execute("DELETE FROM da_hits WHERE study_id = ?", [study_id])
+    db.execute("DELETE FROM da_segments WHERE study_id = ?", [study_id])
+
+
+def insert_corpus(db, study_id: str, segments: list[dict], hits: list[list[dict]]) -> None:
+    """The checked segments and the HITs built from them (services/da/hits.py: each item names
+    its segment by its row in `segments`). In a write transaction."""
+    rows = [db["da_segments"].insert({"study_id": study_id, **s}).last_pk for s in segments]
+    for idx, hit in enumerate(hits, start=1):
+        hid = db["da_hits"].insert({"study_id": study_id, "idx": idx}).last_pk
+        db["da_hit_items"].insert_all(
+            {
+                "hit_id": hid,
+                "pos": it["pos"],
+                "type": it["type"],
+                "segment_row": rows[it["row"]],
+                "of_pos": it["of_pos"],
+                "candidate": it["candidate"],
+            }
+            for it in hit
+        )
+
+
+def corpus_counts(database: Database, study_id: str) -> dict[str, int]:
+    """Segment rows (one per segment and system), HITs, and the segments (documents' segments,
+    whatever their systems) the HITs hold: fewer where a domain sample was drawn."""
+    return database.one_row(
+        "SELECT (SELECT COUNT(*) FROM da_segments WHERE study_id = :s) AS segments, "
+        "(SELECT COUNT(*) FROM da_hits WHERE study_id = :s) AS hits, "
+        "(SELECT COUNT(*) FROM (SELECT DISTINCT s.doc_id, s.segment_id FROM da_hit_items i "
+        "JOIN da_hits h ON h.id = i.hit_id JOIN da_segments s ON s.id = i.segment_row "
+        "WHERE h.study_id = :s)) AS in_hits",
+        {"s": study_id},
+    )

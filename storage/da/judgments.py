@@ -64,3 +64,12 @@ def save_da_feedback(db, participant_id: int, text: str) -> bool:
         [participant_id, text, now()],
     )
     return cur.rowcount > 0
+
+
+def collected_counts(database: Database, study_id: str) -> dict[str, int]:
+    """The study's DA judgments (the team's progress tab, Collected)."""
+    n = database.scalar(
+        "SELECT COUNT(*) FROM da_judgments j JOIN da_segments s ON s.id = j.segment_row WHERE s.study_id = ?",
+        [study_id],
+    )
+    return {"DA judgments": n}

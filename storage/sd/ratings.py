@@ -63,3 +63,12 @@ def sd_suitability_rows(database: Database, study_id: str) -> list[dict]:
         "JOIN assignments a ON a.id = s.assignment_id WHERE a.study_id = ? ORDER BY a.participant_id",
         [study_id],
     )
+
+
+def collected_counts(database: Database, study_id: str) -> dict[str, int]:
+    """The study's SD ratings (the team's progress tab, Collected)."""
+    n = database.scalar(
+        "SELECT COUNT(*) FROM sd_ratings r JOIN assignments a ON a.id = r.assignment_id WHERE a.study_id = ?",
+        [study_id],
+    )
+    return {"SD ratings": n}

@@ -146,3 +146,18 @@ def starters_in_use(database: Database, study_id: str) -> set[str]:
             [study_id],
         )
     }
+
+
+def collected_counts(database: Database, study_id: str) -> dict[str, int]:
+    """What the study's participants gave, per kind (the team's progress tab, Collected)."""
+    q = {
+        "recordings": "SELECT COUNT(*) FROM recordings r JOIN exchanges e ON e.id = r.exchange_id WHERE e.study_id = ?",
+        "translations": "SELECT COUNT(*) FROM translations t JOIN exchanges e ON e.id = t.exchange_id "
+        "WHERE e.study_id = ?",
+        "answer sets": "SELECT COUNT(DISTINCT a.assignment_id) FROM answers a JOIN exchanges e ON e.id = a.exchange_id "
+        "WHERE e.study_id = ?",
+        "validations": "SELECT COUNT(*) FROM validations v JOIN exchanges e ON e.id = v.exchange_id "
+        "WHERE e.study_id = ?",
+        "surveys": "SELECT COUNT(*) FROM surveys s JOIN exchanges e ON e.id = s.exchange_id WHERE e.study_id = ?",
+    }
+    return {k: database.scalar(sql, [study_id]) for k, sql in q.items()}

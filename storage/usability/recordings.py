@@ -157,3 +157,22 @@ def system_outputs(database: Database, study_id: str) -> dict[str, dict]:
         }
         for r in rows
     }
+
+
+def forget_study(db, study_id: str) -> list[str]:
+    """Protocol.forget: the jobs that name the study's exchanges or recordings (their payload
+    holds no study id) deleted; the study's recording files that no other study's row names
+    returned, for removal after the deletion commits. In the deletion's write."""
+    rows = db.execute(
+        "SELECT r.path_original, r.path_16k FROM recordings r JOIN exchanges e ON e.id = r.exchange_id "
+        "WHERE e.study_id = ? AND NOT EXISTS (SELECT 1 FROM recordings o JOIN exchanges oe ON oe.id = o.exchange_id "
+        "WHERE o.sha256 = r.sha256 AND oe.study_id != ?)",
+        [study_id, study_id],
+    ).fetchall()
+    db.execute(
+        "DELETE FROM jobs WHERE json_extract(payload, '$.exchange_id') IN "
+        "(SELECT id FROM exchanges WHERE study_id = :sid) OR json_extract(payload, '$.recording_id') IN "
+        "(SELECT r.id FROM recordings r JOIN exchanges e ON e.id = r.exchange_id WHERE e.study_id = :sid)",
+        {"sid": study_id},
+    )
+    return [p for r in rows for p in r if p]

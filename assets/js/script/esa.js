@@ -78,9 +78,49 @@
     return true;
   }
 
+  // MQM's page (tabs/mqm.py): a form with a .mqm-category select. A span takes the picked
+  // category and its forced severity, if any; the whole-segment category (option data-whole,
+  // Non-translation) marks the whole output and stands alone; at most data-max-errors spans.
+  // The picker's state is the select's value, emptied once a span is marked.
+  function pickerOf(form) { return form.querySelector('.mqm-category'); }
+  function pickedOption(form) {
+    const p = pickerOf(form);
+    return p && p.value ? p.options[p.selectedIndex] : null;
+  }
+  function wholeCategory(form) {
+    const o = form.querySelector('.mqm-category option[data-whole]');
+    return o ? o.value : null;
+  }
+  // the whole output, when the whole-segment category is picked (whatever is selected)
+  function wholeSpan(form) {
+    const o = pickedOption(form);
+    if (!o || !o.hasAttribute('data-whole')) return null;
+    const chars = charsOf(form);
+    return {start: 0, end: chars.length, text: chars.join(''), severity: o.dataset.severity || 'major', missing: false};
+  }
+  // the span given its category and severity, or why it cannot be marked (the service says the same)
+  function mqmRefusal(form, span, severity, spans) {
+    const o = pickedOption(form);
+    if (!o) return 'Pick the error’s category first (c jumps to the list).';
+    span.category = o.value;
+    span.severity = o.dataset.severity || severity;
+    const whole = wholeCategory(form), cap = Number(form.dataset.maxErrors || 0);
+    const replaces = span.missing && spans.some(s => s.missing);
+    const marked = spans.find(s => s.category === whole);
+    if (marked) return 'This segment is marked ' + whole + ', which replaces every other error: remove it first.';
+    if (span.category === whole && spans.length) return whole + ' replaces every other error: remove them first.';
+    if (cap && !replaces && spans.length >= cap) {
+      return 'At most ' + cap + ' errors per segment: remove one first (mark the ' + cap + ' most severe).';
+    }
+    return '';
+  }
+  function named(severity) { return severity.charAt(0).toUpperCase() + severity.slice(1); }
+
   // the selection as a span record: the [MISSING] token alone is an omission; a selection that
   // reaches the token stops at the text's end; spaces at its edges are left out
   function spanOf(form, severity) {
+    const whole = wholeSpan(form);
+    if (whole) return whole;
     const sel = stateOf(form).sel;
     if (!sel) return null;
     const chars = charsOf(form), n = chars.length;
@@ -116,13 +156,20 @@
       li.className = 'esa-span esa-span-' + s.severity;
       const sev = document.createElement('span');
       sev.className = 'esa-sev';
-      sev.textContent = s.severity === 'major' ? 'Major' : 'Minor';
+      sev.textContent = named(s.severity);
       li.appendChild(sev);
+      if (s.category) {
+        const cat = document.createElement('span');
+        cat.className = 'mqm-cat';
+        cat.textContent = ' ' + s.category;
+        li.appendChild(cat);
+      }
       li.appendChild(document.createTextNode(' ' + quoted(s) + ' '));
       originLabel(form, s, li);
       const other = s.severity === 'major' ? 'minor' : 'major';
       [['esa-toggle', 'Make ' + other, 'Make ' + quoted(s) + ' a ' + other + ' error'],
        ['esa-remove', 'Remove', 'Remove the ' + s.severity + ' error ' + quoted(s)]].forEach(([cls, words, label]) => {
+        if (cls === 'esa-toggle' && pickerOf(form)) return;  // MQM: remove and mark again
         const b = document.createElement('button');
         b.type = 'button';
         b.className = cls;
@@ -148,9 +195,11 @@
     const span = spanOf(form, severity);
     if (!span) { note(form, 'Select an error first: drag across it, or use the arrow keys.'); return; }
     const spans = ordered(spansOf(form));
+    const refused = pickerOf(form) ? mqmRefusal(form, span, severity, spans) : '';
+    if (refused) { note(form, refused); return; }
     if (span.missing) {
       const had = spans.find(s => s.missing);
-      if (had) had.severity = severity; else spans.push(span);
+      if (had) Object.assign(had, {severity: span.severity, category: span.category}); else spans.push(span);
     } else {
       const clash = spans.find(s => !s.missing && s.start < span.end && span.start < s.end);
       if (clash && !resize(form, spans, span)) {
@@ -162,7 +211,10 @@
     const st = stateOf(form);
     st.sel = null;
     st.anchor = st.caret;
-    if (!span.prefill && span.prefill !== 0) note(form, 'Marked ' + quoted(span) + ' as a ' + severity + ' error.');
+    if (pickerOf(form)) pickerOf(form).value = '';
+    if (!span.prefill && span.prefill !== 0) {  // a resized pre-filled span has had its own note
+      note(form, 'Marked ' + quoted(span) + ' as a ' + span.severity + ' error' + (span.category ? ' (' + span.category + ').' : '.'));
+    }
     write(form, spans);
   }
 
@@ -271,6 +323,9 @@
     if ((e.key === 'm' || e.key === 'M') && !e.ctrlKey && !e.metaKey && !e.altKey) {
       e.preventDefault();
       mark(form, e.key === 'M' ? 'major' : 'minor');
+    } else if (e.key === 'c' && pickerOf(form) && !e.ctrlKey && !e.metaKey && !e.altKey) {
+      e.preventDefault();
+      pickerOf(form).focus();
     } else if (e.key === 'Escape' && st.sel) {
       st.sel = null;
       paint(form);
@@ -295,6 +350,11 @@
     // the focus stays in the list (the button at the same place, else the translation)
     const again = form.querySelectorAll('.esa-spans button.' + b.className)[k];
     (again || outputOf(form)).focus({preventScroll: true});
+  });
+
+  // MQM: a picked category may make a span of its own (the whole segment)
+  document.addEventListener('change', (e) => {
+    if (e.target.classList && e.target.classList.contains('mqm-category')) paint(e.target.closest('form'));
   });
 
   // an item rendered before this script ran

@@ -1,0 +1,258 @@
+"""What ESA (services/esa/protocol.py) and MQM (services/esa/mqm_protocol.py) share as protocols:
+the tables' shape (segments, HITs, takers, answers, each under the protocol's name), the queue (one
+HIT of whole documents per annotator, the one fewest annotators hold), an item's segment with its
+document around it, the spans read from the page's hidden field, and the answer saved and read
+back. A SpanAnnotation is these for one protocol; each protocol adds its own checks and score."""
+
+from __future__ import annotations
+
+import json
+
+from services.common.hookspecs import Reassignment
+from services.common.protocols import Column, Index, Table
+from services.esa.corpus import Corpus
+from services.esa.spans import MISSING_TOKEN, Span, SpanError, check_spans
+from storage import assignments, protocol_rows
+from storage.db import Transaction, now, required
+from storage.rows import AssignmentRecord, AssignmentRow, ParticipantRow, StudyRow
+
+
+def whole(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def queue_problems(name: str, section: dict) -> list[tuple[str, str]]:
+    """The section's HIT size and context checked (both protocols' [<name>] sections have them)."""
+    out: list[tuple[str, str]] = []
+    if not whole(section.get("hit_size")) or section["hit_size"] < 1:
+        out.append((f"{name}.hit_size", "must be a whole number of segments >= 1 (WMT 2024: 100)"))
+    ctx = section.get("context")
+    if ctx != "all" and not (isinstance(ctx, int) and not isinstance(ctx, bool) and ctx >= 0):
+        out.append((f"{name}.context", 'must be "all" (the whole document) or a whole number of segments >= 0'))
+    return out
+
+
+def tables(corpus: Corpus, score: Column, extra: tuple[Column, ...] = ()) -> tuple[Table, ...]:
+    """The protocol's four tables; `score` is its answers' score column (ESA's 0-100, MQM's sum),
+    `extra` the columns a protocol adds after the answers' own (ESA-AI's prefill)."""
+    segments = Table(
+        corpus.segments,
+        (
+            Column("study_id", "TEXT", not_null=True, references="studies.id"),
+            Column("segment_row", "INTEGER", not_null=True),  # its row in the file, from 0: the item's id
+            Column("hit", "INTEGER", not_null=True),
+            Column("pos", "INTEGER", not_null=True),  # its place in its HIT
+            Column("doc", "INTEGER", not_null=True),  # its document's number in the study
+            Column("doc_pos", "INTEGER", not_null=True),  # its place in its document
+            Column("doc_id", "TEXT", not_null=True),
+            Column("segment_id", "TEXT", not_null=True),
+            Column("system", "TEXT", not_null=True),
+            Column("source", "TEXT", not_null=True),
+            Column("target", "TEXT", not_null=True),
+            Column("source_lang", "TEXT", not_null=True, default=""),
+            Column("target_lang", "TEXT", not_null=True, default=""),
+        ),
+        indexes=(
+            Index(("study_id", "segment_row"), unique=True),
+            Index(("study_id", "hit", "pos")),
+            Index(("study_id", "doc", "doc_pos")),
+        ),
+        study_sized=True,
+    )
+    hits = Table(
+        corpus.hits,
+        (
+            Column("study_id", "TEXT", not_null=True, references="studies.id"),
+            Column("hit", "INTEGER", not_null=True),
+            Column("n_segments", "INTEGER", not_null=True),
+            Column("n_documents", "INTEGER", not_null=True),
+        ),
+        indexes=(Index(("study_id", "hit"), unique=True),),
+    )
+    takers = Table(  # who took which HIT: a newcomer gets the HIT fewest annotators hold
+        corpus.takers,
+        (
+            Column("study_id", "TEXT", not_null=True, references="studies.id"),
+            Column("hit", "INTEGER", not_null=True),
+            Column("participant_id", "INTEGER", not_null=True, references="participants.id"),
+            Column("created_at", "TEXT", not_null=True),
+        ),
+        indexes=(Index(("study_id", "hit")), Index(("participant_id",), unique=True)),
+        study_sized=True,
+    )
+    answers = Table(
+        corpus.answers,
+        (
+            Column("assignment_id", "INTEGER", not_null=True, references="assignments.id"),
+            Column("segment_row", "INTEGER", not_null=True),
+            Column("spans", "TEXT", not_null=True),  # JSON: [Span.to_dict()], ordered as marked in the text
+            score,
+            Column("created_at", "TEXT", not_null=True),
+            *extra,
+        ),
+        indexes=(Index(("assignment_id",), unique=True),),
+        study_sized=True,
+    )
+    return segments, hits, takers, answers
+
+
+def read_spans(raw) -> tuple[list[dict], list[str]]:
+    """The hidden field's span records (JSON list of objects with whole start and end), or the
+    problems, each naming its span."""
+    try:
+        found = json.loads(raw) if isinstance(raw, str) and raw.strip() else (raw or [])
+    except ValueError:
+        return [], ["The error spans could not be read: mark them again."]
+    if not isinstance(found, list):
+        return [], ["The error spans could not be read: mark them again."]
+    problems = [
+        f"span {i}: not a start and an end in characters"
+        for i, d in enumerate(found)
+        if not isinstance(d, dict) or not all(whole(d.get(k)) for k in ("start", "end"))
+    ]
+    return (found, []) if not problems else ([], problems)
+
+
+class SpanAnnotation:
+    """One protocol's queue, item and answer on its own tables (module docstring)."""
+
+    def __init__(self, corpus: Corpus, score_column: str, extra: tuple[str, ...] = ()):
+        self.corpus = corpus
+        self.name = corpus.name
+        self.score_column = score_column
+        # the answers' extra columns (tables' `extra`), each a JSON value the answer carries under
+        # its name: stored as "" when the answer has none, and then left out of it when read back
+        self.extra = extra
+
+    # -- the queue: one HIT per annotator -----------------------------------------------------
+
+    def setup(self, tx: Transaction, study: StudyRow, pid: int, group, gender, design_index=None) -> None:
+        """The annotator's queue is one HIT, the one fewest annotators hold (ties: the first), its
+        segments in the HIT's order (each document's segments together, in their order)."""
+        sid, c = study["id"], self.corpus
+        hits = protocol_rows.select(tx.database, c.hits, {"study_id": sid}, order_by=("hit",))
+        if not hits:
+            return
+        held = {h["hit"]: protocol_rows.count(tx.database, c.takers, {"study_id": sid, "hit": h["hit"]}) for h in hits}
+        hit = min(hits, key=lambda h: (held[h["hit"]], h["hit"]))
+        segs = protocol_rows.select(tx.database, c.segments, {"study_id": sid, "hit": hit["hit"]}, order_by=("pos",))
+        for s in segs:
+            meta = {"hit": hit["hit"], "pos": s["pos"]}
+            assignments.insert_assignment(tx.db, sid, pid, self.name, s["segment_row"], s["pos"], meta=meta)
+        row = {"study_id": sid, "hit": hit["hit"], "participant_id": pid, "created_at": now()}
+        protocol_rows.insert(tx.db, c.takers, row)
+
+    def items(self, config: dict) -> int:
+        return int((config.get(self.name) or {}).get("hit_size", 0))
+
+    def held_items(self, database, study: StudyRow, participant: ParticipantRow) -> int:
+        """The segments of the HIT the annotator holds (whole documents: more or fewer than
+        hit_size); before they hold one, the study's mean HIT size, rounded; without HITs, hit_size."""
+        c = self.corpus
+        taker = protocol_rows.one(database, c.takers, {"participant_id": participant["id"]})
+        if taker is not None:
+            hit = protocol_rows.one(database, c.hits, {"study_id": study["id"], "hit": taker["hit"]})
+            if hit is not None:
+                return int(hit["n_segments"])
+        sizes = [h["n_segments"] for h in protocol_rows.select(database, c.hits, {"study_id": study["id"]})]
+        return int(round(sum(sizes) / len(sizes))) if sizes else self.items(study["config"])
+
+    def on_leave(
+        self,
+        tx: Transaction,
+        study: StudyRow,
+        participant: ParticipantRow,
+        withdrawn: list[AssignmentRecord],
+        actor: str,
+        out: Reassignment,
+    ) -> None:
+        """An annotator leaves (deactivated and reassigned, removed): a HIT they left unfinished is
+        no longer theirs, so the next annotator added may get it whole (setup gives the least-held
+        HIT); their saved answers stay. A finished HIT (nothing withdrawn) stays counted as held."""
+        if not withdrawn:
+            return
+        protocol_rows.delete(tx.db, self.corpus.takers, {"participant_id": participant["id"]})
+        for a in withdrawn:
+            out.waiting.append({"phase": a["phase"], "item": a["item_id"]})
+
+    def collected(self, database, study_id: str) -> dict[str, int]:
+        """The team's progress tab: the segments annotated (one answers row each)."""
+        return {f"{self.name.upper()} answers": assignments.done_count(database, study_id, self.name)}
+
+    # -- an item ------------------------------------------------------------------------------
+
+    def segment_of(self, database, study_id: str, assignment: AssignmentRow) -> dict:
+        where = {"study_id": study_id, "segment_row": int(assignment["item_id"])}
+        return required(protocol_rows.one(database, self.corpus.segments, where), f"{self.name} segment")
+
+    def document(self, database, study: StudyRow, assignment: AssignmentRow) -> dict:
+        """The segment (its source and the output to mark) and its document's neighbours within
+        the section's `context` segments (source and output each): what both pages show."""
+        section = study["config"][self.name]
+        seg = self.segment_of(database, study["id"], assignment)
+        where = {"study_id": study["id"], "doc": seg["doc"]}
+        doc = protocol_rows.select(database, self.corpus.segments, where, order_by=("doc_pos",))
+        reach = len(doc) if section.get("context", "all") == "all" else int(section["context"])
+        k = seg["doc_pos"]
+
+        def shown(rows):
+            return [{"source": r["source"], "target": r["target"]} for r in rows]
+
+        return {
+            "source": seg["source"],
+            "target": seg["target"],
+            "source_lang": seg["source_lang"],
+            "target_lang": seg["target_lang"],
+            "before": shown(doc[max(0, k - reach) : k]),
+            "after": shown(doc[k + 1 : k + 1 + reach]),
+            "doc_pos": k + 1,
+            "doc_len": len(doc),
+        }
+
+    # -- the answer ---------------------------------------------------------------------------
+
+    def save(self, tx: Transaction, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, data):
+        row = {
+            "assignment_id": assignment["id"],
+            "segment_row": data["segment_row"],
+            "spans": json.dumps(data["spans"], ensure_ascii=False),
+            self.score_column: data[self.score_column],
+            "created_at": now(),
+            **{k: json.dumps(data[k], ensure_ascii=False) if data.get(k) is not None else "" for k in self.extra},
+        }
+        protocol_rows.insert(tx.db, self.corpus.answers, row)
+
+    def stored(self, database, assignment: AssignmentRow) -> dict:
+        row = protocol_rows.one(database, self.corpus.answers, {"assignment_id": assignment["id"]})
+        if not row:
+            return {}
+        out = {"spans": json.loads(row["spans"]), self.score_column: row[self.score_column]}
+        return {**out, **{k: json.loads(row[k]) for k in self.extra if row.get(k)}}
+
+
+def parse_esa_spans(raw, target: str) -> tuple[list[Span], list[str]]:
+    """The hidden field's spans (JSON: [{start, end, text, severity, missing}]) checked against the
+    exact output (services/esa/spans.check_spans, no category), and every problem, each naming its span."""
+    found, problems = read_spans(raw)
+    if problems:
+        return [], problems
+    spans = []
+    for i, d in enumerate(found):
+        try:
+            spans.append(Span.from_dict({**d, "category": None, "side": "target"}))
+        except (KeyError, TypeError, ValueError) as e:
+            problems.append(f"span {i}: {e}")
+    if problems:
+        return [], problems
+    try:
+        check_spans(spans, target)
+    except SpanError as e:
+        return [], e.problems
+    return spans, []
+
+
+def span_words(s: dict) -> str:
+    """`major 4-7 "cat"`, `minor [MISSING]`; an MQM span says its category after its severity."""
+    where = MISSING_TOKEN if s.get("missing") else f"{s['start']}-{s['end']} {json.dumps(s.get('text', ''))}"
+    category = f" {s['category']}" if s.get("category") else ""
+    return f"{s['severity']}{category} {where}"

@@ -1,0 +1,119 @@
+"""ESA's part of the study report (Kocmi et al., WMT 2024): the systems ranked with their
+significance clusters, the error spans per severity, the agreement between annotators, and the
+analysis's defaults with their sources. The figures are services/esa/results.py's, the same the
+Analysis tab's panel shows and `app.py analyze esa` prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from services.common.analysis_output import write_tables
+from services.esa import results, study_analysis
+from services.esa.corpus import NAME
+from services.report.sections import Part, fill
+from storage import studies
+
+TITLE = "Error span annotation (ESA, Kocmi et al. 2024)"
+ITEMS = [
+    (
+        "Table 1",
+        "Systems ranked by their mean score (0-100; the mean over segments of each segment's mean), "
+        "with the mean z (per annotator, WMT's), the judgments and segments, and the significance "
+        "cluster (one-sided rank-sum tests on the scores, a boundary where every system above beats "
+        "every system below at p < 0.05).",
+        "",
+    ),
+    (
+        "Table 2",
+        "Error spans per system: minor and major (the omissions included), the omissions ([MISSING]) "
+        "apart, all spans and spans per judgment.",
+        "",
+    ),
+    (
+        "Table 3",
+        "Agreement between annotators on the segments two or more annotators judged: character-level F1 "
+        "of their spans (mean over pairs, without and with severities) and Krippendorff's alpha on their "
+        "0-100 scores (interval).",
+        "",
+    ),
+    ("Table 4", "The analysis's defaults and where they come from.", ""),
+]
+DECIMALS = {"Table 1": 2, "Table 2": 2, "Table 3": 3}
+NO_DATA = "No ESA answers yet: this fills once annotators have scored segments of the study's HITs."
+NOT_LISTED = f"This study has no {NAME} part (study.protocols)."
+SOURCES = "wmt-conference/ErrorSpanAnnotation"
+DEFAULTS = pd.DataFrame(
+    [
+        ("scores", "0-100 per segment, after its spans", "Kocmi et al. 2024 (the protocol)"),
+        ("severities", "minor, major; an omission as a [MISSING] token after the output", "Kocmi et al. 2024"),
+        (
+            "z-scores",
+            "per annotator over all their judgments, sample sd; none for an annotator with one judgment or sd 0",
+            "WMT's DA (as paper 001's analysis)",
+        ),
+        (
+            "system score",
+            "mean over segments of the segment's mean over annotators; ranked by the raw mean",
+            f"the ESA paper's scripts ({SOURCES}, ESA/experiments/clusters_and_ranking.py)",
+        ),
+        (
+            "clusters",
+            "one-sided Mann-Whitney U between every pair, boundary when all above beat all below, p < 0.05",
+            "WMT's clusters (as DA); the ESA scripts call scipy's ranksums",
+        ),
+        (
+            "span agreement",
+            "character-level F1 per pair of annotators of a segment, [MISSING] one position, 1.0 when "
+            "neither marks anything; mean over pairs",
+            "issue 53; the mean over pairs is this product's choice",
+        ),
+        (
+            "score agreement",
+            "Krippendorff's alpha, interval level, a unit being one system's segment",
+            "Krippendorff (2011), Computing Krippendorff's Alpha-Reliability",
+        ),
+    ],
+    columns=["setting", "value", "source"],
+)
+DEPARTURES = [
+    "Clusters use scipy's mannwhitneyu (tie-corrected, exact for small samples without ties) where the "
+    "ESA scripts call ranksums (the normal approximation): the same test as the DA analysis; "
+    "`python app.py analyze esa` writes head_to_head.csv with every p-value.",
+    "The paper's section numbers are not given here: its text was not reachable when this part was "
+    "written, so each default names its source instead.",
+]
+
+
+def build(database, study_id: str, out_dir: Path, alpha: float = 0.05) -> Part:
+    """ESA's part; part.detail is the Results (or the sentence saying why there are none)."""
+    part = Part("esa", TITLE, notes=list(DEPARTURES))
+    content: dict = {"Table 4": DEFAULTS}
+    study = studies.get_study(database, study_id)
+    listed = study is not None and NAME in (study["config"].get("study", {}).get("protocols") or [])
+    rows = study_analysis.stored_rows(database, study_id) if listed else []
+    if not rows:
+        # the report leaves out a study's unlisted protocols itself; the Analysis tab says why
+        why = NO_DATA if listed else NOT_LISTED
+        part.detail = part.summary = why
+        part.sections = fill(ITEMS, content, why, DECIMALS)
+        return part
+    res = results.results(rows, alpha=alpha)
+    part.detail = res
+    content["Table 1"] = res.systems
+    content["Table 2"] = res.severities
+    content["Table 3"] = res.agreement.why or res.agreement.table()
+    part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
+    first, *rest = res.lines()
+    part.summary = first
+    part.notes = [*rest[-1:], *part.notes]  # the agreement's line first: the figure a reader checks
+    folder = Path(out_dir) / "esa"
+    folder.mkdir(parents=True, exist_ok=True)
+    part.files = write_tables(folder, study_analysis.tables(res))
+    return part
+
+
+def section(database, study_id: str, out_dir: Path, inputs) -> Part:
+    """The report's call (services/common/protocols.py, Protocol.report_section): the defaults."""
+    return build(database, study_id, out_dir)

@@ -1,0 +1,150 @@
+"""MQM's page end to end (services/esa/mqm_protocol.py, tabs/mqm.py, the category picker of
+assets/js/script/esa.js): one launched app with the example study (docs/examples/mqm, HITs of 3
+segments), one annotator in headless Chromium, played to its completion code. At 1280 px: a
+span dragged with the mouse, its category picked and made major; a span marked with the keyboard
+(arrows, Shift, c to the picker, Tab to a severity, Enter); a Non-translation beside them refused
+in place; submitted, the stored offsets, categories and MQM score checked; the next segment
+submitted without errors. At 390 px (a phone, touch): the last segment fits the width, one
+character tapped, a category picked and Minor tapped, submitted: the completion code. Screenshots
+in the tests' artifacts folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.app import RunningApp
+from tests.helpers.browser import ARTIFACTS, WIDTHS, chromium
+
+pytestmark = pytest.mark.browser
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "mqm"
+STUDY = "mqm-example"
+CODE = "MQM-EXAMPLE-DONE"
+
+
+def drag(page, form, first: int, last: int) -> None:
+    """The mouse pressed on character `first`, moved across to `last`, released."""
+    a = form.locator(f'.esa-output .esa-ch[data-i="{first}"]').bounding_box()
+    b = form.locator(f'.esa-output .esa-ch[data-i="{last}"]').bounding_box()
+    page.mouse.move(a["x"] + a["width"] / 2, a["y"] + a["height"] / 2)
+    page.mouse.down()
+    page.mouse.move(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2, steps=8)
+    page.mouse.up()
+
+
+def spans_of(form) -> list[dict]:
+    return json.loads(form.locator('input[name="spans"]').input_value())
+
+
+def next_item(page, form, text: str, done: int) -> str:
+    page.locator(".progress:visible").get_by_text(f"{done} / 3").wait_for(timeout=15000)
+    page.wait_for_function(
+        "t => document.querySelector('form.mqm-item .esa-output')?.dataset.text !== t", arg=text, timeout=15000
+    )
+    return form.locator(".esa-output").get_attribute("data-text")
+
+
+def test_an_annotator_marks_typed_errors_by_mouse_keyboard_and_touch_to_the_end(tmp_path):
+    app = RunningApp(tmp_path, {})
+    app.prepare(("import", str(EXAMPLE)), ("participants", "add", "--study", STUDY, "--role", "mqm", "--count", "1"))
+    url = app.setup_cli("links", "--study", STUDY).stdout.splitlines()[1].split("\t")[5]
+    app.start()
+    try:
+        with chromium() as browser:
+            context = browser.new_context(**WIDTHS["desktop"])
+            page = context.new_page()
+            page.goto(url)
+            form = page.locator("form.mqm-item")
+            form.locator('.esa-output .esa-ch[data-i="0"]').wait_for(timeout=30000)
+            text = form.locator(".esa-output").get_attribute("data-text")
+            assert form.locator(".esa-slider").count() == 0  # no score to give
+            words = text.split(" ")
+            w1 = text.index(words[1])
+            picker = form.locator("select.mqm-category")
+            # a drag across the second word; Major before a category is refused in place
+            drag(page, form, w1, w1 + len(words[1]) - 1)
+            form.get_by_role("button", name="Major (M)").click()
+            assert "Pick the error’s category first" in form.locator(".esa-note").inner_text()
+            assert spans_of(form) == []
+            picker.select_option("Accuracy/Mistranslation")
+            form.get_by_role("button", name="Major (M)").click()
+            assert spans_of(form) == [
+                {
+                    "start": w1,
+                    "end": w1 + len(words[1]),
+                    "text": words[1],
+                    "severity": "major",
+                    "missing": False,
+                    "category": "Accuracy/Mistranslation",
+                }
+            ]
+            assert picker.input_value() == ""  # the picker empties for the next error
+            # the keyboard: the first word with Home and Shift+arrows, c to the picker, Tab, Enter
+            form.locator(".esa-output").focus()
+            page.keyboard.press("Home")
+            for _ in range(len(words[0]) - 1):
+                page.keyboard.press("Shift+ArrowRight")
+            page.keyboard.press("c")
+            assert page.evaluate("document.activeElement.classList.contains('mqm-category')")
+            picker.select_option("Fluency/Grammar")
+            page.keyboard.press("Tab")  # Major
+            page.keyboard.press("Tab")  # Minor
+            page.keyboard.press("Enter")
+            # Non-translation beside them: refused in place, naming why
+            picker.select_option("Non-translation")
+            assert form.locator(".esa-picked").inner_text() == f"Selected: “{text}”"
+            form.get_by_role("button", name="Major (M)").click()
+            assert "replaces every other error" in form.locator(".esa-note").inner_text()
+            picker.select_option("")
+            expected = [
+                (0, len(words[0]), "Fluency/Grammar", "minor"),
+                (w1, w1 + len(words[1]), "Accuracy/Mistranslation", "major"),
+            ]
+            assert [(s["start"], s["end"], s["category"], s["severity"]) for s in spans_of(form)] == expected
+            items = form.locator(".esa-spans li")
+            assert items.count() == 2 and items.nth(0).inner_text().startswith("Minor Fluency/Grammar “")
+            page.screenshot(path=str(ARTIFACTS / "mqm-desktop-marked.png"), full_page=True)
+            form.locator("button[type=submit]").click()
+            text2 = next_item(page, form, text, 1)
+            [(stored, score)] = app.rows("SELECT spans, mqm FROM mqm_answers")
+            assert [(s["start"], s["end"], s["category"], s["severity"]) for s in json.loads(stored)] == expected
+            assert all(s["text"] == text[s["start"] : s["end"]] for s in json.loads(stored))
+            assert score == 5 + 1  # a major and a minor error (Freitag et al. 2021)
+            # the second segment: no errors
+            assert spans_of(form) == []
+            form.locator("button[type=submit]").click()
+            next_item(page, form, text2, 2)
+            context.close()
+
+            # a phone: the same link, the last segment at 390 px
+            phone = browser.new_context(**WIDTHS["phone"])
+            page = phone.new_page()
+            page.goto(url)
+            form = page.locator("form.mqm-item")
+            form.locator('.esa-output .esa-ch[data-i="0"]').wait_for(timeout=30000)
+            assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+            box = form.locator(".esa-current").bounding_box()  # the segment's box holds its controls
+            for part in (".esa-output", ".mqm-category", ".mqm-severities", "button[type=submit]"):
+                b = form.locator(part).bounding_box()
+                assert b["x"] >= 0 and b["x"] + b["width"] <= 390, (part, b)
+                if part != "button[type=submit]":
+                    assert b["x"] + b["width"] <= box["x"] + box["width"], (part, b, box)
+            text3 = form.locator(".esa-output").get_attribute("data-text")
+            form.locator('.esa-output .esa-ch[data-i="0"]').tap()
+            form.locator("select.mqm-category").select_option("Fluency/Spelling")
+            form.get_by_role("button", name="Minor (m)").tap()
+            assert [(s["start"], s["end"], s["category"]) for s in spans_of(form)] == [(0, 1, "Fluency/Spelling")]
+            page.screenshot(path=str(ARTIFACTS / "mqm-phone.png"), full_page=True)
+            form.locator("button[type=submit]").tap()
+            page.locator(":visible", has_text=CODE).last.wait_for(timeout=30000)
+            assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+            page.screenshot(path=str(ARTIFACTS / "mqm-phone-done.png"), full_page=True)
+            phone.close()
+            rows = app.rows("SELECT segment_row, spans, mqm FROM mqm_answers ORDER BY assignment_id")
+            assert [r[2] for r in rows] == [6.0, 0.0, 1.0]
+            assert json.loads(rows[2][1])[0]["text"] == text3[0]
+    finally:
+        app.stop()
