@@ -52,6 +52,25 @@ def test_char_f1_matches_sklearn_on_per_character_labels():
         assert char_f1(a, b, len(TEXT), severity=True) == pytest.approx(sev, abs=1e-12)
 
 
+def test_char_f1_with_categories_matches_sklearn():
+    # MQM's spans carry a category: a character agrees with categories=True only when both give it the
+    # same category, and with severity=True too, the same category and severity
+    rng = random.Random(6)
+    cats = ["Accuracy/Mistranslation", "Fluency/Grammar", "Style/Awkward"]
+    for _ in range(300):
+        a, b = ([Span(**{**vars(s), "category": rng.choice(cats)}) for s in random_spans(rng, TEXT)] for _ in "ab")
+        for severity in (False, True):
+            key = {s: (s.category, s.severity if severity else "") for s in a + b}
+            la, lb = ([0] * (len(TEXT) + 1) for _ in "ab")
+            for spans, out in ((a, la), (b, lb)):
+                for s in spans:
+                    for i in [len(TEXT)] if s.missing else range(s.start, s.end):
+                        out[i] = 1 + sorted(set(key.values())).index(key[s])
+            present = sorted({x for x in la + lb if x})
+            expected = f1_score(la, lb, labels=present, average="micro") if present else 1.0
+            assert char_f1(a, b, len(TEXT), category=True, severity=severity) == pytest.approx(expected, abs=1e-12)
+
+
 def test_char_f1_by_hand():
     cat = Span.over(TEXT, 4, 9, "minor")  # "Katze"
     cat_major = Span.over(TEXT, 4, 9, "major")

@@ -22,6 +22,7 @@ BUTTONS = [
     "Run the audit",
     "Build the paper's tables and figures",
     "Analyse the ESA answers",
+    "Analyse the MQM answers",
     "Report: every paper's tables and figures, one HTML file",
 ]
 
@@ -45,6 +46,7 @@ def test_the_analysis_buttons_on_an_empty_study_show_no_error(empty_app, page):
         "Semantic differential (paper 002)",
         "Gender audit of a QE metric (paper 003)",
         "Error span annotation (ESA, Kocmi et al. 2024)",
+        "Multidimensional Quality Metrics (MQM, Freitag et al. 2021)",
     ):
         page.get_by_text(name).first.click()
     page.get_by_text("Paper 003's tables across metrics").first.click()
@@ -59,6 +61,7 @@ def test_the_analysis_buttons_on_an_empty_study_show_no_error(empty_app, page):
         "too few for the analysis (it needs 3)",
         "Report written in",
         "This study has no esa part",
+        "This study has no mqm part",
     ):
         page.get_by_text(text).first.wait_for(timeout=60000)
     page.wait_for_timeout(1000)

@@ -23,23 +23,29 @@ from services.esa.spans import Span
 PAIR_COLUMNS = ["system", "segment_id", "annotator_a", "annotator_b", "f1", "f1_severity"]
 
 
-def _intervals(spans: Iterable[Span], length: int) -> list[tuple[int, int, str]]:
-    """(start, end, severity) per span; an omission is the token's one position, length."""
-    return [(length, length + 1, s.severity) if s.missing else (s.start, s.end, s.severity) for s in spans]
+def _intervals(spans: Iterable[Span], length: int) -> list[tuple[int, int, Span]]:
+    """(start, end, span) per span; an omission is the token's one position, length."""
+    return [(length, length + 1, s) if s.missing else (s.start, s.end, s) for s in spans]
 
 
-def _size(iv: list[tuple[int, int, str]]) -> int:
+def _size(iv: list[tuple[int, int, Span]]) -> int:
     return sum(e - s for s, e, _ in iv)
 
 
-def char_f1(a: Iterable[Span], b: Iterable[Span], length: int, *, severity: bool = False) -> float:
+def char_f1(
+    a: Iterable[Span], b: Iterable[Span], length: int, *, severity: bool = False, category: bool = False
+) -> float:
     """Character-level F1 of two annotators' spans on one output of `length` characters (spans
     checked: none overlaps another of the same annotator)."""
     ia, ib = _intervals(a, length), _intervals(b, length)
     na, nb = _size(ia), _size(ib)
     if na + nb == 0:
         return 1.0
-    both = sum(max(0, min(ea, eb) - max(sa, sb)) for sa, ea, va in ia for sb, eb, vb in ib if not severity or va == vb)
+
+    def same(x: Span, y: Span) -> bool:
+        return (not severity or x.severity == y.severity) and (not category or x.category == y.category)
+
+    both = sum(max(0, min(ea, eb) - max(sa, sb)) for sa, ea, x in ia for sb, eb, y in ib if same(x, y))
     return 2 * both / (na + nb)
 
 

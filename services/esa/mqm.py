@@ -92,9 +92,17 @@ def system_scores(
     """Per system: the mean over its segments of the segment's mean score (lower is better),
     ranked best (lowest) first, with significance clusters: one-sided rank-sum tests on the
     segment scores that a system's are lower (services/common/ranking.py)."""
+    return ranked(judgments, weights, alpha, test)[0]
+
+
+def ranked(
+    judgments: pd.DataFrame, weights: Weights, alpha: float = 0.05, test: str = "mannwhitneyu"
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(systems, head_to_head): system_scores and the tests behind its clusters (ranking.PAIR_COLUMNS:
+    diff the difference of the MQM scores, p_value that system_a's segment scores are lower)."""
     seg = segment_scores(judgments, weights)
     if seg.empty:
-        return pd.DataFrame(columns=SYSTEM_COLUMNS)
+        return pd.DataFrame(columns=SYSTEM_COLUMNS), pd.DataFrame(columns=ranking.PAIR_COLUMNS)
     g = seg.groupby("system", sort=True)
     sy = pd.DataFrame({"n_segments": g.size(), "n_judgments": g["n_judgments"].sum(), "mqm": g["mqm"].mean()})
     sy = sy.reset_index().sort_values(["mqm", "system"], kind="stable").reset_index(drop=True)
@@ -103,4 +111,4 @@ def system_scores(
     values = {s: v.to_numpy() for s, v in g["mqm"]}
     pairs = ranking.pairwise(order, values, dict(zip(sy["system"], sy["mqm"])), test=test, higher_is_better=False)
     sy["cluster"] = ranking.clusters(order, pairs, alpha)
-    return sy[SYSTEM_COLUMNS]
+    return sy[SYSTEM_COLUMNS], pairs

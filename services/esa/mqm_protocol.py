@@ -340,6 +340,8 @@ PROTOCOL = protocols.register(
         tables=TABLES,
         export_tables=EXPORT_TABLES,
         analyze="services.esa.mqm_analysis:add_analyze",
+        report_section="services.report.mqm:section",  # services/report sits above the protocols
+        analysis_panel="tabs.analysis_mqm:panel",
         texts={
             "en": {
                 "welcome_mqm": "Welcome. You will mark the errors in the translations of about {items} segments, "

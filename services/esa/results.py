@@ -4,16 +4,20 @@ report's part holds and `app.py analyze esa` prints, computed once here so the t
 Input: one dict per answer, as the export's esa_answers has them (participant, system, doc_id,
 segment_id, score, spans as a list or its JSON) and, optionally, target (the output, from
 esa_segments); the stored study's rows come from services/esa/answers.py. Nothing here reads
-ESA's tables, so a protocol with the same span record (MQM) can pass its own rows.
+ESA's tables, so a protocol with the same span record passes its own rows: MQM's
+(services/esa/mqm_analysis.py) name their score column (judgments_of_rows' score) and ask the
+agreement for its categories too (agreement's categories, scores).
 
 * systems: services/esa/analysis.py (per-annotator z as WMT's, mean over segments of the
   segment's mean, rank, significance clusters of services/common/ranking.py).
 * severities: spans per severity and system (analysis.severity_breakdown).
 * agreement, over the (system, segment) pairs that two or more annotators judged: span
   agreement as character-level F1 (services/esa/agreement.char_f1, without and with severities),
-  its mean over every pair of annotators of a segment; score agreement as Krippendorff's alpha,
-  interval level, on the 0-100 scores (services/common/agreement.py), a unit being a
-  (system, segment). Where no segment has two annotators, each says so instead of a number.
+  and, for MQM, with categories), its mean over every pair of annotators of a segment, spans
+  marked in the source (MQM's Source error) left out; score agreement as Krippendorff's alpha,
+  interval level, on the scores (ESA's 0-100, MQM's segment scores; services/common/agreement.py),
+  a unit being a (system, segment). Where no segment has two annotators, each says so instead of
+  a number.
 """
 
 from __future__ import annotations
@@ -45,6 +49,9 @@ class Agreement:
     f1_severity: float
     alpha: float  # Krippendorff's alpha, interval, on the scores (NaN when not estimable)
     why: str = ""  # why there is no agreement to report ("" when there is)
+    f1_category: float = math.nan  # mean char F1 with categories (categories=True only)
+    categories: bool = False  # whether the spans carry categories (MQM): the F1 with them is reported
+    scores: str = "0-100 scores"  # what alpha is computed on, as the table and the line name it
 
     def table(self) -> pd.DataFrame:
         """AGREEMENT_COLUMNS: the figures as the panel and the report show them, each with the
@@ -53,18 +60,24 @@ class Agreement:
         rows = [
             ("span agreement: character-level F1, mean over pairs", self.f1, n, pairs),
             ("span agreement: character-level F1 with severities, mean over pairs", self.f1_severity, n, pairs),
-            ("score agreement: Krippendorff's alpha (interval, 0-100 scores)", self.alpha, n, pairs),
         ]
+        if self.categories:
+            measure = "span agreement: character-level F1 with categories, mean over pairs"
+            rows.append((measure, self.f1_category, n, pairs))
+        rows.append((f"score agreement: Krippendorff's alpha (interval, {self.scores})", self.alpha, n, pairs))
         return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
 
     def line(self) -> str:
         if self.why:
             return f"Agreement: {self.why[0].lower()}{self.why[1:]}"
         alpha = "not estimable (no variation in the scores)" if math.isnan(self.alpha) else f"{self.alpha:.3f}"
+        labelled = f"with severities {self.f1_severity:.3f}"
+        if self.categories:
+            labelled += f", with categories {self.f1_category:.3f}"
         return (
             f"Agreement: {self.shared_segments} segment(s) with two or more annotators, {len(self.pairs)} pair(s): "
-            f"character F1 {self.f1:.3f} (with severities {self.f1_severity:.3f}); "
-            f"Krippendorff's alpha (scores, interval) {alpha}"
+            f"character F1 {self.f1:.3f} ({labelled}); "
+            f"Krippendorff's alpha ({self.scores}, interval) {alpha}"
         )
 
 
@@ -106,19 +119,20 @@ def _length(row: dict, spans: list[Span]) -> int:
     target = row.get("target")
     if isinstance(target, str):
         return len(target)
-    return max([s.start if s.missing else s.end for s in spans], default=0)
+    return max([s.start if s.missing else s.end for s in spans if s.side == "target"], default=0)
 
 
-def judgments_of_rows(rows: list[dict]) -> pd.DataFrame:
+def judgments_of_rows(rows: list[dict], score: str = "score") -> pd.DataFrame:
     """annotator, system, segment_id (its document and id: two documents may reuse an id),
-    score, spans (Span), length (the output's characters) from the answers' rows."""
+    score (the rows' `score` column: ESA's score, MQM's mqm), spans (Span), length (the output's
+    characters) from the answers' rows."""
     spans = [_spans(r["spans"]) for r in rows]
     return pd.DataFrame(
         {
             "annotator": [str(r["participant"]) for r in rows],
             "system": [str(r["system"]) for r in rows],
             "segment_id": [f"{r['doc_id']}/{r['segment_id']}" for r in rows],
-            "score": [r["score"] for r in rows],
+            "score": [r[score] for r in rows],
             "spans": spans,
             "length": [_length(r, s) for r, s in zip(rows, spans)],
         },
@@ -126,8 +140,9 @@ def judgments_of_rows(rows: list[dict]) -> pd.DataFrame:
     )
 
 
-def agreement(judgments: pd.DataFrame) -> Agreement:
-    """Char F1 per pair of annotators of a (system, segment), and alpha on the scores."""
+def agreement(judgments: pd.DataFrame, *, categories: bool = False, scores: str = "0-100 scores") -> Agreement:
+    """Char F1 per pair of annotators of a (system, segment) (with categories too where
+    `categories`: a pairs column f1_category), and alpha on the scores (`scores` names them)."""
     rows = []
     shared = 0
     for (system, segment), g in judgments.groupby(["system", "segment_id"], sort=True):
@@ -135,11 +150,13 @@ def agreement(judgments: pd.DataFrame) -> Agreement:
             continue
         shared += 1
         length = int(g["length"].max())  # the same output: the larger bound where lengths came from spans
-        for (a, sa), (b, sb) in combinations(zip(g["annotator"], g["spans"]), 2):
-            rows.append((system, segment, a, b, char_f1(sa, sb, length), char_f1(sa, sb, length, severity=True)))
-    pairs = pd.DataFrame(rows, columns=PAIR_COLUMNS)
+        marked = [[s for s in spans if s.side == "target"] for spans in g["spans"]]  # the output's only
+        for (a, sa), (b, sb) in combinations(zip(g["annotator"], marked), 2):
+            row = [system, segment, a, b, char_f1(sa, sb, length), char_f1(sa, sb, length, severity=True)]
+            rows.append(row + [char_f1(sa, sb, length, category=True)] if categories else row)
+    pairs = pd.DataFrame(rows, columns=PAIR_COLUMNS + (["f1_category"] if categories else []))
     if not shared:
-        return Agreement(0, pairs, math.nan, math.nan, math.nan, NO_SHARED)
+        return Agreement(0, pairs, math.nan, math.nan, math.nan, NO_SHARED, categories=categories, scores=scores)
     ratings = pd.DataFrame(
         {
             "unit": judgments["system"] + "\t" + judgments["segment_id"],
@@ -151,7 +168,9 @@ def agreement(judgments: pd.DataFrame) -> Agreement:
         alpha = krippendorff_alpha(ratings, "interval")
     except (ValueError, ZeroDivisionError):
         alpha = math.nan  # every score the same: no expected disagreement to compare with
-    return Agreement(shared, pairs, float(pairs["f1"].mean()), float(pairs["f1_severity"].mean()), alpha)
+    f1_category = float(pairs["f1_category"].mean()) if categories else math.nan
+    f1, f1_severity = float(pairs["f1"].mean()), float(pairs["f1_severity"].mean())
+    return Agreement(shared, pairs, f1, f1_severity, alpha, "", f1_category, categories, scores)
 
 
 def results(rows: list[dict], alpha: float = 0.05, by: str = "mean") -> Results:
