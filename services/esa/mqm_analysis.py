@@ -22,7 +22,7 @@ import pandas as pd
 from services.common.analysis_output import write_tables
 from services.esa import analysis, mqm
 from services.esa.mqm_protocol import CORPUS, NAME, SCORE, answer_rows, taxonomy_of
-from services.esa.spans import Span
+from services.esa.spans import span_of_record
 from services.esa.taxonomy import Taxonomy, load_taxonomy
 from services.study import export_reader
 from storage import studies
@@ -51,7 +51,7 @@ def judgments_of_rows(rows: list[dict]) -> pd.DataFrame:
             "segment_id": [f"{r['doc_id']}/{r['segment_id']}" for r in rows],
             "stored": [float(r[SCORE]) for r in rows],
             "spans": [
-                [Span.from_dict(s) for s in (json.loads(r["spans"]) if isinstance(r["spans"], str) else r["spans"])]
+                [span_of_record(s) for s in (json.loads(r["spans"]) if isinstance(r["spans"], str) else r["spans"])]
                 for r in rows
             ],
         },

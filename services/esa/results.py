@@ -28,7 +28,7 @@ import pandas as pd
 from services.common.agreement import krippendorff_alpha
 from services.esa import analysis
 from services.esa.agreement import PAIR_COLUMNS, char_f1
-from services.esa.spans import Span
+from services.esa.spans import Span, TimeSpan, span_of_record
 
 NO_SHARED = (
     "No segment has two annotators yet: agreement needs segments judged by two or more annotators "
@@ -96,7 +96,7 @@ class Results:
 
 def _spans(value) -> list[Span]:
     found = json.loads(value) if isinstance(value, str) else (value or [])
-    return [s if isinstance(s, Span) else Span.from_dict(s) for s in found]
+    return [s if isinstance(s, (Span, TimeSpan)) else span_of_record(s) for s in found]
 
 
 def _length(row: dict, spans: list[Span]) -> int:
@@ -106,7 +106,7 @@ def _length(row: dict, spans: list[Span]) -> int:
     target = row.get("target")
     if isinstance(target, str):
         return len(target)
-    return max([s.start if s.missing else s.end for s in spans], default=0)
+    return max([s.start if s.missing else s.end for s in spans if isinstance(s, Span)], default=0)
 
 
 def judgments_of_rows(rows: list[dict]) -> pd.DataFrame:
