@@ -79,7 +79,10 @@ def read_audio(folder: Path, value: str, err, file: str, row: int, column: str) 
     try:
         samples, rate, fmt = audio_decode.decode(data, MAX_AUDIO_S)
     except audio_decode.IntakeError as e:
-        at.add(file, row, column, f"'{value}' is not audio the server can read ({e})")
+        if "too long" in str(e):  # the decoder stops one frame past the cap (audio_decode.too_long)
+            at.add(file, row, column, f"'{value}' is too long (more than {MAX_AUDIO_S:g} s; at most that a segment)")
+        else:
+            at.add(file, row, column, f"'{value}' is not audio the server can read ({e})")
         return None
     duration = len(samples) / rate if rate else 0.0
     if duration <= 0:
