@@ -107,7 +107,9 @@ def _audio_html(c: dict) -> str:
         f'<div class="esa-audio-tools"><button type="button" class="esa-play">Play</button>'
         f'<button type="button" class="esa-set-start">Start here ([)</button>'
         f'<button type="button" class="esa-set-end">End here (])</button>'
-        f'<span class="esa-clock" aria-live="off">0.00 s</span></div></div>'
+        f'<span class="esa-clock" aria-live="off">0.00 s</span></div>'
+        f'<p class="esa-audio-hint">Errors you hear: drag across them on the waveform (or press [ and ] at'
+        f" the playhead), then Minor or Major. Errors in the text below: mark them there.</p></div>"
     )
 
 

@@ -391,7 +391,7 @@
       box.focus({preventScroll: true});
     });
     regions.on('region-updated', (r) => { if (r.id === 'esa-sel') selectTime(form, r.start, r.end); });
-    ws.on('ready', () => { p.ready = true; paint(form); tick(form); });
+    ws.on('ready', () => { p.ready = true; box.dataset.ready = 'true'; paint(form); tick(form); });
     ws.on('timeupdate', () => tick(form));
     ws.on('play', () => tick(form));
     ws.on('pause', () => tick(form));
