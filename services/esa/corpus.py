@@ -53,11 +53,12 @@ class AudioFile:
         return self.name
 
 
-class _AtRow:
+class _AtRow(files._Collector):
     """A collector that files every problem under one row and column of the segments file (safe_file
     names study.toml otherwise)."""
 
     def __init__(self, err, file: str, row: int, column: str):
+        super().__init__()
         self.err, self.file, self.row, self.column = err, file, row, column
 
     def add(self, file, row, fld, message) -> None:

@@ -94,12 +94,12 @@ class Results:
         return out
 
 
-def _spans(value) -> list[Span]:
+def _spans(value) -> list[Span | TimeSpan]:
     found = json.loads(value) if isinstance(value, str) else (value or [])
     return [s if isinstance(s, (Span, TimeSpan)) else span_of_record(s) for s in found]
 
 
-def _length(row: dict, spans: list[Span]) -> int:
+def _length(row: dict, spans: list[Span | TimeSpan]) -> int:
     """The output's length in characters: the target's where the row has it, else the least length
     the spans allow (an omission's start is the output's length; without one, F1 never reads past
     the last span's end, so the figure is the same)."""

@@ -353,7 +353,7 @@ def read_words(value) -> list[Word]:
         ):
             problems.append(f"word {i}: {shape}, not {json.dumps(d, ensure_ascii=False)[:80]}")
             continue
-        words.append(Word(d["word"], float(times[0]), float(times[1])))
+        words.append(Word(d["word"], float(d["start"]), float(d["end"])))
     if problems:
         raise SpanError(problems)
     return words
