@@ -8,7 +8,13 @@ translation on a 0-100 slider with the study's labelled ticks.
 The spans travel as JSON in the hidden field `spans` (the item-form contract, docs/plugins.md),
 checked by the service against the exact translation (character offsets, end exclusive, with the
 span's text); the translation's text reaches the script in the output's data-text attribute.
-Every text of the corpus and the study is escaped."""
+Every text of the corpus and the study is escaped.
+
+Speech (docs/esa.md, "Speech"): a source with a recording gets a player above its text (the text
+left out where the study hides it); an output with audio gets its waveform above its transcript,
+where the annotator drags a span in seconds (wavesurfer.js and its Regions plugin, vendored
+under assets/vendor/wavesurfer/ and loaded on the ESA and MQM pages only); such spans travel in
+the same hidden field with start_s and end_s."""
 
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ import html
 import json
 
 from services.esa.spans import MISSING_TOKEN
-from tabs.common import Ctx, TabUI, markdown_html, plain_html
+from tabs.common import Ctx, TabUI, file_url, markdown_html, plain_html
 from tabs.item_form import form_tab
 
 NAME = "esa"
@@ -69,6 +75,44 @@ def _prefill_attr(c: dict) -> str:
     return f' data-prefill="{_attr(_prefilled_json(c))}"' if c.get("prefill") else ""
 
 
+def _source_html(c: dict) -> str:
+    """The current segment's source: its recording's player (where it has one) above its text,
+    the text left out where the study hides the transcript (show_source_transcript)."""
+    player = ""
+    if c.get("source_audio"):
+        player = (
+            f'<audio class="esa-src-audio" controls preload="metadata" aria-label="The source, spoken"'
+            f' src="{_attr(file_url(c["source_audio"]))}"></audio>'
+        )
+    text = plain_html(c.get("source", "")) if c.get("show_source_transcript", True) else ""
+    return f'<div class="esa-src"{_lang(c.get("source_lang"))}>{player}{text}</div>'
+
+
+def _audio_html(c: dict) -> str:
+    """The output's audio, where it has one: the waveform (wavesurfer.js, drawn by
+    assets/js/script/esa.js from data-src), its play button and the buttons that set a span's
+    start and end at the playhead; its duration and the transcript's word times in data-."""
+    if not c.get("target_audio"):
+        return ""
+    label = (
+        "The translation's audio: drag across an error on the waveform, or play it (Space), move with"
+        " the arrow keys and press [ at the error's start and ] at its end; then M for major or m for minor"
+    )
+    words = json.dumps(c.get("target_words") or [], ensure_ascii=False)
+    return (
+        f'<div class="esa-audio" data-duration="{float(c.get("target_audio_s") or 0):.3f}"'
+        f' data-words="{_attr(words)}">'
+        f'<div class="esa-wave" tabindex="0" role="group" aria-roledescription="waveform"'
+        f' aria-label="{_attr(label)}" data-src="{_attr(file_url(c["target_audio"]))}"></div>'
+        f'<div class="esa-audio-tools"><button type="button" class="esa-play">Play</button>'
+        f'<button type="button" class="esa-set-start">Start here ([)</button>'
+        f'<button type="button" class="esa-set-end">End here (])</button>'
+        f'<span class="esa-clock" aria-live="off">0.00 s</span></div>'
+        f'<p class="esa-audio-hint">Errors you hear: drag across them on the waveform (or press [ and ] at'
+        f" the playhead), then Minor or Major. Errors in the text below: mark them there.</p></div>"
+    )
+
+
 def document_html(c: dict, typed: dict, tools: str, form_attrs: str = 'class="esa-item"', label: str = "") -> str:
     """The form's instructions and document, the current segment's output to mark with `tools`
     (the severity buttons; MQM's category picker too) and the hidden spans field: what ESA's and
@@ -86,7 +130,7 @@ def document_html(c: dict, typed: dict, tools: str, form_attrs: str = 'class="es
     current = (
         f'<li class="esa-seg esa-current" aria-current="true"><fieldset class="esa-box">'
         f"<legend>{plain_html(where)}: mark its errors</legend>"
-        f'<div class="esa-src"{_lang(c.get("source_lang"))}>{plain_html(c.get("source", ""))}</div>'
+        f"{_source_html(c)}{_audio_html(c)}"
         f'<div class="esa-output" tabindex="0" role="group" aria-roledescription="error marking"'
         f' aria-label="{_attr(label)}" data-text="{_attr(c.get("target", ""))}"{_lang(c.get("target_lang"))}'
         f"{_prefill_attr(c)}>"

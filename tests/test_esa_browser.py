@@ -13,12 +13,15 @@ artifacts folder."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import soundfile as sf
 
 from harness.app import RunningApp
 from services.common import protocols
@@ -114,11 +117,84 @@ def edit_prefilled(app: RunningApp, browser, url: str) -> None:
     context.close()
 
 
+SPEECH_STUDY = "esa-speech"
+
+
+def speech_study(app: RunningApp, tmp_path: Path) -> str:
+    """A third study of the same app: one segment whose output is speech (espeak-ng, made here)
+    with word times spread over it; its annotator's link."""
+    folder = tmp_path / "esa-speech"
+    folder.mkdir()
+    said = "O gato dorme no sofá."
+    subprocess.run(["espeak-ng", "-v", "pt", "-w", str(folder / "out.wav"), said], check=True)
+    seconds = sf.info(str(folder / "out.wav")).duration
+    words = said.split()
+    step = seconds / (len(words) + 1)
+    times = [
+        {"word": w, "start": round((k + 0.5) * step, 3), "end": round((k + 1.4) * step, 3)} for k, w in enumerate(words)
+    ]
+    with open(folder / "segments.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["doc_id", "segment_id", "system", "source", "target", "target_audio", "target_words"])
+        w.writerow(["d1", "1", "tts", "The cat sleeps on the sofa.", said, "out.wav", json.dumps(times)])
+    (folder / "study.toml").write_text(
+        f'[study]\nid = "{SPEECH_STUDY}"\nname = "Speech"\nprotocols = ["esa"]\n\n[esa]\nsegments = "segments.csv"\n'
+    )
+    app.prepare(
+        ("import", str(folder)), ("participants", "add", "--study", SPEECH_STUDY, "--role", "esa", "--count", "1")
+    )
+    return app.setup_cli("links", "--study", SPEECH_STUDY).stdout.splitlines()[1].split("\t")[5]
+
+
+def mark_on_the_waveform(app: RunningApp, browser, url: str) -> None:
+    """At 390 px: the output's waveform drawn, a region dragged across it, made major, played
+    from the list; scored and submitted; the stored span in seconds within the audio's duration,
+    mapped to the words it covers."""
+    phone = browser.new_context(**WIDTHS["phone"])
+    page = phone.new_page()
+    page.goto(url)
+    form = page.locator("form.esa-item")
+    box = form.locator('.esa-wave[data-ready="true"]')
+    box.wait_for(timeout=30000)
+    duration = float(form.locator(".esa-audio").get_attribute("data-duration"))
+    b = box.bounding_box()
+    assert b["x"] >= 0 and b["x"] + b["width"] <= 390, b
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    y = b["y"] + b["height"] / 2
+    page.mouse.move(b["x"] + b["width"] * 0.2, y)
+    page.mouse.down()
+    page.mouse.move(b["x"] + b["width"] * 0.6, y, steps=10)
+    page.mouse.up()
+    assert form.locator(".esa-picked").inner_text().endswith(" s of the audio")
+    form.get_by_role("button", name="Major (M)").click()
+    [marked] = spans_of(form)
+    assert 0.1 * duration < marked["start_s"] < marked["end_s"] < 0.7 * duration and marked["severity"] == "major"
+    assert form.locator(".esa-spans li.esa-span-time").count() == 1
+    form.locator(".esa-spans .esa-play-span").click()
+    page.wait_for_function("() => document.querySelector('.esa-play')?.textContent === 'Pause'", timeout=10000)
+    page.screenshot(path=str(ARTIFACTS / "esa-speech-phone.png"), full_page=True)
+    slider = form.locator('input[name="score"]')
+    sb = slider.bounding_box()
+    page.mouse.click(sb["x"] + sb["width"] * 0.4, sb["y"] + sb["height"] / 2)
+    form.locator("button[type=submit]").click()
+    page.locator(".progress:visible").get_by_text("1 / ").wait_for(timeout=15000)
+    [(stored, seconds)] = app.rows(
+        "SELECT a.spans, g.target_audio_s FROM esa_answers a JOIN assignments s ON s.id = a.assignment_id"
+        " JOIN esa_segments g ON g.study_id = s.study_id AND g.segment_row = a.segment_row WHERE s.study_id = ?",
+        (SPEECH_STUDY,),
+    )
+    [span] = json.loads(stored)
+    assert 0 <= span["start_s"] < span["end_s"] <= seconds and span["severity"] == "major"
+    assert span["start_s"] == pytest.approx(marked["start_s"]) and span["words"]
+    phone.close()
+
+
 def test_an_annotator_marks_spans_by_mouse_and_keyboard_and_scores(tmp_path):
     app = RunningApp(tmp_path, {})
     app.prepare(("import", str(EXAMPLE)), ("participants", "add", "--study", STUDY, "--role", "esa", "--count", "1"))
     url = app.setup_cli("links", "--study", STUDY).stdout.splitlines()[1].split("\t")[5]
     ai_url = prefilled_study(app, tmp_path)
+    speech_url = speech_study(app, tmp_path)
     app.start()
     try:
         with chromium() as browser:
@@ -258,5 +334,6 @@ def test_an_annotator_marks_spans_by_mouse_and_keyboard_and_scores(tmp_path):
             team.close()
 
             edit_prefilled(app, browser, ai_url)
+            mark_on_the_waveform(app, browser, speech_url)
     finally:
         app.stop()

@@ -65,7 +65,9 @@ def test_registered_after_the_others_with_its_own_tables():
     assert sized == {"esa_segments", "esa_takers", "esa_answers", "esa_prefill"}
     assert protocols.role_label("esa") == "ESA annotator"
     scripts, styles = protocols.page_assets("esa")
-    assert [p.name for p in scripts] == ["esa.js"] and [p.name for p in styles] == ["esa.css"]
+    assert [p.name for p in scripts] == ["wavesurfer.min.js", "regions.min.js", "esa.js"] and [
+        p.name for p in styles
+    ] == ["esa.css"]
 
 
 def test_the_sections_checks_name_each_mistake():

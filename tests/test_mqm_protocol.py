@@ -76,7 +76,9 @@ def test_registered_with_its_own_tables_and_esas_page():
     }  # fmt: skip
     assert protocols.role_label("mqm") == "MQM annotator"
     scripts, styles = protocols.page_assets("mqm")
-    assert [p.name for p in scripts] == ["esa.js"] and [p.name for p in styles] == ["esa.css", "mqm.css"]
+    assert [p.name for p in scripts] == ["wavesurfer.min.js", "regions.min.js", "esa.js"] and [
+        p.name for p in styles
+    ] == ["esa.css", "mqm.css"]
 
 
 def test_the_example_imports_with_the_default_taxonomy_in_its_config(db):

@@ -24,8 +24,10 @@ PAIR_COLUMNS = ["system", "segment_id", "annotator_a", "annotator_b", "f1", "f1_
 
 
 def _intervals(spans: Iterable[Span], length: int) -> list[tuple[int, int, Span]]:
-    """(start, end, span) per span; an omission is the token's one position, length."""
-    return [(length, length + 1, s) if s.missing else (s.start, s.end, s) for s in spans]
+    """(start, end, span) per span in the text; an omission is the token's one position, length.
+    Spans marked on an output's audio (TimeSpan, in seconds) are left out: the F1 is of
+    characters, and no character measure holds for them."""
+    return [(length, length + 1, s) if s.missing else (s.start, s.end, s) for s in spans if isinstance(s, Span)]
 
 
 def _size(iv: list[tuple[int, int, Span]]) -> int:

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from services.common import ranking
-from services.esa.spans import Span
+from services.esa.spans import Span, TimeSpan
 from services.esa.taxonomy import Weights
 
 REQUIRED = ["annotator", "system", "segment_id", "score"]
@@ -117,7 +117,7 @@ def _spans(df: pd.DataFrame) -> pd.DataFrame:
         (system, s.severity, s.category, s.missing)
         for system, spans in zip(df["system"], df["spans"])
         for s in (spans or [])
-        if isinstance(s, Span)
+        if isinstance(s, (Span, TimeSpan))  # a span on the audio counts as one in the text
     ]
     return pd.DataFrame(rows, columns=["system", "severity", "category", "missing"])
 

@@ -7,13 +7,28 @@ back. A SpanAnnotation is these for one protocol; each protocol adds its own che
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from pathlib import Path
 
+from services.common import settings
 from services.common.hookspecs import Reassignment
 from services.common.protocols import Column, Index, Table
 from services.esa.corpus import Corpus
-from services.esa.spans import MISSING_TOKEN, Span, SpanError, check_spans
+from services.esa.spans import (
+    MISSING_TOKEN,
+    Span,
+    SpanError,
+    TimeSpan,
+    Word,
+    check_spans,
+    check_time_spans,
+    is_time_record,
+    words_in,
+)
 from storage import assignments, protocol_rows
 from storage.db import Transaction, now, required
+from storage.protocol_schema import AddColumn, SchemaStep
 from storage.rows import AssignmentRecord, AssignmentRow, ParticipantRow, StudyRow
 
 
@@ -22,14 +37,50 @@ def whole(v) -> bool:
 
 
 def queue_problems(name: str, section: dict) -> list[tuple[str, str]]:
-    """The section's HIT size and context checked (both protocols' [<name>] sections have them)."""
+    """The section's HIT size, context and show_source_transcript checked (both protocols'
+    [<name>] sections have them)."""
     out: list[tuple[str, str]] = []
+    if not isinstance(section.get("show_source_transcript", True), bool):
+        out.append((f"{name}.show_source_transcript", "must be true or false (the source's text beside its audio)"))
     if not whole(section.get("hit_size")) or section["hit_size"] < 1:
         out.append((f"{name}.hit_size", "must be a whole number of segments >= 1 (WMT 2024: 100)"))
     ctx = section.get("context")
     if ctx != "all" and not (isinstance(ctx, int) and not isinstance(ctx, bool) and ctx >= 0):
         out.append((f"{name}.context", 'must be "all" (the whole document) or a whole number of segments >= 0'))
     return out
+
+
+# the waveform library the pages draw a speech output with (its README: version and source), loaded
+# before assets/js/script/esa.js on ESA's and MQM's pages (Tab.scripts)
+WAVESURFER = ("assets/vendor/wavesurfer/wavesurfer.min.js", "assets/vendor/wavesurfer/regions.min.js")
+# the segments' speech columns (services/esa/corpus.py speech_of): each audio's name in the media
+# folder and its duration in seconds ("" and 0 without one), the output transcript's word times (JSON)
+SPEECH_COLUMNS = (
+    Column("source_audio", "TEXT", not_null=True, default=""),
+    Column("source_audio_s", "REAL", not_null=True, default=0),
+    Column("target_audio", "TEXT", not_null=True, default=""),
+    Column("target_audio_s", "REAL", not_null=True, default=0),
+    Column("target_words", "TEXT", not_null=True, default=""),
+)
+
+
+# the export's data dictionary of the speech columns (each protocol's segments table)
+SPEECH_DICTIONARY = {
+    "source_audio": ("string", "the source's recording in the media folder (speech/<sha256>.<format>), empty without"),
+    "source_audio_s": ("number", "its duration in seconds (0 without)"),
+    "target_audio": ("string", "the output's audio in the media folder (speech/<sha256>.<format>), empty without"),
+    "target_audio_s": ("number", "its duration in seconds (0 without): the bound of the spans' end_s"),
+    "target_words": (
+        "json",
+        "the output transcript's word times, [{word, start, end}] in seconds, as the segments file gave them; "
+        "empty without",
+    ),
+}
+
+
+def speech_step(corpus: Corpus, version: int) -> SchemaStep:
+    """The schema step that adds the speech columns to a protocol's segments table made before them."""
+    return SchemaStep(version, tuple(AddColumn(corpus.segments, c) for c in SPEECH_COLUMNS))
 
 
 def tables(corpus: Corpus, score: Column, extra: tuple[Column, ...] = ()) -> tuple[Table, ...]:
@@ -51,6 +102,7 @@ def tables(corpus: Corpus, score: Column, extra: tuple[Column, ...] = ()) -> tup
             Column("target", "TEXT", not_null=True),
             Column("source_lang", "TEXT", not_null=True, default=""),
             Column("target_lang", "TEXT", not_null=True, default=""),
+            *SPEECH_COLUMNS,
         ),
         indexes=(
             Index(("study_id", "segment_row"), unique=True),
@@ -106,11 +158,72 @@ def read_spans(raw) -> tuple[list[dict], list[str]]:
     if not isinstance(found, list):
         return [], ["The error spans could not be read: mark them again."]
     problems = [
-        f"span {i}: not a start and an end in characters"
+        f"span {i}: not a start and an end in characters, nor in seconds"
         for i, d in enumerate(found)
-        if not isinstance(d, dict) or not all(whole(d.get(k)) for k in ("start", "end"))
+        if not isinstance(d, dict) or not (is_time_record(d) or all(whole(d.get(k)) for k in ("start", "end")))
     ]
     return (found, []) if not problems else ([], problems)
+
+
+def split_records(raw) -> tuple[list[dict], list[dict], list[str]]:
+    """The hidden field's span records: (those in characters, those in seconds, problems)."""
+    found, problems = read_spans(raw)
+    return [d for d in found if not is_time_record(d)], [d for d in found if is_time_record(d)], problems
+
+
+def segment_words(seg: dict) -> list[Word]:
+    """The output transcript's word times, as checked at import ([] without)."""
+    return [Word(w["word"], w["start"], w["end"]) for w in json.loads(seg.get("target_words") or "[]")]
+
+
+def parse_time_spans(
+    records: list[dict], seg: dict, severities: Sequence[str], categories: Iterable[str] | None
+) -> tuple[list[TimeSpan], list[str]]:
+    """The spans marked on the output's waveform (records with start_s and end_s, in seconds)
+    checked against its audio's duration (spans.check_time_spans: inside it, end after start, no
+    overlap), each given the transcript's words it covers where the segment has word times
+    (spans.words_in); problems name each span by its times. An omission is the [MISSING] token's,
+    never a time span."""
+    if not records:
+        return [], []
+    if not seg.get("target_audio"):
+        return [], ["this output has no audio, so no span can be marked in seconds"]
+    spans, problems = [], []
+    for i, d in enumerate(records):
+        try:
+            span = TimeSpan.from_dict({**d, "words": ()})
+        except (KeyError, TypeError, ValueError) as e:
+            problems.append(f"audio span {i}: {e}")
+            continue
+        if span.missing:
+            problems.append(f"audio span {i}: an omission is marked on the {MISSING_TOKEN} token, not the audio")
+            continue
+        spans.append(span)
+    if problems:
+        return [], problems
+    try:
+        check_time_spans(spans, float(seg["target_audio_s"]), severities=severities, categories=categories)
+    except SpanError as e:
+        return [], [f"on the audio, {p}" for p in e.problems]
+    words = segment_words(seg)
+    spans = [replace(s, words=tuple(words_in(s, words))) for s in spans]
+    return sorted(spans, key=lambda s: (s.start_s, s.end_s)), []
+
+
+def speech(seg: dict, section: dict, media_dir=None) -> dict:
+    """A segment's audio as its page gets it: the files' paths in the media folder ("" without),
+    the output audio's duration and word times, and whether the source's transcript is shown
+    (the section's show_source_transcript; always where the source has no audio). The files are
+    named by their content (sha256), so only a page that was given an item's name can fetch it."""
+    folder = Path(media_dir or settings.current().media_dir)
+    has_source_audio = bool(seg.get("source_audio"))
+    return {
+        "source_audio": str(folder / seg["source_audio"]) if has_source_audio else "",
+        "target_audio": str(folder / seg["target_audio"]) if seg.get("target_audio") else "",
+        "target_audio_s": float(seg.get("target_audio_s") or 0),
+        "target_words": [{"word": w.text, "start": w.start_s, "end": w.end_s} for w in segment_words(seg)],
+        "show_source_transcript": not has_source_audio or bool(section.get("show_source_transcript", True)),
+    }
 
 
 class SpanAnnotation:
@@ -185,9 +298,10 @@ class SpanAnnotation:
         where = {"study_id": study_id, "segment_row": int(assignment["item_id"])}
         return required(protocol_rows.one(database, self.corpus.segments, where), f"{self.name} segment")
 
-    def document(self, database, study: StudyRow, assignment: AssignmentRow) -> dict:
+    def document(self, database, study: StudyRow, assignment: AssignmentRow, media_dir=None) -> dict:
         """The segment (its source and the output to mark) and its document's neighbours within
-        the section's `context` segments (source and output each): what both pages show."""
+        the section's `context` segments (source and output each): what both pages show; with
+        the segment's speech (speech())."""
         section = study["config"][self.name]
         seg = self.segment_of(database, study["id"], assignment)
         where = {"study_id": study["id"], "doc": seg["doc"]}
@@ -207,6 +321,7 @@ class SpanAnnotation:
             "after": shown(doc[k + 1 : k + 1 + reach]),
             "doc_pos": k + 1,
             "doc_len": len(doc),
+            **speech(seg, section, media_dir),
         }
 
     # -- the answer ---------------------------------------------------------------------------
@@ -252,7 +367,13 @@ def parse_esa_spans(raw, target: str) -> tuple[list[Span], list[str]]:
 
 
 def span_words(s: dict) -> str:
-    """`major 4-7 "cat"`, `minor [MISSING]`; an MQM span says its category after its severity."""
-    where = MISSING_TOKEN if s.get("missing") else f"{s['start']}-{s['end']} {json.dumps(s.get('text', ''))}"
+    """`major 4-7 "cat"`, `minor [MISSING]`, `minor 1.2-1.9 s of the audio`; an MQM span says its
+    category after its severity."""
+    if is_time_record(s):
+        where = f"{s['start_s']:g}-{s['end_s']:g} s of the audio"
+    elif s.get("missing"):
+        where = MISSING_TOKEN
+    else:
+        where = f"{s['start']}-{s['end']} {json.dumps(s.get('text', ''))}"
     category = f" {s['category']}" if s.get("category") else ""
     return f"{s['severity']}{category} {where}"

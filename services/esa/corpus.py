@@ -11,17 +11,127 @@ hit_size is a HIT of its own), and the last HIT holds what is left."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
+from services.common import audio_decode, settings
+from services.common.media_files import atomic_write
 from services.common.seeded import seeded_rng
+from services.esa.spans import SpanError, check_words, read_words
 from services.study import files
 from storage import protocol_rows
 from storage.db import Transaction
 
 NAME = "esa"
 SEGMENTS, HITS, TAKERS, ANSWERS = (f"{NAME}_segments", f"{NAME}_hits", f"{NAME}_takers", f"{NAME}_answers")
-# the segments file's (required, optional) columns
-COLUMNS = (["doc_id", "segment_id", "system", "source", "target"], ["source_lang", "target_lang"])
+# the segments file's (required, optional) columns; speech (docs/esa.md, "Speech"): a recording of
+# the source, the output as audio (a TTS or speech-translation system's), the output transcript's
+# word times
+AUDIO_COLUMNS = ("source_audio", "target_audio")
+COLUMNS = (
+    ["doc_id", "segment_id", "system", "source", "target"],
+    ["source_lang", "target_lang", *AUDIO_COLUMNS, "target_words"],
+)
+# a segment's audio, at most (seconds): a sentence or two read aloud; longer files are refused at import
+MAX_AUDIO_S = 120.0
+# where the imported audio goes in the media folder, named by its content (sha256), as recordings are
+MEDIA_FOLDER = "speech"
+
+
+@dataclass(frozen=True)
+class AudioFile:
+    """A corpus audio file checked at import: its name in the media folder (content-addressed) and
+    the study folder's file it is copied from. Its str() is its name, so the corpus' hash (services/
+    study/lifecycle.py) depends on the audio's content, not on where the study folder was."""
+
+    name: str
+    src: Path
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class _AtRow(files._Collector):
+    """A collector that files every problem under one row and column of the segments file (safe_file
+    names study.toml otherwise)."""
+
+    def __init__(self, err, file: str, row: int, column: str):
+        super().__init__()
+        self.err, self.file, self.row, self.column = err, file, row, column
+
+    def add(self, file, row, fld, message) -> None:
+        self.err.add(self.file, self.row, self.column, message)
+
+
+def read_audio(folder: Path, value: str, err, file: str, row: int, column: str) -> tuple[AudioFile, float] | None:
+    """A row's audio file: inside the study folder (files.safe_file), decoded with the project's
+    decoder (services/common/audio_decode.py) and at most MAX_AUDIO_S long; (the file, its duration
+    in seconds), or None with the problem filed under the row and column."""
+    at = _AtRow(err, file, row, column)
+    path = files.safe_file(folder, value, column, at)
+    if path is None:
+        return None
+    if not path.is_file():
+        at.add(file, row, column, f"'{value}' is not in the study folder")
+        return None
+    data = path.read_bytes()
+    try:
+        samples, rate, fmt = audio_decode.decode(data, MAX_AUDIO_S)
+    except audio_decode.IntakeError as e:
+        if "too long" in str(e):  # the decoder stops one frame past the cap (audio_decode.too_long)
+            at.add(file, row, column, f"'{value}' is too long (more than {MAX_AUDIO_S:g} s; at most that a segment)")
+        else:
+            at.add(file, row, column, f"'{value}' is not audio the server can read ({e})")
+        return None
+    duration = len(samples) / rate if rate else 0.0
+    if duration <= 0:
+        at.add(file, row, column, f"'{value}' holds no sound (0 s)")
+        return None
+    if duration > MAX_AUDIO_S:
+        at.add(file, row, column, f"'{value}' is too long ({duration:.1f} s; at most {MAX_AUDIO_S:g} s a segment)")
+        return None
+    digest = hashlib.sha256(data).hexdigest()
+    return AudioFile(f"{MEDIA_FOLDER}/{digest}.{fmt}", path), round(duration, 3)
+
+
+def speech_of(folder: Path, row: dict, err, file: str, rowno: int, media: dict[str, AudioFile]) -> dict:
+    """The row's speech columns as the segments table holds them: each audio's media name and
+    duration ("" and 0 without one) and the target's word times (JSON, "" without), each checked;
+    the audio files to copy are added to media."""
+    out: dict = {"source_audio": "", "source_audio_s": 0.0, "target_audio": "", "target_audio_s": 0.0}
+    out["target_words"] = ""
+    for column in AUDIO_COLUMNS:
+        if not row.get(column):
+            continue
+        found = read_audio(folder, row[column], err, file, rowno, column)
+        if found is not None:
+            media[found[0].name] = found[0]
+            out[column], out[f"{column}_s"] = found[0].name, found[1]
+    raw = row.get("target_words") or ""
+    if raw:
+        if not row.get("target_audio"):
+            err.add(file, rowno, "target_words", "word times need the output's audio (target_audio)")
+        elif out["target_audio"]:
+            try:
+                words = check_words(read_words(raw), out["target_audio_s"])
+            except SpanError as e:
+                err.add(file, rowno, "target_words", "; ".join(e.problems))
+            else:
+                out["target_words"] = json.dumps(
+                    [{"word": w.text, "start": w.start_s, "end": w.end_s} for w in words], ensure_ascii=False
+                )
+    return out
+
+
+def copy_media(media: dict[str, AudioFile], media_dir: Path) -> None:
+    """The corpus' audio into the media folder under its content name (a file already there is the
+    same bytes)."""
+    for name, audio in media.items():
+        target = Path(media_dir) / name
+        if not target.exists():
+            atomic_write(target, audio.src.read_bytes())
 
 
 def documents(segments: list[dict]) -> list[list[int]]:
@@ -80,6 +190,7 @@ class Corpus:
         name = path.name
         seen: set[tuple[str, str, str]] = set()
         segments = []
+        media: dict[str, AudioFile] = {}
         for rowno, row in files.read_rows(path, COLUMNS, err):
             if not files.require_text(err, name, rowno, row, *COLUMNS[0]):
                 continue
@@ -100,11 +211,12 @@ class Corpus:
                     "target": row["target"].replace("\r\n", "\n"),
                     "source_lang": row.get("source_lang", ""),
                     "target_lang": row.get("target_lang", ""),
+                    **speech_of(folder, row, err, name, rowno, media),
                 }
             )
         if not segments and not any(e.file == name for e in err.errors):
             err.add(name, None, None, "has no segments")
-        bundle.corpus[self.name] = {"segments": segments}
+        bundle.corpus[self.name] = {"segments": segments, "media": sorted(media.values(), key=str)}
 
     def prepare(self, bundle) -> None:
         """The HITs, built at import from the checked segments (the corpus part `<name> corpus` holds
@@ -122,6 +234,7 @@ class Corpus:
         if not corpus:
             return
         segments, hits = corpus["segments"], corpus.get("hits") or []
+        copy_media({str(a): a for a in corpus.get("media") or []}, settings.current().media_dir)
         doc_of: dict[int, tuple[int, int]] = {}  # row -> (document number, place in it)
         for d, rows in enumerate(documents(segments)):
             for k, row in enumerate(rows):

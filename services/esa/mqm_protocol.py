@@ -47,6 +47,7 @@ DEFAULTS: dict[str, Any] = {
     "taxonomy": {},
     "taxonomy_file": "",
     "instructions": "",
+    "show_source_transcript": True,  # a source with audio: its text shown beside the player too
 }
 INSTRUCTIONS = (
     "**Mark the errors** of the highlighted translation, one at a time: drag across the words (or, "
@@ -150,9 +151,36 @@ def offered(taxonomy: Taxonomy, audio: bool) -> list[dict]:
 
 
 def is_audio(segment: dict) -> bool:
-    """Whether the segment's output is speech. The segments file holds text outputs for now;
-    a speech output will say so in its row, and then gets the taxonomy's audio categories."""
-    return bool(segment.get("audio"))
+    """Whether the segment's output is speech (its row names a target_audio): it then gets the
+    taxonomy's audio categories, for its text spans and its time spans alike."""
+    return bool(segment.get("target_audio"))
+
+
+def time_categories(taxonomy: Taxonomy) -> list[str]:
+    """The categories a span on the output's audio may carry: the output's, speech ones included,
+    but not the whole-segment one (it marks the whole text)."""
+    return [
+        n for c in taxonomy.categories if c.side == "target" and c.name != taxonomy.whole_segment for n in c.names()
+    ]
+
+
+def time_problems(timed: list, spans: list[Span], taxonomy: Taxonomy) -> list[str]:
+    """MQM's rules on the spans marked on the audio beside the text's: a category's forced
+    severity, the whole-segment category standing alone, the cap counting both kinds."""
+    out = []
+    for i, s in enumerate(timed):
+        cat = taxonomy.category(s.category or "")
+        if cat.severity and s.severity != cat.severity:
+            out.append(f"audio span {i} ({s.label()}): {cat.name} is always {cat.severity}, not {s.severity}")
+    whole = taxonomy.whole_segment
+    if timed and whole and any(taxonomy.canonical(s.category or "") == whole for s in spans):
+        out.append(f"{whole} replaces every other error, those on the audio too; remove the others")
+    n = len(spans) + len(timed)
+    if taxonomy.max_errors and n > taxonomy.max_errors:
+        out.append(
+            f"{n} errors marked; at most {taxonomy.max_errors} per segment (mark the {taxonomy.max_errors} most severe)"
+        )
+    return out
 
 
 def content(database, study: StudyRow, participant: ParticipantRow, assignment: AssignmentRow, media_dir) -> dict:
@@ -162,7 +190,7 @@ def content(database, study: StudyRow, participant: ParticipantRow, assignment: 
     taxonomy = taxonomy_of(study["config"])
     seg = SPANS.segment_of(database, study["id"], assignment)
     return {
-        **SPANS.document(database, study, assignment),
+        **SPANS.document(database, study, assignment, media_dir),
         "categories": offered(taxonomy, is_audio(seg)),
         "severities": list(taxonomy.severities),
         "max_errors": taxonomy.max_errors,
@@ -200,14 +228,26 @@ def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
     weights."""
     seg = SPANS.segment_of(database, assignment["study_id"], assignment)
     taxonomy = taxonomy_of(required(studies.get_study(database, assignment["study_id"]), "study")["config"])
-    spans, problems = parse_spans(payload.get("spans"), seg["target"], seg["source"], taxonomy, is_audio(seg))
+    text_records, time_records, problems = annotation.split_records(payload.get("spans"))
+    spans: list[Span] = []
+    timed: list = []
+    for i, d in enumerate(time_records):
+        if not isinstance(d.get("category"), str) or not d.get("category"):
+            problems.append(f"audio span {i}: pick its error category")
+    if not problems:
+        spans, problems = parse_spans(text_records, seg["target"], seg["source"], taxonomy, is_audio(seg))
+        categories = time_categories(taxonomy)
+        timed, more = annotation.parse_time_spans(time_records, seg, taxonomy.severities, categories)
+        problems += more
+    if not problems and timed:
+        problems = time_problems(timed, spans, taxonomy)
     if problems:
         words = "The errors need fixing: " + "; ".join(problems) + "."
         refuse_all([words], {"spans": words})
     ordered = sorted(spans, key=lambda s: (s.side != "target", s.missing, s.start, s.end))
     return {
-        "spans": [s.to_dict() for s in ordered],
-        SCORE: segment_score(ordered, taxonomy.weights),
+        "spans": [s.to_dict() for s in [*ordered, *timed]],
+        SCORE: segment_score([*ordered, *timed], taxonomy.weights),
         "segment_row": seg["segment_row"],
     }
 
@@ -261,7 +301,11 @@ EXPORT_TABLES = {
                 '"Category/Subcategory" of the study\'s taxonomy, severity one of its severities, start '
                 "and end character offsets (code points, from 0, end exclusive) in mqm_segments.target, "
                 "text the characters between them; an omission ([MISSING]) has missing true and start = "
-                "end = the target's length; Non-translation spans the whole target and stands alone",
+                "end = the target's length; Non-translation spans the whole target and stands alone. A span "
+                "marked on the output's audio (mqm_segments.target_audio) is {start_s, end_s, severity, "
+                "category, missing, words} instead: start_s and end_s in seconds (0 <= start_s < end_s <= "
+                "target_audio_s), words the indices in mqm_segments.target_words of the transcript words it "
+                "overlaps for a positive time (empty without word times)",
             ),
             "n_major": ("integer", "major errors"),
             "n_minor": ("integer", "minor errors"),
@@ -285,6 +329,7 @@ EXPORT_TABLES = {
             "target": ("string", "the system's translation, as the annotator saw it (the spans' offsets)"),
             "source_lang": ("string", "the source language, when the file gives it"),
             "target_lang": ("string", "the target language, when the file gives it"),
+            **annotation.SPEECH_DICTIONARY,
         },
         content=True,
     ),
@@ -313,7 +358,7 @@ PROTOCOL = protocols.register(
                 (NAME,),
                 "tabs.mqm:build",
                 label="MQM errors",
-                scripts=("assets/js/script/esa.js",),
+                scripts=(*annotation.WAVESURFER, "assets/js/script/esa.js"),
                 styles=("assets/css/esa.css", "assets/css/mqm.css"),
             ),
         ),
@@ -338,6 +383,8 @@ PROTOCOL = protocols.register(
         count_corpus=CORPUS.count,
         count_collected=SPANS.collected,
         tables=TABLES,
+        schema_version=2,  # 2: speech (the segments' audio columns)
+        schema_steps=(annotation.speech_step(CORPUS, 2),),
         export_tables=EXPORT_TABLES,
         analyze="services.esa.mqm_analysis:add_analyze",
         report_section="services.report.mqm:section",  # services/report sits above the protocols

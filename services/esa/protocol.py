@@ -15,7 +15,7 @@ from services.common.protocols import Column, ExportTable, Phase, Protocol, Role
 from services.esa import annotation, corpus, prefill_store
 from services.esa.answers import segment_rows
 from services.esa.corpus import ANSWERS, NAME, SEGMENTS
-from services.esa.spans import MISSING_TOKEN
+from services.esa.spans import ESA_SEVERITIES, MISSING_TOKEN
 from services.participation.submissions import refuse_all
 from storage import studies
 from storage.db import required
@@ -32,6 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "score_labels": SCORE_LABELS,
     "instructions": "",
     "prefill": "",  # ESA-AI: "xcomet" or "gemba-mqm" pre-fills the spans (services/esa/prefill.py)
+    "show_source_transcript": True,  # a source with audio: its text shown beside the player too
 }
 # the page's instructions, after Appraise's ESA template (docs/esa.md); [esa] instructions replaces them
 INSTRUCTIONS = (
@@ -94,7 +95,7 @@ def content(
     if pre is None:
         return None
     return {
-        **SPANS.document(database, study, assignment),
+        **SPANS.document(database, study, assignment, media_dir),
         "labels": labels_of(section),
         "instructions": (section.get("instructions") or INSTRUCTIONS) + prefill_store.instructions(section),
         "prefill": pre,
@@ -105,9 +106,15 @@ def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
     """The spans (checked against the output as shown) and the score (0-100, the slider moved);
     every problem at once, each field marked."""
     seg = segment_of(database, assignment["study_id"], assignment)
-    spans, problems = parse_spans(payload.get("spans"), seg["target"])
+    text_records, time_records, problems = annotation.split_records(payload.get("spans"))
+    spans: list = []
+    timed: list = []
+    if not problems:
+        spans, problems = parse_spans(text_records, seg["target"])
+        timed, more = annotation.parse_time_spans(time_records, seg, ESA_SEVERITIES, None)
+        problems += more
     study = required(studies.get_study(database, assignment["study_id"]), "study of an ESA answer")
-    record, links = prefill_store.answer_record(database, study, seg, payload.get("spans"), spans)
+    record, links = prefill_store.answer_record(database, study, seg, text_records, spans)
     problems = problems or links
     score = payload.get("score")
     parts, fields = [], {}
@@ -122,7 +129,11 @@ def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
     refuse_all(parts, fields)
     assert isinstance(score, (int, float))  # refused above otherwise
     ordered = sorted(spans, key=lambda s: (s.missing, s.start, s.end))
-    out = {"spans": [s.to_dict() for s in ordered], "score": int(round(score)), "segment_row": seg["segment_row"]}
+    out = {
+        "spans": [s.to_dict() for s in [*ordered, *timed]],
+        "score": int(round(score)),
+        "segment_row": seg["segment_row"],
+    }
     return {**out, "prefill": record} if record is not None else out
 
 
@@ -157,10 +168,14 @@ EXPORT_TABLES = {
                 "the error spans: [{start, end, text, severity, category, missing, side}], start and end "
                 "character offsets (code points, from 0, end exclusive) in esa_segments.target, text "
                 "the characters between them, severity minor or major; an omission ([MISSING]) has "
-                "missing true and start = end = the target's length",
+                "missing true and start = end = the target's length. A span marked on the output's "
+                "audio (esa_segments.target_audio) is {start_s, end_s, severity, category, missing, "
+                "words} instead: start_s and end_s in seconds from the audio's start (0 <= start_s < "
+                "end_s <= target_audio_s), words the indices in esa_segments.target_words of the "
+                "transcript words it overlaps for a positive time (empty without word times)",
             ),
-            "n_minor": ("integer", "minor spans, the omission apart"),
-            "n_major": ("integer", "major spans, the omission apart"),
+            "n_minor": ("integer", "minor spans (in the text and on the audio), the omission apart"),
+            "n_major": ("integer", "major spans (in the text and on the audio), the omission apart"),
             "omission": ("string", "the [MISSING] span's severity, empty when none was marked"),
             **prefill_store.ANSWER_DICTIONARY,
             "active_seconds": ("number", "seconds between first shown and submitted, clamped at 600"),
@@ -182,6 +197,7 @@ EXPORT_TABLES = {
             "target": ("string", "the system's translation, as the annotator saw it (the spans' offsets)"),
             "source_lang": ("string", "the source language, when the file gives it"),
             "target_lang": ("string", "the target language, when the file gives it"),
+            **annotation.SPEECH_DICTIONARY,
         },
         content=True,
     ),
@@ -211,7 +227,7 @@ PROTOCOL = protocols.register(
                 (NAME,),
                 "tabs.esa:build",
                 label="Error spans",
-                scripts=("assets/js/script/esa.js",),
+                scripts=(*annotation.WAVESURFER, "assets/js/script/esa.js"),
                 styles=("assets/css/esa.css",),
             ),
         ),
@@ -237,8 +253,8 @@ PROTOCOL = protocols.register(
         count_corpus=corpus.count,
         count_collected=collected,
         tables=(SEGMENTS_TABLE, HITS_TABLE, TAKERS_TABLE, ANSWERS_TABLE, prefill_store.PREFILL_TABLE),
-        schema_version=2,
-        schema_steps=(prefill_store.SCHEMA_STEP,),
+        schema_version=3,  # 2: ESA-AI's pre-fill; 3: speech (the segments' audio columns)
+        schema_steps=(prefill_store.SCHEMA_STEP, annotation.speech_step(corpus.ESA, 3)),
         jobs="services.esa.prefill_store:background_jobs",  # ESA-AI's pre-fill
         export_tables=EXPORT_TABLES,
         analyze="services.esa.study_analysis:add_analyze",

@@ -32,7 +32,7 @@ import pandas as pd
 from services.common.agreement import krippendorff_alpha
 from services.esa import analysis
 from services.esa.agreement import PAIR_COLUMNS, char_f1
-from services.esa.spans import Span
+from services.esa.spans import Span, TimeSpan, span_of_record
 
 NO_SHARED = (
     "No segment has two annotators yet: agreement needs segments judged by two or more annotators "
@@ -107,19 +107,21 @@ class Results:
         return out
 
 
-def _spans(value) -> list[Span]:
+def _spans(value) -> list[Span | TimeSpan]:
     found = json.loads(value) if isinstance(value, str) else (value or [])
-    return [s if isinstance(s, Span) else Span.from_dict(s) for s in found]
+    return [s if isinstance(s, (Span, TimeSpan)) else span_of_record(s) for s in found]
 
 
-def _length(row: dict, spans: list[Span]) -> int:
+def _length(row: dict, spans: list[Span | TimeSpan]) -> int:
     """The output's length in characters: the target's where the row has it, else the least length
     the spans allow (an omission's start is the output's length; without one, F1 never reads past
     the last span's end, so the figure is the same)."""
     target = row.get("target")
     if isinstance(target, str):
         return len(target)
-    return max([s.start if s.missing else s.end for s in spans if s.side == "target"], default=0)
+    return max(
+        [s.start if s.missing else s.end for s in spans if isinstance(s, Span) and s.side == "target"], default=0
+    )
 
 
 def judgments_of_rows(rows: list[dict], score: str = "score") -> pd.DataFrame:

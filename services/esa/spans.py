@@ -30,6 +30,8 @@ time_end), words_in gives the words a time span covers.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
@@ -224,6 +226,9 @@ class TimeSpan:
     severity: str
     category: str | None = None
     missing: bool = False
+    # the output transcript's words it covers (words_in: indices into the segment's target_words),
+    # filled in by the server where the segment has word times
+    words: tuple[int, ...] = ()
 
     @classmethod
     def omission(cls, duration_s: float, severity: str, category: str | None = None) -> TimeSpan:
@@ -231,6 +236,37 @@ class TimeSpan:
 
     def label(self) -> str:
         return MISSING_TOKEN if self.missing else f"{self.start_s:g}-{self.end_s:g} s"
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "words": list(self.words)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> TimeSpan:
+        """A stored or submitted time span; a time that is not a finite number is a ValueError."""
+        times = []
+        for key in ("start_s", "end_s"):
+            v = d[key]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                raise ValueError(f"{key} must be a number of seconds, not {v!r}")
+            times.append(float(v))
+        return cls(
+            start_s=times[0],
+            end_s=times[1],
+            severity=str(d["severity"]),
+            category=d.get("category"),
+            missing=bool(d.get("missing", False)),
+            words=tuple(int(i) for i in d.get("words") or ()),
+        )
+
+
+def is_time_record(d: Mapping) -> bool:
+    """Whether a span record is in seconds (a TimeSpan's) rather than in characters."""
+    return "start_s" in d or "end_s" in d
+
+
+def span_of_record(d: Mapping) -> Span | TimeSpan:
+    """A stored span record as its span: in seconds (TimeSpan) or in characters (Span)."""
+    return TimeSpan.from_dict(d) if is_time_record(d) else Span.from_dict(d)
 
 
 @dataclass(frozen=True)
@@ -295,6 +331,32 @@ def check_words(words: Sequence[Word], duration_s: float) -> list[Word]:
     if problems:
         raise SpanError(problems)
     return list(words)
+
+
+def read_words(value) -> list[Word]:
+    """A transcript's word times as the segments file gives them (JSON: [{word, start, end}],
+    seconds), or a SpanError naming every entry that is not one; not yet checked against a
+    duration (check_words)."""
+    shape = "must be a JSON list of {word, start, end} (seconds)"
+    try:
+        found = json.loads(value) if isinstance(value, str) else value
+    except ValueError as e:
+        raise SpanError([f"not JSON: {e}"]) from e
+    if not isinstance(found, list):
+        raise SpanError([shape])
+    words, problems = [], []
+    for i, d in enumerate(found):
+        ok = isinstance(d, dict) and isinstance(d.get("word"), str) and d["word"].strip()
+        times = [d.get(k) for k in ("start", "end")] if isinstance(d, dict) else []
+        if not ok or not all(
+            isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) for t in times
+        ):
+            problems.append(f"word {i}: {shape}, not {json.dumps(d, ensure_ascii=False)[:80]}")
+            continue
+        words.append(Word(d["word"], float(d["start"]), float(d["end"])))
+    if problems:
+        raise SpanError(problems)
+    return words
 
 
 def words_in(span: TimeSpan, words: Sequence[Word]) -> list[int]:
