@@ -290,7 +290,7 @@ def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
     strength; ranking (every output once, best first) or best and worst (two different outputs)."""
     section = _section(database, assignment["study_id"])
     order: list[str] = list(assignment["meta"]["order"])
-    labels = LETTERS[: len(order)]
+    labels = list(LETTERS[: len(order)])
     mode = section["mode"]
     parts: list[str] = []
     fields: dict[str, str] = {}
