@@ -45,9 +45,9 @@ BUILTIN = (
     "services.da.protocol",
     "services.sd.protocol",
     "services.qe.protocol",
+    "services.compare.protocol",
     "services.esa.protocol",
     "services.esa.mqm_protocol",
-    "services.compare.protocol",
 )
 PLUGINS_ENV = "TRADLAB_PLUGINS"  # read through services/common/settings.py (Settings.plugins)
 # a role, tab or phase name: a URL path (/<role>/), an API name (/<tab>_submit) and a stored value

@@ -227,8 +227,10 @@ def held_items(database, study: StudyRow, participant: ParticipantRow) -> int:
 def plan(database, study_id: str) -> list[str]:
     """How many annotators the study needs for annotators_per_item on every item, and whether it is full."""
     study = get_study(database, study_id)
+    if study is None or NAME not in study["config"]:  # a study of other protocols
+        return []
     row = protocol_rows.one(database, STUDIES, {"study_id": study_id})
-    if study is None or row is None:
+    if row is None:
         return []
     section = study["config"][NAME]
     per_item, ipa = section["annotators_per_item"], section["items_per_annotator"]
