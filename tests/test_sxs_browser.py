@@ -4,7 +4,8 @@ copy of it in prefer mode with a completion code. At 1280 px: the two outputs si
 submit with both sliders unmoved refused in place naming each, then one scored by a click at 70
 and the other by a click on 0, saved with the positions shown. At 390 px: the outputs stacked and
 the page no wider than the screen, a tie chosen, then A preferred, to the completion code.
-Screenshots in the tests' artifacts folder."""
+The team's Analysis tab analyses the answers (its side-by-side section). Screenshots in the
+tests' artifacts folder."""
 
 from __future__ import annotations
 
@@ -99,5 +100,20 @@ def test_scores_side_by_side_and_a_preference_with_a_tie_on_a_phone(tmp_path):
             phone.close()
             answers = app.rows("SELECT shown, preferred FROM sxs_answers WHERE mode = 'prefer' ORDER BY assignment_id")
             assert [p for _, p in answers] == ["tie", json.loads(answers[1][0])[0]]
+
+            # the team's Analysis tab: the side-by-side section on the study shown first
+            team = browser.new_context(**WIDTHS["desktop"])
+            page = team.new_page()
+            page.goto(app.admin_url)
+            page.get_by_role("tab", name="Analysis").click()
+            page.get_by_text("Side by side (issue 54)").first.click()
+            page.get_by_role("button", name="Analyse the side-by-side answers", exact=True).click()
+            panel = page.locator("#sxs-analysis")
+            panel.get_by_text("The analysis's defaults and where they come from.").wait_for(timeout=60000)
+            shown = panel.inner_text()
+            assert all(f"Table {k}." in shown for k in (1, 2, 3, 4)) and "Position bias" in shown
+            assert page.locator(".toast-body").count() == 0
+            panel.screenshot(path=str(ARTIFACTS / "sxs-analysis-panel.png"))
+            team.close()
     finally:
         app.stop()

@@ -26,6 +26,7 @@ from services.compare import analysis, corpus, study_analysis
 from services.compare.protocol import answer_words, check, plan
 from services.participation.items import AccessError, get_view
 from services.participation.submissions import SubmissionError, submit
+from services.report import sxs as sxs_report
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from services.study.export import export_study
@@ -358,6 +359,12 @@ def test_export_with_its_dictionary_is_read_back_by_analyze(db, tmp_path):
         assert (tmp_path / "a" / name).is_file()
     args = cli.build_parser().parse_args(["analyze", "sxs", str(out.folder), "--out", "x"])
     assert args.analyze is study_analysis.run
+    # the report's part: the same ranking, its four tables filled
+    part = sxs_report.build(db, STUDY, tmp_path / "report", n_boot=100)
+    assert [s.filled for s in part.sections] == [True, True, True, True]
+    table1 = part.sections[0].table
+    assert {"strength", "low", "high", "cluster", "mu", "conservative", "mean_score", "mean_z"} <= set(table1.columns)
+    assert part.summary == from_export.splitlines()[0].split(";")[0]
 
 
 def test_an_annotators_path_scans_no_study_sized_table(db):

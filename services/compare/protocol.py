@@ -621,6 +621,8 @@ PROTOCOL = protocols.register(
         tables=TABLES,
         export_tables=EXPORT_TABLES,
         analyze="services.compare.study_analysis:add_analyze",
+        report_section="services.report.sxs:section",  # services/report sits above the protocols
+        analysis_panel="tabs.analysis_sxs:panel",
         texts={
             "en": {
                 "welcome_sxs": "Welcome. You will compare the translations of about {items} sources, side by side. "
