@@ -82,6 +82,7 @@ def test_built_ins_keep_their_order_whichever_module_is_imported_first():
         "services.da.protocol",
         "services.sd.protocol",
         "services.qe.protocol",
+        "services.compare.protocol",
         "services.esa.protocol",
         "services.esa.mqm_protocol",
     ):
@@ -93,7 +94,7 @@ def test_built_ins_keep_their_order_whichever_module_is_imported_first():
             timeout=120,
             check=True,
         )
-        assert run.stdout.strip().splitlines()[-1] == "usability,da,sd,qe,esa,mqm", (
+        assert run.stdout.strip().splitlines()[-1] == "usability,da,sd,qe,sxs,esa,mqm", (
             first,
             run.stdout,
             run.stderr[-500:],

@@ -45,6 +45,7 @@ BUILTIN = (
     "services.da.protocol",
     "services.sd.protocol",
     "services.qe.protocol",
+    "services.compare.protocol",
     "services.esa.protocol",
     "services.esa.mqm_protocol",
 )

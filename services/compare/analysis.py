@@ -1,0 +1,169 @@
+"""The side-by-side analysis (docs/side-by-side.md), from the exported rows (or the stored ones
+in the same shape): every answer becomes pairwise outcomes, oriented by position (system_a the
+output shown first), and services/common/comparison.py gives the win rates with their binomial
+tests, the Bradley-Terry strengths with bootstrap intervals and clusters, and TrueSkill.
+
+* score mode: each pair of an answer's outputs, the higher score winning (equal scores a tie);
+  per system also the mean score and the mean z (each annotator's scores standardised by their
+  own mean and standard deviation, WMT's DA z; an annotator whose scores do not vary is left out
+  of the z);
+* prefer mode: the pair shown, the preferred system winning (or a tie);
+* rank mode by order: each pair, the better placed winning; by best-worst: the best beats every
+  other shown and every other beats the worst (comparison.best_worst_to_outcomes' rule), with the
+  best-worst counting scores beside;
+* position bias: of the decisive outcomes, the share the output shown first won, with the exact
+  binomial test against 0.5 (counterbalanced positions make 0.5 the rate of an unbiased annotator)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+from scipy import stats
+
+from services.common import comparison
+
+OUTCOME_COLUMNS = [*comparison.OUTCOME_COLUMNS, "first"]  # first: the system shown first of the two
+
+
+def _shown(v) -> list[str]:
+    return json.loads(v) if isinstance(v, str) else list(v)
+
+
+def outcomes(answers: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
+    """The pairwise outcomes of every answer (module docstring), one row per pair, system_a the
+    one shown first."""
+    rows = []
+    by_answer = {a: g.sort_values("position") for a, g in ratings.groupby("assignment_id")} if len(ratings) else {}
+    for a in answers.itertuples(index=False):
+        shown = _shown(a.shown)
+        item, who = a.item_id, a.participant
+        if a.mode == "prefer":
+            rows.append((item, who, shown[0], shown[1], a.preferred or comparison.TIE))
+        elif a.mode == "rank" and a.best:
+            for s in shown:
+                if s != a.best:
+                    rows.append((item, who, *_pair(shown, a.best, s), a.best))
+                if s not in (a.best, a.worst):
+                    rows.append((item, who, *_pair(shown, s, a.worst), s))
+        else:
+            g = by_answer.get(a.assignment_id)
+            if g is None:
+                continue
+            column = "score" if a.mode == "score" else "rank"
+            values = list(zip(g["system"], pd.to_numeric(g[column])))
+            for (s1, v1), (s2, v2) in itertools.combinations(values, 2):
+                if pd.isna(v1) or pd.isna(v2):
+                    continue
+                better = v1 > v2 if a.mode == "score" else v1 < v2
+                winner = comparison.TIE if v1 == v2 else (s1 if better else s2)
+                rows.append((item, who, s1, s2, winner))
+    out = pd.DataFrame(rows, columns=comparison.OUTCOME_COLUMNS)
+    out["first"] = out["system_a"]
+    return out
+
+
+def _pair(shown: list[str], x: str, y: str) -> tuple[str, str]:
+    return (x, y) if shown.index(x) < shown.index(y) else (y, x)
+
+
+def position_bias(outs: pd.DataFrame) -> dict:
+    """Of the decisive outcomes, how many the output shown first won, its share and the exact
+    two-sided binomial test against 0.5."""
+    decisive = outs[outs["winner"] != comparison.TIE]
+    n, first = len(decisive), int((decisive["winner"] == decisive["first"]).sum())
+    return {
+        "decisive": n,
+        "first_wins": first,
+        "first_rate": first / n if n else math.nan,
+        "p_value": float(stats.binomtest(first, n, 0.5).pvalue) if n else math.nan,
+        "ties": int(len(outs) - n),
+    }
+
+
+def score_means(ratings: pd.DataFrame) -> pd.DataFrame:
+    """Score mode: per system the judgments, mean score and mean z (module docstring)."""
+    r = ratings.assign(score=pd.to_numeric(ratings["score"])).dropna(subset=["score"])
+    grouped = r.groupby("participant")["score"]
+    sd = grouped.transform("std")
+    r = r.assign(z=(r["score"] - grouped.transform("mean")) / sd.where(sd > 0))
+    table = r.groupby("system").agg(n=("score", "size"), mean=("score", "mean"), z=("z", "mean")).reset_index()
+    return table.sort_values(["mean", "system"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+
+@dataclass
+class Results:
+    mode: str
+    n_answers: int
+    n_annotators: int
+    outcomes: pd.DataFrame
+    ranking: pd.DataFrame
+    pairs: pd.DataFrame
+    trueskill: pd.DataFrame
+    win_rates: pd.DataFrame
+    bias: dict
+    scores: pd.DataFrame = field(default_factory=pd.DataFrame)
+    best_worst: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        out = {
+            "systems.csv": self.ranking,
+            "bootstrap_pairs.csv": self.pairs,
+            "trueskill.csv": self.trueskill,
+            "win_rates.csv": self.win_rates,
+            "outcomes.csv": self.outcomes,
+            "position_bias.csv": pd.DataFrame([self.bias]),
+        }
+        if len(self.scores):
+            out["scores.csv"] = self.scores
+        if len(self.best_worst):
+            out["best_worst.csv"] = self.best_worst
+        return out
+
+    def lines(self) -> list[str]:
+        out = [f"{self.n_answers} answers by {self.n_annotators} annotators, mode {self.mode}"]
+        for r in self.ranking.itertuples(index=False):
+            interval = f"[{r.low:+.3f}, {r.high:+.3f}]"
+            out.append(f"{r.rank}. {r.system}: Bradley-Terry {r.strength:+.3f} {interval}, cluster {r.cluster}")
+        b = self.bias
+        out.append(
+            f"position bias: the first shown won {b['first_wins']} of {b['decisive']} decisive comparisons"
+            + (f" ({b['first_rate']:.1%}, binomial p = {b['p_value']:.3g})" if b["decisive"] else "")
+        )
+        return out
+
+
+def results(answers: pd.DataFrame, ratings: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> Results:
+    """The whole analysis of one study's answers (one mode)."""
+    if answers.empty:
+        raise ValueError("no side-by-side answers to analyse")
+    modes = sorted(set(answers["mode"]))
+    if len(modes) != 1:
+        raise ValueError(f"the answers mix modes {', '.join(modes)}: analyse one mode at a time")
+    outs = outcomes(answers, ratings)
+    if outs.empty:
+        raise ValueError("the answers give no pairwise comparison")
+    ranking, pairs = comparison.bradley_terry_ranking(outs, n_boot=n_boot, seed=seed)
+    extra: dict = {}
+    if modes[0] == "score":
+        extra["scores"] = score_means(ratings)
+    if modes[0] == "rank" and (answers["best"].astype(str) != "").all():
+        trials = answers.assign(
+            item=answers["item_id"], annotator=answers["participant"], shown=answers["shown"].map(_shown)
+        )
+        extra["best_worst"] = comparison.best_worst_scores(trials)
+    return Results(
+        mode=modes[0],
+        n_answers=len(answers),
+        n_annotators=answers["participant"].nunique(),
+        outcomes=outs,
+        ranking=ranking,
+        pairs=pairs,
+        trueskill=comparison.trueskill_ratings(outs, seed=seed),
+        win_rates=comparison.win_rates(outs),
+        bias=position_bias(outs),
+        **extra,
+    )
