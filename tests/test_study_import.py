@@ -542,7 +542,9 @@ CASES = [
         id="protocols-empty",
     ),
     pytest.param(
-        lambda d: edit_toml(d, 'protocols = ["usability", "da", "sd"]', 'protocols = ["usability", "da", "sd", "mqm"]'),
+        lambda d: edit_toml(
+            d, 'protocols = ["usability", "da", "sd"]', 'protocols = ["usability", "da", "sd", "pairwise"]'
+        ),
         "study.toml",
         None,
         "study.protocols",
