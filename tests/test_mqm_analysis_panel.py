@@ -32,7 +32,7 @@ from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from services.study.export import export_study
 from storage import open_database
-from tabs.analysis_mqm import shown
+from tabs.analysis_esa import shown
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "mqm"
 STUDY = "mqm-example"
