@@ -13,7 +13,7 @@ from pathlib import Path
 
 from services.common import settings
 from services.common.hookspecs import Reassignment
-from services.common.protocols import Column, Index, Table
+from services.common.protocols import Column, ExportTable, Index, Table
 from services.esa.corpus import Corpus
 from services.esa.spans import (
     MISSING_TOKEN,
@@ -76,6 +76,55 @@ SPEECH_DICTIONARY = {
         "empty without",
     ),
 }
+
+
+def answer_head(corpus: Corpus) -> dict[str, tuple[str, str]]:
+    """The data dictionary's first columns of a span protocol's answers (services/esa/answers.py
+    answer_rows): the item, its annotator and its segment."""
+    return {
+        "assignment_id": ("integer", "the answer's item (assignment)"),
+        "participant": ("string", "pseudonym of the annotator"),
+        "hit": ("integer", f"the HIT the segment is in ({corpus.segments}.hit)"),
+        "segment_row": (
+            "integer",
+            f"the segment's row in the segments file, from 0 ({corpus.segments}.segment_row)",
+        ),
+        "doc_id": ("string", "the segment's document (the segments file's doc_id)"),
+        "segment_id": ("string", "the segment's id (the segments file's segment_id)"),
+        "system": ("string", "the system whose translation was annotated"),
+    }
+
+
+# the data dictionary's last columns of a span protocol's answers
+ANSWER_TAIL = {
+    "active_seconds": ("number", "seconds between first shown and submitted, clamped at 600"),
+    "created_at": ("timestamp", "when the answer was saved"),
+}
+
+
+def segments_export(corpus: Corpus, query) -> ExportTable:
+    """A span protocol's corpus in the export (esa_segments, mqm_segments): one row per segment
+    and system of its segments file, with its HIT and its speech columns."""
+    return ExportTable(
+        query,
+        f"{corpus.name.upper()}'s corpus: one row per segment and system of the [{corpus.name}] "
+        "segments file, with its HIT.",
+        {
+            "segment_row": ("integer", "the row in the segments file, from 0"),
+            "hit": ("integer", "the HIT that holds it (documents are never split across HITs)"),
+            "pos": ("integer", "its place in the HIT, from 0"),
+            "doc_id": ("string", "the document"),
+            "doc_pos": ("integer", "its place in its document (one system's translation), from 0"),
+            "segment_id": ("string", "the segment's id"),
+            "system": ("string", "the system that translated it"),
+            "source": ("string", "the source segment"),
+            "target": ("string", "the system's translation, as the annotator saw it (the spans' offsets)"),
+            "source_lang": ("string", "the source language, when the file gives it"),
+            "target_lang": ("string", "the target language, when the file gives it"),
+            **SPEECH_DICTIONARY,
+        },
+        content=True,
+    )
 
 
 def speech_step(corpus: Corpus, version: int) -> SchemaStep:

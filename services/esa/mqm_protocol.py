@@ -282,13 +282,7 @@ EXPORT_TABLES = {
         "with its category and severity, and the segment's MQM score computed from them by the "
         "study's weights (docs/mqm.md).",
         {
-            "assignment_id": ("integer", "the answer's item (assignment)"),
-            "participant": ("string", "pseudonym of the annotator"),
-            "hit": ("integer", "the HIT the segment is in (mqm_segments.hit)"),
-            "segment_row": ("integer", "the segment's row in the segments file, from 0 (mqm_segments.segment_row)"),
-            "doc_id": ("string", "the segment's document (the segments file's doc_id)"),
-            "segment_id": ("string", "the segment's id (the segments file's segment_id)"),
-            "system": ("string", "the system whose translation was annotated"),
+            **annotation.answer_head(CORPUS),
             "mqm": (
                 "number",
                 "the segment's MQM score from this annotator: the sum of its errors' weights (default: "
@@ -310,29 +304,10 @@ EXPORT_TABLES = {
             "n_major": ("integer", "major errors"),
             "n_minor": ("integer", "minor errors"),
             "n_errors": ("integer", "all errors marked, of any severity"),
-            "active_seconds": ("number", "seconds between first shown and submitted, clamped at 600"),
-            "created_at": ("timestamp", "when the answer was saved"),
+            **annotation.ANSWER_TAIL,
         },
     ),
-    CORPUS.segments: ExportTable(
-        segment_rows,
-        "MQM's corpus: one row per segment and system of the [mqm] segments file, with its HIT.",
-        {
-            "segment_row": ("integer", "the row in the segments file, from 0"),
-            "hit": ("integer", "the HIT that holds it (documents are never split across HITs)"),
-            "pos": ("integer", "its place in the HIT, from 0"),
-            "doc_id": ("string", "the document"),
-            "doc_pos": ("integer", "its place in its document (one system's translation), from 0"),
-            "segment_id": ("string", "the segment's id"),
-            "system": ("string", "the system that translated it"),
-            "source": ("string", "the source segment"),
-            "target": ("string", "the system's translation, as the annotator saw it (the spans' offsets)"),
-            "source_lang": ("string", "the source language, when the file gives it"),
-            "target_lang": ("string", "the target language, when the file gives it"),
-            **annotation.SPEECH_DICTIONARY,
-        },
-        content=True,
-    ),
+    CORPUS.segments: annotation.segments_export(CORPUS, segment_rows),
 }
 
 

@@ -155,13 +155,7 @@ EXPORT_TABLES = {
         "One row per ESA answer: the error spans an annotator marked in one segment's translation "
         "and the 0-100 score they gave it (docs/esa.md).",
         {
-            "assignment_id": ("integer", "the answer's item (assignment)"),
-            "participant": ("string", "pseudonym of the annotator"),
-            "hit": ("integer", "the HIT the segment is in (esa_segments.hit)"),
-            "segment_row": ("integer", "the segment's row in the segments file, from 0 (esa_segments.segment_row)"),
-            "doc_id": ("string", "the segment's document (the segments file's doc_id)"),
-            "segment_id": ("string", "the segment's id (the segments file's segment_id)"),
-            "system": ("string", "the system whose translation was annotated"),
+            **annotation.answer_head(corpus.ESA),
             "score": ("integer", "the annotator's score of the translation, 0-100"),
             "spans": (
                 "json",
@@ -178,29 +172,10 @@ EXPORT_TABLES = {
             "n_major": ("integer", "major spans (in the text and on the audio), the omission apart"),
             "omission": ("string", "the [MISSING] span's severity, empty when none was marked"),
             **prefill_store.ANSWER_DICTIONARY,
-            "active_seconds": ("number", "seconds between first shown and submitted, clamped at 600"),
-            "created_at": ("timestamp", "when the answer was saved"),
+            **annotation.ANSWER_TAIL,
         },
     ),
-    SEGMENTS: ExportTable(
-        segment_rows,
-        "ESA's corpus: one row per segment and system of the [esa] segments file, with its HIT.",
-        {
-            "segment_row": ("integer", "the row in the segments file, from 0"),
-            "hit": ("integer", "the HIT that holds it (documents are never split across HITs)"),
-            "pos": ("integer", "its place in the HIT, from 0"),
-            "doc_id": ("string", "the document"),
-            "doc_pos": ("integer", "its place in its document (one system's translation), from 0"),
-            "segment_id": ("string", "the segment's id"),
-            "system": ("string", "the system that translated it"),
-            "source": ("string", "the source segment"),
-            "target": ("string", "the system's translation, as the annotator saw it (the spans' offsets)"),
-            "source_lang": ("string", "the source language, when the file gives it"),
-            "target_lang": ("string", "the target language, when the file gives it"),
-            **annotation.SPEECH_DICTIONARY,
-        },
-        content=True,
-    ),
+    SEGMENTS: annotation.segments_export(corpus.ESA, segment_rows),
     prefill_store.PREFILL: prefill_store.EXPORT_TABLE,
 }
 
