@@ -30,6 +30,7 @@ from services.metrics import registry as metrics
 from services.models.cache import ModelCache
 from storage import open_database
 from tests.helpers.browser import ARTIFACTS, WIDTHS, chromium
+from tests.helpers.span_page import drag, spans_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tiny_metric_models as tmm  # noqa: E402
@@ -38,20 +39,6 @@ pytestmark = pytest.mark.browser
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "esa"
 STUDY = "esa-example"
-
-
-def drag(page, form, first: int, last: int) -> None:
-    """The mouse pressed on character `first`, moved across to `last`, released."""
-    a = form.locator(f'.esa-output .esa-ch[data-i="{first}"]').bounding_box()
-    b = form.locator(f'.esa-output .esa-ch[data-i="{last}"]').bounding_box()
-    page.mouse.move(a["x"] + a["width"] / 2, a["y"] + a["height"] / 2)
-    page.mouse.down()
-    page.mouse.move(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2, steps=8)
-    page.mouse.up()
-
-
-def spans_of(form) -> list[dict]:
-    return json.loads(form.locator('input[name="spans"]').input_value())
 
 
 AI_STUDY = "esa-ai-example"

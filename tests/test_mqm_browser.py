@@ -17,26 +17,13 @@ import pytest
 
 from harness.app import RunningApp
 from tests.helpers.browser import ARTIFACTS, WIDTHS, chromium
+from tests.helpers.span_page import drag, spans_of
 
 pytestmark = pytest.mark.browser
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "mqm"
 STUDY = "mqm-example"
 CODE = "MQM-EXAMPLE-DONE"
-
-
-def drag(page, form, first: int, last: int) -> None:
-    """The mouse pressed on character `first`, moved across to `last`, released."""
-    a = form.locator(f'.esa-output .esa-ch[data-i="{first}"]').bounding_box()
-    b = form.locator(f'.esa-output .esa-ch[data-i="{last}"]').bounding_box()
-    page.mouse.move(a["x"] + a["width"] / 2, a["y"] + a["height"] / 2)
-    page.mouse.down()
-    page.mouse.move(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2, steps=8)
-    page.mouse.up()
-
-
-def spans_of(form) -> list[dict]:
-    return json.loads(form.locator('input[name="spans"]').input_value())
 
 
 def next_item(page, form, text: str, done: int) -> str:
