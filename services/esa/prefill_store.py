@@ -136,8 +136,13 @@ def run(database, study_id: str, cache=CACHE, backend: prefill.Prefill | None = 
             for s, r in zip(batch, found)
         ]
         with database.write() as db:
-            # another run may have written some meanwhile (two workers): keep theirs
-            have = {r["segment_row"] for r in protocol_rows.select(database, PREFILL, {"study_id": study_id})}
+            # another run may have written some meanwhile (two workers): keep theirs; this batch's
+            # rows looked up by the index, not the study's every row once a batch
+            have = {
+                r["segment_row"]
+                for r in rows
+                if protocol_rows.one(database, PREFILL, {"study_id": study_id, "segment_row": r["segment_row"]})
+            }
             protocol_rows.insert_many(db, PREFILL, [r for r in rows if r["segment_row"] not in have])
     return len(todo)
 
