@@ -24,11 +24,10 @@ def shown(part) -> dict:
     if isinstance(done, str):  # the sentence saying why there are no results
         why = done
         return {"summary": plain_markdown(why), "pairs": shown_table(None, why), "h2h": shown_table(None, why)}
-    h2h = done.result.head_to_head if hasattr(done, "result") else done.head_to_head  # ESA's / MQM's results
     return {
         "summary": "\n\n".join(plain_markdown(line.strip()) for line in done.lines()),
         "pairs": shown_table(done.agreement.pairs, done.agreement.why or "No pairs of annotators."),
-        "h2h": shown_table(h2h, "One system only: nothing to compare."),
+        "h2h": shown_table(done.head_to_head, "One system only: nothing to compare."),
     }
 
 

@@ -93,6 +93,11 @@ class Results:
     def systems(self) -> pd.DataFrame:
         return self.result.systems
 
+    @property
+    def head_to_head(self) -> pd.DataFrame:
+        """The tests behind the clusters, as MQM's results name them (the panels read both alike)."""
+        return self.result.head_to_head
+
     def lines(self) -> list[str]:
         """The summary: judgments, each system ranked with its cluster, the agreement."""
         j, by = self.judgments, self.result.by
