@@ -46,7 +46,7 @@ def rows(database, table: str, sid: str) -> int:
 def test_a_study_counts_only_what_its_protocols_stored(database, tmp_path):
     folder = shutil.copytree(ESA_EXAMPLE, tmp_path / "esa")
     res = import_study(database, folder)
-    assert list(res.counts) == ["systems", "esa_segments", "esa_hits"]
+    assert list(res.counts) == ["esa_segments", "esa_hits"]  # no [[systems]]: not said
     assert res.counts["esa_segments"] == rows(database, "esa_segments", "esa-example") > 0
     demo = import_study(database, demo_with_exchanges(tmp_path / "demo"))
     assert set(demo.counts) >= {"starters", "questions", "exchanges", "da_segments", "da_hits", "sd_pairs"}

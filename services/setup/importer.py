@@ -52,7 +52,8 @@ def prepared(folder: str | Path):
 def import_study(database, folder: str | Path, actor: str = "cli") -> ImportResult:
     bundle = prepared(folder)
     existing = studies.get_study(database, bundle.id)
-    counts = {"systems": len(bundle.systems)}  # then each listed protocol's (with_protocol_counts)
+    # the study's [[systems]] (none: not said), then each listed protocol's (with_protocol_counts)
+    counts = {"systems": len(bundle.systems)} if bundle.systems else {}
     if existing and existing["content_hash"] == bundle.content_hash:
         question_review.adopt(database, bundle.id)  # a database from before the import adopted them
         counts = with_protocol_counts(database, bundle, counts)
