@@ -191,6 +191,7 @@ def main() -> None:
         "TRADLAB_UPLOADS_PER_MINUTE": "10",
         "TRADLAB_CONNECTIONS_PER_CLIENT": "100",
         "TRADLAB_STRANGER_REQUESTS_PER_MINUTE": "120",
+        "TRADLAB_REFUSAL_PAUSE_MS": "500",
     }
     app = prepared_app(tmp, 2, extra_roles=True, env_extra={"TRADLAB_WORKER": "0", **shares})
     app.start()

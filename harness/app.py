@@ -79,6 +79,7 @@ class RunningApp:
             "TRADLAB_UPLOADS_PER_MINUTE": "1000",
             "TRADLAB_CONNECTIONS_PER_CLIENT": "1000",
             "TRADLAB_STRANGER_REQUESTS_PER_MINUTE": "0",  # web.sessions.Callers: tests of it set it
+            "TRADLAB_REFUSAL_PAUSE_MS": "0",  # web.guard.Guard's pause before a pacing 429: likewise
             **(env_extra or {}),
         }
         self.proc = None

@@ -96,12 +96,13 @@ class Guard:
         callers: "Callers | None" = None,
         uploads: "UploadBudget | None" = None,
         per_client: int = 0,
+        pause: float = 0.0,
     ):
         self.app, self.max_body, self.body_timeout = app, max_body, body_timeout
         self.max_upload = max_upload + UPLOAD_OVERHEAD
         self.upload_pages = set(upload_pages)
         self.callers, self.uploads = callers, uploads
-        self.per_client = per_client
+        self.per_client, self.pause = per_client, pause
         self.busy: dict[str, int] = {}  # client -> its requests in progress
         self.beating: set[tuple[str, str]] = set()  # (page, session) of each open heartbeat
 
@@ -124,6 +125,18 @@ class Guard:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+    async def paced_refusal(self, send, status: int, text: str, as_json: bool = False) -> None:
+        """A refusal for pace (Callers: a stranger past its address's share, a link past its own),
+        answered after `pause` seconds on a kept connection: refused at once, one script's loop
+        sent 5,000-7,000 such requests a round (0.5 s of the server's CPU a second, an honest
+        view's p95 2.3x); paused, a loop waits, holding one of its address's requests in progress
+        (per_client) and no CPU."""
+        if self.pause:
+            import anyio
+
+            await anyio.sleep(self.pause)
+        await self.refuse(send, status, text, as_json=as_json, close=False)
 
     def route(self, scope) -> tuple[str, str]:
         """(page, path within it) of a request."""
@@ -179,7 +192,7 @@ class Guard:
             if self.callers is not None and PAGE_LOAD.fullmatch(path):
                 refusal = self.callers.admit_page(scope.get("query_string", b""), client)
                 if refusal:
-                    return await self.refuse(send, *refusal, close=False)
+                    return await self.paced_refusal(send, *refusal)
             return await self.app(scope, receive, send)
         limit = self.max_upload if upload else self.max_body
         length = dict(scope.get("headers", [])).get(b"content-length")
@@ -219,8 +232,10 @@ class Guard:
             return await self.refuse(send, 413, f"The request's data is too complex ({problem}).")
         query = scope.get("query_string", b"")
         refusal = self.callers.admit(page, path, query, body, client) if self.callers else None
+        if refusal and refusal[0] == 429:
+            return await self.paced_refusal(send, *refusal, as_json=True)
         if refusal:
-            return await self.refuse(send, *refusal, as_json=True, close=refusal[0] != 429)
+            return await self.refuse(send, *refusal, as_json=True)
         sent = False
 
         async def replay():
@@ -340,4 +355,5 @@ def guard(site: Site, settings, database=None):
         callers=Callers(site, database, settings.stranger_requests_per_minute) if database is not None else None,
         uploads=UploadBudget(settings.uploads_per_minute, held, 20 * held),
         per_client=settings.connections_per_client,
+        pause=settings.refusal_pause_ms / 1000,
     )

@@ -5,23 +5,33 @@ import re
 from web.site import Site
 
 
-def known_credential(database, auth, value) -> bool:
-    """Whether value is an active participant's token or a live admin session."""
-    import contextvars
-
+def participant_link(database, value) -> int | None:
+    """The id of the active participant whose token value is (None: no such link)."""
     from storage import participants
 
     if not isinstance(value, str) or not value or len(value) > 200 or "/" in value:
-        return False
+        return None
     participant = participants.by_token(database, value)
-    if participant is not None and participant.get("active", 1):
-        return True
+    return participant["id"] if participant is not None and participant.get("active", 1) else None
+
+
+def admin_session(auth, value) -> bool:
+    """Whether value is a live admin session."""
+    import contextvars
+
+    if not isinstance(value, str) or not value or len(value) > 200 or "/" in value:
+        return False
     try:  # the session alone (the handler checks the address), in a copy of the context:
         # the handler's "admin checked" mark (services.admin.auth.run_checked) is left as it was
         contextvars.copy_context().run(auth.check, value, "127.0.0.1")
         return True
     except PermissionError:
         return False
+
+
+def known_credential(database, auth, value) -> bool:
+    """Whether value is an active participant's token or a live admin session."""
+    return participant_link(database, value) is not None or admin_session(auth, value)
 
 
 # -- sessions: cheap for anyone, kept for the callers the app knows ------------------------------
@@ -43,6 +53,8 @@ NOT_YOUR_LINK = "This link is not valid. Please use the personal link you were g
 SESSION_HASH = re.compile(rb'"session_hash"\s*:\s*"([^"\\]{1,64})"')
 CREDENTIAL = re.compile(rb'"([A-Za-z0-9_-]{16,64})"')
 EVENT = re.compile(r"/gradio_api/(?:api|call|run)/([^/]+)/?")
+TOKEN_FIELD = re.compile(rb'"token"\s*:\s*"([^"\\]{1,200})"')
+LINKS = 20_000  # links (and sessions) whose participant Callers remembers, at most
 FN_INDEX = re.compile(rb'"fn_index"\s*:\s*(\d{1,6})')
 _SESSION_CLASSES: list = []
 
@@ -169,6 +181,8 @@ class Callers:
     )
 
     def __init__(self, site: Site, database, strangers_per_minute: int = 0):
+        from collections import OrderedDict
+
         from services.participation.rate_limit import TokenBuckets
 
         self.site, self.database = site, database
@@ -181,6 +195,10 @@ class Callers:
         # newcomer's first page about 3).
         rate = strangers_per_minute / 60
         self.strangers = TokenBuckets(rate, max(10.0, strangers_per_minute / 4)) if rate else None
+        # links' participants, for pacing a link before Gradio routes its call (paced)
+        self.links: OrderedDict[str, int] = OrderedDict()  # token -> participant id
+        self.session_links: OrderedDict[str, int] = OrderedDict()  # session hash -> participant id
+        self.too_fast_words: dict[str, str] = {}  # page -> its refusal for pace
         self.team_calls = {
             i for i, fn in getattr(site.team, "fns", {}).items() if getattr(fn, "api_name", None) in PARTICIPANT_CALLS
         }
@@ -196,7 +214,9 @@ class Callers:
         holder = self.holder(page)
         return holder is None or session in holder.known or session in holder.session_data
 
-    def valid(self, query: bytes, body: bytes) -> bool:
+    def caller(self, query: bytes, body: bytes) -> tuple[bool, int | None]:
+        """(whether the call comes with a valid caller, its participant's id where a link's
+        token made it valid): the admin link's secret, ?t= or token-shaped strings of the body."""
         import hmac
         from urllib.parse import parse_qs
 
@@ -204,9 +224,64 @@ class Callers:
         q = parse_qs(query.decode("latin-1")) if query else {}
         secret = getattr(auth, "local_secret", None)
         if secret and any(hmac.compare_digest(v.encode(), secret.encode()) for v in q.get("admin", [])[:1]):
-            return True
+            return True, None
         values = q.get("t", [])[:1] + [m.decode() for m in CREDENTIAL.findall(body)[: self.MAX_LOOKUPS]]
-        return any(known_credential(self.database, auth, v) for v in values[: self.MAX_LOOKUPS])
+        for v in values[: self.MAX_LOOKUPS]:
+            pid = self.link(v)
+            if pid is not None:
+                return True, pid
+            if admin_session(auth, v):
+                return True, None
+        return False, None
+
+    def valid(self, query: bytes, body: bytes) -> bool:
+        return self.caller(query, body)[0]
+
+    def link(self, token: str, look_up: bool = True) -> int | None:
+        """The participant id of an active link's token: remembered (LINKS at most), else looked
+        up when look_up."""
+        pid = self.links.get(token)
+        if pid is not None or not look_up:
+            return pid
+        pid = participant_link(self.database, token)
+        if pid is not None:
+            remember(self.links, token, pid)
+        return pid
+
+    def link_in(self, query: bytes, body: bytes) -> int | None:
+        """The participant whose link a call without a session names: an item form's "token",
+        ?t=, or a token-shaped string of an API call's data; remembered links first, at most one
+        lookup (a forged token costs what the service's own lookup did)."""
+        from urllib.parse import parse_qs
+
+        m = TOKEN_FIELD.search(body)
+        named = [m.group(1).decode("latin-1")] if m else []
+        named += parse_qs(query.decode("latin-1")).get("t", [])[:1] if query else []
+        named += [c.decode() for c in CREDENTIAL.findall(body)[: self.MAX_LOOKUPS]]
+        for v in named:
+            pid = self.link(v, look_up=False)
+            if pid is not None:
+                return pid
+        return self.link(named[0]) if named else None
+
+    def paced(self, pid: int | None, page: str) -> tuple[int, str] | None:
+        """(429, why) when the link has spent its per-link pace (services/participation/
+        rate_limit.py): refused here, before Gradio routes the call, which then cost 5-8 ms of
+        CPU only for the service to refuse it (a DA link's feedback at 80-100 a second)."""
+        from services.participation import rate_limit
+
+        return (429, self.too_fast(page)) if pid is not None and rate_limit.spent(pid) else None
+
+    def too_fast(self, page: str) -> str:
+        """The service's own refusal for pace, in the page's language (the receiver's: Portuguese)."""
+        words = self.too_fast_words.get(page)
+        if words is None:
+            from services.common import protocols
+            from services.study.texts import DEFAULT_LANGUAGE, Voice, page_language
+
+            lang = page_language(protocols.role(page).tabs[0]) if page in self.site.pages else DEFAULT_LANGUAGE
+            words = self.too_fast_words[page] = Voice(lang)("too_many_requests")
+        return words
 
     def participant_call(self, path: str, body: bytes) -> bool:
         m = EVENT.fullmatch(path)
@@ -233,14 +308,24 @@ class Callers:
         m = SESSION_HASH.search(body)
         sid = m.group(1).decode("latin-1") if m else None
         if sid and holder is not None and sid in holder.known:
-            return None
-        if page and not sid:  # a role page's call with no session (an item form's JSON route:
-            return None  # its token is looked up and paced per link by the service)
-        valid = self.valid(query, body)
+            return self.paced(self.session_links.get(sid), page)
+        if page and not sid:  # a role page's call with no session (an item form's JSON route):
+            return self.paced(self.link_in(query, body), page)  # its token is checked by the service
+        valid, pid = self.caller(query, body)
         if valid and sid and holder is not None:
             holder.vouch(sid)
+            if pid is not None:
+                remember(self.session_links, sid, pid)
         if not valid and not page and self.participant_call(path, body):
             return 403, NOT_YOUR_LINK
         if not valid and not self.spend(client):
             return 429, self.TOO_MANY
-        return None
+        return self.paced(pid, page)
+
+
+def remember(cache, key: str, value: int) -> None:
+    """key -> value in an OrderedDict of at most LINKS entries (the least recently added go)."""
+    cache[key] = value
+    cache.move_to_end(key)
+    while len(cache) > LINKS:
+        cache.popitem(last=False)

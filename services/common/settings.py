@@ -193,6 +193,12 @@ class Settings:
         "page loads and events one client address may send a minute without a valid link or admin session (at once: a quarter of that, at least 10); more are answered 429. A designer's login costs about 8, a Prolific newcomer's first page about 3; 0 turns the limit off",
         default=120,
     )
+    refusal_pause_ms: int = _s(
+        "TRADLAB_REFUSAL_PAUSE_MS",
+        "500",
+        "how long a request refused for its pace (an address past its share without a valid link, a link past TRADLAB_RATE_LIMIT) waits before its 429: a script sending flat out then costs the server a sleeping request, not a stream of refusals; 0 answers at once",
+        default=500,
+    )
     link_secret: str = _s(
         "TRADLAB_LINK_SECRET",
         "",
@@ -340,6 +346,7 @@ class Settings:
                 "connections_per_client": int(_float(get["TRADLAB_CONNECTIONS_PER_CLIENT"], 100.0)) or 100,
                 "uploads_per_minute": int(_float(get["TRADLAB_UPLOADS_PER_MINUTE"], 10.0)) or 10,
                 "stranger_requests_per_minute": max(0, int(_float(get["TRADLAB_STRANGER_REQUESTS_PER_MINUTE"], 120.0))),
+                "refusal_pause_ms": min(10_000, max(0, int(_float(get["TRADLAB_REFUSAL_PAUSE_MS"], 500.0)))),
                 "upload_mb_per_client": _float(get["TRADLAB_UPLOAD_MB_PER_CLIENT"], 200.0) or 200.0,
                 "fast_pages": get["TRADLAB_FAST_PAGES"].strip() not in ("0", "false", "no"),
                 "form_routes": get["TRADLAB_FORM_ROUTES"].strip() not in ("0", "false", "no"),

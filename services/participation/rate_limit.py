@@ -43,6 +43,17 @@ class TokenBuckets:
                 self._prune(now, burst, rate)
             return ok
 
+    def empty(self, key: str) -> bool:
+        """Whether key's bucket holds less than one request now (nothing spent): web.guard
+        refuses such a link before Gradio routes its call, which then cost 5-8 ms of CPU only to
+        be refused by allow()."""
+        rate = self.rate
+        if not rate or rate <= 0:
+            return False
+        with self._lock:
+            held = self._buckets.get(key)
+        return held is not None and held[0] + (self.clock() - held[1]) * rate < 1.0
+
     def _prune(self, now: float, burst: float, rate: float) -> None:
         # a bucket that has refilled completely carries no information
         full = [k for k, (left, last) in self._buckets.items() if left + (now - last) * rate >= burst]
@@ -61,6 +72,11 @@ def configure(per_second: float | None) -> None:
     """The limit from now on (None or 0: none); the buckets start full."""
     BUCKETS.rate = per_second
     BUCKETS.reset()
+
+
+def spent(participant_id: int) -> bool:
+    """Whether this participant's link has no request left for now (allow() would refuse it)."""
+    return BUCKETS.empty(str(participant_id))
 
 
 def allow(token: str | None) -> bool:
