@@ -15,8 +15,8 @@ import pytest
 from sklearn.metrics import f1_score
 
 from services.common.agreement import krippendorff_alpha
-from services.esa.agreement import char_f1, span_agreement
-from services.esa.spans import Span, check_spans
+from services.esa.agreement import OMISSION_S, char_f1, span_agreement, time_f1
+from services.esa.spans import Span, TimeSpan, check_spans
 
 TEXT = "Die Katze sitzt auf der Matte, und der Hund schläft im Korb."
 SEV = {"minor": 1, "major": 2}
@@ -176,3 +176,63 @@ def test_krippendorff_on_esa_scores_and_refusals():
         krippendorff_alpha(df, "cardinal")
     with pytest.raises(ValueError, match="no unit has values from two annotators"):
         krippendorff_alpha(pd.DataFrame(dict(unit=[1, 2], annotator=["r1", "r2"], value=[3.0, 4.0])))
+
+
+# -- spans on an output's audio: the F1 of the seconds marked ------------------------------------
+DURATION_MS = 4000
+
+
+def random_time_spans(rng):
+    """Non-overlapping time spans on whole milliseconds of a DURATION_MS audio (and sometimes the
+    omission after it)."""
+    cuts = sorted(rng.sample(range(DURATION_MS + 1), 2 * rng.randint(0, 4)))
+    spans = [
+        TimeSpan(a / 1000, b / 1000, rng.choice(["minor", "major"])) for a, b in zip(cuts[::2], cuts[1::2]) if a < b
+    ]
+    if rng.random() < 0.3:
+        spans.append(TimeSpan.omission(DURATION_MS / 1000, rng.choice(["minor", "major"])))
+    return spans
+
+
+def frame_labels(spans):
+    """Per millisecond of the audio and of OMISSION_S after it: 0, or 1 minor / 2 major."""
+    out = [0] * (DURATION_MS + round(OMISSION_S * 1000))
+    for s in spans:
+        start = round(s.start_s * 1000)
+        end = start + round(OMISSION_S * 1000) if s.missing else round(s.end_s * 1000)
+        out[start:end] = [SEV[s.severity]] * (end - start)
+    return out
+
+
+def test_time_f1_matches_sklearn_on_millisecond_frames():
+    rng = random.Random(54)
+    for _ in range(200):
+        a, b = random_time_spans(rng), random_time_spans(rng)
+        la, lb = frame_labels(a), frame_labels(b)
+        binary = f1_score([x > 0 for x in la], [x > 0 for x in lb], zero_division=1.0)
+        assert time_f1(a, b) == pytest.approx(binary, abs=1e-9)
+        assert time_f1(b, a) == pytest.approx(binary, abs=1e-9)  # symmetric
+        sev = f1_score(la, lb, labels=[1, 2], average="micro", zero_division=1.0)
+        assert time_f1(a, b, severity=True) == pytest.approx(sev, abs=1e-9)
+
+
+def test_agreement_of_an_audio_study_is_of_the_seconds_marked():
+    """Before: the study's agreement failed on spans marked on audio (a time span has no side), and
+    char_f1 left them out, so two annotators who marked different seconds agreed fully."""
+    from services.esa.results import results
+
+    def row(annotator, system, score, spans):
+        return dict(participant=annotator, system=system, doc_id="d", segment_id="1", score=score, spans=spans)
+
+    rows = [
+        row(1, "A", 40, [{"start_s": 0.5, "end_s": 1.1, "severity": "minor"}]),
+        row(2, "A", 45, [{"start_s": 0.5, "end_s": 1.2, "severity": "major"}]),
+        row(1, "B", 80, []),
+        row(2, "B", 75, [{"start_s": 2.0, "end_s": 2.0, "severity": "major", "missing": True}]),
+    ]
+    agreement = results(rows).agreement
+    pairs = agreement.pairs.set_index("system")
+    assert pairs.loc["A", "f1"] == pytest.approx(2 * 0.6 / (0.6 + 0.7))
+    assert pairs.loc["A", "f1_severity"] == 0.0
+    assert pairs.loc["B", "f1"] == 0.0  # an omission marked by one annotator only
+    assert agreement.timed and "seconds" in agreement.line()

@@ -9,6 +9,12 @@ negative class). Two annotators who mark nothing agree fully (1.0).
 Computed on the spans' intervals, so a long output costs nothing per character; the tests check it
 against scikit-learn's f1_score on per-character labels. Scores' agreement (Krippendorff's alpha)
 is in services/common/agreement.py.
+
+Spans marked on an output's audio (TimeSpan, in seconds) agree by the time they share: time_f1,
+the same F1 with seconds for characters (2 |A and B| / (|A| + |B|) over the marked time), an
+omission ([MISSING] after the audio) counted as OMISSION_S of time after the audio's end, about a
+spoken word, so that two annotators who both mark an omission agree and one who marks it alone
+does not. Tested against scikit-learn's f1_score on 1 ms frames.
 """
 
 from __future__ import annotations
@@ -18,9 +24,10 @@ from itertools import combinations
 
 import pandas as pd
 
-from services.esa.spans import Span
+from services.esa.spans import Span, TimeSpan
 
 PAIR_COLUMNS = ["system", "segment_id", "annotator_a", "annotator_b", "f1", "f1_severity"]
+OMISSION_S = 0.5  # an omission on the audio timeline, for time_f1: about a spoken word
 
 
 def _intervals(spans: Iterable[Span], length: int) -> list[tuple[int, int, Span]]:
@@ -49,6 +56,34 @@ def char_f1(
 
     both = sum(max(0, min(ea, eb) - max(sa, sb)) for sa, ea, x in ia for sb, eb, y in ib if same(x, y))
     return 2 * both / (na + nb)
+
+
+def time_f1(a: Iterable[TimeSpan], b: Iterable[TimeSpan], *, severity: bool = False, category: bool = False) -> float:
+    """F1 of two annotators' spans on one output's audio, by the seconds they share (spans checked:
+    none overlaps another of the same annotator); an omission is OMISSION_S after its start (the
+    audio's end)."""
+
+    def intervals(spans: Iterable[TimeSpan]) -> list[tuple[float, float, TimeSpan]]:
+        return [(s.start_s, s.start_s + OMISSION_S if s.missing else s.end_s, s) for s in spans]
+
+    ia, ib = intervals(a), intervals(b)
+    na, nb = sum(e - s for s, e, _ in ia), sum(e - s for s, e, _ in ib)
+    if na + nb == 0:
+        return 1.0
+
+    def same(x: TimeSpan, y: TimeSpan) -> bool:
+        return (not severity or x.severity == y.severity) and (not category or x.category == y.category)
+
+    both = sum(max(0.0, min(ea, eb) - max(sa, sb)) for sa, ea, x in ia for sb, eb, y in ib if same(x, y))
+    return 2 * both / (na + nb)
+
+
+def pair_f1(a: list, b: list, length: int, *, severity: bool = False, category: bool = False) -> float:
+    """Two annotators' agreement on one output: time_f1 where either marked its audio, else char_f1."""
+    if any(isinstance(s, TimeSpan) for s in (*a, *b)):
+        ta, tb = [s for s in a if isinstance(s, TimeSpan)], [s for s in b if isinstance(s, TimeSpan)]
+        return time_f1(ta, tb, severity=severity, category=category)
+    return char_f1(a, b, length, severity=severity, category=category)
 
 
 def span_agreement(judgments: pd.DataFrame) -> pd.DataFrame:

@@ -12,8 +12,9 @@ agreement for its categories too (agreement's categories, scores).
   segment's mean, rank, significance clusters of services/common/ranking.py).
 * severities: spans per severity and system (analysis.severity_breakdown).
 * agreement, over the (system, segment) pairs that two or more annotators judged: span
-  agreement as character-level F1 (services/esa/agreement.char_f1, without and with severities),
-  and, for MQM, with categories), its mean over every pair of annotators of a segment, spans
+  agreement as character-level F1 (services/esa/agreement.char_f1, without and with severities,
+  and, for MQM, with categories; on an output's audio the same F1 of the seconds marked,
+  agreement.time_f1), its mean over every pair of annotators of a segment, spans
   marked in the source (MQM's Source error) left out; score agreement as Krippendorff's alpha,
   interval level, on the scores (ESA's 0-100, MQM's segment scores; services/common/agreement.py),
   a unit being a (system, segment). Where no segment has two annotators, each says so instead of
@@ -31,7 +32,7 @@ import pandas as pd
 
 from services.common.agreement import krippendorff_alpha
 from services.esa import analysis
-from services.esa.agreement import PAIR_COLUMNS, char_f1
+from services.esa.agreement import PAIR_COLUMNS, pair_f1
 from services.esa.spans import Span, TimeSpan, span_of_record
 
 NO_SHARED = (
@@ -52,17 +53,22 @@ class Agreement:
     f1_category: float = math.nan  # mean char F1 with categories (categories=True only)
     categories: bool = False  # whether the spans carry categories (MQM): the F1 with them is reported
     scores: str = "0-100 scores"  # what alpha is computed on, as the table and the line name it
+    timed: bool = False  # some outputs are audio, their spans in seconds: their F1 is of the seconds marked
+
+    @property
+    def f1_name(self) -> str:
+        return "character-level F1 (seconds-level on audio outputs)" if self.timed else "character-level F1"
 
     def table(self) -> pd.DataFrame:
         """AGREEMENT_COLUMNS: the figures as the panel and the report show them, each with the
         segments (two or more annotators) and the pairs of annotators it rests on."""
         n, pairs = self.shared_segments, len(self.pairs)
         rows = [
-            ("span agreement: character-level F1, mean over pairs", self.f1, n, pairs),
-            ("span agreement: character-level F1 with severities, mean over pairs", self.f1_severity, n, pairs),
+            (f"span agreement: {self.f1_name}, mean over pairs", self.f1, n, pairs),
+            (f"span agreement: {self.f1_name} with severities, mean over pairs", self.f1_severity, n, pairs),
         ]
         if self.categories:
-            measure = "span agreement: character-level F1 with categories, mean over pairs"
+            measure = f"span agreement: {self.f1_name} with categories, mean over pairs"
             rows.append((measure, self.f1_category, n, pairs))
         rows.append((f"score agreement: Krippendorff's alpha (interval, {self.scores})", self.alpha, n, pairs))
         return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
@@ -76,7 +82,7 @@ class Agreement:
             labelled += f", with categories {self.f1_category:.3f}"
         return (
             f"Agreement: {self.shared_segments} segment(s) with two or more annotators, {len(self.pairs)} pair(s): "
-            f"character F1 {self.f1:.3f} ({labelled}); "
+            f"{'character F1 (seconds on audio)' if self.timed else 'character F1'} {self.f1:.3f} ({labelled}); "
             f"Krippendorff's alpha ({self.scores}, interval) {alpha}"
         )
 
@@ -157,10 +163,11 @@ def agreement(judgments: pd.DataFrame, *, categories: bool = False, scores: str 
             continue
         shared += 1
         length = int(g["length"].max())  # the same output: the larger bound where lengths came from spans
-        marked = [[s for s in spans if s.side == "target"] for spans in g["spans"]]  # the output's only
+        # the output's only (a time span is always the output's audio)
+        marked = [[s for s in spans if getattr(s, "side", "target") == "target"] for spans in g["spans"]]
         for (a, sa), (b, sb) in combinations(zip(g["annotator"], marked), 2):
-            row = [system, segment, a, b, char_f1(sa, sb, length), char_f1(sa, sb, length, severity=True)]
-            rows.append(row + [char_f1(sa, sb, length, category=True)] if categories else row)
+            row = [system, segment, a, b, pair_f1(sa, sb, length), pair_f1(sa, sb, length, severity=True)]
+            rows.append(row + [pair_f1(sa, sb, length, category=True)] if categories else row)
     pairs = pd.DataFrame(rows, columns=PAIR_COLUMNS + (["f1_category"] if categories else []))
     if not shared:
         return Agreement(0, pairs, math.nan, math.nan, math.nan, NO_SHARED, categories=categories, scores=scores)
@@ -177,7 +184,8 @@ def agreement(judgments: pd.DataFrame, *, categories: bool = False, scores: str 
         alpha = math.nan  # every score the same: no expected disagreement to compare with
     f1_category = float(pairs["f1_category"].mean()) if categories else math.nan
     f1, f1_severity = float(pairs["f1"].mean()), float(pairs["f1_severity"].mean())
-    return Agreement(shared, pairs, f1, f1_severity, alpha, "", f1_category, categories, scores)
+    timed = any(isinstance(s, TimeSpan) for spans in judgments["spans"] for s in spans)
+    return Agreement(shared, pairs, f1, f1_severity, alpha, "", f1_category, categories, scores, timed)
 
 
 def results(rows: list[dict], alpha: float = 0.05, by: str = "mean") -> Results:
