@@ -319,6 +319,16 @@ def test_a_prefilled_study_end_to_end(served_lm, tmp_path, no_network):
     table = list(csv.DictReader(open(tmp_path / "a" / "prefill.csv", encoding="utf-8")))
     assert [r["system"] for r in table] == ["sysA", "all"] and table[-1]["prefill_deleted"] == "1"
 
+    # the report's part and the Analysis tab's summary say it too (before: the CLI only)
+    from services.report import esa as esa_report
+
+    part = esa_report.build(db, STUDY, tmp_path / "report")
+    line = next(n for n in part.notes if n.startswith("ESA-AI: 3 pre-filled spans in 2 answers"))
+    assert line in part.detail.lines()
+    table5 = next(s for s in part.sections if s.number == "Table 5")
+    assert table5.table is not None and list(table5.table["system"]) == ["sysA", "all"]
+    assert any(Path(f).name == "prefill.csv" for f in part.files)
+
 
 def test_prefill_must_name_a_backend(tmp_path):
     folder = tmp_path / "s"

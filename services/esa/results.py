@@ -115,7 +115,7 @@ class Results:
             z = "" if pd.isna(r.z_mean) else f", z {r.z_mean:+.3f}"
             out.append(f"  {r.rank}. {r.system}: {r.mean:.1f}{z} (cluster {r.cluster}, {r.n_segments} segments)")
         out.append(self.agreement.line())
-        return out
+        return out + self.notes  # e.g. ESA-AI's line (services/report/esa.py)
 
 
 def _spans(value) -> list[Span | TimeSpan]:

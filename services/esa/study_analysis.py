@@ -115,16 +115,22 @@ def prefill_outcomes(rows: list[dict]) -> pd.DataFrame:
     return table.rename_axis("system").reset_index()
 
 
+def prefill_line(table: pd.DataFrame) -> str:
+    """ESA-AI's line of the summary from prefill_outcomes' table (not empty), as the CLI, the
+    Analysis tab and the report say it."""
+    a = table[table["system"] == "all"].iloc[0]
+    n = int(a["n_prefilled"])
+    parts = ", ".join(f"{o} {int(a[f'prefill_{o}'])}" + (f" ({a[f'share_{o}']:.0%})" if n else "") for o in OUTCOMES)
+    return (
+        f"ESA-AI: {n} pre-filled spans in {int(a['answers'])} answers: {parts}; "
+        f"{int(a['n_added'])} spans added by annotators (per system: prefill.csv)"
+    )
+
+
 def prefill_summary(rows: list[dict], out: Path) -> str:
     """The ESA-AI lines of the summary, prefill.csv written; "" for plain ESA."""
     table = prefill_outcomes(rows)
     if table.empty:
         return ""
     write_tables(out, {"prefill.csv": table})
-    a = table[table["system"] == "all"].iloc[0]
-    n = int(a["n_prefilled"])
-    parts = ", ".join(f"{o} {int(a[f'prefill_{o}'])}" + (f" ({a[f'share_{o}']:.0%})" if n else "") for o in OUTCOMES)
-    return (
-        f"\nESA-AI: {n} pre-filled spans in {int(a['answers'])} answers: {parts}; "
-        f"{int(a['n_added'])} spans added by annotators (per system: prefill.csv)"
-    )
+    return "\n" + prefill_line(table)

@@ -40,7 +40,14 @@ ITEMS = [
     ),
     ("Table 4", "The analysis's defaults and where they come from.", ""),
 ]
-DECIMALS = {"Table 1": 2, "Table 2": 2, "Table 3": 3}
+PREFILL_ITEM = (
+    "Table 5",
+    "ESA-AI (Zouhar et al. 2025): the spans pre-filled by the study's backend and what became of each "
+    "(kept, severity changed, edited, deleted; counts and shares of the pre-filled spans) and the spans "
+    "the annotators added, per system and overall.",
+    "",
+)
+DECIMALS = {"Table 1": 2, "Table 2": 2, "Table 3": 3, "Table 5": 3}
 NO_DATA = "No ESA answers yet: this fills once annotators have scored segments of the study's HITs."
 NOT_LISTED = f"This study has no {NAME} part (study.protocols)."
 SOURCES = "wmt-conference/ErrorSpanAnnotation"
@@ -104,13 +111,18 @@ def build(database, study_id: str, out_dir: Path, alpha: float = 0.05) -> Part:
     content["Table 1"] = res.systems
     content["Table 2"] = res.severities
     content["Table 3"] = res.agreement.why or res.agreement.table()
-    part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
+    prefill = study_analysis.prefill_outcomes(rows)  # empty for plain ESA: no Table 5
+    if not prefill.empty:
+        content["Table 5"] = prefill
+        res.notes.append(study_analysis.prefill_line(prefill))
+    part.sections = fill([*ITEMS, *([PREFILL_ITEM] if not prefill.empty else [])], content, NO_DATA, DECIMALS)
     first, *rest = res.lines()
     part.summary = first
-    part.notes = [*rest[-1:], *part.notes]  # the agreement's line first: the figure a reader checks
+    part.notes = [*rest[len(rest) - 1 - len(res.notes) :], *part.notes]  # agreement's (and ESA-AI's) line first
     folder = Path(out_dir) / "esa"
     folder.mkdir(parents=True, exist_ok=True)
-    part.files = write_tables(folder, study_analysis.tables(res))
+    tables = study_analysis.tables(res)
+    part.files = write_tables(folder, {**tables, **({"prefill.csv": prefill} if not prefill.empty else {})})
     return part
 
 
