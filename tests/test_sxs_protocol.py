@@ -153,6 +153,36 @@ def test_assignment_honours_annotators_per_item_and_counterbalances_positions(tm
             assert sorted(o[pos] for o in seen) == systems, (item, seen)
 
 
+def test_a_leaving_annotators_unanswered_items_go_to_the_next_one_and_a_full_study_says_so(tmp_path):
+    """Before: a leaver's open items were dropped (annotators_per_item counted the one who left) and
+    an annotator added to a full study was told they had finished, with the completion code."""
+    from services.admin.participants import deactivate, reassign_open_items
+
+    section = "items_per_annotator = 2\nannotators_per_item = 1\n"
+    db = opened(tmp_path, study_folder(tmp_path, "leave", section, corpus_rows(4, ["x", "y"])))
+    first, second = add_participants(db, "sxs-example", "sxs", 2)  # the study is full
+    before = queue(db, first.id)
+    view = get_view(db, first.token, "sxs")  # one answered, one left open
+    submit(db, first.token, "sxs", view.item_id, {"score-0": 40, "score-1": 60})
+    deactivate(db, "sxs-example", first.id, "admin")
+    out = reassign_open_items(db, "sxs-example", first.id, "admin")
+    assert [w["item"] for w in out.waiting] == [before[1]["item_id"]] and not out.dropped
+    assert plan(db, "sxs-example") == [
+        "Side by side: 1 item(s) left unanswered by annotators who left wait for the next annotator added."
+    ]
+    (third,) = add_participants(db, "sxs-example", "sxs", 1)
+    taken = queue(db, third.id)
+    assert [(q["item_id"], q["meta"]) for q in taken] == [(before[1]["item_id"], before[1]["meta"])]  # its order too
+    assert get_view(db, third.token, "sxs").item_id == before[1]["item_id"]
+    assert "the study is full" in plan(db, "sxs-example")[0]
+    (fourth,) = add_participants(db, "sxs-example", "sxs", 1)
+    full = get_view(db, fourth.token, "sxs")
+    assert full.status == "complete" and "every place in it is taken" in full.message
+    assert full.completion_code == "" and full.total == 0
+    assert db.scalar("SELECT completed_at FROM participants WHERE id = ?", [fourth.id]) is None
+    assert len(queue(db, second.id)) == 2  # the others' queues untouched
+
+
 def test_two_outputs_are_shown_left_and_right_equally_often(tmp_path):
     section = "items_per_annotator = 3\nannotators_per_item = 4\n"
     db = opened(tmp_path, study_folder(tmp_path, "lr", section, corpus_rows(3, ["x", "y"])))

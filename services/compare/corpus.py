@@ -23,6 +23,7 @@ from storage.db import Transaction
 
 NAME = "sxs"
 ITEMS, OUTPUTS, TAKERS, ANSWERS, RATINGS = (f"{NAME}_{t}" for t in ("items", "outputs", "takers", "answers", "ratings"))
+VACANCIES = f"{NAME}_vacancies"
 # the corpus file's (required, optional) columns
 COLUMNS = (["item_id", "source", "system", "output"], ["reference", "doc_id"])
 MODES = ("score", "prefer", "rank")

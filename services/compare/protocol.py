@@ -14,9 +14,9 @@ import string
 from typing import Any
 
 from services.common import protocols
-from services.common.protocols import Column, ExportTable, Index, Phase, Protocol, Role, Tab, Table
+from services.common.protocols import Column, ExportTable, Index, Phase, Protocol, Role, SchemaStep, Tab, Table
 from services.compare import corpus
-from services.compare.corpus import ANSWERS, ITEMS, MODES, NAME, OUTPUTS, RANKINGS, RATINGS, TAKERS
+from services.compare.corpus import ANSWERS, ITEMS, MODES, NAME, OUTPUTS, RANKINGS, RATINGS, TAKERS, VACANCIES
 from services.participation.submissions import refuse_all
 from storage import assignments, protocol_rows
 from storage.db import Transaction, now, required
@@ -84,7 +84,7 @@ def check(section: dict) -> list[tuple[str, str]]:
 
 STUDY = Column("study_id", "TEXT", not_null=True, references="studies.id")
 ASSIGNMENT = Column("assignment_id", "INTEGER", not_null=True, references="assignments.id")
-TABLES = (
+TABLES: tuple[Table, ...] = (
     Table(  # one row per study: what the assignment's plan needs without reading the items
         f"{NAME}_studies",
         (STUDY, Column("n_items", "INTEGER", not_null=True)),
@@ -160,6 +160,21 @@ TABLES = (
         study_sized=True,
     ),
 )
+# The items an annotator left unanswered when they left (on_leave), in their slot's order with the
+# order their outputs were to be shown in, until the next annotator added takes them (setup): rows
+# only while they wait, so no study-sized table.
+VACANCY_TABLE = Table(
+    VACANCIES,
+    (
+        STUDY,
+        Column("slot", "INTEGER", not_null=True),
+        Column("t", "INTEGER", not_null=True),  # the item's place in the slot's queue
+        Column("item", "INTEGER", not_null=True),
+        Column("meta", "TEXT", not_null=True),  # JSON: the order shown and the round (setup's meta)
+    ),
+    indexes=(Index(("study_id", "slot", "t"), unique=True),),
+)
+TABLES = (*TABLES, VACANCY_TABLE)
 STUDIES = TABLES[0].name
 
 
@@ -192,11 +207,13 @@ def next_slot(database, study_id: str) -> int:
 
 
 def setup(tx: Transaction, study: StudyRow, pid: int, group, gender, design_index=None) -> None:
-    """The annotator's queue: the items of their slot of the seeded sequence (corpus.slots), each
-    with the order its outputs are shown in (the item's base order rotated by the round)."""
+    """The annotator's queue: the items an annotator who left did not answer, where some wait
+    (their slot's, whole: take_vacancy), else the items of the next slot of the seeded sequence
+    (corpus.slots), each with the order its outputs are shown in (the item's base order rotated
+    by the round)."""
     sid, section = study["id"], study["config"][NAME]
     plan = protocol_rows.one(tx.database, STUDIES, {"study_id": sid})
-    if plan is None:
+    if plan is None or take_vacancy(tx, sid, pid):
         return
     k = next_slot(tx.database, sid)
     taken = corpus.slots(k, section["items_per_annotator"], plan["n_items"], section["annotators_per_item"])
@@ -207,6 +224,40 @@ def setup(tx: Transaction, study: StudyRow, pid: int, group, gender, design_inde
         assignments.insert_assignment(tx.db, sid, pid, NAME, item["item"], t, meta=meta)
     row = {"study_id": sid, "slot": k, "participant_id": pid, "n_items": len(taken), "created_at": now()}
     protocol_rows.insert(tx.db, TAKERS, row)
+
+
+def take_vacancy(tx: Transaction, study_id: str, pid: int) -> bool:
+    """The first slot whose items wait for an annotator (on_leave) becomes pid's: its waiting
+    items, in their order and with the order shown they had; False when none waits."""
+    first = protocol_rows.select(tx.database, VACANCIES, {"study_id": study_id}, order_by=("slot", "t"), limit=1)
+    if not first:
+        return False
+    slot = first[0]["slot"]
+    waiting = protocol_rows.select(tx.database, VACANCIES, {"study_id": study_id, "slot": slot}, order_by=("t",))
+    for v in waiting:
+        assignments.insert_assignment(tx.db, study_id, pid, NAME, v["item"], v["t"], meta=json.loads(v["meta"]))
+    protocol_rows.delete(tx.db, VACANCIES, {"study_id": study_id, "slot": slot})
+    protocol_rows.delete(tx.db, TAKERS, {"study_id": study_id, "slot": slot})
+    row = {"study_id": study_id, "slot": slot, "participant_id": pid, "n_items": len(waiting), "created_at": now()}
+    protocol_rows.insert(tx.db, TAKERS, row)
+    return True
+
+
+def on_leave(tx: Transaction, study: StudyRow, participant: ParticipantRow, withdrawn, actor: str, out) -> None:
+    """An annotator leaves (deactivated and reassigned, removed): the items they left unanswered
+    wait, in their slot's order and with their order shown, for the next annotator added
+    (take_vacancy), so annotators_per_item still holds; their saved answers stay."""
+    taker = protocol_rows.one(tx.database, TAKERS, {"participant_id": participant["id"]})
+    mine = [a for a in withdrawn if a["phase"] == NAME]
+    if taker is None or not mine:
+        return
+    rows = [
+        {"study_id": study["id"], "slot": taker["slot"], "t": int(a["position"]), "item": int(a["item_id"]),
+         "meta": a["meta"] or "{}"}
+        for a in mine
+    ]  # fmt: skip
+    protocol_rows.insert_many(tx.db, VACANCIES, rows)
+    out.waiting.extend({"phase": a["phase"], "item": a["item_id"]} for a in mine)
 
 
 def _outputs(database, study_id: str, item: int) -> list[dict]:
@@ -236,6 +287,10 @@ def plan(database, study_id: str) -> list[str]:
     per_item, ipa = section["annotators_per_item"], section["items_per_annotator"]
     need = corpus.annotators_needed(row["n_items"], ipa, per_item)
     have = next_slot(database, study_id)
+    left = protocol_rows.count(database, VACANCIES, {"study_id": study_id})
+    if left:
+        waiting = f"{left} item(s) left unanswered by annotators who left wait for the next annotator added"
+        return [f"Side by side: {waiting}."]
     if have >= need:
         full = f"the study is full ({need} annotators give each item {per_item})"
         return [f"Side by side: {full}; annotators added now get no items."]
@@ -583,6 +638,7 @@ PROTOCOL = protocols.register(
                 setup,
                 items=items,
                 held_items=held_items,
+                on_leave=on_leave,  # the items they left wait for the next annotator added
                 seconds_per_item=60,  # the welcome's estimate per screen of outputs
                 label="side-by-side annotator",
             ),
@@ -606,7 +662,6 @@ PROTOCOL = protocols.register(
                 stored,
                 label="side-by-side item",
                 answer_words=answer_words,
-                not_handed_on="annotators are counted as they enrol: annotators_per_item counts the one who left",
             ),
         ),
         defaults=DEFAULTS,
@@ -619,6 +674,8 @@ PROTOCOL = protocols.register(
         count_collected=collected,
         plan=plan,
         tables=TABLES,
+        schema_version=2,  # 2: the items a leaving annotator left (sxs_vacancies)
+        schema_steps=(SchemaStep(2, (VACANCY_TABLE,)),),
         export_tables=EXPORT_TABLES,
         analyze="services.compare.study_analysis:add_analyze",
         report_section="services.report.sxs:section",  # services/report sits above the protocols

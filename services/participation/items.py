@@ -219,6 +219,10 @@ def _build_view(
     counts = participant_counts(database, p["id"], tab)
     total = _total(database, p, study, tab, counts)
     if a is None:
+        if total == 0 and pool is None and protocols.tab(tab).total is None:
+            # the role gave them no item at all (a study whose places are all taken): not
+            # "finished", no completion code, not in the admin's Finished list
+            return ItemView(tab, "complete", voice("no_items", contact=voice.contact), lang=lang, labels=_labels(voice))
         if counts["done"] >= total:
             if not _finished_elsewhere(database, p, study, tab):
                 # "your other tab" read as another browser tab: the page's tab is named
