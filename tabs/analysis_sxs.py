@@ -19,7 +19,7 @@ def panel(shared: Panel) -> None:
         notice = gr.Markdown(NOT_RUN, elem_classes=["paper-notes"])
         files = gr.File(label="Tables (CSV)", file_count="multiple", interactive=False, height=FILES_PX)
         part_state = gr.State(None)
-        paper_view.build(part_state)  # Tables 1-4: systems, win rates, position bias, defaults
+        paper_view.build(part_state)  # Tables 1-6: systems, win rates, position bias, defaults, agreement
         with gr.Accordion("Every table of the analysis", open=False):
             summary = gr.Markdown()
             pairs = not_run_table(label="Bootstrap: p that the first system is not stronger", interactive=False)

@@ -315,7 +315,8 @@ def test_the_analysis_of_hand_made_preferences_against_a_count_by_hand():
     # Bradley-Terry with two systems: log(7.5 / 2.5) apart, a tie half a win each (alpha near 0)
     strengths = res.ranking.set_index("system")["strength"]
     assert strengths["x"] - strengths["y"] == pytest.approx(math.log(7.5 / 2.5), abs=0.01)
-    assert list(res.trueskill["system"]) == ["x", "y"] and len(res.lines()) == 4
+    assert list(res.trueskill["system"]) == ["x", "y"] and len(res.lines()) == 5
+    assert res.lines()[-1].startswith("agreement: none (no unit has values from two annotators")
 
 
 def test_scores_become_pairs_and_means_with_z_against_a_computation_by_hand():
@@ -353,6 +354,44 @@ def test_scores_become_pairs_and_means_with_z_against_a_computation_by_hand():
         assert table.loc[s, "mean"] == pytest.approx(statistics.mean(mine))
         assert table.loc[s, "z"] == pytest.approx(statistics.mean(z[s]))
     assert list(table.index) == ["a", "b", "c"] and list(table["n"]) == [3, 3, 3]
+    # agreement on the item i1's three systems that both annotators scored (interval), against the
+    # krippendorff package on the matrix written by hand (p1's and p2's scores of i1's a, b, c; i2's
+    # three scores of p1 alone)
+    import krippendorff
+    import numpy as np
+
+    nan = np.nan
+    by_hand = krippendorff.alpha(
+        reliability_data=[[80, 60, 60, 90, 50, 30], [100, 70, 40, nan, nan, nan]], level_of_measurement="interval"
+    )
+    study = res.agreement.study.set_index("statistic")
+    assert res.agreement.level == "interval" and study.loc["krippendorff_alpha", "value"] == pytest.approx(by_hand)
+    assert study.loc["krippendorff_alpha", "n_units"] == 3
+    assert f"Krippendorff's alpha {by_hand:.3f} on 3 unit(s)" in res.lines()[-1]
+
+
+def test_preferences_agree_as_categories_with_fleiss_kappa_by_statsmodels():
+    from statsmodels.stats import inter_rater
+
+    made = {  # item: the three annotators' choices
+        "i1": ["x", "x", "x"], "i2": ["x", "y", "x"], "i3": ["y", "y", "tie"], "i4": ["tie", "y", "y"],
+    }  # fmt: skip
+    answers = pd.DataFrame(
+        [
+            {"assignment_id": 10 * k + j, "participant": f"p{j}", "item_id": item, "mode": "prefer"}
+            | {"shown": json.dumps(["x", "y"]), "preferred": w, "best": "", "worst": ""}
+            for k, (item, ws) in enumerate(made.items())
+            for j, w in enumerate(ws)
+        ]
+    )
+    ratings = pd.DataFrame(columns=["assignment_id", "participant", "system", "position", "score", "rank"])
+    res = analysis.results(answers, ratings, n_boot=50)
+    counts = [[ws.count(c) for c in ("tie", "x", "y")] for ws in made.values()]
+    study = res.agreement.study.set_index("statistic")
+    assert res.agreement.level == "nominal"
+    assert study.loc["fleiss_kappa", "value"] == pytest.approx(inter_rater.fleiss_kappa(counts))
+    assert set(res.agreement.per_annotator["annotator"]) == {"p0", "p1", "p2"}
+    assert "agreement.csv" in res.tables() and "agreement_annotators.csv" in res.tables()
 
 
 # -- the export, app.py analyze, the participant's path ---------------------------------------------
@@ -389,9 +428,13 @@ def test_export_with_its_dictionary_is_read_back_by_analyze(db, tmp_path):
         assert (tmp_path / "a" / name).is_file()
     args = cli.build_parser().parse_args(["analyze", "sxs", str(out.folder), "--out", "x"])
     assert args.analyze is study_analysis.run
-    # the report's part: the same ranking, its four tables filled
+    for name in ("agreement.csv", "agreement_annotators.csv"):  # two annotators per item: agreement
+        assert (tmp_path / "a" / name).is_file()
+    assert from_export.splitlines()[-1].startswith("agreement (interval): Krippendorff's alpha")
+    # the report's part: the same ranking, its six tables filled (the agreement's two too)
     part = sxs_report.build(db, STUDY, tmp_path / "report", n_boot=100)
-    assert [s.filled for s in part.sections] == [True, True, True, True]
+    assert [s.filled for s in part.sections] == [True] * 6
+    assert from_export.splitlines()[-1] in part.notes
     table1 = part.sections[0].table
     assert {"strength", "low", "high", "cluster", "mu", "conservative", "mean_score", "mean_z"} <= set(table1.columns)
     assert part.summary == from_export.splitlines()[0].split(";")[0]

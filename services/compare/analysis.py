@@ -12,7 +12,13 @@ tests, the Bradley-Terry strengths with bootstrap intervals and clusters, and Tr
   other shown and every other beats the worst (comparison.best_worst_to_outcomes' rule), with the
   best-worst counting scores beside;
 * position bias: of the decisive outcomes, the share the output shown first won, with the exact
-  binomial test against 0.5 (counterbalanced positions make 0.5 the rate of an unbiased annotator)."""
+  binomial test against 0.5 (counterbalanced positions make 0.5 the rate of an unbiased annotator);
+* agreement between the annotators of the same item (annotators_per_item), at the answer's level
+  of measurement (agreement_ratings: scores interval, an item's system, each with its score;
+  preferences nominal, an item, the system preferred or a tie; places ordinal, an item's system,
+  its place; best-worst ordinal, an item's system, +1 best, -1 worst, 0 neither):
+  services/common/reliability.agreement_report (Krippendorff's alpha; Cohen's or Fleiss' kappa
+  for categories; the ICCs for scores; each annotator against the rest)."""
 
 from __future__ import annotations
 
@@ -24,7 +30,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from scipy import stats
 
-from services.common import comparison
+from services.common import comparison, reliability
 
 OUTCOME_COLUMNS = [*comparison.OUTCOME_COLUMNS, "first"]  # first: the system shown first of the two
 
@@ -94,6 +100,31 @@ def score_means(ratings: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(["mean", "system"], ascending=[False, True], kind="stable").reset_index(drop=True)
 
 
+LEVELS = {"score": "interval", "prefer": "nominal", "order": "ordinal", "best_worst": "ordinal"}
+
+
+def agreement_ratings(answers: pd.DataFrame, ratings: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """One row per (unit, annotator, value) for the agreement, and its level (module docstring)."""
+    mode = str(answers["mode"].iloc[0])
+    rows: list[tuple] = []
+    if mode == "prefer":
+        for a in answers.itertuples(index=False):
+            rows.append((str(a.item_id), a.participant, a.preferred or comparison.TIE))
+        return pd.DataFrame(rows, columns=["unit", "annotator", "value"]), LEVELS["prefer"]
+    if mode == "rank" and (answers["best"].astype(str) != "").all():
+        for a in answers.itertuples(index=False):
+            for s in _shown(a.shown):
+                rows.append((f"{a.item_id}\t{s}", a.participant, 1 if s == a.best else -1 if s == a.worst else 0))
+        return pd.DataFrame(rows, columns=["unit", "annotator", "value"]), LEVELS["best_worst"]
+    column = "score" if mode == "score" else "rank"
+    item = dict(zip(answers["assignment_id"], answers["item_id"]))
+    r = ratings.assign(value=pd.to_numeric(ratings[column], errors="coerce")).dropna(subset=["value"])
+    r = r[r["assignment_id"].isin(item)]
+    units = [f"{item[a]}\t{s}" for a, s in zip(r["assignment_id"], r["system"])]
+    frame = pd.DataFrame({"unit": units, "annotator": r["participant"].to_numpy(), "value": r["value"].to_numpy()})
+    return frame, LEVELS["score" if mode == "score" else "order"]
+
+
 @dataclass
 class Results:
     mode: str
@@ -107,6 +138,23 @@ class Results:
     bias: dict
     scores: pd.DataFrame = field(default_factory=pd.DataFrame)
     best_worst: pd.DataFrame = field(default_factory=pd.DataFrame)
+    agreement: reliability.AgreementReport | None = None
+
+    def agreement_line(self) -> str:
+        """The agreement's summary: alpha and the other statistic at the answers' level, on how
+        many items two or more annotators answered; or why there is none."""
+        ag = self.agreement
+        if ag is None:
+            return "agreement: none computed"
+        rows = ag.study.set_index("statistic")
+        alpha = rows.loc["krippendorff_alpha"]
+        if math.isnan(alpha["value"]):
+            return f"agreement: none ({alpha['note'] or 'nothing to compare'})"
+        words = f"agreement ({ag.level}): Krippendorff's alpha {alpha['value']:.3f} on {int(alpha['n_units'])} unit(s)"
+        for name, label in (("cohen_kappa", "Cohen's kappa"), ("fleiss_kappa", "Fleiss' kappa"), ("ICC2", "ICC(A,1)")):
+            if name in rows.index and not math.isnan(rows.loc[name, "value"]):
+                words += f", {label} {rows.loc[name, 'value']:.3f}"
+        return words
 
     def tables(self) -> dict[str, pd.DataFrame]:
         out = {
@@ -121,6 +169,9 @@ class Results:
             out["scores.csv"] = self.scores
         if len(self.best_worst):
             out["best_worst.csv"] = self.best_worst
+        if self.agreement is not None:
+            out["agreement.csv"] = self.agreement.study
+            out["agreement_annotators.csv"] = self.agreement.per_annotator
         return out
 
     def lines(self) -> list[str]:
@@ -133,6 +184,7 @@ class Results:
             f"position bias: the first shown won {b['first_wins']} of {b['decisive']} decisive comparisons"
             + (f" ({b['first_rate']:.1%}, binomial p = {b['p_value']:.3g})" if b["decisive"] else "")
         )
+        out.append(self.agreement_line())
         return out
 
 
@@ -155,6 +207,8 @@ def results(answers: pd.DataFrame, ratings: pd.DataFrame, *, n_boot: int = 1000,
             item=answers["item_id"], annotator=answers["participant"], shown=answers["shown"].map(_shown)
         )
         extra["best_worst"] = comparison.best_worst_scores(trials)
+    units, level = agreement_ratings(answers, ratings)
+    extra["agreement"] = reliability.agreement_report(units, level)
     return Results(
         mode=modes[0],
         n_answers=len(answers),

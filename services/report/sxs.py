@@ -38,8 +38,23 @@ ITEMS = [
         "",
     ),
     ("Table 4", "The analysis's defaults and where they come from.", ""),
+    (
+        "Table 5",
+        "Agreement between the annotators of the same item, at the answers' level of measurement "
+        "(scores: interval; preferences: nominal; places and best-worst: ordinal): Krippendorff's alpha "
+        "on the units two or more annotators answered, Cohen's or Fleiss' kappa for categories, the "
+        "intraclass correlations for scores (on the units every annotator answered), each with the units "
+        "and values it rests on, or why it could not be computed.",
+        "",
+    ),
+    (
+        "Table 6",
+        "Each annotator against the rest: Krippendorff's alpha between the annotator and the others' "
+        "consensus on the units both cover, and the study's alpha without the annotator.",
+        "",
+    ),
 ]
-DECIMALS = {"Table 1": 3, "Table 2": 3, "Table 3": 3}
+DECIMALS = {"Table 1": 3, "Table 2": 3, "Table 3": 3, "Table 5": 3, "Table 6": 3}
 NO_DATA = "No side-by-side answers yet: this fills once annotators have answered items of the study."
 NOT_LISTED = f"This study has no {NAME} part (study.protocols)."
 DEFAULTS = pd.DataFrame(
@@ -55,6 +70,8 @@ DEFAULTS = pd.DataFrame(
         ("z-scores", "per annotator over all their scores, sample sd; none where the scores do not vary", "WMT's DA"),
         ("positions", "each item's systems in a seeded order rotated per annotator (Latin square rows)",
          "docs/side-by-side.md"),
+        ("agreement", "Krippendorff's alpha (krippendorff); Cohen's / Fleiss' kappa (statsmodels); ICC (pingouin)",
+         "Krippendorff (2011); Cohen (1960); Fleiss (1971); Shrout and Fleiss (1979)"),
     ],
     columns=["setting", "value", "source"],
 )  # fmt: skip
@@ -88,10 +105,15 @@ def build(database, study_id: str, out_dir: Path, n_boot: int = 1000) -> Part:
     content["Table 1"] = systems_table(res)
     content["Table 2"] = res.win_rates
     content["Table 3"] = pd.DataFrame([res.bias])
+    if res.agreement is not None:
+        content["Table 5"] = res.agreement.study
+        content["Table 6"] = (
+            res.agreement.per_annotator if len(res.agreement.per_annotator) else "one annotator: no one to compare"
+        )
     part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
     first, *rest = res.lines()
     part.summary = first
-    part.notes = rest[-1:]
+    part.notes = rest[-2:]  # the position bias and the agreement
     folder = Path(out_dir) / NAME
     folder.mkdir(parents=True, exist_ok=True)
     part.files = write_tables(folder, res.tables())
