@@ -12,7 +12,7 @@ from typing import Callable
 import pandas as pd
 
 from services.common.analysis_output import write_tables
-from services.esa import prefill_store, results
+from services.esa import attention, prefill_store, results
 from services.esa.answers import segment_rows
 from services.esa.corpus import ANSWERS, NAME, SEGMENTS
 from services.esa.prefill import OUTCOMES
@@ -32,13 +32,15 @@ def add_analyze(asub) -> None:
 
 
 def stored_rows(database, study_id: str) -> list[dict]:
-    """The study's answers as the export has them (the annotator by internal id, ESA-AI's outcome
-    columns), each with its segment's target."""
+    """The study's answers the analysis reads (attention.analysed: no attention or practice item,
+    no failed HIT's unless keep_failed) as the export has them (the annotator by internal id,
+    ESA-AI's outcome columns), each with its segment's target."""
     target = {s["segment_row"]: s["target"] for s in segment_rows(database, study_id)}
-    return [
+    rows = [
         {**r, "participant": r["participant__pid"], "target": target.get(r["segment_row"])}
         for r in prefill_store.answer_rows(database, study_id)
     ]
+    return attention.analysed(rows)
 
 
 def export_rows(path) -> list[dict]:
@@ -55,7 +57,7 @@ def export_rows(path) -> list[dict]:
         for r in rows:
             if r["segment_row"] in target:
                 r["target"] = target[r["segment_row"]]
-    return rows
+    return attention.analysed(rows)
 
 
 def analyse(rows: list[dict], out: Path, alpha: float = 0.05, by: str = "mean") -> str:
