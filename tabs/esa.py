@@ -114,13 +114,13 @@ def _audio_html(c: dict) -> str:
 
 
 def _practice_field(c: dict, typed: dict) -> str:
-    """A practice item's count of refusals so far (services/esa/attention.py practice_result): a
-    refused answer comes back through here with its fields as typed, one more each time."""
+    """A practice item's count of refusals so far (services/esa/attention.py practice_result),
+    which the page's script raises by one on each refusal; a refused answer comes back with it as
+    typed."""
     if not c.get("practice"):
         return ""
     tries = str(typed.get("practice_tries") or "")
-    n = int(tries) + 1 if typed and tries.isdigit() else (1 if typed else 0)
-    return f'<input type="hidden" name="practice_tries" value="{n}">'
+    return f'<input type="hidden" name="practice_tries" value="{int(tries) if tries.isdigit() else 0}">'
 
 
 def document_html(c: dict, typed: dict, tools: str, form_attrs: str = 'class="esa-item"', label: str = "") -> str:

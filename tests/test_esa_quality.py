@@ -18,6 +18,7 @@ from services.common import protocols
 from services.esa import attention, mqm_analysis, study_analysis
 from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
+from services.report import esa as esa_report
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from services.study.export import export_study
@@ -180,6 +181,11 @@ def test_a_careless_annotators_hit_fails_is_left_out_and_goes_to_a_fresh_annotat
     rows = study_analysis.stored_rows(db, sid)
     assert {r["participant__pid"] for r in rows} == {careful.id}
     assert all(r["item_kind"] == "" for r in rows)
+    part = esa_report.build(db, sid, tmp_path / "report")  # the report's and the Analysis tab's notes
+    assert part.notes[0] == (
+        "Quality control: 2 HITs judged on their attention items, 1 failed; their answers are not analysed "
+        "(keep_failed = true keeps them). Attention items and practice items are never analysed."
+    )
     out = export_study(db, sid, tmp_path / "export")
     assert out.rows["esa_qc"] == 2
     assert {r["hit_qc"] for r in study_analysis.export_rows(out.folder)} == {"passed"}

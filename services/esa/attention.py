@@ -515,6 +515,25 @@ def payment_qc(database, table: str, section: dict, rows: list[dict]) -> dict[in
     return out
 
 
+def qc_note(database, corpus: Corpus, study_id: str, section: dict) -> str | None:
+    """The analysis's line on quality control (the report, the Analysis tab, `app.py analyze`):
+    the HITs judged and failed, and what the analysis left out; None before any HIT is judged."""
+    rows = protocol_rows.select(database, corpus.qc, {"study_id": study_id, "kind": ATTENTION})
+    if not rows:
+        return None
+    failed = sum(not r["passed"] for r in rows)
+    kept = (
+        "their answers are kept (keep_failed)"
+        if section.get("keep_failed")
+        else "their answers are not analysed (keep_failed = true keeps them)"
+    )
+    tail = f"; {kept}" if failed else ""
+    return (
+        f"Quality control: {len(rows)} HITs judged on their attention items, {failed} failed{tail}. "
+        "Attention items and practice items are never analysed."
+    )
+
+
 def analysed(rows: list[dict]) -> list[dict]:
     """The answers the analysis reads: no attention copy, no practice item, and no answer of a HIT
     that failed its attention items ("failed (kept)" under keep_failed stays); rows without these

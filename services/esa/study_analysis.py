@@ -14,9 +14,10 @@ import pandas as pd
 from services.common.analysis_output import write_tables
 from services.esa import attention, prefill_store, results
 from services.esa.answers import segment_rows
-from services.esa.corpus import ANSWERS, NAME, SEGMENTS
+from services.esa.corpus import ANSWERS, ESA, NAME, SEGMENTS
 from services.esa.prefill import OUTCOMES
 from services.study import export_reader
+from storage import studies
 
 NEEDED = ("participant", "system", "doc_id", "segment_id", "score", "spans")
 
@@ -84,14 +85,18 @@ def tables(res: results.Results) -> dict:
 
 
 def run(args: argparse.Namespace, open_database: Callable) -> str:
+    note = None
     if args.study:
-        rows = stored_rows(open_database(), args.study)
+        database = open_database()
+        rows = stored_rows(database, args.study)
+        study = studies.get_study(database, args.study)
+        note = attention.qc_note(database, ESA, args.study, study["config"][NAME]) if study else None
     elif args.export:
         rows = export_rows(args.export)
     else:
         raise ValueError(f"analyze {NAME} needs an export (folder or its {ANSWERS} file) or --study STUDY_ID")
     summary = analyse(rows, Path(args.out), alpha=args.alpha, by=args.by)
-    return summary + prefill_summary(rows, Path(args.out))
+    return summary + (f"\n{note}" if note else "") + prefill_summary(rows, Path(args.out))
 
 
 COUNTS = ("n_prefilled", *(f"prefill_{o}" for o in OUTCOMES), "n_added")
