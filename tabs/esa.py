@@ -113,6 +113,16 @@ def _audio_html(c: dict) -> str:
     )
 
 
+def _practice_field(c: dict, typed: dict) -> str:
+    """A practice item's count of refusals so far (services/esa/attention.py practice_result),
+    which the page's script raises by one on each refusal; a refused answer comes back with it as
+    typed."""
+    if not c.get("practice"):
+        return ""
+    tries = str(typed.get("practice_tries") or "")
+    return f'<input type="hidden" name="practice_tries" value="{int(tries) if tries.isdigit() else 0}">'
+
+
 def document_html(c: dict, typed: dict, tools: str, form_attrs: str = 'class="esa-item"', label: str = "") -> str:
     """The form's instructions and document, the current segment's output to mark with `tools`
     (the severity buttons; MQM's category picker too) and the hidden spans field: what ESA's and
@@ -140,7 +150,7 @@ def document_html(c: dict, typed: dict, tools: str, form_attrs: str = 'class="es
         f"{tools}</div>"
         f'<p class="esa-note" aria-live="polite"></p>'
         f'<ol class="esa-spans" aria-label="Your error spans"></ol>'
-        f'<input type="hidden" name="spans" value="{_attr(spans)}"></fieldset></li>'
+        f'<input type="hidden" name="spans" value="{_attr(spans)}">{_practice_field(c, typed)}</fieldset></li>'
     )
     return (
         f'<form {form_attrs} autocomplete="off">'
@@ -175,7 +185,7 @@ def body_html(c: dict, typed: dict | None = None) -> str:
 def payload_of(fields: dict) -> dict:
     """The service's payload: the spans' JSON as the hidden field holds it, the score (null
     while the slider was not moved)."""
-    return {"spans": fields.get("spans"), "score": fields.get("score")}
+    return {"spans": fields.get("spans"), "score": fields.get("score"), "practice_tries": fields.get("practice_tries")}
 
 
 def build(ctx: Ctx) -> TabUI:

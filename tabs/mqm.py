@@ -73,7 +73,7 @@ def body_html(c: dict, typed: dict | None = None) -> str:
 
 def payload_of(fields: dict) -> dict:
     """The service's payload: the spans' JSON as the hidden field holds it (no score to give)."""
-    return {"spans": fields.get("spans")}
+    return {"spans": fields.get("spans"), "practice_tries": fields.get("practice_tries")}
 
 
 def build(ctx: Ctx) -> TabUI:

@@ -8,8 +8,9 @@ item's document and controls fit the width, and a tap marks [MISSING]. The welco
 segments of the annotator's HIT; the team's Analysis tab analyses the answer (its ESA section).
 ESA-AI, in a second study of the same app pre-filled by the tiny xCOMET of
 tests/tiny_metric_models.py: the pre-filled spans shown as such until touched, one resized by
-re-marking, one re-graded, the rest removed, and the outcomes stored. Screenshots in the tests'
-artifacts folder."""
+re-marking, one re-graded, the rest removed, and the outcomes stored. The tutorial, in a fourth
+study: a practice item's missed error said under the spans, then the same answer goes on.
+Screenshots in the tests' artifacts folder."""
 
 from __future__ import annotations
 
@@ -176,12 +177,54 @@ def mark_on_the_waveform(app: RunningApp, browser, url: str) -> None:
     phone.close()
 
 
+PRACTICE_STUDY = "esa-practice"
+
+
+def practice_study(app: RunningApp, tmp_path: Path) -> str:
+    """The example as a fourth study with the built-in tutorial (docs/esa.md, "Quality control");
+    its annotator's link."""
+    folder = tmp_path / "esa-practice"
+    shutil.copytree(EXAMPLE, folder)
+    toml = (folder / "study.toml").read_text(encoding="utf-8").replace(f'id = "{STUDY}"', f'id = "{PRACTICE_STUDY}"')
+    (folder / "study.toml").write_text(toml.replace("hit_size = 4\n", 'hit_size = 4\ntutorial = "default"\n'))
+    app.prepare(
+        ("import", str(folder)), ("participants", "add", "--study", PRACTICE_STUDY, "--role", "esa", "--count", "1")
+    )
+    return app.setup_cli("links", "--study", PRACTICE_STUDY).stdout.splitlines()[1].split("\t")[5]
+
+
+def practice_feedback(app: RunningApp, browser, url: str) -> None:
+    """The first practice item, scored with nothing marked: refused with what was missed, then
+    the same answer sent again goes on, and the item is recorded as not right."""
+    context = browser.new_context(**WIDTHS["desktop"])
+    page = context.new_page()
+    page.goto(url)
+    form = page.locator("form.esa-item")
+    form.locator('.esa-output .esa-ch[data-i="0"]').wait_for(timeout=30000)
+    assert "Practice." in form.locator(".esa-instructions").inner_text()
+    slider = form.locator('input[name="score"]')
+    box = slider.bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.9, box["y"] + box["height"] / 2)
+    form.locator("button[type=submit]").click()
+    error = page.locator(".msg.error:visible")  # the refusal's words above the item
+    error.wait_for(timeout=15000)
+    assert 'you missed an error. "Abend" is a major error' in error.inner_text()
+    assert form.locator('input[name="practice_tries"]').input_value() == "1"
+    page.screenshot(path=str(ARTIFACTS / "esa-practice-feedback.png"), full_page=True)
+    form.locator("button[type=submit]").click()
+    page.locator(".progress:visible").get_by_text("1 / ").wait_for(timeout=15000)
+    [(n, right)] = app.rows("SELECT n_checks, n_passed FROM esa_qc WHERE study_id = ?", (PRACTICE_STUDY,))
+    assert (n, right) == (1, 0)
+    context.close()
+
+
 def test_an_annotator_marks_spans_by_mouse_and_keyboard_and_scores(tmp_path):
     app = RunningApp(tmp_path, {})
     app.prepare(("import", str(EXAMPLE)), ("participants", "add", "--study", STUDY, "--role", "esa", "--count", "1"))
     url = app.setup_cli("links", "--study", STUDY).stdout.splitlines()[1].split("\t")[5]
     ai_url = prefilled_study(app, tmp_path)
     speech_url = speech_study(app, tmp_path)
+    practice_url = practice_study(app, tmp_path)
     app.start()
     try:
         with chromium() as browser:
@@ -322,5 +365,6 @@ def test_an_annotator_marks_spans_by_mouse_and_keyboard_and_scores(tmp_path):
 
             edit_prefilled(app, browser, ai_url)
             mark_on_the_waveform(app, browser, speech_url)
+            practice_feedback(app, browser, practice_url)
     finally:
         app.stop()

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from services.common import protocols
-from services.esa import annotation, prefill, prefill_store, study_analysis
+from services.esa import annotation, attention, prefill, prefill_store, study_analysis
 from services.esa import protocol as esa
 from services.esa.spans import Span
 from services.metrics import comet
@@ -356,14 +356,15 @@ def test_a_job_without_a_configured_backend_says_what_to_set(tmp_path, monkeypat
 
 def test_a_database_at_schema_1_gets_the_prefill_table_and_column(tmp_path):
     before = dataclasses.replace(esa.ANSWERS_TABLE, columns=esa.ANSWERS_TABLE.columns[:-1])  # without prefill
-    speech = len(annotation.SPEECH_COLUMNS)  # schema 3's (the segments' audio), after schema 2's
-    segments = dataclasses.replace(esa.SEGMENTS_TABLE, columns=esa.SEGMENTS_TABLE.columns[:-speech])
+    # schema 3's (the segments' audio) and schema 4's (quality control), after schema 2's
+    later = len(annotation.SPEECH_COLUMNS) + len(attention.SEGMENT_COLUMNS)
+    segments = dataclasses.replace(esa.SEGMENTS_TABLE, columns=esa.SEGMENTS_TABLE.columns[:-later])
     others = [s for s in protocols.schemas() if s.owner != "esa"]
     v1 = Schema("esa", 1, (segments, esa.HITS_TABLE, esa.TAKERS_TABLE, before))
     old = open_database(tmp_path / "x.db", schemas=[*others, v1])
     assert "esa_prefill" not in old.db.table_names()
     db = open_database(tmp_path / "x.db", schemas=protocols.schemas())
-    assert db.scalar("SELECT version FROM protocol_schemas WHERE protocol = 'esa'") == 3
-    assert "esa_prefill" in db.db.table_names()
+    assert db.scalar("SELECT version FROM protocol_schemas WHERE protocol = 'esa'") == 4
+    assert "esa_prefill" in db.db.table_names() and "esa_qc" in db.db.table_names()
     assert "prefill" in [c[1] for c in db.db.execute("PRAGMA table_info(esa_answers)")]
-    assert "target_audio" in [c[1] for c in db.db.execute("PRAGMA table_info(esa_segments)")]
+    assert {"target_audio", "kind"} <= {c[1] for c in db.db.execute("PRAGMA table_info(esa_segments)")}

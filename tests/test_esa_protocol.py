@@ -62,7 +62,7 @@ def test_registered_after_the_others_with_its_own_tables():
     assert list(protocols.names())[-2:] == ["esa", "mqm"]  # MQM shares its package (services/esa/mqm_protocol.py)
     assert protocols.BUILTIN[-2] == "services.esa.protocol"
     sized = {t.name for t in protocols.protocol("esa").tables if t.study_sized}
-    assert sized == {"esa_segments", "esa_takers", "esa_answers", "esa_prefill"}
+    assert sized == {"esa_segments", "esa_takers", "esa_answers", "esa_prefill", "esa_qc"}
     assert protocols.role_label("esa") == "ESA annotator"
     scripts, styles = protocols.page_assets("esa")
     assert [p.name for p in scripts] == ["wavesurfer.min.js", "regions.min.js", "esa.js"] and [
@@ -267,7 +267,7 @@ def test_export_writes_both_tables_with_their_dictionary_and_analyze_reads_it(db
     assert list(rows[0]) == [
         "assignment_id", "participant", "hit", "segment_row", "doc_id", "segment_id", "system", "score", "spans",
         "n_minor", "n_major", "omission", "prefill", "n_prefilled", "prefill_kept", "prefill_severity",
-        "prefill_edited", "prefill_deleted", "n_added", "active_seconds", "created_at",
+        "prefill_edited", "prefill_deleted", "n_added", "item_kind", "hit_qc", "active_seconds", "created_at",
     ]  # fmt: skip
     assert {r["participant"] for r in rows} and not any(r["participant"].isdigit() for r in rows)  # pseudonyms
     segs = {r["segment_row"]: r for r in csv.DictReader(open(out.folder / "esa_segments.csv", encoding="utf-8"))}

@@ -260,8 +260,8 @@ def test_each_protocol_owns_its_tables_and_the_study_package_only_the_common_one
     assert not set(dictionary.TABLES) & set(owner)
     # the demo study lists every protocol but ESA, MQM and side by side (their tables:
     # tests/test_esa_protocol.py, tests/test_mqm_protocol.py, tests/test_sxs_protocol.py; ESA-AI's
-    # esa_prefill: tests/test_esa_prefill.py)
-    esa = {"esa_answers", "esa_segments", "esa_prefill", "mqm_answers", "mqm_segments"}
+    # esa_prefill: tests/test_esa_prefill.py; esa_qc and mqm_qc: tests/test_esa_quality.py)
+    esa = {"esa_answers", "esa_segments", "esa_prefill", "esa_qc", "mqm_answers", "mqm_segments", "mqm_qc"}
     esa |= {"sxs_answers", "sxs_ratings", "sxs_outputs"}
     assert {t for t, p in owner.items() if p in ("esa", "mqm", "sxs")} == esa
     assert {t for t in EXPECTED if t not in dictionary.TABLES} == set(owner) - esa

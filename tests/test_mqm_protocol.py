@@ -72,7 +72,7 @@ def study_with(tmp_path, name: str, toml_extra: str = "", files: dict[str, str] 
 def test_registered_with_its_own_tables_and_esas_page():
     assert "mqm" in protocols.names() and protocols.names().index("mqm") > protocols.names().index("esa")
     assert {t.name for t in protocols.protocol("mqm").tables} == {
-        "mqm_segments", "mqm_hits", "mqm_takers", "mqm_answers"
+        "mqm_segments", "mqm_hits", "mqm_takers", "mqm_answers", "mqm_qc"
     }  # fmt: skip
     assert protocols.role_label("mqm") == "MQM annotator"
     scripts, styles = protocols.page_assets("mqm")
@@ -285,7 +285,7 @@ def test_export_has_the_scores_and_spans_and_analyze_ranks_the_systems(db, tmp_p
         rows = list(csv.DictReader(f))
     assert list(rows[0]) == [
         "assignment_id", "participant", "hit", "segment_row", "doc_id", "segment_id", "system", "mqm", "spans",
-        "n_major", "n_minor", "n_errors", "active_seconds", "created_at",
+        "n_major", "n_minor", "n_errors", "item_kind", "hit_qc", "active_seconds", "created_at",
     ]  # fmt: skip
     for r in rows:
         spans = json.loads(r["spans"])

@@ -14,6 +14,7 @@ from pathlib import Path
 from services.common import settings
 from services.common.hookspecs import Reassignment
 from services.common.protocols import Column, ExportTable, Index, Table
+from services.esa import attention
 from services.esa.corpus import Corpus
 from services.esa.spans import (
     MISSING_TOKEN,
@@ -122,6 +123,7 @@ def segments_export(corpus: Corpus, query) -> ExportTable:
             "source_lang": ("string", "the source language, when the file gives it"),
             "target_lang": ("string", "the target language, when the file gives it"),
             **SPEECH_DICTIONARY,
+            **attention.SEGMENTS_DICTIONARY,
         },
         content=True,
     )
@@ -152,6 +154,7 @@ def tables(corpus: Corpus, score: Column, extra: tuple[Column, ...] = ()) -> tup
             Column("source_lang", "TEXT", not_null=True, default=""),
             Column("target_lang", "TEXT", not_null=True, default=""),
             *SPEECH_COLUMNS,
+            *attention.SEGMENT_COLUMNS,
         ),
         indexes=(
             Index(("study_id", "segment_row"), unique=True),
@@ -278,10 +281,11 @@ def speech(seg: dict, section: dict, media_dir=None) -> dict:
 class SpanAnnotation:
     """One protocol's queue, item and answer on its own tables (module docstring)."""
 
-    def __init__(self, corpus: Corpus, score_column: str, extra: tuple[str, ...] = ()):
+    def __init__(self, corpus: Corpus, score_column: str, extra: tuple[str, ...] = (), higher_is_better: bool = True):
         self.corpus = corpus
         self.name = corpus.name
         self.score_column = score_column
+        self.higher_is_better = higher_is_better  # ESA's 0-100; MQM's weighted sum is lower for better
         # the answers' extra columns (tables' `extra`), each a JSON value the answer carries under
         # its name: stored as "" when the answer has none, and then left out of it when read back
         self.extra = extra
@@ -289,14 +293,26 @@ class SpanAnnotation:
     # -- the queue: one HIT per annotator -----------------------------------------------------
 
     def setup(self, tx: Transaction, study: StudyRow, pid: int, group, gender, design_index=None) -> None:
-        """The annotator's queue is one HIT, the one fewest annotators hold (ties: the first), its
-        segments in the HIT's order (each document's segments together, in their order)."""
+        """The annotator's queue is one HIT, the one fewest annotators hold (ties: the first; a HIT
+        failed on its attention items and re-run no longer counts its failed annotator), its
+        segments in the HIT's order (each document's segments together, in their order), after
+        the study's practice items (HIT -1) when it has a tutorial."""
         sid, c = study["id"], self.corpus
         hits = protocol_rows.select(tx.database, c.hits, {"study_id": sid}, order_by=("hit",))
         if not hits:
             return
-        held = {h["hit"]: protocol_rows.count(tx.database, c.takers, {"study_id": sid, "hit": h["hit"]}) for h in hits}
+        held = {
+            h["hit"]: protocol_rows.count(tx.database, c.takers, {"study_id": sid, "hit": h["hit"]})
+            - attention.reruns_of(tx.database, c.qc, sid, h["hit"])
+            for h in hits
+        }
         hit = min(hits, key=lambda h: (held[h["hit"]], h["hit"]))
+        practice = protocol_rows.select(tx.database, c.segments, {"study_id": sid, "hit": -1}, order_by=("pos",))
+        for s in practice:  # before the HIT's first item (its positions are 0 and on)
+            meta = {"hit": -1, "pos": s["pos"], "tutorial": True}
+            assignments.insert_assignment(
+                tx.db, sid, pid, self.name, s["segment_row"], s["pos"] - len(practice), meta=meta
+            )
         segs = protocol_rows.select(tx.database, c.segments, {"study_id": sid, "hit": hit["hit"]}, order_by=("pos",))
         for s in segs:
             meta = {"hit": hit["hit"], "pos": s["pos"]}
@@ -311,13 +327,14 @@ class SpanAnnotation:
         """The segments of the HIT the annotator holds (whole documents: more or fewer than
         hit_size); before they hold one, the study's mean HIT size, rounded; without HITs, hit_size."""
         c = self.corpus
+        practice = protocol_rows.count(database, c.segments, {"study_id": study["id"], "hit": -1})
         taker = protocol_rows.one(database, c.takers, {"participant_id": participant["id"]})
         if taker is not None:
             hit = protocol_rows.one(database, c.hits, {"study_id": study["id"], "hit": taker["hit"]})
             if hit is not None:
-                return int(hit["n_segments"])
+                return int(hit["n_segments"]) + practice
         sizes = [h["n_segments"] for h in protocol_rows.select(database, c.hits, {"study_id": study["id"]})]
-        return int(round(sum(sizes) / len(sizes))) if sizes else self.items(study["config"])
+        return (int(round(sum(sizes) / len(sizes))) if sizes else self.items(study["config"])) + practice
 
     def on_leave(
         self,
@@ -353,7 +370,9 @@ class SpanAnnotation:
         the segment's speech (speech())."""
         section = study["config"][self.name]
         seg = self.segment_of(database, study["id"], assignment)
-        where = {"study_id": study["id"], "doc": seg["doc"]}
+        # an attention copy is shown among its original's neighbours, never as one of them
+        kind = attention.PRACTICE if seg.get("kind") == attention.PRACTICE else attention.ORIGINAL
+        where = {"study_id": study["id"], "doc": seg["doc"], "kind": kind}
         doc = protocol_rows.select(database, self.corpus.segments, where, order_by=("doc_pos",))
         reach = len(doc) if section.get("context", "all") == "all" else int(section["context"])
         k = seg["doc_pos"]
@@ -370,6 +389,7 @@ class SpanAnnotation:
             "after": shown(doc[k + 1 : k + 1 + reach]),
             "doc_pos": k + 1,
             "doc_len": len(doc),
+            "practice": seg.get("kind") == attention.PRACTICE,
             **speech(seg, section, media_dir),
         }
 
@@ -385,6 +405,26 @@ class SpanAnnotation:
             **{k: json.dumps(data[k], ensure_ascii=False) if data.get(k) is not None else "" for k in self.extra},
         }
         protocol_rows.insert(tx.db, self.corpus.answers, row)
+        if data.get("practice") is not None:
+            item = {"segment_row": data["segment_row"], **data["practice"]}
+            attention.record_practice(tx, self.corpus.qc, study["id"], participant["id"], item)
+
+    def after_save(self, tx: Transaction, study: StudyRow, assignment: AssignmentRow) -> None:
+        """Phase.after_save: the annotator's last item judges their HIT's attention items."""
+        attention.judge_hit(tx, study, assignment, self.corpus, self.score_column, self.higher_is_better)
+
+    def qc(self, database, study: StudyRow, rows: list[dict]) -> dict[int, str]:
+        """Role.qc: each finished annotator's attention verdict and tutorial, in a payer's words."""
+        return attention.payment_qc(database, self.corpus.qc, study["config"].get(self.name) or {}, rows)
+
+    def practice(self, seg: dict, spans: list[dict], payload: dict, section: dict) -> tuple[dict | None, str | None]:
+        """A practice item's answer: ({"right": ...} to store with it, or None for any other item;
+        the refusal's feedback, or None to save) (attention.practice_result)."""
+        if seg.get("kind") != attention.PRACTICE:
+            return None, None
+        blocks = bool(section.get("tutorial_blocks", False))
+        right, words = attention.practice_result(seg, spans, payload.get("practice_tries"), blocks)
+        return {"right": right}, words
 
     def stored(self, database, assignment: AssignmentRow) -> dict:
         row = protocol_rows.one(database, self.corpus.answers, {"assignment_id": assignment["id"]})

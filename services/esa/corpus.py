@@ -19,6 +19,7 @@ from pathlib import Path
 from services.common import audio_decode, settings
 from services.common.media_files import atomic_write
 from services.common.seeded import seeded_rng
+from services.esa import attention
 from services.esa.spans import SpanError, check_words, read_words
 from services.study import files
 from storage import protocol_rows
@@ -36,6 +37,16 @@ COLUMNS = (
 )
 # a segment's audio, at most (seconds): a sentence or two read aloud; longer files are refused at import
 MAX_AUDIO_S = 120.0
+# a practice item's columns beside its own (services/esa/attention.py load_tutorial): no audio
+PRACTICE_ROW = {
+    "doc_id": "tutorial",
+    "system": "tutorial",
+    "source_audio": "",
+    "source_audio_s": 0.0,
+    "target_audio": "",
+    "target_audio_s": 0.0,
+    "target_words": "",
+}
 # where the imported audio goes in the media folder, named by its content (sha256), as recordings are
 MEDIA_FOLDER = "speech"
 
@@ -181,6 +192,10 @@ class Corpus:
     def answers(self) -> str:
         return f"{self.name}_answers"
 
+    @property
+    def qc(self) -> str:
+        return f"{self.name}_qc"
+
     def load(self, folder, cfg, systems, bundle, err) -> None:
         """The section's segments file: one row per segment and system, kept in the file's order
         (a document's segments in its order)."""
@@ -217,6 +232,9 @@ class Corpus:
         if not segments and not any(e.file == name for e in err.errors):
             err.add(name, None, None, "has no segments")
         bundle.corpus[self.name] = {"segments": segments, "media": sorted(media.values(), key=str)}
+        practice = attention.load_tutorial(self.name, folder, cfg[self.name], err)
+        if practice:  # a part only when there is one: a study without keeps its corpus' hash
+            bundle.corpus[self.name]["tutorial"] = practice
 
     def prepare(self, bundle) -> None:
         """The HITs, built at import from the checked segments (the corpus part `<name> corpus` holds
@@ -225,21 +243,35 @@ class Corpus:
         if corpus is None:
             return
         section = bundle.config[self.name]
-        corpus["hits"] = build_hits(
-            corpus["segments"], int(section["hit_size"]), bundle.config["study"]["seed"], self.name
-        )
+        seed = bundle.config["study"]["seed"]
+        corpus["hits"] = build_hits(corpus["segments"], int(section["hit_size"]), seed, self.name)
+        share = float(section.get("attention_share", attention.DEFAULTS["attention_share"]))
+        copies, hits = attention.add_attention(corpus["segments"], corpus["hits"], share, seed, self.name)
+        if copies:  # a part only when there is one (as the tutorial)
+            corpus["hits"], corpus["attention"] = hits, copies
 
     def store(self, tx: Transaction, study_id: str, corpus) -> None:
         """The segments (each with its HIT, its place in it and in its document) and the HITs."""
         if not corpus:
             return
         segments, hits = corpus["segments"], corpus.get("hits") or []
+        copies, practice = corpus.get("attention") or [], corpus.get("tutorial") or []
         copy_media({str(a): a for a in corpus.get("media") or []}, settings.current().media_dir)
         doc_of: dict[int, tuple[int, int]] = {}  # row -> (document number, place in it)
-        for d, rows in enumerate(documents(segments)):
+        docs = documents(segments)
+        for d, rows in enumerate(docs):
             for k, row in enumerate(rows):
                 doc_of[row] = (d, k)
+        for j, c in enumerate(copies):  # an attention copy stands in its original's place
+            doc_of[len(segments) + j] = doc_of[c["original_row"]]
         hit_of = {row: (h, pos) for h, rows in enumerate(hits) for pos, row in enumerate(rows)}
+        first = len(segments) + len(copies)
+        for k in range(len(practice)):  # the practice items: HIT -1, each a document of its own
+            hit_of[first + k], doc_of[first + k] = (-1, k), (len(docs) + k, 0)
+        named = [
+            {**PRACTICE_ROW, "segment_id": str(k + 1), "kind": attention.PRACTICE, **p} for k, p in enumerate(practice)
+        ]
+        plain = {c.name: c.default for c in attention.SEGMENT_COLUMNS}  # a file row's: kind "", no error
         protocol_rows.insert_many(
             tx.db,
             self.segments,
@@ -251,9 +283,10 @@ class Corpus:
                     "pos": hit_of[i][1],
                     "doc": doc_of[i][0],
                     "doc_pos": doc_of[i][1],
+                    **plain,
                     **s,
                 }
-                for i, s in enumerate(segments)
+                for i, s in enumerate([*segments, *copies, *named])
             ],
         )
         protocol_rows.insert_many(

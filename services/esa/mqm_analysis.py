@@ -24,7 +24,7 @@ from typing import Callable
 import pandas as pd
 
 from services.common.analysis_output import write_tables
-from services.esa import analysis, mqm, results
+from services.esa import analysis, attention, mqm, results
 from services.esa.mqm_protocol import CORPUS, NAME, SCORE, answer_rows, segment_rows, taxonomy_of
 from services.esa.taxonomy import Taxonomy, load_taxonomy
 from services.study import export_reader
@@ -182,10 +182,11 @@ def stored_rows(database, study_id: str) -> list[dict]:
     """The study's answers as the export has them (the annotator by internal id), each with its
     segment's target."""
     target = {s["segment_row"]: s["target"] for s in segment_rows(database, study_id)}
-    return [
+    rows = [
         {**r, "participant": r["participant__pid"], "target": target.get(r["segment_row"])}
         for r in answer_rows(database, study_id)
     ]
+    return attention.analysed(rows)  # no attention or practice item, no failed HIT (keep_failed aside)
 
 
 def export_rows(path) -> list[dict]:
@@ -201,7 +202,7 @@ def export_rows(path) -> list[dict]:
         for r in rows:
             if r["segment_row"] in target:
                 r["target"] = target[r["segment_row"]]
-    return rows
+    return attention.analysed(rows)
 
 
 def run(args: argparse.Namespace, open_database: Callable) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 
 from services.common import protocols
 from services.common.protocols import Column, ExportTable, Phase, Protocol, Role, Tab
-from services.esa import annotation, answers
+from services.esa import annotation, answers, attention
 from services.esa.corpus import Corpus
 from services.esa.mqm import check_mqm_spans, segment_score
 from services.esa.spans import MISSING_TOKEN, Span, SpanError
@@ -48,6 +48,7 @@ DEFAULTS: dict[str, Any] = {
     "taxonomy_file": "",
     "instructions": "",
     "show_source_transcript": True,  # a source with audio: its text shown beside the player too
+    **attention.DEFAULTS,  # quality control as ESA's (docs/esa.md, "Quality control")
 }
 INSTRUCTIONS = (
     "**Mark the errors** of the highlighted translation, one at a time: drag across the words (or, "
@@ -95,8 +96,8 @@ class MQMCorpus(Corpus):
 
 
 CORPUS = MQMCorpus(NAME)
-SPANS = annotation.SpanAnnotation(CORPUS, SCORE)
-TABLES = annotation.tables(CORPUS, Column(SCORE, "REAL", not_null=True))
+SPANS = annotation.SpanAnnotation(CORPUS, SCORE, higher_is_better=False)
+TABLES = (*annotation.tables(CORPUS, Column(SCORE, "REAL", not_null=True)), attention.qc_table(CORPUS))
 
 
 def check(section: dict) -> list[tuple[str, str]]:
@@ -117,7 +118,7 @@ def check(section: dict) -> list[tuple[str, str]]:
             out.append(("mqm.taxonomy", str(e)))
     if not isinstance(section.get("instructions"), str):
         out.append(("mqm.instructions", "must be a string (Markdown; empty: the built-in instructions)"))
-    return out
+    return out + attention.check(NAME, section)
 
 
 @functools.lru_cache(maxsize=64)
@@ -194,7 +195,7 @@ def content(database, study: StudyRow, participant: ParticipantRow, assignment: 
         "categories": offered(taxonomy, is_audio(seg)),
         "severities": list(taxonomy.severities),
         "max_errors": taxonomy.max_errors,
-        "instructions": section.get("instructions") or INSTRUCTIONS,
+        "instructions": attention.practice_note(assignment["meta"]) + (section.get("instructions") or INSTRUCTIONS),
     }
 
 
@@ -244,12 +245,17 @@ def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
     if problems:
         words = "The errors need fixing: " + "; ".join(problems) + "."
         refuse_all([words], {"spans": words})
+    section = required(studies.get_study(database, assignment["study_id"]), "study")["config"][NAME]
+    practice, feedback = SPANS.practice(seg, [s.to_dict() for s in spans], payload, section)
+    if feedback:  # a practice item's: what the annotator missed
+        refuse_all([feedback], {"spans": feedback})
     ordered = sorted(spans, key=lambda s: (s.side != "target", s.missing, s.start, s.end))
-    return {
+    out = {
         "spans": [s.to_dict() for s in [*ordered, *timed]],
         SCORE: segment_score([*ordered, *timed], taxonomy.weights),
         "segment_row": seg["segment_row"],
     }
+    return {**out, "practice": practice} if practice is not None else out
 
 
 def answer_words(database, assignment: AssignmentRow, answer: dict) -> str:
@@ -304,10 +310,12 @@ EXPORT_TABLES = {
             "n_major": ("integer", "major errors"),
             "n_minor": ("integer", "minor errors"),
             "n_errors": ("integer", "all errors marked, of any severity"),
+            **attention.ANSWER_DICTIONARY,
             **annotation.ANSWER_TAIL,
         },
     ),
     CORPUS.segments: annotation.segments_export(CORPUS, segment_rows),
+    CORPUS.qc: attention.export_table(CORPUS),
 }
 
 
@@ -323,6 +331,7 @@ PROTOCOL = protocols.register(
                 items=SPANS.items,
                 held_items=SPANS.held_items,  # the welcome counts the annotator's own HIT
                 on_leave=SPANS.on_leave,  # an unfinished HIT is free again for the next annotator
+                qc=SPANS.qc,  # the Finished list: the attention items' verdict and the tutorial
                 seconds_per_item=60,  # the welcome's estimate per segment: a category per error beside ESA's 40 s
                 label="MQM annotator",
             ),
@@ -346,6 +355,7 @@ PROTOCOL = protocols.register(
                 SPANS.stored,
                 label="MQM segment",
                 answer_words=answer_words,
+                after_save=SPANS.after_save,  # the HIT's last item: its attention items judged
                 not_handed_on="an MQM HIT is annotated whole by one annotator: the next annotator added gets a HIT",
             ),
         ),
@@ -358,8 +368,8 @@ PROTOCOL = protocols.register(
         count_corpus=CORPUS.count,
         count_collected=SPANS.collected,
         tables=TABLES,
-        schema_version=2,  # 2: speech (the segments' audio columns)
-        schema_steps=(annotation.speech_step(CORPUS, 2),),
+        schema_version=3,  # 2: speech (the segments' audio columns); 3: quality control
+        schema_steps=(annotation.speech_step(CORPUS, 2), attention.qc_step(CORPUS, 3)),
         export_tables=EXPORT_TABLES,
         analyze="services.esa.mqm_analysis:add_analyze",
         report_section="services.report.mqm:section",  # services/report sits above the protocols

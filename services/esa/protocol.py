@@ -12,7 +12,7 @@ from typing import Any
 
 from services.common import protocols
 from services.common.protocols import Column, ExportTable, Phase, Protocol, Role, Tab
-from services.esa import annotation, corpus, prefill_store
+from services.esa import annotation, attention, corpus, prefill_store
 from services.esa.answers import segment_rows
 from services.esa.corpus import ANSWERS, NAME, SEGMENTS
 from services.esa.spans import ESA_SEVERITIES, MISSING_TOKEN
@@ -33,6 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "instructions": "",
     "prefill": "",  # ESA-AI: "xcomet" or "gemba-mqm" pre-fills the spans (services/esa/prefill.py)
     "show_source_transcript": True,  # a source with audio: its text shown beside the player too
+    **attention.DEFAULTS,  # quality control: attention items, reruns, the tutorial (docs/esa.md)
 }
 # the page's instructions, after Appraise's ESA template (docs/esa.md); [esa] instructions replaces them
 INSTRUCTIONS = (
@@ -67,13 +68,14 @@ def check(section: dict) -> list[tuple[str, str]]:
                 out.append(("esa.score_labels", f"the label of {k} must be a non-empty string"))
     if not isinstance(section.get("instructions"), str):
         out.append(("esa.instructions", "must be a string (Markdown; empty: the built-in instructions)"))
-    return out + prefill_store.check(section)
+    return out + prefill_store.check(section) + attention.check(NAME, section)
 
 
 # -- the queue, the item, the answer (services/esa/annotation.py) -----------------------------
 
 setup, items, segment_of, save, stored = SPANS.setup, SPANS.items, SPANS.segment_of, SPANS.save, SPANS.stored
 held_items, on_leave, collected = SPANS.held_items, SPANS.on_leave, SPANS.collected
+after_save, payment_qc = SPANS.after_save, SPANS.qc
 parse_spans = annotation.parse_esa_spans
 span_words = annotation.span_words
 
@@ -97,7 +99,9 @@ def content(
     return {
         **SPANS.document(database, study, assignment, media_dir),
         "labels": labels_of(section),
-        "instructions": (section.get("instructions") or INSTRUCTIONS) + prefill_store.instructions(section),
+        "instructions": attention.practice_note(assignment["meta"])
+        + (section.get("instructions") or INSTRUCTIONS)
+        + prefill_store.instructions(section),
         "prefill": pre,
     }
 
@@ -118,10 +122,16 @@ def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
     problems = problems or links
     score = payload.get("score")
     parts, fields = [], {}
+    practice, feedback = None, None
+    if not problems:  # a practice item's feedback: what the annotator missed
+        practice, feedback = SPANS.practice(seg, [s.to_dict() for s in spans], payload, study["config"][NAME])
     if problems:
         words = "The error spans need fixing: " + "; ".join(problems) + "."
         parts.append(words)
         fields["spans"] = words
+    elif feedback:
+        parts.append(feedback)
+        fields["spans"] = feedback
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0 <= score <= 100:
         words = "Move the slider to score the translation (0-100)."
         parts.append(words)
@@ -134,6 +144,8 @@ def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
         "score": int(round(score)),
         "segment_row": seg["segment_row"],
     }
+    if practice is not None:
+        out["practice"] = practice
     return {**out, "prefill": record} if record is not None else out
 
 
@@ -172,11 +184,13 @@ EXPORT_TABLES = {
             "n_major": ("integer", "major spans (in the text and on the audio), the omission apart"),
             "omission": ("string", "the [MISSING] span's severity, empty when none was marked"),
             **prefill_store.ANSWER_DICTIONARY,
+            **attention.ANSWER_DICTIONARY,
             **annotation.ANSWER_TAIL,
         },
     ),
     SEGMENTS: annotation.segments_export(corpus.ESA, segment_rows),
     prefill_store.PREFILL: prefill_store.EXPORT_TABLE,
+    corpus.ESA.qc: attention.export_table(corpus.ESA),
 }
 
 
@@ -192,6 +206,7 @@ PROTOCOL = protocols.register(
                 items=items,
                 held_items=held_items,  # the welcome counts the annotator's own HIT
                 on_leave=on_leave,  # an unfinished HIT is free again for the next annotator
+                qc=payment_qc,  # the Finished list: the attention items' verdict and the tutorial
                 seconds_per_item=40,  # the welcome's estimate per segment
                 label="ESA annotator",
             ),
@@ -216,6 +231,7 @@ PROTOCOL = protocols.register(
                 label="ESA segment",
                 not_ready=prefill_store.NOT_READY,
                 answer_words=answer_words,
+                after_save=after_save,  # the HIT's last item: its attention items judged
                 not_handed_on="an ESA HIT is annotated whole by one annotator: the next annotator added gets it",
             ),
         ),
@@ -227,9 +243,21 @@ PROTOCOL = protocols.register(
         store_corpus=prefill_store.store,
         count_corpus=corpus.count,
         count_collected=collected,
-        tables=(SEGMENTS_TABLE, HITS_TABLE, TAKERS_TABLE, ANSWERS_TABLE, prefill_store.PREFILL_TABLE),
-        schema_version=3,  # 2: ESA-AI's pre-fill; 3: speech (the segments' audio columns)
-        schema_steps=(prefill_store.SCHEMA_STEP, annotation.speech_step(corpus.ESA, 3)),
+        tables=(
+            SEGMENTS_TABLE,
+            HITS_TABLE,
+            TAKERS_TABLE,
+            ANSWERS_TABLE,
+            prefill_store.PREFILL_TABLE,
+            attention.qc_table(corpus.ESA),
+        ),
+        # 2: ESA-AI's pre-fill; 3: speech (the segments' audio columns); 4: quality control
+        schema_version=4,
+        schema_steps=(
+            prefill_store.SCHEMA_STEP,
+            annotation.speech_step(corpus.ESA, 3),
+            attention.qc_step(corpus.ESA, 4),
+        ),
         jobs="services.esa.prefill_store:background_jobs",  # ESA-AI's pre-fill
         export_tables=EXPORT_TABLES,
         analyze="services.esa.study_analysis:add_analyze",

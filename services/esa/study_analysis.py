@@ -12,11 +12,12 @@ from typing import Callable
 import pandas as pd
 
 from services.common.analysis_output import write_tables
-from services.esa import prefill_store, results
+from services.esa import attention, prefill_store, results
 from services.esa.answers import segment_rows
-from services.esa.corpus import ANSWERS, NAME, SEGMENTS
+from services.esa.corpus import ANSWERS, ESA, NAME, SEGMENTS
 from services.esa.prefill import OUTCOMES
 from services.study import export_reader
+from storage import studies
 
 NEEDED = ("participant", "system", "doc_id", "segment_id", "score", "spans")
 
@@ -32,13 +33,15 @@ def add_analyze(asub) -> None:
 
 
 def stored_rows(database, study_id: str) -> list[dict]:
-    """The study's answers as the export has them (the annotator by internal id, ESA-AI's outcome
-    columns), each with its segment's target."""
+    """The study's answers the analysis reads (attention.analysed: no attention or practice item,
+    no failed HIT's unless keep_failed) as the export has them (the annotator by internal id,
+    ESA-AI's outcome columns), each with its segment's target."""
     target = {s["segment_row"]: s["target"] for s in segment_rows(database, study_id)}
-    return [
+    rows = [
         {**r, "participant": r["participant__pid"], "target": target.get(r["segment_row"])}
         for r in prefill_store.answer_rows(database, study_id)
     ]
+    return attention.analysed(rows)
 
 
 def export_rows(path) -> list[dict]:
@@ -55,7 +58,7 @@ def export_rows(path) -> list[dict]:
         for r in rows:
             if r["segment_row"] in target:
                 r["target"] = target[r["segment_row"]]
-    return rows
+    return attention.analysed(rows)
 
 
 def analyse(rows: list[dict], out: Path, alpha: float = 0.05, by: str = "mean") -> str:
@@ -82,14 +85,18 @@ def tables(res: results.Results) -> dict:
 
 
 def run(args: argparse.Namespace, open_database: Callable) -> str:
+    note = None
     if args.study:
-        rows = stored_rows(open_database(), args.study)
+        database = open_database()
+        rows = stored_rows(database, args.study)
+        study = studies.get_study(database, args.study)
+        note = attention.qc_note(database, ESA, args.study, study["config"][NAME]) if study else None
     elif args.export:
         rows = export_rows(args.export)
     else:
         raise ValueError(f"analyze {NAME} needs an export (folder or its {ANSWERS} file) or --study STUDY_ID")
     summary = analyse(rows, Path(args.out), alpha=args.alpha, by=args.by)
-    return summary + prefill_summary(rows, Path(args.out))
+    return summary + (f"\n{note}" if note else "") + prefill_summary(rows, Path(args.out))
 
 
 COUNTS = ("n_prefilled", *(f"prefill_{o}" for o in OUTCOMES), "n_added")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from services.common.analysis_output import write_tables
-from services.esa import results, study_analysis
-from services.esa.corpus import NAME
+from services.esa import attention, results, study_analysis
+from services.esa.corpus import ESA, NAME
 from services.report.sections import Part, fill
 from storage import studies
 
@@ -119,6 +119,8 @@ def build(database, study_id: str, out_dir: Path, alpha: float = 0.05) -> Part:
     first, *rest = res.lines()
     part.summary = first
     part.notes = [*rest[len(rest) - 1 - len(res.notes) :], *part.notes]  # agreement's (and ESA-AI's) line first
+    qc = attention.qc_note(database, ESA, study_id, study["config"][NAME]) if study else None
+    part.notes = [qc, *part.notes] if qc else part.notes  # what the scores leave out, said first
     folder = Path(out_dir) / "esa"
     folder.mkdir(parents=True, exist_ok=True)
     tables = study_analysis.tables(res)

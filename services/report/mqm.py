@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 from services.common.analysis_output import write_tables
-from services.esa import mqm_analysis
-from services.esa.mqm_protocol import NAME, taxonomy_of
+from services.esa import attention, mqm_analysis
+from services.esa.mqm_protocol import CORPUS, NAME, taxonomy_of
 from services.report.sections import Part, fill
 from storage import studies
 
@@ -121,6 +121,8 @@ def build(database, study_id: str, out_dir: Path, alpha: float = 0.05) -> Part:
     first, *rest = res.lines()
     part.summary = first
     part.notes = [*rest[-1:], *part.notes]  # the agreement's line first: the figure a reader checks
+    qc = attention.qc_note(database, CORPUS, study_id, study["config"][NAME])
+    part.notes = [qc, *part.notes] if qc else part.notes  # what the scores leave out, said first
     folder = Path(out_dir) / NAME
     folder.mkdir(parents=True, exist_ok=True)
     part.files = write_tables(folder, mqm_analysis.tables(res))

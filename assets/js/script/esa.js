@@ -418,7 +418,15 @@
   });
 
   document.addEventListener('tradlab:item', (e) => {
-    if (e.target.classList && e.target.classList.contains('esa-item')) render(e.target);
+    if (!(e.target.classList && e.target.classList.contains('esa-item'))) return;
+    render(e.target);
+    // a practice item's refusals counted (docs/esa.md, "Quality control"): the server shows its
+    // feedback once, then lets the annotator go on (unless the study's tutorial blocks)
+    const tries = e.target.querySelector('input[name="practice_tries"]');
+    if (tries && e.detail && e.detail.refused) {
+      tries.value = String((parseInt(tries.value, 10) || 0) + 1);
+      tries.dispatchEvent(new Event('change', {bubbles: true}));
+    }
   });
   document.addEventListener('pointerdown', (e) => {
     const c = e.target.closest && e.target.closest('.esa-output .esa-ch');
