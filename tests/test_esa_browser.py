@@ -4,7 +4,8 @@ annotator in headless Chromium. At 1280 px: a span dragged with the mouse and ma
 [MISSING] token marked, a span marked with the keyboard (arrows, Shift+arrows, m), a severity
 toggled, a span removed, the score refused while the slider is unmoved, then set by a click and
 submitted; the stored offsets are the output's characters. At 390 px (a phone, touch): the next
-item's document and controls fit the width, and a tap marks [MISSING]. The welcome names the
+item's document and controls fit the width, a tap marks [MISSING], and the rest of the HIT is
+scored to the completion code. The welcome names the
 segments of the annotator's HIT; the team's Analysis tab analyses the answer (its ESA section).
 ESA-AI, in a second study of the same app pre-filled by the tiny xCOMET of
 tests/tiny_metric_models.py: the pre-filled spans shown as such until touched, one resized by
@@ -40,6 +41,7 @@ pytestmark = pytest.mark.browser
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "esa"
 STUDY = "esa-example"
+CODE = "ESA-EXAMPLE-DONE"  # the example's completion code
 
 
 AI_STUDY = "esa-ai-example"
@@ -242,6 +244,7 @@ def test_an_annotator_marks_spans_by_mouse_and_keyboard_and_scores(tmp_path):
                 (STUDY,),
             )
             assert page.get_by_text(f"about {held} segments").first.is_visible()
+            n_items = held  # played to the completion code below, the last ones at 390 px
             assert form.locator(".esa-output .esa-ch").count() == n + 1  # the characters and [MISSING]
             assert form.locator(".esa-seg.esa-current").count() == 1
             words = text.split(" ")
@@ -344,6 +347,25 @@ def test_an_annotator_marks_spans_by_mouse_and_keyboard_and_scores(tmp_path):
             form.get_by_role("button", name="Major (M)").tap()
             assert [s["missing"] for s in spans_of(form)] == [True]
             page.screenshot(path=str(ARTIFACTS / "esa-phone.png"), full_page=True)
+            # the rest of the HIT at 390 px, each scored by a tap on its slider, to the completion code
+            for k in range(2, 1 + n_items):
+                shown = form.locator(".esa-output").get_attribute("data-text")
+                slider = form.locator('input[name="score"]')
+                slider.scroll_into_view_if_needed()  # the mouse clicks where the viewport shows it
+                sb = slider.bounding_box()
+                page.mouse.click(sb["x"] + sb["width"] * 0.5, sb["y"] + sb["height"] / 2)
+                form.locator("button[type=submit]").tap()
+                if k < n_items:
+                    page.locator(".progress:visible").get_by_text(f"{k} / ").wait_for(timeout=15000)
+                    page.wait_for_function(
+                        "t => document.querySelector('form.esa-item .esa-output')?.dataset.text !== t",
+                        arg=shown,
+                        timeout=15000,
+                    )
+            page.locator(":visible", has_text=CODE).last.wait_for(timeout=30000)
+            assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+            page.screenshot(path=str(ARTIFACTS / "esa-phone-done.png"), full_page=True)
+            assert app.rows("SELECT COUNT(*) FROM esa_answers")[0][0] == n_items
             phone.close()
 
             # the team's Analysis tab: the ESA section on the one answer (tabs/analysis_esa.py)
@@ -353,7 +375,7 @@ def test_an_annotator_marks_spans_by_mouse_and_keyboard_and_scores(tmp_path):
             page.get_by_role("tab", name="Analysis").click()
             page.get_by_text("Error span annotation (ESA, Kocmi et al. 2024)").first.click()
             page.get_by_role("button", name="Analyse the ESA answers", exact=True).click()
-            page.get_by_text("1 judgments by 1 annotators").first.wait_for(timeout=60000)
+            page.get_by_text(f"{n_items} judgments by 1 annotators").first.wait_for(timeout=60000)
             panel = page.locator("#esa-analysis")
             panel.get_by_text("The analysis's defaults and where they come from.").wait_for(timeout=30000)
             shown = panel.inner_text()
