@@ -25,10 +25,6 @@ QUERIES = {
     "pool_waiting": """
         SELECT phase, COUNT(*) AS items, SUM(need) AS places FROM work_pool
         WHERE study_id = ? AND need > 0 GROUP BY phase ORDER BY phase""",
-    # recordings per QC status that wait on someone: the worker (pending) or the team (flagged)
-    "recordings_waiting": """
-        SELECT r.qc_status AS status, COUNT(*) AS n FROM recordings r JOIN exchanges e ON e.id = r.exchange_id
-        WHERE r.qc_status IN ('pending', 'flagged') AND e.study_id = ? GROUP BY r.qc_status""",
     # jobs by status (the worker's whole table: jobs carry no study column)
     "job_counts": "SELECT status, COUNT(*) AS n FROM jobs GROUP BY status",
     "failed_jobs": """
@@ -54,10 +50,6 @@ def open_by_role(database: Database, study_id: str, skip: Skip | None = None) ->
 
 def pool_waiting(database: Database, study_id: str) -> list[dict]:
     return database.query(QUERIES["pool_waiting"], [study_id])
-
-
-def recordings_waiting(database: Database, study_id: str) -> dict[str, int]:
-    return {r["status"]: r["n"] for r in database.query(QUERIES["recordings_waiting"], [study_id])}
 
 
 def job_counts(database: Database) -> dict[str, int]:

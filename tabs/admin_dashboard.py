@@ -96,7 +96,7 @@ def render(d: Dashboard) -> str:
     cards = "".join(
         [
             _card("items done", overall, f"{done} of {total}", False),
-            _card("recordings to review", d.flagged, "flagged by QC", d.flagged > 0),
+            *(_card(title, figure, note, alert) for title, figure, note, alert in d.cards),
             _card("failing jobs", d.failed_jobs, "failed for good", d.failed_jobs > 0),
             _card("stalled", d.stalled_total, f"no activity for {d.stall_minutes} min", d.stalled_total > 0),
         ]

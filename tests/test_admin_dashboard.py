@@ -5,6 +5,7 @@ through an index: the page re-reads it every few seconds), and its HTML (tabs/ad
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import pandas as pd
 
@@ -119,7 +120,28 @@ def test_flagged_recordings_wait_on_the_team(demo_db):
             [a["id"], a["exchange_id"], _iso(NOW)],
         )
     d = dashboard(db, "demo", now=NOW)
-    assert d.flagged == 1 and d.waiting[0].startswith("1 recording flagged by QC waits on the study team")
+    assert d.cards == [("recordings to review", 1, "flagged by QC", True)]
+    assert d.waiting[0].startswith("1 recording flagged by QC waits on the study team")
+    assert "recordings to review" in admin_dashboard.render(d)
+
+
+def test_a_study_of_another_protocol_shows_no_recordings_card(tmp_path):
+    """Before: every study's dashboard had the usability study's "recordings to review" card."""
+    from services.common import protocols
+    from services.setup.importer import import_study
+    from storage import open_database
+
+    db = open_database(tmp_path / "a.db", schemas=protocols.schemas())
+    import_study(db, Path(__file__).resolve().parents[1] / "docs" / "examples" / "sxs")
+    d = dashboard(db, "sxs-example", now=NOW)
+    assert d.cards == [] and "recordings to review" not in admin_dashboard.render(d)
+
+
+def test_the_usability_recordings_query_uses_an_index(demo_db):
+    from storage.usability.recordings import RECORDINGS_WAITING
+
+    plan = [r["detail"] for r in demo_db.query("EXPLAIN QUERY PLAN " + RECORDINGS_WAITING, [None])]
+    assert all("USING" in line and "INDEX" in line for line in plan if line.startswith("SCAN ")), plan
 
 
 def test_every_dashboard_query_uses_an_index(demo_db):

@@ -45,8 +45,6 @@ TABLES_LEFT: dict[str, set[str]] = {
     # the audit log's entities and the admin's participant page join it for the exchange's study
     "storage/exports.py": {"exchanges", "recordings"},
     "storage/participant_view.py": {"exchanges"},
-    # the dashboard's recordings waiting for QC (the worker or the team)
-    "storage/dashboard.py": {"exchanges", "recordings"},
     # words, not the tables: the study file's [questions] section (question generation), and a
     # consent row's answers column
     "services/study/files.py": {"questions"},

@@ -1,7 +1,8 @@
 """The admin's dashboard: what a study designer checks at a glance (Appraise's campaign status,
-Prolific's study dashboard): progress per role and phase, what is waiting on whom and why, the
-recordings to review, failing jobs and the participants who stalled. One call, a few indexed
-aggregates (storage/dashboard.py), so the page can re-read it every few seconds.
+Prolific's study dashboard): progress per role and phase, what is waiting on whom and why, each
+protocol's own cards (the usability study's recordings to review: Protocol.dashboard), failing
+jobs and the participants who stalled. One call, a few indexed aggregates (storage/dashboard.py
+and the protocols'), so the page can re-read it every few seconds.
 
 "Stalled": an active participant who has not finished, opened their link at least once, still has
 open items, and has not been seen for STALL_MINUTES (last_seen_at: every view and submit, to the
@@ -33,7 +34,8 @@ class Dashboard:
     # {"role", "phase", "open", "done", "waiting"}: services/participation/progress.py, as the page counts
     progress: list[dict] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)  # one line each: what waits, on whom, why
-    flagged: int = 0  # recordings QC flagged, waiting for a review
+    # the protocols' cards (Protocol.dashboard): (title, figure, note, whether it asks for attention)
+    cards: list[tuple[str, int, str, bool]] = field(default_factory=list)
     failed_jobs: int = 0
     failing: list[dict] = field(default_factory=list)  # {"id", "kind", "attempts", "error", "updated_at"}
     stalled_total: int = 0
@@ -53,30 +55,17 @@ def _last_line(error: str | None) -> str:
 def waiting_lines(
     open_roles: list[dict],
     pool: list[dict],
-    recordings: dict[str, int],
     jobs: dict[str, int],
     stalled_total: int,
     stall_minutes: int,
 ) -> list[str]:
-    """What is waiting on whom and why, in the designer's words, the team's own tasks first."""
+    """What is waiting on whom and why, in the designer's words, the team's own tasks first (the
+    protocols' lines come before these: dashboard())."""
     lines = []
-    if recordings.get("flagged"):
-        lines.append(
-            f"{count(recordings['flagged'], 'recording')} flagged by QC {_wait(recordings['flagged'])} on "
-            "the study team: "
-            "review them under Recordings to review."
-        )
     if jobs.get("failed"):
         lines.append(
             f"{count(jobs['failed'], 'background job')} failed: retry them under Background jobs "
             "(their errors are listed there)."
-        )
-    if recordings.get("pending"):
-        queued = jobs.get("pending", 0) + jobs.get("running", 0)
-        lines.append(
-            f"{count(recordings['pending'], 'recording')} {_wait(recordings['pending'])} on the worker for QC "
-            "and translation "
-            f"({count(queued, 'job')} queued or running)."
         )
     for r in open_roles:
         who = count(r["people"], protocols.role_label(r["role"]))
@@ -103,7 +92,11 @@ def dashboard(database, study_id: str, now: dt.datetime | None = None, stall_min
     now = now or dt.datetime.now(dt.timezone.utc)
     cutoff = (now - dt.timedelta(minutes=stall_minutes)).isoformat(timespec="milliseconds")
     progress = progress_table(database, study_id).to_dict("records")
-    recordings = store.recordings_waiting(database, study_id)
+    cards, own = [], []
+    for _, part in protocols.with_hook("dashboard"):
+        c, lines = part(database, study_id)
+        cards += c
+        own += lines
     jobs = store.job_counts(database)
     stalled, stalled_total = store.stalled(database, study_id, cutoff, SHOWN)
     failing = [
@@ -116,10 +109,9 @@ def dashboard(database, study_id: str, now: dt.datetime | None = None, stall_min
         }
         for j in store.failed_jobs(database, SHOWN)
     ]
-    waiting = waiting_lines(
+    waiting = own + waiting_lines(
         store.open_by_role(database, study_id, instruction_items()),
         store.pool_waiting(database, study_id),
-        recordings,
         jobs,
         stalled_total,
         stall_minutes,
@@ -132,7 +124,7 @@ def dashboard(database, study_id: str, now: dt.datetime | None = None, stall_min
         stall_minutes=stall_minutes,
         progress=[{k: (int(v) if k in COUNTS else v) for k, v in r.items()} for r in progress],
         waiting=waiting,
-        flagged=recordings.get("flagged", 0),
+        cards=cards,
         failed_jobs=jobs.get("failed", 0),
         failing=failing,
         stalled_total=stalled_total,

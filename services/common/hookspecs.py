@@ -400,6 +400,16 @@ class Plan(Protocol):
     def __call__(self, database: Database, study_id: str, /) -> list[str]: ...
 
 
+class DashboardPart(Protocol):
+    """The admin dashboard's part of the protocol for one study: its cards (title, figure, the
+    note under it, whether it asks for the team's attention), shown after the core's first card,
+    and its lines of what waits on the study team or the worker, listed before the core's. The
+    dashboard re-reads it every few seconds: indexed aggregates only. ([], []) for a study
+    without the protocol, so another protocol's study shows none of its cards."""
+
+    def __call__(self, database: Database, study_id: str, /) -> tuple[list[tuple[str, int, str, bool]], list[str]]: ...
+
+
 class QuestionsChanged(Protocol):
     """A starter's accepted comprehension questions changed (services/questions/review.py),
     inside the caller's write."""

@@ -198,7 +198,7 @@ class AudioMetadata:
 class Protocol:
     """One protocol, named as study.protocols lists it and as its study.toml section. Its hooks
     (check, load, prepare, metrics_report, systems_report, report_section, drop_inactive, forget,
-    repair, plan, questions_changed, analysis_panel, jobs, demo, admin_section, cli) are specified in
+    repair, plan, dashboard, questions_changed, analysis_panel, jobs, demo, admin_section, cli) are specified in
     services/common/hookspecs.py (docs/hooks.md); those that also take "module:name" are
     imported on first use (resolve(); services.common imports no protocol, report or tab module).
 
@@ -254,6 +254,7 @@ class Protocol:
     forget: hookspecs.Forget | str | None = None
     repair: hookspecs.Repair | str | None = None
     plan: hookspecs.Plan | str | None = None
+    dashboard: hookspecs.DashboardPart | str | None = None
     questions_changed: hookspecs.QuestionsChanged | str | None = None
     analysis_panel: hookspecs.AnalysisPanel | str = ""
     jobs: hookspecs.Jobs | str | None = None
@@ -550,6 +551,8 @@ def with_hook(hook: Literal["forget"]) -> tuple[tuple[Protocol, hookspecs.Forget
 def with_hook(hook: Literal["repair"]) -> tuple[tuple[Protocol, hookspecs.Repair], ...]: ...
 @overload
 def with_hook(hook: Literal["plan"]) -> tuple[tuple[Protocol, hookspecs.Plan], ...]: ...
+@overload
+def with_hook(hook: Literal["dashboard"]) -> tuple[tuple[Protocol, hookspecs.DashboardPart], ...]: ...
 @overload
 def with_hook(hook: Literal["questions_changed"]) -> tuple[tuple[Protocol, hookspecs.QuestionsChanged], ...]: ...
 @overload

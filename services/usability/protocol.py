@@ -437,6 +437,7 @@ PROTOCOL = protocols.register(
         metrics_report="services.metrics.exchange:metrics_report",  # the exchanges' metrics
         systems_report="services.usability.outputs:systems_report",  # precision, outputs, cuts
         plan="services.usability.plan:plan",  # the receivers its design needs; exchanges left waiting
+        dashboard="services.usability.dashboard:dashboard",  # the recordings to review
         # seconds_per_item: the welcome's estimates (no paper gives one): reading and recording a
         # 40-60 word starter, up to two tries, and its two surveys; reading a translation and
         # answering up to 10 short questions; reading source and translation, a score and up to 10

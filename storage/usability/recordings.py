@@ -176,3 +176,14 @@ def forget_study(db, study_id: str) -> list[str]:
         {"sid": study_id},
     )
     return [p for r in rows for p in r if p]
+
+
+# recordings per QC status that wait on someone: the worker (pending) or the team (flagged); the
+# admin dashboard re-reads it every few seconds (tests/test_admin_dashboard.py checks its plan)
+RECORDINGS_WAITING = """
+    SELECT r.qc_status AS status, COUNT(*) AS n FROM recordings r JOIN exchanges e ON e.id = r.exchange_id
+    WHERE r.qc_status IN ('pending', 'flagged') AND e.study_id = ? GROUP BY r.qc_status"""
+
+
+def recordings_waiting(database: Database, study_id: str) -> dict[str, int]:
+    return {r["status"]: r["n"] for r in database.query(RECORDINGS_WAITING, [study_id])}
