@@ -98,3 +98,8 @@ def test_held_out_readings_by_a_real_voice(tmp_path):
     assert check(q21, good["transcript"], edges=good["edges"], settings=settings).status == "passed", good
     assert check(q21, cut["transcript"], edges=cut["edges"], settings=settings).status == "flagged", cut
     assert check(q24, swapped["transcript"], edges=swapped["edges"], settings=settings).status == "flagged", swapped
+
+
+def test_an_empty_prompt_is_flagged_without_an_alignment():
+    edges = {"first_word": "Hi", "first_p": 0.9, "last_word": "day", "last_p": 0.9}
+    assert "high_wer" in check("", "hello there", edges=edges, settings=second_opinion({})).flags

@@ -13,8 +13,10 @@ ASR transcribes each and scores the reading's prompt against it. Readings:
 - bad: the first 0.5 s / 1.5 s of speech cut, the last 0.5 s / 1.5 s cut, another starter's
   reading checked against this prompt, the first word or the last word left out, the first two
   words swapped, a 3 s pause inside and then the last 0.5 s cut.
-The thresholds for each voice's readings are chosen on the other voices' readings only (grid
-search: every bad kind flagged at least 95% there, the fewest good ones flagged); the
+The thresholds (first and last word probability, edge cover: recording_qc.forgiven_flags) for
+each voice's readings are chosen on the other voices' readings only (grid search: every bad kind
+flagged at least 95% there, or as often as the paper's rule alone flags it where that is less,
+the fewest good ones flagged); the
 thresholds chosen on all voices are the defaults' recommendation. Cost: seconds per recording
 of QC without the scoring, with it on the transcription's encoder output, and as a pass of its
 own. --from recomputes the figures from a results file's readings (no model runs); --reuse runs

@@ -268,7 +268,7 @@ def check(
     if wer > max_wer:
         flags.append("high_wer")
     forgiven = []
-    if edges is not None and settings and settings["on"] and {"start_differs", "end_differs"} & set(flags):
+    if ref and edges is not None and settings and settings["on"] and {"start_differs", "end_differs"} & set(flags):
         forgiven = forgiven_flags(flags, edges, edge_evidence(ref, hyp, edge), settings)
     kept = [f for f in flags if f not in forgiven]
     if translation_short(transcript, translation, usability):
