@@ -30,7 +30,7 @@ included, below qc_edge_min_cover of the prompt's letters: a cut or a word left 
 nothing, a misheard word leaves a word of about its length, "Lindqvist" as "Olympus") or when
 it begins (ends) with the prompt's second or third word instead of its first (last): a word
 left out or two swapped, not misheard. The defaults were chosen on the tune half of 24 starters
-written for the benchmark, read by four voices, and scored on the other half
+written for the benchmark, read by five voices, and scored on the other half
 (benchmarks/usability/qc_flags.py --starters-file benchmarks/usability/qc_starters.csv; README).
 
 The normaliser is transformers' EnglishTextNormalizer; its British->American spelling list
@@ -61,7 +61,7 @@ SECOND_OPINION_DEFAULTS = {
     "qc_second_opinion": "auto",
     "qc_first_word_min_p": 0.05,
     "qc_last_word_min_p": 0.15,
-    "qc_edge_min_cover": 0.7,
+    "qc_edge_min_cover": 0.5,
 }
 # issue 51, point 12: tiny.en and greedy decoding turned a 56-word reading into a 6-word
 # translation, and QC (which checks the recording) passed it. A translation with fewer words than
@@ -309,7 +309,7 @@ def second_opinion_problems(usability: dict) -> list[tuple[str, str]]:
             out.append((k, "must be a probability between 0 and 1"))
     v = usability.get("qc_edge_min_cover", SECOND_OPINION_DEFAULTS["qc_edge_min_cover"])
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-        out.append(("qc_edge_min_cover", "must be a share between 0 (not read) and 1, e.g. 0.7"))
+        out.append(("qc_edge_min_cover", "must be a share between 0 (not read) and 1, e.g. 0.5"))
     return out
 
 
