@@ -102,8 +102,11 @@ def test_the_review_shows_each_edge_word_s_probability_beside_the_diff(demo_db):
     shown = admin_usability.item_html(usability_review.review_item(demo_db, rid))
     assert 'class="qc-edges"' in shown and "p=0.91" in shown
 
-    # the same reading with its first word likely under the audio passes, and says why
-    qc = pipeline.save_qc(demo_db, rec, prompt, heard, None, {**edges, "first_p": 0.6}, opinion)
+    # a reading whose first word was misheard, not left out (issue 50, point 7: a transcript
+    # that starts at the prompt's second word stays flagged), likely under the audio, passes and
+    # says why
+    misheard = " ".join(["x" + prompt.split()[0][1:]] + prompt.split()[1:])
+    qc = pipeline.save_qc(demo_db, rec, prompt, misheard, None, {**edges, "first_p": 0.6}, opinion)
     assert qc.status == "passed" and qc.forgiven == ["start_differs"]
     item = usability_review.review_item(demo_db, rid)
     assert item["status"] == "passed" and "forgiven: the first three words differ" in item["edges"]

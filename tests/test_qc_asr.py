@@ -182,6 +182,7 @@ def test_a_study_sets_the_second_opinion(tmp_path):
         "on": False,
         "first_word_min_p": 0.1,
         "last_word_min_p": recording_qc.SECOND_OPINION_DEFAULTS["qc_last_word_min_p"],
+        "edge_min_cover": recording_qc.SECOND_OPINION_DEFAULTS["qc_edge_min_cover"],
     }
 
 
@@ -237,7 +238,11 @@ def test_a_good_reading_that_the_paper_s_rule_flags_passes_on_the_second_opinion
     "kind",
     [
         "cut_start_0.5s",
-        "cut_start_1.5s",
+        # issue 50, point 7: the defaults chosen on the new texts' tune starters (first word
+        # p >= 0.05) forgive tiny.en's "This has been Santa..." for the cut "I need two return
+        # tickets" (first p 0.11, as many letters as the prompt's edge): a known miss of the
+        # demo's readings (README, recording QC)
+        pytest.param("cut_start_1.5s", marks=pytest.mark.xfail(strict=True, reason="first-word p 0.11 >= 0.05")),
         "cut_end_0.5s",
         "cut_end_1.5s",
         "other_starter",

@@ -194,6 +194,7 @@ def test_second_opinion_settings_default_on_and_off_for_large_v3():
         "on": True,
         "first_word_min_p": SECOND_OPINION_DEFAULTS["qc_first_word_min_p"],
         "last_word_min_p": SECOND_OPINION_DEFAULTS["qc_last_word_min_p"],
+        "edge_min_cover": SECOND_OPINION_DEFAULTS["qc_edge_min_cover"],
     }
     paper = {"qc_asr": {"asr": "transformers-whisper", "asr_model": "openai/whisper-large-v3"}}
     assert second_opinion(paper)["on"] is False
@@ -202,6 +203,7 @@ def test_second_opinion_settings_default_on_and_off_for_large_v3():
         "on": False,
         "first_word_min_p": SECOND_OPINION_DEFAULTS["qc_first_word_min_p"],
         "last_word_min_p": 0.5,
+        "edge_min_cover": SECOND_OPINION_DEFAULTS["qc_edge_min_cover"],
     }
 
 
