@@ -7,6 +7,7 @@ import datetime as dt
 import html
 
 from services.admin.dashboard import Dashboard
+from services.common.protocols import phase_label, role_label
 from tabs.static import script
 
 EVERY_S = 10  # the dashboard's refresh while the admin is logged in
@@ -72,7 +73,9 @@ def _progress(rows: list[dict]) -> str:
         share = round(100 * r["done"] / total) if total else 0
         waiting = f"<small> · {r['waiting']} not taken yet</small>" if r["waiting"] else ""
         body.append(
-            f"<tr><td>{_e(r['role'])}</td><td>{_e(r['phase'])}</td>"
+            # the team's words for the role and phase (their labels), the ids in a tooltip
+            f'<tr><td title="{_e(r["role"])}">{_e(role_label(r["role"]))}</td>'
+            f'<td title="{_e(r["phase"])}">{_e(phase_label(r["phase"]))}</td>'
             f'<td class="num">{r["done"]} / {total}</td>'
             f'<td class="bar"><span style="width:{share}%"></span><b>{share}%</b>{waiting}</td></tr>'
         )

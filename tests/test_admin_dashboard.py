@@ -133,8 +133,12 @@ def test_a_study_of_another_protocol_shows_no_recordings_card(tmp_path):
 
     db = open_database(tmp_path / "a.db", schemas=protocols.schemas())
     import_study(db, Path(__file__).resolve().parents[1] / "docs" / "examples" / "sxs")
+    add_participants(db, "sxs-example", "sxs", 1)
     d = dashboard(db, "sxs-example", now=NOW)
-    assert d.cards == [] and "recordings to review" not in admin_dashboard.render(d)
+    page = admin_dashboard.render(d)
+    assert d.cards == [] and "recordings to review" not in page
+    # the progress table in the team's words (the labels), not the ids (before: "sxs", "sxs")
+    assert '<td title="sxs">side-by-side annotator</td><td title="sxs">side-by-side item</td>' in page
 
 
 def test_the_usability_recordings_query_uses_an_index(demo_db):

@@ -15,6 +15,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from services.common import protocols
 from tests.helpers.admin_review import flag_two_recordings
 from tests.helpers.app import AppClient, admin_session, token_of
 from tests.helpers.browser import ARTIFACTS
@@ -256,9 +257,11 @@ def test_the_dashboards_counts_agree_with_each_other(app_server, dropped_out_sen
     pg = context.new_page()
     log_in(pg, app_server.admin_url)
     text = pg.locator("#admin-dashboard").inner_text()
+    # the table names roles and phases by their labels ("DA rater", "DA judgment"): read back to ids
+    by_label = {protocols.phase_label(ph): ph for ph in protocols.phases()}
     rows = {
-        m[1]: (int(m[2]), int(m[3]), int(m[4] or 0))
-        for m in re.findall(r"\n(\w+)\t(\w+)\t(\d+) / (\d+)\s*\n\d+%(?: · (\d+) not taken yet)?", text)
+        by_label[m[1]]: (int(m[2]), int(m[3]), int(m[4] or 0))
+        for m in re.findall(r"\n([^\t\n]+)\t([^\t\n]+)\t(\d+) / (\d+)\s*\n\d+%(?: · (\d+) not taken yet)?", text)
     }
     waits = {
         m[1]: int(m[0]) for m in re.findall(r"(\d+) open items? wait on \d+ (SD|DA) (?:participants?|raters?)", text)
