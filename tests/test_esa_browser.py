@@ -375,7 +375,7 @@ def test_an_annotator_marks_spans_by_mouse_and_keyboard_and_scores(tmp_path):
             page.get_by_role("tab", name="Analysis").click()
             page.get_by_text("Error span annotation (ESA, Kocmi et al. 2024)").first.click()
             page.get_by_role("button", name="Analyse the ESA answers", exact=True).click()
-            page.get_by_text(f"{n_items} judgments by 1 annotators").first.wait_for(timeout=60000)
+            page.get_by_text(f"{n_items} judgments by 1 annotator,").first.wait_for(timeout=60000)
             panel = page.locator("#esa-analysis")
             panel.get_by_text("The analysis's defaults and where they come from.").wait_for(timeout=30000)
             shown = panel.inner_text()

@@ -31,6 +31,7 @@ import pandas as pd
 from scipy import stats
 
 from services.common import comparison, reliability
+from services.common.vocabulary import count
 
 OUTCOME_COLUMNS = [*comparison.OUTCOME_COLUMNS, "first"]  # first: the system shown first of the two
 
@@ -175,7 +176,7 @@ class Results:
         return out
 
     def lines(self) -> list[str]:
-        out = [f"{self.n_answers} answers by {self.n_annotators} annotators, mode {self.mode}"]
+        out = [f"{count(self.n_answers, 'answer')} by {count(self.n_annotators, 'annotator')}, mode {self.mode}"]
         for r in self.ranking.itertuples(index=False):
             interval = f"[{r.low:+.3f}, {r.high:+.3f}]"
             out.append(f"{r.rank}. {r.system}: Bradley-Terry {r.strength:+.3f} {interval}, cluster {r.cluster}")

@@ -24,6 +24,7 @@ from typing import Callable
 import pandas as pd
 
 from services.common.analysis_output import write_tables
+from services.common.vocabulary import count
 from services.esa import analysis, attention, mqm, results
 from services.esa.mqm_protocol import CORPUS, NAME, SCORE, answer_rows, segment_rows, taxonomy_of
 from services.esa.taxonomy import Taxonomy, load_taxonomy
@@ -63,7 +64,8 @@ class MQMResults:
         category and severity, the agreement (last)."""
         j = self.judgments
         out = [
-            f"MQM: {len(j)} judgments by {j['annotator'].nunique()} annotators, {len(self.systems)} systems "
+            f"MQM: {count(len(j), 'judgment')} by {count(j['annotator'].nunique(), 'annotator')}, "
+            f"{count(len(self.systems), 'system')} "
             f"(lower is better; clusters at p < {self.alpha:g}; weights {self.taxonomy.where})"
         ]
         for r in self.systems.itertuples():

@@ -31,6 +31,7 @@ from itertools import combinations
 import pandas as pd
 
 from services.common.agreement import krippendorff_alpha
+from services.common.vocabulary import count
 from services.esa import analysis
 from services.esa.agreement import PAIR_COLUMNS, pair_f1
 from services.esa.spans import Span, TimeSpan, span_of_record
@@ -108,7 +109,8 @@ class Results:
         """The summary: judgments, each system ranked with its cluster, the agreement."""
         j, by = self.judgments, self.result.by
         out = [
-            f"ESA: {len(j)} judgments by {j['annotator'].nunique()} annotators, {self.systems.shape[0]} systems "
+            f"ESA: {count(len(j), 'judgment')} by {count(j['annotator'].nunique(), 'annotator')}, "
+            f"{count(self.systems.shape[0], 'system')} "
             f"(ranked by {'mean score' if by == 'mean' else 'mean z'}, clusters at p < {self.result.alpha:g})"
         ]
         for r in self.systems.itertuples():
