@@ -5,12 +5,15 @@ span dragged with the mouse, its category picked and made major; a span marked w
 (arrows, Shift, c to the picker, Tab to a severity, Enter); a Non-translation beside them refused
 in place; submitted, the stored offsets, categories and MQM score checked; the next segment
 submitted without errors. At 390 px (a phone, touch): the last segment fits the width, one
-character tapped, a category picked and Minor tapped, submitted: the completion code. Screenshots
-in the tests' artifacts folder."""
+character tapped, a category picked and Minor tapped, submitted: the completion code. A second
+study's output is speech: at 390 px a region of its waveform marked with a speech category
+(Pronunciation), to its completion code. Screenshots in the tests' artifacts folder."""
 
 from __future__ import annotations
 
+import csv
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -34,10 +37,73 @@ def next_item(page, form, text: str, done: int) -> str:
     return form.locator(".esa-output").get_attribute("data-text")
 
 
+SPEECH_STUDY = "mqm-speech"
+SPEECH_CODE = "MQM-SPEECH-DONE"
+
+
+def speech_study(app: RunningApp, tmp_path: Path) -> str:
+    """A second study of the same app: one segment whose output is speech (espeak-ng, made here);
+    its annotator's link."""
+    folder = tmp_path / "mqm-speech"
+    folder.mkdir()
+    said = "O gato dorme no sofá."
+    subprocess.run(["espeak-ng", "-v", "pt", "-w", str(folder / "out.wav"), said], check=True)
+    with open(folder / "segments.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["doc_id", "segment_id", "system", "source", "target", "target_audio"])
+        w.writerow(["d1", "1", "tts", "The cat sleeps on the sofa.", said, "out.wav"])
+    (folder / "study.toml").write_text(
+        f'[study]\nid = "{SPEECH_STUDY}"\nname = "Speech"\nprotocols = ["mqm"]\ncompletion_code = "{SPEECH_CODE}"\n\n'
+        '[mqm]\nsegments = "segments.csv"\n'
+    )
+    app.prepare(
+        ("import", str(folder)), ("participants", "add", "--study", SPEECH_STUDY, "--role", "mqm", "--count", "1")
+    )
+    return app.setup_cli("links", "--study", SPEECH_STUDY).stdout.splitlines()[1].split("\t")[5]
+
+
+def mark_a_speech_error(app: RunningApp, browser, url: str) -> None:
+    """At 390 px: a region dragged across the output's waveform, a speech category (Pronunciation,
+    offered because the output is audio) picked, made major, submitted: the completion code; the
+    stored span in seconds with its category, scored 5."""
+    phone = browser.new_context(**WIDTHS["phone"])
+    page = phone.new_page()
+    page.goto(url)
+    form = page.locator("form.mqm-item")
+    box = form.locator('.esa-wave[data-ready="true"]')
+    box.wait_for(timeout=30000)
+    b = box.bounding_box()
+    assert b["x"] >= 0 and b["x"] + b["width"] <= 390, b
+    y = b["y"] + b["height"] / 2
+    page.mouse.move(b["x"] + b["width"] * 0.2, y)
+    page.mouse.down()
+    page.mouse.move(b["x"] + b["width"] * 0.6, y, steps=10)
+    page.mouse.up()
+    picker = form.locator("select.mqm-category")
+    values = picker.locator("option").evaluate_all("os => os.map(o => o.value)")
+    speech = [v for v in values if v.startswith("Pronunciation")]
+    assert speech, values
+    picker.select_option(speech[0])
+    form.get_by_role("button", name="Major (M)").click()
+    [marked] = spans_of(form)
+    assert marked["end_s"] > marked["start_s"] and marked["category"].startswith("Pronunciation")
+    page.screenshot(path=str(ARTIFACTS / "mqm-speech-phone.png"), full_page=True)
+    form.locator("button[type=submit]").click()
+    page.locator(":visible", has_text=SPEECH_CODE).last.wait_for(timeout=30000)
+    [(stored, mqm)] = app.rows(
+        "SELECT a.spans, a.mqm FROM mqm_answers a JOIN assignments s ON s.id = a.assignment_id WHERE s.study_id = ?",
+        (SPEECH_STUDY,),
+    )
+    [span] = json.loads(stored)
+    assert span["category"] == marked["category"] and span["severity"] == "major" and mqm == 5.0
+    phone.close()
+
+
 def test_an_annotator_marks_typed_errors_by_mouse_keyboard_and_touch_to_the_end(tmp_path):
     app = RunningApp(tmp_path, {})
     app.prepare(("import", str(EXAMPLE)), ("participants", "add", "--study", STUDY, "--role", "mqm", "--count", "1"))
     url = app.setup_cli("links", "--study", STUDY).stdout.splitlines()[1].split("\t")[5]
+    speech_url = speech_study(app, tmp_path)
     app.start()
     try:
         with chromium() as browser:
@@ -133,5 +199,6 @@ def test_an_annotator_marks_typed_errors_by_mouse_keyboard_and_touch_to_the_end(
             rows = app.rows("SELECT segment_row, spans, mqm FROM mqm_answers ORDER BY assignment_id")
             assert [r[2] for r in rows] == [6.0, 0.0, 1.0]
             assert json.loads(rows[2][1])[0]["text"] == text3[0]
+            mark_a_speech_error(app, browser, speech_url)
     finally:
         app.stop()
