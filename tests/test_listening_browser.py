@@ -4,8 +4,9 @@ rate, two digit triplets) with a completion code. At 1280 px a listener's Submit
 is played is refused in place naming it, a played clip stays played over a reload, and the checks,
 the rated clips and the gold and trapping clips lead to the completion code. At 390 px a second
 listener does the same, nothing wider than the screen, and a third fails the device check and
-is told politely that the study ends there, with no completion code. Screenshots in the tests'
-artifacts folder."""
+is told politely that the study ends there, with no completion code. The team's Analysis tab
+shows the MOS per condition with that listener left out. Screenshots in the tests' artifacts
+folder."""
 
 from __future__ import annotations
 
@@ -143,6 +144,22 @@ def test_a_listener_is_checked_then_rates_to_the_code_and_a_failed_check_ends_po
             assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
             page.screenshot(path=str(ARTIFACTS / "listening-phone-screened-out.png"), full_page=True)
             phone.close()
+
+            # the team's Analysis tab: the listening test's panel, the failed listener left out
+            team = browser.new_context(**WIDTHS["desktop"])
+            page = team.new_page()
+            page.goto(app.admin_url)
+            page.get_by_role("tab", name="Analysis").click()
+            page.get_by_text("Listening test", exact=True).first.click()
+            page.get_by_role("button", name="Analyse the listening-test ratings", exact=True).click()
+            panel = page.locator("#listening-analysis")
+            panel.get_by_text("The analysis's defaults and where they come from.").wait_for(timeout=60000)
+            shown = panel.inner_text()
+            assert all(f"Table {k}." in shown for k in (1, 2, 3)) and "espeak-160wpm" in shown
+            assert "1 listener(s) failed a check (left out)" in shown
+            assert page.locator(".toast-body").count() == 0
+            panel.screenshot(path=str(ARTIFACTS / "listening-analysis-panel.png"))
+            team.close()
         outcomes = app.rows("SELECT participant_id, test, passed FROM listening_outcomes ORDER BY participant_id, test")
         by = {}
         for pid, test, passed in outcomes:

@@ -25,6 +25,7 @@ from services.listening import study_analysis
 from services.listening.protocol import qc
 from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
+from services.report import listening as listening_report
 from services.setup.enrolment import add_participants
 from services.setup.importer import import_study
 from services.study.export import export_study
@@ -315,6 +316,12 @@ def test_export_is_read_back_by_analyze_and_the_mos_matches_an_independent_compu
     assert from_study.splitlines()[1:] == said.splitlines()[1:]
     args = cli.build_parser().parse_args(["analyze", "listening", str(out.folder), "--out", "x"])
     assert args.analyze is study_analysis.run
+    # the report's part (and the Analysis tab's panel, which shows it): the same figures
+    part = listening_report.build(db, STUDY, tmp_path / "report")
+    assert [x.filled for x in part.sections] == [True, True, True]
+    assert part.summary == from_study.splitlines()[0].split("; tables in")[0]
+    assert list(part.sections[0].table["condition"]) == sorted(by_condition)
+    assert (tmp_path / "report" / "listening" / "listening_mos.csv").is_file()
 
 
 def test_a_listeners_path_scans_no_study_sized_table(db):

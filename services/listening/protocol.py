@@ -812,6 +812,8 @@ PROTOCOL = protocols.register(
         tables=TABLES,
         export_tables=EXPORT_TABLES,
         analyze="services.listening.study_analysis:add_analyze",
+        report_section="services.report.listening:section",  # services/report sits above the protocols
+        analysis_panel="tabs.analysis_listening:panel",
         texts={"en": TEXTS},
     )
 )
