@@ -263,7 +263,7 @@ def test_each_protocol_owns_its_tables_and_the_study_package_only_the_common_one
     # tests/test_listening_protocol.py; ESA-AI's esa_prefill: tests/test_esa_prefill.py)
     esa = {"esa_answers", "esa_segments", "esa_prefill", "mqm_answers", "mqm_segments"}
     esa |= {"sxs_answers", "sxs_ratings", "sxs_outputs"}
-    esa |= {"listening_answers", "listening_outcomes", "listening_stimuli"}
+    esa |= {"listening_answers", "listening_outcomes", "listening_scores", "listening_stimuli"}
     assert {t for t, p in owner.items() if p in ("esa", "mqm", "sxs", "listening")} == esa
     assert {t for t in EXPECTED if t not in dictionary.TABLES} == set(owner) - esa
     assert owner["recordings"] == owner["starters"] == "usability"

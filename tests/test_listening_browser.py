@@ -4,7 +4,8 @@ rate, two digit triplets) with a completion code. At 1280 px a listener's Submit
 is played is refused in place naming it, a played clip stays played over a reload, and the checks,
 the rated clips and the gold and trapping clips lead to the completion code. At 390 px a second
 listener does the same, nothing wider than the screen, and a third fails the device check and
-is told politely that the study ends there, with no completion code. The team's Analysis tab
+is told politely that the study ends there, with no completion code; a MUSHRA page at 390 px
+refuses a Submit before every sample is played and scored, naming each. The team's Analysis tab
 shows the MOS per condition with that listener left out. Screenshots in the tests' artifacts
 folder."""
 
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.browser
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "listening"
 STUDY = "listening-example"
 CODE = "LISTEN-DONE-7"
+MUSHRA = "listening-mushra"
 PORTS = range(7900, 7950)  # this project's shared machine: the app's ports
 
 
@@ -34,6 +36,25 @@ def short_study(tmp_path) -> Path:
     toml = toml.replace("seed = 7", f'seed = 7\ncompletion_code = "{CODE}"')
     toml = toml.replace("items_per_listener = 6", "items_per_listener = 2\nhearing_triplets = 2\nhearing_pass = 2")
     (folder / "study.toml").write_text(toml, encoding="utf-8")
+    return folder
+
+
+def mushra_study(tmp_path) -> Path:
+    """The example's clips as MUSHRA: two items, each its normal-rate clip as the reference, the fast
+    one and the noisy one (the anchor) as samples, the hidden reference added; no checks."""
+    folder = tmp_path / "mushra"
+    shutil.copytree(EXAMPLE, folder)
+    rows = ["item_id,stimulus_id,condition,audio,reference_audio,kind"]
+    for k in (1, 2):
+        rows.append(f"i{k},i{k}-fast,fast,audio/s{k}_fast.wav,audio/s{k}_normal.wav,")
+        rows.append(f"i{k},i{k}-anchor,anchor,audio/gold_noisy.wav,audio/s{k}_normal.wav,anchor")
+    (folder / "mushra.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (folder / "study.toml").write_text(
+        f'[study]\nid = "{MUSHRA}"\nname = "MUSHRA"\nprotocols = ["listening"]\nseed = 3\n'
+        f'completion_code = "{CODE}"\n\n[listening]\nstimuli = "mushra.csv"\nmethod = "mushra"\n'
+        "items_per_listener = 2\ndevice_check = false\nhearing_test = false\n",
+        encoding="utf-8",
+    )
     return folder
 
 
@@ -90,9 +111,12 @@ def test_a_listener_is_checked_then_rates_to_the_code_and_a_failed_check_ends_po
     app.env.update(TRADLAB_PORT=str(app.port), TRADLAB_PUBLIC_URL=app.url)
     app.prepare(
         ("import", str(short_study(tmp_path))),
+        ("import", str(mushra_study(tmp_path))),
         ("participants", "add", "--study", STUDY, "--role", "listening", "--count", "3"),
+        ("participants", "add", "--study", MUSHRA, "--role", "listening", "--count", "1"),
     )
     urls = [line.split("\t")[5] for line in app.setup_cli("links", "--study", STUDY).stdout.splitlines()[1:4]]
+    mushra_url = app.setup_cli("links", "--study", MUSHRA).stdout.splitlines()[1].split("\t")[5]
     checks = app.rows("SELECT test, expected FROM listening_screens ORDER BY place")
     controls = app.rows("SELECT audio, expected FROM listening_stimuli WHERE kind != 'rating'")
 
@@ -143,6 +167,34 @@ def test_a_listener_is_checked_then_rates_to_the_code_and_a_failed_check_ends_po
             assert page.locator("form.lt-item").count() == 0
             assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
             page.screenshot(path=str(ARTIFACTS / "listening-phone-screened-out.png"), full_page=True)
+
+            # MUSHRA on the phone: a submit before every sample is played is refused naming them
+            page = phone.new_page()
+            page.goto(mushra_url)
+            for k in range(2):
+                form = page.locator("form.lt-item")
+                form.locator(".lt-sample").nth(2).wait_for(timeout=30000)
+                assert form.locator(".lt-clip-label").all_inner_texts() == [
+                    "Reference", "Sample 1", "Sample 2", "Sample 3",
+                ]  # fmt: skip
+                if k == 0:
+                    form.locator(".lt-clip audio").first.evaluate("a => a.play()")
+                    form.locator(".lt-clip.lt-done").first.wait_for(timeout=30000)
+                    form.locator("button[type=submit]").tap()
+                    error = page.locator(".msg.error")
+                    error.get_by_text("not played yet: Sample 1, Sample 2, Sample 3").wait_for(timeout=15000)
+                    assert "Rate Sample 1: move its slider" in error.inner_text()
+                    page.screenshot(path=str(ARTIFACTS / "listening-phone-mushra-refused.png"), full_page=True)
+                play_all(form)
+                for j in range(3):
+                    form.locator(f"#lt-score-{j}").press("End" if j == 0 else "ArrowRight")
+                assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+                if k == 0:
+                    page.screenshot(path=str(ARTIFACTS / "listening-phone-mushra.png"), full_page=True)
+                form.locator("button[type=submit]").tap()
+                page.locator(".progress:visible").get_by_text(f"{k + 1} / 2").wait_for(timeout=15000)
+            page.locator(":visible", has_text=CODE).last.wait_for(timeout=30000)
+            assert sorted(app.rows("SELECT score FROM listening_scores")) == [(1,), (1,), (1,), (1,), (100,), (100,)]
             phone.close()
 
             # the team's Analysis tab: the listening test's panel, the failed listener left out

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import json
 import math
 import shutil
 import statistics
@@ -18,6 +19,7 @@ import wave
 from pathlib import Path
 
 import pytest
+from scipy import stats
 
 import cli
 from services.common import protocols
@@ -348,3 +350,101 @@ def test_a_listeners_path_scans_no_study_sized_table(db):
     assert any("listening_answers" in s for s in statements) and any("listening_stimuli" in s for s in statements)
     assert scans(db, statements) == []
     assert scans(db, ["SELECT * FROM listening_answers WHERE kind = 'gold'"])  # the check can fail
+
+
+# -- MUSHRA ---------------------------------------------------------------------------------------
+
+MUSHRA_ROWS = [["item_id", "stimulus_id", "condition", "audio", "reference_audio", "kind"]] + [
+    row
+    for k in (1, 2)
+    for row in (
+        [f"i{k}", f"i{k}-fast", "fast", f"audio/s{k}_fast.wav", f"audio/s{k}_normal.wav", ""],
+        [f"i{k}", f"i{k}-anchor", "anchor", "audio/gold_noisy.wav", f"audio/s{k}_normal.wav", "anchor"],
+    )
+]
+MUSHRA = 'method = "mushra"\ndevice_check = false\nhearing_test = false\nitems_per_listener = 2\n'
+
+
+def test_a_bad_mushra_file_is_refused_naming_every_field(tmp_path, media):
+    rows = [
+        MUSHRA_ROWS[0],
+        ["", "a", "fast", "audio/s1_fast.wav", "audio/s1_normal.wav", ""],
+        ["i1", "b", "fast", "audio/s1_fast.wav", "audio/s1_normal.wav", ""],
+        ["i1", "c", "fast", "audio/s2_fast.wav", "audio/s2_normal.wav", "gold"],
+        ["i1", "d", "hidden_reference", "audio/s2_fast.wav", "audio/s1_normal.wav", ""],
+    ]
+    with pytest.raises(StudyValidationError) as e:
+        opened(tmp_path, study_folder(tmp_path, "m", MUSHRA, rows))
+    text = str(e.value)
+    assert "row 2, field 'item_id': method mushra shows the rows of one item_id on one page" in text
+    assert "'gold' must be empty or anchor (method mushra)" in text
+    assert "'hidden_reference' is the name of the hidden reference" in text
+    assert "item 'i1' has no anchor" in text
+
+
+def mushra_db(tmp_path):
+    return opened(tmp_path, study_folder(tmp_path, "mushra", MUSHRA, MUSHRA_ROWS))
+
+
+def test_a_mushra_page_refuses_a_submit_before_every_stimulus_is_played_and_scored(tmp_path, media):
+    db = mushra_db(tmp_path)
+    (p,) = add_participants(db, STUDY, "listening", 1)
+    v = get_view(db, p.token, TAB)
+    labels = [c["label"] for c in v.content["clips"]]
+    assert labels == ["Reference", "Sample 1", "Sample 2", "Sample 3"] and v.progress == "0 / 2"
+    listened(db, p.id)
+    with pytest.raises(SubmissionError) as e:  # two samples not played, none scored
+        submit(db, p.token, TAB, v.item_id, {"played": ["reference", "s0"], "score-0": 80, "score-1": None})
+    assert "not played yet: Sample 2, Sample 3" in str(e.value)
+    assert set(e.value.fields) == {"played", "score-1", "score-2"}
+    keys = ["reference", "s0", "s1", "s2"]
+    res = submit(db, p.token, TAB, v.item_id, {"played": keys, "score-0": 80, "score-1": 0, "score-2": 55.4})
+    assert res.saved and res.stored == {"scores": {"Sample 1": 80, "Sample 2": 0, "Sample 3": 55}}
+    rows = db.query("SELECT condition, position, score FROM listening_scores ORDER BY position")
+    assert sorted(r["condition"] for r in rows) == ["anchor", "fast", "hidden_reference"]
+    # the order is the listener's own, seeded: the hidden reference is not always last
+    meta = db.query("SELECT meta FROM assignments WHERE participant_id = ?", [p.id])
+    assert len(meta) == 2
+
+
+def test_mushra_post_screening_and_statistics_against_an_independent_computation(tmp_path, media):
+    db = mushra_db(tmp_path)
+    people = add_participants(db, STUDY, "listening", 4)
+    wanted = {"hidden_reference": 95, "fast": 60, "anchor": 20}
+    for k, p in enumerate(people):
+        while (v := get_view(db, p.token, TAB)).status == "item":
+            listened(db, p.id)
+            order = db.one("SELECT meta FROM assignments WHERE participant_id = ? AND status = 'open' "
+                           "ORDER BY position LIMIT 1", [p.id])["meta"]  # fmt: skip
+            names = {r["item"]: r["condition"] for r in db.query("SELECT item, condition FROM listening_stimuli")}
+            conditions = [names[i] for i in json.loads(order)["order"]]
+            # the fourth listener rates the hidden reference 50: excluded by the post-screening
+            scores = {
+                f"score-{j}": (50 if k == 3 and c == "hidden_reference" else wanted[c] + k)
+                for j, c in enumerate(conditions)
+            }
+            submit(db, p.token, TAB, v.item_id, {"played": ["reference", "s0", "s1", "s2"], **scores})
+    out = export_study(db, STUDY, tmp_path / "export")
+    assert out.rows["listening_scores"] == 4 * 2 * 3
+    said = study_analysis.run(
+        argparse.Namespace(export=str(out.folder), study=None, out=str(tmp_path / "a"), keep_failed=False, anchor=""),
+        lambda: db,
+    )
+    assert "1 listener(s) excluded by BS.1534-3's post-screening" in said and "18 score(s) of 3 listener(s)" in said
+    with open(tmp_path / "a" / "listening_mushra.csv", encoding="utf-8") as f:
+        table = {r["condition"]: r for r in csv.DictReader(f)}
+    for cond, base in wanted.items():  # listeners 0-2, two items each
+        values = [base + k for k in range(3) for _ in range(2)]
+        mean, sd = statistics.mean(values), statistics.stdev(values)
+        half = stats.t.ppf(0.975, len(values) - 1) * sd / math.sqrt(len(values))
+        assert float(table[cond]["mean"]) == pytest.approx(mean) and float(table[cond]["ci"]) == pytest.approx(half)
+        assert float(table[cond]["median"]) == pytest.approx(statistics.median(values))
+    with open(tmp_path / "a" / "listening_screening.csv", encoding="utf-8") as f:
+        screening = list(csv.DictReader(f))
+    assert [r["excluded"] for r in screening].count("True") == 1
+    assert from_study_lines(db, tmp_path) == said.splitlines()[1:]
+
+
+def from_study_lines(db, tmp_path) -> list[str]:
+    args = argparse.Namespace(export=None, study=STUDY, out=str(tmp_path / "b"), keep_failed=False, anchor="")
+    return study_analysis.run(args, lambda: db).splitlines()[1:]

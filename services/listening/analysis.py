@@ -9,7 +9,17 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from services.common.listening import MOS_COLUMNS, condition_means, load_scales
+from services.common.listening import (
+    CONTINUOUS_COLUMNS,
+    MOS_COLUMNS,
+    SCREENING_COLUMNS,
+    condition_means,
+    condition_summary,
+    load_scales,
+    post_screening,
+)
+
+HIDDEN = "hidden_reference"  # services/listening/stimuli.py's name of MUSHRA's hidden reference
 
 EXCLUDED_COLUMNS = ["participant", "failed"]
 
@@ -23,8 +33,15 @@ class Results:
     n_listeners: int
     n_ratings: int
     notes: list[str] = field(default_factory=list)
+    screening: pd.DataFrame | None = None  # MUSHRA: BS.1534-3's post-screening, one row per listener
 
     def tables(self) -> dict[str, pd.DataFrame]:
+        if self.method == "mushra":
+            return {
+                "listening_mushra.csv": self.mos,
+                "listening_screening.csv": self.screening,
+                "listening_excluded.csv": self.excluded,
+            }
         return {"listening_mos.csv": self.mos, "listening_excluded.csv": self.excluded}
 
     def lines(self) -> list[str]:
@@ -35,6 +52,13 @@ class Results:
             f"Listening test ({self.method.upper()}): {scale.mean_name} of {len(self.mos)} condition(s) from "
             f"{self.n_ratings} rating(s) of {self.n_listeners} listener(s); {n_out} listener(s) failed a check ({said})"
         )
+        if self.method == "mushra":
+            screened = 0 if self.screening is None else int(self.screening["excluded"].sum())
+            head = (
+                f"Listening test (MUSHRA): {len(self.mos)} condition(s) from {self.n_ratings} score(s) of "
+                f"{self.n_listeners} listener(s); {screened} listener(s) excluded by BS.1534-3's post-screening, "
+                f"{n_out} failed a check ({said})"
+            )
         rows = [
             f"  {r.condition}: {scale.mean_name} {r.mean:.2f} ± {r.ci:.2f} (n={r.n})"
             if pd.notna(r.ci)
@@ -80,4 +104,44 @@ def results(answers: pd.DataFrame, outcomes: pd.DataFrame, method: str, *, keep_
         int(rated["participant"].nunique()) if len(rated) else 0,
         len(rated),
         notes,
+    )
+
+
+def mushra_results(
+    scores: pd.DataFrame, outcomes: pd.DataFrame, anchor: str = "", *, keep_failed: bool = False
+) -> Results:
+    """MUSHRA's per-condition statistics (BS.1534-3 clause 9: mean with Student's t 95% interval,
+    median, quartiles) after its post-screening (clause 4.1.2: the hidden reference below 90, or the
+    anchor above 90, on more than 15% of the items), the listeners who failed a listening check
+    left out too unless keep_failed. anchor: the condition screened as the anchor ("" : the first
+    anchor condition, by name)."""
+    excluded = failed_listeners(outcomes)
+    if scores.empty:
+        return Results("mushra", pd.DataFrame(columns=CONTINUOUS_COLUMNS), excluded, keep_failed, 0, 0, [],
+                       pd.DataFrame(columns=SCREENING_COLUMNS))  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "assessor": scores["participant"],
+            "item": scores["item_id"],
+            "condition": scores["condition"],
+            "value": pd.to_numeric(scores["score"]),
+        }
+    )
+    if not keep_failed:
+        frame = frame[~frame["assessor"].isin(set(excluded["participant"]))]
+    anchors = sorted(set(scores.loc[pd.to_numeric(scores["anchor"]) == 1, "condition"]))
+    anchor = anchor or (anchors[0] if anchors else "")
+    notes = [f"  post-screening on the hidden reference and the anchor {anchor!r}" if anchor else ""]
+    if frame.empty:
+        return Results("mushra", pd.DataFrame(columns=CONTINUOUS_COLUMNS), excluded, keep_failed, 0, 0, notes,
+                       pd.DataFrame(columns=SCREENING_COLUMNS))  # fmt: skip
+    screening = post_screening(frame, HIDDEN, anchor or None)
+    kept = frame[~frame["assessor"].isin(set(screening.loc[screening["excluded"], "assessor"]))]
+    summary = (
+        condition_summary(kept, scale=load_scales()["mushra"])
+        if len(kept)
+        else pd.DataFrame(columns=CONTINUOUS_COLUMNS)
+    )
+    return Results(
+        "mushra", summary, excluded, keep_failed, int(kept["assessor"].nunique()), len(kept), notes, screening
     )

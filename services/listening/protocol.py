@@ -28,6 +28,7 @@ from services.listening.stimuli import (
     METHODS,
     NAME,
     OUTCOMES,
+    SCORES,
     SCREENS,
     STIMULI,
     STUDIES,
@@ -52,6 +53,7 @@ DEFAULTS: dict[str, Any] = {
     "exclude_failed": True,
     "tts_backend": "espeak",
     "instructions": "",
+    "mushra_anchor": "",
 }
 LISTEN_TOLERANCE_S = 0.5  # a page's clips must have had time to play since it was shown, less this
 INSTRUCTIONS = {
@@ -61,6 +63,9 @@ INSTRUCTIONS = {
     "**degradation of B compared with A**. Use headphones, in a quiet place.",
     "ccr": "Listen to the **first** (A) and the **second** (B) recording, each to its end, then rate the "
     "**quality of the second compared to the quality of the first**. Use headphones, in a quiet place.",
+    "mushra": "Listen to the **reference** and to **every sample**, each to its end (as often as you like), then "
+    "rate the **basic audio quality** of each sample against the reference on its slider, 0-100. One of the "
+    "samples is the reference itself: rate it 100. Use headphones, in a quiet place.",
 }
 CHECK_WORDS = {
     "device": (
@@ -79,7 +84,7 @@ def check(section: dict) -> list[tuple[str, str]]:
     """(field, message) for every mistake in the merged [listening] section."""
     out: list[tuple[str, str]] = []
     if section.get("method") not in METHODS:
-        out.append((f"{NAME}.method", f"must be one of {', '.join(METHODS)} (mushra is not built yet)"))
+        out.append((f"{NAME}.method", f"must be one of {', '.join(METHODS)}"))
     for key, lo in (("items_per_listener", 1), ("listeners_per_item", 1), ("hearing_triplets", 1)):
         if not _whole(section.get(key)) or section[key] < lo:
             out.append((f"{NAME}.{key}", f"must be a whole number >= {lo}"))
@@ -94,8 +99,9 @@ def check(section: dict) -> list[tuple[str, str]]:
             out.append((f"{NAME}.{key}", "must be true or false"))
     if section.get("tts_backend") not in ("espeak", "piper"):
         out.append((f"{NAME}.tts_backend", "must be espeak or piper (the hearing test's digits)"))
-    if not isinstance(section.get("instructions"), str):
-        out.append((f"{NAME}.instructions", "must be a string"))
+    for key in ("instructions", "mushra_anchor"):
+        if not isinstance(section.get(key), str):
+            out.append((f"{NAME}.{key}", "must be a string"))
     return out
 
 
@@ -117,7 +123,9 @@ TABLES = (
             Column("item", "INTEGER", not_null=True),  # its row in the file, from 0: the assignment's item
             Column("seq", "INTEGER"),  # a rated clip's place in the seeded sequence (gold, trap: none)
             Column("stimulus_id", "TEXT", not_null=True),
+            Column("group_id", "TEXT", not_null=True, default=""),  # MUSHRA: its item (one page)
             Column("condition", "TEXT", not_null=True),
+            Column("anchor", "INTEGER", not_null=True, default=0),  # MUSHRA: an anchor's condition
             Column("kind", "TEXT", not_null=True),  # rating, gold or trap
             Column("expected", "INTEGER"),
             Column("audio", "TEXT", not_null=True),
@@ -129,8 +137,9 @@ TABLES = (
         ),
         indexes=(
             Index(("study_id", "item"), unique=True),
-            Index(("study_id", "seq")),
+            Index(("study_id", "seq", "item")),
             Index(("study_id", "kind", "item")),
+            Index(("study_id", "group_id", "item")),
         ),
         study_sized=True,
     ),
@@ -174,6 +183,20 @@ TABLES = (
             Column("created_at", "TEXT", not_null=True),
         ),
         indexes=(Index(("assignment_id",), unique=True), Index(("participant_id", "kind"))),
+        study_sized=True,
+    ),
+    Table(  # MUSHRA: one row per stimulus of an answered page
+        SCORES,
+        (
+            ASSIGNMENT,
+            PARTICIPANT,
+            Column("group_id", "TEXT", not_null=True),
+            Column("item", "INTEGER", not_null=True),  # the stimulus' row
+            Column("condition", "TEXT", not_null=True),
+            Column("position", "INTEGER", not_null=True),  # 0 = sample 1
+            Column("score", "INTEGER", not_null=True),
+        ),
+        indexes=(Index(("assignment_id", "position"), unique=True),),
         study_sized=True,
     ),
     Table(  # a listener's outcome of each check: device, hearing (after the checks), gold, trap (at the end)
@@ -249,10 +272,14 @@ def _enrol(tx: Transaction, study: StudyRow, pid: int) -> None:
     k = next_slot(tx.database, sid)
     taken = stimuli.slots(k, section["items_per_listener"], plan["n_items"], section["listeners_per_item"])
     items = [
-        required(protocol_rows.one(tx.database, STIMULI, {"study_id": sid, "seq": seq}), "listening stimulus")["item"]
+        required(
+            next(iter(protocol_rows.select(tx.database, STIMULI, {"study_id": sid, "seq": seq}, ("item",), 1)), None),
+            "listening stimulus",
+        )["item"]
         for seq, _round in taken
     ]
-    if items:
+    mushra = section["method"] == "mushra"
+    if items and not mushra:
         controls = [
             r["item"]
             for kind in ("gold", "trap")
@@ -262,10 +289,25 @@ def _enrol(tx: Transaction, study: StudyRow, pid: int) -> None:
         for c in controls:  # never first: the listener has heard one clip of the test before a control
             items.insert(rng.randint(1, len(items)), c)
     for t, item in enumerate(items):
-        meta = {"first": "reference" if rng_order(study, pid, item) else "clip"} if section["method"] == "ccr" else {}
+        meta: dict[str, Any] = {}
+        if section["method"] == "ccr":
+            meta = {"first": "reference" if rng_order(study, pid, item) else "clip"}
+        if mushra:  # the item's stimuli in a seeded order of the listener's
+            rows = _group(tx.database, sid, item)
+            order = [r["item"] for r in rows]
+            seeded_rng(NAME, "mushra", study["config"]["study"]["seed"], pid, item).shuffle(order)
+            meta = {"order": order}
         assignments.insert_assignment(tx.db, sid, pid, NAME, item, 100 + t, meta=meta or None)
     row = {"study_id": sid, "slot": k, "participant_id": pid, "n_items": len(items), "created_at": now()}
     protocol_rows.insert(tx.db, TAKERS, row)
+
+
+def _group(database, study_id: str, item) -> list[dict]:
+    """MUSHRA: the stimuli of the item whose first row is `item`, in the file's order."""
+    first = _stimulus(database, study_id, item)
+    return protocol_rows.select(
+        database, STIMULI, {"study_id": study_id, "group_id": first["group_id"]}, order_by=("item",)
+    )
 
 
 def rng_order(study: StudyRow, pid: int, item: int) -> bool:
@@ -430,6 +472,14 @@ def _clips(database, study: StudyRow, assignment: AssignmentRow) -> list[dict]:
     st = _stimulus(database, study["id"], assignment["item_id"])
     method = study["config"][NAME]["method"]
     clip = {"key": "clip", "audio": st["audio"], "seconds": st["audio_s"]}
+    if method == "mushra":
+        rows = {r["item"]: r for r in _group(database, study["id"], assignment["item_id"])}
+        ref = {"key": "reference", "label": "Reference", "audio": st["reference_audio"], "seconds": st["reference_s"]}
+        samples = [
+            {"key": f"s{k}", "label": f"Sample {k + 1}", "audio": rows[i]["audio"], "seconds": rows[i]["audio_s"]}
+            for k, i in enumerate(assignment["meta"]["order"])
+        ]
+        return [ref, *samples]
     if method == "acr":
         return [{**clip, "label": "Recording"}]
     ref = {"key": "reference", "audio": st["reference_audio"], "seconds": st["reference_s"]}
@@ -453,6 +503,14 @@ def content(database, study: StudyRow, participant: ParticipantRow, assignment: 
         return {"check": check_, "clips": clips, "instructions": words, "choices": choices}
     method = section["method"]
     scale = load_scales()[method]
+    if method == "mushra":
+        return {
+            "method": method,
+            "clips": clips,
+            "question": "Basic audio quality of each sample against the reference (0-100)",
+            "points": [[int(v), w] for v, w in scale.points],
+            "instructions": section["instructions"] or INSTRUCTIONS[method],
+        }
     return {
         "method": method,
         "clips": clips,
@@ -467,6 +525,7 @@ def _question(method: str) -> str:
         "acr": "Quality of the speech",
         "dcr": "Degradation of B compared with A",
         "ccr": "The quality of the second (B) compared to the quality of the first (A)",
+        "mushra": "Basic audio quality of each sample against the reference (0-100)",
     }[method]
 
 
@@ -534,6 +593,18 @@ def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
         return data
     st = _stimulus(database, study["id"], assignment["item_id"])
     method = section["method"]
+    if method == "mushra":
+        scores = []
+        for k, c in enumerate(clips[1:]):
+            v = payload.get(f"score-{k}")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 100:
+                refuse(f"score-{k}", f"Rate {c['label']}: move its slider (0-100).")
+            else:
+                scores.append(int(round(v)))
+        refuse_all(parts, fields)
+        check_played(clips, assignment)
+        data.update(kind="mushra", group_id=st["group_id"], scores=scores)
+        return data
     values = stimuli.scale_values(method)
     raw = payload.get("rating")
     try:
@@ -579,6 +650,28 @@ def save(tx: Transaction, study: StudyRow, participant: ParticipantRow, assignme
             "created_at": now(),
         },
     )
+    if data["kind"] == "mushra":
+        names = {r["item"]: r["condition"] for r in _group(tx.database, study["id"], assignment["item_id"])}
+        protocol_rows.insert_many(
+            tx.db,
+            SCORES,
+            [
+                {
+                    "assignment_id": assignment["id"],
+                    "participant_id": participant["id"],
+                    "group_id": data["group_id"],
+                    "item": item,
+                    "condition": names[item],
+                    "position": k,
+                    "score": data["scores"][k],
+                }
+                for k, item in enumerate(assignment["meta"]["order"])
+            ],
+        )
+
+
+def _scores(database, assignment_id: int) -> list[dict]:
+    return protocol_rows.select(database, SCORES, {"assignment_id": assignment_id}, order_by=("position",))
 
 
 def stored(database, assignment: AssignmentRow) -> dict:
@@ -588,6 +681,8 @@ def stored(database, assignment: AssignmentRow) -> dict:
         return {}
     if row["kind"] in ("device", "hearing"):
         return {"check": row["kind"], "answer": row["typed"]}
+    if row["kind"] == "mushra":
+        return {"scores": {f"Sample {r['position'] + 1}": r["score"] for r in _scores(database, assignment["id"])}}
     return {"rating": row["value"]}
 
 
@@ -598,6 +693,10 @@ def answer_words(database, assignment: AssignmentRow, answer: dict) -> str:
         return ""
     if row["kind"] in ("device", "hearing"):
         return f"{row['kind']}: {row['typed']} ({'right' if row['correct'] else 'wrong'})"
+    if row["kind"] == "mushra":
+        return ", ".join(
+            f"Sample {r['position'] + 1}={r['condition']} {r['score']}" for r in _scores(database, assignment["id"])
+        )
     study = required(get_study(database, assignment["study_id"]), "study")
     scale = load_scales()[study["config"][NAME]["method"]]
     said = f"rated {row['value']} ({scale.label(row['value'])})"
@@ -625,7 +724,9 @@ def answer_rows(database, study_id: str) -> list[dict]:
     stim = _stimuli(database, study_id)
     out = []
     for r in protocol_rows.answer_rows(database, ANSWERS, study_id):
-        s = stim.get(str(r["item"]), {}) if r["kind"] not in ("device", "hearing") else {}
+        s = stim.get(str(r["item"]), {}) if r["kind"] not in ("device", "hearing", "mushra") else {}
+        if r["kind"] == "mushra":  # a page: its scores are listening_scores'
+            s = {"stimulus_id": stim.get(str(r["item"]), {}).get("group_id", ""), "method": "mushra"}
         out.append(
             {
                 "assignment_id": r["assignment_id"],
@@ -647,6 +748,25 @@ def answer_rows(database, study_id: str) -> list[dict]:
             }
         )
     return out
+
+
+def score_rows(database, study_id: str) -> list[dict]:
+    stim = _stimuli(database, study_id)
+    return [
+        {
+            "assignment_id": r["assignment_id"],
+            "participant__pid": r["participant__pid"],
+            "item_id": r["group_id"],
+            "stimulus_id": stim.get(str(r["item"]), {}).get("stimulus_id", ""),
+            "condition": r["condition"],
+            "anchor": stim.get(str(r["item"]), {}).get("anchor", 0),
+            "position": r["position"],
+            "score": r["score"],
+        }
+        for r in sorted(
+            protocol_rows.answer_rows(database, SCORES, study_id), key=lambda r: (r["assignment_id"], r["position"])
+        )
+    ]
 
 
 def outcome_rows(database, study_id: str) -> list[dict]:
@@ -690,7 +810,10 @@ EXPORT_TABLES = {
         {
             "assignment_id": ("integer", "the answer's item (assignment)"),
             "participant": ("string", "pseudonym of the listener"),
-            "kind": ("string", "rating (a clip rated as data), gold, trap, device or hearing"),
+            "kind": (
+                "string",
+                "rating (a clip rated as data), gold, trap, mushra (a page: listening_scores), device or hearing",
+            ),
             "stimulus_id": ("string", "the clip (the stimuli file's stimulus_id), or the check's screen"),
             "condition": ("string", "the clip's condition (system, TTS engine, degradation)"),
             "engine": ("string", "the TTS engine the clip was made with, when the stimuli file gives it"),
@@ -704,6 +827,21 @@ EXPORT_TABLES = {
             "correct": ("integer", "gold, trap and checks: 1 right, 0 wrong; empty for a rating"),
             "active_seconds": ("number", "seconds between first shown and submitted, clamped at 600"),
             "created_at": ("timestamp", "when the answer was saved"),
+        },
+    ),
+    SCORES: ExportTable(
+        score_rows,
+        "MUSHRA: one row per stimulus of an answered page, its condition (hidden_reference: the reference "
+        "again, hidden among the samples) and its 0-100 score (docs/listening.md).",
+        {
+            "assignment_id": ("integer", "the page (listening_answers.assignment_id)"),
+            "participant": ("string", "pseudonym of the listener"),
+            "item_id": ("string", "the item (the stimuli file's item_id): one reference and its stimuli"),
+            "stimulus_id": ("string", "the stimulus"),
+            "condition": ("string", "its condition; hidden_reference for the hidden reference"),
+            "anchor": ("integer", "1 for an anchor's condition (kind anchor in the stimuli file)"),
+            "position": ("integer", "its place on the page, from 0 (0 = Sample 1)"),
+            "score": ("integer", "the listener's 0-100 score"),
         },
     ),
     OUTCOMES: ExportTable(

@@ -37,13 +37,18 @@ from storage.db import Transaction
 
 NAME = "listening"
 CHECK_PHASE = f"{NAME}_check"
-STUDIES, STIMULI, SCREENS, TAKERS, ANSWERS, OUTCOMES = (
-    f"{NAME}_{t}" for t in ("studies", "stimuli", "screens", "takers", "answers", "outcomes")
+STUDIES, STIMULI, SCREENS, TAKERS, ANSWERS, OUTCOMES, SCORES = (
+    f"{NAME}_{t}" for t in ("studies", "stimuli", "screens", "takers", "answers", "outcomes", "scores")
 )
 # the stimuli file's (required, optional) columns
-COLUMNS = (["stimulus_id", "condition", "audio"], ["reference_audio", "engine", "voice", "kind", "expected"])
-METHODS = ("acr", "dcr", "ccr")
+COLUMNS = (
+    ["stimulus_id", "condition", "audio"],
+    ["reference_audio", "engine", "voice", "kind", "expected", "item_id"],
+)
+METHODS = ("acr", "dcr", "ccr", "mushra")
 KINDS = ("", "gold", "trap")
+MUSHRA_KINDS = ("", "anchor")
+HIDDEN = "hidden_reference"  # MUSHRA: the condition of an item's reference shown again among its stimuli
 MAX_AUDIO_S = 60.0  # a listening test's clip: a sentence or a few (P.808 asks for 6-12 s)
 MEDIA_FOLDER = "listening"
 DIGITS = "0123456789"
@@ -124,8 +129,21 @@ def load(folder, cfg, systems, bundle, err) -> None:
         seen[sid] = rowno
         kind = row.get("kind", "")
         ok = True
-        if kind not in KINDS:
+        if method == "mushra":
+            if kind not in MUSHRA_KINDS:
+                err.add(name, rowno, "kind", f"'{kind}' must be empty or anchor (method mushra)")
+                ok = False
+            if not row.get("item_id"):
+                err.add(name, rowno, "item_id", "method mushra shows the rows of one item_id on one page")
+                ok = False
+            if row["condition"] == HIDDEN:
+                err.add(name, rowno, "condition", f"'{HIDDEN}' is the name of the hidden reference, added by itself")
+                ok = False
+        elif kind not in KINDS:
             err.add(name, rowno, "kind", f"'{kind}' must be empty, gold or trap")
+            ok = False
+        elif row.get("item_id"):
+            err.add(name, rowno, "item_id", "only method mushra groups rows into items: leave it empty")
             ok = False
         expected = None
         if kind in ("gold", "trap"):
@@ -142,7 +160,7 @@ def load(folder, cfg, systems, bundle, err) -> None:
             ok = False
         clip = read_audio(folder, row["audio"], err, name, rowno, "audio")
         ref = None
-        if method in ("dcr", "ccr"):
+        if method in ("dcr", "ccr", "mushra"):
             if not row.get("reference_audio"):
                 err.add(name, rowno, "reference_audio", f"method {method} compares each clip with its reference")
                 ok = False
@@ -160,6 +178,7 @@ def load(folder, cfg, systems, bundle, err) -> None:
         stimuli.append(
             {
                 "stimulus_id": sid,
+                "group_id": row.get("item_id", "") if method == "mushra" else "",
                 "condition": row["condition"],
                 "kind": kind or "rating",
                 "expected": expected,
@@ -171,9 +190,39 @@ def load(folder, cfg, systems, bundle, err) -> None:
                 "voice": row.get("voice", ""),
             }
         )
+    if method == "mushra":
+        stimuli = _mushra_items(stimuli, seen, name, err)
     if not any(s["kind"] == "rating" for s in stimuli) and not any(e.file == name for e in err.errors):
         err.add(name, None, None, "has no clip to rate (every row is a gold or trap clip)")
     bundle.corpus[NAME] = {"stimuli": stimuli, "media": sorted(media.values(), key=str)}
+
+
+def _mushra_items(stimuli: list[dict], rows: dict[str, int], name: str, err) -> list[dict]:
+    """MUSHRA's items: the rows of one item_id share their reference and have different
+    conditions and an anchor (BS.1534-3); each item gets its hidden reference, the
+    reference again as a stimulus, after its rows."""
+    groups: dict[str, list[dict]] = {}
+    for s in stimuli:
+        groups.setdefault(s["group_id"], []).append(s)
+    out = []
+    for gid, rows_ in groups.items():
+        first = rows[rows_[0]["stimulus_id"]]
+        refs = {s["reference_audio"] for s in rows_}
+        conditions = [s["condition"] for s in rows_]
+        if len(refs) > 1:
+            err.add(name, first, "reference_audio", f"item '{gid}' has {len(refs)} references: its rows share one")
+        if len(set(conditions)) < len(conditions):
+            err.add(name, first, "condition", f"item '{gid}' has a condition twice")
+        if not any(s["kind"] == "anchor" for s in rows_):
+            err.add(name, first, "kind", f"item '{gid}' has no anchor (a row with kind anchor; BS.1534-3)")
+        out += [{**s, "kind": "rating"} if s["kind"] == "anchor" else s for s in rows_]
+        ref = rows_[0]
+        hidden = {**ref, "stimulus_id": f"{gid}/{HIDDEN}", "condition": HIDDEN, "engine": "", "voice": ""}
+        out.append({**hidden, "audio": ref["reference_audio"], "audio_s": ref["reference_s"], "kind": "rating"})
+    anchors = sorted({s["condition"] for s in stimuli if s["kind"] == "anchor"})
+    for s in out:
+        s["anchor"] = int(s["condition"] in anchors)
+    return out
 
 
 def prepare(bundle) -> None:
@@ -183,7 +232,13 @@ def prepare(bundle) -> None:
     if corpus is None:
         return
     seed, section = bundle.config["study"]["seed"], bundle.config[NAME]
-    rated = [i for i, s in enumerate(corpus["stimuli"]) if s["kind"] == "rating"]
+    if section["method"] == "mushra":  # an item's first row stands for the item
+        firsts: dict[str, int] = {}
+        for i, s in enumerate(corpus["stimuli"]):
+            firsts.setdefault(s["group_id"], i)
+        rated = list(firsts.values())
+    else:
+        rated = [i for i, s in enumerate(corpus["stimuli"]) if s["kind"] == "rating"]
     seeded_rng(NAME, "sequence", seed).shuffle(rated)
     corpus["sequence"] = rated
     rng = seeded_rng(NAME, "checks", seed)
@@ -249,10 +304,20 @@ def store(tx: Transaction, study_id: str, corpus, section: dict) -> None:
     media_dir = Path(settings.current().media_dir)
     copy_media(corpus.get("media") or [], media_dir)
     place = {i: s for s, i in enumerate(corpus["sequence"])}
+    group_place = {corpus["stimuli"][i]["group_id"]: s for i, s in place.items() if corpus["stimuli"][i]["group_id"]}
     protocol_rows.insert_many(
         tx.db,
         STIMULI,
-        [{"study_id": study_id, "item": i, "seq": place.get(i), **s} for i, s in enumerate(corpus["stimuli"])],
+        [
+            {
+                "study_id": study_id,
+                "item": i,
+                "seq": group_place[s["group_id"]] if s["group_id"] else place.get(i),
+                "anchor": 0,
+                **s,
+            }
+            for i, s in enumerate(corpus["stimuli"])
+        ],
     )
     rows = []
     for k, screen in enumerate(corpus.get("screens") or []):

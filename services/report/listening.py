@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from services.common.analysis_output import write_tables
-from services.listening import analysis, study_analysis
+from services.listening import study_analysis
 from services.listening.stimuli import NAME
 from services.report.sections import Part, fill
 from storage import studies
@@ -21,10 +21,17 @@ ITEMS = [
         "Table 1",
         "Per condition: the number of ratings, the mean opinion score (MOS for ACR, DMOS for DCR, CMOS for "
         "CCR), the sample standard deviation and the 95% interval 1.96 sd / sqrt(n), as the P.808 toolkit "
-        "reports it; the rated clips only, not the gold or trapping clips.",
+        "reports it; the rated clips only, not the gold or trapping clips. MUSHRA: the mean with Student's t "
+        "95% interval, median and quartiles (BS.1534-3 clause 9), after the post-screening.",
         "",
     ),
-    ("Table 2", "The listeners who failed a listening check (device, hearing, gold, trap) and what they failed.", ""),
+    (
+        "Table 2",
+        "The listeners who failed a listening check (device, hearing, gold, trap) and what they failed; for "
+        "MUSHRA also BS.1534-3's post-screening (the hidden reference below 90 or the anchor above 90 on more "
+        "than 15% of the items).",
+        "",
+    ),
     ("Table 3", "The analysis's defaults and where they come from.", ""),
 ]
 DECIMALS = {"Table 1": 2}
@@ -51,15 +58,19 @@ def build(database, study_id: str, out_dir: Path) -> Part:
         part.detail = part.summary = NOT_LISTED
         part.sections = fill(ITEMS, content, NOT_LISTED, DECIMALS)
         return part
-    answers, outcomes, method, exclude = study_analysis.stored_frames(database, study_id)
-    if answers.empty or not (answers["kind"] == "rating").any():
+    frames = study_analysis.stored_frames(database, study_id)
+    rated = frames.scores if frames.method == "mushra" else frames.answers
+    if rated.empty or (frames.method != "mushra" and not (rated["kind"] == "rating").any()):
         part.detail = part.summary = NO_DATA
         part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
         return part
-    res = analysis.results(answers, outcomes, method, keep_failed=not exclude)
+    res = study_analysis.results(frames)
     part.detail = res
     content["Table 1"] = res.mos
-    content["Table 2"] = res.excluded if len(res.excluded) else "No listener failed a check"
+    if res.screening is not None:
+        content["Table 2"] = res.screening
+    else:
+        content["Table 2"] = res.excluded if len(res.excluded) else "No listener failed a check"
     part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
     first, *rest = res.lines()
     part.summary = first
