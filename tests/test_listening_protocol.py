@@ -24,7 +24,7 @@ from scipy import stats
 import cli
 from services.common import protocols
 from services.listening import study_analysis
-from services.listening.protocol import qc
+from services.listening.protocol import answer_words, qc
 from services.participation.items import get_view
 from services.participation.submissions import SubmissionError, submit
 from services.report import listening as listening_report
@@ -210,6 +210,10 @@ def test_a_listener_passes_the_checks_then_rates_every_clip_played(db):
     assert set(e.value.fields) == {"rating"}
     res = submit(db, p.token, TAB, v.item_id, {"played": ["clip"], "rating": "4"})
     assert res.saved and res.stored == {"rating": 4}
+    done = db.one(
+        "SELECT * FROM assignments WHERE participant_id = ? AND phase = 'listening' AND status = 'done'", [p.id]
+    )
+    assert answer_words(db, {**done, "meta": None}, res.stored).startswith("rated 4 (Good)")
     again = submit(db, p.token, TAB, v.item_id, {"played": ["clip"], "rating": "1"})  # a double submit
     assert again.stored == {"rating": 4}
     assert db.scalar("SELECT COUNT(*) FROM listening_answers WHERE kind NOT IN ('device', 'hearing')") == 1
@@ -448,3 +452,25 @@ def test_mushra_post_screening_and_statistics_against_an_independent_computation
 def from_study_lines(db, tmp_path) -> list[str]:
     args = argparse.Namespace(export=None, study=STUDY, out=str(tmp_path / "b"), keep_failed=False, anchor="")
     return study_analysis.run(args, lambda: db).splitlines()[1:]
+
+
+def test_a_mushra_listeners_path_scans_no_study_sized_table(tmp_path, media):
+    db = mushra_db(tmp_path)
+    add_participants(db, STUDY, "listening", 1)
+    with Trace(db) as t:
+        (p,) = add_participants(db, STUDY, "listening", 1)
+    statements = list(t.sql)
+    keys = {"played": ["reference", "s0", "s1", "s2"], "score-0": 10, "score-1": 20, "score-2": 30}
+    for _ in range(3):
+        with Trace(db) as t:
+            v = get_view(db, p.token, TAB)
+        statements += t.sql
+        if v.status != "item":
+            break
+        listened(db, p.id)
+        with Trace(db) as t:
+            submit(db, p.token, TAB, v.item_id, keys)
+        statements += t.sql
+    assert v.status == "complete"
+    assert any("listening_scores" in s for s in statements) and any("group_id" in s for s in statements)
+    assert scans(db, statements) == []

@@ -879,9 +879,9 @@ EXPORT_TABLES = {
 }
 
 TEXTS = {
-    "welcome_listening": "Welcome. You will listen to about {items} short recordings and rate each one. First, "
-    "a short check of your headphones and hearing. It takes about {minutes} minutes; please use headphones in a "
-    "quiet place. You can stop and come back later with the same link.",
+    "welcome_listening": "Welcome. You will listen to about {items} short recordings (or pages of them) and rate "
+    "them; a short check of your headphones and hearing may come first. It takes about {minutes} minutes; please "
+    "use headphones in a quiet place. You can stop and come back later with the same link.",
     "listening_screened_out": "Thank you for your time. The listening check showed that your headphones or your "
     "listening conditions do not suit this study, so it ends here for you; nothing is wrong with you. You may close "
     "this page (on Prolific, please return the study).",
