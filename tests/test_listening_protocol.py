@@ -22,6 +22,7 @@ import pytest
 from scipy import stats
 
 import cli
+from services.admin import participants as participant_admin
 from services.common import protocols
 from services.listening import study_analysis
 from services.listening.protocol import answer_words, qc
@@ -252,6 +253,9 @@ def test_failed_gold_or_trap_clips_are_stored_and_excluded_from_the_mos(db, tmp_
     rate_all(db, careless, lambda st: 5)  # the noisy gold rated Excellent, the trap's Poor ignored
     words = qc(db, get_study(db, STUDY), [{"id": careless.id}])[careless.id]
     assert "failed gold (0/1" in words and "failed trap (0/1" in words
+    # where payments are approved: the admin's Finished list (and its CSV) says each listener's outcome
+    listed = {int(r["id"]): r["qc"] for r in participant_admin.completion_page(db, STUDY).rows.to_dict("records")}
+    assert listed == {good.id: "passed (device 2/2, gold 1/1, hearing 4/4, trap 1/1)", careless.id: words}
     args = argparse.Namespace(export=None, study=STUDY, out=str(tmp_path / "a"), keep_failed=False)
     said = study_analysis.run(args, lambda: db)
     assert "6 rating(s) of 1 listener(s); 1 listener(s) failed a check (left out)" in said
@@ -474,3 +478,20 @@ def test_a_mushra_listeners_path_scans_no_study_sized_table(tmp_path, media):
     assert v.status == "complete"
     assert any("listening_scores" in s for s in statements) and any("group_id" in s for s in statements)
     assert scans(db, statements) == []
+
+
+def test_dcr_plays_the_reference_first_and_rates_the_degradation(tmp_path, media):
+    rows = [["stimulus_id", "condition", "audio", "reference_audio"]] + [
+        [f"s{k}", "fast", f"audio/s{k}_fast.wav", f"audio/s{k}_normal.wav"] for k in (1, 2)
+    ]
+    section = 'method = "dcr"\ndevice_check = false\nhearing_test = false\nitems_per_listener = 2\n'
+    db = opened(tmp_path, study_folder(tmp_path, "dcr", section, rows))
+    (p,) = add_participants(db, STUDY, "listening", 1)
+    v = get_view(db, p.token, TAB)
+    assert [(c["key"], c["label"]) for c in v.content["clips"]] == [
+        ("reference", "A (reference)"),
+        ("clip", "B (sample)"),
+    ]
+    assert v.content["points"][0] == [5, "Degradation is inaudible"] and v.content["points"][-1][0] == 1
+    rate_all(db, p, lambda st: 4)
+    assert [r["score"] for r in db.query("SELECT score FROM listening_answers")] == [4, 4]
