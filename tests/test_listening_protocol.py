@@ -450,6 +450,10 @@ def test_mushra_post_screening_and_statistics_against_an_independent_computation
     with open(tmp_path / "a" / "listening_screening.csv", encoding="utf-8") as f:
         screening = list(csv.DictReader(f))
     assert [r["excluded"] for r in screening].count("True") == 1
+    # the Finished list says it, where payments are approved
+    words = qc(db, get_study(db, STUDY), [{"id": p.id} for p in people])
+    assert words[people[3].id].startswith("excluded by post-screening: rated the hidden reference below 90 on 2 of 2")
+    assert {words[p.id] for p in people[:3]} == {"passed (BS.1534-3's post-screening)"}
     assert from_study_lines(db, tmp_path) == said.splitlines()[1:]
 
 

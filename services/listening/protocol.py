@@ -17,11 +17,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from services.common import protocols, settings
 from services.common.listening import load_scales
 from services.common.protocols import Column, ExportTable, Index, Phase, Protocol, Role, Tab, Table
 from services.common.seeded import seeded_rng
-from services.listening import stimuli
+from services.listening import analysis, stimuli
 from services.listening.stimuli import (
     ANSWERS,
     CHECK_PHASE,
@@ -428,22 +430,53 @@ def after_save(tx: Transaction, study: StudyRow, assignment: AssignmentRow) -> N
         _decide_controls(tx, study, pid)
 
 
+def _post_screening(database, study: StudyRow) -> dict[int, str] | None:
+    """MUSHRA: why BS.1534-3's post-screening (analysis.mushra_results) excludes each listener it
+    excludes, by participant id, on the study's scores so far (the admin's page, not a
+    participant's path); None for a study without MUSHRA scores."""
+    section = study["config"][NAME]
+    rows = protocol_rows.answer_rows(database, SCORES, study["id"])
+    if section["method"] != "mushra" or not rows:
+        return None
+    anchors = {
+        r["condition"] for r in protocol_rows.select(database, STIMULI, {"study_id": study["id"]}) if r["anchor"]
+    }
+    scores = pd.DataFrame(
+        {
+            "participant": [r["participant__pid"] for r in rows],
+            "item_id": [r["group_id"] for r in rows],
+            "condition": [r["condition"] for r in rows],
+            "anchor": [int(r["condition"] in anchors) for r in rows],
+            "score": [r["score"] for r in rows],
+        }
+    )
+    res = analysis.mushra_results(scores, pd.DataFrame(), section["mushra_anchor"], keep_failed=True)
+    screening = res.screening if res.screening is not None else pd.DataFrame()
+    return {int(r.assessor): str(r.reason) for r in screening.itertuples() if r.excluded}
+
+
 def qc(database, study: StudyRow, rows: list[dict]) -> dict[int, str]:
     """Each finished listener's checks in a payer's words: "passed (device 2/2, hearing 4/4,
-    gold 1/1, trap 1/1)" or "failed hearing test (2/4; rule: ...)"."""
+    gold 1/1, trap 1/1)" or "failed hearing (2/4; needs ...)"; for MUSHRA also BS.1534-3's
+    post-screening of their scores ("excluded by post-screening: rated the hidden reference ...")."""
     out = {}
+    screened = _post_screening(database, study)
     for r in rows:
         found = outcomes(database, r["id"])
-        if not found:
-            out[r["id"]] = "no listening checks decided"
-            continue
         failed = [o for o in found.values() if not o["passed"]]
         said = ", ".join(f"{c} {o['n_right']}/{o['n_total']}" for c, o in found.items())
         if failed:
             why = "; ".join(f"failed {o['test']} ({o['n_right']}/{o['n_total']}; needs {o['rule']})" for o in failed)
-            out[r["id"]] = f"{why}; excluded from the MOS"
+            words = f"{why}; excluded from the MOS"
+        elif screened and r["id"] in screened:
+            words = f"excluded by post-screening: {screened[r['id']]}"
         else:
-            out[r["id"]] = f"passed ({said})"
+            parts = [said] if found else []
+            parts += ["BS.1534-3's post-screening"] if screened is not None else []
+            words = f"passed ({', '.join(parts)})" if parts else "no listening checks in this study"
+        if failed and screened and r["id"] in screened:
+            words += f"; excluded by post-screening: {screened[r['id']]}"
+        out[r["id"]] = words
     return out
 
 
