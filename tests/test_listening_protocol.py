@@ -24,6 +24,7 @@ from scipy import stats
 import cli
 from services.admin import participants as participant_admin
 from services.common import protocols
+from services.listening import stimuli as stimuli_module
 from services.listening import study_analysis
 from services.listening.protocol import answer_words, qc
 from services.participation.items import get_view
@@ -152,13 +153,21 @@ def test_import_copies_the_audio_and_makes_the_checks_clips(db, media):
     assert (left == 0) != (right == 0) and ("left" if right == 0 else "right") == checks[0]["expected"]
 
 
-def test_a_bad_section_or_stimuli_file_is_refused_naming_every_field(tmp_path, media):
+def test_a_bad_section_or_stimuli_file_is_refused_naming_every_field(tmp_path, media, monkeypatch):
     section = 'method = "mos"\nhearing_triplets = 2\nhearing_pass = 3\ndevice_check = "yes"\ntts_backend = "google"\n'
     with pytest.raises(StudyValidationError) as e:
         opened(tmp_path, study_folder(tmp_path, "sec", section))
     text = str(e.value)
     for field in ("listening.method", "listening.hearing_pass", "listening.device_check", "listening.tts_backend"):
         assert field in text
+
+    def no_voice(lang, backend=None, voice=None):
+        raise RuntimeError("espeak-ng is not installed")
+
+    with monkeypatch.context() as m:  # the digits are spoken at import: a missing voice is said at once
+        m.setattr(stimuli_module.tts, "choose", no_voice)
+        with pytest.raises(StudyValidationError, match="listening.tts_backend.*espeak-ng is not installed"):
+            opened(tmp_path, study_folder(tmp_path, "voice", ""))
     rows = [
         ["stimulus_id", "condition", "audio", "reference_audio", "kind", "expected"],
         ["a", "c1", "audio/s1_normal.wav", "", "", ""],  # dcr: no reference

@@ -110,6 +110,11 @@ def load(folder, cfg, systems, bundle, err) -> None:
     """The stimuli file read and checked, every field named: each audio decoded, a reference for
     DCR and CCR, a known kind, and a gold or trap clip's expected answer on the method's scale."""
     section = cfg[NAME]
+    if section.get("hearing_test") is True and section.get("tts_backend") in ("espeak", "piper"):
+        try:  # the hearing test's digits are spoken at import: the voice must be there
+            tts.choose("en", section["tts_backend"])
+        except Exception as e:
+            err.add("study.toml", None, f"{NAME}.tts_backend", f"cannot speak the hearing test's digits: {e}")
     path = files.safe_file(folder, section["stimuli"], f"{NAME}.stimuli", err)
     if not path:
         return
