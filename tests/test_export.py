@@ -258,12 +258,14 @@ def test_each_protocol_owns_its_tables_and_the_study_package_only_the_common_one
     assert set(dictionary.TABLES) == {"participants", "consents", "demographics", "assignments", "events"}
     assert [p.name for p in protocols.protocols() if p.audio_metadata] == ["usability"]  # hf-audio's metadata
     assert not set(dictionary.TABLES) & set(owner)
-    # the demo study lists every protocol but ESA, MQM and side by side (their tables:
-    # tests/test_esa_protocol.py, tests/test_mqm_protocol.py, tests/test_sxs_protocol.py; ESA-AI's
-    # esa_prefill: tests/test_esa_prefill.py; esa_qc and mqm_qc: tests/test_esa_quality.py)
+    # the demo study lists every protocol but ESA, MQM, side by side and the listening test (their
+    # tables: tests/test_esa_protocol.py, tests/test_mqm_protocol.py, tests/test_sxs_protocol.py,
+    # tests/test_listening_protocol.py; ESA-AI's esa_prefill: tests/test_esa_prefill.py; esa_qc and
+    # mqm_qc: tests/test_esa_quality.py)
     esa = {"esa_answers", "esa_segments", "esa_prefill", "esa_qc", "mqm_answers", "mqm_segments", "mqm_qc"}
     esa |= {"sxs_answers", "sxs_ratings", "sxs_outputs"}
-    assert {t for t, p in owner.items() if p in ("esa", "mqm", "sxs")} == esa
+    esa |= {"listening_answers", "listening_outcomes", "listening_scores", "listening_stimuli"}
+    assert {t for t, p in owner.items() if p in ("esa", "mqm", "sxs", "listening")} == esa
     assert {t for t in EXPECTED if t not in dictionary.TABLES} == set(owner) - esa
     assert owner["recordings"] == owner["starters"] == "usability"
     assert owner["da_judgments"] == owner["da_segments"] == "da" and owner["sd_pairs"] == "sd"

@@ -189,7 +189,7 @@ def test_its_report_part_comes_after_the_built_in_ones(registered, tmp_path):
     write_study(tmp_path / "study", f"texts = {json.dumps(TEXTS)}")
     import_study(database, tmp_path / "study")
     rep = build_report(database, "yn", tmp_path / "report")
-    assert [p.protocol for p in rep.parts] == ["usability", "da", "sd", "qe", "sxs", "esa", "mqm", NAME]
+    assert [p.protocol for p in rep.parts] == ["usability", "da", "sd", "qe", "sxs", "esa", "mqm", "listening", NAME]
     assert rep.parts[1].summary == "This study has no da part (study.protocols)."
     assert rep.parts[-1].title == TITLE and rep.parts[-1].sections[0].missing == "No answers yet."
     page = rep.html.read_text(encoding="utf-8")
@@ -222,6 +222,7 @@ def test_its_analysis_panel_comes_after_the_built_in_ones(registered, tmp_path):
         "Side-by-side comparison",
         "Error span annotation (ESA, Kocmi et al. 2024)",
         "Multidimensional Quality Metrics (MQM, Freitag et al. 2021)",
+        "Listening test",
         "Yes or no answers",
     ]
     (event,) = [f for f in demo.fns.values() if getattr(f.fn, "__name__", "") == "run_yesno"]

@@ -134,7 +134,7 @@ def test_a_tabs_page_code_goes_to_its_role_page_only(registered, tmp_path):
     assert esa["head"].count("<script") == 3 and 'data-page-asset="esa.js"' in esa["head"]
     assert esa["head"].index('data-page-asset="wavesurfer.min.js"') < esa["head"].index('data-page-asset="esa.js"')
     for role in protocols.roles():
-        if role not in ("proof", "sd", "esa", "mqm", "sxs"):  # MQM: ESA's script, its stylesheet and mqm.css
+        if role not in ("proof", "sd", "esa", "mqm", "sxs", "listening"):  # MQM: ESA's script and mqm.css
             assert page_assets(role, {"css_paths": ["assets/style.css"]}) == {}, role
     # what is not a script or stylesheet file is refused when the protocol registers
     tab = proof.PROTOCOL.tabs[0]

@@ -94,7 +94,7 @@ def test_built_ins_keep_their_order_whichever_module_is_imported_first():
             timeout=120,
             check=True,
         )
-        assert run.stdout.strip().splitlines()[-1] == "usability,da,sd,qe,sxs,esa,mqm", (
+        assert run.stdout.strip().splitlines()[-1] == "usability,da,sd,qe,sxs,esa,mqm,listening", (
             first,
             run.stdout,
             run.stderr[-500:],

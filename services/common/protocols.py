@@ -8,8 +8,9 @@ instead of naming phases, and never import a protocol package: each spec names i
 
 The built-in protocols register from their packages (services/usability/protocol.py,
 services/da/protocol.py, services/sd/protocol.py, services/qe/protocol.py,
-services/esa/protocol.py, services/esa/mqm_protocol.py), imported on first use by module path (as
-the metric registry imports its metrics); more come from the modules named in the
+services/compare/protocol.py, services/esa/protocol.py, services/esa/mqm_protocol.py,
+services/listening/protocol.py), imported on first use by module path (as the metric registry
+imports its metrics); more come from the modules named in the
 TRADLAB_PLUGINS environment variable, read on first use too, so that a launched app (and each
 command of cli.py) sees the same protocols as the process that started it: comma-separated
 entries, each a module path (a module that calls register() when imported) or
@@ -48,6 +49,7 @@ BUILTIN = (
     "services.compare.protocol",
     "services.esa.protocol",
     "services.esa.mqm_protocol",
+    "services.listening.protocol",
 )
 PLUGINS_ENV = "TRADLAB_PLUGINS"  # read through services/common/settings.py (Settings.plugins)
 # a role, tab or phase name: a URL path (/<role>/), an API name (/<tab>_submit) and a stored value
