@@ -3,15 +3,19 @@
     .venv/bin/python benchmarks/browser.py [--items 20] [--runs 2] [--out benchmarks/results/browser.json]
 
 The app is launched the way `make run` launches it (`python app.py`, a subprocess on a free
-loopback port, TRADLAB_WORKER=0 so no model job competes with the page), with two studies:
-the demo (its DA campaign in text mode: one HIT of 24 items per rater) and a 30-item receiver study (the
-demo's 12 starters copied under three ids each, their human translations imported as
-exchanges, ten questions each). Beside it run the same app with TRADLAB_FAST_PAGES=0 (no
-preload hints, Gradio serving its own bundle files: first loads only, the before/after of
-tabs/preload.py and web.fast_pages.StaticAssets in one run) and the floor: a bare Gradio page with one
-slider and one button whose click returns the next progress line (this script with
---floor-server). Each run loads every page once, in turn, so a slow spell of the machine falls
-on all pages alike.
+loopback port, TRADLAB_WORKER=0 so no model job competes with the page), with three studies: the
+demo (its DA campaign in text mode: one HIT of 24 items per rater), a 30-item receiver study
+(the demo's 12 starters copied under three ids each, their human translations imported as
+exchanges, ten questions each) and an Error Span Annotation study (`esa`: docs/examples/esa's
+segments cycled into documents of five, --items + 1 segments or a few more, all in one HIT,
+attention_share = 0; each annotator marks the first word Major by a mouse drag and clicks the
+slider before the timed Submit; the next segment counts as usable once the page's script has
+drawn its characters and [MISSING] token, with the slider and Submit enabled). Beside it run the
+same app with TRADLAB_FAST_PAGES=0 (no preload hints, Gradio serving its own bundle files: first
+loads only, the before/after of tabs/preload.py and web.fast_pages.StaticAssets in one run) and
+the floor: a bare Gradio page with one slider and one button whose click returns the next
+progress line (this script with --floor-server). Each run loads every page once, in turn, so a
+slow spell of the machine falls on all pages alike.
 
 In one headless Chromium (the project's, /usr/bin/chromium), per page and run:
 - first usable page: from navigation start to the first item's input being shown and enabled
@@ -24,19 +28,22 @@ Writes p50/p95 per page to --out, with the machine's description and load averag
 
 Potato beside the app (benchmarks/potato_tasks.py): when Potato 2.12.1 is installed in its own
 venv (`.venv/bin/python -m venv .potato && .potato/bin/pip install potato-annotation==2.12.1`;
-env POTATO_PYTHON names another Python), each run also loads two Potato tasks, each served by
+env POTATO_PYTHON names another Python), each run also loads three Potato tasks, each served by
 `potato start CONFIG` on a free loopback port, config and data written into the temp folder:
-potato_da (the demo DA campaign's 36 candidates, one 0-100 slider) and potato_receiver (36
-Portuguese texts, ten text boxes each with a "cannot be answered" checkbox). A participant logs
-in by URL (`?participant=NAME`, no password), which redirects to the first item: first usable
-page is timed the same way, from that navigation's start. Potato's Next saves the answer and
-asks for the next item (two POSTs), then reloads the page; the click is timed in the browser's
-clock across the load: Date.now() before the click, kept in sessionStorage, and in the new page
-an init script's MutationObserver that notes Date.now() when the next item's text is shown with
-its first input enabled (click_to_navigation_ms: the part before the new page's navigation
-start). The result's vs_potato block sets the app's click p50s against Potato's and every first
-usable page median against the floor's. Without Potato the run says how to install it and goes
-on without its pages. --screenshots DIR keeps each Potato page's first item.
+potato_da (the demo DA campaign's 36 candidates, one 0-100 slider), potato_receiver (36
+Portuguese texts, ten text boxes each with a "cannot be answered" checkbox) and potato_esa (the
+ESA study's segments, each translation alone: Potato's `span` scheme with labels minor and
+major, and a 0-100 slider; the answer: Major checked, the first word selected with the mouse,
+the slider clicked). A participant logs in by URL (`?participant=NAME`, no password), which
+redirects to the first item: first usable page is timed the same way, from that navigation's
+start. Potato's Next saves the answer and asks for the next item (two POSTs), then reloads the
+page; the click is timed in the browser's clock across the load: Date.now() before the click,
+kept in sessionStorage, and in the new page an init script's MutationObserver that notes
+Date.now() when the next item's text is shown with its first input enabled
+(click_to_navigation_ms: the part before the new page's navigation start). The result's
+vs_potato block sets the app's click p50s against Potato's and every first usable page median
+against the floor's. Without Potato the run says how to install it and goes on without its
+pages. --screenshots DIR keeps each Potato page's first item.
 
 --before CHECKOUT: that checkout's app too (a git worktree of an older commit, its .venv a link
 to this one's), with the same two studies: its DA and receiver pages are measured in turn with
@@ -84,13 +91,16 @@ try {
 """
 
 # Shared by the timing functions: is the page showing item `n` (progress "n / ") with its
-# first input enabled and visible?
+# first input enabled and visible? sel: a selector, or a list of them that must all be shown
+# and enabled (the ESA page's output, slider and Submit)
 READY_JS = """
 (sel, n) => {
   const prog = [...document.querySelectorAll('.progress')].find(e => e.offsetParent);
   if (!prog || !new RegExp('(^|\\\\D)' + n + ' / ').test(prog.innerText)) return false;
-  const inp = [...document.querySelectorAll(sel)].find(e => e.offsetParent);
-  return !!inp && !inp.disabled;
+  return [].concat(sel).every(s => {
+    const inp = [...document.querySelectorAll(s)].find(e => e.offsetParent);
+    return !!inp && !inp.disabled;
+  });
 }
 """
 
@@ -123,8 +133,10 @@ POTATO_READY_JS = """
   if (!id || !id.value || id.value === prev) return false;
   const text = document.getElementById('instance-text');
   if (!text || !text.offsetParent || !text.innerText.trim()) return false;
-  const inp = [...document.querySelectorAll(sel)].find(e => e.offsetParent);
-  return !!inp && !inp.disabled;
+  return [].concat(sel).every(s => {
+    const inp = [...document.querySelectorAll(s)].find(e => e.offsetParent);
+    return !!inp && !inp.disabled;
+  });
 }
 """
 
@@ -180,10 +192,11 @@ LOAD_JS = """() => {
 
 
 class Page:
-    """One participant page: its URL, the selector of the item's first input, the Submit button."""
+    """One participant page: its URL, the selector of the item's first input (or a list of
+    selectors, all to be shown and enabled), the Submit button."""
 
     name = ""
-    first_input = ""
+    first_input: str | list[str] = ""
     button = ""
 
     def fill(self, page, i: int) -> None:
@@ -212,6 +225,38 @@ class ReceiverPage(Page):
         boxes = page.locator(self.first_input)
         for k in range(boxes.count()):
             boxes.nth(k).fill(f"resposta {i}.{k}")
+
+
+def _click_slider(page, slider, i: int) -> None:
+    """A click on a slider's track, as a rater's mouse would (the ESA page refuses an unmoved one)."""
+    slider.scroll_into_view_if_needed()
+    box = slider.bounding_box()
+    slider.click(position={"x": box["width"] * (0.1 + (i % 8) / 10), "y": box["height"] / 2})
+
+
+class ESAPage(Page):
+    """The ESA page (tabs/esa.py, assets/js/script/esa.js): the item is usable once the script has
+    drawn the output's characters and its [MISSING] token (the last), with the slider and Submit
+    enabled. The answer: the first word dragged across with the mouse and made Major, the slider
+    clicked (tests/test_esa_browser.py drives it the same way)."""
+
+    name = "esa"
+    first_input = [
+        "form.esa-item .esa-output .esa-ch.esa-missing",
+        'form.esa-item input[name="score"]',
+        "form.esa-item button[type=submit]",
+    ]
+    button = "form.esa-item button[type=submit]"
+
+    def fill(self, page, i: int) -> None:
+        from tests.helpers.span_page import drag
+
+        form = page.locator("form.esa-item")
+        text = form.locator(".esa-output").get_attribute("data-text")
+        drag(page, form, 0, len(text.split(" ")[0]) - 1)
+        form.get_by_role("button", name="Major (M)").click()
+        assert '"major"' in form.locator('input[name="spans"]').input_value(), "no span marked"
+        _click_slider(page, form.locator('input[name="score"]'), i)
 
 
 class FloorPage(Page):
@@ -249,6 +294,36 @@ class PotatoReceiverPage(PotatoPage):
 
     def fill(self, page, i: int) -> None:
         ReceiverPage.fill(self, page, i)
+
+
+# The rectangle of the first word of Potato's item text (#text-content's first text node).
+POTATO_FIRST_WORD_JS = """() => {
+  const node = document.getElementById('text-content').firstChild, s = node.textContent;
+  const r = document.createRange();
+  r.setStart(node, 0);
+  r.setEnd(node, s.indexOf(' ') > 0 ? s.indexOf(' ') : s.length);
+  const b = r.getBoundingClientRect();
+  return {x: b.x, y: b.y, width: b.width, height: b.height};
+}"""
+
+
+class PotatoESAPage(PotatoPage):
+    """Potato's span task: the label checked first, then the words selected with the mouse
+    (Potato makes the span on the mouse's release), then the slider clicked."""
+
+    name = "potato_esa"
+    first_input = ["input.shadcn-span-checkbox", "input.custom-slider-input[type=range]"]
+
+    def fill(self, page, i: int) -> None:
+        page.locator("#errors_major").check()
+        w = page.evaluate(POTATO_FIRST_WORD_JS)
+        y = w["y"] + w["height"] / 2
+        page.mouse.move(w["x"] + 1, y)
+        page.mouse.down()
+        page.mouse.move(w["x"] + w["width"] - 1, y, steps=5)
+        page.mouse.up()
+        page.locator('#span-overlays [data-label="major"]').first.wait_for(state="attached", timeout=5000)
+        _click_slider(page, page.locator("input.custom-slider-input[type=range]").first, i)
 
 
 def measure(browser, url: str, spec: Page, items: int) -> dict:
@@ -378,8 +453,30 @@ def da_text_study(dest: Path) -> Path:
     return dest
 
 
-def start_app(tmp: Path, runs: int, fast: bool = True, root: Path | None = None):
-    """The app with its two studies; root: another checkout's app (--before)."""
+ESA_STUDY = "esa-bench"
+
+
+def esa_study(dest: Path, items: int) -> Path:
+    """An ESA study of at least `items` segments (potato_tasks.esa_segments: the example's
+    segments in documents of five), all in one HIT, with no attention items: every annotator
+    gets the same HIT."""
+    dest.mkdir(parents=True)
+    rows = potato_tasks.esa_segments(items)
+    with open(dest / "esa_segments.csv", "w", encoding="utf-8", newline="") as f:
+        w = csv.DictWriter(f, list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    (dest / "study.toml").write_text(
+        f'[study]\nid = "{ESA_STUDY}"\nname = "ESA benchmark"\nprotocols = ["esa"]\nseed = 7\n\n'
+        f'[esa]\nsegments = "esa_segments.csv"\nhit_size = {len(rows)}\nattention_share = 0\n',
+        encoding="utf-8",
+    )
+    return dest
+
+
+def start_app(tmp: Path, runs: int, fast: bool = True, root: Path | None = None, esa_items: int = 0):
+    """The app with its two studies (three with esa_items: the ESA study of esa_study); root:
+    another checkout's app (--before)."""
     from harness.app import RunningApp
 
     tmp.mkdir(parents=True, exist_ok=True)
@@ -388,10 +485,15 @@ def start_app(tmp: Path, runs: int, fast: bool = True, root: Path | None = None)
         env_extra={"TRADLAB_WORKER": "0", "TRADLAB_RATE_LIMIT": "0", "TRADLAB_FAST_PAGES": "1" if fast else "0"},
         root=root,
     )
-    for folder in (da_text_study(tmp / "demo"), receiver_study(tmp / "recv30", runs)):
+    folders = [da_text_study(tmp / "demo"), receiver_study(tmp / "recv30", runs)]
+    roles = [("demo", "da"), ("recv30", "receiver")]
+    if esa_items:
+        folders.append(esa_study(tmp / "esa", esa_items))
+        roles.append((ESA_STUDY, "esa"))
+    for folder in folders:
         res = app.cli("import", str(folder))
         assert res.returncode == 0, res.stderr
-    for study, role in (("demo", "da"), ("recv30", "receiver")):
+    for study, role in roles:
         res = app.cli("participants", "add", "--study", study, "--role", role, "--count", str(runs))
         assert res.returncode == 0, res.stderr
     app.start()
@@ -427,9 +529,9 @@ def summarise(runs: list[dict]) -> dict:
     }
 
 
-def start_potato(tmp: Path) -> dict:
-    """Potato's two tasks, each its own server: {task: (process, log file, url)}; {} when Potato
-    is not installed (the run goes on without its pages)."""
+def start_potato(tmp: Path, esa_items: int) -> dict:
+    """Potato's three tasks, each its own server: {task: (process, log file, url)}; {} when Potato
+    is not installed (the run goes on without its pages). esa_items: potato_esa's segments."""
     from harness.app import free_port
 
     python = potato_tasks.potato_python()
@@ -444,7 +546,8 @@ def start_potato(tmp: Path) -> dict:
     servers: dict = {}
     try:
         for task in potato_tasks.TASKS:
-            servers[task] = potato_tasks.start(python, potato_tasks.write_task(tmp / "potato", task), free_port())
+            config = potato_tasks.write_task(tmp / "potato", task, esa_items)
+            servers[task] = potato_tasks.start(python, config, free_port())
     except BaseException:
         for proc, log, _ in servers.values():
             proc.terminate()
@@ -470,9 +573,15 @@ def vs_potato(out: dict) -> dict | None:
         "potato_receiver": out["potato_receiver"]["click_p50_ms"],
         "receiver_over_potato_receiver": ratio(out["receiver"]["click_p50_ms"], out["potato_receiver"]["click_p50_ms"]),
     }
+    names = ["da", "potato_da", "receiver", "potato_receiver"]
+    if "esa" in out and "potato_esa" in out:
+        clicks["esa"] = out["esa"]["click_p50_ms"]
+        clicks["potato_esa"] = out["potato_esa"]["click_p50_ms"]
+        clicks["esa_over_potato_esa"] = ratio(clicks["esa"], clicks["potato_esa"])
+        names += ["esa", "potato_esa"]
     floor = out["floor"]["first_usable_median_ms"]
     first: dict = {"floor": floor}
-    for name in ("da", "potato_da", "receiver", "potato_receiver"):
+    for name in names:
         first[name] = out[name]["first_usable_median_ms"]
         first[f"{name}_over_floor"] = ratio(first[name], floor)
     return {"potato_version": potato_tasks.POTATO_VERSION, "click_p50_ms": clicks, "first_usable_median_ms": first}
@@ -498,25 +607,31 @@ def main() -> None:
     app = plain = floor = old = None
     potato: dict = {}
     try:
-        app = start_app(tmp / "app", args.runs)
+        # the ESA study: one segment more than the clicks (each click shows the next one)
+        app = start_app(tmp / "app", args.runs, esa_items=args.items + 1)
         # the same app without the preload hints and the in-memory bundle (TRADLAB_FAST_PAGES=0):
         # first loads only, the before/after of both in the same run
         plain = start_app(tmp / "plain", args.runs, fast=False)
         floor = start_floor(tmp)
-        potato = start_potato(tmp)
+        potato = start_potato(tmp, args.items + 1)
         if args.before:
             old = start_app(tmp / "before", args.runs, root=Path(args.before))
         pages = {
             "floor": (FloorPage(), [floor[2]] * args.runs, args.items),
             "da": (DAPage(), links(app, "demo", "da")[: args.runs], args.items),
             "receiver": (ReceiverPage(), links(app, "recv30", "receiver")[: args.runs], args.items),
+            "esa": (ESAPage(), links(app, ESA_STUDY, "esa")[: args.runs], args.items),
             "da_fast_pages_off": (DAPage(), links(plain, "demo", "da")[: args.runs], 0),
             "receiver_fast_pages_off": (ReceiverPage(), links(plain, "recv30", "receiver")[: args.runs], 0),
         }
         if old is not None:
             pages["da_before"] = (DAPage(), links(old, "demo", "da")[: args.runs], args.items)
             pages["receiver_before"] = (ReceiverPage(), links(old, "recv30", "receiver")[: args.runs], args.items)
-        potato_specs = {"potato_da": PotatoDAPage(), "potato_receiver": PotatoReceiverPage()}
+        potato_specs = {
+            "potato_da": PotatoDAPage(),
+            "potato_receiver": PotatoReceiverPage(),
+            "potato_esa": PotatoESAPage(),
+        }
         for task, (_, _, url) in potato.items():
             pages[task] = (potato_specs[task], potato_tasks.participant_urls(url, task, args.runs), args.items)
         shots = Path(args.screenshots) if args.screenshots else None

@@ -8,7 +8,12 @@ app's: its dependencies are not the app's. The tasks match the app's pages:
 - potato_da: the demo DA campaign's 36 candidate translations, one 0-100 slider each;
 - potato_receiver: the demo's 12 human translations under three ids each (36 items), each
   shown with its questions; ten free-text answers, each followed by a "cannot be answered"
-  checkbox (Potato's schemes are the same for every item, so the questions are in the text).
+  checkbox (Potato's schemes are the same for every item, so the questions are in the text);
+- potato_esa: the segments of browser.py's ESA study (esa_segments(), written there as the
+  app's corpus), each translation shown alone: Potato's span scheme (`annotation_type: span`,
+  labels minor and major: select the words with the mouse, the label checked first) and a
+  0-100 slider. Potato 2.12.1 also has an `error_span` type, but it is MQM's (an error type
+  from a taxonomy for every span, a score it computes): `span` is ESA's two severities.
 A participant logs in by URL (`login.type: url_direct`, `?participant=NAME`), no password, and
 lands on the first item.
 """
@@ -27,9 +32,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "assets" / "demo_study"
+ESA_EXAMPLE = ROOT / "docs" / "examples" / "esa"
+ESA_DOC = 5  # segments a document
+ESA_ITEMS = 25
 POTATO_VERSION = "2.12.1"
 INSTALL = f".venv/bin/python -m venv .potato && .potato/bin/pip install potato-annotation=={POTATO_VERSION}"
-TASKS = ("potato_da", "potato_receiver")
+TASKS = ("potato_da", "potato_receiver", "potato_esa")
 QUESTIONS = 10
 COPIES = "abc"
 # the app's receiver page words it so (assets/scales.toml)
@@ -70,7 +78,45 @@ def receiver_items() -> list[dict]:
     return items
 
 
+def esa_segments(n: int) -> list[dict]:
+    """At least n segments for ESA (docs/examples/esa's ten, cycled), in documents of five:
+    the rows of the app's corpus CSV (doc_id, segment_id, system, source, target, languages)."""
+    with open(ESA_EXAMPLE / "esa_segments.csv", encoding="utf-8", newline="") as f:
+        base = list(csv.DictReader(f))
+    n = -(-n // ESA_DOC) * ESA_DOC
+    return [
+        {
+            **base[k % len(base)],
+            "doc_id": f"doc-{k // ESA_DOC + 1}",
+            "segment_id": str(k % ESA_DOC + 1),
+            "system": "sysA",
+        }
+        for k in range(n)
+    ]
+
+
+def esa_items(n: int) -> list[dict]:
+    return [{"id": f"{r['doc_id']}-{r['segment_id']}", "text": r["target"]} for r in esa_segments(n)]
+
+
 def schemes(task: str) -> list[dict]:
+    if task == "potato_esa":
+        return [
+            {
+                "annotation_type": "span",
+                "name": "errors",
+                "description": "Marque os erros da tradução: escolha minor ou major e selecione as palavras",
+                "labels": ["minor", "major"],
+            },
+            {
+                "annotation_type": "slider",
+                "name": "score",
+                "description": "Qual é a qualidade desta tradução? (0-100)",
+                "min_value": 0,
+                "max_value": 100,
+                "starting_value": 50,
+            },
+        ]
     if task == "potato_da":
         return [
             {
@@ -103,13 +149,14 @@ def schemes(task: str) -> list[dict]:
     return out
 
 
-def write_task(dest: Path, task: str) -> Path:
-    """The task's folder under dest (config.yaml, data/items.jsonl); its config's path."""
+def write_task(dest: Path, task: str, esa_n: int = ESA_ITEMS) -> Path:
+    """The task's folder under dest (config.yaml, data/items.jsonl); its config's path. esa_n:
+    potato_esa's segments (at least)."""
     import yaml
 
     folder = dest / task
     (folder / "data").mkdir(parents=True)
-    items = da_items() if task == "potato_da" else receiver_items()
+    items = {"potato_da": da_items, "potato_receiver": receiver_items}.get(task, lambda: esa_items(esa_n))()
     with open(folder / "data" / "items.jsonl", "w", encoding="utf-8") as f:
         for item in items:
             f.write(json.dumps(item, ensure_ascii=False) + "\n")
