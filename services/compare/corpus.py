@@ -147,20 +147,7 @@ def count(database, study_id: str) -> dict[str, int]:
 # -- the plan ----------------------------------------------------------------------------------
 
 
-def slots(k: int, per_annotator: int, n_items: int, per_item: int) -> list[tuple[int, int]]:
-    """The k-th annotator's (sequence place, round) pairs: the slots k*ipa .. k*ipa+ipa-1 of the
-    cyclic sequence, those before n*per_item only (module docstring)."""
-    ipa = min(per_annotator, n_items)
-    end = n_items * per_item
-    return [(s % n_items, s // n_items) for s in range(k * ipa, min((k + 1) * ipa, end))]
-
-
 def shown_order(base: list[str], round_: int) -> list[str]:
     """The item's systems as its annotator in `round_` sees them: the base order rotated."""
     r = round_ % len(base)
     return base[r:] + base[:r]
-
-
-def annotators_needed(n_items: int, per_annotator: int, per_item: int) -> int:
-    ipa = min(per_annotator, n_items)
-    return -(-n_items * per_item // ipa) if ipa else 0

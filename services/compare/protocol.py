@@ -13,7 +13,7 @@ import json
 import string
 from typing import Any
 
-from services.common import protocols
+from services.common import protocols, slots
 from services.common.protocols import Column, ExportTable, Index, Phase, Protocol, Role, SchemaStep, Tab, Table
 from services.compare import corpus
 from services.compare.corpus import ANSWERS, ITEMS, MODES, NAME, OUTPUTS, RANKINGS, RATINGS, TAKERS, VACANCIES
@@ -117,7 +117,7 @@ TABLES: tuple[Table, ...] = (
         indexes=(Index(("study_id", "item", "base"), unique=True),),
         study_sized=True,
     ),
-    Table(  # who holds which annotator slot (corpus.slots), in enrolment order
+    Table(  # who holds which annotator slot (services/common/slots.py), in enrolment order
         TAKERS,
         (
             STUDY,
@@ -187,36 +187,22 @@ def store_corpus(tx: Transaction, study_id: str, data) -> None:
 # -- the queue ----------------------------------------------------------------------------------
 
 
-def _taken(database, study_id: str, slot: int) -> bool:
-    return protocol_rows.one(database, TAKERS, {"study_id": study_id, "slot": slot}) is not None
-
-
 def next_slot(database, study_id: str) -> int:
-    """The first annotator slot nobody holds (slots are taken in order and never freed): found by
-    doubling then halving over indexed look-ups, so enrolment reads no whole study's rows."""
-    if not _taken(database, study_id, 0):
-        return 0
-    hi = 1
-    while _taken(database, study_id, hi):
-        hi *= 2
-    lo = hi // 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if _taken(database, study_id, mid) else (lo, mid)
-    return hi
+    """The first annotator slot nobody holds (services/common/slots.py)."""
+    return slots.next_slot(database, TAKERS, study_id)
 
 
 def setup(tx: Transaction, study: StudyRow, pid: int, group, gender, design_index=None) -> None:
     """The annotator's queue: the items an annotator who left did not answer, where some wait
     (their slot's, whole: take_vacancy), else the items of the next slot of the seeded sequence
-    (corpus.slots), each with the order its outputs are shown in (the item's base order rotated
+    (services/common/slots.py), each with the order its outputs are shown in (the item's base order rotated
     by the round)."""
     sid, section = study["id"], study["config"][NAME]
     plan = protocol_rows.one(tx.database, STUDIES, {"study_id": sid})
     if plan is None or take_vacancy(tx, sid, pid):
         return
     k = next_slot(tx.database, sid)
-    taken = corpus.slots(k, section["items_per_annotator"], plan["n_items"], section["annotators_per_item"])
+    taken = slots.slots(k, section["items_per_annotator"], plan["n_items"], section["annotators_per_item"])
     for t, (seq, round_) in enumerate(taken):
         item = required(protocol_rows.one(tx.database, ITEMS, {"study_id": sid, "seq": seq}), "sxs item")
         base = [o["system"] for o in _outputs(tx.database, sid, item["item"])]
@@ -285,7 +271,7 @@ def plan(database, study_id: str) -> list[str]:
         return []
     section = study["config"][NAME]
     per_item, ipa = section["annotators_per_item"], section["items_per_annotator"]
-    need = corpus.annotators_needed(row["n_items"], ipa, per_item)
+    need = slots.judges_needed(row["n_items"], ipa, per_item)
     have = next_slot(database, study_id)
     left = protocol_rows.count(database, VACANCIES, {"study_id": study_id})
     if left:

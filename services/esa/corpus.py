@@ -11,17 +11,16 @@ hit_size is a HIT of its own), and the last HIT holds what is left."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.common import audio_decode, settings
-from services.common.media_files import atomic_write
+from services.common import settings
 from services.common.seeded import seeded_rng
 from services.esa import attention
 from services.esa.spans import SpanError, check_words, read_words
-from services.study import files
+from services.study import corpus_audio, files
+from services.study.corpus_audio import AudioFile, copy_media
 from storage import protocol_rows
 from storage.db import Transaction
 
@@ -51,60 +50,11 @@ PRACTICE_ROW = {
 MEDIA_FOLDER = "speech"
 
 
-@dataclass(frozen=True)
-class AudioFile:
-    """A corpus audio file checked at import: its name in the media folder (content-addressed) and
-    the study folder's file it is copied from. Its str() is its name, so the corpus' hash (services/
-    study/lifecycle.py) depends on the audio's content, not on where the study folder was."""
-
-    name: str
-    src: Path
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class _AtRow(files._Collector):
-    """A collector that files every problem under one row and column of the segments file (safe_file
-    names study.toml otherwise)."""
-
-    def __init__(self, err, file: str, row: int, column: str):
-        super().__init__()
-        self.err, self.file, self.row, self.column = err, file, row, column
-
-    def add(self, file, row, fld, message) -> None:
-        self.err.add(self.file, self.row, self.column, message)
-
-
 def read_audio(folder: Path, value: str, err, file: str, row: int, column: str) -> tuple[AudioFile, float] | None:
-    """A row's audio file: inside the study folder (files.safe_file), decoded with the project's
-    decoder (services/common/audio_decode.py) and at most MAX_AUDIO_S long; (the file, its duration
-    in seconds), or None with the problem filed under the row and column."""
-    at = _AtRow(err, file, row, column)
-    path = files.safe_file(folder, value, column, at)
-    if path is None:
-        return None
-    if not path.is_file():
-        at.add(file, row, column, f"'{value}' is not in the study folder")
-        return None
-    data = path.read_bytes()
-    try:
-        samples, rate, fmt = audio_decode.decode(data, MAX_AUDIO_S)
-    except audio_decode.IntakeError as e:
-        if "too long" in str(e):  # the decoder stops one frame past the cap (audio_decode.too_long)
-            at.add(file, row, column, f"'{value}' is too long (more than {MAX_AUDIO_S:g} s; at most that a segment)")
-        else:
-            at.add(file, row, column, f"'{value}' is not audio the server can read ({e})")
-        return None
-    duration = len(samples) / rate if rate else 0.0
-    if duration <= 0:
-        at.add(file, row, column, f"'{value}' holds no sound (0 s)")
-        return None
-    if duration > MAX_AUDIO_S:
-        at.add(file, row, column, f"'{value}' is too long ({duration:.1f} s; at most {MAX_AUDIO_S:g} s a segment)")
-        return None
-    digest = hashlib.sha256(data).hexdigest()
-    return AudioFile(f"{MEDIA_FOLDER}/{digest}.{fmt}", path), round(duration, 3)
+    """A row's audio file (services/study/corpus_audio.py): at most MAX_AUDIO_S a segment."""
+    return corpus_audio.read_audio(
+        folder, value, err, file, row, column, media_folder=MEDIA_FOLDER, max_s=MAX_AUDIO_S, what="a segment"
+    )
 
 
 def speech_of(folder: Path, row: dict, err, file: str, rowno: int, media: dict[str, AudioFile]) -> dict:
@@ -134,15 +84,6 @@ def speech_of(folder: Path, row: dict, err, file: str, rowno: int, media: dict[s
                     [{"word": w.text, "start": w.start_s, "end": w.end_s} for w in words], ensure_ascii=False
                 )
     return out
-
-
-def copy_media(media: dict[str, AudioFile], media_dir: Path) -> None:
-    """The corpus' audio into the media folder under its content name (a file already there is the
-    same bytes)."""
-    for name, audio in media.items():
-        target = Path(media_dir) / name
-        if not target.exists():
-            atomic_write(target, audio.src.read_bytes())
 
 
 def documents(segments: list[dict]) -> list[list[int]]:
@@ -256,7 +197,7 @@ class Corpus:
             return
         segments, hits = corpus["segments"], corpus.get("hits") or []
         copies, practice = corpus.get("attention") or [], corpus.get("tutorial") or []
-        copy_media({str(a): a for a in corpus.get("media") or []}, settings.current().media_dir)
+        copy_media(corpus.get("media") or [], settings.current().media_dir)
         doc_of: dict[int, tuple[int, int]] = {}  # row -> (document number, place in it)
         docs = documents(segments)
         for d, rows in enumerate(docs):

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from services.common import protocols, settings
+from services.common import protocols, settings, slots
 from services.common.listening import load_scales
 from services.common.protocols import Column, ExportTable, Index, Phase, Protocol, Role, Tab, Table
 from services.common.seeded import seeded_rng
@@ -232,23 +232,9 @@ def store_corpus(tx: Transaction, study_id: str, data) -> None:
 # -- the queue ----------------------------------------------------------------------------------
 
 
-def _taken(database, study_id: str, slot: int) -> bool:
-    return protocol_rows.one(database, TAKERS, {"study_id": study_id, "slot": slot}) is not None
-
-
 def next_slot(database, study_id: str) -> int:
-    """The first listener slot nobody holds (taken in order, never freed), by doubling then
-    halving over indexed look-ups: no read of a whole study's rows."""
-    if not _taken(database, study_id, 0):
-        return 0
-    hi = 1
-    while _taken(database, study_id, hi):
-        hi *= 2
-    lo = hi // 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if _taken(database, study_id, mid) else (lo, mid)
-    return hi
+    """The first listener slot nobody holds (services/common/slots.py)."""
+    return slots.next_slot(database, TAKERS, study_id)
 
 
 def _screens(database, study_id: str) -> list[dict]:
@@ -272,7 +258,7 @@ def _enrol(tx: Transaction, study: StudyRow, pid: int) -> None:
     if plan is None:
         return
     k = next_slot(tx.database, sid)
-    taken = stimuli.slots(k, section["items_per_listener"], plan["n_items"], section["listeners_per_item"])
+    taken = slots.slots(k, section["items_per_listener"], plan["n_items"], section["listeners_per_item"])
     items = [
         required(
             next(iter(protocol_rows.select(tx.database, STIMULI, {"study_id": sid, "seq": seq}, ("item",), 1)), None),

@@ -21,17 +21,17 @@ import hashlib
 import io
 import math
 import wave
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from services.common import audio_decode, settings
+from services.common import settings
 from services.common.listening import load_scales
 from services.common.media_files import atomic_write
 from services.common.seeded import seeded_rng
 from services.models import tts
-from services.study import files
+from services.study import corpus_audio, files
+from services.study.corpus_audio import AudioFile, copy_media
 from storage import protocol_rows
 from storage.db import Transaction
 
@@ -57,49 +57,11 @@ SIDES = ("left", "right")
 TONE_HZ, TONE_S, RATE = 1000.0, 1.5, 16000
 
 
-@dataclass(frozen=True)
-class AudioFile:
-    """A stimulus' audio checked at import: its name in the media folder (content-addressed) and
-    the study folder's file it is copied from; its str() is its name (the corpus' hash)."""
-
-    name: str
-    src: Path
-
-    def __str__(self) -> str:
-        return self.name
-
-
-class _AtRow(files._Collector):
-    """Files every problem under one row and column of the stimuli file."""
-
-    def __init__(self, err, file: str, row: int, column: str):
-        super().__init__()
-        self.err, self.file, self.row, self.column = err, file, row, column
-
-    def add(self, file, row, fld, message) -> None:
-        self.err.add(self.file, self.row, self.column, message)
-
-
 def read_audio(folder: Path, value: str, err, file: str, row: int, column: str) -> tuple[AudioFile, float] | None:
-    at = _AtRow(err, file, row, column)
-    path = files.safe_file(folder, value, column, at)
-    if path is None:
-        return None
-    if not path.is_file():
-        at.add(file, row, column, f"'{value}' is not in the study folder")
-        return None
-    data = path.read_bytes()
-    try:
-        samples, rate, fmt = audio_decode.decode(data, MAX_AUDIO_S)
-    except audio_decode.IntakeError as e:
-        words = "is too long" if "too long" in str(e) else f"is not audio the server can read ({e})"
-        at.add(file, row, column, f"'{value}' {words} (at most {MAX_AUDIO_S:g} s a clip)")
-        return None
-    duration = len(samples) / rate if rate else 0.0
-    if duration <= 0 or duration > MAX_AUDIO_S:
-        at.add(file, row, column, f"'{value}' lasts {duration:.1f} s: a clip holds sound of at most {MAX_AUDIO_S:g} s")
-        return None
-    return AudioFile(f"{MEDIA_FOLDER}/{hashlib.sha256(data).hexdigest()}.{fmt}", path), round(duration, 3)
+    """A row's audio file (services/study/corpus_audio.py): at most MAX_AUDIO_S a clip."""
+    return corpus_audio.read_audio(
+        folder, value, err, file, row, column, media_folder=MEDIA_FOLDER, max_s=MAX_AUDIO_S, what="a clip"
+    )
 
 
 def scale_values(method: str) -> list[int]:
@@ -296,13 +258,6 @@ def screen_audio(screen: dict, media_dir: Path, backend: str) -> tuple[str, floa
     return str(path.relative_to(media_dir)), round(wav_seconds(path), 3)
 
 
-def copy_media(media, media_dir: Path) -> None:
-    for audio in media:
-        target = Path(media_dir) / audio.name
-        if not target.exists():
-            atomic_write(target, audio.src.read_bytes())
-
-
 def store(tx: Transaction, study_id: str, corpus, section: dict) -> None:
     """The stimuli (the rated ones with their place in the sequence) and the checks' clips, made
     now; the stimuli's audio copied into the media folder."""
@@ -337,11 +292,3 @@ def count(database, study_id: str) -> dict[str, int]:
         STIMULI: protocol_rows.count(database, STIMULI, {"study_id": study_id}),
         SCREENS: protocol_rows.count(database, SCREENS, {"study_id": study_id}),
     }
-
-
-def slots(k: int, per_listener: int, n_items: int, per_item: int) -> list[tuple[int, int]]:
-    """The k-th listener's (sequence place, round) pairs: the slots k*ipl .. k*ipl+ipl-1 of the
-    cyclic sequence, those before n*per_item only (the side-by-side plan, docs/side-by-side.md)."""
-    ipl = min(per_listener, n_items)
-    end = n_items * per_item
-    return [(s % n_items, s // n_items) for s in range(k * ipl, min((k + 1) * ipl, end))]
