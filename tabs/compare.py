@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import json
 
-from tabs.common import Ctx, TabUI, markdown_html, plain_html
+from tabs.common import Ctx, TabUI, file_url, markdown_html, plain_html
 from tabs.item_form import form_tab
 
 NAME = "sxs"
@@ -50,9 +50,20 @@ def _slider(k: int, label: str, c: dict, typed: dict) -> str:
     )
 
 
+def _clip(key: str, path: str, label: str) -> str:
+    """A recording to play, tracked by assets/js/script/compare.js: played to its end, its key goes
+    into the form's `played` field (the server refuses an answer until every clip is there)."""
+    return (
+        f'<div class="sxs-clip" data-clip-box="{_attr(key)}"><audio controls preload="none" data-clip="{_attr(key)}"'
+        f' aria-label="{_attr(label)}" src="{_attr(file_url(path))}"></audio>'
+        '<span class="sxs-played" aria-live="polite">Not played yet</span></div>'
+    )
+
+
 def _output(k: int, o: dict, c: dict, typed: dict, ranked: bool) -> str:
     label = str(o.get("label", ""))
-    head = f'<h3 class="sxs-label">Translation {plain_html(label)}</h3>'
+    noun = "Recording" if o.get("audio") and not o.get("text") else "Translation"  # a spoken output
+    head = f'<h3 class="sxs-label">{noun} {plain_html(label)}</h3>'
     if ranked:
         head = (
             '<div class="sxs-rankbar"><span class="sxs-handle" aria-hidden="true" title="Drag to move">⠿</span>'
@@ -61,7 +72,9 @@ def _output(k: int, o: dict, c: dict, typed: dict, ranked: bool) -> str:
             f'<button type="button" class="sxs-down" aria-label="Move translation {_attr(label)} down">Down</button>'
             "</div>"
         )
-    body = f'<div class="sxs-text">{plain_html(o.get("text", ""))}</div>'
+    body = f'<div class="sxs-text">{plain_html(o.get("text", ""))}</div>' if o.get("text") else ""
+    if o.get("audio"):
+        body = _clip(label, o["audio"], f"Recording {label}") + body
     if c.get("mode") == "score":
         body += _slider(k, label, c, typed)
     if c.get("comments"):
@@ -104,7 +117,17 @@ def body_html(c: dict, typed: dict | None = None) -> str:
         )
     else:
         parts.append(f'<ol class="sxs-outputs sxs-n{len(outputs)}" aria-label="The translations">{items}</ol>')
-    if mode == "prefer":
+    if any(o.get("audio") for o in outputs) or c.get("x_audio"):
+        raw = typed.get("played") if isinstance(typed.get("played"), str) else ""
+        parts.append(f'<input type="hidden" name="played" value="{_attr(raw)}">')
+    if mode == "abx":
+        parts.append(
+            '<div class="sxs-x"><h3 class="sxs-label">Recording X</h3>'
+            f"{_clip('X', c.get('x_audio', ''), 'Recording X')}</div>"
+            f'<fieldset class="sxs-choice"><legend>Which recording is X?</legend>'
+            f"{_radios('x_is', [(lab, f'X is {lab}') for lab in labels], typed)}</fieldset>"
+        )
+    elif mode == "prefer":
         choices = [(lab, f"{lab} is better") for lab in labels]
         if c.get("allow_tie"):
             choices.append(("tie", "Equally good (tie)"))
@@ -133,7 +156,7 @@ def payload_of(fields: dict) -> dict:
     moved, else null; the radios' values; the ranking's JSON)."""
     keep = ("score-", "comment-")
     out = {k: v for k, v in fields.items() if k.startswith(keep)}
-    for k in ("preference", "strength", "best", "worst"):
+    for k in ("preference", "strength", "best", "worst", "x_is", "played"):
         if k in fields:
             out[k] = fields[k]
     if "ranking" in fields:

@@ -4,13 +4,17 @@ copy of it in prefer mode with a completion code. At 1280 px: the two outputs si
 submit with both sliders unmoved refused in place naming each, then one scored by a click at 70
 and the other by a click on 0, saved with the positions shown. At 390 px: the outputs stacked and
 the page no wider than the screen, a tie chosen, then A preferred, to the completion code.
-The team's Analysis tab analyses the answers (its side-by-side section). Screenshots in the
+The team's Analysis tab analyses the answers (its side-by-side section). A third study in ABX mode
+(recordings made by espeak-ng): at 390 px a submit refused until A, B and X are played, then both
+items to the completion code. Screenshots in the
 tests' artifacts folder."""
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -33,14 +37,75 @@ def prefer_study(tmp_path) -> Path:
     return folder
 
 
+ABX_CODE = "ABX-DONE-7"
+
+
+def abx_study(tmp_path) -> Path:
+    """Two items whose two outputs are recordings (espeak-ng, made here, two voices), in ABX mode."""
+    folder = tmp_path / "abx"
+    shutil.copytree(EXAMPLE, folder)
+    toml = (folder / "study.toml").read_text(encoding="utf-8")
+    toml = toml.replace('id = "sxs-example"', f'id = "sxs-abx"\ncompletion_code = "{ABX_CODE}"')
+    (folder / "study.toml").write_text(toml.replace('mode = "score"', 'mode = "abx"'), encoding="utf-8")
+    rows = [["item_id", "source", "system", "output", "audio"]]
+    for i, said in enumerate(("Bom dia.", "Boa noite.")):
+        for system, voice in (("tts-a", "pt"), ("tts-b", "pt-br")):
+            name = f"{system}-{i}.wav"
+            subprocess.run(["espeak-ng", "-v", voice, "-w", str(folder / name), said], check=True)
+            rows.append([f"i{i}", f"Line {i}.", system, "", name])
+    with open(folder / "sxs_outputs.csv", "w", encoding="utf-8", newline="") as f:
+        csv.writer(f).writerows(rows)
+    return folder
+
+
+def play_to_the_end(page, form, key: str) -> None:
+    """A recording of the form played through (its own controls' play, sped up), as a listener would."""
+    page.evaluate(
+        "([f, k]) => { const a = document.querySelector(f + ' audio[data-clip=\"' + k + '\"]');"
+        " a.playbackRate = 4; return a.play(); }",
+        ["form.sxs-item", key],
+    )
+    form.locator(f'[data-clip-box="{key}"].sxs-heard').wait_for(timeout=15000)
+
+
+def abx_to_the_end(app: RunningApp, browser, url: str) -> None:
+    """At 390 px: refused before the recordings were played (naming them), then A, B and X played
+    and X named on each item, to the completion code; each answer stored with the X it had."""
+    phone = browser.new_context(**WIDTHS["phone"])
+    page = phone.new_page()
+    page.goto(url)
+    form = page.locator("form.sxs-item")
+    form.locator('audio[data-clip="X"]').wait_for(timeout=30000)
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    form.get_by_text("X is A").tap()
+    form.locator("button[type=submit]").tap()
+    page.locator(".msg.error").get_by_text("not played yet: A, B, X").wait_for(timeout=15000)
+    page.screenshot(path=str(ARTIFACTS / "sxs-abx-refused.png"), full_page=True)
+    for k in (1, 2):
+        for key in ("A", "B", "X"):
+            play_to_the_end(page, form, key)
+        form.get_by_text("X is B").tap()
+        form.locator("button[type=submit]").tap()
+        if k == 1:
+            page.locator(".progress:visible").get_by_text("1 / 2").wait_for(timeout=15000)
+    page.locator(":visible", has_text=ABX_CODE).last.wait_for(timeout=30000)
+    page.screenshot(path=str(ARTIFACTS / "sxs-abx-done.png"), full_page=True)
+    rows = app.rows("SELECT shown, preferred, x FROM sxs_answers WHERE mode = 'abx' ORDER BY assignment_id")
+    assert len(rows) == 2 and all(p == json.loads(shown)[1] and x for shown, p, x in rows)
+    phone.close()
+
+
 def test_scores_side_by_side_and_a_preference_with_a_tie_on_a_phone(tmp_path):
     app = RunningApp(tmp_path, {})
     app.prepare(
         ("import", str(EXAMPLE)),
         ("import", str(prefer_study(tmp_path))),
+        ("import", str(abx_study(tmp_path))),
         ("participants", "add", "--study", "sxs-example", "--role", "sxs", "--count", "1"),
         ("participants", "add", "--study", "sxs-prefer", "--role", "sxs", "--count", "1"),
+        ("participants", "add", "--study", "sxs-abx", "--role", "sxs", "--count", "1"),
     )
+    abx_url = app.setup_cli("links", "--study", "sxs-abx").stdout.splitlines()[1].split("\t")[5]
     score_url = app.setup_cli("links", "--study", "sxs-example").stdout.splitlines()[1].split("\t")[5]
     prefer_url = app.setup_cli("links", "--study", "sxs-prefer").stdout.splitlines()[1].split("\t")[5]
     app.start()
@@ -115,5 +180,7 @@ def test_scores_side_by_side_and_a_preference_with_a_tie_on_a_phone(tmp_path):
             assert page.locator(".toast-body").count() == 0
             panel.screenshot(path=str(ARTIFACTS / "sxs-analysis-panel.png"))
             team.close()
+
+            abx_to_the_end(app, browser, abx_url)
     finally:
         app.stop()

@@ -459,3 +459,95 @@ def test_an_annotators_path_scans_no_study_sized_table(db):
     assert any("sxs_ratings" in s for s in statements) and any("sxs_outputs" in s for s in statements)
     assert scans(db, statements) == []
     assert scans(db, ["SELECT * FROM sxs_takers WHERE study_id = 'sxs-example'"])  # the check can fail
+
+
+# -- recordings: audio outputs, ABX ----------------------------------------------------------------
+
+
+def audio_study(tmp_path, mode: str, items: int = 2, with_audio: bool = True) -> Path:
+    """The example with outputs that are short tones (sysA 440 Hz, sysB 660 Hz), one file each."""
+    import numpy as np
+    import soundfile as sf
+
+    rows = []
+    folder = study_folder(tmp_path, f"audio-{mode}", f'mode = "{mode}"\nitems_per_annotator = {items}\n'
+                          "annotators_per_item = 4\n", [])  # fmt: skip
+    for i in range(items):
+        for system, hz in (("sysA", 440), ("sysB", 660)):
+            name = f"{system}-{i}.wav"
+            t = np.arange(int(0.3 * 16000)) / 16000
+            sf.write(folder / name, 0.3 * np.sin(2 * np.pi * (hz + 20 * i) * t), 16000)
+            text = "" if with_audio else f"Output {i} of {system}."
+            rows.append([f"i{i}", f"Source {i}.", system, text, name if with_audio else ""])
+    with open(folder / "sxs_outputs.csv", "w", encoding="utf-8", newline="") as f:
+        csv.writer(f).writerows([["item_id", "source", "system", "output", "audio"], *rows])
+    return folder
+
+
+def test_abx_needs_recordings_and_is_balanced_and_checked(tmp_path):
+    """Issue 54 point 1's ABX: X is A or B, hidden; which, per annotator, is balanced over an
+    item's annotators (position and system); an answer is refused until A, B and X were played to
+    their end and X named, each field said; the stored answer and the team's words say if it was
+    right."""
+    with pytest.raises(StudyValidationError, match="mode abx needs each output's recording"):
+        import_study(
+            open_database(tmp_path / "n.db", schemas=protocols.schemas()),
+            audio_study(tmp_path / "n", "abx", with_audio=False),
+        )
+    db = opened(tmp_path, audio_study(tmp_path, "abx"))
+    people = add_participants(db, STUDY, "sxs", 4)
+    xs: dict[str, list[tuple[int, str]]] = {}
+    for p in people:
+        for q in queue(db, p.id):
+            xs.setdefault(q["item_id"], []).append((q["meta"]["order"].index(q["meta"]["x"]), q["meta"]["x"]))
+    for item, seen in xs.items():  # four annotators: X twice at A, twice at B; each system twice
+        assert sorted(pos for pos, _ in seen) == [0, 0, 1, 1], (item, seen)
+        assert sorted(x for _, x in seen) == ["sysA", "sysA", "sysB", "sysB"], (item, seen)
+    v = get_view(db, people[0].token, "sxs")
+    assert v.content["x_audio"].endswith(".wav") and all(o["audio"] for o in v.content["outputs"])
+    with pytest.raises(SubmissionError) as e:
+        submit(db, people[0].token, "sxs", v.item_id, {"played": json.dumps(["A"])})
+    assert "not played yet: B, X" in e.value.fields["played"] and "A or B" in e.value.fields["x_is"]
+    meta = queue(db, people[0].id)[0]["meta"]
+    right = "AB"[meta["order"].index(meta["x"])]
+    saved = submit(db, people[0].token, "sxs", v.item_id, {"played": json.dumps(["A", "B", "X"]), "x_is": right})
+    assert saved.saved
+    row = db.one("SELECT preferred, x FROM sxs_answers")
+    assert row["preferred"] == row["x"] == meta["x"]
+    a = db.one("SELECT * FROM assignments WHERE participant_id = ? ORDER BY position LIMIT 1", [people[0].id])
+    a = {**a, "meta": json.loads(a["meta"])}
+    assert answer_words(db, a, {"x_is": right}).endswith("(right)")
+
+
+def test_abx_analysis_against_a_binomial_test_by_hand(tmp_path):
+    from scipy import stats
+
+    db = opened(tmp_path, audio_study(tmp_path, "abx"))
+    people = add_participants(db, STUDY, "sxs", 4)
+    for k, p in enumerate(people):  # the first three always right, the fourth always wrong
+        for q in queue(db, p.id):
+            v = get_view(db, p.token, "sxs")
+            order, x = q["meta"]["order"], q["meta"]["x"]
+            said = x if k < 3 else next(s for s in order if s != x)
+            pick = "AB"[order.index(said)]
+            submit(db, p.token, "sxs", v.item_id, {"played": json.dumps(["A", "B", "X"]), "x_is": pick})
+    answers, ratings = study_analysis.stored_frames(db, STUDY)
+    res = analysis.results(answers, ratings, n_boot=10)
+    [row] = res.abx.itertuples(index=False)
+    assert (row.system_a, row.system_b, row.trials, row.correct) == ("sysA", "sysB", 8, 6)
+    assert row.p_value == pytest.approx(stats.binomtest(6, 8, 0.5, alternative="greater").pvalue)
+    assert res.lines()[1].startswith("sysA vs sysB: X told right in 6 of 8 (75.0%)")
+    part = sxs_report.build(db, STUDY, tmp_path / "report", n_boot=10)
+    assert part.sections[0].table is not None and "ABX" in part.sections[1].missing
+
+
+def test_recorded_outputs_must_be_played_before_a_preference(tmp_path):
+    db = opened(tmp_path, audio_study(tmp_path, "prefer"))
+    (p,) = add_participants(db, STUDY, "sxs", 1)
+    v = get_view(db, p.token, "sxs")
+    with pytest.raises(SubmissionError) as e:
+        submit(db, p.token, "sxs", v.item_id, {"preference": "A"})
+    assert "not played yet: A, B" in e.value.fields["played"]
+    assert submit(db, p.token, "sxs", v.item_id, {"preference": "A", "played": json.dumps(["A", "B"])}).saved
+    out = db.one("SELECT audio, audio_s FROM sxs_outputs LIMIT 1")
+    assert out["audio"].startswith("sxs/") and out["audio_s"] == pytest.approx(0.3, abs=0.01)

@@ -13,6 +13,9 @@ tests, the Bradley-Terry strengths with bootstrap intervals and clusters, and Tr
   best-worst counting scores beside;
 * position bias: of the decisive outcomes, the share the output shown first won, with the exact
   binomial test against 0.5 (counterbalanced positions make 0.5 the rate of an unbiased annotator);
+* abx mode: per pair of systems, the trials, how many the annotators got right (said X was the
+  system it was), the share and the one-sided exact binomial test against 0.5 (a share above
+  chance: listeners tell the two apart), and how often they said "A" (a bias to the first);
 * agreement between the annotators of the same item (annotators_per_item), at the answer's level
   of measurement (agreement_ratings: scores interval, an item's system, each with its score;
   preferences nominal, an item, the system preferred or a tie; places ordinal, an item's system,
@@ -101,13 +104,35 @@ def score_means(ratings: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(["mean", "system"], ascending=[False, True], kind="stable").reset_index(drop=True)
 
 
-LEVELS = {"score": "interval", "prefer": "nominal", "order": "ordinal", "best_worst": "ordinal"}
+LEVELS = {"score": "interval", "prefer": "nominal", "order": "ordinal", "best_worst": "ordinal", "abx": "nominal"}
+ABX_COLUMNS = ["system_a", "system_b", "trials", "correct", "rate", "p_value", "said_a", "annotators"]
+
+
+def abx_table(answers: pd.DataFrame) -> pd.DataFrame:
+    """ABX (module docstring): one row per pair of systems (in name order) and one for all."""
+
+    def row(a: str, b: str, g: pd.DataFrame) -> tuple:
+        n, right = len(g), int((g["preferred"] == g["x"]).sum())
+        said_a = int(sum(p == _shown(sh)[0] for p, sh in zip(g["preferred"], g["shown"])))
+        p = float(stats.binomtest(right, n, 0.5, alternative="greater").pvalue) if n else math.nan
+        rate, a_rate = (right / n, said_a / n) if n else (math.nan, math.nan)
+        return (a, b, n, right, rate, p, a_rate, g["participant"].nunique())
+
+    pairs = answers["shown"].map(lambda v: tuple(sorted(_shown(v))))
+    rows = [row(a, b, g) for (a, b), g in answers.groupby(pairs, sort=True)]
+    if len(rows) > 1:
+        rows.append(row("all", "", answers))
+    return pd.DataFrame(rows, columns=ABX_COLUMNS)
 
 
 def agreement_ratings(answers: pd.DataFrame, ratings: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     """One row per (unit, annotator, value) for the agreement, and its level (module docstring)."""
     mode = str(answers["mode"].iloc[0])
     rows: list[tuple] = []
+    if mode == "abx":  # whether each annotator told X right (X differs between annotators)
+        for a in answers.itertuples(index=False):
+            rows.append((str(a.item_id), a.participant, int(a.preferred == a.x)))
+        return pd.DataFrame(rows, columns=["unit", "annotator", "value"]), LEVELS["abx"]
     if mode == "prefer":
         for a in answers.itertuples(index=False):
             rows.append((str(a.item_id), a.participant, a.preferred or comparison.TIE))
@@ -140,6 +165,7 @@ class Results:
     scores: pd.DataFrame = field(default_factory=pd.DataFrame)
     best_worst: pd.DataFrame = field(default_factory=pd.DataFrame)
     agreement: reliability.AgreementReport | None = None
+    abx: pd.DataFrame = field(default_factory=pd.DataFrame)  # abx mode: abx_table
 
     def agreement_line(self) -> str:
         """The agreement's summary: alpha and the other statistic at the answers' level, on how
@@ -170,6 +196,8 @@ class Results:
             out["scores.csv"] = self.scores
         if len(self.best_worst):
             out["best_worst.csv"] = self.best_worst
+        if self.mode == "abx":
+            out = {"abx.csv": self.abx}
         if self.agreement is not None:
             out["agreement.csv"] = self.agreement.study
             out["agreement_annotators.csv"] = self.agreement.per_annotator
@@ -177,6 +205,15 @@ class Results:
 
     def lines(self) -> list[str]:
         out = [f"{count(self.n_answers, 'answer')} by {count(self.n_annotators, 'annotator')}, mode {self.mode}"]
+        if self.mode == "abx":
+            for r in self.abx.itertuples(index=False):
+                pair = "all pairs" if r.system_a == "all" else f"{r.system_a} vs {r.system_b}"
+                out.append(
+                    f"{pair}: X told right in {r.correct} of {r.trials} ({r.rate:.1%}), "
+                    f"one-sided binomial p = {r.p_value:.3g}; 'A' said in {r.said_a:.0%}"
+                )
+            out.append(self.agreement_line())
+            return out
         for r in self.ranking.itertuples(index=False):
             interval = f"[{r.low:+.3f}, {r.high:+.3f}]"
             out.append(f"{r.rank}. {r.system}: Bradley-Terry {r.strength:+.3f} {interval}, cluster {r.cluster}")
@@ -196,6 +233,16 @@ def results(answers: pd.DataFrame, ratings: pd.DataFrame, *, n_boot: int = 1000,
     modes = sorted(set(answers["mode"]))
     if len(modes) != 1:
         raise ValueError(f"the answers mix modes {', '.join(modes)}: analyse one mode at a time")
+    if modes[0] == "abx":  # no pairwise outcomes between systems: how well X is told apart
+        if "x" not in answers:
+            raise ValueError("abx answers need their x column (the system X was)")
+        units, level = agreement_ratings(answers, ratings)
+        empty = pd.DataFrame()
+        return Results(
+            mode="abx", n_answers=len(answers), n_annotators=answers["participant"].nunique(),
+            outcomes=empty, ranking=empty, pairs=empty, trueskill=empty, win_rates=empty, bias={},
+            agreement=reliability.agreement_report(units, level), abx=abx_table(answers),
+        )  # fmt: skip
     outs = outcomes(answers, ratings)
     if outs.empty:
         raise ValueError("the answers give no pairwise comparison")

@@ -16,17 +16,22 @@ position equally often, within one when their number is not a multiple of the ou
 
 from __future__ import annotations
 
+from services.common import settings
 from services.common.seeded import seeded_rng
-from services.study import files
+from services.study import corpus_audio, files
+from services.study.corpus_audio import copy_media
 from storage import protocol_rows
 from storage.db import Transaction
 
 NAME = "sxs"
 ITEMS, OUTPUTS, TAKERS, ANSWERS, RATINGS = (f"{NAME}_{t}" for t in ("items", "outputs", "takers", "answers", "ratings"))
 VACANCIES = f"{NAME}_vacancies"
-# the corpus file's (required, optional) columns
-COLUMNS = (["item_id", "source", "system", "output"], ["reference", "doc_id"])
-MODES = ("score", "prefer", "rank")
+# the corpus file's (required, optional) columns; `audio`: the output as a recording (a TTS or ST
+# system's), played on the page beside its text (the text may then be empty)
+COLUMNS = (["item_id", "source", "system"], ["output", "reference", "doc_id", "audio"])
+MODES = ("score", "prefer", "rank", "abx")
+MEDIA_FOLDER = "sxs"  # the outputs' audio in the media folder, named by content
+MAX_AUDIO_S = 120.0  # an output's recording, at most (seconds)
 RANKINGS = ("order", "best_worst")
 
 
@@ -45,8 +50,22 @@ def load(folder, cfg, systems, bundle, err) -> None:
         return
     name = path.name
     items: dict[str, dict] = {}
+    media: dict[str, corpus_audio.AudioFile] = {}
     for rowno, row in files.read_rows(path, COLUMNS, err):
         if not files.require_text(err, name, rowno, row, *COLUMNS[0]):
+            continue
+        audio, seconds = "", 0.0
+        if row.get("audio"):
+            found = corpus_audio.read_audio(
+                folder, row["audio"], err, name, rowno, "audio", media_folder=MEDIA_FOLDER, max_s=MAX_AUDIO_S,
+                what="an output",
+            )  # fmt: skip
+            if found is None:
+                continue
+            media[found[0].name] = found[0]
+            audio, seconds = found[0].name, found[1]
+        elif not (row.get("output") or "").strip():
+            err.add(name, rowno, "output", "must not be empty: an output needs its text, or its recording (audio)")
             continue
         item = items.setdefault(
             row["item_id"],
@@ -65,18 +84,24 @@ def load(folder, cfg, systems, bundle, err) -> None:
         if any(o["system"] == row["system"] for o in item["outputs"]):
             err.add(name, rowno, "system", f"a second output of system '{row['system']}' for item '{row['item_id']}'")
             continue
-        item["outputs"].append({"system": row["system"], "output": row["output"].replace("\r\n", "\n")})
+        text = (row.get("output") or "").replace("\r\n", "\n")
+        item["outputs"].append({"system": row["system"], "output": text, "audio": audio, "audio_s": seconds})
     mode, ranking = section.get("mode"), section.get("ranking")
     fewest = least(str(mode), str(ranking))
     for item in items.values():
         n = len(item["outputs"])
-        if mode == "prefer" and n != 2:
-            err.add(name, item["row"], "system", f"item '{item['item_id']}' has {n} outputs: mode prefer needs two")
+        if mode in ("prefer", "abx") and n != 2:
+            err.add(name, item["row"], "system", f"item '{item['item_id']}' has {n} outputs: mode {mode} needs two")
+        elif mode == "abx" and not all(o["audio"] for o in item["outputs"]):
+            err.add(name, item["row"], "audio", f"item '{item['item_id']}': mode abx needs each output's recording")
         elif n < fewest:
             err.add(name, item["row"], "system", f"item '{item['item_id']}' has {n} output(s): needs {fewest} or more")
     if not items and not any(e.file == name for e in err.errors):
         err.add(name, None, None, "has no items")
-    bundle.corpus[NAME] = {"items": [{k: v for k, v in i.items() if k != "row"} for i in items.values()]}
+    bundle.corpus[NAME] = {
+        "items": [{k: v for k, v in i.items() if k != "row"} for i in items.values()],
+        "media": sorted(media.values(), key=str),
+    }
 
 
 def prepare(bundle) -> None:
@@ -100,6 +125,7 @@ def store(tx: Transaction, study_id: str, corpus) -> None:
     the item's base order)."""
     if not corpus:
         return
+    copy_media(corpus.get("media") or [], settings.current().media_dir)
     items, seq = corpus["items"], corpus["sequence"]
     place = {item: s for s, item in enumerate(seq)}
     protocol_rows.insert_many(
@@ -128,6 +154,8 @@ def store(tx: Transaction, study_id: str, corpus) -> None:
                 "item": i,
                 "system": o["system"],
                 "output": o["output"],
+                "audio": o.get("audio", ""),
+                "audio_s": o.get("audio_s", 0.0),
                 "base": it["base"].index(o["system"]),
             }
             for i, it in enumerate(items)

@@ -11,10 +11,22 @@ from __future__ import annotations
 
 import json
 import string
+from pathlib import Path
 from typing import Any
 
-from services.common import protocols, slots
-from services.common.protocols import Column, ExportTable, Index, Phase, Protocol, Role, SchemaStep, Tab, Table
+from services.common import protocols, settings, slots
+from services.common.protocols import (
+    AddColumn,
+    Column,
+    ExportTable,
+    Index,
+    Phase,
+    Protocol,
+    Role,
+    SchemaStep,
+    Tab,
+    Table,
+)
 from services.compare import corpus
 from services.compare.corpus import ANSWERS, ITEMS, MODES, NAME, OUTPUTS, RANKINGS, RATINGS, TAKERS, VACANCIES
 from services.participation.submissions import refuse_all
@@ -54,7 +66,10 @@ INSTRUCTIONS = {
     "come in means nothing.",
     "best_worst": "Read the source and the translations of it. **Choose the best and the worst translation.** "
     "The order they come in means nothing.",
+    "abx": "Listen to recordings **A** and **B**, then to **X**: X is the same recording as A or as B. "
+    "**Which one is X?** Play each to its end (as often as you like) before you answer.",
 }
+PLAY_ALL = "Play each recording to its end before you answer; not played yet: {missing}."
 
 
 def _whole(v) -> bool:
@@ -84,6 +99,10 @@ def check(section: dict) -> list[tuple[str, str]]:
 
 STUDY = Column("study_id", "TEXT", not_null=True, references="studies.id")
 ASSIGNMENT = Column("assignment_id", "INTEGER", not_null=True, references="assignments.id")
+# an output's recording (its media name, "" without) and its length; ABX's hidden X (the system)
+AUDIO = Column("audio", "TEXT", not_null=True, default="")
+AUDIO_S = Column("audio_s", "REAL", not_null=True, default=0.0)
+X = Column("x", "TEXT", not_null=True, default="")
 TABLES: tuple[Table, ...] = (
     Table(  # one row per study: what the assignment's plan needs without reading the items
         f"{NAME}_studies",
@@ -113,6 +132,8 @@ TABLES: tuple[Table, ...] = (
             Column("system", "TEXT", not_null=True),
             Column("output", "TEXT", not_null=True),
             Column("base", "INTEGER", not_null=True),  # its place in the item's seeded base order
+            AUDIO,
+            AUDIO_S,
         ),
         indexes=(Index(("study_id", "item", "base"), unique=True),),
         study_sized=True,
@@ -141,6 +162,7 @@ TABLES: tuple[Table, ...] = (
             Column("best", "TEXT", not_null=True, default=""),
             Column("worst", "TEXT", not_null=True, default=""),
             Column("created_at", "TEXT", not_null=True),
+            X,
         ),
         indexes=(Index(("assignment_id",), unique=True),),
         study_sized=True,
@@ -206,7 +228,9 @@ def setup(tx: Transaction, study: StudyRow, pid: int, group, gender, design_inde
     for t, (seq, round_) in enumerate(taken):
         item = required(protocol_rows.one(tx.database, ITEMS, {"study_id": sid, "seq": seq}), "sxs item")
         base = [o["system"] for o in _outputs(tx.database, sid, item["item"])]
-        meta = {"order": corpus.shown_order(base, round_), "round": round_}
+        meta: dict[str, Any] = {"order": corpus.shown_order(base, round_), "round": round_}
+        if section["mode"] == "abx":  # X at A, B, B, A over an item's rounds; its system s1, s1, s2, s2
+            meta["x"] = meta["order"][(round_ + round_ // 2) % 2]
         assignments.insert_assignment(tx.db, sid, pid, NAME, item["item"], t, meta=meta)
     row = {"study_id": sid, "slot": k, "participant_id": pid, "n_items": len(taken), "created_at": now()}
     protocol_rows.insert(tx.db, TAKERS, row)
@@ -299,8 +323,13 @@ def content(database, study: StudyRow, participant: ParticipantRow, assignment: 
     item = required(
         protocol_rows.one(database, ITEMS, {"study_id": study["id"], "item": int(assignment["item_id"])}), "sxs item"
     )
-    text = {o["system"]: o["output"] for o in _outputs(database, study["id"], item["item"])}
+    outs = {o["system"]: o for o in _outputs(database, study["id"], item["item"])}
     order = assignment["meta"]["order"]
+    folder = Path(media_dir or settings.current().media_dir) if any(o["audio"] for o in outs.values()) else None
+
+    def audio(system: str) -> str:
+        return str(folder / outs[system]["audio"]) if folder and outs[system]["audio"] else ""
+
     mode = section["mode"]
     kind = section["ranking"] if mode == "rank" else mode
     words = section["instructions"] or INSTRUCTIONS[kind].replace(
@@ -311,7 +340,8 @@ def content(database, study: StudyRow, participant: ParticipantRow, assignment: 
         "ranking": section["ranking"],
         "source": item["source"],
         "reference": item["reference"] if section["show_reference"] else "",
-        "outputs": [{"label": LETTERS[k], "text": text[s]} for k, s in enumerate(order)],
+        "outputs": [{"label": LETTERS[k], "text": outs[s]["output"], "audio": audio(s)} for k, s in enumerate(order)],
+        "x_audio": audio(assignment["meta"]["x"]) if mode == "abx" else "",
         "allow_tie": section["allow_tie"],
         "strength": section["strength"],
         "comments": section["comments"],
@@ -327,10 +357,22 @@ def _number(v) -> float | None:
     return float(v)
 
 
+def _played(payload: dict) -> set[str]:
+    """The recordings the page saw played to their end (its `played` field: JSON letters)."""
+    raw = payload.get("played")
+    try:
+        got = json.loads(raw) if isinstance(raw, str) and raw.strip() else raw
+    except ValueError:
+        return set()
+    return {str(v) for v in got} if isinstance(got, list) else set()
+
+
 def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
     """The answer of the study's mode, every problem at once, each field named: score-<k> (each
     output's slider moved, 0-100), comment-<k>; preference (A, B or, when allowed, tie) and
-    strength; ranking (every output once, best first) or best and worst (two different outputs)."""
+    strength; ranking (every output once, best first) or best and worst (two different outputs);
+    abx: x_is (A or B); and, where the outputs are recordings, `played` (each, and X, played to
+    its end)."""
     section = _section(database, assignment["study_id"])
     order: list[str] = list(assignment["meta"]["order"])
     labels = list(LETTERS[: len(order)])
@@ -344,7 +386,14 @@ def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
 
     data: dict[str, Any] = {"item": int(assignment["item_id"]), "mode": mode, "shown": order}
     data.update(scores=[None] * len(order), places=[None] * len(order), comments=[""] * len(order))
-    data.update(preferred="", strength="", best="", worst="")
+    data.update(preferred="", strength="", best="", worst="", x="")
+    # every recording on the page played to its end first (the page says which in `played`)
+    heard = {o["system"] for o in _outputs(database, assignment["study_id"], int(assignment["item_id"])) if o["audio"]}
+    clips = [lab for lab, s in zip(labels, order) if s in heard] + (["X"] if mode == "abx" else [])
+    played = _played(payload)
+    missing = [c for c in clips if c not in played]
+    if missing:
+        refuse("played", PLAY_ALL.format(missing=", ".join(missing)))
     if section["comments"]:
         for k, lab in enumerate(labels):
             c = payload.get(f"comment-{k}") or ""
@@ -379,6 +428,12 @@ def validate(database, assignment: AssignmentRow, payload: dict) -> dict:
                     refuse("strength", "Say how much better it is: slightly or much better.")
                 else:
                     data["strength"] = strength
+    elif mode == "abx":
+        pick = payload.get("x_is")
+        if pick not in labels:
+            refuse("x_is", "Say which recording X is: A or B.")
+        else:
+            data["preferred"], data["x"] = order[labels.index(pick)], assignment["meta"]["x"]
     elif section["ranking"] == "order":
         raw = payload.get("ranking")
         try:
@@ -419,6 +474,7 @@ def save(tx: Transaction, study: StudyRow, participant: ParticipantRow, assignme
             "best": data["best"],
             "worst": data["worst"],
             "created_at": now(),
+            "x": data.get("x", ""),
         },
     )
     protocol_rows.insert_many(
@@ -458,6 +514,8 @@ def stored(database, assignment: AssignmentRow) -> dict:
     for key in ("preferred", "best", "worst"):
         if row[key]:
             out[key] = letter(row[key])
+    if row["mode"] == "abx" and row["preferred"]:  # the annotator's X, as they said it
+        out = {"mode": "abx", "shown": out["shown"], "x_is": letter(row["preferred"])}
     if row["strength"]:
         out["strength"] = row["strength"]
     if any(r["comment"] for r in rated):
@@ -474,7 +532,11 @@ def answer_words(database, assignment: AssignmentRow, answer: dict) -> str:
     def who(letter: str) -> str:
         return f"{letter}={order[LETTERS.index(letter)]}" if letter in LETTERS[: len(order)] else letter
 
-    if "scores" in answer:
+    if "x_is" in answer:  # ABX: the annotator's X and whether it was right
+        x = assignment["meta"].get("x", "")
+        said = order[LETTERS.index(answer["x_is"])] if answer["x_is"] in LETTERS[: len(order)] else ""
+        words = f"X is {who(answer['x_is'])} ({'right' if said == x else f'wrong: X was {x}'})"
+    elif "scores" in answer:
         words = ", ".join(f"{who(k)} {v}" for k, v in answer["scores"].items())
     elif "preferred" in answer:
         words = "tie" if answer["preferred"] == TIE else f"{who(answer['preferred'])} preferred"
@@ -515,6 +577,7 @@ def answer_rows(database, study_id: str) -> list[dict]:
                 "strength": r["strength"],
                 "best": r["best"],
                 "worst": r["worst"],
+                "x": r["x"],
                 "active_seconds": r["active_seconds"],
                 "created_at": r["created_at"],
             }
@@ -552,6 +615,8 @@ def output_rows(database, study_id: str) -> list[dict]:
             "reference": items_[i]["reference"],
             "system": o["system"],
             "output": o["output"],
+            "audio": o["audio"],
+            "audio_s": o["audio_s"],
         }
         for i in items_
         for o in _outputs(database, study_id, i)
@@ -568,15 +633,19 @@ EXPORT_TABLES = {
             "participant": ("string", "pseudonym of the annotator"),
             "item_id": ("string", "the item (the corpus file's item_id)"),
             "doc_id": ("string", "the item's document, when the corpus file gives it"),
-            "mode": ("string", "score, prefer or rank: what the annotator was asked"),
+            "mode": ("string", "score, prefer, rank or abx: what the annotator was asked"),
             "shown": (
                 "json",
                 "the systems in the order shown: the first was A (left, or on top on a phone), the second B, ...",
             ),
-            "preferred": ("string", "prefer mode: the system preferred, or tie"),
+            "preferred": (
+                "string",
+                "prefer mode: the system preferred, or tie; abx mode: the system the annotator said X was",
+            ),
             "strength": ("string", "prefer mode with strength: slightly or much better; empty for a tie"),
             "best": ("string", "rank mode by best-worst: the system chosen best"),
             "worst": ("string", "rank mode by best-worst: the system chosen worst"),
+            "x": ("string", "abx mode: the system X really was (the answer is right when preferred is x)"),
             "active_seconds": ("number", "seconds between first shown and submitted, clamped at 600"),
             "created_at": ("timestamp", "when the answer was saved"),
         },
@@ -607,6 +676,8 @@ EXPORT_TABLES = {
             "reference": ("string", "the reference, when the file gives it"),
             "system": ("string", "the system"),
             "output": ("string", "the system's output, as shown"),
+            "audio": ("string", "the output's recording in the media folder (named by its sha256), when it has one"),
+            "audio_s": ("number", "the recording's length in seconds (0 without one)"),
         },
         content=True,
     ),
@@ -660,8 +731,11 @@ PROTOCOL = protocols.register(
         count_collected=collected,
         plan=plan,
         tables=TABLES,
-        schema_version=2,  # 2: the items a leaving annotator left (sxs_vacancies)
-        schema_steps=(SchemaStep(2, (VACANCY_TABLE,)),),
+        schema_version=3,  # 2: the items a leaving annotator left (sxs_vacancies); 3: audio outputs, ABX
+        schema_steps=(
+            SchemaStep(2, (VACANCY_TABLE,)),
+            SchemaStep(3, (AddColumn(OUTPUTS, AUDIO), AddColumn(OUTPUTS, AUDIO_S), AddColumn(ANSWERS, X))),
+        ),
         export_tables=EXPORT_TABLES,
         analyze="services.compare.study_analysis:add_analyze",
         report_section="services.report.sxs:section",  # services/report sits above the protocols

@@ -46,6 +46,8 @@ def export_frames(path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The export's sxs_answers and sxs_ratings (any format the export writes), numbers read back."""
     export = export_reader.require(path)
     answers = export_reader.read_table(export, ANSWERS, ANSWER_COLUMNS)
+    if "x" not in answers:  # an export made before abx mode
+        answers["x"] = ""
     ratings = export_reader.read_table(export, RATINGS, RATING_COLUMNS)
     for c in ("assignment_id",):
         answers[c] = pd.to_numeric(answers[c])

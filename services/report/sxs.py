@@ -54,6 +54,10 @@ ITEMS = [
         "",
     ),
 ]
+ABX_NO_WINS = (
+    "an ABX test asks which of A and B the recording X is, not which is better: Table 1 has, per pair of "
+    "systems, how often the annotators told X right, with the one-sided binomial test against chance"
+)
 DECIMALS = {"Table 1": 3, "Table 2": 3, "Table 3": 3, "Table 5": 3, "Table 6": 3}
 NO_DATA = "No side-by-side answers yet: this fills once annotators have answered items of the study."
 NOT_LISTED = f"This study has no {NAME} part (study.protocols)."
@@ -102,9 +106,13 @@ def build(database, study_id: str, out_dir: Path, n_boot: int = 1000) -> Part:
         return part
     res = analysis.results(answers, ratings, n_boot=n_boot)
     part.detail = res
-    content["Table 1"] = systems_table(res)
-    content["Table 2"] = res.win_rates
-    content["Table 3"] = pd.DataFrame([res.bias])
+    if res.mode == "abx":  # Table 1 is how well X was told apart; there are no wins to rank
+        content["Table 1"] = res.abx
+        content["Table 2"] = content["Table 3"] = ABX_NO_WINS
+    else:
+        content["Table 1"] = systems_table(res)
+        content["Table 2"] = res.win_rates
+        content["Table 3"] = pd.DataFrame([res.bias])
     if res.agreement is not None:
         content["Table 5"] = res.agreement.study
         content["Table 6"] = (
@@ -113,7 +121,7 @@ def build(database, study_id: str, out_dir: Path, n_boot: int = 1000) -> Part:
     part.sections = fill(ITEMS, content, NO_DATA, DECIMALS)
     first, *rest = res.lines()
     part.summary = first
-    part.notes = rest[-2:]  # the position bias and the agreement
+    part.notes = rest[-2:] if res.mode != "abx" else rest  # the position bias (or ABX's pairs), the agreement
     folder = Path(out_dir) / NAME
     folder.mkdir(parents=True, exist_ok=True)
     part.files = write_tables(folder, res.tables())

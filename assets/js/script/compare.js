@@ -12,6 +12,10 @@
 // ranking comes back in the field, and the list is put in its order again.
 //
 // Preference with strength: choosing the tie clears and disables the strength.
+//
+// Recordings (<audio data-clip=KEY>: an output's, ABX's X): each played to its end adds KEY to the
+// hidden field `played` (JSON) and says `change`; the server refuses an answer until every one of
+// the page's is there, naming the missing. One plays at a time.
 (function () {
   'use strict';
   let drag = null;  // {form, li, list}
@@ -134,4 +138,37 @@
     if (rankForm(form)) restore(form);
     strengthFollows(form);
   });
+  function playedOf(form) {
+    try {
+      const v = JSON.parse(form.elements.played.value || '[]');
+      return Array.isArray(v) ? v.map(String) : [];
+    } catch (e) { return []; }
+  }
+  function paintPlayed(form) {
+    if (!form.elements.played) return;
+    const done = playedOf(form);
+    form.querySelectorAll('.sxs-clip').forEach(box => {
+      const ok = done.includes(box.dataset.clipBox);
+      box.classList.toggle('sxs-heard', ok);
+      box.querySelector('.sxs-played').textContent = ok ? 'Played ✓' : 'Not played yet';
+    });
+  }
+  document.addEventListener('ended', (e) => {
+    const audio = e.target, form = audio.closest ? audio.closest('form.sxs-item') : null;
+    if (!form || !form.elements.played || !audio.dataset || !audio.dataset.clip) return;
+    const done = playedOf(form);
+    if (!done.includes(audio.dataset.clip)) done.push(audio.dataset.clip);
+    form.elements.played.value = JSON.stringify(done);
+    form.elements.played.dispatchEvent(new Event('change', {bubbles: true}));
+    paintPlayed(form);
+  }, true);
+  document.addEventListener('play', (e) => {
+    const form = e.target.closest ? e.target.closest('form.sxs-item') : null;
+    if (form) form.querySelectorAll('audio').forEach(a => { if (a !== e.target && !a.paused) a.pause(); });
+  }, true);
+  document.addEventListener('tradlab:item', (e) => {
+    const form = e.detail && e.detail.form;
+    if (form && form.matches('form.sxs-item')) paintPlayed(form);
+  });
+  document.querySelectorAll('form.sxs-item').forEach(paintPlayed);
 })();
