@@ -249,7 +249,7 @@ class ESAPage(Page):
     button = "form.esa-item button[type=submit]"
 
     def fill(self, page, i: int) -> None:
-        from tests.helpers.span_page import drag
+        from harness.span_page import drag
 
         form = page.locator("form.esa-item")
         text = form.locator(".esa-output").get_attribute("data-text")

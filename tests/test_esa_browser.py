@@ -26,13 +26,13 @@ import pytest
 import soundfile as sf
 
 from harness.app import RunningApp
+from harness.span_page import drag, spans_of
 from services.common import protocols
 from services.esa import prefill, prefill_store
 from services.metrics import registry as metrics
 from services.models.cache import ModelCache
 from storage import open_database
 from tests.helpers.browser import ARTIFACTS, WIDTHS, chromium
-from tests.helpers.span_page import drag, spans_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tiny_metric_models as tmm  # noqa: E402

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from harness.app import RunningApp
+from harness.span_page import drag, spans_of
 from tests.helpers.browser import ARTIFACTS, WIDTHS, chromium
-from tests.helpers.span_page import drag, spans_of
 
 pytestmark = pytest.mark.browser
 

@@ -1,4 +1,5 @@
-"""The span page of ESA and MQM (assets/js/script/esa.js) as a test drives it in Chromium."""
+"""The span page of ESA and MQM (assets/js/script/esa.js) as the tests and benchmarks/browser.py drive
+it in Chromium."""
 
 from __future__ import annotations
 
