@@ -30,6 +30,7 @@ import bisect
 from collections import defaultdict
 from typing import Hashable
 
+from services.common.degradation import span_length, span_start
 from services.common.seeded import seeded_rng
 
 SYSTEM, BAD_REFERENCE, ASK_AGAIN, REFERENCE = "system", "bad_reference", "ask_again", "reference"
@@ -72,33 +73,7 @@ def sample_documents(items: list[dict], per_domain: int, seed) -> tuple[list[dic
     return kept, report
 
 
-# -- the Graham et al. degradation -----------------------------------------------------------
-def span_length(n: int) -> int:
-    """Words replaced in an MT output of n words."""
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise ValueError(f"an output to degrade needs at least one word (n={n!r})")
-    if n <= 3:
-        return 1
-    if n <= 5:
-        return 2
-    if n <= 7:
-        return 3
-    if n <= 14:
-        return 4
-    if n <= 19:
-        return 5
-    return n // 4
-
-
-def span_start(n: int, rng) -> int:
-    """Where the span starts (0-based): fixed for n <= 4, random for n >= 5 with the first and
-    last word kept (start in 1 .. n - 1 - length)."""
-    length = span_length(n)
-    if n <= 4:
-        return {1: 0, 2: 1, 3: 1, 4: 1}[n]
-    return rng.randint(1, n - 1 - length)
-
-
+# -- the Graham et al. degradation (span_length, span_start: services/common/degradation.py) ------
 def degrade(words: list[str], donor: list[str], rng) -> tuple[list[str], int, int]:
     """(degraded words, start, length): words[start:start+length] replaced by a contiguous run of
     the same length from donor (the words of another segment), at a random donor position.

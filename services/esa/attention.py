@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from services.common.degradation import span_length, span_start
 from services.common.protocols import Column, ExportTable, Index, Table
 from services.common.seeded import seeded_rng
 from services.study import files
@@ -183,22 +184,6 @@ def check(name: str, section: dict) -> list[tuple[str, str]]:
 # -- attention items --------------------------------------------------------------------------
 
 
-def span_length(n: int) -> int:
-    """Words replaced in an output of n words (Graham et al. 2017's degradation, WMT's bad
-    references)."""
-    if n <= 3:
-        return 1
-    if n <= 5:
-        return 2
-    if n <= 7:
-        return 3
-    if n <= 14:
-        return 4
-    if n <= 19:
-        return 5
-    return n // 4
-
-
 def inject(target: str, donor: str, rng) -> tuple[str, int, int]:
     """(the output with an error, its start, its end): a run of words replaced by a run of the same
     length from donor, at a random place (the first and last word kept from 5 words on); the
@@ -209,7 +194,7 @@ def inject(target: str, donor: str, rng) -> tuple[str, int, int]:
         raise ValueError("an attention item needs an output and a donor with words")
     n = len(words)
     length = span_length(n)
-    first = {1: 0, 2: 1, 3: 1, 4: 1}[n] if n <= 4 else rng.randint(1, n - 1 - length)
+    first = span_start(n, rng)
     length = min(length, n - first)
     cs, ce = words[first][0], words[first + length - 1][1]
     phrase = ""
