@@ -9,7 +9,9 @@ scored to the completion code. The welcome names the
 segments of the annotator's HIT; the team's Analysis tab analyses the answer (its ESA section).
 ESA-AI, in a second study of the same app pre-filled by the tiny xCOMET of
 tests/tiny_metric_models.py: the pre-filled spans shown as such until touched, one resized by
-re-marking, one re-graded, the rest removed, and the outcomes stored. The tutorial, in a fourth
+re-marking, one re-graded, the rest removed, and the outcomes stored; then at 390 px a pre-filled span
+removed by a tap and the HIT scored to its completion code. ESA on speech: a region of the
+waveform marked at 390 px, the second segment's at 1280 px, to its completion code. The tutorial, in a fourth
 study: a practice item's missed error said under the spans, then the same answer goes on.
 Screenshots in the tests' artifacts folder."""
 
@@ -45,6 +47,28 @@ CODE = "ESA-EXAMPLE-DONE"  # the example's completion code
 
 
 AI_STUDY = "esa-ai-example"
+
+
+def score_to_the_code(page, form, code: str) -> int:
+    """Each segment left scored by a click on its slider and submitted, until the completion code
+    shows; how many were submitted."""
+    done = 0
+    while not page.locator(":visible", has_text=code).count():
+        shown = form.locator(".esa-output").get_attribute("data-text")
+        slider = form.locator('input[name="score"]')
+        slider.scroll_into_view_if_needed()  # the mouse clicks where the viewport shows it
+        sb = slider.bounding_box()
+        page.mouse.click(sb["x"] + sb["width"] * 0.5, sb["y"] + sb["height"] / 2)
+        form.locator("button[type=submit]").click()
+        done += 1
+        page.wait_for_function(
+            "([t, c]) => document.body.innerText.includes(c)"
+            " || (document.querySelector('form.esa-item .esa-output')?.dataset.text || t) !== t",
+            arg=[shown, code],
+            timeout=15000,
+        )
+        assert done < 50
+    return done
 
 
 def prefilled_study(app: RunningApp, tmp_path: Path) -> str:
@@ -105,9 +129,29 @@ def edit_prefilled(app: RunningApp, browser, url: str) -> None:
     )
     assert [r["outcome"] for r in json.loads(record)["spans"]] == outcomes
     context.close()
+    # the rest of the HIT at 390 px: the next segment's pre-filled spans shown, the first removed
+    # by a tap, then every segment scored to the completion code
+    phone = browser.new_context(**WIDTHS["phone"])
+    page = phone.new_page()
+    page.goto(url)
+    form = page.locator("form.esa-item")
+    form.locator('.esa-output .esa-ch[data-i="0"]').wait_for(timeout=30000)
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    before = len(spans_of(form))
+    if form.locator(".esa-spans li.esa-span-prefilled .esa-remove").count():
+        form.locator(".esa-spans li.esa-span-prefilled .esa-remove").first.tap()
+        assert len(spans_of(form)) == before - 1
+    page.screenshot(path=str(ARTIFACTS / "esa-ai-phone.png"), full_page=True)
+    assert score_to_the_code(page, form, CODE) >= 1
+    page.screenshot(path=str(ARTIFACTS / "esa-ai-phone-done.png"), full_page=True)
+    n = app.rows("SELECT COUNT(*) FROM esa_answers a JOIN assignments s ON s.id = a.assignment_id WHERE s.study_id = ?",
+                 (AI_STUDY,))[0][0]  # fmt: skip
+    assert n == app.rows("SELECT COUNT(*) FROM assignments WHERE study_id = ?", (AI_STUDY,))[0][0]
+    phone.close()
 
 
 SPEECH_STUDY = "esa-speech"
+SPEECH_CODE = "ESA-SPEECH-DONE"
 
 
 def speech_study(app: RunningApp, tmp_path: Path) -> str:
@@ -127,8 +171,10 @@ def speech_study(app: RunningApp, tmp_path: Path) -> str:
         w = csv.writer(f)
         w.writerow(["doc_id", "segment_id", "system", "source", "target", "target_audio", "target_words"])
         w.writerow(["d1", "1", "tts", "The cat sleeps on the sofa.", said, "out.wav", json.dumps(times)])
+        w.writerow(["d1", "2", "tts", "The cat sleeps on the sofa.", said, "out.wav", json.dumps(times)])
     (folder / "study.toml").write_text(
-        f'[study]\nid = "{SPEECH_STUDY}"\nname = "Speech"\nprotocols = ["esa"]\n\n[esa]\nsegments = "segments.csv"\n'
+        f'[study]\nid = "{SPEECH_STUDY}"\nname = "Speech"\nprotocols = ["esa"]\ncompletion_code = "{SPEECH_CODE}"\n\n'
+        '[esa]\nsegments = "segments.csv"\n'
     )
     app.prepare(
         ("import", str(folder)), ("participants", "add", "--study", SPEECH_STUDY, "--role", "esa", "--count", "1")
@@ -167,7 +213,7 @@ def mark_on_the_waveform(app: RunningApp, browser, url: str) -> None:
     sb = slider.bounding_box()
     page.mouse.click(sb["x"] + sb["width"] * 0.4, sb["y"] + sb["height"] / 2)
     form.locator("button[type=submit]").click()
-    page.locator(".progress:visible").get_by_text("1 / ").wait_for(timeout=15000)
+    page.locator(".progress:visible").get_by_text("1 / 2").wait_for(timeout=15000)
     [(stored, seconds)] = app.rows(
         "SELECT a.spans, g.target_audio_s FROM esa_answers a JOIN assignments s ON s.id = a.assignment_id"
         " JOIN esa_segments g ON g.study_id = s.study_id AND g.segment_row = a.segment_row WHERE s.study_id = ?",
@@ -177,6 +223,24 @@ def mark_on_the_waveform(app: RunningApp, browser, url: str) -> None:
     assert 0 <= span["start_s"] < span["end_s"] <= seconds and span["severity"] == "major"
     assert span["start_s"] == pytest.approx(marked["start_s"]) and span["words"]
     phone.close()
+    # the second segment at 1280 px: a region dragged on its waveform, minor, to the completion code
+    desktop = browser.new_context(**WIDTHS["desktop"])
+    page = desktop.new_page()
+    page.goto(url)
+    form = page.locator("form.esa-item")
+    box = form.locator('.esa-wave[data-ready="true"]')
+    box.wait_for(timeout=30000)
+    b = box.bounding_box()
+    y = b["y"] + b["height"] / 2
+    page.mouse.move(b["x"] + b["width"] * 0.5, y)
+    page.mouse.down()
+    page.mouse.move(b["x"] + b["width"] * 0.8, y, steps=10)
+    page.mouse.up()
+    form.get_by_role("button", name="Minor (m)").click()
+    assert [s["severity"] for s in spans_of(form)] == ["minor"]
+    assert score_to_the_code(page, form, SPEECH_CODE) == 1
+    page.screenshot(path=str(ARTIFACTS / "esa-speech-desktop-done.png"), full_page=True)
+    desktop.close()
 
 
 PRACTICE_STUDY = "esa-practice"
