@@ -8,12 +8,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-import gradio as gr
-
-from tabs import paper_view
-from tabs.admin_common import admin_only, served, shows_failure
-from tabs.analysis_common import FILES_PX, NOT_RUN, Panel, not_run_table, run_folder
-from tabs.common import plain_markdown, shown_table
+from tabs.analysis_common import Panel, part_panel, summary_lines
+from tabs.common import shown_table
 
 
 def shown(part) -> dict:
@@ -23,9 +19,9 @@ def shown(part) -> dict:
     done = part.detail
     if isinstance(done, str):  # the sentence saying why there are no results
         why = done
-        return {"summary": plain_markdown(why), "pairs": shown_table(None, why), "h2h": shown_table(None, why)}
+        return {"summary": summary_lines(part), "pairs": shown_table(None, why), "h2h": shown_table(None, why)}
     return {
-        "summary": "\n\n".join(plain_markdown(line.strip()) for line in done.lines()),
+        "summary": summary_lines(part),
         "pairs": shown_table(done.agreement.pairs, done.agreement.why or "No pairs of annotators."),
         "h2h": shown_table(done.head_to_head, "One system only: nothing to compare."),
     }
@@ -44,45 +40,12 @@ def panel(shared: Panel) -> None:
 
 
 def span_panel(shared: Panel, title: str, name: str, short: str, build: Callable) -> None:
-    """A span protocol's panel (ESA's, MQM's: tabs/analysis_mqm.py): its button, the report's part
-    for the chosen study (build(database, study_id, folder), so the tab and the HTML file never
-    differ), its CSV files, and every table of the analysis in a closed box."""
-    with gr.Accordion(title, open=False, elem_id=f"{name}-analysis"):
-        run = gr.Button(f"Analyse the {short} answers")
-        notice = gr.Markdown(NOT_RUN, elem_classes=["paper-notes"])
-        files_out = gr.File(label="Tables (CSV)", file_count="multiple", interactive=False, height=FILES_PX)
-        part_state = gr.State(None)
-        paper_view.build(part_state)  # the part's tables: systems and clusters, ..., agreement, defaults
-        with gr.Accordion("Every table of the analysis", open=False):
-            summary = gr.Markdown()
-            pairs = not_run_table(label="Span agreement per pair of annotators of a segment", interactive=False)
-            h2h = not_run_table(label="Head to head: one-sided rank-sum tests", interactive=False)
+    """A span protocol's panel (ESA's, MQM's: tabs/analysis_mqm.py): the report's part, and beside
+    it the span agreement per pair of annotators and the head-to-head tests (shown)."""
 
-    @admin_only(shared.auth, notice)
-    @shows_failure(notice, f"The {short} analysis")
-    def analyse(sess, study_id, request: gr.Request):
-        study_id = shared.study_id(study_id)
-        if not study_id:
-            why = "No study imported yet."
-            return {notice: why, part_state: None, files_out: None, summary: why}
-        # its files are served from gradio's cache and its folder is removed (run_folder)
-        with run_folder(name, study_id) as folder:
-            part = build(shared.ctx.database, study_id, folder)
-            files = served(part.files, folder) if part.files else None
-        view = shown(part)
-        return {
-            notice: paper_view.notes_markdown(part),
-            part_state: part,
-            files_out: files,
-            summary: view["summary"],
-            pairs: view["pairs"],
-            h2h: view["h2h"],
-        }
+    def view(part):
+        got = shown(part)
+        return got["summary"], [got["pairs"], got["h2h"]]
 
-    analyse.__name__ = f"run_{name}"  # the event's name, as the other panels'
-    run.click(
-        analyse,
-        [shared.session, shared.study],
-        [notice, part_state, files_out, summary, pairs, h2h],
-        api_visibility="private",
-    )
+    labels = ("Span agreement per pair of annotators of a segment", "Head to head: one-sided rank-sum tests")
+    part_panel(shared, title, name, f"Analyse the {short} answers", build, labels, view, f"The {short} analysis")

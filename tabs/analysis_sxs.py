@@ -5,52 +5,26 @@ prints), and the bootstrap's pairwise p-values and the outcomes beside them
 
 from __future__ import annotations
 
-import gradio as gr
+from tabs.analysis_common import Panel, part_panel, summary_lines
+from tabs.common import shown_table
 
-from tabs import paper_view
-from tabs.admin_common import admin_only, served, shows_failure
-from tabs.analysis_common import FILES_PX, NOT_RUN, Panel, not_run_table, run_folder
-from tabs.common import plain_markdown, shown_table
+
+def _sxs_part(database, study_id: str, folder):
+    # choix, trueskill and scipy: on first use only (at the module's top they slow every start)
+    from services.report import sxs as sxs_report
+
+    return sxs_report.build(database, study_id, folder)
+
+
+def view(part):
+    """The summary and the bootstrap's pairwise p-values (or why there are none)."""
+    done = part.detail
+    if isinstance(done, str):
+        return summary_lines(part), [shown_table(None, done)]
+    return summary_lines(part), [shown_table(done.pairs, "One system only (or ABX): nothing to compare.")]
 
 
 def panel(shared: Panel) -> None:
-    with gr.Accordion("Side-by-side comparison", open=False, elem_id="sxs-analysis"):
-        run = gr.Button("Analyse the side-by-side answers")
-        notice = gr.Markdown(NOT_RUN, elem_classes=["paper-notes"])
-        files = gr.File(label="Tables (CSV)", file_count="multiple", interactive=False, height=FILES_PX)
-        part_state = gr.State(None)
-        paper_view.build(part_state)  # Tables 1-6: systems, win rates, position bias, defaults, agreement
-        with gr.Accordion("Every table of the analysis", open=False):
-            summary = gr.Markdown()
-            pairs = not_run_table(label="Bootstrap: p that the first system is not stronger", interactive=False)
-
-    @admin_only(shared.auth, notice)
-    @shows_failure(notice, "The side-by-side analysis")
-    def run_sxs(sess, study_id, request: gr.Request):
-        study_id = shared.study_id(study_id)
-        if not study_id:
-            why = "No study imported yet."
-            return {notice: why, part_state: None, files: None, summary: why}
-        # choix, trueskill and scipy: on first use only (at the module's top they slow every start)
-        from services.report import sxs as sxs_report
-
-        with run_folder("sxs", study_id) as folder:
-            part = sxs_report.build(shared.ctx.database, study_id, folder)
-            shown_files = served(part.files, folder) if part.files else None
-        done = part.detail
-        if isinstance(done, str):
-            lines, table = plain_markdown(done), shown_table(None, done)
-        else:
-            lines = "\n\n".join(plain_markdown(line) for line in done.lines())
-            table = shown_table(done.pairs, "One system only: nothing to compare.")
-        return {
-            notice: paper_view.notes_markdown(part),
-            part_state: part,
-            files: shown_files,
-            summary: lines,
-            pairs: table,
-        }
-
-    run.click(
-        run_sxs, [shared.session, shared.study], [notice, part_state, files, summary, pairs], api_visibility="private"
-    )
+    labels = ("Bootstrap: p that the first system is not stronger",)
+    button = "Analyse the side-by-side answers"
+    part_panel(shared, "Side-by-side comparison", "sxs", button, _sxs_part, labels, view, "The side-by-side analysis")
